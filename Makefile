@@ -1,0 +1,114 @@
+# xpjit - build, test, sanitize, fuzz, bench, install.
+#
+#   make              libxpjit.a, libxpjit.so, xpjit-cli   (in build/)
+#   make test         unit tests, golden tests, fuzz corpus replay
+#   make asan         the whole test suite under ASan + UBSan (in build-asan/)
+#   make fuzz         libFuzzer on each fuzz target (FUZZ_TIME seconds each)
+#   make bench        benchmarks under bench/
+#   make install PREFIX=/usr/local
+
+BUILD    ?= build
+PREFIX   ?= /usr/local
+CC       ?= cc
+FUZZ_CC  ?= clang
+FUZZ_TIME ?= 60
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CSTD     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+OPT      ?= -O2 -g
+SAN      ?=
+CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC -fvisibility=hidden \
+             -Iinclude -Iir -Icompiler $(CFLAGS)
+LDLIBS_ALL = -lcrypto $(LDLIBS)
+
+LIB_SRCS := $(wildcard ir/*.c) $(wildcard compiler/*.c)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+CLI_SRCS := tools/xpjit-cli.c
+TEST_SRCS := $(wildcard tests/test_*.c)
+TESTS    := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+REPLAYS  := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/replay_%)
+
+LIB_A    := $(BUILD)/lib/libxpjit.a
+LIB_SO   := $(BUILD)/lib/libxpjit.so
+CLI      := $(BUILD)/bin/xpjit-cli
+
+.PHONY: all test asan fuzz bench install clean check-examples format
+all: $(LIB_A) $(LIB_SO) $(CLI) $(BUILD)/lib/xpjit.pc
+
+$(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(LIB_A): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(LIB_SO): $(LIB_OBJS) tools/libxpjit.map
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -shared -Wl,-soname,libxpjit.so.0 \
+	  -Wl,--version-script=tools/libxpjit.map -o $@ $(LIB_OBJS) $(LDLIBS_ALL)
+
+$(CLI): $(CLI_SRCS) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_SRCS) $(LIB_A) $(LDLIBS_ALL)
+
+$(BUILD)/lib/xpjit.pc: tools/xpjit.pc.in
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' $< > $@
+
+$(BUILD)/tests/%: tests/%.c tests/testutil.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(LIB_A) -lcmocka $(LDLIBS_ALL)
+
+# Fuzz targets built with a plain main() that replays files: runs anywhere.
+$(BUILD)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay_main.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< tests/fuzz/replay_main.c $(LIB_A) $(LDLIBS_ALL)
+
+test: all $(TESTS) $(REPLAYS)
+	@BUILD=$(BUILD) sh tests/run_tests.sh
+
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" test
+
+# libFuzzer (clang) with ASan + UBSan; corpus grows in tests/fuzz/corpus/NAME.
+fuzz: $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
+	@for t in $^; do n=$$(basename $$t); mkdir -p tests/fuzz/corpus/$$n; \
+	  echo "fuzzing $$n for $(FUZZ_TIME)s"; \
+	  $$t -max_total_time=$(FUZZ_TIME) -max_len=65536 -timeout=10 \
+	    -rss_limit_mb=2048 -print_final_stats=1 \
+	    -dict=tests/fuzz/xpk.dict tests/fuzz/corpus/$$n || exit 1; done
+
+build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -o $@ $< $(LIB_SRCS) -lcrypto
+
+bench: all $(BUILD)/bench/frontend
+	$(BUILD)/bench/frontend examples/*.xpk
+
+$(BUILD)/bench/frontend: bench/frontend.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL)
+
+check-examples: $(CLI)
+	$(CLI) check examples/*.xpk
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libxpjit.so.0
+	ln -sf libxpjit.so.0 $(DESTDIR)$(PREFIX)/lib/libxpjit.so
+	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/lib/xpjit.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
+
+format:
+	clang-format -i include/*.h ir/*.[ch] compiler/*.[ch] tools/*.c tests/*.[ch] tests/fuzz/*.c
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,138 @@
+/*
+ * diag.c - compiler diagnostics: a list of positioned messages rendered as
+ * a C compiler would, with the source line and a caret. Source lines are
+ * copied with non-printable bytes replaced, so binary input never reaches
+ * a terminal raw.
+ */
+#include "buf.h"
+#include "ir_impl.h"
+#include "xpjit_compiler.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct diag_item {
+  xpj_severity sev;
+  char *file, *msg, *src;
+  unsigned line, col;
+} diag_item;
+
+struct xpj_diags {
+  diag_item *items;
+  uint32_t n, cap;
+  unsigned errors;
+};
+
+xpj_status xpj_diags_create(xpj_diags **out) {
+  if (!out)
+    return XPJ_ERR_INVALID;
+  *out = xpj_calloc(1, sizeof **out);
+  return *out ? XPJ_OK : XPJ_ERR_NOMEM;
+}
+
+void xpj_diags_clear(xpj_diags *d) {
+  if (!d)
+    return;
+  for (uint32_t i = 0; i < d->n; i++) {
+    xpj_free(d->items[i].file);
+    xpj_free(d->items[i].msg);
+    xpj_free(d->items[i].src);
+  }
+  d->n = 0;
+  d->errors = 0;
+}
+
+void xpj_diags_destroy(xpj_diags *d) {
+  if (!d)
+    return;
+  xpj_diags_clear(d);
+  xpj_free(d->items);
+  xpj_free(d);
+}
+
+unsigned xpj_diags_count(const xpj_diags *d) { return d ? d->n : 0; }
+unsigned xpj_diags_errors(const xpj_diags *d) { return d ? d->errors : 0; }
+
+xpj_status xpj_diags_get(const xpj_diags *d, unsigned i, xpj_diag *out) {
+  if (!d || !out || i >= d->n)
+    return XPJ_ERR_INVALID;
+  const diag_item *it = &d->items[i];
+  out->severity = it->sev;
+  out->file = it->file;
+  out->line = it->line;
+  out->col = it->col;
+  out->message = it->msg;
+  out->source = it->src;
+  return XPJ_OK;
+}
+
+/* Copies a source line, replacing bytes that are not printable ASCII (tabs
+ * are kept so that the caret line can mirror them). */
+static char *sanitize(const char *s, size_t n) {
+  if (n > 400)
+    n = 400; /* a pathological line is cut, not dumped */
+  char *d = xpj_malloc(n + 1);
+  if (!d)
+    return NULL;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    d[i] = (c == '\t' || (c >= 32 && c < 127)) ? (char)c : '?';
+  }
+  d[n] = 0;
+  return d;
+}
+
+xpj_status xpj_diags_add(xpj_diags *d, xpj_severity sev, const char *file,
+                         unsigned line, unsigned col, const char *source_line,
+                         const char *message) {
+  if (!d || !message)
+    return XPJ_ERR_INVALID;
+  if (!xpj_grow((void **)&d->items, &d->cap, d->n + 1, sizeof *d->items))
+    return XPJ_ERR_NOMEM;
+  diag_item *it = &d->items[d->n];
+  it->sev = sev;
+  it->line = line;
+  it->col = col;
+  it->file = xpj_strdup(file ? file : "");
+  it->msg = xpj_strdup(message);
+  const char *src = source_line ? source_line : "";
+  size_t sl = strcspn(src, "\n\r");
+  it->src = sanitize(src, sl);
+  if (!it->file || !it->msg || !it->src) {
+    xpj_free(it->file);
+    xpj_free(it->msg);
+    xpj_free(it->src);
+    return XPJ_ERR_NOMEM;
+  }
+  d->n++;
+  if (sev == XPJ_SEV_ERROR)
+    d->errors++;
+  return XPJ_OK;
+}
+
+xpj_status xpj_diags_render(const xpj_diags *d, char **out, size_t *len) {
+  if (!d || !out)
+    return XPJ_ERR_INVALID;
+  static const char *const sev[] = {"error", "warning", "note"};
+  xpj_buf b = {0};
+  for (uint32_t i = 0; i < d->n; i++) {
+    const diag_item *it = &d->items[i];
+    if (*it->file && it->line)
+      xpj_buf_printf(&b, "%s:%u:%u: ", it->file, it->line, it->col);
+    else if (*it->file)
+      xpj_buf_printf(&b, "%s: ", it->file);
+    xpj_buf_printf(&b, "%s: %s\n", sev[it->sev % 3], it->msg);
+    if (*it->src && it->col) {
+      xpj_buf_printf(&b, "  %s\n  ", it->src);
+      size_t n = strlen(it->src);
+      for (unsigned c = 1; c < it->col && c - 1 < n; c++)
+        xpj_buf_puts(&b, it->src[c - 1] == '\t' ? "\t" : " ");
+      xpj_buf_puts(&b, "^\n");
+    }
+  }
+  *out = xpj_buf_take(&b, len);
+  return *out ? XPJ_OK : XPJ_ERR_NOMEM;
+}
+
+const char *xpj_version(void) { return XPJ_VERSION_STRING; }

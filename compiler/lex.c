@@ -1,0 +1,350 @@
+/*
+ * lex.c - the lexer. It accepts any bytes: each byte that cannot start a
+ * token is one error (runs of them are one error), and lexing continues,
+ * so that binary garbage gives a bounded number of clear messages.
+ */
+#include "lex.h"
+#include "ir_impl.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+  const char *s;
+  punct p;
+} puncts[] = {
+    {"<<=", P_SHL_ASSIGN}, {">>=", P_SHR_ASSIGN}, {"->", P_ARROW},
+    {"++", P_INC},         {"--", P_DEC},         {"==", P_EQ},
+    {"!=", P_NE},          {"<=", P_LE},          {">=", P_GE},
+    {"&&", P_ANDAND},      {"||", P_OROR},        {"<<", P_SHL},
+    {">>", P_SHR},         {"+=", P_ADD_ASSIGN},  {"-=", P_SUB_ASSIGN},
+    {"*=", P_MUL_ASSIGN},  {"/=", P_DIV_ASSIGN},  {"%=", P_MOD_ASSIGN},
+    {"&=", P_AND_ASSIGN},  {"|=", P_OR_ASSIGN},   {"^=", P_XOR_ASSIGN},
+    {"(", P_LPAREN},       {")", P_RPAREN},       {"{", P_LBRACE},
+    {"}", P_RBRACE},       {"[", P_LBRACKET},     {"]", P_RBRACKET},
+    {"<", P_LT},           {">", P_GT},           {",", P_COMMA},
+    {";", P_SEMI},         {":", P_COLON},        {"?", P_QUESTION},
+    {"=", P_ASSIGN},       {"+", P_PLUS},         {"-", P_MINUS},
+    {"*", P_STAR},         {"/", P_SLASH},        {"%", P_PERCENT},
+    {"&", P_AMP},          {"|", P_PIPE},         {"^", P_CARET},
+    {"~", P_TILDE},        {"!", P_BANG},         {".", P_DOT},
+};
+
+const char *xpj_punct_str(punct p) {
+  for (size_t i = 0; i < sizeof puncts / sizeof *puncts; i++)
+    if (puncts[i].p == p)
+      return puncts[i].s;
+  return "?";
+}
+
+static const char *const keywords[] = {
+#define X(id, s) s,
+    XPJ_KEYWORDS(X)
+#undef X
+};
+
+const char *xpj_tok_kind_str(tok_kind k) {
+  switch (k) {
+  case TK_EOF: return "end of file";
+  case TK_IDENT: return "identifier";
+  case TK_TYPE: return "type name";
+  case TK_INT: return "integer literal";
+  case TK_FLOAT: return "floating-point literal";
+  case TK_PUNCT: return "punctuator";
+  default:
+    if (k >= TK_KW_KERNEL && k - TK_KW_KERNEL < (int)(sizeof keywords /
+                                                      sizeof *keywords))
+      return keywords[k - TK_KW_KERNEL];
+    return "token";
+  }
+}
+
+typedef struct lx {
+  const char *s;
+  uint32_t len, pos, line, linestart;
+  lexer_out *out;
+  lex_error_fn err;
+  void *ud;
+  bool oom;
+} lx;
+
+static void error_at(lx *l, uint32_t off, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void error_at(lx *l, uint32_t off, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  /* the line of off: off is always on the current line or the token start */
+  uint32_t line = l->line, ls = l->linestart;
+  if (off < ls) { /* token started on an earlier line (block comment) */
+    line = 1;
+    ls = 0;
+    for (uint32_t i = 0; i < off; i++)
+      if (l->s[i] == '\n') {
+        line++;
+        ls = i + 1;
+      }
+  }
+  l->err(l->ud, off, line, off - ls + 1, msg);
+}
+
+static token *push(lx *l, tok_kind k, uint32_t off, uint32_t n) {
+  lexer_out *o = l->out;
+  if (!xpj_grow((void **)&o->toks, &o->cap, o->n + 1, sizeof *o->toks)) {
+    l->oom = true;
+    return NULL;
+  }
+  token *t = &o->toks[o->n++];
+  memset(t, 0, sizeof *t);
+  t->kind = (uint8_t)k;
+  t->off = off;
+  t->len = n;
+  t->line = l->line;
+  t->col = off - l->linestart + 1;
+  return t;
+}
+
+static bool is_ident_start(int c) { return isalpha(c) || c == '_'; }
+static bool is_ident(int c) { return isalnum(c) || c == '_'; }
+
+/* Reads a literal suffix (i8 ... f64) at l->pos, if any. */
+static int suffix(lx *l, uint32_t *end) {
+  static const char *const names[] = {"i8",  "i16", "i32", "i64", "u8",
+                                      "u16", "u32", "u64", "f32", "f64"};
+  static const int scal[] = {XPJ_I8,  XPJ_I16, XPJ_I32, XPJ_I64, XPJ_U8,
+                             XPJ_U16, XPJ_U32, XPJ_U64, XPJ_F32, XPJ_F64};
+  uint32_t p = *end, q = p;
+  while (q < l->len && is_ident((unsigned char)l->s[q]))
+    q++;
+  if (q == p)
+    return XPJ_VOID;
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (strlen(names[i]) == q - p && memcmp(l->s + p, names[i], q - p) == 0) {
+      *end = q;
+      return scal[i];
+    }
+  *end = q;
+  return -1; /* invalid suffix */
+}
+
+static void lex_number(lx *l) {
+  const char *s = l->s;
+  uint32_t start = l->pos, p = start;
+  int base = 10;
+  bool is_float = false;
+  if (s[p] == '0' && p + 1 < l->len && (s[p + 1] == 'x' || s[p + 1] == 'X')) {
+    base = 16;
+    p += 2;
+  } else if (s[p] == '0' && p + 1 < l->len &&
+             (s[p + 1] == 'b' || s[p + 1] == 'B')) {
+    base = 2;
+    p += 2;
+  }
+  char digits[128];
+  size_t nd = 0;
+  bool too_long = false;
+  uint32_t dstart = p;
+  for (; p < l->len; p++) {
+    char c = s[p];
+    if (c == '_')
+      continue;
+    bool ok = base == 16 ? isxdigit((unsigned char)c)
+              : base == 2 ? (c == '0' || c == '1')
+                          : isdigit((unsigned char)c);
+    if (base == 10 && !ok) {
+      if (c == '.' && !is_float && p + 1 < l->len &&
+          isdigit((unsigned char)s[p + 1])) {
+        is_float = true;
+        ok = true;
+      } else if (c == '.' && !is_float &&
+                 !(p + 1 < l->len && (s[p + 1] == '.' ||
+                                      is_ident_start((unsigned char)s[p + 1])))) {
+        is_float = true; /* "1." */
+        ok = true;
+      } else if ((c == 'e' || c == 'E') && p + 1 < l->len &&
+                 (isdigit((unsigned char)s[p + 1]) ||
+                  ((s[p + 1] == '+' || s[p + 1] == '-') && p + 2 < l->len &&
+                   isdigit((unsigned char)s[p + 2])))) {
+        is_float = true;
+        if (nd < sizeof digits - 2)
+          digits[nd++] = c;
+        p++;
+        c = s[p];
+        ok = true;
+      }
+    }
+    if (!ok)
+      break;
+    if (nd < sizeof digits - 1)
+      digits[nd++] = c;
+    else
+      too_long = true;
+  }
+  digits[nd] = 0;
+  uint32_t end = p;
+  int suf = suffix(l, &end);
+  token *t = push(l, TK_INT, start, end - start);
+  if (!t)
+    return;
+  l->pos = end;
+  if (suf < 0) {
+    error_at(l, start, "invalid suffix on numeric literal '%.*s'",
+             (int)(end - start > 40 ? 40 : end - start), s + start);
+    return;
+  }
+  if (nd == 0 || p == dstart) {
+    error_at(l, start, "numeric literal has no digits");
+    return;
+  }
+  if (too_long) {
+    error_at(l, start, "numeric literal is too long");
+    return;
+  }
+  t->suffix = (uint8_t)suf;
+  if (is_float || suf == XPJ_F32 || suf == XPJ_F64) {
+    if (base != 10) {
+      error_at(l, start, "hexadecimal and binary literals must be integers");
+      return;
+    }
+    t->kind = TK_FLOAT;
+    errno = 0;
+    t->val.f = strtod(digits, NULL);
+    if (!isfinite(t->val.f))
+      error_at(l, start, "floating-point literal is out of range");
+    return;
+  }
+  errno = 0;
+  t->val.u = strtoull(digits, NULL, base);
+  if (errno == ERANGE)
+    error_at(l, start, "integer literal is too large for 64 bits");
+}
+
+/* Lexes one token (or skips whitespace/comments); false at end. */
+static bool lex_one(lx *l) {
+  const char *s = l->s;
+  while (l->pos < l->len) {
+    unsigned char c = (unsigned char)s[l->pos];
+    if (c == '\n') {
+      l->pos++;
+      l->line++;
+      l->linestart = l->pos;
+    } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+      l->pos++;
+    } else if (c == '/' && l->pos + 1 < l->len && s[l->pos + 1] == '/') {
+      while (l->pos < l->len && s[l->pos] != '\n')
+        l->pos++;
+    } else if (c == '/' && l->pos + 1 < l->len && s[l->pos + 1] == '*') {
+      uint32_t start = l->pos;
+      uint32_t sline = l->line, sls = l->linestart;
+      l->pos += 2;
+      bool closed = false;
+      while (l->pos < l->len) {
+        if (s[l->pos] == '*' && l->pos + 1 < l->len && s[l->pos + 1] == '/') {
+          l->pos += 2;
+          closed = true;
+          break;
+        }
+        if (s[l->pos] == '\n') {
+          l->line++;
+          l->linestart = l->pos + 1;
+        }
+        l->pos++;
+      }
+      if (!closed) {
+        char msg[] = "unterminated comment";
+        l->err(l->ud, start, sline, start - sls + 1, msg);
+      }
+    } else {
+      break;
+    }
+  }
+  if (l->pos >= l->len)
+    return false;
+  uint32_t start = l->pos;
+  unsigned char c = (unsigned char)s[start];
+  if (is_ident_start(c)) {
+    uint32_t p = start;
+    while (p < l->len && is_ident((unsigned char)s[p]))
+      p++;
+    uint32_t n = p - start;
+    token *t = push(l, TK_IDENT, start, n);
+    if (!t)
+      return false;
+    l->pos = p;
+    if (n > 255) {
+      error_at(l, start, "identifier is too long (at most 255 characters)");
+      return true;
+    }
+    for (size_t k = 0; k < sizeof keywords / sizeof *keywords; k++)
+      if (strlen(keywords[k]) == n && memcmp(keywords[k], s + start, n) == 0) {
+        t->kind = (uint8_t)(TK_KW_KERNEL + k);
+        return true;
+      }
+    char name[8];
+    if (n < sizeof name) {
+      memcpy(name, s + start, n);
+      name[n] = 0;
+      xpj_scalar sc = xpj_scalar_parse(name);
+      if (sc != XPJ_VOID) {
+        t->kind = TK_TYPE;
+        t->val.scalar = sc;
+      }
+    }
+    return true;
+  }
+  if (isdigit(c) || (c == '.' && start + 1 < l->len &&
+                     isdigit((unsigned char)s[start + 1]))) {
+    lex_number(l);
+    return !l->oom;
+  }
+  for (size_t k = 0; k < sizeof puncts / sizeof *puncts; k++) {
+    size_t n = strlen(puncts[k].s);
+    if (start + n <= l->len && memcmp(s + start, puncts[k].s, n) == 0) {
+      token *t = push(l, TK_PUNCT, start, (uint32_t)n);
+      if (!t)
+        return false;
+      t->punct = (uint8_t)puncts[k].p;
+      l->pos += (uint32_t)n;
+      return true;
+    }
+  }
+  /* a run of bytes that cannot start a token: one error */
+  uint32_t p = start;
+  while (p < l->len) {
+    unsigned char d = (unsigned char)s[p];
+    if (isspace(d) || is_ident(d) || strchr("(){}[]<>,;:?=+-*/%&|^~!.", d))
+      break;
+    if (d == 0 && p > start && s[p - 1] != 0)
+      break;
+    p++;
+    if (d == '\n')
+      break;
+  }
+  if (p == start)
+    p++;
+  if (c >= 32 && c < 127)
+    error_at(l, start, "invalid character '%c'", c);
+  else
+    error_at(l, start, "invalid byte 0x%02x in source", c);
+  l->pos = p;
+  return true;
+}
+
+bool xpj_lex(const char *src, uint32_t len, lexer_out *out, lex_error_fn err,
+             void *ud) {
+  lx l = {src, len, 0, 1, 0, out, err, ud, false};
+  while (lex_one(&l))
+    if (l.oom)
+      return false;
+  if (l.oom)
+    return false;
+  token *t = push(&l, TK_EOF, len, 0);
+  return t != NULL;
+}

@@ -1,0 +1,2756 @@
+/*
+ * parse.c - parser and semantic checker of the kernel language.
+ *
+ * There is no AST: the parser resolves names, types expressions and builds
+ * IR through the builder (include/xpjit_ir.h) as it goes, in two passes
+ * over the token array. Pass 1 reads every item's signature (so functions
+ * can be called before they are defined) and skips bodies by brace
+ * matching; pass 2 parses the bodies. Typing rules are the builder's: the
+ * parser reports the builder's messages at the right token. Untyped
+ * literals are the parser's own concept: they stay unmaterialised until an
+ * operand, a declared type or a parameter gives them a type.
+ *
+ * Error handling: a syntax error enters panic mode, which silences further
+ * messages until the parser resynchronises at a statement or item
+ * boundary; semantic errors propagate as "poison" (value 0) without new
+ * messages. Recursion depth and the number of errors are bounded.
+ */
+#include "buf.h"
+#include "ir_impl.h"
+#include "lex.h"
+#include "xpjit_compiler.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum ekind {
+  E_ERR,  /* poison: an error was already reported */
+  E_VAL,  /* a value v of type t */
+  E_PTR,  /* a location v (pointer) holding a t */
+  E_ARR,  /* an array value v of array type t */
+  E_LINT, /* untyped integer literal i */
+  E_LFLT, /* untyped floating literal f */
+  E_VOID, /* result of a call that returns nothing */
+} ekind;
+
+enum { MUT_OK, MUT_PARAM, MUT_CONST, MUT_RDONLY, MUT_ARRAY, MUT_TEMP };
+
+typedef struct expr {
+  ekind k;
+  xpj_val v;
+  xpj_type t;
+  int64_t i;
+  double f;
+  const token *tok; /* representative token */
+  const token *name; /* the symbol it names, if any */
+  uint8_t mut;       /* MUT_*: why it cannot be assigned */
+  bool is_call;
+  bool big;     /* E_LINT above INT64_MAX: only a u64 can hold it */
+  bool boolean; /* E_LINT that is true/false (module constants only) */
+} expr;
+
+typedef enum skind { S_VAR, S_VAL, S_LIT, S_ARRAY } skind;
+
+typedef struct sym {
+  const token *name;
+  skind k;
+  ekind litk; /* S_LIT: E_LINT or E_LFLT */
+  bool big, boolean;
+  xpj_val v;
+  xpj_type t;
+  int64_t i;
+  double f;
+  uint8_t mut;
+} sym;
+
+typedef struct mconst {
+  const token *name;
+  ekind litk;     /* E_LINT / E_LFLT */
+  bool big, boolean;
+  int scalar;     /* declared type, XPJ_VOID if untyped */
+  int64_t i;
+  double f;
+} mconst;
+
+typedef struct fn_info {
+  xpj_func *f;
+  const token *name;
+  uint32_t body, body_end; /* token index of '{' and of its '}' */
+} fn_info;
+
+typedef struct parser {
+  const char *src;
+  uint32_t len;
+  const char *fname;
+  uint32_t file;
+  token *toks;
+  uint32_t ntok, pos;
+  xpj_module *m;
+  xpj_diags *d;
+  unsigned errors;
+  bool oom, too_many, panic;
+  /* current function */
+  xpj_func *f;
+  xpj_block b;
+  bool dead; /* the current block already ended in a jump */
+  sym *syms;
+  uint32_t nsyms, capsyms, scope_base;
+  unsigned depth;
+  fn_info *fns;
+  uint32_t nfns, capfns;
+  mconst *consts;
+  uint32_t nconsts, capconsts;
+} parser;
+
+/* ---- diagnostics ---------------------------------------------------- */
+
+static const char *line_start(const parser *p, uint32_t off) {
+  uint32_t s = off > p->len ? p->len : off;
+  while (s > 0 && p->src[s - 1] != '\n')
+    s--;
+  return p->src + s;
+}
+
+static void report(parser *p, xpj_severity sev, uint32_t off, uint32_t line,
+                   uint32_t col, const char *msg) {
+  if (p->too_many)
+    return;
+  if (sev == XPJ_SEV_ERROR && ++p->errors > XPJ_MAX_ERRORS) {
+    p->too_many = true;
+    if (p->d)
+      xpj_diags_add(p->d, XPJ_SEV_ERROR, p->fname, 0, 0, NULL,
+                    "too many errors; stopping");
+    p->pos = p->ntok - 1;
+    return;
+  }
+  if (!p->d)
+    return;
+  const char *ls = line_start(p, off);
+  size_t n = (size_t)(p->src + p->len - ls);
+  char *copy = xpj_malloc(n + 1 > 401 ? 401 : n + 1);
+  if (!copy) {
+    p->oom = true;
+    return;
+  }
+  size_t k = 0;
+  while (k < n && k < 400 && ls[k] != '\n')
+    k++;
+  memcpy(copy, ls, k);
+  copy[k] = 0;
+  /* NUL bytes inside the line would cut it: show them as '?' */
+  for (size_t i = 0; i < k; i++)
+    if (!copy[i])
+      copy[i] = '?';
+  if (xpj_diags_add(p->d, sev, p->fname, line, col, copy, msg) != XPJ_OK)
+    p->oom = true;
+  xpj_free(copy);
+}
+
+static void verror(parser *p, const token *t, bool syntax, const char *fmt,
+                   va_list ap) {
+  if (p->panic)
+    return;
+  if (syntax)
+    p->panic = true;
+  char msg[512];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  report(p, XPJ_SEV_ERROR, t->off, t->line, t->col, msg);
+}
+
+/* A semantic error at t. */
+static void error(parser *p, const token *t, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void error(parser *p, const token *t, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  verror(p, t, false, fmt, ap);
+  va_end(ap);
+}
+
+/* A syntax error at t: enters panic mode. */
+static void syntax(parser *p, const token *t, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void syntax(parser *p, const token *t, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  verror(p, t, true, fmt, ap);
+  va_end(ap);
+}
+
+/* Reports the builder's last message at t (nothing for poison). */
+static void berror(parser *p, const token *t) {
+  if (p->m->oom) {
+    p->oom = true;
+    return;
+  }
+  if (p->m->errmsg[0])
+    error(p, t, "%s", p->m->errmsg);
+  p->m->errmsg[0] = 0;
+}
+
+static void lex_err(void *ud, uint32_t off, uint32_t line, uint32_t col,
+                    const char *msg) {
+  parser *p = ud;
+  report(p, XPJ_SEV_ERROR, off, line, col, msg);
+}
+
+/* ---- tokens --------------------------------------------------------- */
+
+static const token *peek(const parser *p) { return &p->toks[p->pos]; }
+static const token *peek_at(const parser *p, uint32_t k) {
+  uint32_t i = p->pos + k;
+  return &p->toks[i < p->ntok ? i : p->ntok - 1];
+}
+static const token *next(parser *p) {
+  const token *t = &p->toks[p->pos];
+  if (p->pos + 1 < p->ntok)
+    p->pos++;
+  return t;
+}
+static bool is_p(const parser *p, punct c) {
+  const token *t = peek(p);
+  return t->kind == TK_PUNCT && t->punct == c;
+}
+static bool is_k(const parser *p, tok_kind k) { return peek(p)->kind == k; }
+static bool accept(parser *p, punct c) {
+  if (!is_p(p, c))
+    return false;
+  next(p);
+  return true;
+}
+
+/* Short printable text of a token for messages. */
+static const char *tok_text(const parser *p, const token *t, char buf[48]) {
+  if (t->kind == TK_EOF)
+    return "end of file";
+  uint32_t n = t->len > 40 ? 40 : t->len;
+  size_t k = 0;
+  buf[k++] = '\'';
+  for (uint32_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)p->src[t->off + i];
+    buf[k++] = (c >= 32 && c < 127) ? (char)c : '?';
+  }
+  buf[k++] = '\'';
+  buf[k] = 0;
+  return buf;
+}
+
+static bool expect(parser *p, punct c, const char *where) {
+  if (accept(p, c))
+    return true;
+  char b[48];
+  syntax(p, peek(p), "expected '%s' %s, found %s", xpj_punct_str(c), where,
+         tok_text(p, peek(p), b));
+  return false;
+}
+
+static bool tok_is(const parser *p, const token *t, const char *s) {
+  size_t n = strlen(s);
+  return t->len == n && memcmp(p->src + t->off, s, n) == 0;
+}
+
+static bool same_name(const parser *p, const token *a, const token *b) {
+  return a->len == b->len && memcmp(p->src + a->off, p->src + b->off, a->len) == 0;
+}
+
+/* Copies a token's text into buf (NUL-terminated, at most 255 chars). */
+static const char *tok_str(const parser *p, const token *t, char buf[256]) {
+  uint32_t n = t->len > 255 ? 255 : t->len;
+  memcpy(buf, p->src + t->off, n);
+  buf[n] = 0;
+  return buf;
+}
+
+static xpj_loc loc(const parser *p, const token *t) {
+  xpj_loc l = {p->file, t->line, t->col};
+  return l;
+}
+
+/* Skips to the end of the current statement: past ';' or before '}' at the
+ * current brace depth. */
+static void sync_stmt(parser *p) {
+  int depth = 0;
+  while (!is_k(p, TK_EOF)) {
+    if (is_p(p, P_LBRACE))
+      depth++;
+    else if (is_p(p, P_RBRACE)) {
+      if (depth == 0)
+        break;
+      depth--;
+      if (depth == 0) {
+        next(p);
+        break;
+      }
+    } else if (is_p(p, P_SEMI) && depth == 0) {
+      next(p);
+      break;
+    }
+    next(p);
+  }
+  p->panic = false;
+}
+
+/* ---- scopes --------------------------------------------------------- */
+
+static sym *lookup(parser *p, const token *name) {
+  for (uint32_t i = p->nsyms; i-- > 0;)
+    if (same_name(p, p->syms[i].name, name))
+      return &p->syms[i];
+  return NULL;
+}
+
+static mconst *lookup_const(parser *p, const token *name) {
+  for (uint32_t i = 0; i < p->nconsts; i++)
+    if (same_name(p, p->consts[i].name, name))
+      return &p->consts[i];
+  return NULL;
+}
+
+static fn_info *lookup_fn(parser *p, const token *name) {
+  for (uint32_t i = 0; i < p->nfns; i++)
+    if (same_name(p, p->fns[i].name, name))
+      return &p->fns[i];
+  return NULL;
+}
+
+static int tparam_index(parser *p, const token *name) {
+  if (!p->f)
+    return -1;
+  for (unsigned i = 0; i < p->f->ntparams; i++) {
+    const char *tp = p->f->tparams[i];
+    if (strlen(tp) == name->len && memcmp(tp, p->src + name->off, name->len) == 0)
+      return (int)i;
+  }
+  return -1;
+}
+
+static bool is_order_or_scope_name(const parser *p, const token *t);
+
+static sym *declare(parser *p, const token *name, skind k) {
+  char b[256];
+  for (uint32_t i = p->scope_base; i < p->nsyms; i++)
+    if (same_name(p, p->syms[i].name, name)) {
+      error(p, name, "redefinition of '%s' in the same scope",
+            tok_str(p, name, b));
+      return NULL;
+    }
+  if (tparam_index(p, name) >= 0) {
+    error(p, name, "'%s' is a type parameter and cannot name a variable",
+          tok_str(p, name, b));
+    return NULL;
+  }
+  if (!xpj_grow((void **)&p->syms, &p->capsyms, p->nsyms + 1,
+                sizeof *p->syms)) {
+    p->oom = true;
+    return NULL;
+  }
+  sym *s = &p->syms[p->nsyms++];
+  memset(s, 0, sizeof *s);
+  s->name = name;
+  s->k = k;
+  return s;
+}
+
+/* ---- literals and conversions -------------------------------------- */
+
+static expr err_expr(const token *t) {
+  expr e = {0};
+  e.k = E_ERR;
+  e.tok = t;
+  return e;
+}
+
+static expr val_expr(xpj_func *f, xpj_val v, const token *t) {
+  expr e = {0};
+  e.tok = t;
+  if (!v) {
+    e.k = E_ERR;
+    return e;
+  }
+  e.k = E_VAL;
+  e.v = v;
+  e.t = xpj_val_type(f, v);
+  e.mut = MUT_TEMP;
+  return e;
+}
+
+static bool in_function(parser *p, const token *t) {
+  if (p->f)
+    return true;
+  error(p, t, "not a constant expression");
+  return false;
+}
+
+static xpj_type scalar_t(parser *p, xpj_scalar s) {
+  return xpj_type_scalar(p->m, s);
+}
+
+/* Materialises an untyped literal as type want (0: the default type). */
+static xpj_val lit_value(parser *p, const expr *e, xpj_type want) {
+  char tb[96];
+  if (!in_function(p, e->tok))
+    return 0;
+  int ws = want ? xpj_type_scalar_of(p->m, want) : XPJ_SCALAR_COUNT;
+  bool param = want && xpj_type_is_param(p->m, want);
+  if (e->k == E_LINT && e->boolean) {
+    if (want && ws != XPJ_BOOL) {
+      xpj_type_str_in(p->f, want, tb, sizeof tb);
+      error(p, e->tok, "bool constant used where %s is expected", tb);
+      return 0;
+    }
+    xpj_val v = xpj_b_const_int(p->f, p->b, scalar_t(p, XPJ_BOOL), e->i != 0,
+                                loc(p, e->tok));
+    if (!v)
+      berror(p, e->tok);
+    return v;
+  }
+  if (e->k == E_LINT && e->big && ws != XPJ_U64) {
+    error(p, e->tok, "integer literal %llu does not fit in %s (only u64 can "
+          "hold it)", (unsigned long long)e->i,
+          want ? (xpj_type_str_in(p->f, want, tb, sizeof tb), tb) : "i64");
+    return 0;
+  }
+  if (e->k == E_LINT) {
+    if (!want)
+      want = scalar_t(p, (e->i >= INT32_MIN && e->i <= INT32_MAX) ? XPJ_I32
+                                                                  : XPJ_I64);
+    else if (ws == XPJ_BOOL) {
+      error(p, e->tok, "integer literal used where bool is expected");
+      return 0;
+    } else if (ws == XPJ_U64 || param) {
+      /* any bit pattern */
+    } else if (e->i < 0 && ws >= XPJ_U8 && ws <= XPJ_U32) {
+      error(p, e->tok, "negative literal %lld cannot have unsigned type %s",
+            (long long)e->i, xpj_scalar_name((xpj_scalar)ws));
+      return 0;
+    }
+    xpj_val v = xpj_b_const_int(p->f, p->b, want, e->i, loc(p, e->tok));
+    if (!v)
+      berror(p, e->tok);
+    return v;
+  }
+  /* E_LFLT */
+  if (!want)
+    want = scalar_t(p, XPJ_F64);
+  ws = xpj_type_scalar_of(p->m, want);
+  if (!param && ws != XPJ_F32 && ws != XPJ_F64) {
+    xpj_type_str(p->m, want, tb, sizeof tb);
+    error(p, e->tok, "floating-point literal cannot be used as %s without a "
+          "cast", tb);
+    return 0;
+  }
+  xpj_val v = xpj_b_const_float(p->f, p->b, want, e->f, loc(p, e->tok));
+  if (!v)
+    berror(p, e->tok);
+  return v;
+}
+
+/* Turns e into a value of type want (0: any type), loading locations and
+ * materialising literals. Returns 0 on error (reported). */
+static xpj_val rvalue(parser *p, expr *e, xpj_type want) {
+  char b1[96], b2[96], nb[256];
+  switch (e->k) {
+  case E_ERR:
+    return 0;
+  case E_LINT:
+  case E_LFLT:
+    return lit_value(p, e, want);
+  case E_VOID:
+    error(p, e->tok, "a call to a function that returns nothing has no value");
+    return 0;
+  case E_ARR:
+    if (e->name)
+      error(p, e->tok, "array '%s' used as a value (index it, e.g. %s[i])",
+            tok_str(p, e->name, nb), nb);
+    else
+      error(p, e->tok, "array used as a value");
+    return 0;
+  case E_PTR: {
+    xpj_val v = xpj_b_load(p->f, p->b, e->v, loc(p, e->tok));
+    if (!v) {
+      berror(p, e->tok);
+      return 0;
+    }
+    e->k = E_VAL;
+    e->v = v;
+    break;
+  }
+  case E_VAL:
+    break;
+  }
+  if (want && e->t != want) {
+    xpj_type_str_in(p->f, e->t, b1, sizeof b1);
+    xpj_type_str_in(p->f, want, b2, sizeof b2);
+    error(p, e->tok, "expected a value of type %s, found %s (use a cast: "
+          "%s(...))", b2, b1, b2);
+    return 0;
+  }
+  return e->v;
+}
+
+static bool is_lit(const expr *e) { return e->k == E_LINT || e->k == E_LFLT; }
+
+/* The type an expression has, or 0 for a literal / error. */
+static xpj_type typed(const expr *e) {
+  return (e->k == E_VAL || e->k == E_PTR) ? e->t : 0;
+}
+
+/* Folds a binary operator on two untyped literals. */
+static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
+                      const token *optok) {
+  expr r = a;
+  r.tok = a.tok;
+  if (a.big || b.big || a.boolean || b.boolean) {
+    error(p, optok, "operator '%s' cannot be applied to %s in a constant "
+          "expression", xpj_binop_symbol(op),
+          a.boolean || b.boolean ? "bool constants" : "a literal above 2^63");
+    return err_expr(optok);
+  }
+  bool fl = a.k == E_LFLT || b.k == E_LFLT;
+  double x = a.k == E_LFLT ? a.f : (double)a.i;
+  double y = b.k == E_LFLT ? b.f : (double)b.i;
+  if (op >= XPJ_EQ) {
+    bool res = false;
+    if (fl) {
+      switch (op) {
+      case XPJ_EQ: res = x == y; break;
+      case XPJ_NE: res = x != y; break;
+      case XPJ_LT: res = x < y; break;
+      case XPJ_LE: res = x <= y; break;
+      case XPJ_GT: res = x > y; break;
+      default: res = x >= y; break;
+      }
+    } else {
+      switch (op) {
+      case XPJ_EQ: res = a.i == b.i; break;
+      case XPJ_NE: res = a.i != b.i; break;
+      case XPJ_LT: res = a.i < b.i; break;
+      case XPJ_LE: res = a.i <= b.i; break;
+      case XPJ_GT: res = a.i > b.i; break;
+      default: res = a.i >= b.i; break;
+      }
+    }
+    if (!in_function(p, optok))
+      return err_expr(optok);
+    return val_expr(p->f, xpj_b_const_int(p->f, p->b, scalar_t(p, XPJ_BOOL),
+                                          res, loc(p, optok)),
+                    optok);
+  }
+  if (fl) {
+    r.k = E_LFLT;
+    switch (op) {
+    case XPJ_ADD: r.f = x + y; break;
+    case XPJ_SUB: r.f = x - y; break;
+    case XPJ_MUL: r.f = x * y; break;
+    case XPJ_DIV: r.f = x / y; break;
+    default:
+      error(p, optok, "operator '%s' needs integer operands",
+            xpj_binop_symbol(op));
+      return err_expr(optok);
+    }
+    return r;
+  }
+  uint64_t ua = (uint64_t)a.i, ub = (uint64_t)b.i;
+  r.k = E_LINT;
+  switch (op) {
+  case XPJ_ADD: r.i = (int64_t)(ua + ub); break;
+  case XPJ_SUB: r.i = (int64_t)(ua - ub); break;
+  case XPJ_MUL: r.i = (int64_t)(ua * ub); break;
+  case XPJ_DIV:
+  case XPJ_REM:
+    if (b.i == 0) {
+      error(p, optok, "division by zero in a constant expression");
+      return err_expr(optok);
+    }
+    if (a.i == INT64_MIN && b.i == -1)
+      r.i = op == XPJ_DIV ? INT64_MIN : 0;
+    else
+      r.i = op == XPJ_DIV ? a.i / b.i : a.i % b.i;
+    break;
+  case XPJ_AND: r.i = (int64_t)(ua & ub); break;
+  case XPJ_OR: r.i = (int64_t)(ua | ub); break;
+  case XPJ_XOR: r.i = (int64_t)(ua ^ ub); break;
+  case XPJ_SHL: r.i = (int64_t)(ua << (ub & 63)); break;
+  case XPJ_SHR: r.i = a.i >> (ub & 63); break;
+  default: break;
+  }
+  return r;
+}
+
+/* ---- types in source ------------------------------------------------ */
+
+/* scalar type or type parameter; NULL-token safe */
+static xpj_type parse_elem_type(parser *p) {
+  const token *t = peek(p);
+  char b[48];
+  if (t->kind == TK_TYPE) {
+    next(p);
+    return scalar_t(p, (xpj_scalar)t->val.scalar);
+  }
+  if (t->kind == TK_IDENT) {
+    int k = tparam_index(p, t);
+    if (k >= 0) {
+      next(p);
+      return xpj_type_param(p->m, (unsigned)k);
+    }
+    char nb[256];
+    syntax(p, t, "unknown type '%s'%s", tok_str(p, t, nb),
+           p->f && p->f->ntparams == 0
+               ? " (declare type parameters like: kernel k<T>(...))"
+               : "");
+    next(p);
+    return 0;
+  }
+  syntax(p, t, "expected a type, found %s", tok_text(p, t, b));
+  return 0;
+}
+
+/* Parses a constant integer expression (array sizes, dimensions). */
+static expr parse_expr(parser *p);
+
+static bool const_int_of(parser *p, expr *e, int64_t *out) {
+  if (e->k == E_LINT) {
+    *out = e->i;
+    return true;
+  }
+  if (e->k == E_VAL && p->f) {
+    int s = xpj_type_scalar_of(p->m, e->t);
+    if (s >= XPJ_I8 && s <= XPJ_U64 && xpj_val_const(p->f, e->v, out, NULL))
+      return true;
+  }
+  return false;
+}
+
+static int parse_static_dims(parser *p, int64_t dims[XPJ_MAX_RANK]) {
+  int n = 0;
+  if (!expect(p, P_LBRACKET, "before array dimensions"))
+    return -1;
+  do {
+    const token *t = peek(p);
+    expr e = parse_expr(p);
+    int64_t v;
+    if (e.k == E_ERR)
+      return -1;
+    if (!const_int_of(p, &e, &v)) {
+      error(p, t, "array dimension must be an integer constant");
+      return -1;
+    }
+    if (v <= 0) {
+      error(p, t, "array dimension must be positive, not %lld", (long long)v);
+      return -1;
+    }
+    if (n == XPJ_MAX_RANK) {
+      error(p, t, "too many array dimensions (at most %d)", XPJ_MAX_RANK);
+      return -1;
+    }
+    dims[n++] = v;
+  } while (accept(p, P_COMMA));
+  if (!expect(p, P_RBRACKET, "after array dimensions"))
+    return -1;
+  return n;
+}
+
+/* ---- expressions ---------------------------------------------------- */
+
+static bool enter(parser *p, const token *t) {
+  if (++p->depth > XPJ_MAX_NESTING) {
+    if (!p->panic)
+      syntax(p, t, "nesting is too deep (more than %d levels)",
+             XPJ_MAX_NESTING);
+    p->pos = p->ntok - 1; /* give up on this input */
+    return false;
+  }
+  return true;
+}
+static void leave(parser *p) { p->depth--; }
+
+static expr parse_unary(parser *p);
+static expr parse_binary(parser *p, int minprec);
+
+static const struct {
+  punct tok;
+  xpj_binop op;
+  int prec;
+} binops[] = {
+    {P_PIPE, XPJ_OR, 3},  {P_CARET, XPJ_XOR, 4}, {P_AMP, XPJ_AND, 5},
+    {P_EQ, XPJ_EQ, 6},    {P_NE, XPJ_NE, 6},     {P_LT, XPJ_LT, 7},
+    {P_LE, XPJ_LE, 7},    {P_GT, XPJ_GT, 7},     {P_GE, XPJ_GE, 7},
+    {P_SHL, XPJ_SHL, 8},  {P_SHR, XPJ_SHR, 8},   {P_PLUS, XPJ_ADD, 9},
+    {P_MINUS, XPJ_SUB, 9}, {P_STAR, XPJ_MUL, 10}, {P_SLASH, XPJ_DIV, 10},
+    {P_PERCENT, XPJ_REM, 10},
+};
+
+/* Applies a binary operator, giving untyped literals the other side's
+ * type. */
+static expr binop(parser *p, xpj_binop op, expr a, expr b, const token *optok) {
+  if (a.k == E_ERR || b.k == E_ERR)
+    return err_expr(optok);
+  if (is_lit(&a) && is_lit(&b))
+    return fold_lits(p, op, a, b, optok);
+  if (!in_function(p, optok))
+    return err_expr(optok);
+  xpj_type t = typed(&a) ? typed(&a) : typed(&b);
+  xpj_val l = rvalue(p, &a, is_lit(&a) ? t : 0);
+  xpj_val r = rvalue(p, &b, is_lit(&b) ? t : 0);
+  if (!l || !r)
+    return err_expr(optok);
+  xpj_val v = xpj_b_binop(p->f, p->b, op, l, r, loc(p, optok));
+  if (!v)
+    berror(p, optok);
+  return val_expr(p->f, v, a.tok);
+}
+
+/* a && b, a || b: short-circuit through a value-producing if. */
+static expr logical(parser *p, bool is_and, expr a, const token *optok,
+                    int rprec) {
+  if (!in_function(p, optok))
+    return err_expr(optok);
+  xpj_type bt = scalar_t(p, XPJ_BOOL);
+  xpj_val c = a.k == E_ERR ? 0 : rvalue(p, &a, 0);
+  char tb[96];
+  if (c && xpj_val_type(p->f, c) != bt) {
+    xpj_type_str_in(p->f, xpj_val_type(p->f, c), tb, sizeof tb);
+    error(p, a.tok, "operands of '%s' must be bool, not %s",
+          is_and ? "&&" : "||", tb);
+    c = 0;
+  }
+  xpj_block tb_, eb_, saved = p->b;
+  xpj_val ifv = c ? xpj_b_if(p->f, p->b, c, &tb_, &eb_, loc(p, optok)) : 0;
+  if (c && !ifv)
+    berror(p, optok);
+  if (ifv)
+    p->b = is_and ? tb_ : eb_;
+  expr b = parse_binary(p, rprec);
+  if (!ifv) {
+    p->b = saved;
+    return err_expr(optok);
+  }
+  xpj_val rv = rvalue(p, &b, bt);
+  xpj_val y1 = rv ? xpj_b_yield(p->f, p->b, rv, loc(p, b.tok)) : 0;
+  p->b = is_and ? eb_ : tb_;
+  xpj_val k = xpj_b_const_int(p->f, p->b, bt, is_and ? 0 : 1, loc(p, optok));
+  xpj_val y2 = k ? xpj_b_yield(p->f, p->b, k, loc(p, optok)) : 0;
+  p->b = saved;
+  if (!y1 || !y2) {
+    if (rv)
+      berror(p, optok);
+    return err_expr(optok);
+  }
+  return val_expr(p->f, ifv, a.tok);
+}
+
+static expr parse_binary(parser *p, int minprec) {
+  const token *start = peek(p);
+  if (!enter(p, start))
+    return err_expr(start);
+  expr lhs = parse_unary(p);
+  for (;;) {
+    const token *t = peek(p);
+    if (t->kind != TK_PUNCT)
+      break;
+    if (t->punct == P_OROR || t->punct == P_ANDAND) {
+      int prec = t->punct == P_OROR ? 1 : 2;
+      if (prec < minprec)
+        break;
+      next(p);
+      lhs = logical(p, t->punct == P_ANDAND, lhs, t, prec + 1);
+      continue;
+    }
+    int found = -1;
+    for (size_t i = 0; i < sizeof binops / sizeof *binops; i++)
+      if (binops[i].tok == t->punct) {
+        found = (int)i;
+        break;
+      }
+    if (found < 0 || binops[found].prec < minprec)
+      break;
+    next(p);
+    expr rhs = parse_binary(p, binops[found].prec + 1);
+    lhs = binop(p, binops[found].op, lhs, rhs, t);
+  }
+  leave(p);
+  return lhs;
+}
+
+static expr parse_ternary(parser *p) {
+  const token *start = peek(p);
+  if (!enter(p, start))
+    return err_expr(start);
+  expr c = parse_binary(p, 1);
+  if (!is_p(p, P_QUESTION)) {
+    leave(p);
+    return c;
+  }
+  const token *q = next(p);
+  if (!in_function(p, q)) {
+    leave(p);
+    return err_expr(q);
+  }
+  xpj_val cv = c.k == E_ERR ? 0 : rvalue(p, &c, 0);
+  char tb[96];
+  if (cv && xpj_val_type(p->f, cv) != scalar_t(p, XPJ_BOOL)) {
+    xpj_type_str_in(p->f, xpj_val_type(p->f, cv), tb, sizeof tb);
+    error(p, c.tok, "condition of '?:' must be bool, not %s", tb);
+    cv = 0;
+  }
+  xpj_block tb_ = 0, eb_ = 0, saved = p->b;
+  xpj_val ifv = cv ? xpj_b_if(p->f, p->b, cv, &tb_, &eb_, loc(p, q)) : 0;
+  if (cv && !ifv)
+    berror(p, q);
+  if (ifv)
+    p->b = tb_;
+  expr a = parse_ternary(p);
+  xpj_block a_end = p->b;
+  expect(p, P_COLON, "in conditional expression");
+  if (ifv)
+    p->b = eb_;
+  expr b = parse_ternary(p);
+  xpj_block b_end = p->b;
+  p->b = saved;
+  leave(p);
+  if (!ifv || a.k == E_ERR || b.k == E_ERR)
+    return err_expr(q);
+  if (is_lit(&a) && is_lit(&b)) {
+    /* both literals: give both the default type of the pair */
+    if (a.k == E_LFLT || b.k == E_LFLT) {
+      a.f = a.k == E_LFLT ? a.f : (double)a.i;
+      b.f = b.k == E_LFLT ? b.f : (double)b.i;
+      a.k = b.k = E_LFLT;
+    }
+  }
+  xpj_type t = typed(&a) ? typed(&a) : typed(&b);
+  p->b = a_end;
+  xpj_val av = rvalue(p, &a, is_lit(&a) ? t : 0);
+  if (!t && av)
+    t = xpj_val_type(p->f, av);
+  xpj_val ya = av ? xpj_b_yield(p->f, p->b, av, loc(p, a.tok)) : 0;
+  if (av && !ya)
+    berror(p, a.tok);
+  p->b = b_end;
+  xpj_val bv = rvalue(p, &b, is_lit(&b) ? t : 0);
+  xpj_val yb = bv ? xpj_b_yield(p->f, p->b, bv, loc(p, b.tok)) : 0;
+  if (bv && !yb)
+    berror(p, b.tok);
+  p->b = saved;
+  if (!ya || !yb)
+    return err_expr(q);
+  return val_expr(p->f, ifv, c.tok);
+}
+
+static expr parse_expr(parser *p) { return parse_ternary(p); }
+
+static expr parse_primary(parser *p);
+
+static expr parse_unary(parser *p) {
+  const token *t = peek(p);
+  if (!enter(p, t))
+    return err_expr(t);
+  expr r;
+  if (t->kind == TK_PUNCT &&
+      (t->punct == P_MINUS || t->punct == P_BANG || t->punct == P_TILDE ||
+       t->punct == P_PLUS)) {
+    next(p);
+    expr e = parse_unary(p);
+    if (e.k == E_ERR) {
+      r = e;
+    } else if (t->punct == P_PLUS) {
+      r = e;
+    } else if ((e.big || e.boolean) && is_lit(&e)) {
+      error(p, t, "operator '%s' cannot be applied to this constant",
+            xpj_punct_str((punct)t->punct));
+      r = err_expr(t);
+    } else if (t->punct == P_MINUS && e.k == E_LINT) {
+      r = e;
+      r.i = (int64_t)(0 - (uint64_t)e.i);
+      r.tok = t;
+    } else if (t->punct == P_MINUS && e.k == E_LFLT) {
+      r = e;
+      r.f = -e.f;
+      r.tok = t;
+    } else if (t->punct == P_TILDE && e.k == E_LINT) {
+      r = e;
+      r.i = ~e.i;
+      r.tok = t;
+    } else if (!in_function(p, t)) {
+      r = err_expr(t);
+    } else {
+      xpj_val v = rvalue(p, &e, 0);
+      xpj_unop op = t->punct == P_MINUS ? XPJ_NEG
+                    : t->punct == P_BANG ? XPJ_LNOT
+                                         : XPJ_NOT;
+      xpj_val u = v ? xpj_b_unop(p->f, p->b, op, v, loc(p, t)) : 0;
+      if (v && !u)
+        berror(p, t);
+      r = val_expr(p->f, u, t);
+    }
+  } else if (t->kind == TK_PUNCT && t->punct == P_AMP) {
+    next(p);
+    syntax(p, t, "'&' (address-of) is only allowed as the first argument of "
+           "an atomic function");
+    r = err_expr(t);
+  } else if (t->kind == TK_PUNCT && (t->punct == P_INC || t->punct == P_DEC)) {
+    syntax(p, t, "'%s' is only allowed as a statement (x%s;)",
+           xpj_punct_str((punct)t->punct), xpj_punct_str((punct)t->punct));
+    next(p);
+    r = err_expr(t);
+  } else {
+    r = parse_primary(p);
+  }
+  leave(p);
+  return r;
+}
+
+/* Parses "[i, j, ...]" after an array expression. */
+static expr parse_index(parser *p, expr arr) {
+  const token *lb = next(p); /* '[' */
+  xpj_val idx[XPJ_MAX_RANK];
+  unsigned n = 0;
+  bool ok = arr.k != E_ERR;
+  char nb[256];
+  if (ok && arr.k != E_ARR) {
+    error(p, arr.tok, "only arrays can be indexed");
+    ok = false;
+  }
+  xpj_type i64 = p->f ? scalar_t(p, XPJ_I64) : 0;
+  do {
+    const token *it = peek(p);
+    expr e = parse_expr(p);
+    if (n == XPJ_MAX_RANK) {
+      error(p, it, "too many subscripts (at most %d)", XPJ_MAX_RANK);
+      ok = false;
+      continue;
+    }
+    xpj_val v = 0;
+    if (ok && p->f)
+      v = rvalue(p, &e, is_lit(&e) ? i64 : 0);
+    if (!v)
+      ok = false;
+    idx[n++] = v;
+  } while (accept(p, P_COMMA));
+  expect(p, P_RBRACKET, "after subscripts");
+  if (!ok || !in_function(p, lb))
+    return err_expr(lb);
+  xpj_val ptr = xpj_b_index(p->f, p->b, arr.v, n, idx, loc(p, lb));
+  if (!ptr) {
+    if (arr.name && p->m->errmsg[0] && !p->m->oom) {
+      error(p, lb, "'%s': %s", tok_str(p, arr.name, nb), p->m->errmsg);
+      p->m->errmsg[0] = 0;
+    }
+    berror(p, lb);
+    return err_expr(lb);
+  }
+  expr r = {0};
+  r.k = E_PTR;
+  r.v = ptr;
+  r.t = xpj_typeinfo_of(p->m, xpj_val_type(p->f, ptr))->elem;
+  r.tok = arr.tok;
+  r.name = arr.name;
+  r.mut = arr.mut == MUT_RDONLY ? MUT_RDONLY : MUT_OK;
+  return r;
+}
+
+/* Parses a parenthesised argument list into exprs (not materialised). */
+static int parse_args(parser *p, expr *args, int max, const token *callee) {
+  int n = 0;
+  expect(p, P_LPAREN, "to begin arguments");
+  if (accept(p, P_RPAREN))
+    return 0;
+  do {
+    const token *t = peek(p);
+    expr e;
+    if (is_p(p, P_AMP)) {
+      next(p);
+      e = parse_unary(p);
+      if (e.k != E_ERR && e.k != E_PTR) {
+        error(p, t, "'&' needs an array element, e.g. &a[i]");
+        e = err_expr(t);
+      } else if (e.k == E_PTR) {
+        e.k = E_VAL; /* the pointer itself */
+        e.t = xpj_val_type(p->f, e.v);
+        e.is_call = true; /* marks "address taken" */
+        e.mut = MUT_TEMP;
+      }
+      e.tok = t;
+    } else {
+      e = parse_expr(p);
+    }
+    if (n < max)
+      args[n] = e;
+    n++;
+  } while (accept(p, P_COMMA));
+  expect(p, P_RPAREN, "after arguments");
+  if (n > max) {
+    char nb[256];
+    error(p, callee, "too many arguments to '%s'", tok_str(p, callee, nb));
+    return -1;
+  }
+  return n;
+}
+
+static const char *const order_names[] = {"relaxed", "acquire", "release",
+                                          "acq_rel", "seq_cst"};
+static const char *const scope_names[] = {"work_group", "device"};
+
+static bool is_order_or_scope_name(const parser *p, const token *t) {
+  if (t->kind != TK_IDENT)
+    return false;
+  for (int i = 0; i < 5; i++)
+    if (tok_is(p, t, order_names[i]))
+      return true;
+  for (int i = 0; i < 2; i++)
+    if (tok_is(p, t, scope_names[i]))
+      return true;
+  return false;
+}
+
+static bool addr_arg(const expr *e) { return e->k == E_VAL && e->is_call; }
+
+/* atomic_*(&p, values..., [order], [scope]) */
+static expr parse_atomic(parser *p, const token *name) {
+  static const struct {
+    const char *n;
+    int op; /* xpj_atomic_op, or -1 cmpxchg, -2 load, -3 store */
+    int nvals;
+  } tbl[] = {{"atomic_add", XPJ_ATOMIC_ADD, 1},   {"atomic_sub", XPJ_ATOMIC_SUB, 1},
+             {"atomic_min", XPJ_ATOMIC_MIN, 1},   {"atomic_max", XPJ_ATOMIC_MAX, 1},
+             {"atomic_and", XPJ_ATOMIC_AND, 1},   {"atomic_or", XPJ_ATOMIC_OR, 1},
+             {"atomic_xor", XPJ_ATOMIC_XOR, 1},   {"atomic_xchg", XPJ_ATOMIC_XCHG, 1},
+             {"atomic_cmpxchg", -1, 2},           {"atomic_load", -2, 0},
+             {"atomic_store", -3, 1}};
+  int k = -1;
+  for (int i = 0; i < (int)(sizeof tbl / sizeof *tbl); i++)
+    if (tok_is(p, name, tbl[i].n))
+      k = i;
+  char nb[256];
+  const char *fname = tok_str(p, name, nb);
+  expect(p, P_LPAREN, "to begin arguments");
+  expr args[3];
+  int n = 0;
+  xpj_order order = XPJ_ORDER_RELAXED;
+  xpj_scope scope = XPJ_SCOPE_DEVICE;
+  int nmem = 0;
+  bool bad = false;
+  if (!accept(p, P_RPAREN)) {
+    do {
+      const token *t = peek(p);
+      if (is_order_or_scope_name(p, t) && !lookup(p, t) &&
+          (peek_at(p, 1)->kind == TK_PUNCT &&
+           (peek_at(p, 1)->punct == P_COMMA || peek_at(p, 1)->punct == P_RPAREN))) {
+        next(p);
+        bool is_scope = tok_is(p, t, "work_group") || tok_is(p, t, "device");
+        if (n != 1 + tbl[k].nvals) {
+          error(p, t, "%s takes the address and %d value%s before the memory "
+                "order", fname, tbl[k].nvals, tbl[k].nvals == 1 ? "" : "s");
+          bad = true;
+        } else if (is_scope) {
+          if (nmem == 2) {
+            error(p, t, "%s: memory scope given twice", fname);
+            bad = true;
+          }
+          scope = tok_is(p, t, "device") ? XPJ_SCOPE_DEVICE
+                                         : XPJ_SCOPE_WORK_GROUP;
+          nmem = 2;
+        } else {
+          if (nmem) {
+            error(p, t, "%s: the memory order comes before the scope", fname);
+            bad = true;
+          }
+          for (int i = 0; i < 5; i++)
+            if (tok_is(p, t, order_names[i]))
+              order = (xpj_order)i;
+          nmem = 1;
+        }
+        continue;
+      }
+      if (nmem) {
+        syntax(p, t, "%s: expected a memory order (relaxed, acquire, release, "
+               "acq_rel, seq_cst) or scope (work_group, device)", fname);
+        bad = true;
+      }
+      expr e;
+      if (n == 0) {
+        if (!is_p(p, P_AMP)) {
+          error(p, t, "the first argument of %s must be the address of an "
+                "array element, e.g. &a[i]", fname);
+          bad = true;
+          e = parse_expr(p);
+        } else {
+          next(p);
+          e = parse_unary(p);
+          if (e.k == E_PTR) {
+            e.k = E_VAL;
+            e.t = xpj_val_type(p->f, e.v);
+            e.is_call = true;
+          } else if (e.k != E_ERR) {
+            error(p, t, "'&' needs an array element, e.g. &a[i]");
+            e = err_expr(t);
+          }
+          e.tok = t;
+        }
+      } else {
+        e = parse_expr(p);
+      }
+      if (n < 3)
+        args[n] = e;
+      else if (!bad) {
+        error(p, t, "too many arguments to %s", fname);
+        bad = true;
+      }
+      n++;
+    } while (accept(p, P_COMMA));
+    expect(p, P_RPAREN, "after arguments");
+  }
+  if (bad || !in_function(p, name))
+    return err_expr(name);
+  if (n != 1 + tbl[k].nvals) {
+    error(p, name, "%s takes %d argument%s (the address%s), plus an optional "
+          "memory order and scope; got %d", fname, 1 + tbl[k].nvals,
+          tbl[k].nvals ? "s" : "", tbl[k].nvals == 2 ? ", expected, desired"
+          : tbl[k].nvals ? " and a value" : "", n);
+    return err_expr(name);
+  }
+  for (int i = 0; i < n; i++)
+    if (args[i].k == E_ERR)
+      return err_expr(name);
+  if (!addr_arg(&args[0]))
+    return err_expr(name);
+  xpj_val ptr = args[0].v;
+  xpj_type et = xpj_typeinfo_of(p->m, xpj_val_type(p->f, ptr))->elem;
+  if (args[0].mut == MUT_RDONLY && tbl[k].op != -2) {
+    error(p, args[0].tok, "%s on an element of read-only array '%s'", fname,
+          args[0].name ? tok_str(p, args[0].name, nb) : "?");
+    return err_expr(name);
+  }
+  xpj_val vals[2] = {0, 0};
+  for (int i = 1; i < n; i++) {
+    vals[i - 1] = rvalue(p, &args[i], et);
+    if (!vals[i - 1])
+      return err_expr(name);
+  }
+  xpj_loc l = loc(p, name);
+  xpj_val r;
+  switch (tbl[k].op) {
+  case -1:
+    r = xpj_b_cmpxchg(p->f, p->b, ptr, vals[0], vals[1], order, scope, l);
+    break;
+  case -2:
+    r = xpj_b_atomic_load(p->f, p->b, ptr, order, scope, l);
+    break;
+  case -3:
+    r = xpj_b_atomic_store(p->f, p->b, ptr, vals[0], order, scope, l);
+    break;
+  default:
+    r = xpj_b_atomic(p->f, p->b, (xpj_atomic_op)tbl[k].op, ptr, vals[0], order,
+                     scope, l);
+  }
+  if (!r) {
+    berror(p, name);
+    return err_expr(name);
+  }
+  expr e = val_expr(p->f, r, name);
+  e.is_call = true;
+  if (tbl[k].op == -3)
+    e.k = E_VOID;
+  return e;
+}
+
+/* barrier(), barrier(local), barrier(global), barrier(local, global) */
+static expr parse_barrier(parser *p, const token *name) {
+  expect(p, P_LPAREN, "after 'barrier'");
+  unsigned fences = 0;
+  if (!is_p(p, P_RPAREN)) {
+    do {
+      const token *t = peek(p);
+      if (is_k(p, TK_KW_LOCAL))
+        fences |= XPJ_FENCE_LOCAL;
+      else if (is_k(p, TK_KW_GLOBAL))
+        fences |= XPJ_FENCE_GLOBAL;
+      else {
+        char b[48];
+        syntax(p, t, "barrier takes 'local' and/or 'global' fences, found %s",
+               tok_text(p, t, b));
+        return err_expr(name);
+      }
+      next(p);
+    } while (accept(p, P_COMMA));
+  }
+  expect(p, P_RPAREN, "after barrier fences");
+  if (fences == 0)
+    fences = XPJ_FENCE_LOCAL | XPJ_FENCE_GLOBAL;
+  if (!in_function(p, name))
+    return err_expr(name);
+  xpj_val v = xpj_b_barrier(p->f, p->b, fences, loc(p, name));
+  if (!v) {
+    berror(p, name);
+    return err_expr(name);
+  }
+  expr e = val_expr(p->f, v, name);
+  e.k = E_VOID;
+  e.is_call = true;
+  return e;
+}
+
+static int wi_lookup(const parser *p, const token *t) {
+  for (int i = 0; i < XPJ_WI_COUNT; i++)
+    if (tok_is(p, t, xpj_wi_name((xpj_wi)i)))
+      return i;
+  return -1;
+}
+
+static expr parse_wi(parser *p, const token *name, xpj_wi w) {
+  expr args[2];
+  char nb[256];
+  int n = parse_args(p, args, 2, name);
+  if (n < 0)
+    return err_expr(name);
+  int want = xpj_wi_needs_dim(w) ? 1 : 0;
+  if (n != want) {
+    error(p, name, "%s() takes %s", tok_str(p, name, nb),
+          want ? "one argument, the dimension (0, 1 or 2)" : "no arguments");
+    return err_expr(name);
+  }
+  unsigned dim = 0;
+  if (want) {
+    int64_t d;
+    if (args[0].k == E_ERR)
+      return err_expr(name);
+    if (!const_int_of(p, &args[0], &d)) {
+      error(p, args[0].tok, "the dimension of %s() must be an integer "
+            "constant (0, 1 or 2)", tok_str(p, name, nb));
+      return err_expr(name);
+    }
+    if (d < 0 || d > 2) {
+      error(p, args[0].tok, "dimension %lld is out of range (0, 1 or 2)",
+            (long long)d);
+      return err_expr(name);
+    }
+    dim = (unsigned)d;
+  }
+  if (!in_function(p, name))
+    return err_expr(name);
+  xpj_val v = xpj_b_wi(p->f, p->b, w, dim, loc(p, name));
+  if (!v)
+    berror(p, name);
+  return val_expr(p->f, v, name);
+}
+
+static expr parse_array_query(parser *p, const token *name) {
+  expr args[2];
+  char nb[256];
+  const char *fn = tok_str(p, name, nb);
+  bool two = tok_is(p, name, "shape") || tok_is(p, name, "stride");
+  int n = parse_args(p, args, 2, name);
+  if (n < 0)
+    return err_expr(name);
+  if (n != (two ? 2 : 1)) {
+    error(p, name, "%s() takes %s", fn,
+          two ? "an array and a dimension" : "one array");
+    return err_expr(name);
+  }
+  if (args[0].k == E_ERR || (two && args[1].k == E_ERR))
+    return err_expr(name);
+  if (args[0].k != E_ARR) {
+    error(p, args[0].tok, "%s() needs an array", fn);
+    return err_expr(name);
+  }
+  if (!in_function(p, name))
+    return err_expr(name);
+  xpj_loc l = loc(p, name);
+  xpj_val v;
+  if (two) {
+    xpj_val d = rvalue(p, &args[1], is_lit(&args[1]) ? scalar_t(p, XPJ_I64) : 0);
+    if (!d)
+      return err_expr(name);
+    v = tok_is(p, name, "shape") ? xpj_b_shape(p->f, p->b, args[0].v, d, l)
+                                 : xpj_b_stride(p->f, p->b, args[0].v, d, l);
+  } else {
+    v = tok_is(p, name, "size") ? xpj_b_size(p->f, p->b, args[0].v, l)
+                                : xpj_b_ndim(p->f, p->b, args[0].v, l);
+  }
+  if (!v)
+    berror(p, name);
+  return val_expr(p->f, v, name);
+}
+
+/* Materialises call arguments: the type of the first typed argument is
+ * given to literal arguments (math builtins). */
+static bool uniform_args(parser *p, expr *args, int n, xpj_val *out,
+                         bool float_default) {
+  xpj_type t = 0;
+  for (int i = 0; i < n && !t; i++)
+    t = typed(&args[i]);
+  for (int i = 0; i < n; i++)
+    if (args[i].k == E_ERR)
+      return false;
+  if (!t && float_default)
+    t = scalar_t(p, XPJ_F64);
+  for (int i = 0; i < n; i++) {
+    out[i] = rvalue(p, &args[i], is_lit(&args[i]) ? t : 0);
+    if (!out[i])
+      return false;
+    if (!t)
+      t = xpj_val_type(p->f, out[i]);
+  }
+  return true;
+}
+
+static expr parse_math(parser *p, const token *name, xpj_math fn) {
+  expr args[3];
+  xpj_val vals[3];
+  int n = parse_args(p, args, 3, name);
+  if (n < 0 || !in_function(p, name))
+    return err_expr(name);
+  if ((unsigned)n != xpj_math_arity(fn)) {
+    unsigned a = xpj_math_arity(fn);
+    error(p, name, "%s() takes %u argument%s, got %d", xpj_math_name(fn), a,
+          a == 1 ? "" : "s", n);
+    return err_expr(name);
+  }
+  /* integer-only functions keep integer literals; others default to f64 */
+  bool int_fn = fn == XPJ_MATH_MIN || fn == XPJ_MATH_MAX ||
+                fn == XPJ_MATH_CLAMP || fn == XPJ_MATH_ABS ||
+                fn >= XPJ_MATH_POPCOUNT;
+  bool all_int_lits = true;
+  for (int i = 0; i < n; i++)
+    if (args[i].k != E_LINT)
+      all_int_lits = false;
+  if (!uniform_args(p, args, n, vals, !(int_fn && all_int_lits)))
+    return err_expr(name);
+  xpj_val v = xpj_b_math(p->f, p->b, fn, (unsigned)n, vals, loc(p, name));
+  if (!v)
+    berror(p, name);
+  return val_expr(p->f, v, name);
+}
+
+/* Binds callee type parameters by matching parameter type pt against
+ * argument type at. */
+static bool unify(parser *p, xpj_type pt, xpj_type at, xpj_type *bind) {
+  const xpj_typeinfo *pi = xpj_typeinfo_of(p->m, pt);
+  const xpj_typeinfo *ai = xpj_typeinfo_of(p->m, at);
+  if (pi->kind == XPJ_TK_PARAM) {
+    if (ai->kind != XPJ_TK_SCALAR && ai->kind != XPJ_TK_PARAM)
+      return false;
+    if (!bind[pi->param])
+      bind[pi->param] = at;
+    return bind[pi->param] == at;
+  }
+  if (pi->kind == XPJ_TK_VIEW && ai->kind == XPJ_TK_VIEW)
+    return pi->rank == ai->rank && unify(p, pi->elem, ai->elem, bind);
+  return true; /* checked exactly by the builder */
+}
+
+static expr parse_user_call(parser *p, const token *name, fn_info *fi) {
+  expr args[XPJ_MAX_PARAMS];
+  char nb[256], tb[96];
+  int n = parse_args(p, args, XPJ_MAX_PARAMS, name);
+  if (n < 0 || !in_function(p, name))
+    return err_expr(name);
+  xpj_func *callee = fi->f;
+  const char *fn = tok_str(p, name, nb);
+  if (!callee)
+    return err_expr(name);
+  if (callee->kind != XPJ_FUNC_DEVICE) {
+    error(p, name, "'%s' is a kernel; kernels cannot be called", fn);
+    return err_expr(name);
+  }
+  if ((unsigned)n != callee->nparams) {
+    error(p, name, "'%s' takes %u argument%s, got %d", fn, callee->nparams,
+          callee->nparams == 1 ? "" : "s", n);
+    return err_expr(name);
+  }
+  for (int i = 0; i < n; i++)
+    if (args[i].k == E_ERR)
+      return err_expr(name);
+  /* infer type arguments from typed arguments */
+  xpj_type bind[XPJ_MAX_TPARAMS] = {0};
+  for (int i = 0; i < n; i++) {
+    xpj_type at = args[i].k == E_ARR ? args[i].t : typed(&args[i]);
+    if (at && !unify(p, callee->params[i].type, at, bind)) {
+      char want[96];
+      xpj_type_str_in(callee, callee->params[i].type, want, sizeof want);
+      xpj_type_str_in(p->f, at, tb, sizeof tb);
+      error(p, args[i].tok, "argument %d of '%s' has type %s, which does not "
+            "match %s", i + 1, fn, tb, want);
+      return err_expr(name);
+    }
+  }
+  /* type parameters only bound by literals take the literal's default */
+  for (int i = 0; i < n; i++) {
+    const xpj_typeinfo *pi = xpj_typeinfo_of(p->m, callee->params[i].type);
+    if (pi->kind == XPJ_TK_PARAM && !bind[pi->param] && is_lit(&args[i]))
+      bind[pi->param] = scalar_t(p, args[i].k == E_LFLT ? XPJ_F64 : XPJ_I32);
+  }
+  for (unsigned k = 0; k < callee->ntparams; k++)
+    if (!bind[k]) {
+      error(p, name, "cannot infer type parameter '%s' of '%s' from the "
+            "arguments", callee->tparams[k], fn);
+      return err_expr(name);
+    }
+  xpj_val vals[XPJ_MAX_PARAMS];
+  for (int i = 0; i < n; i++) {
+    if (args[i].k == E_ARR) {
+      vals[i] = args[i].v;
+      continue;
+    }
+    xpj_type want = xpj_type_subst(p->m, callee->params[i].type,
+                                   callee->ntparams, bind);
+    vals[i] = rvalue(p, &args[i], is_lit(&args[i]) ? want : 0);
+    if (!vals[i])
+      return err_expr(name);
+  }
+  xpj_val v = xpj_b_call(p->f, p->b, callee, callee->ntparams, bind,
+                         (unsigned)n, vals, loc(p, name));
+  if (!v) {
+    berror(p, name);
+    return err_expr(name);
+  }
+  expr e = val_expr(p->f, v, name);
+  e.is_call = true;
+  if (xpj_type_scalar_of(p->m, xpj_val_type(p->f, v)) == XPJ_VOID)
+    e.k = E_VOID;
+  return e;
+}
+
+/* T(x), f32(x): explicit conversion. */
+static expr parse_cast(parser *p, const token *name, xpj_type to) {
+  expr args[1];
+  char tb[96];
+  int n = parse_args(p, args, 1, name);
+  if (n < 0)
+    return err_expr(name);
+  if (n != 1) {
+    syntax(p, name, "a cast takes exactly one value");
+    return err_expr(name);
+  }
+  if (args[0].k == E_ERR || !in_function(p, name))
+    return err_expr(name);
+  int ts = xpj_type_scalar_of(p->m, to);
+  xpj_val v;
+  if (args[0].k == E_LINT && ts != XPJ_BOOL) {
+    v = lit_value(p, &args[0], to);
+  } else if (args[0].k == E_LFLT && (ts == XPJ_F32 || ts == XPJ_F64 ||
+                                     xpj_type_is_param(p->m, to))) {
+    v = lit_value(p, &args[0], to);
+  } else {
+    xpj_val x = rvalue(p, &args[0], 0);
+    if (!x)
+      return err_expr(name);
+    v = xpj_b_cast(p->f, p->b, to, x, loc(p, name));
+    if (!v) {
+      xpj_type_str_in(p->f, to, tb, sizeof tb);
+      berror(p, name);
+    }
+  }
+  return val_expr(p->f, v, name);
+}
+
+static expr parse_call(parser *p, const token *name) {
+  char nb[256];
+  int tp = tparam_index(p, name);
+  if (tp >= 0)
+    return parse_cast(p, name, xpj_type_param(p->m, (unsigned)tp));
+  if (lookup(p, name)) {
+    error(p, name, "'%s' is a variable, not a function",
+          tok_str(p, name, nb));
+    expr dummy[XPJ_MAX_PARAMS];
+    parse_args(p, dummy, XPJ_MAX_PARAMS, name);
+    return err_expr(name);
+  }
+  int w = wi_lookup(p, name);
+  if (w >= 0)
+    return parse_wi(p, name, (xpj_wi)w);
+  if (tok_is(p, name, "shape") || tok_is(p, name, "stride") ||
+      tok_is(p, name, "size") || tok_is(p, name, "ndim"))
+    return parse_array_query(p, name);
+  if (name->len > 7 && memcmp(p->src + name->off, "atomic_", 7) == 0) {
+    static const char *const ok[] = {"atomic_add", "atomic_sub", "atomic_min",
+                                     "atomic_max", "atomic_and", "atomic_or",
+                                     "atomic_xor", "atomic_xchg",
+                                     "atomic_cmpxchg", "atomic_load",
+                                     "atomic_store"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+      if (tok_is(p, name, ok[i]))
+        return parse_atomic(p, name);
+  }
+  if (tok_is(p, name, "barrier"))
+    return parse_barrier(p, name);
+  xpj_math mf = xpj_math_lookup(tok_str(p, name, nb));
+  if (mf != XPJ_MATH_COUNT)
+    return parse_math(p, name, mf);
+  fn_info *fi = lookup_fn(p, name);
+  if (fi)
+    return parse_user_call(p, name, fi);
+  error(p, name, "unknown function '%s'", nb);
+  expr dummy[XPJ_MAX_PARAMS];
+  parse_args(p, dummy, XPJ_MAX_PARAMS, name);
+  return err_expr(name);
+}
+
+static expr parse_name(parser *p, const token *name) {
+  char nb[256];
+  sym *s = lookup(p, name);
+  expr e = {0};
+  e.tok = name;
+  e.name = name;
+  if (s) {
+    switch (s->k) {
+    case S_VAR:
+      e.k = E_PTR;
+      e.v = s->v;
+      e.t = s->t;
+      e.mut = MUT_OK;
+      return e;
+    case S_VAL:
+      e.k = E_VAL;
+      e.v = s->v;
+      e.t = s->t;
+      e.mut = s->mut;
+      return e;
+    case S_LIT:
+      e.k = s->litk;
+      e.i = s->i;
+      e.f = s->f;
+      e.big = s->big;
+      e.boolean = s->boolean;
+      e.mut = MUT_CONST;
+      return e;
+    case S_ARRAY:
+      e.k = E_ARR;
+      e.v = s->v;
+      e.t = s->t;
+      e.mut = s->mut;
+      return e;
+    }
+  }
+  mconst *c = lookup_const(p, name);
+  if (c) {
+    e.mut = MUT_CONST;
+    e.k = c->litk;
+    e.i = c->i;
+    e.f = c->f;
+    e.big = c->big;
+    e.boolean = c->boolean;
+    if (c->scalar == XPJ_VOID || !p->f)
+      return e;
+    xpj_type t = scalar_t(p, (xpj_scalar)c->scalar);
+    expr lit = e;
+    xpj_val v = lit_value(p, &lit, t);
+    e = val_expr(p->f, v, name);
+    e.name = name;
+    e.mut = MUT_CONST;
+    return e;
+  }
+  if (lookup_fn(p, name))
+    error(p, name, "'%s' is a function; call it with (...)",
+          tok_str(p, name, nb));
+  else if (tparam_index(p, name) >= 0)
+    error(p, name, "type '%s' used as a value (a cast is written %s(x))",
+          tok_str(p, name, nb), nb);
+  else if (wi_lookup(p, name) >= 0 || xpj_math_lookup(tok_str(p, name, nb)) !=
+                                          XPJ_MATH_COUNT)
+    error(p, name, "builtin '%s' must be called", tok_str(p, name, nb));
+  else
+    error(p, name, "unknown name '%s'", tok_str(p, name, nb));
+  return err_expr(name);
+}
+
+static expr parse_primary(parser *p) {
+  const token *t = peek(p);
+  char b[48];
+  expr e;
+  switch (t->kind) {
+  case TK_INT:
+  case TK_FLOAT:
+    next(p);
+    e = err_expr(t);
+    if (t->suffix == XPJ_VOID) {
+      e.k = t->kind == TK_INT ? E_LINT : E_LFLT;
+      if (t->kind == TK_INT)
+        e.i = (int64_t)t->val.u;
+      else
+        e.f = t->val.f;
+      e.mut = MUT_TEMP;
+      e.big = t->kind == TK_INT && t->val.u > (uint64_t)INT64_MAX;
+      break;
+    }
+    if (!in_function(p, t))
+      break;
+    if (t->kind == TK_FLOAT && t->suffix != XPJ_F32 && t->suffix != XPJ_F64) {
+      error(p, t, "floating-point literal with integer suffix");
+      break;
+    }
+    {
+      expr lit = e;
+      lit.k = t->kind == TK_INT ? E_LINT : E_LFLT;
+      lit.i = (int64_t)t->val.u;
+      lit.f = t->val.f;
+      e = val_expr(p->f, lit_value(p, &lit, scalar_t(p, (xpj_scalar)t->suffix)),
+                   t);
+    }
+    break;
+  case TK_KW_TRUE:
+  case TK_KW_FALSE:
+    next(p);
+    if (!p->f) { /* module constant */
+      e = err_expr(t);
+      e.k = E_LINT;
+      e.boolean = true;
+      e.i = t->kind == TK_KW_TRUE;
+      break;
+    }
+    e = val_expr(p->f,
+                 xpj_b_const_int(p->f, p->b, scalar_t(p, XPJ_BOOL),
+                                 t->kind == TK_KW_TRUE, loc(p, t)),
+                 t);
+    break;
+  case TK_PUNCT:
+    if (t->punct == P_LPAREN) {
+      next(p);
+      e = parse_expr(p);
+      expect(p, P_RPAREN, "to close '('");
+      e.mut = e.k == E_PTR ? e.mut : MUT_TEMP;
+      break;
+    }
+    syntax(p, t, "expected an expression, found %s", tok_text(p, t, b));
+    next(p);
+    return err_expr(t);
+  case TK_TYPE:
+    next(p);
+    if (!is_p(p, P_LPAREN)) {
+      syntax(p, t, "type name %s used as a value (a cast is written %.*s(x))",
+             tok_text(p, t, b), (int)t->len, p->src + t->off);
+      return err_expr(t);
+    }
+    e = parse_cast(p, t, scalar_t(p, (xpj_scalar)t->val.scalar));
+    break;
+  case TK_IDENT:
+    next(p);
+    if (is_p(p, P_LPAREN))
+      e = parse_call(p, t);
+    else
+      e = parse_name(p, t);
+    break;
+  default:
+    syntax(p, t, "expected an expression, found %s", tok_text(p, t, b));
+    if (t->kind != TK_EOF)
+      next(p);
+    return err_expr(t);
+  }
+  while (is_p(p, P_LBRACKET))
+    e = parse_index(p, e);
+  if (is_p(p, P_LPAREN) && e.k != E_ERR) {
+    syntax(p, peek(p), "only functions can be called");
+    return err_expr(t);
+  }
+  return e;
+}
+
+/* ---- statements ----------------------------------------------------- */
+
+static void parse_stmt(parser *p);
+
+static void check_dead(parser *p, const token *t) {
+  if (p->dead) {
+    error(p, t, "unreachable code after 'return', 'break' or 'continue'");
+    p->dead = false;
+  }
+}
+
+static void open_scope(parser *p, uint32_t *saved_base, uint32_t *saved_n) {
+  *saved_base = p->scope_base;
+  *saved_n = p->nsyms;
+  p->scope_base = p->nsyms;
+}
+static void close_scope(parser *p, uint32_t saved_base, uint32_t saved_n) {
+  p->scope_base = saved_base;
+  p->nsyms = saved_n;
+}
+
+/* '{' stmt* '}' into block b (a new scope). */
+static void parse_block_into(parser *p, xpj_block b) {
+  uint32_t sb, sn;
+  xpj_block saved = p->b;
+  bool saved_dead = p->dead;
+  p->b = b;
+  p->dead = false;
+  open_scope(p, &sb, &sn);
+  if (expect(p, P_LBRACE, "to begin a block")) {
+    while (!is_p(p, P_RBRACE) && !is_k(p, TK_EOF))
+      parse_stmt(p);
+    expect(p, P_RBRACE, "to end a block");
+  }
+  close_scope(p, sb, sn);
+  p->b = saved;
+  p->dead = saved_dead;
+}
+
+static const char *mut_reason(parser *p, const expr *e, char nb[256]) {
+  const char *n = e->name ? tok_str(p, e->name, nb) : "?";
+  static char msg[400];
+  switch (e->mut) {
+  case MUT_PARAM:
+    snprintf(msg, sizeof msg, "cannot assign to parameter '%s' (parameters "
+             "are immutable; copy it into a 'let' variable)", n);
+    break;
+  case MUT_CONST:
+    snprintf(msg, sizeof msg, "cannot assign to constant '%s'", n);
+    break;
+  case MUT_RDONLY:
+    snprintf(msg, sizeof msg, "cannot assign to an element of read-only "
+             "array '%s' (declared 'global const')", n);
+    break;
+  case MUT_ARRAY:
+    snprintf(msg, sizeof msg, "cannot assign to array '%s' as a whole; "
+             "assign its elements", n);
+    break;
+  default:
+    snprintf(msg, sizeof msg, "expression is not assignable");
+  }
+  return msg;
+}
+
+/* Assignment, compound assignment, ++/--, or a call. */
+static void parse_simple(parser *p) {
+  const token *start = peek(p);
+  expr lhs = parse_expr(p);
+  const token *t = peek(p);
+  char nb[256];
+  static const struct {
+    punct tok;
+    int op; /* -1 plain */
+  } assigns[] = {{P_ASSIGN, -1},          {P_ADD_ASSIGN, XPJ_ADD},
+                 {P_SUB_ASSIGN, XPJ_SUB}, {P_MUL_ASSIGN, XPJ_MUL},
+                 {P_DIV_ASSIGN, XPJ_DIV}, {P_MOD_ASSIGN, XPJ_REM},
+                 {P_AND_ASSIGN, XPJ_AND}, {P_OR_ASSIGN, XPJ_OR},
+                 {P_XOR_ASSIGN, XPJ_XOR}, {P_SHL_ASSIGN, XPJ_SHL},
+                 {P_SHR_ASSIGN, XPJ_SHR}};
+  int ai = -1;
+  bool incdec = false;
+  if (t->kind == TK_PUNCT) {
+    for (size_t i = 0; i < sizeof assigns / sizeof *assigns; i++)
+      if (assigns[i].tok == t->punct)
+        ai = (int)i;
+    incdec = t->punct == P_INC || t->punct == P_DEC;
+  }
+  if (ai < 0 && !incdec) {
+    if (lhs.k != E_ERR && !lhs.is_call)
+      error(p, start, "expression statement has no effect (expected an "
+            "assignment or a call)");
+    return;
+  }
+  next(p);
+  expr rhs;
+  if (incdec) {
+    rhs = err_expr(t);
+    rhs.k = E_LINT;
+    rhs.i = 1;
+  } else {
+    rhs = parse_expr(p);
+  }
+  if (lhs.k == E_ERR || rhs.k == E_ERR)
+    return;
+  if (lhs.k == E_ARR) {
+    lhs.mut = MUT_ARRAY;
+  }
+  if (lhs.k != E_PTR || lhs.mut != MUT_OK) {
+    error(p, lhs.tok, "%s", mut_reason(p, &lhs, nb));
+    return;
+  }
+  int op = incdec ? (t->punct == P_INC ? XPJ_ADD : XPJ_SUB) : assigns[ai].op;
+  xpj_val v;
+  if (op < 0) {
+    v = rvalue(p, &rhs, lhs.t);
+  } else {
+    expr cur = lhs;
+    cur.mut = MUT_TEMP;
+    expr r = binop(p, (xpj_binop)op, cur, rhs, t);
+    v = r.k == E_ERR ? 0 : rvalue(p, &r, 0);
+    if (v && xpj_val_type(p->f, v) != lhs.t)
+      v = rvalue(p, &r, lhs.t);
+  }
+  if (!v)
+    return;
+  if (!xpj_b_store(p->f, p->b, lhs.v, v, loc(p, t)))
+    berror(p, t);
+}
+
+static void finish_simple(parser *p) {
+  if (!p->panic)
+    expect(p, P_SEMI, "after statement");
+  if (p->panic)
+    sync_stmt(p);
+}
+
+/* let x = e; let x: T = e; let a: T[n, m]; */
+static void parse_let(parser *p) {
+  next(p); /* let */
+  const token *name = peek(p);
+  char b[48];
+  if (name->kind != TK_IDENT) {
+    syntax(p, name, "expected a variable name after 'let', found %s",
+           tok_text(p, name, b));
+    return;
+  }
+  next(p);
+  xpj_type t = 0;
+  bool typed_decl = false;
+  if (accept(p, P_COLON)) {
+    typed_decl = true;
+    t = parse_elem_type(p);
+    if (is_p(p, P_LBRACKET)) {
+      int64_t dims[XPJ_MAX_RANK];
+      int n = parse_static_dims(p, dims);
+      if (is_p(p, P_ASSIGN)) {
+        syntax(p, peek(p), "private arrays cannot have an initializer (they "
+               "start zeroed)");
+        return;
+      }
+      if (n <= 0 || !t)
+        return;
+      char nb[256];
+      xpj_type at = xpj_type_static(p->m, XPJ_SPACE_PRIVATE, t, (unsigned)n, dims);
+      xpj_val a = at ? xpj_b_array(p->f, p->b, at, tok_str(p, name, nb),
+                                   loc(p, name))
+                     : 0;
+      if (!a) {
+        berror(p, name);
+        return;
+      }
+      sym *s = declare(p, name, S_ARRAY);
+      if (s) {
+        s->v = a;
+        s->t = at;
+        s->mut = MUT_OK;
+      }
+      return;
+    }
+  }
+  if (!accept(p, P_ASSIGN)) {
+    char nb[256];
+    syntax(p, peek(p), "variable '%s' needs an initial value (let %s = ...;)",
+           tok_str(p, name, nb), nb);
+    return;
+  }
+  expr e = parse_expr(p);
+  if (typed_decl && !t)
+    return;
+  xpj_val v = rvalue(p, &e, t);
+  if (!v) {
+    /* declare anyway so later uses do not cascade into "unknown name" */
+    sym *s = declare(p, name, S_VAL);
+    if (s)
+      s->v = 0;
+    return;
+  }
+  xpj_type vt = xpj_val_type(p->f, v);
+  char nb[256];
+  xpj_val var = xpj_b_var(p->f, p->b, vt, tok_str(p, name, nb), loc(p, name));
+  if (!var || !xpj_b_store(p->f, p->b, var, v, loc(p, name))) {
+    berror(p, name);
+    return;
+  }
+  sym *s = declare(p, name, S_VAR);
+  if (s) {
+    s->v = var;
+    s->t = vt;
+  }
+}
+
+/* const k = e; (a local immutable binding) */
+static void parse_local_const(parser *p) {
+  next(p);
+  const token *name = peek(p);
+  char b[48];
+  if (name->kind != TK_IDENT) {
+    syntax(p, name, "expected a name after 'const', found %s",
+           tok_text(p, name, b));
+    return;
+  }
+  next(p);
+  xpj_type t = 0;
+  if (accept(p, P_COLON)) {
+    t = parse_elem_type(p);
+    if (!t)
+      return;
+  }
+  if (!expect(p, P_ASSIGN, "in constant declaration"))
+    return;
+  expr e = parse_expr(p);
+  if (e.k == E_ERR) {
+    sym *s = declare(p, name, S_VAL);
+    if (s)
+      s->v = 0;
+    return;
+  }
+  if (is_lit(&e) && !t) {
+    sym *s = declare(p, name, S_LIT);
+    if (s) {
+      s->litk = e.k;
+      s->i = e.i;
+      s->f = e.f;
+      s->big = e.big;
+      s->boolean = e.boolean;
+    }
+    return;
+  }
+  if (e.k == E_ARR) {
+    sym *s = declare(p, name, S_ARRAY);
+    if (s) {
+      s->v = e.v;
+      s->t = e.t;
+      s->mut = e.mut;
+    }
+    return;
+  }
+  xpj_val v = rvalue(p, &e, t);
+  sym *s = declare(p, name, S_VAL);
+  if (s) {
+    s->v = v;
+    s->t = v ? xpj_val_type(p->f, v) : 0;
+    s->mut = MUT_CONST;
+  }
+}
+
+/* local tile: T[256]; */
+static void parse_local_array(parser *p) {
+  const token *kw = next(p);
+  const token *name = peek(p);
+  char b[48], nb[256];
+  if (name->kind != TK_IDENT) {
+    syntax(p, name, "expected a name after 'local', found %s",
+           tok_text(p, name, b));
+    return;
+  }
+  next(p);
+  if (!expect(p, P_COLON, "after the local array name"))
+    return;
+  xpj_type et = parse_elem_type(p);
+  int64_t dims[XPJ_MAX_RANK];
+  if (!is_p(p, P_LBRACKET)) {
+    syntax(p, peek(p), "local memory holds arrays: write local %s: T[N];",
+           tok_str(p, name, nb));
+    return;
+  }
+  int n = parse_static_dims(p, dims);
+  if (n <= 0 || !et)
+    return;
+  xpj_type at = xpj_type_static(p->m, XPJ_SPACE_LOCAL, et, (unsigned)n, dims);
+  xpj_val a = at ? xpj_b_array(p->f, p->b, at, tok_str(p, name, nb),
+                               loc(p, kw))
+                 : 0;
+  if (!a) {
+    berror(p, kw);
+    return;
+  }
+  sym *s = declare(p, name, S_ARRAY);
+  if (s) {
+    s->v = a;
+    s->t = at;
+    s->mut = MUT_OK;
+  }
+}
+
+static xpj_val parse_cond(parser *p, const char *what) {
+  const token *t = peek(p);
+  expr c = parse_expr(p);
+  if (c.k == E_ERR)
+    return 0;
+  xpj_val v = rvalue(p, &c, 0);
+  if (v && xpj_val_type(p->f, v) != scalar_t(p, XPJ_BOOL)) {
+    char tb[96];
+    xpj_type_str_in(p->f, xpj_val_type(p->f, v), tb, sizeof tb);
+    error(p, t, "condition of '%s' must be bool, not %s (compare "
+          "explicitly, e.g. x != 0)", what, tb);
+    return 0;
+  }
+  return v;
+}
+
+/* A block parsed into a throwaway if, when the real one could not be made:
+ * keeps checking the body after an error in the condition. */
+static void parse_block_discard(parser *p) {
+  xpj_block t, e;
+  xpj_val c = xpj_b_const_int(p->f, p->b, scalar_t(p, XPJ_BOOL), 0,
+                              loc(p, peek(p)));
+  if (c && xpj_b_if(p->f, p->b, c, &t, &e, loc(p, peek(p))))
+    parse_block_into(p, t);
+  else
+    sync_stmt(p);
+}
+
+static void parse_if(parser *p) {
+  const token *kw = next(p);
+  xpj_val c = parse_cond(p, "if");
+  xpj_block tb, eb;
+  xpj_val ifv = c ? xpj_b_if(p->f, p->b, c, &tb, &eb, loc(p, kw)) : 0;
+  if (c && !ifv)
+    berror(p, kw);
+  if (!is_p(p, P_LBRACE)) {
+    syntax(p, peek(p), "expected '{' after the condition of 'if' (braces are "
+           "required)");
+    return;
+  }
+  if (ifv)
+    parse_block_into(p, tb);
+  else
+    parse_block_discard(p);
+  if (!is_k(p, TK_KW_ELSE))
+    return;
+  next(p);
+  if (is_k(p, TK_KW_IF)) {
+    if (!ifv) {
+      parse_if(p);
+      return;
+    }
+    xpj_block saved = p->b;
+    bool sd = p->dead;
+    p->b = eb;
+    p->dead = false;
+    parse_if(p);
+    p->b = saved;
+    p->dead = sd;
+    return;
+  }
+  if (!is_p(p, P_LBRACE)) {
+    syntax(p, peek(p), "expected '{' or 'if' after 'else'");
+    return;
+  }
+  if (ifv)
+    parse_block_into(p, eb);
+  else
+    parse_block_discard(p);
+}
+
+static void parse_while(parser *p) {
+  const token *kw = next(p);
+  xpj_block cb, bb, sb;
+  xpj_val lp = xpj_b_loop(p->f, p->b, &cb, &bb, &sb, loc(p, kw));
+  if (!lp) {
+    berror(p, kw);
+    sync_stmt(p);
+    return;
+  }
+  xpj_block saved = p->b;
+  p->b = cb;
+  xpj_val c = parse_cond(p, "while");
+  p->b = saved;
+  if (c && xpj_b_loop_cond(p->f, lp, c) != XPJ_OK)
+    berror(p, kw);
+  if (!is_p(p, P_LBRACE)) {
+    syntax(p, peek(p), "expected '{' after the condition of 'while' (braces "
+           "are required)");
+    return;
+  }
+  parse_block_into(p, bb);
+}
+
+/* for (init; cond; step) { body } */
+static void parse_for(parser *p) {
+  const token *kw = next(p);
+  uint32_t sbase, sn;
+  open_scope(p, &sbase, &sn);
+  if (!expect(p, P_LPAREN, "after 'for'")) {
+    close_scope(p, sbase, sn);
+    sync_stmt(p);
+    return;
+  }
+  if (is_k(p, TK_KW_LET))
+    parse_let(p);
+  else if (!is_p(p, P_SEMI))
+    parse_simple(p);
+  expect(p, P_SEMI, "after the initialisation of 'for'");
+  xpj_block cb, bb, sb;
+  xpj_val lp = xpj_b_loop(p->f, p->b, &cb, &bb, &sb, loc(p, kw));
+  if (!lp) {
+    berror(p, kw);
+    close_scope(p, sbase, sn);
+    sync_stmt(p);
+    return;
+  }
+  xpj_block saved = p->b;
+  if (!is_p(p, P_SEMI)) {
+    p->b = cb;
+    xpj_val c = parse_cond(p, "for");
+    if (c && xpj_b_loop_cond(p->f, lp, c) != XPJ_OK)
+      berror(p, kw);
+  }
+  expect(p, P_SEMI, "after the condition of 'for'");
+  if (!is_p(p, P_RPAREN)) {
+    p->b = sb;
+    if (is_k(p, TK_KW_LET))
+      syntax(p, peek(p), "the step of 'for' must be an assignment");
+    else
+      parse_simple(p);
+  }
+  p->b = saved;
+  expect(p, P_RPAREN, "after the step of 'for'");
+  if (p->panic) {
+    close_scope(p, sbase, sn);
+    sync_stmt(p);
+    return;
+  }
+  if (!is_p(p, P_LBRACE))
+    syntax(p, peek(p), "expected '{' after 'for (...)' (braces are required)");
+  else
+    parse_block_into(p, bb);
+  close_scope(p, sbase, sn);
+}
+
+static void parse_return(parser *p) {
+  const token *kw = next(p);
+  xpj_val v = 0;
+  if (!is_p(p, P_SEMI)) {
+    expr e = parse_expr(p);
+    if (e.k == E_ERR)
+      return;
+    xpj_type rt = p->f->ret;
+    if (xpj_type_scalar_of(p->m, rt) == XPJ_VOID) {
+      error(p, e.tok, p->f->kind == XPJ_FUNC_DEVICE
+                          ? "'%s' returns nothing; remove the value or "
+                            "declare a return type (-> T)"
+                          : "kernel '%s' cannot return a value",
+            p->f->name);
+      return;
+    }
+    v = rvalue(p, &e, rt);
+    if (!v)
+      return;
+  }
+  if (!xpj_b_return(p->f, p->b, v, loc(p, kw)))
+    berror(p, kw);
+  p->dead = true;
+}
+
+static void parse_stmt(parser *p) {
+  const token *t = peek(p);
+  if (!enter(p, t))
+    return;
+  check_dead(p, t);
+  switch (t->kind) {
+  case TK_PUNCT:
+    if (t->punct == P_LBRACE) {
+      xpj_block tb, eb;
+      /* a nested scope: emitted into an always-true if */
+      xpj_val c = xpj_b_const_int(p->f, p->b, scalar_t(p, XPJ_BOOL), 1, loc(p, t));
+      if (c && xpj_b_if(p->f, p->b, c, &tb, &eb, loc(p, t)))
+        parse_block_into(p, tb);
+      else
+        sync_stmt(p);
+      break;
+    }
+    if (t->punct == P_SEMI) {
+      next(p);
+      break;
+    }
+    parse_simple(p);
+    finish_simple(p);
+    break;
+  case TK_KW_LET:
+    parse_let(p);
+    finish_simple(p);
+    break;
+  case TK_KW_CONST:
+    parse_local_const(p);
+    finish_simple(p);
+    break;
+  case TK_KW_LOCAL:
+    parse_local_array(p);
+    finish_simple(p);
+    break;
+  case TK_KW_IF:
+    parse_if(p);
+    if (p->panic)
+      sync_stmt(p);
+    break;
+  case TK_KW_WHILE:
+    parse_while(p);
+    if (p->panic)
+      sync_stmt(p);
+    break;
+  case TK_KW_FOR:
+    parse_for(p);
+    if (p->panic)
+      sync_stmt(p);
+    break;
+  case TK_KW_BREAK:
+  case TK_KW_CONTINUE:
+    next(p);
+    if (!(t->kind == TK_KW_BREAK ? xpj_b_break : xpj_b_continue)(p->f, p->b,
+                                                                 loc(p, t)))
+      berror(p, t);
+    p->dead = true;
+    finish_simple(p);
+    break;
+  case TK_KW_RETURN:
+    parse_return(p);
+    finish_simple(p);
+    break;
+  case TK_KW_KERNEL:
+  case TK_KW_FN:
+    syntax(p, t, "'%s' cannot be nested inside a function (missing '}'?)",
+           t->kind == TK_KW_KERNEL ? "kernel" : "fn");
+    sync_stmt(p);
+    break;
+  case TK_KW_ELSE:
+    syntax(p, t, "'else' without a matching 'if'");
+    next(p);
+    sync_stmt(p);
+    break;
+  default:
+    parse_simple(p);
+    finish_simple(p);
+  }
+  leave(p);
+}
+
+/* True when every path through block b ends in a return. */
+static bool always_returns(const xpj_func *f, xpj_block b) {
+  const xpj_blockdata *bd = &f->blocks[b];
+  if (bd->n == 0)
+    return false;
+  const xpj_inst *last = &f->insts[bd->ids[bd->n - 1]];
+  if (last->op == XPJ_OP_RETURN)
+    return true;
+  if (last->op == XPJ_OP_IF)
+    return always_returns(f, last->blk[0]) && always_returns(f, last->blk[1]);
+  if (last->op == XPJ_OP_LOOP && last->imm.i == 0) {
+    /* loop without condition: returns unless it breaks */
+    return true;
+  }
+  return false;
+}
+
+/* ---- items ---------------------------------------------------------- */
+
+static bool is_builtin_name(parser *p, const token *t) {
+  char nb[256];
+  tok_str(p, t, nb);
+  if (wi_lookup(p, t) >= 0 || xpj_math_lookup(nb) != XPJ_MATH_COUNT)
+    return true;
+  static const char *const other[] = {"shape", "stride", "size", "ndim",
+                                      "barrier"};
+  for (size_t i = 0; i < sizeof other / sizeof *other; i++)
+    if (strcmp(nb, other[i]) == 0)
+      return true;
+  static const char *const atomics[] = {
+      "atomic_add", "atomic_sub", "atomic_min", "atomic_max",
+      "atomic_and", "atomic_or", "atomic_xor", "atomic_xchg",
+      "atomic_cmpxchg", "atomic_load", "atomic_store"};
+  for (size_t i = 0; i < sizeof atomics / sizeof *atomics; i++)
+    if (strcmp(nb, atomics[i]) == 0)
+      return true;
+  return false;
+}
+
+/* Skips a balanced { ... } body; returns the index of its '}' or 0. */
+static uint32_t skip_body(parser *p) {
+  int depth = 0;
+  while (!is_k(p, TK_EOF)) {
+    if (is_p(p, P_LBRACE))
+      depth++;
+    else if (is_p(p, P_RBRACE) && --depth == 0) {
+      uint32_t end = p->pos;
+      next(p);
+      return end;
+    }
+    next(p);
+  }
+  return 0;
+}
+
+/* Skips to the next item keyword at top level. */
+static void sync_item(parser *p) {
+  int depth = 0;
+  while (!is_k(p, TK_EOF)) {
+    const token *t = peek(p);
+    if (depth == 0 && (t->kind == TK_KW_KERNEL || t->kind == TK_KW_FN ||
+                       t->kind == TK_KW_CONST))
+      break;
+    if (is_p(p, P_LBRACE))
+      depth++;
+    else if (is_p(p, P_RBRACE) && depth > 0)
+      depth--;
+    next(p);
+  }
+  p->panic = false;
+}
+
+/* name: T | name: global [const] T[...] */
+static bool parse_param(parser *p, xpj_func *f) {
+  const token *name = peek(p);
+  char b[48], nb[256];
+  if (name->kind != TK_IDENT) {
+    syntax(p, name, "expected a parameter name, found %s",
+           tok_text(p, name, b));
+    return false;
+  }
+  next(p);
+  if (!expect(p, P_COLON, "after the parameter name"))
+    return false;
+  xpj_type t;
+  if (is_k(p, TK_KW_LOCAL)) {
+    syntax(p, peek(p), "parameters cannot be local arrays; declare local "
+           "arrays in the kernel body");
+    return false;
+  }
+  if (is_k(p, TK_KW_GLOBAL)) {
+    next(p);
+    bool is_const = false;
+    if (is_k(p, TK_KW_CONST)) {
+      next(p);
+      is_const = true;
+    }
+    xpj_type et = parse_elem_type(p);
+    if (!et)
+      return false;
+    if (!is_p(p, P_LBRACKET)) {
+      syntax(p, peek(p), "global parameters are arrays: write global T[] "
+             "(1-D), T[,] (2-D) or T[*] (any rank)");
+      return false;
+    }
+    next(p);
+    int rank = 1;
+    if (accept(p, P_STAR)) {
+      rank = XPJ_RANK_GENERIC;
+    } else {
+      while (accept(p, P_COMMA))
+        rank++;
+      if (rank > XPJ_MAX_RANK) {
+        error(p, name, "array rank %d is too large (at most %d)", rank,
+              XPJ_MAX_RANK);
+        return false;
+      }
+    }
+    if (!is_p(p, P_RBRACKET)) {
+      syntax(p, peek(p), "array parameters have no static size: write T[] "
+             "(1-D), T[,] (2-D) or T[*] (any rank)");
+      return false;
+    }
+    next(p);
+    t = xpj_type_view(p->m, et, rank, is_const);
+  } else {
+    if (is_k(p, TK_KW_CONST)) {
+      syntax(p, peek(p), "'const' applies to global arrays (global const "
+             "T[]); scalar parameters are always immutable");
+      return false;
+    }
+    t = parse_elem_type(p);
+    if (!t)
+      return false;
+    if (is_p(p, P_LBRACKET)) {
+      syntax(p, peek(p), "array parameter '%s' needs a memory space: global "
+             "T[...]", tok_str(p, name, nb));
+      return false;
+    }
+  }
+  if (!t || !xpj_func_add_param(f, tok_str(p, name, nb), t, loc(p, name))) {
+    berror(p, name);
+    return false;
+  }
+  return true;
+}
+
+static void parse_fn_item(parser *p) {
+  const token *kw = next(p);
+  bool is_kernel = kw->kind == TK_KW_KERNEL;
+  const token *name = peek(p);
+  char b[48], nb[256];
+  if (name->kind != TK_IDENT) {
+    syntax(p, name, "expected a %s name, found %s",
+           is_kernel ? "kernel" : "function", tok_text(p, name, b));
+    sync_item(p);
+    return;
+  }
+  next(p);
+  if (is_builtin_name(p, name)) {
+    error(p, name, "'%s' is a builtin and cannot be redefined",
+          tok_str(p, name, nb));
+  } else if (lookup_fn(p, name) || lookup_const(p, name)) {
+    error(p, name, "redefinition of '%s'", tok_str(p, name, nb));
+  }
+  /* type parameters */
+  const token *tps[XPJ_MAX_TPARAMS];
+  unsigned ntp = 0;
+  if (accept(p, P_LT)) {
+    do {
+      const token *t = peek(p);
+      if (t->kind != TK_IDENT) {
+        syntax(p, t, "expected a type parameter name, found %s",
+               tok_text(p, t, b));
+        sync_item(p);
+        return;
+      }
+      next(p);
+      for (unsigned i = 0; i < ntp; i++)
+        if (same_name(p, tps[i], t))
+          error(p, t, "duplicate type parameter '%s'", tok_str(p, t, nb));
+      if (ntp == XPJ_MAX_TPARAMS) {
+        error(p, t, "too many type parameters (at most %d)", XPJ_MAX_TPARAMS);
+        sync_item(p);
+        return;
+      }
+      tps[ntp++] = t;
+    } while (accept(p, P_COMMA));
+    if (!expect(p, P_GT, "after type parameters")) {
+      sync_item(p);
+      return;
+    }
+  }
+  char tnames[XPJ_MAX_TPARAMS][256];
+  const char *tpn[XPJ_MAX_TPARAMS];
+  for (unsigned i = 0; i < ntp; i++)
+    tpn[i] = tok_str(p, tps[i], tnames[i]);
+  /* the signature is parsed before the kind is known: create as device,
+   * fix the kind after the range clause */
+  xpj_func *f = xpj_func_create(p->m, tok_str(p, name, nb), XPJ_FUNC_DEVICE, 0,
+                                ntp, tpn, loc(p, name));
+  if (!f) {
+    if (p->m->oom)
+      p->oom = true;
+    else if (!p->errors) /* duplicates were reported above */
+      berror(p, name);
+    p->m->errmsg[0] = 0;
+    /* keep checking the rest under a private name */
+    char alt[300];
+    snprintf(alt, sizeof alt, "%s#%u", nb, name->off);
+    f = xpj_func_create(p->m, alt, XPJ_FUNC_DEVICE, 0, ntp, tpn, loc(p, name));
+    if (!f) {
+      p->oom = p->oom || p->m->oom;
+      sync_item(p);
+      return;
+    }
+  }
+  p->f = f;
+  bool ok = expect(p, P_LPAREN, "to begin the parameter list");
+  if (ok && !accept(p, P_RPAREN)) {
+    do {
+      if (!parse_param(p, f)) {
+        ok = false;
+        break;
+      }
+    } while (accept(p, P_COMMA));
+    if (ok)
+      ok = expect(p, P_RPAREN, "after the parameters");
+  }
+  if (ok && is_kernel) {
+    const token *t = peek(p);
+    unsigned dims = 0;
+    if (is_k(p, TK_KW_RANGE) || is_k(p, TK_KW_NDRANGE)) {
+      bool nd = is_k(p, TK_KW_NDRANGE);
+      next(p);
+      if (accept(p, P_LPAREN)) {
+        const token *dt = peek(p);
+        if (dt->kind != TK_INT || dt->val.u < 1 || dt->val.u > 3) {
+          error(p, dt, "the number of dimensions must be 1, 2 or 3");
+          ok = false;
+        } else {
+          dims = (unsigned)dt->val.u;
+        }
+        next(p);
+        ok = expect(p, P_RPAREN, "after the number of dimensions") && ok;
+      } else if (nd) {
+        syntax(p, peek(p), "ndrange kernels need their dimensions: "
+               "ndrange(1), ndrange(2) or ndrange(3)");
+        ok = false;
+      }
+      f->kind = nd ? XPJ_FUNC_NDRANGE : XPJ_FUNC_RANGE;
+      f->dims = dims;
+    } else {
+      syntax(p, t, "expected 'range' or 'ndrange(N)' after the kernel "
+             "parameters, found %s", tok_text(p, t, b));
+      ok = false;
+    }
+  } else if (ok && accept(p, P_ARROW)) {
+    xpj_type rt = parse_elem_type(p);
+    if (!rt || xpj_func_set_return(f, rt) != XPJ_OK) {
+      if (rt)
+        berror(p, name);
+      ok = false;
+    }
+  }
+  if (ok && !is_p(p, P_LBRACE)) {
+    syntax(p, peek(p), "expected '{' to begin the body of '%s', found %s",
+           tok_str(p, name, nb), tok_text(p, peek(p), b));
+    ok = false;
+  }
+  p->f = NULL;
+  if (!ok) {
+    sync_item(p);
+    return;
+  }
+  uint32_t body = p->pos;
+  uint32_t end = skip_body(p);
+  if (!end) {
+    syntax(p, &p->toks[body], "the body of '%s' is not closed (missing '}')",
+           tok_str(p, name, nb));
+    return;
+  }
+  if (!xpj_grow((void **)&p->fns, &p->capfns, p->nfns + 1, sizeof *p->fns)) {
+    p->oom = true;
+    return;
+  }
+  fn_info *fi = &p->fns[p->nfns++];
+  fi->f = f;
+  fi->name = name;
+  fi->body = body;
+  fi->body_end = end;
+}
+
+/* const NAME (: type)? = constexpr ; */
+static void parse_const_item(parser *p) {
+  next(p);
+  const token *name = peek(p);
+  char b[48], nb[256];
+  if (name->kind != TK_IDENT) {
+    syntax(p, name, "expected a constant name, found %s", tok_text(p, name, b));
+    sync_item(p);
+    return;
+  }
+  next(p);
+  int scalar = XPJ_VOID;
+  if (accept(p, P_COLON)) {
+    const token *t = peek(p);
+    if (t->kind != TK_TYPE) {
+      syntax(p, t, "module constants have a scalar type, found %s",
+             tok_text(p, t, b));
+      sync_item(p);
+      return;
+    }
+    next(p);
+    scalar = t->val.scalar;
+  }
+  if (!expect(p, P_ASSIGN, "in constant declaration")) {
+    sync_item(p);
+    return;
+  }
+  const token *et = peek(p);
+  expr e = parse_expr(p); /* p->f is NULL: only literals fold */
+  if (!p->panic)
+    expect(p, P_SEMI, "after constant declaration");
+  if (p->panic) {
+    sync_item(p);
+    return;
+  }
+  if (e.k == E_ERR)
+    return;
+  if (!is_lit(&e)) {
+    error(p, et, "the value of module constant '%s' must be a constant "
+          "expression of literals and other constants",
+          tok_str(p, name, nb));
+    return;
+  }
+  if (is_builtin_name(p, name) || lookup_fn(p, name) || lookup_const(p, name)) {
+    error(p, name, "redefinition of '%s'", tok_str(p, name, nb));
+    return;
+  }
+  if (scalar != XPJ_VOID) {
+    bool fl = scalar == XPJ_F32 || scalar == XPJ_F64;
+    if (e.k == E_LFLT && !fl) {
+      error(p, et, "floating-point value for constant of type %s",
+            xpj_scalar_name((xpj_scalar)scalar));
+      return;
+    }
+    if ((scalar == XPJ_BOOL) != e.boolean) {
+      error(p, et, e.boolean ? "bool value for constant of type %s"
+                             : "%s constant needs a value of its type",
+            xpj_scalar_name((xpj_scalar)scalar));
+      return;
+    }
+    if (e.big && scalar != XPJ_U64) {
+      error(p, et, "integer literal does not fit in %s",
+            xpj_scalar_name((xpj_scalar)scalar));
+      return;
+    }
+    if (e.k == E_LINT && fl) {
+      e.k = E_LFLT;
+      e.f = (double)e.i;
+    }
+  }
+  if (!xpj_grow((void **)&p->consts, &p->capconsts, p->nconsts + 1,
+                sizeof *p->consts)) {
+    p->oom = true;
+    return;
+  }
+  mconst *c = &p->consts[p->nconsts++];
+  c->name = name;
+  c->litk = e.k;
+  c->scalar = scalar;
+  c->i = e.i;
+  c->f = e.f;
+  c->big = e.big;
+  c->boolean = e.boolean;
+}
+
+static void parse_body(parser *p, fn_info *fi) {
+  p->f = fi->f;
+  p->pos = fi->body;
+  p->depth = 0;
+  p->nsyms = 0;
+  p->scope_base = 0;
+  p->panic = false;
+  xpj_func *f = fi->f;
+  for (unsigned i = 0; i < f->nparams; i++) {
+    const token *pt = NULL;
+    /* find the parameter's name token for diagnostics */
+    for (uint32_t k = fi->body; k-- > 0;)
+      if (p->toks[k].kind == TK_IDENT &&
+          tok_is(p, &p->toks[k], f->params[i].name) &&
+          p->toks[k].line == f->params[i].loc.line &&
+          p->toks[k].col == f->params[i].loc.col) {
+        pt = &p->toks[k];
+        break;
+      }
+    if (!pt)
+      continue;
+    const xpj_typeinfo *ti = xpj_typeinfo_of(p->m, f->params[i].type);
+    sym *s = declare(p, pt, ti->kind == XPJ_TK_VIEW ? S_ARRAY : S_VAL);
+    if (s) {
+      s->v = f->params[i].val;
+      s->t = f->params[i].type;
+      s->mut = ti->kind == XPJ_TK_VIEW ? (ti->is_const ? MUT_RDONLY : MUT_OK)
+                                       : MUT_PARAM;
+    }
+  }
+  p->scope_base = p->nsyms;
+  p->b = xpj_func_body(f);
+  p->dead = false;
+  next(p); /* '{' */
+  while (p->pos < fi->body_end && !is_k(p, TK_EOF) && !p->too_many)
+    parse_stmt(p);
+  if (xpj_type_scalar_of(p->m, f->ret) != XPJ_VOID && !p->errors &&
+      !always_returns(f, xpj_func_body(f))) {
+    char tb[96];
+    xpj_type_str_in(f, f->ret, tb, sizeof tb);
+    error(p, &p->toks[fi->body_end], "'%s' may reach its end without "
+          "returning a value of type %s", f->name, tb);
+  }
+  p->f = NULL;
+}
+
+static void call_report(void *ud, xpj_loc l, const char *fmt, ...) {
+  parser *p = ud;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  /* find the offset of line l.line for the source quote */
+  uint32_t off = 0, line = 1;
+  while (off < p->len && line < l.line) {
+    if (p->src[off] == '\n')
+      line++;
+    off++;
+  }
+  report(p, XPJ_SEV_ERROR, off + (l.col ? l.col - 1 : 0), l.line, l.col, msg);
+}
+
+xpj_status xpj_parse(xpj_module *m, const char *filename, const char *src,
+                     size_t len, xpj_diags *d) {
+  if (!m || (!src && len))
+    return XPJ_ERR_INVALID;
+  if (!filename)
+    filename = "<input>";
+  if (len > XPJ_MAX_SOURCE) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "source is too large (%zu bytes; at most %u)",
+             len, XPJ_MAX_SOURCE);
+    if (d)
+      xpj_diags_add(d, XPJ_SEV_ERROR, filename, 0, 0, NULL, msg);
+    return XPJ_ERR_SYNTAX;
+  }
+  if (!src)
+    src = "";
+  parser p = {0};
+  p.src = src;
+  p.len = (uint32_t)len;
+  p.fname = filename;
+  p.m = m;
+  p.d = d;
+  p.file = xpj_module_add_file(m, filename, src, len);
+  lexer_out lo = {0};
+  if (!p.file || !xpj_lex(src, (uint32_t)len, &lo, lex_err, &p)) {
+    xpj_free(lo.toks);
+    return XPJ_ERR_NOMEM;
+  }
+  p.toks = lo.toks;
+  p.ntok = lo.n;
+  m->errmsg[0] = 0;
+  /* pass 1: signatures */
+  while (!is_k(&p, TK_EOF) && !p.oom && !p.too_many) {
+    const token *t = peek(&p);
+    char b[48];
+    if (t->kind == TK_KW_KERNEL || t->kind == TK_KW_FN) {
+      parse_fn_item(&p);
+    } else if (t->kind == TK_KW_CONST) {
+      parse_const_item(&p);
+    } else {
+      syntax(&p, t, "expected 'kernel', 'fn' or 'const' at top level, found %s",
+             tok_text(&p, t, b));
+      next(&p);
+      sync_item(&p);
+    }
+  }
+  /* pass 2: bodies */
+  for (uint32_t i = 0; i < p.nfns && !p.oom && !p.too_many; i++)
+    parse_body(&p, &p.fns[i]);
+  if (!p.oom && !p.too_many && p.errors == 0)
+    xpj_check_calls(m, call_report, &p);
+  if (!p.oom && p.errors == 0) {
+    const char *msg;
+    xpj_status vs = xpj_module_verify(m, &msg);
+    if (vs == XPJ_ERR_NOMEM)
+      p.oom = true;
+    else if (vs != XPJ_OK) {
+      char full[600];
+      snprintf(full, sizeof full, "internal error: IR verification failed: %s",
+               msg);
+      report(&p, XPJ_SEV_ERROR, 0, 0, 0, full);
+    }
+  }
+  xpj_free(p.toks);
+  xpj_free(p.syms);
+  xpj_free(p.fns);
+  xpj_free(p.consts);
+  if (p.oom || m->oom)
+    return XPJ_ERR_NOMEM;
+  return p.errors ? XPJ_ERR_SYNTAX : XPJ_OK;
+}
+
+xpj_status xpj_parse_file(xpj_module *m, const char *path, xpj_diags *d) {
+  if (!m || !path)
+    return XPJ_ERR_INVALID;
+  FILE *fp = fopen(path, "rb");
+  char msg[512];
+  if (!fp) {
+    snprintf(msg, sizeof msg, "cannot open file: %s", strerror(errno));
+    if (d)
+      xpj_diags_add(d, XPJ_SEV_ERROR, path, 0, 0, NULL, msg);
+    return XPJ_ERR_IO;
+  }
+  xpj_buf b = {0};
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) {
+    xpj_buf_put(&b, chunk, n);
+    if (b.len > XPJ_MAX_SOURCE)
+      break;
+  }
+  bool rerr = ferror(fp);
+  fclose(fp);
+  if (rerr) {
+    xpj_buf_free(&b);
+    snprintf(msg, sizeof msg, "cannot read file (is it a directory?)");
+    if (d)
+      xpj_diags_add(d, XPJ_SEV_ERROR, path, 0, 0, NULL, msg);
+    return XPJ_ERR_IO;
+  }
+  if (b.failed) {
+    xpj_buf_free(&b);
+    return XPJ_ERR_NOMEM;
+  }
+  xpj_status st = xpj_parse(m, path, b.data ? b.data : "", b.len, d);
+  xpj_buf_free(&b);
+  return st;
+}

@@ -1,0 +1,1682 @@
+/*
+ * ir.c - modules, interned types, functions and the builder.
+ *
+ * The builder is where the typing rules of the IR live: every call checks
+ * its operands and explains a mismatch in the module's error message. The
+ * frontend reports those messages at the source position, and the verifier
+ * and the specialiser re-run the same rules, so there is one definition of
+ * what is well typed. A type parameter stands for "some scalar" and passes
+ * every check that some scalar could pass; specialisation checks again with
+ * the bound type.
+ */
+#include "ir_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *const xpj_op_names[XPJ_OP_COUNT] = {
+#define X(id, name) name,
+    XPJ_OP_LIST(X)
+#undef X
+};
+
+/* ---- names of enums ------------------------------------------------- */
+
+static const char *const scalar_names[XPJ_SCALAR_COUNT] = {
+    "void", "bool", "i8", "i16", "i32", "i64",
+    "u8",   "u16",  "u32", "u64", "f32", "f64"};
+
+const char *xpj_scalar_name(xpj_scalar s) {
+  return (unsigned)s < XPJ_SCALAR_COUNT ? scalar_names[s] : "?";
+}
+
+xpj_scalar xpj_scalar_parse(const char *name) {
+  for (int i = XPJ_BOOL; i < XPJ_SCALAR_COUNT; i++)
+    if (strcmp(name, scalar_names[i]) == 0)
+      return (xpj_scalar)i;
+  return XPJ_VOID;
+}
+
+unsigned xpj_scalar_bits(xpj_scalar s) {
+  static const unsigned bits[XPJ_SCALAR_COUNT] = {0,  1, 8,  16, 32, 64,
+                                                  8, 16, 32, 64, 32, 64};
+  return (unsigned)s < XPJ_SCALAR_COUNT ? bits[s] : 0;
+}
+
+const char *xpj_status_name(xpj_status s) {
+  switch (s) {
+  case XPJ_OK: return "ok";
+  case XPJ_ERR_INVALID: return "invalid argument";
+  case XPJ_ERR_NOMEM: return "out of memory";
+  case XPJ_ERR_NOT_FOUND: return "not found";
+  case XPJ_ERR_SYNTAX: return "source has errors";
+  case XPJ_ERR_SPECIALIZE: return "specialisation does not fit";
+  case XPJ_ERR_IO: return "i/o error";
+  case XPJ_ERR_VERIFY: return "IR verification failed";
+  }
+  return "unknown status";
+}
+
+static const struct {
+  const char *name;
+  unsigned has_dim, needs_group;
+} wi_table[XPJ_WI_COUNT] = {
+#define X(id, name, has_dim, needs_group) {name, has_dim, needs_group},
+    XPJ_WI_LIST(X)
+#undef X
+};
+
+const char *xpj_wi_name(xpj_wi w) {
+  return (unsigned)w < XPJ_WI_COUNT ? wi_table[w].name : "?";
+}
+int xpj_wi_needs_dim(xpj_wi w) {
+  return (unsigned)w < XPJ_WI_COUNT && wi_table[w].has_dim;
+}
+int xpj_wi_needs_ndrange(xpj_wi w) {
+  return (unsigned)w < XPJ_WI_COUNT && wi_table[w].needs_group;
+}
+
+enum { CLS_F, CLS_I, CLS_N, CLS_B };
+static const struct {
+  const char *name;
+  unsigned arity, cls;
+} math_table[XPJ_MATH_COUNT] = {
+#define X(id, name, arity, cls) {name, arity, CLS_##cls},
+    XPJ_MATH_LIST(X)
+#undef X
+};
+
+const char *xpj_math_name(xpj_math m) {
+  return (unsigned)m < XPJ_MATH_COUNT ? math_table[m].name : "?";
+}
+unsigned xpj_math_arity(xpj_math m) {
+  return (unsigned)m < XPJ_MATH_COUNT ? math_table[m].arity : 0;
+}
+xpj_math xpj_math_lookup(const char *name) {
+  for (int i = 0; i < XPJ_MATH_COUNT; i++)
+    if (strcmp(name, math_table[i].name) == 0)
+      return (xpj_math)i;
+  return XPJ_MATH_COUNT;
+}
+
+const char *xpj_atomic_op_name(xpj_atomic_op op) {
+  static const char *const n[] = {"add", "sub", "min", "max",
+                                  "and", "or",  "xor", "xchg"};
+  return (unsigned)op < XPJ_ATOMIC_OP_COUNT ? n[op] : "?";
+}
+const char *xpj_order_name(xpj_order o) {
+  static const char *const n[] = {"relaxed", "acquire", "release", "acq_rel",
+                                  "seq_cst"};
+  return (unsigned)o <= XPJ_ORDER_SEQ_CST ? n[o] : "?";
+}
+const char *xpj_scope_name(xpj_scope s) {
+  return s == XPJ_SCOPE_WORK_GROUP ? "work_group"
+         : s == XPJ_SCOPE_DEVICE   ? "device"
+                                   : "?";
+}
+const char *xpj_binop_symbol(xpj_binop op) {
+  static const char *const n[] = {"+",  "-",  "*", "/",  "%", "&",
+                                  "|",  "^",  "<<", ">>", "==", "!=",
+                                  "<",  "<=", ">", ">="};
+  return (unsigned)op < XPJ_BINOP_COUNT ? n[op] : "?";
+}
+
+/* ---- modules -------------------------------------------------------- */
+
+void xpj_set_error(xpj_module *m, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->errmsg, sizeof m->errmsg, fmt, ap);
+  va_end(ap);
+}
+
+static void oom(xpj_module *m) {
+  m->oom = true;
+  xpj_set_error(m, "out of memory");
+}
+
+xpj_status xpj_module_create(xpj_module **out) {
+  if (!out)
+    return XPJ_ERR_INVALID;
+  *out = NULL;
+  xpj_module *m = xpj_calloc(1, sizeof *m);
+  if (!m)
+    return XPJ_ERR_NOMEM;
+  /* type 0 is "none"; keep it so ids start at 1 */
+  if (!xpj_grow((void **)&m->types, &m->captypes, 1, sizeof *m->types) ||
+      !xpj_grow((void **)&m->files, &m->capfiles, 1, sizeof *m->files)) {
+    xpj_module_destroy(m);
+    return XPJ_ERR_NOMEM;
+  }
+  m->ntypes = 1;
+  m->nfiles = 1;
+  *out = m;
+  return XPJ_OK;
+}
+
+static void func_free(xpj_func *f) {
+  if (!f)
+    return;
+  xpj_free(f->name);
+  for (unsigned i = 0; i < f->ntparams; i++)
+    xpj_free(f->tparams[i]);
+  for (unsigned i = 0; i < f->nparams; i++)
+    xpj_free(f->params[i].name);
+  for (uint32_t i = 0; i < f->nblocks; i++)
+    xpj_free(f->blocks[i].ids);
+  xpj_free(f->blocks);
+  xpj_free(f->insts);
+  xpj_free(f->pool);
+  xpj_free(f);
+}
+
+void xpj_module_destroy(xpj_module *m) {
+  if (!m)
+    return;
+  for (uint32_t i = 0; i < m->nfuncs; i++)
+    func_free(m->funcs[i]);
+  xpj_free(m->funcs);
+  xpj_free(m->types);
+  xpj_free(m->strings);
+  for (uint32_t i = 1; i < m->nfiles; i++) {
+    xpj_free(m->files[i].name);
+    xpj_free(m->files[i].text);
+  }
+  xpj_free(m->files);
+  xpj_free(m->scratch);
+  xpj_free(m);
+}
+
+xpj_status xpj_module_status(const xpj_module *m) {
+  return !m ? XPJ_ERR_INVALID : m->oom ? XPJ_ERR_NOMEM : XPJ_OK;
+}
+
+const char *xpj_module_errmsg(const xpj_module *m) {
+  return m ? m->errmsg : "no module";
+}
+
+uint32_t xpj_module_add_file(xpj_module *m, const char *name, const char *text,
+                             size_t len) {
+  if (!m || !name || (!text && len))
+    return 0;
+  if (!xpj_grow((void **)&m->files, &m->capfiles, m->nfiles + 1,
+                sizeof *m->files)) {
+    oom(m);
+    return 0;
+  }
+  xpj_file *fl = &m->files[m->nfiles];
+  fl->name = xpj_strdup(name);
+  fl->text = xpj_malloc(len + 1);
+  if (!fl->name || !fl->text) {
+    xpj_free(fl->name);
+    xpj_free(fl->text);
+    memset(fl, 0, sizeof *fl);
+    oom(m);
+    return 0;
+  }
+  if (len)
+    memcpy(fl->text, text, len);
+  fl->text[len] = 0;
+  fl->len = len;
+  return m->nfiles++;
+}
+
+const char *xpj_module_file_name(const xpj_module *m, uint32_t i) {
+  return m && i > 0 && i < m->nfiles ? m->files[i].name : NULL;
+}
+
+const char *xpj_module_file_text(const xpj_module *m, uint32_t i, size_t *len) {
+  if (!m || i == 0 || i >= m->nfiles)
+    return NULL;
+  if (len)
+    *len = m->files[i].len;
+  return m->files[i].text;
+}
+
+unsigned xpj_module_func_count(const xpj_module *m) { return m ? m->nfuncs : 0; }
+
+xpj_func *xpj_module_func(const xpj_module *m, unsigned i) {
+  return m && i < m->nfuncs ? m->funcs[i] : NULL;
+}
+
+xpj_func *xpj_module_find(const xpj_module *m, const char *name) {
+  if (!m || !name)
+    return NULL;
+  for (uint32_t i = 0; i < m->nfuncs; i++)
+    if (strcmp(m->funcs[i]->name, name) == 0)
+      return m->funcs[i];
+  return NULL;
+}
+
+/* ---- types ---------------------------------------------------------- */
+
+const xpj_typeinfo *xpj_typeinfo_of(const xpj_module *m, xpj_type t) {
+  static const xpj_typeinfo none;
+  return t > 0 && t < m->ntypes ? &m->types[t] : &none;
+}
+
+static xpj_type intern(xpj_module *m, const xpj_typeinfo *ti) {
+  if (m->oom)
+    return 0;
+  for (uint32_t i = 1; i < m->ntypes; i++)
+    if (memcmp(&m->types[i], ti, sizeof *ti) == 0)
+      return i;
+  if (!xpj_grow((void **)&m->types, &m->captypes, m->ntypes + 1,
+                sizeof *m->types)) {
+    oom(m);
+    return 0;
+  }
+  m->types[m->ntypes] = *ti;
+  return m->ntypes++;
+}
+
+xpj_type xpj_type_scalar(xpj_module *m, xpj_scalar s) {
+  if (!m || (unsigned)s >= XPJ_SCALAR_COUNT)
+    return 0;
+  xpj_typeinfo ti = {0};
+  ti.kind = XPJ_TK_SCALAR;
+  ti.scalar = (uint8_t)s;
+  return intern(m, &ti);
+}
+
+xpj_type xpj_type_void(xpj_module *m) { return xpj_type_scalar(m, XPJ_VOID); }
+
+xpj_type xpj_type_param(xpj_module *m, unsigned index) {
+  if (!m || index >= XPJ_MAX_TPARAMS)
+    return 0;
+  xpj_typeinfo ti = {0};
+  ti.kind = XPJ_TK_PARAM;
+  ti.param = index;
+  return intern(m, &ti);
+}
+
+static bool is_elem_type(const xpj_module *m, xpj_type t) {
+  const xpj_typeinfo *ti = xpj_typeinfo_of(m, t);
+  return (ti->kind == XPJ_TK_SCALAR && ti->scalar != XPJ_VOID && t != 0) ||
+         (ti->kind == XPJ_TK_PARAM && t != 0);
+}
+
+xpj_type xpj_type_view(xpj_module *m, xpj_type elem, int rank, int is_const) {
+  if (!m)
+    return 0;
+  if (!is_elem_type(m, elem) ||
+      !(rank == XPJ_RANK_GENERIC || (rank >= 1 && rank <= XPJ_MAX_RANK))) {
+    xpj_set_error(m, "invalid array view type");
+    return 0;
+  }
+  xpj_typeinfo ti = {0};
+  ti.kind = XPJ_TK_VIEW;
+  ti.space = XPJ_SPACE_GLOBAL;
+  ti.elem = elem;
+  ti.rank = (int8_t)rank;
+  ti.is_const = is_const != 0;
+  return intern(m, &ti);
+}
+
+xpj_type xpj_type_static(xpj_module *m, xpj_space space, xpj_type elem,
+                         unsigned rank, const int64_t *dims) {
+  if (!m)
+    return 0;
+  if (!is_elem_type(m, elem) || rank < 1 || rank > XPJ_MAX_RANK || !dims ||
+      (space != XPJ_SPACE_LOCAL && space != XPJ_SPACE_PRIVATE)) {
+    xpj_set_error(m, "invalid static array type");
+    return 0;
+  }
+  xpj_typeinfo ti = {0};
+  ti.kind = XPJ_TK_STATIC;
+  ti.space = (uint8_t)space;
+  ti.elem = elem;
+  ti.rank = (int8_t)rank;
+  for (unsigned i = 0; i < rank; i++) {
+    if (dims[i] <= 0 || dims[i] > (INT64_C(1) << 31)) {
+      xpj_set_error(m, "array dimension %lld is out of range (1 to 2^31)",
+                    (long long)dims[i]);
+      return 0;
+    }
+    ti.dims[i] = dims[i];
+  }
+  return intern(m, &ti);
+}
+
+xpj_type xpj_type_ptr(xpj_module *m, xpj_space space, xpj_type elem,
+                      int is_const) {
+  xpj_typeinfo ti = {0};
+  ti.kind = XPJ_TK_PTR;
+  ti.space = (uint8_t)space;
+  ti.elem = elem;
+  ti.is_const = is_const != 0;
+  return intern(m, &ti);
+}
+
+int xpj_type_scalar_of(const xpj_module *m, xpj_type t) {
+  const xpj_typeinfo *ti = xpj_typeinfo_of(m, t);
+  return t && ti->kind == XPJ_TK_SCALAR ? ti->scalar : XPJ_SCALAR_COUNT;
+}
+
+bool xpj_type_is_param(const xpj_module *m, xpj_type t) {
+  return t && xpj_typeinfo_of(m, t)->kind == XPJ_TK_PARAM;
+}
+
+xpj_type xpj_type_subst(xpj_module *m, xpj_type t, unsigned ntargs,
+                        const xpj_type *targs) {
+  xpj_typeinfo ti = *xpj_typeinfo_of(m, t);
+  switch (ti.kind) {
+  case XPJ_TK_PARAM:
+    return ti.param < ntargs ? targs[ti.param] : 0;
+  case XPJ_TK_VIEW:
+  case XPJ_TK_STATIC:
+  case XPJ_TK_PTR:
+    ti.elem = xpj_type_subst(m, ti.elem, ntargs, targs);
+    return ti.elem ? intern(m, &ti) : 0;
+  default:
+    return t;
+  }
+}
+
+xpj_type xpj_type_with_const(xpj_module *m, xpj_type t) {
+  xpj_typeinfo ti = *xpj_typeinfo_of(m, t);
+  ti.is_const = 1;
+  return intern(m, &ti);
+}
+
+static size_t type_str(const xpj_module *m, xpj_type t, char *buf,
+                       size_t size, const xpj_func *f) {
+  const xpj_typeinfo *ti = xpj_typeinfo_of(m, t);
+  char elem[64];
+  if (t == 0)
+    return (size_t)snprintf(buf, size, "<error>");
+  switch (ti->kind) {
+  case XPJ_TK_SCALAR:
+    return (size_t)snprintf(buf, size, "%s", xpj_scalar_name(ti->scalar));
+  case XPJ_TK_PARAM:
+    if (f && ti->param < f->ntparams)
+      return (size_t)snprintf(buf, size, "%s", f->tparams[ti->param]);
+    return (size_t)snprintf(buf, size, "$%u", ti->param);
+  case XPJ_TK_VIEW: {
+    type_str(m, ti->elem, elem, sizeof elem, f);
+    char r[16] = "";
+    if (ti->rank == XPJ_RANK_GENERIC)
+      snprintf(r, sizeof r, "*");
+    else
+      for (int i = 1; i < ti->rank; i++)
+        strcat(r, ",");
+    return (size_t)snprintf(buf, size, "global %s%s[%s]",
+                            ti->is_const ? "const " : "", elem, r);
+  }
+  case XPJ_TK_STATIC: {
+    type_str(m, ti->elem, elem, sizeof elem, f);
+    char d[160] = "";
+    size_t n = 0;
+    for (int i = 0; i < ti->rank; i++)
+      n += (size_t)snprintf(d + n, sizeof d - n, "%s%lld", i ? ", " : "",
+                            (long long)ti->dims[i]);
+    return (size_t)snprintf(buf, size, "%s %s[%s]",
+                            ti->space == XPJ_SPACE_LOCAL ? "local" : "private",
+                            elem, d);
+  }
+  case XPJ_TK_PTR: {
+    type_str(m, ti->elem, elem, sizeof elem, f);
+    static const char *const sp[] = {"private", "global", "local"};
+    return (size_t)snprintf(buf, size, "ptr %s %s%s", sp[ti->space % 3],
+                            ti->is_const ? "const " : "", elem);
+  }
+  }
+  return (size_t)snprintf(buf, size, "?");
+}
+
+size_t xpj_type_str(const xpj_module *m, xpj_type t, char *buf, size_t size) {
+  if (!m)
+    return 0;
+  return type_str(m, t, buf, size, NULL);
+}
+
+size_t xpj_type_str_in(const xpj_func *f, xpj_type t, char *buf,
+                       size_t size) {
+  return type_str(f->mod, t, buf, size, f);
+}
+
+/* Type name in the context of f (type parameters by their names). */
+static const char *tname(const xpj_func *f, xpj_type t, char buf[96]) {
+  type_str(f->mod, t, buf, 96, f);
+  return buf;
+}
+
+/* ---- functions ------------------------------------------------------ */
+
+static uint32_t new_block(xpj_func *f, uint32_t parent) {
+  if (!xpj_grow((void **)&f->blocks, &f->capblocks, f->nblocks + 1,
+                sizeof *f->blocks)) {
+    oom(f->mod);
+    return 0;
+  }
+  f->blocks[f->nblocks].parent = parent;
+  return f->nblocks++;
+}
+
+xpj_func *xpj_func_create(xpj_module *m, const char *name, xpj_func_kind kind,
+                          unsigned dims, unsigned ntparams,
+                          const char *const *tparams, xpj_loc loc) {
+  if (!m || m->oom || !name || !*name)
+    return NULL;
+  if (xpj_module_find(m, name)) {
+    xpj_set_error(m, "redefinition of '%s'", name);
+    return NULL;
+  }
+  if ((kind == XPJ_FUNC_DEVICE && dims != 0) ||
+      (kind == XPJ_FUNC_RANGE && dims > 3) ||
+      (kind == XPJ_FUNC_NDRANGE && (dims < 1 || dims > 3)) ||
+      (unsigned)kind > XPJ_FUNC_NDRANGE) {
+    xpj_set_error(m, "invalid number of dimensions %u for '%s'", dims, name);
+    return NULL;
+  }
+  if (ntparams > XPJ_MAX_TPARAMS || (ntparams && !tparams)) {
+    xpj_set_error(m, "too many type parameters (at most %d)", XPJ_MAX_TPARAMS);
+    return NULL;
+  }
+  if (!xpj_grow((void **)&m->funcs, &m->capfuncs, m->nfuncs + 1,
+                sizeof *m->funcs)) {
+    oom(m);
+    return NULL;
+  }
+  xpj_func *f = xpj_calloc(1, sizeof *f);
+  if (!f) {
+    oom(m);
+    return NULL;
+  }
+  f->mod = m;
+  f->kind = kind;
+  f->dims = dims;
+  f->loc = loc;
+  f->name = xpj_strdup(name);
+  bool ok = f->name != NULL;
+  for (unsigned i = 0; ok && i < ntparams; i++) {
+    f->tparams[i] = xpj_strdup(tparams[i] ? tparams[i] : "?");
+    ok = f->tparams[i] != NULL;
+    f->ntparams = i + 1;
+  }
+  /* instruction 0 and block 0 are reserved; block 1 is the body */
+  ok = ok && xpj_grow((void **)&f->insts, &f->capinsts, 16, sizeof *f->insts) &&
+       xpj_grow((void **)&f->pool, &f->cappool, 16, sizeof *f->pool);
+  f->ninsts = 1;
+  f->npool = 1;
+  ok = ok && new_block(f, 0) == 0 && new_block(f, 0) == 1;
+  f->ret = ok ? xpj_type_void(m) : 0;
+  if (!ok || !f->ret) {
+    func_free(f);
+    oom(m);
+    return NULL;
+  }
+  f->index = m->nfuncs;
+  m->funcs[m->nfuncs++] = f;
+  return f;
+}
+
+const char *xpj_func_name(const xpj_func *f) { return f ? f->name : NULL; }
+xpj_func_kind xpj_func_kind_of(const xpj_func *f) { return f->kind; }
+unsigned xpj_func_dims(const xpj_func *f) { return f ? f->dims : 0; }
+unsigned xpj_func_param_count(const xpj_func *f) { return f ? f->nparams : 0; }
+const char *xpj_func_param_name(const xpj_func *f, unsigned i) {
+  return f && i < f->nparams ? f->params[i].name : NULL;
+}
+xpj_type xpj_func_param_type(const xpj_func *f, unsigned i) {
+  return f && i < f->nparams ? f->params[i].type : 0;
+}
+xpj_val xpj_func_param_val(const xpj_func *f, unsigned i) {
+  return f && i < f->nparams ? f->params[i].val : 0;
+}
+xpj_type xpj_func_return(const xpj_func *f) { return f ? f->ret : 0; }
+unsigned xpj_func_tparam_count(const xpj_func *f) { return f ? f->ntparams : 0; }
+const char *xpj_func_tparam_name(const xpj_func *f, unsigned i) {
+  return f && i < f->ntparams ? f->tparams[i] : NULL;
+}
+xpj_block xpj_func_body(const xpj_func *f) { return f ? 1 : 0; }
+xpj_module *xpj_func_module(const xpj_func *f) { return f ? f->mod : NULL; }
+
+int xpj_func_has_generic_rank(const xpj_func *f) {
+  if (!f)
+    return 0;
+  for (unsigned i = 0; i < f->nparams; i++) {
+    const xpj_typeinfo *ti = xpj_typeinfo_of(f->mod, f->params[i].type);
+    if (ti->kind == XPJ_TK_VIEW && ti->rank == XPJ_RANK_GENERIC)
+      return 1;
+  }
+  return 0;
+}
+
+xpj_type xpj_val_type(const xpj_func *f, xpj_val v) {
+  return f && v > 0 && v < f->ninsts ? f->insts[v].type : 0;
+}
+
+int xpj_val_const(const xpj_func *f, xpj_val v, int64_t *i, double *d) {
+  if (!f || v == 0 || v >= f->ninsts || f->insts[v].op != XPJ_OP_CONST)
+    return 0;
+  const xpj_inst *in = &f->insts[v];
+  if (in->aux) { /* stored as float */
+    if (d)
+      *d = in->imm.f;
+    if (i)
+      *i = (int64_t)in->imm.f;
+  } else {
+    if (i)
+      *i = in->imm.i;
+    if (d)
+      *d = (double)in->imm.i;
+  }
+  return 1;
+}
+
+const char *xpj_inst_name(const xpj_func *f, const xpj_inst *in) {
+  if ((in->op != XPJ_OP_VAR && in->op != XPJ_OP_ARRAY) || in->imm.name == 0)
+    return NULL;
+  return f->mod->strings + in->imm.name - 1;
+}
+
+/* ---- building ------------------------------------------------------- */
+
+static bool valid_block(const xpj_func *f, xpj_block b) {
+  return b >= 1 && b < f->nblocks;
+}
+
+/* A value usable as an operand: exists and produces something. */
+static bool valid_val(const xpj_func *f, xpj_val v) {
+  return v > 0 && v < f->ninsts &&
+         xpj_type_scalar_of(f->mod, f->insts[v].type) != XPJ_VOID;
+}
+
+static xpj_val emit(xpj_func *f, xpj_block b, xpj_op op, xpj_type type,
+                    unsigned nargs, const xpj_val *args, xpj_loc loc) {
+  xpj_module *m = f->mod;
+  if (m->oom)
+    return 0;
+  if (!valid_block(f, b)) {
+    xpj_set_error(m, "invalid block %u", b);
+    return 0;
+  }
+  xpj_blockdata *bd = &f->blocks[b];
+  if (!xpj_grow((void **)&f->insts, &f->capinsts, f->ninsts + 1,
+                sizeof *f->insts) ||
+      !xpj_grow((void **)&f->pool, &f->cappool, f->npool + nargs,
+                sizeof *f->pool) ||
+      !xpj_grow((void **)&bd->ids, &bd->cap, bd->n + 1, sizeof *bd->ids)) {
+    oom(m);
+    return 0;
+  }
+  xpj_val v = f->ninsts++;
+  xpj_inst *in = &f->insts[v];
+  memset(in, 0, sizeof *in);
+  in->op = (uint8_t)op;
+  in->type = type;
+  in->nargs = nargs;
+  in->args = f->npool;
+  in->in_block = b;
+  in->loc = loc;
+  for (unsigned i = 0; i < nargs; i++)
+    f->pool[f->npool++] = args[i];
+  bd->ids[bd->n++] = v;
+  return v;
+}
+
+/* Checks each operand; a 0 operand is poison (silently propagates). */
+static bool operands_ok(xpj_func *f, unsigned n, const xpj_val *v) {
+  for (unsigned i = 0; i < n; i++) {
+    if (v[i] == 0)
+      return false;
+    if (!valid_val(f, v[i])) {
+      xpj_set_error(f->mod, "invalid operand %%%u", v[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+xpj_val xpj_func_add_param(xpj_func *f, const char *name, xpj_type type,
+                           xpj_loc loc) {
+  if (!f || !name)
+    return 0;
+  xpj_module *m = f->mod;
+  if (f->nparams >= XPJ_MAX_PARAMS) {
+    xpj_set_error(m, "too many parameters (at most %d)", XPJ_MAX_PARAMS);
+    return 0;
+  }
+  for (unsigned i = 0; i < f->nparams; i++)
+    if (strcmp(f->params[i].name, name) == 0) {
+      xpj_set_error(m, "duplicate parameter '%s'", name);
+      return 0;
+    }
+  const xpj_typeinfo *ti = xpj_typeinfo_of(m, type);
+  if (!(is_elem_type(m, type) || (type && ti->kind == XPJ_TK_VIEW))) {
+    xpj_set_error(m, "parameter '%s' must be a scalar or a global array",
+                  name);
+    return 0;
+  }
+  if (f->ninsts != 1 + f->nparams) {
+    xpj_set_error(m, "parameters must be added before the body");
+    return 0;
+  }
+  char *nm = xpj_strdup(name);
+  if (!nm) {
+    oom(m);
+    return 0;
+  }
+  xpj_val v = emit(f, 1, XPJ_OP_PARAM, type, 0, NULL, loc);
+  if (!v) {
+    xpj_free(nm);
+    return 0;
+  }
+  f->insts[v].aux = (uint8_t)f->nparams;
+  f->params[f->nparams].name = nm;
+  f->params[f->nparams].type = type;
+  f->params[f->nparams].val = v;
+  f->params[f->nparams].loc = loc;
+  f->nparams++;
+  return v;
+}
+
+xpj_status xpj_func_set_return(xpj_func *f, xpj_type type) {
+  if (!f)
+    return XPJ_ERR_INVALID;
+  if (f->kind != XPJ_FUNC_DEVICE && xpj_type_scalar_of(f->mod, type) != XPJ_VOID) {
+    xpj_set_error(f->mod, "kernels cannot return a value");
+    return XPJ_ERR_INVALID;
+  }
+  if (!is_elem_type(f->mod, type) &&
+      xpj_type_scalar_of(f->mod, type) != XPJ_VOID) {
+    xpj_set_error(f->mod, "functions return a scalar or nothing");
+    return XPJ_ERR_INVALID;
+  }
+  f->ret = type;
+  return XPJ_OK;
+}
+
+/* type classes; a type parameter passes every class except bool */
+static bool is_intlike(const xpj_module *m, xpj_type t) {
+  int s = xpj_type_scalar_of(m, t);
+  return (s >= XPJ_I8 && s <= XPJ_U64) || xpj_type_is_param(m, t);
+}
+static bool is_floatlike(const xpj_module *m, xpj_type t) {
+  int s = xpj_type_scalar_of(m, t);
+  return s == XPJ_F32 || s == XPJ_F64 || xpj_type_is_param(m, t);
+}
+static bool is_numeric(const xpj_module *m, xpj_type t) {
+  return is_intlike(m, t) || is_floatlike(m, t);
+}
+static bool is_bool(const xpj_module *m, xpj_type t) {
+  return xpj_type_scalar_of(m, t) == XPJ_BOOL;
+}
+static bool is_signed_scalar(int s) { return s >= XPJ_I8 && s <= XPJ_I64; }
+
+/* Wraps v to the width of integer scalar s (two's complement). */
+static int64_t wrap_int(int s, int64_t v) {
+  unsigned bits = xpj_scalar_bits((xpj_scalar)s);
+  if (s == XPJ_BOOL)
+    return v != 0;
+  if (bits >= 64)
+    return v;
+  uint64_t mask = (UINT64_C(1) << bits) - 1, u = (uint64_t)v & mask;
+  if (is_signed_scalar(s) && (u >> (bits - 1)))
+    u |= ~mask;
+  return (int64_t)u;
+}
+
+static bool int_fits(int s, int64_t v) {
+  if (s == XPJ_U64 || s == XPJ_I64)
+    return true;
+  if (s == XPJ_BOOL)
+    return v == 0 || v == 1;
+  return wrap_int(s, v) == v;
+}
+
+xpj_val xpj_b_const_int(xpj_func *f, xpj_block b, xpj_type t, int64_t v,
+                        xpj_loc loc) {
+  if (!f)
+    return 0;
+  xpj_module *m = f->mod;
+  int s = xpj_type_scalar_of(m, t);
+  char tb[96];
+  if (s == XPJ_F32 || s == XPJ_F64)
+    return xpj_b_const_float(f, b, t, (double)v, loc);
+  if (!is_intlike(m, t) && !is_bool(m, t)) {
+    xpj_set_error(m, "integer constant cannot have type %s", tname(f, t, tb));
+    return 0;
+  }
+  if (s != XPJ_SCALAR_COUNT && !int_fits(s, v)) {
+    xpj_set_error(m, "integer constant %lld does not fit in %s", (long long)v,
+                  xpj_scalar_name((xpj_scalar)s));
+    return 0;
+  }
+  xpj_val r = emit(f, b, XPJ_OP_CONST, t, 0, NULL, loc);
+  if (r)
+    f->insts[r].imm.i = v;
+  return r;
+}
+
+xpj_val xpj_b_const_float(xpj_func *f, xpj_block b, xpj_type t, double v,
+                          xpj_loc loc) {
+  if (!f)
+    return 0;
+  xpj_module *m = f->mod;
+  int s = xpj_type_scalar_of(m, t);
+  char tb[96];
+  if (!(s == XPJ_F32 || s == XPJ_F64 || xpj_type_is_param(m, t))) {
+    xpj_set_error(m, "floating-point constant cannot have type %s",
+                  tname(f, t, tb));
+    return 0;
+  }
+  if (s == XPJ_F32)
+    v = (double)(float)v;
+  xpj_val r = emit(f, b, XPJ_OP_CONST, t, 0, NULL, loc);
+  if (r) {
+    f->insts[r].aux = 1;
+    f->insts[r].imm.f = v;
+  }
+  return r;
+}
+
+static bool is_int_const(const xpj_func *f, xpj_val v, int64_t *out) {
+  const xpj_inst *in = &f->insts[v];
+  int s = xpj_type_scalar_of(f->mod, in->type);
+  if (in->op != XPJ_OP_CONST || in->aux || s < XPJ_BOOL || s > XPJ_U64)
+    return false;
+  *out = in->imm.i;
+  return true;
+}
+
+/* Folds an integer binop on constants; false when it must not be folded. */
+static bool fold_int(xpj_binop op, int s, int64_t a, int64_t b, int64_t *r) {
+  unsigned bits = xpj_scalar_bits((xpj_scalar)s);
+  bool sg = is_signed_scalar(s);
+  uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+  if (bits < 64 && !sg) {
+    ua &= (UINT64_C(1) << bits) - 1;
+    ub &= (UINT64_C(1) << bits) - 1;
+  }
+  switch (op) {
+  case XPJ_ADD: *r = (int64_t)(ua + ub); break;
+  case XPJ_SUB: *r = (int64_t)(ua - ub); break;
+  case XPJ_MUL: *r = (int64_t)(ua * ub); break;
+  case XPJ_DIV:
+  case XPJ_REM:
+    if (b == 0 || (sg && b == -1))
+      return false; /* leave the runtime semantics to the backend */
+    if (sg)
+      *r = op == XPJ_DIV ? a / b : a % b;
+    else
+      *r = (int64_t)(op == XPJ_DIV ? ua / ub : ua % ub);
+    break;
+  case XPJ_AND: *r = (int64_t)(ua & ub); break;
+  case XPJ_OR: *r = (int64_t)(ua | ub); break;
+  case XPJ_XOR: *r = (int64_t)(ua ^ ub); break;
+  case XPJ_SHL: *r = (int64_t)(ua << (ub % bits)); break;
+  case XPJ_SHR:
+    *r = sg ? (a >> (ub % bits)) : (int64_t)(ua >> (ub % bits));
+    break;
+  case XPJ_EQ: *r = ua == ub; return true;
+  case XPJ_NE: *r = ua != ub; return true;
+  case XPJ_LT: *r = sg ? a < b : ua < ub; return true;
+  case XPJ_LE: *r = sg ? a <= b : ua <= ub; return true;
+  case XPJ_GT: *r = sg ? a > b : ua > ub; return true;
+  case XPJ_GE: *r = sg ? a >= b : ua >= ub; return true;
+  default: return false;
+  }
+  *r = wrap_int(s, *r);
+  return true;
+}
+
+xpj_val xpj_b_binop(xpj_func *f, xpj_block b, xpj_binop op, xpj_val l,
+                    xpj_val r, xpj_loc loc) {
+  if (!f)
+    return 0;
+  xpj_val ops[2] = {l, r};
+  if (!operands_ok(f, 2, ops))
+    return 0;
+  xpj_module *m = f->mod;
+  xpj_type lt = f->insts[l].type, rt = f->insts[r].type;
+  char b1[96], b2[96];
+  if ((unsigned)op >= XPJ_BINOP_COUNT) {
+    xpj_set_error(m, "invalid binary operator");
+    return 0;
+  }
+  if (!is_elem_type(m, lt) || !is_elem_type(m, rt)) {
+    xpj_set_error(m, "operator '%s' needs scalar operands, got %s and %s",
+                  xpj_binop_symbol(op), tname(f, lt, b1), tname(f, rt, b2));
+    return 0;
+  }
+  if (lt != rt) {
+    xpj_set_error(m, "mismatched types %s and %s for operator '%s' (use a cast)",
+                  tname(f, lt, b1), tname(f, rt, b2), xpj_binop_symbol(op));
+    return 0;
+  }
+  bool ok;
+  const char *need;
+  switch (op) {
+  case XPJ_ADD: case XPJ_SUB: case XPJ_MUL: case XPJ_DIV:
+  case XPJ_LT: case XPJ_LE: case XPJ_GT: case XPJ_GE:
+    ok = is_numeric(m, lt);
+    need = "numeric";
+    break;
+  case XPJ_REM: case XPJ_SHL: case XPJ_SHR:
+    ok = is_intlike(m, lt);
+    need = "integer";
+    break;
+  case XPJ_AND: case XPJ_OR: case XPJ_XOR:
+    ok = is_intlike(m, lt) || is_bool(m, lt);
+    need = "integer or bool";
+    break;
+  default:
+    ok = true;
+    need = "";
+  }
+  if (!ok) {
+    xpj_set_error(m, "operator '%s' needs %s operands, got %s",
+                  xpj_binop_symbol(op), need, tname(f, lt, b1));
+    return 0;
+  }
+  bool cmp = op >= XPJ_EQ;
+  xpj_type res = cmp ? xpj_type_scalar(m, XPJ_BOOL) : lt;
+  int64_t a, c, v;
+  int s = xpj_type_scalar_of(m, lt);
+  if (is_int_const(f, l, &a) && is_int_const(f, r, &c) &&
+      fold_int(op, s, a, c, &v))
+    return xpj_b_const_int(f, b, res, v, loc);
+  xpj_val out = emit(f, b, XPJ_OP_BINOP, res, 2, ops, loc);
+  if (out)
+    f->insts[out].aux = (uint8_t)op;
+  return out;
+}
+
+xpj_val xpj_b_unop(xpj_func *f, xpj_block b, xpj_unop op, xpj_val v,
+                   xpj_loc loc) {
+  if (!f || !operands_ok(f, 1, &v))
+    return 0;
+  xpj_module *m = f->mod;
+  xpj_type t = f->insts[v].type;
+  char tb[96];
+  static const char *const sym[] = {"-", "~", "!"};
+  bool ok = op == XPJ_NEG   ? is_numeric(m, t)
+            : op == XPJ_NOT ? is_intlike(m, t)
+            : op == XPJ_LNOT ? is_bool(m, t)
+                             : false;
+  if (!ok) {
+    xpj_set_error(m, "operator '%s' cannot be applied to %s",
+                  (unsigned)op < 3 ? sym[op] : "?", tname(f, t, tb));
+    return 0;
+  }
+  int64_t a;
+  int s = xpj_type_scalar_of(m, t);
+  if (is_int_const(f, v, &a))
+    return xpj_b_const_int(
+        f, b, t,
+        wrap_int(s, op == XPJ_NEG ? (int64_t)(0 - (uint64_t)a)
+                    : op == XPJ_NOT ? ~a
+                                    : !a),
+        loc);
+  if (op == XPJ_NEG && f->insts[v].op == XPJ_OP_CONST && f->insts[v].aux &&
+      (s == XPJ_F32 || s == XPJ_F64))
+    return xpj_b_const_float(f, b, t, -f->insts[v].imm.f, loc);
+  xpj_val out = emit(f, b, XPJ_OP_UNOP, t, 1, &v, loc);
+  if (out)
+    f->insts[out].aux = (uint8_t)op;
+  return out;
+}
+
+xpj_val xpj_b_cast(xpj_func *f, xpj_block b, xpj_type to, xpj_val v,
+                   xpj_loc loc) {
+  if (!f || !operands_ok(f, 1, &v))
+    return 0;
+  xpj_module *m = f->mod;
+  xpj_type from = f->insts[v].type;
+  char b1[96], b2[96];
+  if (!is_elem_type(m, from) || !is_elem_type(m, to)) {
+    xpj_set_error(m, "cannot cast %s to %s", tname(f, from, b1),
+                  tname(f, to, b2));
+    return 0;
+  }
+  if (from == to)
+    return v;
+  int fs = xpj_type_scalar_of(m, from), ts = xpj_type_scalar_of(m, to);
+  int64_t a;
+  if (is_int_const(f, v, &a) && ts != XPJ_SCALAR_COUNT) {
+    if (ts == XPJ_F32 || ts == XPJ_F64)
+      return xpj_b_const_float(
+          f, b, to, fs == XPJ_U64 ? (double)(uint64_t)a : (double)a, loc);
+    return xpj_b_const_int(f, b, to, ts == XPJ_BOOL ? a != 0 : wrap_int(ts, a),
+                           loc);
+  }
+  xpj_val out = emit(f, b, XPJ_OP_CAST, to, 1, &v, loc);
+  return out;
+}
+
+xpj_val xpj_b_var(xpj_func *f, xpj_block b, xpj_type t, const char *name,
+                  xpj_loc loc) {
+  if (!f)
+    return 0;
+  xpj_module *m = f->mod;
+  char tb[96];
+  if (!is_elem_type(m, t)) {
+    xpj_set_error(m, "a variable must have a scalar type, not %s",
+                  tname(f, t, tb));
+    return 0;
+  }
+  uint32_t off = 0;
+  if (name) {
+    size_t n = strlen(name) + 1;
+    if (n > UINT32_MAX / 2 ||
+        !xpj_grow((void **)&m->strings, &m->capstrings,
+                  m->nstrings + (uint32_t)n, 1)) {
+      oom(m);
+      return 0;
+    }
+    memcpy(m->strings + m->nstrings, name, n);
+    off = m->nstrings + 1;
+    m->nstrings += (uint32_t)n;
+  }
+  xpj_type pt = xpj_type_ptr(m, XPJ_SPACE_PRIVATE, t, 0);
+  xpj_val v = pt ? emit(f, b, XPJ_OP_VAR, pt, 0, NULL, loc) : 0;
+  if (v)
+    f->insts[v].imm.name = off;
+  return v;
+}
+
+/* True when b is the body block (top level) of f. */
+static bool is_body(xpj_block b) { return b == 1; }
+
+xpj_val xpj_b_array(xpj_func *f, xpj_block b, xpj_type t, const char *name,
+                    xpj_loc loc) {
+  if (!f)
+    return 0;
+  xpj_module *m = f->mod;
+  const xpj_typeinfo *ti = xpj_typeinfo_of(m, t);
+  if (!t || ti->kind != XPJ_TK_STATIC) {
+    xpj_set_error(m, "not a static array type");
+    return 0;
+  }
+  int64_t total = 1;
+  for (int i = 0; i < ti->rank; i++) {
+    if (ti->dims[i] > (INT64_C(1) << 31) / total) {
+      xpj_set_error(m, "array is too large (more than 2^31 elements)");
+      return 0;
+    }
+    total *= ti->dims[i];
+  }
+  if (ti->space == XPJ_SPACE_LOCAL) {
+    if (f->kind == XPJ_FUNC_DEVICE) {
+      xpj_set_error(m, "local arrays cannot be declared in device functions");
+      return 0;
+    }
+    if (f->kind != XPJ_FUNC_NDRANGE) {
+      xpj_set_error(m, "local arrays are only allowed in ndrange kernels");
+      return 0;
+    }
+    if (!is_body(b)) {
+      xpj_set_error(m, "local arrays must be declared at the top level of "
+                       "the kernel body");
+      return 0;
+    }
+  } else if (total > 65536) {
+    xpj_set_error(m, "private array is too large (%lld elements, at most "
+                     "65536)", (long long)total);
+    return 0;
+  }
+  xpj_val v = xpj_b_var(f, b, ti->elem, name, loc); /* reuse name storage */
+  if (!v)
+    return 0;
+  f->insts[v].op = XPJ_OP_ARRAY;
+  f->insts[v].type = t;
+  return v;
+}
+
+static bool is_array(const xpj_module *m, xpj_type t) {
+  const xpj_typeinfo *ti = xpj_typeinfo_of(m, t);
+  return t && (ti->kind == XPJ_TK_VIEW || ti->kind == XPJ_TK_STATIC);
+}
+
+xpj_val xpj_b_index(xpj_func *f, xpj_block b, xpj_val array, unsigned nidx,
+                    const xpj_val *idx, xpj_loc loc) {
+  if (!f || !operands_ok(f, 1, &array))
+    return 0;
+  xpj_module *m = f->mod;
+  xpj_type at = f->insts[array].type;
+  char tb[96];
+  if (!is_array(m, at)) {
+    xpj_set_error(m, "cannot index a value of type %s", tname(f, at, tb));
+    return 0;
+  }
+  if (nidx == 0 || nidx > XPJ_MAX_RANK || !idx) {
+    xpj_set_error(m, "an index needs 1 to %d subscripts", XPJ_MAX_RANK);
+    return 0;
+  }
+  if (!operands_ok(f, nidx, idx))
+    return 0;
+  const xpj_typeinfo *ti = xpj_typeinfo_of(m, at);
+  int rank = ti->rank;
+  if (rank != XPJ_RANK_GENERIC && nidx != 1 && (int)nidx != rank) {
+    xpj_set_error(m, "array of rank %d indexed with %u subscripts (use %d, "
+                     "or 1 flat index)", rank, nidx, rank);
+    return 0;
+  }
+  for (unsigned i = 0; i < nidx; i++) {
+    xpj_type it = f->insts[idx[i]].type;
+    if (!is_intlike(m, it)) {
+      xpj_set_error(m, "array subscript must be an integer, not %s",
+                    tname(f, it, tb));
+      return 0;
+    }
+  }
+  xpj_type pt = xpj_type_ptr(m, ti->space, ti->elem, ti->is_const);
+  xpj_val args[1 + XPJ_MAX_RANK];
+  args[0] = array;
+  memcpy(args + 1, idx, nidx * sizeof *idx);
+  return pt ? emit(f, b, XPJ_OP_INDEX, pt, nidx + 1, args, loc) : 0;
+}
+
+static bool is_ptr(const xpj_module *m, xpj_type t) {
+  return t && xpj_typeinfo_of(m, t)->kind == XPJ_TK_PTR;
+}
+
+xpj_val xpj_b_load(xpj_func *f, xpj_block b, xpj_val ptr, xpj_loc loc) {
+  if (!f || !operands_ok(f, 1, &ptr))
+    return 0;
+  xpj_module *m = f->mod;
+  if (!is_ptr(m, f->insts[ptr].type)) {
+    xpj_set_error(m, "load from a value that is not a location");
+    return 0;
+  }
+  return emit(f, b, XPJ_OP_LOAD, xpj_typeinfo_of(m, f->insts[ptr].type)->elem,
+              1, &ptr, loc);
+}
+
+xpj_val xpj_b_store(xpj_func *f, xpj_block b, xpj_val ptr, xpj_val v,
+                    xpj_loc loc) {
+  xpj_val ops[2] = {ptr, v};
+  if (!f || !operands_ok(f, 2, ops))
+    return 0;
+  xpj_module *m = f->mod;
+  xpj_type pt = f->insts[ptr].type;
+  char b1[96], b2[96];
+  if (!is_ptr(m, pt)) {
+    xpj_set_error(m, "store to a value that is not a location");
+    return 0;
+  }
+  const xpj_typeinfo *ti = xpj_typeinfo_of(m, pt);
+  if (ti->is_const) {
+    xpj_set_error(m, "cannot assign to an element of a read-only array");
+    return 0;
+  }
+  if (ti->elem != f->insts[v].type) {
+    xpj_set_error(m, "cannot assign a value of type %s to a location of "
+                     "type %s", tname(f, f->insts[v].type, b1),
+                  tname(f, ti->elem, b2));
+    return 0;
+  }
+  return emit(f, b, XPJ_OP_STORE, xpj_type_void(m), 2, ops, loc);
+}
+
+static xpj_val shape_like(xpj_func *f, xpj_block b, xpj_op op, xpj_val array,
+                          xpj_val dim, xpj_loc loc) {
+  xpj_val ops[2] = {array, dim};
+  if (!f || !operands_ok(f, dim ? 2 : 1, ops))
+    return 0;
+  xpj_module *m = f->mod;
+  xpj_type at = f->insts[array].type;
+  char tb[96];
+  if (!is_array(m, at)) {
+    xpj_set_error(m, "%s() needs an array, not %s", xpj_op_names[op],
+                  tname(f, at, tb));
+    return 0;
+  }
+  const xpj_typeinfo *ti = xpj_typeinfo_of(m, at);
+  xpj_type i64 = xpj_type_scalar(m, XPJ_I64);
+  if (op == XPJ_OP_NDIM) {
+    if (ti->rank != XPJ_RANK_GENERIC)
+      return xpj_b_const_int(f, b, i64, ti->rank, loc);
+    return emit(f, b, op, i64, 1, ops, loc);
+  }
+  if (op == XPJ_OP_SIZE) {
+    if (ti->kind == XPJ_TK_STATIC) {
+      int64_t n = 1;
+      for (int i = 0; i < ti->rank; i++)
+        n *= ti->dims[i];
+      return xpj_b_const_int(f, b, i64, n, loc);
+    }
+    return emit(f, b, op, i64, 1, ops, loc);
+  }
+  xpj_type dt = f->insts[dim].type;
+  if (!is_intlike(m, dt)) {
+    xpj_set_error(m, "dimension must be an integer, not %s", tname(f, dt, tb));
+    return 0;
+  }
+  int64_t d;
+  bool konst = is_int_const(f, dim, &d);
+  if (konst && (d < 0 || d >= (ti->rank == XPJ_RANK_GENERIC ? XPJ_MAX_RANK
+                                                            : ti->rank))) {
+    xpj_set_error(m, "dimension %lld is out of range for an array of rank %d",
+                  (long long)d, ti->rank);
+    return 0;
+  }
+  if (ti->kind == XPJ_TK_STATIC) {
+    if (!konst) {
+      xpj_set_error(m, "%s() of a static array needs a constant dimension",
+                    xpj_op_names[op]);
+      return 0;
+    }
+    int64_t v = 1;
+    if (op == XPJ_OP_SHAPE)
+      v = ti->dims[d];
+    else
+      for (int i = (int)d + 1; i < ti->rank; i++)
+        v *= ti->dims[i];
+    return xpj_b_const_int(f, b, i64, v, loc);
+  }
+  if (dt != i64) {
+    ops[1] = xpj_b_cast(f, b, i64, dim, loc);
+    if (!ops[1])
+      return 0;
+  }
+  return emit(f, b, op, i64, 2, ops, loc);
+}
+
+xpj_val xpj_b_shape(xpj_func *f, xpj_block b, xpj_val array, xpj_val dim,
+                    xpj_loc loc) {
+  return shape_like(f, b, XPJ_OP_SHAPE, array, dim, loc);
+}
+xpj_val xpj_b_stride(xpj_func *f, xpj_block b, xpj_val array, xpj_val dim,
+                     xpj_loc loc) {
+  return shape_like(f, b, XPJ_OP_STRIDE, array, dim, loc);
+}
+xpj_val xpj_b_size(xpj_func *f, xpj_block b, xpj_val array, xpj_loc loc) {
+  return shape_like(f, b, XPJ_OP_SIZE, array, 0, loc);
+}
+xpj_val xpj_b_ndim(xpj_func *f, xpj_block b, xpj_val array, xpj_loc loc) {
+  return shape_like(f, b, XPJ_OP_NDIM, array, 0, loc);
+}
+
+xpj_val xpj_b_wi(xpj_func *f, xpj_block b, xpj_wi w, unsigned dim,
+                 xpj_loc loc) {
+  if (!f)
+    return 0;
+  xpj_module *m = f->mod;
+  if ((unsigned)w >= XPJ_WI_COUNT) {
+    xpj_set_error(m, "invalid work-item query");
+    return 0;
+  }
+  if (xpj_wi_needs_ndrange(w) && f->kind == XPJ_FUNC_RANGE) {
+    xpj_set_error(m, "%s() needs an ndrange kernel; '%s' is a range kernel",
+                  xpj_wi_name(w), f->name);
+    return 0;
+  }
+  if (!xpj_wi_needs_dim(w))
+    dim = 0;
+  else if (dim > 2 || (f->dims && dim >= f->dims)) {
+    xpj_set_error(m, "dimension %u is out of range for a %u-dimensional "
+                     "kernel", dim, f->dims ? f->dims : 3);
+    return 0;
+  }
+  xpj_val v = emit(f, b, XPJ_OP_WI, xpj_type_scalar(m, XPJ_I64), 0, NULL, loc);
+  if (v) {
+    f->insts[v].aux = (uint8_t)w;
+    f->insts[v].imm.i = dim;
+  }
+  return v;
+}
+
+xpj_val xpj_b_barrier(xpj_func *f, xpj_block b, unsigned fences, xpj_loc loc) {
+  if (!f)
+    return 0;
+  xpj_module *m = f->mod;
+  if (f->kind == XPJ_FUNC_RANGE) {
+    xpj_set_error(m, "barrier() needs an ndrange kernel; '%s' is a range "
+                     "kernel", f->name);
+    return 0;
+  }
+  if (fences == 0 || fences > (XPJ_FENCE_LOCAL | XPJ_FENCE_GLOBAL)) {
+    xpj_set_error(m, "invalid barrier fence flags");
+    return 0;
+  }
+  xpj_val v = emit(f, b, XPJ_OP_BARRIER, xpj_type_void(m), 0, NULL, loc);
+  if (v)
+    f->insts[v].aux = (uint8_t)fences;
+  return v;
+}
+
+/* Checks an atomic's pointer; returns its element type or 0. */
+static xpj_type atomic_ptr(xpj_func *f, xpj_val ptr, const char *what,
+                           bool store) {
+  xpj_module *m = f->mod;
+  xpj_type pt = f->insts[ptr].type;
+  if (!is_ptr(m, pt)) {
+    xpj_set_error(m, "%s needs the address of an array element (&a[i])",
+                  what);
+    return 0;
+  }
+  const xpj_typeinfo *ti = xpj_typeinfo_of(m, pt);
+  if (ti->space == XPJ_SPACE_PRIVATE) {
+    xpj_set_error(m, "%s needs global or local memory, not private memory",
+                  what);
+    return 0;
+  }
+  if (ti->is_const && store) {
+    xpj_set_error(m, "%s on a read-only array", what);
+    return 0;
+  }
+  return ti->elem;
+}
+
+static bool order_scope_ok(xpj_module *m, xpj_order o, xpj_scope s) {
+  if ((unsigned)o > XPJ_ORDER_SEQ_CST || (unsigned)s > XPJ_SCOPE_DEVICE) {
+    xpj_set_error(m, "invalid memory order or scope");
+    return false;
+  }
+  return true;
+}
+
+static bool atomic_int_type(const xpj_module *m, xpj_type t) {
+  int s = xpj_type_scalar_of(m, t);
+  return s == XPJ_I32 || s == XPJ_I64 || s == XPJ_U32 || s == XPJ_U64 ||
+         xpj_type_is_param(m, t);
+}
+static bool atomic_float_type(const xpj_module *m, xpj_type t) {
+  int s = xpj_type_scalar_of(m, t);
+  return s == XPJ_F32 || s == XPJ_F64;
+}
+
+xpj_val xpj_b_atomic(xpj_func *f, xpj_block b, xpj_atomic_op op, xpj_val ptr,
+                     xpj_val v, xpj_order order, xpj_scope scope, xpj_loc loc) {
+  xpj_val ops[2] = {ptr, v};
+  if (!f || !operands_ok(f, 2, ops))
+    return 0;
+  xpj_module *m = f->mod;
+  char what[32], b1[96], b2[96];
+  snprintf(what, sizeof what, "atomic_%s", xpj_atomic_op_name(op));
+  if ((unsigned)op >= XPJ_ATOMIC_OP_COUNT || !order_scope_ok(m, order, scope))
+    return 0;
+  xpj_type et = atomic_ptr(f, ptr, what, true);
+  if (!et)
+    return 0;
+  bool float_ok = op == XPJ_ATOMIC_ADD || op == XPJ_ATOMIC_SUB ||
+                  op == XPJ_ATOMIC_XCHG;
+  if (!(atomic_int_type(m, et) || (float_ok && atomic_float_type(m, et)))) {
+    xpj_set_error(m, "%s is not supported on %s (supported: i32, i64, u32, "
+                     "u64%s)", what, tname(f, et, b1),
+                  float_ok ? ", f32, f64" : "");
+    return 0;
+  }
+  if (f->insts[v].type != et) {
+    xpj_set_error(m, "%s: value of type %s for a location of type %s", what,
+                  tname(f, f->insts[v].type, b1), tname(f, et, b2));
+    return 0;
+  }
+  xpj_val r = emit(f, b, XPJ_OP_ATOMIC, et, 2, ops, loc);
+  if (r) {
+    f->insts[r].aux = (uint8_t)op;
+    f->insts[r].order = (uint8_t)order;
+    f->insts[r].scope = (uint8_t)scope;
+  }
+  return r;
+}
+
+xpj_val xpj_b_cmpxchg(xpj_func *f, xpj_block b, xpj_val ptr, xpj_val expected,
+                      xpj_val desired, xpj_order order, xpj_scope scope,
+                      xpj_loc loc) {
+  xpj_val ops[3] = {ptr, expected, desired};
+  if (!f || !operands_ok(f, 3, ops))
+    return 0;
+  xpj_module *m = f->mod;
+  char b1[96];
+  if (!order_scope_ok(m, order, scope))
+    return 0;
+  xpj_type et = atomic_ptr(f, ptr, "atomic_cmpxchg", true);
+  if (!et)
+    return 0;
+  if (!atomic_int_type(m, et) && !atomic_float_type(m, et)) {
+    xpj_set_error(m, "atomic_cmpxchg is not supported on %s (supported: "
+                     "i32, i64, u32, u64, f32, f64)", tname(f, et, b1));
+    return 0;
+  }
+  if (f->insts[expected].type != et || f->insts[desired].type != et) {
+    xpj_set_error(m, "atomic_cmpxchg: expected and desired values must have "
+                     "the element type %s", tname(f, et, b1));
+    return 0;
+  }
+  xpj_val r = emit(f, b, XPJ_OP_CMPXCHG, et, 3, ops, loc);
+  if (r) {
+    f->insts[r].order = (uint8_t)order;
+    f->insts[r].scope = (uint8_t)scope;
+  }
+  return r;
+}
+
+xpj_val xpj_b_atomic_load(xpj_func *f, xpj_block b, xpj_val ptr,
+                          xpj_order order, xpj_scope scope, xpj_loc loc) {
+  if (!f || !operands_ok(f, 1, &ptr))
+    return 0;
+  xpj_module *m = f->mod;
+  char b1[96];
+  if (!order_scope_ok(m, order, scope))
+    return 0;
+  if (order == XPJ_ORDER_RELEASE || order == XPJ_ORDER_ACQ_REL) {
+    xpj_set_error(m, "atomic_load cannot have %s order (use relaxed, acquire "
+                     "or seq_cst)", xpj_order_name(order));
+    return 0;
+  }
+  xpj_type et = atomic_ptr(f, ptr, "atomic_load", false);
+  if (!et)
+    return 0;
+  if (!atomic_int_type(m, et) && !atomic_float_type(m, et)) {
+    xpj_set_error(m, "atomic_load is not supported on %s", tname(f, et, b1));
+    return 0;
+  }
+  xpj_val r = emit(f, b, XPJ_OP_ALOAD, et, 1, &ptr, loc);
+  if (r) {
+    f->insts[r].order = (uint8_t)order;
+    f->insts[r].scope = (uint8_t)scope;
+  }
+  return r;
+}
+
+xpj_val xpj_b_atomic_store(xpj_func *f, xpj_block b, xpj_val ptr, xpj_val v,
+                           xpj_order order, xpj_scope scope, xpj_loc loc) {
+  xpj_val ops[2] = {ptr, v};
+  if (!f || !operands_ok(f, 2, ops))
+    return 0;
+  xpj_module *m = f->mod;
+  char b1[96], b2[96];
+  if (!order_scope_ok(m, order, scope))
+    return 0;
+  if (order == XPJ_ORDER_ACQUIRE || order == XPJ_ORDER_ACQ_REL) {
+    xpj_set_error(m, "atomic_store cannot have %s order (use relaxed, release "
+                     "or seq_cst)", xpj_order_name(order));
+    return 0;
+  }
+  xpj_type et = atomic_ptr(f, ptr, "atomic_store", true);
+  if (!et)
+    return 0;
+  if (!atomic_int_type(m, et) && !atomic_float_type(m, et)) {
+    xpj_set_error(m, "atomic_store is not supported on %s", tname(f, et, b1));
+    return 0;
+  }
+  if (f->insts[v].type != et) {
+    xpj_set_error(m, "atomic_store: value of type %s for a location of type "
+                     "%s", tname(f, f->insts[v].type, b1), tname(f, et, b2));
+    return 0;
+  }
+  xpj_val r = emit(f, b, XPJ_OP_ASTORE, xpj_type_void(m), 2, ops, loc);
+  if (r) {
+    f->insts[r].order = (uint8_t)order;
+    f->insts[r].scope = (uint8_t)scope;
+  }
+  return r;
+}
+
+xpj_val xpj_b_math(xpj_func *f, xpj_block b, xpj_math fn, unsigned nargs,
+                   const xpj_val *args, xpj_loc loc) {
+  if (!f)
+    return 0;
+  xpj_module *m = f->mod;
+  if ((unsigned)fn >= XPJ_MATH_COUNT) {
+    xpj_set_error(m, "invalid math function");
+    return 0;
+  }
+  const char *name = math_table[fn].name;
+  if (nargs != math_table[fn].arity) {
+    xpj_set_error(m, "%s() takes %u argument%s, got %u", name,
+                  math_table[fn].arity, math_table[fn].arity == 1 ? "" : "s",
+                  nargs);
+    return 0;
+  }
+  if (!operands_ok(f, nargs, args))
+    return 0;
+  xpj_type t = f->insts[args[0]].type;
+  char b1[96], b2[96];
+  for (unsigned i = 1; i < nargs; i++)
+    if (f->insts[args[i]].type != t) {
+      xpj_set_error(m, "%s(): mismatched argument types %s and %s", name,
+                    tname(f, t, b1), tname(f, f->insts[args[i]].type, b2));
+      return 0;
+    }
+  unsigned cls = math_table[fn].cls;
+  bool ok = cls == CLS_I   ? is_intlike(m, t)
+            : cls == CLS_N ? is_numeric(m, t)
+                           : is_floatlike(m, t);
+  if (!ok) {
+    xpj_set_error(m, "%s() needs %s arguments, got %s", name,
+                  cls == CLS_I   ? "integer"
+                  : cls == CLS_N ? "numeric"
+                                 : "floating-point",
+                  tname(f, t, b1));
+    return 0;
+  }
+  xpj_type res = cls == CLS_B ? xpj_type_scalar(m, XPJ_BOOL) : t;
+  xpj_val r = emit(f, b, XPJ_OP_MATH, res, nargs, args, loc);
+  if (r)
+    f->insts[r].aux = (uint8_t)fn;
+  return r;
+}
+
+xpj_val xpj_b_call(xpj_func *f, xpj_block b, xpj_func *callee,
+                   unsigned ntargs, const xpj_type *targs, unsigned nargs,
+                   const xpj_val *args, xpj_loc loc) {
+  if (!f || !callee)
+    return 0;
+  xpj_module *m = f->mod;
+  char b1[96], b2[96];
+  if (callee->mod != m) {
+    xpj_set_error(m, "callee belongs to another module");
+    return 0;
+  }
+  if (callee->kind != XPJ_FUNC_DEVICE) {
+    xpj_set_error(m, "'%s' is a kernel; kernels cannot be called",
+                  callee->name);
+    return 0;
+  }
+  if (ntargs != callee->ntparams || (ntargs && !targs)) {
+    xpj_set_error(m, "'%s' takes %u type argument%s, got %u", callee->name,
+                  callee->ntparams, callee->ntparams == 1 ? "" : "s", ntargs);
+    return 0;
+  }
+  for (unsigned i = 0; i < ntargs; i++)
+    if (!is_elem_type(m, targs[i])) {
+      xpj_set_error(m, "type argument %u of '%s' is not a scalar type", i + 1,
+                    callee->name);
+      return 0;
+    }
+  if (nargs != callee->nparams) {
+    xpj_set_error(m, "'%s' takes %u argument%s, got %u", callee->name,
+                  callee->nparams, callee->nparams == 1 ? "" : "s", nargs);
+    return 0;
+  }
+  if (nargs && !operands_ok(f, nargs, args))
+    return 0;
+  xpj_val ops[XPJ_MAX_TPARAMS + XPJ_MAX_PARAMS];
+  for (unsigned i = 0; i < nargs; i++) {
+    xpj_type want = xpj_type_subst(m, callee->params[i].type, ntargs, targs);
+    xpj_type got = f->insts[args[i]].type;
+    const xpj_typeinfo *wi = xpj_typeinfo_of(m, want);
+    /* a writable view may be passed where a read-only one is expected */
+    if (got != want && !(wi->kind == XPJ_TK_VIEW && wi->is_const &&
+                         xpj_type_with_const(m, got) == want)) {
+      xpj_set_error(m, "argument %u of '%s' ('%s') has type %s, expected %s",
+                    i + 1, callee->name, callee->params[i].name,
+                    tname(f, got, b1), tname(callee, callee->params[i].type, b2));
+      return 0;
+    }
+    ops[ntargs + i] = args[i];
+  }
+  for (unsigned i = 0; i < ntargs; i++)
+    ops[i] = targs[i];
+  xpj_type ret = xpj_type_subst(m, callee->ret, ntargs, targs);
+  if (!ret)
+    return 0;
+  xpj_val r = emit(f, b, XPJ_OP_CALL, ret, ntargs + nargs, ops, loc);
+  if (r) {
+    f->insts[r].imm.callee = callee->index;
+    f->insts[r].ntargs = ntargs;
+  }
+  return r;
+}
+
+xpj_val xpj_b_if(xpj_func *f, xpj_block b, xpj_val cond, xpj_block *then_b,
+                 xpj_block *else_b, xpj_loc loc) {
+  if (!f || !then_b || !else_b || !operands_ok(f, 1, &cond))
+    return 0;
+  xpj_module *m = f->mod;
+  char tb[96];
+  if (!is_bool(m, f->insts[cond].type)) {
+    xpj_set_error(m, "condition must be bool, not %s (compare explicitly, "
+                     "e.g. x != 0)", tname(f, f->insts[cond].type, tb));
+    return 0;
+  }
+  xpj_val v = emit(f, b, XPJ_OP_IF, xpj_type_void(m), 1, &cond, loc);
+  if (!v)
+    return 0;
+  uint32_t t = new_block(f, v), e = new_block(f, v);
+  if (!t || !e)
+    return 0;
+  f->insts[v].blk[0] = t;
+  f->insts[v].blk[1] = e;
+  *then_b = t;
+  *else_b = e;
+  return v;
+}
+
+xpj_val xpj_b_loop(xpj_func *f, xpj_block b, xpj_block *cond_b,
+                   xpj_block *body_b, xpj_block *step_b, xpj_loc loc) {
+  if (!f || !cond_b || !body_b || !step_b)
+    return 0;
+  xpj_val v = emit(f, b, XPJ_OP_LOOP, xpj_type_void(f->mod), 0, NULL, loc);
+  if (!v)
+    return 0;
+  for (int i = 0; i < 3; i++) {
+    uint32_t nb = new_block(f, v);
+    if (!nb)
+      return 0;
+    f->insts[v].blk[i] = nb;
+  }
+  *cond_b = f->insts[v].blk[0];
+  *body_b = f->insts[v].blk[1];
+  *step_b = f->insts[v].blk[2];
+  return v;
+}
+
+xpj_status xpj_b_loop_cond(xpj_func *f, xpj_val loop, xpj_val cond) {
+  if (!f || loop == 0 || loop >= f->ninsts || f->insts[loop].op != XPJ_OP_LOOP)
+    return XPJ_ERR_INVALID;
+  if (cond == 0)
+    return XPJ_ERR_INVALID;
+  xpj_module *m = f->mod;
+  char tb[96];
+  if (!valid_val(f, cond) || f->insts[cond].in_block != f->insts[loop].blk[0]) {
+    xpj_set_error(m, "loop condition must be computed in the condition block");
+    return XPJ_ERR_INVALID;
+  }
+  if (!is_bool(m, f->insts[cond].type)) {
+    xpj_set_error(m, "condition must be bool, not %s (compare explicitly, "
+                     "e.g. x != 0)", tname(f, f->insts[cond].type, tb));
+    return XPJ_ERR_INVALID;
+  }
+  f->insts[loop].imm.i = cond;
+  return XPJ_OK;
+}
+
+xpj_val xpj_b_yield(xpj_func *f, xpj_block b, xpj_val v, xpj_loc loc) {
+  if (!f || !operands_ok(f, 1, &v))
+    return 0;
+  xpj_module *m = f->mod;
+  char b1[96], b2[96];
+  if (!valid_block(f, b) || b == 1) {
+    xpj_set_error(m, "yield outside of an if");
+    return 0;
+  }
+  xpj_val owner = f->blocks[b].parent;
+  xpj_inst *in = &f->insts[owner];
+  if (in->op != XPJ_OP_IF) {
+    xpj_set_error(m, "yield outside of an if");
+    return 0;
+  }
+  xpj_type t = f->insts[v].type;
+  if (!is_elem_type(m, t)) {
+    xpj_set_error(m, "a conditional expression must produce a scalar");
+    return 0;
+  }
+  if (xpj_type_scalar_of(m, in->type) == XPJ_VOID) {
+    in->type = t;
+  } else if (in->type != t) {
+    xpj_set_error(m, "the branches of a conditional expression have "
+                     "different types %s and %s", tname(f, in->type, b1),
+                  tname(f, t, b2));
+    return 0;
+  }
+  return emit(f, b, XPJ_OP_YIELD, xpj_type_void(m), 1, &v, loc);
+}
+
+/* The innermost loop whose body or step contains block b, or 0. */
+static xpj_val enclosing_loop(const xpj_func *f, xpj_block b) {
+  while (b > 1) {
+    xpj_val owner = f->blocks[b].parent;
+    const xpj_inst *in = &f->insts[owner];
+    if (in->op == XPJ_OP_LOOP && (in->blk[1] == b || in->blk[2] == b))
+      return owner;
+    if (in->op == XPJ_OP_LOOP && in->blk[0] == b)
+      return 0; /* break/continue cannot leave a condition */
+    b = in->in_block;
+  }
+  return 0;
+}
+
+static xpj_val jump(xpj_func *f, xpj_block b, xpj_op op, xpj_loc loc) {
+  if (!f)
+    return 0;
+  if (!valid_block(f, b) || !enclosing_loop(f, b)) {
+    xpj_set_error(f->mod, "'%s' outside of a loop", xpj_op_names[op]);
+    return 0;
+  }
+  return emit(f, b, op, xpj_type_void(f->mod), 0, NULL, loc);
+}
+
+xpj_val xpj_b_break(xpj_func *f, xpj_block b, xpj_loc loc) {
+  return jump(f, b, XPJ_OP_BREAK, loc);
+}
+xpj_val xpj_b_continue(xpj_func *f, xpj_block b, xpj_loc loc) {
+  return jump(f, b, XPJ_OP_CONTINUE, loc);
+}
+
+xpj_val xpj_b_return(xpj_func *f, xpj_block b, xpj_val v, xpj_loc loc) {
+  if (!f)
+    return 0;
+  xpj_module *m = f->mod;
+  char b1[96], b2[96];
+  bool is_void = xpj_type_scalar_of(m, f->ret) == XPJ_VOID;
+  if (v == 0) {
+    if (!is_void) {
+      xpj_set_error(m, "'%s' must return a value of type %s", f->name,
+                    tname(f, f->ret, b1));
+      return 0;
+    }
+    return emit(f, b, XPJ_OP_RETURN, xpj_type_void(m), 0, NULL, loc);
+  }
+  if (!operands_ok(f, 1, &v))
+    return 0;
+  if (is_void) {
+    xpj_set_error(m, "'%s' returns nothing, but a value is returned",
+                  f->name);
+    return 0;
+  }
+  if (f->insts[v].type != f->ret) {
+    xpj_set_error(m, "'%s' returns %s, but the value has type %s", f->name,
+                  tname(f, f->ret, b1), tname(f, f->insts[v].type, b2));
+    return 0;
+  }
+  return emit(f, b, XPJ_OP_RETURN, xpj_type_void(m), 1, &v, loc);
+}
+
+void xpj_walk(const xpj_func *f, xpj_block b,
+              void (*visit)(const xpj_func *, xpj_val, void *), void *ud) {
+  const xpj_blockdata *bd = &f->blocks[b];
+  for (uint32_t i = 0; i < bd->n; i++) {
+    xpj_val v = bd->ids[i];
+    visit(f, v, ud);
+    const xpj_inst *in = &f->insts[v];
+    int nb = in->op == XPJ_OP_IF ? 2 : in->op == XPJ_OP_LOOP ? 3 : 0;
+    for (int k = 0; k < nb; k++)
+      xpj_walk(f, in->blk[k], visit, ud);
+  }
+}

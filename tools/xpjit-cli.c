@@ -1,0 +1,302 @@
+/*
+ * xpjit-cli - the command-line tool: check kernel sources, print the IR of
+ * a specialised kernel and its content hash. Exit status: 0 success, 1
+ * errors in the input, 2 usage errors.
+ */
+#include "xpjit_compiler.h"
+#include "xpjit_ir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXIT_INPUT 1
+#define EXIT_USAGE 2
+
+static const char *prog = "xpjit-cli";
+
+static void usage_main(FILE *out) {
+  fprintf(out,
+          "usage: %s [--version] [--help] COMMAND [ARGS]\n"
+          "\n"
+          "commands:\n"
+          "  check FILE...        check kernel sources; print diagnostics\n"
+          "  ir FILE [--kernel NAME --dtype T=TYPE... [--ndim N]] [--hash]\n"
+          "                       print the IR (specialised when --kernel is "
+          "given)\n"
+          "                       and its content hash\n"
+          "\n"
+          "Run '%s COMMAND --help' for the options of a command.\n"
+          "Exit status: 0 success, 1 errors in the input, 2 usage errors.\n",
+          prog, prog);
+}
+
+static void usage_check(FILE *out) {
+  fprintf(out,
+          "usage: %s check FILE...\n"
+          "\n"
+          "Parses and checks each kernel source file and prints diagnostics\n"
+          "(file:line:col: error: message, the source line and a caret) on\n"
+          "standard error. Generic kernels are checked for every possible\n"
+          "binding; a specialisation can still fail (see 'ir').\n"
+          "Exit status: 0 when every file is clean, 1 on errors, 2 on usage\n"
+          "errors.\n",
+          prog);
+}
+
+static void usage_ir(FILE *out) {
+  fprintf(out,
+          "usage: %s ir FILE [--kernel NAME] [--dtype T=TYPE]... [--ndim N]\n"
+          "          [--hash] [-o OUT]\n"
+          "\n"
+          "Without --kernel: prints the generic IR of every function in FILE.\n"
+          "With --kernel: specialises the kernel (one --dtype per type\n"
+          "parameter, e.g. --dtype T=f32 --dtype U=i64; --ndim for kernels\n"
+          "with arrays of generic rank [*]), prints its IR and, on the last\n"
+          "line, its canonical content hash:  ; sha256 HEX\n"
+          "\n"
+          "  --hash      print only the hash\n"
+          "  -o OUT      write to OUT instead of standard output ('-': stdout)\n"
+          "\n"
+          "Types: bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64.\n",
+          prog);
+}
+
+static int print_diags(const xpj_diags *d) {
+  char *text = NULL;
+  if (xpj_diags_render(d, &text, NULL) != XPJ_OK) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    return EXIT_INPUT;
+  }
+  fputs(text, stderr);
+  free(text);
+  return 0;
+}
+
+static int cmd_check(int argc, char **argv) {
+  int nfiles = 0;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      usage_check(stdout);
+      return 0;
+    }
+    if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "%s check: unknown option '%s'\n", prog, argv[i]);
+      usage_check(stderr);
+      return EXIT_USAGE;
+    }
+    nfiles++;
+  }
+  if (nfiles == 0) {
+    fprintf(stderr, "%s check: no input files\n", prog);
+    usage_check(stderr);
+    return EXIT_USAGE;
+  }
+  int rc = 0;
+  for (int i = 0; i < argc; i++) {
+    xpj_module *m = NULL;
+    xpj_diags *d = NULL;
+    if (xpj_module_create(&m) != XPJ_OK || xpj_diags_create(&d) != XPJ_OK) {
+      fprintf(stderr, "%s: out of memory\n", prog);
+      xpj_module_destroy(m);
+      return EXIT_INPUT;
+    }
+    xpj_status st = xpj_parse_file(m, argv[i], d);
+    print_diags(d);
+    if (st != XPJ_OK) {
+      if (st == XPJ_ERR_NOMEM)
+        fprintf(stderr, "%s: %s: out of memory\n", prog, argv[i]);
+      rc = EXIT_INPUT;
+    }
+    xpj_diags_destroy(d);
+    xpj_module_destroy(m);
+  }
+  return rc;
+}
+
+#define MAX_DTYPES 16
+
+static int cmd_ir(int argc, char **argv) {
+  const char *file = NULL, *kernel = NULL, *outpath = NULL;
+  const char *names[MAX_DTYPES];
+  char namebuf[MAX_DTYPES][64];
+  xpj_scalar types[MAX_DTYPES];
+  unsigned ntypes = 0, ndim = 0;
+  int hash_only = 0;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage_ir(stdout);
+      return 0;
+    }
+    if (strcmp(a, "--hash") == 0) {
+      hash_only = 1;
+      continue;
+    }
+    if (strcmp(a, "--kernel") == 0 || strcmp(a, "--dtype") == 0 ||
+        strcmp(a, "--ndim") == 0 || strcmp(a, "-o") == 0) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "%s ir: option '%s' needs a value\n", prog, a);
+        return EXIT_USAGE;
+      }
+      const char *v = argv[++i];
+      if (strcmp(a, "--kernel") == 0) {
+        kernel = v;
+      } else if (strcmp(a, "-o") == 0) {
+        outpath = v;
+      } else if (strcmp(a, "--ndim") == 0) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (*v == 0 || *end || n < 1 || n > XPJ_MAX_RANK) {
+          fprintf(stderr, "%s ir: --ndim must be an integer from 1 to %d, "
+                  "not '%s'\n", prog, XPJ_MAX_RANK, v);
+          return EXIT_USAGE;
+        }
+        ndim = (unsigned)n;
+      } else {
+        const char *eq = strchr(v, '=');
+        if (!eq || eq == v || (size_t)(eq - v) >= sizeof namebuf[0]) {
+          fprintf(stderr, "%s ir: --dtype takes NAME=TYPE (e.g. T=f32), not "
+                  "'%s'\n", prog, v);
+          return EXIT_USAGE;
+        }
+        if (ntypes == MAX_DTYPES) {
+          fprintf(stderr, "%s ir: too many --dtype options\n", prog);
+          return EXIT_USAGE;
+        }
+        xpj_scalar s = xpj_scalar_parse(eq + 1);
+        if (s == XPJ_VOID) {
+          fprintf(stderr, "%s ir: unknown type '%s' in --dtype %s (use bool, "
+                  "i8..i64, u8..u64, f32 or f64)\n", prog, eq + 1, v);
+          return EXIT_USAGE;
+        }
+        memcpy(namebuf[ntypes], v, (size_t)(eq - v));
+        namebuf[ntypes][eq - v] = 0;
+        names[ntypes] = namebuf[ntypes];
+        types[ntypes++] = s;
+      }
+      continue;
+    }
+    if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "%s ir: unknown option '%s'\n", prog, a);
+      usage_ir(stderr);
+      return EXIT_USAGE;
+    }
+    if (file) {
+      fprintf(stderr, "%s ir: only one input file is allowed\n", prog);
+      return EXIT_USAGE;
+    }
+    file = a;
+  }
+  if (!file) {
+    fprintf(stderr, "%s ir: no input file\n", prog);
+    usage_ir(stderr);
+    return EXIT_USAGE;
+  }
+  if (!kernel && (ntypes || ndim || hash_only)) {
+    fprintf(stderr, "%s ir: --dtype, --ndim and --hash need --kernel\n", prog);
+    return EXIT_USAGE;
+  }
+  xpj_module *m = NULL, *spec = NULL;
+  xpj_diags *d = NULL;
+  int rc = 0;
+  if (xpj_module_create(&m) != XPJ_OK || xpj_diags_create(&d) != XPJ_OK) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    xpj_module_destroy(m);
+    return EXIT_INPUT;
+  }
+  xpj_status st = xpj_parse_file(m, file, d);
+  const xpj_module *show = m;
+  if (st == XPJ_OK && kernel) {
+    xpj_spec sp = {ntypes, names, types, ndim};
+    st = xpj_specialize(m, kernel, &sp, &spec, d);
+    if (st != XPJ_OK && xpj_diags_count(d)) {
+      /* tie spec-level errors to the file for the reader */
+      xpj_diags *d2 = NULL;
+      if (xpj_diags_create(&d2) == XPJ_OK) {
+        for (unsigned i = 0; i < xpj_diags_count(d); i++) {
+          xpj_diag g;
+          xpj_diags_get(d, i, &g);
+          xpj_diags_add(d2, g.severity, *g.file ? g.file : file, g.line, g.col,
+                        g.source, g.message);
+        }
+        xpj_diags_destroy(d);
+        d = d2;
+      }
+    }
+    show = spec;
+  }
+  print_diags(d);
+  if (st != XPJ_OK) {
+    if (st == XPJ_ERR_NOMEM)
+      fprintf(stderr, "%s: out of memory\n", prog);
+    rc = EXIT_INPUT;
+    goto done;
+  }
+  FILE *out = stdout;
+  if (outpath && strcmp(outpath, "-") != 0) {
+    out = fopen(outpath, "w");
+    if (!out) {
+      perror(outpath);
+      rc = EXIT_INPUT;
+      goto done;
+    }
+  }
+  if (!hash_only) {
+    char *text = NULL;
+    if (xpj_module_print(show, &text, NULL) != XPJ_OK) {
+      fprintf(stderr, "%s: out of memory\n", prog);
+      rc = EXIT_INPUT;
+    } else {
+      fputs(text, out);
+      free(text);
+    }
+  }
+  if (kernel && rc == 0) {
+    char hex[65];
+    if (xpj_module_hash(show, kernel, NULL, hex) != XPJ_OK) {
+      fprintf(stderr, "%s: cannot hash kernel\n", prog);
+      rc = EXIT_INPUT;
+    } else {
+      fprintf(out, hash_only ? "%s\n" : "; sha256 %s\n", hex);
+    }
+  }
+  if (out != stdout && fclose(out) != 0) {
+    perror(outpath);
+    rc = EXIT_INPUT;
+  }
+done:
+  xpj_module_destroy(spec);
+  xpj_module_destroy(m);
+  xpj_diags_destroy(d);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage_main(stderr);
+    return EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+      strcmp(cmd, "help") == 0) {
+    usage_main(stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "--version") == 0) {
+    printf("xpjit-cli %s\n", xpj_version());
+    return 0;
+  }
+  for (int i = 2; i < argc; i++)
+    if (strcmp(argv[i], "--version") == 0) {
+      printf("xpjit-cli %s\n", xpj_version());
+      return 0;
+    }
+  if (strcmp(cmd, "check") == 0)
+    return cmd_check(argc - 2, argv + 2);
+  if (strcmp(cmd, "ir") == 0)
+    return cmd_ir(argc - 2, argv + 2);
+  fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
+  usage_main(stderr);
+  return EXIT_USAGE;
+}
