@@ -319,7 +319,8 @@ static bool lex_one(lx *l) {
   uint32_t p = start;
   while (p < l->len) {
     unsigned char d = (unsigned char)s[p];
-    if (isspace(d) || is_ident(d) || strchr("(){}[]<>,;:?=+-*/%&|^~!.", d))
+    if (isspace(d) || is_ident(d) ||
+        (d && strchr("(){}[]<>,;:?=+-*/%&|^~!.", d)))
       break;
     if (d == 0 && p > start && s[p - 1] != 0)
       break;

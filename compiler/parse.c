@@ -100,6 +100,7 @@ typedef struct parser {
   unsigned depth;
   fn_info *fns;
   uint32_t nfns, capfns;
+  uint32_t lex_error_line; /* last line with a lexical error */
   mconst *consts;
   uint32_t nconsts, capconsts;
 } parser;
@@ -122,7 +123,8 @@ static void report(parser *p, xpj_severity sev, uint32_t off, uint32_t line,
     if (p->d)
       xpj_diags_add(p->d, XPJ_SEV_ERROR, p->fname, 0, 0, NULL,
                     "too many errors; stopping");
-    p->pos = p->ntok - 1;
+    if (p->ntok)
+      p->pos = p->ntok - 1;
     return;
   }
   if (!p->d)
@@ -152,6 +154,10 @@ static void verror(parser *p, const token *t, bool syntax, const char *fmt,
                    va_list ap) {
   if (p->panic)
     return;
+  if (syntax && t->line == p->lex_error_line) {
+    p->panic = true; /* a cascade of the lexical error on this line */
+    return;
+  }
   if (syntax)
     p->panic = true;
   char msg[512];
@@ -193,6 +199,7 @@ static void berror(parser *p, const token *t) {
 static void lex_err(void *ud, uint32_t off, uint32_t line, uint32_t col,
                     const char *msg) {
   parser *p = ud;
+  p->lex_error_line = line;
   report(p, XPJ_SEV_ERROR, off, line, col, msg);
 }
 
@@ -241,8 +248,20 @@ static bool expect(parser *p, punct c, const char *where) {
   if (accept(p, c))
     return true;
   char b[48];
-  syntax(p, peek(p), "expected '%s' %s, found %s", xpj_punct_str(c), where,
-         tok_text(p, peek(p), b));
+  const token *t = peek(p);
+  /* a missing ';' or ')' at the end of a line is reported where it belongs,
+   * right after the previous token, as C compilers do */
+  if (p->pos > 0 && p->toks[p->pos - 1].line < t->line) {
+    token at = p->toks[p->pos - 1];
+    at.off += at.len;
+    at.col += at.len;
+    at.len = 0;
+    syntax(p, &at, "expected '%s' %s, found %s", xpj_punct_str(c), where,
+           tok_text(p, t, b));
+    return false;
+  }
+  syntax(p, t, "expected '%s' %s, found %s", xpj_punct_str(c), where,
+         tok_text(p, t, b));
   return false;
 }
 

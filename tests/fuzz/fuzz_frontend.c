@@ -1,0 +1,157 @@
+/*
+ * fuzz_frontend.c - libFuzzer target for the xpjit frontend.
+ *
+ * Parses the input as kernel source. Whatever the input, the frontend must
+ * not crash, leak, hit undefined behaviour or hang; diagnostics are always
+ * rendered. When the parse succeeds, the generic module is printed and
+ * re-verified, and every kernel is specialised with all its type parameters
+ * bound to f32 and then to i32 (ndim 2 for generic-rank kernels, else 0).
+ * Each successful specialisation is printed, hashed and verified.
+ *
+ * Besides sanitizer reports, these are treated as bugs (abort()):
+ *   - xpj_module_verify failing on a module the frontend produced;
+ *   - any "internal error" diagnostic (the frontend's own self-checks);
+ *   - xpj_specialize returning XPJ_ERR_VERIFY or XPJ_ERR_INVALID;
+ *   - print/hash failing with anything but XPJ_ERR_NOMEM.
+ *
+ * Built with -fsanitize=fuzzer (build-fuzz/fuzz_frontend) or with
+ * tests/fuzz/replay_main.c (build/fuzz/replay_fuzz_frontend).
+ */
+#include "xpjit_compiler.h"
+#include "xpjit_ir.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void bug(const char *what, const char *detail) {
+  fprintf(stderr, "fuzz_frontend: BUG: %s: %s\n", what,
+          detail ? detail : "(no message)");
+  abort();
+}
+
+/* Renders the diagnostics (exercising the renderer) and aborts on an
+ * internal error: those are the frontend's own consistency checks. */
+static void check_diags(xpj_diags *d) {
+  char *text = NULL;
+  size_t len = 0;
+  xpj_status st = xpj_diags_render(d, &text, &len);
+  if (st == XPJ_OK) {
+    if (text && strlen(text) != len)
+      bug("xpj_diags_render length mismatch", text);
+    free(text);
+  } else if (st != XPJ_ERR_NOMEM) {
+    bug("xpj_diags_render failed", xpj_status_name(st));
+  }
+  unsigned n = xpj_diags_count(d);
+  for (unsigned i = 0; i < n; i++) {
+    xpj_diag dg;
+    if (xpj_diags_get(d, i, &dg) != XPJ_OK)
+      bug("xpj_diags_get failed", NULL);
+    if (dg.message && strstr(dg.message, "internal error"))
+      bug("internal error diagnostic", dg.message);
+  }
+}
+
+static void print_module(const xpj_module *m) {
+  char *text = NULL;
+  size_t len = 0;
+  xpj_status st = xpj_module_print(m, &text, &len);
+  if (st == XPJ_OK)
+    free(text);
+  else if (st != XPJ_ERR_NOMEM)
+    bug("xpj_module_print failed", xpj_status_name(st));
+}
+
+static void try_spec(const xpj_module *m, const xpj_func *k, xpj_scalar ty) {
+  const char *kname = xpj_func_name(k);
+  unsigned nt = xpj_func_tparam_count(k);
+  const char *names[XPJ_MAX_TPARAMS];
+  xpj_scalar types[XPJ_MAX_TPARAMS];
+  if (nt > XPJ_MAX_TPARAMS)
+    bug("too many type parameters", kname);
+  for (unsigned i = 0; i < nt; i++) {
+    names[i] = xpj_func_tparam_name(k, i);
+    types[i] = ty;
+  }
+  xpj_spec spec;
+  spec.ntypes = nt;
+  spec.names = names;
+  spec.types = types;
+  spec.ndim = xpj_func_has_generic_rank(k) ? 2u : 0u;
+
+  xpj_diags *d = NULL;
+  if (xpj_diags_create(&d) != XPJ_OK)
+    return;
+  xpj_module *out = NULL;
+  xpj_status st = xpj_specialize(m, kname, &spec, &out, d);
+  check_diags(d);
+  if (st == XPJ_OK) {
+    if (!out)
+      bug("xpj_specialize returned OK without a module", kname);
+    print_module(out);
+    uint8_t digest[32];
+    char hex[65];
+    xpj_status hs = xpj_module_hash(out, kname, digest, hex);
+    if (hs != XPJ_OK && hs != XPJ_ERR_NOMEM)
+      bug("xpj_module_hash failed on a specialised kernel",
+          xpj_status_name(hs));
+    const char *msg = NULL;
+    xpj_status vs = xpj_module_verify(out, &msg);
+    if (vs != XPJ_OK && vs != XPJ_ERR_NOMEM)
+      bug("xpj_module_verify failed on a specialised module", msg);
+    xpj_module_destroy(out);
+  } else {
+    if (out)
+      bug("xpj_specialize failed but returned a module", kname);
+    if (st == XPJ_ERR_VERIFY || st == XPJ_ERR_INVALID)
+      bug("xpj_specialize", xpj_status_name(st));
+  }
+  xpj_diags_destroy(d);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  xpj_module *m = NULL;
+  xpj_diags *d = NULL;
+  if (xpj_module_create(&m) != XPJ_OK)
+    return 0;
+  if (xpj_diags_create(&d) != XPJ_OK) {
+    xpj_module_destroy(m);
+    return 0;
+  }
+  /* data may be NULL when size is 0 */
+  const char *src = size ? (const char *)data : "";
+  xpj_status st = xpj_parse(m, "fuzz.xpk", src, size, d);
+  check_diags(d);
+  if (st == XPJ_OK) {
+    if (xpj_diags_errors(d) != 0)
+      bug("xpj_parse returned OK with errors", NULL);
+    print_module(m);
+    const char *msg = NULL;
+    xpj_status vs = xpj_module_verify(m, &msg);
+    if (vs != XPJ_OK && vs != XPJ_ERR_NOMEM)
+      bug("xpj_module_verify failed on a parsed module", msg);
+    unsigned nf = xpj_module_func_count(m);
+    for (unsigned i = 0; i < nf; i++) {
+      const xpj_func *f = xpj_module_func(m, i);
+      if (!f)
+        bug("xpj_module_func returned NULL", NULL);
+      if (xpj_func_kind_of(f) == XPJ_FUNC_DEVICE)
+        continue;
+      try_spec(m, f, XPJ_F32);
+      if (xpj_func_tparam_count(f) > 0)
+        try_spec(m, f, XPJ_I32);
+    }
+  } else if (st == XPJ_ERR_SYNTAX) {
+    if (xpj_diags_errors(d) == 0)
+      bug("xpj_parse returned XPJ_ERR_SYNTAX without an error", NULL);
+  } else if (st != XPJ_ERR_NOMEM) {
+    bug("xpj_parse returned an unexpected status", xpj_status_name(st));
+  }
+  xpj_diags_destroy(d);
+  xpj_module_destroy(m);
+  return 0;
+}

@@ -1,0 +1,302 @@
+/*
+ * test_frontend.c - the parser and checker: every class of diagnostic with
+ * its exact message and position, hostile inputs (binary garbage, NUL
+ * bytes, deep nesting, huge and empty files), the examples, and running
+ * out of memory at every allocation.
+ */
+#include "testutil.h"
+
+#include "ir_impl.h" /* xpj_alloc_fail_after */
+
+#include <stdio.h>
+
+#define MAX_LINES 4
+
+typedef struct diag_case {
+  const char *name;
+  const char *src;
+  const char *errors[MAX_LINES]; /* every "file:line:col: error: msg" line */
+} diag_case;
+
+static const diag_case cases[] = {
+#include "diag_cases.inc"
+};
+
+/* Collects the "error:" lines of rendered diagnostics. */
+static int error_lines(char *text, char **out, int max) {
+  int n = 0;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+    if (strstr(line, ": error: ") && n < max + 1)
+      out[n++] = line;
+  return n;
+}
+
+static void test_diagnostics(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const diag_case *c = &cases[i];
+    char *text = NULL;
+    xpj_status st = parse_src(c->src, NULL, &text);
+    char *lines[MAX_LINES + 1];
+    int n = error_lines(text, lines, MAX_LINES);
+    int want = 0;
+    while (want < MAX_LINES && c->errors[want])
+      want++;
+    if (st != XPJ_ERR_SYNTAX || n != want)
+      fail_msg("case %s: status %d, %d error lines, want %d", c->name, st, n,
+               want);
+    for (int k = 0; k < want; k++)
+      if (strcmp(lines[k], c->errors[k]) != 0)
+        fail_msg("case %s:\n  got:  %s\n  want: %s", c->name, lines[k],
+                 c->errors[k]);
+    free(text);
+  }
+}
+
+/* The rendered form: source line and a caret under the column. */
+static void test_caret_rendering(void **state) {
+  (void)state;
+  char *text = NULL;
+  parse_src("kernel k(x: global f32[]) range {\n\tx[0] = q;\n}\n", NULL, &text);
+  assert_string_equal(text, "t.xpk:2:9: error: unknown name 'q'\n"
+                            "  \tx[0] = q;\n"
+                            "  \t       ^\n");
+  free(text);
+}
+
+static void test_nul_bytes(void **state) {
+  (void)state;
+  static const char src[] = "kernel k(x: global f32[]) range {\n  let i = 1;\0\0\n}\n";
+  xpj_module *m;
+  xpj_diags *d;
+  assert_int_equal(xpj_module_create(&m), XPJ_OK);
+  assert_int_equal(xpj_diags_create(&d), XPJ_OK);
+  assert_int_equal(xpj_parse(m, "t.xpk", src, sizeof src - 1, d),
+                   XPJ_ERR_SYNTAX);
+  assert_int_equal(xpj_diags_errors(d), 1);
+  xpj_diag g;
+  assert_int_equal(xpj_diags_get(d, 0, &g), XPJ_OK);
+  assert_string_equal(g.message, "invalid byte 0x00 in source");
+  assert_int_equal(g.line, 2);
+  assert_int_equal(g.col, 13);
+  assert_string_equal(g.source, "  let i = 1;??"); /* NULs shown as '?' */
+  xpj_diags_destroy(d);
+  xpj_module_destroy(m);
+}
+
+/* Deterministic garbage: never a crash, always a clean status. */
+static void test_garbage(void **state) {
+  (void)state;
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  char buf[512];
+  for (int iter = 0; iter < 2000; iter++) {
+    size_t n = (size_t)(x % sizeof buf);
+    for (size_t i = 0; i < n; i++) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      /* half the inputs are mostly language tokens, half raw bytes */
+      static const char alphabet[] = "kernel fn let if{}()[];,<>=+-*/T f32 "
+                                     "global x 0 1.5 ?:&|!~\n";
+      buf[i] = (iter & 1) ? (char)(x & 0xff)
+                          : alphabet[x % (sizeof alphabet - 1)];
+    }
+    xpj_module *m;
+    xpj_diags *d;
+    assert_int_equal(xpj_module_create(&m), XPJ_OK);
+    assert_int_equal(xpj_diags_create(&d), XPJ_OK);
+    xpj_status st = xpj_parse(m, "g.xpk", buf, n, d);
+    assert_true(st == XPJ_OK || st == XPJ_ERR_SYNTAX);
+    assert_true(xpj_diags_count(d) <= XPJ_MAX_ERRORS + 1);
+    char *r;
+    assert_int_equal(xpj_diags_render(d, &r, NULL), XPJ_OK);
+    free(r);
+    xpj_diags_destroy(d);
+    xpj_module_destroy(m);
+  }
+}
+
+static void deep(const char *open, const char *close, const char *pre,
+                 const char *post, int depth) {
+  size_t cap = strlen(pre) + strlen(post) + (size_t)depth * 8 + 64;
+  char *s = malloc(cap);
+  assert_non_null(s);
+  strcpy(s, pre);
+  for (int i = 0; i < depth; i++)
+    strcat(s, open);
+  strcat(s, "1");
+  for (int i = 0; i < depth; i++)
+    strcat(s, close);
+  strcat(s, post);
+  char *text = NULL;
+  assert_int_equal(parse_src(s, NULL, &text), XPJ_ERR_SYNTAX);
+  assert_non_null(strstr(text, "nesting is too deep"));
+  free(text);
+  free(s);
+}
+
+static void test_deep_nesting(void **state) {
+  (void)state;
+  deep("(", ")", "kernel k(x: global i32[]) range { x[0] = ", "; }", 100000);
+  deep("- ", "", "kernel k(x: global i32[]) range { x[0] = ", "; }", 100000);
+  deep("{", "}", "kernel k(x: global i32[]) range { ", " }", 20000);
+  deep("if true {", "}", "kernel k(x: global i32[]) range { ", " }", 5000);
+  deep("x[", "]", "kernel k(x: global i32[]) range { x[0] = ", "; }", 5000);
+}
+
+static void test_huge_and_empty(void **state) {
+  (void)state;
+  size_t n = XPJ_MAX_SOURCE + 1;
+  char *s = malloc(n);
+  assert_non_null(s);
+  memset(s, ' ', n);
+  xpj_module *m;
+  xpj_diags *d;
+  assert_int_equal(xpj_module_create(&m), XPJ_OK);
+  assert_int_equal(xpj_diags_create(&d), XPJ_OK);
+  assert_int_equal(xpj_parse(m, "big.xpk", s, n, d), XPJ_ERR_SYNTAX);
+  xpj_diag g;
+  assert_int_equal(xpj_diags_get(d, 0, &g), XPJ_OK);
+  assert_non_null(strstr(g.message, "source is too large"));
+  /* the largest allowed file of whitespace parses to an empty module */
+  xpj_diags_clear(d);
+  assert_int_equal(xpj_parse(m, "big.xpk", s, n - 1, d), XPJ_OK);
+  assert_int_equal(xpj_module_func_count(m), 0);
+  free(s);
+  assert_int_equal(xpj_parse(m, "empty.xpk", "", 0, d), XPJ_OK);
+  assert_int_equal(xpj_parse(m, "null.xpk", NULL, 0, d), XPJ_OK);
+  assert_int_equal(xpj_diags_count(d), 0);
+  xpj_diags_destroy(d);
+  xpj_module_destroy(m);
+}
+
+static void test_error_limit(void **state) {
+  (void)state;
+  size_t cap = 200 * 40;
+  char *s = malloc(cap);
+  assert_non_null(s);
+  strcpy(s, "kernel k(x: global i32[]) range {\n");
+  for (int i = 0; i < 200; i++)
+    strcat(s, "  x[0] = nope;\n");
+  strcat(s, "}\n");
+  xpj_module *m;
+  xpj_diags *d;
+  assert_int_equal(xpj_module_create(&m), XPJ_OK);
+  assert_int_equal(xpj_diags_create(&d), XPJ_OK);
+  assert_int_equal(xpj_parse(m, "t.xpk", s, strlen(s), d), XPJ_ERR_SYNTAX);
+  assert_int_equal(xpj_diags_count(d), XPJ_MAX_ERRORS + 1);
+  xpj_diag g;
+  assert_int_equal(xpj_diags_get(d, XPJ_MAX_ERRORS, &g), XPJ_OK);
+  assert_string_equal(g.message, "too many errors; stopping");
+  xpj_diags_destroy(d);
+  xpj_module_destroy(m);
+  free(s);
+}
+
+static void test_file_errors(void **state) {
+  (void)state;
+  xpj_module *m;
+  xpj_diags *d;
+  assert_int_equal(xpj_module_create(&m), XPJ_OK);
+  assert_int_equal(xpj_diags_create(&d), XPJ_OK);
+  assert_int_equal(xpj_parse_file(m, "/nonexistent/k.xpk", d), XPJ_ERR_IO);
+  assert_int_equal(xpj_parse_file(m, "/", d), XPJ_ERR_IO);
+  assert_int_equal(xpj_diags_errors(d), 2);
+  assert_int_equal(xpj_parse_file(NULL, "x", d), XPJ_ERR_INVALID);
+  xpj_diags_destroy(d);
+  xpj_module_destroy(m);
+  xpj_module_destroy(NULL);
+  xpj_diags_destroy(NULL);
+}
+
+static const char *const examples[] = {
+    "examples/atomics.xpk", "examples/axpy.xpk",    "examples/histogram.xpk",
+    "examples/intops.xpk",  "examples/math.xpk",    "examples/matmul.xpk",
+    "examples/private.xpk", "examples/reduce.xpk",  "examples/scan.xpk",
+    "examples/sort.xpk",    "examples/stencil.xpk", "examples/transpose.xpk"};
+
+static void test_examples(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof examples / sizeof *examples; i++) {
+    xpj_module *m;
+    xpj_diags *d;
+    assert_int_equal(xpj_module_create(&m), XPJ_OK);
+    assert_int_equal(xpj_diags_create(&d), XPJ_OK);
+    xpj_status st = xpj_parse_file(m, examples[i], d);
+    if (st != XPJ_OK) {
+      char *r;
+      xpj_diags_render(d, &r, NULL);
+      fail_msg("%s: %s", examples[i], r);
+    }
+    assert_true(xpj_module_func_count(m) > 0);
+    xpj_diags_destroy(d);
+    xpj_module_destroy(m);
+  }
+}
+
+/* Fails every allocation in turn: each run must end in a clean status
+ * (never a crash), and the sanitizer build proves nothing leaks. */
+static void test_out_of_memory(void **state) {
+  (void)state;
+  static const char src[] =
+      "const N = 64;\n"
+      "fn sq<T>(v: T) -> T { return v * v; }\n"
+      "kernel k<T>(x: global const T[*], y: global T[*], n: i64) ndrange(1) {\n"
+      "  local t: T[N];\n"
+      "  let i = global_id(0);\n"
+      "  t[local_id(0)] = i < n ? sq(x[i]) : T(0);\n"
+      "  barrier();\n"
+      "  for (let s = 1; s < 4; s += 1) { if s == 2 { continue; } }\n"
+      "  if i < n { y[i] = t[local_id(0)] + T(1); }\n"
+      "}\n";
+  int completed = 0;
+  for (unsigned long n = 1; n < 100000 && !completed; n++) {
+    xpj_module *m = NULL, *s = NULL;
+    xpj_diags *d = NULL;
+    xpj_alloc_fail_after(n);
+    xpj_status st = xpj_module_create(&m);
+    if (st == XPJ_OK)
+      st = xpj_diags_create(&d);
+    if (st == XPJ_OK)
+      st = xpj_parse(m, "t.xpk", src, sizeof src - 1, d);
+    if (st == XPJ_OK) {
+      const char *names[] = {"T"};
+      xpj_scalar types[] = {XPJ_F32};
+      xpj_spec sp = {1, names, types, 2};
+      st = xpj_specialize(m, "k", &sp, &s, d);
+    }
+    char hex[65];
+    if (st == XPJ_OK)
+      st = xpj_module_hash(s, "k", NULL, hex);
+    char *text = NULL;
+    if (st == XPJ_OK)
+      st = xpj_module_print(s, &text, NULL);
+    free(text);
+    xpj_alloc_fail_after(0);
+    if (st == XPJ_OK)
+      completed = 1;
+    else if (st != XPJ_ERR_NOMEM && st != XPJ_ERR_SYNTAX &&
+             st != XPJ_ERR_SPECIALIZE)
+      fail_msg("allocation %lu: unexpected status %d", n, st);
+    xpj_module_destroy(s);
+    xpj_module_destroy(m);
+    xpj_diags_destroy(d);
+  }
+  assert_true(completed);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_diagnostics),
+      cmocka_unit_test(test_caret_rendering),
+      cmocka_unit_test(test_nul_bytes),
+      cmocka_unit_test(test_garbage),
+      cmocka_unit_test(test_deep_nesting),
+      cmocka_unit_test(test_huge_and_empty),
+      cmocka_unit_test(test_error_limit),
+      cmocka_unit_test(test_file_errors),
+      cmocka_unit_test(test_examples),
+      cmocka_unit_test(test_out_of_memory),
+  };
+  return cmocka_run_group_tests_name("frontend", tests, NULL, NULL);
+}
