@@ -118,16 +118,17 @@ static void test_garbage(void **state) {
 
 static void deep(const char *open, const char *close, const char *pre,
                  const char *post, int depth) {
-  size_t cap = strlen(pre) + strlen(post) + (size_t)depth * 8 + 64;
-  char *s = malloc(cap);
+  size_t lo = strlen(open), lc = strlen(close);
+  size_t cap = strlen(pre) + strlen(post) + (size_t)depth * (lo + lc) + 8;
+  char *s = malloc(cap), *w = s;
   assert_non_null(s);
-  strcpy(s, pre);
-  for (int i = 0; i < depth; i++)
-    strcat(s, open);
-  strcat(s, "1");
-  for (int i = 0; i < depth; i++)
-    strcat(s, close);
-  strcat(s, post);
+  w += sprintf(w, "%s", pre);
+  for (int i = 0; i < depth; i++, w += lo)
+    memcpy(w, open, lo);
+  *w++ = '1';
+  for (int i = 0; i < depth; i++, w += lc)
+    memcpy(w, close, lc);
+  strcpy(w, post);
   char *text = NULL;
   assert_int_equal(parse_src(s, NULL, &text), XPJ_ERR_SYNTAX);
   assert_non_null(strstr(text, "nesting is too deep"));
