@@ -48,6 +48,7 @@ typedef struct expr {
   uint8_t mut;       /* MUT_*: why it cannot be assigned */
   bool is_call;
   bool big;     /* E_LINT above INT64_MAX: only a u64 can hold it */
+  uint8_t suffix; /* literal suffix type in a module constant (XPJ_VOID) */
   bool boolean; /* E_LINT that is true/false (module constants only) */
 } expr;
 
@@ -527,6 +528,13 @@ static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
           a.boolean || b.boolean ? "bool constants" : "a literal above 2^63");
     return err_expr(optok);
   }
+  if (a.suffix && b.suffix && a.suffix != b.suffix) {
+    error(p, optok, "mismatched types %s and %s for operator '%s'",
+          xpj_scalar_name((xpj_scalar)a.suffix),
+          xpj_scalar_name((xpj_scalar)b.suffix), xpj_binop_symbol(op));
+    return err_expr(optok);
+  }
+  r.suffix = a.suffix ? a.suffix : b.suffix;
   bool fl = a.k == E_LFLT || b.k == E_LFLT;
   double x = a.k == E_LFLT ? a.f : (double)a.i;
   double y = b.k == E_LFLT ? b.f : (double)b.i;
@@ -1138,8 +1146,9 @@ static expr parse_atomic(parser *p, const token *name) {
   xpj_val ptr = args[0].v;
   xpj_type et = xpj_typeinfo_of(p->m, xpj_val_type(p->f, ptr))->elem;
   if (args[0].mut == MUT_RDONLY && tbl[k].op != -2) {
+    char ab[256];
     error(p, args[0].tok, "%s on an element of read-only array '%s'", fname,
-          args[0].name ? tok_str(p, args[0].name, nb) : "?");
+          args[0].name ? tok_str(p, args[0].name, ab) : "?");
     return err_expr(name);
   }
   xpj_val vals[2] = {0, 0};
@@ -1182,11 +1191,16 @@ static expr parse_barrier(parser *p, const token *name) {
   if (!is_p(p, P_RPAREN)) {
     do {
       const token *t = peek(p);
-      if (is_k(p, TK_KW_LOCAL))
-        fences |= XPJ_FENCE_LOCAL;
-      else if (is_k(p, TK_KW_GLOBAL))
-        fences |= XPJ_FENCE_GLOBAL;
-      else {
+      unsigned fl = is_k(p, TK_KW_LOCAL) ? XPJ_FENCE_LOCAL
+                    : is_k(p, TK_KW_GLOBAL) ? XPJ_FENCE_GLOBAL
+                                            : 0;
+      if (fl && (fences & fl)) {
+        char b[48];
+        syntax(p, t, "fence %s given twice", tok_text(p, t, b));
+        return err_expr(name);
+      }
+      fences |= fl;
+      if (!fl) {
         char b[48];
         syntax(p, t, "barrier takes 'local' and/or 'global' fences, found %s",
                tok_text(p, t, b));
@@ -1594,10 +1608,18 @@ static expr parse_primary(parser *p) {
       e.big = t->kind == TK_INT && t->val.u > (uint64_t)INT64_MAX;
       break;
     }
-    if (!in_function(p, t))
-      break;
     if (t->kind == TK_FLOAT && t->suffix != XPJ_F32 && t->suffix != XPJ_F64) {
       error(p, t, "floating-point literal with integer suffix");
+      break;
+    }
+    if (!p->f) { /* module constant: a literal that remembers its suffix */
+      e.k = t->kind == TK_INT ? E_LINT : E_LFLT;
+      e.i = (int64_t)t->val.u;
+      e.f = t->kind == TK_INT ? (double)t->val.u : t->val.f;
+      e.big = t->kind == TK_INT && t->val.u > (uint64_t)INT64_MAX;
+      e.suffix = t->suffix;
+      if (t->kind == TK_INT && (t->suffix == XPJ_F32 || t->suffix == XPJ_F64))
+        e.k = E_LFLT;
       break;
     }
     {
@@ -2077,6 +2099,8 @@ static void parse_for(parser *p) {
   }
   if (is_k(p, TK_KW_LET))
     parse_let(p);
+  else if (is_k(p, TK_KW_CONST))
+    parse_local_const(p);
   else if (!is_p(p, P_SEMI))
     parse_simple(p);
   expect(p, P_SEMI, "after the initialisation of 'for'");
@@ -2559,6 +2583,15 @@ static void parse_const_item(parser *p) {
           "expression of literals and other constants",
           tok_str(p, name, nb));
     return;
+  }
+  if (e.suffix) {
+    if (scalar != XPJ_VOID && scalar != e.suffix) {
+      error(p, et, "value of type %s for constant of type %s",
+            xpj_scalar_name((xpj_scalar)e.suffix),
+            xpj_scalar_name((xpj_scalar)scalar));
+      return;
+    }
+    scalar = e.suffix;
   }
   if (is_builtin_name(p, name) || lookup_fn(p, name) || lookup_const(p, name)) {
     error(p, name, "redefinition of '%s'", tok_str(p, name, nb));

@@ -261,6 +261,17 @@ static void copy_block(fctx *x, xpj_block sb, xpj_block db) {
     xpj_val sv = bd->ids[i];
     if (x->sf->insts[sv].op == XPJ_OP_PARAM)
       continue;
+    /* an operand lost to an earlier error: this one is lost too, quietly */
+    const xpj_inst *in = &x->sf->insts[sv];
+    const uint32_t *a = xpj_inst_args(x->sf, in);
+    bool poisoned = false;
+    for (unsigned k = in->op == XPJ_OP_CALL ? in->ntargs : 0; k < in->nargs; k++)
+      if (!x->map[a[k]])
+        poisoned = true;
+    if (poisoned) {
+      x->map[sv] = 0;
+      continue;
+    }
     unsigned before = x->c->errors;
     xpj_val v = copy_inst(x, sv, db);
     built(x, &x->sf->insts[sv], v);

@@ -1,0 +1,1 @@
+check tests/golden/errors.xpk

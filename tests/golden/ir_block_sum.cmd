@@ -1,0 +1,1 @@
+ir examples/reduce.xpk --kernel block_sum --dtype T=f64

@@ -1,0 +1,1 @@
+ir examples/matmul.xpk --kernel matmul_tiled --dtype T=f32

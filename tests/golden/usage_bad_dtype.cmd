@@ -1,0 +1,1 @@
+ir examples/axpy.xpk --kernel axpy --dtype T=float --ndim 1

@@ -1,0 +1,40 @@
+#!/bin/sh
+# The whole test suite: unit tests (cmocka), golden CLI tests, every example
+# kernel specialised, CLI behaviour, and the fuzz corpora replayed. Ends
+# with one summary line "tests: N passed, M failed".
+set -u
+B=${BUILD:-build}
+export CLI="$B/bin/xpjit-cli"
+pass=0
+fail=0
+failed=""
+
+step() { # name command...
+  name=$1
+  shift
+  echo "=== $name"
+  if "$@"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    failed="$failed $name"
+    echo "=== FAILED: $name"
+  fi
+}
+
+for t in "$B"/tests/test_*; do
+  [ -x "$t" ] || continue
+  step "$(basename "$t")" "$t"
+done
+step golden sh tests/run_golden.sh
+step cli sh tests/cli.sh
+step spec_examples sh tests/spec_examples.sh
+for r in "$B"/fuzz/replay_*; do
+  [ -x "$r" ] || continue
+  n=${r##*/replay_}
+  step "replay_$n" "$r" "tests/fuzz/corpus/$n"
+done
+echo
+[ -n "$failed" ] && echo "failed:$failed"
+echo "tests: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
