@@ -88,7 +88,7 @@ build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/
 	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -o $@ $< $(LIB_SRCS) -lcrypto
 
 bench: all $(BUILD)/bench/frontend
-	$(BUILD)/bench/frontend examples/*.xpk
+	$(BUILD)/bench/frontend examples/*.xpk bench/peers/frontend_peer.xpk
 
 $(BUILD)/bench/frontend: bench/frontend.c $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -684,8 +684,8 @@ static int parse_static_dims(parser *p, int64_t dims[XPJ_MAX_RANK]) {
 static bool enter(parser *p, const token *t) {
   if (++p->depth > XPJ_MAX_NESTING) {
     if (!p->panic)
-      syntax(p, t, "nesting is too deep (more than %d levels)",
-             XPJ_MAX_NESTING);
+      syntax(p, t, "nesting is too deep (limit: %d levels of blocks and "
+             "subexpressions)", XPJ_MAX_NESTING);
     p->pos = p->ntok - 1; /* give up on this input */
     return false;
   }

@@ -1124,7 +1124,8 @@ static xpj_val shape_like(xpj_func *f, xpj_block b, xpj_op op, xpj_val array,
                   tname(f, at, tb));
     return 0;
   }
-  const xpj_typeinfo *ti = xpj_typeinfo_of(m, at);
+  /* a copy: interning i64 below may move the type table */
+  const xpj_typeinfo tinfo = *xpj_typeinfo_of(m, at), *ti = &tinfo;
   xpj_type i64 = xpj_type_scalar(m, XPJ_I64);
   if (op == XPJ_OP_NDIM) {
     if (ti->rank != XPJ_RANK_GENERIC)

@@ -32,7 +32,10 @@ step spec_examples sh tests/spec_examples.sh
 for r in "$B"/fuzz/replay_*; do
   [ -x "$r" ] || continue
   n=${r##*/replay_}
-  step "replay_$n" "$r" "tests/fuzz/corpus/$n"
+  dirs="tests/fuzz/corpus/$n"
+  [ -d tests/fuzz/crashes ] && dirs="$dirs tests/fuzz/crashes"
+  # shellcheck disable=SC2086
+  step "replay_$n" "$r" $dirs
 done
 echo
 [ -n "$failed" ] && echo "failed:$failed"

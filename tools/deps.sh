@@ -1,0 +1,21 @@
+#!/bin/sh
+# Installs the Debian 12 packages xpjit needs to build and test. Idempotent:
+# installs only what is missing; needs root (or sudo) only then.
+set -eu
+PKGS="build-essential pkg-config libssl-dev libcmocka-dev clang libclang-rt-14-dev"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+  echo "deps: all present ($PKGS)"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing
