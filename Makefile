@@ -33,7 +33,7 @@ LIB_A    := $(BUILD)/lib/libxpjit.a
 LIB_SO   := $(BUILD)/lib/libxpjit.so
 CLI      := $(BUILD)/bin/xpjit-cli
 
-.PHONY: all test asan fuzz bench install clean check-examples format
+.PHONY: all test asan fuzz bench install clean check-examples demo format
 all: $(LIB_A) $(LIB_SO) $(CLI) $(BUILD)/lib/xpjit.pc
 
 $(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h)
@@ -96,6 +96,12 @@ $(BUILD)/bench/frontend: bench/frontend.c $(LIB_A)
 
 check-examples: $(CLI)
 	$(CLI) check examples/*.xpk
+
+# The main job today: check every example and show a specialised kernel.
+demo: $(CLI)
+	$(CLI) check examples/*.xpk && echo "examples: all kernels check"
+	$(CLI) ir examples/reduce.xpk --kernel block_sum --dtype T=f32
+	$(CLI) ir examples/axpy.xpk --kernel axpy --dtype T=f64 --ndim 2 --hash
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \

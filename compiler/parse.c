@@ -361,6 +361,10 @@ static sym *declare(parser *p, const token *name, skind k) {
           tok_str(p, name, b));
     return NULL;
   }
+  if (p->nsyms >= 8192) {
+    error(p, name, "too many variables in one function (at most 8192)");
+    return NULL;
+  }
   if (!xpj_grow((void **)&p->syms, &p->capsyms, p->nsyms + 1,
                 sizeof *p->syms)) {
     p->oom = true;
@@ -2407,6 +2411,12 @@ static void parse_fn_item(parser *p) {
     return;
   }
   next(p);
+  if (xpj_module_func_count(p->m) >= XPJ_MAX_FUNCS) {
+    error(p, name, "too many functions in one module (at most %d)",
+          XPJ_MAX_FUNCS);
+    p->pos = p->ntok - 1; /* stop: the rest would only repeat this */
+    return;
+  }
   if (is_builtin_name(p, name)) {
     error(p, name, "'%s' is a builtin and cannot be redefined",
           tok_str(p, name, nb));
@@ -2620,6 +2630,11 @@ static void parse_const_item(parser *p) {
       e.f = (double)e.i;
     }
   }
+  if (p->nconsts >= 4096) {
+    error(p, name, "too many module constants (at most 4096)");
+    p->pos = p->ntok - 1;
+    return;
+  }
   if (!xpj_grow((void **)&p->consts, &p->capconsts, p->nconsts + 1,
                 sizeof *p->consts)) {
     p->oom = true;
@@ -2706,8 +2721,8 @@ xpj_status xpj_parse(xpj_module *m, const char *filename, const char *src,
     filename = "<input>";
   if (len > XPJ_MAX_SOURCE) {
     char msg[128];
-    snprintf(msg, sizeof msg, "source is too large (%zu bytes; at most %u)",
-             len, XPJ_MAX_SOURCE);
+    snprintf(msg, sizeof msg, "source is too large (at most %u bytes)",
+             XPJ_MAX_SOURCE);
     if (d)
       xpj_diags_add(d, XPJ_SEV_ERROR, filename, 0, 0, NULL, msg);
     return XPJ_ERR_SYNTAX;

@@ -37,6 +37,8 @@ extern "C" {
 #define XPJ_RANK_GENERIC (-1)
 #define XPJ_MAX_PARAMS 64 /* parameters of one function */
 #define XPJ_MAX_TPARAMS 8 /* type parameters of one function */
+#define XPJ_MAX_FUNCS 4096 /* functions in one module */
+#define XPJ_MAX_TYPES 4096 /* distinct types in one module */
 
 typedef enum xpj_status {
   XPJ_OK = 0,

@@ -261,6 +261,11 @@ static xpj_type intern(xpj_module *m, const xpj_typeinfo *ti) {
   for (uint32_t i = 1; i < m->ntypes; i++)
     if (memcmp(&m->types[i], ti, sizeof *ti) == 0)
       return i;
+  if (m->ntypes > XPJ_MAX_TYPES) {
+    xpj_set_error(m, "too many distinct types in one module (at most %d)",
+                  XPJ_MAX_TYPES);
+    return 0;
+  }
   if (!xpj_grow((void **)&m->types, &m->captypes, m->ntypes + 1,
                 sizeof *m->types)) {
     oom(m);
@@ -460,6 +465,11 @@ xpj_func *xpj_func_create(xpj_module *m, const char *name, xpj_func_kind kind,
     return NULL;
   if (xpj_module_find(m, name)) {
     xpj_set_error(m, "redefinition of '%s'", name);
+    return NULL;
+  }
+  if (m->nfuncs >= XPJ_MAX_FUNCS) {
+    xpj_set_error(m, "too many functions in one module (at most %d)",
+                  XPJ_MAX_FUNCS);
     return NULL;
   }
   if ((kind == XPJ_FUNC_DEVICE && dims != 0) ||
