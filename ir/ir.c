@@ -143,8 +143,7 @@ xpj_status xpj_module_create(xpj_module **out) {
   if (!m)
     return XPJ_ERR_NOMEM;
   /* type 0 is "none"; keep it so ids start at 1 */
-  if (!xpj_grow((void **)&m->types, &m->captypes, 1, sizeof *m->types) ||
-      !xpj_grow((void **)&m->files, &m->capfiles, 1, sizeof *m->files)) {
+  if (!xpj_grow((void **)&m->files, &m->capfiles, 1, sizeof *m->files)) {
     xpj_module_destroy(m);
     return XPJ_ERR_NOMEM;
   }
@@ -176,7 +175,8 @@ void xpj_module_destroy(xpj_module *m) {
   for (uint32_t i = 0; i < m->nfuncs; i++)
     func_free(m->funcs[i]);
   xpj_free(m->funcs);
-  xpj_free(m->types);
+  for (size_t i = 0; i < sizeof m->type_chunks / sizeof *m->type_chunks; i++)
+    xpj_free(m->type_chunks[i]);
   xpj_free(m->strings);
   for (uint32_t i = 1; i < m->nfiles; i++) {
     xpj_free(m->files[i].name);
@@ -252,27 +252,33 @@ xpj_func *xpj_module_find(const xpj_module *m, const char *name) {
 
 const xpj_typeinfo *xpj_typeinfo_of(const xpj_module *m, xpj_type t) {
   static const xpj_typeinfo none;
-  return t > 0 && t < m->ntypes ? &m->types[t] : &none;
+  return t > 0 && t < m->ntypes
+             ? &m->type_chunks[t / XPJ_TYPE_CHUNK][t % XPJ_TYPE_CHUNK]
+             : &none;
 }
 
 static xpj_type intern(xpj_module *m, const xpj_typeinfo *ti) {
   if (m->oom)
     return 0;
   for (uint32_t i = 1; i < m->ntypes; i++)
-    if (memcmp(&m->types[i], ti, sizeof *ti) == 0)
+    if (memcmp(xpj_typeinfo_of(m, i), ti, sizeof *ti) == 0)
       return i;
   if (m->ntypes > XPJ_MAX_TYPES) {
     xpj_set_error(m, "too many distinct types in one module (at most %d)",
                   XPJ_MAX_TYPES);
     return 0;
   }
-  if (!xpj_grow((void **)&m->types, &m->captypes, m->ntypes + 1,
-                sizeof *m->types)) {
-    oom(m);
-    return 0;
+  uint32_t t = m->ntypes, c = t / XPJ_TYPE_CHUNK;
+  if (!m->type_chunks[c]) {
+    m->type_chunks[c] = xpj_calloc(XPJ_TYPE_CHUNK, sizeof(xpj_typeinfo));
+    if (!m->type_chunks[c]) {
+      oom(m);
+      return 0;
+    }
   }
-  m->types[m->ntypes] = *ti;
-  return m->ntypes++;
+  m->type_chunks[c][t % XPJ_TYPE_CHUNK] = *ti;
+  m->ntypes++;
+  return t;
 }
 
 xpj_type xpj_type_scalar(xpj_module *m, xpj_scalar s) {
@@ -1134,8 +1140,7 @@ static xpj_val shape_like(xpj_func *f, xpj_block b, xpj_op op, xpj_val array,
                   tname(f, at, tb));
     return 0;
   }
-  /* a copy: interning i64 below may move the type table */
-  const xpj_typeinfo tinfo = *xpj_typeinfo_of(m, at), *ti = &tinfo;
+  const xpj_typeinfo *ti = xpj_typeinfo_of(m, at);
   xpj_type i64 = xpj_type_scalar(m, XPJ_I64);
   if (op == XPJ_OP_NDIM) {
     if (ti->rank != XPJ_RANK_GENERIC)

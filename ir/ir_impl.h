@@ -64,6 +64,8 @@ typedef enum xpj_tkind {
   XPJ_TK_PTR,    /* pointer to an element */
 } xpj_tkind;
 
+#define XPJ_TYPE_CHUNK 64
+
 typedef struct xpj_typeinfo {
   uint8_t kind;    /* xpj_tkind */
   uint8_t scalar;  /* XPJ_TK_SCALAR */
@@ -137,8 +139,10 @@ typedef struct xpj_file {
 struct xpj_module {
   xpj_func **funcs;
   uint32_t nfuncs, capfuncs;
-  xpj_typeinfo *types;
-  uint32_t ntypes, captypes;
+  /* types live in fixed-size chunks that never move, so a typeinfo
+   * pointer stays valid while more types are interned */
+  xpj_typeinfo *type_chunks[(XPJ_MAX_TYPES + 1) / XPJ_TYPE_CHUNK + 1];
+  uint32_t ntypes;
   char *strings;
   uint32_t nstrings, capstrings;
   xpj_file *files;
