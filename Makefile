@@ -17,7 +17,7 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-param
 CSTD     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 OPT      ?= -O2 -g
 SAN      ?=
-CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC -fvisibility=hidden \
+CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC \
              -Iinclude -Iir -Icompiler $(CFLAGS)
 LDLIBS_ALL = -lcrypto $(LDLIBS)
 
@@ -36,7 +36,7 @@ CLI      := $(BUILD)/bin/xpjit-cli
 .PHONY: all test asan fuzz bench install clean check-examples demo format
 all: $(LIB_A) $(LIB_SO) $(CLI) $(BUILD)/lib/xpjit.pc
 
-$(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h) Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
@@ -110,7 +110,8 @@ install: all
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libxpjit.so.0
 	ln -sf libxpjit.so.0 $(DESTDIR)$(PREFIX)/lib/libxpjit.so
 	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/
-	install -m 644 $(BUILD)/lib/xpjit.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' tools/xpjit.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/xpjit.pc
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
 
 format:

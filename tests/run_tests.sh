@@ -29,6 +29,7 @@ done
 step golden sh tests/run_golden.sh
 step cli sh tests/cli.sh
 step spec_examples sh tests/spec_examples.sh
+step install sh tests/install.sh
 for r in "$B"/fuzz/replay_*; do
   [ -x "$r" ] || continue
   n=${r##*/replay_}
