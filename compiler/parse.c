@@ -1453,7 +1453,6 @@ static expr parse_user_call(parser *p, const token *name, fn_info *fi) {
 /* T(x), f32(x): explicit conversion. */
 static expr parse_cast(parser *p, const token *name, xpj_type to) {
   expr args[1];
-  char tb[96];
   int n = parse_args(p, args, 1, name);
   if (n < 0)
     return err_expr(name);
@@ -1475,10 +1474,8 @@ static expr parse_cast(parser *p, const token *name, xpj_type to) {
     if (!x)
       return err_expr(name);
     v = xpj_b_cast(p->f, p->b, to, x, loc(p, name));
-    if (!v) {
-      xpj_type_str_in(p->f, to, tb, sizeof tb);
+    if (!v)
       berror(p, name);
-    }
   }
   return val_expr(p->f, v, name);
 }
@@ -1731,27 +1728,27 @@ static void parse_block_into(parser *p, xpj_block b) {
   p->dead = saved_dead;
 }
 
-static const char *mut_reason(parser *p, const expr *e, char nb[256]) {
+static const char *mut_reason(parser *p, const expr *e, char nb[256],
+                              char msg[400]) {
   const char *n = e->name ? tok_str(p, e->name, nb) : "?";
-  static char msg[400];
   switch (e->mut) {
   case MUT_PARAM:
-    snprintf(msg, sizeof msg, "cannot assign to parameter '%s' (parameters "
+    snprintf(msg, 400, "cannot assign to parameter '%s' (parameters "
              "are immutable; copy it into a 'let' variable)", n);
     break;
   case MUT_CONST:
-    snprintf(msg, sizeof msg, "cannot assign to constant '%s'", n);
+    snprintf(msg, 400, "cannot assign to constant '%s'", n);
     break;
   case MUT_RDONLY:
-    snprintf(msg, sizeof msg, "cannot assign to an element of read-only "
+    snprintf(msg, 400, "cannot assign to an element of read-only "
              "array '%s' (declared 'global const')", n);
     break;
   case MUT_ARRAY:
-    snprintf(msg, sizeof msg, "cannot assign to array '%s' as a whole; "
+    snprintf(msg, 400, "cannot assign to array '%s' as a whole; "
              "assign its elements", n);
     break;
   default:
-    snprintf(msg, sizeof msg, "expression is not assignable");
+    snprintf(msg, 400, "expression is not assignable");
   }
   return msg;
 }
@@ -1800,7 +1797,8 @@ static void parse_simple(parser *p) {
     lhs.mut = MUT_ARRAY;
   }
   if (lhs.k != E_PTR || lhs.mut != MUT_OK) {
-    error(p, lhs.tok, "%s", mut_reason(p, &lhs, nb));
+    char why[400];
+    error(p, lhs.tok, "%s", mut_reason(p, &lhs, nb, why));
     return;
   }
   int op = incdec ? (t->punct == P_INC ? XPJ_ADD : XPJ_SUB) : assigns[ai].op;
