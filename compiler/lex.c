@@ -325,8 +325,6 @@ static bool lex_one(lx *l) {
     if (d == 0 && p > start && s[p - 1] != 0)
       break;
     p++;
-    if (d == '\n')
-      break;
   }
   if (p == start)
     p++;

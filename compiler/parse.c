@@ -78,6 +78,7 @@ typedef struct mconst {
 typedef struct fn_info {
   xpj_func *f;
   const token *name;
+  const token *params[XPJ_MAX_PARAMS]; /* parameter name tokens */
   uint32_t body, body_end; /* token index of '{' and of its '}' */
 } fn_info;
 
@@ -2322,8 +2323,8 @@ static void sync_item(parser *p) {
   p->panic = false;
 }
 
-/* name: T | name: global [const] T[...] */
-static bool parse_param(parser *p, xpj_func *f) {
+/* name: T | name: global [const] T[...]; *name_out gets the name token */
+static bool parse_param(parser *p, xpj_func *f, const token **name_out) {
   const token *name = peek(p);
   char b[48], nb[256];
   if (name->kind != TK_IDENT) {
@@ -2394,6 +2395,7 @@ static bool parse_param(parser *p, xpj_func *f) {
     berror(p, name);
     return false;
   }
+  *name_out = name;
   return true;
 }
 
@@ -2474,13 +2476,16 @@ static void parse_fn_item(parser *p) {
     }
   }
   p->f = f;
+  const token *ptoks[XPJ_MAX_PARAMS];
   bool ok = expect(p, P_LPAREN, "to begin the parameter list");
   if (ok && !accept(p, P_RPAREN)) {
     do {
-      if (!parse_param(p, f)) {
+      const token *pt = NULL;
+      if (!parse_param(p, f, &pt)) {
         ok = false;
         break;
       }
+      ptoks[xpj_func_param_count(f) - 1] = pt;
     } while (accept(p, P_COMMA));
     if (ok)
       ok = expect(p, P_RPAREN, "after the parameters");
@@ -2545,6 +2550,7 @@ static void parse_fn_item(parser *p) {
   fn_info *fi = &p->fns[p->nfns++];
   fi->f = f;
   fi->name = name;
+  memcpy(fi->params, ptoks, f->nparams * sizeof *ptoks);
   fi->body = body;
   fi->body_end = end;
 }
@@ -2657,18 +2663,7 @@ static void parse_body(parser *p, fn_info *fi) {
   p->panic = false;
   xpj_func *f = fi->f;
   for (unsigned i = 0; i < f->nparams; i++) {
-    const token *pt = NULL;
-    /* find the parameter's name token for diagnostics */
-    for (uint32_t k = fi->body; k-- > 0;)
-      if (p->toks[k].kind == TK_IDENT &&
-          tok_is(p, &p->toks[k], f->params[i].name) &&
-          p->toks[k].line == f->params[i].loc.line &&
-          p->toks[k].col == f->params[i].loc.col) {
-        pt = &p->toks[k];
-        break;
-      }
-    if (!pt)
-      continue;
+    const token *pt = fi->params[i];
     const xpj_typeinfo *ti = xpj_typeinfo_of(p->m, f->params[i].type);
     sym *s = declare(p, pt, ti->kind == XPJ_TK_VIEW ? S_ARRAY : S_VAL);
     if (s) {

@@ -103,7 +103,6 @@ typedef struct fctx {
   xpj_func *df;
   const xpj_type *targs;
   xpj_val *map;      /* source value -> destination value */
-  xpj_block *bmap;   /* source block -> destination block */
 } fctx;
 
 static xpj_func *instantiate(spec_ctx *c, const xpj_func *sf,
@@ -340,8 +339,7 @@ static xpj_func *instantiate(spec_ctx *c, const xpj_func *sf,
     spec_error(c, sf->loc, "invalid return type of '%s'", sf->name);
     return NULL;
   }
-  fctx x = {c, sf, df, targs, xpj_calloc(sf->ninsts, sizeof(xpj_val)),
-            NULL};
+  fctx x = {c, sf, df, targs, xpj_calloc(sf->ninsts, sizeof(xpj_val))};
   if (!x.map) {
     c->oom = true;
     return NULL;

@@ -189,8 +189,6 @@ static void check_block(vctx *c, xpj_block b, xpj_val owner) {
   for (uint32_t i = 0; i < bd->n; i++)
     if (bd->ids[i] < f->ninsts)
       c->visible[bd->ids[i]] = 0;
-  if (b == 1) /* ...but parameters stay visible for nested checks */
-    return;
 }
 
 /* ---- call-graph rules ---------------------------------------------- */
