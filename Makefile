@@ -17,9 +17,13 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-param
 CSTD     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 OPT      ?= -O2 -g
 SAN      ?=
+LLVM_CONFIG ?= llvm-config-22
+LLVM_INC := $(shell $(LLVM_CONFIG) --includedir)
+LLVM_LIBDIR := $(shell $(LLVM_CONFIG) --libdir)
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC \
-             -Iinclude -Iir -Icompiler $(CFLAGS)
-LDLIBS_ALL = -lcrypto $(LDLIBS)
+             -Iinclude -Iir -Icompiler -isystem $(LLVM_INC) $(CFLAGS)
+LDLIBS_ALL = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lLLVM-22 \
+             -lSPIRV-Tools -lstdc++ -lcrypto -lpthread -lm $(LDLIBS)
 
 LIB_SRCS := $(wildcard ir/*.c) $(wildcard compiler/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)

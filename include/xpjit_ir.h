@@ -49,6 +49,8 @@ typedef enum xpj_status {
   XPJ_ERR_SPECIALIZE = 5,/* specialisation does not fit the kernel */
   XPJ_ERR_IO = 6,       /* file could not be read */
   XPJ_ERR_VERIFY = 7,   /* IR failed verification */
+  XPJ_ERR_COMPILE = 8,  /* code generation failed (see the message) */
+  XPJ_ERR_UNSUPPORTED = 9,/* the target cannot express the kernel */
 } xpj_status;
 
 const char *xpj_status_name(xpj_status s);

@@ -53,6 +53,8 @@ const char *xpj_status_name(xpj_status s) {
   case XPJ_ERR_SPECIALIZE: return "specialisation does not fit";
   case XPJ_ERR_IO: return "i/o error";
   case XPJ_ERR_VERIFY: return "IR verification failed";
+  case XPJ_ERR_COMPILE: return "code generation failed";
+  case XPJ_ERR_UNSUPPORTED: return "not supported by the target";
   }
   return "unknown status";
 }

@@ -3,12 +3,15 @@
  * a specialised kernel and its content hash. Exit status: 0 success, 1
  * errors in the input, 2 usage errors.
  */
+#include "xpjit_codegen.h"
 #include "xpjit_compiler.h"
 #include "xpjit_ir.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EXIT_INPUT 1
 #define EXIT_USAGE 2
@@ -25,6 +28,9 @@ static void usage_main(FILE *out) {
           "                       print the IR (specialised when --kernel is "
           "given)\n"
           "                       and its content hash\n"
+          "  emit FILE --kernel NAME [--dtype T=TYPE]... [--ndim N] --target TGT\n"
+          "                       compile a kernel to SPIR-V, PTX or a CPU "
+          "object\n"
           "\n"
           "Run '%s COMMAND --help' for the options of a command.\n"
           "Exit status: 0 success, 1 errors in the input, 2 usage errors.\n",
@@ -59,6 +65,32 @@ static void usage_ir(FILE *out) {
           "  -o OUT      write to OUT instead of standard output ('-': stdout)\n"
           "\n"
           "Types: bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64.\n",
+          prog);
+}
+
+static void usage_emit(FILE *out) {
+  fprintf(out,
+          "usage: %s emit FILE --kernel NAME [--dtype T=TYPE]... [--ndim N]\n"
+          "          --target spirv[:1.N]|ptx:sm_XX[:ptxNN]|cpu[:CPU]\n"
+          "          [-O0|-O1|-O2|-O3] [--fast-math] [-g]\n"
+          "          [--emit llvm|asm|bin] [-o OUT] [--no-isolate] "
+          "[--timeout MS]\n"
+          "\n"
+          "Specialises the kernel and compiles it through LLVM.\n"
+          "  --target     spirv (SPIR-V 1.2, OpenCL/Level Zero), ptx:sm_90 (CUDA),\n"
+          "               cpu (this machine), cpu:x86-64 (portable baseline)\n"
+          "  --emit       bin: SPIR-V binary, PTX text or ELF object (default)\n"
+          "               asm: SPIR-V disassembly, PTX, x86-64 assembly\n"
+          "               llvm: the optimised LLVM IR\n"
+          "  -O0..-O3     optimisation level (default -O2)\n"
+          "  --fast-math  allow approximate math and reassociation\n"
+          "  -g           line tables (CPU, PTX)\n"
+          "  -o OUT       output file ('-': standard output, the default)\n"
+          "  --no-isolate compile in this process instead of a worker (PTX, CPU)\n"
+          "  --timeout MS kill the compile worker after MS milliseconds\n"
+          "SPIR-V is validated (SPIRV-Tools) before it is written.\n"
+          "Exit status: 0 success, 1 errors in the input or the compile, 2 usage\n"
+          "errors.\n",
           prog);
 }
 
@@ -272,6 +304,192 @@ done:
   return rc;
 }
 
+static int parse_dtype(const char *cmd, const char *v, const char **names,
+                       char (*namebuf)[64], xpj_scalar *types,
+                       unsigned *ntypes) {
+  const char *eq = strchr(v, '=');
+  if (!eq || eq == v || (size_t)(eq - v) >= 64) {
+    fprintf(stderr, "%s %s: --dtype takes NAME=TYPE (e.g. T=f32), not '%s'\n",
+            prog, cmd, v);
+    return EXIT_USAGE;
+  }
+  if (*ntypes == MAX_DTYPES) {
+    fprintf(stderr, "%s %s: too many --dtype options\n", prog, cmd);
+    return EXIT_USAGE;
+  }
+  xpj_scalar s = xpj_scalar_parse(eq + 1);
+  if (s == XPJ_VOID) {
+    fprintf(stderr, "%s %s: unknown type '%s' in --dtype %s (use bool, "
+            "i8..i64, u8..u64, f32 or f64)\n", prog, cmd, eq + 1, v);
+    return EXIT_USAGE;
+  }
+  memcpy(namebuf[*ntypes], v, (size_t)(eq - v));
+  namebuf[*ntypes][eq - v] = 0;
+  names[*ntypes] = namebuf[*ntypes];
+  types[(*ntypes)++] = s;
+  return 0;
+}
+
+static int cmd_emit(int argc, char **argv) {
+  const char *file = NULL, *kernel = NULL, *outpath = "-", *tstr = NULL;
+  const char *names[MAX_DTYPES];
+  char namebuf[MAX_DTYPES][64];
+  xpj_scalar types[MAX_DTYPES];
+  unsigned ntypes = 0, ndim = 0;
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  xpj_emit_kind emit = XPJ_EMIT_BIN;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage_emit(stdout);
+      return 0;
+    }
+    if (strlen(a) == 3 && a[0] == '-' && a[1] == 'O' && a[2] >= '0' &&
+        a[2] <= '3') {
+      o.opt_level = (unsigned)(a[2] - '0');
+      continue;
+    }
+    if (strcmp(a, "--fast-math") == 0) {
+      o.fast_math = 1;
+      continue;
+    }
+    if (strcmp(a, "-g") == 0) {
+      o.debug_info = 1;
+      continue;
+    }
+    if (strcmp(a, "--no-isolate") == 0) {
+      o.isolation = XPJ_ISOLATE_NONE;
+      continue;
+    }
+    if (strcmp(a, "--kernel") == 0 || strcmp(a, "--dtype") == 0 ||
+        strcmp(a, "--ndim") == 0 || strcmp(a, "-o") == 0 ||
+        strcmp(a, "--target") == 0 || strcmp(a, "--emit") == 0 ||
+        strcmp(a, "--timeout") == 0) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "%s emit: option '%s' needs a value\n", prog, a);
+        return EXIT_USAGE;
+      }
+      const char *v = argv[++i];
+      if (strcmp(a, "--kernel") == 0) {
+        kernel = v;
+      } else if (strcmp(a, "-o") == 0) {
+        outpath = v;
+      } else if (strcmp(a, "--target") == 0) {
+        tstr = v;
+      } else if (strcmp(a, "--emit") == 0) {
+        if (strcmp(v, "bin") == 0)
+          emit = XPJ_EMIT_BIN;
+        else if (strcmp(v, "asm") == 0)
+          emit = XPJ_EMIT_ASM;
+        else if (strcmp(v, "llvm") == 0)
+          emit = XPJ_EMIT_LLVM;
+        else {
+          fprintf(stderr, "%s emit: --emit takes llvm, asm or bin, not '%s'\n",
+                  prog, v);
+          return EXIT_USAGE;
+        }
+      } else if (strcmp(a, "--ndim") == 0 || strcmp(a, "--timeout") == 0) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        bool is_ndim = strcmp(a, "--ndim") == 0;
+        if (*v == 0 || *end || n < 1 || n > (is_ndim ? XPJ_MAX_RANK : 86400000)) {
+          fprintf(stderr, "%s emit: bad value '%s' for %s\n", prog, v, a);
+          return EXIT_USAGE;
+        }
+        if (is_ndim)
+          ndim = (unsigned)n;
+        else
+          o.timeout_ms = (unsigned)n;
+      } else {
+        int rc = parse_dtype("emit", v, names, namebuf, types, &ntypes);
+        if (rc)
+          return rc;
+      }
+      continue;
+    }
+    if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "%s emit: unknown option '%s'\n", prog, a);
+      usage_emit(stderr);
+      return EXIT_USAGE;
+    }
+    if (file) {
+      fprintf(stderr, "%s emit: only one input file is allowed\n", prog);
+      return EXIT_USAGE;
+    }
+    file = a;
+  }
+  if (!file || !kernel || !tstr) {
+    fprintf(stderr, "%s emit: %s is required\n", prog,
+            !file ? "an input file" : !kernel ? "--kernel" : "--target");
+    usage_emit(stderr);
+    return EXIT_USAGE;
+  }
+  xpj_target tgt;
+  char terr[256];
+  if (xpj_target_parse(tstr, &tgt, terr, sizeof terr) != XPJ_OK) {
+    fprintf(stderr, "%s emit: %s\n", prog, terr);
+    return EXIT_USAGE;
+  }
+  bool to_stdout = strcmp(outpath, "-") == 0;
+  bool binary = emit == XPJ_EMIT_BIN && tgt.kind != XPJ_TARGET_PTX;
+  if (to_stdout && binary && isatty(1)) {
+    fprintf(stderr, "%s emit: not writing binary output to a terminal; use "
+            "-o FILE or --emit asm\n", prog);
+    return EXIT_USAGE;
+  }
+  xpj_module *m = NULL, *spec = NULL;
+  xpj_diags *d = NULL;
+  xpj_result *r = NULL;
+  int rc = 0;
+  if (xpj_module_create(&m) != XPJ_OK || xpj_diags_create(&d) != XPJ_OK) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    xpj_module_destroy(m);
+    return EXIT_INPUT;
+  }
+  xpj_status st = xpj_parse_file(m, file, d);
+  if (st == XPJ_OK) {
+    xpj_spec sp = {ntypes, names, types, ndim};
+    st = xpj_specialize(m, kernel, &sp, &spec, d);
+  }
+  print_diags(d);
+  if (st != XPJ_OK) {
+    rc = EXIT_INPUT;
+    goto done;
+  }
+  st = xpj_compile(spec, kernel, &tgt, &o, emit, &r);
+  if (st != XPJ_OK) {
+    fprintf(stderr, "%s: error: %s: %s\n", file, xpj_status_name(st),
+            xpj_result_log(r));
+    rc = EXIT_INPUT;
+    goto done;
+  }
+  size_t len;
+  const uint8_t *data = xpj_result_data(r, &len);
+  FILE *out = to_stdout ? stdout : fopen(outpath, "wb");
+  if (!out) {
+    perror(outpath);
+    rc = EXIT_INPUT;
+    goto done;
+  }
+  if (fwrite(data, 1, len, out) != len)
+    rc = EXIT_INPUT;
+  if (out != stdout) {
+    if (fclose(out) != 0)
+      rc = EXIT_INPUT;
+  } else if (fflush(stdout) != 0) {
+    rc = EXIT_INPUT;
+  }
+  if (rc)
+    fprintf(stderr, "%s: cannot write %s\n", prog, outpath);
+done:
+  xpj_result_destroy(r);
+  xpj_module_destroy(spec);
+  xpj_module_destroy(m);
+  xpj_diags_destroy(d);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage_main(stderr);
@@ -296,6 +514,8 @@ int main(int argc, char **argv) {
     return cmd_check(argc - 2, argv + 2);
   if (strcmp(cmd, "ir") == 0)
     return cmd_ir(argc - 2, argv + 2);
+  if (strcmp(cmd, "emit") == 0)
+    return cmd_emit(argc - 2, argv + 2);
   fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
   usage_main(stderr);
   return EXIT_USAGE;

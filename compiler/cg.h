@@ -1,0 +1,117 @@
+/*
+ * cg.h - the shared IR-to-LLVM lowering (codegen.c) and the small interface
+ * each target implements (target_spirv.c, target_ptx.c, target_cpu.c).
+ *
+ * The lowering walks the structured IR once and emits LLVM IR through the
+ * C API. Device functions are inlined during lowering (recursion is
+ * forbidden by the verifier), so no target needs a device-function ABI and
+ * the CPU target can run barrier code at work-group level. What differs per
+ * target sits behind cg_target_ops.
+ */
+#ifndef XPJ_CG_H
+#define XPJ_CG_H
+
+#include "ir_impl.h"
+#include "xpjit_codegen.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+#include <stdbool.h>
+
+typedef struct cg cg;
+typedef struct cg_frame cg_frame;
+
+/* The per-target part of code generation. */
+typedef struct cg_target_ops {
+  const char *name;
+  /* true: one hardware thread per work-item (SPIR-V, PTX); false: the CPU,
+   * where the entry point loops over work-items and work-groups. */
+  bool simt;
+  unsigned as_global, as_local; /* LLVM address spaces */
+  LLVMCallConv kernel_cc;
+  /* Creates the target machine for c->target (NULL + cg_fail on error). */
+  LLVMTargetMachineRef (*machine)(cg *c);
+  /* Module-level setup after triple and data layout are set. */
+  void (*init_module)(cg *c);
+  /* SIMT only: global_id, local_id, local_size, group_id, num_groups and
+   * (nd-range) global_size in dimension dim, as i64. */
+  LLVMValueRef (*wi)(cg *c, xpj_wi w, unsigned dim);
+  /* SIMT only: a work-group barrier with the given XPJ_FENCE_* flags. */
+  void (*barrier)(cg *c, unsigned fences);
+  /* The LLVM sync scope name for an atomic of scope s on space sp. */
+  const char *(*syncscope)(cg *c, xpj_scope s, xpj_space sp);
+  /* A math builtin for scalar type s, or NULL to use the shared lowering
+   * (LLVM intrinsics). May cg_fail with XPJ_ERR_UNSUPPORTED. */
+  LLVMValueRef (*math)(cg *c, xpj_math m, xpj_scalar s, LLVMValueRef *a,
+                       unsigned n);
+  /* Called once the kernel function is complete. */
+  void (*finish_kernel)(cg *c, LLVMValueRef fn);
+  /* Called after optimisation, before code generation (PTX: nothing yet). */
+  void (*before_codegen)(cg *c);
+} cg_target_ops;
+
+extern const cg_target_ops xpj_target_spirv_ops;
+extern const cg_target_ops xpj_target_ptx_ops;
+extern const cg_target_ops xpj_target_cpu_ops;
+
+struct cg {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  const cg_target_ops *ops;
+  const xpj_target *target;
+  const xpj_compile_opts *opts;
+  const xpj_module *m;
+  const xpj_func *kernel;
+  LLVMValueRef fn;       /* the function being built */
+  LLVMBasicBlockRef entry_bb; /* allocas go here */
+  LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f32, t_f64, t_ptr;
+
+  /* SIMT range kernels: the launch's logical global size (hidden args). */
+  LLVMValueRef range_size[3];
+
+  /* CPU entry state */
+  LLVMValueRef cpu_launch[9];   /* global[3], local[3], groups[3] */
+  LLVMValueRef cpu_local_mem, cpu_scratch;
+  LLVMValueRef cpu_gid[3], cpu_lid[3], cpu_grp[3];
+  LLVMValueRef cpu_glinear, cpu_wi, cpu_wgs, cpu_grp_linear;
+  LLVMValueRef cpu_active;      /* i64 alloca: live work-items of a group */
+  int64_t cpu_flags_off;        /* scratch offset of returned flags, -1 */
+  unsigned cur_loop;            /* serial of the work-item loop being built,
+                                   0 at work-group level */
+  unsigned loop_serial;
+  LLVMBasicBlockRef wi_latch;   /* next work-item */
+  LLVMBasicBlockRef group_exit; /* end of the work-group (CPU nd-range) */
+  bool wg_multi;                /* CPU nd-range kernel with barriers */
+
+  uint64_t local_bytes;   /* static local memory */
+  uint64_t scratch_bytes; /* CPU: per work-item scratch */
+  uint64_t inlined;       /* instructions lowered, to bound inlining */
+  bool needs_libdevice;
+  bool uses_float_atomics;
+
+  xpj_status status;
+  char err[2048];
+};
+
+/* Records the first error (printf-style); later errors are ignored. */
+void cg_fail(cg *c, xpj_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+LLVMTypeRef cg_scalar_type(cg *c, xpj_scalar s);
+/* Declares (once) and calls function name with the given calling
+ * convention. */
+LLVMValueRef cg_call(cg *c, const char *name, LLVMTypeRef ret,
+                     LLVMValueRef *args, unsigned n, LLVMCallConv cc);
+/* Calls an LLVM intrinsic by name, overloaded on the given types. */
+LLVMValueRef cg_intrinsic(cg *c, const char *name, LLVMTypeRef *over,
+                          unsigned nover, LLVMValueRef *args, unsigned n);
+LLVMValueRef cg_i64(cg *c, int64_t v);
+LLVMValueRef cg_i32(cg *c, int32_t v);
+bool cg_scalar_is_float(xpj_scalar s);
+bool cg_scalar_is_signed(xpj_scalar s);
+
+/* Lowers kernel of c->m into c->mod (codegen.c). */
+void cg_lower_kernel(cg *c);
+
+#endif

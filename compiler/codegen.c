@@ -1,0 +1,1833 @@
+/*
+ * codegen.c - the shared lowering of the typed IR to LLVM IR.
+ *
+ * One walk over the structured IR emits LLVM IR through the C API. Device
+ * functions are inlined as they are called (a frame per call), so views
+ * need no calling convention and the CPU can treat barrier code at
+ * work-group level.
+ *
+ * GPU targets (simt): the kernel function is the work-item; returns end it.
+ *
+ * The CPU: the entry point runs a range of work-items (range kernels) or of
+ * work-groups (nd-range kernels). An nd-range kernel body is cut at its
+ * barriers into "runs", each executed as a loop over the work-items of the
+ * group (the classic work-item loop transformation, done here on structured
+ * IR, where barriers can only sit in uniform control flow). Values and
+ * variables that live across runs are kept per work-item in the scratch
+ * buffer the runtime passes; conditions of uniform branches are read from
+ * the last work-item that computed them. See docs/abi.md.
+ */
+#include "cg.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_INLINED 2000000u /* instructions lowered for one kernel */
+
+enum { NEED_SLOT = 1, NEED_USLOT = 2 };
+
+typedef struct cg_view {
+  LLVMValueRef ptr;
+  LLVMValueRef shape[XPJ_MAX_RANK], stride[XPJ_MAX_RANK];
+  int rank;
+} cg_view;
+
+typedef struct cg_loopctx {
+  LLVMBasicBlockRef brk, cont;
+  bool wg;
+} cg_loopctx;
+
+struct cg_frame {
+  const xpj_func *f;
+  cg_frame *parent;
+  const xpj_inst *call; /* CALL instruction in parent, NULL for the kernel */
+  LLVMValueRef *vals;
+  cg_view *views;       /* kernel frame: one per parameter */
+  /* CPU work-group mode */
+  bool wg;
+  uint8_t *wgstmt;  /* instruction runs at work-group level */
+  uint32_t *run;    /* run of each instruction (0: work-group level) */
+  uint8_t *need;    /* NEED_SLOT / NEED_USLOT */
+  int64_t *slot;    /* scratch offset per work-item region, -1 */
+  LLVMValueRef *uslot;
+  uint32_t cur_run;
+  /* returns of inlined device functions */
+  LLVMBasicBlockRef ret_bb;
+  LLVMValueRef ret_slot;
+  int64_t ret_region; /* WG callee with a value: per-work-item result */
+  cg_loopctx *loops;
+  unsigned nloops, caploops;
+};
+
+/* ---- small helpers ------------------------------------------------- */
+
+void cg_fail(cg *c, xpj_status st, const char *fmt, ...) {
+  if (c->status != XPJ_OK)
+    return;
+  c->status = st;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->err, sizeof c->err, fmt, ap);
+  va_end(ap);
+}
+
+bool cg_scalar_is_float(xpj_scalar s) { return s == XPJ_F32 || s == XPJ_F64; }
+bool cg_scalar_is_signed(xpj_scalar s) {
+  return s == XPJ_I8 || s == XPJ_I16 || s == XPJ_I32 || s == XPJ_I64;
+}
+
+LLVMTypeRef cg_scalar_type(cg *c, xpj_scalar s) {
+  switch (s) {
+  case XPJ_BOOL: return c->t_i1;
+  case XPJ_I8: case XPJ_U8: return c->t_i8;
+  case XPJ_I16: case XPJ_U16: return c->t_i16;
+  case XPJ_I32: case XPJ_U32: return c->t_i32;
+  case XPJ_I64: case XPJ_U64: return c->t_i64;
+  case XPJ_F32: return c->t_f32;
+  case XPJ_F64: return c->t_f64;
+  default: return c->t_void;
+  }
+}
+
+/* In memory a bool is a byte. */
+static LLVMTypeRef mem_type(cg *c, xpj_scalar s) {
+  return s == XPJ_BOOL ? c->t_i8 : cg_scalar_type(c, s);
+}
+
+static unsigned scalar_bytes(xpj_scalar s) {
+  unsigned b = xpj_scalar_bits(s);
+  return b <= 8 ? 1 : b / 8;
+}
+
+LLVMValueRef cg_i64(cg *c, int64_t v) {
+  return LLVMConstInt(c->t_i64, (unsigned long long)v, 1);
+}
+LLVMValueRef cg_i32(cg *c, int32_t v) {
+  return LLVMConstInt(c->t_i32, (unsigned long long)(int64_t)v, 1);
+}
+
+LLVMValueRef cg_call(cg *c, const char *name, LLVMTypeRef ret,
+                     LLVMValueRef *args, unsigned n, LLVMCallConv cc) {
+  LLVMTypeRef ps[16];
+  for (unsigned i = 0; i < n && i < 16; i++)
+    ps[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef ft = LLVMFunctionType(ret, ps, n, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
+  if (!fn) {
+    fn = LLVMAddFunction(c->mod, name, ft);
+    LLVMSetFunctionCallConv(fn, cc);
+    unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(c->ctx, nounwind, 0));
+  }
+  LLVMValueRef r = LLVMBuildCall2(c->b, ft, fn, args, n, "");
+  LLVMSetInstructionCallConv(r, cc);
+  return r;
+}
+
+LLVMValueRef cg_intrinsic(cg *c, const char *name, LLVMTypeRef *over,
+                          unsigned nover, LLVMValueRef *args, unsigned n) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  if (!id) {
+    cg_fail(c, XPJ_ERR_COMPILE, "LLVM has no intrinsic %s", name);
+    return LLVMGetUndef(n ? LLVMTypeOf(args[0]) : c->t_i32);
+  }
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, over, nover);
+  LLVMTypeRef ft = LLVMIntrinsicGetType(c->ctx, id, over, nover);
+  return LLVMBuildCall2(c->b, ft, fn, args, n, "");
+}
+
+static LLVMValueRef entry_alloca(cg *c, LLVMTypeRef t, const char *name) {
+  LLVMBuilderRef eb = LLVMCreateBuilderInContext(c->ctx);
+  LLVMValueRef first = LLVMGetFirstInstruction(c->entry_bb);
+  if (first)
+    LLVMPositionBuilderBefore(eb, first);
+  else
+    LLVMPositionBuilderAtEnd(eb, c->entry_bb);
+  LLVMValueRef a = LLVMBuildAlloca(eb, t, name);
+  LLVMDisposeBuilder(eb);
+  return a;
+}
+
+static LLVMBasicBlockRef new_bb(cg *c, const char *name) {
+  return LLVMAppendBasicBlockInContext(c->ctx, c->fn, name);
+}
+
+static bool terminated(cg *c) {
+  return LLVMGetBasicBlockTerminator(LLVMGetInsertBlock(c->b)) != NULL;
+}
+
+static void br(cg *c, LLVMBasicBlockRef to) {
+  if (!terminated(c))
+    LLVMBuildBr(c->b, to);
+}
+
+static void set_fmf(cg *c, LLVMValueRef v) {
+  if (c->opts->fast_math && LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
+    LLVMSetFastMathFlags(v, LLVMFastMathAll);
+}
+
+static const xpj_typeinfo *tinfo(cg *c, xpj_type t) {
+  return xpj_typeinfo_of(c->m, t);
+}
+
+static xpj_scalar scalar_of(cg *c, xpj_type t) {
+  const xpj_typeinfo *ti = tinfo(c, t);
+  if (ti->kind == XPJ_TK_SCALAR)
+    return (xpj_scalar)ti->scalar;
+  if (ti->kind == XPJ_TK_VIEW || ti->kind == XPJ_TK_STATIC ||
+      ti->kind == XPJ_TK_PTR)
+    return (xpj_scalar)tinfo(c, ti->elem)->scalar;
+  return XPJ_VOID;
+}
+
+/* ---- frames -------------------------------------------------------- */
+
+static cg_frame *frame_new(cg *c, const xpj_func *f, cg_frame *parent,
+                           const xpj_inst *call) {
+  cg_frame *fr = calloc(1, sizeof *fr);
+  if (!fr) {
+    cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  fr->f = f;
+  fr->parent = parent;
+  fr->call = call;
+  fr->ret_region = -1;
+  fr->vals = calloc(f->ninsts + 1, sizeof *fr->vals);
+  if (!fr->vals) {
+    free(fr);
+    cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  return fr;
+}
+
+static void frame_free(cg_frame *fr) {
+  if (!fr)
+    return;
+  free(fr->vals);
+  free(fr->views);
+  free(fr->wgstmt);
+  free(fr->run);
+  free(fr->need);
+  free(fr->slot);
+  free(fr->uslot);
+  free(fr->loops);
+  free(fr);
+}
+
+static bool push_loop(cg *c, cg_frame *fr, LLVMBasicBlockRef brk,
+                      LLVMBasicBlockRef cont, bool wg) {
+  if (fr->nloops == fr->caploops) {
+    unsigned nc = fr->caploops ? fr->caploops * 2 : 8;
+    cg_loopctx *nl = realloc(fr->loops, nc * sizeof *nl);
+    if (!nl) {
+      cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
+      return false;
+    }
+    fr->loops = nl;
+    fr->caploops = nc;
+  }
+  fr->loops[fr->nloops++] = (cg_loopctx){brk, cont, wg};
+  return true;
+}
+
+static const xpj_func *callee_of(cg *c, const xpj_inst *in) {
+  return c->m->funcs[in->imm.callee];
+}
+
+static const uint32_t *args_of(const xpj_func *f, const xpj_inst *in) {
+  return &f->pool[in->args];
+}
+
+/* Value operands of a CALL skip its type arguments. */
+static xpj_val call_arg(const xpj_func *f, const xpj_inst *in, unsigned i) {
+  return args_of(f, in)[in->ntargs + i];
+}
+
+/* ---- barrier analysis (CPU) ---------------------------------------- */
+
+static bool block_has_barrier(cg *c, const xpj_func *f, xpj_block b,
+                              unsigned depth);
+
+static bool func_has_barrier(cg *c, const xpj_func *f, unsigned depth) {
+  if (depth > 64)
+    return true; /* deep call chains are rare; be conservative */
+  return block_has_barrier(c, f, 1, depth + 1);
+}
+
+static bool inst_has_barrier(cg *c, const xpj_func *f, xpj_val id,
+                             unsigned depth) {
+  const xpj_inst *in = &f->insts[id];
+  switch (in->op) {
+  case XPJ_OP_BARRIER:
+    return true;
+  case XPJ_OP_CALL:
+    return func_has_barrier(c, callee_of(c, in), depth);
+  case XPJ_OP_IF:
+    return block_has_barrier(c, f, in->blk[0], depth) ||
+           block_has_barrier(c, f, in->blk[1], depth);
+  case XPJ_OP_LOOP:
+    return block_has_barrier(c, f, in->blk[0], depth) ||
+           block_has_barrier(c, f, in->blk[1], depth) ||
+           block_has_barrier(c, f, in->blk[2], depth);
+  default:
+    return false;
+  }
+}
+
+static bool block_has_barrier(cg *c, const xpj_func *f, xpj_block b,
+                              unsigned depth) {
+  if (!b)
+    return false;
+  const xpj_blockdata *bd = &f->blocks[b];
+  for (uint32_t i = 0; i < bd->n; i++)
+    if (inst_has_barrier(c, f, bd->ids[i], depth))
+      return true;
+  return false;
+}
+
+/* Does block b (outside nested loops) break or continue? */
+static bool block_exits_loop(const xpj_func *f, xpj_block b) {
+  if (!b)
+    return false;
+  const xpj_blockdata *bd = &f->blocks[b];
+  for (uint32_t i = 0; i < bd->n; i++) {
+    const xpj_inst *in = &f->insts[bd->ids[i]];
+    if (in->op == XPJ_OP_BREAK || in->op == XPJ_OP_CONTINUE)
+      return true;
+    if (in->op == XPJ_OP_IF &&
+        (block_exits_loop(f, in->blk[0]) || block_exits_loop(f, in->blk[1])))
+      return true;
+  }
+  return false;
+}
+
+static void mark_wg_block(cg *c, cg_frame *fr, xpj_block b, bool in_wg_loop);
+
+/* Marks the work-group-level statements of a WG-mode block. */
+static void mark_wg_block(cg *c, cg_frame *fr, xpj_block b, bool in_wg_loop) {
+  const xpj_func *f = fr->f;
+  if (!b)
+    return;
+  const xpj_blockdata *bd = &f->blocks[b];
+  for (uint32_t i = 0; i < bd->n; i++) {
+    xpj_val id = bd->ids[i];
+    const xpj_inst *in = &f->insts[id];
+    bool wg = false;
+    switch (in->op) {
+    case XPJ_OP_BARRIER:
+    case XPJ_OP_BREAK:
+    case XPJ_OP_CONTINUE:
+    case XPJ_OP_RETURN:
+      /* terminators directly in a work-group-level block act on the group */
+      wg = true;
+      break;
+    case XPJ_OP_CALL:
+      wg = func_has_barrier(c, callee_of(c, in), 0);
+      break;
+    case XPJ_OP_IF:
+      wg = inst_has_barrier(c, f, id, 0) ||
+           (in_wg_loop && (block_exits_loop(f, in->blk[0]) ||
+                           block_exits_loop(f, in->blk[1])));
+      if (wg) {
+        mark_wg_block(c, fr, in->blk[0], in_wg_loop);
+        mark_wg_block(c, fr, in->blk[1], in_wg_loop);
+      }
+      break;
+    case XPJ_OP_LOOP:
+      wg = inst_has_barrier(c, f, id, 0);
+      if (wg)
+        for (int k = 0; k < 3; k++)
+          mark_wg_block(c, fr, in->blk[k], true);
+      break;
+    default:
+      break;
+    }
+    fr->wgstmt[id] = wg;
+  }
+}
+
+static void assign_run_nested(const xpj_func *f, xpj_block b, uint32_t *run,
+                              uint32_t r) {
+  if (!b)
+    return;
+  const xpj_blockdata *bd = &f->blocks[b];
+  for (uint32_t i = 0; i < bd->n; i++) {
+    xpj_val id = bd->ids[i];
+    const xpj_inst *in = &f->insts[id];
+    run[id] = r;
+    for (int k = 0; k < 3; k++)
+      if (in->blk[k] && (in->op == XPJ_OP_IF || in->op == XPJ_OP_LOOP))
+        assign_run_nested(f, in->blk[k], run, r);
+  }
+}
+
+static void assign_runs(cg_frame *fr, xpj_block b, uint32_t *next) {
+  const xpj_func *f = fr->f;
+  if (!b)
+    return;
+  const xpj_blockdata *bd = &f->blocks[b];
+  bool in_run = false;
+  for (uint32_t i = 0; i < bd->n; i++) {
+    xpj_val id = bd->ids[i];
+    const xpj_inst *in = &f->insts[id];
+    if (fr->wgstmt[id]) {
+      fr->run[id] = 0;
+      in_run = false;
+      if (in->op == XPJ_OP_IF || in->op == XPJ_OP_LOOP)
+        for (int k = 0; k < 3; k++)
+          if (in->blk[k])
+            assign_runs(fr, in->blk[k], next);
+    } else {
+      if (!in_run) {
+        (*next)++;
+        in_run = true;
+      }
+      fr->run[id] = *next;
+      for (int k = 0; k < 3; k++)
+        if (in->blk[k] && (in->op == XPJ_OP_IF || in->op == XPJ_OP_LOOP))
+          assign_run_nested(f, in->blk[k], fr->run, *next);
+    }
+  }
+}
+
+static bool rematerializable(const xpj_inst *in, const xpj_typeinfo *ti) {
+  switch (in->op) {
+  case XPJ_OP_CONST:
+  case XPJ_OP_PARAM:
+    return true;
+  case XPJ_OP_ARRAY:
+    return ti->space == XPJ_SPACE_LOCAL;
+  case XPJ_OP_WI:
+    return in->aux != XPJ_WI_GLOBAL_ID && in->aux != XPJ_WI_LOCAL_ID &&
+           in->aux != XPJ_WI_GLOBAL_LINEAR_ID &&
+           in->aux != XPJ_WI_LOCAL_LINEAR_ID;
+  default:
+    return false;
+  }
+}
+
+static void mark_use(cg_frame *fr, xpj_val user, xpj_val used,
+                     uint8_t extra) {
+  if (!used || used >= fr->f->ninsts)
+    return;
+  uint32_t ru = fr->run[user], rd = fr->run[used];
+  if (ru == 0)
+    fr->need[used] |= NEED_USLOT;
+  else if (ru != rd)
+    fr->need[used] |= NEED_SLOT;
+  fr->need[used] |= extra;
+}
+
+/* Prepares a frame to be lowered at work-group level (CPU nd-range). */
+static bool frame_make_wg(cg *c, cg_frame *fr) {
+  const xpj_func *f = fr->f;
+  size_t n = f->ninsts + 1;
+  fr->wg = true;
+  fr->wgstmt = calloc(n, 1);
+  fr->run = calloc(n, sizeof *fr->run);
+  fr->need = calloc(n, 1);
+  fr->slot = malloc(n * sizeof *fr->slot);
+  fr->uslot = calloc(n, sizeof *fr->uslot);
+  if (!fr->wgstmt || !fr->run || !fr->need || !fr->slot || !fr->uslot) {
+    cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
+    return false;
+  }
+  for (size_t i = 0; i < n; i++)
+    fr->slot[i] = -1;
+  mark_wg_block(c, fr, 1, false);
+  uint32_t next = 0;
+  assign_runs(fr, 1, &next);
+  for (xpj_val u = 1; u < f->ninsts; u++) {
+    const xpj_inst *in = &f->insts[u];
+    if (in->op == XPJ_OP_NOP)
+      continue;
+    const uint32_t *a = args_of(f, in);
+    unsigned first = in->op == XPJ_OP_CALL ? in->ntargs : 0;
+    bool wgcall = in->op == XPJ_OP_CALL && fr->wgstmt[u];
+    for (unsigned k = first; k < in->nargs; k++)
+      mark_use(fr, u, a[k], wgcall ? NEED_SLOT | NEED_USLOT : 0);
+    if (in->op == XPJ_OP_LOOP && in->imm.i)
+      fr->need[in->imm.i] |= NEED_USLOT;
+    if (in->op == XPJ_OP_RETURN && fr->wgstmt[u] && in->nargs)
+      fr->need[a[0]] |= NEED_SLOT;
+  }
+  for (xpj_val v = 1; v < f->ninsts; v++)
+    if (rematerializable(&f->insts[v], tinfo(c, f->insts[v].type)))
+      fr->need[v] = 0;
+  return true;
+}
+
+/* Allocates a per-work-item scratch region of size bytes (CPU). */
+static int64_t scratch_alloc(cg *c, uint64_t size) {
+  uint64_t off = (c->scratch_bytes + 15) & ~(uint64_t)15;
+  c->scratch_bytes = off + size;
+  return (int64_t)off;
+}
+
+/* Address of work-item wi's element of a scratch region. */
+static LLVMValueRef scratch_addr(cg *c, int64_t off, uint64_t size,
+                                 LLVMValueRef wi) {
+  LLVMValueRef base = LLVMBuildMul(c->b, cg_i64(c, off), c->cpu_wgs, "");
+  LLVMValueRef idx = LLVMBuildAdd(
+      c->b, base, LLVMBuildMul(c->b, wi, cg_i64(c, (int64_t)size), ""), "");
+  return LLVMBuildGEP2(c->b, c->t_i8, c->cpu_scratch, &idx, 1, "");
+}
+
+/* ---- values -------------------------------------------------------- */
+
+static LLVMValueRef val(cg *c, cg_frame *fr, xpj_val v);
+static cg_view *view_of(cg *c, cg_frame *fr, xpj_val v);
+static LLVMValueRef cpu_wi(cg *c, xpj_wi w, unsigned d);
+
+static LLVMValueRef const_of(cg *c, const xpj_inst *in) {
+  xpj_scalar s = scalar_of(c, in->type);
+  LLVMTypeRef t = cg_scalar_type(c, s);
+  if (cg_scalar_is_float(s))
+    return LLVMConstReal(t, in->aux ? in->imm.f : (double)in->imm.i);
+  if (s == XPJ_BOOL)
+    return LLVMConstInt(t, in->imm.i != 0, 0);
+  return LLVMConstInt(t, (unsigned long long)in->imm.i, 0);
+}
+
+static bool is_private_storage(cg *c, const xpj_inst *in) {
+  return in->op == XPJ_OP_VAR ||
+         (in->op == XPJ_OP_ARRAY &&
+          tinfo(c, in->type)->space != XPJ_SPACE_LOCAL);
+}
+
+/* Bytes per work-item of a private variable or array, rounded to 8. */
+static uint64_t private_bytes(cg *c, const xpj_inst *in) {
+  const xpj_typeinfo *ti = tinfo(c, in->type);
+  uint64_t n = 1;
+  if (in->op == XPJ_OP_ARRAY)
+    for (int k = 0; k < ti->rank; k++)
+      n *= (uint64_t)ti->dims[k];
+  return (n * scalar_bytes(scalar_of(c, in->type)) + 7) & ~(uint64_t)7;
+}
+
+static LLVMValueRef val(cg *c, cg_frame *fr, xpj_val v) {
+  const xpj_func *f = fr->f;
+  const xpj_inst *in = &f->insts[v];
+  if (in->op == XPJ_OP_CONST)
+    return const_of(c, in);
+  if (in->op == XPJ_OP_PARAM) {
+    if (fr->call)
+      return val(c, fr->parent, call_arg(fr->parent->f, fr->call, in->aux));
+    return fr->vals[v];
+  }
+  if (in->op == XPJ_OP_WI && !c->ops->simt &&
+      rematerializable(in, tinfo(c, in->type)))
+    return cpu_wi(c, (xpj_wi)in->aux, (unsigned)in->imm.i);
+  if (fr->wg && fr->slot[v] >= 0 && is_private_storage(c, in)) {
+    /* a private variable or array kept per work-item in scratch: its
+     * address depends on the work-item being run */
+    if (fr->run[v] == fr->cur_run && fr->vals[v])
+      return fr->vals[v];
+    return scratch_addr(c, fr->slot[v], private_bytes(c, in), c->cpu_wi);
+  }
+  if (fr->wg && fr->need[v] && fr->run[v] != fr->cur_run) {
+    xpj_scalar s = scalar_of(c, in->type);
+    bool isptr = tinfo(c, in->type)->kind != XPJ_TK_SCALAR;
+    LLVMTypeRef mt = isptr ? c->t_ptr : mem_type(c, s);
+    LLVMValueRef r;
+    if (c->cur_loop == 0) {
+      if (!fr->uslot[v]) {
+        cg_fail(c, XPJ_ERR_COMPILE, "internal: no uniform slot for %%%u", v);
+        return LLVMGetUndef(isptr ? c->t_ptr : cg_scalar_type(c, s));
+      }
+      r = LLVMBuildLoad2(c->b, mt, fr->uslot[v], "");
+    } else {
+      if (fr->slot[v] < 0) {
+        cg_fail(c, XPJ_ERR_COMPILE, "internal: no slot for %%%u", v);
+        return LLVMGetUndef(isptr ? c->t_ptr : cg_scalar_type(c, s));
+      }
+      uint64_t size = isptr ? 8 : scalar_bytes(s);
+      r = LLVMBuildLoad2(c->b, mt,
+                         scratch_addr(c, fr->slot[v], size, c->cpu_wi), "");
+    }
+    if (!isptr && s == XPJ_BOOL)
+      r = LLVMBuildTrunc(c->b, r, c->t_i1, "");
+    return r;
+  }
+  if (!fr->vals[v]) {
+    cg_fail(c, XPJ_ERR_COMPILE, "internal: value %%%u of %s used before "
+            "it was lowered", v, f->name);
+    return LLVMGetUndef(c->t_i64);
+  }
+  return fr->vals[v];
+}
+
+/* Stores a freshly defined value where later runs will look for it. */
+static void def(cg *c, cg_frame *fr, xpj_val v, LLVMValueRef x) {
+  fr->vals[v] = x;
+  if (!fr->wg || !fr->need[v] || !x)
+    return;
+  const xpj_inst *in = &fr->f->insts[v];
+  xpj_scalar s = scalar_of(c, in->type);
+  bool isptr = tinfo(c, in->type)->kind != XPJ_TK_SCALAR;
+  LLVMValueRef st = x;
+  if (!isptr && s == XPJ_BOOL)
+    st = LLVMBuildZExt(c->b, x, c->t_i8, "");
+  LLVMTypeRef mt = isptr ? c->t_ptr : mem_type(c, s);
+  uint64_t size = isptr ? 8 : scalar_bytes(s);
+  if (fr->need[v] & NEED_USLOT) {
+    if (!fr->uslot[v])
+      fr->uslot[v] = entry_alloca(c, mt, "uniform");
+    LLVMBuildStore(c->b, st, fr->uslot[v]);
+  }
+  if ((fr->need[v] & NEED_SLOT) && c->cur_loop) {
+    if (fr->slot[v] < 0)
+      fr->slot[v] = scratch_alloc(c, size);
+    LLVMBuildStore(c->b, st, scratch_addr(c, fr->slot[v], size, c->cpu_wi));
+  }
+}
+
+static cg_view *view_of(cg *c, cg_frame *fr, xpj_val v) {
+  const xpj_inst *in = &fr->f->insts[v];
+  if (in->op != XPJ_OP_PARAM) {
+    cg_fail(c, XPJ_ERR_COMPILE, "internal: view operand is not a parameter");
+    return NULL;
+  }
+  if (fr->call)
+    return view_of(c, fr->parent, call_arg(fr->parent->f, fr->call, in->aux));
+  return &fr->views[in->aux];
+}
+
+static LLVMValueRef to_i64(cg *c, LLVMValueRef x, xpj_scalar s) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  if (t == c->t_i64)
+    return x;
+  if (s == XPJ_BOOL || !cg_scalar_is_signed(s))
+    return LLVMBuildZExt(c->b, x, c->t_i64, "");
+  return LLVMBuildSExt(c->b, x, c->t_i64, "");
+}
+
+/* ---- work-items ---------------------------------------------------- */
+
+static LLVMValueRef simt_wi(cg *c, xpj_wi w, unsigned d) {
+  if (c->kernel->kind == XPJ_FUNC_RANGE && w == XPJ_WI_GLOBAL_SIZE)
+    return c->range_size[d];
+  return c->ops->wi(c, w, d);
+}
+
+static LLVMValueRef linear3(cg *c, LLVMValueRef id[3], LLVMValueRef sz[3]) {
+  LLVMValueRef r = LLVMBuildMul(c->b, id[2], sz[1], "");
+  r = LLVMBuildAdd(c->b, r, id[1], "");
+  r = LLVMBuildMul(c->b, r, sz[0], "");
+  return LLVMBuildAdd(c->b, r, id[0], "");
+}
+
+static LLVMValueRef cpu_wi(cg *c, xpj_wi w, unsigned d) {
+  d = d > 2 ? 0 : d;
+  switch (w) {
+  case XPJ_WI_GLOBAL_ID: return c->cpu_gid[d];
+  case XPJ_WI_GLOBAL_SIZE: return c->cpu_launch[d];
+  case XPJ_WI_GLOBAL_LINEAR_ID: return c->cpu_glinear;
+  case XPJ_WI_LOCAL_ID: return c->cpu_lid[d];
+  case XPJ_WI_LOCAL_SIZE: return c->cpu_launch[3 + d];
+  case XPJ_WI_GROUP_ID: return c->cpu_grp[d];
+  case XPJ_WI_NUM_GROUPS: return c->cpu_launch[6 + d];
+  case XPJ_WI_LOCAL_LINEAR_ID: return c->cpu_wi;
+  case XPJ_WI_GROUP_LINEAR_ID: return c->cpu_grp_linear;
+  default: return cg_i64(c, 0);
+  }
+}
+
+static LLVMValueRef lower_wi(cg *c, xpj_wi w, unsigned d) {
+  if (!c->ops->simt)
+    return cpu_wi(c, w, d);
+  if (w == XPJ_WI_GLOBAL_LINEAR_ID || w == XPJ_WI_LOCAL_LINEAR_ID ||
+      w == XPJ_WI_GROUP_LINEAR_ID) {
+    xpj_wi idk = w == XPJ_WI_GLOBAL_LINEAR_ID  ? XPJ_WI_GLOBAL_ID
+                 : w == XPJ_WI_LOCAL_LINEAR_ID ? XPJ_WI_LOCAL_ID
+                                               : XPJ_WI_GROUP_ID;
+    xpj_wi szk = w == XPJ_WI_GLOBAL_LINEAR_ID  ? XPJ_WI_GLOBAL_SIZE
+                 : w == XPJ_WI_LOCAL_LINEAR_ID ? XPJ_WI_LOCAL_SIZE
+                                               : XPJ_WI_NUM_GROUPS;
+    LLVMValueRef id[3], sz[3];
+    for (unsigned k = 0; k < 3; k++) {
+      id[k] = simt_wi(c, idk, k);
+      sz[k] = simt_wi(c, szk, k);
+    }
+    return linear3(c, id, sz);
+  }
+  return simt_wi(c, w, d);
+}
+
+/* ---- arithmetic ---------------------------------------------------- */
+
+static LLVMValueRef lower_binop(cg *c, xpj_binop op, xpj_scalar s,
+                                LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef B = c->b;
+  bool fl = cg_scalar_is_float(s), sg = cg_scalar_is_signed(s);
+  LLVMTypeRef t = LLVMTypeOf(a);
+  LLVMValueRef r = NULL;
+  switch (op) {
+  case XPJ_ADD: r = fl ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, ""); break;
+  case XPJ_SUB: r = fl ? LLVMBuildFSub(B, a, b, "") : LLVMBuildSub(B, a, b, ""); break;
+  case XPJ_MUL: r = fl ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, ""); break;
+  case XPJ_DIV:
+  case XPJ_REM:
+    if (fl) {
+      r = op == XPJ_DIV ? LLVMBuildFDiv(B, a, b, "") : LLVMBuildFRem(B, a, b, "");
+      break;
+    } else {
+      /* never trap: divide by 1 instead of 0 and instead of MIN / -1 */
+      LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+      LLVMValueRef bad = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
+      if (sg) {
+        unsigned bits = LLVMGetIntTypeWidth(t);
+        LLVMValueRef minv = LLVMConstInt(t, 1ull << (bits - 1), 0);
+        LLVMValueRef m1 = LLVMConstAllOnes(t);
+        LLVMValueRef ov = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, a, minv, ""),
+                                       LLVMBuildICmp(B, LLVMIntEQ, b, m1, ""), "");
+        bad = LLVMBuildOr(B, bad, ov, "");
+      }
+      LLVMValueRef d = LLVMBuildSelect(B, bad, one, b, "");
+      if (op == XPJ_DIV)
+        r = sg ? LLVMBuildSDiv(B, a, d, "") : LLVMBuildUDiv(B, a, d, "");
+      else
+        r = sg ? LLVMBuildSRem(B, a, d, "") : LLVMBuildURem(B, a, d, "");
+    }
+    break;
+  case XPJ_AND: r = LLVMBuildAnd(B, a, b, ""); break;
+  case XPJ_OR: r = LLVMBuildOr(B, a, b, ""); break;
+  case XPJ_XOR: r = LLVMBuildXor(B, a, b, ""); break;
+  case XPJ_SHL:
+  case XPJ_SHR: {
+    unsigned bits = LLVMGetIntTypeWidth(t);
+    LLVMValueRef n = LLVMBuildAnd(B, b, LLVMConstInt(t, bits - 1, 0), "");
+    if (op == XPJ_SHL)
+      r = LLVMBuildShl(B, a, n, "");
+    else
+      r = sg ? LLVMBuildAShr(B, a, n, "") : LLVMBuildLShr(B, a, n, "");
+    break;
+  }
+  case XPJ_EQ: case XPJ_NE: case XPJ_LT: case XPJ_LE: case XPJ_GT: case XPJ_GE:
+    if (fl) {
+      static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE,
+                                             LLVMRealOLT, LLVMRealOLE,
+                                             LLVMRealOGT, LLVMRealOGE};
+      r = LLVMBuildFCmp(B, fp[op - XPJ_EQ], a, b, "");
+    } else {
+      static const LLVMIntPredicate sp[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT,
+                                            LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+      static const LLVMIntPredicate up[] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT,
+                                            LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+      r = LLVMBuildICmp(B, (sg ? sp : up)[op - XPJ_EQ], a, b, "");
+    }
+    break;
+  default:
+    cg_fail(c, XPJ_ERR_COMPILE, "internal: bad binary operator %d", (int)op);
+    return a;
+  }
+  set_fmf(c, r);
+  return r;
+}
+
+static LLVMValueRef lower_cast(cg *c, LLVMValueRef x, xpj_scalar from,
+                               xpj_scalar to) {
+  LLVMBuilderRef B = c->b;
+  LLVMTypeRef tt = cg_scalar_type(c, to);
+  if (from == to)
+    return x;
+  bool ff = cg_scalar_is_float(from), tf = cg_scalar_is_float(to);
+  if (to == XPJ_BOOL) {
+    if (ff)
+      return LLVMBuildFCmp(B, LLVMRealUNE, x, LLVMConstReal(LLVMTypeOf(x), 0), "");
+    return LLVMBuildICmp(B, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, 0), "");
+  }
+  if (from == XPJ_BOOL)
+    return tf ? LLVMBuildUIToFP(B, x, tt, "") : LLVMBuildZExt(B, x, tt, "");
+  if (ff && tf)
+    return xpj_scalar_bits(to) > xpj_scalar_bits(from)
+               ? LLVMBuildFPExt(B, x, tt, "")
+               : LLVMBuildFPTrunc(B, x, tt, "");
+  if (ff) {
+    /* out-of-range conversions are unspecified, never poison */
+    LLVMValueRef r = cg_scalar_is_signed(to) ? LLVMBuildFPToSI(B, x, tt, "")
+                                             : LLVMBuildFPToUI(B, x, tt, "");
+    return LLVMBuildFreeze(B, r, "");
+  }
+  if (tf)
+    return cg_scalar_is_signed(from) ? LLVMBuildSIToFP(B, x, tt, "")
+                                     : LLVMBuildUIToFP(B, x, tt, "");
+  unsigned fb = xpj_scalar_bits(from), tb = xpj_scalar_bits(to);
+  if (tb < fb)
+    return LLVMBuildTrunc(B, x, tt, "");
+  if (tb > fb)
+    return cg_scalar_is_signed(from) ? LLVMBuildSExt(B, x, tt, "")
+                                     : LLVMBuildZExt(B, x, tt, "");
+  return x;
+}
+
+/* ---- math ---------------------------------------------------------- */
+
+static LLVMValueRef intr1(cg *c, const char *name, LLVMValueRef a) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  return cg_intrinsic(c, name, &t, 1, &a, 1);
+}
+static LLVMValueRef intr2(cg *c, const char *name, LLVMValueRef a,
+                          LLVMValueRef b) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  LLVMValueRef args[2] = {a, b};
+  return cg_intrinsic(c, name, &t, 1, args, 2);
+}
+
+/* Calls libm (CPU) for functions LLVM has no intrinsic for. */
+static LLVMValueRef libm(cg *c, const char *name, xpj_scalar s,
+                         LLVMValueRef *a, unsigned n) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%s%s", name, s == XPJ_F32 ? "f" : "");
+  return cg_call(c, buf, cg_scalar_type(c, s), a, n, LLVMCCallConv);
+}
+
+static LLVMValueRef lower_math_generic(cg *c, xpj_math m, xpj_scalar s,
+                                       LLVMValueRef *a, unsigned n) {
+  LLVMBuilderRef B = c->b;
+  LLVMTypeRef t = cg_scalar_type(c, s);
+  bool fl = cg_scalar_is_float(s), sg = cg_scalar_is_signed(s);
+  switch (m) {
+  case XPJ_MATH_SQRT: return intr1(c, "llvm.sqrt", a[0]);
+  case XPJ_MATH_RSQRT: {
+    LLVMValueRef r = LLVMBuildFDiv(B, LLVMConstReal(t, 1.0),
+                                   intr1(c, "llvm.sqrt", a[0]), "");
+    return r;
+  }
+  case XPJ_MATH_EXP: return intr1(c, "llvm.exp", a[0]);
+  case XPJ_MATH_EXP2: return intr1(c, "llvm.exp2", a[0]);
+  case XPJ_MATH_LOG: return intr1(c, "llvm.log", a[0]);
+  case XPJ_MATH_LOG2: return intr1(c, "llvm.log2", a[0]);
+  case XPJ_MATH_LOG10: return intr1(c, "llvm.log10", a[0]);
+  case XPJ_MATH_POW: return intr2(c, "llvm.pow", a[0], a[1]);
+  case XPJ_MATH_SIN: return intr1(c, "llvm.sin", a[0]);
+  case XPJ_MATH_COS: return intr1(c, "llvm.cos", a[0]);
+  case XPJ_MATH_TAN: return intr1(c, "llvm.tan", a[0]);
+  case XPJ_MATH_ASIN: return intr1(c, "llvm.asin", a[0]);
+  case XPJ_MATH_ACOS: return intr1(c, "llvm.acos", a[0]);
+  case XPJ_MATH_ATAN: return intr1(c, "llvm.atan", a[0]);
+  case XPJ_MATH_ATAN2: return intr2(c, "llvm.atan2", a[0], a[1]);
+  case XPJ_MATH_SINH: return intr1(c, "llvm.sinh", a[0]);
+  case XPJ_MATH_COSH: return intr1(c, "llvm.cosh", a[0]);
+  case XPJ_MATH_TANH: return intr1(c, "llvm.tanh", a[0]);
+  case XPJ_MATH_CBRT: return libm(c, "cbrt", s, a, 1);
+  case XPJ_MATH_EXPM1: return libm(c, "expm1", s, a, 1);
+  case XPJ_MATH_LOG1P: return libm(c, "log1p", s, a, 1);
+  case XPJ_MATH_HYPOT: return libm(c, "hypot", s, a, 2);
+  case XPJ_MATH_FABS: return intr1(c, "llvm.fabs", a[0]);
+  case XPJ_MATH_FLOOR: return intr1(c, "llvm.floor", a[0]);
+  case XPJ_MATH_CEIL: return intr1(c, "llvm.ceil", a[0]);
+  case XPJ_MATH_ROUND: return intr1(c, "llvm.round", a[0]);
+  case XPJ_MATH_TRUNC: return intr1(c, "llvm.trunc", a[0]);
+  case XPJ_MATH_FMA: {
+    LLVMTypeRef tt = LLVMTypeOf(a[0]);
+    return cg_intrinsic(c, "llvm.fma", &tt, 1, a, 3);
+  }
+  case XPJ_MATH_FMIN: return intr2(c, "llvm.minnum", a[0], a[1]);
+  case XPJ_MATH_FMAX: return intr2(c, "llvm.maxnum", a[0], a[1]);
+  case XPJ_MATH_COPYSIGN: return intr2(c, "llvm.copysign", a[0], a[1]);
+  case XPJ_MATH_ISNAN: return LLVMBuildFCmp(B, LLVMRealUNO, a[0], a[0], "");
+  case XPJ_MATH_ISINF:
+    return LLVMBuildFCmp(B, LLVMRealOEQ, intr1(c, "llvm.fabs", a[0]),
+                         LLVMConstReal(t, __builtin_inf()), "");
+  case XPJ_MATH_ISFINITE:
+    return LLVMBuildFCmp(B, LLVMRealOLT, intr1(c, "llvm.fabs", a[0]),
+                         LLVMConstReal(t, __builtin_inf()), "");
+  case XPJ_MATH_MIN:
+    return fl ? intr2(c, "llvm.minnum", a[0], a[1])
+              : intr2(c, sg ? "llvm.smin" : "llvm.umin", a[0], a[1]);
+  case XPJ_MATH_MAX:
+    return fl ? intr2(c, "llvm.maxnum", a[0], a[1])
+              : intr2(c, sg ? "llvm.smax" : "llvm.umax", a[0], a[1]);
+  case XPJ_MATH_CLAMP: {
+    LLVMValueRef lo = fl ? intr2(c, "llvm.maxnum", a[0], a[1])
+                         : intr2(c, sg ? "llvm.smax" : "llvm.umax", a[0], a[1]);
+    return fl ? intr2(c, "llvm.minnum", lo, a[2])
+              : intr2(c, sg ? "llvm.smin" : "llvm.umin", lo, a[2]);
+  }
+  case XPJ_MATH_ABS:
+    if (fl)
+      return intr1(c, "llvm.fabs", a[0]);
+    if (!sg)
+      return a[0];
+    return intr2(c, "llvm.abs", a[0], LLVMConstInt(c->t_i1, 0, 0));
+  case XPJ_MATH_POPCOUNT: return intr1(c, "llvm.ctpop", a[0]);
+  case XPJ_MATH_CLZ:
+    return intr2(c, "llvm.ctlz", a[0], LLVMConstInt(c->t_i1, 0, 0));
+  case XPJ_MATH_CTZ:
+    return intr2(c, "llvm.cttz", a[0], LLVMConstInt(c->t_i1, 0, 0));
+  case XPJ_MATH_MUL_HI: {
+    unsigned bits = LLVMGetIntTypeWidth(t);
+    LLVMTypeRef wt = LLVMIntTypeInContext(c->ctx, bits * 2);
+    LLVMValueRef x = sg ? LLVMBuildSExt(B, a[0], wt, "") : LLVMBuildZExt(B, a[0], wt, "");
+    LLVMValueRef y = sg ? LLVMBuildSExt(B, a[1], wt, "") : LLVMBuildZExt(B, a[1], wt, "");
+    LLVMValueRef p = LLVMBuildMul(B, x, y, "");
+    p = LLVMBuildLShr(B, p, LLVMConstInt(wt, bits, 0), "");
+    return LLVMBuildTrunc(B, p, t, "");
+  }
+  case XPJ_MATH_ROTL:
+  case XPJ_MATH_ROTR: {
+    LLVMValueRef args[3] = {a[0], a[0], a[1]};
+    return cg_intrinsic(c, m == XPJ_MATH_ROTL ? "llvm.fshl" : "llvm.fshr", &t,
+                        1, args, 3);
+  }
+  default:
+    cg_fail(c, XPJ_ERR_COMPILE, "internal: bad math builtin %d", (int)m);
+    return a[0];
+  }
+}
+
+static LLVMValueRef lower_math(cg *c, xpj_math m, xpj_scalar s,
+                               LLVMValueRef *a, unsigned n) {
+  LLVMValueRef r = NULL;
+  if (c->ops->math)
+    r = c->ops->math(c, m, s, a, n);
+  if (!r)
+    r = lower_math_generic(c, m, s, a, n);
+  set_fmf(c, r);
+  return r;
+}
+
+/* ---- memory -------------------------------------------------------- */
+
+static LLVMValueRef select_dim(cg *c, LLVMValueRef *comp, int rank,
+                               LLVMValueRef dim) {
+  LLVMValueRef r = comp[0];
+  for (int k = 1; k < rank; k++)
+    r = LLVMBuildSelect(c->b,
+                        LLVMBuildICmp(c->b, LLVMIntEQ, dim, cg_i64(c, k), ""),
+                        comp[k], r, "");
+  return r;
+}
+
+static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
+  const xpj_func *f = fr->f;
+  const uint32_t *a = args_of(f, in);
+  xpj_val arr = a[0];
+  const xpj_typeinfo *at = tinfo(c, f->insts[arr].type);
+  xpj_scalar es = scalar_of(c, f->insts[arr].type);
+  LLVMTypeRef et = mem_type(c, es);
+  unsigned nidx = in->nargs - 1;
+  LLVMValueRef idx[XPJ_MAX_RANK];
+  for (unsigned k = 0; k < nidx; k++)
+    idx[k] = to_i64(c, val(c, fr, a[1 + k]), scalar_of(c, f->insts[a[1 + k]].type));
+  LLVMValueRef off = NULL, base;
+  if (at->kind == XPJ_TK_VIEW) {
+    cg_view *vw = view_of(c, fr, arr);
+    if (!vw)
+      return LLVMGetUndef(c->t_ptr);
+    base = vw->ptr;
+    int rank = vw->rank;
+    if (nidx == 1 && rank > 1) {
+      /* flat row-major index, unravelled through the shape */
+      LLVMValueRef rem = idx[0];
+      for (int d = rank - 1; d >= 0; d--) {
+        LLVMValueRef q = d ? LLVMBuildUDiv(c->b, rem, vw->shape[d], "") : rem;
+        LLVMValueRef i = d ? LLVMBuildSub(c->b, rem,
+                                          LLVMBuildMul(c->b, q, vw->shape[d], ""), "")
+                           : rem;
+        LLVMValueRef t = LLVMBuildMul(c->b, i, vw->stride[d], "");
+        off = off ? LLVMBuildAdd(c->b, off, t, "") : t;
+        rem = q;
+      }
+    } else {
+      for (unsigned d = 0; d < nidx; d++) {
+        LLVMValueRef t = LLVMBuildMul(c->b, idx[d], vw->stride[d], "");
+        off = off ? LLVMBuildAdd(c->b, off, t, "") : t;
+      }
+    }
+  } else {
+    base = val(c, fr, arr);
+    if (nidx == 1) {
+      off = idx[0];
+    } else {
+      int64_t stride = 1;
+      for (int d = (int)nidx - 1; d >= 0; d--) {
+        LLVMValueRef t = LLVMBuildMul(c->b, idx[d], cg_i64(c, stride), "");
+        off = off ? LLVMBuildAdd(c->b, off, t, "") : t;
+        stride *= at->dims[d];
+      }
+    }
+  }
+  return LLVMBuildGEP2(c->b, et, base, &off, 1, "");
+}
+
+static LLVMValueRef load_elem(cg *c, LLVMValueRef p, xpj_scalar s) {
+  LLVMValueRef r = LLVMBuildLoad2(c->b, mem_type(c, s), p, "");
+  LLVMSetAlignment(r, scalar_bytes(s));
+  if (s == XPJ_BOOL)
+    r = LLVMBuildTrunc(c->b, r, c->t_i1, "");
+  return r;
+}
+
+static void store_elem(cg *c, LLVMValueRef p, LLVMValueRef v, xpj_scalar s) {
+  if (s == XPJ_BOOL)
+    v = LLVMBuildZExt(c->b, v, c->t_i8, "");
+  LLVMValueRef st = LLVMBuildStore(c->b, v, p);
+  LLVMSetAlignment(st, scalar_bytes(s));
+}
+
+static void zero_fill(cg *c, LLVMValueRef p, uint64_t bytes, unsigned align) {
+  LLVMValueRef ms = LLVMBuildMemSet(c->b, p, LLVMConstInt(c->t_i8, 0, 0),
+                                    cg_i64(c, (int64_t)bytes), align);
+  (void)ms;
+}
+
+static LLVMAtomicOrdering ordering(xpj_order o) {
+  switch (o) {
+  case XPJ_ORDER_ACQUIRE: return LLVMAtomicOrderingAcquire;
+  case XPJ_ORDER_RELEASE: return LLVMAtomicOrderingRelease;
+  case XPJ_ORDER_ACQ_REL: return LLVMAtomicOrderingAcquireRelease;
+  case XPJ_ORDER_SEQ_CST: return LLVMAtomicOrderingSequentiallyConsistent;
+  default: return LLVMAtomicOrderingMonotonic;
+  }
+}
+
+static unsigned sync_id(cg *c, const xpj_inst *in, xpj_space sp) {
+  const char *name = c->ops->syncscope(c, (xpj_scope)in->scope, sp);
+  return LLVMGetSyncScopeID(c->ctx, name, strlen(name));
+}
+
+static xpj_space ptr_space(cg *c, const xpj_func *f, xpj_val p) {
+  return (xpj_space)tinfo(c, f->insts[p].type)->space;
+}
+
+static LLVMValueRef lower_atomic(cg *c, cg_frame *fr, const xpj_inst *in) {
+  const xpj_func *f = fr->f;
+  const uint32_t *a = args_of(f, in);
+  xpj_scalar s = scalar_of(c, in->type);
+  bool fl = cg_scalar_is_float(s), sg = cg_scalar_is_signed(s);
+  LLVMValueRef p = val(c, fr, a[0]);
+  xpj_space sp = ptr_space(c, f, a[0]);
+  unsigned ss = sync_id(c, in, sp);
+  LLVMAtomicOrdering ord = ordering((xpj_order)in->order);
+  LLVMBuilderRef B = c->b;
+  switch (in->op) {
+  case XPJ_OP_ATOMIC: {
+    LLVMAtomicRMWBinOp op;
+    switch ((xpj_atomic_op)in->aux) {
+    case XPJ_ATOMIC_ADD: op = fl ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd; break;
+    case XPJ_ATOMIC_SUB: op = fl ? LLVMAtomicRMWBinOpFSub : LLVMAtomicRMWBinOpSub; break;
+    case XPJ_ATOMIC_MIN: op = sg ? LLVMAtomicRMWBinOpMin : LLVMAtomicRMWBinOpUMin; break;
+    case XPJ_ATOMIC_MAX: op = sg ? LLVMAtomicRMWBinOpMax : LLVMAtomicRMWBinOpUMax; break;
+    case XPJ_ATOMIC_AND: op = LLVMAtomicRMWBinOpAnd; break;
+    case XPJ_ATOMIC_OR: op = LLVMAtomicRMWBinOpOr; break;
+    case XPJ_ATOMIC_XOR: op = LLVMAtomicRMWBinOpXor; break;
+    default: op = LLVMAtomicRMWBinOpXchg; break;
+    }
+    if (fl && op != LLVMAtomicRMWBinOpXchg)
+      c->uses_float_atomics = true;
+    LLVMValueRef r = LLVMBuildAtomicRMWSyncScope(B, op, p, val(c, fr, a[1]),
+                                                 ord, ss);
+    LLVMSetAlignment(r, scalar_bytes(s));
+    return r;
+  }
+  case XPJ_OP_CMPXCHG: {
+    LLVMValueRef e = val(c, fr, a[1]), d = val(c, fr, a[2]);
+    LLVMTypeRef it = LLVMIntTypeInContext(c->ctx, xpj_scalar_bits(s));
+    if (fl) {
+      e = LLVMBuildBitCast(B, e, it, "");
+      d = LLVMBuildBitCast(B, d, it, "");
+    }
+    LLVMAtomicOrdering fail = ord == LLVMAtomicOrderingAcquireRelease
+                                  ? LLVMAtomicOrderingAcquire
+                              : ord == LLVMAtomicOrderingRelease
+                                  ? LLVMAtomicOrderingMonotonic
+                                  : ord;
+    LLVMValueRef x = LLVMBuildAtomicCmpXchgSyncScope(B, p, e, d, ord, fail, ss);
+    LLVMSetAlignment(x, scalar_bytes(s));
+    LLVMValueRef old = LLVMBuildExtractValue(B, x, 0, "");
+    return fl ? LLVMBuildBitCast(B, old, cg_scalar_type(c, s), "") : old;
+  }
+  case XPJ_OP_ALOAD: {
+    LLVMValueRef r = LLVMBuildLoad2(B, cg_scalar_type(c, s), p, "");
+    LLVMSetOrdering(r, ord);
+    LLVMSetAtomicSyncScopeID(r, ss);
+    LLVMSetAlignment(r, scalar_bytes(s));
+    return r;
+  }
+  default: { /* ASTORE */
+    LLVMValueRef st = LLVMBuildStore(B, val(c, fr, a[1]), p);
+    LLVMSetOrdering(st, ord);
+    LLVMSetAtomicSyncScopeID(st, ss);
+    LLVMSetAlignment(st, scalar_bytes(scalar_of(c, f->insts[a[1]].type)));
+    return st;
+  }
+  }
+}
+
+/* ---- statements ---------------------------------------------------- */
+
+static void lower_block(cg *c, cg_frame *fr, xpj_block b);
+static void lower_wg_block(cg *c, cg_frame *fr, xpj_block b);
+static void lower_inst(cg *c, cg_frame *fr, xpj_val id);
+
+/* The storage of a private variable or array. */
+static LLVMValueRef private_storage(cg *c, cg_frame *fr, xpj_val id,
+                                    LLVMTypeRef t) {
+  if (fr->wg && fr->need[id]) {
+    /* lives across barriers: one copy per work-item in scratch */
+    uint64_t bytes = private_bytes(c, &fr->f->insts[id]);
+    if (fr->slot[id] < 0)
+      fr->slot[id] = scratch_alloc(c, bytes);
+    return scratch_addr(c, fr->slot[id], bytes, c->cpu_wi);
+  }
+  return entry_alloca(c, t, "");
+}
+
+static void lower_call(cg *c, cg_frame *fr, xpj_val id, bool wg) {
+  const xpj_inst *in = &fr->f->insts[id];
+  const xpj_func *callee = callee_of(c, in);
+  cg_frame *cf = frame_new(c, callee, fr, in);
+  if (!cf)
+    return;
+  xpj_scalar rs = scalar_of(c, in->type);
+  LLVMBasicBlockRef cont = new_bb(c, "call.cont");
+  cf->ret_bb = cont;
+  if (rs != XPJ_VOID && !wg)
+    cf->ret_slot = entry_alloca(c, mem_type(c, rs), "ret");
+  if (wg) {
+    if (!frame_make_wg(c, cf)) {
+      frame_free(cf);
+      return;
+    }
+    if (rs != XPJ_VOID) {
+      if (fr->slot[id] < 0)
+        fr->slot[id] = scratch_alloc(c, scalar_bytes(rs));
+      cf->ret_region = fr->slot[id];
+    }
+    lower_wg_block(c, cf, 1);
+  } else {
+    lower_block(c, cf, 1);
+  }
+  br(c, cont);
+  LLVMPositionBuilderAtEnd(c->b, cont);
+  if (rs != XPJ_VOID && !wg)
+    def(c, fr, id, load_elem(c, cf->ret_slot, rs));
+  if (rs != XPJ_VOID && wg && (fr->need[id] & NEED_USLOT)) {
+    /* used at work-group level: take work-item 0's value */
+    LLVMValueRef x = LLVMBuildLoad2(
+        c->b, mem_type(c, rs),
+        scratch_addr(c, fr->slot[id], scalar_bytes(rs), cg_i64(c, 0)), "");
+    fr->uslot[id] = entry_alloca(c, mem_type(c, rs), "uniform");
+    LLVMBuildStore(c->b, x, fr->uslot[id]);
+  }
+  frame_free(cf);
+}
+
+static void lower_if(cg *c, cg_frame *fr, xpj_val id) {
+  const xpj_inst *in = &fr->f->insts[id];
+  const uint32_t *a = args_of(fr->f, in);
+  xpj_scalar rs = scalar_of(c, in->type);
+  LLVMValueRef slot = NULL;
+  if (rs != XPJ_VOID)
+    slot = entry_alloca(c, mem_type(c, rs), "ifv");
+  LLVMBasicBlockRef tb = new_bb(c, "then"), eb = new_bb(c, "else"),
+                    mb = new_bb(c, "endif");
+  LLVMBuildCondBr(c->b, val(c, fr, a[0]), tb, eb);
+  fr->vals[id] = slot; /* YIELD finds the slot here */
+  LLVMPositionBuilderAtEnd(c->b, tb);
+  lower_block(c, fr, in->blk[0]);
+  br(c, mb);
+  LLVMPositionBuilderAtEnd(c->b, eb);
+  lower_block(c, fr, in->blk[1]);
+  br(c, mb);
+  LLVMPositionBuilderAtEnd(c->b, mb);
+  fr->vals[id] = NULL;
+  if (slot)
+    def(c, fr, id, load_elem(c, slot, rs));
+}
+
+static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
+  const xpj_inst *in = &fr->f->insts[id];
+  LLVMBasicBlockRef cb = new_bb(c, "loop.cond"), bb = new_bb(c, "loop.body"),
+                    sb = new_bb(c, "loop.step"), xb = new_bb(c, "loop.end");
+  br(c, cb);
+  LLVMPositionBuilderAtEnd(c->b, cb);
+  if (wg)
+    lower_wg_block(c, fr, in->blk[0]);
+  else
+    lower_block(c, fr, in->blk[0]);
+  if (in->imm.i) {
+    LLVMValueRef cond;
+    if (wg) {
+      fr->cur_run = 0;
+      cond = val(c, fr, (xpj_val)in->imm.i);
+      if (c->wg_multi && c->cpu_active) {
+        /* every work-item returned: leave the group */
+        LLVMValueRef act = LLVMBuildLoad2(c->b, c->t_i64, c->cpu_active, "");
+        LLVMBasicBlockRef go = new_bb(c, "loop.live");
+        LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, act, cg_i64(c, 0), ""),
+                        c->group_exit, go);
+        LLVMPositionBuilderAtEnd(c->b, go);
+      }
+    } else {
+      cond = val(c, fr, (xpj_val)in->imm.i);
+    }
+    if (!terminated(c))
+      LLVMBuildCondBr(c->b, cond, bb, xb);
+  } else {
+    br(c, bb);
+  }
+  if (!push_loop(c, fr, xb, sb, wg))
+    return;
+  LLVMPositionBuilderAtEnd(c->b, bb);
+  if (wg)
+    lower_wg_block(c, fr, in->blk[1]);
+  else
+    lower_block(c, fr, in->blk[1]);
+  br(c, sb);
+  LLVMPositionBuilderAtEnd(c->b, sb);
+  if (wg)
+    lower_wg_block(c, fr, in->blk[2]);
+  else
+    lower_block(c, fr, in->blk[2]);
+  br(c, cb);
+  fr->nloops--;
+  LLVMPositionBuilderAtEnd(c->b, xb);
+}
+
+static void lower_return(cg *c, cg_frame *fr, const xpj_inst *in) {
+  const uint32_t *a = args_of(fr->f, in);
+  if (fr->call && fr->wg && c->cur_loop) {
+    cg_fail(c, XPJ_ERR_UNSUPPORTED, "%s: a return that depends on the "
+            "work-item inside a device function with barriers is not "
+            "supported on the CPU", fr->f->name);
+    return;
+  }
+  if (fr->call) { /* inlined device function */
+    if (in->nargs && fr->ret_slot)
+      store_elem(c, fr->ret_slot, val(c, fr, a[0]),
+                 scalar_of(c, fr->f->insts[a[0]].type));
+    LLVMBuildBr(c->b, fr->ret_bb);
+    return;
+  }
+  if (c->ops->simt || c->kernel->kind == XPJ_FUNC_RANGE || !c->wg_multi) {
+    LLVMBuildBr(c->b, c->wi_latch); /* SIMT: the latch is the ret block */
+    return;
+  }
+  /* CPU nd-range with barriers: this work-item is done for the group */
+  LLVMValueRef fp = LLVMBuildGEP2(
+      c->b, c->t_i8, c->cpu_scratch,
+      (LLVMValueRef[]){LLVMBuildAdd(
+          c->b, LLVMBuildMul(c->b, cg_i64(c, c->cpu_flags_off), c->cpu_wgs, ""),
+          c->cpu_wi, "")},
+      1, "");
+  LLVMBuildStore(c->b, LLVMConstInt(c->t_i8, 1, 0), fp);
+  LLVMValueRef act = LLVMBuildLoad2(c->b, c->t_i64, c->cpu_active, "");
+  LLVMBuildStore(c->b, LLVMBuildSub(c->b, act, cg_i64(c, 1), ""), c->cpu_active);
+  LLVMBuildBr(c->b, c->wi_latch);
+}
+
+static void lower_inst(cg *c, cg_frame *fr, xpj_val id) {
+  const xpj_func *f = fr->f;
+  const xpj_inst *in = &f->insts[id];
+  const uint32_t *a = args_of(f, in);
+  LLVMBuilderRef B = c->b;
+  if (c->status != XPJ_OK)
+    return;
+  if (++c->inlined > MAX_INLINED) {
+    cg_fail(c, XPJ_ERR_UNSUPPORTED, "kernel is too large after inlining "
+            "device functions (more than %u instructions)", MAX_INLINED);
+    return;
+  }
+  if (terminated(c)) {
+    /* code after a terminator in an enclosing block is unreachable */
+    LLVMPositionBuilderAtEnd(B, new_bb(c, "dead"));
+  }
+  xpj_scalar s = scalar_of(c, in->type);
+  switch ((xpj_op)in->op) {
+  case XPJ_OP_NOP:
+  case XPJ_OP_PARAM:
+  case XPJ_OP_CONST:
+    break;
+  case XPJ_OP_BINOP: {
+    xpj_scalar os = scalar_of(c, f->insts[a[0]].type);
+    def(c, fr, id, lower_binop(c, (xpj_binop)in->aux, os, val(c, fr, a[0]),
+                               val(c, fr, a[1])));
+    break;
+  }
+  case XPJ_OP_UNOP: {
+    LLVMValueRef x = val(c, fr, a[0]), r;
+    switch ((xpj_unop)in->aux) {
+    case XPJ_NEG:
+      r = cg_scalar_is_float(s) ? LLVMBuildFNeg(B, x, "") : LLVMBuildNeg(B, x, "");
+      break;
+    case XPJ_NOT:
+    case XPJ_LNOT:
+    default:
+      r = LLVMBuildNot(B, x, "");
+      break;
+    }
+    def(c, fr, id, r);
+    break;
+  }
+  case XPJ_OP_CAST:
+    def(c, fr, id, lower_cast(c, val(c, fr, a[0]),
+                              scalar_of(c, f->insts[a[0]].type), s));
+    break;
+  case XPJ_OP_VAR: {
+    xpj_scalar es = scalar_of(c, in->type);
+    fr->vals[id] = private_storage(c, fr, id, mem_type(c, es));
+    break;
+  }
+  case XPJ_OP_ARRAY: {
+    const xpj_typeinfo *ti = tinfo(c, in->type);
+    xpj_scalar es = scalar_of(c, in->type);
+    uint64_t n = 1;
+    for (int k = 0; k < ti->rank; k++)
+      n *= (uint64_t)ti->dims[k];
+    uint64_t bytes = n * scalar_bytes(es);
+    LLVMTypeRef at = LLVMArrayType2(mem_type(c, es), n);
+    if (ti->space == XPJ_SPACE_LOCAL) {
+      uint64_t off = (c->local_bytes + 15) & ~(uint64_t)15;
+      c->local_bytes = off + bytes;
+      if (c->ops->simt) {
+        LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, "local",
+                                                     c->ops->as_local);
+        LLVMSetLinkage(g, LLVMInternalLinkage);
+        LLVMSetInitializer(g, LLVMGetPoison(at));
+        LLVMSetAlignment(g, 16);
+        fr->vals[id] = g;
+      } else {
+        /* in the entry block, so that every run of the group sees it */
+        LLVMBuilderRef eb = LLVMCreateBuilderInContext(c->ctx);
+        LLVMPositionBuilderBefore(eb, LLVMGetFirstInstruction(c->entry_bb));
+        LLVMValueRef o = cg_i64(c, (int64_t)off);
+        fr->vals[id] = LLVMBuildGEP2(eb, c->t_i8, c->cpu_local_mem, &o, 1, "");
+        LLVMDisposeBuilder(eb);
+      }
+    } else {
+      LLVMValueRef p = private_storage(c, fr, id, at);
+      zero_fill(c, p, bytes, scalar_bytes(es));
+      fr->vals[id] = p;
+    }
+    break;
+  }
+  case XPJ_OP_INDEX:
+    def(c, fr, id, lower_index(c, fr, in));
+    break;
+  case XPJ_OP_LOAD:
+    def(c, fr, id, load_elem(c, val(c, fr, a[0]), s));
+    break;
+  case XPJ_OP_STORE:
+    store_elem(c, val(c, fr, a[0]), val(c, fr, a[1]),
+               scalar_of(c, f->insts[a[1]].type));
+    break;
+  case XPJ_OP_SHAPE:
+  case XPJ_OP_STRIDE:
+  case XPJ_OP_SIZE:
+  case XPJ_OP_NDIM: {
+    const xpj_typeinfo *ti = tinfo(c, f->insts[a[0]].type);
+    if (ti->kind != XPJ_TK_VIEW) {
+      cg_fail(c, XPJ_ERR_COMPILE, "internal: unfolded query of a static array");
+      break;
+    }
+    cg_view *vw = view_of(c, fr, a[0]);
+    if (!vw)
+      break;
+    LLVMValueRef r;
+    if (in->op == XPJ_OP_NDIM) {
+      r = cg_i64(c, vw->rank);
+    } else if (in->op == XPJ_OP_SIZE) {
+      r = vw->shape[0];
+      for (int k = 1; k < vw->rank; k++)
+        r = LLVMBuildMul(B, r, vw->shape[k], "");
+    } else {
+      LLVMValueRef *comp = in->op == XPJ_OP_SHAPE ? vw->shape : vw->stride;
+      int64_t d;
+      if (xpj_val_const(f, a[1], &d, NULL))
+        r = (d >= 0 && d < vw->rank) ? comp[d] : cg_i64(c, 0);
+      else
+        r = select_dim(c, comp, vw->rank, val(c, fr, a[1]));
+    }
+    def(c, fr, id, r);
+    break;
+  }
+  case XPJ_OP_WI:
+    def(c, fr, id, lower_wi(c, (xpj_wi)in->aux, (unsigned)in->imm.i));
+    break;
+  case XPJ_OP_BARRIER:
+    if (c->ops->simt)
+      c->ops->barrier(c, in->aux);
+    /* CPU: a barrier only separates runs (lower_wg_block) */
+    break;
+  case XPJ_OP_ATOMIC:
+  case XPJ_OP_CMPXCHG:
+  case XPJ_OP_ALOAD:
+  case XPJ_OP_ASTORE: {
+    LLVMValueRef r = lower_atomic(c, fr, in);
+    if (in->op != XPJ_OP_ASTORE)
+      def(c, fr, id, r);
+    break;
+  }
+  case XPJ_OP_MATH: {
+    LLVMValueRef args[3];
+    unsigned n = in->nargs > 3 ? 3 : in->nargs;
+    for (unsigned k = 0; k < n; k++)
+      args[k] = val(c, fr, a[k]);
+    xpj_scalar as = scalar_of(c, f->insts[a[0]].type);
+    def(c, fr, id, lower_math(c, (xpj_math)in->aux, as, args, n));
+    break;
+  }
+  case XPJ_OP_CALL:
+    lower_call(c, fr, id, false);
+    break;
+  case XPJ_OP_IF:
+    lower_if(c, fr, id);
+    break;
+  case XPJ_OP_YIELD: {
+    xpj_val owner = f->blocks[in->in_block].parent;
+    LLVMValueRef slot = fr->vals[owner];
+    if (!slot) {
+      cg_fail(c, XPJ_ERR_COMPILE, "internal: yield outside a value if");
+      break;
+    }
+    store_elem(c, slot, val(c, fr, a[0]), scalar_of(c, f->insts[a[0]].type));
+    break; /* the enclosing lower_if branches to the merge block */
+  }
+  case XPJ_OP_LOOP:
+    lower_loop(c, fr, id, false);
+    break;
+  case XPJ_OP_BREAK:
+  case XPJ_OP_CONTINUE:
+    if (!fr->nloops) {
+      cg_fail(c, XPJ_ERR_COMPILE, "internal: break outside a loop");
+      break;
+    }
+    LLVMBuildBr(B, in->op == XPJ_OP_BREAK ? fr->loops[fr->nloops - 1].brk
+                                          : fr->loops[fr->nloops - 1].cont);
+    break;
+  case XPJ_OP_RETURN:
+    lower_return(c, fr, in);
+    break;
+  default:
+    cg_fail(c, XPJ_ERR_COMPILE, "internal: cannot lower op %u", in->op);
+  }
+}
+
+static void lower_block(cg *c, cg_frame *fr, xpj_block b) {
+  if (!b)
+    return;
+  const xpj_blockdata *bd = &fr->f->blocks[b];
+  for (uint32_t i = 0; i < bd->n && c->status == XPJ_OK; i++)
+    lower_inst(c, fr, bd->ids[i]);
+}
+
+/* ---- CPU work-item loops ------------------------------------------- */
+
+typedef struct counted_loop {
+  LLVMBasicBlockRef head, body, latch, exit;
+  LLVMValueRef iv, next;
+} counted_loop;
+
+/* for (iv = start; iv < end; iv++) { ... } : positions the builder in the
+ * body; close with loop_close. */
+static void loop_open(cg *c, counted_loop *L, LLVMValueRef start,
+                      LLVMValueRef end, const char *name) {
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
+  L->head = new_bb(c, name);
+  L->body = new_bb(c, "body");
+  L->latch = new_bb(c, "latch");
+  L->exit = new_bb(c, "exit");
+  LLVMBuildBr(c->b, L->head);
+  LLVMPositionBuilderAtEnd(c->b, L->head);
+  L->iv = LLVMBuildPhi(c->b, c->t_i64, name);
+  LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, L->iv, end, ""),
+                  L->body, L->exit);
+  LLVMAddIncoming(L->iv, &start, &pre, 1);
+  LLVMPositionBuilderAtEnd(c->b, L->body);
+}
+
+static void loop_close(cg *c, counted_loop *L) {
+  br(c, L->latch);
+  LLVMPositionBuilderAtEnd(c->b, L->latch);
+  L->next = LLVMBuildAdd(c->b, L->iv, cg_i64(c, 1), "");
+  LLVMBuildBr(c->b, L->head);
+  LLVMAddIncoming(L->iv, &L->next, &L->latch, 1);
+  LLVMPositionBuilderAtEnd(c->b, L->exit);
+}
+
+/* Runs instructions [from, to) of block b once per work-item of the
+ * group (nd-range on the CPU). */
+static void emit_wi_loop(cg *c, cg_frame *fr, xpj_block b, uint32_t from,
+                         uint32_t to) {
+  const xpj_blockdata *bd = &fr->f->blocks[b];
+  counted_loop L2, L1, L0;
+  LLVMValueRef *ls = &c->cpu_launch[3];
+  c->cur_loop = ++c->loop_serial;
+  loop_open(c, &L2, cg_i64(c, 0), ls[2], "wi.z");
+  loop_open(c, &L1, cg_i64(c, 0), ls[1], "wi.y");
+  loop_open(c, &L0, cg_i64(c, 0), ls[0], "wi.x");
+  c->cpu_lid[0] = L0.iv;
+  c->cpu_lid[1] = L1.iv;
+  c->cpu_lid[2] = L2.iv;
+  c->cpu_wi = LLVMBuildAdd(
+      c->b, L0.iv,
+      LLVMBuildMul(c->b, ls[0],
+                   LLVMBuildAdd(c->b, L1.iv, LLVMBuildMul(c->b, ls[1], L2.iv, ""), ""),
+                   ""),
+      "wi");
+  for (int d = 0; d < 3; d++)
+    c->cpu_gid[d] = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, c->cpu_grp[d], ls[d], ""),
+                                 c->cpu_lid[d], "");
+  c->cpu_glinear = linear3(c, c->cpu_gid, c->cpu_launch);
+  c->wi_latch = L0.latch;
+  if (c->wg_multi && c->cpu_flags_off >= 0) {
+    LLVMValueRef idx = LLVMBuildAdd(
+        c->b, LLVMBuildMul(c->b, cg_i64(c, c->cpu_flags_off), c->cpu_wgs, ""),
+        c->cpu_wi, "");
+    LLVMValueRef flag = LLVMBuildLoad2(
+        c->b, c->t_i8, LLVMBuildGEP2(c->b, c->t_i8, c->cpu_scratch, &idx, 1, ""), "");
+    LLVMBasicBlockRef live = new_bb(c, "wi.live");
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntNE, flag,
+                                        LLVMConstInt(c->t_i8, 0, 0), ""),
+                    L0.latch, live);
+    LLVMPositionBuilderAtEnd(c->b, live);
+  }
+  for (uint32_t i = from; i < to && c->status == XPJ_OK; i++) {
+    fr->cur_run = fr->wg ? fr->run[bd->ids[i]] : 0;
+    lower_inst(c, fr, bd->ids[i]);
+  }
+  loop_close(c, &L0);
+  loop_close(c, &L1);
+  loop_close(c, &L2);
+  c->cur_loop = 0;
+  c->cpu_wi = NULL;
+  fr->cur_run = 0;
+}
+
+/* Copies a work-group-level return value into the call's result region. */
+static void wg_return_value(cg *c, cg_frame *fr, xpj_val v) {
+  counted_loop L;
+  xpj_scalar s = scalar_of(c, fr->f->insts[v].type);
+  LLVMValueRef wgs = c->cpu_wgs;
+  c->cur_loop = ++c->loop_serial;
+  loop_open(c, &L, cg_i64(c, 0), wgs, "ret.copy");
+  c->cpu_wi = L.iv;
+  fr->cur_run = UINT32_MAX; /* a run of its own: read from slots */
+  LLVMValueRef x = val(c, fr, v);
+  if (s == XPJ_BOOL)
+    x = LLVMBuildZExt(c->b, x, c->t_i8, "");
+  LLVMBuildStore(c->b, x, scratch_addr(c, fr->ret_region, scalar_bytes(s), L.iv));
+  loop_close(c, &L);
+  c->cur_loop = 0;
+  c->cpu_wi = NULL;
+  fr->cur_run = 0;
+}
+
+static void lower_wg_stmt(cg *c, cg_frame *fr, xpj_val id) {
+  const xpj_inst *in = &fr->f->insts[id];
+  const uint32_t *a = args_of(fr->f, in);
+  fr->cur_run = 0;
+  if (terminated(c))
+    LLVMPositionBuilderAtEnd(c->b, new_bb(c, "dead"));
+  switch (in->op) {
+  case XPJ_OP_BARRIER:
+    break;
+  case XPJ_OP_CALL:
+    lower_call(c, fr, id, true);
+    break;
+  case XPJ_OP_IF: {
+    if (scalar_of(c, in->type) != XPJ_VOID) {
+      cg_fail(c, XPJ_ERR_UNSUPPORTED, "a conditional expression that "
+              "reaches a barrier is not supported on the CPU");
+      return;
+    }
+    LLVMValueRef cond = val(c, fr, a[0]);
+    if (c->cpu_active) {
+      LLVMValueRef act = LLVMBuildLoad2(c->b, c->t_i64, c->cpu_active, "");
+      LLVMBasicBlockRef go = new_bb(c, "if.live");
+      LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, act, cg_i64(c, 0), ""),
+                      c->group_exit, go);
+      LLVMPositionBuilderAtEnd(c->b, go);
+    }
+    LLVMBasicBlockRef tb = new_bb(c, "wg.then"), eb = new_bb(c, "wg.else"),
+                      mb = new_bb(c, "wg.endif");
+    LLVMBuildCondBr(c->b, cond, tb, eb);
+    LLVMPositionBuilderAtEnd(c->b, tb);
+    lower_wg_block(c, fr, in->blk[0]);
+    br(c, mb);
+    LLVMPositionBuilderAtEnd(c->b, eb);
+    lower_wg_block(c, fr, in->blk[1]);
+    br(c, mb);
+    LLVMPositionBuilderAtEnd(c->b, mb);
+    break;
+  }
+  case XPJ_OP_LOOP:
+    lower_loop(c, fr, id, true);
+    break;
+  case XPJ_OP_BREAK:
+  case XPJ_OP_CONTINUE:
+    if (!fr->nloops) {
+      cg_fail(c, XPJ_ERR_COMPILE, "internal: break outside a loop");
+      return;
+    }
+    LLVMBuildBr(c->b, in->op == XPJ_OP_BREAK ? fr->loops[fr->nloops - 1].brk
+                                             : fr->loops[fr->nloops - 1].cont);
+    break;
+  case XPJ_OP_RETURN:
+    if (fr->call) {
+      if (in->nargs && fr->ret_region >= 0)
+        wg_return_value(c, fr, a[0]);
+      LLVMBuildBr(c->b, fr->ret_bb);
+    } else {
+      LLVMBuildBr(c->b, c->group_exit);
+    }
+    break;
+  default:
+    cg_fail(c, XPJ_ERR_COMPILE, "internal: op %u at work-group level",
+            in->op);
+  }
+}
+
+static void lower_wg_block(cg *c, cg_frame *fr, xpj_block b) {
+  if (!b)
+    return;
+  const xpj_blockdata *bd = &fr->f->blocks[b];
+  uint32_t i = 0;
+  while (i < bd->n && c->status == XPJ_OK) {
+    xpj_val id = bd->ids[i];
+    if (fr->wgstmt[id]) {
+      lower_wg_stmt(c, fr, id);
+      i++;
+      continue;
+    }
+    uint32_t j = i;
+    while (j < bd->n && !fr->wgstmt[bd->ids[j]])
+      j++;
+    if (terminated(c))
+      LLVMPositionBuilderAtEnd(c->b, new_bb(c, "dead"));
+    emit_wi_loop(c, fr, b, i, j);
+    i = j;
+  }
+}
+
+/* ---- kernel entry points ------------------------------------------- */
+
+static LLVMTypeRef param_abi_types(cg *c, LLVMTypeRef *out, unsigned *n) {
+  const xpj_func *k = c->kernel;
+  unsigned cnt = 0;
+  for (unsigned i = 0; i < k->nparams; i++) {
+    const xpj_typeinfo *ti = tinfo(c, k->params[i].type);
+    if (ti->kind == XPJ_TK_VIEW) {
+      out[cnt++] = LLVMPointerTypeInContext(c->ctx, c->ops->simt ? c->ops->as_global : 0);
+      out[cnt++] = c->t_i64; /* offset in elements */
+      for (int d = 0; d < 2 * ti->rank; d++)
+        out[cnt++] = c->t_i64;
+    } else {
+      xpj_scalar s = scalar_of(c, k->params[i].type);
+      out[cnt++] = mem_type(c, s);
+    }
+  }
+  if (k->kind == XPJ_FUNC_RANGE && c->ops->simt)
+    for (int d = 0; d < 3; d++)
+      out[cnt++] = c->t_i64;
+  *n = cnt;
+  return c->t_void;
+}
+
+/* Builds views and scalar parameter values from ABI values. */
+static void bind_params(cg *c, cg_frame *fr, LLVMValueRef *abi) {
+  const xpj_func *k = c->kernel;
+  unsigned p = 0;
+  for (unsigned i = 0; i < k->nparams; i++) {
+    const xpj_typeinfo *ti = tinfo(c, k->params[i].type);
+    xpj_val pv = k->params[i].val;
+    if (ti->kind == XPJ_TK_VIEW) {
+      cg_view *vw = &fr->views[i];
+      xpj_scalar es = scalar_of(c, k->params[i].type);
+      vw->rank = ti->rank;
+      LLVMValueRef off = abi[p + 1];
+      vw->ptr = LLVMBuildGEP2(c->b, mem_type(c, es), abi[p], &off, 1, "");
+      for (int d = 0; d < ti->rank; d++) {
+        vw->shape[d] = abi[p + 2 + d];
+        vw->stride[d] = abi[p + 2 + ti->rank + d];
+      }
+      p += 2 + 2 * (unsigned)ti->rank;
+    } else {
+      xpj_scalar s = scalar_of(c, k->params[i].type);
+      LLVMValueRef x = abi[p++];
+      if (s == XPJ_BOOL)
+        x = LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(c->t_i8, 0, 0), "");
+      fr->vals[pv] = x;
+    }
+  }
+  if (k->kind == XPJ_FUNC_RANGE && c->ops->simt)
+    for (int d = 0; d < 3; d++)
+      c->range_size[d] = abi[p++];
+}
+
+static unsigned abi_count(cg *c) {
+  LLVMTypeRef tmp[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 3];
+  unsigned n;
+  param_abi_types(c, tmp, &n);
+  return n;
+}
+
+static void lower_simt(cg *c, cg_frame *fr) {
+  LLVMTypeRef pt[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 3];
+  unsigned n;
+  param_abi_types(c, pt, &n);
+  LLVMTypeRef ft = LLVMFunctionType(c->t_void, pt, n, 0);
+  c->fn = LLVMAddFunction(c->mod, c->kernel->name, ft);
+  LLVMSetFunctionCallConv(c->fn, c->ops->kernel_cc);
+  c->entry_bb = new_bb(c, "entry");
+  LLVMPositionBuilderAtEnd(c->b, c->entry_bb);
+  LLVMValueRef abi[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 3];
+  for (unsigned i = 0; i < n; i++)
+    abi[i] = LLVMGetParam(c->fn, i);
+  bind_params(c, fr, abi);
+  LLVMBasicBlockRef ret = new_bb(c, "ret");
+  c->wi_latch = ret;
+  if (c->kernel->kind == XPJ_FUNC_RANGE) {
+    /* the launch is rounded up to whole groups: skip the extra work-items */
+    LLVMValueRef out = NULL;
+    for (unsigned d = 0; d < 3; d++) {
+      LLVMValueRef o = LLVMBuildICmp(c->b, LLVMIntUGE,
+                                     c->ops->wi(c, XPJ_WI_GLOBAL_ID, d),
+                                     c->range_size[d], "");
+      out = out ? LLVMBuildOr(c->b, out, o, "") : o;
+    }
+    LLVMBasicBlockRef body = new_bb(c, "body");
+    LLVMBuildCondBr(c->b, out, ret, body);
+    LLVMPositionBuilderAtEnd(c->b, body);
+  }
+  lower_block(c, fr, 1);
+  br(c, ret);
+  LLVMPositionBuilderAtEnd(c->b, ret);
+  LLVMBuildRetVoid(c->b);
+}
+
+/* CPU entry point (docs/abi.md):
+ *   void NAME(void *const *args, const int64_t launch[9], void *local_mem,
+ *             void *scratch, int64_t begin, int64_t end)
+ * range kernels run flat work-items [begin, end) (dimension 0 fastest);
+ * nd-range kernels run flat work-groups [begin, end). */
+static void lower_cpu(cg *c, cg_frame *fr) {
+  LLVMTypeRef pt[6] = {c->t_ptr, c->t_ptr, c->t_ptr, c->t_ptr, c->t_i64, c->t_i64};
+  LLVMTypeRef ft = LLVMFunctionType(c->t_void, pt, 6, 0);
+  c->fn = LLVMAddFunction(c->mod, c->kernel->name, ft);
+  for (unsigned i = 0; i < 4; i++) {
+    unsigned na = LLVMGetEnumAttributeKindForName("noalias", 7);
+    if (i >= 2)
+      LLVMAddAttributeAtIndex(c->fn, i + 1, LLVMCreateEnumAttribute(c->ctx, na, 0));
+  }
+  c->entry_bb = new_bb(c, "entry");
+  LLVMPositionBuilderAtEnd(c->b, c->entry_bb);
+  LLVMValueRef args = LLVMGetParam(c->fn, 0), launch = LLVMGetParam(c->fn, 1);
+  c->cpu_local_mem = LLVMGetParam(c->fn, 2);
+  c->cpu_scratch = LLVMGetParam(c->fn, 3);
+  LLVMValueRef begin = LLVMGetParam(c->fn, 4), end = LLVMGetParam(c->fn, 5);
+  LLVMTypeRef abt[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 3];
+  unsigned n;
+  param_abi_types(c, abt, &n);
+  LLVMValueRef abi[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 3];
+  for (unsigned i = 0; i < n; i++) {
+    LLVMValueRef ix = cg_i64(c, i);
+    LLVMValueRef pp = LLVMBuildLoad2(
+        c->b, c->t_ptr, LLVMBuildGEP2(c->b, c->t_ptr, args, &ix, 1, ""), "");
+    abi[i] = LLVMBuildLoad2(c->b, abt[i], pp, "");
+  }
+  bind_params(c, fr, abi);
+  for (int i = 0; i < 9; i++) {
+    LLVMValueRef ix = cg_i64(c, i);
+    LLVMValueRef l = LLVMBuildLoad2(
+        c->b, c->t_i64, LLVMBuildGEP2(c->b, c->t_i64, launch, &ix, 1, ""), "");
+    c->cpu_launch[i] = l;
+  }
+  LLVMBasicBlockRef done = new_bb(c, "done");
+  if (c->kernel->kind == XPJ_FUNC_RANGE) {
+    /* flat = begin; while (flat < end) { decompose; run a row segment } */
+    LLVMValueRef *g = c->cpu_launch;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
+    LLVMBasicBlockRef head = new_bb(c, "seg"), segb = new_bb(c, "seg.body");
+    LLVMBuildBr(c->b, head);
+    LLVMPositionBuilderAtEnd(c->b, head);
+    LLVMValueRef flat = LLVMBuildPhi(c->b, c->t_i64, "flat");
+    LLVMAddIncoming(flat, &begin, &pre, 1);
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, flat, end, ""), segb, done);
+    LLVMPositionBuilderAtEnd(c->b, segb);
+    LLVMValueRef row = LLVMBuildUDiv(c->b, flat, g[0], "");
+    LLVMValueRef i0 = LLVMBuildSub(c->b, flat, LLVMBuildMul(c->b, row, g[0], ""), "");
+    LLVMValueRef i2 = LLVMBuildUDiv(c->b, row, g[1], "");
+    LLVMValueRef i1 = LLVMBuildSub(c->b, row, LLVMBuildMul(c->b, i2, g[1], ""), "");
+    LLVMValueRef lim = LLVMBuildSub(c->b, g[0], i0, "");
+    LLVMValueRef left = LLVMBuildSub(c->b, end, flat, "");
+    LLVMValueRef cnt = LLVMBuildSelect(
+        c->b, LLVMBuildICmp(c->b, LLVMIntSLT, left, lim, ""), left, lim, "");
+    LLVMValueRef stop = LLVMBuildAdd(c->b, i0, cnt, "");
+    counted_loop L;
+    loop_open(c, &L, i0, stop, "wi");
+    c->cpu_gid[0] = L.iv;
+    c->cpu_gid[1] = i1;
+    c->cpu_gid[2] = i2;
+    c->cpu_glinear = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, row, g[0], ""), L.iv, "");
+    c->wi_latch = L.latch;
+    c->cur_loop = ++c->loop_serial;
+    lower_block(c, fr, 1);
+    loop_close(c, &L);
+    c->cur_loop = 0;
+    LLVMValueRef nf = LLVMBuildAdd(c->b, flat, cnt, "");
+    LLVMBasicBlockRef exitb = LLVMGetInsertBlock(c->b);
+    LLVMBuildBr(c->b, head);
+    LLVMAddIncoming(flat, &nf, &exitb, 1);
+  } else {
+    c->wg_multi = block_has_barrier(c, c->kernel, 1, 0);
+    LLVMValueRef *ls = &c->cpu_launch[3], *ng = &c->cpu_launch[6];
+    c->cpu_wgs = LLVMBuildMul(c->b, LLVMBuildMul(c->b, ls[0], ls[1], ""), ls[2], "wgs");
+    if (c->wg_multi) {
+      if (!frame_make_wg(c, fr))
+        return;
+      c->cpu_active = entry_alloca(c, c->t_i64, "active");
+      c->cpu_flags_off = scratch_alloc(c, 1);
+    }
+    counted_loop G;
+    loop_open(c, &G, begin, end, "group");
+    LLVMValueRef gr = LLVMBuildUDiv(c->b, G.iv, ng[0], "");
+    c->cpu_grp[0] = LLVMBuildSub(c->b, G.iv, LLVMBuildMul(c->b, gr, ng[0], ""), "");
+    c->cpu_grp[2] = LLVMBuildUDiv(c->b, gr, ng[1], "");
+    c->cpu_grp[1] = LLVMBuildSub(c->b, gr, LLVMBuildMul(c->b, c->cpu_grp[2], ng[1], ""), "");
+    c->cpu_grp_linear = G.iv;
+    c->group_exit = G.latch;
+    if (c->wg_multi) {
+      LLVMBuildStore(c->b, c->cpu_wgs, c->cpu_active);
+      LLVMValueRef o = LLVMBuildMul(c->b, cg_i64(c, c->cpu_flags_off), c->cpu_wgs, "");
+      LLVMBuildMemSet(c->b, LLVMBuildGEP2(c->b, c->t_i8, c->cpu_scratch, &o, 1, ""),
+                      LLVMConstInt(c->t_i8, 0, 0), c->cpu_wgs, 1);
+      lower_wg_block(c, fr, 1);
+    } else {
+      emit_wi_loop(c, fr, 1, 0, fr->f->blocks[1].n);
+    }
+    loop_close(c, &G);
+    br(c, done);
+  }
+  LLVMPositionBuilderAtEnd(c->b, done);
+  LLVMBuildRetVoid(c->b);
+}
+
+void cg_lower_kernel(cg *c) {
+  cg_frame *fr = frame_new(c, c->kernel, NULL, NULL);
+  if (!fr)
+    return;
+  fr->views = calloc(c->kernel->nparams + 1, sizeof *fr->views);
+  if (!fr->views) {
+    cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
+    frame_free(fr);
+    return;
+  }
+  c->cpu_flags_off = -1;
+  if (c->ops->simt)
+    lower_simt(c, fr);
+  else
+    lower_cpu(c, fr);
+  (void)abi_count;
+  if (c->status == XPJ_OK && c->ops->finish_kernel)
+    c->ops->finish_kernel(c, c->fn);
+  frame_free(fr);
+}

@@ -1,0 +1,712 @@
+/*
+ * compile.c - targets, options, and running a compile: lowering
+ * (codegen.c), optimisation, code generation, SPIR-V validation; in this
+ * process or, by default, in a forked worker so that LLVM's fatal errors
+ * and the SPIR-V backend's process-global state cannot hurt the caller.
+ */
+#define _GNU_SOURCE
+#include "cg.h"
+#include "spirv_check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <llvm-c/Analysis.h>
+#include <llvm-c/ErrorHandling.h>
+#include <llvm-c/Support.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define XPJ_ABI_VERSION 1
+
+struct xpj_result {
+  xpj_status status;
+  uint8_t *data;
+  size_t len;
+  char *log;
+  char *entry;
+  uint64_t local_bytes, scratch_bytes;
+  double millis;
+};
+
+/* ---- targets and options ------------------------------------------- */
+
+static const struct {
+  unsigned sm, ptx;
+} ptx_table[] = {
+    /* the oldest PTX ISA that knows each architecture (LLVM's minimum) */
+    {70, 60}, {72, 61}, {75, 63}, {80, 70}, {86, 71}, {87, 74}, {89, 78},
+    {90, 78},
+};
+
+static const char *const cpu_names[] = {
+    "x86-64",        "x86-64-v2",      "x86-64-v3",     "x86-64-v4",
+    "nehalem",       "westmere",       "sandybridge",   "ivybridge",
+    "haswell",       "broadwell",      "skylake",       "skylake-avx512",
+    "cascadelake",   "cooperlake",     "cannonlake",    "icelake-client",
+    "icelake-server", "tigerlake",     "sapphirerapids", "alderlake",
+    "raptorlake",    "meteorlake",     "graniterapids", "emeraldrapids",
+    "znver1",        "znver2",         "znver3",        "znver4",
+    "znver5",        "btver2",         "bdver4",        "goldmont",
+    "tremont",       "sierraforest",   "grandridge",    "arrowlake",
+    "lunarlake",     "pantherlake",    "diamondrapids", "clearwaterforest",
+};
+
+static void set_err(char *err, size_t n, const char *fmt, const char *arg) {
+  if (err && n)
+    snprintf(err, n, fmt, arg);
+}
+
+xpj_status xpj_target_parse(const char *s, xpj_target *t, char *err,
+                            size_t errsize) {
+  if (!s || !t) {
+    set_err(err, errsize, "%s", "no target given");
+    return XPJ_ERR_INVALID;
+  }
+  memset(t, 0, sizeof *t);
+  if (strcmp(s, "spirv") == 0 || strncmp(s, "spirv:", 6) == 0) {
+    t->kind = XPJ_TARGET_SPIRV;
+    t->spirv_minor = 2;
+    if (s[5] == ':') {
+      unsigned minor;
+      char tail;
+      if (sscanf(s + 6, "1.%u%c", &minor, &tail) != 1 || minor > 4) {
+        set_err(err, errsize, "bad SPIR-V version in '%s' (use spirv:1.0 "
+                "to spirv:1.4)", s);
+        return XPJ_ERR_INVALID;
+      }
+      t->spirv_minor = minor;
+    }
+    return XPJ_OK;
+  }
+  if (strncmp(s, "ptx:", 4) == 0 || strcmp(s, "ptx") == 0) {
+    t->kind = XPJ_TARGET_PTX;
+    unsigned sm = 0, pv = 0;
+    char tail;
+    int n = s[3] ? sscanf(s + 4, "sm_%u:ptx%u%c", &sm, &pv, &tail) : 0;
+    if (n < 1 || n > 2) {
+      set_err(err, errsize, "bad PTX target '%s' (use ptx:sm_XX, e.g. "
+              "ptx:sm_90, optionally :ptxNN)", s);
+      return XPJ_ERR_INVALID;
+    }
+    if (n == 1 && strchr(s + 4, ':')) {
+      set_err(err, errsize, "bad PTX target '%s'", s);
+      return XPJ_ERR_INVALID;
+    }
+    unsigned minpv = 0;
+    for (size_t i = 0; i < sizeof ptx_table / sizeof *ptx_table; i++)
+      if (ptx_table[i].sm == sm)
+        minpv = ptx_table[i].ptx;
+    if (!minpv) {
+      set_err(err, errsize, "unsupported CUDA architecture in '%s' (sm_70, "
+              "sm_72, sm_75, sm_80, sm_86, sm_87, sm_89, sm_90)", s);
+      return XPJ_ERR_INVALID;
+    }
+    if (n == 2 && (pv < minpv || pv > 88)) {
+      set_err(err, errsize, "PTX ISA version in '%s' does not fit the "
+              "architecture", s);
+      return XPJ_ERR_INVALID;
+    }
+    t->sm = sm;
+    t->ptx_version = n == 2 ? pv : minpv;
+    return XPJ_OK;
+  }
+  if (strcmp(s, "cpu") == 0 || strcmp(s, "cpu:host") == 0 ||
+      strcmp(s, "cpu:native") == 0) {
+    t->kind = XPJ_TARGET_CPU;
+    char *name = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+    snprintf(t->cpu, sizeof t->cpu, "%s", name);
+    if (strlen(feat) >= sizeof t->features) {
+      LLVMDisposeMessage(name);
+      LLVMDisposeMessage(feat);
+      set_err(err, errsize, "%s", "host CPU feature string is too long");
+      return XPJ_ERR_INVALID;
+    }
+    snprintf(t->features, sizeof t->features, "%s", feat);
+    LLVMDisposeMessage(name);
+    LLVMDisposeMessage(feat);
+    return XPJ_OK;
+  }
+  if (strncmp(s, "cpu:", 4) == 0) {
+    t->kind = XPJ_TARGET_CPU;
+    for (size_t i = 0; i < sizeof cpu_names / sizeof *cpu_names; i++)
+      if (strcmp(s + 4, cpu_names[i]) == 0) {
+        snprintf(t->cpu, sizeof t->cpu, "%s", cpu_names[i]);
+        return XPJ_OK;
+      }
+    set_err(err, errsize, "unknown CPU in '%s' (cpu, cpu:x86-64, "
+            "cpu:x86-64-v3, cpu:skylake, cpu:znver3, ...)", s);
+    return XPJ_ERR_INVALID;
+  }
+  set_err(err, errsize, "unknown target '%s' (spirv, ptx:sm_XX, cpu[:CPU])",
+          s);
+  return XPJ_ERR_INVALID;
+}
+
+size_t xpj_target_str(const xpj_target *t, char *buf, size_t size) {
+  if (!t)
+    return (size_t)snprintf(buf, size, "?");
+  switch (t->kind) {
+  case XPJ_TARGET_SPIRV:
+    return (size_t)snprintf(buf, size, "spirv:1.%u", t->spirv_minor);
+  case XPJ_TARGET_PTX:
+    return (size_t)snprintf(buf, size, "ptx:sm_%u:ptx%u", t->sm,
+                            t->ptx_version);
+  default:
+    return (size_t)snprintf(buf, size, "cpu:%s:%s", t->cpu, t->features);
+  }
+}
+
+void xpj_compile_opts_default(xpj_compile_opts *o) {
+  if (!o)
+    return;
+  memset(o, 0, sizeof *o);
+  o->opt_level = 2;
+}
+
+size_t xpj_compile_opts_str(const xpj_compile_opts *o, char *buf,
+                            size_t size) {
+  xpj_compile_opts d;
+  if (!o) {
+    xpj_compile_opts_default(&d);
+    o = &d;
+  }
+  return (size_t)snprintf(buf, size, "O%u%s%s", o->opt_level,
+                          o->fast_math ? "+fast-math" : "",
+                          o->debug_info ? "+g" : "");
+}
+
+static char llvm_ver[32];
+static pthread_once_t ver_once = PTHREAD_ONCE_INIT;
+static void fill_version(void) {
+  unsigned a, b, c;
+  LLVMGetVersion(&a, &b, &c);
+  snprintf(llvm_ver, sizeof llvm_ver, "%u.%u.%u", a, b, c);
+}
+
+const char *xpj_llvm_version(void) {
+  pthread_once(&ver_once, fill_version);
+  return llvm_ver;
+}
+
+unsigned xpj_abi_version(void) { return XPJ_ABI_VERSION; }
+
+/* ---- results ------------------------------------------------------- */
+
+static xpj_result *result_new(void) {
+  xpj_result *r = calloc(1, sizeof *r);
+  return r;
+}
+
+void xpj_result_destroy(xpj_result *r) {
+  if (!r)
+    return;
+  free(r->data);
+  free(r->log);
+  free(r->entry);
+  free(r);
+}
+
+xpj_status xpj_result_status(const xpj_result *r) {
+  return r ? r->status : XPJ_ERR_INVALID;
+}
+const uint8_t *xpj_result_data(const xpj_result *r, size_t *len) {
+  if (len)
+    *len = r ? r->len : 0;
+  return r ? r->data : NULL;
+}
+const char *xpj_result_log(const xpj_result *r) {
+  return r && r->log ? r->log : "";
+}
+const char *xpj_result_entry(const xpj_result *r) {
+  return r && r->entry ? r->entry : "";
+}
+uint64_t xpj_result_local_bytes(const xpj_result *r) {
+  return r ? r->local_bytes : 0;
+}
+uint64_t xpj_result_scratch_bytes(const xpj_result *r) {
+  return r ? r->scratch_bytes : 0;
+}
+double xpj_result_millis(const xpj_result *r) { return r ? r->millis : 0; }
+
+static void result_fail(xpj_result *r, xpj_status st, const char *msg) {
+  r->status = st;
+  free(r->log);
+  r->log = strdup(msg ? msg : "");
+  free(r->data);
+  r->data = NULL;
+  r->len = 0;
+}
+
+/* Takes ownership of data (len bytes; text gets a NUL after it). */
+static void result_set(xpj_result *r, uint8_t *data, size_t len) {
+  free(r->data);
+  r->data = data;
+  r->len = len;
+  r->status = XPJ_OK;
+}
+
+/* ---- the compile itself -------------------------------------------- */
+
+static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
+
+static void llvm_init(void) {
+  LLVMInitializeX86TargetInfo();
+  LLVMInitializeX86Target();
+  LLVMInitializeX86TargetMC();
+  LLVMInitializeX86AsmPrinter();
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+  LLVMInitializeSPIRVTargetInfo();
+  LLVMInitializeSPIRVTarget();
+  LLVMInitializeSPIRVTargetMC();
+  LLVMInitializeSPIRVAsmPrinter();
+}
+
+static const cg_target_ops *ops_for(xpj_target_kind k) {
+  switch (k) {
+  case XPJ_TARGET_SPIRV: return &xpj_target_spirv_ops;
+  case XPJ_TARGET_PTX: return &xpj_target_ptx_ops;
+  default: return &xpj_target_cpu_ops;
+  }
+}
+
+static uint8_t *copy_text(const char *s, size_t n, size_t *len) {
+  uint8_t *p = malloc(n + 1);
+  if (!p)
+    return NULL;
+  memcpy(p, s, n);
+  p[n] = 0;
+  *len = n;
+  return p;
+}
+
+/* Test hook for the isolation tests (docs/testing.md): XPJIT_FAULT_INJECT
+ * in a worker's environment makes it crash, hang or hit an LLVM fatal
+ * error on purpose. Never set in production. */
+static const char *fault_mode(void) {
+  const char *f = getenv("XPJIT_FAULT_INJECT");
+  return f ? f : "";
+}
+
+static void compile_here(const xpj_module *m, const xpj_func *k,
+                         const xpj_target *t, const xpj_compile_opts *o,
+                         xpj_emit_kind emit, xpj_result *r) {
+  pthread_once(&llvm_once, llvm_init);
+  cg c;
+  memset(&c, 0, sizeof c);
+  c.ops = ops_for(t->kind);
+  c.target = t;
+  c.opts = o;
+  c.m = m;
+  c.kernel = k;
+  c.ctx = LLVMContextCreate();
+  c.mod = LLVMModuleCreateWithNameInContext(k->name, c.ctx);
+  c.b = LLVMCreateBuilderInContext(c.ctx);
+  c.t_void = LLVMVoidTypeInContext(c.ctx);
+  c.t_i1 = LLVMInt1TypeInContext(c.ctx);
+  c.t_i8 = LLVMInt8TypeInContext(c.ctx);
+  c.t_i16 = LLVMInt16TypeInContext(c.ctx);
+  c.t_i32 = LLVMInt32TypeInContext(c.ctx);
+  c.t_i64 = LLVMInt64TypeInContext(c.ctx);
+  c.t_f32 = LLVMFloatTypeInContext(c.ctx);
+  c.t_f64 = LLVMDoubleTypeInContext(c.ctx);
+  c.t_ptr = LLVMPointerTypeInContext(c.ctx, 0);
+  LLVMTargetMachineRef tm = c.ops->machine(&c);
+  LLVMTargetDataRef td = NULL;
+  char *msg = NULL;
+  if (tm) {
+    td = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(c.mod, td);
+    if (c.ops->init_module)
+      c.ops->init_module(&c);
+    cg_lower_kernel(&c);
+  } else if (c.status == XPJ_OK) {
+    cg_fail(&c, XPJ_ERR_COMPILE, "cannot create the target machine");
+  }
+  if (c.status == XPJ_OK && LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &msg))
+    cg_fail(&c, XPJ_ERR_COMPILE, "internal: invalid LLVM IR: %s", msg);
+  LLVMDisposeMessage(msg);
+  msg = NULL;
+  if (c.status == XPJ_OK && strcmp(fault_mode(), "crash") == 0)
+    raise(SIGSEGV);
+  if (c.status == XPJ_OK && strcmp(fault_mode(), "hang") == 0)
+    for (;;)
+      pause();
+  if (c.status == XPJ_OK) {
+    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
+    if (c.ops->simt) {
+      /* GPUs get their parallelism from work-items, not from vectors */
+      LLVMPassBuilderOptionsSetLoopVectorization(pbo, 0);
+      LLVMPassBuilderOptionsSetSLPVectorization(pbo, 0);
+    }
+    char pipeline[32];
+    snprintf(pipeline, sizeof pipeline, "default<O%u>", o->opt_level);
+    LLVMErrorRef e = LLVMRunPasses(c.mod, pipeline, tm, pbo);
+    if (e) {
+      char *em = LLVMGetErrorMessage(e);
+      cg_fail(&c, XPJ_ERR_COMPILE, "optimisation failed: %s", em);
+      LLVMDisposeErrorMessage(em);
+    }
+    LLVMDisposePassBuilderOptions(pbo);
+  }
+  if (c.status == XPJ_OK && c.ops->before_codegen)
+    c.ops->before_codegen(&c);
+  if (c.status == XPJ_OK) {
+    if (emit == XPJ_EMIT_LLVM) {
+      char *s = LLVMPrintModuleToString(c.mod);
+      size_t len;
+      uint8_t *d = copy_text(s, strlen(s), &len);
+      LLVMDisposeMessage(s);
+      if (d)
+        result_set(r, d, len);
+      else
+        cg_fail(&c, XPJ_ERR_NOMEM, "out of memory");
+    } else {
+      LLVMCodeGenFileType ft =
+          (t->kind == XPJ_TARGET_PTX ||
+           (t->kind == XPJ_TARGET_CPU && emit == XPJ_EMIT_ASM))
+              ? LLVMAssemblyFile
+              : LLVMObjectFile;
+      LLVMMemoryBufferRef buf = NULL;
+      char *em = NULL;
+      if (LLVMTargetMachineEmitToMemoryBuffer(tm, c.mod, ft, &em, &buf)) {
+        cg_fail(&c, XPJ_ERR_COMPILE, "code generation failed: %s",
+                em ? em : "");
+        LLVMDisposeMessage(em);
+      } else {
+        const char *p = LLVMGetBufferStart(buf);
+        size_t n = LLVMGetBufferSize(buf);
+        char verr[2048];
+        if (t->kind == XPJ_TARGET_SPIRV &&
+            xpj_spirv_validate((const uint8_t *)p, n, t->spirv_minor, verr,
+                               sizeof verr) != 0) {
+          cg_fail(&c, XPJ_ERR_COMPILE, "%s", verr);
+        } else if (t->kind == XPJ_TARGET_SPIRV && emit == XPJ_EMIT_ASM) {
+          char *txt = xpj_spirv_disassemble((const uint8_t *)p, n,
+                                            t->spirv_minor, verr, sizeof verr);
+          if (!txt)
+            cg_fail(&c, XPJ_ERR_COMPILE, "%s", verr);
+          else
+            result_set(r, (uint8_t *)txt, strlen(txt));
+        } else {
+          size_t len;
+          uint8_t *d = copy_text(p, n, &len);
+          if (d)
+            result_set(r, d, len);
+          else
+            cg_fail(&c, XPJ_ERR_NOMEM, "out of memory");
+        }
+        LLVMDisposeMemoryBuffer(buf);
+      }
+    }
+  }
+  if (c.status != XPJ_OK) {
+    result_fail(r, c.status, c.err);
+  } else {
+    r->local_bytes = c.local_bytes;
+    r->scratch_bytes = c.scratch_bytes;
+  }
+  LLVMDisposeBuilder(c.b);
+  LLVMDisposeModule(c.mod);
+  if (td)
+    LLVMDisposeTargetData(td);
+  if (tm)
+    LLVMDisposeTargetMachine(tm);
+  LLVMContextDispose(c.ctx);
+}
+
+/* ---- the worker process -------------------------------------------- */
+
+#define WIRE_MAGIC 0x58504a57u /* "XPJW" */
+
+typedef struct wire_head {
+  uint32_t magic, status;
+  uint64_t len, loglen, local_bytes, scratch_bytes;
+} wire_head;
+
+static void write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      _exit(3);
+    c += w;
+    n -= (size_t)w;
+  }
+}
+
+static void worker_fatal(const char *reason) {
+  static const char pre[] = "LLVM ERROR: ";
+  ssize_t w = write(2, pre, sizeof pre - 1);
+  w = write(2, reason, strlen(reason));
+  w = write(2, "\n", 1);
+  (void)w;
+  _exit(70);
+}
+
+static void worker_main(int fd, const xpj_module *m, const xpj_func *k,
+                        const xpj_target *t, const xpj_compile_opts *o,
+                        xpj_emit_kind emit) {
+  LLVMInstallFatalErrorHandler(worker_fatal);
+  if (t->kind == XPJ_TARGET_SPIRV &&
+      strcmp(fault_mode(), "llvm-fatal") != 0) {
+    const char *argv[] = {"xpjit-worker",
+                          "--spirv-ext=+SPV_EXT_shader_atomic_float_add"};
+    LLVMParseCommandLineOptions(2, argv, NULL);
+  }
+  xpj_result r;
+  memset(&r, 0, sizeof r);
+  compile_here(m, k, t, o, emit, &r);
+  wire_head h = {WIRE_MAGIC, (uint32_t)r.status, r.len,
+                 r.log ? strlen(r.log) : 0, r.local_bytes, r.scratch_bytes};
+  write_all(fd, &h, sizeof h);
+  if (r.len)
+    write_all(fd, r.data, r.len);
+  if (h.loglen)
+    write_all(fd, r.log, h.loglen);
+  _exit(0);
+}
+
+typedef struct sink {
+  char *p;
+  size_t n, cap, limit;
+} sink;
+
+static int sink_add(sink *s, const char *p, size_t n) {
+  if (s->n + n > s->limit)
+    n = s->limit > s->n ? s->limit - s->n : 0;
+  if (s->n + n + 1 > s->cap) {
+    size_t nc = s->cap ? s->cap : 4096;
+    while (nc < s->n + n + 1)
+      nc *= 2;
+    char *np = realloc(s->p, nc);
+    if (!np)
+      return -1;
+    s->p = np;
+    s->cap = nc;
+  }
+  memcpy(s->p + s->n, p, n);
+  s->n += n;
+  s->p[s->n] = 0;
+  return 0;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void describe_exit(int st, char *buf, size_t n) {
+  if (WIFSIGNALED(st))
+    snprintf(buf, n, "the compiler worker was killed by signal %d (%s)",
+             WTERMSIG(st), strsignal(WTERMSIG(st)));
+  else if (WIFEXITED(st))
+    snprintf(buf, n, "the compiler worker exited with status %d",
+             WEXITSTATUS(st));
+  else
+    snprintf(buf, n, "the compiler worker failed");
+}
+
+static void compile_isolated(const xpj_module *m, const xpj_func *k,
+                             const xpj_target *t, const xpj_compile_opts *o,
+                             xpj_emit_kind emit, xpj_result *r) {
+  int outp[2], errp[2];
+  if (pipe2(outp, O_CLOEXEC) != 0) {
+    result_fail(r, XPJ_ERR_COMPILE, "cannot create a pipe for the worker");
+    return;
+  }
+  if (pipe2(errp, O_CLOEXEC) != 0) {
+    close(outp[0]);
+    close(outp[1]);
+    result_fail(r, XPJ_ERR_COMPILE, "cannot create a pipe for the worker");
+    return;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(outp[0]); close(outp[1]); close(errp[0]); close(errp[1]);
+    result_fail(r, XPJ_ERR_COMPILE, "cannot fork a compiler worker");
+    return;
+  }
+  if (pid == 0) {
+    close(outp[0]);
+    close(errp[0]);
+    dup2(errp[1], 2);
+    signal(SIGPIPE, SIG_DFL);
+    worker_main(outp[1], m, k, t, o, emit);
+    _exit(0);
+  }
+  close(outp[1]);
+  close(errp[1]);
+  sink out = {NULL, 0, 0, (size_t)1 << 31}, err = {NULL, 0, 0, 64 << 10};
+  double deadline = now_ms() + (o->timeout_ms ? o->timeout_ms : 60000);
+  bool out_open = true, err_open = true, timed_out = false, oom = false;
+  while (out_open || err_open) {
+    struct pollfd pf[2];
+    int n = 0;
+    if (out_open)
+      pf[n++] = (struct pollfd){outp[0], POLLIN, 0};
+    if (err_open)
+      pf[n++] = (struct pollfd){errp[0], POLLIN, 0};
+    double left = deadline - now_ms();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    int pr = poll(pf, (nfds_t)n, (int)(left > 1000 ? 1000 : left + 1));
+    if (pr < 0 && errno == EINTR)
+      continue;
+    if (pr < 0)
+      break;
+    for (int i = 0; i < n; i++) {
+      if (!pf[i].revents)
+        continue;
+      char buf[65536];
+      ssize_t got = read(pf[i].fd, buf, sizeof buf);
+      if (got < 0 && errno == EINTR)
+        continue;
+      bool is_out = pf[i].fd == outp[0];
+      if (got <= 0) {
+        if (is_out)
+          out_open = false;
+        else
+          err_open = false;
+        continue;
+      }
+      if (sink_add(is_out ? &out : &err, buf, (size_t)got) != 0)
+        oom = true;
+    }
+  }
+  if (timed_out)
+    kill(pid, SIGKILL);
+  close(outp[0]);
+  close(errp[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  wire_head h;
+  bool complete = false;
+  if (out.n >= sizeof h) {
+    memcpy(&h, out.p, sizeof h);
+    complete = h.magic == WIRE_MAGIC && h.len <= out.n &&
+               h.loglen <= out.n && sizeof h + h.len + h.loglen == out.n;
+  }
+  if (timed_out) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "the compile timed out after %u ms; the "
+             "worker was killed", o->timeout_ms ? o->timeout_ms : 60000);
+    result_fail(r, XPJ_ERR_COMPILE, msg);
+  } else if (oom) {
+    result_fail(r, XPJ_ERR_NOMEM, "out of memory reading the worker's output");
+  } else if (!complete) {
+    char why[160];
+    describe_exit(st, why, sizeof why);
+    size_t need = strlen(why) + err.n + 8;
+    char *msg = malloc(need);
+    if (msg) {
+      /* the worker's stderr carries LLVM's own message */
+      snprintf(msg, need, "%s%s%s", why, err.n ? ": " : "",
+               err.n ? err.p : "");
+      size_t L = strlen(msg);
+      while (L && (msg[L - 1] == '\n' || msg[L - 1] == ' '))
+        msg[--L] = 0;
+    }
+    result_fail(r, XPJ_ERR_COMPILE, msg ? msg : why);
+    free(msg);
+  } else {
+    r->status = (xpj_status)h.status;
+    r->local_bytes = h.local_bytes;
+    r->scratch_bytes = h.scratch_bytes;
+    if (h.len) {
+      r->data = malloc(h.len + 1);
+      if (r->data) {
+        memcpy(r->data, out.p + sizeof h, h.len);
+        r->data[h.len] = 0;
+        r->len = h.len;
+      } else {
+        result_fail(r, XPJ_ERR_NOMEM, "out of memory");
+      }
+    }
+    if (h.loglen) {
+      free(r->log);
+      r->log = malloc(h.loglen + 1);
+      if (r->log) {
+        memcpy(r->log, out.p + sizeof h + h.len, h.loglen);
+        r->log[h.loglen] = 0;
+      }
+    }
+  }
+  free(out.p);
+  free(err.p);
+}
+
+/* ---- the public entry point ---------------------------------------- */
+
+xpj_status xpj_compile(const xpj_module *m, const char *kernel,
+                       const xpj_target *t, const xpj_compile_opts *opts,
+                       xpj_emit_kind emit, xpj_result **out) {
+  if (!out)
+    return XPJ_ERR_INVALID;
+  *out = NULL;
+  xpj_result *r = result_new();
+  if (!r)
+    return XPJ_ERR_NOMEM;
+  *out = r;
+  double t0 = now_ms();
+  xpj_compile_opts o;
+  if (opts)
+    o = *opts;
+  else
+    xpj_compile_opts_default(&o);
+  if (!m || !kernel || !t) {
+    result_fail(r, XPJ_ERR_INVALID, "xpj_compile: module, kernel and target "
+                "are required");
+    return r->status;
+  }
+  if (o.opt_level > 3 || (unsigned)emit > XPJ_EMIT_LLVM ||
+      (unsigned)t->kind > XPJ_TARGET_CPU) {
+    result_fail(r, XPJ_ERR_INVALID, "xpj_compile: bad optimisation level, "
+                "output kind or target");
+    return r->status;
+  }
+  const xpj_func *k = xpj_module_find(m, kernel);
+  if (!k || k->kind == XPJ_FUNC_DEVICE) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "no kernel named '%s'", kernel);
+    result_fail(r, XPJ_ERR_NOT_FOUND, msg);
+    return r->status;
+  }
+  if (k->ntparams || xpj_func_has_generic_rank(k)) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "kernel '%s' is generic: specialise it "
+             "first (xpj_specialize)", kernel);
+    result_fail(r, XPJ_ERR_INVALID, msg);
+    return r->status;
+  }
+  r->entry = strdup(kernel);
+  if (!r->entry) {
+    result_fail(r, XPJ_ERR_NOMEM, "out of memory");
+    return r->status;
+  }
+  /* SPIR-V always runs in a fresh process: the 22.1.8 backend keeps state
+   * between modules (../shared/LLVM22-NOTES.md) */
+  if (o.isolation == XPJ_ISOLATE_NONE && t->kind != XPJ_TARGET_SPIRV)
+    compile_here(m, k, t, &o, emit, r);
+  else
+    compile_isolated(m, k, t, &o, emit, r);
+  r->millis = now_ms() - t0;
+  return r->status;
+}

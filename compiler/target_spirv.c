@@ -1,0 +1,234 @@
+/*
+ * target_spirv.c - SPIR-V (spirv64) for OpenCL 2.x/3.0 and Level Zero.
+ *
+ * Work-item queries and barriers are the OpenCL builtins (mangled names,
+ * SPIR_FUNC calling convention), which the backend turns into BuiltIn
+ * variables and OpControlBarrier. Math goes through OpenCL.std extended
+ * instructions, reached by the same mangled builtin names. Float atomic
+ * add/sub need SPV_EXT_shader_atomic_float_add, which the worker enables
+ * (compile.c). Facts behind these choices: ../shared/LLVM22-NOTES.md.
+ */
+#include "cg.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static LLVMTargetMachineRef spirv_machine(cg *c) {
+  char triple[64], *err = NULL;
+  snprintf(triple, sizeof triple, "spirv64v1.%u-unknown-unknown",
+           c->target->spirv_minor);
+  LLVMTargetRef t;
+  if (LLVMGetTargetFromTriple(triple, &t, &err)) {
+    cg_fail(c, XPJ_ERR_COMPILE, "SPIR-V target unavailable: %s", err);
+    LLVMDisposeMessage(err);
+    return NULL;
+  }
+  LLVMSetTarget(c->mod, triple);
+  LLVMCodeGenOptLevel lvl = c->opts->opt_level == 0 ? LLVMCodeGenLevelNone
+                                                    : LLVMCodeGenLevelDefault;
+  return LLVMCreateTargetMachine(t, triple, "", "", lvl, LLVMRelocDefault,
+                                 LLVMCodeModelDefault);
+}
+
+static void spirv_init(cg *c) {
+  /* OpenCL C 2.0 source language: OpSource OpenCL_C, and no contraction
+   * of a*b+c into fma unless fast-math asks for it */
+  LLVMValueRef v[2] = {LLVMConstInt(c->t_i32, 2, 0), LLVMConstInt(c->t_i32, 0, 0)};
+  LLVMAddNamedMetadataOperand(c->mod, "opencl.ocl.version",
+                              LLVMMDNodeInContext(c->ctx, v, 2));
+  if (c->opts->fast_math)
+    LLVMAddNamedMetadataOperand(c->mod, "opencl.enable.FP_CONTRACT",
+                                LLVMMDNodeInContext(c->ctx, NULL, 0));
+}
+
+static LLVMValueRef spirv_wi(cg *c, xpj_wi w, unsigned d) {
+  const char *name;
+  switch (w) {
+  case XPJ_WI_GLOBAL_ID: name = "_Z13get_global_idj"; break;
+  case XPJ_WI_GLOBAL_SIZE: name = "_Z15get_global_sizej"; break;
+  case XPJ_WI_LOCAL_ID: name = "_Z12get_local_idj"; break;
+  case XPJ_WI_LOCAL_SIZE: name = "_Z14get_local_sizej"; break;
+  case XPJ_WI_GROUP_ID: name = "_Z12get_group_idj"; break;
+  case XPJ_WI_NUM_GROUPS: name = "_Z14get_num_groupsj"; break;
+  default:
+    cg_fail(c, XPJ_ERR_COMPILE, "internal: SPIR-V work-item query %d", (int)w);
+    return cg_i64(c, 0);
+  }
+  LLVMValueRef a = cg_i32(c, (int32_t)d);
+  return cg_call(c, name, c->t_i64, &a, 1, LLVMSPIRFUNCCallConv);
+}
+
+static void spirv_barrier(cg *c, unsigned fences) {
+  /* CLK_LOCAL_MEM_FENCE 1, CLK_GLOBAL_MEM_FENCE 2 */
+  unsigned flags = 0;
+  if (fences & XPJ_FENCE_LOCAL)
+    flags |= 1;
+  if (fences & XPJ_FENCE_GLOBAL)
+    flags |= 2;
+  LLVMValueRef a = cg_i32(c, (int32_t)flags);
+  cg_call(c, "_Z7barrierj", c->t_void, &a, 1, LLVMSPIRFUNCCallConv);
+}
+
+static const char *spirv_scope(cg *c, xpj_scope s, xpj_space sp) {
+  (void)c;
+  (void)sp;
+  return s == XPJ_SCOPE_WORK_GROUP ? "workgroup" : "device";
+}
+
+/* Itanium mangling of one OpenCL scalar parameter. */
+static char mangle_code(xpj_scalar s) {
+  switch (s) {
+  case XPJ_I8: return 'c';
+  case XPJ_U8: return 'h';
+  case XPJ_I16: return 's';
+  case XPJ_U16: return 't';
+  case XPJ_I32: return 'i';
+  case XPJ_U32: return 'j';
+  case XPJ_I64: return 'l';
+  case XPJ_U64: return 'm';
+  case XPJ_F32: return 'f';
+  case XPJ_F64: return 'd';
+  default: return 'v';
+  }
+}
+
+static LLVMValueRef ocl_builtin(cg *c, const char *name, xpj_scalar s,
+                                LLVMValueRef *a, unsigned n) {
+  char buf[64];
+  int k = snprintf(buf, sizeof buf, "_Z%zu%s", strlen(name), name);
+  for (unsigned i = 0; i < n && k < (int)sizeof buf - 1; i++)
+    buf[k++] = mangle_code(s);
+  buf[k] = 0;
+  return cg_call(c, buf, LLVMTypeOf(a[0]), a, n, LLVMSPIRFUNCCallConv);
+}
+
+static LLVMValueRef spirv_math(cg *c, xpj_math m, xpj_scalar s,
+                               LLVMValueRef *a, unsigned n) {
+  bool fast = c->opts->fast_math && s == XPJ_F32;
+  switch (m) {
+  /* native_* are the fast, implementation-defined-precision variants */
+  case XPJ_MATH_SQRT: return ocl_builtin(c, fast ? "native_sqrt" : "sqrt", s, a, n);
+  case XPJ_MATH_RSQRT: return ocl_builtin(c, fast ? "native_rsqrt" : "rsqrt", s, a, n);
+  case XPJ_MATH_EXP: return ocl_builtin(c, fast ? "native_exp" : "exp", s, a, n);
+  case XPJ_MATH_EXP2: return ocl_builtin(c, fast ? "native_exp2" : "exp2", s, a, n);
+  case XPJ_MATH_LOG: return ocl_builtin(c, fast ? "native_log" : "log", s, a, n);
+  case XPJ_MATH_LOG2: return ocl_builtin(c, fast ? "native_log2" : "log2", s, a, n);
+  case XPJ_MATH_LOG10: return ocl_builtin(c, fast ? "native_log10" : "log10", s, a, n);
+  case XPJ_MATH_SIN: return ocl_builtin(c, fast ? "native_sin" : "sin", s, a, n);
+  case XPJ_MATH_COS: return ocl_builtin(c, fast ? "native_cos" : "cos", s, a, n);
+  case XPJ_MATH_TAN: return ocl_builtin(c, fast ? "native_tan" : "tan", s, a, n);
+  case XPJ_MATH_CBRT: return ocl_builtin(c, "cbrt", s, a, n);
+  case XPJ_MATH_EXPM1: return ocl_builtin(c, "expm1", s, a, n);
+  case XPJ_MATH_LOG1P: return ocl_builtin(c, "log1p", s, a, n);
+  case XPJ_MATH_POW: return ocl_builtin(c, "pow", s, a, n);
+  case XPJ_MATH_ASIN: return ocl_builtin(c, "asin", s, a, n);
+  case XPJ_MATH_ACOS: return ocl_builtin(c, "acos", s, a, n);
+  case XPJ_MATH_ATAN: return ocl_builtin(c, "atan", s, a, n);
+  case XPJ_MATH_ATAN2: return ocl_builtin(c, "atan2", s, a, n);
+  case XPJ_MATH_SINH: return ocl_builtin(c, "sinh", s, a, n);
+  case XPJ_MATH_COSH: return ocl_builtin(c, "cosh", s, a, n);
+  case XPJ_MATH_TANH: return ocl_builtin(c, "tanh", s, a, n);
+  case XPJ_MATH_HYPOT: return ocl_builtin(c, "hypot", s, a, n);
+  case XPJ_MATH_FABS: return ocl_builtin(c, "fabs", s, a, n);
+  case XPJ_MATH_FLOOR: return ocl_builtin(c, "floor", s, a, n);
+  case XPJ_MATH_CEIL: return ocl_builtin(c, "ceil", s, a, n);
+  case XPJ_MATH_ROUND: return ocl_builtin(c, "round", s, a, n);
+  case XPJ_MATH_TRUNC: return ocl_builtin(c, "trunc", s, a, n);
+  case XPJ_MATH_FMA: return ocl_builtin(c, "fma", s, a, n);
+  case XPJ_MATH_FMIN: return ocl_builtin(c, "fmin", s, a, n);
+  case XPJ_MATH_FMAX: return ocl_builtin(c, "fmax", s, a, n);
+  case XPJ_MATH_COPYSIGN: return ocl_builtin(c, "copysign", s, a, n);
+  case XPJ_MATH_MIN:
+    return ocl_builtin(c, cg_scalar_is_float(s) ? "fmin" : "min", s, a, n);
+  case XPJ_MATH_MAX:
+    return ocl_builtin(c, cg_scalar_is_float(s) ? "fmax" : "max", s, a, n);
+  case XPJ_MATH_CLAMP:
+    if (cg_scalar_is_float(s)) {
+      LLVMValueRef lo[2] = {a[0], a[1]};
+      LLVMValueRef t = ocl_builtin(c, "fmax", s, lo, 2);
+      LLVMValueRef hi[2] = {t, a[2]};
+      return ocl_builtin(c, "fmin", s, hi, 2);
+    }
+    return ocl_builtin(c, "clamp", s, a, n);
+  case XPJ_MATH_ABS:
+    if (cg_scalar_is_float(s))
+      return ocl_builtin(c, "fabs", s, a, n);
+    return cg_scalar_is_signed(s) ? ocl_builtin(c, "abs", s, a, n) : a[0];
+  case XPJ_MATH_POPCOUNT: return ocl_builtin(c, "popcount", s, a, n);
+  case XPJ_MATH_CLZ: return ocl_builtin(c, "clz", s, a, n);
+  case XPJ_MATH_CTZ: return ocl_builtin(c, "ctz", s, a, n);
+  case XPJ_MATH_MUL_HI: return ocl_builtin(c, "mul_hi", s, a, n);
+  case XPJ_MATH_ROTL: return ocl_builtin(c, "rotate", s, a, n);
+  case XPJ_MATH_ROTR: {
+    LLVMValueRef r[2] = {a[0], LLVMBuildNeg(c->b, a[1], "")};
+    return ocl_builtin(c, "rotate", s, r, 2);
+  }
+  default:
+    return NULL; /* isnan, isinf, isfinite: comparisons */
+  }
+}
+
+/* The optimiser recognises bit-reversal loops and forms llvm.bitreverse,
+ * which the SPIR-V backend can only lower with SPV_KHR_bit_instructions (it
+ * aborts otherwise). OpenCL has no such builtin: expand it back into the
+ * swap network before code generation. */
+static LLVMValueRef expand_bitreverse(cg *c, LLVMBuilderRef b, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  unsigned bits = LLVMGetIntTypeWidth(t);
+  static const unsigned long long masks[] = {
+      0x5555555555555555ull, 0x3333333333333333ull, 0x0f0f0f0f0f0f0f0full,
+      0x00ff00ff00ff00ffull, 0x0000ffff0000ffffull, 0x00000000ffffffffull};
+  unsigned step = 0;
+  for (unsigned sh = 1; sh < bits; sh <<= 1, step++) {
+    LLVMValueRef m = LLVMConstInt(t, masks[step], 0);
+    LLVMValueRef n = LLVMConstInt(t, sh, 0);
+    LLVMValueRef lo = LLVMBuildShl(b, LLVMBuildAnd(b, x, m, ""), n, "");
+    LLVMValueRef hi = LLVMBuildAnd(b, LLVMBuildLShr(b, x, n, ""), m, "");
+    x = LLVMBuildOr(b, lo, hi, "");
+  }
+  (void)c;
+  return x;
+}
+
+static void spirv_before_codegen(cg *c) {
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c->ctx);
+  for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f;
+       f = LLVMGetNextFunction(f))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb;
+         bb = LLVMGetNextBasicBlock(bb)) {
+      LLVMValueRef in = LLVMGetFirstInstruction(bb);
+      while (in) {
+        LLVMValueRef next = LLVMGetNextInstruction(in);
+        LLVMValueRef callee =
+            LLVMIsACallInst(in) ? LLVMGetCalledValue(in) : NULL;
+        size_t len = 0;
+        const char *name = callee && LLVMIsAFunction(callee)
+                               ? LLVMGetValueName2(callee, &len)
+                               : "";
+        if (strncmp(name, "llvm.bitreverse.i", 17) == 0 &&
+            LLVMGetTypeKind(LLVMTypeOf(in)) == LLVMIntegerTypeKind) {
+          LLVMPositionBuilderBefore(b, in);
+          LLVMValueRef r = expand_bitreverse(c, b, LLVMGetOperand(in, 0));
+          LLVMReplaceAllUsesWith(in, r);
+          LLVMInstructionEraseFromParent(in);
+        }
+        in = next;
+      }
+    }
+  LLVMDisposeBuilder(b);
+}
+
+const cg_target_ops xpj_target_spirv_ops = {
+    .name = "spirv",
+    .simt = true,
+    .as_global = 1,
+    .as_local = 3,
+    .kernel_cc = LLVMSPIRKERNELCallConv,
+    .machine = spirv_machine,
+    .init_module = spirv_init,
+    .wi = spirv_wi,
+    .barrier = spirv_barrier,
+    .syncscope = spirv_scope,
+    .math = spirv_math,
+    .before_codegen = spirv_before_codegen,
+};

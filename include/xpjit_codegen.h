@@ -1,0 +1,123 @@
+/*
+ * xpjit_codegen.h - code generation: a specialised kernel (xpj_specialize)
+ * lowered through LLVM to SPIR-V, PTX or a native object for the host CPU.
+ *
+ * A compile runs, by default, in a forked worker process, so that a fatal
+ * error inside LLVM (or a crash) becomes an XPJ_ERR_COMPILE status with the
+ * worker's message instead of ending the caller. SPIR-V is validated with
+ * SPIRV-Tools before it is returned; a module that fails validation is an
+ * error, never an output. The kernel ABI of the generated code (argument
+ * order, views, hidden arguments, the CPU entry point) is in docs/abi.md.
+ *
+ * Ownership: xpj_compile returns a result object the caller destroys with
+ * xpj_result_destroy (NULL is a no-op); data and strings returned by the
+ * xpj_result_* accessors are owned by it.
+ * Thread safety: xpj_compile may be called from several threads at once
+ * (each compile is its own process, or, when isolation is off, serialised
+ * for the targets that need it).
+ */
+#ifndef XPJIT_CODEGEN_H
+#define XPJIT_CODEGEN_H
+
+#include "xpjit_ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum xpj_target_kind {
+  XPJ_TARGET_SPIRV = 0, /* SPIR-V for OpenCL 2.x/3.0 and Level Zero */
+  XPJ_TARGET_PTX = 1,   /* PTX for CUDA */
+  XPJ_TARGET_CPU = 2,   /* native object for an x86-64 CPU */
+} xpj_target_kind;
+
+/* A target. Fill it with xpj_target_parse; the string form from
+ * xpj_target_str is canonical and is what identifies the target in cache
+ * keys (it names the exact architecture and features). */
+typedef struct xpj_target {
+  xpj_target_kind kind;
+  unsigned sm;           /* PTX: compute capability, e.g. 90 for sm_90 */
+  unsigned ptx_version;  /* PTX: ISA version * 10 (80 = 8.0); 0: derived */
+  unsigned spirv_minor;  /* SPIR-V: 1.<minor> (0..4; default 2) */
+  char cpu[64];          /* CPU: LLVM CPU name ("x86-64", "znver3", ...) */
+  char features[1024];   /* CPU: LLVM feature string ("+avx2,...") */
+} xpj_target;
+
+/* Parses "spirv", "spirv:1.2", "ptx:sm_90", "ptx:sm_80:ptx78", "cpu"
+ * (this machine's CPU and features), "cpu:x86-64" (portable baseline) or
+ * "cpu:NAME" (features of NAME). On error writes a message to err. */
+xpj_status xpj_target_parse(const char *s, xpj_target *t, char *err,
+                            size_t errsize);
+/* Canonical string: "spirv:1.2", "ptx:sm_90:ptx80",
+ * "cpu:znver3:+avx2,+fma,...". Returns the length needed (like snprintf). */
+size_t xpj_target_str(const xpj_target *t, char *buf, size_t size);
+
+typedef enum xpj_emit_kind {
+  XPJ_EMIT_BIN = 0,  /* SPIR-V binary, PTX text, ELF relocatable object */
+  XPJ_EMIT_ASM = 1,  /* SPIR-V disassembly, PTX text, x86-64 assembly */
+  XPJ_EMIT_LLVM = 2, /* optimised LLVM IR text, before code generation */
+} xpj_emit_kind;
+
+typedef enum xpj_isolation {
+  XPJ_ISOLATE_DEFAULT = 0, /* a worker process per compile */
+  XPJ_ISOLATE_NONE = 1,    /* in this process (PTX and CPU only; SPIR-V
+                              always uses a worker, see docs/abi.md) */
+} xpj_isolation;
+
+typedef struct xpj_compile_opts {
+  unsigned opt_level;  /* 0..3 */
+  int fast_math;       /* allow reassociation, approximate division, sqrt
+                          and math functions, no NaN/inf guarantees */
+  int debug_info;      /* line tables (CPU and PTX) */
+  xpj_isolation isolation;
+  unsigned timeout_ms; /* worker wall-clock limit; 0: 60 s */
+} xpj_compile_opts;
+
+/* O2, IEEE math, no debug info, isolated, 60 s. */
+void xpj_compile_opts_default(xpj_compile_opts *o);
+/* Canonical string of the options that change the output ("O2",
+ * "O3+fast-math+g"): part of what identifies a compile. */
+size_t xpj_compile_opts_str(const xpj_compile_opts *o, char *buf,
+                            size_t size);
+
+typedef struct xpj_result xpj_result;
+
+/* Compiles kernel (by name) of the specialised module m for target t.
+ * *out is set whenever memory allows, also on failure, and carries the
+ * message (xpj_result_log). Returns XPJ_OK; XPJ_ERR_INVALID for bad
+ * arguments or an unspecialised kernel; XPJ_ERR_NOT_FOUND; XPJ_ERR_COMPILE
+ * (LLVM failed or crashed, SPIR-V validation failed, the worker timed out);
+ * XPJ_ERR_UNSUPPORTED (e.g. a math function on PTX without libdevice). */
+xpj_status xpj_compile(const xpj_module *m, const char *kernel,
+                       const xpj_target *t, const xpj_compile_opts *opts,
+                       xpj_emit_kind emit, xpj_result **out);
+
+void xpj_result_destroy(xpj_result *r);
+xpj_status xpj_result_status(const xpj_result *r);
+/* The output bytes (NULL, 0 on failure). Text outputs are NUL-terminated
+ * (the NUL is not counted in *len). */
+const uint8_t *xpj_result_data(const xpj_result *r, size_t *len);
+/* The error message, or warnings; "" when none. */
+const char *xpj_result_log(const xpj_result *r);
+/* Name of the entry point in the output (the kernel's name). */
+const char *xpj_result_entry(const xpj_result *r);
+/* CPU: bytes of local memory per work-group and of scratch per work-item
+ * that the entry point needs (docs/abi.md). GPU targets: static local
+ * memory in bytes; scratch 0. */
+uint64_t xpj_result_local_bytes(const xpj_result *r);
+uint64_t xpj_result_scratch_bytes(const xpj_result *r);
+/* Milliseconds the compile took (including the worker). */
+double xpj_result_millis(const xpj_result *r);
+
+/* Versions of the LLVM linked in ("22.1.8") and of this code generator's
+ * ABI (docs/abi.md), both part of cache keys. */
+const char *xpj_llvm_version(void);
+unsigned xpj_abi_version(void);
+/* Path of the libdevice bitcode used for PTX math, or NULL when none was
+ * found (XPJIT_LIBDEVICE, then $CUDA_HOME, /usr/local/cuda). */
+const char *xpj_libdevice_path(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
