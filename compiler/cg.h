@@ -28,6 +28,9 @@ typedef struct cg_target_ops {
    * where the entry point loops over work-items and work-groups. */
   bool simt;
   unsigned as_global, as_local; /* LLVM address spaces */
+  /* The backend ignores the ordering of atomicrmw (LLVM 22 NVPTX): emit it
+   * relaxed between scoped fences instead. */
+  bool rmw_order_by_fences;
   LLVMCallConv kernel_cc;
   /* Creates the target machine for c->target (NULL + cg_fail on error). */
   LLVMTargetMachineRef (*machine)(cg *c);

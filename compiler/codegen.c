@@ -1022,8 +1022,21 @@ static LLVMValueRef lower_atomic(cg *c, cg_frame *fr, const xpj_inst *in) {
     }
     if (fl && op != LLVMAtomicRMWBinOpXchg)
       c->uses_float_atomics = true;
-    LLVMValueRef r = LLVMBuildAtomicRMWSyncScope(B, op, p, val(c, fr, a[1]),
-                                                 ord, ss);
+    LLVMValueRef v = val(c, fr, a[1]);
+    if (c->ops->rmw_order_by_fences && ord != LLVMAtomicOrderingMonotonic) {
+      /* release side before, acquire side after a relaxed RMW */
+      if (ord != LLVMAtomicOrderingAcquire)
+        LLVMBuildFenceSyncScope(B, ord == LLVMAtomicOrderingSequentiallyConsistent
+                                       ? ord : LLVMAtomicOrderingRelease,
+                                ss, "");
+      LLVMValueRef r = LLVMBuildAtomicRMWSyncScope(
+          B, op, p, v, LLVMAtomicOrderingMonotonic, ss);
+      LLVMSetAlignment(r, scalar_bytes(s));
+      if (ord != LLVMAtomicOrderingRelease)
+        LLVMBuildFenceSyncScope(B, LLVMAtomicOrderingAcquire, ss, "");
+      return r;
+    }
+    LLVMValueRef r = LLVMBuildAtomicRMWSyncScope(B, op, p, v, ord, ss);
     LLVMSetAlignment(r, scalar_bytes(s));
     return r;
   }

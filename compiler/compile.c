@@ -545,7 +545,14 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
     close(outp[0]);
     close(errp[0]);
     dup2(errp[1], 2);
-    signal(SIGPIPE, SIG_DFL);
+    /* the host's handlers (a test framework's, a language runtime's) must
+     * not run in the worker: a crash here should just end it */
+    for (int sig = 1; sig < NSIG; sig++)
+      if (sig != SIGKILL && sig != SIGSTOP)
+        signal(sig, SIG_DFL);
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
     worker_main(outp[1], m, k, t, o, emit);
     _exit(0);
   }

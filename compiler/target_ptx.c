@@ -182,6 +182,7 @@ const cg_target_ops xpj_target_ptx_ops = {
     .simt = true,
     .as_global = 1,
     .as_local = 3,
+    .rmw_order_by_fences = true,
     .kernel_cc = LLVMPTXKernelCallConv,
     .machine = ptx_machine,
     .init_module = ptx_init,

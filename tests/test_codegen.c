@@ -1,0 +1,511 @@
+/*
+ * test_codegen.c - code generation: every example kernel for every target
+ * (checked by the external validators too), the structure that matters
+ * (barriers, local memory, atomic scopes), determinism, error statuses and
+ * the isolation of crashes inside LLVM.
+ */
+#include "cgutil.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+static const char *ptxas;       /* NULL: not installed */
+static const char *spirv_val;   /* NULL: not installed */
+
+static const char *find_tool(const char *name, const char *fallback) {
+  static char buf[2][512];
+  static int k;
+  char *b = buf[k++ & 1];
+  const char *path = getenv("PATH");
+  if (path) {
+    const char *p = path;
+    while (*p) {
+      const char *e = strchr(p, ':');
+      size_t n = e ? (size_t)(e - p) : strlen(p);
+      snprintf(b, 512, "%.*s/%s", (int)n, p, name);
+      if (access(b, X_OK) == 0)
+        return b;
+      p += n + (e ? 1 : 0);
+    }
+  }
+  if (fallback && access(fallback, X_OK) == 0)
+    return fallback;
+  return NULL;
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/xpjit-cg-XXXXXX");
+  if (!mkdtemp(tmpdir))
+    return -1;
+  ptxas = find_tool("ptxas", "/usr/local/cuda/bin/ptxas");
+  spirv_val = find_tool("spirv-val", NULL);
+  if (!ptxas)
+    printf("NOTE: ptxas not found: PTX is not checked by ptxas\n");
+  if (!spirv_val)
+    printf("NOTE: spirv-val not found: only the in-process validator runs\n");
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void write_file(const char *path, const uint8_t *d, size_t n) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(d, 1, n, f), n);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* SPIR-V declares capability Int64Atomics (12)? */
+static int uses_int64_atomics(const uint8_t *d, size_t n) {
+  const uint32_t *w = (const uint32_t *)(const void *)d;
+  for (size_t i = 5; i + 1 < n / 4;) {
+    uint32_t op = w[i] & 0xffff, wc = w[i] >> 16;
+    if (!wc || (op != 17 && op != 10))
+      break;
+    if (op == 17 && w[i + 1] == 12)
+      return 1;
+    i += wc;
+  }
+  return 0;
+}
+
+static void test_targets(void **state) {
+  (void)state;
+  xpj_target t;
+  char err[256], buf[1200];
+  assert_int_equal(xpj_target_parse("spirv", &t, err, sizeof err), XPJ_OK);
+  xpj_target_str(&t, buf, sizeof buf);
+  assert_string_equal(buf, "spirv:1.2");
+  assert_int_equal(xpj_target_parse("spirv:1.0", &t, err, sizeof err), XPJ_OK);
+  assert_int_equal(t.spirv_minor, 0);
+  assert_int_equal(xpj_target_parse("ptx:sm_90", &t, err, sizeof err), XPJ_OK);
+  xpj_target_str(&t, buf, sizeof buf);
+  assert_string_equal(buf, "ptx:sm_90:ptx78");
+  assert_int_equal(xpj_target_parse("ptx:sm_80:ptx75", &t, err, sizeof err),
+                   XPJ_OK);
+  xpj_target_str(&t, buf, sizeof buf);
+  assert_string_equal(buf, "ptx:sm_80:ptx75");
+  assert_int_equal(xpj_target_parse("cpu", &t, err, sizeof err), XPJ_OK);
+  assert_true(strlen(t.cpu) > 0);
+  xpj_target_str(&t, buf, sizeof buf);
+  assert_true(strncmp(buf, "cpu:", 4) == 0);
+  assert_int_equal(xpj_target_parse("cpu:x86-64", &t, err, sizeof err), XPJ_OK);
+  xpj_target_str(&t, buf, sizeof buf);
+  assert_string_equal(buf, "cpu:x86-64:");
+  const char *bad[] = {"", "gpu", "spirv:2.0", "spirv:1.9", "ptx", "ptx:sm_60",
+                       "ptx:sm_90:ptx50", "ptx:sm90", "ptx:sm_90:x",
+                       "cpu:pentium9", "cpu:", "spirv:1.2x"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    err[0] = 0;
+    assert_int_equal(xpj_target_parse(bad[i], &t, err, sizeof err),
+                     XPJ_ERR_INVALID);
+    assert_true(strlen(err) > 0);
+  }
+  assert_int_equal(xpj_target_parse(NULL, &t, err, sizeof err), XPJ_ERR_INVALID);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  xpj_compile_opts_str(&o, buf, sizeof buf);
+  assert_string_equal(buf, "O2");
+  o.opt_level = 3;
+  o.fast_math = 1;
+  o.debug_info = 1;
+  xpj_compile_opts_str(&o, buf, sizeof buf);
+  assert_string_equal(buf, "O3+fast-math+g");
+  assert_string_equal(xpj_llvm_version(), "22.1.8");
+  assert_int_equal(xpj_abi_version(), 1);
+}
+
+/* Every example kernel, two dtypes, ranks 1 and 2 where generic, for
+ * SPIR-V, PTX sm_90 and sm_80, and the CPU. */
+static void test_emit_examples(void **state) {
+  (void)state;
+  static const xpj_scalar types[] = {XPJ_F32, XPJ_F64, XPJ_I32,
+                                     XPJ_I64, XPJ_U32, XPJ_U64};
+  static const char *const targets[] = {"spirv", "ptx:sm_90", "ptx:sm_80",
+                                        "cpu"};
+  DIR *dir = opendir("examples");
+  assert_non_null(dir);
+  struct dirent *de;
+  unsigned modules = 0, spirv_checked = 0, int64_atomics = 0, ptx_checked = 0,
+           cpu_loaded = 0, kernels = 0;
+  char names[64][64];
+  unsigned nnames = 0;
+  while ((de = readdir(dir)) && nnames < 64) {
+    size_t l = strlen(de->d_name);
+    if (l > 4 && strcmp(de->d_name + l - 4, ".xpk") == 0)
+      snprintf(names[nnames++], 64, "%s", de->d_name);
+  }
+  closedir(dir);
+  assert_true(nnames >= 10);
+  for (unsigned fi = 0; fi < nnames; fi++) {
+    xpj_module *m = load_example(names[fi]);
+    for (unsigned i = 0; i < xpj_module_func_count(m); i++) {
+      const xpj_func *k = xpj_module_func(m, i);
+      if (xpj_func_kind_of(k) == XPJ_FUNC_DEVICE)
+        continue;
+      const char *kn = xpj_func_name(k);
+      kernels++;
+      bool generic = xpj_func_tparam_count(k) > 0;
+      unsigned ranks[2] = {0, 0}, nranks = 1;
+      if (xpj_func_has_generic_rank(k)) {
+        ranks[0] = 1;
+        ranks[1] = 2;
+        nranks = 2;
+      }
+      unsigned done_types = 0;
+      for (size_t ti = 0; ti < (generic ? 6u : 1u) && done_types < 2; ti++) {
+        xpj_module *specs[2] = {NULL, NULL};
+        bool ok = true;
+        for (unsigned r = 0; r < nranks; r++) {
+          specs[r] = spec_kernel(m, kn, generic ? types[ti] : XPJ_VOID,
+                                 ranks[r]);
+          ok = ok && specs[r];
+        }
+        if (!ok) {
+          for (unsigned r = 0; r < nranks; r++)
+            xpj_module_destroy(specs[r]);
+          continue;
+        }
+        done_types++;
+        for (unsigned r = 0; r < nranks; r++) {
+          for (size_t tg = 0; tg < 4; tg++) {
+            xpj_result *res = compile_for(specs[r], kn, targets[tg], XPJ_EMIT_BIN);
+            size_t len;
+            const uint8_t *d = xpj_result_data(res, &len);
+            assert_true(len > 0);
+            modules++;
+            char path[512], cmd[1200];
+            if (tg == 0) {
+              snprintf(path, sizeof path, "%s/%s.spv", tmpdir, kn);
+              write_file(path, d, len);
+              if (spirv_val) {
+                int i64a = uses_int64_atomics(d, len);
+                int64_atomics += i64a;
+                /* Int64Atomics is optional in OpenCL (64-bit atomics
+                 * extensions); SPIRV-Tools' OpenCL 2.2 environment rejects
+                 * it outright, so such modules are checked as SPIR-V 1.2 */
+                snprintf(cmd, sizeof cmd, "'%s' --target-env %s '%s'",
+                         spirv_val, i64a ? "spv1.2" : "opencl2.2", path);
+                if (system(cmd) != 0)
+                  fail_msg("spirv-val rejects %s (%s)", kn, names[fi]);
+                spirv_checked++;
+              }
+            } else if (tg <= 2) {
+              snprintf(path, sizeof path, "%s/%s.ptx", tmpdir, kn);
+              write_file(path, d, len);
+              if (ptxas) {
+                snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null",
+                         ptxas, tg == 1 ? "sm_90" : "sm_80", path);
+                if (system(cmd) != 0)
+                  fail_msg("ptxas rejects %s for %s", kn, targets[tg]);
+                ptx_checked++;
+              }
+            } else {
+              LLVMOrcLLJITRef jit;
+              void *fn = jit_load(d, len, kn, &jit);
+              assert_non_null(fn);
+              LLVMOrcDisposeLLJIT(jit);
+              cpu_loaded++;
+            }
+            xpj_result_destroy(res);
+          }
+          xpj_module_destroy(specs[r]);
+        }
+      }
+      if (done_types < (generic ? 2u : 1u))
+        fail_msg("%s in %s specialises for only %u dtypes", kn, names[fi],
+                 done_types);
+    }
+    xpj_module_destroy(m);
+  }
+  printf("emit: %u kernels, %u modules; spirv-val %u (%u with Int64Atomics "
+         "as spv1.2), ptxas %u, CPU objects loaded %u\n",
+         kernels, modules, spirv_checked, int64_atomics, ptx_checked,
+         cpu_loaded);
+  assert_true(kernels >= 80);
+}
+
+static const char *scope_src =
+    "kernel scopes(g: global i32[], f: global f32[]) ndrange(1) {\n"
+    "    local t: i32[64];\n"
+    "    let l = local_id(0);\n"
+    "    t[l] = 0;\n"
+    "    barrier(local);\n"
+    "    atomic_add(&g[0], 1i32, acq_rel, work_group);\n"
+    "    atomic_add(&g[1], 1i32, acq_rel, device);\n"
+    "    atomic_add(&t[0], 1i32, relaxed, work_group);\n"
+    "    atomic_add(&f[0], 1.0f32, relaxed, device);\n"
+    "    barrier(global);\n"
+    "    g[2 + l] = t[0];\n"
+    "}\n";
+
+static char *emit_text(const char *src, const char *kernel, const char *target,
+                       xpj_emit_kind emit) {
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  xpj_module *s = spec_kernel(m, kernel, XPJ_VOID, 0);
+  assert_non_null(s);
+  xpj_result *r = compile_for(s, kernel, target, emit);
+  size_t len;
+  char *text = strdup((const char *)xpj_result_data(r, &len));
+  xpj_result_destroy(r);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+  return text;
+}
+
+static void test_structure(void **state) {
+  (void)state;
+  char *spv = emit_text(scope_src, "scopes", "spirv", XPJ_EMIT_ASM);
+  /* barrier(local): Workgroup execution and memory scope, semantics
+   * WorkgroupMemory | SequentiallyConsistent = 0x110 */
+  assert_non_null(strstr(spv, "OpControlBarrier %uint_2 %uint_2 %uint_272"));
+  /* barrier(global): CrossWorkgroupMemory | SequentiallyConsistent */
+  assert_non_null(strstr(spv, "OpControlBarrier %uint_2 %uint_2 %uint_528"));
+  /* the local array is a Workgroup variable */
+  assert_non_null(strstr(spv, "OpVariable %_ptr_Workgroup_"));
+  /* scopes: Workgroup (2) and Device (1); acq_rel = 8 */
+  assert_non_null(strstr(spv, "OpAtomicIAdd %uint %36 %uint_2") ||
+                  strstr(spv, "%uint_2 %uint_8"));
+  assert_non_null(strstr(spv, "%uint_1 %uint_8"));
+  assert_non_null(strstr(spv, "OpAtomicFAddEXT %float"));
+  assert_non_null(strstr(spv, "OpExtension \"SPV_EXT_shader_atomic_float_add\""));
+  free(spv);
+
+  char *ptx = emit_text(scope_src, "scopes", "ptx:sm_90", XPJ_EMIT_ASM);
+  assert_non_null(strstr(ptx, ".version 7.8"));
+  assert_non_null(strstr(ptx, ".target sm_90"));
+  assert_non_null(strstr(ptx, "bar.sync"));
+  assert_non_null(strstr(ptx, ".shared .align 16 .b8"));
+  assert_non_null(strstr(ptx, "atom.shared.add.u32"));
+  assert_non_null(strstr(ptx, "atom.global.add.f32"));
+  /* ordered RMWs are bracketed by fences of the requested scope */
+  assert_non_null(strstr(ptx, "fence.acq_rel.cta"));
+  assert_non_null(strstr(ptx, "fence.acq_rel.gpu"));
+  free(ptx);
+
+  /* The CPU: work-group-scope atomics on local memory need no lock;
+   * device scope on global memory does. */
+  char *ll = emit_text(scope_src, "scopes", "cpu", XPJ_EMIT_LLVM);
+  assert_non_null(strstr(ll, "syncscope(\"singlethread\")"));
+  assert_non_null(strstr(ll, "atomicrmw fadd"));
+  free(ll);
+}
+
+/* The same kernel, target and options give the same bytes, compile after
+ * compile (each in its own worker process). */
+static void test_determinism(void **state) {
+  (void)state;
+  static const struct {
+    const char *file, *kernel;
+    xpj_scalar t;
+    unsigned ndim;
+  } ks[] = {{"reduce.xpk", "block_sum", XPJ_F32, 0},
+            {"matmul.xpk", "matmul_tiled", XPJ_F64, 0},
+            {"axpy.xpk", "axpy", XPJ_F32, 2},
+            {"math.xpk", "math_table", XPJ_F32, 0},
+            {"sort.xpk", "bitonic_sort_block", XPJ_I32, 0}};
+  static const char *const targets[] = {"spirv", "ptx:sm_90", "cpu"};
+  for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
+    xpj_module *m = load_example(ks[i].file);
+    xpj_module *s = spec_kernel(m, ks[i].kernel, ks[i].t, ks[i].ndim);
+    assert_non_null(s);
+    for (size_t t = 0; t < 3; t++)
+      for (int e = 0; e < 2; e++) {
+        xpj_emit_kind ek = e ? XPJ_EMIT_ASM : XPJ_EMIT_BIN;
+        xpj_result *a = compile_for(s, ks[i].kernel, targets[t], ek);
+        xpj_result *b = compile_for(s, ks[i].kernel, targets[t], ek);
+        size_t la, lb;
+        const uint8_t *da = xpj_result_data(a, &la), *db = xpj_result_data(b, &lb);
+        assert_int_equal(la, lb);
+        assert_memory_equal(da, db, la);
+        xpj_result_destroy(a);
+        xpj_result_destroy(b);
+      }
+    xpj_module_destroy(s);
+    xpj_module_destroy(m);
+  }
+}
+
+static xpj_status compile_status(const xpj_module *s, const char *kernel,
+                                 const char *target, unsigned timeout,
+                                 char *log, size_t n) {
+  xpj_target t;
+  char err[256];
+  assert_int_equal(xpj_target_parse(target, &t, err, sizeof err), XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.timeout_ms = timeout;
+  xpj_result *r = NULL;
+  xpj_status st = xpj_compile(s, kernel, &t, &o, XPJ_EMIT_BIN, &r);
+  assert_non_null(r);
+  assert_int_equal(xpj_result_status(r), st);
+  snprintf(log, n, "%s", xpj_result_log(r));
+  if (st != XPJ_OK) {
+    size_t len = 1;
+    assert_null(xpj_result_data(r, &len));
+    assert_int_equal(len, 0);
+  }
+  xpj_result_destroy(r);
+  return st;
+}
+
+/* A crash inside the compiler becomes an error status here. */
+static void test_faults(void **state) {
+  (void)state;
+  xpj_module *m = load_example("reduce.xpk");
+  xpj_module *s = spec_kernel(m, "block_sum", XPJ_F32, 0);
+  assert_non_null(s);
+  char log[4096];
+
+  setenv("XPJIT_FAULT_INJECT", "crash", 1);
+  assert_int_equal(compile_status(s, "block_sum", "cpu", 0, log, sizeof log),
+                   XPJ_ERR_COMPILE);
+  assert_non_null(strstr(log, "killed by signal 11"));
+
+  /* A real LLVM fatal error: float atomics without the SPIR-V extension
+   * make the 22.1.8 backend call report_fatal_error. */
+  setenv("XPJIT_FAULT_INJECT", "llvm-fatal", 1);
+  assert_int_equal(compile_status(s, "block_sum", "spirv", 0, log, sizeof log),
+                   XPJ_ERR_COMPILE);
+  assert_non_null(strstr(log, "LLVM ERROR"));
+  assert_non_null(strstr(log, "SPV_EXT_shader_atomic_float_add"));
+
+  setenv("XPJIT_FAULT_INJECT", "hang", 1);
+  assert_int_equal(compile_status(s, "block_sum", "ptx:sm_90", 300, log,
+                                  sizeof log), XPJ_ERR_COMPILE);
+  assert_non_null(strstr(log, "timed out after 300 ms"));
+  unsetenv("XPJIT_FAULT_INJECT");
+
+  /* and the next compile works */
+  assert_int_equal(compile_status(s, "block_sum", "spirv", 0, log, sizeof log),
+                   XPJ_OK);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
+static void test_errors(void **state) {
+  (void)state;
+  xpj_module *m = load_example("math.xpk");
+  xpj_target t;
+  char err[256], log[4096];
+  assert_int_equal(xpj_target_parse("ptx:sm_90", &t, err, sizeof err), XPJ_OK);
+  xpj_result *r = NULL;
+  /* generic kernels must be specialised first */
+  assert_int_equal(xpj_compile(m, "math_table", &t, NULL, XPJ_EMIT_BIN, &r),
+                   XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_result_log(r), "specialise"));
+  xpj_result_destroy(r);
+  assert_int_equal(xpj_compile(m, "nope", &t, NULL, XPJ_EMIT_BIN, &r),
+                   XPJ_ERR_NOT_FOUND);
+  xpj_result_destroy(r);
+  assert_int_equal(xpj_compile(NULL, "x", &t, NULL, XPJ_EMIT_BIN, &r),
+                   XPJ_ERR_INVALID);
+  xpj_result_destroy(r);
+  assert_int_equal(xpj_compile(m, "x", &t, NULL, XPJ_EMIT_BIN, NULL),
+                   XPJ_ERR_INVALID);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.opt_level = 4;
+  xpj_module *s = spec_kernel(m, "math_table", XPJ_F32, 0);
+  assert_non_null(s);
+  assert_int_equal(xpj_compile(s, "math_table", &t, &o, XPJ_EMIT_BIN, &r),
+                   XPJ_ERR_INVALID);
+  xpj_result_destroy(r);
+  /* libdevice missing: a clear error, not a broken module */
+  setenv("XPJIT_LIBDEVICE", "/nonexistent/libdevice.bc", 1);
+  assert_int_equal(compile_status(s, "math_table", "ptx:sm_90", 0, log,
+                                  sizeof log), XPJ_ERR_UNSUPPORTED);
+  assert_non_null(strstr(log, "libdevice"));
+  unsetenv("XPJIT_LIBDEVICE");
+  xpj_result_destroy(NULL);
+  assert_int_equal(xpj_result_status(NULL), XPJ_ERR_INVALID);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
+/* Options change the output, and in-process compiles match the worker's. */
+static void test_options(void **state) {
+  (void)state;
+  xpj_module *m = load_example("math.xpk");
+  xpj_module *s = spec_kernel(m, "math_table", XPJ_F32, 0);
+  assert_non_null(s);
+  xpj_target t;
+  char err[256];
+  assert_int_equal(xpj_target_parse("ptx:sm_90", &t, err, sizeof err), XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  const char *outs[4];
+  xpj_result *rs[4];
+  for (int i = 0; i < 4; i++) {
+    xpj_compile_opts oi = o;
+    if (i == 1)
+      oi.fast_math = 1;
+    if (i == 2)
+      oi.opt_level = 0;
+    if (i == 3)
+      oi.isolation = XPJ_ISOLATE_NONE;
+    assert_int_equal(xpj_compile(s, "math_table", &t, &oi, XPJ_EMIT_ASM, &rs[i]),
+                     XPJ_OK);
+    size_t len;
+    outs[i] = (const char *)xpj_result_data(rs[i], &len);
+  }
+  assert_string_not_equal(outs[0], outs[1]);
+  assert_string_not_equal(outs[0], outs[2]);
+  assert_string_equal(outs[0], outs[3]);
+  for (int i = 0; i < 4; i++)
+    xpj_result_destroy(rs[i]);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
+/* IEEE-correct sqrt and division by default; approximate with fast-math. */
+static void test_ptx_precision(void **state) {
+  (void)state;
+  const char *src = "kernel q(x: global f32[]) range {\n"
+                    "    let i = global_id(0);\n"
+                    "    x[i] = sqrt(x[i]) / x[i + 1];\n"
+                    "}\n";
+  char *ieee = emit_text(src, "q", "ptx:sm_90", XPJ_EMIT_ASM);
+  assert_non_null(strstr(ieee, "sqrt.rn.f32"));
+  assert_non_null(strstr(ieee, "div.rn.f32"));
+  assert_null(strstr(ieee, "approx"));
+  free(ieee);
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  xpj_module *s = spec_kernel(m, "q", XPJ_VOID, 0);
+  xpj_target t;
+  char err[128];
+  assert_int_equal(xpj_target_parse("ptx:sm_90", &t, err, sizeof err), XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.fast_math = 1;
+  xpj_result *r = NULL;
+  assert_int_equal(xpj_compile(s, "q", &t, &o, XPJ_EMIT_ASM, &r), XPJ_OK);
+  const char *fast = (const char *)xpj_result_data(r, NULL);
+  assert_non_null(strstr(fast, "sqrt.approx"));
+  assert_null(strstr(fast, "div.rn.f32"));
+  xpj_result_destroy(r);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_targets),     cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_structure),   cmocka_unit_test(test_faults),
+      cmocka_unit_test(test_options),     cmocka_unit_test(test_ptx_precision),
+      cmocka_unit_test(test_determinism),
+      cmocka_unit_test(test_emit_examples),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
