@@ -1,0 +1,343 @@
+/*
+ * test_cpu_exec.c - runs CPU code from the compiler against C references:
+ * range kernels over strided views, and nd-range kernels whose barriers sit
+ * in loops (the work-item loop transformation), with local memory and
+ * local/global atomics, at sizes that are not multiples of the group size.
+ * The entry point is called directly, as the runtime will (docs/abi.md).
+ * The full conformance suite through the public runtime API is separate.
+ */
+#include "cgutil.h"
+
+#include <math.h>
+
+typedef struct kargs {
+  void *ptrs[256];
+  int64_t vals[256];
+  unsigned n;
+} kargs;
+
+static void add_i64(kargs *a, int64_t v) {
+  a->vals[a->n] = v;
+  a->ptrs[a->n] = &a->vals[a->n];
+  a->n++;
+}
+static void add_ptr(kargs *a, void *p) {
+  memcpy(&a->vals[a->n], &p, sizeof p);
+  a->ptrs[a->n] = &a->vals[a->n];
+  a->n++;
+}
+static void add_f32(kargs *a, float v) {
+  memcpy(&a->vals[a->n], &v, sizeof v);
+  a->ptrs[a->n] = &a->vals[a->n];
+  a->n++;
+}
+/* A view: pointer, offset, shape, strides (elements). */
+static void add_view(kargs *a, void *p, int64_t off, int rank,
+                     const int64_t *shape, const int64_t *strides) {
+  add_ptr(a, p);
+  add_i64(a, off);
+  for (int d = 0; d < rank; d++)
+    add_i64(a, shape[d]);
+  for (int d = 0; d < rank; d++)
+    add_i64(a, strides[d]);
+}
+static void add_vec(kargs *a, void *p, int64_t n) {
+  int64_t one = 1;
+  add_view(a, p, 0, 1, &n, &one);
+}
+
+typedef struct compiled {
+  xpj_module *m, *s;
+  xpj_result *r;
+  LLVMOrcLLJITRef jit;
+  cpu_entry fn;
+} compiled;
+
+static void build(compiled *c, const char *file, const char *kernel,
+                  xpj_scalar t, unsigned ndim) {
+  c->m = load_example(file);
+  c->s = spec_kernel(c->m, kernel, t, ndim);
+  assert_non_null(c->s);
+  c->r = compile_for(c->s, kernel, "cpu", XPJ_EMIT_BIN);
+  size_t len;
+  const uint8_t *d = xpj_result_data(c->r, &len);
+  c->fn = (cpu_entry)jit_load(d, len, kernel, &c->jit);
+}
+
+static void release(compiled *c) {
+  LLVMOrcDisposeLLJIT(c->jit);
+  xpj_result_destroy(c->r);
+  xpj_module_destroy(c->s);
+  xpj_module_destroy(c->m);
+}
+
+/* A range launch, split into three unequal chunks like a thread pool. */
+static void run_range(compiled *c, kargs *a, int64_t g0, int64_t g1,
+                      int64_t g2) {
+  int64_t launch[9] = {g0, g1, g2, 1, 1, 1, 1, 1, 1};
+  int64_t total = g0 * g1 * g2, cut1 = total / 3, cut2 = total - total / 5;
+  c->fn(a->ptrs, launch, NULL, NULL, 0, cut1);
+  c->fn(a->ptrs, launch, NULL, NULL, cut1, cut2);
+  c->fn(a->ptrs, launch, NULL, NULL, cut2, total);
+}
+
+/* An nd-range launch: groups run in two chunks with their own memory. */
+static void run_nd(compiled *c, kargs *a, const int64_t groups[3],
+                   const int64_t local[3]) {
+  int64_t launch[9];
+  int64_t wgs = local[0] * local[1] * local[2];
+  for (int d = 0; d < 3; d++) {
+    launch[d] = groups[d] * local[d];
+    launch[3 + d] = local[d];
+    launch[6 + d] = groups[d];
+  }
+  int64_t ng = groups[0] * groups[1] * groups[2];
+  uint64_t lb = xpj_result_local_bytes(c->r), sb = xpj_result_scratch_bytes(c->r);
+  void *lm = malloc(lb ? lb : 1), *sc = malloc(sb ? sb * (uint64_t)wgs : 1);
+  assert_non_null(lm);
+  assert_non_null(sc);
+  memset(lm, 0xa5, lb ? lb : 1); /* local memory starts as garbage */
+  c->fn(a->ptrs, launch, lm, sc, 0, ng / 2);
+  c->fn(a->ptrs, launch, lm, sc, ng / 2, ng);
+  free(lm);
+  free(sc);
+}
+
+static uint32_t rng = 12345;
+static uint32_t rnd(void) {
+  rng = rng * 1664525u + 1013904223u;
+  return rng >> 8;
+}
+
+/* y = a*x + y on 2-D views, x transposed (non-contiguous). */
+static void test_axpy_strided(void **state) {
+  (void)state;
+  compiled c;
+  build(&c, "axpy.xpk", "axpy", XPJ_F32, 2);
+  enum { R = 13, C = 7 };
+  float xs[C][R], y[R][C], want[R][C];
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++) {
+      xs[j][i] = (float)(rnd() % 1000) / 10.0f;
+      y[i][j] = (float)(rnd() % 1000) / 7.0f;
+      want[i][j] = 2.5f * xs[j][i] + y[i][j];
+    }
+  kargs a = {0};
+  add_f32(&a, 2.5f);
+  int64_t shape[2] = {R, C}, xstr[2] = {1, R}, ystr[2] = {C, 1};
+  add_view(&a, xs, 0, 2, shape, xstr);
+  add_view(&a, y, 0, 2, shape, ystr);
+  run_range(&c, &a, 10, 1, 1); /* fewer work-items than elements */
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++)
+      assert_float_equal(y[i][j], want[i][j], 1e-4);
+  release(&c);
+}
+
+/* Barrier inside a loop, local memory, one atomic per group. */
+static void test_block_sum(void **state) {
+  (void)state;
+  compiled c;
+  build(&c, "reduce.xpk", "block_sum", XPJ_I32, 0);
+  enum { N = 10007 };
+  int32_t *x = malloc(N * sizeof *x), total = 0, want = 0;
+  for (int i = 0; i < N; i++) {
+    x[i] = (int32_t)(rnd() % 2001) - 1000;
+    want += x[i];
+  }
+  for (int64_t lsz = 1; lsz <= 256; lsz *= 4) {
+    total = 0;
+    kargs a = {0};
+    add_vec(&a, x, N);
+    add_vec(&a, &total, 1);
+    int64_t groups[3] = {7, 1, 1}, local[3] = {lsz, 1, 1};
+    run_nd(&c, &a, groups, local);
+    assert_int_equal(total, want);
+  }
+  free(x);
+  release(&c);
+}
+
+/* Local atomics between barriers; local memory is not zeroed for us. */
+static void test_histogram_local(void **state) {
+  (void)state;
+  compiled c;
+  build(&c, "histogram.xpk", "histogram_local", XPJ_VOID, 0);
+  enum { N = 5003 };
+  uint8_t *d = malloc(N);
+  uint32_t hist[256] = {0}, want[256] = {0};
+  for (int i = 0; i < N; i++) {
+    d[i] = (uint8_t)(rnd() % 97 + (i & 1 ? 100 : 0));
+    want[d[i]]++;
+  }
+  kargs a = {0};
+  add_vec(&a, d, N);
+  add_vec(&a, hist, 256);
+  int64_t groups[3] = {5, 1, 1}, local[3] = {48, 1, 1};
+  run_nd(&c, &a, groups, local);
+  assert_memory_equal(hist, want, sizeof want);
+  free(d);
+  release(&c);
+}
+
+/* Tiled matmul: 2-D groups, two barriers per tile, ragged edges. */
+static void test_matmul_tiled(void **state) {
+  (void)state;
+  compiled c;
+  build(&c, "matmul.xpk", "matmul_tiled", XPJ_F64, 0);
+  enum { M = 37, K = 41, N = 29 };
+  double *A = malloc(M * K * sizeof *A), *B = malloc(K * N * sizeof *B),
+         *C = calloc(M * N, sizeof *C);
+  for (int i = 0; i < M * K; i++)
+    A[i] = (double)(rnd() % 100) / 9.0;
+  for (int i = 0; i < K * N; i++)
+    B[i] = (double)(rnd() % 100) / 11.0;
+  kargs a = {0};
+  int64_t sa[2] = {M, K}, ta[2] = {K, 1}, sb[2] = {K, N}, tb[2] = {N, 1},
+          sc[2] = {M, N}, tc[2] = {N, 1};
+  add_view(&a, A, 0, 2, sa, ta);
+  add_view(&a, B, 0, 2, sb, tb);
+  add_view(&a, C, 0, 2, sc, tc);
+  int64_t groups[3] = {3, 2, 1}, local[3] = {16, 16, 1};
+  run_nd(&c, &a, groups, local);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double s = 0;
+      for (int k = 0; k < K; k++)
+        s += A[i * K + k] * B[k * N + j];
+      assert_float_equal(C[i * N + j], s, 1e-9 * (1 + fabs(s)));
+    }
+  free(A);
+  free(B);
+  free(C);
+  release(&c);
+}
+
+/* Work-efficient scan: barriers in two loops with changing strides. */
+static void test_scan_block(void **state) {
+  (void)state;
+  compiled c;
+  build(&c, "scan.xpk", "scan_block", XPJ_I32, 0);
+  enum { N = 1300, SCAN_N = 512 };
+  int32_t x[N], y[N], sums[3];
+  for (int i = 0; i < N; i++)
+    x[i] = (int32_t)(rnd() % 100) - 30;
+  kargs a = {0};
+  add_vec(&a, x, N);
+  add_vec(&a, y, N);
+  add_vec(&a, sums, 3);
+  int64_t groups[3] = {3, 1, 1}, local[3] = {SCAN_N / 2, 1, 1};
+  run_nd(&c, &a, groups, local);
+  for (int b = 0; b < 3; b++) {
+    int32_t acc = 0;
+    for (int i = b * SCAN_N; i < (b + 1) * SCAN_N && i < N; i++) {
+      assert_int_equal(y[i], acc);
+      acc += x[i];
+    }
+    assert_int_equal(sums[b], acc);
+  }
+  release(&c);
+}
+
+/* Bitonic sort in local memory: nested loops with a barrier inside. */
+static void test_bitonic_block(void **state) {
+  (void)state;
+  compiled c;
+  build(&c, "sort.xpk", "bitonic_sort_block", XPJ_I32, 0);
+  enum { B = 512, NB = 4 };
+  int32_t x[B * NB], orig[B * NB];
+  for (int i = 0; i < B * NB; i++)
+    orig[i] = x[i] = (int32_t)(rnd() % 100000) - 50000;
+  kargs a = {0};
+  add_vec(&a, x, B * NB);
+  int64_t groups[3] = {NB, 1, 1}, local[3] = {B / 2, 1, 1};
+  run_nd(&c, &a, groups, local);
+  for (int b = 0; b < NB; b++) {
+    int64_t s1 = 0, s2 = 0;
+    for (int i = 0; i < B; i++) {
+      s1 += orig[b * B + i];
+      s2 += x[b * B + i];
+      if (i)
+        assert_true(b % 2 == 0 ? x[b * B + i - 1] <= x[b * B + i]
+                               : x[b * B + i - 1] >= x[b * B + i]);
+    }
+    assert_int_equal(s1, s2);
+  }
+  release(&c);
+}
+
+/* A value-returning device function with barriers, uniform early return
+ * and a work-item-dependent return before a barrier. */
+static void test_wg_control(void **state) {
+  (void)state;
+  const char *src2 =
+      "kernel k(x: global const i32[], out: global i32[], n: i64) ndrange(1) {\n"
+      "    local t: i32[64];\n"
+      "    let lid = local_id(0);\n"
+      "    if group_id(0) >= n { return; }\n"
+      "    t[lid] = x[global_id(0)];\n"
+      "    barrier(local);\n"
+      "    let s = 0i32;\n"
+      "    for (let k: i64 = 0; k < local_size(0); k++) {\n"
+      "        if k == 5 { continue; }\n"
+      "        s += t[k];\n"
+      "        if k >= 40 { break; }\n"
+      "        barrier();\n"
+      "    }\n"
+      "    if lid >= 30 { return; }\n"
+      "    barrier();\n"
+      "    out[global_id(0)] = s + i32(lid);\n"
+      "}\n";
+  xpj_module *m = NULL;
+  char *diag = NULL;
+  xpj_status st = parse_src(src2, &m, &diag);
+  if (st != XPJ_OK)
+    fprintf(stderr, "%s", diag);
+  free(diag);
+  assert_int_equal(st, XPJ_OK);
+  compiled c = {0};
+  c.m = m;
+  c.s = spec_kernel(m, "k", XPJ_VOID, 0);
+  assert_non_null(c.s);
+  c.r = compile_for(c.s, "k", "cpu", XPJ_EMIT_BIN);
+  size_t len;
+  const uint8_t *d = xpj_result_data(c.r, &len);
+  c.fn = (cpu_entry)jit_load(d, len, "k", &c.jit);
+  enum { L = 48, G = 4 };
+  int32_t x[L * G], out[L * G];
+  for (int i = 0; i < L * G; i++) {
+    x[i] = (int32_t)(rnd() % 50);
+    out[i] = -1;
+  }
+  kargs a = {0};
+  add_vec(&a, x, L * G);
+  add_vec(&a, out, L * G);
+  add_i64(&a, 3); /* group 3 returns at once */
+  int64_t groups[3] = {G, 1, 1}, local[3] = {L, 1, 1};
+  run_nd(&c, &a, groups, local);
+  for (int g = 0; g < G; g++) {
+    int32_t s = 0;
+    for (int k = 0; k < L; k++) {
+      if (k == 5)
+        continue;
+      s += x[g * L + k];
+      if (k >= 40)
+        break;
+    }
+    for (int l = 0; l < L; l++) {
+      int32_t want = (g >= 3 || l >= 30) ? -1 : s + l;
+      assert_int_equal(out[g * L + l], want);
+    }
+  }
+  release(&c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_axpy_strided),  cmocka_unit_test(test_block_sum),
+      cmocka_unit_test(test_histogram_local), cmocka_unit_test(test_matmul_tiled),
+      cmocka_unit_test(test_scan_block),    cmocka_unit_test(test_bitonic_block),
+      cmocka_unit_test(test_wg_control),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
