@@ -89,10 +89,16 @@ fuzz: $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -o $@ $< $(LIB_SRCS) -lcrypto
+	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -isystem $(LLVM_INC) \
+	  -o $@ $< $(LIB_SRCS) $(LDLIBS_ALL)
 
-bench: all $(BUILD)/bench/frontend
+bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile
 	$(BUILD)/bench/frontend examples/*.xpk bench/peers/frontend_peer.xpk
+	$(BUILD)/bench/compile examples/*.xpk
+
+$(BUILD)/bench/compile: bench/compile.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL) -ldl
 
 $(BUILD)/bench/frontend: bench/frontend.c $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -101,11 +107,22 @@ $(BUILD)/bench/frontend: bench/frontend.c $(LIB_A)
 check-examples: $(CLI)
 	$(CLI) check examples/*.xpk
 
-# The main job today: check every example and show a specialised kernel.
+# The main job today: check every example, then compile kernels for the
+# three targets (SPIR-V validated, PTX, native object for this CPU).
 demo: $(CLI)
 	$(CLI) check examples/*.xpk && echo "examples: all kernels check"
-	$(CLI) ir examples/reduce.xpk --kernel block_sum --dtype T=f32
 	$(CLI) ir examples/axpy.xpk --kernel axpy --dtype T=f64 --ndim 2 --hash
+	@mkdir -p $(BUILD)/demo
+	@for t in spirv ptx:sm_90 cpu; do \
+	  for k in "reduce.xpk block_sum T=f32" "matmul.xpk matmul_tiled T=f64" \
+	           "sort.xpk bitonic_sort_block T=i32"; do \
+	    set -- $$k; out=$(BUILD)/demo/$$2.$$(echo $$t | tr : _); \
+	    $(CLI) emit examples/$$1 --kernel $$2 --dtype $$3 --target $$t -o $$out \
+	      || exit 1; \
+	    printf '%-20s %-10s %7d bytes  %s\n' $$2 $$t $$(wc -c < $$out) $$out; \
+	  done; done
+	$(CLI) emit examples/reduce.xpk --kernel block_sum --dtype T=f32 \
+	  --target spirv --emit asm | grep -E 'OpControlBarrier|OpAtomic|OpVariable.*Workgroup'
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \

@@ -15,6 +15,7 @@
 #include "xpjit_codegen.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h>
 #include <llvm-c/TargetMachine.h>
 #include <stdbool.h>
 
@@ -92,6 +93,10 @@ struct cg {
   uint64_t inlined;       /* instructions lowered, to bound inlining */
   bool needs_libdevice;
   bool uses_float_atomics;
+
+  /* debug info (-g; CPU and PTX) */
+  LLVMDIBuilderRef dib;
+  LLVMMetadataRef di_sp;
 
   xpj_status status;
   char err[2048];

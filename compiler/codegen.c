@@ -1076,6 +1076,7 @@ static LLVMValueRef lower_atomic(cg *c, cg_frame *fr, const xpj_inst *in) {
 
 /* ---- statements ---------------------------------------------------- */
 
+static void di_at(cg *c, xpj_loc loc);
 static void lower_block(cg *c, cg_frame *fr, xpj_block b);
 static void lower_wg_block(cg *c, cg_frame *fr, xpj_block b);
 static void lower_inst(cg *c, cg_frame *fr, xpj_val id);
@@ -1253,6 +1254,7 @@ static void lower_inst(cg *c, cg_frame *fr, xpj_val id) {
     /* code after a terminator in an enclosing block is unreachable */
     LLVMPositionBuilderAtEnd(B, new_bb(c, "dead"));
   }
+  di_at(c, in->loc);
   xpj_scalar s = scalar_of(c, in->type);
   switch ((xpj_op)in->op) {
   case XPJ_OP_NOP:
@@ -1683,6 +1685,60 @@ static unsigned abi_count(cg *c) {
   return n;
 }
 
+/* ---- debug info ---------------------------------------------------- */
+
+/* Line tables for -g: a compile unit, a subprogram for the kernel, and the
+ * source line of every lowered instruction. Not for SPIR-V, whose 22.1.8
+ * backend does not emit debug information. */
+static void di_begin(cg *c) {
+  if (!c->opts->debug_info || c->target->kind == XPJ_TARGET_SPIRV)
+    return;
+  const char *path = xpj_module_file_name(c->m, c->kernel->loc.file);
+  if (!path || !*path)
+    path = "kernel.xpk";
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  size_t dirlen = slash ? (size_t)(slash - path) : 0;
+  c->dib = LLVMCreateDIBuilder(c->mod);
+  LLVMMetadataRef file =
+      LLVMDIBuilderCreateFile(c->dib, base, strlen(base), path, dirlen);
+  bool opt = c->opts->opt_level > 0;
+  LLVMDIBuilderCreateCompileUnit(c->dib, LLVMDWARFSourceLanguageC11, file,
+                                 "xpjit", 5, opt, "", 0, 0, "", 0,
+                                 LLVMDWARFEmissionLineTablesOnly, 0, 0, 0, "",
+                                 0, "", 0);
+  LLVMMetadataRef ty = LLVMDIBuilderCreateSubroutineType(c->dib, file, NULL, 0,
+                                                         LLVMDIFlagZero);
+  const char *name = c->kernel->name;
+  c->di_sp = LLVMDIBuilderCreateFunction(
+      c->dib, file, name, strlen(name), name, strlen(name), file,
+      c->kernel->loc.line, ty, 0, 1, c->kernel->loc.line, LLVMDIFlagZero, opt);
+  LLVMSetSubprogram(c->fn, c->di_sp);
+  LLVMAddModuleFlag(c->mod, LLVMModuleFlagBehaviorWarning, "Debug Info Version",
+                    18, LLVMValueAsMetadata(LLVMConstInt(
+                            c->t_i32, LLVMDebugMetadataVersion(), 0)));
+  LLVMAddModuleFlag(c->mod, LLVMModuleFlagBehaviorWarning, "Dwarf Version", 13,
+                    LLVMValueAsMetadata(LLVMConstInt(c->t_i32, 4, 0)));
+  LLVMSetCurrentDebugLocation2(
+      c->b, LLVMDIBuilderCreateDebugLocation(c->ctx, c->kernel->loc.line,
+                                             c->kernel->loc.col, c->di_sp, NULL));
+}
+
+static void di_at(cg *c, xpj_loc loc) {
+  if (c->dib && loc.line)
+    LLVMSetCurrentDebugLocation2(
+        c->b, LLVMDIBuilderCreateDebugLocation(c->ctx, loc.line, loc.col,
+                                               c->di_sp, NULL));
+}
+
+static void di_end(cg *c) {
+  if (!c->dib)
+    return;
+  LLVMDIBuilderFinalize(c->dib);
+  LLVMDisposeDIBuilder(c->dib);
+  c->dib = NULL;
+}
+
 static void lower_simt(cg *c, cg_frame *fr) {
   LLVMTypeRef pt[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 3];
   unsigned n;
@@ -1692,6 +1748,7 @@ static void lower_simt(cg *c, cg_frame *fr) {
   LLVMSetFunctionCallConv(c->fn, c->ops->kernel_cc);
   c->entry_bb = new_bb(c, "entry");
   LLVMPositionBuilderAtEnd(c->b, c->entry_bb);
+  di_begin(c);
   LLVMValueRef abi[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 3];
   for (unsigned i = 0; i < n; i++)
     abi[i] = LLVMGetParam(c->fn, i);
@@ -1733,6 +1790,7 @@ static void lower_cpu(cg *c, cg_frame *fr) {
   }
   c->entry_bb = new_bb(c, "entry");
   LLVMPositionBuilderAtEnd(c->b, c->entry_bb);
+  di_begin(c);
   LLVMValueRef args = LLVMGetParam(c->fn, 0), launch = LLVMGetParam(c->fn, 1);
   c->cpu_local_mem = LLVMGetParam(c->fn, 2);
   c->cpu_scratch = LLVMGetParam(c->fn, 3);
@@ -1840,6 +1898,7 @@ void cg_lower_kernel(cg *c) {
   else
     lower_cpu(c, fr);
   (void)abi_count;
+  di_end(c);
   if (c->status == XPJ_OK && c->ops->finish_kernel)
     c->ops->finish_kernel(c, c->fn);
   frame_free(fr);

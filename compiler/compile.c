@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "cg.h"
 #include "spirv_check.h"
+#include "worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -521,6 +522,46 @@ static void describe_exit(int st, char *buf, size_t n) {
     snprintf(buf, n, "the compiler worker failed");
 }
 
+int xpj_worker_decode(const uint8_t *buf, size_t n, xpj_result *r) {
+  wire_head h;
+  if (!buf || !r || n < sizeof h)
+    return -1;
+  memcpy(&h, buf, sizeof h);
+  if (h.magic != WIRE_MAGIC || h.len > n || h.loglen > n ||
+      sizeof h + h.len + h.loglen != n)
+    return -1;
+  xpj_status st = (xpj_status)h.status;
+  if (h.status > XPJ_ERR_UNSUPPORTED || (st == XPJ_OK) != (h.len > 0))
+    return -1;
+  uint8_t *data = NULL;
+  char *log = NULL;
+  if (h.len) {
+    data = malloc(h.len + 1);
+    if (!data)
+      return -1;
+    memcpy(data, buf + sizeof h, h.len);
+    data[h.len] = 0;
+  }
+  log = malloc(h.loglen + 1);
+  if (!log) {
+    free(data);
+    return -1;
+  }
+  memcpy(log, buf + sizeof h + h.len, h.loglen);
+  log[h.loglen] = 0;
+  free(r->data);
+  free(r->log);
+  r->data = data;
+  r->len = h.len;
+  r->log = log;
+  r->status = st;
+  r->local_bytes = h.local_bytes;
+  r->scratch_bytes = h.scratch_bytes;
+  return 0;
+}
+
+xpj_result *xpj_result_new_internal(void) { return result_new(); }
+
 static void compile_isolated(const xpj_module *m, const xpj_func *k,
                              const xpj_target *t, const xpj_compile_opts *o,
                              xpj_emit_kind emit, xpj_result *r) {
@@ -604,13 +645,6 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
     ;
-  wire_head h;
-  bool complete = false;
-  if (out.n >= sizeof h) {
-    memcpy(&h, out.p, sizeof h);
-    complete = h.magic == WIRE_MAGIC && h.len <= out.n &&
-               h.loglen <= out.n && sizeof h + h.len + h.loglen == out.n;
-  }
   if (timed_out) {
     char msg[128];
     snprintf(msg, sizeof msg, "the compile timed out after %u ms; the "
@@ -618,7 +652,7 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
     result_fail(r, XPJ_ERR_COMPILE, msg);
   } else if (oom) {
     result_fail(r, XPJ_ERR_NOMEM, "out of memory reading the worker's output");
-  } else if (!complete) {
+  } else if (xpj_worker_decode((const uint8_t *)out.p, out.n, r) != 0) {
     char why[160];
     describe_exit(st, why, sizeof why);
     size_t need = strlen(why) + err.n + 8;
@@ -633,28 +667,6 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
     }
     result_fail(r, XPJ_ERR_COMPILE, msg ? msg : why);
     free(msg);
-  } else {
-    r->status = (xpj_status)h.status;
-    r->local_bytes = h.local_bytes;
-    r->scratch_bytes = h.scratch_bytes;
-    if (h.len) {
-      r->data = malloc(h.len + 1);
-      if (r->data) {
-        memcpy(r->data, out.p + sizeof h, h.len);
-        r->data[h.len] = 0;
-        r->len = h.len;
-      } else {
-        result_fail(r, XPJ_ERR_NOMEM, "out of memory");
-      }
-    }
-    if (h.loglen) {
-      free(r->log);
-      r->log = malloc(h.loglen + 1);
-      if (r->log) {
-        memcpy(r->log, out.p + sizeof h + h.len, h.loglen);
-        r->log[h.loglen] = 0;
-      }
-    }
   }
   free(out.p);
   free(err.p);

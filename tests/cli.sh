@@ -57,5 +57,37 @@ h2=$("$CLI" ir /dev/stdin --kernel axpy --dtype T=f32 --ndim 2 --hash <examples/
 h3=$("$CLI" ir examples/axpy.xpk --kernel axpy --dtype T=f32 --ndim 2 --hash)
 [ "$h1" = "$h3" ] || { echo "FAIL: hash differs between runs"; fail=1; }
 expect 1 "$CLI" ir examples/axpy.xpk --kernel axpy --dtype T=f32 --ndim 2 -o /nonexistent/dir/x
+# emit: usage errors (2), input and compile errors (1)
+expect 0 "$CLI" emit --help
+expect 2 "$CLI" emit
+expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32
+expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target gpu
+expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target ptx:sm_61
+expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu --emit exe
+expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu -O7
+expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu --timeout 0
+expect 1 "$CLI" emit examples/reduce.xpk --kernel nope --dtype T=f32 --target cpu -o "$tmp/x"
+expect 1 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=bool --target cpu -o "$tmp/x"
+expect 1 "$CLI" emit "$tmp/garbage.xpk" --kernel k --target spirv -o "$tmp/x"
+expect 1 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target spirv -o /nonexistent/dir/x
+XPJIT_LIBDEVICE=/nonexistent expect 1 "$CLI" emit examples/math.xpk --kernel math_table --dtype T=f32 --target ptx:sm_90 -o "$tmp/x"
+grep -q "libdevice" "$tmp/err" || { echo "FAIL: no libdevice message"; fail=1; }
+# every output kind, to a file and to stdout
+for t in spirv ptx:sm_90 cpu cpu:x86-64; do
+  for e in bin asm llvm; do
+    expect 0 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target $t --emit $e -o "$tmp/o.$e"
+    [ -s "$tmp/o.$e" ] || { echo "FAIL: empty $t $e output"; fail=1; }
+  done
+  # the same bytes from another process (determinism), also through stdout
+  "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target $t --emit bin -o - >"$tmp/o2.bin"
+  cmp -s "$tmp/o.bin" "$tmp/o2.bin" || { echo "FAIL: $t output differs between processes"; fail=1; }
+done
+"$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target spirv --emit bin -o "$tmp/b.spv"
+od -An -tx4 -N4 "$tmp/b.spv" | grep -q 07230203 || { echo "FAIL: SPIR-V magic"; fail=1; }
+"$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu -o "$tmp/b.o"
+od -An -c -N4 "$tmp/b.o" | grep -q 'E   L   F' || { echo "FAIL: ELF magic"; fail=1; }
+"$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target ptx:sm_80 -o - | grep -q '^.target sm_80' || { echo "FAIL: PTX target"; fail=1; }
+"$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target spirv --emit asm -o - | grep -q 'OpControlBarrier' || { echo "FAIL: SPIR-V asm"; fail=1; }
+expect 0 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target ptx:sm_90 --no-isolate -O3 --fast-math -g -o "$tmp/x"
 [ $fail -eq 0 ] && echo "cli: all checks passed"
 exit $fail

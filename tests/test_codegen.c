@@ -459,6 +459,18 @@ static void test_options(void **state) {
     size_t len;
     outs[i] = (const char *)xpj_result_data(rs[i], &len);
   }
+  {
+    xpj_compile_opts g = o;
+    g.debug_info = 1;
+    xpj_result *rg = NULL;
+    assert_int_equal(xpj_compile(s, "math_table", &t, &g, XPJ_EMIT_ASM, &rg),
+                     XPJ_OK);
+    const char *txt = (const char *)xpj_result_data(rg, NULL);
+    assert_non_null(strstr(txt, "\t.loc\t"));
+    assert_non_null(strstr(txt, "math.xpk"));
+    assert_null(strstr(outs[0], "\t.loc\t"));
+    xpj_result_destroy(rg);
+  }
   assert_string_not_equal(outs[0], outs[1]);
   assert_string_not_equal(outs[0], outs[2]);
   assert_string_equal(outs[0], outs[3]);
