@@ -594,7 +594,17 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
-    worker_main(outp[1], m, k, t, o, emit);
+    /* keep only stdin/stdout, stderr (the pipe) and the reply pipe as fd 3:
+     * inherited descriptors (other threads' worker pipes) must not stay
+     * open here, or their readers would wait for this worker to end */
+    int fd = outp[1];
+    if (fd != 3) {
+      if (dup2(fd, 3) < 0)
+        _exit(3);
+      fd = 3;
+    }
+    close_range(4, ~0u, 0);
+    worker_main(fd, m, k, t, o, emit);
     _exit(0);
   }
   close(outp[1]);

@@ -16,13 +16,16 @@
 
 /* Parses examples/NAME (the tests run from the repository root). */
 static inline xpj_module *load_example(const char *name) {
-  char path[4200];
-  snprintf(path, sizeof path, "examples/%s", name);
+  size_t pl = strlen(name) + 16;
+  char *path = malloc(pl);
+  assert_non_null(path);
+  snprintf(path, pl, "examples/%s", name);
   xpj_module *m = NULL;
   xpj_diags *d = NULL;
   assert_int_equal(xpj_module_create(&m), XPJ_OK);
   assert_int_equal(xpj_diags_create(&d), XPJ_OK);
   xpj_status st = xpj_parse_file(m, path, d);
+  free(path);
   if (st != XPJ_OK) {
     char *t = NULL;
     xpj_diags_render(d, &t, NULL);

@@ -7,6 +7,7 @@
 #include "cgutil.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -137,12 +138,12 @@ static void test_emit_examples(void **state) {
   struct dirent *de;
   unsigned modules = 0, spirv_checked = 0, int64_atomics = 0, ptx_checked = 0,
            cpu_loaded = 0, kernels = 0;
-  char names[64][64];
+  char names[64][256];
   unsigned nnames = 0;
   while ((de = readdir(dir)) && nnames < 64) {
     size_t l = strlen(de->d_name);
     if (l > 4 && strcmp(de->d_name + l - 4, ".xpk") == 0)
-      snprintf(names[nnames++], 64, "%s", de->d_name);
+      snprintf(names[nnames++], 256, "%s", de->d_name);
   }
   closedir(dir);
   assert_true(nnames >= 10);
@@ -511,12 +512,83 @@ static void test_ptx_precision(void **state) {
   xpj_module_destroy(m);
 }
 
+/* Threads compiling at once, in workers and in-process, get exactly the
+ * bytes a lone compile gets. */
+typedef struct thread_job {
+  const xpj_module *s;
+  const char *kernel, *target;
+  xpj_isolation iso;
+  const uint8_t *want;
+  size_t want_len;
+  int ok;
+} thread_job;
+
+static void *thread_main(void *p) {
+  thread_job *j = p;
+  xpj_target t;
+  char err[128];
+  j->ok = 0;
+  if (xpj_target_parse(j->target, &t, err, sizeof err) != XPJ_OK)
+    return NULL;
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.isolation = j->iso;
+  for (int rep = 0; rep < 3; rep++) {
+    xpj_result *r = NULL;
+    if (xpj_compile(j->s, j->kernel, &t, &o, XPJ_EMIT_BIN, &r) != XPJ_OK) {
+      xpj_result_destroy(r);
+      return NULL;
+    }
+    size_t len;
+    const uint8_t *d = xpj_result_data(r, &len);
+    int same = len == j->want_len && memcmp(d, j->want, len) == 0;
+    xpj_result_destroy(r);
+    if (!same)
+      return NULL;
+  }
+  j->ok = 1;
+  return NULL;
+}
+
+static void test_threads(void **state) {
+  (void)state;
+  xpj_module *m = load_example("matmul.xpk");
+  xpj_module *s = spec_kernel(m, "matmul_tiled", XPJ_F32, 0);
+  assert_non_null(s);
+  static const char *const targets[] = {"spirv", "ptx:sm_90", "cpu"};
+  xpj_result *ref[3];
+  for (int i = 0; i < 3; i++)
+    ref[i] = compile_for(s, "matmul_tiled", targets[i], XPJ_EMIT_BIN);
+  enum { NT = 6 };
+  pthread_t th[NT];
+  thread_job jobs[NT];
+  for (int i = 0; i < NT; i++) {
+    jobs[i].s = s;
+    jobs[i].kernel = "matmul_tiled";
+    jobs[i].target = targets[i % 3];
+    /* half of the PTX and CPU jobs compile in this process */
+    jobs[i].iso = (i >= 3 && i % 3) ? XPJ_ISOLATE_NONE : XPJ_ISOLATE_DEFAULT;
+    jobs[i].want = xpj_result_data(ref[i % 3], &jobs[i].want_len);
+    assert_int_equal(pthread_create(&th[i], NULL, thread_main, &jobs[i]), 0);
+  }
+  for (int i = 0; i < NT; i++) {
+    pthread_join(th[i], NULL);
+    if (!jobs[i].ok)
+      fail_msg("thread %d (%s) got a different or failed compile", i,
+               jobs[i].target);
+  }
+  for (int i = 0; i < 3; i++)
+    xpj_result_destroy(ref[i]);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_targets),     cmocka_unit_test(test_errors),
       cmocka_unit_test(test_structure),   cmocka_unit_test(test_faults),
       cmocka_unit_test(test_options),     cmocka_unit_test(test_ptx_precision),
-      cmocka_unit_test(test_determinism),
+      cmocka_unit_test(test_determinism), cmocka_unit_test(test_threads),
       cmocka_unit_test(test_emit_examples),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
