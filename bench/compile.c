@@ -146,6 +146,18 @@ static char *slurp(const char *path, size_t *len) {
   return s;
 }
 
+/* dst = a + b, cut to size (snprintf would warn about the cut) */
+static void join(char *dst, size_t size, const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la >= size)
+    la = size - 1;
+  if (lb >= size - la)
+    lb = size - la - 1;
+  memcpy(dst, a, la);
+  memcpy(dst + la, b, lb);
+  dst[la + lb] = 0;
+}
+
 static void set_msg(meas *m, int state, const char *fmt, ...) {
   m->state = state;
   va_list ap;
@@ -260,7 +272,7 @@ static void render_argv(char *const argv[], char *buf, size_t size) {
 static int clang_once(const krow *k, double *ms, char *msg, size_t msgsize) {
   const src_file *f = &files[k->file];
   if (!f->has_cl) {
-    snprintf(msg, msgsize, "no %s", f->cl_path);
+    join(msg, msgsize, "no ", f->cl_path);
     return S_NA;
   }
   char kdef[128], ndim[32], tdef[XPJ_MAX_TPARAMS][64];
@@ -295,7 +307,7 @@ static int clang_once(const krow *k, double *ms, char *msg, size_t msgsize) {
   if (st == S_FAIL) {
     char cmd[1024];
     render_argv(argv, cmd, sizeof cmd);
-    snprintf(msg, msgsize, "failed: %s", cmd);
+    join(msg, msgsize, "failed: ", cmd);
   } else if (st == S_NA) {
     snprintf(msg, msgsize, "cannot run %s", clang_path);
   }
@@ -331,7 +343,7 @@ static int cli_once(const krow *k, double *ms, char *msg, size_t msgsize) {
   if (st != S_OK) {
     char cmd[1024];
     render_argv(argv, cmd, sizeof cmd);
-    snprintf(msg, msgsize, "%s: %s", st == S_NA ? "cannot run" : "failed", cmd);
+    join(msg, msgsize, st == S_NA ? "cannot run: " : "failed: ", cmd);
   }
   return st;
 }
@@ -581,7 +593,7 @@ static void measure_row(int row, double *samples) {
         meas *m = &k->m[t][kind];
         if (!want[t] || !applies(t, kind) || !k->spec_ok)
           continue;
-        if (r > 0 && m->state != S_OK)
+        if (m->state == S_NA || m->state == S_FAIL)
           continue; /* failed or not available: once is enough */
         double ms = 0;
         char msg[320] = "";
@@ -752,15 +764,24 @@ static void print_summary(int tgt, const summary *s) {
          s->goal);
 }
 
+/* Every failure, and each distinct reason for a missing peer once. */
 static void print_failures(int tgt) {
   static const char *const kind_name[NKINDS] = {"xpjit", "xpjit in-process", "xpjit-cli",
                                                 "clang", "nvrtc"};
   for (int i = 0; i < nrows; i++)
     for (int kind = 0; kind < NKINDS; kind++) {
       const meas *m = &rows[i].m[tgt][kind];
-      if (m->state == S_FAIL || (m->state == S_NA && i == 0))
-        printf("  %s %s/%s: %s: %s\n", m->state == S_FAIL ? "FAIL" : "n/a", files[rows[i].file].base,
-               rows[i].name, kind_name[kind], m->msg);
+      if (m->state == S_FAIL)
+        printf("  FAIL %s/%s: %s: %s\n", files[rows[i].file].base, rows[i].name,
+               kind_name[kind], m->msg);
+      if (m->state != S_NA)
+        continue;
+      bool seen = false;
+      for (int j = 0; j < i && !seen; j++)
+        seen = rows[j].m[tgt][kind].state == S_NA &&
+               strcmp(rows[j].m[tgt][kind].msg, m->msg) == 0;
+      if (!seen)
+        printf("  n/a %s: %s\n", kind_name[kind], m->msg);
     }
 }
 
@@ -774,8 +795,8 @@ static void print_tables(void) {
     printf("%-10s %-25s %-9s %8s %8s %7s %8s %8s\n", "file", "kernel", "dtype", "xpjit",
            "clang", "ratio", "cli", "ratio");
     for (int i = 0; i < nrows; i++) {
-      const krow *k = &rows[i];
-      meas *m = (meas *)k->m[T_SPIRV];
+      krow *k = &rows[i];
+      meas *m = k->m[T_SPIRV];
       dtype_of(k, dt, sizeof dt);
       cell(&m[M_XPJIT], a, sizeof a);
       cell(&m[M_CLANG], b, sizeof b);
@@ -799,8 +820,8 @@ static void print_tables(void) {
     printf("%-10s %-25s %-9s %8s %8s %8s %7s %8s\n", "file", "kernel", "dtype", "xpjit",
            "in-proc", "nvrtc", "ratio", "ratio-ip");
     for (int i = 0; i < nrows; i++) {
-      const krow *k = &rows[i];
-      meas *m = (meas *)k->m[T_PTX];
+      krow *k = &rows[i];
+      meas *m = k->m[T_PTX];
       dtype_of(k, dt, sizeof dt);
       cell(&m[M_XPJIT], a, sizeof a);
       cell(&m[M_XPJIT_NP], b, sizeof b);
@@ -821,8 +842,8 @@ static void print_tables(void) {
     printf("%-10s %-25s %-9s %8s %8s %8s\n", "file", "kernel", "dtype", "xpjit", "in-proc",
            "worker");
     for (int i = 0; i < nrows; i++) {
-      const krow *k = &rows[i];
-      meas *m = (meas *)k->m[T_CPU];
+      krow *k = &rows[i];
+      meas *m = k->m[T_CPU];
       dtype_of(k, dt, sizeof dt);
       cell(&m[M_XPJIT], a, sizeof a);
       cell(&m[M_XPJIT_NP], b, sizeof b);
@@ -961,17 +982,6 @@ int main(int argc, char **argv) {
   for (int i = 0; i < nrows; i++) {
     fprintf(stderr, "\r[%d/%d] %s/%-28s", i + 1, nrows, files[rows[i].file].base,
             rows[i].name);
-    /* a peer found missing once stays missing */
-    if (i > 0)
-      for (int tg = 0; tg < NTARGETS; tg++)
-        for (int kind = M_CLI; kind < NKINDS; kind++) {
-          const meas *prev = &rows[i - 1].m[tg][kind];
-          if (prev->state == S_NA && strstr(prev->msg, "cannot run"))
-            rows[i].m[tg][kind] = *prev;
-          if (kind == M_NVRTC && prev->state == S_NA && files[rows[i].file].cu &&
-              !strstr(prev->msg, ".cu"))
-            rows[i].m[tg][kind] = *prev;
-        }
     measure_row(i, samples);
   }
   fprintf(stderr, "\r%60s\r", "");
