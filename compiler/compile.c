@@ -258,6 +258,8 @@ static void result_set(xpj_result *r, uint8_t *data, size_t len) {
 /* ---- the compile itself -------------------------------------------- */
 
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
+/* readers: in-process compiles; writer: a fork of a worker */
+static pthread_rwlock_t inprocess_lock = PTHREAD_RWLOCK_INITIALIZER;
 
 static void llvm_init(void) {
   LLVMInitializeX86TargetInfo();
@@ -576,7 +578,12 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
     result_fail(r, XPJ_ERR_COMPILE, "cannot create a pipe for the worker");
     return;
   }
+  /* never fork while another thread is inside LLVM in this process: the
+   * worker would inherit LLVM's locks and state mid-update */
+  pthread_rwlock_wrlock(&inprocess_lock);
   pid_t pid = fork();
+  if (pid != 0)
+    pthread_rwlock_unlock(&inprocess_lock);
   if (pid < 0) {
     close(outp[0]); close(outp[1]); close(errp[0]); close(errp[1]);
     result_fail(r, XPJ_ERR_COMPILE, "cannot fork a compiler worker");
@@ -732,8 +739,11 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
   }
   /* SPIR-V always runs in a fresh process: the 22.1.8 backend keeps state
    * between modules (../shared/LLVM22-NOTES.md) */
-  if (o.isolation == XPJ_ISOLATE_NONE && t->kind != XPJ_TARGET_SPIRV)
+  if (o.isolation == XPJ_ISOLATE_NONE && t->kind != XPJ_TARGET_SPIRV) {
+    pthread_rwlock_rdlock(&inprocess_lock);
     compile_here(m, k, t, &o, emit, r);
+    pthread_rwlock_unlock(&inprocess_lock);
+  }
   else
     compile_isolated(m, k, t, &o, emit, r);
   r->millis = now_ms() - t0;
