@@ -56,28 +56,28 @@ static const char *const target_str[NTARGETS] = {"spirv", "ptx:sm_90", "cpu"};
 
 /* what one measurement is of */
 enum {
-  M_XPJIT,     /* library, default isolation (worker process) */
-  M_XPJIT_NP,  /* library, in process (PTX, CPU) */
-  M_CLI,       /* xpjit-cli emit, whole process (SPIR-V) */
-  M_CLANG,     /* clang-22 OpenCL C -> SPIR-V, whole process */
-  M_NVRTC,     /* NVRTC CUDA C -> PTX, in process */
+  M_XPJIT,    /* library, default isolation (worker process) */
+  M_XPJIT_NP, /* library, in process (PTX, CPU) */
+  M_CLI,      /* xpjit-cli emit, whole process (SPIR-V) */
+  M_CLANG,    /* clang-22 OpenCL C -> SPIR-V, whole process */
+  M_NVRTC,    /* NVRTC CUDA C -> PTX, in process */
   NKINDS
 };
 
 enum { S_SKIP = 0, S_OK, S_NA, S_FAIL };
 
 typedef struct meas {
-  int state;       /* S_* */
-  double ms;       /* median */
-  char msg[320];   /* S_FAIL / S_NA: why */
+  int state;     /* S_* */
+  double ms;     /* median */
+  char msg[320]; /* S_FAIL / S_NA: why */
 } meas;
 
 typedef struct src_file {
   const char *path;
-  const char *base;   /* file name without directory and .xpk */
+  const char *base; /* file name without directory and .xpk */
   char *text;
   size_t len;
-  char *cu;           /* peer sources (NULL: missing) */
+  char *cu; /* peer sources (NULL: missing) */
   char cl_path[1024];
   bool has_cl;
 } src_file;
@@ -87,8 +87,8 @@ typedef struct krow {
   char name[96];
   unsigned ntp;
   const char *tpn[XPJ_MAX_TPARAMS];
-  xpj_scalar type;     /* binding of every type parameter */
-  unsigned ndim;       /* 0: fixed rank */
+  xpj_scalar type; /* binding of every type parameter */
+  unsigned ndim;   /* 0: fixed rank */
   bool spec_ok;
   char spec_err[320];
   meas m[NTARGETS][NKINDS];
@@ -195,8 +195,8 @@ static const char *cl_type(xpj_scalar s) {
 /* ---- xpjit --------------------------------------------------------- */
 
 /* Source text to output, timed: parse + specialise + compile. */
-static int xpjit_once(const krow *k, int tgt, xpj_isolation iso, double *ms,
-                      char *msg, size_t msgsize) {
+static int xpjit_once(const krow *k, int tgt, xpj_isolation iso, double *ms, char *msg,
+                      size_t msgsize) {
   const src_file *f = &files[k->file];
   xpj_target t;
   char err[256];
@@ -292,6 +292,7 @@ static int clang_once(const krow *k, double *ms, char *msg, size_t msgsize) {
    * intops' bit_reverse32 into llvm.bitreverse, which the backend cannot
    * emit without them */
   argv[n++] = "--spirv-ext=+SPV_EXT_shader_atomic_float_add,+SPV_KHR_bit_instructions";
+  argv[n++] = "-DXK_FLOAT_ATOMICS"; /* native float atomics: see xpk_peer.clh */
   argv[n++] = "-c";
   argv[n++] = kdef;
   argv[n++] = ndim;
@@ -375,10 +376,14 @@ static bool nvrtc_load(void) {
     void *slot;
     const char *name;
   } syms[] = {
-      {&nv.create, "nvrtcCreateProgram"},  {&nv.destroy, "nvrtcDestroyProgram"},
-      {&nv.compile, "nvrtcCompileProgram"}, {&nv.add_name, "nvrtcAddNameExpression"},
-      {&nv.ptx_size, "nvrtcGetPTXSize"},    {&nv.ptx, "nvrtcGetPTX"},
-      {&nv.log_size, "nvrtcGetProgramLogSize"}, {&nv.log, "nvrtcGetProgramLog"},
+      {&nv.create, "nvrtcCreateProgram"},
+      {&nv.destroy, "nvrtcDestroyProgram"},
+      {&nv.compile, "nvrtcCompileProgram"},
+      {&nv.add_name, "nvrtcAddNameExpression"},
+      {&nv.ptx_size, "nvrtcGetPTXSize"},
+      {&nv.ptx, "nvrtcGetPTX"},
+      {&nv.log_size, "nvrtcGetProgramLogSize"},
+      {&nv.log, "nvrtcGetProgramLog"},
       {&nv.version, "nvrtcVersion"},
   };
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
@@ -461,9 +466,10 @@ typedef struct reply {
 typedef struct helper {
   pid_t pid;
   int to, from; /* pipe ends: requests out, replies in */
+  bool is_nvrtc;
 } helper;
 
-static helper h_inproc = {-1, -1, -1}, h_nvrtc = {-1, -1, -1};
+static helper h_inproc = {-1, -1, -1, false}, h_nvrtc = {-1, -1, -1, true};
 
 static bool read_full(int fd, void *buf, size_t n) {
   char *p = buf;
@@ -514,7 +520,7 @@ static void serve(int in, int out, bool is_nvrtc) {
   _exit(0);
 }
 
-static bool helper_start(helper *h, bool is_nvrtc) {
+static bool helper_start(helper *h) {
   int down[2], up[2];
   if (pipe(down) || pipe(up))
     return false;
@@ -525,7 +531,14 @@ static bool helper_start(helper *h, bool is_nvrtc) {
   if (pid == 0) {
     close(down[1]);
     close(up[0]);
-    serve(down[0], up[1], is_nvrtc);
+    /* the other helper's pipe ends: its EOF must not wait for us */
+    const helper *other[] = {&h_inproc, &h_nvrtc};
+    for (int i = 0; i < 2; i++)
+      if (other[i]->pid > 0) {
+        close(other[i]->to);
+        close(other[i]->from);
+      }
+    serve(down[0], up[1], h->is_nvrtc);
   }
   close(down[0]);
   close(up[1]);
@@ -535,12 +548,27 @@ static bool helper_start(helper *h, bool is_nvrtc) {
   return true;
 }
 
+static void helper_stop(helper *h);
+
 static int helper_ask(helper *h, int kind, int row, int target, double *ms, char *msg,
                       size_t msgsize) {
   request q = {kind, row, target};
   reply a;
-  if (h->pid < 0 || !write_full(h->to, &q, sizeof q) || !read_full(h->from, &a, sizeof a)) {
-    snprintf(msg, msgsize, "helper process died");
+  if (h->pid < 0 || !write_full(h->to, &q, sizeof q) ||
+      !read_full(h->from, &a, sizeof a)) {
+    /* the compile crashed the helper: report it, start a fresh one */
+    int status = 0;
+    if (h->pid > 0) {
+      close(h->to);
+      close(h->from);
+      waitpid(h->pid, &status, 0);
+      h->pid = -1;
+    }
+    if (WIFSIGNALED(status))
+      snprintf(msg, msgsize, "crashed the process (signal %d)", WTERMSIG(status));
+    else
+      snprintf(msg, msgsize, "the helper process ended");
+    helper_start(h);
     return S_FAIL;
   }
   *ms = a.ms;
@@ -571,7 +599,8 @@ static bool applies(int tgt, int kind) {
   return false;
 }
 
-static int measure_once(int row, int tgt, int kind, double *ms, char *msg, size_t msgsize) {
+static int measure_once(int row, int tgt, int kind, double *ms, char *msg,
+                        size_t msgsize) {
   const krow *k = &rows[row];
   switch (kind) {
   case M_XPJIT: return xpjit_once(k, tgt, XPJ_ISOLATE_DEFAULT, ms, msg, msgsize);
@@ -756,7 +785,7 @@ static void print_summary(int tgt, const summary *s) {
     }
   }
   if (!n) {
-    printf("  %-44s no ratios (peer not available)\n", s->label);
+    printf("  %-44s no ratios\n", s->label);
     return;
   }
   printf("  %-44s geomean %5.1fx  min %5.1fx (%s/%s)  %d of %d below %.0fx\n", s->label,
@@ -785,15 +814,22 @@ static void print_failures(int tgt) {
     }
 }
 
+static int wfile = 10, wkern = 25; /* column widths */
+
 static void print_tables(void) {
   char a[32], b[32], c[32], d[32], e[32], f[32], dt[40];
+  for (int i = 0; i < nrows; i++) {
+    int lf = (int)strlen(files[rows[i].file].base), lk = (int)strlen(rows[i].name);
+    wfile = lf > wfile ? lf : wfile;
+    wkern = lk > wkern ? lk : wkern;
+  }
   if (want[T_SPIRV]) {
     printf("\nSPIR-V (spirv:1.2), ms, median of %d runs\n", runs);
     printf("  xpjit: library, source text to validated SPIR-V (worker process)\n");
     printf("  clang: clang-22 OpenCL C 2.0 to SPIR-V, whole process\n");
     printf("  cli:   xpjit-cli emit --target spirv, whole process\n");
-    printf("%-10s %-25s %-9s %8s %8s %7s %8s %8s\n", "file", "kernel", "dtype", "xpjit",
-           "clang", "ratio", "cli", "ratio");
+    printf("%-*s %-*s %-9s %8s %8s %7s %8s %8s\n", wfile, "file", wkern, "kernel",
+           "dtype", "xpjit", "clang", "ratio", "cli", "ratio-cli");
     for (int i = 0; i < nrows; i++) {
       krow *k = &rows[i];
       meas *m = k->m[T_SPIRV];
@@ -803,8 +839,8 @@ static void print_tables(void) {
       ratio_cell(&m[M_CLANG], &m[M_XPJIT], c, sizeof c);
       cell(&m[M_CLI], d, sizeof d);
       ratio_cell(&m[M_CLANG], &m[M_CLI], e, sizeof e);
-      printf("%-10s %-25s %-9s %8s %8s %7s %8s %8s\n", files[k->file].base, k->name, dt, a, b,
-             c, d, e);
+      printf("%-*s %-*s %-9s %8s %8s %7s %8s %8s\n", wfile, files[k->file].base, wkern,
+             k->name, dt, a, b, c, d, e);
     }
     summary s1 = {"clang / xpjit (library vs process):", 3, M_CLANG, M_XPJIT};
     summary s2 = {"clang / xpjit-cli (process vs process):", 3, M_CLANG, M_CLI};
@@ -817,8 +853,8 @@ static void print_tables(void) {
     printf("  xpjit:   library, source text to PTX (worker process, the default)\n");
     printf("  in-proc: the same with isolation off (XPJ_ISOLATE_NONE)\n");
     printf("  nvrtc:   NVRTC CUDA C to PTX for compute_90, in process\n");
-    printf("%-10s %-25s %-9s %8s %8s %8s %7s %8s\n", "file", "kernel", "dtype", "xpjit",
-           "in-proc", "nvrtc", "ratio", "ratio-ip");
+    printf("%-*s %-*s %-9s %8s %8s %8s %7s %8s\n", wfile, "file", wkern, "kernel",
+           "dtype", "xpjit", "in-proc", "nvrtc", "ratio", "ratio-ip");
     for (int i = 0; i < nrows; i++) {
       krow *k = &rows[i];
       meas *m = k->m[T_PTX];
@@ -828,8 +864,8 @@ static void print_tables(void) {
       cell(&m[M_NVRTC], c, sizeof c);
       ratio_cell(&m[M_NVRTC], &m[M_XPJIT], d, sizeof d);
       ratio_cell(&m[M_NVRTC], &m[M_XPJIT_NP], e, sizeof e);
-      printf("%-10s %-25s %-9s %8s %8s %8s %7s %8s\n", files[k->file].base, k->name, dt, a, b,
-             c, d, e);
+      printf("%-*s %-*s %-9s %8s %8s %8s %7s %8s\n", wfile, files[k->file].base, wkern,
+             k->name, dt, a, b, c, d, e);
     }
     summary s1 = {"nvrtc / xpjit (default, worker):", 5, M_NVRTC, M_XPJIT};
     summary s2 = {"nvrtc / xpjit in-process:", 5, M_NVRTC, M_XPJIT_NP};
@@ -839,8 +875,8 @@ static void print_tables(void) {
   }
   if (want[T_CPU]) {
     printf("\nCPU (cpu: this machine), ms, median of %d runs (no peer)\n", runs);
-    printf("%-10s %-25s %-9s %8s %8s %8s\n", "file", "kernel", "dtype", "xpjit", "in-proc",
-           "worker");
+    printf("%-*s %-*s %-9s %8s %8s %8s\n", wfile, "file", wkern, "kernel", "dtype",
+           "xpjit", "in-proc", "worker");
     for (int i = 0; i < nrows; i++) {
       krow *k = &rows[i];
       meas *m = k->m[T_CPU];
@@ -851,7 +887,8 @@ static void print_tables(void) {
         snprintf(f, sizeof f, "%+.2f", m[M_XPJIT].ms - m[M_XPJIT_NP].ms);
       else
         snprintf(f, sizeof f, "-");
-      printf("%-10s %-25s %-9s %8s %8s %8s\n", files[k->file].base, k->name, dt, a, b, f);
+      printf("%-*s %-*s %-9s %8s %8s %8s\n", wfile, files[k->file].base, wkern, k->name,
+             dt, a, b, f);
     }
     print_failures(T_CPU);
   }
@@ -938,9 +975,9 @@ int main(int argc, char **argv) {
   close(fd);
 
   bool have_clang = want[T_SPIRV] && clang_available();
-  if ((want[T_PTX] || want[T_CPU]) && !helper_start(&h_inproc, false))
+  if ((want[T_PTX] || want[T_CPU]) && !helper_start(&h_inproc))
     fprintf(stderr, "cannot start the in-process helper\n");
-  if (want[T_PTX] && !helper_start(&h_nvrtc, true))
+  if (want[T_PTX] && !helper_start(&h_nvrtc))
     fprintf(stderr, "cannot start the NVRTC helper\n");
 
   char tv[128];
@@ -990,7 +1027,7 @@ int main(int argc, char **argv) {
   unlink(tmp_out);
 
   print_tables();
-  printf("\n%d kernels in %d files, %d runs each, %.0f s\n", nrows, nfiles, runs,
+  printf("\n%d kernels in %d files, %d runs each, %.1f s\n", nrows, nfiles, runs,
          (now_ms() - t0) / 1e3);
   free(samples);
   return 0;

@@ -480,6 +480,10 @@ static void worker_main(int fd, const xpj_module *m, const xpj_func *k,
     write_all(fd, r.data, r.len);
   if (h.loglen)
     write_all(fd, r.log, h.loglen);
+  /* the parent sees end-of-file now, not after this process's memory is
+   * torn down */
+  close(fd);
+  close(2);
   _exit(0);
 }
 
@@ -578,6 +582,8 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
     result_fail(r, XPJ_ERR_COMPILE, "cannot create a pipe for the worker");
     return;
   }
+  /* targets registered once here, so that workers start initialised */
+  pthread_once(&llvm_once, llvm_init);
   /* never fork while another thread is inside LLVM in this process: the
    * worker would inherit LLVM's locks and state mid-update */
   pthread_rwlock_wrlock(&inprocess_lock);

@@ -75,8 +75,8 @@ __kernel void float_max(PVN(const T, x), PV1(T, result), RANGE_PARAMS) {
 
 // Hand out up to `cap` units of a shared budget.
 #if defined(ALL) || defined(K_allocate)
-__kernel void allocate(PV1(const u32, want), PV1(u32, budget_used), u32 cap, PV1(u32, got),
-                         RANGE_PARAMS) {
+__kernel void allocate(PV1(const u32, want), PV1(u32, budget_used), u32 cap,
+                       PV1(u32, got), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < want_s0) {
@@ -88,7 +88,7 @@ __kernel void allocate(PV1(const u32, want), PV1(u32, budget_used), u32 cap, PV1
 // Append the positive values to `out` with an atomic slot counter.
 #if defined(ALL) || defined(K_append_if_positive)
 __kernel void append_if_positive(PV1(const T, x), PV1(T, out), PV1(u32, count),
-                                   RANGE_PARAMS) {
+                                 RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < x_s0 && A1(x, i) > 0) {
@@ -118,7 +118,7 @@ __kernel void bounding_box(PV2(const i32, points), PV1(i32, bbox), RANGE_PARAMS)
 // Bit sets: insert values, count down the missing ones, keep a parity word.
 #if defined(ALL) || defined(K_bitset_insert)
 __kernel void bitset_insert(PV1(const u32, values), PV1(u64, present), PV1(u64, parity),
-                              PV1(i64, missing), RANGE_PARAMS) {
+                            PV1(i64, missing), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i >= values_s0) {
@@ -140,8 +140,8 @@ __kernel void bitset_insert(PV1(const u32, values), PV1(u64, present), PV1(u64, 
 
 // Remove values from the bit set.
 #if defined(ALL) || defined(K_bitset_remove)
-__kernel void bitset_remove(PV1(const u32, values), PV1(u64, present), PV1(bool, was_present),
-                              RANGE_PARAMS) {
+__kernel void bitset_remove(PV1(const u32, values), PV1(u64, present),
+                            PV1(bool, was_present), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i >= values_s0) {
@@ -186,7 +186,7 @@ __kernel void token_swap(PV1(T, tokens), PV1(T, slot), RANGE_PARAMS) {
 // Single-pass sum with the "last work-group finishes" pattern.
 #if defined(ALL) || defined(K_sum_last_group)
 __kernel void sum_last_group(PV1(const T, x), PV1(T, partial), PV1(u32, counter),
-                               PV1(T, result)) {
+                             PV1(T, result)) {
   __local T tile[WG];
   __local bool is_last[1];
 
@@ -250,7 +250,7 @@ __kernel void publish(PV1(f32, data), PV1(u32, ready), RANGE_PARAMS) {
 // ... and read with acquire.
 #if defined(ALL) || defined(K_try_consume)
 __kernel void try_consume(PV1(const f32, data), PV1(u32, ready), PV1(f32, out),
-                            RANGE_PARAMS) {
+                          RANGE_PARAMS) {
   RANGE_GUARD;
   i64 g = GLOBAL_ID(0);
   if (g >= out_s0) {
@@ -266,7 +266,8 @@ __kernel void try_consume(PV1(const f32, data), PV1(u32, ready), PV1(f32, out),
 
 // Local-memory atomics with work-group scope.
 #if defined(ALL) || defined(K_count_negative_per_group)
-__kernel void count_negative_per_group(PV1(const f64, x), PV1(i32, counts), PV1(i64, total)) {
+__kernel void count_negative_per_group(PV1(const f64, x), PV1(i32, counts),
+                                       PV1(i64, total)) {
   __local i32 group_count[1];
 
   i64 lid = LOCAL_ID(0);

@@ -69,8 +69,8 @@ __global__ void float_max(PVN(const T, x), PV1(T, result), RANGE_PARAMS) {
 
 // Hand out up to `cap` units of a shared budget.
 template <typename = void>
-__global__ void allocate(PV1(const u32, want), PV1(u32, budget_used), u32 cap, PV1(u32, got),
-                         RANGE_PARAMS) {
+__global__ void allocate(PV1(const u32, want), PV1(u32, budget_used), u32 cap,
+                         PV1(u32, got), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < want_s0) {
@@ -130,8 +130,8 @@ __global__ void bitset_insert(PV1(const u32, values), PV1(u64, present), PV1(u64
 
 // Remove values from the bit set.
 template <typename = void>
-__global__ void bitset_remove(PV1(const u32, values), PV1(u64, present), PV1(bool, was_present),
-                              RANGE_PARAMS) {
+__global__ void bitset_remove(PV1(const u32, values), PV1(u64, present),
+                              PV1(bool, was_present), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i >= values_s0) {
@@ -250,7 +250,8 @@ __global__ void try_consume(PV1(const f32, data), PV1(u32, ready), PV1(f32, out)
 
 // Local-memory atomics with work-group scope.
 template <typename = void>
-__global__ void count_negative_per_group(PV1(const f64, x), PV1(i32, counts), PV1(i64, total)) {
+__global__ void count_negative_per_group(PV1(const f64, x), PV1(i32, counts),
+                                         PV1(i64, total)) {
   __shared__ i32 group_count[1];
 
   i64 lid = LOCAL_ID(0);

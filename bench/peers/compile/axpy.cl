@@ -1,6 +1,11 @@
 // axpy.cl -- the kernels of examples/axpy.xpk in OpenCL C 2.0 (peer of bench/compile).
 #include "xpk_peer.clh"
 
+/* convert's second type parameter (-DU=...); T when not given */
+#ifndef U
+#define U T
+#endif
+
 // y = a * x + y
 #if defined(ALL) || defined(K_axpy)
 __kernel void axpy(T a, PVN(const T, x), PVN(T, y), RANGE_PARAMS) {
@@ -73,8 +78,8 @@ __kernel void convert(PVN(const T, src), PVN(U, dst), RANGE_PARAMS) {
 
 // out = mask ? a : b, elementwise.
 #if defined(ALL) || defined(K_select)
-__kernel void select(PVN(const bool, mask), PVN(const T, a), PVN(const T, b), PVN(T, out),
-                       RANGE_PARAMS) {
+__kernel void select(PVN(const bool, mask), PVN(const T, a), PVN(const T, b),
+                     PVN(T, out), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < SIZEN(out)) {
@@ -117,8 +122,8 @@ __kernel void axpby_2d(T a, PV2(const T, x), T b, PV2(T, y), RANGE_PARAMS) {
 // Elementwise logic on boolean masks.
 #if defined(ALL) || defined(K_combine_masks)
 __kernel void combine_masks(PVN(const bool, a), PVN(const bool, b), PVN(bool, both),
-                              PVN(bool, either), PVN(bool, differ), PVN(bool, neither),
-                              RANGE_PARAMS) {
+                            PVN(bool, either), PVN(bool, differ), PVN(bool, neither),
+                            RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < SIZEN(a)) {

@@ -67,8 +67,8 @@ __global__ void convert(PVN(const T, src), PVN(U, dst), RANGE_PARAMS) {
 
 // out = mask ? a : b, elementwise.
 template <typename T>
-__global__ void select(PVN(const bool, mask), PVN(const T, a), PVN(const T, b), PVN(T, out),
-                       RANGE_PARAMS) {
+__global__ void select(PVN(const bool, mask), PVN(const T, a), PVN(const T, b),
+                       PVN(T, out), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < SIZEN(out)) {

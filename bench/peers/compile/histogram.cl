@@ -1,4 +1,5 @@
-// histogram.cl -- the kernels of examples/histogram.xpk in OpenCL C 2.0 (peer of bench/compile).
+// histogram.cl -- the kernels of examples/histogram.xpk in CUDA C (peer of
+// bench/compile).
 #include "xpk_peer.clh"
 
 #define NBINS ((i64)256)
@@ -46,7 +47,8 @@ __kernel void histogram_local(PV1(const u8, data), PV1(u32, hist)) {
 
 // Histogram of floating-point samples over [lo, hi].
 #if defined(ALL) || defined(K_histogram_float)
-__kernel void histogram_float(PVN(const T, data), T lo, T hi, PV1(u32, hist), RANGE_PARAMS) {
+__kernel void histogram_float(PVN(const T, data), T lo, T hi, PV1(u32, hist),
+                              RANGE_PARAMS) {
   RANGE_GUARD;
   i64 nbins = hist_s0;
   T scale = (T)nbins / (hi - lo);
@@ -65,7 +67,7 @@ __kernel void histogram_float(PVN(const T, data), T lo, T hi, PV1(u32, hist), RA
 // Joint histogram of two byte images into a 256 x 256 table.
 #if defined(ALL) || defined(K_joint_histogram)
 __kernel void joint_histogram(PV2(const u8, a), PV2(const u8, b), PV2(u32, hist),
-                                RANGE_PARAMS) {
+                              RANGE_PARAMS) {
   RANGE_GUARD;
   i64 y = GLOBAL_ID(0);
   i64 x = GLOBAL_ID(1);

@@ -1,4 +1,5 @@
-// histogram.cu -- the kernels of examples/histogram.xpk in CUDA C (peer of bench/compile).
+// histogram.cu -- the kernels of examples/histogram.xpk in CUDA C (peer of
+// bench/compile).
 #include "xpk_peer.cuh"
 
 #define NBINS ((i64)256)
@@ -44,7 +45,8 @@ __global__ void histogram_local(PV1(const u8, data), PV1(u32, hist)) {
 
 // Histogram of floating-point samples over [lo, hi].
 template <typename T>
-__global__ void histogram_float(PVN(const T, data), T lo, T hi, PV1(u32, hist), RANGE_PARAMS) {
+__global__ void histogram_float(PVN(const T, data), T lo, T hi, PV1(u32, hist),
+                                RANGE_PARAMS) {
   RANGE_GUARD;
   i64 nbins = hist_s0;
   T scale = (T)nbins / (hi - lo);

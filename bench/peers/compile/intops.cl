@@ -19,8 +19,8 @@
 
 // Bit counting.
 #if defined(ALL) || defined(K_bit_stats)
-__kernel void bit_stats(PV1(const u32, x), PV1(i32, pop), PV1(i32, lead), PV1(i32, trail),
-                          RANGE_PARAMS) {
+__kernel void bit_stats(PV1(const u32, x), PV1(i32, pop), PV1(i32, lead),
+                        PV1(i32, trail), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i >= x_s0) {
@@ -35,12 +35,8 @@ __kernel void bit_stats(PV1(const u32, x), PV1(i32, pop), PV1(i32, lead), PV1(i3
 
 // Floor of log2 and the next power of two, via clz.
 #if defined(ALL) || defined(K_pow2_info)
-XK_DEV u64 ilog2(u64 v) {
-  return (u64)63 - xk_clz(v);
-}
-#endif
+XK_DEV u64 ilog2(u64 v) { return (u64)63 - xk_clz(v); }
 
-#if defined(ALL) || defined(K_pow2_info)
 XK_DEV u64 next_pow2(u64 v) {
   if (v <= 1) {
     return 1;
@@ -50,7 +46,8 @@ XK_DEV u64 next_pow2(u64 v) {
 #endif
 
 #if defined(ALL) || defined(K_pow2_info)
-__kernel void pow2_info(PV1(const u64, x), PV1(u64, log2_out), PV1(u64, next), RANGE_PARAMS) {
+__kernel void pow2_info(PV1(const u64, x), PV1(u64, log2_out), PV1(u64, next),
+                        RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < x_s0 && A1(x, i) != 0) {
@@ -129,7 +126,8 @@ XK_DEV u32 pcg_output(u64 state) {
 #endif
 
 #if defined(ALL) || defined(K_random_numbers)
-__kernel void random_numbers(u64 seed, PV1(u32, bits), PV1(f32, uniform), RANGE_PARAMS) {
+__kernel void random_numbers(u64 seed, PV1(u32, bits), PV1(f32, uniform),
+                             RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i >= bits_s0) {
@@ -163,7 +161,8 @@ __kernel void div7(PV1(const u32, x), PV1(u32, q), PV1(u32, mismatches), RANGE_P
 
 // Lemire's multiply-shift range reduction.
 #if defined(ALL) || defined(K_bucket_of)
-__kernel void bucket_of(PV1(const u64, hashes), u64 nbuckets, PV1(u64, out), RANGE_PARAMS) {
+__kernel void bucket_of(PV1(const u64, hashes), u64 nbuckets, PV1(u64, out),
+                        RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < hashes_s0) {
@@ -174,8 +173,8 @@ __kernel void bucket_of(PV1(const u64, hashes), u64 nbuckets, PV1(u64, out), RAN
 
 // Signed mul_hi, and the full product split in two halves.
 #if defined(ALL) || defined(K_wide_multiply)
-__kernel void wide_multiply(PV1(const i32, a), PV1(const i32, b), PV1(i32, hi), PV1(u32, lo),
-                              PV1(i64, full), RANGE_PARAMS) {
+__kernel void wide_multiply(PV1(const i32, a), PV1(const i32, b), PV1(i32, hi),
+                            PV1(u32, lo), PV1(i64, full), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < a_s0) {
@@ -189,7 +188,7 @@ __kernel void wide_multiply(PV1(const i32, a), PV1(const i32, b), PV1(i32, hi), 
 // Shift counts are taken modulo the width.
 #if defined(ALL) || defined(K_shifts)
 __kernel void shifts(PV1(const u32, x), PV1(const u32, s), PV1(u32, shl), PV1(u32, shr),
-                       PV1(i32, sar), RANGE_PARAMS) {
+                     PV1(i32, sar), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i >= x_s0) {
@@ -250,7 +249,7 @@ __kernel void wraparound(PV1(const i32, x), PV2(i64, out), RANGE_PARAMS) {
 // Float <-> integer casts.
 #if defined(ALL) || defined(K_float_casts)
 __kernel void float_casts(PV1(const f64, x), PV1(i32, to_int), PV1(f32, to_f32),
-                            PV1(f64, back), RANGE_PARAMS) {
+                          PV1(f64, back), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < x_s0) {
@@ -264,8 +263,8 @@ __kernel void float_casts(PV1(const f64, x), PV1(i32, to_int), PV1(f32, to_f32),
 
 // Guarded division.
 #if defined(ALL) || defined(K_safe_divide)
-__kernel void safe_divide(PV1(const i32, a), PV1(const i32, b), PV1(i32, q), PV1(i32, r),
-                            RANGE_PARAMS) {
+__kernel void safe_divide(PV1(const i32, a), PV1(const i32, b), PV1(i32, q),
+                          PV1(i32, r), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i >= a_s0) {
@@ -316,7 +315,8 @@ __kernel void total_popcount(PVN(const TI, x), PV1(i64, total), RANGE_PARAMS) {
 
 // Saturating u8 addition using a wider type and min.
 #if defined(ALL) || defined(K_add_saturate_u8)
-__kernel void add_saturate_u8(PV2(const u8, a), PV2(const u8, b), PV2(u8, out), RANGE_PARAMS) {
+__kernel void add_saturate_u8(PV2(const u8, a), PV2(const u8, b), PV2(u8, out),
+                              RANGE_PARAMS) {
   RANGE_GUARD;
   i64 y = GLOBAL_ID(0);
   i64 x = GLOBAL_ID(1);
@@ -329,7 +329,8 @@ __kernel void add_saturate_u8(PV2(const u8, a), PV2(const u8, b), PV2(u8, out), 
 
 // Masks and the low/high halves of a word.
 #if defined(ALL) || defined(K_split_halves)
-__kernel void split_halves(PV1(const u32, x), PV1(u16, lo), PV1(u16, hi), RANGE_PARAMS) {
+__kernel void split_halves(PV1(const u32, x), PV1(u16, lo), PV1(u16, hi),
+                           RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < x_s0) {

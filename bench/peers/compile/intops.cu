@@ -10,8 +10,8 @@
 
 // Bit counting.
 template <typename = void>
-__global__ void bit_stats(PV1(const u32, x), PV1(i32, pop), PV1(i32, lead), PV1(i32, trail),
-                          RANGE_PARAMS) {
+__global__ void bit_stats(PV1(const u32, x), PV1(i32, pop), PV1(i32, lead),
+                          PV1(i32, trail), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i >= x_s0) {
@@ -24,9 +24,7 @@ __global__ void bit_stats(PV1(const u32, x), PV1(i32, pop), PV1(i32, lead), PV1(
 }
 
 // Floor of log2 and the next power of two, via clz.
-XK_DEV u64 ilog2(u64 v) {
-  return (u64)63 - xk_clz(v);
-}
+XK_DEV u64 ilog2(u64 v) { return (u64)63 - xk_clz(v); }
 
 XK_DEV u64 next_pow2(u64 v) {
   if (v <= 1) {
@@ -36,7 +34,8 @@ XK_DEV u64 next_pow2(u64 v) {
 }
 
 template <typename = void>
-__global__ void pow2_info(PV1(const u64, x), PV1(u64, log2_out), PV1(u64, next), RANGE_PARAMS) {
+__global__ void pow2_info(PV1(const u64, x), PV1(u64, log2_out), PV1(u64, next),
+                          RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < x_s0 && A1(x, i) != 0) {
@@ -104,7 +103,8 @@ XK_DEV u32 pcg_output(u64 state) {
 }
 
 template <typename = void>
-__global__ void random_numbers(u64 seed, PV1(u32, bits), PV1(f32, uniform), RANGE_PARAMS) {
+__global__ void random_numbers(u64 seed, PV1(u32, bits), PV1(f32, uniform),
+                               RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i >= bits_s0) {
@@ -136,7 +136,8 @@ __global__ void div7(PV1(const u32, x), PV1(u32, q), PV1(u32, mismatches), RANGE
 
 // Lemire's multiply-shift range reduction.
 template <typename = void>
-__global__ void bucket_of(PV1(const u64, hashes), u64 nbuckets, PV1(u64, out), RANGE_PARAMS) {
+__global__ void bucket_of(PV1(const u64, hashes), u64 nbuckets, PV1(u64, out),
+                          RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < hashes_s0) {
@@ -146,8 +147,8 @@ __global__ void bucket_of(PV1(const u64, hashes), u64 nbuckets, PV1(u64, out), R
 
 // Signed mul_hi, and the full product split in two halves.
 template <typename = void>
-__global__ void wide_multiply(PV1(const i32, a), PV1(const i32, b), PV1(i32, hi), PV1(u32, lo),
-                              PV1(i64, full), RANGE_PARAMS) {
+__global__ void wide_multiply(PV1(const i32, a), PV1(const i32, b), PV1(i32, hi),
+                              PV1(u32, lo), PV1(i64, full), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < a_s0) {
@@ -232,8 +233,8 @@ __global__ void float_casts(PV1(const f64, x), PV1(i32, to_int), PV1(f32, to_f32
 
 // Guarded division.
 template <typename = void>
-__global__ void safe_divide(PV1(const i32, a), PV1(const i32, b), PV1(i32, q), PV1(i32, r),
-                            RANGE_PARAMS) {
+__global__ void safe_divide(PV1(const i32, a), PV1(const i32, b), PV1(i32, q),
+                            PV1(i32, r), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i >= a_s0) {
@@ -280,7 +281,8 @@ __global__ void total_popcount(PVN(const T, x), PV1(i64, total), RANGE_PARAMS) {
 
 // Saturating u8 addition using a wider type and min.
 template <typename = void>
-__global__ void add_saturate_u8(PV2(const u8, a), PV2(const u8, b), PV2(u8, out), RANGE_PARAMS) {
+__global__ void add_saturate_u8(PV2(const u8, a), PV2(const u8, b), PV2(u8, out),
+                                RANGE_PARAMS) {
   RANGE_GUARD;
   i64 y = GLOBAL_ID(0);
   i64 x = GLOBAL_ID(1);
@@ -292,7 +294,8 @@ __global__ void add_saturate_u8(PV2(const u8, a), PV2(const u8, b), PV2(u8, out)
 
 // Masks and the low/high halves of a word.
 template <typename = void>
-__global__ void split_halves(PV1(const u32, x), PV1(u16, lo), PV1(u16, hi), RANGE_PARAMS) {
+__global__ void split_halves(PV1(const u32, x), PV1(u16, lo), PV1(u16, hi),
+                             RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < x_s0) {

@@ -56,7 +56,8 @@ XK_DEV void store_pair(PV2(T, out), i64 row, T a, T b) {
 
 // Activation functions over arrays of any rank.
 #if defined(ALL) || defined(K_activations)
-__kernel void activations(PVN(const T, x), PVN(T, sig), PVN(T, sp), PVN(T, ge), RANGE_PARAMS) {
+__kernel void activations(PVN(const T, x), PVN(T, sig), PVN(T, sp), PVN(T, ge),
+                          RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i >= SIZEN(x)) {
@@ -95,7 +96,8 @@ __kernel void to_polar(PV2(const T, xy), PV2(T, polar), RANGE_PARAMS) {
 
 // Polar back to Cartesian, and angles in degrees.
 #if defined(ALL) || defined(K_from_polar)
-__kernel void from_polar(PV2(const T, polar), PV2(T, xy), PV1(T, degrees), RANGE_PARAMS) {
+__kernel void from_polar(PV2(const T, polar), PV2(T, xy), PV1(T, degrees),
+                         RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < polar_s0) {
@@ -217,7 +219,8 @@ __kernel void math_table(PV1(const T, x), PV2(T, out), RANGE_PARAMS) {
 // Batch normalisation (inference) of an NCHW tensor.
 #if defined(ALL) || defined(K_batchnorm_nchw)
 __kernel void batchnorm_nchw(PV4(T, x), PV1(const T, mean), PV1(const T, var),
-                               PV1(const T, gamma), PV1(const T, beta), T eps, RANGE_PARAMS) {
+                             PV1(const T, gamma), PV1(const T, beta), T eps,
+                             RANGE_PARAMS) {
   RANGE_GUARD;
   i64 nc = GLOBAL_ID(0);
   i64 h = GLOBAL_ID(1);

@@ -50,7 +50,8 @@ XK_DEV void store_pair(PV2(T, out), i64 row, T a, T b) {
 
 // Activation functions over arrays of any rank.
 template <typename T>
-__global__ void activations(PVN(const T, x), PVN(T, sig), PVN(T, sp), PVN(T, ge), RANGE_PARAMS) {
+__global__ void activations(PVN(const T, x), PVN(T, sig), PVN(T, sp), PVN(T, ge),
+                            RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i >= SIZEN(x)) {
@@ -86,7 +87,8 @@ __global__ void to_polar(PV2(const T, xy), PV2(T, polar), RANGE_PARAMS) {
 
 // Polar back to Cartesian, and angles in degrees.
 template <typename T>
-__global__ void from_polar(PV2(const T, polar), PV2(T, xy), PV1(T, degrees), RANGE_PARAMS) {
+__global__ void from_polar(PV2(const T, polar), PV2(T, xy), PV1(T, degrees),
+                           RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < polar_s0) {
@@ -202,7 +204,8 @@ __global__ void math_table(PV1(const T, x), PV2(T, out), RANGE_PARAMS) {
 // Batch normalisation (inference) of an NCHW tensor.
 template <typename T>
 __global__ void batchnorm_nchw(PV4(T, x), PV1(const T, mean), PV1(const T, var),
-                               PV1(const T, gamma), PV1(const T, beta), T eps, RANGE_PARAMS) {
+                               PV1(const T, gamma), PV1(const T, beta), T eps,
+                               RANGE_PARAMS) {
   RANGE_GUARD;
   i64 nc = GLOBAL_ID(0);
   i64 h = GLOBAL_ID(1);

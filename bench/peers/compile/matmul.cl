@@ -58,7 +58,7 @@ __kernel void matmul_tiled(PV2(const T, a), PV2(const T, b), PV2(T, c)) {
 // C = alpha * A * B + beta * C for a batch of matrices.
 #if defined(ALL) || defined(K_gemm_batched)
 __kernel void gemm_batched(T alpha, PV3(const T, a), PV3(const T, b), T beta, PV3(T, c),
-                             RANGE_PARAMS) {
+                           RANGE_PARAMS) {
   RANGE_GUARD;
   i64 p = GLOBAL_ID(0);
   i64 row = GLOBAL_ID(1);

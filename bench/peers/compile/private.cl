@@ -68,7 +68,8 @@ __kernel void polyval(PV1(const T, coeffs), PVN(const T, x), PVN(T, y), RANGE_PA
 
 // Matrix multiplication with an RB x RB register block per work-item.
 #if defined(ALL) || defined(K_matmul_regblock)
-__kernel void matmul_regblock(PV2(const T, a), PV2(const T, b), PV2(T, c), RANGE_PARAMS) {
+__kernel void matmul_regblock(PV2(const T, a), PV2(const T, b), PV2(T, c),
+                              RANGE_PARAMS) {
   RANGE_GUARD;
   i64 row0 = GLOBAL_ID(0) * RB;
   i64 col0 = GLOBAL_ID(1) * RB;
@@ -111,7 +112,7 @@ __kernel void matmul_regblock(PV2(const T, a), PV2(const T, b), PV2(T, c), RANGE
 // Per-work-item nibble histogram in a private array.
 #if defined(ALL) || defined(K_nibble_histogram)
 __kernel void nibble_histogram(PV1(const u32, words), i64 chunk, PV1(u32, hist),
-                                 RANGE_PARAMS) {
+                               RANGE_PARAMS) {
   RANGE_GUARD;
   u32 counts[NBUCKETS] = {0};
   i64 begin = GLOBAL_ID(0) * chunk;

@@ -66,7 +66,8 @@ __global__ void polyval(PV1(const T, coeffs), PVN(const T, x), PVN(T, y), RANGE_
 
 // Matrix multiplication with an RB x RB register block per work-item.
 template <typename T>
-__global__ void matmul_regblock(PV2(const T, a), PV2(const T, b), PV2(T, c), RANGE_PARAMS) {
+__global__ void matmul_regblock(PV2(const T, a), PV2(const T, b), PV2(T, c),
+                                RANGE_PARAMS) {
   RANGE_GUARD;
   i64 row0 = GLOBAL_ID(0) * RB;
   i64 col0 = GLOBAL_ID(1) * RB;

@@ -98,8 +98,8 @@ __global__ void scan_inclusive_block(PV1(const T, x), PV1(T, y)) {
 
 // Stream compaction: keep the elements for which keep[i] is true.
 template <typename T>
-__global__ void scatter_if(PV1(const T, x), PV1(const bool, keep), PV1(const i32, positions),
-                           PV1(T, out), RANGE_PARAMS) {
+__global__ void scatter_if(PV1(const T, x), PV1(const bool, keep),
+                           PV1(const i32, positions), PV1(T, out), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < x_s0 && A1(keep, i)) {
@@ -109,8 +109,8 @@ __global__ void scatter_if(PV1(const T, x), PV1(const bool, keep), PV1(const i32
 
 // keep[i] = x[i] > threshold, as bool and as 0/1 i32 flags.
 template <typename T>
-__global__ void flag_greater(PV1(const T, x), T threshold, PV1(bool, keep), PV1(i32, flags),
-                             RANGE_PARAMS) {
+__global__ void flag_greater(PV1(const T, x), T threshold, PV1(bool, keep),
+                             PV1(i32, flags), RANGE_PARAMS) {
   RANGE_GUARD;
   i64 i = GLOBAL_ID(0);
   if (i < x_s0) {

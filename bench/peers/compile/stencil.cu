@@ -58,8 +58,8 @@ __global__ void heat_periodic(PV2(const T, u), PV2(T, out), T alpha, RANGE_PARAM
   i64 left = (j + nx - 1) % nx;
   i64 right = (j + 1) % nx;
   T c = A2(u, i, j);
-  A2(out, i, j) =
-      c + alpha * (A2(u, up, j) + A2(u, down, j) + A2(u, i, left) + A2(u, i, right) - (T)4 * c);
+  A2(out, i, j) = c + alpha * (A2(u, up, j) + A2(u, down, j) + A2(u, i, left) +
+                               A2(u, i, right) - (T)4 * c);
 }
 
 // Jacobi sweep through a local tile with a one-cell halo.

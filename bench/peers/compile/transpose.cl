@@ -1,4 +1,5 @@
-// transpose.cl -- the kernels of examples/transpose.xpk in OpenCL C 2.0 (peer of bench/compile).
+// transpose.cl -- the kernels of examples/transpose.xpk in CUDA C (peer of
+// bench/compile).
 #include "xpk_peer.clh"
 
 #define TDIM ((i64)32)

@@ -1,4 +1,5 @@
-// transpose.cu -- the kernels of examples/transpose.xpk in CUDA C (peer of bench/compile).
+// transpose.cu -- the kernels of examples/transpose.xpk in CUDA C (peer of
+// bench/compile).
 #include "xpk_peer.cuh"
 
 #define TDIM ((i64)32)

@@ -1,4 +1,5 @@
-// workgroup.cl -- the kernels of examples/workgroup.xpk in OpenCL C 2.0 (peer of bench/compile).
+// workgroup.cl -- the kernels of examples/workgroup.xpk in CUDA C (peer of
+// bench/compile).
 #include "xpk_peer.clh"
 
 #define CHUNK ((i64)1024)
@@ -40,7 +41,8 @@ __kernel void ids_ndrange(PV2(i64, ids)) {
 
 // Cooperative copy of `count` elements by the whole work-group.
 #if defined(ALL) || defined(K_reverse_chunks)
-XK_DEV void group_copy(PV1(const T, src), PV1(T, dst), i64 src_base, i64 dst_base, i64 count) {
+XK_DEV void group_copy(PV1(const T, src), PV1(T, dst), i64 src_base, i64 dst_base,
+                       i64 count) {
   for (i64 i = LOCAL_ID(0); i < count; i += LOCAL_SIZE(0)) {
     A1(dst, dst_base + i) = A1(src, src_base + i);
   }
