@@ -92,7 +92,6 @@ struct cg {
   uint64_t scratch_bytes; /* CPU: per work-item scratch */
   uint64_t inlined;       /* instructions lowered, to bound inlining */
   bool needs_libdevice;
-  bool uses_float_atomics;
 
   /* debug info (-g; CPU and PTX) */
   LLVMDIBuilderRef dib;

@@ -973,9 +973,8 @@ static void store_elem(cg *c, LLVMValueRef p, LLVMValueRef v, xpj_scalar s) {
 }
 
 static void zero_fill(cg *c, LLVMValueRef p, uint64_t bytes, unsigned align) {
-  LLVMValueRef ms = LLVMBuildMemSet(c->b, p, LLVMConstInt(c->t_i8, 0, 0),
-                                    cg_i64(c, (int64_t)bytes), align);
-  (void)ms;
+  LLVMBuildMemSet(c->b, p, LLVMConstInt(c->t_i8, 0, 0),
+                  cg_i64(c, (int64_t)bytes), align);
 }
 
 static LLVMAtomicOrdering ordering(xpj_order o) {
@@ -1020,8 +1019,6 @@ static LLVMValueRef lower_atomic(cg *c, cg_frame *fr, const xpj_inst *in) {
     case XPJ_ATOMIC_XOR: op = LLVMAtomicRMWBinOpXor; break;
     default: op = LLVMAtomicRMWBinOpXchg; break;
     }
-    if (fl && op != LLVMAtomicRMWBinOpXchg)
-      c->uses_float_atomics = true;
     LLVMValueRef v = val(c, fr, a[1]);
     if (c->ops->rmw_order_by_fences && ord != LLVMAtomicOrderingMonotonic) {
       /* release side before, acquire side after a relaxed RMW */
@@ -1678,13 +1675,6 @@ static void bind_params(cg *c, cg_frame *fr, LLVMValueRef *abi) {
       c->range_size[d] = abi[p++];
 }
 
-static unsigned abi_count(cg *c) {
-  LLVMTypeRef tmp[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 3];
-  unsigned n;
-  param_abi_types(c, tmp, &n);
-  return n;
-}
-
 /* ---- debug info ---------------------------------------------------- */
 
 /* Line tables for -g: a compile unit, a subprogram for the kernel, and the
@@ -1897,7 +1887,6 @@ void cg_lower_kernel(cg *c) {
     lower_simt(c, fr);
   else
     lower_cpu(c, fr);
-  (void)abi_count;
   di_end(c);
   if (c->status == XPJ_OK && c->ops->finish_kernel)
     c->ops->finish_kernel(c, c->fn);

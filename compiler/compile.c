@@ -302,9 +302,11 @@ static const char *fault_mode(void) {
   return f ? f : "";
 }
 
+/* fault: the test hook's mode in a worker, "" in the caller's process */
 static void compile_here(const xpj_module *m, const xpj_func *k,
                          const xpj_target *t, const xpj_compile_opts *o,
-                         xpj_emit_kind emit, xpj_result *r) {
+                         xpj_emit_kind emit, const char *fault,
+                         xpj_result *r) {
   pthread_once(&llvm_once, llvm_init);
   cg c;
   memset(&c, 0, sizeof c);
@@ -341,9 +343,9 @@ static void compile_here(const xpj_module *m, const xpj_func *k,
     cg_fail(&c, XPJ_ERR_COMPILE, "internal: invalid LLVM IR: %s", msg);
   LLVMDisposeMessage(msg);
   msg = NULL;
-  if (c.status == XPJ_OK && strcmp(fault_mode(), "crash") == 0)
+  if (c.status == XPJ_OK && strcmp(fault, "crash") == 0)
     raise(SIGSEGV);
-  if (c.status == XPJ_OK && strcmp(fault_mode(), "hang") == 0)
+  if (c.status == XPJ_OK && strcmp(fault, "hang") == 0)
     for (;;)
       pause();
   if (c.status == XPJ_OK) {
@@ -472,7 +474,7 @@ static void worker_main(int fd, const xpj_module *m, const xpj_func *k,
   }
   xpj_result r;
   memset(&r, 0, sizeof r);
-  compile_here(m, k, t, o, emit, &r);
+  compile_here(m, k, t, o, emit, fault_mode(), &r);
   wire_head h = {WIRE_MAGIC, (uint32_t)r.status, r.len,
                  r.log ? strlen(r.log) : 0, r.local_bytes, r.scratch_bytes};
   write_all(fd, &h, sizeof h);
@@ -747,7 +749,7 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
    * between modules (../shared/LLVM22-NOTES.md) */
   if (o.isolation == XPJ_ISOLATE_NONE && t->kind != XPJ_TARGET_SPIRV) {
     pthread_rwlock_rdlock(&inprocess_lock);
-    compile_here(m, k, t, &o, emit, r);
+    compile_here(m, k, t, &o, emit, "", r);
     pthread_rwlock_unlock(&inprocess_lock);
   }
   else
