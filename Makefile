@@ -21,11 +21,11 @@ LLVM_CONFIG ?= llvm-config-22
 LLVM_INC := $(shell $(LLVM_CONFIG) --includedir)
 LLVM_LIBDIR := $(shell $(LLVM_CONFIG) --libdir)
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC \
-             -Iinclude -Iir -Icompiler -isystem $(LLVM_INC) $(CFLAGS)
+             -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) $(CFLAGS)
 LDLIBS_ALL = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lLLVM-22 \
              -lSPIRV-Tools -lstdc++ -lcrypto -lpthread -lm $(LDLIBS)
 
-LIB_SRCS := $(wildcard ir/*.c) $(wildcard compiler/*.c)
+LIB_SRCS := $(wildcard ir/*.c) $(wildcard compiler/*.c) $(wildcard runtime/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 CLI_SRCS := tools/xpjit-cli.c
 TEST_SRCS := $(wildcard tests/test_*.c)
@@ -36,11 +36,13 @@ REPLAYS  := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/replay_%)
 LIB_A    := $(BUILD)/lib/libxpjit.a
 LIB_SO   := $(BUILD)/lib/libxpjit.so
 CLI      := $(BUILD)/bin/xpjit-cli
+EXAMPLE_SRCS := $(wildcard examples/*.c)
+EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
 .PHONY: all test asan fuzz bench install clean check-examples demo format
-all: $(LIB_A) $(LIB_SO) $(CLI) $(BUILD)/lib/xpjit.pc
+all: $(LIB_A) $(LIB_SO) $(CLI) $(BUILD)/lib/xpjit.pc $(EXAMPLES)
 
-$(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h) Makefile
+$(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h) Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
@@ -57,6 +59,11 @@ $(LIB_SO): $(LIB_OBJS) tools/libxpjit.map
 $(CLI): $(CLI_SRCS) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_SRCS) $(LIB_A) $(LDLIBS_ALL)
+
+# Example programs: use libxpjit as an application would (public headers only).
+$(BUILD)/examples/%: examples/%.c $(LIB_A) include/xpjit.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SAN) -Iinclude -o $@ $< $(LIB_A) $(LDLIBS_ALL)
 
 $(BUILD)/lib/xpjit.pc: tools/xpjit.pc.in
 	@mkdir -p $(dir $@)
@@ -89,12 +96,20 @@ fuzz: $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -isystem $(LLVM_INC) \
+	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) \
 	  -o $@ $< $(LIB_SRCS) $(LDLIBS_ALL)
 
-bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile
+bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu
 	$(BUILD)/bench/frontend examples/*.xpk bench/peers/frontend_peer.xpk
 	$(BUILD)/bench/compile examples/*.xpk
+	$(BUILD)/bench/cpu
+
+# CPU kernels: xpjit vs OpenCL C on PoCL (libOpenCL loaded at run time) vs
+# OpenMP C. The OpenMP peer is compiled -O3 -march=native in its own file.
+$(BUILD)/bench/cpu: bench/cpu.c bench/cpu_omp.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) -O3 -march=native -fopenmp -c bench/cpu_omp.c -o $(BUILD)/bench/cpu_omp.o
+	$(CC) $(CFLAGS_ALL) -fopenmp -o $@ bench/cpu.c $(BUILD)/bench/cpu_omp.o $(LIB_A) $(LDLIBS_ALL) -ldl
 
 $(BUILD)/bench/compile: bench/compile.c $(LIB_A)
 	@mkdir -p $(dir $@)

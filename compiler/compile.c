@@ -8,6 +8,7 @@
 #include "cg.h"
 #include "spirv_check.h"
 #include "worker.h"
+#include "llvm_lock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -757,3 +758,10 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
   r->millis = now_ms() - t0;
   return r->status;
 }
+
+void xpj_llvm_enter(void) {
+  pthread_once(&llvm_once, llvm_init);
+  pthread_rwlock_rdlock(&inprocess_lock);
+}
+
+void xpj_llvm_leave(void) { pthread_rwlock_unlock(&inprocess_lock); }

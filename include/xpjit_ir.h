@@ -51,6 +51,7 @@ typedef enum xpj_status {
   XPJ_ERR_VERIFY = 7,   /* IR failed verification */
   XPJ_ERR_COMPILE = 8,  /* code generation failed (see the message) */
   XPJ_ERR_UNSUPPORTED = 9,/* the target cannot express the kernel */
+  XPJ_ERR_DEVICE = 10,  /* a device, driver or asynchronous command failed */
 } xpj_status;
 
 const char *xpj_status_name(xpj_status s);
@@ -218,6 +219,24 @@ xpj_type xpj_type_view(xpj_module *m, xpj_type elem, int rank, int is_const);
 /* A statically sized, contiguous array in local or private memory. */
 xpj_type xpj_type_static(xpj_module *m, xpj_space space, xpj_type elem,
                          unsigned rank, const int64_t *dims);
+
+/* Type introspection, for tools and the runtime. */
+typedef enum xpj_type_kind {
+  XPJ_TYPE_SCALAR = 0, /* a scalar, or void */
+  XPJ_TYPE_PARAM = 1,  /* a type parameter (unspecialised) */
+  XPJ_TYPE_VIEW = 2,   /* a global array view */
+  XPJ_TYPE_STATIC = 3, /* a static local or private array */
+  XPJ_TYPE_PTR = 4,    /* a pointer to an element */
+} xpj_type_kind;
+/* Kind of t; XPJ_TYPE_SCALAR with scalar XPJ_VOID for an invalid id. */
+xpj_type_kind xpj_type_kind_of(const xpj_module *m, xpj_type t);
+/* The scalar of a scalar type, or the element scalar of an array or
+ * pointer; XPJ_VOID when it is a type parameter or t is invalid. */
+xpj_scalar xpj_type_elem_scalar(const xpj_module *m, xpj_type t);
+/* Rank of a view or static array (XPJ_RANK_GENERIC for [*]); 0 otherwise. */
+int xpj_type_rank(const xpj_module *m, xpj_type t);
+/* True for a read-only view. */
+int xpj_type_is_const(const xpj_module *m, xpj_type t);
 
 /* Writes a readable name for t ("f32", "global const T[*]", ...). Returns
  * the length it needed, like snprintf. */

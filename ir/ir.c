@@ -55,6 +55,7 @@ const char *xpj_status_name(xpj_status s) {
   case XPJ_ERR_VERIFY: return "IR verification failed";
   case XPJ_ERR_COMPILE: return "code generation failed";
   case XPJ_ERR_UNSUPPORTED: return "not supported by the target";
+  case XPJ_ERR_DEVICE: return "device error";
   }
   return "unknown status";
 }
@@ -1697,4 +1698,30 @@ void xpj_walk(const xpj_func *f, xpj_block b,
     for (int k = 0; k < nb; k++)
       xpj_walk(f, in->blk[k], visit, ud);
   }
+}
+
+/* ---- type introspection --------------------------------------------- */
+
+xpj_type_kind xpj_type_kind_of(const xpj_module *m, xpj_type t) {
+  const xpj_typeinfo *ti = m ? xpj_typeinfo_of(m, t) : NULL;
+  return ti ? (xpj_type_kind)ti->kind : XPJ_TYPE_SCALAR;
+}
+
+xpj_scalar xpj_type_elem_scalar(const xpj_module *m, xpj_type t) {
+  const xpj_typeinfo *ti = m ? xpj_typeinfo_of(m, t) : NULL;
+  if (ti && ti->kind != XPJ_TK_SCALAR && ti->kind != XPJ_TK_PARAM)
+    ti = xpj_typeinfo_of(m, ti->elem);
+  return ti && ti->kind == XPJ_TK_SCALAR ? (xpj_scalar)ti->scalar : XPJ_VOID;
+}
+
+int xpj_type_rank(const xpj_module *m, xpj_type t) {
+  const xpj_typeinfo *ti = m ? xpj_typeinfo_of(m, t) : NULL;
+  return ti && (ti->kind == XPJ_TK_VIEW || ti->kind == XPJ_TK_STATIC)
+             ? ti->rank
+             : 0;
+}
+
+int xpj_type_is_const(const xpj_module *m, xpj_type t) {
+  const xpj_typeinfo *ti = m ? xpj_typeinfo_of(m, t) : NULL;
+  return ti ? ti->is_const : 0;
 }

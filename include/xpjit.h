@@ -1,0 +1,426 @@
+/*
+ * xpjit.h - the libxpjit runtime: devices, queues, events, memory, programs,
+ * kernels and launches.
+ *
+ *   xpj_context *ctx;  xpj_context_create(NULL, &ctx);
+ *   xpj_device  *dev;  xpj_device_select(ctx, NULL, &dev);   // XPJIT_DEVICE or cpu
+ *   xpj_queue   *q;    xpj_queue_create(dev, NULL, &q);
+ *   xpj_program *p;    xpj_program_create_file(ctx, "axpy.xpk", NULL, &p);
+ *   xpj_kernel  *k;    xpj_program_get_kernel(p, "axpy", "T=f32", 1, dev, NULL, &k);
+ *   float *x, *y;      xpj_mem_alloc(dev, XPJ_MEM_SHARED, n * 4, 0, (void **)&x); ...
+ *   xpj_array ax = xpj_array_1d(x, XPJ_F32, n), ay = xpj_array_1d(y, XPJ_F32, n);
+ *   xpj_arg args[] = {xpj_arg_f32(2.0f), xpj_arg_array(&ax), xpj_arg_array(&ay)};
+ *   xpj_range r = xpj_range_1d(n, 0);
+ *   xpj_launch(q, k, &r, 3, args, NULL);
+ *   xpj_queue_wait(q);
+ *
+ * Errors: every fallible call returns an xpj_status; xpj_last_error() gives
+ * the message of the last failed call on the calling thread ("" after
+ * success is not guaranteed: read it only after a failure). Errors that
+ * happen inside asynchronous work (a launch, a copy, a host task) are
+ * recorded on the command's event and on the queue, and are returned, with
+ * their message, by the next xpj_queue_wait on that queue (or xpj_event_wait
+ * on that event).
+ *
+ * Ownership: the creator destroys. xpj_*_destroy(NULL) and
+ * xpj_event_release(NULL) are no-ops. Devices belong to their context;
+ * kernels belong to their program (valid until it is destroyed). Memory from
+ * xpj_mem_alloc is freed with xpj_mem_free. A context must outlive
+ * everything created from it. Strings passed in are copied.
+ *
+ * Thread safety: every call may be made from any thread. A context, a
+ * device, a program and a kernel may be used from several threads at once;
+ * several threads may enqueue to one queue (each call is one atomic
+ * enqueue; the order between threads is the order the calls happen).
+ *
+ * Nothing in the library prints or exits.
+ */
+#ifndef XPJIT_H
+#define XPJIT_H
+
+#include "xpjit_codegen.h"
+#include "xpjit_compiler.h"
+#include "xpjit_ir.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Message of the last failed call on this thread; never NULL. Valid until
+ * the next xpjit call on this thread. */
+const char *xpj_last_error(void);
+
+/* ---- contexts -------------------------------------------------------- */
+
+typedef struct xpj_context xpj_context;
+typedef struct xpj_device xpj_device;
+typedef struct xpj_queue xpj_queue;
+typedef struct xpj_event xpj_event;
+typedef struct xpj_program xpj_program;
+typedef struct xpj_kernel xpj_kernel;
+
+/* Context creation options; a zeroed struct (or NULL) means defaults. */
+typedef struct xpj_context_desc {
+  /* Device filter that limits what the context sees, in the syntax of
+   * xpj_device_select. NULL: the XPJIT_DEVICE environment variable if set,
+   * else every device. */
+  const char *visible;
+  /* Threads of the CPU device's pool; 0: XPJIT_CPU_THREADS if set, else
+   * one per online core. */
+  unsigned cpu_threads;
+} xpj_context_desc;
+
+/* Discovers the devices of every backend built in (a backend whose driver
+ * is missing contributes no devices and no error). XPJ_ERR_INVALID for a
+ * malformed filter. */
+xpj_status xpj_context_create(const xpj_context_desc *desc, xpj_context **out);
+/* Waits for nothing: destroy queues (which drain) and free memory first. */
+void xpj_context_destroy(xpj_context *ctx);
+
+/* ---- devices --------------------------------------------------------- */
+
+typedef enum xpj_backend {
+  XPJ_BACKEND_CPU = 0,        /* this host's CPU, native code (ORC) */
+  XPJ_BACKEND_CUDA = 1,       /* NVIDIA GPUs through libcuda (PTX) */
+  XPJ_BACKEND_LEVEL_ZERO = 2, /* oneAPI Level Zero devices (SPIR-V) */
+  XPJ_BACKEND_OPENCL = 3,     /* OpenCL devices that take SPIR-V */
+  XPJ_BACKEND_COUNT
+} xpj_backend;
+
+typedef enum xpj_device_type {
+  XPJ_DEVICE_CPU = 0,
+  XPJ_DEVICE_GPU = 1,
+  XPJ_DEVICE_ACCELERATOR = 2,
+} xpj_device_type;
+
+/* "cpu", "cuda", "level_zero", "opencl" */
+const char *xpj_backend_name(xpj_backend b);
+
+typedef struct xpj_device_info {
+  char name[256];
+  char vendor[128];
+  char driver_version[64];
+  xpj_backend backend;
+  xpj_device_type type;
+  unsigned index;              /* among the devices of its backend */
+  unsigned compute_units;      /* cores / SMs / EUs */
+  uint64_t max_work_group_size;
+  uint64_t max_work_item_sizes[3];
+  uint64_t max_global_size[3]; /* per dimension */
+  uint64_t local_mem_size;     /* bytes of local memory per work-group */
+  uint64_t global_mem_size;    /* bytes */
+  uint64_t mem_base_align;     /* alignment of xpj_mem_alloc by default */
+  /* The canonical compile target of this device (xpj_target_str): exact
+   * architecture and features. Part of every cache key. */
+  char target[1200];
+} xpj_device_info;
+
+/* Device filters, after ONEAPI_DEVICE_SELECTOR: one or more terms separated
+ * by ';', each BACKEND[:DEVICES] where BACKEND is cpu (alias native_cpu),
+ * cuda, level_zero, opencl or *, and DEVICES a ','-separated list of
+ * indices (within the backend), device types (cpu, gpu, fpga/acc) or *.
+ * A term starting with '!' removes matching devices. A lone device type
+ * ("gpu") means *:gpu. Examples: "cpu", "cuda:0", "level_zero:gpu",
+ * "opencl:cpu", "*:gpu;!cuda:1".
+ *
+ * Selects the first matching device of the context, in the order
+ * xpj_device_get lists them (the CPU device first). filter NULL or "":
+ * the first visible device. XPJ_ERR_NOT_FOUND when none matches (the
+ * message lists the devices there are); XPJ_ERR_INVALID for a malformed
+ * filter. */
+xpj_status xpj_device_select(xpj_context *ctx, const char *filter,
+                             xpj_device **out);
+/* Devices visible in the context, and device i of them (NULL past the
+ * end). */
+unsigned xpj_device_count(const xpj_context *ctx);
+xpj_device *xpj_device_get(const xpj_context *ctx, unsigned i);
+/* Every device matching filter, in order: fills out[0..max) and sets *n to
+ * the number of matches (pass max 0 to learn it). */
+xpj_status xpj_device_list(xpj_context *ctx, const char *filter,
+                           xpj_device **out, unsigned max, unsigned *n);
+xpj_status xpj_device_get_info(const xpj_device *dev, xpj_device_info *out);
+/* "cpu:0", "cuda:1", ...: the string that selects exactly this device. */
+const char *xpj_device_id(const xpj_device *dev);
+
+/* ---- memory ---------------------------------------------------------- */
+
+typedef enum xpj_mem_kind {
+  XPJ_MEM_DEVICE = 0, /* device memory: only kernels and copies touch it */
+  XPJ_MEM_HOST = 1,   /* host memory the device can read and write */
+  XPJ_MEM_SHARED = 2, /* migrates between host and device on demand */
+} xpj_mem_kind;
+
+/* Allocates bytes (> 0) aligned to align (a power of two; 0: the device's
+ * mem_base_align, at least 64). XPJ_ERR_INVALID for a zero size, a size
+ * over the device's memory or a bad alignment; XPJ_ERR_NOMEM when the
+ * device is out of memory. The memory is uninitialised. */
+xpj_status xpj_mem_alloc(xpj_device *dev, xpj_mem_kind kind, size_t bytes,
+                         size_t align, void **out);
+/* Frees memory from xpj_mem_alloc on dev. The caller makes sure no queued
+ * work still uses it (wait first). NULL is a no-op; a pointer that is not
+ * the start of an allocation of dev is XPJ_ERR_INVALID and nothing is
+ * freed. */
+xpj_status xpj_mem_free(xpj_device *dev, void *ptr);
+/* Looks up the allocation containing ptr: its start, size and kind.
+ * XPJ_ERR_NOT_FOUND when ptr is in none of dev's allocations. */
+xpj_status xpj_mem_query(xpj_device *dev, const void *ptr, void **base,
+                         size_t *bytes, xpj_mem_kind *kind);
+
+/* ---- queues and events ----------------------------------------------- */
+
+#define XPJ_QUEUE_PROFILING 1u /* record timestamps on every event */
+
+typedef struct xpj_queue_desc {
+  unsigned flags; /* XPJ_QUEUE_* */
+} xpj_queue_desc;
+
+/* An in-order queue: commands run one after the other, asynchronously to
+ * the caller. desc NULL: defaults. */
+xpj_status xpj_queue_create(xpj_device *dev, const xpj_queue_desc *desc,
+                            xpj_queue **out);
+/* Waits for every command, then destroys the queue (errors not yet
+ * returned by a wait are dropped). */
+void xpj_queue_destroy(xpj_queue *q);
+/* Waits until every command enqueued so far has finished. Returns the first
+ * asynchronous error since the last wait (its message in xpj_last_error),
+ * and clears it; XPJ_OK when there was none. */
+xpj_status xpj_queue_wait(xpj_queue *q);
+xpj_device *xpj_queue_device(const xpj_queue *q);
+
+typedef enum xpj_event_state {
+  XPJ_EVENT_QUEUED = 0,
+  XPJ_EVENT_RUNNING = 1,
+  XPJ_EVENT_COMPLETE = 2,
+  XPJ_EVENT_FAILED = 3,
+} xpj_event_state;
+
+/* Every enqueue call takes an optional xpj_event **ev: when not NULL it
+ * receives a new event for the command, which the caller releases. */
+void xpj_event_release(xpj_event *e);
+/* Blocks until the command has finished; returns its status (message in
+ * xpj_last_error). */
+xpj_status xpj_event_wait(xpj_event *e);
+xpj_event_state xpj_event_query(const xpj_event *e);
+/* Nanoseconds on a monotonic clock at which the command was enqueued,
+ * started and ended. XPJ_ERR_INVALID unless the queue has
+ * XPJ_QUEUE_PROFILING and the command has finished. */
+xpj_status xpj_event_profile(const xpj_event *e, uint64_t *queued,
+                             uint64_t *start, uint64_t *end);
+
+/* Copies bytes from src to dst; either may be device, host, shared or
+ * (CPU device, or host side of a copy) plain host memory. The ranges must
+ * not overlap. */
+xpj_status xpj_enqueue_copy(xpj_queue *q, void *dst, const void *src,
+                            size_t bytes, xpj_event **ev);
+/* Fills bytes at dst with a repeated pattern of pattern_size bytes (1, 2,
+ * 4, 8, 16, 32, 64 or 128; bytes a multiple of it; dst aligned to it). */
+xpj_status xpj_enqueue_fill(xpj_queue *q, void *dst, const void *pattern,
+                            size_t pattern_size, size_t bytes,
+                            xpj_event **ev);
+/* Makes the queue's later commands wait for n events (of any queue of the
+ * same context). A failed event fails this command. */
+xpj_status xpj_enqueue_wait_events(xpj_queue *q, unsigned n,
+                                   xpj_event *const *events, xpj_event **ev);
+/* Runs fn(user) on a runtime thread in queue order. A non-zero return is
+ * an asynchronous error of the queue ("host task failed with N"). */
+xpj_status xpj_enqueue_host_task(xpj_queue *q, int (*fn)(void *user),
+                                 void *user, xpj_event **ev);
+
+/* ---- programs and kernels -------------------------------------------- */
+
+/* A program: kernel source, parsed once. name is used in diagnostics.
+ * Syntax errors are XPJ_ERR_SYNTAX; the rendered diagnostics are in
+ * xpj_last_error, and in d when given. */
+xpj_status xpj_program_create(xpj_context *ctx, const char *name,
+                              const char *src, size_t len, xpj_diags *d,
+                              xpj_program **out);
+/* Reads and parses a file (XPJ_ERR_IO when unreadable). */
+xpj_status xpj_program_create_file(xpj_context *ctx, const char *path,
+                                   xpj_diags *d, xpj_program **out);
+/* Destroys the program and its kernels; queued launches of them must have
+ * finished. */
+void xpj_program_destroy(xpj_program *p);
+/* Names of the kernels in the program: count and name i. */
+unsigned xpj_program_kernel_count(const xpj_program *p);
+const char *xpj_program_kernel_name(const xpj_program *p, unsigned i);
+
+/* The kernel `name` specialised for dtypes and ndim and compiled for dev.
+ * dtypes binds the type parameters: "T=f32,U=i64", or positionally
+ * "f32,i64"; NULL or "" for none. ndim is the rank of generic-rank ([*])
+ * arrays, 0 when the kernel has none. opts NULL: xpj_compile_opts_default.
+ * The first call compiles (through the cache, when there is one); later
+ * calls with the same arguments return the same kernel. Errors:
+ * XPJ_ERR_NOT_FOUND (no such kernel), XPJ_ERR_SPECIALIZE (bad dtypes or
+ * ndim, with diagnostics), XPJ_ERR_COMPILE, XPJ_ERR_UNSUPPORTED,
+ * XPJ_ERR_DEVICE (the device would not load the binary). */
+xpj_status xpj_program_get_kernel(xpj_program *p, const char *name,
+                                  const char *dtypes, unsigned ndim,
+                                  xpj_device *dev,
+                                  const xpj_compile_opts *opts,
+                                  xpj_kernel **out);
+
+typedef enum xpj_arg_kind {
+  XPJ_ARG_SCALAR = 0,
+  XPJ_ARG_ARRAY = 1,
+} xpj_arg_kind;
+
+typedef struct xpj_kernel_info {
+  const char *name;    /* owned by the kernel */
+  xpj_func_kind kind;  /* XPJ_FUNC_RANGE or XPJ_FUNC_NDRANGE */
+  unsigned dims;       /* launch dimensions required; 0: any of 1..3 */
+  unsigned nargs;
+  uint64_t local_mem_bytes;  /* static local memory per work-group */
+  uint64_t max_work_group_size; /* for this kernel on its device */
+  double compile_millis;     /* 0 when it came from a cache */
+  const char *target;        /* canonical target string, owned */
+} xpj_kernel_info;
+
+typedef struct xpj_kernel_arg_info {
+  const char *name;   /* owned by the kernel */
+  xpj_arg_kind kind;
+  xpj_scalar dtype;   /* scalar type, or array element type */
+  unsigned rank;      /* arrays: the rank (after ndim binding) */
+  int is_const;       /* arrays: read-only */
+} xpj_kernel_arg_info;
+
+xpj_status xpj_kernel_get_info(const xpj_kernel *k, xpj_kernel_info *out);
+xpj_status xpj_kernel_get_arg_info(const xpj_kernel *k, unsigned i,
+                                   xpj_kernel_arg_info *out);
+/* Signature as written: "axpy(a: f32, x: global const f32[1], ...)". */
+const char *xpj_kernel_signature(const xpj_kernel *k);
+
+/* ---- arguments and launches ------------------------------------------ */
+
+/* An array view: data points at element 0 of the allocation (or of any
+ * base); element [i0,...] is at data + offset + sum(i_d * strides[d]),
+ * counted in elements. Strides may be zero or negative. */
+typedef struct xpj_array {
+  void *data;
+  xpj_scalar dtype;
+  unsigned ndim;
+  int64_t offset;
+  int64_t shape[XPJ_MAX_RANK];
+  int64_t strides[XPJ_MAX_RANK];
+} xpj_array;
+
+/* A kernel argument: a scalar of dtype (value in the union member for its
+ * type class) or an array view (by pointer; it must stay valid until the
+ * launch call returns: the launch copies it). */
+typedef struct xpj_arg {
+  xpj_arg_kind kind;
+  xpj_scalar dtype; /* scalars */
+  union {
+    int64_t i;  /* bool and signed integers */
+    uint64_t u; /* unsigned integers */
+    double f;   /* f32 and f64 */
+  } v;
+  const xpj_array *array;
+} xpj_arg;
+
+/* Launch geometry: ndim 1..3; global[d] work-items in dimension d; local
+ * all zero: the runtime chooses the work-group size. */
+typedef struct xpj_range {
+  unsigned ndim;
+  uint64_t global[3];
+  uint64_t local[3];
+} xpj_range;
+
+/* Launches k on q over range r with nargs arguments, checked against the
+ * kernel's signature: count, kind, scalar dtype, element dtype and rank of
+ * arrays, non-NULL array data, the view inside its allocation (when the
+ * pointer is an xpjit allocation of the device) and aligned for its dtype.
+ * Range kernels: any global size >= 1 per dimension; local is a hint.
+ * Nd-range kernels: global a multiple of local in each dimension, local
+ * within the device's and kernel's limits. The dimensions must match the
+ * kernel's (1..3 for range kernels declared without a count). All of
+ * these are XPJ_ERR_INVALID with a message naming the argument or
+ * dimension. */
+xpj_status xpj_launch(xpj_queue *q, xpj_kernel *k, const xpj_range *r,
+                      unsigned nargs, const xpj_arg *args, xpj_event **ev);
+
+/* The work-group size the runtime would use for an nd-range launch of k
+ * over global (local zero): fills local[0..ndim). */
+xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
+                                    const uint64_t *global, uint64_t *local);
+
+/* ---- helpers --------------------------------------------------------- */
+
+static inline xpj_array xpj_array_nd(void *data, xpj_scalar dtype,
+                                     unsigned ndim, const int64_t *shape) {
+  xpj_array a = {data, dtype, ndim, 0, {0}, {0}};
+  int64_t s = 1;
+  for (unsigned d = ndim; d-- > 0;) {
+    a.shape[d] = shape[d];
+    a.strides[d] = s;
+    s *= shape[d];
+  }
+  return a;
+}
+static inline xpj_array xpj_array_1d(void *data, xpj_scalar dtype,
+                                     int64_t n) {
+  return xpj_array_nd(data, dtype, 1, &n);
+}
+static inline xpj_array xpj_array_2d(void *data, xpj_scalar dtype,
+                                     int64_t rows, int64_t cols) {
+  int64_t s[2] = {rows, cols};
+  return xpj_array_nd(data, dtype, 2, s);
+}
+static inline xpj_arg xpj_arg_array(const xpj_array *a) {
+  xpj_arg g = {XPJ_ARG_ARRAY, XPJ_VOID, {0}, a};
+  return g;
+}
+#define XPJ_ARG_INT_(fn, T, dt)                                               \
+  static inline xpj_arg fn(T x) {                                             \
+    xpj_arg g = {XPJ_ARG_SCALAR, dt, {0}, NULL};                              \
+    g.v.i = (int64_t)x;                                                       \
+    return g;                                                                 \
+  }
+#define XPJ_ARG_UINT_(fn, T, dt)                                              \
+  static inline xpj_arg fn(T x) {                                             \
+    xpj_arg g = {XPJ_ARG_SCALAR, dt, {0}, NULL};                              \
+    g.v.u = (uint64_t)x;                                                      \
+    return g;                                                                 \
+  }
+XPJ_ARG_INT_(xpj_arg_bool, int, XPJ_BOOL)
+XPJ_ARG_INT_(xpj_arg_i8, int8_t, XPJ_I8)
+XPJ_ARG_INT_(xpj_arg_i16, int16_t, XPJ_I16)
+XPJ_ARG_INT_(xpj_arg_i32, int32_t, XPJ_I32)
+XPJ_ARG_INT_(xpj_arg_i64, int64_t, XPJ_I64)
+XPJ_ARG_UINT_(xpj_arg_u8, uint8_t, XPJ_U8)
+XPJ_ARG_UINT_(xpj_arg_u16, uint16_t, XPJ_U16)
+XPJ_ARG_UINT_(xpj_arg_u32, uint32_t, XPJ_U32)
+XPJ_ARG_UINT_(xpj_arg_u64, uint64_t, XPJ_U64)
+#undef XPJ_ARG_INT_
+#undef XPJ_ARG_UINT_
+static inline xpj_arg xpj_arg_f32(float x) {
+  xpj_arg g = {XPJ_ARG_SCALAR, XPJ_F32, {0}, NULL};
+  g.v.f = x;
+  return g;
+}
+static inline xpj_arg xpj_arg_f64(double x) {
+  xpj_arg g = {XPJ_ARG_SCALAR, XPJ_F64, {0}, NULL};
+  g.v.f = x;
+  return g;
+}
+static inline xpj_range xpj_range_1d(uint64_t n, uint64_t local) {
+  xpj_range r = {1, {n, 1, 1}, {local, local ? 1 : 0, local ? 1 : 0}};
+  return r;
+}
+static inline xpj_range xpj_range_2d(uint64_t n0, uint64_t n1, uint64_t l0,
+                                     uint64_t l1) {
+  xpj_range r = {2, {n0, n1, 1}, {l0, l1, (l0 || l1) ? 1 : 0}};
+  return r;
+}
+static inline xpj_range xpj_range_3d(uint64_t n0, uint64_t n1, uint64_t n2,
+                                     uint64_t l0, uint64_t l1, uint64_t l2) {
+  xpj_range r = {3, {n0, n1, n2}, {l0, l1, l2}};
+  return r;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,164 @@
+/* context.c - contexts and devices: discovery through every backend built
+ * in, the visible set (XPJIT_DEVICE), and selection by filter. */
+#include "rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const rt_backend_ops *const backends[] = {&rt_cpu_backend};
+
+const char *xpj_backend_name(xpj_backend b) {
+  switch (b) {
+  case XPJ_BACKEND_CPU: return "cpu";
+  case XPJ_BACKEND_CUDA: return "cuda";
+  case XPJ_BACKEND_LEVEL_ZERO: return "level_zero";
+  case XPJ_BACKEND_OPENCL: return "opencl";
+  default: return "?";
+  }
+}
+
+xpj_status rt_context_add_device(xpj_context *ctx, xpj_device *dev) {
+  xpj_device **a = realloc(ctx->all, (ctx->nall + 1) * sizeof *a);
+  if (!a)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  ctx->all = a;
+  dev->ctx = ctx;
+  unsigned idx = 0;
+  for (unsigned i = 0; i < ctx->nall; i++)
+    idx += ctx->all[i]->info.backend == dev->info.backend;
+  dev->info.index = idx;
+  snprintf(dev->id, sizeof dev->id, "%s:%u",
+           xpj_backend_name(dev->info.backend), idx);
+  pthread_mutex_init(&dev->mem_lock, NULL);
+  ctx->all[ctx->nall++] = dev;
+  return XPJ_OK;
+}
+
+static void device_free(xpj_device *d) {
+  if (d->ops && d->ops->device_destroy)
+    d->ops->device_destroy(d);
+  /* memory the application never freed goes with its device */
+  for (size_t i = 0; i < d->nallocs; i++)
+    d->ops->mem_free(d, d->allocs[i].kind, (void *)d->allocs[i].base);
+  free(d->allocs);
+  pthread_mutex_destroy(&d->mem_lock);
+  free(d);
+}
+
+xpj_status xpj_context_create(const xpj_context_desc *desc,
+                              xpj_context **out) {
+  if (!out)
+    return rt_err(XPJ_ERR_INVALID, "xpj_context_create: out is NULL");
+  *out = NULL;
+  xpj_context *ctx = calloc(1, sizeof *ctx);
+  if (!ctx)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  ctx->cpu_threads = desc ? desc->cpu_threads : 0;
+  const char *vis = desc && desc->visible ? desc->visible : getenv("XPJIT_DEVICE");
+  rt_filter *f = NULL;
+  xpj_status st = XPJ_OK;
+  if (vis && *vis) {
+    st = rt_filter_parse(vis, &f);
+    if (st != XPJ_OK) {
+      if (!(desc && desc->visible))
+        rt_err(st, "XPJIT_DEVICE: %s", xpj_last_error());
+      free(ctx);
+      return st;
+    }
+  }
+  for (size_t i = 0; i < sizeof backends / sizeof *backends && st == XPJ_OK;
+       i++)
+    st = backends[i]->discover(ctx);
+  if (st == XPJ_OK && ctx->nall) {
+    ctx->devs = calloc(ctx->nall, sizeof *ctx->devs);
+    if (!ctx->devs)
+      st = rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
+  for (unsigned i = 0; st == XPJ_OK && i < ctx->nall; i++)
+    if (!f || rt_filter_match(f, ctx->all[i]))
+      ctx->devs[ctx->ndevs++] = ctx->all[i];
+  rt_filter_free(f);
+  if (st != XPJ_OK) {
+    xpj_context_destroy(ctx);
+    return st;
+  }
+  *out = ctx;
+  return XPJ_OK;
+}
+
+void xpj_context_destroy(xpj_context *ctx) {
+  if (!ctx)
+    return;
+  for (unsigned i = 0; i < ctx->nall; i++)
+    device_free(ctx->all[i]);
+  free(ctx->all);
+  free(ctx->devs);
+  free(ctx);
+}
+
+unsigned xpj_device_count(const xpj_context *ctx) {
+  return ctx ? ctx->ndevs : 0;
+}
+
+xpj_device *xpj_device_get(const xpj_context *ctx, unsigned i) {
+  return ctx && i < ctx->ndevs ? ctx->devs[i] : NULL;
+}
+
+static xpj_status none_found(const xpj_context *ctx, const char *filter) {
+  char list[1024] = "";
+  size_t n = 0;
+  for (unsigned i = 0; i < ctx->ndevs && n < sizeof list - 64; i++)
+    n += (size_t)snprintf(list + n, sizeof list - n, "%s%s (%s)",
+                          i ? ", " : "", ctx->devs[i]->id,
+                          ctx->devs[i]->info.name);
+  return rt_err(XPJ_ERR_NOT_FOUND,
+                "no device matches \"%s\"; visible devices: %s", filter,
+                ctx->ndevs ? list : "none");
+}
+
+xpj_status xpj_device_list(xpj_context *ctx, const char *filter,
+                           xpj_device **out, unsigned max, unsigned *n) {
+  if (!ctx || !n || (max && !out))
+    return rt_err(XPJ_ERR_INVALID, "xpj_device_list: NULL argument");
+  *n = 0;
+  rt_filter *f = NULL;
+  if (filter && *filter) {
+    xpj_status st = rt_filter_parse(filter, &f);
+    if (st != XPJ_OK)
+      return st;
+  }
+  for (unsigned i = 0; i < ctx->ndevs; i++)
+    if (!f || rt_filter_match(f, ctx->devs[i])) {
+      if (*n < max)
+        out[*n] = ctx->devs[i];
+      ++*n;
+    }
+  rt_filter_free(f);
+  return XPJ_OK;
+}
+
+xpj_status xpj_device_select(xpj_context *ctx, const char *filter,
+                             xpj_device **out) {
+  if (!ctx || !out)
+    return rt_err(XPJ_ERR_INVALID, "xpj_device_select: NULL argument");
+  *out = NULL;
+  xpj_device *d = NULL;
+  unsigned n = 0;
+  xpj_status st = xpj_device_list(ctx, filter, &d, 1, &n);
+  if (st != XPJ_OK)
+    return st;
+  if (n == 0)
+    return none_found(ctx, filter && *filter ? filter : "(default)");
+  *out = d;
+  return XPJ_OK;
+}
+
+xpj_status xpj_device_get_info(const xpj_device *dev, xpj_device_info *out) {
+  if (!dev || !out)
+    return rt_err(XPJ_ERR_INVALID, "xpj_device_get_info: NULL argument");
+  *out = dev->info;
+  return XPJ_OK;
+}
+
+const char *xpj_device_id(const xpj_device *dev) { return dev ? dev->id : ""; }

@@ -1,0 +1,470 @@
+/* cpu.c - the CPU backend: the host CPU as one device. Kernels are native
+ * objects from the compiler's CPU target, linked into this process with ORC
+ * (one LLJIT per kernel, so that kernels of the same name never clash and
+ * unloading frees everything). Launches run on a pool of threads, one per
+ * core: range kernels in chunks of flat work-items, nd-range kernels in
+ * chunks of work-groups, each thread with its own local memory and scratch
+ * (docs/abi.md, "The CPU entry point"). */
+#define _GNU_SOURCE
+#include "rt.h"
+
+#include "llvm_lock.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef void (*cpu_entry)(void *const *args, const int64_t *launch,
+                          void *local_mem, void *scratch, int64_t begin,
+                          int64_t end);
+
+#define CPU_LOCAL_MEM (1u << 20)
+#define CPU_MAX_WG 4096u
+
+/* ---- the thread pool ------------------------------------------------- */
+
+typedef struct slot { /* per participating thread, reused across launches */
+  void *local;
+  size_t local_cap;
+  void *scratch;
+  size_t scratch_cap;
+} slot;
+
+typedef struct job {
+  cpu_entry fn;
+  void *const *args;
+  int64_t launch[9];
+  int64_t total, chunk;
+  atomic_llong next;
+  size_t local_bytes, scratch_bytes; /* per group */
+  atomic_bool failed;
+} job;
+
+typedef struct pool {
+  unsigned nthreads; /* including the submitting thread */
+  pthread_t *threads;
+  pthread_mutex_t mu;
+  pthread_cond_t wake, done;
+  uint64_t generation;
+  unsigned active;
+  bool stop;
+  job *cur;
+  pthread_mutex_t submit; /* one launch at a time on the device */
+  slot *slots;
+} pool;
+
+typedef struct cpu_dev {
+  pool pool;
+} cpu_dev;
+
+static bool ensure(void **p, size_t *cap, size_t need) {
+  if (need <= *cap)
+    return true;
+  size_t n = (need + 63) & ~(size_t)63;
+  void *q = aligned_alloc(64, n);
+  if (!q)
+    return false;
+  free(*p);
+  *p = q;
+  *cap = n;
+  return true;
+}
+
+static void run_chunks(job *j, slot *s) {
+  if (j->local_bytes && !ensure(&s->local, &s->local_cap, j->local_bytes)) {
+    atomic_store(&j->failed, true);
+    return;
+  }
+  if (j->scratch_bytes &&
+      !ensure(&s->scratch, &s->scratch_cap, j->scratch_bytes)) {
+    atomic_store(&j->failed, true);
+    return;
+  }
+  for (;;) {
+    long long b = atomic_fetch_add(&j->next, j->chunk);
+    if (b >= j->total)
+      break;
+    long long e = b + j->chunk < j->total ? b + j->chunk : j->total;
+    j->fn(j->args, j->launch, s->local, s->scratch, b, e);
+  }
+}
+
+typedef struct worker_arg {
+  pool *p;
+  unsigned index;
+} worker_arg;
+
+static void *worker_main(void *arg) {
+  worker_arg wa = *(worker_arg *)arg;
+  free(arg);
+  pool *p = wa.p;
+  uint64_t seen = 0;
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    while (p->generation == seen && !p->stop)
+      pthread_cond_wait(&p->wake, &p->mu);
+    if (p->stop)
+      break;
+    seen = p->generation;
+    job *j = p->cur;
+    pthread_mutex_unlock(&p->mu);
+    run_chunks(j, &p->slots[wa.index]);
+    pthread_mutex_lock(&p->mu);
+    if (--p->active == 0)
+      pthread_cond_signal(&p->done);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+static void pool_stop(pool *p, unsigned started) {
+  pthread_mutex_lock(&p->mu);
+  p->stop = true;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  for (unsigned i = 0; i < started; i++)
+    pthread_join(p->threads[i], NULL);
+  for (unsigned i = 0; i < p->nthreads; i++) {
+    free(p->slots[i].local);
+    free(p->slots[i].scratch);
+  }
+  free(p->slots);
+  free(p->threads);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->wake);
+  pthread_cond_destroy(&p->done);
+  pthread_mutex_destroy(&p->submit);
+}
+
+static xpj_status pool_start(pool *p, unsigned n) {
+  memset(p, 0, sizeof *p);
+  p->nthreads = n;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->wake, NULL);
+  pthread_cond_init(&p->done, NULL);
+  pthread_mutex_init(&p->submit, NULL);
+  p->slots = calloc(n, sizeof *p->slots);
+  p->threads = calloc(n, sizeof *p->threads);
+  if (!p->slots || !p->threads) {
+    pool_stop(p, 0);
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
+  for (unsigned i = 1; i < n; i++) {
+    worker_arg *wa = malloc(sizeof *wa);
+    if (!wa || pthread_create(&p->threads[i - 1], NULL, worker_main,
+                              (*wa = (worker_arg){p, i}, wa)) != 0) {
+      free(wa);
+      pool_stop(p, i - 1);
+      return rt_err(XPJ_ERR_NOMEM, "cannot start the CPU device's threads");
+    }
+  }
+  return XPJ_OK;
+}
+
+/* Runs j on every thread of the pool (the caller is thread 0). */
+static void pool_run(pool *p, job *j) {
+  pthread_mutex_lock(&p->submit);
+  unsigned helpers = p->nthreads - 1;
+  int64_t chunks = (j->total + j->chunk - 1) / j->chunk;
+  if ((int64_t)helpers > chunks - 1)
+    helpers = (unsigned)(chunks - 1);
+  if (helpers > 0) {
+    pthread_mutex_lock(&p->mu);
+    p->cur = j;
+    /* every worker wakes; the ones beyond the chunks find no work */
+    p->active = p->nthreads - 1;
+    p->generation++;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+  }
+  run_chunks(j, &p->slots[0]);
+  if (helpers > 0) {
+    pthread_mutex_lock(&p->mu);
+    while (p->active > 0)
+      pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+  }
+  pthread_mutex_unlock(&p->submit);
+}
+
+/* ---- discovery ------------------------------------------------------- */
+
+static void cpuinfo_field(const char *key, char *out, size_t size) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[512];
+  size_t kl = strlen(key);
+  while (f && fgets(line, sizeof line, f)) {
+    if (strncmp(line, key, kl) || !strchr(line, ':'))
+      continue;
+    const char *v = strchr(line, ':') + 1;
+    while (*v == ' ' || *v == '\t')
+      v++;
+    snprintf(out, size, "%s", v);
+    out[strcspn(out, "\n")] = 0;
+    break;
+  }
+  if (f)
+    fclose(f);
+}
+
+static unsigned online_cpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return (unsigned)CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (unsigned)n : 1;
+}
+
+static xpj_status cpu_discover(xpj_context *ctx) {
+  xpj_device *d = calloc(1, sizeof *d);
+  cpu_dev *cd = calloc(1, sizeof *cd);
+  if (!d || !cd) {
+    free(d);
+    free(cd);
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
+  char err[256];
+  if (xpj_target_parse("cpu", &d->target, err, sizeof err) != XPJ_OK) {
+    free(d);
+    free(cd);
+    return rt_err(XPJ_ERR_DEVICE, "the host CPU: %s", err);
+  }
+  unsigned n = ctx->cpu_threads;
+  const char *env = getenv("XPJIT_CPU_THREADS");
+  if (!n && env && atoi(env) > 0)
+    n = (unsigned)atoi(env);
+  if (!n)
+    n = online_cpus();
+  if (n > 1024)
+    n = 1024;
+  xpj_status st = pool_start(&cd->pool, n);
+  if (st != XPJ_OK) {
+    free(d);
+    free(cd);
+    return st;
+  }
+  xpj_device_info *in = &d->info;
+  cpuinfo_field("model name", in->name, sizeof in->name);
+  if (!in->name[0])
+    snprintf(in->name, sizeof in->name, "%s", d->target.cpu);
+  char vendor[64] = "";
+  cpuinfo_field("vendor_id", vendor, sizeof vendor);
+  snprintf(in->vendor, sizeof in->vendor, "%s",
+           !strcmp(vendor, "AuthenticAMD")   ? "AMD"
+           : !strcmp(vendor, "GenuineIntel") ? "Intel"
+           : vendor[0]                       ? vendor
+                                             : "unknown");
+  snprintf(in->driver_version, sizeof in->driver_version, "xpjit %s, LLVM %s",
+           xpj_version(), xpj_llvm_version());
+  in->backend = XPJ_BACKEND_CPU;
+  in->type = XPJ_DEVICE_CPU;
+  in->compute_units = n;
+  in->max_work_group_size = CPU_MAX_WG;
+  for (int i = 0; i < 3; i++) {
+    in->max_work_item_sizes[i] = CPU_MAX_WG;
+    in->max_global_size[i] = (uint64_t)1 << 62;
+  }
+  in->local_mem_size = CPU_LOCAL_MEM;
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  in->global_mem_size =
+      pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : (uint64_t)1 << 32;
+  in->mem_base_align = 64;
+  xpj_target_str(&d->target, in->target, sizeof in->target);
+  d->ops = &rt_cpu_backend;
+  d->impl = cd;
+  st = rt_context_add_device(ctx, d);
+  if (st != XPJ_OK) {
+    pool_stop(&cd->pool, n - 1);
+    free(cd);
+    free(d);
+  }
+  return st;
+}
+
+static void cpu_device_destroy(xpj_device *d) {
+  cpu_dev *cd = d->impl;
+  if (!cd)
+    return;
+  pool_stop(&cd->pool, cd->pool.nthreads - 1);
+  free(cd);
+  d->impl = NULL;
+}
+
+/* ---- memory ---------------------------------------------------------- */
+
+static xpj_status cpu_mem_alloc(xpj_device *d, xpj_mem_kind kind,
+                                size_t bytes, size_t align, void **out) {
+  size_t rounded = (bytes + align - 1) & ~(align - 1);
+  if (rounded < bytes)
+    return rt_err(XPJ_ERR_INVALID, "xpj_mem_alloc: size overflows");
+  void *p = aligned_alloc(align < sizeof(void *) ? sizeof(void *) : align,
+                          rounded);
+  if (!p)
+    return rt_err(XPJ_ERR_NOMEM, "xpj_mem_alloc: out of memory (%zu bytes)",
+                  bytes);
+  *out = p;
+  return XPJ_OK;
+}
+
+static void cpu_mem_free(xpj_device *d, xpj_mem_kind kind, void *p) {
+  free(p);
+}
+
+/* ---- kernels --------------------------------------------------------- */
+
+typedef struct cpu_kernel {
+  LLVMOrcLLJITRef jit;
+  cpu_entry fn;
+} cpu_kernel;
+
+static xpj_status llvm_fail(LLVMErrorRef e, const char *what) {
+  char *msg = LLVMGetErrorMessage(e);
+  rt_err(XPJ_ERR_DEVICE, "loading the kernel's object: %s: %s", what, msg);
+  LLVMDisposeErrorMessage(msg);
+  return XPJ_ERR_DEVICE;
+}
+
+static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,
+                                  size_t len, const char *entry,
+                                  void **native) {
+  cpu_kernel *k = calloc(1, sizeof *k);
+  if (!k)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  xpj_status st = XPJ_OK;
+  xpj_llvm_enter();
+  LLVMErrorRef e = LLVMOrcCreateLLJIT(&k->jit, NULL);
+  if (e) {
+    st = llvm_fail(e, "creating the JIT");
+    k->jit = NULL;
+  }
+  if (st == XPJ_OK) {
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(k->jit);
+    LLVMOrcDefinitionGeneratorRef gen = NULL;
+    /* libm and memset/memcpy come from this process */
+    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+        &gen, LLVMOrcLLJITGetGlobalPrefix(k->jit), NULL, NULL);
+    if (e)
+      st = llvm_fail(e, "process symbols");
+    else
+      LLVMOrcJITDylibAddGenerator(jd, gen);
+    if (st == XPJ_OK) {
+      LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+          (const char *)bin, len, entry);
+      e = LLVMOrcLLJITAddObjectFile(k->jit, jd, buf);
+      if (e)
+        st = llvm_fail(e, "adding the object");
+    }
+    LLVMOrcExecutorAddress addr = 0;
+    if (st == XPJ_OK) {
+      e = LLVMOrcLLJITLookup(k->jit, &addr, entry);
+      if (e)
+        st = llvm_fail(e, "linking");
+    }
+    k->fn = (cpu_entry)(uintptr_t)addr;
+  }
+  if (st != XPJ_OK && k->jit)
+    LLVMOrcDisposeLLJIT(k->jit);
+  xpj_llvm_leave();
+  if (st != XPJ_OK) {
+    free(k);
+    return st;
+  }
+  *native = k;
+  return XPJ_OK;
+}
+
+static void cpu_kernel_unload(xpj_device *d, void *native) {
+  cpu_kernel *k = native;
+  if (!k)
+    return;
+  xpj_llvm_enter();
+  LLVMErrorRef e = LLVMOrcDisposeLLJIT(k->jit);
+  if (e)
+    LLVMConsumeError(e);
+  xpj_llvm_leave();
+  free(k);
+}
+
+/* ---- commands -------------------------------------------------------- */
+
+static xpj_status cpu_copy(xpj_device *d, void *bq, void *dst,
+                           const void *src, size_t bytes) {
+  memcpy(dst, src, bytes);
+  return XPJ_OK;
+}
+
+static xpj_status cpu_fill(xpj_device *d, void *bq, void *dst,
+                           const void *pattern, size_t psize, size_t bytes) {
+  uint8_t *p = dst;
+  if (bytes == 0)
+    return XPJ_OK;
+  memcpy(p, pattern, psize);
+  /* doubling copies: O(log n) memcpy calls */
+  size_t done = psize;
+  while (done < bytes) {
+    size_t n = done < bytes - done ? done : bytes - done;
+    memcpy(p + done, p, n);
+    done += n;
+  }
+  return XPJ_OK;
+}
+
+static xpj_status cpu_launch(xpj_device *d, void *bq, const rt_launch *l) {
+  cpu_dev *cd = d->impl;
+  const cpu_kernel *k = l->native;
+  job j;
+  memset(&j, 0, sizeof j);
+  j.fn = k->fn;
+  j.args = l->args;
+  for (int i = 0; i < 3; i++) {
+    j.launch[i] = l->global[i];
+    j.launch[3 + i] = l->kind == XPJ_FUNC_NDRANGE ? l->local[i] : 1;
+    j.launch[6 + i] = l->kind == XPJ_FUNC_NDRANGE ? l->groups[i] : l->global[i];
+  }
+  int64_t threads = cd->pool.nthreads;
+  if (l->kind == XPJ_FUNC_NDRANGE) {
+    int64_t wg = l->local[0] * l->local[1] * l->local[2];
+    j.total = l->groups[0] * l->groups[1] * l->groups[2];
+    /* about 8 chunks per thread for balance; at least one group */
+    j.chunk = j.total / (threads * 8);
+    if (j.chunk < 1)
+      j.chunk = 1;
+    j.local_bytes = l->local_bytes;
+    j.scratch_bytes = (size_t)l->scratch_bytes * (size_t)wg;
+  } else {
+    j.total = l->global[0] * l->global[1] * l->global[2];
+    /* chunks of whole cache lines of work-items, >= 4096 so that a chunk
+     * outweighs the cost of handing it out */
+    int64_t c = j.total / (threads * 8);
+    c = (c + 63) & ~(int64_t)63;
+    j.chunk = c < 4096 ? 4096 : c;
+  }
+  atomic_init(&j.next, 0);
+  atomic_init(&j.failed, false);
+  pool_run(&cd->pool, &j);
+  if (atomic_load(&j.failed))
+    return rt_err(XPJ_ERR_NOMEM,
+                  "launch: cannot allocate %zu bytes of local memory and %zu "
+                  "of scratch per thread",
+                  j.local_bytes, j.scratch_bytes);
+  return XPJ_OK;
+}
+
+const rt_backend_ops rt_cpu_backend = {
+    .id = XPJ_BACKEND_CPU,
+    .discover = cpu_discover,
+    .device_destroy = cpu_device_destroy,
+    .mem_alloc = cpu_mem_alloc,
+    .mem_free = cpu_mem_free,
+    .kernel_load = cpu_kernel_load,
+    .kernel_unload = cpu_kernel_unload,
+    .copy = cpu_copy,
+    .fill = cpu_fill,
+    .launch = cpu_launch,
+};

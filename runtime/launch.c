@@ -1,0 +1,338 @@
+/* launch.c - launches: the geometry and every argument checked against the
+ * kernel's signature, then flattened to the ABI (docs/abi.md) in one block
+ * that the queued command owns. */
+#include "rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_TOTAL ((uint64_t)1 << 62)
+
+static unsigned scalar_bytes(xpj_scalar s) {
+  unsigned b = xpj_scalar_bits(s);
+  return b <= 8 ? 1 : b / 8;
+}
+
+static xpj_status launch_err(const xpj_kernel *k, const char *fmt,
+                             const char *detail) {
+  return rt_err(XPJ_ERR_INVALID, "launch of %s: %s%s", k->signature, fmt,
+                detail ? detail : "");
+}
+
+/* Largest divisor of n that is <= cap. */
+static uint64_t divisor_upto(uint64_t n, uint64_t cap) {
+  if (cap >= n)
+    return n;
+  for (uint64_t d = cap; d > 1; d--)
+    if (n % d == 0)
+      return d;
+  return 1;
+}
+
+static uint64_t kernel_max_wg(const xpj_kernel *k) {
+  return k->dev->info.max_work_group_size;
+}
+
+xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
+                                    const uint64_t *global, uint64_t *local) {
+  if (!k || !global || !local || ndim < 1 || ndim > 3)
+    return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: bad argument");
+  /* a few hundred work-items: enough to amortise a group on the CPU and
+   * to fill a GPU's SIMD units, within every device's limits */
+  uint64_t budget = 256;
+  if (budget > kernel_max_wg(k))
+    budget = kernel_max_wg(k);
+  for (unsigned d = 0; d < ndim; d++) {
+    uint64_t cap = budget;
+    if (cap > k->dev->info.max_work_item_sizes[d])
+      cap = k->dev->info.max_work_item_sizes[d];
+    local[d] = global[d] ? divisor_upto(global[d], cap ? cap : 1) : 1;
+    budget /= local[d];
+    if (budget == 0)
+      budget = 1;
+  }
+  return XPJ_OK;
+}
+
+static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
+                                 rt_launch *l) {
+  const xpj_device_info *di = &k->dev->info;
+  char buf[160];
+  if (r->ndim < 1 || r->ndim > 3) {
+    snprintf(buf, sizeof buf, "%u", r->ndim);
+    return launch_err(k, "the range has ndim ", buf);
+  }
+  if (k->dims && r->ndim != k->dims) {
+    snprintf(buf, sizeof buf, "%u-dimensional, but the kernel is declared "
+             "with %u dimension%s", r->ndim, k->dims, k->dims > 1 ? "s" : "");
+    return launch_err(k, "the range is ", buf);
+  }
+  uint64_t total = 1;
+  bool any_local = false, all_local = true;
+  for (unsigned d = 0; d < r->ndim; d++) {
+    if (r->global[d] == 0) {
+      snprintf(buf, sizeof buf, "%u", d);
+      return launch_err(k, "the global size is 0 in dimension ", buf);
+    }
+    if (r->global[d] > di->max_global_size[d] ||
+        r->global[d] > MAX_TOTAL / total) {
+      snprintf(buf, sizeof buf, "%llu in dimension %u is more than the device "
+               "takes (%llu per dimension, 2^62 in all)",
+               (unsigned long long)r->global[d], d,
+               (unsigned long long)di->max_global_size[d]);
+      return launch_err(k, "the global size ", buf);
+    }
+    total *= r->global[d];
+    any_local |= r->local[d] != 0;
+    all_local &= r->local[d] != 0;
+  }
+  if (any_local && !all_local)
+    return launch_err(k, "the local size is 0 in some dimensions but not "
+                      "others (give all, or none to let the runtime choose)",
+                      NULL);
+  uint64_t local[3] = {1, 1, 1};
+  if (any_local) {
+    uint64_t wg = 1;
+    for (unsigned d = 0; d < r->ndim; d++) {
+      if (r->local[d] > di->max_work_item_sizes[d]) {
+        snprintf(buf, sizeof buf, "%llu in dimension %u is more than the "
+                 "device's %llu", (unsigned long long)r->local[d], d,
+                 (unsigned long long)di->max_work_item_sizes[d]);
+        return launch_err(k, "the local size ", buf);
+      }
+      wg *= r->local[d];
+      local[d] = r->local[d];
+    }
+    if (wg > kernel_max_wg(k)) {
+      snprintf(buf, sizeof buf, "%llu work-items is more than the %llu "
+               "allowed", (unsigned long long)wg,
+               (unsigned long long)kernel_max_wg(k));
+      return launch_err(k, "the work-group size ", buf);
+    }
+  } else if (k->kind == XPJ_FUNC_NDRANGE) {
+    xpj_kernel_suggest_local(k, r->ndim, r->global, local);
+  }
+  l->ndim = r->ndim;
+  for (unsigned d = 0; d < 3; d++) {
+    bool used = d < r->ndim;
+    l->global[d] = used ? (int64_t)r->global[d] : 1;
+    if (k->kind == XPJ_FUNC_NDRANGE) {
+      l->local[d] = used ? (int64_t)local[d] : 1;
+      if (l->global[d] % l->local[d]) {
+        snprintf(buf, sizeof buf, "%lld in dimension %u is not a multiple of "
+                 "the local size %lld (nd-range kernels need whole "
+                 "work-groups)", (long long)l->global[d], d,
+                 (long long)l->local[d]);
+        return launch_err(k, "the global size ", buf);
+      }
+      l->groups[d] = l->global[d] / l->local[d];
+    } else {
+      /* range kernels have no work-groups; a GPU backend rounds the grid
+       * up to local (the hint) and the kernel skips the extra items */
+      l->local[d] = used ? (int64_t)local[d] : 1;
+      l->groups[d] = (l->global[d] + l->local[d] - 1) / l->local[d];
+    }
+  }
+  return XPJ_OK;
+}
+
+/* Elements [lo, hi] touched by a view (hi < lo when it is empty); false on
+ * overflow. */
+static bool view_extent(const xpj_array *a, int64_t *lo, int64_t *hi) {
+  int64_t mn = a->offset, mx = a->offset;
+  for (unsigned d = 0; d < a->ndim; d++) {
+    if (a->shape[d] == 0) {
+      *lo = 0;
+      *hi = -1;
+      return true;
+    }
+    int64_t span;
+    if (__builtin_mul_overflow(a->strides[d], a->shape[d] - 1, &span))
+      return false;
+    if (span < 0) {
+      if (__builtin_add_overflow(mn, span, &mn))
+        return false;
+    } else if (__builtin_add_overflow(mx, span, &mx)) {
+      return false;
+    }
+  }
+  *lo = mn;
+  *hi = mx;
+  return true;
+}
+
+static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
+                              const xpj_array *a) {
+  char buf[512];
+  const char *pn = p->name;
+  if (a->dtype != p->dtype) {
+    snprintf(buf, sizeof buf, "%u '%s' is an array of %s, given an array of "
+             "%s", i, pn, xpj_scalar_name(p->dtype),
+             a->dtype < XPJ_SCALAR_COUNT ? xpj_scalar_name(a->dtype) : "?");
+    return launch_err(k, "argument ", buf);
+  }
+  if (a->ndim != p->rank) {
+    snprintf(buf, sizeof buf, "%u '%s' has rank %u, given an array of rank %u",
+             i, pn, p->rank, a->ndim);
+    return launch_err(k, "argument ", buf);
+  }
+  if (!a->data) {
+    snprintf(buf, sizeof buf, "%u '%s': the array's data is NULL", i, pn);
+    return launch_err(k, "argument ", buf);
+  }
+  unsigned es = scalar_bytes(a->dtype);
+  if ((uintptr_t)a->data % es) {
+    snprintf(buf, sizeof buf, "%u '%s': data %p is not aligned to %u bytes",
+             i, pn, a->data, es);
+    return launch_err(k, "argument ", buf);
+  }
+  for (unsigned d = 0; d < a->ndim; d++)
+    if (a->shape[d] < 0) {
+      snprintf(buf, sizeof buf, "%u '%s': shape[%u] is negative (%lld)", i,
+               pn, d, (long long)a->shape[d]);
+      return launch_err(k, "argument ", buf);
+    }
+  int64_t lo, hi;
+  if (!view_extent(a, &lo, &hi) || lo < INT64_MIN / 16 ||
+      hi > INT64_MAX / 16) {
+    snprintf(buf, sizeof buf, "%u '%s': offset, shape and strides overflow",
+             i, pn);
+    return launch_err(k, "argument ", buf);
+  }
+  if (hi < lo)
+    return XPJ_OK; /* empty: nothing is touched */
+  uintptr_t first = (uintptr_t)a->data + (uintptr_t)(lo * (int64_t)es);
+  uintptr_t last = (uintptr_t)a->data + (uintptr_t)(hi * (int64_t)es) + es;
+  rt_alloc al;
+  if (rt_mem_find(k->dev, a->data, &al) || rt_mem_find(k->dev, (void *)first, &al)) {
+    if (first < al.base || last > al.base + al.bytes || last < first) {
+      snprintf(buf, sizeof buf, "%u '%s': the view reaches elements %lld to "
+               "%lld from data, bytes [%lld, %lld) of its %zu-byte "
+               "allocation", i, pn, (long long)lo, (long long)hi,
+               (long long)((intptr_t)first - (intptr_t)al.base),
+               (long long)((intptr_t)last - (intptr_t)al.base), al.bytes);
+      return launch_err(k, "argument ", buf);
+    }
+  } else if (k->dev->info.backend != XPJ_BACKEND_CPU) {
+    snprintf(buf, sizeof buf, "%u '%s': data %p is not memory of %s", i, pn,
+             a->data, k->dev->id);
+    return launch_err(k, "argument ", buf);
+  }
+  return XPJ_OK;
+}
+
+xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
+                             unsigned nargs, const xpj_arg *args,
+                             rt_launch **out) {
+  *out = NULL;
+  char buf[512];
+  if (nargs != k->nargs) {
+    snprintf(buf, sizeof buf, "%u given, the kernel takes %u", nargs,
+             k->nargs);
+    return launch_err(k, "wrong number of arguments: ", buf);
+  }
+  if (nargs && !args)
+    return launch_err(k, "args is NULL", NULL);
+  /* the command's block: the launch, nabi pointers, nabi 8-byte slots */
+  size_t sz = sizeof(rt_launch) + k->nabi * (sizeof(void *) + 8);
+  rt_launch *l = calloc(1, sz);
+  if (!l)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  l->native = k->native;
+  l->kind = k->kind;
+  l->nabi = k->nabi;
+  l->args = (void **)(l + 1);
+  uint64_t *slots = (uint64_t *)(l->args + k->nabi);
+  l->local_bytes = k->local_bytes;
+  l->scratch_bytes = k->scratch_bytes;
+  xpj_status st = check_geometry(k, r, l);
+  unsigned s = 0;
+  for (unsigned i = 0; st == XPJ_OK && i < nargs; i++) {
+    const rt_karg *p = &k->args[i];
+    const xpj_arg *a = &args[i];
+    if (a->kind != p->kind) {
+      snprintf(buf, sizeof buf, "%u '%s' is %s, given %s", i, p->name,
+               p->kind == XPJ_ARG_ARRAY ? "an array" : "a scalar",
+               a->kind == XPJ_ARG_ARRAY ? "an array" : "a scalar");
+      st = launch_err(k, "argument ", buf);
+      break;
+    }
+    if (p->kind == XPJ_ARG_SCALAR) {
+      if (a->dtype != p->dtype) {
+        snprintf(buf, sizeof buf, "%u '%s' is %s, given %s", i, p->name,
+                 xpj_scalar_name(p->dtype),
+                 a->dtype < XPJ_SCALAR_COUNT ? xpj_scalar_name(a->dtype)
+                                             : "an unknown type");
+        st = launch_err(k, "argument ", buf);
+        break;
+      }
+      uint64_t *v = &slots[s];
+      switch (p->dtype) {
+      case XPJ_BOOL: *(uint8_t *)v = a->v.i != 0; break;
+      case XPJ_I8: *(int8_t *)v = (int8_t)a->v.i; break;
+      case XPJ_I16: *(int16_t *)v = (int16_t)a->v.i; break;
+      case XPJ_I32: *(int32_t *)v = (int32_t)a->v.i; break;
+      case XPJ_I64: *(int64_t *)v = a->v.i; break;
+      case XPJ_U8: *(uint8_t *)v = (uint8_t)a->v.u; break;
+      case XPJ_U16: *(uint16_t *)v = (uint16_t)a->v.u; break;
+      case XPJ_U32: *(uint32_t *)v = (uint32_t)a->v.u; break;
+      case XPJ_U64: *(uint64_t *)v = a->v.u; break;
+      case XPJ_F32: *(float *)v = (float)a->v.f; break;
+      case XPJ_F64: *(double *)v = a->v.f; break;
+      default: break;
+      }
+      l->args[s] = v;
+      s++;
+      continue;
+    }
+    if (!a->array) {
+      snprintf(buf, sizeof buf, "%u '%s': the array is NULL", i, p->name);
+      st = launch_err(k, "argument ", buf);
+      break;
+    }
+    st = check_array(k, i, p, a->array);
+    if (st != XPJ_OK)
+      break;
+    const xpj_array *arr = a->array;
+    memcpy(&slots[s], &arr->data, sizeof(void *));
+    l->args[s] = &slots[s];
+    s++;
+    slots[s] = (uint64_t)arr->offset;
+    l->args[s] = &slots[s];
+    s++;
+    for (unsigned d = 0; d < p->rank; d++, s++) {
+      slots[s] = (uint64_t)arr->shape[d];
+      l->args[s] = &slots[s];
+    }
+    for (unsigned d = 0; d < p->rank; d++, s++) {
+      slots[s] = (uint64_t)arr->strides[d];
+      l->args[s] = &slots[s];
+    }
+  }
+  if (st != XPJ_OK) {
+    free(l);
+    return st;
+  }
+  *out = l;
+  return XPJ_OK;
+}
+
+xpj_status xpj_launch(xpj_queue *q, xpj_kernel *k, const xpj_range *r,
+                      unsigned nargs, const xpj_arg *args, xpj_event **ev) {
+  if (ev)
+    *ev = NULL;
+  if (!q || !k || !r)
+    return rt_err(XPJ_ERR_INVALID, "xpj_launch: %s is NULL",
+                  !q ? "the queue" : !k ? "the kernel" : "the range");
+  if (xpj_queue_device(q) != k->dev)
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_launch: kernel %s was compiled for %s, the queue is "
+                  "on %s",
+                  k->name, k->dev->id, xpj_queue_device(q)->id);
+  rt_launch *l;
+  xpj_status st = rt_launch_prepare(k, r, nargs, args, &l);
+  if (st != XPJ_OK)
+    return st;
+  return rt_queue_launch(q, l, ev);
+}

@@ -1,0 +1,122 @@
+/* memory.c - device, host and shared allocations. Every allocation is
+ * recorded (sorted by address) so that frees are checked and launches can
+ * check that an array view lies inside the memory it points into. */
+#include "rt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* index of the first allocation with base > p */
+static size_t upper(const xpj_device *d, uintptr_t p) {
+  size_t lo = 0, hi = d->nallocs;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (d->allocs[mid].base <= p)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+
+xpj_status xpj_mem_alloc(xpj_device *dev, xpj_mem_kind kind, size_t bytes,
+                         size_t align, void **out) {
+  if (!out)
+    return rt_err(XPJ_ERR_INVALID, "xpj_mem_alloc: out is NULL");
+  *out = NULL;
+  if (!dev)
+    return rt_err(XPJ_ERR_INVALID, "xpj_mem_alloc: device is NULL");
+  if (kind != XPJ_MEM_DEVICE && kind != XPJ_MEM_HOST && kind != XPJ_MEM_SHARED)
+    return rt_err(XPJ_ERR_INVALID, "xpj_mem_alloc: unknown memory kind %d",
+                  (int)kind);
+  if (bytes == 0)
+    return rt_err(XPJ_ERR_INVALID, "xpj_mem_alloc: size is 0");
+  if (bytes > dev->info.global_mem_size)
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_mem_alloc: %zu bytes is more than the %llu bytes of "
+                  "memory of %s",
+                  bytes, (unsigned long long)dev->info.global_mem_size,
+                  dev->id);
+  if (align == 0)
+    align = dev->info.mem_base_align > 64 ? dev->info.mem_base_align : 64;
+  if ((align & (align - 1)) || align > ((size_t)1 << 30))
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_mem_alloc: alignment %zu is not a power of two up to "
+                  "1 GiB",
+                  align);
+  void *p = NULL;
+  xpj_status st = dev->ops->mem_alloc(dev, kind, bytes, align, &p);
+  if (st != XPJ_OK)
+    return st;
+  pthread_mutex_lock(&dev->mem_lock);
+  if (dev->nallocs == dev->cap) {
+    size_t cap = dev->cap ? dev->cap * 2 : 64;
+    rt_alloc *a = realloc(dev->allocs, cap * sizeof *a);
+    if (!a) {
+      pthread_mutex_unlock(&dev->mem_lock);
+      dev->ops->mem_free(dev, kind, p);
+      return rt_err(XPJ_ERR_NOMEM, "out of memory");
+    }
+    dev->allocs = a;
+    dev->cap = cap;
+  }
+  size_t i = upper(dev, (uintptr_t)p);
+  memmove(&dev->allocs[i + 1], &dev->allocs[i],
+          (dev->nallocs - i) * sizeof *dev->allocs);
+  dev->allocs[i] = (rt_alloc){(uintptr_t)p, bytes, kind};
+  dev->nallocs++;
+  pthread_mutex_unlock(&dev->mem_lock);
+  *out = p;
+  return XPJ_OK;
+}
+
+xpj_status xpj_mem_free(xpj_device *dev, void *ptr) {
+  if (!ptr)
+    return XPJ_OK;
+  if (!dev)
+    return rt_err(XPJ_ERR_INVALID, "xpj_mem_free: device is NULL");
+  pthread_mutex_lock(&dev->mem_lock);
+  size_t i = upper(dev, (uintptr_t)ptr);
+  if (i == 0 || dev->allocs[i - 1].base != (uintptr_t)ptr) {
+    pthread_mutex_unlock(&dev->mem_lock);
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_mem_free: %p is not the start of an allocation of %s",
+                  ptr, dev->id);
+  }
+  rt_alloc a = dev->allocs[i - 1];
+  memmove(&dev->allocs[i - 1], &dev->allocs[i],
+          (dev->nallocs - i) * sizeof *dev->allocs);
+  dev->nallocs--;
+  pthread_mutex_unlock(&dev->mem_lock);
+  dev->ops->mem_free(dev, a.kind, ptr);
+  return XPJ_OK;
+}
+
+bool rt_mem_find(xpj_device *dev, const void *p, rt_alloc *out) {
+  pthread_mutex_lock(&dev->mem_lock);
+  size_t i = upper(dev, (uintptr_t)p);
+  bool found = i > 0 && (uintptr_t)p - dev->allocs[i - 1].base <
+                            dev->allocs[i - 1].bytes;
+  if (found)
+    *out = dev->allocs[i - 1];
+  pthread_mutex_unlock(&dev->mem_lock);
+  return found;
+}
+
+xpj_status xpj_mem_query(xpj_device *dev, const void *ptr, void **base,
+                         size_t *bytes, xpj_mem_kind *kind) {
+  if (!dev)
+    return rt_err(XPJ_ERR_INVALID, "xpj_mem_query: device is NULL");
+  rt_alloc a;
+  if (!ptr || !rt_mem_find(dev, ptr, &a))
+    return rt_err(XPJ_ERR_NOT_FOUND, "%p is not in any allocation of %s", ptr,
+                  dev->id);
+  if (base)
+    *base = (void *)a.base;
+  if (bytes)
+    *bytes = a.bytes;
+  if (kind)
+    *kind = a.kind;
+  return XPJ_OK;
+}

@@ -1,0 +1,462 @@
+/* program.c - programs and kernels: the one part of the runtime that calls
+ * the compiler. A program holds parsed source; a kernel is one
+ * specialisation (dtypes, ndim) compiled for one device with one set of
+ * options, loaded by the device's backend and kept until the program is
+ * destroyed. */
+#include "rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct xpj_program {
+  xpj_context *ctx;
+  char *name;
+  xpj_module *m;
+  unsigned nkernels;
+  const char **kernels; /* names, owned by m */
+  pthread_mutex_t mu;
+  xpj_kernel *list;
+};
+
+static xpj_status diag_error(xpj_status st, xpj_diags *d, const char *what) {
+  char *text = NULL;
+  if (xpj_diags_render(d, &text, NULL) == XPJ_OK && text && *text) {
+    size_t n = strlen(text);
+    while (n && text[n - 1] == '\n')
+      text[--n] = 0;
+    rt_err(st, "%s", text);
+  } else {
+    rt_err(st, "%s: %s", what, xpj_status_name(st));
+  }
+  free(text);
+  return st;
+}
+
+static xpj_status program_finish(xpj_context *ctx, const char *name,
+                                 xpj_module *m, xpj_program **out) {
+  xpj_program *p = calloc(1, sizeof *p);
+  unsigned nf = xpj_module_func_count(m);
+  if (p)
+    p->kernels = calloc(nf ? nf : 1, sizeof *p->kernels);
+  if (p)
+    p->name = strdup(name);
+  if (!p || !p->kernels || !p->name) {
+    if (p) {
+      free(p->kernels);
+      free(p->name);
+    }
+    free(p);
+    xpj_module_destroy(m);
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
+  p->ctx = ctx;
+  p->m = m;
+  for (unsigned i = 0; i < nf; i++) {
+    const xpj_func *f = xpj_module_func(m, i);
+    if (xpj_func_kind_of(f) != XPJ_FUNC_DEVICE)
+      p->kernels[p->nkernels++] = xpj_func_name(f);
+  }
+  pthread_mutex_init(&p->mu, NULL);
+  *out = p;
+  return XPJ_OK;
+}
+
+static xpj_status create(xpj_context *ctx, const char *name, const char *src,
+                         size_t len, const char *path, xpj_diags *d,
+                         xpj_program **out) {
+  if (!out)
+    return rt_err(XPJ_ERR_INVALID, "xpj_program_create: out is NULL");
+  *out = NULL;
+  if (!ctx || (!path && !src && len))
+    return rt_err(XPJ_ERR_INVALID, "xpj_program_create: NULL argument");
+  xpj_diags *own = NULL;
+  if (!d && xpj_diags_create(&own) != XPJ_OK)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  xpj_diags *dd = d ? d : own;
+  xpj_module *m = NULL;
+  xpj_status st = xpj_module_create(&m);
+  if (st == XPJ_OK)
+    st = path ? xpj_parse_file(m, path, dd)
+              : xpj_parse(m, name ? name : "<source>", src ? src : "", len,
+                          dd);
+  if (st != XPJ_OK) {
+    diag_error(st, dd, path ? path : name ? name : "<source>");
+    xpj_module_destroy(m);
+    xpj_diags_destroy(own);
+    return st;
+  }
+  xpj_diags_destroy(own);
+  return program_finish(ctx, path ? path : name ? name : "<source>", m, out);
+}
+
+xpj_status xpj_program_create(xpj_context *ctx, const char *name,
+                              const char *src, size_t len, xpj_diags *d,
+                              xpj_program **out) {
+  return create(ctx, name, src, len, NULL, d, out);
+}
+
+xpj_status xpj_program_create_file(xpj_context *ctx, const char *path,
+                                   xpj_diags *d, xpj_program **out) {
+  if (!path) {
+    if (out)
+      *out = NULL;
+    return rt_err(XPJ_ERR_INVALID, "xpj_program_create_file: path is NULL");
+  }
+  return create(ctx, NULL, NULL, 0, path, d, out);
+}
+
+static void kernel_free(xpj_kernel *k) {
+  if (k->native && k->dev->ops->kernel_unload)
+    k->dev->ops->kernel_unload(k->dev, k->native);
+  for (unsigned i = 0; i < k->nargs; i++)
+    free(k->args[i].name);
+  free(k->args);
+  free(k->name);
+  free(k->dtypes);
+  free(k->signature);
+  free(k->target);
+  free(k);
+}
+
+void xpj_program_destroy(xpj_program *p) {
+  if (!p)
+    return;
+  for (xpj_kernel *k = p->list, *n; k; k = n) {
+    n = k->next;
+    kernel_free(k);
+  }
+  pthread_mutex_destroy(&p->mu);
+  xpj_module_destroy(p->m);
+  free(p->kernels);
+  free(p->name);
+  free(p);
+}
+
+unsigned xpj_program_kernel_count(const xpj_program *p) {
+  return p ? p->nkernels : 0;
+}
+
+const char *xpj_program_kernel_name(const xpj_program *p, unsigned i) {
+  return p && i < p->nkernels ? p->kernels[i] : NULL;
+}
+
+/* Parses "T=f32,U=i64" or "f32,i64" against f's type parameters into
+ * types[] (in parameter order) and writes the canonical form to canon. */
+static xpj_status parse_dtypes(const xpj_func *f, const char *s,
+                               xpj_scalar *types, char *canon,
+                               size_t csize) {
+  unsigned nt = xpj_func_tparam_count(f);
+  const char *kname = xpj_func_name(f);
+  for (unsigned i = 0; i < nt; i++)
+    types[i] = XPJ_VOID;
+  unsigned pos = 0;
+  bool named = false, positional = false;
+  const char *p = s ? s : "";
+  while (*p) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    char tok[64];
+    if (n == 0 || n >= sizeof tok)
+      return rt_err(XPJ_ERR_SPECIALIZE,
+                    "kernel %s: malformed dtypes \"%s\" (expected T=f32,U=i64 "
+                    "or f32,i64)", kname, s);
+    memcpy(tok, p, n);
+    tok[n] = 0;
+    char *eq = strchr(tok, '=');
+    unsigned idx;
+    const char *tname = tok;
+    if (eq) {
+      *eq = 0;
+      tname = eq + 1;
+      named = true;
+      for (idx = 0; idx < nt; idx++)
+        if (!strcmp(xpj_func_tparam_name(f, idx), tok))
+          break;
+      if (idx == nt)
+        return rt_err(XPJ_ERR_SPECIALIZE,
+                      "kernel %s has no type parameter '%s'", kname, tok);
+    } else {
+      positional = true;
+      idx = pos++;
+      if (idx >= nt)
+        return rt_err(XPJ_ERR_SPECIALIZE,
+                      "kernel %s takes %u type parameter%s, dtypes \"%s\" "
+                      "gives more",
+                      kname, nt, nt == 1 ? "" : "s", s);
+    }
+    if (named && positional)
+      return rt_err(XPJ_ERR_SPECIALIZE,
+                    "kernel %s: dtypes \"%s\" mixes T=type and positional "
+                    "types", kname, s);
+    xpj_scalar t = xpj_scalar_parse(tname);
+    if (t == XPJ_VOID)
+      return rt_err(XPJ_ERR_SPECIALIZE,
+                    "kernel %s: unknown dtype '%s' (bool, i8..i64, u8..u64, "
+                    "f32, f64)", kname, tname);
+    if (types[idx] != XPJ_VOID)
+      return rt_err(XPJ_ERR_SPECIALIZE,
+                    "kernel %s: type parameter '%s' bound twice", kname,
+                    xpj_func_tparam_name(f, idx));
+    types[idx] = t;
+    p += n;
+    if (*p == ',')
+      p++;
+    if (e && !*p)
+      return rt_err(XPJ_ERR_SPECIALIZE,
+                    "kernel %s: malformed dtypes \"%s\"", kname, s);
+  }
+  size_t c = 0;
+  canon[0] = 0;
+  for (unsigned i = 0; i < nt; i++) {
+    if (types[i] == XPJ_VOID)
+      return rt_err(XPJ_ERR_SPECIALIZE,
+                    "kernel %s: no dtype for type parameter '%s' (give "
+                    "dtypes like \"%s=f32\")",
+                    kname, xpj_func_tparam_name(f, i),
+                    xpj_func_tparam_name(f, i));
+    c += (size_t)snprintf(canon + c, c < csize ? csize - c : 0, "%s%s=%s",
+                          i ? "," : "", xpj_func_tparam_name(f, i),
+                          xpj_scalar_name(types[i]));
+  }
+  return XPJ_OK;
+}
+
+/* Fills k's signature and argument metadata from the specialised kernel. */
+static xpj_status describe(xpj_kernel *k, const xpj_module *sm,
+                           const xpj_func *f) {
+  k->kind = xpj_func_kind_of(f);
+  k->dims = xpj_func_dims(f);
+  k->nargs = xpj_func_param_count(f);
+  k->args = calloc(k->nargs ? k->nargs : 1, sizeof *k->args);
+  size_t cap = 256, len = 0;
+  char *sig = malloc(cap);
+  if (!k->args || !sig) {
+    free(sig);
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
+  len = (size_t)snprintf(sig, cap, "%s(", k->name);
+  for (unsigned i = 0; i < k->nargs; i++) {
+    xpj_type t = xpj_func_param_type(f, i);
+    rt_karg *a = &k->args[i];
+    a->name = strdup(xpj_func_param_name(f, i));
+    if (!a->name) {
+      free(sig);
+      return rt_err(XPJ_ERR_NOMEM, "out of memory");
+    }
+    a->dtype = xpj_type_elem_scalar(sm, t);
+    if (xpj_type_kind_of(sm, t) == XPJ_TYPE_VIEW) {
+      a->kind = XPJ_ARG_ARRAY;
+      a->rank = (unsigned)xpj_type_rank(sm, t);
+      a->is_const = xpj_type_is_const(sm, t);
+      k->nabi += 2 + 2 * a->rank;
+    } else {
+      a->kind = XPJ_ARG_SCALAR;
+      k->nabi += 1;
+    }
+    char ts[128];
+    xpj_type_str(sm, t, ts, sizeof ts);
+    size_t need = len + strlen(a->name) + strlen(ts) + 8;
+    if (need > cap) {
+      cap = need * 2;
+      char *ns = realloc(sig, cap);
+      if (!ns) {
+        free(sig);
+        return rt_err(XPJ_ERR_NOMEM, "out of memory");
+      }
+      sig = ns;
+    }
+    len += (size_t)snprintf(sig + len, cap - len, "%s%s: %s", i ? ", " : "",
+                            a->name, ts);
+  }
+  snprintf(sig + len, cap - len, ")");
+  k->signature = sig;
+  return XPJ_OK;
+}
+
+static xpj_kernel *find(xpj_program *p, const char *name, const char *dtypes,
+                        unsigned ndim, const xpj_device *dev,
+                        const char *opts) {
+  for (xpj_kernel *k = p->list; k; k = k->next)
+    if (k->dev == dev && k->ndim == ndim && !strcmp(k->name, name) &&
+        !strcmp(k->dtypes, dtypes) && !strcmp(k->opts, opts))
+      return k;
+  return NULL;
+}
+
+/* Specialises, compiles and loads one kernel (outside the program lock). */
+static xpj_status build(xpj_program *p, const xpj_func *f,
+                        const xpj_scalar *types, const char *dtypes,
+                        unsigned ndim, xpj_device *dev,
+                        const xpj_compile_opts *o, const char *ostr,
+                        xpj_kernel **out) {
+  const char *name = xpj_func_name(f);
+  unsigned nt = xpj_func_tparam_count(f);
+  const char *names[XPJ_MAX_TPARAMS];
+  for (unsigned i = 0; i < nt; i++)
+    names[i] = xpj_func_tparam_name(f, i);
+  xpj_spec spec = {nt, names, types, ndim};
+  xpj_diags *d = NULL;
+  if (xpj_diags_create(&d) != XPJ_OK)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  xpj_module *sm = NULL;
+  xpj_status st = xpj_specialize(p->m, name, &spec, &sm, d);
+  if (st != XPJ_OK) {
+    diag_error(st, d, name);
+    xpj_diags_destroy(d);
+    return st;
+  }
+  xpj_diags_destroy(d);
+
+  xpj_kernel *k = calloc(1, sizeof *k);
+  char tstr[sizeof dev->info.target];
+  xpj_target_str(&dev->target, tstr, sizeof tstr);
+  if (!k || !(k->name = strdup(name)) || !(k->dtypes = strdup(dtypes)) ||
+      !(k->target = strdup(tstr))) {
+    if (k)
+      kernel_free(k);
+    xpj_module_destroy(sm);
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
+  k->prog = p;
+  k->dev = dev;
+  k->ndim = ndim;
+  snprintf(k->opts, sizeof k->opts, "%s", ostr);
+  st = describe(k, sm, xpj_module_find(sm, name));
+  xpj_result *res = NULL;
+  if (st == XPJ_OK) {
+    st = xpj_compile(sm, name, &dev->target, o, XPJ_EMIT_BIN, &res);
+    if (st != XPJ_OK)
+      rt_err(st, "compiling %s [%s%sndim=%u] for %s: %s", k->signature,
+             dtypes, *dtypes ? ", " : "", ndim, dev->id,
+             res ? xpj_result_log(res) : xpj_status_name(st));
+  }
+  xpj_module_destroy(sm);
+  if (st == XPJ_OK) {
+    k->local_bytes = xpj_result_local_bytes(res);
+    k->scratch_bytes = xpj_result_scratch_bytes(res);
+    k->compile_ms = xpj_result_millis(res);
+    if (k->local_bytes > dev->info.local_mem_size)
+      st = rt_err(XPJ_ERR_UNSUPPORTED,
+                  "%s needs %llu bytes of local memory; %s has %llu",
+                  k->signature, (unsigned long long)k->local_bytes, dev->id,
+                  (unsigned long long)dev->info.local_mem_size);
+  }
+  if (st == XPJ_OK) {
+    size_t len = 0;
+    const uint8_t *bin = xpj_result_data(res, &len);
+    st = dev->ops->kernel_load(dev, bin, len, xpj_result_entry(res),
+                               &k->native);
+  }
+  xpj_result_destroy(res);
+  if (st != XPJ_OK) {
+    kernel_free(k);
+    return st;
+  }
+  *out = k;
+  return XPJ_OK;
+}
+
+xpj_status xpj_program_get_kernel(xpj_program *p, const char *name,
+                                  const char *dtypes, unsigned ndim,
+                                  xpj_device *dev,
+                                  const xpj_compile_opts *opts,
+                                  xpj_kernel **out) {
+  if (!out)
+    return rt_err(XPJ_ERR_INVALID, "xpj_program_get_kernel: out is NULL");
+  *out = NULL;
+  if (!p || !name || !dev)
+    return rt_err(XPJ_ERR_INVALID, "xpj_program_get_kernel: NULL argument");
+  if (dev->ctx != p->ctx)
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_program_get_kernel: the device is not of the "
+                  "program's context");
+  const xpj_func *f = xpj_module_find(p->m, name);
+  if (!f || xpj_func_kind_of(f) == XPJ_FUNC_DEVICE) {
+    char list[512] = "";
+    size_t n = 0;
+    for (unsigned i = 0; i < p->nkernels && n < sizeof list - 80; i++)
+      n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
+                            p->kernels[i]);
+    return rt_err(XPJ_ERR_NOT_FOUND, "%s: no kernel named '%s'%s%s%s",
+                  p->name, name, f ? " (it is a device function)" : "",
+                  p->nkernels ? "; kernels: " : "", list);
+  }
+  xpj_compile_opts o;
+  if (opts)
+    o = *opts;
+  else
+    xpj_compile_opts_default(&o);
+  if (o.opt_level > 3)
+    return rt_err(XPJ_ERR_INVALID, "optimisation level %u (0..3)",
+                  o.opt_level);
+  char ostr[64];
+  xpj_compile_opts_str(&o, ostr, sizeof ostr);
+  xpj_scalar types[XPJ_MAX_TPARAMS];
+  char canon[256];
+  xpj_status st = parse_dtypes(f, dtypes, types, canon, sizeof canon);
+  if (st != XPJ_OK)
+    return st;
+  if (xpj_func_has_generic_rank(f) && (ndim < 1 || ndim > XPJ_MAX_RANK))
+    return rt_err(XPJ_ERR_SPECIALIZE,
+                  "kernel %s has generic-rank arrays ([*]): give ndim 1..%d "
+                  "(given %u)",
+                  name, XPJ_MAX_RANK, ndim);
+  if (!xpj_func_has_generic_rank(f))
+    ndim = 0; /* not part of the key: it changes nothing */
+
+  pthread_mutex_lock(&p->mu);
+  xpj_kernel *k = find(p, name, canon, ndim, dev, ostr);
+  pthread_mutex_unlock(&p->mu);
+  if (k) {
+    *out = k;
+    return XPJ_OK;
+  }
+  st = build(p, f, types, canon, ndim, dev, &o, ostr, &k);
+  if (st != XPJ_OK)
+    return st;
+  pthread_mutex_lock(&p->mu);
+  xpj_kernel *other = find(p, name, canon, ndim, dev, ostr);
+  if (other) { /* another thread built it meanwhile: keep one */
+    pthread_mutex_unlock(&p->mu);
+    kernel_free(k);
+    *out = other;
+    return XPJ_OK;
+  }
+  k->next = p->list;
+  p->list = k;
+  pthread_mutex_unlock(&p->mu);
+  *out = k;
+  return XPJ_OK;
+}
+
+xpj_status xpj_kernel_get_info(const xpj_kernel *k, xpj_kernel_info *out) {
+  if (!k || !out)
+    return rt_err(XPJ_ERR_INVALID, "xpj_kernel_get_info: NULL argument");
+  out->name = k->name;
+  out->kind = k->kind;
+  out->dims = k->dims;
+  out->nargs = k->nargs;
+  out->local_mem_bytes = k->local_bytes;
+  out->max_work_group_size = k->dev->info.max_work_group_size;
+  out->compile_millis = k->compile_ms;
+  out->target = k->target;
+  return XPJ_OK;
+}
+
+xpj_status xpj_kernel_get_arg_info(const xpj_kernel *k, unsigned i,
+                                   xpj_kernel_arg_info *out) {
+  if (!k || !out)
+    return rt_err(XPJ_ERR_INVALID, "xpj_kernel_get_arg_info: NULL argument");
+  if (i >= k->nargs)
+    return rt_err(XPJ_ERR_INVALID, "kernel %s has %u arguments, not %u",
+                  k->name, k->nargs, i + 1);
+  const rt_karg *a = &k->args[i];
+  *out = (xpj_kernel_arg_info){a->name, a->kind, a->dtype, a->rank,
+                               a->is_const};
+  return XPJ_OK;
+}
+
+const char *xpj_kernel_signature(const xpj_kernel *k) {
+  return k ? k->signature : "";
+}

@@ -1,0 +1,452 @@
+/* queue.c - in-order queues and events. Each queue has one thread that
+ * runs its commands in order through the device's backend; events carry a
+ * command's state, status, message and timestamps. The first error since
+ * the last xpj_queue_wait is kept on the queue and returned by it. */
+#include "rt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum cmd_type {
+  CMD_COPY,
+  CMD_FILL,
+  CMD_LAUNCH,
+  CMD_WAIT,
+  CMD_HOST,
+} cmd_type;
+
+typedef struct cmd {
+  cmd_type type;
+  xpj_event *ev;
+  struct cmd *next;
+  union {
+    struct {
+      void *dst;
+      const void *src;
+      size_t bytes;
+    } copy;
+    struct {
+      void *dst;
+      uint8_t pattern[128];
+      size_t psize, bytes;
+    } fill;
+    rt_launch *launch;
+    struct {
+      unsigned n;
+      xpj_event **evs;
+    } wait;
+    struct {
+      int (*fn)(void *);
+      void *user;
+    } host;
+  } u;
+} cmd;
+
+struct xpj_queue {
+  xpj_device *dev;
+  void *bq;
+  unsigned flags;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t work, done;
+  cmd *head, *tail;
+  uint64_t submitted, completed;
+  bool stop;
+  xpj_status err;
+  char *errmsg;
+};
+
+/* ---- events --------------------------------------------------------- */
+
+static xpj_event *event_new(bool profiling) {
+  xpj_event *e = calloc(1, sizeof *e);
+  if (!e)
+    return NULL;
+  atomic_init(&e->refs, 1);
+  pthread_mutex_init(&e->mu, NULL);
+  pthread_cond_init(&e->cv, NULL);
+  e->state = XPJ_EVENT_QUEUED;
+  e->profiling = profiling;
+  e->t_queued = rt_now_ns();
+  return e;
+}
+
+void xpj_event_release(xpj_event *e) {
+  if (!e || atomic_fetch_sub(&e->refs, 1) != 1)
+    return;
+  pthread_mutex_destroy(&e->mu);
+  pthread_cond_destroy(&e->cv);
+  free(e->msg);
+  free(e);
+}
+
+static void event_finish(xpj_event *e, xpj_status st, const char *msg) {
+  pthread_mutex_lock(&e->mu);
+  e->t_end = rt_now_ns();
+  e->status = st;
+  if (st != XPJ_OK)
+    e->msg = strdup(msg);
+  e->state = st == XPJ_OK ? XPJ_EVENT_COMPLETE : XPJ_EVENT_FAILED;
+  pthread_cond_broadcast(&e->cv);
+  pthread_mutex_unlock(&e->mu);
+}
+
+xpj_status xpj_event_wait(xpj_event *e) {
+  if (!e)
+    return rt_err(XPJ_ERR_INVALID, "xpj_event_wait: event is NULL");
+  pthread_mutex_lock(&e->mu);
+  while (e->state != XPJ_EVENT_COMPLETE && e->state != XPJ_EVENT_FAILED)
+    pthread_cond_wait(&e->cv, &e->mu);
+  xpj_status st = e->status;
+  if (st != XPJ_OK)
+    rt_err_str(st, e->msg ? e->msg : xpj_status_name(st));
+  pthread_mutex_unlock(&e->mu);
+  return st;
+}
+
+xpj_event_state xpj_event_query(const xpj_event *e) {
+  if (!e)
+    return XPJ_EVENT_FAILED;
+  xpj_event *m = (xpj_event *)e;
+  pthread_mutex_lock(&m->mu);
+  xpj_event_state s = m->state;
+  pthread_mutex_unlock(&m->mu);
+  return s;
+}
+
+xpj_status xpj_event_profile(const xpj_event *e, uint64_t *queued,
+                             uint64_t *start, uint64_t *end) {
+  if (!e)
+    return rt_err(XPJ_ERR_INVALID, "xpj_event_profile: event is NULL");
+  xpj_event *m = (xpj_event *)e;
+  pthread_mutex_lock(&m->mu);
+  bool done = m->state == XPJ_EVENT_COMPLETE || m->state == XPJ_EVENT_FAILED;
+  uint64_t q = m->t_queued, s = m->t_start, t = m->t_end;
+  pthread_mutex_unlock(&m->mu);
+  if (!m->profiling)
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_event_profile: the queue was created without "
+                  "XPJ_QUEUE_PROFILING");
+  if (!done)
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_event_profile: the command has not finished");
+  if (queued)
+    *queued = q;
+  if (start)
+    *start = s;
+  if (end)
+    *end = t;
+  return XPJ_OK;
+}
+
+/* ---- the queue thread ----------------------------------------------- */
+
+static void cmd_free(cmd *c) {
+  if (c->type == CMD_LAUNCH)
+    free(c->u.launch);
+  if (c->type == CMD_WAIT) {
+    for (unsigned i = 0; i < c->u.wait.n; i++)
+      xpj_event_release(c->u.wait.evs[i]);
+    free(c->u.wait.evs);
+  }
+  xpj_event_release(c->ev);
+  free(c);
+}
+
+static xpj_status run(xpj_queue *q, cmd *c) {
+  xpj_device *d = q->dev;
+  switch (c->type) {
+  case CMD_COPY:
+    return d->ops->copy(d, q->bq, c->u.copy.dst, c->u.copy.src,
+                        c->u.copy.bytes);
+  case CMD_FILL:
+    return d->ops->fill(d, q->bq, c->u.fill.dst, c->u.fill.pattern,
+                        c->u.fill.psize, c->u.fill.bytes);
+  case CMD_LAUNCH:
+    return d->ops->launch(d, q->bq, c->u.launch);
+  case CMD_WAIT:
+    for (unsigned i = 0; i < c->u.wait.n; i++) {
+      xpj_status st = xpj_event_wait(c->u.wait.evs[i]);
+      if (st != XPJ_OK)
+        return rt_err(st, "a command this queue waited for failed: %s",
+                      xpj_last_error());
+    }
+    return XPJ_OK;
+  case CMD_HOST: {
+    int r = c->u.host.fn(c->u.host.user);
+    return r ? rt_err(XPJ_ERR_DEVICE, "host task failed with %d", r) : XPJ_OK;
+  }
+  }
+  return XPJ_OK;
+}
+
+static void *queue_main(void *arg) {
+  xpj_queue *q = arg;
+  pthread_mutex_lock(&q->mu);
+  for (;;) {
+    while (!q->head && !q->stop)
+      pthread_cond_wait(&q->work, &q->mu);
+    if (!q->head)
+      break;
+    cmd *c = q->head;
+    q->head = c->next;
+    if (!q->head)
+      q->tail = NULL;
+    pthread_mutex_unlock(&q->mu);
+
+    pthread_mutex_lock(&c->ev->mu);
+    c->ev->state = XPJ_EVENT_RUNNING;
+    c->ev->t_start = rt_now_ns();
+    pthread_mutex_unlock(&c->ev->mu);
+    xpj_status st = run(q, c);
+    if (st == XPJ_OK && q->dev->ops->sync)
+      st = q->dev->ops->sync(q->dev, q->bq);
+    event_finish(c->ev, st, xpj_last_error());
+
+    pthread_mutex_lock(&q->mu);
+    if (st != XPJ_OK && q->err == XPJ_OK) {
+      q->err = st;
+      free(q->errmsg);
+      q->errmsg = strdup(xpj_last_error());
+    }
+    q->completed++;
+    pthread_cond_broadcast(&q->done);
+    pthread_mutex_unlock(&q->mu);
+    cmd_free(c);
+    pthread_mutex_lock(&q->mu);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return NULL;
+}
+
+xpj_status xpj_queue_create(xpj_device *dev, const xpj_queue_desc *desc,
+                            xpj_queue **out) {
+  if (!out)
+    return rt_err(XPJ_ERR_INVALID, "xpj_queue_create: out is NULL");
+  *out = NULL;
+  if (!dev)
+    return rt_err(XPJ_ERR_INVALID, "xpj_queue_create: device is NULL");
+  if (desc && (desc->flags & ~XPJ_QUEUE_PROFILING))
+    return rt_err(XPJ_ERR_INVALID, "xpj_queue_create: unknown flags 0x%x",
+                  desc->flags);
+  xpj_queue *q = calloc(1, sizeof *q);
+  if (!q)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  q->dev = dev;
+  q->flags = desc ? desc->flags : 0;
+  if (dev->ops->queue_init) {
+    xpj_status st = dev->ops->queue_init(dev, &q->bq);
+    if (st != XPJ_OK) {
+      free(q);
+      return st;
+    }
+  }
+  pthread_mutex_init(&q->mu, NULL);
+  pthread_cond_init(&q->work, NULL);
+  pthread_cond_init(&q->done, NULL);
+  if (pthread_create(&q->thread, NULL, queue_main, q) != 0) {
+    if (dev->ops->queue_fini)
+      dev->ops->queue_fini(dev, q->bq);
+    pthread_mutex_destroy(&q->mu);
+    pthread_cond_destroy(&q->work);
+    pthread_cond_destroy(&q->done);
+    free(q);
+    return rt_err(XPJ_ERR_NOMEM, "cannot start the queue's thread");
+  }
+  *out = q;
+  return XPJ_OK;
+}
+
+void xpj_queue_destroy(xpj_queue *q) {
+  if (!q)
+    return;
+  pthread_mutex_lock(&q->mu);
+  q->stop = true;
+  pthread_cond_signal(&q->work);
+  pthread_mutex_unlock(&q->mu);
+  pthread_join(q->thread, NULL);
+  if (q->dev->ops->queue_fini)
+    q->dev->ops->queue_fini(q->dev, q->bq);
+  pthread_mutex_destroy(&q->mu);
+  pthread_cond_destroy(&q->work);
+  pthread_cond_destroy(&q->done);
+  free(q->errmsg);
+  free(q);
+}
+
+xpj_status xpj_queue_wait(xpj_queue *q) {
+  if (!q)
+    return rt_err(XPJ_ERR_INVALID, "xpj_queue_wait: queue is NULL");
+  pthread_mutex_lock(&q->mu);
+  uint64_t target = q->submitted;
+  while (q->completed < target)
+    pthread_cond_wait(&q->done, &q->mu);
+  xpj_status st = q->err;
+  if (st != XPJ_OK)
+    rt_err_str(st, q->errmsg ? q->errmsg : xpj_status_name(st));
+  q->err = XPJ_OK;
+  free(q->errmsg);
+  q->errmsg = NULL;
+  pthread_mutex_unlock(&q->mu);
+  return st;
+}
+
+xpj_device *xpj_queue_device(const xpj_queue *q) { return q ? q->dev : NULL; }
+
+/* Appends c (its event created here) and hands out a reference. */
+static xpj_status submit(xpj_queue *q, cmd *c, xpj_event **ev) {
+  c->ev = event_new(q->flags & XPJ_QUEUE_PROFILING);
+  if (!c->ev) {
+    cmd_free(c);
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
+  if (ev) {
+    atomic_fetch_add(&c->ev->refs, 1);
+    *ev = c->ev;
+  }
+  pthread_mutex_lock(&q->mu);
+  if (q->tail)
+    q->tail->next = c;
+  else
+    q->head = c;
+  q->tail = c;
+  q->submitted++;
+  pthread_cond_signal(&q->work);
+  pthread_mutex_unlock(&q->mu);
+  return XPJ_OK;
+}
+
+static cmd *cmd_new(cmd_type t) {
+  cmd *c = calloc(1, sizeof *c);
+  if (c)
+    c->type = t;
+  return c;
+}
+
+/* Copies and fills must stay inside the allocation they start in, when
+ * they start in one. */
+static xpj_status check_range(xpj_device *d, const char *what, const void *p,
+                              size_t bytes) {
+  rt_alloc a;
+  if (!p)
+    return rt_err(XPJ_ERR_INVALID, "%s: pointer is NULL", what);
+  if (rt_mem_find(d, p, &a) && bytes > a.bytes - ((uintptr_t)p - a.base))
+    return rt_err(XPJ_ERR_INVALID,
+                  "%s: %zu bytes at offset %zu run past the end of a "
+                  "%zu-byte allocation",
+                  what, bytes, (size_t)((uintptr_t)p - a.base), a.bytes);
+  if (!rt_mem_find(d, p, &a) && d->info.backend != XPJ_BACKEND_CPU)
+    return rt_err(XPJ_ERR_INVALID, "%s: %p is not memory of %s", what, p,
+                  d->id);
+  return XPJ_OK;
+}
+
+xpj_status xpj_enqueue_copy(xpj_queue *q, void *dst, const void *src,
+                            size_t bytes, xpj_event **ev) {
+  if (ev)
+    *ev = NULL;
+  if (!q)
+    return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_copy: queue is NULL");
+  xpj_status st;
+  if ((st = check_range(q->dev, "xpj_enqueue_copy: destination", dst,
+                        bytes)) != XPJ_OK ||
+      (st = check_range(q->dev, "xpj_enqueue_copy: source", src, bytes)) !=
+          XPJ_OK)
+    return st;
+  if (bytes && (uintptr_t)dst < (uintptr_t)src + bytes &&
+      (uintptr_t)src < (uintptr_t)dst + bytes)
+    return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_copy: the ranges overlap");
+  cmd *c = cmd_new(CMD_COPY);
+  if (!c)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  c->u.copy.dst = dst;
+  c->u.copy.src = src;
+  c->u.copy.bytes = bytes;
+  return submit(q, c, ev);
+}
+
+xpj_status xpj_enqueue_fill(xpj_queue *q, void *dst, const void *pattern,
+                            size_t pattern_size, size_t bytes,
+                            xpj_event **ev) {
+  if (ev)
+    *ev = NULL;
+  if (!q || !pattern)
+    return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_fill: NULL argument");
+  if (pattern_size == 0 || pattern_size > 128 ||
+      (pattern_size & (pattern_size - 1)))
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_enqueue_fill: pattern size %zu is not a power of two "
+                  "from 1 to 128",
+                  pattern_size);
+  if (bytes % pattern_size)
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_enqueue_fill: %zu bytes is not a multiple of the "
+                  "pattern size %zu",
+                  bytes, pattern_size);
+  if ((uintptr_t)dst % pattern_size)
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_enqueue_fill: destination is not aligned to the "
+                  "pattern size %zu",
+                  pattern_size);
+  xpj_status st = check_range(q->dev, "xpj_enqueue_fill", dst, bytes);
+  if (st != XPJ_OK)
+    return st;
+  cmd *c = cmd_new(CMD_FILL);
+  if (!c)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  c->u.fill.dst = dst;
+  memcpy(c->u.fill.pattern, pattern, pattern_size);
+  c->u.fill.psize = pattern_size;
+  c->u.fill.bytes = bytes;
+  return submit(q, c, ev);
+}
+
+xpj_status xpj_enqueue_wait_events(xpj_queue *q, unsigned n,
+                                   xpj_event *const *events, xpj_event **ev) {
+  if (ev)
+    *ev = NULL;
+  if (!q || (n && !events))
+    return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_wait_events: NULL argument");
+  for (unsigned i = 0; i < n; i++)
+    if (!events[i])
+      return rt_err(XPJ_ERR_INVALID,
+                    "xpj_enqueue_wait_events: event %u is NULL", i);
+  cmd *c = cmd_new(CMD_WAIT);
+  xpj_event **evs = n ? malloc(n * sizeof *evs) : NULL;
+  if (!c || (n && !evs)) {
+    free(c);
+    free(evs);
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
+  for (unsigned i = 0; i < n; i++) {
+    atomic_fetch_add(&events[i]->refs, 1);
+    evs[i] = events[i];
+  }
+  c->u.wait.n = n;
+  c->u.wait.evs = evs;
+  return submit(q, c, ev);
+}
+
+xpj_status xpj_enqueue_host_task(xpj_queue *q, int (*fn)(void *user),
+                                 void *user, xpj_event **ev) {
+  if (ev)
+    *ev = NULL;
+  if (!q || !fn)
+    return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_host_task: NULL argument");
+  cmd *c = cmd_new(CMD_HOST);
+  if (!c)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  c->u.host.fn = fn;
+  c->u.host.user = user;
+  return submit(q, c, ev);
+}
+
+xpj_status rt_queue_launch(xpj_queue *q, rt_launch *l, xpj_event **ev) {
+  cmd *c = cmd_new(CMD_LAUNCH);
+  if (!c) {
+    free(l);
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
+  c->u.launch = l;
+  return submit(q, c, ev);
+}

@@ -1,0 +1,165 @@
+/*
+ * rt.h - runtime internals: the objects behind the handles of xpjit.h and
+ * the backend interface every device backend implements (runtime/cpu.c
+ * today; CUDA, Level Zero and OpenCL behind the same table later).
+ *
+ * Layering: the runtime core (context.c, memory.c, queue.c, launch.c)
+ * knows devices, memory, queues and binaries; program.c is the one file
+ * that calls the compiler (parse, specialise, compile) and hands the
+ * resulting binary to a backend. Backends never see source or IR.
+ */
+#ifndef XPJ_RT_H
+#define XPJ_RT_H
+
+#include "xpjit.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+/* ---- errors (error.c) ----------------------------------------------- */
+
+/* Sets this thread's message (printf format) and returns st. */
+xpj_status rt_err(xpj_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Copies msg as this thread's message and returns st. */
+xpj_status rt_err_str(xpj_status st, const char *msg);
+uint64_t rt_now_ns(void);
+
+/* ---- the backend interface ------------------------------------------ */
+
+/* One launch, marshalled: args[i] points at flattened ABI argument i
+ * (docs/abi.md); the storage lives in the command. */
+typedef struct rt_launch {
+  void *native; /* the backend's loaded kernel (kernel_load) */
+  xpj_func_kind kind;
+  unsigned ndim;
+  int64_t global[3], local[3], groups[3]; /* unused dimensions are 1 */
+  unsigned nabi;
+  void **args;
+  uint64_t local_bytes;   /* static local memory per work-group */
+  uint64_t scratch_bytes; /* per work-item (CPU) */
+} rt_launch;
+
+typedef struct rt_backend_ops {
+  xpj_backend id;
+  /* Finds the backend's devices and adds each with rt_context_add_device.
+   * A missing driver is not an error: it adds nothing. */
+  xpj_status (*discover)(xpj_context *ctx);
+  void (*device_destroy)(xpj_device *d);
+  xpj_status (*mem_alloc)(xpj_device *d, xpj_mem_kind kind, size_t bytes,
+                          size_t align, void **out);
+  void (*mem_free)(xpj_device *d, xpj_mem_kind kind, void *p);
+  /* Loads a compiled binary (the device's target) and finds entry. */
+  xpj_status (*kernel_load)(xpj_device *d, const uint8_t *bin, size_t len,
+                            const char *entry, void **native);
+  void (*kernel_unload)(xpj_device *d, void *native);
+  /* Per-queue backend state (a stream, a command list); may be NULL. */
+  xpj_status (*queue_init)(xpj_device *d, void **bq);
+  void (*queue_fini)(xpj_device *d, void *bq);
+  /* Commands, called in order on the queue's thread. A backend with
+   * asynchronous streams may return before the work is done and finish it
+   * in sync, which the queue calls before it completes the command's
+   * event. Errors: a status and rt_err's message. */
+  xpj_status (*copy)(xpj_device *d, void *bq, void *dst, const void *src,
+                     size_t bytes);
+  xpj_status (*fill)(xpj_device *d, void *bq, void *dst, const void *pattern,
+                     size_t pattern_size, size_t bytes);
+  xpj_status (*launch)(xpj_device *d, void *bq, const rt_launch *l);
+  xpj_status (*sync)(xpj_device *d, void *bq); /* NULL: synchronous */
+} rt_backend_ops;
+
+extern const rt_backend_ops rt_cpu_backend;
+
+/* ---- objects -------------------------------------------------------- */
+
+typedef struct rt_alloc {
+  uintptr_t base;
+  size_t bytes;
+  xpj_mem_kind kind;
+} rt_alloc;
+
+struct xpj_device {
+  xpj_context *ctx;
+  const rt_backend_ops *ops;
+  xpj_device_info info;
+  xpj_target target; /* parsed info.target */
+  char id[32];       /* "cpu:0" */
+  void *impl;        /* backend state */
+  pthread_mutex_t mem_lock;
+  rt_alloc *allocs; /* sorted by base */
+  size_t nallocs, cap;
+};
+
+struct xpj_context {
+  xpj_device **all; /* every discovered device (owned) */
+  unsigned nall;
+  xpj_device **devs; /* the visible ones, in order */
+  unsigned ndevs;
+  unsigned cpu_threads;
+};
+
+/* Adds a device a backend discovered (info and target filled, id set by
+ * the context). Takes ownership of dev (freed with free() after
+ * device_destroy). */
+xpj_status rt_context_add_device(xpj_context *ctx, xpj_device *dev);
+
+/* Device filters (filter.c). */
+typedef struct rt_filter rt_filter;
+xpj_status rt_filter_parse(const char *s, rt_filter **out);
+bool rt_filter_match(const rt_filter *f, const xpj_device *d);
+void rt_filter_free(rt_filter *f);
+
+/* The allocation of dev that contains [p, p + bytes); false if none. */
+bool rt_mem_find(xpj_device *dev, const void *p, rt_alloc *out);
+
+/* ---- events and queues ---------------------------------------------- */
+
+struct xpj_event {
+  atomic_int refs;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  xpj_event_state state;
+  xpj_status status;
+  char *msg;
+  bool profiling;
+  uint64_t t_queued, t_start, t_end;
+};
+
+/* ---- programs and kernels ------------------------------------------- */
+
+typedef struct rt_karg {
+  char *name;
+  xpj_arg_kind kind;
+  xpj_scalar dtype;
+  unsigned rank;
+  int is_const;
+} rt_karg;
+
+struct xpj_kernel {
+  xpj_program *prog;
+  xpj_device *dev;
+  char *name;
+  char *dtypes; /* canonical "T=f32,U=i64" */
+  unsigned ndim;
+  char opts[64];
+  xpj_func_kind kind;
+  unsigned dims;
+  unsigned nargs, nabi;
+  rt_karg *args;
+  uint64_t local_bytes, scratch_bytes;
+  double compile_ms;
+  char *signature;
+  char *target;
+  void *native;
+  struct xpj_kernel *next;
+};
+
+/* Launch validation and marshalling (launch.c). */
+xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
+                             unsigned nargs, const xpj_arg *args,
+                             rt_launch **out);
+/* Enqueues a prepared launch (queue.c); takes ownership of l. */
+xpj_status rt_queue_launch(xpj_queue *q, rt_launch *l, xpj_event **ev);
+
+#endif
