@@ -93,7 +93,7 @@ fuzz: $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 	    -rss_limit_mb=2048 -print_final_stats=1 \
 	    -dict=tests/fuzz/xpk.dict tests/fuzz/corpus/$$n || exit 1; done
 
-build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/*.h)
+build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) \
@@ -122,11 +122,14 @@ $(BUILD)/bench/frontend: bench/frontend.c $(LIB_A)
 check-examples: $(CLI)
 	$(CLI) check examples/*.xpk
 
-# The main job today: check every example, then compile kernels for the
-# three targets (SPIR-V validated, PTX, native object for this CPU).
-demo: $(CLI)
+# The main job: run the example programs on the default device (the CPU
+# unless XPJIT_DEVICE says otherwise), then compile kernels for the three
+# targets (SPIR-V validated, PTX, native object for this CPU).
+demo: all
+	$(BUILD)/examples/saxpy
+	$(BUILD)/examples/reduction
+	$(BUILD)/examples/matmul
 	$(CLI) check examples/*.xpk && echo "examples: all kernels check"
-	$(CLI) ir examples/axpy.xpk --kernel axpy --dtype T=f64 --ndim 2 --hash
 	@mkdir -p $(BUILD)/demo
 	@for t in spirv ptx:sm_90 cpu; do \
 	  for k in "reduce.xpk block_sum T=f32" "matmul.xpk matmul_tiled T=f64" \

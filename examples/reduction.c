@@ -59,8 +59,7 @@ int main(int argc, char **argv) {
   /* enough groups to fill the device; each work-item strides the array */
   xpj_device_info info;
   CHECK(xpj_device_get_info(dev, &info));
-  uint64_t local = 256, groups = ((uint64_t)n + local - 1) / local;
-  (void)info;
+  uint64_t local = 256, groups = 64 * (uint64_t)info.compute_units;
   xpj_array ax = xpj_array_1d(x, XPJ_F64, n), at = xpj_array_1d(total, XPJ_F64, 1);
   xpj_arg args[] = {xpj_arg_array(&ax), xpj_arg_array(&at)};
   xpj_range r = xpj_range_1d(groups * local, local);

@@ -1,15 +1,38 @@
-/* A program using the installed library through pkg-config (tests/install.sh). */
-#include <xpjit_compiler.h>
+/* A program using the installed library through pkg-config (tests/install.sh):
+ * the frontend (hash of a kernel) and the runtime (the kernel run on the
+ * CPU device). */
+#include <xpjit.h>
 #include <stdio.h>
 #include <string.h>
 int main(void) {
   xpj_module *m; xpj_module_create(&m);
-  const char *s = "kernel k(x: global f32[]) range { x[global_id(0)] = 1.0; }";
+  const char *s = "kernel k(x: global f32[]) range { x[global_id(0)] = 1.5 * f32(global_id(0)); }";
   int st = xpj_parse(m, "u.xpk", s, strlen(s), NULL);
   char hex[65] = "";
   xpj_module *k; xpj_spec sp = {0, NULL, NULL, 0};
   if (!st && !xpj_specialize(m, "k", &sp, &k, NULL)) { xpj_module_hash(k, "k", NULL, hex); xpj_module_destroy(k); }
-  printf("%d %s %s\n", st, xpj_version(), hex);
   xpj_module_destroy(m);
+  xpj_context *ctx; xpj_device *dev; xpj_queue *q; xpj_program *p; xpj_kernel *kk;
+  float *x = NULL;
+  if (xpj_context_create(NULL, &ctx) || xpj_device_select(ctx, "cpu", &dev) ||
+      xpj_queue_create(dev, NULL, &q) ||
+      xpj_program_create(ctx, "u.xpk", s, strlen(s), NULL, &p) ||
+      xpj_program_get_kernel(p, "k", NULL, 0, dev, NULL, &kk) ||
+      xpj_mem_alloc(dev, XPJ_MEM_SHARED, 4 * sizeof *x, 0, (void **)&x)) {
+    printf("runtime error: %s\n", xpj_last_error());
+    return 1;
+  }
+  xpj_array a = xpj_array_1d(x, XPJ_F32, 4);
+  xpj_arg arg = xpj_arg_array(&a);
+  xpj_range r = xpj_range_1d(4, 0);
+  if (xpj_launch(q, kk, &r, 1, &arg, NULL) || xpj_queue_wait(q)) {
+    printf("launch error: %s\n", xpj_last_error());
+    return 1;
+  }
+  printf("%d %s %s %g\n", st, xpj_version(), hex, (double)x[3]);
+  xpj_mem_free(dev, x);
+  xpj_program_destroy(p);
+  xpj_queue_destroy(q);
+  xpj_context_destroy(ctx);
   return 0;
 }

@@ -3,9 +3,7 @@
  * a specialised kernel and its content hash. Exit status: 0 success, 1
  * errors in the input, 2 usage errors.
  */
-#include "xpjit_codegen.h"
-#include "xpjit_compiler.h"
-#include "xpjit_ir.h"
+#include "xpjit.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,6 +29,7 @@ static void usage_main(FILE *out) {
           "  emit FILE --kernel NAME [--dtype T=TYPE]... [--ndim N] --target TGT\n"
           "                       compile a kernel to SPIR-V, PTX or a CPU "
           "object\n"
+          "  devices [FILTER] [-v] list the devices of every backend\n"
           "\n"
           "Run '%s COMMAND --help' for the options of a command.\n"
           "Exit status: 0 success, 1 errors in the input, 2 usage errors.\n",
@@ -102,6 +101,88 @@ static int print_diags(const xpj_diags *d) {
   }
   fputs(text, stderr);
   free(text);
+  return 0;
+}
+
+static void usage_devices(FILE *out) {
+  fprintf(out,
+          "usage: %s devices [FILTER] [-v|--verbose]\n"
+          "\n"
+          "Lists the devices xpjit can use, one per line, as\n"
+          "  [ID] TYPE NAME (VENDOR), compute units, memory\n"
+          "with every property under -v. FILTER selects devices like\n"
+          "XPJIT_DEVICE: cpu, cuda:0, level_zero:gpu, opencl:cpu, *:gpu, ...\n"
+          "The device marked '*' is the default one.\n"
+          "\n"
+          "Exit status: 0 success (also when no device matches), 1 when the\n"
+          "runtime cannot start, 2 on usage errors (a malformed filter).\n",
+          prog);
+}
+
+static const char *type_name(xpj_device_type t) {
+  return t == XPJ_DEVICE_GPU ? "gpu" : t == XPJ_DEVICE_CPU ? "cpu" : "acc";
+}
+
+static int cmd_devices(int argc, char **argv) {
+  const char *filter = NULL;
+  bool verbose = false;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage_devices(stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
+      verbose = true;
+    } else if (argv[i][0] == '-' || filter) {
+      usage_devices(stderr);
+      return EXIT_USAGE;
+    } else {
+      filter = argv[i];
+    }
+  }
+  xpj_context *ctx;
+  if (xpj_context_create(NULL, &ctx) != XPJ_OK) {
+    fprintf(stderr, "%s: %s\n", prog, xpj_last_error());
+    return EXIT_INPUT;
+  }
+  unsigned n = 0;
+  if (xpj_device_list(ctx, filter, NULL, 0, &n) != XPJ_OK) {
+    fprintf(stderr, "%s: %s\n", prog, xpj_last_error());
+    xpj_context_destroy(ctx);
+    return EXIT_USAGE;
+  }
+  xpj_device **devs = calloc(n ? n : 1, sizeof *devs);
+  xpj_device *def = NULL;
+  xpj_device_select(ctx, NULL, &def);
+  if (devs)
+    xpj_device_list(ctx, filter, devs, n, &n);
+  for (unsigned i = 0; devs && i < n; i++) {
+    xpj_device_info in;
+    xpj_device_get_info(devs[i], &in);
+    printf("%c[%s] %s %s (%s), %u compute units, %.1f GiB, local %llu KiB\n",
+           devs[i] == def ? '*' : ' ', xpj_device_id(devs[i]),
+           type_name(in.type), in.name, in.vendor, in.compute_units,
+           in.global_mem_size / (1024.0 * 1024 * 1024),
+           (unsigned long long)(in.local_mem_size / 1024));
+    if (verbose) {
+      printf("    backend             %s\n", xpj_backend_name(in.backend));
+      printf("    driver              %s\n", in.driver_version);
+      printf("    max work-group size %llu\n",
+             (unsigned long long)in.max_work_group_size);
+      printf("    max work-item sizes %llu %llu %llu\n",
+             (unsigned long long)in.max_work_item_sizes[0],
+             (unsigned long long)in.max_work_item_sizes[1],
+             (unsigned long long)in.max_work_item_sizes[2]);
+      printf("    global memory       %llu bytes\n",
+             (unsigned long long)in.global_mem_size);
+      printf("    local memory        %llu bytes\n",
+             (unsigned long long)in.local_mem_size);
+      printf("    target              %s\n", in.target);
+    }
+  }
+  if (n == 0)
+    printf("no devices%s%s\n", filter ? " match " : "", filter ? filter : "");
+  free(devs);
+  xpj_context_destroy(ctx);
   return 0;
 }
 
@@ -510,6 +591,8 @@ int main(int argc, char **argv) {
       printf("xpjit-cli %s\n", xpj_version());
       return 0;
     }
+  if (strcmp(cmd, "devices") == 0)
+    return cmd_devices(argc - 1, argv + 1);
   if (strcmp(cmd, "check") == 0)
     return cmd_check(argc - 2, argv + 2);
   if (strcmp(cmd, "ir") == 0)
