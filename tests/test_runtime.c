@@ -1,0 +1,589 @@
+/* test_runtime.c - the runtime API itself, on the CPU device: device
+ * filters and the visible set, memory (sizes, alignment, frees, queries),
+ * queues and events (order, profiling, errors raised in a command, waits
+ * across queues, destroy draining work), programs and kernel metadata, and
+ * thread safety (concurrent get_kernel, concurrent enqueues). The kernels'
+ * results are the conformance suite's job (test_conformance.c). */
+#include "testutil.h"
+#include "xpjit.h"
+
+#include <pthread.h>
+#include <stdio.h>
+
+static xpj_context *ctx;
+static xpj_device *cpu;
+
+static int setup(void **state) {
+  (void)state;
+  unsetenv("XPJIT_DEVICE");
+  if (xpj_context_create(NULL, &ctx) != XPJ_OK)
+    return -1;
+  return xpj_device_select(ctx, "cpu", &cpu) == XPJ_OK ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  xpj_context_destroy(ctx);
+  return 0;
+}
+
+#define assert_msg_has(s)                                                     \
+  do {                                                                        \
+    if (!strstr(xpj_last_error(), (s)))                                       \
+      fail_msg("message \"%s\" lacks \"%s\"", xpj_last_error(), (s));         \
+  } while (0)
+
+/* ---- devices ---------------------------------------------------------- */
+
+static unsigned count(const char *filter, xpj_status *st) {
+  unsigned n = 99;
+  *st = xpj_device_list(ctx, filter, NULL, 0, &n);
+  return n;
+}
+
+static void test_filters(void **state) {
+  (void)state;
+  xpj_status st;
+  const char *one[] = {"cpu", "cpu:0", "native_cpu", "*", "*:cpu", "cpu:*",
+                       "cpu:cpu", "cpu:0,1", "cuda;cpu", "!cuda", "!gpu",
+                       "*:0", "cpu;!cuda:1", NULL};
+  for (int i = 0; one[i]; i++) {
+    assert_int_equal(count(one[i], &st), 1);
+    assert_int_equal(st, XPJ_OK);
+  }
+  const char *none[] = {"cuda",   "cuda:0",  "level_zero:gpu", "opencl:cpu",
+                        "gpu",    "cpu:1",   "cpu:gpu",        "!cpu",
+                        "*:acc",  "cpu;!*",  "opencl",         "fpga",
+                        NULL};
+  for (int i = 0; none[i]; i++) {
+    assert_int_equal(count(none[i], &st), 0);
+    assert_int_equal(st, XPJ_OK);
+  }
+  const char *bad[] = {"cpu:",  "foo",   "cpu;;cuda", ";",     "cpu:x",
+                       "cuda:-1", "cpu :0", "cpu:0,",   "gpu:0", "!",
+                       "cpu:99999999999", "\x01", NULL};
+  for (int i = 0; bad[i]; i++) {
+    count(bad[i], &st);
+    if (st != XPJ_ERR_INVALID)
+      fail_msg("filter \"%s\" accepted", bad[i]);
+    assert_msg_has("device filter");
+  }
+  xpj_device *d = NULL;
+  assert_int_equal(xpj_device_select(ctx, "cuda:0", &d), XPJ_ERR_NOT_FOUND);
+  assert_null(d);
+  assert_msg_has("no device matches \"cuda:0\"");
+  assert_msg_has("cpu:0");
+  assert_int_equal(xpj_device_select(ctx, NULL, &d), XPJ_OK);
+  assert_ptr_equal(d, cpu);
+  assert_string_equal(xpj_device_id(cpu), "cpu:0");
+  assert_int_equal(xpj_device_count(ctx), 1);
+  assert_ptr_equal(xpj_device_get(ctx, 0), cpu);
+  assert_null(xpj_device_get(ctx, 1));
+}
+
+static void test_visible(void **state) {
+  (void)state;
+  xpj_context *c = NULL;
+  xpj_context_desc desc = {"cuda", 0};
+  assert_int_equal(xpj_context_create(&desc, &c), XPJ_OK);
+  assert_int_equal(xpj_device_count(c), 0);
+  xpj_device *d;
+  assert_int_equal(xpj_device_select(c, NULL, &d), XPJ_ERR_NOT_FOUND);
+  assert_msg_has("visible devices: none");
+  xpj_context_destroy(c);
+
+  setenv("XPJIT_DEVICE", "!cpu", 1);
+  assert_int_equal(xpj_context_create(NULL, &c), XPJ_OK);
+  assert_int_equal(xpj_device_count(c), 0);
+  xpj_context_destroy(c);
+  setenv("XPJIT_DEVICE", "cpu:", 1);
+  assert_int_equal(xpj_context_create(NULL, &c), XPJ_ERR_INVALID);
+  assert_null(c);
+  assert_msg_has("XPJIT_DEVICE");
+  setenv("XPJIT_DEVICE", "cpu", 1);
+  xpj_context_desc three = {NULL, 3};
+  assert_int_equal(xpj_context_create(&three, &c), XPJ_OK);
+  xpj_device_info in;
+  assert_int_equal(xpj_device_get_info(xpj_device_get(c, 0), &in), XPJ_OK);
+  assert_int_equal(in.compute_units, 3);
+  xpj_context_destroy(c);
+  unsetenv("XPJIT_DEVICE");
+  xpj_context_destroy(NULL);
+}
+
+static void test_device_info(void **state) {
+  (void)state;
+  xpj_device_info in;
+  assert_int_equal(xpj_device_get_info(cpu, &in), XPJ_OK);
+  assert_true(in.name[0] && in.vendor[0] && in.driver_version[0]);
+  assert_int_equal(in.backend, XPJ_BACKEND_CPU);
+  assert_int_equal(in.type, XPJ_DEVICE_CPU);
+  assert_true(in.compute_units >= 1);
+  assert_true(in.max_work_group_size >= 256);
+  assert_true(in.local_mem_size >= 32768);
+  assert_true(in.global_mem_size > ((uint64_t)1 << 28));
+  assert_true(!strncmp(in.target, "cpu:", 4));
+  /* the target string round-trips through the compiler's parser */
+  xpj_target t;
+  char err[128], back[sizeof in.target];
+  assert_int_equal(xpj_target_parse("cpu", &t, err, sizeof err), XPJ_OK);
+  xpj_target_str(&t, back, sizeof back);
+  assert_string_equal(back, in.target);
+  assert_string_equal(xpj_backend_name(XPJ_BACKEND_LEVEL_ZERO), "level_zero");
+  assert_int_equal(xpj_device_get_info(NULL, &in), XPJ_ERR_INVALID);
+}
+
+/* ---- memory ----------------------------------------------------------- */
+
+static void test_memory(void **state) {
+  (void)state;
+  void *p = (void *)1;
+  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_SHARED, 0, 0, &p),
+                   XPJ_ERR_INVALID);
+  assert_null(p);
+  assert_msg_has("size is 0");
+  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_SHARED, 64, 3, &p),
+                   XPJ_ERR_INVALID);
+  assert_msg_has("power of two");
+  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_SHARED, SIZE_MAX, 0, &p),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_mem_alloc(cpu, (xpj_mem_kind)7, 64, 0, &p),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_mem_alloc(NULL, XPJ_MEM_SHARED, 64, 0, &p),
+                   XPJ_ERR_INVALID);
+
+  void *a[3];
+  xpj_mem_kind kinds[3] = {XPJ_MEM_DEVICE, XPJ_MEM_HOST, XPJ_MEM_SHARED};
+  size_t aligns[3] = {0, 4096, 128};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(xpj_mem_alloc(cpu, kinds[i], 1000 + i, aligns[i], &a[i]),
+                     XPJ_OK);
+    assert_int_equal((uintptr_t)a[i] % (aligns[i] ? aligns[i] : 64), 0);
+    memset(a[i], i, 1000 + i);
+  }
+  void *base;
+  size_t bytes;
+  xpj_mem_kind kind;
+  assert_int_equal(
+      xpj_mem_query(cpu, (char *)a[1] + 999, &base, &bytes, &kind), XPJ_OK);
+  assert_ptr_equal(base, a[1]);
+  assert_int_equal(bytes, 1001);
+  assert_int_equal(kind, XPJ_MEM_HOST);
+  assert_int_equal(xpj_mem_query(cpu, (char *)a[1] + 1001, &base, NULL, NULL),
+                   XPJ_ERR_NOT_FOUND);
+  int local;
+  assert_int_equal(xpj_mem_query(cpu, &local, NULL, NULL, NULL),
+                   XPJ_ERR_NOT_FOUND);
+  /* only the start of an allocation can be freed, once */
+  assert_int_equal(xpj_mem_free(cpu, (char *)a[0] + 8), XPJ_ERR_INVALID);
+  assert_msg_has("not the start of an allocation");
+  assert_int_equal(xpj_mem_free(cpu, &local), XPJ_ERR_INVALID);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(xpj_mem_free(cpu, a[i]), XPJ_OK);
+  assert_int_equal(xpj_mem_free(cpu, a[0]), XPJ_ERR_INVALID);
+  assert_int_equal(xpj_mem_free(cpu, NULL), XPJ_OK);
+}
+
+/* ---- queues and events -------------------------------------------------- */
+
+static void test_copy_fill(void **state) {
+  (void)state;
+  xpj_queue *q;
+  assert_int_equal(xpj_queue_create(cpu, NULL, &q), XPJ_OK);
+  uint8_t *a, *b;
+  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_DEVICE, 4096, 0, (void **)&a),
+                   XPJ_OK);
+  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_SHARED, 4096, 0, (void **)&b),
+                   XPJ_OK);
+  uint8_t pat[128];
+  for (int i = 0; i < 128; i++)
+    pat[i] = (uint8_t)(i * 7 + 1);
+  for (size_t ps = 1; ps <= 128; ps *= 2) {
+    size_t n = 4096 - 4 * ps; /* a multiple of ps, not of 4096 */
+    assert_int_equal(xpj_enqueue_fill(q, a, pat, ps, n, NULL), XPJ_OK);
+    assert_int_equal(xpj_enqueue_copy(q, b, a, n, NULL), XPJ_OK);
+    assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+    for (size_t i = 0; i < n; i++)
+      if (b[i] != pat[i % ps])
+        fail_msg("fill pattern %zu: byte %zu is %u", ps, i, b[i]);
+  }
+  assert_int_equal(xpj_enqueue_fill(q, a, pat, 3, 9, NULL), XPJ_ERR_INVALID);
+  assert_int_equal(xpj_enqueue_fill(q, a, pat, 4, 10, NULL), XPJ_ERR_INVALID);
+  assert_msg_has("multiple of the pattern size");
+  assert_int_equal(xpj_enqueue_fill(q, a + 2, pat, 4, 8, NULL),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_enqueue_fill(q, a, pat, 4, 8192, NULL),
+                   XPJ_ERR_INVALID);
+  assert_msg_has("past the end");
+  assert_int_equal(xpj_enqueue_copy(q, b, a, 4097, NULL), XPJ_ERR_INVALID);
+  assert_int_equal(xpj_enqueue_copy(q, a + 10, a, 100, NULL), XPJ_ERR_INVALID);
+  assert_msg_has("overlap");
+  assert_int_equal(xpj_enqueue_copy(q, NULL, a, 1, NULL), XPJ_ERR_INVALID);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  xpj_mem_free(cpu, a);
+  xpj_mem_free(cpu, b);
+  xpj_queue_destroy(q);
+  xpj_queue_destroy(NULL);
+}
+
+typedef struct order_state {
+  int seen[64];
+  int n;
+} order_state;
+
+static order_state order;
+static int record(void *p) {
+  order.seen[order.n++] = (int)(intptr_t)p;
+  return 0;
+}
+static int fail_with_7(void *p) {
+  (void)p;
+  return 7;
+}
+static int slow(void *p) {
+  struct timespec ts = {0, 20 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  *(int *)p = 1;
+  return 0;
+}
+
+static void test_events(void **state) {
+  (void)state;
+  xpj_queue *q, *q2;
+  xpj_queue_desc prof = {XPJ_QUEUE_PROFILING};
+  assert_int_equal(xpj_queue_create(cpu, &prof, &q), XPJ_OK);
+  assert_int_equal(xpj_queue_create(cpu, NULL, &q2), XPJ_OK);
+  xpj_queue_desc badf = {0x80};
+  xpj_queue *qx = (xpj_queue *)1;
+  assert_int_equal(xpj_queue_create(cpu, &badf, &qx), XPJ_ERR_INVALID);
+  assert_null(qx);
+
+  /* in order */
+  order.n = 0;
+  for (intptr_t i = 0; i < 64; i++)
+    assert_int_equal(xpj_enqueue_host_task(q, record, (void *)i, NULL),
+                     XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  assert_int_equal(order.n, 64);
+  for (int i = 0; i < 64; i++)
+    assert_int_equal(order.seen[i], i);
+
+  /* profiling */
+  xpj_event *e = NULL;
+  int flag = 0;
+  assert_int_equal(xpj_enqueue_host_task(q, slow, &flag, &e), XPJ_OK);
+  assert_non_null(e);
+  assert_int_equal(xpj_event_wait(e), XPJ_OK);
+  assert_int_equal(flag, 1);
+  assert_int_equal(xpj_event_query(e), XPJ_EVENT_COMPLETE);
+  uint64_t tq, ts, te;
+  assert_int_equal(xpj_event_profile(e, &tq, &ts, &te), XPJ_OK);
+  assert_true(tq <= ts && ts < te);
+  assert_true(te - ts >= 15 * 1000 * 1000);
+  xpj_event_release(e);
+
+  /* a failing command fails its event and the next wait, once */
+  xpj_event *bad = NULL, *after = NULL;
+  order.n = 0;
+  assert_int_equal(xpj_enqueue_host_task(q, fail_with_7, NULL, &bad), XPJ_OK);
+  assert_int_equal(xpj_enqueue_host_task(q, record, (void *)0, &after),
+                   XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_ERR_DEVICE);
+  assert_msg_has("host task failed with 7");
+  assert_int_equal(xpj_event_query(bad), XPJ_EVENT_FAILED);
+  assert_int_equal(xpj_event_wait(bad), XPJ_ERR_DEVICE);
+  assert_msg_has("failed with 7");
+  assert_int_equal(xpj_event_wait(after), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+
+  /* q2 waits for a slow command of q; a failed event fails the waiter */
+  flag = 0;
+  xpj_event *s = NULL, *w = NULL;
+  assert_int_equal(xpj_enqueue_host_task(q, slow, &flag, &s), XPJ_OK);
+  assert_int_equal(xpj_enqueue_wait_events(q2, 1, &s, NULL), XPJ_OK);
+  order.n = 0;
+  assert_int_equal(xpj_enqueue_host_task(q2, record, (void *)5, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q2), XPJ_OK);
+  assert_int_equal(flag, 1);
+  assert_int_equal(order.n, 1);
+  xpj_event_release(s);
+  assert_int_equal(xpj_enqueue_wait_events(q2, 1, &bad, &w), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q2), XPJ_ERR_DEVICE);
+  assert_msg_has("waited for failed");
+  assert_int_equal(xpj_event_query(w), XPJ_EVENT_FAILED);
+  xpj_event_release(w);
+  xpj_event_release(bad);
+  xpj_event_release(after);
+  xpj_event *null_ev[1] = {NULL};
+  assert_int_equal(xpj_enqueue_wait_events(q2, 1, null_ev, NULL),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_enqueue_host_task(q2, NULL, NULL, NULL),
+                   XPJ_ERR_INVALID);
+
+  /* without profiling there are no timestamps */
+  order.n = 0;
+  assert_int_equal(xpj_enqueue_host_task(q2, record, (void *)0, &e), XPJ_OK);
+  assert_int_equal(xpj_event_wait(e), XPJ_OK);
+  assert_int_equal(xpj_event_profile(e, &tq, &ts, &te), XPJ_ERR_INVALID);
+  xpj_event_release(e);
+  xpj_event_release(NULL);
+
+  /* destroy drains: the slow task has run when destroy returns */
+  flag = 0;
+  assert_int_equal(xpj_enqueue_host_task(q2, slow, &flag, NULL), XPJ_OK);
+  xpj_queue_destroy(q2);
+  assert_int_equal(flag, 1);
+  xpj_queue_destroy(q);
+}
+
+/* ---- programs and kernels ------------------------------------------------ */
+
+static const char src[] =
+    "const N: i64 = 64;\n"
+    "fn twice<T>(x: T) -> T { return x + x; }\n"
+    "kernel scale<T>(a: T, x: global T[*], flag: bool) range {\n"
+    "  let i = global_id(0);\n"
+    "  if i < size(x) && flag { x[i] = twice(a * x[i]); }\n"
+    "}\n"
+    "kernel grid(out: global i64[,]) ndrange(2) {\n"
+    "  local t: i64[N];\n"
+    "  t[local_linear_id()] = group_linear_id();\n"
+    "  barrier();\n"
+    "  out[global_id(0), global_id(1)] = t[local_linear_id()] * 1000 + "
+    "local_linear_id();\n"
+    "}\n"
+    "kernel huge(out: global f32[]) ndrange(1) {\n"
+    "  local t: f32[1048576];\n"
+    "  t[local_id(0)] = 1.0;\n"
+    "  barrier();\n"
+    "  out[global_id(0)] = t[0];\n"
+    "}\n";
+
+static void test_program(void **state) {
+  (void)state;
+  xpj_program *p = NULL;
+  const char *broken = "kernel k(x: global f32[]) range {\n  x[0] = ;\n}\n";
+  xpj_diags *d;
+  assert_int_equal(xpj_diags_create(&d), XPJ_OK);
+  assert_int_equal(
+      xpj_program_create(ctx, "broken.xpk", broken, strlen(broken), d, &p),
+      XPJ_ERR_SYNTAX);
+  assert_null(p);
+  assert_msg_has("broken.xpk:2:");
+  assert_msg_has("^");
+  assert_true(xpj_diags_errors(d) > 0);
+  xpj_diags_destroy(d);
+  assert_int_equal(xpj_program_create_file(ctx, "/nonexistent/k.xpk", NULL, &p),
+                   XPJ_ERR_IO);
+  assert_msg_has("/nonexistent/k.xpk");
+  xpj_program_destroy(NULL);
+
+  assert_int_equal(xpj_program_create(ctx, "t.xpk", src, strlen(src), NULL, &p),
+                   XPJ_OK);
+  assert_int_equal(xpj_program_kernel_count(p), 3);
+  assert_string_equal(xpj_program_kernel_name(p, 0), "scale");
+  assert_null(xpj_program_kernel_name(p, 3));
+
+  xpj_kernel *k = NULL, *k2 = NULL;
+  assert_int_equal(xpj_program_get_kernel(p, "nope", "T=f32", 1, cpu, NULL, &k),
+                   XPJ_ERR_NOT_FOUND);
+  assert_msg_has("kernels: scale, grid, huge");
+  assert_int_equal(xpj_program_get_kernel(p, "twice", "T=f32", 0, cpu, NULL, &k),
+                   XPJ_ERR_NOT_FOUND);
+  assert_msg_has("device function");
+  const char *bad_dtypes[] = {"T=f16", "U=f32", "f32,f64", "T=f32,T=f64", "",
+                              "T=", ",", "T=f32,", NULL};
+  for (int i = 0; bad_dtypes[i]; i++) {
+    assert_int_equal(
+        xpj_program_get_kernel(p, "scale", bad_dtypes[i], 1, cpu, NULL, &k),
+        XPJ_ERR_SPECIALIZE);
+    assert_null(k);
+  }
+  assert_int_equal(xpj_program_get_kernel(p, "scale", "T=f32", 0, cpu, NULL, &k),
+                   XPJ_ERR_SPECIALIZE);
+  assert_msg_has("give ndim");
+  assert_int_equal(xpj_program_get_kernel(p, "scale", "T=bool", 1, cpu, NULL, &k),
+                   XPJ_ERR_SPECIALIZE);
+
+  assert_int_equal(xpj_program_get_kernel(p, "scale", "f64", 2, cpu, NULL, &k),
+                   XPJ_OK);
+  assert_int_equal(
+      xpj_program_get_kernel(p, "scale", "T=f64", 2, cpu, NULL, &k2), XPJ_OK);
+  assert_ptr_equal(k, k2); /* positional and named are the same kernel */
+  assert_int_equal(
+      xpj_program_get_kernel(p, "scale", "T=f64", 1, cpu, NULL, &k2), XPJ_OK);
+  assert_ptr_not_equal(k, k2);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.opt_level = 3;
+  o.fast_math = 1;
+  assert_int_equal(xpj_program_get_kernel(p, "scale", "T=f64", 2, cpu, &o, &k2),
+                   XPJ_OK);
+  assert_ptr_not_equal(k, k2);
+  o.opt_level = 9;
+  assert_int_equal(xpj_program_get_kernel(p, "scale", "T=f64", 2, cpu, &o, &k2),
+                   XPJ_ERR_INVALID);
+
+  xpj_kernel_info ki;
+  assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
+  assert_string_equal(ki.name, "scale");
+  assert_int_equal(ki.kind, XPJ_FUNC_RANGE);
+  assert_int_equal(ki.dims, 0);
+  assert_int_equal(ki.nargs, 3);
+  assert_true(!strncmp(ki.target, "cpu:", 4));
+  xpj_kernel_arg_info ai;
+  assert_int_equal(xpj_kernel_get_arg_info(k, 1, &ai), XPJ_OK);
+  assert_string_equal(ai.name, "x");
+  assert_int_equal(ai.kind, XPJ_ARG_ARRAY);
+  assert_int_equal(ai.dtype, XPJ_F64);
+  assert_int_equal(ai.rank, 2);
+  assert_false(ai.is_const);
+  assert_int_equal(xpj_kernel_get_arg_info(k, 2, &ai), XPJ_OK);
+  assert_int_equal(ai.kind, XPJ_ARG_SCALAR);
+  assert_int_equal(ai.dtype, XPJ_BOOL);
+  assert_int_equal(xpj_kernel_get_arg_info(k, 3, &ai), XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_kernel_signature(k), "scale(a: f64, x: global f64[,], flag: bool)"));
+
+  /* run it on a transposed 2-D view with the flag on and off */
+  xpj_queue *q;
+  assert_int_equal(xpj_queue_create(cpu, NULL, &q), XPJ_OK);
+  double *x;
+  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_SHARED, 6 * sizeof *x, 0,
+                                 (void **)&x), XPJ_OK);
+  for (int i = 0; i < 6; i++)
+    x[i] = i + 1;
+  xpj_array v = {x, XPJ_F64, 2, 0, {3, 2}, {1, 3}}; /* transpose of 2x3 */
+  xpj_arg args[] = {xpj_arg_f64(0.5), xpj_arg_array(&v), xpj_arg_bool(1)};
+  xpj_range r = xpj_range_1d(6, 0);
+  assert_int_equal(xpj_launch(q, k, &r, 3, args, NULL), XPJ_OK);
+  args[2] = xpj_arg_bool(0);
+  assert_int_equal(xpj_launch(q, k, &r, 3, args, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  for (int i = 0; i < 6; i++)
+    assert_true(x[i] == i + 1.0); /* twice(0.5 * x) == x */
+
+  /* nd-range ids with the runtime's choice of local size */
+  xpj_kernel *g;
+  assert_int_equal(xpj_program_get_kernel(p, "grid", NULL, 0, cpu, NULL, &g),
+                   XPJ_OK);
+  assert_int_equal(xpj_kernel_get_info(g, &ki), XPJ_OK);
+  assert_int_equal(ki.kind, XPJ_FUNC_NDRANGE);
+  assert_int_equal(ki.dims, 2);
+  assert_int_equal(ki.local_mem_bytes, 64 * 8);
+  uint64_t gl[2] = {8, 12}, lo[2];
+  assert_int_equal(xpj_kernel_suggest_local(g, 2, gl, lo), XPJ_OK);
+  assert_true(gl[0] % lo[0] == 0 && gl[1] % lo[1] == 0);
+  int64_t *out;
+  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_SHARED, 96 * sizeof *out, 0,
+                                 (void **)&out), XPJ_OK);
+  /* out[i0, i1] with shape (8, 12): dimension 0 is the first index */
+  xpj_array ao = xpj_array_2d(out, XPJ_I64, 8, 12);
+  xpj_arg ga = xpj_arg_array(&ao);
+  xpj_range r2 = xpj_range_2d(8, 12, 4, 4);
+  assert_int_equal(xpj_launch(q, g, &r2, 1, &ga, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  for (int i0 = 0; i0 < 8; i0++)
+    for (int i1 = 0; i1 < 12; i1++) {
+      int64_t lid = (i1 % 4) * 4 + i0 % 4, grp = (i1 / 4) * 2 + i0 / 4;
+      if (out[i0 * 12 + i1] != grp * 1000 + lid)
+        fail_msg("out[%d,%d] = %lld, want %lld", i0, i1,
+                 (long long)out[i0 * 12 + i1], (long long)(grp * 1000 + lid));
+    }
+  /* the runtime's choice for 8 x 8 is one group of 64 (the kernel's local
+   * array holds 64: a bigger group would overrun it, the kernel's
+   * contract) */
+  uint64_t g8[2] = {8, 8};
+  assert_int_equal(xpj_kernel_suggest_local(g, 2, g8, lo), XPJ_OK);
+  assert_int_equal(lo[0] * lo[1], 64);
+  xpj_array a8 = xpj_array_2d(out, XPJ_I64, 8, 8);
+  ga = xpj_arg_array(&a8);
+  xpj_range r3 = xpj_range_2d(8, 8, 0, 0);
+  assert_int_equal(xpj_launch(q, g, &r3, 1, &ga, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  for (int i = 0; i < 64; i++)
+    assert_int_equal(out[i], (i % 8) * 8 + i / 8);
+
+  /* more local memory than the device has */
+  xpj_kernel *h = NULL;
+  assert_int_equal(xpj_program_get_kernel(p, "huge", NULL, 0, cpu, NULL, &h),
+                   XPJ_ERR_UNSUPPORTED);
+  assert_msg_has("bytes of local memory");
+  assert_null(h);
+
+  xpj_mem_free(cpu, x);
+  xpj_mem_free(cpu, out);
+  xpj_queue_destroy(q);
+  xpj_program_destroy(p);
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+typedef struct thread_arg {
+  xpj_program *p;
+  xpj_queue *q;
+  xpj_kernel *k;
+  int32_t *x;
+  int id;
+} thread_arg;
+
+static void *get_and_launch(void *arg) {
+  thread_arg *t = arg;
+  if (xpj_program_get_kernel(t->p, "inc", NULL, 0, cpu, NULL, &t->k) != XPJ_OK)
+    return (void *)1;
+  xpj_array a = xpj_array_1d(t->x, XPJ_I32, 1000);
+  xpj_arg args[] = {xpj_arg_array(&a), xpj_arg_i32(t->id)};
+  xpj_range r = xpj_range_1d(1000, 0);
+  for (int i = 0; i < 50; i++)
+    if (xpj_launch(t->q, t->k, &r, 2, args, NULL) != XPJ_OK)
+      return (void *)2;
+  return NULL;
+}
+
+static void test_threads(void **state) {
+  (void)state;
+  const char *s =
+      "kernel inc(x: global i32[], v: i32) range {\n"
+      "  atomic_add(&x[global_id(0)], v);\n"
+      "}\n";
+  xpj_program *p;
+  assert_int_equal(xpj_program_create(ctx, "inc.xpk", s, strlen(s), NULL, &p),
+                   XPJ_OK);
+  xpj_queue *q;
+  assert_int_equal(xpj_queue_create(cpu, NULL, &q), XPJ_OK);
+  int32_t *x;
+  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_SHARED, 1000 * sizeof *x, 0,
+                                 (void **)&x), XPJ_OK);
+  memset(x, 0, 1000 * sizeof *x);
+  enum { T = 4 };
+  pthread_t th[T];
+  thread_arg ta[T];
+  for (int i = 0; i < T; i++) {
+    ta[i] = (thread_arg){p, q, NULL, x, i + 1};
+    assert_int_equal(pthread_create(&th[i], NULL, get_and_launch, &ta[i]), 0);
+  }
+  for (int i = 0; i < T; i++) {
+    void *rc;
+    pthread_join(th[i], &rc);
+    if (rc)
+      fail_msg("thread %d failed (%d): %s", i, (int)(intptr_t)rc,
+               xpj_last_error());
+  }
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  for (int i = 1; i < T; i++)
+    assert_ptr_equal(ta[i].k, ta[0].k); /* one kernel for all threads */
+  for (int i = 0; i < 1000; i++)
+    assert_int_equal(x[i], 50 * (1 + 2 + 3 + 4));
+  xpj_mem_free(cpu, x);
+  xpj_queue_destroy(q);
+  xpj_program_destroy(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_filters),     cmocka_unit_test(test_visible),
+      cmocka_unit_test(test_device_info), cmocka_unit_test(test_memory),
+      cmocka_unit_test(test_copy_fill),   cmocka_unit_test(test_events),
+      cmocka_unit_test(test_program),     cmocka_unit_test(test_threads),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
