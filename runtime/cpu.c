@@ -29,6 +29,7 @@ typedef void (*cpu_entry)(void *const *args, const int64_t *launch,
 
 /* ---- the thread pool ------------------------------------------------- */
 
+
 typedef struct slot { /* per participating thread, reused across launches */
   void *local;
   size_t local_cap;
@@ -43,6 +44,10 @@ typedef struct job {
   int64_t total, chunk;
   atomic_llong next;
   size_t local_bytes, scratch_bytes; /* per group */
+  /* > 0: static split into parts contiguous ranges, part i run by thread
+   * i, so the same thread touches the same data launch after launch (its
+   * cache keeps it); 0: dynamic chunks */
+  int64_t parts;
   atomic_bool failed;
 } job;
 
@@ -76,7 +81,7 @@ static bool ensure(void **p, size_t *cap, size_t need) {
   return true;
 }
 
-static void run_chunks(job *j, slot *s) {
+static void run_chunks(job *j, slot *s, unsigned index) {
   if (j->local_bytes && !ensure(&s->local, &s->local_cap, j->local_bytes)) {
     atomic_store(&j->failed, true);
     return;
@@ -84,6 +89,16 @@ static void run_chunks(job *j, slot *s) {
   if (j->scratch_bytes &&
       !ensure(&s->scratch, &s->scratch_cap, j->scratch_bytes)) {
     atomic_store(&j->failed, true);
+    return;
+  }
+  if (j->parts) {
+    if ((int64_t)index >= j->parts)
+      return;
+    int64_t per = (j->total + j->parts - 1) / j->parts;
+    per = (per + 63) & ~(int64_t)63;
+    int64_t b = (int64_t)index * per, e = b + per < j->total ? b + per : j->total;
+    if (b < e)
+      j->fn(j->args, j->launch, s->local, s->scratch, b, e);
     return;
   }
   for (;;) {
@@ -114,7 +129,7 @@ static void *worker_main(void *arg) {
     seen = p->generation;
     job *j = p->cur;
     pthread_mutex_unlock(&p->mu);
-    run_chunks(j, &p->slots[wa.index]);
+    run_chunks(j, &p->slots[wa.index], wa.index);
     pthread_mutex_lock(&p->mu);
     if (--p->active == 0)
       pthread_cond_signal(&p->done);
@@ -171,7 +186,7 @@ static xpj_status pool_start(pool *p, unsigned n) {
 static void pool_run(pool *p, job *j) {
   pthread_mutex_lock(&p->submit);
   unsigned helpers = p->nthreads - 1;
-  int64_t chunks = (j->total + j->chunk - 1) / j->chunk;
+  int64_t chunks = j->parts ? j->parts : (j->total + j->chunk - 1) / j->chunk;
   if ((int64_t)helpers > chunks - 1)
     helpers = (unsigned)(chunks - 1);
   if (helpers > 0) {
@@ -183,7 +198,7 @@ static void pool_run(pool *p, job *j) {
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
   }
-  run_chunks(j, &p->slots[0]);
+  run_chunks(j, &p->slots[0], 0);
   if (helpers > 0) {
     pthread_mutex_lock(&p->mu);
     while (p->active > 0)
@@ -441,9 +456,11 @@ static xpj_status cpu_launch(xpj_device *d, void *bq, const rt_launch *l) {
     j.total = l->global[0] * l->global[1] * l->global[2];
     /* chunks of whole cache lines of work-items, >= 4096 so that a chunk
      * outweighs the cost of handing it out */
-    int64_t c = j.total / (threads * 8);
-    c = (c + 63) & ~(int64_t)63;
-    j.chunk = c < 4096 ? 4096 : c;
+    /* one contiguous part per thread, of at least 4096 work-items so that
+     * a part outweighs waking a thread */
+    int64_t parts = (j.total + 4095) / 4096;
+    j.parts = parts < threads ? parts : threads;
+    j.chunk = 1;
   }
   atomic_init(&j.next, 0);
   atomic_init(&j.failed, false);
