@@ -143,9 +143,8 @@ const char *xpj_program_kernel_name(const xpj_program *p, unsigned i) {
 
 /* Parses "T=f32,U=i64" or "f32,i64" against f's type parameters into
  * types[] (in parameter order) and writes the canonical form to canon. */
-static xpj_status parse_dtypes(const xpj_func *f, const char *s,
-                               xpj_scalar *types, char *canon,
-                               size_t csize) {
+xpj_status rt_parse_dtypes(const xpj_func *f, const char *s,
+                           xpj_scalar *types, char *canon, size_t csize) {
   unsigned nt = xpj_func_tparam_count(f);
   const char *kname = xpj_func_name(f);
   for (unsigned i = 0; i < nt; i++)
@@ -394,7 +393,7 @@ xpj_status xpj_program_get_kernel(xpj_program *p, const char *name,
   xpj_compile_opts_str(&o, ostr, sizeof ostr);
   xpj_scalar types[XPJ_MAX_TPARAMS];
   char canon[256];
-  xpj_status st = parse_dtypes(f, dtypes, types, canon, sizeof canon);
+  xpj_status st = rt_parse_dtypes(f, dtypes, types, canon, sizeof canon);
   if (st != XPJ_OK)
     return st;
   if (xpj_func_has_generic_rank(f) && (ndim < 1 || ndim > XPJ_MAX_RANK))

@@ -155,6 +155,12 @@ struct xpj_kernel {
   struct xpj_kernel *next;
 };
 
+/* Parses a dtypes string ("T=f32,U=i64" or "f32,i64") against f's type
+ * parameters into types[] (parameter order) and its canonical form
+ * (program.c). XPJ_ERR_SPECIALIZE with a message when it does not fit. */
+xpj_status rt_parse_dtypes(const xpj_func *f, const char *s,
+                           xpj_scalar *types, char *canon, size_t csize);
+
 /* Launch validation and marshalling (launch.c). */
 xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
                              unsigned nargs, const xpj_arg *args,
