@@ -191,7 +191,8 @@ static void test_copy_fill(void **state) {
   xpj_queue *q;
   assert_int_equal(xpj_queue_create(cpu, NULL, &q), XPJ_OK);
   uint8_t *a, *b;
-  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_DEVICE, 4096, 0, (void **)&a),
+  /* aligned for the largest pattern */
+  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_DEVICE, 4096, 128, (void **)&a),
                    XPJ_OK);
   assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_SHARED, 4096, 0, (void **)&b),
                    XPJ_OK);
