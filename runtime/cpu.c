@@ -58,6 +58,7 @@ typedef struct pool {
   pthread_cond_t wake, done;
   uint64_t generation;
   unsigned active;
+  unsigned parked; /* workers that reached their loop */
   bool stop;
   job *cur;
   pthread_mutex_t submit; /* one launch at a time on the device */
@@ -121,6 +122,8 @@ static void *worker_main(void *arg) {
   pool *p = wa.p;
   uint64_t seen = 0;
   pthread_mutex_lock(&p->mu);
+  p->parked++;
+  pthread_cond_broadcast(&p->done);
   for (;;) {
     while (p->generation == seen && !p->stop)
       pthread_cond_wait(&p->wake, &p->mu);
@@ -179,6 +182,12 @@ static xpj_status pool_start(pool *p, unsigned n) {
       return rt_err(XPJ_ERR_NOMEM, "cannot start the CPU device's threads");
     }
   }
+  /* return once every worker is parked (see xpj_queue_create: no thread
+   * may be starting up when a compiler worker is forked) */
+  pthread_mutex_lock(&p->mu);
+  while (p->parked < n - 1)
+    pthread_cond_wait(&p->done, &p->mu);
+  pthread_mutex_unlock(&p->mu);
   return XPJ_OK;
 }
 

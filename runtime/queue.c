@@ -51,7 +51,7 @@ struct xpj_queue {
   pthread_cond_t work, done;
   cmd *head, *tail;
   uint64_t submitted, completed;
-  bool stop;
+  bool started, stop;
   xpj_status err;
   char *errmsg;
 };
@@ -183,6 +183,8 @@ static xpj_status run(xpj_queue *q, cmd *c) {
 static void *queue_main(void *arg) {
   xpj_queue *q = arg;
   pthread_mutex_lock(&q->mu);
+  q->started = true;
+  pthread_cond_broadcast(&q->done);
   for (;;) {
     while (!q->head && !q->stop)
       pthread_cond_wait(&q->work, &q->mu);
@@ -253,6 +255,14 @@ xpj_status xpj_queue_create(xpj_device *dev, const xpj_queue_desc *desc,
     free(q);
     return rt_err(XPJ_ERR_NOMEM, "cannot start the queue's thread");
   }
+  /* return once the thread is parked: a thread still starting up holds
+   * allocator and libc locks, which a compiler worker forked at that
+   * moment would inherit (and some allocators, e.g. GCC 12's ASan, do not
+   * reset in the child) */
+  pthread_mutex_lock(&q->mu);
+  while (!q->started)
+    pthread_cond_wait(&q->done, &q->mu);
+  pthread_mutex_unlock(&q->mu);
   *out = q;
   return XPJ_OK;
 }
