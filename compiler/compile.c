@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define XPJ_ABI_VERSION 1
+#define XPJ_ABI_VERSION 2
 
 struct xpj_result {
   xpj_status status;

@@ -1,4 +1,4 @@
-// matmul_tiled.cl - OpenCL C twin of matmul_tiled in bench/cpu.xpk (PoCL
+// matmul_tiled16.cl - OpenCL C twin of matmul_tiled16 in bench/cpu.xpk (PoCL
 // peer of bench/cpu). -DT=float.  Row-major a (m x kdim), b (kdim x n),
 // c (m x n).
 #pragma OPENCL FP_CONTRACT OFF
@@ -6,7 +6,7 @@
 
 // Launch: 2-D nd-range, local (TILE, TILE), global (n, m) rounded up to
 // multiples of TILE.  Dimension 0 is the column.
-__kernel void matmul_tiled(__global const T *a, __global const T *b, __global T *c,
+__kernel void matmul_tiled16(__global const T *a, __global const T *b, __global T *c,
                            long m, long n, long kdim) {
     __local T ta[TILE][TILE];
     __local T tb[TILE][TILE];
