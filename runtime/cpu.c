@@ -26,6 +26,7 @@ typedef void (*cpu_entry)(void *const *args, const int64_t *launch,
 
 #define CPU_LOCAL_MEM (1u << 20)
 #define CPU_MAX_WG 4096u
+#define MAX_REGIONS 64
 
 /* ---- the thread pool ------------------------------------------------- */
 
@@ -44,10 +45,13 @@ typedef struct job {
   int64_t total, chunk;
   atomic_llong next;
   size_t local_bytes, scratch_bytes; /* per group */
-  /* > 0: static split into parts contiguous ranges, part i run by thread
-   * i, so the same thread touches the same data launch after launch (its
-   * cache keeps it); 0: dynamic chunks */
+  /* > 0: the range is split into parts contiguous regions, one per
+   * thread, each handed out in chunks from its own cursor: thread i starts
+   * on region i (the same data launch after launch, which its cache
+   * keeps) and then takes chunks from the others' regions (balance); 0:
+   * one shared cursor */
   int64_t parts;
+  atomic_llong cursor[MAX_REGIONS];
   atomic_bool failed;
 } job;
 
@@ -93,13 +97,19 @@ static void run_chunks(job *j, slot *s, unsigned index) {
     return;
   }
   if (j->parts) {
-    if ((int64_t)index >= j->parts)
-      return;
     int64_t per = (j->total + j->parts - 1) / j->parts;
     per = (per + 63) & ~(int64_t)63;
-    int64_t b = (int64_t)index * per, e = b + per < j->total ? b + per : j->total;
-    if (b < e)
-      j->fn(j->args, j->launch, s->local, s->scratch, b, e);
+    for (int64_t k = 0; k < j->parts; k++) {
+      int64_t r = ((int64_t)index + k) % j->parts;
+      int64_t end = (r + 1) * per < j->total ? (r + 1) * per : j->total;
+      for (;;) {
+        long long b = atomic_fetch_add(&j->cursor[r], j->chunk);
+        if (b >= end)
+          break;
+        long long e = b + j->chunk < end ? b + j->chunk : end;
+        j->fn(j->args, j->launch, s->local, s->scratch, b, e);
+      }
+    }
     return;
   }
   for (;;) {
@@ -469,7 +479,15 @@ static xpj_status cpu_launch(xpj_device *d, void *bq, const rt_launch *l) {
      * a part outweighs waking a thread */
     int64_t parts = (j.total + 4095) / 4096;
     j.parts = parts < threads ? parts : threads;
-    j.chunk = 1;
+    if (j.parts > MAX_REGIONS)
+      j.parts = MAX_REGIONS;
+    int64_t per = ((j.total + j.parts - 1) / j.parts + 63) & ~(int64_t)63;
+    /* 8 chunks per region, >= 4096 work-items, whole cache lines */
+    j.chunk = ((per / 8 + 63) & ~(int64_t)63);
+    if (j.chunk < 4096)
+      j.chunk = 4096;
+    for (int64_t r = 0; r < j.parts; r++)
+      atomic_init(&j.cursor[r], r * per);
   }
   atomic_init(&j.next, 0);
   atomic_init(&j.failed, false);
