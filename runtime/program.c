@@ -308,10 +308,8 @@ static xpj_status build(xpj_program *p, const xpj_func *f,
   xpj_diags_destroy(d);
 
   xpj_kernel *k = calloc(1, sizeof *k);
-  char tstr[sizeof dev->info.target];
-  xpj_target_str(&dev->target, tstr, sizeof tstr);
   if (!k || !(k->name = strdup(name)) || !(k->dtypes = strdup(dtypes)) ||
-      !(k->target = strdup(tstr))) {
+      !(k->target = strdup(dev->info.target))) {
     if (k)
       kernel_free(k);
     xpj_module_destroy(sm);

@@ -340,14 +340,16 @@ static xpj_status check_range(xpj_device *d, const char *what, const void *p,
   rt_alloc a;
   if (!p)
     return rt_err(XPJ_ERR_INVALID, "%s: pointer is NULL", what);
-  if (rt_mem_find(d, p, &a) && bytes > a.bytes - ((uintptr_t)p - a.base))
+  if (!rt_mem_find(d, p, &a))
+    return d->info.backend == XPJ_BACKEND_CPU
+               ? XPJ_OK /* plain host memory: the CPU device takes it */
+               : rt_err(XPJ_ERR_INVALID, "%s: %p is not memory of %s", what,
+                        p, d->id);
+  if (bytes > a.bytes - ((uintptr_t)p - a.base))
     return rt_err(XPJ_ERR_INVALID,
                   "%s: %zu bytes at offset %zu run past the end of a "
                   "%zu-byte allocation",
                   what, bytes, (size_t)((uintptr_t)p - a.base), a.bytes);
-  if (!rt_mem_find(d, p, &a) && d->info.backend != XPJ_BACKEND_CPU)
-    return rt_err(XPJ_ERR_INVALID, "%s: %p is not memory of %s", what, p,
-                  d->id);
   return XPJ_OK;
 }
 

@@ -5,10 +5,9 @@
  * variables.
  *
  * The first byte picks the decoder; the rest is its input (NUL-terminated
- * at the first NUL). Neither may crash or leak; a filter that parses must
- * be consistent (a device excluded by "!F" is not matched by "F" alone
- * unless F also matches it positively); parsed dtypes must round-trip
- * through their canonical form.
+ * at the first NUL). Neither may crash or leak; a rejected input must
+ * come with a message; a parsed filter is matched against every kind of
+ * device; parsed dtypes must round-trip through their canonical form.
  */
 #include "rt.h"
 
