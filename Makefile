@@ -23,9 +23,10 @@ LLVM_LIBDIR := $(shell $(LLVM_CONFIG) --libdir)
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC \
              -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) $(CFLAGS)
 LDLIBS_ALL = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lLLVM-22 \
-             -lSPIRV-Tools -lstdc++ -lcrypto -lpthread -lm $(LDLIBS)
+             -lSPIRV-Tools -lstdc++ -lsqlite3 -lcrypto -lpthread -lm $(LDLIBS)
 
-LIB_SRCS := $(wildcard ir/*.c) $(wildcard compiler/*.c) $(wildcard runtime/*.c)
+LIB_SRCS := $(wildcard ir/*.c) $(wildcard compiler/*.c) $(wildcard runtime/*.c) \
+            $(wildcard cache/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 CLI_SRCS := tools/xpjit-cli.c
 TEST_SRCS := $(wildcard tests/test_*.c)
@@ -42,7 +43,7 @@ EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 .PHONY: all test asan fuzz bench install clean check-examples demo format
 all: $(LIB_A) $(LIB_SO) $(CLI) $(BUILD)/lib/xpjit.pc $(EXAMPLES)
 
-$(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h) Makefile
+$(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h) Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
@@ -93,7 +94,7 @@ fuzz: $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 	    -rss_limit_mb=2048 -print_final_stats=1 \
 	    -dict=tests/fuzz/xpk.dict tests/fuzz/corpus/$$n || exit 1; done
 
-build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h)
+build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) \

@@ -237,7 +237,7 @@ static struct {
 } X;
 
 static void xpjit_init(void) {
-  xpj_context_desc cd = {NULL, (unsigned)opt_threads};
+  xpj_context_desc cd = {.cpu_threads = (unsigned)opt_threads};
   xpj_status st = xpj_context_create(&cd, &X.ctx);
   if (st == XPJ_OK)
     st = xpj_device_select(X.ctx, "cpu", &X.dev);

@@ -37,6 +37,7 @@ struct xpj_result {
   char *entry;
   uint64_t local_bytes, scratch_bytes;
   double millis;
+  bool transient; /* the failure says nothing about the inputs */
 };
 
 /* ---- targets and options ------------------------------------------- */
@@ -238,6 +239,10 @@ uint64_t xpj_result_scratch_bytes(const xpj_result *r) {
   return r ? r->scratch_bytes : 0;
 }
 double xpj_result_millis(const xpj_result *r) { return r ? r->millis : 0; }
+
+int xpj_result_transient(const xpj_result *r) {
+  return r && (r->transient || r->status == XPJ_ERR_NOMEM);
+}
 
 static void result_fail(xpj_result *r, xpj_status st, const char *msg) {
   r->status = st;
@@ -676,9 +681,14 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
     snprintf(msg, sizeof msg, "the compile timed out after %u ms; the "
              "worker was killed", o->timeout_ms ? o->timeout_ms : 60000);
     result_fail(r, XPJ_ERR_COMPILE, msg);
+    r->transient = true;
   } else if (oom) {
     result_fail(r, XPJ_ERR_NOMEM, "out of memory reading the worker's output");
+    r->transient = true;
   } else if (xpj_worker_decode((const uint8_t *)out.p, out.n, r) != 0) {
+    /* killed from outside (the OOM killer, a user): may work next time */
+    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
+      r->transient = true;
     char why[160];
     describe_exit(st, why, sizeof why);
     size_t need = strlen(why) + err.n + 8;

@@ -33,11 +33,20 @@
  * several threads may enqueue to one queue (each call is one atomic
  * enqueue; the order between threads is the order the calls happen).
  *
- * Nothing in the library prints or exits.
+ * Caching: a kernel is compiled at most once. Lookups go through the
+ * program's own kernels, the context's first level (loaded kernels, in
+ * memory), the user's second-level cache on disk (xpjit_cache.h), then
+ * any loaded bundles, and only then the compiler; what is compiled is
+ * stored in the second level. See docs/cache.md.
+ *
+ * Nothing in the library exits or prints to stdout. Warnings (a degraded
+ * cache, an ignored bundle) go to stderr as "xpjit: warning: ...", or to
+ * the handler set with xpj_set_warning_handler.
  */
 #ifndef XPJIT_H
 #define XPJIT_H
 
+#include "xpjit_cache.h"
 #include "xpjit_codegen.h"
 #include "xpjit_compiler.h"
 #include "xpjit_ir.h"
@@ -52,6 +61,10 @@ extern "C" {
 /* Message of the last failed call on this thread; never NULL. Valid until
  * the next xpjit call on this thread. */
 const char *xpj_last_error(void);
+
+/* Where warnings go (process-wide); fn NULL restores stderr. */
+void xpj_set_warning_handler(void (*fn)(void *ud, const char *msg),
+                             void *ud);
 
 /* ---- contexts -------------------------------------------------------- */
 
@@ -71,6 +84,14 @@ typedef struct xpj_context_desc {
   /* Threads of the CPU device's pool; 0: XPJIT_CPU_THREADS if set, else
    * one per online core. */
   unsigned cpu_threads;
+  /* The second-level cache: mode (DEFAULT: XPJIT_CACHE, else rw), the
+   * database file (NULL: XPJIT_CACHE_DIR or the default location) and the
+   * size limit (0: XPJIT_CACHE_MAX_SIZE, else 1 GiB). */
+  xpj_cache_mode cache_mode;
+  const char *cache_path;
+  uint64_t cache_max_size;
+  /* Non-zero: do not load the bundles named by XPJIT_BUNDLE_PATH. */
+  int no_env_bundles;
 } xpj_context_desc;
 
 /* Discovers the devices of every backend built in (a backend whose driver
@@ -79,6 +100,25 @@ typedef struct xpj_context_desc {
 xpj_status xpj_context_create(const xpj_context_desc *desc, xpj_context **out);
 /* Waits for nothing: destroy queues (which drain) and free memory first. */
 void xpj_context_destroy(xpj_context *ctx);
+
+/* Loads a bundle of precompiled kernels (xpjit-cli bundle build), read-only;
+ * lookups try it after the second-level cache and before compiling. A
+ * bundle built by another xpjit, LLVM or ABI version, or with no kernels
+ * for any device of the context, is not used: XPJ_ERR_UNSUPPORTED with a
+ * message that says why. XPJ_ERR_IO / XPJ_ERR_INVALID for a file that is
+ * missing or not a bundle. XPJIT_BUNDLE_PATH (files or directories of
+ * *.xpb, ':'-separated) is loaded at context creation the same way, with
+ * warnings instead of errors. */
+xpj_status xpj_context_add_bundle(xpj_context *ctx, const char *path);
+/* This context's cache events since it was created: first-level, second-
+ * level and bundle hits, misses, compiles and their time. The second
+ * level's persistent totals (all processes) are read with
+ * xpj_cache_get_stats on xpj_context_cache. */
+xpj_status xpj_context_cache_counters(xpj_context *ctx,
+                                      xpj_cache_counters *out);
+/* The context's second-level cache (opened on first use; owned by the
+ * context; NULL only when out of memory). */
+xpj_cache *xpj_context_cache(xpj_context *ctx);
 
 /* ---- devices --------------------------------------------------------- */
 
@@ -262,10 +302,28 @@ xpj_status xpj_program_get_kernel(xpj_program *p, const char *name,
                                   const xpj_compile_opts *opts,
                                   xpj_kernel **out);
 
+/* The binary of kernel `name` (dtypes, ndim and opts as for
+ * xpj_program_get_kernel) for any target ("spirv", "ptx:sm_90", "cpu",
+ * see xpj_target_parse), without a device: through the same caches and
+ * compiler. *data (malloc'd; free with free()) and *size may be NULL to
+ * only make sure the binary is compiled and cached. */
+xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
+                                  const char *dtypes, unsigned ndim,
+                                  const char *target,
+                                  const xpj_compile_opts *opts, void **data,
+                                  size_t *size);
+
 typedef enum xpj_arg_kind {
   XPJ_ARG_SCALAR = 0,
   XPJ_ARG_ARRAY = 1,
 } xpj_arg_kind;
+
+typedef enum xpj_kernel_origin {
+  XPJ_ORIGIN_COMPILED = 0, /* compiled by this process */
+  XPJ_ORIGIN_MEMORY = 1,   /* loaded earlier in this context */
+  XPJ_ORIGIN_CACHE = 2,    /* the second-level cache on disk */
+  XPJ_ORIGIN_BUNDLE = 3,   /* a bundle */
+} xpj_kernel_origin;
 
 typedef struct xpj_kernel_info {
   const char *name;    /* owned by the kernel */
@@ -274,8 +332,9 @@ typedef struct xpj_kernel_info {
   unsigned nargs;
   uint64_t local_mem_bytes;  /* static local memory per work-group */
   uint64_t max_work_group_size; /* for this kernel on its device */
-  double compile_millis;     /* 0 when it came from a cache */
+  double compile_millis;     /* the compile's time, also when cached */
   const char *target;        /* canonical target string, owned */
+  xpj_kernel_origin origin;  /* where its binary came from */
 } xpj_kernel_info;
 
 typedef struct xpj_kernel_arg_info {

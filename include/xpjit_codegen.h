@@ -108,6 +108,10 @@ uint64_t xpj_result_local_bytes(const xpj_result *r);
 uint64_t xpj_result_scratch_bytes(const xpj_result *r);
 /* Milliseconds the compile took (including the worker). */
 double xpj_result_millis(const xpj_result *r);
+/* Non-zero when a failure says nothing about the inputs (the worker timed
+ * out, was killed from outside, or memory ran out): such a result must not
+ * be cached. */
+int xpj_result_transient(const xpj_result *r);
 
 /* Versions of the LLVM linked in ("22.1.8") and of this code generator's
  * ABI (docs/abi.md), both part of cache keys. */

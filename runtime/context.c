@@ -55,6 +55,7 @@ xpj_status xpj_context_create(const xpj_context_desc *desc,
   if (!ctx)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   ctx->cpu_threads = desc ? desc->cpu_threads : 0;
+  xpj_status cst = rt_cc_init(ctx, desc);
   const char *vis = desc && desc->visible ? desc->visible : getenv("XPJIT_DEVICE");
   rt_filter *f = NULL;
   xpj_status st = XPJ_OK;
@@ -63,9 +64,15 @@ xpj_status xpj_context_create(const xpj_context_desc *desc,
     if (st != XPJ_OK) {
       if (!(desc && desc->visible))
         rt_err(st, "XPJIT_DEVICE: %s", xpj_last_error());
+      rt_cc_fini(ctx);
       free(ctx);
       return st;
     }
+  }
+  if (cst != XPJ_OK) {
+    rt_filter_free(f);
+    xpj_context_destroy(ctx);
+    return cst;
   }
   for (size_t i = 0; i < sizeof backends / sizeof *backends && st == XPJ_OK;
        i++)
@@ -79,6 +86,8 @@ xpj_status xpj_context_create(const xpj_context_desc *desc,
     if (!f || rt_filter_match(f, ctx->all[i]))
       ctx->devs[ctx->ndevs++] = ctx->all[i];
   rt_filter_free(f);
+  if (st == XPJ_OK)
+    st = rt_cc_env_bundles(ctx, desc);
   if (st != XPJ_OK) {
     xpj_context_destroy(ctx);
     return st;
@@ -90,6 +99,7 @@ xpj_status xpj_context_create(const xpj_context_desc *desc,
 void xpj_context_destroy(xpj_context *ctx) {
   if (!ctx)
     return;
+  rt_cc_fini(ctx); /* unloads kernels: before their devices go */
   for (unsigned i = 0; i < ctx->nall; i++)
     device_free(ctx->all[i]);
   free(ctx->all);

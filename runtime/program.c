@@ -1,8 +1,8 @@
-/* program.c - programs and kernels: the one part of the runtime that calls
- * the compiler. A program holds parsed source; a kernel is one
- * specialisation (dtypes, ndim) compiled for one device with one set of
- * options, loaded by the device's backend and kept until the program is
- * destroyed. */
+/* program.c - programs and kernels: with kcache.c, the part of the
+ * runtime that calls the compiler. A program holds parsed source; a kernel
+ * is one specialisation (dtypes, ndim) for one device with one set of
+ * options. Its binary comes through the caches (kcache.c); the program
+ * keeps its own list of the kernels it handed out, the fastest lookup. */
 #include "rt.h"
 
 #include <stdio.h>
@@ -107,8 +107,7 @@ xpj_status xpj_program_create_file(xpj_context *ctx, const char *path,
 }
 
 static void kernel_free(xpj_kernel *k) {
-  if (k->native && k->dev->ops->kernel_unload)
-    k->dev->ops->kernel_unload(k->dev, k->native);
+  /* k->native belongs to the context's first level */
   for (unsigned i = 0; i < k->nargs; i++)
     free(k->args[i].name);
   free(k->args);
@@ -283,12 +282,11 @@ static xpj_kernel *find(xpj_program *p, const char *name, const char *dtypes,
   return NULL;
 }
 
-/* Specialises, compiles and loads one kernel (outside the program lock). */
-static xpj_status build(xpj_program *p, const xpj_func *f,
-                        const xpj_scalar *types, const char *dtypes,
-                        unsigned ndim, xpj_device *dev,
-                        const xpj_compile_opts *o, const char *ostr,
-                        xpj_kernel **out) {
+/* Specialises n, then finds or compiles and loads it through the caches
+ * (outside the program lock). */
+static xpj_status specialise(xpj_program *p, const xpj_func *f,
+                             const xpj_scalar *types, unsigned ndim,
+                             xpj_module **sm) {
   const char *name = xpj_func_name(f);
   unsigned nt = xpj_func_tparam_count(f);
   const char *names[XPJ_MAX_TPARAMS];
@@ -298,15 +296,23 @@ static xpj_status build(xpj_program *p, const xpj_func *f,
   xpj_diags *d = NULL;
   if (xpj_diags_create(&d) != XPJ_OK)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  xpj_module *sm = NULL;
-  xpj_status st = xpj_specialize(p->m, name, &spec, &sm, d);
-  if (st != XPJ_OK) {
+  xpj_status st = xpj_specialize(p->m, name, &spec, sm, d);
+  if (st != XPJ_OK)
     diag_error(st, d, name);
-    xpj_diags_destroy(d);
-    return st;
-  }
   xpj_diags_destroy(d);
+  return st;
+}
 
+static xpj_status build(xpj_program *p, const xpj_func *f,
+                        const xpj_scalar *types, const char *dtypes,
+                        unsigned ndim, xpj_device *dev,
+                        const xpj_compile_opts *o, const char *ostr,
+                        xpj_kernel **out) {
+  const char *name = xpj_func_name(f);
+  xpj_module *sm = NULL;
+  xpj_status st = specialise(p, f, types, ndim, &sm);
+  if (st != XPJ_OK)
+    return st;
   xpj_kernel *k = calloc(1, sizeof *k);
   if (!k || !(k->name = strdup(name)) || !(k->dtypes = strdup(dtypes)) ||
       !(k->target = strdup(dev->info.target))) {
@@ -320,37 +326,103 @@ static xpj_status build(xpj_program *p, const xpj_func *f,
   k->ndim = ndim;
   snprintf(k->opts, sizeof k->opts, "%s", ostr);
   st = describe(k, sm, xpj_module_find(sm, name));
-  xpj_result *res = NULL;
-  if (st == XPJ_OK) {
-    st = xpj_compile(sm, name, &dev->target, o, XPJ_EMIT_BIN, &res);
-    if (st != XPJ_OK)
-      rt_err(st, "compiling %s [%s%sndim=%u] for %s: %s", k->signature,
-             dtypes, *dtypes ? ", " : "", ndim, dev->id,
-             res ? xpj_result_log(res) : xpj_status_name(st));
-  }
+  rt_l1 *e = NULL;
+  if (st == XPJ_OK)
+    st = rt_cc_obtain(p->ctx, sm, name, dtypes, ndim, dev, &dev->target,
+                      dev->info.target, o, ostr, &e, &k->origin);
   xpj_module_destroy(sm);
-  if (st == XPJ_OK) {
-    k->local_bytes = xpj_result_local_bytes(res);
-    k->scratch_bytes = xpj_result_scratch_bytes(res);
-    k->compile_ms = xpj_result_millis(res);
-    if (k->local_bytes > dev->info.local_mem_size)
-      st = rt_err(XPJ_ERR_UNSUPPORTED,
-                  "%s needs %llu bytes of local memory; %s has %llu",
-                  k->signature, (unsigned long long)k->local_bytes, dev->id,
-                  (unsigned long long)dev->info.local_mem_size);
-  }
-  if (st == XPJ_OK) {
-    size_t len = 0;
-    const uint8_t *bin = xpj_result_data(res, &len);
-    st = dev->ops->kernel_load(dev, bin, len, xpj_result_entry(res),
-                               &k->native);
-  }
-  xpj_result_destroy(res);
   if (st != XPJ_OK) {
     kernel_free(k);
     return st;
   }
+  k->native = e->native;
+  k->local_bytes = e->local_bytes;
+  k->scratch_bytes = e->scratch_bytes;
+  k->compile_ms = e->compile_ms;
   *out = k;
+  return XPJ_OK;
+}
+
+/* Checks the arguments of a kernel request and puts them in canonical
+ * form: the function, its dtypes, ndim (0 when it does not matter), the
+ * options and their string. */
+static xpj_status resolve(xpj_program *p, const char *name,
+                          const char *dtypes, unsigned *ndim,
+                          const xpj_compile_opts *opts, const xpj_func **fp,
+                          xpj_scalar *types, char *canon, size_t csize,
+                          xpj_compile_opts *o, char *ostr, size_t osize) {
+  const xpj_func *f = xpj_module_find(p->m, name);
+  if (!f || xpj_func_kind_of(f) == XPJ_FUNC_DEVICE) {
+    char list[512] = "";
+    size_t n = 0;
+    for (unsigned i = 0; i < p->nkernels && n < sizeof list - 80; i++)
+      n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
+                            p->kernels[i]);
+    return rt_err(XPJ_ERR_NOT_FOUND, "%s: no kernel named '%s'%s%s%s",
+                  p->name, name, f ? " (it is a device function)" : "",
+                  p->nkernels ? "; kernels: " : "", list);
+  }
+  if (opts)
+    *o = *opts;
+  else
+    xpj_compile_opts_default(o);
+  if (o->opt_level > 3)
+    return rt_err(XPJ_ERR_INVALID, "optimisation level %u (0..3)",
+                  o->opt_level);
+  xpj_compile_opts_str(o, ostr, osize);
+  xpj_status st = rt_parse_dtypes(f, dtypes, types, canon, csize);
+  if (st != XPJ_OK)
+    return st;
+  if (xpj_func_has_generic_rank(f) && (*ndim < 1 || *ndim > XPJ_MAX_RANK))
+    return rt_err(XPJ_ERR_SPECIALIZE,
+                  "kernel %s has generic-rank arrays ([*]): give ndim 1..%d "
+                  "(given %u)",
+                  name, XPJ_MAX_RANK, *ndim);
+  if (!xpj_func_has_generic_rank(f))
+    *ndim = 0; /* not part of the key: it changes nothing */
+  *fp = f;
+  return XPJ_OK;
+}
+
+xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
+                                  const char *dtypes, unsigned ndim,
+                                  const char *target,
+                                  const xpj_compile_opts *opts, void **data,
+                                  size_t *size) {
+  if (data)
+    *data = NULL;
+  if (size)
+    *size = 0;
+  if (!p || !name || !target)
+    return rt_err(XPJ_ERR_INVALID, "xpj_program_get_binary: NULL argument");
+  xpj_target t;
+  char err[256];
+  if (xpj_target_parse(target, &t, err, sizeof err) != XPJ_OK)
+    return rt_err(XPJ_ERR_INVALID, "%s", err);
+  char tstr[1200];
+  xpj_target_str(&t, tstr, sizeof tstr);
+  const xpj_func *f = NULL;
+  xpj_scalar types[XPJ_MAX_TPARAMS];
+  char canon[256], ostr[64];
+  xpj_compile_opts o;
+  xpj_status st = resolve(p, name, dtypes, &ndim, opts, &f, types, canon,
+                          sizeof canon, &o, ostr, sizeof ostr);
+  xpj_module *sm = NULL;
+  if (st == XPJ_OK)
+    st = specialise(p, f, types, ndim, &sm);
+  rt_l1 *e = NULL;
+  xpj_kernel_origin from;
+  if (st == XPJ_OK)
+    st = rt_cc_obtain(p->ctx, sm, name, canon, ndim, NULL, &t, tstr, &o,
+                      ostr, &e, &from);
+  xpj_module_destroy(sm);
+  if (st != XPJ_OK || !data)
+    return st;
+  if (!(*data = malloc(e->len ? e->len : 1)))
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  memcpy(*data, e->bin, e->len);
+  if (size)
+    *size = e->len;
   return XPJ_OK;
 }
 
@@ -368,39 +440,15 @@ xpj_status xpj_program_get_kernel(xpj_program *p, const char *name,
     return rt_err(XPJ_ERR_INVALID,
                   "xpj_program_get_kernel: the device is not of the "
                   "program's context");
-  const xpj_func *f = xpj_module_find(p->m, name);
-  if (!f || xpj_func_kind_of(f) == XPJ_FUNC_DEVICE) {
-    char list[512] = "";
-    size_t n = 0;
-    for (unsigned i = 0; i < p->nkernels && n < sizeof list - 80; i++)
-      n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", i ? ", " : "",
-                            p->kernels[i]);
-    return rt_err(XPJ_ERR_NOT_FOUND, "%s: no kernel named '%s'%s%s%s",
-                  p->name, name, f ? " (it is a device function)" : "",
-                  p->nkernels ? "; kernels: " : "", list);
-  }
+  const xpj_func *f = NULL;
   xpj_compile_opts o;
-  if (opts)
-    o = *opts;
-  else
-    xpj_compile_opts_default(&o);
-  if (o.opt_level > 3)
-    return rt_err(XPJ_ERR_INVALID, "optimisation level %u (0..3)",
-                  o.opt_level);
   char ostr[64];
-  xpj_compile_opts_str(&o, ostr, sizeof ostr);
   xpj_scalar types[XPJ_MAX_TPARAMS];
   char canon[256];
-  xpj_status st = rt_parse_dtypes(f, dtypes, types, canon, sizeof canon);
+  xpj_status st = resolve(p, name, dtypes, &ndim, opts, &f, types, canon,
+                          sizeof canon, &o, ostr, sizeof ostr);
   if (st != XPJ_OK)
     return st;
-  if (xpj_func_has_generic_rank(f) && (ndim < 1 || ndim > XPJ_MAX_RANK))
-    return rt_err(XPJ_ERR_SPECIALIZE,
-                  "kernel %s has generic-rank arrays ([*]): give ndim 1..%d "
-                  "(given %u)",
-                  name, XPJ_MAX_RANK, ndim);
-  if (!xpj_func_has_generic_rank(f))
-    ndim = 0; /* not part of the key: it changes nothing */
 
   pthread_mutex_lock(&p->mu);
   xpj_kernel *k = find(p, name, canon, ndim, dev, ostr);
@@ -438,6 +486,7 @@ xpj_status xpj_kernel_get_info(const xpj_kernel *k, xpj_kernel_info *out) {
   out->max_work_group_size = k->dev->info.max_work_group_size;
   out->compile_millis = k->compile_ms;
   out->target = k->target;
+  out->origin = k->origin;
   return XPJ_OK;
 }
 

@@ -91,13 +91,75 @@ struct xpj_device {
   size_t nallocs, cap;
 };
 
+/* ---- the first level of the compile cache (kcache.c) ----------------- */
+
+/* One compiled kernel for one device (dev NULL: a binary only, kept in
+ * bin), found by the digest of its full cache key. Entries live until the
+ * context is destroyed; kernels of programs point at them. */
+typedef struct rt_l1 {
+  char digest[65];
+  xpj_device *dev;
+  int state; /* RT_L1_BUILDING, RT_L1_READY, RT_L1_FAILED */
+  xpj_status status;
+  char *msg;   /* failure message */
+  void *native; /* the backend's loaded kernel */
+  uint8_t *bin; /* dev NULL: the binary */
+  size_t len;
+  uint64_t local_bytes, scratch_bytes;
+  double compile_ms;
+  xpj_kernel_origin origin;
+  struct rt_l1 *next;
+} rt_l1;
+enum { RT_L1_BUILDING, RT_L1_READY, RT_L1_FAILED };
+#define RT_L1_BUCKETS 256
+
+typedef struct rt_cc {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  rt_l1 *buckets[RT_L1_BUCKETS];
+  xpj_cache *l2;     /* opened on first use */
+  bool l2_tried;
+  xpj_cache_mode mode;
+  char *path;
+  uint64_t max_size;
+  xpj_cache **bundles;
+  char **bundle_paths;
+  unsigned nbundles;
+  xpj_cache_counters counters; /* this context's events */
+  uint64_t l1_flushed;         /* l1_hits already noted in l2 */
+  char versions[128];
+} rt_cc;
+
 struct xpj_context {
   xpj_device **all; /* every discovered device (owned) */
   unsigned nall;
   xpj_device **devs; /* the visible ones, in order */
   unsigned ndevs;
   unsigned cpu_threads;
+  rt_cc cc;
 };
+
+/* kcache.c: set up from the descriptor (and XPJIT_BUNDLE_PATH), and torn
+ * down (loaded kernels unloaded, counters flushed) before devices go. */
+xpj_status rt_cc_init(xpj_context *ctx, const xpj_context_desc *desc);
+/* After discovery: the bundles of XPJIT_BUNDLE_PATH (unless desc says no). */
+xpj_status rt_cc_env_bundles(xpj_context *ctx, const xpj_context_desc *desc);
+void rt_cc_fini(xpj_context *ctx);
+/* Warnings to the handler or stderr. */
+void rt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The compiled kernel for (specialised module sm, kernel, canonical
+ * dtypes, ndim) on dev (or, dev NULL, the binary for target t), through
+ * L1, L2, bundles and the compiler; single flight within the context.
+ * On success *out is READY and *from says where it came from this time
+ * (XPJ_ORIGIN_MEMORY for a first-level hit). Errors carry rt_err's
+ * message. */
+xpj_status rt_cc_obtain(xpj_context *ctx, const xpj_module *sm,
+                        const char *kernel, const char *dtypes,
+                        unsigned ndim, xpj_device *dev, const xpj_target *t,
+                        const char *target_str, const xpj_compile_opts *o,
+                        const char *ostr, rt_l1 **out,
+                        xpj_kernel_origin *from);
 
 /* Adds a device a backend discovered (info and target filled, id set by
  * the context). Takes ownership of dev (freed with free() after
@@ -151,7 +213,8 @@ struct xpj_kernel {
   double compile_ms;
   char *signature;
   char *target;
-  void *native;
+  void *native; /* owned by the context's first level */
+  xpj_kernel_origin origin;
   struct xpj_kernel *next;
 };
 

@@ -84,7 +84,7 @@ static void test_filters(void **state) {
 static void test_visible(void **state) {
   (void)state;
   xpj_context *c = NULL;
-  xpj_context_desc desc = {"cuda", 0};
+  xpj_context_desc desc = {.visible = "cuda"};
   assert_int_equal(xpj_context_create(&desc, &c), XPJ_OK);
   assert_int_equal(xpj_device_count(c), 0);
   xpj_device *d;
@@ -101,7 +101,7 @@ static void test_visible(void **state) {
   assert_null(c);
   assert_msg_has("XPJIT_DEVICE");
   setenv("XPJIT_DEVICE", "cpu", 1);
-  xpj_context_desc three = {NULL, 3};
+  xpj_context_desc three = {.cpu_threads = 3};
   assert_int_equal(xpj_context_create(&three, &c), XPJ_OK);
   xpj_device_info in;
   assert_int_equal(xpj_device_get_info(xpj_device_get(c, 0), &in), XPJ_OK);

@@ -1,0 +1,1593 @@
+/*
+ * cache.c - the second-level compile cache and kernel bundles in SQLite.
+ *
+ * One table of entries keyed by the SHA-256 digest of the canonical key
+ * text; the full key text is stored beside it and compared on every hit,
+ * and a checksum over everything a user of the row relies on (status,
+ * entry point, sizes, binary, log) is verified on every read. The file
+ * carries an application id and the schema version (PRAGMA application_id
+ * and user_version): anything else at the path is moved aside and a new
+ * database is created. Recovery runs under an flock on PATH.lock so that
+ * processes that find the same damage do not move each other's new file.
+ *
+ * Writes are short IMMEDIATE transactions in WAL mode (synchronous=NORMAL:
+ * a killed process loses at most its last transaction, never tears one).
+ * Busy databases are retried with backoff for up to 30 s; a lookup that
+ * still cannot read is a miss and a write that cannot write is skipped,
+ * so a process never sees an error because another is writing. Errors of
+ * the file system (read-only, full, I/O) turn the handle read-only with
+ * one warning.
+ */
+#define _GNU_SOURCE
+#include "xpjit_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define APP_ID 0x58504a43 /* "XPJC" */
+#define BUSY_DEADLINE_MS 30000
+#define KEY_MAGIC "xpjit-cache-key"
+
+struct xpj_cache {
+  pthread_mutex_t mu;
+  sqlite3 *db;
+  char *path;
+  xpj_cache_mode mode; /* in effect */
+  bool bundle;
+  bool recovered; /* recovery already tried on this handle */
+  uint64_t max_size;
+  xpj_cache_warn_fn warn;
+  void *warn_ud;
+  xpj_cache_counters pending;
+};
+
+/* ---- messages -------------------------------------------------------- */
+
+static _Thread_local char last_msg[512];
+
+const char *xpj_cache_last_error(void) { return last_msg; }
+
+static xpj_status fail(xpj_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static xpj_status fail(xpj_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+static void warnf(xpj_cache *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void warnf(xpj_cache *c, const char *fmt, ...) {
+  char msg[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (c->warn)
+    c->warn(c->warn_ud, msg);
+  else
+    fprintf(stderr, "xpjit: warning: %s\n", msg);
+}
+
+/* ---- small helpers --------------------------------------------------- */
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+
+static void to_hex(const uint8_t *d, size_t n, char *hex) {
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++) {
+    hex[2 * i] = digits[d[i] >> 4];
+    hex[2 * i + 1] = digits[d[i] & 15];
+  }
+  hex[2 * n] = 0;
+}
+
+static bool is_busy(int rc) {
+  rc &= 0xff;
+  return rc == SQLITE_BUSY || rc == SQLITE_LOCKED;
+}
+static bool is_corrupt(int rc) {
+  rc &= 0xff;
+  return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
+}
+/* the file system will not let us write */
+static bool is_env(int rc) {
+  rc &= 0xff;
+  return rc == SQLITE_FULL || rc == SQLITE_READONLY || rc == SQLITE_IOERR ||
+         rc == SQLITE_CANTOPEN || rc == SQLITE_PERM || rc == SQLITE_AUTH;
+}
+
+/* private result codes of setup() */
+#define RC_FOREIGN 1000 /* not our file, or another schema version */
+
+/* ---- the checksum ---------------------------------------------------- */
+
+static void put_u64(EVP_MD_CTX *m, uint64_t v) {
+  uint8_t b[8];
+  for (int i = 0; i < 8; i++)
+    b[i] = (uint8_t)(v >> (8 * i));
+  EVP_DigestUpdate(m, b, 8);
+}
+
+static void put_str(EVP_MD_CTX *m, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  put_u64(m, n);
+  if (n)
+    EVP_DigestUpdate(m, s, n);
+}
+
+/* SHA-256 over the digest and everything a user of the row relies on. */
+static bool row_checksum(const char *digest, int failed, const char *entry,
+                         uint64_t local, uint64_t scratch, const void *data,
+                         size_t size, const char *log, char hex[65]) {
+  EVP_MD_CTX *m = EVP_MD_CTX_new();
+  if (!m)
+    return false;
+  uint8_t d[EVP_MAX_MD_SIZE];
+  unsigned dl = 0;
+  bool ok = EVP_DigestInit_ex(m, EVP_sha256(), NULL) == 1;
+  if (ok) {
+    put_str(m, digest);
+    put_u64(m, (uint64_t)failed);
+    put_str(m, entry);
+    put_u64(m, local);
+    put_u64(m, scratch);
+    put_u64(m, size);
+    if (size)
+      EVP_DigestUpdate(m, data, size);
+    put_str(m, log);
+    ok = EVP_DigestFinal_ex(m, d, &dl) == 1 && dl == 32;
+  }
+  EVP_MD_CTX_free(m);
+  if (ok)
+    to_hex(d, 32, hex);
+  return ok;
+}
+
+/* ---- keys ------------------------------------------------------------ */
+
+static bool field_ok(const char *s) { return s && !strchr(s, '\n'); }
+
+xpj_status xpj_cache_key_digest(const xpj_cache_key *k, char **text,
+                                char hex[65]) {
+  if (text)
+    *text = NULL;
+  if (!k || !hex)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_key_digest: NULL argument");
+  if (!field_ok(k->code) || !*k->code || !field_ok(k->kernel) ||
+      !*k->kernel || !field_ok(k->dtypes) || !field_ok(k->target) ||
+      !*k->target || !field_ok(k->options) || !field_ok(k->versions) ||
+      !*k->versions)
+    return fail(XPJ_ERR_INVALID,
+                "cache key: a component is missing or contains a newline");
+  size_t need = strlen(k->code) + strlen(k->kernel) + strlen(k->dtypes) +
+                strlen(k->target) + strlen(k->options) +
+                strlen(k->versions) + 160;
+  char *t = malloc(need);
+  if (!t)
+    return fail(XPJ_ERR_NOMEM, "out of memory");
+  int n = snprintf(t, need,
+                   "%s %d\ncode %s\nkernel %s\ndtypes %s\nndim %u\n"
+                   "target %s\noptions %s\nversions %s\n",
+                   KEY_MAGIC, XPJ_CACHE_SCHEMA_VERSION, k->code, k->kernel,
+                   k->dtypes, k->ndim, k->target, k->options, k->versions);
+  uint8_t d[EVP_MAX_MD_SIZE];
+  unsigned dl = 0;
+  if (n < 0 || EVP_Digest(t, (size_t)n, d, &dl, EVP_sha256(), NULL) != 1) {
+    free(t);
+    return fail(XPJ_ERR_NOMEM, "SHA-256 failed");
+  }
+  to_hex(d, 32, hex);
+  if (text)
+    *text = t;
+  else
+    free(t);
+  return XPJ_OK;
+}
+
+/* ---- statements with retries ----------------------------------------- */
+
+/* Runs sql (no results), retrying while busy up to the deadline. */
+static int exec_retry(sqlite3 *db, const char *sql) {
+  int64_t t0 = now_ms();
+  unsigned wait = 1;
+  for (;;) {
+    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    if (!is_busy(rc) || now_ms() - t0 > BUSY_DEADLINE_MS)
+      return rc;
+    sleep_ms(wait);
+    if (wait < 64)
+      wait *= 2;
+  }
+}
+
+static int step_retry(sqlite3_stmt *s) {
+  int64_t t0 = now_ms();
+  unsigned wait = 1;
+  for (;;) {
+    int rc = sqlite3_step(s);
+    if (!is_busy(rc) || now_ms() - t0 > BUSY_DEADLINE_MS)
+      return rc;
+    sqlite3_reset(s);
+    sleep_ms(wait);
+    if (wait < 64)
+      wait *= 2;
+  }
+}
+
+static int begin(xpj_cache *c) { return exec_retry(c->db, "BEGIN IMMEDIATE"); }
+
+static int finish(xpj_cache *c, int rc) {
+  if (rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW) {
+    rc = exec_retry(c->db, "COMMIT");
+    if (rc == SQLITE_OK)
+      return rc;
+  }
+  if (!sqlite3_get_autocommit(c->db))
+    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
+}
+
+static int64_t query_int(sqlite3 *db, const char *sql, int *rc) {
+  sqlite3_stmt *s = NULL;
+  int64_t v = 0;
+  *rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+  if (*rc == SQLITE_OK) {
+    *rc = step_retry(s);
+    if (*rc == SQLITE_ROW) {
+      v = sqlite3_column_int64(s, 0);
+      *rc = SQLITE_OK;
+    } else if (*rc == SQLITE_DONE) {
+      *rc = SQLITE_OK;
+    }
+  }
+  sqlite3_finalize(s);
+  return v;
+}
+
+/* ---- opening, the schema, recovery ------------------------------------ */
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT);"
+    "CREATE TABLE IF NOT EXISTS entries("
+    " digest TEXT PRIMARY KEY,"
+    " key TEXT NOT NULL,"
+    " code TEXT, kernel TEXT, dtypes TEXT, ndim INTEGER, target TEXT,"
+    " options TEXT, versions TEXT,"
+    " failed INTEGER NOT NULL, entry TEXT, local_bytes INTEGER,"
+    " scratch_bytes INTEGER, data BLOB, log TEXT, checksum TEXT NOT NULL,"
+    " size INTEGER NOT NULL, compile_ms REAL, created INTEGER,"
+    " last_used INTEGER, hits INTEGER DEFAULT 0);"
+    "CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_used);"
+    "CREATE TABLE IF NOT EXISTS stats(name TEXT PRIMARY KEY, value REAL);";
+
+static void db_close(xpj_cache *c) {
+  if (c->db)
+    sqlite3_close_v2(c->db);
+  c->db = NULL;
+}
+
+/* Checks (and when writable creates) the schema. SQLITE_OK, RC_FOREIGN,
+ * or SQLite's code. */
+static int setup(xpj_cache *c, bool writable) {
+  int rc;
+  if (writable && !c->bundle) {
+    rc = exec_retry(c->db, "PRAGMA journal_mode=WAL");
+    if (rc != SQLITE_OK)
+      return rc;
+    sqlite3_exec(c->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+  }
+  int64_t app = query_int(c->db, "PRAGMA application_id", &rc);
+  if (rc != SQLITE_OK)
+    return rc;
+  int64_t ver = query_int(c->db, "PRAGMA user_version", &rc);
+  if (rc != SQLITE_OK)
+    return rc;
+  if (app == APP_ID && ver == XPJ_CACHE_SCHEMA_VERSION)
+    return SQLITE_OK;
+  if (app != 0 || ver != 0)
+    return RC_FOREIGN;
+  int64_t ntab = query_int(c->db, "SELECT count(*) FROM sqlite_master", &rc);
+  if (rc != SQLITE_OK)
+    return rc;
+  if (ntab)
+    return RC_FOREIGN; /* someone else's database */
+  if (!writable)
+    return RC_FOREIGN; /* empty and we may not create it */
+  rc = begin(c);
+  if (rc != SQLITE_OK)
+    return rc;
+  /* another process may have created it while we waited */
+  app = query_int(c->db, "PRAGMA application_id", &rc);
+  if (rc == SQLITE_OK && app == APP_ID)
+    return finish(c, SQLITE_OK);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_exec(c->db, schema_sql, NULL, NULL, NULL);
+  if (rc == SQLITE_OK) {
+    char sql[128];
+    snprintf(sql, sizeof sql, "PRAGMA application_id=%d; PRAGMA user_version=%d",
+             APP_ID, XPJ_CACHE_SCHEMA_VERSION);
+    rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "INSERT OR REPLACE INTO meta VALUES('kind','%s');"
+             "INSERT OR REPLACE INTO meta VALUES('created','%lld');",
+             c->bundle ? "bundle" : "cache", (long long)now_ms());
+    rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+  }
+  return finish(c, rc);
+}
+
+static int db_open(xpj_cache *c, bool writable) {
+  db_close(c);
+  int flags = (writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                        : SQLITE_OPEN_READONLY) |
+              SQLITE_OPEN_NOMUTEX;
+  int rc = sqlite3_open_v2(c->path, &c->db, flags, NULL);
+  if (rc != SQLITE_OK) {
+    db_close(c);
+    return rc;
+  }
+  sqlite3_extended_result_codes(c->db, 1);
+  sqlite3_busy_timeout(c->db, 2000);
+  rc = setup(c, writable);
+  if (rc != SQLITE_OK)
+    db_close(c);
+  return rc;
+}
+
+static const char *rc_str(int rc) {
+  return rc == RC_FOREIGN ? "not an xpjit cache of this schema version"
+                          : sqlite3_errstr(rc);
+}
+
+static int mkdirs(const char *dir) {
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp)
+    return -1;
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+        return -1;
+      *p = '/';
+    }
+  if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+    return -1;
+  return 0;
+}
+
+/* Under an flock on PATH.lock: reopens, and if the file is still bad moves
+ * it aside (PATH.corrupt, replacing an older one) and creates a new one. */
+static int recover(xpj_cache *c, int why) {
+  c->recovered = true;
+  db_close(c);
+  char lock[4200];
+  snprintf(lock, sizeof lock, "%s.lock", c->path);
+  int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0)
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
+      ;
+  int rc = db_open(c, true);
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY &&
+      (is_corrupt(rc) || rc == RC_FOREIGN)) {
+    char aside[4200];
+    snprintf(aside, sizeof aside, "%s.corrupt", c->path);
+    if (rename(c->path, aside) == 0) {
+      char side[4200];
+      snprintf(side, sizeof side, "%s-wal", c->path);
+      unlink(side);
+      snprintf(side, sizeof side, "%s-shm", c->path);
+      unlink(side);
+      warnf(c, "cache %s: %s; moved it to %s and started a new one",
+            c->path, rc_str(why), aside);
+      c->pending.corrupt++;
+      rc = db_open(c, true);
+    }
+  }
+  if (fd >= 0) {
+    flock(fd, LOCK_UN);
+    close(fd);
+  }
+  return rc;
+}
+
+/* Turns the handle read-only (or off when it cannot even read). */
+static void degrade(xpj_cache *c, int rc, const char *what) {
+  if (c->mode != XPJ_CACHE_MODE_RW)
+    return;
+  warnf(c, "cache %s: %s failed (%s); compiling without caching", c->path,
+        what, rc_str(rc));
+  c->mode = XPJ_CACHE_MODE_RO;
+}
+
+static xpj_cache_mode env_mode(void) {
+  const char *e = getenv("XPJIT_CACHE");
+  if (!e || !*e || !strcmp(e, "rw") || !strcmp(e, "on") || !strcmp(e, "1"))
+    return XPJ_CACHE_MODE_RW;
+  if (!strcmp(e, "ro"))
+    return XPJ_CACHE_MODE_RO;
+  if (!strcmp(e, "off") || !strcmp(e, "0"))
+    return XPJ_CACHE_MODE_OFF;
+  fprintf(stderr,
+          "xpjit: warning: XPJIT_CACHE=%s is not off, ro or rw; using rw\n",
+          e);
+  return XPJ_CACHE_MODE_RW;
+}
+
+size_t xpj_cache_default_path(char *buf, size_t size) {
+  const char *d = getenv("XPJIT_CACHE_DIR");
+  if (d && *d)
+    return (size_t)snprintf(buf, size, "%s/cache-v%d.db", d,
+                            XPJ_CACHE_SCHEMA_VERSION);
+  const char *x = getenv("XDG_CACHE_HOME");
+  if (x && *x == '/')
+    return (size_t)snprintf(buf, size, "%s/xpjit/cache-v%d.db", x,
+                            XPJ_CACHE_SCHEMA_VERSION);
+  const char *h = getenv("HOME");
+  if (!h || !*h) {
+    struct passwd *pw = getpwuid(getuid());
+    h = pw && pw->pw_dir ? pw->pw_dir : "/tmp";
+  }
+  return (size_t)snprintf(buf, size, "%s/.cache/xpjit/cache-v%d.db", h,
+                          XPJ_CACHE_SCHEMA_VERSION);
+}
+
+xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
+  if (!out)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_open: out is NULL");
+  *out = NULL;
+  xpj_cache_config def = {0};
+  if (!cfg)
+    cfg = &def;
+  xpj_cache *c = calloc(1, sizeof *c);
+  if (!c)
+    return fail(XPJ_ERR_NOMEM, "out of memory");
+  pthread_mutex_init(&c->mu, NULL);
+  c->warn = cfg->warn;
+  c->warn_ud = cfg->warn_ud;
+  c->bundle = cfg->bundle != 0;
+  if (cfg->bundle && !cfg->path) {
+    free(c);
+    return fail(XPJ_ERR_INVALID, "xpj_cache_open: a bundle needs a path");
+  }
+  c->mode = cfg->mode;
+  if (c->mode == XPJ_CACHE_MODE_DEFAULT)
+    c->mode = c->bundle ? XPJ_CACHE_MODE_RO : env_mode();
+  c->max_size = cfg->max_size;
+  if (c->bundle) {
+    c->max_size = UINT64_MAX;
+  } else if (!c->max_size) {
+    const char *e = getenv("XPJIT_CACHE_MAX_SIZE");
+    c->max_size = XPJ_CACHE_DEFAULT_MAX_SIZE;
+    if (e && *e && xpj_cache_parse_size(e, &c->max_size) != XPJ_OK) {
+      warnf(c, "XPJIT_CACHE_MAX_SIZE=%s: %s; using 1G", e, last_msg);
+      c->max_size = XPJ_CACHE_DEFAULT_MAX_SIZE;
+    }
+  }
+  char path[4096];
+  if (cfg->path)
+    snprintf(path, sizeof path, "%s", cfg->path);
+  else
+    xpj_cache_default_path(path, sizeof path);
+  c->path = strdup(path);
+  if (!c->path) {
+    free(c);
+    return fail(XPJ_ERR_NOMEM, "out of memory");
+  }
+  *out = c;
+  if (c->mode == XPJ_CACHE_MODE_OFF)
+    return XPJ_OK;
+
+  if (c->bundle) {
+    int rc = db_open(c, c->mode == XPJ_CACHE_MODE_RW);
+    if (rc != SQLITE_OK) {
+      xpj_status st =
+          fail(rc == SQLITE_CANTOPEN ? XPJ_ERR_IO : XPJ_ERR_INVALID,
+               "bundle %s: %s", c->path,
+               rc == RC_FOREIGN ? "not an xpjit bundle of schema version 1"
+                                : sqlite3_errstr(rc));
+      xpj_cache_close(c);
+      *out = NULL;
+      return st;
+    }
+    return XPJ_OK;
+  }
+
+  if (c->mode == XPJ_CACHE_MODE_RW) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", c->path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+      *slash = 0;
+      if (mkdirs(dir) != 0) {
+        warnf(c, "cannot create the cache directory %s (%s); compiling "
+              "without caching", dir, strerror(errno));
+        c->mode = XPJ_CACHE_MODE_OFF;
+        return XPJ_OK;
+      }
+    }
+  }
+  int rc = db_open(c, c->mode == XPJ_CACHE_MODE_RW);
+  if ((is_corrupt(rc) || rc == RC_FOREIGN) && c->mode == XPJ_CACHE_MODE_RW)
+    rc = recover(c, rc);
+  if (rc != SQLITE_OK && c->mode == XPJ_CACHE_MODE_RW && is_env(rc)) {
+    /* cannot write here: read what is there, if anything */
+    int rc2 = access(c->path, R_OK) == 0 ? db_open(c, false) : rc;
+    warnf(c, "cache %s cannot be written (%s); %s", c->path, rc_str(rc),
+          rc2 == SQLITE_OK ? "using it read-only"
+                           : "compiling without caching");
+    c->mode = rc2 == SQLITE_OK ? XPJ_CACHE_MODE_RO : XPJ_CACHE_MODE_OFF;
+    return XPJ_OK;
+  }
+  if (rc != SQLITE_OK) {
+    if (!(c->mode == XPJ_CACHE_MODE_RO && rc == SQLITE_CANTOPEN))
+      warnf(c, "cache %s: %s; compiling without caching", c->path,
+            rc_str(rc));
+    c->mode = XPJ_CACHE_MODE_OFF;
+  }
+  return XPJ_OK;
+}
+
+static void flush_pending(xpj_cache *c);
+
+void xpj_cache_close(xpj_cache *c) {
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->mu);
+  if (c->db && c->mode == XPJ_CACHE_MODE_RW && !c->bundle) {
+    if (begin(c) == SQLITE_OK) {
+      flush_pending(c);
+      finish(c, SQLITE_OK);
+    }
+  }
+  db_close(c);
+  pthread_mutex_unlock(&c->mu);
+  pthread_mutex_destroy(&c->mu);
+  free(c->path);
+  free(c);
+}
+
+xpj_cache_mode xpj_cache_mode_of(const xpj_cache *c) {
+  return c ? c->mode : XPJ_CACHE_MODE_OFF;
+}
+
+const char *xpj_cache_path(const xpj_cache *c) { return c ? c->path : ""; }
+
+/* ---- counters -------------------------------------------------------- */
+
+#define COUNTERS(X)                                                          \
+  X(l1_hits) X(l2_hits) X(l2_misses) X(bundle_hits) X(compiles)              \
+  X(compile_failures) X(failure_hits) X(corrupt) X(evictions) X(compile_ms) \
+  X(saved_ms)
+
+static void add_counters(xpj_cache_counters *a, const xpj_cache_counters *b) {
+#define ADD(f) a->f += b->f;
+  COUNTERS(ADD)
+#undef ADD
+}
+
+void xpj_cache_note(xpj_cache *c, const xpj_cache_counters *delta) {
+  if (!c || !delta)
+    return;
+  pthread_mutex_lock(&c->mu);
+  add_counters(&c->pending, delta);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Inside a write transaction: adds the pending counters to the table. */
+static void flush_pending(xpj_cache *c) {
+  if (c->bundle)
+    return;
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(c->db,
+                         "INSERT INTO stats(name, value) VALUES(?1, ?2) "
+                         "ON CONFLICT(name) DO UPDATE SET value = value + ?2",
+                         -1, &s, NULL) != SQLITE_OK)
+    return;
+  bool ok = true;
+#define FLUSH(f)                                                             \
+  if (c->pending.f != 0) {                                                   \
+    sqlite3_bind_text(s, 1, #f, -1, SQLITE_STATIC);                          \
+    sqlite3_bind_double(s, 2, (double)c->pending.f);                         \
+    ok = ok && sqlite3_step(s) == SQLITE_DONE;                               \
+    sqlite3_reset(s);                                                        \
+  }
+  COUNTERS(FLUSH)
+#undef FLUSH
+  sqlite3_finalize(s);
+  if (ok)
+    memset(&c->pending, 0, sizeof c->pending);
+}
+
+/* ---- entries ---------------------------------------------------------- */
+
+void xpj_cache_entry_clear(xpj_cache_entry *e) {
+  if (!e)
+    return;
+  free(e->key);
+  free(e->code);
+  free(e->kernel);
+  free(e->dtypes);
+  free(e->target);
+  free(e->options);
+  free(e->versions);
+  free(e->data);
+  free(e->entry);
+  free(e->log);
+  memset(e, 0, sizeof *e);
+}
+
+#define ROW_COLS                                                             \
+  "digest, key, code, kernel, dtypes, ndim, target, options, versions, "    \
+  "failed, entry, local_bytes, scratch_bytes, size, log, compile_ms, "      \
+  "created, last_used, hits, checksum"
+
+static char *col_text(sqlite3_stmt *s, int i) {
+  const unsigned char *t = sqlite3_column_text(s, i);
+  return strdup(t ? (const char *)t : "");
+}
+
+/* Reads the row's columns (ROW_COLS, then data at index 20 when
+ * with_data) into e. */
+static bool read_row(sqlite3_stmt *s, bool with_data, xpj_cache_entry *e) {
+  memset(e, 0, sizeof *e);
+  const unsigned char *dg = sqlite3_column_text(s, 0);
+  snprintf(e->digest, sizeof e->digest, "%s", dg ? (const char *)dg : "");
+  e->key = col_text(s, 1);
+  e->code = col_text(s, 2);
+  e->kernel = col_text(s, 3);
+  e->dtypes = col_text(s, 4);
+  e->ndim = (unsigned)sqlite3_column_int(s, 5);
+  e->target = col_text(s, 6);
+  e->options = col_text(s, 7);
+  e->versions = col_text(s, 8);
+  e->failed = sqlite3_column_int(s, 9);
+  e->entry = col_text(s, 10);
+  e->local_bytes = (uint64_t)sqlite3_column_int64(s, 11);
+  e->scratch_bytes = (uint64_t)sqlite3_column_int64(s, 12);
+  e->log = col_text(s, 14);
+  e->compile_ms = sqlite3_column_double(s, 15);
+  e->created_ms = sqlite3_column_int64(s, 16);
+  e->last_used_ms = sqlite3_column_int64(s, 17);
+  e->hits = (uint64_t)sqlite3_column_int64(s, 18);
+  e->size = 0;
+  bool ok = e->key && e->code && e->kernel && e->dtypes && e->target &&
+            e->options && e->versions && e->entry && e->log;
+  if (with_data && ok) {
+    const void *d = sqlite3_column_blob(s, 20);
+    int n = sqlite3_column_bytes(s, 20);
+    e->size = (size_t)n;
+    e->data = malloc(n > 0 ? (size_t)n : 1);
+    ok = e->data != NULL;
+    if (ok && n > 0)
+      memcpy(e->data, d, (size_t)n);
+  } else {
+    e->size = (size_t)sqlite3_column_int64(s, 13);
+  }
+  return ok;
+}
+
+/* Is e (read with its data) intact? Checks the key digest and checksum. */
+static bool row_intact(const xpj_cache_entry *e, const char *checksum) {
+  uint8_t d[EVP_MAX_MD_SIZE];
+  unsigned dl = 0;
+  char hex[65], sum[65];
+  if (EVP_Digest(e->key, strlen(e->key), d, &dl, EVP_sha256(), NULL) != 1)
+    return false;
+  to_hex(d, 32, hex);
+  if (strcmp(hex, e->digest) != 0)
+    return false;
+  if (!row_checksum(e->digest, e->failed, e->entry, e->local_bytes,
+                    e->scratch_bytes, e->data, e->size, e->log, sum))
+    return false;
+  return checksum && strcmp(sum, checksum) == 0;
+}
+
+static void delete_row(xpj_cache *c, const char *digest) {
+  if (c->mode != XPJ_CACHE_MODE_RW)
+    return;
+  if (begin(c) != SQLITE_OK)
+    return;
+  sqlite3_stmt *s = NULL;
+  int rc = sqlite3_prepare_v2(c->db, "DELETE FROM entries WHERE digest=?",
+                              -1, &s, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(s, 1, digest, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(s);
+  }
+  sqlite3_finalize(s);
+  finish(c, rc);
+}
+
+/* One lookup; returns SQLite's code (SQLITE_ROW with *out filled, DONE for
+ * a miss). */
+static int lookup(xpj_cache *c, const char *digest, const char *text,
+                  xpj_cache_entry *out) {
+  sqlite3_stmt *s = NULL;
+  int rc = sqlite3_prepare_v2(
+      c->db, "SELECT " ROW_COLS ", data FROM entries WHERE digest=?", -1, &s,
+      NULL);
+  if (rc != SQLITE_OK)
+    return rc;
+  sqlite3_bind_text(s, 1, digest, -1, SQLITE_STATIC);
+  rc = step_retry(s);
+  if (rc == SQLITE_ROW) {
+    if (!read_row(s, true, out)) {
+      xpj_cache_entry_clear(out);
+      rc = SQLITE_NOMEM;
+    } else if (strcmp(out->key, text) != 0) {
+      /* a digest collision (or a forged row): never a hit */
+      xpj_cache_entry_clear(out);
+      rc = SQLITE_DONE;
+    } else {
+      const unsigned char *sum = sqlite3_column_text(s, 19);
+      if (!row_intact(out, (const char *)sum)) {
+        sqlite3_finalize(s);
+        s = NULL;
+        warnf(c, "cache %s: entry %.16s (%s) failed its checksum; dropped "
+              "it, recompiling", c->path, digest, out->kernel);
+        xpj_cache_entry_clear(out);
+        c->pending.corrupt++;
+        delete_row(c, digest);
+        rc = SQLITE_DONE;
+      }
+    }
+  }
+  sqlite3_finalize(s);
+  return rc;
+}
+
+static void touch(xpj_cache *c, const char *digest) {
+  if (c->mode != XPJ_CACHE_MODE_RW || c->bundle)
+    return;
+  int rc = begin(c);
+  if (rc != SQLITE_OK) {
+    if (is_env(rc))
+      degrade(c, rc, "recording a use");
+    return;
+  }
+  sqlite3_stmt *s = NULL;
+  rc = sqlite3_prepare_v2(
+      c->db, "UPDATE entries SET last_used=?1, hits=hits+1 WHERE digest=?2",
+      -1, &s, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_int64(s, 1, now_ms());
+    sqlite3_bind_text(s, 2, digest, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+  }
+  sqlite3_finalize(s);
+  if (rc == SQLITE_DONE)
+    flush_pending(c);
+  rc = finish(c, rc);
+  if (rc != SQLITE_OK && is_env(rc))
+    degrade(c, rc, "recording a use");
+}
+
+xpj_status xpj_cache_get(xpj_cache *c, const xpj_cache_key *k,
+                         xpj_cache_entry *out) {
+  if (!c || !k || !out)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_get: NULL argument");
+  memset(out, 0, sizeof *out);
+  char digest[65], *text = NULL;
+  xpj_status st = xpj_cache_key_digest(k, &text, digest);
+  if (st != XPJ_OK)
+    return st;
+  pthread_mutex_lock(&c->mu);
+  st = XPJ_ERR_NOT_FOUND;
+  if (c->db && c->mode != XPJ_CACHE_MODE_OFF) {
+    int rc = lookup(c, digest, text, out);
+    if ((is_corrupt(rc) || rc == RC_FOREIGN) && !c->recovered && !c->bundle &&
+        c->mode == XPJ_CACHE_MODE_RW) {
+      rc = recover(c, rc);
+      if (rc == SQLITE_OK)
+        rc = lookup(c, digest, text, out);
+    }
+    if (rc == SQLITE_ROW) {
+      st = XPJ_OK;
+      if (!c->bundle) {
+        c->pending.l2_hits++;
+        if (out->failed)
+          c->pending.failure_hits++;
+        else
+          c->pending.saved_ms += out->compile_ms;
+      }
+      touch(c, digest);
+    } else {
+      if (rc != SQLITE_DONE && !is_busy(rc)) {
+        warnf(c, "cache %s: lookup failed (%s); compiling without caching",
+              c->path, rc_str(rc));
+        if (!c->bundle) {
+          db_close(c);
+          c->mode = XPJ_CACHE_MODE_OFF;
+        }
+      }
+      if (!c->bundle)
+        c->pending.l2_misses++;
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+  free(text);
+  if (st == XPJ_ERR_NOT_FOUND)
+    fail(st, "not in the cache");
+  return st;
+}
+
+/* Inside a write transaction: deletes least recently used rows until the
+ * total is at most target bytes. */
+static int evict_to(xpj_cache *c, uint64_t target, uint64_t *removed,
+                    uint64_t *freed) {
+  int rc;
+  int64_t total = query_int(c->db, "SELECT total(size) FROM entries", &rc);
+  if (rc != SQLITE_OK || (uint64_t)total <= target)
+    return rc;
+  sqlite3_stmt *sel = NULL, *del = NULL;
+  rc = sqlite3_prepare_v2(c->db,
+                          "SELECT digest, size FROM entries "
+                          "ORDER BY last_used ASC, created ASC",
+                          -1, &sel, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(c->db, "DELETE FROM entries WHERE digest=?", -1,
+                            &del, NULL);
+  while (rc == SQLITE_OK && (uint64_t)total > target) {
+    int r = sqlite3_step(sel);
+    if (r != SQLITE_ROW) {
+      rc = r == SQLITE_DONE ? SQLITE_OK : r;
+      break;
+    }
+    int64_t sz = sqlite3_column_int64(sel, 1);
+    sqlite3_bind_text(del, 1, (const char *)sqlite3_column_text(sel, 0), -1,
+                      SQLITE_TRANSIENT);
+    r = sqlite3_step(del);
+    sqlite3_reset(del);
+    if (r != SQLITE_DONE) {
+      rc = r;
+      break;
+    }
+    total -= sz;
+    c->pending.evictions++;
+    if (removed)
+      ++*removed;
+    if (freed)
+      *freed += (uint64_t)sz;
+  }
+  sqlite3_finalize(sel);
+  sqlite3_finalize(del);
+  return rc;
+}
+
+static int insert(xpj_cache *c, const xpj_cache_key *k, const char *digest,
+                  const char *text, const xpj_cache_value *v,
+                  const char *sum) {
+  sqlite3_stmt *s = NULL;
+  size_t logn = v->log ? strlen(v->log) : 0;
+  uint64_t size = v->size + logn + strlen(text) + 256;
+  int64_t t = now_ms();
+  int rc = sqlite3_prepare_v2(
+      c->db,
+      "INSERT OR REPLACE INTO entries(digest, key, code, kernel, dtypes, "
+      "ndim, target, options, versions, failed, entry, local_bytes, "
+      "scratch_bytes, data, log, checksum, size, compile_ms, created, "
+      "last_used, hits) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
+      "?14,?15,?16,?17,?18,?19,?19,0)",
+      -1, &s, NULL);
+  if (rc != SQLITE_OK)
+    return rc;
+  sqlite3_bind_text(s, 1, digest, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, text, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 3, k->code, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 4, k->kernel, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 5, k->dtypes, -1, SQLITE_STATIC);
+  sqlite3_bind_int(s, 6, (int)k->ndim);
+  sqlite3_bind_text(s, 7, k->target, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 8, k->options, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 9, k->versions, -1, SQLITE_STATIC);
+  sqlite3_bind_int(s, 10, v->failed ? 1 : 0);
+  sqlite3_bind_text(s, 11, v->entry ? v->entry : "", -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 12, (int64_t)v->local_bytes);
+  sqlite3_bind_int64(s, 13, (int64_t)v->scratch_bytes);
+  sqlite3_bind_blob64(s, 14, v->size ? (const void *)v->data : "",
+                      v->size, SQLITE_STATIC);
+  sqlite3_bind_text(s, 15, v->log ? v->log : "", -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 16, sum, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 17, (int64_t)size);
+  sqlite3_bind_double(s, 18, v->compile_ms);
+  sqlite3_bind_int64(s, 19, t);
+  rc = sqlite3_step(s);
+  sqlite3_finalize(s);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
+                         const xpj_cache_value *v) {
+  if (!c || !k || !v || (v->size && !v->data))
+    return fail(XPJ_ERR_INVALID, "xpj_cache_put: NULL argument");
+  char digest[65], *text = NULL, sum[65];
+  xpj_status st = xpj_cache_key_digest(k, &text, digest);
+  if (st != XPJ_OK)
+    return st;
+  if (!row_checksum(digest, v->failed ? 1 : 0, v->entry ? v->entry : "",
+                    v->local_bytes, v->scratch_bytes, v->data, v->size,
+                    v->log ? v->log : "", sum)) {
+    free(text);
+    return fail(XPJ_ERR_NOMEM, "SHA-256 failed");
+  }
+  pthread_mutex_lock(&c->mu);
+  for (int attempt = 0; attempt < 2; attempt++) {
+    if (!c->db || c->mode != XPJ_CACHE_MODE_RW)
+      break;
+    int rc = begin(c);
+    if (rc == SQLITE_OK)
+      rc = insert(c, k, digest, text, v, sum);
+    if (rc == SQLITE_OK && c->max_size != UINT64_MAX)
+      rc = evict_to(c, c->max_size, NULL, NULL) == SQLITE_OK ? SQLITE_OK : rc;
+    if (rc == SQLITE_OK)
+      flush_pending(c);
+    rc = finish(c, rc);
+    if (rc == SQLITE_OK)
+      break;
+    if ((is_corrupt(rc)) && !c->recovered && !c->bundle &&
+        recover(c, rc) == SQLITE_OK)
+      continue;
+    if (is_busy(rc)) {
+      warnf(c, "cache %s: busy for %d s; this entry was not stored", c->path,
+            BUSY_DEADLINE_MS / 1000);
+    } else {
+      degrade(c, rc, "storing an entry");
+    }
+    break;
+  }
+  pthread_mutex_unlock(&c->mu);
+  free(text);
+  return XPJ_OK;
+}
+
+/* ---- statistics -------------------------------------------------------- */
+
+static uint64_t file_size(const char *path, const char *suffix) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s%s", path, suffix);
+  struct stat sb;
+  return stat(p, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+}
+
+xpj_status xpj_cache_get_stats(xpj_cache *c, xpj_cache_stats *out) {
+  if (!c || !out)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_get_stats: NULL argument");
+  memset(out, 0, sizeof *out);
+  pthread_mutex_lock(&c->mu);
+  out->max_size = c->max_size;
+  out->counters = c->pending;
+  xpj_status st = XPJ_OK;
+  if (c->db) {
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(c->db, "SELECT name, value FROM stats", -1,
+                                &s, NULL);
+    while (rc == SQLITE_OK && (rc = step_retry(s)) == SQLITE_ROW) {
+      const char *n = (const char *)sqlite3_column_text(s, 0);
+      double v = sqlite3_column_double(s, 1);
+      rc = SQLITE_OK;
+      if (!n)
+        continue;
+#define READ(f)                                                              \
+  if (!strcmp(n, #f))                                                        \
+    out->counters.f += (__typeof__(out->counters.f))v;
+      COUNTERS(READ)
+#undef READ
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (rc == SQLITE_OK || rc == SQLITE_DONE)
+      rc = sqlite3_prepare_v2(c->db,
+                              "SELECT count(*), total(failed), total(size) "
+                              "FROM entries",
+                              -1, &s, NULL);
+    if (rc == SQLITE_OK && (rc = step_retry(s)) == SQLITE_ROW) {
+      out->entries = (uint64_t)sqlite3_column_int64(s, 0);
+      out->failed_entries = (uint64_t)sqlite3_column_double(s, 1);
+      out->bytes = (uint64_t)sqlite3_column_double(s, 2);
+      rc = SQLITE_OK;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_OK && rc != SQLITE_DONE)
+      st = fail(XPJ_ERR_IO, "cache %s: %s", c->path, rc_str(rc));
+  }
+  out->file_bytes = file_size(c->path, "") + file_size(c->path, "-wal");
+  pthread_mutex_unlock(&c->mu);
+  return st;
+}
+
+/* ---- maintenance -------------------------------------------------------- */
+
+xpj_status xpj_cache_list(xpj_cache *c,
+                          int (*fn)(void *ud, const xpj_cache_entry *e),
+                          void *ud) {
+  if (!c || !fn)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_list: NULL argument");
+  pthread_mutex_lock(&c->mu);
+  xpj_status st = XPJ_OK;
+  if (c->db) {
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(c->db,
+                                "SELECT " ROW_COLS " FROM entries "
+                                "ORDER BY last_used DESC, digest",
+                                -1, &s, NULL);
+    while (rc == SQLITE_OK && (rc = step_retry(s)) == SQLITE_ROW) {
+      xpj_cache_entry e;
+      rc = SQLITE_OK;
+      if (!read_row(s, false, &e)) {
+        xpj_cache_entry_clear(&e);
+        rc = SQLITE_NOMEM;
+        break;
+      }
+      int stop = fn(ud, &e);
+      xpj_cache_entry_clear(&e);
+      if (stop)
+        break;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_OK && rc != SQLITE_DONE)
+      st = fail(is_corrupt(rc) ? XPJ_ERR_IO : XPJ_ERR_IO, "cache %s: %s",
+                c->path, rc_str(rc));
+  }
+  pthread_mutex_unlock(&c->mu);
+  return st;
+}
+
+xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
+                          xpj_cache_entry *out) {
+  if (!c || !prefix || !out)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_find: NULL argument");
+  memset(out, 0, sizeof *out);
+  size_t n = strlen(prefix);
+  if (n < 4 || n > 64 || strspn(prefix, "0123456789abcdef") != n)
+    return fail(XPJ_ERR_INVALID,
+                "'%s' is not a key digest (4 to 64 lowercase hex digits)",
+                prefix);
+  pthread_mutex_lock(&c->mu);
+  xpj_status st = fail(XPJ_ERR_NOT_FOUND, "no entry %s", prefix);
+  if (c->db) {
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(c->db,
+                                "SELECT " ROW_COLS ", data FROM entries "
+                                "WHERE substr(digest, 1, ?2) = ?1 LIMIT 2",
+                                -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+      sqlite3_bind_text(s, 1, prefix, -1, SQLITE_STATIC);
+      sqlite3_bind_int(s, 2, (int)n);
+      rc = step_retry(s);
+      if (rc == SQLITE_ROW) {
+        if (!read_row(s, true, out)) {
+          xpj_cache_entry_clear(out);
+          st = fail(XPJ_ERR_NOMEM, "out of memory");
+        } else if (step_retry(s) == SQLITE_ROW) {
+          xpj_cache_entry_clear(out);
+          st = fail(XPJ_ERR_INVALID, "digest prefix %s is ambiguous", prefix);
+        } else {
+          st = XPJ_OK;
+        }
+      } else if (rc != SQLITE_DONE) {
+        st = fail(XPJ_ERR_IO, "cache %s: %s", c->path, rc_str(rc));
+      }
+    }
+    sqlite3_finalize(s);
+  }
+  pthread_mutex_unlock(&c->mu);
+  return st;
+}
+
+static void report(void (*fn)(void *, const char *), void *ud,
+                   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void report(void (*fn)(void *, const char *), void *ud,
+                   const char *fmt, ...) {
+  if (!fn)
+    return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fn(ud, msg);
+}
+
+xpj_status xpj_cache_verify(xpj_cache *c, int repair,
+                            void (*fn)(void *ud, const char *problem),
+                            void *ud, uint64_t *checked, uint64_t *bad) {
+  if (!c)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_verify: NULL argument");
+  uint64_t nchk = 0, nbad = 0;
+  pthread_mutex_lock(&c->mu);
+  xpj_status st = XPJ_OK;
+  if (c->db) {
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(c->db, "PRAGMA integrity_check", -1, &s,
+                                NULL);
+    while (rc == SQLITE_OK && (rc = step_retry(s)) == SQLITE_ROW) {
+      rc = SQLITE_OK;
+      const char *t = (const char *)sqlite3_column_text(s, 0);
+      if (t && strcmp(t, "ok") != 0) {
+        report(fn, ud, "file: %s", t);
+        nbad = 1;
+      }
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_OK && rc != SQLITE_DONE) {
+      report(fn, ud, "file: %s", rc_str(rc));
+      nbad = 1;
+    }
+    char (*drop)[65] = NULL;
+    size_t ndrop = 0;
+    rc = sqlite3_prepare_v2(c->db,
+                            "SELECT " ROW_COLS ", data FROM entries", -1, &s,
+                            NULL);
+    while (rc == SQLITE_OK && (rc = step_retry(s)) == SQLITE_ROW) {
+      rc = SQLITE_OK;
+      xpj_cache_entry e;
+      nchk++;
+      bool ok = read_row(s, true, &e) &&
+                row_intact(&e, (const char *)sqlite3_column_text(s, 19));
+      if (!ok) {
+        nbad++;
+        report(fn, ud, "entry %.16s (%s %s): key digest or checksum does "
+               "not match", e.digest, e.kernel ? e.kernel : "?",
+               e.dtypes ? e.dtypes : "");
+        char (*nd)[65] = realloc(drop, (ndrop + 1) * sizeof *drop);
+        if (nd) {
+          drop = nd;
+          memcpy(drop[ndrop++], e.digest, 65);
+        }
+      }
+      xpj_cache_entry_clear(&e);
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_OK && rc != SQLITE_DONE) {
+      report(fn, ud, "reading entries: %s", rc_str(rc));
+      if (!nbad)
+        nbad = 1;
+    }
+    if (repair && c->mode == XPJ_CACHE_MODE_RW)
+      for (size_t i = 0; i < ndrop; i++)
+        delete_row(c, drop[i]);
+    free(drop);
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (checked)
+    *checked = nchk;
+  if (bad)
+    *bad = nbad;
+  return st;
+}
+
+static xpj_status need_rw(xpj_cache *c, const char *what) {
+  if (!c->db || c->mode != XPJ_CACHE_MODE_RW)
+    return fail(XPJ_ERR_INVALID, "%s: the cache %s is not writable (%s)",
+                what, c->path,
+                c->mode == XPJ_CACHE_MODE_OFF ? "off" : "read-only");
+  return XPJ_OK;
+}
+
+xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
+                           int64_t older_than_ms, uint64_t *removed,
+                           uint64_t *freed) {
+  if (!c)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_prune: NULL argument");
+  uint64_t nrem = 0, nfree = 0;
+  pthread_mutex_lock(&c->mu);
+  xpj_status st = need_rw(c, "prune");
+  if (st == XPJ_OK) {
+    int rc = begin(c);
+    if (rc == SQLITE_OK && older_than_ms > 0) {
+      sqlite3_stmt *s = NULL;
+      rc = sqlite3_prepare_v2(c->db,
+                              "DELETE FROM entries WHERE last_used < ?1 "
+                              "RETURNING size",
+                              -1, &s, NULL);
+      if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, now_ms() - older_than_ms);
+        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+          nrem++;
+          nfree += (uint64_t)sqlite3_column_int64(s, 0);
+        }
+        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+      }
+      sqlite3_finalize(s);
+    }
+    if (rc == SQLITE_OK)
+      rc = evict_to(c, max_size ? max_size : c->max_size, &nrem, &nfree);
+    if (rc == SQLITE_OK)
+      flush_pending(c);
+    rc = finish(c, rc);
+    if (rc != SQLITE_OK)
+      st = fail(XPJ_ERR_IO, "prune %s: %s", c->path, rc_str(rc));
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (removed)
+    *removed = nrem;
+  if (freed)
+    *freed = nfree;
+  return st;
+}
+
+xpj_status xpj_cache_clear(xpj_cache *c) {
+  if (!c)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_clear: NULL argument");
+  pthread_mutex_lock(&c->mu);
+  xpj_status st = need_rw(c, "clear");
+  if (st == XPJ_OK) {
+    int rc = begin(c);
+    if (rc == SQLITE_OK)
+      rc = sqlite3_exec(c->db, "DELETE FROM entries; DELETE FROM stats;",
+                        NULL, NULL, NULL);
+    rc = finish(c, rc);
+    memset(&c->pending, 0, sizeof c->pending);
+    if (rc != SQLITE_OK)
+      st = fail(XPJ_ERR_IO, "clear %s: %s", c->path, rc_str(rc));
+    else /* give the space back; fails harmlessly while others read */
+      sqlite3_exec(c->db, "VACUUM", NULL, NULL, NULL);
+  }
+  pthread_mutex_unlock(&c->mu);
+  return st;
+}
+
+xpj_status xpj_cache_set_meta(xpj_cache *c, const char *name,
+                              const char *value) {
+  if (!c || !name || !value)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_set_meta: NULL argument");
+  pthread_mutex_lock(&c->mu);
+  xpj_status st = need_rw(c, "set meta");
+  if (st == XPJ_OK) {
+    sqlite3_stmt *s = NULL;
+    int rc = begin(c);
+    if (rc == SQLITE_OK)
+      rc = sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO meta VALUES(?,?)",
+                              -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+      sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+      sqlite3_bind_text(s, 2, value, -1, SQLITE_STATIC);
+      rc = sqlite3_step(s);
+    }
+    sqlite3_finalize(s);
+    rc = finish(c, rc);
+    if (rc != SQLITE_OK)
+      st = fail(XPJ_ERR_IO, "%s: %s", c->path, rc_str(rc));
+  }
+  pthread_mutex_unlock(&c->mu);
+  return st;
+}
+
+xpj_status xpj_cache_get_meta(xpj_cache *c, const char *name, char **value) {
+  if (!c || !name || !value)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_get_meta: NULL argument");
+  *value = NULL;
+  pthread_mutex_lock(&c->mu);
+  xpj_status st = fail(XPJ_ERR_NOT_FOUND, "no meta '%s'", name);
+  sqlite3_stmt *s = NULL;
+  if (c->db &&
+      sqlite3_prepare_v2(c->db, "SELECT value FROM meta WHERE name=?", -1, &s,
+                         NULL) == SQLITE_OK) {
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    if (step_retry(s) == SQLITE_ROW) {
+      *value = col_text(s, 0);
+      st = *value ? XPJ_OK : fail(XPJ_ERR_NOMEM, "out of memory");
+    }
+  }
+  sqlite3_finalize(s);
+  pthread_mutex_unlock(&c->mu);
+  return st;
+}
+
+static char *join_distinct(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *s = NULL;
+  size_t len = 0, cap = 64;
+  char *out = calloc(1, cap);
+  if (!out || sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
+    sqlite3_finalize(s);
+    return out;
+  }
+  while (step_retry(s) == SQLITE_ROW) {
+    const char *t = (const char *)sqlite3_column_text(s, 0);
+    size_t n = t ? strlen(t) : 0;
+    if (len + n + 2 > cap) {
+      cap = (len + n + 2) * 2;
+      char *no = realloc(out, cap);
+      if (!no)
+        break;
+      out = no;
+    }
+    len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? "\n" : "",
+                            t ? t : "");
+  }
+  sqlite3_finalize(s);
+  return out;
+}
+
+xpj_status xpj_cache_targets(xpj_cache *c, char **targets, char **versions) {
+  if (!c || !targets || !versions)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_targets: NULL argument");
+  pthread_mutex_lock(&c->mu);
+  *targets = c->db ? join_distinct(c->db, "SELECT DISTINCT target FROM "
+                                          "entries ORDER BY 1")
+                   : calloc(1, 1);
+  *versions = c->db ? join_distinct(c->db, "SELECT DISTINCT versions FROM "
+                                           "entries ORDER BY 1")
+                    : calloc(1, 1);
+  pthread_mutex_unlock(&c->mu);
+  if (!*targets || !*versions) {
+    free(*targets);
+    free(*versions);
+    *targets = *versions = NULL;
+    return fail(XPJ_ERR_NOMEM, "out of memory");
+  }
+  return XPJ_OK;
+}
+
+xpj_status xpj_cache_finish_bundle(xpj_cache *c) {
+  if (!c)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_finish_bundle: NULL argument");
+  pthread_mutex_lock(&c->mu);
+  xpj_status st = need_rw(c, "finish bundle");
+  if (st == XPJ_OK) {
+    int rc = exec_retry(c->db, "PRAGMA journal_mode=DELETE");
+    if (rc == SQLITE_OK)
+      rc = exec_retry(c->db, "UPDATE entries SET hits=0; VACUUM");
+    if (rc != SQLITE_OK)
+      st = fail(XPJ_ERR_IO, "bundle %s: %s", c->path, rc_str(rc));
+  }
+  pthread_mutex_unlock(&c->mu);
+  return st;
+}
+
+xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
+  if (!c || !path)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_export: NULL argument");
+  if (n)
+    *n = 0;
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  unlink(tmp);
+  xpj_cache_config bc = {.path = tmp, .mode = XPJ_CACHE_MODE_RW, .bundle = 1,
+                         .warn = c->warn, .warn_ud = c->warn_ud};
+  xpj_cache *b = NULL;
+  xpj_status st = xpj_cache_open(&bc, &b);
+  if (st != XPJ_OK)
+    return st;
+  pthread_mutex_lock(&c->mu);
+  if (!c->db)
+    st = fail(XPJ_ERR_INVALID, "the cache %s is off", c->path);
+  sqlite3_stmt *sel = NULL;
+  int rc = SQLITE_OK;
+  if (st == XPJ_OK)
+    rc = sqlite3_prepare_v2(c->db,
+                            "SELECT " ROW_COLS ", data FROM entries "
+                            "WHERE failed = 0",
+                            -1, &sel, NULL);
+  uint64_t count = 0;
+  while (st == XPJ_OK && rc == SQLITE_OK &&
+         (rc = step_retry(sel)) == SQLITE_ROW) {
+    rc = SQLITE_OK;
+    xpj_cache_entry e;
+    if (!read_row(sel, true, &e) ||
+        !row_intact(&e, (const char *)sqlite3_column_text(sel, 19))) {
+      xpj_cache_entry_clear(&e);
+      continue; /* never export a damaged row */
+    }
+    xpj_cache_key k = {e.code, e.kernel, e.dtypes, e.ndim,
+                       e.target, e.options, e.versions};
+    xpj_cache_value v = {0, e.data, e.size, e.entry, e.log,
+                         e.local_bytes, e.scratch_bytes, e.compile_ms};
+    pthread_mutex_lock(&b->mu);
+    char sum[65];
+    row_checksum(e.digest, 0, e.entry, e.local_bytes, e.scratch_bytes,
+                 e.data, e.size, e.log, sum);
+    int r = begin(b);
+    if (r == SQLITE_OK)
+      r = insert(b, &k, e.digest, e.key, &v, sum);
+    r = finish(b, r);
+    pthread_mutex_unlock(&b->mu);
+    if (r != SQLITE_OK)
+      st = fail(XPJ_ERR_IO, "writing %s: %s", tmp, rc_str(r));
+    else
+      count++;
+    xpj_cache_entry_clear(&e);
+  }
+  sqlite3_finalize(sel);
+  pthread_mutex_unlock(&c->mu);
+  if (st == XPJ_OK && rc != SQLITE_OK && rc != SQLITE_DONE)
+    st = fail(XPJ_ERR_IO, "reading %s: %s", c->path, rc_str(rc));
+  if (st == XPJ_OK)
+    st = xpj_cache_finish_bundle(b);
+  xpj_cache_close(b);
+  if (st == XPJ_OK && rename(tmp, path) != 0)
+    st = fail(XPJ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+  if (st != XPJ_OK)
+    unlink(tmp);
+  else if (n)
+    *n = count;
+  return st;
+}
+
+xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
+                            uint64_t *imported, uint64_t *skipped) {
+  if (!c || !bundle_path)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_import: NULL argument");
+  uint64_t nimp = 0, nskip = 0;
+  xpj_cache_config bc = {.path = bundle_path, .bundle = 1,
+                         .warn = c->warn, .warn_ud = c->warn_ud};
+  xpj_cache *b = NULL;
+  xpj_status st = xpj_cache_open(&bc, &b);
+  if (st != XPJ_OK)
+    return st;
+  pthread_mutex_lock(&c->mu);
+  st = need_rw(c, "import");
+  sqlite3_stmt *sel = NULL;
+  int rc = SQLITE_OK;
+  if (st == XPJ_OK)
+    rc = sqlite3_prepare_v2(b->db, "SELECT " ROW_COLS ", data FROM entries",
+                            -1, &sel, NULL);
+  bool in_txn = false;
+  unsigned batch = 0;
+  while (st == XPJ_OK && rc == SQLITE_OK &&
+         (rc = sqlite3_step(sel)) == SQLITE_ROW) {
+    rc = SQLITE_OK;
+    xpj_cache_entry e;
+    const char *sum = (const char *)sqlite3_column_text(sel, 19);
+    if (!read_row(sel, true, &e) || !row_intact(&e, sum)) {
+      nskip++;
+      warnf(c, "bundle %s: entry %.16s is damaged; not imported",
+            bundle_path, e.digest);
+      xpj_cache_entry_clear(&e);
+      continue;
+    }
+    xpj_cache_key k = {e.code, e.kernel, e.dtypes, e.ndim,
+                       e.target, e.options, e.versions};
+    xpj_cache_value v = {e.failed, e.data, e.size, e.entry, e.log,
+                         e.local_bytes, e.scratch_bytes, e.compile_ms};
+    if (!in_txn) {
+      int r = begin(c);
+      if (r != SQLITE_OK) {
+        st = fail(XPJ_ERR_IO, "import into %s: %s", c->path, rc_str(r));
+        xpj_cache_entry_clear(&e);
+        break;
+      }
+      in_txn = true;
+    }
+    int r;
+    sqlite3_stmt *ex = NULL;
+    bool present = false;
+    if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM entries WHERE digest=?", -1,
+                           &ex, NULL) == SQLITE_OK) {
+      sqlite3_bind_text(ex, 1, e.digest, -1, SQLITE_STATIC);
+      present = sqlite3_step(ex) == SQLITE_ROW;
+    }
+    sqlite3_finalize(ex);
+    if (present) {
+      nskip++;
+    } else {
+      r = insert(c, &k, e.digest, e.key, &v, sum);
+      if (r != SQLITE_OK)
+        st = fail(XPJ_ERR_IO, "import into %s: %s", c->path, rc_str(r));
+      else
+        nimp++;
+    }
+    xpj_cache_entry_clear(&e);
+    if (in_txn && ++batch == 64) { /* short transactions */
+      r = finish(c, st == XPJ_OK ? SQLITE_OK : SQLITE_ERROR);
+      in_txn = false;
+      batch = 0;
+      if (st == XPJ_OK && r != SQLITE_OK)
+        st = fail(XPJ_ERR_IO, "import into %s: %s", c->path, rc_str(r));
+    }
+  }
+  if (st == XPJ_OK && rc != SQLITE_OK && rc != SQLITE_DONE)
+    st = fail(XPJ_ERR_IO, "reading bundle %s: %s", bundle_path, rc_str(rc));
+  if (in_txn) {
+    if (st == XPJ_OK)
+      evict_to(c, c->max_size, NULL, NULL);
+    int r = finish(c, st == XPJ_OK ? SQLITE_OK : SQLITE_ERROR);
+    if (st == XPJ_OK && r != SQLITE_OK)
+      st = fail(XPJ_ERR_IO, "import into %s: %s", c->path, rc_str(r));
+  }
+  sqlite3_finalize(sel);
+  pthread_mutex_unlock(&c->mu);
+  xpj_cache_close(b);
+  if (imported)
+    *imported = nimp;
+  if (skipped)
+    *skipped = nskip;
+  return st;
+}
+
+/* ---- parsing sizes and durations ----------------------------------------- */
+
+xpj_status xpj_cache_parse_size(const char *s, uint64_t *out) {
+  if (!s || !out)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_parse_size: NULL argument");
+  const char *p = s;
+  uint64_t v = 0;
+  if (*p < '0' || *p > '9')
+    return fail(XPJ_ERR_INVALID, "size '%s': expected a number", s);
+  while (*p >= '0' && *p <= '9') {
+    if (v > (UINT64_MAX - 9) / 10)
+      return fail(XPJ_ERR_INVALID, "size '%s' is too large", s);
+    v = v * 10 + (uint64_t)(*p++ - '0');
+  }
+  unsigned shift = 0;
+  switch (*p) {
+  case 0: break;
+  case 'k': case 'K': shift = 10; break;
+  case 'm': case 'M': shift = 20; break;
+  case 'g': case 'G': shift = 30; break;
+  case 't': case 'T': shift = 40; break;
+  default:
+    return fail(XPJ_ERR_INVALID, "size '%s': unknown unit (K, M, G, T)", s);
+  }
+  if (*p) {
+    p++;
+    if ((*p == 'i' && p[1] == 'B' && !p[2]) || (*p == 'B' && !p[1]))
+      p += strlen(p);
+  }
+  if (*p)
+    return fail(XPJ_ERR_INVALID, "size '%s': unexpected '%s'", s, p);
+  if (shift && v > (UINT64_MAX >> shift))
+    return fail(XPJ_ERR_INVALID, "size '%s' is too large", s);
+  *out = v << shift;
+  return XPJ_OK;
+}
+
+xpj_status xpj_cache_parse_duration(const char *s, int64_t *out_ms) {
+  if (!s || !out_ms)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_parse_duration: NULL argument");
+  const char *p = s;
+  int64_t v = 0;
+  if (*p < '0' || *p > '9')
+    return fail(XPJ_ERR_INVALID, "duration '%s': expected a number", s);
+  while (*p >= '0' && *p <= '9') {
+    if (v > 1000000000000LL)
+      return fail(XPJ_ERR_INVALID, "duration '%s' is too long", s);
+    v = v * 10 + (*p++ - '0');
+  }
+  int64_t unit = 1000;
+  switch (*p) {
+  case 0: case 's': break;
+  case 'm': unit = 60 * 1000LL; break;
+  case 'h': unit = 3600 * 1000LL; break;
+  case 'd': unit = 86400 * 1000LL; break;
+  case 'w': unit = 7 * 86400 * 1000LL; break;
+  default:
+    return fail(XPJ_ERR_INVALID,
+                "duration '%s': unknown unit (s, m, h, d, w)", s);
+  }
+  if (*p && p[1])
+    return fail(XPJ_ERR_INVALID, "duration '%s': unexpected '%s'", s, p + 1);
+  if (v > INT64_MAX / unit)
+    return fail(XPJ_ERR_INVALID, "duration '%s' is too long", s);
+  *out_ms = v * unit;
+  return XPJ_OK;
+}

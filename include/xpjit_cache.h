@@ -1,0 +1,224 @@
+/*
+ * xpjit_cache.h - the compile cache's second level and kernel bundles: an
+ * SQLite store of compiled binaries, keyed by everything that determines
+ * them. The cache stores bytes and keys; it knows nothing of kernels,
+ * compilers or devices (the runtime fills keys, see docs/cache.md).
+ *
+ * Guarantees: a lookup returns an entry only when its full canonical key
+ * equals the one asked for and its checksum verifies; anything else is a
+ * miss. A corrupt row is dropped; a corrupt, foreign or wrong-schema
+ * database file is moved aside and recreated, with a warning; a directory
+ * or disk that cannot be written degrades the cache to read-only or off,
+ * with a warning, never a failure. Many processes may share one database
+ * (WAL mode, short write transactions, retries on busy).
+ *
+ * Ownership: xpj_cache_open returns a handle closed with xpj_cache_close
+ * (NULL is a no-op). xpj_cache_entry fields are malloc'd and freed by
+ * xpj_cache_entry_clear. Thread safety: one handle may be used from many
+ * threads (calls are serialised on it).
+ */
+#ifndef XPJIT_CACHE_H
+#define XPJIT_CACHE_H
+
+#include "xpjit_ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of the database schema; part of every key and of the file name
+ * (cache-v1.db). */
+#define XPJ_CACHE_SCHEMA_VERSION 1
+/* Default size limit of the user cache: 1 GiB. */
+#define XPJ_CACHE_DEFAULT_MAX_SIZE (1ull << 30)
+
+typedef struct xpj_cache xpj_cache;
+
+typedef enum xpj_cache_mode {
+  XPJ_CACHE_MODE_DEFAULT = 0, /* XPJIT_CACHE (off|ro|rw), else rw */
+  XPJ_CACHE_MODE_OFF = 1,     /* no store: every lookup misses */
+  XPJ_CACHE_MODE_RO = 2,      /* lookups only, nothing written */
+  XPJ_CACHE_MODE_RW = 3,
+} xpj_cache_mode;
+
+/* Receives warnings (degraded modes, recovered corruption); msg has no
+ * trailing newline. NULL: "xpjit: warning: MSG" on stderr. */
+typedef void (*xpj_cache_warn_fn)(void *ud, const char *msg);
+
+typedef struct xpj_cache_config {
+  /* The database file. NULL: XPJIT_CACHE_DIR, else $XDG_CACHE_HOME/xpjit,
+   * else $HOME/.cache/xpjit; file cache-v1.db in it. */
+  const char *path;
+  xpj_cache_mode mode;
+  /* Bytes; 0: XPJIT_CACHE_MAX_SIZE (e.g. "512M"), else 1 GiB;
+   * UINT64_MAX: no limit. Enforced by least-recently-used eviction. */
+  uint64_t max_size;
+  /* A bundle: a single self-contained file (no WAL), no size limit, no
+   * use statistics. Opened read-only unless mode is RW. Unlike the user
+   * cache, a bundle that cannot be read is an error, not a warning. */
+  int bundle;
+  xpj_cache_warn_fn warn;
+  void *warn_ud;
+} xpj_cache_config;
+
+/* Opens (creating when writable) the cache. Fails only for bad arguments,
+ * out of memory, and bundles that cannot be opened; problems with the user
+ * cache degrade it (xpj_cache_mode_of tells) and call warn. */
+xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out);
+/* Flushes pending statistics and closes. */
+void xpj_cache_close(xpj_cache *c);
+/* This thread's message for the last failing xpj_cache_* call. */
+const char *xpj_cache_last_error(void);
+/* The mode in effect after any degradation. */
+xpj_cache_mode xpj_cache_mode_of(const xpj_cache *c);
+const char *xpj_cache_path(const xpj_cache *c);
+/* Default database path (see config.path) into buf; length like snprintf. */
+size_t xpj_cache_default_path(char *buf, size_t size);
+
+/* ---- keys ---------------------------------------------------------- */
+
+/* Every component of a key is text without newlines; all are required
+ * (dtypes and options may be ""). */
+typedef struct xpj_cache_key {
+  const char *code;     /* SHA-256 (hex) of the specialised kernel's IR */
+  const char *kernel;   /* kernel name */
+  const char *dtypes;   /* canonical "T=f32,U=i64" */
+  unsigned ndim;        /* generic-rank ndim, 0 when none */
+  const char *target;   /* canonical target with exact architecture */
+  const char *options;  /* canonical compile options ("O2") */
+  const char *versions; /* "xpjit=0.1.0;llvm=22.1.8;abi=2" */
+} xpj_cache_key;
+
+/* The canonical key text (malloc'd into *text when text is not NULL) and
+ * its SHA-256 digest in hex. XPJ_ERR_INVALID for a missing component or
+ * one containing a newline. */
+xpj_status xpj_cache_key_digest(const xpj_cache_key *k, char **text,
+                                char hex[65]);
+
+/* ---- entries ------------------------------------------------------- */
+
+/* What a compile produced, as stored. */
+typedef struct xpj_cache_value {
+  int failed;              /* the compile failed; log says why */
+  const uint8_t *data;     /* the binary (NULL, 0 when failed) */
+  size_t size;
+  const char *entry;       /* entry point name */
+  const char *log;         /* diagnostics or warnings ("" when none) */
+  uint64_t local_bytes, scratch_bytes;
+  double compile_ms;       /* what the compile cost */
+} xpj_cache_value;
+
+/* A stored entry; every pointer is malloc'd (xpj_cache_entry_clear). */
+typedef struct xpj_cache_entry {
+  char digest[65];
+  char *key; /* canonical key text */
+  char *code, *kernel, *dtypes, *target, *options, *versions;
+  unsigned ndim;
+  int failed;
+  uint8_t *data; /* NULL in listings */
+  size_t size;
+  char *entry, *log;
+  uint64_t local_bytes, scratch_bytes;
+  double compile_ms;
+  int64_t created_ms, last_used_ms; /* Unix epoch, milliseconds */
+  uint64_t hits;
+} xpj_cache_entry;
+
+void xpj_cache_entry_clear(xpj_cache_entry *e);
+
+/* Looks k up. XPJ_OK: *out filled with a verified entry (its use time and
+ * hit count updated unless read-only). XPJ_ERR_NOT_FOUND: a miss, which
+ * includes a stored row whose key text differs (digest collision) or
+ * whose checksum fails (the row is dropped, with a warning). */
+xpj_status xpj_cache_get(xpj_cache *c, const xpj_cache_key *k,
+                         xpj_cache_entry *out);
+/* Stores v under k (replacing any row with that key), then evicts the
+ * least recently used entries while the store is over its size limit.
+ * XPJ_OK also when the cache is off, read-only or degraded (nothing is
+ * stored then). */
+xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
+                         const xpj_cache_value *v);
+
+/* ---- statistics ---------------------------------------------------- */
+
+/* Event counters, kept in the database across processes. */
+typedef struct xpj_cache_counters {
+  uint64_t l1_hits;       /* in-process first-level hits */
+  uint64_t l2_hits;       /* hits in this store */
+  uint64_t l2_misses;
+  uint64_t bundle_hits;   /* served from a bundle */
+  uint64_t compiles;      /* compiles run (successful or not) */
+  uint64_t compile_failures;
+  uint64_t failure_hits;  /* cached failures served instead of compiling */
+  uint64_t corrupt;       /* rows dropped or files moved aside */
+  uint64_t evictions;
+  double compile_ms;      /* time spent compiling */
+  double saved_ms;        /* compile time of entries served from a cache */
+} xpj_cache_counters;
+
+/* Adds delta to the counters (written with the next write, or at close). */
+void xpj_cache_note(xpj_cache *c, const xpj_cache_counters *delta);
+
+typedef struct xpj_cache_stats {
+  xpj_cache_counters counters;
+  uint64_t entries, failed_entries;
+  uint64_t bytes;     /* sum of entry sizes */
+  uint64_t file_bytes; /* database file (and WAL) on disk */
+  uint64_t max_size;
+} xpj_cache_stats;
+
+xpj_status xpj_cache_get_stats(xpj_cache *c, xpj_cache_stats *out);
+
+/* ---- maintenance (xpjit-cli cache ...) ----------------------------- */
+
+/* Calls fn for each entry (data not loaded), most recently used first;
+ * fn returns non-zero to stop. */
+xpj_status xpj_cache_list(xpj_cache *c,
+                          int (*fn)(void *ud, const xpj_cache_entry *e),
+                          void *ud);
+/* The entry whose digest starts with prefix (at least 4 hex digits), data
+ * included. XPJ_ERR_NOT_FOUND, or XPJ_ERR_INVALID when ambiguous. */
+xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
+                          xpj_cache_entry *out);
+/* Checks the file's integrity and every row's key digest and checksum;
+ * fn (may be NULL) gets one line per problem. With repair, bad rows are
+ * deleted. *bad: rows (or 1 for the file) found bad. */
+xpj_status xpj_cache_verify(xpj_cache *c, int repair,
+                            void (*fn)(void *ud, const char *problem),
+                            void *ud, uint64_t *checked, uint64_t *bad);
+/* Removes entries not used for older_than_ms (0: no age limit), then the
+ * least recently used while over max_size (0: the configured limit).
+ * Reports entries removed and bytes freed (either may be NULL). */
+xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
+                           int64_t older_than_ms, uint64_t *removed,
+                           uint64_t *freed);
+/* Removes every entry and resets the counters. */
+xpj_status xpj_cache_clear(xpj_cache *c);
+/* Writes every successful entry to a new bundle at path (replaced
+ * atomically). *n: entries written. */
+xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n);
+/* Copies a bundle's entries into c after verifying each; rows already
+ * present are kept. */
+xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
+                            uint64_t *imported, uint64_t *skipped);
+/* Bundle metadata (name -> value), e.g. "versions", "targets". get: the
+ * value malloc'd into *value, XPJ_ERR_NOT_FOUND when unset. */
+xpj_status xpj_cache_set_meta(xpj_cache *c, const char *name,
+                              const char *value);
+xpj_status xpj_cache_get_meta(xpj_cache *c, const char *name, char **value);
+/* Distinct targets and versions strings stored, one per line (no final
+ * newline), malloc'd. */
+xpj_status xpj_cache_targets(xpj_cache *c, char **targets, char **versions);
+/* Makes a bundle compact and self-contained (no WAL); used after building
+ * or exporting. */
+xpj_status xpj_cache_finish_bundle(xpj_cache *c);
+
+/* "1073741824", "512K", "100M", "2G", "1T" (powers of 1024) -> bytes. */
+xpj_status xpj_cache_parse_size(const char *s, uint64_t *out);
+/* "90s", "30m", "12h", "7d", "2w", or plain seconds -> milliseconds. */
+xpj_status xpj_cache_parse_duration(const char *s, int64_t *out_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,486 @@
+/* kcache.c - where compiled kernels come from: the context's first level
+ * (loaded kernels in memory), the second level on disk (cache/), bundles,
+ * and only then the compiler. Besides program.c, the one runtime file that
+ * calls the compiler.
+ *
+ * The first level is keyed by the digest of the full cache key and the
+ * device, and is also the single-flight table: the first thread to miss a
+ * key builds it while others wait on the context's condition variable.
+ * Deterministic compile failures are remembered like successes; failures
+ * that say nothing about the inputs (a timed-out or killed worker, a
+ * device that would not load a binary) are not, so a later call retries. */
+#include "rt.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- warnings -------------------------------------------------------- */
+
+static pthread_mutex_t warn_mu = PTHREAD_MUTEX_INITIALIZER;
+static void (*warn_fn)(void *, const char *);
+static void *warn_ud;
+
+void xpj_set_warning_handler(void (*fn)(void *ud, const char *msg),
+                             void *ud) {
+  pthread_mutex_lock(&warn_mu);
+  warn_fn = fn;
+  warn_ud = ud;
+  pthread_mutex_unlock(&warn_mu);
+}
+
+void rt_warn(const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&warn_mu);
+  if (warn_fn)
+    warn_fn(warn_ud, msg);
+  else
+    fprintf(stderr, "xpjit: warning: %s\n", msg);
+  pthread_mutex_unlock(&warn_mu);
+}
+
+static void cache_warn(void *ud, const char *msg) {
+  (void)ud;
+  rt_warn("%s", msg);
+}
+
+/* ---- bundles ---------------------------------------------------------- */
+
+static bool has_line(const char *list, const char *s) {
+  size_t n = strlen(s);
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && !memcmp(p, s, n))
+      return true;
+    p = e ? e + 1 : p + len;
+  }
+  return false;
+}
+
+static xpj_status add_bundle(xpj_context *ctx, const char *path,
+                             bool from_env) {
+  rt_cc *cc = &ctx->cc;
+  xpj_cache_config cfg = {.path = path, .bundle = 1, .warn = cache_warn};
+  xpj_cache *b = NULL;
+  xpj_status st = xpj_cache_open(&cfg, &b);
+  if (st != XPJ_OK) {
+    if (from_env) {
+      rt_warn("XPJIT_BUNDLE_PATH: %s; not used", xpj_cache_last_error());
+      return XPJ_OK;
+    }
+    return rt_err(st, "%s", xpj_cache_last_error());
+  }
+  char *versions = NULL, *targets = NULL, *tv = NULL;
+  char why[1024] = "";
+  if (xpj_cache_get_meta(b, "versions", &versions) != XPJ_OK)
+    snprintf(why, sizeof why, "it does not say which xpjit built it");
+  else if (strcmp(versions, cc->versions) != 0)
+    snprintf(why, sizeof why, "it was built by %s; this is %s", versions,
+             cc->versions);
+  else if (xpj_cache_targets(b, &targets, &tv) != XPJ_OK)
+    snprintf(why, sizeof why, "out of memory");
+  else if (ctx->ndevs) {
+    bool match = false;
+    for (unsigned i = 0; i < ctx->ndevs && !match; i++)
+      match = has_line(targets, ctx->devs[i]->info.target);
+    if (!match) {
+      size_t n = (size_t)snprintf(why, sizeof why,
+                                  "it has no kernels for %s",
+                                  ctx->devs[0]->id);
+      for (unsigned i = 1; i < ctx->ndevs && n < sizeof why - 64; i++)
+        n += (size_t)snprintf(why + n, sizeof why - n, ", %s",
+                              ctx->devs[i]->id);
+      snprintf(why + n, sizeof why - n, " (its targets: %.300s)",
+               *targets ? targets : "none");
+      for (char *p = why; *p; p++)
+        if (*p == '\n')
+          *p = ' ';
+    }
+  }
+  free(versions);
+  free(targets);
+  free(tv);
+  if (*why) {
+    xpj_cache_close(b);
+    if (from_env) {
+      rt_warn("bundle %s is not used: %s", path, why);
+      return XPJ_OK;
+    }
+    return rt_err(XPJ_ERR_UNSUPPORTED, "bundle %s is not used: %s", path,
+                  why);
+  }
+  pthread_mutex_lock(&cc->mu);
+  xpj_cache **nb = realloc(cc->bundles, (cc->nbundles + 1) * sizeof *nb);
+  char **np = nb ? realloc(cc->bundle_paths,
+                           (cc->nbundles + 1) * sizeof *np)
+                 : NULL;
+  char *pcopy = strdup(path);
+  if (nb)
+    cc->bundles = nb;
+  if (np)
+    cc->bundle_paths = np;
+  if (!nb || !np || !pcopy) {
+    pthread_mutex_unlock(&cc->mu);
+    free(pcopy);
+    xpj_cache_close(b);
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
+  cc->bundles[cc->nbundles] = b;
+  cc->bundle_paths[cc->nbundles++] = pcopy;
+  pthread_mutex_unlock(&cc->mu);
+  return XPJ_OK;
+}
+
+xpj_status xpj_context_add_bundle(xpj_context *ctx, const char *path) {
+  if (!ctx || !path)
+    return rt_err(XPJ_ERR_INVALID, "xpj_context_add_bundle: NULL argument");
+  return add_bundle(ctx, path, false);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A directory in XPJIT_BUNDLE_PATH: its *.xpb files in name order. */
+static void add_dir(xpj_context *ctx, const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) {
+    rt_warn("XPJIT_BUNDLE_PATH: cannot read %s", dir);
+    return;
+  }
+  char **names = NULL;
+  size_t n = 0;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t L = strlen(de->d_name);
+    if (L < 5 || strcmp(de->d_name + L - 4, ".xpb") != 0)
+      continue;
+    char **nn = realloc(names, (n + 1) * sizeof *nn);
+    if (!nn)
+      break;
+    names = nn;
+    if ((names[n] = malloc(strlen(dir) + L + 2)))
+      sprintf(names[n++], "%s/%s", dir, de->d_name);
+  }
+  closedir(d);
+  if (n)
+    qsort(names, n, sizeof *names, cmp_str);
+  for (size_t i = 0; i < n; i++) {
+    add_bundle(ctx, names[i], true);
+    free(names[i]);
+  }
+  free(names);
+}
+
+/* ---- set-up and tear-down ----------------------------------------------- */
+
+xpj_status rt_cc_init(xpj_context *ctx, const xpj_context_desc *desc) {
+  rt_cc *cc = &ctx->cc;
+  pthread_mutex_init(&cc->mu, NULL);
+  pthread_cond_init(&cc->cv, NULL);
+  cc->mode = desc ? desc->cache_mode : XPJ_CACHE_MODE_DEFAULT;
+  cc->max_size = desc ? desc->cache_max_size : 0;
+  if (desc && desc->cache_path && !(cc->path = strdup(desc->cache_path)))
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  snprintf(cc->versions, sizeof cc->versions, "xpjit=%s;llvm=%s;abi=%u",
+           XPJ_VERSION_STRING, xpj_llvm_version(), xpj_abi_version());
+  return XPJ_OK;
+}
+
+xpj_status rt_cc_env_bundles(xpj_context *ctx, const xpj_context_desc *desc) {
+  const char *bp = getenv("XPJIT_BUNDLE_PATH");
+  if (bp && *bp && !(desc && desc->no_env_bundles)) {
+    char *copy = strdup(bp);
+    if (!copy)
+      return rt_err(XPJ_ERR_NOMEM, "out of memory");
+    char *save = NULL;
+    for (char *p = strtok_r(copy, ":", &save); p;
+         p = strtok_r(NULL, ":", &save)) {
+      struct stat sb;
+      if (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+        add_dir(ctx, p);
+      else
+        add_bundle(ctx, p, true);
+    }
+    free(copy);
+  }
+  return XPJ_OK;
+}
+
+void rt_cc_fini(xpj_context *ctx) {
+  rt_cc *cc = &ctx->cc;
+  for (unsigned i = 0; i < RT_L1_BUCKETS; i++)
+    for (rt_l1 *e = cc->buckets[i], *n; e; e = n) {
+      n = e->next;
+      if (e->native && e->dev && e->dev->ops->kernel_unload)
+        e->dev->ops->kernel_unload(e->dev, e->native);
+      free(e->msg);
+      free(e->bin);
+      free(e);
+    }
+  if (cc->l2) {
+    /* what the second level does not count itself */
+    xpj_cache_counters d = {0};
+    d.l1_hits = cc->counters.l1_hits;
+    d.bundle_hits = cc->counters.bundle_hits;
+    xpj_cache_note(cc->l2, &d);
+    xpj_cache_close(cc->l2);
+  }
+  for (unsigned i = 0; i < cc->nbundles; i++) {
+    xpj_cache_close(cc->bundles[i]);
+    free(cc->bundle_paths[i]);
+  }
+  free(cc->bundles);
+  free(cc->bundle_paths);
+  free(cc->path);
+  pthread_cond_destroy(&cc->cv);
+  pthread_mutex_destroy(&cc->mu);
+}
+
+/* Call with cc->mu held. */
+static xpj_cache *l2_locked(rt_cc *cc) {
+  if (!cc->l2_tried) {
+    cc->l2_tried = true;
+    xpj_cache_config cfg = {.path = cc->path, .mode = cc->mode,
+                            .max_size = cc->max_size, .warn = cache_warn};
+    if (xpj_cache_open(&cfg, &cc->l2) != XPJ_OK)
+      cc->l2 = NULL;
+  }
+  return cc->l2;
+}
+
+xpj_cache *xpj_context_cache(xpj_context *ctx) {
+  if (!ctx)
+    return NULL;
+  pthread_mutex_lock(&ctx->cc.mu);
+  xpj_cache *c = l2_locked(&ctx->cc);
+  pthread_mutex_unlock(&ctx->cc.mu);
+  return c;
+}
+
+xpj_status xpj_context_cache_counters(xpj_context *ctx,
+                                      xpj_cache_counters *out) {
+  if (!ctx || !out)
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_context_cache_counters: NULL argument");
+  pthread_mutex_lock(&ctx->cc.mu);
+  *out = ctx->cc.counters;
+  pthread_mutex_unlock(&ctx->cc.mu);
+  return XPJ_OK;
+}
+
+/* ---- obtaining a kernel -------------------------------------------------- */
+
+static rt_l1 **bucket(rt_cc *cc, const char *digest) {
+  unsigned h = 0;
+  for (int i = 0; i < 4; i++)
+    h = h * 16 + (unsigned)(digest[i] <= '9' ? digest[i] - '0'
+                                             : digest[i] - 'a' + 10);
+  return &cc->buckets[h % RT_L1_BUCKETS];
+}
+
+static void unlink_entry(rt_cc *cc, rt_l1 *e) {
+  for (rt_l1 **pp = bucket(cc, e->digest); *pp; pp = &(*pp)->next)
+    if (*pp == e) {
+      *pp = e->next;
+      return;
+    }
+}
+
+/* The bytes of a compiled kernel, from wherever they came. */
+typedef struct got {
+  bool failed;
+  const uint8_t *data;
+  size_t len;
+  const char *entry, *log;
+  uint64_t local_bytes, scratch_bytes;
+  double compile_ms;
+} got;
+
+xpj_status rt_cc_obtain(xpj_context *ctx, const xpj_module *sm,
+                        const char *kernel, const char *dtypes,
+                        unsigned ndim, xpj_device *dev, const xpj_target *t,
+                        const char *target_str, const xpj_compile_opts *o,
+                        const char *ostr, rt_l1 **out,
+                        xpj_kernel_origin *from) {
+  rt_cc *cc = &ctx->cc;
+  *out = NULL;
+  *from = XPJ_ORIGIN_MEMORY;
+  uint8_t raw[32];
+  char code[65], digest[65];
+  xpj_status st = xpj_module_hash(sm, kernel, raw, code);
+  if (st != XPJ_OK)
+    return rt_err(st, "hashing %s: %s", kernel, xpj_status_name(st));
+  xpj_cache_key key = {code, kernel, dtypes, ndim, target_str, ostr,
+                       cc->versions};
+  st = xpj_cache_key_digest(&key, NULL, digest);
+  if (st != XPJ_OK)
+    return rt_err(st, "cache key of %s: %s", kernel, xpj_cache_last_error());
+
+  pthread_mutex_lock(&cc->mu);
+  rt_l1 *e;
+  for (;;) {
+    for (e = *bucket(cc, digest); e; e = e->next)
+      if (e->dev == dev && !strcmp(e->digest, digest))
+        break;
+    if (!e || e->state != RT_L1_BUILDING)
+      break;
+    pthread_cond_wait(&cc->cv, &cc->mu);
+  }
+  if (e) {
+    cc->counters.l1_hits++;
+    st = e->state == RT_L1_READY ? XPJ_OK : rt_err_str(e->status, e->msg);
+    pthread_mutex_unlock(&cc->mu);
+    if (st == XPJ_OK)
+      *out = e;
+    return st;
+  }
+  e = calloc(1, sizeof *e);
+  if (!e) {
+    pthread_mutex_unlock(&cc->mu);
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
+  memcpy(e->digest, digest, sizeof digest);
+  e->dev = dev;
+  e->state = RT_L1_BUILDING;
+  rt_l1 **b = bucket(cc, digest);
+  e->next = *b;
+  *b = e;
+  xpj_cache *l2 = l2_locked(cc);
+  pthread_mutex_unlock(&cc->mu);
+
+  /* ---- outside the lock: find or compile the binary ---- */
+  xpj_cache_entry ce = {0};
+  xpj_result *res = NULL;
+  got g = {0};
+  bool cacheable = true;
+  xpj_kernel_origin origin = XPJ_ORIGIN_COMPILED;
+  bool have = l2 && xpj_cache_get(l2, &key, &ce) == XPJ_OK;
+  if (have) {
+    origin = XPJ_ORIGIN_CACHE;
+  } else {
+    for (unsigned i = 0; i < cc->nbundles && !have; i++)
+      if (xpj_cache_get(cc->bundles[i], &key, &ce) == XPJ_OK)
+        have = true;
+    if (have)
+      origin = XPJ_ORIGIN_BUNDLE;
+  }
+  if (have) {
+    g = (got){ce.failed != 0, ce.data, ce.size, ce.entry, ce.log,
+              ce.local_bytes, ce.scratch_bytes, ce.compile_ms};
+  } else {
+    st = xpj_compile(sm, kernel, t, o, XPJ_EMIT_BIN, &res);
+    if (!res) {
+      pthread_mutex_lock(&cc->mu);
+      unlink_entry(cc, e);
+      pthread_cond_broadcast(&cc->cv);
+      pthread_mutex_unlock(&cc->mu);
+      free(e);
+      return rt_err(st, "compiling %s: %s", kernel, xpj_status_name(st));
+    }
+    g.failed = st != XPJ_OK;
+    g.data = xpj_result_data(res, &g.len);
+    g.entry = xpj_result_entry(res);
+    g.log = xpj_result_log(res);
+    g.local_bytes = xpj_result_local_bytes(res);
+    g.scratch_bytes = xpj_result_scratch_bytes(res);
+    g.compile_ms = xpj_result_millis(res);
+    /* only compile errors are facts about the inputs */
+    cacheable = st == XPJ_OK || (st == XPJ_ERR_COMPILE &&
+                                 !xpj_result_transient(res));
+    xpj_cache_counters d = {0};
+    d.compiles = 1;
+    d.compile_failures = st != XPJ_OK;
+    d.compile_ms = g.compile_ms;
+    if (l2)
+      xpj_cache_note(l2, &d); /* written with the entry */
+    if (l2 && cacheable) {
+      xpj_cache_value v = {g.failed, g.data, g.len, g.entry, g.log,
+                           g.local_bytes, g.scratch_bytes, g.compile_ms};
+      xpj_cache_put(l2, &key, &v);
+    }
+  }
+
+  const char *where = dev ? dev->id : target_str;
+  char *msg = NULL;
+  if (g.failed) {
+    st = res ? xpj_result_status(res) : XPJ_ERR_COMPILE;
+    rt_err(st, "compiling %s [%s%sndim=%u] for %s: %s%s", kernel, dtypes,
+           *dtypes ? ", " : "", ndim, where, g.log,
+           have ? " (a cached result of an earlier compile of the same "
+                  "source, dtypes, target and options)"
+                : "");
+    msg = strdup(xpj_last_error());
+  } else if (dev && g.local_bytes > dev->info.local_mem_size) {
+    st = rt_err(XPJ_ERR_UNSUPPORTED,
+                "%s needs %llu bytes of local memory; %s has %llu", kernel,
+                (unsigned long long)g.local_bytes, dev->id,
+                (unsigned long long)dev->info.local_mem_size);
+    msg = strdup(xpj_last_error());
+  } else if (dev) {
+    st = dev->ops->kernel_load(dev, g.data, g.len, g.entry, &e->native);
+    cacheable = false; /* a load failure is the device's, maybe passing */
+  } else {
+    e->bin = malloc(g.len ? g.len : 1);
+    st = e->bin ? XPJ_OK : rt_err(XPJ_ERR_NOMEM, "out of memory");
+    if (e->bin && g.len)
+      memcpy(e->bin, g.data, g.len);
+    e->len = g.len;
+  }
+  e->local_bytes = g.local_bytes;
+  e->scratch_bytes = g.scratch_bytes;
+  e->compile_ms = g.compile_ms;
+  e->origin = origin;
+  *from = origin;
+  xpj_result_destroy(res);
+
+  pthread_mutex_lock(&cc->mu);
+  if (origin == XPJ_ORIGIN_BUNDLE) {
+    cc->counters.bundle_hits++;
+    cc->counters.saved_ms += g.compile_ms;
+  } else if (origin == XPJ_ORIGIN_CACHE) {
+    cc->counters.l2_hits++;
+    if (g.failed)
+      cc->counters.failure_hits++;
+    else
+      cc->counters.saved_ms += g.compile_ms;
+  } else {
+    cc->counters.l2_misses += l2 && xpj_cache_mode_of(l2) !=
+                                        XPJ_CACHE_MODE_OFF;
+    cc->counters.compiles++;
+    cc->counters.compile_failures += g.failed;
+    cc->counters.compile_ms += g.compile_ms;
+  }
+  bool keep = st == XPJ_OK || (msg && cacheable);
+  if (st == XPJ_OK) {
+    e->state = RT_L1_READY;
+  } else if (keep) {
+    e->state = RT_L1_FAILED;
+    e->status = st;
+    e->msg = msg;
+    msg = NULL;
+  } else {
+    unlink_entry(cc, e);
+  }
+  pthread_cond_broadcast(&cc->cv);
+  pthread_mutex_unlock(&cc->mu);
+  xpj_cache_entry_clear(&ce);
+  free(msg);
+  if (!keep) {
+    free(e->bin);
+    free(e);
+    return st;
+  }
+  if (st != XPJ_OK)
+    return rt_err_str(st, e->msg);
+  *out = e;
+  return XPJ_OK;
+}
