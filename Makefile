@@ -28,7 +28,7 @@ LDLIBS_ALL = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lLLVM-22 \
 LIB_SRCS := $(wildcard ir/*.c) $(wildcard compiler/*.c) $(wildcard runtime/*.c) \
             $(wildcard cache/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-CLI_SRCS := tools/xpjit-cli.c
+CLI_SRCS := tools/xpjit-cli.c tools/cli_cache.c
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS    := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
@@ -57,7 +57,7 @@ $(LIB_SO): $(LIB_OBJS) tools/libxpjit.map
 	$(CC) $(SAN) -shared -Wl,-soname,libxpjit.so.0 \
 	  -Wl,--version-script=tools/libxpjit.map -o $@ $(LIB_OBJS) $(LDLIBS_ALL)
 
-$(CLI): $(CLI_SRCS) $(LIB_A)
+$(CLI): $(CLI_SRCS) tools/cli.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_SRCS) $(LIB_A) $(LDLIBS_ALL)
 

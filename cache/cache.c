@@ -1421,6 +1421,16 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
   pthread_mutex_unlock(&c->mu);
   if (st == XPJ_OK && rc != SQLITE_OK && rc != SQLITE_DONE)
     st = fail(XPJ_ERR_IO, "reading %s: %s", c->path, rc_str(rc));
+  if (st == XPJ_OK) { /* self-describing: what it holds, for whom */
+    char *targets = NULL, *versions = NULL;
+    st = xpj_cache_targets(b, &targets, &versions);
+    if (st == XPJ_OK)
+      st = xpj_cache_set_meta(b, "versions", versions);
+    if (st == XPJ_OK)
+      st = xpj_cache_set_meta(b, "targets", targets);
+    free(targets);
+    free(versions);
+  }
   if (st == XPJ_OK)
     st = xpj_cache_finish_bundle(b);
   xpj_cache_close(b);

@@ -194,8 +194,9 @@ xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
                            uint64_t *freed);
 /* Removes every entry and resets the counters. */
 xpj_status xpj_cache_clear(xpj_cache *c);
-/* Writes every successful entry to a new bundle at path (replaced
- * atomically). *n: entries written. */
+/* Writes every intact successful entry to a new bundle at path (replaced
+ * atomically), with meta "versions" and "targets" (the distinct values of
+ * its entries, one per line). *n: entries written. */
 xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n);
 /* Copies a bundle's entries into c after verifying each; rows already
  * present are kept. */

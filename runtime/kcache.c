@@ -227,10 +227,10 @@ void rt_cc_fini(xpj_context *ctx) {
       free(e);
     }
   if (cc->l2) {
-    /* what the second level does not count itself */
+    /* first-level hits are noted once, here, to keep them off the hot
+     * path; everything else was noted as it happened */
     xpj_cache_counters d = {0};
     d.l1_hits = cc->counters.l1_hits;
-    d.bundle_hits = cc->counters.bundle_hits;
     xpj_cache_note(cc->l2, &d);
     xpj_cache_close(cc->l2);
   }
@@ -370,8 +370,14 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const xpj_module *sm,
     for (unsigned i = 0; i < cc->nbundles && !have; i++)
       if (xpj_cache_get(cc->bundles[i], &key, &ce) == XPJ_OK)
         have = true;
-    if (have)
+    if (have) {
       origin = XPJ_ORIGIN_BUNDLE;
+      xpj_cache_counters d = {0};
+      d.bundle_hits = 1;
+      d.saved_ms = ce.compile_ms;
+      if (l2)
+        xpj_cache_note(l2, &d);
+    }
   }
   if (have) {
     g = (got){ce.failed != 0, ce.data, ce.size, ce.entry, ce.log,

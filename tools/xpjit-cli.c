@@ -3,6 +3,7 @@
  * a specialised kernel and its content hash. Exit status: 0 success, 1
  * errors in the input, 2 usage errors.
  */
+#include "cli.h"
 #include "xpjit.h"
 
 #include <stdbool.h>
@@ -15,6 +16,7 @@
 #define EXIT_USAGE 2
 
 static const char *prog = "xpjit-cli";
+const char *cli_prog = "xpjit-cli";
 
 static void usage_main(FILE *out) {
   fprintf(out,
@@ -30,6 +32,10 @@ static void usage_main(FILE *out) {
           "                       compile a kernel to SPIR-V, PTX or a CPU "
           "object\n"
           "  devices [FILTER] [-v] list the devices of every backend\n"
+          "  cache stats|ls|show|verify|prune|clear|export [--json]\n"
+          "                       inspect and maintain the compile cache\n"
+          "  bundle build|ls|verify|import\n"
+          "                       precompiled kernel bundles\n"
           "\n"
           "Run '%s COMMAND --help' for the options of a command.\n"
           "Exit status: 0 success, 1 errors in the input, 2 usage errors.\n",
@@ -599,6 +605,10 @@ int main(int argc, char **argv) {
     return cmd_ir(argc - 2, argv + 2);
   if (strcmp(cmd, "emit") == 0)
     return cmd_emit(argc - 2, argv + 2);
+  if (strcmp(cmd, "cache") == 0)
+    return cli_cache(argc - 2, argv + 2);
+  if (strcmp(cmd, "bundle") == 0)
+    return cli_bundle(argc - 2, argv + 2);
   fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
   usage_main(stderr);
   return EXIT_USAGE;

@@ -1,0 +1,12 @@
+/* cli.h - the parts of xpjit-cli in other files. */
+#ifndef XPJ_CLI_H
+#define XPJ_CLI_H
+#include "xpjit.h"
+
+extern const char *cli_prog; /* "xpjit-cli" */
+
+/* xpjit-cli cache ARGS... and xpjit-cli bundle ARGS... (cli_cache.c);
+ * argv starts after the command word. */
+int cli_cache(int argc, char **argv);
+int cli_bundle(int argc, char **argv);
+#endif
