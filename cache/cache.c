@@ -23,7 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <sqlite3.h>
@@ -127,46 +127,48 @@ static bool is_env(int rc) {
 
 /* ---- the checksum ---------------------------------------------------- */
 
-static void put_u64(EVP_MD_CTX *m, uint64_t v) {
+static void put_u64(struct sha256_ctx *m, uint64_t v) {
   uint8_t b[8];
   for (int i = 0; i < 8; i++)
     b[i] = (uint8_t)(v >> (8 * i));
-  EVP_DigestUpdate(m, b, 8);
+  sha256_update(m, 8, b);
 }
 
-static void put_str(EVP_MD_CTX *m, const char *s) {
+static void put_str(struct sha256_ctx *m, const char *s) {
   size_t n = s ? strlen(s) : 0;
   put_u64(m, n);
   if (n)
-    EVP_DigestUpdate(m, s, n);
+    sha256_update(m, n, (const uint8_t *)s);
+}
+
+static void sha256_hex(const void *data, size_t n, char hex[65]) {
+  struct sha256_ctx m;
+  uint8_t d[SHA256_DIGEST_SIZE];
+  sha256_init(&m);
+  sha256_update(&m, n, data);
+  sha256_digest(&m, sizeof d, d);
+  to_hex(d, sizeof d, hex);
 }
 
 /* SHA-256 over the digest and everything a user of the row relies on. */
 static bool row_checksum(const char *digest, int failed, const char *entry,
                          uint64_t local, uint64_t scratch, const void *data,
                          size_t size, const char *log, char hex[65]) {
-  EVP_MD_CTX *m = EVP_MD_CTX_new();
-  if (!m)
-    return false;
-  uint8_t d[EVP_MAX_MD_SIZE];
-  unsigned dl = 0;
-  bool ok = EVP_DigestInit_ex(m, EVP_sha256(), NULL) == 1;
-  if (ok) {
-    put_str(m, digest);
-    put_u64(m, (uint64_t)failed);
-    put_str(m, entry);
-    put_u64(m, local);
-    put_u64(m, scratch);
-    put_u64(m, size);
-    if (size)
-      EVP_DigestUpdate(m, data, size);
-    put_str(m, log);
-    ok = EVP_DigestFinal_ex(m, d, &dl) == 1 && dl == 32;
-  }
-  EVP_MD_CTX_free(m);
-  if (ok)
-    to_hex(d, 32, hex);
-  return ok;
+  struct sha256_ctx m;
+  uint8_t d[SHA256_DIGEST_SIZE];
+  sha256_init(&m);
+  put_str(&m, digest);
+  put_u64(&m, (uint64_t)failed);
+  put_str(&m, entry);
+  put_u64(&m, local);
+  put_u64(&m, scratch);
+  put_u64(&m, size);
+  if (size)
+    sha256_update(&m, size, data);
+  put_str(&m, log);
+  sha256_digest(&m, sizeof d, d);
+  to_hex(d, sizeof d, hex);
+  return true;
 }
 
 /* ---- keys ------------------------------------------------------------ */
@@ -196,13 +198,11 @@ xpj_status xpj_cache_key_digest(const xpj_cache_key *k, char **text,
                    "target %s\noptions %s\nversions %s\n",
                    KEY_MAGIC, XPJ_CACHE_SCHEMA_VERSION, k->code, k->kernel,
                    k->dtypes, k->ndim, k->target, k->options, k->versions);
-  uint8_t d[EVP_MAX_MD_SIZE];
-  unsigned dl = 0;
-  if (n < 0 || EVP_Digest(t, (size_t)n, d, &dl, EVP_sha256(), NULL) != 1) {
+  if (n < 0) {
     free(t);
-    return fail(XPJ_ERR_NOMEM, "SHA-256 failed");
+    return fail(XPJ_ERR_NOMEM, "out of memory");
   }
-  to_hex(d, 32, hex);
+  sha256_hex(t, (size_t)n, hex);
   if (text)
     *text = t;
   else
@@ -697,12 +697,8 @@ static bool read_row(sqlite3_stmt *s, bool with_data, xpj_cache_entry *e) {
 
 /* Is e (read with its data) intact? Checks the key digest and checksum. */
 static bool row_intact(const xpj_cache_entry *e, const char *checksum) {
-  uint8_t d[EVP_MAX_MD_SIZE];
-  unsigned dl = 0;
   char hex[65], sum[65];
-  if (EVP_Digest(e->key, strlen(e->key), d, &dl, EVP_sha256(), NULL) != 1)
-    return false;
-  to_hex(d, 32, hex);
+  sha256_hex(e->key, strlen(e->key), hex);
   if (strcmp(hex, e->digest) != 0)
     return false;
   if (!row_checksum(e->digest, e->failed, e->entry, e->local_bytes,

@@ -14,7 +14,7 @@
 #include "buf.h"
 #include "ir_impl.h"
 
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,12 +192,12 @@ xpj_status xpj_module_hash(const xpj_module *m, const char *kernel,
   xpj_status st = xpj_module_serialize(m, kernel, &data, &len);
   if (st != XPJ_OK)
     return st;
-  uint8_t d[EVP_MAX_MD_SIZE];
-  unsigned dlen = 0;
-  int ok = EVP_Digest(data, len, d, &dlen, EVP_sha256(), NULL);
+  uint8_t d[SHA256_DIGEST_SIZE];
+  struct sha256_ctx h; /* nettle: no library start-up cost, unlike OpenSSL 3 */
+  sha256_init(&h);
+  sha256_update(&h, len, data);
+  sha256_digest(&h, sizeof d, d);
   free(data);
-  if (!ok || dlen != 32)
-    return XPJ_ERR_NOMEM;
   if (digest)
     memcpy(digest, d, 32);
   if (hex) {

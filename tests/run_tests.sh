@@ -32,6 +32,7 @@ for t in "$B"/tests/test_*; do
 done
 step golden sh tests/run_golden.sh
 step cli sh tests/cli.sh
+step cache_cli sh tests/cache_cli.sh
 step spec_examples sh tests/spec_examples.sh
 step install sh tests/install.sh
 for r in "$B"/fuzz/replay_*; do

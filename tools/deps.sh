@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages xpjit needs to build and test. Idempotent:
 # installs only what is missing; needs root (or sudo) only then.
 set -eu
-PKGS="build-essential pkg-config libssl-dev libcmocka-dev clang libclang-rt-14-dev llvm-22-dev spirv-tools libsqlite3-dev"
+PKGS="build-essential pkg-config nettle-dev libcmocka-dev clang libclang-rt-14-dev llvm-22-dev spirv-tools libsqlite3-dev sqlite3"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

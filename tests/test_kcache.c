@@ -1,0 +1,566 @@
+/* test_kcache.c - the compile cache as the runtime uses it: what hits and
+ * what misses (every key component; comments do not matter), the first
+ * level and single flight, cached compile failures, recovery from a damaged
+ * cache with the recompiled kernel really used, cache modes, and bundles
+ * (loaded, ignored with a reason, from XPJIT_BUNDLE_PATH). Public API only,
+ * plus sqlite3 to damage files the way the world does. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "xpjit.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char saxpy_src[] =
+    "kernel saxpy<T>(a: T, x: global const T[], y: global T[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    y[i] = a * x[i] + y[i];\n"
+    "}\n";
+
+/* the same kernel: other comments, layout and local names */
+static const char saxpy_src_commented[] =
+    "// y = a x + y, said differently\n"
+    "kernel saxpy<T>(a: T, x: global const T[], y: global T[]) range\n"
+    "{   /* one element per work-item */\n"
+    "    let idx = global_id(0);   // the index\n"
+    "    y[idx] = a * x[idx] + y[idx];\n"
+    "}\n";
+
+/* a different computation */
+static const char saxpy_src_changed[] =
+    "kernel saxpy<T>(a: T, x: global const T[], y: global T[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    y[i] = a * x[i] - y[i];\n"
+    "}\n";
+
+static const char rank_src[] =
+    "kernel scale<T>(a: T, x: global T[*]) range {\n"
+    "    let i = global_id(0);\n"
+    "    if i < size(x) { x[i] = a * x[i]; }\n"
+    "}\n";
+
+static char dir[256];
+static char warnings[8192];
+
+static void capture(void *ud, const char *msg) {
+  (void)ud;
+  size_t n = strlen(warnings);
+  snprintf(warnings + n, sizeof warnings - n, "%s\n", msg);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/xpjit-kcache-XXXXXX");
+  if (!mkdtemp(dir))
+    return -1;
+  warnings[0] = 0;
+  xpj_set_warning_handler(capture, NULL);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  xpj_set_warning_handler(NULL, NULL);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static char *path_in(const char *name) {
+  static char buf[32][512];
+  static int k;
+  char *p = buf[k++ & 31];
+  snprintf(p, 512, "%s/%s", dir, name);
+  return p;
+}
+
+static xpj_context *mkctx(const char *db, xpj_cache_mode mode) {
+  xpj_context_desc d = {.visible = "cpu", .cpu_threads = 2,
+                        .cache_mode = mode, .cache_path = db,
+                        .no_env_bundles = 1};
+  xpj_context *ctx = NULL;
+  if (xpj_context_create(&d, &ctx) != XPJ_OK)
+    fail_msg("context: %s", xpj_last_error());
+  return ctx;
+}
+
+static xpj_device *cpu_of(xpj_context *ctx) {
+  xpj_device *dev = NULL;
+  assert_int_equal(xpj_device_select(ctx, "cpu", &dev), XPJ_OK);
+  return dev;
+}
+
+typedef struct got {
+  xpj_status st;
+  xpj_kernel_origin origin;
+  double compile_ms;
+} got;
+
+/* Gets a kernel from a new program of src in ctx, then destroys the
+ * program (the context keeps the loaded kernel). */
+static got get(xpj_context *ctx, const char *src, const char *name,
+               const char *dtypes, unsigned ndim,
+               const xpj_compile_opts *o) {
+  xpj_program *p = NULL;
+  if (xpj_program_create(ctx, "t.xpk", src, strlen(src), NULL, &p) != XPJ_OK)
+    fail_msg("program: %s", xpj_last_error());
+  xpj_kernel *k = NULL;
+  got g = {xpj_program_get_kernel(p, name, dtypes, ndim, cpu_of(ctx), o, &k),
+           XPJ_ORIGIN_COMPILED, 0};
+  if (g.st == XPJ_OK) {
+    xpj_kernel_info ki;
+    assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
+    g.origin = ki.origin;
+    g.compile_ms = ki.compile_millis;
+  }
+  xpj_program_destroy(p);
+  return g;
+}
+
+static uint64_t compiles(xpj_context *ctx) {
+  xpj_cache_counters c;
+  assert_int_equal(xpj_context_cache_counters(ctx, &c), XPJ_OK);
+  return c.compiles;
+}
+
+/* Runs saxpy (a = 2, f32) from src through ctx on 1000 elements and checks
+ * y = 2x + y (or 2x - y when minus). */
+static void run_saxpy(xpj_context *ctx, const char *src, bool minus,
+                      xpj_kernel_origin want) {
+  xpj_device *dev = cpu_of(ctx);
+  xpj_program *p = NULL;
+  assert_int_equal(xpj_program_create(ctx, "s.xpk", src, strlen(src), NULL,
+                                      &p), XPJ_OK);
+  xpj_kernel *k = NULL;
+  if (xpj_program_get_kernel(p, "saxpy", "T=f32", 0, dev, NULL, &k) != XPJ_OK)
+    fail_msg("saxpy: %s", xpj_last_error());
+  xpj_kernel_info ki;
+  assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
+  assert_int_equal(ki.origin, want);
+  enum { N = 1000 };
+  float *x, *y;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 4, 0, (void **)&x),
+                   XPJ_OK);
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 4, 0, (void **)&y),
+                   XPJ_OK);
+  for (int i = 0; i < N; i++) {
+    x[i] = (float)i;
+    y[i] = (float)(3 * i + 1);
+  }
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  xpj_array ax = xpj_array_1d(x, XPJ_F32, N), ay = xpj_array_1d(y, XPJ_F32, N);
+  xpj_arg args[] = {xpj_arg_f32(2.0f), xpj_arg_array(&ax),
+                    xpj_arg_array(&ay)};
+  xpj_range r = xpj_range_1d(N, 0);
+  assert_int_equal(xpj_launch(q, k, &r, 3, args, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  for (int i = 0; i < N; i++) {
+    float want_y = minus ? 2.0f * i - (3 * i + 1) : 2.0f * i + (3 * i + 1);
+    if (y[i] != want_y)
+      fail_msg("y[%d] = %g, expected %g", i, y[i], want_y);
+  }
+  xpj_queue_destroy(q);
+  xpj_mem_free(dev, x);
+  xpj_mem_free(dev, y);
+  xpj_program_destroy(p);
+}
+
+static void exec_sql(const char *db, const char *sql) {
+  sqlite3 *h = NULL;
+  assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+  char *err = NULL;
+  if (sqlite3_exec(h, sql, NULL, NULL, &err) != SQLITE_OK)
+    fail_msg("%s: %s", sql, err ? err : "?");
+  sqlite3_close(h);
+}
+
+/* ---- keys ---------------------------------------------------------------- */
+
+static void test_key_components(void **state) {
+  (void)state;
+  const char *db = path_in("c.db");
+  xpj_context *a = mkctx(db, XPJ_CACHE_MODE_RW);
+  got g = get(a, saxpy_src, "saxpy", "T=f32", 0, NULL);
+  assert_int_equal(g.st, XPJ_OK);
+  assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
+  assert_true(g.compile_ms > 0);
+  /* same context, new program: the first level */
+  g = get(a, saxpy_src, "saxpy", "T=f32", 0, NULL);
+  assert_int_equal(g.origin, XPJ_ORIGIN_MEMORY);
+  assert_int_equal(compiles(a), 1);
+  xpj_context_destroy(a);
+
+  /* a new context: the second level, also with other comments */
+  xpj_context *b = mkctx(db, XPJ_CACHE_MODE_RW);
+  g = get(b, saxpy_src_commented, "saxpy", "T=f32", 0, NULL);
+  assert_int_equal(g.st, XPJ_OK);
+  assert_int_equal(g.origin, XPJ_ORIGIN_CACHE);
+  assert_true(g.compile_ms > 0); /* what the compile cost, remembered */
+  assert_int_equal(compiles(b), 0);
+  /* each component changed alone: a miss */
+  g = get(b, saxpy_src, "saxpy", "T=f64", 0, NULL);
+  assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
+  g = get(b, saxpy_src_changed, "saxpy", "T=f32", 0, NULL);
+  assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.opt_level = 3;
+  g = get(b, saxpy_src, "saxpy", "T=f32", 0, &o);
+  assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
+  xpj_compile_opts_default(&o);
+  o.fast_math = 1;
+  g = get(b, saxpy_src, "saxpy", "T=f32", 0, &o);
+  assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
+  /* options that do not change the output (isolation) do not matter */
+  xpj_compile_opts_default(&o);
+  o.timeout_ms = 30000;
+  g = get(b, saxpy_src, "saxpy", "T=f32", 0, &o);
+  assert_int_equal(g.origin, XPJ_ORIGIN_MEMORY); /* loaded above */
+  /* ndim */
+  g = get(b, rank_src, "scale", "T=f32", 1, NULL);
+  assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
+  g = get(b, rank_src, "scale", "T=f32", 2, NULL);
+  assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
+  assert_int_equal(compiles(b), 6);
+  xpj_context_destroy(b);
+
+  /* targets (binaries without a device) */
+  xpj_context *c = mkctx(db, XPJ_CACHE_MODE_RW);
+  xpj_program *p = NULL;
+  assert_int_equal(xpj_program_create(c, "t.xpk", saxpy_src,
+                                      strlen(saxpy_src), NULL, &p), XPJ_OK);
+  void *b1 = NULL, *b2 = NULL;
+  size_t n1 = 0, n2 = 0;
+  assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f32", 0,
+                                          "ptx:sm_80", NULL, &b1, &n1),
+                   XPJ_OK);
+  assert_int_equal(compiles(c), 1);
+  assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f32", 0,
+                                          "ptx:sm_90", NULL, &b2, &n2),
+                   XPJ_OK);
+  assert_int_equal(compiles(c), 2);
+  assert_non_null(strstr((char *)b1, ".target sm_80"));
+  assert_non_null(strstr((char *)b2, ".target sm_90"));
+  free(b1);
+  free(b2);
+  assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f32", 0,
+                                          "spirv", NULL, NULL, NULL),
+                   XPJ_OK);
+  assert_int_equal(compiles(c), 3);
+  assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f32", 0,
+                                          "bogus:1", NULL, NULL, NULL),
+                   XPJ_ERR_INVALID);
+  xpj_program_destroy(p);
+  xpj_context_destroy(c);
+
+  /* and all of them hit in a later context */
+  xpj_context *d = mkctx(db, XPJ_CACHE_MODE_RW);
+  assert_int_equal(xpj_program_create(d, "t.xpk", saxpy_src_commented,
+                                      strlen(saxpy_src_commented), NULL, &p),
+                   XPJ_OK);
+  assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f32", 0,
+                                          "ptx:sm_90", NULL, &b1, &n1),
+                   XPJ_OK);
+  assert_int_equal(n1, n2);
+  free(b1);
+  xpj_program_destroy(p);
+  assert_int_equal(get(d, rank_src, "scale", "T=f32", 2, NULL).origin,
+                   XPJ_ORIGIN_CACHE);
+  assert_int_equal(compiles(d), 0);
+  xpj_context_destroy(d);
+}
+
+/* ---- the first level: single flight ----------------------------------------- */
+
+typedef struct flight {
+  xpj_program *p;
+  xpj_device *dev;
+  xpj_kernel *k;
+  xpj_status st;
+} flight;
+
+static void *fly(void *arg) {
+  flight *f = arg;
+  f->st = xpj_program_get_kernel(f->p, "saxpy", "T=f64", 0, f->dev, NULL,
+                                 &f->k);
+  return NULL;
+}
+
+static void test_single_flight(void **state) {
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+  /* GCC 12's libasan and fork() from a threaded process (docs/testing.md):
+   * the concurrent part runs in the plain build only. */
+  skip();
+#else
+  xpj_context *ctx = mkctx(path_in("c.db"), XPJ_CACHE_MODE_RW);
+  enum { T = 8 };
+  xpj_program *progs[T];
+  flight f[T];
+  pthread_t th[T];
+  for (int i = 0; i < T; i++) {
+    /* separate programs: they meet in the context's first level */
+    assert_int_equal(xpj_program_create(ctx, "t.xpk", saxpy_src,
+                                        strlen(saxpy_src), NULL, &progs[i]),
+                     XPJ_OK);
+    f[i] = (flight){progs[i], cpu_of(ctx), NULL, XPJ_ERR_INVALID};
+  }
+  for (int i = 0; i < T; i++)
+    assert_int_equal(pthread_create(&th[i], NULL, fly, &f[i]), 0);
+  for (int i = 0; i < T; i++)
+    pthread_join(th[i], NULL);
+  for (int i = 0; i < T; i++)
+    assert_int_equal(f[i].st, XPJ_OK);
+  assert_int_equal(compiles(ctx), 1);
+  xpj_cache_counters c;
+  xpj_context_cache_counters(ctx, &c);
+  assert_int_equal(c.l1_hits, T - 1);
+  for (int i = 0; i < T; i++)
+    xpj_program_destroy(progs[i]);
+  xpj_context_destroy(ctx);
+#endif
+}
+
+/* ---- cached failures ----------------------------------------------------------- */
+
+static void test_failure_cached(void **state) {
+  (void)state;
+  const char *db = path_in("c.db");
+  /* the compiler worker crashes on this kernel (test hook) */
+  setenv("XPJIT_FAULT_INJECT", "crash", 1);
+  xpj_context *a = mkctx(db, XPJ_CACHE_MODE_RW);
+  got g = get(a, saxpy_src, "saxpy", "T=f32", 0, NULL);
+  assert_int_equal(g.st, XPJ_ERR_COMPILE);
+  assert_non_null(strstr(xpj_last_error(), "signal"));
+  /* the same request again: remembered, not compiled again */
+  g = get(a, saxpy_src, "saxpy", "T=f32", 0, NULL);
+  assert_int_equal(g.st, XPJ_ERR_COMPILE);
+  assert_int_equal(compiles(a), 1);
+  xpj_context_destroy(a);
+  unsetenv("XPJIT_FAULT_INJECT");
+
+  /* a new process would get the same failure from the disk, with its
+   * diagnostics, without compiling: the inputs did not change */
+  xpj_context *b = mkctx(db, XPJ_CACHE_MODE_RW);
+  g = get(b, saxpy_src, "saxpy", "T=f32", 0, NULL);
+  assert_int_equal(g.st, XPJ_ERR_COMPILE);
+  assert_non_null(strstr(xpj_last_error(), "cached result"));
+  xpj_cache_counters c;
+  xpj_context_cache_counters(b, &c);
+  assert_int_equal(c.compiles, 0);
+  assert_int_equal(c.failure_hits, 1);
+  /* changed inputs (options): compiled, and it works */
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.opt_level = 1;
+  g = get(b, saxpy_src, "saxpy", "T=f32", 0, &o);
+  assert_int_equal(g.st, XPJ_OK);
+  assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(b);
+
+  /* a timed-out compile says nothing about the inputs: never cached */
+  setenv("XPJIT_FAULT_INJECT", "hang", 1);
+  xpj_context *h = mkctx(db, XPJ_CACHE_MODE_RW);
+  xpj_compile_opts_default(&o);
+  o.timeout_ms = 300;
+  g = get(h, saxpy_src, "saxpy", "T=f64", 0, &o);
+  assert_int_equal(g.st, XPJ_ERR_COMPILE);
+  assert_non_null(strstr(xpj_last_error(), "timed out"));
+  unsetenv("XPJIT_FAULT_INJECT");
+  g = get(h, saxpy_src, "saxpy", "T=f64", 0, &o);
+  assert_int_equal(g.st, XPJ_OK);
+  assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
+  assert_int_equal(compiles(h), 2);
+  xpj_context_destroy(h);
+}
+
+/* ---- damage: the recompiled kernel is the one used -------------------------- */
+
+static void test_corrupt_row_recompiled(void **state) {
+  (void)state;
+  const char *db = path_in("c.db");
+  xpj_context *a = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(a);
+  /* flip bytes in the middle of the stored object */
+  exec_sql(db, "UPDATE entries SET data = substr(data, 1, 200) || "
+               "zeroblob(16) || substr(data, 217)");
+  warnings[0] = 0;
+  xpj_context *b = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(b, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  assert_non_null(strstr(warnings, "checksum"));
+  assert_int_equal(compiles(b), 1);
+  xpj_context_destroy(b);
+  /* the recompiled entry replaced it */
+  xpj_context *c = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(c, saxpy_src, false, XPJ_ORIGIN_CACHE);
+  xpj_context_destroy(c);
+}
+
+static void test_corrupt_file_recovered(void **state) {
+  (void)state;
+  const char *db = path_in("c.db");
+  xpj_context *a = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(a);
+  /* garbage over the whole file */
+  FILE *f = fopen(db, "wb");
+  assert_non_null(f);
+  for (int i = 0; i < 65536; i++)
+    fputc((i * 7919) & 0xff, f);
+  fclose(f);
+  char side[600];
+  snprintf(side, sizeof side, "%s-wal", db);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", db);
+  unlink(side);
+  warnings[0] = 0;
+  xpj_context *b = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(b, saxpy_src_changed, true, XPJ_ORIGIN_COMPILED);
+  assert_non_null(strstr(warnings, "moved it to"));
+  xpj_context_destroy(b);
+  struct stat sb;
+  snprintf(side, sizeof side, "%s.corrupt", db);
+  assert_int_equal(stat(side, &sb), 0);
+  xpj_context *c = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(c, saxpy_src_changed, true, XPJ_ORIGIN_CACHE);
+  xpj_context_destroy(c);
+}
+
+/* ---- modes ------------------------------------------------------------------- */
+
+static void test_modes(void **state) {
+  (void)state;
+  const char *db = path_in("c.db");
+  for (int i = 0; i < 2; i++) { /* off: nothing remembered across contexts */
+    xpj_context *c = mkctx(db, XPJ_CACHE_MODE_OFF);
+    assert_int_equal(get(c, saxpy_src, "saxpy", "T=f32", 0, NULL).origin,
+                     XPJ_ORIGIN_COMPILED);
+    xpj_context_destroy(c);
+  }
+  struct stat sb;
+  assert_int_not_equal(stat(db, &sb), 0); /* and no file was made */
+  /* read-only: reads, never writes */
+  xpj_context *w = mkctx(db, XPJ_CACHE_MODE_RW);
+  get(w, saxpy_src, "saxpy", "T=f32", 0, NULL);
+  xpj_context_destroy(w);
+  for (int i = 0; i < 2; i++) {
+    xpj_context *r = mkctx(db, XPJ_CACHE_MODE_RO);
+    assert_int_equal(get(r, saxpy_src, "saxpy", "T=f32", 0, NULL).origin,
+                     XPJ_ORIGIN_CACHE);
+    assert_int_equal(get(r, saxpy_src, "saxpy", "T=i32", 0, NULL).origin,
+                     XPJ_ORIGIN_COMPILED);
+    xpj_context_destroy(r);
+  }
+  /* a place that cannot be written: a warning, and kernels still work */
+  warnings[0] = 0;
+  xpj_context *n = mkctx("/proc/xpjit-no-such-dir/c.db", XPJ_CACHE_MODE_RW);
+  run_saxpy(n, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  assert_non_null(strstr(warnings, "without caching"));
+  assert_int_equal(xpj_cache_mode_of(xpj_context_cache(n)),
+                   XPJ_CACHE_MODE_OFF);
+  xpj_context_destroy(n);
+}
+
+/* ---- bundles ----------------------------------------------------------------- */
+
+static void make_bundle(const char *bundle, const char *target) {
+  xpj_context *a = mkctx(path_in("build.db"), XPJ_CACHE_MODE_RW);
+  xpj_program *p = NULL;
+  assert_int_equal(xpj_program_create(a, "t.xpk", saxpy_src,
+                                      strlen(saxpy_src), NULL, &p), XPJ_OK);
+  assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f32", 0, target,
+                                          NULL, NULL, NULL), XPJ_OK);
+  xpj_program_destroy(p);
+  uint64_t n = 0;
+  assert_int_equal(xpj_cache_export(xpj_context_cache(a), bundle, &n),
+                   XPJ_OK);
+  assert_int_equal(n, 1);
+  xpj_context_destroy(a);
+  unlink(path_in("build.db"));
+}
+
+static void test_bundles(void **state) {
+  (void)state;
+  const char *cpu_b = path_in("cpu.xpb");
+  make_bundle(cpu_b, "cpu");
+  /* loaded: used before compiling */
+  xpj_context *c = mkctx(path_in("fresh.db"), XPJ_CACHE_MODE_RW);
+  assert_int_equal(xpj_context_add_bundle(c, cpu_b), XPJ_OK);
+  run_saxpy(c, saxpy_src_commented, false, XPJ_ORIGIN_BUNDLE);
+  xpj_cache_counters k;
+  xpj_context_cache_counters(c, &k);
+  assert_int_equal(k.compiles, 0);
+  assert_int_equal(k.bundle_hits, 1);
+  /* not for this device */
+  const char *ptx_b = path_in("ptx.xpb");
+  make_bundle(ptx_b, "ptx:sm_90");
+  assert_int_equal(xpj_context_add_bundle(c, ptx_b), XPJ_ERR_UNSUPPORTED);
+  assert_non_null(strstr(xpj_last_error(), "no kernels for cpu:0"));
+  /* missing, or not a bundle */
+  assert_int_equal(xpj_context_add_bundle(c, path_in("none.xpb")),
+                   XPJ_ERR_IO);
+  FILE *f = fopen(path_in("junk.xpb"), "wb");
+  fputs("this is not a database, not at all, not even close.......", f);
+  fclose(f);
+  assert_int_not_equal(xpj_context_add_bundle(c, path_in("junk.xpb")),
+                       XPJ_OK);
+  assert_true(strlen(xpj_last_error()) > 0);
+  xpj_context_destroy(c);
+  /* built by another version */
+  const char *old = path_in("old.xpb");
+  make_bundle(old, "cpu");
+  exec_sql(old, "UPDATE meta SET value='xpjit=0.0.1;llvm=18.1.0;abi=1' "
+                "WHERE name='versions'");
+  c = mkctx(path_in("fresh2.db"), XPJ_CACHE_MODE_RW);
+  assert_int_equal(xpj_context_add_bundle(c, old), XPJ_ERR_UNSUPPORTED);
+  assert_non_null(strstr(xpj_last_error(), "built by xpjit=0.0.1"));
+  xpj_context_destroy(c);
+
+  /* XPJIT_BUNDLE_PATH: a directory of bundles; the bad ones are ignored
+   * with a warning, the good one used */
+  char bdir[600];
+  snprintf(bdir, sizeof bdir, "%s/bundles", dir);
+  mkdir(bdir, 0700);
+  char cmd[2000];
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s/a.xpb' && cp '%s' '%s/b.xpb' && "
+           "cp '%s' '%s/c.xpb'", old, bdir, ptx_b, bdir, cpu_b, bdir);
+  assert_int_equal(system(cmd), 0);
+  setenv("XPJIT_BUNDLE_PATH", bdir, 1);
+  warnings[0] = 0;
+  xpj_context_desc d = {.visible = "cpu", .cache_path = path_in("f3.db")};
+  assert_int_equal(xpj_context_create(&d, &c), XPJ_OK);
+  unsetenv("XPJIT_BUNDLE_PATH");
+  assert_non_null(strstr(warnings, "a.xpb is not used"));
+  assert_non_null(strstr(warnings, "b.xpb is not used"));
+  assert_null(strstr(warnings, "c.xpb"));
+  run_saxpy(c, saxpy_src, false, XPJ_ORIGIN_BUNDLE);
+  xpj_context_destroy(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_key_components, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_single_flight, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_failure_cached, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_corrupt_row_recompiled, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_corrupt_file_recovered, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_modes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bundles, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
