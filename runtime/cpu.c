@@ -69,9 +69,30 @@ typedef struct pool {
   slot *slots;
 } pool;
 
+/* One ORC LLJIT per device, made when the device is discovered (like a GPU
+ * context: creating one costs about a millisecond, which a cache hit should
+ * not pay). Each kernel is linked into its own JITDylib, so two kernels may
+ * have the same entry name. */
 typedef struct cpu_dev {
   pool pool;
+  pthread_mutex_t jit_mu;
+  LLVMOrcLLJITRef jit; /* NULL until made (made again if that failed) */
+  unsigned long njd;
 } cpu_dev;
+
+static xpj_status llvm_fail(LLVMErrorRef e, const char *what);
+
+/* Call with jit_mu and the LLVM lock held. */
+static xpj_status jit_make(cpu_dev *cd) {
+  if (cd->jit)
+    return XPJ_OK;
+  LLVMErrorRef e = LLVMOrcCreateLLJIT(&cd->jit, NULL);
+  if (e) {
+    cd->jit = NULL;
+    return llvm_fail(e, "creating the JIT");
+  }
+  return XPJ_OK;
+}
 
 static bool ensure(void **p, size_t *cap, size_t need) {
   if (need <= *cap)
@@ -255,6 +276,18 @@ static unsigned online_cpus(void) {
   return n > 0 ? (unsigned)n : 1;
 }
 
+static void jit_dispose(cpu_dev *cd) {
+  xpj_llvm_enter();
+  if (cd->jit) {
+    LLVMErrorRef e = LLVMOrcDisposeLLJIT(cd->jit);
+    if (e)
+      LLVMConsumeError(e);
+  }
+  cd->jit = NULL;
+  xpj_llvm_leave();
+  pthread_mutex_destroy(&cd->jit_mu);
+}
+
 static xpj_status cpu_discover(xpj_context *ctx) {
   xpj_device *d = calloc(1, sizeof *d);
   cpu_dev *cd = calloc(1, sizeof *cd);
@@ -283,6 +316,10 @@ static xpj_status cpu_discover(xpj_context *ctx) {
     free(cd);
     return st;
   }
+  pthread_mutex_init(&cd->jit_mu, NULL);
+  xpj_llvm_enter();
+  jit_make(cd); /* on failure kernel_load tries again, and reports it */
+  xpj_llvm_leave();
   xpj_device_info *in = &d->info;
   cpuinfo_field("model name", in->name, sizeof in->name);
   if (!in->name[0])
@@ -315,6 +352,7 @@ static xpj_status cpu_discover(xpj_context *ctx) {
   st = rt_context_add_device(ctx, d);
   if (st != XPJ_OK) {
     pool_stop(&cd->pool, n - 1);
+    jit_dispose(cd);
     free(cd);
     free(d);
   }
@@ -326,6 +364,7 @@ static void cpu_device_destroy(xpj_device *d) {
   if (!cd)
     return;
   pool_stop(&cd->pool, cd->pool.nthreads - 1);
+  jit_dispose(cd);
   free(cd);
   d->impl = NULL;
 }
@@ -353,7 +392,7 @@ static void cpu_mem_free(xpj_device *d, xpj_mem_kind kind, void *p) {
 /* ---- kernels --------------------------------------------------------- */
 
 typedef struct cpu_kernel {
-  LLVMOrcLLJITRef jit;
+  LLVMOrcJITDylibRef jd;
   cpu_entry fn;
 } cpu_kernel;
 
@@ -364,46 +403,88 @@ static xpj_status llvm_fail(LLVMErrorRef e, const char *what) {
   return XPJ_ERR_DEVICE;
 }
 
+typedef struct lookup_wait {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+  LLVMErrorRef err;
+  LLVMOrcExecutorAddress addr;
+} lookup_wait;
+
+static void lookup_done(LLVMErrorRef err, LLVMOrcCSymbolMapPairs result,
+                        size_t n, void *ctx) {
+  lookup_wait *w = ctx;
+  pthread_mutex_lock(&w->mu);
+  w->err = err;
+  if (!err && n >= 1)
+    w->addr = result[0].Sym.Address;
+  w->done = true;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
 static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,
                                   size_t len, const char *entry,
                                   void **native) {
+  cpu_dev *cd = d->impl;
   cpu_kernel *k = calloc(1, sizeof *k);
   if (!k)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  xpj_status st = XPJ_OK;
   xpj_llvm_enter();
-  LLVMErrorRef e = LLVMOrcCreateLLJIT(&k->jit, NULL);
-  if (e) {
-    st = llvm_fail(e, "creating the JIT");
-    k->jit = NULL;
+  pthread_mutex_lock(&cd->jit_mu);
+  xpj_status st = jit_make(cd);
+  LLVMOrcExecutionSessionRef es =
+      st == XPJ_OK ? LLVMOrcLLJITGetExecutionSession(cd->jit) : NULL;
+  if (st == XPJ_OK) {
+    char name[48];
+    snprintf(name, sizeof name, "kernel.%lu", ++cd->njd);
+    LLVMErrorRef e = LLVMOrcExecutionSessionCreateJITDylib(es, &k->jd, name);
+    if (e)
+      st = llvm_fail(e, "creating a JITDylib");
   }
   if (st == XPJ_OK) {
-    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(k->jit);
-    LLVMOrcDefinitionGeneratorRef gen = NULL;
     /* libm and memset/memcpy come from this process */
-    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
-        &gen, LLVMOrcLLJITGetGlobalPrefix(k->jit), NULL, NULL);
+    LLVMOrcDefinitionGeneratorRef gen = NULL;
+    LLVMErrorRef e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+        &gen, LLVMOrcLLJITGetGlobalPrefix(cd->jit), NULL, NULL);
     if (e)
       st = llvm_fail(e, "process symbols");
     else
-      LLVMOrcJITDylibAddGenerator(jd, gen);
-    if (st == XPJ_OK) {
-      LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(
-          (const char *)bin, len, entry);
-      e = LLVMOrcLLJITAddObjectFile(k->jit, jd, buf);
-      if (e)
-        st = llvm_fail(e, "adding the object");
-    }
-    LLVMOrcExecutorAddress addr = 0;
-    if (st == XPJ_OK) {
-      e = LLVMOrcLLJITLookup(k->jit, &addr, entry);
-      if (e)
-        st = llvm_fail(e, "linking");
-    }
-    k->fn = (cpu_entry)(uintptr_t)addr;
+      LLVMOrcJITDylibAddGenerator(k->jd, gen);
   }
-  if (st != XPJ_OK && k->jit)
-    LLVMOrcDisposeLLJIT(k->jit);
+  if (st == XPJ_OK) {
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+        (const char *)bin, len, entry);
+    LLVMErrorRef e = LLVMOrcLLJITAddObjectFile(cd->jit, k->jd, buf);
+    if (e)
+      st = llvm_fail(e, "adding the object");
+  }
+  if (st == XPJ_OK) {
+    lookup_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+                     false, NULL, 0};
+    LLVMOrcCJITDylibSearchOrderElement order = {
+        k->jd, LLVMOrcJITDylibLookupFlagsMatchAllSymbols};
+    LLVMOrcCLookupSetElement sym = {
+        LLVMOrcLLJITMangleAndIntern(cd->jit, entry),
+        LLVMOrcSymbolLookupFlagsRequiredSymbol};
+    LLVMOrcExecutionSessionLookup(es, LLVMOrcLookupKindStatic, &order, 1,
+                                  &sym, 1, lookup_done, &w);
+    pthread_mutex_lock(&w.mu);
+    while (!w.done)
+      pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    if (w.err)
+      st = llvm_fail(w.err, "linking");
+    k->fn = (cpu_entry)(uintptr_t)w.addr;
+    if (st == XPJ_OK && !k->fn)
+      st = rt_err(XPJ_ERR_DEVICE, "linking: %s has no address", entry);
+  }
+  if (st != XPJ_OK && k->jd) {
+    LLVMErrorRef e = LLVMOrcJITDylibClear(k->jd);
+    if (e)
+      LLVMConsumeError(e);
+  }
+  pthread_mutex_unlock(&cd->jit_mu);
   xpj_llvm_leave();
   if (st != XPJ_OK) {
     free(k);
@@ -413,14 +494,19 @@ static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,
   return XPJ_OK;
 }
 
+/* Frees the kernel's code; its (empty) JITDylib stays in the session until
+ * the device goes, as ORC's C API cannot remove one. */
 static void cpu_kernel_unload(xpj_device *d, void *native) {
+  cpu_dev *cd = d->impl;
   cpu_kernel *k = native;
   if (!k)
     return;
   xpj_llvm_enter();
-  LLVMErrorRef e = LLVMOrcDisposeLLJIT(k->jit);
+  pthread_mutex_lock(&cd->jit_mu);
+  LLVMErrorRef e = LLVMOrcJITDylibClear(k->jd);
   if (e)
     LLVMConsumeError(e);
+  pthread_mutex_unlock(&cd->jit_mu);
   xpj_llvm_leave();
   free(k);
 }
