@@ -396,8 +396,26 @@ static int recover(xpj_cache *c, int why) {
     while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
       ;
   int rc = db_open(c, true);
-  if (rc != SQLITE_OK && rc != SQLITE_BUSY &&
-      (is_corrupt(rc) || rc == RC_FOREIGN)) {
+  bool bad = rc != SQLITE_OK && rc != SQLITE_BUSY &&
+             (is_corrupt(rc) || rc == RC_FOREIGN);
+  if (rc == SQLITE_OK && is_corrupt(why)) {
+    /* found by a statement, not by opening: the header reads fine, so
+     * check the whole file before deciding (only on this rare path) */
+    sqlite3_stmt *s = NULL;
+    int r = sqlite3_prepare_v2(c->db, "PRAGMA quick_check", -1, &s, NULL);
+    if (r == SQLITE_OK)
+      r = step_retry(s);
+    const unsigned char *t = r == SQLITE_ROW ? sqlite3_column_text(s, 0)
+                                             : NULL;
+    bad = is_corrupt(r) || (r == SQLITE_ROW && (!t || strcmp((const char *)t,
+                                                              "ok") != 0));
+    sqlite3_finalize(s);
+    if (bad) {
+      db_close(c);
+      rc = why;
+    }
+  }
+  if (bad) {
     char aside[4200];
     snprintf(aside, sizeof aside, "%s.corrupt", c->path);
     if (rename(c->path, aside) == 0) {
@@ -1504,6 +1522,8 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
     }
     xpj_cache_entry_clear(&e);
     if (in_txn && ++batch == 64) { /* short transactions */
+      if (st == XPJ_OK)
+        evict_to(c, c->max_size, NULL, NULL);
       r = finish(c, st == XPJ_OK ? SQLITE_OK : SQLITE_ERROR);
       in_txn = false;
       batch = 0;
