@@ -100,10 +100,11 @@ build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/
 	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) \
 	  -o $@ $< $(LIB_SRCS) $(LDLIBS_ALL)
 
-bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu
+bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache
 	$(BUILD)/bench/frontend examples/*.xpk bench/peers/frontend_peer.xpk
 	$(BUILD)/bench/compile examples/*.xpk
 	$(BUILD)/bench/cpu
+	$(BUILD)/bench/cache
 
 # CPU kernels: xpjit vs OpenCL C on PoCL (libOpenCL loaded at run time) vs
 # OpenMP C. The OpenMP peer is compiled -O3 -march=native in its own file.
@@ -113,6 +114,12 @@ $(BUILD)/bench/cpu: bench/cpu.c bench/cpu_omp.c $(LIB_A)
 	$(CC) $(CFLAGS_ALL) -fopenmp -o $@ bench/cpu.c $(BUILD)/bench/cpu_omp.o $(LIB_A) $(LDLIBS_ALL) -ldl
 
 $(BUILD)/bench/compile: bench/compile.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL) -ldl
+
+# Compile cache: cold compile vs second- and first-level hits, whole-process
+# cold vs warm; peer PoCL's kernel cache (libOpenCL loaded at run time).
+$(BUILD)/bench/cache: bench/cache.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL) -ldl
 

@@ -52,6 +52,9 @@ struct xpj_cache {
   xpj_cache_warn_fn warn;
   void *warn_ud;
   xpj_cache_counters pending;
+  struct touch { char digest[65]; int64_t t; } *touched; /* uses not
+                                                           written yet */
+  size_t ntouched, cap_touched;
 };
 
 /* ---- messages -------------------------------------------------------- */
@@ -575,20 +578,17 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
 }
 
 static void flush_pending(xpj_cache *c);
+static void flush_all(xpj_cache *c);
 
 void xpj_cache_close(xpj_cache *c) {
   if (!c)
     return;
   pthread_mutex_lock(&c->mu);
-  if (c->db && c->mode == XPJ_CACHE_MODE_RW && !c->bundle) {
-    if (begin(c) == SQLITE_OK) {
-      flush_pending(c);
-      finish(c, SQLITE_OK);
-    }
-  }
+  flush_all(c);
   db_close(c);
   pthread_mutex_unlock(&c->mu);
   pthread_mutex_destroy(&c->mu);
+  free(c->touched);
   free(c->path);
   free(c);
 }
@@ -779,30 +779,61 @@ static int lookup(xpj_cache *c, const char *digest, const char *text,
   return rc;
 }
 
-static void touch(xpj_cache *c, const char *digest) {
-  if (c->mode != XPJ_CACHE_MODE_RW || c->bundle)
+/* Inside a write transaction: records the deferred uses (last_used,
+ * hits). A hit costs no write of its own; uses are written with the next
+ * insert, every 64 hits, by the maintenance calls and at close. */
+static void flush_touches(xpj_cache *c) {
+  if (!c->ntouched)
+    return;
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(
+          c->db, "UPDATE entries SET last_used=?1, hits=hits+1 WHERE digest=?2",
+          -1, &s, NULL) != SQLITE_OK)
+    return;
+  for (size_t i = 0; i < c->ntouched; i++) {
+    sqlite3_bind_int64(s, 1, c->touched[i].t);
+    sqlite3_bind_text(s, 2, c->touched[i].digest, -1, SQLITE_STATIC);
+    sqlite3_step(s);
+    sqlite3_reset(s);
+  }
+  sqlite3_finalize(s);
+  c->ntouched = 0;
+}
+
+/* Writes the deferred uses and counters in a transaction of their own. */
+static void flush_all(xpj_cache *c) {
+  if (!c->db || c->mode != XPJ_CACHE_MODE_RW || c->bundle ||
+      (!c->ntouched && !memcmp(&c->pending, &(xpj_cache_counters){0},
+                               sizeof c->pending)))
     return;
   int rc = begin(c);
   if (rc != SQLITE_OK) {
     if (is_env(rc))
-      degrade(c, rc, "recording a use");
+      degrade(c, rc, "recording uses");
     return;
   }
-  sqlite3_stmt *s = NULL;
-  rc = sqlite3_prepare_v2(
-      c->db, "UPDATE entries SET last_used=?1, hits=hits+1 WHERE digest=?2",
-      -1, &s, NULL);
-  if (rc == SQLITE_OK) {
-    sqlite3_bind_int64(s, 1, now_ms());
-    sqlite3_bind_text(s, 2, digest, -1, SQLITE_STATIC);
-    rc = sqlite3_step(s);
-  }
-  sqlite3_finalize(s);
-  if (rc == SQLITE_DONE)
-    flush_pending(c);
-  rc = finish(c, rc);
+  flush_touches(c);
+  flush_pending(c);
+  rc = finish(c, SQLITE_OK);
   if (rc != SQLITE_OK && is_env(rc))
-    degrade(c, rc, "recording a use");
+    degrade(c, rc, "recording uses");
+}
+
+static void touch(xpj_cache *c, const char *digest) {
+  if (c->mode != XPJ_CACHE_MODE_RW || c->bundle)
+    return;
+  if (c->ntouched == c->cap_touched) {
+    size_t n = c->cap_touched ? c->cap_touched * 2 : 16;
+    struct touch *t = realloc(c->touched, n * sizeof *t);
+    if (!t)
+      return; /* a use not recorded: harmless */
+    c->touched = t;
+    c->cap_touched = n;
+  }
+  memcpy(c->touched[c->ntouched].digest, digest, 65);
+  c->touched[c->ntouched++].t = now_ms();
+  if (c->ntouched >= 64)
+    flush_all(c);
 }
 
 xpj_status xpj_cache_get(xpj_cache *c, const xpj_cache_key *k,
@@ -833,6 +864,12 @@ xpj_status xpj_cache_get(xpj_cache *c, const xpj_cache_key *k,
         else
           c->pending.saved_ms += out->compile_ms;
       }
+      /* uses not written yet count (see touch) */
+      for (size_t i = 0; i < c->ntouched; i++)
+        if (!strcmp(c->touched[i].digest, digest)) {
+          out->hits++;
+          out->last_used_ms = c->touched[i].t;
+        }
       touch(c, digest);
     } else {
       if (rc != SQLITE_DONE && !is_busy(rc)) {
@@ -960,6 +997,8 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
     int rc = begin(c);
     if (rc == SQLITE_OK)
       rc = insert(c, k, digest, text, v, sum);
+    if (rc == SQLITE_OK)
+      flush_touches(c);
     if (rc == SQLITE_OK && c->max_size != UINT64_MAX)
       rc = evict_to(c, c->max_size, NULL, NULL) == SQLITE_OK ? SQLITE_OK : rc;
     if (rc == SQLITE_OK)
@@ -997,6 +1036,7 @@ xpj_status xpj_cache_get_stats(xpj_cache *c, xpj_cache_stats *out) {
     return fail(XPJ_ERR_INVALID, "xpj_cache_get_stats: NULL argument");
   memset(out, 0, sizeof *out);
   pthread_mutex_lock(&c->mu);
+  flush_all(c);
   out->max_size = c->max_size;
   out->counters = c->pending;
   xpj_status st = XPJ_OK;
@@ -1046,6 +1086,7 @@ xpj_status xpj_cache_list(xpj_cache *c,
   if (!c || !fn)
     return fail(XPJ_ERR_INVALID, "xpj_cache_list: NULL argument");
   pthread_mutex_lock(&c->mu);
+  flush_all(c);
   xpj_status st = XPJ_OK;
   if (c->db) {
     sqlite3_stmt *s = NULL;
@@ -1086,6 +1127,7 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
                 "'%s' is not a key digest (4 to 64 lowercase hex digits)",
                 prefix);
   pthread_mutex_lock(&c->mu);
+  flush_all(c);
   xpj_status st = fail(XPJ_ERR_NOT_FOUND, "no entry %s", prefix);
   if (c->db) {
     sqlite3_stmt *s = NULL;
@@ -1214,6 +1256,7 @@ xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
     return fail(XPJ_ERR_INVALID, "xpj_cache_prune: NULL argument");
   uint64_t nrem = 0, nfree = 0;
   pthread_mutex_lock(&c->mu);
+  flush_all(c);
   xpj_status st = need_rw(c, "prune");
   if (st == XPJ_OK) {
     int rc = begin(c);
@@ -1393,6 +1436,7 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
   if (st != XPJ_OK)
     return st;
   pthread_mutex_lock(&c->mu);
+  flush_all(c);
   if (!c->db)
     st = fail(XPJ_ERR_INVALID, "the cache %s is off", c->path);
   sqlite3_stmt *sel = NULL;

@@ -1,0 +1,2398 @@
+/*
+ * bench/cache.c - the compile cache: time from "get kernel" to "ready to
+ * launch" for a cold compile, a second-level (disk) hit in a fresh process
+ * and a first-level (memory) hit, for CPU, PTX and SPIR-V kernels, and the
+ * whole-process time of a small program that runs 20 kernels on a cold and
+ * on a warm cache; side by side with PoCL's own kernel cache.
+ *
+ * "Get kernel": on the CPU, xpj_program_get_kernel on the CPU device (the
+ * binary found or compiled, then loaded into an ORC JIT: ready to launch);
+ * for PTX ("ptx:sm_90") and SPIR-V ("spirv"), xpj_program_get_binary with
+ * a buffer for the bytes (there is no GPU here, so the binary is the whole
+ * path). Kernels (examples/): axpy<f32> ndim 1 (axpy.xpk, a range kernel),
+ * block_sum<f32> (reduce.xpk, nd-range with barriers and an atomic) and
+ * matmul_tiled<f32> (matmul.xpk, nd-range, 2-D, local tiles), default
+ * options (O2, a worker process per compile).
+ *
+ * Cases, per target and kernel:
+ *   compile, fresh process   a child process (this program, exec'd with a
+ *                            hidden --child argument) creates a context on
+ *                            an empty cache file (created just before; the
+ *                            one-time creation of a cache file is reported
+ *                            on its own) and gets the kernel; only the get
+ *                            is timed, which opens the cache file (origin
+ *                            COMPILED, one compile in its counters)
+ *   compile, warm process    the same in this process, which has compiled
+ *                            before: a new context on a new, empty cache
+ *                            file per sample, opened before the timed get
+ *                            (the same specialisation, so the two compile
+ *                            rows are the same work)
+ *   L2 hit, fresh process    a child on a cache file that holds the kernel:
+ *                            origin CACHE (CPU), no compile, one L2 hit;
+ *                            its context creation and program parse are
+ *                            reported separately, and so is the sum; also
+ *                            on the same file opened read-only (no
+ *                            last_used/hits update on a hit)
+ *   L1 hit                   in one process, after the kernel is loaded:
+ *                            CPU: xpj_program_get_kernel again on the same
+ *                            program (the program's own list), per call and
+ *                            as the mean of a batch (no timer overhead);
+ *                            and the first get on a second program parsed
+ *                            from the same file in the same context (the
+ *                            context's first level, origin MEMORY).
+ *                            PTX / SPIR-V: xpj_program_get_binary again
+ *                            (always through the context's first level)
+ * CPU L2 hit breakdown: a child that opens the L2 first (timed), then gets
+ * the kernel and repeats the pieces of that get with the public APIs
+ * (specialise + hash the kernel's IR; xpj_cache_get: SQLite read, checksum
+ * and the hit's use-time update; an ORC LLJIT load of the object with the
+ * same LLVM C calls as runtime/cpu.c, twice), or does the pieces first and
+ * the get after them (what a hit costs once SQLite and the JIT are warm).
+ * A child that does nothing gives the cost of a process start and exit.
+ *
+ * Whole process: a child creates a context on the CPU, parses
+ * examples/axpy.xpk and runs 20 kernels (axpy, axpby, scale, copy, fill x
+ * f32, f64, i32, i64, ndim 1), each launched once over 1000 elements,
+ * waited for and checked; timed from spawn to waitpid, on a new empty
+ * cache file (cold) and on one that a previous run filled (warm). A warm
+ * run must compile nothing: its compile counter is printed and a non-zero
+ * count is a FAIL.
+ *
+ * The peer, PoCL's kernel cache (OpenCL on the CPU through libOpenCL.so.1,
+ * POCL_KERNEL_CACHE=1, POCL_CACHE_DIR a private directory): the same
+ * kernels in OpenCL C (bench/peers/compile/, the sources of bench/compile,
+ * with xpk_peer.clh pasted in so that the program is one source string),
+ * in a fresh process each: clCreateProgramWithSource + clBuildProgram +
+ * clCreateKernel on an empty cache directory (cold) and on one a previous
+ * process filled (warm); its platform and context set-up is reported
+ * separately. PoCL compiles the work-group function at the first launch,
+ * so "+ first launch" rows (a small launch and clFinish) are reported for
+ * both, and xpjit's too. The 20-kernel program is run on PoCL the same way.
+ * Ratios against PoCL are PoCL time / xpjit time: above 1, xpjit is faster.
+ *
+ * Every sample of every case is taken in interleaved rounds (the load of a
+ * noisy machine falls on all of them); p50 and p99 are nearest-rank
+ * percentiles of the samples (with few samples p99 is the maximum). Cache
+ * files live in a mkdtemp directory (never the user's cache) that is
+ * removed at the end. Timings are never asserted; the exit status is 1
+ * only for functional errors (a failed call, a wrong origin or result, a
+ * compile where there should be none).
+ *
+ * usage: cache [--quick] [--rounds N] [--l2-runs N] [--l1-calls N]
+ *              [--whole-runs N] [--no-pocl] [--opencl-lib PATH]
+ *              [--examples DIR] [--peers DIR] [--keep]
+ */
+#define CL_TARGET_OPENCL_VERSION 120
+#include "xpjit.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+
+#if defined(__has_include) && !defined(BENCH_NO_CL_H)
+#if __has_include(<CL/cl.h>)
+#include <CL/cl.h>
+#define BENCH_HAVE_CL_H 1
+#endif
+#endif
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#ifndef BENCH_HAVE_CL_H
+/* The few OpenCL 1.2 declarations used here (the ABI of libOpenCL.so.1). */
+typedef int32_t cl_int;
+typedef uint32_t cl_uint;
+typedef uint64_t cl_ulong;
+typedef int64_t cl_long;
+typedef cl_uint cl_bool;
+typedef cl_ulong cl_bitfield;
+typedef cl_bitfield cl_device_type;
+typedef cl_bitfield cl_mem_flags;
+typedef cl_bitfield cl_command_queue_properties;
+typedef cl_uint cl_platform_info;
+typedef cl_uint cl_device_info;
+typedef cl_uint cl_program_build_info;
+typedef intptr_t cl_context_properties;
+typedef struct _cl_platform_id *cl_platform_id;
+typedef struct _cl_device_id *cl_device_id;
+typedef struct _cl_context *cl_context;
+typedef struct _cl_command_queue *cl_command_queue;
+typedef struct _cl_mem *cl_mem;
+typedef struct _cl_program *cl_program;
+typedef struct _cl_kernel *cl_kernel;
+typedef struct _cl_event *cl_event;
+#define CL_SUCCESS 0
+#define CL_TRUE 1
+#define CL_PLATFORM_VERSION 0x0901
+#define CL_PLATFORM_NAME 0x0902
+#define CL_DEVICE_TYPE_CPU (1 << 1)
+#define CL_DEVICE_NAME 0x102B
+#define CL_PROGRAM_BUILD_LOG 0x1183
+#define CL_MEM_READ_WRITE (1 << 0)
+#define CL_MEM_COPY_HOST_PTR (1 << 5)
+#endif
+
+/* ---- options, small helpers ----------------------------------------------- */
+
+static int opt_rounds = 6;   /* rounds of the get-kernel cases */
+static int opt_l2_runs = 30; /* L2-hit children per target and kernel */
+static int opt_l1_calls = 100000;
+static int opt_whole_runs = 10; /* warm whole-process runs (cold: a third) */
+static bool opt_pocl = true, opt_keep = false;
+static const char *opt_opencl = "libOpenCL.so.1";
+static char opt_examples[PATH_MAX] = "examples";
+static char opt_peers[PATH_MAX] = "bench/peers/compile";
+static char self_exe[PATH_MAX];
+static char tmpdir[1024];
+static int failures;
+static volatile sig_atomic_t stop_signal; /* SIGINT / SIGTERM: clean up, stop */
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *s = NULL;
+  long n = -1;
+  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
+    s = malloc((size_t)n + 1);
+  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+    free(s);
+    s = NULL;
+  }
+  fclose(f);
+  if (!s)
+    return NULL;
+  s[n] = 0;
+  if (len)
+    *len = (size_t)n;
+  return s;
+}
+
+static void oneline(char *s) {
+  for (; *s; s++)
+    if (*s == '\n' || *s == '\r' || *s == '\t')
+      *s = ' ';
+}
+
+/* A series of samples, in milliseconds. */
+typedef struct series {
+  double *v;
+  int n, cap;
+} series;
+
+static void add(series *s, double ms) {
+  if (s->n == s->cap) {
+    int cap = s->cap ? 2 * s->cap : 16;
+    double *nv = realloc(s->v, (size_t)cap * sizeof *nv);
+    if (!nv) {
+      fprintf(stderr, "cache: out of memory\n");
+      exit(1);
+    }
+    s->v = nv;
+    s->cap = cap;
+  }
+  s->v[s->n++] = ms;
+}
+
+/* nearest-rank percentile; NAN when empty */
+static double pct(series *s, double p) {
+  if (s->n == 0)
+    return NAN;
+  qsort(s->v, (size_t)s->n, sizeof *s->v, cmp_double);
+  int i = (int)ceil(p / 100.0 * s->n) - 1;
+  if (i < 0)
+    i = 0;
+  if (i >= s->n)
+    i = s->n - 1;
+  return s->v[i];
+}
+static double p50(series *s) { return pct(s, 50); }
+static double p99(series *s) { return pct(s, 99); }
+
+/* A time for a table: ns, us, ms or s with 3 significant digits. */
+static const char *ft(double ms, char *buf, size_t size) {
+  char t[32];
+  if (isnan(ms))
+    snprintf(buf, size, "-");
+  else if (ms < 0)
+    snprintf(buf, size, "-%s", ft(-ms, t, sizeof t));
+  else if (ms >= 1000)
+    snprintf(buf, size, "%.2f s", ms / 1e3);
+  else if (ms >= 100)
+    snprintf(buf, size, "%.0f ms", ms);
+  else if (ms >= 10)
+    snprintf(buf, size, "%.1f ms", ms);
+  else if (ms >= 1)
+    snprintf(buf, size, "%.2f ms", ms);
+  else if (ms >= 0.1)
+    snprintf(buf, size, "%.0f us", ms * 1e3);
+  else if (ms >= 0.01)
+    snprintf(buf, size, "%.1f us", ms * 1e3);
+  else if (ms >= 0.001)
+    snprintf(buf, size, "%.2f us", ms * 1e3);
+  else
+    snprintf(buf, size, "%.0f ns", ms * 1e6);
+  return buf;
+}
+#define FT(ms) ft((ms), (char[32]){0}, 32)
+
+static const char *fr(double ratio, char *buf, size_t size) {
+  if (isnan(ratio) || isinf(ratio))
+    snprintf(buf, size, "-");
+  else if (ratio >= 100)
+    snprintf(buf, size, "%.0fx", ratio);
+  else if (ratio >= 10)
+    snprintf(buf, size, "%.1fx", ratio);
+  else
+    snprintf(buf, size, "%.2fx", ratio);
+  return buf;
+}
+#define FR(r) fr((r), (char[32]){0}, 32)
+
+static void fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  printf("FAIL: ");
+  vprintf(fmt, ap);
+  printf("\n");
+  fflush(stdout);
+  va_end(ap);
+  failures++;
+}
+
+/* ---- the kernels ------------------------------------------------------------ */
+
+enum { S_AXPY, S_BSUM, S_MATMUL };
+
+typedef struct kcase {
+  const char *label; /* for tables */
+  const char *xpk;   /* file under examples/ */
+  const char *kernel;
+  const char *dtypes;
+  unsigned ndim;
+  const char *cl_file; /* peer under bench/peers/compile/ */
+  const char *cl_defs;
+  int shape;
+} kcase;
+
+static const kcase kcases[] = {
+    {"axpy f32 nd1", "axpy.xpk", "axpy", "T=f32", 1, "axpy.cl", "-DT=float -DNDIM=1", S_AXPY},
+    {"block_sum f32", "reduce.xpk", "block_sum", "T=f32", 0, "reduce.cl", "-DT=float", S_BSUM},
+    {"matmul_tiled f32", "matmul.xpk", "matmul_tiled", "T=f32", 0, "matmul.cl", "-DT=float",
+     S_MATMUL},
+};
+enum { NK = sizeof kcases / sizeof kcases[0] };
+
+static const char *const targets[] = {"cpu", "ptx:sm_90", "spirv"};
+enum { NT = 3 };
+
+/* ---- xpjit helpers ------------------------------------------------------------ */
+
+/* A context that sees the CPU only, on a private cache file, without the
+ * bundles of XPJIT_BUNDLE_PATH. */
+static xpj_status make_ctx_mode(const char *cache_path, xpj_cache_mode mode, unsigned threads,
+                                xpj_context **ctx, xpj_device **dev) {
+  xpj_context_desc d = {0};
+  d.visible = "cpu";
+  d.cpu_threads = threads;
+  d.cache_mode = mode;
+  d.cache_path = cache_path;
+  d.no_env_bundles = 1;
+  xpj_status st = xpj_context_create(&d, ctx);
+  if (st == XPJ_OK)
+    st = xpj_device_select(*ctx, "cpu", dev);
+  return st;
+}
+
+static xpj_status make_ctx(const char *cache_path, unsigned threads, xpj_context **ctx,
+                           xpj_device **dev) {
+  return make_ctx_mode(cache_path, XPJ_CACHE_MODE_RW, threads, ctx, dev);
+}
+
+/* The get of the benchmark: the kernel on the CPU device, or the binary
+ * (into a buffer that is freed) for any other target. */
+static xpj_status get_one(xpj_program *p, xpj_device *dev, const kcase *k, const char *target,
+                          xpj_kernel **out) {
+  if (!strcmp(target, "cpu"))
+    return xpj_program_get_kernel(p, k->kernel, k->dtypes, k->ndim, dev, NULL, out);
+  void *data = NULL;
+  size_t size = 0;
+  xpj_status st =
+      xpj_program_get_binary(p, k->kernel, k->dtypes, k->ndim, target, NULL, &data, &size);
+  if (st == XPJ_OK && (!data || !size))
+    st = XPJ_ERR_INVALID; /* not expected: an empty binary */
+  free(data);
+  if (out)
+    *out = NULL;
+  return st;
+}
+
+static void xpath(char *buf, size_t size, const char *dir, const char *file) {
+  snprintf(buf, size, "%s/%s", dir, file);
+}
+
+/* ---- children: protocol -------------------------------------------------------- */
+
+/* A child writes one line to stdout: "ok V1 V2 ..." or "error MESSAGE". */
+#define CHILD_CK(call)                                                                             \
+  do {                                                                                             \
+    xpj_status st_ = (call);                                                                       \
+    if (st_ != XPJ_OK) {                                                                           \
+      char m_[1024];                                                                               \
+      snprintf(m_, sizeof m_, "%s", xpj_last_error());                                             \
+      oneline(m_);                                                                                 \
+      printf("error %s: %s: %s\n", #call, xpj_status_name(st_), m_);                               \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+
+static int child_error(const char *fmt, ...) {
+  char m[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m, sizeof m, fmt, ap);
+  va_end(ap);
+  oneline(m);
+  printf("error %s\n", m);
+  return 1;
+}
+
+/* The environment of a child: ours, with NAME=VALUE pairs replaced or added. */
+static char **child_env(const char *const *sets, int nsets) {
+  int n = 0;
+  while (environ[n])
+    n++;
+  char **env = calloc((size_t)(n + nsets + 1), sizeof *env);
+  if (!env)
+    return NULL;
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    bool replaced = false;
+    for (int j = 0; j < nsets; j++) {
+      size_t L = strcspn(sets[j], "=");
+      if (!strncmp(environ[i], sets[j], L) && environ[i][L] == '=')
+        replaced = true;
+    }
+    if (!replaced)
+      env[m++] = environ[i];
+  }
+  for (int j = 0; j < nsets; j++)
+    env[m++] = (char *)sets[j];
+  env[m] = NULL;
+  return env;
+}
+
+static void check_stop(void);
+
+/* Spawns this program with argv (argv[0] is set here) and env (NULL: ours),
+ * reads its stdout, waits. vals gets the numbers of its "ok" line. Returns
+ * the number of values, or -1 (msg says why). *wall_ms: spawn to waitpid. */
+static int run_child(const char **argv, char **env, double *vals, int maxvals, double *wall_ms,
+                     char *msg, size_t msgsize) {
+  int pfd[2];
+  if (pipe(pfd) != 0) {
+    snprintf(msg, msgsize, "pipe: %s", strerror(errno));
+    return -1;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+  posix_spawn_file_actions_addclose(&fa, pfd[0]);
+  posix_spawn_file_actions_addclose(&fa, pfd[1]);
+  argv[0] = self_exe;
+  fflush(stdout);
+  posix_spawnattr_t at;
+  posix_spawnattr_init(&at);
+  sigset_t def;
+  sigemptyset(&def);
+  sigaddset(&def, SIGPIPE);
+  posix_spawnattr_setsigdefault(&at, &def);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF);
+  pid_t pid;
+  double t0 = now_ms();
+  int rc = posix_spawn(&pid, self_exe, &fa, &at, (char *const *)argv, env ? env : environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  close(pfd[1]);
+  if (rc != 0) {
+    close(pfd[0]);
+    snprintf(msg, msgsize, "posix_spawn %.300s: %s", self_exe, strerror(rc));
+    return -1;
+  }
+  char out[8192];
+  size_t len = 0;
+  for (;;) {
+    ssize_t r = read(pfd[0], out + len, sizeof out - 1 - len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    len += (size_t)r;
+    if (len == sizeof out - 1)
+      break;
+  }
+  out[len] = 0;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  *wall_ms = now_ms() - t0;
+  close(pfd[0]);
+  check_stop();
+  char *line = strstr(out, "ok ");
+  if (line && (line == out || line[-1] == '\n') && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    int n = 0;
+    char *p = line + 3, *end;
+    while (n < maxvals) {
+      double v = strtod(p, &end);
+      if (end == p)
+        break;
+      vals[n++] = v;
+      p = end;
+    }
+    return n;
+  }
+  char *err = strstr(out, "error ");
+  if (err) {
+    snprintf(msg, msgsize, "%.900s", err + 6);
+  } else if (WIFSIGNALED(status)) {
+    snprintf(msg, msgsize, "child killed by signal %d", WTERMSIG(status));
+  } else {
+    snprintf(msg, msgsize, "child exited with %d and printed: %.600s",
+             WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
+  }
+  oneline(msg);
+  return -1;
+}
+
+/* ---- children: xpjit get ---------------------------------------------------------- */
+
+/* Host data for the small launches of the three kernels. */
+typedef struct kdata {
+  float *a, *b, *c; /* axpy: a = x, b = y; block_sum: a = x, b = total;
+                       matmul: a, b, c */
+  float *ref;
+  size_t na, nb, nc;
+} kdata;
+
+enum { AX_N = 1000, BS_N = 4096, BS_LOCAL = 64, BS_GLOBAL = 256, MM_N = 32, MM_TILE = 16 };
+
+static void kdata_fill(const kcase *k, kdata *d) {
+  switch (k->shape) {
+  case S_AXPY:
+    for (size_t i = 0; i < AX_N; i++) {
+      d->a[i] = (float)(i % 7 + 1);
+      d->b[i] = (float)(i % 5 + 2);
+      d->ref[i] = 3.0f * d->a[i] + d->b[i];
+    }
+    break;
+  case S_BSUM: {
+    double s = 0;
+    for (size_t i = 0; i < BS_N; i++) {
+      d->a[i] = (float)(i % 7 + 1);
+      s += d->a[i];
+    }
+    d->b[0] = 0;
+    d->ref[0] = (float)s;
+    break;
+  }
+  case S_MATMUL:
+    for (size_t i = 0; i < MM_N; i++)
+      for (size_t j = 0; j < MM_N; j++) {
+        d->a[i * MM_N + j] = (float)((i + j) % 3);
+        d->b[i * MM_N + j] = (float)((i * 2 + j) % 5);
+        d->c[i * MM_N + j] = -1;
+      }
+    for (size_t i = 0; i < MM_N; i++)
+      for (size_t j = 0; j < MM_N; j++) {
+        float s = 0;
+        for (size_t l = 0; l < MM_N; l++)
+          s += d->a[i * MM_N + l] * d->b[l * MM_N + j];
+        d->ref[i * MM_N + j] = s;
+      }
+    break;
+  }
+}
+
+static bool kdata_check(const kcase *k, const kdata *d) {
+  switch (k->shape) {
+  case S_AXPY:
+    for (size_t i = 0; i < AX_N; i++)
+      if (d->b[i] != d->ref[i])
+        return false;
+    return true;
+  case S_BSUM:
+    return d->b[0] == d->ref[0];
+  default:
+    for (size_t i = 0; i < MM_N * MM_N; i++)
+      if (d->c[i] != d->ref[i])
+        return false;
+    return true;
+  }
+}
+
+static void kdata_sizes(const kcase *k, kdata *d) {
+  switch (k->shape) {
+  case S_AXPY:
+    d->na = d->nb = AX_N, d->nc = 1;
+    break;
+  case S_BSUM:
+    d->na = BS_N, d->nb = 1, d->nc = 1;
+    break;
+  default:
+    d->na = d->nb = d->nc = MM_N * MM_N;
+    break;
+  }
+}
+
+static xpj_status xpjit_launch(xpj_queue *q, xpj_kernel *kern, const kcase *k, kdata *d) {
+  xpj_array aa, ab, ac;
+  xpj_arg args[3];
+  xpj_range r;
+  unsigned n;
+  switch (k->shape) {
+  case S_AXPY:
+    aa = xpj_array_1d(d->a, XPJ_F32, AX_N);
+    ab = xpj_array_1d(d->b, XPJ_F32, AX_N);
+    args[0] = xpj_arg_f32(3.0f);
+    args[1] = xpj_arg_array(&aa);
+    args[2] = xpj_arg_array(&ab);
+    n = 3;
+    r = xpj_range_1d(AX_N, 0);
+    break;
+  case S_BSUM:
+    aa = xpj_array_1d(d->a, XPJ_F32, BS_N);
+    ab = xpj_array_1d(d->b, XPJ_F32, 1);
+    args[0] = xpj_arg_array(&aa);
+    args[1] = xpj_arg_array(&ab);
+    n = 2;
+    r = xpj_range_1d(BS_GLOBAL, BS_LOCAL);
+    break;
+  default:
+    aa = xpj_array_2d(d->a, XPJ_F32, MM_N, MM_N);
+    ab = xpj_array_2d(d->b, XPJ_F32, MM_N, MM_N);
+    ac = xpj_array_2d(d->c, XPJ_F32, MM_N, MM_N);
+    args[0] = xpj_arg_array(&aa);
+    args[1] = xpj_arg_array(&ab);
+    args[2] = xpj_arg_array(&ac);
+    n = 3;
+    r = xpj_range_2d(MM_N, MM_N, MM_TILE, MM_TILE);
+    break;
+  }
+  xpj_status st = xpj_launch(q, kern, &r, n, args, NULL);
+  if (st == XPJ_OK)
+    st = xpj_queue_wait(q);
+  return st;
+}
+
+static const kcase *find_kcase(const char *kernel) {
+  for (int i = 0; i < NK; i++)
+    if (!strcmp(kcases[i].kernel, kernel))
+      return &kcases[i];
+  return NULL;
+}
+
+/* --child get TARGET KERNEL CACHE EXPECT(compiled|cache) LAUNCH(0|1)
+ * prints: ok ctx_ms prog_ms get_ms launch_ms compiles l2_hits */
+static int child_get(int argc, char **argv) {
+  if (argc < 7)
+    return child_error("child get: arguments");
+  const char *target = argv[2];
+  const kcase *k = find_kcase(argv[3]);
+  const char *cache = argv[4];
+  bool read_only = !strcmp(argv[5], "cache-ro");
+  bool expect_cache = read_only || !strcmp(argv[5], "cache");
+  bool launch = atoi(argv[6]) != 0;
+  if (!k)
+    return child_error("unknown kernel %s", argv[3]);
+  char path[PATH_MAX + 64];
+  xpath(path, sizeof path, opt_examples, k->xpk);
+  xpj_context *ctx;
+  xpj_device *dev;
+  xpj_program *p;
+  xpj_kernel *kern = NULL;
+  double t0 = now_ms();
+  CHILD_CK(make_ctx_mode(cache, read_only ? XPJ_CACHE_MODE_RO : XPJ_CACHE_MODE_RW, 0, &ctx, &dev));
+  double t1 = now_ms();
+  CHILD_CK(xpj_program_create_file(ctx, path, NULL, &p));
+  double t2 = now_ms();
+  CHILD_CK(get_one(p, dev, k, target, &kern));
+  double t3 = now_ms();
+  xpj_cache_counters c;
+  CHILD_CK(xpj_context_cache_counters(ctx, &c));
+  bool is_cpu = !strcmp(target, "cpu");
+  if (is_cpu) {
+    xpj_kernel_info info;
+    CHILD_CK(xpj_kernel_get_info(kern, &info));
+    xpj_kernel_origin want = expect_cache ? XPJ_ORIGIN_CACHE : XPJ_ORIGIN_COMPILED;
+    if (info.origin != want)
+      return child_error("%s %s: origin %d, expected %d", target, k->kernel, (int)info.origin,
+                         (int)want);
+  }
+  if (expect_cache ? (c.compiles != 0 || c.l2_hits != 1) : (c.compiles != 1))
+    return child_error("%s %s: counters compiles %llu l2_hits %llu (expected %s)", target,
+                       k->kernel, (unsigned long long)c.compiles, (unsigned long long)c.l2_hits,
+                       expect_cache ? "0 compiles, 1 L2 hit" : "1 compile");
+  double launch_ms = NAN;
+  if (launch && is_cpu) {
+    xpj_queue *q;
+    CHILD_CK(xpj_queue_create(dev, NULL, &q));
+    kdata d = {0};
+    kdata_sizes(k, &d);
+    CHILD_CK(xpj_mem_alloc(dev, XPJ_MEM_SHARED, d.na * 4, 0, (void **)&d.a));
+    CHILD_CK(xpj_mem_alloc(dev, XPJ_MEM_SHARED, d.nb * 4, 0, (void **)&d.b));
+    CHILD_CK(xpj_mem_alloc(dev, XPJ_MEM_SHARED, d.nc * 4, 0, (void **)&d.c));
+    d.ref = malloc(MM_N * MM_N * 4 + AX_N * 4);
+    if (!d.ref)
+      return child_error("out of memory");
+    kdata_fill(k, &d);
+    double t4 = now_ms();
+    CHILD_CK(xpjit_launch(q, kern, k, &d));
+    launch_ms = now_ms() - t4;
+    if (!kdata_check(k, &d))
+      return child_error("%s: wrong result of the launch", k->kernel);
+    xpj_mem_free(dev, d.a);
+    xpj_mem_free(dev, d.b);
+    xpj_mem_free(dev, d.c);
+    free(d.ref);
+    xpj_queue_destroy(q);
+  }
+  printf("ok %.6f %.6f %.6f %.6f %llu %llu\n", t1 - t0, t2 - t1, t3 - t2, launch_ms,
+         (unsigned long long)c.compiles, (unsigned long long)c.l2_hits);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  return 0;
+}
+
+/* ---- children: the pieces of a CPU L2 hit ------------------------------------------ */
+
+static int llvm_error(LLVMErrorRef e, const char *what) {
+  char *m = LLVMGetErrorMessage(e);
+  int r = child_error("%s: %s", what, m);
+  LLVMDisposeErrorMessage(m);
+  return r;
+}
+
+/* The pieces of a CPU L2 hit, with the public APIs: specialise + hash, the
+ * L2 read, two LLJIT loads. */
+typedef struct pieces {
+  double spechash, l2get, jitmake, jit[2];
+  size_t bytes;
+} pieces;
+
+/* ORC's asynchronous lookup, waited for (as runtime/cpu.c does) */
+typedef struct lookup_wait {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+  LLVMErrorRef err;
+  LLVMOrcExecutorAddress addr;
+} lookup_wait;
+
+static void lookup_done(LLVMErrorRef err, LLVMOrcCSymbolMapPairs result, size_t n, void *ctx) {
+  lookup_wait *w = ctx;
+  pthread_mutex_lock(&w->mu);
+  w->err = err;
+  if (!err && n >= 1)
+    w->addr = result[0].Sym.Address;
+  w->done = true;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
+static int split_pieces(const kcase *k, const char *path, xpj_device *dev, xpj_cache *l2,
+                        pieces *out) {
+  xpj_module *m = NULL, *sm = NULL;
+  CHILD_CK(xpj_module_create(&m));
+  CHILD_CK(xpj_parse_file(m, path, NULL));
+  const xpj_func *f = xpj_module_find(m, k->kernel);
+  if (!f)
+    return child_error("no kernel %s", k->kernel);
+  const char *tname = xpj_func_tparam_name(f, 0);
+  xpj_scalar ty = XPJ_F32;
+  xpj_spec spec = {1, &tname, &ty, k->ndim};
+  uint8_t raw[32];
+  char code[65];
+  double t0 = now_ms();
+  CHILD_CK(xpj_specialize(m, k->kernel, &spec, &sm, NULL));
+  CHILD_CK(xpj_module_hash(sm, k->kernel, raw, code));
+  out->spechash = now_ms() - t0;
+  xpj_device_info di;
+  CHILD_CK(xpj_device_get_info(dev, &di));
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  char ostr[64], versions[256];
+  xpj_compile_opts_str(&o, ostr, sizeof ostr);
+  snprintf(versions, sizeof versions, "xpjit=%s;llvm=%s;abi=%u", XPJ_VERSION_STRING,
+           xpj_llvm_version(), xpj_abi_version());
+  xpj_cache_key key = {code, k->kernel, k->dtypes, k->ndim, di.target, ostr, versions};
+  xpj_cache_entry ce;
+  t0 = now_ms();
+  xpj_status st = xpj_cache_get(l2, &key, &ce);
+  out->l2get = now_ms() - t0;
+  if (st != XPJ_OK)
+    return child_error("xpj_cache_get %s: %s (the bench's key differs from the runtime's?)",
+                       k->kernel, xpj_status_name(st));
+  out->bytes = ce.size;
+  /* the JIT: an LLJIT made (the CPU device makes one at discovery), then the
+   * object loaded into a new JITDylib of it, twice, with the same LLVM C
+   * calls as runtime/cpu.c's kernel_load */
+  double a = now_ms();
+  LLVMOrcLLJITRef jit;
+  LLVMErrorRef e = LLVMOrcCreateLLJIT(&jit, NULL);
+  out->jitmake = now_ms() - a;
+  if (e)
+    return llvm_error(e, "LLVMOrcCreateLLJIT");
+  LLVMOrcExecutionSessionRef es = LLVMOrcLLJITGetExecutionSession(jit);
+  for (int rep = 0; rep < 2; rep++) {
+    a = now_ms();
+    char name[32];
+    snprintf(name, sizeof name, "bench.%d", rep);
+    LLVMOrcJITDylibRef jd;
+    e = LLVMOrcExecutionSessionCreateJITDylib(es, &jd, name);
+    if (e)
+      return llvm_error(e, "creating a JITDylib");
+    LLVMOrcDefinitionGeneratorRef gen = NULL;
+    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit),
+                                                             NULL, NULL);
+    if (e)
+      return llvm_error(e, "process symbols");
+    LLVMOrcJITDylibAddGenerator(jd, gen);
+    LLVMMemoryBufferRef buf =
+        LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)ce.data, ce.size, ce.entry);
+    e = LLVMOrcLLJITAddObjectFile(jit, jd, buf);
+    if (e)
+      return llvm_error(e, "adding the object");
+    lookup_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, NULL, 0};
+    LLVMOrcCJITDylibSearchOrderElement order = {jd, LLVMOrcJITDylibLookupFlagsMatchAllSymbols};
+    LLVMOrcCLookupSetElement sym = {LLVMOrcLLJITMangleAndIntern(jit, ce.entry),
+                                    LLVMOrcSymbolLookupFlagsRequiredSymbol};
+    LLVMOrcExecutionSessionLookup(es, LLVMOrcLookupKindStatic, &order, 1, &sym, 1, lookup_done, &w);
+    pthread_mutex_lock(&w.mu);
+    while (!w.done)
+      pthread_cond_wait(&w.cv, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    out->jit[rep] = now_ms() - a;
+    if (w.err)
+      return llvm_error(w.err, "lookup");
+    if (!w.addr)
+      return child_error("lookup of %s gave 0", ce.entry);
+  }
+  e = LLVMOrcDisposeLLJIT(jit);
+  if (e)
+    LLVMConsumeError(e);
+  xpj_cache_entry_clear(&ce);
+  xpj_module_destroy(sm);
+  xpj_module_destroy(m);
+  return 0;
+}
+
+/* --child split KERNEL CACHE ORDER: the L2 opened first, then (ORDER 0)
+ * the get and then its pieces, or (ORDER 1) the pieces and then the get
+ * (so that the get finds LLVM's JIT and SQLite warmed up).
+ * prints: ok ctx_ms prog_ms l2open_ms get_ms spechash_ms l2get_ms load1_ms load2_ms bytes
+ *         jitmake_ms */
+static int child_split(int argc, char **argv) {
+  if (argc < 5)
+    return child_error("child split: arguments");
+  const kcase *k = find_kcase(argv[2]);
+  const char *cache = argv[3];
+  int order = atoi(argv[4]);
+  if (!k)
+    return child_error("unknown kernel %s", argv[2]);
+  char path[PATH_MAX + 64];
+  xpath(path, sizeof path, opt_examples, k->xpk);
+  xpj_context *ctx;
+  xpj_device *dev;
+  xpj_program *p;
+  xpj_kernel *kern = NULL;
+  double t0 = now_ms();
+  CHILD_CK(make_ctx(cache, 0, &ctx, &dev));
+  double t1 = now_ms();
+  CHILD_CK(xpj_program_create_file(ctx, path, NULL, &p));
+  double t2 = now_ms();
+  xpj_cache *l2 = xpj_context_cache(ctx);
+  double t3 = now_ms();
+  if (!l2)
+    return child_error("xpj_context_cache: NULL");
+  pieces pc;
+  if (order == 1 && split_pieces(k, path, dev, l2, &pc))
+    return 1;
+  double t4 = now_ms();
+  CHILD_CK(xpj_program_get_kernel(p, k->kernel, k->dtypes, k->ndim, dev, NULL, &kern));
+  double t5 = now_ms();
+  xpj_kernel_info info;
+  CHILD_CK(xpj_kernel_get_info(kern, &info));
+  if (info.origin != XPJ_ORIGIN_CACHE)
+    return child_error("split %s: origin %d, expected CACHE", k->kernel, (int)info.origin);
+  if (order == 0 && split_pieces(k, path, dev, l2, &pc))
+    return 1;
+  printf("ok %.6f %.6f %.6f %.6f %.6f %.6f %.6f %.6f %zu %.6f\n", t1 - t0, t2 - t1, t3 - t2,
+         t5 - t4, pc.spechash, pc.l2get, pc.jit[0], pc.jit[1], pc.bytes, pc.jitmake);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  return 0;
+}
+
+/* ---- children: the 20-kernel program ----------------------------------------------- */
+
+enum { W_N = 1000 };
+static const char *const w_kernels[] = {"axpy", "axpby", "scale", "copy", "fill"};
+static const char *const w_types[] = {"f32", "f64", "i32", "i64"};
+static const char *const w_cltypes[] = {"float", "double", "int", "long"};
+enum { W_NK = 5, W_NT = 4 };
+
+/* argument lists: x, y arrays; s scalars (values in order) */
+static const char *const w_sig[W_NK] = {"sxy", "sxsy", "sx", "xy", "xs"};
+static const double w_scal[W_NK][2] = {{3, 0}, {3, 2}, {3, 0}, {0, 0}, {5, 0}};
+
+static xpj_scalar w_scalar(int t) {
+  static const xpj_scalar s[W_NT] = {XPJ_F32, XPJ_F64, XPJ_I32, XPJ_I64};
+  return s[t];
+}
+
+static void w_put(void *p, int t, size_t i, double v) {
+  switch (t) {
+  case 0:
+    ((float *)p)[i] = (float)v;
+    break;
+  case 1:
+    ((double *)p)[i] = v;
+    break;
+  case 2:
+    ((int32_t *)p)[i] = (int32_t)v;
+    break;
+  default:
+    ((int64_t *)p)[i] = (int64_t)v;
+    break;
+  }
+}
+
+static double w_get(const void *p, int t, size_t i) {
+  switch (t) {
+  case 0:
+    return ((const float *)p)[i];
+  case 1:
+    return ((const double *)p)[i];
+  case 2:
+    return ((const int32_t *)p)[i];
+  default:
+    return (double)((const int64_t *)p)[i];
+  }
+}
+
+static size_t w_size(int t) { return (t == 0 || t == 2) ? 4 : 8; }
+
+static void w_init(void *x, void *y, int t) {
+  for (size_t i = 0; i < W_N; i++) {
+    w_put(x, t, i, (double)(i % 7 + 1));
+    w_put(y, t, i, (double)(i % 5 + 2));
+  }
+}
+
+/* checks the output array of kernel kk (x for scale and fill, else y) */
+static bool w_check(int kk, const void *x, const void *y, int t) {
+  for (size_t i = 0; i < W_N; i++) {
+    double x0 = (double)(i % 7 + 1), y0 = (double)(i % 5 + 2), want, got;
+    switch (kk) {
+    case 0:
+      want = 3 * x0 + y0, got = w_get(y, t, i);
+      break;
+    case 1:
+      want = 3 * x0 + 2 * y0, got = w_get(y, t, i);
+      break;
+    case 2:
+      want = 3 * x0, got = w_get(x, t, i);
+      break;
+    case 3:
+      want = x0, got = w_get(y, t, i);
+      break;
+    default:
+      want = 5, got = w_get(x, t, i);
+      break;
+    }
+    if (want != got)
+      return false;
+  }
+  return true;
+}
+
+static xpj_arg w_arg_scalar(int t, double v) {
+  switch (t) {
+  case 0:
+    return xpj_arg_f32((float)v);
+  case 1:
+    return xpj_arg_f64(v);
+  case 2:
+    return xpj_arg_i32((int32_t)v);
+  default:
+    return xpj_arg_i64((int64_t)v);
+  }
+}
+
+/* --child whole CACHE: prints ok inchild_ms ctx_ms compiles l2_hits l1_hits */
+static int child_whole(int argc, char **argv) {
+  if (argc < 3)
+    return child_error("child whole: arguments");
+  double t0 = now_ms();
+  char path[PATH_MAX + 64];
+  xpath(path, sizeof path, opt_examples, "axpy.xpk");
+  xpj_context *ctx;
+  xpj_device *dev;
+  xpj_queue *q;
+  xpj_program *p;
+  CHILD_CK(make_ctx(argv[2], 0, &ctx, &dev));
+  double t1 = now_ms();
+  CHILD_CK(xpj_queue_create(dev, NULL, &q));
+  CHILD_CK(xpj_program_create_file(ctx, path, NULL, &p));
+  void *x, *y;
+  CHILD_CK(xpj_mem_alloc(dev, XPJ_MEM_SHARED, W_N * 8, 0, &x));
+  CHILD_CK(xpj_mem_alloc(dev, XPJ_MEM_SHARED, W_N * 8, 0, &y));
+  for (int kk = 0; kk < W_NK; kk++)
+    for (int t = 0; t < W_NT; t++) {
+      char dt[16];
+      snprintf(dt, sizeof dt, "T=%s", w_types[t]);
+      xpj_kernel *kern;
+      CHILD_CK(xpj_program_get_kernel(p, w_kernels[kk], dt, 1, dev, NULL, &kern));
+      w_init(x, y, t);
+      xpj_array ax = xpj_array_1d(x, w_scalar(t), W_N), ay = xpj_array_1d(y, w_scalar(t), W_N);
+      xpj_arg args[4];
+      unsigned n = 0, ns = 0;
+      for (const char *s = w_sig[kk]; *s; s++)
+        args[n++] = *s == 'x'   ? xpj_arg_array(&ax)
+                    : *s == 'y' ? xpj_arg_array(&ay)
+                                : w_arg_scalar(t, w_scal[kk][ns++]);
+      xpj_range r = xpj_range_1d(W_N, 0);
+      CHILD_CK(xpj_launch(q, kern, &r, n, args, NULL));
+      CHILD_CK(xpj_queue_wait(q));
+      if (!w_check(kk, x, y, t))
+        return child_error("%s %s: wrong result", w_kernels[kk], dt);
+    }
+  xpj_cache_counters c;
+  CHILD_CK(xpj_context_cache_counters(ctx, &c));
+  xpj_mem_free(dev, x);
+  xpj_mem_free(dev, y);
+  xpj_program_destroy(p);
+  xpj_queue_destroy(q);
+  xpj_context_destroy(ctx);
+  printf("ok %.6f %.6f %llu %llu %llu\n", now_ms() - t0, t1 - t0, (unsigned long long)c.compiles,
+         (unsigned long long)c.l2_hits, (unsigned long long)c.l1_hits);
+  return 0;
+}
+
+/* ---- PoCL through libOpenCL.so.1 (children only) ------------------------------------ */
+
+static struct {
+  cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
+  cl_int (*GetPlatformInfo)(cl_platform_id, cl_platform_info, size_t, void *, size_t *);
+  cl_int (*GetDeviceIDs)(cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *);
+  cl_int (*GetDeviceInfo)(cl_device_id, cl_device_info, size_t, void *, size_t *);
+  cl_context (*CreateContext)(const cl_context_properties *, cl_uint, const cl_device_id *,
+                              void (*)(const char *, const void *, size_t, void *), void *,
+                              cl_int *);
+  cl_command_queue (*CreateCommandQueue)(cl_context, cl_device_id, cl_command_queue_properties,
+                                         cl_int *);
+  cl_program (*CreateProgramWithSource)(cl_context, cl_uint, const char **, const size_t *,
+                                        cl_int *);
+  cl_int (*BuildProgram)(cl_program, cl_uint, const cl_device_id *, const char *,
+                         void (*)(cl_program, void *), void *);
+  cl_int (*GetProgramBuildInfo)(cl_program, cl_device_id, cl_program_build_info, size_t, void *,
+                                size_t *);
+  cl_kernel (*CreateKernel)(cl_program, const char *, cl_int *);
+  cl_int (*SetKernelArg)(cl_kernel, cl_uint, size_t, const void *);
+  cl_mem (*CreateBuffer)(cl_context, cl_mem_flags, size_t, void *, cl_int *);
+  cl_int (*EnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t *,
+                                 const size_t *, const size_t *, cl_uint, const cl_event *,
+                                 cl_event *);
+  cl_int (*EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint,
+                              const cl_event *, cl_event *);
+  cl_int (*Finish)(cl_command_queue);
+  cl_int (*ReleaseMemObject)(cl_mem);
+  cl_int (*ReleaseKernel)(cl_kernel);
+  cl_int (*ReleaseProgram)(cl_program);
+  cl_int (*ReleaseCommandQueue)(cl_command_queue);
+  cl_int (*ReleaseContext)(cl_context);
+} cl;
+
+static struct {
+  cl_platform_id plat;
+  cl_device_id dev;
+  cl_context ctx;
+  cl_command_queue q;
+  char version[256], device[256];
+} P;
+
+/* Loads libOpenCL, finds PoCL's CPU device, makes a context and queue.
+ * why gets the reason on failure. */
+static bool pocl_open(char *why, size_t whysize) {
+  void *lib = dlopen(opt_opencl, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    snprintf(why, whysize, "%s", dlerror());
+    return false;
+  }
+  struct {
+    void *slot;
+    const char *name;
+  } syms[] = {
+      {&cl.GetPlatformIDs, "clGetPlatformIDs"},
+      {&cl.GetPlatformInfo, "clGetPlatformInfo"},
+      {&cl.GetDeviceIDs, "clGetDeviceIDs"},
+      {&cl.GetDeviceInfo, "clGetDeviceInfo"},
+      {&cl.CreateContext, "clCreateContext"},
+      {&cl.CreateCommandQueue, "clCreateCommandQueue"},
+      {&cl.CreateProgramWithSource, "clCreateProgramWithSource"},
+      {&cl.BuildProgram, "clBuildProgram"},
+      {&cl.GetProgramBuildInfo, "clGetProgramBuildInfo"},
+      {&cl.CreateKernel, "clCreateKernel"},
+      {&cl.SetKernelArg, "clSetKernelArg"},
+      {&cl.CreateBuffer, "clCreateBuffer"},
+      {&cl.EnqueueNDRangeKernel, "clEnqueueNDRangeKernel"},
+      {&cl.EnqueueReadBuffer, "clEnqueueReadBuffer"},
+      {&cl.Finish, "clFinish"},
+      {&cl.ReleaseMemObject, "clReleaseMemObject"},
+      {&cl.ReleaseKernel, "clReleaseKernel"},
+      {&cl.ReleaseProgram, "clReleaseProgram"},
+      {&cl.ReleaseCommandQueue, "clReleaseCommandQueue"},
+      {&cl.ReleaseContext, "clReleaseContext"},
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+    void *p = dlsym(lib, syms[i].name);
+    if (!p) {
+      snprintf(why, whysize, "%.300s has no %s", opt_opencl, syms[i].name);
+      return false;
+    }
+    memcpy(syms[i].slot, &p, sizeof p);
+  }
+  cl_platform_id plats[16];
+  cl_uint np = 0;
+  if (cl.GetPlatformIDs(16, plats, &np) != CL_SUCCESS || np == 0) {
+    snprintf(why, whysize, "no OpenCL platform");
+    return false;
+  }
+  if (np > 16)
+    np = 16;
+  for (cl_uint i = 0; i < np && !P.plat; i++) {
+    char name[256] = "";
+    cl.GetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof name - 1, name, NULL);
+    cl_device_id d;
+    cl_uint nd = 0;
+    if (strstr(name, "Portable Computing Language") &&
+        cl.GetDeviceIDs(plats[i], CL_DEVICE_TYPE_CPU, 1, &d, &nd) == CL_SUCCESS && nd > 0) {
+      P.plat = plats[i];
+      P.dev = d;
+    }
+  }
+  if (!P.plat) {
+    snprintf(why, whysize, "no Portable Computing Language platform with a CPU device");
+    return false;
+  }
+  cl.GetPlatformInfo(P.plat, CL_PLATFORM_VERSION, sizeof P.version - 1, P.version, NULL);
+  cl.GetDeviceInfo(P.dev, CL_DEVICE_NAME, sizeof P.device - 1, P.device, NULL);
+  cl_int err = 0;
+  P.ctx = cl.CreateContext(NULL, 1, &P.dev, NULL, NULL, &err);
+  if (P.ctx)
+    P.q = cl.CreateCommandQueue(P.ctx, P.dev, 0, &err);
+  if (!P.ctx || !P.q) {
+    snprintf(why, whysize, "cannot create a context and queue (error %d)", err);
+    return false;
+  }
+  return true;
+}
+
+/* The peer source of a kernel file: xpk_peer.clh pasted in place of its
+ * #include (one source string, so PoCL's cache key covers all of it). */
+static char *peer_source(const char *file, size_t *len) {
+  char hp[PATH_MAX + 32], fp[PATH_MAX + 64];
+  snprintf(hp, sizeof hp, "%s/xpk_peer.clh", opt_peers);
+  snprintf(fp, sizeof fp, "%s/%s", opt_peers, file);
+  size_t hl, fl;
+  char *h = slurp(hp, &hl), *f = slurp(fp, &fl);
+  char *src = h && f ? malloc(hl + fl + 2) : NULL;
+  if (src) {
+    const char *inc = "#include \"xpk_peer.clh\"";
+    char *at = strstr(f, inc);
+    if (at)
+      memset(at, ' ', strlen(inc));
+    memcpy(src, h, hl);
+    src[hl] = '\n';
+    memcpy(src + hl + 1, f, fl + 1);
+    *len = hl + 1 + fl;
+  }
+  free(h);
+  free(f);
+  return src;
+}
+
+static cl_kernel pocl_get(const char *file, const char *kernel, const char *defs, cl_program *pp,
+                          char *why, size_t whysize) {
+  size_t len = 0;
+  char *src = peer_source(file, &len);
+  if (!src) {
+    snprintf(why, whysize, "cannot read %.400s/%.40s and xpk_peer.clh", opt_peers, file);
+    return NULL;
+  }
+  char opts[512];
+  snprintf(opts, sizeof opts, "-cl-std=CL3.0 -DK_%s %s", kernel, defs);
+  cl_int err = 0;
+  const char *srcs[1] = {src};
+  cl_program prog = cl.CreateProgramWithSource(P.ctx, 1, srcs, &len, &err);
+  free(src);
+  if (!prog) {
+    snprintf(why, whysize, "clCreateProgramWithSource: error %d", err);
+    return NULL;
+  }
+  err = cl.BuildProgram(prog, 1, &P.dev, opts, NULL, NULL);
+  if (err != CL_SUCCESS) {
+    char log[2048] = "";
+    cl.GetProgramBuildInfo(prog, P.dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+    snprintf(why, whysize, "clBuildProgram %.40s %.200s: error %d: %.400s", file, opts, err, log);
+    cl.ReleaseProgram(prog);
+    return NULL;
+  }
+  cl_kernel k = cl.CreateKernel(prog, kernel, &err);
+  if (!k) {
+    snprintf(why, whysize, "clCreateKernel %s: error %d", kernel, err);
+    cl.ReleaseProgram(prog);
+    return NULL;
+  }
+  *pp = prog;
+  return k;
+}
+
+/* kernel arguments: the next index and the first failure */
+typedef struct clargs {
+  cl_kernel k;
+  cl_uint i;
+  cl_int err;
+} clargs;
+
+static void cl_arg(clargs *a, size_t size, const void *v) {
+  cl_int e = cl.SetKernelArg(a->k, a->i++, size, v);
+  if (e != CL_SUCCESS && a->err == CL_SUCCESS)
+    a->err = e;
+}
+static void carg_long(clargs *a, int64_t v) {
+  cl_long x = v;
+  cl_arg(a, sizeof x, &x);
+}
+/* PV1 / PV2 views of xpk_peer.clh: buffer, offset, shape, strides */
+static void carg_v1(clargs *a, cl_mem *m, int64_t n) {
+  cl_arg(a, sizeof *m, m);
+  carg_long(a, 0);
+  carg_long(a, n);
+  carg_long(a, 1);
+}
+static void carg_v2(clargs *a, cl_mem *m, int64_t r, int64_t c) {
+  cl_arg(a, sizeof *m, m);
+  carg_long(a, 0);
+  carg_long(a, r);
+  carg_long(a, c);
+  carg_long(a, c);
+  carg_long(a, 1);
+}
+static void carg_range(clargs *a, int64_t n) {
+  carg_long(a, n);
+  carg_long(a, 1);
+  carg_long(a, 1);
+}
+
+static cl_mem cbuf(void *host, size_t bytes, cl_int *err) {
+  return cl.CreateBuffer(P.ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes, host, err);
+}
+
+/* One small launch of a bench kernel on PoCL, checked. */
+static bool pocl_launch(cl_kernel k, const kcase *kc, char *why, size_t whysize) {
+  kdata d = {0};
+  kdata_sizes(kc, &d);
+  float *buf = malloc((d.na + d.nb + d.nc) * 4 + (MM_N * MM_N + AX_N) * 4);
+  if (!buf) {
+    snprintf(why, whysize, "out of memory");
+    return false;
+  }
+  d.a = buf;
+  d.b = d.a + d.na;
+  d.c = d.b + d.nb;
+  d.ref = d.c + d.nc;
+  kdata_fill(kc, &d);
+  cl_int err = 0;
+  cl_mem ma = cbuf(d.a, d.na * 4, &err), mb = ma ? cbuf(d.b, d.nb * 4, &err) : NULL,
+         mc = mb ? cbuf(d.c, d.nc * 4, &err) : NULL;
+  bool ok = mc != NULL;
+  clargs a = {k, 0, CL_SUCCESS};
+  size_t g[2], l[2];
+  cl_uint dims = 1;
+  bool local = true;
+  if (ok) {
+    switch (kc->shape) {
+    case S_AXPY: {
+      float s = 3.0f;
+      cl_arg(&a, sizeof s, &s);
+      carg_v1(&a, &ma, AX_N);
+      carg_v1(&a, &mb, AX_N);
+      carg_range(&a, AX_N);
+      g[0] = AX_N;
+      local = false;
+      break;
+    }
+    case S_BSUM:
+      carg_v1(&a, &ma, BS_N);
+      carg_v1(&a, &mb, 1);
+      g[0] = BS_GLOBAL;
+      l[0] = BS_LOCAL;
+      break;
+    default:
+      carg_v2(&a, &ma, MM_N, MM_N);
+      carg_v2(&a, &mb, MM_N, MM_N);
+      carg_v2(&a, &mc, MM_N, MM_N);
+      dims = 2;
+      g[0] = g[1] = MM_N;
+      l[0] = l[1] = MM_TILE;
+      break;
+    }
+    err = a.err;
+    if (err == CL_SUCCESS)
+      err = cl.EnqueueNDRangeKernel(P.q, k, dims, NULL, g, local ? l : NULL, 0, NULL, NULL);
+    cl_mem out = kc->shape == S_MATMUL ? mc : mb;
+    float *host = kc->shape == S_MATMUL ? d.c : d.b;
+    size_t bytes = (kc->shape == S_MATMUL ? d.nc : d.nb) * 4;
+    if (err == CL_SUCCESS)
+      err = cl.EnqueueReadBuffer(P.q, out, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+      err = cl.Finish(P.q);
+    ok = err == CL_SUCCESS;
+  }
+  if (!ok)
+    snprintf(why, whysize, "PoCL launch of %s: error %d", kc->kernel, err);
+  else if (!kdata_check(kc, &d)) {
+    snprintf(why, whysize, "PoCL %s: wrong result", kc->kernel);
+    ok = false;
+  }
+  if (ma)
+    cl.ReleaseMemObject(ma);
+  if (mb)
+    cl.ReleaseMemObject(mb);
+  if (mc)
+    cl.ReleaseMemObject(mc);
+  free(buf);
+  return ok;
+}
+
+/* --child pocl-probe: prints "ok" and the version on the next line */
+static int child_pocl_probe(void) {
+  char why[512];
+  if (!pocl_open(why, sizeof why)) {
+    printf("na %s\n", why);
+    return 0;
+  }
+  printf("ok\nversion %s | %s\n", P.version, P.device);
+  return 0;
+}
+
+/* --child pocl-get KERNEL: prints ok ctx_ms get_ms launch_ms */
+static int child_pocl_get(int argc, char **argv) {
+  if (argc < 3)
+    return child_error("child pocl-get: arguments");
+  const kcase *k = find_kcase(argv[2]);
+  if (!k)
+    return child_error("unknown kernel %s", argv[2]);
+  char why[1024];
+  double t0 = now_ms();
+  if (!pocl_open(why, sizeof why))
+    return child_error("PoCL: %s", why);
+  double t1 = now_ms();
+  cl_program prog;
+  cl_kernel kern = pocl_get(k->cl_file, k->kernel, k->cl_defs, &prog, why, sizeof why);
+  if (!kern)
+    return child_error("%s", why);
+  double t2 = now_ms();
+  if (!pocl_launch(kern, k, why, sizeof why))
+    return child_error("%s", why);
+  double t3 = now_ms();
+  printf("ok %.6f %.6f %.6f\n", t1 - t0, t2 - t1, t3 - t2);
+  cl.ReleaseKernel(kern);
+  cl.ReleaseProgram(prog);
+  cl.ReleaseCommandQueue(P.q);
+  cl.ReleaseContext(P.ctx);
+  return 0;
+}
+
+/* --child pocl-whole: the 20-kernel program on PoCL; prints ok inchild_ms ctx_ms */
+static int child_pocl_whole(void) {
+  char why[1024];
+  double t0 = now_ms();
+  if (!pocl_open(why, sizeof why))
+    return child_error("PoCL: %s", why);
+  double t1 = now_ms();
+  static double xs[W_N], ys[W_N]; /* 8-aligned storage for any of the types */
+  void *x = xs, *y = ys;
+  for (int kk = 0; kk < W_NK; kk++)
+    for (int t = 0; t < W_NT; t++) {
+      char defs[128];
+      snprintf(defs, sizeof defs, "-DT=%s -DNDIM=1", w_cltypes[t]);
+      cl_program prog;
+      cl_kernel k = pocl_get("axpy.cl", w_kernels[kk], defs, &prog, why, sizeof why);
+      if (!k)
+        return child_error("%s", why);
+      w_init(x, y, t);
+      cl_int err = 0;
+      size_t bytes = W_N * w_size(t);
+      cl_mem mx = cbuf(x, bytes, &err), my = mx ? cbuf(y, bytes, &err) : NULL;
+      if (!my)
+        return child_error("clCreateBuffer: error %d", err);
+      clargs a = {k, 0, CL_SUCCESS};
+      unsigned ns = 0;
+      for (const char *s = w_sig[kk]; *s; s++) {
+        if (*s == 'x' || *s == 'y') {
+          carg_v1(&a, *s == 'x' ? &mx : &my, W_N);
+          continue;
+        }
+        double v = w_scal[kk][ns++];
+        union {
+          float f;
+          double d;
+          int32_t i;
+          int64_t l;
+        } u;
+        w_put(&u, t, 0, v);
+        cl_arg(&a, w_size(t), &u);
+      }
+      carg_range(&a, W_N);
+      size_t g = W_N;
+      err = a.err;
+      if (err == CL_SUCCESS)
+        err = cl.EnqueueNDRangeKernel(P.q, k, 1, NULL, &g, NULL, 0, NULL, NULL);
+      if (err == CL_SUCCESS)
+        err = cl.EnqueueReadBuffer(P.q, mx, CL_TRUE, 0, bytes, x, 0, NULL, NULL);
+      if (err == CL_SUCCESS)
+        err = cl.EnqueueReadBuffer(P.q, my, CL_TRUE, 0, bytes, y, 0, NULL, NULL);
+      if (err != CL_SUCCESS)
+        return child_error("PoCL %s %s: error %d", w_kernels[kk], w_types[t], err);
+      if (!w_check(kk, x, y, t))
+        return child_error("PoCL %s %s: wrong result", w_kernels[kk], w_types[t]);
+      cl.ReleaseMemObject(mx);
+      cl.ReleaseMemObject(my);
+      cl.ReleaseKernel(k);
+      cl.ReleaseProgram(prog);
+    }
+  cl.ReleaseCommandQueue(P.q);
+  cl.ReleaseContext(P.ctx);
+  printf("ok %.6f %.6f\n", now_ms() - t0, t1 - t0);
+  return 0;
+}
+
+static int child_main(int argc, char **argv) {
+  /* argv[0] --child MODE ... ; shift so that argv[1] is MODE */
+  argc--;
+  argv++;
+  const char *mode = argv[1];
+  if (!strcmp(mode, "get"))
+    return child_get(argc, argv);
+  if (!strcmp(mode, "split"))
+    return child_split(argc, argv);
+  if (!strcmp(mode, "whole"))
+    return child_whole(argc, argv);
+  if (!strcmp(mode, "pocl-probe"))
+    return child_pocl_probe();
+  if (!strcmp(mode, "pocl-get"))
+    return child_pocl_get(argc, argv);
+  if (!strcmp(mode, "pocl-whole"))
+    return child_pocl_whole();
+  if (!strcmp(mode, "nop")) { /* process start and exit, no xpjit call */
+    printf("ok 0\n");
+    return 0;
+  }
+  return child_error("unknown child mode %s", mode);
+}
+
+/* ---- the parent: files ---------------------------------------------------------------- */
+
+/* Removes a directory tree (the bench's own, a few levels deep). */
+static void rm_tree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *de;
+    while ((de = readdir(d))) {
+      if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+        continue;
+      char p[PATH_MAX + 256];
+      snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+      struct stat sb;
+      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+        rm_tree(p);
+      else
+        unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+}
+
+/* A SQLite cache file and its WAL and shared-memory files. */
+static void rm_db(const char *db) {
+  char p[PATH_MAX + 16];
+  unlink(db);
+  snprintf(p, sizeof p, "%s-wal", db);
+  unlink(p);
+  snprintf(p, sizeof p, "%s-shm", db);
+  unlink(p);
+}
+
+static void check_stop(void) {
+  if (!stop_signal)
+    return;
+  if (*tmpdir && !opt_keep)
+    rm_tree(tmpdir);
+  fprintf(stderr, "cache: interrupted (signal %d)%s\n", (int)stop_signal,
+          opt_keep ? "" : "; removed the cache files");
+  _exit(128 + (int)stop_signal);
+}
+
+static void on_signal(int sig) { stop_signal = sig; }
+
+static unsigned long serial;
+static void fresh_name(char *buf, size_t size, const char *what) {
+  snprintf(buf, size, "%s/%s-%lu.db", tmpdir, what, serial++);
+}
+
+/* ---- the parent: results ---------------------------------------------------------------- */
+
+typedef struct xres {
+  series cold_get, cold_ctx, cold_launch; /* fresh process, empty cache */
+  series warm_compile;                    /* this process, empty cache */
+  series l2_get, l2_ctx, l2_prog, l2_sum, l2_launch, l2_wall;
+  series l2ro_get;                  /* the same on a read-only cache (no use-time update) */
+  series l1_same, l1_ctx;           /* per call */
+  double l1_same_mean, l1_ctx_mean; /* batch means (ms per call) */
+  int l1_ctx_calls;
+  char l2db[PATH_MAX];
+} xres;
+
+static xres X[NT][NK];
+
+typedef struct sres {
+  series ctx, prog, l2open, get, spechash, l2get, jit, jit2, jitmake;
+  double bytes;
+} sres;
+static sres S[2][NK]; /* [order][kernel] */
+
+typedef struct pres {
+  series cold_ctx, cold_get, cold_launch, warm_ctx, warm_get, warm_launch;
+  char warmdir[PATH_MAX];
+} pres;
+static pres PR[NK];
+static bool pocl_ok;
+static char pocl_desc[600];
+
+static struct {
+  series x_cold, x_warm, x_warm_inchild, x_cold_inchild, p_cold, p_warm;
+  series nop;              /* spawn to waitpid of a child that does nothing */
+  series dbcreate;         /* creating an empty cache file (this process) */
+  int warm_compiling_runs; /* warm runs that compiled anything */
+  unsigned long long cold_compiles, warm_l2_hits, warm_l1_hits; /* of the last run */
+  unsigned long long max_warm_compiles;
+  char xdb[PATH_MAX], pdir[PATH_MAX];
+} W;
+
+static double timer_ns; /* p50 of back-to-back clock_gettime pairs */
+
+/* ---- the parent: the cases ---------------------------------------------------------------- */
+
+/* what a get child expects: a compile, an L2 hit, an L2 hit on a read-only cache */
+enum { G_COLD, G_L2, G_L2RO };
+
+static void xpjit_child_get(int ti, int ki, const char *db, int kind, bool record) {
+  const kcase *k = &kcases[ki];
+  bool expect_cache = kind != G_COLD;
+  const char *argv[] = {NULL,
+                        "--child",
+                        "get",
+                        targets[ti],
+                        k->kernel,
+                        db,
+                        kind == G_L2RO ? "cache-ro"
+                        : expect_cache ? "cache"
+                                       : "compiled",
+                        "1",
+                        "--examples",
+                        opt_examples,
+                        NULL};
+  double v[8], wall;
+  char msg[1024];
+  int n = run_child(argv, NULL, v, 8, &wall, msg, sizeof msg);
+  if (n < 6) {
+    fail("%s %s (%s): %s", targets[ti], k->label,
+         kind == G_L2RO ? "L2 hit, read-only"
+         : expect_cache ? "L2 hit"
+                        : "cold",
+         n < 0 ? msg : "short reply");
+    return;
+  }
+  if (!record)
+    return;
+  xres *r = &X[ti][ki];
+  if (kind == G_L2RO) {
+    add(&r->l2ro_get, v[2]);
+  } else if (expect_cache) {
+    add(&r->l2_ctx, v[0]);
+    add(&r->l2_prog, v[1]);
+    add(&r->l2_get, v[2]);
+    add(&r->l2_sum, v[0] + v[1] + v[2]);
+    if (!isnan(v[3]))
+      add(&r->l2_launch, v[3]);
+    add(&r->l2_wall, wall);
+  } else {
+    add(&r->cold_ctx, v[0]);
+    add(&r->cold_get, v[2]);
+    if (!isnan(v[3]))
+      add(&r->cold_launch, v[3]);
+  }
+}
+
+/* Creates an empty cache file (what a first use ever does), timed. */
+static void create_db(const char *db) {
+  xpj_context *ctx = NULL;
+  xpj_device *dev;
+  xpj_status st = make_ctx(db, 1, &ctx, &dev);
+  double t0 = now_ms();
+  xpj_cache *c = st == XPJ_OK ? xpj_context_cache(ctx) : NULL;
+  double t = now_ms() - t0;
+  if (!c || xpj_cache_mode_of(c) != XPJ_CACHE_MODE_RW)
+    fail("creating the cache file %s: %s", db, st != XPJ_OK ? xpj_last_error() : "not writable");
+  else
+    add(&W.dbcreate, t);
+  xpj_context_destroy(ctx);
+}
+
+static void xpjit_warm_compile(int ti, int ki) {
+  const kcase *k = &kcases[ki];
+  char db[PATH_MAX], path[PATH_MAX + 64];
+  fresh_name(db, sizeof db, "warm");
+  xpath(path, sizeof path, opt_examples, k->xpk);
+  xpj_context *ctx = NULL;
+  xpj_device *dev;
+  xpj_program *p = NULL;
+  xpj_kernel *kern = NULL;
+  xpj_status st = make_ctx(db, 1, &ctx, &dev);
+  if (st == XPJ_OK)
+    st = xpj_program_create_file(ctx, path, NULL, &p);
+  if (st == XPJ_OK && !xpj_context_cache(ctx)) /* open (create) it first */
+    st = XPJ_ERR_NOMEM;
+  double t = 0;
+  if (st == XPJ_OK) {
+    double t0 = now_ms();
+    st = get_one(p, dev, k, targets[ti], &kern);
+    t = now_ms() - t0;
+  }
+  xpj_cache_counters c = {0};
+  if (st == XPJ_OK)
+    st = xpj_context_cache_counters(ctx, &c);
+  if (st != XPJ_OK)
+    fail("%s %s (warm compile): %s", targets[ti], k->label, xpj_last_error());
+  else if (c.compiles != 1)
+    fail("%s %s (warm compile): %llu compiles", targets[ti], k->label,
+         (unsigned long long)c.compiles);
+  else
+    add(&X[ti][ki].warm_compile, t);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  rm_db(db);
+}
+
+static void xpjit_split(int ki, int order) {
+  const kcase *k = &kcases[ki];
+  const char *argv[] = {NULL,         "--child",     "split",
+                        k->kernel,    X[0][ki].l2db, order ? "1" : "0",
+                        "--examples", opt_examples,  NULL};
+  double v[10], wall;
+  char msg[1024];
+  int n = run_child(argv, NULL, v, 10, &wall, msg, sizeof msg);
+  if (n < 10) {
+    fail("cpu %s (L2 breakdown): %s", k->label, n < 0 ? msg : "short reply");
+    return;
+  }
+  sres *s = &S[order][ki];
+  add(&s->ctx, v[0]);
+  add(&s->prog, v[1]);
+  add(&s->l2open, v[2]);
+  add(&s->get, v[3]);
+  add(&s->spechash, v[4]);
+  add(&s->l2get, v[5]);
+  add(&s->jit, v[6]);
+  add(&s->jit2, v[7]);
+  s->bytes = v[8];
+  add(&s->jitmake, v[9]);
+}
+
+static char **pocl_env(const char *dir) {
+  static char cd[PATH_MAX + 32];
+  snprintf(cd, sizeof cd, "POCL_CACHE_DIR=%s", dir);
+  const char *sets[] = {cd, "POCL_KERNEL_CACHE=1"};
+  return child_env(sets, 2);
+}
+
+static void pocl_child_get(int ki, const char *dir, bool warm, bool record) {
+  const kcase *k = &kcases[ki];
+  const char *argv[] = {NULL,      "--child",      "pocl-get", k->kernel, "--peers",
+                        opt_peers, "--opencl-lib", opt_opencl, NULL};
+  char **env = pocl_env(dir);
+  double v[4], wall;
+  char msg[1024];
+  int n = run_child(argv, env, v, 4, &wall, msg, sizeof msg);
+  free(env);
+  if (n < 3) {
+    fail("PoCL %s (%s): %s", k->label, warm ? "warm" : "cold", n < 0 ? msg : "short reply");
+    return;
+  }
+  if (!record)
+    return;
+  pres *r = &PR[ki];
+  add(warm ? &r->warm_ctx : &r->cold_ctx, v[0]);
+  add(warm ? &r->warm_get : &r->cold_get, v[1]);
+  add(warm ? &r->warm_launch : &r->cold_launch, v[2]);
+}
+
+static void pocl_cold(int ki) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/pocl-cold-%lu", tmpdir, serial++);
+  if (mkdir(dir, 0700) != 0) {
+    fail("mkdir %s: %s", dir, strerror(errno));
+    return;
+  }
+  pocl_child_get(ki, dir, false, true);
+  rm_tree(dir);
+}
+
+static void whole_xpjit(const char *db, bool warm) {
+  const char *argv[] = {NULL, "--child", "whole", db, "--examples", opt_examples, NULL};
+  double v[6], wall;
+  char msg[1024];
+  int n = run_child(argv, NULL, v, 6, &wall, msg, sizeof msg);
+  if (n < 5) {
+    fail("whole process (%s): %s", warm ? "warm" : "cold", n < 0 ? msg : "short reply");
+    return;
+  }
+  unsigned long long compiles = (unsigned long long)v[2];
+  if (warm) {
+    W.warm_l2_hits = (unsigned long long)v[3];
+    W.warm_l1_hits = (unsigned long long)v[4];
+    add(&W.x_warm, wall);
+    add(&W.x_warm_inchild, v[0]);
+    if (compiles) {
+      W.warm_compiling_runs++;
+      if (compiles > W.max_warm_compiles)
+        W.max_warm_compiles = compiles;
+      fail("whole process on a warm cache compiled %llu kernels (expected 0)", compiles);
+    }
+  } else {
+    add(&W.x_cold, wall);
+    add(&W.x_cold_inchild, v[0]);
+    W.cold_compiles = compiles;
+    if (compiles != W_NK * W_NT)
+      fail("whole process on a cold cache compiled %llu kernels (expected %d)", compiles,
+           W_NK * W_NT);
+  }
+}
+
+static void whole_pocl(const char *dir, bool warm) {
+  const char *argv[] = {NULL,      "--child",      "pocl-whole", "--peers",
+                        opt_peers, "--opencl-lib", opt_opencl,   NULL};
+  char **env = pocl_env(dir);
+  double v[4], wall;
+  char msg[1024];
+  int n = run_child(argv, env, v, 4, &wall, msg, sizeof msg);
+  free(env);
+  if (n < 2) {
+    fail("PoCL whole process (%s): %s", warm ? "warm" : "cold", n < 0 ? msg : "short reply");
+    return;
+  }
+  add(warm ? &W.p_warm : &W.p_cold, wall);
+}
+
+/* First-level hits in this process, on the populated cache file of (ti, ki). */
+static void l1_case(int ti, int ki) {
+  const kcase *k = &kcases[ki];
+  xres *r = &X[ti][ki];
+  char path[PATH_MAX + 64];
+  xpath(path, sizeof path, opt_examples, k->xpk);
+  xpj_context *ctx = NULL;
+  xpj_device *dev;
+  xpj_program *p = NULL;
+  xpj_kernel *kern = NULL, *again = NULL;
+  const char *target = targets[ti];
+  bool is_cpu = !strcmp(target, "cpu");
+  xpj_status st = make_ctx(r->l2db, 1, &ctx, &dev);
+  if (st == XPJ_OK)
+    st = xpj_program_create_file(ctx, path, NULL, &p);
+  if (st == XPJ_OK)
+    st = get_one(p, dev, k, target, &kern); /* from the L2 */
+  if (st != XPJ_OK) {
+    fail("%s %s (L1): %s", target, k->label, xpj_last_error());
+    goto out;
+  }
+  xpj_kernel_info ki0;
+  if (is_cpu && (xpj_kernel_get_info(kern, &ki0) != XPJ_OK || ki0.origin != XPJ_ORIGIN_CACHE)) {
+    fail("cpu %s (L1): the first get did not come from the L2", k->label);
+    goto out;
+  }
+  uint64_t want_l1 = 0; /* context first-level hits the calls below must make */
+  if (is_cpu) {
+    /* the same program: its own list of kernels */
+    int calls = opt_l1_calls;
+    for (int i = 0; i < calls && st == XPJ_OK; i++) {
+      struct timespec a, b;
+      clock_gettime(CLOCK_MONOTONIC, &a);
+      st = xpj_program_get_kernel(p, k->kernel, k->dtypes, k->ndim, dev, NULL, &again);
+      clock_gettime(CLOCK_MONOTONIC, &b);
+      add(&r->l1_same,
+          (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) * 1e-6);
+      if (st == XPJ_OK && again != kern) {
+        fail("cpu %s (L1, same program): a different kernel object", k->label);
+        goto out;
+      }
+    }
+    double t0 = now_ms();
+    for (int i = 0; i < calls && st == XPJ_OK; i++)
+      st = xpj_program_get_kernel(p, k->kernel, k->dtypes, k->ndim, dev, NULL, &again);
+    r->l1_same_mean = (now_ms() - t0) / calls;
+    if (st != XPJ_OK) {
+      fail("cpu %s (L1, same program): %s", k->label, xpj_last_error());
+      goto out;
+    }
+    /* a second program from the same file: the context's first level */
+    int progs = opt_l1_calls / 100 < 200 ? 200 : opt_l1_calls / 100;
+    double total = 0;
+    for (int i = 0; i < progs && st == XPJ_OK; i++) {
+      xpj_program *p2 = NULL;
+      xpj_kernel *k2 = NULL;
+      st = xpj_program_create_file(ctx, path, NULL, &p2);
+      double t1 = now_ms();
+      if (st == XPJ_OK)
+        st = xpj_program_get_kernel(p2, k->kernel, k->dtypes, k->ndim, dev, NULL, &k2);
+      double dt = now_ms() - t1;
+      xpj_kernel_info info;
+      if (st == XPJ_OK)
+        st = xpj_kernel_get_info(k2, &info);
+      if (st == XPJ_OK && info.origin != XPJ_ORIGIN_MEMORY) {
+        fail("cpu %s (L1, second program): origin %d, expected MEMORY", k->label, (int)info.origin);
+        xpj_program_destroy(p2);
+        goto out;
+      }
+      add(&r->l1_ctx, dt);
+      total += dt;
+      xpj_program_destroy(p2);
+    }
+    r->l1_ctx_mean = total / progs;
+    r->l1_ctx_calls = progs;
+    want_l1 = (uint64_t)progs; /* the same program's calls never reach the context */
+  } else {
+    /* binaries: every call goes through the context's first level */
+    int calls = opt_l1_calls / 10 < 1000 ? 1000 : opt_l1_calls / 10;
+    for (int i = 0; i < calls && st == XPJ_OK; i++) {
+      double t1 = now_ms();
+      st = get_one(p, dev, k, target, NULL);
+      add(&r->l1_ctx, now_ms() - t1);
+    }
+    double t0 = now_ms();
+    for (int i = 0; i < calls && st == XPJ_OK; i++)
+      st = get_one(p, dev, k, target, NULL);
+    r->l1_ctx_mean = (now_ms() - t0) / calls;
+    r->l1_ctx_calls = calls;
+    want_l1 = 2 * (uint64_t)calls;
+  }
+  if (st != XPJ_OK)
+    fail("%s %s (L1): %s", target, k->label, xpj_last_error());
+  xpj_cache_counters c;
+  if (st == XPJ_OK && xpj_context_cache_counters(ctx, &c) == XPJ_OK &&
+      (c.compiles != 0 || c.l2_hits != 1 || c.l1_hits != want_l1))
+    fail("%s %s (L1): counters compiles %llu, L2 hits %llu, L1 hits %llu (expected 0, 1, %llu)",
+         target, k->label, (unsigned long long)c.compiles, (unsigned long long)c.l2_hits,
+         (unsigned long long)c.l1_hits, (unsigned long long)want_l1);
+out:
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+}
+
+static void nop_child(void) {
+  const char *argv[] = {NULL, "--child", "nop", NULL};
+  double v[2], wall;
+  char msg[1024];
+  if (run_child(argv, NULL, v, 2, &wall, msg, sizeof msg) < 1)
+    fail("nop child: %s", msg);
+  else
+    add(&W.nop, wall);
+}
+
+static void measure_timer(void) {
+  series s = {0};
+  for (int i = 0; i < 20000; i++) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    add(&s, (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec));
+  }
+  timer_ns = p50(&s);
+  free(s.v);
+}
+
+/* ---- the parent: output --------------------------------------------------------------- */
+
+static void cpu_model(char *buf, size_t size) {
+  snprintf(buf, size, "unknown CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f)
+    return;
+  char line[512];
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "model name", 10)) {
+      char *c = strchr(line, ':');
+      if (c) {
+        c++;
+        while (*c == ' ')
+          c++;
+        c[strcspn(c, "\n")] = 0;
+        snprintf(buf, size, "%s", c);
+      }
+      break;
+    }
+  fclose(f);
+}
+
+static void loadavg(char *buf, size_t size) {
+  double a, b, c;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f && fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+    snprintf(buf, size, "%.2f %.2f %.2f", a, b, c);
+  else
+    snprintf(buf, size, "?");
+  if (f)
+    fclose(f);
+}
+
+static void row(const char *target, const char *kernel, const char *what, series *s, double cold,
+                double warm) {
+  if (!s->n)
+    return;
+  double m = p50(s), h = p99(s);
+  printf("%-6s %-17s %-34s %9s %9s %6d %9s %9s\n", target, kernel, what, FT(m), FT(h), s->n,
+         isnan(cold) ? "" : FR(cold / m), isnan(warm) ? "" : FR(warm / m));
+}
+
+static const char *short_target(int ti) { return ti == 0 ? "cpu" : ti == 1 ? "ptx" : "spirv"; }
+
+static void print_results(void) {
+  printf("\nget kernel -> ready to launch: p50 and p99 (nearest rank) of n samples;\n"
+         "ratios: compile p50 / this p50 (cold = compile in a fresh process, warm = compile in "
+         "this process)\n");
+  printf("%-6s %-17s %-34s %9s %9s %6s %9s %9s\n", "target", "kernel", "case", "p50", "p99", "n",
+         "vs cold", "vs warm");
+  for (int ti = 0; ti < NT; ti++)
+    for (int ki = 0; ki < NK; ki++) {
+      xres *r = &X[ti][ki];
+      const char *t = short_target(ti), *kn = kcases[ki].label;
+      double cold = p50(&r->cold_get), warm = p50(&r->warm_compile);
+      bool cpu = ti == 0;
+      row(t, kn, "compile, fresh process", &r->cold_get, cold, warm);
+      row(t, kn, "compile, warm process", &r->warm_compile, cold, warm);
+      row(t, kn, "L2 hit, fresh process (get)", &r->l2_get, cold, warm);
+      row(t, kn, "L2 hit: ctx + parse + get", &r->l2_sum, cold, warm);
+      row(t, kn, "L2 hit, read-only cache (get)", &r->l2ro_get, cold, warm);
+      if (cpu) {
+        row(t, kn, "L1 hit, same program (per call)", &r->l1_same, cold, warm);
+        row(t, kn, "L1 hit, 2nd program (ctx L1)", &r->l1_ctx, cold, warm);
+      } else {
+        row(t, kn, "L1 hit, get_binary (ctx L1)", &r->l1_ctx, cold, warm);
+      }
+      printf("\n");
+    }
+  printf("L1 batch means (timer overhead excluded; clock_gettime pair p50 %.0f ns):\n", timer_ns);
+  for (int ti = 0; ti < NT; ti++)
+    for (int ki = 0; ki < NK; ki++) {
+      xres *r = &X[ti][ki];
+      if (ti == 0)
+        printf("  cpu    %-17s same program %s per call (%d calls); second program, first get "
+               "%s (%d programs)\n",
+               kcases[ki].label, FT(r->l1_same_mean), opt_l1_calls, FT(r->l1_ctx_mean),
+               r->l1_ctx_calls);
+      else
+        printf("  %-6s %-17s get_binary %s per call (%d calls)\n", short_target(ti),
+               kcases[ki].label, FT(r->l1_ctx_mean), r->l1_ctx_calls);
+    }
+
+  printf("\nfresh-process parts (p50): context creation (CPU device discovery, thread pool), "
+         "program parse, get; first launch (CPU)\n");
+  printf("%-6s %-17s %10s %10s %10s %10s %12s %12s %10s\n", "target", "kernel", "ctx cold",
+         "ctx L2", "parse L2", "get L2", "get+ctx L2", "spawn->exit", "launch1");
+  for (int ti = 0; ti < NT; ti++)
+    for (int ki = 0; ki < NK; ki++) {
+      xres *r = &X[ti][ki];
+      printf("%-6s %-17s %10s %10s %10s %10s %12s %12s %10s\n", short_target(ti), kcases[ki].label,
+             FT(p50(&r->cold_ctx)), FT(p50(&r->l2_ctx)), FT(p50(&r->l2_prog)), FT(p50(&r->l2_get)),
+             FT(p50(&r->l2_sum)), FT(p50(&r->l2_wall)), ti == 0 ? FT(p50(&r->l2_launch)) : "-");
+    }
+  printf("creating an empty cache file (a first use ever; not in the rows above): p50 %s, p99 %s, "
+         "n %d\n",
+         FT(p50(&W.dbcreate)), FT(p99(&W.dbcreate)), W.dbcreate.n);
+
+  printf("\nwhere a CPU L2 hit's get goes (child process, p50 of n): the L2 opened first; then\n"
+         "  get first:    the get, then its parts repeated with the public APIs: specialise + "
+         "hash, xpj_cache_get,\n"
+         "                and the JIT: an LLJIT made (the CPU device makes one when the context "
+         "is created),\n"
+         "                the object loaded into a new JITDylib of it twice, as runtime/cpu.c "
+         "loads a kernel\n"
+         "  parts first:  the parts first (their first use in the process), then the get\n");
+  printf("%-17s %-11s %2s %7s %7s %7s %7s | %9s %8s %8s %8s %8s %8s %7s\n", "kernel", "order", "n",
+         "ctx", "parse", "L2 open", "get", "spec+hash", "L2 read", "JIT make", "load 1", "load 2",
+         "residual", "object");
+  for (int ki = 0; ki < NK; ki++)
+    for (int o = 0; o < 2; o++) {
+      sres *s = &S[o][ki];
+      if (!s->get.n)
+        continue;
+      double get = p50(&s->get), sh = p50(&s->spechash), lg = p50(&s->l2get), j = p50(&s->jit);
+      printf("%-17s %-11s %2d %7s %7s %7s %7s | %9s %8s %8s %8s %8s %8s %5.0f B\n",
+             kcases[ki].label, o ? "parts first" : "get first", s->get.n, FT(p50(&s->ctx)),
+             FT(p50(&s->prog)), FT(p50(&s->l2open)), FT(get), FT(sh), FT(lg), FT(p50(&s->jitmake)),
+             FT(j), FT(p50(&s->jit2)), o ? "-" : FT(get - sh - lg - j), s->bytes);
+    }
+  printf("  (residual = get - spec+hash - L2 read - load 1, with the parts of the same row: what "
+         "the parts do\n   not cover (resolving the request, the L1 entry, the kernel object) "
+         "plus what the get's first use\n   of SQLite and of the device's JIT costs more than "
+         "the parts' second use; 'parts first': its get\n   is an L2 hit in a process that has "
+         "used SQLite and the JIT before)\n");
+
+  printf("\npeer: PoCL kernel cache (CPU), fresh process each, clCreateProgramWithSource + "
+         "clBuildProgram + clCreateKernel\n");
+  if (!pocl_ok) {
+    printf("peer: PoCL not available (%s)\n", pocl_desc);
+  } else {
+    printf("PoCL: %s\n", pocl_desc);
+    printf("%-17s %-30s %9s %9s %5s | %-30s %9s %12s\n", "kernel", "PoCL case", "p50", "p99", "n",
+           "xpjit (CPU) case", "p50", "PoCL/xpjit");
+    for (int ki = 0; ki < NK; ki++) {
+      pres *r = &PR[ki];
+      xres *x = &X[0][ki];
+      const char *kn = kcases[ki].label;
+      series cg_l = {0}, wg_l = {0}, xc_l = {0}, xw_l = {0};
+      for (int i = 0; i < r->cold_get.n && i < r->cold_launch.n; i++)
+        add(&cg_l, r->cold_get.v[i] + r->cold_launch.v[i]);
+      for (int i = 0; i < r->warm_get.n && i < r->warm_launch.n; i++)
+        add(&wg_l, r->warm_get.v[i] + r->warm_launch.v[i]);
+      for (int i = 0; i < x->cold_get.n && i < x->cold_launch.n; i++)
+        add(&xc_l, x->cold_get.v[i] + x->cold_launch.v[i]);
+      for (int i = 0; i < x->l2_get.n && i < x->l2_launch.n; i++)
+        add(&xw_l, x->l2_get.v[i] + x->l2_launch.v[i]);
+      struct {
+        const char *pc;
+        series *ps;
+        const char *xc;
+        series *xs;
+      } rows[] = {
+          {"cold: get kernel", &r->cold_get, "compile, fresh process", &x->cold_get},
+          {"cold: get kernel + 1st launch", &cg_l, "compile + 1st launch", &xc_l},
+          {"warm: get kernel (disk hit)", &r->warm_get, "L2 hit, fresh process", &x->l2_get},
+          {"warm: get kernel + 1st launch", &wg_l, "L2 hit + 1st launch", &xw_l},
+          {"context set-up, warm", &r->warm_ctx, "context creation, L2", &x->l2_ctx},
+      };
+      for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (!rows[i].ps->n)
+          continue;
+        double pm = p50(rows[i].ps), xm = p50(rows[i].xs);
+        printf("%-17s %-30s %9s %9s %5d | %-30s %9s %12s\n", kn, rows[i].pc, FT(pm),
+               FT(p99(rows[i].ps)), rows[i].ps->n, rows[i].xc, FT(xm), FR(pm / xm));
+      }
+      free(cg_l.v);
+      free(wg_l.v);
+      free(xc_l.v);
+      free(xw_l.v);
+    }
+  }
+
+  printf("\nwhole process: context, parse examples/axpy.xpk, 20 kernels (axpy axpby scale copy "
+         "fill x f32 f64 i32 i64, ndim 1)\nlaunched once over %d elements each, waited and "
+         "checked; spawn to waitpid\n",
+         W_N);
+  printf("%-36s %9s %9s %5s\n", "case", "p50", "p99", "n");
+  printf("%-36s %9s %9s %5d\n", "xpjit, cold cache", FT(p50(&W.x_cold)), FT(p99(&W.x_cold)),
+         W.x_cold.n);
+  printf("%-36s %9s %9s %5d\n", "xpjit, warm cache", FT(p50(&W.x_warm)), FT(p99(&W.x_warm)),
+         W.x_warm.n);
+  printf("%-36s %9s %9s %5d\n", "  (of which inside main, warm)", FT(p50(&W.x_warm_inchild)),
+         FT(p99(&W.x_warm_inchild)), W.x_warm_inchild.n);
+  printf("%-36s %9s %9s %5d\n", "  (a child that does nothing)", FT(p50(&W.nop)), FT(p99(&W.nop)),
+         W.nop.n);
+  if (W.p_cold.n || W.p_warm.n) {
+    printf("%-36s %9s %9s %5d\n", "PoCL, cold cache", FT(p50(&W.p_cold)), FT(p99(&W.p_cold)),
+           W.p_cold.n);
+    printf("%-36s %9s %9s %5d\n", "PoCL, warm cache", FT(p50(&W.p_warm)), FT(p99(&W.p_warm)),
+           W.p_warm.n);
+  }
+  printf("xpjit cold / warm: %s", FR(p50(&W.x_cold) / p50(&W.x_warm)));
+  if (W.p_cold.n && W.p_warm.n)
+    printf("; PoCL cold / warm: %s; PoCL/xpjit cold %s, warm %s",
+           FR(p50(&W.p_cold) / p50(&W.p_warm)), FR(p50(&W.p_cold) / p50(&W.x_cold)),
+           FR(p50(&W.p_warm) / p50(&W.x_warm)));
+  printf("\nxpjit counters: cold run %llu compiles; warm runs at most %llu compiles, the last "
+         "one %llu L2 hits, %llu L1 hits\n",
+         W.cold_compiles, W.max_warm_compiles, W.warm_l2_hits, W.warm_l1_hits);
+  printf("xpjit warm runs that compiled anything: %d of %d\n", W.warm_compiling_runs, W.x_warm.n);
+
+  printf("\ngoals\n");
+  printf("  L2 hit >= 20x faster than a compile (p50 of the get in a fresh process, against the "
+         "compile in a fresh / in a warm process):\n");
+  for (int ti = 0; ti < NT; ti++)
+    for (int ki = 0; ki < NK; ki++) {
+      xres *r = &X[ti][ki];
+      double l2 = p50(&r->l2_get), c1 = p50(&r->cold_get), c2 = p50(&r->warm_compile);
+      double r1 = c1 / l2, r2 = c2 / l2;
+      double ro = p50(&r->l2ro_get);
+      printf("    %-6s %-17s L2 %9s  compile %9s / %9s  %7s / %7s  %-7s (read-only cache: %s, "
+             "%s / %s)\n",
+             short_target(ti), kcases[ki].label, FT(l2), FT(c1), FT(c2), FR(r1), FR(r2),
+             r1 >= 20 && r2 >= 20   ? "met"
+             : r1 >= 20 || r2 >= 20 ? "partly"
+                                    : "MISSED",
+             FT(ro), FR(c1 / ro), FR(c2 / ro));
+    }
+  printf("  L1 hit < 1 us (p50 per call):\n");
+  for (int ti = 0; ti < NT; ti++)
+    for (int ki = 0; ki < NK; ki++) {
+      xres *r = &X[ti][ki];
+      if (ti == 0) {
+        double a = p50(&r->l1_same), b = p50(&r->l1_ctx);
+        printf("    cpu    %-17s same program %9s %-6s  second program (context L1) %9s %s\n",
+               kcases[ki].label, FT(a), a < 1e-3 ? "met" : "MISSED", FT(b),
+               b < 1e-3 ? "met" : "MISSED");
+      } else {
+        double b = p50(&r->l1_ctx);
+        printf("    %-6s %-17s get_binary (context L1) %9s %s\n", short_target(ti),
+               kcases[ki].label, FT(b), b < 1e-3 ? "met" : "MISSED");
+      }
+    }
+  printf("  warm process does no compiling: %s (%d of %d warm runs compiled; most %llu)\n",
+         W.x_warm.n && !W.warm_compiling_runs ? "met" : "MISSED (FAIL)", W.warm_compiling_runs,
+         W.x_warm.n, W.max_warm_compiles);
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
+static void usage(const char *argv0) {
+  fprintf(stderr,
+          "usage: %s [--quick] [--rounds N] [--l2-runs N] [--l1-calls N] [--whole-runs N]\n"
+          "          [--no-pocl] [--opencl-lib PATH] [--examples DIR] [--peers DIR] [--keep]\n",
+          argv0);
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  bool child = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    bool has = i + 1 < argc;
+    if (!strcmp(a, "--child")) {
+      child = true;
+      break;
+    } else if (!strcmp(a, "--quick")) {
+      opt_rounds = 3, opt_l2_runs = 9, opt_l1_calls = 20000, opt_whole_runs = 3;
+    } else if (!strcmp(a, "--rounds") && has) {
+      opt_rounds = atoi(argv[++i]);
+    } else if (!strcmp(a, "--l2-runs") && has) {
+      opt_l2_runs = atoi(argv[++i]);
+    } else if (!strcmp(a, "--l1-calls") && has) {
+      opt_l1_calls = atoi(argv[++i]);
+    } else if (!strcmp(a, "--whole-runs") && has) {
+      opt_whole_runs = atoi(argv[++i]);
+    } else if (!strcmp(a, "--no-pocl")) {
+      opt_pocl = false;
+    } else if (!strcmp(a, "--opencl-lib") && has) {
+      opt_opencl = argv[++i];
+    } else if (!strcmp(a, "--examples") && has) {
+      snprintf(opt_examples, sizeof opt_examples, "%s", argv[++i]);
+    } else if (!strcmp(a, "--peers") && has) {
+      snprintf(opt_peers, sizeof opt_peers, "%s", argv[++i]);
+    } else if (!strcmp(a, "--keep")) {
+      opt_keep = true;
+    } else {
+      usage(argv[0]);
+    }
+  }
+  if (child) {
+    /* options after the mode: --examples, --peers, --opencl-lib */
+    for (int i = 1; i + 1 < argc; i++) {
+      if (!strcmp(argv[i], "--examples"))
+        snprintf(opt_examples, sizeof opt_examples, "%s", argv[i + 1]);
+      else if (!strcmp(argv[i], "--peers"))
+        snprintf(opt_peers, sizeof opt_peers, "%s", argv[i + 1]);
+      else if (!strcmp(argv[i], "--opencl-lib"))
+        opt_opencl = argv[i + 1];
+    }
+    int c = 1;
+    while (strcmp(argv[c], "--child"))
+      c++;
+    return child_main(argc - c + 1, argv + c - 1);
+  }
+  if (opt_rounds < 1 || opt_l2_runs < 1 || opt_l1_calls < 1 || opt_whole_runs < 1)
+    usage(argv[0]);
+
+  char rp[PATH_MAX];
+  if (!realpath(opt_examples, rp)) {
+    fprintf(stderr, "cache: %s: %s (run from the repository root, or --examples DIR)\n",
+            opt_examples, strerror(errno));
+    return 2;
+  }
+  snprintf(opt_examples, sizeof opt_examples, "%s", rp);
+  if (realpath(opt_peers, rp))
+    snprintf(opt_peers, sizeof opt_peers, "%s", rp);
+  ssize_t sl = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+  if (sl <= 0) {
+    if (!realpath(argv[0], self_exe)) {
+      fprintf(stderr, "cache: cannot find this program's path\n");
+      return 2;
+    }
+  } else {
+    self_exe[sl] = 0;
+  }
+  const char *tmp = getenv("TMPDIR");
+  snprintf(tmpdir, sizeof tmpdir, "%s/xpjit-bench-cache.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(tmpdir)) {
+    fprintf(stderr, "cache: mkdtemp %s: %s\n", tmpdir, strerror(errno));
+    return 2;
+  }
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  signal(SIGPIPE, SIG_IGN); /* a closed stdout must not skip the clean-up */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+
+  /* what runs where */
+  char model[256], la[64], date[64];
+  cpu_model(model, sizeof model);
+  loadavg(la, sizeof la);
+  time_t now = time(NULL);
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M", localtime(&now));
+  struct utsname un;
+  uname(&un);
+  xpj_device_info di;
+  {
+    xpj_context *ctx;
+    xpj_device *dev;
+    char db[PATH_MAX];
+    fresh_name(db, sizeof db, "info");
+    if (make_ctx(db, 1, &ctx, &dev) != XPJ_OK || xpj_device_get_info(dev, &di) != XPJ_OK) {
+      fprintf(stderr, "cache: no xpjit CPU device: %s\n", xpj_last_error());
+      rm_tree(tmpdir);
+      return 1;
+    }
+    xpj_context_destroy(ctx);
+    rm_db(db);
+  }
+  if (opt_pocl) {
+    const char *argv2[] = {NULL, "--child", "pocl-probe", "--opencl-lib", opt_opencl, NULL};
+    char pd[PATH_MAX];
+    snprintf(pd, sizeof pd, "%s/pocl-probe", tmpdir);
+    mkdir(pd, 0700);
+    char **env = pocl_env(pd);
+    int pfd[2];
+    /* the probe prints "ok" or "na WHY": read it raw */
+    if (pipe(pfd) == 0) {
+      posix_spawn_file_actions_t fa;
+      posix_spawn_file_actions_init(&fa);
+      posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+      posix_spawn_file_actions_addclose(&fa, pfd[0]);
+      posix_spawn_file_actions_addclose(&fa, pfd[1]);
+      argv2[0] = self_exe;
+      pid_t pid;
+      int rc = posix_spawn(&pid, self_exe, &fa, NULL, (char *const *)argv2, env);
+      posix_spawn_file_actions_destroy(&fa);
+      close(pfd[1]);
+      char out[2048] = "";
+      size_t len = 0;
+      ssize_t r;
+      while (rc == 0 && len < sizeof out - 1 &&
+             (r = read(pfd[0], out + len, sizeof out - 1 - len)) > 0)
+        len += (size_t)r;
+      out[len] = 0;
+      close(pfd[0]);
+      int status = 0;
+      if (rc == 0)
+        waitpid(pid, &status, 0);
+      char *v = strstr(out, "\nversion ");
+      if (rc == 0 && !strncmp(out, "ok", 2) && v) {
+        pocl_ok = true;
+        snprintf(pocl_desc, sizeof pocl_desc, "%s", v + 9);
+        pocl_desc[strcspn(pocl_desc, "\n")] = 0;
+      } else {
+        snprintf(pocl_desc, sizeof pocl_desc, "%.500s",
+                 !strncmp(out, "na ", 3) ? out + 3
+                 : rc                    ? strerror(rc)
+                                         : "probe failed");
+        pocl_desc[500] = 0;
+        oneline(pocl_desc);
+        for (size_t L = strlen(pocl_desc); L && pocl_desc[L - 1] == ' ';)
+          pocl_desc[--L] = 0;
+      }
+    }
+    free(env);
+    rm_tree(pd);
+  } else {
+    snprintf(pocl_desc, sizeof pocl_desc, "disabled (--no-pocl)");
+  }
+
+  printf("bench/cache: compile cache, get kernel -> ready to launch; xpjit vs PoCL's kernel "
+         "cache\n");
+  printf("command:   ");
+  for (int i = 0; i < argc; i++)
+    printf("%s%s", i ? " " : "", argv[i]);
+  printf("\ndate:      %s\n", date);
+  printf("machine:   %s %s, %s, %ld online cores\n", un.sysname, un.machine, model,
+         sysconf(_SC_NPROCESSORS_ONLN));
+  printf("xpjit:     %s, LLVM %s, ABI %u, device %s, target %.60s...\n", XPJ_VERSION_STRING,
+         xpj_llvm_version(), xpj_abi_version(), "cpu:0", di.target);
+  printf("PoCL:      %s\n", pocl_ok ? pocl_desc : "not available");
+  printf("kernels:   axpy<f32> ndim 1 (axpy.xpk), block_sum<f32> (reduce.xpk), "
+         "matmul_tiled<f32> (matmul.xpk); O2, compiles in a worker process\n");
+  printf("targets:   cpu (xpj_program_get_kernel: L1/L2/compile + ORC JIT load), ptx:sm_90 and "
+         "spirv (xpj_program_get_binary)\n");
+  printf("caches:    private files under %s (removed at the end); PoCL: POCL_CACHE_DIR under it\n",
+         tmpdir);
+  printf("samples:   %d rounds, interleaved: per round and kernel, per target one cold child, "
+         "one warm compile,\n           %d L2 children; PoCL %d cold, %d warm; L1 %d calls; "
+         "whole process %d cold, %d warm\n",
+         opt_rounds, (opt_l2_runs + opt_rounds - 1) / opt_rounds, (opt_rounds + 1) / 2,
+         (opt_l2_runs + opt_rounds - 1) / opt_rounds, opt_l1_calls, (opt_whole_runs + 2) / 3,
+         opt_whole_runs);
+  printf("load:      %s (before)\n", la);
+  if (!pocl_ok)
+    printf("peer: PoCL not available (%s)\n", pocl_desc);
+  measure_timer();
+
+  double t_start = now_ms();
+  /* populate: one untimed cold child per target and kernel fills its L2
+   * file (and warms the page cache); PoCL's warm directories likewise */
+  for (int ti = 0; ti < NT; ti++)
+    for (int ki = 0; ki < NK; ki++) {
+      snprintf(X[ti][ki].l2db, sizeof X[ti][ki].l2db, "%s/l2-%s-%s.db", tmpdir, short_target(ti),
+               kcases[ki].kernel);
+      xpjit_child_get(ti, ki, X[ti][ki].l2db, G_COLD, false);
+    }
+  if (pocl_ok)
+    for (int ki = 0; ki < NK; ki++) {
+      snprintf(PR[ki].warmdir, sizeof PR[ki].warmdir, "%s/pocl-warm-%s", tmpdir, kcases[ki].kernel);
+      mkdir(PR[ki].warmdir, 0700);
+      pocl_child_get(ki, PR[ki].warmdir, false, false);
+    }
+  /* one untimed compile in this process: after it, this process is warm */
+  xpjit_warm_compile(0, 0);
+  X[0][0].warm_compile.n = 0;
+  printf("populated in %.1f s\n", (now_ms() - t_start) / 1e3);
+
+  int l2_per_round = (opt_l2_runs + opt_rounds - 1) / opt_rounds;
+  for (int r = 0; r < opt_rounds; r++) {
+    for (int ki = 0; ki < NK; ki++) {
+      for (int ti = 0; ti < NT; ti++) {
+        char db[PATH_MAX];
+        fresh_name(db, sizeof db, "cold");
+        create_db(db);
+        xpjit_child_get(ti, ki, db, G_COLD, true);
+        rm_db(db);
+        xpjit_warm_compile(ti, ki);
+        for (int j = 0; j < l2_per_round && X[ti][ki].l2_get.n < opt_l2_runs; j++)
+          xpjit_child_get(ti, ki, X[ti][ki].l2db, G_L2, true);
+        for (int j = 0; j < 2 && X[ti][ki].l2ro_get.n < opt_l2_runs / 3; j++)
+          xpjit_child_get(ti, ki, X[ti][ki].l2db, G_L2RO, true);
+      }
+      xpjit_split(ki, 0);
+      xpjit_split(ki, 1);
+      if (pocl_ok) {
+        if (r % 2 == 0)
+          pocl_cold(ki);
+        for (int j = 0; j < l2_per_round && PR[ki].warm_get.n < opt_l2_runs; j++)
+          pocl_child_get(ki, PR[ki].warmdir, true, true);
+      }
+    }
+    printf("round %d of %d done at %.1f s\n", r + 1, opt_rounds, (now_ms() - t_start) / 1e3);
+  }
+
+  for (int ti = 0; ti < NT; ti++)
+    for (int ki = 0; ki < NK; ki++)
+      l1_case(ti, ki);
+  printf("L1 done at %.1f s\n", (now_ms() - t_start) / 1e3);
+
+  /* whole process: populate the warm cache, then interleave */
+  snprintf(W.xdb, sizeof W.xdb, "%s/whole-warm.db", tmpdir);
+  snprintf(W.pdir, sizeof W.pdir, "%s/pocl-whole-warm", tmpdir);
+  whole_xpjit(W.xdb, false);
+  W.x_cold.n = W.x_cold_inchild.n = 0;
+  if (pocl_ok) {
+    mkdir(W.pdir, 0700);
+    whole_pocl(W.pdir, false);
+    W.p_cold.n = 0;
+  }
+  int cold_runs = (opt_whole_runs + 2) / 3;
+  for (int r = 0; r < opt_whole_runs; r++) {
+    if (r < cold_runs) {
+      char db[PATH_MAX];
+      fresh_name(db, sizeof db, "whole-cold");
+      whole_xpjit(db, false);
+      rm_db(db);
+    }
+    whole_xpjit(W.xdb, true);
+    nop_child();
+    if (pocl_ok) {
+      if (r < (cold_runs + 1) / 2) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/pocl-whole-cold-%lu", tmpdir, serial++);
+        mkdir(dir, 0700);
+        whole_pocl(dir, false);
+        rm_tree(dir);
+      }
+      if (r < (opt_whole_runs + 1) / 2)
+        whole_pocl(W.pdir, true);
+    }
+  }
+  loadavg(la, sizeof la);
+  printf("whole process done at %.1f s; load %s (after)\n", (now_ms() - t_start) / 1e3, la);
+
+  print_results();
+  if (!opt_keep)
+    rm_tree(tmpdir);
+  else
+    printf("\nkept %s\n", tmpdir);
+  if (failures)
+    printf("\n%d FAILURES\n", failures);
+  return failures ? 1 : 0;
+}
