@@ -291,7 +291,7 @@ typedef struct flight {
   xpj_status st;
 } flight;
 
-static void *fly(void *arg) {
+__attribute__((unused)) static void *fly(void *arg) {
   flight *f = arg;
   f->st = xpj_program_get_kernel(f->p, "saxpy", "T=f64", 0, f->dev, NULL,
                                  &f->k);
