@@ -996,9 +996,9 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
       break;
     int rc = begin(c);
     if (rc == SQLITE_OK)
-      rc = insert(c, k, digest, text, v, sum);
+      flush_touches(c); /* before: uses belong to the row being replaced */
     if (rc == SQLITE_OK)
-      flush_touches(c);
+      rc = insert(c, k, digest, text, v, sum);
     if (rc == SQLITE_OK && c->max_size != UINT64_MAX)
       rc = evict_to(c, c->max_size, NULL, NULL) == SQLITE_OK ? SQLITE_OK : rc;
     if (rc == SQLITE_OK)
