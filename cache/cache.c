@@ -297,29 +297,46 @@ static void db_close(xpj_cache *c) {
 
 /* Checks (and when writable creates) the schema. SQLITE_OK, RC_FOREIGN,
  * or SQLite's code. */
+/* application_id, user_version and the number of schema objects, read
+ * in one statement so that another process's commit is seen whole. */
+static int read_ids(sqlite3 *db, int64_t *app, int64_t *ver, int64_t *ntab) {
+  sqlite3_stmt *s = NULL;
+  int rc = sqlite3_prepare_v2(
+      db,
+      "SELECT (SELECT application_id FROM pragma_application_id), "
+      "(SELECT user_version FROM pragma_user_version), "
+      "(SELECT count(*) FROM sqlite_master)",
+      -1, &s, NULL);
+  if (rc == SQLITE_OK)
+    rc = step_retry(s);
+  if (rc == SQLITE_ROW) {
+    *app = sqlite3_column_int64(s, 0);
+    *ver = sqlite3_column_int64(s, 1);
+    *ntab = sqlite3_column_int64(s, 2);
+    rc = SQLITE_OK;
+  }
+  sqlite3_finalize(s);
+  return rc;
+}
+
 static int setup(xpj_cache *c, bool writable) {
-  int rc;
+  int64_t app = 0, ver = 0, ntab = 0;
+  /* identify the file before changing anything in it (WAL mode writes the
+   * header) */
+  int rc = read_ids(c->db, &app, &ver, &ntab);
+  if (rc != SQLITE_OK)
+    return rc;
+  bool ours = app == APP_ID && ver == XPJ_CACHE_SCHEMA_VERSION;
+  if (!ours && (app != 0 || ver != 0 || ntab != 0))
+    return RC_FOREIGN; /* someone else's database, or another schema */
   if (writable && !c->bundle) {
     rc = exec_retry(c->db, "PRAGMA journal_mode=WAL");
     if (rc != SQLITE_OK)
       return rc;
     sqlite3_exec(c->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
   }
-  int64_t app = query_int(c->db, "PRAGMA application_id", &rc);
-  if (rc != SQLITE_OK)
-    return rc;
-  int64_t ver = query_int(c->db, "PRAGMA user_version", &rc);
-  if (rc != SQLITE_OK)
-    return rc;
-  if (app == APP_ID && ver == XPJ_CACHE_SCHEMA_VERSION)
+  if (ours)
     return SQLITE_OK;
-  if (app != 0 || ver != 0)
-    return RC_FOREIGN;
-  int64_t ntab = query_int(c->db, "SELECT count(*) FROM sqlite_master", &rc);
-  if (rc != SQLITE_OK)
-    return rc;
-  if (ntab)
-    return RC_FOREIGN; /* someone else's database */
   if (!writable)
     return RC_FOREIGN; /* empty and we may not create it */
   rc = begin(c);
@@ -431,6 +448,10 @@ static int recover(xpj_cache *c, int why) {
             c->path, rc_str(why), aside);
       c->pending.corrupt++;
       rc = db_open(c, true);
+      for (int i = 0; rc == RC_FOREIGN && i < 20; i++) {
+        sleep_ms(5); /* another opener is creating the new file */
+        rc = db_open(c, true);
+      }
     }
   }
   if (fd >= 0) {
@@ -556,7 +577,21 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
       }
     }
   }
+  /* shared lock: a process recovering the file (exclusive lock) never
+   * moves or unlinks files under an opener */
+  char lock[4200];
+  snprintf(lock, sizeof lock, "%s.lock", c->path);
+  int lfd = c->mode == XPJ_CACHE_MODE_RW
+                ? open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)
+                : -1;
+  if (lfd >= 0)
+    while (flock(lfd, LOCK_SH) != 0 && errno == EINTR)
+      ;
   int rc = db_open(c, c->mode == XPJ_CACHE_MODE_RW);
+  if (lfd >= 0) {
+    flock(lfd, LOCK_UN);
+    close(lfd);
+  }
   if ((is_corrupt(rc) || rc == RC_FOREIGN) && c->mode == XPJ_CACHE_MODE_RW)
     rc = recover(c, rc);
   if (rc != SQLITE_OK && c->mode == XPJ_CACHE_MODE_RW && is_env(rc)) {
@@ -1000,7 +1035,7 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
     if (rc == SQLITE_OK)
       rc = insert(c, k, digest, text, v, sum);
     if (rc == SQLITE_OK && c->max_size != UINT64_MAX)
-      rc = evict_to(c, c->max_size, NULL, NULL) == SQLITE_OK ? SQLITE_OK : rc;
+      rc = evict_to(c, c->max_size, NULL, NULL);
     if (rc == SQLITE_OK)
       flush_pending(c);
     rc = finish(c, rc);
@@ -1143,6 +1178,12 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
         if (!read_row(s, true, out)) {
           xpj_cache_entry_clear(out);
           st = fail(XPJ_ERR_NOMEM, "out of memory");
+        } else if (!row_intact(out,
+                               (const char *)sqlite3_column_text(s, 19))) {
+          st = fail(XPJ_ERR_IO, "entry %.16s is damaged (its key digest or "
+                    "checksum does not match); 'cache verify --repair' "
+                    "removes it", out->digest);
+          xpj_cache_entry_clear(out);
         } else if (step_retry(s) == SQLITE_ROW) {
           xpj_cache_entry_clear(out);
           st = fail(XPJ_ERR_INVALID, "digest prefix %s is ambiguous", prefix);

@@ -113,16 +113,12 @@ static xpj_cache *open_cache(wlog *w, const char *path, xpj_cache_mode mode,
       fail_msg("unexpected warning(s): %s", (w)->text);                        \
   } while (0)
 
-/* A check that cache/cache.c does not pass yet: the test is reported as
- * skipped (not passed) with the reason, so that the suite stays green while
- * the bug is open and the check comes back by itself once it is fixed. */
-#define KNOWN_BUG(cond, ...)                                                   \
+/* A check that once found a bug in cache/cache.c (now fixed): it fails
+ * the test with the reason. */
+#define KNOWN_BUG_FIXED(cond, ...)                                             \
   do {                                                                         \
-    if (cond) {                                                                \
-      print_message("KNOWN BUG (cache/cache.c): " __VA_ARGS__);                \
-      print_message("\n");                                                     \
-      skip();                                                                  \
-    }                                                                          \
+    if (cond)                                                                  \
+      fail_msg(__VA_ARGS__);                                                   \
   } while (0)
 
 static int64_t wall_ms(void) {
@@ -591,7 +587,7 @@ static void test_replace_after_hit(void **state) {
   xpj_cache_entry_clear(&e);
   xpj_cache_close(c);
   assert_true(created >= t);
-  KNOWN_BUG(hits != 0 || used < t,
+  KNOWN_BUG_FIXED(hits != 0 || used < t,
             "xpj_cache_put applies the deferred uses (flush_touches) after "
             "its INSERT OR REPLACE, so the new row inherits the old row's "
             "hits (%llu) and an older last_used (%lld ms before the put)",
@@ -1072,14 +1068,22 @@ static void test_no_directory(void **state) {
   xpj_cache_close(c);
   assert_int_equal(f->w.n, 1);
 
-  /* the path is a directory: off (or read-only), with a warning */
+  /* the path is a directory: off (or read-only), with a warning, and the
+   * directory is left alone */
   f->w.n = 0;
-  c = open_cache(&f->w, f->dir, XPJ_CACHE_MODE_RW, GiB);
+  char sub[256];
+  snprintf(sub, sizeof sub, "%s/sub", f->dir);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  c = open_cache(&f->w, sub, XPJ_CACHE_MODE_RW, GiB);
   assert_int_not_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_RW);
   assert_int_equal(f->w.n, 1);
   expect_miss(c, 1);
   put_i(c, 1, 100);
   xpj_cache_close(c);
+  struct stat sb;
+  assert_int_equal(stat(sub, &sb), 0);
+  assert_true(S_ISDIR(sb.st_mode));
+  assert_false(exists2(sub, ".corrupt"));
 
   /* XPJIT_CACHE=off with the default mode */
   f->w.n = 0;
@@ -1529,7 +1533,7 @@ static void test_processes_recover(void **state) {
   uint64_t corrupt = stats_of(c).counters.corrupt;
   xpj_cache_close(c);
   assert_true(corrupt >= 1);
-  KNOWN_BUG(all.warnings != 1 || all.degraded,
+  KNOWN_BUG_FIXED(all.warnings != 1 || all.degraded,
             "concurrent recovery: %llu warnings (1 expected), %llu of %d "
             "processes lost the cache: %s",
             (unsigned long long)all.warnings, (unsigned long long)all.degraded,
