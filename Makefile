@@ -108,22 +108,22 @@ bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(B
 
 # CPU kernels: xpjit vs OpenCL C on PoCL (libOpenCL loaded at run time) vs
 # OpenMP C. The OpenMP peer is compiled -O3 -march=native in its own file.
-$(BUILD)/bench/cpu: bench/cpu.c bench/cpu_omp.c $(LIB_A)
+$(BUILD)/bench/cpu: bench/cpu.c bench/cpu_omp.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) -O3 -march=native -fopenmp -c bench/cpu_omp.c -o $(BUILD)/bench/cpu_omp.o
 	$(CC) $(CFLAGS_ALL) -fopenmp -o $@ bench/cpu.c $(BUILD)/bench/cpu_omp.o $(LIB_A) $(LDLIBS_ALL) -ldl
 
-$(BUILD)/bench/compile: bench/compile.c $(LIB_A)
+$(BUILD)/bench/compile: bench/compile.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL) -ldl
 
 # Compile cache: cold compile vs second- and first-level hits, whole-process
 # cold vs warm; peer PoCL's kernel cache (libOpenCL loaded at run time).
-$(BUILD)/bench/cache: bench/cache.c $(LIB_A)
+$(BUILD)/bench/cache: bench/cache.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL) -ldl
 
-$(BUILD)/bench/frontend: bench/frontend.c $(LIB_A)
+$(BUILD)/bench/frontend: bench/frontend.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL)
 

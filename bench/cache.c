@@ -90,12 +90,8 @@
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
 
-#if defined(__has_include) && !defined(BENCH_NO_CL_H)
-#if __has_include(<CL/cl.h>)
-#include <CL/cl.h>
-#define BENCH_HAVE_CL_H 1
-#endif
-#endif
+#define BENCH_WANT_OPENCL 1
+#include "bench_util.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -120,39 +116,6 @@
 
 extern char **environ;
 
-#ifndef BENCH_HAVE_CL_H
-/* The few OpenCL 1.2 declarations used here (the ABI of libOpenCL.so.1). */
-typedef int32_t cl_int;
-typedef uint32_t cl_uint;
-typedef uint64_t cl_ulong;
-typedef int64_t cl_long;
-typedef cl_uint cl_bool;
-typedef cl_ulong cl_bitfield;
-typedef cl_bitfield cl_device_type;
-typedef cl_bitfield cl_mem_flags;
-typedef cl_bitfield cl_command_queue_properties;
-typedef cl_uint cl_platform_info;
-typedef cl_uint cl_device_info;
-typedef cl_uint cl_program_build_info;
-typedef intptr_t cl_context_properties;
-typedef struct _cl_platform_id *cl_platform_id;
-typedef struct _cl_device_id *cl_device_id;
-typedef struct _cl_context *cl_context;
-typedef struct _cl_command_queue *cl_command_queue;
-typedef struct _cl_mem *cl_mem;
-typedef struct _cl_program *cl_program;
-typedef struct _cl_kernel *cl_kernel;
-typedef struct _cl_event *cl_event;
-#define CL_SUCCESS 0
-#define CL_TRUE 1
-#define CL_PLATFORM_VERSION 0x0901
-#define CL_PLATFORM_NAME 0x0902
-#define CL_DEVICE_TYPE_CPU (1 << 1)
-#define CL_DEVICE_NAME 0x102B
-#define CL_PROGRAM_BUILD_LOG 0x1183
-#define CL_MEM_READ_WRITE (1 << 0)
-#define CL_MEM_COPY_HOST_PTR (1 << 5)
-#endif
 
 /* ---- options, small helpers ----------------------------------------------- */
 
@@ -175,37 +138,8 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  char *s = NULL;
-  long n = -1;
-  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
-    s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  fclose(f);
-  if (!s)
-    return NULL;
-  s[n] = 0;
-  if (len)
-    *len = (size_t)n;
-  return s;
-}
 
-static void oneline(char *s) {
-  for (; *s; s++)
-    if (*s == '\n' || *s == '\r' || *s == '\t')
-      *s = ' ';
-}
 
 /* A series of samples, in milliseconds. */
 typedef struct series {
@@ -1137,7 +1071,7 @@ static char *peer_source(const char *file, size_t *len) {
   char hp[PATH_MAX + 32], fp[PATH_MAX + 64];
   snprintf(hp, sizeof hp, "%s/xpk_peer.clh", opt_peers);
   snprintf(fp, sizeof fp, "%s/%s", opt_peers, file);
-  size_t hl, fl;
+  size_t hl = 0, fl = 0;
   char *h = slurp(hp, &hl), *f = slurp(fp, &fl);
   char *src = h && f ? malloc(hl + fl + 2) : NULL;
   if (src) {

@@ -34,6 +34,7 @@
 #include "xpjit_codegen.h"
 #include "xpjit_compiler.h"
 #include "xpjit_ir.h"
+#include "bench_util.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -115,36 +116,8 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  char *s = NULL;
-  long n = -1;
-  if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
-    s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  fclose(f);
-  if (!s)
-    return NULL;
-  s[n] = 0;
-  if (len)
-    *len = (size_t)n;
-  return s;
-}
 
 /* dst = a + b, cut to size (snprintf would warn about the cut) */
 static void join(char *dst, size_t size, const char *a, const char *b) {

@@ -14,6 +14,7 @@
  */
 #include "xpjit_compiler.h"
 #include "xpjit_ir.h"
+#include "bench_util.h"
 
 #include <spawn.h>
 #include <stdio.h>
@@ -31,34 +32,8 @@ static double now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  fclose(f);
-  if (s)
-    s[n] = 0;
-  *len = (size_t)n;
-  return s;
-}
 
 /* One full pass over a file; returns the number of kernels specialised. */
 static int one_pass(const char *path, const char *src, size_t len,
