@@ -404,17 +404,32 @@ static int mkdirs(const char *dir) {
   return 0;
 }
 
+/* Takes an flock (LOCK_SH or LOCK_EX) on PATH.lock; returns the fd to
+ * give to unlock_file, or -1 when the lock file cannot be made (then
+ * nothing is locked: the caller goes on, as without recovery). */
+static int lock_file(const xpj_cache *c, int op) {
+  char lock[4200];
+  snprintf(lock, sizeof lock, "%s.lock", c->path);
+  int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0)
+    while (flock(fd, op) != 0 && errno == EINTR)
+      ;
+  return fd;
+}
+
+static void unlock_file(int fd) {
+  if (fd >= 0) {
+    flock(fd, LOCK_UN);
+    close(fd);
+  }
+}
+
 /* Under an flock on PATH.lock: reopens, and if the file is still bad moves
  * it aside (PATH.corrupt, replacing an older one) and creates a new one. */
 static int recover(xpj_cache *c, int why) {
   c->recovered = true;
   db_close(c);
-  char lock[4200];
-  snprintf(lock, sizeof lock, "%s.lock", c->path);
-  int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd >= 0)
-    while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
-      ;
+  int fd = lock_file(c, LOCK_EX);
   int rc = db_open(c, true);
   bool bad = rc != SQLITE_OK && rc != SQLITE_BUSY &&
              (is_corrupt(rc) || rc == RC_FOREIGN);
@@ -454,10 +469,7 @@ static int recover(xpj_cache *c, int why) {
       }
     }
   }
-  if (fd >= 0) {
-    flock(fd, LOCK_UN);
-    close(fd);
-  }
+  unlock_file(fd);
   return rc;
 }
 
@@ -579,19 +591,9 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
   }
   /* shared lock: a process recovering the file (exclusive lock) never
    * moves or unlinks files under an opener */
-  char lock[4200];
-  snprintf(lock, sizeof lock, "%s.lock", c->path);
-  int lfd = c->mode == XPJ_CACHE_MODE_RW
-                ? open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600)
-                : -1;
-  if (lfd >= 0)
-    while (flock(lfd, LOCK_SH) != 0 && errno == EINTR)
-      ;
+  int lfd = c->mode == XPJ_CACHE_MODE_RW ? lock_file(c, LOCK_SH) : -1;
   int rc = db_open(c, c->mode == XPJ_CACHE_MODE_RW);
-  if (lfd >= 0) {
-    flock(lfd, LOCK_UN);
-    close(lfd);
-  }
+  unlock_file(lfd);
   if ((is_corrupt(rc) || rc == RC_FOREIGN) && c->mode == XPJ_CACHE_MODE_RW)
     rc = recover(c, rc);
   if (rc != SQLITE_OK && c->mode == XPJ_CACHE_MODE_RW && is_env(rc)) {
@@ -1144,7 +1146,7 @@ xpj_status xpj_cache_list(xpj_cache *c,
     }
     sqlite3_finalize(s);
     if (rc != SQLITE_OK && rc != SQLITE_DONE)
-      st = fail(is_corrupt(rc) ? XPJ_ERR_IO : XPJ_ERR_IO, "cache %s: %s",
+      st = fail(XPJ_ERR_IO, "cache %s: %s",
                 c->path, rc_str(rc));
   }
   pthread_mutex_unlock(&c->mu);

@@ -110,6 +110,9 @@ void xpj_context_destroy(xpj_context *ctx);
  * *.xpb, ':'-separated) is loaded at context creation the same way, with
  * warnings instead of errors. */
 xpj_status xpj_context_add_bundle(xpj_context *ctx, const char *path);
+/* The versions that cache keys and bundles carry:
+ * "xpjit=0.1.0;llvm=22.1.8;abi=2". Returns the length like snprintf. */
+size_t xpj_versions_str(char *buf, size_t size);
 /* This context's cache events since it was created: first-level, second-
  * level and bundle hits, misses, compiles and their time. The second
  * level's persistent totals (all processes) are read with
@@ -283,6 +286,9 @@ xpj_status xpj_program_create_file(xpj_context *ctx, const char *path,
 /* Destroys the program and its kernels; queued launches of them must have
  * finished. */
 void xpj_program_destroy(xpj_program *p);
+/* The program's parsed module (owned by the program), for reading its
+ * kernels' type parameters and signatures. */
+const xpj_module *xpj_program_module(const xpj_program *p);
 /* Names of the kernels in the program: count and name i. */
 unsigned xpj_program_kernel_count(const xpj_program *p);
 const char *xpj_program_kernel_name(const xpj_program *p, unsigned i);

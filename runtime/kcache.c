@@ -182,6 +182,12 @@ static void add_dir(xpj_context *ctx, const char *dir) {
 
 /* ---- set-up and tear-down ----------------------------------------------- */
 
+size_t xpj_versions_str(char *buf, size_t size) {
+  return (size_t)snprintf(buf, size, "xpjit=%s;llvm=%s;abi=%u",
+                          XPJ_VERSION_STRING, xpj_llvm_version(),
+                          xpj_abi_version());
+}
+
 xpj_status rt_cc_init(xpj_context *ctx, const xpj_context_desc *desc) {
   rt_cc *cc = &ctx->cc;
   pthread_mutex_init(&cc->mu, NULL);
@@ -190,8 +196,7 @@ xpj_status rt_cc_init(xpj_context *ctx, const xpj_context_desc *desc) {
   cc->max_size = desc ? desc->cache_max_size : 0;
   if (desc && desc->cache_path && !(cc->path = strdup(desc->cache_path)))
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  snprintf(cc->versions, sizeof cc->versions, "xpjit=%s;llvm=%s;abi=%u",
-           XPJ_VERSION_STRING, xpj_llvm_version(), xpj_abi_version());
+  xpj_versions_str(cc->versions, sizeof cc->versions);
   return XPJ_OK;
 }
 

@@ -132,6 +132,10 @@ void xpj_program_destroy(xpj_program *p) {
   free(p);
 }
 
+const xpj_module *xpj_program_module(const xpj_program *p) {
+  return p ? p->m : NULL;
+}
+
 unsigned xpj_program_kernel_count(const xpj_program *p) {
   return p ? p->nkernels : 0;
 }

@@ -754,16 +754,7 @@ static int bundle_build(int argc, char **argv) {
       rc = EXIT_INPUT;
       break;
     }
-    xpj_module *m = NULL;
-    xpj_diags *d = NULL;
-    /* the type parameters: parse the file again for the IR's view */
-    if (xpj_module_create(&m) != XPJ_OK || xpj_diags_create(&d) != XPJ_OK ||
-        xpj_parse_file(m, files[fi], d) != XPJ_OK) {
-      xpj_module_destroy(m);
-      xpj_diags_destroy(d);
-      rc = EXIT_INPUT;
-      break;
-    }
+    const xpj_module *m = xpj_program_module(progs[fi]);
     for (unsigned ki = 0; ki < xpj_program_kernel_count(progs[fi]); ki++) {
       const char *kn = xpj_program_kernel_name(progs[fi], ki);
       if (nkernels) {
@@ -815,8 +806,6 @@ static int bundle_build(int argc, char **argv) {
           break;
       }
     }
-    xpj_module_destroy(m);
-    xpj_diags_destroy(d);
   }
   for (unsigned q = 0; q < nkernels && rc == 0; q++)
     if (!used_kernel[q]) {
@@ -908,11 +897,6 @@ out:
   return rc;
 }
 
-static int running_versions(char *buf, size_t n) {
-  return snprintf(buf, n, "xpjit=%s;llvm=%s;abi=%u", XPJ_VERSION_STRING,
-                  xpj_llvm_version(), xpj_abi_version());
-}
-
 static int bundle_ls_verify(const char *path, bool verify, bool json) {
   xpj_cache_config cfg = {.path = path, .bundle = 1, .warn = warn_cb};
   xpj_cache *b = NULL;
@@ -924,7 +908,7 @@ static int bundle_ls_verify(const char *path, bool verify, bool json) {
   xpj_cache_get_meta(b, "versions", &versions);
   xpj_cache_get_meta(b, "targets", &targets);
   char mine[128];
-  running_versions(mine, sizeof mine);
+  xpj_versions_str(mine, sizeof mine);
   bool usable = versions && !strcmp(versions, mine);
   int rc = 0;
   if (verify) {
