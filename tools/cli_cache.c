@@ -823,6 +823,13 @@ static int bundle_build(int argc, char **argv) {
     unsigned nthreads = jobs_n ? jobs_n : (unsigned)(ncpu > 0 ? ncpu : 1);
     if (nthreads > njobs)
       nthreads = (unsigned)njobs;
+#if defined(__SANITIZE_ADDRESS__)
+    /* GCC 12's libasan takes no lock around fork(): a compile worker forked
+     * while another thread allocates can inherit a held allocator lock and
+     * hang until its timeout (docs/testing.md). Sanitizer builds compile
+     * one at a time. */
+    nthreads = 1;
+#endif
     pool p = {jl, njobs, 0, 0, 0, &o, PTHREAD_MUTEX_INITIALIZER,
               isatty(2) != 0};
     pthread_t th[256];
