@@ -37,11 +37,13 @@ REPLAYS  := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/replay_%)
 LIB_A    := $(BUILD)/lib/libxpjit.a
 LIB_SO   := $(BUILD)/lib/libxpjit.so
 CLI      := $(BUILD)/bin/xpjit-cli
+DAEMON   := $(BUILD)/bin/xpjitd
+DAEMON_SRCS := tools/xpjitd.c tools/xpjitd_worker.c
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
 .PHONY: all test asan fuzz bench install clean check-examples demo format
-all: $(LIB_A) $(LIB_SO) $(CLI) $(BUILD)/lib/xpjit.pc $(EXAMPLES)
+all: $(LIB_A) $(LIB_SO) $(CLI) $(DAEMON) $(BUILD)/lib/xpjit.pc $(EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h) Makefile
 	@mkdir -p $(dir $@)
@@ -60,6 +62,10 @@ $(LIB_SO): $(LIB_OBJS) tools/libxpjit.map
 $(CLI): $(CLI_SRCS) tools/cli.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_SRCS) $(LIB_A) $(LDLIBS_ALL)
+
+$(DAEMON): $(DAEMON_SRCS) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $(DAEMON_SRCS) $(LIB_A) $(LDLIBS_ALL)
 
 # Example programs: use libxpjit as an application would (public headers only).
 $(BUILD)/examples/%: examples/%.c $(LIB_A) include/xpjit.h
@@ -100,11 +106,12 @@ build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/
 	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) \
 	  -o $@ $< $(LIB_SRCS) $(LDLIBS_ALL)
 
-bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache
+bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache $(BUILD)/bench/daemon
 	$(BUILD)/bench/frontend examples/*.xpk bench/peers/frontend_peer.xpk
 	$(BUILD)/bench/compile examples/*.xpk
 	$(BUILD)/bench/cpu
 	$(BUILD)/bench/cache
+	$(BUILD)/bench/daemon
 
 # CPU kernels: xpjit vs OpenCL C on PoCL (libOpenCL loaded at run time) vs
 # OpenMP C. The OpenMP peer is compiled -O3 -march=native in its own file.
@@ -117,8 +124,15 @@ $(BUILD)/bench/compile: bench/compile.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL) -ldl
 
+# xpjitd: hit latency through the daemon with 1/8/64 clients; the start-up
+# storm with and without the daemon (peer: every process compiling).
+$(BUILD)/bench/daemon: bench/daemon.c $(LIB_A) bench/bench_util.h $(DAEMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ bench/daemon.c $(LIB_A) $(LDLIBS_ALL)
+
 # Compile cache: cold compile vs second- and first-level hits, whole-process
 # cold vs warm; peer PoCL's kernel cache (libOpenCL loaded at run time).
+
 $(BUILD)/bench/cache: bench/cache.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL) -ldl

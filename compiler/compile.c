@@ -10,6 +10,7 @@
 #include "worker.h"
 #include "llvm_lock.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <llvm-c/Analysis.h>
@@ -136,6 +137,26 @@ xpj_status xpj_target_parse(const char *s, xpj_target *t, char *err,
     snprintf(t->features, sizeof t->features, "%s", feat);
     LLVMDisposeMessage(name);
     LLVMDisposeMessage(feat);
+    return XPJ_OK;
+  }
+  const char *feat = strncmp(s, "cpu:", 4) == 0 ? strchr(s + 4, ':') : NULL;
+  if (feat) { /* the canonical form: "cpu:NAME:FEATURES" (xpj_target_str) */
+    size_t nl = (size_t)(feat - (s + 4));
+    bool ok = nl > 0 && nl < sizeof t->cpu &&
+              strlen(feat + 1) < sizeof t->features;
+    for (const char *p = s + 4; ok && p < feat; p++)
+      ok = isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.';
+    for (const char *p = feat + 1; ok && *p; p++)
+      ok = isalnum((unsigned char)*p) || strchr("+-_.,", *p);
+    if (!ok) {
+      set_err(err, errsize, "bad CPU target '%s' (cpu:NAME:+feature,...)",
+              s);
+      return XPJ_ERR_INVALID;
+    }
+    t->kind = XPJ_TARGET_CPU;
+    memcpy(t->cpu, s + 4, nl);
+    t->cpu[nl] = 0;
+    snprintf(t->features, sizeof t->features, "%s", feat + 1);
     return XPJ_OK;
   }
   if (strncmp(s, "cpu:", 4) == 0) {

@@ -329,6 +329,7 @@ typedef enum xpj_kernel_origin {
   XPJ_ORIGIN_MEMORY = 1,   /* loaded earlier in this context */
   XPJ_ORIGIN_CACHE = 2,    /* the second-level cache on disk */
   XPJ_ORIGIN_BUNDLE = 3,   /* a bundle */
+  XPJ_ORIGIN_DAEMON = 4,   /* xpjitd (it compiled it or had it) */
 } xpj_kernel_origin;
 
 typedef struct xpj_kernel_info {

@@ -154,6 +154,8 @@ typedef struct xpj_cache_counters {
   uint64_t evictions;
   double compile_ms;      /* time spent compiling */
   double saved_ms;        /* compile time of entries served from a cache */
+  uint64_t daemon_hits;   /* kernels xpjitd served (compiled or found) */
+  uint64_t daemon_fallbacks; /* daemon unusable: compiled in-process */
 } xpj_cache_counters;
 
 /* Adds delta to the counters (written with the next write, or at close). */

@@ -45,7 +45,8 @@ typedef struct xpj_target {
 
 /* Parses "spirv", "spirv:1.2", "ptx:sm_90", "ptx:sm_80:ptx78", "cpu"
  * (this machine's CPU and features), "cpu:x86-64" (portable baseline) or
- * "cpu:NAME" (features of NAME). On error writes a message to err. */
+ * "cpu:NAME" (features of NAME), or the canonical "cpu:NAME:FEATURES"
+ * that xpj_target_str writes. On error writes a message to err. */
 xpj_status xpj_target_parse(const char *s, xpj_target *t, char *err,
                             size_t errsize);
 /* Canonical string: "spirv:1.2", "ptx:sm_90:ptx80",

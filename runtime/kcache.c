@@ -10,6 +10,7 @@
  * that say nothing about the inputs (a timed-out or killed worker, a
  * device that would not load a binary) are not, so a later call retries. */
 #include "rt.h"
+#include "proto.h"
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -197,6 +198,7 @@ xpj_status rt_cc_init(xpj_context *ctx, const xpj_context_desc *desc) {
   if (desc && desc->cache_path && !(cc->path = strdup(desc->cache_path)))
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   xpj_versions_str(cc->versions, sizeof cc->versions);
+  rt_dc_init(&cc->dc);
   return XPJ_OK;
 }
 
@@ -246,6 +248,7 @@ void rt_cc_fini(xpj_context *ctx) {
   free(cc->bundles);
   free(cc->bundle_paths);
   free(cc->path);
+  rt_dc_fini(&cc->dc);
   pthread_cond_destroy(&cc->cv);
   pthread_mutex_destroy(&cc->mu);
 }
@@ -308,27 +311,40 @@ typedef struct got {
   const char *entry, *log;
   uint64_t local_bytes, scratch_bytes;
   double compile_ms;
+  char *log_owned;
 } got;
 
-xpj_status rt_cc_obtain(xpj_context *ctx, const xpj_module *sm,
-                        const char *kernel, const char *dtypes,
-                        unsigned ndim, xpj_device *dev, const xpj_target *t,
-                        const char *target_str, const xpj_compile_opts *o,
-                        const char *ostr, rt_l1 **out,
-                        xpj_kernel_origin *from) {
-  rt_cc *cc = &ctx->cc;
-  *out = NULL;
-  *from = XPJ_ORIGIN_MEMORY;
+xpj_status rt_cc_key(rt_cc *cc, const xpj_module *sm, const char *kernel,
+                     const char *dtypes, unsigned ndim, const char *tstr,
+                     const char *ostr, char code[65], char digest[65],
+                     xpj_cache_key *key) {
   uint8_t raw[32];
-  char code[65], digest[65];
   xpj_status st = xpj_module_hash(sm, kernel, raw, code);
   if (st != XPJ_OK)
     return rt_err(st, "hashing %s: %s", kernel, xpj_status_name(st));
-  xpj_cache_key key = {code, kernel, dtypes, ndim, target_str, ostr,
-                       cc->versions};
-  st = xpj_cache_key_digest(&key, NULL, digest);
+  *key = (xpj_cache_key){code, kernel, dtypes, ndim, tstr, ostr,
+                         cc->versions};
+  st = xpj_cache_key_digest(key, NULL, digest);
   if (st != XPJ_OK)
     return rt_err(st, "cache key of %s: %s", kernel, xpj_cache_last_error());
+  return XPJ_OK;
+}
+
+xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
+                        const xpj_module *sm, const char *kernel,
+                        const char *dtypes, unsigned ndim, xpj_device *dev,
+                        const xpj_target *t, const char *target_str,
+                        const xpj_compile_opts *o, const char *ostr,
+                        rt_l1 **out, xpj_kernel_origin *from) {
+  rt_cc *cc = &ctx->cc;
+  *out = NULL;
+  *from = XPJ_ORIGIN_MEMORY;
+  char code[65], digest[65];
+  xpj_cache_key key;
+  xpj_status st = rt_cc_key(cc, sm, kernel, dtypes, ndim, target_str, ostr,
+                            code, digest, &key);
+  if (st != XPJ_OK)
+    return st;
 
   pthread_mutex_lock(&cc->mu);
   rt_l1 *e;
@@ -384,9 +400,47 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const xpj_module *sm,
         xpj_cache_note(l2, &d);
     }
   }
+  /* then xpjitd, which compiles each key once for every process */
+  xpd_kernel dk;
+  uint8_t *dpay = NULL;
+  bool same_cache = false, daemon = false, fell_back = false;
+  if (!have && cc->dc.mode != RT_DC_OFF) {
+    int r = rt_dc_get(&cc->dc, src, kernel, dtypes, ndim, target_str, o,
+                      digest, l2 ? xpj_cache_path(l2) : NULL, &dk, &dpay,
+                      &same_cache);
+    daemon = r == 1;
+    fell_back = r < 0;
+    xpj_cache_counters d = {0};
+    d.daemon_hits = daemon;
+    d.daemon_fallbacks = fell_back;
+    if (l2 && r)
+      xpj_cache_note(l2, &d);
+    if (daemon) {
+      origin = XPJ_ORIGIN_DAEMON;
+      g = (got){dk.failed != 0, dk.binary, dk.binary_len, dk.entry, "",
+                dk.local_bytes, dk.scratch_bytes, dk.compile_us / 1000.0, NULL};
+      if (dk.log_len) { /* not NUL-terminated on the wire */
+        char *lg = malloc(dk.log_len + 1);
+        if (lg) {
+          memcpy(lg, dk.log, dk.log_len);
+          lg[dk.log_len] = 0;
+        }
+        g.log = lg ? lg : "(out of memory)";
+        g.log_owned = lg;
+      }
+      cacheable = !dk.transient;
+      if (l2 && cacheable && !same_cache) {
+        xpj_cache_value v = {g.failed, g.data, g.len, g.entry, g.log,
+                             g.local_bytes, g.scratch_bytes, g.compile_ms};
+        xpj_cache_put(l2, &key, &v);
+      }
+    }
+  }
   if (have) {
     g = (got){ce.failed != 0, ce.data, ce.size, ce.entry, ce.log,
-              ce.local_bytes, ce.scratch_bytes, ce.compile_ms};
+              ce.local_bytes, ce.scratch_bytes, ce.compile_ms, NULL};
+  } else if (daemon) {
+    /* g is set */
   } else {
     st = xpj_compile(sm, kernel, t, o, XPJ_EMIT_BIN, &res);
     if (!res) {
@@ -423,7 +477,8 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const xpj_module *sm,
   const char *where = dev ? dev->id : target_str;
   char *msg = NULL;
   if (g.failed) {
-    st = res ? xpj_result_status(res) : XPJ_ERR_COMPILE;
+    st = res ? xpj_result_status(res)
+             : daemon ? (xpj_status)dk.status : XPJ_ERR_COMPILE;
     rt_err(st, "compiling %s [%s%sndim=%u] for %s: %s%s", kernel, dtypes,
            *dtypes ? ", " : "", ndim, where, g.log,
            have ? " (a cached result of an earlier compile of the same "
@@ -463,7 +518,12 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const xpj_module *sm,
       cc->counters.failure_hits++;
     else
       cc->counters.saved_ms += g.compile_ms;
+  } else if (origin == XPJ_ORIGIN_DAEMON) {
+    cc->counters.l2_misses += l2 && xpj_cache_mode_of(l2) !=
+                                        XPJ_CACHE_MODE_OFF;
+    cc->counters.daemon_hits++;
   } else {
+    cc->counters.daemon_fallbacks += fell_back;
     cc->counters.l2_misses += l2 && xpj_cache_mode_of(l2) !=
                                         XPJ_CACHE_MODE_OFF;
     cc->counters.compiles++;
@@ -484,6 +544,8 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const xpj_module *sm,
   pthread_cond_broadcast(&cc->cv);
   pthread_mutex_unlock(&cc->mu);
   xpj_cache_entry_clear(&ce);
+  free(dpay);
+  free(g.log_owned);
   free(msg);
   if (!keep) {
     free(e->bin);

@@ -3,8 +3,10 @@
  * is one specialisation (dtypes, ndim) for one device with one set of
  * options. Its binary comes through the caches (kcache.c); the program
  * keeps its own list of the kernels it handed out, the fastest lookup. */
+#include "daemon.h"
 #include "rt.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,8 @@ struct xpj_program {
   xpj_context *ctx;
   char *name;
   xpj_module *m;
+  char *src; /* the source text, for xpjitd */
+  size_t src_len;
   unsigned nkernels;
   const char **kernels; /* names, owned by m */
   pthread_mutex_t mu;
@@ -62,6 +66,37 @@ static xpj_status program_finish(xpj_context *ctx, const char *name,
   return XPJ_OK;
 }
 
+/* The file's bytes, or NULL (xpj_parse_file then says why). */
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  char *buf = NULL;
+  size_t n = 0, cap = 0;
+  for (;;) {
+    if (cap - n < 65536) {
+      if (cap > XPD_MAX_SOURCE * 2u)
+        break;
+      char *nb = realloc(buf, cap = cap * 2 + 65536);
+      if (!nb)
+        break;
+      buf = nb;
+    }
+    size_t r = fread(buf + n, 1, cap - n, f);
+    n += r;
+    if (r == 0) {
+      if (ferror(f))
+        break;
+      fclose(f);
+      *len = n;
+      return buf;
+    }
+  }
+  fclose(f);
+  free(buf);
+  return NULL;
+}
+
 static xpj_status create(xpj_context *ctx, const char *name, const char *src,
                          size_t len, const char *path, xpj_diags *d,
                          xpj_program **out) {
@@ -75,19 +110,38 @@ static xpj_status create(xpj_context *ctx, const char *name, const char *src,
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   xpj_diags *dd = d ? d : own;
   xpj_module *m = NULL;
+  /* the text is kept for the daemon, so a file is read once, here */
+  char *text = NULL;
+  size_t tlen = 0;
+  if (path)
+    text = slurp(path, &tlen);
+  else if ((text = malloc(len + 1))) {
+    if (len)
+      memcpy(text, src, len);
+    text[len] = 0;
+    tlen = len;
+  }
   xpj_status st = xpj_module_create(&m);
   if (st == XPJ_OK)
-    st = path ? xpj_parse_file(m, path, dd)
-              : xpj_parse(m, name ? name : "<source>", src ? src : "", len,
-                          dd);
+    st = path && !text ? xpj_parse_file(m, path, dd)
+                       : xpj_parse(m, path ? path : name ? name : "<source>",
+                                   text ? text : "", tlen, dd);
   if (st != XPJ_OK) {
     diag_error(st, dd, path ? path : name ? name : "<source>");
     xpj_module_destroy(m);
     xpj_diags_destroy(own);
+    free(text);
     return st;
   }
   xpj_diags_destroy(own);
-  return program_finish(ctx, path ? path : name ? name : "<source>", m, out);
+  st = program_finish(ctx, path ? path : name ? name : "<source>", m, out);
+  if (st == XPJ_OK) {
+    (*out)->src = text;
+    (*out)->src_len = tlen;
+  } else {
+    free(text);
+  }
+  return st;
 }
 
 xpj_status xpj_program_create(xpj_context *ctx, const char *name,
@@ -127,6 +181,7 @@ void xpj_program_destroy(xpj_program *p) {
   }
   pthread_mutex_destroy(&p->mu);
   xpj_module_destroy(p->m);
+  free(p->src);
   free(p->kernels);
   free(p->name);
   free(p);
@@ -332,7 +387,8 @@ static xpj_status build(xpj_program *p, const xpj_func *f,
   st = describe(k, sm, xpj_module_find(sm, name));
   rt_l1 *e = NULL;
   if (st == XPJ_OK)
-    st = rt_cc_obtain(p->ctx, sm, name, dtypes, ndim, dev, &dev->target,
+    st = rt_cc_obtain(p->ctx, &(rt_source){p->src, p->src_len, p->name},
+                      sm, name, dtypes, ndim, dev, &dev->target,
                       dev->info.target, o, ostr, &e, &k->origin);
   xpj_module_destroy(sm);
   if (st != XPJ_OK) {
@@ -417,7 +473,8 @@ xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
   rt_l1 *e = NULL;
   xpj_kernel_origin from;
   if (st == XPJ_OK)
-    st = rt_cc_obtain(p->ctx, sm, name, canon, ndim, NULL, &t, tstr, &o,
+    st = rt_cc_obtain(p->ctx, &(rt_source){p->src, p->src_len, p->name},
+                      sm, name, canon, ndim, NULL, &t, tstr, &o,
                       ostr, &e, &from);
   xpj_module_destroy(sm);
   if (st != XPJ_OK || !data)
@@ -509,4 +566,42 @@ xpj_status xpj_kernel_get_arg_info(const xpj_kernel *k, unsigned i,
 
 const char *xpj_kernel_signature(const xpj_kernel *k) {
   return k ? k->signature : "";
+}
+
+/* ---- for xpjitd (daemon.h) ---- */
+
+xpj_status rt_program_keyed(xpj_program *p, const char *name,
+                            const char *dtypes, unsigned ndim,
+                            const char *target, const xpj_compile_opts *opts,
+                            rt_keyed *k) {
+  memset(k, 0, sizeof *k);
+  if (!p || !name || !target)
+    return rt_err(XPJ_ERR_INVALID, "rt_program_keyed: NULL argument");
+  char err[256];
+  if (xpj_target_parse(target, &k->t, err, sizeof err) != XPJ_OK)
+    return rt_err(XPJ_ERR_INVALID, "%s", err);
+  xpj_target_str(&k->t, k->tstr, sizeof k->tstr);
+  const xpj_func *f = NULL;
+  xpj_scalar types[XPJ_MAX_TPARAMS];
+  k->ndim = ndim;
+  xpj_status st = resolve(p, name, dtypes, &k->ndim, opts, &f, types,
+                          k->canon, sizeof k->canon, &k->o, k->ostr,
+                          sizeof k->ostr);
+  if (st == XPJ_OK)
+    st = specialise(p, f, types, k->ndim, &k->sm);
+  if (st == XPJ_OK)
+    st = rt_cc_key(&p->ctx->cc, k->sm, xpj_func_name(f), k->canon, k->ndim,
+                   k->tstr, k->ostr, k->code, k->digest, &k->key);
+  if (st != XPJ_OK) {
+    xpj_module_destroy(k->sm);
+    k->sm = NULL;
+  }
+  return st;
+}
+
+void rt_keyed_free(rt_keyed *k) {
+  if (k) {
+    xpj_module_destroy(k->sm);
+    k->sm = NULL;
+  }
 }

@@ -113,6 +113,20 @@ typedef struct rt_l1 {
 enum { RT_L1_BUILDING, RT_L1_READY, RT_L1_FAILED };
 #define RT_L1_BUCKETS 256
 
+/* The daemon client's state (dclient.c), one per context. */
+#define RT_DC_IDLE 8
+typedef struct rt_dc {
+  pthread_mutex_t mu;
+  int mode; /* RT_DC_OFF, RT_DC_AUTO (default path), RT_DC_PATH */
+  char path[108];
+  int idle[RT_DC_IDLE]; /* connections after their handshake */
+  unsigned nidle;
+  int idle_pid;         /* the process that opened them */
+  uint64_t retry_ms;    /* no new connection before this (xpd_now_ms) */
+  char daemon_cache[1024]; /* the daemon's cache file, from its greeting */
+} rt_dc;
+enum { RT_DC_OFF, RT_DC_AUTO, RT_DC_PATH };
+
 typedef struct rt_cc {
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -128,6 +142,7 @@ typedef struct rt_cc {
   xpj_cache_counters counters; /* this context's events */
   uint64_t l1_flushed;         /* l1_hits already noted in l2 */
   char versions[128];
+  rt_dc dc;
 } rt_cc;
 
 struct xpj_context {
@@ -154,12 +169,40 @@ void rt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * On success *out is READY and *from says where it came from this time
  * (XPJ_ORIGIN_MEMORY for a first-level hit). Errors carry rt_err's
  * message. */
-xpj_status rt_cc_obtain(xpj_context *ctx, const xpj_module *sm,
-                        const char *kernel, const char *dtypes,
+/* A program's source text, for the daemon (text NULL: none). */
+typedef struct rt_source {
+  const char *text;
+  size_t len;
+  const char *name;
+} rt_source;
+
+xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
+                        const xpj_module *sm, const char *kernel, const char *dtypes,
                         unsigned ndim, xpj_device *dev, const xpj_target *t,
                         const char *target_str, const xpj_compile_opts *o,
                         const char *ostr, rt_l1 **out,
                         xpj_kernel_origin *from);
+
+/* The cache key (and its digest) of kernel of the specialised module sm;
+ * the key's strings point at the arguments, code and cc->versions. */
+xpj_status rt_cc_key(rt_cc *cc, const xpj_module *sm, const char *kernel,
+                     const char *dtypes, unsigned ndim, const char *tstr,
+                     const char *ostr, char code[65], char digest[65],
+                     xpj_cache_key *key);
+
+/* ---- the daemon client (dclient.c) ---- */
+void rt_dc_init(rt_dc *dc);
+void rt_dc_fini(rt_dc *dc);
+/* A kernel from xpjitd. On 1, *payload (free it) holds the reply and k
+ * points into it; *same_cache says the daemon wrote it to the cache file
+ * at l2_path. 0: no daemon; -1: it could not serve (the caller compiles
+ * in both cases). */
+struct xpd_kernel;
+int rt_dc_get(rt_dc *dc, const rt_source *src, const char *kernel,
+               const char *dtypes, unsigned ndim, const char *tstr,
+               const xpj_compile_opts *o, const char *digest,
+               const char *l2_path, struct xpd_kernel *k, uint8_t **payload,
+               bool *same_cache);
 
 /* Adds a device a backend discovered (info and target filled, id set by
  * the context). Takes ownership of dev (freed with free() after

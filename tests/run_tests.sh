@@ -8,6 +8,7 @@ export CLI="$B/bin/xpjit-cli"
 # A cache of our own: never the user's, and empty at the start of each run.
 export XPJIT_CACHE_DIR="$PWD/$B/test-cache"
 rm -rf "$XPJIT_CACHE_DIR"
+export XPJIT_DAEMON=off
 unset XPJIT_CACHE XPJIT_BUNDLE_PATH XPJIT_CACHE_MAX_SIZE
 pass=0
 fail=0

@@ -1,0 +1,67 @@
+/* daemon.h - what xpjitd, its workers and xpjit-cli share with libxpjit:
+ * the socket path, connecting with the peer check and handshake, reading
+ * and writing whole frames with deadlines, and computing a kernel's cache
+ * key exactly as the runtime does. Internal (not installed). */
+#ifndef XPJIT_DAEMON_H
+#define XPJIT_DAEMON_H
+
+#include "proto.h"
+#include "xpjit.h"
+#include "xpjit_cache.h"
+#include "xpjit_codegen.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The default socket: $XDG_RUNTIME_DIR/xpjit/xpjitd.sock, or
+ * /tmp/xpjit-UID/xpjitd.sock without XDG_RUNTIME_DIR. False if too long
+ * for a socket address. */
+bool xpd_default_path(char *buf, size_t size);
+/* The socket XPJIT_DAEMON names: "" for off, else a path (auto: the
+ * default). */
+bool xpd_env_path(char *buf, size_t size);
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+uint64_t xpd_now_ms(void);
+
+/* Connects to path (non-blocking socket), checks that the peer runs as
+ * this process's effective uid, and exchanges HELLO/WELCOME within
+ * timeout_ms. Returns the fd, or -1 with a message in err. welcome (may
+ * be NULL) gets the greeting's payload (free it). */
+int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
+                uint8_t **welcome, size_t *welcome_len);
+/* Writes all of b (MSG_NOSIGNAL) by deadline_ms (xpd_now_ms clock). */
+bool xpd_write_all(int fd, const void *p, size_t n, uint64_t deadline_ms);
+/* Reads one frame: header into h, payload into *payload (malloc'd, NULL
+ * when empty). max: the payload limit. Returns XPD_E_OK, XPD_E_SHORT for
+ * EOF/timeout/IO error (err says which), or the decoder's error. */
+xpd_err xpd_read_frame(int fd, uint32_t max, uint64_t deadline_ms,
+                       xpd_header *h, uint8_t **payload, char *err,
+                       size_t errsize);
+/* One request, one reply: sends the frame in b and reads the reply. */
+xpd_err xpd_call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
+                 xpd_header *h, uint8_t **payload, char *err, size_t errsize);
+
+/* A kernel of a program resolved and keyed as xpj_program_get_binary and
+ * xpj_program_get_kernel do: the specialised module, canonical dtypes,
+ * target and options, and the cache key with its digest. */
+typedef struct rt_keyed {
+  xpj_module *sm; /* owned */
+  xpj_target t;
+  char tstr[1200];
+  char canon[256];
+  unsigned ndim;
+  xpj_compile_opts o;
+  char ostr[64];
+  char code[65];
+  char digest[65];
+  xpj_cache_key key; /* strings point into this struct and the program */
+} rt_keyed;
+xpj_status rt_program_keyed(xpj_program *p, const char *name,
+                            const char *dtypes, unsigned ndim,
+                            const char *target, const xpj_compile_opts *opts,
+                            rt_keyed *out);
+void rt_keyed_free(rt_keyed *k);
+
+#endif

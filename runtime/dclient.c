@@ -1,0 +1,408 @@
+/* dclient.c - libxpjit's side of xpjitd (docs/daemon.md): find the socket,
+ * connect, check that the daemon is this user's, and ask it for kernels.
+ * Anything that goes wrong (no socket, a refused or slow connection, a
+ * different version, a daemon killed mid-request, a reply that does not
+ * decode or names another key) makes rt_dc_get return false and the
+ * caller compiles in-process: the application never sees a daemon error.
+ *
+ * Connections are kept per context after their handshake and reused, one
+ * request at a time each; a forked child never reuses its parent's. */
+#define _GNU_SOURCE /* struct ucred */
+#include "daemon.h"
+#include "rt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static char vers_buf[128];
+static pthread_once_t vers_once = PTHREAD_ONCE_INIT;
+static void vers_init(void) { xpj_versions_str(vers_buf, sizeof vers_buf); }
+static const char *versions(void) {
+  pthread_once(&vers_once, vers_init);
+  return vers_buf;
+}
+
+uint64_t xpd_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+bool xpd_default_path(char *buf, size_t size) {
+  const char *rt = getenv("XDG_RUNTIME_DIR");
+  int n;
+  if (rt && rt[0] == '/')
+    n = snprintf(buf, size, "%s/xpjit/xpjitd.sock", rt);
+  else
+    n = snprintf(buf, size, "/tmp/xpjit-%u/xpjitd.sock",
+                 (unsigned)geteuid());
+  return n > 0 && (size_t)n < size && (size_t)n < sizeof(
+                                          ((struct sockaddr_un *)0)->sun_path);
+}
+
+bool xpd_env_path(char *buf, size_t size) {
+  const char *e = getenv("XPJIT_DAEMON");
+  buf[0] = 0;
+  if (!e || !*e || !strcmp(e, "auto"))
+    return xpd_default_path(buf, size);
+  if (!strcmp(e, "off") || !strcmp(e, "0") || !strcmp(e, "no"))
+    return true;
+  int n = snprintf(buf, size, "%s", e);
+  if (n <= 0 || (size_t)n >= size ||
+      (size_t)n >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+    buf[0] = 0;
+    return false;
+  }
+  return true;
+}
+
+static int wait_fd(int fd, short ev, uint64_t deadline) {
+  for (;;) {
+    uint64_t now = xpd_now_ms();
+    if (now >= deadline)
+      return 0;
+    struct pollfd p = {fd, ev, 0};
+    int r = poll(&p, 1, (int)(deadline - now));
+    if (r < 0 && errno == EINTR)
+      continue;
+    return r;
+  }
+}
+
+bool xpd_write_all(int fd, const void *p, size_t n, uint64_t deadline) {
+  const uint8_t *b = p;
+  while (n) {
+    ssize_t w = send(fd, b, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) {
+      b += w;
+      n -= (size_t)w;
+      continue;
+    }
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (wait_fd(fd, POLLOUT, deadline) <= 0)
+        return false;
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+/* Reads exactly n bytes; 0 ok, -1 EOF/error/timeout (why in err). */
+static int read_n(int fd, uint8_t *b, size_t n, uint64_t deadline, char *err,
+                  size_t errsize) {
+  while (n) {
+    ssize_t r = recv(fd, b, n, MSG_DONTWAIT);
+    if (r > 0) {
+      b += r;
+      n -= (size_t)r;
+      continue;
+    }
+    if (r == 0) {
+      snprintf(err, errsize, "connection closed by the daemon");
+      return -1;
+    }
+    if (errno == EINTR)
+      continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      int w = wait_fd(fd, POLLIN, deadline);
+      if (w > 0)
+        continue;
+      snprintf(err, errsize, w == 0 ? "timed out waiting for the daemon"
+                                    : "poll: %s", strerror(errno));
+      return -1;
+    }
+    snprintf(err, errsize, "reading from the daemon: %s", strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+xpd_err xpd_read_frame(int fd, uint32_t max, uint64_t deadline,
+                       xpd_header *h, uint8_t **payload, char *err,
+                       size_t errsize) {
+  *payload = NULL;
+  uint8_t hb[XPD_HEADER];
+  if (read_n(fd, hb, sizeof hb, deadline, err, errsize))
+    return XPD_E_SHORT;
+  xpd_err e = xpd_header_decode(hb, sizeof hb, max, h);
+  if (e != XPD_E_OK) {
+    snprintf(err, errsize, "bad frame from the daemon: %s", xpd_err_str(e));
+    return e;
+  }
+  if (!h->len)
+    return XPD_E_OK;
+  uint8_t *p = malloc(h->len);
+  if (!p) {
+    snprintf(err, errsize, "out of memory");
+    return XPD_E_TOO_BIG;
+  }
+  if (read_n(fd, p, h->len, deadline, err, errsize)) {
+    free(p);
+    return XPD_E_SHORT;
+  }
+  *payload = p;
+  return XPD_E_OK;
+}
+
+xpd_err xpd_call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
+                 xpd_header *h, uint8_t **payload, char *err,
+                 size_t errsize) {
+  uint64_t deadline = xpd_now_ms() + (uint64_t)timeout_ms;
+  *payload = NULL;
+  if (b->oom) {
+    snprintf(err, errsize, "out of memory");
+    return XPD_E_TOO_BIG;
+  }
+  if (!xpd_write_all(fd, b->p, b->len, deadline)) {
+    snprintf(err, errsize, "writing to the daemon: %s",
+             errno ? strerror(errno) : "timed out");
+    return XPD_E_SHORT;
+  }
+  return xpd_read_frame(fd, max, deadline, h, payload, err, errsize);
+}
+
+int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
+                uint8_t **welcome, size_t *welcome_len) {
+  if (welcome)
+    *welcome = NULL;
+  if (welcome_len)
+    *welcome_len = 0;
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof a.sun_path) {
+    snprintf(err, errsize, "socket path too long: %s", path);
+    return -1;
+  }
+  strcpy(a.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    snprintf(err, errsize, "socket: %s", strerror(errno));
+    return -1;
+  }
+  uint64_t deadline = xpd_now_ms() + (uint64_t)timeout_ms;
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    /* a Unix socket connects at once or not at all (EAGAIN: backlog full) */
+    snprintf(err, errsize, "cannot connect to %s: %s", path,
+             strerror(errno));
+    close(fd);
+    return -1;
+  }
+  struct ucred cr;
+  socklen_t cl = sizeof cr;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0 ||
+      cr.uid != geteuid()) {
+    snprintf(err, errsize, "%s is served by uid %u, not this user (%u): "
+             "not used", path, (unsigned)cr.uid, (unsigned)geteuid());
+    close(fd);
+    return -1;
+  }
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_HELLO, 0);
+  xpd_put_u64(&b, XPD_F_PROTO, XPD_VERSION);
+  xpd_put_str(&b, XPD_F_VERSIONS, versions());
+  xpd_put_u64(&b, XPD_F_PID, (uint64_t)getpid());
+  xpd_end(&b, 0);
+  xpd_header h;
+  uint8_t *pl = NULL;
+  int left = (int)(deadline > xpd_now_ms() ? deadline - xpd_now_ms() : 1);
+  xpd_err e = xpd_call(fd, &b, 1u << 20, left, &h, &pl, err, errsize);
+  xpd_buf_free(&b);
+  if (e == XPD_E_OK && h.op == XPD_ERROR) {
+    xpd_msg m;
+    char msg[512] = "";
+    if (xpd_payload_decode(pl, h.len, &m) == XPD_E_OK)
+      xpd_get_str(&m, XPD_F_MESSAGE, true, msg, sizeof msg);
+    snprintf(err, errsize, "the daemon refused: %s", msg);
+    e = XPD_E_OP;
+  } else if (e == XPD_E_OK && h.op != XPD_WELCOME) {
+    snprintf(err, errsize, "the daemon answered HELLO with operation %u",
+             h.op);
+    e = XPD_E_OP;
+  }
+  if (e != XPD_E_OK) {
+    free(pl);
+    close(fd);
+    return -1;
+  }
+  if (welcome) {
+    *welcome = pl;
+    if (welcome_len)
+      *welcome_len = h.len;
+  } else {
+    free(pl);
+  }
+  return fd;
+}
+
+/* ---- the runtime's client ---- */
+
+void rt_dc_init(rt_dc *dc) {
+  memset(dc, 0, sizeof *dc);
+  pthread_mutex_init(&dc->mu, NULL);
+  const char *e = getenv("XPJIT_DAEMON");
+  char path[sizeof dc->path];
+  if (!xpd_env_path(path, sizeof path)) {
+    rt_warn("XPJIT_DAEMON: socket path too long; the daemon is not used");
+    dc->mode = RT_DC_OFF;
+    return;
+  }
+  if (!path[0]) {
+    dc->mode = RT_DC_OFF;
+    return;
+  }
+  dc->mode = (!e || !*e || !strcmp(e, "auto")) ? RT_DC_AUTO : RT_DC_PATH;
+  snprintf(dc->path, sizeof dc->path, "%s", path);
+}
+
+void rt_dc_fini(rt_dc *dc) {
+  if (dc->idle_pid == (int)getpid())
+    for (unsigned i = 0; i < dc->nidle; i++)
+      close(dc->idle[i]);
+  dc->nidle = 0;
+  pthread_mutex_destroy(&dc->mu);
+}
+
+/* A connection: an idle one, or a new one; -1 when there is no daemon
+ * (*tried false) or none to be had (then the next try waits a while). */
+static int take_conn(rt_dc *dc, bool *reused, bool *tried) {
+  *tried = false;
+  pthread_mutex_lock(&dc->mu);
+  if (dc->idle_pid != (int)getpid()) { /* forked: not ours to use */
+    dc->nidle = 0;
+    dc->idle_pid = (int)getpid();
+  }
+  if (dc->nidle) {
+    int fd = dc->idle[--dc->nidle];
+    pthread_mutex_unlock(&dc->mu);
+    *reused = true;
+    return fd;
+  }
+  uint64_t now = xpd_now_ms();
+  bool wait = now < dc->retry_ms;
+  pthread_mutex_unlock(&dc->mu);
+  *reused = false;
+  if (wait)
+    return -1;
+  struct stat st;
+  if (stat(dc->path, &st) != 0 || !S_ISSOCK(st.st_mode))
+    return -1; /* no daemon: the common case, and cheap */
+  *tried = true;
+  char err[512];
+  uint8_t *wp = NULL;
+  size_t wl = 0;
+  int fd = xpd_connect(dc->path, 2000, err, sizeof err, &wp, &wl);
+  bool ok = fd >= 0;
+  char cache[sizeof dc->daemon_cache] = "";
+  if (ok) {
+    xpd_msg m;
+    char vers[256];
+    uint64_t proto = 0, caps = 0;
+    ok = xpd_payload_decode(wp, wl, &m) == XPD_E_OK &&
+         xpd_get_u64(&m, XPD_F_PROTO, false, &proto) == XPD_E_OK &&
+         xpd_get_u64(&m, XPD_F_CAPS, false, &caps) == XPD_E_OK &&
+         xpd_get_str(&m, XPD_F_VERSIONS, false, vers, sizeof vers) ==
+             XPD_E_OK &&
+         xpd_get_str(&m, XPD_F_CACHE_PATH, true, cache, sizeof cache) ==
+             XPD_E_OK &&
+         proto == XPD_VERSION && (caps & XPD_CAP_GET) &&
+         !strcmp(vers, versions());
+    if (!ok) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  free(wp);
+  pthread_mutex_lock(&dc->mu);
+  if (ok)
+    snprintf(dc->daemon_cache, sizeof dc->daemon_cache, "%s", cache);
+  else /* refused, stale, another version: ask again in a while */
+    dc->retry_ms = xpd_now_ms() + 1000;
+  pthread_mutex_unlock(&dc->mu);
+  return fd;
+}
+
+static void give_conn(rt_dc *dc, int fd) {
+  pthread_mutex_lock(&dc->mu);
+  if (dc->nidle < RT_DC_IDLE && dc->idle_pid == (int)getpid())
+    dc->idle[dc->nidle++] = fd;
+  else
+    close(fd);
+  pthread_mutex_unlock(&dc->mu);
+}
+
+int rt_dc_get(rt_dc *dc, const rt_source *src, const char *kernel,
+               const char *dtypes, unsigned ndim, const char *tstr,
+               const xpj_compile_opts *o, const char *digest,
+               const char *l2_path, xpd_kernel *k, uint8_t **payload,
+               bool *same_cache) {
+  *payload = NULL;
+  if (dc->mode == RT_DC_OFF || !src || !src->text ||
+      src->len > XPD_MAX_SOURCE || strlen(kernel) >= 256 ||
+      strlen(dtypes) >= 256 || strlen(tstr) >= 1200)
+    return 0;
+  xpd_get g = {0};
+  g.source = (const uint8_t *)src->text;
+  g.source_len = src->len;
+  snprintf(g.filename, sizeof g.filename, "%s", src->name ? src->name : "");
+  snprintf(g.kernel, sizeof g.kernel, "%s", kernel);
+  snprintf(g.dtypes, sizeof g.dtypes, "%s", dtypes);
+  g.ndim = ndim;
+  snprintf(g.target, sizeof g.target, "%s", tstr);
+  g.opt_level = o->opt_level;
+  g.fast_math = o->fast_math != 0;
+  g.debug = o->debug_info != 0;
+  g.timeout_ms = o->timeout_ms;
+  memcpy(g.digest, digest, 65);
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_GET, 1);
+  xpd_put_get(&b, &g);
+  xpd_end(&b, 0);
+  /* the compile's own limit, and time to queue behind others */
+  int timeout = (int)(o->timeout_ms ? o->timeout_ms : 60000) + 30000;
+  bool served = false, tried = false;
+  for (int attempt = 0; attempt < 2 && !served; attempt++) {
+    bool reused, t;
+    int fd = take_conn(dc, &reused, &t);
+    tried = tried || t || reused;
+    if (fd < 0)
+      break;
+    xpd_header h;
+    uint8_t *pl = NULL;
+    char err[512];
+    xpd_err e = xpd_call(fd, &b, XPD_MAX_REPLY, timeout, &h, &pl, err,
+                         sizeof err);
+    xpd_msg m;
+    if (e == XPD_E_OK && h.op == XPD_KERNEL &&
+        xpd_payload_decode(pl, h.len, &m) == XPD_E_OK &&
+        xpd_kernel_decode(&m, k) == XPD_E_OK && !strcmp(k->digest, digest) &&
+        (k->status == XPJ_OK) == !k->failed) {
+      served = true;
+      *payload = pl;
+      give_conn(dc, fd);
+      break;
+    }
+    free(pl);
+    close(fd);
+    /* an idle connection the daemon had closed: once more, afresh */
+    if (!(reused && e == XPD_E_SHORT))
+      break;
+  }
+  xpd_buf_free(&b);
+  if (served) {
+    pthread_mutex_lock(&dc->mu);
+    *same_cache = l2_path && *l2_path && !strcmp(l2_path, dc->daemon_cache);
+    pthread_mutex_unlock(&dc->mu);
+  }
+  return served ? 1 : tried ? -1 : 0;
+}

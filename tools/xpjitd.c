@@ -1,0 +1,1917 @@
+/* xpjitd - the per-user compile daemon (docs/daemon.md, docs/protocol.md).
+ *
+ * One thread runs an epoll loop over the listening socket, the client
+ * connections, the compile workers' pipes and a signalfd. A GET is
+ * answered from the daemon's memory, else from the cache file, else it
+ * becomes a job: the first request for a key queues one compile, later
+ * ones wait on it (single flight). Jobs run in a pool of worker processes
+ * (this binary with --worker, started with posix_spawn), one job each at
+ * a time; a worker that dies or overruns its deadline is killed, its job
+ * fails with a transient error, and a new worker is started when needed.
+ * The daemon itself never runs LLVM. */
+#define _GNU_SOURCE
+#include "daemon.h"
+#include "proto.h"
+#include "xpjit.h"
+#include "xpjit_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <nettle/sha2.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+int xpjitd_worker_main(void); /* xpjitd_worker.c */
+
+/* ---- settings ---- */
+
+static struct {
+  char socket[108];
+  const char *log_path;
+  int log_level; /* 0 error, 1 warn, 2 info, 3 debug */
+  unsigned workers;
+  unsigned max_conns;
+  uint64_t io_timeout_ms;   /* a started frame, a stalled write */
+  uint64_t idle_timeout_ms; /* a connection with nothing pending */
+  uint64_t compile_timeout_ms; /* default and ceiling of a compile */
+  uint64_t grace_ms;        /* SIGTERM: time for running compiles */
+  uint64_t idle_exit_ms;    /* exit when unused this long (0: never) */
+  uint64_t mem_limit;       /* bytes of binaries kept in memory */
+  bool foreground;
+} cfg = {.log_level = 2, .max_conns = 4096, .io_timeout_ms = 10000,
+         .idle_timeout_ms = 600000, .compile_timeout_ms = 120000,
+         .grace_ms = 10000, .mem_limit = 256u << 20};
+
+/* ---- logging ---- */
+
+static FILE *logf_;
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+__attribute__((format(printf, 2, 3))) static void say(int level,
+                                                      const char *fmt, ...) {
+  if (level > cfg.log_level || !logf_)
+    return;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  gmtime_r(&ts.tv_sec, &tm);
+  char when[32];
+  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(logf_, "%s.%03ldZ xpjitd[%d] %s: %s\n", when,
+          ts.tv_nsec / 1000000, (int)getpid(), level_names[level], msg);
+  fflush(logf_);
+}
+#define LOG_E(...) say(0, __VA_ARGS__)
+#define LOG_W(...) say(1, __VA_ARGS__)
+#define LOG_I(...) say(2, __VA_ARGS__)
+#define LOG_D(...) say(3, __VA_ARGS__)
+
+/* ---- statistics ---- */
+
+static struct {
+  uint64_t started_ms;
+  uint64_t conns_total, conns_refused_uid, conns_refused_busy;
+  uint64_t requests, hits_memory, hits_cache, coalesced, compiles,
+      compile_failures, compile_transient, compile_us, worker_spawns,
+      worker_crashes, worker_timeouts, malformed, io_timeouts,
+      request_errors, bytes_in, bytes_out, evictions;
+} st;
+
+/* A target for the log: the CPU's feature list left out. */
+static const char *short_target(const char *t) {
+  static char buf[128];
+  const char *c = !strncmp(t, "cpu:", 4) ? strchr(t + 4, ':') : NULL;
+  snprintf(buf, sizeof buf, "%.*s", c ? (int)(c - t) : 100, t);
+  return buf;
+}
+
+/* ---- frame reading (connections and workers) ---- */
+
+typedef struct reader {
+  uint8_t hdr[XPD_HEADER];
+  size_t hlen;
+  xpd_header h;
+  uint8_t *pl;
+  size_t plen;
+  uint64_t started; /* when the frame's first byte came (0: none yet) */
+} reader;
+
+static uint64_t in_flight_bytes; /* payload buffers being filled */
+#define MAX_IN_FLIGHT (1024u << 20)
+
+enum { RD_MORE = 0, RD_FRAME = 1, RD_EOF = -1, RD_BAD = -2 };
+
+static void reader_reset(reader *r) {
+  if (r->pl)
+    in_flight_bytes -= r->h.len;
+  free(r->pl);
+  memset(r, 0, sizeof *r);
+}
+
+/* Reads what is there. RD_FRAME: r->h and r->pl hold a frame (the caller
+ * resets). RD_BAD: *err says what was wrong. */
+static int reader_step(reader *r, int fd, uint32_t max, xpd_err *err) {
+  for (;;) {
+    if (r->hlen < XPD_HEADER) {
+      ssize_t n = recv(fd, r->hdr + r->hlen, XPD_HEADER - r->hlen,
+                       MSG_DONTWAIT);
+      if (n == 0)
+        return RD_EOF;
+      if (n < 0)
+        return errno == EAGAIN || errno == EINTR ? RD_MORE : RD_EOF;
+      st.bytes_in += (uint64_t)n;
+      if (!r->hlen)
+        r->started = xpd_now_ms();
+      r->hlen += (size_t)n;
+      *err = xpd_header_decode(r->hdr, r->hlen, max, &r->h);
+      if (*err == XPD_E_SHORT)
+        continue;
+      if (*err != XPD_E_OK)
+        return RD_BAD;
+      if (r->h.len == 0)
+        return RD_FRAME;
+      if (in_flight_bytes + r->h.len > MAX_IN_FLIGHT) {
+        *err = XPD_E_TOO_BIG;
+        return RD_BAD;
+      }
+      r->pl = malloc(r->h.len);
+      if (!r->pl) {
+        *err = XPD_E_TOO_BIG;
+        return RD_BAD;
+      }
+      in_flight_bytes += r->h.len;
+      continue;
+    }
+    ssize_t n = recv(fd, r->pl + r->plen, r->h.len - r->plen, MSG_DONTWAIT);
+    if (n == 0)
+      return RD_EOF;
+    if (n < 0)
+      return errno == EAGAIN || errno == EINTR ? RD_MORE : RD_EOF;
+    st.bytes_in += (uint64_t)n;
+    r->plen += (size_t)n;
+    if (r->plen == r->h.len)
+      return RD_FRAME;
+  }
+}
+
+/* ---- epoll items ---- */
+
+enum { K_LISTEN, K_SIGNAL, K_CONN, K_WORKER };
+typedef struct item {
+  int kind;
+} item;
+
+static int ep = -1;
+
+static void ep_add(int fd, void *it, uint32_t ev) {
+  struct epoll_event e = {.events = ev, .data.ptr = it};
+  epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
+}
+static void ep_mod(int fd, void *it, uint32_t ev) {
+  struct epoll_event e = {.events = ev, .data.ptr = it};
+  epoll_ctl(ep, EPOLL_CTL_MOD, fd, &e);
+}
+
+/* ---- connections ---- */
+
+typedef struct conn {
+  item it;
+  int fd;
+  unsigned slot;
+  uint64_t serial;
+  unsigned uid, pid;
+  bool hello;
+  bool closing; /* close once out is flushed */
+  bool want_out;
+  reader r;
+  xpd_buf out;
+  size_t out_off;
+  uint64_t last_active, stalled_since;
+  unsigned pending; /* GETs waiting on a compile */
+  bool dead;        /* closed; freed after this round of events */
+  struct conn *next_dead;
+} conn;
+
+static conn **slots;
+static unsigned nslots, nconns;
+static uint64_t next_serial = 1;
+
+typedef struct waiter {
+  unsigned slot;
+  uint64_t serial;
+  uint32_t id;
+  struct waiter *next;
+} waiter;
+
+static conn *conn_of(const waiter *w) {
+  conn *c = w->slot < nslots ? slots[w->slot] : NULL;
+  return c && c->serial == w->serial ? c : NULL;
+}
+
+/* Closing never frees at once: an event for c may still be in the batch
+ * epoll_wait returned, so c is freed after it (free_dead). */
+static conn *dead_conns;
+
+static void conn_close(conn *c) {
+  if (c->dead)
+    return;
+  c->dead = true;
+  epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+  close(c->fd);
+  reader_reset(&c->r);
+  xpd_buf_free(&c->out);
+  c->out_off = 0;
+  slots[c->slot] = NULL;
+  nconns--;
+  LOG_D("connection %llu closed", (unsigned long long)c->serial);
+  c->next_dead = dead_conns;
+  dead_conns = c;
+}
+
+/* Sends what it can; false if the connection is gone (and closed). */
+static bool conn_flush(conn *c) {
+  while (c->out_off < c->out.len) {
+    ssize_t n = send(c->fd, c->out.p + c->out_off, c->out.len - c->out_off,
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      st.bytes_out += (uint64_t)n;
+      c->out_off += (size_t)n;
+      c->stalled_since = 0;
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!c->stalled_since)
+        c->stalled_since = xpd_now_ms();
+      if (!c->want_out) {
+        c->want_out = true;
+        ep_mod(c->fd, c, EPOLLIN | EPOLLOUT);
+      }
+      return true;
+    }
+    conn_close(c);
+    return false;
+  }
+  c->out.len = c->out_off = 0;
+  c->stalled_since = 0;
+  if (c->want_out) {
+    c->want_out = false;
+    ep_mod(c->fd, c, EPOLLIN);
+  }
+  if (c->closing) {
+    conn_close(c);
+    return false;
+  }
+  return true;
+}
+
+/* Queues a frame built by fill (a callback-free helper: the caller builds
+ * into c->out between begin and end). */
+static size_t frame_begin(conn *c, xpd_op op, uint32_t id) {
+  if (c->out_off && c->out_off == c->out.len)
+    c->out.len = c->out_off = 0;
+  size_t at = c->out.len;
+  xpd_begin(&c->out, op, id);
+  return at;
+}
+
+static bool frame_end(conn *c, size_t at) {
+  if (!xpd_end(&c->out, at)) {
+    LOG_E("out of memory building a reply; closing connection %llu",
+          (unsigned long long)c->serial);
+    conn_close(c);
+    return false;
+  }
+  /* a client that never reads does not get to pile up replies */
+  if (c->out.len - c->out_off > (512u << 20)) {
+    LOG_W("connection %llu does not read its replies; closed",
+          (unsigned long long)c->serial);
+    conn_close(c);
+    return false;
+  }
+  return conn_flush(c);
+}
+
+/* An ERROR reply; fatal: the frame was malformed, close after it. */
+static bool send_error(conn *c, uint32_t id, xpj_status s, bool fatal,
+                       const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  size_t at = frame_begin(c, XPD_ERROR, id);
+  xpd_put_u64(&c->out, XPD_F_STATUS, (uint64_t)s);
+  xpd_put_str(&c->out, XPD_F_MESSAGE, msg);
+  if (fatal) {
+    c->closing = true;
+    reader_reset(&c->r);
+  }
+  return frame_end(c, at);
+}
+
+/* ---- the daemon's first level and single flight ---- */
+
+typedef struct job job;
+typedef struct entry {
+  char digest[65];
+  bool ready;
+  /* the result (ready) */
+  uint64_t status, failed;
+  uint8_t *bin;
+  size_t len;
+  char entry_name[256];
+  char *log;
+  size_t log_len;
+  uint64_t local, scratch, compile_us;
+  waiter *waiters;
+  job *job;
+  struct entry *hnext;
+  struct entry *prev, *next; /* LRU of ready entries, newest first */
+} entry;
+
+#define NBUCKETS 4096
+static entry *table[NBUCKETS];
+static entry *lru_head, *lru_tail;
+static uint64_t mem_bytes, n_entries;
+
+static unsigned hash_hex(const char *d) {
+  unsigned h = 0;
+  for (int i = 0; i < 8; i++)
+    h = h * 16 + (unsigned)(d[i] <= '9' ? d[i] - '0' : d[i] - 'a' + 10);
+  return h % NBUCKETS;
+}
+
+static entry *find_entry(const char *digest) {
+  for (entry *e = table[hash_hex(digest)]; e; e = e->hnext)
+    if (!strcmp(e->digest, digest))
+      return e;
+  return NULL;
+}
+
+static void lru_unlink(entry *e) {
+  if (e->prev)
+    e->prev->next = e->next;
+  else if (lru_head == e)
+    lru_head = e->next;
+  if (e->next)
+    e->next->prev = e->prev;
+  else if (lru_tail == e)
+    lru_tail = e->prev;
+  e->prev = e->next = NULL;
+}
+
+static void lru_front(entry *e) {
+  lru_unlink(e);
+  e->next = lru_head;
+  if (lru_head)
+    lru_head->prev = e;
+  lru_head = e;
+  if (!lru_tail)
+    lru_tail = e;
+}
+
+static void remove_entry(entry *e) {
+  for (entry **pp = &table[hash_hex(e->digest)]; *pp; pp = &(*pp)->hnext)
+    if (*pp == e) {
+      *pp = e->hnext;
+      break;
+    }
+  if (e->ready) {
+    lru_unlink(e);
+    mem_bytes -= e->len + e->log_len;
+  }
+  n_entries--;
+  free(e->bin);
+  free(e->log);
+  free(e);
+}
+
+static entry *new_entry(const char *digest) {
+  entry *e = calloc(1, sizeof *e);
+  if (!e)
+    return NULL;
+  memcpy(e->digest, digest, 65);
+  unsigned b = hash_hex(digest);
+  e->hnext = table[b];
+  table[b] = e;
+  n_entries++;
+  return e;
+}
+
+static void evict(void) {
+  while (mem_bytes > cfg.mem_limit && lru_tail) {
+    st.evictions++;
+    remove_entry(lru_tail);
+  }
+}
+
+/* ---- request memo: what a GET's bytes resolved to ---- */
+
+typedef struct memo {
+  char req[65], digest[65];
+  struct memo *next;
+} memo;
+#define MEMO_MAX 65536
+static memo *memos[NBUCKETS];
+static unsigned n_memos;
+
+static const char *memo_find(const char *req) {
+  for (memo *m = memos[hash_hex(req)]; m; m = m->next)
+    if (!strcmp(m->req, req))
+      return m->digest;
+  return NULL;
+}
+
+static void memo_add(const char *req, const char *digest) {
+  if (n_memos >= MEMO_MAX) { /* start over: it is only a shortcut */
+    for (unsigned i = 0; i < NBUCKETS; i++)
+      for (memo *m = memos[i], *n; m; m = n) {
+        n = m->next;
+        free(m);
+      }
+    memset(memos, 0, sizeof memos);
+    n_memos = 0;
+  }
+  memo *m = malloc(sizeof *m);
+  if (!m)
+    return;
+  memcpy(m->req, req, 65);
+  memcpy(m->digest, digest, 65);
+  unsigned b = hash_hex(req);
+  m->next = memos[b];
+  memos[b] = m;
+  n_memos++;
+}
+
+static void sha_hex(struct sha256_ctx *h, char out[65]) {
+  uint8_t d[32];
+  sha256_digest(h, sizeof d, d);
+  for (int i = 0; i < 32; i++)
+    snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+static void sha_str(struct sha256_ctx *h, const char *s) {
+  sha256_update(h, strlen(s) + 1, (const uint8_t *)s);
+}
+
+/* The request's identity: everything in a GET that can change the
+ * answer. */
+static void request_key(const xpd_get *g, char out[65]) {
+  struct sha256_ctx h;
+  sha256_init(&h);
+  char n[128];
+  snprintf(n, sizeof n, "%zu|%llu|%llu|%llu|%llu", g->source_len,
+           (unsigned long long)g->ndim, (unsigned long long)g->opt_level,
+           (unsigned long long)g->fast_math, (unsigned long long)g->debug);
+  sha_str(&h, n);
+  sha256_update(&h, g->source_len, g->source);
+  sha_str(&h, g->filename);
+  sha_str(&h, g->kernel);
+  sha_str(&h, g->dtypes);
+  sha_str(&h, g->target);
+  sha_hex(&h, out);
+}
+
+/* ---- parsed programs, by source ---- */
+
+#define NPROGS 64
+static struct {
+  char key[65];
+  xpj_program *p;
+  uint64_t used;
+} progs[NPROGS];
+static uint64_t prog_clock;
+static xpj_context *ctx;
+static xpj_cache *l2;
+
+static xpj_program *program_for(const xpd_get *g, xpj_status *status,
+                                char *err, size_t n) {
+  struct sha256_ctx h;
+  sha256_init(&h);
+  sha256_update(&h, g->source_len, g->source);
+  sha_str(&h, g->filename);
+  char key[65];
+  sha_hex(&h, key);
+  int lru = 0;
+  for (int i = 0; i < NPROGS; i++) {
+    if (progs[i].p && !strcmp(progs[i].key, key)) {
+      progs[i].used = ++prog_clock;
+      return progs[i].p;
+    }
+    if (progs[i].used < progs[lru].used)
+      lru = i;
+  }
+  xpj_program *p = NULL;
+  *status = xpj_program_create(ctx, g->filename[0] ? g->filename
+                                                  : "<source>",
+                               (const char *)g->source, g->source_len, NULL,
+                               &p);
+  if (*status != XPJ_OK) {
+    snprintf(err, n, "%s", xpj_last_error());
+    return NULL;
+  }
+  xpj_program_destroy(progs[lru].p);
+  memcpy(progs[lru].key, key, 65);
+  progs[lru].p = p;
+  progs[lru].used = ++prog_clock;
+  return p;
+}
+
+/* ---- jobs and workers ---- */
+
+struct job {
+  entry *e;
+  xpd_buf frame; /* the JOB frame */
+  uint64_t timeout_ms;
+  /* the cache key, for the put */
+  char code[65], kernel[256], dtypes[256], target[1200], options[64];
+  unsigned ndim;
+  job *next;
+};
+static job *queue_head, *queue_tail;
+static unsigned queue_len;
+
+typedef struct worker {
+  item it;
+  pid_t pid;
+  int fd;
+  job *job;
+  uint64_t deadline;
+  size_t out_off; /* of job->frame */
+  bool want_out;
+  reader r;
+  bool dead;
+  struct worker *next_dead;
+} worker;
+static worker *dead_workers;
+
+static void free_dead(void) {
+  while (dead_conns) {
+    conn *c = dead_conns;
+    dead_conns = c->next_dead;
+    free(c);
+  }
+  while (dead_workers) {
+    worker *w = dead_workers;
+    dead_workers = w->next_dead;
+    free(w);
+  }
+}
+static worker **workers; /* cfg.workers slots, NULL when not running */
+static char self_exe[PATH_MAX];
+
+static void reply_kernel(conn *c, uint32_t id, const entry *e, int origin) {
+  xpd_kernel k = {0};
+  k.status = e->status;
+  k.failed = e->failed;
+  k.origin = (uint64_t)origin;
+  k.binary = e->bin;
+  k.binary_len = e->len;
+  snprintf(k.entry, sizeof k.entry, "%s", e->entry_name);
+  k.log = (const uint8_t *)e->log;
+  k.log_len = e->log_len;
+  k.local_bytes = e->local;
+  k.scratch_bytes = e->scratch;
+  k.compile_us = e->compile_us;
+  memcpy(k.digest, e->digest, 65);
+  size_t at = frame_begin(c, XPD_KERNEL, id);
+  xpd_put_kernel(&c->out, &k);
+  frame_end(c, at);
+}
+
+/* Fails every waiter of e: transient (a KERNEL with failed and transient
+ * set) or, for daemon trouble, an ERROR (the client compiles itself). */
+static void fail_waiters(entry *e, bool as_error, xpj_status s,
+                         const char *msg) {
+  for (waiter *w = e->waiters, *n; w; w = n) {
+    n = w->next;
+    conn *c = conn_of(w);
+    if (c) {
+      c->pending--;
+      if (as_error) {
+        send_error(c, w->id, s, false, "%s", msg);
+      } else {
+        size_t at = frame_begin(c, XPD_KERNEL, w->id);
+        xpd_kernel k = {0};
+        k.status = (uint64_t)s;
+        k.failed = 1;
+        k.transient = 1;
+        k.log = (const uint8_t *)msg;
+        k.log_len = strlen(msg);
+        memcpy(k.digest, e->digest, 65);
+        xpd_put_kernel(&c->out, &k);
+        frame_end(c, at);
+      }
+    }
+    free(w);
+  }
+  e->waiters = NULL;
+}
+
+static void job_free(job *j) {
+  if (j) {
+    xpd_buf_free(&j->frame);
+    free(j);
+  }
+}
+
+static void worker_gone(worker *w, const char *why) {
+  if (w->dead)
+    return;
+  w->dead = true;
+  epoll_ctl(ep, EPOLL_CTL_DEL, w->fd, NULL);
+  close(w->fd);
+  int status = 0;
+  if (w->pid > 0) {
+    kill(w->pid, SIGKILL);
+    waitpid(w->pid, &status, 0);
+  }
+  job *j = w->job;
+  if (j) {
+    char msg[512];
+    if (why)
+      snprintf(msg, sizeof msg, "%s", why);
+    else if (WIFSIGNALED(status))
+      snprintf(msg, sizeof msg, "the compiler worker (pid %d) died of "
+               "signal %d (%s) compiling %s", (int)w->pid, WTERMSIG(status),
+               strsignal(WTERMSIG(status)), j->kernel);
+    else
+      snprintf(msg, sizeof msg, "the compiler worker (pid %d) exited with "
+               "status %d compiling %s", (int)w->pid,
+               WIFEXITED(status) ? WEXITSTATUS(status) : -1, j->kernel);
+    if (!why)
+      st.worker_crashes++;
+    st.compiles++;
+    st.compile_failures++;
+    st.compile_transient++;
+    LOG_W("%s", msg);
+    fail_waiters(j->e, false, XPJ_ERR_COMPILE, msg);
+    remove_entry(j->e);
+    job_free(j);
+  } else {
+    LOG_D("worker %d stopped", (int)w->pid);
+  }
+  reader_reset(&w->r);
+  for (unsigned i = 0; i < cfg.workers; i++)
+    if (workers[i] == w)
+      workers[i] = NULL;
+  w->job = NULL;
+  w->next_dead = dead_workers;
+  dead_workers = w;
+}
+
+static worker *spawn_worker(unsigned slot) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    LOG_E("socketpair: %s", strerror(errno));
+    return NULL;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
+  posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
+  /* the worker starts with default signals, not the daemon's blocked
+   * SIGTERM and ignored SIGPIPE */
+  posix_spawnattr_t at;
+  posix_spawnattr_init(&at);
+  sigset_t none, def;
+  sigemptyset(&none);
+  sigemptyset(&def);
+  sigaddset(&def, SIGPIPE);
+  sigaddset(&def, SIGTERM);
+  posix_spawnattr_setsigmask(&at, &none);
+  posix_spawnattr_setsigdefault(&at, &def);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
+                                    POSIX_SPAWN_SETSIGDEF);
+  char *argv[] = {"xpjitd", "--worker", NULL};
+  pid_t pid;
+  int rc = posix_spawn(&pid, self_exe, &fa, &at, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  close(sv[1]);
+  if (rc != 0) {
+    LOG_E("cannot start a compiler worker (%s): %s", self_exe, strerror(rc));
+    close(sv[0]);
+    return NULL;
+  }
+  fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
+  worker *w = calloc(1, sizeof *w);
+  if (!w) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(sv[0]);
+    return NULL;
+  }
+  w->it.kind = K_WORKER;
+  w->pid = pid;
+  w->fd = sv[0];
+  ep_add(w->fd, w, EPOLLIN);
+  workers[slot] = w;
+  st.worker_spawns++;
+  LOG_D("worker %d started", (int)pid);
+  return w;
+}
+
+static void worker_write(worker *w) {
+  job *j = w->job;
+  while (j && w->out_off < j->frame.len) {
+    ssize_t n = send(w->fd, j->frame.p + w->out_off,
+                     j->frame.len - w->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      w->out_off += (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!w->want_out) {
+        w->want_out = true;
+        ep_mod(w->fd, w, EPOLLIN | EPOLLOUT);
+      }
+      return;
+    }
+    worker_gone(w, NULL);
+    return;
+  }
+  if (w->want_out) {
+    w->want_out = false;
+    ep_mod(w->fd, w, EPOLLIN);
+  }
+}
+
+static bool shutting_down;
+
+static void dispatch(void) {
+  while (queue_head && !shutting_down) {
+    worker *w = NULL;
+    for (unsigned i = 0; i < cfg.workers && !w; i++)
+      if (workers[i] && !workers[i]->job)
+        w = workers[i];
+    for (unsigned i = 0; i < cfg.workers && !w; i++)
+      if (!workers[i])
+        w = spawn_worker(i);
+    if (!w)
+      return;
+    job *j = queue_head;
+    queue_head = j->next;
+    if (!queue_head)
+      queue_tail = NULL;
+    queue_len--;
+    j->next = NULL;
+    w->job = j;
+    w->out_off = 0;
+    w->deadline = xpd_now_ms() + j->timeout_ms + 5000;
+      LOG_D("compiling %s [%s] for %s in worker %d", j->kernel, j->dtypes,
+          short_target(j->target), (int)w->pid);
+    worker_write(w);
+  }
+}
+
+static void job_done(worker *w, const xpd_kernel *k) {
+  job *j = w->job;
+  w->job = NULL;
+  entry *e = j->e;
+  st.compiles++;
+  st.compile_us += k->compile_us;
+  if (k->failed)
+    st.compile_failures++;
+  if (k->transient) {
+    st.compile_transient++;
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%.*s", (int)(k->log_len < 2000 ? k->log_len
+                                                               : 2000),
+             (const char *)k->log);
+    fail_waiters(e, false, (xpj_status)k->status, msg);
+    remove_entry(e);
+    job_free(j);
+    return;
+  }
+  e->status = k->status;
+  e->failed = k->failed;
+  e->len = k->binary_len;
+  e->bin = malloc(e->len ? e->len : 1);
+  e->log = malloc(k->log_len + 1);
+  if (!e->bin || !e->log) {
+    fail_waiters(e, true, XPJ_ERR_NOMEM, "xpjitd: out of memory");
+    remove_entry(e);
+    job_free(j);
+    return;
+  }
+  if (e->len)
+    memcpy(e->bin, k->binary, e->len);
+  memcpy(e->log, k->log, k->log_len);
+  e->log[k->log_len] = 0;
+  e->log_len = k->log_len;
+  snprintf(e->entry_name, sizeof e->entry_name, "%s", k->entry);
+  e->local = k->local_bytes;
+  e->scratch = k->scratch_bytes;
+  e->compile_us = k->compile_us;
+  e->ready = true;
+  e->job = NULL;
+  mem_bytes += e->len + e->log_len;
+  lru_front(e);
+  if (l2) {
+    xpj_cache_key key = {j->code, j->kernel, j->dtypes, j->ndim, j->target,
+                         j->options, NULL};
+    char vers[128];
+    xpj_versions_str(vers, sizeof vers);
+    key.versions = vers;
+    xpj_cache_counters d = {0};
+    d.compiles = 1;
+    d.compile_failures = k->failed;
+    d.compile_ms = (double)k->compile_us / 1000.0;
+    xpj_cache_note(l2, &d);
+    xpj_cache_value v = {(int)e->failed, e->bin, e->len, e->entry_name,
+                         e->log, e->local, e->scratch,
+                         (double)e->compile_us / 1000.0};
+    if (xpj_cache_put(l2, &key, &v) != XPJ_OK)
+      LOG_W("cache: %s", xpj_cache_last_error());
+  }
+  LOG_I("compiled %s [%s] for %s in %.1f ms%s", j->kernel, j->dtypes,
+        short_target(j->target), (double)k->compile_us / 1000.0,
+        k->failed ? " (failed)" : "");
+  int origin = XPD_FROM_COMPILED;
+  for (waiter *wt = e->waiters, *n; wt; wt = n) {
+    n = wt->next;
+    conn *c = conn_of(wt);
+    if (c) {
+      c->pending--;
+      reply_kernel(c, wt->id, e, origin);
+    }
+    origin = XPD_FROM_WAITED;
+    free(wt);
+  }
+  e->waiters = NULL;
+  job_free(j);
+  evict();
+}
+
+static void worker_event(worker *w, uint32_t ev) {
+  if (w->dead)
+    return;
+  if (ev & EPOLLOUT) {
+    worker_write(w);
+    if (w->dead || !(ev & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+      return;
+  }
+  xpd_err err = XPD_E_OK;
+  int r = reader_step(&w->r, w->fd, XPD_MAX_REPLY, &err);
+  if (r == RD_MORE)
+    return;
+  if (r != RD_FRAME) {
+    if (r == RD_BAD)
+      LOG_E("worker %d sent a bad frame: %s", (int)w->pid, xpd_err_str(err));
+    worker_gone(w, NULL);
+    return;
+  }
+  xpd_msg m;
+  xpd_kernel k;
+  if (!w->job || w->r.h.op != XPD_RESULT ||
+      xpd_payload_decode(w->r.pl, w->r.h.len, &m) != XPD_E_OK ||
+      xpd_kernel_decode(&m, &k) != XPD_E_OK ||
+      strcmp(k.digest, w->job->e->digest)) {
+    LOG_E("worker %d sent an unexpected reply", (int)w->pid);
+    worker_gone(w, "the compiler worker sent an unexpected reply");
+    return;
+  }
+  job_done(w, &k);
+  reader_reset(&w->r);
+  dispatch();
+}
+
+/* ---- requests ---- */
+
+static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
+  xpd_get g;
+  xpd_err err = xpd_get_decode(m, false, &g);
+  if (err != XPD_E_OK) {
+    st.malformed++;
+    send_error(c, id, XPJ_ERR_INVALID, true, "malformed GET: %s",
+               xpd_err_str(err));
+    return;
+  }
+  st.requests++;
+  if (shutting_down) {
+    send_error(c, id, XPJ_ERR_DEVICE, false, "xpjitd is shutting down");
+    return;
+  }
+  char req[65];
+  request_key(&g, req);
+  const char *known = memo_find(req);
+  entry *e = known ? find_entry(known) : NULL;
+  rt_keyed k;
+  memset(&k, 0, sizeof k);
+  if (!e) {
+    char msg[2048];
+    xpj_status ps = XPJ_OK;
+    xpj_program *p = program_for(&g, &ps, msg, sizeof msg);
+    if (!p) {
+      st.request_errors++;
+      send_error(c, id, ps, false, "%s", msg);
+      return;
+    }
+    xpj_compile_opts o;
+    xpj_compile_opts_default(&o);
+    o.opt_level = (unsigned)g.opt_level;
+    o.fast_math = (int)g.fast_math;
+    o.debug_info = (int)g.debug;
+    o.timeout_ms = (unsigned)g.timeout_ms;
+    xpj_status s = rt_program_keyed(p, g.kernel, g.dtypes, (unsigned)g.ndim,
+                                    g.target, &o, &k);
+    if (s != XPJ_OK) {
+      st.request_errors++;
+      send_error(c, id, s, false, "%s", xpj_last_error());
+      return;
+    }
+    if (g.digest[0] && strcmp(g.digest, k.digest))
+      LOG_D("client key %s differs from %s (another version?)", g.digest,
+            k.digest);
+    memo_add(req, k.digest);
+    e = find_entry(k.digest);
+  }
+  if (e && e->ready) {
+    st.hits_memory++;
+    lru_front(e);
+    rt_keyed_free(&k);
+    reply_kernel(c, id, e, XPD_FROM_MEMORY);
+    return;
+  }
+  if (e) { /* being compiled: wait for it */
+    waiter *w = malloc(sizeof *w);
+    if (!w) {
+      rt_keyed_free(&k);
+      send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
+      return;
+    }
+    *w = (waiter){c->slot, c->serial, id, e->waiters};
+    e->waiters = w;
+    c->pending++;
+    st.coalesced++;
+    rt_keyed_free(&k);
+    return;
+  }
+  if (!k.sm) { /* memo pointed at an evicted entry: resolve afresh */
+    memo_add(req, ""); /* overwritten below by the fresh entry */
+    char msg[2048];
+    xpj_status ps = XPJ_OK;
+    xpj_program *p = program_for(&g, &ps, msg, sizeof msg);
+    xpj_compile_opts o;
+    xpj_compile_opts_default(&o);
+    o.opt_level = (unsigned)g.opt_level;
+    o.fast_math = (int)g.fast_math;
+    o.debug_info = (int)g.debug;
+    o.timeout_ms = (unsigned)g.timeout_ms;
+    if (p)
+      ps = rt_program_keyed(p, g.kernel, g.dtypes, (unsigned)g.ndim,
+                            g.target, &o, &k);
+    if (ps != XPJ_OK) {
+      st.request_errors++;
+      send_error(c, id, ps, false, "%s", p ? xpj_last_error() : msg);
+      return;
+    }
+  }
+  e = new_entry(k.digest);
+  if (!e) {
+    rt_keyed_free(&k);
+    send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
+    return;
+  }
+  /* the cache file */
+  xpj_cache_entry ce;
+  memset(&ce, 0, sizeof ce);
+  if (l2 && xpj_cache_get(l2, &k.key, &ce) == XPJ_OK) {
+    st.hits_cache++;
+    e->status = ce.failed ? XPJ_ERR_COMPILE : XPJ_OK;
+    e->failed = ce.failed != 0;
+    e->bin = ce.data;
+    e->len = ce.size;
+    ce.data = NULL;
+    e->log = ce.log ? ce.log : strdup("");
+    e->log_len = e->log ? strlen(e->log) : 0;
+    ce.log = NULL;
+    snprintf(e->entry_name, sizeof e->entry_name, "%s",
+             ce.entry ? ce.entry : "");
+    e->local = ce.local_bytes;
+    e->scratch = ce.scratch_bytes;
+    e->compile_us = (uint64_t)(ce.compile_ms * 1000.0);
+    xpj_cache_entry_clear(&ce);
+    e->ready = true;
+    mem_bytes += e->len + e->log_len;
+    lru_front(e);
+    rt_keyed_free(&k);
+    reply_kernel(c, id, e, XPD_FROM_CACHE);
+    evict();
+    return;
+  }
+  /* compile it, once */
+  job *j = calloc(1, sizeof *j);
+  waiter *w = malloc(sizeof *w);
+  if (!j || !w) {
+    free(j);
+    free(w);
+    remove_entry(e);
+    rt_keyed_free(&k);
+    send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
+    return;
+  }
+  j->e = e;
+  j->timeout_ms = g.timeout_ms && g.timeout_ms < cfg.compile_timeout_ms
+                      ? g.timeout_ms
+                      : cfg.compile_timeout_ms;
+  snprintf(j->code, sizeof j->code, "%s", k.code);
+  snprintf(j->kernel, sizeof j->kernel, "%s", k.key.kernel);
+  snprintf(j->dtypes, sizeof j->dtypes, "%s", k.canon);
+  snprintf(j->target, sizeof j->target, "%s", k.tstr);
+  snprintf(j->options, sizeof j->options, "%s", k.ostr);
+  j->ndim = k.ndim;
+  xpd_get jg = g;
+  memcpy(jg.digest, k.digest, 65);
+  jg.timeout_ms = j->timeout_ms;
+  xpd_begin(&j->frame, XPD_JOB, 0);
+  xpd_put_get(&j->frame, &jg);
+  xpd_end(&j->frame, 0);
+  rt_keyed_free(&k);
+  e->job = j;
+  *w = (waiter){c->slot, c->serial, id, NULL};
+  e->waiters = w;
+  c->pending++;
+  if (queue_tail)
+    queue_tail->next = j;
+  else
+    queue_head = j;
+  queue_tail = j;
+  queue_len++;
+  dispatch();
+}
+
+static void stats_text(xpd_buf *b) {
+  char t[4096];
+  unsigned busy = 0, running = 0;
+  for (unsigned i = 0; i < cfg.workers; i++)
+    if (workers[i]) {
+      running++;
+      busy += workers[i]->job != NULL;
+    }
+  int n = snprintf(
+      t, sizeof t,
+      "pid %d\nuptime_s %.1f\nversions %s\nsocket %s\ncache %s\n"
+      "connections %u\nconnections_total %llu\nrefused_uid %llu\n"
+      "refused_busy %llu\nrequests %llu\nhits_memory %llu\nhits_cache %llu\n"
+      "coalesced %llu\ncompiles %llu\ncompile_failures %llu\n"
+      "compile_transient %llu\ncompile_ms %.1f\nqueue %u\nworkers %u\n"
+      "workers_running %u\nworkers_busy %u\nworker_spawns %llu\n"
+      "worker_crashes %llu\nworker_timeouts %llu\nmalformed_frames %llu\n"
+      "io_timeouts %llu\nrequest_errors %llu\nentries %llu\n"
+      "memory_bytes %llu\nevictions %llu\nbytes_in %llu\nbytes_out %llu\n",
+      (int)getpid(), (double)(xpd_now_ms() - st.started_ms) / 1000.0,
+      ({
+        static char v[128];
+        xpj_versions_str(v, sizeof v);
+        v;
+      }),
+      cfg.socket, l2 ? xpj_cache_path(l2) : "", nconns,
+      (unsigned long long)st.conns_total,
+      (unsigned long long)st.conns_refused_uid,
+      (unsigned long long)st.conns_refused_busy,
+      (unsigned long long)st.requests, (unsigned long long)st.hits_memory,
+      (unsigned long long)st.hits_cache, (unsigned long long)st.coalesced,
+      (unsigned long long)st.compiles,
+      (unsigned long long)st.compile_failures,
+      (unsigned long long)st.compile_transient,
+      (double)st.compile_us / 1000.0, queue_len, cfg.workers, running, busy,
+      (unsigned long long)st.worker_spawns,
+      (unsigned long long)st.worker_crashes,
+      (unsigned long long)st.worker_timeouts,
+      (unsigned long long)st.malformed, (unsigned long long)st.io_timeouts,
+      (unsigned long long)st.request_errors, (unsigned long long)n_entries,
+      (unsigned long long)mem_bytes, (unsigned long long)st.evictions,
+      (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_out);
+  xpd_put_bytes(b, XPD_F_TEXT, t, n > 0 ? (size_t)n : 0);
+}
+
+static void begin_shutdown(const char *why);
+
+static void handle_frame(conn *c) {
+  xpd_header h = c->r.h;
+  xpd_msg m;
+  xpd_err err = xpd_payload_decode(c->r.pl, h.len, &m);
+  if (err != XPD_E_OK) {
+    st.malformed++;
+    send_error(c, h.id, XPJ_ERR_INVALID, true, "malformed frame: %s",
+               xpd_err_str(err));
+    return;
+  }
+  if (!c->hello && h.op != XPD_HELLO) {
+    st.malformed++;
+    send_error(c, h.id, XPJ_ERR_INVALID, true,
+               "the first frame must be HELLO");
+    return;
+  }
+  switch (h.op) {
+  case XPD_HELLO: {
+    uint64_t proto = 0;
+    if (c->hello || xpd_get_u64(&m, XPD_F_PROTO, false, &proto) != XPD_E_OK) {
+      st.malformed++;
+      send_error(c, h.id, XPJ_ERR_INVALID, true,
+                 c->hello ? "HELLO twice" : "HELLO without a version");
+      return;
+    }
+    if (proto != XPD_VERSION) {
+      send_error(c, h.id, XPJ_ERR_UNSUPPORTED, true,
+                 "protocol version %llu is not spoken here (this daemon "
+                 "speaks %d)", (unsigned long long)proto, XPD_VERSION);
+      return;
+    }
+    c->hello = true;
+    char vers[128];
+    xpj_versions_str(vers, sizeof vers);
+    size_t at = frame_begin(c, XPD_WELCOME, h.id);
+    xpd_put_u64(&c->out, XPD_F_PROTO, XPD_VERSION);
+    xpd_put_u64(&c->out, XPD_F_CAPS,
+                XPD_CAP_GET | XPD_CAP_STATS | XPD_CAP_SHUTDOWN);
+    xpd_put_str(&c->out, XPD_F_VERSIONS, vers);
+    xpd_put_u64(&c->out, XPD_F_PID, (uint64_t)getpid());
+    xpd_put_str(&c->out, XPD_F_CACHE_PATH,
+                l2 && xpj_cache_mode_of(l2) == XPJ_CACHE_MODE_RW
+                    ? xpj_cache_path(l2)
+                    : "");
+    frame_end(c, at);
+    return;
+  }
+  case XPD_GET:
+    if (c->pending >= 256) {
+      st.malformed++;
+      send_error(c, h.id, XPJ_ERR_INVALID, true,
+                 "more than 256 requests outstanding");
+      return;
+    }
+    handle_get(c, h.id, &m);
+    return;
+  case XPD_STATS: {
+    size_t at = frame_begin(c, XPD_STATS_REPLY, h.id);
+    stats_text(&c->out);
+    frame_end(c, at);
+    return;
+  }
+  case XPD_PING: {
+    size_t at = frame_begin(c, XPD_PONG, h.id);
+    frame_end(c, at);
+    return;
+  }
+  case XPD_SHUTDOWN: {
+    LOG_I("shutdown requested by pid %u", c->pid);
+    size_t at = frame_begin(c, XPD_OK, h.id);
+    frame_end(c, at);
+    begin_shutdown("a shutdown request");
+    return;
+  }
+  default:
+    st.malformed++;
+    send_error(c, h.id, XPJ_ERR_INVALID, true,
+               "operation %u is not a request", h.op);
+    return;
+  }
+}
+
+static void conn_event(conn *c, uint32_t ev) {
+  if (c->dead)
+    return;
+  if (ev & EPOLLOUT) {
+    if (!conn_flush(c))
+      return;
+  }
+  if (!(ev & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+    return;
+  for (int frames = 0; frames < 16; frames++) {
+    if (c->closing) { /* after a fatal error: drain and ignore */
+      char sink[4096];
+      ssize_t n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+        conn_close(c);
+      return;
+    }
+    xpd_err err = XPD_E_OK;
+    int r = reader_step(&c->r, c->fd, XPD_MAX_REQUEST, &err);
+    if (r == RD_MORE)
+      return;
+    if (r == RD_EOF) {
+      conn_close(c);
+      return;
+    }
+    c->last_active = xpd_now_ms();
+    if (r == RD_BAD) {
+      st.malformed++;
+      LOG_D("connection %llu: %s", (unsigned long long)c->serial,
+            xpd_err_str(err));
+      send_error(c, c->r.h.id, err == XPD_E_VERSION ? XPJ_ERR_UNSUPPORTED
+                                                     : XPJ_ERR_INVALID,
+                 true, "%s", xpd_err_str(err));
+      return;
+    }
+    handle_frame(c);
+    if (c->dead)
+      return; /* closed while answering */
+    if (c->closing)
+      continue;
+    reader_reset(&c->r);
+  }
+}
+
+/* ---- accepting ---- */
+
+static int listen_fd = -1, reserve_fd = -1;
+static bool own_socket; /* bound by us: unlink at exit */
+static item listen_item = {K_LISTEN};
+
+static void accept_all(void) {
+  for (;;) {
+    int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) {
+        /* out of descriptors: take the connection with the reserve one and
+         * close it, so the listener does not spin */
+        close(reserve_fd);
+        fd = accept(listen_fd, NULL, NULL);
+        if (fd >= 0)
+          close(fd);
+        reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        st.conns_refused_busy++;
+        LOG_W("out of file descriptors: a connection was refused");
+        continue;
+      }
+      return;
+    }
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0 ||
+        cr.uid != geteuid()) {
+      st.conns_refused_uid++;
+      LOG_W("refused a connection from uid %u (pid %d): only uid %u may "
+            "use this daemon", (unsigned)cr.uid, (int)cr.pid,
+            (unsigned)geteuid());
+      xpd_buf b = {0};
+      xpd_begin(&b, XPD_ERROR, 0);
+      xpd_put_u64(&b, XPD_F_STATUS, XPJ_ERR_INVALID);
+      xpd_put_str(&b, XPD_F_MESSAGE, "permission denied: this xpjitd "
+                                     "serves only its own user");
+      if (xpd_end(&b, 0) &&
+          send(fd, b.p, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        LOG_D("could not tell the refused peer why");
+      xpd_buf_free(&b);
+      close(fd);
+      continue;
+    }
+    unsigned slot = nslots;
+    for (unsigned i = 0; i < nslots; i++)
+      if (!slots[i]) {
+        slot = i;
+        break;
+      }
+    conn *c = slot < nslots && !shutting_down ? calloc(1, sizeof *c) : NULL;
+    if (!c) {
+      st.conns_refused_busy++;
+      xpd_buf b = {0};
+      xpd_begin(&b, XPD_ERROR, 0);
+      xpd_put_u64(&b, XPD_F_STATUS, XPJ_ERR_DEVICE);
+      xpd_put_str(&b, XPD_F_MESSAGE, shutting_down
+                                         ? "xpjitd is shutting down"
+                                         : "too many connections");
+      if (xpd_end(&b, 0) &&
+          send(fd, b.p, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        LOG_D("could not tell the refused peer why");
+      xpd_buf_free(&b);
+      close(fd);
+      continue;
+    }
+    c->it.kind = K_CONN;
+    c->fd = fd;
+    c->slot = slot;
+    c->serial = next_serial++;
+    c->uid = (unsigned)cr.uid;
+    c->pid = (unsigned)cr.pid;
+    c->last_active = xpd_now_ms();
+    slots[slot] = c;
+    nconns++;
+    st.conns_total++;
+    ep_add(fd, c, EPOLLIN);
+    LOG_D("connection %llu from pid %u", (unsigned long long)c->serial,
+          c->pid);
+  }
+}
+
+/* ---- timeouts ---- */
+
+static void check_timeouts(void) {
+  uint64_t now = xpd_now_ms();
+  for (unsigned i = 0; i < nslots; i++) {
+    conn *c = slots[i];
+    if (!c)
+      continue;
+    const char *why = NULL;
+    if (c->r.started && (c->r.hlen || c->r.plen) &&
+        now - c->r.started > cfg.io_timeout_ms)
+      why = "a frame did not arrive in time";
+    else if (c->stalled_since && now - c->stalled_since > cfg.io_timeout_ms)
+      why = "it does not read its replies";
+    else if (!c->pending && !c->r.hlen && c->out_off == c->out.len &&
+             now - c->last_active > cfg.idle_timeout_ms)
+      why = "idle";
+    if (why) {
+      if (strcmp(why, "idle"))
+        st.io_timeouts++;
+      LOG_D("connection %llu closed: %s", (unsigned long long)c->serial,
+            why);
+      conn_close(c);
+    }
+  }
+  for (unsigned i = 0; i < cfg.workers; i++) {
+    worker *w = workers[i];
+    if (w && w->job && now > w->deadline) {
+      char msg[2048];
+      snprintf(msg, sizeof msg, "compiling %s [%s] for %s took longer than "
+               "%llu ms: the compiler worker was stopped", w->job->kernel,
+               w->job->dtypes, short_target(w->job->target),
+               (unsigned long long)w->job->timeout_ms);
+      st.worker_timeouts++;
+      worker_gone(w, msg);
+    }
+  }
+}
+
+/* ---- shutdown ---- */
+
+static uint64_t shutdown_at;
+
+static void stop_listening(void) {
+  if (listen_fd < 0)
+    return;
+  epoll_ctl(ep, EPOLL_CTL_DEL, listen_fd, NULL);
+  close(listen_fd);
+  listen_fd = -1;
+  if (own_socket)
+    unlink(cfg.socket);
+}
+
+static void begin_shutdown(const char *why) {
+  if (shutting_down)
+    return;
+  shutting_down = true;
+  shutdown_at = xpd_now_ms();
+  LOG_I("shutting down (%s): %u compiles running, %u queued", why,
+        ({
+          unsigned n = 0;
+          for (unsigned i = 0; i < cfg.workers; i++)
+            n += workers[i] && workers[i]->job;
+          n;
+        }),
+        queue_len);
+  stop_listening();
+  /* queued compiles will not start: their clients compile themselves */
+  while (queue_head) {
+    job *j = queue_head;
+    queue_head = j->next;
+    fail_waiters(j->e, true, XPJ_ERR_DEVICE, "xpjitd is shutting down");
+    remove_entry(j->e);
+    job_free(j);
+  }
+  queue_tail = NULL;
+  queue_len = 0;
+}
+
+static bool compiles_running(void) {
+  for (unsigned i = 0; i < cfg.workers; i++)
+    if (workers[i] && workers[i]->job)
+      return true;
+  return false;
+}
+
+/* ---- start-up: the socket's directory and path ---- */
+
+static int lock_fd = -1;
+
+static int fail_start(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "xpjitd: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  return -1;
+}
+
+/* The directory must be ours, a real directory, and not writable by
+ * others; a missing last component is created 0700. */
+static int check_dir(const char *dir) {
+  struct stat sb;
+  if (lstat(dir, &sb) != 0) {
+    if (errno != ENOENT)
+      return fail_start("%s: %s", dir, strerror(errno));
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+      return fail_start("cannot create %s: %s", dir, strerror(errno));
+    if (lstat(dir, &sb) != 0)
+      return fail_start("%s: %s", dir, strerror(errno));
+  }
+  if (S_ISLNK(sb.st_mode))
+    return fail_start("refusing %s: it is a symbolic link", dir);
+  if (!S_ISDIR(sb.st_mode))
+    return fail_start("refusing %s: not a directory", dir);
+  if (sb.st_uid != geteuid())
+    return fail_start("refusing %s: owned by uid %u, not by this user (%u)",
+                      dir, (unsigned)sb.st_uid, (unsigned)geteuid());
+  if (sb.st_mode & (S_IWGRP | S_IWOTH))
+    return fail_start("refusing %s: writable by group or others (mode "
+                      "%03o); it must be private (chmod 700)",
+                      dir, (unsigned)(sb.st_mode & 0777));
+  return 0;
+}
+
+static int take_lock(const char *dir) {
+  char lp[PATH_MAX];
+  snprintf(lp, sizeof lp, "%s/xpjitd.lock", dir);
+  lock_fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (lock_fd < 0)
+    return fail_start("cannot open %s: %s", lp, strerror(errno));
+  struct stat sb;
+  if (fstat(lock_fd, &sb) != 0 || sb.st_uid != geteuid() ||
+      !S_ISREG(sb.st_mode))
+    return fail_start("refusing %s: not a regular file of this user", lp);
+  if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = "";
+    ssize_t n = pread(lock_fd, pid, sizeof pid - 1, 0);
+    pid[n > 0 ? n : 0] = 0;
+    pid[strcspn(pid, "\n")] = 0;
+    fprintf(stderr, "xpjitd: another xpjitd (pid %s) is running on %s\n",
+            pid[0] ? pid : "?", cfg.socket);
+    return -2;
+  }
+  return 0;
+}
+
+static void write_lock_pid(void) {
+  char pid[32];
+  int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+  if (ftruncate(lock_fd, 0) != 0 || pwrite(lock_fd, pid, (size_t)n, 0) < 0)
+    LOG_W("cannot write the pid to the lock file");
+}
+
+static int open_socket(void) {
+  char dir[sizeof cfg.socket];
+  snprintf(dir, sizeof dir, "%s", cfg.socket);
+  char *slash = strrchr(dir, '/');
+  if (!slash || slash == dir)
+    return fail_start("socket path %s: give an absolute path in a private "
+                      "directory", cfg.socket);
+  *slash = 0;
+  /* /tmp/xpjit-UID: the fallback, created private */
+  if (check_dir(dir))
+    return -1;
+  int r = take_lock(dir);
+  if (r)
+    return r;
+  struct stat sb;
+  if (lstat(cfg.socket, &sb) == 0) {
+    if (!S_ISSOCK(sb.st_mode))
+      return fail_start("refusing %s: it exists and is not a socket",
+                        cfg.socket);
+    if (sb.st_uid != geteuid())
+      return fail_start("refusing %s: owned by uid %u", cfg.socket,
+                        (unsigned)sb.st_uid);
+    /* we hold the lock, so no xpjitd serves it; still, never replace a
+     * live socket */
+    int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    strcpy(a.sun_path, cfg.socket);
+    bool live = t >= 0 && connect(t, (struct sockaddr *)&a, sizeof a) == 0;
+    if (t >= 0)
+      close(t);
+    if (live) {
+      fprintf(stderr, "xpjitd: %s is served by another process\n",
+              cfg.socket);
+      return -2;
+    }
+    unlink(cfg.socket);
+    fprintf(stderr, "xpjitd: replaced the stale socket %s\n", cfg.socket);
+  }
+  listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (listen_fd < 0)
+    return fail_start("socket: %s", strerror(errno));
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  strcpy(a.sun_path, cfg.socket);
+  mode_t old = umask(0177);
+  int b = bind(listen_fd, (struct sockaddr *)&a, sizeof a);
+  umask(old);
+  if (b != 0)
+    return fail_start("cannot bind %s: %s", cfg.socket, strerror(errno));
+  own_socket = true;
+  if (listen(listen_fd, 1024) != 0)
+    return fail_start("listen: %s", strerror(errno));
+  return 0;
+}
+
+/* systemd socket activation: LISTEN_PID/LISTEN_FDS, the socket as fd 3 */
+static int activated_socket(void) {
+  const char *lp = getenv("LISTEN_PID"), *lf = getenv("LISTEN_FDS");
+  if (!lp || !lf || atoi(lp) != (int)getpid() || atoi(lf) < 1)
+    return 0;
+  unsetenv("LISTEN_PID");
+  unsetenv("LISTEN_FDS");
+  unsetenv("LISTEN_FDNAMES");
+  int fd = 3;
+  struct sockaddr_un a;
+  socklen_t al = sizeof a;
+  int type = 0;
+  socklen_t tl = sizeof type;
+  if (getsockname(fd, (struct sockaddr *)&a, &al) != 0 ||
+      a.sun_family != AF_UNIX ||
+      getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 ||
+      type != SOCK_STREAM)
+    return fail_start("LISTEN_FDS: fd 3 is not a listening Unix stream "
+                      "socket");
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  if (al > offsetof(struct sockaddr_un, sun_path) && a.sun_path[0])
+    snprintf(cfg.socket, sizeof cfg.socket, "%s", a.sun_path);
+  listen_fd = fd;
+  /* the same single-daemon rule as for a socket we bind */
+  char dir[sizeof cfg.socket];
+  snprintf(dir, sizeof dir, "%s", cfg.socket);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) {
+    *slash = 0;
+    if (check_dir(dir))
+      return -1;
+    int r = take_lock(dir);
+    if (r)
+      return r;
+  }
+  return 1;
+}
+
+/* ---- main ---- */
+
+static void usage(FILE *f) {
+  fprintf(f,
+      "usage: xpjitd [options]\n"
+      "  --foreground          stay attached; log to stderr (default: detach)\n"
+      "  --socket PATH         listen here (default: $XDG_RUNTIME_DIR/xpjit/"
+      "xpjitd.sock,\n"
+      "                        or /tmp/xpjit-UID/xpjitd.sock)\n"
+      "  --log FILE            log to FILE (appended)\n"
+      "  --log-level LEVEL     error, warn, info (default) or debug\n"
+      "  --workers N           compile workers (default: online CPUs)\n"
+      "  --compile-timeout MS  limit of one compile (default 120000)\n"
+      "  --io-timeout MS       a frame must arrive, a reply be read, in this "
+      "long\n"
+      "                        (default 10000)\n"
+      "  --idle-timeout MS     close connections idle this long (default "
+      "600000)\n"
+      "  --idle-exit S         exit after S seconds without connections or "
+      "work\n"
+      "  --grace MS            on SIGTERM, time left to running compiles "
+      "(default 10000)\n"
+      "  --max-connections N   (default 4096)\n"
+      "  --memory-limit BYTES  binaries kept in memory (default 256M)\n"
+      "  --version, --help\n"
+      "Environment: XPJIT_CACHE, XPJIT_CACHE_DIR, XPJIT_CACHE_MAX_SIZE as "
+      "for libxpjit.\n");
+}
+
+static bool in_range(uint64_t v, uint64_t lo, uint64_t hi) {
+  return v >= lo && v <= hi;
+}
+
+static bool num_arg(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s || *end || s[0] == '-')
+    return false;
+  *out = v;
+  return true;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "--worker"))
+    return xpjitd_worker_main();
+  setenv("XPJIT_DAEMON", "off", 1); /* never ask ourselves */
+  logf_ = stderr;
+  uint64_t v;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  cfg.workers = ncpu > 0 ? (unsigned)ncpu : 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VAL()                                                         \
+  do {                                                                     \
+    if (!val) {                                                            \
+      fprintf(stderr, "xpjitd: %s needs a value\n", a);                    \
+      return 2;                                                            \
+    }                                                                      \
+    i++;                                                                   \
+  } while (0)
+#define NUM(field, lo, hi)                                                 \
+  do {                                                                     \
+    NEED_VAL();                                                            \
+    if (!num_arg(val, &v) || !in_range(v, lo, hi)) {                       \
+      fprintf(stderr, "xpjitd: %s: bad value '%s'\n", a, val);             \
+      return 2;                                                            \
+    }                                                                      \
+    field = v;                                                             \
+  } while (0)
+    if (!strcmp(a, "--foreground") || !strcmp(a, "-f")) {
+      cfg.foreground = true;
+    } else if (!strcmp(a, "--socket")) {
+      NEED_VAL();
+      if (strlen(val) >= sizeof cfg.socket) {
+        fprintf(stderr, "xpjitd: socket path too long\n");
+        return 2;
+      }
+      snprintf(cfg.socket, sizeof cfg.socket, "%s", val);
+    } else if (!strcmp(a, "--log")) {
+      NEED_VAL();
+      cfg.log_path = val;
+    } else if (!strcmp(a, "--log-level")) {
+      NEED_VAL();
+      int l = -1;
+      for (int k = 0; k < 4; k++)
+        if (!strcmp(val, level_names[k]))
+          l = k;
+      if (l < 0) {
+        fprintf(stderr, "xpjitd: --log-level: error, warn, info or debug\n");
+        return 2;
+      }
+      cfg.log_level = l;
+    } else if (!strcmp(a, "--workers")) {
+      NUM(cfg.workers, 1, 256);
+    } else if (!strcmp(a, "--compile-timeout")) {
+      NUM(cfg.compile_timeout_ms, 100, 3600000);
+    } else if (!strcmp(a, "--io-timeout")) {
+      NUM(cfg.io_timeout_ms, 10, 3600000);
+    } else if (!strcmp(a, "--idle-timeout")) {
+      NUM(cfg.idle_timeout_ms, 10, 86400000);
+    } else if (!strcmp(a, "--idle-exit")) {
+      NUM(cfg.idle_exit_ms, 1, 86400);
+      cfg.idle_exit_ms *= 1000;
+    } else if (!strcmp(a, "--grace")) {
+      NUM(cfg.grace_ms, 0, 3600000);
+    } else if (!strcmp(a, "--max-connections")) {
+      NUM(cfg.max_conns, 1, 1000000);
+    } else if (!strcmp(a, "--memory-limit")) {
+      NEED_VAL();
+      if (xpj_cache_parse_size(val, &cfg.mem_limit) != XPJ_OK) {
+        fprintf(stderr, "xpjitd: --memory-limit: bad size '%s'\n", val);
+        return 2;
+      }
+    } else if (!strcmp(a, "--version")) {
+      char vers[128];
+      xpj_versions_str(vers, sizeof vers);
+      printf("xpjitd %s (protocol %d)\n", vers, XPD_VERSION);
+      return 0;
+    } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "xpjitd: unknown option '%s'\n", a);
+      usage(stderr);
+      return 2;
+    }
+  }
+  ssize_t sl = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+  if (sl <= 0) {
+    fprintf(stderr, "xpjitd: cannot find its own executable\n");
+    return 1;
+  }
+  self_exe[sl] = 0;
+
+  int act = activated_socket();
+  if (act < 0)
+    return act == -2 ? 3 : 1;
+  if (!act) {
+    if (!cfg.socket[0] && !xpd_default_path(cfg.socket, sizeof cfg.socket)) {
+      fprintf(stderr, "xpjitd: the default socket path is too long\n");
+      return 1;
+    }
+    if (!getenv("XDG_RUNTIME_DIR") || getenv("XDG_RUNTIME_DIR")[0] != '/') {
+      /* the fallback directory is created here, private */
+      char dir[sizeof cfg.socket];
+      snprintf(dir, sizeof dir, "%s", cfg.socket);
+      *strrchr(dir, '/') = 0;
+      if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "xpjitd: cannot create %s: %s\n", dir,
+                strerror(errno));
+        return 1;
+      }
+    } else {
+      char dir[sizeof cfg.socket];
+      snprintf(dir, sizeof dir, "%s/xpjit", getenv("XDG_RUNTIME_DIR"));
+      if (!strncmp(cfg.socket, dir, strlen(dir)))
+        mkdir(dir, 0700);
+    }
+    int r = open_socket();
+    if (r)
+      return r == -2 ? 3 : 1;
+  }
+
+  /* detach, once the socket is there: `xpjitd && app` finds it */
+  if (!cfg.foreground) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      fprintf(stderr, "xpjitd: fork: %s\n", strerror(errno));
+      return 1;
+    }
+    if (pid > 0) {
+      printf("xpjitd: serving %s (pid %d)\n", cfg.socket, (int)pid);
+      return 0;
+    }
+    setsid();
+    if (chdir("/") != 0)
+      return 1;
+    int dn = open("/dev/null", O_RDWR);
+    if (dn >= 0) {
+      dup2(dn, 0);
+      dup2(dn, 1);
+      if (!cfg.log_path)
+        dup2(dn, 2);
+      if (dn > 2)
+        close(dn);
+    }
+  }
+  write_lock_pid();
+  if (cfg.log_path) {
+    FILE *f = fopen(cfg.log_path, "a");
+    if (!f) {
+      fprintf(stderr, "xpjitd: cannot open log %s: %s\n", cfg.log_path,
+              strerror(errno));
+      return 1;
+    }
+    logf_ = f;
+    if (!cfg.foreground)
+      dup2(fileno(f), 2); /* workers' messages too */
+  }
+
+  /* descriptors for many clients */
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t ss;
+  sigemptyset(&ss);
+  sigaddset(&ss, SIGTERM);
+  sigaddset(&ss, SIGINT);
+  sigaddset(&ss, SIGHUP);
+  sigprocmask(SIG_BLOCK, &ss, NULL);
+  int sfd = signalfd(-1, &ss, SFD_NONBLOCK | SFD_CLOEXEC);
+
+  xpj_context_desc desc = {0};
+  desc.cpu_threads = 1;
+  desc.no_env_bundles = 1;
+  if (xpj_context_create(&desc, &ctx) != XPJ_OK) {
+    LOG_E("cannot create a context: %s", xpj_last_error());
+    return 1;
+  }
+  l2 = xpj_context_cache(ctx);
+  nslots = cfg.max_conns;
+  slots = calloc(nslots, sizeof *slots);
+  workers = calloc(cfg.workers, sizeof *workers);
+  ep = epoll_create1(EPOLL_CLOEXEC);
+  if (!slots || !workers || ep < 0 || sfd < 0) {
+    LOG_E("cannot set up: %s", strerror(errno));
+    return 1;
+  }
+  static item sig_item = {K_SIGNAL};
+  ep_add(sfd, &sig_item, EPOLLIN);
+  ep_add(listen_fd, &listen_item, EPOLLIN);
+  st.started_ms = xpd_now_ms();
+  {
+    char vers[128];
+    xpj_versions_str(vers, sizeof vers);
+    LOG_I("serving %s (%s), %u workers, cache %s", cfg.socket, vers,
+          cfg.workers, l2 && xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_OFF
+                           ? xpj_cache_path(l2)
+                           : "off");
+  }
+
+  uint64_t last_check = 0, idle_since = xpd_now_ms();
+  int exit_code = 0;
+  struct epoll_event evs[64];
+  for (;;) {
+    int n = epoll_wait(ep, evs, 64, 100);
+    for (int i = 0; i < n; i++) {
+      item *it = evs[i].data.ptr;
+      switch (it->kind) {
+      case K_LISTEN:
+        if (listen_fd >= 0)
+          accept_all();
+        break;
+      case K_SIGNAL: {
+        struct signalfd_siginfo si;
+        while (read(sfd, &si, sizeof si) == sizeof si)
+          begin_shutdown(si.ssi_signo == SIGTERM ? "SIGTERM"
+                         : si.ssi_signo == SIGINT ? "SIGINT"
+                                                  : "SIGHUP");
+        break;
+      }
+      case K_CONN:
+        conn_event((conn *)it, evs[i].events);
+        break;
+      case K_WORKER:
+        worker_event((worker *)it, evs[i].events);
+        break;
+      }
+    }
+    free_dead(); /* nothing of this batch points at them any more */
+    uint64_t now = xpd_now_ms();
+    if (now - last_check >= 100) {
+      last_check = now;
+      check_timeouts();
+      dispatch();
+    }
+    if (nconns || compiles_running() || queue_len)
+      idle_since = now;
+    else if (cfg.idle_exit_ms && now - idle_since > cfg.idle_exit_ms)
+      begin_shutdown("idle");
+    if (shutting_down) {
+      bool late = now - shutdown_at > cfg.grace_ms;
+      if (late && compiles_running()) {
+        LOG_W("grace period over: stopping the running compiles");
+        for (unsigned i = 0; i < cfg.workers; i++)
+          if (workers[i] && workers[i]->job) {
+            fail_waiters(workers[i]->job->e, true, XPJ_ERR_DEVICE,
+                         "xpjitd is shutting down");
+            worker_gone(workers[i], "xpjitd is shutting down");
+          }
+      }
+      if (!compiles_running()) {
+        /* replies out, then go (a reader gets a second to take them) */
+        bool pending_out = false;
+        for (unsigned i = 0; i < nslots; i++)
+          if (slots[i] && slots[i]->out_off < slots[i]->out.len)
+            pending_out = true;
+        if (!pending_out || now - shutdown_at > cfg.grace_ms + 1000)
+          break;
+      }
+    }
+  }
+  LOG_I("stopped: %llu requests, %llu compiles, %llu served from memory, "
+        "%llu from the cache file",
+        (unsigned long long)st.requests, (unsigned long long)st.compiles,
+        (unsigned long long)st.hits_memory,
+        (unsigned long long)st.hits_cache);
+  for (unsigned i = 0; i < cfg.workers; i++)
+    if (workers[i])
+      worker_gone(workers[i], NULL);
+  for (unsigned i = 0; i < nslots; i++)
+    if (slots[i])
+      conn_close(slots[i]);
+  free_dead();
+  stop_listening();
+  for (int i = 0; i < NPROGS; i++)
+    xpj_program_destroy(progs[i].p);
+  for (unsigned i = 0; i < NBUCKETS; i++) {
+    while (table[i])
+      remove_entry(table[i]);
+    for (memo *m = memos[i], *nx; m; m = nx) {
+      nx = m->next;
+      free(m);
+    }
+  }
+  xpj_context_destroy(ctx);
+  free(slots);
+  free(workers);
+  close(ep);
+  close(sfd);
+  if (reserve_fd >= 0)
+    close(reserve_fd);
+  if (lock_fd >= 0)
+    close(lock_fd);
+  if (logf_ && logf_ != stderr)
+    fclose(logf_);
+  return exit_code;
+}

@@ -1,0 +1,194 @@
+/* xpjitd_worker.c - a compile worker of xpjitd (`xpjitd --worker`): reads
+ * JOB frames on fd 0, compiles, writes RESULT frames on fd 1, one at a
+ * time, until its daemon closes the pipe. It resolves and keys each job
+ * with the same code as the runtime and the daemon (rt_program_keyed) and
+ * refuses a job whose key differs from the one the daemon sent. A crash
+ * or a hang here costs the daemon one job and this process, nothing
+ * more: the daemon sees the pipe close or the deadline pass.
+ *
+ * XPJIT_WORKER_FAULT=crash|hang|exit[:KERNEL] is a test hook
+ * (docs/testing.md): the worker crashes, hangs or exits when it is given
+ * a job (for KERNEL only, when named). Never set in production. */
+#define _GNU_SOURCE
+#include "daemon.h"
+#include "proto.h"
+#include "xpjit.h"
+
+#include <nettle/sha2.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int xpjitd_worker_main(void);
+
+static void fault_hook(const char *kernel) {
+  const char *f = getenv("XPJIT_WORKER_FAULT");
+  if (!f || !*f)
+    return;
+  const char *colon = strchr(f, ':');
+  size_t mode_len = colon ? (size_t)(colon - f) : strlen(f);
+  if (colon && strcmp(colon + 1, kernel))
+    return;
+  if (mode_len == 5 && !strncmp(f, "crash", 5))
+    raise(SIGSEGV);
+  else if (mode_len == 4 && !strncmp(f, "hang", 4))
+    for (;;)
+      pause();
+  else if (mode_len == 4 && !strncmp(f, "exit", 4))
+    _exit(3);
+}
+
+#define NPROGS 8
+static struct {
+  char key[65];
+  xpj_program *p;
+  unsigned used;
+} progs[NPROGS];
+static unsigned clock_;
+
+static xpj_program *program_for(xpj_context *ctx, const xpd_get *g,
+                                xpj_status *status) {
+  struct sha256_ctx h;
+  sha256_init(&h);
+  sha256_update(&h, g->source_len, g->source);
+  sha256_update(&h, strlen(g->filename) + 1, (const uint8_t *)g->filename);
+  uint8_t d[32];
+  sha256_digest(&h, sizeof d, d);
+  char key[65];
+  for (int i = 0; i < 32; i++)
+    snprintf(key + 2 * i, 3, "%02x", d[i]);
+  int lru = 0;
+  for (int i = 0; i < NPROGS; i++) {
+    if (progs[i].p && !strcmp(progs[i].key, key)) {
+      progs[i].used = ++clock_;
+      return progs[i].p;
+    }
+    if (progs[i].used < progs[lru].used)
+      lru = i;
+  }
+  xpj_program *p = NULL;
+  *status = xpj_program_create(ctx, g->filename[0] ? g->filename
+                                                  : "<source>",
+                               (const char *)g->source, g->source_len, NULL,
+                               &p);
+  if (*status != XPJ_OK)
+    return NULL;
+  xpj_program_destroy(progs[lru].p);
+  memcpy(progs[lru].key, key, 65);
+  progs[lru].p = p;
+  progs[lru].used = ++clock_;
+  return p;
+}
+
+static bool reply(const xpd_kernel *k) {
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_RESULT, 0);
+  xpd_put_kernel(&b, k);
+  bool ok = xpd_end(&b, 0) &&
+            xpd_write_all(1, b.p, b.len, xpd_now_ms() + 60000);
+  xpd_buf_free(&b);
+  return ok;
+}
+
+static bool fail(const char *digest, xpj_status s, const char *msg) {
+  xpd_kernel k = {0};
+  k.status = (uint64_t)s;
+  k.failed = 1;
+  k.transient = 1;
+  k.log = (const uint8_t *)msg;
+  k.log_len = strlen(msg);
+  snprintf(k.digest, sizeof k.digest, "%s", digest);
+  return reply(&k);
+}
+
+int xpjitd_worker_main(void) {
+  setenv("XPJIT_DAEMON", "off", 1);
+  xpj_context_desc desc = {0};
+  desc.cpu_threads = 1;
+  desc.no_env_bundles = 1;
+  desc.cache_mode = XPJ_CACHE_MODE_OFF;
+  xpj_context *ctx = NULL;
+  if (xpj_context_create(&desc, &ctx) != XPJ_OK) {
+    fprintf(stderr, "xpjitd worker: %s\n", xpj_last_error());
+    return 1;
+  }
+  int rc = 0;
+  for (;;) {
+    xpd_header h;
+    uint8_t *pl = NULL;
+    char err[256];
+    xpd_err e = xpd_read_frame(0, XPD_MAX_REQUEST, UINT64_MAX / 2, &h, &pl,
+                               err, sizeof err);
+    if (e == XPD_E_SHORT) /* the daemon closed the pipe */
+      break;
+    xpd_msg m;
+    xpd_get g;
+    if (e != XPD_E_OK || h.op != XPD_JOB ||
+        xpd_payload_decode(pl, h.len, &m) != XPD_E_OK ||
+        xpd_get_decode(&m, true, &g) != XPD_E_OK) {
+      fprintf(stderr, "xpjitd worker: a malformed job\n");
+      free(pl);
+      rc = 1;
+      break;
+    }
+    fault_hook(g.kernel);
+    xpj_status ps = XPJ_OK;
+    xpj_program *p = program_for(ctx, &g, &ps);
+    rt_keyed k;
+    xpj_compile_opts o;
+    xpj_compile_opts_default(&o);
+    o.opt_level = (unsigned)g.opt_level;
+    o.fast_math = (int)g.fast_math;
+    o.debug_info = (int)g.debug;
+    o.timeout_ms = (unsigned)g.timeout_ms;
+    bool ok;
+    if (p)
+      ps = rt_program_keyed(p, g.kernel, g.dtypes, (unsigned)g.ndim,
+                            g.target, &o, &k);
+    if (ps != XPJ_OK) {
+      ok = fail(g.digest, ps, xpj_last_error());
+    } else if (strcmp(k.digest, g.digest)) {
+      ok = fail(g.digest, XPJ_ERR_INVALID,
+                "the worker computed another cache key than its daemon");
+      rt_keyed_free(&k);
+    } else {
+      /* this process is the isolation: compile here (SPIR-V still forks,
+       * from this single-threaded process) */
+      k.o.isolation = XPJ_ISOLATE_NONE;
+      xpj_result *res = NULL;
+      xpj_status s = xpj_compile(k.sm, g.kernel, &k.t, &k.o, XPJ_EMIT_BIN,
+                                 &res);
+      if (!res) {
+        ok = fail(g.digest, s, "out of memory");
+      } else {
+        xpd_kernel r = {0};
+        r.status = (uint64_t)s;
+        r.failed = s != XPJ_OK;
+        r.transient = !(s == XPJ_OK ||
+                        (s == XPJ_ERR_COMPILE && !xpj_result_transient(res)));
+        r.binary = xpj_result_data(res, &r.binary_len);
+        snprintf(r.entry, sizeof r.entry, "%s",
+                 xpj_result_entry(res) ? xpj_result_entry(res) : "");
+        const char *log = xpj_result_log(res);
+        r.log = (const uint8_t *)(log ? log : "");
+        r.log_len = log ? strlen(log) : 0;
+        r.local_bytes = xpj_result_local_bytes(res);
+        r.scratch_bytes = xpj_result_scratch_bytes(res);
+        r.compile_us = (uint64_t)(xpj_result_millis(res) * 1000.0);
+        memcpy(r.digest, g.digest, 65);
+        ok = reply(&r);
+        xpj_result_destroy(res);
+      }
+      rt_keyed_free(&k);
+    }
+    free(pl);
+    if (!ok)
+      break;
+  }
+  for (int i = 0; i < NPROGS; i++)
+    xpj_program_destroy(progs[i].p);
+  xpj_context_destroy(ctx);
+  return rc;
+}
