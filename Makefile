@@ -28,7 +28,7 @@ LDLIBS_ALL = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lLLVM-22 \
 LIB_SRCS := $(wildcard ir/*.c) $(wildcard compiler/*.c) $(wildcard runtime/*.c) \
             $(wildcard cache/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-CLI_SRCS := tools/xpjit-cli.c tools/cli_cache.c
+CLI_SRCS := tools/xpjit-cli.c tools/cli_cache.c tools/cli_daemon.c
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS    := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
@@ -173,7 +173,11 @@ install: all
 	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' tools/xpjit.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/xpjit.pc
-	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(CLI) $(DAEMON) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/user
+	install -m 644 tools/systemd/xpjitd.socket $(DESTDIR)$(PREFIX)/lib/systemd/user/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' tools/systemd/xpjitd.service.in \
+	  > $(DESTDIR)$(PREFIX)/lib/systemd/user/xpjitd.service
 
 format:
 	clang-format -i include/*.h ir/*.[ch] compiler/*.[ch] tools/*.c tests/*.[ch] tests/fuzz/*.c

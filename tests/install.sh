@@ -17,6 +17,20 @@ echo "consumer: $out"
 case "$out" in "0 0.1.0 "[0-9a-f]*" 4.5") ;; *) echo "install: unexpected output"; exit 1 ;; esac
 # only the public API is exported
 leaked=$(nm -D --defined-only "$tmp/lib/libxpjit.so.0" | awk '{print $3}' |
-  grep -E '^(rt_|xpj_llvm_enter|xpj_worker|xpj_(malloc|calloc|realloc|free|strdup|grow|walk|check_calls|set_error|typeinfo_of|buf_|lex|number_values))' || true)
+  grep -E '^(rt_|xpd_|xpj_llvm_enter|xpj_worker|xpj_(malloc|calloc|realloc|free|strdup|grow|walk|check_calls|set_error|typeinfo_of|buf_|lex|number_values))' || true)
 [ -z "$leaked" ] || { echo "install: internal symbols exported: $leaked"; exit 1; }
+# the daemon and its systemd user units, with the prefix filled in
+[ -x "$tmp/bin/xpjitd" ] || { echo "install: no xpjitd"; exit 1; }
+"$tmp/bin/xpjitd" --version | grep -q "protocol 1" ||
+  { echo "install: xpjitd --version"; exit 1; }
+u="$tmp/lib/systemd/user"
+[ -f "$u/xpjitd.socket" ] || { echo "install: no xpjitd.socket"; exit 1; }
+grep -qx "ExecStart=$tmp/bin/xpjitd --foreground --idle-exit 600" \
+  "$u/xpjitd.service" || { echo "install: xpjitd.service ExecStart"; exit 1; }
+if command -v systemd-analyze >/dev/null 2>&1; then
+  mkdir -m 700 "$tmp/run"
+  XDG_RUNTIME_DIR="$tmp/run" systemd-analyze verify --user \
+    "$u/xpjitd.socket" "$u/xpjitd.service" ||
+    { echo "install: systemd-analyze verify failed"; exit 1; }
+fi
 echo "install: ok"

@@ -34,6 +34,7 @@ done
 step golden sh tests/run_golden.sh
 step cli sh tests/cli.sh
 step cache_cli sh tests/cache_cli.sh
+step daemon_cli sh tests/daemon_cli.sh
 step spec_examples sh tests/spec_examples.sh
 step install sh tests/install.sh
 for r in "$B"/fuzz/replay_*; do

@@ -9,4 +9,6 @@ extern const char *cli_prog; /* "xpjit-cli" */
  * argv starts after the command word. */
 int cli_cache(int argc, char **argv);
 int cli_bundle(int argc, char **argv);
+/* xpjit-cli daemon status|stats|stop (cli_daemon.c). */
+int cli_daemon(int argc, char **argv);
 #endif

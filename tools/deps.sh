@@ -2,7 +2,9 @@
 # Installs the Debian 12 packages xpjit needs to build and test. Idempotent:
 # installs only what is missing; needs root (or sudo) only then.
 set -eu
-PKGS="build-essential pkg-config nettle-dev libcmocka-dev clang libclang-rt-14-dev llvm-22-dev spirv-tools libsqlite3-dev sqlite3"
+# systemd: systemd-socket-activate and systemd-analyze, used by the daemon
+# tests when present (socket activation, unit files); they skip without.
+PKGS="build-essential pkg-config nettle-dev libcmocka-dev clang libclang-rt-14-dev llvm-22-dev spirv-tools libsqlite3-dev sqlite3 systemd"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -36,6 +36,8 @@ static void usage_main(FILE *out) {
           "                       inspect and maintain the compile cache\n"
           "  bundle build|ls|verify|import\n"
           "                       precompiled kernel bundles\n"
+          "  daemon status|stats|stop [--json]\n"
+          "                       the compile daemon xpjitd\n"
           "\n"
           "Run '%s COMMAND --help' for the options of a command.\n"
           "Exit status: 0 success, 1 errors in the input, 2 usage errors.\n",
@@ -609,6 +611,8 @@ int main(int argc, char **argv) {
     return cli_cache(argc - 2, argv + 2);
   if (strcmp(cmd, "bundle") == 0)
     return cli_bundle(argc - 2, argv + 2);
+  if (strcmp(cmd, "daemon") == 0)
+    return cli_daemon(argc - 2, argv + 2);
   fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
   usage_main(stderr);
   return EXIT_USAGE;

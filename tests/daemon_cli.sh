@@ -1,0 +1,91 @@
+#!/bin/sh
+# xpjitd from the outside: started by hand (detached), used by the
+# examples through XPJIT_DAEMON, inspected and stopped with
+# `xpjit-cli daemon`, and started by systemd-style socket activation.
+set -u
+B=${BUILD:-build}
+CLI=$B/bin/xpjit-cli
+D=$B/bin/xpjitd
+tmp=$(mktemp -d)
+dpid=
+cleanup() {
+  [ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null
+  [ -f "$tmp/run/xpjitd.lock" ] && kill -9 "$(cat "$tmp/run/xpjitd.lock")" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+  echo "daemon_cli: FAIL: $*"
+  [ -f "$tmp/log" ] && { echo "--- daemon log"; tail -20 "$tmp/log"; }
+  exit 1
+}
+mkdir -m 700 "$tmp/run"
+S=$tmp/run/xpjitd.sock
+export XPJIT_CACHE_DIR="$tmp/daemon-cache"
+stat_of() { "$CLI" daemon stats --socket "$S" | awk -v k="$1" '$1 == k {print $2}'; }
+
+# not running: status 1 with a reason, --json says so; stop 1; usage 2
+"$CLI" daemon status --socket "$S" >/dev/null 2>&1 && fail "status with no daemon"
+"$CLI" daemon status --socket "$S" --json | grep -q '"running": false' ||
+  fail "status --json with no daemon"
+"$CLI" daemon stop --socket "$S" 2>/dev/null && fail "stop with no daemon"
+"$CLI" daemon frobnicate 2>/dev/null; [ $? -eq 2 ] || fail "unknown daemon command"
+"$CLI" daemon status --bogus 2>/dev/null; [ $? -eq 2 ] || fail "unknown option"
+"$D" --workers 0 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --workers 0"
+"$D" --no-such-option 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd unknown option"
+
+# started by hand: detaches once the socket serves
+"$D" --socket "$S" --log "$tmp/log" --log-level debug >/dev/null ||
+  fail "xpjitd did not start"
+"$CLI" daemon status --socket "$S" | grep -q "xpjitd is running" ||
+  fail "status"
+"$CLI" daemon status --socket "$S" --json | grep -q '"compatible": true' ||
+  fail "status --json"
+# a second one on the same socket refuses (exit 3) and the first serves on
+"$D" --socket "$S" --foreground 2>"$tmp/second"; [ $? -eq 3 ] ||
+  fail "a second daemon on a live socket"
+grep -q "another xpjitd" "$tmp/second" || fail "second daemon's message"
+
+# the examples through the daemon: their own cache off, so every kernel
+# comes from xpjitd; the second run of saxpy is a memory hit there
+export XPJIT_DAEMON="$S"
+for ex in saxpy reduction matmul; do
+  XPJIT_CACHE=off "$B/examples/$ex" | grep -q correct || fail "$ex through the daemon"
+done
+XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy again"
+[ "$(stat_of compiles)" = 3 ] || fail "compiles $(stat_of compiles), expected 3"
+[ "$(stat_of hits_memory)" -ge 1 ] || fail "no memory hit"
+# the daemon wrote its cache: a client on the same file hits it directly
+"$CLI" cache stats --path "$XPJIT_CACHE_DIR/cache-v1.db" | grep -q "entries: *3" ||
+  fail "daemon cache entries"
+"$CLI" daemon stats --socket "$S" --json | grep -q '"compiles": 3' ||
+  fail "stats --json"
+
+# stop: waits until it has exited; the socket is gone
+"$CLI" daemon stop --socket "$S" | grep -q stopped || fail "stop"
+[ -e "$S" ] && fail "socket left behind"
+"$CLI" daemon status --socket "$S" >/dev/null 2>&1 && fail "status after stop"
+# with the daemon gone the examples still run (compiling themselves)
+XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy without daemon"
+
+# socket activation, as the systemd user unit does it
+if command -v systemd-socket-activate >/dev/null 2>&1; then
+  systemd-socket-activate -l "$S" "$D" --foreground --idle-exit 2 \
+    --log "$tmp/log" 2>"$tmp/act" &
+  dpid=$!
+  i=0
+  while [ ! -S "$S" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct ||
+    fail "saxpy through a socket-activated daemon"
+  [ "$(stat_of requests)" -ge 1 ] || fail "activated daemon served nothing"
+  grep -q "serving $S" "$tmp/log" || fail "activated daemon's log"
+  # --idle-exit: it goes away by itself when unused
+  i=0
+  while kill -0 "$dpid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  kill -0 "$dpid" 2>/dev/null && fail "--idle-exit did not stop the daemon"
+  wait "$dpid" || fail "activated daemon exit status"
+  dpid=
+else
+  echo "daemon_cli: systemd-socket-activate not found; activation not tested"
+fi
+echo "daemon_cli: ok"
