@@ -92,6 +92,10 @@ typedef struct xpj_context_desc {
   uint64_t cache_max_size;
   /* Non-zero: do not load the bundles named by XPJIT_BUNDLE_PATH. */
   int no_env_bundles;
+  /* Kernels missing from every cache are asked of the compile daemon
+   * xpjitd when XPJIT_DAEMON (auto, the default; off; or a socket path)
+   * allows and one runs; any failure of it means a compile here instead
+   * (docs/daemon.md). */
 } xpj_context_desc;
 
 /* Discovers the devices of every backend built in (a backend whose driver
