@@ -278,7 +278,9 @@ void rt_dc_fini(rt_dc *dc) {
 static int take_conn(rt_dc *dc, bool *reused, bool *tried) {
   *tried = false;
   pthread_mutex_lock(&dc->mu);
-  if (dc->idle_pid != (int)getpid()) { /* forked: not ours to use */
+  if (dc->idle_pid != (int)getpid()) { /* forked: the parent's, not ours */
+    for (unsigned i = 0; i < dc->nidle; i++)
+      close(dc->idle[i]); /* our copies only; the parent keeps its own */
     dc->nidle = 0;
     dc->idle_pid = (int)getpid();
   }

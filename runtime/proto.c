@@ -158,6 +158,8 @@ xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g) {
   TRY(xpd_get_u64(m, XPD_F_NDIM, true, &g->ndim));
   TRY(xpd_get_str(m, XPD_F_TARGET, false, g->target, sizeof g->target));
   TRY(xpd_get_u64(m, XPD_F_OPT_LEVEL, true, &g->opt_level));
+  if (!xpd_find(m, XPD_F_OPT_LEVEL))
+    g->opt_level = 2; /* the library's default, O2 */
   TRY(xpd_get_u64(m, XPD_F_FAST_MATH, true, &g->fast_math));
   TRY(xpd_get_u64(m, XPD_F_DEBUG, true, &g->debug));
   TRY(xpd_get_u64(m, XPD_F_TIMEOUT, true, &g->timeout_ms));
