@@ -823,7 +823,8 @@ static void job_done(worker *w, const xpd_kernel *k) {
   }
   if (e->len)
     memcpy(e->bin, k->binary, e->len);
-  memcpy(e->log, k->log, k->log_len);
+  if (k->log_len)
+    memcpy(e->log, k->log, k->log_len);
   e->log[k->log_len] = 0;
   e->log_len = k->log_len;
   snprintf(e->entry_name, sizeof e->entry_name, "%s", k->entry);
