@@ -8,7 +8,7 @@
  * (this binary with --worker, started with posix_spawn), one job each at
  * a time; a worker that dies or overruns its deadline is killed, its job
  * fails with a transient error, and a new worker is started when needed.
- * The daemon itself never runs LLVM. */
+ * The daemon itself never generates code: that happens only in workers. */
 #define _GNU_SOURCE
 #include "daemon.h"
 #include "proto.h"
@@ -974,26 +974,6 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
     st.coalesced++;
     rt_keyed_free(&k);
     return;
-  }
-  if (!k.sm) { /* memo pointed at an evicted entry: resolve afresh */
-    memo_add(req, ""); /* overwritten below by the fresh entry */
-    char msg[2048];
-    xpj_status ps = XPJ_OK;
-    xpj_program *p = program_for(&g, &ps, msg, sizeof msg);
-    xpj_compile_opts o;
-    xpj_compile_opts_default(&o);
-    o.opt_level = (unsigned)g.opt_level;
-    o.fast_math = (int)g.fast_math;
-    o.debug_info = (int)g.debug;
-    o.timeout_ms = (unsigned)g.timeout_ms;
-    if (p)
-      ps = rt_program_keyed(p, g.kernel, g.dtypes, (unsigned)g.ndim,
-                            g.target, &o, &k);
-    if (ps != XPJ_OK) {
-      st.request_errors++;
-      send_error(c, id, ps, false, "%s", p ? xpj_last_error() : msg);
-      return;
-    }
   }
   e = new_entry(k.digest);
   if (!e) {
