@@ -166,7 +166,7 @@ xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g) {
   TRY(xpd_get_str(m, XPD_F_DIGEST, !job, g->digest, sizeof g->digest));
   if (!g->kernel[0] || !g->target[0] || g->ndim > 16 || g->opt_level > 3 ||
       g->fast_math > 1 || g->debug > 1 || g->timeout_ms > 3600000 ||
-      (g->digest[0] && !is_digest(g->digest)))
+      ((job || g->digest[0]) && !is_digest(g->digest)))
     return XPD_E_VALUE;
   return XPD_E_OK;
 }

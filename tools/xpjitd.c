@@ -116,6 +116,7 @@ typedef struct reader {
   uint8_t *pl;
   size_t plen;
   uint64_t started; /* when the frame's first byte came (0: none yet) */
+  bool budget;      /* pl counts against MAX_IN_FLIGHT (clients' frames) */
 } reader;
 
 static uint64_t in_flight_bytes; /* payload buffers being filled */
@@ -124,7 +125,7 @@ static uint64_t in_flight_bytes; /* payload buffers being filled */
 enum { RD_MORE = 0, RD_FRAME = 1, RD_EOF = -1, RD_BAD = -2 };
 
 static void reader_reset(reader *r) {
-  if (r->pl)
+  if (r->pl && r->budget)
     in_flight_bytes -= r->h.len;
   free(r->pl);
   memset(r, 0, sizeof *r);
@@ -132,7 +133,8 @@ static void reader_reset(reader *r) {
 
 /* Reads what is there. RD_FRAME: r->h and r->pl hold a frame (the caller
  * resets). RD_BAD: *err says what was wrong. */
-static int reader_step(reader *r, int fd, uint32_t max, xpd_err *err) {
+static int reader_step(reader *r, int fd, uint32_t max, bool budget,
+                       xpd_err *err) {
   for (;;) {
     if (r->hlen < XPD_HEADER) {
       ssize_t n = recv(fd, r->hdr + r->hlen, XPD_HEADER - r->hlen,
@@ -152,7 +154,7 @@ static int reader_step(reader *r, int fd, uint32_t max, xpd_err *err) {
         return RD_BAD;
       if (r->h.len == 0)
         return RD_FRAME;
-      if (in_flight_bytes + r->h.len > MAX_IN_FLIGHT) {
+      if (budget && in_flight_bytes + r->h.len > MAX_IN_FLIGHT) {
         *err = XPD_E_TOO_BIG;
         return RD_BAD;
       }
@@ -161,7 +163,9 @@ static int reader_step(reader *r, int fd, uint32_t max, xpd_err *err) {
         *err = XPD_E_TOO_BIG;
         return RD_BAD;
       }
-      in_flight_bytes += r->h.len;
+      r->budget = budget;
+      if (budget)
+        in_flight_bytes += r->h.len;
       continue;
     }
     ssize_t n = recv(fd, r->pl + r->plen, r->h.len - r->plen, MSG_DONTWAIT);
@@ -204,7 +208,7 @@ typedef struct conn {
   unsigned uid, pid;
   bool hello;
   bool closing; /* close once out is flushed */
-  bool want_out;
+  uint32_t events; /* what epoll watches now */
   reader r;
   xpd_buf out;
   size_t out_off;
@@ -250,6 +254,21 @@ static void conn_close(conn *c) {
   dead_conns = c;
 }
 
+/* Replies waiting to be read past this stop the reading of requests:
+ * a client that does not read cannot make the daemon buffer without end. */
+#define OUT_HIGH (1u << 20)
+
+static size_t unsent(const conn *c) { return c->out.len - c->out_off; }
+
+static void conn_watch(conn *c) {
+  uint32_t ev = (unsent(c) > OUT_HIGH ? 0 : EPOLLIN) |
+                (unsent(c) ? EPOLLOUT : 0);
+  if (ev != c->events) {
+    c->events = ev;
+    ep_mod(c->fd, c, ev);
+  }
+}
+
 /* Sends what it can; false if the connection is gone (and closed). */
 static bool conn_flush(conn *c) {
   while (c->out_off < c->out.len) {
@@ -266,10 +285,7 @@ static bool conn_flush(conn *c) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       if (!c->stalled_since)
         c->stalled_since = xpd_now_ms();
-      if (!c->want_out) {
-        c->want_out = true;
-        ep_mod(c->fd, c, EPOLLIN | EPOLLOUT);
-      }
+      conn_watch(c);
       return true;
     }
     conn_close(c);
@@ -277,10 +293,7 @@ static bool conn_flush(conn *c) {
   }
   c->out.len = c->out_off = 0;
   c->stalled_since = 0;
-  if (c->want_out) {
-    c->want_out = false;
-    ep_mod(c->fd, c, EPOLLIN);
-  }
+  conn_watch(c);
   if (c->closing) {
     conn_close(c);
     return false;
@@ -291,8 +304,11 @@ static bool conn_flush(conn *c) {
 /* Queues a frame built by fill (a callback-free helper: the caller builds
  * into c->out between begin and end). */
 static size_t frame_begin(conn *c, xpd_op op, uint32_t id) {
-  if (c->out_off && c->out_off == c->out.len)
-    c->out.len = c->out_off = 0;
+  if (c->out_off) { /* drop what was sent; keep the rest at the front */
+    memmove(c->out.p, c->out.p + c->out_off, unsent(c));
+    c->out.len -= c->out_off;
+    c->out_off = 0;
+  }
   size_t at = c->out.len;
   xpd_begin(&c->out, op, id);
   return at;
@@ -306,7 +322,7 @@ static bool frame_end(conn *c, size_t at) {
     return false;
   }
   /* a client that never reads does not get to pile up replies */
-  if (c->out.len - c->out_off > (512u << 20)) {
+  if (unsent(c) > (512u << 20)) {
     LOG_W("connection %llu does not read its replies; closed",
           (unsigned long long)c->serial);
     conn_close(c);
@@ -880,7 +896,7 @@ static void worker_event(worker *w, uint32_t ev) {
       return;
   }
   xpd_err err = XPD_E_OK;
-  int r = reader_step(&w->r, w->fd, XPD_MAX_REPLY, &err);
+  int r = reader_step(&w->r, w->fd, XPD_MAX_REPLY, false, &err);
   if (r == RD_MORE)
     return;
   if (r != RD_FRAME) {
@@ -968,8 +984,11 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
       send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
       return;
     }
-    *w = (waiter){c->slot, c->serial, id, e->waiters};
-    e->waiters = w;
+    *w = (waiter){c->slot, c->serial, id, NULL};
+    waiter **tail = &e->waiters; /* in arrival order: the first started it */
+    while (*tail)
+      tail = &(*tail)->next;
+    *tail = w;
     c->pending++;
     st.coalesced++;
     rt_keyed_free(&k);
@@ -1091,7 +1110,8 @@ static void stats_text(xpd_buf *b) {
       (unsigned long long)st.request_errors, (unsigned long long)n_entries,
       (unsigned long long)mem_bytes, (unsigned long long)st.evictions,
       (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_out);
-  xpd_put_bytes(b, XPD_F_TEXT, t, n > 0 ? (size_t)n : 0);
+  size_t len = n < 0 ? 0 : (size_t)n < sizeof t ? (size_t)n : sizeof t - 1;
+  xpd_put_bytes(b, XPD_F_TEXT, t, len);
 }
 
 static void begin_shutdown(const char *why);
@@ -1188,6 +1208,8 @@ static void conn_event(conn *c, uint32_t ev) {
   if (!(ev & (EPOLLIN | EPOLLHUP | EPOLLERR)))
     return;
   for (int frames = 0; frames < 16; frames++) {
+    if (!c->closing && unsent(c) > OUT_HIGH)
+      return; /* read on once the client has taken its replies */
     if (c->closing) { /* after a fatal error: drain and ignore */
       char sink[4096];
       ssize_t n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
@@ -1196,7 +1218,7 @@ static void conn_event(conn *c, uint32_t ev) {
       return;
     }
     xpd_err err = XPD_E_OK;
-    int r = reader_step(&c->r, c->fd, XPD_MAX_REQUEST, &err);
+    int r = reader_step(&c->r, c->fd, XPD_MAX_REQUEST, true, &err);
     if (r == RD_MORE)
       return;
     if (r == RD_EOF) {
@@ -1232,16 +1254,25 @@ static void accept_all(void) {
   for (;;) {
     int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EMFILE || errno == ENFILE) {
-        /* out of descriptors: take the connection with the reserve one and
-         * close it, so the listener does not spin */
+      if ((errno == EMFILE || errno == ENFILE) && reserve_fd >= 0) {
+        /* out of descriptors: take the waiting connection with the reserve
+         * one and close it, so the listener does not spin; accept4 fails
+         * so also when nothing waits, so stop when accept finds nothing */
         close(reserve_fd);
         fd = accept(listen_fd, NULL, NULL);
         if (fd >= 0)
           close(fd);
         reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+          return;
         st.conns_refused_busy++;
-        LOG_W("out of file descriptors: a connection was refused");
+        uint64_t now = xpd_now_ms();
+        static uint64_t last_warn;
+        if (now - last_warn > 1000) {
+          last_warn = now;
+          LOG_W("out of file descriptors: connections refused (raise "
+                "the limit or lower --max-connections)");
+        }
         continue;
       }
       return;
@@ -1298,6 +1329,7 @@ static void accept_all(void) {
     slots[slot] = c;
     nconns++;
     st.conns_total++;
+    c->events = EPOLLIN;
     ep_add(fd, c, EPOLLIN);
     LOG_D("connection %llu from pid %u", (unsigned long long)c->serial,
           c->pid);
@@ -1759,6 +1791,18 @@ int main(int argc, char **argv) {
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+    /* room for the listener, workers, the cache, logs and the reserve */
+    uint64_t room = rl.rlim_cur > 2 * cfg.workers + 64
+                        ? rl.rlim_cur - 2 * cfg.workers - 64
+                        : 1;
+    if (cfg.max_conns > room) {
+      LOG_W("--max-connections %u lowered to %llu (the descriptor limit "
+            "is %llu)", cfg.max_conns, (unsigned long long)room,
+            (unsigned long long)rl.rlim_cur);
+      cfg.max_conns = (unsigned)room;
+    }
   }
   reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   signal(SIGPIPE, SIG_IGN);

@@ -1,0 +1,2035 @@
+/* test_daemon.c - xpjitd from the outside, over its real socket.
+ *
+ * - Hostile input: frames cut short, bad headers (magic, version, flags,
+ *   op, a 4 GiB length answered at once), bad payloads (duplicate and
+ *   overrunning fields, missing or out-of-range values, NULs), frames out
+ *   of order (before HELLO, HELLO twice, reply ops), strings that are not
+ *   UTF-8: each gets one ERROR and a close, or a request error.
+ * - Hostile clients: slow ones (--io-timeout), one that vanishes with a
+ *   compile pending, one that never reads, one that pipelines and reads
+ *   behind, a thousand at once, more than --max-connections, more than
+ *   the descriptors, payload buffers claimed and never sent.
+ * - Single flight, 256 outstanding GETs, compile workers that crash or
+ *   hang (XPJIT_WORKER_FAULT), STATS with long strings, the cache file
+ *   across a restart.
+ * - Start-up: unsafe socket directories and files refused, a stale socket
+ *   replaced, a live one kept, daemons racing for one path; the peer-uid
+ *   check (as root: a client running as nobody); SIGTERM and SHUTDOWN.
+ * After each attack the daemon must still serve a fresh client, and its
+ * STATS counters must say what happened.
+ *
+ * Each test starts its own daemon (BUILD/bin/xpjitd) in a private temp
+ * directory with a fresh cache, in its own process group, and the
+ * teardown kills that group (workers included) whatever the test did.
+ * Every wait has a deadline, and an alarm ends the program if a test
+ * still hangs. XPJD_TEST_FILTER=NAME runs some tests only;
+ * XPJD_TEST_KEEP=1 keeps the directories (and the daemons' logs). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "daemon.h"
+#include "proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Three kernels of the same shape under different names: "boom" and
+ * "slow" are the ones the fault hook picks on. */
+static const char kernels_src[] =
+    "kernel saxpy<T>(a: T, x: global const T[], y: global T[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    y[i] = a * x[i] + y[i];\n"
+    "}\n"
+    "kernel boom<T>(a: T, x: global const T[], y: global T[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    y[i] = a * x[i] - y[i];\n"
+    "}\n"
+    "kernel slow<T>(a: T, x: global const T[], y: global T[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    y[i] = a * x[i] * y[i];\n"
+    "}\n";
+static const char *const target = "cpu:x86-64";
+
+/* ---- daemons ---- */
+
+typedef struct dmn {
+  pid_t pid;  /* 0 once reaped */
+  int status; /* its wait status, once reaped */
+  char dir[96], sock[128], log[128];
+} dmn;
+
+/* What the teardown (or the watchdog) must clean up. */
+#define MAX_DAEMONS 8
+static pid_t running[MAX_DAEMONS];
+static char base[64]; /* this test's private directory */
+static char cache_dir[4096]; /* XPJIT_CACHE_DIR: "" for base/cache */
+static rlim_t nofile; /* the daemon's RLIMIT_NOFILE (0: inherited) */
+static unsigned nlogs;
+
+static void forget(pid_t pid) {
+  for (int i = 0; i < MAX_DAEMONS; i++)
+    if (running[i] == pid)
+      running[i] = 0;
+}
+
+/* The daemon and its workers: each daemon leads its own process group. */
+static void kill_all(void) {
+  for (int i = 0; i < MAX_DAEMONS; i++)
+    if (running[i] > 0) {
+      kill(-running[i], SIGKILL);
+      kill(running[i], SIGKILL);
+      waitpid(running[i], NULL, 0);
+      running[i] = 0;
+    }
+}
+
+static void watchdog(int sig) {
+  (void)sig;
+  static const char msg[] = "test_daemon: a test hung; daemons killed\n";
+  for (int i = 0; i < MAX_DAEMONS; i++)
+    if (running[i] > 0)
+      kill(-running[i], SIGKILL);
+  if (write(2, msg, sizeof msg - 1) < 0)
+    _exit(1);
+  _exit(1);
+}
+
+static const char *daemon_path(void) {
+  static char p[512];
+  const char *b = getenv("BUILD");
+  snprintf(p, sizeof p, "%s/bin/xpjitd", b && *b ? b : "build");
+  return p;
+}
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
+}
+
+/* A daemon description for the socket directory base/NAME. */
+static void dmn_init(dmn *d, const char *name) {
+  memset(d, 0, sizeof *d);
+  snprintf(d->dir, sizeof d->dir, "%s/%s", base, name);
+  snprintf(d->sock, sizeof d->sock, "%s/xpjitd.sock", d->dir);
+  snprintf(d->log, sizeof d->log, "%s/daemon%u.log", base, nlogs++);
+}
+
+static void make_dir(dmn *d) {
+  assert_int_equal(mkdir(d->dir, 0700), 0);
+}
+
+/* Starts the daemon (it may refuse to; see dmn_exit). fault: the worker
+ * fault hook, or NULL; args: more options, NULL-terminated. */
+static void dmn_spawn(dmn *d, const char *fault, const char *const *args) {
+  const char *argv[32];
+  int n = 0;
+  argv[n++] = daemon_path();
+  argv[n++] = "--foreground";
+  argv[n++] = "--socket";
+  argv[n++] = d->sock;
+  for (int i = 0; args && args[i] && n < 31; i++)
+    argv[n++] = args[i];
+  argv[n] = NULL;
+  char cache[sizeof cache_dir];
+  if (cache_dir[0])
+    memcpy(cache, cache_dir, sizeof cache);
+  else
+    snprintf(cache, sizeof cache, "%s/cache", base);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    int lf = open(d->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (lf < 0 || nul < 0)
+      _exit(126);
+    dup2(nul, 0);
+    dup2(nul, 1);
+    dup2(lf, 2);
+    if (nofile) {
+      struct rlimit rl = {nofile, nofile};
+      if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        _exit(126);
+    }
+    setenv("XPJIT_CACHE_DIR", cache, 1);
+    unsetenv("XPJIT_CACHE");
+    if (fault)
+      setenv("XPJIT_WORKER_FAULT", fault, 1);
+    else
+      unsetenv("XPJIT_WORKER_FAULT");
+    /* a crashing worker is the point of those tests: under ASan let it
+     * die of its signal instead of printing a report */
+    const char *ao = getenv("ASAN_OPTIONS");
+    char opts[512];
+    snprintf(opts, sizeof opts, "%s%shandle_segv=0", ao ? ao : "",
+             ao && *ao ? ":" : "");
+    if (fault)
+      setenv("ASAN_OPTIONS", opts, 1);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  d->pid = pid;
+  for (int i = 0; i < MAX_DAEMONS; i++)
+    if (!running[i]) {
+      running[i] = pid;
+      break;
+    }
+}
+
+/* Reaps the daemon if it has exited; true then (status in d->status). */
+static bool dmn_reaped(dmn *d) {
+  if (!d->pid)
+    return true;
+  pid_t r = waitpid(d->pid, &d->status, WNOHANG);
+  if (r != d->pid)
+    return false;
+  kill(-d->pid, SIGKILL); /* a worker left behind */
+  forget(d->pid);
+  d->pid = 0;
+  return true;
+}
+
+/* Waits up to ms for the daemon to exit; its exit code, or -1 (still
+ * running) or 128+N (killed by signal N). */
+static int dmn_exit(dmn *d, unsigned ms) {
+  uint64_t end = xpd_now_ms() + ms;
+  while (!dmn_reaped(d) && xpd_now_ms() < end)
+    sleep_ms(10);
+  if (d->pid)
+    return -1;
+  if (WIFEXITED(d->status))
+    return WEXITSTATUS(d->status);
+  return 128 + WTERMSIG(d->status);
+}
+
+static char *slurp(const char *path) {
+  static char buf[65536];
+  buf[0] = 0;
+  FILE *f = fopen(path, "r");
+  if (f) {
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+  }
+  return buf;
+}
+
+/* One PING round trip on a new connection. */
+static bool ping_once(const char *sock) {
+  char err[256];
+  int fd = xpd_connect(sock, 2000, err, sizeof err, NULL, NULL);
+  if (fd < 0)
+    return false;
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_PING, 7);
+  xpd_end(&b, 0);
+  xpd_header h;
+  uint8_t *pl = NULL;
+  xpd_err e = xpd_call(fd, &b, 1u << 20, 2000, &h, &pl, err, sizeof err);
+  xpd_buf_free(&b);
+  free(pl);
+  close(fd);
+  return e == XPD_E_OK && h.op == XPD_PONG && h.id == 7;
+}
+
+/* Waits until the daemon answers a PING; false if it exited first or did
+ * not answer in time. */
+static bool dmn_serving(dmn *d, unsigned ms) {
+  uint64_t end = xpd_now_ms() + ms;
+  while (xpd_now_ms() < end) {
+    if (dmn_reaped(d))
+      return false;
+    if (ping_once(d->sock))
+      return true;
+    sleep_ms(20);
+  }
+  return false;
+}
+
+static void dmn_start(dmn *d, const char *fault, const char *const *args) {
+  dmn_spawn(d, fault, args);
+  if (!dmn_serving(d, 30000))
+    fail_msg("xpjitd did not start serving %s; its stderr:\n%s", d->sock,
+             slurp(d->log));
+}
+
+/* SIGTERM, and the daemon must exit 0 (under ASan: with no leak). */
+static void dmn_stop(dmn *d) {
+  if (!d->pid)
+    return;
+  kill(d->pid, SIGTERM);
+  int code = dmn_exit(d, 15000);
+  if (code != 0)
+    fail_msg("xpjitd did not exit 0 on SIGTERM (%d); its stderr:\n%s", code,
+             slurp(d->log));
+}
+
+/* ---- clients ---- */
+
+static int client(const dmn *d) {
+  char err[256];
+  int fd = xpd_connect(d->sock, 5000, err, sizeof err, NULL, NULL);
+  if (fd < 0)
+    fail_msg("connect: %s", err);
+  return fd;
+}
+
+/* a.sun_path = path (short enough: ours are). */
+static void set_path(struct sockaddr_un *a, const char *path) {
+  size_t n = strlen(path);
+  assert_true(n < sizeof a->sun_path);
+  memcpy(a->sun_path, path, n + 1);
+}
+
+/* A connection without the handshake. -1 with errno on failure. */
+static int raw_connect(const char *sock) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  set_path(&a, sock);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+static int raw_client(const dmn *d) {
+  int fd = raw_connect(d->sock);
+  if (fd < 0)
+    fail_msg("connect %s: %s", d->sock, strerror(errno));
+  return fd;
+}
+
+static void send_bytes(int fd, const void *p, size_t n) {
+  assert_true(xpd_write_all(fd, p, n, xpd_now_ms() + 5000));
+}
+
+/* Finishes the frame begun at 0 in b and sends it. */
+static void send_frame(int fd, xpd_buf *b) {
+  assert_true(xpd_end(b, 0));
+  send_bytes(fd, b->p, b->len);
+  xpd_buf_free(b);
+}
+
+static void send_op(int fd, xpd_op op, uint32_t id) {
+  xpd_buf b = {0};
+  xpd_begin(&b, op, id);
+  send_frame(fd, &b);
+}
+
+/* Reads one frame within ms; fails the test if none comes. The payload
+ * is decoded into m (it points into *pl: free it). */
+static xpd_header read_reply(int fd, unsigned ms, uint8_t **pl,
+                             xpd_msg *m) {
+  xpd_header h;
+  char err[256];
+  xpd_err e = xpd_read_frame(fd, XPD_MAX_REPLY, xpd_now_ms() + ms, &h, pl,
+                             err, sizeof err);
+  if (e != XPD_E_OK)
+    fail_msg("no reply: %s", e == XPD_E_SHORT ? err : xpd_err_str(e));
+  assert_int_equal(xpd_payload_decode(*pl, h.len, m), XPD_E_OK);
+  return h;
+}
+
+/* True when the daemon closed fd within ms (EOF or reset); fails if data
+ * comes instead. */
+static bool closed_within(int fd, unsigned ms) {
+  uint64_t end = xpd_now_ms() + ms;
+  for (;;) {
+    char c[256];
+    ssize_t n = recv(fd, c, sizeof c, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE)))
+      return true;
+    if (n > 0)
+      fail_msg("unexpected %zd bytes after the daemon's last reply", n);
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return true;
+    uint64_t now = xpd_now_ms();
+    if (now >= end)
+      return false;
+    struct pollfd p = {fd, POLLIN, 0};
+    poll(&p, 1, (int)(end - now));
+  }
+}
+
+/* The daemon's answer to a malformed frame: one ERROR with a status and a
+ * message, then the connection closed. Returns the message. */
+static const char *expect_error_close(int fd, const char *what) {
+  static char msg[1024];
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  xpd_header h = read_reply(fd, 5000, &pl, &m);
+  if (h.op != XPD_ERROR)
+    fail_msg("%s: got operation %u, not ERROR", what, h.op);
+  uint64_t status = 0;
+  assert_int_equal(xpd_get_u64(&m, XPD_F_STATUS, false, &status), XPD_E_OK);
+  assert_true(status != 0);
+  assert_int_equal(xpd_get_str(&m, XPD_F_MESSAGE, false, msg, sizeof msg),
+                   XPD_E_OK);
+  assert_true(msg[0] != 0);
+  free(pl);
+  if (!closed_within(fd, 5000))
+    fail_msg("%s: the connection stayed open after the ERROR", what);
+  close(fd);
+  return msg;
+}
+
+/* A GET frame for kernel of kernels_src (dtypes T=f32). */
+static void build_get(xpd_buf *b, uint32_t id, const char *kernel,
+                      uint64_t timeout_ms) {
+  xpd_get g;
+  memset(&g, 0, sizeof g);
+  g.source = (const uint8_t *)kernels_src;
+  g.source_len = strlen(kernels_src);
+  snprintf(g.filename, sizeof g.filename, "kernels.xpk");
+  snprintf(g.kernel, sizeof g.kernel, "%s", kernel);
+  snprintf(g.dtypes, sizeof g.dtypes, "T=f32");
+  snprintf(g.target, sizeof g.target, "%s", target);
+  g.opt_level = 2;
+  g.timeout_ms = timeout_ms;
+  xpd_begin(b, XPD_GET, id);
+  xpd_put_get(b, &g);
+}
+
+/* A GET's reply: a KERNEL (decoded into k, log copied into log). */
+typedef struct kreply {
+  xpd_kernel k;
+  char log[2048];
+  uint64_t ms; /* how long it took */
+} kreply;
+
+static void read_kernel(int fd, uint32_t id, unsigned ms, kreply *r,
+                        uint64_t t0) {
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  xpd_header h = read_reply(fd, ms, &pl, &m);
+  r->ms = xpd_now_ms() - t0;
+  assert_int_equal(h.id, id);
+  if (h.op == XPD_ERROR) {
+    char msg[1024] = "";
+    xpd_get_str(&m, XPD_F_MESSAGE, true, msg, sizeof msg);
+    fail_msg("GET answered with ERROR: %s", msg);
+  }
+  assert_int_equal(h.op, XPD_KERNEL);
+  assert_int_equal(xpd_kernel_decode(&m, &r->k), XPD_E_OK);
+  snprintf(r->log, sizeof r->log, "%.*s",
+           (int)(r->k.log_len < 2000 ? r->k.log_len : 2000),
+           r->k.log ? (const char *)r->k.log : "");
+  r->k.binary = r->k.log = NULL; /* they pointed into pl */
+  free(pl);
+}
+
+static void get_kernel(int fd, const char *kernel, kreply *r) {
+  xpd_buf b = {0};
+  build_get(&b, 42, kernel, 0);
+  uint64_t t0 = xpd_now_ms();
+  send_frame(fd, &b);
+  read_kernel(fd, 42, 60000, r, t0);
+}
+
+/* The daemon still serves a new client: PING, and a GET that compiles
+ * (or is found) and succeeds. */
+static void check_serves(const dmn *d) {
+  int fd = client(d);
+  send_op(fd, XPD_PING, 5);
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  xpd_header h = read_reply(fd, 5000, &pl, &m);
+  free(pl);
+  assert_int_equal(h.op, XPD_PONG);
+  assert_int_equal(h.id, 5);
+  kreply r;
+  get_kernel(fd, "saxpy", &r);
+  if (r.k.failed)
+    fail_msg("saxpy failed to compile: %s", r.log);
+  assert_int_equal(r.k.status, 0);
+  assert_true(r.k.binary_len > 0);
+  close(fd);
+}
+
+/* ---- statistics ---- */
+
+typedef struct stats {
+  char text[4096];
+} stats;
+
+static void get_stats(const dmn *d, stats *s) {
+  int fd = client(d);
+  send_op(fd, XPD_STATS, 9);
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  xpd_header h = read_reply(fd, 5000, &pl, &m);
+  assert_int_equal(h.op, XPD_STATS_REPLY);
+  const uint8_t *t;
+  size_t n;
+  assert_int_equal(xpd_get_bytes(&m, XPD_F_TEXT, false, 4095, &t, &n),
+                   XPD_E_OK);
+  memcpy(s->text, t, n);
+  s->text[n] = 0;
+  free(pl);
+  close(fd);
+}
+
+static uint64_t stat_of(const stats *s, const char *name) {
+  size_t l = strlen(name);
+  for (const char *p = s->text; *p;) {
+    if (!strncmp(p, name, l) && p[l] == ' ')
+      return strtoull(p + l + 1, NULL, 10);
+    p = strchr(p, '\n');
+    if (!p)
+      break;
+    p++;
+  }
+  fail_msg("no '%s' in the statistics:\n%s", name, s->text);
+  return 0;
+}
+
+static uint64_t stat1(const dmn *d, const char *name) {
+  stats s;
+  get_stats(d, &s);
+  return stat_of(&s, name);
+}
+
+/* Polls a counter until it reaches want (the daemon notices closes and
+ * timeouts asynchronously); its last value. */
+static uint64_t stat_reaches(const dmn *d, const char *name, uint64_t want,
+                             unsigned ms) {
+  uint64_t end = xpd_now_ms() + ms, v;
+  while ((v = stat1(d, name)) != want && xpd_now_ms() < end)
+    sleep_ms(20);
+  return v;
+}
+
+/* ---- fixtures ---- */
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(base, sizeof base, "/tmp/xpjd-XXXXXX");
+  if (!mkdtemp(base))
+    return -1;
+  nlogs = 0;
+  cache_dir[0] = 0;
+  nofile = 0;
+  alarm(120);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  alarm(0);
+  kill_all();
+  if (getenv("XPJD_TEST_KEEP")) { /* to read the daemons' logs */
+    print_message("kept %s\n", base);
+    return 0;
+  }
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- hostile input ---- */
+
+/* A frame cut short, in its header or in its payload, then closed: the
+ * daemon drops the connection without complaint and keeps serving. */
+static void test_truncated_frames(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  xpd_buf b = {0};
+  build_get(&b, 1, "saxpy", 0);
+  assert_true(xpd_end(&b, 0));
+  static const size_t cuts[] = {1, 4, 5, 10, 15, 16, 17, 40};
+  for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
+    int fd = i % 2 ? client(&d) : raw_client(&d); /* before/after HELLO */
+    send_bytes(fd, b.p, cuts[i] < b.len ? cuts[i] : b.len - 1);
+    close(fd);
+  }
+  /* the whole frame but its last byte */
+  int fd = client(&d);
+  send_bytes(fd, b.p, b.len - 1);
+  close(fd);
+  xpd_buf_free(&b);
+  check_serves(&d);
+  stats s;
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "malformed_frames"), 0);
+  assert_int_equal(stat_of(&s, "requests"), 1); /* check_serves' GET */
+  assert_int_equal(stat_reaches(&d, "connections", 1, 5000), 1);
+  dmn_stop(&d);
+}
+
+/* A 16-byte header with these fields. */
+static void header(uint8_t h[16], const char *magic, uint8_t version,
+                   uint8_t op, uint16_t flags, uint32_t len) {
+  memcpy(h, magic, 4);
+  h[4] = version;
+  h[5] = op;
+  h[6] = (uint8_t)flags;
+  h[7] = (uint8_t)(flags >> 8);
+  memset(h + 8, 0, 4);
+  for (int i = 0; i < 4; i++)
+    h[12 + i] = (uint8_t)(len >> (8 * i));
+}
+
+static uint64_t vm_peak_kb(pid_t pid) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+  const char *s = strstr(slurp(p), "VmPeak:");
+  return s ? strtoull(s + 7, NULL, 10) : 0;
+}
+
+/* Bad headers, each on a fresh connection (with or without HELLO first):
+ * one ERROR at once (no payload is sent: the daemon must judge the header
+ * alone), then the connection closed. */
+static void test_bad_headers(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  static const struct {
+    const char *what, *magic;
+    uint8_t version, op;
+    uint16_t flags;
+    uint32_t len;
+    const char *says;
+  } cases[] = {
+      {"bad magic", "XPJX", 1, XPD_PING, 0, 0, "magic"},
+      {"HTTP", "GET ", 1, XPD_PING, 0, 0, "magic"},
+      {"version 2", "XPJD", 2, XPD_PING, 0, 0, "version"},
+      {"version 0", "XPJD", 0, XPD_PING, 0, 0, "version"},
+      {"flags", "XPJD", 1, XPD_PING, 1, 0, "flags"},
+      {"high flags", "XPJD", 1, XPD_PING, 0x8000, 0, "flags"},
+      {"op 0", "XPJD", 1, 0, 0, 0, "operation"},
+      {"op 12", "XPJD", 1, 12, 0, 0, "operation"},
+      {"op 19", "XPJD", 1, 19, 0, 0, "operation"},
+      {"op 22", "XPJD", 1, 22, 0, 0, "operation"},
+      {"op 255", "XPJD", 1, 255, 0, 0, "operation"},
+      {"4 GiB payload", "XPJD", 1, XPD_GET, 0, 0xFFFFFFFFu, "limit"},
+      {"payload over the limit", "XPJD", 1, XPD_GET, 0, XPD_MAX_REQUEST + 1,
+       "limit"},
+  };
+  size_t n = sizeof cases / sizeof *cases;
+  uint64_t peak0 = vm_peak_kb(d.pid);
+  for (size_t i = 0; i < n; i++) {
+    int fd = i % 2 ? client(&d) : raw_client(&d);
+    uint8_t h[16];
+    header(h, cases[i].magic, cases[i].version, cases[i].op, cases[i].flags,
+           cases[i].len);
+    uint64_t t0 = xpd_now_ms();
+    send_bytes(fd, h, sizeof h);
+    const char *msg = expect_error_close(fd, cases[i].what);
+    if (!strstr(msg, cases[i].says))
+      fail_msg("%s: message '%s' does not say '%s'", cases[i].what, msg,
+               cases[i].says);
+    assert_true(xpd_now_ms() - t0 < 3000); /* no waiting for the rest */
+  }
+  /* garbage is judged on its first bytes, before a whole header */
+  int fd = raw_client(&d);
+  send_bytes(fd, "\x16\x03\x01", 3); /* a TLS hello */
+  expect_error_close(fd, "3 bytes of garbage");
+  /* the 4 GiB length was refused, not allocated (a 16 MiB payload, the
+   * limit, may be) */
+  uint64_t peak1 = vm_peak_kb(d.pid);
+  print_message("daemon VmPeak %llu -> %llu kB\n",
+                (unsigned long long)peak0, (unsigned long long)peak1);
+  assert_true(peak1 < peak0 + (1u << 20));
+  check_serves(&d);
+  assert_int_equal(stat1(&d, "malformed_frames"), n + 1);
+  dmn_stop(&d);
+}
+
+/* Appends raw bytes to b: the encoder itself only writes honest fields. */
+static void put_raw(xpd_buf *b, const void *p, size_t n) {
+  size_t at = b->len;
+  xpd_put_bytes(b, 0, p, n);
+  assert_false(b->oom);
+  memmove(b->p + at, b->p + at + 6, n);
+  b->len = at + n;
+}
+
+/* A field whose header claims len bytes, followed by vlen bytes. */
+static void put_field(xpd_buf *b, uint16_t tag, uint32_t len, const void *v,
+                      size_t vlen) {
+  uint8_t f[6] = {(uint8_t)tag, (uint8_t)(tag >> 8)};
+  for (int i = 0; i < 4; i++)
+    f[2 + i] = (uint8_t)(len >> (8 * i));
+  put_raw(b, f, sizeof f);
+  if (vlen)
+    put_raw(b, v, vlen);
+}
+
+/* The fields of a good GET of saxpy but for those in skip (the caller
+ * adds its own). */
+static void get_fields(xpd_buf *b, const uint16_t *skip, size_t nskip) {
+  static const struct {
+    uint16_t tag;
+    const char *s;
+    uint64_t u;
+  } f[] = {
+      {XPD_F_SOURCE, kernels_src, 0}, {XPD_F_KERNEL, "saxpy", 0},
+      {XPD_F_DTYPES, "T=f32", 0},     {XPD_F_TARGET, "cpu:x86-64", 0},
+      {XPD_F_OPT_LEVEL, NULL, 2},
+  };
+  for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+    bool skipped = false;
+    for (size_t j = 0; j < nskip; j++)
+      skipped = skipped || skip[j] == f[i].tag;
+    if (skipped)
+      continue;
+    if (f[i].s)
+      xpd_put_str(b, f[i].tag, f[i].s);
+    else
+      xpd_put_u64(b, f[i].tag, f[i].u);
+  }
+}
+
+/* Frames with a sound header and a bad payload or in a bad order, each
+ * answered with one ERROR and a close. */
+static void test_bad_payloads(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  unsigned expected_malformed = 0;
+  xpd_buf b = {0};
+  int fd;
+
+  /* requests before HELLO */
+  static const xpd_op before[] = {XPD_PING, XPD_GET, XPD_STATS,
+                                  XPD_SHUTDOWN};
+  for (size_t i = 0; i < sizeof before / sizeof *before; i++) {
+    fd = raw_client(&d);
+    xpd_begin(&b, before[i], 1);
+    if (before[i] == XPD_GET)
+      get_fields(&b, NULL, 0);
+    send_frame(fd, &b);
+    const char *msg = expect_error_close(fd, "request before HELLO");
+    assert_non_null(strstr(msg, "HELLO"));
+    expected_malformed++;
+  }
+  assert_true(dmn_serving(&d, 1000)); /* the SHUTDOWN was not obeyed */
+
+  /* HELLO twice */
+  fd = client(&d);
+  xpd_begin(&b, XPD_HELLO, 2);
+  xpd_put_u64(&b, XPD_F_PROTO, XPD_VERSION);
+  send_frame(fd, &b);
+  assert_non_null(strstr(expect_error_close(fd, "HELLO twice"), "twice"));
+  expected_malformed++;
+
+  /* HELLO without a version, HELLO for version 2 (refused, though not
+   * malformed) */
+  fd = raw_client(&d);
+  xpd_begin(&b, XPD_HELLO, 1);
+  send_frame(fd, &b);
+  expect_error_close(fd, "HELLO without a version");
+  expected_malformed++;
+  fd = raw_client(&d);
+  xpd_begin(&b, XPD_HELLO, 1);
+  xpd_put_u64(&b, XPD_F_PROTO, 2);
+  send_frame(fd, &b);
+  expect_error_close(fd, "HELLO for version 2");
+
+  /* operations only the daemon or its workers send */
+  static const xpd_op replies[] = {XPD_HELLO + 1, XPD_KERNEL,
+                                   XPD_STATS_REPLY, XPD_PONG, XPD_OK,
+                                   XPD_ERROR, XPD_JOB, XPD_RESULT};
+  for (size_t i = 0; i < sizeof replies / sizeof *replies; i++) {
+    fd = client(&d);
+    xpd_begin(&b, replies[i], 3);
+    if (replies[i] == XPD_JOB)
+      get_fields(&b, NULL, 0);
+    send_frame(fd, &b);
+    expect_error_close(fd, "a reply operation sent as a request");
+    expected_malformed++;
+  }
+
+  /* broken payloads, after HELLO */
+  struct {
+    const char *what;
+    xpd_op op;
+    uint16_t skip;
+    int extra; /* what to append */
+  } cases[] = {
+      {"duplicate field", XPD_GET, 0, 1},
+      {"duplicate field in a PING", XPD_PING, 0, 2},
+      {"field length past the payload", XPD_GET, 0, 3},
+      {"field header cut short", XPD_PING, 0, 4},
+      {"field length 0xFFFFFFFF", XPD_GET, 0, 5},
+      {"GET without a source", XPD_GET, XPD_F_SOURCE, 0},
+      {"GET without a kernel", XPD_GET, XPD_F_KERNEL, 0},
+      {"GET without a target", XPD_GET, XPD_F_TARGET, 0},
+      {"GET with an empty kernel name", XPD_GET, XPD_F_KERNEL, 6},
+      {"NUL in the kernel name", XPD_GET, XPD_F_KERNEL, 7},
+      {"NUL in the target", XPD_GET, XPD_F_TARGET, 8},
+      {"NUL in the file name", XPD_GET, 0, 9},
+      {"NUL in the dtypes", XPD_GET, XPD_F_DTYPES, 10},
+      {"kernel name of 256 bytes", XPD_GET, XPD_F_KERNEL, 11},
+      {"u64 field of 4 bytes", XPD_GET, 0, 12},
+      {"opt level 7", XPD_GET, XPD_F_OPT_LEVEL, 13},
+      {"digest not hex", XPD_GET, 0, 14},
+      {"65 fields", XPD_PING, 0, 15},
+      {"timeout over an hour", XPD_GET, 0, 16},
+      {"ndim 17", XPD_GET, 0, 17},
+      {"source over 8 MiB", XPD_GET, XPD_F_SOURCE, 18},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    fd = client(&d);
+    xpd_begin(&b, cases[i].op, 4);
+    if (cases[i].op == XPD_GET)
+      get_fields(&b, &cases[i].skip, 1);
+    char big[300];
+    switch (cases[i].extra) {
+    case 1:
+      xpd_put_str(&b, XPD_F_KERNEL, "saxpy");
+      break;
+    case 2:
+      xpd_put_u64(&b, XPD_F_PID, 1);
+      xpd_put_u64(&b, XPD_F_PID, 1);
+      break;
+    case 3:
+      put_field(&b, XPD_F_FILENAME, 100, "abc", 3);
+      break;
+    case 4:
+      put_raw(&b, "\x04\x00\x08", 3); /* 3 bytes of a field header */
+      break;
+    case 5:
+      put_field(&b, XPD_F_FILENAME, 0xFFFFFFFFu, "abcdefgh", 8);
+      break;
+    case 6:
+      xpd_put_str(&b, XPD_F_KERNEL, "");
+      break;
+    case 7:
+      xpd_put_bytes(&b, XPD_F_KERNEL, "sax\0py", 6);
+      break;
+    case 8:
+      xpd_put_bytes(&b, XPD_F_TARGET, "cpu\0:x86-64", 11);
+      break;
+    case 9:
+      xpd_put_bytes(&b, XPD_F_FILENAME, "a\0b", 3);
+      break;
+    case 10:
+      xpd_put_bytes(&b, XPD_F_DTYPES, "T=f32\0", 6);
+      break;
+    case 11:
+      memset(big, 'k', 256);
+      big[256] = 0;
+      xpd_put_str(&b, XPD_F_KERNEL, big);
+      break;
+    case 12:
+      xpd_put_bytes(&b, XPD_F_NDIM, "\1\0\0\0", 4);
+      break;
+    case 13:
+      xpd_put_u64(&b, XPD_F_OPT_LEVEL, 7);
+      break;
+    case 14:
+      memset(big, 'g', 64);
+      big[64] = 0;
+      xpd_put_str(&b, XPD_F_DIGEST, big);
+      break;
+    case 15:
+      for (uint16_t t = 100; t < 165; t++)
+        xpd_put_u64(&b, t, t);
+      break;
+    case 16:
+      xpd_put_u64(&b, XPD_F_TIMEOUT, 3600001);
+      break;
+    case 17:
+      xpd_put_u64(&b, XPD_F_NDIM, 17);
+      break;
+    case 18: {
+      char *src = malloc(XPD_MAX_SOURCE + 1);
+      assert_non_null(src);
+      memset(src, ' ', XPD_MAX_SOURCE + 1);
+      xpd_put_bytes(&b, XPD_F_SOURCE, src, XPD_MAX_SOURCE + 1);
+      free(src);
+      break;
+    }
+    }
+    send_frame(fd, &b);
+    expect_error_close(fd, cases[i].what);
+    expected_malformed++;
+  }
+  check_serves(&d);
+  stats s;
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "malformed_frames"), expected_malformed);
+  assert_int_equal(stat_reaches(&d, "connections", 1, 5000), 1);
+  dmn_stop(&d);
+}
+
+/* Strings that decode but are not UTF-8 (protocol.md: strings are
+ * UTF-8), or name nothing: an ERROR, and either the connection goes on
+ * (a request error) or it is closed (malformed). Never a crash, never a
+ * forged line in the daemon's log. */
+static void test_non_utf8_strings(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  static const struct {
+    uint16_t tag;
+    const char *val;
+  } cases[] = {
+      {XPD_F_KERNEL, "\xff\xfe\x80sax"},
+      {XPD_F_KERNEL, "sax\xc3(py"},
+      {XPD_F_TARGET, "cpu:\xff\xff"},
+      {XPD_F_DTYPES, "T=\xe2\x82"},
+      {XPD_F_FILENAME, "\xc0\xaf" "etc/passwd"},
+      {XPD_F_SOURCE, "kernel \xff\xfe() range { }\n"},
+      {XPD_F_KERNEL, "saxpy\n2026-01-01T00:00:00Z xpjitd[1] error: forged"},
+  };
+  size_t n = sizeof cases / sizeof *cases;
+  for (size_t i = 0; i < n; i++) {
+    int fd = client(&d);
+    xpd_buf b = {0};
+    xpd_begin(&b, XPD_GET, (uint32_t)(10 + i));
+    get_fields(&b, &cases[i].tag, 1);
+    xpd_put_str(&b, cases[i].tag, cases[i].val);
+    send_frame(fd, &b);
+    uint8_t *pl = NULL;
+    xpd_msg m;
+    xpd_header h = read_reply(fd, 10000, &pl, &m);
+    assert_int_equal(h.id, 10 + i);
+    if (h.op == XPD_KERNEL) { /* the file name only names the source */
+      xpd_kernel k;
+      assert_int_equal(xpd_kernel_decode(&m, &k), XPD_E_OK);
+      assert_int_equal(cases[i].tag, XPD_F_FILENAME);
+      free(pl);
+      close(fd);
+      continue;
+    }
+    assert_int_equal(h.op, XPD_ERROR);
+    char msg[1024];
+    assert_int_equal(xpd_get_str(&m, XPD_F_MESSAGE, false, msg, sizeof msg),
+                     XPD_E_OK);
+    assert_true(msg[0] != 0);
+    if (getenv("XPJD_TEST_VERBOSE"))
+      print_message("case %zu: %s\n", i, msg);
+    free(pl);
+    /* kept (then it still answers) or closed */
+    send_op(fd, XPD_PING, 99);
+    xpd_header p;
+    char err[256];
+    if (xpd_read_frame(fd, XPD_MAX_REPLY, xpd_now_ms() + 5000, &p, &pl, err,
+                       sizeof err) == XPD_E_OK)
+      assert_int_equal(p.op, XPD_PONG);
+    free(pl);
+    close(fd);
+  }
+  check_serves(&d);
+  stats s;
+  get_stats(&d, &s);
+  uint64_t bad = stat_of(&s, "malformed_frames"),
+           errs = stat_of(&s, "request_errors");
+  print_message("non-UTF-8 strings: %llu malformed, %llu request errors\n",
+                (unsigned long long)bad, (unsigned long long)errs);
+  assert_true(bad + errs >= n - 1 && bad + errs <= n);
+  /* a forged line in the log would start at the beginning of a line */
+  assert_null(strstr(slurp(d.log), "\n2026-01-01T00:00:00Z"));
+  dmn_stop(&d);
+}
+
+/* Half a frame, then silence: closed after --io-timeout, counted. */
+static void test_slow_client(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, (const char *const[]){"--io-timeout", "300", NULL});
+  xpd_buf b = {0};
+  build_get(&b, 1, "saxpy", 0);
+  assert_true(xpd_end(&b, 0));
+  int fd1 = client(&d), fd2 = client(&d), fd3 = raw_client(&d);
+  uint64_t t0 = xpd_now_ms();
+  send_bytes(fd1, b.p, 8);          /* half a header */
+  send_bytes(fd2, b.p, b.len / 2);  /* half a payload */
+  send_bytes(fd3, b.p, 1);          /* one byte, before HELLO */
+  /* meanwhile, others are served */
+  check_serves(&d);
+  assert_true(closed_within(fd1, 5000));
+  assert_true(closed_within(fd2, 5000));
+  assert_true(closed_within(fd3, 5000));
+  uint64_t ms = xpd_now_ms() - t0;
+  print_message("slow clients closed after %llu ms\n",
+                (unsigned long long)ms);
+  assert_true(ms >= 250);
+  close(fd1);
+  close(fd2);
+  close(fd3);
+  xpd_buf_free(&b);
+  stats s;
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "io_timeouts"), 3);
+  assert_int_equal(stat_of(&s, "malformed_frames"), 0);
+  dmn_stop(&d);
+}
+
+/* A GET, then the client vanishes before the reply: the compile still
+ * completes, and the next GET for it is a memory hit. */
+static void test_vanishing_client(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, (const char *const[]){"--workers", "1", NULL});
+  int fd = client(&d);
+  xpd_buf b = {0};
+  build_get(&b, 1, "slow", 0);
+  send_frame(fd, &b);
+  close(fd); /* a compile takes far longer than this */
+  assert_int_equal(stat_reaches(&d, "compiles", 1, 60000), 1);
+  fd = client(&d);
+  kreply r;
+  get_kernel(fd, "slow", &r);
+  close(fd);
+  assert_int_equal(r.k.failed, 0);
+  assert_true(r.k.binary_len > 0);
+  assert_int_equal(r.k.origin, XPD_FROM_MEMORY);
+  stats s;
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "compiles"), 1);
+  assert_int_equal(stat_of(&s, "hits_memory"), 1);
+  assert_int_equal(stat_of(&s, "requests"), 2);
+  check_serves(&d);
+  dmn_stop(&d);
+}
+
+static uint64_t vm_rss_kb(pid_t pid) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+  const char *s = strstr(slurp(p), "VmRSS:");
+  return s ? strtoull(s + 6, NULL, 10) : 0;
+}
+
+/* A client that sends requests and never reads the replies: closed once
+ * its replies have not moved for --io-timeout; others are served. */
+static void test_client_never_reads(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, (const char *const[]){"--io-timeout", "300", NULL});
+  uint64_t rss0 = vm_rss_kb(d.pid);
+  int fd = client(&d);
+  uint8_t reqs[256 * XPD_HEADER];
+  for (int i = 0; i < 256; i++) {
+    xpd_buf b = {0};
+    xpd_begin(&b, XPD_STATS, (uint32_t)i);
+    assert_true(xpd_end(&b, 0));
+    memcpy(reqs + i * XPD_HEADER, b.p, XPD_HEADER);
+    xpd_buf_free(&b);
+  }
+  uint64_t t0 = xpd_now_ms(), end = t0 + 20000;
+  size_t sent = 0;
+  bool closed = false;
+  while (!closed && xpd_now_ms() < end) {
+    ssize_t n = send(fd, reqs, sizeof reqs, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      sent += (size_t)n;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd p = {fd, POLLOUT, 0};
+      poll(&p, 1, 50);
+    } else if (n < 0 && errno != EINTR) {
+      closed = true; /* EPIPE or ECONNRESET: the daemon let go */
+    }
+  }
+  uint64_t rss1 = d.pid ? vm_rss_kb(d.pid) : 0;
+  print_message("never-reading client: %zu bytes of requests, closed after "
+                "%llu ms; daemon RSS %llu -> %llu kB\n",
+                sent, (unsigned long long)(xpd_now_ms() - t0),
+                (unsigned long long)rss0, (unsigned long long)rss1);
+  assert_true(closed);
+  close(fd);
+  check_serves(&d);
+  assert_int_equal(stat1(&d, "io_timeouts"), 1);
+  dmn_stop(&d);
+}
+
+static uint64_t vm_hwm_kb(pid_t pid) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+  const char *s = strstr(slurp(p), "VmHWM:");
+  return s ? strtoull(s + 6, NULL, 10) : 0;
+}
+
+/* A client that pipelines requests and reads the replies steadily, a
+ * couple of megabytes behind: what the daemon holds for it must stay
+ * about what is unread, not grow with everything sent so far. */
+static void test_pipelining_reader(void **state) {
+  (void)state;
+  enum { TOTAL = 64 * 1000, AHEAD = 2048, BATCH = 64, CHUNK = 32768 };
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  int fd = client(&d);
+  uint8_t reqs[BATCH * XPD_HEADER];
+  for (int i = 0; i < BATCH; i++) {
+    xpd_buf b = {0};
+    xpd_begin(&b, XPD_STATS, (uint32_t)i);
+    assert_true(xpd_end(&b, 0));
+    memcpy(reqs + i * XPD_HEADER, b.p, XPD_HEADER);
+    xpd_buf_free(&b);
+  }
+  uint64_t rss0 = vm_rss_kb(d.pid), t0 = xpd_now_ms();
+  uint64_t end = t0 + 60000;
+  static uint8_t in[1 << 18];
+  size_t have = 0;
+  unsigned sent = 0, replies = 0, most_behind = 0;
+  while (replies < TOTAL && xpd_now_ms() < end) {
+    while (sent < TOTAL && sent - replies < AHEAD) {
+      send_bytes(fd, reqs, sizeof reqs);
+      sent += BATCH;
+    }
+    if (sent - replies > most_behind)
+      most_behind = sent - replies;
+    /* about 32 MB/s: slower than the daemon answers STATS */
+    sleep_ms(1);
+    struct pollfd p = {fd, POLLIN, 0};
+    poll(&p, 1, 1000);
+    size_t room = sizeof in - have < CHUNK ? sizeof in - have : CHUNK;
+    ssize_t n = recv(fd, in + have, room, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+      fail_msg("the daemon closed a client that reads its replies");
+    if (n < 0)
+      continue;
+    have += (size_t)n;
+    size_t at = 0;
+    while (have - at >= XPD_HEADER) {
+      size_t len = (size_t)in[at + 12] | (size_t)in[at + 13] << 8 |
+                   (size_t)in[at + 14] << 16 | (size_t)in[at + 15] << 24;
+      assert_int_equal(in[at + 5], XPD_STATS_REPLY);
+      if (have - at < XPD_HEADER + len)
+        break;
+      at += XPD_HEADER + len;
+      replies++;
+    }
+    memmove(in, in + at, have - at);
+    have -= at;
+  }
+  uint64_t hwm = vm_hwm_kb(d.pid);
+  print_message("%u replies in %llu ms, up to %u behind; daemon RSS %llu "
+                "kB, peak %llu kB\n",
+                replies, (unsigned long long)(xpd_now_ms() - t0),
+                most_behind, (unsigned long long)rss0,
+                (unsigned long long)hwm);
+  assert_int_equal(replies, TOTAL);
+  close(fd);
+  /* 2048 replies of about 1 KB are unread at most */
+  if (hwm > rss0 + 16 * 1024)
+    fail_msg("the daemon's memory grew by %llu kB for a client never more "
+             "than %u replies behind",
+             (unsigned long long)(hwm - rss0), most_behind);
+  check_serves(&d);
+  dmn_stop(&d);
+}
+
+/* A thousand connections at once, each HELLO and PING; another client is
+ * served meanwhile. */
+static void test_thousand_connections(void **state) {
+  (void)state;
+  enum { N = 1000 };
+  struct rlimit rl;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+  if (rl.rlim_cur < N + 64) {
+    if (rl.rlim_max < N + 64) {
+      print_message("skipped: RLIMIT_NOFILE hard limit %llu\n",
+                    (unsigned long long)rl.rlim_max);
+      skip();
+    }
+    rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+  }
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  static int fds[N];
+  for (int i = 0; i < N; i++)
+    fds[i] = raw_client(&d);
+  uint8_t hello[64], ping[XPD_HEADER];
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_HELLO, 1);
+  xpd_put_u64(&b, XPD_F_PROTO, XPD_VERSION);
+  assert_true(xpd_end(&b, 0));
+  assert_true(b.len <= sizeof hello);
+  size_t hello_len = b.len;
+  memcpy(hello, b.p, b.len);
+  xpd_buf_free(&b);
+  xpd_begin(&b, XPD_PING, 2);
+  assert_true(xpd_end(&b, 0));
+  memcpy(ping, b.p, XPD_HEADER);
+  xpd_buf_free(&b);
+  for (int i = 0; i < N; i++)
+    send_bytes(fds[i], hello, hello_len);
+  for (int i = 0; i < N; i++) {
+    uint8_t *pl = NULL;
+    xpd_msg m;
+    assert_int_equal(read_reply(fds[i], 30000, &pl, &m).op, XPD_WELCOME);
+    free(pl);
+  }
+  for (int i = 0; i < N; i++)
+    send_bytes(fds[i], ping, sizeof ping);
+  check_serves(&d); /* while the thousand wait for their PONGs */
+  for (int i = 0; i < N; i++) {
+    uint8_t *pl = NULL;
+    xpd_msg m;
+    xpd_header h = read_reply(fds[i], 30000, &pl, &m);
+    assert_int_equal(h.op, XPD_PONG);
+    assert_int_equal(h.id, 2);
+    free(pl);
+  }
+  stats s;
+  get_stats(&d, &s);
+  assert_true(stat_of(&s, "connections") >= N);
+  assert_int_equal(stat_of(&s, "refused_busy"), 0);
+  for (int i = 0; i < N; i++)
+    close(fds[i]);
+  assert_int_equal(stat_reaches(&d, "connections", 1, 10000), 1);
+  check_serves(&d);
+  dmn_stop(&d);
+}
+
+/* Connections that announce payloads up to the 1 GiB budget for payload
+ * buffers (docs/protocol.md) and send none of it: new frames may be
+ * refused meanwhile, but the reply of a compile worker that is already
+ * at work must not be (it is the daemon's own, not a client's). */
+static void test_claimed_payloads(void **state) {
+  (void)state;
+  enum { HOGS = 80 }; /* 80 x 16 MiB > 1 GiB */
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, (const char *const[]){"--workers", "1", NULL});
+  /* a compile on its way: its worker answers after the hogs are in */
+  int fd = client(&d);
+  xpd_buf b = {0};
+  build_get(&b, 3, "slow", 0);
+  uint64_t t0 = xpd_now_ms();
+  send_frame(fd, &b);
+  static int hogs[HOGS];
+  uint8_t h[16];
+  header(h, "XPJD", 1, XPD_GET, 0, XPD_MAX_REQUEST);
+  for (int i = 0; i < HOGS; i++) {
+    hogs[i] = raw_client(&d);
+    send_bytes(hogs[i], h, sizeof h);
+  }
+  kreply r;
+  read_kernel(fd, 3, 30000, &r, t0);
+  close(fd);
+  for (int i = 0; i < HOGS; i++)
+    close(hogs[i]);
+  if (r.k.failed)
+    fail_msg("a compile failed while clients held payload buffers: %s",
+             r.log);
+  assert_int_equal(stat1(&d, "worker_crashes"), 0);
+  check_serves(&d);
+  dmn_stop(&d);
+}
+
+/* STATS with long strings in it (a cache path of 3,600 bytes): the text
+ * is cut or grown, never read past its buffer. */
+static void test_stats_long_cache_path(void **state) {
+  (void)state;
+  /* under a regular file: the cache cannot open and stays off, its path
+   * is still reported */
+  int n = snprintf(cache_dir, sizeof cache_dir, "%s/file", base);
+  int f = open(cache_dir, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  assert_true(f >= 0);
+  close(f);
+  while (n < 3600)
+    n += snprintf(cache_dir + n, sizeof cache_dir - (size_t)n,
+                  "/%0200d", n);
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  int fd = client(&d);
+  send_op(fd, XPD_STATS, 9);
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  xpd_header h = read_reply(fd, 5000, &pl, &m);
+  assert_int_equal(h.op, XPD_STATS_REPLY);
+  const uint8_t *t;
+  size_t len;
+  assert_int_equal(xpd_get_bytes(&m, XPD_F_TEXT, false, 1u << 20, &t, &len),
+                   XPD_E_OK);
+  print_message("STATS text of %zu bytes\n", len);
+  /* text only, every line "name value" */
+  if (memchr(t, 0, len))
+    fail_msg("the STATS text has a NUL byte at %zu of %zu: bytes from "
+             "past its buffer",
+             (size_t)((const uint8_t *)memchr(t, 0, len) - t), len);
+  free(pl);
+  close(fd);
+  check_serves(&d);
+  dmn_stop(&d);
+}
+
+/* Requests for one kernel while it compiles (pipelined on one connection
+ * and from another) share the compile: one compile, one reply each, the
+ * one that started it told so. A PING behind them is not held up. */
+static void test_single_flight(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  int fa = raw_client(&d);
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_HELLO, 1);
+  xpd_put_u64(&b, XPD_F_PROTO, XPD_VERSION);
+  assert_true(xpd_end(&b, 0));
+  static const uint32_t ids[] = {2, 3, 5};
+  for (size_t i = 0; i < 3; i++) {
+    size_t at = b.len;
+    if (i == 2) { /* a PING between the GETs */
+      xpd_begin(&b, XPD_PING, 4);
+      assert_true(xpd_end(&b, at));
+      at = b.len;
+    }
+    xpd_buf g = {0};
+    build_get(&g, ids[i], "slow", 0);
+    assert_true(xpd_end(&g, 0));
+    xpd_put_bytes(&b, 0, g.p, g.len); /* then drop the field header */
+    memmove(b.p + at, b.p + at + 6, g.len);
+    b.len = at + g.len;
+    xpd_buf_free(&g);
+  }
+  send_bytes(fa, b.p, b.len); /* all in one write */
+  xpd_buf_free(&b);
+  int fb = client(&d);
+  build_get(&b, 6, "slow", 0);
+  send_frame(fb, &b);
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  xpd_header h = read_reply(fa, 5000, &pl, &m);
+  assert_int_equal(h.op, XPD_WELCOME);
+  free(pl);
+  h = read_reply(fa, 5000, &pl, &m);
+  free(pl);
+  if (h.op != XPD_PONG)
+    fail_msg("the PING waited behind the GETs (got operation %u)", h.op);
+  uint64_t origin[8] = {0};
+  unsigned compiled = 0, waited = 0;
+  for (int i = 0; i < 4; i++) {
+    int fd = i < 3 ? fa : fb;
+    h = read_reply(fd, 30000, &pl, &m);
+    assert_int_equal(h.op, XPD_KERNEL);
+    assert_true(h.id >= 2 && h.id <= 6 && h.id != 4);
+    xpd_kernel k;
+    assert_int_equal(xpd_kernel_decode(&m, &k), XPD_E_OK);
+    assert_int_equal(k.failed, 0);
+    assert_true(k.binary_len > 0);
+    origin[h.id] = k.origin;
+    compiled += k.origin == XPD_FROM_COMPILED;
+    waited += k.origin == XPD_FROM_WAITED;
+    free(pl);
+  }
+  close(fa);
+  close(fb);
+  stats s;
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "compiles"), 1);
+  assert_int_equal(stat_of(&s, "coalesced"), 3);
+  assert_int_equal(compiled, 1);
+  assert_int_equal(waited, 3);
+  if (origin[2] != XPD_FROM_COMPILED)
+    fail_msg("the GET that started the compile was told origin %llu; "
+             "COMPILED went to id %d",
+             (unsigned long long)origin[2],
+             origin[3] == XPD_FROM_COMPILED   ? 3
+             : origin[5] == XPD_FROM_COMPILED ? 5
+                                              : 6);
+  dmn_stop(&d);
+}
+
+/* 256 GETs may wait on one connection; the 257th is refused. */
+static void test_outstanding_limit(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "2", "--grace", "0", NULL});
+  int fd = client(&d);
+  xpd_buf b = {0};
+  for (uint32_t id = 1; id <= 257; id++) {
+    size_t at = b.len;
+    xpd_buf g = {0};
+    build_get(&g, id, "slow", 0);
+    assert_true(xpd_end(&g, 0));
+    xpd_put_bytes(&b, 0, g.p, g.len);
+    assert_false(b.oom);
+    memmove(b.p + at, b.p + at + 6, g.len);
+    b.len = at + g.len;
+    xpd_buf_free(&g);
+  }
+  send_bytes(fd, b.p, b.len);
+  xpd_buf_free(&b);
+  assert_non_null(strstr(expect_error_close(fd, "257 GETs waiting"),
+                         "outstanding"));
+  check_serves(&d); /* the other worker */
+  stats s;
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "coalesced"), 255);
+  assert_int_equal(stat_of(&s, "malformed_frames"), 1);
+  dmn_stop(&d);
+}
+
+/* --max-connections: the one too many gets an ERROR; out of descriptors:
+ * connections are dropped, never the daemon. */
+static void test_connection_limits(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, (const char *const[]){"--max-connections", "4",
+                                            NULL});
+  int fds[4];
+  for (int i = 0; i < 4; i++)
+    fds[i] = client(&d);
+  const char *msg = expect_error_close(raw_client(&d), "a fifth client");
+  assert_non_null(strstr(msg, "too many"));
+  for (int i = 0; i < 4; i++)
+    close(fds[i]);
+  uint64_t end = xpd_now_ms() + 5000;
+  while (!ping_once(d.sock) && xpd_now_ms() < end)
+    sleep_ms(20);
+  check_serves(&d);
+  assert_true(stat1(&d, "refused_busy") >= 1); /* our retries may count */
+  dmn_stop(&d);
+
+  /* 64 descriptors, 100 clients (warnings off: a flood of them would say
+   * what went wrong) */
+  enum { N = 100 };
+  nofile = 64;
+  dmn_init(&d, "t");
+  make_dir(&d);
+  dmn_start(&d, NULL, (const char *const[]){"--log-level", "error", NULL});
+  static int many[N];
+  for (int i = 0; i < N; i++)
+    many[i] = raw_client(&d); /* a Unix connect does not wait for accept */
+  /* the daemon lowers --max-connections to what its descriptors allow,
+   * so the clients past it get a "too many connections" ERROR, then the
+   * close; any beyond the backlog are dropped */
+  unsigned dropped = 0;
+  for (int i = 0; i < N; i++) {
+    char buf[512];
+    size_t got = 0;
+    bool eof = false;
+    uint64_t until = xpd_now_ms() + 1000;
+    while (!eof && xpd_now_ms() < until) {
+      struct pollfd p = {many[i], POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0)
+        continue;
+      ssize_t n = recv(many[i], buf + got, sizeof buf - got, MSG_DONTWAIT);
+      if (n > 0)
+        got += (size_t)n;
+      else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+        eof = true;
+    }
+    if (got) { /* refused with a reason */
+      xpd_header h;
+      assert_int_equal(xpd_header_decode((const uint8_t *)buf, got,
+                                         XPD_MAX_REPLY, &h),
+                       XPD_E_OK);
+      assert_int_equal(h.op, XPD_ERROR);
+      bool named = false;
+      for (size_t at = 0; at + 8 <= got && !named; at++)
+        named = !memcmp(buf + at, "too many", 8);
+      assert_true(named);
+    }
+    dropped += eof;
+  }
+  print_message("out of descriptors: %u of %d connections refused\n",
+                dropped, N);
+  assert_true(dropped > 0);
+  for (int i = 0; i < N; i++)
+    close(many[i]);
+  end = xpd_now_ms() + 5000;
+  bool back = false;
+  while (!(back = ping_once(d.sock)) && xpd_now_ms() < end)
+    sleep_ms(20);
+  if (!back)
+    fail_msg("the daemon no longer serves once its clients have gone "
+             "(refused_busy keeps growing: it spins in accept_all)");
+  check_serves(&d);
+  assert_true(stat1(&d, "refused_busy") >= 1);
+  dmn_stop(&d);
+}
+
+/* ---- compile worker faults ---- */
+
+static void test_worker_crash(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, "crash:boom", (const char *const[]){"--workers", "1", NULL});
+  int fd = client(&d);
+  for (int round = 1; round <= 2; round++) { /* transient: not cached */
+    kreply r;
+    get_kernel(fd, "boom", &r);
+    assert_int_equal(r.k.failed, 1);
+    assert_int_equal(r.k.transient, 1);
+    assert_true(r.k.status != 0);
+    if (!strstr(r.log, "boom"))
+      fail_msg("the failure does not name the kernel: '%s'", r.log);
+    print_message("crash reply: %s\n", r.log);
+    assert_int_equal(stat1(&d, "worker_crashes"), (uint64_t)round);
+  }
+  kreply r;
+  get_kernel(fd, "saxpy", &r);
+  assert_int_equal(r.k.failed, 0);
+  assert_true(r.k.binary_len > 0);
+  close(fd);
+  stats s;
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "worker_crashes"), 2);
+  assert_int_equal(stat_of(&s, "worker_spawns"), 3);
+  assert_int_equal(stat_of(&s, "compile_transient"), 2);
+  dmn_stop(&d);
+
+  /* a worker that exits instead */
+  dmn_init(&d, "t");
+  make_dir(&d);
+  dmn_start(&d, "exit:boom", (const char *const[]){"--workers", "1", NULL});
+  fd = client(&d);
+  get_kernel(fd, "boom", &r);
+  assert_int_equal(r.k.failed, 1);
+  assert_int_equal(r.k.transient, 1);
+  assert_non_null(strstr(r.log, "boom"));
+  get_kernel(fd, "saxpy", &r);
+  assert_int_equal(r.k.failed, 0);
+  close(fd);
+  assert_int_equal(stat1(&d, "worker_crashes"), 1);
+  dmn_stop(&d);
+}
+
+static void test_worker_hang(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "1", "--compile-timeout",
+                                  "500", NULL});
+  int fd = client(&d);
+  kreply r;
+  get_kernel(fd, "slow", &r);
+  print_message("hung compile answered after %llu ms: %s\n",
+                (unsigned long long)r.ms, r.log);
+  assert_int_equal(r.k.failed, 1);
+  assert_int_equal(r.k.transient, 1);
+  assert_true(r.log[0] != 0);
+  assert_true(r.ms >= 500);
+  assert_true(r.ms < 30000);
+  stats s;
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "worker_timeouts"), 1);
+  assert_int_equal(stat_of(&s, "worker_crashes"), 0);
+  get_kernel(fd, "saxpy", &r);
+  assert_int_equal(r.k.failed, 0);
+  close(fd);
+  dmn_stop(&d);
+}
+
+/* ---- start-up ---- */
+
+/* The daemon must refuse to start: non-zero exit, message on stderr. */
+static void expect_refusal(dmn *d, const char *says) {
+  dmn_spawn(d, NULL, NULL);
+  int code = dmn_exit(d, 15000);
+  const char *err = slurp(d->log);
+  if (code <= 0 || code >= 128)
+    fail_msg("xpjitd on %s: exit %d, expected a refusal; stderr:\n%s",
+             d->sock, code, err);
+  if (!strstr(err, says))
+    fail_msg("xpjitd on %s: stderr does not say '%s':\n%s", d->sock, says,
+             err);
+}
+
+static void test_unsafe_socket_dirs(void **state) {
+  (void)state;
+  dmn d;
+  /* a symbolic link to a good directory */
+  dmn_init(&d, "real");
+  make_dir(&d);
+  dmn_init(&d, "link");
+  char real[128];
+  snprintf(real, sizeof real, "%s/real", base);
+  assert_int_equal(symlink(real, d.dir), 0);
+  expect_refusal(&d, "symbolic link");
+  struct stat sb;
+  char p[160];
+  snprintf(p, sizeof p, "%s/xpjitd.sock", real);
+  assert_int_equal(lstat(p, &sb), -1);
+  /* writable by the group, by others */
+  static const struct {
+    const char *name;
+    mode_t mode;
+  } modes[] = {{"g", 0770}, {"o", 0703}, {"sticky", 01777}};
+  for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+    dmn_init(&d, modes[i].name);
+    make_dir(&d);
+    assert_int_equal(chmod(d.dir, modes[i].mode), 0);
+    expect_refusal(&d, "writable");
+    assert_int_equal(lstat(d.sock, &sb), -1);
+  }
+  /* a regular file where the socket goes */
+  dmn_init(&d, "file");
+  make_dir(&d);
+  int f = open(d.sock, O_WRONLY | O_CREAT, 0600);
+  assert_true(f >= 0);
+  close(f);
+  expect_refusal(&d, "not a socket");
+  assert_int_equal(lstat(d.sock, &sb), 0);
+  assert_true(S_ISREG(sb.st_mode));
+  /* the directory is someone else's */
+  if (geteuid() == 0) {
+    dmn_init(&d, "nobody");
+    make_dir(&d);
+    assert_int_equal(chown(d.dir, 65534, 65534), 0);
+    expect_refusal(&d, "owned by");
+    /* a socket file of someone else's in a good directory */
+    dmn_init(&d, "theirs");
+    make_dir(&d);
+    int so = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    set_path(&a, d.sock);
+    assert_int_equal(bind(so, (struct sockaddr *)&a, sizeof a), 0);
+    close(so);
+    assert_int_equal(lchown(d.sock, 65534, 65534), 0);
+    expect_refusal(&d, "owned by");
+    assert_int_equal(lstat(d.sock, &sb), 0);
+    assert_int_equal(sb.st_uid, 65534);
+  } else {
+    print_message("not root: the foreign-owner case is not tried\n");
+  }
+  /* no socket directory at all is made, private */
+  dmn_init(&d, "new");
+  dmn_start(&d, NULL, NULL);
+  assert_int_equal(stat(d.dir, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0700);
+  assert_int_equal(lstat(d.sock, &sb), 0);
+  assert_int_equal(sb.st_mode & 0077, 0);
+  dmn_stop(&d);
+}
+
+/* A socket file nobody serves (its owner died) is replaced. */
+static void test_stale_socket(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  int s = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  set_path(&a, d.sock);
+  assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+  close(s);
+  dmn_start(&d, NULL, NULL);
+  assert_non_null(strstr(slurp(d.log), "stale"));
+  check_serves(&d);
+  dmn_stop(&d);
+  struct stat sb;
+  assert_int_equal(lstat(d.sock, &sb), -1); /* removed at exit */
+}
+
+/* A live socket is never taken over: neither another xpjitd's nor a
+ * stranger's. */
+static void test_live_socket(void **state) {
+  (void)state;
+  dmn d, d2;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  dmn_init(&d2, "s");
+  expect_refusal(&d2, "another xpjitd");
+  assert_true(dmn_serving(&d, 2000));
+  check_serves(&d);
+  dmn_stop(&d);
+
+  /* a listening socket that is not xpjitd's (no lock file held) */
+  dmn_init(&d, "t");
+  make_dir(&d);
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  set_path(&a, d.sock);
+  assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(listen(s, 8), 0);
+  expect_refusal(&d, "served by another process");
+  int c = raw_connect(d.sock);
+  assert_true(c >= 0); /* still ours */
+  close(c);
+  close(s);
+}
+
+/* Daemons started at the same moment on one path: exactly one serves. */
+static void test_simultaneous_start(void **state) {
+  (void)state;
+  for (int round = 0; round < 3; round++) {
+    enum { K = 3 };
+    dmn d[K];
+    char name[16];
+    snprintf(name, sizeof name, "r%d", round);
+    for (int i = 0; i < K; i++)
+      dmn_init(&d[i], name);
+    if (round == 1)
+      make_dir(&d[0]); /* else: they all race to create it, too */
+    for (int i = 0; i < K; i++)
+      dmn_spawn(&d[i], NULL, NULL);
+    /* the losers go at once; give them 5 s */
+    uint64_t end = xpd_now_ms() + 5000;
+    for (;;) {
+      int gone = 0;
+      for (int i = 0; i < K; i++)
+        gone += dmn_reaped(&d[i]);
+      if (gone >= K - 1 || xpd_now_ms() > end)
+        break;
+      sleep_ms(10);
+    }
+    sleep_ms(100); /* and the winner does not follow them */
+    int refused = 0, winner = -1;
+    for (int i = 0; i < K; i++) {
+      int code = dmn_exit(&d[i], 0);
+      if (code == -1) {
+        if (winner >= 0)
+          fail_msg("round %d: two daemons running on one socket", round);
+        winner = i;
+      } else if (code > 0 && code < 128) {
+        refused++;
+      } else {
+        fail_msg("round %d: a daemon ended with %d; stderr:\n%s", round,
+                 code, slurp(d[i].log));
+      }
+    }
+    assert_true(winner >= 0);
+    assert_int_equal(refused, K - 1);
+    assert_true(dmn_serving(&d[winner], 10000));
+    /* and the one that serves is the winner */
+    stats s;
+    get_stats(&d[winner], &s);
+    assert_int_equal(stat_of(&s, "pid"), (uint64_t)d[winner].pid);
+    dmn_stop(&d[winner]);
+  }
+}
+
+/* ---- security ---- */
+
+/* In a child running as nobody: connect and HELLO. Exit codes: 0 refused
+ * (ERROR or closed), 1 WELCOME, 2 connect failed with EACCES, 3 other
+ * connect failure, 4 could not drop privileges, 5 no answer. */
+static int nobody_tries(const char *sock) {
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    alarm(10);
+    if (setgroups(0, NULL) != 0 || setgid(65534) != 0 ||
+        setuid(65534) != 0 || getuid() != 65534)
+      _exit(4);
+    int fd = raw_connect(sock);
+    if (fd < 0)
+      _exit(errno == EACCES ? 2 : 3);
+    uint8_t hello[] = {'X', 'P', 'J', 'D', 1, XPD_HELLO, 0, 0, 1, 0, 0, 0,
+                       14, 0, 0, 0, XPD_F_PROTO, 0, 8, 0, 0, 0, 1, 0, 0, 0,
+                       0, 0, 0, 0};
+    if (send(fd, hello, sizeof hello, MSG_NOSIGNAL) < 0) /* closed already */
+      _exit(0);
+    uint8_t h[16];
+    size_t got = 0;
+    while (got < sizeof h) {
+      ssize_t n = recv(fd, h + got, sizeof h - got, 0);
+      if (n <= 0)
+        _exit(0); /* closed without a word: refused */
+      got += (size_t)n;
+    }
+    _exit(h[5] == XPD_WELCOME ? 1 : h[5] == XPD_ERROR ? 0 : 5);
+  }
+  int st = 0;
+  uint64_t end = xpd_now_ms() + 15000;
+  while (waitpid(pid, &st, WNOHANG) == 0) {
+    if (xpd_now_ms() > end) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return -1;
+    }
+    sleep_ms(10);
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_peer_uid(void **state) {
+  (void)state;
+  if (geteuid() != 0) {
+    print_message("skipped: needs root to run a client as another user\n");
+    skip();
+  }
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  assert_int_equal(chmod(base, 0711), 0); /* let nobody walk to it */
+  dmn_start(&d, NULL, NULL);
+  /* default permissions: nobody cannot even connect */
+  int r = nobody_tries(d.sock);
+  if (r != 2)
+    fail_msg("nobody connecting through a 0700 directory: %d", r);
+  assert_int_equal(stat1(&d, "refused_uid"), 0);
+  /* opened up: the connection reaches the daemon, which refuses it */
+  assert_int_equal(chmod(d.dir, 0711), 0);
+  assert_int_equal(chmod(d.sock, 0666), 0);
+  r = nobody_tries(d.sock);
+  if (r != 0)
+    fail_msg("nobody through an open socket: %d (1: it was welcomed)", r);
+  assert_true(stat1(&d, "refused_uid") >= 1);
+  check_serves(&d);
+  dmn_stop(&d);
+}
+
+/* ---- shutdown ---- */
+
+/* SIGTERM with a compile running and one queued behind it: the queued
+ * one is refused at once, a connected client still gets answers (a GET:
+ * an ERROR) during the grace period, the running one ends with it; the
+ * daemon exits 0, its socket and its workers gone. */
+static void test_sigterm_in_flight(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "1", "--grace", "1000",
+                                  NULL});
+  int fa = client(&d), fb = client(&d), fc = client(&d);
+  xpd_buf b = {0};
+  build_get(&b, 77, "slow", 0);
+  send_frame(fa, &b);
+  /* wait until the compile is running, then queue another */
+  uint64_t end = xpd_now_ms() + 30000;
+  while (stat1(&d, "workers_busy") != 1 && xpd_now_ms() < end)
+    sleep_ms(20);
+  assert_int_equal(stat1(&d, "workers_busy"), 1);
+  build_get(&b, 78, "saxpy", 0);
+  send_frame(fb, &b);
+  assert_int_equal(stat_reaches(&d, "queue", 1, 5000), 1);
+  pid_t pgid = d.pid;
+  uint64_t t0 = xpd_now_ms();
+  assert_int_equal(kill(d.pid, SIGTERM), 0);
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  /* the queued GET: refused now, not after the grace period */
+  xpd_header h = read_reply(fb, 5000, &pl, &m);
+  uint64_t queued_ms = xpd_now_ms() - t0;
+  assert_int_equal(h.id, 78);
+  assert_int_equal(h.op, XPD_ERROR);
+  free(pl);
+  close(fb);
+  /* a client already connected: answered, its GET refused */
+  build_get(&b, 79, "saxpy", 0);
+  send_frame(fc, &b);
+  h = read_reply(fc, 5000, &pl, &m);
+  assert_int_equal(h.id, 79);
+  assert_int_equal(h.op, XPD_ERROR);
+  free(pl);
+  send_op(fc, XPD_PING, 80);
+  h = read_reply(fc, 5000, &pl, &m);
+  assert_int_equal(h.op, XPD_PONG);
+  free(pl);
+  /* no new clients */
+  assert_true(raw_connect(d.sock) < 0);
+  /* the running compile's client hears back */
+  h = read_reply(fa, 10000, &pl, &m);
+  uint64_t running_ms = xpd_now_ms() - t0;
+  assert_int_equal(h.id, 77);
+  assert_true(h.op == XPD_ERROR || h.op == XPD_KERNEL);
+  free(pl);
+  close(fa);
+  int code = dmn_exit(&d, 10000);
+  print_message("SIGTERM: queued GET refused after %llu ms, running one "
+                "answered after %llu ms, exit %d after %llu ms\n",
+                (unsigned long long)queued_ms,
+                (unsigned long long)running_ms, code,
+                (unsigned long long)(xpd_now_ms() - t0));
+  if (code != 0)
+    fail_msg("exit %d; stderr:\n%s", code, slurp(d.log));
+  assert_true(queued_ms < 900);
+  assert_true(running_ms >= 900);
+  close(fc);
+  struct stat sb;
+  assert_int_equal(lstat(d.sock, &sb), -1);
+  /* the hung worker did not outlive its daemon */
+  sleep_ms(50);
+  errno = 0;
+  assert_int_equal(kill(-pgid, 0), -1);
+  assert_int_equal(errno, ESRCH);
+}
+
+/* SHUTDOWN: OK, then a clean exit; an idle connection is closed after
+ * --idle-timeout (not counted as an I/O timeout). */
+static void test_idle_and_shutdown(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, (const char *const[]){"--idle-timeout", "300", NULL});
+  int fd = client(&d);
+  uint64_t t0 = xpd_now_ms();
+  assert_true(closed_within(fd, 5000));
+  assert_true(xpd_now_ms() - t0 >= 250);
+  close(fd);
+  assert_int_equal(stat1(&d, "io_timeouts"), 0);
+  fd = client(&d);
+  send_op(fd, XPD_SHUTDOWN, 3);
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  xpd_header h = read_reply(fd, 5000, &pl, &m);
+  assert_int_equal(h.op, XPD_OK);
+  assert_int_equal(h.id, 3);
+  free(pl);
+  close(fd);
+  assert_int_equal(dmn_exit(&d, 10000), 0);
+  struct stat sb;
+  assert_int_equal(lstat(d.sock, &sb), -1);
+
+  /* --idle-exit: gone once nobody has used it for a second */
+  dmn_init(&d, "t");
+  make_dir(&d);
+  dmn_start(&d, NULL, (const char *const[]){"--idle-exit", "1", NULL});
+  assert_int_equal(dmn_exit(&d, 10000), 0);
+  assert_int_equal(lstat(d.sock, &sb), -1);
+}
+
+/* What one daemon compiled, the next finds in the cache file. */
+static void test_cache_across_restart(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  int fd = client(&d);
+  kreply r;
+  get_kernel(fd, "saxpy", &r);
+  close(fd);
+  assert_int_equal(r.k.origin, XPD_FROM_COMPILED);
+  size_t len = r.k.binary_len;
+  dmn_stop(&d);
+  dmn_start(&d, NULL, NULL);
+  fd = client(&d);
+  get_kernel(fd, "saxpy", &r);
+  close(fd);
+  assert_int_equal(r.k.failed, 0);
+  assert_int_equal(r.k.origin, XPD_FROM_CACHE);
+  assert_int_equal(r.k.binary_len, len);
+  stats s;
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "hits_cache"), 1);
+  assert_int_equal(stat_of(&s, "compiles"), 0);
+  dmn_stop(&d);
+}
+
+/* --memory-limit: what does not fit is evicted from memory and found
+ * again in the cache file. */
+static void test_memory_limit(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, (const char *const[]){"--memory-limit", "1", NULL});
+  int fd = client(&d);
+  kreply r;
+  get_kernel(fd, "saxpy", &r);
+  assert_int_equal(r.k.origin, XPD_FROM_COMPILED);
+  get_kernel(fd, "saxpy", &r);
+  assert_int_equal(r.k.failed, 0);
+  assert_int_equal(r.k.origin, XPD_FROM_CACHE);
+  close(fd);
+  stats s;
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "evictions"), 2);
+  assert_int_equal(stat_of(&s, "entries"), 0);
+  assert_int_equal(stat_of(&s, "memory_bytes"), 0);
+  assert_int_equal(stat_of(&s, "compiles"), 1);
+  dmn_stop(&d);
+}
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGALRM, watchdog);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_truncated_frames, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_bad_headers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_payloads, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_non_utf8_strings, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_slow_client, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_vanishing_client, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_client_never_reads, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_pipelining_reader, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_thousand_connections, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_single_flight, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_outstanding_limit, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_connection_limits, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_claimed_payloads, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stats_long_cache_path, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_worker_crash, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_worker_hang, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unsafe_socket_dirs, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stale_socket, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_live_socket, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_simultaneous_start, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_peer_uid, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sigterm_in_flight, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_idle_and_shutdown, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_cache_across_restart, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_memory_limit, setup, teardown),
+  };
+  /* XPJD_TEST_FILTER=test_slow*: run some tests only */
+  if (getenv("XPJD_TEST_FILTER"))
+    cmocka_set_test_filter(getenv("XPJD_TEST_FILTER"));
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
