@@ -303,7 +303,9 @@ static int take_conn(rt_dc *dc, bool *reused, bool *tried) {
   char err[512];
   uint8_t *wp = NULL;
   size_t wl = 0;
-  int fd = xpd_connect(dc->path, 2000, err, sizeof err, &wp, &wl);
+  /* a live daemon answers HELLO in microseconds; a stopped one must not
+   * cost much, and costs less each time (the back-off below) */
+  int fd = xpd_connect(dc->path, 1000, err, sizeof err, &wp, &wl);
   bool ok = fd >= 0;
   char cache[sizeof dc->daemon_cache] = "";
   if (ok) {
@@ -326,10 +328,16 @@ static int take_conn(rt_dc *dc, bool *reused, bool *tried) {
   }
   free(wp);
   pthread_mutex_lock(&dc->mu);
-  if (ok)
+  if (ok) {
     snprintf(dc->daemon_cache, sizeof dc->daemon_cache, "%s", cache);
-  else /* refused, stale, another version: ask again in a while */
-    dc->retry_ms = xpd_now_ms() + 1000;
+    dc->backoff_ms = 0;
+  } else { /* refused, stale, hung, another version: ask again later, and
+            * later each time (1 s, 2 s, ... 60 s) */
+    dc->backoff_ms = dc->backoff_ms ? dc->backoff_ms * 2 : 1000;
+    if (dc->backoff_ms > 60000)
+      dc->backoff_ms = 60000;
+    dc->retry_ms = xpd_now_ms() + dc->backoff_ms;
+  }
   pthread_mutex_unlock(&dc->mu);
   return fd;
 }
@@ -364,14 +372,15 @@ int rt_dc_get(rt_dc *dc, const rt_source *src, const char *kernel,
   g.opt_level = o->opt_level;
   g.fast_math = o->fast_math != 0;
   g.debug = o->debug_info != 0;
-  g.timeout_ms = o->timeout_ms;
+  /* the limit a compile here would have: the daemon stops it there */
+  g.timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
   memcpy(g.digest, digest, 65);
   xpd_buf b = {0};
   xpd_begin(&b, XPD_GET, 1);
   xpd_put_get(&b, &g);
   xpd_end(&b, 0);
   /* the compile's own limit, and time to queue behind others */
-  int timeout = (int)(o->timeout_ms ? o->timeout_ms : 60000) + 30000;
+  int timeout = (int)g.timeout_ms + 30000;
   bool served = false, tried = false;
   for (int attempt = 0; attempt < 2 && !served; attempt++) {
     bool reused, t;
@@ -388,14 +397,19 @@ int rt_dc_get(rt_dc *dc, const rt_source *src, const char *kernel,
     if (e == XPD_E_OK && h.op == XPD_KERNEL &&
         xpd_payload_decode(pl, h.len, &m) == XPD_E_OK &&
         xpd_kernel_decode(&m, k) == XPD_E_OK && !strcmp(k->digest, digest) &&
-        (k->status == XPJ_OK) == !k->failed) {
+        (k->status == XPJ_OK) == !k->failed && !(k->failed && k->transient)) {
       served = true;
       *payload = pl;
       give_conn(dc, fd);
       break;
     }
     free(pl);
-    close(fd);
+    /* an answer that says "compile it yourself" (an ERROR, a transient
+     * failure) leaves the connection usable */
+    if (e == XPD_E_OK && (h.op == XPD_ERROR || h.op == XPD_KERNEL))
+      give_conn(dc, fd);
+    else
+      close(fd);
     /* an idle connection the daemon had closed: once more, afresh */
     if (!(reused && e == XPD_E_SHORT))
       break;

@@ -123,6 +123,7 @@ typedef struct rt_dc {
   unsigned nidle;
   int idle_pid;         /* the process that opened them */
   uint64_t retry_ms;    /* no new connection before this (xpd_now_ms) */
+  uint64_t backoff_ms;  /* the wait after the last failed connection */
   char daemon_cache[1024]; /* the daemon's cache file, from its greeting */
 } rt_dc;
 enum { RT_DC_OFF, RT_DC_AUTO, RT_DC_PATH };

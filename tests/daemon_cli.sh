@@ -68,6 +68,14 @@ XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy again"
 # with the daemon gone the examples still run (compiling themselves)
 XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy without daemon"
 
+# a daemon whose workers crash: the application compiles for itself
+XPJIT_CACHE_DIR="$tmp/crash-cache" XPJIT_WORKER_FAULT=crash "$D" --socket "$S" --log "$tmp/log" >/dev/null ||
+  fail "xpjitd (crashing workers) did not start"
+XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct ||
+  fail "saxpy when the daemon's worker crashes"
+[ "$(stat_of worker_crashes)" -ge 1 ] || fail "no worker crash counted"
+"$CLI" daemon stop --socket "$S" >/dev/null || fail "stop (crashing workers)"
+
 # socket activation, as the systemd user unit does it
 if command -v systemd-socket-activate >/dev/null 2>&1; then
   systemd-socket-activate -l "$S" "$D" --foreground --idle-exit 2 \

@@ -1,0 +1,882 @@
+/* test_daemon_storm.c - xpjitd with real processes, under load and under
+ * failure. Every test starts its own daemon ($BUILD/bin/xpjitd, default
+ * build/) on a socket in a private temporary directory, with its own cache
+ * directory, and talks to it with the raw protocol (runtime/daemon.h) for
+ * its statistics.
+ *
+ *   storm      32 client processes released at once get the same 20
+ *              kernels: the daemon compiles each once, every client gets
+ *              all 20 from it (no local compile) and every launch is right
+ *   sigkill    the daemon is killed with SIGKILL while its worker compiles
+ *              for 8 clients: every client still finishes right, through
+ *              its local fallback; the daemon's cache file verifies clean,
+ *              and a daemon restarted on the same socket and cache serves
+ *              what was compiled before the kill from that file and
+ *              compiles only the rest
+ *   fallbacks  XPJIT_DAEMON naming a missing socket, a stale socket file,
+ *              a SIGSTOPped daemon (the 2 s handshake timeout) and
+ *              XPJIT_DAEMON=off: correct kernels, compiled locally, no hang
+ *
+ * Clients are forked children of this process, which never creates an
+ * xpjit context itself (forking after that is not supported); each child
+ * creates one, with XPJIT_CACHE=off so that its own cache cannot serve it,
+ * and writes its counters into shared memory. This process is a child
+ * subreaper, so compile workers orphaned by a killed daemon come back to
+ * it; every test ends with no process left, and every wait has a
+ * deadline (anything still running then is killed). */
+#define _GNU_SOURCE /* mkdtemp, prctl */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "daemon.h"
+#include "proto.h"
+#include "xpjit.h"
+#include "xpjit_cache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+enum { SLOW = 4 }; /* deadlines stretched under ASan */
+#else
+enum { SLOW = 1 };
+#endif
+
+/* Five elementwise kernels x four dtypes: 20 distinct cache keys. */
+static const char src[] =
+    "kernel axpy<T>(a: T, x: global const T[], y: global T[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    if i < size(y) { y[i] = a * x[i] + y[i]; }\n"
+    "}\n"
+    "kernel axpby<T>(a: T, x: global const T[], b: T, y: global T[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    if i < size(y) { y[i] = a * x[i] + b * y[i]; }\n"
+    "}\n"
+    "kernel scale<T>(alpha: T, x: global T[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    if i < size(x) { x[i] *= alpha; }\n"
+    "}\n"
+    "kernel copy<T>(src: global const T[], dst: global T[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    if i < size(dst) { dst[i] = src[i]; }\n"
+    "}\n"
+    "kernel fill<T>(x: global T[], value: T) range {\n"
+    "    let i = global_id(0);\n"
+    "    if i < size(x) { x[i] = value; }\n"
+    "}\n";
+
+enum { K_AXPY, K_AXPBY, K_SCALE, K_COPY, K_FILL, NKN };
+static const char *const knames[NKN] = {"axpy", "axpby", "scale", "copy",
+                                        "fill"};
+static const struct {
+  const char *dtypes;
+  xpj_scalar t;
+} dts[] = {{"T=f32", XPJ_F32}, {"T=f64", XPJ_F64}, {"T=i32", XPJ_I32},
+           {"T=i64", XPJ_I64}};
+enum { NDT = 4, NKERNELS = NKN * NDT, N = 100 };
+
+/* ---- small helpers ---- */
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static void rm_tree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *de;
+    while ((de = readdir(d))) {
+      if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+        continue;
+      char p[PATH_MAX];
+      snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+      struct stat sb;
+      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+        rm_tree(p);
+      else
+        unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+}
+
+/* ---- the fixture: a private directory and the processes we started ---- */
+
+enum { MAXPIDS = 64 };
+static struct {
+  char dir[64];       /* mkdtemp, 0700 */
+  char sock[128];     /* dir/xpjitd.sock */
+  char cache_dir[96]; /* the daemon's XPJIT_CACHE_DIR */
+  char log[96];       /* the daemon's stderr */
+  pid_t daemon;
+  pid_t pids[MAXPIDS]; /* clients still to be waited for */
+} fx;
+static pid_t fx_owner; /* the test process (not a forked client) */
+
+/* Reaps every child (orphaned compile workers included, we are their
+ * subreaper) until none is left or the deadline passes; then kills what
+ * /proc lists as our children and reaps them. Returns the number that had
+ * to be killed. */
+static int reap_all(double deadline) {
+  for (;;) {
+    pid_t r = waitpid(-1, NULL, WNOHANG);
+    if (r < 0 && errno == ECHILD)
+      return 0;
+    if (r > 0)
+      continue;
+    if (now_ms() > deadline)
+      break;
+    sleep_ms(5);
+  }
+  int killed = 0;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+  FILE *f = fopen(path, "r");
+  int pid;
+  while (f && fscanf(f, "%d", &pid) == 1) {
+    kill(pid, SIGKILL);
+    killed++;
+  }
+  if (f)
+    fclose(f);
+  while (waitpid(-1, NULL, 0) > 0 || errno == EINTR) {
+  }
+  return killed;
+}
+
+static int setup(void **state) {
+  (void)state;
+  memset(&fx, 0, sizeof fx);
+  snprintf(fx.dir, sizeof fx.dir, "/tmp/xpjd-test-XXXXXX");
+  if (!mkdtemp(fx.dir))
+    return -1;
+  snprintf(fx.sock, sizeof fx.sock, "%s/xpjitd.sock", fx.dir);
+  snprintf(fx.cache_dir, sizeof fx.cache_dir, "%s/dcache", fx.dir);
+  snprintf(fx.log, sizeof fx.log, "%s/xpjitd.log", fx.dir);
+  return mkdir(fx.cache_dir, 0700);
+}
+
+static int teardown(void **state) {
+  (void)state;
+  if (fx.daemon > 0)
+    kill(fx.daemon, SIGKILL);
+  for (int i = 0; i < MAXPIDS; i++)
+    if (fx.pids[i] > 0)
+      kill(fx.pids[i], SIGKILL);
+  reap_all(now_ms() + 10000);
+  if (fx.dir[0])
+    rm_tree(fx.dir);
+  return 0;
+}
+
+/* The end of the daemon's log, for a failure message. */
+static void dump_log(void) {
+  size_t n = 0;
+  FILE *f = fopen(fx.log, "r");
+  if (!f)
+    return;
+  static char buf[1 << 16];
+  n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *tail = n > 6000 ? buf + n - 6000 : buf;
+  fprintf(stderr, "---- end of %s ----\n%s---- (log ends) ----\n", fx.log,
+          tail);
+}
+
+#define CHECK(cond, ...)                                                     \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      dump_log();                                                            \
+      fail_msg(__VA_ARGS__);                                                 \
+    }                                                                        \
+  } while (0)
+
+/* Waits for pid until deadline; past it, kills it. The wait status, or -1
+ * when it had to be killed. */
+static int wait_deadline(pid_t pid, double deadline) {
+  int ws = 0;
+  for (;;) {
+    pid_t r = waitpid(pid, &ws, WNOHANG);
+    if (r == pid)
+      return ws;
+    if (r < 0 && errno != EINTR)
+      return -1;
+    if (now_ms() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &ws, 0);
+      return -1;
+    }
+    sleep_ms(2);
+  }
+}
+
+/* ---- the daemon ---- */
+
+static const char *build_dir(void) {
+  const char *b = getenv("BUILD");
+  return b && *b ? b : "build";
+}
+
+/* A connection with its handshake done, or -1. */
+static int stats_conn(int timeout_ms) {
+  char err[512];
+  return xpd_connect(fx.sock, timeout_ms, err, sizeof err, NULL, NULL);
+}
+
+/* Starts xpjitd --foreground on fx.sock with fx.cache_dir as its cache and
+ * waits until it answers a handshake. */
+static void daemon_start(unsigned workers) {
+  char exe[PATH_MAX], nw[16];
+  snprintf(exe, sizeof exe, "%s/bin/xpjitd", build_dir());
+  snprintf(nw, sizeof nw, "%u", workers);
+  assert_int_equal(access(exe, X_OK), 0);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    /* never outlive the test */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+      _exit(127);
+    int lf = open(fx.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int dn = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (lf < 0 || dn < 0 || dup2(dn, 0) < 0 || dup2(dn, 1) < 0 ||
+        dup2(lf, 2) < 0)
+      _exit(127);
+    setenv("XPJIT_CACHE_DIR", fx.cache_dir, 1);
+    unsetenv("XPJIT_CACHE");
+    unsetenv("XPJIT_CACHE_MAX_SIZE");
+    unsetenv("XPJIT_BUNDLE_PATH");
+    unsetenv("XPJIT_WORKER_FAULT");
+    char *argv[] = {"xpjitd",      "--foreground", "--socket", fx.sock,
+                    "--workers",   nw,             "--log-level",
+                    "debug",       NULL};
+    execv(exe, argv);
+    _exit(127);
+  }
+  fx.daemon = pid;
+  double deadline = now_ms() + 20000.0 * SLOW;
+  for (;;) {
+    int fd = stats_conn(1000);
+    if (fd >= 0) {
+      close(fd);
+      return;
+    }
+    int ws;
+    if (waitpid(pid, &ws, WNOHANG) == pid) {
+      fx.daemon = 0;
+      CHECK(false, "xpjitd exited at start-up (status 0x%x)", ws);
+    }
+    CHECK(now_ms() < deadline, "xpjitd did not serve %s in time", fx.sock);
+    sleep_ms(10);
+  }
+}
+
+/* The daemon's statistics text over fd (NUL-terminated, into buf). */
+static bool stats_text(int fd, char *buf, size_t size) {
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_STATS, 7);
+  xpd_end(&b, 0);
+  xpd_header h;
+  uint8_t *pl = NULL;
+  char err[512];
+  xpd_err e = xpd_call(fd, &b, XPD_MAX_REPLY, 5000 * SLOW, &h, &pl, err,
+                       sizeof err);
+  xpd_buf_free(&b);
+  xpd_msg m;
+  const uint8_t *t = NULL;
+  size_t n = 0;
+  bool ok = e == XPD_E_OK && h.op == XPD_STATS_REPLY &&
+            xpd_payload_decode(pl, h.len, &m) == XPD_E_OK &&
+            xpd_get_bytes(&m, XPD_F_TEXT, false, size - 1, &t, &n) ==
+                XPD_E_OK;
+  if (ok) {
+    memcpy(buf, t, n);
+    buf[n] = 0;
+  }
+  free(pl);
+  return ok;
+}
+
+/* The value of "name value" in a statistics text; -1 when absent. */
+static long long stat_of(const char *text, const char *name) {
+  size_t L = strlen(name);
+  for (const char *p = text; *p;) {
+    if (!strncmp(p, name, L) && p[L] == ' ')
+      return strtoll(p + L + 1, NULL, 10);
+    const char *nl = strchr(p, '\n');
+    if (!nl)
+      break;
+    p = nl + 1;
+  }
+  return -1;
+}
+
+/* A fresh connection's statistics; fails the test when there are none. */
+static void daemon_stats(char *buf, size_t size) {
+  int fd = stats_conn(2000 * SLOW);
+  CHECK(fd >= 0, "cannot connect to xpjitd for its statistics");
+  bool ok = stats_text(fd, buf, size);
+  close(fd);
+  CHECK(ok, "xpjitd did not answer STATS");
+}
+
+/* SHUTDOWN, then the daemon must exit 0 (and with it its workers). */
+static void daemon_stop(void) {
+  int fd = stats_conn(2000 * SLOW);
+  CHECK(fd >= 0, "cannot connect to xpjitd to stop it");
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_SHUTDOWN, 9);
+  xpd_end(&b, 0);
+  xpd_header h;
+  uint8_t *pl = NULL;
+  char err[512];
+  xpd_err e = xpd_call(fd, &b, XPD_MAX_REPLY, 5000 * SLOW, &h, &pl, err,
+                       sizeof err);
+  xpd_buf_free(&b);
+  free(pl);
+  close(fd);
+  CHECK(e == XPD_E_OK && h.op == XPD_OK, "SHUTDOWN not acknowledged: %s",
+        e == XPD_E_OK ? "another reply" : err);
+  int ws = wait_deadline(fx.daemon, now_ms() + 20000.0 * SLOW);
+  fx.daemon = 0;
+  CHECK(ws != -1, "xpjitd did not exit after SHUTDOWN");
+  CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
+        "xpjitd ended with status 0x%x after SHUTDOWN", ws);
+}
+
+/* What /proc lists as our children, "pid cmdline; ..." into buf. */
+static void list_children(char *buf, size_t size) {
+  char path[64], line[256];
+  size_t used = 0;
+  buf[0] = 0;
+  snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+  FILE *f = fopen(path, "r");
+  int pid;
+  while (f && fscanf(f, "%d", &pid) == 1 && used < size) {
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    FILE *g = fopen(path, "r");
+    size_t n = g ? fread(line, 1, sizeof line - 1, g) : 0;
+    if (g)
+      fclose(g);
+    for (size_t i = 0; i < n; i++)
+      if (!line[i])
+        line[i] = ' ';
+    line[n] = 0;
+    int w = snprintf(buf + used, size - used, "%d %s; ", pid, line);
+    used += w > 0 ? (size_t)w : 0;
+  }
+  if (f)
+    fclose(f);
+}
+
+/* Nothing of ours may still run: what is still there must end by itself
+ * within a few seconds (it is killed, and the test fails, if not). */
+static void assert_no_children(void) {
+  errno = 0;
+  pid_t r = waitpid(-1, NULL, WNOHANG);
+  if (r < 0 && errno == ECHILD)
+    return;
+  char left[1024];
+  list_children(left, sizeof left);
+  int killed = reap_all(now_ms() + 10000.0 * SLOW);
+  if (left[0])
+    print_message("still running after the test: %s(%s)\n", left,
+                  killed ? "killed" : "they ended by themselves");
+  assert_int_equal(killed, 0);
+}
+
+/* ---- the clients ---- */
+
+typedef struct client_result {
+  int done;            /* reached the end */
+  int correct;         /* kernels whose launch gave the right values */
+  int from_daemon;     /* kernels with origin XPJ_ORIGIN_DAEMON */
+  uint64_t compiles, daemon_hits, daemon_fallbacks, l2_hits;
+  double ms;           /* from release to the end */
+  char err[256];
+} client_result;
+
+static void put(void *p, xpj_scalar t, size_t i, double v) {
+  switch (t) {
+  case XPJ_F32: ((float *)p)[i] = (float)v; break;
+  case XPJ_F64: ((double *)p)[i] = v; break;
+  case XPJ_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+  default: ((int64_t *)p)[i] = (int64_t)v; break;
+  }
+}
+
+static double get(const void *p, xpj_scalar t, size_t i) {
+  switch (t) {
+  case XPJ_F32: return ((const float *)p)[i];
+  case XPJ_F64: return ((const double *)p)[i];
+  case XPJ_I32: return ((const int32_t *)p)[i];
+  default: return (double)((const int64_t *)p)[i];
+  }
+}
+
+static xpj_arg scalar(xpj_scalar t, double v) {
+  switch (t) {
+  case XPJ_F32: return xpj_arg_f32((float)v);
+  case XPJ_F64: return xpj_arg_f64(v);
+  case XPJ_I32: return xpj_arg_i32((int32_t)v);
+  default: return xpj_arg_i64((int64_t)v);
+  }
+}
+
+/* Launches kernel (kind, dtype) over x and y and checks the result. */
+static bool launch_check(xpj_queue *q, xpj_kernel *k, int kind, xpj_scalar t,
+                         void *x, void *y, char *err, size_t errsize) {
+  for (size_t i = 0; i < N; i++) {
+    put(x, t, i, (double)(i % 7 + 1));
+    put(y, t, i, (double)(i % 5 + 2));
+  }
+  xpj_array ax = xpj_array_1d(x, t, N), ay = xpj_array_1d(y, t, N);
+  xpj_arg a[4];
+  unsigned n = 0;
+  switch (kind) {
+  case K_AXPY:
+    a[n++] = scalar(t, 3), a[n++] = xpj_arg_array(&ax);
+    a[n++] = xpj_arg_array(&ay);
+    break;
+  case K_AXPBY:
+    a[n++] = scalar(t, 2), a[n++] = xpj_arg_array(&ax);
+    a[n++] = scalar(t, 3), a[n++] = xpj_arg_array(&ay);
+    break;
+  case K_SCALE:
+    a[n++] = scalar(t, 4), a[n++] = xpj_arg_array(&ax);
+    break;
+  case K_COPY:
+    a[n++] = xpj_arg_array(&ax), a[n++] = xpj_arg_array(&ay);
+    break;
+  default:
+    a[n++] = xpj_arg_array(&ay), a[n++] = scalar(t, 9);
+    break;
+  }
+  xpj_range r = xpj_range_1d(N, 0);
+  xpj_status st = xpj_launch(q, k, &r, n, a, NULL);
+  if (st == XPJ_OK)
+    st = xpj_queue_wait(q);
+  if (st != XPJ_OK) {
+    snprintf(err, errsize, "launch of %s: %s", knames[kind],
+             xpj_last_error());
+    return false;
+  }
+  for (size_t i = 0; i < N; i++) {
+    double xv = (double)(i % 7 + 1), yv = (double)(i % 5 + 2), want, got;
+    switch (kind) {
+    case K_AXPY: want = 3 * xv + yv, got = get(y, t, i); break;
+    case K_AXPBY: want = 2 * xv + 3 * yv, got = get(y, t, i); break;
+    case K_SCALE: want = 4 * xv, got = get(x, t, i); break;
+    case K_COPY: want = xv, got = get(y, t, i); break;
+    default: want = 9, got = get(y, t, i); break;
+    }
+    if (got != want) {
+      snprintf(err, errsize, "%s: element %zu is %g, expected %g",
+               knames[kind], i, got, want);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* A client's life: a context on the CPU (its own cache off), the program,
+ * nk kernels got, launched and checked, its counters. */
+static void client_body(int nk, client_result *r) {
+  double t0 = now_ms();
+  xpj_context_desc d = {.visible = "cpu", .cpu_threads = 1,
+                        .no_env_bundles = 1};
+  xpj_context *ctx = NULL;
+  xpj_device *dev = NULL;
+  xpj_program *p = NULL;
+  xpj_queue *q = NULL;
+  void *x = NULL, *y = NULL;
+  if (xpj_context_create(&d, &ctx) != XPJ_OK ||
+      xpj_device_select(ctx, "cpu", &dev) != XPJ_OK ||
+      xpj_program_create(ctx, "storm.xpk", src, strlen(src), NULL, &p) !=
+          XPJ_OK ||
+      xpj_queue_create(dev, NULL, &q) != XPJ_OK ||
+      xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 8, 0, &x) != XPJ_OK ||
+      xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 8, 0, &y) != XPJ_OK) {
+    snprintf(r->err, sizeof r->err, "set-up: %s", xpj_last_error());
+    goto out;
+  }
+  for (int i = 0; i < nk; i++) {
+    int kind = i / NDT;
+    xpj_scalar t = dts[i % NDT].t;
+    xpj_kernel *k = NULL;
+    if (xpj_program_get_kernel(p, knames[kind], dts[i % NDT].dtypes, 0, dev,
+                               NULL, &k) != XPJ_OK) {
+      snprintf(r->err, sizeof r->err, "get %s %s: %s", knames[kind],
+               dts[i % NDT].dtypes, xpj_last_error());
+      goto out;
+    }
+    xpj_kernel_info info;
+    if (xpj_kernel_get_info(k, &info) == XPJ_OK &&
+        info.origin == XPJ_ORIGIN_DAEMON)
+      r->from_daemon++;
+    if (!launch_check(q, k, kind, t, x, y, r->err, sizeof r->err))
+      goto out;
+    r->correct++;
+  }
+  xpj_cache_counters c;
+  if (xpj_context_cache_counters(ctx, &c) == XPJ_OK) {
+    r->compiles = c.compiles;
+    r->daemon_hits = c.daemon_hits;
+    r->daemon_fallbacks = c.daemon_fallbacks;
+    r->l2_hits = c.l2_hits;
+  }
+  r->done = 1;
+out:
+  if (dev) {
+    xpj_mem_free(dev, x);
+    xpj_mem_free(dev, y);
+  }
+  xpj_queue_destroy(q);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  r->ms = now_ms() - t0;
+}
+
+/* Forks n clients, each with XPJIT_DAEMON=daemon_env and XPJIT_CACHE=off,
+ * blocked on one pipe until all are forked; then releases them at once.
+ * The results live in shared memory (munmap them). */
+static client_result *clients_start(int n, int nk, const char *daemon_env) {
+  assert_true(n <= MAXPIDS);
+  client_result *res = mmap(NULL, (size_t)n * sizeof *res,
+                            PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                            -1, 0);
+  assert_true(res != MAP_FAILED);
+  memset(res, 0, (size_t)n * sizeof *res);
+  int gate[2];
+  assert_int_equal(pipe(gate), 0);
+  fflush(NULL);
+  pid_t parent = getpid();
+  for (int i = 0; i < n; i++) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent)
+        _exit(127);
+      close(gate[1]);
+      char c;
+      while (read(gate[0], &c, 1) < 0 && errno == EINTR) {
+      }
+      close(gate[0]);
+      setenv("XPJIT_DAEMON", daemon_env, 1);
+      setenv("XPJIT_CACHE", "off", 1);
+      client_body(nk, &res[i]);
+      exit(res[i].done ? 0 : 1);
+    }
+    fx.pids[i] = pid;
+  }
+  close(gate[0]);
+  close(gate[1]); /* EOF for every child: go */
+  return res;
+}
+
+/* Waits for the n clients (deadline: each client's share of the wall time
+ * is small; the bound is for a hang). Fails on a crash or a timeout. */
+static void clients_wait(int n, client_result *res, double deadline) {
+  for (int i = 0; i < n; i++) {
+    int ws = wait_deadline(fx.pids[i], deadline);
+    fx.pids[i] = 0;
+    CHECK(ws != -1, "client %d did not finish in time (hung?)", i);
+    CHECK(WIFEXITED(ws) && (WEXITSTATUS(ws) == 0 || !res[i].done),
+          "client %d ended with status 0x%x after its work", i, ws);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && res[i].done,
+          "client %d failed (status 0x%x): %s", i, ws, res[i].err);
+  }
+}
+
+/* ---- tests ---- */
+
+/* 32 processes at once, 20 kernels each: 20 compiles in all. */
+static void test_storm(void **state) {
+  (void)state;
+  enum { P = 32 };
+  daemon_start(2);
+  double t0 = now_ms();
+  client_result *res = clients_start(P, NKERNELS, fx.sock);
+  clients_wait(P, res, t0 + 120000.0 * SLOW);
+  double wall = now_ms() - t0;
+  for (int i = 0; i < P; i++) {
+    client_result *r = &res[i];
+    CHECK(r->correct == NKERNELS, "client %d: %d of %d kernels right", i,
+          r->correct, NKERNELS);
+    CHECK(r->compiles == 0 && r->daemon_hits == NKERNELS &&
+              r->from_daemon == NKERNELS && r->daemon_fallbacks == 0 &&
+              r->l2_hits == 0,
+          "client %d: compiles %llu daemon_hits %llu origin-daemon %d "
+          "fallbacks %llu l2_hits %llu (expected 0, 20, 20, 0, 0)",
+          i, (unsigned long long)r->compiles,
+          (unsigned long long)r->daemon_hits, r->from_daemon,
+          (unsigned long long)r->daemon_fallbacks,
+          (unsigned long long)r->l2_hits);
+  }
+  munmap(res, P * sizeof *res);
+  char text[8192];
+  daemon_stats(text, sizeof text);
+  long long compiles = stat_of(text, "compiles"),
+            requests = stat_of(text, "requests"),
+            mem = stat_of(text, "hits_memory"),
+            disk = stat_of(text, "hits_cache"),
+            waited = stat_of(text, "coalesced");
+  CHECK(compiles == NKERNELS, "xpjitd compiled %lld times, expected %d",
+        compiles, NKERNELS);
+  CHECK(requests == P * NKERNELS && disk == 0 &&
+            mem + waited + compiles == requests &&
+            stat_of(text, "compile_failures") == 0,
+        "xpjitd's counts do not add up:\n%s", text);
+  print_message("storm: %d processes x %d kernels in %.0f ms; xpjitd: %lld "
+                "compiles, %lld waited on a compile, %lld from memory\n",
+                P, NKERNELS, wall, compiles, waited, mem);
+  daemon_stop();
+  /* what it compiled is in its cache file, intact */
+  char db[PATH_MAX];
+  snprintf(db, sizeof db, "%s/cache-v1.db", fx.cache_dir);
+  xpj_cache_config cc = {.path = db, .mode = XPJ_CACHE_MODE_RO};
+  xpj_cache *c = NULL;
+  assert_int_equal(xpj_cache_open(&cc, &c), XPJ_OK);
+  uint64_t checked = 0, bad = 0;
+  assert_int_equal(xpj_cache_verify(c, 0, NULL, NULL, &checked, &bad),
+                   XPJ_OK);
+  xpj_cache_close(c);
+  assert_int_equal(checked, NKERNELS);
+  assert_int_equal(bad, 0);
+  assert_no_children();
+}
+
+static int count_entry(void *ud, const xpj_cache_entry *e) {
+  (void)e;
+  ++*(uint64_t *)ud;
+  return 0;
+}
+
+/* The daemon killed with SIGKILL mid-storm; then restarted on the same
+ * socket and cache. */
+static void test_sigkill(void **state) {
+  (void)state;
+  enum { P = 8 };
+  daemon_start(1); /* one compile at a time: a wide window */
+  int sfd = stats_conn(2000 * SLOW);
+  CHECK(sfd >= 0, "no statistics connection");
+  double t0 = now_ms();
+  client_result *res = clients_start(P, NKERNELS, fx.sock);
+  /* kill it once a few compiles are in its cache and one is running */
+  char text[8192];
+  long long done = -1, busy = -1;
+  double deadline = t0 + 60000.0 * SLOW;
+  for (;;) {
+    CHECK(stats_text(sfd, text, sizeof text), "STATS failed mid-storm");
+    done = stat_of(text, "compiles");
+    busy = stat_of(text, "workers_busy");
+    if (done >= 3 && busy > 0)
+      break;
+    CHECK(done < NKERNELS, "all %d kernels compiled before the kill", done);
+    CHECK(now_ms() < deadline, "no compile running after %.0f ms",
+          now_ms() - t0);
+    sleep_ms(1);
+  }
+  close(sfd);
+  assert_int_equal(kill(fx.daemon, SIGKILL), 0);
+  int ws = wait_deadline(fx.daemon, now_ms() + 10000);
+  fx.daemon = 0;
+  assert_true(ws != -1 && WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+  clients_wait(P, res, now_ms() + 120000.0 * SLOW);
+  int fell_back = 0;
+  for (int i = 0; i < P; i++) {
+    client_result *r = &res[i];
+    CHECK(r->correct == NKERNELS, "client %d: %d of %d kernels right", i,
+          r->correct, NKERNELS);
+    /* each kernel from the daemon or compiled here; the daemon died before
+     * it had all of them */
+    CHECK(r->compiles + r->daemon_hits == NKERNELS && r->compiles > 0 &&
+              r->from_daemon == (int)r->daemon_hits,
+          "client %d: compiles %llu daemon_hits %llu origin-daemon %d", i,
+          (unsigned long long)r->compiles,
+          (unsigned long long)r->daemon_hits, r->from_daemon);
+    fell_back += r->daemon_fallbacks > 0;
+  }
+  CHECK(fell_back > 0, "no client counted a fallback");
+  munmap(res, P * sizeof *res);
+  /* the orphaned compile worker finishes its job, cannot deliver it and
+   * exits; it came back to us */
+  CHECK(reap_all(now_ms() + 30000.0 * SLOW) == 0,
+        "an orphaned compile worker did not exit");
+
+  /* the cache file the daemon was killed over: intact */
+  char db[PATH_MAX];
+  snprintf(db, sizeof db, "%s/cache-v1.db", fx.cache_dir);
+  xpj_cache_config cc = {.path = db, .mode = XPJ_CACHE_MODE_RO};
+  xpj_cache *c = NULL;
+  assert_int_equal(xpj_cache_open(&cc, &c), XPJ_OK);
+  assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_RO);
+  uint64_t checked = 0, bad = 0, entries = 0;
+  assert_int_equal(xpj_cache_verify(c, 0, NULL, NULL, &checked, &bad),
+                   XPJ_OK);
+  assert_int_equal(xpj_cache_list(c, count_entry, &entries), XPJ_OK);
+  xpj_cache_close(c);
+  CHECK(bad == 0 && checked == entries, "cache verify: %llu bad of %llu",
+        (unsigned long long)bad, (unsigned long long)checked);
+  CHECK(entries >= (uint64_t)done && entries < NKERNELS,
+        "%llu entries in the cache; %lld compiles were done at the kill",
+        (unsigned long long)entries, done);
+
+  /* restarted on the same socket (a stale file now) and cache */
+  daemon_start(1);
+  res = clients_start(1, NKERNELS, fx.sock);
+  clients_wait(1, res, now_ms() + 60000.0 * SLOW);
+  CHECK(res[0].correct == NKERNELS && res[0].compiles == 0 &&
+            res[0].daemon_hits == NKERNELS,
+        "after the restart: %d right, compiles %llu, daemon_hits %llu",
+        res[0].correct, (unsigned long long)res[0].compiles,
+        (unsigned long long)res[0].daemon_hits);
+  munmap(res, sizeof *res);
+  daemon_stats(text, sizeof text);
+  long long hits = stat_of(text, "hits_cache"),
+            compiles = stat_of(text, "compiles");
+  CHECK(hits > 0 && hits == (long long)entries &&
+            compiles == NKERNELS - (long long)entries &&
+            stat_of(text, "compile_failures") == 0,
+        "restarted xpjitd: hits_cache %lld, compiles %lld; %llu entries "
+        "were in the cache",
+        hits, compiles, (unsigned long long)entries);
+  print_message("sigkill: killed after %lld compiles; %llu entries in the "
+                "cache; the restart served %lld from it and compiled "
+                "%lld\n",
+                done, (unsigned long long)entries, hits, compiles);
+  daemon_stop();
+  assert_no_children();
+}
+
+/* One client that cannot use the daemon: correct kernels, all compiled
+ * locally, in bounded time. Returns its result (by value). */
+static client_result one_fallback(const char *env, int nk) {
+  client_result *res = clients_start(1, nk, env);
+  clients_wait(1, res, now_ms() + 60000.0 * SLOW);
+  client_result r = res[0];
+  munmap(res, sizeof *res);
+  assert_int_equal(r.correct, nk);
+  assert_int_equal(r.compiles, nk);
+  assert_int_equal(r.daemon_hits, 0);
+  assert_int_equal(r.from_daemon, 0);
+  return r;
+}
+
+static void test_fallback_missing(void **state) {
+  (void)state;
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/none.sock", fx.dir);
+  client_result r = one_fallback(path, NKERNELS);
+  assert_int_equal(r.daemon_fallbacks, 0); /* no socket: not even tried */
+  assert_no_children();
+}
+
+static void test_fallback_stale(void **state) {
+  (void)state;
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s/stale.sock", fx.dir);
+  const char *path = a.sun_path;
+  int s = socket(AF_UNIX, SOCK_STREAM, 0);
+  assert_true(s >= 0);
+  assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+  close(s); /* the file stays; nobody listens */
+  client_result r = one_fallback(path, NKERNELS);
+  assert_true(r.daemon_fallbacks >= 1);
+  assert_no_children();
+}
+
+static void test_fallback_stopped(void **state) {
+  (void)state;
+  enum { NK = 5 };
+  daemon_start(1);
+  assert_int_equal(kill(fx.daemon, SIGSTOP), 0);
+  int ws;
+  assert_int_equal(waitpid(fx.daemon, &ws, WUNTRACED), fx.daemon);
+  assert_true(WIFSTOPPED(ws));
+  /* the connection is accepted by the kernel's backlog; the handshake
+   * times out after 2 s */
+  client_result r = one_fallback(fx.sock, NK);
+  assert_int_equal(kill(fx.daemon, SIGCONT), 0);
+  assert_true(r.daemon_fallbacks >= 1);
+  CHECK(r.ms < 12000.0 * SLOW, "a stopped daemon held the client %.0f ms",
+        r.ms);
+  print_message("stopped daemon: %d kernels compiled locally in %.0f ms "
+                "(%llu fallbacks)\n",
+                NK, r.ms, (unsigned long long)r.daemon_fallbacks);
+  char text[8192];
+  daemon_stats(text, sizeof text);
+  CHECK(stat_of(text, "compiles") == 0 && stat_of(text, "requests") == 0,
+        "the stopped daemon got work:\n%s", text);
+  daemon_stop();
+  assert_no_children();
+}
+
+static void test_fallback_off(void **state) {
+  (void)state;
+  client_result r = one_fallback("off", NKERNELS);
+  assert_int_equal(r.daemon_fallbacks, 0);
+  assert_no_children();
+}
+
+/* Interrupted (a harness's timeout, ^C): the processes and the directory
+ * of the running test go first. */
+static void on_signal(int sig) {
+  if (getpid() == fx_owner) {
+    teardown(NULL);
+    fx.dir[0] = 0;
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+int main(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  /* orphaned compile workers of a killed daemon come back to us */
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+    perror("prctl(PR_SET_CHILD_SUBREAPER)");
+  fx_owner = getpid();
+  signal(SIGTERM, on_signal);
+  signal(SIGINT, on_signal);
+  signal(SIGHUP, on_signal);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_storm, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sigkill, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fallback_missing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fallback_stale, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fallback_stopped, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fallback_off, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
