@@ -170,6 +170,11 @@ xpd_err xpd_call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
              errno ? strerror(errno) : "timed out");
     return XPD_E_SHORT;
   }
+  /* the reply is not there yet: wait for it before the first read */
+  if (wait_fd(fd, POLLIN, deadline) < 0) {
+    snprintf(err, errsize, "poll: %s", strerror(errno));
+    return XPD_E_SHORT;
+  }
   return xpd_read_frame(fd, max, deadline, h, payload, err, errsize);
 }
 

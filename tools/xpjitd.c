@@ -109,6 +109,11 @@ static const char *short_target(const char *t) {
 
 /* ---- frame reading (connections and workers) ---- */
 
+/* A frame being read, and the bytes read ahead of it. One recv takes what
+ * the socket has (up to IN_CAP), so a small request costs one system call;
+ * a large payload is read straight into its buffer. */
+#define IN_CAP 16384
+
 typedef struct reader {
   uint8_t hdr[XPD_HEADER];
   size_t hlen;
@@ -117,6 +122,9 @@ typedef struct reader {
   size_t plen;
   uint64_t started; /* when the frame's first byte came (0: none yet) */
   bool budget;      /* pl counts against MAX_IN_FLIGHT (clients' frames) */
+  uint8_t *in;      /* read ahead: in[in_off..in_len) not consumed yet */
+  size_t in_len, in_off;
+  unsigned reads;   /* recv calls left in this event (0: wait for epoll) */
 } reader;
 
 static uint64_t in_flight_bytes; /* payload buffers being filled */
@@ -124,29 +132,40 @@ static uint64_t in_flight_bytes; /* payload buffers being filled */
 
 enum { RD_MORE = 0, RD_FRAME = 1, RD_EOF = -1, RD_BAD = -2 };
 
+/* Forgets the frame (read-ahead bytes stay for the next one). */
 static void reader_reset(reader *r) {
   if (r->pl && r->budget)
     in_flight_bytes -= r->h.len;
   free(r->pl);
-  memset(r, 0, sizeof *r);
+  r->pl = NULL;
+  r->plen = r->hlen = 0;
+  memset(&r->h, 0, sizeof r->h);
+  r->budget = false;
+  r->started = r->in_off < r->in_len ? xpd_now_ms() : 0;
 }
 
-/* Reads what is there. RD_FRAME: r->h and r->pl hold a frame (the caller
- * resets). RD_BAD: *err says what was wrong. */
-static int reader_step(reader *r, int fd, uint32_t max, bool budget,
-                       xpd_err *err) {
-  for (;;) {
+static void reader_free(reader *r) {
+  reader_reset(r);
+  free(r->in);
+  r->in = NULL;
+  r->in_len = r->in_off = 0;
+  r->started = 0;
+}
+
+static bool reader_has_more(const reader *r) { return r->in_off < r->in_len; }
+
+/* Moves read-ahead bytes into the frame. */
+static int consume(reader *r, uint32_t max, bool budget, xpd_err *err) {
+  while (r->in_off < r->in_len) {
+    size_t avail = r->in_len - r->in_off;
     if (r->hlen < XPD_HEADER) {
-      ssize_t n = recv(fd, r->hdr + r->hlen, XPD_HEADER - r->hlen,
-                       MSG_DONTWAIT);
-      if (n == 0)
-        return RD_EOF;
-      if (n < 0)
-        return errno == EAGAIN || errno == EINTR ? RD_MORE : RD_EOF;
-      st.bytes_in += (uint64_t)n;
+      size_t k = XPD_HEADER - r->hlen < avail ? XPD_HEADER - r->hlen : avail;
       if (!r->hlen)
         r->started = xpd_now_ms();
-      r->hlen += (size_t)n;
+      memcpy(r->hdr + r->hlen, r->in + r->in_off, k);
+      r->hlen += k;
+      r->in_off += k;
+      /* judged on its first bytes: garbage is refused at once */
       *err = xpd_header_decode(r->hdr, r->hlen, max, &r->h);
       if (*err == XPD_E_SHORT)
         continue;
@@ -168,15 +187,64 @@ static int reader_step(reader *r, int fd, uint32_t max, bool budget,
         in_flight_bytes += r->h.len;
       continue;
     }
-    ssize_t n = recv(fd, r->pl + r->plen, r->h.len - r->plen, MSG_DONTWAIT);
-    if (n == 0)
-      return RD_EOF;
-    if (n < 0)
-      return errno == EAGAIN || errno == EINTR ? RD_MORE : RD_EOF;
-    st.bytes_in += (uint64_t)n;
-    r->plen += (size_t)n;
+    size_t k = r->h.len - r->plen < avail ? r->h.len - r->plen : avail;
+    memcpy(r->pl + r->plen, r->in + r->in_off, k);
+    r->plen += k;
+    r->in_off += k;
     if (r->plen == r->h.len)
       return RD_FRAME;
+  }
+  r->in_off = r->in_len = 0;
+  return RD_MORE;
+}
+
+/* Reads what is there. RD_FRAME: r->h and r->pl hold a frame (the caller
+ * resets). RD_BAD: *err says what was wrong. RD_MORE: nothing complete,
+ * and nothing more to read now. */
+static int reader_step(reader *r, int fd, uint32_t max, bool budget,
+                       xpd_err *err) {
+  for (;;) {
+    int c = consume(r, max, budget, err);
+    if (c != RD_MORE)
+      return c;
+    if (!r->reads)
+      return RD_MORE;
+    uint8_t *dst;
+    size_t want;
+    if (r->pl && r->h.len - r->plen >= IN_CAP) {
+      dst = r->pl + r->plen; /* a large payload: straight in */
+      want = r->h.len - r->plen;
+    } else {
+      if (!r->in && !(r->in = malloc(IN_CAP))) {
+        *err = XPD_E_TOO_BIG;
+        return RD_BAD;
+      }
+      dst = r->in;
+      want = IN_CAP;
+    }
+    ssize_t n = recv(fd, dst, want, MSG_DONTWAIT);
+    if (n == 0)
+      return RD_EOF;
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        r->reads = 0;
+        return RD_MORE;
+      }
+      return RD_EOF;
+    }
+    st.bytes_in += (uint64_t)n;
+    /* a short read emptied the socket: epoll says when there is more */
+    r->reads = (size_t)n < want ? 0 : r->reads - 1;
+    if (dst == r->in) {
+      r->in_len = (size_t)n;
+      r->in_off = 0;
+    } else {
+      r->plen += (size_t)n;
+      if (r->plen == r->h.len)
+        return RD_FRAME;
+    }
   }
 }
 
@@ -214,6 +282,9 @@ typedef struct conn {
   size_t out_off;
   uint64_t last_active, stalled_since;
   unsigned pending; /* GETs waiting on a compile */
+  uint8_t *src_copy; /* the last source asked for, and its hash */
+  size_t src_len;
+  uint8_t src_digest[32];
   bool dead;        /* closed; freed after this round of events */
   struct conn *next_dead;
 } conn;
@@ -244,7 +315,9 @@ static void conn_close(conn *c) {
   c->dead = true;
   epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
   close(c->fd);
-  reader_reset(&c->r);
+  reader_free(&c->r);
+  free(c->src_copy);
+  c->src_copy = NULL;
   xpd_buf_free(&c->out);
   c->out_off = 0;
   slots[c->slot] = NULL;
@@ -344,7 +417,7 @@ static bool send_error(conn *c, uint32_t id, xpj_status s, bool fatal,
   xpd_put_str(&c->out, XPD_F_MESSAGE, msg);
   if (fatal) {
     c->closing = true;
-    reader_reset(&c->r);
+    reader_free(&c->r);
   }
   return frame_end(c, at);
 }
@@ -484,10 +557,14 @@ static void memo_add(const char *req, const char *digest) {
 }
 
 static void sha_hex(struct sha256_ctx *h, char out[65]) {
+  static const char hex[] = "0123456789abcdef";
   uint8_t d[32];
   sha256_digest(h, sizeof d, d);
-  for (int i = 0; i < 32; i++)
-    snprintf(out + 2 * i, 3, "%02x", d[i]);
+  for (int i = 0; i < 32; i++) {
+    out[2 * i] = hex[d[i] >> 4];
+    out[2 * i + 1] = hex[d[i] & 15];
+  }
+  out[64] = 0;
 }
 
 static void sha_str(struct sha256_ctx *h, const char *s) {
@@ -496,15 +573,27 @@ static void sha_str(struct sha256_ctx *h, const char *s) {
 
 /* The request's identity: everything in a GET that can change the
  * answer. */
-static void request_key(const xpd_get *g, char out[65]) {
+static void request_key(conn *c, const xpd_get *g, char out[65]) {
+  /* the source's own hash, remembered per connection: a process asks for
+   * many kernels of one program */
+  if (!c->src_copy || c->src_len != g->source_len ||
+      memcmp(c->src_copy, g->source, g->source_len)) {
+    struct sha256_ctx hs;
+    sha256_init(&hs);
+    sha256_update(&hs, g->source_len, g->source);
+    sha256_digest(&hs, sizeof c->src_digest, c->src_digest);
+    free(c->src_copy);
+    c->src_copy = malloc(g->source_len ? g->source_len : 1);
+    c->src_len = c->src_copy ? g->source_len : 0;
+    if (c->src_copy && g->source_len)
+      memcpy(c->src_copy, g->source, g->source_len);
+  }
   struct sha256_ctx h;
   sha256_init(&h);
-  char n[128];
-  snprintf(n, sizeof n, "%zu|%llu|%llu|%llu|%llu", g->source_len,
-           (unsigned long long)g->ndim, (unsigned long long)g->opt_level,
-           (unsigned long long)g->fast_math, (unsigned long long)g->debug);
-  sha_str(&h, n);
-  sha256_update(&h, g->source_len, g->source);
+  uint64_t n[5] = {g->source_len, g->ndim, g->opt_level, g->fast_math,
+                   g->debug};
+  sha256_update(&h, sizeof n, (const uint8_t *)n);
+  sha256_update(&h, sizeof c->src_digest, c->src_digest);
   sha_str(&h, g->filename);
   sha_str(&h, g->kernel);
   sha_str(&h, g->dtypes);
@@ -691,7 +780,7 @@ static void worker_gone(worker *w, const char *why) {
   } else {
     LOG_D("worker %d stopped", (int)w->pid);
   }
-  reader_reset(&w->r);
+  reader_free(&w->r);
   for (unsigned i = 0; i < cfg.workers; i++)
     if (workers[i] == w)
       workers[i] = NULL;
@@ -896,6 +985,7 @@ static void worker_event(worker *w, uint32_t ev) {
       return;
   }
   xpd_err err = XPD_E_OK;
+  w->r.reads = 4;
   int r = reader_step(&w->r, w->fd, XPD_MAX_REPLY, false, &err);
   if (r == RD_MORE)
     return;
@@ -937,7 +1027,7 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
     return;
   }
   char req[65];
-  request_key(&g, req);
+  request_key(c, &g, req);
   const char *known = memo_find(req);
   entry *e = known ? find_entry(known) : NULL;
   rt_keyed k;
@@ -1205,9 +1295,14 @@ static void conn_event(conn *c, uint32_t ev) {
     if (!conn_flush(c))
       return;
   }
-  if (!(ev & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+  bool readable = ev & (EPOLLIN | EPOLLHUP | EPOLLERR);
+  if (!readable && !reader_has_more(&c->r))
     return;
-  for (int frames = 0; frames < 16; frames++) {
+  /* frames already read ahead are answered even when only EPOLLOUT came
+   * (reading was paused for unread replies); at most 4 reads per event,
+   * so one busy client cannot starve the others */
+  c->r.reads = readable ? 4 : 0;
+  for (;;) {
     if (!c->closing && unsent(c) > OUT_HIGH)
       return; /* read on once the client has taken its replies */
     if (c->closing) { /* after a fatal error: drain and ignore */
