@@ -38,7 +38,7 @@ LIB_A    := $(BUILD)/lib/libxpjit.a
 LIB_SO   := $(BUILD)/lib/libxpjit.so
 CLI      := $(BUILD)/bin/xpjit-cli
 DAEMON   := $(BUILD)/bin/xpjitd
-DAEMON_SRCS := tools/xpjitd.c tools/xpjitd_worker.c
+DAEMON_SRCS := tools/xpjitd.c tools/xpjitd_worker.c tools/xpjitd_progs.c
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
@@ -63,7 +63,7 @@ $(CLI): $(CLI_SRCS) tools/cli.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_SRCS) $(LIB_A) $(LDLIBS_ALL)
 
-$(DAEMON): $(DAEMON_SRCS) $(LIB_A)
+$(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $(DAEMON_SRCS) $(LIB_A) $(LDLIBS_ALL)
 

@@ -14,6 +14,7 @@
 #include "proto.h"
 #include "xpjit.h"
 #include "xpjit_cache.h"
+#include "xpjitd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +39,6 @@
 
 extern char **environ;
 
-int xpjitd_worker_main(void); /* xpjitd_worker.c */
 
 /* ---- settings ---- */
 
@@ -603,48 +603,9 @@ static void request_key(conn *c, const xpd_get *g, char out[65]) {
 
 /* ---- parsed programs, by source ---- */
 
-#define NPROGS 64
-static struct {
-  char key[65];
-  xpj_program *p;
-  uint64_t used;
-} progs[NPROGS];
-static uint64_t prog_clock;
+static xpjitd_progs progs = {.cap = XPJITD_PROGS};
 static xpj_context *ctx;
 static xpj_cache *l2;
-
-static xpj_program *program_for(const xpd_get *g, xpj_status *status,
-                                char *err, size_t n) {
-  struct sha256_ctx h;
-  sha256_init(&h);
-  sha256_update(&h, g->source_len, g->source);
-  sha_str(&h, g->filename);
-  char key[65];
-  sha_hex(&h, key);
-  int lru = 0;
-  for (int i = 0; i < NPROGS; i++) {
-    if (progs[i].p && !strcmp(progs[i].key, key)) {
-      progs[i].used = ++prog_clock;
-      return progs[i].p;
-    }
-    if (progs[i].used < progs[lru].used)
-      lru = i;
-  }
-  xpj_program *p = NULL;
-  *status = xpj_program_create(ctx, g->filename[0] ? g->filename
-                                                  : "<source>",
-                               (const char *)g->source, g->source_len, NULL,
-                               &p);
-  if (*status != XPJ_OK) {
-    snprintf(err, n, "%s", xpj_last_error());
-    return NULL;
-  }
-  xpj_program_destroy(progs[lru].p);
-  memcpy(progs[lru].key, key, 65);
-  progs[lru].p = p;
-  progs[lru].used = ++prog_clock;
-  return p;
-}
 
 /* ---- jobs and workers ---- */
 
@@ -1035,7 +996,7 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   if (!e) {
     char msg[2048];
     xpj_status ps = XPJ_OK;
-    xpj_program *p = program_for(&g, &ps, msg, sizeof msg);
+    xpj_program *p = xpjitd_program(&progs, ctx, &g, &ps, msg, sizeof msg);
     if (!p) {
       st.request_errors++;
       send_error(c, id, ps, false, "%s", msg);
@@ -1345,6 +1306,18 @@ static int listen_fd = -1, reserve_fd = -1;
 static bool own_socket; /* bound by us: unlink at exit */
 static item listen_item = {K_LISTEN};
 
+/* Tells a connection we will not serve why (best effort), and closes it. */
+static void refuse(int fd, xpj_status s, const char *why) {
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_ERROR, 0);
+  xpd_put_u64(&b, XPD_F_STATUS, (uint64_t)s);
+  xpd_put_str(&b, XPD_F_MESSAGE, why);
+  if (xpd_end(&b, 0) && send(fd, b.p, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+    LOG_D("could not tell the refused peer why");
+  xpd_buf_free(&b);
+  close(fd);
+}
+
 static void accept_all(void) {
   for (;;) {
     int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -1380,16 +1353,8 @@ static void accept_all(void) {
       LOG_W("refused a connection from uid %u (pid %d): only uid %u may "
             "use this daemon", (unsigned)cr.uid, (int)cr.pid,
             (unsigned)geteuid());
-      xpd_buf b = {0};
-      xpd_begin(&b, XPD_ERROR, 0);
-      xpd_put_u64(&b, XPD_F_STATUS, XPJ_ERR_INVALID);
-      xpd_put_str(&b, XPD_F_MESSAGE, "permission denied: this xpjitd "
-                                     "serves only its own user");
-      if (xpd_end(&b, 0) &&
-          send(fd, b.p, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-        LOG_D("could not tell the refused peer why");
-      xpd_buf_free(&b);
-      close(fd);
+      refuse(fd, XPJ_ERR_INVALID,
+             "permission denied: this xpjitd serves only its own user");
       continue;
     }
     unsigned slot = nslots;
@@ -1401,17 +1366,8 @@ static void accept_all(void) {
     conn *c = slot < nslots && !shutting_down ? calloc(1, sizeof *c) : NULL;
     if (!c) {
       st.conns_refused_busy++;
-      xpd_buf b = {0};
-      xpd_begin(&b, XPD_ERROR, 0);
-      xpd_put_u64(&b, XPD_F_STATUS, XPJ_ERR_DEVICE);
-      xpd_put_str(&b, XPD_F_MESSAGE, shutting_down
-                                         ? "xpjitd is shutting down"
-                                         : "too many connections");
-      if (xpd_end(&b, 0) &&
-          send(fd, b.p, b.len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-        LOG_D("could not tell the refused peer why");
-      xpd_buf_free(&b);
-      close(fd);
+      refuse(fd, XPJ_ERR_DEVICE, shutting_down ? "xpjitd is shutting down"
+                                               : "too many connections");
       continue;
     }
     c->it.kind = K_CONN;
@@ -2012,8 +1968,7 @@ int main(int argc, char **argv) {
       conn_close(slots[i]);
   free_dead();
   stop_listening();
-  for (int i = 0; i < NPROGS; i++)
-    xpj_program_destroy(progs[i].p);
+  xpjitd_progs_free(&progs);
   for (unsigned i = 0; i < NBUCKETS; i++) {
     while (table[i])
       remove_entry(table[i]);

@@ -13,6 +13,7 @@
 #include "daemon.h"
 #include "proto.h"
 #include "xpjit.h"
+#include "xpjitd.h"
 
 #include <nettle/sha2.h>
 #include <signal.h>
@@ -21,7 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int xpjitd_worker_main(void);
 
 static void fault_hook(const char *kernel) {
   const char *f = getenv("XPJIT_WORKER_FAULT");
@@ -40,47 +40,7 @@ static void fault_hook(const char *kernel) {
     _exit(3);
 }
 
-#define NPROGS 8
-static struct {
-  char key[65];
-  xpj_program *p;
-  unsigned used;
-} progs[NPROGS];
-static unsigned clock_;
-
-static xpj_program *program_for(xpj_context *ctx, const xpd_get *g,
-                                xpj_status *status) {
-  struct sha256_ctx h;
-  sha256_init(&h);
-  sha256_update(&h, g->source_len, g->source);
-  sha256_update(&h, strlen(g->filename) + 1, (const uint8_t *)g->filename);
-  uint8_t d[32];
-  sha256_digest(&h, sizeof d, d);
-  char key[65];
-  for (int i = 0; i < 32; i++)
-    snprintf(key + 2 * i, 3, "%02x", d[i]);
-  int lru = 0;
-  for (int i = 0; i < NPROGS; i++) {
-    if (progs[i].p && !strcmp(progs[i].key, key)) {
-      progs[i].used = ++clock_;
-      return progs[i].p;
-    }
-    if (progs[i].used < progs[lru].used)
-      lru = i;
-  }
-  xpj_program *p = NULL;
-  *status = xpj_program_create(ctx, g->filename[0] ? g->filename
-                                                  : "<source>",
-                               (const char *)g->source, g->source_len, NULL,
-                               &p);
-  if (*status != XPJ_OK)
-    return NULL;
-  xpj_program_destroy(progs[lru].p);
-  memcpy(progs[lru].key, key, 65);
-  progs[lru].p = p;
-  progs[lru].used = ++clock_;
-  return p;
-}
+static xpjitd_progs progs = {.cap = 8};
 
 static bool reply(const xpd_kernel *k) {
   xpd_buf b = {0};
@@ -135,7 +95,8 @@ int xpjitd_worker_main(void) {
     }
     fault_hook(g.kernel);
     xpj_status ps = XPJ_OK;
-    xpj_program *p = program_for(ctx, &g, &ps);
+    char perr[1024];
+    xpj_program *p = xpjitd_program(&progs, ctx, &g, &ps, perr, sizeof perr);
     rt_keyed k;
     xpj_compile_opts o;
     xpj_compile_opts_default(&o);
@@ -148,7 +109,7 @@ int xpjitd_worker_main(void) {
       ps = rt_program_keyed(p, g.kernel, g.dtypes, (unsigned)g.ndim,
                             g.target, &o, &k);
     if (ps != XPJ_OK) {
-      ok = fail(g.digest, ps, xpj_last_error());
+      ok = fail(g.digest, ps, p ? xpj_last_error() : perr);
     } else if (strcmp(k.digest, g.digest)) {
       ok = fail(g.digest, XPJ_ERR_INVALID,
                 "the worker computed another cache key than its daemon");
@@ -187,8 +148,7 @@ int xpjitd_worker_main(void) {
     if (!ok)
       break;
   }
-  for (int i = 0; i < NPROGS; i++)
-    xpj_program_destroy(progs[i].p);
+  xpjitd_progs_free(&progs);
   xpj_context_destroy(ctx);
   return rc;
 }

@@ -1,0 +1,34 @@
+/* xpjitd.h - what the daemon (xpjitd.c) and its compile workers
+ * (xpjitd_worker.c), one binary, share. */
+#ifndef XPJITD_H
+#define XPJITD_H
+
+#include "proto.h"
+#include "xpjit.h"
+
+#include <stdint.h>
+
+/* `xpjitd --worker`: the compile worker's main loop. */
+int xpjitd_worker_main(void);
+
+/* Parsed programs by (source, file name), least recently used out. */
+#define XPJITD_PROGS 64
+typedef struct xpjitd_progs {
+  unsigned cap; /* <= XPJITD_PROGS */
+  uint64_t clock;
+  struct {
+    char key[65];
+    xpj_program *p;
+    uint64_t used;
+  } slot[XPJITD_PROGS];
+} xpjitd_progs;
+
+/* The program of g's source in ctx, parsed now or earlier; NULL with
+ * *status and the parser's message in err when it does not parse. The
+ * program stays valid until the next call. */
+xpj_program *xpjitd_program(xpjitd_progs *pc, xpj_context *ctx,
+                            const xpd_get *g, xpj_status *status, char *err,
+                            size_t errsize);
+void xpjitd_progs_free(xpjitd_progs *pc);
+
+#endif
