@@ -122,7 +122,8 @@ static void print_counters_json(FILE *f, const xpj_cache_counters *c) {
           "\"bundle_hits\": %llu, \"compiles\": %llu, "
           "\"compile_failures\": %llu, \"failure_hits\": %llu, "
           "\"corrupt\": %llu, \"evictions\": %llu, \"compile_ms\": %.3f, "
-          "\"saved_ms\": %.3f",
+          "\"saved_ms\": %.3f, \"daemon_hits\": %llu, "
+          "\"daemon_fallbacks\": %llu",
           (unsigned long long)c->l1_hits, (unsigned long long)c->l2_hits,
           (unsigned long long)c->l2_misses,
           (unsigned long long)c->bundle_hits,
@@ -130,7 +131,8 @@ static void print_counters_json(FILE *f, const xpj_cache_counters *c) {
           (unsigned long long)c->compile_failures,
           (unsigned long long)c->failure_hits,
           (unsigned long long)c->corrupt, (unsigned long long)c->evictions,
-          c->compile_ms, c->saved_ms);
+          c->compile_ms, c->saved_ms, (unsigned long long)c->daemon_hits,
+          (unsigned long long)c->daemon_fallbacks);
 }
 
 static const char *mode_name(xpj_cache_mode m) {
@@ -178,6 +180,9 @@ static int do_stats(xpj_cache *c, bool json) {
          (unsigned long long)k->l2_hits, (unsigned long long)lookups,
          lookups ? 100.0 * (double)k->l2_hits / (double)lookups : 0.0);
   printf("bundle hits:      %llu\n", (unsigned long long)k->bundle_hits);
+  printf("daemon hits:      %llu (%llu times it could not serve)\n",
+         (unsigned long long)k->daemon_hits,
+         (unsigned long long)k->daemon_fallbacks);
   printf("compiles:         %llu (%llu failed), %.1f ms\n",
          (unsigned long long)k->compiles,
          (unsigned long long)k->compile_failures, k->compile_ms);
