@@ -76,7 +76,7 @@ $(BUILD)/lib/xpjit.pc: tools/xpjit.pc.in
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' $< > $@
 
-$(BUILD)/tests/%: tests/%.c tests/testutil.h $(wildcard tests/*.inc tests/conformance/*.h) $(LIB_A)
+$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/storm20.h $(wildcard tests/*.inc tests/conformance/*.h) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(LIB_A) -lcmocka $(LDLIBS_ALL)
 
@@ -126,7 +126,7 @@ $(BUILD)/bench/compile: bench/compile.c $(LIB_A) bench/bench_util.h
 
 # xpjitd: hit latency through the daemon with 1/8/64 clients; the start-up
 # storm with and without the daemon (peer: every process compiling).
-$(BUILD)/bench/daemon: bench/daemon.c $(LIB_A) bench/bench_util.h $(DAEMON)
+$(BUILD)/bench/daemon: bench/daemon.c tests/storm20.h $(LIB_A) bench/bench_util.h $(DAEMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ bench/daemon.c $(LIB_A) $(LDLIBS_ALL)
 

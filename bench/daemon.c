@@ -83,6 +83,7 @@
 #define _GNU_SOURCE /* mkdtemp */
 #include "daemon.h"
 #include "proto.h"
+#include "../tests/storm20.h"
 #include "xpjit.h"
 
 #include "bench_util.h"
@@ -407,87 +408,10 @@ static long long stat_of(const char *text, const char *name) {
   return -1;
 }
 
-/* ---- the kernels of the storm (examples/axpy.xpk, ndim 1) ------------------ */
+/* ---- the kernels of the storm: examples/axpy.xpk, ndim 1, the 20 of
+ * tests/storm20.h, launched on N elements ------------------------------------ */
 
-enum { K_AXPY, K_AXPBY, K_SCALE, K_COPY, K_FILL, NKN };
-static const char *const knames[NKN] = {"axpy", "axpby", "scale", "copy", "fill"};
-static const struct {
-  const char *dtypes;
-  xpj_scalar t;
-} dts[] = {{"T=f32", XPJ_F32}, {"T=f64", XPJ_F64}, {"T=i32", XPJ_I32}, {"T=i64", XPJ_I64}};
-enum { NDT = 4, NKERNELS = NKN * NDT, N = 1000 };
-
-static void put(void *p, xpj_scalar t, size_t i, double v) {
-  switch (t) {
-  case XPJ_F32: ((float *)p)[i] = (float)v; break;
-  case XPJ_F64: ((double *)p)[i] = v; break;
-  case XPJ_I32: ((int32_t *)p)[i] = (int32_t)v; break;
-  default: ((int64_t *)p)[i] = (int64_t)v; break;
-  }
-}
-
-static double get(const void *p, xpj_scalar t, size_t i) {
-  switch (t) {
-  case XPJ_F32: return ((const float *)p)[i];
-  case XPJ_F64: return ((const double *)p)[i];
-  case XPJ_I32: return ((const int32_t *)p)[i];
-  default: return (double)((const int64_t *)p)[i];
-  }
-}
-
-static xpj_arg scalar(xpj_scalar t, double v) {
-  switch (t) {
-  case XPJ_F32: return xpj_arg_f32((float)v);
-  case XPJ_F64: return xpj_arg_f64(v);
-  case XPJ_I32: return xpj_arg_i32((int32_t)v);
-  default: return xpj_arg_i64((int64_t)v);
-  }
-}
-
-/* One launch over x and y, waited for and checked; 0 when right. */
-static int launch_check(xpj_queue *q, xpj_kernel *k, int kind, xpj_scalar t, void *x, void *y) {
-  for (size_t i = 0; i < N; i++) {
-    put(x, t, i, (double)(i % 7 + 1));
-    put(y, t, i, (double)(i % 5 + 2));
-  }
-  xpj_array ax = xpj_array_1d(x, t, N), ay = xpj_array_1d(y, t, N);
-  xpj_arg a[4];
-  unsigned n = 0;
-  switch (kind) {
-  case K_AXPY:
-    a[n++] = scalar(t, 3), a[n++] = xpj_arg_array(&ax), a[n++] = xpj_arg_array(&ay);
-    break;
-  case K_AXPBY:
-    a[n++] = scalar(t, 2), a[n++] = xpj_arg_array(&ax);
-    a[n++] = scalar(t, 3), a[n++] = xpj_arg_array(&ay);
-    break;
-  case K_SCALE:
-    a[n++] = scalar(t, 4), a[n++] = xpj_arg_array(&ax);
-    break;
-  case K_COPY:
-    a[n++] = xpj_arg_array(&ax), a[n++] = xpj_arg_array(&ay);
-    break;
-  default:
-    a[n++] = xpj_arg_array(&ay), a[n++] = scalar(t, 9);
-    break;
-  }
-  xpj_range r = xpj_range_1d(N, 0);
-  if (xpj_launch(q, k, &r, n, a, NULL) != XPJ_OK || xpj_queue_wait(q) != XPJ_OK)
-    return -1;
-  for (size_t i = 0; i < N; i++) {
-    double xv = (double)(i % 7 + 1), yv = (double)(i % 5 + 2), want, got;
-    switch (kind) {
-    case K_AXPY: want = 3 * xv + yv, got = get(y, t, i); break;
-    case K_AXPBY: want = 2 * xv + 3 * yv, got = get(y, t, i); break;
-    case K_SCALE: want = 4 * xv, got = get(x, t, i); break;
-    case K_COPY: want = xv, got = get(y, t, i); break;
-    default: want = 9, got = get(y, t, i); break;
-    }
-    if (got != want)
-      return 1;
-  }
-  return 0;
-}
+enum { N = 1000 };
 
 /* ---- children ---------------------------------------------------------------- */
 
@@ -537,7 +461,7 @@ static int child_storm(void) {
     xpj_kernel *k;
     CHILD_CK(xpj_program_get_kernel(p, knames[kind], dts[i % NDT].dtypes, 1, dev, NULL, &k),
              knames[kind]);
-    if (launch_check(q, k, kind, dts[i % NDT].t, x, y)) {
+    if (storm_launch_check(q, k, kind, dts[i % NDT].t, x, y, N, NULL, 0)) {
       child_line("error %s %s: wrong result (%s)", knames[kind], dts[i % NDT].dtypes,
                  xpj_last_error());
       return 1;

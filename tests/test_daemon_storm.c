@@ -34,6 +34,7 @@
 
 #include "daemon.h"
 #include "proto.h"
+#include "storm20.h"
 #include "xpjit.h"
 #include "xpjit_cache.h"
 
@@ -84,15 +85,7 @@ static const char src[] =
     "    if i < size(x) { x[i] = value; }\n"
     "}\n";
 
-enum { K_AXPY, K_AXPBY, K_SCALE, K_COPY, K_FILL, NKN };
-static const char *const knames[NKN] = {"axpy", "axpby", "scale", "copy",
-                                        "fill"};
-static const struct {
-  const char *dtypes;
-  xpj_scalar t;
-} dts[] = {{"T=f32", XPJ_F32}, {"T=f64", XPJ_F64}, {"T=i32", XPJ_I32},
-           {"T=i64", XPJ_I64}};
-enum { NDT = 4, NKERNELS = NKN * NDT, N = 100 };
+enum { N = 100 };
 
 /* ---- small helpers ---- */
 
@@ -425,89 +418,6 @@ typedef struct client_result {
   char err[256];
 } client_result;
 
-static void put(void *p, xpj_scalar t, size_t i, double v) {
-  switch (t) {
-  case XPJ_F32: ((float *)p)[i] = (float)v; break;
-  case XPJ_F64: ((double *)p)[i] = v; break;
-  case XPJ_I32: ((int32_t *)p)[i] = (int32_t)v; break;
-  default: ((int64_t *)p)[i] = (int64_t)v; break;
-  }
-}
-
-static double get(const void *p, xpj_scalar t, size_t i) {
-  switch (t) {
-  case XPJ_F32: return ((const float *)p)[i];
-  case XPJ_F64: return ((const double *)p)[i];
-  case XPJ_I32: return ((const int32_t *)p)[i];
-  default: return (double)((const int64_t *)p)[i];
-  }
-}
-
-static xpj_arg scalar(xpj_scalar t, double v) {
-  switch (t) {
-  case XPJ_F32: return xpj_arg_f32((float)v);
-  case XPJ_F64: return xpj_arg_f64(v);
-  case XPJ_I32: return xpj_arg_i32((int32_t)v);
-  default: return xpj_arg_i64((int64_t)v);
-  }
-}
-
-/* Launches kernel (kind, dtype) over x and y and checks the result. */
-static bool launch_check(xpj_queue *q, xpj_kernel *k, int kind, xpj_scalar t,
-                         void *x, void *y, char *err, size_t errsize) {
-  for (size_t i = 0; i < N; i++) {
-    put(x, t, i, (double)(i % 7 + 1));
-    put(y, t, i, (double)(i % 5 + 2));
-  }
-  xpj_array ax = xpj_array_1d(x, t, N), ay = xpj_array_1d(y, t, N);
-  xpj_arg a[4];
-  unsigned n = 0;
-  switch (kind) {
-  case K_AXPY:
-    a[n++] = scalar(t, 3), a[n++] = xpj_arg_array(&ax);
-    a[n++] = xpj_arg_array(&ay);
-    break;
-  case K_AXPBY:
-    a[n++] = scalar(t, 2), a[n++] = xpj_arg_array(&ax);
-    a[n++] = scalar(t, 3), a[n++] = xpj_arg_array(&ay);
-    break;
-  case K_SCALE:
-    a[n++] = scalar(t, 4), a[n++] = xpj_arg_array(&ax);
-    break;
-  case K_COPY:
-    a[n++] = xpj_arg_array(&ax), a[n++] = xpj_arg_array(&ay);
-    break;
-  default:
-    a[n++] = xpj_arg_array(&ay), a[n++] = scalar(t, 9);
-    break;
-  }
-  xpj_range r = xpj_range_1d(N, 0);
-  xpj_status st = xpj_launch(q, k, &r, n, a, NULL);
-  if (st == XPJ_OK)
-    st = xpj_queue_wait(q);
-  if (st != XPJ_OK) {
-    snprintf(err, errsize, "launch of %s: %s", knames[kind],
-             xpj_last_error());
-    return false;
-  }
-  for (size_t i = 0; i < N; i++) {
-    double xv = (double)(i % 7 + 1), yv = (double)(i % 5 + 2), want, got;
-    switch (kind) {
-    case K_AXPY: want = 3 * xv + yv, got = get(y, t, i); break;
-    case K_AXPBY: want = 2 * xv + 3 * yv, got = get(y, t, i); break;
-    case K_SCALE: want = 4 * xv, got = get(x, t, i); break;
-    case K_COPY: want = xv, got = get(y, t, i); break;
-    default: want = 9, got = get(y, t, i); break;
-    }
-    if (got != want) {
-      snprintf(err, errsize, "%s: element %zu is %g, expected %g",
-               knames[kind], i, got, want);
-      return false;
-    }
-  }
-  return true;
-}
-
 /* A client's life: a context on the CPU (its own cache off), the program,
  * nk kernels got, launched and checked, its counters. */
 static void client_body(int nk, client_result *r) {
@@ -543,7 +453,7 @@ static void client_body(int nk, client_result *r) {
     if (xpj_kernel_get_info(k, &info) == XPJ_OK &&
         info.origin == XPJ_ORIGIN_DAEMON)
       r->from_daemon++;
-    if (!launch_check(q, k, kind, t, x, y, r->err, sizeof r->err))
+    if (storm_launch_check(q, k, kind, t, x, y, N, r->err, sizeof r->err))
       goto out;
     r->correct++;
   }
