@@ -33,6 +33,9 @@ stat_of() { "$CLI" daemon stats --socket "$S" | awk -v k="$1" '$1 == k {print $2
 "$CLI" daemon status --bogus 2>/dev/null; [ $? -eq 2 ] || fail "unknown option"
 "$D" --workers 0 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --workers 0"
 "$D" --no-such-option 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd unknown option"
+"$D" --socket relative.sock --foreground 2>/dev/null; [ $? -eq 2 ] ||
+  fail "xpjitd with a relative socket path"
+"$D" --socket 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --socket without a value"
 
 # started by hand: detaches once the socket serves
 "$D" --socket "$S" --log "$tmp/log" --log-level debug >/dev/null ||

@@ -557,14 +557,9 @@ static void memo_add(const char *req, const char *digest) {
 }
 
 static void sha_hex(struct sha256_ctx *h, char out[65]) {
-  static const char hex[] = "0123456789abcdef";
   uint8_t d[32];
   sha256_digest(h, sizeof d, d);
-  for (int i = 0; i < 32; i++) {
-    out[2 * i] = hex[d[i] >> 4];
-    out[2 * i + 1] = hex[d[i] & 15];
-  }
-  out[64] = 0;
+  xpjitd_hex(d, out);
 }
 
 static void sha_str(struct sha256_ctx *h, const char *s) {
@@ -604,6 +599,7 @@ static void request_key(conn *c, const xpd_get *g, char out[65]) {
 /* ---- parsed programs, by source ---- */
 
 static xpjitd_progs progs = {.cap = XPJITD_PROGS};
+static char versions[128]; /* xpj_versions_str(), filled at start */
 static xpj_context *ctx;
 static xpj_cache *l2;
 
@@ -904,9 +900,7 @@ static void job_done(worker *w, const xpd_kernel *k) {
   if (l2) {
     xpj_cache_key key = {j->code, j->kernel, j->dtypes, j->ndim, j->target,
                          j->options, NULL};
-    char vers[128];
-    xpj_versions_str(vers, sizeof vers);
-    key.versions = vers;
+    key.versions = versions;
     xpj_cache_counters d = {0};
     d.compiles = 1;
     d.compile_failures = k->failed;
@@ -1139,11 +1133,7 @@ static void stats_text(xpd_buf *b) {
       "io_timeouts %llu\nrequest_errors %llu\nentries %llu\n"
       "memory_bytes %llu\nevictions %llu\nbytes_in %llu\nbytes_out %llu\n",
       (int)getpid(), (double)(xpd_now_ms() - st.started_ms) / 1000.0,
-      ({
-        static char v[128];
-        xpj_versions_str(v, sizeof v);
-        v;
-      }),
+      versions,
       cfg.socket, l2 ? xpj_cache_path(l2) : "", nconns,
       (unsigned long long)st.conns_total,
       (unsigned long long)st.conns_refused_uid,
@@ -1199,13 +1189,11 @@ static void handle_frame(conn *c) {
       return;
     }
     c->hello = true;
-    char vers[128];
-    xpj_versions_str(vers, sizeof vers);
     size_t at = frame_begin(c, XPD_WELCOME, h.id);
     xpd_put_u64(&c->out, XPD_F_PROTO, XPD_VERSION);
     xpd_put_u64(&c->out, XPD_F_CAPS,
                 XPD_CAP_GET | XPD_CAP_STATS | XPD_CAP_SHUTDOWN);
-    xpd_put_str(&c->out, XPD_F_VERSIONS, vers);
+    xpd_put_str(&c->out, XPD_F_VERSIONS, versions);
     xpd_put_u64(&c->out, XPD_F_PID, (uint64_t)getpid());
     xpd_put_str(&c->out, XPD_F_CACHE_PATH,
                 l2 && xpj_cache_mode_of(l2) == XPJ_CACHE_MODE_RW
@@ -1440,19 +1428,21 @@ static void stop_listening(void) {
     unlink(cfg.socket);
 }
 
+/* Workers with a job now. */
+static unsigned compiles_running(void) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < cfg.workers; i++)
+    n += workers[i] && workers[i]->job;
+  return n;
+}
+
 static void begin_shutdown(const char *why) {
   if (shutting_down)
     return;
   shutting_down = true;
   shutdown_at = xpd_now_ms();
   LOG_I("shutting down (%s): %u compiles running, %u queued", why,
-        ({
-          unsigned n = 0;
-          for (unsigned i = 0; i < cfg.workers; i++)
-            n += workers[i] && workers[i]->job;
-          n;
-        }),
-        queue_len);
+        compiles_running(), queue_len);
   stop_listening();
   /* queued compiles will not start: their clients compile themselves */
   while (queue_head) {
@@ -1466,12 +1456,6 @@ static void begin_shutdown(const char *why) {
   queue_len = 0;
 }
 
-static bool compiles_running(void) {
-  for (unsigned i = 0; i < cfg.workers; i++)
-    if (workers[i] && workers[i]->job)
-      return true;
-  return false;
-}
 
 /* ---- start-up: the socket's directory and path ---- */
 
@@ -1682,6 +1666,7 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "--worker"))
     return xpjitd_worker_main();
   setenv("XPJIT_DAEMON", "off", 1); /* never ask ourselves */
+  xpj_versions_str(versions, sizeof versions);
   logf_ = stderr;
   uint64_t v;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -1751,9 +1736,8 @@ int main(int argc, char **argv) {
         return 2;
       }
     } else if (!strcmp(a, "--version")) {
-      char vers[128];
-      xpj_versions_str(vers, sizeof vers);
-      printf("xpjitd %s (protocol %d)\n", vers, XPD_VERSION);
+      xpj_versions_str(versions, sizeof versions);
+      printf("xpjitd %s (protocol %d)\n", versions, XPD_VERSION);
       return 0;
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
@@ -1779,22 +1763,13 @@ int main(int argc, char **argv) {
       fprintf(stderr, "xpjitd: the default socket path is too long\n");
       return 1;
     }
-    if (!getenv("XDG_RUNTIME_DIR") || getenv("XDG_RUNTIME_DIR")[0] != '/') {
-      /* the fallback directory is created here, private */
-      char dir[sizeof cfg.socket];
-      snprintf(dir, sizeof dir, "%s", cfg.socket);
-      *strrchr(dir, '/') = 0;
-      if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        fprintf(stderr, "xpjitd: cannot create %s: %s\n", dir,
-                strerror(errno));
-        return 1;
-      }
-    } else {
-      char dir[sizeof cfg.socket];
-      snprintf(dir, sizeof dir, "%s/xpjit", getenv("XDG_RUNTIME_DIR"));
-      if (!strncmp(cfg.socket, dir, strlen(dir)))
-        mkdir(dir, 0700);
+    if (cfg.socket[0] != '/') {
+      fprintf(stderr, "xpjitd: --socket %s: give an absolute path\n",
+              cfg.socket);
+      return 2;
     }
+    /* a missing socket directory ($XDG_RUNTIME_DIR/xpjit, /tmp/xpjit-UID)
+     * is created 0700 by open_socket */
     int r = open_socket();
     if (r)
       return r == -2 ? 3 : 1;
@@ -1885,14 +1860,10 @@ int main(int argc, char **argv) {
   ep_add(sfd, &sig_item, EPOLLIN);
   ep_add(listen_fd, &listen_item, EPOLLIN);
   st.started_ms = xpd_now_ms();
-  {
-    char vers[128];
-    xpj_versions_str(vers, sizeof vers);
-    LOG_I("serving %s (%s), %u workers, cache %s", cfg.socket, vers,
-          cfg.workers, l2 && xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_OFF
-                           ? xpj_cache_path(l2)
-                           : "off");
-  }
+  LOG_I("serving %s (%s), %u workers, cache %s", cfg.socket, versions,
+        cfg.workers, l2 && xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_OFF
+                         ? xpj_cache_path(l2)
+                         : "off");
 
   uint64_t last_check = 0, idle_since = xpd_now_ms();
   int exit_code = 0;
