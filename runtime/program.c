@@ -75,7 +75,7 @@ static char *slurp(const char *path, size_t *len) {
   size_t n = 0, cap = 0;
   for (;;) {
     if (cap - n < 65536) {
-      if (cap > XPD_MAX_SOURCE * 2u)
+      if (cap > XPJ_MAX_SOURCE + 65536u) /* xpj_parse_file says why */
         break;
       char *nb = realloc(buf, cap = cap * 2 + 65536);
       if (!nb)

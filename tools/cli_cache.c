@@ -21,7 +21,7 @@
 
 /* ---- output helpers ----------------------------------------------------- */
 
-static void json_str(FILE *f, const char *s) {
+void cli_json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
     if (*p == '"' || *p == '\\')
@@ -153,7 +153,7 @@ static int do_stats(xpj_cache *c, bool json) {
   const xpj_cache_counters *k = &s.counters;
   if (json) {
     printf("{\"path\": ");
-    json_str(stdout, xpj_cache_path(c));
+    cli_json_str(stdout, xpj_cache_path(c));
     printf(", \"mode\": \"%s\", \"entries\": %llu, \"failed_entries\": %llu, "
            "\"bytes\": %llu, \"file_bytes\": %llu, \"max_size\": %llu, ",
            mode_name(xpj_cache_mode_of(c)), (unsigned long long)s.entries,
@@ -204,15 +204,15 @@ static int ls_one(void *ud, const xpj_cache_entry *e) {
   if (l->json) {
     printf("%s{\"digest\": \"%s\", \"kernel\": ", l->n ? ",\n " : "",
            e->digest);
-    json_str(stdout, e->kernel);
+    cli_json_str(stdout, e->kernel);
     printf(", \"dtypes\": ");
-    json_str(stdout, e->dtypes);
+    cli_json_str(stdout, e->dtypes);
     printf(", \"ndim\": %u, \"target\": ", e->ndim);
-    json_str(stdout, e->target);
+    cli_json_str(stdout, e->target);
     printf(", \"options\": ");
-    json_str(stdout, e->options);
+    cli_json_str(stdout, e->options);
     printf(", \"versions\": ");
-    json_str(stdout, e->versions);
+    cli_json_str(stdout, e->versions);
     printf(", \"failed\": %s, \"size\": %zu, \"compile_ms\": %.3f, "
            "\"created_ms\": %lld, \"last_used_ms\": %lld, \"hits\": %llu}",
            e->failed ? "true" : "false", e->size, e->compile_ms,
@@ -447,7 +447,7 @@ int cli_cache(int argc, char **argv) {
       rc = EXIT_INPUT;
     } else if (json) {
       printf("{\"exported\": %llu, \"bundle\": ", (unsigned long long)n);
-      json_str(stdout, arg);
+      cli_json_str(stdout, arg);
       printf("}\n");
     } else {
       printf("exported %llu entries to %s\n", (unsigned long long)n, arg);
@@ -934,11 +934,11 @@ static int bundle_ls_verify(const char *path, bool verify, bool json) {
     }
   } else if (json) {
     printf("{\"path\": ");
-    json_str(stdout, path);
+    cli_json_str(stdout, path);
     printf(", \"versions\": ");
-    json_str(stdout, versions);
+    cli_json_str(stdout, versions);
     printf(", \"usable\": %s, \"targets\": ", usable ? "true" : "false");
-    json_str(stdout, targets);
+    cli_json_str(stdout, targets);
     printf(", \"entries\": ");
     rc = do_ls(b, true);
     printf("}\n");

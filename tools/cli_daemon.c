@@ -32,20 +32,6 @@ static void usage(FILE *out) {
           cli_prog);
 }
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\')
-      fprintf(f, "\\%c", ch);
-    else if (ch < 0x20)
-      fprintf(f, "\\u%04x", ch);
-    else
-      fputc(ch, f);
-  }
-  fputc('"', f);
-}
-
 static bool is_number(const char *s) {
   char *end;
   if (!*s)
@@ -74,12 +60,12 @@ static void print_json_lines(const char *text, size_t n) {
     *sp = 0;
     printf("%s", first ? "" : ", ");
     first = false;
-    json_str(stdout, line);
+    cli_json_str(stdout, line);
     printf(": ");
     if (is_number(sp + 1))
       printf("%s", sp + 1);
     else
-      json_str(stdout, sp + 1);
+      cli_json_str(stdout, sp + 1);
   }
   printf("}\n");
 }
@@ -190,9 +176,9 @@ int cli_daemon(int argc, char **argv) {
   if (fd < 0) {
     if (json && !strcmp(cmd, "status")) {
       printf("{\"running\": false, \"socket\": ");
-      json_str(stdout, path);
+      cli_json_str(stdout, path);
       printf(", \"error\": ");
-      json_str(stdout, err);
+      cli_json_str(stdout, err);
       printf("}\n");
     } else {
       fprintf(stderr, "%s: xpjitd is not running: %s\n", cli_prog, err);
@@ -217,11 +203,11 @@ int cli_daemon(int argc, char **argv) {
     if (json) {
       printf("{\"running\": true, \"pid\": %llu, \"socket\": ",
              (unsigned long long)pid);
-      json_str(stdout, path);
+      cli_json_str(stdout, path);
       printf(", \"protocol\": %llu, \"versions\": ", (unsigned long long)proto);
-      json_str(stdout, vers);
+      cli_json_str(stdout, vers);
       printf(", \"compatible\": %s, \"cache\": ", same ? "true" : "false");
-      json_str(stdout, cache);
+      cli_json_str(stdout, cache);
       printf("}\n");
     } else {
       printf("xpjitd is running: pid %llu\n", (unsigned long long)pid);

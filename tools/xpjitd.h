@@ -11,6 +11,9 @@
 /* `xpjitd --worker`: the compile worker's main loop. */
 int xpjitd_worker_main(void);
 
+/* 32 bytes as 64 lowercase hex digits and a NUL. */
+void xpjitd_hex(const uint8_t d[32], char out[65]);
+
 /* Parsed programs by (source, file name), least recently used out. */
 #define XPJITD_PROGS 64
 typedef struct xpjitd_progs {

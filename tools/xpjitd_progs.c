@@ -5,10 +5,18 @@
 #include <stdio.h>
 #include <string.h>
 
+void xpjitd_hex(const uint8_t d[32], char out[65]) {
+  static const char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 32; i++) {
+    out[2 * i] = hex[d[i] >> 4];
+    out[2 * i + 1] = hex[d[i] & 15];
+  }
+  out[64] = 0;
+}
+
 xpj_program *xpjitd_program(xpjitd_progs *pc, xpj_context *ctx,
                             const xpd_get *g, xpj_status *status, char *err,
                             size_t errsize) {
-  static const char hex[] = "0123456789abcdef";
   struct sha256_ctx h;
   sha256_init(&h);
   sha256_update(&h, g->source_len, g->source);
@@ -16,11 +24,7 @@ xpj_program *xpjitd_program(xpjitd_progs *pc, xpj_context *ctx,
   uint8_t d[32];
   sha256_digest(&h, sizeof d, d);
   char key[65];
-  for (int i = 0; i < 32; i++) {
-    key[2 * i] = hex[d[i] >> 4];
-    key[2 * i + 1] = hex[d[i] & 15];
-  }
-  key[64] = 0;
+  xpjitd_hex(d, key);
   unsigned cap = pc->cap && pc->cap <= XPJITD_PROGS ? pc->cap : XPJITD_PROGS;
   unsigned lru = 0;
   for (unsigned i = 0; i < cap; i++) {
