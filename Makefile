@@ -23,7 +23,7 @@ LLVM_LIBDIR := $(shell $(LLVM_CONFIG) --libdir)
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC \
              -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) $(CFLAGS)
 LDLIBS_ALL = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lLLVM-22 \
-             -lSPIRV-Tools -lstdc++ -lsqlite3 -lnettle -lpthread -lm $(LDLIBS)
+             -lSPIRV-Tools -lstdc++ -lsqlite3 -lnettle -lpthread -ldl -lm $(LDLIBS)
 
 LIB_SRCS := $(wildcard ir/*.c) $(wildcard compiler/*.c) $(wildcard runtime/*.c) \
             $(wildcard cache/*.c)
@@ -31,6 +31,9 @@ LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 CLI_SRCS := tools/xpjit-cli.c tools/cli_cache.c tools/cli_daemon.c
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS    := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+# Stand-in driver libraries (libcuda, the Level Zero loader) that record
+# what the backends pass them: tests of marshalling and error paths.
+MOCKS    := $(patsubst tests/mock/%.c,$(BUILD)/tests/mock/lib%.so,$(wildcard tests/mock/*.c))
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 REPLAYS  := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/replay_%)
 
@@ -85,7 +88,11 @@ $(BUILD)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay_main.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< tests/fuzz/replay_main.c $(LIB_A) $(LDLIBS_ALL)
 
-test: all $(TESTS) $(REPLAYS)
+$(BUILD)/tests/mock/lib%.so: tests/mock/%.c $(wildcard tests/mock/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC -shared -Itests/mock -o $@ $<
+
+test: all $(TESTS) $(REPLAYS) $(MOCKS)
 	@BUILD=$(BUILD) sh tests/run_tests.sh
 
 asan:

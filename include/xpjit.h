@@ -191,6 +191,11 @@ xpj_status xpj_device_list(xpj_context *ctx, const char *filter,
 xpj_status xpj_device_get_info(const xpj_device *dev, xpj_device_info *out);
 /* "cpu:0", "cuda:1", ...: the string that selects exactly this device. */
 const char *xpj_device_id(const xpj_device *dev);
+/* Why backend b found no devices in ctx ("libcuda.so.1: cannot open shared
+ * object file", "no Level Zero driver"), or "" when it found some or has
+ * nothing to say. Owned by ctx. A missing driver is never an error: it
+ * only shows here and in the message of a filter that matches nothing. */
+const char *xpj_context_backend_note(const xpj_context *ctx, xpj_backend b);
 
 /* ---- memory ---------------------------------------------------------- */
 

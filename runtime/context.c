@@ -2,11 +2,49 @@
  * in, the visible set (XPJIT_DEVICE), and selection by filter. */
 #include "rt.h"
 
+#include <dlfcn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const rt_backend_ops *const backends[] = {&rt_cpu_backend};
+static const rt_backend_ops *const backends[] = {
+    &rt_cpu_backend, &rt_cuda_backend, &rt_ze_backend, &rt_ocl_backend};
+
+void *rt_dlopen(const char *env, const char *const *names, char *why,
+                size_t why_size) {
+  const char *e = env ? getenv(env) : NULL;
+  const char *one[2] = {e, NULL};
+  if (e && *e)
+    names = one;
+  if (why && why_size)
+    *why = 0;
+  for (; *names; names++) {
+    void *h = dlopen(*names, RTLD_NOW | RTLD_LOCAL);
+    if (h)
+      return h;
+    const char *m = dlerror();
+    if (why && why_size && !*why)
+      snprintf(why, why_size, "%s", m ? m : *names);
+  }
+  return NULL;
+}
+
+void rt_context_absent(xpj_context *ctx, xpj_backend b, const char *fmt,
+                       ...) {
+  if ((unsigned)b >= XPJ_BACKEND_COUNT)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->absent[b], sizeof ctx->absent[b], fmt, ap);
+  va_end(ap);
+}
+
+const char *xpj_context_backend_note(const xpj_context *ctx, xpj_backend b) {
+  if (!ctx || (unsigned)b >= XPJ_BACKEND_COUNT)
+    return "";
+  return ctx->absent[b];
+}
 
 const char *xpj_backend_name(xpj_backend b) {
   switch (b) {
@@ -116,15 +154,20 @@ xpj_device *xpj_device_get(const xpj_context *ctx, unsigned i) {
 }
 
 static xpj_status none_found(const xpj_context *ctx, const char *filter) {
-  char list[1024] = "";
-  size_t n = 0;
+  char list[1024] = "", notes[1024] = "";
+  size_t n = 0, m = 0;
   for (unsigned i = 0; i < ctx->ndevs && n < sizeof list - 64; i++)
     n += (size_t)snprintf(list + n, sizeof list - n, "%s%s (%s)",
                           i ? ", " : "", ctx->devs[i]->id,
                           ctx->devs[i]->info.name);
+  /* and why backends without devices have none */
+  for (unsigned b = 0; b < XPJ_BACKEND_COUNT && m < sizeof notes - 64; b++)
+    if (ctx->absent[b][0])
+      m += (size_t)snprintf(notes + m, sizeof notes - m, "; %s: %s",
+                            xpj_backend_name((xpj_backend)b), ctx->absent[b]);
   return rt_err(XPJ_ERR_NOT_FOUND,
-                "no device matches \"%s\"; visible devices: %s", filter,
-                ctx->ndevs ? list : "none");
+                "no device matches \"%s\"; visible devices: %s%s", filter,
+                ctx->ndevs ? list : "none", notes);
 }
 
 xpj_status xpj_device_list(xpj_context *ctx, const char *filter,

@@ -234,16 +234,24 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
   }
   if (nargs && !args)
     return launch_err(k, "args is NULL", NULL);
-  /* the command's block: the launch, nabi pointers, nabi 8-byte slots */
-  size_t sz = sizeof(rt_launch) + k->nabi * (sizeof(void *) + 8);
+  /* the command's block: the launch, then per ABI argument (and the 3
+   * hidden ones of range kernels) a pointer, an 8-byte slot and its kind */
+  unsigned nh = k->kind == XPJ_FUNC_RANGE ? 3 : 0, nall = k->nabi + nh;
+  size_t sz = sizeof(rt_launch) +
+              nall * (sizeof(void *) + 8 + sizeof(rt_abi_arg));
   rt_launch *l = calloc(1, sz);
   if (!l)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   l->native = k->native;
   l->kind = k->kind;
   l->nabi = k->nabi;
+  l->nhidden = nh;
   l->args = (void **)(l + 1);
-  uint64_t *slots = (uint64_t *)(l->args + k->nabi);
+  uint64_t *slots = (uint64_t *)(l->args + nall);
+  rt_abi_arg *abi = (rt_abi_arg *)(slots + nall);
+  l->abi = abi;
+  for (unsigned j = 0; j < nall; j++)
+    abi[j].size = 8; /* int64 unless said otherwise below */
   l->local_bytes = k->local_bytes;
   l->scratch_bytes = k->scratch_bytes;
   xpj_status st = check_geometry(k, r, l);
@@ -283,6 +291,7 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
       default: break;
       }
       l->args[s] = v;
+      abi[s].size = (uint8_t)scalar_bytes(p->dtype);
       s++;
       continue;
     }
@@ -297,6 +306,8 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
     const xpj_array *arr = a->array;
     memcpy(&slots[s], &arr->data, sizeof(void *));
     l->args[s] = &slots[s];
+    abi[s].size = sizeof(void *);
+    abi[s].ptr = 1;
     s++;
     slots[s] = (uint64_t)arr->offset;
     l->args[s] = &slots[s];
@@ -313,6 +324,10 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
   if (st != XPJ_OK) {
     free(l);
     return st;
+  }
+  for (unsigned d = 0; d < nh; d++) { /* the logical global size */
+    slots[k->nabi + d] = (uint64_t)l->global[d];
+    l->args[k->nabi + d] = &slots[k->nabi + d];
   }
   *out = l;
   return XPJ_OK;

@@ -28,15 +28,28 @@ uint64_t rt_now_ns(void);
 
 /* ---- the backend interface ------------------------------------------ */
 
+/* One flattened ABI argument: its size in bytes, and whether it is a
+ * global-memory pointer (an array's data) rather than a value. */
+typedef struct rt_abi_arg {
+  uint8_t size;
+  uint8_t ptr;
+} rt_abi_arg;
+
 /* One launch, marshalled: args[i] points at flattened ABI argument i
- * (docs/abi.md); the storage lives in the command. */
+ * (docs/abi.md), abi[i] says what it is; the storage lives in the command.
+ * Range kernels on GPU targets take 3 hidden int64 arguments after the
+ * parameters (the logical global size): args[nabi .. nabi + nhidden) hold
+ * them (nhidden is 3 for range kernels, 0 otherwise; the CPU backend
+ * ignores them). groups[] is the grid: for range kernels global rounded
+ * up to whole groups of local (the hint). */
 typedef struct rt_launch {
   void *native; /* the backend's loaded kernel (kernel_load) */
   xpj_func_kind kind;
   unsigned ndim;
   int64_t global[3], local[3], groups[3]; /* unused dimensions are 1 */
-  unsigned nabi;
+  unsigned nabi, nhidden;
   void **args;
+  const rt_abi_arg *abi;
   uint64_t local_bytes;   /* static local memory per work-group */
   uint64_t scratch_bytes; /* per work-item (CPU) */
 } rt_launch;
@@ -67,9 +80,29 @@ typedef struct rt_backend_ops {
                      size_t pattern_size, size_t bytes);
   xpj_status (*launch)(xpj_device *d, void *bq, const rt_launch *l);
   xpj_status (*sync)(xpj_device *d, void *bq); /* NULL: synchronous */
+  /* Optional (NULL: the device has no native form worth caching). The
+   * device's own binary of a loaded kernel (a cubin, a Level Zero native
+   * binary, an OpenCL program binary), malloc'd into *bin; and loading
+   * such a binary back. The runtime caches it next to the portable binary
+   * under dev->native_id, so a warm process skips the driver's own JIT.
+   * native_load failing is not fatal: the runtime loads the portable
+   * binary instead and replaces the native one. */
+  xpj_status (*native_get)(xpj_device *d, void *native, uint8_t **bin,
+                           size_t *len);
+  xpj_status (*native_load)(xpj_device *d, const uint8_t *bin, size_t len,
+                            const char *entry, void **native);
 } rt_backend_ops;
 
 extern const rt_backend_ops rt_cpu_backend;
+extern const rt_backend_ops rt_cuda_backend;  /* cuda.c: libcuda, PTX */
+extern const rt_backend_ops rt_ze_backend;    /* ze.c: Level Zero, SPIR-V */
+extern const rt_backend_ops rt_ocl_backend;   /* opencl.c: ICD, SPIR-V */
+
+/* Opens a backend's driver library: the path in the environment variable
+ * env if set, else each of names (NULL-terminated) in turn. NULL when none
+ * loads; why (if not NULL) gets dlerror's message. */
+void *rt_dlopen(const char *env, const char *const *names, char *why,
+                size_t why_size);
 
 /* ---- objects -------------------------------------------------------- */
 
@@ -85,6 +118,9 @@ struct xpj_device {
   xpj_device_info info;
   xpj_target target; /* parsed info.target */
   char id[32];       /* "cpu:0" */
+  /* The exact device and driver a native binary is valid for ("" when
+   * the backend has no native_get): part of the native cache key. */
+  char native_id[256];
   void *impl;        /* backend state */
   pthread_mutex_t mem_lock;
   rt_alloc *allocs; /* sorted by base */
@@ -149,6 +185,9 @@ typedef struct rt_cc {
 struct xpj_context {
   xpj_device **all; /* every discovered device (owned) */
   unsigned nall;
+  /* Per backend: why it found no devices ("" if it found some or said
+   * nothing), for the error when a filter asks for that backend. */
+  char absent[XPJ_BACKEND_COUNT][256];
   xpj_device **devs; /* the visible ones, in order */
   unsigned ndevs;
   unsigned cpu_threads;
@@ -204,6 +243,12 @@ int rt_dc_get(rt_dc *dc, const rt_source *src, const char *kernel,
                const xpj_compile_opts *o, const char *digest,
                const char *l2_path, struct xpd_kernel *k, uint8_t **payload,
                bool *same_cache);
+
+/* A backend's note on why it has no devices (libcuda not found, no Level
+ * Zero driver): kept for the error when a filter asks for one, and shown by
+ * xpjit-cli devices -v. Not an error. */
+void rt_context_absent(xpj_context *ctx, xpj_backend b, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Adds a device a backend discovered (info and target filled, id set by
  * the context). Takes ownership of dev (freed with free() after
