@@ -48,6 +48,16 @@ typedef struct cg_target_ops {
    * (LLVM intrinsics). May cg_fail with XPJ_ERR_UNSUPPORTED. */
   LLVMValueRef (*math)(cg *c, xpj_math m, xpj_scalar s, LLVMValueRef *a,
                        unsigned n);
+  /* Optional: a compare-exchange of integers of type it at p (address
+   * space as), returning the old value, for a backend whose cmpxchg
+   * instruction is unusable (LLVM 22 SPIR-V: its {T, i1} result breaks
+   * in phis). NULL: LLVM's cmpxchg. */
+  LLVMValueRef (*cmpxchg)(cg *c, LLVMValueRef p, unsigned as, LLVMTypeRef it,
+                          LLVMValueRef expected, LLVMValueRef desired,
+                          xpj_scope scope, xpj_order order);
+  /* true: exchange floats as integers of the same width (OpenCL has no
+   * atomic_xchg on double, and Intel's SPIR-V reader asks for one). */
+  bool xchg_float_as_int;
   /* Called once the kernel function is complete. */
   void (*finish_kernel)(cg *c, LLVMValueRef fn);
   /* Called after optimisation, before code generation (PTX: nothing yet). */

@@ -1083,6 +1083,13 @@ static LLVMValueRef lower_atomic(cg *c, cg_frame *fr, const xpj_inst *in) {
     default: op = LLVMAtomicRMWBinOpXchg; break;
     }
     LLVMValueRef v = val(c, fr, a[1]);
+    if (fl && op == LLVMAtomicRMWBinOpXchg && c->ops->xchg_float_as_int) {
+      LLVMTypeRef it = LLVMIntTypeInContext(c->ctx, xpj_scalar_bits(s));
+      LLVMValueRef r = LLVMBuildAtomicRMWSyncScope(
+          B, op, p, LLVMBuildBitCast(B, v, it, ""), ord, ss);
+      LLVMSetAlignment(r, scalar_bytes(s));
+      return LLVMBuildBitCast(B, r, cg_scalar_type(c, s), "");
+    }
     if (c->ops->rmw_order_by_fences && ord != LLVMAtomicOrderingMonotonic) {
       /* release side before, acquire side after a relaxed RMW */
       if (ord != LLVMAtomicOrderingAcquire)
@@ -1106,6 +1113,13 @@ static LLVMValueRef lower_atomic(cg *c, cg_frame *fr, const xpj_inst *in) {
     if (fl) {
       e = LLVMBuildBitCast(B, e, it, "");
       d = LLVMBuildBitCast(B, d, it, "");
+    }
+    if (c->ops->cmpxchg) {
+      unsigned as = sp == XPJ_SPACE_LOCAL ? c->ops->as_local : c->ops->as_global;
+      LLVMValueRef old = c->ops->cmpxchg(c, p, as, it, e, d,
+                                         (xpj_scope)in->scope,
+                                         (xpj_order)in->order);
+      return fl ? LLVMBuildBitCast(B, old, cg_scalar_type(c, s), "") : old;
     }
     LLVMAtomicOrdering fail = ord == LLVMAtomicOrderingAcquireRelease
                                   ? LLVMAtomicOrderingAcquire

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define XPJ_ABI_VERSION 2
+#define XPJ_ABI_VERSION 3
 
 struct xpj_result {
   xpj_status status;

@@ -218,7 +218,42 @@ static void spirv_before_codegen(cg *c) {
   LLVMDisposeBuilder(b);
 }
 
+/* Compare-exchange as the SPIR-V builtin OpAtomicCompareExchange, which
+ * returns the old value itself: LLVM 22's SPIR-V backend lowers the {T, i1}
+ * result of a cmpxchg instruction into invalid SPIR-V (an OpPhi of the
+ * struct) once the old value flows around a loop. */
+static LLVMValueRef spirv_cmpxchg(cg *c, LLVMValueRef p, unsigned as,
+                                  LLVMTypeRef it, LLVMValueRef expected,
+                                  LLVMValueRef desired, xpj_scope scope,
+                                  xpj_order order) {
+  /* MemorySemantics: Acquire 0x2, Release 0x4, AcquireRelease 0x8,
+   * SequentiallyConsistent 0x10; WorkgroupMemory 0x100, CrossWorkgroup
+   * 0x200. Scope: Device 1, Workgroup 2. */
+  unsigned storage = as == 3 ? 0x100 : 0x200, eq = 0, neq = 0;
+  switch (order) {
+  case XPJ_ORDER_ACQUIRE: eq = neq = 0x2; break;
+  case XPJ_ORDER_RELEASE: eq = 0x4; break;
+  case XPJ_ORDER_ACQ_REL: eq = 0x8; neq = 0x2; break;
+  case XPJ_ORDER_SEQ_CST: eq = neq = 0x10; break;
+  default: break;
+  }
+  if (eq)
+    eq |= storage;
+  if (neq)
+    neq |= storage;
+  bool wide = LLVMGetIntTypeWidth(it) == 64;
+  char name[64];
+  snprintf(name, sizeof name, "_Z29__spirv_AtomicCompareExchangePU3AS%ui%s",
+           as, wide ? "iiill" : "iiiii");
+  LLVMValueRef a[6] = {p, cg_i32(c, scope == XPJ_SCOPE_WORK_GROUP ? 2 : 1),
+                       cg_i32(c, (int32_t)eq), cg_i32(c, (int32_t)neq),
+                       desired, expected};
+  return cg_call(c, name, it, a, 6, LLVMSPIRFUNCCallConv);
+}
+
 const cg_target_ops xpj_target_spirv_ops = {
+    .cmpxchg = spirv_cmpxchg,
+    .xchg_float_as_int = true,
     .name = "spirv",
     .simt = true,
     .as_global = 1,

@@ -79,7 +79,8 @@ typedef struct xpj_kernel xpj_kernel;
 typedef struct xpj_context_desc {
   /* Device filter that limits what the context sees, in the syntax of
    * xpj_device_select. NULL: the XPJIT_DEVICE environment variable if set,
-   * else every device. */
+   * else every device. Backends no term can match are not even loaded
+   * ("cpu": no GPU driver is opened). */
   const char *visible;
   /* Threads of the CPU device's pool; 0: XPJIT_CPU_THREADS if set, else
    * one per online core. */

@@ -74,11 +74,12 @@ xpj_status rt_context_add_device(xpj_context *ctx, xpj_device *dev) {
 }
 
 static void device_free(xpj_device *d) {
-  if (d->ops && d->ops->device_destroy)
-    d->ops->device_destroy(d);
-  /* memory the application never freed goes with its device */
+  /* memory the application never freed goes with its device, before the
+   * backend tears down the device (and the driver context it needs) */
   for (size_t i = 0; i < d->nallocs; i++)
     d->ops->mem_free(d, d->allocs[i].kind, (void *)d->allocs[i].base);
+  if (d->ops && d->ops->device_destroy)
+    d->ops->device_destroy(d);
   free(d->allocs);
   pthread_mutex_destroy(&d->mem_lock);
   free(d);
@@ -114,7 +115,8 @@ xpj_status xpj_context_create(const xpj_context_desc *desc,
   }
   for (size_t i = 0; i < sizeof backends / sizeof *backends && st == XPJ_OK;
        i++)
-    st = backends[i]->discover(ctx);
+    if (!f || rt_filter_may_use(f, backends[i]->id))
+      st = backends[i]->discover(ctx);
   if (st == XPJ_OK && ctx->nall) {
     ctx->devs = calloc(ctx->nall, sizeof *ctx->devs);
     if (!ctx->devs)

@@ -182,4 +182,17 @@ bool rt_filter_match(const rt_filter *f, const xpj_device *d) {
   return pos || !any_positive;
 }
 
+bool rt_filter_may_use(const rt_filter *f, xpj_backend b) {
+  bool any_positive = false;
+  for (unsigned i = 0; i < f->nterms; i++) {
+    const term *t = &f->terms[i];
+    if (t->negate)
+      continue;
+    any_positive = true;
+    if (t->backend < 0 || t->backend == (int)b)
+      return true;
+  }
+  return !any_positive;
+}
+
 void rt_filter_free(rt_filter *f) { free(f); }

@@ -259,6 +259,9 @@ xpj_status rt_context_add_device(xpj_context *ctx, xpj_device *dev);
 typedef struct rt_filter rt_filter;
 xpj_status rt_filter_parse(const char *s, rt_filter **out);
 bool rt_filter_match(const rt_filter *f, const xpj_device *d);
+/* false when no device of backend b can match f: its discovery is skipped
+ * (XPJIT_DEVICE=cpu never loads a GPU driver). */
+bool rt_filter_may_use(const rt_filter *f, xpj_backend b);
 void rt_filter_free(rt_filter *f);
 
 /* The allocation of dev that contains [p, p + bytes); false if none. */

@@ -184,7 +184,7 @@ static const xpj_cache_key *key_of(tkey *t, unsigned i) {
   snprintf(t->dtypes, sizeof t->dtypes, "T=f32,U=i64");
   snprintf(t->target, sizeof t->target, "cpu:x86_64-znver4");
   snprintf(t->options, sizeof t->options, "O2");
-  snprintf(t->versions, sizeof t->versions, "xpjit=0.1.0;llvm=22.1.8;abi=2");
+  snprintf(t->versions, sizeof t->versions, "xpjit=0.1.0;llvm=22.1.8;abi=3");
   t->k = (xpj_cache_key){t->code,   t->kernel,  t->dtypes,  0,
                          t->target, t->options, t->versions};
   return &t->k;
@@ -457,7 +457,7 @@ static void test_round_trip(void **state) {
   assert_string_equal(e.dtypes, "T=f32,U=i64");
   assert_string_equal(e.target, "cpu:x86_64-znver4");
   assert_string_equal(e.options, "O2");
-  assert_string_equal(e.versions, "xpjit=0.1.0;llvm=22.1.8;abi=2");
+  assert_string_equal(e.versions, "xpjit=0.1.0;llvm=22.1.8;abi=3");
   assert_int_equal(e.ndim, 0);
   assert_int_equal(e.failed, 0);
   assert_int_equal(e.size, sizeof bin);
@@ -612,7 +612,7 @@ static void test_keys(void **state) {
   assert_string_equal(hex, d0);
   assert_non_null(strstr(text, "\nkernel k7\n"));
   assert_non_null(strstr(text, "\nndim 0\n"));
-  assert_non_null(strstr(text, "\nversions xpjit=0.1.0;llvm=22.1.8;abi=2\n"));
+  assert_non_null(strstr(text, "\nversions xpjit=0.1.0;llvm=22.1.8;abi=3\n"));
   free(text);
   put_i(c, 7, 300);
   expect_hit(c, 7, 300);
@@ -643,7 +643,7 @@ static void test_keys(void **state) {
       t.k.options = "O3";
       break;
     case 7:
-      t.k.versions = "xpjit=0.1.0;llvm=22.1.8;abi=3";
+      t.k.versions = "xpjit=0.1.0;llvm=22.1.8;abi=2";
       break;
     case 8:
       t.k.dtypes = "";
@@ -1783,14 +1783,14 @@ static void test_bundles(void **state) {
   assert_string_equal(kind, "cpu:x86_64-znver4");
   free(kind);
   assert_int_equal(xpj_cache_get_meta(b, "versions", &kind), XPJ_OK);
-  assert_string_equal(kind, "xpjit=0.1.0;llvm=22.1.8;abi=2");
+  assert_string_equal(kind, "xpjit=0.1.0;llvm=22.1.8;abi=3");
   free(kind);
   assert_int_equal(xpj_cache_get_meta(b, "nope", &kind), XPJ_ERR_NOT_FOUND);
   assert_null(kind);
   char *targets = NULL, *versions = NULL;
   assert_int_equal(xpj_cache_targets(b, &targets, &versions), XPJ_OK);
   assert_string_equal(targets, "cpu:x86_64-znver4");
-  assert_string_equal(versions, "xpjit=0.1.0;llvm=22.1.8;abi=2");
+  assert_string_equal(versions, "xpjit=0.1.0;llvm=22.1.8;abi=3");
   free(targets);
   free(versions);
   assert_int_equal(verify_bad(b, NULL), 0);
@@ -2060,7 +2060,7 @@ static void test_list_find_clear(void **state) {
   char *targets = NULL, *versions = NULL;
   assert_int_equal(xpj_cache_targets(c, &targets, &versions), XPJ_OK);
   assert_string_equal(targets, "cpu:x86_64-znver4\nptx:sm_90");
-  assert_string_equal(versions, "xpjit=0.1.0;llvm=22.1.8;abi=2");
+  assert_string_equal(versions, "xpjit=0.1.0;llvm=22.1.8;abi=3");
   free(targets);
   free(versions);
   xpj_cache_close(c);

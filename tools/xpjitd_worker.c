@@ -68,6 +68,7 @@ int xpjitd_worker_main(void) {
   xpj_context_desc desc = {0};
   desc.cpu_threads = 1;
   desc.no_env_bundles = 1;
+  desc.visible = "cpu"; /* it compiles; it opens no GPU driver */
   desc.cache_mode = XPJ_CACHE_MODE_OFF;
   xpj_context *ctx = NULL;
   if (xpj_context_create(&desc, &ctx) != XPJ_OK) {

@@ -85,7 +85,7 @@ static const xpj_cache_key fixed_key = {
     0,
     "cpu:x86_64",
     "O2",
-    "xpjit=0.1.0;llvm=22.1.8;abi=2"};
+    "xpjit=0.1.0;llvm=22.1.8;abi=3"};
 
 /* The read calls every kind of handle supports. */
 static void exercise(xpj_cache *c) {
