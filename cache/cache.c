@@ -641,7 +641,8 @@ const char *xpj_cache_path(const xpj_cache *c) { return c ? c->path : ""; }
 #define COUNTERS(X)                                                          \
   X(l1_hits) X(l2_hits) X(l2_misses) X(bundle_hits) X(compiles)              \
   X(compile_failures) X(failure_hits) X(corrupt) X(evictions) X(compile_ms) \
-  X(saved_ms) X(daemon_hits) X(daemon_fallbacks)
+  X(saved_ms) X(daemon_hits) X(daemon_fallbacks) X(native_hits)             \
+  X(native_stores)
 
 static void add_counters(xpj_cache_counters *a, const xpj_cache_counters *b) {
 #define ADD(f) a->f += b->f;

@@ -156,6 +156,11 @@ typedef struct xpj_cache_counters {
   double saved_ms;        /* compile time of entries served from a cache */
   uint64_t daemon_hits;   /* kernels xpjitd served (compiled or found) */
   uint64_t daemon_fallbacks; /* daemon unusable: compiled in-process */
+  /* Device-native binaries (cubin, Level Zero native module, OpenCL
+   * program binary) loaded from the cache instead of running the driver's
+   * own compiler, and stored after such a compile. */
+  uint64_t native_hits;
+  uint64_t native_stores;
 } xpj_cache_counters;
 
 /* Adds delta to the counters (written with the next write, or at close). */

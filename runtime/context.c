@@ -78,6 +78,7 @@ static void device_free(xpj_device *d) {
    * backend tears down the device (and the driver context it needs) */
   for (size_t i = 0; i < d->nallocs; i++)
     d->ops->mem_free(d, d->allocs[i].kind, (void *)d->allocs[i].base);
+  d->nallocs = 0;
   if (d->ops && d->ops->device_destroy)
     d->ops->device_destroy(d);
   free(d->allocs);

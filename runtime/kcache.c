@@ -330,6 +330,65 @@ xpj_status rt_cc_key(rt_cc *cc, const xpj_module *sm, const char *kernel,
   return XPJ_OK;
 }
 
+/* Loads the binary g on dev. A device with a native form (a cubin, a
+ * Level Zero native module, an OpenCL program binary) first tries the one
+ * cached under the same key with "native:<dev->native_id>|<target>" as its
+ * target, which skips the driver's own compiler; after loading the
+ * portable binary it stores the device's native binary for next time. A
+ * native binary the driver refuses (a newer driver) is replaced. */
+static xpj_status load_on_device(rt_cc *cc, xpj_cache *l2,
+                                 const xpj_cache_key *key, xpj_device *dev,
+                                 const got *g, void **native) {
+  const rt_backend_ops *ops = dev->ops;
+  bool nat = l2 && dev->native_id[0] && ops->native_get && ops->native_load &&
+             xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_OFF;
+  char ntarget[2048];
+  xpj_cache_key nk = *key;
+  xpj_cache_counters d = {0};
+  if (nat) {
+    snprintf(ntarget, sizeof ntarget, "native:%s|%s", dev->native_id,
+             key->target);
+    for (char *p = ntarget; *p; p++)
+      if (*p == '\n')
+        *p = ' ';
+    nk.target = ntarget;
+    xpj_cache_entry ne = {0};
+    if (xpj_cache_get(l2, &nk, &ne) == XPJ_OK) {
+      xpj_status st = ne.failed ? XPJ_ERR_DEVICE
+                                : ops->native_load(dev, ne.data, ne.size,
+                                                   g->entry, native);
+      xpj_cache_entry_clear(&ne);
+      if (st == XPJ_OK) {
+        d.native_hits = 1;
+        xpj_cache_note(l2, &d);
+        pthread_mutex_lock(&cc->mu);
+        cc->counters.native_hits++;
+        pthread_mutex_unlock(&cc->mu);
+        return XPJ_OK;
+      }
+    }
+  }
+  uint64_t t0 = rt_now_ns();
+  xpj_status st = ops->kernel_load(dev, g->data, g->len, g->entry, native);
+  if (st != XPJ_OK || !nat)
+    return st;
+  uint8_t *b = NULL;
+  size_t n = 0;
+  if (ops->native_get(dev, *native, &b, &n) == XPJ_OK) {
+    xpj_cache_value v = {0, b, n, g->entry, "", g->local_bytes,
+                         g->scratch_bytes, (double)(rt_now_ns() - t0) / 1e6};
+    if (xpj_cache_put(l2, &nk, &v) == XPJ_OK) {
+      d.native_stores = 1;
+      xpj_cache_note(l2, &d);
+      pthread_mutex_lock(&cc->mu);
+      cc->counters.native_stores++;
+      pthread_mutex_unlock(&cc->mu);
+    }
+    free(b);
+  }
+  return XPJ_OK;
+}
+
 xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
                         const xpj_module *sm, const char *kernel,
                         const char *dtypes, unsigned ndim, xpj_device *dev,
@@ -492,7 +551,7 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
                 (unsigned long long)dev->info.local_mem_size);
     msg = strdup(xpj_last_error());
   } else if (dev) {
-    st = dev->ops->kernel_load(dev, g.data, g.len, g.entry, &e->native);
+    st = load_on_device(cc, l2, &key, dev, &g, &e->native);
     cacheable = false; /* a load failure is the device's, maybe passing */
   } else {
     e->bin = malloc(g.len ? g.len : 1);

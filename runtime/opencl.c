@@ -353,7 +353,7 @@ static xpj_status add_device(xpj_context *ctx, cl_platform_id p,
   uint64_t align_bits = dev_u64(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, 4);
   in->mem_base_align = align_bits >= 8 * 64 ? align_bits / 8 : 64;
   xpj_target_str(&d->target, in->target, sizeof in->target);
-  snprintf(d->native_id, sizeof d->native_id, "opencl:%s:%s:%s:%s", pname,
+  snprintf(d->native_id, sizeof d->native_id, "opencl:%.60s:%.80s:%.50s:%.50s", pname,
            name, ver, in->driver_version);
   d->ops = &rt_ocl_backend;
   d->impl = c;
@@ -519,6 +519,9 @@ static xpj_status ocl_kernel_load(xpj_device *d, const uint8_t *bin,
                                   size_t len, const char *entry,
                                   void **native) {
   cl_dev *c = cd_of(d);
+  char why[160];
+  if (!rt_spirv_sane(bin, len, why, sizeof why))
+    return rt_err(XPJ_ERR_COMPILE, "loading %s on %s: %s", entry, d->id, why);
   cl_int e = CL_SUCCESS;
   cl_program prog = c->il_khr ? c->il_khr(c->ctx, bin, len, &e)
                               : cl.clCreateProgramWithIL(c->ctx, bin, len, &e);

@@ -98,6 +98,10 @@ extern const rt_backend_ops rt_cuda_backend;  /* cuda.c: libcuda, PTX */
 extern const rt_backend_ops rt_ze_backend;    /* ze.c: Level Zero, SPIR-V */
 extern const rt_backend_ops rt_ocl_backend;   /* opencl.c: ICD, SPIR-V */
 
+/* A structural check of a SPIR-V module (header, instruction word
+ * counts) before it goes to a driver; false with why filled. */
+bool rt_spirv_sane(const uint8_t *bin, size_t len, char *why, size_t size);
+
 /* Opens a backend's driver library: the path in the environment variable
  * env if set, else each of names (NULL-terminated) in turn. NULL when none
  * loads; why (if not NULL) gets dlerror's message. */

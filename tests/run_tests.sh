@@ -9,7 +9,9 @@ export CLI="$B/bin/xpjit-cli"
 export XPJIT_CACHE_DIR="$PWD/$B/test-cache"
 rm -rf "$XPJIT_CACHE_DIR"
 export XPJIT_DAEMON=off
-unset XPJIT_CACHE XPJIT_BUNDLE_PATH XPJIT_CACHE_MAX_SIZE
+unset XPJIT_CACHE XPJIT_BUNDLE_PATH XPJIT_CACHE_MAX_SIZE XPJIT_DEVICE
+# Leaks inside vendor OpenCL runtimes are theirs (sanitizer builds only).
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 pass=0
 fail=0
 failed=""
@@ -31,6 +33,23 @@ for t in "$B"/tests/test_*; do
   [ -x "$t" ] || continue
   step "$(basename "$t")" "$t"
 done
+# The conformance suite and the examples again on a SPIR-V consumer:
+# Intel's OpenCL runtime for CPUs (tools/intel-ocl.sh installs it), so the
+# SPIR-V for OpenCL and Level Zero is executed, not only validated. CI sets
+# XPJIT_REQUIRE_SPIRV=1: there, a missing consumer is a failure.
+IOCL=${XPJIT_INTEL_OCL:-$HOME/.cache/xpjit/intel-opencl}
+if [ -f "$IOCL/icd/intel-cpu.icd" ]; then
+  for t in conformance_a conformance_b; do
+    step "test_$t@opencl" env OCL_ICD_VENDORS="$IOCL/icd" \
+      XPJIT_TEST_DEVICE=opencl "$B/tests/test_$t"
+  done
+  step examples@opencl env OCL_ICD_VENDORS="$IOCL/icd" \
+    sh tests/on_device.sh opencl
+elif [ -n "${XPJIT_REQUIRE_SPIRV:-}" ]; then
+  step spirv_consumer sh -c "echo 'no SPIR-V consumer in $IOCL (run sh tools/intel-ocl.sh)'; false"
+else
+  echo "=== skipped: the conformance suite on OpenCL/SPIR-V (no $IOCL; sh tools/intel-ocl.sh installs Intel's OpenCL CPU runtime)"
+fi
 step golden sh tests/run_golden.sh
 step cli sh tests/cli.sh
 step cache_cli sh tests/cache_cli.sh

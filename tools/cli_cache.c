@@ -123,7 +123,8 @@ static void print_counters_json(FILE *f, const xpj_cache_counters *c) {
           "\"compile_failures\": %llu, \"failure_hits\": %llu, "
           "\"corrupt\": %llu, \"evictions\": %llu, \"compile_ms\": %.3f, "
           "\"saved_ms\": %.3f, \"daemon_hits\": %llu, "
-          "\"daemon_fallbacks\": %llu",
+          "\"daemon_fallbacks\": %llu, \"native_hits\": %llu, "
+          "\"native_stores\": %llu",
           (unsigned long long)c->l1_hits, (unsigned long long)c->l2_hits,
           (unsigned long long)c->l2_misses,
           (unsigned long long)c->bundle_hits,
@@ -132,7 +133,9 @@ static void print_counters_json(FILE *f, const xpj_cache_counters *c) {
           (unsigned long long)c->failure_hits,
           (unsigned long long)c->corrupt, (unsigned long long)c->evictions,
           c->compile_ms, c->saved_ms, (unsigned long long)c->daemon_hits,
-          (unsigned long long)c->daemon_fallbacks);
+          (unsigned long long)c->daemon_fallbacks,
+          (unsigned long long)c->native_hits,
+          (unsigned long long)c->native_stores);
 }
 
 static const char *mode_name(xpj_cache_mode m) {
@@ -183,6 +186,9 @@ static int do_stats(xpj_cache *c, bool json) {
   printf("daemon hits:      %llu (%llu times it could not serve)\n",
          (unsigned long long)k->daemon_hits,
          (unsigned long long)k->daemon_fallbacks);
+  printf("device binaries:  %llu loaded, %llu stored\n",
+         (unsigned long long)k->native_hits,
+         (unsigned long long)k->native_stores);
   printf("compiles:         %llu (%llu failed), %.1f ms\n",
          (unsigned long long)k->compiles,
          (unsigned long long)k->compile_failures, k->compile_ms);

@@ -166,11 +166,17 @@ static int cmd_devices(int argc, char **argv) {
   for (unsigned i = 0; devs && i < n; i++) {
     xpj_device_info in;
     xpj_device_get_info(devs[i], &in);
-    printf("%c[%s] %s %s (%s), %u compute units, %.1f GiB, local %llu KiB\n",
+    /* the target without the CPU's feature list: "cpu:znver4", "spirv:1.2" */
+    int tlen = (int)strcspn(in.target, ",");
+    const char *c2 = strchr(in.target, ':');
+    if (c2 && (c2 = strchr(c2 + 1, ':')))
+      tlen = (int)(c2 - in.target);
+    printf("%c[%s] %s %s (%s), %.*s, %u compute units, %.1f GiB, local %llu "
+           "KiB, driver %s\n",
            devs[i] == def ? '*' : ' ', xpj_device_id(devs[i]),
-           type_name(in.type), in.name, in.vendor, in.compute_units,
-           in.global_mem_size / (1024.0 * 1024 * 1024),
-           (unsigned long long)(in.local_mem_size / 1024));
+           type_name(in.type), in.name, in.vendor, tlen, in.target,
+           in.compute_units, in.global_mem_size / (1024.0 * 1024 * 1024),
+           (unsigned long long)(in.local_mem_size / 1024), in.driver_version);
     if (verbose) {
       printf("    backend             %s\n", xpj_backend_name(in.backend));
       printf("    driver              %s\n", in.driver_version);
@@ -189,6 +195,13 @@ static int cmd_devices(int argc, char **argv) {
   }
   if (n == 0)
     printf("no devices%s%s\n", filter ? " match " : "", filter ? filter : "");
+  if (verbose || n == 0) { /* and why a backend has none */
+    for (int b = 0; b < XPJ_BACKEND_COUNT; b++) {
+      const char *note = xpj_context_backend_note(ctx, (xpj_backend)b);
+      if (*note)
+        printf("  %s: %s\n", xpj_backend_name((xpj_backend)b), note);
+    }
+  }
   free(devs);
   xpj_context_destroy(ctx);
   return 0;

@@ -1,0 +1,357 @@
+/* test_opencl.c - the OpenCL backend: discovery and its absence, memory
+ * and commands, error paths with the driver's messages, and the native
+ * binary cache. Runs on Intel's OpenCL CPU runtime when tools/intel-ocl.sh
+ * installed it ($XPJIT_INTEL_OCL or ~/.cache/xpjit/intel-opencl); the
+ * tests that need a device skip without one. The conformance suite runs
+ * on it too (tests/run_tests.sh). */
+#include "testutil.h"
+
+#include "rt.h"
+#include "xpjit.h"
+#include "xpjit_cache.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+static char cache_dir[512];
+
+/* Points the ICD loader at the Intel runtime; false if it is not there. */
+static bool use_intel(void) {
+  const char *d = getenv("XPJIT_INTEL_OCL");
+  char icd[600];
+  if (d && *d)
+    snprintf(icd, sizeof icd, "%s/icd", d);
+  else
+    snprintf(icd, sizeof icd, "%s/.cache/xpjit/intel-opencl/icd",
+             getenv("HOME") ? getenv("HOME") : "/");
+  char f[700];
+  snprintf(f, sizeof f, "%s/intel-cpu.icd", icd);
+  if (access(f, R_OK) != 0)
+    return false;
+  setenv("OCL_ICD_VENDORS", icd, 1);
+  return true;
+}
+
+static xpj_context *ctx_opencl(xpj_device **dev) {
+  xpj_context_desc desc = {.visible = "opencl", .cache_path = NULL};
+  xpj_context *ctx = NULL;
+  assert_int_equal(xpj_context_create(&desc, &ctx), XPJ_OK);
+  *dev = NULL;
+  if (xpj_device_select(ctx, "opencl", dev) != XPJ_OK) {
+    xpj_context_destroy(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
+/* ---- absence ---------------------------------------------------------- */
+
+static void test_no_loader(void **state) {
+  (void)state;
+  setenv("XPJIT_OPENCL_LIBRARY", "/nonexistent/libOpenCL.so.1", 1);
+  xpj_context *ctx = NULL;
+  assert_int_equal(xpj_context_create(NULL, &ctx), XPJ_OK);
+  xpj_device *d = NULL;
+  unsigned n = 0;
+  assert_int_equal(xpj_device_list(ctx, "opencl", &d, 1, &n), XPJ_OK);
+  assert_int_equal(n, 0);
+  const char *note = xpj_context_backend_note(ctx, XPJ_BACKEND_OPENCL);
+  if (!strstr(note, "/nonexistent/libOpenCL.so.1"))
+    fail_msg("note: '%s'", note);
+  assert_int_equal(xpj_device_select(ctx, "opencl", &d), XPJ_ERR_NOT_FOUND);
+  const char *msg = xpj_last_error();
+  if (!strstr(msg, "opencl: ") || !strstr(msg, "nonexistent"))
+    fail_msg("the error does not say why: '%s'", msg);
+  /* the CPU is still there */
+  assert_int_equal(xpj_device_select(ctx, "cpu", &d), XPJ_OK);
+  xpj_context_destroy(ctx);
+  /* a filter that excludes OpenCL does not even open the loader */
+  xpj_context_desc desc = {.visible = "cpu"};
+  assert_int_equal(xpj_context_create(&desc, &ctx), XPJ_OK);
+  assert_string_equal(xpj_context_backend_note(ctx, XPJ_BACKEND_OPENCL), "");
+  xpj_context_destroy(ctx);
+  unsetenv("XPJIT_OPENCL_LIBRARY");
+}
+
+/* ---- discovery ---------------------------------------------------------- */
+
+static void test_discovery(void **state) {
+  (void)state;
+  xpj_device *dev;
+  xpj_context *ctx = ctx_opencl(&dev);
+  if (!ctx)
+    skip();
+  xpj_device_info in;
+  assert_int_equal(xpj_device_get_info(dev, &in), XPJ_OK);
+  assert_int_equal(in.backend, XPJ_BACKEND_OPENCL);
+  assert_string_equal(xpj_device_id(dev), "opencl:0");
+  assert_string_equal(in.target, "spirv:1.2");
+  assert_true(in.compute_units >= 1);
+  assert_true(in.max_work_group_size >= 64);
+  assert_true(in.local_mem_size >= 16 * 1024);
+  assert_true(in.global_mem_size > 0);
+  assert_true(in.mem_base_align >= 64);
+  assert_true(in.name[0] && in.vendor[0] && in.driver_version[0]);
+  assert_true(dev->native_id[0] != 0);
+  xpj_context_destroy(ctx);
+}
+
+/* ---- memory and commands -------------------------------------------------- */
+
+static void test_memory(void **state) {
+  (void)state;
+  xpj_device *dev;
+  xpj_context *ctx = ctx_opencl(&dev);
+  if (!ctx)
+    skip();
+  xpj_queue *q;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  enum { N = 4096 };
+  uint8_t host[N], back[N];
+  for (int i = 0; i < N; i++)
+    host[i] = (uint8_t)(i * 7 + 1);
+  for (int kind = XPJ_MEM_DEVICE; kind <= XPJ_MEM_SHARED; kind++) {
+    void *p = NULL;
+    assert_int_equal(xpj_mem_alloc(dev, (xpj_mem_kind)kind, N, 0, &p), XPJ_OK);
+    assert_true((uintptr_t)p % 64 == 0);
+    assert_int_equal(xpj_enqueue_copy(q, p, host, N, NULL), XPJ_OK);
+    memset(back, 0, N);
+    assert_int_equal(xpj_enqueue_copy(q, back, p, N, NULL), XPJ_OK);
+    assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+    assert_memory_equal(back, host, N);
+    /* fills: the driver's for powers of two, staged for the rest */
+    static const size_t psizes[] = {1, 2, 4, 8, 16, 3, 12};
+    for (size_t t = 0; t < sizeof psizes / sizeof *psizes; t++) {
+      uint8_t pat[16];
+      for (size_t i = 0; i < psizes[t]; i++)
+        pat[i] = (uint8_t)(0xA0 + i + t);
+      size_t bytes = (N / psizes[t]) * psizes[t];
+      assert_int_equal(xpj_enqueue_fill(q, p, pat, psizes[t], bytes, NULL),
+                       XPJ_OK);
+      assert_int_equal(xpj_enqueue_copy(q, back, p, bytes, NULL), XPJ_OK);
+      assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+      for (size_t i = 0; i < bytes; i++)
+        if (back[i] != pat[i % psizes[t]])
+          fail_msg("kind %d, pattern of %zu: byte %zu is %u", kind, psizes[t],
+                   i, back[i]);
+    }
+    if (kind != XPJ_MEM_DEVICE) { /* the host reaches it directly */
+      ((uint8_t *)p)[5] = 42;
+      assert_int_equal(((uint8_t *)p)[5], 42);
+    }
+    assert_int_equal(xpj_mem_free(dev, p), XPJ_OK);
+  }
+  xpj_queue_destroy(q);
+  xpj_context_destroy(ctx);
+}
+
+/* ---- kernels -------------------------------------------------------------- */
+
+static const char src[] =
+    "kernel fill_ids(out: global i64[], base: i64) range {\n"
+    "  let i = global_id(0);\n"
+    "  if i < size(out) { out[i] = base + i; }\n"
+    "}\n";
+
+/* A range kernel over an odd size: every element once, none past the end
+ * (the hidden global-size arguments). */
+static void run_fill_ids(xpj_device *dev, xpj_kernel *k) {
+  xpj_queue *q;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  enum { N = 1001 };
+  int64_t *out;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, (N + 8) * 8, 0,
+                                 (void **)&out), XPJ_OK);
+  for (int i = 0; i < N + 8; i++)
+    out[i] = -1;
+  xpj_array a = xpj_array_1d(out, XPJ_I64, N);
+  xpj_arg args[] = {xpj_arg_array(&a), xpj_arg_i64(1000)};
+  xpj_range r = xpj_range_1d(N, 0);
+  assert_int_equal(xpj_launch(q, k, &r, 2, args, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  for (int i = 0; i < N; i++)
+    assert_int_equal(out[i], 1000 + i);
+  for (int i = N; i < N + 8; i++)
+    assert_int_equal(out[i], -1);
+  assert_int_equal(xpj_mem_free(dev, out), XPJ_OK);
+  xpj_queue_destroy(q);
+}
+
+static void test_bad_binaries(void **state) {
+  (void)state;
+  xpj_device *dev;
+  xpj_context *ctx = ctx_opencl(&dev);
+  if (!ctx)
+    skip();
+  /* not SPIR-V at all */
+  static const uint8_t junk[64] = {0x03, 0x02, 0x23, 0x07, 1, 2, 3};
+  void *native = NULL;
+  xpj_status st = dev->ops->kernel_load(dev, junk, sizeof junk, "k", &native);
+  assert_int_equal(st, XPJ_ERR_COMPILE);
+  assert_null(native);
+  const char *m = xpj_last_error();
+  if (!strstr(m, "opencl:0") || !strstr(m, "CL_"))
+    fail_msg("message: '%s'", m);
+  /* valid SPIR-V, but no such entry point */
+  xpj_program *p;
+  assert_int_equal(xpj_program_create(ctx, "t.xpk", src, strlen(src), NULL, &p),
+                   XPJ_OK);
+  uint8_t *bin = NULL;
+  size_t len = 0;
+  assert_int_equal(xpj_program_get_binary(p, "fill_ids", NULL, 0, "spirv:1.2",
+                                          NULL, (void **)&bin, &len),
+                   XPJ_OK);
+  st = dev->ops->kernel_load(dev, bin, len, "no_such_kernel", &native);
+  assert_int_equal(st, XPJ_ERR_COMPILE);
+  if (!strstr(xpj_last_error(), "no_such_kernel") ||
+      !strstr(xpj_last_error(), "CL_INVALID_KERNEL_NAME"))
+    fail_msg("message: '%s'", xpj_last_error());
+  /* truncated: the driver's build fails with its log in the message */
+  st = dev->ops->kernel_load(dev, bin, len / 2 & ~(size_t)3, "fill_ids",
+                             &native);
+  assert_int_equal(st, XPJ_ERR_COMPILE);
+  print_message("truncated SPIR-V: %s\n", xpj_last_error());
+  /* a native binary that is not one is refused, not crashed on */
+  st = dev->ops->native_load(dev, junk, sizeof junk, "fill_ids", &native);
+  assert_true(st != XPJ_OK);
+  /* and the real thing works */
+  assert_int_equal(dev->ops->kernel_load(dev, bin, len, "fill_ids", &native),
+                   XPJ_OK);
+  dev->ops->kernel_unload(dev, native);
+  free(bin);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+}
+
+/* ---- the native cache ------------------------------------------------------ */
+
+static xpj_context *ctx_cached(xpj_device **dev, xpj_program **p,
+                               xpj_kernel **k, xpj_kernel_origin *origin) {
+  xpj_context_desc desc = {.visible = "opencl", .cache_path = cache_dir,
+                           .cache_mode = XPJ_CACHE_MODE_RW};
+  xpj_context *ctx = NULL;
+  assert_int_equal(xpj_context_create(&desc, &ctx), XPJ_OK);
+  assert_int_equal(xpj_device_select(ctx, "opencl", dev), XPJ_OK);
+  assert_int_equal(xpj_program_create(ctx, "t.xpk", src, strlen(src), NULL, p),
+                   XPJ_OK);
+  assert_int_equal(xpj_program_get_kernel(*p, "fill_ids", NULL, 0, *dev, NULL,
+                                          k),
+                   XPJ_OK);
+  xpj_kernel_info ki;
+  assert_int_equal(xpj_kernel_get_info(*k, &ki), XPJ_OK);
+  *origin = ki.origin;
+  return ctx;
+}
+
+typedef struct found {
+  xpj_cache_entry e;
+  int n;
+} found;
+
+static int find_native(void *ud, const xpj_cache_entry *e) {
+  found *f = ud;
+  if (!strncmp(e->target, "native:opencl:", 14)) {
+    f->n++;
+    f->e.code = strdup(e->code);
+    f->e.kernel = strdup(e->kernel);
+    f->e.dtypes = strdup(e->dtypes);
+    f->e.ndim = e->ndim;
+    f->e.target = strdup(e->target);
+    f->e.options = strdup(e->options);
+    f->e.versions = strdup(e->versions);
+    f->e.entry = strdup(e->entry);
+  }
+  return 0;
+}
+
+static void test_native_cache(void **state) {
+  (void)state;
+  xpj_device *dev;
+  xpj_context *probe = ctx_opencl(&dev);
+  if (!probe)
+    skip();
+  xpj_context_destroy(probe);
+  snprintf(cache_dir, sizeof cache_dir, "/tmp/xpjit-test-ocl-%d.db",
+           (int)getpid());
+  unlink(cache_dir);
+  xpj_program *p;
+  xpj_kernel *k;
+  xpj_kernel_origin o;
+  xpj_cache_counters c;
+
+  /* cold: compiled, built by the driver, its binary stored */
+  xpj_context *ctx = ctx_cached(&dev, &p, &k, &o);
+  assert_int_equal(o, XPJ_ORIGIN_COMPILED);
+  run_fill_ids(dev, k);
+  assert_int_equal(xpj_context_cache_counters(ctx, &c), XPJ_OK);
+  assert_int_equal(c.native_hits, 0);
+  assert_int_equal(c.native_stores, 1);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+
+  /* warm: the driver's binary is loaded, nothing is built */
+  ctx = ctx_cached(&dev, &p, &k, &o);
+  assert_int_equal(o, XPJ_ORIGIN_CACHE);
+  run_fill_ids(dev, k);
+  assert_int_equal(xpj_context_cache_counters(ctx, &c), XPJ_OK);
+  assert_int_equal(c.native_hits, 1);
+  assert_int_equal(c.native_stores, 0);
+  xpj_program_destroy(p);
+
+  /* a native entry the driver refuses (a new driver, a bad write) is
+   * replaced from the portable binary, and the kernel still works */
+  found f = {0};
+  xpj_cache *l2 = xpj_context_cache(ctx);
+  assert_non_null(l2);
+  assert_int_equal(xpj_cache_list(l2, find_native, &f), XPJ_OK);
+  assert_int_equal(f.n, 1);
+  xpj_cache_key key = {f.e.code, f.e.kernel, f.e.dtypes, f.e.ndim,
+                       f.e.target, f.e.options, f.e.versions};
+  static const uint8_t bogus[] = "not a program binary";
+  xpj_cache_value v = {0, bogus, sizeof bogus, f.e.entry, "", 0, 0, 1.0};
+  assert_int_equal(xpj_cache_put(l2, &key, &v), XPJ_OK);
+  xpj_context_destroy(ctx);
+  ctx = ctx_cached(&dev, &p, &k, &o);
+  run_fill_ids(dev, k);
+  assert_int_equal(xpj_context_cache_counters(ctx, &c), XPJ_OK);
+  assert_int_equal(c.native_hits, 0);
+  assert_int_equal(c.native_stores, 1);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  ctx = ctx_cached(&dev, &p, &k, &o);
+  assert_int_equal(xpj_context_cache_counters(ctx, &c), XPJ_OK);
+  assert_int_equal(c.native_hits, 1);
+  run_fill_ids(dev, k);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  free((char *)f.e.code);
+  free((char *)f.e.kernel);
+  free((char *)f.e.dtypes);
+  free((char *)f.e.target);
+  free((char *)f.e.options);
+  free((char *)f.e.versions);
+  free((char *)f.e.entry);
+  unlink(cache_dir);
+  char side[600];
+  snprintf(side, sizeof side, "%s-wal", cache_dir);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", cache_dir);
+  unlink(side);
+  snprintf(side, sizeof side, "%s.lock", cache_dir);
+  unlink(side);
+}
+
+int main(void) {
+  bool intel = use_intel();
+  if (!intel)
+    print_message("no Intel OpenCL runtime (sh tools/intel-ocl.sh): the "
+                  "device tests skip\n");
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_no_loader),
+      cmocka_unit_test(test_discovery),
+      cmocka_unit_test(test_memory),
+      cmocka_unit_test(test_bad_binaries),
+      cmocka_unit_test(test_native_cache),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
