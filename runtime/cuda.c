@@ -291,7 +291,7 @@ static bool query(cu_api *api, cuda_dev *cd, xpj_device *d, char *why,
     char e[256] = "an attribute query failed";
     if (r)
       cu_describe(api, r, e, sizeof e);
-    snprintf(why, n, "cannot query the device: %s", e);
+    snprintf(why, n, "cannot query the device: %.200s", e);
     return false;
   }
   if (!uva) { /* pointers from the driver are used as host-visible addresses */
