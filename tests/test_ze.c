@@ -11,6 +11,7 @@
 #include "xpjit.h"
 
 #include "mock/mock_ze.h"
+#include "rt.h" /* the backend's native hooks, until kcache calls them */
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -716,6 +717,50 @@ static void test_sync_failure(void **state) {
 
 /* ---- (6) the native-binary cache ------------------------------------------------ */
 
+/* ze.c's native_get and native_load themselves, called the way kcache will
+ * call them: the device's binary of a loaded kernel (the mock's
+ * "MOCKZENATIVE" + SPIR-V), loaded back as ZE_MODULE_FORMAT_NATIVE; a
+ * damaged one fails with the ze result's name. */
+static void test_native_hooks(void **state) {
+  (void)state;
+  xpj_context *ctx = context();
+  xpj_device *dev = ze_device(ctx);
+  char uuid[33];
+  for (int i = 0; i < 16; i++)
+    sprintf(uuid + 2 * i, "%02x", i);
+  char want[256];
+  snprintf(want, sizeof want, "level_zero:Mock Level Zero GPU 0:%s:drv%u",
+           uuid, (1u << 24) | (3u << 16) | 26918u);
+  assert_string_equal(dev->native_id, want);
+  assert_non_null(dev->ops->native_get);
+  assert_non_null(dev->ops->native_load);
+  xpj_program *p = NULL;
+  xpj_kernel *k = kernel(ctx, dev, &p, "nd");
+  uint8_t *bin = NULL;
+  size_t len = 0;
+  assert_int_equal(dev->ops->native_get(dev, k->native, &bin, &len), XPJ_OK);
+  size_t magic = strlen(MOCK_ZE_NATIVE_MAGIC);
+  assert_true(len > magic + 20);
+  assert_memory_equal(bin, MOCK_ZE_NATIVE_MAGIC, magic);
+  void *native = NULL;
+  reset();
+  assert_int_equal(dev->ops->native_load(dev, bin, len, "nd", &native),
+                   XPJ_OK);
+  assert_int_equal(stats().modules_native, 1);
+  assert_int_equal(stats().modules_il, 0);
+  dev->ops->kernel_unload(dev, native);
+  bin[0] = 'X';
+  native = (void *)1;
+  assert_int_equal(dev->ops->native_load(dev, bin, len, "nd", &native),
+                   XPJ_ERR_DEVICE);
+  assert_msg_has("ZE_RESULT_ERROR_INVALID_NATIVE_BINARY");
+  assert_msg_has("native binary");
+  free(bin);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  assert_nothing_live();
+}
+
 /* Needs kcache.c to call native_get/native_load (being wired on main).
  * Runs when that is so (the first context asked for a native binary), or
  * always with XPJIT_TEST_ZE_NATIVE=1 (then it fails if it is not). */
@@ -786,6 +831,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_module_failure, setup, teardown),
       cmocka_unit_test_setup_teardown(test_launch_failure, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sync_failure, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_native_hooks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_native_cache, setup, teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
