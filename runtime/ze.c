@@ -290,16 +290,14 @@ static uint64_t global_mem(const ze_lib *L, ze_device_handle_t h) {
   return total;
 }
 
-/* spirv:1.2 where the device takes it, else the newest it takes (1.0,
- * 1.1); 0 when it takes no SPIR-V 1.x. */
-static unsigned spirv_minor(uint32_t supported) {
+/* The SPIR-V 1.x minor version to compile for: 2 where the device takes
+ * 1.2 or newer, else the newest it takes (0, 1); -1 when it takes no 1.x. */
+static int spirv_minor(uint32_t supported) {
   uint32_t major = ZE_MAJOR_VERSION(supported);
   uint32_t minor = ZE_MINOR_VERSION(supported);
   if (major < 1)
-    return 0;
-  if (major > 1 || minor >= 2)
-    return 3; /* 1.2, as minor + 1 */
-  return minor + 1;
+    return -1;
+  return major > 1 || minor >= 2 ? 2 : (int)minor;
 }
 
 typedef struct dev_props {
@@ -383,27 +381,24 @@ static xpj_status device_add(xpj_context *ctx, ze_drv *drv,
              ze_result_name(r));
     return XPJ_OK;
   }
-  unsigned minor = spirv_minor(p.mp.spirvVersionSupported);
-  if (!minor) {
-    snprintf(note, note_size, "%.200s takes no SPIR-V 1.x (0x%x)",
-             p.dp.name, p.mp.spirvVersionSupported);
+  int minor = spirv_minor(p.mp.spirvVersionSupported);
+  char tstr[16], err[200];
+  xpj_target t;
+  snprintf(tstr, sizeof tstr, "spirv:1.%d", minor);
+  if (minor < 0 || xpj_target_parse(tstr, &t, err, sizeof err) != XPJ_OK) {
+    snprintf(note, note_size, "%.*s was skipped: it takes no SPIR-V 1.x (0x%x)",
+             (int)strnlen(p.dp.name, 128), p.dp.name,
+             p.mp.spirvVersionSupported);
     return XPJ_OK;
   }
   xpj_device *d = calloc(1, sizeof *d);
   ze_dev *zd = calloc(1, sizeof *zd);
-  char tstr[16], err[256];
-  snprintf(tstr, sizeof tstr, "spirv:1.%u", minor - 1);
   if (!d || !zd) {
     free(d);
     free(zd);
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   }
-  if (xpj_target_parse(tstr, &d->target, err, sizeof err) != XPJ_OK) {
-    free(d);
-    free(zd);
-    return rt_err(XPJ_ERR_DEVICE, "Level Zero device %s: %s", p.dp.name,
-                  err);
-  }
+  d->target = t;
   zd->drv = drv;
   zd->h = h;
   zd->ordinal = ordinal;
@@ -716,7 +711,7 @@ static xpj_status ze_copy(xpj_device *d, void *bq, void *dst,
   ze_queue *q = bq;
   ze_event_handle_t sig;
   xpj_status st = before(d, q, &sig);
-  if (st != XPJ_OK)
+  if (st != XPJ_OK || bytes == 0)
     return st;
   ze_result_t r = zd->drv->L->zeCommandListAppendMemoryCopy(
       q->list, dst, src, bytes, sig, 0, NULL);

@@ -579,6 +579,11 @@ static void test_memory(void **state) {
   assert_int_equal(xpj_enqueue_copy(q, sm, dm, N, NULL), XPJ_OK);
   assert_int_equal(xpj_queue_wait(q), XPJ_OK);
   assert_memory_equal(sm, hm, N);
+  unsigned copies = stats().copies;
+  assert_int_equal(xpj_enqueue_copy(q, dm, hm, 0, NULL), XPJ_OK);
+  assert_int_equal(xpj_enqueue_fill(q, dm, "ab", 2, 0, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  assert_int_equal(stats().copies, copies); /* nothing to append */
   /* plain host memory is not the device's */
   uint8_t local[16];
   assert_int_equal(xpj_enqueue_copy(q, dm, local, 16, NULL), XPJ_ERR_INVALID);
