@@ -619,6 +619,7 @@ static ze_result_t make_list(ze_dev *zd, ze_queue *q) {
     q->in_order = true;
     return ZE_RESULT_SUCCESS;
   }
+  q->list = NULL;
   qd.flags = 0; /* a driver older than the header: barriers */
 #endif
   return L->zeCommandListCreateImmediate(zd->drv->zctx, zd->h, &qd, &q->list);
