@@ -614,31 +614,15 @@ static xpj_status ocl_copy(xpj_device *d, void *bq, void *dst,
   return e == CL_SUCCESS ? XPJ_OK : cl_fail(XPJ_ERR_DEVICE, e, "copy", d);
 }
 
+/* xpj_enqueue_fill has checked: a power-of-two pattern of at most 128
+ * bytes, bytes a multiple of it, dst aligned to it (OpenCL's rules too). */
 static xpj_status ocl_fill(xpj_device *d, void *bq, void *dst,
                            const void *pattern, size_t psize, size_t bytes) {
   cl_dev *c = cd_of(d);
-  bool pow2 = psize && !(psize & (psize - 1)) && psize <= 128 &&
-              bytes % psize == 0 && (uintptr_t)dst % psize == 0;
-  if (pow2) {
-    cl_int e = c->usm ? c->memfill(bq, dst, pattern, psize, bytes, 0, NULL,
-                                   NULL)
-                      : cl.clEnqueueSVMMemFill(bq, dst, pattern, psize, bytes,
-                                               0, NULL, NULL);
-    return e == CL_SUCCESS ? XPJ_OK : cl_fail(XPJ_ERR_DEVICE, e, "fill", d);
-  }
-  /* other pattern sizes: the pattern repeated in host memory, copied (and
-   * waited for, so the staging buffer can go) */
-  uint8_t *tmp = malloc(bytes ? bytes : 1);
-  if (!tmp)
-    return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  for (size_t i = 0; i < bytes; i++)
-    tmp[i] = ((const uint8_t *)pattern)[i % psize];
-  xpj_status st = ocl_copy(d, bq, dst, tmp, bytes);
-  cl_int e = st == XPJ_OK ? cl.clFinish(bq) : CL_SUCCESS;
-  free(tmp);
-  if (st == XPJ_OK && e != CL_SUCCESS)
-    st = cl_fail(XPJ_ERR_DEVICE, e, "fill", d);
-  return st;
+  cl_int e = c->usm ? c->memfill(bq, dst, pattern, psize, bytes, 0, NULL, NULL)
+                    : cl.clEnqueueSVMMemFill(bq, dst, pattern, psize, bytes, 0,
+                                             NULL, NULL);
+  return e == CL_SUCCESS ? XPJ_OK : cl_fail(XPJ_ERR_DEVICE, e, "fill", d);
 }
 
 static xpj_status ocl_launch(xpj_device *d, void *bq, const rt_launch *l) {

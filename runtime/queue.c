@@ -335,16 +335,23 @@ static cmd *cmd_new(cmd_type t) {
 
 /* Copies and fills must stay inside the allocation they start in, when
  * they start in one. */
+/* host_ok: plain host memory is fine here (the host side of a copy);
+ * *plain says it is that. */
 static xpj_status check_range(xpj_device *d, const char *what, const void *p,
-                              size_t bytes) {
+                              size_t bytes, bool host_ok, bool *plain) {
   rt_alloc a;
+  if (plain)
+    *plain = false;
   if (!p)
     return rt_err(XPJ_ERR_INVALID, "%s: pointer is NULL", what);
-  if (!rt_mem_find(d, p, &a))
-    return d->info.backend == XPJ_BACKEND_CPU
+  if (!rt_mem_find(d, p, &a)) {
+    if (plain)
+      *plain = true;
+    return d->info.backend == XPJ_BACKEND_CPU || host_ok
                ? XPJ_OK /* plain host memory: the CPU device takes it */
                : rt_err(XPJ_ERR_INVALID, "%s: %p is not memory of %s", what,
                         p, d->id);
+  }
   if (bytes > a.bytes - ((uintptr_t)p - a.base))
     return rt_err(XPJ_ERR_INVALID,
                   "%s: %zu bytes at offset %zu run past the end of a "
@@ -360,11 +367,17 @@ xpj_status xpj_enqueue_copy(xpj_queue *q, void *dst, const void *src,
   if (!q)
     return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_copy: queue is NULL");
   xpj_status st;
-  if ((st = check_range(q->dev, "xpj_enqueue_copy: destination", dst,
-                        bytes)) != XPJ_OK ||
-      (st = check_range(q->dev, "xpj_enqueue_copy: source", src, bytes)) !=
-          XPJ_OK)
+  bool dplain, splain;
+  if ((st = check_range(q->dev, "xpj_enqueue_copy: destination", dst, bytes,
+                        true, &dplain)) != XPJ_OK ||
+      (st = check_range(q->dev, "xpj_enqueue_copy: source", src, bytes, true,
+                        &splain)) != XPJ_OK)
     return st;
+  if (dplain && splain && q->dev->info.backend != XPJ_BACKEND_CPU)
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_enqueue_copy: neither %p nor %p is memory of %s (one "
+                  "side of a copy may be plain host memory, not both)",
+                  dst, src, q->dev->id);
   if (bytes && (uintptr_t)dst < (uintptr_t)src + bytes &&
       (uintptr_t)src < (uintptr_t)dst + bytes)
     return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_copy: the ranges overlap");
@@ -400,7 +413,8 @@ xpj_status xpj_enqueue_fill(xpj_queue *q, void *dst, const void *pattern,
                   "xpj_enqueue_fill: destination is not aligned to the "
                   "pattern size %zu",
                   pattern_size);
-  xpj_status st = check_range(q->dev, "xpj_enqueue_fill", dst, bytes);
+  xpj_status st =
+      check_range(q->dev, "xpj_enqueue_fill", dst, bytes, false, NULL);
   if (st != XPJ_OK)
     return st;
   cmd *c = cmd_new(CMD_FILL);

@@ -876,6 +876,9 @@ static xpj_status module_load(xpj_device *d, ze_module_format_t format,
 static xpj_status ze_kernel_load(xpj_device *d, const uint8_t *bin,
                                  size_t len, const char *entry,
                                  void **native) {
+  char why[160];
+  if (!rt_spirv_sane(bin, len, why, sizeof why))
+    return rt_err(XPJ_ERR_COMPILE, "loading %s on %s: %s", entry, d->id, why);
   return module_load(d, ZE_MODULE_FORMAT_IL_SPIRV, bin, len, entry, native);
 }
 
