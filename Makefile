@@ -113,12 +113,13 @@ build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/
 	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) \
 	  -o $@ $< $(LIB_SRCS) $(LDLIBS_ALL)
 
-bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache $(BUILD)/bench/daemon
+bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache $(BUILD)/bench/daemon $(BUILD)/bench/opencl
 	$(BUILD)/bench/frontend examples/*.xpk bench/peers/frontend_peer.xpk
 	$(BUILD)/bench/compile examples/*.xpk
 	$(BUILD)/bench/cpu
 	$(BUILD)/bench/cache
 	$(BUILD)/bench/daemon
+	OCL_ICD_VENDORS=$${OCL_ICD_VENDORS:-$$HOME/.cache/xpjit/intel-opencl/icd} $(BUILD)/bench/opencl
 
 # CPU kernels: xpjit vs OpenCL C on PoCL (libOpenCL loaded at run time) vs
 # OpenMP C. The OpenMP peer is compiled -O3 -march=native in its own file.
@@ -136,6 +137,12 @@ $(BUILD)/bench/compile: bench/compile.c $(LIB_A) bench/bench_util.h
 $(BUILD)/bench/daemon: bench/daemon.c tests/storm20.h $(LIB_A) bench/bench_util.h $(DAEMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ bench/daemon.c $(LIB_A) $(LDLIBS_ALL)
+
+# OpenCL (SPIR-V on Intel's CPU runtime): kernels ready per fresh context,
+# cold vs SPIR-V cached (peer) vs the driver's binary cached.
+$(BUILD)/bench/opencl: bench/opencl.c tests/storm20.h $(LIB_A) bench/bench_util.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ bench/opencl.c $(LIB_A) $(LDLIBS_ALL)
 
 # Compile cache: cold compile vs second- and first-level hits, whole-process
 # cold vs warm; peer PoCL's kernel cache (libOpenCL loaded at run time).

@@ -340,8 +340,10 @@ static xpj_status load_on_device(rt_cc *cc, xpj_cache *l2,
                                  const xpj_cache_key *key, xpj_device *dev,
                                  const got *g, void **native) {
   const rt_backend_ops *ops = dev->ops;
+  const char *env = getenv("XPJIT_NATIVE_CACHE"); /* "off": portable only */
   bool nat = l2 && dev->native_id[0] && ops->native_get && ops->native_load &&
-             xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_OFF;
+             xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_OFF &&
+             !(env && (!strcmp(env, "off") || !strcmp(env, "0")));
   char ntarget[2048];
   xpj_cache_key nk = *key;
   xpj_cache_counters d = {0};
