@@ -874,8 +874,21 @@ static void touch(xpj_cache *c, const char *digest) {
     flush_all(c);
 }
 
+static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
+                      xpj_cache_entry *out, bool count);
+
 xpj_status xpj_cache_get(xpj_cache *c, const xpj_cache_key *k,
                          xpj_cache_entry *out) {
+  return get(c, k, out, true);
+}
+
+xpj_status xpj_cache_get_uncounted(xpj_cache *c, const xpj_cache_key *k,
+                                   xpj_cache_entry *out) {
+  return get(c, k, out, false);
+}
+
+static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
+                      xpj_cache_entry *out, bool count) {
   if (!c || !k || !out)
     return fail(XPJ_ERR_INVALID, "xpj_cache_get: NULL argument");
   memset(out, 0, sizeof *out);
@@ -895,7 +908,7 @@ xpj_status xpj_cache_get(xpj_cache *c, const xpj_cache_key *k,
     }
     if (rc == SQLITE_ROW) {
       st = XPJ_OK;
-      if (!c->bundle) {
+      if (!c->bundle && count) {
         c->pending.l2_hits++;
         if (out->failed)
           c->pending.failure_hits++;
@@ -918,7 +931,7 @@ xpj_status xpj_cache_get(xpj_cache *c, const xpj_cache_key *k,
           c->mode = XPJ_CACHE_MODE_OFF;
         }
       }
-      if (!c->bundle)
+      if (!c->bundle && count)
         c->pending.l2_misses++;
     }
   }
@@ -1488,7 +1501,7 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
   if (st == XPJ_OK)
     rc = sqlite3_prepare_v2(c->db,
                             "SELECT " ROW_COLS ", data FROM entries "
-                            "WHERE failed = 0",
+                            "WHERE failed = 0 AND target NOT LIKE 'native:%'",
                             -1, &sel, NULL);
   uint64_t count = 0;
   while (st == XPJ_OK && rc == SQLITE_OK &&

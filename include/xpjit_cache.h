@@ -132,6 +132,10 @@ void xpj_cache_entry_clear(xpj_cache_entry *e);
  * whose checksum fails (the row is dropped, with a warning). */
 xpj_status xpj_cache_get(xpj_cache *c, const xpj_cache_key *k,
                          xpj_cache_entry *out);
+/* xpj_cache_get that does not count as a hit or miss in the counters: for
+ * secondary lookups (a device's own binary beside the portable one). */
+xpj_status xpj_cache_get_uncounted(xpj_cache *c, const xpj_cache_key *k,
+                                   xpj_cache_entry *out);
 /* Stores v under k (replacing any row with that key), then evicts the
  * least recently used entries while the store is over its size limit.
  * XPJ_OK also when the cache is off, read-only or degraded (nothing is

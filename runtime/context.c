@@ -118,6 +118,10 @@ xpj_status xpj_context_create(const xpj_context_desc *desc,
        i++)
     if (!f || rt_filter_may_use(f, backends[i]->id))
       st = backends[i]->discover(ctx);
+    else
+      rt_context_absent(ctx, backends[i]->id,
+                        "not looked for: the device filter \"%s\" excludes "
+                        "it", vis);
   if (st == XPJ_OK && ctx->nall) {
     ctx->devs = calloc(ctx->nall, sizeof *ctx->devs);
     if (!ctx->devs)

@@ -355,7 +355,7 @@ static xpj_status load_on_device(rt_cc *cc, xpj_cache *l2,
         *p = ' ';
     nk.target = ntarget;
     xpj_cache_entry ne = {0};
-    if (xpj_cache_get(l2, &nk, &ne) == XPJ_OK) {
+    if (xpj_cache_get_uncounted(l2, &nk, &ne) == XPJ_OK) {
       xpj_status st = ne.failed ? XPJ_ERR_DEVICE
                                 : ops->native_load(dev, ne.data, ne.size,
                                                    g->entry, native);

@@ -214,7 +214,8 @@ static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
                (long long)((intptr_t)last - (intptr_t)al.base), al.bytes);
       return launch_err(k, "argument ", buf);
     }
-  } else if (k->dev->info.backend != XPJ_BACKEND_CPU) {
+  } else if (k->dev->info.backend != XPJ_BACKEND_CPU ||
+             rt_mem_other_device(k->dev, a->data)) {
     snprintf(buf, sizeof buf, "%u '%s': data %p is not memory of %s", i, pn,
              a->data, k->dev->id);
     return launch_err(k, "argument ", buf);

@@ -120,3 +120,13 @@ xpj_status xpj_mem_query(xpj_device *dev, const void *ptr, void **base,
     *kind = a.kind;
   return XPJ_OK;
 }
+
+xpj_device *rt_mem_other_device(xpj_device *dev, const void *p) {
+  rt_alloc a;
+  for (unsigned i = 0; i < dev->ctx->nall; i++) {
+    xpj_device *o = dev->ctx->all[i];
+    if (o != dev && rt_mem_find(o, p, &a) && a.kind == XPJ_MEM_DEVICE)
+      return o;
+  }
+  return NULL;
+}

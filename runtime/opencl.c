@@ -148,6 +148,9 @@ static const char *cl_err_name(cl_int e) {
 
 static xpj_status cl_fail(xpj_status st, cl_int e, const char *what,
                           const xpj_device *d) {
+  if (e == CL_OUT_OF_HOST_MEMORY || e == CL_OUT_OF_RESOURCES ||
+      e == CL_MEM_OBJECT_ALLOCATION_FAILURE)
+    st = XPJ_ERR_NOMEM;
   return rt_err(st, "%s on %s (%s): %s (%d)", what, d->id, d->info.name,
                 cl_err_name(e), (int)e);
 }
@@ -265,19 +268,42 @@ static bool setup_memory(cl_dev *c, const char *exts) {
   return true;
 }
 
+/* Appends "name: why" to the backend's note (kept only if no device is
+ * added in the end: see ocl_discover). */
 static void note_skip(xpj_context *ctx, const char *name, const char *why) {
-  size_t n = strlen(ctx->absent[XPJ_BACKEND_OPENCL]);
-  if (n + 8 >= sizeof ctx->absent[XPJ_BACKEND_OPENCL])
-    return;
-  rt_context_absent(ctx, XPJ_BACKEND_OPENCL, "%.*s%s%s: %s", (int)n,
-                    ctx->absent[XPJ_BACKEND_OPENCL], n ? "; " : "", name, why);
+  char *note = ctx->absent[XPJ_BACKEND_OPENCL];
+  size_t size = sizeof ctx->absent[XPJ_BACKEND_OPENCL], n = strlen(note);
+  if (n + 8 < size)
+    snprintf(note + n, size - n, "%s%s: %s", n ? "; " : "", name, why);
 }
 
-static xpj_status add_device(xpj_context *ctx, cl_platform_id p,
-                             const char *pname, cl_device_id id) {
-  char name[256], exts[8192], ils[512] = "", ver[128];
+/* A device's string property of any length, malloc'd ("" on failure). */
+static char *dev_str_alloc(cl_device_id id, cl_device_info what) {
+  size_t n = 0;
+  char *s = NULL;
+  if (cl.clGetDeviceInfo(id, what, 0, NULL, &n) == CL_SUCCESS && n &&
+      (s = malloc(n + 1)) &&
+      cl.clGetDeviceInfo(id, what, n, s, NULL) == CL_SUCCESS) {
+    s[n] = 0;
+    return s;
+  }
+  free(s);
+  return calloc(1, 1);
+}
+
+/* OpenCL major * 10 + minor from "OpenCL 3.0 ..." (0 if unreadable). */
+static int cl_version_of(const char *ver) {
+  int maj = 0, min = 0;
+  if (sscanf(ver, "OpenCL %d.%d", &maj, &min) != 2)
+    return 0;
+  return maj * 10 + min;
+}
+
+static xpj_status add_device_with(xpj_context *ctx, cl_platform_id p,
+                                  const char *pname, cl_device_id id,
+                                  const char *exts) {
+  char name[256], ils[512] = "", ver[128];
   dev_str(id, CL_DEVICE_NAME, name, sizeof name);
-  dev_str(id, CL_DEVICE_EXTENSIONS, exts, sizeof exts);
   dev_str(id, CL_DEVICE_VERSION, ver, sizeof ver);
   if (!dev_str(id, CL_DEVICE_IL_VERSION, ils, sizeof ils) &&
       has_word(exts, "cl_khr_il_program"))
@@ -298,8 +324,8 @@ static xpj_status add_device(xpj_context *ctx, cl_platform_id p,
   }
   c->platform = p;
   c->id = id;
-  bool ver2 = strncmp(ver, "OpenCL 1.", 9) != 0;
-  if (!(ver2 && cl.clCreateProgramWithIL) &&
+  bool core_il = cl_version_of(ver) >= 21; /* clCreateProgramWithIL: 2.1 */
+  if (!(core_il && cl.clCreateProgramWithIL) &&
       !(c->il_khr = ext_fn(p, "clCreateProgramWithILKHR"))) {
     note_skip(ctx, name, "has no clCreateProgramWithIL");
     free(d);
@@ -342,8 +368,13 @@ static xpj_status add_device(xpj_context *ctx, cl_platform_id p,
   in->compute_units = (unsigned)dev_u64(id, CL_DEVICE_MAX_COMPUTE_UNITS, 4);
   in->max_work_group_size =
       dev_u64(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(size_t));
-  size_t wis[3] = {1, 1, 1};
-  cl.clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof wis, wis, NULL);
+  size_t wis[64] = {1, 1, 1};
+  cl_uint dims = (cl_uint)dev_u64(id, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, 4);
+  if (dims < 3 || dims > 64)
+    dims = dims > 64 ? 64 : 3;
+  if (cl.clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_ITEM_SIZES,
+                         dims * sizeof *wis, wis, NULL) != CL_SUCCESS)
+    wis[0] = wis[1] = wis[2] = 1;
   for (int i = 0; i < 3; i++) {
     in->max_work_item_sizes[i] = wis[i];
     in->max_global_size[i] = (uint64_t)1 << 62;
@@ -352,6 +383,8 @@ static xpj_status add_device(xpj_context *ctx, cl_platform_id p,
   in->global_mem_size = dev_u64(id, CL_DEVICE_GLOBAL_MEM_SIZE, 8);
   uint64_t align_bits = dev_u64(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, 4);
   in->mem_base_align = align_bits >= 8 * 64 ? align_bits / 8 : 64;
+  if (!c->usm && in->mem_base_align > 128)
+    in->mem_base_align = 128; /* clSVMAlloc's limit: the largest type */
   xpj_target_str(&d->target, in->target, sizeof in->target);
   snprintf(d->native_id, sizeof d->native_id, "opencl:%.60s:%.80s:%.50s:%.50s", pname,
            name, ver, in->driver_version);
@@ -363,6 +396,16 @@ static xpj_status add_device(xpj_context *ctx, cl_platform_id p,
     free(c);
     free(d);
   }
+  return st;
+}
+
+static xpj_status add_device(xpj_context *ctx, cl_platform_id p,
+                             const char *pname, cl_device_id id) {
+  char *exts = dev_str_alloc(id, CL_DEVICE_EXTENSIONS);
+  if (!exts)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  xpj_status st = add_device_with(ctx, p, pname, id, exts);
+  free(exts);
   return st;
 }
 
@@ -382,7 +425,14 @@ static xpj_status ocl_discover(xpj_context *ctx) {
   cl_platform_id ps[16];
   if (np > 16)
     np = 16;
-  cl.clGetPlatformIDs(np, ps, NULL);
+  if ((e = cl.clGetPlatformIDs(np, ps, &np)) != CL_SUCCESS) {
+    rt_context_absent(ctx, XPJ_BACKEND_OPENCL, "clGetPlatformIDs: %s",
+                      cl_err_name(e));
+    return XPJ_OK;
+  }
+  if (np > 16)
+    np = 16;
+  unsigned before = ctx->nall;
   xpj_status st = XPJ_OK;
   for (cl_uint i = 0; i < np && st == XPJ_OK; i++) {
     char pname[128] = "";
@@ -396,10 +446,20 @@ static xpj_status ocl_discover(xpj_context *ctx) {
     cl_device_id ds[64];
     if (nd > 64)
       nd = 64;
-    cl.clGetDeviceIDs(ps[i], CL_DEVICE_TYPE_ALL, nd, ds, NULL);
+    if (cl.clGetDeviceIDs(ps[i], CL_DEVICE_TYPE_ALL, nd, ds, &nd) !=
+        CL_SUCCESS)
+      continue;
+    if (nd > 64)
+      nd = 64;
     for (cl_uint j = 0; j < nd && st == XPJ_OK; j++)
       st = add_device(ctx, ps[i], pname, ds[j]);
   }
+  if (ctx->nall > before) /* devices found: nothing to explain */
+    ctx->absent[XPJ_BACKEND_OPENCL][0] = 0;
+  else if (!ctx->absent[XPJ_BACKEND_OPENCL][0])
+    rt_context_absent(ctx, XPJ_BACKEND_OPENCL,
+                      "no OpenCL devices on %u platform%s", np,
+                      np == 1 ? "" : "s");
   return st;
 }
 
@@ -432,12 +492,17 @@ static xpj_status ocl_mem_alloc(xpj_device *d, xpj_mem_kind kind,
                     "%s (%s) has only coarse-grained SVM: host and shared "
                     "memory are not available; use device memory and copies",
                     d->id, d->info.name);
+    if (align > 128)
+      return rt_err(XPJ_ERR_UNSUPPORTED,
+                    "%s (%s): SVM allocations align to at most 128 bytes, "
+                    "%zu asked", d->id, d->info.name, align);
     cl_svm_mem_flags f = CL_MEM_READ_WRITE;
     if (kind != XPJ_MEM_DEVICE)
       f |= CL_MEM_SVM_FINE_GRAIN_BUFFER;
     p = cl.clSVMAlloc(c->ctx, f, bytes, (cl_uint)align);
     if (!p)
-      e = CL_MEM_OBJECT_ALLOCATION_FAILURE;
+      return rt_err(XPJ_ERR_NOMEM, "clSVMAlloc of %zu bytes on %s (%s) "
+                    "failed", bytes, d->id, d->info.name);
   }
   if (!p) {
     char what[96];
@@ -520,7 +585,7 @@ static xpj_status ocl_kernel_load(xpj_device *d, const uint8_t *bin,
                                   void **native) {
   cl_dev *c = cd_of(d);
   char why[160];
-  if (!rt_spirv_sane(bin, len, why, sizeof why))
+  if (!rt_spirv_sane(bin, len, d->target.spirv_minor, why, sizeof why))
     return rt_err(XPJ_ERR_COMPILE, "loading %s on %s: %s", entry, d->id, why);
   cl_int e = CL_SUCCESS;
   cl_program prog = c->il_khr ? c->il_khr(c->ctx, bin, len, &e)
@@ -558,9 +623,12 @@ static xpj_status ocl_native_get(xpj_device *d, void *native, uint8_t **bin,
   size_t n = 0;
   cl_int e = cl.clGetProgramInfo(ck->prog, CL_PROGRAM_BINARY_SIZES, sizeof n,
                                  &n, NULL);
-  if (e != CL_SUCCESS || n == 0)
+  if (e != CL_SUCCESS)
     return cl_fail(XPJ_ERR_UNSUPPORTED, e, "clGetProgramInfo(BINARY_SIZES)",
                    d);
+  if (n == 0)
+    return rt_err(XPJ_ERR_UNSUPPORTED, "%s (%s) gives no program binary",
+                  d->id, d->info.name);
   uint8_t *b = malloc(n);
   if (!b)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");

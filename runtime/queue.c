@@ -345,6 +345,10 @@ static xpj_status check_range(xpj_device *d, const char *what, const void *p,
   if (!p)
     return rt_err(XPJ_ERR_INVALID, "%s: pointer is NULL", what);
   if (!rt_mem_find(d, p, &a)) {
+    xpj_device *o = rt_mem_other_device(d, p);
+    if (o)
+      return rt_err(XPJ_ERR_INVALID, "%s: %p is device memory of %s, not of "
+                    "%s", what, p, o->id, d->id);
     if (plain)
       *plain = true;
     return d->info.backend == XPJ_BACKEND_CPU || host_ok

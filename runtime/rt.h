@@ -98,9 +98,11 @@ extern const rt_backend_ops rt_cuda_backend;  /* cuda.c: libcuda, PTX */
 extern const rt_backend_ops rt_ze_backend;    /* ze.c: Level Zero, SPIR-V */
 extern const rt_backend_ops rt_ocl_backend;   /* opencl.c: ICD, SPIR-V */
 
-/* A structural check of a SPIR-V module (header, instruction word
- * counts) before it goes to a driver; false with why filled. */
-bool rt_spirv_sane(const uint8_t *bin, size_t len, char *why, size_t size);
+/* The gate before a driver takes SPIR-V: the header (version at most
+ * 1.<max_minor>, what the device takes), instruction word counts, then
+ * full validation; false with why filled. */
+bool rt_spirv_sane(const uint8_t *bin, size_t len, unsigned max_minor,
+                   char *why, size_t size);
 
 /* Opens a backend's driver library: the path in the environment variable
  * env if set, else each of names (NULL-terminated) in turn. NULL when none
@@ -270,6 +272,9 @@ void rt_filter_free(rt_filter *f);
 
 /* The allocation of dev that contains [p, p + bytes); false if none. */
 bool rt_mem_find(xpj_device *dev, const void *p, rt_alloc *out);
+/* Another device of dev's context whose device memory (not host-visible)
+ * contains p, or NULL: such a pointer is not plain host memory. */
+xpj_device *rt_mem_other_device(xpj_device *dev, const void *p);
 
 /* ---- events and queues ---------------------------------------------- */
 

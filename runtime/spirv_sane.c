@@ -12,7 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-bool rt_spirv_sane(const uint8_t *bin, size_t len, char *why, size_t size) {
+bool rt_spirv_sane(const uint8_t *bin, size_t len, unsigned max_minor,
+                   char *why, size_t size) {
   if (!bin || len < 20 || len % 4) {
     snprintf(why, size, "not a SPIR-V module (%zu bytes; a module is whole "
              "32-bit words, at least 5)", len);
@@ -27,6 +28,11 @@ bool rt_spirv_sane(const uint8_t *bin, size_t len, char *why, size_t size) {
   }
   if ((w[1] & 0xff0000ffu) || w[1] < 0x00010000u || w[1] > 0x00010600u) {
     snprintf(why, size, "SPIR-V version word 0x%08x is not 1.0 to 1.6", w[1]);
+    return false;
+  }
+  if (((w[1] >> 8) & 0xff) > max_minor) {
+    snprintf(why, size, "SPIR-V 1.%u; the device takes up to 1.%u",
+             (w[1] >> 8) & 0xff, max_minor);
     return false;
   }
   if (w[3] == 0 || w[4] != 0) {

@@ -877,7 +877,7 @@ static xpj_status ze_kernel_load(xpj_device *d, const uint8_t *bin,
                                  size_t len, const char *entry,
                                  void **native) {
   char why[160];
-  if (!rt_spirv_sane(bin, len, why, sizeof why))
+  if (!rt_spirv_sane(bin, len, d->target.spirv_minor, why, sizeof why))
     return rt_err(XPJ_ERR_COMPILE, "loading %s on %s: %s", entry, d->id, why);
   return module_load(d, ZE_MODULE_FORMAT_IL_SPIRV, bin, len, entry, native);
 }
