@@ -51,7 +51,7 @@ static double round_ms(const char *src, size_t len, int *bad) {
   double t0 = now_ms();
   for (int k = 0; k < NKN; k++)
     for (int d = 0; d < NDT; d++)
-      if (xpj_program_get_kernel(p, knames[k], dts[d].dtypes, 0, dev, NULL,
+      if (xpj_program_get_kernel(p, knames[k], dts[d].dtypes, 1, dev, NULL,
                                  &ks[k * NDT + d]) != XPJ_OK) {
         fprintf(stderr, "bench/opencl: %s\n", xpj_last_error());
         exit(1);
