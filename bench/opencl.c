@@ -10,9 +10,19 @@
  *
  * over the storm's 20 kernels (tests/storm20.h), each launched and checked
  * once so that a binary that does not run cannot look fast. Median of R
- * rounds; ratios portable/native. */
+ * rounds; ratios portable/native.
+ *
+ * Then launch overhead: N launches of a tiny kernel (scale, 256 f32) and
+ * one wait, through xpjit (arguments checked and marshalled per launch)
+ * and through bare OpenCL on the same device with the same SPIR-V
+ * (clEnqueueNDRangeKernel in a loop, arguments set once, one clFinish):
+ * microseconds per launch and the ratio. */
+#define CL_TARGET_OPENCL_VERSION 300
+#define BENCH_WANT_OPENCL 1
 #include "../tests/storm20.h"
 #include "bench_util.h"
+
+#include <dlfcn.h>
 #include "xpjit.h"
 
 #include <stdio.h>
@@ -91,6 +101,134 @@ static void clear_db(void) {
   }
 }
 
+/* ---- launch overhead ---------------------------------------------------- */
+
+enum { NL = 2000, NE = 256 };
+
+static double xpjit_launch_us(const char *src, size_t len, const uint8_t **spv,
+                             size_t *spv_len) {
+  xpj_context_desc desc = {.visible = "opencl"};
+  xpj_context *ctx;
+  xpj_device *dev;
+  xpj_program *p;
+  xpj_kernel *k;
+  xpj_queue *q;
+  float *x;
+  if (xpj_context_create(&desc, &ctx) != XPJ_OK ||
+      xpj_device_select(ctx, "opencl", &dev) != XPJ_OK ||
+      xpj_program_create(ctx, "axpy.xpk", src, len, NULL, &p) != XPJ_OK ||
+      xpj_program_get_kernel(p, "scale", "T=f32", 1, dev, NULL, &k) !=
+          XPJ_OK ||
+      xpj_queue_create(dev, NULL, &q) != XPJ_OK ||
+      xpj_mem_alloc(dev, XPJ_MEM_SHARED, NE * 4, 0, (void **)&x) != XPJ_OK ||
+      xpj_program_get_binary(p, "scale", "T=f32", 1, "spirv:1.2", NULL,
+                             (void **)spv, spv_len) != XPJ_OK) {
+    fprintf(stderr, "bench/opencl: %s\n", xpj_last_error());
+    exit(1);
+  }
+  for (int i = 0; i < NE; i++)
+    x[i] = 1.0f;
+  xpj_array a = xpj_array_1d(x, XPJ_F32, NE);
+  xpj_arg args[] = {xpj_arg_f32(1.0f), xpj_arg_array(&a)};
+  xpj_range r = xpj_range_1d(NE, 0);
+  for (int i = 0; i < 100; i++)
+    xpj_launch(q, k, &r, 2, args, NULL);
+  xpj_queue_wait(q);
+  double t0 = now_ms();
+  for (int i = 0; i < NL; i++)
+    if (xpj_launch(q, k, &r, 2, args, NULL) != XPJ_OK) {
+      fprintf(stderr, "bench/opencl: %s\n", xpj_last_error());
+      exit(1);
+    }
+  xpj_status st = xpj_queue_wait(q);
+  double us = (now_ms() - t0) * 1e3 / NL;
+  if (st != XPJ_OK || x[0] != 1.0f) {
+    fprintf(stderr, "bench/opencl: launches failed: %s\n", xpj_last_error());
+    exit(1);
+  }
+  xpj_mem_free(dev, x);
+  xpj_queue_destroy(q);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  return us;
+}
+
+#define CLF(name) *(void **)&name = dlsym(h, #name)
+
+/* The same kernel through bare OpenCL: a buffer for the array, the ABI's
+ * arguments (docs/abi.md) set once. */
+static double bare_launch_us(const uint8_t *spv, size_t spv_len) {
+  void *h = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h)
+    return -1;
+  cl_int (*clGetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
+  cl_int (*clGetDeviceIDs)(cl_platform_id, cl_device_type, cl_uint,
+                           cl_device_id *, cl_uint *);
+  cl_context (*clCreateContext)(const cl_context_properties *, cl_uint,
+                                const cl_device_id *, void *, void *,
+                                cl_int *);
+  cl_command_queue (*clCreateCommandQueue)(cl_context, cl_device_id,
+                                           cl_bitfield, cl_int *);
+  cl_program (*clCreateProgramWithIL)(cl_context, const void *, size_t,
+                                      cl_int *);
+  cl_int (*clBuildProgram)(cl_program, cl_uint, const cl_device_id *,
+                           const char *, void *, void *);
+  cl_kernel (*clCreateKernel)(cl_program, const char *, cl_int *);
+  cl_mem (*clCreateBuffer)(cl_context, cl_mem_flags, size_t, void *,
+                           cl_int *);
+  cl_int (*clSetKernelArg)(cl_kernel, cl_uint, size_t, const void *);
+  cl_int (*clEnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint,
+                                   const size_t *, const size_t *,
+                                   const size_t *, cl_uint, const cl_event *,
+                                   cl_event *);
+  cl_int (*clFinish)(cl_command_queue);
+  CLF(clGetPlatformIDs); CLF(clGetDeviceIDs); CLF(clCreateContext);
+  CLF(clCreateCommandQueue); CLF(clCreateProgramWithIL); CLF(clBuildProgram);
+  CLF(clCreateKernel); CLF(clCreateBuffer); CLF(clSetKernelArg);
+  CLF(clEnqueueNDRangeKernel); CLF(clFinish);
+  if (!clCreateProgramWithIL)
+    return -1;
+  cl_platform_id pl;
+  cl_device_id d;
+  cl_int e;
+  cl_uint n;
+  if (clGetPlatformIDs(1, &pl, &n) != CL_SUCCESS ||
+      clGetDeviceIDs(pl, 0xFFFFFFFF, 1, &d, &n) != CL_SUCCESS)
+    return -1;
+  cl_context c = clCreateContext(NULL, 1, &d, NULL, NULL, &e);
+  cl_command_queue q = clCreateCommandQueue(c, d, 0, &e);
+  cl_program pr = clCreateProgramWithIL(c, spv, spv_len, &e);
+  if (!pr || clBuildProgram(pr, 1, &d, "", NULL, NULL) != CL_SUCCESS)
+    return -1;
+  cl_kernel k = clCreateKernel(pr, "scale", &e);
+  float init[NE];
+  for (int i = 0; i < NE; i++)
+    init[i] = 1.0f;
+  cl_mem b = clCreateBuffer(c, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                            sizeof init, init, &e);
+  float alpha = 1.0f;
+  int64_t off = 0, shape = NE, stride = 1, g[3] = {NE, 1, 1};
+  clSetKernelArg(k, 0, 4, &alpha);
+  clSetKernelArg(k, 1, sizeof b, &b);
+  clSetKernelArg(k, 2, 8, &off);
+  clSetKernelArg(k, 3, 8, &shape);
+  clSetKernelArg(k, 4, 8, &stride);
+  for (int i = 0; i < 3; i++)
+    clSetKernelArg(k, 5 + (cl_uint)i, 8, &g[i]);
+  size_t gs = NE;
+  for (int i = 0; i < 100; i++)
+    clEnqueueNDRangeKernel(q, k, 1, NULL, &gs, NULL, 0, NULL, NULL);
+  clFinish(q);
+  double t0 = now_ms();
+  for (int i = 0; i < NL; i++)
+    if (clEnqueueNDRangeKernel(q, k, 1, NULL, &gs, NULL, 0, NULL, NULL) !=
+        CL_SUCCESS)
+      return -1;
+  if (clFinish(q) != CL_SUCCESS)
+    return -1;
+  return (now_ms() - t0) * 1e3 / NL; /* objects live to the process end */
+}
+
 int main(int argc, char **argv) {
   int R = argc > 1 ? atoi(argv[1]) : 5;
   if (R < 1)
@@ -126,6 +264,24 @@ int main(int argc, char **argv) {
   printf("  native cache (driver binary)         %8.1f ms\n", n);
   printf("  native vs portable: %.1fx faster; vs cold: %.1fx\n", p / n, c / n);
   printf("  launches checked: %s\n", bad ? "FAILED" : "all correct");
+  double xl[64], bl[64];
+  const uint8_t *spv = NULL;
+  size_t spv_len = 0;
+  for (int r = 0; r < R; r++) {
+    free((void *)spv);
+    xl[r] = xpjit_launch_us(src, len, &spv, &spv_len);
+    bl[r] = bare_launch_us(spv, spv_len);
+  }
+  free((void *)spv);
+  double xu = median(xl, R), bu = median(bl, R);
+  printf("launch overhead: %d launches of scale (%d f32) and one wait, "
+         "median of %d\n", NL, NE, R);
+  printf("  xpjit                                %8.2f us/launch\n", xu);
+  if (bu > 0)
+    printf("  bare OpenCL (same SPIR-V; peer)      %8.2f us/launch\n"
+           "  xpjit / bare: %.2fx\n", bu, xu / bu);
+  else
+    printf("  bare OpenCL: unavailable\n");
   free(src);
   return bad ? 1 : 0;
 }

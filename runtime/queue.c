@@ -180,17 +180,61 @@ static xpj_status run(xpj_queue *q, cmd *c) {
   return XPJ_OK;
 }
 
+/* Commands a backend with asynchronous streams has taken but not yet
+ * finished: their events complete, and they are freed (launch arguments
+ * and fill patterns stay valid), when the queue next synchronises. */
+#define MAX_INFLIGHT 64
+
+static void finish(xpj_queue *q, cmd *c, xpj_status st, const char *msg) {
+  event_finish(c->ev, st, msg);
+  pthread_mutex_lock(&q->mu);
+  if (st != XPJ_OK && q->err == XPJ_OK) {
+    q->err = st;
+    free(q->errmsg);
+    q->errmsg = strdup(msg);
+  }
+  q->completed++;
+  pthread_cond_broadcast(&q->done);
+  pthread_mutex_unlock(&q->mu);
+  cmd_free(c);
+}
+
+/* Waits for the backend, then completes every in-flight command with its
+ * outcome (an asynchronous error belongs to all of them). */
+static void drain(xpj_queue *q, cmd **fl, unsigned *n) {
+  if (!*n)
+    return;
+  xpj_status st = q->dev->ops->sync(q->dev, q->bq);
+  char *msg = st != XPJ_OK ? strdup(xpj_last_error()) : NULL;
+  for (unsigned i = 0; i < *n; i++)
+    finish(q, fl[i], st, msg ? msg : xpj_status_name(st));
+  free(msg);
+  *n = 0;
+}
+
 static void *queue_main(void *arg) {
   xpj_queue *q = arg;
+  cmd *fl[MAX_INFLIGHT];
+  unsigned nfl = 0;
+  /* profiling queues finish each command before the next: exact times */
+  bool batch = q->dev->ops->sync && !(q->flags & XPJ_QUEUE_PROFILING);
   pthread_mutex_lock(&q->mu);
   q->started = true;
   pthread_cond_broadcast(&q->done);
   for (;;) {
-    while (!q->head && !q->stop)
+    while (!q->head && !q->stop && !nfl)
       pthread_cond_wait(&q->work, &q->mu);
-    if (!q->head)
-      break;
     cmd *c = q->head;
+    if (!c || nfl == MAX_INFLIGHT ||
+        (nfl && (c->type == CMD_WAIT || c->type == CMD_HOST))) {
+      /* idle, full, or a command that must see the earlier ones done */
+      pthread_mutex_unlock(&q->mu);
+      drain(q, fl, &nfl);
+      pthread_mutex_lock(&q->mu);
+      if (!c && q->stop)
+        break;
+      continue;
+    }
     q->head = c->next;
     if (!q->head)
       q->tail = NULL;
@@ -201,20 +245,14 @@ static void *queue_main(void *arg) {
     c->ev->t_start = rt_now_ns();
     pthread_mutex_unlock(&c->ev->mu);
     xpj_status st = run(q, c);
-    if (st == XPJ_OK && q->dev->ops->sync)
-      st = q->dev->ops->sync(q->dev, q->bq);
-    event_finish(c->ev, st, xpj_last_error());
-
-    pthread_mutex_lock(&q->mu);
-    if (st != XPJ_OK && q->err == XPJ_OK) {
-      q->err = st;
-      free(q->errmsg);
-      q->errmsg = strdup(xpj_last_error());
+    bool async = c->type != CMD_WAIT && c->type != CMD_HOST;
+    if (st == XPJ_OK && async && batch) {
+      fl[nfl++] = c;
+    } else {
+      if (st == XPJ_OK && async && q->dev->ops->sync)
+        st = q->dev->ops->sync(q->dev, q->bq);
+      finish(q, c, st, xpj_last_error());
     }
-    q->completed++;
-    pthread_cond_broadcast(&q->done);
-    pthread_mutex_unlock(&q->mu);
-    cmd_free(c);
     pthread_mutex_lock(&q->mu);
   }
   pthread_mutex_unlock(&q->mu);
