@@ -5,6 +5,7 @@
 #ifndef XPJ_BENCH_UTIL_H
 #define XPJ_BENCH_UTIL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,96 @@ typedef struct _cl_event *cl_event;
 #define CL_MAP_READ (1 << 0)
 #define CL_MAP_WRITE (1 << 1)
 #endif
+
+#include <dlfcn.h>
+#include <string.h>
+
+/* The OpenCL entry points the benchmarks use, found in an opened
+ * libOpenCL (bench_cl_load). CreateProgramWithIL (OpenCL 2.1) may be NULL. */
+typedef struct bench_cl_api {
+  cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
+  cl_int (*GetPlatformInfo)(cl_platform_id, cl_platform_info, size_t, void *, size_t *);
+  cl_int (*GetDeviceIDs)(cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *);
+  cl_int (*GetDeviceInfo)(cl_device_id, cl_device_info, size_t, void *, size_t *);
+  cl_context (*CreateContext)(const cl_context_properties *, cl_uint, const cl_device_id *,
+                              void (*)(const char *, const void *, size_t, void *), void *,
+                              cl_int *);
+  cl_command_queue (*CreateCommandQueue)(cl_context, cl_device_id, cl_command_queue_properties,
+                                         cl_int *);
+  cl_program (*CreateProgramWithSource)(cl_context, cl_uint, const char **, const size_t *,
+                                        cl_int *);
+  cl_program (*CreateProgramWithIL)(cl_context, const void *, size_t, cl_int *);
+  cl_int (*BuildProgram)(cl_program, cl_uint, const cl_device_id *, const char *,
+                         void (*)(cl_program, void *), void *);
+  cl_int (*GetProgramBuildInfo)(cl_program, cl_device_id, cl_program_build_info, size_t, void *,
+                                size_t *);
+  cl_kernel (*CreateKernel)(cl_program, const char *, cl_int *);
+  cl_int (*SetKernelArg)(cl_kernel, cl_uint, size_t, const void *);
+  cl_mem (*CreateBuffer)(cl_context, cl_mem_flags, size_t, void *, cl_int *);
+  cl_int (*EnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t *,
+                                 const size_t *, const size_t *, cl_uint, const cl_event *,
+                                 cl_event *);
+  cl_int (*EnqueueFillBuffer)(cl_command_queue, cl_mem, const void *, size_t, size_t, size_t,
+                              cl_uint, const cl_event *, cl_event *);
+  cl_int (*EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint,
+                              const cl_event *, cl_event *);
+  void *(*EnqueueMapBuffer)(cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t,
+                            cl_uint, const cl_event *, cl_event *, cl_int *);
+  cl_int (*EnqueueUnmapMemObject)(cl_command_queue, cl_mem, void *, cl_uint, const cl_event *,
+                                  cl_event *);
+  cl_int (*Finish)(cl_command_queue);
+  cl_int (*ReleaseMemObject)(cl_mem);
+  cl_int (*ReleaseKernel)(cl_kernel);
+  cl_int (*ReleaseProgram)(cl_program);
+  cl_int (*ReleaseCommandQueue)(cl_command_queue);
+  cl_int (*ReleaseContext)(cl_context);
+} bench_cl_api;
+
+/* Fills *cl from the opened library lib (named libname in messages);
+ * false with why filled when an entry point other than
+ * CreateProgramWithIL is missing. */
+static inline bool bench_cl_load(void *lib, const char *libname,
+                                 bench_cl_api *cl, char *why, size_t whysize) {
+  struct {
+    void *slot;
+    const char *name;
+    bool optional;
+  } syms[] = {
+      {&cl->GetPlatformIDs, "clGetPlatformIDs", 0},
+      {&cl->GetPlatformInfo, "clGetPlatformInfo", 0},
+      {&cl->GetDeviceIDs, "clGetDeviceIDs", 0},
+      {&cl->GetDeviceInfo, "clGetDeviceInfo", 0},
+      {&cl->CreateContext, "clCreateContext", 0},
+      {&cl->CreateCommandQueue, "clCreateCommandQueue", 0},
+      {&cl->CreateProgramWithSource, "clCreateProgramWithSource", 0},
+      {&cl->CreateProgramWithIL, "clCreateProgramWithIL", 1},
+      {&cl->BuildProgram, "clBuildProgram", 0},
+      {&cl->GetProgramBuildInfo, "clGetProgramBuildInfo", 0},
+      {&cl->CreateKernel, "clCreateKernel", 0},
+      {&cl->SetKernelArg, "clSetKernelArg", 0},
+      {&cl->CreateBuffer, "clCreateBuffer", 0},
+      {&cl->EnqueueNDRangeKernel, "clEnqueueNDRangeKernel", 0},
+      {&cl->EnqueueFillBuffer, "clEnqueueFillBuffer", 0},
+      {&cl->EnqueueReadBuffer, "clEnqueueReadBuffer", 0},
+      {&cl->EnqueueMapBuffer, "clEnqueueMapBuffer", 0},
+      {&cl->EnqueueUnmapMemObject, "clEnqueueUnmapMemObject", 0},
+      {&cl->Finish, "clFinish", 0},
+      {&cl->ReleaseMemObject, "clReleaseMemObject", 0},
+      {&cl->ReleaseKernel, "clReleaseKernel", 0},
+      {&cl->ReleaseProgram, "clReleaseProgram", 0},
+      {&cl->ReleaseCommandQueue, "clReleaseCommandQueue", 0},
+      {&cl->ReleaseContext, "clReleaseContext", 0},
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+    void *p = dlsym(lib, syms[i].name);
+    if (!p && !syms[i].optional) {
+      snprintf(why, whysize, "%.300s has no %s", libname, syms[i].name);
+      return false;
+    }
+    memcpy(syms[i].slot, &p, sizeof p);
+  }
+  return true;
+}
 #endif
 
 #endif

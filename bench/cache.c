@@ -948,37 +948,7 @@ static int child_whole(int argc, char **argv) {
 
 /* ---- PoCL through libOpenCL.so.1 (children only) ------------------------------------ */
 
-static struct {
-  cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
-  cl_int (*GetPlatformInfo)(cl_platform_id, cl_platform_info, size_t, void *, size_t *);
-  cl_int (*GetDeviceIDs)(cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *);
-  cl_int (*GetDeviceInfo)(cl_device_id, cl_device_info, size_t, void *, size_t *);
-  cl_context (*CreateContext)(const cl_context_properties *, cl_uint, const cl_device_id *,
-                              void (*)(const char *, const void *, size_t, void *), void *,
-                              cl_int *);
-  cl_command_queue (*CreateCommandQueue)(cl_context, cl_device_id, cl_command_queue_properties,
-                                         cl_int *);
-  cl_program (*CreateProgramWithSource)(cl_context, cl_uint, const char **, const size_t *,
-                                        cl_int *);
-  cl_int (*BuildProgram)(cl_program, cl_uint, const cl_device_id *, const char *,
-                         void (*)(cl_program, void *), void *);
-  cl_int (*GetProgramBuildInfo)(cl_program, cl_device_id, cl_program_build_info, size_t, void *,
-                                size_t *);
-  cl_kernel (*CreateKernel)(cl_program, const char *, cl_int *);
-  cl_int (*SetKernelArg)(cl_kernel, cl_uint, size_t, const void *);
-  cl_mem (*CreateBuffer)(cl_context, cl_mem_flags, size_t, void *, cl_int *);
-  cl_int (*EnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t *,
-                                 const size_t *, const size_t *, cl_uint, const cl_event *,
-                                 cl_event *);
-  cl_int (*EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint,
-                              const cl_event *, cl_event *);
-  cl_int (*Finish)(cl_command_queue);
-  cl_int (*ReleaseMemObject)(cl_mem);
-  cl_int (*ReleaseKernel)(cl_kernel);
-  cl_int (*ReleaseProgram)(cl_program);
-  cl_int (*ReleaseCommandQueue)(cl_command_queue);
-  cl_int (*ReleaseContext)(cl_context);
-} cl;
+static bench_cl_api cl;
 
 static struct {
   cl_platform_id plat;
@@ -996,39 +966,8 @@ static bool pocl_open(char *why, size_t whysize) {
     snprintf(why, whysize, "%s", dlerror());
     return false;
   }
-  struct {
-    void *slot;
-    const char *name;
-  } syms[] = {
-      {&cl.GetPlatformIDs, "clGetPlatformIDs"},
-      {&cl.GetPlatformInfo, "clGetPlatformInfo"},
-      {&cl.GetDeviceIDs, "clGetDeviceIDs"},
-      {&cl.GetDeviceInfo, "clGetDeviceInfo"},
-      {&cl.CreateContext, "clCreateContext"},
-      {&cl.CreateCommandQueue, "clCreateCommandQueue"},
-      {&cl.CreateProgramWithSource, "clCreateProgramWithSource"},
-      {&cl.BuildProgram, "clBuildProgram"},
-      {&cl.GetProgramBuildInfo, "clGetProgramBuildInfo"},
-      {&cl.CreateKernel, "clCreateKernel"},
-      {&cl.SetKernelArg, "clSetKernelArg"},
-      {&cl.CreateBuffer, "clCreateBuffer"},
-      {&cl.EnqueueNDRangeKernel, "clEnqueueNDRangeKernel"},
-      {&cl.EnqueueReadBuffer, "clEnqueueReadBuffer"},
-      {&cl.Finish, "clFinish"},
-      {&cl.ReleaseMemObject, "clReleaseMemObject"},
-      {&cl.ReleaseKernel, "clReleaseKernel"},
-      {&cl.ReleaseProgram, "clReleaseProgram"},
-      {&cl.ReleaseCommandQueue, "clReleaseCommandQueue"},
-      {&cl.ReleaseContext, "clReleaseContext"},
-  };
-  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-    void *p = dlsym(lib, syms[i].name);
-    if (!p) {
-      snprintf(why, whysize, "%.300s has no %s", opt_opencl, syms[i].name);
-      return false;
-    }
-    memcpy(syms[i].slot, &p, sizeof p);
-  }
+  if (!bench_cl_load(lib, opt_opencl, &cl, why, whysize))
+    return false;
   cl_platform_id plats[16];
   cl_uint np = 0;
   if (cl.GetPlatformIDs(16, plats, &np) != CL_SUCCESS || np == 0) {

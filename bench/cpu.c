@@ -219,43 +219,7 @@ static void bench_free(void *p) {
 
 /* ---- PoCL through libOpenCL.so.1 ------------------------------------------ */
 
-static struct {
-  cl_int (*GetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
-  cl_int (*GetPlatformInfo)(cl_platform_id, cl_platform_info, size_t, void *, size_t *);
-  cl_int (*GetDeviceIDs)(cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *);
-  cl_int (*GetDeviceInfo)(cl_device_id, cl_device_info, size_t, void *, size_t *);
-  cl_context (*CreateContext)(const cl_context_properties *, cl_uint, const cl_device_id *,
-                              void (*)(const char *, const void *, size_t, void *), void *,
-                              cl_int *);
-  cl_command_queue (*CreateCommandQueue)(cl_context, cl_device_id, cl_command_queue_properties,
-                                         cl_int *);
-  cl_program (*CreateProgramWithSource)(cl_context, cl_uint, const char **, const size_t *,
-                                        cl_int *);
-  cl_int (*BuildProgram)(cl_program, cl_uint, const cl_device_id *, const char *,
-                         void (*)(cl_program, void *), void *);
-  cl_int (*GetProgramBuildInfo)(cl_program, cl_device_id, cl_program_build_info, size_t, void *,
-                                size_t *);
-  cl_kernel (*CreateKernel)(cl_program, const char *, cl_int *);
-  cl_int (*SetKernelArg)(cl_kernel, cl_uint, size_t, const void *);
-  cl_mem (*CreateBuffer)(cl_context, cl_mem_flags, size_t, void *, cl_int *);
-  cl_int (*EnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t *,
-                                 const size_t *, const size_t *, cl_uint, const cl_event *,
-                                 cl_event *);
-  cl_int (*EnqueueFillBuffer)(cl_command_queue, cl_mem, const void *, size_t, size_t, size_t,
-                              cl_uint, const cl_event *, cl_event *);
-  cl_int (*EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint,
-                              const cl_event *, cl_event *);
-  void *(*EnqueueMapBuffer)(cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t,
-                            cl_uint, const cl_event *, cl_event *, cl_int *);
-  cl_int (*EnqueueUnmapMemObject)(cl_command_queue, cl_mem, void *, cl_uint, const cl_event *,
-                                  cl_event *);
-  cl_int (*Finish)(cl_command_queue);
-  cl_int (*ReleaseMemObject)(cl_mem);
-  cl_int (*ReleaseKernel)(cl_kernel);
-  cl_int (*ReleaseProgram)(cl_program);
-  cl_int (*ReleaseCommandQueue)(cl_command_queue);
-  cl_int (*ReleaseContext)(cl_context);
-} cl;
+static bench_cl_api cl;
 
 static struct {
   bool ok;
@@ -275,43 +239,7 @@ static bool pocl_load(void) {
     snprintf(P.why, sizeof P.why, "%s", dlerror());
     return false;
   }
-  struct {
-    void *slot;
-    const char *name;
-  } syms[] = {
-      {&cl.GetPlatformIDs, "clGetPlatformIDs"},
-      {&cl.GetPlatformInfo, "clGetPlatformInfo"},
-      {&cl.GetDeviceIDs, "clGetDeviceIDs"},
-      {&cl.GetDeviceInfo, "clGetDeviceInfo"},
-      {&cl.CreateContext, "clCreateContext"},
-      {&cl.CreateCommandQueue, "clCreateCommandQueue"},
-      {&cl.CreateProgramWithSource, "clCreateProgramWithSource"},
-      {&cl.BuildProgram, "clBuildProgram"},
-      {&cl.GetProgramBuildInfo, "clGetProgramBuildInfo"},
-      {&cl.CreateKernel, "clCreateKernel"},
-      {&cl.SetKernelArg, "clSetKernelArg"},
-      {&cl.CreateBuffer, "clCreateBuffer"},
-      {&cl.EnqueueNDRangeKernel, "clEnqueueNDRangeKernel"},
-      {&cl.EnqueueFillBuffer, "clEnqueueFillBuffer"},
-      {&cl.EnqueueReadBuffer, "clEnqueueReadBuffer"},
-      {&cl.EnqueueMapBuffer, "clEnqueueMapBuffer"},
-      {&cl.EnqueueUnmapMemObject, "clEnqueueUnmapMemObject"},
-      {&cl.Finish, "clFinish"},
-      {&cl.ReleaseMemObject, "clReleaseMemObject"},
-      {&cl.ReleaseKernel, "clReleaseKernel"},
-      {&cl.ReleaseProgram, "clReleaseProgram"},
-      {&cl.ReleaseCommandQueue, "clReleaseCommandQueue"},
-      {&cl.ReleaseContext, "clReleaseContext"},
-  };
-  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-    void *p = dlsym(P.lib, syms[i].name);
-    if (!p) {
-      snprintf(P.why, sizeof P.why, "%.300s has no %s", opt_opencl, syms[i].name);
-      return false;
-    }
-    memcpy(syms[i].slot, &p, sizeof p);
-  }
-  return true;
+  return bench_cl_load(P.lib, opt_opencl, &cl, P.why, sizeof P.why);
 }
 
 static void pocl_init(void) {

@@ -22,7 +22,6 @@
 #include "../tests/storm20.h"
 #include "bench_util.h"
 
-#include <dlfcn.h>
 #include "xpjit.h"
 
 #include <stdio.h>
@@ -153,78 +152,50 @@ static double xpjit_launch_us(const char *src, size_t len, const uint8_t **spv,
   return us;
 }
 
-#define CLF(name) *(void **)&name = dlsym(h, #name)
-
-/* The same kernel through bare OpenCL: a buffer for the array, the ABI's
- * arguments (docs/abi.md) set once. */
 static double bare_launch_us(const uint8_t *spv, size_t spv_len) {
   void *h = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h)
-    return -1;
-  cl_int (*clGetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
-  cl_int (*clGetDeviceIDs)(cl_platform_id, cl_device_type, cl_uint,
-                           cl_device_id *, cl_uint *);
-  cl_context (*clCreateContext)(const cl_context_properties *, cl_uint,
-                                const cl_device_id *, void *, void *,
-                                cl_int *);
-  cl_command_queue (*clCreateCommandQueue)(cl_context, cl_device_id,
-                                           cl_bitfield, cl_int *);
-  cl_program (*clCreateProgramWithIL)(cl_context, const void *, size_t,
-                                      cl_int *);
-  cl_int (*clBuildProgram)(cl_program, cl_uint, const cl_device_id *,
-                           const char *, void *, void *);
-  cl_kernel (*clCreateKernel)(cl_program, const char *, cl_int *);
-  cl_mem (*clCreateBuffer)(cl_context, cl_mem_flags, size_t, void *,
-                           cl_int *);
-  cl_int (*clSetKernelArg)(cl_kernel, cl_uint, size_t, const void *);
-  cl_int (*clEnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint,
-                                   const size_t *, const size_t *,
-                                   const size_t *, cl_uint, const cl_event *,
-                                   cl_event *);
-  cl_int (*clFinish)(cl_command_queue);
-  CLF(clGetPlatformIDs); CLF(clGetDeviceIDs); CLF(clCreateContext);
-  CLF(clCreateCommandQueue); CLF(clCreateProgramWithIL); CLF(clBuildProgram);
-  CLF(clCreateKernel); CLF(clCreateBuffer); CLF(clSetKernelArg);
-  CLF(clEnqueueNDRangeKernel); CLF(clFinish);
-  if (!clCreateProgramWithIL)
+  bench_cl_api cl;
+  char why[400];
+  if (!h || !bench_cl_load(h, "libOpenCL.so.1", &cl, why, sizeof why) ||
+      !cl.CreateProgramWithIL)
     return -1;
   cl_platform_id pl;
   cl_device_id d;
   cl_int e;
   cl_uint n;
-  if (clGetPlatformIDs(1, &pl, &n) != CL_SUCCESS ||
-      clGetDeviceIDs(pl, 0xFFFFFFFF, 1, &d, &n) != CL_SUCCESS)
+  if (cl.GetPlatformIDs(1, &pl, &n) != CL_SUCCESS ||
+      cl.GetDeviceIDs(pl, 0xFFFFFFFF, 1, &d, &n) != CL_SUCCESS)
     return -1;
-  cl_context c = clCreateContext(NULL, 1, &d, NULL, NULL, &e);
-  cl_command_queue q = clCreateCommandQueue(c, d, 0, &e);
-  cl_program pr = clCreateProgramWithIL(c, spv, spv_len, &e);
-  if (!pr || clBuildProgram(pr, 1, &d, "", NULL, NULL) != CL_SUCCESS)
+  cl_context c = cl.CreateContext(NULL, 1, &d, NULL, NULL, &e);
+  cl_command_queue q = cl.CreateCommandQueue(c, d, 0, &e);
+  cl_program pr = cl.CreateProgramWithIL(c, spv, spv_len, &e);
+  if (!pr || cl.BuildProgram(pr, 1, &d, "", NULL, NULL) != CL_SUCCESS)
     return -1;
-  cl_kernel k = clCreateKernel(pr, "scale", &e);
+  cl_kernel k = cl.CreateKernel(pr, "scale", &e);
   float init[NE];
   for (int i = 0; i < NE; i++)
     init[i] = 1.0f;
-  cl_mem b = clCreateBuffer(c, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+  cl_mem b = cl.CreateBuffer(c, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
                             sizeof init, init, &e);
   float alpha = 1.0f;
   int64_t off = 0, shape = NE, stride = 1, g[3] = {NE, 1, 1};
-  clSetKernelArg(k, 0, 4, &alpha);
-  clSetKernelArg(k, 1, sizeof b, &b);
-  clSetKernelArg(k, 2, 8, &off);
-  clSetKernelArg(k, 3, 8, &shape);
-  clSetKernelArg(k, 4, 8, &stride);
+  cl.SetKernelArg(k, 0, 4, &alpha);
+  cl.SetKernelArg(k, 1, sizeof b, &b);
+  cl.SetKernelArg(k, 2, 8, &off);
+  cl.SetKernelArg(k, 3, 8, &shape);
+  cl.SetKernelArg(k, 4, 8, &stride);
   for (int i = 0; i < 3; i++)
-    clSetKernelArg(k, 5 + (cl_uint)i, 8, &g[i]);
+    cl.SetKernelArg(k, 5 + (cl_uint)i, 8, &g[i]);
   size_t gs = NE;
   for (int i = 0; i < 100; i++)
-    clEnqueueNDRangeKernel(q, k, 1, NULL, &gs, NULL, 0, NULL, NULL);
-  clFinish(q);
+    cl.EnqueueNDRangeKernel(q, k, 1, NULL, &gs, NULL, 0, NULL, NULL);
+  cl.Finish(q);
   double t0 = now_ms();
   for (int i = 0; i < NL; i++)
-    if (clEnqueueNDRangeKernel(q, k, 1, NULL, &gs, NULL, 0, NULL, NULL) !=
+    if (cl.EnqueueNDRangeKernel(q, k, 1, NULL, &gs, NULL, 0, NULL, NULL) !=
         CL_SUCCESS)
       return -1;
-  if (clFinish(q) != CL_SUCCESS)
+  if (cl.Finish(q) != CL_SUCCESS)
     return -1;
   return (now_ms() - t0) * 1e3 / NL; /* objects live to the process end */
 }
