@@ -116,12 +116,14 @@ xpj_status xpj_context_create(const xpj_context_desc *desc,
   }
   for (size_t i = 0; i < sizeof backends / sizeof *backends && st == XPJ_OK;
        i++)
-    if (!f || rt_filter_may_use(f, backends[i]->id))
+    if (!f || rt_filter_may_use(f, backends[i]->id)) {
       st = backends[i]->discover(ctx);
-    else
+    } else {
+      ctx->skipped[backends[i]->id] = true;
       rt_context_absent(ctx, backends[i]->id,
                         "not looked for: the device filter \"%s\" excludes "
                         "it", vis);
+    }
   if (st == XPJ_OK && ctx->nall) {
     ctx->devs = calloc(ctx->nall, sizeof *ctx->devs);
     if (!ctx->devs)
@@ -160,21 +162,30 @@ xpj_device *xpj_device_get(const xpj_context *ctx, unsigned i) {
   return ctx && i < ctx->ndevs ? ctx->devs[i] : NULL;
 }
 
+/* No device matches filter (NULL: the default device). The message lists
+ * the visible devices and why backends have none: those the filter could
+ * name, or for the default device those the visible filter let in. */
 static xpj_status none_found(const xpj_context *ctx, const char *filter) {
   char list[1024] = "", notes[1024] = "";
   size_t n = 0, m = 0;
+  rt_filter *f = NULL;
+  if (filter && rt_filter_parse(filter, &f) != XPJ_OK)
+    f = NULL; /* parsed once already: cannot fail here */
   for (unsigned i = 0; i < ctx->ndevs && n < sizeof list - 64; i++)
     n += (size_t)snprintf(list + n, sizeof list - n, "%s%s (%s)",
                           i ? ", " : "", ctx->devs[i]->id,
                           ctx->devs[i]->info.name);
   /* and why backends without devices have none */
   for (unsigned b = 0; b < XPJ_BACKEND_COUNT && m < sizeof notes - 64; b++)
-    if (ctx->absent[b][0])
+    if (ctx->absent[b][0] &&
+        (f ? rt_filter_may_use(f, (xpj_backend)b) : !ctx->skipped[b]))
       m += (size_t)snprintf(notes + m, sizeof notes - m, "; %s: %s",
                             xpj_backend_name((xpj_backend)b), ctx->absent[b]);
+  rt_filter_free(f);
   return rt_err(XPJ_ERR_NOT_FOUND,
-                "no device matches \"%s\"; visible devices: %s%s", filter,
-                ctx->ndevs ? list : "none", notes);
+                "no device matches \"%s\"; visible devices: %s%s",
+                filter ? filter : "(default)", ctx->ndevs ? list : "none",
+                notes);
 }
 
 xpj_status xpj_device_list(xpj_context *ctx, const char *filter,
@@ -209,7 +220,7 @@ xpj_status xpj_device_select(xpj_context *ctx, const char *filter,
   if (st != XPJ_OK)
     return st;
   if (n == 0)
-    return none_found(ctx, filter && *filter ? filter : "(default)");
+    return none_found(ctx, filter && *filter ? filter : NULL);
   *out = d;
   return XPJ_OK;
 }

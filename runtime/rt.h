@@ -194,6 +194,7 @@ struct xpj_context {
   /* Per backend: why it found no devices ("" if it found some or said
    * nothing), for the error when a filter asks for that backend. */
   char absent[XPJ_BACKEND_COUNT][256];
+  bool skipped[XPJ_BACKEND_COUNT]; /* excluded by the visible filter */
   xpj_device **devs; /* the visible ones, in order */
   unsigned ndevs;
   unsigned cpu_threads;

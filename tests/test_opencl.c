@@ -73,6 +73,17 @@ static void test_no_loader(void **state) {
     fail_msg("note: '%s'",
              xpj_context_backend_note(ctx, XPJ_BACKEND_OPENCL));
   xpj_context_destroy(ctx);
+  /* the default device's error names only the backends the filter let in */
+  setenv("XPJIT_ZE_LIBRARY", "/nonexistent/libze_loader.so.1", 1);
+  desc.visible = "level_zero";
+  assert_int_equal(xpj_context_create(&desc, &ctx), XPJ_OK);
+  assert_int_equal(xpj_device_select(ctx, NULL, &d), XPJ_ERR_NOT_FOUND);
+  msg = xpj_last_error();
+  if (!strstr(msg, "level_zero: ") || strstr(msg, "opencl: ") ||
+      strstr(msg, "not looked for"))
+    fail_msg("default-device error: '%s'", msg);
+  xpj_context_destroy(ctx);
+  unsetenv("XPJIT_ZE_LIBRARY");
   unsetenv("XPJIT_OPENCL_LIBRARY");
 }
 
