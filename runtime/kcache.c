@@ -330,6 +330,19 @@ xpj_status rt_cc_key(rt_cc *cc, const xpj_module *sm, const char *kernel,
   return XPJ_OK;
 }
 
+/* A device binary loaded (hit) or stored: in l2's counters and the
+ * context's. */
+static void count_native(rt_cc *cc, xpj_cache *l2, bool hit) {
+  xpj_cache_counters d = {0};
+  d.native_hits = hit;
+  d.native_stores = !hit;
+  xpj_cache_note(l2, &d);
+  pthread_mutex_lock(&cc->mu);
+  cc->counters.native_hits += hit;
+  cc->counters.native_stores += !hit;
+  pthread_mutex_unlock(&cc->mu);
+}
+
 /* Loads the binary g on dev. A device with a native form (a cubin, a
  * Level Zero native module, an OpenCL program binary) first tries the one
  * cached under the same key with "native:<dev->native_id>|<target>" as its
@@ -346,7 +359,6 @@ static xpj_status load_on_device(rt_cc *cc, xpj_cache *l2,
              !(env && (!strcmp(env, "off") || !strcmp(env, "0")));
   char ntarget[2048];
   xpj_cache_key nk = *key;
-  xpj_cache_counters d = {0};
   if (nat) {
     snprintf(ntarget, sizeof ntarget, "native:%s|%s", dev->native_id,
              key->target);
@@ -361,11 +373,7 @@ static xpj_status load_on_device(rt_cc *cc, xpj_cache *l2,
                                                    g->entry, native);
       xpj_cache_entry_clear(&ne);
       if (st == XPJ_OK) {
-        d.native_hits = 1;
-        xpj_cache_note(l2, &d);
-        pthread_mutex_lock(&cc->mu);
-        cc->counters.native_hits++;
-        pthread_mutex_unlock(&cc->mu);
+        count_native(cc, l2, true);
         return XPJ_OK;
       }
     }
@@ -379,13 +387,8 @@ static xpj_status load_on_device(rt_cc *cc, xpj_cache *l2,
   if (ops->native_get(dev, *native, &b, &n) == XPJ_OK) {
     xpj_cache_value v = {0, b, n, g->entry, "", g->local_bytes,
                          g->scratch_bytes, (double)(rt_now_ns() - t0) / 1e6};
-    if (xpj_cache_put(l2, &nk, &v) == XPJ_OK) {
-      d.native_stores = 1;
-      xpj_cache_note(l2, &d);
-      pthread_mutex_lock(&cc->mu);
-      cc->counters.native_stores++;
-      pthread_mutex_unlock(&cc->mu);
-    }
+    if (xpj_cache_put(l2, &nk, &v) == XPJ_OK)
+      count_native(cc, l2, false);
     free(b);
   }
   return XPJ_OK;
