@@ -3,6 +3,7 @@
 #   make              libxpjit.a, libxpjit.so, xpjit-cli   (in build/)
 #   make test         unit tests, golden tests, fuzz corpus replay
 #   make asan         the whole test suite under ASan + UBSan (in build-asan/)
+#   make tsan         the multi-threaded tests under ThreadSanitizer (clang)
 #   make fuzz         libFuzzer on each fuzz target (FUZZ_TIME seconds each)
 #   make bench        benchmarks under bench/
 #   make install PREFIX=/usr/local
@@ -45,7 +46,7 @@ DAEMON_SRCS := tools/xpjitd.c tools/xpjitd_worker.c tools/xpjitd_progs.c
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
-.PHONY: all test asan fuzz bench install clean check-examples demo format
+.PHONY: all test asan tsan fuzz bench install clean check-examples demo format
 all: $(LIB_A) $(LIB_SO) $(CLI) $(DAEMON) $(BUILD)/lib/xpjit.pc $(EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h) Makefile
@@ -98,6 +99,18 @@ test: all $(TESTS) $(REPLAYS) $(MOCKS)
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" test
+
+# ThreadSanitizer (clang): the tests that drive the public API from many
+# threads; any report fails the run (halt_on_error).
+TSAN_TESTS := test_threads
+tsan:
+	$(MAKE) BUILD=build-tsan CC=clang OPT="-O1 -g" SAN="-fsanitize=thread" \
+	  $(TSAN_TESTS:%=build-tsan/tests/%)
+	@rm -rf build-tsan/test-cache
+	@for t in $(TSAN_TESTS); do echo "=== tsan: $$t"; \
+	  XPJIT_DAEMON=off XPJIT_CACHE_DIR=$$PWD/build-tsan/test-cache \
+	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 $$TSAN_OPTIONS" \
+	  build-tsan/tests/$$t || exit 1; done
 
 # libFuzzer (clang) with ASan + UBSan; corpus grows in tests/fuzz/corpus/NAME.
 fuzz: $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)

@@ -33,6 +33,8 @@ void xpj_set_warning_handler(void (*fn)(void *ud, const char *msg),
   pthread_mutex_unlock(&warn_mu);
 }
 
+/* The handler is called without warn_mu held, so that it may itself set a
+ * handler, warn, or use the library. */
 void rt_warn(const char *fmt, ...) {
   char msg[1024];
   va_list ap;
@@ -40,11 +42,13 @@ void rt_warn(const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   pthread_mutex_lock(&warn_mu);
-  if (warn_fn)
-    warn_fn(warn_ud, msg);
+  void (*fn)(void *, const char *) = warn_fn;
+  void *ud = warn_ud;
+  pthread_mutex_unlock(&warn_mu);
+  if (fn)
+    fn(ud, msg);
   else
     fprintf(stderr, "xpjit: warning: %s\n", msg);
-  pthread_mutex_unlock(&warn_mu);
 }
 
 static void cache_warn(void *ud, const char *msg) {
@@ -118,24 +122,21 @@ static xpj_status add_bundle(xpj_context *ctx, const char *path,
     return rt_err(XPJ_ERR_UNSUPPORTED, "bundle %s is not used: %s", path,
                   why);
   }
-  pthread_mutex_lock(&cc->mu);
-  xpj_cache **nb = realloc(cc->bundles, (cc->nbundles + 1) * sizeof *nb);
-  char **np = nb ? realloc(cc->bundle_paths,
-                           (cc->nbundles + 1) * sizeof *np)
-                 : NULL;
+  rt_bundle *node = calloc(1, sizeof *node);
   char *pcopy = strdup(path);
-  if (nb)
-    cc->bundles = nb;
-  if (np)
-    cc->bundle_paths = np;
-  if (!nb || !np || !pcopy) {
-    pthread_mutex_unlock(&cc->mu);
+  if (!node || !pcopy) {
+    free(node);
     free(pcopy);
     xpj_cache_close(b);
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   }
-  cc->bundles[cc->nbundles] = b;
-  cc->bundle_paths[cc->nbundles++] = pcopy;
+  node->cache = b;
+  node->path = pcopy;
+  pthread_mutex_lock(&cc->mu);
+  rt_bundle *_Atomic *tail = &cc->bundles;
+  while (atomic_load_explicit(tail, memory_order_relaxed))
+    tail = &atomic_load_explicit(tail, memory_order_relaxed)->next;
+  atomic_store_explicit(tail, node, memory_order_release);
   pthread_mutex_unlock(&cc->mu);
   return XPJ_OK;
 }
@@ -241,12 +242,12 @@ void rt_cc_fini(xpj_context *ctx) {
     xpj_cache_note(cc->l2, &d);
     xpj_cache_close(cc->l2);
   }
-  for (unsigned i = 0; i < cc->nbundles; i++) {
-    xpj_cache_close(cc->bundles[i]);
-    free(cc->bundle_paths[i]);
+  for (rt_bundle *b = atomic_load(&cc->bundles), *n; b; b = n) {
+    n = atomic_load(&b->next);
+    xpj_cache_close(b->cache);
+    free(b->path);
+    free(b);
   }
-  free(cc->bundles);
-  free(cc->bundle_paths);
   free(cc->path);
   rt_dc_fini(&cc->dc);
   pthread_cond_destroy(&cc->cv);
@@ -452,9 +453,11 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
   if (have) {
     origin = XPJ_ORIGIN_CACHE;
   } else {
-    for (unsigned i = 0; i < cc->nbundles && !have; i++)
-      if (xpj_cache_get(cc->bundles[i], &key, &ce) == XPJ_OK)
-        have = true;
+    for (rt_bundle *bn = atomic_load_explicit(&cc->bundles,
+                                             memory_order_acquire);
+         bn && !have;
+         bn = atomic_load_explicit(&bn->next, memory_order_acquire))
+      have = xpj_cache_get(bn->cache, &key, &ce) == XPJ_OK;
     if (have) {
       origin = XPJ_ORIGIN_BUNDLE;
       xpj_cache_counters d = {0};

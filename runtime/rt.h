@@ -170,6 +170,12 @@ typedef struct rt_dc {
 } rt_dc;
 enum { RT_DC_OFF, RT_DC_AUTO, RT_DC_PATH };
 
+typedef struct rt_bundle {
+  xpj_cache *cache;
+  char *path;
+  struct rt_bundle *_Atomic next;
+} rt_bundle;
+
 typedef struct rt_cc {
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -179,9 +185,10 @@ typedef struct rt_cc {
   xpj_cache_mode mode;
   char *path;
   uint64_t max_size;
-  xpj_cache **bundles;
-  char **bundle_paths;
-  unsigned nbundles;
+  /* Loaded bundles, in the order added: an append-only list that
+   * lookups walk without the lock (appended under mu with a release store;
+   * nodes live until the context goes). */
+  struct rt_bundle *_Atomic bundles;
   xpj_cache_counters counters; /* this context's events */
   uint64_t l1_flushed;         /* l1_hits already noted in l2 */
   char versions[128];

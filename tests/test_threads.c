@@ -1,0 +1,405 @@
+/* test_threads.c - the public API from many threads at once, checked for
+ * results and, under `make tsan`, for data races: bundles added while other
+ * threads look kernels up in them, a warning handler that re-enters the
+ * library, and a mixed stress (queues, memory, launches, programs, cache
+ * counters, warnings) on the CPU device with every result verified.
+ *
+ * Kernels are compiled once, single-threaded, in the set-up and exported as
+ * bundles, so the threaded phases never fork a compiler worker (forking a
+ * multi-threaded process is what sanitizers handle worst). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "xpjit.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NKERNELS 16
+static const char *const dtypes[] = {"T=f32", "T=f64", "T=i32"};
+#define NDTYPES 3
+#define N 1000
+
+static char dir[256];
+static char *source;        /* NKERNELS kernels k0..k15 */
+static char hit_bundle[300];  /* every kI for every dtype */
+static char miss_bundle[300]; /* one other kernel: accepted, never a hit */
+
+static char *path_in(const char *name) {
+  static char p[4][300];
+  static int i;
+  char *r = p[i++ % 4];
+  snprintf(r, 300, "%s/%s", dir, name);
+  return r;
+}
+
+/* kI<T>(a, x): x[i] = x[i] * a + I */
+static char *make_source(void) {
+  size_t cap = 256 * NKERNELS, n = 0;
+  char *s = malloc(cap);
+  assert_non_null(s);
+  for (int k = 0; k < NKERNELS; k++)
+    n += (size_t)snprintf(s + n, cap - n,
+                          "kernel k%d<T>(a: T, x: global T[]) range {\n"
+                          "    let i = global_id(0);\n"
+                          "    x[i] = x[i] * a + T(%d);\n"
+                          "}\n",
+                          k, k);
+  return s;
+}
+
+/* A context with its own cache file at path, no bundles from the
+ * environment, and no daemon. */
+static xpj_context *context_at(const char *path, xpj_cache_mode mode) {
+  xpj_context_desc d = {.visible = "cpu", .cache_mode = mode,
+                        .cache_path = path, .no_env_bundles = 1};
+  xpj_context *c = NULL;
+  assert_int_equal(xpj_context_create(&d, &c), XPJ_OK);
+  return c;
+}
+
+/* Compiles every (kernel, dtype) of src into a fresh cache and exports it
+ * as a bundle at out. */
+static void build_bundle(const char *src, const char *cache, const char *out,
+                         int nkernels) {
+  xpj_context *c = context_at(cache, XPJ_CACHE_MODE_RW);
+  xpj_device *dev = NULL;
+  assert_int_equal(xpj_device_select(c, "cpu", &dev), XPJ_OK);
+  xpj_program *p = NULL;
+  assert_int_equal(xpj_program_create(c, "t.xpk", src, strlen(src), NULL, &p),
+                   XPJ_OK);
+  for (int k = 0; k < nkernels; k++)
+    for (int t = 0; t < NDTYPES; t++) {
+      char name[16];
+      snprintf(name, sizeof name, "k%d", k);
+      xpj_kernel *kr = NULL;
+      assert_int_equal(xpj_program_get_kernel(p, name, dtypes[t], 0, dev,
+                                              NULL, &kr),
+                       XPJ_OK);
+    }
+  xpj_program_destroy(p);
+  uint64_t n = 0;
+  assert_int_equal(xpj_cache_export(xpj_context_cache(c), out, &n), XPJ_OK);
+  assert_int_equal(n, (uint64_t)nkernels * NDTYPES);
+  xpj_context_destroy(c);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/xpjit-threads-XXXXXX");
+  if (!mkdtemp(dir))
+    return -1;
+  setenv("XPJIT_DAEMON", "off", 1);
+  source = make_source();
+  snprintf(hit_bundle, sizeof hit_bundle, "%s/hit.xpb", dir);
+  snprintf(miss_bundle, sizeof miss_bundle, "%s/miss.xpb", dir);
+  build_bundle(source, path_in("hit.db"), hit_bundle, NKERNELS);
+  static const char other[] =
+      "kernel k0<T>(a: T, x: global T[]) range {\n"
+      "    let i = global_id(0);\n"
+      "    x[i] = x[i] - a;\n"
+      "}\n";
+  build_bundle(other, path_in("miss.db"), miss_bundle, 1);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  free(source);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Runs kernel kK with dtype t on q over a fresh allocation and checks
+ * every element; false (with a message) on any difference. */
+static bool run_and_check(xpj_device *dev, xpj_queue *q, xpj_kernel *kr,
+                          int k, int t) {
+  size_t es = t == 1 ? 8 : 4;
+  void *x = NULL;
+  if (xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * es, 0, &x) != XPJ_OK)
+    return false;
+  for (int i = 0; i < N; i++) {
+    if (t == 0)
+      ((float *)x)[i] = (float)i;
+    else if (t == 1)
+      ((double *)x)[i] = i;
+    else
+      ((int32_t *)x)[i] = i;
+  }
+  xpj_scalar s = t == 0 ? XPJ_F32 : t == 1 ? XPJ_F64 : XPJ_I32;
+  xpj_array a = xpj_array_1d(x, s, N);
+  xpj_arg args[2] = {t == 0   ? xpj_arg_f32(2.0f)
+                     : t == 1 ? xpj_arg_f64(2.0)
+                              : xpj_arg_i32(2),
+                     xpj_arg_array(&a)};
+  xpj_range r = xpj_range_1d(N, 0);
+  bool ok = xpj_launch(q, kr, &r, 2, args, NULL) == XPJ_OK &&
+            xpj_queue_wait(q) == XPJ_OK;
+  for (int i = 0; ok && i < N; i++) {
+    double want = 2.0 * i + k;
+    double got = t == 0 ? ((float *)x)[i]
+                 : t == 1 ? ((double *)x)[i]
+                          : ((int32_t *)x)[i];
+    if (got != want) {
+      fprintf(stderr, "k%d %s: x[%d] = %g, expected %g\n", k, dtypes[t], i,
+              got, want);
+      ok = false;
+    }
+  }
+  xpj_mem_free(dev, x);
+  return ok;
+}
+
+/* ---- bundles added while others look kernels up ---- */
+
+typedef struct shared {
+  xpj_context *ctx;
+  xpj_device *dev;
+  atomic_int failures;
+  atomic_bool stop;
+  int next_key; /* under mu */
+  pthread_mutex_t mu;
+} shared;
+
+static void *add_bundles(void *arg) {
+  shared *sh = arg;
+  for (int i = 0; i < 200 && !atomic_load(&sh->stop); i++)
+    if (xpj_context_add_bundle(sh->ctx, miss_bundle) != XPJ_OK) {
+      fprintf(stderr, "add_bundle: %s\n", xpj_last_error());
+      atomic_fetch_add(&sh->failures, 1);
+    }
+  return NULL;
+}
+
+static void *get_kernels(void *arg) {
+  shared *sh = arg;
+  xpj_queue *q = NULL;
+  if (xpj_queue_create(sh->dev, NULL, &q) != XPJ_OK) {
+    atomic_fetch_add(&sh->failures, 1);
+    return NULL;
+  }
+  xpj_program *p = NULL;
+  if (xpj_program_create(sh->ctx, "t.xpk", source, strlen(source), NULL,
+                         &p) != XPJ_OK) {
+    atomic_fetch_add(&sh->failures, 1);
+    xpj_queue_destroy(q);
+    return NULL;
+  }
+  for (;;) {
+    pthread_mutex_lock(&sh->mu);
+    int key = sh->next_key++;
+    pthread_mutex_unlock(&sh->mu);
+    if (key >= NKERNELS * NDTYPES)
+      break;
+    int k = key / NDTYPES, t = key % NDTYPES;
+    char name[16];
+    snprintf(name, sizeof name, "k%d", k);
+    xpj_kernel *kr = NULL;
+    xpj_kernel_info info;
+    if (xpj_program_get_kernel(p, name, dtypes[t], 0, sh->dev, NULL, &kr) !=
+            XPJ_OK ||
+        xpj_kernel_get_info(kr, &info) != XPJ_OK ||
+        info.origin != XPJ_ORIGIN_BUNDLE || !run_and_check(sh->dev, q, kr, k, t)) {
+      fprintf(stderr, "k%d %s: %s\n", k, dtypes[t], xpj_last_error());
+      atomic_fetch_add(&sh->failures, 1);
+    }
+  }
+  xpj_program_destroy(p);
+  xpj_queue_destroy(q);
+  return NULL;
+}
+
+/* issue 15: xpj_context_add_bundle realloc'd the bundle array while
+ * lookups read it without the lock. The hit bundle sits behind 40 that
+ * miss, so every lookup walks the list while it grows. */
+static void test_add_bundle_during_lookups(void **state) {
+  (void)state;
+  shared sh = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  sh.ctx = context_at(path_in("off.db"), XPJ_CACHE_MODE_OFF);
+  assert_int_equal(xpj_device_select(sh.ctx, "cpu", &sh.dev), XPJ_OK);
+  for (int i = 0; i < 40; i++)
+    assert_int_equal(xpj_context_add_bundle(sh.ctx, miss_bundle), XPJ_OK);
+  assert_int_equal(xpj_context_add_bundle(sh.ctx, hit_bundle), XPJ_OK);
+  pthread_t adder, getters[4];
+  assert_int_equal(pthread_create(&adder, NULL, add_bundles, &sh), 0);
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(pthread_create(&getters[i], NULL, get_kernels, &sh), 0);
+  for (int i = 0; i < 4; i++)
+    pthread_join(getters[i], NULL);
+  atomic_store(&sh.stop, true);
+  pthread_join(adder, NULL);
+  assert_int_equal(atomic_load(&sh.failures), 0);
+  xpj_cache_counters cnt;
+  assert_int_equal(xpj_context_cache_counters(sh.ctx, &cnt), XPJ_OK);
+  assert_int_equal(cnt.bundle_hits, (uint64_t)NKERNELS * NDTYPES);
+  assert_int_equal(cnt.compiles, 0);
+  xpj_context_destroy(sh.ctx);
+}
+
+/* ---- a warning handler that re-enters the library ---- */
+
+static atomic_int reentered;
+static void quiet(void *ud, const char *msg) {
+  (void)ud;
+  (void)msg;
+}
+static void reentrant(void *ud, const char *msg) {
+  (void)msg;
+  /* replacing the handler from inside it, and warning again, must not
+   * deadlock (the handler was called with the library's lock held) */
+  xpj_set_warning_handler(quiet, ud);
+  xpj_context *c = NULL;
+  xpj_context_desc d = {.visible = "cpu", .cache_mode = XPJ_CACHE_MODE_OFF,
+                        .no_env_bundles = 1};
+  if (xpj_context_create(&d, &c) == XPJ_OK)
+    xpj_context_destroy(c);
+  atomic_fetch_add(&reentered, 1);
+}
+
+static void on_alarm(int sig) {
+  (void)sig;
+  static const char msg[] = "test_threads: deadlocked (no progress in 60 s)\n";
+  ssize_t r = write(2, msg, sizeof msg - 1);
+  (void)r;
+  _exit(1);
+}
+
+static void test_warning_handler_reenters(void **state) {
+  (void)state;
+  signal(SIGALRM, on_alarm);
+  alarm(60);
+  atomic_store(&reentered, 0);
+  xpj_set_warning_handler(reentrant, NULL);
+  /* a bundle from the environment that does not exist: one warning */
+  setenv("XPJIT_BUNDLE_PATH", path_in("missing.xpb"), 1);
+  xpj_context_desc d = {.visible = "cpu", .cache_mode = XPJ_CACHE_MODE_OFF};
+  xpj_context *c = NULL;
+  assert_int_equal(xpj_context_create(&d, &c), XPJ_OK);
+  unsetenv("XPJIT_BUNDLE_PATH");
+  xpj_context_destroy(c);
+  alarm(0);
+  assert_int_equal(atomic_load(&reentered), 1);
+  xpj_set_warning_handler(NULL, NULL);
+}
+
+/* ---- mixed stress ---- */
+
+static atomic_int warned;
+static void count_warning(void *ud, const char *msg) {
+  (void)ud;
+  (void)msg;
+  atomic_fetch_add(&warned, 1);
+}
+
+static void *stress_launches(void *arg) {
+  shared *sh = arg;
+  for (int it = 0; it < 12 && !atomic_load(&sh->stop); it++) {
+    xpj_queue *q = NULL;
+    xpj_program *p = NULL;
+    if (xpj_queue_create(sh->dev, NULL, &q) != XPJ_OK ||
+        xpj_program_create(sh->ctx, "t.xpk", source, strlen(source), NULL,
+                           &p) != XPJ_OK) {
+      atomic_fetch_add(&sh->failures, 1);
+      xpj_queue_destroy(q);
+      break;
+    }
+    for (int j = 0; j < 6; j++) {
+      int k = (it * 7 + j * 3) % NKERNELS, t = (it + j) % NDTYPES;
+      char name[16];
+      snprintf(name, sizeof name, "k%d", k);
+      xpj_kernel *kr = NULL;
+      if (xpj_program_get_kernel(p, name, dtypes[t], 0, sh->dev, NULL,
+                                 &kr) != XPJ_OK ||
+          !run_and_check(sh->dev, q, kr, k, t)) {
+        fprintf(stderr, "stress k%d %s: %s\n", k, dtypes[t],
+                xpj_last_error());
+        atomic_fetch_add(&sh->failures, 1);
+      }
+    }
+    xpj_program_destroy(p);
+    xpj_queue_destroy(q);
+  }
+  return NULL;
+}
+
+/* contexts whose cache cannot be created: each warns once */
+static void *stress_warnings(void *arg) {
+  shared *sh = arg;
+  for (int it = 0; it < 20 && !atomic_load(&sh->stop); it++) {
+    xpj_set_warning_handler(it % 2 ? count_warning : NULL, NULL);
+    xpj_set_warning_handler(count_warning, NULL);
+    xpj_context_desc d = {.visible = "cpu",
+                          .cache_path = "/proc/xpjit-no/such/cache.db",
+                          .no_env_bundles = 1};
+    xpj_context *c = NULL;
+    if (xpj_context_create(&d, &c) != XPJ_OK) {
+      atomic_fetch_add(&sh->failures, 1);
+      break;
+    }
+    (void)xpj_context_cache(c);
+    xpj_context_destroy(c);
+  }
+  return NULL;
+}
+
+static void *stress_counters(void *arg) {
+  shared *sh = arg;
+  while (!atomic_load(&sh->stop)) {
+    xpj_cache_counters cnt;
+    if (xpj_context_cache_counters(sh->ctx, &cnt) != XPJ_OK)
+      atomic_fetch_add(&sh->failures, 1);
+    usleep(1000);
+  }
+  return NULL;
+}
+
+static void test_mixed_stress(void **state) {
+  (void)state;
+  atomic_store(&warned, 0);
+  xpj_set_warning_handler(count_warning, NULL);
+  shared sh = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  sh.ctx = context_at(path_in("stress.db"), XPJ_CACHE_MODE_RW);
+  assert_int_equal(xpj_device_select(sh.ctx, "cpu", &sh.dev), XPJ_OK);
+  assert_int_equal(xpj_context_add_bundle(sh.ctx, hit_bundle), XPJ_OK);
+  enum { NL = 6 };
+  pthread_t launches[NL], warner, counter, adder;
+  for (int i = 0; i < NL; i++)
+    assert_int_equal(pthread_create(&launches[i], NULL, stress_launches, &sh),
+                     0);
+  assert_int_equal(pthread_create(&warner, NULL, stress_warnings, &sh), 0);
+  assert_int_equal(pthread_create(&counter, NULL, stress_counters, &sh), 0);
+  assert_int_equal(pthread_create(&adder, NULL, add_bundles, &sh), 0);
+  for (int i = 0; i < NL; i++)
+    pthread_join(launches[i], NULL);
+  pthread_join(warner, NULL);
+  atomic_store(&sh.stop, true);
+  pthread_join(counter, NULL);
+  pthread_join(adder, NULL);
+  xpj_set_warning_handler(NULL, NULL);
+  assert_int_equal(atomic_load(&sh.failures), 0);
+  assert_true(atomic_load(&warned) >= 20);
+  xpj_cache_counters cnt;
+  assert_int_equal(xpj_context_cache_counters(sh.ctx, &cnt), XPJ_OK);
+  assert_int_equal(cnt.compiles, 0);
+  xpj_context_destroy(sh.ctx);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_add_bundle_during_lookups),
+      cmocka_unit_test(test_warning_handler_reenters),
+      cmocka_unit_test(test_mixed_stress),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
