@@ -25,8 +25,11 @@
  * Ownership: the creator destroys. xpj_*_destroy(NULL) and
  * xpj_event_release(NULL) are no-ops. Devices belong to their context;
  * kernels belong to their program (valid until it is destroyed). Memory from
- * xpj_mem_alloc is freed with xpj_mem_free. A context must outlive
- * everything created from it. Strings passed in are copied.
+ * xpj_mem_alloc is freed with xpj_mem_free. Nothing is freed under work in
+ * flight: memory freed while queued or running commands use it goes back
+ * when the last of them finishes, and a context destroyed while its queues
+ * or programs live is torn down after the last of them is destroyed (its
+ * devices stay usable until then). Strings passed in are copied.
  *
  * Thread safety: every call may be made from any thread. A context, a
  * device, a program and a kernel may be used from several threads at once;
@@ -103,7 +106,9 @@ typedef struct xpj_context_desc {
  * is missing contributes no devices and no error). XPJ_ERR_INVALID for a
  * malformed filter. */
 xpj_status xpj_context_create(const xpj_context_desc *desc, xpj_context **out);
-/* Waits for nothing: destroy queues (which drain) and free memory first. */
+/* Releases the application's hold on the context: it is torn down now, or
+ * after its last queue and program are destroyed. Memory still allocated
+ * then is freed with its device. */
 void xpj_context_destroy(xpj_context *ctx);
 
 /* Loads a bundle of precompiled kernels (xpjit-cli bundle build), read-only;
@@ -228,6 +233,12 @@ xpj_status xpj_mem_query(xpj_device *dev, const void *ptr, void **base,
 
 typedef struct xpj_queue_desc {
   unsigned flags; /* XPJ_QUEUE_* */
+  /* A launch that runs longer than this is stopped and fails with
+   * XPJ_ERR_CANCELLED (0: no limit), so that a kernel that never ends
+   * cannot hang the queue or xpj_queue_destroy. Only devices that can stop
+   * a running kernel take it (the CPU); others refuse a non-zero value
+   * with XPJ_ERR_UNSUPPORTED. */
+  uint64_t launch_timeout_ms;
 } xpj_queue_desc;
 
 /* An in-order queue: commands run one after the other, asynchronously to
@@ -235,8 +246,17 @@ typedef struct xpj_queue_desc {
 xpj_status xpj_queue_create(xpj_device *dev, const xpj_queue_desc *desc,
                             xpj_queue **out);
 /* Waits for every command, then destroys the queue (errors not yet
- * returned by a wait are dropped). */
+ * returned by a wait are dropped). Memory, programs and the context may be
+ * released before the commands that use them finish: each is let go when
+ * the last command using it is done. */
 void xpj_queue_destroy(xpj_queue *q);
+/* Cancels the queue's unfinished commands, from any thread, and returns
+ * at once: commands not yet started fail with XPJ_ERR_CANCELLED; a
+ * running launch is stopped where the device can (the CPU: its output is
+ * then partly written) and left to finish elsewhere; a running copy, fill
+ * or host task finishes. xpj_queue_wait reports the cancellation. Commands
+ * enqueued afterwards run normally. */
+xpj_status xpj_queue_cancel(xpj_queue *q);
 /* Waits until every command enqueued so far has finished. Returns the first
  * asynchronous error since the last wait (its message in xpj_last_error),
  * and clears it; XPJ_OK when there was none. */

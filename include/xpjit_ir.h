@@ -52,6 +52,7 @@ typedef enum xpj_status {
   XPJ_ERR_COMPILE = 8,  /* code generation failed (see the message) */
   XPJ_ERR_UNSUPPORTED = 9,/* the target cannot express the kernel */
   XPJ_ERR_DEVICE = 10,  /* a device, driver or asynchronous command failed */
+  XPJ_ERR_CANCELLED = 11,/* a command was cancelled or ran past its time */
 } xpj_status;
 
 const char *xpj_status_name(xpj_status s);

@@ -56,6 +56,7 @@ const char *xpj_status_name(xpj_status s) {
   case XPJ_ERR_COMPILE: return "code generation failed";
   case XPJ_ERR_UNSUPPORTED: return "not supported by the target";
   case XPJ_ERR_DEVICE: return "device error";
+  case XPJ_ERR_CANCELLED: return "cancelled";
   }
   return "unknown status";
 }

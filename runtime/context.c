@@ -76,12 +76,9 @@ xpj_status rt_context_add_device(xpj_context *ctx, xpj_device *dev) {
 static void device_free(xpj_device *d) {
   /* memory the application never freed goes with its device, before the
    * backend tears down the device (and the driver context it needs) */
-  for (size_t i = 0; i < d->nallocs; i++)
-    d->ops->mem_free(d, d->allocs[i].kind, (void *)d->allocs[i].base);
-  d->nallocs = 0;
+  rt_mem_free_all(d);
   if (d->ops && d->ops->device_destroy)
     d->ops->device_destroy(d);
-  free(d->allocs);
   pthread_mutex_destroy(&d->mem_lock);
   free(d);
 }
@@ -94,6 +91,7 @@ xpj_status xpj_context_create(const xpj_context_desc *desc,
   xpj_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  atomic_init(&ctx->refs, 1);
   ctx->cpu_threads = desc ? desc->cpu_threads : 0;
   xpj_status cst = rt_cc_init(ctx, desc);
   const char *vis = desc && desc->visible ? desc->visible : getenv("XPJIT_DEVICE");
@@ -143,8 +141,15 @@ xpj_status xpj_context_create(const xpj_context_desc *desc,
   return XPJ_OK;
 }
 
+void rt_context_retain(xpj_context *ctx) { atomic_fetch_add(&ctx->refs, 1); }
+
 void xpj_context_destroy(xpj_context *ctx) {
-  if (!ctx)
+  if (ctx)
+    rt_context_release(ctx);
+}
+
+void rt_context_release(xpj_context *ctx) {
+  if (atomic_fetch_sub(&ctx->refs, 1) != 1)
     return;
   rt_cc_fini(ctx); /* unloads kernels: before their devices go */
   for (unsigned i = 0; i < ctx->nall; i++)

@@ -4,7 +4,14 @@
  * unloading frees everything). Launches run on a pool of threads, one per
  * core: range kernels in chunks of flat work-items, nd-range kernels in
  * chunks of work-groups, each thread with its own local memory and scratch
- * (docs/abi.md, "The CPU entry point"). */
+ * (docs/abi.md, "The CPU entry point").
+ *
+ * A running launch can be stopped (xpj_queue_cancel, a queue's launch
+ * timeout): the pool stops handing out chunks, and every thread inside the
+ * kernel gets a signal whose handler jumps back out of the generated code
+ * (siglongjmp). That is safe because generated code holds no locks and
+ * calls nothing but libm and memset/memcpy (the loader resolves nothing
+ * else); what the kernel had written stays written. */
 #define _GNU_SOURCE
 #include "rt.h"
 
@@ -14,7 +21,10 @@
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
+#include <dlfcn.h>
 #include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +63,16 @@ typedef struct job {
   int64_t parts;
   atomic_llong cursor[MAX_REGIONS];
   atomic_bool failed;
+  /* stopping: stop ends the hand-out of chunks (and, with a signal, the
+   * kernel); why says what stopped it; deadline_ns (0: none) is when the
+   * watchdog does */
+  const rt_launch *l;
+  atomic_bool stop;
+  int why;
+  uint64_t deadline_ns;
+  pthread_t caller; /* thread 0 */
 } job;
+enum { STOP_CANCEL = 1, STOP_DEADLINE = 2 };
 
 typedef struct pool {
   unsigned nthreads; /* including the submitting thread */
@@ -67,6 +86,10 @@ typedef struct pool {
   job *cur;
   pthread_mutex_t submit; /* one launch at a time on the device */
   slot *slots;
+  job *running;          /* under mu: the launch in pool_run */
+  pthread_cond_t watch;  /* the watchdog's (CLOCK_MONOTONIC) */
+  pthread_t watchdog;    /* started by the first launch with a deadline */
+  bool watchdog_started;
 } pool;
 
 /* One ORC LLJIT per device, made when the device is discovered (like a GPU
@@ -107,6 +130,97 @@ static bool ensure(void **p, size_t *cap, size_t need) {
   return true;
 }
 
+/* ---- stopping a running kernel ---- */
+
+static int stop_sig; /* 0: none could be had (stops at chunk boundaries) */
+static pthread_once_t stop_once = PTHREAD_ONCE_INIT;
+/* Set by a thread only for itself: where to jump, and the job it runs. */
+static _Thread_local sigjmp_buf *stop_jmp;
+static _Thread_local job *stop_job_of;
+static _Thread_local bool stop_unblocked;
+
+static void on_stop_signal(int sig) {
+  (void)sig;
+  sigjmp_buf *jb = stop_jmp;
+  job *j = stop_job_of;
+  if (jb && j && atomic_load_explicit(&j->stop, memory_order_relaxed)) {
+    stop_jmp = NULL;
+    siglongjmp(*jb, 1);
+  }
+}
+
+/* A real-time signal nobody in the process handles (XPJIT_CPU_STOP_SIGNAL
+ * names one), installed once, the first time a stop is possible. */
+static void stop_install(void) {
+  const char *e = getenv("XPJIT_CPU_STOP_SIGNAL");
+  int lo = SIGRTMIN + 2, hi = SIGRTMAX;
+  if (e && *e)
+    lo = hi = atoi(e);
+  for (int s = lo; s >= 1 && s <= hi && s <= SIGRTMAX; s++) {
+    struct sigaction old;
+    if (sigaction(s, NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+        (old.sa_flags & SA_SIGINFO))
+      continue;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_NODEFER | SA_RESTART; /* siglongjmp leaves no mask */
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(s, &sa, NULL) == 0) {
+      stop_sig = s;
+      return;
+    }
+  }
+}
+
+/* Threads inherit their creator's mask: make sure ours can be stopped. */
+static void stop_prepare_thread(void) {
+  stop_job_of = NULL; /* touches the TLS before any signal can come */
+  if (stop_unblocked || !stop_sig)
+    return;
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, stop_sig);
+  pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+  stop_unblocked = true;
+}
+
+/* Call with p->mu held, j == p->running. */
+static void stop_job(pool *p, job *j, int why) {
+  if (atomic_load(&j->stop))
+    return;
+  j->why = why;
+  atomic_store(&j->stop, true);
+  if (!stop_sig)
+    return;
+  for (unsigned i = 0; i + 1 < p->nthreads; i++)
+    pthread_kill(p->threads[i], stop_sig);
+  pthread_kill(j->caller, stop_sig);
+}
+
+static void *watchdog_main(void *arg) {
+  pool *p = arg;
+  pthread_mutex_lock(&p->mu);
+  while (!p->stop) {
+    job *j = p->running;
+    if (!j || !j->deadline_ns || atomic_load(&j->stop)) {
+      pthread_cond_wait(&p->watch, &p->mu);
+      continue;
+    }
+    if (rt_now_ns() >= j->deadline_ns) {
+      stop_job(p, j, STOP_DEADLINE);
+      continue;
+    }
+    struct timespec ts = {(time_t)(j->deadline_ns / 1000000000u),
+                          (long)(j->deadline_ns % 1000000000u)};
+    pthread_cond_timedwait(&p->watch, &p->mu, &ts);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+static void chunks(job *j, slot *s, unsigned index);
+
 static void run_chunks(job *j, slot *s, unsigned index) {
   if (j->local_bytes && !ensure(&s->local, &s->local_cap, j->local_bytes)) {
     atomic_store(&j->failed, true);
@@ -117,6 +231,26 @@ static void run_chunks(job *j, slot *s, unsigned index) {
     atomic_store(&j->failed, true);
     return;
   }
+  stop_prepare_thread();
+  sigjmp_buf jb;
+  if (sigsetjmp(jb, 0)) { /* stopped inside the kernel */
+    stop_job_of = NULL;
+    return;
+  }
+  stop_job_of = j;
+  atomic_signal_fence(memory_order_seq_cst);
+  stop_jmp = &jb;
+  chunks(j, s, index);
+  stop_jmp = NULL;
+  atomic_signal_fence(memory_order_seq_cst);
+  stop_job_of = NULL;
+}
+
+static bool stopped(job *j) {
+  return atomic_load_explicit(&j->stop, memory_order_relaxed);
+}
+
+static void chunks(job *j, slot *s, unsigned index) {
   if (j->parts) {
     int64_t per = (j->total + j->parts - 1) / j->parts;
     per = (per + 63) & ~(int64_t)63;
@@ -125,7 +259,7 @@ static void run_chunks(job *j, slot *s, unsigned index) {
       int64_t end = (r + 1) * per < j->total ? (r + 1) * per : j->total;
       for (;;) {
         long long b = atomic_fetch_add(&j->cursor[r], j->chunk);
-        if (b >= end)
+        if (b >= end || stopped(j))
           break;
         long long e = b + j->chunk < end ? b + j->chunk : end;
         j->fn(j->args, j->launch, s->local, s->scratch, b, e);
@@ -135,7 +269,7 @@ static void run_chunks(job *j, slot *s, unsigned index) {
   }
   for (;;) {
     long long b = atomic_fetch_add(&j->next, j->chunk);
-    if (b >= j->total)
+    if (b >= j->total || stopped(j))
       break;
     long long e = b + j->chunk < j->total ? b + j->chunk : j->total;
     j->fn(j->args, j->launch, s->local, s->scratch, b, e);
@@ -152,6 +286,7 @@ static void *worker_main(void *arg) {
   free(arg);
   pool *p = wa.p;
   uint64_t seen = 0;
+  stop_prepare_thread();
   pthread_mutex_lock(&p->mu);
   p->parked++;
   pthread_cond_broadcast(&p->done);
@@ -176,9 +311,13 @@ static void pool_stop(pool *p, unsigned started) {
   pthread_mutex_lock(&p->mu);
   p->stop = true;
   pthread_cond_broadcast(&p->wake);
+  pthread_cond_broadcast(&p->watch);
   pthread_mutex_unlock(&p->mu);
   for (unsigned i = 0; i < started; i++)
     pthread_join(p->threads[i], NULL);
+  if (p->watchdog_started)
+    pthread_join(p->watchdog, NULL);
+  pthread_cond_destroy(&p->watch);
   for (unsigned i = 0; i < p->nthreads; i++) {
     free(p->slots[i].local);
     free(p->slots[i].scratch);
@@ -197,6 +336,11 @@ static xpj_status pool_start(pool *p, unsigned n) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&p->watch, &ca);
+  pthread_condattr_destroy(&ca);
   pthread_mutex_init(&p->submit, NULL);
   p->slots = calloc(n, sizeof *p->slots);
   p->threads = calloc(n, sizeof *p->threads);
@@ -222,9 +366,26 @@ static xpj_status pool_start(pool *p, unsigned n) {
   return XPJ_OK;
 }
 
-/* Runs j on every thread of the pool (the caller is thread 0). */
+/* Runs j on every thread of the pool (the caller is thread 0), unless it
+ * is stopped first. */
 static void pool_run(pool *p, job *j) {
   pthread_mutex_lock(&p->submit);
+  pthread_once(&stop_once, stop_install);
+  stop_prepare_thread();
+  j->caller = pthread_self();
+  pthread_mutex_lock(&p->mu);
+  p->running = j;
+  /* a cancel that came before this launch was running */
+  if (atomic_load(&j->l->stop))
+    stop_job(p, j, STOP_CANCEL);
+  if (j->l->timeout_ms) {
+    j->deadline_ns = rt_now_ns() + j->l->timeout_ms * 1000000u;
+    if (!p->watchdog_started)
+      p->watchdog_started =
+          pthread_create(&p->watchdog, NULL, watchdog_main, p) == 0;
+    pthread_cond_signal(&p->watch);
+  }
+  pthread_mutex_unlock(&p->mu);
   unsigned helpers = p->nthreads - 1;
   int64_t chunks = j->parts ? j->parts : (j->total + j->chunk - 1) / j->chunk;
   if ((int64_t)helpers > chunks - 1)
@@ -238,13 +399,13 @@ static void pool_run(pool *p, job *j) {
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
   }
-  run_chunks(j, &p->slots[0], 0);
-  if (helpers > 0) {
-    pthread_mutex_lock(&p->mu);
-    while (p->active > 0)
-      pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-  }
+  if (!stopped(j))
+    run_chunks(j, &p->slots[0], 0);
+  pthread_mutex_lock(&p->mu);
+  while (helpers > 0 && p->active > 0)
+    pthread_cond_wait(&p->done, &p->mu);
+  p->running = NULL;
+  pthread_mutex_unlock(&p->mu);
   pthread_mutex_unlock(&p->submit);
 }
 
@@ -423,6 +584,33 @@ static void lookup_done(LLVMErrorRef err, LLVMOrcCSymbolMapPairs result,
   pthread_mutex_unlock(&w->mu);
 }
 
+/* What a kernel's object may link to in this process: libm's functions
+ * (whatever implements them here: libm, or a sanitizer's interceptor),
+ * libgcc's arithmetic helpers, and memset/memcpy/memmove/memcmp. Nothing
+ * else, so an object that reached the loader cannot call system(), open
+ * files or call back into the application, and no kernel can bind to a
+ * function of the process by its name. */
+static void *libm_handle, *libgcc_handle;
+static pthread_once_t libs_once = PTHREAD_ONCE_INIT;
+
+static void open_libs(void) {
+  /* RTLD_NOLOAD: the ones this process already has (libxpjit links libm) */
+  libm_handle = dlopen("libm.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  libgcc_handle = dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_NOLOAD);
+}
+
+static int linkable(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym) {
+  (void)ctx;
+  const char *n = LLVMOrcSymbolStringPoolEntryStr(sym);
+  static const char *const mem[] = {"memset", "memcpy", "memmove", "memcmp"};
+  for (size_t i = 0; i < sizeof mem / sizeof *mem; i++)
+    if (!strcmp(n, mem[i]))
+      return 1;
+  pthread_once(&libs_once, open_libs);
+  return (libm_handle && dlsym(libm_handle, n)) ||
+         (libgcc_handle && !strncmp(n, "__", 2) && dlsym(libgcc_handle, n));
+}
+
 static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,
                                   size_t len, const char *entry,
                                   void **native) {
@@ -443,10 +631,10 @@ static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,
       st = llvm_fail(e, "creating a JITDylib");
   }
   if (st == XPJ_OK) {
-    /* libm and memset/memcpy come from this process */
+    /* libm and memset/memcpy come from this process, nothing else */
     LLVMOrcDefinitionGeneratorRef gen = NULL;
     LLVMErrorRef e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
-        &gen, LLVMOrcLLJITGetGlobalPrefix(cd->jit), NULL, NULL);
+        &gen, LLVMOrcLLJITGetGlobalPrefix(cd->jit), linkable, NULL);
     if (e)
       st = llvm_fail(e, "process symbols");
     else
@@ -577,13 +765,32 @@ static xpj_status cpu_launch(xpj_device *d, void *bq, const rt_launch *l) {
   }
   atomic_init(&j.next, 0);
   atomic_init(&j.failed, false);
+  atomic_init(&j.stop, false);
+  j.l = l;
   pool_run(&cd->pool, &j);
+  if (atomic_load(&j.stop))
+    return j.why == STOP_DEADLINE
+               ? rt_err(XPJ_ERR_CANCELLED,
+                        "launch stopped: it ran past the queue's launch "
+                        "timeout of %llu ms (its output is partly written)",
+                        (unsigned long long)l->timeout_ms)
+               : rt_err(XPJ_ERR_CANCELLED,
+                        "launch stopped by xpj_queue_cancel (its output is "
+                        "partly written)");
   if (atomic_load(&j.failed))
     return rt_err(XPJ_ERR_NOMEM,
                   "launch: cannot allocate %zu bytes of local memory and %zu "
                   "of scratch per thread",
                   j.local_bytes, j.scratch_bytes);
   return XPJ_OK;
+}
+
+static void cpu_cancel(xpj_device *d, void *bq, rt_launch *l) {
+  pool *p = &((cpu_dev *)d->impl)->pool;
+  pthread_mutex_lock(&p->mu);
+  if (p->running && p->running->l == l)
+    stop_job(p, p->running, STOP_CANCEL);
+  pthread_mutex_unlock(&p->mu);
 }
 
 const rt_backend_ops rt_cpu_backend = {
@@ -597,4 +804,5 @@ const rt_backend_ops rt_cpu_backend = {
     .copy = cpu_copy,
     .fill = cpu_fill,
     .launch = cpu_launch,
+    .cancel = cpu_cancel,
 };

@@ -75,12 +75,22 @@ static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
       snprintf(buf, sizeof buf, "%u", d);
       return launch_err(k, "the global size is 0 in dimension ", buf);
     }
-    if (r->global[d] > di->max_global_size[d] ||
-        r->global[d] > MAX_TOTAL / total) {
-      snprintf(buf, sizeof buf, "%llu in dimension %u is more than the device "
-               "takes (%llu per dimension, 2^62 in all)",
+    if (r->global[d] > di->max_global_size[d]) {
+      snprintf(buf, sizeof buf, "%llu in dimension %u is more than the "
+               "device takes (%llu)",
                (unsigned long long)r->global[d], d,
                (unsigned long long)di->max_global_size[d]);
+      return launch_err(k, "the global size ", buf);
+    }
+    if (r->global[d] > MAX_TOTAL / total) {
+      /* no one dimension is at fault: name the whole product */
+      int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)r->global[0]);
+      for (unsigned e = 1; e < r->ndim && n > 0 && (size_t)n < sizeof buf; e++)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " x %llu",
+                      (unsigned long long)r->global[e]);
+      if (n > 0 && (size_t)n < sizeof buf)
+        snprintf(buf + n, sizeof buf - (size_t)n, " work-items is more than "
+                 "2^62 in all");
       return launch_err(k, "the global size ", buf);
     }
     total *= r->global[d];
@@ -162,8 +172,9 @@ static bool view_extent(const xpj_array *a, int64_t *lo, int64_t *hi) {
   return true;
 }
 
+/* Checks array argument i and holds the allocation it points into. */
 static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
-                              const xpj_array *a) {
+                              const xpj_array *a, rt_launch *l) {
   char buf[512];
   const char *pn = p->name;
   if (a->dtype != p->dtype) {
@@ -205,7 +216,9 @@ static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
   uintptr_t first = (uintptr_t)a->data + (uintptr_t)(lo * (int64_t)es);
   uintptr_t last = (uintptr_t)a->data + (uintptr_t)(hi * (int64_t)es) + es;
   rt_alloc al;
-  if (rt_mem_find(k->dev, a->data, &al) || rt_mem_find(k->dev, (void *)first, &al)) {
+  if (rt_mem_hold(k->dev, a->data, &al) ||
+      rt_mem_hold(k->dev, (void *)first, &al)) {
+    l->holds[l->nholds++] = al.base;
     if (first < al.base || last > al.base + al.bytes || last < first) {
       snprintf(buf, sizeof buf, "%u '%s': the view reaches elements %lld to "
                "%lld from data, bytes [%lld, %lld) of its %zu-byte "
@@ -238,16 +251,19 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
   /* the command's block: the launch, then per ABI argument (and the 3
    * hidden ones of range kernels) a pointer, an 8-byte slot and its kind */
   unsigned nh = k->kind == XPJ_FUNC_RANGE ? 3 : 0, nall = k->nabi + nh;
-  size_t sz = sizeof(rt_launch) +
+  size_t sz = sizeof(rt_launch) + nargs * sizeof(uintptr_t) +
               nall * (sizeof(void *) + 8 + sizeof(rt_abi_arg));
   rt_launch *l = calloc(1, sz);
   if (!l)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  l->dev = k->dev;
+  atomic_init(&l->stop, false);
+  l->holds = (uintptr_t *)(l + 1);
   l->native = k->native;
   l->kind = k->kind;
   l->nabi = k->nabi;
   l->nhidden = nh;
-  l->args = (void **)(l + 1);
+  l->args = (void **)(l->holds + nargs);
   uint64_t *slots = (uint64_t *)(l->args + nall);
   rt_abi_arg *abi = (rt_abi_arg *)(slots + nall);
   l->abi = abi;
@@ -260,6 +276,13 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
   for (unsigned i = 0; st == XPJ_OK && i < nargs; i++) {
     const rt_karg *p = &k->args[i];
     const xpj_arg *a = &args[i];
+    if (a->kind != XPJ_ARG_ARRAY && a->kind != XPJ_ARG_SCALAR) {
+      snprintf(buf, sizeof buf, "%u '%s': unknown argument kind %d (make "
+               "arguments with xpj_arg_array or xpj_arg_<dtype>)", i,
+               p->name, (int)a->kind);
+      st = launch_err(k, "argument ", buf);
+      break;
+    }
     if (a->kind != p->kind) {
       snprintf(buf, sizeof buf, "%u '%s' is %s, given %s", i, p->name,
                p->kind == XPJ_ARG_ARRAY ? "an array" : "a scalar",
@@ -301,7 +324,7 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
       st = launch_err(k, "argument ", buf);
       break;
     }
-    st = check_array(k, i, p, a->array);
+    st = check_array(k, i, p, a->array, l);
     if (st != XPJ_OK)
       break;
     const xpj_array *arr = a->array;
@@ -323,7 +346,7 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
     }
   }
   if (st != XPJ_OK) {
-    free(l);
+    rt_launch_free(l);
     return st;
   }
   for (unsigned d = 0; d < nh; d++) { /* the logical global size */
@@ -332,6 +355,14 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
   }
   *out = l;
   return XPJ_OK;
+}
+
+void rt_launch_free(rt_launch *l) {
+  if (!l)
+    return;
+  for (unsigned i = 0; i < l->nholds; i++)
+    rt_mem_release(l->dev, l->holds[i]);
+  free(l);
 }
 
 xpj_status xpj_launch(xpj_queue *q, xpj_kernel *k, const xpj_range *r,

@@ -64,13 +64,16 @@ xpj_status xpj_mem_alloc(xpj_device *dev, xpj_mem_kind kind, size_t bytes,
   size_t i = upper(dev, (uintptr_t)p);
   memmove(&dev->allocs[i + 1], &dev->allocs[i],
           (dev->nallocs - i) * sizeof *dev->allocs);
-  dev->allocs[i] = (rt_alloc){(uintptr_t)p, bytes, kind};
+  dev->allocs[i] = (rt_alloc){(uintptr_t)p, bytes, kind, 0};
   dev->nallocs++;
   pthread_mutex_unlock(&dev->mem_lock);
   *out = p;
   return XPJ_OK;
 }
 
+/* An allocation still used by commands leaves the table (no new command
+ * may use it) for the retired list, and goes back to the backend when the
+ * last command using it finishes (rt_mem_release). */
 xpj_status xpj_mem_free(xpj_device *dev, void *ptr) {
   if (!ptr)
     return XPJ_OK;
@@ -85,23 +88,91 @@ xpj_status xpj_mem_free(xpj_device *dev, void *ptr) {
                   ptr, dev->id);
   }
   rt_alloc a = dev->allocs[i - 1];
+  if (a.uses && dev->nretired == dev->cap_retired) {
+    size_t cap = dev->cap_retired ? dev->cap_retired * 2 : 16;
+    rt_alloc *r = realloc(dev->retired, cap * sizeof *r);
+    if (!r) {
+      pthread_mutex_unlock(&dev->mem_lock);
+      return rt_err(XPJ_ERR_NOMEM, "xpj_mem_free: out of memory");
+    }
+    dev->retired = r;
+    dev->cap_retired = cap;
+  }
   memmove(&dev->allocs[i - 1], &dev->allocs[i],
           (dev->nallocs - i) * sizeof *dev->allocs);
   dev->nallocs--;
+  if (a.uses)
+    dev->retired[dev->nretired++] = a;
   pthread_mutex_unlock(&dev->mem_lock);
-  dev->ops->mem_free(dev, a.kind, ptr);
+  if (!a.uses)
+    dev->ops->mem_free(dev, a.kind, ptr);
   return XPJ_OK;
+}
+
+static bool find_locked(xpj_device *dev, const void *p, size_t *at) {
+  size_t i = upper(dev, (uintptr_t)p);
+  if (i == 0 || (uintptr_t)p - dev->allocs[i - 1].base >=
+                    dev->allocs[i - 1].bytes)
+    return false;
+  *at = i - 1;
+  return true;
 }
 
 bool rt_mem_find(xpj_device *dev, const void *p, rt_alloc *out) {
   pthread_mutex_lock(&dev->mem_lock);
-  size_t i = upper(dev, (uintptr_t)p);
-  bool found = i > 0 && (uintptr_t)p - dev->allocs[i - 1].base <
-                            dev->allocs[i - 1].bytes;
+  size_t i;
+  bool found = find_locked(dev, p, &i);
   if (found)
-    *out = dev->allocs[i - 1];
+    *out = dev->allocs[i];
   pthread_mutex_unlock(&dev->mem_lock);
   return found;
+}
+
+bool rt_mem_hold(xpj_device *dev, const void *p, rt_alloc *out) {
+  pthread_mutex_lock(&dev->mem_lock);
+  size_t i;
+  bool found = find_locked(dev, p, &i);
+  if (found) {
+    dev->allocs[i].uses++;
+    *out = dev->allocs[i];
+  }
+  pthread_mutex_unlock(&dev->mem_lock);
+  return found;
+}
+
+void rt_mem_release(xpj_device *dev, uintptr_t base) {
+  pthread_mutex_lock(&dev->mem_lock);
+  size_t i;
+  if (find_locked(dev, (const void *)base, &i) && dev->allocs[i].base == base) {
+    dev->allocs[i].uses--;
+    pthread_mutex_unlock(&dev->mem_lock);
+    return;
+  }
+  for (i = 0; i < dev->nretired; i++)
+    if (dev->retired[i].base == base)
+      break;
+  rt_alloc a = {0};
+  bool gone = false;
+  if (i < dev->nretired && --dev->retired[i].uses == 0) {
+    a = dev->retired[i];
+    dev->retired[i] = dev->retired[--dev->nretired];
+    gone = true;
+  }
+  pthread_mutex_unlock(&dev->mem_lock);
+  if (gone)
+    dev->ops->mem_free(dev, a.kind, (void *)a.base);
+}
+
+void rt_mem_free_all(xpj_device *dev) {
+  for (size_t i = 0; i < dev->nallocs; i++)
+    dev->ops->mem_free(dev, dev->allocs[i].kind, (void *)dev->allocs[i].base);
+  for (size_t i = 0; i < dev->nretired; i++)
+    dev->ops->mem_free(dev, dev->retired[i].kind,
+                       (void *)dev->retired[i].base);
+  dev->nallocs = dev->nretired = 0;
+  free(dev->allocs);
+  free(dev->retired);
+  dev->allocs = dev->retired = NULL;
 }
 
 xpj_status xpj_mem_query(xpj_device *dev, const void *ptr, void **base,

@@ -55,6 +55,7 @@ static xpj_status program_finish(xpj_context *ctx, const char *name,
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   }
   p->ctx = ctx;
+  rt_context_retain(ctx);
   p->m = m;
   for (unsigned i = 0; i < nf; i++) {
     const xpj_func *f = xpj_module_func(m, i);
@@ -184,7 +185,9 @@ void xpj_program_destroy(xpj_program *p) {
   free(p->src);
   free(p->kernels);
   free(p->name);
+  xpj_context *ctx = p->ctx;
   free(p);
+  rt_context_release(ctx);
 }
 
 const xpj_module *xpj_program_module(const xpj_program *p) {

@@ -19,6 +19,10 @@ typedef struct cmd {
   cmd_type type;
   xpj_event *ev;
   struct cmd *next;
+  /* copies and fills: the allocations they touch, held until done (0:
+   * none, e.g. plain host memory) */
+  xpj_device *dev;
+  uintptr_t holds[2];
   union {
     struct {
       void *dst;
@@ -46,6 +50,8 @@ struct xpj_queue {
   xpj_device *dev;
   void *bq;
   unsigned flags;
+  uint64_t launch_timeout_ms;
+  cmd *running; /* taken off the list, not finished (synchronous devices) */
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t work, done;
@@ -143,7 +149,10 @@ xpj_status xpj_event_profile(const xpj_event *e, uint64_t *queued,
 
 static void cmd_free(cmd *c) {
   if (c->type == CMD_LAUNCH)
-    free(c->u.launch);
+    rt_launch_free(c->u.launch);
+  for (int i = 0; i < 2; i++)
+    if (c->holds[i])
+      rt_mem_release(c->dev, c->holds[i]);
   if (c->type == CMD_WAIT) {
     for (unsigned i = 0; i < c->u.wait.n; i++)
       xpj_event_release(c->u.wait.evs[i]);
@@ -188,6 +197,8 @@ static xpj_status run(xpj_queue *q, cmd *c) {
 static void finish(xpj_queue *q, cmd *c, xpj_status st, const char *msg) {
   event_finish(c->ev, st, msg);
   pthread_mutex_lock(&q->mu);
+  if (q->running == c)
+    q->running = NULL;
   if (st != XPJ_OK && q->err == XPJ_OK) {
     q->err = st;
     free(q->errmsg);
@@ -238,6 +249,7 @@ static void *queue_main(void *arg) {
     q->head = c->next;
     if (!q->head)
       q->tail = NULL;
+    q->running = c;
     pthread_mutex_unlock(&q->mu);
 
     pthread_mutex_lock(&c->ev->mu);
@@ -269,11 +281,17 @@ xpj_status xpj_queue_create(xpj_device *dev, const xpj_queue_desc *desc,
   if (desc && (desc->flags & ~XPJ_QUEUE_PROFILING))
     return rt_err(XPJ_ERR_INVALID, "xpj_queue_create: unknown flags 0x%x",
                   desc->flags);
+  if (desc && desc->launch_timeout_ms && !dev->ops->cancel)
+    return rt_err(XPJ_ERR_UNSUPPORTED,
+                  "xpj_queue_create: %s cannot stop a running kernel, so its "
+                  "queues take no launch timeout",
+                  dev->id);
   xpj_queue *q = calloc(1, sizeof *q);
   if (!q)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   q->dev = dev;
   q->flags = desc ? desc->flags : 0;
+  q->launch_timeout_ms = desc ? desc->launch_timeout_ms : 0;
   if (dev->ops->queue_init) {
     xpj_status st = dev->ops->queue_init(dev, &q->bq);
     if (st != XPJ_OK) {
@@ -301,6 +319,7 @@ xpj_status xpj_queue_create(xpj_device *dev, const xpj_queue_desc *desc,
   while (!q->started)
     pthread_cond_wait(&q->done, &q->mu);
   pthread_mutex_unlock(&q->mu);
+  rt_context_retain(dev->ctx);
   *out = q;
   return XPJ_OK;
 }
@@ -319,7 +338,9 @@ void xpj_queue_destroy(xpj_queue *q) {
   pthread_cond_destroy(&q->work);
   pthread_cond_destroy(&q->done);
   free(q->errmsg);
+  xpj_context *ctx = q->dev->ctx;
   free(q);
+  rt_context_release(ctx);
 }
 
 xpj_status xpj_queue_wait(xpj_queue *q) {
@@ -340,6 +361,30 @@ xpj_status xpj_queue_wait(xpj_queue *q) {
 }
 
 xpj_device *xpj_queue_device(const xpj_queue *q) { return q ? q->dev : NULL; }
+
+xpj_status xpj_queue_cancel(xpj_queue *q) {
+  if (!q)
+    return rt_err(XPJ_ERR_INVALID, "xpj_queue_cancel: queue is NULL");
+  pthread_mutex_lock(&q->mu);
+  cmd *pending = q->head;
+  q->head = q->tail = NULL;
+  cmd *r = q->running;
+  if (r && r->type == CMD_LAUNCH) {
+    atomic_store(&r->u.launch->stop, true);
+    if (q->dev->ops->cancel) /* under mu: r is not freed meanwhile */
+      q->dev->ops->cancel(q->dev, q->bq, r->u.launch);
+  }
+  pthread_mutex_unlock(&q->mu);
+  for (cmd *c = pending, *n; c; c = n) {
+    n = c->next;
+    pthread_mutex_lock(&c->ev->mu);
+    c->ev->t_start = rt_now_ns();
+    pthread_mutex_unlock(&c->ev->mu);
+    finish(q, c, XPJ_ERR_CANCELLED,
+           "cancelled by xpj_queue_cancel before it started");
+  }
+  return XPJ_OK;
+}
 
 /* Appends c (its event created here) and hands out a reference. */
 static xpj_status submit(xpj_queue *q, cmd *c, xpj_event **ev) {
@@ -372,17 +417,20 @@ static cmd *cmd_new(cmd_type t) {
 }
 
 /* Copies and fills must stay inside the allocation they start in, when
- * they start in one. */
-/* host_ok: plain host memory is fine here (the host side of a copy);
- * *plain says it is that. */
+ * they start in one; that allocation is held in *hold (released by the
+ * caller on failure, by cmd_free after the command). host_ok: plain host
+ * memory is fine here (the host side of a copy); *plain says it is that. */
 static xpj_status check_range(xpj_device *d, const char *what, const void *p,
-                              size_t bytes, bool host_ok, bool *plain) {
+                              size_t bytes, bool host_ok, bool *plain,
+                              uintptr_t *hold) {
   rt_alloc a;
   if (plain)
     *plain = false;
   if (!p)
     return rt_err(XPJ_ERR_INVALID, "%s: pointer is NULL", what);
-  if (!rt_mem_find(d, p, &a)) {
+  if (rt_mem_hold(d, p, &a)) {
+    *hold = a.base;
+  } else {
     xpj_device *o = rt_mem_other_device(d, p);
     if (o)
       return rt_err(XPJ_ERR_INVALID, "%s: %p is device memory of %s, not of "
@@ -402,6 +450,12 @@ static xpj_status check_range(xpj_device *d, const char *what, const void *p,
   return XPJ_OK;
 }
 
+static void release_holds(xpj_device *d, const uintptr_t *holds) {
+  for (int i = 0; i < 2; i++)
+    if (holds[i])
+      rt_mem_release(d, holds[i]);
+}
+
 xpj_status xpj_enqueue_copy(xpj_queue *q, void *dst, const void *src,
                             size_t bytes, xpj_event **ev) {
   if (ev)
@@ -409,23 +463,30 @@ xpj_status xpj_enqueue_copy(xpj_queue *q, void *dst, const void *src,
   if (!q)
     return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_copy: queue is NULL");
   xpj_status st;
-  bool dplain, splain;
+  bool dplain, splain = false;
+  uintptr_t holds[2] = {0, 0};
   if ((st = check_range(q->dev, "xpj_enqueue_copy: destination", dst, bytes,
-                        true, &dplain)) != XPJ_OK ||
-      (st = check_range(q->dev, "xpj_enqueue_copy: source", src, bytes, true,
-                        &splain)) != XPJ_OK)
-    return st;
-  if (dplain && splain && q->dev->info.backend != XPJ_BACKEND_CPU)
-    return rt_err(XPJ_ERR_INVALID,
-                  "xpj_enqueue_copy: neither %p nor %p is memory of %s (one "
-                  "side of a copy may be plain host memory, not both)",
-                  dst, src, q->dev->id);
-  if (bytes && (uintptr_t)dst < (uintptr_t)src + bytes &&
+                        true, &dplain, &holds[0])) == XPJ_OK)
+    st = check_range(q->dev, "xpj_enqueue_copy: source", src, bytes, true,
+                     &splain, &holds[1]);
+  if (st == XPJ_OK && dplain && splain &&
+      q->dev->info.backend != XPJ_BACKEND_CPU)
+    st = rt_err(XPJ_ERR_INVALID,
+                "xpj_enqueue_copy: neither %p nor %p is memory of %s (one "
+                "side of a copy may be plain host memory, not both)",
+                dst, src, q->dev->id);
+  if (st == XPJ_OK && bytes && (uintptr_t)dst < (uintptr_t)src + bytes &&
       (uintptr_t)src < (uintptr_t)dst + bytes)
-    return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_copy: the ranges overlap");
-  cmd *c = cmd_new(CMD_COPY);
-  if (!c)
-    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+    st = rt_err(XPJ_ERR_INVALID, "xpj_enqueue_copy: the ranges overlap");
+  cmd *c = st == XPJ_OK ? cmd_new(CMD_COPY) : NULL;
+  if (st == XPJ_OK && !c)
+    st = rt_err(XPJ_ERR_NOMEM, "out of memory");
+  if (st != XPJ_OK) {
+    release_holds(q->dev, holds);
+    return st;
+  }
+  c->dev = q->dev;
+  memcpy(c->holds, holds, sizeof holds);
   c->u.copy.dst = dst;
   c->u.copy.src = src;
   c->u.copy.bytes = bytes;
@@ -455,13 +516,18 @@ xpj_status xpj_enqueue_fill(xpj_queue *q, void *dst, const void *pattern,
                   "xpj_enqueue_fill: destination is not aligned to the "
                   "pattern size %zu",
                   pattern_size);
-  xpj_status st =
-      check_range(q->dev, "xpj_enqueue_fill", dst, bytes, false, NULL);
-  if (st != XPJ_OK)
+  uintptr_t holds[2] = {0, 0};
+  xpj_status st = check_range(q->dev, "xpj_enqueue_fill", dst, bytes, false,
+                              NULL, &holds[0]);
+  cmd *c = st == XPJ_OK ? cmd_new(CMD_FILL) : NULL;
+  if (st == XPJ_OK && !c)
+    st = rt_err(XPJ_ERR_NOMEM, "out of memory");
+  if (st != XPJ_OK) {
+    release_holds(q->dev, holds);
     return st;
-  cmd *c = cmd_new(CMD_FILL);
-  if (!c)
-    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
+  c->dev = q->dev;
+  memcpy(c->holds, holds, sizeof holds);
   c->u.fill.dst = dst;
   memcpy(c->u.fill.pattern, pattern, pattern_size);
   c->u.fill.psize = pattern_size;
@@ -512,9 +578,10 @@ xpj_status xpj_enqueue_host_task(xpj_queue *q, int (*fn)(void *user),
 xpj_status rt_queue_launch(xpj_queue *q, rt_launch *l, xpj_event **ev) {
   cmd *c = cmd_new(CMD_LAUNCH);
   if (!c) {
-    free(l);
+    rt_launch_free(l);
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   }
+  l->timeout_ms = q->launch_timeout_ms;
   c->u.launch = l;
   return submit(q, c, ev);
 }

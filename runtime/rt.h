@@ -52,6 +52,16 @@ typedef struct rt_launch {
   const rt_abi_arg *abi;
   uint64_t local_bytes;   /* static local memory per work-group */
   uint64_t scratch_bytes; /* per work-item (CPU) */
+  /* the allocations its arrays point into, held (rt_mem_hold) until the
+   * command is done (rt_launch_free) */
+  xpj_device *dev;
+  unsigned nholds;
+  uintptr_t *holds;
+  /* Stopping it (xpj_queue_cancel, the queue's launch timeout): a backend
+   * with a cancel hook checks stop before it starts and stops the kernel
+   * when cancel is called; timeout_ms (0: none) is the queue's limit. */
+  atomic_bool stop;
+  uint64_t timeout_ms;
 } rt_launch;
 
 typedef struct rt_backend_ops {
@@ -80,6 +90,11 @@ typedef struct rt_backend_ops {
                      size_t pattern_size, size_t bytes);
   xpj_status (*launch)(xpj_device *d, void *bq, const rt_launch *l);
   xpj_status (*sync)(xpj_device *d, void *bq); /* NULL: synchronous */
+  /* Optional: stops launch l, running or about to run on bq, from any
+   * thread (l->stop is already set; l stays valid during the call). The
+   * launch then fails with XPJ_ERR_CANCELLED. Without it a running kernel
+   * cannot be stopped and queues of the device take no launch timeout. */
+  void (*cancel)(xpj_device *d, void *bq, rt_launch *l);
   /* Optional (NULL: the device has no native form worth caching). The
    * device's own binary of a loaded kernel (a cubin, a Level Zero native
    * binary, an OpenCL program binary), malloc'd into *bin; and loading
@@ -116,6 +131,7 @@ typedef struct rt_alloc {
   uintptr_t base;
   size_t bytes;
   xpj_mem_kind kind;
+  unsigned uses; /* queued or running commands that use it (rt_mem_hold) */
 } rt_alloc;
 
 struct xpj_device {
@@ -131,6 +147,11 @@ struct xpj_device {
   pthread_mutex_t mem_lock;
   rt_alloc *allocs; /* sorted by base */
   size_t nallocs, cap;
+  /* Freed by the application while commands still used them: the memory
+   * goes back when the last of those commands finishes (as OpenCL's
+   * clReleaseMemObject), not under a running kernel. */
+  rt_alloc *retired;
+  size_t nretired, cap_retired;
 };
 
 /* ---- the first level of the compile cache (kcache.c) ----------------- */
@@ -206,7 +227,14 @@ struct xpj_context {
   unsigned ndevs;
   unsigned cpu_threads;
   rt_cc cc;
+  /* The application's reference, plus one per queue and program: a
+   * context destroyed while they live is torn down after the last of them
+   * (as OpenCL's retain/release), never under a running command. */
+  atomic_uint refs;
 };
+
+void rt_context_retain(xpj_context *ctx);
+void rt_context_release(xpj_context *ctx);
 
 /* kcache.c: set up from the descriptor (and XPJIT_BUNDLE_PATH), and torn
  * down (loaded kernels unloaded, counters flushed) before devices go. */
@@ -280,6 +308,12 @@ void rt_filter_free(rt_filter *f);
 
 /* The allocation of dev that contains [p, p + bytes); false if none. */
 bool rt_mem_find(xpj_device *dev, const void *p, rt_alloc *out);
+/* rt_mem_find that also holds the allocation for a command: an
+ * xpj_mem_free meanwhile defers the free until rt_mem_release. */
+bool rt_mem_hold(xpj_device *dev, const void *p, rt_alloc *out);
+void rt_mem_release(xpj_device *dev, uintptr_t base);
+/* At device teardown: every allocation, live or retired, goes back. */
+void rt_mem_free_all(xpj_device *dev);
 /* Another device of dev's context whose device memory (not host-visible)
  * contains p, or NULL: such a pointer is not plain host memory. */
 xpj_device *rt_mem_other_device(xpj_device *dev, const void *p);
@@ -337,6 +371,8 @@ xpj_status rt_parse_dtypes(const xpj_func *f, const char *s,
 xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
                              unsigned nargs, const xpj_arg *args,
                              rt_launch **out);
+/* Releases what a prepared launch holds and frees it (NULL: no-op). */
+void rt_launch_free(rt_launch *l);
 /* Enqueues a prepared launch (queue.c); takes ownership of l. */
 xpj_status rt_queue_launch(xpj_queue *q, rt_launch *l, xpj_event **ev);
 

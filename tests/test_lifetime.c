@@ -1,0 +1,375 @@
+/* test_lifetime.c - nothing is freed under work in flight, and work that
+ * never ends can be stopped (issue 15, item 8), through the public API on
+ * the CPU device:
+ *   - xpj_mem_free of memory a queued or running launch (or copy) uses
+ *     defers the free: the kernel never writes into a new allocation;
+ *   - xpj_context_destroy while a queue runs a kernel, and
+ *     xpj_program_destroy while its kernel runs, let the work finish;
+ *   - a kernel that never ends is stopped by the queue's launch timeout and
+ *     by xpj_queue_cancel from another thread; commands not started are
+ *     cancelled; the queue works afterwards; xpj_queue_destroy returns;
+ *   - launch validation messages that name the real fault (item 11).
+ * A watchdog (alarm) turns a hang into a failure. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "xpjit.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char src[] =
+    /* about iters floating-point steps per element: not foldable */
+    "kernel slow<T>(x: global T[], iters: i64) range {\n"
+    "    let i = global_id(0);\n"
+    "    let v = x[i];\n"
+    "    for (let k: i64 = 0; k < iters; k += 1) {\n"
+    "        v = v * T(1.0000001) + T(1);\n"
+    "        x[i] = v;\n"
+    "    }\n"
+    "}\n"
+    /* never ends (k wraps only after 2^63 steps) */
+    "kernel forever(x: global f32[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    let k: i64 = 0;\n"
+    "    while k >= 0 {\n"
+    "        x[i] = x[i] + 1.0;\n"
+    "        k += 1;\n"
+    "    }\n"
+    "}\n"
+    "kernel add1(x: global f32[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    x[i] = x[i] + 1.0;\n"
+    "}\n";
+
+static xpj_context *ctx;
+static xpj_device *dev;
+static xpj_program *prog;
+
+static void on_alarm(int sig) {
+  (void)sig;
+  static const char msg[] = "test_lifetime: hung (no progress in 120 s)\n";
+  ssize_t r = write(2, msg, sizeof msg - 1);
+  (void)r;
+  _exit(1);
+}
+
+static void open_ctx(void) {
+  xpj_context_desc d = {.visible = "cpu", .cache_mode = XPJ_CACHE_MODE_OFF,
+                        .no_env_bundles = 1};
+  assert_int_equal(xpj_context_create(&d, &ctx), XPJ_OK);
+  assert_int_equal(xpj_device_select(ctx, "cpu", &dev), XPJ_OK);
+  assert_int_equal(xpj_program_create(ctx, "life.xpk", src, sizeof src - 1,
+                                      NULL, &prog),
+                   XPJ_OK);
+}
+
+static int setup(void **state) {
+  (void)state;
+  setenv("XPJIT_DAEMON", "off", 1);
+  signal(SIGALRM, on_alarm);
+  alarm(120);
+  open_ctx();
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  xpj_program_destroy(prog);
+  xpj_context_destroy(ctx);
+  alarm(0);
+  return 0;
+}
+
+static xpj_kernel *kernel(xpj_program *p, const char *name,
+                          const char *dtypes) {
+  xpj_kernel *k = NULL;
+  assert_int_equal(xpj_program_get_kernel(p, name, dtypes, 0, dev, NULL, &k),
+                   XPJ_OK);
+  return k;
+}
+
+enum { N = 4096 };
+
+/* slow<f32> over x[0..N) for about iters steps each */
+static void launch_slow(xpj_queue *q, xpj_kernel *k, float *x, int64_t iters) {
+  xpj_array a = xpj_array_1d(x, XPJ_F32, N);
+  xpj_arg args[2] = {xpj_arg_array(&a), xpj_arg_i64(iters)};
+  xpj_range r = xpj_range_1d(N, 0);
+  assert_int_equal(xpj_launch(q, k, &r, 2, args, NULL), XPJ_OK);
+}
+
+/* Memory freed while a launch uses it goes back only when the launch is
+ * done: a new allocation made meanwhile (which the allocator would give
+ * the same address) is never written by the kernel. */
+static void test_free_during_launch(void **state) {
+  (void)state;
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  xpj_kernel *k = kernel(prog, "slow", "T=f32");
+  for (int round = 0; round < 4; round++) {
+    float *x = NULL;
+    assert_int_equal(
+        xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * sizeof *x, 0, (void **)&x),
+        XPJ_OK);
+    memset(x, 0, N * sizeof *x);
+    launch_slow(q, k, x, 20000);
+    assert_int_equal(xpj_mem_free(dev, x), XPJ_OK);
+    /* freed twice is still an error, deferred or not */
+    assert_int_equal(xpj_mem_free(dev, x), XPJ_ERR_INVALID);
+    unsigned char *y = NULL;
+    assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * sizeof(float), 0,
+                                   (void **)&y),
+                     XPJ_OK);
+    memset(y, 0xa5, N * sizeof(float));
+    assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+    for (size_t i = 0; i < N * sizeof(float); i++)
+      if (y[i] != 0xa5)
+        fail_msg("round %d: byte %zu of a new allocation was written by a "
+                 "kernel whose memory had been freed (%p, old %p)",
+                 round, i, (void *)y, (void *)x);
+    assert_int_equal(xpj_mem_free(dev, y), XPJ_OK);
+  }
+  /* the same for a copy whose source is freed before it runs */
+  float *s = NULL, *d = NULL;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_DEVICE, N * 4, 0, (void **)&s),
+                   XPJ_OK);
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_DEVICE, N * 4, 0, (void **)&d),
+                   XPJ_OK);
+  for (int i = 0; i < N; i++)
+    s[i] = (float)i;
+  launch_slow(q, k, d, 2000); /* something for the copy to wait behind */
+  assert_int_equal(xpj_enqueue_copy(q, d, s, N * 4, NULL), XPJ_OK);
+  assert_int_equal(xpj_mem_free(dev, s), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  for (int i = 0; i < N; i++)
+    assert_true(d[i] == (float)i);
+  assert_int_equal(xpj_mem_free(dev, d), XPJ_OK);
+  xpj_queue_destroy(q);
+}
+
+/* A context (and a program) destroyed while a kernel of theirs runs: the
+ * kernel finishes with the right result, the queue works, and everything
+ * goes when the queue does. */
+static void test_destroy_with_work_in_flight(void **state) {
+  (void)state;
+  xpj_context *c = NULL;
+  xpj_context_desc d = {.visible = "cpu", .cache_mode = XPJ_CACHE_MODE_OFF,
+                        .no_env_bundles = 1};
+  assert_int_equal(xpj_context_create(&d, &c), XPJ_OK);
+  xpj_device *dv = NULL;
+  assert_int_equal(xpj_device_select(c, "cpu", &dv), XPJ_OK);
+  xpj_program *p = NULL;
+  assert_int_equal(
+      xpj_program_create(c, "life.xpk", src, sizeof src - 1, NULL, &p),
+      XPJ_OK);
+  xpj_kernel *k = NULL;
+  assert_int_equal(xpj_program_get_kernel(p, "slow", "T=f64", 0, dv, NULL, &k),
+                   XPJ_OK);
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dv, NULL, &q), XPJ_OK);
+  double *x = NULL;
+  assert_int_equal(
+      xpj_mem_alloc(dv, XPJ_MEM_SHARED, N * sizeof *x, 0, (void **)&x),
+      XPJ_OK);
+  for (int i = 0; i < N; i++)
+    x[i] = 0;
+  xpj_array a = xpj_array_1d(x, XPJ_F64, N);
+  xpj_arg args[2] = {xpj_arg_array(&a), xpj_arg_i64(20000)};
+  xpj_range r = xpj_range_1d(N, 0);
+  assert_int_equal(xpj_launch(q, k, &r, 2, args, NULL), XPJ_OK);
+  xpj_program_destroy(p);
+  xpj_context_destroy(c); /* the queue still holds it */
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  double want = 0;
+  for (int s = 0; s < 20000; s++)
+    want = want * 1.0000001 + 1;
+  for (int i = 0; i < N; i++)
+    assert_true(x[i] == want);
+  /* the device is still there for the queue's commands */
+  assert_int_equal(xpj_enqueue_fill(q, x, &(double){2.0}, 8, N * 8, NULL),
+                   XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  assert_true(x[N - 1] == 2.0);
+  assert_int_equal(xpj_mem_free(dv, x), XPJ_OK);
+  xpj_queue_destroy(q); /* the context goes now */
+}
+
+static void launch_forever(xpj_queue *q, xpj_kernel *k, float *x) {
+  xpj_array a = xpj_array_1d(x, XPJ_F32, N);
+  xpj_arg arg = xpj_arg_array(&a);
+  xpj_range r = xpj_range_1d(N, 0);
+  assert_int_equal(xpj_launch(q, k, &r, 1, &arg, NULL), XPJ_OK);
+}
+
+static void check_add1_works(xpj_queue *q, float *x) {
+  for (int i = 0; i < N; i++)
+    x[i] = (float)i;
+  xpj_array a = xpj_array_1d(x, XPJ_F32, N);
+  xpj_arg arg = xpj_arg_array(&a);
+  xpj_range r = xpj_range_1d(N, 0);
+  assert_int_equal(xpj_launch(q, kernel(prog, "add1", NULL), &r, 1, &arg,
+                              NULL),
+                   XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  for (int i = 0; i < N; i++)
+    assert_true(x[i] == (float)i + 1);
+}
+
+static void test_launch_timeout(void **state) {
+  (void)state;
+  xpj_queue_desc qd = {.launch_timeout_ms = 200};
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dev, &qd, &q), XPJ_OK);
+  float *x = NULL;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 4, 0, (void **)&x),
+                   XPJ_OK);
+  memset(x, 0, N * 4);
+  xpj_event *ev = NULL;
+  xpj_array a = xpj_array_1d(x, XPJ_F32, N);
+  xpj_arg arg = xpj_arg_array(&a);
+  xpj_range r = xpj_range_1d(N, 0);
+  assert_int_equal(xpj_launch(q, kernel(prog, "forever", NULL), &r, 1, &arg,
+                              &ev),
+                   XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_ERR_CANCELLED);
+  assert_non_null(strstr(xpj_last_error(), "launch timeout of 200 ms"));
+  assert_int_equal(xpj_event_query(ev), XPJ_EVENT_FAILED);
+  assert_int_equal(xpj_event_wait(ev), XPJ_ERR_CANCELLED);
+  xpj_event_release(ev);
+  /* launches within the limit run as usual */
+  check_add1_works(q, x);
+  /* and destroy returns with a runaway kernel still queued */
+  launch_forever(q, kernel(prog, "forever", NULL), x);
+  xpj_queue_destroy(q);
+  assert_int_equal(xpj_mem_free(dev, x), XPJ_OK);
+}
+
+typedef struct canceller {
+  xpj_queue *q;
+  unsigned delay_ms;
+} canceller;
+
+static void *cancel_later(void *arg) {
+  canceller *c = arg;
+  struct timespec ts = {0, (long)c->delay_ms * 1000000L};
+  nanosleep(&ts, NULL);
+  if (xpj_queue_cancel(c->q) != XPJ_OK)
+    fprintf(stderr, "xpj_queue_cancel: %s\n", xpj_last_error());
+  return NULL;
+}
+
+static void test_queue_cancel(void **state) {
+  (void)state;
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  float *x = NULL;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 4, 0, (void **)&x),
+                   XPJ_OK);
+  memset(x, 0, N * 4);
+  xpj_kernel *fk = kernel(prog, "forever", NULL);
+  xpj_event *running = NULL, *pending = NULL;
+  xpj_array a = xpj_array_1d(x, XPJ_F32, N);
+  xpj_arg arg = xpj_arg_array(&a);
+  xpj_range r = xpj_range_1d(N, 0);
+  assert_int_equal(xpj_launch(q, fk, &r, 1, &arg, &running), XPJ_OK);
+  assert_int_equal(xpj_enqueue_fill(q, x, &(float){7.0f}, 4, N * 4, &pending),
+                   XPJ_OK);
+  canceller c = {q, 150};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, cancel_later, &c), 0);
+  assert_int_equal(xpj_queue_wait(q), XPJ_ERR_CANCELLED);
+  pthread_join(t, NULL);
+  assert_int_equal(xpj_event_wait(running), XPJ_ERR_CANCELLED);
+  assert_non_null(strstr(xpj_last_error(), "xpj_queue_cancel"));
+  assert_int_equal(xpj_event_wait(pending), XPJ_ERR_CANCELLED);
+  assert_non_null(strstr(xpj_last_error(), "before it started"));
+  /* the fill never ran: the runaway kernel's additions are what is there */
+  assert_true(x[0] != 7.0f);
+  xpj_event_release(running);
+  xpj_event_release(pending);
+  /* cancelling an idle queue changes nothing, and the queue works */
+  assert_int_equal(xpj_queue_cancel(q), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  check_add1_works(q, x);
+  /* a runaway kernel, cancelled from another thread while destroy waits */
+  launch_forever(q, fk, x);
+  c.delay_ms = 100;
+  assert_int_equal(pthread_create(&t, NULL, cancel_later, &c), 0);
+  xpj_queue_destroy(q);
+  pthread_join(t, NULL);
+  assert_int_equal(xpj_mem_free(dev, x), XPJ_OK);
+  assert_int_equal(xpj_queue_cancel(NULL), XPJ_ERR_INVALID);
+}
+
+/* issue 15, item 11: messages that name the real fault */
+static void test_launch_messages(void **state) {
+  (void)state;
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  xpj_kernel *k = kernel(prog, "add1", NULL);
+  float x[4] = {0};
+  xpj_array a = xpj_array_1d(x, XPJ_F32, 4);
+  xpj_arg arg = xpj_arg_array(&a);
+  arg.kind = (xpj_arg_kind)7; /* garbage, as from a binding's bug */
+  xpj_range r = xpj_range_1d(4, 0);
+  assert_int_equal(xpj_launch(q, k, &r, 1, &arg, NULL), XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_last_error(), "unknown argument kind 7"));
+  /* a product of sizes that overflows, with no dimension too big alone */
+  arg = xpj_arg_array(&a);
+  xpj_range big = {3, {1ull << 30, 1ull << 30, 1ull << 30}, {0, 0, 0}};
+  xpj_kernel *k3 = NULL;
+  assert_int_equal(xpj_program_get_kernel(prog, "add1", NULL, 0, dev, NULL,
+                                          &k3),
+                   XPJ_OK);
+  assert_int_equal(xpj_launch(q, k3, &big, 1, &arg, NULL), XPJ_ERR_INVALID);
+  const char *m = xpj_last_error();
+  assert_non_null(strstr(m, "1073741824 x 1073741824 x 1073741824"));
+  assert_non_null(strstr(m, "2^62 in all"));
+  assert_null(strstr(m, "in dimension"));
+  xpj_queue_destroy(q);
+}
+
+/* A device that cannot stop a running kernel refuses a launch timeout. */
+static void test_timeout_unsupported(void **state) {
+  (void)state;
+  const char *icd = getenv("OCL_ICD_VENDORS");
+  xpj_context *c = NULL;
+  xpj_context_desc d = {.visible = "opencl", .cache_mode = XPJ_CACHE_MODE_OFF,
+                        .no_env_bundles = 1};
+  xpj_device *dv = NULL;
+  if (!icd || xpj_context_create(&d, &c) != XPJ_OK ||
+      xpj_device_select(c, "opencl", &dv) != XPJ_OK) {
+    xpj_context_destroy(c);
+    skip(); /* no OpenCL device here */
+  }
+  xpj_queue_desc qd = {.launch_timeout_ms = 100};
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dv, &qd, &q), XPJ_ERR_UNSUPPORTED);
+  assert_null(q);
+  assert_int_equal(xpj_queue_create(dv, NULL, &q), XPJ_OK);
+  assert_int_equal(xpj_queue_cancel(q), XPJ_OK);
+  xpj_queue_destroy(q);
+  xpj_context_destroy(c);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_free_during_launch),
+      cmocka_unit_test(test_destroy_with_work_in_flight),
+      cmocka_unit_test(test_launch_timeout),
+      cmocka_unit_test(test_queue_cancel),
+      cmocka_unit_test(test_launch_messages),
+      cmocka_unit_test(test_timeout_unsupported),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
