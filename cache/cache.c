@@ -156,12 +156,13 @@ static void sha256_hex(const void *data, size_t n, char hex[65]) {
 /* SHA-256 over the digest and everything a user of the row relies on. */
 static bool row_checksum(const char *digest, int failed, const char *entry,
                          uint64_t local, uint64_t scratch, const void *data,
-                         size_t size, const char *log, char hex[65]) {
+                         size_t size, const char *log, int64_t expires,
+                         char hex[65]) {
   struct sha256_ctx m;
   uint8_t d[SHA256_DIGEST_SIZE];
   sha256_init(&m);
   put_str(&m, digest);
-  put_u64(&m, (uint64_t)failed);
+  put_u64(&m, (uint64_t)(int64_t)failed);
   put_str(&m, entry);
   put_u64(&m, local);
   put_u64(&m, scratch);
@@ -169,6 +170,7 @@ static bool row_checksum(const char *digest, int failed, const char *entry,
   if (size)
     sha256_update(&m, size, data);
   put_str(&m, log);
+  put_u64(&m, (uint64_t)expires);
   sha256_digest(&m, sizeof d, d);
   to_hex(d, sizeof d, hex);
   return true;
@@ -285,7 +287,8 @@ static const char schema_sql[] =
     " failed INTEGER NOT NULL, entry TEXT, local_bytes INTEGER,"
     " scratch_bytes INTEGER, data BLOB, log TEXT, checksum TEXT NOT NULL,"
     " size INTEGER NOT NULL, compile_ms REAL, created INTEGER,"
-    " last_used INTEGER, hits INTEGER DEFAULT 0);"
+    " last_used INTEGER, hits INTEGER DEFAULT 0,"
+    " expires INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_used);"
     "CREATE TABLE IF NOT EXISTS stats(name TEXT PRIMARY KEY, value REAL);";
 
@@ -566,7 +569,7 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
       xpj_status st =
           fail(rc == SQLITE_CANTOPEN ? XPJ_ERR_IO : XPJ_ERR_INVALID,
                "bundle %s: %s", c->path,
-               rc == RC_FOREIGN ? "not an xpjit bundle of schema version 1"
+               rc == RC_FOREIGN ? "not an xpjit bundle of this schema version"
                                 : sqlite3_errstr(rc));
       xpj_cache_close(c);
       *out = NULL;
@@ -704,14 +707,17 @@ void xpj_cache_entry_clear(xpj_cache_entry *e) {
 #define ROW_COLS                                                             \
   "digest, key, code, kernel, dtypes, ndim, target, options, versions, "    \
   "failed, entry, local_bytes, scratch_bytes, size, log, compile_ms, "      \
-  "created, last_used, hits, checksum"
+  "created, last_used, hits, checksum, expires"
+/* indexes of the columns of ROW_COLS that are read by number; the data
+ * blob, when selected, follows them */
+enum { COL_CHECKSUM = 19, COL_EXPIRES = 20, COL_DATA = 21 };
 
 static char *col_text(sqlite3_stmt *s, int i) {
   const unsigned char *t = sqlite3_column_text(s, i);
   return strdup(t ? (const char *)t : "");
 }
 
-/* Reads the row's columns (ROW_COLS, then data at index 20 when
+/* Reads the row's columns (ROW_COLS, then data at COL_DATA when
  * with_data) into e. */
 static bool read_row(sqlite3_stmt *s, bool with_data, xpj_cache_entry *e) {
   memset(e, 0, sizeof *e);
@@ -734,12 +740,13 @@ static bool read_row(sqlite3_stmt *s, bool with_data, xpj_cache_entry *e) {
   e->created_ms = sqlite3_column_int64(s, 16);
   e->last_used_ms = sqlite3_column_int64(s, 17);
   e->hits = (uint64_t)sqlite3_column_int64(s, 18);
+  e->expires_ms = sqlite3_column_int64(s, COL_EXPIRES);
   e->size = 0;
   bool ok = e->key && e->code && e->kernel && e->dtypes && e->target &&
             e->options && e->versions && e->entry && e->log;
   if (with_data && ok) {
-    const void *d = sqlite3_column_blob(s, 20);
-    int n = sqlite3_column_bytes(s, 20);
+    const void *d = sqlite3_column_blob(s, COL_DATA);
+    int n = sqlite3_column_bytes(s, COL_DATA);
     e->size = (size_t)n;
     e->data = malloc(n > 0 ? (size_t)n : 1);
     ok = e->data != NULL;
@@ -758,25 +765,33 @@ static bool row_intact(const xpj_cache_entry *e, const char *checksum) {
   if (strcmp(hex, e->digest) != 0)
     return false;
   if (!row_checksum(e->digest, e->failed, e->entry, e->local_bytes,
-                    e->scratch_bytes, e->data, e->size, e->log, sum))
+                    e->scratch_bytes, e->data, e->size, e->log,
+                    e->expires_ms, sum))
     return false;
   return checksum && strcmp(sum, checksum) == 0;
 }
 
-static void delete_row(xpj_cache *c, const char *digest) {
+static bool expired(const xpj_cache_entry *e) {
+  return e->expires_ms != 0 && e->expires_ms <= now_ms();
+}
+
+/* Deletes the row in its own transaction; SQLite's code (SQLITE_OK when
+ * done, whether or not the row was there). */
+static int delete_row(xpj_cache *c, const char *digest) {
   if (c->mode != XPJ_CACHE_MODE_RW)
-    return;
-  if (begin(c) != SQLITE_OK)
-    return;
+    return SQLITE_READONLY;
+  int rc = begin(c);
+  if (rc != SQLITE_OK)
+    return rc;
   sqlite3_stmt *s = NULL;
-  int rc = sqlite3_prepare_v2(c->db, "DELETE FROM entries WHERE digest=?",
-                              -1, &s, NULL);
+  rc = sqlite3_prepare_v2(c->db, "DELETE FROM entries WHERE digest=?", -1, &s,
+                          NULL);
   if (rc == SQLITE_OK) {
     sqlite3_bind_text(s, 1, digest, -1, SQLITE_TRANSIENT);
     rc = sqlite3_step(s);
   }
   sqlite3_finalize(s);
-  finish(c, rc);
+  return finish(c, rc == SQLITE_DONE ? SQLITE_OK : rc);
 }
 
 /* One lookup; returns SQLite's code (SQLITE_ROW with *out filled, DONE for
@@ -800,7 +815,7 @@ static int lookup(xpj_cache *c, const char *digest, const char *text,
       xpj_cache_entry_clear(out);
       rc = SQLITE_DONE;
     } else {
-      const unsigned char *sum = sqlite3_column_text(s, 19);
+      const unsigned char *sum = sqlite3_column_text(s, COL_CHECKSUM);
       if (!row_intact(out, (const char *)sum)) {
         sqlite3_finalize(s);
         s = NULL;
@@ -808,6 +823,12 @@ static int lookup(xpj_cache *c, const char *digest, const char *text,
               "it, recompiling", c->path, digest, out->kernel);
         xpj_cache_entry_clear(out);
         c->pending.corrupt++;
+        delete_row(c, digest);
+        rc = SQLITE_DONE;
+      } else if (expired(out)) { /* a negative entry whose time is up */
+        sqlite3_finalize(s);
+        s = NULL;
+        xpj_cache_entry_clear(out);
         delete_row(c, digest);
         rc = SQLITE_DONE;
       }
@@ -997,8 +1018,8 @@ static int insert(xpj_cache *c, const xpj_cache_key *k, const char *digest,
       "INSERT OR REPLACE INTO entries(digest, key, code, kernel, dtypes, "
       "ndim, target, options, versions, failed, entry, local_bytes, "
       "scratch_bytes, data, log, checksum, size, compile_ms, created, "
-      "last_used, hits) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,"
-      "?14,?15,?16,?17,?18,?19,?19,0)",
+      "last_used, hits, expires) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,"
+      "?12,?13,?14,?15,?16,?17,?18,?19,?19,0,?20)",
       -1, &s, NULL);
   if (rc != SQLITE_OK)
     return rc;
@@ -1011,7 +1032,7 @@ static int insert(xpj_cache *c, const xpj_cache_key *k, const char *digest,
   sqlite3_bind_text(s, 7, k->target, -1, SQLITE_STATIC);
   sqlite3_bind_text(s, 8, k->options, -1, SQLITE_STATIC);
   sqlite3_bind_text(s, 9, k->versions, -1, SQLITE_STATIC);
-  sqlite3_bind_int(s, 10, v->failed ? 1 : 0);
+  sqlite3_bind_int(s, 10, v->failed);
   sqlite3_bind_text(s, 11, v->entry ? v->entry : "", -1, SQLITE_STATIC);
   sqlite3_bind_int64(s, 12, (int64_t)v->local_bytes);
   sqlite3_bind_int64(s, 13, (int64_t)v->scratch_bytes);
@@ -1022,6 +1043,7 @@ static int insert(xpj_cache *c, const xpj_cache_key *k, const char *digest,
   sqlite3_bind_int64(s, 17, (int64_t)size);
   sqlite3_bind_double(s, 18, v->compile_ms);
   sqlite3_bind_int64(s, 19, t);
+  sqlite3_bind_int64(s, 20, v->expires_ms);
   rc = sqlite3_step(s);
   sqlite3_finalize(s);
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
@@ -1035,9 +1057,9 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
   xpj_status st = xpj_cache_key_digest(k, &text, digest);
   if (st != XPJ_OK)
     return st;
-  if (!row_checksum(digest, v->failed ? 1 : 0, v->entry ? v->entry : "",
+  if (!row_checksum(digest, v->failed, v->entry ? v->entry : "",
                     v->local_bytes, v->scratch_bytes, v->data, v->size,
-                    v->log ? v->log : "", sum)) {
+                    v->log ? v->log : "", v->expires_ms, sum)) {
     free(text);
     return fail(XPJ_ERR_NOMEM, "SHA-256 failed");
   }
@@ -1070,6 +1092,32 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
   }
   pthread_mutex_unlock(&c->mu);
   free(text);
+  return XPJ_OK;
+}
+
+xpj_status xpj_cache_remove(xpj_cache *c, const xpj_cache_key *k) {
+  if (!c || !k)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_remove: NULL argument");
+  char digest[65];
+  xpj_status st = xpj_cache_key_digest(k, NULL, digest);
+  if (st != XPJ_OK)
+    return st;
+  pthread_mutex_lock(&c->mu);
+  if (c->db && c->mode == XPJ_CACHE_MODE_RW && !c->bundle) {
+    /* uses of the row not written yet die with it */
+    size_t j = 0;
+    for (size_t i = 0; i < c->ntouched; i++)
+      if (strcmp(c->touched[i].digest, digest) != 0)
+        c->touched[j++] = c->touched[i];
+    c->ntouched = j;
+    int rc = delete_row(c, digest);
+    if (is_busy(rc))
+      warnf(c, "cache %s: busy for %d s; an entry was not removed", c->path,
+            BUSY_DEADLINE_MS / 1000);
+    else if (rc != SQLITE_OK)
+      degrade(c, rc, "removing an entry");
+  }
+  pthread_mutex_unlock(&c->mu);
   return XPJ_OK;
 }
 
@@ -1194,8 +1242,8 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
         if (!read_row(s, true, out)) {
           xpj_cache_entry_clear(out);
           st = fail(XPJ_ERR_NOMEM, "out of memory");
-        } else if (!row_intact(out,
-                               (const char *)sqlite3_column_text(s, 19))) {
+        } else if (!row_intact(out, (const char *)sqlite3_column_text(
+                                        s, COL_CHECKSUM))) {
           st = fail(XPJ_ERR_IO, "entry %.16s is damaged (its key digest or "
                     "checksum does not match); 'cache verify --repair' "
                     "removes it", out->digest);
@@ -1265,7 +1313,8 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
       xpj_cache_entry e;
       nchk++;
       bool ok = read_row(s, true, &e) &&
-                row_intact(&e, (const char *)sqlite3_column_text(s, 19));
+                row_intact(&e, (const char *)sqlite3_column_text(
+                                   s, COL_CHECKSUM));
       if (!ok) {
         nbad++;
         report(fn, ud, "entry %.16s (%s %s): key digest or checksum does "
@@ -1317,14 +1366,18 @@ xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
   xpj_status st = need_rw(c, "prune");
   if (st == XPJ_OK) {
     int rc = begin(c);
-    if (rc == SQLITE_OK && older_than_ms > 0) {
+    if (rc == SQLITE_OK) {
       sqlite3_stmt *s = NULL;
       rc = sqlite3_prepare_v2(c->db,
                               "DELETE FROM entries WHERE last_used < ?1 "
+                              "OR (expires != 0 AND expires <= ?2) "
                               "RETURNING size",
                               -1, &s, NULL);
       if (rc == SQLITE_OK) {
-        sqlite3_bind_int64(s, 1, now_ms() - older_than_ms);
+        int64_t now = now_ms();
+        sqlite3_bind_int64(s, 1, older_than_ms > 0 ? now - older_than_ms
+                                                   : INT64_MIN);
+        sqlite3_bind_int64(s, 2, now);
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
           nrem++;
           nfree += (uint64_t)sqlite3_column_int64(s, 0);
@@ -1509,18 +1562,20 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
     rc = SQLITE_OK;
     xpj_cache_entry e;
     if (!read_row(sel, true, &e) ||
-        !row_intact(&e, (const char *)sqlite3_column_text(sel, 19))) {
+        !row_intact(&e,
+                    (const char *)sqlite3_column_text(sel, COL_CHECKSUM)) ||
+        expired(&e)) {
       xpj_cache_entry_clear(&e);
-      continue; /* never export a damaged row */
+      continue; /* never export a damaged row, nor one of no more use */
     }
     xpj_cache_key k = {e.code, e.kernel, e.dtypes, e.ndim,
                        e.target, e.options, e.versions};
-    xpj_cache_value v = {0, e.data, e.size, e.entry, e.log,
-                         e.local_bytes, e.scratch_bytes, e.compile_ms};
+    xpj_cache_value v = {0, e.data, e.size, e.entry, e.log, e.local_bytes,
+                         e.scratch_bytes, e.compile_ms, e.expires_ms};
     pthread_mutex_lock(&b->mu);
     char sum[65];
     row_checksum(e.digest, 0, e.entry, e.local_bytes, e.scratch_bytes,
-                 e.data, e.size, e.log, sum);
+                 e.data, e.size, e.log, e.expires_ms, sum);
     int r = begin(b);
     if (r == SQLITE_OK)
       r = insert(b, &k, e.digest, e.key, &v, sum);
@@ -1582,7 +1637,7 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
          (rc = sqlite3_step(sel)) == SQLITE_ROW) {
     rc = SQLITE_OK;
     xpj_cache_entry e;
-    const char *sum = (const char *)sqlite3_column_text(sel, 19);
+    const char *sum = (const char *)sqlite3_column_text(sel, COL_CHECKSUM);
     if (!read_row(sel, true, &e) || !row_intact(&e, sum)) {
       nskip++;
       warnf(c, "bundle %s: entry %.16s is damaged; not imported",
@@ -1593,7 +1648,8 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
     xpj_cache_key k = {e.code, e.kernel, e.dtypes, e.ndim,
                        e.target, e.options, e.versions};
     xpj_cache_value v = {e.failed, e.data, e.size, e.entry, e.log,
-                         e.local_bytes, e.scratch_bytes, e.compile_ms};
+                         e.local_bytes, e.scratch_bytes, e.compile_ms,
+                         e.expires_ms};
     if (!in_txn) {
       int r = begin(c);
       if (r != SQLITE_OK) {

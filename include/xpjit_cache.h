@@ -27,8 +27,8 @@ extern "C" {
 #endif
 
 /* Version of the database schema; part of every key and of the file name
- * (cache-v1.db). */
-#define XPJ_CACHE_SCHEMA_VERSION 1
+ * (cache-v2.db). 2: entries may expire (negative entries). */
+#define XPJ_CACHE_SCHEMA_VERSION 2
 /* Default size limit of the user cache: 1 GiB. */
 #define XPJ_CACHE_DEFAULT_MAX_SIZE (1ull << 30)
 
@@ -47,7 +47,7 @@ typedef void (*xpj_cache_warn_fn)(void *ud, const char *msg);
 
 typedef struct xpj_cache_config {
   /* The database file. NULL: XPJIT_CACHE_DIR, else $XDG_CACHE_HOME/xpjit,
-   * else $HOME/.cache/xpjit; file cache-v1.db in it. */
+   * else $HOME/.cache/xpjit; file cache-v2.db in it. */
   const char *path;
   xpj_cache_mode mode;
   /* Bytes; 0: XPJIT_CACHE_MAX_SIZE (e.g. "512M"), else 1 GiB;
@@ -97,15 +97,22 @@ xpj_status xpj_cache_key_digest(const xpj_cache_key *k, char **text,
 
 /* ---- entries ------------------------------------------------------- */
 
-/* What a compile produced, as stored. */
+/* What a compile produced, as stored. Fields are only ever appended, so
+ * positional initialisers keep compiling. */
 typedef struct xpj_cache_value {
-  int failed;              /* the compile failed; log says why */
+  int failed;              /* non-zero: the compile failed (log says why);
+                              stored and returned as given */
   const uint8_t *data;     /* the binary (NULL, 0 when failed) */
   size_t size;
   const char *entry;       /* entry point name */
   const char *log;         /* diagnostics or warnings ("" when none) */
   uint64_t local_bytes, scratch_bytes;
   double compile_ms;       /* what the compile cost */
+  /* When the entry stops being served (Unix epoch, ms); 0: never. For
+   * negative entries that should be retried after a while: a lookup past
+   * this time is a miss, and the row is deleted when the store is
+   * writable. */
+  int64_t expires_ms;
 } xpj_cache_value;
 
 /* A stored entry; every pointer is malloc'd (xpj_cache_entry_clear). */
@@ -122,6 +129,7 @@ typedef struct xpj_cache_entry {
   double compile_ms;
   int64_t created_ms, last_used_ms; /* Unix epoch, milliseconds */
   uint64_t hits;
+  int64_t expires_ms; /* 0: never (xpj_cache_value.expires_ms) */
 } xpj_cache_entry;
 
 void xpj_cache_entry_clear(xpj_cache_entry *e);
@@ -142,6 +150,11 @@ xpj_status xpj_cache_get_uncounted(xpj_cache *c, const xpj_cache_key *k,
  * stored then). */
 xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
                          const xpj_cache_value *v);
+/* Removes the entry stored under k, if any (for example a cached failure
+ * that is known to be stale). XPJ_OK whether or not there was one, and
+ * also when the cache is off, read-only, degraded or a bundle (nothing is
+ * removed then); XPJ_ERR_INVALID for a NULL argument or a bad key. */
+xpj_status xpj_cache_remove(xpj_cache *c, const xpj_cache_key *k);
 
 /* ---- statistics ---------------------------------------------------- */
 
@@ -197,8 +210,9 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
 xpj_status xpj_cache_verify(xpj_cache *c, int repair,
                             void (*fn)(void *ud, const char *problem),
                             void *ud, uint64_t *checked, uint64_t *bad);
-/* Removes entries not used for older_than_ms (0: no age limit), then the
- * least recently used while over max_size (0: the configured limit).
+/* Removes expired entries and those not used for older_than_ms (0: no age
+ * limit), then the least recently used while over max_size (0: the
+ * configured limit).
  * Reports entries removed and bytes freed (either may be NULL). */
 xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
                            int64_t older_than_ms, uint64_t *removed,

@@ -387,7 +387,7 @@ static xpj_status load_on_device(rt_cc *cc, xpj_cache *l2,
   size_t n = 0;
   if (ops->native_get(dev, *native, &b, &n) == XPJ_OK) {
     xpj_cache_value v = {0, b, n, g->entry, "", g->local_bytes,
-                         g->scratch_bytes, (double)(rt_now_ns() - t0) / 1e6};
+                         g->scratch_bytes, (double)(rt_now_ns() - t0) / 1e6, 0};
     if (xpj_cache_put(l2, &nk, &v) == XPJ_OK)
       count_native(cc, l2, false);
     free(b);
@@ -498,7 +498,7 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
       cacheable = !dk.transient;
       if (l2 && cacheable && !same_cache) {
         xpj_cache_value v = {g.failed, g.data, g.len, g.entry, g.log,
-                             g.local_bytes, g.scratch_bytes, g.compile_ms};
+                             g.local_bytes, g.scratch_bytes, g.compile_ms, 0};
         xpj_cache_put(l2, &key, &v);
       }
     }
@@ -536,7 +536,7 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
       xpj_cache_note(l2, &d); /* written with the entry */
     if (l2 && cacheable) {
       xpj_cache_value v = {g.failed, g.data, g.len, g.entry, g.log,
-                           g.local_bytes, g.scratch_bytes, g.compile_ms};
+                           g.local_bytes, g.scratch_bytes, g.compile_ms, 0};
       xpj_cache_put(l2, &key, &v);
     }
   }

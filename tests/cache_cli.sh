@@ -67,7 +67,7 @@ d=$("$CLI" cache ls --json | sed -n 's/.*"digest": "\([0-9a-f]*\)".*/\1/p' | hea
 "$CLI" cache export "$T/mine.xpb" | grep -q "exported 3" || bad "cache export"
 "$CLI" bundle verify "$T/mine.xpb" >/dev/null || bad "exported bundle verify"
 # damage one row: verify finds it (exit 1), --repair removes it
-sqlite3 "$T/c3/cache-v1.db" "UPDATE entries SET data = zeroblob(64) WHERE digest = '$d'"
+sqlite3 "$T/c3/cache-v2.db" "UPDATE entries SET data = zeroblob(64) WHERE digest = '$d'"
 "$CLI" cache verify >/dev/null; [ $? = 1 ] || bad "verify: damage not found"
 "$CLI" cache verify --repair --json | grep -q '"bad": 1' || bad "verify --repair"
 "$CLI" cache verify >/dev/null || bad "verify after repair"

@@ -59,7 +59,7 @@ XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy again"
 [ "$(stat_of compiles)" = 3 ] || fail "compiles $(stat_of compiles), expected 3"
 [ "$(stat_of hits_memory)" -ge 1 ] || fail "no memory hit"
 # the daemon wrote its cache: a client on the same file hits it directly
-"$CLI" cache stats --path "$XPJIT_CACHE_DIR/cache-v1.db" | grep -q "entries: *3" ||
+"$CLI" cache stats --path "$XPJIT_CACHE_DIR/cache-v2.db" | grep -q "entries: *3" ||
   fail "daemon cache entries"
 "$CLI" daemon stats --socket "$S" --json | grep -q '"compiles": 3' ||
   fail "stats --json"

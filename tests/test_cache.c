@@ -215,7 +215,7 @@ static const xpj_cache_value *val_of(tval *t, unsigned i, size_t size) {
   snprintf(t->entry, sizeof t->entry, "e%u", i);
   snprintf(t->log, sizeof t->log, "log %u", i);
   t->v = (xpj_cache_value){0,      t->data,   size, t->entry,
-                           t->log, i * 16ull, i,    i + 0.25};
+                           t->log, i * 16ull, i,    i + 0.25, 0};
   return &t->v;
 }
 
@@ -435,14 +435,14 @@ static void test_round_trip(void **state) {
   bin[0] = 0;
   bin[1] = 0xff;
   xpj_cache_value va = {0,    bin, sizeof bin, "main_kernel", "warning: w",
-                        1024, 64,  12.5};
+                        1024, 64,  12.5, 0};
   assert_int_equal(xpj_cache_put(c, a, &va), XPJ_OK);
   /* a cached failure: a log and no data */
   xpj_cache_value vb = {1, NULL, 0,  NULL, "error: no such intrinsic",
-                        0, 0,    3.0};
+                        0, 0,    3.0, 0};
   assert_int_equal(xpj_cache_put(c, b, &vb), XPJ_OK);
   /* size without data is invalid */
-  xpj_cache_value bad = {0, NULL, 5, "x", "", 0, 0, 0};
+  xpj_cache_value bad = {0, NULL, 5, "x", "", 0, 0, 0, 0};
   assert_int_equal(xpj_cache_put(c, a, &bad), XPJ_ERR_INVALID);
 
   char *text = NULL, hex[65];
@@ -542,7 +542,7 @@ static void test_round_trip(void **state) {
   assert_int_equal(stats_of(c).counters.l2_misses, 2);
 
   /* a put replaces the row with that key */
-  xpj_cache_value va2 = {0, bin + 1, 10, "other", "", 0, 0, 1.0};
+  xpj_cache_value va2 = {0, bin + 1, 10, "other", "", 0, 0, 1.0, 0};
   assert_int_equal(xpj_cache_put(c, a, &va2), XPJ_OK);
   assert_int_equal(xpj_cache_get(c, a, &e), XPJ_OK);
   assert_int_equal(e.size, 10);
@@ -592,6 +592,130 @@ static void test_replace_after_hit(void **state) {
             "its INSERT OR REPLACE, so the new row inherits the old row's "
             "hits (%llu) and an older last_used (%lld ms before the put)",
             (unsigned long long)hits, (long long)(t - used));
+  assert_no_warning(&f->w);
+}
+
+/* xpj_cache_remove: the row goes (and uses of it not written yet with it);
+ * a missing row, a read-only handle, an off one and a bundle are quiet
+ * no-ops. */
+static void test_remove(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 100);
+  put_i(c, 2, 100);
+  expect_hit(c, 1, 100); /* a use not written yet */
+  tkey t;
+  char d1[65];
+  digest_of(key_of(&t, 1), d1);
+  assert_int_equal(xpj_cache_remove(c, key_of(&t, 1)), XPJ_OK);
+  assert_int_equal(rows_with(f->path, d1), 0);
+  expect_miss(c, 1);
+  expect_hit(c, 2, 100);
+  assert_int_equal(xpj_cache_remove(c, key_of(&t, 1)), XPJ_OK); /* gone */
+  assert_int_equal(xpj_cache_remove(c, key_of(&t, 77)), XPJ_OK); /* never */
+  /* stored again: a new row, no hits inherited */
+  put_i(c, 1, 200);
+  xpj_cache_entry e;
+  assert_int_equal(xpj_cache_get(c, key_of(&t, 1), &e), XPJ_OK);
+  assert_int_equal(check_val(&e, 1, 200), 0);
+  assert_int_equal(e.hits, 0);
+  xpj_cache_entry_clear(&e);
+  /* bad arguments */
+  assert_int_equal(xpj_cache_remove(NULL, key_of(&t, 1)), XPJ_ERR_INVALID);
+  assert_int_equal(xpj_cache_remove(c, NULL), XPJ_ERR_INVALID);
+  key_of(&t, 1);
+  t.k.kernel = "a\nb";
+  assert_int_equal(xpj_cache_remove(c, &t.k), XPJ_ERR_INVALID);
+  char bpath[256];
+  snprintf(bpath, sizeof bpath, "%s/r.xpjb", f->dir);
+  assert_int_equal(xpj_cache_export(c, bpath, NULL), XPJ_OK);
+  xpj_cache_close(c);
+
+  /* read-only and off: nothing removed */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RO, 0);
+  assert_int_equal(xpj_cache_remove(c, key_of(&t, 2)), XPJ_OK);
+  expect_hit(c, 2, 100);
+  xpj_cache_close(c);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_OFF, 0);
+  assert_int_equal(xpj_cache_remove(c, key_of(&t, 2)), XPJ_OK);
+  xpj_cache_close(c);
+  char d2[65];
+  digest_of(key_of(&t, 2), d2);
+  assert_int_equal(rows_with(f->path, d2), 1);
+  /* a bundle, even one opened read-write, is never changed by it */
+  for (int mode = 0; mode < 2; mode++) {
+    xpj_cache_config bc = {.path = bpath, .bundle = 1,
+                           .mode = mode ? XPJ_CACHE_MODE_RW
+                                        : XPJ_CACHE_MODE_DEFAULT,
+                           .warn = rec_warn, .warn_ud = &f->w};
+    xpj_cache *b = NULL;
+    assert_int_equal(xpj_cache_open(&bc, &b), XPJ_OK);
+    assert_int_equal(xpj_cache_remove(b, key_of(&t, 2)), XPJ_OK);
+    expect_hit(b, 2, 100);
+    xpj_cache_close(b);
+  }
+  assert_no_warning(&f->w);
+}
+
+/* Entries that expire (negative entries retried after a while), and
+ * failed stored as given. */
+static void test_expiry(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  tkey t;
+  int64_t now = wall_ms();
+  xpj_cache_value later = {7,   NULL, 0, "", "error: try later",
+                           0,   0,    1.5, now + 3600 * 1000};
+  assert_int_equal(xpj_cache_put(c, key_of(&t, 1), &later), XPJ_OK);
+  xpj_cache_entry e;
+  assert_int_equal(xpj_cache_get(c, key_of(&t, 1), &e), XPJ_OK);
+  assert_int_equal(e.failed, 7); /* as given */
+  assert_true(e.expires_ms == now + 3600 * 1000);
+  assert_string_equal(e.log, "error: try later");
+  xpj_cache_entry_clear(&e);
+  /* never expires: 0, the default of positional initialisers */
+  put_i(c, 2, 100);
+  assert_int_equal(xpj_cache_get(c, key_of(&t, 2), &e), XPJ_OK);
+  assert_true(e.expires_ms == 0);
+  xpj_cache_entry_clear(&e);
+  /* past its time: a miss, and the row is deleted */
+  xpj_cache_value gone = {1, NULL, 0, "", "error: old", 0, 0, 1.5, now - 1};
+  assert_int_equal(xpj_cache_put(c, key_of(&t, 3), &gone), XPJ_OK);
+  char d3[65];
+  digest_of(key_of(&t, 3), d3);
+  assert_int_equal(rows_with(f->path, d3), 1);
+  uint64_t misses = stats_of(c).counters.l2_misses;
+  expect_miss(c, 3);
+  assert_int_equal(stats_of(c).counters.l2_misses, misses + 1);
+  assert_int_equal(rows_with(f->path, d3), 0);
+  /* an expired row is not damage: verify is content, export skips it */
+  assert_int_equal(xpj_cache_put(c, key_of(&t, 3), &gone), XPJ_OK);
+  tval v;
+  const xpj_cache_value *ok = val_of(&v, 4, 50);
+  xpj_cache_value ok_old = *ok;
+  ok_old.expires_ms = now - 1;
+  assert_int_equal(xpj_cache_put(c, key_of(&t, 4), &ok_old), XPJ_OK);
+  val_free(&v);
+  assert_int_equal(verify_bad(c, NULL), 0);
+  char bpath[256];
+  snprintf(bpath, sizeof bpath, "%s/x.xpjb", f->dir);
+  uint64_t n = 0;
+  assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_OK);
+  assert_int_equal(n, 1); /* key 2 only: 1 and 3 failed, 4 expired */
+  xpj_cache_close(c);
+  /* read-only: a miss, the row left alone */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RO, 0);
+  expect_miss(c, 3);
+  xpj_cache_close(c);
+  assert_int_equal(rows_with(f->path, d3), 1);
+  /* prune removes expired rows even without an age or size limit */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  uint64_t removed = 0;
+  assert_int_equal(xpj_cache_prune(c, 0, 0, &removed, NULL), XPJ_OK);
+  assert_int_equal(removed, 2);
+  assert_int_equal(stats_of(c).entries, 2);
+  expect_hit(c, 2, 100);
+  xpj_cache_close(c);
   assert_no_warning(&f->w);
 }
 
@@ -800,7 +924,7 @@ static void test_keys(void **state) {
 static void test_corrupt_rows(void **state) {
   fx *f = *state;
   xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
-  for (unsigned i = 0; i < 8; i++)
+  for (unsigned i = 0; i < 9; i++)
     put_i(c, i, 1000 + i);
   static const char *damage[] = {
       NULL, /* the data blob: one byte flipped */
@@ -811,8 +935,10 @@ static void test_corrupt_rows(void **state) {
       "UPDATE entries SET failed = 1 WHERE digest=?1",
       "UPDATE entries SET data = substr(data, 1, length(data) - 1) "
       "WHERE digest=?1",
+      /* a row made to expire (or never to) must fail, not quietly miss */
+      "UPDATE entries SET expires = 1 WHERE digest=?1",
   };
-  for (unsigned i = 1; i <= 7; i++) {
+  for (unsigned i = 1; i <= 8; i++) {
     tkey t;
     char d[65];
     digest_of(key_of(&t, i), d);
@@ -840,7 +966,7 @@ static void test_corrupt_rows(void **state) {
   /* the counter was persisted */
   f->w.n = 0;
   c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
-  assert_int_equal(stats_of(c).counters.corrupt, 7);
+  assert_int_equal(stats_of(c).counters.corrupt, 8);
   /* damage found by a read-only handle: a miss, nothing deleted */
   char d0[65];
   tkey t0;
@@ -984,9 +1110,9 @@ static void test_corrupt_foreign(void **state) {
       "CREATE TABLE t(x); INSERT INTO t VALUES(42);",
       /* ours, but a future schema version */
       "CREATE TABLE t(x); INSERT INTO t VALUES(42); "
-      "PRAGMA application_id=1481656899; PRAGMA user_version=2;",
+      "PRAGMA application_id=1481656899; PRAGMA user_version=999;",
       /* ours by the numbers, but empty of tables */
-      "PRAGMA application_id=1481656899; PRAGMA user_version=1; "
+      "PRAGMA application_id=1481656899; PRAGMA user_version=2; "
       "CREATE TABLE t(x); INSERT INTO t VALUES(42);",
   };
   for (unsigned k = 0; k < sizeof make / sizeof *make; k++) {
@@ -1734,7 +1860,7 @@ static void test_bundles(void **state) {
   for (unsigned i = 0; i < 4; i++)
     put_i(c, i, 3000 + 100 * i);
   tkey tf;
-  xpj_cache_value failed = {1, NULL, 0, "", "error: failed", 0, 0, 1.0};
+  xpj_cache_value failed = {1, NULL, 0, "", "error: failed", 0, 0, 1.0, 0};
   assert_int_equal(xpj_cache_put(c, key_of(&tf, 4), &failed), XPJ_OK);
   uint64_t n = 0;
   assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_OK);
@@ -2167,18 +2293,19 @@ static void test_environment(void **state) {
   fx *f = *state;
   char buf[512], home[512];
   snprintf(home, sizeof home, "%s", getenv("HOME") ? getenv("HOME") : "");
+  assert_int_equal(XPJ_CACHE_SCHEMA_VERSION, 2);
   setenv("XPJIT_CACHE_DIR", "/x/y", 1);
   assert_int_equal(xpj_cache_default_path(buf, sizeof buf),
-                   strlen("/x/y/cache-v1.db"));
-  assert_string_equal(buf, "/x/y/cache-v1.db");
+                   strlen("/x/y/cache-v2.db"));
+  assert_string_equal(buf, "/x/y/cache-v2.db");
   unsetenv("XPJIT_CACHE_DIR");
   setenv("XDG_CACHE_HOME", "/xdg", 1);
   xpj_cache_default_path(buf, sizeof buf);
-  assert_string_equal(buf, "/xdg/xpjit/cache-v1.db");
+  assert_string_equal(buf, "/xdg/xpjit/cache-v2.db");
   setenv("XDG_CACHE_HOME", "relative", 1); /* ignored */
   setenv("HOME", "/home/u", 1);
   xpj_cache_default_path(buf, sizeof buf);
-  assert_string_equal(buf, "/home/u/.cache/xpjit/cache-v1.db");
+  assert_string_equal(buf, "/home/u/.cache/xpjit/cache-v2.db");
   unsetenv("XDG_CACHE_HOME");
   if (home[0])
     setenv("HOME", home, 1);
@@ -2194,7 +2321,7 @@ static void test_environment(void **state) {
   xpj_cache *c = NULL;
   assert_int_equal(xpj_cache_open(&cfg, &c), XPJ_OK);
   unsetenv("XPJIT_CACHE_DIR");
-  snprintf(buf, sizeof buf, "%s/cache-v1.db", f->dir);
+  snprintf(buf, sizeof buf, "%s/cache-v2.db", f->dir);
   assert_string_equal(xpj_cache_path(c), buf);
   assert_true(exists(buf));
   /* XPJIT_CACHE_MAX_SIZE when max_size is 0 */
@@ -2232,6 +2359,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_round_trip),
       T(test_replace_after_hit),
+      T(test_remove),
+      T(test_expiry),
       T(test_keys),
       T(test_corrupt_rows),
       T(test_corrupt_truncated),

@@ -573,7 +573,8 @@ static void test_storm(void **state) {
   daemon_stop();
   /* what it compiled is in its cache file, intact */
   char db[PATH_MAX];
-  snprintf(db, sizeof db, "%s/cache-v1.db", fx.cache_dir);
+  snprintf(db, sizeof db, "%s/cache-v%d.db", fx.cache_dir,
+           XPJ_CACHE_SCHEMA_VERSION);
   xpj_cache_config cc = {.path = db, .mode = XPJ_CACHE_MODE_RO};
   xpj_cache *c = NULL;
   assert_int_equal(xpj_cache_open(&cc, &c), XPJ_OK);
@@ -646,7 +647,8 @@ static void test_sigkill(void **state) {
 
   /* the cache file the daemon was killed over: intact */
   char db[PATH_MAX];
-  snprintf(db, sizeof db, "%s/cache-v1.db", fx.cache_dir);
+  snprintf(db, sizeof db, "%s/cache-v%d.db", fx.cache_dir,
+           XPJ_CACHE_SCHEMA_VERSION);
   xpj_cache_config cc = {.path = db, .mode = XPJ_CACHE_MODE_RO};
   xpj_cache *c = NULL;
   assert_int_equal(xpj_cache_open(&cc, &c), XPJ_OK);

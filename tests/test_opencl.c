@@ -353,7 +353,7 @@ static void test_native_cache(void **state) {
   xpj_cache_key key = {f.e.code, f.e.kernel, f.e.dtypes, f.e.ndim,
                        f.e.target, f.e.options, f.e.versions};
   static const uint8_t bogus[] = "not a program binary";
-  xpj_cache_value v = {0, bogus, sizeof bogus, f.e.entry, "", 0, 0, 1.0};
+  xpj_cache_value v = {0, bogus, sizeof bogus, f.e.entry, "", 0, 0, 1.0, 0};
   assert_int_equal(xpj_cache_put(l2, &key, &v), XPJ_OK);
   xpj_context_destroy(ctx);
   ctx = ctx_cached(&dev, &p, &k, &o);

@@ -109,11 +109,12 @@ static void usage_cache(FILE *out) {
           "statistics\n"
           "  export FILE           write the successful entries as a bundle\n"
           "\n"
-          "The cache is XPJIT_CACHE_DIR/cache-v1.db, else\n"
-          "$XDG_CACHE_HOME/xpjit/cache-v1.db, else "
-          "~/.cache/xpjit/cache-v1.db.\n"
+          "The cache is XPJIT_CACHE_DIR/cache-v%d.db, else\n"
+          "$XDG_CACHE_HOME/xpjit/cache-v%d.db, else "
+          "~/.cache/xpjit/cache-v%d.db.\n"
           "Exit status: 0 success, 1 problems found, 2 usage errors.\n",
-          cli_prog);
+          cli_prog, XPJ_CACHE_SCHEMA_VERSION, XPJ_CACHE_SCHEMA_VERSION,
+          XPJ_CACHE_SCHEMA_VERSION);
 }
 
 static void print_counters_json(FILE *f, const xpj_cache_counters *c) {
@@ -220,10 +221,11 @@ static int ls_one(void *ud, const xpj_cache_entry *e) {
     printf(", \"versions\": ");
     cli_json_str(stdout, e->versions);
     printf(", \"failed\": %s, \"size\": %zu, \"compile_ms\": %.3f, "
-           "\"created_ms\": %lld, \"last_used_ms\": %lld, \"hits\": %llu}",
+           "\"created_ms\": %lld, \"last_used_ms\": %lld, \"hits\": %llu, "
+           "\"expires_ms\": %lld}",
            e->failed ? "true" : "false", e->size, e->compile_ms,
            (long long)e->created_ms, (long long)e->last_used_ms,
-           (unsigned long long)e->hits);
+           (unsigned long long)e->hits, (long long)e->expires_ms);
   } else {
     if (!l->n)
       printf("%-16s  %-20s %-14s %-4s %-16s %-7s %10s %5s  %s\n", "DIGEST",
@@ -291,6 +293,9 @@ static int do_show(xpj_cache *c, const char *digest, const char *outpath,
     printf("compile:    %.1f ms\n", e.compile_ms);
     printf("used:       %llu hits, last %s\n", (unsigned long long)e.hits,
            age);
+    if (e.expires_ms)
+      printf("expires:    %lld (ms since the epoch)\n",
+             (long long)e.expires_ms);
     printf("key:\n%s", e.key);
     if (*e.log)
       printf("log:\n%s\n", e.log);

@@ -908,7 +908,7 @@ static void job_done(worker *w, const xpd_kernel *k) {
     xpj_cache_note(l2, &d);
     xpj_cache_value v = {(int)e->failed, e->bin, e->len, e->entry_name,
                          e->log, e->local, e->scratch,
-                         (double)e->compile_us / 1000.0};
+                         (double)e->compile_us / 1000.0, 0};
     if (xpj_cache_put(l2, &key, &v) != XPJ_OK)
       LOG_W("cache: %s", xpj_cache_last_error());
   }

@@ -183,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort(); /* never an error: recovered or degraded */
   exercise(c);
   static const uint8_t bin[] = {0x7f, 'E', 'L', 'F', 0, 1, 2, 3};
-  xpj_cache_value v = {0, bin, sizeof bin, "k", "", 0, 0, 1.0};
+  xpj_cache_value v = {0, bin, sizeof bin, "k", "", 0, 0, 1.0, 0};
   if (xpj_cache_put(c, &fixed_key, &v) != XPJ_OK)
     abort(); /* a put never fails for the store's sake */
   xpj_cache_entry e;
