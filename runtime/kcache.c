@@ -304,17 +304,6 @@ static void unlink_entry(rt_cc *cc, rt_l1 *e) {
     }
 }
 
-/* The bytes of a compiled kernel, from wherever they came. */
-typedef struct got {
-  bool failed;
-  const uint8_t *data;
-  size_t len;
-  const char *entry, *log;
-  uint64_t local_bytes, scratch_bytes;
-  double compile_ms;
-  char *log_owned;
-} got;
-
 xpj_status rt_cc_key(rt_cc *cc, const xpj_module *sm, const char *kernel,
                      const char *dtypes, unsigned ndim, const char *tstr,
                      const char *ostr, char code[65], char digest[65],
@@ -352,7 +341,9 @@ static void count_native(rt_cc *cc, xpj_cache *l2, bool hit) {
  * native binary the driver refuses (a newer driver) is replaced. */
 static xpj_status load_on_device(rt_cc *cc, xpj_cache *l2,
                                  const xpj_cache_key *key, xpj_device *dev,
-                                 const got *g, void **native) {
+                                 const uint8_t *data, size_t len,
+                                 const char *entry, uint64_t local_bytes,
+                                 uint64_t scratch_bytes, void **native) {
   const rt_backend_ops *ops = dev->ops;
   const char *env = getenv("XPJIT_NATIVE_CACHE"); /* "off": portable only */
   bool nat = l2 && dev->native_id[0] && ops->native_get && ops->native_load &&
@@ -371,7 +362,7 @@ static xpj_status load_on_device(rt_cc *cc, xpj_cache *l2,
     if (xpj_cache_get_uncounted(l2, &nk, &ne) == XPJ_OK) {
       xpj_status st = ne.failed ? XPJ_ERR_DEVICE
                                 : ops->native_load(dev, ne.data, ne.size,
-                                                   g->entry, native);
+                                                   entry, native);
       xpj_cache_entry_clear(&ne);
       if (st == XPJ_OK) {
         count_native(cc, l2, true);
@@ -380,19 +371,361 @@ static xpj_status load_on_device(rt_cc *cc, xpj_cache *l2,
     }
   }
   uint64_t t0 = rt_now_ns();
-  xpj_status st = ops->kernel_load(dev, g->data, g->len, g->entry, native);
+  xpj_status st = ops->kernel_load(dev, data, len, entry, native);
   if (st != XPJ_OK || !nat)
     return st;
   uint8_t *b = NULL;
   size_t n = 0;
   if (ops->native_get(dev, *native, &b, &n) == XPJ_OK) {
-    xpj_cache_value v = {0, b, n, g->entry, "", g->local_bytes,
-                         g->scratch_bytes, (double)(rt_now_ns() - t0) / 1e6, 0};
+    xpj_cache_value v = {0, b, n, entry, "", local_bytes,
+                         scratch_bytes, (double)(rt_now_ns() - t0) / 1e6, 0};
     if (xpj_cache_put(l2, &nk, &v) == XPJ_OK)
       count_native(cc, l2, false);
     free(b);
   }
   return XPJ_OK;
+}
+
+/* ---- obtaining a kernel: one request, its binary, its load ------------- */
+
+/* TODO(issue 15 merge): the compiler's own failure kind replaces this. */
+typedef enum { XPJ_FAILURE_NONE, XPJ_FAILURE_COMPILE, XPJ_FAILURE_TIMEOUT,
+               XPJ_FAILURE_MEMORY, XPJ_FAILURE_CRASH } xpj_failure;
+static xpj_failure xpj_result_failure(const xpj_result *r) {
+  xpj_status st = xpj_result_status(r);
+  if (st == XPJ_OK)
+    return XPJ_FAILURE_NONE;
+  if (st == XPJ_ERR_NOMEM)
+    return XPJ_FAILURE_MEMORY;
+  if (!xpj_result_transient(r))
+    return XPJ_FAILURE_COMPILE;
+  return strstr(xpj_result_log(r), "timed out") ? XPJ_FAILURE_TIMEOUT
+                                                : XPJ_FAILURE_CRASH;
+}
+
+/* What rt_cc_obtain was asked for. */
+typedef struct rt_obtain {
+  rt_cc *cc;
+  xpj_cache *l2;
+  const xpj_cache_key *key;
+  const char *digest;
+  const rt_source *src;
+  const xpj_module *sm;
+  const char *kernel, *dtypes;
+  unsigned ndim;
+  xpj_device *dev;
+  const xpj_target *t;
+  const char *target_str;
+  const xpj_compile_opts *o;
+} rt_obtain;
+
+/* A binary on its way to the first level: where it came from, what it
+ * says, and the storage behind its fields (one of ce, res, dpay). */
+typedef struct fetched {
+  xpj_kernel_origin origin;
+  rt_bundle *bundle;     /* origin BUNDLE: which one */
+  bool failed;           /* a compile failure (log says why) */
+  xpj_status status;     /* its status when failed */
+  const uint8_t *data;
+  size_t len;
+  const char *entry, *log;
+  uint64_t local_bytes, scratch_bytes;
+  double compile_ms;
+  bool cacheable;        /* a fact about the inputs: may be stored */
+  int64_t expires_ms;    /* a remembered resource failure: until then */
+  bool same_cache;       /* the daemon stored it in our cache file */
+  bool fell_back;        /* a daemon was there and could not serve */
+  bool loaded;           /* on the device (or copied, dev NULL) */
+  char *msg;             /* the failure's message, for the first level */
+  xpj_cache_entry ce;
+  xpj_result *res;
+  uint8_t *dpay;
+  char *log_owned;
+} fetched;
+
+static void fetched_clear(fetched *f) {
+  xpj_cache_entry_clear(&f->ce);
+  xpj_result_destroy(f->res);
+  free(f->dpay);
+  free(f->log_owned);
+  free(f->msg);
+  memset(f, 0, sizeof *f);
+}
+
+static void from_entry(fetched *f, xpj_kernel_origin origin) {
+  xpj_cache_entry *c = &f->ce;
+  f->origin = origin;
+  f->failed = c->failed != 0;
+  f->status = XPJ_ERR_COMPILE;
+  f->data = c->data;
+  f->len = c->size;
+  f->entry = c->entry;
+  f->log = c->log;
+  f->local_bytes = c->local_bytes;
+  f->scratch_bytes = c->scratch_bytes;
+  f->compile_ms = c->compile_ms;
+  f->expires_ms = c->expires_ms;
+  f->cacheable = true;
+}
+
+/* The second level, then bundles in the order they were added. */
+static bool fetch_cached(rt_obtain *ob, fetched *f) {
+  if (ob->l2 && xpj_cache_get(ob->l2, ob->key, &f->ce) == XPJ_OK) {
+    from_entry(f, XPJ_ORIGIN_CACHE);
+    return true;
+  }
+  for (rt_bundle *b = atomic_load_explicit(&ob->cc->bundles,
+                                           memory_order_acquire);
+       b; b = atomic_load_explicit(&b->next, memory_order_acquire))
+    if (xpj_cache_get(b->cache, ob->key, &f->ce) == XPJ_OK) {
+      from_entry(f, XPJ_ORIGIN_BUNDLE);
+      f->bundle = b;
+      xpj_cache_counters d = {0};
+      d.bundle_hits = 1;
+      d.saved_ms = f->ce.compile_ms;
+      if (ob->l2)
+        xpj_cache_note(ob->l2, &d);
+      return true;
+    }
+  return false;
+}
+
+/* xpjitd, which compiles each key once for every process. */
+static bool fetch_daemon(rt_obtain *ob, fetched *f) {
+  rt_cc *cc = ob->cc;
+  if (cc->dc.mode == RT_DC_OFF)
+    return false;
+  xpd_kernel dk;
+  int r = rt_dc_get(&cc->dc, ob->src, ob->kernel, ob->dtypes, ob->ndim,
+                    ob->target_str, ob->o, ob->digest,
+                    ob->l2 ? xpj_cache_path(ob->l2) : NULL, &dk, &f->dpay,
+                    &f->same_cache);
+  f->fell_back = r < 0;
+  xpj_cache_counters d = {0};
+  d.daemon_hits = r == 1;
+  d.daemon_fallbacks = r < 0;
+  if (ob->l2 && r)
+    xpj_cache_note(ob->l2, &d);
+  if (r != 1)
+    return false;
+  f->origin = XPJ_ORIGIN_DAEMON;
+  f->failed = dk.failed != 0;
+  f->status = (xpj_status)dk.status;
+  f->data = dk.binary;
+  f->len = dk.binary_len;
+  f->local_bytes = dk.local_bytes;
+  f->scratch_bytes = dk.scratch_bytes;
+  f->compile_ms = dk.compile_us / 1000.0;
+  f->cacheable = !dk.transient;
+  /* entry and log are not NUL-terminated on the wire */
+  f->log_owned = malloc(sizeof dk.entry + dk.log_len + 2);
+  if (!f->log_owned)
+    return false;
+  char *le = f->log_owned;
+  memcpy(le, dk.entry, sizeof dk.entry);
+  le[sizeof dk.entry - 1] = 0;
+  f->entry = le;
+  char *lg = le + sizeof dk.entry;
+  if (dk.log_len)
+    memcpy(lg, dk.log, dk.log_len);
+  lg[dk.log_len] = 0;
+  f->log = lg;
+  return true;
+}
+
+/* How long a compile that ran out of time or memory is remembered, so
+ * that every run does not pay for it again: XPJIT_FAILURE_TTL ("10m",
+ * "90s", 0 to never remember), default 10 minutes. */
+static int64_t failure_ttl_ms(void) {
+  const char *e = getenv("XPJIT_FAILURE_TTL");
+  int64_t ms = 10 * 60 * 1000;
+  if (e && *e && xpj_cache_parse_duration(e, &ms) != XPJ_OK) {
+    rt_warn("XPJIT_FAILURE_TTL=%s: %s; using 10m", e, xpj_cache_last_error());
+    ms = 10 * 60 * 1000;
+  }
+  return ms;
+}
+
+static int64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Compiles in this process (in an isolated worker). XPJ_OK when there is
+ * a result, failed or not; an error only when there is none at all. */
+static xpj_status compile_here(rt_obtain *ob, fetched *f) {
+  xpj_status st = xpj_compile(ob->sm, ob->kernel, ob->t, ob->o, XPJ_EMIT_BIN,
+                              &f->res);
+  if (!f->res)
+    return rt_err(st, "compiling %s: %s", ob->kernel, xpj_status_name(st));
+  xpj_result *res = f->res;
+  f->origin = XPJ_ORIGIN_COMPILED;
+  f->failed = st != XPJ_OK;
+  f->status = xpj_result_status(res);
+  f->data = xpj_result_data(res, &f->len);
+  f->entry = xpj_result_entry(res);
+  f->log = xpj_result_log(res);
+  f->local_bytes = xpj_result_local_bytes(res);
+  f->scratch_bytes = xpj_result_scratch_bytes(res);
+  f->compile_ms = xpj_result_millis(res);
+  /* compile errors are facts about the inputs; a worker that ran out of
+   * time or memory is remembered for a while, other failures not */
+  xpj_failure kind = xpj_result_failure(res);
+  f->cacheable = st == XPJ_OK || kind == XPJ_FAILURE_COMPILE;
+  int64_t ttl = failure_ttl_ms();
+  if ((kind == XPJ_FAILURE_TIMEOUT || kind == XPJ_FAILURE_MEMORY) && ttl > 0) {
+    f->cacheable = true;
+    f->expires_ms = wall_ms() + ttl;
+  }
+  xpj_cache_counters d = {0};
+  d.compiles = 1;
+  d.compile_failures = f->failed;
+  d.compile_ms = f->compile_ms;
+  if (ob->l2)
+    xpj_cache_note(ob->l2, &d); /* written with the entry */
+  return XPJ_OK;
+}
+
+/* Finds the binary: the caches, the daemon, else a compile. */
+static xpj_status fetch(rt_obtain *ob, fetched *f) {
+  if (fetch_cached(ob, f) || fetch_daemon(ob, f))
+    return XPJ_OK;
+  bool fell_back = f->fell_back;
+  fetched_clear(f);
+  f->fell_back = fell_back;
+  return compile_here(ob, f);
+}
+
+/* Puts f where the first level keeps it: loaded on the device, or copied
+ * (dev NULL). A failed compile becomes its message. */
+static xpj_status place(rt_obtain *ob, fetched *f, rt_l1 *e) {
+  xpj_device *dev = ob->dev;
+  const char *where = dev ? dev->id : ob->target_str;
+  xpj_status st;
+  if (f->failed) {
+    char when[96] = "";
+    if (f->expires_ms)
+      snprintf(when, sizeof when, "; not tried again for %lld s",
+               (long long)((f->expires_ms - wall_ms() + 999) / 1000));
+    st = rt_err(f->status ? f->status : XPJ_ERR_COMPILE,
+                "compiling %s [%s%sndim=%u] for %s: %s%s%s%s%s", ob->kernel,
+                ob->dtypes, *ob->dtypes ? ", " : "", ob->ndim, where, f->log,
+                f->origin == XPJ_ORIGIN_CACHE || f->origin == XPJ_ORIGIN_BUNDLE
+                    ? " (a cached result of an earlier compile of the same "
+                      "source, dtypes, target and options"
+                    : "",
+                when,
+                f->origin == XPJ_ORIGIN_CACHE || f->origin == XPJ_ORIGIN_BUNDLE
+                    ? ")"
+                    : "",
+                f->expires_ms && f->origin == XPJ_ORIGIN_COMPILED
+                    ? " (remembered: XPJIT_FAILURE_TTL)"
+                    : "");
+    f->msg = strdup(xpj_last_error());
+    return st;
+  }
+  e->local_bytes = f->local_bytes;
+  e->scratch_bytes = f->scratch_bytes;
+  e->compile_ms = f->compile_ms;
+  e->origin = f->origin;
+  if (dev && f->local_bytes > dev->info.local_mem_size) {
+    st = rt_err(XPJ_ERR_UNSUPPORTED,
+                "%s needs %llu bytes of local memory; %s has %llu",
+                ob->kernel, (unsigned long long)f->local_bytes, dev->id,
+                (unsigned long long)dev->info.local_mem_size);
+    f->msg = strdup(xpj_last_error());
+    return st;
+  }
+  if (dev) {
+    st = load_on_device(ob->cc, ob->l2, ob->key, dev, f->data, f->len,
+                        f->entry, f->local_bytes, f->scratch_bytes,
+                        &e->native);
+    f->loaded = st == XPJ_OK;
+    return st;
+  }
+  e->bin = malloc(f->len ? f->len : 1);
+  if (!e->bin)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  if (f->len)
+    memcpy(e->bin, f->data, f->len);
+  e->len = f->len;
+  f->loaded = true;
+  return XPJ_OK;
+}
+
+/* The device refused a binary from a cache, a bundle or the daemon:
+ * remove it from the cache file (the daemon's, when it stored it in
+ * ours), and say so. A bundle is read-only: the kernel compiled now goes
+ * into the second level, which is looked in first from now on. */
+static void drop_refused(rt_obtain *ob, fetched *f) {
+  const char *why = xpj_last_error();
+  const char *from = f->origin == XPJ_ORIGIN_CACHE    ? "the cache"
+                     : f->origin == XPJ_ORIGIN_BUNDLE ? "bundle"
+                                                      : "xpjitd";
+  bool in_l2 = f->origin == XPJ_ORIGIN_CACHE ||
+               (f->origin == XPJ_ORIGIN_DAEMON && f->same_cache);
+  if (in_l2 && ob->l2)
+    xpj_cache_remove(ob->l2, ob->key);
+  rt_warn("%s %s: %s refused the binary of %s [%s] (%s); %scompiling it "
+          "here",
+          from, f->origin == XPJ_ORIGIN_BUNDLE ? f->bundle->path
+                : f->origin == XPJ_ORIGIN_CACHE && ob->l2
+                    ? xpj_cache_path(ob->l2)
+                    : "",
+          ob->dev->id, ob->kernel, ob->dtypes, why,
+          in_l2 ? "dropped it; " : "");
+  xpj_cache_counters d = {0};
+  d.corrupt = 1;
+  if (ob->l2)
+    xpj_cache_note(ob->l2, &d);
+}
+
+/* Stores what is worth keeping in the second level: compiles and the
+ * daemon's replies (unless it wrote them to this very file), once the
+ * device took them, or failures that are facts about the inputs. */
+static void store(rt_obtain *ob, fetched *f, xpj_status st) {
+  bool fresh = f->origin == XPJ_ORIGIN_COMPILED ||
+               (f->origin == XPJ_ORIGIN_DAEMON && !f->same_cache);
+  if (!ob->l2 || !fresh || !f->cacheable || (!f->failed && !f->loaded))
+    return;
+  xpj_cache_value v = {f->failed ? 1 : 0, f->data,          f->len,
+                       f->entry,          f->log,           f->local_bytes,
+                       f->scratch_bytes,  f->compile_ms,    f->expires_ms};
+  (void)st;
+  xpj_cache_put(ob->l2, ob->key, &v);
+}
+
+/* This context's counters for what happened. */
+static void count(rt_cc *cc, xpj_cache *l2, const fetched *f) {
+  bool l2_on = l2 && xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_OFF;
+  pthread_mutex_lock(&cc->mu);
+  xpj_cache_counters *c = &cc->counters;
+  switch (f->origin) {
+  case XPJ_ORIGIN_BUNDLE:
+    c->bundle_hits++;
+    c->saved_ms += f->compile_ms;
+    break;
+  case XPJ_ORIGIN_CACHE:
+    c->l2_hits++;
+    if (f->failed)
+      c->failure_hits++;
+    else
+      c->saved_ms += f->compile_ms;
+    break;
+  case XPJ_ORIGIN_DAEMON:
+    c->l2_misses += l2_on;
+    c->daemon_hits++;
+    break;
+  default:
+    c->daemon_fallbacks += f->fell_back;
+    c->l2_misses += l2_on;
+    c->compiles++;
+    c->compile_failures += f->failed;
+    c->compile_ms += f->compile_ms;
+    break;
+  }
+  pthread_mutex_unlock(&cc->mu);
 }
 
 xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
@@ -443,177 +776,45 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
   xpj_cache *l2 = l2_locked(cc);
   pthread_mutex_unlock(&cc->mu);
 
-  /* ---- outside the lock: find or compile the binary ---- */
-  xpj_cache_entry ce = {0};
-  xpj_result *res = NULL;
-  got g = {0};
-  bool cacheable = true;
-  xpj_kernel_origin origin = XPJ_ORIGIN_COMPILED;
-  bool have = l2 && xpj_cache_get(l2, &key, &ce) == XPJ_OK;
-  if (have) {
-    origin = XPJ_ORIGIN_CACHE;
-  } else {
-    for (rt_bundle *bn = atomic_load_explicit(&cc->bundles,
-                                             memory_order_acquire);
-         bn && !have;
-         bn = atomic_load_explicit(&bn->next, memory_order_acquire))
-      have = xpj_cache_get(bn->cache, &key, &ce) == XPJ_OK;
-    if (have) {
-      origin = XPJ_ORIGIN_BUNDLE;
-      xpj_cache_counters d = {0};
-      d.bundle_hits = 1;
-      d.saved_ms = ce.compile_ms;
-      if (l2)
-        xpj_cache_note(l2, &d);
+  /* ---- outside the lock: find or compile the binary, and load it ---- */
+  rt_obtain ob = {.cc = cc, .l2 = l2, .key = &key, .digest = digest,
+                  .src = src, .sm = sm, .kernel = kernel, .dtypes = dtypes,
+                  .ndim = ndim, .dev = dev, .t = t, .target_str = target_str,
+                  .o = o};
+  fetched f = {0};
+  st = fetch(&ob, &f);
+  if (st == XPJ_OK) {
+    st = place(&ob, &f, e);
+    if (st != XPJ_OK && !f.failed && f.origin != XPJ_ORIGIN_COMPILED) {
+      /* the device refused a binary a cache, bundle or daemon handed us:
+       * drop it where it came from, and compile here instead */
+      drop_refused(&ob, &f);
+      fetched_clear(&f);
+      st = compile_here(&ob, &f);
+      if (st == XPJ_OK)
+        st = place(&ob, &f, e);
     }
   }
-  /* then xpjitd, which compiles each key once for every process */
-  xpd_kernel dk;
-  uint8_t *dpay = NULL;
-  bool same_cache = false, daemon = false, fell_back = false;
-  if (!have && cc->dc.mode != RT_DC_OFF) {
-    int r = rt_dc_get(&cc->dc, src, kernel, dtypes, ndim, target_str, o,
-                      digest, l2 ? xpj_cache_path(l2) : NULL, &dk, &dpay,
-                      &same_cache);
-    daemon = r == 1;
-    fell_back = r < 0;
-    xpj_cache_counters d = {0};
-    d.daemon_hits = daemon;
-    d.daemon_fallbacks = fell_back;
-    if (l2 && r)
-      xpj_cache_note(l2, &d);
-    if (daemon) {
-      origin = XPJ_ORIGIN_DAEMON;
-      g = (got){dk.failed != 0, dk.binary, dk.binary_len, dk.entry, "",
-                dk.local_bytes, dk.scratch_bytes, dk.compile_us / 1000.0, NULL};
-      if (dk.log_len) { /* not NUL-terminated on the wire */
-        char *lg = malloc(dk.log_len + 1);
-        if (lg) {
-          memcpy(lg, dk.log, dk.log_len);
-          lg[dk.log_len] = 0;
-        }
-        g.log = lg ? lg : "(out of memory)";
-        g.log_owned = lg;
-      }
-      cacheable = !dk.transient;
-      if (l2 && cacheable && !same_cache) {
-        xpj_cache_value v = {g.failed, g.data, g.len, g.entry, g.log,
-                             g.local_bytes, g.scratch_bytes, g.compile_ms, 0};
-        xpj_cache_put(l2, &key, &v);
-      }
-    }
-  }
-  if (have) {
-    g = (got){ce.failed != 0, ce.data, ce.size, ce.entry, ce.log,
-              ce.local_bytes, ce.scratch_bytes, ce.compile_ms, NULL};
-  } else if (daemon) {
-    /* g is set */
-  } else {
-    st = xpj_compile(sm, kernel, t, o, XPJ_EMIT_BIN, &res);
-    if (!res) {
-      pthread_mutex_lock(&cc->mu);
-      unlink_entry(cc, e);
-      pthread_cond_broadcast(&cc->cv);
-      pthread_mutex_unlock(&cc->mu);
-      free(e);
-      return rt_err(st, "compiling %s: %s", kernel, xpj_status_name(st));
-    }
-    g.failed = st != XPJ_OK;
-    g.data = xpj_result_data(res, &g.len);
-    g.entry = xpj_result_entry(res);
-    g.log = xpj_result_log(res);
-    g.local_bytes = xpj_result_local_bytes(res);
-    g.scratch_bytes = xpj_result_scratch_bytes(res);
-    g.compile_ms = xpj_result_millis(res);
-    /* only compile errors are facts about the inputs */
-    cacheable = st == XPJ_OK || (st == XPJ_ERR_COMPILE &&
-                                 !xpj_result_transient(res));
-    xpj_cache_counters d = {0};
-    d.compiles = 1;
-    d.compile_failures = st != XPJ_OK;
-    d.compile_ms = g.compile_ms;
-    if (l2)
-      xpj_cache_note(l2, &d); /* written with the entry */
-    if (l2 && cacheable) {
-      xpj_cache_value v = {g.failed, g.data, g.len, g.entry, g.log,
-                           g.local_bytes, g.scratch_bytes, g.compile_ms, 0};
-      xpj_cache_put(l2, &key, &v);
-    }
-  }
-
-  const char *where = dev ? dev->id : target_str;
-  char *msg = NULL;
-  if (g.failed) {
-    st = res ? xpj_result_status(res)
-             : daemon ? (xpj_status)dk.status : XPJ_ERR_COMPILE;
-    rt_err(st, "compiling %s [%s%sndim=%u] for %s: %s%s", kernel, dtypes,
-           *dtypes ? ", " : "", ndim, where, g.log,
-           have ? " (a cached result of an earlier compile of the same "
-                  "source, dtypes, target and options)"
-                : "");
-    msg = strdup(xpj_last_error());
-  } else if (dev && g.local_bytes > dev->info.local_mem_size) {
-    st = rt_err(XPJ_ERR_UNSUPPORTED,
-                "%s needs %llu bytes of local memory; %s has %llu", kernel,
-                (unsigned long long)g.local_bytes, dev->id,
-                (unsigned long long)dev->info.local_mem_size);
-    msg = strdup(xpj_last_error());
-  } else if (dev) {
-    st = load_on_device(cc, l2, &key, dev, &g, &e->native);
-    cacheable = false; /* a load failure is the device's, maybe passing */
-  } else {
-    e->bin = malloc(g.len ? g.len : 1);
-    st = e->bin ? XPJ_OK : rt_err(XPJ_ERR_NOMEM, "out of memory");
-    if (e->bin && g.len)
-      memcpy(e->bin, g.data, g.len);
-    e->len = g.len;
-  }
-  e->local_bytes = g.local_bytes;
-  e->scratch_bytes = g.scratch_bytes;
-  e->compile_ms = g.compile_ms;
-  e->origin = origin;
-  *from = origin;
-  xpj_result_destroy(res);
+  store(&ob, &f, st);
+  count(cc, l2, &f);
 
   pthread_mutex_lock(&cc->mu);
-  if (origin == XPJ_ORIGIN_BUNDLE) {
-    cc->counters.bundle_hits++;
-    cc->counters.saved_ms += g.compile_ms;
-  } else if (origin == XPJ_ORIGIN_CACHE) {
-    cc->counters.l2_hits++;
-    if (g.failed)
-      cc->counters.failure_hits++;
-    else
-      cc->counters.saved_ms += g.compile_ms;
-  } else if (origin == XPJ_ORIGIN_DAEMON) {
-    cc->counters.l2_misses += l2 && xpj_cache_mode_of(l2) !=
-                                        XPJ_CACHE_MODE_OFF;
-    cc->counters.daemon_hits++;
-  } else {
-    cc->counters.daemon_fallbacks += fell_back;
-    cc->counters.l2_misses += l2 && xpj_cache_mode_of(l2) !=
-                                        XPJ_CACHE_MODE_OFF;
-    cc->counters.compiles++;
-    cc->counters.compile_failures += g.failed;
-    cc->counters.compile_ms += g.compile_ms;
-  }
-  bool keep = st == XPJ_OK || (msg && cacheable);
-  if (st == XPJ_OK) {
+  /* failures that expire are looked up again (in the second level) */
+  bool keep = f.loaded || (f.msg && f.cacheable && !f.expires_ms);
+  if (f.loaded) {
     e->state = RT_L1_READY;
   } else if (keep) {
     e->state = RT_L1_FAILED;
     e->status = st;
-    e->msg = msg;
-    msg = NULL;
+    e->msg = f.msg;
+    f.msg = NULL;
   } else {
     unlink_entry(cc, e);
   }
   pthread_cond_broadcast(&cc->cv);
   pthread_mutex_unlock(&cc->mu);
-  xpj_cache_entry_clear(&ce);
-  free(dpay);
-  free(g.log_owned);
-  free(msg);
+  xpj_kernel_origin origin = f.origin;
+  fetched_clear(&f);
   if (!keep) {
     free(e->bin);
     free(e);
@@ -621,6 +822,7 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
   }
   if (st != XPJ_OK)
     return rt_err_str(st, e->msg);
+  *from = origin;
   *out = e;
   return XPJ_OK;
 }

@@ -370,23 +370,136 @@ static void test_failure_cached(void **state) {
   assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
   xpj_context_destroy(b);
 
-  /* a timed-out compile says nothing about the inputs: never cached */
+  /* a timed-out compile is remembered for XPJIT_FAILURE_TTL, so that
+   * every run does not pay for it again (issue 15), then retried */
   setenv("XPJIT_FAULT_INJECT", "hang", 1);
+  setenv("XPJIT_FAILURE_TTL", "2s", 1);
   xpj_context *h = mkctx(db, XPJ_CACHE_MODE_RW);
   xpj_compile_opts_default(&o);
   o.timeout_ms = 300;
   g = get(h, saxpy_src, "saxpy", "T=f64", 0, &o);
   assert_int_equal(g.st, XPJ_ERR_COMPILE);
   assert_non_null(strstr(xpj_last_error(), "timed out"));
+  assert_non_null(strstr(xpj_last_error(), "not tried again for 2 s"));
   unsetenv("XPJIT_FAULT_INJECT");
+  g = get(h, saxpy_src, "saxpy", "T=f64", 0, &o);
+  assert_int_equal(g.st, XPJ_ERR_COMPILE);
+  assert_non_null(strstr(xpj_last_error(), "timed out"));
+  assert_non_null(strstr(xpj_last_error(), "cached result"));
+  assert_int_equal(compiles(h), 1);
+  /* another process sees it too */
+  xpj_context *h2 = mkctx(db, XPJ_CACHE_MODE_RW);
+  g = get(h2, saxpy_src, "saxpy", "T=f64", 0, &o);
+  assert_int_equal(g.st, XPJ_ERR_COMPILE);
+  assert_int_equal(compiles(h2), 0);
+  xpj_context_destroy(h2);
+  /* once it has expired, it is compiled again */
+  usleep(2100 * 1000);
   g = get(h, saxpy_src, "saxpy", "T=f64", 0, &o);
   assert_int_equal(g.st, XPJ_OK);
   assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
   assert_int_equal(compiles(h), 2);
   xpj_context_destroy(h);
+
+  /* XPJIT_FAILURE_TTL=0: not remembered at all */
+  setenv("XPJIT_FAULT_INJECT", "hang", 1);
+  setenv("XPJIT_FAILURE_TTL", "0", 1);
+  h = mkctx(db, XPJ_CACHE_MODE_RW);
+  g = get(h, saxpy_src, "saxpy", "T=i32", 0, &o);
+  assert_int_equal(g.st, XPJ_ERR_COMPILE);
+  unsetenv("XPJIT_FAULT_INJECT");
+  g = get(h, saxpy_src, "saxpy", "T=i32", 0, &o);
+  assert_int_equal(g.st, XPJ_OK);
+  assert_int_equal(compiles(h), 2);
+  xpj_context_destroy(h);
+  unsetenv("XPJIT_FAILURE_TTL");
 }
 
 /* ---- damage: the recompiled kernel is the one used -------------------------- */
+
+/* Replaces every portable entry of db (successful ones) with bytes no
+ * device takes, written through the cache's own API: intact rows, checked
+ * and signed, whose binary is garbage (as from a buggy writer). */
+typedef struct digests {
+  char d[16][65];
+  int n;
+} digests;
+
+static int collect(void *ud, const xpj_cache_entry *e) {
+  digests *ds = ud;
+  if (!e->failed && strncmp(e->target, "native:", 7) && ds->n < 16)
+    memcpy(ds->d[ds->n++], e->digest, 65);
+  return 0;
+}
+
+static void poison(const char *db) {
+  xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW};
+  xpj_cache *c = NULL;
+  assert_int_equal(xpj_cache_open(&cfg, &c), XPJ_OK);
+  digests ds = {.n = 0};
+  assert_int_equal(xpj_cache_list(c, collect, &ds), XPJ_OK);
+  assert_true(ds.n > 0);
+  static const uint8_t junk[64] = "this is not an object file, a module or PTX";
+  for (int i = 0; i < ds.n; i++) {
+    xpj_cache_entry e;
+    assert_int_equal(xpj_cache_find(c, ds.d[i], &e), XPJ_OK);
+    xpj_cache_key k = {e.code,   e.kernel,  e.dtypes, e.ndim,
+                       e.target, e.options, e.versions};
+    xpj_cache_value v = {0, junk, sizeof junk, e.entry, "", e.local_bytes,
+                         e.scratch_bytes, 1.0, 0};
+    assert_int_equal(xpj_cache_put(c, &k, &v), XPJ_OK);
+    xpj_cache_entry_clear(&e);
+  }
+  xpj_cache_close(c);
+}
+
+/* issue 15: a binary the device refuses was kept, and every later run
+ * failed with the same error. Now it is dropped where it came from (the
+ * cache file; a read-only bundle is bypassed) and the kernel compiled. */
+static void test_refused_binary_replaced(void **state) {
+  (void)state;
+  const char *db = path_in("c.db");
+  xpj_context *a = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(a);
+  poison(db);
+  warnings[0] = 0;
+  a = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  assert_int_equal(compiles(a), 1);
+  xpj_context_destroy(a);
+  assert_non_null(strstr(warnings, "refused the binary of saxpy"));
+  assert_non_null(strstr(warnings, "dropped it"));
+  /* the next process hits the good binary */
+  a = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_CACHE);
+  xpj_context_destroy(a);
+
+  /* a bundle whose entry the device refuses: compiled and cached here,
+   * and from then on the cache (looked in first) serves it */
+  const char *bdb = path_in("b.db"), *bundle = path_in("bad.xpb");
+  a = mkctx(bdb, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(a);
+  poison(bdb);
+  a = mkctx(bdb, XPJ_CACHE_MODE_RW);
+  uint64_t n = 0;
+  assert_int_equal(xpj_cache_export(xpj_context_cache(a), bundle, &n), XPJ_OK);
+  assert_int_equal(n, 1);
+  xpj_context_destroy(a);
+  const char *fresh = path_in("fresh.db");
+  warnings[0] = 0;
+  for (int run = 0; run < 2; run++) {
+    xpj_context *c = mkctx(fresh, XPJ_CACHE_MODE_RW);
+    assert_int_equal(xpj_context_add_bundle(c, bundle), XPJ_OK);
+    run_saxpy(c, saxpy_src, false,
+              run == 0 ? XPJ_ORIGIN_COMPILED : XPJ_ORIGIN_CACHE);
+    xpj_context_destroy(c);
+  }
+  assert_non_null(strstr(warnings, "bundle"));
+  assert_non_null(strstr(warnings, "refused the binary of saxpy"));
+
+}
 
 static void test_corrupt_row_recompiled(void **state) {
   (void)state;
@@ -555,6 +668,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_key_components, setup, teardown),
       cmocka_unit_test_setup_teardown(test_single_flight, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failure_cached, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_refused_binary_replaced, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_corrupt_row_recompiled, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_corrupt_file_recovered, setup,
