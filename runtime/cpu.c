@@ -101,11 +101,23 @@ typedef struct cpu_dev {
   pthread_mutex_t jit_mu;
   LLVMOrcLLJITRef jit; /* NULL until made (made again if that failed) */
   unsigned long njd;
+  /* what ORC reported while linking (symbols not found), under jit_mu;
+   * it would print it to stderr otherwise */
+  char jit_report[512];
 } cpu_dev;
 
 static xpj_status llvm_fail(LLVMErrorRef e, const char *what);
 
 /* Call with jit_mu and the LLVM lock held. */
+static void jit_report(void *ctx, LLVMErrorRef err) {
+  cpu_dev *cd = ctx;
+  char *msg = LLVMGetErrorMessage(err);
+  size_t n = strlen(cd->jit_report);
+  snprintf(cd->jit_report + n, sizeof cd->jit_report - n, "%s%s",
+           n ? "; " : "", msg);
+  LLVMDisposeErrorMessage(msg);
+}
+
 static xpj_status jit_make(cpu_dev *cd) {
   if (cd->jit)
     return XPJ_OK;
@@ -114,6 +126,8 @@ static xpj_status jit_make(cpu_dev *cd) {
     cd->jit = NULL;
     return llvm_fail(e, "creating the JIT");
   }
+  LLVMOrcExecutionSessionSetErrorReporter(
+      LLVMOrcLLJITGetExecutionSession(cd->jit), jit_report, cd);
   return XPJ_OK;
 }
 
@@ -599,6 +613,18 @@ static void open_libs(void) {
   libgcc_handle = dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_NOLOAD);
 }
 
+/* name is defined by the library lib itself (dlsym on a handle also
+ * searches its dependencies: libm's finds libc's system) */
+static bool defined_in(void *handle, const char *name, const char *lib) {
+  void *p = handle ? dlsym(handle, name) : NULL;
+  Dl_info di;
+  if (!p || !dladdr(p, &di) || !di.dli_fname)
+    return false;
+  const char *base = strrchr(di.dli_fname, '/');
+  base = base ? base + 1 : di.dli_fname;
+  return !strncmp(base, lib, strlen(lib));
+}
+
 static int linkable(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym) {
   (void)ctx;
   const char *n = LLVMOrcSymbolStringPoolEntryStr(sym);
@@ -607,8 +633,8 @@ static int linkable(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym) {
     if (!strcmp(n, mem[i]))
       return 1;
   pthread_once(&libs_once, open_libs);
-  return (libm_handle && dlsym(libm_handle, n)) ||
-         (libgcc_handle && !strncmp(n, "__", 2) && dlsym(libgcc_handle, n));
+  return defined_in(libm_handle, n, "libm.so.") ||
+         (!strncmp(n, "__", 2) && defined_in(libgcc_handle, n, "libgcc_s.so."));
 }
 
 static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,
@@ -623,6 +649,7 @@ static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,
   xpj_status st = jit_make(cd);
   LLVMOrcExecutionSessionRef es =
       st == XPJ_OK ? LLVMOrcLLJITGetExecutionSession(cd->jit) : NULL;
+  cd->jit_report[0] = 0;
   if (st == XPJ_OK) {
     char name[48];
     snprintf(name, sizeof name, "kernel.%lu", ++cd->njd);
@@ -661,8 +688,14 @@ static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,
     while (!w.done)
       pthread_cond_wait(&w.cv, &w.mu);
     pthread_mutex_unlock(&w.mu);
-    if (w.err)
-      st = llvm_fail(w.err, "linking");
+    if (w.err) {
+      char what[600];
+      snprintf(what, sizeof what, "linking%s%s", cd->jit_report[0] ? " (" : "",
+               cd->jit_report);
+      if (cd->jit_report[0])
+        strcat(what, ")");
+      st = llvm_fail(w.err, what);
+    }
     k->fn = (cpu_entry)(uintptr_t)w.addr;
     if (st == XPJ_OK && !k->fn)
       st = rt_err(XPJ_ERR_DEVICE, "linking: %s has no address", entry);

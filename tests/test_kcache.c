@@ -417,9 +417,6 @@ static void test_failure_cached(void **state) {
 
 /* ---- damage: the recompiled kernel is the one used -------------------------- */
 
-/* Replaces every portable entry of db (successful ones) with bytes no
- * device takes, written through the cache's own API: intact rows, checked
- * and signed, whose binary is garbage (as from a buggy writer). */
 typedef struct digests {
   char d[16][65];
   int n;
@@ -432,6 +429,83 @@ static int collect(void *ud, const xpj_cache_entry *e) {
   return 0;
 }
 
+/* Replaces the portable entry of kernel in db by the object built from C
+ * source c_src (its entry point named like the stored one: %s in c_src),
+ * through the cache's API: an intact, signed row holding foreign code. */
+static void plant_object(const char *db, const char *c_src) {
+  xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW};
+  xpj_cache *c = NULL;
+  assert_int_equal(xpj_cache_open(&cfg, &c), XPJ_OK);
+  digests ds = {.n = 0};
+  assert_int_equal(xpj_cache_list(c, collect, &ds), XPJ_OK);
+  assert_int_equal(ds.n, 1);
+  xpj_cache_entry e;
+  assert_int_equal(xpj_cache_find(c, ds.d[0], &e), XPJ_OK);
+  const char *cfile = path_in("planted.c"), *ofile = path_in("planted.o");
+  FILE *f = fopen(cfile, "w");
+  assert_non_null(f);
+  fprintf(f, c_src, e.entry);
+  fclose(f);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "cc -c -O1 -fPIC -o '%s' '%s'", ofile, cfile);
+  assert_int_equal(system(cmd), 0);
+  f = fopen(ofile, "rb");
+  assert_non_null(f);
+  static uint8_t obj[1 << 16];
+  size_t n = fread(obj, 1, sizeof obj, f);
+  fclose(f);
+  assert_true(n > 0 && n < sizeof obj);
+  xpj_cache_key k = {e.code,   e.kernel,  e.dtypes, e.ndim,
+                     e.target, e.options, e.versions};
+  xpj_cache_value v = {0, obj, n, e.entry, "", e.local_bytes,
+                       e.scratch_bytes, 1.0, 0};
+  assert_int_equal(xpj_cache_put(c, &k, &v), XPJ_OK);
+  xpj_cache_entry_clear(&e);
+  xpj_cache_close(c);
+}
+
+/* issue 15: the CPU loader resolved every symbol of the process, so an
+ * object that reached it could call system(). It links libm and mem*
+ * only: the planted object is refused, dropped, the kernel compiled, and
+ * the command never runs. */
+static void test_planted_object_cannot_call_out(void **state) {
+  (void)state;
+  const char *db = path_in("c.db");
+  xpj_context *a = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(a);
+  char marker[600], src[2048];
+  snprintf(marker, sizeof marker, "%s/pwned", dir);
+  snprintf(src, sizeof src,
+           "#include <stdlib.h>\n"
+           "void %%s(void *const *a, const long *l, void *m, void *s,\n"
+           "        long b, long e) { system(\"touch %s\"); }\n",
+           marker);
+  plant_object(db, src);
+  warnings[0] = 0;
+  a = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(a);
+  assert_int_not_equal(access(marker, F_OK), 0);
+  if (!strstr(warnings, "refused the binary of saxpy") ||
+      !strstr(warnings, "system"))
+    fail_msg("warnings: %s", warnings);
+  /* the same for a libc function that is not in libm */
+  snprintf(src, sizeof src,
+           "#include <unistd.h>\n"
+           "void %%s(void *const *a, const long *l, void *m, void *s,\n"
+           "        long b, long e) { unlink(\"%s\"); }\n",
+           db);
+  plant_object(db, src);
+  a = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(a);
+  assert_int_equal(access(db, F_OK), 0);
+}
+
+/* Replaces every portable entry of db (successful ones) with bytes no
+ * device takes, written through the cache's own API: intact rows, checked
+ * and signed, whose binary is garbage (as from a buggy writer). */
 static void poison(const char *db) {
   xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW};
   xpj_cache *c = NULL;
@@ -670,6 +744,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_failure_cached, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refused_binary_replaced, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_planted_object_cannot_call_out,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(test_corrupt_row_recompiled, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_corrupt_file_recovered, setup,
