@@ -251,10 +251,10 @@ static int slow(void *p) {
 static void test_events(void **state) {
   (void)state;
   xpj_queue *q, *q2;
-  xpj_queue_desc prof = {XPJ_QUEUE_PROFILING};
+  xpj_queue_desc prof = {.flags = XPJ_QUEUE_PROFILING};
   assert_int_equal(xpj_queue_create(cpu, &prof, &q), XPJ_OK);
   assert_int_equal(xpj_queue_create(cpu, NULL, &q2), XPJ_OK);
-  xpj_queue_desc badf = {0x80};
+  xpj_queue_desc badf = {.flags = 0x80};
   xpj_queue *qx = (xpj_queue *)1;
   assert_int_equal(xpj_queue_create(cpu, &badf, &qx), XPJ_ERR_INVALID);
   assert_null(qx);
