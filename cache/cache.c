@@ -28,6 +28,7 @@
 #include <pwd.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,12 +41,13 @@
 #define APP_ID 0x58504a43 /* "XPJC" */
 #define BUSY_DEADLINE_MS 30000
 #define KEY_MAGIC "xpjit-cache-key"
+#define MAX_QUEUED 8 /* warnings held back while the lock is held */
 
 struct xpj_cache {
   pthread_mutex_t mu;
   sqlite3 *db;
   char *path;
-  xpj_cache_mode mode; /* in effect */
+  _Atomic(xpj_cache_mode) mode; /* in effect; read without the lock */
   bool bundle;
   bool recovered; /* recovery already tried on this handle */
   uint64_t max_size;
@@ -55,6 +57,8 @@ struct xpj_cache {
   struct touch { char digest[65]; int64_t t; } *touched; /* uses not
                                                            written yet */
   size_t ntouched, cap_touched;
+  char *queued[MAX_QUEUED]; /* warnings to give once unlocked (unlock) */
+  unsigned nqueued, nlost;
 };
 
 /* ---- messages -------------------------------------------------------- */
@@ -73,6 +77,15 @@ static xpj_status fail(xpj_status st, const char *fmt, ...) {
   return st;
 }
 
+static void deliver(const xpj_cache *c, const char *msg) {
+  if (c->warn)
+    c->warn(c->warn_ud, msg);
+  else
+    fprintf(stderr, "xpjit: warning: %s\n", msg);
+}
+
+/* Queues a warning; unlock() gives it. Called with c->mu held (or, in
+ * xpj_cache_open, before anyone else can see c). */
 static void warnf(xpj_cache *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void warnf(xpj_cache *c, const char *fmt, ...) {
@@ -81,10 +94,31 @@ static void warnf(xpj_cache *c, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  if (c->warn)
-    c->warn(c->warn_ud, msg);
+  if (c->nqueued < MAX_QUEUED && (c->queued[c->nqueued] = strdup(msg)))
+    c->nqueued++;
   else
-    fprintf(stderr, "xpjit: warning: %s\n", msg);
+    c->nlost++;
+}
+
+/* Releases c->mu, then gives the warnings queued while it was held: the
+ * handler runs unlocked, so it may call back into this cache (or set a new
+ * handler) without deadlocking. */
+static void unlock(xpj_cache *c) {
+  char *q[MAX_QUEUED];
+  unsigned n = c->nqueued, lost = c->nlost;
+  memcpy(q, c->queued, n * sizeof *q);
+  c->nqueued = c->nlost = 0;
+  pthread_mutex_unlock(&c->mu);
+  for (unsigned i = 0; i < n; i++) {
+    deliver(c, q[i]);
+    free(q[i]);
+  }
+  if (lost) {
+    char msg[4400];
+    snprintf(msg, sizeof msg, "cache %s: %u more warnings not shown",
+             c->path ? c->path : "", lost);
+    deliver(c, msg);
+  }
 }
 
 /* ---- small helpers --------------------------------------------------- */
@@ -517,67 +551,20 @@ size_t xpj_cache_default_path(char *buf, size_t size) {
                           XPJ_CACHE_SCHEMA_VERSION);
 }
 
-xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
-  if (!out)
-    return fail(XPJ_ERR_INVALID, "xpj_cache_open: out is NULL");
-  *out = NULL;
-  xpj_cache_config def = {0};
-  if (!cfg)
-    cfg = &def;
-  xpj_cache *c = calloc(1, sizeof *c);
-  if (!c)
-    return fail(XPJ_ERR_NOMEM, "out of memory");
-  pthread_mutex_init(&c->mu, NULL);
-  c->warn = cfg->warn;
-  c->warn_ud = cfg->warn_ud;
-  c->bundle = cfg->bundle != 0;
-  if (cfg->bundle && !cfg->path) {
-    free(c);
-    return fail(XPJ_ERR_INVALID, "xpj_cache_open: a bundle needs a path");
-  }
-  c->mode = cfg->mode;
-  if (c->mode == XPJ_CACHE_MODE_DEFAULT)
-    c->mode = c->bundle ? XPJ_CACHE_MODE_RO : env_mode();
-  c->max_size = cfg->max_size;
-  if (c->bundle) {
-    c->max_size = UINT64_MAX;
-  } else if (!c->max_size) {
-    const char *e = getenv("XPJIT_CACHE_MAX_SIZE");
-    c->max_size = XPJ_CACHE_DEFAULT_MAX_SIZE;
-    if (e && *e && xpj_cache_parse_size(e, &c->max_size) != XPJ_OK) {
-      warnf(c, "XPJIT_CACHE_MAX_SIZE=%s: %s; using 1G", e, last_msg);
-      c->max_size = XPJ_CACHE_DEFAULT_MAX_SIZE;
-    }
-  }
-  char path[4096];
-  if (cfg->path)
-    snprintf(path, sizeof path, "%s", cfg->path);
-  else
-    xpj_cache_default_path(path, sizeof path);
-  c->path = strdup(path);
-  if (!c->path) {
-    free(c);
-    return fail(XPJ_ERR_NOMEM, "out of memory");
-  }
-  *out = c;
-  if (c->mode == XPJ_CACHE_MODE_OFF)
+/* A bundle: it must open; anything else is an error. */
+static xpj_status open_bundle(xpj_cache *c) {
+  int rc = db_open(c, c->mode == XPJ_CACHE_MODE_RW);
+  if (rc == SQLITE_OK)
     return XPJ_OK;
+  return fail(rc == SQLITE_CANTOPEN ? XPJ_ERR_IO : XPJ_ERR_INVALID,
+              "bundle %s: %s", c->path,
+              rc == RC_FOREIGN ? "not an xpjit bundle of this schema version"
+                               : sqlite3_errstr(rc));
+}
 
-  if (c->bundle) {
-    int rc = db_open(c, c->mode == XPJ_CACHE_MODE_RW);
-    if (rc != SQLITE_OK) {
-      xpj_status st =
-          fail(rc == SQLITE_CANTOPEN ? XPJ_ERR_IO : XPJ_ERR_INVALID,
-               "bundle %s: %s", c->path,
-               rc == RC_FOREIGN ? "not an xpjit bundle of this schema version"
-                                : sqlite3_errstr(rc));
-      xpj_cache_close(c);
-      *out = NULL;
-      return st;
-    }
-    return XPJ_OK;
-  }
-
+/* The user cache: whatever happens, the handle is usable (perhaps
+ * degraded, with a warning). */
+static void open_user_cache(xpj_cache *c) {
   if (c->mode == XPJ_CACHE_MODE_RW) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", c->path);
@@ -588,7 +575,7 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
         warnf(c, "cannot create the cache directory %s (%s); compiling "
               "without caching", dir, strerror(errno));
         c->mode = XPJ_CACHE_MODE_OFF;
-        return XPJ_OK;
+        return;
       }
     }
   }
@@ -606,7 +593,7 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
           rc2 == SQLITE_OK ? "using it read-only"
                            : "compiling without caching");
     c->mode = rc2 == SQLITE_OK ? XPJ_CACHE_MODE_RO : XPJ_CACHE_MODE_OFF;
-    return XPJ_OK;
+    return;
   }
   if (rc != SQLITE_OK) {
     if (!(c->mode == XPJ_CACHE_MODE_RO && rc == SQLITE_CANTOPEN))
@@ -614,6 +601,62 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
             rc_str(rc));
     c->mode = XPJ_CACHE_MODE_OFF;
   }
+}
+
+xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
+  if (!out)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_open: out is NULL");
+  *out = NULL;
+  xpj_cache_config def = {0};
+  if (!cfg)
+    cfg = &def;
+  if (cfg->bundle && !cfg->path)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_open: a bundle needs a path");
+  char path[4096];
+  if (cfg->path)
+    snprintf(path, sizeof path, "%s", cfg->path);
+  else
+    xpj_cache_default_path(path, sizeof path);
+  xpj_cache *c = calloc(1, sizeof *c);
+  if (!c || !(c->path = strdup(path))) {
+    free(c);
+    return fail(XPJ_ERR_NOMEM, "out of memory");
+  }
+  pthread_mutex_init(&c->mu, NULL);
+  c->warn = cfg->warn;
+  c->warn_ud = cfg->warn_ud;
+  c->bundle = cfg->bundle != 0;
+  c->mode = cfg->mode;
+  if (c->mode == XPJ_CACHE_MODE_DEFAULT)
+    c->mode = c->bundle ? XPJ_CACHE_MODE_RO : env_mode();
+  c->max_size = cfg->max_size;
+  if (c->bundle) {
+    c->max_size = UINT64_MAX;
+  } else if (!c->max_size) {
+    const char *e = getenv("XPJIT_CACHE_MAX_SIZE");
+    c->max_size = XPJ_CACHE_DEFAULT_MAX_SIZE;
+    if (e && *e && xpj_cache_parse_size(e, &c->max_size) != XPJ_OK) {
+      warnf(c, "XPJIT_CACHE_MAX_SIZE=%s: %s; using 1G", e, last_msg);
+      c->max_size = XPJ_CACHE_DEFAULT_MAX_SIZE;
+    }
+  }
+  xpj_status st = XPJ_OK;
+  if (c->mode != XPJ_CACHE_MODE_OFF) {
+    if (c->bundle)
+      st = open_bundle(c);
+    else
+      open_user_cache(c);
+  }
+  pthread_mutex_lock(&c->mu);
+  unlock(c); /* gives the warnings of opening */
+  if (st != XPJ_OK) {
+    char msg[sizeof last_msg];
+    memcpy(msg, last_msg, sizeof msg); /* closing may overwrite it */
+    xpj_cache_close(c);
+    memcpy(last_msg, msg, sizeof msg);
+    return st;
+  }
+  *out = c;
   return XPJ_OK;
 }
 
@@ -626,7 +669,7 @@ void xpj_cache_close(xpj_cache *c) {
   pthread_mutex_lock(&c->mu);
   flush_all(c);
   db_close(c);
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   pthread_mutex_destroy(&c->mu);
   free(c->touched);
   free(c->path);
@@ -658,7 +701,7 @@ void xpj_cache_note(xpj_cache *c, const xpj_cache_counters *delta) {
     return;
   pthread_mutex_lock(&c->mu);
   add_counters(&c->pending, delta);
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
 }
 
 /* Inside a write transaction: adds the pending counters to the table. */
@@ -956,7 +999,7 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
         c->pending.l2_misses++;
     }
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   free(text);
   if (st == XPJ_ERR_NOT_FOUND)
     fail(st, "not in the cache");
@@ -1090,7 +1133,7 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
     }
     break;
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   free(text);
   return XPJ_OK;
 }
@@ -1117,7 +1160,7 @@ xpj_status xpj_cache_remove(xpj_cache *c, const xpj_cache_key *k) {
     else if (rc != SQLITE_OK)
       degrade(c, rc, "removing an entry");
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return XPJ_OK;
 }
 
@@ -1173,7 +1216,7 @@ xpj_status xpj_cache_get_stats(xpj_cache *c, xpj_cache_stats *out) {
       st = fail(XPJ_ERR_IO, "cache %s: %s", c->path, rc_str(rc));
   }
   out->file_bytes = file_size(c->path, "") + file_size(c->path, "-wal");
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1211,7 +1254,7 @@ xpj_status xpj_cache_list(xpj_cache *c,
       st = fail(XPJ_ERR_IO, "cache %s: %s",
                 c->path, rc_str(rc));
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1260,7 +1303,7 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
     }
     sqlite3_finalize(s);
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1339,7 +1382,7 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
         delete_row(c, drop[i]);
     free(drop);
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   if (checked)
     *checked = nchk;
   if (bad)
@@ -1394,7 +1437,7 @@ xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
     if (rc != SQLITE_OK)
       st = fail(XPJ_ERR_IO, "prune %s: %s", c->path, rc_str(rc));
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   if (removed)
     *removed = nrem;
   if (freed)
@@ -1419,7 +1462,7 @@ xpj_status xpj_cache_clear(xpj_cache *c) {
     else /* give the space back; fails harmlessly while others read */
       sqlite3_exec(c->db, "VACUUM", NULL, NULL, NULL);
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1445,7 +1488,7 @@ xpj_status xpj_cache_set_meta(xpj_cache *c, const char *name,
     if (rc != SQLITE_OK)
       st = fail(XPJ_ERR_IO, "%s: %s", c->path, rc_str(rc));
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1466,7 +1509,7 @@ xpj_status xpj_cache_get_meta(xpj_cache *c, const char *name, char **value) {
     }
   }
   sqlite3_finalize(s);
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1505,7 +1548,7 @@ xpj_status xpj_cache_targets(xpj_cache *c, char **targets, char **versions) {
   *versions = c->db ? join_distinct(c->db, "SELECT DISTINCT versions FROM "
                                            "entries ORDER BY 1")
                     : calloc(1, 1);
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   if (!*targets || !*versions) {
     free(*targets);
     free(*versions);
@@ -1527,7 +1570,7 @@ xpj_status xpj_cache_finish_bundle(xpj_cache *c) {
     if (rc != SQLITE_OK)
       st = fail(XPJ_ERR_IO, "bundle %s: %s", c->path, rc_str(rc));
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1588,7 +1631,7 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
     xpj_cache_entry_clear(&e);
   }
   sqlite3_finalize(sel);
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   if (st == XPJ_OK && rc != SQLITE_OK && rc != SQLITE_DONE)
     st = fail(XPJ_ERR_IO, "reading %s: %s", c->path, rc_str(rc));
   if (st == XPJ_OK) { /* self-describing: what it holds, for whom */
@@ -1698,7 +1741,7 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
       st = fail(XPJ_ERR_IO, "import into %s: %s", c->path, rc_str(r));
   }
   sqlite3_finalize(sel);
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   xpj_cache_close(b);
   if (imported)
     *imported = nimp;

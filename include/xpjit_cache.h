@@ -42,7 +42,10 @@ typedef enum xpj_cache_mode {
 } xpj_cache_mode;
 
 /* Receives warnings (degraded modes, recovered corruption); msg has no
- * trailing newline. NULL: "xpjit: warning: MSG" on stderr. */
+ * trailing newline. NULL: "xpjit: warning: MSG" on stderr. It is called
+ * after the cache has released its lock, so it may call the cache (or
+ * anything else) itself; the calling thread is the one whose call gave the
+ * warning. */
 typedef void (*xpj_cache_warn_fn)(void *ud, const char *msg);
 
 typedef struct xpj_cache_config {
@@ -69,7 +72,8 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out);
 void xpj_cache_close(xpj_cache *c);
 /* This thread's message for the last failing xpj_cache_* call. */
 const char *xpj_cache_last_error(void);
-/* The mode in effect after any degradation. */
+/* The mode in effect after any degradation (safe to read from any thread
+ * at any time). */
 xpj_cache_mode xpj_cache_mode_of(const xpj_cache *c);
 const char *xpj_cache_path(const xpj_cache *c);
 /* Default database path (see config.path) into buf; length like snprintf. */

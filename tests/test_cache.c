@@ -1714,6 +1714,90 @@ static void test_threads(void **state) {
   assert_no_warning(&f->w);
 }
 
+/* A warning handler may call back into the cache that warned (the runtime's
+ * handler runs the application's, which may do anything). The cache must
+ * not hold its lock while it warns. Run in a child with a watchdog, so that
+ * a deadlock fails the test instead of hanging it. */
+typedef struct reent {
+  xpj_cache *c;
+  int n, bad;
+} reent;
+
+static void reent_warn(void *ud, const char *msg) {
+  reent *r = ud;
+  r->n++;
+  if (!r->c)
+    return;
+  xpj_cache_stats s;
+  if (xpj_cache_get_stats(r->c, &s) != XPJ_OK)
+    r->bad++;
+  tkey t;
+  xpj_cache_entry e;
+  if (xpj_cache_get(r->c, key_of(&t, 3), &e) == XPJ_OK)
+    xpj_cache_entry_clear(&e);
+  (void)msg;
+}
+
+static int reent_child(const char *path, const char *bundle) {
+  alarm(30); /* a watchdog, not a measurement: the work takes milliseconds */
+  reent r = {0};
+  xpj_cache_config cfg = {.path = path,
+                          .mode = XPJ_CACHE_MODE_RW,
+                          .max_size = GiB,
+                          .warn = reent_warn,
+                          .warn_ud = &r};
+  xpj_cache *c = NULL;
+  if (xpj_cache_open(&cfg, &c) != XPJ_OK)
+    return 50;
+  r.c = c;
+  tkey t;
+  xpj_cache_entry e;
+  if (xpj_cache_get(c, key_of(&t, 1), &e) != XPJ_ERR_NOT_FOUND) /* damaged */
+    return 51;
+  if (r.n != 1)
+    return 52;
+  uint64_t imp = 0, skip = 0;
+  if (xpj_cache_import(c, bundle, &imp, &skip) != XPJ_OK || skip < 1)
+    return 53;
+  if (r.n != 2)
+    return 54;
+  r.c = NULL;
+  xpj_cache_close(c);
+  return r.bad ? 55 : 0;
+}
+
+static void test_warn_reentrant(void **state) {
+  fx *f = *state;
+  char bpath[256], fresh[256];
+  snprintf(bpath, sizeof bpath, "%s/r.xpjb", f->dir);
+  snprintf(fresh, sizeof fresh, "%s/fresh.db", f->dir);
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  for (unsigned i = 1; i <= 3; i++)
+    put_i(c, i, 300);
+  assert_int_equal(xpj_cache_export(c, bpath, NULL), XPJ_OK);
+  xpj_cache_close(c);
+  tkey t;
+  char d1[65], d2[65];
+  digest_of(key_of(&t, 1), d1);
+  digest_of(key_of(&t, 2), d2);
+  sql_flip_data(f->path, d1, 10);
+  sql_flip_data(bpath, d2, 10);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0)
+    _exit(reent_child(f->path, bpath));
+  int ws = 0;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  KNOWN_BUG_FIXED(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGALRM,
+                  "a warning handler that calls the cache deadlocks: "
+                  "cache.c warns while holding the handle's lock");
+  if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+    fail_msg("child: %s %d", WIFEXITED(ws) ? "exit" : "signal",
+             WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
+  assert_no_warning(&f->w);
+}
+
 /* ======================================================================== */
 /* 7. processes killed while writing                                        */
 /* ======================================================================== */
@@ -2376,6 +2460,7 @@ int main(void) {
       T(test_processes),
       T(test_processes_recover),
       T(test_threads),
+      T(test_warn_reentrant),
       T(test_crashes),
       T(test_bundles),
       T(test_import_eviction),
