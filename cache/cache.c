@@ -837,6 +837,29 @@ static int delete_row(xpj_cache *c, const char *digest) {
   return finish(c, rc == SQLITE_DONE ? SQLITE_OK : rc);
 }
 
+/* A row that failed its checksum: dropped when the store is writable, and
+ * a warning that says which of the two happened. */
+static void drop_damaged(xpj_cache *c, const char *digest, const char *kernel) {
+  c->pending.corrupt++;
+  if (c->bundle) {
+    warnf(c, "bundle %s: entry %.16s (%s) is damaged (its checksum fails); "
+          "not used, compiling instead", c->path, digest, kernel);
+    return;
+  }
+  if (c->mode != XPJ_CACHE_MODE_RW) {
+    warnf(c, "cache %s: entry %.16s (%s) failed its checksum; left in place "
+          "(the cache is read-only), recompiling", c->path, digest, kernel);
+    return;
+  }
+  int rc = delete_row(c, digest);
+  if (rc == SQLITE_OK)
+    warnf(c, "cache %s: entry %.16s (%s) failed its checksum; dropped it, "
+          "recompiling", c->path, digest, kernel);
+  else
+    warnf(c, "cache %s: entry %.16s (%s) failed its checksum; could not drop "
+          "it (%s), recompiling", c->path, digest, kernel, rc_str(rc));
+}
+
 /* One lookup; returns SQLite's code (SQLITE_ROW with *out filled, DONE for
  * a miss). */
 static int lookup(xpj_cache *c, const char *digest, const char *text,
@@ -862,17 +885,15 @@ static int lookup(xpj_cache *c, const char *digest, const char *text,
       if (!row_intact(out, (const char *)sum)) {
         sqlite3_finalize(s);
         s = NULL;
-        warnf(c, "cache %s: entry %.16s (%s) failed its checksum; dropped "
-              "it, recompiling", c->path, digest, out->kernel);
+        drop_damaged(c, digest, out->kernel);
         xpj_cache_entry_clear(out);
-        c->pending.corrupt++;
-        delete_row(c, digest);
         rc = SQLITE_DONE;
       } else if (expired(out)) { /* a negative entry whose time is up */
         sqlite3_finalize(s);
         s = NULL;
         xpj_cache_entry_clear(out);
-        delete_row(c, digest);
+        if (!c->bundle)
+          delete_row(c, digest);
         rc = SQLITE_DONE;
       }
     }

@@ -974,9 +974,16 @@ static void test_corrupt_rows(void **state) {
   xpj_cache_close(c);
   sql_flip_data(f->path, d0, 3);
   c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RO, 0);
+  f->w.text[0] = 0;
   expect_miss(c, 0);
   assert_int_equal(f->w.n, 1);
   assert_int_equal(rows_with(f->path, d0), 1);
+  /* and the warning does not claim otherwise */
+  KNOWN_BUG_FIXED(strstr(f->w.text, "dropped") != NULL,
+                  "a read-only cache says it dropped a damaged entry it "
+                  "left in place: %s", f->w.text);
+  assert_warned(&f->w, "failed its checksum");
+  assert_warned(&f->w, "left in place");
   assert_int_equal(verify_bad(c, NULL), 1);
   xpj_cache_close(c);
 }
@@ -2083,8 +2090,15 @@ static void test_bundles(void **state) {
   bc.path = dpath;
   assert_int_equal(xpj_cache_open(&bc, &b), XPJ_OK);
   f->w.n = 0;
+  f->w.text[0] = 0;
   expect_miss(b, 2);
   assert_int_equal(f->w.n, 1);
+  assert_int_equal(rows_with(dpath, d2), 1);
+  KNOWN_BUG_FIXED(strstr(f->w.text, "dropped") != NULL,
+                  "a bundle says it dropped a damaged entry it cannot "
+                  "change: %s", f->w.text);
+  assert_warned(&f->w, "bundle");
+  assert_warned(&f->w, "not used");
   expect_hit(b, 1, 3100);
   assert_int_equal(verify_bad(b, NULL), 1);
   xpj_cache_close(b);
