@@ -59,6 +59,8 @@ struct xpj_cache {
   size_t ntouched, cap_touched;
   char *queued[MAX_QUEUED]; /* warnings to give once unlocked (unlock) */
   unsigned nqueued, nlost;
+  char problem[4600];  /* why the mode is lower than asked (xpj_cache_problem) */
+  char replaced[4600]; /* the file was moved aside: why (for verify) */
 };
 
 /* ---- messages -------------------------------------------------------- */
@@ -161,6 +163,15 @@ static bool is_env(int rc) {
 
 /* private result codes of setup() */
 #define RC_FOREIGN 1000 /* not our file, or another schema version */
+#define RC_SCHEMA 1001  /* ours by its numbers, but not its tables */
+
+/* The file is damaged (or is not what it should be): anything SQLite calls
+ * corruption, a foreign or mismatched schema, and the generic SQL error
+ * that statements written for this schema only get from another one. */
+static bool is_damage(int rc) {
+  return is_corrupt(rc) || rc == RC_FOREIGN || rc == RC_SCHEMA ||
+         (rc & 0xff) == SQLITE_ERROR;
+}
 
 /* ---- the checksum ---------------------------------------------------- */
 
@@ -332,8 +343,53 @@ static void db_close(xpj_cache *c) {
   c->db = NULL;
 }
 
-/* Checks (and when writable creates) the schema. SQLITE_OK, RC_FOREIGN,
- * or SQLite's code. */
+/* The schema as SQLite keeps it, one object a line (malloc'd), or NULL. */
+static char *schema_text(sqlite3 *db) {
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT type, name, tbl_name, coalesce(sql, '') "
+                         "FROM sqlite_master ORDER BY type, name",
+                         -1, &s, NULL) != SQLITE_OK)
+    return NULL;
+  sqlite3_str *b = sqlite3_str_new(NULL);
+  int rc;
+  while ((rc = step_retry(s)) == SQLITE_ROW)
+    for (int i = 0; i < 4; i++)
+      sqlite3_str_appendf(b, "%s%c", sqlite3_column_text(s, i),
+                          i == 3 ? '\n' : ' ');
+  sqlite3_finalize(s);
+  char *t = sqlite3_str_finish(b);
+  char *out = rc == SQLITE_DONE && t ? strdup(t) : NULL;
+  sqlite3_free(t);
+  return out;
+}
+
+/* What a file of this schema version holds: schema_sql run in a private
+ * in-memory database, so that it is normalised as the file's text is. */
+static char *expected_schema;
+static void make_expected_schema(void) {
+  sqlite3 *m = NULL;
+  if (sqlite3_open(":memory:", &m) == SQLITE_OK &&
+      sqlite3_exec(m, schema_sql, NULL, NULL, NULL) == SQLITE_OK)
+    expected_schema = schema_text(m);
+  sqlite3_close(m);
+}
+
+/* Does the file hold exactly our tables? One flipped bit in a stored
+ * CREATE statement renames a column without SQLite's checks noticing. */
+static int check_schema(sqlite3 *db) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, make_expected_schema);
+  if (!expected_schema)
+    return SQLITE_OK; /* out of memory: no reason to doubt the file */
+  char *t = schema_text(db);
+  if (!t)
+    return SQLITE_NOMEM;
+  int rc = strcmp(t, expected_schema) == 0 ? SQLITE_OK : RC_SCHEMA;
+  free(t);
+  return rc;
+}
+
 /* application_id, user_version and the number of schema objects, read
  * in one statement so that another process's commit is seen whole. */
 static int read_ids(sqlite3 *db, int64_t *app, int64_t *ver, int64_t *ntab) {
@@ -356,6 +412,8 @@ static int read_ids(sqlite3 *db, int64_t *app, int64_t *ver, int64_t *ntab) {
   return rc;
 }
 
+/* Checks (and when writable creates) the schema. SQLITE_OK, RC_FOREIGN,
+ * RC_SCHEMA, or SQLite's code. */
 static int setup(xpj_cache *c, bool writable) {
   int64_t app = 0, ver = 0, ntab = 0;
   /* identify the file before changing anything in it (WAL mode writes the
@@ -366,6 +424,8 @@ static int setup(xpj_cache *c, bool writable) {
   bool ours = app == APP_ID && ver == XPJ_CACHE_SCHEMA_VERSION;
   if (!ours && (app != 0 || ver != 0 || ntab != 0))
     return RC_FOREIGN; /* someone else's database, or another schema */
+  if (ours && (rc = check_schema(c->db)) != SQLITE_OK)
+    return rc;
   if (writable && !c->bundle) {
     rc = exec_retry(c->db, "PRAGMA journal_mode=WAL");
     if (rc != SQLITE_OK)
@@ -421,8 +481,12 @@ static int db_open(xpj_cache *c, bool writable) {
 }
 
 static const char *rc_str(int rc) {
-  return rc == RC_FOREIGN ? "not an xpjit cache of this schema version"
-                          : sqlite3_errstr(rc);
+  if (rc == RC_FOREIGN)
+    return "not an xpjit cache of this schema version";
+  if (rc == RC_SCHEMA)
+    return "its schema is not the one this version writes (damaged, or "
+           "changed by something else)";
+  return sqlite3_errstr(rc);
 }
 
 static int mkdirs(const char *dir) {
@@ -461,62 +525,88 @@ static void unlock_file(int fd) {
   }
 }
 
+/* With the exclusive lock held: moves the database aside (PATH.corrupt,
+ * replacing an older one) with its WAL, and opens a new one. Returns the
+ * new file's code, or why when the file could not be moved. */
+static int replace_file(xpj_cache *c, int why) {
+  db_close(c);
+  char aside[4200], side[4200];
+  snprintf(aside, sizeof aside, "%s.corrupt", c->path);
+  if (rename(c->path, aside) != 0)
+    return why;
+  snprintf(side, sizeof side, "%s-wal", c->path);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", c->path);
+  unlink(side);
+  warnf(c, "cache %s: %s; moved it to %s and started a new one", c->path,
+        rc_str(why), aside);
+  snprintf(c->replaced, sizeof c->replaced,
+           "%s; moved to %s, a new one was started", rc_str(why), aside);
+  c->pending.corrupt++;
+  int rc = db_open(c, true);
+  for (int i = 0; rc == RC_FOREIGN && i < 20; i++) {
+    sleep_ms(5); /* another opener is creating the new file */
+    rc = db_open(c, true);
+  }
+  return rc;
+}
+
+/* Is the open file damaged where its header and schema read fine? The
+ * whole-file check runs only on this rare path. */
+static bool fails_quick_check(xpj_cache *c) {
+  sqlite3_stmt *s = NULL;
+  int r = sqlite3_prepare_v2(c->db, "PRAGMA quick_check", -1, &s, NULL);
+  if (r == SQLITE_OK)
+    r = step_retry(s);
+  const unsigned char *t = r == SQLITE_ROW ? sqlite3_column_text(s, 0) : NULL;
+  bool bad = is_corrupt(r) ||
+             (r == SQLITE_ROW && (!t || strcmp((const char *)t, "ok") != 0));
+  sqlite3_finalize(s);
+  return bad;
+}
+
 /* Under an flock on PATH.lock: reopens, and if the file is still bad moves
- * it aside (PATH.corrupt, replacing an older one) and creates a new one. */
+ * it aside and creates a new one (replace_file). */
 static int recover(xpj_cache *c, int why) {
   c->recovered = true;
   db_close(c);
   int fd = lock_file(c, LOCK_EX);
   int rc = db_open(c, true);
-  bool bad = rc != SQLITE_OK && rc != SQLITE_BUSY &&
-             (is_corrupt(rc) || rc == RC_FOREIGN);
-  if (rc == SQLITE_OK && is_corrupt(why)) {
-    /* found by a statement, not by opening: the header reads fine, so
-     * check the whole file before deciding (only on this rare path) */
-    sqlite3_stmt *s = NULL;
-    int r = sqlite3_prepare_v2(c->db, "PRAGMA quick_check", -1, &s, NULL);
-    if (r == SQLITE_OK)
-      r = step_retry(s);
-    const unsigned char *t = r == SQLITE_ROW ? sqlite3_column_text(s, 0)
-                                             : NULL;
-    bad = is_corrupt(r) || (r == SQLITE_ROW && (!t || strcmp((const char *)t,
-                                                              "ok") != 0));
-    sqlite3_finalize(s);
-    if (bad) {
-      db_close(c);
-      rc = why;
-    }
-  }
+  bool bad = rc != SQLITE_BUSY && is_damage(rc);
   if (bad) {
-    char aside[4200];
-    snprintf(aside, sizeof aside, "%s.corrupt", c->path);
-    if (rename(c->path, aside) == 0) {
-      char side[4200];
-      snprintf(side, sizeof side, "%s-wal", c->path);
-      unlink(side);
-      snprintf(side, sizeof side, "%s-shm", c->path);
-      unlink(side);
-      warnf(c, "cache %s: %s; moved it to %s and started a new one",
-            c->path, rc_str(why), aside);
-      c->pending.corrupt++;
-      rc = db_open(c, true);
-      for (int i = 0; rc == RC_FOREIGN && i < 20; i++) {
-        sleep_ms(5); /* another opener is creating the new file */
-        rc = db_open(c, true);
-      }
-    }
+    why = rc; /* what opening says is the more precise reason */
+  } else if (rc == SQLITE_OK && is_damage(why) && fails_quick_check(c)) {
+    bad = true; /* found by a statement, not by opening */
   }
+  if (bad)
+    rc = replace_file(c, why);
   unlock_file(fd);
   return rc;
+}
+
+/* The handle is in a lower mode than it was opened for: one warning, and
+ * the reason kept for xpj_cache_problem. */
+static void lower_mode(xpj_cache *c, xpj_cache_mode mode, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void lower_mode(xpj_cache *c, xpj_cache_mode mode, const char *fmt,
+                       ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->problem, sizeof c->problem, fmt, ap);
+  va_end(ap);
+  warnf(c, "%s", c->problem);
+  c->mode = mode;
+  if (mode == XPJ_CACHE_MODE_OFF)
+    db_close(c);
 }
 
 /* Turns the handle read-only (or off when it cannot even read). */
 static void degrade(xpj_cache *c, int rc, const char *what) {
   if (c->mode != XPJ_CACHE_MODE_RW)
     return;
-  warnf(c, "cache %s: %s failed (%s); compiling without caching", c->path,
-        what, rc_str(rc));
-  c->mode = XPJ_CACHE_MODE_RO;
+  lower_mode(c, XPJ_CACHE_MODE_RO,
+             "cache %s: %s failed (%s); compiling without caching", c->path,
+             what, rc_str(rc));
 }
 
 static xpj_cache_mode env_mode(void) {
@@ -572,9 +662,9 @@ static void open_user_cache(xpj_cache *c) {
     if (slash && slash != dir) {
       *slash = 0;
       if (mkdirs(dir) != 0) {
-        warnf(c, "cannot create the cache directory %s (%s); compiling "
-              "without caching", dir, strerror(errno));
-        c->mode = XPJ_CACHE_MODE_OFF;
+        lower_mode(c, XPJ_CACHE_MODE_OFF,
+                   "cannot create the cache directory %s (%s); compiling "
+                   "without caching", dir, strerror(errno));
         return;
       }
     }
@@ -584,22 +674,28 @@ static void open_user_cache(xpj_cache *c) {
   int lfd = c->mode == XPJ_CACHE_MODE_RW ? lock_file(c, LOCK_SH) : -1;
   int rc = db_open(c, c->mode == XPJ_CACHE_MODE_RW);
   unlock_file(lfd);
-  if ((is_corrupt(rc) || rc == RC_FOREIGN) && c->mode == XPJ_CACHE_MODE_RW)
+  if (is_damage(rc) && c->mode == XPJ_CACHE_MODE_RW)
     rc = recover(c, rc);
-  if (rc != SQLITE_OK && c->mode == XPJ_CACHE_MODE_RW && is_env(rc)) {
+  struct stat sb;
+  if (rc == SQLITE_OK) {
+    return;
+  } else if (c->mode == XPJ_CACHE_MODE_RW && is_env(rc)) {
     /* cannot write here: read what is there, if anything */
     int rc2 = access(c->path, R_OK) == 0 ? db_open(c, false) : rc;
-    warnf(c, "cache %s cannot be written (%s); %s", c->path, rc_str(rc),
-          rc2 == SQLITE_OK ? "using it read-only"
-                           : "compiling without caching");
-    c->mode = rc2 == SQLITE_OK ? XPJ_CACHE_MODE_RO : XPJ_CACHE_MODE_OFF;
-    return;
-  }
-  if (rc != SQLITE_OK) {
-    if (!(c->mode == XPJ_CACHE_MODE_RO && rc == SQLITE_CANTOPEN))
-      warnf(c, "cache %s: %s; compiling without caching", c->path,
-            rc_str(rc));
-    c->mode = XPJ_CACHE_MODE_OFF;
+    lower_mode(c, rc2 == SQLITE_OK ? XPJ_CACHE_MODE_RO : XPJ_CACHE_MODE_OFF,
+               "cache %s cannot be written (%s); %s", c->path, rc_str(rc),
+               rc2 == SQLITE_OK ? "using it read-only"
+                                : "compiling without caching");
+  } else if (c->mode == XPJ_CACHE_MODE_RO && rc == SQLITE_CANTOPEN &&
+             lstat(c->path, &sb) != 0 && errno == ENOENT) {
+    c->mode = XPJ_CACHE_MODE_OFF; /* nothing there to read: no problem */
+  } else {
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; compiling without "
+               "caching%s", c->path, rc_str(rc),
+               is_damage(rc) ? " (opened read-write, for example by "
+                               "'xpjit-cli cache verify --repair', it is "
+                               "moved aside and replaced)"
+                             : "");
   }
 }
 
@@ -985,7 +1081,7 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
   st = XPJ_ERR_NOT_FOUND;
   if (c->db && c->mode != XPJ_CACHE_MODE_OFF) {
     int rc = lookup(c, digest, text, out);
-    if ((is_corrupt(rc) || rc == RC_FOREIGN) && !c->recovered && !c->bundle &&
+    if (is_damage(rc) && !c->recovered && !c->bundle &&
         c->mode == XPJ_CACHE_MODE_RW) {
       rc = recover(c, rc);
       if (rc == SQLITE_OK)
@@ -1009,12 +1105,12 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
       touch(c, digest);
     } else {
       if (rc != SQLITE_DONE && !is_busy(rc)) {
-        warnf(c, "cache %s: lookup failed (%s); compiling without caching",
-              c->path, rc_str(rc));
-        if (!c->bundle) {
-          db_close(c);
-          c->mode = XPJ_CACHE_MODE_OFF;
-        }
+        if (c->bundle)
+          warnf(c, "bundle %s: lookup failed (%s); compiling instead",
+                c->path, rc_str(rc));
+        else
+          lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: lookup failed (%s); "
+                     "compiling without caching", c->path, rc_str(rc));
       }
       if (!c->bundle && count)
         c->pending.l2_misses++;
@@ -1143,7 +1239,7 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
     rc = finish(c, rc);
     if (rc == SQLITE_OK)
       break;
-    if ((is_corrupt(rc)) && !c->recovered && !c->bundle &&
+    if (is_damage(rc) && !c->recovered && !c->bundle &&
         recover(c, rc) == SQLITE_OK)
       continue;
     if (is_busy(rc)) {
@@ -1342,6 +1438,48 @@ static void report(void (*fn)(void *, const char *), void *ud,
   fn(ud, msg);
 }
 
+/* verify's first part: the file as a whole. Returns 1 if it is bad. */
+static uint64_t verify_file(xpj_cache *c, bool repair,
+                            void (*fn)(void *, const char *), void *ud) {
+  if (*c->replaced) { /* found damaged and replaced by this handle */
+    report(fn, ud, "file: %s", c->replaced);
+    *c->replaced = 0;
+    return 1;
+  }
+  if (!c->db) {
+    if (!*c->problem)
+      return 0; /* off by request, or nothing there */
+    report(fn, ud, "file: %s", c->problem);
+    return 1;
+  }
+  uint64_t bad = 0;
+  sqlite3_stmt *s = NULL;
+  int rc = sqlite3_prepare_v2(c->db, "PRAGMA integrity_check", -1, &s, NULL);
+  while (rc == SQLITE_OK && (rc = step_retry(s)) == SQLITE_ROW) {
+    rc = SQLITE_OK;
+    const char *t = (const char *)sqlite3_column_text(s, 0);
+    if (t && strcmp(t, "ok") != 0) {
+      report(fn, ud, "file: %s", t);
+      bad = 1;
+    }
+  }
+  sqlite3_finalize(s);
+  if (rc != SQLITE_OK && rc != SQLITE_DONE) {
+    report(fn, ud, "file: %s", rc_str(rc));
+    bad = 1;
+  }
+  if (bad && repair && c->mode == XPJ_CACHE_MODE_RW && !c->bundle) {
+    int fd = lock_file(c, LOCK_EX);
+    rc = replace_file(c, SQLITE_CORRUPT);
+    unlock_file(fd);
+    *c->replaced = 0; /* reported above */
+    if (rc != SQLITE_OK)
+      lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; compiling without "
+                 "caching", c->path, rc_str(rc));
+  }
+  return bad;
+}
+
 xpj_status xpj_cache_verify(xpj_cache *c, int repair,
                             void (*fn)(void *ud, const char *problem),
                             void *ud, uint64_t *checked, uint64_t *bad) {
@@ -1349,29 +1487,13 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
     return fail(XPJ_ERR_INVALID, "xpj_cache_verify: NULL argument");
   uint64_t nchk = 0, nbad = 0;
   pthread_mutex_lock(&c->mu);
-  xpj_status st = XPJ_OK;
+  nbad = verify_file(c, repair, fn, ud);
   if (c->db) {
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(c->db, "PRAGMA integrity_check", -1, &s,
-                                NULL);
-    while (rc == SQLITE_OK && (rc = step_retry(s)) == SQLITE_ROW) {
-      rc = SQLITE_OK;
-      const char *t = (const char *)sqlite3_column_text(s, 0);
-      if (t && strcmp(t, "ok") != 0) {
-        report(fn, ud, "file: %s", t);
-        nbad = 1;
-      }
-    }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_OK && rc != SQLITE_DONE) {
-      report(fn, ud, "file: %s", rc_str(rc));
-      nbad = 1;
-    }
     char (*drop)[65] = NULL;
     size_t ndrop = 0;
-    rc = sqlite3_prepare_v2(c->db,
-                            "SELECT " ROW_COLS ", data FROM entries", -1, &s,
-                            NULL);
+    int rc = sqlite3_prepare_v2(c->db, "SELECT " ROW_COLS ", data FROM entries",
+                                -1, &s, NULL);
     while (rc == SQLITE_OK && (rc = step_retry(s)) == SQLITE_ROW) {
       rc = SQLITE_OK;
       xpj_cache_entry e;
@@ -1408,14 +1530,27 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
     *checked = nchk;
   if (bad)
     *bad = nbad;
-  return st;
+  return XPJ_OK;
+}
+
+size_t xpj_cache_problem(xpj_cache *c, char *buf, size_t size) {
+  if (!c) {
+    if (buf && size)
+      *buf = 0;
+    return 0;
+  }
+  pthread_mutex_lock(&c->mu);
+  size_t n = (size_t)snprintf(buf, buf ? size : 0, "%s", c->problem);
+  unlock(c);
+  return n;
 }
 
 static xpj_status need_rw(xpj_cache *c, const char *what) {
   if (!c->db || c->mode != XPJ_CACHE_MODE_RW)
-    return fail(XPJ_ERR_INVALID, "%s: the cache %s is not writable (%s)",
+    return fail(XPJ_ERR_INVALID, "%s: the cache %s is not writable (%s%s%s)",
                 what, c->path,
-                c->mode == XPJ_CACHE_MODE_OFF ? "off" : "read-only");
+                c->mode == XPJ_CACHE_MODE_OFF ? "off" : "read-only",
+                *c->problem ? ": " : "", c->problem);
   return XPJ_OK;
 }
 
@@ -1478,6 +1613,14 @@ xpj_status xpj_cache_clear(xpj_cache *c) {
                         NULL, NULL, NULL);
     rc = finish(c, rc);
     memset(&c->pending, 0, sizeof c->pending);
+    if (is_damage(rc)) { /* a new, empty file clears it just as well */
+      int fd = lock_file(c, LOCK_EX);
+      rc = replace_file(c, rc);
+      unlock_file(fd);
+      if (rc != SQLITE_OK)
+        lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; compiling without "
+                   "caching", c->path, rc_str(rc));
+    }
     if (rc != SQLITE_OK)
       st = fail(XPJ_ERR_IO, "clear %s: %s", c->path, rc_str(rc));
     else /* give the space back; fails harmlessly while others read */

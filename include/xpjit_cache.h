@@ -75,6 +75,12 @@ const char *xpj_cache_last_error(void);
 /* The mode in effect after any degradation (safe to read from any thread
  * at any time). */
 xpj_cache_mode xpj_cache_mode_of(const xpj_cache *c);
+/* Why the mode in effect is lower than the one asked for: the file is
+ * unusable (damaged and read-only, a directory, unreadable), cannot be
+ * written, or was refused. Copied into buf like snprintf (buf may be NULL
+ * when size is 0); returns its length, 0 (and "") when there is nothing
+ * wrong, including a cache that is off because it was asked to be. */
+size_t xpj_cache_problem(xpj_cache *c, char *buf, size_t size);
 const char *xpj_cache_path(const xpj_cache *c);
 /* Default database path (see config.path) into buf; length like snprintf. */
 size_t xpj_cache_default_path(char *buf, size_t size);
@@ -210,7 +216,10 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
                           xpj_cache_entry *out);
 /* Checks the file's integrity and every row's key digest and checksum;
  * fn (may be NULL) gets one line per problem. With repair, bad rows are
- * deleted. *bad: rows (or 1 for the file) found bad. */
+ * deleted and a damaged file is moved aside and replaced by a new one.
+ * *bad: rows found bad, plus 1 for the file when it is damaged, was found
+ * damaged (and replaced) when this handle opened it, or is unusable
+ * (xpj_cache_problem of a cache that is off). */
 xpj_status xpj_cache_verify(xpj_cache *c, int repair,
                             void (*fn)(void *ud, const char *problem),
                             void *ud, uint64_t *checked, uint64_t *bad);
@@ -221,7 +230,9 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
 xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
                            int64_t older_than_ms, uint64_t *removed,
                            uint64_t *freed);
-/* Removes every entry and resets the counters. */
+/* Removes every entry and resets the counters (a damaged file is replaced
+ * by a new one); XPJ_ERR_INVALID, with the reason, when the cache is not
+ * writable. */
 xpj_status xpj_cache_clear(xpj_cache *c);
 /* Writes every intact successful entry to a new bundle at path (replaced
  * atomically), with meta "versions" and "targets" (the distinct values of

@@ -7,6 +7,7 @@
  * the maintenance calls and parsers. Every test works in its own temporary
  * directory and records warnings through the warn callback, so nothing is
  * printed and a test can assert that a warning was (or was not) given. */
+#define _GNU_SOURCE /* memmem */
 #include "testutil.h"
 #include "xpjit_cache.h"
 
@@ -999,6 +1000,8 @@ static void expect_recovered(fx *f, xpj_cache *c) {
   assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_RW);
   put_i(c, 1000, 3000);
   expect_hit(c, 1000, 3000);
+  /* verify reports the file this handle replaced, once */
+  assert_int_equal(verify_bad(c, NULL), 1);
   assert_int_equal(verify_bad(c, NULL), 0);
   assert_true(stats_of(c).counters.corrupt >= 1);
 }
@@ -1134,24 +1137,108 @@ static void test_corrupt_foreign(void **state) {
     f->w.n = 0;
     f->w.text[0] = 0;
     xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
-    if (k == 4) {
-      /* schema numbers right but no entries table: the first use fails */
-      expect_miss(c, 1);
-      put_i(c, 1000, 3000);
-      tkey t;
-      xpj_cache_entry e;
-      xpj_status st = xpj_cache_get(c, key_of(&t, 1000), &e);
-      xpj_cache_entry_clear(&e);
-      assert_true(st == XPJ_OK || st == XPJ_ERR_NOT_FOUND);
-      xpj_cache_close(c);
-      continue;
-    }
+    /* the schema numbers right but not the tables (k == 4): damage too */
     expect_recovered(f, c);
-    assert_warned(&f->w, "not an xpjit cache");
+    assert_warned(&f->w, k == 4 ? "schema" : "not an xpjit cache");
     xpj_cache_close(c);
     /* the moved file keeps its contents */
     assert_int_equal(sql_int(aside, "SELECT x FROM t", NULL), 42);
   }
+}
+
+/* Flips one bit of the entries table's stored CREATE statement, turning
+ * the column compile_ms into compile_ls: the file stays well formed. */
+static void flip_schema_bit(const char *path) {
+  size_t n = 0;
+  uint8_t *b = read_all(path, &n);
+  static const char col[] = "compile_ms REAL";
+  uint8_t *at = memmem(b, n, col, strlen(col));
+  assert_non_null(at);
+  assert_null(memmem(at + 1, n - (size_t)(at + 1 - b), col, strlen(col)));
+  at[8] ^= 0x01; /* 'm' -> 'l' */
+  write_file(path, b, n);
+  free(b);
+  /* SQLite's own check finds nothing wrong: the premise of the test */
+  sqlite3 *db = sql_open(path);
+  sqlite3_stmt *s = NULL;
+  assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &s, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+  assert_string_equal((const char *)sqlite3_column_text(s, 0), "ok");
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+}
+
+/* (d') one flipped bit in the schema: the cache must not stay off for
+ * good. Opening read-write moves the file aside like any damage; verify
+ * --repair repairs it and clear clears it, for real. */
+static void test_corrupt_schema_bit(void **state) {
+  fx *f = *state;
+  fill_and_close(f, 4, 500);
+  size_t n = 0;
+  uint8_t *good = read_all(f->path, &n);
+  flip_schema_bit(f->path);
+  /* a program: recovered when opened, then a working cache */
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  expect_miss(c, 1);
+  KNOWN_BUG_FIXED(xpj_cache_mode_of(c) != XPJ_CACHE_MODE_RW,
+                  "a flipped bit in the schema turns the cache off: %s",
+                  f->w.text);
+  expect_recovered(f, c);
+  assert_warned(&f->w, "schema");
+  xpj_cache_close(c);
+
+  /* verify --repair: reports the file as bad, and afterwards it is good */
+  write_file(f->path, good, n);
+  flip_schema_bit(f->path);
+  f->w.n = 0;
+  f->w.text[0] = 0;
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  uint64_t chk = 0, bad = 0;
+  assert_int_equal(xpj_cache_verify(c, 1, NULL, NULL, &chk, &bad), XPJ_OK);
+  assert_int_equal(bad, 1);
+  KNOWN_BUG_FIXED(verify_bad(c, NULL) != 0,
+                  "verify --repair reported the damage but left it");
+  put_i(c, 5, 100);
+  expect_hit(c, 5, 100);
+  xpj_cache_close(c);
+
+  /* clear: an empty, working cache afterwards */
+  write_file(f->path, good, n);
+  flip_schema_bit(f->path);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_clear(c), XPJ_OK);
+  put_i(c, 6, 100);
+  tkey t;
+  xpj_cache_entry e;
+  xpj_status st = xpj_cache_get(c, key_of(&t, 6), &e);
+  xpj_cache_entry_clear(&e);
+  KNOWN_BUG_FIXED(st != XPJ_OK, "cache clear said it cleared a cache whose "
+                  "lookups still fail: %s", f->w.text);
+  assert_int_equal(stats_of(c).entries, 1);
+  xpj_cache_close(c);
+
+  /* read-only: nothing may be changed, so the cache is off, with a
+   * warning that says why, from the start */
+  write_file(f->path, good, n);
+  flip_schema_bit(f->path);
+  f->w.n = 0;
+  f->w.text[0] = 0;
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RO, 0);
+  KNOWN_BUG_FIXED(xpj_cache_mode_of(c) != XPJ_CACHE_MODE_OFF,
+                  "a read-only cache with a damaged schema opens as usable");
+  assert_int_equal(f->w.n, 1);
+  assert_warned(&f->w, "schema");
+  char why[1024];
+  assert_true(xpj_cache_problem(c, why, sizeof why) > 0);
+  assert_non_null(strstr(why, "schema"));
+  expect_miss(c, 1);
+  uint64_t rbad = 0;
+  assert_int_equal(xpj_cache_verify(c, 0, NULL, NULL, NULL, &rbad), XPJ_OK);
+  assert_int_equal(rbad, 1);
+  xpj_cache_close(c);
+  assert_int_equal(f->w.n, 1);
+  free(good);
 }
 
 /* (e) a zero-length file: a new database, no warning */
@@ -1185,6 +1272,11 @@ static void test_no_directory(void **state) {
   assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
   assert_int_equal(f->w.n, 1);
   assert_warned(&f->w, "/proc/xpjit-test-nodir");
+  /* the reason stays available: the cache is unusable, not empty */
+  char why[1024];
+  assert_true(xpj_cache_problem(c, why, sizeof why) > 0);
+  assert_non_null(strstr(why, "/proc/xpjit-test-nodir"));
+  assert_int_equal(xpj_cache_problem(c, NULL, 0), strlen(why));
   expect_miss(c, 1);
   put_i(c, 1, 100);
   expect_miss(c, 1);
@@ -1195,9 +1287,10 @@ static void test_no_directory(void **state) {
   uint64_t chk = 9, bad = 9;
   assert_int_equal(xpj_cache_verify(c, 1, NULL, NULL, &chk, &bad), XPJ_OK);
   assert_int_equal(chk, 0);
-  assert_int_equal(bad, 0);
+  assert_int_equal(bad, 1); /* verify tells the truth */
   assert_int_equal(xpj_cache_prune(c, 0, 0, NULL, NULL), XPJ_ERR_INVALID);
   assert_int_equal(xpj_cache_clear(c), XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_cache_last_error(), "/proc/xpjit-test-nodir"));
   xpj_cache_close(c);
   assert_int_equal(f->w.n, 1);
 
@@ -1210,9 +1303,18 @@ static void test_no_directory(void **state) {
   c = open_cache(&f->w, sub, XPJ_CACHE_MODE_RW, GiB);
   assert_int_not_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_RW);
   assert_int_equal(f->w.n, 1);
+  assert_true(xpj_cache_problem(c, why, sizeof why) > 0);
   expect_miss(c, 1);
   put_i(c, 1, 100);
+  assert_int_equal(xpj_cache_verify(c, 0, NULL, NULL, &chk, &bad), XPJ_OK);
+  assert_int_equal(bad, 1);
   xpj_cache_close(c);
+  /* read-only too */
+  c = open_cache(&f->w, sub, XPJ_CACHE_MODE_RO, GiB);
+  assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
+  assert_true(xpj_cache_problem(c, why, sizeof why) > 0);
+  xpj_cache_close(c);
+  assert_int_equal(f->w.n, 2);
   struct stat sb;
   assert_int_equal(stat(sub, &sb), 0);
   assert_true(S_ISDIR(sb.st_mode));
@@ -1224,6 +1326,10 @@ static void test_no_directory(void **state) {
   c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_DEFAULT, GiB);
   unsetenv("XPJIT_CACHE");
   assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
+  assert_int_equal(xpj_cache_problem(c, why, sizeof why), 0); /* asked for */
+  assert_string_equal(why, "");
+  assert_int_equal(xpj_cache_verify(c, 0, NULL, NULL, &chk, &bad), XPJ_OK);
+  assert_int_equal(bad, 0);
   put_i(c, 1, 100);
   xpj_cache_close(c);
   assert_false(exists(f->path));
@@ -1289,6 +1395,7 @@ static void test_read_only(void **state) {
   snprintf(missing, sizeof missing, "%s/none.db", f->dir);
   c = open_cache(&f->w, missing, XPJ_CACHE_MODE_RO, 0);
   assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
+  assert_int_equal(xpj_cache_problem(c, NULL, 0), 0); /* nothing wrong */
   expect_miss(c, 1);
   xpj_cache_close(c);
   assert_false(exists(missing));
@@ -1324,6 +1431,9 @@ static int disk_full_child(const char *path) {
     return 14;
   if (xpj_cache_mode_of(c) != XPJ_CACHE_MODE_RO)
     return 15;
+  char why[1024];
+  if (!xpj_cache_problem(c, why, sizeof why) || !strstr(why, "storing"))
+    return 19;
   xpj_cache_entry e;
   if (xpj_cache_get(c, key_of(&t, 2), &e) != XPJ_ERR_NOT_FOUND)
     return 16;
@@ -2465,6 +2575,7 @@ int main(void) {
       T(test_corrupt_middle),
       T(test_corrupt_garbage),
       T(test_corrupt_foreign),
+      T(test_corrupt_schema_bit),
       T(test_empty_file),
       T(test_no_directory),
       T(test_read_only),

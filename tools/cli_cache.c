@@ -148,25 +148,35 @@ static const char *mode_name(xpj_cache_mode m) {
   }
 }
 
+/* Exit status 1 when the cache is not in the mode it was opened for
+ * (xpj_cache_problem says why): stats and ls must not look fine then. */
 static int do_stats(xpj_cache *c, bool json) {
   xpj_cache_stats s;
   if (xpj_cache_get_stats(c, &s) != XPJ_OK) {
     fprintf(stderr, "%s cache stats: %s\n", cli_prog, xpj_cache_last_error());
     return EXIT_INPUT;
   }
+  char problem[4600];
+  int rc = xpj_cache_problem(c, problem, sizeof problem) ? EXIT_INPUT : 0;
   const xpj_cache_counters *k = &s.counters;
   if (json) {
     printf("{\"path\": ");
     cli_json_str(stdout, xpj_cache_path(c));
-    printf(", \"mode\": \"%s\", \"entries\": %llu, \"failed_entries\": %llu, "
+    printf(", \"mode\": \"%s\", ", mode_name(xpj_cache_mode_of(c)));
+    if (rc) {
+      printf("\"problem\": ");
+      cli_json_str(stdout, problem);
+      printf(", ");
+    }
+    printf("\"entries\": %llu, \"failed_entries\": %llu, "
            "\"bytes\": %llu, \"file_bytes\": %llu, \"max_size\": %llu, ",
-           mode_name(xpj_cache_mode_of(c)), (unsigned long long)s.entries,
+           (unsigned long long)s.entries,
            (unsigned long long)s.failed_entries, (unsigned long long)s.bytes,
            (unsigned long long)s.file_bytes,
            (unsigned long long)s.max_size);
     print_counters_json(stdout, k);
     printf("}\n");
-    return 0;
+    return rc;
   }
   char b1[32], b2[32], b3[32];
   human_size(s.bytes, b1, sizeof b1);
@@ -175,6 +185,8 @@ static int do_stats(xpj_cache *c, bool json) {
   uint64_t lookups = k->l2_hits + k->l2_misses;
   printf("cache:            %s (%s)\n", xpj_cache_path(c),
          mode_name(xpj_cache_mode_of(c)));
+  if (rc)
+    printf("problem:          %s\n", problem);
   printf("entries:          %llu (%llu failed compiles)\n",
          (unsigned long long)s.entries, (unsigned long long)s.failed_entries);
   printf("size:             %s of %s limit (file %s)\n", b1,
@@ -198,7 +210,7 @@ static int do_stats(xpj_cache *c, bool json) {
          (unsigned long long)k->failure_hits);
   printf("evictions:        %llu\n", (unsigned long long)k->evictions);
   printf("corrupt dropped:  %llu\n", (unsigned long long)k->corrupt);
-  return 0;
+  return rc;
 }
 
 typedef struct ls_ctx {
@@ -255,6 +267,11 @@ static int do_ls(xpj_cache *c, bool json) {
     printf("(no entries)\n");
   if (st != XPJ_OK) {
     fprintf(stderr, "%s: %s\n", cli_prog, xpj_cache_last_error());
+    return EXIT_INPUT;
+  }
+  char problem[4600];
+  if (xpj_cache_problem(c, problem, sizeof problem)) {
+    fprintf(stderr, "%s: %s\n", cli_prog, problem);
     return EXIT_INPUT;
   }
   return 0;
@@ -406,11 +423,15 @@ int cli_cache(int argc, char **argv) {
             needs_arg ? "needs an argument" : "takes no argument");
     return EXIT_USAGE;
   }
+  /* verify without --repair only looks: opened read-only, it reports a
+   * damaged file instead of replacing it */
   bool writes = !strcmp(sub, "prune") || !strcmp(sub, "clear") ||
                 (!strcmp(sub, "verify") && repair);
   xpj_cache_config cfg = {.path = path,
                           .mode = writes ? XPJ_CACHE_MODE_RW
-                                         : XPJ_CACHE_MODE_DEFAULT,
+                                  : !strcmp(sub, "verify")
+                                      ? XPJ_CACHE_MODE_RO
+                                      : XPJ_CACHE_MODE_DEFAULT,
                           .warn = warn_cb};
   xpj_cache *c = NULL;
   if (xpj_cache_open(&cfg, &c) != XPJ_OK) {
