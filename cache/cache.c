@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include "xpjit_cache.h"
+#include "trust.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -462,16 +463,40 @@ static int setup(xpj_cache *c, bool writable) {
   return finish(c, rc);
 }
 
+/* Creates path with exactly mode (whatever the umask) unless it exists;
+ * never through a link. 0, or -1 with errno. */
+static int create_file(const char *path, mode_t mode) {
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0)
+    return errno == EEXIST ? 0 : -1;
+  int rc = fchmod(fd, mode);
+  close(fd);
+  return rc;
+}
+
 static int db_open(xpj_cache *c, bool writable) {
   db_close(c);
+  /* SQLite gives the WAL and shared-memory files the database's mode */
+  if (writable && create_file(c->path, c->bundle ? 0644 : 0600) != 0)
+    return SQLITE_CANTOPEN;
   int flags = (writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
                         : SQLITE_OPEN_READONLY) |
               SQLITE_OPEN_NOMUTEX;
+#ifdef SQLITE_OPEN_NOFOLLOW
+  flags |= SQLITE_OPEN_NOFOLLOW;
+#endif
   int rc = sqlite3_open_v2(c->path, &c->db, flags, NULL);
   if (rc != SQLITE_OK) {
     db_close(c);
     return rc;
   }
+  /* the file is data: no functions or views in its schema run */
+#ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
+  sqlite3_db_config(c->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+#endif
+#ifdef SQLITE_DBCONFIG_DEFENSIVE
+  sqlite3_db_config(c->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+#endif
   sqlite3_extended_result_codes(c->db, 1);
   sqlite3_busy_timeout(c->db, 2000);
   rc = setup(c, writable);
@@ -489,6 +514,13 @@ static const char *rc_str(int rc) {
   return sqlite3_errstr(rc);
 }
 
+/* mkdir -p, each directory it makes 0700 whatever the umask. */
+static int mkdir_0700(const char *dir) {
+  if (mkdir(dir, 0700) == 0)
+    return chmod(dir, 0700);
+  return errno == EEXIST ? 0 : -1;
+}
+
 static int mkdirs(const char *dir) {
   char tmp[4096];
   if (snprintf(tmp, sizeof tmp, "%s", dir) >= (int)sizeof tmp)
@@ -496,26 +528,125 @@ static int mkdirs(const char *dir) {
   for (char *p = tmp + 1; *p; p++)
     if (*p == '/') {
       *p = 0;
-      if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+      if (mkdir_0700(tmp) != 0)
         return -1;
       *p = '/';
     }
-  if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-    return -1;
-  return 0;
+  return mkdir_0700(tmp);
 }
 
-/* Takes an flock (LOCK_SH or LOCK_EX) on PATH.lock; returns the fd to
- * give to unlock_file, or -1 when the lock file cannot be made (then
+/* Takes an flock (LOCK_SH or LOCK_EX) on PATH.lock (made 0600, never
+ * through a link, and only used when it is the user's); returns the fd to
+ * give to unlock_file, or -1 when there is no usable lock file (then
  * nothing is locked: the caller goes on, as without recovery). */
 static int lock_file(const xpj_cache *c, int op) {
-  char lock[4200];
+  char lock[4200], why[4096];
   snprintf(lock, sizeof lock, "%s.lock", c->path);
-  int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  int fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                0600);
+  if (fd >= 0)
+    fchmod(fd, 0600);
+  else if (errno == EEXIST)
+    fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  trust t;
+  trust_for_cache(&t);
+  if (fd >= 0 && trust_fd(&t, fd, lock, false, why, sizeof why) != TRUST_OK) {
+    close(fd);
+    fd = -1;
+  }
   if (fd >= 0)
     while (flock(fd, op) != 0 && errno == EINTR)
       ;
   return fd;
+}
+
+/* ---- trust: who may have written what is read (cache/trust.c) --------- */
+
+/* c->path with its directory resolved (realpath; with the last name too
+ * when whole): the checks and every open then name the same files, and
+ * no link on the way can be re-pointed in between. 0, or an errno. */
+static char *parent_of(const char *path, char *dir, size_t size);
+
+static int resolve(xpj_cache *c, bool whole) {
+  char dir[4096];
+  const char *slash = strrchr(c->path, '/');
+  const char *base = slash ? slash + 1 : c->path;
+  if (whole)
+    snprintf(dir, sizeof dir, "%s", c->path);
+  else
+    parent_of(c->path, dir, sizeof dir);
+  char *r = realpath(dir, NULL);
+  if (!r)
+    return errno;
+  size_t n = strlen(r) + strlen(base) + 2;
+  char *np = whole ? r : malloc(n);
+  if (!np) {
+    free(r);
+    return ENOMEM;
+  }
+  if (!whole) {
+    snprintf(np, n, "%s%s%s", r, strcmp(r, "/") ? "/" : "", base);
+    free(r);
+  }
+  free(c->path);
+  c->path = np;
+  return 0;
+}
+
+/* The directory part of path: "." when it has none, "/" for "/x". */
+static char *parent_of(const char *path, char *dir, size_t size) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(dir, size, ".");
+  else if (slash == path)
+    snprintf(dir, size, "/");
+  else
+    snprintf(dir, size, "%.*s", (int)(slash - path), path);
+  return dir;
+}
+
+/* The files of a store besides the database that SQLite or we read. */
+static bool trusted_files(const trust *t, const char *path,
+                          const char *const *sides, char *why, size_t size) {
+  for (size_t i = 0; sides[i]; i++) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s%s", path, sides[i]);
+    if (trust_file(t, p, why, size) == TRUST_REFUSED)
+      return false;
+  }
+  return true;
+}
+
+/* The user cache: its directory, the directories above, and every file of
+ * it that exists. */
+static bool trusted_cache(const xpj_cache *c, char *why, size_t size) {
+  static const char *const sides[] = {"",         "-wal",  "-shm",
+                                      "-journal", ".lock", NULL};
+  trust t;
+  trust_for_cache(&t);
+  char dir[4096];
+  return trust_dirs(&t, parent_of(c->path, dir, sizeof dir), why, size) ==
+             TRUST_OK &&
+         trusted_files(&t, c->path, sides, why, size);
+}
+
+/* A bundle (resolved path): the file, the files SQLite would read beside
+ * it, and the directories above; owned by the user, root or an owner in
+ * XPJIT_TRUSTED_OWNERS. */
+static bool trusted_bundle(xpj_cache *c, char *why, size_t size) {
+  static const char *const sides[] = {"-journal", "-wal", NULL};
+  trust t;
+  char bad[256];
+  if (!trust_for_bundles(&t, bad, sizeof bad))
+    warnf(c, "XPJIT_TRUSTED_OWNERS: %s names no user; ignored", bad);
+  char dir[4096];
+  if (trust_dirs(&t, parent_of(c->path, dir, sizeof dir), why, size) !=
+      TRUST_OK)
+    return false;
+  trust_verdict v = trust_file(&t, c->path, why, size);
+  if (v == TRUST_ABSENT)
+    snprintf(why, size, "%s vanished while it was being checked", c->path);
+  return v == TRUST_OK && trusted_files(&t, c->path, sides, why, size);
 }
 
 static void unlock_file(int fd) {
@@ -641,9 +772,24 @@ size_t xpj_cache_default_path(char *buf, size_t size) {
                           XPJ_CACHE_SCHEMA_VERSION);
 }
 
-/* A bundle: it must open; anything else is an error. */
+/* A bundle: it must open; anything else is an error. It is code that will
+ * run as the user: refused unless the user or someone trusted owns it. A
+ * new one (opened read-write to be built) is made 0644. */
 static xpj_status open_bundle(xpj_cache *c) {
-  int rc = db_open(c, c->mode == XPJ_CACHE_MODE_RW);
+  bool rw = c->mode == XPJ_CACHE_MODE_RW;
+  int err = resolve(c, true);
+  if (err == ENOENT && rw)
+    err = resolve(c, false);
+  else if (err == 0) {
+    char why[4096];
+    if (!trusted_bundle(c, why, sizeof why))
+      return fail(XPJ_ERR_UNSUPPORTED, "bundle %s is refused: %s", c->path,
+                  why);
+  }
+  if (err)
+    return fail(err == ENOMEM ? XPJ_ERR_NOMEM : XPJ_ERR_IO, "bundle %s: %s",
+                c->path, strerror(err));
+  int rc = db_open(c, rw);
   if (rc == SQLITE_OK)
     return XPJ_OK;
   return fail(rc == SQLITE_CANTOPEN ? XPJ_ERR_IO : XPJ_ERR_INVALID,
@@ -655,19 +801,33 @@ static xpj_status open_bundle(xpj_cache *c) {
 /* The user cache: whatever happens, the handle is usable (perhaps
  * degraded, with a warning). */
 static void open_user_cache(xpj_cache *c) {
-  if (c->mode == XPJ_CACHE_MODE_RW) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", c->path);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-      *slash = 0;
-      if (mkdirs(dir) != 0) {
-        lower_mode(c, XPJ_CACHE_MODE_OFF,
-                   "cannot create the cache directory %s (%s); compiling "
-                   "without caching", dir, strerror(errno));
-        return;
-      }
-    }
+  char dir[4096], why[4096];
+  parent_of(c->path, dir, sizeof dir);
+  if (c->mode == XPJ_CACHE_MODE_RW && mkdirs(dir) != 0) {
+    lower_mode(c, XPJ_CACHE_MODE_OFF,
+               "cannot create the cache directory %s (%s); compiling "
+               "without caching", dir, strerror(errno));
+    return;
+  }
+  int err = resolve(c, false);
+  if (err == ENOENT && c->mode == XPJ_CACHE_MODE_RO) {
+    c->mode = XPJ_CACHE_MODE_OFF; /* nothing there to read: no problem */
+    return;
+  }
+  if (err) {
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: its directory: %s; "
+               "compiling without caching", c->path, strerror(err));
+    return;
+  }
+  if (!trusted_cache(c, why, sizeof why)) {
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "refusing the cache %s: %s; compiling "
+               "without caching", c->path, why);
+    return;
+  }
+  if (access(c->path, R_OK) != 0 && errno != ENOENT) {
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s cannot be read (%s); "
+               "compiling without caching", c->path, strerror(errno));
+    return;
   }
   /* shared lock: a process recovering the file (exclusive lock) never
    * moves or unlinks files under an opener */

@@ -12,6 +12,17 @@
  * with a warning, never a failure. Many processes may share one database
  * (WAL mode, short write transactions, retries on busy).
  *
+ * Trust (docs/cache.md, "Security model"): entries and bundles are code
+ * that runs as the user, so nothing another local user could have written
+ * is read. The user cache is refused (off, with a warning naming the path,
+ * its owner and the fix) unless its directory and files are the user's
+ * and not writable by group or others, and every directory above belongs
+ * to the user or root and is not writable by others unless sticky. Its
+ * directory is made 0700 and its files 0600, whatever the umask. A bundle
+ * must belong, with every directory above it, to the user, root, or an
+ * owner named in XPJIT_TRUSTED_OWNERS ("name,uid,..."), and none may be
+ * writable by group or others.
+ *
  * Ownership: xpj_cache_open returns a handle closed with xpj_cache_close
  * (NULL is a no-op). xpj_cache_entry fields are malloc'd and freed by
  * xpj_cache_entry_clear. Thread safety: one handle may be used from many
@@ -57,16 +68,21 @@ typedef struct xpj_cache_config {
    * UINT64_MAX: no limit. Enforced by least-recently-used eviction. */
   uint64_t max_size;
   /* A bundle: a single self-contained file (no WAL), no size limit, no
-   * use statistics. Opened read-only unless mode is RW. Unlike the user
-   * cache, a bundle that cannot be read is an error, not a warning. */
+   * use statistics. Opened read-only unless mode is RW (a new bundle is
+   * made 0644). Unlike the user cache, a bundle that cannot be read is an
+   * error, not a warning, and so is one that is not trusted (above). */
   int bundle;
   xpj_cache_warn_fn warn;
   void *warn_ud;
 } xpj_cache_config;
 
 /* Opens (creating when writable) the cache. Fails only for bad arguments,
- * out of memory, and bundles that cannot be opened; problems with the user
- * cache degrade it (xpj_cache_mode_of tells) and call warn. */
+ * out of memory, and bundles: XPJ_ERR_IO when missing or unreadable,
+ * XPJ_ERR_INVALID when not a bundle of this schema, XPJ_ERR_UNSUPPORTED
+ * when refused by the trust check (the message says why). Problems with
+ * the user cache, refusal included, degrade it (xpj_cache_mode_of and
+ * xpj_cache_problem tell) and call warn. xpj_cache_path then names the
+ * file with its directory resolved (realpath). */
 xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out);
 /* Flushes pending statistics and closes. */
 void xpj_cache_close(xpj_cache *c);

@@ -146,5 +146,45 @@ grep -q "(off)" "$T/o" || bad "dir: stats mode"
 "$CLI" cache clear --path "$T/dirdb" >/dev/null 2>&1; [ $? = 1 ] || bad "dir: clear exit"
 "$CLI" cache ls --path "$T/dirdb" >/dev/null 2>&1; [ $? = 1 ] || bad "dir: ls exit"
 [ -d "$T/dirdb" ] || bad "dir: the directory was touched"
+
+# -- trust: a cache directory others can write is refused with the reason
+# (programs still work, compiling); another user's bundle is not used
+# unless its owner is trusted (XPJIT_TRUSTED_OWNERS)
+export XPJIT_CACHE_DIR="$T/c6"
+mkdir -p "$T/c6" && chmod 1777 "$T/c6"
+"$B/examples/saxpy" 1000 >"$T/o" 2>&1 || bad "trust: saxpy"
+grep -q "refusing the cache $T/c6/cache-v2.db: the cache directory $T/c6 is writable by other users" "$T/o" ||
+  { bad "trust: no warning"; cat "$T/o"; }
+[ -e "$T/c6/cache-v2.db" ] && bad "trust: a cache was made in a shared directory"
+"$CLI" cache stats >"$T/o" 2>&1; [ $? = 1 ] || bad "trust: stats exit"
+grep -q "(off)" "$T/o" || bad "trust: stats mode"
+"$CLI" cache verify >"$T/o" 2>&1; [ $? = 1 ] || bad "trust: verify exit"
+grep -q "bad: .*writable by other users" "$T/o" || { bad "trust: verify does not say why"; cat "$T/o"; }
+"$CLI" cache clear >/dev/null 2>&1; [ $? = 1 ] || bad "trust: clear exit"
+chmod 700 "$T/c6"
+"$B/examples/saxpy" 1000 >"$T/o" 2>&1 || bad "trust: saxpy after chmod"
+"$CLI" cache verify >/dev/null 2>&1 || bad "trust: verify after chmod"
+[ "$(stat -c %a "$T/c6/cache-v2.db")" = 600 ] || bad "trust: database not 0600"
+if [ "$(id -u)" = 0 ]; then
+  cp "$T/ex.xpb" "$T/theirs.xpb" && chown nobody "$T/theirs.xpb"
+  export XPJIT_CACHE_DIR="$T/c7"
+  XPJIT_BUNDLE_PATH="$T/theirs.xpb" "$B/examples/saxpy" 1000 >"$T/o" 2>&1 || bad "trust: saxpy, their bundle"
+  grep -q "XPJIT_BUNDLE_PATH: bundle $T/theirs.xpb is refused: $T/theirs.xpb belongs to nobody" "$T/o" ||
+    { bad "trust: their bundle: no message"; cat "$T/o"; }
+  [ "$(stat_of bundle_hits)" = 0 ] || bad "trust: their bundle was used"
+  export XPJIT_CACHE_DIR="$T/c8"
+  XPJIT_TRUSTED_OWNERS=nobody XPJIT_BUNDLE_PATH="$T/theirs.xpb" "$B/examples/saxpy" 1000 >"$T/o" 2>&1 ||
+    bad "trust: saxpy, trusted bundle"
+  [ "$(stat_of bundle_hits)" = 1 ] || { bad "trust: trusted bundle not used"; cat "$T/o"; }
+  "$CLI" bundle verify "$T/theirs.xpb" >"$T/o" 2>&1; [ $? = 1 ] || bad "trust: bundle verify exit"
+  grep -q "XPJIT_TRUSTED_OWNERS" "$T/o" || bad "trust: bundle verify does not say why"
+  XPJIT_TRUSTED_OWNERS=nobody "$CLI" bundle verify "$T/theirs.xpb" >/dev/null 2>&1 || bad "trust: bundle verify, trusted"
+  "$CLI" bundle import "$T/theirs.xpb" >/dev/null 2>&1; [ $? = 1 ] || bad "trust: bundle import exit"
+  chown root "$T/theirs.xpb" && chmod 666 "$T/theirs.xpb"
+  XPJIT_TRUSTED_OWNERS=nobody "$CLI" bundle verify "$T/theirs.xpb" >/dev/null 2>&1
+  [ $? = 1 ] || bad "trust: a bundle writable by others was accepted"
+else
+  echo "cache_cli: skipped the checks of another user's bundle (they need root, to chown it)"
+fi
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

@@ -14,7 +14,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdbool.h>
@@ -2559,6 +2561,464 @@ static void test_environment(void **state) {
   assert_int_equal(f->w.n, 1);
 }
 
+/* ======================================================================== */
+/* 10. trust: a file another user could have written is never read          */
+/* ======================================================================== */
+
+/* The two-user tests need root, to act as a second user (nobody) in a
+ * child; CI runs as root. Elsewhere they say so and are skipped. */
+#define NEED_ROOT()                                                            \
+  do {                                                                         \
+    if (geteuid() != 0) {                                                      \
+      print_message("skipped: needs root to act as a second user "             \
+                    "(nobody)\n");                                             \
+      skip();                                                                  \
+    }                                                                          \
+  } while (0)
+
+static struct passwd *nobody(void) {
+  struct passwd *pw = getpwnam("nobody");
+  if (!pw)
+    fail_msg("no user 'nobody'");
+  return pw;
+}
+
+/* Runs fn(arg) in a child that has become nobody; returns its exit code
+ * (100 + the signal if it died of one). */
+static int as_nobody(int (*fn)(void *), void *arg) {
+  struct passwd *pw = nobody();
+  uid_t uid = pw->pw_uid;
+  gid_t gid = pw->pw_gid;
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (setgroups(0, NULL) != 0 || setgid(gid) != 0 || setuid(uid) != 0 ||
+        geteuid() != uid)
+      _exit(90);
+    _exit(fn(arg));
+  }
+  int ws = 0;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  return WIFEXITED(ws) ? WEXITSTATUS(ws) : 100 + WTERMSIG(ws);
+}
+
+/* A directory owned by nobody (mode given), made by root. */
+static void nobody_dir(const char *dir, mode_t mode) {
+  assert_int_equal(mkdir(dir, mode), 0);
+  assert_int_equal(chown(dir, nobody()->pw_uid, nobody()->pw_gid), 0);
+  assert_int_equal(chmod(dir, mode), 0);
+}
+
+static int copy_file(const char *from, const char *to) {
+  int in = open(from, O_RDONLY), out = -1, rc = 0;
+  if (in < 0)
+    return errno == ENOENT ? 0 : -1;
+  out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  char buf[8192];
+  ssize_t n;
+  while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+    if (write(out, buf, (size_t)n) != n)
+      rc = -1;
+  close(in);
+  if (out < 0 || close(out) != 0)
+    rc = -1;
+  return rc;
+}
+
+/* What "another user" plants: entries for keys 1 and 2 whose binary is
+ * theirs (key 1's bytes are those of key 666). */
+static void plant_entries(xpj_cache *c) {
+  tkey t;
+  tval v;
+  xpj_cache_put(c, key_of(&t, 1), val_of(&v, 666, 300));
+  val_free(&v);
+  xpj_cache_put(c, key_of(&t, 2), val_of(&v, 2, 300));
+  val_free(&v);
+}
+
+typedef struct plant {
+  char own[128];    /* nobody's own directory */
+  char into[128];   /* where the cache is copied (may equal own) */
+  char bundle[192]; /* where a bundle of it is written ("" for none) */
+} plant;
+
+/* As nobody: a cache of planted entries, made with the library in
+ * nobody's own directory (as anyone can), then copied (database and any
+ * side file) to where the victim will look. */
+static int plant_child(void *arg) {
+  const plant *p = arg;
+  char db[300];
+  snprintf(db, sizeof db, "%s/cache.db", p->own);
+  wlog w;
+  memset(&w, 0, sizeof w);
+  xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW,
+                          .max_size = GiB, .warn = rec_warn, .warn_ud = &w};
+  xpj_cache *c = NULL;
+  if (xpj_cache_open(&cfg, &c) != XPJ_OK)
+    return 10;
+  if (xpj_cache_mode_of(c) != XPJ_CACHE_MODE_RW)
+    return 11; /* nobody's own cache must work for nobody */
+  plant_entries(c);
+  if (p->bundle[0] && xpj_cache_export(c, p->bundle, NULL) != XPJ_OK)
+    return 12;
+  xpj_cache_close(c);
+  if (strcmp(p->own, p->into) != 0) {
+    static const char *const sides[] = {"", ".key", NULL};
+    for (int i = 0; sides[i]; i++) {
+      char from[320], to[320];
+      snprintf(from, sizeof from, "%s%s", db, sides[i]);
+      snprintf(to, sizeof to, "%s/cache.db%s", p->into, sides[i]);
+      if (copy_file(from, to) != 0)
+        return 13;
+    }
+  }
+  return 0;
+}
+
+/* Opens the victim's cache at path and asks for key 1: never the planted
+ * bytes; refused with one warning naming path and owner. */
+static void expect_refused(fx *f, const char *path, const char *needle) {
+  f->w.n = 0;
+  f->w.text[0] = 0;
+  xpj_cache *c = open_cache(&f->w, path, XPJ_CACHE_MODE_RW, GiB);
+  tkey t;
+  xpj_cache_entry e;
+  xpj_status st = xpj_cache_get(c, key_of(&t, 1), &e);
+  bool planted = st == XPJ_OK && e.size == 300;
+  for (size_t j = 0; planted && j < 300; j++)
+    planted = e.data[j] == byte_of(666, j);
+  xpj_cache_entry_clear(&e);
+  KNOWN_BUG_FIXED(planted, "%s: another user's planted entry was served "
+                  "(their code would run as us); warnings: %s", path,
+                  f->w.text);
+  assert_int_equal(st, XPJ_ERR_NOT_FOUND);
+  assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
+  assert_int_equal(f->w.n, 1);
+  assert_warned(&f->w, "refusing the cache");
+  assert_warned(&f->w, needle);
+  char why[4600];
+  assert_true(xpj_cache_problem(c, why, sizeof why) > 0);
+  uint64_t bad = 0;
+  assert_int_equal(xpj_cache_verify(c, 0, NULL, NULL, NULL, &bad), XPJ_OK);
+  assert_int_equal(bad, 1);
+  put_i(c, 3, 10); /* nothing is written into it either */
+  xpj_cache_close(c);
+  assert_int_equal(f->w.n, 1);
+}
+
+/* The issue's reproduction: a shared 1777 XPJIT_CACHE_DIR where another
+ * user planted a cache; a cache directory that is a link to another
+ * user's 0755 directory; another user's files in a directory that is
+ * fine. */
+static void test_trust_planted_cache(void **state) {
+  NEED_ROOT();
+  fx *f = *state;
+  assert_int_equal(chmod(f->dir, 0755), 0); /* nobody may enter */
+  plant p;
+  snprintf(p.own, sizeof p.own, "%s/bob", f->dir);
+  snprintf(p.into, sizeof p.into, "%s/shared", f->dir);
+  p.bundle[0] = 0;
+  nobody_dir(p.own, 0755);
+  assert_int_equal(mkdir(p.into, 0700), 0);
+  assert_int_equal(chmod(p.into, 01777), 0); /* ours, but open to all */
+  assert_int_equal(as_nobody(plant_child, &p), 0);
+  char path[300];
+  snprintf(path, sizeof path, "%s/cache.db", p.into);
+  struct stat sb;
+  assert_int_equal(stat(path, &sb), 0);
+  assert_int_equal(sb.st_uid, nobody()->pw_uid); /* really planted */
+  expect_refused(f, path, "writable by other users (mode 1777)");
+  assert_warned(&f->w, p.into);
+
+  /* the same directory made private again: the files are still nobody's */
+  assert_int_equal(chmod(p.into, 0755), 0);
+  expect_refused(f, path, "belongs to nobody");
+  assert_warned(&f->w, path);
+
+  /* a cache directory that is a link to another user's 0755 directory */
+  char link[128];
+  snprintf(link, sizeof link, "%s/link", f->dir);
+  assert_int_equal(symlink(p.own, link), 0);
+  snprintf(path, sizeof path, "%s/cache.db", link);
+  expect_refused(f, path, "belongs to nobody");
+  assert_warned(&f->w, p.own); /* named as it really is */
+
+  /* a directory above the cache that belongs to another user */
+  char deep[192];
+  snprintf(deep, sizeof deep, "%s/cachedir", p.own);
+  assert_int_equal(mkdir(deep, 0700), 0); /* ours, inside nobody's */
+  snprintf(path, sizeof path, "%s/cache.db", deep);
+  expect_refused(f, path, "not to you (root, uid 0) or root");
+  assert_false(exists(path));
+}
+
+typedef struct unreadable {
+  char dir[256];
+} unreadable;
+
+/* As nobody, in nobody's directory: a cache whose file nobody cannot
+ * read is unusable, says why, and verify counts it. */
+static int unreadable_child(void *arg) {
+  const unreadable *u = arg;
+  char db[300];
+  snprintf(db, sizeof db, "%s/cache.db", u->dir);
+  wlog w;
+  memset(&w, 0, sizeof w);
+  xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW,
+                          .max_size = GiB, .warn = rec_warn, .warn_ud = &w};
+  xpj_cache *c = NULL;
+  if (xpj_cache_open(&cfg, &c) != XPJ_OK || xpj_cache_mode_of(c) !=
+                                                XPJ_CACHE_MODE_RW)
+    return 20;
+  xpj_cache_close(c);
+  if (chmod(db, 0) != 0)
+    return 21;
+  for (int mode = XPJ_CACHE_MODE_RO; mode <= XPJ_CACHE_MODE_RW; mode++) {
+    cfg.mode = (xpj_cache_mode)mode;
+    w.n = 0;
+    if (xpj_cache_open(&cfg, &c) != XPJ_OK)
+      return 22;
+    char why[4600];
+    uint64_t bad = 0;
+    if (xpj_cache_mode_of(c) != XPJ_CACHE_MODE_OFF || w.n != 1 ||
+        !xpj_cache_problem(c, why, sizeof why) || !strstr(why, "read"))
+      return 23;
+    if (xpj_cache_verify(c, 0, NULL, NULL, NULL, &bad) != XPJ_OK || bad != 1)
+      return 24;
+    xpj_cache_close(c);
+  }
+  return 0;
+}
+
+static void test_unreadable(void **state) {
+  NEED_ROOT(); /* root reads anything: the reader must be someone else */
+  fx *f = *state;
+  assert_int_equal(chmod(f->dir, 0755), 0);
+  unreadable u;
+  snprintf(u.dir, sizeof u.dir, "%s/u", f->dir);
+  nobody_dir(u.dir, 0700);
+  assert_int_equal(as_nobody(unreadable_child, &u), 0);
+}
+
+/* Bundles are code: only the user's, root's, or a trusted owner's
+ * (XPJIT_TRUSTED_OWNERS), and never writable by group or others. */
+static void test_trust_bundles(void **state) {
+  NEED_ROOT();
+  fx *f = *state;
+  assert_int_equal(chmod(f->dir, 0755), 0);
+  plant p;
+  snprintf(p.own, sizeof p.own, "%s/bob", f->dir);
+  snprintf(p.into, sizeof p.into, "%s", p.own);
+  snprintf(p.bundle, sizeof p.bundle, "%s/theirs.xpb", p.own);
+  nobody_dir(p.own, 0755);
+  assert_int_equal(as_nobody(plant_child, &p), 0);
+  struct stat sb;
+  assert_int_equal(stat(p.bundle, &sb), 0);
+  assert_int_equal(sb.st_uid, nobody()->pw_uid);
+  assert_int_equal(sb.st_mode & 0777, 0644);
+
+  /* refused: opened, imported, with a message naming owner and fix */
+  unsetenv("XPJIT_TRUSTED_OWNERS");
+  xpj_cache_config bc = {.path = p.bundle, .bundle = 1, .warn = rec_warn,
+                         .warn_ud = &f->w};
+  xpj_cache *b = NULL;
+  xpj_status st = xpj_cache_open(&bc, &b);
+  bool served = false;
+  if (st == XPJ_OK) {
+    tkey t;
+    xpj_cache_entry e;
+    served = xpj_cache_get(b, key_of(&t, 1), &e) == XPJ_OK;
+    xpj_cache_entry_clear(&e);
+    xpj_cache_close(b);
+    b = NULL;
+  }
+  KNOWN_BUG_FIXED(st == XPJ_OK, "another user's bundle was opened%s",
+                  served ? " and its planted kernel served" : "");
+  assert_int_equal(st, XPJ_ERR_UNSUPPORTED);
+  assert_null(b);
+  const char *m = xpj_cache_last_error();
+  assert_non_null(strstr(m, p.bundle));
+  assert_non_null(strstr(m, "nobody"));
+  assert_non_null(strstr(m, "XPJIT_TRUSTED_OWNERS"));
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  uint64_t imp = 0, skip_n = 0;
+  assert_int_not_equal(xpj_cache_import(c, p.bundle, &imp, &skip_n), XPJ_OK);
+  assert_int_equal(imp, 0);
+  expect_miss(c, 1);
+
+  /* trusted by name, or by number: used, and imported */
+  char uid[32];
+  snprintf(uid, sizeof uid, "%u", (unsigned)nobody()->pw_uid);
+  const char *lists[] = {"nobody", uid, "daemon, nobody"};
+  for (int i = 0; i < 3; i++) {
+    setenv("XPJIT_TRUSTED_OWNERS", lists[i], 1);
+    assert_int_equal(xpj_cache_open(&bc, &b), XPJ_OK);
+    expect_hit(b, 2, 300);
+    xpj_cache_close(b);
+  }
+  assert_int_equal(xpj_cache_import(c, p.bundle, &imp, &skip_n), XPJ_OK);
+  assert_int_equal(imp, 2);
+  expect_hit(c, 2, 300);
+  xpj_cache_close(c);
+  /* a name that is no user: ignored, with a warning */
+  setenv("XPJIT_TRUSTED_OWNERS", "no-such-user-xpjit", 1);
+  f->w.n = 0;
+  f->w.text[0] = 0;
+  assert_int_equal(xpj_cache_open(&bc, &b), XPJ_ERR_UNSUPPORTED);
+  assert_warned(&f->w, "no-such-user-xpjit");
+
+  /* writable by others: refused whoever owns it, trusted or not */
+  setenv("XPJIT_TRUSTED_OWNERS", "nobody", 1);
+  assert_int_equal(chmod(p.bundle, 0666), 0);
+  assert_int_equal(xpj_cache_open(&bc, &b), XPJ_ERR_UNSUPPORTED);
+  assert_non_null(strstr(xpj_cache_last_error(), "writable by other users"));
+  assert_int_equal(chown(p.bundle, 0, 0), 0); /* ours now */
+  assert_int_equal(xpj_cache_open(&bc, &b), XPJ_ERR_UNSUPPORTED);
+  assert_int_equal(chmod(p.bundle, 0644), 0);
+  assert_int_equal(xpj_cache_open(&bc, &b), XPJ_OK);
+  xpj_cache_close(b);
+  /* in a directory of an untrusted owner: refused though the file is ours */
+  unsetenv("XPJIT_TRUSTED_OWNERS");
+  assert_int_equal(xpj_cache_open(&bc, &b), XPJ_ERR_UNSUPPORTED);
+  assert_non_null(strstr(xpj_cache_last_error(), p.own));
+  /* a hot journal beside it that is someone else's: refused */
+  char ours[300], journal[320];
+  snprintf(ours, sizeof ours, "%s/ours.xpb", f->dir);
+  assert_int_equal(copy_file(p.bundle, ours), 0);
+  bc.path = ours;
+  assert_int_equal(xpj_cache_open(&bc, &b), XPJ_OK);
+  xpj_cache_close(b);
+  snprintf(journal, sizeof journal, "%s-journal", ours);
+  write_file(journal, "x", 1);
+  assert_int_equal(chown(journal, nobody()->pw_uid, 0), 0);
+  assert_int_equal(xpj_cache_open(&bc, &b), XPJ_ERR_UNSUPPORTED);
+  assert_non_null(strstr(xpj_cache_last_error(), journal));
+  unlink(journal);
+}
+
+/* Modes, links and the umask, as one user. */
+static void test_trust_modes(void **state) {
+  fx *f = *state;
+  char dir[300], path[320], side[340];
+  snprintf(dir, sizeof dir, "%s/c", f->dir);
+  snprintf(path, sizeof path, "%s/cache.db", dir);
+  /* files 0600 and directories 0700 whatever the umask */
+  static const mode_t masks[] = {0, 022, 0277};
+  for (int i = 0; i < 3; i++) {
+    mode_t old = umask(masks[i]);
+    xpj_cache *c = open_cache(&f->w, path, XPJ_CACHE_MODE_RW, GiB);
+    put_i(c, 1, 100);
+    expect_hit(c, 1, 100); /* the WAL and shared memory exist now */
+    struct stat sb;
+    assert_int_equal(stat(dir, &sb), 0);
+    if ((sb.st_mode & 07777) != 0700)
+      fail_msg("umask %03o: directory mode %04o", (unsigned)masks[i],
+               (unsigned)(sb.st_mode & 07777));
+    static const char *const sides[] = {"", "-wal", "-shm", ".lock"};
+    for (int j = 0; j < 4; j++) {
+      snprintf(side, sizeof side, "%s%s", path, sides[j]);
+      assert_int_equal(stat(side, &sb), 0);
+      KNOWN_BUG_FIXED((sb.st_mode & 07777) != 0600,
+                      "umask %03o: %s has mode %04o, not 0600",
+                      (unsigned)masks[i], side,
+                      (unsigned)(sb.st_mode & 07777));
+    }
+    /* a bundle is made to be shared: 0644 */
+    char bpath[320];
+    snprintf(bpath, sizeof bpath, "%s/b%d.xpb", f->dir, i);
+    assert_int_equal(xpj_cache_export(c, bpath, NULL), XPJ_OK);
+    assert_int_equal(stat(bpath, &sb), 0);
+    if ((sb.st_mode & 07777) != 0644)
+      fail_msg("umask %03o: bundle mode %04o", (unsigned)masks[i],
+               (unsigned)(sb.st_mode & 07777));
+    xpj_cache_close(c);
+    umask(old);
+    assert_no_warning(&f->w);
+    rm_tree(dir);
+  }
+
+  xpj_cache *c = open_cache(&f->w, path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 100);
+  xpj_cache_close(c);
+  /* the cache's own directory open to others: refused, sticky or not */
+  static const mode_t bad_dir[] = {0777, 0770, 0720, 01777, 0702};
+  for (int i = 0; i < 5; i++) {
+    assert_int_equal(chmod(dir, bad_dir[i]), 0);
+    for (int mode = XPJ_CACHE_MODE_RO; mode <= XPJ_CACHE_MODE_RW; mode++) {
+      f->w.n = 0;
+      f->w.text[0] = 0;
+      c = open_cache(&f->w, path, (xpj_cache_mode)mode, GiB);
+      if (xpj_cache_mode_of(c) != XPJ_CACHE_MODE_OFF)
+        fail_msg("cache directory mode %04o accepted", (unsigned)bad_dir[i]);
+      expect_miss(c, 1);
+      xpj_cache_close(c);
+      assert_int_equal(f->w.n, 1);
+      assert_warned(&f->w, "writable by other users");
+      assert_warned(&f->w, dir);
+    }
+  }
+  assert_int_equal(chmod(dir, 0755), 0); /* readable by others is fine */
+  c = open_cache(&f->w, path, XPJ_CACHE_MODE_RO, GiB);
+  expect_hit(c, 1, 100);
+  xpj_cache_close(c);
+  assert_int_equal(chmod(dir, 0700), 0);
+  f->w.n = 0;
+  f->w.text[0] = 0;
+
+  /* a directory above: writable by others only when sticky */
+  assert_int_equal(chmod(f->dir, 0777), 0);
+  c = open_cache(&f->w, path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
+  xpj_cache_close(c);
+  assert_warned(&f->w, "not sticky");
+  assert_int_equal(chmod(f->dir, 01777), 0);
+  c = open_cache(&f->w, path, XPJ_CACHE_MODE_RW, GiB);
+  expect_hit(c, 1, 100);
+  xpj_cache_close(c);
+  assert_int_equal(chmod(f->dir, 0700), 0);
+  assert_int_equal(f->w.n, 1);
+
+  /* each file of the cache: writable by others, a link, not a file */
+  static const char *const sides[] = {"", "-wal", "-shm", "-journal",
+                                      ".lock"};
+  for (int i = 0; i < 5; i++) {
+    snprintf(side, sizeof side, "%s%s", path, sides[i]);
+    char saved[360];
+    snprintf(saved, sizeof saved, "%s.saved", side);
+    bool had = exists(side);
+    if (had)
+      assert_int_equal(rename(side, saved), 0);
+    for (int how = 0; how < 3; how++) {
+      if (how == 0) {
+        write_file(side, "", 0);
+        assert_int_equal(chmod(side, 0662), 0);
+      } else if (how == 1) {
+        assert_int_equal(symlink(saved, side), 0);
+      } else {
+        assert_int_equal(mkdir(side, 0700), 0);
+      }
+      f->w.n = 0;
+      f->w.text[0] = 0;
+      c = open_cache(&f->w, path, XPJ_CACHE_MODE_RW, GiB);
+      if (xpj_cache_mode_of(c) != XPJ_CACHE_MODE_OFF)
+        fail_msg("%s (case %d) accepted", side, how);
+      xpj_cache_close(c);
+      assert_int_equal(f->w.n, 1);
+      assert_warned(&f->w, side);
+      assert_warned(&f->w, how == 0   ? "writable by other users"
+                           : how == 1 ? "symbolic link"
+                                      : "is a directory");
+      how == 2 ? rmdir(side) : unlink(side);
+    }
+    if (had)
+      assert_int_equal(rename(saved, side), 0);
+  }
+  c = open_cache(&f->w, path, XPJ_CACHE_MODE_RW, GiB);
+  expect_hit(c, 1, 100);
+  xpj_cache_close(c);
+}
+
 int main(void) {
   unsetenv("XPJIT_CACHE");
   unsetenv("XPJIT_CACHE_DIR");
@@ -2592,6 +3052,10 @@ int main(void) {
       T(test_list_find_clear),
       T(test_parsers),
       T(test_environment),
+      T(test_trust_planted_cache),
+      T(test_unreadable),
+      T(test_trust_bundles),
+      T(test_trust_modes),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,8 @@
  */
 #include "cli.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -521,6 +523,22 @@ static void usage_bundle(FILE *out) {
 
 #define MAX_LIST 64
 
+/* Removes a private directory of files (bundle build's cache). */
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    char p[4400];
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name) < (int)sizeof p)
+      unlink(p);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
 typedef struct job {
   xpj_program *prog;
   const char *file;
@@ -764,9 +782,19 @@ static int bundle_build(int argc, char **argv) {
     nd = 3;
   }
 
-  /* compile into a private cache next to the output, then export it */
-  char tmpdb[4200];
-  snprintf(tmpdb, sizeof tmpdb, "%s.build-%ld.db", outpath, (long)getpid());
+  /* compile into a private cache in a new directory of our own (the cache
+   * refuses shared directories such as /tmp), then export it */
+  char tmpdir[4096], tmpdb[4200];
+  const char *td = getenv("TMPDIR");
+  snprintf(tmpdir, sizeof tmpdir, "%s/xpjit-bundle-XXXXXX",
+           td && *td == '/' ? td : "/tmp");
+  if (!mkdtemp(tmpdir)) {
+    fprintf(stderr, "%s bundle build: cannot make a directory in %s: %s\n",
+            cli_prog, td && *td == '/' ? td : "/tmp", strerror(errno));
+    rc = EXIT_INPUT;
+    goto out;
+  }
+  snprintf(tmpdb, sizeof tmpdb, "%s/build.db", tmpdir);
   xpj_context_desc desc = {.visible = "cpu",
                            .cpu_threads = 1,
                            .cache_mode = XPJ_CACHE_MODE_RW,
@@ -776,6 +804,7 @@ static int bundle_build(int argc, char **argv) {
   xpj_context *ctx = NULL;
   if (xpj_context_create(&desc, &ctx) != XPJ_OK) {
     fprintf(stderr, "%s bundle build: %s\n", cli_prog, xpj_last_error());
+    remove_dir(tmpdir);
     rc = EXIT_INPUT;
     goto out;
   }
@@ -927,14 +956,7 @@ static int bundle_build(int argc, char **argv) {
   for (unsigned fi = 0; fi < nfiles; fi++)
     xpj_program_destroy(progs[fi]);
   xpj_context_destroy(ctx);
-  unlink(tmpdb);
-  char side[4300];
-  snprintf(side, sizeof side, "%s-wal", tmpdb);
-  unlink(side);
-  snprintf(side, sizeof side, "%s-shm", tmpdb);
-  unlink(side);
-  snprintf(side, sizeof side, "%s.lock", tmpdb);
-  unlink(side);
+  remove_dir(tmpdir);
 out:
   for (unsigned k = 0; k < ndts; k++)
     free(dts[k].buf);
