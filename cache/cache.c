@@ -4,7 +4,12 @@
  * One table of entries keyed by the SHA-256 digest of the canonical key
  * text; the full key text is stored beside it and compared on every hit,
  * and a checksum over everything a user of the row relies on (status,
- * entry point, sizes, binary, log) is verified on every read. The file
+ * entry point, sizes, binary, log, expiry) is verified on every read: in
+ * the user cache an HMAC-SHA256 with the cache's own random key
+ * (PATH.key, 0600), so that only its owner's processes can write a row
+ * that passes; in bundles plain SHA-256. Before anything is read, the
+ * directory and files must pass cache/trust.c (nobody else could have
+ * written them). The file
  * carries an application id and the schema version (PRAGMA application_id
  * and user_version): anything else at the path is moved aside and a new
  * database is created. Recovery runs under an flock on PATH.lock so that
@@ -24,6 +29,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <nettle/hmac.h>
 #include <nettle/sha2.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -35,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +50,7 @@
 #define BUSY_DEADLINE_MS 30000
 #define KEY_MAGIC "xpjit-cache-key"
 #define MAX_QUEUED 8 /* warnings held back while the lock is held */
+#define KEY_BYTES 32 /* the cache's signing key (PATH.key) */
 
 struct xpj_cache {
   pthread_mutex_t mu;
@@ -60,6 +68,8 @@ struct xpj_cache {
   size_t ntouched, cap_touched;
   char *queued[MAX_QUEUED]; /* warnings to give once unlocked (unlock) */
   unsigned nqueued, nlost;
+  uint8_t key[KEY_BYTES]; /* signs the rows (user cache; set at open) */
+  bool has_key;
   char problem[4600];  /* why the mode is lower than asked (xpj_cache_problem) */
   char replaced[4600]; /* the file was moved aside: why (for verify) */
 };
@@ -176,18 +186,52 @@ static bool is_damage(int rc) {
 
 /* ---- the checksum ---------------------------------------------------- */
 
-static void put_u64(struct sha256_ctx *m, uint64_t v) {
+/* A row's checksum: HMAC-SHA256 keyed with the cache's own secret key in
+ * the user cache, so that nobody without the key can write a row that
+ * passes; plain SHA-256 in bundles, which are distributed and whose
+ * authenticity comes from their trusted owner (docs/cache.md). */
+typedef struct summer {
+  const uint8_t *key; /* NULL: plain SHA-256 */
+  struct sha256_ctx sha;
+  struct hmac_sha256_ctx hmac;
+} summer;
+
+static void sum_init(summer *m, const uint8_t *key) {
+  m->key = key;
+  if (key)
+    hmac_sha256_set_key(&m->hmac, KEY_BYTES, key);
+  else
+    sha256_init(&m->sha);
+}
+
+static void sum_update(summer *m, size_t n, const void *data) {
+  if (m->key)
+    hmac_sha256_update(&m->hmac, n, data);
+  else
+    sha256_update(&m->sha, n, data);
+}
+
+static void sum_hex(summer *m, char hex[65]) {
+  uint8_t d[SHA256_DIGEST_SIZE];
+  if (m->key)
+    hmac_sha256_digest(&m->hmac, sizeof d, d);
+  else
+    sha256_digest(&m->sha, sizeof d, d);
+  to_hex(d, sizeof d, hex);
+}
+
+static void put_u64(summer *m, uint64_t v) {
   uint8_t b[8];
   for (int i = 0; i < 8; i++)
     b[i] = (uint8_t)(v >> (8 * i));
-  sha256_update(m, 8, b);
+  sum_update(m, 8, b);
 }
 
-static void put_str(struct sha256_ctx *m, const char *s) {
+static void put_str(summer *m, const char *s) {
   size_t n = s ? strlen(s) : 0;
   put_u64(m, n);
   if (n)
-    sha256_update(m, n, (const uint8_t *)s);
+    sum_update(m, n, s);
 }
 
 static void sha256_hex(const void *data, size_t n, char hex[65]) {
@@ -199,14 +243,14 @@ static void sha256_hex(const void *data, size_t n, char hex[65]) {
   to_hex(d, sizeof d, hex);
 }
 
-/* SHA-256 over the digest and everything a user of the row relies on. */
-static bool row_checksum(const char *digest, int failed, const char *entry,
-                         uint64_t local, uint64_t scratch, const void *data,
-                         size_t size, const char *log, int64_t expires,
-                         char hex[65]) {
-  struct sha256_ctx m;
-  uint8_t d[SHA256_DIGEST_SIZE];
-  sha256_init(&m);
+/* Over the digest and everything a user of the row relies on; key: the
+ * cache's (HMAC), or NULL for a bundle's plain SHA-256. */
+static void row_checksum(const uint8_t *key, const char *digest, int failed,
+                         const char *entry, uint64_t local, uint64_t scratch,
+                         const void *data, size_t size, const char *log,
+                         int64_t expires, char hex[65]) {
+  summer m;
+  sum_init(&m, key);
   put_str(&m, digest);
   put_u64(&m, (uint64_t)(int64_t)failed);
   put_str(&m, entry);
@@ -214,12 +258,10 @@ static bool row_checksum(const char *digest, int failed, const char *entry,
   put_u64(&m, scratch);
   put_u64(&m, size);
   if (size)
-    sha256_update(&m, size, data);
+    sum_update(&m, size, data);
   put_str(&m, log);
   put_u64(&m, (uint64_t)expires);
-  sha256_digest(&m, sizeof d, d);
-  to_hex(d, sizeof d, hex);
-  return true;
+  sum_hex(&m, hex);
 }
 
 /* ---- keys ------------------------------------------------------------ */
@@ -620,8 +662,8 @@ static bool trusted_files(const trust *t, const char *path,
 /* The user cache: its directory, the directories above, and every file of
  * it that exists. */
 static bool trusted_cache(const xpj_cache *c, char *why, size_t size) {
-  static const char *const sides[] = {"",         "-wal",  "-shm",
-                                      "-journal", ".lock", NULL};
+  static const char *const sides[] = {
+      "", "-wal", "-shm", "-journal", ".lock", ".key", NULL};
   trust t;
   trust_for_cache(&t);
   char dir[4096];
@@ -772,6 +814,121 @@ size_t xpj_cache_default_path(char *buf, size_t size) {
                           XPJ_CACHE_SCHEMA_VERSION);
 }
 
+/* ---- the signing key (PATH.key) --------------------------------------- */
+
+enum { KEY_OK, KEY_ABSENT, KEY_REFUSED, KEY_DAMAGED };
+
+/* Reads PATH.key into c->key: KEY_OK, KEY_ABSENT, or KEY_REFUSED /
+ * KEY_DAMAGED with why. It must be the user's, and secret (0600). */
+static int read_key(xpj_cache *c, char *why, size_t size) {
+  char kp[4200];
+  snprintf(kp, sizeof kp, "%s.key", c->path);
+  int fd = open(kp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return KEY_ABSENT;
+    snprintf(why, size, "%s: %s", kp, strerror(errno));
+    return KEY_REFUSED;
+  }
+  trust t;
+  trust_for_cache(&t);
+  if (trust_fd(&t, fd, kp, true, why, size) != TRUST_OK) {
+    close(fd);
+    return KEY_REFUSED;
+  }
+  uint8_t k[KEY_BYTES + 1];
+  ssize_t n = read(fd, k, sizeof k);
+  close(fd);
+  if (n != KEY_BYTES) {
+    snprintf(why, size, "its key %s is damaged (%zd bytes, not %d)", kp, n,
+             KEY_BYTES);
+    return KEY_DAMAGED;
+  }
+  memcpy(c->key, k, KEY_BYTES);
+  c->has_key = true;
+  return KEY_OK;
+}
+
+static int random_bytes(uint8_t *b, size_t n) {
+  while (n) {
+    ssize_t got = getrandom(b, n, 0);
+    if (got < 0 && errno != EINTR)
+      return -1;
+    if (got > 0) {
+      b += got;
+      n -= (size_t)got;
+    }
+  }
+  return 0;
+}
+
+/* Writes a new random key to a private temporary file, then puts it in
+ * place: link() when there is none (of two makers, the second gets EEXIST
+ * and reads the first's key; a reader never sees half a key), rename()
+ * over a damaged one. 1: ours is in place; 0: someone else's; -1: error. */
+static int make_key(const xpj_cache *c, bool replace) {
+  char kp[4200], tmp[4300];
+  snprintf(kp, sizeof kp, "%s.key", c->path);
+  snprintf(tmp, sizeof tmp, "%s.key.XXXXXX", c->path);
+  uint8_t k[KEY_BYTES];
+  if (random_bytes(k, sizeof k) != 0)
+    return -1;
+  int fd = mkostemp(tmp, O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  bool ok = fchmod(fd, 0600) == 0 && write(fd, k, sizeof k) == sizeof k &&
+            fsync(fd) == 0;
+  ok = close(fd) == 0 && ok;
+  int rc = -1;
+  if (ok && replace)
+    rc = rename(tmp, kp) == 0 ? 1 : -1;
+  else if (ok)
+    rc = link(tmp, kp) == 0 ? 1 : errno == EEXIST ? 0 : -1;
+  int e = errno;
+  unlink(tmp); /* after rename: already gone */
+  errno = e;
+  return rc;
+}
+
+/* The user cache's key: read, made by the first writer, or replaced when
+ * damaged (under the exclusive lock, so that two processes do not each
+ * make one). Rows signed with another key (the key was deleted or
+ * replaced) fail their checksum and are dropped as they are found.
+ * Without a key no row can be verified: the handle is off; returns false
+ * then. */
+static bool setup_key(xpj_cache *c) {
+  char why[4600];
+  bool rw = c->mode == XPJ_CACHE_MODE_RW;
+  struct stat sb;
+  bool had_rows = lstat(c->path, &sb) == 0 && sb.st_size > 0;
+  int k = read_key(c, why, sizeof why);
+  if (k == KEY_ABSENT && rw) {
+    make_key(c, false); /* ours, or another maker's: read it */
+    k = read_key(c, why, sizeof why);
+  } else if (k == KEY_DAMAGED && rw) {
+    int fd = lock_file(c, LOCK_EX);
+    k = read_key(c, why, sizeof why);
+    if (k == KEY_DAMAGED && make_key(c, true) == 1) {
+      warnf(c, "cache %s: %s; made a new one (entries signed with the old "
+            "one will fail their checksum and be dropped)", c->path, why);
+      k = read_key(c, why, sizeof why);
+    }
+    unlock_file(fd);
+  }
+  if (k == KEY_OK)
+    return true;
+  if (k == KEY_REFUSED)
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "refusing the cache %s: %s; compiling "
+               "without caching", c->path, why);
+  else if (!rw && !had_rows)
+    c->mode = XPJ_CACHE_MODE_OFF; /* nothing there to read: no problem */
+  else
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; its entries cannot be "
+               "verified, compiling without caching", c->path,
+               k == KEY_ABSENT ? "it has no key (.key file)" : why);
+  return false;
+}
+
 /* A bundle: it must open; anything else is an error. It is code that will
  * run as the user: refused unless the user or someone trusted owns it. A
  * new one (opened read-write to be built) is made 0644. */
@@ -829,6 +986,8 @@ static void open_user_cache(xpj_cache *c) {
                "compiling without caching", c->path, strerror(errno));
     return;
   }
+  if (!setup_key(c))
+    return;
   /* shared lock: a process recovering the file (exclusive lock) never
    * moves or unlinks files under an opener */
   int lfd = c->mode == XPJ_CACHE_MODE_RW ? lock_file(c, LOCK_SH) : -1;
@@ -1057,16 +1216,23 @@ static bool read_row(sqlite3_stmt *s, bool with_data, xpj_cache_entry *e) {
   return ok;
 }
 
-/* Is e (read with its data) intact? Checks the key digest and checksum. */
-static bool row_intact(const xpj_cache_entry *e, const char *checksum) {
+/* The key that signs c's rows; NULL for a bundle (plain SHA-256). */
+static const uint8_t *signing_key(const xpj_cache *c) {
+  return c->bundle ? NULL : c->key;
+}
+
+/* Is e (read with its data) intact, and written by c's owner? Checks the
+ * key digest and the checksum (keyed in the user cache: a handle with no
+ * key can verify nothing). */
+static bool row_intact(const xpj_cache *c, const xpj_cache_entry *e,
+                       const char *checksum) {
   char hex[65], sum[65];
   sha256_hex(e->key, strlen(e->key), hex);
-  if (strcmp(hex, e->digest) != 0)
+  if (strcmp(hex, e->digest) != 0 || (!c->bundle && !c->has_key))
     return false;
-  if (!row_checksum(e->digest, e->failed, e->entry, e->local_bytes,
-                    e->scratch_bytes, e->data, e->size, e->log,
-                    e->expires_ms, sum))
-    return false;
+  row_checksum(signing_key(c), e->digest, e->failed, e->entry,
+               e->local_bytes, e->scratch_bytes, e->data, e->size, e->log,
+               e->expires_ms, sum);
   return checksum && strcmp(sum, checksum) == 0;
 }
 
@@ -1138,7 +1304,7 @@ static int lookup(xpj_cache *c, const char *digest, const char *text,
       rc = SQLITE_DONE;
     } else {
       const unsigned char *sum = sqlite3_column_text(s, COL_CHECKSUM);
-      if (!row_intact(out, (const char *)sum)) {
+      if (!row_intact(c, out, (const char *)sum)) {
         sqlite3_finalize(s);
         s = NULL;
         drop_damaged(c, digest, out->kernel);
@@ -1377,12 +1543,9 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
   xpj_status st = xpj_cache_key_digest(k, &text, digest);
   if (st != XPJ_OK)
     return st;
-  if (!row_checksum(digest, v->failed, v->entry ? v->entry : "",
-                    v->local_bytes, v->scratch_bytes, v->data, v->size,
-                    v->log ? v->log : "", v->expires_ms, sum)) {
-    free(text);
-    return fail(XPJ_ERR_NOMEM, "SHA-256 failed");
-  }
+  row_checksum(signing_key(c), digest, v->failed, v->entry ? v->entry : "",
+               v->local_bytes, v->scratch_bytes, v->data, v->size,
+               v->log ? v->log : "", v->expires_ms, sum);
   pthread_mutex_lock(&c->mu);
   for (int attempt = 0; attempt < 2; attempt++) {
     if (!c->db || c->mode != XPJ_CACHE_MODE_RW)
@@ -1562,7 +1725,7 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
         if (!read_row(s, true, out)) {
           xpj_cache_entry_clear(out);
           st = fail(XPJ_ERR_NOMEM, "out of memory");
-        } else if (!row_intact(out, (const char *)sqlite3_column_text(
+        } else if (!row_intact(c, out, (const char *)sqlite3_column_text(
                                         s, COL_CHECKSUM))) {
           st = fail(XPJ_ERR_IO, "entry %.16s is damaged (its key digest or "
                     "checksum does not match); 'cache verify --repair' "
@@ -1659,13 +1822,14 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
       xpj_cache_entry e;
       nchk++;
       bool ok = read_row(s, true, &e) &&
-                row_intact(&e, (const char *)sqlite3_column_text(
+                row_intact(c, &e, (const char *)sqlite3_column_text(
                                    s, COL_CHECKSUM));
       if (!ok) {
         nbad++;
         report(fn, ud, "entry %.16s (%s %s): key digest or checksum does "
-               "not match", e.digest, e.kernel ? e.kernel : "?",
-               e.dtypes ? e.dtypes : "");
+               "not match (damaged, or not written through this %s)",
+               e.digest, e.kernel ? e.kernel : "?", e.dtypes ? e.dtypes : "",
+               c->bundle ? "bundle" : "cache");
         char (*nd)[65] = realloc(drop, (ndrop + 1) * sizeof *drop);
         if (nd) {
           drop = nd;
@@ -1929,7 +2093,7 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
     rc = SQLITE_OK;
     xpj_cache_entry e;
     if (!read_row(sel, true, &e) ||
-        !row_intact(&e,
+        !row_intact(c, &e,
                     (const char *)sqlite3_column_text(sel, COL_CHECKSUM)) ||
         expired(&e)) {
       xpj_cache_entry_clear(&e);
@@ -1940,8 +2104,8 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
     xpj_cache_value v = {0, e.data, e.size, e.entry, e.log, e.local_bytes,
                          e.scratch_bytes, e.compile_ms, e.expires_ms};
     pthread_mutex_lock(&b->mu);
-    char sum[65];
-    row_checksum(e.digest, 0, e.entry, e.local_bytes, e.scratch_bytes,
+    char sum[65]; /* a bundle's: plain SHA-256 */
+    row_checksum(NULL, e.digest, 0, e.entry, e.local_bytes, e.scratch_bytes,
                  e.data, e.size, e.log, e.expires_ms, sum);
     int r = begin(b);
     if (r == SQLITE_OK)
@@ -2005,7 +2169,7 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
     rc = SQLITE_OK;
     xpj_cache_entry e;
     const char *sum = (const char *)sqlite3_column_text(sel, COL_CHECKSUM);
-    if (!read_row(sel, true, &e) || !row_intact(&e, sum)) {
+    if (!read_row(sel, true, &e) || !row_intact(b, &e, sum)) {
       nskip++;
       warnf(c, "bundle %s: entry %.16s is damaged; not imported",
             bundle_path, e.digest);
@@ -2037,8 +2201,12 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
     sqlite3_finalize(ex);
     if (present) {
       nskip++;
-    } else {
-      r = insert(c, &k, e.digest, e.key, &v, sum);
+    } else { /* signed again, with the cache's key */
+      char mine[65];
+      row_checksum(signing_key(c), e.digest, e.failed, e.entry,
+                   e.local_bytes, e.scratch_bytes, e.data, e.size, e.log,
+                   e.expires_ms, mine);
+      r = insert(c, &k, e.digest, e.key, &v, mine);
       if (r != SQLITE_OK)
         st = fail(XPJ_ERR_IO, "import into %s: %s", c->path, rc_str(r));
       else

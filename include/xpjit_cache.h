@@ -5,8 +5,9 @@
  * compilers or devices (the runtime fills keys, see docs/cache.md).
  *
  * Guarantees: a lookup returns an entry only when its full canonical key
- * equals the one asked for and its checksum verifies; anything else is a
- * miss. A corrupt row is dropped; a corrupt, foreign or wrong-schema
+ * equals the one asked for and its checksum verifies (in the user cache an
+ * HMAC keyed with the cache's secret key, PATH.key: a row written by
+ * anyone without the key fails); anything else is a miss. A corrupt row is dropped; a corrupt, foreign or wrong-schema
  * database file is moved aside and recreated, with a warning; a directory
  * or disk that cannot be written degrades the cache to read-only or off,
  * with a warning, never a failure. Many processes may share one database
