@@ -5,15 +5,17 @@
  * text; the full key text is stored beside it and compared on every hit,
  * and a checksum over everything a user of the row relies on (status,
  * entry point, sizes, binary, log, expiry) is verified on every read: in
- * the user cache an HMAC-SHA256 with the cache's own random key
- * (PATH.key, 0600), so that only its owner's processes can write a row
- * that passes; in bundles plain SHA-256. Before anything is read, the
- * directory and files must pass cache/trust.c (nobody else could have
- * written them). The file
- * carries an application id and the schema version (PRAGMA application_id
- * and user_version): anything else at the path is moved aside and a new
- * database is created. Recovery runs under an flock on PATH.lock so that
- * processes that find the same damage do not move each other's new file.
+ * the user cache an HMAC-SHA256 with the cache's own random key (PATH.key,
+ * 0600), so that only its owner's processes can write a row that passes;
+ * in bundles plain SHA-256. Entries and bundles are code that will run:
+ * before anything is read, the directory and files must pass the checks
+ * of cache/trust.c (nobody else could have written them).
+ *
+ * The file carries an application id and the schema version (PRAGMA
+ * application_id and user_version) and must hold exactly this version's
+ * tables: anything else at the path is moved aside and a new database is
+ * created. Recovery runs under an flock on PATH.lock so that processes
+ * that find the same damage do not move each other's new file.
  *
  * Writes are short IMMEDIATE transactions in WAL mode (synchronous=NORMAL:
  * a killed process loses at most its last transaction, never tears one).
@@ -76,7 +78,7 @@ struct xpj_cache {
 
 /* ---- messages -------------------------------------------------------- */
 
-static _Thread_local char last_msg[512];
+static _Thread_local char last_msg[2048];
 
 const char *xpj_cache_last_error(void) { return last_msg; }
 
@@ -845,6 +847,7 @@ static int read_key(xpj_cache *c, char *why, size_t size) {
     return KEY_DAMAGED;
   }
   memcpy(c->key, k, KEY_BYTES);
+  explicit_bzero(k, sizeof k);
   c->has_key = true;
   return KEY_OK;
 }
@@ -878,6 +881,7 @@ static int make_key(const xpj_cache *c, bool replace) {
     return -1;
   bool ok = fchmod(fd, 0600) == 0 && write(fd, k, sizeof k) == sizeof k &&
             fsync(fd) == 0;
+  explicit_bzero(k, sizeof k);
   ok = close(fd) == 0 && ok;
   int rc = -1;
   if (ok && replace)
@@ -955,38 +959,46 @@ static xpj_status open_bundle(xpj_cache *c) {
                                : sqlite3_errstr(rc));
 }
 
-/* The user cache: whatever happens, the handle is usable (perhaps
- * degraded, with a warning). */
-static void open_user_cache(xpj_cache *c) {
+/* Before the user cache's file is opened: its directory made (writable)
+ * and resolved, the trust check, readability, the key. False when the
+ * handle had to be turned off (with the reason, unless there is simply
+ * nothing to read). */
+static bool ready_to_open(xpj_cache *c) {
   char dir[4096], why[4096];
   parent_of(c->path, dir, sizeof dir);
   if (c->mode == XPJ_CACHE_MODE_RW && mkdirs(dir) != 0) {
     lower_mode(c, XPJ_CACHE_MODE_OFF,
                "cannot create the cache directory %s (%s); compiling "
                "without caching", dir, strerror(errno));
-    return;
+    return false;
   }
   int err = resolve(c, false);
   if (err == ENOENT && c->mode == XPJ_CACHE_MODE_RO) {
     c->mode = XPJ_CACHE_MODE_OFF; /* nothing there to read: no problem */
-    return;
+    return false;
   }
   if (err) {
     lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: its directory: %s; "
                "compiling without caching", c->path, strerror(err));
-    return;
+    return false;
   }
   if (!trusted_cache(c, why, sizeof why)) {
     lower_mode(c, XPJ_CACHE_MODE_OFF, "refusing the cache %s: %s; compiling "
                "without caching", c->path, why);
-    return;
+    return false;
   }
   if (access(c->path, R_OK) != 0 && errno != ENOENT) {
     lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s cannot be read (%s); "
                "compiling without caching", c->path, strerror(errno));
-    return;
+    return false;
   }
-  if (!setup_key(c))
+  return setup_key(c);
+}
+
+/* The user cache: whatever happens, the handle is usable (perhaps
+ * degraded, with a warning). */
+static void open_user_cache(xpj_cache *c) {
+  if (!ready_to_open(c))
     return;
   /* shared lock: a process recovering the file (exclusive lock) never
    * moves or unlinks files under an opener */
@@ -1086,6 +1098,7 @@ void xpj_cache_close(xpj_cache *c) {
   db_close(c);
   unlock(c);
   pthread_mutex_destroy(&c->mu);
+  explicit_bzero(c->key, sizeof c->key);
   free(c->touched);
   free(c->path);
   free(c);
