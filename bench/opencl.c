@@ -92,9 +92,9 @@ static double round_ms(const char *src, size_t len, int *bad) {
 }
 
 static void clear_db(void) {
-  const char *sfx[] = {"", "-wal", "-shm", ".lock"};
+  const char *sfx[] = {"", "-wal", "-shm", ".lock", ".key"};
   char f[300];
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 5; i++) {
     snprintf(f, sizeof f, "%s%s", dbpath, sfx[i]);
     unlink(f);
   }
@@ -211,8 +211,13 @@ int main(int argc, char **argv) {
     return 2;
   }
   setenv("XPJIT_DAEMON", "off", 1);
-  snprintf(dbpath, sizeof dbpath, "/tmp/xpjit-bench-opencl-%d.db",
-           (int)getpid());
+  /* a directory of our own: the cache refuses one others can write (/tmp) */
+  static char dir[] = "/tmp/xpjit-bench-opencl-XXXXXX";
+  if (!mkdtemp(dir)) {
+    perror("bench/opencl: mkdtemp");
+    return 2;
+  }
+  snprintf(dbpath, sizeof dbpath, "%s/cache.db", dir);
   double cold[64], port[64], nat[64];
   int bad = 0;
   if (R > 64)
@@ -254,5 +259,7 @@ int main(int argc, char **argv) {
   else
     printf("  bare OpenCL: unavailable\n");
   free(src);
+  clear_db();
+  rmdir(dir);
   return bad ? 1 : 0;
 }

@@ -4,11 +4,18 @@
  * One table of entries keyed by the SHA-256 digest of the canonical key
  * text; the full key text is stored beside it and compared on every hit,
  * and a checksum over everything a user of the row relies on (status,
- * entry point, sizes, binary, log) is verified on every read. The file
- * carries an application id and the schema version (PRAGMA application_id
- * and user_version): anything else at the path is moved aside and a new
- * database is created. Recovery runs under an flock on PATH.lock so that
- * processes that find the same damage do not move each other's new file.
+ * entry point, sizes, binary, log, expiry) is verified on every read: in
+ * the user cache an HMAC-SHA256 with the cache's own random key (PATH.key,
+ * 0600), so that only its owner's processes can write a row that passes;
+ * in bundles plain SHA-256. Entries and bundles are code that will run:
+ * before anything is read, the directory and files must pass the checks
+ * of cache/trust.c (nobody else could have written them).
+ *
+ * The file carries an application id and the schema version (PRAGMA
+ * application_id and user_version) and must hold exactly this version's
+ * tables: anything else at the path is moved aside and a new database is
+ * created. Recovery runs under an flock on PATH.lock so that processes
+ * that find the same damage do not move each other's new file.
  *
  * Writes are short IMMEDIATE transactions in WAL mode (synchronous=NORMAL:
  * a killed process loses at most its last transaction, never tears one).
@@ -20,19 +27,23 @@
  */
 #define _GNU_SOURCE
 #include "xpjit_cache.h"
+#include "trust.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <nettle/hmac.h>
 #include <nettle/sha2.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,12 +51,14 @@
 #define APP_ID 0x58504a43 /* "XPJC" */
 #define BUSY_DEADLINE_MS 30000
 #define KEY_MAGIC "xpjit-cache-key"
+#define MAX_QUEUED 8 /* warnings held back while the lock is held */
+#define KEY_BYTES 32 /* the cache's signing key (PATH.key) */
 
 struct xpj_cache {
   pthread_mutex_t mu;
   sqlite3 *db;
   char *path;
-  xpj_cache_mode mode; /* in effect */
+  _Atomic(xpj_cache_mode) mode; /* in effect; read without the lock */
   bool bundle;
   bool recovered; /* recovery already tried on this handle */
   uint64_t max_size;
@@ -55,11 +68,17 @@ struct xpj_cache {
   struct touch { char digest[65]; int64_t t; } *touched; /* uses not
                                                            written yet */
   size_t ntouched, cap_touched;
+  char *queued[MAX_QUEUED]; /* warnings to give once unlocked (unlock) */
+  unsigned nqueued, nlost;
+  uint8_t key[KEY_BYTES]; /* signs the rows (user cache; set at open) */
+  bool has_key;
+  char problem[4600];  /* why the mode is lower than asked (xpj_cache_problem) */
+  char replaced[4600]; /* the file was moved aside: why (for verify) */
 };
 
 /* ---- messages -------------------------------------------------------- */
 
-static _Thread_local char last_msg[512];
+static _Thread_local char last_msg[2048];
 
 const char *xpj_cache_last_error(void) { return last_msg; }
 
@@ -73,6 +92,15 @@ static xpj_status fail(xpj_status st, const char *fmt, ...) {
   return st;
 }
 
+static void deliver(const xpj_cache *c, const char *msg) {
+  if (c->warn)
+    c->warn(c->warn_ud, msg);
+  else
+    fprintf(stderr, "xpjit: warning: %s\n", msg);
+}
+
+/* Queues a warning; unlock() gives it. Called with c->mu held (or, in
+ * xpj_cache_open, before anyone else can see c). */
 static void warnf(xpj_cache *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void warnf(xpj_cache *c, const char *fmt, ...) {
@@ -81,10 +109,31 @@ static void warnf(xpj_cache *c, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  if (c->warn)
-    c->warn(c->warn_ud, msg);
+  if (c->nqueued < MAX_QUEUED && (c->queued[c->nqueued] = strdup(msg)))
+    c->nqueued++;
   else
-    fprintf(stderr, "xpjit: warning: %s\n", msg);
+    c->nlost++;
+}
+
+/* Releases c->mu, then gives the warnings queued while it was held: the
+ * handler runs unlocked, so it may call back into this cache (or set a new
+ * handler) without deadlocking. */
+static void unlock(xpj_cache *c) {
+  char *q[MAX_QUEUED];
+  unsigned n = c->nqueued, lost = c->nlost;
+  memcpy(q, c->queued, n * sizeof *q);
+  c->nqueued = c->nlost = 0;
+  pthread_mutex_unlock(&c->mu);
+  for (unsigned i = 0; i < n; i++) {
+    deliver(c, q[i]);
+    free(q[i]);
+  }
+  if (lost) {
+    char msg[4400];
+    snprintf(msg, sizeof msg, "cache %s: %u more warnings not shown",
+             c->path ? c->path : "", lost);
+    deliver(c, msg);
+  }
 }
 
 /* ---- small helpers --------------------------------------------------- */
@@ -127,21 +176,64 @@ static bool is_env(int rc) {
 
 /* private result codes of setup() */
 #define RC_FOREIGN 1000 /* not our file, or another schema version */
+#define RC_SCHEMA 1001  /* ours by its numbers, but not its tables */
+
+/* The file is damaged (or is not what it should be): anything SQLite calls
+ * corruption, a foreign or mismatched schema, and the generic SQL error
+ * that statements written for this schema only get from another one. */
+static bool is_damage(int rc) {
+  return is_corrupt(rc) || rc == RC_FOREIGN || rc == RC_SCHEMA ||
+         (rc & 0xff) == SQLITE_ERROR;
+}
 
 /* ---- the checksum ---------------------------------------------------- */
 
-static void put_u64(struct sha256_ctx *m, uint64_t v) {
+/* A row's checksum: HMAC-SHA256 keyed with the cache's own secret key in
+ * the user cache, so that nobody without the key can write a row that
+ * passes; plain SHA-256 in bundles, which are distributed and whose
+ * authenticity comes from their trusted owner (docs/cache.md). */
+typedef struct summer {
+  const uint8_t *key; /* NULL: plain SHA-256 */
+  struct sha256_ctx sha;
+  struct hmac_sha256_ctx hmac;
+} summer;
+
+static void sum_init(summer *m, const uint8_t *key) {
+  m->key = key;
+  if (key)
+    hmac_sha256_set_key(&m->hmac, KEY_BYTES, key);
+  else
+    sha256_init(&m->sha);
+}
+
+static void sum_update(summer *m, size_t n, const void *data) {
+  if (m->key)
+    hmac_sha256_update(&m->hmac, n, data);
+  else
+    sha256_update(&m->sha, n, data);
+}
+
+static void sum_hex(summer *m, char hex[65]) {
+  uint8_t d[SHA256_DIGEST_SIZE];
+  if (m->key)
+    hmac_sha256_digest(&m->hmac, sizeof d, d);
+  else
+    sha256_digest(&m->sha, sizeof d, d);
+  to_hex(d, sizeof d, hex);
+}
+
+static void put_u64(summer *m, uint64_t v) {
   uint8_t b[8];
   for (int i = 0; i < 8; i++)
     b[i] = (uint8_t)(v >> (8 * i));
-  sha256_update(m, 8, b);
+  sum_update(m, 8, b);
 }
 
-static void put_str(struct sha256_ctx *m, const char *s) {
+static void put_str(summer *m, const char *s) {
   size_t n = s ? strlen(s) : 0;
   put_u64(m, n);
   if (n)
-    sha256_update(m, n, (const uint8_t *)s);
+    sum_update(m, n, s);
 }
 
 static void sha256_hex(const void *data, size_t n, char hex[65]) {
@@ -153,14 +245,14 @@ static void sha256_hex(const void *data, size_t n, char hex[65]) {
   to_hex(d, sizeof d, hex);
 }
 
-/* SHA-256 over the digest and everything a user of the row relies on. */
-static bool row_checksum(const char *digest, int failed, const char *entry,
-                         uint64_t local, uint64_t scratch, const void *data,
-                         size_t size, const char *log, int64_t expires,
-                         char hex[65]) {
-  struct sha256_ctx m;
-  uint8_t d[SHA256_DIGEST_SIZE];
-  sha256_init(&m);
+/* Over the digest and everything a user of the row relies on; key: the
+ * cache's (HMAC), or NULL for a bundle's plain SHA-256. */
+static void row_checksum(const uint8_t *key, const char *digest, int failed,
+                         const char *entry, uint64_t local, uint64_t scratch,
+                         const void *data, size_t size, const char *log,
+                         int64_t expires, char hex[65]) {
+  summer m;
+  sum_init(&m, key);
   put_str(&m, digest);
   put_u64(&m, (uint64_t)(int64_t)failed);
   put_str(&m, entry);
@@ -168,12 +260,10 @@ static bool row_checksum(const char *digest, int failed, const char *entry,
   put_u64(&m, scratch);
   put_u64(&m, size);
   if (size)
-    sha256_update(&m, size, data);
+    sum_update(&m, size, data);
   put_str(&m, log);
   put_u64(&m, (uint64_t)expires);
-  sha256_digest(&m, sizeof d, d);
-  to_hex(d, sizeof d, hex);
-  return true;
+  sum_hex(&m, hex);
 }
 
 /* ---- keys ------------------------------------------------------------ */
@@ -298,8 +388,53 @@ static void db_close(xpj_cache *c) {
   c->db = NULL;
 }
 
-/* Checks (and when writable creates) the schema. SQLITE_OK, RC_FOREIGN,
- * or SQLite's code. */
+/* The schema as SQLite keeps it, one object a line (malloc'd), or NULL. */
+static char *schema_text(sqlite3 *db) {
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT type, name, tbl_name, coalesce(sql, '') "
+                         "FROM sqlite_master ORDER BY type, name",
+                         -1, &s, NULL) != SQLITE_OK)
+    return NULL;
+  sqlite3_str *b = sqlite3_str_new(NULL);
+  int rc;
+  while ((rc = step_retry(s)) == SQLITE_ROW)
+    for (int i = 0; i < 4; i++)
+      sqlite3_str_appendf(b, "%s%c", sqlite3_column_text(s, i),
+                          i == 3 ? '\n' : ' ');
+  sqlite3_finalize(s);
+  char *t = sqlite3_str_finish(b);
+  char *out = rc == SQLITE_DONE && t ? strdup(t) : NULL;
+  sqlite3_free(t);
+  return out;
+}
+
+/* What a file of this schema version holds: schema_sql run in a private
+ * in-memory database, so that it is normalised as the file's text is. */
+static char *expected_schema;
+static void make_expected_schema(void) {
+  sqlite3 *m = NULL;
+  if (sqlite3_open(":memory:", &m) == SQLITE_OK &&
+      sqlite3_exec(m, schema_sql, NULL, NULL, NULL) == SQLITE_OK)
+    expected_schema = schema_text(m);
+  sqlite3_close(m);
+}
+
+/* Does the file hold exactly our tables? One flipped bit in a stored
+ * CREATE statement renames a column without SQLite's checks noticing. */
+static int check_schema(sqlite3 *db) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, make_expected_schema);
+  if (!expected_schema)
+    return SQLITE_OK; /* out of memory: no reason to doubt the file */
+  char *t = schema_text(db);
+  if (!t)
+    return SQLITE_NOMEM;
+  int rc = strcmp(t, expected_schema) == 0 ? SQLITE_OK : RC_SCHEMA;
+  free(t);
+  return rc;
+}
+
 /* application_id, user_version and the number of schema objects, read
  * in one statement so that another process's commit is seen whole. */
 static int read_ids(sqlite3 *db, int64_t *app, int64_t *ver, int64_t *ntab) {
@@ -322,6 +457,8 @@ static int read_ids(sqlite3 *db, int64_t *app, int64_t *ver, int64_t *ntab) {
   return rc;
 }
 
+/* Checks (and when writable creates) the schema. SQLITE_OK, RC_FOREIGN,
+ * RC_SCHEMA, or SQLite's code. */
 static int setup(xpj_cache *c, bool writable) {
   int64_t app = 0, ver = 0, ntab = 0;
   /* identify the file before changing anything in it (WAL mode writes the
@@ -332,6 +469,8 @@ static int setup(xpj_cache *c, bool writable) {
   bool ours = app == APP_ID && ver == XPJ_CACHE_SCHEMA_VERSION;
   if (!ours && (app != 0 || ver != 0 || ntab != 0))
     return RC_FOREIGN; /* someone else's database, or another schema */
+  if (ours && (rc = check_schema(c->db)) != SQLITE_OK)
+    return rc;
   if (writable && !c->bundle) {
     rc = exec_retry(c->db, "PRAGMA journal_mode=WAL");
     if (rc != SQLITE_OK)
@@ -368,16 +507,40 @@ static int setup(xpj_cache *c, bool writable) {
   return finish(c, rc);
 }
 
+/* Creates path with exactly mode (whatever the umask) unless it exists;
+ * never through a link. 0, or -1 with errno. */
+static int create_file(const char *path, mode_t mode) {
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0)
+    return errno == EEXIST ? 0 : -1;
+  int rc = fchmod(fd, mode);
+  close(fd);
+  return rc;
+}
+
 static int db_open(xpj_cache *c, bool writable) {
   db_close(c);
+  /* SQLite gives the WAL and shared-memory files the database's mode */
+  if (writable && create_file(c->path, c->bundle ? 0644 : 0600) != 0)
+    return SQLITE_CANTOPEN;
   int flags = (writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
                         : SQLITE_OPEN_READONLY) |
               SQLITE_OPEN_NOMUTEX;
+#ifdef SQLITE_OPEN_NOFOLLOW
+  flags |= SQLITE_OPEN_NOFOLLOW;
+#endif
   int rc = sqlite3_open_v2(c->path, &c->db, flags, NULL);
   if (rc != SQLITE_OK) {
     db_close(c);
     return rc;
   }
+  /* the file is data: no functions or views in its schema run */
+#ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
+  sqlite3_db_config(c->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+#endif
+#ifdef SQLITE_DBCONFIG_DEFENSIVE
+  sqlite3_db_config(c->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+#endif
   sqlite3_extended_result_codes(c->db, 1);
   sqlite3_busy_timeout(c->db, 2000);
   rc = setup(c, writable);
@@ -387,8 +550,19 @@ static int db_open(xpj_cache *c, bool writable) {
 }
 
 static const char *rc_str(int rc) {
-  return rc == RC_FOREIGN ? "not an xpjit cache of this schema version"
-                          : sqlite3_errstr(rc);
+  if (rc == RC_FOREIGN)
+    return "not an xpjit cache of this schema version";
+  if (rc == RC_SCHEMA)
+    return "its schema is not the one this version writes (damaged, or "
+           "changed by something else)";
+  return sqlite3_errstr(rc);
+}
+
+/* mkdir -p, each directory it makes 0700 whatever the umask. */
+static int mkdir_0700(const char *dir) {
+  if (mkdir(dir, 0700) == 0)
+    return chmod(dir, 0700);
+  return errno == EEXIST ? 0 : -1;
 }
 
 static int mkdirs(const char *dir) {
@@ -398,26 +572,125 @@ static int mkdirs(const char *dir) {
   for (char *p = tmp + 1; *p; p++)
     if (*p == '/') {
       *p = 0;
-      if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+      if (mkdir_0700(tmp) != 0)
         return -1;
       *p = '/';
     }
-  if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-    return -1;
-  return 0;
+  return mkdir_0700(tmp);
 }
 
-/* Takes an flock (LOCK_SH or LOCK_EX) on PATH.lock; returns the fd to
- * give to unlock_file, or -1 when the lock file cannot be made (then
+/* Takes an flock (LOCK_SH or LOCK_EX) on PATH.lock (made 0600, never
+ * through a link, and only used when it is the user's); returns the fd to
+ * give to unlock_file, or -1 when there is no usable lock file (then
  * nothing is locked: the caller goes on, as without recovery). */
 static int lock_file(const xpj_cache *c, int op) {
-  char lock[4200];
+  char lock[4200], why[4096];
   snprintf(lock, sizeof lock, "%s.lock", c->path);
-  int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  int fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                0600);
+  if (fd >= 0)
+    fchmod(fd, 0600);
+  else if (errno == EEXIST)
+    fd = open(lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  trust t;
+  trust_for_cache(&t);
+  if (fd >= 0 && trust_fd(&t, fd, lock, false, why, sizeof why) != TRUST_OK) {
+    close(fd);
+    fd = -1;
+  }
   if (fd >= 0)
     while (flock(fd, op) != 0 && errno == EINTR)
       ;
   return fd;
+}
+
+/* ---- trust: who may have written what is read (cache/trust.c) --------- */
+
+/* c->path with its directory resolved (realpath; with the last name too
+ * when whole): the checks and every open then name the same files, and
+ * no link on the way can be re-pointed in between. 0, or an errno. */
+static char *parent_of(const char *path, char *dir, size_t size);
+
+static int resolve(xpj_cache *c, bool whole) {
+  char dir[4096];
+  const char *slash = strrchr(c->path, '/');
+  const char *base = slash ? slash + 1 : c->path;
+  if (whole)
+    snprintf(dir, sizeof dir, "%s", c->path);
+  else
+    parent_of(c->path, dir, sizeof dir);
+  char *r = realpath(dir, NULL);
+  if (!r)
+    return errno;
+  size_t n = strlen(r) + strlen(base) + 2;
+  char *np = whole ? r : malloc(n);
+  if (!np) {
+    free(r);
+    return ENOMEM;
+  }
+  if (!whole) {
+    snprintf(np, n, "%s%s%s", r, strcmp(r, "/") ? "/" : "", base);
+    free(r);
+  }
+  free(c->path);
+  c->path = np;
+  return 0;
+}
+
+/* The directory part of path: "." when it has none, "/" for "/x". */
+static char *parent_of(const char *path, char *dir, size_t size) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(dir, size, ".");
+  else if (slash == path)
+    snprintf(dir, size, "/");
+  else
+    snprintf(dir, size, "%.*s", (int)(slash - path), path);
+  return dir;
+}
+
+/* The files of a store besides the database that SQLite or we read. */
+static bool trusted_files(const trust *t, const char *path,
+                          const char *const *sides, char *why, size_t size) {
+  for (size_t i = 0; sides[i]; i++) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s%s", path, sides[i]);
+    if (trust_file(t, p, why, size) == TRUST_REFUSED)
+      return false;
+  }
+  return true;
+}
+
+/* The user cache: its directory, the directories above, and every file of
+ * it that exists. */
+static bool trusted_cache(const xpj_cache *c, char *why, size_t size) {
+  static const char *const sides[] = {
+      "", "-wal", "-shm", "-journal", ".lock", ".key", NULL};
+  trust t;
+  trust_for_cache(&t);
+  char dir[4096];
+  return trust_dirs(&t, parent_of(c->path, dir, sizeof dir), why, size) ==
+             TRUST_OK &&
+         trusted_files(&t, c->path, sides, why, size);
+}
+
+/* A bundle (resolved path): the file, the files SQLite would read beside
+ * it, and the directories above; owned by the user, root or an owner in
+ * XPJIT_TRUSTED_OWNERS. */
+static bool trusted_bundle(xpj_cache *c, char *why, size_t size) {
+  static const char *const sides[] = {"-journal", "-wal", NULL};
+  trust t;
+  char bad[256];
+  if (!trust_for_bundles(&t, bad, sizeof bad))
+    warnf(c, "XPJIT_TRUSTED_OWNERS: %s names no user; ignored", bad);
+  char dir[4096];
+  if (trust_dirs(&t, parent_of(c->path, dir, sizeof dir), why, size) !=
+      TRUST_OK)
+    return false;
+  trust_verdict v = trust_file(&t, c->path, why, size);
+  if (v == TRUST_ABSENT)
+    snprintf(why, size, "%s vanished while it was being checked", c->path);
+  return v == TRUST_OK && trusted_files(&t, c->path, sides, why, size);
 }
 
 static void unlock_file(int fd) {
@@ -427,62 +700,88 @@ static void unlock_file(int fd) {
   }
 }
 
+/* With the exclusive lock held: moves the database aside (PATH.corrupt,
+ * replacing an older one) with its WAL, and opens a new one. Returns the
+ * new file's code, or why when the file could not be moved. */
+static int replace_file(xpj_cache *c, int why) {
+  db_close(c);
+  char aside[4200], side[4200];
+  snprintf(aside, sizeof aside, "%s.corrupt", c->path);
+  if (rename(c->path, aside) != 0)
+    return why;
+  snprintf(side, sizeof side, "%s-wal", c->path);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", c->path);
+  unlink(side);
+  warnf(c, "cache %s: %s; moved it to %s and started a new one", c->path,
+        rc_str(why), aside);
+  snprintf(c->replaced, sizeof c->replaced,
+           "%s; moved to %s, a new one was started", rc_str(why), aside);
+  c->pending.corrupt++;
+  int rc = db_open(c, true);
+  for (int i = 0; rc == RC_FOREIGN && i < 20; i++) {
+    sleep_ms(5); /* another opener is creating the new file */
+    rc = db_open(c, true);
+  }
+  return rc;
+}
+
+/* Is the open file damaged where its header and schema read fine? The
+ * whole-file check runs only on this rare path. */
+static bool fails_quick_check(xpj_cache *c) {
+  sqlite3_stmt *s = NULL;
+  int r = sqlite3_prepare_v2(c->db, "PRAGMA quick_check", -1, &s, NULL);
+  if (r == SQLITE_OK)
+    r = step_retry(s);
+  const unsigned char *t = r == SQLITE_ROW ? sqlite3_column_text(s, 0) : NULL;
+  bool bad = is_corrupt(r) ||
+             (r == SQLITE_ROW && (!t || strcmp((const char *)t, "ok") != 0));
+  sqlite3_finalize(s);
+  return bad;
+}
+
 /* Under an flock on PATH.lock: reopens, and if the file is still bad moves
- * it aside (PATH.corrupt, replacing an older one) and creates a new one. */
+ * it aside and creates a new one (replace_file). */
 static int recover(xpj_cache *c, int why) {
   c->recovered = true;
   db_close(c);
   int fd = lock_file(c, LOCK_EX);
   int rc = db_open(c, true);
-  bool bad = rc != SQLITE_OK && rc != SQLITE_BUSY &&
-             (is_corrupt(rc) || rc == RC_FOREIGN);
-  if (rc == SQLITE_OK && is_corrupt(why)) {
-    /* found by a statement, not by opening: the header reads fine, so
-     * check the whole file before deciding (only on this rare path) */
-    sqlite3_stmt *s = NULL;
-    int r = sqlite3_prepare_v2(c->db, "PRAGMA quick_check", -1, &s, NULL);
-    if (r == SQLITE_OK)
-      r = step_retry(s);
-    const unsigned char *t = r == SQLITE_ROW ? sqlite3_column_text(s, 0)
-                                             : NULL;
-    bad = is_corrupt(r) || (r == SQLITE_ROW && (!t || strcmp((const char *)t,
-                                                              "ok") != 0));
-    sqlite3_finalize(s);
-    if (bad) {
-      db_close(c);
-      rc = why;
-    }
-  }
+  bool bad = rc != SQLITE_BUSY && is_damage(rc);
   if (bad) {
-    char aside[4200];
-    snprintf(aside, sizeof aside, "%s.corrupt", c->path);
-    if (rename(c->path, aside) == 0) {
-      char side[4200];
-      snprintf(side, sizeof side, "%s-wal", c->path);
-      unlink(side);
-      snprintf(side, sizeof side, "%s-shm", c->path);
-      unlink(side);
-      warnf(c, "cache %s: %s; moved it to %s and started a new one",
-            c->path, rc_str(why), aside);
-      c->pending.corrupt++;
-      rc = db_open(c, true);
-      for (int i = 0; rc == RC_FOREIGN && i < 20; i++) {
-        sleep_ms(5); /* another opener is creating the new file */
-        rc = db_open(c, true);
-      }
-    }
+    why = rc; /* what opening says is the more precise reason */
+  } else if (rc == SQLITE_OK && is_damage(why) && fails_quick_check(c)) {
+    bad = true; /* found by a statement, not by opening */
   }
+  if (bad)
+    rc = replace_file(c, why);
   unlock_file(fd);
   return rc;
+}
+
+/* The handle is in a lower mode than it was opened for: one warning, and
+ * the reason kept for xpj_cache_problem. */
+static void lower_mode(xpj_cache *c, xpj_cache_mode mode, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void lower_mode(xpj_cache *c, xpj_cache_mode mode, const char *fmt,
+                       ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->problem, sizeof c->problem, fmt, ap);
+  va_end(ap);
+  warnf(c, "%s", c->problem);
+  c->mode = mode;
+  if (mode == XPJ_CACHE_MODE_OFF)
+    db_close(c);
 }
 
 /* Turns the handle read-only (or off when it cannot even read). */
 static void degrade(xpj_cache *c, int rc, const char *what) {
   if (c->mode != XPJ_CACHE_MODE_RW)
     return;
-  warnf(c, "cache %s: %s failed (%s); compiling without caching", c->path,
-        what, rc_str(rc));
-  c->mode = XPJ_CACHE_MODE_RO;
+  lower_mode(c, XPJ_CACHE_MODE_RO,
+             "cache %s: %s failed (%s); compiling without caching", c->path,
+             what, rc_str(rc));
 }
 
 static xpj_cache_mode env_mode(void) {
@@ -517,6 +816,220 @@ size_t xpj_cache_default_path(char *buf, size_t size) {
                           XPJ_CACHE_SCHEMA_VERSION);
 }
 
+/* ---- the signing key (PATH.key) --------------------------------------- */
+
+enum { KEY_OK, KEY_ABSENT, KEY_REFUSED, KEY_DAMAGED };
+
+/* Reads PATH.key into c->key: KEY_OK, KEY_ABSENT, or KEY_REFUSED /
+ * KEY_DAMAGED with why. It must be the user's, and secret (0600). */
+static int read_key(xpj_cache *c, char *why, size_t size) {
+  char kp[4200];
+  snprintf(kp, sizeof kp, "%s.key", c->path);
+  int fd = open(kp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return KEY_ABSENT;
+    snprintf(why, size, "%s: %s", kp, strerror(errno));
+    return KEY_REFUSED;
+  }
+  trust t;
+  trust_for_cache(&t);
+  if (trust_fd(&t, fd, kp, true, why, size) != TRUST_OK) {
+    close(fd);
+    return KEY_REFUSED;
+  }
+  uint8_t k[KEY_BYTES + 1];
+  ssize_t n = read(fd, k, sizeof k);
+  close(fd);
+  if (n != KEY_BYTES) {
+    snprintf(why, size, "its key %s is damaged (%zd bytes, not %d)", kp, n,
+             KEY_BYTES);
+    return KEY_DAMAGED;
+  }
+  memcpy(c->key, k, KEY_BYTES);
+  explicit_bzero(k, sizeof k);
+  c->has_key = true;
+  return KEY_OK;
+}
+
+static int random_bytes(uint8_t *b, size_t n) {
+  while (n) {
+    ssize_t got = getrandom(b, n, 0);
+    if (got < 0 && errno != EINTR)
+      return -1;
+    if (got > 0) {
+      b += got;
+      n -= (size_t)got;
+    }
+  }
+  return 0;
+}
+
+/* Writes a new random key to a private temporary file, then puts it in
+ * place: link() when there is none (of two makers, the second gets EEXIST
+ * and reads the first's key; a reader never sees half a key), rename()
+ * over a damaged one. 1: ours is in place; 0: someone else's; -1: error. */
+static int make_key(const xpj_cache *c, bool replace) {
+  char kp[4200], tmp[4300];
+  snprintf(kp, sizeof kp, "%s.key", c->path);
+  snprintf(tmp, sizeof tmp, "%s.key.XXXXXX", c->path);
+  uint8_t k[KEY_BYTES];
+  if (random_bytes(k, sizeof k) != 0)
+    return -1;
+  int fd = mkostemp(tmp, O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  bool ok = fchmod(fd, 0600) == 0 && write(fd, k, sizeof k) == sizeof k &&
+            fsync(fd) == 0;
+  explicit_bzero(k, sizeof k);
+  ok = close(fd) == 0 && ok;
+  int rc = -1;
+  if (ok && replace)
+    rc = rename(tmp, kp) == 0 ? 1 : -1;
+  else if (ok)
+    rc = link(tmp, kp) == 0 ? 1 : errno == EEXIST ? 0 : -1;
+  int e = errno;
+  unlink(tmp); /* after rename: already gone */
+  errno = e;
+  return rc;
+}
+
+/* The user cache's key: read, made by the first writer, or replaced when
+ * damaged (under the exclusive lock, so that two processes do not each
+ * make one). Rows signed with another key (the key was deleted or
+ * replaced) fail their checksum and are dropped as they are found.
+ * Without a key no row can be verified: the handle is off; returns false
+ * then. */
+static bool setup_key(xpj_cache *c) {
+  char why[4600];
+  bool rw = c->mode == XPJ_CACHE_MODE_RW;
+  struct stat sb;
+  bool had_rows = lstat(c->path, &sb) == 0 && sb.st_size > 0;
+  int k = read_key(c, why, sizeof why);
+  if (k == KEY_ABSENT && rw) {
+    make_key(c, false); /* ours, or another maker's: read it */
+    k = read_key(c, why, sizeof why);
+  } else if (k == KEY_DAMAGED && rw) {
+    int fd = lock_file(c, LOCK_EX);
+    k = read_key(c, why, sizeof why);
+    if (k == KEY_DAMAGED && make_key(c, true) == 1) {
+      warnf(c, "cache %s: %s; made a new one (entries signed with the old "
+            "one will fail their checksum and be dropped)", c->path, why);
+      k = read_key(c, why, sizeof why);
+    }
+    unlock_file(fd);
+  }
+  if (k == KEY_OK)
+    return true;
+  if (k == KEY_REFUSED)
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "refusing the cache %s: %s; compiling "
+               "without caching", c->path, why);
+  else if (!rw && !had_rows)
+    c->mode = XPJ_CACHE_MODE_OFF; /* nothing there to read: no problem */
+  else
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; its entries cannot be "
+               "verified, compiling without caching", c->path,
+               k == KEY_ABSENT ? "it has no key (.key file)" : why);
+  return false;
+}
+
+/* A bundle: it must open; anything else is an error. It is code that will
+ * run as the user: refused unless the user or someone trusted owns it. A
+ * new one (opened read-write to be built) is made 0644. */
+static xpj_status open_bundle(xpj_cache *c) {
+  bool rw = c->mode == XPJ_CACHE_MODE_RW;
+  int err = resolve(c, true);
+  if (err == ENOENT && rw)
+    err = resolve(c, false);
+  else if (err == 0) {
+    char why[4096];
+    if (!trusted_bundle(c, why, sizeof why))
+      return fail(XPJ_ERR_UNSUPPORTED, "bundle %s is refused: %s", c->path,
+                  why);
+  }
+  if (err)
+    return fail(err == ENOMEM ? XPJ_ERR_NOMEM : XPJ_ERR_IO, "bundle %s: %s",
+                c->path, strerror(err));
+  int rc = db_open(c, rw);
+  if (rc == SQLITE_OK)
+    return XPJ_OK;
+  return fail(rc == SQLITE_CANTOPEN ? XPJ_ERR_IO : XPJ_ERR_INVALID,
+              "bundle %s: %s", c->path,
+              rc == RC_FOREIGN ? "not an xpjit bundle of this schema version"
+                               : sqlite3_errstr(rc));
+}
+
+/* Before the user cache's file is opened: its directory made (writable)
+ * and resolved, the trust check, readability, the key. False when the
+ * handle had to be turned off (with the reason, unless there is simply
+ * nothing to read). */
+static bool ready_to_open(xpj_cache *c) {
+  char dir[4096], why[4096];
+  parent_of(c->path, dir, sizeof dir);
+  if (c->mode == XPJ_CACHE_MODE_RW && mkdirs(dir) != 0) {
+    lower_mode(c, XPJ_CACHE_MODE_OFF,
+               "cannot create the cache directory %s (%s); compiling "
+               "without caching", dir, strerror(errno));
+    return false;
+  }
+  int err = resolve(c, false);
+  if (err == ENOENT && c->mode == XPJ_CACHE_MODE_RO) {
+    c->mode = XPJ_CACHE_MODE_OFF; /* nothing there to read: no problem */
+    return false;
+  }
+  if (err) {
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: its directory: %s; "
+               "compiling without caching", c->path, strerror(err));
+    return false;
+  }
+  if (!trusted_cache(c, why, sizeof why)) {
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "refusing the cache %s: %s; compiling "
+               "without caching", c->path, why);
+    return false;
+  }
+  if (access(c->path, R_OK) != 0 && errno != ENOENT) {
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s cannot be read (%s); "
+               "compiling without caching", c->path, strerror(errno));
+    return false;
+  }
+  return setup_key(c);
+}
+
+/* The user cache: whatever happens, the handle is usable (perhaps
+ * degraded, with a warning). */
+static void open_user_cache(xpj_cache *c) {
+  if (!ready_to_open(c))
+    return;
+  /* shared lock: a process recovering the file (exclusive lock) never
+   * moves or unlinks files under an opener */
+  int lfd = c->mode == XPJ_CACHE_MODE_RW ? lock_file(c, LOCK_SH) : -1;
+  int rc = db_open(c, c->mode == XPJ_CACHE_MODE_RW);
+  unlock_file(lfd);
+  if (is_damage(rc) && c->mode == XPJ_CACHE_MODE_RW)
+    rc = recover(c, rc);
+  struct stat sb;
+  if (rc == SQLITE_OK) {
+    return;
+  } else if (c->mode == XPJ_CACHE_MODE_RW && is_env(rc)) {
+    /* cannot write here: read what is there, if anything */
+    int rc2 = access(c->path, R_OK) == 0 ? db_open(c, false) : rc;
+    lower_mode(c, rc2 == SQLITE_OK ? XPJ_CACHE_MODE_RO : XPJ_CACHE_MODE_OFF,
+               "cache %s cannot be written (%s); %s", c->path, rc_str(rc),
+               rc2 == SQLITE_OK ? "using it read-only"
+                                : "compiling without caching");
+  } else if (c->mode == XPJ_CACHE_MODE_RO && rc == SQLITE_CANTOPEN &&
+             lstat(c->path, &sb) != 0 && errno == ENOENT) {
+    c->mode = XPJ_CACHE_MODE_OFF; /* nothing there to read: no problem */
+  } else {
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; compiling without "
+               "caching%s", c->path, rc_str(rc),
+               is_damage(rc) ? " (opened read-write, for example by "
+                               "'xpjit-cli cache verify --repair', it is "
+                               "moved aside and replaced)"
+                             : "");
+  }
+}
+
 xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
   if (!out)
     return fail(XPJ_ERR_INVALID, "xpj_cache_open: out is NULL");
@@ -524,17 +1037,22 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
   xpj_cache_config def = {0};
   if (!cfg)
     cfg = &def;
+  if (cfg->bundle && !cfg->path)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_open: a bundle needs a path");
+  char path[4096];
+  if (cfg->path)
+    snprintf(path, sizeof path, "%s", cfg->path);
+  else
+    xpj_cache_default_path(path, sizeof path);
   xpj_cache *c = calloc(1, sizeof *c);
-  if (!c)
+  if (!c || !(c->path = strdup(path))) {
+    free(c);
     return fail(XPJ_ERR_NOMEM, "out of memory");
+  }
   pthread_mutex_init(&c->mu, NULL);
   c->warn = cfg->warn;
   c->warn_ud = cfg->warn_ud;
   c->bundle = cfg->bundle != 0;
-  if (cfg->bundle && !cfg->path) {
-    free(c);
-    return fail(XPJ_ERR_INVALID, "xpj_cache_open: a bundle needs a path");
-  }
   c->mode = cfg->mode;
   if (c->mode == XPJ_CACHE_MODE_DEFAULT)
     c->mode = c->bundle ? XPJ_CACHE_MODE_RO : env_mode();
@@ -549,71 +1067,23 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
       c->max_size = XPJ_CACHE_DEFAULT_MAX_SIZE;
     }
   }
-  char path[4096];
-  if (cfg->path)
-    snprintf(path, sizeof path, "%s", cfg->path);
-  else
-    xpj_cache_default_path(path, sizeof path);
-  c->path = strdup(path);
-  if (!c->path) {
-    free(c);
-    return fail(XPJ_ERR_NOMEM, "out of memory");
+  xpj_status st = XPJ_OK;
+  if (c->mode != XPJ_CACHE_MODE_OFF) {
+    if (c->bundle)
+      st = open_bundle(c);
+    else
+      open_user_cache(c);
+  }
+  pthread_mutex_lock(&c->mu);
+  unlock(c); /* gives the warnings of opening */
+  if (st != XPJ_OK) {
+    char msg[sizeof last_msg];
+    memcpy(msg, last_msg, sizeof msg); /* closing may overwrite it */
+    xpj_cache_close(c);
+    memcpy(last_msg, msg, sizeof msg);
+    return st;
   }
   *out = c;
-  if (c->mode == XPJ_CACHE_MODE_OFF)
-    return XPJ_OK;
-
-  if (c->bundle) {
-    int rc = db_open(c, c->mode == XPJ_CACHE_MODE_RW);
-    if (rc != SQLITE_OK) {
-      xpj_status st =
-          fail(rc == SQLITE_CANTOPEN ? XPJ_ERR_IO : XPJ_ERR_INVALID,
-               "bundle %s: %s", c->path,
-               rc == RC_FOREIGN ? "not an xpjit bundle of this schema version"
-                                : sqlite3_errstr(rc));
-      xpj_cache_close(c);
-      *out = NULL;
-      return st;
-    }
-    return XPJ_OK;
-  }
-
-  if (c->mode == XPJ_CACHE_MODE_RW) {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", c->path);
-    char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-      *slash = 0;
-      if (mkdirs(dir) != 0) {
-        warnf(c, "cannot create the cache directory %s (%s); compiling "
-              "without caching", dir, strerror(errno));
-        c->mode = XPJ_CACHE_MODE_OFF;
-        return XPJ_OK;
-      }
-    }
-  }
-  /* shared lock: a process recovering the file (exclusive lock) never
-   * moves or unlinks files under an opener */
-  int lfd = c->mode == XPJ_CACHE_MODE_RW ? lock_file(c, LOCK_SH) : -1;
-  int rc = db_open(c, c->mode == XPJ_CACHE_MODE_RW);
-  unlock_file(lfd);
-  if ((is_corrupt(rc) || rc == RC_FOREIGN) && c->mode == XPJ_CACHE_MODE_RW)
-    rc = recover(c, rc);
-  if (rc != SQLITE_OK && c->mode == XPJ_CACHE_MODE_RW && is_env(rc)) {
-    /* cannot write here: read what is there, if anything */
-    int rc2 = access(c->path, R_OK) == 0 ? db_open(c, false) : rc;
-    warnf(c, "cache %s cannot be written (%s); %s", c->path, rc_str(rc),
-          rc2 == SQLITE_OK ? "using it read-only"
-                           : "compiling without caching");
-    c->mode = rc2 == SQLITE_OK ? XPJ_CACHE_MODE_RO : XPJ_CACHE_MODE_OFF;
-    return XPJ_OK;
-  }
-  if (rc != SQLITE_OK) {
-    if (!(c->mode == XPJ_CACHE_MODE_RO && rc == SQLITE_CANTOPEN))
-      warnf(c, "cache %s: %s; compiling without caching", c->path,
-            rc_str(rc));
-    c->mode = XPJ_CACHE_MODE_OFF;
-  }
   return XPJ_OK;
 }
 
@@ -626,8 +1096,9 @@ void xpj_cache_close(xpj_cache *c) {
   pthread_mutex_lock(&c->mu);
   flush_all(c);
   db_close(c);
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   pthread_mutex_destroy(&c->mu);
+  explicit_bzero(c->key, sizeof c->key);
   free(c->touched);
   free(c->path);
   free(c);
@@ -658,7 +1129,7 @@ void xpj_cache_note(xpj_cache *c, const xpj_cache_counters *delta) {
     return;
   pthread_mutex_lock(&c->mu);
   add_counters(&c->pending, delta);
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
 }
 
 /* Inside a write transaction: adds the pending counters to the table. */
@@ -758,16 +1229,23 @@ static bool read_row(sqlite3_stmt *s, bool with_data, xpj_cache_entry *e) {
   return ok;
 }
 
-/* Is e (read with its data) intact? Checks the key digest and checksum. */
-static bool row_intact(const xpj_cache_entry *e, const char *checksum) {
+/* The key that signs c's rows; NULL for a bundle (plain SHA-256). */
+static const uint8_t *signing_key(const xpj_cache *c) {
+  return c->bundle ? NULL : c->key;
+}
+
+/* Is e (read with its data) intact, and written by c's owner? Checks the
+ * key digest and the checksum (keyed in the user cache: a handle with no
+ * key can verify nothing). */
+static bool row_intact(const xpj_cache *c, const xpj_cache_entry *e,
+                       const char *checksum) {
   char hex[65], sum[65];
   sha256_hex(e->key, strlen(e->key), hex);
-  if (strcmp(hex, e->digest) != 0)
+  if (strcmp(hex, e->digest) != 0 || (!c->bundle && !c->has_key))
     return false;
-  if (!row_checksum(e->digest, e->failed, e->entry, e->local_bytes,
-                    e->scratch_bytes, e->data, e->size, e->log,
-                    e->expires_ms, sum))
-    return false;
+  row_checksum(signing_key(c), e->digest, e->failed, e->entry,
+               e->local_bytes, e->scratch_bytes, e->data, e->size, e->log,
+               e->expires_ms, sum);
   return checksum && strcmp(sum, checksum) == 0;
 }
 
@@ -794,6 +1272,29 @@ static int delete_row(xpj_cache *c, const char *digest) {
   return finish(c, rc == SQLITE_DONE ? SQLITE_OK : rc);
 }
 
+/* A row that failed its checksum: dropped when the store is writable, and
+ * a warning that says which of the two happened. */
+static void drop_damaged(xpj_cache *c, const char *digest, const char *kernel) {
+  c->pending.corrupt++;
+  if (c->bundle) {
+    warnf(c, "bundle %s: entry %.16s (%s) is damaged (its checksum fails); "
+          "not used, compiling instead", c->path, digest, kernel);
+    return;
+  }
+  if (c->mode != XPJ_CACHE_MODE_RW) {
+    warnf(c, "cache %s: entry %.16s (%s) failed its checksum; left in place "
+          "(the cache is read-only), recompiling", c->path, digest, kernel);
+    return;
+  }
+  int rc = delete_row(c, digest);
+  if (rc == SQLITE_OK)
+    warnf(c, "cache %s: entry %.16s (%s) failed its checksum; dropped it, "
+          "recompiling", c->path, digest, kernel);
+  else
+    warnf(c, "cache %s: entry %.16s (%s) failed its checksum; could not drop "
+          "it (%s), recompiling", c->path, digest, kernel, rc_str(rc));
+}
+
 /* One lookup; returns SQLite's code (SQLITE_ROW with *out filled, DONE for
  * a miss). */
 static int lookup(xpj_cache *c, const char *digest, const char *text,
@@ -816,20 +1317,18 @@ static int lookup(xpj_cache *c, const char *digest, const char *text,
       rc = SQLITE_DONE;
     } else {
       const unsigned char *sum = sqlite3_column_text(s, COL_CHECKSUM);
-      if (!row_intact(out, (const char *)sum)) {
+      if (!row_intact(c, out, (const char *)sum)) {
         sqlite3_finalize(s);
         s = NULL;
-        warnf(c, "cache %s: entry %.16s (%s) failed its checksum; dropped "
-              "it, recompiling", c->path, digest, out->kernel);
+        drop_damaged(c, digest, out->kernel);
         xpj_cache_entry_clear(out);
-        c->pending.corrupt++;
-        delete_row(c, digest);
         rc = SQLITE_DONE;
       } else if (expired(out)) { /* a negative entry whose time is up */
         sqlite3_finalize(s);
         s = NULL;
         xpj_cache_entry_clear(out);
-        delete_row(c, digest);
+        if (!c->bundle)
+          delete_row(c, digest);
         rc = SQLITE_DONE;
       }
     }
@@ -921,7 +1420,7 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
   st = XPJ_ERR_NOT_FOUND;
   if (c->db && c->mode != XPJ_CACHE_MODE_OFF) {
     int rc = lookup(c, digest, text, out);
-    if ((is_corrupt(rc) || rc == RC_FOREIGN) && !c->recovered && !c->bundle &&
+    if (is_damage(rc) && !c->recovered && !c->bundle &&
         c->mode == XPJ_CACHE_MODE_RW) {
       rc = recover(c, rc);
       if (rc == SQLITE_OK)
@@ -945,18 +1444,18 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
       touch(c, digest);
     } else {
       if (rc != SQLITE_DONE && !is_busy(rc)) {
-        warnf(c, "cache %s: lookup failed (%s); compiling without caching",
-              c->path, rc_str(rc));
-        if (!c->bundle) {
-          db_close(c);
-          c->mode = XPJ_CACHE_MODE_OFF;
-        }
+        if (c->bundle)
+          warnf(c, "bundle %s: lookup failed (%s); compiling instead",
+                c->path, rc_str(rc));
+        else
+          lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: lookup failed (%s); "
+                     "compiling without caching", c->path, rc_str(rc));
       }
       if (!c->bundle && count)
         c->pending.l2_misses++;
     }
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   free(text);
   if (st == XPJ_ERR_NOT_FOUND)
     fail(st, "not in the cache");
@@ -1057,12 +1556,9 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
   xpj_status st = xpj_cache_key_digest(k, &text, digest);
   if (st != XPJ_OK)
     return st;
-  if (!row_checksum(digest, v->failed, v->entry ? v->entry : "",
-                    v->local_bytes, v->scratch_bytes, v->data, v->size,
-                    v->log ? v->log : "", v->expires_ms, sum)) {
-    free(text);
-    return fail(XPJ_ERR_NOMEM, "SHA-256 failed");
-  }
+  row_checksum(signing_key(c), digest, v->failed, v->entry ? v->entry : "",
+               v->local_bytes, v->scratch_bytes, v->data, v->size,
+               v->log ? v->log : "", v->expires_ms, sum);
   pthread_mutex_lock(&c->mu);
   for (int attempt = 0; attempt < 2; attempt++) {
     if (!c->db || c->mode != XPJ_CACHE_MODE_RW)
@@ -1079,7 +1575,7 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
     rc = finish(c, rc);
     if (rc == SQLITE_OK)
       break;
-    if ((is_corrupt(rc)) && !c->recovered && !c->bundle &&
+    if (is_damage(rc) && !c->recovered && !c->bundle &&
         recover(c, rc) == SQLITE_OK)
       continue;
     if (is_busy(rc)) {
@@ -1090,7 +1586,7 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
     }
     break;
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   free(text);
   return XPJ_OK;
 }
@@ -1117,7 +1613,7 @@ xpj_status xpj_cache_remove(xpj_cache *c, const xpj_cache_key *k) {
     else if (rc != SQLITE_OK)
       degrade(c, rc, "removing an entry");
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return XPJ_OK;
 }
 
@@ -1173,7 +1669,7 @@ xpj_status xpj_cache_get_stats(xpj_cache *c, xpj_cache_stats *out) {
       st = fail(XPJ_ERR_IO, "cache %s: %s", c->path, rc_str(rc));
   }
   out->file_bytes = file_size(c->path, "") + file_size(c->path, "-wal");
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1211,7 +1707,7 @@ xpj_status xpj_cache_list(xpj_cache *c,
       st = fail(XPJ_ERR_IO, "cache %s: %s",
                 c->path, rc_str(rc));
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1242,7 +1738,7 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
         if (!read_row(s, true, out)) {
           xpj_cache_entry_clear(out);
           st = fail(XPJ_ERR_NOMEM, "out of memory");
-        } else if (!row_intact(out, (const char *)sqlite3_column_text(
+        } else if (!row_intact(c, out, (const char *)sqlite3_column_text(
                                         s, COL_CHECKSUM))) {
           st = fail(XPJ_ERR_IO, "entry %.16s is damaged (its key digest or "
                     "checksum does not match); 'cache verify --repair' "
@@ -1260,7 +1756,7 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
     }
     sqlite3_finalize(s);
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1278,6 +1774,48 @@ static void report(void (*fn)(void *, const char *), void *ud,
   fn(ud, msg);
 }
 
+/* verify's first part: the file as a whole. Returns 1 if it is bad. */
+static uint64_t verify_file(xpj_cache *c, bool repair,
+                            void (*fn)(void *, const char *), void *ud) {
+  if (*c->replaced) { /* found damaged and replaced by this handle */
+    report(fn, ud, "file: %s", c->replaced);
+    *c->replaced = 0;
+    return 1;
+  }
+  if (!c->db) {
+    if (!*c->problem)
+      return 0; /* off by request, or nothing there */
+    report(fn, ud, "file: %s", c->problem);
+    return 1;
+  }
+  uint64_t bad = 0;
+  sqlite3_stmt *s = NULL;
+  int rc = sqlite3_prepare_v2(c->db, "PRAGMA integrity_check", -1, &s, NULL);
+  while (rc == SQLITE_OK && (rc = step_retry(s)) == SQLITE_ROW) {
+    rc = SQLITE_OK;
+    const char *t = (const char *)sqlite3_column_text(s, 0);
+    if (t && strcmp(t, "ok") != 0) {
+      report(fn, ud, "file: %s", t);
+      bad = 1;
+    }
+  }
+  sqlite3_finalize(s);
+  if (rc != SQLITE_OK && rc != SQLITE_DONE) {
+    report(fn, ud, "file: %s", rc_str(rc));
+    bad = 1;
+  }
+  if (bad && repair && c->mode == XPJ_CACHE_MODE_RW && !c->bundle) {
+    int fd = lock_file(c, LOCK_EX);
+    rc = replace_file(c, SQLITE_CORRUPT);
+    unlock_file(fd);
+    *c->replaced = 0; /* reported above */
+    if (rc != SQLITE_OK)
+      lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; compiling without "
+                 "caching", c->path, rc_str(rc));
+  }
+  return bad;
+}
+
 xpj_status xpj_cache_verify(xpj_cache *c, int repair,
                             void (*fn)(void *ud, const char *problem),
                             void *ud, uint64_t *checked, uint64_t *bad) {
@@ -1285,41 +1823,26 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
     return fail(XPJ_ERR_INVALID, "xpj_cache_verify: NULL argument");
   uint64_t nchk = 0, nbad = 0;
   pthread_mutex_lock(&c->mu);
-  xpj_status st = XPJ_OK;
+  nbad = verify_file(c, repair, fn, ud);
   if (c->db) {
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(c->db, "PRAGMA integrity_check", -1, &s,
-                                NULL);
-    while (rc == SQLITE_OK && (rc = step_retry(s)) == SQLITE_ROW) {
-      rc = SQLITE_OK;
-      const char *t = (const char *)sqlite3_column_text(s, 0);
-      if (t && strcmp(t, "ok") != 0) {
-        report(fn, ud, "file: %s", t);
-        nbad = 1;
-      }
-    }
-    sqlite3_finalize(s);
-    if (rc != SQLITE_OK && rc != SQLITE_DONE) {
-      report(fn, ud, "file: %s", rc_str(rc));
-      nbad = 1;
-    }
     char (*drop)[65] = NULL;
     size_t ndrop = 0;
-    rc = sqlite3_prepare_v2(c->db,
-                            "SELECT " ROW_COLS ", data FROM entries", -1, &s,
-                            NULL);
+    int rc = sqlite3_prepare_v2(c->db, "SELECT " ROW_COLS ", data FROM entries",
+                                -1, &s, NULL);
     while (rc == SQLITE_OK && (rc = step_retry(s)) == SQLITE_ROW) {
       rc = SQLITE_OK;
       xpj_cache_entry e;
       nchk++;
       bool ok = read_row(s, true, &e) &&
-                row_intact(&e, (const char *)sqlite3_column_text(
+                row_intact(c, &e, (const char *)sqlite3_column_text(
                                    s, COL_CHECKSUM));
       if (!ok) {
         nbad++;
         report(fn, ud, "entry %.16s (%s %s): key digest or checksum does "
-               "not match", e.digest, e.kernel ? e.kernel : "?",
-               e.dtypes ? e.dtypes : "");
+               "not match (damaged, or not written through this %s)",
+               e.digest, e.kernel ? e.kernel : "?", e.dtypes ? e.dtypes : "",
+               c->bundle ? "bundle" : "cache");
         char (*nd)[65] = realloc(drop, (ndrop + 1) * sizeof *drop);
         if (nd) {
           drop = nd;
@@ -1339,19 +1862,32 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
         delete_row(c, drop[i]);
     free(drop);
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   if (checked)
     *checked = nchk;
   if (bad)
     *bad = nbad;
-  return st;
+  return XPJ_OK;
+}
+
+size_t xpj_cache_problem(xpj_cache *c, char *buf, size_t size) {
+  if (!c) {
+    if (buf && size)
+      *buf = 0;
+    return 0;
+  }
+  pthread_mutex_lock(&c->mu);
+  size_t n = (size_t)snprintf(buf, buf ? size : 0, "%s", c->problem);
+  unlock(c);
+  return n;
 }
 
 static xpj_status need_rw(xpj_cache *c, const char *what) {
   if (!c->db || c->mode != XPJ_CACHE_MODE_RW)
-    return fail(XPJ_ERR_INVALID, "%s: the cache %s is not writable (%s)",
+    return fail(XPJ_ERR_INVALID, "%s: the cache %s is not writable (%s%s%s)",
                 what, c->path,
-                c->mode == XPJ_CACHE_MODE_OFF ? "off" : "read-only");
+                c->mode == XPJ_CACHE_MODE_OFF ? "off" : "read-only",
+                *c->problem ? ": " : "", c->problem);
   return XPJ_OK;
 }
 
@@ -1394,7 +1930,7 @@ xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
     if (rc != SQLITE_OK)
       st = fail(XPJ_ERR_IO, "prune %s: %s", c->path, rc_str(rc));
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   if (removed)
     *removed = nrem;
   if (freed)
@@ -1414,12 +1950,20 @@ xpj_status xpj_cache_clear(xpj_cache *c) {
                         NULL, NULL, NULL);
     rc = finish(c, rc);
     memset(&c->pending, 0, sizeof c->pending);
+    if (is_damage(rc)) { /* a new, empty file clears it just as well */
+      int fd = lock_file(c, LOCK_EX);
+      rc = replace_file(c, rc);
+      unlock_file(fd);
+      if (rc != SQLITE_OK)
+        lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; compiling without "
+                   "caching", c->path, rc_str(rc));
+    }
     if (rc != SQLITE_OK)
       st = fail(XPJ_ERR_IO, "clear %s: %s", c->path, rc_str(rc));
     else /* give the space back; fails harmlessly while others read */
       sqlite3_exec(c->db, "VACUUM", NULL, NULL, NULL);
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1445,7 +1989,7 @@ xpj_status xpj_cache_set_meta(xpj_cache *c, const char *name,
     if (rc != SQLITE_OK)
       st = fail(XPJ_ERR_IO, "%s: %s", c->path, rc_str(rc));
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1466,7 +2010,7 @@ xpj_status xpj_cache_get_meta(xpj_cache *c, const char *name, char **value) {
     }
   }
   sqlite3_finalize(s);
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1505,7 +2049,7 @@ xpj_status xpj_cache_targets(xpj_cache *c, char **targets, char **versions) {
   *versions = c->db ? join_distinct(c->db, "SELECT DISTINCT versions FROM "
                                            "entries ORDER BY 1")
                     : calloc(1, 1);
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   if (!*targets || !*versions) {
     free(*targets);
     free(*versions);
@@ -1527,7 +2071,7 @@ xpj_status xpj_cache_finish_bundle(xpj_cache *c) {
     if (rc != SQLITE_OK)
       st = fail(XPJ_ERR_IO, "bundle %s: %s", c->path, rc_str(rc));
   }
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   return st;
 }
 
@@ -1562,7 +2106,7 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
     rc = SQLITE_OK;
     xpj_cache_entry e;
     if (!read_row(sel, true, &e) ||
-        !row_intact(&e,
+        !row_intact(c, &e,
                     (const char *)sqlite3_column_text(sel, COL_CHECKSUM)) ||
         expired(&e)) {
       xpj_cache_entry_clear(&e);
@@ -1573,8 +2117,8 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
     xpj_cache_value v = {0, e.data, e.size, e.entry, e.log, e.local_bytes,
                          e.scratch_bytes, e.compile_ms, e.expires_ms};
     pthread_mutex_lock(&b->mu);
-    char sum[65];
-    row_checksum(e.digest, 0, e.entry, e.local_bytes, e.scratch_bytes,
+    char sum[65]; /* a bundle's: plain SHA-256 */
+    row_checksum(NULL, e.digest, 0, e.entry, e.local_bytes, e.scratch_bytes,
                  e.data, e.size, e.log, e.expires_ms, sum);
     int r = begin(b);
     if (r == SQLITE_OK)
@@ -1588,7 +2132,7 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
     xpj_cache_entry_clear(&e);
   }
   sqlite3_finalize(sel);
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   if (st == XPJ_OK && rc != SQLITE_OK && rc != SQLITE_DONE)
     st = fail(XPJ_ERR_IO, "reading %s: %s", c->path, rc_str(rc));
   if (st == XPJ_OK) { /* self-describing: what it holds, for whom */
@@ -1638,7 +2182,7 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
     rc = SQLITE_OK;
     xpj_cache_entry e;
     const char *sum = (const char *)sqlite3_column_text(sel, COL_CHECKSUM);
-    if (!read_row(sel, true, &e) || !row_intact(&e, sum)) {
+    if (!read_row(sel, true, &e) || !row_intact(b, &e, sum)) {
       nskip++;
       warnf(c, "bundle %s: entry %.16s is damaged; not imported",
             bundle_path, e.digest);
@@ -1670,8 +2214,12 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
     sqlite3_finalize(ex);
     if (present) {
       nskip++;
-    } else {
-      r = insert(c, &k, e.digest, e.key, &v, sum);
+    } else { /* signed again, with the cache's key */
+      char mine[65];
+      row_checksum(signing_key(c), e.digest, e.failed, e.entry,
+                   e.local_bytes, e.scratch_bytes, e.data, e.size, e.log,
+                   e.expires_ms, mine);
+      r = insert(c, &k, e.digest, e.key, &v, mine);
       if (r != SQLITE_OK)
         st = fail(XPJ_ERR_IO, "import into %s: %s", c->path, rc_str(r));
       else
@@ -1698,7 +2246,7 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
       st = fail(XPJ_ERR_IO, "import into %s: %s", c->path, rc_str(r));
   }
   sqlite3_finalize(sel);
-  pthread_mutex_unlock(&c->mu);
+  unlock(c);
   xpj_cache_close(b);
   if (imported)
     *imported = nimp;

@@ -5,12 +5,24 @@
  * compilers or devices (the runtime fills keys, see docs/cache.md).
  *
  * Guarantees: a lookup returns an entry only when its full canonical key
- * equals the one asked for and its checksum verifies; anything else is a
- * miss. A corrupt row is dropped; a corrupt, foreign or wrong-schema
+ * equals the one asked for and its checksum verifies (in the user cache an
+ * HMAC keyed with the cache's secret key, PATH.key: a row written by
+ * anyone without the key fails); anything else is a miss. A corrupt row is dropped; a corrupt, foreign or wrong-schema
  * database file is moved aside and recreated, with a warning; a directory
  * or disk that cannot be written degrades the cache to read-only or off,
  * with a warning, never a failure. Many processes may share one database
  * (WAL mode, short write transactions, retries on busy).
+ *
+ * Trust (docs/cache.md, "Security model"): entries and bundles are code
+ * that runs as the user, so nothing another local user could have written
+ * is read. The user cache is refused (off, with a warning naming the path,
+ * its owner and the fix) unless its directory and files are the user's
+ * and not writable by group or others, and every directory above belongs
+ * to the user or root and is not writable by others unless sticky. Its
+ * directory is made 0700 and its files 0600, whatever the umask. A bundle
+ * must belong, with every directory above it, to the user, root, or an
+ * owner named in XPJIT_TRUSTED_OWNERS ("name,uid,..."), and none may be
+ * writable by group or others.
  *
  * Ownership: xpj_cache_open returns a handle closed with xpj_cache_close
  * (NULL is a no-op). xpj_cache_entry fields are malloc'd and freed by
@@ -42,7 +54,10 @@ typedef enum xpj_cache_mode {
 } xpj_cache_mode;
 
 /* Receives warnings (degraded modes, recovered corruption); msg has no
- * trailing newline. NULL: "xpjit: warning: MSG" on stderr. */
+ * trailing newline. NULL: "xpjit: warning: MSG" on stderr. It is called
+ * after the cache has released its lock, so it may call the cache (or
+ * anything else) itself; the calling thread is the one whose call gave the
+ * warning. */
 typedef void (*xpj_cache_warn_fn)(void *ud, const char *msg);
 
 typedef struct xpj_cache_config {
@@ -54,23 +69,35 @@ typedef struct xpj_cache_config {
    * UINT64_MAX: no limit. Enforced by least-recently-used eviction. */
   uint64_t max_size;
   /* A bundle: a single self-contained file (no WAL), no size limit, no
-   * use statistics. Opened read-only unless mode is RW. Unlike the user
-   * cache, a bundle that cannot be read is an error, not a warning. */
+   * use statistics. Opened read-only unless mode is RW (a new bundle is
+   * made 0644). Unlike the user cache, a bundle that cannot be read is an
+   * error, not a warning, and so is one that is not trusted (above). */
   int bundle;
   xpj_cache_warn_fn warn;
   void *warn_ud;
 } xpj_cache_config;
 
 /* Opens (creating when writable) the cache. Fails only for bad arguments,
- * out of memory, and bundles that cannot be opened; problems with the user
- * cache degrade it (xpj_cache_mode_of tells) and call warn. */
+ * out of memory, and bundles: XPJ_ERR_IO when missing or unreadable,
+ * XPJ_ERR_INVALID when not a bundle of this schema, XPJ_ERR_UNSUPPORTED
+ * when refused by the trust check (the message says why). Problems with
+ * the user cache, refusal included, degrade it (xpj_cache_mode_of and
+ * xpj_cache_problem tell) and call warn. xpj_cache_path then names the
+ * file with its directory resolved (realpath). */
 xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out);
 /* Flushes pending statistics and closes. */
 void xpj_cache_close(xpj_cache *c);
 /* This thread's message for the last failing xpj_cache_* call. */
 const char *xpj_cache_last_error(void);
-/* The mode in effect after any degradation. */
+/* The mode in effect after any degradation (safe to read from any thread
+ * at any time). */
 xpj_cache_mode xpj_cache_mode_of(const xpj_cache *c);
+/* Why the mode in effect is lower than the one asked for: the file is
+ * unusable (damaged and read-only, a directory, unreadable), cannot be
+ * written, or was refused. Copied into buf like snprintf (buf may be NULL
+ * when size is 0); returns its length, 0 (and "") when there is nothing
+ * wrong, including a cache that is off because it was asked to be. */
+size_t xpj_cache_problem(xpj_cache *c, char *buf, size_t size);
 const char *xpj_cache_path(const xpj_cache *c);
 /* Default database path (see config.path) into buf; length like snprintf. */
 size_t xpj_cache_default_path(char *buf, size_t size);
@@ -206,7 +233,10 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
                           xpj_cache_entry *out);
 /* Checks the file's integrity and every row's key digest and checksum;
  * fn (may be NULL) gets one line per problem. With repair, bad rows are
- * deleted. *bad: rows (or 1 for the file) found bad. */
+ * deleted and a damaged file is moved aside and replaced by a new one.
+ * *bad: rows found bad, plus 1 for the file when it is damaged, was found
+ * damaged (and replaced) when this handle opened it, or is unusable
+ * (xpj_cache_problem of a cache that is off). */
 xpj_status xpj_cache_verify(xpj_cache *c, int repair,
                             void (*fn)(void *ud, const char *problem),
                             void *ud, uint64_t *checked, uint64_t *bad);
@@ -217,7 +247,9 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
 xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
                            int64_t older_than_ms, uint64_t *removed,
                            uint64_t *freed);
-/* Removes every entry and resets the counters. */
+/* Removes every entry and resets the counters (a damaged file is replaced
+ * by a new one); XPJ_ERR_INVALID, with the reason, when the cache is not
+ * writable. */
 xpj_status xpj_cache_clear(xpj_cache *c);
 /* Writes every intact successful entry to a new bundle at path (replaced
  * atomically), with meta "versions" and "targets" (the distinct values of

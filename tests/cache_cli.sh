@@ -103,5 +103,88 @@ grep -q "is not used: it was built by xpjit=0.0.1" "$T/o" || bad "old bundle: no
 XPJIT_CACHE_DIR=/proc/xpjit-nope "$B/examples/saxpy" 1000 >"$T/o" 2>&1 || bad "saxpy, no cache dir"
 grep -q "without caching" "$T/o" || bad "no warning without a cache dir"
 XPJIT_CACHE=off "$B/examples/saxpy" 1000 >/dev/null 2>&1 || bad "XPJIT_CACHE=off"
+
+# -- one flipped bit in the schema (a column renamed; quick_check says ok):
+# the tools tell the truth, --repair and clear repair it, programs cache
+flip() { # DB: compile_ms -> compile_ls in the stored CREATE TABLE
+  off=$(grep -obUa "compile_ms REAL" "$1" | head -1 | cut -d: -f1)
+  [ -n "$off" ] || { bad "flip: no schema text in $1"; return; }
+  printf 'l' | dd of="$1" bs=1 seek=$((off + 8)) conv=notrunc 2>/dev/null
+  [ "$(sqlite3 "$1" 'PRAGMA quick_check')" = ok ] || bad "flip: quick_check"
+}
+stat_of() { "$CLI" cache stats --json | jnum "$1"; }
+export XPJIT_CACHE_DIR="$T/c5"
+db="$T/c5/cache-v2.db"
+"$B/examples/saxpy" 1000 >/dev/null 2>&1 || bad "c5: saxpy"
+cp "$db" "$T/good.db"
+flip "$db"
+"$CLI" cache verify >"$T/o" 2>&1; [ $? = 1 ] || bad "flip: verify exit"
+grep -q "schema" "$T/o" || { bad "flip: verify does not say why"; cat "$T/o"; }
+"$CLI" cache verify --repair >"$T/o" 2>&1; [ $? = 1 ] || bad "flip: verify --repair exit"
+"$CLI" cache verify >"$T/o" 2>&1 || { bad "flip: not repaired"; cat "$T/o"; }
+"$B/examples/saxpy" 1000 >"$T/o" 2>&1 || bad "flip: saxpy after repair"
+"$B/examples/saxpy" 1000 >>"$T/o" 2>&1 || bad "flip: saxpy after repair"
+[ "$(stat_of l2_hits)" = 1 ] || { bad "flip: no caching after repair"; cat "$T/o"; }
+cp "$T/good.db" "$db"; rm -f "$db-wal" "$db-shm"
+flip "$db"
+"$CLI" cache clear >"$T/o" 2>&1 || { bad "flip: clear"; cat "$T/o"; }
+"$B/examples/saxpy" 1000 >"$T/o" 2>&1 && "$B/examples/saxpy" 1000 >>"$T/o" 2>&1 || bad "flip: saxpy after clear"
+grep -q "without caching" "$T/o" && bad "flip: programs still cannot cache after clear"
+[ "$(stat_of l2_hits)" = 1 ] || { bad "flip: clear did not make a working cache"; cat "$T/o"; }
+# read-only, the damage cannot be repaired: stats says the cache is off, exit 1
+cp "$T/good.db" "$db"; rm -f "$db-wal" "$db-shm"
+flip "$db"
+XPJIT_CACHE=ro "$CLI" cache stats >"$T/o" 2>&1; [ $? = 1 ] || { bad "flip ro: stats exit"; cat "$T/o"; }
+grep -q "(off)" "$T/o" || bad "flip ro: stats mode"
+# a directory where the database should be: unusable, and every tool says so
+mkdir -p "$T/dirdb"
+"$CLI" cache stats --path "$T/dirdb" >"$T/o" 2>&1; [ $? = 1 ] || { bad "dir: stats exit"; cat "$T/o"; }
+grep -q "(off)" "$T/o" || bad "dir: stats mode"
+"$CLI" cache stats --json --path "$T/dirdb" 2>/dev/null | grep -q '"mode": "off"' || bad "dir: stats --json mode"
+"$CLI" cache verify --path "$T/dirdb" >/dev/null 2>&1; [ $? = 1 ] || bad "dir: verify exit"
+"$CLI" cache verify --repair --path "$T/dirdb" >/dev/null 2>&1; [ $? = 1 ] || bad "dir: verify --repair exit"
+"$CLI" cache clear --path "$T/dirdb" >/dev/null 2>&1; [ $? = 1 ] || bad "dir: clear exit"
+"$CLI" cache ls --path "$T/dirdb" >/dev/null 2>&1; [ $? = 1 ] || bad "dir: ls exit"
+[ -d "$T/dirdb" ] || bad "dir: the directory was touched"
+
+# -- trust: a cache directory others can write is refused with the reason
+# (programs still work, compiling); another user's bundle is not used
+# unless its owner is trusted (XPJIT_TRUSTED_OWNERS)
+export XPJIT_CACHE_DIR="$T/c6"
+mkdir -p "$T/c6" && chmod 1777 "$T/c6"
+"$B/examples/saxpy" 1000 >"$T/o" 2>&1 || bad "trust: saxpy"
+grep -q "refusing the cache $T/c6/cache-v2.db: the cache directory $T/c6 is writable by other users" "$T/o" ||
+  { bad "trust: no warning"; cat "$T/o"; }
+[ -e "$T/c6/cache-v2.db" ] && bad "trust: a cache was made in a shared directory"
+"$CLI" cache stats >"$T/o" 2>&1; [ $? = 1 ] || bad "trust: stats exit"
+grep -q "(off)" "$T/o" || bad "trust: stats mode"
+"$CLI" cache verify >"$T/o" 2>&1; [ $? = 1 ] || bad "trust: verify exit"
+grep -q "bad: .*writable by other users" "$T/o" || { bad "trust: verify does not say why"; cat "$T/o"; }
+"$CLI" cache clear >/dev/null 2>&1; [ $? = 1 ] || bad "trust: clear exit"
+chmod 700 "$T/c6"
+"$B/examples/saxpy" 1000 >"$T/o" 2>&1 || bad "trust: saxpy after chmod"
+"$CLI" cache verify >/dev/null 2>&1 || bad "trust: verify after chmod"
+[ "$(stat -c %a "$T/c6/cache-v2.db")" = 600 ] || bad "trust: database not 0600"
+if [ "$(id -u)" = 0 ]; then
+  cp "$T/ex.xpb" "$T/theirs.xpb" && chown nobody "$T/theirs.xpb"
+  export XPJIT_CACHE_DIR="$T/c7"
+  XPJIT_BUNDLE_PATH="$T/theirs.xpb" "$B/examples/saxpy" 1000 >"$T/o" 2>&1 || bad "trust: saxpy, their bundle"
+  grep -q "XPJIT_BUNDLE_PATH: bundle $T/theirs.xpb is refused: $T/theirs.xpb belongs to nobody" "$T/o" ||
+    { bad "trust: their bundle: no message"; cat "$T/o"; }
+  [ "$(stat_of bundle_hits)" = 0 ] || bad "trust: their bundle was used"
+  export XPJIT_CACHE_DIR="$T/c8"
+  XPJIT_TRUSTED_OWNERS=nobody XPJIT_BUNDLE_PATH="$T/theirs.xpb" "$B/examples/saxpy" 1000 >"$T/o" 2>&1 ||
+    bad "trust: saxpy, trusted bundle"
+  [ "$(stat_of bundle_hits)" = 1 ] || { bad "trust: trusted bundle not used"; cat "$T/o"; }
+  "$CLI" bundle verify "$T/theirs.xpb" >"$T/o" 2>&1; [ $? = 1 ] || bad "trust: bundle verify exit"
+  grep -q "XPJIT_TRUSTED_OWNERS" "$T/o" || bad "trust: bundle verify does not say why"
+  XPJIT_TRUSTED_OWNERS=nobody "$CLI" bundle verify "$T/theirs.xpb" >/dev/null 2>&1 || bad "trust: bundle verify, trusted"
+  "$CLI" bundle import "$T/theirs.xpb" >/dev/null 2>&1; [ $? = 1 ] || bad "trust: bundle import exit"
+  chown root "$T/theirs.xpb" && chmod 666 "$T/theirs.xpb"
+  XPJIT_TRUSTED_OWNERS=nobody "$CLI" bundle verify "$T/theirs.xpb" >/dev/null 2>&1
+  [ $? = 1 ] || bad "trust: a bundle writable by others was accepted"
+else
+  echo "cache_cli: skipped the checks of another user's bundle (they need root, to chown it)"
+fi
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

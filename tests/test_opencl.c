@@ -316,9 +316,10 @@ static void test_native_cache(void **state) {
   if (!probe)
     skip();
   xpj_context_destroy(probe);
-  snprintf(cache_dir, sizeof cache_dir, "/tmp/xpjit-test-ocl-%d.db",
-           (int)getpid());
-  unlink(cache_dir);
+  /* a directory of our own: the cache refuses one others can write (/tmp) */
+  char tmp[] = "/tmp/xpjit-test-ocl-XXXXXX";
+  assert_non_null(mkdtemp(tmp));
+  snprintf(cache_dir, sizeof cache_dir, "%s/cache.db", tmp);
   xpj_program *p;
   xpj_kernel *k;
   xpj_kernel_origin o;
@@ -384,6 +385,9 @@ static void test_native_cache(void **state) {
   unlink(side);
   snprintf(side, sizeof side, "%s.lock", cache_dir);
   unlink(side);
+  snprintf(side, sizeof side, "%s.key", cache_dir);
+  unlink(side);
+  rmdir(tmp);
 }
 
 int main(void) {

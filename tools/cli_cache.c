@@ -6,6 +6,8 @@
  */
 #include "cli.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -148,25 +150,35 @@ static const char *mode_name(xpj_cache_mode m) {
   }
 }
 
+/* Exit status 1 when the cache is not in the mode it was opened for
+ * (xpj_cache_problem says why): stats and ls must not look fine then. */
 static int do_stats(xpj_cache *c, bool json) {
   xpj_cache_stats s;
   if (xpj_cache_get_stats(c, &s) != XPJ_OK) {
     fprintf(stderr, "%s cache stats: %s\n", cli_prog, xpj_cache_last_error());
     return EXIT_INPUT;
   }
+  char problem[4600];
+  int rc = xpj_cache_problem(c, problem, sizeof problem) ? EXIT_INPUT : 0;
   const xpj_cache_counters *k = &s.counters;
   if (json) {
     printf("{\"path\": ");
     cli_json_str(stdout, xpj_cache_path(c));
-    printf(", \"mode\": \"%s\", \"entries\": %llu, \"failed_entries\": %llu, "
+    printf(", \"mode\": \"%s\", ", mode_name(xpj_cache_mode_of(c)));
+    if (rc) {
+      printf("\"problem\": ");
+      cli_json_str(stdout, problem);
+      printf(", ");
+    }
+    printf("\"entries\": %llu, \"failed_entries\": %llu, "
            "\"bytes\": %llu, \"file_bytes\": %llu, \"max_size\": %llu, ",
-           mode_name(xpj_cache_mode_of(c)), (unsigned long long)s.entries,
+           (unsigned long long)s.entries,
            (unsigned long long)s.failed_entries, (unsigned long long)s.bytes,
            (unsigned long long)s.file_bytes,
            (unsigned long long)s.max_size);
     print_counters_json(stdout, k);
     printf("}\n");
-    return 0;
+    return rc;
   }
   char b1[32], b2[32], b3[32];
   human_size(s.bytes, b1, sizeof b1);
@@ -175,6 +187,8 @@ static int do_stats(xpj_cache *c, bool json) {
   uint64_t lookups = k->l2_hits + k->l2_misses;
   printf("cache:            %s (%s)\n", xpj_cache_path(c),
          mode_name(xpj_cache_mode_of(c)));
+  if (rc)
+    printf("problem:          %s\n", problem);
   printf("entries:          %llu (%llu failed compiles)\n",
          (unsigned long long)s.entries, (unsigned long long)s.failed_entries);
   printf("size:             %s of %s limit (file %s)\n", b1,
@@ -198,7 +212,7 @@ static int do_stats(xpj_cache *c, bool json) {
          (unsigned long long)k->failure_hits);
   printf("evictions:        %llu\n", (unsigned long long)k->evictions);
   printf("corrupt dropped:  %llu\n", (unsigned long long)k->corrupt);
-  return 0;
+  return rc;
 }
 
 typedef struct ls_ctx {
@@ -255,6 +269,11 @@ static int do_ls(xpj_cache *c, bool json) {
     printf("(no entries)\n");
   if (st != XPJ_OK) {
     fprintf(stderr, "%s: %s\n", cli_prog, xpj_cache_last_error());
+    return EXIT_INPUT;
+  }
+  char problem[4600];
+  if (xpj_cache_problem(c, problem, sizeof problem)) {
+    fprintf(stderr, "%s: %s\n", cli_prog, problem);
     return EXIT_INPUT;
   }
   return 0;
@@ -406,11 +425,15 @@ int cli_cache(int argc, char **argv) {
             needs_arg ? "needs an argument" : "takes no argument");
     return EXIT_USAGE;
   }
+  /* verify without --repair only looks: opened read-only, it reports a
+   * damaged file instead of replacing it */
   bool writes = !strcmp(sub, "prune") || !strcmp(sub, "clear") ||
                 (!strcmp(sub, "verify") && repair);
   xpj_cache_config cfg = {.path = path,
                           .mode = writes ? XPJ_CACHE_MODE_RW
-                                         : XPJ_CACHE_MODE_DEFAULT,
+                                  : !strcmp(sub, "verify")
+                                      ? XPJ_CACHE_MODE_RO
+                                      : XPJ_CACHE_MODE_DEFAULT,
                           .warn = warn_cb};
   xpj_cache *c = NULL;
   if (xpj_cache_open(&cfg, &c) != XPJ_OK) {
@@ -499,6 +522,22 @@ static void usage_bundle(FILE *out) {
 }
 
 #define MAX_LIST 64
+
+/* Removes a private directory of files (bundle build's cache). */
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    char p[4400];
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name) < (int)sizeof p)
+      unlink(p);
+  }
+  closedir(d);
+  rmdir(dir);
+}
 
 typedef struct job {
   xpj_program *prog;
@@ -743,9 +782,19 @@ static int bundle_build(int argc, char **argv) {
     nd = 3;
   }
 
-  /* compile into a private cache next to the output, then export it */
-  char tmpdb[4200];
-  snprintf(tmpdb, sizeof tmpdb, "%s.build-%ld.db", outpath, (long)getpid());
+  /* compile into a private cache in a new directory of our own (the cache
+   * refuses shared directories such as /tmp), then export it */
+  char tmpdir[4096], tmpdb[4200];
+  const char *td = getenv("TMPDIR");
+  snprintf(tmpdir, sizeof tmpdir, "%s/xpjit-bundle-XXXXXX",
+           td && *td == '/' ? td : "/tmp");
+  if (!mkdtemp(tmpdir)) {
+    fprintf(stderr, "%s bundle build: cannot make a directory in %s: %s\n",
+            cli_prog, td && *td == '/' ? td : "/tmp", strerror(errno));
+    rc = EXIT_INPUT;
+    goto out;
+  }
+  snprintf(tmpdb, sizeof tmpdb, "%s/build.db", tmpdir);
   xpj_context_desc desc = {.visible = "cpu",
                            .cpu_threads = 1,
                            .cache_mode = XPJ_CACHE_MODE_RW,
@@ -755,6 +804,7 @@ static int bundle_build(int argc, char **argv) {
   xpj_context *ctx = NULL;
   if (xpj_context_create(&desc, &ctx) != XPJ_OK) {
     fprintf(stderr, "%s bundle build: %s\n", cli_prog, xpj_last_error());
+    remove_dir(tmpdir);
     rc = EXIT_INPUT;
     goto out;
   }
@@ -906,14 +956,7 @@ static int bundle_build(int argc, char **argv) {
   for (unsigned fi = 0; fi < nfiles; fi++)
     xpj_program_destroy(progs[fi]);
   xpj_context_destroy(ctx);
-  unlink(tmpdb);
-  char side[4300];
-  snprintf(side, sizeof side, "%s-wal", tmpdb);
-  unlink(side);
-  snprintf(side, sizeof side, "%s-shm", tmpdb);
-  unlink(side);
-  snprintf(side, sizeof side, "%s.lock", tmpdb);
-  unlink(side);
+  remove_dir(tmpdir);
 out:
   for (unsigned k = 0; k < ndts; k++)
     free(dts[k].buf);

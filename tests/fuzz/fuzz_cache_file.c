@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -30,8 +31,8 @@ static char path[128], scratch[128];
 static void remove_files(void) {
   static const char *const base[] = {path, scratch};
   static const char *const suffix[] = {
-      "",         "-wal",  "-shm",         "-journal",
-      ".corrupt", ".lock", ".corrupt-wal", ".corrupt-shm"};
+      "",         "-wal",  "-shm",         "-journal",   ".corrupt",
+      ".lock",    ".key",  ".corrupt-wal", ".corrupt-shm"};
   char p[256];
   for (size_t b = 0; b < 2; b++)
     for (size_t s = 0; s < sizeof suffix / sizeof *suffix; s++) {
@@ -133,6 +134,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   if (fclose(fp) != 0)
     return 0;
+  chmod(path, 0600); /* whatever the umask: the cache refuses files others
+                        may write */
   unsigned warnings = 0;
 
   /* a bundle */
