@@ -620,20 +620,22 @@ static void test_bad_headers(void **state) {
     uint32_t len;
     const char *says;
   } cases[] = {
-      {"bad magic", "XPJX", 1, XPD_PING, 0, 0, "magic"},
-      {"HTTP", "GET ", 1, XPD_PING, 0, 0, "magic"},
-      {"version 2", "XPJD", 2, XPD_PING, 0, 0, "version"},
+      {"bad magic", "XPJX", XPD_VERSION, XPD_PING, 0, 0, "magic"},
+      {"HTTP", "GET ", XPD_VERSION, XPD_PING, 0, 0, "magic"},
+      {"a later version", "XPJD", XPD_VERSION + 1, XPD_PING, 0, 0,
+       "version"},
       {"version 0", "XPJD", 0, XPD_PING, 0, 0, "version"},
-      {"flags", "XPJD", 1, XPD_PING, 1, 0, "flags"},
-      {"high flags", "XPJD", 1, XPD_PING, 0x8000, 0, "flags"},
-      {"op 0", "XPJD", 1, 0, 0, 0, "operation"},
-      {"op 12", "XPJD", 1, 12, 0, 0, "operation"},
-      {"op 19", "XPJD", 1, 19, 0, 0, "operation"},
-      {"op 22", "XPJD", 1, 22, 0, 0, "operation"},
-      {"op 255", "XPJD", 1, 255, 0, 0, "operation"},
-      {"4 GiB payload", "XPJD", 1, XPD_GET, 0, 0xFFFFFFFFu, "limit"},
-      {"payload over the limit", "XPJD", 1, XPD_GET, 0, XPD_MAX_REQUEST + 1,
+      {"flags", "XPJD", XPD_VERSION, XPD_PING, 1, 0, "flags"},
+      {"high flags", "XPJD", XPD_VERSION, XPD_PING, 0x8000, 0, "flags"},
+      {"op 0", "XPJD", XPD_VERSION, 0, 0, 0, "operation"},
+      {"op 12", "XPJD", XPD_VERSION, 12, 0, 0, "operation"},
+      {"op 19", "XPJD", XPD_VERSION, 19, 0, 0, "operation"},
+      {"op 22", "XPJD", XPD_VERSION, 22, 0, 0, "operation"},
+      {"op 255", "XPJD", XPD_VERSION, 255, 0, 0, "operation"},
+      {"4 GiB payload", "XPJD", XPD_VERSION, XPD_GET, 0, 0xFFFFFFFFu,
        "limit"},
+      {"payload over the limit", "XPJD", XPD_VERSION, XPD_GET, 0,
+       XPD_MAX_REQUEST + 1, "limit"},
   };
   size_t n = sizeof cases / sizeof *cases;
   uint64_t peak0 = vm_peak_kb(d.pid);
@@ -745,8 +747,8 @@ static void test_bad_payloads(void **state) {
   assert_non_null(strstr(expect_error_close(fd, "HELLO twice"), "twice"));
   expected_malformed++;
 
-  /* HELLO without a version, HELLO for version 2 (refused, though not
-   * malformed) */
+  /* HELLO without a version, HELLO for a later version (refused, though
+   * not malformed) */
   fd = raw_client(&d);
   xpd_begin(&b, XPD_HELLO, 1);
   send_frame(fd, &b);
@@ -754,9 +756,9 @@ static void test_bad_payloads(void **state) {
   expected_malformed++;
   fd = raw_client(&d);
   xpd_begin(&b, XPD_HELLO, 1);
-  xpd_put_u64(&b, XPD_F_PROTO, 2);
+  xpd_put_u64(&b, XPD_F_PROTO, XPD_VERSION + 1);
   send_frame(fd, &b);
-  expect_error_close(fd, "HELLO for version 2");
+  expect_error_close(fd, "HELLO for a later version");
 
   /* operations only the daemon or its workers send */
   static const xpd_op replies[] = {XPD_HELLO + 1, XPD_KERNEL,
@@ -1239,7 +1241,7 @@ static void test_claimed_payloads(void **state) {
   send_frame(fd, &b);
   static int hogs[HOGS];
   uint8_t h[16];
-  header(h, "XPJD", 1, XPD_GET, 0, XPD_MAX_REQUEST);
+  header(h, "XPJD", XPD_VERSION, XPD_GET, 0, XPD_MAX_REQUEST);
   for (int i = 0; i < HOGS; i++) {
     hogs[i] = raw_client(&d);
     send_bytes(hogs[i], h, sizeof h);
@@ -1762,9 +1764,9 @@ static int nobody_tries(const char *sock) {
     int fd = raw_connect(sock);
     if (fd < 0)
       _exit(errno == EACCES ? 2 : 3);
-    uint8_t hello[] = {'X', 'P', 'J', 'D', 1, XPD_HELLO, 0, 0, 1, 0, 0, 0,
-                       14, 0, 0, 0, XPD_F_PROTO, 0, 8, 0, 0, 0, 1, 0, 0, 0,
-                       0, 0, 0, 0};
+    uint8_t hello[] = {'X', 'P', 'J', 'D', XPD_VERSION, XPD_HELLO, 0, 0, 1,
+                       0, 0, 0, 14, 0, 0, 0, XPD_F_PROTO, 0, 8, 0, 0, 0,
+                       XPD_VERSION, 0, 0, 0, 0, 0, 0, 0};
     if (send(fd, hello, sizeof hello, MSG_NOSIGNAL) < 0) /* closed already */
       _exit(0);
     uint8_t h[16];
