@@ -973,14 +973,13 @@ static void job_move(job *j, client *to) {
   queue_push(to, j);
 }
 
-/* Frees j, its frame and what it held (not its entry). */
+/* Frees j, its frame and what it held; its entry is the caller's (which
+ * has set e->job to NULL, or freed e). */
 static void job_free(job *j) {
   client *cl = j->owner;
   if (j->w)
     cl->running--;
   release(cl, j->held);
-  if (j->e->job == j)
-    j->e->job = NULL;
   xpd_buf_free(&j->frame);
   free(j);
   client_put(cl);
@@ -1053,6 +1052,7 @@ static void fail_waiters(entry *e, bool as_error, xpj_status s,
 static void job_unqueue(job *j) {
   entry *e = j->e;
   queue_remove(j);
+  e->job = NULL;
   job_free(j);
   remove_entry(e);
 }
@@ -1147,6 +1147,7 @@ static void worker_gone(worker *w, int how, const char *why) {
   }
   job *j = w->job;
   if (j) {
+    j->e->job = NULL; /* over: whatever follows, the entry is done with it */
     char msg[512];
     /* SIGKILL from elsewhere: most likely the kernel's OOM killer */
     bool oom = how == W_EXITED && !killed_here && WIFSIGNALED(status) &&
@@ -1365,6 +1366,7 @@ static void job_done(worker *w, const xpd_kernel *k) {
   job *j = w->job;
   w->job = NULL;
   entry *e = j->e;
+  e->job = NULL;
   st.compiles++;
   st.compile_us += k->compile_us;
   if (k->failed)
