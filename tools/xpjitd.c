@@ -1357,7 +1357,6 @@ static void dispatch(void) {
     snprintf(msg, sizeof msg, "xpjitd cannot start a compiler worker (%s); "
              "it tries again in %.1f s", spawning.why,
              (double)(spawning.retry_ms - xpd_now_ms()) / 1000.0);
-    st.compile_transient += clients.queued;
     fail_queued(false, XPJ_ERR_COMPILE, msg);
   }
 }
