@@ -5,6 +5,13 @@
  * decode or names another key) makes rt_dc_get return false and the
  * caller compiles in-process: the application never sees a daemon error.
  *
+ * A GET waits at most XPJIT_DAEMON_TIMEOUT (10 s by default), queue and
+ * compile together. A daemon that cannot answer in time (its workers
+ * hang, or are busy with longer compiles) costs the process that wait
+ * once; then it is left alone for a while (1 s, doubling up to 60 s, as
+ * after a failed connection), and asked again with a wait of at most 1 s
+ * until an answer comes in time.
+ *
  * Connections are kept per context after their handshake and reused, one
  * request at a time each; a forked child never reuses its parent's. */
 #define _GNU_SOURCE /* struct ucred */
@@ -252,9 +259,25 @@ int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
 
 /* ---- the runtime's client ---- */
 
+#define RT_DC_WAIT_MS 10000 /* XPJIT_DAEMON_TIMEOUT's default */
+#define RT_DC_PROBE_MS 1000 /* the wait after an answer came too late */
+
 void rt_dc_init(rt_dc *dc) {
   memset(dc, 0, sizeof *dc);
   pthread_mutex_init(&dc->mu, NULL);
+  dc->wait_ms = RT_DC_WAIT_MS;
+  const char *t = getenv("XPJIT_DAEMON_TIMEOUT");
+  if (t && *t) {
+    char *end;
+    errno = 0;
+    unsigned long long ms = strtoull(t, &end, 10);
+    if (errno || *end || t[0] < '0' || t[0] > '9' || ms < 1 ||
+        ms > 3600000)
+      rt_warn("XPJIT_DAEMON_TIMEOUT: '%s' is not a time in ms (1 to "
+              "3600000); %d is used", t, RT_DC_WAIT_MS);
+    else
+      dc->wait_ms = ms;
+  }
   const char *e = getenv("XPJIT_DAEMON");
   char path[sizeof dc->path];
   if (!xpd_env_path(path, sizeof path)) {
@@ -278,10 +301,23 @@ void rt_dc_fini(rt_dc *dc) {
   pthread_mutex_destroy(&dc->mu);
 }
 
-/* A connection: an idle one, or a new one; -1 when there is no daemon
- * (*tried false) or none to be had (then the next try waits a while). */
-static int take_conn(rt_dc *dc, bool *reused, bool *tried) {
+/* After a failure (a connection refused or not greeted in time, an
+ * answer past the deadline): no request before retry_ms, and later each
+ * time: 1 s, 2 s, ... 60 s. Under dc->mu. */
+static void backoff_locked(rt_dc *dc) {
+  dc->backoff_ms = dc->backoff_ms ? dc->backoff_ms * 2 : 1000;
+  if (dc->backoff_ms > 60000)
+    dc->backoff_ms = 60000;
+  dc->retry_ms = xpd_now_ms() + dc->backoff_ms;
+}
+
+/* A connection: an idle one, or a new one greeted by deadline (1 s at
+ * most); -1 when there is no daemon (*tried false), while backing off
+ * from it, or when none is to be had (then the next try waits a while). */
+static int take_conn(rt_dc *dc, uint64_t deadline, bool *reused,
+                     bool *tried) {
   *tried = false;
+  *reused = false;
   pthread_mutex_lock(&dc->mu);
   if (dc->idle_pid != (int)getpid()) { /* forked: the parent's, not ours */
     for (unsigned i = 0; i < dc->nidle; i++)
@@ -289,18 +325,18 @@ static int take_conn(rt_dc *dc, bool *reused, bool *tried) {
     dc->nidle = 0;
     dc->idle_pid = (int)getpid();
   }
+  uint64_t now = xpd_now_ms();
+  if (now < dc->retry_ms) {
+    pthread_mutex_unlock(&dc->mu);
+    return -1;
+  }
   if (dc->nidle) {
     int fd = dc->idle[--dc->nidle];
     pthread_mutex_unlock(&dc->mu);
     *reused = true;
     return fd;
   }
-  uint64_t now = xpd_now_ms();
-  bool wait = now < dc->retry_ms;
   pthread_mutex_unlock(&dc->mu);
-  *reused = false;
-  if (wait)
-    return -1;
   struct stat st;
   if (stat(dc->path, &st) != 0 || !S_ISSOCK(st.st_mode))
     return -1; /* no daemon: the common case, and cheap */
@@ -310,7 +346,10 @@ static int take_conn(rt_dc *dc, bool *reused, bool *tried) {
   size_t wl = 0;
   /* a live daemon answers HELLO in microseconds; a stopped one must not
    * cost much, and costs less each time (the back-off below) */
-  int fd = xpd_connect(dc->path, 1000, err, sizeof err, &wp, &wl);
+  int greet = deadline > now + 1000 ? 1000 : deadline > now
+                                               ? (int)(deadline - now)
+                                               : 1;
+  int fd = xpd_connect(dc->path, greet, err, sizeof err, &wp, &wl);
   bool ok = fd >= 0;
   char cache[sizeof dc->daemon_cache] = "";
   if (ok) {
@@ -333,16 +372,10 @@ static int take_conn(rt_dc *dc, bool *reused, bool *tried) {
   }
   free(wp);
   pthread_mutex_lock(&dc->mu);
-  if (ok) {
+  if (ok) /* the back-off ends when a request is answered in time */
     snprintf(dc->daemon_cache, sizeof dc->daemon_cache, "%s", cache);
-    dc->backoff_ms = 0;
-  } else { /* refused, stale, hung, another version: ask again later, and
-            * later each time (1 s, 2 s, ... 60 s) */
-    dc->backoff_ms = dc->backoff_ms ? dc->backoff_ms * 2 : 1000;
-    if (dc->backoff_ms > 60000)
-      dc->backoff_ms = 60000;
-    dc->retry_ms = xpd_now_ms() + dc->backoff_ms;
-  }
+  else /* refused, stale, hung, another version: ask again later */
+    backoff_locked(dc);
   pthread_mutex_unlock(&dc->mu);
   return fd;
 }
@@ -384,20 +417,33 @@ int rt_dc_get(rt_dc *dc, const rt_source *src, const char *kernel,
   xpd_begin(&b, XPD_GET, 1);
   xpd_put_get(&b, &g);
   xpd_end(&b, 0);
-  /* the compile's own limit, and time to queue behind others */
-  int timeout = (int)g.timeout_ms + 30000;
-  bool served = false, tried = false;
+  /* queue and compile together: beyond this the process compiles the
+   * kernel itself (the daemon finishes it for the next process) */
+  pthread_mutex_lock(&dc->mu);
+  uint64_t wait = dc->probing && dc->wait_ms > RT_DC_PROBE_MS
+                      ? RT_DC_PROBE_MS
+                      : dc->wait_ms;
+  pthread_mutex_unlock(&dc->mu);
+  uint64_t deadline = xpd_now_ms() + wait;
+  bool served = false, tried = false, answered = false, late = false;
   for (int attempt = 0; attempt < 2 && !served; attempt++) {
     bool reused, t;
-    int fd = take_conn(dc, &reused, &t);
+    int fd = take_conn(dc, deadline, &reused, &t);
     tried = tried || t || reused;
     if (fd < 0)
       break;
+    uint64_t now = xpd_now_ms();
+    if (now >= deadline) { /* the greeting took it all */
+      late = true;
+      give_conn(dc, fd);
+      break;
+    }
     xpd_header h;
     uint8_t *pl = NULL;
     char err[512];
-    xpd_err e = xpd_call(fd, &b, XPD_MAX_REPLY, timeout, &h, &pl, err,
-                         sizeof err);
+    xpd_err e = xpd_call(fd, &b, XPD_MAX_REPLY, (int)(deadline - now), &h,
+                         &pl, err, sizeof err);
+    answered = answered || e == XPD_E_OK;
     xpd_msg m;
     if (e == XPD_E_OK && h.op == XPD_KERNEL &&
         xpd_payload_decode(pl, h.len, &m) == XPD_E_OK &&
@@ -415,15 +461,30 @@ int rt_dc_get(rt_dc *dc, const rt_source *src, const char *kernel,
       give_conn(dc, fd);
     else
       close(fd);
+    /* no answer by the deadline: the reply may still come, so this
+     * connection is not used again */
+    if (e == XPD_E_SHORT && xpd_now_ms() >= deadline) {
+      late = true;
+      break;
+    }
     /* an idle connection the daemon had closed: once more, afresh */
     if (!(reused && e == XPD_E_SHORT))
       break;
   }
   xpd_buf_free(&b);
-  if (served) {
-    pthread_mutex_lock(&dc->mu);
-    *same_cache = l2_path && *l2_path && !strcmp(l2_path, dc->daemon_cache);
-    pthread_mutex_unlock(&dc->mu);
+  pthread_mutex_lock(&dc->mu);
+  if (answered) {
+    dc->probing = false;
+    dc->backoff_ms = 0;
+  } else if (late) { /* leave the daemon alone for a while, then probe */
+    dc->probing = true;
+    backoff_locked(dc);
   }
+  /* a failure the daemon remembers for a while only is not for a cache
+   * file, which would keep it for good */
+  if (served)
+    *same_cache = k->expires_ms ||
+                  (l2_path && *l2_path && !strcmp(l2_path, dc->daemon_cache));
+  pthread_mutex_unlock(&dc->mu);
   return served ? 1 : tried ? -1 : 0;
 }

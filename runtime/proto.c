@@ -184,9 +184,12 @@ xpd_err xpd_kernel_decode(const xpd_msg *m, xpd_kernel *k) {
   TRY(xpd_get_u64(m, XPD_F_LOCAL, true, &k->local_bytes));
   TRY(xpd_get_u64(m, XPD_F_SCRATCH, true, &k->scratch_bytes));
   TRY(xpd_get_u64(m, XPD_F_COMPILE_US, true, &k->compile_us));
+  TRY(xpd_get_u64(m, XPD_F_EXPIRES, true, &k->expires_ms));
   TRY(xpd_get_str(m, XPD_F_DIGEST, true, k->digest, sizeof k->digest));
+  /* only a failure that is not transient can be remembered */
   if (k->status > 64 || k->failed > 1 || k->transient > 1 ||
-      k->origin > XPD_FROM_WAITED || (k->digest[0] && !is_digest(k->digest)))
+      k->origin > XPD_FROM_WAITED || (k->digest[0] && !is_digest(k->digest)) ||
+      (k->expires_ms && (!k->failed || k->transient)))
     return XPD_E_VALUE;
   return XPD_E_OK;
 }
@@ -305,6 +308,8 @@ void xpd_put_kernel(xpd_buf *b, const xpd_kernel *k) {
   xpd_put_u64(b, XPD_F_LOCAL, k->local_bytes);
   xpd_put_u64(b, XPD_F_SCRATCH, k->scratch_bytes);
   xpd_put_u64(b, XPD_F_COMPILE_US, k->compile_us);
+  if (k->expires_ms)
+    xpd_put_u64(b, XPD_F_EXPIRES, k->expires_ms);
   if (k->digest[0])
     xpd_put_str(b, XPD_F_DIGEST, k->digest);
 }

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #define XPD_MAGIC "XPJD"
-#define XPD_VERSION 1
+#define XPD_VERSION 2
 #define XPD_HEADER 16
 /* Limits: a request's payload (source included), a reply's payload (the
  * binary included), the source, a string field, the fields of a frame. */
@@ -77,7 +77,9 @@ typedef enum xpd_tag {
   XPD_F_ORIGIN = 39,    /* u64: XPD_FROM_* */
   XPD_F_TEXT = 40,      /* bytes: statistics, "name value" lines */
   XPD_F_MESSAGE = 41,   /* str: ERROR's message */
-  XPD_TAG_MAX = 41
+  XPD_F_EXPIRES = 42,   /* u64: ms until a remembered failure is
+                           forgotten (0 or absent: a lasting answer) */
+  XPD_TAG_MAX = 42
 } xpd_tag;
 
 /* Where the daemon found a kernel. */
@@ -161,6 +163,8 @@ typedef struct xpd_kernel {
   const uint8_t *log;
   size_t log_len;
   uint64_t local_bytes, scratch_bytes, compile_us;
+  uint64_t expires_ms; /* a failure the daemon forgets in this many ms:
+                          not to be stored for good (0: a lasting one) */
   char digest[65];
 } xpd_kernel;
 xpd_err xpd_kernel_decode(const xpd_msg *m, xpd_kernel *k);

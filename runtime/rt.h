@@ -185,8 +185,11 @@ typedef struct rt_dc {
   int idle[RT_DC_IDLE]; /* connections after their handshake */
   unsigned nidle;
   int idle_pid;         /* the process that opened them */
-  uint64_t retry_ms;    /* no new connection before this (xpd_now_ms) */
-  uint64_t backoff_ms;  /* the wait after the last failed connection */
+  uint64_t retry_ms;    /* no request before this (xpd_now_ms) */
+  uint64_t backoff_ms;  /* the wait after the last failure */
+  uint64_t wait_ms;     /* a GET's longest wait (XPJIT_DAEMON_TIMEOUT) */
+  bool probing;         /* an answer came too late: GETs wait at most 1 s
+                           until one comes in time */
   char daemon_cache[1024]; /* the daemon's cache file, from its greeting */
 } rt_dc;
 enum { RT_DC_OFF, RT_DC_AUTO, RT_DC_PATH };
@@ -276,9 +279,11 @@ xpj_status rt_cc_key(rt_cc *cc, const xpj_module *sm, const char *kernel,
 void rt_dc_init(rt_dc *dc);
 void rt_dc_fini(rt_dc *dc);
 /* A kernel from xpjitd. On 1, *payload (free it) holds the reply and k
- * points into it; *same_cache says the daemon wrote it to the cache file
- * at l2_path. 0: no daemon; -1: it could not serve (the caller compiles
- * in both cases). */
+ * points into it; *same_cache says the reply is not for the cache file at
+ * l2_path: the daemon wrote it there, or it is a failure the daemon
+ * remembers for a while only (k->expires_ms). 0: no daemon; -1: it could
+ * not serve, or not before the deadline (the caller compiles in both
+ * cases). */
 struct xpd_kernel;
 int rt_dc_get(rt_dc *dc, const rt_source *src, const char *kernel,
                const char *dtypes, unsigned ndim, const char *tstr,

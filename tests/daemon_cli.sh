@@ -36,6 +36,9 @@ stat_of() { "$CLI" daemon stats --socket "$S" | awk -v k="$1" '$1 == k {print $2
 "$D" --socket relative.sock --foreground 2>/dev/null; [ $? -eq 2 ] ||
   fail "xpjitd with a relative socket path"
 "$D" --socket 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --socket without a value"
+"$D" --client-memory 1M 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --client-memory 1M"
+"$D" --client-compiles 0 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --client-compiles 0"
+"$D" --failure-ttl soon 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --failure-ttl soon"
 
 # started by hand: detaches once the socket serves
 "$D" --socket "$S" --log "$tmp/log" --log-level debug >/dev/null ||
@@ -63,6 +66,14 @@ XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy again"
   fail "daemon cache entries"
 "$CLI" daemon stats --socket "$S" --json | grep -q '"compiles": 3' ||
   fail "stats --json"
+# every example was its own process; all gone, nothing held for them but
+# the STATS connection asking
+[ "$(stat_of clients)" = 1 ] || fail "clients $(stat_of clients), expected 1"
+[ "$(stat_of queue)" = 0 ] || fail "queue $(stat_of queue)"
+# a bad XPJIT_DAEMON_TIMEOUT: a warning, the default, still correct
+XPJIT_CACHE=off XPJIT_DAEMON_TIMEOUT=soon "$B/examples/saxpy" 2>"$tmp/warn" |
+  grep -q correct || fail "saxpy with a bad XPJIT_DAEMON_TIMEOUT"
+grep -q "XPJIT_DAEMON_TIMEOUT" "$tmp/warn" || fail "no warning for XPJIT_DAEMON_TIMEOUT=soon"
 
 # stop: waits until it has exited; the socket is gone
 "$CLI" daemon stop --socket "$S" | grep -q stopped || fail "stop"

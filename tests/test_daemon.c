@@ -24,6 +24,7 @@
  * Every wait has a deadline, and an alarm ends the program if a test
  * still hangs. XPJD_TEST_FILTER=NAME runs some tests only;
  * XPJD_TEST_KEEP=1 keeps the directories (and the daemons' logs). */
+#define _GNU_SOURCE /* prlimit */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,6 +35,7 @@
 #include "daemon.h"
 #include "proto.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -82,6 +84,10 @@ static pid_t running[MAX_DAEMONS];
 static char base[64]; /* this test's private directory */
 static char cache_dir[4096]; /* XPJIT_CACHE_DIR: "" for base/cache */
 static rlim_t nofile; /* the daemon's RLIMIT_NOFILE (0: inherited) */
+static char exe[128]; /* the daemon's binary: "" for BUILD/bin/xpjitd */
+/* ASAN_OPTIONS added for the daemon: the memory tests keep ASan's
+ * quarantine of freed memory small, or it would count as held */
+static const char *asan_extra;
 static unsigned nlogs;
 
 static void forget(pid_t pid) {
@@ -142,7 +148,7 @@ static void make_dir(dmn *d) {
 static void dmn_spawn(dmn *d, const char *fault, const char *const *args) {
   const char *argv[32];
   int n = 0;
-  argv[n++] = daemon_path();
+  argv[n++] = exe[0] ? exe : daemon_path();
   argv[n++] = "--foreground";
   argv[n++] = "--socket";
   argv[n++] = d->sock;
@@ -180,9 +186,10 @@ static void dmn_spawn(dmn *d, const char *fault, const char *const *args) {
      * die of its signal instead of printing a report */
     const char *ao = getenv("ASAN_OPTIONS");
     char opts[512];
-    snprintf(opts, sizeof opts, "%s%shandle_segv=0", ao ? ao : "",
-             ao && *ao ? ":" : "");
-    if (fault)
+    snprintf(opts, sizeof opts, "%s%s%s%s%s", ao ? ao : "",
+             ao && *ao ? ":" : "", fault ? "handle_segv=0" : "",
+             fault && asan_extra ? ":" : "", asan_extra ? asan_extra : "");
+    if (fault || asan_extra)
       setenv("ASAN_OPTIONS", opts, 1);
     execv(argv[0], (char *const *)argv);
     _exit(127);
@@ -398,21 +405,35 @@ static const char *expect_error_close(int fd, const char *what) {
   return msg;
 }
 
-/* A GET frame for kernel of kernels_src (dtypes T=f32). */
-static void build_get(xpd_buf *b, uint32_t id, const char *kernel,
-                      uint64_t timeout_ms) {
+/* A GET frame for kernel of source (kernels_src when NULL) with dtypes
+ * T=dtype; timeout_ms 0: the daemon's. */
+static void build_get_src(xpd_buf *b, uint32_t id, const char *source,
+                          size_t source_len, const char *kernel,
+                          const char *dtype, uint64_t timeout_ms) {
   xpd_get g;
   memset(&g, 0, sizeof g);
-  g.source = (const uint8_t *)kernels_src;
-  g.source_len = strlen(kernels_src);
+  g.source = (const uint8_t *)(source ? source : kernels_src);
+  g.source_len = source ? source_len : strlen(kernels_src);
   snprintf(g.filename, sizeof g.filename, "kernels.xpk");
   snprintf(g.kernel, sizeof g.kernel, "%s", kernel);
-  snprintf(g.dtypes, sizeof g.dtypes, "T=f32");
+  snprintf(g.dtypes, sizeof g.dtypes, "T=%s", dtype);
   snprintf(g.target, sizeof g.target, "%s", target);
   g.opt_level = 2;
   g.timeout_ms = timeout_ms;
   xpd_begin(b, XPD_GET, id);
   xpd_put_get(b, &g);
+}
+
+/* A GET frame for kernel of kernels_src (dtypes T=f32). */
+static void build_get(xpd_buf *b, uint32_t id, const char *kernel,
+                      uint64_t timeout_ms) {
+  build_get_src(b, id, NULL, 0, kernel, "f32", timeout_ms);
+}
+
+/* The same with another element type: another cache key. */
+static void build_get_dt(xpd_buf *b, uint32_t id, const char *kernel,
+                         const char *dtype, uint64_t timeout_ms) {
+  build_get_src(b, id, NULL, 0, kernel, dtype, timeout_ms);
 }
 
 /* A GET's reply: a KERNEL (decoded into k, log copied into log). */
@@ -451,10 +472,94 @@ static void get_kernel(int fd, const char *kernel, kreply *r) {
   read_kernel(fd, 42, 60000, r, t0);
 }
 
-/* The daemon still serves a new client: PING, and a GET that compiles
+/* ---- other processes, the log, descriptors ---- */
+
+/* A connection, handshake done, made by another process: a child connects
+ * and hands the descriptor over (SCM_RIGHTS) before it exits. The daemon
+ * sees another client, as SO_PEERCRED names the process that connected. */
+static int other_client(const dmn *d) {
+  int sv[2];
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+                   0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  union {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof(int))];
+  } u;
+  char byte = 0;
+  struct iovec iov = {&byte, 1};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1,
+                      .msg_control = u.b, .msg_controllen = sizeof u.b};
+  if (pid == 0) {
+    char err[256];
+    int fd = xpd_connect(d->sock, 5000, err, sizeof err, NULL, NULL);
+    if (fd < 0)
+      _exit(1);
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+    _exit(sendmsg(sv[1], &mh, MSG_NOSIGNAL) == 1 ? 0 : 1);
+  }
+  close(sv[1]);
+  ssize_t n = recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC);
+  close(sv[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+  if (n != 1 || !cm || cm->cmsg_type != SCM_RIGHTS)
+    fail_msg("the child could not connect to %s (status %d)", d->sock, st);
+  int fd;
+  memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+  return fd;
+}
+
+/* Lines of the daemon's log that contain what. */
+static unsigned log_lines(const dmn *d, const char *what) {
+  unsigned n = 0;
+  FILE *f = fopen(d->log, "r");
+  char line[2048];
+  while (f && fgets(line, sizeof line, f))
+    n += strstr(line, what) != NULL;
+  if (f)
+    fclose(f);
+  return n;
+}
+
+/* The RLIMIT_NOFILE under which pid has exactly `room` descriptor numbers
+ * free. */
+static rlim_t nofile_with_room(pid_t pid, unsigned room) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/fd", (int)pid);
+  static bool open_fd[65536];
+  memset(open_fd, 0, sizeof open_fd);
+  DIR *dir = opendir(p);
+  assert_non_null(dir);
+  struct dirent *de;
+  while ((de = readdir(dir)))
+    if (de->d_name[0] != '.') {
+      long fd = strtol(de->d_name, NULL, 10);
+      if (fd >= 0 && fd < 65536)
+        open_fd[fd] = true;
+    }
+  closedir(dir);
+  unsigned used = 0;
+  for (rlim_t lim = 1; lim < 65536; lim++) {
+    used += open_fd[lim - 1];
+    if (lim - used == room)
+      return lim;
+  }
+  fail_msg("no descriptor limit leaves %u free", room);
+  return 0;
+}
+
+/* The daemon still serves a new client (another process: this one may
+ * have compiles running, up to its limit): PING, and a GET that compiles
  * (or is found) and succeeds. */
 static void check_serves(const dmn *d) {
-  int fd = client(d);
+  int fd = other_client(d);
   send_op(fd, XPD_PING, 5);
   uint8_t *pl = NULL;
   xpd_msg m;
@@ -534,6 +639,8 @@ static int setup(void **state) {
   nlogs = 0;
   cache_dir[0] = 0;
   nofile = 0;
+  exe[0] = 0;
+  asan_extra = NULL;
   alarm(120);
   return 0;
 }
@@ -620,20 +727,22 @@ static void test_bad_headers(void **state) {
     uint32_t len;
     const char *says;
   } cases[] = {
-      {"bad magic", "XPJX", 1, XPD_PING, 0, 0, "magic"},
-      {"HTTP", "GET ", 1, XPD_PING, 0, 0, "magic"},
-      {"version 2", "XPJD", 2, XPD_PING, 0, 0, "version"},
+      {"bad magic", "XPJX", XPD_VERSION, XPD_PING, 0, 0, "magic"},
+      {"HTTP", "GET ", XPD_VERSION, XPD_PING, 0, 0, "magic"},
+      {"a later version", "XPJD", XPD_VERSION + 1, XPD_PING, 0, 0,
+       "version"},
       {"version 0", "XPJD", 0, XPD_PING, 0, 0, "version"},
-      {"flags", "XPJD", 1, XPD_PING, 1, 0, "flags"},
-      {"high flags", "XPJD", 1, XPD_PING, 0x8000, 0, "flags"},
-      {"op 0", "XPJD", 1, 0, 0, 0, "operation"},
-      {"op 12", "XPJD", 1, 12, 0, 0, "operation"},
-      {"op 19", "XPJD", 1, 19, 0, 0, "operation"},
-      {"op 22", "XPJD", 1, 22, 0, 0, "operation"},
-      {"op 255", "XPJD", 1, 255, 0, 0, "operation"},
-      {"4 GiB payload", "XPJD", 1, XPD_GET, 0, 0xFFFFFFFFu, "limit"},
-      {"payload over the limit", "XPJD", 1, XPD_GET, 0, XPD_MAX_REQUEST + 1,
+      {"flags", "XPJD", XPD_VERSION, XPD_PING, 1, 0, "flags"},
+      {"high flags", "XPJD", XPD_VERSION, XPD_PING, 0x8000, 0, "flags"},
+      {"op 0", "XPJD", XPD_VERSION, 0, 0, 0, "operation"},
+      {"op 12", "XPJD", XPD_VERSION, 12, 0, 0, "operation"},
+      {"op 19", "XPJD", XPD_VERSION, 19, 0, 0, "operation"},
+      {"op 22", "XPJD", XPD_VERSION, 22, 0, 0, "operation"},
+      {"op 255", "XPJD", XPD_VERSION, 255, 0, 0, "operation"},
+      {"4 GiB payload", "XPJD", XPD_VERSION, XPD_GET, 0, 0xFFFFFFFFu,
        "limit"},
+      {"payload over the limit", "XPJD", XPD_VERSION, XPD_GET, 0,
+       XPD_MAX_REQUEST + 1, "limit"},
   };
   size_t n = sizeof cases / sizeof *cases;
   uint64_t peak0 = vm_peak_kb(d.pid);
@@ -745,8 +854,8 @@ static void test_bad_payloads(void **state) {
   assert_non_null(strstr(expect_error_close(fd, "HELLO twice"), "twice"));
   expected_malformed++;
 
-  /* HELLO without a version, HELLO for version 2 (refused, though not
-   * malformed) */
+  /* HELLO without a version, HELLO for a later version (refused, though
+   * not malformed) */
   fd = raw_client(&d);
   xpd_begin(&b, XPD_HELLO, 1);
   send_frame(fd, &b);
@@ -754,9 +863,9 @@ static void test_bad_payloads(void **state) {
   expected_malformed++;
   fd = raw_client(&d);
   xpd_begin(&b, XPD_HELLO, 1);
-  xpd_put_u64(&b, XPD_F_PROTO, 2);
+  xpd_put_u64(&b, XPD_F_PROTO, XPD_VERSION + 1);
   send_frame(fd, &b);
-  expect_error_close(fd, "HELLO for version 2");
+  expect_error_close(fd, "HELLO for a later version");
 
   /* operations only the daemon or its workers send */
   static const xpd_op replies[] = {XPD_HELLO + 1, XPD_KERNEL,
@@ -1239,7 +1348,7 @@ static void test_claimed_payloads(void **state) {
   send_frame(fd, &b);
   static int hogs[HOGS];
   uint8_t h[16];
-  header(h, "XPJD", 1, XPD_GET, 0, XPD_MAX_REQUEST);
+  header(h, "XPJD", XPD_VERSION, XPD_GET, 0, XPD_MAX_REQUEST);
   for (int i = 0; i < HOGS; i++) {
     hogs[i] = raw_client(&d);
     send_bytes(hogs[i], h, sizeof h);
@@ -1404,6 +1513,18 @@ static void test_outstanding_limit(void **state) {
   get_stats(&d, &s);
   assert_int_equal(stat_of(&s, "coalesced"), 255);
   assert_int_equal(stat_of(&s, "malformed_frames"), 1);
+  /* the limit is the process's, over all its connections */
+  int fa = client(&d), fb = client(&d);
+  for (uint32_t id = 1; id <= 257; id++) {
+    build_get(&b, id, "slow", 0);
+    send_frame(id <= 200 ? fa : fb, &b);
+    if (id == 256)
+      assert_int_equal(stat_reaches(&d, "coalesced", 255 + 256, 5000),
+                       255 + 256);
+  }
+  assert_non_null(strstr(expect_error_close(fb, "the process's 257th GET"),
+                         "outstanding"));
+  close(fa);
   dmn_stop(&d);
 }
 
@@ -1421,6 +1542,12 @@ static void test_connection_limits(void **state) {
     fds[i] = client(&d);
   const char *msg = expect_error_close(raw_client(&d), "a fifth client");
   assert_non_null(strstr(msg, "too many"));
+  /* the refusals are in the log too, not a line each */
+  for (int i = 0; i < 20; i++)
+    expect_error_close(raw_client(&d), "one more client");
+  unsigned lines = log_lines(&d, "too many connections");
+  print_message("21 connections refused: %u log lines\n", lines);
+  assert_true(lines >= 1 && lines <= 2);
   for (int i = 0; i < 4; i++)
     close(fds[i]);
   uint64_t end = xpd_now_ms() + 5000;
@@ -1544,7 +1671,7 @@ static void test_worker_hang(void **state) {
   make_dir(&d);
   dmn_start(&d, "hang:slow",
             (const char *const[]){"--workers", "1", "--compile-timeout",
-                                  "500", NULL});
+                                  "500", "--failure-ttl", "0", NULL});
   int fd = client(&d);
   kreply r;
   get_kernel(fd, "slow", &r);
@@ -1561,6 +1688,444 @@ static void test_worker_hang(void **state) {
   assert_int_equal(stat_of(&s, "worker_crashes"), 0);
   get_kernel(fd, "saxpy", &r);
   assert_int_equal(r.k.failed, 0);
+  close(fd);
+  dmn_stop(&d);
+}
+
+/* ---- what a client can cost the others ---- */
+
+/* The daemon's binary deleted under it, as a package upgrade does: its
+ * workers still start (from the image it runs), and GETs are served. */
+static void test_binary_deleted(void **state) {
+  (void)state;
+  snprintf(exe, sizeof exe, "%s/xpjitd-copy", base);
+  int in = open(daemon_path(), O_RDONLY | O_CLOEXEC);
+  int out = open(exe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+  assert_true(in >= 0 && out >= 0);
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(in, buf, sizeof buf)) > 0)
+    assert_int_equal(write(out, buf, (size_t)n), n);
+  close(in);
+  close(out);
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, (const char *const[]){"--workers", "1", NULL});
+  assert_int_equal(unlink(exe), 0);
+  int fd = client(&d);
+  xpd_buf b = {0};
+  build_get(&b, 7, "saxpy", 0);
+  uint64_t t0 = xpd_now_ms();
+  send_frame(fd, &b);
+  kreply r;
+  read_kernel(fd, 7, 20000, &r, t0);
+  close(fd);
+  if (r.k.failed)
+    fail_msg("with its binary deleted: %s", r.log);
+  assert_true(r.k.binary_len > 0);
+  assert_int_equal(log_lines(&d, "cannot start"), 0);
+  dmn_stop(&d);
+}
+
+/* No worker can start (the daemon is out of descriptors): GETs are
+ * answered at once with a transient failure (clients compile themselves),
+ * the log says so a bounded number of times, nothing stays queued; once
+ * descriptors are back, a worker starts again. */
+static void test_spawn_failure(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, "crash:boom", (const char *const[]){"--workers", "1", NULL});
+  int fd = client(&d);
+  kreply r;
+  get_kernel(fd, "saxpy", &r); /* the cache file opened, a worker started */
+  assert_int_equal(r.k.failed, 0);
+  get_kernel(fd, "boom", &r); /* and gone: the next job needs a new one */
+  assert_int_equal(r.k.transient, 1);
+  close(fd);
+  sleep_ms(300); /* the daemon has closed its side */
+  struct rlimit old;
+  assert_int_equal(prlimit(d.pid, RLIMIT_NOFILE, NULL, &old), 0);
+  /* room for this client's connection and one more, not for a worker's
+   * socket pair besides */
+  struct rlimit low = {nofile_with_room(d.pid, 2), old.rlim_max};
+  assert_int_equal(prlimit(d.pid, RLIMIT_NOFILE, &low, NULL), 0);
+  fd = client(&d);
+  static const char *const dts[] = {"f64", "i32", "i64", "u32"};
+  for (uint32_t i = 0; i < 4; i++) {
+    xpd_buf b = {0};
+    build_get_dt(&b, 10 + i, "saxpy", dts[i], 0);
+    uint64_t t0 = xpd_now_ms();
+    send_frame(fd, &b);
+    read_kernel(fd, 10 + i, 5000, &r, t0);
+    print_message("no worker can start: answered in %llu ms: %s\n",
+                  (unsigned long long)r.ms, r.log);
+    assert_int_equal(r.k.failed, 1);
+    assert_int_equal(r.k.transient, 1);
+    assert_true(r.ms < 2000);
+    assert_non_null(strstr(r.log, "worker"));
+  }
+  assert_int_equal(stat1(&d, "queue"), 0);
+  close(fd);
+  unsigned lines = log_lines(&d, "cannot start a compiler worker");
+  print_message("%u log lines about it\n", lines);
+  assert_true(lines >= 1 && lines <= 3);
+  /* descriptors back: a worker starts on a later try */
+  assert_int_equal(prlimit(d.pid, RLIMIT_NOFILE, &old, NULL), 0);
+  uint64_t end = xpd_now_ms() + 20000;
+  bool served = false;
+  while (!served && xpd_now_ms() < end) {
+    fd = client(&d);
+    xpd_buf b = {0};
+    build_get_dt(&b, 20, "saxpy", "f64", 0); /* failed, not remembered */
+    uint64_t t0 = xpd_now_ms();
+    send_frame(fd, &b);
+    read_kernel(fd, 20, 60000, &r, t0);
+    close(fd);
+    served = !r.k.failed;
+    if (!served)
+      sleep_ms(100);
+  }
+  assert_true(served);
+  assert_int_equal(stat1(&d, "worker_spawns"), 2);
+  dmn_stop(&d);
+}
+
+/* A client that leaves while its compile is still queued: the job goes
+ * with it, unless another client waits for the same kernel. */
+static void test_queued_job_dropped(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "1", "--grace", "0", NULL});
+  int fa = client(&d), fb = client(&d), fc = client(&d);
+  xpd_buf b = {0};
+  build_get(&b, 1, "slow", 0); /* takes the worker for good */
+  send_frame(fa, &b);
+  assert_int_equal(stat_reaches(&d, "workers_busy", 1, 10000), 1);
+  build_get(&b, 2, "saxpy", 0); /* queued behind it */
+  send_frame(fb, &b);
+  assert_int_equal(stat_reaches(&d, "queue", 1, 5000), 1);
+  build_get(&b, 3, "saxpy", 0); /* waits for the same */
+  send_frame(fc, &b);
+  assert_int_equal(stat_reaches(&d, "coalesced", 1, 5000), 1);
+  close(fb);
+  sleep_ms(300);
+  assert_int_equal(stat1(&d, "queue"), 1); /* fc still waits */
+  close(fc);
+  assert_int_equal(stat_reaches(&d, "queue", 0, 3000), 0);
+  assert_int_equal(stat1(&d, "jobs_dropped"), 1);
+  close(fa);
+  dmn_stop(&d);
+}
+
+/* A kernel another process has queued behind others is compiled sooner
+ * when this one asks for it too: the job moves to the shorter queue. */
+static void test_coalesced_moves_up(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "1", "--grace", "0",
+                                  "--compile-timeout", "1000", NULL});
+  uint64_t held0 = stat1(&d, "client_bytes"); /* the STATS client's own */
+  int fa = client(&d);
+  xpd_buf b = {0};
+  build_get(&b, 1, "slow", 0); /* the worker, for 6 s */
+  send_frame(fa, &b);
+  assert_int_equal(stat_reaches(&d, "workers_busy", 1, 10000), 1);
+  static const char *const dts[] = {"f64", "i32", "i64"};
+  for (uint32_t i = 0; i < 3; i++) { /* queued behind it */
+    build_get_dt(&b, 2 + i, "saxpy", dts[i], 0);
+    send_frame(fa, &b);
+  }
+  assert_int_equal(stat_reaches(&d, "queue", 3, 5000), 3);
+  int fb = other_client(&d);
+  build_get_dt(&b, 9, "saxpy", "i64", 0); /* the last of them */
+  uint64_t t0 = xpd_now_ms();
+  send_frame(fb, &b);
+  kreply r;
+  read_kernel(fb, 9, 20000, &r, t0);
+  assert_int_equal(r.k.failed, 0);
+  print_message("asked for the third in another process's queue: %llu ms "
+                "(one stopped compile ahead)\n", (unsigned long long)r.ms);
+  /* first answered there: the stopped one, then that same kernel */
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  assert_int_equal(read_reply(fa, 5000, &pl, &m).id, 1);
+  free(pl);
+  assert_int_equal(read_reply(fa, 5000, &pl, &m).id, 4);
+  free(pl);
+  for (int i = 0; i < 2; i++) { /* then the other two */
+    assert_int_equal(read_reply(fa, 20000, &pl, &m).op, XPD_KERNEL);
+    free(pl);
+  }
+  close(fb);
+  close(fa);
+  /* all done: what the clients held is all given back */
+  assert_int_equal(stat_reaches(&d, "client_bytes", held0, 3000), held0);
+  assert_int_equal(stat1(&d, "clients"), 1); /* the STATS client */
+  dmn_stop(&d);
+}
+
+/* One process with many slow compiles does not hold up another process's
+ * trivial kernel: per-process queues are served in turn, and a process
+ * has at most --client-compiles (default: all workers but one) compiles
+ * running. */
+static void test_fairness(void **state) {
+  (void)state;
+  static const char *const dts[] = {"f32", "f64", "i32", "i64",
+                                    "u32", "u64", "i16", "u16"};
+  /* two workers: the busy process takes one, the other is free */
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "2", "--grace", "0", NULL});
+  int fa = client(&d);
+  for (uint32_t i = 0; i < 8; i++) {
+    xpd_buf b = {0};
+    build_get_dt(&b, 100 + i, "slow", dts[i], 0);
+    send_frame(fa, &b);
+  }
+  assert_true(stat_reaches(&d, "requests", 8, 5000) == 8);
+  int fb = other_client(&d);
+  xpd_buf b = {0};
+  build_get(&b, 1, "saxpy", 0);
+  uint64_t t0 = xpd_now_ms();
+  send_frame(fb, &b);
+  kreply r;
+  read_kernel(fb, 1, 10000, &r, t0);
+  print_message("2 workers, 8 hung compiles of another process: a trivial "
+                "kernel took %llu ms\n", (unsigned long long)r.ms);
+  assert_int_equal(r.k.failed, 0);
+  close(fb);
+  close(fa);
+  dmn_stop(&d);
+
+  /* one worker: the trivial kernel waits for the one compile running, not
+   * for the other process's queue (hung compiles stopped after 1 + 5 s) */
+  dmn_init(&d, "t");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "1", "--grace", "0",
+                                  "--compile-timeout", "1000", NULL});
+  fa = client(&d);
+  for (uint32_t i = 0; i < 4; i++) {
+    build_get_dt(&b, 100 + i, "slow", dts[i], 0);
+    send_frame(fa, &b);
+  }
+  assert_int_equal(stat_reaches(&d, "workers_busy", 1, 10000), 1);
+  fb = other_client(&d);
+  build_get_dt(&b, 1, "saxpy", "f64", 0); /* not in the cache file yet */
+  t0 = xpd_now_ms();
+  send_frame(fb, &b);
+  read_kernel(fb, 1, 15000, &r, t0);
+  assert_int_equal(r.k.origin, XPD_FROM_COMPILED);
+  print_message("1 worker, 4 hung compiles of another process queued: a "
+                "trivial kernel took %llu ms\n", (unsigned long long)r.ms);
+  assert_int_equal(r.k.failed, 0);
+  assert_true(r.ms < 9000); /* one stopped compile: 6 s */
+  close(fb);
+  close(fa);
+}
+
+/* Many connections that each send one large source the daemon rejects:
+ * the daemon does not keep their sources. */
+static void test_memory_rejected_sources(void **state) {
+  (void)state;
+  enum { CONNS = 48, SRC = 8 << 20 };
+  asan_extra = "quarantine_size_mb=4";
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  char *junk = malloc(SRC);
+  assert_non_null(junk);
+  memset(junk, '@', SRC);
+  uint64_t rss0 = vm_rss_kb(d.pid);
+  static int fds[CONNS];
+  for (int i = 0; i < CONNS; i++) {
+    fds[i] = client(&d);
+    xpd_buf b = {0};
+    build_get_src(&b, 5, junk, SRC, "saxpy", "f32", 0);
+    send_frame(fds[i], &b);
+    uint8_t *pl = NULL;
+    xpd_msg m;
+    xpd_header h = read_reply(fds[i], 10000, &pl, &m);
+    free(pl);
+    assert_int_equal(h.op, XPD_ERROR); /* not a program */
+  }
+  uint64_t rss1 = vm_rss_kb(d.pid);
+  print_message("%d connections, one rejected %d MiB source each: daemon "
+                "RSS %llu -> %llu kB\n", CONNS, SRC >> 20,
+                (unsigned long long)rss0, (unsigned long long)rss1);
+  free(junk);
+  check_serves(&d);
+  for (int i = 0; i < CONNS; i++)
+    close(fds[i]);
+  if (rss1 > rss0 + 96 * 1024)
+    fail_msg("the daemon grew by %llu kB for %d rejected sources",
+             (unsigned long long)(rss1 - rss0), CONNS);
+  dmn_stop(&d);
+}
+
+/* Large payloads announced by one process (64 x 16 MiB: the whole budget,
+ * were announcements to count) and then partly sent: another process is
+ * still served a large request, and the sender is refused past its share
+ * of the budget (1/8: 128 MiB of the default 1 GiB). */
+static void test_memory_announced(void **state) {
+  (void)state;
+  enum { HOGS = 64, SENT = 15 << 20 };
+  asan_extra = "quarantine_size_mb=4";
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  uint64_t rss0 = vm_rss_kb(d.pid);
+  uint64_t held0 = stat1(&d, "client_bytes"); /* the STATS client's own */
+  static int hogs[HOGS];
+  for (int i = 0; i < HOGS; i++) {
+    hogs[i] = client(&d);
+    uint8_t h[16];
+    header(h, "XPJD", XPD_VERSION, XPD_GET, 0, XPD_MAX_REQUEST);
+    send_bytes(hogs[i], h, sizeof h);
+  }
+  /* a GET with a source of 1 MiB, from another process */
+  size_t pad = 1u << 20, base_len = strlen(kernels_src);
+  char *src = malloc(base_len + pad);
+  assert_non_null(src);
+  memcpy(src, kernels_src, base_len);
+  memset(src + base_len, ' ', pad);
+  for (size_t at = base_len; at + 80 <= base_len + pad; at += 80) {
+    memcpy(src + at, "//", 2);
+    src[at + 79] = '\n';
+  }
+  int fv = other_client(&d);
+  xpd_buf b = {0};
+  build_get_src(&b, 9, src, base_len + pad, "saxpy", "f32", 0);
+  uint64_t t0 = xpd_now_ms();
+  send_frame(fv, &b);
+  kreply r;
+  read_kernel(fv, 9, 30000, &r, t0);
+  assert_int_equal(r.k.failed, 0);
+  /* the hogs send: past its share, this process is refused */
+  char *bytes = calloc(1, SENT);
+  assert_non_null(bytes);
+  int refused = 0, accepted = 0;
+  for (int i = 0; i < 12; i++) {
+    if (!xpd_write_all(hogs[i], bytes, SENT, xpd_now_ms() + 10000)) {
+      refused++;
+      continue;
+    }
+    struct pollfd p = {hogs[i], POLLIN, 0};
+    if (poll(&p, 1, 200) == 1)
+      refused++; /* an ERROR, then the close */
+    else
+      accepted++;
+  }
+  uint64_t rss1 = vm_rss_kb(d.pid);
+  print_message("one process announced %d x 16 MiB and sent 15 MiB into "
+                "12: %d accepted, %d refused; daemon RSS %llu -> %llu kB\n",
+                HOGS, accepted, refused, (unsigned long long)rss0,
+                (unsigned long long)rss1);
+  assert_true(refused >= 1);
+  assert_true(accepted <= 9);
+  /* a new announcement by it is refused at once, before any payload */
+  int late = client(&d);
+  uint8_t h[16];
+  header(h, "XPJD", XPD_VERSION, XPD_GET, 0, XPD_MAX_REQUEST);
+  send_bytes(late, h, sizeof h);
+  expect_error_close(late, "an announcement past the process's share");
+  /* the other process is still served a large request */
+  build_get_src(&b, 10, src, base_len + pad, "saxpy", "f64", 0);
+  t0 = xpd_now_ms();
+  send_frame(fv, &b);
+  read_kernel(fv, 10, 30000, &r, t0);
+  assert_int_equal(r.k.failed, 0);
+  close(fv);
+  free(src);
+  free(bytes);
+  for (int i = 0; i < HOGS; i++)
+    close(hogs[i]);
+  assert_true(rss1 < rss0 + 200 * 1024);
+  check_serves(&d);
+  /* what the clients held is all given back */
+  assert_int_equal(stat_reaches(&d, "client_bytes", held0, 3000), held0);
+  dmn_stop(&d);
+}
+
+/* Asks for slow with a 300 ms limit on fd: the reply. */
+static void get_slow_300(int fd, uint32_t id, kreply *r) {
+  xpd_buf b = {0};
+  build_get(&b, id, "slow", 300);
+  uint64_t t0 = xpd_now_ms();
+  send_frame(fd, &b);
+  read_kernel(fd, id, 20000, r, t0);
+}
+
+/* A compile that timed out is remembered (--failure-ttl, 10 minutes by
+ * default): later requests for it, from any process, are answered at once
+ * with the failure, not compiled again; a request that allows a longer
+ * compile, or one after the time to live, tries again. */
+static void test_remembered_timeout(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "2", "--grace", "0", NULL});
+  int fd = client(&d);
+  kreply r;
+  get_slow_300(fd, 1, &r); /* stopped 5 s past its limit */
+  print_message("timed out after %llu ms: %s\n", (unsigned long long)r.ms,
+                r.log);
+  assert_int_equal(r.k.failed, 1);
+  assert_non_null(strstr(r.log, "300 ms"));
+  /* asked again, from this process and from another: at once */
+  for (int i = 0; i < 2; i++) {
+    int f = i ? other_client(&d) : fd;
+    get_slow_300(f, 2, &r);
+    print_message("asked again: %llu ms: %s\n", (unsigned long long)r.ms,
+                  r.log);
+    assert_int_equal(r.k.failed, 1);
+    assert_int_equal(r.k.transient, 0);
+    assert_true(r.ms < 1000);
+    assert_non_null(strstr(r.log, "remember"));
+    if (i)
+      close(f);
+  }
+  assert_int_equal(stat1(&d, "compiles"), 1);
+  /* a longer limit: compiled again (a worker is busy with it) */
+  xpd_buf b = {0};
+  build_get(&b, 3, "slow", 10000);
+  send_frame(fd, &b);
+  assert_int_equal(stat_reaches(&d, "workers_busy", 1, 5000), 1);
+  close(fd);
+  dmn_stop(&d);
+
+  /* after --failure-ttl, tried again */
+  dmn_init(&d, "t");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "1", "--grace", "0",
+                                  "--failure-ttl", "1", NULL});
+  fd = client(&d);
+  get_slow_300(fd, 1, &r);
+  get_slow_300(fd, 2, &r);
+  assert_true(r.ms < 1000);
+  assert_int_equal(r.k.transient, 0);
+  sleep_ms(1100);
+  build_get(&b, 3, "slow", 300);
+  send_frame(fd, &b);
+  assert_int_equal(stat_reaches(&d, "workers_busy", 1, 5000), 1);
+  struct pollfd p = {fd, POLLIN, 0};
+  assert_int_equal(poll(&p, 1, 300), 0); /* compiling, not answered */
   close(fd);
   dmn_stop(&d);
 }
@@ -1762,9 +2327,9 @@ static int nobody_tries(const char *sock) {
     int fd = raw_connect(sock);
     if (fd < 0)
       _exit(errno == EACCES ? 2 : 3);
-    uint8_t hello[] = {'X', 'P', 'J', 'D', 1, XPD_HELLO, 0, 0, 1, 0, 0, 0,
-                       14, 0, 0, 0, XPD_F_PROTO, 0, 8, 0, 0, 0, 1, 0, 0, 0,
-                       0, 0, 0, 0};
+    uint8_t hello[] = {'X', 'P', 'J', 'D', XPD_VERSION, XPD_HELLO, 0, 0, 1,
+                       0, 0, 0, 14, 0, 0, 0, XPD_F_PROTO, 0, 8, 0, 0, 0,
+                       XPD_VERSION, 0, 0, 0, 0, 0, 0, 0};
     if (send(fd, hello, sizeof hello, MSG_NOSIGNAL) < 0) /* closed already */
       _exit(0);
     uint8_t h[16];
@@ -2013,6 +2578,19 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_worker_crash, setup, teardown),
       cmocka_unit_test_setup_teardown(test_worker_hang, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_binary_deleted, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_spawn_failure, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_queued_job_dropped, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_fairness, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_coalesced_moves_up, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_memory_rejected_sources, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_memory_announced, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_remembered_timeout, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_unsafe_socket_dirs, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_stale_socket, setup, teardown),

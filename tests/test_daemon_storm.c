@@ -16,6 +16,12 @@
  *   fallbacks  XPJIT_DAEMON naming a missing socket, a stale socket file,
  *              a SIGSTOPped daemon (the 2 s handshake timeout) and
  *              XPJIT_DAEMON=off: correct kernels, compiled locally, no hang
+ *   deadline   a daemon whose workers hang: a client waits for it at most
+ *              XPJIT_DAEMON_TIMEOUT, compiles itself, does not ask again
+ *              during its back-off, then asks with a 1 s wait
+ *   remembered a compile that timed out in the daemon: two processes get
+ *              the failure without compiling it, and keep it out of their
+ *              own cache file
  *
  * Clients are forked children of this process, which never creates an
  * xpjit context itself (forking after that is not supported); each child
@@ -245,8 +251,10 @@ static int stats_conn(int timeout_ms) {
 }
 
 /* Starts xpjitd --foreground on fx.sock with fx.cache_dir as its cache and
- * waits until it answers a handshake. */
-static void daemon_start(unsigned workers) {
+ * waits until it answers a handshake. fault: XPJIT_WORKER_FAULT (NULL:
+ * none); extra: more options, NULL-terminated (or NULL). */
+static void daemon_start_with(unsigned workers, const char *fault,
+                              const char *const *extra) {
   char exe[PATH_MAX], nw[16];
   snprintf(exe, sizeof exe, "%s/bin/xpjitd", build_dir());
   snprintf(nw, sizeof nw, "%u", workers);
@@ -268,11 +276,16 @@ static void daemon_start(unsigned workers) {
     unsetenv("XPJIT_CACHE");
     unsetenv("XPJIT_CACHE_MAX_SIZE");
     unsetenv("XPJIT_BUNDLE_PATH");
-    unsetenv("XPJIT_WORKER_FAULT");
-    char *argv[] = {"xpjitd",      "--foreground", "--socket", fx.sock,
-                    "--workers",   nw,             "--log-level",
-                    "debug",       NULL};
-    execv(exe, argv);
+    if (fault)
+      setenv("XPJIT_WORKER_FAULT", fault, 1);
+    else
+      unsetenv("XPJIT_WORKER_FAULT");
+    const char *argv[24] = {"xpjitd",    "--foreground", "--socket",
+                            fx.sock,     "--workers",    nw,
+                            "--log-level", "debug"};
+    for (int i = 0, n = 8; extra && extra[i] && n < 23; i++)
+      argv[n++] = extra[i];
+    execv(exe, (char *const *)argv);
     _exit(127);
   }
   fx.daemon = pid;
@@ -291,6 +304,10 @@ static void daemon_start(unsigned workers) {
     CHECK(now_ms() < deadline, "xpjitd did not serve %s in time", fx.sock);
     sleep_ms(10);
   }
+}
+
+static void daemon_start(unsigned workers) {
+  daemon_start_with(workers, NULL, NULL);
 }
 
 /* The daemon's statistics text over fd (NUL-terminated, into buf). */
@@ -415,8 +432,13 @@ typedef struct client_result {
   int from_daemon;     /* kernels with origin XPJ_ORIGIN_DAEMON */
   uint64_t compiles, daemon_hits, daemon_fallbacks, l2_hits;
   double ms;           /* from release to the end */
+  double kernel_ms[NKERNELS]; /* each xpj_program_get_kernel */
   char err[256];
 } client_result;
+
+/* Clients pause this long before their kernel number pause_at (-1:
+ * never). Set before clients_start; the children inherit it. */
+static int pause_at = -1, pause_ms;
 
 /* A client's life: a context on the CPU (its own cache off), the program,
  * nk kernels got, launched and checked, its counters. */
@@ -443,8 +465,14 @@ static void client_body(int nk, client_result *r) {
     int kind = i / NDT;
     xpj_scalar t = dts[i % NDT].t;
     xpj_kernel *k = NULL;
-    if (xpj_program_get_kernel(p, knames[kind], dts[i % NDT].dtypes, 0, dev,
-                               NULL, &k) != XPJ_OK) {
+    if (i == pause_at)
+      sleep_ms(pause_ms);
+    double k0 = now_ms();
+    xpj_status gs = xpj_program_get_kernel(p, knames[kind],
+                                           dts[i % NDT].dtypes, 0, dev, NULL,
+                                           &k);
+    r->kernel_ms[i] = now_ms() - k0;
+    if (gs != XPJ_OK) {
       snprintf(r->err, sizeof r->err, "get %s %s: %s", knames[kind],
                dts[i % NDT].dtypes, xpj_last_error());
       goto out;
@@ -761,6 +789,144 @@ static void test_fallback_off(void **state) {
   assert_no_children();
 }
 
+/* A daemon whose workers all hang: a process waits for it at most
+ * XPJIT_DAEMON_TIMEOUT (4 s here), compiles the kernel itself, and leaves
+ * the daemon alone for its back-off (1 s): the next kernel is not asked
+ * of it. After the back-off, one more is asked with a shorter wait (1 s,
+ * a probe), since the last answer came too late. */
+static void test_deadline(void **state) {
+  (void)state;
+  enum { NK = 3 };
+  daemon_start_with(2, "hang", (const char *const[]){"--grace", "0", NULL});
+  setenv("XPJIT_DAEMON_TIMEOUT", "4000", 1);
+  pause_at = 2;
+  pause_ms = 1200;
+  client_result *res = clients_start(1, NK, fx.sock);
+  unsetenv("XPJIT_DAEMON_TIMEOUT");
+  pause_at = -1;
+  clients_wait(1, res, now_ms() + 60000.0 * SLOW);
+  client_result r = res[0];
+  munmap(res, sizeof *res);
+  print_message("hung workers: kernels in %.0f, %.0f and %.0f ms (after a "
+                "%d ms pause); %llu compiled here, %llu fallbacks\n",
+                r.kernel_ms[0], r.kernel_ms[1], r.kernel_ms[2], pause_ms,
+                (unsigned long long)r.compiles,
+                (unsigned long long)r.daemon_fallbacks);
+  CHECK(r.correct == NK && r.compiles == NK && r.daemon_hits == 0,
+        "%d right, %llu compiled here, %llu from the daemon", r.correct,
+        (unsigned long long)r.compiles, (unsigned long long)r.daemon_hits);
+  CHECK(r.kernel_ms[0] >= 3900 && r.kernel_ms[0] < 4000 + 6000.0 * SLOW,
+        "the first kernel took %.0f ms (deadline 4000 ms)", r.kernel_ms[0]);
+  CHECK(r.kernel_ms[2] >= 900 && r.kernel_ms[2] + 2000 < r.kernel_ms[0],
+        "the probe took %.0f ms (expected about 1 s plus a compile)",
+        r.kernel_ms[2]);
+  CHECK(r.daemon_fallbacks == 2, "%llu fallbacks, expected 2",
+        (unsigned long long)r.daemon_fallbacks);
+  char text[8192];
+  daemon_stats(text, sizeof text);
+  CHECK(stat_of(text, "requests") == 2,
+        "the daemon got %lld requests, expected 2 (none in the back-off)",
+        stat_of(text, "requests"));
+  daemon_stop();
+  assert_no_children();
+}
+
+/* What one process saw asking for axpy [T=f32]. */
+typedef struct asked {
+  int done;
+  xpj_status status;
+  double ms;
+  uint64_t compiles, daemon_hits;
+  char msg[1024];
+} asked;
+
+/* In a child with its own cache directory (not the daemon's): a context
+ * that asks for axpy [T=f32] once, through the daemon at fx.sock. */
+static void ask_axpy(asked *a, const char *cache_dir) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setenv("XPJIT_DAEMON", fx.sock, 1);
+    setenv("XPJIT_CACHE", "rw", 1);
+    setenv("XPJIT_CACHE_DIR", cache_dir, 1);
+    xpj_context_desc d = {.visible = "cpu", .cpu_threads = 1,
+                          .no_env_bundles = 1};
+    xpj_context *ctx = NULL;
+    xpj_device *dev = NULL;
+    xpj_program *p = NULL;
+    if (xpj_context_create(&d, &ctx) != XPJ_OK ||
+        xpj_device_select(ctx, "cpu", &dev) != XPJ_OK ||
+        xpj_program_create(ctx, "storm.xpk", src, strlen(src), NULL, &p) !=
+            XPJ_OK)
+      _exit(2);
+    xpj_kernel *k = NULL;
+    double t0 = now_ms();
+    a->status = xpj_program_get_kernel(p, "axpy", "T=f32", 0, dev, NULL, &k);
+    a->ms = now_ms() - t0;
+    snprintf(a->msg, sizeof a->msg, "%s", xpj_last_error());
+    xpj_cache_counters c;
+    if (xpj_context_cache_counters(ctx, &c) == XPJ_OK) {
+      a->compiles = c.compiles;
+      a->daemon_hits = c.daemon_hits;
+    }
+    a->done = 1;
+    xpj_program_destroy(p);
+    xpj_context_destroy(ctx);
+    _exit(0);
+  }
+  fx.pids[0] = pid;
+  int ws = wait_deadline(pid, now_ms() + 30000.0 * SLOW);
+  fx.pids[0] = 0;
+  CHECK(ws != -1 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && a->done,
+        "the asking process failed (status 0x%x)", ws);
+}
+
+/* A compile that times out in the daemon is remembered: the process that
+ * waited for it, and one that asks later, get the failure without
+ * compiling (the later one at once), and neither writes it into its own
+ * cache file, where it would stay for good. */
+static void test_remembered_failure(void **state) {
+  (void)state;
+  daemon_start_with(1, "hang:axpy",
+                    (const char *const[]){"--compile-timeout", "300",
+                                          "--grace", "0", NULL});
+  char dir[PATH_MAX], cache[PATH_MAX + 16];
+  snprintf(dir, sizeof dir, "%s/client-cache", fx.dir);
+  snprintf(cache, sizeof cache, "%s/cache-v1.db", dir);
+  asked *a = mmap(NULL, 2 * sizeof *a, PROT_READ | PROT_WRITE,
+                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(a != MAP_FAILED);
+  memset(a, 0, 2 * sizeof *a);
+  ask_axpy(&a[0], dir);
+  ask_axpy(&a[1], dir);
+  for (int i = 0; i < 2; i++)
+    print_message("process %d: status %d after %.0f ms, %llu compiled "
+                  "here: %s\n", i, a[i].status, a[i].ms,
+                  (unsigned long long)a[i].compiles, a[i].msg);
+  for (int i = 0; i < 2; i++) {
+    CHECK(a[i].status != XPJ_OK && a[i].compiles == 0 &&
+              a[i].daemon_hits == 1 && strstr(a[i].msg, "remembers"),
+          "process %d: status %d, %llu compiles, %llu daemon hits: %s", i,
+          a[i].status, (unsigned long long)a[i].compiles,
+          (unsigned long long)a[i].daemon_hits, a[i].msg);
+  }
+  CHECK(a[1].ms < 1000.0 * SLOW, "the second process waited %.0f ms",
+        a[1].ms);
+  munmap(a, 2 * sizeof *a);
+  /* not in the processes' own cache file */
+  xpj_cache_config cc = {.path = cache, .mode = XPJ_CACHE_MODE_RO};
+  xpj_cache *c = NULL;
+  uint64_t entries = 0;
+  assert_int_equal(xpj_cache_open(&cc, &c), XPJ_OK);
+  assert_int_equal(xpj_cache_list(c, count_entry, &entries), XPJ_OK);
+  xpj_cache_close(c);
+  CHECK(entries == 0, "%llu entries in the client's cache file",
+        (unsigned long long)entries);
+  daemon_stop();
+  assert_no_children();
+}
+
 /* Interrupted (a harness's timeout, ^C): the processes and the directory
  * of the running test go first. */
 static void on_signal(int sig) {
@@ -789,6 +955,12 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_fallback_stale, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fallback_stopped, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fallback_off, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_deadline, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_remembered_failure, setup,
+                                      teardown),
   };
+  /* XPJD_TEST_FILTER=test_deadline: run some tests only */
+  if (getenv("XPJD_TEST_FILTER"))
+    cmocka_set_test_filter(getenv("XPJD_TEST_FILTER"));
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

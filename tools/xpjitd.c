@@ -8,7 +8,19 @@
  * (this binary with --worker, started with posix_spawn), one job each at
  * a time; a worker that dies or overruns its deadline is killed, its job
  * fails with a transient error, and a new worker is started when needed.
- * The daemon itself never generates code: that happens only in workers. */
+ * The daemon itself never generates code: that happens only in workers.
+ *
+ * What one client can cost the others is bounded. Connections belong to
+ * clients, the processes that made them (SO_PEERCRED): each client has its
+ * own queue of jobs, the queues are served in turn, and a client has at
+ * most --client-compiles compiles running. Every byte held for clients
+ * (requests being received, replies not yet taken, waiting requests,
+ * queued jobs) counts against --client-memory, and each client's part
+ * against its share of it. When no worker can be started, queued jobs
+ * fail at once (their clients compile themselves) and the start is tried
+ * again later, less often each time. A compile that timed out or ran out
+ * of memory is remembered for --failure-ttl, so that it is not tried
+ * again at once by every client. */
 #define _GNU_SOURCE
 #include "daemon.h"
 #include "proto.h"
@@ -48,16 +60,20 @@ static struct {
   int log_level; /* 0 error, 1 warn, 2 info, 3 debug */
   unsigned workers;
   unsigned max_conns;
+  unsigned client_compiles; /* running compiles per client (0: default) */
   uint64_t io_timeout_ms;   /* a started frame, a stalled write */
   uint64_t idle_timeout_ms; /* a connection with nothing pending */
   uint64_t compile_timeout_ms; /* default and ceiling of a compile */
   uint64_t grace_ms;        /* SIGTERM: time for running compiles */
   uint64_t idle_exit_ms;    /* exit when unused this long (0: never) */
   uint64_t mem_limit;       /* bytes of binaries kept in memory */
+  uint64_t client_memory;   /* bytes held for all clients */
+  uint64_t failure_ttl_ms;  /* a timed-out compile is remembered this long */
   bool foreground;
 } cfg = {.log_level = 2, .max_conns = 4096, .io_timeout_ms = 10000,
          .idle_timeout_ms = 600000, .compile_timeout_ms = 120000,
-         .grace_ms = 10000, .mem_limit = 256u << 20};
+         .grace_ms = 10000, .mem_limit = 256u << 20,
+         .client_memory = 1024u << 20, .failure_ttl_ms = 600000};
 
 /* ---- logging ---- */
 
@@ -88,15 +104,46 @@ __attribute__((format(printf, 2, 3))) static void say(int level,
 #define LOG_I(...) say(2, __VA_ARGS__)
 #define LOG_D(...) say(3, __VA_ARGS__)
 
+/* A message that can come many times a second (a worker that cannot
+ * start, connections refused): one line per LOG_EVERY_MS at most, which
+ * says how many were left out since the last. */
+#define LOG_EVERY_MS 10000
+typedef struct log_limit {
+  uint64_t last_ms; /* when a line last went out (0: never) */
+  unsigned left_out;
+} log_limit;
+
+__attribute__((format(printf, 3, 4))) static void say_limited(
+    log_limit *l, int level, const char *fmt, ...) {
+  uint64_t now = xpd_now_ms();
+  if (l->last_ms && now - l->last_ms < LOG_EVERY_MS) {
+    l->left_out++;
+    return;
+  }
+  char msg[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (l->left_out)
+    say(level, "%s (and %u more like it in the last %.0f s)", msg,
+        l->left_out, (double)(now - l->last_ms) / 1000.0);
+  else
+    say(level, "%s", msg);
+  l->last_ms = now;
+  l->left_out = 0;
+}
+
 /* ---- statistics ---- */
 
 static struct {
   uint64_t started_ms;
   uint64_t conns_total, conns_refused_uid, conns_refused_busy;
-  uint64_t requests, hits_memory, hits_cache, coalesced, compiles,
-      compile_failures, compile_transient, compile_us, worker_spawns,
+  uint64_t requests, hits_memory, hits_cache, hits_remembered, coalesced,
+      compiles, compile_failures, compile_transient, compile_us,
+      failures_remembered, jobs_dropped, worker_spawns, spawn_failures,
       worker_crashes, worker_timeouts, malformed, io_timeouts,
-      request_errors, bytes_in, bytes_out, evictions;
+      request_errors, refused_memory, bytes_in, bytes_out, evictions;
 } st;
 
 /* A target for the log: the CPU's feature list left out. */
@@ -105,6 +152,105 @@ static const char *short_target(const char *t) {
   const char *c = !strncmp(t, "cpu:", 4) ? strchr(t + 4, ':') : NULL;
   snprintf(buf, sizeof buf, "%.*s", c ? (int)(c - t) : 100, t);
   return buf;
+}
+
+/* ---- clients and their memory ---- */
+
+/* A client is the process behind connections (SO_PEERCRED's pid): its
+ * connections share its queue of jobs, its limit of running compiles and
+ * of waiting requests, and its share of the memory budget. It lives while
+ * it has connections, or jobs running. */
+typedef struct job job;
+typedef struct client client;
+struct client {
+  unsigned pid;
+  unsigned conns;   /* its open connections */
+  unsigned waiting; /* its GETs waiting on compiles, all connections */
+  unsigned running; /* its jobs in workers */
+  unsigned queued;  /* its jobs not started */
+  uint64_t served;  /* when it last started a compile (clients.clock) */
+  uint64_t held;    /* bytes held for it */
+  job *qhead, *qtail;        /* its queue, oldest first */
+  client *rr_prev, *rr_next; /* in clients.rr */
+  client *hnext;             /* in clients.by_pid */
+};
+
+#define CLIENT_BUCKETS 1024
+#define MAX_WAITING 256 /* GETs one client may have waiting */
+
+static struct {
+  client *by_pid[CLIENT_BUCKETS];
+  unsigned n;
+  client *rr;      /* the clients with queued jobs, in a ring, least
+                      recently served first */
+  uint64_t clock;  /* compiles started */
+  unsigned queued; /* jobs not started, all clients */
+  uint64_t held;   /* bytes held for all clients */
+} clients;
+
+/* The memory budget. Everything a client makes the daemon hold counts
+ * against --client-memory and against the client's share of it: an
+ * eighth, 32 MiB at least, so that one process cannot take it all. Frames
+ * up to SMALL_FRAME are always taken (HELLO, PING, STATS and small GETs
+ * get through when the budget is spent); a larger one is refused when its
+ * announced length does not fit, and its buffer grows as its bytes come,
+ * so that an announcement alone holds nothing. */
+#define SMALL_FRAME (64u << 10)
+#define SHARE_MIN (2 * (uint64_t)XPD_MAX_REQUEST)
+
+static uint64_t share(void) {
+  uint64_t s = cfg.client_memory / 8;
+  if (s < SHARE_MIN)
+    s = SHARE_MIN;
+  return s < cfg.client_memory ? s : cfg.client_memory;
+}
+
+static bool fits(const client *cl, uint64_t n) {
+  return clients.held + n <= cfg.client_memory && cl->held + n <= share();
+}
+
+static void hold(client *cl, uint64_t n) {
+  cl->held += n;
+  clients.held += n;
+}
+
+static void release(client *cl, uint64_t n) {
+  cl->held -= n;
+  clients.held -= n;
+}
+
+static client *client_of(unsigned pid) {
+  client *cl = clients.by_pid[pid % CLIENT_BUCKETS];
+  while (cl && cl->pid != pid)
+    cl = cl->hnext;
+  if (cl)
+    return cl;
+  cl = calloc(1, sizeof *cl);
+  if (!cl)
+    return NULL;
+  cl->pid = pid;
+  cl->hnext = clients.by_pid[pid % CLIENT_BUCKETS];
+  clients.by_pid[pid % CLIENT_BUCKETS] = cl;
+  clients.n++;
+  return cl;
+}
+
+/* Frees cl once nothing refers to it. */
+static void client_put(client *cl) {
+  if (cl->conns || cl->running || cl->queued || cl->waiting)
+    return;
+  if (cl->held)
+    LOG_E("client %u left with %llu bytes counted (a bug)", cl->pid,
+          (unsigned long long)cl->held);
+  clients.held -= cl->held;
+  for (client **pp = &clients.by_pid[cl->pid % CLIENT_BUCKETS]; *pp;
+       pp = &(*pp)->hnext)
+    if (*pp == cl) {
+      *pp = cl->hnext;
+      break;
+    }
+  clients.n--;
+  free(cl);
 }
 
 /* ---- frame reading (connections and workers) ---- */
@@ -119,43 +265,84 @@ typedef struct reader {
   size_t hlen;
   xpd_header h;
   uint8_t *pl;
-  size_t plen;
-  uint64_t started; /* when the frame's first byte came (0: none yet) */
-  bool budget;      /* pl counts against MAX_IN_FLIGHT (clients' frames) */
-  uint8_t *in;      /* read ahead: in[in_off..in_len) not consumed yet */
+  size_t plen, pcap; /* bytes in pl, bytes allocated */
+  uint64_t started;  /* when the frame's first byte came (0: none yet) */
+  client *owner;     /* whose budget pl and in count against (NULL: a
+                        worker's reader, the daemon's own) */
+  bool over_budget;  /* RD_BAD because the budget was spent */
+  uint8_t *in;       /* read ahead: in[in_off..in_len) not consumed yet */
   size_t in_len, in_off;
-  unsigned reads;   /* recv calls left in this event (0: wait for epoll) */
+  unsigned reads;    /* recv calls left in this event (0: wait for epoll) */
 } reader;
-
-static uint64_t in_flight_bytes; /* payload buffers being filled */
-#define MAX_IN_FLIGHT (1024u << 20)
 
 enum { RD_MORE = 0, RD_FRAME = 1, RD_EOF = -1, RD_BAD = -2 };
 
-/* Forgets the frame (read-ahead bytes stay for the next one). */
-static void reader_reset(reader *r) {
-  if (r->pl && r->budget)
-    in_flight_bytes -= r->h.len;
+static void reader_drop_payload(reader *r) {
+  if (r->owner)
+    release(r->owner, r->pcap);
   free(r->pl);
   r->pl = NULL;
-  r->plen = r->hlen = 0;
+  r->plen = r->pcap = 0;
+}
+
+/* Forgets the frame (read-ahead bytes stay for the next one). */
+static void reader_reset(reader *r) {
+  reader_drop_payload(r);
+  r->hlen = 0;
   memset(&r->h, 0, sizeof r->h);
-  r->budget = false;
+  r->over_budget = false;
   r->started = r->in_off < r->in_len ? xpd_now_ms() : 0;
+}
+
+/* The read-ahead buffer goes when it is empty: an idle connection holds
+ * none. */
+static void reader_free_in(reader *r) {
+  if (r->in && r->owner)
+    release(r->owner, IN_CAP);
+  free(r->in);
+  r->in = NULL;
+  r->in_len = r->in_off = 0;
 }
 
 static void reader_free(reader *r) {
   reader_reset(r);
-  free(r->in);
-  r->in = NULL;
-  r->in_len = r->in_off = 0;
+  reader_free_in(r);
   r->started = 0;
 }
 
 static bool reader_has_more(const reader *r) { return r->in_off < r->in_len; }
 
+/* Room for at least one more payload byte: a client's large payload
+ * grows as it arrives (its announcement was checked against the budget,
+ * but holds nothing); a small one, or a worker's, is allocated at once. */
+static int payload_room(reader *r, xpd_err *err) {
+  if (r->plen < r->pcap)
+    return RD_MORE;
+  size_t cap = r->h.len;
+  if (r->owner && r->h.len > SMALL_FRAME)
+    cap = r->pcap ? 2 * r->pcap : 4 * SMALL_FRAME;
+  if (cap > r->h.len)
+    cap = r->h.len;
+  size_t more = cap - r->pcap;
+  if (r->owner && r->h.len > SMALL_FRAME && !fits(r->owner, more)) {
+    r->over_budget = true;
+    *err = XPD_E_TOO_BIG;
+    return RD_BAD;
+  }
+  uint8_t *p = realloc(r->pl, cap);
+  if (!p) {
+    *err = XPD_E_TOO_BIG;
+    return RD_BAD;
+  }
+  r->pl = p;
+  r->pcap = cap;
+  if (r->owner)
+    hold(r->owner, more);
+  return RD_MORE;
+}
+
 /* Moves read-ahead bytes into the frame. */
-static int consume(reader *r, uint32_t max, bool budget, xpd_err *err) {
+static int consume(reader *r, uint32_t max, xpd_err *err) {
   while (r->in_off < r->in_len) {
     size_t avail = r->in_len - r->in_off;
     if (r->hlen < XPD_HEADER) {
@@ -173,21 +360,18 @@ static int consume(reader *r, uint32_t max, bool budget, xpd_err *err) {
         return RD_BAD;
       if (r->h.len == 0)
         return RD_FRAME;
-      if (budget && in_flight_bytes + r->h.len > MAX_IN_FLIGHT) {
+      /* a large announcement that cannot fit is refused before a byte of
+       * it is taken */
+      if (r->owner && r->h.len > SMALL_FRAME && !fits(r->owner, r->h.len)) {
+        r->over_budget = true;
         *err = XPD_E_TOO_BIG;
         return RD_BAD;
       }
-      r->pl = malloc(r->h.len);
-      if (!r->pl) {
-        *err = XPD_E_TOO_BIG;
-        return RD_BAD;
-      }
-      r->budget = budget;
-      if (budget)
-        in_flight_bytes += r->h.len;
       continue;
     }
-    size_t k = r->h.len - r->plen < avail ? r->h.len - r->plen : avail;
+    if (payload_room(r, err) != RD_MORE)
+      return RD_BAD;
+    size_t k = r->pcap - r->plen < avail ? r->pcap - r->plen : avail;
     memcpy(r->pl + r->plen, r->in + r->in_off, k);
     r->plen += k;
     r->in_off += k;
@@ -201,23 +385,30 @@ static int consume(reader *r, uint32_t max, bool budget, xpd_err *err) {
 /* Reads what is there. RD_FRAME: r->h and r->pl hold a frame (the caller
  * resets). RD_BAD: *err says what was wrong. RD_MORE: nothing complete,
  * and nothing more to read now. */
-static int reader_step(reader *r, int fd, uint32_t max, bool budget,
-                       xpd_err *err) {
+static int reader_step(reader *r, int fd, uint32_t max, xpd_err *err) {
   for (;;) {
-    int c = consume(r, max, budget, err);
+    int c = consume(r, max, err);
     if (c != RD_MORE)
       return c;
-    if (!r->reads)
+    if (!r->reads) {
+      reader_free_in(r);
       return RD_MORE;
+    }
     uint8_t *dst;
     size_t want;
-    if (r->pl && r->h.len - r->plen >= IN_CAP) {
-      dst = r->pl + r->plen; /* a large payload: straight in */
-      want = r->h.len - r->plen;
-    } else {
-      if (!r->in && !(r->in = malloc(IN_CAP))) {
-        *err = XPD_E_TOO_BIG;
+    if (r->hlen == XPD_HEADER && r->h.len - r->plen >= IN_CAP) {
+      if (payload_room(r, err) != RD_MORE) /* a large payload: straight in */
         return RD_BAD;
+      dst = r->pl + r->plen;
+      want = r->pcap - r->plen;
+    } else {
+      if (!r->in) {
+        if (!(r->in = malloc(IN_CAP))) {
+          *err = XPD_E_TOO_BIG;
+          return RD_BAD;
+        }
+        if (r->owner)
+          hold(r->owner, IN_CAP);
       }
       dst = r->in;
       want = IN_CAP;
@@ -230,6 +421,7 @@ static int reader_step(reader *r, int fd, uint32_t max, bool budget,
         continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         r->reads = 0;
+        reader_free_in(r);
         return RD_MORE;
       }
       return RD_EOF;
@@ -268,24 +460,24 @@ static void ep_mod(int fd, void *it, uint32_t ev) {
 
 /* ---- connections ---- */
 
+typedef struct waiter waiter;
 typedef struct conn {
   item it;
   int fd;
   unsigned slot;
   uint64_t serial;
   unsigned uid, pid;
+  client *cl;   /* the process it belongs to */
   bool hello;
   bool closing; /* close once out is flushed */
   uint32_t events; /* what epoll watches now */
   reader r;
   xpd_buf out;
   size_t out_off;
+  size_t out_held; /* out's capacity, as counted against cl */
   uint64_t last_active, stalled_since;
-  unsigned pending; /* GETs waiting on a compile */
-  uint8_t *src_copy; /* the last source asked for, and its hash */
-  size_t src_len;
-  uint8_t src_digest[32];
-  bool dead;        /* closed; freed after this round of events */
+  waiter *waits;   /* its GETs waiting on a compile */
+  bool dead;       /* closed; freed after this round of events */
   struct conn *next_dead;
 } conn;
 
@@ -293,45 +485,26 @@ static conn **slots;
 static unsigned nslots, nconns;
 static uint64_t next_serial = 1;
 
-typedef struct waiter {
-  unsigned slot;
-  uint64_t serial;
-  uint32_t id;
-  struct waiter *next;
-} waiter;
-
-static conn *conn_of(const waiter *w) {
-  conn *c = w->slot < nslots ? slots[w->slot] : NULL;
-  return c && c->serial == w->serial ? c : NULL;
-}
-
 /* Closing never frees at once: an event for c may still be in the batch
  * epoll_wait returned, so c is freed after it (free_dead). */
 static conn *dead_conns;
 
-static void conn_close(conn *c) {
-  if (c->dead)
-    return;
-  c->dead = true;
-  epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
-  close(c->fd);
-  reader_free(&c->r);
-  free(c->src_copy);
-  c->src_copy = NULL;
-  xpd_buf_free(&c->out);
-  c->out_off = 0;
-  slots[c->slot] = NULL;
-  nconns--;
-  LOG_D("connection %llu closed", (unsigned long long)c->serial);
-  c->next_dead = dead_conns;
-  dead_conns = c;
-}
-
 /* Replies waiting to be read past this stop the reading of requests:
  * a client that does not read cannot make the daemon buffer without end. */
 #define OUT_HIGH (1u << 20)
+/* A reply buffer larger than this is given back once it has been sent. */
+#define OUT_KEEP (64u << 10)
 
 static size_t unsent(const conn *c) { return c->out.len - c->out_off; }
+
+/* The reply buffer's size, counted against the client. */
+static void out_account(conn *c) {
+  if (c->out.cap > c->out_held)
+    hold(c->cl, c->out.cap - c->out_held);
+  else
+    release(c->cl, c->out_held - c->out.cap);
+  c->out_held = c->out.cap;
+}
 
 static void conn_watch(conn *c) {
   uint32_t ev = (unsent(c) > OUT_HIGH ? 0 : EPOLLIN) |
@@ -341,6 +514,8 @@ static void conn_watch(conn *c) {
     ep_mod(c->fd, c, ev);
   }
 }
+
+static void conn_close(conn *c);
 
 /* Sends what it can; false if the connection is gone (and closed). */
 static bool conn_flush(conn *c) {
@@ -365,6 +540,10 @@ static bool conn_flush(conn *c) {
     return false;
   }
   c->out.len = c->out_off = 0;
+  if (c->out.cap > OUT_KEEP) {
+    xpd_buf_free(&c->out);
+    out_account(c);
+  }
   c->stalled_since = 0;
   conn_watch(c);
   if (c->closing) {
@@ -374,8 +553,8 @@ static bool conn_flush(conn *c) {
   return true;
 }
 
-/* Queues a frame built by fill (a callback-free helper: the caller builds
- * into c->out between begin and end). */
+/* Begins a reply frame in c->out; the caller fills it and calls
+ * frame_end with what this returns. */
 static size_t frame_begin(conn *c, xpd_op op, uint32_t id) {
   if (c->out_off) { /* drop what was sent; keep the rest at the front */
     memmove(c->out.p, c->out.p + c->out_off, unsent(c));
@@ -388,6 +567,7 @@ static size_t frame_begin(conn *c, xpd_op op, uint32_t id) {
 }
 
 static bool frame_end(conn *c, size_t at) {
+  out_account(c);
   if (!xpd_end(&c->out, at)) {
     LOG_E("out of memory building a reply; closing connection %llu",
           (unsigned long long)c->serial);
@@ -396,8 +576,10 @@ static bool frame_end(conn *c, size_t at) {
   }
   /* a client that never reads does not get to pile up replies */
   if (unsent(c) > (512u << 20)) {
-    LOG_W("connection %llu does not read its replies; closed",
-          (unsigned long long)c->serial);
+    static log_limit unread_log;
+    say_limited(&unread_log, 1, "connection %llu (pid %u) does not read "
+                "its replies; closed", (unsigned long long)c->serial,
+                c->pid);
     conn_close(c);
     return false;
   }
@@ -405,8 +587,8 @@ static bool frame_end(conn *c, size_t at) {
 }
 
 /* An ERROR reply; fatal: the frame was malformed, close after it. */
-static bool send_error(conn *c, uint32_t id, xpj_status s, bool fatal,
-                       const char *fmt, ...) {
+__attribute__((format(printf, 5, 6))) static bool send_error(
+    conn *c, uint32_t id, xpj_status s, bool fatal, const char *fmt, ...) {
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -424,7 +606,6 @@ static bool send_error(conn *c, uint32_t id, xpj_status s, bool fatal,
 
 /* ---- the daemon's first level and single flight ---- */
 
-typedef struct job job;
 typedef struct entry {
   char digest[65];
   bool ready;
@@ -436,11 +617,24 @@ typedef struct entry {
   char *log;
   size_t log_len;
   uint64_t local, scratch, compile_us;
-  waiter *waiters;
+  /* a remembered failure (a timeout, out of memory): forgotten at
+   * expires_ms; a timeout answers requests that allow at most limit_ms */
+  uint64_t expires_ms, limit_ms;
+  waiter *waiters; /* in arrival order: the first started the compile */
   job *job;
   struct entry *hnext;
   struct entry *prev, *next; /* LRU of ready entries, newest first */
 } entry;
+
+/* A GET waiting for a compile: on its entry's list and on its
+ * connection's. */
+struct waiter {
+  conn *c;
+  entry *e;
+  uint32_t id;
+  waiter *next;          /* the entry's next */
+  waiter *cprev, *cnext; /* the connection's */
+};
 
 #define NBUCKETS 4096
 static entry *table[NBUCKETS];
@@ -518,6 +712,56 @@ static void evict(void) {
   }
 }
 
+/* Whether a ready entry still answers a request whose compile may take
+ * limit_ms: a remembered failure is forgotten when it expires, and a
+ * remembered timeout does not answer a request that allows longer. */
+static bool entry_answers(const entry *e, uint64_t limit_ms) {
+  return !e->expires_ms ||
+         (xpd_now_ms() < e->expires_ms &&
+          (!e->limit_ms || limit_ms <= e->limit_ms));
+}
+
+static waiter *add_waiter(entry *e, conn *c, uint32_t id) {
+  waiter *w = malloc(sizeof *w);
+  if (!w)
+    return NULL;
+  *w = (waiter){c, e, id, NULL, NULL, c->waits};
+  waiter **tail = &e->waiters;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = w;
+  if (c->waits)
+    c->waits->cprev = w;
+  c->waits = w;
+  c->cl->waiting++;
+  hold(c->cl, sizeof *w);
+  return w;
+}
+
+static void waiter_off_conn(waiter *w) {
+  conn *c = w->c;
+  if (w->cprev)
+    w->cprev->cnext = w->cnext;
+  else
+    c->waits = w->cnext;
+  if (w->cnext)
+    w->cnext->cprev = w->cprev;
+  w->cprev = w->cnext = NULL;
+  c->cl->waiting--;
+  release(c->cl, sizeof *w);
+}
+
+/* Takes e's waiters off e and off their connections, for the caller to
+ * answer (in arrival order) and free: a connection that closes while one
+ * is answered no longer refers to the others. */
+static waiter *take_waiters(entry *e) {
+  waiter *list = e->waiters;
+  e->waiters = NULL;
+  for (waiter *w = list; w; w = w->next)
+    waiter_off_conn(w);
+  return list;
+}
+
 /* ---- request memo: what a GET's bytes resolved to ---- */
 
 typedef struct memo {
@@ -567,28 +811,20 @@ static void sha_str(struct sha256_ctx *h, const char *s) {
 }
 
 /* The request's identity: everything in a GET that can change the
- * answer. */
-static void request_key(conn *c, const xpd_get *g, char out[65]) {
-  /* the source's own hash, remembered per connection: a process asks for
-   * many kernels of one program */
-  if (!c->src_copy || c->src_len != g->source_len ||
-      memcmp(c->src_copy, g->source, g->source_len)) {
-    struct sha256_ctx hs;
-    sha256_init(&hs);
-    sha256_update(&hs, g->source_len, g->source);
-    sha256_digest(&hs, sizeof c->src_digest, c->src_digest);
-    free(c->src_copy);
-    c->src_copy = malloc(g->source_len ? g->source_len : 1);
-    c->src_len = c->src_copy ? g->source_len : 0;
-    if (c->src_copy && g->source_len)
-      memcpy(c->src_copy, g->source, g->source_len);
-  }
+ * answer. The source is hashed each time (nothing of it is kept: a
+ * connection holds no copy of what it sent). */
+static void request_key(const xpd_get *g, char out[65]) {
+  struct sha256_ctx hs;
+  uint8_t src[32];
+  sha256_init(&hs);
+  sha256_update(&hs, g->source_len, g->source);
+  sha256_digest(&hs, sizeof src, src);
   struct sha256_ctx h;
   sha256_init(&h);
   uint64_t n[5] = {g->source_len, g->ndim, g->opt_level, g->fast_math,
                    g->debug};
   sha256_update(&h, sizeof n, (const uint8_t *)n);
-  sha256_update(&h, sizeof c->src_digest, c->src_digest);
+  sha256_update(&h, sizeof src, src);
   sha_str(&h, g->filename);
   sha_str(&h, g->kernel);
   sha_str(&h, g->dtypes);
@@ -598,26 +834,31 @@ static void request_key(conn *c, const xpd_get *g, char out[65]) {
 
 /* ---- parsed programs, by source ---- */
 
-static xpjitd_progs progs = {.cap = XPJITD_PROGS};
+/* At most 64 programs, and at most 16 MiB of their sources: a parsed
+ * program takes many times its source's size. */
+static xpjitd_progs progs = {.cap = XPJITD_PROGS, .max_bytes = 16u << 20};
 static char versions[128]; /* xpj_versions_str(), filled at start */
 static xpj_context *ctx;
 static xpj_cache *l2;
 
 /* ---- jobs and workers ---- */
 
+typedef struct worker worker;
 struct job {
   entry *e;
-  xpd_buf frame; /* the JOB frame */
+  client *owner;    /* whose queue it is in, or whose compile runs */
+  worker *w;        /* compiling it; NULL while queued */
+  uint64_t held;    /* bytes counted against owner */
+  uint64_t started; /* when it went to its worker */
+  xpd_buf frame;    /* the JOB frame */
   uint64_t timeout_ms;
   /* the cache key, for the put */
   char code[65], kernel[256], dtypes[256], target[1200], options[64];
   unsigned ndim;
-  job *next;
+  job *prev, *next; /* in owner's queue */
 };
-static job *queue_head, *queue_tail;
-static unsigned queue_len;
 
-typedef struct worker {
+struct worker {
   item it;
   pid_t pid;
   int fd;
@@ -628,8 +869,21 @@ typedef struct worker {
   reader r;
   bool dead;
   struct worker *next_dead;
-} worker;
+};
 static worker *dead_workers;
+static worker **workers; /* cfg.workers slots, NULL when not running */
+static char self_exe[PATH_MAX]; /* for messages: workers start from
+                                   /proc/self/exe, the image running */
+
+/* Starting workers: after a failure, not again before retry_ms, and
+ * later each time (0.25 s, doubling, up to 10 s). */
+static struct {
+  uint64_t retry_ms, backoff_ms;
+  char why[256]; /* the last failure */
+  log_limit log;
+} spawning;
+
+static bool shutting_down;
 
 static void free_dead(void) {
   while (dead_conns) {
@@ -643,8 +897,93 @@ static void free_dead(void) {
     free(w);
   }
 }
-static worker **workers; /* cfg.workers slots, NULL when not running */
-static char self_exe[PATH_MAX];
+
+/* The clients with queued jobs, least recently served first: each takes
+ * its turn, and one that has had none queued for a while goes before
+ * those that have just been served. A client is put after the last one
+ * served no later than it (a client just served goes last). */
+static void ring_add(client *cl) {
+  client *head = clients.rr;
+  if (!head) {
+    cl->rr_prev = cl->rr_next = cl;
+    clients.rr = cl;
+    return;
+  }
+  client *after = head->rr_prev; /* the last */
+  while (after->served > cl->served && after != head)
+    after = after->rr_prev;
+  if (after->served > cl->served) { /* before all of them */
+    after = head->rr_prev;
+    clients.rr = cl;
+  }
+  cl->rr_prev = after;
+  cl->rr_next = after->rr_next;
+  after->rr_next->rr_prev = cl;
+  after->rr_next = cl;
+}
+
+static void ring_remove(client *cl) {
+  if (cl->rr_next == cl) {
+    clients.rr = NULL;
+  } else {
+    if (clients.rr == cl)
+      clients.rr = cl->rr_next;
+    cl->rr_prev->rr_next = cl->rr_next;
+    cl->rr_next->rr_prev = cl->rr_prev;
+  }
+  cl->rr_prev = cl->rr_next = NULL;
+}
+
+static void queue_push(client *cl, job *j) {
+  j->owner = cl;
+  j->prev = cl->qtail;
+  j->next = NULL;
+  if (cl->qtail)
+    cl->qtail->next = j;
+  else
+    cl->qhead = j;
+  cl->qtail = j;
+  if (!cl->queued++)
+    ring_add(cl);
+  clients.queued++;
+}
+
+static void queue_remove(job *j) {
+  client *cl = j->owner;
+  if (j->prev)
+    j->prev->next = j->next;
+  else
+    cl->qhead = j->next;
+  if (j->next)
+    j->next->prev = j->prev;
+  else
+    cl->qtail = j->prev;
+  j->prev = j->next = NULL;
+  if (!--cl->queued)
+    ring_remove(cl);
+  clients.queued--;
+}
+
+/* A queued job changes hands, with what it holds. */
+static void job_move(job *j, client *to) {
+  client *from = j->owner;
+  queue_remove(j);
+  release(from, j->held);
+  hold(to, j->held);
+  queue_push(to, j);
+}
+
+/* Frees j, its frame and what it held; its entry is the caller's (which
+ * has set e->job to NULL, or freed e). */
+static void job_free(job *j) {
+  client *cl = j->owner;
+  if (j->w)
+    cl->running--;
+  release(cl, j->held);
+  xpd_buf_free(&j->frame);
+  free(j);
+  client_put(cl);
+}
 
 static void reply_kernel(conn *c, uint32_t id, const entry *e, int origin) {
   xpd_kernel k = {0};
@@ -659,80 +998,186 @@ static void reply_kernel(conn *c, uint32_t id, const entry *e, int origin) {
   k.local_bytes = e->local;
   k.scratch_bytes = e->scratch;
   k.compile_us = e->compile_us;
+  if (e->expires_ms) {
+    uint64_t now = xpd_now_ms();
+    k.expires_ms = e->expires_ms > now ? e->expires_ms - now : 1;
+  }
   memcpy(k.digest, e->digest, 65);
   size_t at = frame_begin(c, XPD_KERNEL, id);
   xpd_put_kernel(&c->out, &k);
   frame_end(c, at);
 }
 
+/* Answers every waiter of the ready entry e: the first started the
+ * compile, the others waited on it. */
+static void answer_waiters(entry *e) {
+  int origin = XPD_FROM_COMPILED;
+  for (waiter *w = take_waiters(e), *n; w; w = n) {
+    n = w->next;
+    if (!w->c->dead)
+      reply_kernel(w->c, w->id, e, origin);
+    origin = XPD_FROM_WAITED;
+    free(w);
+  }
+}
+
 /* Fails every waiter of e: transient (a KERNEL with failed and transient
  * set) or, for daemon trouble, an ERROR (the client compiles itself). */
 static void fail_waiters(entry *e, bool as_error, xpj_status s,
                          const char *msg) {
-  for (waiter *w = e->waiters, *n; w; w = n) {
+  for (waiter *w = take_waiters(e), *n; w; w = n) {
     n = w->next;
-    conn *c = conn_of(w);
-    if (c) {
-      c->pending--;
-      if (as_error) {
-        send_error(c, w->id, s, false, "%s", msg);
-      } else {
-        size_t at = frame_begin(c, XPD_KERNEL, w->id);
-        xpd_kernel k = {0};
-        k.status = (uint64_t)s;
-        k.failed = 1;
-        k.transient = 1;
-        k.log = (const uint8_t *)msg;
-        k.log_len = strlen(msg);
-        memcpy(k.digest, e->digest, 65);
-        xpd_put_kernel(&c->out, &k);
-        frame_end(c, at);
-      }
+    conn *c = w->c;
+    if (c->dead) {
+    } else if (as_error) {
+      send_error(c, w->id, s, false, "%s", msg);
+    } else {
+      size_t at = frame_begin(c, XPD_KERNEL, w->id);
+      xpd_kernel k = {0};
+      k.status = (uint64_t)s;
+      k.failed = 1;
+      k.transient = 1;
+      k.log = (const uint8_t *)msg;
+      k.log_len = strlen(msg);
+      memcpy(k.digest, e->digest, 65);
+      xpd_put_kernel(&c->out, &k);
+      frame_end(c, at);
     }
     free(w);
   }
-  e->waiters = NULL;
 }
 
-static void job_free(job *j) {
-  if (j) {
-    xpd_buf_free(&j->frame);
-    free(j);
+/* A job that will not run (its clients are gone, or none can run it):
+ * out of its queue, its entry and itself freed. */
+static void job_unqueue(job *j) {
+  entry *e = j->e;
+  queue_remove(j);
+  e->job = NULL;
+  job_free(j);
+  remove_entry(e);
+}
+
+/* A queued job nobody waits for any more is not compiled. */
+static void job_drop(job *j) {
+  LOG_D("dropped the queued compile of %s [%s]: its clients are gone",
+        j->kernel, j->dtypes);
+  st.jobs_dropped++;
+  job_unqueue(j);
+}
+
+/* Every queued job fails now: transient, or as an ERROR. */
+static void fail_queued(bool as_error, xpj_status s, const char *msg) {
+  while (clients.rr) {
+    job *j = clients.rr->qhead;
+    fail_waiters(j->e, as_error, s, msg);
+    job_unqueue(j);
   }
 }
 
-static void worker_gone(worker *w, const char *why) {
+/* A compile that timed out or ran out of memory says little about its
+ * inputs, but another try now would likely cost as much for the same
+ * end: the failure is kept for --failure-ttl and served as it is, not as
+ * a transient one (so that clients do not compile it themselves), then
+ * forgotten. A timeout answers requests that allow no longer a compile
+ * (limit_ms); running out of memory answers all (limit_ms 0). */
+static void remember_failure(job *j, xpj_status s, const char *what,
+                             uint64_t limit_ms) {
+  entry *e = j->e;
+  uint64_t ttl_s = (cfg.failure_ttl_ms + 999) / 1000;
+  time_t until = time(NULL) + (time_t)ttl_s;
+  struct tm tm;
+  gmtime_r(&until, &tm);
+  char when[32];
+  strftime(when, sizeof when, "%H:%M:%S UTC", &tm);
+  char log[2048];
+  int n = snprintf(log, sizeof log, "%s; xpjitd remembers this failure "
+                   "for %llu s (until %s) and answers it without compiling "
+                   "again%s", what, (unsigned long long)ttl_s, when,
+                   limit_ms ? "; a request that allows a longer compile "
+                              "tries again"
+                            : "");
+  e->log = strdup(log);
+  if (!e->log) {
+    fail_waiters(e, true, XPJ_ERR_NOMEM, "xpjitd: out of memory");
+    remove_entry(e);
+    return;
+  }
+  e->log_len = n < 0 ? 0 : (size_t)n < sizeof log ? (size_t)n
+                                                   : sizeof log - 1;
+  e->status = (uint64_t)s;
+  e->failed = 1;
+  e->expires_ms = xpd_now_ms() + cfg.failure_ttl_ms;
+  e->limit_ms = limit_ms;
+  e->ready = true;
+  mem_bytes += e->log_len;
+  lru_front(e);
+  st.failures_remembered++;
+  /* TODO(cache expiry): once xpj_cache_value has expires_ms (cache/,
+   * another change), put this failure into the cache file as well, so
+   * that a restarted daemon and the clients sharing the file know it:
+   *   xpj_cache_key key = {j->code, j->kernel, j->dtypes, j->ndim,
+   *                        j->target, j->options, versions};
+   *   xpj_cache_value v = {1, NULL, 0, "", e->log, 0, 0, 0,
+   *                        .expires_ms = <wall clock> + ttl};
+   *   xpj_cache_put(l2, &key, &v);
+   * Until then it lives in this daemon's memory only. */
+  LOG_I("%s [%s] for %s: the failure is remembered for %llu s", j->kernel,
+        j->dtypes, short_target(j->target), (unsigned long long)ttl_s);
+  answer_waiters(e);
+}
+
+/* How a worker went. */
+enum { W_EXITED, W_TIMED_OUT, W_STOPPED };
+
+/* The worker is gone: reaped, and its job (if any) answered. why: the
+ * daemon's reason (W_TIMED_OUT, W_STOPPED); W_EXITED: it died, or its
+ * pipe broke, and its exit status says how. */
+static void worker_gone(worker *w, int how, const char *why) {
   if (w->dead)
     return;
   w->dead = true;
   epoll_ctl(ep, EPOLL_CTL_DEL, w->fd, NULL);
   close(w->fd);
   int status = 0;
-  if (w->pid > 0) {
+  bool killed_here = false;
+  if (w->pid > 0 && waitpid(w->pid, &status, WNOHANG) != w->pid) {
     kill(w->pid, SIGKILL);
     waitpid(w->pid, &status, 0);
+    killed_here = true;
   }
   job *j = w->job;
   if (j) {
+    j->e->job = NULL; /* over: whatever follows, the entry is done with it */
     char msg[512];
+    /* SIGKILL from elsewhere: most likely the kernel's OOM killer */
+    bool oom = how == W_EXITED && !killed_here && WIFSIGNALED(status) &&
+               WTERMSIG(status) == SIGKILL;
     if (why)
       snprintf(msg, sizeof msg, "%s", why);
     else if (WIFSIGNALED(status))
       snprintf(msg, sizeof msg, "the compiler worker (pid %d) died of "
-               "signal %d (%s) compiling %s", (int)w->pid, WTERMSIG(status),
-               strsignal(WTERMSIG(status)), j->kernel);
+               "signal %d (%s%s) compiling %s", (int)w->pid,
+               WTERMSIG(status), strsignal(WTERMSIG(status)),
+               oom ? ", most likely out of memory" : "", j->kernel);
     else
       snprintf(msg, sizeof msg, "the compiler worker (pid %d) exited with "
                "status %d compiling %s", (int)w->pid,
                WIFEXITED(status) ? WEXITSTATUS(status) : -1, j->kernel);
-    if (!why)
+    if (how == W_EXITED)
       st.worker_crashes++;
     st.compiles++;
     st.compile_failures++;
-    st.compile_transient++;
-    LOG_W("%s", msg);
-    fail_waiters(j->e, false, XPJ_ERR_COMPILE, msg);
-    remove_entry(j->e);
+    static log_limit gone_log; /* workers that crash on every job */
+    say_limited(&gone_log, 1, "%s", msg);
+    if (cfg.failure_ttl_ms && (how == W_TIMED_OUT || oom)) {
+      remember_failure(j, how == W_TIMED_OUT ? XPJ_ERR_COMPILE
+                                             : XPJ_ERR_NOMEM,
+                       msg, how == W_TIMED_OUT ? j->timeout_ms : 0);
+    } else {
+      st.compile_transient++;
+      fail_waiters(j->e, false, XPJ_ERR_COMPILE, msg);
+      remove_entry(j->e);
+    }
     job_free(j);
   } else {
     LOG_D("worker %d stopped", (int)w->pid);
@@ -746,10 +1191,31 @@ static void worker_gone(worker *w, const char *why) {
   dead_workers = w;
 }
 
+static void spawn_failed(const char *what, int err) {
+  uint64_t now = xpd_now_ms();
+  st.spawn_failures++;
+  spawning.backoff_ms = spawning.backoff_ms ? 2 * spawning.backoff_ms : 250;
+  if (spawning.backoff_ms > 10000)
+    spawning.backoff_ms = 10000;
+  spawning.retry_ms = now + spawning.backoff_ms;
+  snprintf(spawning.why, sizeof spawning.why, "%s: %s", what, strerror(err));
+  say_limited(&spawning.log, 0, "cannot start a compiler worker (%s, %s); "
+              "queued compiles fail at once until one starts", self_exe,
+              spawning.why);
+}
+
+/* Starts a worker into workers[slot]; NULL (and a back-off) on failure. */
 static worker *spawn_worker(unsigned slot) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    LOG_E("socketpair: %s", strerror(errno));
+    spawn_failed("socketpair", errno);
+    return NULL;
+  }
+  worker *w = calloc(1, sizeof *w);
+  if (!w) {
+    close(sv[0]);
+    close(sv[1]);
+    spawn_failed("calloc", ENOMEM);
     return NULL;
   }
   posix_spawn_file_actions_t fa;
@@ -771,29 +1237,26 @@ static worker *spawn_worker(unsigned slot) {
                                     POSIX_SPAWN_SETSIGDEF);
   char *argv[] = {"xpjitd", "--worker", NULL};
   pid_t pid;
-  int rc = posix_spawn(&pid, self_exe, &fa, &at, argv, environ);
+  /* the image this daemon runs, even when its file has been deleted or
+   * replaced (a package upgrade): its workers are of its own version */
+  int rc = posix_spawn(&pid, "/proc/self/exe", &fa, &at, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
   close(sv[1]);
   if (rc != 0) {
-    LOG_E("cannot start a compiler worker (%s): %s", self_exe, strerror(rc));
     close(sv[0]);
+    free(w);
+    spawn_failed("posix_spawn", rc);
     return NULL;
   }
   fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
-  worker *w = calloc(1, sizeof *w);
-  if (!w) {
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    close(sv[0]);
-    return NULL;
-  }
   w->it.kind = K_WORKER;
   w->pid = pid;
   w->fd = sv[0];
   ep_add(w->fd, w, EPOLLIN);
   workers[slot] = w;
   st.worker_spawns++;
+  spawning.backoff_ms = 0;
   LOG_D("worker %d started", (int)pid);
   return w;
 }
@@ -816,7 +1279,7 @@ static void worker_write(worker *w) {
       }
       return;
     }
-    worker_gone(w, NULL);
+    worker_gone(w, W_EXITED, NULL);
     return;
   }
   if (w->want_out) {
@@ -825,31 +1288,76 @@ static void worker_write(worker *w) {
   }
 }
 
-static bool shutting_down;
+/* An idle worker, or a new one when a slot is free and starting one is
+ * not backing off; NULL when none. */
+static worker *free_worker(void) {
+  for (unsigned i = 0; i < cfg.workers; i++)
+    if (workers[i] && !workers[i]->job)
+      return workers[i];
+  if (xpd_now_ms() < spawning.retry_ms)
+    return NULL;
+  for (unsigned i = 0; i < cfg.workers; i++)
+    if (!workers[i])
+      return spawn_worker(i);
+  return NULL;
+}
 
+static unsigned workers_running(void) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < cfg.workers; i++)
+    n += workers[i] != NULL;
+  return n;
+}
+
+/* The client whose turn it is: the least recently served of those under
+ * their limit of running compiles. */
+static client *next_in_turn(void) {
+  client *cl = clients.rr;
+  if (cl)
+    do {
+      if (cl->running < cfg.client_compiles)
+        return cl;
+      cl = cl->rr_next;
+    } while (cl != clients.rr);
+  return NULL;
+}
+
+/* Gives queued jobs to workers: a job of each client in turn, while
+ * workers are free and clients under their limit of running compiles.
+ * With no worker running and none to be started, every queued job fails
+ * at once, transiently: its clients compile themselves. */
 static void dispatch(void) {
-  while (queue_head && !shutting_down) {
-    worker *w = NULL;
-    for (unsigned i = 0; i < cfg.workers && !w; i++)
-      if (workers[i] && !workers[i]->job)
-        w = workers[i];
-    for (unsigned i = 0; i < cfg.workers && !w; i++)
-      if (!workers[i])
-        w = spawn_worker(i);
+  while (clients.queued && !shutting_down) {
+    client *cl = next_in_turn();
+    if (!cl)
+      break;
+    worker *w = free_worker();
     if (!w)
-      return;
-    job *j = queue_head;
-    queue_head = j->next;
-    if (!queue_head)
-      queue_tail = NULL;
-    queue_len--;
-    j->next = NULL;
+      break;
+    job *j = cl->qhead;
+    queue_remove(j);
+    cl->served = ++clients.clock;
+    if (cl->queued) { /* its next turn: after all the others */
+      ring_remove(cl);
+      ring_add(cl);
+    }
+    cl->running++;
+    j->w = w;
+    j->started = xpd_now_ms();
     w->job = j;
     w->out_off = 0;
-    w->deadline = xpd_now_ms() + j->timeout_ms + 5000;
-      LOG_D("compiling %s [%s] for %s in worker %d", j->kernel, j->dtypes,
-          short_target(j->target), (int)w->pid);
+    w->deadline = j->started + j->timeout_ms + 5000;
+    LOG_D("compiling %s [%s] for %s in worker %d for pid %u", j->kernel,
+          j->dtypes, short_target(j->target), (int)w->pid, cl->pid);
     worker_write(w);
+  }
+  if (clients.queued && !shutting_down && !workers_running() &&
+      xpd_now_ms() < spawning.retry_ms) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "xpjitd cannot start a compiler worker (%s); "
+             "it tries again in %.1f s", spawning.why,
+             (double)(spawning.retry_ms - xpd_now_ms()) / 1000.0);
+    fail_queued(false, XPJ_ERR_COMPILE, msg);
   }
 }
 
@@ -857,18 +1365,27 @@ static void job_done(worker *w, const xpd_kernel *k) {
   job *j = w->job;
   w->job = NULL;
   entry *e = j->e;
+  e->job = NULL;
   st.compiles++;
   st.compile_us += k->compile_us;
   if (k->failed)
     st.compile_failures++;
   if (k->transient) {
-    st.compile_transient++;
     char msg[2048];
     snprintf(msg, sizeof msg, "%.*s", (int)(k->log_len < 2000 ? k->log_len
                                                                : 2000),
              (const char *)k->log);
-    fail_waiters(e, false, (xpj_status)k->status, msg);
-    remove_entry(e);
+    /* the worker's own limit (a SPIR-V compile is one more process), or
+     * out of memory: remembered like a stopped worker */
+    bool timed_out = xpd_now_ms() - j->started >= j->timeout_ms;
+    if (cfg.failure_ttl_ms && (timed_out || k->status == XPJ_ERR_NOMEM)) {
+      remember_failure(j, (xpj_status)k->status, msg,
+                       timed_out ? j->timeout_ms : 0);
+    } else {
+      st.compile_transient++;
+      fail_waiters(e, false, (xpj_status)k->status, msg);
+      remove_entry(e);
+    }
     job_free(j);
     return;
   }
@@ -894,7 +1411,6 @@ static void job_done(worker *w, const xpd_kernel *k) {
   e->scratch = k->scratch_bytes;
   e->compile_us = k->compile_us;
   e->ready = true;
-  e->job = NULL;
   mem_bytes += e->len + e->log_len;
   lru_front(e);
   if (l2) {
@@ -915,18 +1431,7 @@ static void job_done(worker *w, const xpd_kernel *k) {
   LOG_I("compiled %s [%s] for %s in %.1f ms%s", j->kernel, j->dtypes,
         short_target(j->target), (double)k->compile_us / 1000.0,
         k->failed ? " (failed)" : "");
-  int origin = XPD_FROM_COMPILED;
-  for (waiter *wt = e->waiters, *n; wt; wt = n) {
-    n = wt->next;
-    conn *c = conn_of(wt);
-    if (c) {
-      c->pending--;
-      reply_kernel(c, wt->id, e, origin);
-    }
-    origin = XPD_FROM_WAITED;
-    free(wt);
-  }
-  e->waiters = NULL;
+  answer_waiters(e);
   job_free(j);
   evict();
 }
@@ -941,13 +1446,13 @@ static void worker_event(worker *w, uint32_t ev) {
   }
   xpd_err err = XPD_E_OK;
   w->r.reads = 4;
-  int r = reader_step(&w->r, w->fd, XPD_MAX_REPLY, false, &err);
+  int r = reader_step(&w->r, w->fd, XPD_MAX_REPLY, &err);
   if (r == RD_MORE)
     return;
   if (r != RD_FRAME) {
     if (r == RD_BAD)
       LOG_E("worker %d sent a bad frame: %s", (int)w->pid, xpd_err_str(err));
-    worker_gone(w, NULL);
+    worker_gone(w, W_EXITED, NULL);
     return;
   }
   xpd_msg m;
@@ -957,7 +1462,7 @@ static void worker_event(worker *w, uint32_t ev) {
       xpd_kernel_decode(&m, &k) != XPD_E_OK ||
       strcmp(k.digest, w->job->e->digest)) {
     LOG_E("worker %d sent an unexpected reply", (int)w->pid);
-    worker_gone(w, "the compiler worker sent an unexpected reply");
+    worker_gone(w, W_STOPPED, "the compiler worker sent an unexpected reply");
     return;
   }
   job_done(w, &k);
@@ -966,6 +1471,18 @@ static void worker_event(worker *w, uint32_t ev) {
 }
 
 /* ---- requests ---- */
+
+/* A queued job another client waits for moves to that client's queue
+ * when it would start sooner there. */
+static void maybe_promote(job *j, client *cl) {
+  if (j->w || j->owner == cl)
+    return;
+  unsigned ahead = 0;
+  for (job *q = j->owner->qhead; q != j; q = q->next)
+    ahead++;
+  if (cl->queued < ahead)
+    job_move(j, cl);
+}
 
 static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   xpd_get g;
@@ -981,10 +1498,17 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
     send_error(c, id, XPJ_ERR_DEVICE, false, "xpjitd is shutting down");
     return;
   }
+  uint64_t limit = g.timeout_ms && g.timeout_ms < cfg.compile_timeout_ms
+                       ? g.timeout_ms
+                       : cfg.compile_timeout_ms;
   char req[65];
-  request_key(c, &g, req);
+  request_key(&g, req);
   const char *known = memo_find(req);
   entry *e = known ? find_entry(known) : NULL;
+  if (e && e->ready && !entry_answers(e, limit)) {
+    remove_entry(e);
+    e = NULL;
+  }
   rt_keyed k;
   memset(&k, 0, sizeof k);
   if (!e) {
@@ -1014,29 +1538,28 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
             k.digest);
     memo_add(req, k.digest);
     e = find_entry(k.digest);
+    if (e && e->ready && !entry_answers(e, limit)) {
+      remove_entry(e);
+      e = NULL;
+    }
   }
   if (e && e->ready) {
     st.hits_memory++;
+    st.hits_remembered += e->expires_ms != 0;
     lru_front(e);
     rt_keyed_free(&k);
     reply_kernel(c, id, e, XPD_FROM_MEMORY);
     return;
   }
   if (e) { /* being compiled: wait for it */
-    waiter *w = malloc(sizeof *w);
-    if (!w) {
-      rt_keyed_free(&k);
+    rt_keyed_free(&k);
+    if (!add_waiter(e, c, id)) {
       send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
       return;
     }
-    *w = (waiter){c->slot, c->serial, id, NULL};
-    waiter **tail = &e->waiters; /* in arrival order: the first started it */
-    while (*tail)
-      tail = &(*tail)->next;
-    *tail = w;
-    c->pending++;
     st.coalesced++;
-    rt_keyed_free(&k);
+    if (e->job)
+      maybe_promote(e->job, c->cl);
     return;
   }
   e = new_entry(k.digest);
@@ -1074,42 +1597,60 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   }
   /* compile it, once */
   job *j = calloc(1, sizeof *j);
-  waiter *w = malloc(sizeof *w);
-  if (!j || !w) {
-    free(j);
-    free(w);
+  if (!j) {
     remove_entry(e);
     rt_keyed_free(&k);
     send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
     return;
   }
   j->e = e;
-  j->timeout_ms = g.timeout_ms && g.timeout_ms < cfg.compile_timeout_ms
-                      ? g.timeout_ms
-                      : cfg.compile_timeout_ms;
+  j->timeout_ms = limit;
   snprintf(j->code, sizeof j->code, "%s", k.code);
   snprintf(j->kernel, sizeof j->kernel, "%s", k.key.kernel);
   snprintf(j->dtypes, sizeof j->dtypes, "%s", k.canon);
   snprintf(j->target, sizeof j->target, "%s", k.tstr);
   snprintf(j->options, sizeof j->options, "%s", k.ostr);
   j->ndim = k.ndim;
+  rt_keyed_free(&k);
   xpd_get jg = g;
-  memcpy(jg.digest, k.digest, 65);
+  memcpy(jg.digest, e->digest, 65);
   jg.timeout_ms = j->timeout_ms;
   xpd_begin(&j->frame, XPD_JOB, 0);
   xpd_put_get(&j->frame, &jg);
-  xpd_end(&j->frame, 0);
-  rt_keyed_free(&k);
+  /* a queued job holds its source until it runs: counted like the rest */
+  j->held = sizeof *j + j->frame.cap;
+  if (!xpd_end(&j->frame, 0) || !fits(c->cl, j->held)) {
+    bool oom = j->frame.oom;
+    xpd_buf_free(&j->frame);
+    free(j);
+    remove_entry(e);
+    if (oom) {
+      send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
+      return;
+    }
+    st.refused_memory++;
+    send_error(c, id, XPJ_ERR_NOMEM, false,
+               "xpjitd holds too much for its clients now (this process: "
+               "%llu of its %llu bytes; all: %llu of %llu); compile it "
+               "here", (unsigned long long)c->cl->held,
+               (unsigned long long)share(),
+               (unsigned long long)clients.held,
+               (unsigned long long)cfg.client_memory);
+    return;
+  }
   e->job = j;
-  *w = (waiter){c->slot, c->serial, id, NULL};
-  e->waiters = w;
-  c->pending++;
-  if (queue_tail)
-    queue_tail->next = j;
-  else
-    queue_head = j;
-  queue_tail = j;
-  queue_len++;
+  j->owner = c->cl;
+  hold(c->cl, j->held);
+  if (!add_waiter(e, c, id)) {
+    release(c->cl, j->held);
+    e->job = NULL;
+    xpd_buf_free(&j->frame);
+    free(j);
+    remove_entry(e);
+    send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
+    return;
+  }
+  queue_push(c->cl, j);
   dispatch();
 }
 
@@ -1124,32 +1665,41 @@ static void stats_text(xpd_buf *b) {
   int n = snprintf(
       t, sizeof t,
       "pid %d\nuptime_s %.1f\nversions %s\nsocket %s\ncache %s\n"
-      "connections %u\nconnections_total %llu\nrefused_uid %llu\n"
-      "refused_busy %llu\nrequests %llu\nhits_memory %llu\nhits_cache %llu\n"
-      "coalesced %llu\ncompiles %llu\ncompile_failures %llu\n"
-      "compile_transient %llu\ncompile_ms %.1f\nqueue %u\nworkers %u\n"
+      "connections %u\nconnections_total %llu\nclients %u\n"
+      "refused_uid %llu\nrefused_busy %llu\nrefused_memory %llu\n"
+      "requests %llu\nhits_memory %llu\nhits_cache %llu\n"
+      "hits_remembered %llu\ncoalesced %llu\ncompiles %llu\n"
+      "compile_failures %llu\ncompile_transient %llu\ncompile_ms %.1f\n"
+      "failures_remembered %llu\nqueue %u\njobs_dropped %llu\nworkers %u\n"
       "workers_running %u\nworkers_busy %u\nworker_spawns %llu\n"
-      "worker_crashes %llu\nworker_timeouts %llu\nmalformed_frames %llu\n"
-      "io_timeouts %llu\nrequest_errors %llu\nentries %llu\n"
-      "memory_bytes %llu\nevictions %llu\nbytes_in %llu\nbytes_out %llu\n",
+      "spawn_failures %llu\nworker_crashes %llu\nworker_timeouts %llu\n"
+      "malformed_frames %llu\nio_timeouts %llu\nrequest_errors %llu\n"
+      "entries %llu\nmemory_bytes %llu\nevictions %llu\nclient_bytes %llu\n"
+      "bytes_in %llu\nbytes_out %llu\n",
       (int)getpid(), (double)(xpd_now_ms() - st.started_ms) / 1000.0,
       versions,
       cfg.socket, l2 ? xpj_cache_path(l2) : "", nconns,
-      (unsigned long long)st.conns_total,
+      (unsigned long long)st.conns_total, clients.n,
       (unsigned long long)st.conns_refused_uid,
       (unsigned long long)st.conns_refused_busy,
+      (unsigned long long)st.refused_memory,
       (unsigned long long)st.requests, (unsigned long long)st.hits_memory,
-      (unsigned long long)st.hits_cache, (unsigned long long)st.coalesced,
-      (unsigned long long)st.compiles,
+      (unsigned long long)st.hits_cache,
+      (unsigned long long)st.hits_remembered,
+      (unsigned long long)st.coalesced, (unsigned long long)st.compiles,
       (unsigned long long)st.compile_failures,
       (unsigned long long)st.compile_transient,
-      (double)st.compile_us / 1000.0, queue_len, cfg.workers, running, busy,
+      (double)st.compile_us / 1000.0,
+      (unsigned long long)st.failures_remembered, clients.queued,
+      (unsigned long long)st.jobs_dropped, cfg.workers, running, busy,
       (unsigned long long)st.worker_spawns,
+      (unsigned long long)st.spawn_failures,
       (unsigned long long)st.worker_crashes,
       (unsigned long long)st.worker_timeouts,
       (unsigned long long)st.malformed, (unsigned long long)st.io_timeouts,
       (unsigned long long)st.request_errors, (unsigned long long)n_entries,
       (unsigned long long)mem_bytes, (unsigned long long)st.evictions,
+      (unsigned long long)clients.held,
       (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_out);
   size_t len = n < 0 ? 0 : (size_t)n < sizeof t ? (size_t)n : sizeof t - 1;
   xpd_put_bytes(b, XPD_F_TEXT, t, len);
@@ -1203,10 +1753,12 @@ static void handle_frame(conn *c) {
     return;
   }
   case XPD_GET:
-    if (c->pending >= 256) {
+    /* per process, over all its connections */
+    if (c->cl->waiting >= MAX_WAITING) {
       st.malformed++;
       send_error(c, h.id, XPJ_ERR_INVALID, true,
-                 "more than 256 requests outstanding");
+                 "more than %d requests outstanding for process %u",
+                 MAX_WAITING, c->cl->pid);
       return;
     }
     handle_get(c, h.id, &m);
@@ -1262,7 +1814,7 @@ static void conn_event(conn *c, uint32_t ev) {
       return;
     }
     xpd_err err = XPD_E_OK;
-    int r = reader_step(&c->r, c->fd, XPD_MAX_REQUEST, true, &err);
+    int r = reader_step(&c->r, c->fd, XPD_MAX_REQUEST, &err);
     if (r == RD_MORE)
       return;
     if (r == RD_EOF) {
@@ -1270,6 +1822,21 @@ static void conn_event(conn *c, uint32_t ev) {
       return;
     }
     c->last_active = xpd_now_ms();
+    if (r == RD_BAD && c->r.over_budget) {
+      st.refused_memory++;
+      LOG_D("connection %llu: a frame of %u bytes refused: process %u "
+            "holds %llu bytes", (unsigned long long)c->serial, c->r.h.len,
+            c->cl->pid, (unsigned long long)c->cl->held);
+      send_error(c, c->r.h.id, XPJ_ERR_NOMEM, true,
+                 "a frame of %u bytes refused: xpjitd holds too much for "
+                 "its clients now (this process: %llu of its %llu bytes; "
+                 "all: %llu of %llu)", c->r.h.len,
+                 (unsigned long long)c->cl->held,
+                 (unsigned long long)share(),
+                 (unsigned long long)clients.held,
+                 (unsigned long long)cfg.client_memory);
+      return;
+    }
     if (r == RD_BAD) {
       st.malformed++;
       LOG_D("connection %llu: %s", (unsigned long long)c->serial,
@@ -1286,6 +1853,53 @@ static void conn_event(conn *c, uint32_t ev) {
       continue;
     reader_reset(&c->r);
   }
+}
+
+/* Closes c; what it waited for is no longer awaited by it, and a queued
+ * job that nobody waits for goes. When its process has no connection
+ * left, its queued jobs (all awaited by other processes) go to the queue
+ * of the first of those. */
+static void conn_close(conn *c) {
+  if (c->dead)
+    return;
+  c->dead = true;
+  epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+  close(c->fd);
+  reader_free(&c->r);
+  xpd_buf_free(&c->out);
+  c->out_off = 0;
+  out_account(c);
+  while (c->waits) {
+    waiter *w = c->waits;
+    entry *e = w->e;
+    for (waiter **pp = &e->waiters; *pp; pp = &(*pp)->next)
+      if (*pp == w) {
+        *pp = w->next;
+        break;
+      }
+    waiter_off_conn(w);
+    free(w);
+    if (e->job && !e->job->w && !e->waiters)
+      job_drop(e->job);
+  }
+  client *cl = c->cl;
+  if (cl->conns == 1)
+    while (cl->qhead) {
+      job *j = cl->qhead;
+      waiter *w = j->e->waiters;
+      if (w && w->c->cl != cl)
+        job_move(j, w->c->cl);
+      else
+        job_drop(j);
+    }
+  cl->conns--;
+  release(cl, sizeof *c);
+  client_put(cl);
+  slots[c->slot] = NULL;
+  nconns--;
+  LOG_D("connection %llu closed", (unsigned long long)c->serial);
+  c->next_dead = dead_conns;
+  dead_conns = c;
 }
 
 /* ---- accepting ---- */
@@ -1307,6 +1921,7 @@ static void refuse(int fd, xpj_status s, const char *why) {
 }
 
 static void accept_all(void) {
+  static log_limit busy_log, nofd_log, uid_log;
   for (;;) {
     int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
@@ -1322,25 +1937,20 @@ static void accept_all(void) {
         if (fd < 0)
           return;
         st.conns_refused_busy++;
-        uint64_t now = xpd_now_ms();
-        static uint64_t last_warn;
-        if (now - last_warn > 1000) {
-          last_warn = now;
-          LOG_W("out of file descriptors: connections refused (raise "
-                "the limit or lower --max-connections)");
-        }
+        say_limited(&nofd_log, 1, "out of file descriptors: connections "
+                    "refused (raise the limit or lower --max-connections)");
         continue;
       }
       return;
     }
     struct ucred cr;
-    socklen_t cl = sizeof cr;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0 ||
+    socklen_t crlen = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) != 0 ||
         cr.uid != geteuid()) {
       st.conns_refused_uid++;
-      LOG_W("refused a connection from uid %u (pid %d): only uid %u may "
-            "use this daemon", (unsigned)cr.uid, (int)cr.pid,
-            (unsigned)geteuid());
+      say_limited(&uid_log, 1, "refused a connection from uid %u (pid %d): "
+                  "only uid %u may use this daemon", (unsigned)cr.uid,
+                  (int)cr.pid, (unsigned)geteuid());
       refuse(fd, XPJ_ERR_INVALID,
              "permission denied: this xpjitd serves only its own user");
       continue;
@@ -1352,8 +1962,14 @@ static void accept_all(void) {
         break;
       }
     conn *c = slot < nslots && !shutting_down ? calloc(1, sizeof *c) : NULL;
-    if (!c) {
+    client *cl = c ? client_of((unsigned)cr.pid) : NULL;
+    if (!cl) {
+      free(c);
       st.conns_refused_busy++;
+      if (!shutting_down)
+        say_limited(&busy_log, 1, "too many connections: refused one from "
+                    "pid %d (%u open, --max-connections %u)", (int)cr.pid,
+                    nconns, nslots);
       refuse(fd, XPJ_ERR_DEVICE, shutting_down ? "xpjitd is shutting down"
                                                : "too many connections");
       continue;
@@ -1364,6 +1980,10 @@ static void accept_all(void) {
     c->serial = next_serial++;
     c->uid = (unsigned)cr.uid;
     c->pid = (unsigned)cr.pid;
+    c->cl = cl;
+    c->r.owner = cl;
+    cl->conns++;
+    hold(cl, sizeof *c);
     c->last_active = xpd_now_ms();
     slots[slot] = c;
     nconns++;
@@ -1389,7 +2009,7 @@ static void check_timeouts(void) {
       why = "a frame did not arrive in time";
     else if (c->stalled_since && now - c->stalled_since > cfg.io_timeout_ms)
       why = "it does not read its replies";
-    else if (!c->pending && !c->r.hlen && c->out_off == c->out.len &&
+    else if (!c->waits && !c->r.hlen && c->out_off == c->out.len &&
              now - c->last_active > cfg.idle_timeout_ms)
       why = "idle";
     if (why) {
@@ -1409,7 +2029,7 @@ static void check_timeouts(void) {
                w->job->dtypes, short_target(w->job->target),
                (unsigned long long)w->job->timeout_ms);
       st.worker_timeouts++;
-      worker_gone(w, msg);
+      worker_gone(w, W_TIMED_OUT, msg);
     }
   }
 }
@@ -1442,21 +2062,14 @@ static void begin_shutdown(const char *why) {
   shutting_down = true;
   shutdown_at = xpd_now_ms();
   LOG_I("shutting down (%s): %u compiles running, %u queued", why,
-        compiles_running(), queue_len);
+        compiles_running(), clients.queued);
   stop_listening();
   /* queued compiles will not start: their clients compile themselves */
-  while (queue_head) {
-    job *j = queue_head;
-    queue_head = j->next;
-    fail_waiters(j->e, true, XPJ_ERR_DEVICE, "xpjitd is shutting down");
-    remove_entry(j->e);
-    job_free(j);
-  }
-  queue_tail = NULL;
-  queue_len = 0;
+  fail_queued(true, XPJ_ERR_DEVICE, "xpjitd is shutting down");
 }
 
 
+/* ---- start-up: the socket's directory and path ---- */
 /* ---- start-up: the socket's directory and path ---- */
 
 static int lock_fd = -1;
@@ -1643,6 +2256,15 @@ static void usage(FILE *f) {
       "(default 10000)\n"
       "  --max-connections N   (default 4096)\n"
       "  --memory-limit BYTES  binaries kept in memory (default 256M)\n"
+      "  --client-memory BYTES what clients may make it hold, in all "
+      "(default 1G;\n"
+      "                        one process: an eighth, 32M at least)\n"
+      "  --client-compiles N   compiles one process may have running "
+      "(default:\n"
+      "                        the workers but one, at least 1)\n"
+      "  --failure-ttl S       remember a compile that timed out or ran "
+      "out of\n"
+      "                        memory this long (default 600; 0: never)\n"
       "  --version, --help\n"
       "Environment: XPJIT_CACHE, XPJIT_CACHE_DIR, XPJIT_CACHE_MAX_SIZE as "
       "for libxpjit.\n");
@@ -1735,6 +2357,19 @@ int main(int argc, char **argv) {
         fprintf(stderr, "xpjitd: --memory-limit: bad size '%s'\n", val);
         return 2;
       }
+    } else if (!strcmp(a, "--client-memory")) {
+      NEED_VAL();
+      if (xpj_cache_parse_size(val, &cfg.client_memory) != XPJ_OK ||
+          cfg.client_memory < SHARE_MIN) {
+        fprintf(stderr, "xpjitd: --client-memory: bad size '%s' (32M at "
+                "least)\n", val);
+        return 2;
+      }
+    } else if (!strcmp(a, "--client-compiles")) {
+      NUM(cfg.client_compiles, 1, 256);
+    } else if (!strcmp(a, "--failure-ttl")) {
+      NUM(cfg.failure_ttl_ms, 0, 86400);
+      cfg.failure_ttl_ms *= 1000;
     } else if (!strcmp(a, "--version")) {
       xpj_versions_str(versions, sizeof versions);
       printf("xpjitd %s (protocol %d)\n", versions, XPD_VERSION);
@@ -1754,6 +2389,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   self_exe[sl] = 0;
+  if (!cfg.client_compiles)
+    cfg.client_compiles = cfg.workers > 1 ? cfg.workers - 1 : 1;
 
   int act = activated_socket();
   if (act < 0)
@@ -1861,10 +2498,11 @@ int main(int argc, char **argv) {
   ep_add(sfd, &sig_item, EPOLLIN);
   ep_add(listen_fd, &listen_item, EPOLLIN);
   st.started_ms = xpd_now_ms();
-  LOG_I("serving %s (%s), %u workers, cache %s", cfg.socket, versions,
-        cfg.workers, l2 && xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_OFF
-                         ? xpj_cache_path(l2)
-                         : "off");
+  LOG_I("serving %s (%s), %u workers (%u per client), cache %s",
+        cfg.socket, versions, cfg.workers, cfg.client_compiles,
+        l2 && xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_OFF
+            ? xpj_cache_path(l2)
+            : "off");
 
   uint64_t last_check = 0, idle_since = xpd_now_ms();
   int exit_code = 0;
@@ -1901,7 +2539,7 @@ int main(int argc, char **argv) {
       check_timeouts();
       dispatch();
     }
-    if (nconns || compiles_running() || queue_len)
+    if (nconns || compiles_running() || clients.queued)
       idle_since = now;
     else if (cfg.idle_exit_ms && now - idle_since > cfg.idle_exit_ms)
       begin_shutdown("idle");
@@ -1913,7 +2551,7 @@ int main(int argc, char **argv) {
           if (workers[i] && workers[i]->job) {
             fail_waiters(workers[i]->job->e, true, XPJ_ERR_DEVICE,
                          "xpjitd is shutting down");
-            worker_gone(workers[i], "xpjitd is shutting down");
+            worker_gone(workers[i], W_STOPPED, "xpjitd is shutting down");
           }
       }
       if (!compiles_running()) {
@@ -1934,7 +2572,7 @@ int main(int argc, char **argv) {
         (unsigned long long)st.hits_cache);
   for (unsigned i = 0; i < cfg.workers; i++)
     if (workers[i])
-      worker_gone(workers[i], NULL);
+      worker_gone(workers[i], W_STOPPED, NULL);
   for (unsigned i = 0; i < nslots; i++)
     if (slots[i])
       conn_close(slots[i]);

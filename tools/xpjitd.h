@@ -14,14 +14,19 @@ int xpjitd_worker_main(void);
 /* 32 bytes as 64 lowercase hex digits and a NUL. */
 void xpjitd_hex(const uint8_t d[32], char out[65]);
 
-/* Parsed programs by (source, file name), least recently used out. */
+/* Parsed programs by (source, file name), least recently used out. A
+ * parsed program takes many times its source's size: max_bytes bounds the
+ * sources of the programs kept (the newest is kept whatever its size). */
 #define XPJITD_PROGS 64
 typedef struct xpjitd_progs {
-  unsigned cap; /* <= XPJITD_PROGS */
+  unsigned cap;     /* <= XPJITD_PROGS */
+  size_t max_bytes; /* of sources kept (0: no bound) */
+  size_t bytes;
   uint64_t clock;
   struct {
     char key[65];
     xpj_program *p;
+    size_t size; /* its source's */
     uint64_t used;
   } slot[XPJITD_PROGS];
 } xpjitd_progs;

@@ -14,6 +14,14 @@ void xpjitd_hex(const uint8_t d[32], char out[65]) {
   out[64] = 0;
 }
 
+static void drop(xpjitd_progs *pc, unsigned i) {
+  xpj_program_destroy(pc->slot[i].p);
+  pc->slot[i].p = NULL;
+  pc->bytes -= pc->slot[i].size;
+  pc->slot[i].size = 0;
+  pc->slot[i].used = 0;
+}
+
 xpj_program *xpjitd_program(xpjitd_progs *pc, xpj_context *ctx,
                             const xpd_get *g, xpj_status *status, char *err,
                             size_t errsize) {
@@ -45,16 +53,27 @@ xpj_program *xpjitd_program(xpjitd_progs *pc, xpj_context *ctx,
     snprintf(err, errsize, "%s", xpj_last_error());
     return NULL;
   }
-  xpj_program_destroy(pc->slot[lru].p);
+  drop(pc, lru);
   memcpy(pc->slot[lru].key, key, sizeof key);
   pc->slot[lru].p = p;
+  pc->slot[lru].size = g->source_len;
   pc->slot[lru].used = ++pc->clock;
+  pc->bytes += g->source_len;
+  /* then the oldest others, while the sources kept are over the bound */
+  while (pc->max_bytes && pc->bytes > pc->max_bytes) {
+    unsigned old = lru;
+    for (unsigned i = 0; i < cap; i++)
+      if (i != lru && pc->slot[i].p &&
+          (old == lru || pc->slot[i].used < pc->slot[old].used))
+        old = i;
+    if (old == lru)
+      break;
+    drop(pc, old);
+  }
   return p;
 }
 
 void xpjitd_progs_free(xpjitd_progs *pc) {
-  for (unsigned i = 0; i < XPJITD_PROGS; i++) {
-    xpj_program_destroy(pc->slot[i].p);
-    pc->slot[i].p = NULL;
-  }
+  for (unsigned i = 0; i < XPJITD_PROGS; i++)
+    drop(pc, i);
 }

@@ -149,7 +149,7 @@ static void round_trip_kernel(const xpd_kernel *k) {
   CHECK(!strcmp(k->digest, k2.digest));
   CHECK(k->local_bytes == k2.local_bytes &&
         k->scratch_bytes == k2.scratch_bytes &&
-        k->compile_us == k2.compile_us);
+        k->compile_us == k2.compile_us && k->expires_ms == k2.expires_ms);
   xpd_buf_free(&b);
 }
 
