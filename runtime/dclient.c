@@ -480,11 +480,8 @@ int rt_dc_get(rt_dc *dc, const rt_source *src, const char *kernel,
     dc->probing = true;
     backoff_locked(dc);
   }
-  /* a failure the daemon remembers for a while only is not for a cache
-   * file, which would keep it for good */
   if (served)
-    *same_cache = k->expires_ms ||
-                  (l2_path && *l2_path && !strcmp(l2_path, dc->daemon_cache));
+    *same_cache = l2_path && *l2_path && !strcmp(l2_path, dc->daemon_cache);
   pthread_mutex_unlock(&dc->mu);
   return served ? 1 : tried ? -1 : 0;
 }

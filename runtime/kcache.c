@@ -490,6 +490,12 @@ static bool fetch_cached(rt_obtain *ob, fetched *f) {
   return false;
 }
 
+static int64_t wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* xpjitd, which compiles each key once for every process. */
 static bool fetch_daemon(rt_obtain *ob, fetched *f) {
   rt_cc *cc = ob->cc;
@@ -517,6 +523,8 @@ static bool fetch_daemon(rt_obtain *ob, fetched *f) {
   f->scratch_bytes = dk.scratch_bytes;
   f->compile_ms = dk.compile_us / 1000.0;
   f->cacheable = !dk.transient;
+  if (dk.expires_ms) /* a failure the daemon forgets then: so do we */
+    f->expires_ms = wall_ms() + (int64_t)dk.expires_ms;
   /* entry and log are not NUL-terminated on the wire */
   f->log_owned = malloc(sizeof dk.entry + dk.log_len + 2);
   if (!f->log_owned)
@@ -544,12 +552,6 @@ static int64_t failure_ttl_ms(void) {
     ms = 10 * 60 * 1000;
   }
   return ms;
-}
-
-static int64_t wall_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Compiles in this process (in an isolated worker). XPJ_OK when there is

@@ -279,9 +279,9 @@ xpj_status rt_cc_key(rt_cc *cc, const xpj_module *sm, const char *kernel,
 void rt_dc_init(rt_dc *dc);
 void rt_dc_fini(rt_dc *dc);
 /* A kernel from xpjitd. On 1, *payload (free it) holds the reply and k
- * points into it; *same_cache says the reply is not for the cache file at
- * l2_path: the daemon wrote it there, or it is a failure the daemon
- * remembers for a while only (k->expires_ms). 0: no daemon; -1: it could
+ * points into it; *same_cache says the daemon wrote it to the cache file
+ * at l2_path already (a failure it remembers for a while only carries
+ * k->expires_ms: stored, it must expire too). 0: no daemon; -1: it could
  * not serve, or not before the deadline (the caller compiles in both
  * cases). */
 struct xpd_kernel;

@@ -2109,7 +2109,25 @@ static void test_remembered_timeout(void **state) {
   close(fd);
   dmn_stop(&d);
 
-  /* after --failure-ttl, tried again */
+  /* the cache file remembers it too: a restarted daemon answers at once */
+  dmn_init(&d, "r");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "1", "--grace", "0", NULL});
+  fd = client(&d);
+  get_slow_300(fd, 1, &r);
+  print_message("after a restart: %llu ms: %s\n", (unsigned long long)r.ms,
+                r.log);
+  assert_int_equal(r.k.failed, 1);
+  assert_int_equal(r.k.transient, 0);
+  assert_true(r.k.expires_ms > 0);
+  assert_true(r.ms < 1000);
+  assert_int_equal(stat1(&d, "compiles"), 0);
+  close(fd);
+  dmn_stop(&d);
+
+  /* after --failure-ttl, tried again (a cache file of its own) */
+  snprintf(cache_dir, sizeof cache_dir, "%s/cache-ttl", base);
   dmn_init(&d, "t");
   make_dir(&d);
   dmn_start(&d, "hang:slow",

@@ -1112,15 +1112,19 @@ static void remember_failure(job *j, xpj_status s, const char *what,
   mem_bytes += e->log_len;
   lru_front(e);
   st.failures_remembered++;
-  /* TODO(cache expiry): once xpj_cache_value has expires_ms (cache/,
-   * another change), put this failure into the cache file as well, so
-   * that a restarted daemon and the clients sharing the file know it:
-   *   xpj_cache_key key = {j->code, j->kernel, j->dtypes, j->ndim,
-   *                        j->target, j->options, versions};
-   *   xpj_cache_value v = {1, NULL, 0, "", e->log, 0, 0, 0,
-   *                        .expires_ms = <wall clock> + ttl};
-   *   xpj_cache_put(l2, &key, &v);
-   * Until then it lives in this daemon's memory only. */
+  /* and in the cache file, expiring as well: a restarted daemon and the
+   * clients that share the file know it too */
+  if (l2) {
+    xpj_cache_key key = {j->code, j->kernel, j->dtypes, j->ndim, j->target,
+                         j->options, versions};
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    xpj_cache_value v = {1, NULL, 0, "", e->log, 0, 0, 0,
+                         (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 +
+                             (int64_t)cfg.failure_ttl_ms};
+    if (xpj_cache_put(l2, &key, &v) != XPJ_OK)
+      LOG_W("cache: %s", xpj_cache_last_error());
+  }
   LOG_I("%s [%s] for %s: the failure is remembered for %llu s", j->kernel,
         j->dtypes, short_target(j->target), (unsigned long long)ttl_s);
   answer_waiters(e);
@@ -1505,9 +1509,13 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   request_key(&g, req);
   const char *known = memo_find(req);
   entry *e = known ? find_entry(known) : NULL;
+  /* a remembered failure that does not answer this request: compile (its
+   * row in the cache file says no more than the entry did) */
+  bool past_failure = false;
   if (e && e->ready && !entry_answers(e, limit)) {
     remove_entry(e);
     e = NULL;
+    past_failure = true;
   }
   rt_keyed k;
   memset(&k, 0, sizeof k);
@@ -1541,6 +1549,7 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
     if (e && e->ready && !entry_answers(e, limit)) {
       remove_entry(e);
       e = NULL;
+      past_failure = true;
     }
   }
   if (e && e->ready) {
@@ -1571,7 +1580,7 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   /* the cache file */
   xpj_cache_entry ce;
   memset(&ce, 0, sizeof ce);
-  if (l2 && xpj_cache_get(l2, &k.key, &ce) == XPJ_OK) {
+  if (!past_failure && l2 && xpj_cache_get(l2, &k.key, &ce) == XPJ_OK) {
     st.hits_cache++;
     e->status = ce.failed ? XPJ_ERR_COMPILE : XPJ_OK;
     e->failed = ce.failed != 0;
@@ -1586,6 +1595,13 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
     e->local = ce.local_bytes;
     e->scratch = ce.scratch_bytes;
     e->compile_us = (uint64_t)(ce.compile_ms * 1000.0);
+    if (ce.expires_ms) { /* a remembered failure: forgotten when it says */
+      struct timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
+      int64_t left = ce.expires_ms - ((int64_t)now.tv_sec * 1000 +
+                                      now.tv_nsec / 1000000);
+      e->expires_ms = xpd_now_ms() + (uint64_t)(left > 1 ? left : 1);
+    }
     xpj_cache_entry_clear(&ce);
     e->ready = true;
     mem_bytes += e->len + e->log_len;
