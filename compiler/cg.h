@@ -77,6 +77,7 @@ struct cg {
   const xpj_compile_opts *opts;
   const xpj_module *m;
   const xpj_func *kernel;
+  const char *entry;     /* the entry point's symbol (compile.c) */
   LLVMValueRef fn;       /* the function being built */
   LLVMBasicBlockRef entry_bb; /* allocas go here */
   LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f32, t_f64, t_ptr;

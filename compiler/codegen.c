@@ -1778,7 +1778,7 @@ static void di_begin(cg *c) {
                                                          LLVMDIFlagZero);
   const char *name = c->kernel->name;
   c->di_sp = LLVMDIBuilderCreateFunction(
-      c->dib, file, name, strlen(name), name, strlen(name), file,
+      c->dib, file, name, strlen(name), c->entry, strlen(c->entry), file,
       c->kernel->loc.line, ty, 0, 1, c->kernel->loc.line, LLVMDIFlagZero, opt);
   LLVMSetSubprogram(c->fn, c->di_sp);
   LLVMAddModuleFlag(c->mod, LLVMModuleFlagBehaviorWarning, "Debug Info Version",
@@ -1811,7 +1811,7 @@ static void lower_simt(cg *c, cg_frame *fr) {
   unsigned n;
   param_abi_types(c, pt, &n);
   LLVMTypeRef ft = LLVMFunctionType(c->t_void, pt, n, 0);
-  c->fn = LLVMAddFunction(c->mod, c->kernel->name, ft);
+  c->fn = LLVMAddFunction(c->mod, c->entry, ft);
   LLVMSetFunctionCallConv(c->fn, c->ops->kernel_cc);
   c->entry_bb = new_bb(c, "entry");
   LLVMPositionBuilderAtEnd(c->b, c->entry_bb);
@@ -1842,14 +1842,14 @@ static void lower_simt(cg *c, cg_frame *fr) {
 }
 
 /* CPU entry point (docs/abi.md):
- *   void NAME(void *const *args, const int64_t launch[9], void *local_mem,
+ *   void ENTRY(void *const *args, const int64_t launch[9], void *local_mem,
  *             void *scratch, int64_t begin, int64_t end)
  * range kernels run flat work-items [begin, end) (dimension 0 fastest);
  * nd-range kernels run flat work-groups [begin, end). */
 static void lower_cpu(cg *c, cg_frame *fr) {
   LLVMTypeRef pt[6] = {c->t_ptr, c->t_ptr, c->t_ptr, c->t_ptr, c->t_i64, c->t_i64};
   LLVMTypeRef ft = LLVMFunctionType(c->t_void, pt, 6, 0);
-  c->fn = LLVMAddFunction(c->mod, c->kernel->name, ft);
+  c->fn = LLVMAddFunction(c->mod, c->entry, ft);
   for (unsigned i = 0; i < 4; i++) {
     unsigned na = LLVMGetEnumAttributeKindForName("noalias", 7);
     if (i >= 2)

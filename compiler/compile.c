@@ -28,7 +28,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define XPJ_ABI_VERSION 3
+#define XPJ_ABI_VERSION 4
+
+/* Entry points are named XPJ_ENTRY_PREFIX + the kernel's name (docs/abi.md),
+ * at most XPJ_ENTRY_MAX bytes. */
+#define XPJ_ENTRY_PREFIX "__xpj_k_"
+#define XPJ_ENTRY_MAX 255
 
 struct xpj_result {
   xpj_status status;
@@ -284,6 +289,16 @@ static void result_set(xpj_result *r, uint8_t *data, size_t len) {
 
 /* ---- the compile itself -------------------------------------------- */
 
+/* One compile, as xpj_compile resolved it: what the worker is given. */
+typedef struct job {
+  const xpj_module *m;
+  const xpj_func *kernel;
+  const xpj_target *target;
+  xpj_compile_opts opts;
+  xpj_emit_kind emit;
+  char entry[XPJ_ENTRY_MAX + 1];
+} job;
+
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
 /* readers: in-process compiles; writer: a fork of a worker */
 static pthread_rwlock_t inprocess_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -330,20 +345,21 @@ static const char *fault_mode(void) {
 }
 
 /* fault: the test hook's mode in a worker, "" in the caller's process */
-static void compile_here(const xpj_module *m, const xpj_func *k,
-                         const xpj_target *t, const xpj_compile_opts *o,
-                         xpj_emit_kind emit, const char *fault,
-                         xpj_result *r) {
+static void compile_here(const job *j, const char *fault, xpj_result *r) {
+  const xpj_target *t = j->target;
+  const xpj_compile_opts *o = &j->opts;
+  xpj_emit_kind emit = j->emit;
   pthread_once(&llvm_once, llvm_init);
   cg c;
   memset(&c, 0, sizeof c);
   c.ops = ops_for(t->kind);
   c.target = t;
   c.opts = o;
-  c.m = m;
-  c.kernel = k;
+  c.m = j->m;
+  c.kernel = j->kernel;
+  c.entry = j->entry;
   c.ctx = LLVMContextCreate();
-  c.mod = LLVMModuleCreateWithNameInContext(k->name, c.ctx);
+  c.mod = LLVMModuleCreateWithNameInContext(j->kernel->name, c.ctx);
   c.b = LLVMCreateBuilderInContext(c.ctx);
   c.t_void = LLVMVoidTypeInContext(c.ctx);
   c.t_i1 = LLVMInt1TypeInContext(c.ctx);
@@ -489,11 +505,9 @@ static void worker_fatal(const char *reason) {
   _exit(70);
 }
 
-static void worker_main(int fd, const xpj_module *m, const xpj_func *k,
-                        const xpj_target *t, const xpj_compile_opts *o,
-                        xpj_emit_kind emit) {
+static void worker_main(int fd, const job *j) {
   LLVMInstallFatalErrorHandler(worker_fatal);
-  if (t->kind == XPJ_TARGET_SPIRV &&
+  if (j->target->kind == XPJ_TARGET_SPIRV &&
       strcmp(fault_mode(), "llvm-fatal") != 0) {
     const char *argv[] = {"xpjit-worker",
                           "--spirv-ext=+SPV_EXT_shader_atomic_float_add"};
@@ -501,7 +515,7 @@ static void worker_main(int fd, const xpj_module *m, const xpj_func *k,
   }
   xpj_result r;
   memset(&r, 0, sizeof r);
-  compile_here(m, k, t, o, emit, fault_mode(), &r);
+  compile_here(j, fault_mode(), &r);
   wire_head h = {WIRE_MAGIC, (uint32_t)r.status, r.len,
                  r.log ? strlen(r.log) : 0, r.local_bytes, r.scratch_bytes};
   write_all(fd, &h, sizeof h);
@@ -597,9 +611,8 @@ int xpj_worker_decode(const uint8_t *buf, size_t n, xpj_result *r) {
 
 xpj_result *xpj_result_new_internal(void) { return result_new(); }
 
-static void compile_isolated(const xpj_module *m, const xpj_func *k,
-                             const xpj_target *t, const xpj_compile_opts *o,
-                             xpj_emit_kind emit, xpj_result *r) {
+static void compile_isolated(const job *j, xpj_result *r) {
+  const xpj_compile_opts *o = &j->opts;
   int outp[2], errp[2];
   if (pipe2(outp, O_CLOEXEC) != 0) {
     result_fail(r, XPJ_ERR_COMPILE, "cannot create a pipe for the worker");
@@ -646,7 +659,7 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
       fd = 3;
     }
     close_range(4, ~0u, 0);
-    worker_main(fd, m, k, t, o, emit);
+    worker_main(fd, j);
     _exit(0);
   }
   close(outp[1]);
@@ -731,6 +744,22 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
 
 /* ---- the public entry point ---------------------------------------- */
 
+/* The entry point's symbol: the kernel's name behind a prefix reserved for
+ * entry points, so that no kernel can take the name of a function the
+ * generated code calls or the process defines (libm's expf, memset, an
+ * OpenCL builtin, libdevice's __nv_*). Cut to XPJ_ENTRY_MAX bytes, which
+ * the loaders and the daemon's protocol carry; a module holds one kernel,
+ * so a cut name collides with nothing. */
+static void entry_name(const char *kernel, char *buf, size_t size) {
+  size_t pre = strlen(XPJ_ENTRY_PREFIX);
+  size_t n = strlen(kernel);
+  if (pre + n > size - 1)
+    n = size - 1 - pre;
+  memcpy(buf, XPJ_ENTRY_PREFIX, pre);
+  memcpy(buf + pre, kernel, n);
+  buf[pre + n] = 0;
+}
+
 xpj_status xpj_compile(const xpj_module *m, const char *kernel,
                        const xpj_target *t, const xpj_compile_opts *opts,
                        xpj_emit_kind emit, xpj_result **out) {
@@ -772,7 +801,9 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
     result_fail(r, XPJ_ERR_INVALID, msg);
     return r->status;
   }
-  r->entry = strdup(kernel);
+  job j = {m, k, t, o, emit, ""};
+  entry_name(kernel, j.entry, sizeof j.entry);
+  r->entry = strdup(j.entry);
   if (!r->entry) {
     result_fail(r, XPJ_ERR_NOMEM, "out of memory");
     return r->status;
@@ -781,11 +812,11 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
    * between modules (../shared/LLVM22-NOTES.md) */
   if (o.isolation == XPJ_ISOLATE_NONE && t->kind != XPJ_TARGET_SPIRV) {
     pthread_rwlock_rdlock(&inprocess_lock);
-    compile_here(m, k, t, &o, emit, "", r);
+    compile_here(&j, "", r);
     pthread_rwlock_unlock(&inprocess_lock);
+  } else {
+    compile_isolated(&j, r);
   }
-  else
-    compile_isolated(m, k, t, &o, emit, r);
   r->millis = now_ms() - t0;
   return r->status;
 }

@@ -100,7 +100,9 @@ xpj_status xpj_result_status(const xpj_result *r);
 const uint8_t *xpj_result_data(const xpj_result *r, size_t *len);
 /* The error message, or warnings; "" when none. */
 const char *xpj_result_log(const xpj_result *r);
-/* Name of the entry point in the output (the kernel's name). */
+/* Name of the entry point in the output: "__xpj_k_" + the kernel's name
+ * (at most 255 bytes), never a name a kernel can collide with
+ * (docs/abi.md). "" when the compile did not get that far. */
 const char *xpj_result_entry(const xpj_result *r);
 /* CPU: bytes of local memory per work-group and of scratch per work-item
  * that the entry point needs (docs/abi.md). GPU targets: static local

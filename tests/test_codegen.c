@@ -122,7 +122,7 @@ static void test_targets(void **state) {
   xpj_compile_opts_str(&o, buf, sizeof buf);
   assert_string_equal(buf, "O3+fast-math+g");
   assert_string_equal(xpj_llvm_version(), "22.1.8");
-  assert_int_equal(xpj_abi_version(), 3);
+  assert_int_equal(xpj_abi_version(), 4);
 }
 
 /* Every example kernel, two dtypes, ranks 1 and 2 where generic, for
@@ -212,7 +212,7 @@ static void test_emit_examples(void **state) {
               }
             } else {
               LLVMOrcLLJITRef jit;
-              void *fn = jit_load(d, len, kn, &jit);
+              void *fn = jit_load(d, len, xpj_result_entry(res), &jit);
               assert_non_null(fn);
               LLVMOrcDisposeLLJIT(jit);
               cpu_loaded++;
@@ -514,6 +514,80 @@ static void test_ptx_precision(void **state) {
   xpj_module_destroy(m);
 }
 
+/* Entry points have a name of their own on every target (docs/abi.md):
+ * kernels named like functions their code calls (libm's expf, sinf, powf;
+ * memset and memcpy; libdevice's __nv_expf; OpenCL's get_global_id)
+ * compile to valid PTX and SPIR-V with the reserved entry, and a name of
+ * the longest kind is cut to 255 bytes. test_cpu_exec.c runs them. */
+static void test_entry_names(void **state) {
+  (void)state;
+  char longname[256];
+  memset(longname, 'k', 255);
+  longname[255] = 0;
+  const char *const names[] = {"expf",   "sinf",      "powf",
+                               "sqrtf",  "memset",    "memcpy",
+                               "__nv_expf", "_Z13get_global_idj", longname};
+  static const char *const targets[] = {"ptx:sm_90", "spirv", "cpu"};
+  for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+    char src[1024], want[256], path[512], cmd[1200];
+    snprintf(src, sizeof src,
+             "kernel %s(x: global const f32[], y: global f32[]) range {\n"
+             "    let i = global_id(0);\n"
+             "    let a: f32[1024];\n"
+             "    let b: f32[1024];\n"
+             "    a[i %% 1024] = x[i];\n"
+             "    for (let k: i64 = 0; k < 1024; k++) { b[k] = a[k]; }\n"
+             "    a[0] = 1.0f32;\n"
+             "    y[i] = exp(b[i %% 1024]) + sin(a[i %% 7]) + pow(x[i], 1.5f32)"
+             " + sqrt(x[i]);\n"
+             "}\n", names[k]);
+    snprintf(want, sizeof want, "__xpj_k_%s", names[k]);
+    for (size_t tg = 0; tg < 3; tg++) {
+      xpj_module *m = NULL;
+      assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+      xpj_module *s = spec_kernel(m, names[k], XPJ_VOID, 0);
+      assert_non_null(s);
+      xpj_result *r = compile_for(s, names[k], targets[tg], XPJ_EMIT_BIN);
+      assert_string_equal(xpj_result_entry(r), want);
+      size_t len;
+      const uint8_t *d = xpj_result_data(r, &len);
+      if (tg == 0) {
+        char head[300];
+        snprintf(head, sizeof head, ".entry %s(", want);
+        assert_non_null(strstr((const char *)d, head));
+        snprintf(path, sizeof path, "%s/entry.ptx", tmpdir);
+        write_file(path, d, len);
+        snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null", ptxas,
+                 path);
+        if (ptxas && system(cmd) != 0)
+          fail_msg("ptxas rejects kernel %s", names[k]);
+      } else if (tg == 1) {
+        snprintf(path, sizeof path, "%s/entry.spv", tmpdir);
+        write_file(path, d, len);
+        snprintf(cmd, sizeof cmd, "'%s' --target-env opencl2.2 '%s'",
+                 spirv_val, path);
+        if (spirv_val && system(cmd) != 0)
+          fail_msg("spirv-val rejects kernel %s", names[k]);
+        xpj_result *a = compile_for(s, names[k], "spirv", XPJ_EMIT_ASM);
+        char ep[300];
+        snprintf(ep, sizeof ep, " \"%s\" ", want);
+        const char *txt = (const char *)xpj_result_data(a, NULL);
+        const char *line = strstr(txt, "OpEntryPoint Kernel");
+        assert_non_null(line);
+        assert_true(strstr(line, ep) && strstr(line, ep) < strchr(line, '\n'));
+        xpj_result_destroy(a);
+      } else {
+        LLVMOrcLLJITRef jit;
+        assert_non_null(jit_load(d, len, want, &jit));
+        LLVMOrcDisposeLLJIT(jit);
+      }
+      xpj_result_destroy(r);
+      xpj_module_destroy(s);
+      xpj_module_destroy(m);
+    }
+  }
+}
+
 /* Threads compiling at once, in workers and in-process, get exactly the
  * bytes a lone compile gets. */
 typedef struct thread_job {
@@ -602,7 +676,7 @@ int main(void) {
       cmocka_unit_test(test_structure),   cmocka_unit_test(test_faults),
       cmocka_unit_test(test_options),     cmocka_unit_test(test_ptx_precision),
       cmocka_unit_test(test_determinism), cmocka_unit_test(test_threads),
-      cmocka_unit_test(test_emit_examples),
+      cmocka_unit_test(test_emit_examples), cmocka_unit_test(test_entry_names),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
