@@ -164,6 +164,26 @@ static void br(cg *c, LLVMBasicBlockRef to) {
     LLVMBuildBr(c->b, to);
 }
 
+/* CPU: remembers a loop whose blocks run from first to the last block made
+ * so far (cg.h, cg_loop); latch may be NULL when the loop never repeats. */
+static void note_loop(cg *c, LLVMBasicBlockRef first, LLVMBasicBlockRef exit,
+                      LLVMValueRef latch) {
+  if (c->ops->simt || !latch)
+    return;
+  if (c->ncpu_loops == c->cap_cpu_loops) {
+    unsigned cap = c->cap_cpu_loops ? 2 * c->cap_cpu_loops : 16;
+    cg_loop *p = realloc(c->cpu_loops, cap * sizeof *p);
+    if (!p) {
+      cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
+      return;
+    }
+    c->cpu_loops = p;
+    c->cap_cpu_loops = cap;
+  }
+  c->cpu_loops[c->ncpu_loops++] =
+      (cg_loop){first, LLVMGetLastBasicBlock(c->fn), exit, latch};
+}
+
 static void set_fmf(cg *c, LLVMValueRef v) {
   if (c->opts->fast_math && LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
     LLVMSetFastMathFlags(v, LLVMFastMathAll);
@@ -1275,7 +1295,8 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
     lower_wg_block(c, fr, in->blk[2]);
   else
     lower_block(c, fr, in->blk[2]);
-  br(c, cb);
+  if (!terminated(c))
+    note_loop(c, cb, xb, LLVMBuildBr(c->b, cb));
   fr->nloops--;
   LLVMPositionBuilderAtEnd(c->b, xb);
 }
@@ -1537,7 +1558,7 @@ static void loop_close(cg *c, counted_loop *L) {
   br(c, L->latch);
   LLVMPositionBuilderAtEnd(c->b, L->latch);
   L->next = LLVMBuildAdd(c->b, L->iv, cg_i64(c, 1), "");
-  LLVMBuildBr(c->b, L->head);
+  note_loop(c, L->head, L->exit, LLVMBuildBr(c->b, L->head));
   LLVMAddIncoming(L->iv, &L->next, &L->latch, 1);
   LLVMPositionBuilderAtEnd(c->b, L->exit);
 }

@@ -391,6 +391,8 @@ static void compile_here(const job *j, const char *fault, xpj_result *r) {
   if (c.status == XPJ_OK && strcmp(fault, "hang") == 0)
     for (;;)
       pause();
+  if (c.status == XPJ_OK && c.ops->before_optimise)
+    c.ops->before_optimise(&c);
   if (c.status == XPJ_OK) {
     LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
     if (c.ops->simt) {
@@ -472,6 +474,7 @@ static void compile_here(const job *j, const char *fault, xpj_result *r) {
   if (tm)
     LLVMDisposeTargetMachine(tm);
   LLVMContextDispose(c.ctx);
+  free(c.cpu_loops);
 }
 
 /* ---- the worker process -------------------------------------------- */

@@ -588,6 +588,59 @@ static void test_entry_names(void **state) {
   }
 }
 
+/* Kernel source with n statements `a = a * 1.0001 + c` (chain), or
+ * `u = u * u + c` on a value the same for every work-item (square), or the
+ * latter in a loop of n iterations (loop). */
+static char *long_kernel(const char *shape, unsigned n) {
+  size_t cap = 256 + 40 * (size_t)n;
+  char *src = malloc(cap);
+  assert_non_null(src);
+  size_t k = (size_t)snprintf(src, cap,
+                              "kernel %s(x: global f32[], y: global f32[], "
+                              "c: f32) range {\n"
+                              "    let i = global_id(0);\n"
+                              "    let a = x[%s];\n",
+                              shape, strcmp(shape, "chain") ? "0" : "i");
+  if (!strcmp(shape, "loop"))
+    k += (size_t)snprintf(src + k, cap - k,
+                          "    for (let k: i64 = 0; k < %u; k++) {\n"
+                          "        a = a * a + c;\n    }\n", n);
+  else
+    for (unsigned j = 0; j < n; j++)
+      k += (size_t)snprintf(src + k, cap - k, "    a = a * %s + c;\n",
+                            strcmp(shape, "chain") ? "a" : "1.0001f32");
+  snprintf(src + k, cap - k, "    y[i] = a;\n}\n");
+  return src;
+}
+
+/* LLVM 22's loop vectoriser takes time quadratic in a loop's dependence
+ * chains and exponential in uniform values built from each other
+ * (target_cpu.c): such loops are marked not to be vectorised, ordinary ones
+ * still are. */
+static void test_vectorize_guard(void **state) {
+  (void)state;
+  static const struct {
+    const char *shape;
+    unsigned n;
+    bool guarded;
+  } cases[] = {{"chain", 100, false}, {"chain", 1000, true},
+               {"square", 10, false}, {"square", 20, true},
+               {"loop", 20, true}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *src = long_kernel(cases[i].shape, cases[i].n);
+    char *ll = emit_text(src, cases[i].shape, "cpu", XPJ_EMIT_LLVM);
+    bool guard =
+        strstr(ll, "!\"llvm.loop.vectorize.enable\", i1 false") != NULL;
+    bool vector = strstr(ll, " x float>") != NULL;
+    if (guard != cases[i].guarded || vector == cases[i].guarded)
+      fail_msg("%s of %u: vectorize.enable=false %s, vector code %s",
+               cases[i].shape, cases[i].n, guard ? "set" : "not set",
+               vector ? "present" : "absent");
+    free(ll);
+    free(src);
+  }
+}
+
 /* Threads compiling at once, in workers and in-process, get exactly the
  * bytes a lone compile gets. */
 typedef struct thread_job {
@@ -677,6 +730,7 @@ int main(void) {
       cmocka_unit_test(test_options),     cmocka_unit_test(test_ptx_precision),
       cmocka_unit_test(test_determinism), cmocka_unit_test(test_threads),
       cmocka_unit_test(test_emit_examples), cmocka_unit_test(test_entry_names),
+      cmocka_unit_test(test_vectorize_guard),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -443,12 +443,52 @@ static void test_libc_names(void **state) {
   xpj_module_destroy(m);
 }
 
+/* A loop too long for LLVM's vectoriser to plan in reasonable time runs
+ * unvectorised (target_cpu.c), with the right results: 1000 dependent
+ * statements per work-item. */
+static void test_long_chain(void **state) {
+  (void)state;
+  enum { STMTS = 1000, N = 517 };
+  size_t cap = 200 + 32 * STMTS, k = 0;
+  char *src = malloc(cap);
+  assert_non_null(src);
+  k += (size_t)snprintf(src + k, cap - k,
+                        "kernel chain(x: global f32[], c: f32) range {\n"
+                        "    let i = global_id(0);\n    let a = x[i];\n");
+  for (int j = 0; j < STMTS; j++)
+    k += (size_t)snprintf(src + k, cap - k, "    a = a * 1.0001f32 + c;\n");
+  snprintf(src + k, cap - k, "    x[i] = a;\n}\n");
+  compiled c = {0};
+  assert_int_equal(parse_src(src, &c.m, NULL), XPJ_OK);
+  free(src);
+  c.s = spec_kernel(c.m, "chain", XPJ_VOID, 0);
+  assert_non_null(c.s);
+  c.r = compile_for(c.s, "chain", "cpu", XPJ_EMIT_BIN);
+  size_t len;
+  const uint8_t *d = xpj_result_data(c.r, &len);
+  c.fn = (cpu_entry)jit_load(d, len, xpj_result_entry(c.r), &c.jit);
+  float x[N], want[N];
+  for (int i = 0; i < N; i++) {
+    x[i] = want[i] = (float)(rnd() % 1000) / 100.0f;
+    for (int j = 0; j < STMTS; j++)
+      want[i] = want[i] * 1.0001f + 0.25f;
+  }
+  kargs a = {0};
+  add_vec(&a, x, N);
+  add_f32(&a, 0.25f);
+  run_range(&c, &a, N, 1, 1);
+  for (int i = 0; i < N; i++)
+    assert_float_equal(x[i], want[i], 1e-5 * fabsf(want[i]));
+  release(&c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_axpy_strided),  cmocka_unit_test(test_block_sum),
       cmocka_unit_test(test_histogram_local), cmocka_unit_test(test_matmul_tiled),
       cmocka_unit_test(test_scan_block),    cmocka_unit_test(test_bitonic_block),
       cmocka_unit_test(test_wg_control),    cmocka_unit_test(test_libc_names),
+      cmocka_unit_test(test_long_chain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
