@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmpdir[256];
@@ -687,14 +688,7 @@ static void test_vectorize_guard(void **state) {
  * statements `y[i + j] = x[i + j] * c`, needs 32 MiB (SPIR-V) to 256 MiB
  * (PTX) to compile, far more than the free heap a worker inherits from
  * this test (which it may reuse: only new mappings can be bounded). */
-static void test_memory_limit(void **state) {
-  (void)state;
-#if defined(__SANITIZE_ADDRESS__)
-  /* ASan's allocator reports its own out-of-memory and aborts before
-   * LLVM's handler can run: this checks the normal build only. */
-  printf("NOTE: test_memory_limit skipped under AddressSanitizer\n");
-  return;
-#endif
+static xpj_module *memory_hungry_kernel(xpj_module **m) {
   enum { STMTS = 2000 };
   size_t cap = 200 + 48 * STMTS, k = 0;
   char *src = malloc(cap);
@@ -707,11 +701,23 @@ static void test_memory_limit(void **state) {
     k += (size_t)snprintf(src + k, cap - k,
                           "    y[i + %d] = x[i + %d] * c;\n", j, j);
   snprintf(src + k, cap - k, "}\n");
-  xpj_module *m = NULL;
-  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  assert_int_equal(parse_src(src, m, NULL), XPJ_OK);
   free(src);
-  xpj_module *s = spec_kernel(m, "mem", XPJ_VOID, 0);
+  xpj_module *s = spec_kernel(*m, "mem", XPJ_VOID, 0);
   assert_non_null(s);
+  return s;
+}
+
+static void test_memory_limit(void **state) {
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+  /* ASan's allocator reports its own out-of-memory and aborts before
+   * LLVM's handler can run: this checks the normal build only. */
+  printf("NOTE: test_memory_limit skipped under AddressSanitizer\n");
+  return;
+#endif
+  xpj_module *m = NULL;
+  xpj_module *s = memory_hungry_kernel(&m);
   char log[4096];
   xpj_failure_kind kind;
   xpj_compile_opts o;
@@ -754,6 +760,55 @@ static void test_memory_limit(void **state) {
   for (int i = 0; i < 3; i++)
     assert_int_equal(compile_with(s, "block_sum", targets[i], &o, log,
                                   sizeof log, &kind), XPJ_OK);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
+/* xpj_compile_limit_memory bounds a process that compiles in-process, as
+ * xpjitd's workers do: an allocation failure inside LLVM ends it with
+ * "xpjit: out of memory" and exit status 75 (EX_TEMPFAIL), not an abort.
+ * It runs in a child process, which the limit and the handler outlive. */
+static void test_limit_process(void **state) {
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+  printf("NOTE: test_limit_process skipped under AddressSanitizer\n");
+  return;
+#endif
+  xpj_module *m = NULL;
+  xpj_module *s = memory_hungry_kernel(&m);
+  int errp[2];
+  assert_int_equal(pipe(errp), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(errp[1], 2);
+    setenv("XPJIT_COMPILE_MEMORY_LIMIT", "1M", 1);
+    if (xpj_compile_limit_memory() != XPJ_OK)
+      _exit(10);
+    xpj_target t;
+    xpj_target_parse("cpu", &t, NULL, 0);
+    xpj_compile_opts o;
+    xpj_compile_opts_default(&o);
+    o.isolation = XPJ_ISOLATE_NONE;
+    xpj_result *r = NULL;
+    xpj_compile(s, "mem", &t, &o, XPJ_EMIT_BIN, &r);
+    _exit(11); /* the compile should not have fitted */
+  }
+  close(errp[1]);
+  char err[1024];
+  size_t n = 0;
+  ssize_t got;
+  while ((got = read(errp[0], err + n, sizeof err - 1 - n)) > 0)
+    n += (size_t)got;
+  err[n] = 0;
+  close(errp[0]);
+  int st = 0;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 75)
+    fail_msg("the child ended with status 0x%x: %s", st, err);
+  assert_non_null(strstr(err, "xpjit: out of memory: the compile needs more "
+                              "than the 1 MiB of memory"));
   xpj_module_destroy(s);
   xpj_module_destroy(m);
 }
@@ -850,6 +905,7 @@ int main(void) {
       cmocka_unit_test(test_entry_names),
       cmocka_unit_test(test_vectorize_guard),
       cmocka_unit_test(test_memory_limit),
+      cmocka_unit_test(test_limit_process),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
