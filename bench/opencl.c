@@ -171,7 +171,8 @@ static double bare_launch_us(const uint8_t *spv, size_t spv_len) {
   cl_program pr = cl.CreateProgramWithIL(c, spv, spv_len, &e);
   if (!pr || cl.BuildProgram(pr, 1, &d, "", NULL, NULL) != CL_SUCCESS)
     return -1;
-  cl_kernel k = cl.CreateKernel(pr, "scale", &e);
+  /* the entry point of kernel scale (docs/abi.md) */
+  cl_kernel k = cl.CreateKernel(pr, "__xpj_k_scale", &e);
   float init[NE];
   for (int i = 0; i < NE; i++)
     init[i] = 1.0f;

@@ -22,6 +22,16 @@
 typedef struct cg cg;
 typedef struct cg_frame cg_frame;
 
+/* CPU: a loop of the generated code (a work-item loop or a loop of the
+ * kernel), for target_cpu.c's vectorisation guard. Blocks are only ever
+ * appended, so the loop's blocks are first..last in the function's order,
+ * less exit (made with the header, entered once the loop is left); latch is
+ * the branch back to the header. */
+typedef struct cg_loop {
+  LLVMBasicBlockRef first, last, exit;
+  LLVMValueRef latch;
+} cg_loop;
+
 /* The per-target part of code generation. */
 typedef struct cg_target_ops {
   const char *name;
@@ -37,6 +47,9 @@ typedef struct cg_target_ops {
   LLVMTargetMachineRef (*machine)(cg *c);
   /* Module-level setup after triple and data layout are set. */
   void (*init_module)(cg *c);
+  /* Called once the module is complete and verified, before the
+   * optimisation pipeline (CPU: the vectorisation guard). */
+  void (*before_optimise)(cg *c);
   /* SIMT only: global_id, local_id, local_size, group_id, num_groups and
    * (nd-range) global_size in dimension dim, as i64. */
   LLVMValueRef (*wi)(cg *c, xpj_wi w, unsigned dim);
@@ -77,6 +90,7 @@ struct cg {
   const xpj_compile_opts *opts;
   const xpj_module *m;
   const xpj_func *kernel;
+  const char *entry;     /* the entry point's symbol (compile.c) */
   LLVMValueRef fn;       /* the function being built */
   LLVMBasicBlockRef entry_bb; /* allocas go here */
   LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f32, t_f64, t_ptr;
@@ -97,6 +111,8 @@ struct cg {
   LLVMBasicBlockRef wi_latch;   /* next work-item */
   LLVMBasicBlockRef group_exit; /* end of the work-group (CPU nd-range) */
   bool wg_multi;                /* CPU nd-range kernel with barriers */
+  cg_loop *cpu_loops;           /* every loop built, innermost first */
+  unsigned ncpu_loops, cap_cpu_loops;
 
   uint64_t local_bytes;   /* static local memory */
   uint64_t scratch_bytes; /* CPU: per work-item scratch */

@@ -164,6 +164,26 @@ static void br(cg *c, LLVMBasicBlockRef to) {
     LLVMBuildBr(c->b, to);
 }
 
+/* CPU: remembers a loop whose blocks run from first to the last block made
+ * so far (cg.h, cg_loop); latch may be NULL when the loop never repeats. */
+static void note_loop(cg *c, LLVMBasicBlockRef first, LLVMBasicBlockRef exit,
+                      LLVMValueRef latch) {
+  if (c->ops->simt || !latch)
+    return;
+  if (c->ncpu_loops == c->cap_cpu_loops) {
+    unsigned cap = c->cap_cpu_loops ? 2 * c->cap_cpu_loops : 16;
+    cg_loop *p = realloc(c->cpu_loops, cap * sizeof *p);
+    if (!p) {
+      cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
+      return;
+    }
+    c->cpu_loops = p;
+    c->cap_cpu_loops = cap;
+  }
+  c->cpu_loops[c->ncpu_loops++] =
+      (cg_loop){first, LLVMGetLastBasicBlock(c->fn), exit, latch};
+}
+
 static void set_fmf(cg *c, LLVMValueRef v) {
   if (c->opts->fast_math && LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
     LLVMSetFastMathFlags(v, LLVMFastMathAll);
@@ -1275,7 +1295,8 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
     lower_wg_block(c, fr, in->blk[2]);
   else
     lower_block(c, fr, in->blk[2]);
-  br(c, cb);
+  if (!terminated(c))
+    note_loop(c, cb, xb, LLVMBuildBr(c->b, cb));
   fr->nloops--;
   LLVMPositionBuilderAtEnd(c->b, xb);
 }
@@ -1537,7 +1558,7 @@ static void loop_close(cg *c, counted_loop *L) {
   br(c, L->latch);
   LLVMPositionBuilderAtEnd(c->b, L->latch);
   L->next = LLVMBuildAdd(c->b, L->iv, cg_i64(c, 1), "");
-  LLVMBuildBr(c->b, L->head);
+  note_loop(c, L->head, L->exit, LLVMBuildBr(c->b, L->head));
   LLVMAddIncoming(L->iv, &L->next, &L->latch, 1);
   LLVMPositionBuilderAtEnd(c->b, L->exit);
 }
@@ -1778,7 +1799,7 @@ static void di_begin(cg *c) {
                                                          LLVMDIFlagZero);
   const char *name = c->kernel->name;
   c->di_sp = LLVMDIBuilderCreateFunction(
-      c->dib, file, name, strlen(name), name, strlen(name), file,
+      c->dib, file, name, strlen(name), c->entry, strlen(c->entry), file,
       c->kernel->loc.line, ty, 0, 1, c->kernel->loc.line, LLVMDIFlagZero, opt);
   LLVMSetSubprogram(c->fn, c->di_sp);
   LLVMAddModuleFlag(c->mod, LLVMModuleFlagBehaviorWarning, "Debug Info Version",
@@ -1811,7 +1832,7 @@ static void lower_simt(cg *c, cg_frame *fr) {
   unsigned n;
   param_abi_types(c, pt, &n);
   LLVMTypeRef ft = LLVMFunctionType(c->t_void, pt, n, 0);
-  c->fn = LLVMAddFunction(c->mod, c->kernel->name, ft);
+  c->fn = LLVMAddFunction(c->mod, c->entry, ft);
   LLVMSetFunctionCallConv(c->fn, c->ops->kernel_cc);
   c->entry_bb = new_bb(c, "entry");
   LLVMPositionBuilderAtEnd(c->b, c->entry_bb);
@@ -1842,14 +1863,14 @@ static void lower_simt(cg *c, cg_frame *fr) {
 }
 
 /* CPU entry point (docs/abi.md):
- *   void NAME(void *const *args, const int64_t launch[9], void *local_mem,
+ *   void ENTRY(void *const *args, const int64_t launch[9], void *local_mem,
  *             void *scratch, int64_t begin, int64_t end)
  * range kernels run flat work-items [begin, end) (dimension 0 fastest);
  * nd-range kernels run flat work-groups [begin, end). */
 static void lower_cpu(cg *c, cg_frame *fr) {
   LLVMTypeRef pt[6] = {c->t_ptr, c->t_ptr, c->t_ptr, c->t_ptr, c->t_i64, c->t_i64};
   LLVMTypeRef ft = LLVMFunctionType(c->t_void, pt, 6, 0);
-  c->fn = LLVMAddFunction(c->mod, c->kernel->name, ft);
+  c->fn = LLVMAddFunction(c->mod, c->entry, ft);
   for (unsigned i = 0; i < 4; i++) {
     unsigned na = LLVMGetEnumAttributeKindForName("noalias", 7);
     if (i >= 2)

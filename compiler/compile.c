@@ -18,17 +18,25 @@
 #include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
 
-#define XPJ_ABI_VERSION 3
+#define XPJ_ABI_VERSION 4
+
+/* Entry points are named XPJ_ENTRY_PREFIX + the kernel's name (docs/abi.md),
+ * at most XPJ_ENTRY_MAX bytes. */
+#define XPJ_ENTRY_PREFIX "__xpj_k_"
+#define XPJ_ENTRY_MAX 255
 
 struct xpj_result {
   xpj_status status;
@@ -38,7 +46,7 @@ struct xpj_result {
   char *entry;
   uint64_t local_bytes, scratch_bytes;
   double millis;
-  bool transient; /* the failure says nothing about the inputs */
+  xpj_failure_kind failure;
 };
 
 /* ---- targets and options ------------------------------------------- */
@@ -261,12 +269,32 @@ uint64_t xpj_result_scratch_bytes(const xpj_result *r) {
 }
 double xpj_result_millis(const xpj_result *r) { return r ? r->millis : 0; }
 
-int xpj_result_transient(const xpj_result *r) {
-  return r && (r->transient || r->status == XPJ_ERR_NOMEM);
+xpj_failure_kind xpj_result_failure_kind(const xpj_result *r) {
+  return r ? r->failure : XPJ_FAILURE_NONE;
 }
 
-static void result_fail(xpj_result *r, xpj_status st, const char *msg) {
+const char *xpj_failure_kind_name(xpj_failure_kind k) {
+  switch (k) {
+  case XPJ_FAILURE_NONE: return "none";
+  case XPJ_FAILURE_INPUT: return "input";
+  case XPJ_FAILURE_CRASH: return "crash";
+  case XPJ_FAILURE_TIMEOUT: return "timeout";
+  case XPJ_FAILURE_MEMORY: return "out of memory";
+  case XPJ_FAILURE_SYSTEM: return "system";
+  }
+  return "?";
+}
+
+int xpj_result_transient(const xpj_result *r) {
+  xpj_failure_kind k = xpj_result_failure_kind(r);
+  return k == XPJ_FAILURE_TIMEOUT || k == XPJ_FAILURE_MEMORY ||
+         k == XPJ_FAILURE_SYSTEM;
+}
+
+static void result_fail(xpj_result *r, xpj_status st, xpj_failure_kind kind,
+                        const char *msg) {
   r->status = st;
+  r->failure = kind;
   free(r->log);
   r->log = strdup(msg ? msg : "");
   free(r->data);
@@ -280,9 +308,135 @@ static void result_set(xpj_result *r, uint8_t *data, size_t len) {
   r->data = data;
   r->len = len;
   r->status = XPJ_OK;
+  r->failure = XPJ_FAILURE_NONE;
+}
+
+/* The kind of a failure with status st that a compile reported itself. */
+static xpj_failure_kind failure_of(xpj_status st) {
+  return st == XPJ_OK          ? XPJ_FAILURE_NONE
+         : st == XPJ_ERR_NOMEM ? XPJ_FAILURE_MEMORY
+                               : XPJ_FAILURE_INPUT;
+}
+
+/* ---- the memory limit of workers ----------------------------------- */
+
+/* The default budget: 4 GiB, or half the physical memory when that is
+ * less. A real kernel's compile takes 2-8 MiB, the heaviest measured
+ * 32-256 MiB (docs/abi.md): the budget only stops a runaway compile
+ * before it takes the machine. */
+static uint64_t default_memory_limit(void) {
+  uint64_t lim = (uint64_t)4 << 30;
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && psz > 0 && (uint64_t)pages * (uint64_t)psz / 2 < lim)
+    lim = (uint64_t)pages * (uint64_t)psz / 2;
+  return lim;
+}
+
+/* "off", or a number of bytes with an optional K, M, G or T (binary
+ * units, like XPJIT_CACHE_MAX_SIZE): 0 for off. -1 when malformed. */
+static int parse_limit(const char *s, uint64_t *out) {
+  if (strcmp(s, "off") == 0) {
+    *out = 0;
+    return 0;
+  }
+  uint64_t v = 0;
+  const char *p = s;
+  if (*p < '0' || *p > '9')
+    return -1;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    if (v > (UINT64_MAX - 9) / 10)
+      return -1;
+    v = v * 10 + (uint64_t)(*p - '0');
+  }
+  const char *units = "KMGT";
+  const char *u = *p ? strchr(units, toupper((unsigned char)*p)) : NULL;
+  unsigned shift = u ? 10 * (unsigned)(u - units + 1) : 0;
+  if (u)
+    p++;
+  if (u && (strcmp(p, "B") == 0 || strcmp(p, "iB") == 0))
+    p += strlen(p);
+  if (*p || (shift && v > (UINT64_MAX >> shift)))
+    return -1;
+  *out = v << shift;
+  return 0;
+}
+
+/* Bytes of memory a worker may take beyond what it inherits: the
+ * option, else XPJIT_COMPILE_MEMORY_LIMIT, else the default; 0: no limit.
+ * A malformed variable leaves a warning in note (else note is ""). */
+static uint64_t memory_limit(const xpj_compile_opts *o, char *note,
+                             size_t size) {
+  note[0] = 0;
+  if (o->memory_limit_mb)
+    return (uint64_t)o->memory_limit_mb << 20;
+  const char *env = getenv("XPJIT_COMPILE_MEMORY_LIMIT");
+  uint64_t v;
+  if (env && *env && parse_limit(env, &v) == 0)
+    return v;
+  uint64_t d = default_memory_limit();
+  if (env && *env)
+    snprintf(note, size, "XPJIT_COMPILE_MEMORY_LIMIT=%.64s is not a size "
+             "(512M, 4G, off): the default of %llu MiB applies", env,
+             (unsigned long long)(d >> 20));
+  return d;
+}
+
+/* This process's data mappings now (VmData: heap, private writable
+ * mappings), in bytes; 0 when unknown. */
+static uint64_t data_mapped(void) {
+  char buf[4096];
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0)
+    close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = 0;
+  const char *p = strstr(buf, "\nVmData:");
+  unsigned long long kb;
+  return p && sscanf(p + 8, "%llu", &kb) == 1 ? (uint64_t)kb << 10 : 0;
+}
+
+/* Bounds the data this process may map (RLIMIT_DATA) to what it maps now
+ * plus budget bytes, less the free heap it already holds, which malloc
+ * reuses without mapping more. A worker is a fork of its caller and
+ * inherits its mappings (a sanitizer's terabytes, a CUDA context's
+ * reservations) and its free heap, so only the growth can be bounded.
+ * RLIMIT_AS would not do: malloc grows the arenas of other threads, which
+ * the worker inherits and falls back to, by mprotect inside address space
+ * reserved before the fork; turning memory writable counts as data. */
+static int limit_data(uint64_t budget) {
+  if (!budget)
+    return 0;
+  uint64_t now = data_mapped();
+  if (!now)
+    return -1;
+  struct mallinfo2 mi = mallinfo2();
+  budget = budget > mi.fordblks ? budget - mi.fordblks : 0;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_DATA, &rl) != 0)
+    return -1;
+  uint64_t want = budget > UINT64_MAX - now ? UINT64_MAX : now + budget;
+  if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max)
+    want = rl.rlim_max;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
+    return 0; /* a tighter limit is already in place */
+  rl.rlim_cur = want;
+  return setrlimit(RLIMIT_DATA, &rl);
 }
 
 /* ---- the compile itself -------------------------------------------- */
+
+/* One compile, as xpj_compile resolved it: what the worker is given. */
+typedef struct job {
+  const xpj_module *m;
+  const xpj_func *kernel;
+  const xpj_target *target;
+  xpj_compile_opts opts;
+  xpj_emit_kind emit;
+  char entry[XPJ_ENTRY_MAX + 1];
+  uint64_t memory_limit; /* bytes beyond what the worker inherits; 0: none */
+} job;
 
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
 /* readers: in-process compiles; writer: a fork of a worker */
@@ -330,20 +484,21 @@ static const char *fault_mode(void) {
 }
 
 /* fault: the test hook's mode in a worker, "" in the caller's process */
-static void compile_here(const xpj_module *m, const xpj_func *k,
-                         const xpj_target *t, const xpj_compile_opts *o,
-                         xpj_emit_kind emit, const char *fault,
-                         xpj_result *r) {
+static void compile_here(const job *j, const char *fault, xpj_result *r) {
+  const xpj_target *t = j->target;
+  const xpj_compile_opts *o = &j->opts;
+  xpj_emit_kind emit = j->emit;
   pthread_once(&llvm_once, llvm_init);
   cg c;
   memset(&c, 0, sizeof c);
   c.ops = ops_for(t->kind);
   c.target = t;
   c.opts = o;
-  c.m = m;
-  c.kernel = k;
+  c.m = j->m;
+  c.kernel = j->kernel;
+  c.entry = j->entry;
   c.ctx = LLVMContextCreate();
-  c.mod = LLVMModuleCreateWithNameInContext(k->name, c.ctx);
+  c.mod = LLVMModuleCreateWithNameInContext(j->kernel->name, c.ctx);
   c.b = LLVMCreateBuilderInContext(c.ctx);
   c.t_void = LLVMVoidTypeInContext(c.ctx);
   c.t_i1 = LLVMInt1TypeInContext(c.ctx);
@@ -375,6 +530,8 @@ static void compile_here(const xpj_module *m, const xpj_func *k,
   if (c.status == XPJ_OK && strcmp(fault, "hang") == 0)
     for (;;)
       pause();
+  if (c.status == XPJ_OK && c.ops->before_optimise)
+    c.ops->before_optimise(&c);
   if (c.status == XPJ_OK) {
     LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
     if (c.ops->simt) {
@@ -444,7 +601,7 @@ static void compile_here(const xpj_module *m, const xpj_func *k,
     }
   }
   if (c.status != XPJ_OK) {
-    result_fail(r, c.status, c.err);
+    result_fail(r, c.status, failure_of(c.status), c.err);
   } else {
     r->local_bytes = c.local_bytes;
     r->scratch_bytes = c.scratch_bytes;
@@ -456,6 +613,7 @@ static void compile_here(const xpj_module *m, const xpj_func *k,
   if (tm)
     LLVMDisposeTargetMachine(tm);
   LLVMContextDispose(c.ctx);
+  free(c.cpu_loops);
 }
 
 /* ---- the worker process -------------------------------------------- */
@@ -480,20 +638,92 @@ static void write_all(int fd, const void *p, size_t n) {
   }
 }
 
+/* The exit status of a worker that met an LLVM fatal error. */
+#define WORKER_LLVM_FATAL 70
+
 static void worker_fatal(const char *reason) {
   static const char pre[] = "LLVM ERROR: ";
   ssize_t w = write(2, pre, sizeof pre - 1);
   w = write(2, reason, strlen(reason));
   w = write(2, "\n", 1);
   (void)w;
-  _exit(70);
+  _exit(WORKER_LLVM_FATAL);
 }
 
-static void worker_main(int fd, const xpj_module *m, const xpj_func *k,
-                        const xpj_target *t, const xpj_compile_opts *o,
-                        xpj_emit_kind emit) {
+/* Allocation failures inside LLVM. The C API has no hook for them: LLVM
+ * calls report_bad_alloc_error, which without a handler writes "LLVM
+ * ERROR: out of memory" and aborts, and a failed operator new throws into
+ * code built without exceptions and ends in std::terminate; either looks
+ * like a crash. These two C++ functions of llvm/Support/ErrorHandling.h
+ * route both to one handler; they are called by their exported (mangled)
+ * names, which libLLVM-22.so versions (LLVM_22.1), so an LLVM that renames
+ * them fails to link rather than silently. */
+void _ZN4llvm31install_bad_alloc_error_handlerEPFvPvPKcbES0_(
+    void (*handler)(void *data, const char *reason, bool crash_diag),
+    void *data);
+void _ZN4llvm33install_out_of_memory_new_handlerEv(void);
+
+static struct {
+  int fd; /* the reply pipe of a worker; -1: a compile-only process */
+  char msg[300];
+} bad_alloc = {-1, ""};
+
+/* Answers the parent as a compile that ran out of memory (a worker), or
+ * says so on stderr and exits with EX_TEMPFAIL (a compile-only process).
+ * Allocates nothing. */
+static void on_bad_alloc(void *data, const char *reason, bool crash_diag) {
+  (void)data;
+  (void)crash_diag;
+  size_t ml = strlen(bad_alloc.msg), rl = reason ? strlen(reason) : 0;
+  if (bad_alloc.fd >= 0) {
+    wire_head h = {WIRE_MAGIC, XPJ_ERR_NOMEM, 0, ml + (rl ? 2 + rl : 0),
+                   0, 0};
+    write_all(bad_alloc.fd, &h, sizeof h);
+  } else {
+    write_all(2, "xpjit: out of memory: ", 22);
+  }
+  int fd = bad_alloc.fd >= 0 ? bad_alloc.fd : 2;
+  write_all(fd, bad_alloc.msg, ml);
+  if (rl) {
+    write_all(fd, ": ", 2);
+    write_all(fd, reason, rl);
+  }
+  if (bad_alloc.fd < 0)
+    write_all(2, "\n", 1);
+  _exit(bad_alloc.fd >= 0 ? 0 : EX_TEMPFAIL);
+}
+
+static void catch_bad_alloc(int fd, uint64_t limit) {
+  bad_alloc.fd = fd;
+  if (limit)
+    snprintf(bad_alloc.msg, sizeof bad_alloc.msg,
+             "the compile needs more than the %llu MiB of memory a compile "
+             "worker may use (memory_limit_mb, XPJIT_COMPILE_MEMORY_LIMIT)",
+             (unsigned long long)(limit >> 20));
+  else
+    snprintf(bad_alloc.msg, sizeof bad_alloc.msg,
+             "the compile ran out of memory (no limit set)");
+  _ZN4llvm31install_bad_alloc_error_handlerEPFvPvPKcbES0_(on_bad_alloc,
+                                                          NULL);
+  _ZN4llvm33install_out_of_memory_new_handlerEv();
+}
+
+xpj_status xpj_compile_limit_memory(void) {
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  char note[200];
+  uint64_t limit = memory_limit(&o, note, sizeof note);
+  catch_bad_alloc(-1, limit);
+  if (limit_data(limit) != 0)
+    return XPJ_ERR_UNSUPPORTED;
+  return note[0] ? XPJ_ERR_INVALID : XPJ_OK;
+}
+
+static void worker_main(int fd, const job *j) {
   LLVMInstallFatalErrorHandler(worker_fatal);
-  if (t->kind == XPJ_TARGET_SPIRV &&
+  catch_bad_alloc(fd, j->memory_limit);
+  limit_data(j->memory_limit);
+  if (j->target->kind == XPJ_TARGET_SPIRV &&
       strcmp(fault_mode(), "llvm-fatal") != 0) {
     const char *argv[] = {"xpjit-worker",
                           "--spirv-ext=+SPV_EXT_shader_atomic_float_add"};
@@ -501,7 +731,7 @@ static void worker_main(int fd, const xpj_module *m, const xpj_func *k,
   }
   xpj_result r;
   memset(&r, 0, sizeof r);
-  compile_here(m, k, t, o, emit, fault_mode(), &r);
+  compile_here(j, fault_mode(), &r);
   wire_head h = {WIRE_MAGIC, (uint32_t)r.status, r.len,
                  r.log ? strlen(r.log) : 0, r.local_bytes, r.scratch_bytes};
   write_all(fd, &h, sizeof h);
@@ -544,6 +774,16 @@ static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Why a worker that sent no reply ended. */
+static xpj_failure_kind exit_kind(int st) {
+  if (WIFSIGNALED(st))
+    /* SIGKILL comes from outside: the OOM killer, a user */
+    return WTERMSIG(st) == SIGKILL ? XPJ_FAILURE_SYSTEM : XPJ_FAILURE_CRASH;
+  if (WIFEXITED(st) && WEXITSTATUS(st) == WORKER_LLVM_FATAL)
+    return XPJ_FAILURE_INPUT;
+  return XPJ_FAILURE_CRASH;
 }
 
 static void describe_exit(int st, char *buf, size_t n) {
@@ -590,6 +830,7 @@ int xpj_worker_decode(const uint8_t *buf, size_t n, xpj_result *r) {
   r->len = h.len;
   r->log = log;
   r->status = st;
+  r->failure = failure_of(st);
   r->local_bytes = h.local_bytes;
   r->scratch_bytes = h.scratch_bytes;
   return 0;
@@ -597,18 +838,19 @@ int xpj_worker_decode(const uint8_t *buf, size_t n, xpj_result *r) {
 
 xpj_result *xpj_result_new_internal(void) { return result_new(); }
 
-static void compile_isolated(const xpj_module *m, const xpj_func *k,
-                             const xpj_target *t, const xpj_compile_opts *o,
-                             xpj_emit_kind emit, xpj_result *r) {
+static void compile_isolated(const job *j, xpj_result *r) {
+  const xpj_compile_opts *o = &j->opts;
   int outp[2], errp[2];
   if (pipe2(outp, O_CLOEXEC) != 0) {
-    result_fail(r, XPJ_ERR_COMPILE, "cannot create a pipe for the worker");
+    result_fail(r, XPJ_ERR_COMPILE, XPJ_FAILURE_SYSTEM,
+                "cannot create a pipe for the worker");
     return;
   }
   if (pipe2(errp, O_CLOEXEC) != 0) {
     close(outp[0]);
     close(outp[1]);
-    result_fail(r, XPJ_ERR_COMPILE, "cannot create a pipe for the worker");
+    result_fail(r, XPJ_ERR_COMPILE, XPJ_FAILURE_SYSTEM,
+                "cannot create a pipe for the worker");
     return;
   }
   /* targets registered once here, so that workers start initialised */
@@ -621,7 +863,8 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
     pthread_rwlock_unlock(&inprocess_lock);
   if (pid < 0) {
     close(outp[0]); close(outp[1]); close(errp[0]); close(errp[1]);
-    result_fail(r, XPJ_ERR_COMPILE, "cannot fork a compiler worker");
+    result_fail(r, XPJ_ERR_COMPILE, XPJ_FAILURE_SYSTEM,
+                "cannot fork a compiler worker");
     return;
   }
   if (pid == 0) {
@@ -646,7 +889,7 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
       fd = 3;
     }
     close_range(4, ~0u, 0);
-    worker_main(fd, m, k, t, o, emit);
+    worker_main(fd, j);
     _exit(0);
   }
   close(outp[1]);
@@ -701,15 +944,11 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
     char msg[128];
     snprintf(msg, sizeof msg, "the compile timed out after %u ms; the "
              "worker was killed", o->timeout_ms ? o->timeout_ms : 60000);
-    result_fail(r, XPJ_ERR_COMPILE, msg);
-    r->transient = true;
+    result_fail(r, XPJ_ERR_COMPILE, XPJ_FAILURE_TIMEOUT, msg);
   } else if (oom) {
-    result_fail(r, XPJ_ERR_NOMEM, "out of memory reading the worker's output");
-    r->transient = true;
+    result_fail(r, XPJ_ERR_NOMEM, XPJ_FAILURE_MEMORY,
+                "out of memory reading the worker's output");
   } else if (xpj_worker_decode((const uint8_t *)out.p, out.n, r) != 0) {
-    /* killed from outside (the OOM killer, a user): may work next time */
-    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
-      r->transient = true;
     char why[160];
     describe_exit(st, why, sizeof why);
     size_t need = strlen(why) + err.n + 8;
@@ -722,7 +961,7 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
       while (L && (msg[L - 1] == '\n' || msg[L - 1] == ' '))
         msg[--L] = 0;
     }
-    result_fail(r, XPJ_ERR_COMPILE, msg ? msg : why);
+    result_fail(r, XPJ_ERR_COMPILE, exit_kind(st), msg ? msg : why);
     free(msg);
   }
   free(out.p);
@@ -730,6 +969,22 @@ static void compile_isolated(const xpj_module *m, const xpj_func *k,
 }
 
 /* ---- the public entry point ---------------------------------------- */
+
+/* The entry point's symbol: the kernel's name behind a prefix reserved for
+ * entry points, so that no kernel can take the name of a function the
+ * generated code calls or the process defines (libm's expf, memset, an
+ * OpenCL builtin, libdevice's __nv_*). Cut to XPJ_ENTRY_MAX bytes, which
+ * the loaders and the daemon's protocol carry; a module holds one kernel,
+ * so a cut name collides with nothing. */
+static void entry_name(const char *kernel, char *buf, size_t size) {
+  size_t pre = strlen(XPJ_ENTRY_PREFIX);
+  size_t n = strlen(kernel);
+  if (pre + n > size - 1)
+    n = size - 1 - pre;
+  memcpy(buf, XPJ_ENTRY_PREFIX, pre);
+  memcpy(buf + pre, kernel, n);
+  buf[pre + n] = 0;
+}
 
 xpj_status xpj_compile(const xpj_module *m, const char *kernel,
                        const xpj_target *t, const xpj_compile_opts *opts,
@@ -748,44 +1003,52 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
   else
     xpj_compile_opts_default(&o);
   if (!m || !kernel || !t) {
-    result_fail(r, XPJ_ERR_INVALID, "xpj_compile: module, kernel and target "
-                "are required");
+    result_fail(r, XPJ_ERR_INVALID, XPJ_FAILURE_INPUT,
+                "xpj_compile: module, kernel and target are required");
     return r->status;
   }
   if (o.opt_level > 3 || (unsigned)emit > XPJ_EMIT_LLVM ||
       (unsigned)t->kind > XPJ_TARGET_CPU) {
-    result_fail(r, XPJ_ERR_INVALID, "xpj_compile: bad optimisation level, "
-                "output kind or target");
+    result_fail(r, XPJ_ERR_INVALID, XPJ_FAILURE_INPUT,
+                "xpj_compile: bad optimisation level, output kind or "
+                "target");
     return r->status;
   }
   const xpj_func *k = xpj_module_find(m, kernel);
   if (!k || k->kind == XPJ_FUNC_DEVICE) {
     char msg[300];
     snprintf(msg, sizeof msg, "no kernel named '%s'", kernel);
-    result_fail(r, XPJ_ERR_NOT_FOUND, msg);
+    result_fail(r, XPJ_ERR_NOT_FOUND, XPJ_FAILURE_INPUT, msg);
     return r->status;
   }
   if (k->ntparams || xpj_func_has_generic_rank(k)) {
     char msg[300];
     snprintf(msg, sizeof msg, "kernel '%s' is generic: specialise it "
              "first (xpj_specialize)", kernel);
-    result_fail(r, XPJ_ERR_INVALID, msg);
+    result_fail(r, XPJ_ERR_INVALID, XPJ_FAILURE_INPUT, msg);
     return r->status;
   }
-  r->entry = strdup(kernel);
+  char note[200];
+  job j = {m, k, t, o, emit, "", memory_limit(&o, note, sizeof note)};
+  entry_name(kernel, j.entry, sizeof j.entry);
+  r->entry = strdup(j.entry);
   if (!r->entry) {
-    result_fail(r, XPJ_ERR_NOMEM, "out of memory");
+    result_fail(r, XPJ_ERR_NOMEM, XPJ_FAILURE_MEMORY, "out of memory");
     return r->status;
   }
   /* SPIR-V always runs in a fresh process: the 22.1.8 backend keeps state
    * between modules (../shared/LLVM22-NOTES.md) */
   if (o.isolation == XPJ_ISOLATE_NONE && t->kind != XPJ_TARGET_SPIRV) {
     pthread_rwlock_rdlock(&inprocess_lock);
-    compile_here(m, k, t, &o, emit, "", r);
+    compile_here(&j, "", r);
     pthread_rwlock_unlock(&inprocess_lock);
+  } else {
+    compile_isolated(&j, r);
   }
-  else
-    compile_isolated(m, k, t, &o, emit, r);
+  if (r->status == XPJ_OK && note[0]) {
+    free(r->log);
+    r->log = strdup(note); /* a warning; NULL (none) if memory is short */
+  }
   r->millis = now_ms() - t0;
   return r->status;
 }

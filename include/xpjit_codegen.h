@@ -62,7 +62,10 @@ typedef enum xpj_emit_kind {
 typedef enum xpj_isolation {
   XPJ_ISOLATE_DEFAULT = 0, /* a worker process per compile */
   XPJ_ISOLATE_NONE = 1,    /* in this process (PTX and CPU only; SPIR-V
-                              always uses a worker, see docs/abi.md) */
+                              always uses a worker, see docs/abi.md).
+                              timeout_ms and memory_limit_mb do not apply:
+                              nothing stops a compile in the caller's
+                              thread */
 } xpj_isolation;
 
 typedef struct xpj_compile_opts {
@@ -72,9 +75,14 @@ typedef struct xpj_compile_opts {
   int debug_info;      /* line tables (CPU and PTX) */
   xpj_isolation isolation;
   unsigned timeout_ms; /* worker wall-clock limit; 0: 60 s */
+  /* Memory the worker may take beyond what it inherits, in MiB;
+   * 0: XPJIT_COMPILE_MEMORY_LIMIT ("512M", "4G", "off"), else the smaller
+   * of 4 GiB and half the physical memory (docs/abi.md, Isolation). */
+  unsigned memory_limit_mb;
 } xpj_compile_opts;
 
-/* O2, IEEE math, no debug info, isolated, 60 s. */
+/* O2, IEEE math, no debug info, isolated, 60 s, the default memory
+ * limit. */
 void xpj_compile_opts_default(xpj_compile_opts *o);
 /* Canonical string of the options that change the output ("O2",
  * "O3+fast-math+g"): part of what identifies a compile. */
@@ -85,9 +93,11 @@ typedef struct xpj_result xpj_result;
 
 /* Compiles kernel (by name) of the specialised module m for target t.
  * *out is set whenever memory allows, also on failure, and carries the
- * message (xpj_result_log). Returns XPJ_OK; XPJ_ERR_INVALID for bad
- * arguments or an unspecialised kernel; XPJ_ERR_NOT_FOUND; XPJ_ERR_COMPILE
- * (LLVM failed or crashed, SPIR-V validation failed, the worker timed out);
+ * message (xpj_result_log) and why it failed (xpj_result_failure_kind).
+ * Returns XPJ_OK; XPJ_ERR_INVALID for bad arguments or an unspecialised
+ * kernel; XPJ_ERR_NOT_FOUND; XPJ_ERR_COMPILE (LLVM failed or crashed,
+ * SPIR-V validation failed, the worker timed out or could not start);
+ * XPJ_ERR_NOMEM (out of memory, the worker's limit included);
  * XPJ_ERR_UNSUPPORTED (e.g. a math function on PTX without libdevice). */
 xpj_status xpj_compile(const xpj_module *m, const char *kernel,
                        const xpj_target *t, const xpj_compile_opts *opts,
@@ -100,7 +110,9 @@ xpj_status xpj_result_status(const xpj_result *r);
 const uint8_t *xpj_result_data(const xpj_result *r, size_t *len);
 /* The error message, or warnings; "" when none. */
 const char *xpj_result_log(const xpj_result *r);
-/* Name of the entry point in the output (the kernel's name). */
+/* Name of the entry point in the output: "__xpj_k_" + the kernel's name
+ * (at most 255 bytes), never a name a kernel can collide with
+ * (docs/abi.md). "" when the compile did not get that far. */
 const char *xpj_result_entry(const xpj_result *r);
 /* CPU: bytes of local memory per work-group and of scratch per work-item
  * that the entry point needs (docs/abi.md). GPU targets: static local
@@ -109,10 +121,47 @@ uint64_t xpj_result_local_bytes(const xpj_result *r);
 uint64_t xpj_result_scratch_bytes(const xpj_result *r);
 /* Milliseconds the compile took (including the worker). */
 double xpj_result_millis(const xpj_result *r);
-/* Non-zero when a failure says nothing about the inputs (the worker timed
- * out, was killed from outside, or memory ran out): such a result must not
- * be cached. */
+
+/* Why a compile failed, so that a caller can tell a kernel that does not
+ * compile from a compile that did not finish, and cache each for as long
+ * as it deserves. */
+typedef enum xpj_failure_kind {
+  XPJ_FAILURE_NONE = 0,    /* it did not fail (or r is NULL) */
+  XPJ_FAILURE_INPUT = 1,   /* the inputs do not compile: bad arguments, no
+                              such kernel, an error of the code generator
+                              or of LLVM (a fatal error included), SPIR-V
+                              validation, unsupported; the same inputs fail
+                              the same way */
+  XPJ_FAILURE_CRASH = 2,   /* the worker died of a signal it raised itself
+                              (a bug in LLVM or xpjit): the same inputs
+                              will most likely crash again */
+  XPJ_FAILURE_TIMEOUT = 3, /* the worker ran past timeout_ms and was
+                              killed (status XPJ_ERR_COMPILE) */
+  XPJ_FAILURE_MEMORY = 4,  /* out of memory: the worker reached its limit
+                              (memory_limit_mb), or this process ran out
+                              (status XPJ_ERR_NOMEM) */
+  XPJ_FAILURE_SYSTEM = 5,  /* no worker could run (fork, pipe), or it was
+                              killed from outside (SIGKILL: the kernel's
+                              OOM killer, a user) */
+} xpj_failure_kind;
+
+xpj_failure_kind xpj_result_failure_kind(const xpj_result *r);
+/* "none", "input", "crash", "timeout", "out of memory", "system". */
+const char *xpj_failure_kind_name(xpj_failure_kind k);
+/* Non-zero when a failure says nothing about the inputs: kinds TIMEOUT,
+ * MEMORY and SYSTEM. Such a result must not be cached as the kernel's
+ * outcome (a negative entry that expires is fine). */
 int xpj_result_transient(const xpj_result *r);
+
+/* For a process whose only work is compiling in-process (xpjitd's
+ * workers): bounds its memory as every compile worker's is (RLIMIT_DATA:
+ * what it maps now plus XPJIT_COMPILE_MEMORY_LIMIT or the default), and
+ * makes an allocation failure inside LLVM end the process with "xpjit:
+ * out of memory ..." on stderr and exit status 75 (EX_TEMPFAIL) instead
+ * of an abort. Call it once, first. Returns XPJ_OK; XPJ_ERR_INVALID when
+ * XPJIT_COMPILE_MEMORY_LIMIT is malformed (the default applies);
+ * XPJ_ERR_UNSUPPORTED when the limit could not be set. */
+xpj_status xpj_compile_limit_memory(void);
 
 /* Versions of the LLVM linked in ("22.1.8") and of this code generator's
  * ABI (docs/abi.md), both part of cache keys. */

@@ -89,5 +89,20 @@ od -An -c -N4 "$tmp/b.o" | grep -q 'E   L   F' || { echo "FAIL: ELF magic"; fail
 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target ptx:sm_80 -o - | grep -q '^.target sm_80' || { echo "FAIL: PTX target"; fail=1; }
 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target spirv --emit asm -o - | grep -q 'OpControlBarrier' || { echo "FAIL: SPIR-V asm"; fail=1; }
 expect 0 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target ptx:sm_90 --no-isolate -O3 --fast-math -g -o "$tmp/x"
+# --timeout bounds the worker: with --no-isolate there is none, a usage error
+expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu --no-isolate --timeout 100 -o "$tmp/x"
+grep -q -- "--no-isolate compiles without one" "$tmp/err" || { echo "FAIL: no message for --timeout with --no-isolate"; fail=1; }
+# the worker's memory limit: running out is a compile error that says so;
+# a malformed limit is a warning, and the default applies
+# (not under AddressSanitizer, whose allocator dies of a failed mmap first)
+if ldd "$CLI" 2>/dev/null | grep -q libasan; then
+  echo "cli: NOTE: the out-of-memory check is skipped under AddressSanitizer"
+else
+  expect 1 env XPJIT_COMPILE_MEMORY_LIMIT=1M "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu -o "$tmp/x"
+  grep -q "error: out of memory: the compile needs more than the 1 MiB of memory a compile worker may use" "$tmp/err" || { echo "FAIL: no out-of-memory message"; fail=1; }
+fi
+expect 0 env XPJIT_COMPILE_MEMORY_LIMIT=lots "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu -o "$tmp/x"
+grep -q "warning: XPJIT_COMPILE_MEMORY_LIMIT=lots is not a size" "$tmp/err" || { echo "FAIL: no warning for a malformed memory limit"; fail=1; }
+expect 0 env XPJIT_COMPILE_MEMORY_LIMIT=256M "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target spirv -o "$tmp/x"
 [ $fail -eq 0 ] && echo "cli: all checks passed"
 exit $fail

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmpdir[256];
@@ -122,7 +123,7 @@ static void test_targets(void **state) {
   xpj_compile_opts_str(&o, buf, sizeof buf);
   assert_string_equal(buf, "O3+fast-math+g");
   assert_string_equal(xpj_llvm_version(), "22.1.8");
-  assert_int_equal(xpj_abi_version(), 3);
+  assert_int_equal(xpj_abi_version(), 4);
 }
 
 /* Every example kernel, two dtypes, ranks 1 and 2 where generic, for
@@ -212,7 +213,7 @@ static void test_emit_examples(void **state) {
               }
             } else {
               LLVMOrcLLJITRef jit;
-              void *fn = jit_load(d, len, kn, &jit);
+              void *fn = jit_load(d, len, xpj_result_entry(res), &jit);
               assert_non_null(fn);
               LLVMOrcDisposeLLJIT(jit);
               cpu_loaded++;
@@ -339,54 +340,87 @@ static void test_determinism(void **state) {
   }
 }
 
-static xpj_status compile_status(const xpj_module *s, const char *kernel,
-                                 const char *target, unsigned timeout,
-                                 char *log, size_t n) {
+/* Compiles with options o; the log and the failure kind come back, and
+ * the kind must agree with the status and xpj_result_transient. */
+static xpj_status compile_with(const xpj_module *s, const char *kernel,
+                               const char *target, const xpj_compile_opts *o,
+                               char *log, size_t n, xpj_failure_kind *kind) {
   xpj_target t;
   char err[256];
   assert_int_equal(xpj_target_parse(target, &t, err, sizeof err), XPJ_OK);
-  xpj_compile_opts o;
-  xpj_compile_opts_default(&o);
-  o.timeout_ms = timeout;
   xpj_result *r = NULL;
-  xpj_status st = xpj_compile(s, kernel, &t, &o, XPJ_EMIT_BIN, &r);
+  xpj_status st = xpj_compile(s, kernel, &t, o, XPJ_EMIT_BIN, &r);
   assert_non_null(r);
   assert_int_equal(xpj_result_status(r), st);
   snprintf(log, n, "%s", xpj_result_log(r));
+  xpj_failure_kind k = xpj_result_failure_kind(r);
+  assert_int_equal(k == XPJ_FAILURE_NONE, st == XPJ_OK);
+  assert_int_equal(xpj_result_transient(r) != 0,
+                   k == XPJ_FAILURE_TIMEOUT || k == XPJ_FAILURE_MEMORY ||
+                       k == XPJ_FAILURE_SYSTEM);
   if (st != XPJ_OK) {
     size_t len = 1;
     assert_null(xpj_result_data(r, &len));
     assert_int_equal(len, 0);
   }
+  if (kind)
+    *kind = k;
   xpj_result_destroy(r);
   return st;
 }
 
-/* A crash inside the compiler becomes an error status here. */
+static xpj_status compile_status(const xpj_module *s, const char *kernel,
+                                 const char *target, unsigned timeout,
+                                 char *log, size_t n) {
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.timeout_ms = timeout;
+  return compile_with(s, kernel, target, &o, log, n, NULL);
+}
+
+/* A crash inside the compiler becomes an error status here, and the result
+ * says which kind of failure it was (xpj_result_failure_kind). */
 static void test_faults(void **state) {
   (void)state;
   xpj_module *m = load_example("reduce.xpk");
   xpj_module *s = spec_kernel(m, "block_sum", XPJ_F32, 0);
   assert_non_null(s);
   char log[4096];
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  xpj_failure_kind kind;
 
   setenv("XPJIT_FAULT_INJECT", "crash", 1);
-  assert_int_equal(compile_status(s, "block_sum", "cpu", 0, log, sizeof log),
-                   XPJ_ERR_COMPILE);
+  assert_int_equal(compile_with(s, "block_sum", "cpu", &o, log, sizeof log,
+                                &kind), XPJ_ERR_COMPILE);
   assert_non_null(strstr(log, "killed by signal 11"));
+  assert_int_equal(kind, XPJ_FAILURE_CRASH);
 
   /* A real LLVM fatal error: float atomics without the SPIR-V extension
    * make the 22.1.8 backend call report_fatal_error. */
   setenv("XPJIT_FAULT_INJECT", "llvm-fatal", 1);
-  assert_int_equal(compile_status(s, "block_sum", "spirv", 0, log, sizeof log),
-                   XPJ_ERR_COMPILE);
+  assert_int_equal(compile_with(s, "block_sum", "spirv", &o, log, sizeof log,
+                                &kind), XPJ_ERR_COMPILE);
   assert_non_null(strstr(log, "LLVM ERROR"));
   assert_non_null(strstr(log, "SPV_EXT_shader_atomic_float_add"));
+  assert_int_equal(kind, XPJ_FAILURE_INPUT);
 
   setenv("XPJIT_FAULT_INJECT", "hang", 1);
-  assert_int_equal(compile_status(s, "block_sum", "ptx:sm_90", 300, log,
-                                  sizeof log), XPJ_ERR_COMPILE);
+  o.timeout_ms = 300;
+  assert_int_equal(compile_with(s, "block_sum", "ptx:sm_90", &o, log,
+                                sizeof log, &kind), XPJ_ERR_COMPILE);
   assert_non_null(strstr(log, "timed out after 300 ms"));
+  assert_int_equal(kind, XPJ_FAILURE_TIMEOUT);
+  /* Without isolation there is nothing to time out: SPIR-V still uses a
+   * worker, which times out; PTX compiles in this process, the hang hook
+   * (a worker's) does not apply and timeout_ms is ignored (docs/abi.md) */
+  o.isolation = XPJ_ISOLATE_NONE;
+  assert_int_equal(compile_with(s, "block_sum", "spirv", &o, log, sizeof log,
+                                &kind), XPJ_ERR_COMPILE);
+  assert_int_equal(kind, XPJ_FAILURE_TIMEOUT);
+  o.timeout_ms = 1;
+  assert_int_equal(compile_with(s, "block_sum", "ptx:sm_90", &o, log,
+                                sizeof log, &kind), XPJ_OK);
   unsetenv("XPJIT_FAULT_INJECT");
 
   /* and the next compile works */
@@ -410,6 +444,8 @@ static void test_errors(void **state) {
   xpj_result_destroy(r);
   assert_int_equal(xpj_compile(m, "nope", &t, NULL, XPJ_EMIT_BIN, &r),
                    XPJ_ERR_NOT_FOUND);
+  assert_int_equal(xpj_result_failure_kind(r), XPJ_FAILURE_INPUT);
+  assert_false(xpj_result_transient(r));
   xpj_result_destroy(r);
   assert_int_equal(xpj_compile(NULL, "x", &t, NULL, XPJ_EMIT_BIN, &r),
                    XPJ_ERR_INVALID);
@@ -432,6 +468,11 @@ static void test_errors(void **state) {
   unsetenv("XPJIT_LIBDEVICE");
   xpj_result_destroy(NULL);
   assert_int_equal(xpj_result_status(NULL), XPJ_ERR_INVALID);
+  assert_int_equal(xpj_result_failure_kind(NULL), XPJ_FAILURE_NONE);
+  static const char *const kinds[] = {"none",    "input",         "crash",
+                                      "timeout", "out of memory", "system"};
+  for (int k = XPJ_FAILURE_NONE; k <= XPJ_FAILURE_SYSTEM; k++)
+    assert_string_equal(xpj_failure_kind_name((xpj_failure_kind)k), kinds[k]);
   xpj_module_destroy(s);
   xpj_module_destroy(m);
 }
@@ -510,6 +551,264 @@ static void test_ptx_precision(void **state) {
   assert_non_null(strstr(fast, "sqrt.approx"));
   assert_null(strstr(fast, "div.rn.f32"));
   xpj_result_destroy(r);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
+/* Entry points have a name of their own on every target (docs/abi.md):
+ * kernels named like functions their code calls (libm's expf, sinf, powf;
+ * memset and memcpy; libdevice's __nv_expf; OpenCL's get_global_id)
+ * compile to valid PTX and SPIR-V with the reserved entry, and a name of
+ * the longest kind is cut to 255 bytes. test_cpu_exec.c runs them. */
+static void test_entry_names(void **state) {
+  (void)state;
+  char longname[256];
+  memset(longname, 'k', 255);
+  longname[255] = 0;
+  const char *const names[] = {"expf",   "sinf",      "powf",
+                               "sqrtf",  "memset",    "memcpy",
+                               "__nv_expf", "_Z13get_global_idj", longname};
+  static const char *const targets[] = {"ptx:sm_90", "spirv", "cpu"};
+  for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+    char src[1024], want[256], path[512], cmd[1200];
+    snprintf(src, sizeof src,
+             "kernel %s(x: global const f32[], y: global f32[]) range {\n"
+             "    let i = global_id(0);\n"
+             "    let a: f32[1024];\n"
+             "    let b: f32[1024];\n"
+             "    a[i %% 1024] = x[i];\n"
+             "    for (let k: i64 = 0; k < 1024; k++) { b[k] = a[k]; }\n"
+             "    a[0] = 1.0f32;\n"
+             "    y[i] = exp(b[i %% 1024]) + sin(a[i %% 7]) + pow(x[i], 1.5f32)"
+             " + sqrt(x[i]);\n"
+             "}\n", names[k]);
+    snprintf(want, sizeof want, "__xpj_k_%s", names[k]);
+    for (size_t tg = 0; tg < 3; tg++) {
+      xpj_module *m = NULL;
+      assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+      xpj_module *s = spec_kernel(m, names[k], XPJ_VOID, 0);
+      assert_non_null(s);
+      xpj_result *r = compile_for(s, names[k], targets[tg], XPJ_EMIT_BIN);
+      assert_string_equal(xpj_result_entry(r), want);
+      size_t len;
+      const uint8_t *d = xpj_result_data(r, &len);
+      if (tg == 0) {
+        char head[300];
+        snprintf(head, sizeof head, ".entry %s(", want);
+        assert_non_null(strstr((const char *)d, head));
+        snprintf(path, sizeof path, "%s/entry.ptx", tmpdir);
+        write_file(path, d, len);
+        snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null", ptxas,
+                 path);
+        if (ptxas && system(cmd) != 0)
+          fail_msg("ptxas rejects kernel %s", names[k]);
+      } else if (tg == 1) {
+        snprintf(path, sizeof path, "%s/entry.spv", tmpdir);
+        write_file(path, d, len);
+        snprintf(cmd, sizeof cmd, "'%s' --target-env opencl2.2 '%s'",
+                 spirv_val, path);
+        if (spirv_val && system(cmd) != 0)
+          fail_msg("spirv-val rejects kernel %s", names[k]);
+        xpj_result *a = compile_for(s, names[k], "spirv", XPJ_EMIT_ASM);
+        char ep[300];
+        snprintf(ep, sizeof ep, " \"%s\" ", want);
+        const char *txt = (const char *)xpj_result_data(a, NULL);
+        const char *line = strstr(txt, "OpEntryPoint Kernel");
+        assert_non_null(line);
+        assert_true(strstr(line, ep) && strstr(line, ep) < strchr(line, '\n'));
+        xpj_result_destroy(a);
+      } else {
+        LLVMOrcLLJITRef jit;
+        assert_non_null(jit_load(d, len, want, &jit));
+        LLVMOrcDisposeLLJIT(jit);
+      }
+      xpj_result_destroy(r);
+      xpj_module_destroy(s);
+      xpj_module_destroy(m);
+    }
+  }
+}
+
+/* Kernel source with n statements `a = a * 1.0001 + c` (chain), or
+ * `u = u * u + c` on a value the same for every work-item (square), or the
+ * latter in a loop of n iterations (loop). */
+static char *long_kernel(const char *shape, unsigned n) {
+  size_t cap = 256 + 40 * (size_t)n;
+  char *src = malloc(cap);
+  assert_non_null(src);
+  size_t k = (size_t)snprintf(src, cap,
+                              "kernel %s(x: global f32[], y: global f32[], "
+                              "c: f32) range {\n"
+                              "    let i = global_id(0);\n"
+                              "    let a = x[%s];\n",
+                              shape, strcmp(shape, "chain") ? "0" : "i");
+  if (!strcmp(shape, "loop"))
+    k += (size_t)snprintf(src + k, cap - k,
+                          "    for (let k: i64 = 0; k < %u; k++) {\n"
+                          "        a = a * a + c;\n    }\n", n);
+  else
+    for (unsigned j = 0; j < n; j++)
+      k += (size_t)snprintf(src + k, cap - k, "    a = a * %s + c;\n",
+                            strcmp(shape, "chain") ? "a" : "1.0001f32");
+  snprintf(src + k, cap - k, "    y[i] = a;\n}\n");
+  return src;
+}
+
+/* LLVM 22's loop vectoriser takes time quadratic in a loop's dependence
+ * chains and exponential in uniform values built from each other
+ * (target_cpu.c): such loops are marked not to be vectorised, ordinary ones
+ * still are. */
+static void test_vectorize_guard(void **state) {
+  (void)state;
+  static const struct {
+    const char *shape;
+    unsigned n;
+    bool guarded;
+  } cases[] = {{"chain", 100, false}, {"chain", 1000, true},
+               {"square", 10, false}, {"square", 20, true},
+               {"loop", 20, true}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *src = long_kernel(cases[i].shape, cases[i].n);
+    char *ll = emit_text(src, cases[i].shape, "cpu", XPJ_EMIT_LLVM);
+    bool guard =
+        strstr(ll, "!\"llvm.loop.vectorize.enable\", i1 false") != NULL;
+    bool vector = strstr(ll, " x float>") != NULL;
+    if (guard != cases[i].guarded || vector == cases[i].guarded)
+      fail_msg("%s of %u: vectorize.enable=false %s, vector code %s",
+               cases[i].shape, cases[i].n, guard ? "set" : "not set",
+               vector ? "present" : "absent");
+    free(ll);
+    free(src);
+  }
+}
+
+/* Every compile worker may use a bounded amount of memory beyond what it
+ * inherits (docs/abi.md): past it, the compile fails as out of memory, a
+ * transient failure with that reason, not as a crash. The kernel, 2000
+ * statements `y[i + j] = x[i + j] * c`, needs 32 MiB (SPIR-V) to 256 MiB
+ * (PTX) to compile, far more than the free heap a worker inherits from
+ * this test (which it may reuse: only new mappings can be bounded). */
+static xpj_module *memory_hungry_kernel(xpj_module **m) {
+  enum { STMTS = 2000 };
+  size_t cap = 200 + 48 * STMTS, k = 0;
+  char *src = malloc(cap);
+  assert_non_null(src);
+  k += (size_t)snprintf(src + k, cap - k,
+                        "kernel mem(x: global const f32[], y: global f32[], "
+                        "c: f32) range {\n    let i = global_id(0) * %d;\n",
+                        STMTS);
+  for (int j = 0; j < STMTS; j++)
+    k += (size_t)snprintf(src + k, cap - k,
+                          "    y[i + %d] = x[i + %d] * c;\n", j, j);
+  snprintf(src + k, cap - k, "}\n");
+  assert_int_equal(parse_src(src, m, NULL), XPJ_OK);
+  free(src);
+  xpj_module *s = spec_kernel(*m, "mem", XPJ_VOID, 0);
+  assert_non_null(s);
+  return s;
+}
+
+static void test_memory_limit(void **state) {
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+  /* ASan's allocator reports its own out-of-memory and aborts before
+   * LLVM's handler can run: this checks the normal build only. */
+  printf("NOTE: test_memory_limit skipped under AddressSanitizer\n");
+  return;
+#endif
+  xpj_module *m = NULL;
+  xpj_module *s = memory_hungry_kernel(&m);
+  char log[4096];
+  xpj_failure_kind kind;
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.memory_limit_mb = 1;
+  static const char *const targets[] = {"cpu", "ptx:sm_90", "spirv"};
+  for (int i = 0; i < 3; i++) {
+    xpj_status st = compile_with(s, "mem", targets[i], &o, log, sizeof log,
+                                 &kind);
+    if (st != XPJ_ERR_NOMEM || kind != XPJ_FAILURE_MEMORY ||
+        !strstr(log, "more than the 1 MiB of memory a compile worker may use"))
+      fail_msg("%s: %s, %s: '%s'", targets[i], xpj_status_name(st),
+               xpj_failure_kind_name(kind), log);
+  }
+  /* the variable when the option is 0 */
+  o.memory_limit_mb = 0;
+  setenv("XPJIT_COMPILE_MEMORY_LIMIT", "2M", 1);
+  assert_int_equal(compile_with(s, "mem", "spirv", &o, log, sizeof log,
+                                &kind), XPJ_ERR_NOMEM);
+  assert_int_equal(kind, XPJ_FAILURE_MEMORY);
+  assert_non_null(strstr(log, "the 2 MiB of memory"));
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+
+  /* "off" lifts the limit; a malformed value leaves the default, with a
+   * warning in the log; a limit a real kernel fits in */
+  m = load_example("reduce.xpk");
+  s = spec_kernel(m, "block_sum", XPJ_F32, 0);
+  assert_non_null(s);
+  setenv("XPJIT_COMPILE_MEMORY_LIMIT", "off", 1);
+  assert_int_equal(compile_with(s, "block_sum", "cpu", &o, log, sizeof log,
+                                &kind), XPJ_OK);
+  assert_string_equal(log, "");
+  setenv("XPJIT_COMPILE_MEMORY_LIMIT", "lots", 1);
+  assert_int_equal(compile_with(s, "block_sum", "cpu", &o, log, sizeof log,
+                                &kind), XPJ_OK);
+  assert_non_null(strstr(log, "XPJIT_COMPILE_MEMORY_LIMIT=lots is not a size"));
+  unsetenv("XPJIT_COMPILE_MEMORY_LIMIT");
+  o.memory_limit_mb = 64;
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(compile_with(s, "block_sum", targets[i], &o, log,
+                                  sizeof log, &kind), XPJ_OK);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
+/* xpj_compile_limit_memory bounds a process that compiles in-process, as
+ * xpjitd's workers do: an allocation failure inside LLVM ends it with
+ * "xpjit: out of memory" and exit status 75 (EX_TEMPFAIL), not an abort.
+ * It runs in a child process, which the limit and the handler outlive. */
+static void test_limit_process(void **state) {
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+  printf("NOTE: test_limit_process skipped under AddressSanitizer\n");
+  return;
+#endif
+  xpj_module *m = NULL;
+  xpj_module *s = memory_hungry_kernel(&m);
+  int errp[2];
+  assert_int_equal(pipe(errp), 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(errp[1], 2);
+    setenv("XPJIT_COMPILE_MEMORY_LIMIT", "1M", 1);
+    if (xpj_compile_limit_memory() != XPJ_OK)
+      _exit(10);
+    xpj_target t;
+    xpj_target_parse("cpu", &t, NULL, 0);
+    xpj_compile_opts o;
+    xpj_compile_opts_default(&o);
+    o.isolation = XPJ_ISOLATE_NONE;
+    xpj_result *r = NULL;
+    xpj_compile(s, "mem", &t, &o, XPJ_EMIT_BIN, &r);
+    _exit(11); /* the compile should not have fitted */
+  }
+  close(errp[1]);
+  char err[1024];
+  size_t n = 0;
+  ssize_t got;
+  while ((got = read(errp[0], err + n, sizeof err - 1 - n)) > 0)
+    n += (size_t)got;
+  err[n] = 0;
+  close(errp[0]);
+  int st = 0;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 75)
+    fail_msg("the child ended with status 0x%x: %s", st, err);
+  assert_non_null(strstr(err, "xpjit: out of memory: the compile needs more "
+                              "than the 1 MiB of memory"));
   xpj_module_destroy(s);
   xpj_module_destroy(m);
 }
@@ -603,6 +902,10 @@ int main(void) {
       cmocka_unit_test(test_options),     cmocka_unit_test(test_ptx_precision),
       cmocka_unit_test(test_determinism), cmocka_unit_test(test_threads),
       cmocka_unit_test(test_emit_examples),
+      cmocka_unit_test(test_entry_names),
+      cmocka_unit_test(test_vectorize_guard),
+      cmocka_unit_test(test_memory_limit),
+      cmocka_unit_test(test_limit_process),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

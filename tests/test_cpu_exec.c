@@ -61,7 +61,7 @@ static void build(compiled *c, const char *file, const char *kernel,
   c->r = compile_for(c->s, kernel, "cpu", XPJ_EMIT_BIN);
   size_t len;
   const uint8_t *d = xpj_result_data(c->r, &len);
-  c->fn = (cpu_entry)jit_load(d, len, kernel, &c->jit);
+  c->fn = (cpu_entry)jit_load(d, len, xpj_result_entry(c->r), &c->jit);
 }
 
 static void release(compiled *c) {
@@ -302,7 +302,7 @@ static void test_wg_control(void **state) {
   c.r = compile_for(c.s, "k", "cpu", XPJ_EMIT_BIN);
   size_t len;
   const uint8_t *d = xpj_result_data(c.r, &len);
-  c.fn = (cpu_entry)jit_load(d, len, "k", &c.jit);
+  c.fn = (cpu_entry)jit_load(d, len, xpj_result_entry(c.r), &c.jit);
   enum { L = 48, G = 4 };
   int32_t x[L * G], out[L * G];
   for (int i = 0; i < L * G; i++) {
@@ -332,12 +332,163 @@ static void test_wg_control(void **state) {
   release(&c);
 }
 
+/* Kernels named like the functions their code calls: libm's expf, sinf,
+ * powf and sqrtf, and memset and memcpy, which LLVM calls to clear and copy
+ * private arrays; __nv_expf and _Z13get_global_idj are libdevice's and
+ * OpenCL's (test_codegen.c compiles them for PTX and SPIR-V). The entry
+ * point has a reserved name (docs/abi.md), so these calls reach the C
+ * library; named like the kernel, they called the kernel itself. */
+static const char *named_src =
+    "kernel expf(x: global const f32[], y: global f32[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    y[i] = exp(x[i]);\n"
+    "}\n"
+    "kernel sinf(x: global const f32[], y: global f32[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    y[i] = sin(x[i]);\n"
+    "}\n"
+    "kernel powf(x: global const f32[], y: global f32[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    y[i] = pow(x[i], 1.5f32);\n"
+    "}\n"
+    "kernel sqrtf(x: global const f32[], y: global f32[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    y[i] = sqrt(x[i]);\n"
+    "}\n"
+    "kernel __nv_expf(x: global const f32[], y: global f32[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    y[i] = exp(x[i]);\n"
+    "}\n"
+    "kernel _Z13get_global_idj(x: global const f32[], y: global f32[])\n"
+    "    range {\n"
+    "    let i = global_id(0);\n"
+    "    y[i] = exp(x[i]);\n"
+    "}\n"
+    /* a zeroed private array of 4 KiB: a call to memset */
+    "kernel memset(x: global const f32[], y: global f32[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    let a: f32[1024];\n"
+    "    a[i % 1024] = x[i];\n"
+    "    y[i] = a[i % 1024] + a[(i + 1) % 1024];\n"
+    "}\n"
+    /* and a copy of one: a call to memcpy */
+    "kernel memcpy(x: global const f32[], y: global f32[]) range {\n"
+    "    let i = global_id(0);\n"
+    "    let n = shape(x, 0);\n"
+    "    let a: f32[1024];\n"
+    "    let b: f32[1024];\n"
+    "    for (let k: i64 = 0; k < 1024; k++) { a[k] = x[(i + k) % n]; }\n"
+    "    for (let k: i64 = 0; k < 1024; k++) { b[k] = a[k]; }\n"
+    "    for (let k: i64 = 0; k < 1024; k++) { a[k] = a[k] + 1.0f32; }\n"
+    "    y[i] = a[i % 1024] + b[(i * 7) % 1024];\n"
+    "}\n";
+
+static float named_ref(const char *kernel, const float *x, int64_t n,
+                       int64_t i) {
+  if (!strcmp(kernel, "sinf"))
+    return sinf(x[i]);
+  if (!strcmp(kernel, "powf"))
+    return powf(x[i], 1.5f);
+  if (!strcmp(kernel, "sqrtf"))
+    return sqrtf(x[i]);
+  if (!strcmp(kernel, "memset"))
+    return x[i];
+  if (!strcmp(kernel, "memcpy"))
+    return (x[(i + i % 1024) % n] + 1.0f) + x[(i + (i * 7) % 1024) % n];
+  return expf(x[i]);
+}
+
+static void test_libc_names(void **state) {
+  (void)state;
+  static const char *const names[] = {"expf",      "sinf",
+                                      "powf",      "sqrtf",
+                                      "__nv_expf", "_Z13get_global_idj",
+                                      "memset",    "memcpy"};
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(named_src, &m, NULL), XPJ_OK);
+  enum { N = 3001 };
+  float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+  assert_non_null(x);
+  assert_non_null(y);
+  for (int i = 0; i < N; i++)
+    x[i] = 0.05f + (float)(rnd() % 2000) / 1000.0f;
+  for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+    compiled c = {0};
+    c.s = spec_kernel(m, names[k], XPJ_VOID, 0);
+    assert_non_null(c.s);
+    c.r = compile_for(c.s, names[k], "cpu", XPJ_EMIT_BIN);
+    char want[64];
+    snprintf(want, sizeof want, "__xpj_k_%s", names[k]);
+    assert_string_equal(xpj_result_entry(c.r), want);
+    size_t len;
+    const uint8_t *d = xpj_result_data(c.r, &len);
+    c.fn = (cpu_entry)jit_load(d, len, xpj_result_entry(c.r), &c.jit);
+    assert_non_null(c.fn);
+    for (int i = 0; i < N; i++)
+      y[i] = -1.0f;
+    kargs a = {0};
+    add_vec(&a, x, N);
+    add_vec(&a, y, N);
+    run_range(&c, &a, N, 1, 1);
+    for (int64_t i = 0; i < N; i++) {
+      float r = named_ref(names[k], x, N, i);
+      if (fabsf(y[i] - r) > 1e-6f * fabsf(r))
+        fail_msg("kernel %s: y[%lld] = %g, want %g", names[k], (long long)i,
+                 (double)y[i], (double)r);
+    }
+    release(&c);
+  }
+  free(x);
+  free(y);
+  xpj_module_destroy(m);
+}
+
+/* A loop too long for LLVM's vectoriser to plan in reasonable time runs
+ * unvectorised (target_cpu.c), with the right results: 1000 dependent
+ * statements per work-item. */
+static void test_long_chain(void **state) {
+  (void)state;
+  enum { STMTS = 1000, N = 517 };
+  size_t cap = 200 + 32 * STMTS, k = 0;
+  char *src = malloc(cap);
+  assert_non_null(src);
+  k += (size_t)snprintf(src + k, cap - k,
+                        "kernel chain(x: global f32[], c: f32) range {\n"
+                        "    let i = global_id(0);\n    let a = x[i];\n");
+  for (int j = 0; j < STMTS; j++)
+    k += (size_t)snprintf(src + k, cap - k, "    a = a * 1.0001f32 + c;\n");
+  snprintf(src + k, cap - k, "    x[i] = a;\n}\n");
+  compiled c = {0};
+  assert_int_equal(parse_src(src, &c.m, NULL), XPJ_OK);
+  free(src);
+  c.s = spec_kernel(c.m, "chain", XPJ_VOID, 0);
+  assert_non_null(c.s);
+  c.r = compile_for(c.s, "chain", "cpu", XPJ_EMIT_BIN);
+  size_t len;
+  const uint8_t *d = xpj_result_data(c.r, &len);
+  c.fn = (cpu_entry)jit_load(d, len, xpj_result_entry(c.r), &c.jit);
+  float x[N], want[N];
+  for (int i = 0; i < N; i++) {
+    x[i] = want[i] = (float)(rnd() % 1000) / 100.0f;
+    for (int j = 0; j < STMTS; j++)
+      want[i] = want[i] * 1.0001f + 0.25f;
+  }
+  kargs a = {0};
+  add_vec(&a, x, N);
+  add_f32(&a, 0.25f);
+  run_range(&c, &a, N, 1, 1);
+  for (int i = 0; i < N; i++)
+    assert_float_equal(x[i], want[i], 1e-5 * fabsf(want[i]));
+  release(&c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_axpy_strided),  cmocka_unit_test(test_block_sum),
       cmocka_unit_test(test_histogram_local), cmocka_unit_test(test_matmul_tiled),
       cmocka_unit_test(test_scan_block),    cmocka_unit_test(test_bitonic_block),
-      cmocka_unit_test(test_wg_control),
+      cmocka_unit_test(test_wg_control),    cmocka_unit_test(test_libc_names),
+      cmocka_unit_test(test_long_chain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -390,7 +390,7 @@ static void test_arguments(void **state) {
 
   mock_ze_launch l;
   assert_int_equal(get_launch(0, &l), 0);
-  assert_string_equal(l.kernel, "mix");
+  assert_string_equal(l.kernel, "__xpj_k_mix"); /* the entry point */
   assert_geometry(&l, 32, 1, 1, 4, 1, 1);
   assert_int_equal(l.nparams, 7 + 4 + 6 + 3);
   uint8_t b = 1;
@@ -421,7 +421,7 @@ static void test_arguments(void **state) {
   assert_i64(&l, 19, 1);
 
   assert_int_equal(get_launch(1, &l), 0);
-  assert_string_equal(l.kernel, "grid");
+  assert_string_equal(l.kernel, "__xpj_k_grid");
   assert_geometry(&l, 32, 4, 1, 4, 3, 1);
   assert_int_equal(l.nparams, 6 + 1 + 3);
   assert_arg(&l, 0, &y, 8);
@@ -437,7 +437,7 @@ static void test_arguments(void **state) {
   assert_i64(&l, 9, 1);
 
   assert_int_equal(get_launch(2, &l), 0);
-  assert_string_equal(l.kernel, "nd");
+  assert_string_equal(l.kernel, "__xpj_k_nd");
   assert_geometry(&l, 64, 1, 1, 4, 1, 1);
   assert_int_equal(l.nparams, 4 + 1);
   assert_arg(&l, 0, &x, 8);
@@ -755,14 +755,14 @@ static void test_native_hooks(void **state) {
   assert_memory_equal(bin, MOCK_ZE_NATIVE_MAGIC, magic);
   void *native = NULL;
   reset();
-  assert_int_equal(dev->ops->native_load(dev, bin, len, "nd", &native),
+  assert_int_equal(dev->ops->native_load(dev, bin, len, "__xpj_k_nd", &native),
                    XPJ_OK);
   assert_int_equal(stats().modules_native, 1);
   assert_int_equal(stats().modules_il, 0);
   dev->ops->kernel_unload(dev, native);
   bin[0] = 'X';
   native = (void *)1;
-  assert_int_equal(dev->ops->native_load(dev, bin, len, "nd", &native),
+  assert_int_equal(dev->ops->native_load(dev, bin, len, "__xpj_k_nd", &native),
                    XPJ_ERR_DEVICE);
   assert_msg_has("ZE_RESULT_ERROR_INVALID_NATIVE_BINARY");
   assert_msg_has("native binary");

@@ -94,7 +94,10 @@ static void usage_emit(FILE *out) {
           "  -g           line tables (CPU, PTX)\n"
           "  -o OUT       output file ('-': standard output, the default)\n"
           "  --no-isolate compile in this process instead of a worker (PTX, CPU)\n"
-          "  --timeout MS kill the compile worker after MS milliseconds\n"
+          "  --timeout MS kill the compile worker after MS milliseconds (not\n"
+          "               with --no-isolate)\n"
+          "The worker's memory is limited by XPJIT_COMPILE_MEMORY_LIMIT (e.g.\n"
+          "512M, 4G, off; default 4G or half the RAM).\n"
           "SPIR-V is validated (SPIRV-Tools) before it is written.\n"
           "Exit status: 0 success, 1 errors in the input or the compile, 2 usage\n"
           "errors.\n",
@@ -441,6 +444,7 @@ static int cmd_emit(int argc, char **argv) {
   xpj_compile_opts o;
   xpj_compile_opts_default(&o);
   xpj_emit_kind emit = XPJ_EMIT_BIN;
+  bool timeout_given = false;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -499,10 +503,12 @@ static int cmd_emit(int argc, char **argv) {
           fprintf(stderr, "%s emit: bad value '%s' for %s\n", prog, v, a);
           return EXIT_USAGE;
         }
-        if (is_ndim)
+        if (is_ndim) {
           ndim = (unsigned)n;
-        else
+        } else {
           o.timeout_ms = (unsigned)n;
+          timeout_given = true;
+        }
       } else {
         int rc = parse_dtype("emit", v, names, namebuf, types, &ntypes);
         if (rc)
@@ -525,6 +531,13 @@ static int cmd_emit(int argc, char **argv) {
     fprintf(stderr, "%s emit: %s is required\n", prog,
             !file ? "an input file" : !kernel ? "--kernel" : "--target");
     usage_emit(stderr);
+    return EXIT_USAGE;
+  }
+  if (timeout_given && o.isolation == XPJ_ISOLATE_NONE) {
+    /* nothing can stop a compile in this process's own thread */
+    fprintf(stderr, "%s emit: --timeout bounds the compile worker, and "
+            "--no-isolate compiles without one: use one or the other\n",
+            prog);
     return EXIT_USAGE;
   }
   xpj_target tgt;
@@ -566,6 +579,8 @@ static int cmd_emit(int argc, char **argv) {
     rc = EXIT_INPUT;
     goto done;
   }
+  if (*xpj_result_log(r))
+    fprintf(stderr, "%s: warning: %s\n", file, xpj_result_log(r));
   size_t len;
   const uint8_t *data = xpj_result_data(r, &len);
   FILE *out = to_stdout ? stdout : fopen(outpath, "wb");

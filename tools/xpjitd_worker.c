@@ -64,6 +64,8 @@ static bool fail(const char *digest, xpj_status s, const char *msg) {
 }
 
 int xpjitd_worker_main(void) {
+  /* bounded like every compile worker (docs/abi.md, Isolation) */
+  (void)xpj_compile_limit_memory();
   setenv("XPJIT_DAEMON", "off", 1);
   xpj_context_desc desc = {0};
   desc.cpu_threads = 1;

@@ -669,7 +669,7 @@ static void parse_params(const char *p, CUfunc_st *f) {
 CUresult cuModuleGetFunction(CUfunc_st **out, CUmod_st *m, const char *name) {
   if (!m || !name)
     return E_INVALID_HANDLE;
-  char pat[96];
+  char pat[300]; /* entry points have up to 255 bytes */
   snprintf(pat, sizeof pat, ".entry %s(", name);
   const char *p = strstr(m->text, pat);
   if (!p)

@@ -1,0 +1,1 @@
+emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu --no-isolate --timeout 100
