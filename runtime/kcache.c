@@ -388,21 +388,6 @@ static xpj_status load_on_device(rt_cc *cc, xpj_cache *l2,
 
 /* ---- obtaining a kernel: one request, its binary, its load ------------- */
 
-/* TODO(issue 15 merge): the compiler's own failure kind replaces this. */
-typedef enum { XPJ_FAILURE_NONE, XPJ_FAILURE_COMPILE, XPJ_FAILURE_TIMEOUT,
-               XPJ_FAILURE_MEMORY, XPJ_FAILURE_CRASH } xpj_failure;
-static xpj_failure xpj_result_failure(const xpj_result *r) {
-  xpj_status st = xpj_result_status(r);
-  if (st == XPJ_OK)
-    return XPJ_FAILURE_NONE;
-  if (st == XPJ_ERR_NOMEM)
-    return XPJ_FAILURE_MEMORY;
-  if (!xpj_result_transient(r))
-    return XPJ_FAILURE_COMPILE;
-  return strstr(xpj_result_log(r), "timed out") ? XPJ_FAILURE_TIMEOUT
-                                                : XPJ_FAILURE_CRASH;
-}
-
 /* What rt_cc_obtain was asked for. */
 typedef struct rt_obtain {
   rt_cc *cc;
@@ -571,10 +556,12 @@ static xpj_status compile_here(rt_obtain *ob, fetched *f) {
   f->local_bytes = xpj_result_local_bytes(res);
   f->scratch_bytes = xpj_result_scratch_bytes(res);
   f->compile_ms = xpj_result_millis(res);
-  /* compile errors are facts about the inputs; a worker that ran out of
-   * time or memory is remembered for a while, other failures not */
-  xpj_failure kind = xpj_result_failure(res);
-  f->cacheable = st == XPJ_OK || kind == XPJ_FAILURE_COMPILE;
+  /* compile errors (and crashes of the compiler) are facts about the
+   * inputs; a worker that ran out of time or memory is remembered for a
+   * while; one that could not run or was killed from outside, not at all */
+  xpj_failure_kind kind = xpj_result_failure_kind(res);
+  f->cacheable = st == XPJ_OK || kind == XPJ_FAILURE_INPUT ||
+                 kind == XPJ_FAILURE_CRASH;
   int64_t ttl = failure_ttl_ms();
   if ((kind == XPJ_FAILURE_TIMEOUT || kind == XPJ_FAILURE_MEMORY) && ttl > 0) {
     f->cacheable = true;

@@ -130,8 +130,11 @@ int xpjitd_worker_main(void) {
         xpd_kernel r = {0};
         r.status = (uint64_t)s;
         r.failed = s != XPJ_OK;
-        r.transient = !(s == XPJ_OK ||
-                        (s == XPJ_ERR_COMPILE && !xpj_result_transient(res)));
+        /* a failure of the inputs (or a compiler crash on them) is an
+         * answer; running out of time or memory, or no worker, is not */
+        xpj_failure_kind why = xpj_result_failure_kind(res);
+        r.transient = s != XPJ_OK && why != XPJ_FAILURE_INPUT &&
+                      why != XPJ_FAILURE_CRASH;
         r.binary = xpj_result_data(res, &r.binary_len);
         snprintf(r.entry, sizeof r.entry, "%s",
                  xpj_result_entry(res) ? xpj_result_entry(res) : "");
