@@ -22,34 +22,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* "alice (uid 1000)", or "uid 1234" for a uid with no name */
-static void who(uid_t uid, char *buf, size_t size) {
+/* The user's name into buf ("" when the uid has none). */
+static void user_name(uid_t uid, char *buf, size_t size) {
   struct passwd pw, *r = NULL;
   char tmp[2048];
-  if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &r) == 0 && r)
-    snprintf(buf, size, "%s (uid %u)", r->pw_name, (unsigned)uid);
-  else
-    snprintf(buf, size, "uid %u", (unsigned)uid);
-}
-
-/* "you (alice, uid 1000)" */
-static void you(uid_t uid, char *buf, size_t size) {
-  struct passwd pw, *r = NULL;
-  char tmp[2048];
-  if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &r) == 0 && r)
-    snprintf(buf, size, "you (%s, uid %u)", r->pw_name, (unsigned)uid);
-  else
-    snprintf(buf, size, "you (uid %u)", (unsigned)uid);
-}
-
-/* the user's name for chown, or the number */
-static void name_of(uid_t uid, char *buf, size_t size) {
-  struct passwd pw, *r = NULL;
-  char tmp[2048];
+  buf[0] = 0;
   if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &r) == 0 && r)
     snprintf(buf, size, "%s", r->pw_name);
-  else
-    snprintf(buf, size, "%u", (unsigned)uid);
 }
 
 void trust_for_cache(trust *t) {
@@ -128,9 +107,22 @@ static trust_verdict refuse(char *why, size_t size, const char *fmt, ...) {
 static trust_verdict foreign(const trust *t, const char *path, uid_t owner,
                              int own_dir, char *why, size_t size) {
   char o[320], me[320], myname[256];
-  who(owner, o, sizeof o);
-  you(t->me, me, sizeof me);
-  name_of(t->me, myname, sizeof myname);
+  char on[256], mn[256];
+  user_name(owner, on, sizeof on);
+  user_name(t->me, mn, sizeof mn);
+  /* "alice (uid 1000)" / "uid 1234"; "you (bob, uid 1001)"; chown's name */
+  if (*on)
+    snprintf(o, sizeof o, "%s (uid %u)", on, (unsigned)owner);
+  else
+    snprintf(o, sizeof o, "uid %u", (unsigned)owner);
+  if (*mn)
+    snprintf(me, sizeof me, "you (%s, uid %u)", mn, (unsigned)t->me);
+  else
+    snprintf(me, sizeof me, "you (uid %u)", (unsigned)t->me);
+  if (*mn)
+    snprintf(myname, sizeof myname, "%s", mn);
+  else
+    snprintf(myname, sizeof myname, "%u", (unsigned)t->me);
   if (t->bundle)
     return refuse(why, size,
                   "%s belongs to %s, whom you do not trust: the bundle is "

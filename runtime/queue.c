@@ -450,10 +450,23 @@ static xpj_status check_range(xpj_device *d, const char *what, const void *p,
   return XPJ_OK;
 }
 
-static void release_holds(xpj_device *d, const uintptr_t *holds) {
-  for (int i = 0; i < 2; i++)
-    if (holds[i])
-      rt_mem_release(d, holds[i]);
+/* A new command of type t that owns holds, when the checks went well (st);
+ * otherwise (or out of memory) the holds are let go and st returned. */
+static xpj_status cmd_holding(xpj_queue *q, cmd_type t, xpj_status st,
+                              const uintptr_t holds[2], cmd **out) {
+  cmd *c = st == XPJ_OK ? cmd_new(t) : NULL;
+  if (st == XPJ_OK && !c)
+    st = rt_err(XPJ_ERR_NOMEM, "out of memory");
+  if (st != XPJ_OK) {
+    for (int i = 0; i < 2; i++)
+      if (holds[i])
+        rt_mem_release(q->dev, holds[i]);
+    return st;
+  }
+  c->dev = q->dev;
+  memcpy(c->holds, holds, sizeof c->holds);
+  *out = c;
+  return XPJ_OK;
 }
 
 xpj_status xpj_enqueue_copy(xpj_queue *q, void *dst, const void *src,
@@ -478,15 +491,9 @@ xpj_status xpj_enqueue_copy(xpj_queue *q, void *dst, const void *src,
   if (st == XPJ_OK && bytes && (uintptr_t)dst < (uintptr_t)src + bytes &&
       (uintptr_t)src < (uintptr_t)dst + bytes)
     st = rt_err(XPJ_ERR_INVALID, "xpj_enqueue_copy: the ranges overlap");
-  cmd *c = st == XPJ_OK ? cmd_new(CMD_COPY) : NULL;
-  if (st == XPJ_OK && !c)
-    st = rt_err(XPJ_ERR_NOMEM, "out of memory");
-  if (st != XPJ_OK) {
-    release_holds(q->dev, holds);
+  cmd *c = NULL;
+  if ((st = cmd_holding(q, CMD_COPY, st, holds, &c)) != XPJ_OK)
     return st;
-  }
-  c->dev = q->dev;
-  memcpy(c->holds, holds, sizeof holds);
   c->u.copy.dst = dst;
   c->u.copy.src = src;
   c->u.copy.bytes = bytes;
@@ -519,15 +526,9 @@ xpj_status xpj_enqueue_fill(xpj_queue *q, void *dst, const void *pattern,
   uintptr_t holds[2] = {0, 0};
   xpj_status st = check_range(q->dev, "xpj_enqueue_fill", dst, bytes, false,
                               NULL, &holds[0]);
-  cmd *c = st == XPJ_OK ? cmd_new(CMD_FILL) : NULL;
-  if (st == XPJ_OK && !c)
-    st = rt_err(XPJ_ERR_NOMEM, "out of memory");
-  if (st != XPJ_OK) {
-    release_holds(q->dev, holds);
+  cmd *c = NULL;
+  if ((st = cmd_holding(q, CMD_FILL, st, holds, &c)) != XPJ_OK)
     return st;
-  }
-  c->dev = q->dev;
-  memcpy(c->holds, holds, sizeof holds);
   c->u.fill.dst = dst;
   memcpy(c->u.fill.pattern, pattern, pattern_size);
   c->u.fill.psize = pattern_size;
