@@ -367,20 +367,58 @@ static int64_t query_int(sqlite3 *db, const char *sql, int *rc) {
 
 /* ---- opening, the schema, recovery ------------------------------------ */
 
-static const char schema_sql[] =
-    "CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT);"
-    "CREATE TABLE IF NOT EXISTS entries("
-    " digest TEXT PRIMARY KEY,"
-    " key TEXT NOT NULL,"
-    " code TEXT, kernel TEXT, dtypes TEXT, ndim INTEGER, target TEXT,"
-    " options TEXT, versions TEXT,"
-    " failed INTEGER NOT NULL, entry TEXT, local_bytes INTEGER,"
-    " scratch_bytes INTEGER, data BLOB, log TEXT, checksum TEXT NOT NULL,"
-    " size INTEGER NOT NULL, compile_ms REAL, created INTEGER,"
-    " last_used INTEGER, hits INTEGER DEFAULT 0,"
-    " expires INTEGER NOT NULL DEFAULT 0);"
-    "CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_used);"
-    "CREATE TABLE IF NOT EXISTS stats(name TEXT PRIMARY KEY, value REAL);";
+/* The schema, one object a line: type, name, table, and what follows the
+ * name in its CREATE statement (NULL: an index SQLite makes for a primary
+ * key). Both the statements that create it and the text a file of this
+ * version holds in sqlite_master come from this one list. */
+#define SCHEMA(X)                                                            \
+  X("index", "entries_lru", "entries", " ON entries(last_used)")             \
+  X("index", "sqlite_autoindex_entries_1", "entries", NULL)                  \
+  X("index", "sqlite_autoindex_meta_1", "meta", NULL)                        \
+  X("index", "sqlite_autoindex_stats_1", "stats", NULL)                      \
+  X("table", "entries", "entries",                                           \
+    "( digest TEXT PRIMARY KEY, key TEXT NOT NULL, code TEXT, kernel TEXT,"  \
+    " dtypes TEXT, ndim INTEGER, target TEXT, options TEXT, versions TEXT,"  \
+    " failed INTEGER NOT NULL, entry TEXT, local_bytes INTEGER,"             \
+    " scratch_bytes INTEGER, data BLOB, log TEXT, checksum TEXT NOT NULL,"   \
+    " size INTEGER NOT NULL, compile_ms REAL, created INTEGER,"              \
+    " last_used INTEGER, hits INTEGER DEFAULT 0,"                            \
+    " expires INTEGER NOT NULL DEFAULT 0)")                                  \
+  X("table", "meta", "meta", "(name TEXT PRIMARY KEY, value TEXT)")          \
+  X("table", "stats", "stats", "(name TEXT PRIMARY KEY, value REAL)")
+
+/* CREATE ... IF NOT EXISTS for each object with a statement (tables
+ * first: an index needs its table); sqlite3_free it. */
+static char *schema_create(void) {
+  sqlite3_str *b = sqlite3_str_new(NULL);
+  for (int pass = 0; pass < 2; pass++) {
+#define ONE(type, name, tbl, body)                                           \
+    if ((body) && (pass == 0) == !strcmp(type, "table"))                     \
+      sqlite3_str_appendf(b, "CREATE %s IF NOT EXISTS %s%s;",                \
+                          !strcmp(type, "table") ? "TABLE" : "INDEX", name,   \
+                          (const char *)(body));
+    SCHEMA(ONE)
+#undef ONE
+  }
+  return sqlite3_str_finish(b);
+}
+
+/* What SQLite keeps in sqlite_master for it: "CREATE TABLE " and the
+ * text from the name on, one row a line as schema_text reads them (the
+ * list is in (type, name) order); sqlite3_free it. */
+static char *schema_expected(void) {
+  sqlite3_str *b = sqlite3_str_new(NULL);
+#define ONE(type, name, tbl, body)                                           \
+  if (body)                                                                  \
+    sqlite3_str_appendf(b, "%s %s %s CREATE %s %s%s\n", type, name, tbl,     \
+                        !strcmp(type, "table") ? "TABLE" : "INDEX", name,     \
+                        (const char *)(body));                               \
+  else                                                                       \
+    sqlite3_str_appendf(b, "%s %s %s \n", type, name, tbl);
+  SCHEMA(ONE)
+#undef ONE
+  return sqlite3_str_finish(b);
+}
 
 static void db_close(xpj_cache *c) {
   if (c->db)
@@ -409,30 +447,39 @@ static char *schema_text(sqlite3 *db) {
   return out;
 }
 
-/* What a file of this schema version holds: schema_sql run in a private
- * in-memory database, so that it is normalised as the file's text is. */
-static char *expected_schema;
-static void make_expected_schema(void) {
+/* What a file of this schema version holds, twice: as SQLite has always
+ * kept it (schema_expected: a string, cheap), and, only when a file
+ * differs from that, schema_create run in a private in-memory database
+ * and read back (an SQLite that normalises differently; it costs a third
+ * of a fresh process's open, so never on the common path). */
+static char *expected_schema, *reference_schema;
+static void make_expected_schema(void) { expected_schema = schema_expected(); }
+static void make_reference_schema(void) {
   sqlite3 *m = NULL;
-  if (sqlite3_open(":memory:", &m) == SQLITE_OK &&
-      sqlite3_exec(m, schema_sql, NULL, NULL, NULL) == SQLITE_OK)
-    expected_schema = schema_text(m);
+  char *sql = schema_create();
+  if (sql && sqlite3_open(":memory:", &m) == SQLITE_OK &&
+      sqlite3_exec(m, sql, NULL, NULL, NULL) == SQLITE_OK)
+    reference_schema = schema_text(m);
+  sqlite3_free(sql);
   sqlite3_close(m);
 }
 
 /* Does the file hold exactly our tables? One flipped bit in a stored
  * CREATE statement renames a column without SQLite's checks noticing. */
 static int check_schema(sqlite3 *db) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  static pthread_once_t once = PTHREAD_ONCE_INIT, ref_once = PTHREAD_ONCE_INIT;
   pthread_once(&once, make_expected_schema);
-  if (!expected_schema)
-    return SQLITE_OK; /* out of memory: no reason to doubt the file */
   char *t = schema_text(db);
   if (!t)
     return SQLITE_NOMEM;
-  int rc = strcmp(t, expected_schema) == 0 ? SQLITE_OK : RC_SCHEMA;
+  bool same = expected_schema && !strcmp(t, expected_schema);
+  if (!same) {
+    pthread_once(&ref_once, make_reference_schema);
+    /* out of memory: no reason to doubt the file */
+    same = !reference_schema || !strcmp(t, reference_schema);
+  }
   free(t);
-  return rc;
+  return same ? SQLITE_OK : RC_SCHEMA;
 }
 
 /* application_id, user_version and the number of schema objects, read
@@ -488,8 +535,11 @@ static int setup(xpj_cache *c, bool writable) {
   app = query_int(c->db, "PRAGMA application_id", &rc);
   if (rc == SQLITE_OK && app == APP_ID)
     return finish(c, SQLITE_OK);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_exec(c->db, schema_sql, NULL, NULL, NULL);
+  if (rc == SQLITE_OK) {
+    char *sql = schema_create();
+    rc = sql ? sqlite3_exec(c->db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+  }
   if (rc == SQLITE_OK) {
     char sql[128];
     snprintf(sql, sizeof sql, "PRAGMA application_id=%d; PRAGMA user_version=%d",
