@@ -976,14 +976,17 @@ static void compile_isolated(const job *j, xpj_result *r) {
  * OpenCL builtin, libdevice's __nv_*). Cut to XPJ_ENTRY_MAX bytes, which
  * the loaders and the daemon's protocol carry; a module holds one kernel,
  * so a cut name collides with nothing. */
-static void entry_name(const char *kernel, char *buf, size_t size) {
-  size_t pre = strlen(XPJ_ENTRY_PREFIX);
-  size_t n = strlen(kernel);
-  if (pre + n > size - 1)
-    n = size - 1 - pre;
-  memcpy(buf, XPJ_ENTRY_PREFIX, pre);
-  memcpy(buf + pre, kernel, n);
-  buf[pre + n] = 0;
+size_t xpj_entry_name(const char *kernel, char *buf, size_t size) {
+  char name[XPJ_ENTRY_MAX + 1];
+  int n = snprintf(name, sizeof name, "%s%s", XPJ_ENTRY_PREFIX,
+                   kernel ? kernel : "");
+  if (n < 0)
+    n = 0;
+  if ((size_t)n > XPJ_ENTRY_MAX)
+    n = XPJ_ENTRY_MAX;
+  if (buf && size)
+    snprintf(buf, size, "%.*s", n, name);
+  return (size_t)n;
 }
 
 xpj_status xpj_compile(const xpj_module *m, const char *kernel,
@@ -1030,7 +1033,7 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
   }
   char note[200];
   job j = {m, k, t, o, emit, "", memory_limit(&o, note, sizeof note)};
-  entry_name(kernel, j.entry, sizeof j.entry);
+  xpj_entry_name(kernel, j.entry, sizeof j.entry);
   r->entry = strdup(j.entry);
   if (!r->entry) {
     result_fail(r, XPJ_ERR_NOMEM, XPJ_FAILURE_MEMORY, "out of memory");

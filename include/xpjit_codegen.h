@@ -114,6 +114,11 @@ const char *xpj_result_log(const xpj_result *r);
  * (at most 255 bytes), never a name a kernel can collide with
  * (docs/abi.md). "" when the compile did not get that far. */
 const char *xpj_result_entry(const xpj_result *r);
+/* The entry point's name for kernel into buf (NUL-terminated when size >
+ * 0): what to give a driver (clCreateKernel, cuModuleGetFunction) for a
+ * binary from xpj_program_get_binary or a bundle. Returns its length (at
+ * most 255), like snprintf. */
+size_t xpj_entry_name(const char *kernel, char *buf, size_t size);
 /* CPU: bytes of local memory per work-group and of scratch per work-item
  * that the entry point needs (docs/abi.md). GPU targets: static local
  * memory in bytes; scratch 0. */

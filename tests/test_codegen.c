@@ -590,6 +590,15 @@ static void test_entry_names(void **state) {
       assert_non_null(s);
       xpj_result *r = compile_for(s, names[k], targets[tg], XPJ_EMIT_BIN);
       assert_string_equal(xpj_result_entry(r), want);
+      /* the public way to the name, for binaries without a result */
+      char named[300];
+      assert_int_equal(xpj_entry_name(names[k], named, sizeof named),
+                       strlen(want));
+      assert_string_equal(named, want);
+      char small[8];
+      assert_int_equal(xpj_entry_name(names[k], small, sizeof small),
+                       strlen(want));
+      assert_string_equal(small, "__xpj_k");
       size_t len;
       const uint8_t *d = xpj_result_data(r, &len);
       if (tg == 0) {
