@@ -227,6 +227,11 @@ static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
                (long long)((intptr_t)last - (intptr_t)al.base), al.bytes);
       return launch_err(k, "argument ", buf);
     }
+  } else if (rt_mem_check_retired(k->dev, a->data, "") != XPJ_OK) {
+    snprintf(buf, sizeof buf, "%u '%s': data %p is in memory that was freed "
+             "(xpj_mem_free) and waits for the commands that use it", i, pn,
+             a->data);
+    return launch_err(k, "argument ", buf);
   } else if (k->dev->info.backend != XPJ_BACKEND_CPU ||
              rt_mem_other_device(k->dev, a->data)) {
     snprintf(buf, sizeof buf, "%u '%s': data %p is not memory of %s", i, pn,

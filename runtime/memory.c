@@ -163,6 +163,21 @@ void rt_mem_release(xpj_device *dev, uintptr_t base) {
     dev->ops->mem_free(dev, a.kind, (void *)a.base);
 }
 
+xpj_status rt_mem_check_retired(xpj_device *dev, const void *p,
+                                const char *what) {
+  pthread_mutex_lock(&dev->mem_lock);
+  bool retired = false;
+  for (size_t i = 0; i < dev->nretired && !retired; i++)
+    retired = (uintptr_t)p - dev->retired[i].base < dev->retired[i].bytes;
+  pthread_mutex_unlock(&dev->mem_lock);
+  return retired ? rt_err(XPJ_ERR_INVALID,
+                          "%s: %p is in memory of %s that was freed "
+                          "(xpj_mem_free; it goes back when the commands "
+                          "that use it finish)",
+                          what, p, dev->id)
+                 : XPJ_OK;
+}
+
 void rt_mem_free_all(xpj_device *dev) {
   for (size_t i = 0; i < dev->nallocs; i++)
     dev->ops->mem_free(dev, dev->allocs[i].kind, (void *)dev->allocs[i].base);

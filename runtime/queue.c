@@ -431,6 +431,9 @@ static xpj_status check_range(xpj_device *d, const char *what, const void *p,
   if (rt_mem_hold(d, p, &a)) {
     *hold = a.base;
   } else {
+    xpj_status st = rt_mem_check_retired(d, p, what);
+    if (st != XPJ_OK)
+      return st;
     xpj_device *o = rt_mem_other_device(d, p);
     if (o)
       return rt_err(XPJ_ERR_INVALID, "%s: %p is device memory of %s, not of "

@@ -319,6 +319,11 @@ bool rt_mem_hold(xpj_device *dev, const void *p, rt_alloc *out);
 void rt_mem_release(xpj_device *dev, uintptr_t base);
 /* At device teardown: every allocation, live or retired, goes back. */
 void rt_mem_free_all(xpj_device *dev);
+/* p lies in memory xpj_mem_free has let go of while commands still use
+ * it: no new command may take it (the CPU device would otherwise take it
+ * for plain host memory). Sets a message and returns XPJ_ERR_INVALID. */
+xpj_status rt_mem_check_retired(xpj_device *dev, const void *p,
+                                const char *what);
 /* Another device of dev's context whose device memory (not host-visible)
  * contains p, or NULL: such a pointer is not plain host memory. */
 xpj_device *rt_mem_other_device(xpj_device *dev, const void *p);

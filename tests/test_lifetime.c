@@ -126,6 +126,24 @@ static void test_free_during_launch(void **state) {
     assert_int_equal(xpj_mem_free(dev, x), XPJ_OK);
     /* freed twice is still an error, deferred or not */
     assert_int_equal(xpj_mem_free(dev, x), XPJ_ERR_INVALID);
+    /* and no new command may take the freed memory (the CPU device would
+     * take it for plain host memory, and hold nothing) */
+    if (round == 0) {
+      xpj_queue *q2 = NULL;
+      assert_int_equal(xpj_queue_create(dev, NULL, &q2), XPJ_OK);
+      xpj_array a = xpj_array_1d(x, XPJ_F32, N);
+      xpj_arg args[2] = {xpj_arg_array(&a), xpj_arg_i64(1)};
+      xpj_range r = xpj_range_1d(N, 0);
+      assert_int_equal(xpj_launch(q2, k, &r, 2, args, NULL), XPJ_ERR_INVALID);
+      assert_non_null(strstr(xpj_last_error(), "was freed"));
+      assert_int_equal(xpj_enqueue_fill(q2, x, &(float){1.0f}, 4, 64, NULL),
+                       XPJ_ERR_INVALID);
+      assert_non_null(strstr(xpj_last_error(), "was freed"));
+      float other[16];
+      assert_int_equal(xpj_enqueue_copy(q2, other, x + 1, 64, NULL),
+                       XPJ_ERR_INVALID);
+      xpj_queue_destroy(q2);
+    }
     unsigned char *y = NULL;
     assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * sizeof(float), 0,
                                    (void **)&y),
