@@ -146,7 +146,9 @@ static bool ensure(void **p, size_t *cap, size_t need) {
 
 /* ---- stopping a running kernel ---- */
 
-static int stop_sig; /* 0: none could be had (stops at chunk boundaries) */
+/* 0: none could be had (stops at chunk boundaries); written once, read by
+ * pool threads of any device */
+static atomic_int stop_sig;
 static pthread_once_t stop_once = PTHREAD_ONCE_INIT;
 /* Set by a thread only for itself: where to jump, and the job it runs. */
 static _Thread_local sigjmp_buf *stop_jmp;
@@ -181,7 +183,7 @@ static void stop_install(void) {
     sa.sa_flags = SA_NODEFER | SA_RESTART; /* siglongjmp leaves no mask */
     sigemptyset(&sa.sa_mask);
     if (sigaction(s, &sa, NULL) == 0) {
-      stop_sig = s;
+      atomic_store(&stop_sig, s);
       return;
     }
   }
@@ -190,26 +192,37 @@ static void stop_install(void) {
 /* Threads inherit their creator's mask: make sure ours can be stopped. */
 static void stop_prepare_thread(void) {
   stop_job_of = NULL; /* touches the TLS before any signal can come */
-  if (stop_unblocked || !stop_sig)
+  int sig = atomic_load(&stop_sig);
+  if (stop_unblocked || !sig)
     return;
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, stop_sig);
+  sigaddset(&set, sig);
   pthread_sigmask(SIG_UNBLOCK, &set, NULL);
   stop_unblocked = true;
 }
 
-/* Call with p->mu held, j == p->running. */
-static void stop_job(pool *p, job *j, int why) {
+/* Call with p->mu held, j == p->running. Returns what the caller should
+ * warn about once it holds no lock ("" when nothing). */
+static const char *stop_job(pool *p, job *j, int why) {
   if (atomic_load(&j->stop))
-    return;
+    return "";
   j->why = why;
   atomic_store(&j->stop, true);
-  if (!stop_sig)
-    return;
+  int sig = atomic_load(&stop_sig);
+  if (!sig)
+    return "";
+  /* something else in the process may have taken the signal since: then
+   * only the chunk boundaries stop the kernel, and the user should know */
+  struct sigaction now;
+  if (sigaction(sig, NULL, &now) != 0 || now.sa_handler != on_stop_signal)
+    return "the CPU device's stop signal has been taken over by another "
+           "handler in this process; a running kernel stops only between "
+           "chunks of work (XPJIT_CPU_STOP_SIGNAL names another signal)";
   for (unsigned i = 0; i + 1 < p->nthreads; i++)
-    pthread_kill(p->threads[i], stop_sig);
-  pthread_kill(j->caller, stop_sig);
+    pthread_kill(p->threads[i], sig);
+  pthread_kill(j->caller, sig);
+  return "";
 }
 
 static void *watchdog_main(void *arg) {
@@ -222,7 +235,12 @@ static void *watchdog_main(void *arg) {
       continue;
     }
     if (rt_now_ns() >= j->deadline_ns) {
-      stop_job(p, j, STOP_DEADLINE);
+      const char *w = stop_job(p, j, STOP_DEADLINE);
+      if (*w) {
+        pthread_mutex_unlock(&p->mu);
+        rt_warn("%s", w);
+        pthread_mutex_lock(&p->mu);
+      }
       continue;
     }
     struct timespec ts = {(time_t)(j->deadline_ns / 1000000000u),
@@ -389,9 +407,12 @@ static void pool_run(pool *p, job *j) {
   j->caller = pthread_self();
   pthread_mutex_lock(&p->mu);
   p->running = j;
-  /* a cancel that came before this launch was running */
-  if (atomic_load(&j->l->stop))
-    stop_job(p, j, STOP_CANCEL);
+  /* a cancel that came before this launch was running (nothing to
+   * signal: it has not started) */
+  if (atomic_load(&j->l->stop)) {
+    j->why = STOP_CANCEL;
+    atomic_store(&j->stop, true);
+  }
   if (j->l->timeout_ms) {
     j->deadline_ns = rt_now_ns() + j->l->timeout_ms * 1000000u;
     if (!p->watchdog_started)
@@ -818,11 +839,12 @@ static xpj_status cpu_launch(xpj_device *d, void *bq, const rt_launch *l) {
   return XPJ_OK;
 }
 
-static void cpu_cancel(xpj_device *d, void *bq, rt_launch *l) {
+static void cpu_cancel(xpj_device *d, void *bq, rt_launch *l, char *warn,
+                       size_t size) {
   pool *p = &((cpu_dev *)d->impl)->pool;
   pthread_mutex_lock(&p->mu);
   if (p->running && p->running->l == l)
-    stop_job(p, p->running, STOP_CANCEL);
+    snprintf(warn, size, "%s", stop_job(p, p->running, STOP_CANCEL));
   pthread_mutex_unlock(&p->mu);
 }
 

@@ -369,12 +369,15 @@ xpj_status xpj_queue_cancel(xpj_queue *q) {
   cmd *pending = q->head;
   q->head = q->tail = NULL;
   cmd *r = q->running;
+  char warn[512] = "";
   if (r && r->type == CMD_LAUNCH) {
     atomic_store(&r->u.launch->stop, true);
     if (q->dev->ops->cancel) /* under mu: r is not freed meanwhile */
-      q->dev->ops->cancel(q->dev, q->bq, r->u.launch);
+      q->dev->ops->cancel(q->dev, q->bq, r->u.launch, warn, sizeof warn);
   }
   pthread_mutex_unlock(&q->mu);
+  if (*warn)
+    rt_warn("%s", warn);
   for (cmd *c = pending, *n; c; c = n) {
     n = c->next;
     pthread_mutex_lock(&c->ev->mu);

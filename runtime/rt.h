@@ -91,10 +91,13 @@ typedef struct rt_backend_ops {
   xpj_status (*launch)(xpj_device *d, void *bq, const rt_launch *l);
   xpj_status (*sync)(xpj_device *d, void *bq); /* NULL: synchronous */
   /* Optional: stops launch l, running or about to run on bq, from any
-   * thread (l->stop is already set; l stays valid during the call). The
-   * launch then fails with XPJ_ERR_CANCELLED. Without it a running kernel
-   * cannot be stopped and queues of the device take no launch timeout. */
-  void (*cancel)(xpj_device *d, void *bq, rt_launch *l);
+   * thread (l->stop is already set; l stays valid during the call; locks
+   * of the queue are held, so it must not warn: it writes what to warn
+   * about into warn instead). The launch then fails with
+   * XPJ_ERR_CANCELLED. Without it a running kernel cannot be stopped and
+   * queues of the device take no launch timeout. */
+  void (*cancel)(xpj_device *d, void *bq, rt_launch *l, char *warn,
+                 size_t size);
   /* Optional (NULL: the device has no native form worth caching). The
    * device's own binary of a loaded kernel (a cubin, a Level Zero native
    * binary, an OpenCL program binary), malloc'd into *bin; and loading

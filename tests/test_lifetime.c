@@ -329,6 +329,63 @@ static void test_queue_cancel(void **state) {
   assert_int_equal(xpj_queue_cancel(NULL), XPJ_ERR_INVALID);
 }
 
+/* Another component of the process takes the stop signal over: a cancel
+ * then stops the launch between chunks only, and says why (red team N8:
+ * it stopped nothing, silently). */
+static char warned[1024];
+static void keep_warning(void *ud, const char *msg) {
+  (void)ud;
+  snprintf(warned, sizeof warned, "%s", msg);
+}
+
+static void test_stop_signal_taken(void **state) {
+  (void)state;
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  float *x = NULL;
+  size_t n = 1 << 20;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, n * 4, 0, (void **)&x),
+                   XPJ_OK);
+  memset(x, 0, n * 4);
+  check_add1_works(q, x); /* the stop signal is installed by now */
+  int sig = 0;
+  for (int s = SIGRTMIN; s <= SIGRTMAX && !sig; s++) {
+    struct sigaction sa;
+    if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL &&
+        sa.sa_handler != SIG_IGN)
+      sig = s;
+  }
+  if (!sig) {
+    xpj_mem_free(dev, x);
+    xpj_queue_destroy(q);
+    skip(); /* no real-time signal could be had here */
+  }
+  struct sigaction ours, ign;
+  memset(&ign, 0, sizeof ign);
+  ign.sa_handler = SIG_IGN;
+  assert_int_equal(sigaction(sig, &ign, &ours), 0);
+  warned[0] = 0;
+  xpj_set_warning_handler(keep_warning, NULL);
+  /* finite work in many chunks: stoppable between them */
+  xpj_array a = xpj_array_1d(x, XPJ_F32, n);
+  xpj_arg args[2] = {xpj_arg_array(&a), xpj_arg_i64(3000)};
+  xpj_range r = xpj_range_1d(n, 0);
+  assert_int_equal(xpj_launch(q, kernel(prog, "slow", "T=f32"), &r, 2, args,
+                              NULL),
+                   XPJ_OK);
+  canceller c = {q, 100};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, cancel_later, &c), 0);
+  pthread_join(t, NULL);
+  assert_int_equal(xpj_queue_wait(q), XPJ_ERR_CANCELLED);
+  xpj_set_warning_handler(NULL, NULL);
+  assert_int_equal(sigaction(sig, &ours, NULL), 0);
+  assert_non_null(strstr(warned, "taken over"));
+  check_add1_works(q, x);
+  assert_int_equal(xpj_mem_free(dev, x), XPJ_OK);
+  xpj_queue_destroy(q);
+}
+
 /* issue 15, item 11: messages that name the real fault */
 static void test_launch_messages(void **state) {
   (void)state;
@@ -386,6 +443,7 @@ int main(void) {
       cmocka_unit_test(test_destroy_with_work_in_flight),
       cmocka_unit_test(test_launch_timeout),
       cmocka_unit_test(test_queue_cancel),
+      cmocka_unit_test(test_stop_signal_taken),
       cmocka_unit_test(test_launch_messages),
       cmocka_unit_test(test_timeout_unsupported),
   };
