@@ -646,6 +646,23 @@ static bool defined_in(void *handle, const char *name, const char *lib) {
   return !strncmp(base, lib, strlen(lib));
 }
 
+/* libgcc's arithmetic helpers (integer division and shifts of wide
+ * types, float conversions and comparisons, bit counts): not its frame
+ * registration, cache flushing or stack setup */
+static bool arithmetic_helper(const char *n) {
+  static const char *const families[] = {
+      "__div",   "__udiv",  "__mod",     "__umod",   "__mul",   "__pow",
+      "__neg",   "__ashl",  "__ashr",    "__lshr",   "__fix",   "__float",
+      "__extend", "__trunc", "__cmp",    "__ucmp",   "__clz",   "__ctz",
+      "__popcount", "__parity", "__bswap", "__ffs",  "__add",   "__sub",
+      "__eq",    "__ne",    "__ge",      "__gt",     "__le",    "__lt",
+      "__unord", "__abs"};
+  for (size_t i = 0; i < sizeof families / sizeof *families; i++)
+    if (!strncmp(n, families[i], strlen(families[i])))
+      return true;
+  return false;
+}
+
 static int linkable(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym) {
   (void)ctx;
   const char *n = LLVMOrcSymbolStringPoolEntryStr(sym);
@@ -653,9 +670,13 @@ static int linkable(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym) {
   for (size_t i = 0; i < sizeof mem / sizeof *mem; i++)
     if (!strcmp(n, mem[i]))
       return 1;
+  /* libm's floating-point environment (feenableexcept, fesetround, ...)
+   * would change the whole process's arithmetic: not for kernels */
+  if (!strncmp(n, "fe", 2))
+    return 0;
   pthread_once(&libs_once, open_libs);
   return defined_in(libm_handle, n, "libm.so.") ||
-         (!strncmp(n, "__", 2) && defined_in(libgcc_handle, n, "libgcc_s.so."));
+         (arithmetic_helper(n) && defined_in(libgcc_handle, n, "libgcc_s.so."));
 }
 
 static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,
@@ -799,6 +820,11 @@ static xpj_status cpu_launch(xpj_device *d, void *bq, const rt_launch *l) {
       j.chunk = 1;
     j.local_bytes = l->local_bytes;
     j.scratch_bytes = (size_t)l->scratch_bytes * (size_t)wg;
+    if (l->scratch_bytes && (size_t)wg > SIZE_MAX / l->scratch_bytes)
+      return rt_err(XPJ_ERR_INVALID,
+                    "launch: %llu bytes of scratch per work-item for %lld "
+                    "work-items is more than the address space",
+                    (unsigned long long)l->scratch_bytes, (long long)wg);
   } else {
     j.total = l->global[0] * l->global[1] * l->global[2];
     /* chunks of whole cache lines of work-items, >= 4096 so that a chunk

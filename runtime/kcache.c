@@ -618,6 +618,13 @@ static xpj_status place(rt_obtain *ob, fetched *f, rt_l1 *e) {
   e->scratch_bytes = f->scratch_bytes;
   e->compile_ms = f->compile_ms;
   e->origin = f->origin;
+  /* the entry point is this kernel's reserved name, never a name the
+   * loader could find elsewhere (a row that says "memset") */
+  char want[256];
+  xpj_entry_name(ob->kernel, want, sizeof want);
+  if (strcmp(f->entry ? f->entry : "", want) != 0)
+    return rt_err(XPJ_ERR_DEVICE, "its entry point is '%.300s', not %s",
+                  f->entry ? f->entry : "", want);
   if (dev && f->local_bytes > dev->info.local_mem_size) {
     st = rt_err(XPJ_ERR_UNSUPPORTED,
                 "%s needs %llu bytes of local memory; %s has %llu",
@@ -648,22 +655,26 @@ static xpj_status place(rt_obtain *ob, fetched *f, rt_l1 *e) {
  * ours), and say so. A bundle is read-only: the kernel compiled now goes
  * into the second level, which is looked in first from now on. */
 static void drop_refused(rt_obtain *ob, fetched *f) {
-  const char *why = xpj_last_error();
-  const char *from = f->origin == XPJ_ORIGIN_CACHE    ? "the cache"
-                     : f->origin == XPJ_ORIGIN_BUNDLE ? "bundle"
-                                                      : "xpjitd";
-  bool in_l2 = f->origin == XPJ_ORIGIN_CACHE ||
-               (f->origin == XPJ_ORIGIN_DAEMON && f->same_cache);
-  if (in_l2 && ob->l2)
+  char why[1024];
+  snprintf(why, sizeof why, "%s", xpj_last_error());
+  char from[1200];
+  if (f->origin == XPJ_ORIGIN_BUNDLE)
+    snprintf(from, sizeof from, "bundle %s", f->bundle->path);
+  else if (f->origin == XPJ_ORIGIN_CACHE && ob->l2)
+    snprintf(from, sizeof from, "the cache %s", xpj_cache_path(ob->l2));
+  else
+    snprintf(from, sizeof from, "xpjitd");
+  bool in_l2 = ob->l2 && (f->origin == XPJ_ORIGIN_CACHE ||
+                          (f->origin == XPJ_ORIGIN_DAEMON && f->same_cache));
+  bool dropped = in_l2 && xpj_cache_mode_of(ob->l2) == XPJ_CACHE_MODE_RW;
+  if (dropped)
     xpj_cache_remove(ob->l2, ob->key);
-  rt_warn("%s %s: %s refused the binary of %s [%s] (%s); %scompiling it "
-          "here",
-          from, f->origin == XPJ_ORIGIN_BUNDLE ? f->bundle->path
-                : f->origin == XPJ_ORIGIN_CACHE && ob->l2
-                    ? xpj_cache_path(ob->l2)
-                    : "",
-          ob->dev->id, ob->kernel, ob->dtypes, why,
-          in_l2 ? "dropped it; " : "");
+  rt_warn("%s: %s refused the binary of %s [%s] (%s); %scompiling it here",
+          from, ob->dev ? ob->dev->id : "the runtime", ob->kernel, ob->dtypes,
+          why,
+          dropped ? "dropped it; "
+          : in_l2 ? "left it in place (the cache is read-only); "
+                  : "");
   xpj_cache_counters d = {0};
   d.corrupt = 1;
   if (ob->l2)

@@ -501,6 +501,19 @@ static void test_planted_object_cannot_call_out(void **state) {
   run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
   xpj_context_destroy(a);
   assert_int_equal(access(db, F_OK), 0);
+  /* libm, but not its floating-point environment, which is the whole
+   * process's (red team N3) */
+  snprintf(src, sizeof src,
+           "#define _GNU_SOURCE\n#include <fenv.h>\n"
+           "void %%s(void *const *a, const long *l, void *m, void *s,\n"
+           "        long b, long e) { feenableexcept(FE_ALL_EXCEPT); }\n");
+  plant_object(db, src);
+  warnings[0] = 0;
+  a = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(a);
+  if (!strstr(warnings, "feenableexcept"))
+    fail_msg("warnings: %s", warnings);
 }
 
 /* Replaces every portable entry of db (successful ones) with bytes no
@@ -548,6 +561,46 @@ static void test_refused_binary_replaced(void **state) {
   a = mkctx(db, XPJ_CACHE_MODE_RW);
   run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_CACHE);
   xpj_context_destroy(a);
+
+  /* a read-only cache cannot drop it, and says so (red team N6) */
+  poison(db);
+  warnings[0] = 0;
+  a = mkctx(db, XPJ_CACHE_MODE_RO);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(a);
+  if (!strstr(warnings, "left it in place (the cache is read-only)") ||
+      strstr(warnings, "dropped it"))
+    fail_msg("warnings: %s", warnings);
+  a = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED); /* drops it now */
+  xpj_context_destroy(a);
+
+  /* a row whose entry point is not the kernel's reserved name, with a
+   * real object: the loader would find "memset" in libc (red team N3) */
+  {
+    xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW};
+    xpj_cache *c = NULL;
+    assert_int_equal(xpj_cache_open(&cfg, &c), XPJ_OK);
+    digests ds = {.n = 0};
+    assert_int_equal(xpj_cache_list(c, collect, &ds), XPJ_OK);
+    assert_int_equal(ds.n, 1);
+    xpj_cache_entry e;
+    assert_int_equal(xpj_cache_find(c, ds.d[0], &e), XPJ_OK);
+    xpj_cache_key k = {e.code,   e.kernel,  e.dtypes, e.ndim,
+                       e.target, e.options, e.versions};
+    xpj_cache_value v = {0, e.data, e.size, "memset", "", e.local_bytes,
+                         e.scratch_bytes, 1.0, 0};
+    assert_int_equal(xpj_cache_put(c, &k, &v), XPJ_OK);
+    xpj_cache_entry_clear(&e);
+    xpj_cache_close(c);
+  }
+  warnings[0] = 0;
+  a = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(a);
+  if (!strstr(warnings, "entry point is 'memset', not __xpj_k_saxpy") ||
+      !strstr(warnings, "dropped it"))
+    fail_msg("warnings: %s", warnings);
 
   /* a bundle whose entry the device refuses: compiled and cached here,
    * and from then on the cache (looked in first) serves it */
