@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -649,6 +650,66 @@ static void test_corrupt_row_recompiled(void **state) {
   xpj_context_destroy(c);
 }
 
+/* A warning handler that asks for the very kernel whose lookup warned
+ * (a damaged row): it waited for the first level's entry that its own
+ * thread was building (red team N2). Warnings are now delivered once the
+ * entry is settled. */
+static xpj_program *reenter_prog;
+static xpj_device *reenter_dev;
+static int reenter_depth, reentered_ok;
+static void reenter(void *ud, const char *msg) {
+  capture(ud, msg);
+  if (reenter_depth++ == 0) {
+    xpj_kernel *k = NULL;
+    reentered_ok += xpj_program_get_kernel(reenter_prog, "saxpy", "T=f32", 0,
+                                           reenter_dev, NULL, &k) == XPJ_OK;
+  }
+  reenter_depth--;
+}
+
+static void on_alarm(int sig) {
+  (void)sig;
+  static const char m[] = "test_kcache: deadlocked\n";
+  ssize_t r = write(2, m, sizeof m - 1);
+  (void)r;
+  _exit(1);
+}
+
+static void test_handler_reenters_lookup(void **state) {
+  (void)state;
+  const char *db = path_in("c.db");
+  xpj_context *a = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(a);
+  exec_sql(db, "UPDATE entries SET data = substr(data, 1, 200) || "
+               "zeroblob(16) || substr(data, 217)");
+  warnings[0] = 0;
+  reentered_ok = 0;
+  signal(SIGALRM, on_alarm);
+  alarm(60);
+  xpj_context *b = mkctx(db, XPJ_CACHE_MODE_RW);
+  reenter_dev = cpu_of(b);
+  assert_int_equal(xpj_program_create(b, "s.xpk", saxpy_src,
+                                      strlen(saxpy_src), NULL, &reenter_prog),
+                   XPJ_OK);
+  xpj_set_warning_handler(reenter, NULL);
+  xpj_kernel *k = NULL;
+  assert_int_equal(xpj_program_get_kernel(reenter_prog, "saxpy", "T=f32", 0,
+                                          reenter_dev, NULL, &k),
+                   XPJ_OK);
+  alarm(0);
+  xpj_set_warning_handler(capture, NULL);
+  assert_non_null(strstr(warnings, "checksum"));
+  assert_int_equal(reentered_ok, 1);
+  xpj_kernel *k2 = NULL;
+  assert_int_equal(xpj_program_get_kernel(reenter_prog, "saxpy", "T=f32", 0,
+                                          reenter_dev, NULL, &k2),
+                   XPJ_OK);
+  assert_ptr_equal(k, k2);
+  xpj_program_destroy(reenter_prog);
+  xpj_context_destroy(b);
+}
+
 static void test_corrupt_file_recovered(void **state) {
   (void)state;
   const char *db = path_in("c.db");
@@ -800,6 +861,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_planted_object_cannot_call_out,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(test_corrupt_row_recompiled, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_handler_reenters_lookup, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_corrupt_file_recovered, setup,
                                       teardown),
