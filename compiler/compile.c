@@ -381,6 +381,20 @@ static uint64_t memory_limit(const xpj_compile_opts *o, char *note,
   return d;
 }
 
+void xpj_compile_limits(const xpj_compile_opts *o, uint64_t *timeout_ms,
+                        uint64_t *memory_mb) {
+  xpj_compile_opts d;
+  if (!o) {
+    xpj_compile_opts_default(&d);
+    o = &d;
+  }
+  char note[200];
+  if (timeout_ms)
+    *timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
+  if (memory_mb)
+    *memory_mb = memory_limit(o, note, sizeof note) >> 20;
+}
+
 /* This process's data mappings now (VmData: heap, private writable
  * mappings), in bytes; 0 when unknown. */
 static uint64_t data_mapped(void) {

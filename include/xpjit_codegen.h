@@ -167,6 +167,12 @@ int xpj_result_transient(const xpj_result *r);
  * XPJIT_COMPILE_MEMORY_LIMIT is malformed (the default applies);
  * XPJ_ERR_UNSUPPORTED when the limit could not be set. */
 xpj_status xpj_compile_limit_memory(void);
+/* The limits a compile with o (NULL: defaults) runs under in a worker:
+ * its time in ms (timeout_ms, else 60000) and its memory in MiB
+ * (memory_limit_mb, else XPJIT_COMPILE_MEMORY_LIMIT, else the default; 0:
+ * none). Either pointer may be NULL. */
+void xpj_compile_limits(const xpj_compile_opts *o, uint64_t *timeout_ms,
+                        uint64_t *memory_mb);
 
 /* Versions of the LLVM linked in ("22.1.8") and of this code generator's
  * ABI (docs/abi.md), both part of cache keys. */

@@ -10,6 +10,7 @@
 #include "xpjit_cache.h"
 #include "xpjit_codegen.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,6 +22,32 @@ bool xpd_default_path(char *buf, size_t size);
 /* The socket XPJIT_DAEMON names: "" for off, else a path (auto: the
  * default). */
 bool xpd_env_path(char *buf, size_t size);
+
+/* A remembered failure (a compile that ran out of time or memory) is kept
+ * in a cache row, with an expiry, as failed = kind + 16 x the limit it ran
+ * out of (ms for XPJ_FAILURE_TIMEOUT, MiB for XPJ_FAILURE_MEMORY), so that
+ * whoever reads it knows whether it answers a request: one that allows
+ * more time or memory compiles again. A plain compile failure is 1. */
+static inline int xpd_failed_code(xpj_failure_kind kind, uint64_t limit) {
+  if (limit > (uint64_t)(INT32_MAX >> 4))
+    limit = (uint64_t)(INT32_MAX >> 4);
+  return (int)((unsigned)kind | (unsigned)(limit << 4));
+}
+static inline bool xpd_failure_answers(int failed, uint64_t timeout_ms,
+                                       uint64_t memory_mb) {
+  unsigned kind = (unsigned)failed & 15u;
+  uint64_t limit = (uint64_t)(unsigned)failed >> 4;
+  if (!limit)
+    return true;
+  if (kind == XPJ_FAILURE_TIMEOUT)
+    return timeout_ms && timeout_ms <= limit;
+  if (kind == XPJ_FAILURE_MEMORY)
+    return memory_mb && memory_mb <= limit;
+  return true;
+}
+static inline uint64_t xpd_failed_limit(int failed) {
+  return (uint64_t)(unsigned)failed >> 4;
+}
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t xpd_now_ms(void);

@@ -10,6 +10,7 @@
  * that say nothing about the inputs (a timed-out or killed worker, a
  * device that would not load a binary) are not, so a later call retries. */
 #include "rt.h"
+#include "daemon.h"
 #include "proto.h"
 
 #include <dirent.h>
@@ -456,7 +457,8 @@ typedef struct fetched {
   uint64_t local_bytes, scratch_bytes;
   double compile_ms;
   bool cacheable;        /* a fact about the inputs: may be stored */
-  int64_t expires_ms;    /* a remembered resource failure: until then */
+  int64_t expires_ms;    /* a remembered resource failure: until then, */
+  int failed_code;       /* as xpd_failed_code says (0: a plain one) */
   bool same_cache;       /* the daemon stored it in our cache file */
   bool fell_back;        /* a daemon was there and could not serve */
   bool loaded;           /* on the device (or copied, dev NULL) */
@@ -480,7 +482,8 @@ static void from_entry(fetched *f, xpj_kernel_origin origin) {
   xpj_cache_entry *c = &f->ce;
   f->origin = origin;
   f->failed = c->failed != 0;
-  f->status = XPJ_ERR_COMPILE;
+  f->status = (c->failed & 15) == XPJ_FAILURE_MEMORY ? XPJ_ERR_NOMEM
+                                                     : XPJ_ERR_COMPILE;
   f->data = c->data;
   f->len = c->size;
   f->entry = c->entry;
@@ -492,11 +495,19 @@ static void from_entry(fetched *f, xpj_kernel_origin origin) {
   f->cacheable = true;
 }
 
-/* The second level, then bundles in the order they were added. */
+/* The second level, then bundles in the order they were added. A
+ * remembered failure answers only a request that allows no more time or
+ * memory than the compile that ran out of them. */
 static bool fetch_cached(rt_obtain *ob, fetched *f) {
   if (ob->l2 && xpj_cache_get(ob->l2, ob->key, &f->ce) == XPJ_OK) {
-    from_entry(f, XPJ_ORIGIN_CACHE);
-    return true;
+    uint64_t ms, mb;
+    xpj_compile_limits(ob->o, &ms, &mb);
+    if (!f->ce.failed || !f->ce.expires_ms ||
+        xpd_failure_answers(f->ce.failed, ms, mb)) {
+      from_entry(f, XPJ_ORIGIN_CACHE);
+      return true;
+    }
+    xpj_cache_entry_clear(&f->ce);
   }
   for (rt_bundle *b = atomic_load_explicit(&ob->cc->bundles,
                                            memory_order_acquire);
@@ -603,8 +614,12 @@ static xpj_status compile_here(rt_obtain *ob, fetched *f) {
                  kind == XPJ_FAILURE_CRASH;
   int64_t ttl = failure_ttl_ms();
   if ((kind == XPJ_FAILURE_TIMEOUT || kind == XPJ_FAILURE_MEMORY) && ttl > 0) {
+    uint64_t ms, mb;
+    xpj_compile_limits(ob->o, &ms, &mb);
     f->cacheable = true;
     f->expires_ms = wall_ms() + ttl;
+    f->failed_code =
+        xpd_failed_code(kind, kind == XPJ_FAILURE_TIMEOUT ? ms : mb);
   }
   xpj_cache_counters d = {0};
   d.compiles = 1;
@@ -633,7 +648,7 @@ static xpj_status place(rt_obtain *ob, fetched *f, rt_l1 *e) {
   xpj_status st;
   if (f->failed) {
     char when[96] = "";
-    if (f->expires_ms)
+    if (f->expires_ms && f->origin != XPJ_ORIGIN_DAEMON)
       snprintf(when, sizeof when, "; not tried again for %lld s",
                (long long)((f->expires_ms - wall_ms() + 999) / 1000));
     st = rt_err(f->status ? f->status : XPJ_ERR_COMPILE,
@@ -728,7 +743,8 @@ static void store(rt_obtain *ob, fetched *f, xpj_status st) {
                (f->origin == XPJ_ORIGIN_DAEMON && !f->same_cache);
   if (!ob->l2 || !fresh || !f->cacheable || (!f->failed && !f->loaded))
     return;
-  xpj_cache_value v = {f->failed ? 1 : 0, f->data,          f->len,
+  int failed = !f->failed ? 0 : f->failed_code ? f->failed_code : 1;
+  xpj_cache_value v = {failed,            f->data,          f->len,
                        f->entry,          f->log,           f->local_bytes,
                        f->scratch_bytes,  f->compile_ms,    f->expires_ms};
   (void)st;

@@ -2148,6 +2148,88 @@ static void test_remembered_timeout(void **state) {
   dmn_stop(&d);
 }
 
+/* A remembered timeout at the daemon's own limit, asked for by a client
+ * that allows longer: the daemon cannot do better, so it says so (an
+ * ERROR: the client compiles it itself) instead of the remembered answer
+ * (red team N4b). A client that allows no longer gets the answer. */
+static void test_remembered_beyond_limit(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "1", "--grace", "0",
+                                  "--compile-timeout", "300", NULL});
+  int fd = client(&d);
+  kreply r;
+  get_slow_300(fd, 1, &r); /* remembered, at the daemon's limit */
+  assert_int_equal(r.k.failed, 1);
+  get_slow_300(fd, 2, &r);
+  assert_true(r.ms < 1000);
+  assert_non_null(strstr(r.log, "remember"));
+  for (int round = 0; round < 2; round++) { /* from memory; restarted */
+    xpd_buf b = {0};
+    build_get(&b, 3, "slow", 60000);
+    send_frame(fd, &b);
+    uint8_t *pl = NULL;
+    xpd_msg m;
+    xpd_header h = read_reply(fd, 5000, &pl, &m);
+    assert_int_equal(h.id, 3);
+    assert_int_equal(h.op, XPD_ERROR);
+    char msg[1024] = "";
+    xpd_get_str(&m, XPD_F_MESSAGE, true, msg, sizeof msg);
+    free(pl);
+    if (!strstr(msg, "compile it here"))
+      fail_msg("round %d: %s", round, msg);
+    assert_int_equal(stat1(&d, "compiles"), round ? 0 : 1);
+    if (round)
+      break;
+    close(fd);
+    dmn_stop(&d); /* the cache file remembers the limit too */
+    dmn_init(&d, "r");
+    make_dir(&d);
+    dmn_start(&d, "hang:slow",
+              (const char *const[]){"--workers", "1", "--grace", "0",
+                                    "--compile-timeout", "300", NULL});
+    fd = client(&d);
+  }
+  close(fd);
+  dmn_stop(&d);
+}
+
+/* A worker that reaches its memory limit (XPJIT_COMPILE_MEMORY_LIMIT in
+ * the daemon's environment) exits with status 75: that is out of memory,
+ * remembered like a timeout, not a crash retried by every request (red
+ * team N4c). */
+static void test_worker_out_of_memory(void **state) {
+  (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+  printf("NOTE: test_worker_out_of_memory skipped under AddressSanitizer "
+         "(its allocator dies before LLVM's out-of-memory handler runs)\n");
+  return;
+#endif
+  dmn d;
+  dmn_init(&d, "m");
+  make_dir(&d);
+  setenv("XPJIT_COMPILE_MEMORY_LIMIT", "1M", 1);
+  dmn_start(&d, NULL, (const char *const[]){"--workers", "1", NULL});
+  unsetenv("XPJIT_COMPILE_MEMORY_LIMIT");
+  int fd = client(&d);
+  kreply r;
+  get_kernel(fd, "saxpy", &r);
+  print_message("out of memory: %s\n", r.log);
+  assert_int_equal(r.k.failed, 1);
+  assert_int_equal(r.k.transient, 0);
+  assert_non_null(strstr(r.log, "1 MiB of memory"));
+  assert_non_null(strstr(r.log, "remember"));
+  get_kernel(fd, "saxpy", &r); /* remembered: no second compile */
+  assert_true(r.ms < 1000);
+  assert_int_equal(stat1(&d, "compiles"), 1);
+  assert_int_equal(stat1(&d, "worker_crashes"), 1);
+  close(fd);
+  dmn_stop(&d);
+}
+
 /* ---- start-up ---- */
 
 /* The daemon must refuse to start: non-zero exit, message on stderr. */
@@ -2608,6 +2690,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_memory_announced, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_remembered_timeout, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_remembered_beyond_limit, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_worker_out_of_memory, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_unsafe_socket_dirs, setup,
                                       teardown),

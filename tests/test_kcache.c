@@ -402,6 +402,42 @@ static void test_failure_cached(void **state) {
   assert_int_equal(compiles(h), 2);
   xpj_context_destroy(h);
 
+  /* it answers only requests that allow no more than it had: one with a
+   * longer limit compiles (red team N4a) */
+  setenv("XPJIT_FAULT_INJECT", "hang", 1);
+  setenv("XPJIT_FAILURE_TTL", "10m", 1);
+  h = mkctx(db, XPJ_CACHE_MODE_RW);
+  g = get(h, saxpy_src, "saxpy", "T=u32", 0, &o);
+  assert_int_equal(g.st, XPJ_ERR_COMPILE);
+  unsetenv("XPJIT_FAULT_INJECT");
+  o.timeout_ms = 200; /* less than it had: the remembered answer */
+  g = get(h, saxpy_src, "saxpy", "T=u32", 0, &o);
+  assert_int_equal(g.st, XPJ_ERR_COMPILE);
+  assert_int_equal(compiles(h), 1);
+  o.timeout_ms = 60000;
+  g = get(h, saxpy_src, "saxpy", "T=u32", 0, &o);
+  assert_int_equal(g.st, XPJ_OK);
+  assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
+  assert_int_equal(compiles(h), 2);
+  xpj_context_destroy(h);
+  o.timeout_ms = 300;
+#if !defined(__SANITIZE_ADDRESS__) /* ASan dies before LLVM's handler */
+  /* the same for memory: 1 MiB is remembered, the default compiles */
+  h = mkctx(db, XPJ_CACHE_MODE_RW);
+  xpj_compile_opts om;
+  xpj_compile_opts_default(&om);
+  om.memory_limit_mb = 1;
+  g = get(h, saxpy_src, "saxpy", "T=i64", 0, &om);
+  assert_int_equal(g.st, XPJ_ERR_NOMEM);
+  g = get(h, saxpy_src, "saxpy", "T=i64", 0, &om);
+  assert_int_equal(g.st, XPJ_ERR_NOMEM);
+  assert_int_equal(compiles(h), 1);
+  g = get(h, saxpy_src, "saxpy", "T=i64", 0, NULL);
+  assert_int_equal(g.st, XPJ_OK);
+  assert_int_equal(compiles(h), 2);
+  xpj_context_destroy(h);
+#endif
+
   /* XPJIT_FAILURE_TTL=0: not remembered at all */
   setenv("XPJIT_FAULT_INJECT", "hang", 1);
   setenv("XPJIT_FAILURE_TTL", "0", 1);

@@ -840,6 +840,8 @@ static xpjitd_progs progs = {.cap = XPJITD_PROGS, .max_bytes = 16u << 20};
 static char versions[128]; /* xpj_versions_str(), filled at start */
 static xpj_context *ctx;
 static xpj_cache *l2;
+/* what a compile worker may take, MiB (0: no limit): xpj_compile_limits */
+static uint64_t worker_memory_mb;
 
 /* ---- jobs and workers ---- */
 
@@ -1119,7 +1121,10 @@ static void remember_failure(job *j, xpj_status s, const char *what,
                          j->options, versions};
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    xpj_cache_value v = {1, NULL, 0, "", e->log, 0, 0, 0,
+    int failed = limit_ms ? xpd_failed_code(XPJ_FAILURE_TIMEOUT, limit_ms)
+                          : xpd_failed_code(XPJ_FAILURE_MEMORY,
+                                            worker_memory_mb);
+    xpj_cache_value v = {failed, NULL, 0, "", e->log, 0, 0, 0,
                          (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 +
                              (int64_t)cfg.failure_ttl_ms};
     if (xpj_cache_put(l2, &key, &v) != XPJ_OK)
@@ -1153,9 +1158,11 @@ static void worker_gone(worker *w, int how, const char *why) {
   if (j) {
     j->e->job = NULL; /* over: whatever follows, the entry is done with it */
     char msg[512];
-    /* SIGKILL from elsewhere: most likely the kernel's OOM killer */
-    bool oom = how == W_EXITED && !killed_here && WIFSIGNALED(status) &&
-               WTERMSIG(status) == SIGKILL;
+    /* SIGKILL from elsewhere: most likely the kernel's OOM killer; status
+     * 75: the worker reached its memory limit (xpj_compile_limit_memory) */
+    bool oom = how == W_EXITED && !killed_here &&
+               ((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+                (WIFEXITED(status) && WEXITSTATUS(status) == 75));
     if (why)
       snprintf(msg, sizeof msg, "%s", why);
     else if (WIFSIGNALED(status))
@@ -1163,6 +1170,11 @@ static void worker_gone(worker *w, int how, const char *why) {
                "signal %d (%s%s) compiling %s", (int)w->pid,
                WTERMSIG(status), strsignal(WTERMSIG(status)),
                oom ? ", most likely out of memory" : "", j->kernel);
+    else if (oom)
+      snprintf(msg, sizeof msg, "compiling %s needs more than the %llu MiB "
+               "of memory a compile worker may use (XPJIT_COMPILE_MEMORY_LIMIT "
+               "in xpjitd's environment)", j->kernel,
+               (unsigned long long)worker_memory_mb);
     else
       snprintf(msg, sizeof msg, "the compiler worker (pid %d) exited with "
                "status %d compiling %s", (int)w->pid,
@@ -1488,6 +1500,21 @@ static void maybe_promote(job *j, client *cl) {
     job_move(j, cl);
 }
 
+/* A remembered timeout (limit_ms) that this daemon cannot improve on
+ * (its own limit is no longer) for a client that allows longer (want):
+ * the client had better compile it itself. Answers that, and says true. */
+static bool beyond_our_limit(conn *c, uint32_t id, uint64_t expires_ms,
+                             uint64_t limit_ms, uint64_t want,
+                             uint64_t limit) {
+  if (!expires_ms || !limit_ms || want <= limit_ms || limit > limit_ms)
+    return false;
+  send_error(c, id, XPJ_ERR_COMPILE, false,
+             "xpjitd stops a compile after %llu ms, which this kernel needs "
+             "more than; this request allows %llu ms: compile it here",
+             (unsigned long long)limit_ms, (unsigned long long)want);
+  return true;
+}
+
 static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   xpd_get g;
   xpd_err err = xpd_get_decode(m, false, &g);
@@ -1502,9 +1529,11 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
     send_error(c, id, XPJ_ERR_DEVICE, false, "xpjitd is shutting down");
     return;
   }
-  uint64_t limit = g.timeout_ms && g.timeout_ms < cfg.compile_timeout_ms
-                       ? g.timeout_ms
-                       : cfg.compile_timeout_ms;
+  /* the compile time the client allows (want), and what this daemon
+   * gives a compile at most (limit) */
+  uint64_t want = g.timeout_ms ? g.timeout_ms : cfg.compile_timeout_ms;
+  uint64_t limit = want < cfg.compile_timeout_ms ? want
+                                                 : cfg.compile_timeout_ms;
   char req[65];
   request_key(&g, req);
   const char *known = memo_find(req);
@@ -1552,6 +1581,11 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
       past_failure = true;
     }
   }
+  if (e && e->ready && beyond_our_limit(c, id, e->expires_ms, e->limit_ms,
+                                        want, limit)) {
+    rt_keyed_free(&k);
+    return;
+  }
   if (e && e->ready) {
     st.hits_memory++;
     st.hits_remembered += e->expires_ms != 0;
@@ -1580,9 +1614,26 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   /* the cache file */
   xpj_cache_entry ce;
   memset(&ce, 0, sizeof ce);
-  if (!past_failure && l2 && xpj_cache_get(l2, &k.key, &ce) == XPJ_OK) {
+  bool hit = !past_failure && l2 && xpj_cache_get(l2, &k.key, &ce) == XPJ_OK;
+  bool remembered = hit && ce.failed && ce.expires_ms;
+  if (remembered && !xpd_failure_answers(ce.failed, limit, worker_memory_mb)) {
+    xpj_cache_entry_clear(&ce); /* it ran out of less than we give now */
+    hit = false;
+  }
+  uint64_t row_limit = remembered && (ce.failed & 15) == XPJ_FAILURE_TIMEOUT
+                           ? xpd_failed_limit(ce.failed)
+                           : 0;
+  if (hit && beyond_our_limit(c, id, 1, row_limit, want, limit)) {
+    xpj_cache_entry_clear(&ce);
+    remove_entry(e);
+    rt_keyed_free(&k);
+    return;
+  }
+  if (hit) {
     st.hits_cache++;
-    e->status = ce.failed ? XPJ_ERR_COMPILE : XPJ_OK;
+    e->status = !ce.failed ? XPJ_OK
+                : (ce.failed & 15) == XPJ_FAILURE_MEMORY ? XPJ_ERR_NOMEM
+                                                          : XPJ_ERR_COMPILE;
     e->failed = ce.failed != 0;
     e->bin = ce.data;
     e->len = ce.size;
@@ -1595,6 +1646,7 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
     e->local = ce.local_bytes;
     e->scratch = ce.scratch_bytes;
     e->compile_us = (uint64_t)(ce.compile_ms * 1000.0);
+    e->limit_ms = row_limit;
     if (ce.expires_ms) { /* a remembered failure: forgotten when it says */
       struct timespec now;
       clock_gettime(CLOCK_REALTIME, &now);
@@ -2305,6 +2357,7 @@ int main(int argc, char **argv) {
     return xpjitd_worker_main();
   setenv("XPJIT_DAEMON", "off", 1); /* never ask ourselves */
   xpj_versions_str(versions, sizeof versions);
+  xpj_compile_limits(NULL, NULL, &worker_memory_mb);
   logf_ = stderr;
   uint64_t v;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
