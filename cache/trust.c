@@ -105,7 +105,8 @@ static trust_verdict refuse(char *why, size_t size, const char *fmt, ...) {
 
 /* own_dir: 1 the cache's directory, -1 a directory above, 0 a file */
 static trust_verdict foreign(const trust *t, const char *path, uid_t owner,
-                             int own_dir, char *why, size_t size) {
+                             mode_t mode, int own_dir, char *why,
+                             size_t size) {
   char o[320], me[320], myname[256];
   char on[256], mn[256];
   user_name(owner, on, sizeof on);
@@ -129,6 +130,13 @@ static trust_verdict foreign(const trust *t, const char *path, uid_t owner,
                   "code that would run as %s. Add its owner to "
                   "XPJIT_TRUSTED_OWNERS if you trust them",
                   path, o, me);
+  if (own_dir > 0 && (mode & (S_IWGRP | S_IWOTH))) /* chown would not do */
+    return refuse(why, size,
+                  "the cache directory %s belongs to %s, not to %s, and "
+                  "others can write it (mode %04o): anyone could plant "
+                  "entries that run as you. Set XPJIT_CACHE_DIR to a "
+                  "directory of your own",
+                  path, o, me, (unsigned)(mode & 07777));
   if (own_dir > 0)
     return refuse(why, size,
                   "the cache directory %s belongs to %s, not to %s: "
@@ -182,7 +190,7 @@ static trust_verdict check_dir(const trust *t, const char *dir, bool own,
   if (!S_ISDIR(sb.st_mode))
     return refuse(why, size, "%s is not a directory", dir);
   if (!may_own(t, sb.st_uid, !own))
-    return foreign(t, dir, sb.st_uid, own ? 1 : -1, why, size);
+    return foreign(t, dir, sb.st_uid, sb.st_mode, own ? 1 : -1, why, size);
   bool open_to_others = (sb.st_mode & (S_IWGRP | S_IWOTH)) != 0;
   if (open_to_others && (own || !(sb.st_mode & S_ISVTX)))
     return writable(t, dir, sb.st_mode, own ? "the cache directory " : "",
@@ -221,7 +229,7 @@ static trust_verdict check_file(const trust *t, const struct stat *sb,
   if (!S_ISREG(sb->st_mode))
     return refuse(why, size, "%s is not a regular file", path);
   if (!may_own(t, sb->st_uid, false))
-    return foreign(t, path, sb->st_uid, false, why, size);
+    return foreign(t, path, sb->st_uid, sb->st_mode, 0, why, size);
   if (sb->st_mode & (S_IWGRP | S_IWOTH))
     return writable(t, path, sb->st_mode, "", why, size);
   if (secret && (sb->st_mode & (S_IRGRP | S_IROTH)))

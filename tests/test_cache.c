@@ -2997,6 +2997,15 @@ static void test_trust_planted_cache(void **state) {
   expect_refused(f, path, "belongs to nobody");
   assert_warned(&f->w, p.own); /* named as it really is */
 
+  /* another user's directory that everyone may write: chown would not
+   * make it safe, so the advice is another directory (red team N10) */
+  assert_int_equal(chmod(p.own, 01777), 0);
+  expect_refused(f, path, "others can write it (mode 1777)");
+  if (strstr(f->w.text, "chown"))
+    fail_msg("advises chown for a directory others can write: %s",
+             f->w.text);
+  assert_int_equal(chmod(p.own, 0755), 0);
+
   /* a directory above the cache that belongs to another user */
   char deep[192];
   snprintf(deep, sizeof deep, "%s/cachedir", p.own);

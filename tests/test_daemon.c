@@ -1140,6 +1140,13 @@ static uint64_t vm_rss_kb(pid_t pid) {
   return s ? strtoull(s + 6, NULL, 10) : 0;
 }
 
+static uint64_t vm_hwm_kb(pid_t pid) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+  const char *s = strstr(slurp(p), "VmHWM:");
+  return s ? strtoull(s + 6, NULL, 10) : 0;
+}
+
 /* A client that sends requests and never reads the replies: closed once
  * its replies have not moved for --io-timeout; others are served. */
 static void test_client_never_reads(void **state) {
@@ -1182,13 +1189,6 @@ static void test_client_never_reads(void **state) {
   check_serves(&d);
   assert_int_equal(stat1(&d, "io_timeouts"), 1);
   dmn_stop(&d);
-}
-
-static uint64_t vm_hwm_kb(pid_t pid) {
-  char p[64];
-  snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
-  const char *s = strstr(slurp(p), "VmHWM:");
-  return s ? strtoull(s + 6, NULL, 10) : 0;
 }
 
 /* A client that pipelines requests and reads the replies steadily, a
@@ -1975,6 +1975,68 @@ static void test_memory_rejected_sources(void **state) {
   dmn_stop(&d);
 }
 
+/* Memory held for a burst of clients goes back to the system when they
+ * leave: 10 connections each 4 MiB into a 16 MiB request (80 MiB held:
+ * buffers grow by doubling), then gone. (The heap retention the red team
+ * saw after many concurrent 8 MiB sources that parse a long way, 142 MB
+ * kept here instead of 59, needs minutes of parsing to show: measured in
+ * docs/testing.md, not here.) */
+static void test_memory_given_back(void **state) {
+  (void)state;
+  enum { CONNS = 10, PART = 4 << 20 };
+  asan_extra = "quarantine_size_mb=4";
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  uint64_t rss0 = vm_rss_kb(d.pid);
+  uint64_t held0 = stat1(&d, "client_bytes"); /* the STATS client's own */
+  char *part = malloc(PART);
+  assert_non_null(part);
+  memset(part, 0, PART);
+  static int fds[CONNS];
+  for (int i = 0; i < CONNS; i++) {
+    fds[i] = client(&d);
+    uint8_t h[16];
+    header(h, "XPJD", XPD_VERSION, XPD_GET, 0, XPD_MAX_REQUEST);
+    send_bytes(fds[i], h, sizeof h);
+    if (!xpd_write_all(fds[i], part, PART, xpd_now_ms() + 5000)) {
+      uint8_t *pl = NULL;
+      xpd_msg m;
+      xpd_header rh = read_reply(fds[i], 1000, &pl, &m);
+      char msg[512] = "";
+      xpd_get_str(&m, XPD_F_MESSAGE, true, msg, sizeof msg);
+      fail_msg("connection %d: op %d: %s", i, rh.op, msg);
+    }
+  }
+  uint64_t held = 0;
+  for (int t = 0; t < 100 && held < (uint64_t)CONNS * PART; t++) {
+    held = stat1(&d, "client_bytes");
+    if (held < (uint64_t)CONNS * PART)
+      sleep_ms(100);
+  }
+  assert_true(held >= (uint64_t)CONNS * PART);
+  uint64_t rss1 = vm_rss_kb(d.pid);
+  for (int i = 0; i < CONNS; i++)
+    close(fds[i]);
+  free(part);
+  assert_int_equal(stat_reaches(&d, "client_bytes", held0, 5000), held0);
+  uint64_t rss2 = rss1;
+  for (int t = 0; t < 30 && rss2 > rss0 + 16 * 1024; t++) {
+    sleep_ms(100);
+    rss2 = vm_rss_kb(d.pid);
+  }
+  print_message("RSS %llu kB, %llu with %d x %d MiB held, %llu after\n",
+                (unsigned long long)rss0, (unsigned long long)rss1, CONNS,
+                PART >> 20, (unsigned long long)rss2);
+  assert_true(rss1 > rss0 + 32 * 1024); /* it was held */
+  if (rss2 > rss0 + 16 * 1024)
+    fail_msg("the daemon kept %llu kB after the clients left",
+             (unsigned long long)(rss2 - rss0));
+  check_serves(&d);
+  dmn_stop(&d);
+}
+
 /* Large payloads announced by one process (64 x 16 MiB: the whole budget,
  * were announcements to count) and then partly sent: another process is
  * still served a large request, and the sender is refused past its share
@@ -2688,6 +2750,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_memory_rejected_sources, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_memory_announced, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_memory_given_back, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_remembered_timeout, setup,
                                       teardown),
