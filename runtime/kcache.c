@@ -738,7 +738,7 @@ static void drop_refused(rt_obtain *ob, fetched *f) {
 /* Stores what is worth keeping in the second level: compiles and the
  * daemon's replies (unless it wrote them to this very file), once the
  * device took them, or failures that are facts about the inputs. */
-static void store(rt_obtain *ob, fetched *f, xpj_status st) {
+static void store(rt_obtain *ob, fetched *f) {
   bool fresh = f->origin == XPJ_ORIGIN_COMPILED ||
                (f->origin == XPJ_ORIGIN_DAEMON && !f->same_cache);
   if (!ob->l2 || !fresh || !f->cacheable || (!f->failed && !f->loaded))
@@ -747,7 +747,6 @@ static void store(rt_obtain *ob, fetched *f, xpj_status st) {
   xpj_cache_value v = {failed,            f->data,          f->len,
                        f->entry,          f->log,           f->local_bytes,
                        f->scratch_bytes,  f->compile_ms,    f->expires_ms};
-  (void)st;
   xpj_cache_put(ob->l2, ob->key, &v);
 }
 
@@ -851,7 +850,7 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
         st = place(&ob, &f, e);
     }
   }
-  store(&ob, &f, st);
+  store(&ob, &f);
   count(cc, l2, &f);
 
   pthread_mutex_lock(&cc->mu);
