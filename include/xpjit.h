@@ -502,12 +502,14 @@ static inline xpj_arg xpj_arg_f64(double x) {
   return g;
 }
 static inline xpj_range xpj_range_1d(uint64_t n, uint64_t local) {
-  xpj_range r = {1, {n, 1, 1}, {local, local ? 1 : 0, local ? 1 : 0}};
+  uint64_t one = local ? 1u : 0u; /* C++: no narrowing in the braces */
+  xpj_range r = {1, {n, 1, 1}, {local, one, one}};
   return r;
 }
 static inline xpj_range xpj_range_2d(uint64_t n0, uint64_t n1, uint64_t l0,
                                      uint64_t l1) {
-  xpj_range r = {2, {n0, n1, 1}, {l0, l1, (l0 || l1) ? 1 : 0}};
+  uint64_t one = (l0 || l1) ? 1u : 0u;
+  xpj_range r = {2, {n0, n1, 1}, {l0, l1, one}};
   return r;
 }
 static inline xpj_range xpj_range_3d(uint64_t n0, uint64_t n1, uint64_t n2,

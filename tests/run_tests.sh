@@ -56,6 +56,7 @@ step cache_cli sh tests/cache_cli.sh
 step daemon_cli sh tests/daemon_cli.sh
 step spec_examples sh tests/spec_examples.sh
 step install sh tests/install.sh
+step cxx_headers sh tests/cxx.sh
 for r in "$B"/fuzz/replay_*; do
   [ -x "$r" ] || continue
   n=${r##*/replay_}
