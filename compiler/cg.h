@@ -90,6 +90,9 @@ struct cg {
   const xpj_compile_opts *opts;
   const xpj_module *m;
   const xpj_func *kernel;
+  /* dimension order (docs/abi.md): the hardware dimension (0 fastest: the
+   * CPU's innermost work-item loop, CUDA x, OpenCL 0) of each logical one */
+  unsigned hw_dim[3];
   const char *entry;     /* the entry point's symbol (compile.c) */
   LLVMValueRef fn;       /* the function being built */
   LLVMBasicBlockRef entry_bb; /* allocas go here */

@@ -502,7 +502,7 @@ static LLVMValueRef scratch_addr(cg *c, int64_t off, uint64_t size,
 
 static LLVMValueRef val(cg *c, cg_frame *fr, xpj_val v);
 static cg_view *view_of(cg *c, cg_frame *fr, xpj_val v);
-static LLVMValueRef cpu_wi(cg *c, xpj_wi w, unsigned d);
+static LLVMValueRef lower_wi(cg *c, xpj_wi w, unsigned d);
 
 static LLVMValueRef const_of(cg *c, const xpj_inst *in) {
   xpj_scalar s = scalar_of(c, in->type);
@@ -542,7 +542,7 @@ static LLVMValueRef val(cg *c, cg_frame *fr, xpj_val v) {
   }
   if (in->op == XPJ_OP_WI && !c->ops->simt &&
       rematerializable(in, tinfo(c, in->type)))
-    return cpu_wi(c, (xpj_wi)in->aux, (unsigned)in->imm.i);
+    return lower_wi(c, (xpj_wi)in->aux, (unsigned)in->imm.i);
   if (fr->wg && fr->slot[v] >= 0 && is_private_storage(c, in)) {
     /* a private variable or array kept per work-item in scratch: its
      * address depends on the work-item being run */
@@ -629,54 +629,64 @@ static LLVMValueRef to_i64(cg *c, LLVMValueRef x, xpj_scalar s) {
 
 /* ---- work-items ---------------------------------------------------- */
 
-static LLVMValueRef simt_wi(cg *c, xpj_wi w, unsigned d) {
-  if (c->kernel->kind == XPJ_FUNC_RANGE && w == XPJ_WI_GLOBAL_SIZE)
-    return c->range_size[d];
-  return c->ops->wi(c, w, d);
-}
-
-static LLVMValueRef linear3(cg *c, LLVMValueRef id[3], LLVMValueRef sz[3]) {
-  LLVMValueRef r = LLVMBuildMul(c->b, id[2], sz[1], "");
-  r = LLVMBuildAdd(c->b, r, id[1], "");
-  r = LLVMBuildMul(c->b, r, sz[0], "");
-  return LLVMBuildAdd(c->b, r, id[0], "");
-}
-
-static LLVMValueRef cpu_wi(cg *c, xpj_wi w, unsigned d) {
-  d = d > 2 ? 0 : d;
-  switch (w) {
-  case XPJ_WI_GLOBAL_ID: return c->cpu_gid[d];
-  case XPJ_WI_GLOBAL_SIZE: return c->cpu_launch[d];
-  case XPJ_WI_GLOBAL_LINEAR_ID: return c->cpu_glinear;
-  case XPJ_WI_LOCAL_ID: return c->cpu_lid[d];
-  case XPJ_WI_LOCAL_SIZE: return c->cpu_launch[3 + d];
-  case XPJ_WI_GROUP_ID: return c->cpu_grp[d];
-  case XPJ_WI_NUM_GROUPS: return c->cpu_launch[6 + d];
-  case XPJ_WI_LOCAL_LINEAR_ID: return c->cpu_wi;
-  case XPJ_WI_GROUP_LINEAR_ID: return c->cpu_grp_linear;
-  default: return cg_i64(c, 0);
+/* Work-item queries take a logical dimension d; targets and the CPU's
+ * loops are in hardware order (c->hw_dim). Linear ids are row-major over
+ * the logical dimensions (the last fastest), whatever the hardware order. */
+static LLVMValueRef hw_wi(cg *c, xpj_wi w, unsigned h) {
+  if (!c->ops->simt) {
+    switch (w) {
+    case XPJ_WI_GLOBAL_ID: return c->cpu_gid[h];
+    case XPJ_WI_GLOBAL_SIZE: return c->cpu_launch[h];
+    case XPJ_WI_LOCAL_ID: return c->cpu_lid[h];
+    case XPJ_WI_LOCAL_SIZE: return c->cpu_launch[3 + h];
+    case XPJ_WI_GROUP_ID: return c->cpu_grp[h];
+    case XPJ_WI_NUM_GROUPS: return c->cpu_launch[6 + h];
+    default: return cg_i64(c, 0);
+    }
   }
+  if (c->kernel->kind == XPJ_FUNC_RANGE && w == XPJ_WI_GLOBAL_SIZE)
+    return c->range_size[h];
+  return c->ops->wi(c, w, h);
 }
+
+/* True when hardware order is the reverse of logical order over every
+ * dimension that can exceed 1, so a hardware-order linear id (0 fastest)
+ * is the logical row-major one. Nd-range kernels and range kernels of a
+ * declared rank always; other range kernels can be launched with more
+ * dimensions than they read. */
+static bool linear_is_hw(cg *c) { return c->kernel->dims != 0; }
 
 static LLVMValueRef lower_wi(cg *c, xpj_wi w, unsigned d) {
-  if (!c->ops->simt)
-    return cpu_wi(c, w, d);
+  bool cpu = !c->ops->simt;
   if (w == XPJ_WI_GLOBAL_LINEAR_ID || w == XPJ_WI_LOCAL_LINEAR_ID ||
       w == XPJ_WI_GROUP_LINEAR_ID) {
+    if (cpu && w == XPJ_WI_LOCAL_LINEAR_ID)
+      return c->cpu_wi;
+    if (cpu && w == XPJ_WI_GROUP_LINEAR_ID)
+      return c->cpu_grp_linear;
+    if (cpu && linear_is_hw(c))
+      return c->cpu_glinear;
     xpj_wi idk = w == XPJ_WI_GLOBAL_LINEAR_ID  ? XPJ_WI_GLOBAL_ID
                  : w == XPJ_WI_LOCAL_LINEAR_ID ? XPJ_WI_LOCAL_ID
                                                : XPJ_WI_GROUP_ID;
     xpj_wi szk = w == XPJ_WI_GLOBAL_LINEAR_ID  ? XPJ_WI_GLOBAL_SIZE
                  : w == XPJ_WI_LOCAL_LINEAR_ID ? XPJ_WI_LOCAL_SIZE
                                                : XPJ_WI_NUM_GROUPS;
-    LLVMValueRef id[3], sz[3];
-    for (unsigned k = 0; k < 3; k++) {
-      id[k] = simt_wi(c, idk, k);
-      sz[k] = simt_wi(c, szk, k);
-    }
-    return linear3(c, id, sz);
+    LLVMValueRef r = hw_wi(c, idk, c->hw_dim[0]);
+    for (unsigned k = 1; k < 3; k++)
+      r = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, r, hw_wi(c, szk, c->hw_dim[k]), ""),
+                       hw_wi(c, idk, c->hw_dim[k]), "");
+    return r;
   }
-  return simt_wi(c, w, d);
+  return hw_wi(c, w, c->hw_dim[d > 2 ? 0 : d]);
+}
+
+/* Hardware-order linear id (dimension 0 fastest) of the CPU's loops. */
+static LLVMValueRef linear3(cg *c, LLVMValueRef id[3], LLVMValueRef sz[3]) {
+  LLVMValueRef r = LLVMBuildMul(c->b, id[2], sz[1], "");
+  r = LLVMBuildAdd(c->b, r, id[1], "");
+  r = LLVMBuildMul(c->b, r, sz[0], "");
+  return LLVMBuildAdd(c->b, r, id[0], "");
 }
 
 /* ---- arithmetic ---------------------------------------------------- */
@@ -1981,6 +1991,9 @@ void cg_lower_kernel(cg *c) {
     return;
   }
   c->cpu_flags_off = -1;
+  unsigned rank = xpj_func_id_rank(c->kernel);
+  for (unsigned d = 0; d < 3; d++)
+    c->hw_dim[d] = d < rank ? rank - 1 - d : d;
   if (c->ops->simt)
     lower_simt(c, fr);
   else

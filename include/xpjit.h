@@ -438,7 +438,8 @@ xpj_status xpj_launch(xpj_queue *q, xpj_kernel *k, const xpj_range *r,
                       unsigned nargs, const xpj_arg *args, xpj_event **ev);
 
 /* The work-group size the runtime would use for an nd-range launch of k
- * over global (local zero): fills local[0..ndim). */
+ * over global (local zero): fills local[0..ndim), the fastest dimension
+ * (the kernel's last) first. */
 xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
                                     const uint64_t *global, uint64_t *local);
 

@@ -262,6 +262,11 @@ xpj_status xpj_func_set_return(xpj_func *f, xpj_type type);
 const char *xpj_func_name(const xpj_func *f);
 xpj_func_kind xpj_func_kind_of(const xpj_func *f);
 unsigned xpj_func_dims(const xpj_func *f);
+/* The rank the kernel's ids are laid out for (docs/abi.md, "Dimension
+ * order"): its declared dimensions, else 1 + the highest dimension it (or a
+ * function it calls) reads with global_id, global_size, ... (1 if none).
+ * Dimension id_rank - 1 varies fastest. */
+unsigned xpj_func_id_rank(const xpj_func *f);
 unsigned xpj_func_param_count(const xpj_func *f);
 const char *xpj_func_param_name(const xpj_func *f, unsigned i);
 xpj_type xpj_func_param_type(const xpj_func *f, unsigned i);

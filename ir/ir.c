@@ -534,6 +534,35 @@ xpj_func *xpj_func_create(xpj_module *m, const char *name, xpj_func_kind kind,
 const char *xpj_func_name(const xpj_func *f) { return f ? f->name : NULL; }
 xpj_func_kind xpj_func_kind_of(const xpj_func *f) { return f->kind; }
 unsigned xpj_func_dims(const xpj_func *f) { return f ? f->dims : 0; }
+
+/* The highest dimension d (plus one) that f or a function it calls reads
+ * through a work-item query; calls deeper than the language allows (none
+ * recurse) stop the walk. */
+static unsigned dims_read(const xpj_func *f, unsigned depth) {
+  unsigned r = 0;
+  if (!f || depth > 64)
+    return 0;
+  for (uint32_t i = 1; i < f->ninsts; i++) {
+    const xpj_inst *in = &f->insts[i];
+    unsigned n = 0;
+    if (in->op == XPJ_OP_WI && xpj_wi_needs_dim((xpj_wi)in->aux))
+      n = in->imm.i >= 0 && in->imm.i < 3 ? (unsigned)in->imm.i + 1 : 1;
+    else if (in->op == XPJ_OP_CALL && in->imm.callee < f->mod->nfuncs)
+      n = dims_read(f->mod->funcs[in->imm.callee], depth + 1);
+    if (n > r)
+      r = n;
+  }
+  return r;
+}
+
+unsigned xpj_func_id_rank(const xpj_func *f) {
+  if (!f)
+    return 0;
+  if (f->dims)
+    return f->dims;
+  unsigned r = dims_read(f, 0);
+  return r ? r : 1;
+}
 unsigned xpj_func_param_count(const xpj_func *f) { return f ? f->nparams : 0; }
 const char *xpj_func_param_name(const xpj_func *f, unsigned i) {
   return f && i < f->nparams ? f->params[i].name : NULL;

@@ -843,9 +843,9 @@ static xpj_status launch_shape(const xpj_device *d, const rt_launch *l,
                     : l->groups[i];
     if (g > (int64_t)cd->grid_max[i])
       return rt_err(XPJ_ERR_INVALID,
-                    "launch on %s: %lld work-groups in dimension %d is more "
+                    "launch on %s: %lld work-groups in grid dimension %c is more "
                     "than the device's %u (use a larger local size)",
-                    d->id, (long long)g, i, cd->grid_max[i]);
+                    d->id, (long long)g, "xyz"[i], cd->grid_max[i]);
     grid[i] = (unsigned)g;
   }
   return XPJ_OK;

@@ -34,19 +34,34 @@ static uint64_t kernel_max_wg(const xpj_kernel *k) {
   return k->dev->info.max_work_group_size;
 }
 
+/* The hardware dimension (0 fastest: the CPU's innermost work-item loop,
+ * CUDA x, OpenCL 0) of logical dimension d of k's launches: the kernel's
+ * id rank R reversed, the dimensions past it in place (docs/abi.md,
+ * "Dimension order"); the compiler lays out ids the same way. */
+static unsigned hw_dim(const xpj_kernel *k, unsigned d) {
+  unsigned rank = k->id_rank ? k->id_rank : 1;
+  return d < rank ? rank - 1 - d : d;
+}
+
 xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
                                     const uint64_t *global, uint64_t *local) {
   if (!k || !global || !local || ndim < 1 || ndim > 3)
     return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: bad argument");
   /* a few hundred work-items: enough to amortise a group on the CPU and
-   * to fill a GPU's SIMD units, within every device's limits */
+   * to fill a GPU's SIMD units, within every device's limits; the fastest
+   * dimension first, so a group walks contiguous memory */
   uint64_t budget = 256;
   if (budget > kernel_max_wg(k))
     budget = kernel_max_wg(k);
-  for (unsigned d = 0; d < ndim; d++) {
+  for (unsigned d = 0; d < ndim; d++)
+    local[d] = 1;
+  for (unsigned h = 0; h < 3; h++) {
+    unsigned d = hw_dim(k, h); /* the mapping is its own inverse */
+    if (d >= ndim)
+      continue;
     uint64_t cap = budget;
-    if (cap > k->dev->info.max_work_item_sizes[d])
-      cap = k->dev->info.max_work_item_sizes[d];
+    if (cap > k->dev->info.max_work_item_sizes[h])
+      cap = k->dev->info.max_work_item_sizes[h];
     local[d] = global[d] ? divisor_upto(global[d], cap ? cap : 1) : 1;
     budget /= local[d];
     if (budget == 0)
@@ -75,11 +90,11 @@ static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
       snprintf(buf, sizeof buf, "%u", d);
       return launch_err(k, "the global size is 0 in dimension ", buf);
     }
-    if (r->global[d] > di->max_global_size[d]) {
+    if (r->global[d] > di->max_global_size[hw_dim(k, d)]) {
       snprintf(buf, sizeof buf, "%llu in dimension %u is more than the "
-               "device takes (%llu)",
+               "device takes there (%llu)",
                (unsigned long long)r->global[d], d,
-               (unsigned long long)di->max_global_size[d]);
+               (unsigned long long)di->max_global_size[hw_dim(k, d)]);
       return launch_err(k, "the global size ", buf);
     }
     if (r->global[d] > MAX_TOTAL / total) {
@@ -105,10 +120,10 @@ static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
   if (any_local) {
     uint64_t wg = 1;
     for (unsigned d = 0; d < r->ndim; d++) {
-      if (r->local[d] > di->max_work_item_sizes[d]) {
+      if (r->local[d] > di->max_work_item_sizes[hw_dim(k, d)]) {
         snprintf(buf, sizeof buf, "%llu in dimension %u is more than the "
                  "device's %llu", (unsigned long long)r->local[d], d,
-                 (unsigned long long)di->max_work_item_sizes[d]);
+                 (unsigned long long)di->max_work_item_sizes[hw_dim(k, d)]);
         return launch_err(k, "the local size ", buf);
       }
       wg *= r->local[d];
@@ -123,25 +138,27 @@ static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
   } else if (k->kind == XPJ_FUNC_NDRANGE) {
     xpj_kernel_suggest_local(k, r->ndim, r->global, local);
   }
-  l->ndim = r->ndim;
+  /* checked in the user's (logical) order; the launch is kept in hardware
+   * order, which every backend and the compiled kernel use */
+  l->ndim = r->ndim > k->id_rank ? r->ndim : k->id_rank;
   for (unsigned d = 0; d < 3; d++) {
     bool used = d < r->ndim;
-    l->global[d] = used ? (int64_t)r->global[d] : 1;
+    unsigned h = hw_dim(k, d);
+    l->global[h] = used ? (int64_t)r->global[d] : 1;
+    l->local[h] = used ? (int64_t)local[d] : 1;
     if (k->kind == XPJ_FUNC_NDRANGE) {
-      l->local[d] = used ? (int64_t)local[d] : 1;
-      if (l->global[d] % l->local[d]) {
+      if (l->global[h] % l->local[h]) {
         snprintf(buf, sizeof buf, "%lld in dimension %u is not a multiple of "
                  "the local size %lld (nd-range kernels need whole "
-                 "work-groups)", (long long)l->global[d], d,
-                 (long long)l->local[d]);
+                 "work-groups)", (long long)l->global[h], d,
+                 (long long)l->local[h]);
         return launch_err(k, "the global size ", buf);
       }
-      l->groups[d] = l->global[d] / l->local[d];
+      l->groups[h] = l->global[h] / l->local[h];
     } else {
       /* range kernels have no work-groups; a GPU backend rounds the grid
        * up to local (the hint) and the kernel skips the extra items */
-      l->local[d] = used ? (int64_t)local[d] : 1;
-      l->groups[d] = (l->global[d] + l->local[d] - 1) / l->local[d];
+      l->groups[h] = (l->global[h] + l->local[h] - 1) / l->local[h];
     }
   }
   return XPJ_OK;

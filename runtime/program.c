@@ -287,6 +287,7 @@ static xpj_status describe(xpj_kernel *k, const xpj_module *sm,
                            const xpj_func *f) {
   k->kind = xpj_func_kind_of(f);
   k->dims = xpj_func_dims(f);
+  k->id_rank = xpj_func_id_rank(f);
   k->nargs = xpj_func_param_count(f);
   k->args = calloc(k->nargs ? k->nargs : 1, sizeof *k->args);
   size_t cap = 256, len = 0;

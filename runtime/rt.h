@@ -363,6 +363,7 @@ struct xpj_kernel {
   char opts[64];
   xpj_func_kind kind;
   unsigned dims;
+  unsigned id_rank; /* xpj_func_id_rank: dimension id_rank-1 is fastest */
   unsigned nargs, nabi;
   rt_karg *args;
   uint64_t local_bytes, scratch_bytes;

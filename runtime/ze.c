@@ -953,9 +953,9 @@ static xpj_status group_count(xpj_device *d, const ze_kern *k,
     uint64_t n = ((uint64_t)l->global[i] + gs[i] - 1) / gs[i];
     if (n > zd->max_count[i])
       return rt_err(XPJ_ERR_INVALID,
-                    "launch of %s: %llu groups of %u in dimension %d is more "
+                    "launch of %s: %llu groups of %u in grid dimension %c is more "
                     "than %s takes (%u)",
-                    k->name, (unsigned long long)n, gs[i], i, d->id,
+                    k->name, (unsigned long long)n, gs[i], "xyz"[i], d->id,
                     zd->max_count[i]);
     *c[i] = (uint32_t)n;
   }

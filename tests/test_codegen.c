@@ -123,7 +123,7 @@ static void test_targets(void **state) {
   xpj_compile_opts_str(&o, buf, sizeof buf);
   assert_string_equal(buf, "O3+fast-math+g");
   assert_string_equal(xpj_llvm_version(), "22.1.8");
-  assert_int_equal(xpj_abi_version(), 4);
+  assert_int_equal(xpj_abi_version(), 5);
 }
 
 /* Every example kernel, two dtypes, ranks 1 and 2 where generic, for

@@ -198,7 +198,9 @@ static void test_matmul_tiled(void **state) {
   add_view(&a, A, 0, 2, sa, ta);
   add_view(&a, B, 0, 2, sb, tb);
   add_view(&a, C, 0, 2, sc, tc);
-  int64_t groups[3] = {3, 2, 1}, local[3] = {16, 16, 1};
+  /* the entry point takes the launch in hardware order: the fast
+   * dimension (logical 1, the columns) first */
+  int64_t groups[3] = {2, 3, 1}, local[3] = {16, 16, 1};
   run_nd(&c, &a, groups, local);
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {

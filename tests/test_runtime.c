@@ -485,7 +485,8 @@ static void test_program(void **state) {
   assert_int_equal(xpj_queue_wait(q), XPJ_OK);
   for (int i0 = 0; i0 < 8; i0++)
     for (int i1 = 0; i1 < 12; i1++) {
-      int64_t lid = (i1 % 4) * 4 + i0 % 4, grp = (i1 / 4) * 2 + i0 / 4;
+      /* linear ids are row-major: dimension 1 fastest */
+      int64_t lid = (i0 % 4) * 4 + i1 % 4, grp = (i0 / 4) * 3 + i1 / 4;
       if (out[i0 * 12 + i1] != grp * 1000 + lid)
         fail_msg("out[%d,%d] = %lld, want %lld", i0, i1,
                  (long long)out[i0 * 12 + i1], (long long)(grp * 1000 + lid));
@@ -502,7 +503,7 @@ static void test_program(void **state) {
   assert_int_equal(xpj_launch(q, g, &r3, 1, &ga, NULL), XPJ_OK);
   assert_int_equal(xpj_queue_wait(q), XPJ_OK);
   for (int i = 0; i < 64; i++)
-    assert_int_equal(out[i], (i % 8) * 8 + i / 8);
+    assert_int_equal(out[i], i); /* row-major: out[i0, i1] = i0 * 8 + i1 */
 
   /* more local memory than the device has */
   xpj_kernel *h = NULL;

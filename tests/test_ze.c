@@ -375,7 +375,8 @@ static void test_arguments(void **state) {
                     xpj_arg_array(&am)};
   xpj_range r = xpj_range_1d(100, 0);
   assert_int_equal(xpj_launch(q, mix, &r, 9, args, NULL), XPJ_OK);
-  /* 2-D range: the grid is rounded up to the suggested 32 x 4 */
+  /* 2-D range: dimension 1 (10 columns) is the fastest, x; the grid is
+   * rounded up to the suggested 8 x 4 */
   xpj_array ay = xpj_array_2d(y, XPJ_I32, 100, 10);
   xpj_arg gargs[] = {xpj_arg_array(&ay), xpj_arg_i32(-7)};
   xpj_range r2 = xpj_range_2d(100, 10, 0, 0);
@@ -422,7 +423,7 @@ static void test_arguments(void **state) {
 
   assert_int_equal(get_launch(1, &l), 0);
   assert_string_equal(l.kernel, "__xpj_k_grid");
-  assert_geometry(&l, 32, 4, 1, 4, 3, 1);
+  assert_geometry(&l, 8, 4, 1, 2, 25, 1);
   assert_int_equal(l.nparams, 6 + 1 + 3);
   assert_arg(&l, 0, &y, 8);
   assert_i64(&l, 1, 0);
@@ -432,8 +433,8 @@ static void test_arguments(void **state) {
   assert_i64(&l, 5, 1);
   i32 = -7;
   assert_arg(&l, 6, &i32, 4);
-  assert_i64(&l, 7, 100);
-  assert_i64(&l, 8, 10);
+  assert_i64(&l, 7, 10); /* the logical global size, in hardware order */
+  assert_i64(&l, 8, 100);
   assert_i64(&l, 9, 1);
 
   assert_int_equal(get_launch(2, &l), 0);
@@ -488,7 +489,7 @@ static void *launch_many(void *arg) {
   for (int i = 0; i < LAUNCHES && w->st == XPJ_OK; i++) {
     int32_t v = w->id * 1000 + i;
     xpj_arg a[] = {xpj_arg_array(&ay), xpj_arg_i32(v)};
-    xpj_range r = xpj_range_2d((uint64_t)v + 1, 1, 0, 0);
+    xpj_range r = xpj_range_2d(1, (uint64_t)v + 1, 0, 0);
     w->st = xpj_launch(w->q, w->k, &r, 2, a, NULL);
   }
   if (w->st == XPJ_OK)
@@ -686,17 +687,18 @@ static void test_launch_failure(void **state) {
   assert_int_equal(xpj_queue_wait(q), XPJ_OK);
   assert_memory_equal(x, "abcdabcd", 8);
 
-  /* more groups than the device takes in dimension 1 (65535) */
+  /* more groups than the device takes in y (65535): logical dimension 0
+   * of a 2-D kernel */
   xpj_kernel *g = kernel(ctx, dev, &p, "grid");
   int32_t *y;
   assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_DEVICE, 64, 0, (void **)&y),
                    XPJ_OK);
   xpj_array ay = xpj_array_2d(y, XPJ_I32, 4, 4);
   xpj_arg ga[] = {xpj_arg_array(&ay), xpj_arg_i32(1)};
-  xpj_range big = xpj_range_2d(1, 65535 * 8, 0, 0);
+  xpj_range big = xpj_range_2d(65535 * 8, 1, 0, 0);
   assert_int_equal(xpj_launch(q, g, &big, 2, ga, NULL), XPJ_OK);
   assert_int_equal(xpj_queue_wait(q), XPJ_ERR_INVALID);
-  assert_msg_has("131070 groups of 4 in dimension 1");
+  assert_msg_has("131070 groups of 4 in grid dimension y");
   xpj_queue_destroy(q);
   xpj_program_destroy(p);
   xpj_context_destroy(ctx);

@@ -1167,7 +1167,15 @@ static void worker_gone(worker *w, int how, const char *why) {
   close(w->fd);
   int status = 0;
   bool killed_here = false;
-  if (w->pid > 0 && waitpid(w->pid, &status, WNOHANG) != w->pid) {
+  /* a worker that closed its pipe is exiting: give it up to 100 ms to be
+   * reaped (on a loaded machine the pipe's end arrives first), so its exit
+   * status, not our kill, says how it went */
+  pid_t got = w->pid > 0 ? waitpid(w->pid, &status, WNOHANG) : 0;
+  for (int i = 0; how == W_EXITED && w->pid > 0 && got == 0 && i < 50; i++) {
+    nanosleep(&(struct timespec){0, 2000000}, NULL);
+    got = waitpid(w->pid, &status, WNOHANG);
+  }
+  if (w->pid > 0 && got != w->pid) {
     kill(w->pid, SIGKILL);
     waitpid(w->pid, &status, 0);
     killed_here = true;
