@@ -106,6 +106,7 @@ struct cg {
   LLVMValueRef cpu_local_mem, cpu_scratch;
   LLVMValueRef cpu_gid[3], cpu_lid[3], cpu_grp[3];
   LLVMValueRef cpu_glinear, cpu_wi, cpu_wgs, cpu_grp_linear;
+  bool in_wi_run; /* inside emit_wi_loop: the ids are this loop's */
   LLVMValueRef cpu_active;      /* i64 alloca: live work-items of a group */
   int64_t cpu_flags_off;        /* scratch offset of returned flags, -1 */
   unsigned cur_loop;            /* serial of the work-item loop being built,

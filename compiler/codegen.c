@@ -476,10 +476,42 @@ static bool frame_make_wg(cg *c, cg_frame *fr) {
     if (in->op == XPJ_OP_RETURN && fr->wgstmt[u] && in->nargs)
       fr->need[a[0]] |= NEED_SLOT;
   }
-  for (xpj_val v = 1; v < f->ninsts; v++)
+  for (xpj_val v = 1; v < f->ninsts; v++) {
     if (rematerializable(&f->insts[v], tinfo(c, f->insts[v].type)))
       fr->need[v] = 0;
+    else if (f->insts[v].op == XPJ_OP_WI) /* ids: recomputed in each run */
+      fr->need[v] &= NEED_USLOT;
+  }
   return true;
+}
+
+/* True when some work-item of the kernel frame may return (at work-item
+ * level) before a run that follows: then each work-item needs a
+ * "returned" flag that later runs test. A return in the last run, outside
+ * any loop that runs at work-group level, needs none. */
+static bool returns_before_a_run(cg *c, const cg_frame *fr) {
+  const xpj_func *f = fr->f;
+  uint32_t last = 0;
+  for (xpj_val v = 1; v < f->ninsts; v++)
+    if (fr->run[v] > last)
+      last = fr->run[v];
+  for (xpj_val v = 1; v < f->ninsts; v++) {
+    const xpj_inst *in = &f->insts[v];
+    if (in->op != XPJ_OP_RETURN || fr->wgstmt[v])
+      continue;
+    if (fr->run[v] != last)
+      return true;
+    for (uint32_t b = in->in_block; b > 1;) {
+      uint32_t owner = f->blocks[b].parent;
+      if (!owner)
+        break;
+      if (f->insts[owner].op == XPJ_OP_LOOP && fr->wgstmt[owner])
+        return true;
+      b = f->insts[owner].in_block;
+    }
+  }
+  (void)c;
+  return false;
 }
 
 /* Allocates a per-work-item scratch region of size bytes (CPU). */
@@ -489,13 +521,22 @@ static int64_t scratch_alloc(cg *c, uint64_t size) {
   return (int64_t)off;
 }
 
-/* Address of work-item wi's element of a scratch region. */
+/* Address of work-item wi's element of a scratch region: each region is
+ * an array of XPJ_CPU_GROUP_MAX elements at a constant offset, so the
+ * optimiser sees distinct arrays with unit stride (the extra 16 bytes per
+ * offset byte keep the arrays from sharing cache sets). */
 static LLVMValueRef scratch_addr(cg *c, int64_t off, uint64_t size,
                                  LLVMValueRef wi) {
-  LLVMValueRef base = LLVMBuildMul(c->b, cg_i64(c, off), c->cpu_wgs, "");
   LLVMValueRef idx = LLVMBuildAdd(
-      c->b, base, LLVMBuildMul(c->b, wi, cg_i64(c, (int64_t)size), ""), "");
-  return LLVMBuildGEP2(c->b, c->t_i8, c->cpu_scratch, &idx, 1, "");
+      c->b, cg_i64(c, off * XPJ_CPU_SCRATCH_STRIDE),
+      LLVMBuildNUWMul(c->b, wi, cg_i64(c, (int64_t)size), ""), "");
+  return LLVMBuildInBoundsGEP2(c->b, c->t_i8, c->cpu_scratch, &idx, 1, "");
+}
+
+/* The "returned" flag of work-item wi (CPU nd-range kernels with barriers
+ * whose work-items may return before a later run). */
+static LLVMValueRef flag_addr(cg *c, LLVMValueRef wi) {
+  return scratch_addr(c, c->cpu_flags_off, 1, wi);
 }
 
 /* ---- values -------------------------------------------------------- */
@@ -541,7 +582,8 @@ static LLVMValueRef val(cg *c, cg_frame *fr, xpj_val v) {
     return fr->vals[v];
   }
   if (in->op == XPJ_OP_WI && !c->ops->simt &&
-      rematerializable(in, tinfo(c, in->type)))
+      (rematerializable(in, tinfo(c, in->type)) ||
+       (fr->wg && c->in_wi_run && fr->run[v] != fr->cur_run)))
     return lower_wi(c, (xpj_wi)in->aux, (unsigned)in->imm.i);
   if (fr->wg && fr->slot[v] >= 0 && is_private_storage(c, in)) {
     /* a private variable or array kept per work-item in scratch: its
@@ -1330,14 +1372,12 @@ static void lower_return(cg *c, cg_frame *fr, const xpj_inst *in) {
     LLVMBuildBr(c->b, c->wi_latch); /* SIMT: the latch is the ret block */
     return;
   }
+  if (c->cpu_flags_off < 0) { /* nothing runs for it after this run */
+    LLVMBuildBr(c->b, c->wi_latch);
+    return;
+  }
   /* CPU nd-range with barriers: this work-item is done for the group */
-  LLVMValueRef fp = LLVMBuildGEP2(
-      c->b, c->t_i8, c->cpu_scratch,
-      (LLVMValueRef[]){LLVMBuildAdd(
-          c->b, LLVMBuildMul(c->b, cg_i64(c, c->cpu_flags_off), c->cpu_wgs, ""),
-          c->cpu_wi, "")},
-      1, "");
-  LLVMBuildStore(c->b, LLVMConstInt(c->t_i8, 1, 0), fp);
+  LLVMBuildStore(c->b, LLVMConstInt(c->t_i8, 1, 0), flag_addr(c, c->cpu_wi));
   LLVMValueRef act = LLVMBuildLoad2(c->b, c->t_i64, c->cpu_active, "");
   LLVMBuildStore(c->b, LLVMBuildSub(c->b, act, cg_i64(c, 1), ""), c->cpu_active);
   LLVMBuildBr(c->b, c->wi_latch);
@@ -1578,47 +1618,49 @@ static void loop_close(cg *c, counted_loop *L) {
 static void emit_wi_loop(cg *c, cg_frame *fr, xpj_block b, uint32_t from,
                          uint32_t to) {
   const xpj_blockdata *bd = &fr->f->blocks[b];
-  counted_loop L2, L1, L0;
+  /* one loop per dimension of the kernel, the fastest innermost; the
+   * dimensions past its rank have local size 1 */
+  unsigned nd = c->kernel->dims ? c->kernel->dims : 3;
+  counted_loop L[3];
   LLVMValueRef *ls = &c->cpu_launch[3];
   c->cur_loop = ++c->loop_serial;
-  loop_open(c, &L2, cg_i64(c, 0), ls[2], "wi.z");
-  loop_open(c, &L1, cg_i64(c, 0), ls[1], "wi.y");
-  loop_open(c, &L0, cg_i64(c, 0), ls[0], "wi.x");
-  c->cpu_lid[0] = L0.iv;
-  c->cpu_lid[1] = L1.iv;
-  c->cpu_lid[2] = L2.iv;
-  c->cpu_wi = LLVMBuildAdd(
-      c->b, L0.iv,
-      LLVMBuildMul(c->b, ls[0],
-                   LLVMBuildAdd(c->b, L1.iv, LLVMBuildMul(c->b, ls[1], L2.iv, ""), ""),
-                   ""),
-      "wi");
-  for (int d = 0; d < 3; d++)
-    c->cpu_gid[d] = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, c->cpu_grp[d], ls[d], ""),
-                                 c->cpu_lid[d], "");
+  for (unsigned d = 3; d-- > 0;) {
+    if (d < nd) {
+      static const char *const name[3] = {"wi.x", "wi.y", "wi.z"};
+      loop_open(c, &L[d], cg_i64(c, 0), ls[d], name[d]);
+      c->cpu_lid[d] = L[d].iv;
+    } else {
+      c->cpu_lid[d] = cg_i64(c, 0);
+    }
+  }
+  LLVMValueRef wi = c->cpu_lid[nd - 1];
+  for (unsigned d = nd - 1; d-- > 0;)
+    wi = LLVMBuildAdd(c->b, LLVMBuildNUWMul(c->b, wi, ls[d], ""), c->cpu_lid[d], "");
+  c->cpu_wi = wi;
+  for (unsigned d = 0; d < 3; d++)
+    c->cpu_gid[d] = d < nd ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, c->cpu_grp[d], ls[d], ""),
+                                          c->cpu_lid[d], "")
+                           : c->cpu_grp[d];
   c->cpu_glinear = linear3(c, c->cpu_gid, c->cpu_launch);
-  c->wi_latch = L0.latch;
+  c->wi_latch = L[0].latch;
+  c->in_wi_run = true;
   if (c->wg_multi && c->cpu_flags_off >= 0) {
-    LLVMValueRef idx = LLVMBuildAdd(
-        c->b, LLVMBuildMul(c->b, cg_i64(c, c->cpu_flags_off), c->cpu_wgs, ""),
-        c->cpu_wi, "");
-    LLVMValueRef flag = LLVMBuildLoad2(
-        c->b, c->t_i8, LLVMBuildGEP2(c->b, c->t_i8, c->cpu_scratch, &idx, 1, ""), "");
+    LLVMValueRef flag = LLVMBuildLoad2(c->b, c->t_i8, flag_addr(c, c->cpu_wi), "");
     LLVMBasicBlockRef live = new_bb(c, "wi.live");
     LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntNE, flag,
                                         LLVMConstInt(c->t_i8, 0, 0), ""),
-                    L0.latch, live);
+                    L[0].latch, live);
     LLVMPositionBuilderAtEnd(c->b, live);
   }
   for (uint32_t i = from; i < to && c->status == XPJ_OK; i++) {
     fr->cur_run = fr->wg ? fr->run[bd->ids[i]] : 0;
     lower_inst(c, fr, bd->ids[i]);
   }
-  loop_close(c, &L0);
-  loop_close(c, &L1);
-  loop_close(c, &L2);
+  for (unsigned d = 0; d < nd; d++)
+    loop_close(c, &L[d]);
   c->cur_loop = 0;
   c->cpu_wi = NULL;
+  c->in_wi_run = false;
   fr->cur_run = 0;
 }
 
@@ -1953,8 +1995,10 @@ static void lower_cpu(cg *c, cg_frame *fr) {
     if (c->wg_multi) {
       if (!frame_make_wg(c, fr))
         return;
-      c->cpu_active = entry_alloca(c, c->t_i64, "active");
-      c->cpu_flags_off = scratch_alloc(c, 1);
+      if (returns_before_a_run(c, fr)) {
+        c->cpu_active = entry_alloca(c, c->t_i64, "active");
+        c->cpu_flags_off = scratch_alloc(c, 1);
+      }
     }
     counted_loop G;
     loop_open(c, &G, begin, end, "group");
@@ -1965,10 +2009,11 @@ static void lower_cpu(cg *c, cg_frame *fr) {
     c->cpu_grp_linear = G.iv;
     c->group_exit = G.latch;
     if (c->wg_multi) {
-      LLVMBuildStore(c->b, c->cpu_wgs, c->cpu_active);
-      LLVMValueRef o = LLVMBuildMul(c->b, cg_i64(c, c->cpu_flags_off), c->cpu_wgs, "");
-      LLVMBuildMemSet(c->b, LLVMBuildGEP2(c->b, c->t_i8, c->cpu_scratch, &o, 1, ""),
-                      LLVMConstInt(c->t_i8, 0, 0), c->cpu_wgs, 1);
+      if (c->cpu_active) {
+        LLVMBuildStore(c->b, c->cpu_wgs, c->cpu_active);
+        LLVMBuildMemSet(c->b, flag_addr(c, cg_i64(c, 0)),
+                        LLVMConstInt(c->t_i8, 0, 0), c->cpu_wgs, 1);
+      }
       lower_wg_block(c, fr, 1);
     } else {
       emit_wi_loop(c, fr, 1, 0, fr->f->blocks[1].n);

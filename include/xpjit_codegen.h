@@ -124,6 +124,12 @@ size_t xpj_entry_name(const char *kernel, char *buf, size_t size);
  * memory in bytes; scratch 0. */
 uint64_t xpj_result_local_bytes(const xpj_result *r);
 uint64_t xpj_result_scratch_bytes(const xpj_result *r);
+/* CPU nd-range kernels: at most XPJ_CPU_GROUP_MAX work-items per group;
+ * the scratch buffer holds xpj_result_scratch_bytes() *
+ * XPJ_CPU_SCRATCH_STRIDE bytes whatever the group size, so that each value
+ * kept per work-item is an array at a constant offset (docs/abi.md). */
+#define XPJ_CPU_GROUP_MAX 4096
+#define XPJ_CPU_SCRATCH_STRIDE 4112
 /* Milliseconds the compile took (including the worker). */
 double xpj_result_millis(const xpj_result *r);
 

@@ -16,6 +16,7 @@
 #include "rt.h"
 
 #include "llvm_lock.h"
+#include "xpjit_codegen.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
@@ -35,7 +36,7 @@ typedef void (*cpu_entry)(void *const *args, const int64_t *launch,
                           int64_t end);
 
 #define CPU_LOCAL_MEM (1u << 20)
-#define CPU_MAX_WG 4096u
+#define CPU_MAX_WG XPJ_CPU_GROUP_MAX
 #define MAX_REGIONS 64
 
 /* ---- the thread pool ------------------------------------------------- */
@@ -812,19 +813,19 @@ static xpj_status cpu_launch(xpj_device *d, void *bq, const rt_launch *l) {
   }
   int64_t threads = cd->pool.nthreads;
   if (l->kind == XPJ_FUNC_NDRANGE) {
-    int64_t wg = l->local[0] * l->local[1] * l->local[2];
     j.total = l->groups[0] * l->groups[1] * l->groups[2];
     /* about 8 chunks per thread for balance; at least one group */
     j.chunk = j.total / (threads * 8);
     if (j.chunk < 1)
       j.chunk = 1;
     j.local_bytes = l->local_bytes;
-    j.scratch_bytes = (size_t)l->scratch_bytes * (size_t)wg;
-    if (l->scratch_bytes && (size_t)wg > SIZE_MAX / l->scratch_bytes)
+    /* per work-item arrays at constant offsets (docs/abi.md) */
+    if (l->scratch_bytes > SIZE_MAX / XPJ_CPU_SCRATCH_STRIDE)
       return rt_err(XPJ_ERR_INVALID,
-                    "launch: %llu bytes of scratch per work-item for %lld "
+                    "launch: %llu bytes of scratch per work-item for %u "
                     "work-items is more than the address space",
-                    (unsigned long long)l->scratch_bytes, (long long)wg);
+                    (unsigned long long)l->scratch_bytes, XPJ_CPU_GROUP_MAX);
+    j.scratch_bytes = (size_t)l->scratch_bytes * XPJ_CPU_SCRATCH_STRIDE;
   } else {
     j.total = l->global[0] * l->global[1] * l->global[2];
     /* chunks of whole cache lines of work-items, >= 4096 so that a chunk

@@ -93,7 +93,9 @@ static void run_nd(compiled *c, kargs *a, const int64_t groups[3],
   }
   int64_t ng = groups[0] * groups[1] * groups[2];
   uint64_t lb = xpj_result_local_bytes(c->r), sb = xpj_result_scratch_bytes(c->r);
-  void *lm = malloc(lb ? lb : 1), *sc = malloc(sb ? sb * (uint64_t)wgs : 1);
+  /* scratch: per-item arrays at constant offsets (docs/abi.md) */
+  assert_true(wgs <= XPJ_CPU_GROUP_MAX);
+  void *lm = malloc(lb ? lb : 1), *sc = malloc(sb ? sb * XPJ_CPU_SCRATCH_STRIDE : 1);
   assert_non_null(lm);
   assert_non_null(sc);
   memset(lm, 0xa5, lb ? lb : 1); /* local memory starts as garbage */
