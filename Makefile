@@ -129,13 +129,15 @@ build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/
 bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache $(BUILD)/bench/daemon $(BUILD)/bench/opencl
 	$(BUILD)/bench/frontend examples/*.xpk bench/peers/frontend_peer.xpk
 	$(BUILD)/bench/compile examples/*.xpk
-	$(BUILD)/bench/cpu
+	OCL_ICD_VENDORS=$${OCL_ICD_VENDORS:-$$HOME/.cache/xpjit/intel-opencl/icd} $(BUILD)/bench/cpu
 	$(BUILD)/bench/cache
 	$(BUILD)/bench/daemon
 	OCL_ICD_VENDORS=$${OCL_ICD_VENDORS:-$$HOME/.cache/xpjit/intel-opencl/icd} $(BUILD)/bench/opencl
 
-# CPU kernels: xpjit vs OpenCL C on PoCL (libOpenCL loaded at run time) vs
-# OpenMP C. The OpenMP peer is compiled -O3 -march=native in its own file.
+# CPU kernels: xpjit's CPU device vs xpjit's SPIR-V on Intel's OpenCL CPU
+# runtime (xpjit's OpenCL device) vs OpenMP C vs OpenCL C on PoCL
+# (libOpenCL loaded at run time). The OpenMP peer is compiled -O3
+# -march=native in its own file.
 $(BUILD)/bench/cpu: bench/cpu.c bench/cpu_omp.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) -O3 -march=native -fopenmp -c bench/cpu_omp.c -o $(BUILD)/bench/cpu_omp.o

@@ -1,40 +1,81 @@
 /*
- * bench/cpu.c - CPU kernel throughput: xpjit's CPU device against the same
- * kernels written in OpenCL C and run by PoCL, and written in C with OpenMP.
+ * bench/cpu.c - CPU kernel throughput: the same xpjit kernels on xpjit's CPU
+ * device and, as xpjit's SPIR-V, on Intel's OpenCL CPU runtime through
+ * xpjit's OpenCL device; against the kernels in C with OpenMP, and in
+ * OpenCL C on PoCL where PoCL is installed. The implementations take turns
+ * in one run.
  *
- * Kernels (bench/cpu.xpk; OpenCL C twins in bench/peers/cpu/NAME.cl with
- * the same structure; OpenMP loops in bench/cpu_omp.c, compiled -O3
- * -march=native). The xpjit and OpenCL kernels are written for a CPU
- * device: dimension 0 walks contiguous memory, and each work-item of the
- * nd-range kernels handles a contiguous run of data.
+ * Columns:
+ *   xpjit-cpu  bench/cpu.xpk on xpjit's CPU device (native code)
+ *   xpjit-ocl  the same kernels compiled by xpjit to SPIR-V and run by an
+ *              OpenCL CPU runtime through xpjit's OpenCL device (a second
+ *              context, visible "opencl"); by default the first OpenCL CPU
+ *              device of Intel's runtime (sh tools/intel-ocl.sh installs it,
+ *              export OCL_ICD_VENDORS=~/.cache/xpjit/intel-opencl/icd finds
+ *              it). The anchor: the same kernels through the same front end,
+ *              another vendor's CPU compiler and runtime.
+ *   PoCL       OpenCL C twins of the kernels (bench/peers/cpu/NAME.cl, the
+ *              same structure) built and run by PoCL; empty without it
+ *   OpenMP     the kernels as C loops with OpenMP pragmas (bench/cpu_omp.c,
+ *              compiled -O3 -march=native -fopenmp)
+ * and the ratios xpjit-cpu/xpjit-ocl, xpjit-cpu/OpenMP and xpjit-cpu/PoCL
+ * per kernel (> 1: the CPU device is faster), then the geometric means of
+ * xpjit-cpu/xpjit-ocl, xpjit-cpu/OpenMP (and xpjit-cpu/PoCL when PoCL ran)
+ * over the kernels that both ran, the two xpjit-only variants left out.
+ *
+ * Kernels (sizes at --scale 1; the OpenMP loops are the kernels' loops,
+ * the work-items' loop `omp parallel for`, unless said otherwise):
  *   triad           a = b + s * c, 2^25 f32 (and triad_f64), a range kernel
  *   triad_nd        xpjit only: the same body as an nd-range kernel, local
- *                   size 256 (the runtime splits range kernels statically,
- *                   nd-range kernels in dynamic chunks of work-groups)
+ *                   size 256 (the CPU device splits range kernels
+ *                   statically, nd-range kernels in dynamic chunks of
+ *                   work-groups)
  *   reduction       sum of 2^25 f32: per work-group a partial sum (work-
  *                   items sum contiguous runs in 16 lanes, then a tree in
  *                   local memory), the partials added on the host; OpenMP
  *                   `parallel for simd reduction(+:)`
  *   reduction_views xpjit only: the same kernel without its fast path for
  *                   contiguous views (the peers are those of reduction)
- *   matmul          1024 x 1024 f32, register-blocked (4 x 16 per work-
- *                   item) through 64 x 64 local-memory tiles; OpenMP a
- *                   blocked i-k-j loop
+ *   matmul_naive    1024 x 1024 f32, a 2-D range kernel: one element of c
+ *                   per work-item, the k loop inside it (OpenMP: the
+ *                   columns of a row in `omp simd` lanes)
  *   matmul_tiled16  the textbook tiled kernel: one element per work-item,
- *                   16 x 16 local-memory tiles (OpenMP: the same loop)
+ *                   16 x 16 local-memory tiles (OpenMP: matmul's loop)
+ *   matmul          register-blocked (4 x 16 per work-item) through 64 x 64
+ *                   local-memory tiles; OpenMP a blocked i-k-j loop
  *   stencil         one Jacobi sweep of the 5-point stencil, 4096 x 4096
  *                   f32: a 2-D range kernel over the interior and a 1-D
  *                   one that copies the edges (two launches per run)
+ *   matvec          y = A x, 8192 x 4096 f32: one row per work-item, the dot
+ *                   product in 16 lanes (a 1-D range kernel)
+ *   nbody           one all-pairs step of 16384 bodies, f32, softened: one
+ *                   body per work-item, a loop over all bodies; writes the
+ *                   accelerations and the new velocities (OpenMP: the
+ *                   bodies in `parallel for simd` lanes)
+ *   scan            inclusive prefix sums of 2^25 f32 within each work-
+ *                   group of 256 (Hillis-Steele in local memory, barriers);
+ *                   OpenMP a running sum per group
+ *   softmax         softmax of each row of 16384 x 1024 f32: one row per
+ *                   work-item (maximum, exp and its sum in 16 lanes, scale)
  *   histogram       256 bins of 2^27 random bytes, local atomics per group
  *                   and a global merge; OpenMP private histograms per
  *                   thread (an array reduction)
+ * Dimension order: in a 2-D launch dimension 1 is the fast one (SYCL's
+ * order: OpenCL's dimension 0, the CPU device's innermost work-item loop);
+ * the 2-D kernels index row-major arrays the natural way, global_id(0) the
+ * row and global_id(1) the column, and are launched as (rows, cols). The
+ * OpenCL C twins use OpenCL's order (get_global_id(0) the column) and are
+ * launched as (cols, rows): the same work-items in the same order.
  *
- * Every implementation uses the same data: buffers from xpj_mem_alloc
- * (XPJ_MEM_SHARED), initialised in parallel by OpenMP threads (first
- * touch), used directly by the OpenMP loops and wrapped with
- * CL_MEM_USE_HOST_PTR for PoCL. Before timing, each implementation's
- * output is checked against a reference computed here (the output is
- * poisoned first); a wrong result prints FAIL and the exit status is 1.
+ * Every implementation uses the same data: allocations of xpjit's OpenCL
+ * device (Intel's unified shared memory, host memory on a CPU device; the
+ * CPU device's own when there is no OpenCL device), initialised in
+ * parallel by OpenMP threads (first touch), used directly by the CPU
+ * device and the OpenMP loops and wrapped with CL_MEM_USE_HOST_PTR for
+ * PoCL. Before timing, each implementation's output is checked against a
+ * reference computed here (the outputs are poisoned first; floats within a
+ * tolerance fitting the kernel's arithmetic); a wrong result prints FAIL
+ * and the exit status is 1.
  *
  * Timing: one checked run and one warm-up run per implementation, then the
  * implementations take turns in 10 rounds (a noisy machine's load falls on
@@ -42,30 +83,43 @@
  * runtime's threads stop spinning, this one's wake up), then runs
  * until each implementation has made at least --runs runs and spent
  * --min-time seconds (one run per round for kernels slower than 0.2 s);
- * the median wall time of a run is reported: xpj_launch + xpj_queue_wait,
- * clEnqueueNDRangeKernel + clFinish, the OpenMP function call (the
- * reduction includes adding the per-group partials on the host, the
- * histogram includes zeroing it).
- * Compiles are timed separately and excluded: xpj_program_get_kernel, and
- * PoCL's clBuildProgram (with its kernel cache off, POCL_KERNEL_CACHE=0,
- * unless set in the environment; PoCL compiles the work-group function at
- * the first launch, which is reported as "first run").
+ * the median wall time of a run is reported: xpj_launch + xpj_queue_wait
+ * (both xpjit columns), clEnqueueNDRangeKernel + clFinish, the OpenMP
+ * function call (the reduction includes adding the per-group partials on
+ * the host, the histogram includes zeroing it).
+ * Compiles are timed separately and excluded: xpj_program_get_kernel
+ * (through xpjit's caches, so usually a hit; for xpjit-ocl SPIR-V and the
+ * driver's build of it, or the driver's binary from the cache;
+ * compile_millis is the compile's own time, also when cached), and PoCL's
+ * clBuildProgram (with its kernel cache off, POCL_KERNEL_CACHE=0, unless
+ * set in the environment; PoCL compiles the work-group function at the
+ * first launch, which is reported as "first run").
  *
  * Throughput: GB/s = bytes an OpenMP loop reads and writes once (triad 3
- * arrays, reduction 1, stencil 2 grids, histogram the bytes), GFLOP/s =
- * 2 N^3 / t for matmul. Ratios xpjit/peer > 1 mean xpjit is faster.
+ * arrays, reduction 1, stencil, scan and softmax 2, matvec the matrix and
+ * both vectors, histogram the bytes), GFLOP/s = 2 N^3 / t for the matmuls
+ * and 20 flops per interaction (n^2 of them) for nbody.
  *
- * Threads: xpjit's CPU device gets --threads (default: one per online
- * core), OpenMP the same number, PoCL the same through
- * POCL_CPU_MAX_CU_COUNT / POCL_MAX_PTHREAD_COUNT (unless set).
+ * Threads: the CPU device gets --threads (default: one per online core),
+ * OpenMP the same number, PoCL the same through POCL_CPU_MAX_CU_COUNT /
+ * POCL_MAX_PTHREAD_COUNT (unless set); Intel's runtime chooses its own
+ * (TBB's, one per core by default; the header shows its
+ * CL_CONFIG_CPU_TBB_NUM_WORKERS where that is set).
  *
  * usage: cpu [--quick] [--scale F] [--kernel NAME[,NAME...]] [--threads N]
  *            [--runs N] [--min-time SEC] [--xpk FILE] [--peers DIR]
- *            [--opencl-lib PATH] [--no-pocl] [--no-omp] [--list]
+ *            [--ocl FILTER] [--no-ocl] [--opencl-lib PATH]
+ *            [--pocl-platform NAME] [--no-pocl] [--no-omp] [--list]
+ * --ocl: the xpjit device filter of the xpjit-ocl column (default
+ * "opencl:cpu", Intel's device first). --pocl-platform: the OpenCL
+ * platform (a part of its name) that runs the OpenCL C twins, default
+ * "Portable Computing Language"; another one ("Intel") checks the twins
+ * where PoCL is missing, in a column then named OCL-C.
  *
  * PoCL is reached through the OpenCL ICD loader (libOpenCL.so.1, opened
  * with dlopen at run time); without it, or without a PoCL platform, the
- * PoCL column is empty ("PoCL: not available") and the rest runs.
+ * PoCL column is empty ("PoCL: not available") and the rest runs; so does
+ * an empty xpjit-ocl column ("xpjit-ocl: not available").
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include "xpjit.h"
@@ -84,7 +138,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 /* ---- the OpenMP peer (bench/cpu_omp.c) --------------------------------- */
 
 void cpu_omp_setup(int threads);
@@ -98,35 +151,39 @@ void cpu_omp_fill_bytes(void *p, size_t bytes, int value);
 void cpu_omp_triad_f32(float *a, const float *b, const float *c, float s, size_t n);
 void cpu_omp_triad_f64(double *a, const double *b, const double *c, double s, size_t n);
 float cpu_omp_sum_f32(const float *x, size_t n);
+void cpu_omp_matmul_naive_f32(const float *a, const float *b, float *c, size_t n);
 void cpu_omp_matmul_f32(const float *a, const float *b, float *c, size_t n);
 void cpu_omp_jacobi5_f32(const float *u, float *out, size_t ny, size_t nx);
+void cpu_omp_matvec_f32(const float *a, const float *x, float *y, size_t m, size_t k);
+void cpu_omp_nbody_f32(const float *p, const float *v, float *vnew, float *acc, size_t n,
+                       float dt, float eps2);
+void cpu_omp_scan_group_f32(const float *x, float *y, size_t n, size_t group);
+void cpu_omp_softmax_f32(const float *x, float *y, size_t rows, size_t n);
 void cpu_omp_histogram_u8(const uint8_t *data, size_t n, uint32_t *hist);
 
-/* ---- options and small helpers ----------------------------------------- */
+/* ---- implementations, kernels and options --------------------------------- */
 
-enum { I_XPJIT, I_POCL, I_OMP, NIMPL };
-static const char *const impl_name[NIMPL] = {"xpjit", "PoCL", "OpenMP"};
+enum { I_CPU, I_OCL, I_POCL, I_OMP, NIMPL };
+static const char *impl_name[NIMPL] = {"xpjit-cpu", "xpjit-ocl", "PoCL", "OpenMP"};
 
+/* the rows of the report, in order */
 enum {
   K_TRIAD,
   K_TRIAD_ND,
   K_TRIAD64,
   K_REDUCE,
   K_REDUCE_VIEWS,
+  K_MM_NAIVE,
+  K_MM_TILED16,
   K_MATMUL,
-  K_MATMUL16,
   K_STENCIL,
+  K_MATVEC,
+  K_NBODY,
+  K_SCAN,
+  K_SOFTMAX,
   K_HIST,
   NKERN
 };
-static const char *const kern_name[NKERN] = {
-    "triad",  "triad_nd",       "triad_f64", "reduction", "reduction_views",
-    "matmul", "matmul_tiled16", "stencil",   "histogram"};
-/* the kernel a variant computes (its data, check and OpenMP loop) */
-static const int kern_base[NKERN] = {K_TRIAD,  K_TRIAD,  K_TRIAD64, K_REDUCE, K_REDUCE,
-                                     K_MATMUL, K_MATMUL, K_STENCIL, K_HIST};
-/* xpjit-only variants: their peers are those of the base kernel's row */
-static const bool xpjit_only[NKERN] = {[K_TRIAD_ND] = true, [K_REDUCE_VIEWS] = true};
 
 static double opt_scale = 1.0;
 static int opt_runs = 10;
@@ -135,13 +192,15 @@ static int opt_threads = 0;
 static const char *opt_xpk = "bench/cpu.xpk";
 static const char *opt_peers = "bench/peers/cpu";
 static const char *opt_opencl = "libOpenCL.so.1";
-static bool opt_pocl = true, opt_omp = true;
+static const char *opt_ocl = "opencl:cpu";
+static const char *opt_pocl_platform = "Portable Computing Language";
+static bool opt_ocl_on = true, opt_pocl = true, opt_omp = true;
 static bool want[NKERN];
 static int failures;
 
 /* work-group geometry of the nd-range kernels */
 enum { RED_LOCAL = 256, RED_CHUNK = 262144, HIST_LOCAL = 256, HIST_CHUNK = 262144, TILE = 16,
-       MM_BLOCK = 64, MM_RV = 16, MM_ROWS = 4 };
+       MM_BLOCK = 64, MM_RV = 16, MM_ROWS = 4, SCAN_LOCAL = 256, LANES = 16 };
 
 static double now_s(void) {
   struct timespec ts;
@@ -149,12 +208,43 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static size_t round_to(double v, size_t m) {
+  size_t r = (size_t)(v / (double)m + 0.5) * m;
+  return r < m ? m : r;
+}
 
+static const char *fmt_bytes(char *buf, size_t size, double b) {
+  if (b >= 1024.0 * 1024 * 1024)
+    snprintf(buf, size, "%.1f GiB", b / (1024.0 * 1024 * 1024));
+  else
+    snprintf(buf, size, "%.0f MiB", b / (1024.0 * 1024));
+  return buf;
+}
 
+static const char *fmt_count(char *buf, size_t size, size_t n) {
+  if (n && (n & (n - 1)) == 0) {
+    int e = 0;
+    while ((1ull << e) < n)
+      e++;
+    snprintf(buf, size, "2^%d", e);
+  } else {
+    snprintf(buf, size, "%zu", n);
+  }
+  return buf;
+}
 
-/* ---- xpjit ---------------------------------------------------------------- */
+static void *xmalloc(size_t bytes) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p) {
+    fprintf(stderr, "cpu: out of memory (%zu bytes)\n", bytes);
+    exit(1);
+  }
+  return p;
+}
 
-static struct {
+/* ---- xpjit: the CPU device and the OpenCL device ------------------------- */
+
+typedef struct xdev {
   bool ok;
   char why[512];
   xpj_context *ctx;
@@ -162,39 +252,78 @@ static struct {
   xpj_queue *q;
   xpj_program *prog;
   xpj_device_info info;
-} X;
+} xdev;
 
-static void xpjit_init(void) {
-  xpj_context_desc cd = {.cpu_threads = (unsigned)opt_threads};
-  xpj_status st = xpj_context_create(&cd, &X.ctx);
-  if (st == XPJ_OK)
-    st = xpj_device_select(X.ctx, "cpu", &X.dev);
-  if (st == XPJ_OK)
-    st = xpj_device_get_info(X.dev, &X.info);
-  if (st == XPJ_OK)
-    st = xpj_queue_create(X.dev, NULL, &X.q);
-  if (st == XPJ_OK)
-    st = xpj_program_create_file(X.ctx, opt_xpk, NULL, &X.prog);
-  if (st != XPJ_OK) {
-    snprintf(X.why, sizeof X.why, "%s: %s", xpj_status_name(st), xpj_last_error());
-    oneline(X.why);
+static xdev X[2]; /* X[I_CPU], X[I_OCL] */
+
+static void xdev_fail(xdev *x, xpj_status st) {
+  snprintf(x->why, sizeof x->why, "%s: %s", xpj_status_name(st), xpj_last_error());
+  oneline(x->why);
+}
+
+/* The device of the xpjit-ocl column: of the devices that match --ocl, the
+ * first of Intel's runtime, else the first. */
+static xpj_status select_ocl(xdev *x) {
+  xpj_device *devs[16];
+  unsigned n = 0;
+  xpj_status st = xpj_device_list(x->ctx, opt_ocl, devs, 16, &n);
+  if (st != XPJ_OK)
+    return st;
+  if (n == 0) {
+    xpj_device *d;
+    return xpj_device_select(x->ctx, opt_ocl, &d); /* the message says why */
+  }
+  x->dev = devs[0];
+  for (unsigned i = 0; i < n && i < 16; i++) {
+    xpj_device_info info;
+    if (xpj_device_get_info(devs[i], &info) == XPJ_OK && strstr(info.vendor, "Intel")) {
+      x->dev = devs[i];
+      break;
+    }
+  }
+  return XPJ_OK;
+}
+
+static void xdev_fini(xdev *x) {
+  xpj_program_destroy(x->prog);
+  xpj_queue_destroy(x->q);
+  xpj_context_destroy(x->ctx);
+}
+
+static void xdev_init(int impl) {
+  xdev *x = &X[impl];
+  if (impl == I_OCL && !opt_ocl_on) {
+    snprintf(x->why, sizeof x->why, "disabled (--no-ocl)");
     return;
   }
-  X.ok = true;
+  xpj_context_desc cd = {.visible = impl == I_CPU ? "cpu" : "opencl",
+                         .cpu_threads = (unsigned)opt_threads};
+  xpj_status st = xpj_context_create(&cd, &x->ctx);
+  if (st == XPJ_OK)
+    st = impl == I_CPU ? xpj_device_select(x->ctx, "cpu", &x->dev) : select_ocl(x);
+  if (st == XPJ_OK)
+    st = xpj_device_get_info(x->dev, &x->info);
+  if (st == XPJ_OK)
+    st = xpj_queue_create(x->dev, NULL, &x->q);
+  if (st == XPJ_OK)
+    st = xpj_program_create_file(x->ctx, opt_xpk, NULL, &x->prog);
+  if (st != XPJ_OK) {
+    xdev_fail(x, st);
+    xdev_fini(x);
+    return;
+  }
+  x->ok = true;
 }
 
-static void xpjit_fini(void) {
-  xpj_program_destroy(X.prog);
-  xpj_queue_destroy(X.q);
-  xpj_context_destroy(X.ctx);
-}
+/* Memory for every implementation: shared allocations of the OpenCL device
+ * (it takes only its own), else of the CPU device, else the C heap;
+ * page-aligned (PoCL uses it in place). */
+static xpj_device *mem_dev;
 
-/* Memory for every implementation: xpjit's shared allocations when the
- * device is there, else the C heap; page-aligned (PoCL uses it in place). */
 static void *bench_alloc(size_t bytes) {
   void *p = NULL;
-  if (X.ok) {
-    if (xpj_mem_alloc(X.dev, XPJ_MEM_SHARED, bytes, 4096, &p) != XPJ_OK) {
+  if (mem_dev) {
+    if (xpj_mem_alloc(mem_dev, XPJ_MEM_SHARED, bytes, 4096, &p) != XPJ_OK) {
       fprintf(stderr, "cpu: xpj_mem_alloc(%zu): %s\n", bytes, xpj_last_error());
       exit(1);
     }
@@ -211,8 +340,8 @@ static void *bench_alloc(size_t bytes) {
 static void bench_free(void *p) {
   if (!p)
     return;
-  if (X.ok)
-    xpj_mem_free(X.dev, p);
+  if (mem_dev)
+    xpj_mem_free(mem_dev, p);
   else
     free(p);
 }
@@ -242,18 +371,22 @@ static bool pocl_load(void) {
   return bench_cl_load(P.lib, opt_opencl, &cl, P.why, sizeof P.why);
 }
 
-static void pocl_init(void) {
-  if (!opt_pocl) {
-    snprintf(P.why, sizeof P.why, "disabled (--no-pocl)");
-    return;
-  }
-  /* before the ICD loader starts PoCL: the thread count, and no kernel
-   * cache (so that builds are real compiles); the environment wins */
+/* PoCL's settings, before the ICD loader starts it (xpjit's OpenCL device
+ * loads it too): the thread count, and no kernel cache (so that builds are
+ * real compiles); the environment wins */
+static void pocl_env(void) {
   char nt[16];
   snprintf(nt, sizeof nt, "%d", opt_threads);
   setenv("POCL_CPU_MAX_CU_COUNT", nt, 0);
   setenv("POCL_MAX_PTHREAD_COUNT", nt, 0);
   setenv("POCL_KERNEL_CACHE", "0", 0);
+}
+
+static void pocl_init(void) {
+  if (!opt_pocl) {
+    snprintf(P.why, sizeof P.why, "disabled (--no-pocl)");
+    return;
+  }
   if (!pocl_load())
     return;
   cl_platform_id plats[16];
@@ -269,14 +402,14 @@ static void pocl_init(void) {
     cl.GetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof name - 1, name, NULL);
     cl_device_id d;
     cl_uint nd = 0;
-    if (strstr(name, "Portable Computing Language") &&
+    if (strstr(name, opt_pocl_platform) &&
         cl.GetDeviceIDs(plats[i], CL_DEVICE_TYPE_CPU, 1, &d, &nd) == CL_SUCCESS && nd > 0) {
       P.plat = plats[i];
       P.dev = d;
     }
   }
   if (!P.plat) {
-    snprintf(P.why, sizeof P.why, "no Portable Computing Language platform with a CPU device");
+    snprintf(P.why, sizeof P.why, "no %s platform with a CPU device", opt_pocl_platform);
     return;
   }
   cl.GetPlatformInfo(P.plat, CL_PLATFORM_VERSION, sizeof P.version - 1, P.version, NULL);
@@ -301,9 +434,9 @@ static void pocl_fini(void) {
   /* the library stays loaded: PoCL's threads may outlive the context */
 }
 
-/* Builds bench/peers/cpu/FILE with -DT=TYPE and gets kernel NAME. */
-static cl_kernel pocl_build(const char *file, const char *opts, const char *name,
-                            cl_program *prog_out, double *ms, char *msg, size_t msgsize) {
+/* Builds bench/peers/cpu/FILE with opts (-DT=TYPE). */
+static cl_program pocl_build(const char *file, const char *opts, double *ms, char *msg,
+                             size_t msgsize) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", opt_peers, file);
   size_t len = 0;
@@ -331,28 +464,13 @@ static cl_kernel pocl_build(const char *file, const char *opts, const char *name
     cl.ReleaseProgram(prog);
     return NULL;
   }
-  cl_kernel k = cl.CreateKernel(prog, name, &err);
-  if (!k) {
-    snprintf(msg, msgsize, "clCreateKernel %s: error %d", name, err);
-    cl.ReleaseProgram(prog);
-    return NULL;
-  }
-  *prog_out = prog;
-  return k;
-}
-
-static cl_mem pocl_wrap(void *host, size_t bytes, char *msg, size_t msgsize) {
-  cl_int err = 0;
-  cl_mem m = cl.CreateBuffer(P.ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, host, &err);
-  if (!m)
-    snprintf(msg, msgsize, "clCreateBuffer(%zu, USE_HOST_PTR): error %d", bytes, err);
-  return m;
+  return prog;
 }
 
 /* ---- one benchmark -------------------------------------------------------- */
 
 typedef struct result {
-  int state; /* 0 not run, 1 ok, 2 failed, 3 not available */
+  int state; /* ST_* */
   char msg[512];
   double med, min, max; /* seconds per run */
   int runs;
@@ -363,31 +481,54 @@ typedef struct result {
 
 enum { ST_NONE, ST_OK, ST_FAIL, ST_NA };
 
+enum { MAXBUF = 4, MAXARG = 8, MAXSTEP = 2 };
+
+/* An array of the benchmark's data, shared by the implementations. */
+typedef struct databuf {
+  void *p;
+  size_t bytes;
+  bool out;       /* an output: poisoned before each checked run */
+  xpj_array view; /* as the xpjit kernels see it */
+  cl_mem cm;      /* PoCL: the same memory */
+} databuf;
+
+/* A kernel argument: buffer `buf`, or (buf < 0) the scalar `s`. */
+typedef struct karg {
+  int buf;
+  xpj_arg s;
+} karg;
+
+/* One launch of a run: kernel `kern` of the row (0 or 1) over `range`, in
+ * xpjit's order (the OpenCL C twin's is the reverse), with the arguments of
+ * the xpjit kernel and those of its OpenCL C twin. */
+typedef struct step {
+  int kern;
+  xpj_range range;
+  unsigned nx, nc;
+  karg xa[MAXARG], ca[MAXARG];
+} step;
+
 typedef struct bench {
-  int id;   /* K_* */
-  int kind; /* kern_base[id] */
+  int id; /* K_* */
   char size[96];
   const char *unit;
   double work; /* bytes or flops per run */
-  /* sizes */
-  size_t n, ny, nx;
-  /* data (shared by the implementations) */
-  void *in[2], *out, *aux; /* aux: reduction partials */
-  size_t in_bytes[2], out_bytes, aux_bytes;
-  float scal;
+  size_t n, rows, cols, groups;
+  databuf buf[MAXBUF];
+  int nbuf;
+  step steps[MAXSTEP];
+  int nsteps;
+  int zero_buf; /* >= 0: zeroed before the launches (in the time) */
+  int sum_buf;  /* >= 0: f32 partials the host adds after the launches */
+  double scal[2];
   /* references */
   void *ref;
   double ref_sum;
-  uint32_t ref_hist[256];
-  size_t groups;
-  /* xpjit */
-  xpj_kernel *xk, *xk2; /* xk2: the stencil's edges */
-  xpj_array xa[3];
-  /* PoCL */
+  /* xpjit: kernels per device; PoCL */
+  xpj_kernel *xk[2][MAXSTEP];
   cl_program cp;
-  cl_kernel ck, ck2;
-  cl_mem cm[4];
-  float *cpart; /* host copy of the partials */
+  cl_kernel ck[MAXSTEP];
+  float *cpart; /* PoCL: host copy of the partials */
   result r[NIMPL];
 } bench;
 
@@ -400,194 +541,79 @@ static void result_msg(result *r, int state, const char *fmt, ...) {
   oneline(r->msg);
 }
 
-static size_t round_to(double v, size_t m) {
-  size_t r = (size_t)(v / (double)m + 0.5) * m;
-  return r < m ? m : r;
+/* The row's size column, unit and work per run. */
+static void describe(bench *b, const char *unit, double work, const char *fmt, ...) {
+  b->unit = unit;
+  b->work = work;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b->size, sizeof b->size, fmt, ap);
+  va_end(ap);
 }
 
-static void fmt_bytes(char *buf, size_t size, double b) {
-  if (b >= 1024.0 * 1024 * 1024)
-    snprintf(buf, size, "%.1f GiB", b / (1024.0 * 1024 * 1024));
-  else
-    snprintf(buf, size, "%.0f MiB", b / (1024.0 * 1024));
+static size_t scalar_bytes(xpj_scalar t) {
+  return t == XPJ_F64 || t == XPJ_I64 || t == XPJ_U64 ? 8 : t == XPJ_U8 ? 1 : 4;
 }
 
-static void fmt_count(char *buf, size_t size, size_t n) {
-  if (n && (n & (n - 1)) == 0) {
-    int e = 0;
-    while ((1ull << e) < n)
-      e++;
-    snprintf(buf, size, "2^%d", e);
-  } else {
-    snprintf(buf, size, "%zu", n);
-  }
+/* Adds buffer b->nbuf: rows elements of t, or rows x cols (cols > 0). An
+ * output is first touched by the OpenMP threads here; inputs are touched
+ * when the caller fills them. */
+static void *add_buf(bench *b, xpj_scalar t, size_t rows, size_t cols, bool out) {
+  databuf *f = &b->buf[b->nbuf++];
+  f->bytes = rows * (cols ? cols : 1) * scalar_bytes(t);
+  f->p = bench_alloc(f->bytes);
+  f->out = out;
+  f->view = cols ? xpj_array_2d(f->p, t, (int64_t)rows, (int64_t)cols)
+                 : xpj_array_1d(f->p, t, (int64_t)rows);
+  if (out)
+    cpu_omp_fill_bytes(f->p, f->bytes, 0);
+  return f->p;
 }
 
-/* Sizes, data and references. */
-static void bench_setup(bench *b) {
+static karg BUF(int i) { return (karg){.buf = i}; }
+static karg SCAL(xpj_arg s) { return (karg){.buf = -1, .s = s}; }
+#define ARGS(...) (unsigned)(sizeof((karg[]){__VA_ARGS__}) / sizeof(karg)), (karg[]){__VA_ARGS__}
+
+static void add_step(bench *b, int kern, xpj_range range, unsigned nx, const karg *xa,
+                     unsigned nc, const karg *ca) {
+  step *s = &b->steps[b->nsteps++];
+  s->kern = kern;
+  s->range = range;
+  s->nx = nx;
+  s->nc = nc;
+  memcpy(s->xa, xa, nx * sizeof *xa);
+  memcpy(s->ca, ca, nc * sizeof *ca);
+}
+
+/* ---- the kernels: sizes, data, references, launches; checks; OpenMP ------ */
+
+/* triad, triad_nd, triad_f64: a = b + s * c */
+static void triad_setup(bench *b) {
+  bool f64 = b->id == K_TRIAD64;
+  xpj_scalar t = f64 ? XPJ_F64 : XPJ_F32;
+  size_t n = b->n = round_to(33554432.0 * opt_scale, 4096), es = scalar_bytes(t);
   char cnt[24], mem[24];
-  switch (b->kind) {
-  case K_TRIAD:
-  case K_TRIAD64: {
-    size_t es = b->kind == K_TRIAD ? 4 : 8;
-    b->n = round_to(33554432.0 * opt_scale, 4096);
-    b->in_bytes[0] = b->in_bytes[1] = b->out_bytes = b->n * es;
-    b->unit = "GB/s";
-    b->work = 3.0 * (double)(b->n * es);
-    fmt_count(cnt, sizeof cnt, b->n);
-    fmt_bytes(mem, sizeof mem, 3.0 * (double)(b->n * es));
-    snprintf(b->size, sizeof b->size, "%s %s (%s)", cnt, es == 4 ? "f32" : "f64", mem);
-    break;
+  describe(b, "GB/s", 3.0 * (double)(n * es), "%s %s (%s)", fmt_count(cnt, sizeof cnt, n),
+           f64 ? "f64" : "f32", fmt_bytes(mem, sizeof mem, 3.0 * (double)(n * es)));
+  add_buf(b, t, n, 0, true);
+  void *x = add_buf(b, t, n, 0, false), *y = add_buf(b, t, n, 0, false);
+  if (f64) {
+    cpu_omp_fill_f64(x, n, 3, 0.0, 1.0);
+    cpu_omp_fill_f64(y, n, 4, 0.0, 1.0);
+  } else {
+    cpu_omp_fill_f32(x, n, 1, 0.0f, 1.0f);
+    cpu_omp_fill_f32(y, n, 2, 0.0f, 1.0f);
   }
-  case K_REDUCE:
-    b->n = round_to(33554432.0 * opt_scale, RED_CHUNK);
-    b->in_bytes[0] = b->n * 4;
-    b->groups = b->n / RED_CHUNK;
-    b->aux_bytes = b->groups * 4;
-    b->unit = "GB/s";
-    b->work = (double)b->in_bytes[0];
-    fmt_count(cnt, sizeof cnt, b->n);
-    fmt_bytes(mem, sizeof mem, (double)b->in_bytes[0]);
-    snprintf(b->size, sizeof b->size, "%s f32 (%s)", cnt, mem);
-    break;
-  case K_MATMUL:
-    b->n = round_to(1024.0 * cbrt(opt_scale), MM_BLOCK);
-    b->in_bytes[0] = b->in_bytes[1] = b->out_bytes = b->n * b->n * 4;
-    b->unit = "GFLOP/s";
-    b->work = 2.0 * (double)b->n * (double)b->n * (double)b->n;
-    snprintf(b->size, sizeof b->size, "%zux%zu f32", b->n, b->n);
-    break;
-  case K_STENCIL:
-    b->ny = b->nx = round_to(4096.0 * sqrt(opt_scale), 16);
-    b->n = b->ny * b->nx;
-    b->in_bytes[0] = b->out_bytes = b->n * 4;
-    b->unit = "GB/s";
-    b->work = 2.0 * (double)b->in_bytes[0];
-    fmt_bytes(mem, sizeof mem, 2.0 * (double)b->in_bytes[0]);
-    snprintf(b->size, sizeof b->size, "%zux%zu f32 (%s)", b->ny, b->nx, mem);
-    break;
-  case K_HIST:
-    b->n = round_to(134217728.0 * opt_scale, HIST_CHUNK);
-    b->in_bytes[0] = b->n;
-    b->out_bytes = 256 * 4;
-    b->groups = b->n / HIST_CHUNK;
-    b->unit = "GB/s";
-    b->work = (double)b->n;
-    fmt_count(cnt, sizeof cnt, b->n);
-    fmt_bytes(mem, sizeof mem, (double)b->n);
-    snprintf(b->size, sizeof b->size, "%s u8 (%s)", cnt, mem);
-    break;
-  }
-  for (int i = 0; i < 2; i++)
-    if (b->in_bytes[i])
-      b->in[i] = bench_alloc(b->in_bytes[i]);
-  if (b->out_bytes)
-    b->out = bench_alloc(b->out_bytes);
-  if (b->aux_bytes) {
-    b->aux = bench_alloc(b->aux_bytes);
-    b->cpart = malloc(b->aux_bytes);
-  }
-
-  /* first touch in parallel, then the reference */
-  if (b->out_bytes)
-    cpu_omp_fill_bytes(b->out, b->out_bytes, 0);
-  switch (b->kind) {
-  case K_TRIAD: {
-    float *x = b->in[0], *y = b->in[1];
-    cpu_omp_fill_f32(x, b->n, 1, 0.0f, 1.0f);
-    cpu_omp_fill_f32(y, b->n, 2, 0.0f, 1.0f);
-    b->scal = 3.0f;
-    break; /* the reference is computed while checking */
-  }
-  case K_TRIAD64:
-    cpu_omp_fill_f64(b->in[0], b->n, 3, 0.0, 1.0);
-    cpu_omp_fill_f64(b->in[1], b->n, 4, 0.0, 1.0);
-    b->scal = 3.0f;
-    break;
-  case K_REDUCE: {
-    const float *x = b->in[0];
-    cpu_omp_fill_f32(b->in[0], b->n, 5, 0.0f, 1.0f);
-    cpu_omp_fill_bytes(b->aux, b->aux_bytes, 0);
-    double s = 0;
-    for (size_t i = 0; i < b->n; i++)
-      s += x[i];
-    b->ref_sum = s;
-    break;
-  }
-  case K_MATMUL:
-    cpu_omp_fill_f32(b->in[0], b->n * b->n, 6, -1.0f, 1.0f);
-    cpu_omp_fill_f32(b->in[1], b->n * b->n, 7, -1.0f, 1.0f);
-    break; /* sampled reference while checking */
-  case K_STENCIL: {
-    cpu_omp_fill_f32(b->in[0], b->n, 8, 0.0f, 1.0f);
-    const float *u = b->in[0];
-    float *ref = malloc(b->n * 4);
-    if (!ref) {
-      fprintf(stderr, "cpu: out of memory\n");
-      exit(1);
-    }
-    size_t ny = b->ny, nx = b->nx;
-    for (size_t i = 0; i < ny; i++)
-      for (size_t j = 0; j < nx; j++) {
-        size_t k = i * nx + j;
-        if (i == 0 || j == 0 || i == ny - 1 || j == nx - 1)
-          ref[k] = u[k];
-        else
-          ref[k] = 0.25f * (u[k - nx] + u[k + nx] + u[k - 1] + u[k + 1]);
-      }
-    b->ref = ref;
-    break;
-  }
-  case K_HIST: {
-    cpu_omp_fill_u8(b->in[0], b->n, 9);
-    const uint8_t *d = b->in[0];
-    memset(b->ref_hist, 0, sizeof b->ref_hist);
-    for (size_t i = 0; i < b->n; i++)
-      b->ref_hist[d[i]]++;
-    break;
-  }
-  }
+  b->scal[0] = 3.0; /* the reference is computed while checking */
+  karg s = SCAL(f64 ? xpj_arg_f64(3.0) : xpj_arg_f32(3.0f));
+  add_step(b, 0, xpj_range_1d(n, b->id == K_TRIAD_ND ? 256 : 0),
+           ARGS(BUF(0), BUF(1), BUF(2), s), ARGS(BUF(0), BUF(1), BUF(2), s));
 }
 
-static void bench_teardown(bench *b) {
-  if (b->ck)
-    cl.ReleaseKernel(b->ck);
-  if (b->ck2)
-    cl.ReleaseKernel(b->ck2);
-  if (b->cp)
-    cl.ReleaseProgram(b->cp);
-  for (int i = 0; i < 4; i++)
-    if (b->cm[i])
-      cl.ReleaseMemObject(b->cm[i]);
-  bench_free(b->in[0]);
-  bench_free(b->in[1]);
-  bench_free(b->out);
-  bench_free(b->aux);
-  free(b->cpart);
-  free(b->ref);
-}
-
-/* ---- checking ------------------------------------------------------------- */
-
-/* Checks out (the output as the host sees it) or sum; 0 when right, else a
- * message in r. */
-static int bench_check(bench *b, const void *out, double sum, result *r) {
-  switch (b->kind) {
-  case K_TRIAD: {
-    const float *a = out, *x = b->in[0], *y = b->in[1];
-    float s = b->scal;
-    for (size_t i = 0; i < b->n; i++) {
-      float want_v = x[i] + s * y[i];
-      if (!(fabsf(a[i] - want_v) <= 1e-6f * fabsf(want_v))) {
-        result_msg(r, ST_FAIL, "a[%zu] = %.9g, expected %.9g", i, (double)a[i], (double)want_v);
-        return -1;
-      }
-    }
-    return 0;
-  }
-  case K_TRIAD64: {
-    const double *a = out, *x = b->in[0], *y = b->in[1];
-    double s = b->scal;
+static int triad_check(const bench *b, const void *const *v, double sum, result *r) {
+  (void)sum;
+  if (b->id == K_TRIAD64) {
+    const double *a = v[0], *x = v[1], *y = v[2], s = b->scal[0];
     for (size_t i = 0; i < b->n; i++) {
       double want_v = x[i] + s * y[i];
       if (!(fabs(a[i] - want_v) <= 1e-15 * fabs(want_v))) {
@@ -597,275 +623,571 @@ static int bench_check(bench *b, const void *out, double sum, result *r) {
     }
     return 0;
   }
-  case K_REDUCE:
-    if (!(fabs(sum - b->ref_sum) <= 1e-5 * fabs(b->ref_sum))) {
-      result_msg(r, ST_FAIL, "sum = %.9g, expected %.9g (relative error %.2g)", sum, b->ref_sum,
-                 fabs(sum - b->ref_sum) / fabs(b->ref_sum));
+  const float *a = v[0], *x = v[1], *y = v[2], s = (float)b->scal[0];
+  for (size_t i = 0; i < b->n; i++) {
+    float want_v = x[i] + s * y[i];
+    if (!(fabsf(a[i] - want_v) <= 1e-6f * fabsf(want_v))) {
+      result_msg(r, ST_FAIL, "a[%zu] = %.9g, expected %.9g", i, (double)a[i], (double)want_v);
       return -1;
     }
-    return 0;
-  case K_MATMUL: {
-    /* every row at 8 columns (both edges, 6 spread out), in double; the
-     * tolerance scales with sum |a_ik * b_kj| */
-    const float *c = out, *a = b->in[0], *bb = b->in[1];
-    size_t n = b->n;
-    for (size_t i = 0; i < n * n; i++)
-      if (!isfinite(c[i])) {
-        result_msg(r, ST_FAIL, "c[%zu][%zu] = %g", i / n, i % n, (double)c[i]);
-        return -1;
-      }
-    for (size_t i = 0; i < n; i++)
-      for (size_t t = 0; t < 8; t++) {
-        size_t j = t == 0 ? 0 : t == 7 ? n - 1 : (i * 37 + t * n / 7) % n;
-        double s = 0, mag = 0;
-        for (size_t k = 0; k < n; k++) {
-          double p = (double)a[i * n + k] * (double)bb[k * n + j];
-          s += p;
-          mag += fabs(p);
-        }
-        if (!(fabs((double)c[i * n + j] - s) <= 1e-5 * mag + 1e-30)) {
-          result_msg(r, ST_FAIL, "c[%zu][%zu] = %.9g, expected %.9g", i, j,
-                     (double)c[i * n + j], s);
-          return -1;
-        }
-      }
-    return 0;
-  }
-  case K_STENCIL: {
-    const float *o = out, *ref = b->ref;
-    for (size_t i = 0; i < b->n; i++)
-      if (!(fabsf(o[i] - ref[i]) <= 1e-6f * fabsf(ref[i]))) {
-        result_msg(r, ST_FAIL, "out[%zu][%zu] = %.9g, expected %.9g", i / b->nx, i % b->nx,
-                   (double)o[i], (double)ref[i]);
-        return -1;
-      }
-    return 0;
-  }
-  case K_HIST: {
-    const uint32_t *h = out;
-    for (int i = 0; i < 256; i++)
-      if (h[i] != b->ref_hist[i]) {
-        result_msg(r, ST_FAIL, "hist[%d] = %u, expected %u", i, h[i], b->ref_hist[i]);
-        return -1;
-      }
-    return 0;
-  }
-  }
-  return -1;
-}
-
-/* ---- the three implementations -------------------------------------------- */
-
-/* xpjit: compile (timed apart) and the array views */
-static int xpjit_prepare(bench *b, result *r) {
-  static const char *const kname[NKERN] = {
-      "triad",  "triad_nd",       "triad",            "reduce_sum", "reduce_sum_views",
-      "matmul", "matmul_tiled16", "jacobi5_interior", "histogram"};
-  static const char *const dtype[NKERN] = {"T=f32", "T=f32", "T=f64", "T=f32", "T=f32",
-                                           "T=f32", "T=f32", "T=f32", NULL};
-  double t0 = now_s();
-  xpj_status st = xpj_program_get_kernel(X.prog, kname[b->id], dtype[b->id], 0, X.dev, NULL,
-                                         &b->xk);
-  r->compile_ms = (now_s() - t0) * 1e3;
-  if (st != XPJ_OK) {
-    result_msg(r, ST_FAIL, "xpj_program_get_kernel(%s): %s: %s", kname[b->id],
-               xpj_status_name(st), xpj_last_error());
-    return -1;
-  }
-  xpj_kernel_info ki;
-  if (xpj_kernel_get_info(b->xk, &ki) == XPJ_OK)
-    r->compile_info = ki.compile_millis;
-  if (b->kind == K_STENCIL) {
-    t0 = now_s();
-    st = xpj_program_get_kernel(X.prog, "jacobi5_edges", "T=f32", 0, X.dev, NULL, &b->xk2);
-    r->compile_ms += (now_s() - t0) * 1e3;
-    if (st != XPJ_OK) {
-      result_msg(r, ST_FAIL, "xpj_program_get_kernel(jacobi5_edges): %s: %s",
-                 xpj_status_name(st), xpj_last_error());
-      return -1;
-    }
-    if (xpj_kernel_get_info(b->xk2, &ki) == XPJ_OK)
-      r->compile_info += ki.compile_millis;
-  }
-  switch (b->kind) {
-  case K_TRIAD:
-  case K_TRIAD64: {
-    xpj_scalar t = b->kind == K_TRIAD ? XPJ_F32 : XPJ_F64;
-    b->xa[0] = xpj_array_1d(b->out, t, (int64_t)b->n);
-    b->xa[1] = xpj_array_1d(b->in[0], t, (int64_t)b->n);
-    b->xa[2] = xpj_array_1d(b->in[1], t, (int64_t)b->n);
-    break;
-  }
-  case K_REDUCE:
-    b->xa[0] = xpj_array_1d(b->in[0], XPJ_F32, (int64_t)b->n);
-    b->xa[1] = xpj_array_1d(b->aux, XPJ_F32, (int64_t)b->groups);
-    break;
-  case K_MATMUL:
-    b->xa[0] = xpj_array_2d(b->in[0], XPJ_F32, (int64_t)b->n, (int64_t)b->n);
-    b->xa[1] = xpj_array_2d(b->in[1], XPJ_F32, (int64_t)b->n, (int64_t)b->n);
-    b->xa[2] = xpj_array_2d(b->out, XPJ_F32, (int64_t)b->n, (int64_t)b->n);
-    break;
-  case K_STENCIL:
-    b->xa[0] = xpj_array_2d(b->in[0], XPJ_F32, (int64_t)b->ny, (int64_t)b->nx);
-    b->xa[1] = xpj_array_2d(b->out, XPJ_F32, (int64_t)b->ny, (int64_t)b->nx);
-    break;
-  case K_HIST:
-    b->xa[0] = xpj_array_1d(b->in[0], XPJ_U8, (int64_t)b->n);
-    b->xa[1] = xpj_array_1d(b->out, XPJ_U32, 256);
-    break;
   }
   return 0;
 }
 
-/* One xpjit run: launch, wait (and finish on the host). */
-static int xpjit_run(bench *b, result *r, double *sum) {
-  xpj_arg args[4];
-  xpj_range rg;
-  unsigned na = 0;
-  xpj_status st = XPJ_OK;
-  switch (b->kind) {
-  case K_TRIAD:
-  case K_TRIAD64:
-    args[0] = xpj_arg_array(&b->xa[0]);
-    args[1] = xpj_arg_array(&b->xa[1]);
-    args[2] = xpj_arg_array(&b->xa[2]);
-    args[3] = b->kind == K_TRIAD ? xpj_arg_f32(b->scal) : xpj_arg_f64(b->scal);
-    na = 4;
-    rg = xpj_range_1d(b->n, b->id == K_TRIAD_ND ? 256 : 0);
-    break;
-  case K_REDUCE:
-    args[0] = xpj_arg_array(&b->xa[0]);
-    args[1] = xpj_arg_array(&b->xa[1]);
-    na = 2;
-    rg = xpj_range_1d(b->groups * RED_LOCAL, RED_LOCAL);
-    break;
-  case K_MATMUL:
-    args[0] = xpj_arg_array(&b->xa[0]);
-    args[1] = xpj_arg_array(&b->xa[1]);
-    args[2] = xpj_arg_array(&b->xa[2]);
-    na = 3;
-    if (b->id == K_MATMUL)
-      rg = xpj_range_2d(b->n / MM_RV, b->n / MM_ROWS, MM_BLOCK / MM_RV, MM_BLOCK / MM_ROWS);
-    else
-      rg = xpj_range_2d(b->n, b->n, TILE, TILE);
-    break;
-  case K_STENCIL: {
-    args[0] = xpj_arg_array(&b->xa[0]);
-    args[1] = xpj_arg_array(&b->xa[1]);
-    na = 2;
-    xpj_range edges = xpj_range_1d(2 * b->nx + 2 * (b->ny - 2), 0);
-    st = xpj_launch(X.q, b->xk2, &edges, na, args, NULL);
-    rg = xpj_range_2d(b->nx - 2, b->ny - 2, 0, 0);
-    break;
-  }
-  case K_HIST: {
-    uint32_t zero = 0;
-    st = xpj_enqueue_fill(X.q, b->out, &zero, sizeof zero, 256 * sizeof zero, NULL);
-    args[0] = xpj_arg_array(&b->xa[0]);
-    args[1] = xpj_arg_array(&b->xa[1]);
-    na = 2;
-    rg = xpj_range_1d(b->groups * HIST_LOCAL, HIST_LOCAL);
-    break;
-  }
-  default:
+static double triad_omp(bench *b) {
+  if (b->id == K_TRIAD64)
+    cpu_omp_triad_f64(b->buf[0].p, b->buf[1].p, b->buf[2].p, b->scal[0], b->n);
+  else
+    cpu_omp_triad_f32(b->buf[0].p, b->buf[1].p, b->buf[2].p, (float)b->scal[0], b->n);
+  return NAN;
+}
+
+/* reduction, reduction_views: per-group partial sums, added on the host */
+static void reduce_setup(bench *b) {
+  size_t n = b->n = round_to(33554432.0 * opt_scale, RED_CHUNK);
+  b->groups = n / RED_CHUNK;
+  char cnt[24], mem[24];
+  describe(b, "GB/s", (double)(n * 4), "%s f32 (%s)", fmt_count(cnt, sizeof cnt, n),
+           fmt_bytes(mem, sizeof mem, (double)(n * 4)));
+  float *x = add_buf(b, XPJ_F32, n, 0, false);
+  add_buf(b, XPJ_F32, b->groups, 0, true);
+  cpu_omp_fill_f32(x, n, 5, 0.0f, 1.0f);
+  double s = 0;
+  for (size_t i = 0; i < n; i++)
+    s += x[i];
+  b->ref_sum = s;
+  b->sum_buf = 1;
+  add_step(b, 0, xpj_range_1d(b->groups * RED_LOCAL, RED_LOCAL), ARGS(BUF(0), BUF(1)),
+           ARGS(BUF(0), SCAL(xpj_arg_i64((int64_t)n)), BUF(1)));
+}
+
+static int reduce_check(const bench *b, const void *const *v, double sum, result *r) {
+  (void)v;
+  if (!(fabs(sum - b->ref_sum) <= 1e-5 * fabs(b->ref_sum))) {
+    result_msg(r, ST_FAIL, "sum = %.9g, expected %.9g (relative error %.2g)", sum, b->ref_sum,
+               fabs(sum - b->ref_sum) / fabs(b->ref_sum));
     return -1;
   }
-  if (st == XPJ_OK)
-    st = xpj_launch(X.q, b->xk, &rg, na, args, NULL);
+  return 0;
+}
+
+static double reduce_omp(bench *b) { return cpu_omp_sum_f32(b->buf[0].p, b->n); }
+
+/* matmul_naive, matmul_tiled16, matmul: c = a * b, n x n */
+static void matmul_setup(bench *b) {
+  size_t n = b->n = round_to(1024.0 * cbrt(opt_scale), MM_BLOCK);
+  describe(b, "GFLOP/s", 2.0 * (double)n * (double)n * (double)n, "%zux%zu f32", n, n);
+  float *a = add_buf(b, XPJ_F32, n, n, false), *bb = add_buf(b, XPJ_F32, n, n, false);
+  add_buf(b, XPJ_F32, n, n, true);
+  cpu_omp_fill_f32(a, n * n, 6, -1.0f, 1.0f);
+  cpu_omp_fill_f32(bb, n * n, 7, -1.0f, 1.0f);
+  xpj_range r = b->id == K_MM_NAIVE     ? xpj_range_2d(n, n, 0, 0)
+                : b->id == K_MM_TILED16 ? xpj_range_2d(n, n, TILE, TILE)
+                                        : xpj_range_2d(n / MM_ROWS, n / MM_RV,
+                                                       MM_BLOCK / MM_ROWS, MM_BLOCK / MM_RV);
+  karg len = SCAL(xpj_arg_i64((int64_t)n));
+  add_step(b, 0, r, ARGS(BUF(0), BUF(1), BUF(2)), ARGS(BUF(0), BUF(1), BUF(2), len, len, len));
+}
+
+/* every row at 8 columns (both edges, 6 spread out), in double; the
+ * tolerance scales with sum |a_ik * b_kj| */
+static int matmul_check(const bench *b, const void *const *v, double sum, result *r) {
+  (void)sum;
+  const float *a = v[0], *bb = v[1], *c = v[2];
+  size_t n = b->n;
+  for (size_t i = 0; i < n * n; i++)
+    if (!isfinite(c[i])) {
+      result_msg(r, ST_FAIL, "c[%zu][%zu] = %g", i / n, i % n, (double)c[i]);
+      return -1;
+    }
+  for (size_t i = 0; i < n; i++)
+    for (size_t t = 0; t < 8; t++) {
+      size_t j = t == 0 ? 0 : t == 7 ? n - 1 : (i * 37 + t * n / 7) % n;
+      double s = 0, mag = 0;
+      for (size_t k = 0; k < n; k++) {
+        double p = (double)a[i * n + k] * (double)bb[k * n + j];
+        s += p;
+        mag += fabs(p);
+      }
+      if (!(fabs((double)c[i * n + j] - s) <= 1e-5 * mag + 1e-30)) {
+        result_msg(r, ST_FAIL, "c[%zu][%zu] = %.9g, expected %.9g", i, j, (double)c[i * n + j],
+                   s);
+        return -1;
+      }
+    }
+  return 0;
+}
+
+static double matmul_omp(bench *b) {
+  if (b->id == K_MM_NAIVE)
+    cpu_omp_matmul_naive_f32(b->buf[0].p, b->buf[1].p, b->buf[2].p, b->n);
+  else
+    cpu_omp_matmul_f32(b->buf[0].p, b->buf[1].p, b->buf[2].p, b->n);
+  return NAN;
+}
+
+/* stencil: one Jacobi sweep, ny x nx; the edges, then the interior */
+static void stencil_setup(bench *b) {
+  size_t ny = b->rows = round_to(4096.0 * sqrt(opt_scale), 16), nx = b->cols = ny;
+  char mem[24];
+  describe(b, "GB/s", 8.0 * (double)(ny * nx), "%zux%zu f32 (%s)", ny, nx,
+           fmt_bytes(mem, sizeof mem, 8.0 * (double)(ny * nx)));
+  float *u = add_buf(b, XPJ_F32, ny, nx, false);
+  add_buf(b, XPJ_F32, ny, nx, true);
+  cpu_omp_fill_f32(u, ny * nx, 8, 0.0f, 1.0f);
+  float *ref = b->ref = xmalloc(ny * nx * 4);
+  for (size_t i = 0; i < ny; i++)
+    for (size_t j = 0; j < nx; j++) {
+      size_t k = i * nx + j;
+      if (i == 0 || j == 0 || i == ny - 1 || j == nx - 1)
+        ref[k] = u[k];
+      else
+        ref[k] = 0.25f * (u[k - nx] + u[k + nx] + u[k - 1] + u[k + 1]);
+    }
+  karg sy = SCAL(xpj_arg_i64((int64_t)ny)), sx = SCAL(xpj_arg_i64((int64_t)nx));
+  add_step(b, 1, xpj_range_1d(2 * nx + 2 * (ny - 2), 0), ARGS(BUF(0), BUF(1)),
+           ARGS(BUF(0), BUF(1), sy, sx));
+  add_step(b, 0, xpj_range_2d(ny - 2, nx - 2, 0, 0), ARGS(BUF(0), BUF(1)),
+           ARGS(BUF(0), BUF(1), sy, sx));
+}
+
+static int stencil_check(const bench *b, const void *const *v, double sum, result *r) {
+  (void)sum;
+  const float *o = v[1], *ref = b->ref;
+  for (size_t i = 0; i < b->rows * b->cols; i++)
+    if (!(fabsf(o[i] - ref[i]) <= 1e-6f * fabsf(ref[i]))) {
+      result_msg(r, ST_FAIL, "out[%zu][%zu] = %.9g, expected %.9g", i / b->cols, i % b->cols,
+                 (double)o[i], (double)ref[i]);
+      return -1;
+    }
+  return 0;
+}
+
+static double stencil_omp(bench *b) {
+  cpu_omp_jacobi5_f32(b->buf[0].p, b->buf[1].p, b->rows, b->cols);
+  return NAN;
+}
+
+/* matvec: y = a x, a rows x cols */
+static void matvec_setup(bench *b) {
+  size_t m = b->rows = round_to(8192.0 * sqrt(opt_scale), 64);
+  size_t k = b->cols = round_to(4096.0 * sqrt(opt_scale), 64);
+  double bytes = 4.0 * (double)(m * k + m + k);
+  char mem[24];
+  describe(b, "GB/s", bytes, "%zux%zu f32 (%s)", m, k, fmt_bytes(mem, sizeof mem, bytes));
+  float *a = add_buf(b, XPJ_F32, m, k, false), *x = add_buf(b, XPJ_F32, k, 0, false);
+  add_buf(b, XPJ_F32, m, 0, true);
+  cpu_omp_fill_f32(a, m * k, 10, -1.0f, 1.0f);
+  cpu_omp_fill_f32(x, k, 11, -1.0f, 1.0f);
+  double *ref = b->ref = xmalloc(2 * m * sizeof(double)); /* y, sum |a x| per row */
+  for (size_t i = 0; i < m; i++) {
+    double s = 0, mag = 0;
+    for (size_t j = 0; j < k; j++) {
+      double p = (double)a[i * k + j] * (double)x[j];
+      s += p;
+      mag += fabs(p);
+    }
+    ref[2 * i] = s;
+    ref[2 * i + 1] = mag;
+  }
+  add_step(b, 0, xpj_range_1d(m, 0), ARGS(BUF(0), BUF(1), BUF(2)),
+           ARGS(BUF(0), BUF(1), BUF(2), SCAL(xpj_arg_i64((int64_t)k))));
+}
+
+/* each of the LANES partial sums adds cols / LANES products in order, then
+ * the lanes pairwise: at most cols / LANES + log2(LANES) roundings */
+static int matvec_check(const bench *b, const void *const *v, double sum, result *r) {
+  (void)sum;
+  const float *y = v[2];
+  const double *ref = b->ref;
+  double tol = (double)(b->cols / LANES + 8) * 1.2e-7;
+  for (size_t i = 0; i < b->rows; i++)
+    if (!(fabs((double)y[i] - ref[2 * i]) <= tol * ref[2 * i + 1] + 1e-30)) {
+      result_msg(r, ST_FAIL, "y[%zu] = %.9g, expected %.9g", i, (double)y[i], ref[2 * i]);
+      return -1;
+    }
+  return 0;
+}
+
+static double matvec_omp(bench *b) {
+  cpu_omp_matvec_f32(b->buf[0].p, b->buf[1].p, b->buf[2].p, b->rows, b->cols);
+  return NAN;
+}
+
+/* nbody: one step of n bodies; p (4 x n: x, y, z, mass) and v (3 x n) in,
+ * vnew and acc (3 x n) out */
+enum { NB_SAMPLE = 8 };
+
+/* The bodies the reference has: every NB_SAMPLE-th and the last. */
+static size_t nb_next(size_t i, size_t n) {
+  return i + 1 == n ? n : i + NB_SAMPLE < n ? i + NB_SAMPLE : n - 1;
+}
+
+static void nbody_setup(bench *b) {
+  size_t n = b->n = round_to(16384.0 * sqrt(opt_scale), 256);
+  describe(b, "GFLOP/s", 20.0 * (double)n * (double)n, "%zu bodies f32", n);
+  float *p = add_buf(b, XPJ_F32, 4, n, false), *v = add_buf(b, XPJ_F32, 3, n, false);
+  add_buf(b, XPJ_F32, 3, n, true);
+  add_buf(b, XPJ_F32, 3, n, true);
+  cpu_omp_fill_f32(p, 3 * n, 12, -1.0f, 1.0f);
+  cpu_omp_fill_f32(p + 3 * n, n, 13, 0.5f, 1.0f);
+  cpu_omp_fill_f32(v, 3 * n, 14, -1.0f, 1.0f);
+  b->scal[0] = 0.01;  /* dt */
+  b->scal[1] = 0.01;  /* eps2 */
+  /* per sampled body: acc x, y, z and sum |term| x, y, z, in double */
+  double *ref = b->ref = xmalloc(6 * (n / NB_SAMPLE + 1) * sizeof(double));
+  for (size_t i = 0, s = 0; i < n; i = nb_next(i, n), s++) {
+    double a[3] = {0}, mag[3] = {0};
+    for (size_t j = 0; j < n; j++) {
+      double d[3], r2 = (float)b->scal[1]; /* the kernels' eps2 */
+      for (int c = 0; c < 3; c++) {
+        d[c] = (double)p[c * n + j] - (double)p[c * n + i];
+        r2 += d[c] * d[c];
+      }
+      double w = (double)p[3 * n + j] / (r2 * sqrt(r2));
+      for (int c = 0; c < 3; c++) {
+        a[c] += w * d[c];
+        mag[c] += fabs(w * d[c]);
+      }
+    }
+    memcpy(ref + 6 * s, a, sizeof a);
+    memcpy(ref + 6 * s + 3, mag, sizeof mag);
+  }
+  karg dt = SCAL(xpj_arg_f32((float)b->scal[0])), eps2 = SCAL(xpj_arg_f32((float)b->scal[1]));
+  add_step(b, 0, xpj_range_1d(n, 0), ARGS(BUF(0), BUF(1), BUF(2), BUF(3), dt, eps2),
+           ARGS(BUF(0), BUF(1), BUF(2), BUF(3), SCAL(xpj_arg_i64((int64_t)n)), dt, eps2));
+}
+
+/* the sampled accelerations against the reference, within 1e-4 of the sum
+ * of the terms' magnitudes (n float additions in order, rsqrt within a few
+ * ulp); every body's vnew = v + dt * acc */
+static int nbody_check(const bench *b, const void *const *v, double sum, result *r) {
+  (void)sum;
+  const float *vel = v[1], *vnew = v[2], *acc = v[3];
+  const double *ref = b->ref;
+  size_t n = b->n;
+  float dt = (float)b->scal[0];
+  for (size_t i = 0, s = 0; i < n; i = nb_next(i, n), s++) {
+    for (int c = 0; c < 3; c++) {
+      double got = acc[c * n + i], want_v = ref[6 * s + c], mag = ref[6 * s + 3 + c];
+      if (!(fabs(got - want_v) <= 1e-4 * mag + 1e-30)) {
+        result_msg(r, ST_FAIL, "acc[%d][%zu] = %.9g, expected %.9g", c, i, got, want_v);
+        return -1;
+      }
+    }
+  }
+  for (size_t i = 0; i < 3 * n; i++) {
+    float want_v = vel[i] + dt * acc[i];
+    if (!(fabsf(vnew[i] - want_v) <= 1e-6f * (fabsf(vel[i]) + fabsf(dt * acc[i])))) {
+      result_msg(r, ST_FAIL, "vnew[%zu][%zu] = %.9g, expected %.9g (v + dt acc)", i / n, i % n,
+                 (double)vnew[i], (double)want_v);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static double nbody_omp(bench *b) {
+  cpu_omp_nbody_f32(b->buf[0].p, b->buf[1].p, b->buf[2].p, b->buf[3].p, b->n,
+                    (float)b->scal[0], (float)b->scal[1]);
+  return NAN;
+}
+
+/* scan: inclusive prefix sums within each group of SCAN_LOCAL */
+static void scan_setup(bench *b) {
+  size_t n = b->n = round_to(33554432.0 * opt_scale, SCAN_LOCAL);
+  char cnt[24], mem[24];
+  describe(b, "GB/s", 8.0 * (double)n, "%s f32 (%s)", fmt_count(cnt, sizeof cnt, n),
+           fmt_bytes(mem, sizeof mem, 8.0 * (double)n));
+  float *x = add_buf(b, XPJ_F32, n, 0, false);
+  add_buf(b, XPJ_F32, n, 0, true);
+  cpu_omp_fill_f32(x, n, 15, 0.0f, 1.0f);
+  double *ref = b->ref = xmalloc(n * sizeof(double));
+  for (size_t g = 0; g < n; g += SCAN_LOCAL) {
+    double s = 0;
+    for (size_t i = g; i < g + SCAN_LOCAL; i++)
+      ref[i] = s += x[i];
+  }
+  add_step(b, 0, xpj_range_1d(n, SCAN_LOCAL), ARGS(BUF(0), BUF(1)), ARGS(BUF(0), BUF(1)));
+}
+
+/* positive terms: a sum of k of them in any order is within (k - 1) ulp */
+static int scan_check(const bench *b, const void *const *v, double sum, result *r) {
+  (void)sum;
+  const float *y = v[1];
+  const double *ref = b->ref;
+  for (size_t i = 0; i < b->n; i++) {
+    double tol = (double)(i % SCAN_LOCAL + 1) * 1.2e-7 * ref[i];
+    if (!(fabs((double)y[i] - ref[i]) <= tol + 1e-30)) {
+      result_msg(r, ST_FAIL, "y[%zu] = %.9g, expected %.9g (group %zu, item %zu)", i,
+                 (double)y[i], ref[i], i / SCAN_LOCAL, i % SCAN_LOCAL);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static double scan_omp(bench *b) {
+  cpu_omp_scan_group_f32(b->buf[0].p, b->buf[1].p, b->n, SCAN_LOCAL);
+  return NAN;
+}
+
+/* softmax: of each row of rows x cols */
+static void softmax_setup(bench *b) {
+  size_t nr = b->rows = round_to(16384.0 * opt_scale, 64), nc = b->cols = 1024;
+  char mem[24];
+  describe(b, "GB/s", 8.0 * (double)(nr * nc), "%zux%zu f32 (%s)", nr, nc,
+           fmt_bytes(mem, sizeof mem, 8.0 * (double)(nr * nc)));
+  float *x = add_buf(b, XPJ_F32, nr, nc, false);
+  add_buf(b, XPJ_F32, nr, nc, true);
+  cpu_omp_fill_f32(x, nr * nc, 16, -8.0f, 8.0f);
+  double *ref = b->ref = xmalloc(nr * nc * sizeof(double));
+  for (size_t i = 0; i < nr; i++) {
+    const float *xr = x + i * nc;
+    double m = xr[0], s = 0;
+    for (size_t j = 1; j < nc; j++)
+      m = fmax(m, xr[j]);
+    for (size_t j = 0; j < nc; j++)
+      s += ref[i * nc + j] = exp((double)xr[j] - m);
+    for (size_t j = 0; j < nc; j++)
+      ref[i * nc + j] /= s;
+  }
+  add_step(b, 0, xpj_range_1d(nr, 0), ARGS(BUF(0), BUF(1)),
+           ARGS(BUF(0), BUF(1), SCAL(xpj_arg_i64((int64_t)nc))));
+}
+
+/* exp within a few ulp, a sum of positive terms in 16 lanes, a reciprocal:
+ * relative 1e-5 */
+static int softmax_check(const bench *b, const void *const *v, double sum, result *r) {
+  (void)sum;
+  const float *y = v[1];
+  const double *ref = b->ref;
+  for (size_t i = 0; i < b->rows * b->cols; i++)
+    if (!(fabs((double)y[i] - ref[i]) <= 1e-5 * ref[i] + 1e-37)) {
+      result_msg(r, ST_FAIL, "y[%zu][%zu] = %.9g, expected %.9g", i / b->cols, i % b->cols,
+                 (double)y[i], ref[i]);
+      return -1;
+    }
+  return 0;
+}
+
+static double softmax_omp(bench *b) {
+  cpu_omp_softmax_f32(b->buf[0].p, b->buf[1].p, b->rows, b->cols);
+  return NAN;
+}
+
+/* histogram: 256 bins of n bytes; the bins are zeroed first */
+static void hist_setup(bench *b) {
+  size_t n = b->n = round_to(134217728.0 * opt_scale, HIST_CHUNK);
+  b->groups = n / HIST_CHUNK;
+  char cnt[24], mem[24];
+  describe(b, "GB/s", (double)n, "%s u8 (%s)", fmt_count(cnt, sizeof cnt, n),
+           fmt_bytes(mem, sizeof mem, (double)n));
+  uint8_t *d = add_buf(b, XPJ_U8, n, 0, false);
+  add_buf(b, XPJ_U32, 256, 0, true);
+  cpu_omp_fill_u8(d, n, 9);
+  uint32_t *ref = b->ref = xmalloc(256 * sizeof *ref);
+  memset(ref, 0, 256 * sizeof *ref);
+  for (size_t i = 0; i < n; i++)
+    ref[d[i]]++;
+  b->zero_buf = 1;
+  add_step(b, 0, xpj_range_1d(b->groups * HIST_LOCAL, HIST_LOCAL), ARGS(BUF(0), BUF(1)),
+           ARGS(BUF(0), SCAL(xpj_arg_i64((int64_t)n)), BUF(1)));
+}
+
+static int hist_check(const bench *b, const void *const *v, double sum, result *r) {
+  (void)sum;
+  const uint32_t *h = v[1], *ref = b->ref;
+  for (int i = 0; i < 256; i++)
+    if (h[i] != ref[i]) {
+      result_msg(r, ST_FAIL, "hist[%d] = %u, expected %u", i, h[i], ref[i]);
+      return -1;
+    }
+  return 0;
+}
+
+static double hist_omp(bench *b) {
+  cpu_omp_histogram_u8(b->buf[0].p, b->n, b->buf[1].p);
+  return NAN;
+}
+
+/* One row of the report. The xpjit kernels (and their OpenCL C twins, same
+ * names) are kern[0] and, for the stencil, kern[1]. An xpjit-only variant
+ * (base != its own row) has its peers in the base row. */
+typedef struct row {
+  const char *name;
+  int base;
+  const char *kern[MAXSTEP];
+  const char *dtypes;          /* xpjit */
+  const char *cl_file, *cl_opts; /* the OpenCL C twin */
+  void (*setup)(bench *);
+  int (*check)(const bench *, const void *const *views, double sum, result *);
+  double (*omp)(bench *); /* returns the reduction's sum, else NAN */
+  bool streaming;         /* goal: >= 0.9x OpenMP */
+} row;
+
+/* the functions of kernel k: k_setup, k_check, k_omp */
+#define FNS(k) k##_setup, k##_check, k##_omp
+
+static const row rows[NKERN] = {
+    /* name, base row, xpjit kernels, dtypes, OpenCL C twin and its options, functions,
+     * streaming */
+    [K_TRIAD] = {"triad", K_TRIAD, {"triad"}, "T=f32", "triad.cl", "-DT=float", FNS(triad),
+                 true},
+    [K_TRIAD_ND] = {"triad_nd", K_TRIAD, {"triad_nd"}, "T=f32", NULL, NULL, FNS(triad), false},
+    [K_TRIAD64] = {"triad_f64", K_TRIAD64, {"triad"}, "T=f64", "triad.cl",
+                   "-DT=double -DUSE_FP64", FNS(triad), true},
+    [K_REDUCE] = {"reduction", K_REDUCE, {"reduce_sum"}, "T=f32", "reduce_sum.cl", "-DT=float",
+                  FNS(reduce), true},
+    [K_REDUCE_VIEWS] = {"reduction_views", K_REDUCE, {"reduce_sum_views"}, "T=f32", NULL, NULL,
+                        FNS(reduce), false},
+    [K_MM_NAIVE] = {"matmul_naive", K_MM_NAIVE, {"matmul_naive"}, "T=f32", "matmul_naive.cl",
+                    "-DT=float", FNS(matmul), false},
+    [K_MM_TILED16] = {"matmul_tiled16", K_MM_TILED16, {"matmul_tiled16"}, "T=f32",
+                      "matmul_tiled16.cl", "-DT=float", FNS(matmul), false},
+    [K_MATMUL] = {"matmul", K_MATMUL, {"matmul"}, "T=f32", "matmul.cl", "-DT=float",
+                  FNS(matmul), false},
+    [K_STENCIL] = {"stencil", K_STENCIL, {"jacobi5_interior", "jacobi5_edges"}, "T=f32",
+                   "jacobi5.cl", "-DT=float", FNS(stencil), false},
+    [K_MATVEC] = {"matvec", K_MATVEC, {"matvec"}, "T=f32", "matvec.cl", "-DT=float",
+                  FNS(matvec), false},
+    [K_NBODY] = {"nbody", K_NBODY, {"nbody"}, "T=f32", "nbody.cl", "-DT=float", FNS(nbody),
+                 false},
+    [K_SCAN] = {"scan", K_SCAN, {"scan_group"}, "T=f32", "scan_group.cl", "-DT=float",
+                FNS(scan), false},
+    [K_SOFTMAX] = {"softmax", K_SOFTMAX, {"softmax"}, "T=f32", "softmax.cl", "-DT=float",
+                   FNS(softmax), false},
+    [K_HIST] = {"histogram", K_HIST, {"histogram"}, NULL, "histogram.cl", "", FNS(hist), false},
+};
+
+static bool xpjit_only(int k) { return rows[k].base != k; }
+
+static void bench_setup(bench *b, int k) {
+  memset(b, 0, sizeof *b);
+  b->id = k;
+  b->zero_buf = b->sum_buf = -1;
+  rows[k].setup(b);
+}
+
+static void bench_teardown(bench *b) {
+  for (int s = 0; s < MAXSTEP; s++)
+    if (b->ck[s])
+      cl.ReleaseKernel(b->ck[s]);
+  if (b->cp)
+    cl.ReleaseProgram(b->cp);
+  for (int i = 0; i < b->nbuf; i++) {
+    if (b->buf[i].cm)
+      cl.ReleaseMemObject(b->buf[i].cm);
+    bench_free(b->buf[i].p);
+  }
+  free(b->cpart);
+  free(b->ref);
+}
+
+/* ---- the implementations -------------------------------------------------- */
+
+/* xpjit (both devices): the kernels, compiled apart from the timing */
+static int xpjit_prepare(bench *b, int impl, result *r) {
+  const row *w = &rows[b->id];
+  for (int s = 0; s < MAXSTEP && w->kern[s]; s++) {
+    double t0 = now_s();
+    xpj_status st = xpj_program_get_kernel(X[impl].prog, w->kern[s], w->dtypes, 0, X[impl].dev,
+                                           NULL, &b->xk[impl][s]);
+    r->compile_ms += (now_s() - t0) * 1e3;
+    if (st != XPJ_OK) {
+      result_msg(r, ST_FAIL, "xpj_program_get_kernel(%s): %s: %s", w->kern[s],
+                 xpj_status_name(st), xpj_last_error());
+      return -1;
+    }
+    xpj_kernel_info ki;
+    if (xpj_kernel_get_info(b->xk[impl][s], &ki) == XPJ_OK)
+      r->compile_info += ki.compile_millis;
+  }
+  return 0;
+}
+
+/* The sum of n f32 partials, added on the host in order. */
+static double host_sum(const float *part, size_t n) {
+  float s = 0.0f;
+  for (size_t g = 0; g < n; g++)
+    s += part[g];
+  return s;
+}
+
+/* One xpjit run: launches, wait (and the host's part). */
+static int xpjit_run(bench *b, int impl, double *sum) {
+  result *r = &b->r[impl];
+  xdev *x = &X[impl];
+  xpj_status st = XPJ_OK;
+  if (b->zero_buf >= 0) {
+    uint32_t zero = 0;
+    st = xpj_enqueue_fill(x->q, b->buf[b->zero_buf].p, &zero, sizeof zero,
+                          b->buf[b->zero_buf].bytes, NULL);
+  }
+  for (int s = 0; s < b->nsteps && st == XPJ_OK; s++) {
+    const step *p = &b->steps[s];
+    xpj_arg args[MAXARG];
+    for (unsigned i = 0; i < p->nx; i++)
+      args[i] = p->xa[i].buf >= 0 ? xpj_arg_array(&b->buf[p->xa[i].buf].view) : p->xa[i].s;
+    st = xpj_launch(x->q, b->xk[impl][p->kern], &p->range, p->nx, args, NULL);
+  }
   if (st != XPJ_OK) {
     result_msg(r, ST_FAIL, "launch: %s: %s", xpj_status_name(st), xpj_last_error());
-    xpj_queue_wait(X.q);
+    xpj_queue_wait(x->q);
     return -1;
   }
-  st = xpj_queue_wait(X.q);
+  st = xpj_queue_wait(x->q);
   if (st != XPJ_OK) {
     result_msg(r, ST_FAIL, "xpj_queue_wait: %s: %s", xpj_status_name(st), xpj_last_error());
     return -1;
   }
-  if (b->kind == K_REDUCE) {
-    const float *part = b->aux;
-    float s = 0.0f;
-    for (size_t g = 0; g < b->groups; g++)
-      s += part[g];
-    *sum = s;
-  }
+  if (b->sum_buf >= 0)
+    *sum = host_sum(b->buf[b->sum_buf].p, b->buf[b->sum_buf].bytes / 4);
   return 0;
 }
 
+/* PoCL: the twins built (timed apart), the buffers wrapped, the arguments
+ * set once */
 static int pocl_prepare(bench *b, result *r) {
-  static const char *const file[NKERN] = {
-      "triad.cl",  NULL, "triad.cl",    "reduce_sum.cl", NULL,
-      "matmul.cl", "matmul_tiled16.cl", "jacobi5.cl",    "histogram.cl"};
-  static const char *const kname[NKERN] = {
-      "triad",  NULL, "triad",          "reduce_sum", NULL,
-      "matmul", "matmul_tiled16", "jacobi5_interior", "histogram"};
-  static const char *const opts[NKERN] = {"-DT=float", NULL, "-DT=double -DUSE_FP64",
-                                          "-DT=float", NULL,
-                                          "-DT=float", "-DT=float",
-                                          "-DT=float", ""};
+  const row *w = &rows[b->id];
   char msg[512];
-  b->ck = pocl_build(file[b->id], opts[b->id], kname[b->id], &b->cp, &r->compile_ms, msg,
-                     sizeof msg);
-  if (!b->ck) {
+  if (!(b->cp = pocl_build(w->cl_file, w->cl_opts, &r->compile_ms, msg, sizeof msg))) {
     result_msg(r, ST_FAIL, "%s", msg);
     return -1;
   }
   cl_int e = 0;
-  if (b->kind == K_STENCIL && !(b->ck2 = cl.CreateKernel(b->cp, "jacobi5_edges", &e))) {
-    result_msg(r, ST_FAIL, "clCreateKernel jacobi5_edges: error %d", e);
-    return -1;
-  }
-  /* buffers over the shared data: in[0], in[1], out, aux */
-  void *host[4] = {b->in[0], b->in[1], b->out, b->aux};
-  size_t bytes[4] = {b->in_bytes[0], b->in_bytes[1], b->out_bytes, b->aux_bytes};
-  for (int i = 0; i < 4; i++)
-    if (host[i] && !(b->cm[i] = pocl_wrap(host[i], bytes[i], msg, sizeof msg))) {
-      result_msg(r, ST_FAIL, "%s", msg);
+  for (int s = 0; s < MAXSTEP && w->kern[s]; s++)
+    if (!(b->ck[s] = cl.CreateKernel(b->cp, w->kern[s], &e))) {
+      result_msg(r, ST_FAIL, "clCreateKernel %s: error %d", w->kern[s], e);
       return -1;
     }
-  cl_long n = (cl_long)b->n, ny = (cl_long)b->ny, nx = (cl_long)b->nx;
-  cl_kernel k = b->ck;
-  switch (b->kind) {
-  case K_TRIAD:
-  case K_TRIAD64: {
-    float s32 = b->scal;
-    double s64 = b->scal;
-    e |= cl.SetKernelArg(k, 0, sizeof(cl_mem), &b->cm[2]);
-    e |= cl.SetKernelArg(k, 1, sizeof(cl_mem), &b->cm[0]);
-    e |= cl.SetKernelArg(k, 2, sizeof(cl_mem), &b->cm[1]);
-    if (b->kind == K_TRIAD)
-      e |= cl.SetKernelArg(k, 3, sizeof s32, &s32);
-    else
-      e |= cl.SetKernelArg(k, 3, sizeof s64, &s64);
-    break;
-  }
-  case K_REDUCE:
-    e |= cl.SetKernelArg(k, 0, sizeof(cl_mem), &b->cm[0]);
-    e |= cl.SetKernelArg(k, 1, sizeof n, &n);
-    e |= cl.SetKernelArg(k, 2, sizeof(cl_mem), &b->cm[3]);
-    break;
-  case K_MATMUL:
-    e |= cl.SetKernelArg(k, 0, sizeof(cl_mem), &b->cm[0]);
-    e |= cl.SetKernelArg(k, 1, sizeof(cl_mem), &b->cm[1]);
-    e |= cl.SetKernelArg(k, 2, sizeof(cl_mem), &b->cm[2]);
-    e |= cl.SetKernelArg(k, 3, sizeof n, &n);
-    e |= cl.SetKernelArg(k, 4, sizeof n, &n);
-    e |= cl.SetKernelArg(k, 5, sizeof n, &n);
-    break;
-  case K_STENCIL:
-    for (int i = 0; i < 2; i++) {
-      k = i ? b->ck2 : b->ck;
-      e |= cl.SetKernelArg(k, 0, sizeof(cl_mem), &b->cm[0]);
-      e |= cl.SetKernelArg(k, 1, sizeof(cl_mem), &b->cm[2]);
-      e |= cl.SetKernelArg(k, 2, sizeof ny, &ny);
-      e |= cl.SetKernelArg(k, 3, sizeof nx, &nx);
+  for (int i = 0; i < b->nbuf; i++) {
+    databuf *f = &b->buf[i];
+    f->cm = cl.CreateBuffer(P.ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, f->bytes, f->p, &e);
+    if (!f->cm) {
+      result_msg(r, ST_FAIL, "clCreateBuffer(%zu, USE_HOST_PTR): error %d", f->bytes, e);
+      return -1;
     }
-    break;
-  case K_HIST:
-    e |= cl.SetKernelArg(k, 0, sizeof(cl_mem), &b->cm[0]);
-    e |= cl.SetKernelArg(k, 1, sizeof n, &n);
-    e |= cl.SetKernelArg(k, 2, sizeof(cl_mem), &b->cm[2]);
-    break;
+  }
+  if (b->sum_buf >= 0)
+    b->cpart = xmalloc(b->buf[b->sum_buf].bytes);
+  for (int s = 0; s < b->nsteps; s++) {
+    const step *p = &b->steps[s];
+    cl_kernel k = b->ck[p->kern];
+    for (unsigned i = 0; i < p->nc; i++) {
+      const karg *a = &p->ca[i];
+      cl_long l = a->s.v.i;
+      float f = (float)a->s.v.f;
+      double d = a->s.v.f;
+      if (a->buf >= 0)
+        e |= cl.SetKernelArg(k, i, sizeof(cl_mem), &b->buf[a->buf].cm);
+      else if (a->s.dtype == XPJ_F32)
+        e |= cl.SetKernelArg(k, i, sizeof f, &f);
+      else if (a->s.dtype == XPJ_F64)
+        e |= cl.SetKernelArg(k, i, sizeof d, &d);
+      else
+        e |= cl.SetKernelArg(k, i, sizeof l, &l);
+    }
   }
   if (e != CL_SUCCESS) {
     result_msg(r, ST_FAIL, "clSetKernelArg failed");
@@ -874,165 +1196,112 @@ static int pocl_prepare(bench *b, result *r) {
   return 0;
 }
 
-static int pocl_run(bench *b, result *r, double *sum) {
-  size_t gws[2], lws[2];
-  const size_t *lp = NULL;
-  cl_uint dims = 1;
+static int pocl_run(bench *b, double *sum) {
   cl_int e = CL_SUCCESS;
-  switch (b->kind) {
-  case K_TRIAD:
-  case K_TRIAD64:
-    gws[0] = b->n;
-    break;
-  case K_REDUCE:
-    gws[0] = b->groups * RED_LOCAL;
-    lws[0] = RED_LOCAL;
-    lp = lws;
-    break;
-  case K_MATMUL:
-    if (b->id == K_MATMUL) {
-      gws[0] = b->n / MM_RV;
-      gws[1] = b->n / MM_ROWS;
-      lws[0] = MM_BLOCK / MM_RV;
-      lws[1] = MM_BLOCK / MM_ROWS;
-    } else {
-      gws[0] = gws[1] = b->n;
-      lws[0] = lws[1] = TILE;
-    }
-    lp = lws;
-    dims = 2;
-    break;
-  case K_STENCIL: {
-    size_t edges = 2 * b->nx + 2 * (b->ny - 2);
-    e = cl.EnqueueNDRangeKernel(P.q, b->ck2, 1, NULL, &edges, NULL, 0, NULL, NULL);
-    gws[0] = b->nx - 2;
-    gws[1] = b->ny - 2;
-    dims = 2;
-    break;
-  }
-  case K_HIST: {
+  if (b->zero_buf >= 0) {
     cl_uint zero = 0;
-    e = cl.EnqueueFillBuffer(P.q, b->cm[2], &zero, sizeof zero, 0, 256 * sizeof zero, 0, NULL,
-                             NULL);
-    gws[0] = b->groups * HIST_LOCAL;
-    lws[0] = HIST_LOCAL;
-    lp = lws;
-    break;
+    e = cl.EnqueueFillBuffer(P.q, b->buf[b->zero_buf].cm, &zero, sizeof zero, 0,
+                             b->buf[b->zero_buf].bytes, 0, NULL, NULL);
   }
+  for (int s = 0; s < b->nsteps && e == CL_SUCCESS; s++) {
+    const step *p = &b->steps[s];
+    unsigned dims = p->range.ndim;
+    size_t gws[3], lws[3];
+    for (unsigned d = 0; d < dims; d++) { /* OpenCL's order: the fast dimension first */
+      gws[d] = p->range.global[dims - 1 - d];
+      lws[d] = p->range.local[dims - 1 - d];
+    }
+    e = cl.EnqueueNDRangeKernel(P.q, b->ck[p->kern], dims, NULL, gws,
+                                p->range.local[0] ? lws : NULL, 0, NULL, NULL);
   }
-  if (e == CL_SUCCESS)
-    e = cl.EnqueueNDRangeKernel(P.q, b->ck, dims, NULL, gws, lp, 0, NULL, NULL);
-  if (e == CL_SUCCESS && b->kind == K_REDUCE)
-    e = cl.EnqueueReadBuffer(P.q, b->cm[3], CL_TRUE, 0, b->aux_bytes, b->cpart, 0, NULL, NULL);
+  if (e == CL_SUCCESS && b->sum_buf >= 0)
+    e = cl.EnqueueReadBuffer(P.q, b->buf[b->sum_buf].cm, CL_TRUE, 0, b->buf[b->sum_buf].bytes,
+                             b->cpart, 0, NULL, NULL);
   if (e == CL_SUCCESS)
     e = cl.Finish(P.q);
   if (e != CL_SUCCESS) {
-    result_msg(r, ST_FAIL, "OpenCL error %d", e);
+    result_msg(&b->r[I_POCL], ST_FAIL, "OpenCL error %d", e);
     return -1;
   }
-  if (b->kind == K_REDUCE) {
-    float s = 0.0f;
-    for (size_t g = 0; g < b->groups; g++)
-      s += b->cpart[g];
-    *sum = s;
-  }
-  return 0;
-}
-
-static int omp_run(bench *b, result *r, double *sum) {
-  (void)r;
-  switch (b->kind) {
-  case K_TRIAD:
-    cpu_omp_triad_f32(b->out, b->in[0], b->in[1], b->scal, b->n);
-    break;
-  case K_TRIAD64:
-    cpu_omp_triad_f64(b->out, b->in[0], b->in[1], b->scal, b->n);
-    break;
-  case K_REDUCE:
-    *sum = cpu_omp_sum_f32(b->in[0], b->n);
-    break;
-  case K_MATMUL:
-    cpu_omp_matmul_f32(b->in[0], b->in[1], b->out, b->n);
-    break;
-  case K_STENCIL:
-    cpu_omp_jacobi5_f32(b->in[0], b->out, b->ny, b->nx);
-    break;
-  case K_HIST:
-    cpu_omp_histogram_u8(b->in[0], b->n, b->out);
-    break;
-  }
+  if (b->sum_buf >= 0)
+    *sum = host_sum(b->cpart, b->buf[b->sum_buf].bytes / 4);
   return 0;
 }
 
 static int run_impl(bench *b, int impl, double *sum) {
   switch (impl) {
-  case I_XPJIT:
-    return xpjit_run(b, &b->r[impl], sum);
+  case I_CPU:
+  case I_OCL:
+    return xpjit_run(b, impl, sum);
   case I_POCL:
-    return pocl_run(b, &b->r[impl], sum);
+    return pocl_run(b, sum);
   default:
-    return omp_run(b, &b->r[impl], sum);
+    *sum = rows[b->id].omp(b);
+    return 0;
   }
 }
 
-/* Buffer i (0, 1: inputs, 2: output, 3: partials) as the host may read or
- * write it: for PoCL mapped (unmap with host_unview). */
+/* Buffer i as the host may read or write it: for PoCL mapped (unmap with
+ * host_unview). */
 static void *host_view(bench *b, int impl, int i, cl_map_flags flags, void **mapped) {
-  void *host[4] = {b->in[0], b->in[1], b->out, b->aux};
-  size_t bytes[4] = {b->in_bytes[0], b->in_bytes[1], b->out_bytes, b->aux_bytes};
+  databuf *f = &b->buf[i];
   *mapped = NULL;
-  if (impl != I_POCL || !host[i])
-    return host[i];
+  if (impl != I_POCL)
+    return f->p;
   cl_int e = 0;
-  void *p = cl.EnqueueMapBuffer(P.q, b->cm[i], CL_TRUE, flags, 0, bytes[i], 0, NULL, NULL, &e);
+  void *p = cl.EnqueueMapBuffer(P.q, f->cm, CL_TRUE, flags, 0, f->bytes, 0, NULL, NULL, &e);
   *mapped = p;
   return p;
 }
 
 static void host_unview(bench *b, int i, void *mapped) {
   if (mapped) {
-    cl.EnqueueUnmapMemObject(P.q, b->cm[i], mapped, 0, NULL, NULL);
+    cl.EnqueueUnmapMemObject(P.q, b->buf[i].cm, mapped, 0, NULL, NULL);
     cl.Finish(P.q);
   }
 }
 
-/* Prepares impl (compile, buffers) and makes the checked run on a
- * poisoned output. Returns 0 when impl is ready to be timed. */
+/* Why impl cannot run b; NULL when it can. */
+static const char *unavailable(const bench *b, int impl, char *buf, size_t size) {
+  if ((impl == I_CPU || impl == I_OCL) && !X[impl].ok)
+    snprintf(buf, size, "not available: %s", X[impl].why);
+  else if ((impl == I_POCL || impl == I_OMP) && xpjit_only(b->id))
+    snprintf(buf, size, "xpjit-only variant: the peers are in row %s",
+             rows[rows[b->id].base].name);
+  else if (impl == I_POCL && !P.ok)
+    snprintf(buf, size, "not available: %s", P.why);
+  else if (impl == I_OMP && !opt_omp)
+    snprintf(buf, size, "disabled (--no-omp)");
+  else
+    return NULL;
+  return buf;
+}
+
+/* Prepares impl (compile, buffers) and makes the checked run on poisoned
+ * outputs. Returns 0 when impl is ready to be timed. */
 static int check_impl(bench *b, int impl) {
   result *r = &b->r[impl];
-  if (impl == I_XPJIT && !X.ok) {
-    result_msg(r, ST_NA, "not available: %s", X.why);
+  char why[600];
+  if (unavailable(b, impl, why, sizeof why)) {
+    result_msg(r, ST_NA, "%s", why);
     return -1;
   }
-  if (impl == I_POCL && !P.ok) {
-    result_msg(r, ST_NA, "not available: %s", P.why);
-    return -1;
-  }
-  if (impl == I_OMP && !opt_omp) {
-    result_msg(r, ST_NA, "disabled (--no-omp)");
-    return -1;
-  }
-  if (impl != I_XPJIT && xpjit_only[b->id]) {
-    result_msg(r, ST_NA, "xpjit-only variant: the peers are in row %s", kern_name[b->kind]);
-    return -1;
-  }
-  if (impl == I_XPJIT && xpjit_prepare(b, r) != 0)
+  if ((impl == I_CPU || impl == I_OCL) && xpjit_prepare(b, impl, r) != 0)
     return -1;
   if (impl == I_POCL && pocl_prepare(b, r) != 0)
     return -1;
 
   /* poison: NaN, and 0xffffffff counts */
   void *mapped;
-  for (int i = 2; i < 4; i++) {
-    size_t bytes = i == 2 ? b->out_bytes : b->aux_bytes;
-    if (!bytes)
+  for (int i = 0; i < b->nbuf; i++) {
+    if (!b->buf[i].out)
       continue;
     void *o = host_view(b, impl, i, CL_MAP_WRITE, &mapped);
     if (!o) {
       result_msg(r, ST_FAIL, "cannot map buffer %d", i);
       return -1;
     }
-    memset(o, 0xff, bytes);
+    memset(o, 0xff, b->buf[i].bytes);
     host_unview(b, i, mapped);
   }
   double sum = NAN;
@@ -1040,16 +1309,24 @@ static int check_impl(bench *b, int impl) {
   if (run_impl(b, impl, &sum) != 0)
     return -1;
   r->first = now_s() - t0;
-  const void *o = b->out ? host_view(b, impl, 2, CL_MAP_READ, &mapped) : NULL;
-  if (b->out && !o) {
-    result_msg(r, ST_FAIL, "cannot map the output buffer");
-    return -1;
+  const void *views[MAXBUF] = {NULL};
+  void *maps[MAXBUF] = {NULL};
+  int bad = 0;
+  for (int i = 0; i < b->nbuf && !bad; i++) {
+    views[i] = b->buf[i].out ? host_view(b, impl, i, CL_MAP_READ, &maps[i]) : b->buf[i].p;
+    if (!views[i]) {
+      result_msg(r, ST_FAIL, "cannot map buffer %d", i);
+      bad = -1;
+    }
   }
-  int bad = bench_check(b, o, sum, r);
-  if (b->out)
-    host_unview(b, 2, mapped);
+  if (!bad)
+    bad = rows[b->id].check(b, views, sum, r);
+  for (int i = 0; i < b->nbuf; i++)
+    host_unview(b, i, maps[i]);
   return bad ? -1 : 0;
 }
+
+/* ---- timing --------------------------------------------------------------- */
 
 /* Times the ready implementations in ROUNDS interleaved blocks (so that
  * the load of a noisy machine spreads over all of them): in each round
@@ -1064,7 +1341,7 @@ static void time_impls(bench *b, const bool ready[NIMPL]) {
   for (int impl = 0; impl < NIMPL; impl++) {
     if (!ready[impl])
       continue;
-    t[impl] = malloc(MAX_RUNS * sizeof(double));
+    t[impl] = xmalloc(MAX_RUNS * sizeof(double));
     double sum, s0 = now_s();
     /* warm-up */
     if (run_impl(b, impl, &sum) != 0) {
@@ -1177,24 +1454,59 @@ static void cell_rate(char *buf, size_t size, const bench *b, int impl) {
     snprintf(buf, size, "-");
 }
 
-/* pb: the row whose peers b is compared with (b itself, or the base row
- * of an xpjit-only variant) */
-static void cell_ratio(char *buf, size_t size, const bench *b, const bench *pb, int peer) {
-  double x = rate(b, I_XPJIT), p = rate(pb, peer);
-  if (x > 0 && p > 0)
-    snprintf(buf, size, "%.2fx", x / p);
+/* The row whose result of impl row k is compared with: its own, or for
+ * an xpjit-only variant's PoCL and OpenMP its base row. */
+static const bench *peer_row(const bench *benches, int k, int impl) {
+  return impl == I_CPU || impl == I_OCL ? &benches[k] : &benches[rows[k].base];
+}
+
+static double ratio(const bench *benches, int k, int peer) {
+  double x = rate(&benches[k], I_CPU), p = rate(peer_row(benches, k, peer), peer);
+  return x > 0 && p > 0 ? x / p : 0;
+}
+
+static void cell_ratio(char *buf, size_t size, const bench *benches, int k, int peer) {
+  double q = ratio(benches, k, peer);
+  if (q > 0)
+    snprintf(buf, size, "%.2fx", q);
   else
     snprintf(buf, size, "-");
+}
+
+/* The geometric mean of xpjit-cpu / peer over the kernels that have both
+ * (not the xpjit-only variants). */
+static void print_geomean(const bench *benches, int peer) {
+  double logs = 0;
+  int n = 0, of = 0;
+  for (int k = 0; k < NKERN; k++) {
+    if (!want[k] || xpjit_only(k))
+      continue;
+    of++;
+    double q = ratio(benches, k, peer);
+    if (q > 0) {
+      logs += log(q);
+      n++;
+    }
+  }
+  char lab[32];
+  snprintf(lab, sizeof lab, "xpjit-cpu/%s:", impl_name[peer]);
+  if (n)
+    printf("geomean %-20s %.2fx over %d of %d kernels\n", lab, exp(logs / n), n, of);
+  else
+    printf("geomean %-20s -\n", lab);
 }
 
 static void usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--quick] [--scale F] [--kernel NAME[,NAME...]] [--threads N]\n"
           "          [--runs N] [--min-time SEC] [--xpk FILE] [--peers DIR]\n"
-          "          [--opencl-lib PATH] [--no-pocl] [--no-omp] [--list]\n"
-          "kernels: triad triad_nd triad_f64 reduction reduction_views matmul matmul_tiled16\n"
-          "         stencil histogram (default: all)\n",
+          "          [--ocl FILTER] [--no-ocl] [--opencl-lib PATH]\n"
+          "          [--pocl-platform NAME] [--no-pocl] [--no-omp] [--list]\n"
+          "kernels:",
           argv0);
+  for (int k = 0; k < NKERN; k++)
+    fprintf(stderr, "%s %s", k && k % 7 == 0 ? "\n        " : "", rows[k].name);
+  fprintf(stderr, " (default: all)\n");
   exit(2);
 }
 
@@ -1202,7 +1514,7 @@ static void select_kernels(const char *list, const char *argv0) {
   char *copy = strdup(list), *save = NULL;
   for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     int k = 0;
-    while (k < NKERN && strcmp(tok, kern_name[k]) != 0)
+    while (k < NKERN && strcmp(tok, rows[k].name) != 0)
       k++;
     if (k == NKERN) {
       fprintf(stderr, "%s: unknown kernel '%s'\n", argv0, tok);
@@ -1213,7 +1525,7 @@ static void select_kernels(const char *list, const char *argv0) {
   free(copy);
 }
 
-int main(int argc, char **argv) {
+static void parse_args(int argc, char **argv) {
   bool any = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -1237,16 +1549,22 @@ int main(int argc, char **argv) {
       opt_xpk = argv[++i];
     } else if (strcmp(a, "--peers") == 0 && has) {
       opt_peers = argv[++i];
+    } else if (strcmp(a, "--ocl") == 0 && has) {
+      opt_ocl = argv[++i];
+    } else if (strcmp(a, "--no-ocl") == 0) {
+      opt_ocl_on = false;
     } else if (strcmp(a, "--opencl-lib") == 0 && has) {
       opt_opencl = argv[++i];
+    } else if (strcmp(a, "--pocl-platform") == 0 && has) {
+      opt_pocl_platform = argv[++i];
     } else if (strcmp(a, "--no-pocl") == 0) {
       opt_pocl = false;
     } else if (strcmp(a, "--no-omp") == 0) {
       opt_omp = false;
     } else if (strcmp(a, "--list") == 0) {
       for (int k = 0; k < NKERN; k++)
-        printf("%s\n", kern_name[k]);
-      return 0;
+        printf("%s\n", rows[k].name);
+      exit(0);
     } else {
       usage(argv[0]);
     }
@@ -1260,15 +1578,15 @@ int main(int argc, char **argv) {
     long c = sysconf(_SC_NPROCESSORS_ONLN);
     opt_threads = c > 0 ? (int)c : 1;
   }
+  if (strstr("Portable Computing Language", opt_pocl_platform) == NULL)
+    impl_name[I_POCL] = "OCL-C";
+}
 
-  cpu_omp_setup(opt_threads);
-  xpjit_init();
-  pocl_init();
-
-  /* header */
+static void print_header(int argc, char **argv) {
   char model[256];
   cpu_model(model, sizeof model);
-  printf("bench/cpu: CPU kernels, xpjit vs OpenCL C on PoCL vs OpenMP C\n");
+  printf("bench/cpu: CPU kernels, xpjit's CPU device vs xpjit's SPIR-V on an OpenCL CPU "
+         "runtime vs OpenCL C on PoCL vs OpenMP C\n");
   printf("command:  ");
   for (int i = 0; i < argc; i++)
     printf(" %s", argv[i]);
@@ -1280,32 +1598,45 @@ int main(int argc, char **argv) {
   char pt[32] = "-";
   if (P.ok)
     snprintf(pt, sizeof pt, "%u (compute units)", P.units);
-  printf("machine:   %s, %ld online cores; threads: xpjit %u, OpenMP %d, PoCL %s\n", model,
-         sysconf(_SC_NPROCESSORS_ONLN), X.ok ? X.info.compute_units : 0, cpu_omp_threads(),
-         pt);
-  if (X.ok)
-    printf("xpjit:     LLVM %s, device %s (%s, %u compute units), target %.60s%s\n",
-           xpj_llvm_version(), xpj_device_id(X.dev), X.info.name, X.info.compute_units,
-           X.info.target, strlen(X.info.target) > 60 ? "..." : "");
+  printf("machine:   %s, %ld online cores; threads: xpjit-cpu %u, OpenMP %d, %s %s, "
+         "xpjit-ocl the runtime's\n",
+         model, sysconf(_SC_NPROCESSORS_ONLN), X[I_CPU].ok ? X[I_CPU].info.compute_units : 0,
+         cpu_omp_threads(), impl_name[I_POCL], pt);
+  const xdev *c = &X[I_CPU], *o = &X[I_OCL];
+  if (c->ok)
+    printf("xpjit-cpu: LLVM %s, device %s (%s, %u compute units), target %.60s%s\n",
+           xpj_llvm_version(), xpj_device_id(c->dev), c->info.name, c->info.compute_units,
+           c->info.target, strlen(c->info.target) > 60 ? "..." : "");
   else {
     /* the product under test: its absence is a failure, unlike a peer's */
     failures++;
-    printf("xpjit:     not available: %s (LLVM %s)\nFAIL xpjit: %s\n", X.why,
-           xpj_llvm_version(), X.why);
-    fprintf(stderr, "FAIL xpjit: %s\n", X.why);
+    printf("xpjit-cpu: not available: %s (LLVM %s)\nFAIL xpjit-cpu: %s\n", c->why,
+           xpj_llvm_version(), c->why);
+    fprintf(stderr, "FAIL xpjit-cpu: %s\n", c->why);
   }
+  if (o->ok)
+    printf("xpjit-ocl: device %s (%s, %s, driver %s, %u compute units), %s\n",
+           xpj_device_id(o->dev), o->info.name, o->info.vendor, o->info.driver_version,
+           o->info.compute_units, o->info.target);
+  else
+    printf("xpjit-ocl: not available (%s)\n", o->why);
   if (P.ok)
-    printf("PoCL:      %s, device %s\n", P.version, P.device);
+    printf("%-10s %s, device %s\n", strcmp(impl_name[I_POCL], "PoCL") ? "OCL-C:" : "PoCL:",
+           P.version, P.device);
   else
     printf("PoCL:      not available (%s)\n", P.why);
   printf("OpenMP:    %s, -O3 -march=native -fopenmp, OpenMP %d\n", cpu_omp_compiler(),
          cpu_omp_version());
+  if (mem_dev)
+    printf("data:      shared allocations of %s\n", xpj_device_id(mem_dev));
   printf("timing:    median of >= %d runs and >= %.2g s per kernel and implementation, in %d "
          "interleaved rounds, after a checked run and a warm-up\n",
          opt_runs, opt_min_time, ROUNDS);
-  static const char *const envs[] = {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_PROC_BIND",
-                                     "XPJIT_CPU_THREADS", "POCL_CPU_MAX_CU_COUNT",
-                                     "POCL_MAX_PTHREAD_COUNT", "POCL_KERNEL_CACHE"};
+  static const char *const envs[] = {"OMP_WAIT_POLICY",        "GOMP_SPINCOUNT",
+                                     "OMP_PROC_BIND",          "XPJIT_CPU_THREADS",
+                                     "OCL_ICD_VENDORS",        "CL_CONFIG_CPU_TBB_NUM_WORKERS",
+                                     "POCL_CPU_MAX_CU_COUNT",  "POCL_MAX_PTHREAD_COUNT",
+                                     "POCL_KERNEL_CACHE"};
   printf("env:      ");
   for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++) {
     const char *v = getenv(envs[i]);
@@ -1317,114 +1648,123 @@ int main(int argc, char **argv) {
   loadavg(load, sizeof load);
   printf("load:      %s (before)\n", load);
   fflush(stdout);
+}
 
-  bench benches[NKERN];
-  memset(benches, 0, sizeof benches);
-  for (int k = 0; k < NKERN; k++) {
-    if (!want[k])
-      continue;
-    bench *b = &benches[k];
-    b->id = k;
-    b->kind = kern_base[k];
-    bench_setup(b);
-    bool ready[NIMPL];
-    for (int impl = 0; impl < NIMPL; impl++) {
-      ready[impl] = check_impl(b, impl) == 0;
-      result *r = &b->r[impl];
-      if (r->state == ST_FAIL) {
-        failures++;
-        printf("FAIL %s %s: %s\n", impl_name[impl], kern_name[k], r->msg);
-        fprintf(stderr, "FAIL %s %s: %s\n", impl_name[impl], kern_name[k], r->msg);
-      }
-      fflush(stdout);
-    }
-    time_impls(b, ready);
-    for (int impl = 0; impl < NIMPL; impl++)
-      if (b->r[impl].state == ST_FAIL && ready[impl]) {
-        failures++;
-        printf("FAIL %s %s: %s\n", impl_name[impl], kern_name[k], b->r[impl].msg);
-      }
-    bench_teardown(b);
+static void report_fail(const bench *b, int impl) {
+  failures++;
+  printf("FAIL %s %s: %s\n", impl_name[impl], rows[b->id].name, b->r[impl].msg);
+  fprintf(stderr, "FAIL %s %s: %s\n", impl_name[impl], rows[b->id].name, b->r[impl].msg);
+  fflush(stdout);
+}
+
+/* Row k: data, each implementation checked, then timed in turns. */
+static void run_bench(bench *b, int k) {
+  bench_setup(b, k);
+  bool ready[NIMPL];
+  for (int impl = 0; impl < NIMPL; impl++) {
+    ready[impl] = check_impl(b, impl) == 0;
+    if (b->r[impl].state == ST_FAIL)
+      report_fail(b, impl);
   }
+  time_impls(b, ready);
+  for (int impl = 0; impl < NIMPL; impl++)
+    if (ready[impl] && b->r[impl].state == ST_FAIL) /* failed while timed */
+      report_fail(b, impl);
+  bench_teardown(b);
+}
 
-  /* throughput table */
-  printf("\n%-15s %-24s %-8s %9s %9s %9s %13s %11s\n", "kernel", "size", "unit", "xpjit",
-         "PoCL", "OpenMP", "xpjit/OpenMP", "xpjit/PoCL");
+static void print_rates(const bench *benches) {
+  printf("\n%-15s %-24s %-8s %9s %9s %9s %9s %9s %9s %9s\n", "kernel", "size", "unit",
+         impl_name[I_CPU], impl_name[I_OCL], impl_name[I_POCL], impl_name[I_OMP], "cpu/ocl",
+         "cpu/omp", impl_name[I_POCL][0] == 'P' ? "cpu/pocl" : "cpu/oclc");
   for (int k = 0; k < NKERN; k++) {
     if (!want[k])
       continue;
     const bench *b = &benches[k];
-    char c[NIMPL][32], ro[32], rp[32];
+    char c[NIMPL][32], q[3][32];
     for (int impl = 0; impl < NIMPL; impl++)
       cell_rate(c[impl], sizeof c[impl], b, impl);
-    const bench *pb = xpjit_only[k] ? &benches[kern_base[k]] : b;
-    cell_ratio(ro, sizeof ro, b, pb, I_OMP);
-    cell_ratio(rp, sizeof rp, b, pb, I_POCL);
-    printf("%-15s %-24s %-8s %9s %9s %9s %13s %11s\n", kern_name[k], b->size, b->unit, c[0],
-           c[1], c[2], ro, rp);
+    cell_ratio(q[0], sizeof q[0], benches, k, I_OCL);
+    cell_ratio(q[1], sizeof q[1], benches, k, I_OMP);
+    cell_ratio(q[2], sizeof q[2], benches, k, I_POCL);
+    printf("%-15s %-24s %-8s %9s %9s %9s %9s %9s %9s %9s\n", rows[k].name, b->size, b->unit,
+           c[I_CPU], c[I_OCL], c[I_POCL], c[I_OMP], q[0], q[1], q[2]);
   }
+  printf("\n");
+  print_geomean(benches, I_OCL);
+  print_geomean(benches, I_OMP);
+  if (P.ok)
+    print_geomean(benches, I_POCL);
+}
 
-  /* times */
+static void print_times(const bench *benches) {
   printf("\nmedian ms per run [min, max] (runs)\n");
   for (int k = 0; k < NKERN; k++) {
     if (!want[k])
       continue;
-    const bench *b = &benches[k];
-    printf("%-15s", kern_name[k]);
+    printf("%-15s", rows[k].name);
     for (int impl = 0; impl < NIMPL; impl++) {
-      const result *r = &b->r[impl];
-      char cellbuf[64];
+      const result *r = &benches[k].r[impl];
+      char cell[64];
       if (r->state == ST_OK)
-        snprintf(cellbuf, sizeof cellbuf, "%.3f [%.3f, %.3f] (%d)", r->med * 1e3, r->min * 1e3,
+        snprintf(cell, sizeof cell, "%.3f [%.3f, %.3f] (%d)", r->med * 1e3, r->min * 1e3,
                  r->max * 1e3, r->runs);
       else
-        snprintf(cellbuf, sizeof cellbuf, "%s", r->state == ST_FAIL ? "FAIL" : "-");
-      printf("  %s %-32s", impl_name[impl], cellbuf);
+        snprintf(cell, sizeof cell, "%s", r->state == ST_FAIL ? "FAIL" : "-");
+      printf("  %s %-30s", impl_name[impl], cell);
     }
     printf("\n");
   }
+}
 
-  /* compiles and first runs */
+static void print_compiles(const bench *benches) {
   printf("\ncompile and first run (ms): xpjit get_kernel (compile_millis), first run; "
-         "PoCL clBuildProgram, first run (includes its work-group compile); OpenMP first run\n");
+         "%s clBuildProgram, first run (includes its work-group compile); OpenMP first run\n",
+         impl_name[I_POCL]);
   for (int k = 0; k < NKERN; k++) {
     if (!want[k])
       continue;
-    const bench *b = &benches[k];
-    const result *x = &b->r[I_XPJIT], *p = &b->r[I_POCL], *o = &b->r[I_OMP];
-    char xs[64] = "-", ps[64] = "-", os[32] = "-";
-    if (x->state == ST_OK)
-      snprintf(xs, sizeof xs, "%.1f (%.1f), %.1f", x->compile_ms, x->compile_info,
-               x->first * 1e3);
-    if (p->state == ST_OK)
-      snprintf(ps, sizeof ps, "%.1f, %.1f", p->compile_ms, p->first * 1e3);
-    if (o->state == ST_OK)
-      snprintf(os, sizeof os, "%.1f", o->first * 1e3);
-    printf("%-15s  xpjit %-26s  PoCL %-18s  OpenMP %s\n", kern_name[k], xs, ps, os);
+    printf("%-15s", rows[k].name);
+    for (int impl = 0; impl < NIMPL; impl++) {
+      const result *r = &benches[k].r[impl];
+      char cell[64] = "-";
+      if (r->state == ST_OK && (impl == I_CPU || impl == I_OCL))
+        snprintf(cell, sizeof cell, "%.1f (%.1f), %.1f", r->compile_ms, r->compile_info,
+                 r->first * 1e3);
+      else if (r->state == ST_OK && impl == I_POCL)
+        snprintf(cell, sizeof cell, "%.1f, %.1f", r->compile_ms, r->first * 1e3);
+      else if (r->state == ST_OK)
+        snprintf(cell, sizeof cell, "%.1f", r->first * 1e3);
+      printf("  %s %-22s", impl_name[impl], cell);
+    }
+    printf("\n");
   }
+}
 
-  /* goals */
+static void print_goals(const bench *benches) {
   printf("\ngoals: streaming kernels (triad, triad_f64, reduction) >= 0.9x OpenMP; every "
          "kernel >= 1.0x PoCL\n");
   for (int k = 0; k < NKERN; k++) {
-    if (!want[k] || xpjit_only[k])
+    if (!want[k] || xpjit_only(k))
       continue;
-    const bench *b = &benches[k];
-    double x = rate(b, I_XPJIT), o = rate(b, I_OMP), p = rate(b, I_POCL);
-    bool streaming = k == K_TRIAD || k == K_TRIAD64 || k == K_REDUCE;
+    double o = ratio(benches, k, I_OMP), p = ratio(benches, k, I_POCL);
     char go[64] = "", gp[64] = "";
-    if (streaming && x > 0 && o > 0)
-      snprintf(go, sizeof go, "vs OpenMP %.2fx: %s", x / o, x / o >= 0.9 ? "met" : "MISSED");
-    if (x > 0 && p > 0)
-      snprintf(gp, sizeof gp, "vs PoCL %.2fx: %s", x / p, x / p >= 1.0 ? "met" : "MISSED");
-    printf("  %-15s %-26s %s\n", kern_name[k], go, gp);
+    if (rows[k].streaming && o > 0)
+      snprintf(go, sizeof go, "vs OpenMP %.2fx: %s", o, o >= 0.9 ? "met" : "MISSED");
+    if (p > 0)
+      snprintf(gp, sizeof gp, "vs %s %.2fx: %s", impl_name[I_POCL], p,
+               p >= 1.0 ? "met" : "MISSED");
+    printf("  %-15s %-26s %s\n", rows[k].name, go, gp);
   }
-  /* why cells are empty: each reason once */
+}
+
+/* why cells are empty (each reason once) and what failed */
+static void print_reasons(const bench *benches) {
   for (int impl = 0; impl < NIMPL; impl++) {
     const char *last = NULL;
     for (int k = 0; k < NKERN; k++) {
       const result *r = &benches[k].r[impl];
-      if (!want[k] || r->state != ST_NA || xpjit_only[k] || (last && !strcmp(last, r->msg)))
+      if (!want[k] || r->state != ST_NA || xpjit_only(k) || (last && !strcmp(last, r->msg)))
         continue;
       printf("%s: %s\n", impl_name[impl], r->msg);
       last = r->msg;
@@ -1433,14 +1773,38 @@ int main(int argc, char **argv) {
   for (int k = 0; k < NKERN; k++)
     for (int impl = 0; impl < NIMPL; impl++)
       if (want[k] && benches[k].r[impl].state == ST_FAIL)
-        printf("FAIL %s %s: %s\n", impl_name[impl], kern_name[k], benches[k].r[impl].msg);
+        printf("FAIL %s %s: %s\n", impl_name[impl], rows[k].name, benches[k].r[impl].msg);
+}
+
+int main(int argc, char **argv) {
+  parse_args(argc, argv);
+  cpu_omp_setup(opt_threads);
+  pocl_env(); /* before xpjit's OpenCL device loads the ICDs, PoCL's too */
+  xdev_init(I_CPU);
+  xdev_init(I_OCL);
+  mem_dev = X[I_OCL].ok ? X[I_OCL].dev : X[I_CPU].ok ? X[I_CPU].dev : NULL;
+  pocl_init();
+  print_header(argc, argv);
+
+  static bench benches[NKERN];
+  for (int k = 0; k < NKERN; k++)
+    if (want[k])
+      run_bench(&benches[k], k);
+
+  print_rates(benches);
+  print_times(benches);
+  print_compiles(benches);
+  print_goals(benches);
+  print_reasons(benches);
+  char load[128];
   loadavg(load, sizeof load);
   printf("load:      %s (after)\n", load);
   if (failures)
     printf("\n%d FAILURE%s\n", failures, failures > 1 ? "S" : "");
 
-  if (X.ok)
-    xpjit_fini();
+  for (int impl = I_CPU; impl <= I_OCL; impl++)
+    if (X[impl].ok)
+      xdev_fini(&X[impl]);
   pocl_fini();
   return failures ? 1 : 0;
 }

@@ -7,9 +7,14 @@
  *
  * Each loop computes exactly what the xpjit and OpenCL kernels compute; the
  * float arithmetic is the same (ISO C mode: no contraction into fused
- * multiply-adds, as xpjit's IEEE default), only the summation order of the
- * reduction differs (OpenMP's simd reduction reassociates).
+ * multiply-adds, as xpjit's IEEE default), only the summation order differs
+ * in the reduction (OpenMP's simd reduction reassociates) and the scan (a
+ * running sum per group instead of a tree). Where a kernel's work-items run
+ * a loop of their own (matmul_naive, nbody) the work-item loop is an `omp
+ * simd` loop around it, as a vectorising OpenCL compiler runs work-items in
+ * SIMD lanes; each element still adds its terms in the kernel's order.
  */
+#include <math.h>
 #include <omp.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,8 +32,14 @@ void cpu_omp_fill_bytes(void *p, size_t bytes, int value);
 void cpu_omp_triad_f32(float *a, const float *b, const float *c, float s, size_t n);
 void cpu_omp_triad_f64(double *a, const double *b, const double *c, double s, size_t n);
 float cpu_omp_sum_f32(const float *x, size_t n);
+void cpu_omp_matmul_naive_f32(const float *a, const float *b, float *c, size_t n);
 void cpu_omp_matmul_f32(const float *a, const float *b, float *c, size_t n);
 void cpu_omp_jacobi5_f32(const float *u, float *out, size_t ny, size_t nx);
+void cpu_omp_matvec_f32(const float *a, const float *x, float *y, size_t m, size_t k);
+void cpu_omp_nbody_f32(const float *p, const float *v, float *vnew, float *acc, size_t n,
+                       float dt, float eps2);
+void cpu_omp_scan_group_f32(const float *x, float *y, size_t n, size_t group);
+void cpu_omp_softmax_f32(const float *x, float *y, size_t rows, size_t n);
 void cpu_omp_histogram_u8(const uint8_t *data, size_t n, uint32_t *hist);
 
 void cpu_omp_setup(int threads) {
@@ -145,6 +156,22 @@ void cpu_omp_matmul_f32(const float *restrict a, const float *restrict b, float 
   }
 }
 
+/* c = a * b for n x n row-major matrices, naively: one element at a time,
+ * its k loop inside; the columns of a row in SIMD lanes. */
+void cpu_omp_matmul_naive_f32(const float *restrict a, const float *restrict b,
+                              float *restrict c, size_t n) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; i++) {
+#pragma omp simd
+    for (size_t j = 0; j < n; j++) {
+      float acc = 0.0f;
+      for (size_t k = 0; k < n; k++)
+        acc += a[i * n + k] * b[k * n + j];
+      c[i * n + j] = acc;
+    }
+  }
+}
+
 /* One Jacobi sweep: interior points = average of the 4 neighbours,
  * boundary points copied. */
 void cpu_omp_jacobi5_f32(const float *restrict u, float *restrict out, size_t ny, size_t nx) {
@@ -162,6 +189,101 @@ void cpu_omp_jacobi5_f32(const float *restrict u, float *restrict out, size_t ny
     for (size_t j = 1; j < nx - 1; j++)
       o[j] = 0.25f * (up[j] + dn[j] + r[j - 1] + r[j + 1]);
     o[nx - 1] = r[nx - 1];
+  }
+}
+
+/* y = a x for an m x k row-major matrix: per row, the dot product in 16
+ * lanes, then the lanes pairwise (the kernel's order). */
+void cpu_omp_matvec_f32(const float *restrict a, const float *restrict x, float *restrict y,
+                        size_t m, size_t k) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < m; i++) {
+    const float *restrict row = a + i * k;
+    float acc[16] = {0};
+    size_t j = 0;
+    for (; j + 16 <= k; j += 16)
+      for (int v = 0; v < 16; v++)
+        acc[v] += row[j + v] * x[j + v];
+    for (; j < k; j++)
+      acc[0] += row[j] * x[j];
+    for (int w = 8; w > 0; w /= 2)
+      for (int v = 0; v < w; v++)
+        acc[v] += acc[v + w];
+    y[i] = acc[0];
+  }
+}
+
+/* One all-pairs n-body step (the kernel's arithmetic, 1 / sqrtf for its
+ * rsqrt); p: rows x, y, z, mass (4 x n); v, vnew, acc: rows x, y, z. The
+ * bodies in SIMD lanes. */
+void cpu_omp_nbody_f32(const float *restrict p, const float *restrict v, float *restrict vnew,
+                       float *restrict acc, size_t n, float dt, float eps2) {
+  const float *restrict px = p, *restrict py = p + n, *restrict pz = p + 2 * n,
+                        *restrict pm = p + 3 * n;
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    float xi = px[i], yi = py[i], zi = pz[i];
+    float ax = 0.0f, ay = 0.0f, az = 0.0f;
+    for (size_t j = 0; j < n; j++) {
+      float dx = px[j] - xi, dy = py[j] - yi, dz = pz[j] - zi;
+      float inv = 1.0f / sqrtf(dx * dx + dy * dy + dz * dz + eps2);
+      float s = pm[j] * inv * inv * inv;
+      ax += s * dx;
+      ay += s * dy;
+      az += s * dz;
+    }
+    acc[i] = ax;
+    acc[n + i] = ay;
+    acc[2 * n + i] = az;
+    vnew[i] = v[i] + dt * ax;
+    vnew[n + i] = v[n + i] + dt * ay;
+    vnew[2 * n + i] = v[2 * n + i] + dt * az;
+  }
+}
+
+/* y = the inclusive prefix sums of x within each group of `group`
+ * elements: a running sum per group. */
+void cpu_omp_scan_group_f32(const float *restrict x, float *restrict y, size_t n, size_t group) {
+#pragma omp parallel for schedule(static)
+  for (size_t g = 0; g < n; g += group) {
+    size_t end = g + group < n ? g + group : n;
+    float s = 0.0f;
+    for (size_t i = g; i < end; i++) {
+      s += x[i];
+      y[i] = s;
+    }
+  }
+}
+
+/* y = softmax of each row of x (rows x n): the maximum, then y = exp(x -
+ * max) summed in 16 lanes, then y times 1 / sum (the kernel's order). */
+void cpu_omp_softmax_f32(const float *restrict x, float *restrict y, size_t rows, size_t n) {
+#pragma omp parallel for schedule(static)
+  for (size_t r = 0; r < rows; r++) {
+    const float *restrict xr = x + r * n;
+    float *restrict yr = y + r * n;
+    float m = xr[0];
+    for (size_t j = 1; j < n; j++)
+      m = xr[j] > m ? xr[j] : m;
+    float acc[16] = {0};
+    size_t j = 0;
+    for (; j + 16 <= n; j += 16)
+      for (int v = 0; v < 16; v++) {
+        float e = expf(xr[j + v] - m);
+        yr[j + v] = e;
+        acc[v] += e;
+      }
+    for (; j < n; j++) {
+      float e = expf(xr[j] - m);
+      yr[j] = e;
+      acc[0] += e;
+    }
+    for (int w = 8; w > 0; w /= 2)
+      for (int v = 0; v < w; v++)
+        acc[v] += acc[v + w];
+    float inv = 1.0f / acc[0];
+    for (size_t k = 0; k < n; k++)
+      yr[k] *= inv;
   }
 }
 
