@@ -4,8 +4,9 @@
  * The entry point loops over work-items and work-groups itself
  * (codegen.c, docs/abi.md); this file picks the target machine and the
  * atomic scopes (a work-group runs on one thread, so work-group-scope
- * atomics on local memory need no bus lock), and keeps LLVM's loop
- * vectoriser away from the loops it would spend minutes on.
+ * atomics on local memory need no bus lock), keeps LLVM's loop vectoriser
+ * away from the loops it would spend minutes on, and keeps the vectoriser
+ * and the unroller off the work-item loops of kernels with barriers.
  */
 #include "cg.h"
 
@@ -327,14 +328,76 @@ static uint64_t loop_cost(loop_scan *s, const cg_loop *loops, unsigned index) {
   return cost + (mem < (1u << 24) ? 2 * mem * mem : STEPS_MAX);
 }
 
-static void no_vectorize(cg *c, LLVMValueRef latch) {
-  LLVMMetadataRef self = LLVMTemporaryMDNode(c->ctx, NULL, 0);
-  LLVMMetadataRef hint[2] = {
-      LLVMMDStringInContext2(c->ctx, "llvm.loop.vectorize.enable", 26),
-      LLVMValueAsMetadata(LLVMConstInt(c->t_i1, 0, 0))};
-  LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(c->ctx, hint, 2)};
-  LLVMMetadataRef id = LLVMMDNodeInContext2(c->ctx, ops, 2);
-  LLVMMetadataReplaceAllUsesWith(self, id); /* a distinct loop ID */
+/* ---- work-item loops of kernels with barriers --------------------- *
+ *
+ * An nd-range kernel with barriers runs each stretch of code between two
+ * barriers in its own nest of loops over the work-items of the group, one
+ * loop per dimension (codegen.c), each iteration loading and storing the
+ * values that live across barriers in scratch (and testing the work-item's
+ * "returned" flag where one can return early). -O2 treats every one of
+ * these loops as a hot loop: the
+ * unroller unrolls the innermost at run time (by 8 on znver4), the
+ * vectoriser vectorises them with masked loads and stores, alias checks,
+ * an epilogue and a scalar remainder, and instruction selection, loop
+ * strength reduction and register allocation then pay for that code twice
+ * over. At -O1 and -O2 these loops are therefore neither vectorised nor
+ * unrolled; loops of the kernel's own code keep every optimisation, and
+ * kernels without barriers are left alone (their single work-item loop is
+ * where their vector code comes from). -O3 keeps the full treatment.
+ * Measured (LLVM 22.1.8, -O2, in process, CPU time, this 2-core znver4):
+ * matmul_tiled<f32> of examples/matmul.xpk 85 -> 31 ms, a softmax with
+ * two barrier trees 61 -> 24 ms, bench/cpu.xpk's matmul 88 -> 60 ms.
+ * Run time: the same within noise for the tiled matmuls, the transpose,
+ * the block reductions and bench/cpu's matmul, reduction and histogram;
+ * a local-memory stencil 40% faster; the softmax 11% slower, whose
+ * vectorised work-item loops only updated the per-work-item copies of a
+ * uniform loop counter (../shared/CPU-CODEGEN-NOTES.md, "Compile time of
+ * barrier kernels"). */
+
+/* Whether L is a loop over the work-items of a group: its header starts
+ * with a counter from 0 compared with a local size or with the group's
+ * size (codegen.c, loop_open in emit_wi_loop and wg_return_value). */
+static bool wi_loop(cg *c, const cg_loop *L) {
+  LLVMValueRef iv = LLVMGetFirstInstruction(L->first);
+  LLVMValueRef br = LLVMGetBasicBlockTerminator(L->first);
+  if (!iv || !LLVMIsAPHINode(iv) || !br || !LLVMIsABranchInst(br) ||
+      !LLVMIsConditional(br))
+    return false;
+  LLVMValueRef cmp = LLVMGetCondition(br);
+  if (!LLVMIsAICmpInst(cmp) || LLVMGetOperand(cmp, 0) != iv)
+    return false;
+  LLVMValueRef bound = LLVMGetOperand(cmp, 1);
+  bool sized = bound == c->cpu_wgs;
+  for (int d = 0; d < 3 && !sized; d++)
+    sized = bound == c->cpu_launch[3 + d];
+  bool from0 = false;
+  for (unsigned k = 0; k < LLVMCountIncoming(iv) && !from0; k++) {
+    LLVMValueRef v = LLVMGetIncomingValue(iv, k);
+    from0 = LLVMIsAConstantInt(v) && LLVMConstIntGetZExtValue(v) == 0;
+  }
+  return sized && from0;
+}
+
+enum { HINT_NO_VECTORIZE = 1, HINT_NO_UNROLL = 2 };
+
+static LLVMMetadataRef loop_flag(cg *c, const char *name, LLVMValueRef v) {
+  LLVMMetadataRef op[2] = {LLVMMDStringInContext2(c->ctx, name, strlen(name)),
+                           v ? LLVMValueAsMetadata(v) : NULL};
+  return LLVMMDNodeInContext2(c->ctx, op, v ? 2 : 1);
+}
+
+/* Gives the loop whose back edge is latch a distinct loop ID with hints. */
+static void set_loop_hints(cg *c, LLVMValueRef latch, unsigned hints) {
+  LLVMMetadataRef ops[3];
+  unsigned n = 1;
+  ops[0] = LLVMTemporaryMDNode(c->ctx, NULL, 0);
+  if (hints & HINT_NO_VECTORIZE)
+    ops[n++] = loop_flag(c, "llvm.loop.vectorize.enable",
+                         LLVMConstInt(c->t_i1, 0, 0));
+  if (hints & HINT_NO_UNROLL)
+    ops[n++] = loop_flag(c, "llvm.loop.unroll.disable", NULL);
+  LLVMMetadataRef id = LLVMMDNodeInContext2(c->ctx, ops, n);
+  LLVMMetadataReplaceAllUsesWith(ops[0], id); /* a distinct loop ID */
   LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c->ctx, "llvm.loop", 9),
                   LLVMMetadataAsValue(c->ctx, id));
 }
@@ -374,13 +437,23 @@ static cg_loop *loops_in_copy(cg *c, LLVMValueRef fn) {
   return out;
 }
 
-/* Costs every loop on a copy of the module whose variables are promoted to
- * registers (the optimiser's first step too), so that the walks follow
+/* Marks the work-item loops of a kernel with barriers (above), then costs
+ * every other loop on a copy of the module whose variables are promoted
+ * to registers (the optimiser's first step too), so that the walks follow
  * values, not loads and stores of stack slots; marks the loops over
  * budget. The module itself changes only by those marks. */
 static void cpu_before_optimise(cg *c) {
   if (!c->ncpu_loops || c->opts->opt_level == 0)
     return;
+  uint8_t *hints = calloc(c->ncpu_loops, 1);
+  if (!hints) {
+    cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
+    return;
+  }
+  for (unsigned i = 0; c->wg_multi && c->opts->opt_level <= 2 &&
+                      i < c->ncpu_loops; i++)
+    if (wi_loop(c, &c->cpu_loops[i]))
+      hints[i] = HINT_NO_VECTORIZE | HINT_NO_UNROLL;
   LLVMModuleRef copy = LLVMCloneModule(c->mod);
   LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
   LLVMErrorRef e = LLVMRunPasses(copy, "function(mem2reg)", NULL, pbo);
@@ -390,6 +463,7 @@ static void cpu_before_optimise(cg *c) {
     cg_fail(c, XPJ_ERR_COMPILE, "internal: mem2reg: %s", em);
     LLVMDisposeErrorMessage(em);
     LLVMDisposeModule(copy);
+    free(hints);
     return;
   }
   LLVMValueRef fn = LLVMGetNamedFunction(copy, c->entry);
@@ -407,17 +481,23 @@ static void cpu_before_optimise(cg *c) {
       ninsts++;
   }
   for (unsigned i = 0; ok && i < c->ncpu_loops; i++) {
+    if (hints[i] & HINT_NO_VECTORIZE)
+      continue;
     s.loop = span_of(&s, &loops[i]);
     ok = map_init(&s.steps, ninsts) && map_init(&s.vary, ninsts);
     uint64_t cost = ok ? loop_cost(&s, loops, i) : 0;
     if (cost > VECTORIZE_BUDGET)
-      no_vectorize(c, c->cpu_loops[i].latch);
+      hints[i] |= HINT_NO_VECTORIZE;
     map_free(&s.steps);
     map_free(&s.vary);
   }
   map_free(&s.blocks);
   free(loops);
   LLVMDisposeModule(copy);
+  for (unsigned i = 0; ok && i < c->ncpu_loops; i++)
+    if (hints[i])
+      set_loop_hints(c, c->cpu_loops[i].latch, hints[i]);
+  free(hints);
   if (!ok)
     cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
 }

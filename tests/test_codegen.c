@@ -691,6 +691,47 @@ static void test_vectorize_guard(void **state) {
   }
 }
 
+/* The work-item loops of an nd-range kernel with barriers are neither
+ * vectorised nor unrolled (target_cpu.c: they cost most of the compile and
+ * bring no speed); those of a kernel without barriers, nd-range or range,
+ * still are vectorised. */
+static void test_barrier_loops(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel wg_tile(x: global const f32[], y: global f32[]) ndrange(1) {\n"
+      "    local t: f32[256];\n"
+      "    let i = local_id(0);\n"
+      "    t[i] = x[global_id(0)] * 2.0f32;\n"
+      "    barrier(local);\n"
+      "    y[global_id(0)] = t[255 - i] + 1.0f32;\n"
+      "}\n"
+      "kernel wg_flat(x: global const f32[], y: global f32[]) ndrange(1) {\n"
+      "    let g = global_id(0);\n"
+      "    y[g] = x[g] * 2.0f32 + 1.0f32;\n"
+      "}\n"
+      "kernel flat(x: global const f32[], y: global f32[]) range(1) {\n"
+      "    let g = global_id(0);\n"
+      "    y[g] = x[g] * 2.0f32 + 1.0f32;\n"
+      "}\n";
+  static const struct {
+    const char *kernel;
+    bool marked;
+  } cases[] = {{"wg_tile", true}, {"wg_flat", false}, {"flat", false}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *ll = emit_text(src, cases[i].kernel, "cpu", XPJ_EMIT_LLVM);
+    bool novec =
+        strstr(ll, "!\"llvm.loop.vectorize.enable\", i1 false") != NULL;
+    bool nounroll = strstr(ll, "!\"llvm.loop.unroll.disable\"") != NULL;
+    bool vector = strstr(ll, " x float>") != NULL;
+    if (novec != cases[i].marked || vector == cases[i].marked ||
+        (cases[i].marked && !nounroll))
+      fail_msg("%s: vectorize.enable=false %s, unroll.disable %s, vector "
+               "code %s", cases[i].kernel, novec ? "set" : "not set",
+               nounroll ? "set" : "not set", vector ? "present" : "absent");
+    free(ll);
+  }
+}
+
 /* Every compile worker may use a bounded amount of memory beyond what it
  * inherits (docs/abi.md): past it, the compile fails as out of memory, a
  * transient failure with that reason, not as a crash. The kernel, 2000
@@ -913,6 +954,7 @@ int main(void) {
       cmocka_unit_test(test_emit_examples),
       cmocka_unit_test(test_entry_names),
       cmocka_unit_test(test_vectorize_guard),
+      cmocka_unit_test(test_barrier_loops),
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_limit_process),
   };
