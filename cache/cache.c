@@ -825,6 +825,19 @@ static void lower_mode(xpj_cache *c, xpj_cache_mode mode, const char *fmt,
     db_close(c);
 }
 
+/* Moves a damaged file aside and starts a new one under the exclusive
+ * lock (replace_file); if even that fails, caching is off for this handle.
+ * Returns the new file's code. */
+static int start_over(xpj_cache *c, int why) {
+  int fd = lock_file(c, LOCK_EX);
+  int rc = replace_file(c, why);
+  unlock_file(fd);
+  if (rc != SQLITE_OK)
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; compiling without "
+               "caching", c->path, rc_str(rc));
+  return rc;
+}
+
 /* Turns the handle read-only (or off when it cannot even read). */
 static void degrade(xpj_cache *c, int rc, const char *what) {
   if (c->mode != XPJ_CACHE_MODE_RW)
@@ -1855,13 +1868,8 @@ static uint64_t verify_file(xpj_cache *c, bool repair,
     bad = 1;
   }
   if (bad && repair && c->mode == XPJ_CACHE_MODE_RW && !c->bundle) {
-    int fd = lock_file(c, LOCK_EX);
-    rc = replace_file(c, SQLITE_CORRUPT);
-    unlock_file(fd);
+    start_over(c, SQLITE_CORRUPT);
     *c->replaced = 0; /* reported above */
-    if (rc != SQLITE_OK)
-      lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; compiling without "
-                 "caching", c->path, rc_str(rc));
   }
   return bad;
 }
@@ -2000,14 +2008,8 @@ xpj_status xpj_cache_clear(xpj_cache *c) {
                         NULL, NULL, NULL);
     rc = finish(c, rc);
     memset(&c->pending, 0, sizeof c->pending);
-    if (is_damage(rc)) { /* a new, empty file clears it just as well */
-      int fd = lock_file(c, LOCK_EX);
-      rc = replace_file(c, rc);
-      unlock_file(fd);
-      if (rc != SQLITE_OK)
-        lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; compiling without "
-                   "caching", c->path, rc_str(rc));
-    }
+    if (is_damage(rc)) /* a new, empty file clears it just as well */
+      rc = start_over(c, rc);
     if (rc != SQLITE_OK)
       st = fail(XPJ_ERR_IO, "clear %s: %s", c->path, rc_str(rc));
     else /* give the space back; fails harmlessly while others read */

@@ -489,7 +489,7 @@ static bool frame_make_wg(cg *c, cg_frame *fr) {
  * level) before a run that follows: then each work-item needs a
  * "returned" flag that later runs test. A return in the last run, outside
  * any loop that runs at work-group level, needs none. */
-static bool returns_before_a_run(cg *c, const cg_frame *fr) {
+static bool returns_before_a_run(const cg_frame *fr) {
   const xpj_func *f = fr->f;
   uint32_t last = 0;
   for (xpj_val v = 1; v < f->ninsts; v++)
@@ -510,7 +510,6 @@ static bool returns_before_a_run(cg *c, const cg_frame *fr) {
       b = f->insts[owner].in_block;
     }
   }
-  (void)c;
   return false;
 }
 
@@ -1995,7 +1994,7 @@ static void lower_cpu(cg *c, cg_frame *fr) {
     if (c->wg_multi) {
       if (!frame_make_wg(c, fr))
         return;
-      if (returns_before_a_run(c, fr)) {
+      if (returns_before_a_run(fr)) {
         c->cpu_active = entry_alloca(c, c->t_i64, "active");
         c->cpu_flags_off = scratch_alloc(c, 1);
       }
