@@ -30,6 +30,9 @@ typedef struct cg_frame cg_frame;
 typedef struct cg_loop {
   LLVMBasicBlockRef first, last, exit;
   LLVMValueRef latch;
+  /* a work-item loop of an nd-range kernel with barriers, outside any
+   * interchanged loop (codegen.c mark_wi_loop) */
+  bool plain_wi;
 } cg_loop;
 
 /* The per-target part of code generation. */
@@ -107,6 +110,11 @@ struct cg {
   LLVMValueRef cpu_gid[3], cpu_lid[3], cpu_grp[3];
   LLVMValueRef cpu_glinear, cpu_wi, cpu_wgs, cpu_grp_linear;
   bool in_wi_run; /* inside emit_wi_loop: the ids are this loop's */
+  unsigned xdepth; /* interchanged loops around the code being built */
+  /* range kernels run in chunks: the global id (dimension 0) of the
+   * chunk's first work-item and its row-major linear id; cpu_wgs is the
+   * chunk's size */
+  LLVMValueRef chunk_first, chunk_linear;
   LLVMValueRef cpu_active;      /* i64 alloca: live work-items of a group */
   int64_t cpu_flags_off;        /* scratch offset of returned flags, -1 */
   unsigned cur_loop;            /* serial of the work-item loop being built,
@@ -150,5 +158,21 @@ bool cg_scalar_is_signed(xpj_scalar s);
 
 /* Lowers kernel of c->m into c->mod (codegen.c). */
 void cg_lower_kernel(cg *c);
+/* Whether block b of f (not counting nested loops) breaks or continues. */
+bool cg_block_exits_loop(const xpj_func *f, xpj_block b);
+/* Whether instruction id of f is or holds a barrier (at any call depth). */
+bool cg_inst_has_barrier(cg *c, const xpj_func *f, xpj_val id);
+
+/* The CPU's plan for a kernel run at work-group level (uniform.c): per
+ * instruction of the kernel, whether it is a loop interchanged with the
+ * work-item loop (xloop) and whether it runs once per group because its
+ * value is the same for every work-item (uni). chunked: a range kernel,
+ * run in chunks of one row. */
+typedef struct cg_plan {
+  uint8_t *xloop, *uni;
+  unsigned nxloops;
+} cg_plan;
+bool cg_plan_kernel(cg *c, const xpj_func *f, bool chunked, cg_plan *out);
+void cg_plan_free(cg_plan *p);
 
 #endif

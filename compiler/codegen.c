@@ -44,12 +44,19 @@ struct cg_frame {
   cg_frame *parent;
   const xpj_inst *call; /* CALL instruction in parent, NULL for the kernel */
   LLVMValueRef *vals;
+  /* CPU: per VAR set once where it is declared and never again (a let
+   * binding), the value stored: its loads are that value, so ids are
+   * recomputed and values kept in registers rather than reloaded */
+  xpj_val *alias;
   cg_view *views;       /* kernel frame: one per parameter */
   /* CPU work-group mode */
   bool wg;
   uint8_t *wgstmt;  /* instruction runs at work-group level */
   uint32_t *run;    /* run of each instruction (0: work-group level) */
   uint8_t *need;    /* NEED_SLOT / NEED_USLOT */
+  /* kernel frame: loops interchanged with the work-item loop, and values
+   * computed once per group (uniform.c); NULL in device functions */
+  const uint8_t *xloop, *uni;
   int64_t *slot;    /* scratch offset per work-item region, -1 */
   LLVMValueRef *uslot;
   uint32_t cur_run;
@@ -181,7 +188,7 @@ static void note_loop(cg *c, LLVMBasicBlockRef first, LLVMBasicBlockRef exit,
     c->cap_cpu_loops = cap;
   }
   c->cpu_loops[c->ncpu_loops++] =
-      (cg_loop){first, LLVMGetLastBasicBlock(c->fn), exit, latch};
+      (cg_loop){first, LLVMGetLastBasicBlock(c->fn), exit, latch, false};
 }
 
 static void set_fmf(cg *c, LLVMValueRef v) {
@@ -205,6 +212,69 @@ static xpj_scalar scalar_of(cg *c, xpj_type t) {
 
 /* ---- frames -------------------------------------------------------- */
 
+/* Variables stored once, by the statement right after their declaration,
+ * and otherwise only loaded: alias[var] = the value stored. */
+static void find_aliases(const xpj_func *f, xpj_val *alias) {
+  uint32_t *stores = calloc(f->ninsts + 1, sizeof *stores);
+  uint8_t *other = calloc(f->ninsts + 1, 1);
+  if (!stores || !other) { /* no aliases: correct, only slower */
+    free(stores);
+    free(other);
+    return;
+  }
+  for (xpj_val u = 1; u < f->ninsts; u++) {
+    const xpj_inst *in = &f->insts[u];
+    const uint32_t *a = &f->pool[in->args];
+    for (uint32_t k = 0; k < in->nargs; k++) {
+      if (!a[k] || a[k] >= f->ninsts || f->insts[a[k]].op != XPJ_OP_VAR)
+        continue;
+      if (k == 0 && in->op == XPJ_OP_STORE)
+        stores[a[k]]++;
+      else if (!(k == 0 && in->op == XPJ_OP_LOAD))
+        other[a[k]] = 1;
+    }
+  }
+  for (xpj_block b = 1; b < f->nblocks; b++) {
+    const xpj_blockdata *bd = &f->blocks[b];
+    for (uint32_t i = 0; i + 1 < bd->n; i++) {
+      xpj_val v = bd->ids[i];
+      const xpj_inst *st = &f->insts[bd->ids[i + 1]];
+      if (f->insts[v].op == XPJ_OP_VAR && !other[v] && stores[v] == 1 &&
+          st->op == XPJ_OP_STORE && f->pool[st->args] == v)
+        alias[v] = f->pool[st->args + 1];
+    }
+  }
+  free(stores);
+  free(other);
+}
+
+/* The value v stands for: a load of an aliased variable is the value
+ * stored in it. */
+static xpj_val resolve(const cg_frame *fr, xpj_val v) {
+  for (unsigned n = 0; n < 64 && v && v < fr->f->ninsts; n++) {
+    const xpj_inst *in = &fr->f->insts[v];
+    if (in->op != XPJ_OP_LOAD || !fr->alias[fr->f->pool[in->args]])
+      break;
+    v = fr->alias[fr->f->pool[in->args]];
+  }
+  return v;
+}
+
+/* Whether statement id is the declaration, the one store or a load of an
+ * aliased variable: nothing to emit. */
+static bool aliased(const cg_frame *fr, xpj_val id) {
+  const xpj_inst *in = &fr->f->insts[id];
+  switch (in->op) {
+  case XPJ_OP_VAR:
+    return fr->alias[id] != 0;
+  case XPJ_OP_LOAD:
+  case XPJ_OP_STORE:
+    return fr->alias[fr->f->pool[in->args]] != 0;
+  default:
+    return false;
+  }
+}
+
 static cg_frame *frame_new(cg *c, const xpj_func *f, cg_frame *parent,
                            const xpj_inst *call) {
   cg_frame *fr = calloc(1, sizeof *fr);
@@ -217,11 +287,16 @@ static cg_frame *frame_new(cg *c, const xpj_func *f, cg_frame *parent,
   fr->call = call;
   fr->ret_region = -1;
   fr->vals = calloc(f->ninsts + 1, sizeof *fr->vals);
-  if (!fr->vals) {
+  fr->alias = calloc(f->ninsts + 1, sizeof *fr->alias);
+  if (!fr->vals || !fr->alias) {
+    free(fr->vals);
+    free(fr->alias);
     free(fr);
     cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
     return NULL;
   }
+  if (!c->ops->simt)
+    find_aliases(f, fr->alias);
   return fr;
 }
 
@@ -229,6 +304,7 @@ static void frame_free(cg_frame *fr) {
   if (!fr)
     return;
   free(fr->vals);
+  free(fr->alias);
   free(fr->views);
   free(fr->wgstmt);
   free(fr->run);
@@ -299,6 +375,10 @@ static bool inst_has_barrier(cg *c, const xpj_func *f, xpj_val id,
   }
 }
 
+bool cg_inst_has_barrier(cg *c, const xpj_func *f, xpj_val id) {
+  return inst_has_barrier(c, f, id, 0);
+}
+
 static bool block_has_barrier(cg *c, const xpj_func *f, xpj_block b,
                               unsigned depth) {
   if (!b)
@@ -311,7 +391,7 @@ static bool block_has_barrier(cg *c, const xpj_func *f, xpj_block b,
 }
 
 /* Does block b (outside nested loops) break or continue? */
-static bool block_exits_loop(const xpj_func *f, xpj_block b) {
+bool cg_block_exits_loop(const xpj_func *f, xpj_block b) {
   if (!b)
     return false;
   const xpj_blockdata *bd = &f->blocks[b];
@@ -320,7 +400,7 @@ static bool block_exits_loop(const xpj_func *f, xpj_block b) {
     if (in->op == XPJ_OP_BREAK || in->op == XPJ_OP_CONTINUE)
       return true;
     if (in->op == XPJ_OP_IF &&
-        (block_exits_loop(f, in->blk[0]) || block_exits_loop(f, in->blk[1])))
+        (cg_block_exits_loop(f, in->blk[0]) || cg_block_exits_loop(f, in->blk[1])))
       return true;
   }
   return false;
@@ -351,18 +431,21 @@ static void mark_wg_block(cg *c, cg_frame *fr, xpj_block b, bool in_wg_loop) {
       break;
     case XPJ_OP_IF:
       wg = inst_has_barrier(c, f, id, 0) ||
-           (in_wg_loop && (block_exits_loop(f, in->blk[0]) ||
-                           block_exits_loop(f, in->blk[1])));
+           (in_wg_loop && (cg_block_exits_loop(f, in->blk[0]) ||
+                           cg_block_exits_loop(f, in->blk[1])));
       if (wg) {
         mark_wg_block(c, fr, in->blk[0], in_wg_loop);
         mark_wg_block(c, fr, in->blk[1], in_wg_loop);
       }
       break;
     case XPJ_OP_LOOP:
-      wg = inst_has_barrier(c, f, id, 0);
+      wg = inst_has_barrier(c, f, id, 0) || (fr->xloop && fr->xloop[id]);
       if (wg)
         for (int k = 0; k < 3; k++)
           mark_wg_block(c, fr, in->blk[k], true);
+      break;
+    case XPJ_OP_STORE: /* to a variable kept once per group */
+      wg = fr->uni && fr->uni[id] && !aliased(fr, id);
       break;
     default:
       break;
@@ -435,6 +518,9 @@ static void mark_use(cg_frame *fr, xpj_val user, xpj_val used,
                      uint8_t extra) {
   if (!used || used >= fr->f->ninsts)
     return;
+  used = resolve(fr, used);
+  if (fr->uni && fr->uni[used])
+    return; /* computed at work-group level before its users */
   uint32_t ru = fr->run[user], rd = fr->run[used];
   if (ru == 0)
     fr->need[used] |= NEED_USLOT;
@@ -462,6 +548,9 @@ static bool frame_make_wg(cg *c, cg_frame *fr) {
   mark_wg_block(c, fr, 1, false);
   uint32_t next = 0;
   assign_runs(fr, 1, &next);
+  for (xpj_val v = 1; fr->uni && v < f->ninsts; v++)
+    if (fr->uni[v])
+      fr->run[v] = 0; /* lowered before the run it sits in */
   for (xpj_val u = 1; u < f->ninsts; u++) {
     const xpj_inst *in = &f->insts[u];
     if (in->op == XPJ_OP_NOP)
@@ -471,13 +560,15 @@ static bool frame_make_wg(cg *c, cg_frame *fr) {
     bool wgcall = in->op == XPJ_OP_CALL && fr->wgstmt[u];
     for (unsigned k = first; k < in->nargs; k++)
       mark_use(fr, u, a[k], wgcall ? NEED_SLOT | NEED_USLOT : 0);
-    if (in->op == XPJ_OP_LOOP && in->imm.i)
-      fr->need[in->imm.i] |= NEED_USLOT;
+    xpj_val cond = resolve(fr, (xpj_val)in->imm.i);
+    if (in->op == XPJ_OP_LOOP && cond && !(fr->uni && fr->uni[cond]))
+      fr->need[cond] |= NEED_USLOT;
     if (in->op == XPJ_OP_RETURN && fr->wgstmt[u] && in->nargs)
-      fr->need[a[0]] |= NEED_SLOT;
+      fr->need[resolve(fr, a[0])] |= NEED_SLOT;
   }
   for (xpj_val v = 1; v < f->ninsts; v++) {
-    if (rematerializable(&f->insts[v], tinfo(c, f->insts[v].type)))
+    if (rematerializable(&f->insts[v], tinfo(c, f->insts[v].type)) ||
+        (fr->uni && fr->uni[v]))
       fr->need[v] = 0;
     else if (f->insts[v].op == XPJ_OP_WI) /* ids: recomputed in each run */
       fr->need[v] &= NEED_USLOT;
@@ -560,18 +651,20 @@ static bool is_private_storage(cg *c, const xpj_inst *in) {
           tinfo(c, in->type)->space != XPJ_SPACE_LOCAL);
 }
 
-/* Bytes per work-item of a private variable or array, rounded to 8. */
+/* Bytes per work-item of a private variable or array: consecutive
+ * work-items' copies of a scalar variable are adjacent (unit stride). */
 static uint64_t private_bytes(cg *c, const xpj_inst *in) {
   const xpj_typeinfo *ti = tinfo(c, in->type);
   uint64_t n = 1;
   if (in->op == XPJ_OP_ARRAY)
     for (int k = 0; k < ti->rank; k++)
       n *= (uint64_t)ti->dims[k];
-  return (n * scalar_bytes(scalar_of(c, in->type)) + 7) & ~(uint64_t)7;
+  return n * scalar_bytes(scalar_of(c, in->type));
 }
 
 static LLVMValueRef val(cg *c, cg_frame *fr, xpj_val v) {
   const xpj_func *f = fr->f;
+  v = resolve(fr, v);
   const xpj_inst *in = &f->insts[v];
   if (in->op == XPJ_OP_CONST)
     return const_of(c, in);
@@ -1367,7 +1460,7 @@ static void lower_return(cg *c, cg_frame *fr, const xpj_inst *in) {
     LLVMBuildBr(c->b, fr->ret_bb);
     return;
   }
-  if (c->ops->simt || c->kernel->kind == XPJ_FUNC_RANGE || !c->wg_multi) {
+  if (c->ops->simt || !c->wg_multi) {
     LLVMBuildBr(c->b, c->wi_latch); /* SIMT: the latch is the ret block */
     return;
   }
@@ -1399,6 +1492,8 @@ static void lower_inst(cg *c, cg_frame *fr, xpj_val id) {
     LLVMPositionBuilderAtEnd(B, new_bb(c, "dead"));
   }
   di_at(c, in->loc);
+  if (aliased(fr, id))
+    return;
   xpj_scalar s = scalar_of(c, in->type);
   switch ((xpj_op)in->op) {
   case XPJ_OP_NOP:
@@ -1612,8 +1707,18 @@ static void loop_close(cg *c, counted_loop *L) {
   LLVMPositionBuilderAtEnd(c->b, L->exit);
 }
 
+/* Marks the loop just closed as a plain work-item loop, one that
+ * target_cpu.c neither unrolls nor interleaves at -O1/-O2: a loop of an
+ * nd-range kernel with barriers or interchanged loops, outside any
+ * interchanged loop (inside one, and in range kernels, the work-item loop
+ * is where the vector code comes from: it keeps every optimisation). */
+static void mark_wi_loop(cg *c) {
+  if (c->wg_multi && c->ncpu_loops && c->kernel->kind == XPJ_FUNC_NDRANGE && !c->xdepth)
+    c->cpu_loops[c->ncpu_loops - 1].plain_wi = true;
+}
+
 /* Runs instructions [from, to) of block b once per work-item of the
- * group (nd-range on the CPU). */
+ * group (nd-range on the CPU) or of the chunk (range). */
 static void emit_wi_loop(cg *c, cg_frame *fr, xpj_block b, uint32_t from,
                          uint32_t to) {
   const xpj_blockdata *bd = &fr->f->blocks[b];
@@ -1623,24 +1728,33 @@ static void emit_wi_loop(cg *c, cg_frame *fr, xpj_block b, uint32_t from,
   counted_loop L[3];
   LLVMValueRef *ls = &c->cpu_launch[3];
   c->cur_loop = ++c->loop_serial;
-  for (unsigned d = 3; d-- > 0;) {
-    if (d < nd) {
-      static const char *const name[3] = {"wi.x", "wi.y", "wi.z"};
-      loop_open(c, &L[d], cg_i64(c, 0), ls[d], name[d]);
-      c->cpu_lid[d] = L[d].iv;
-    } else {
-      c->cpu_lid[d] = cg_i64(c, 0);
+  if (c->kernel->kind == XPJ_FUNC_RANGE) {
+    /* a chunk of a row of a range kernel (lower_cpu) */
+    nd = 1;
+    loop_open(c, &L[0], cg_i64(c, 0), c->cpu_wgs, "wi.x");
+    c->cpu_wi = L[0].iv;
+    c->cpu_gid[0] = LLVMBuildAdd(c->b, c->chunk_first, L[0].iv, "");
+    c->cpu_glinear = LLVMBuildAdd(c->b, c->chunk_linear, L[0].iv, "");
+  } else {
+    for (unsigned d = 3; d-- > 0;) {
+      if (d < nd) {
+        static const char *const name[3] = {"wi.x", "wi.y", "wi.z"};
+        loop_open(c, &L[d], cg_i64(c, 0), ls[d], name[d]);
+        c->cpu_lid[d] = L[d].iv;
+      } else {
+        c->cpu_lid[d] = cg_i64(c, 0);
+      }
     }
+    LLVMValueRef wi = c->cpu_lid[nd - 1];
+    for (unsigned d = nd - 1; d-- > 0;)
+      wi = LLVMBuildAdd(c->b, LLVMBuildNUWMul(c->b, wi, ls[d], ""), c->cpu_lid[d], "");
+    c->cpu_wi = wi;
+    for (unsigned d = 0; d < 3; d++)
+      c->cpu_gid[d] = d < nd ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, c->cpu_grp[d], ls[d], ""),
+                                            c->cpu_lid[d], "")
+                             : c->cpu_grp[d];
+    c->cpu_glinear = linear3(c, c->cpu_gid, c->cpu_launch);
   }
-  LLVMValueRef wi = c->cpu_lid[nd - 1];
-  for (unsigned d = nd - 1; d-- > 0;)
-    wi = LLVMBuildAdd(c->b, LLVMBuildNUWMul(c->b, wi, ls[d], ""), c->cpu_lid[d], "");
-  c->cpu_wi = wi;
-  for (unsigned d = 0; d < 3; d++)
-    c->cpu_gid[d] = d < nd ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, c->cpu_grp[d], ls[d], ""),
-                                          c->cpu_lid[d], "")
-                           : c->cpu_grp[d];
-  c->cpu_glinear = linear3(c, c->cpu_gid, c->cpu_launch);
   c->wi_latch = L[0].latch;
   c->in_wi_run = true;
   if (c->wg_multi && c->cpu_flags_off >= 0) {
@@ -1652,11 +1766,15 @@ static void emit_wi_loop(cg *c, cg_frame *fr, xpj_block b, uint32_t from,
     LLVMPositionBuilderAtEnd(c->b, live);
   }
   for (uint32_t i = from; i < to && c->status == XPJ_OK; i++) {
+    if (fr->uni && fr->uni[bd->ids[i]])
+      continue; /* lowered before the loop (lower_wg_block) */
     fr->cur_run = fr->wg ? fr->run[bd->ids[i]] : 0;
     lower_inst(c, fr, bd->ids[i]);
   }
-  for (unsigned d = 0; d < nd; d++)
+  for (unsigned d = 0; d < nd; d++) {
     loop_close(c, &L[d]);
+    mark_wi_loop(c);
+  }
   c->cur_loop = 0;
   c->cpu_wi = NULL;
   c->in_wi_run = false;
@@ -1677,6 +1795,7 @@ static void wg_return_value(cg *c, cg_frame *fr, xpj_val v) {
     x = LLVMBuildZExt(c->b, x, c->t_i8, "");
   LLVMBuildStore(c->b, x, scratch_addr(c, fr->ret_region, scalar_bytes(s), L.iv));
   loop_close(c, &L);
+  mark_wi_loop(c);
   c->cur_loop = 0;
   c->cpu_wi = NULL;
   fr->cur_run = 0;
@@ -1720,9 +1839,13 @@ static void lower_wg_stmt(cg *c, cg_frame *fr, xpj_val id) {
     LLVMPositionBuilderAtEnd(c->b, mb);
     break;
   }
-  case XPJ_OP_LOOP:
+  case XPJ_OP_LOOP: {
+    unsigned x = fr->xloop && fr->xloop[id];
+    c->xdepth += x;
     lower_loop(c, fr, id, true);
+    c->xdepth -= x;
     break;
+  }
   case XPJ_OP_BREAK:
   case XPJ_OP_CONTINUE:
     if (!fr->nloops) {
@@ -1742,6 +1865,11 @@ static void lower_wg_stmt(cg *c, cg_frame *fr, xpj_val id) {
     }
     break;
   default:
+    if (fr->uni && fr->uni[id]) { /* a store to a per-group variable */
+      c->cur_loop = 0;
+      lower_inst(c, fr, id);
+      break;
+    }
     cg_fail(c, XPJ_ERR_COMPILE, "internal: op %u at work-group level",
             in->op);
   }
@@ -1760,11 +1888,20 @@ static void lower_wg_block(cg *c, cg_frame *fr, xpj_block b) {
       continue;
     }
     uint32_t j = i;
-    while (j < bd->n && !fr->wgstmt[bd->ids[j]])
-      j++;
+    bool per_item = false;
+    for (; j < bd->n && !fr->wgstmt[bd->ids[j]]; j++)
+      per_item |= !(fr->uni && fr->uni[bd->ids[j]]);
     if (terminated(c))
       LLVMPositionBuilderAtEnd(c->b, new_bb(c, "dead"));
-    emit_wi_loop(c, fr, b, i, j);
+    /* the run's uniform values first, once (nothing in a run stores to
+     * the variables they load) */
+    for (uint32_t k = i; fr->uni && k < j && c->status == XPJ_OK; k++)
+      if (fr->uni[bd->ids[k]]) {
+        fr->cur_run = 0;
+        lower_inst(c, fr, bd->ids[k]);
+      }
+    if (per_item)
+      emit_wi_loop(c, fr, b, i, j);
     i = j;
   }
 }
@@ -1913,6 +2050,110 @@ static void lower_simt(cg *c, cg_frame *fr) {
   LLVMBuildRetVoid(c->b);
 }
 
+/* Work-items per chunk of a range kernel run at work-group level: a
+ * multiple of any vector width, few enough that the chunk's per-item
+ * values stay in the L1 cache. */
+#define RANGE_CHUNK 256
+
+/* Closes a loop of loop_open that steps by step. */
+static void loop_close_step(cg *c, counted_loop *L, LLVMValueRef step) {
+  br(c, L->latch);
+  LLVMPositionBuilderAtEnd(c->b, L->latch);
+  L->next = LLVMBuildAdd(c->b, L->iv, step, "");
+  note_loop(c, L->head, L->exit, LLVMBuildBr(c->b, L->head));
+  LLVMAddIncoming(L->iv, &L->next, &L->latch, 1);
+  LLVMPositionBuilderAtEnd(c->b, L->exit);
+}
+
+/* Range kernels: flat = begin; while (flat < end) { decompose flat; run
+ * the work-items up to the end of its row }. A kernel with interchanged
+ * loops runs each row segment in chunks of RANGE_CHUNK work-items at work-
+ * group level (lower_wg_block), the others in one work-item loop. */
+static void lower_cpu_range(cg *c, cg_frame *fr, LLVMValueRef begin,
+                            LLVMValueRef end, LLVMBasicBlockRef done) {
+  LLVMValueRef *g = c->cpu_launch;
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
+  LLVMBasicBlockRef head = new_bb(c, "seg"), segb = new_bb(c, "seg.body");
+  LLVMBuildBr(c->b, head);
+  LLVMPositionBuilderAtEnd(c->b, head);
+  LLVMValueRef flat = LLVMBuildPhi(c->b, c->t_i64, "flat");
+  LLVMAddIncoming(flat, &begin, &pre, 1);
+  LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, flat, end, ""), segb, done);
+  LLVMPositionBuilderAtEnd(c->b, segb);
+  LLVMValueRef row = LLVMBuildUDiv(c->b, flat, g[0], "");
+  LLVMValueRef i0 = LLVMBuildSub(c->b, flat, LLVMBuildMul(c->b, row, g[0], ""), "");
+  LLVMValueRef i2 = LLVMBuildUDiv(c->b, row, g[1], "");
+  LLVMValueRef i1 = LLVMBuildSub(c->b, row, LLVMBuildMul(c->b, i2, g[1], ""), "");
+  LLVMValueRef lim = LLVMBuildSub(c->b, g[0], i0, "");
+  LLVMValueRef left = LLVMBuildSub(c->b, end, flat, "");
+  LLVMValueRef cnt = LLVMBuildSelect(
+      c->b, LLVMBuildICmp(c->b, LLVMIntSLT, left, lim, ""), left, lim, "");
+  LLVMValueRef stop = LLVMBuildAdd(c->b, i0, cnt, "");
+  LLVMValueRef row_first = LLVMBuildMul(c->b, row, g[0], "");
+  c->cpu_gid[1] = i1;
+  c->cpu_gid[2] = i2;
+  counted_loop L;
+  if (c->wg_multi) {
+    LLVMValueRef step = cg_i64(c, RANGE_CHUNK);
+    loop_open(c, &L, i0, stop, "chunk");
+    LLVMValueRef rest = LLVMBuildSub(c->b, stop, L.iv, "");
+    c->cpu_wgs = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, rest, step, ""),
+                                 rest, step, "chunk.size");
+    c->chunk_first = L.iv;
+    c->chunk_linear = LLVMBuildAdd(c->b, row_first, L.iv, "");
+    c->group_exit = L.latch;
+    if (c->cpu_active) {
+      LLVMBuildStore(c->b, c->cpu_wgs, c->cpu_active);
+      LLVMBuildMemSet(c->b, flag_addr(c, cg_i64(c, 0)),
+                      LLVMConstInt(c->t_i8, 0, 0), c->cpu_wgs, 1);
+    }
+    lower_wg_block(c, fr, 1);
+    loop_close_step(c, &L, step);
+  } else {
+    loop_open(c, &L, i0, stop, "wi");
+    c->cpu_gid[0] = L.iv;
+    c->cpu_glinear = LLVMBuildAdd(c->b, row_first, L.iv, "");
+    c->wi_latch = L.latch;
+    c->cur_loop = ++c->loop_serial;
+    lower_block(c, fr, 1);
+    loop_close(c, &L);
+    c->cur_loop = 0;
+  }
+  LLVMValueRef nf = LLVMBuildAdd(c->b, flat, cnt, "");
+  LLVMBasicBlockRef exitb = LLVMGetInsertBlock(c->b);
+  LLVMBuildBr(c->b, head);
+  LLVMAddIncoming(flat, &nf, &exitb, 1);
+}
+
+/* Nd-range kernels: one iteration per work-group of [begin, end); a
+ * kernel with barriers or interchanged loops runs at work-group level,
+ * the others in one nest of work-item loops. */
+static void lower_cpu_ndrange(cg *c, cg_frame *fr, LLVMValueRef begin,
+                              LLVMValueRef end, LLVMBasicBlockRef done) {
+  LLVMValueRef *ls = &c->cpu_launch[3], *ng = &c->cpu_launch[6];
+  c->cpu_wgs = LLVMBuildMul(c->b, LLVMBuildMul(c->b, ls[0], ls[1], ""), ls[2], "wgs");
+  counted_loop G;
+  loop_open(c, &G, begin, end, "group");
+  LLVMValueRef gr = LLVMBuildUDiv(c->b, G.iv, ng[0], "");
+  c->cpu_grp[0] = LLVMBuildSub(c->b, G.iv, LLVMBuildMul(c->b, gr, ng[0], ""), "");
+  c->cpu_grp[2] = LLVMBuildUDiv(c->b, gr, ng[1], "");
+  c->cpu_grp[1] = LLVMBuildSub(c->b, gr, LLVMBuildMul(c->b, c->cpu_grp[2], ng[1], ""), "");
+  c->cpu_grp_linear = G.iv;
+  c->group_exit = G.latch;
+  if (c->wg_multi) {
+    if (c->cpu_active) {
+      LLVMBuildStore(c->b, c->cpu_wgs, c->cpu_active);
+      LLVMBuildMemSet(c->b, flag_addr(c, cg_i64(c, 0)),
+                      LLVMConstInt(c->t_i8, 0, 0), c->cpu_wgs, 1);
+    }
+    lower_wg_block(c, fr, 1);
+  } else {
+    emit_wi_loop(c, fr, 1, 0, fr->f->blocks[1].n);
+  }
+  loop_close(c, &G);
+  br(c, done);
+}
+
 /* CPU entry point (docs/abi.md):
  *   void ENTRY(void *const *args, const int64_t launch[9], void *local_mem,
  *             void *scratch, int64_t begin, int64_t end)
@@ -1952,74 +2193,29 @@ static void lower_cpu(cg *c, cg_frame *fr) {
     c->cpu_launch[i] = l;
   }
   LLVMBasicBlockRef done = new_bb(c, "done");
-  if (c->kernel->kind == XPJ_FUNC_RANGE) {
-    /* flat = begin; while (flat < end) { decompose; run a row segment } */
-    LLVMValueRef *g = c->cpu_launch;
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
-    LLVMBasicBlockRef head = new_bb(c, "seg"), segb = new_bb(c, "seg.body");
-    LLVMBuildBr(c->b, head);
-    LLVMPositionBuilderAtEnd(c->b, head);
-    LLVMValueRef flat = LLVMBuildPhi(c->b, c->t_i64, "flat");
-    LLVMAddIncoming(flat, &begin, &pre, 1);
-    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, flat, end, ""), segb, done);
-    LLVMPositionBuilderAtEnd(c->b, segb);
-    LLVMValueRef row = LLVMBuildUDiv(c->b, flat, g[0], "");
-    LLVMValueRef i0 = LLVMBuildSub(c->b, flat, LLVMBuildMul(c->b, row, g[0], ""), "");
-    LLVMValueRef i2 = LLVMBuildUDiv(c->b, row, g[1], "");
-    LLVMValueRef i1 = LLVMBuildSub(c->b, row, LLVMBuildMul(c->b, i2, g[1], ""), "");
-    LLVMValueRef lim = LLVMBuildSub(c->b, g[0], i0, "");
-    LLVMValueRef left = LLVMBuildSub(c->b, end, flat, "");
-    LLVMValueRef cnt = LLVMBuildSelect(
-        c->b, LLVMBuildICmp(c->b, LLVMIntSLT, left, lim, ""), left, lim, "");
-    LLVMValueRef stop = LLVMBuildAdd(c->b, i0, cnt, "");
-    counted_loop L;
-    loop_open(c, &L, i0, stop, "wi");
-    c->cpu_gid[0] = L.iv;
-    c->cpu_gid[1] = i1;
-    c->cpu_gid[2] = i2;
-    c->cpu_glinear = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, row, g[0], ""), L.iv, "");
-    c->wi_latch = L.latch;
-    c->cur_loop = ++c->loop_serial;
-    lower_block(c, fr, 1);
-    loop_close(c, &L);
-    c->cur_loop = 0;
-    LLVMValueRef nf = LLVMBuildAdd(c->b, flat, cnt, "");
-    LLVMBasicBlockRef exitb = LLVMGetInsertBlock(c->b);
-    LLVMBuildBr(c->b, head);
-    LLVMAddIncoming(flat, &nf, &exitb, 1);
-  } else {
-    c->wg_multi = block_has_barrier(c, c->kernel, 1, 0);
-    LLVMValueRef *ls = &c->cpu_launch[3], *ng = &c->cpu_launch[6];
-    c->cpu_wgs = LLVMBuildMul(c->b, LLVMBuildMul(c->b, ls[0], ls[1], ""), ls[2], "wgs");
-    if (c->wg_multi) {
-      if (!frame_make_wg(c, fr))
-        return;
-      if (returns_before_a_run(fr)) {
-        c->cpu_active = entry_alloca(c, c->t_i64, "active");
-        c->cpu_flags_off = scratch_alloc(c, 1);
-      }
+  cg_plan plan;
+  bool range = c->kernel->kind == XPJ_FUNC_RANGE;
+  if (!cg_plan_kernel(c, c->kernel, range, &plan))
+    return;
+  c->wg_multi = block_has_barrier(c, c->kernel, 1, 0) || plan.nxloops;
+  if (c->wg_multi) {
+    fr->xloop = plan.xloop;
+    fr->uni = plan.uni;
+    if (!frame_make_wg(c, fr)) {
+      cg_plan_free(&plan);
+      return;
     }
-    counted_loop G;
-    loop_open(c, &G, begin, end, "group");
-    LLVMValueRef gr = LLVMBuildUDiv(c->b, G.iv, ng[0], "");
-    c->cpu_grp[0] = LLVMBuildSub(c->b, G.iv, LLVMBuildMul(c->b, gr, ng[0], ""), "");
-    c->cpu_grp[2] = LLVMBuildUDiv(c->b, gr, ng[1], "");
-    c->cpu_grp[1] = LLVMBuildSub(c->b, gr, LLVMBuildMul(c->b, c->cpu_grp[2], ng[1], ""), "");
-    c->cpu_grp_linear = G.iv;
-    c->group_exit = G.latch;
-    if (c->wg_multi) {
-      if (c->cpu_active) {
-        LLVMBuildStore(c->b, c->cpu_wgs, c->cpu_active);
-        LLVMBuildMemSet(c->b, flag_addr(c, cg_i64(c, 0)),
-                        LLVMConstInt(c->t_i8, 0, 0), c->cpu_wgs, 1);
-      }
-      lower_wg_block(c, fr, 1);
-    } else {
-      emit_wi_loop(c, fr, 1, 0, fr->f->blocks[1].n);
+    if (returns_before_a_run(fr)) {
+      c->cpu_active = entry_alloca(c, c->t_i64, "active");
+      c->cpu_flags_off = scratch_alloc(c, 1);
     }
-    loop_close(c, &G);
-    br(c, done);
   }
+  if (range)
+    lower_cpu_range(c, fr, begin, end, done);
+  else
+    lower_cpu_ndrange(c, fr, begin, end, done);
+  fr->xloop = fr->uni = NULL;
+  cg_plan_free(&plan);
   LLVMPositionBuilderAtEnd(c->b, done);
   LLVMBuildRetVoid(c->b);
 }

@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define XPJ_ABI_VERSION 5
+#define XPJ_ABI_VERSION 6
 
 /* Entry points are named XPJ_ENTRY_PREFIX + the kernel's name (docs/abi.md),
  * at most XPJ_ENTRY_MAX bytes. */

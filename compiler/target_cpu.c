@@ -5,8 +5,8 @@
  * (codegen.c, docs/abi.md); this file picks the target machine and the
  * atomic scopes (a work-group runs on one thread, so work-group-scope
  * atomics on local memory need no bus lock), keeps LLVM's loop vectoriser
- * away from the loops it would spend minutes on, and keeps the vectoriser
- * and the unroller off the work-item loops of kernels with barriers.
+ * away from the loops it would spend minutes on, and keeps the unroller
+ * and interleaving off the plain work-item loops of kernels with barriers.
  */
 #include "cg.h"
 
@@ -332,53 +332,24 @@ static uint64_t loop_cost(loop_scan *s, const cg_loop *loops, unsigned index) {
  *
  * An nd-range kernel with barriers runs each stretch of code between two
  * barriers in its own nest of loops over the work-items of the group, one
- * loop per dimension (codegen.c), each iteration loading and storing the
- * values that live across barriers in scratch (and testing the work-item's
- * "returned" flag where one can return early). -O2 treats every one of
- * these loops as a hot loop: the
- * unroller unrolls the innermost at run time (by 8 on znver4), the
- * vectoriser vectorises them with masked loads and stores, alias checks,
- * an epilogue and a scalar remainder, and instruction selection, loop
- * strength reduction and register allocation then pay for that code twice
- * over. At -O1 and -O2 these loops are therefore neither vectorised nor
- * unrolled; loops of the kernel's own code keep every optimisation, and
- * kernels without barriers are left alone (their single work-item loop is
- * where their vector code comes from). -O3 keeps the full treatment.
- * Measured (LLVM 22.1.8, -O2, in process, CPU time, this 2-core znver4):
- * matmul_tiled<f32> of examples/matmul.xpk 85 -> 31 ms, a softmax with
- * two barrier trees 61 -> 24 ms, bench/cpu.xpk's matmul 88 -> 60 ms.
- * Run time: the same within noise for the tiled matmuls, the transpose,
- * the block reductions and bench/cpu's matmul, reduction and histogram;
- * a local-memory stencil 40% faster; the softmax 11% slower, whose
- * vectorised work-item loops only updated the per-work-item copies of a
- * uniform loop counter (../shared/CPU-CODEGEN-NOTES.md, "Compile time of
- * barrier kernels"). */
+ * loop per dimension (codegen.c). -O2 treats every one of these loops as a
+ * hot loop: the unroller unrolls the innermost at run time (by 8 on
+ * znver4), the vectoriser interleaves its vector loop, and instruction
+ * selection and register allocation then pay for that code several times
+ * over. At -O1 and -O2 these loops are vectorised but neither unrolled nor
+ * interleaved (one vector per iteration); -O3 keeps the full treatment.
+ * The work-item loops inside interchanged loops (uniform.c) and those of
+ * range kernels keep every optimisation: they are where the vector code
+ * of those kernels comes from.
+ * Measured (LLVM 22.1.8, -O2, this 2-core znver4, xpjit-cli emit
+ * --no-isolate, 10 runs, process start included): bench/cpu.xpk's
+ * matmul_tiled16 84 ms with the vectoriser off, 62 ms with this; triad
+ * (a range kernel) 32 ms. Run time against vectoriser off: matmul_tiled16
+ * 8.9 -> 36.8 GFLOP/s, scan_group 2.5 -> 21.5 GB/s
+ * (../shared/CPU-CODEGEN-NOTES.md, "Issue 16, second session").
+ */
 
-/* Whether L is a loop over the work-items of a group: its header starts
- * with a counter from 0 compared with a local size or with the group's
- * size (codegen.c, loop_open in emit_wi_loop and wg_return_value). */
-static bool wi_loop(cg *c, const cg_loop *L) {
-  LLVMValueRef iv = LLVMGetFirstInstruction(L->first);
-  LLVMValueRef br = LLVMGetBasicBlockTerminator(L->first);
-  if (!iv || !LLVMIsAPHINode(iv) || !br || !LLVMIsABranchInst(br) ||
-      !LLVMIsConditional(br))
-    return false;
-  LLVMValueRef cmp = LLVMGetCondition(br);
-  if (!LLVMIsAICmpInst(cmp) || LLVMGetOperand(cmp, 0) != iv)
-    return false;
-  LLVMValueRef bound = LLVMGetOperand(cmp, 1);
-  bool sized = bound == c->cpu_wgs;
-  for (int d = 0; d < 3 && !sized; d++)
-    sized = bound == c->cpu_launch[3 + d];
-  bool from0 = false;
-  for (unsigned k = 0; k < LLVMCountIncoming(iv) && !from0; k++) {
-    LLVMValueRef v = LLVMGetIncomingValue(iv, k);
-    from0 = LLVMIsAConstantInt(v) && LLVMConstIntGetZExtValue(v) == 0;
-  }
-  return sized && from0;
-}
-
-enum { HINT_NO_VECTORIZE = 1, HINT_NO_UNROLL = 2 };
+enum { HINT_NO_VECTORIZE = 1, HINT_NO_UNROLL = 2, HINT_NO_INTERLEAVE = 4 };
 
 static LLVMMetadataRef loop_flag(cg *c, const char *name, LLVMValueRef v) {
   LLVMMetadataRef op[2] = {LLVMMDStringInContext2(c->ctx, name, strlen(name)),
@@ -388,7 +359,7 @@ static LLVMMetadataRef loop_flag(cg *c, const char *name, LLVMValueRef v) {
 
 /* Gives the loop whose back edge is latch a distinct loop ID with hints. */
 static void set_loop_hints(cg *c, LLVMValueRef latch, unsigned hints) {
-  LLVMMetadataRef ops[3];
+  LLVMMetadataRef ops[4];
   unsigned n = 1;
   ops[0] = LLVMTemporaryMDNode(c->ctx, NULL, 0);
   if (hints & HINT_NO_VECTORIZE)
@@ -396,6 +367,9 @@ static void set_loop_hints(cg *c, LLVMValueRef latch, unsigned hints) {
                          LLVMConstInt(c->t_i1, 0, 0));
   if (hints & HINT_NO_UNROLL)
     ops[n++] = loop_flag(c, "llvm.loop.unroll.disable", NULL);
+  if (hints & HINT_NO_INTERLEAVE)
+    ops[n++] = loop_flag(c, "llvm.loop.interleave.count",
+                         LLVMConstInt(c->t_i32, 1, 0));
   LLVMMetadataRef id = LLVMMDNodeInContext2(c->ctx, ops, n);
   LLVMMetadataReplaceAllUsesWith(ops[0], id); /* a distinct loop ID */
   LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c->ctx, "llvm.loop", 9),
@@ -424,7 +398,7 @@ static cg_loop *loops_in_copy(cg *c, LLVMValueRef fn) {
       out[i] = (cg_loop){copy[*map_find(&pos, L->first)],
                          copy[*map_find(&pos, L->last)],
                          copy[*map_find(&pos, L->exit)],
-                         LLVMGetBasicBlockTerminator(back)};
+                         LLVMGetBasicBlockTerminator(back), L->plain_wi};
     }
   }
   map_free(&pos);
@@ -450,10 +424,9 @@ static void cpu_before_optimise(cg *c) {
     cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
     return;
   }
-  for (unsigned i = 0; c->wg_multi && c->opts->opt_level <= 2 &&
-                      i < c->ncpu_loops; i++)
-    if (wi_loop(c, &c->cpu_loops[i]))
-      hints[i] = HINT_NO_VECTORIZE | HINT_NO_UNROLL;
+  for (unsigned i = 0; c->opts->opt_level <= 2 && i < c->ncpu_loops; i++)
+    if (c->cpu_loops[i].plain_wi)
+      hints[i] = HINT_NO_UNROLL | HINT_NO_INTERLEAVE;
   LLVMModuleRef copy = LLVMCloneModule(c->mod);
   LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
   LLVMErrorRef e = LLVMRunPasses(copy, "function(mem2reg)", NULL, pbo);

@@ -819,13 +819,6 @@ static xpj_status cpu_launch(xpj_device *d, void *bq, const rt_launch *l) {
     if (j.chunk < 1)
       j.chunk = 1;
     j.local_bytes = l->local_bytes;
-    /* per work-item arrays at constant offsets (docs/abi.md) */
-    if (l->scratch_bytes > SIZE_MAX / XPJ_CPU_SCRATCH_STRIDE)
-      return rt_err(XPJ_ERR_INVALID,
-                    "launch: %llu bytes of scratch per work-item for %u "
-                    "work-items is more than the address space",
-                    (unsigned long long)l->scratch_bytes, XPJ_CPU_GROUP_MAX);
-    j.scratch_bytes = (size_t)l->scratch_bytes * XPJ_CPU_SCRATCH_STRIDE;
   } else {
     j.total = l->global[0] * l->global[1] * l->global[2];
     /* chunks of whole cache lines of work-items, >= 4096 so that a chunk
@@ -844,6 +837,15 @@ static xpj_status cpu_launch(xpj_device *d, void *bq, const rt_launch *l) {
     for (int64_t r = 0; r < j.parts; r++)
       atomic_init(&j.cursor[r], r * per);
   }
+  /* per work-item arrays at constant offsets (docs/abi.md): nd-range
+   * kernels with barriers or interchanged loops, range kernels with
+   * interchanged loops (a chunk of a row stands for a group) */
+  if (l->scratch_bytes > SIZE_MAX / XPJ_CPU_SCRATCH_STRIDE)
+    return rt_err(XPJ_ERR_INVALID,
+                  "launch: %llu bytes of scratch per work-item for %u "
+                  "work-items is more than the address space",
+                  (unsigned long long)l->scratch_bytes, XPJ_CPU_GROUP_MAX);
+  j.scratch_bytes = (size_t)l->scratch_bytes * XPJ_CPU_SCRATCH_STRIDE;
   atomic_init(&j.next, 0);
   atomic_init(&j.failed, false);
   atomic_init(&j.stop, false);
