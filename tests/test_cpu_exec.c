@@ -76,9 +76,14 @@ static void run_range(compiled *c, kargs *a, int64_t g0, int64_t g1,
                       int64_t g2) {
   int64_t launch[9] = {g0, g1, g2, 1, 1, 1, 1, 1, 1};
   int64_t total = g0 * g1 * g2, cut1 = total / 3, cut2 = total - total / 5;
-  c->fn(a->ptrs, launch, NULL, NULL, 0, cut1);
-  c->fn(a->ptrs, launch, NULL, NULL, cut1, cut2);
-  c->fn(a->ptrs, launch, NULL, NULL, cut2, total);
+  /* range kernels with interchanged loops use scratch (docs/abi.md) */
+  uint64_t sb = xpj_result_scratch_bytes(c->r);
+  void *sc = sb ? malloc(sb * XPJ_CPU_SCRATCH_STRIDE) : NULL;
+  assert_true(!sb || sc);
+  c->fn(a->ptrs, launch, NULL, sc, 0, cut1);
+  c->fn(a->ptrs, launch, NULL, sc, cut1, cut2);
+  c->fn(a->ptrs, launch, NULL, sc, cut2, total);
+  free(sc);
 }
 
 /* An nd-range launch: groups run in two chunks with their own memory. */
