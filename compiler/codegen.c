@@ -275,6 +275,12 @@ static bool aliased(const cg_frame *fr, xpj_val id) {
   }
 }
 
+/* Whether v is computed once per group, before the run it sits in
+ * (uniform.c; kernel frames at work-group level only). */
+static bool is_uni(const cg_frame *fr, xpj_val v) {
+  return fr->uni && fr->uni[v];
+}
+
 static cg_frame *frame_new(cg *c, const xpj_func *f, cg_frame *parent,
                            const xpj_inst *call) {
   cg_frame *fr = calloc(1, sizeof *fr);
@@ -445,7 +451,7 @@ static void mark_wg_block(cg *c, cg_frame *fr, xpj_block b, bool in_wg_loop) {
           mark_wg_block(c, fr, in->blk[k], true);
       break;
     case XPJ_OP_STORE: /* to a variable kept once per group */
-      wg = fr->uni && fr->uni[id] && !aliased(fr, id);
+      wg = is_uni(fr, id) && !aliased(fr, id);
       break;
     default:
       break;
@@ -519,7 +525,7 @@ static void mark_use(cg_frame *fr, xpj_val user, xpj_val used,
   if (!used || used >= fr->f->ninsts)
     return;
   used = resolve(fr, used);
-  if (fr->uni && fr->uni[used])
+  if (is_uni(fr, used))
     return; /* computed at work-group level before its users */
   uint32_t ru = fr->run[user], rd = fr->run[used];
   if (ru == 0)
@@ -548,8 +554,8 @@ static bool frame_make_wg(cg *c, cg_frame *fr) {
   mark_wg_block(c, fr, 1, false);
   uint32_t next = 0;
   assign_runs(fr, 1, &next);
-  for (xpj_val v = 1; fr->uni && v < f->ninsts; v++)
-    if (fr->uni[v])
+  for (xpj_val v = 1; v < f->ninsts; v++)
+    if (is_uni(fr, v))
       fr->run[v] = 0; /* lowered before the run it sits in */
   for (xpj_val u = 1; u < f->ninsts; u++) {
     const xpj_inst *in = &f->insts[u];
@@ -560,15 +566,15 @@ static bool frame_make_wg(cg *c, cg_frame *fr) {
     bool wgcall = in->op == XPJ_OP_CALL && fr->wgstmt[u];
     for (unsigned k = first; k < in->nargs; k++)
       mark_use(fr, u, a[k], wgcall ? NEED_SLOT | NEED_USLOT : 0);
-    xpj_val cond = resolve(fr, (xpj_val)in->imm.i);
-    if (in->op == XPJ_OP_LOOP && cond && !(fr->uni && fr->uni[cond]))
+    xpj_val cond = in->op == XPJ_OP_LOOP ? resolve(fr, (xpj_val)in->imm.i) : 0;
+    if (cond && !is_uni(fr, cond))
       fr->need[cond] |= NEED_USLOT;
     if (in->op == XPJ_OP_RETURN && fr->wgstmt[u] && in->nargs)
       fr->need[resolve(fr, a[0])] |= NEED_SLOT;
   }
   for (xpj_val v = 1; v < f->ninsts; v++) {
     if (rematerializable(&f->insts[v], tinfo(c, f->insts[v].type)) ||
-        (fr->uni && fr->uni[v]))
+        is_uni(fr, v))
       fr->need[v] = 0;
     else if (f->insts[v].op == XPJ_OP_WI) /* ids: recomputed in each run */
       fr->need[v] &= NEED_USLOT;
@@ -1698,13 +1704,18 @@ static void loop_open(cg *c, counted_loop *L, LLVMValueRef start,
   LLVMPositionBuilderAtEnd(c->b, L->body);
 }
 
-static void loop_close(cg *c, counted_loop *L) {
+/* Closes a loop of loop_open that steps by step. */
+static void loop_close_step(cg *c, counted_loop *L, LLVMValueRef step) {
   br(c, L->latch);
   LLVMPositionBuilderAtEnd(c->b, L->latch);
-  L->next = LLVMBuildAdd(c->b, L->iv, cg_i64(c, 1), "");
+  L->next = LLVMBuildAdd(c->b, L->iv, step, "");
   note_loop(c, L->head, L->exit, LLVMBuildBr(c->b, L->head));
   LLVMAddIncoming(L->iv, &L->next, &L->latch, 1);
   LLVMPositionBuilderAtEnd(c->b, L->exit);
+}
+
+static void loop_close(cg *c, counted_loop *L) {
+  loop_close_step(c, L, cg_i64(c, 1));
 }
 
 /* Marks the loop just closed as a plain work-item loop, one that
@@ -1766,7 +1777,7 @@ static void emit_wi_loop(cg *c, cg_frame *fr, xpj_block b, uint32_t from,
     LLVMPositionBuilderAtEnd(c->b, live);
   }
   for (uint32_t i = from; i < to && c->status == XPJ_OK; i++) {
-    if (fr->uni && fr->uni[bd->ids[i]])
+    if (is_uni(fr, bd->ids[i]))
       continue; /* lowered before the loop (lower_wg_block) */
     fr->cur_run = fr->wg ? fr->run[bd->ids[i]] : 0;
     lower_inst(c, fr, bd->ids[i]);
@@ -1865,8 +1876,7 @@ static void lower_wg_stmt(cg *c, cg_frame *fr, xpj_val id) {
     }
     break;
   default:
-    if (fr->uni && fr->uni[id]) { /* a store to a per-group variable */
-      c->cur_loop = 0;
+    if (is_uni(fr, id)) { /* a store to a per-group variable */
       lower_inst(c, fr, id);
       break;
     }
@@ -1890,13 +1900,13 @@ static void lower_wg_block(cg *c, cg_frame *fr, xpj_block b) {
     uint32_t j = i;
     bool per_item = false;
     for (; j < bd->n && !fr->wgstmt[bd->ids[j]]; j++)
-      per_item |= !(fr->uni && fr->uni[bd->ids[j]]);
+      per_item |= !is_uni(fr, bd->ids[j]);
     if (terminated(c))
       LLVMPositionBuilderAtEnd(c->b, new_bb(c, "dead"));
     /* the run's uniform values first, once (nothing in a run stores to
      * the variables they load) */
-    for (uint32_t k = i; fr->uni && k < j && c->status == XPJ_OK; k++)
-      if (fr->uni[bd->ids[k]]) {
+    for (uint32_t k = i; k < j && c->status == XPJ_OK; k++)
+      if (is_uni(fr, bd->ids[k])) {
         fr->cur_run = 0;
         lower_inst(c, fr, bd->ids[k]);
       }
@@ -2050,20 +2060,20 @@ static void lower_simt(cg *c, cg_frame *fr) {
   LLVMBuildRetVoid(c->b);
 }
 
+/* At the start of a group (or chunk) of a kernel whose work-items may
+ * return before a later run: all of them live, none marked returned. */
+static void start_group(cg *c) {
+  if (!c->cpu_active)
+    return;
+  LLVMBuildStore(c->b, c->cpu_wgs, c->cpu_active);
+  LLVMBuildMemSet(c->b, flag_addr(c, cg_i64(c, 0)), LLVMConstInt(c->t_i8, 0, 0),
+                  c->cpu_wgs, 1);
+}
+
 /* Work-items per chunk of a range kernel run at work-group level: a
  * multiple of any vector width, few enough that the chunk's per-item
  * values stay in the L1 cache. */
 #define RANGE_CHUNK 256
-
-/* Closes a loop of loop_open that steps by step. */
-static void loop_close_step(cg *c, counted_loop *L, LLVMValueRef step) {
-  br(c, L->latch);
-  LLVMPositionBuilderAtEnd(c->b, L->latch);
-  L->next = LLVMBuildAdd(c->b, L->iv, step, "");
-  note_loop(c, L->head, L->exit, LLVMBuildBr(c->b, L->head));
-  LLVMAddIncoming(L->iv, &L->next, &L->latch, 1);
-  LLVMPositionBuilderAtEnd(c->b, L->exit);
-}
 
 /* Range kernels: flat = begin; while (flat < end) { decompose flat; run
  * the work-items up to the end of its row }. A kernel with interchanged
@@ -2102,11 +2112,7 @@ static void lower_cpu_range(cg *c, cg_frame *fr, LLVMValueRef begin,
     c->chunk_first = L.iv;
     c->chunk_linear = LLVMBuildAdd(c->b, row_first, L.iv, "");
     c->group_exit = L.latch;
-    if (c->cpu_active) {
-      LLVMBuildStore(c->b, c->cpu_wgs, c->cpu_active);
-      LLVMBuildMemSet(c->b, flag_addr(c, cg_i64(c, 0)),
-                      LLVMConstInt(c->t_i8, 0, 0), c->cpu_wgs, 1);
-    }
+    start_group(c);
     lower_wg_block(c, fr, 1);
     loop_close_step(c, &L, step);
   } else {
@@ -2141,11 +2147,7 @@ static void lower_cpu_ndrange(cg *c, cg_frame *fr, LLVMValueRef begin,
   c->cpu_grp_linear = G.iv;
   c->group_exit = G.latch;
   if (c->wg_multi) {
-    if (c->cpu_active) {
-      LLVMBuildStore(c->b, c->cpu_wgs, c->cpu_active);
-      LLVMBuildMemSet(c->b, flag_addr(c, cg_i64(c, 0)),
-                      LLVMConstInt(c->t_i8, 0, 0), c->cpu_wgs, 1);
-    }
+    start_group(c);
     lower_wg_block(c, fr, 1);
   } else {
     emit_wi_loop(c, fr, 1, 0, fr->f->blocks[1].n);

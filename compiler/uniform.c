@@ -161,8 +161,8 @@ static void kinds_block(plan_ctx *p, xpj_block b, uint8_t ctl) {
     const xpj_inst *in = &f->insts[id];
     const uint32_t *a = args(f, in);
     uint8_t k = inst_kind(p, id);
-    if (k != p->kind[id]) {
-      p->kind[id] = kmax(k, p->kind[id]);
+    if (k > p->kind[id]) { /* kinds only rise: a fixed point exists */
+      p->kind[id] = k;
       p->changed = true;
     }
     /* a variable whose address is used other than to load and store it */
