@@ -22,6 +22,9 @@
 typedef struct cg cg;
 typedef struct cg_frame cg_frame;
 
+/* local arrays of a kernel given their own alias scope (CPU) */
+#define CG_MAX_LSCOPES 32
+
 /* CPU: a loop of the generated code (a work-item loop or a loop of the
  * kernel), for target_cpu.c's vectorisation guard. Blocks are only ever
  * appended, so the loop's blocks are first..last in the function's order,
@@ -33,6 +36,9 @@ typedef struct cg_loop {
   /* a work-item loop of an nd-range kernel with barriers, outside any
    * interchanged loop (codegen.c mark_wi_loop) */
   bool plain_wi;
+  /* in the strided version of a loop built in two (codegen.c
+   * lower_loop_versions): not vectorised */
+  bool strided;
 } cg_loop;
 
 /* The per-target part of code generation. */
@@ -120,11 +126,19 @@ struct cg {
   unsigned cur_loop;            /* serial of the work-item loop being built,
                                    0 at work-group level */
   unsigned loop_serial;
+  bool versioned;               /* inside a loop built in two versions */
+  bool strided_copy;            /* ... in its version for any strides */
   LLVMBasicBlockRef wi_latch;   /* next work-item */
   LLVMBasicBlockRef group_exit; /* end of the work-group (CPU nd-range) */
   bool wg_multi;                /* CPU nd-range kernel with barriers */
   cg_loop *cpu_loops;           /* every loop built, innermost first */
   unsigned ncpu_loops, cap_cpu_loops;
+
+  /* CPU: alias scopes of the kernel's local arrays (codegen.c
+   * tag_access): lscope_id[k] is the ARRAY instruction of scope k */
+  LLVMMetadataRef lscope[CG_MAX_LSCOPES];
+  xpj_val lscope_id[CG_MAX_LSCOPES];
+  unsigned nlscopes;
 
   uint64_t local_bytes;   /* static local memory */
   uint64_t scratch_bytes; /* CPU: per work-item scratch */

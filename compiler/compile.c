@@ -469,6 +469,13 @@ static void llvm_init(void) {
   LLVMInitializeSPIRVTarget();
   LLVMInitializeSPIRVTargetMC();
   LLVMInitializeSPIRVAsmPrinter();
+  /* Epilogue vectorisation adds a second vector loop after each
+   * vectorised one; work-item loops run a multiple of the vector width in
+   * the common case, and it costs 15-20% of a CPU compile (docs/abi.md,
+   * "LLVM options"). Process-wide, once, before any compile here or in a
+   * worker forked from here. */
+  const char *argv[] = {"xpjit", "--enable-epilogue-vectorization=false"};
+  LLVMParseCommandLineOptions(2, argv, NULL);
 }
 
 static const cg_target_ops *ops_for(xpj_target_kind k) {

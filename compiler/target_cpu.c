@@ -398,7 +398,8 @@ static cg_loop *loops_in_copy(cg *c, LLVMValueRef fn) {
       out[i] = (cg_loop){copy[*map_find(&pos, L->first)],
                          copy[*map_find(&pos, L->last)],
                          copy[*map_find(&pos, L->exit)],
-                         LLVMGetBasicBlockTerminator(back), L->plain_wi};
+                         LLVMGetBasicBlockTerminator(back), L->plain_wi,
+                         L->strided};
     }
   }
   map_free(&pos);
@@ -424,9 +425,12 @@ static void cpu_before_optimise(cg *c) {
     cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
     return;
   }
-  for (unsigned i = 0; c->opts->opt_level <= 2 && i < c->ncpu_loops; i++)
-    if (c->cpu_loops[i].plain_wi)
+  for (unsigned i = 0; i < c->ncpu_loops; i++) {
+    if (c->opts->opt_level <= 2 && c->cpu_loops[i].plain_wi)
       hints[i] = HINT_NO_UNROLL | HINT_NO_INTERLEAVE;
+    if (c->cpu_loops[i].strided)
+      hints[i] |= HINT_NO_VECTORIZE;
+  }
   LLVMModuleRef copy = LLVMCloneModule(c->mod);
   LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
   LLVMErrorRef e = LLVMRunPasses(copy, "function(mem2reg)", NULL, pbo);

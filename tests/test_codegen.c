@@ -788,6 +788,53 @@ static void test_interchange(void **state) {
   }
 }
 
+/* CPU memory facts the optimiser is given (codegen.c alias_scopes,
+ * lower_loop_versions): local arrays are alias scopes of their own, so
+ * the work-item loop that fills two tiles needs no run-time overlap check;
+ * a loop of one work-item over views has a version for unit strides; and
+ * vectorised loops get no vectorised epilogue (compile.c llvm_init). */
+static void test_cpu_memory(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel tiles(a: global const f32[,], b: global const f32[,], "
+      "c: global f32[,]) ndrange(2) {\n"
+      "    local ta: f32[16, 16];\n"
+      "    local tb: f32[16, 16];\n"
+      "    let ty = local_id(0);\n"
+      "    let tx = local_id(1);\n"
+      "    ta[ty, tx] = a[global_id(0), global_id(1)];\n"
+      "    tb[ty, tx] = b[global_id(0), global_id(1)];\n"
+      "    barrier(local);\n"
+      "    c[global_id(0), global_id(1)] = ta[tx, ty] + tb[ty, tx];\n"
+      "}\n"
+      "kernel hist(data: global const u8[], h: global u32[], per: i64) "
+      "range(1) {\n"
+      "    let i0 = global_id(0) * per;\n"
+      "    for (let i = i0; i < i0 + per; i++) {\n"
+      "        h[global_id(0) * 256 + i64(data[i])] += 1u32;\n"
+      "    }\n"
+      "}\n";
+  char *ll = emit_text(src, "tiles", "cpu:x86-64", XPJ_EMIT_LLVM);
+  if (!strstr(ll, "store <4 x float>") || !strstr(ll, "!alias.scope"))
+    fail_msg("tiles: the tile stores are not vectorised with alias scopes");
+  if (strstr(ll, "memcheck") || strstr(ll, "vec.epilog"))
+    fail_msg("tiles: run-time overlap checks or a vectorised epilogue");
+  free(ll);
+  ll = emit_text(src, "hist", "cpu:x86-64", XPJ_EMIT_LLVM);
+  if (!strstr(ll, "%unit = icmp eq i64") || !strstr(ll, "versions.end"))
+    fail_msg("hist: the loop has no unit-stride version");
+  if (!strstr(ll, "!\"llvm.loop.vectorize.enable\", i1 false"))
+    fail_msg("hist: the strided version is not left scalar");
+  free(ll);
+  /* GPUs: no versions */
+  char *ptx = emit_text(src, "hist", "ptx:sm_90", XPJ_EMIT_ASM);
+  char *spv = emit_text(src, "hist", "spirv", XPJ_EMIT_ASM);
+  assert_null(strstr(ptx, "unit"));
+  assert_null(strstr(spv, "unit"));
+  free(ptx);
+  free(spv);
+}
+
 /* Every compile worker may use a bounded amount of memory beyond what it
  * inherits (docs/abi.md): past it, the compile fails as out of memory, a
  * transient failure with that reason, not as a crash. The kernel, 2000
@@ -1012,6 +1059,7 @@ int main(void) {
       cmocka_unit_test(test_vectorize_guard),
       cmocka_unit_test(test_barrier_loops),
       cmocka_unit_test(test_interchange),
+      cmocka_unit_test(test_cpu_memory),
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_limit_process),
   };

@@ -5,8 +5,10 @@
  * chunks that end mid-row and mid-launch, early returns before and inside
  * such loops, loop bounds that depend on a slower dimension, variables
  * updated identically by every work-item, nested loops, and `let` values
- * that must not follow later stores. Run on XPJIT_TEST_DEVICE (default: the
- * CPU device; tests/run_tests.sh runs it again on the OpenCL device). */
+ * that must not follow later stores; a loop of one work-item over
+ * contiguous and strided views (the CPU's two versions of it). Run on
+ * XPJIT_TEST_DEVICE (default: the CPU device; tests/run_tests.sh runs it
+ * again on the OpenCL device). */
 #include "testutil.h"
 
 #include "xpjit.h"
@@ -92,6 +94,16 @@ static const char src[] =
     "  t[l] = s;\n"
     "  barrier(local);\n"
     "  y[global_id(0)] = t[local_size(0) - 1 - l];\n"
+    "}\n"
+    /* a loop of one work-item over views (not interchanged: a bound per
+     * work-item, a break): the CPU runs it in a version for unit last
+     * strides and one for any; stride() inside sees the real strides */
+    "kernel per(x: global const i64[], y: global i64[,], per: i64) range(1) {\n"
+    "  let i = global_id(0);\n"
+    "  for (let k = i * per; k < i * per + per + i % 3; k++) {\n"
+    "    if k >= shape(x, 0) { break; }\n"
+    "    y[i, x[k] % 4] += x[k] * stride(x, 0) + stride(y, 1);\n"
+    "  }\n"
     "}\n";
 
 static xpj_context *ctx;
@@ -296,11 +308,45 @@ static void test_ndrange(void **state) {
   xpj_mem_free(dev, y);
 }
 
+/* The same kernel over contiguous views and over strided ones (x every
+ * other element, y transposed), so that both versions of the loop run. */
+static void test_unit_strides(void **state) {
+  (void)state;
+  enum { N = 50, PER = 7, X = N * PER };
+  int64_t *x = alloc_i64(2 * X), *y = alloc_i64(N * 4);
+  for (int i = 0; i < 2 * X; i++)
+    x[i] = rnd(1000);
+  for (int strided = 0; strided < 2; strided++) {
+    int64_t sx = strided ? 2 : 1;
+    xpj_array XV = xpj_array_1d(x, XPJ_I64, X), YV = xpj_array_2d(y, XPJ_I64, N, 4);
+    XV.strides[0] = sx;
+    if (strided) { /* y[i, j] at j * N + i */
+      YV.strides[0] = 1;
+      YV.strides[1] = N;
+    }
+    memset(y, 0, N * 4 * sizeof *y);
+    xpj_arg args[3] = {xpj_arg_array(&XV), xpj_arg_array(&YV),
+                       xpj_arg_i64(PER)};
+    xpj_range r = xpj_range_1d(N, 0);
+    run(kern("per"), &r, 3, args);
+    for (int i = 0; i < N; i++) {
+      int64_t want[4] = {0, 0, 0, 0};
+      for (int k = i * PER; k < i * PER + PER + i % 3 && k < X; k++)
+        want[x[k * sx] % 4] += x[k * sx] * sx + YV.strides[1];
+      for (int j = 0; j < 4; j++)
+        expect(strided ? "per, strided" : "per, contiguous",
+               y[j * YV.strides[1] + i * YV.strides[0]], want[j], i, j);
+    }
+  }
+  xpj_mem_free(dev, x);
+  xpj_mem_free(dev, y);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul), cmocka_unit_test(test_mix),
       cmocka_unit_test(test_tri),    cmocka_unit_test(test_own),
-      cmocka_unit_test(test_ndrange),
+      cmocka_unit_test(test_ndrange), cmocka_unit_test(test_unit_strides),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
