@@ -128,6 +128,7 @@ struct cg {
   unsigned loop_serial;
   bool versioned;               /* inside a loop built in two versions */
   bool strided_copy;            /* ... in its version for any strides */
+  uint64_t versioned_insts;     /* estimated size of those loops so far */
   LLVMBasicBlockRef wi_latch;   /* next work-item */
   LLVMBasicBlockRef group_exit; /* end of the work-group (CPU nd-range) */
   bool wg_multi;                /* CPU nd-range kernel with barriers */

@@ -1133,11 +1133,12 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
 /* Each local array of the kernel is its own alias scope, so that LLVM
  * knows that two local arrays do not overlap (they share one buffer, and
  * the work-item loop's bounds do not bound the indices) and that views,
- * which are global memory, touch none of them. Indices are in bounds by
- * the language's rules (docs/language.md), so this only says what the
- * language already promises; accesses through pointers passed to device
- * functions stay untagged. Saves the vectoriser's run-time overlap checks
- * (and their compile time) in loops that fill local tiles. */
+ * which are global memory, touch none of them (also in device functions).
+ * Indices are in bounds by the language's rules, and local arrays exist
+ * only in the kernel's body (docs/language.md: they cannot be passed to
+ * functions), so this only says what the language already promises.
+ * Saves the vectoriser's run-time overlap checks (and their compile time)
+ * in loops that fill local tiles. */
 static void alias_scopes(cg *c, const xpj_func *k) {
   if (c->ops->simt)
     return;
@@ -1531,25 +1532,30 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
 /* ---- unit-stride versions of loops (CPU) ----------------------------- */
 
 /* Adds the views indexed in block b of fr's function (nested blocks
- * included) to out[0..n), without repeats, up to max; *size counts the
- * instructions, those of called functions included (one level). Returns
- * the new n. */
+ * included) to out[0..n), without repeats, up to max, and returns the new
+ * n. *size estimates the instructions the loop will have once LLVM has
+ * unrolled it: each counts weight, those of nested loops 16 times as much
+ * (short loops of constant trip count are unrolled completely), those of
+ * called functions once more (they are inlined). */
 static unsigned views_indexed(cg *c, cg_frame *fr, xpj_block b, cg_view **out,
-                              unsigned n, unsigned max, unsigned *size) {
+                              unsigned n, unsigned max, uint64_t weight,
+                              uint64_t *size) {
   const xpj_func *f = fr->f;
   if (!b)
     return n;
   const xpj_blockdata *bd = &f->blocks[b];
   for (uint32_t i = 0; i < bd->n; i++) {
     const xpj_inst *in = &f->insts[bd->ids[i]];
-    ++*size;
-    if (in->op == XPJ_OP_CALL) { /* inlined: its body counts too */
+    *size += weight;
+    if (in->op == XPJ_OP_CALL) {
       const xpj_func *callee = callee_of(c, in);
-      *size += callee ? callee->ninsts : 0;
+      *size += callee ? weight * callee->ninsts : 0;
     }
     if (in->op == XPJ_OP_IF || in->op == XPJ_OP_LOOP) {
+      uint64_t w = in->op == XPJ_OP_LOOP && weight < (1u << 20) ? 16 * weight
+                                                                : weight;
       for (int k = 0; k < 3; k++)
-        n = views_indexed(c, fr, in->blk[k], out, n, max, size);
+        n = views_indexed(c, fr, in->blk[k], out, n, max, w, size);
       continue;
     }
     if (in->op != XPJ_OP_INDEX)
@@ -1578,17 +1584,25 @@ static unsigned views_indexed(cg *c, cg_frame *fr, xpj_block b, cg_view **out,
  * run time: 1.4x on the local histogram of bench/cpu. The strided
  * version is left scalar (target_cpu.c), so that the second version costs
  * little compile time; loops inside a versioned loop are not versioned
- * again, and large loops not at all. */
-enum { VERSION_MAX_VIEWS = 8, VERSION_MAX_INSTS = 400 };
+ * again, loops larger than VERSION_MAX_INSTS once unrolled not at all, and
+ * a kernel's versions copy at most VERSION_BUDGET instructions in all. */
+enum {
+  VERSION_MAX_VIEWS = 8,
+  VERSION_MAX_INSTS = 400,
+  VERSION_BUDGET = 1600,
+};
 
 static void lower_loop_versions(cg *c, cg_frame *fr, xpj_val id) {
   const xpj_inst *in = &fr->f->insts[id];
   cg_view *vw[VERSION_MAX_VIEWS];
-  unsigned n = 0, size = 0;
+  unsigned n = 0;
+  uint64_t size = 0;
   for (int k = 0; k < 3; k++)
-    n = views_indexed(c, fr, in->blk[k], vw, n, VERSION_MAX_VIEWS, &size);
+    n = views_indexed(c, fr, in->blk[k], vw, n, VERSION_MAX_VIEWS, 1, &size);
   LLVMValueRef cond = NULL, one = cg_i64(c, 1);
-  for (unsigned k = 0; k < n && size <= VERSION_MAX_INSTS; k++) {
+  if (size > VERSION_MAX_INSTS || c->versioned_insts + size > VERSION_BUDGET)
+    n = 0;
+  for (unsigned k = 0; k < n; k++) {
     LLVMValueRef st = vw[k]->stride[vw[k]->rank - 1];
     if (LLVMIsConstant(st))
       continue;
@@ -1602,6 +1616,7 @@ static void lower_loop_versions(cg *c, cg_frame *fr, xpj_val id) {
   LLVMBasicBlockRef unit = new_bb(c, "unit"), any = new_bb(c, "strided"),
                     join = new_bb(c, "versions.end");
   LLVMBuildCondBr(c->b, cond, unit, any);
+  c->versioned_insts += size;
   LLVMValueRef saved[VERSION_MAX_VIEWS];
   c->versioned = true;
   LLVMPositionBuilderAtEnd(c->b, unit);

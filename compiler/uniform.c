@@ -112,11 +112,14 @@ static uint8_t inst_kind(plan_ctx *p, xpj_val id) {
   switch ((xpj_op)in->op) {
   case XPJ_OP_CONST:
   case XPJ_OP_PARAM:
-  case XPJ_OP_SHAPE:
-  case XPJ_OP_STRIDE:
   case XPJ_OP_SIZE:
   case XPJ_OP_NDIM:
     return UNI;
+  case XPJ_OP_SHAPE:
+  case XPJ_OP_STRIDE: /* of a parameter; the dimension may vary */
+    if (in->nargs < 2)
+      return UNI;
+    return p->kind[a[1]] <= ROW ? p->kind[a[1]] : VARY;
   case XPJ_OP_WI:
     return wi_kind(p, in);
   case XPJ_OP_BINOP:
@@ -372,12 +375,12 @@ static bool wg_lowerable(plan_ctx *p, xpj_val id) {
   switch ((xpj_op)in->op) {
   case XPJ_OP_CONST:
   case XPJ_OP_PARAM:
-  case XPJ_OP_SHAPE:
-  case XPJ_OP_STRIDE:
   case XPJ_OP_SIZE:
   case XPJ_OP_NDIM:
   case XPJ_OP_WI:
     return true;
+  case XPJ_OP_SHAPE: /* the view is a parameter; the dimension is checked */
+  case XPJ_OP_STRIDE:
   case XPJ_OP_BINOP:
   case XPJ_OP_UNOP:
   case XPJ_OP_CAST:

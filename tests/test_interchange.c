@@ -98,6 +98,14 @@ static const char src[] =
     /* a loop of one work-item over views (not interchanged: a bound per
      * work-item, a break): the CPU runs it in a version for unit last
      * strides and one for any; stride() inside sees the real strides */
+    /* shape() and stride() of a dimension that differs per work-item,
+     * kept across a barrier */
+    "kernel dimvar(a: global const i64[,], o: global i64[]) ndrange(1) {\n"
+    "  let i = global_id(0);\n"
+    "  let d = shape(a, i % 2) * 10 + stride(a, i % 2);\n"
+    "  barrier(local);\n"
+    "  o[i] = d;\n"
+    "}\n"
     "kernel per(x: global const i64[], y: global i64[,], per: i64) range(1) {\n"
     "  let i = global_id(0);\n"
     "  for (let k = i * per; k < i * per + per + i % 3; k++) {\n"
@@ -342,11 +350,26 @@ static void test_unit_strides(void **state) {
   xpj_mem_free(dev, y);
 }
 
+static void test_dimvar(void **state) {
+  (void)state;
+  enum { N = 48 };
+  int64_t *a = alloc_i64(15), *o = alloc_i64(N);
+  xpj_array A = xpj_array_2d(a, XPJ_I64, 3, 5), O = xpj_array_1d(o, XPJ_I64, N);
+  xpj_arg args[2] = {xpj_arg_array(&A), xpj_arg_array(&O)};
+  xpj_range r = xpj_range_1d(N, 16);
+  run(kern("dimvar"), &r, 2, args);
+  for (int i = 0; i < N; i++)
+    expect("dimvar", o[i], i % 2 ? 5 * 10 + 1 : 3 * 10 + 5, i, 0);
+  xpj_mem_free(dev, a);
+  xpj_mem_free(dev, o);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matmul), cmocka_unit_test(test_mix),
       cmocka_unit_test(test_tri),    cmocka_unit_test(test_own),
       cmocka_unit_test(test_ndrange), cmocka_unit_test(test_unit_strides),
+      cmocka_unit_test(test_dimvar),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
