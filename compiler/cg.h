@@ -171,6 +171,10 @@ LLVMValueRef cg_i32(cg *c, int32_t v);
 bool cg_scalar_is_float(xpj_scalar s);
 bool cg_scalar_is_signed(xpj_scalar s);
 
+/* The local size the kernel requires (`local(...)`), in hardware order
+ * (x fastest: c->hw_dim), 1 past its dimensions; false when none. */
+bool cg_reqd_local_hw(cg *c, uint32_t hw[3]);
+
 /* Lowers kernel of c->m into c->mod (codegen.c). */
 void cg_lower_kernel(cg *c);
 /* Whether block b of f (not counting nested loops) breaks or continues. */

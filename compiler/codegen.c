@@ -2386,6 +2386,12 @@ static void lower_cpu(cg *c, cg_frame *fr) {
         c->b, c->t_i64, LLVMBuildGEP2(c->b, c->t_i64, launch, &ix, 1, ""), "");
     c->cpu_launch[i] = l;
   }
+  /* a required local size: the work-item loops have constant trip counts
+   * (the runtime launches nothing else, docs/language.md 3.1) */
+  uint32_t hw[3];
+  if (cg_reqd_local_hw(c, hw))
+    for (int h = 0; h < 3; h++)
+      c->cpu_launch[3 + h] = cg_i64(c, hw[h]);
   LLVMBasicBlockRef done = new_bb(c, "done");
   cg_plan plan;
   bool range = c->kernel->kind == XPJ_FUNC_RANGE;
@@ -2412,6 +2418,16 @@ static void lower_cpu(cg *c, cg_frame *fr) {
   cg_plan_free(&plan);
   LLVMPositionBuilderAtEnd(c->b, done);
   LLVMBuildRetVoid(c->b);
+}
+
+bool cg_reqd_local_hw(cg *c, uint32_t hw[3]) {
+  uint64_t s[3];
+  unsigned n = xpj_func_reqd_local(c->kernel, s);
+  for (unsigned d = 0; d < 3; d++)
+    hw[d] = 1;
+  for (unsigned d = 0; d < n; d++)
+    hw[c->hw_dim[d]] = (uint32_t)s[d];
+  return n != 0;
 }
 
 void cg_lower_kernel(cg *c) {

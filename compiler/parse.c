@@ -2399,6 +2399,8 @@ static bool parse_param(parser *p, xpj_func *f, const token **name_out) {
   return true;
 }
 
+static bool parse_reqd_local(parser *p, xpj_func *f);
+
 static void parse_fn_item(parser *p) {
   const token *kw = next(p);
   bool is_kernel = kw->kind == TK_KW_KERNEL;
@@ -2513,6 +2515,8 @@ static void parse_fn_item(parser *p) {
       }
       f->kind = nd ? XPJ_FUNC_NDRANGE : XPJ_FUNC_RANGE;
       f->dims = dims;
+      if (ok && is_k(p, TK_KW_LOCAL))
+        ok = parse_reqd_local(p, f);
     } else {
       syntax(p, t, "expected 'range' or 'ndrange(N)' after the kernel "
              "parameters, found %s", tok_text(p, t, b));
@@ -2553,6 +2557,63 @@ static void parse_fn_item(parser *p) {
   memcpy(fi->params, ptoks, f->nparams * sizeof *ptoks);
   fi->body = body;
   fi->body_end = end;
+}
+
+/* `local(S0, ...)` after `ndrange(N)`: the local size the kernel requires,
+ * one constant expression of literals and module constants per dimension. */
+static bool parse_reqd_local(parser *p, xpj_func *f) {
+  const token *kw = peek(p);
+  next(p);
+  if (f->kind != XPJ_FUNC_NDRANGE) {
+    error(p, kw, "only nd-range kernels have a local size: "
+          "ndrange(N) local(...)");
+    return false;
+  }
+  if (!expect(p, P_LPAREN, "after 'local'"))
+    return false;
+  uint64_t size[3];
+  unsigned n = 0;
+  xpj_func *saved = p->f;
+  p->f = NULL; /* only literals and module constants fold */
+  bool ok = true;
+  do {
+    const token *t = peek(p);
+    expr e = parse_expr(p);
+    if (e.k == E_ERR) {
+      ok = false;
+      break;
+    }
+    if (e.k != E_LINT || e.boolean || e.big || e.i < 1 ||
+        e.i > XPJ_MAX_REQD_LOCAL) {
+      error(p, t, "a local size must be an integer constant from 1 to %d",
+            XPJ_MAX_REQD_LOCAL);
+      ok = false;
+      break;
+    }
+    if (n == f->dims) {
+      error(p, t, "'%s' has %u dimension%s: give %u local size%s", f->name,
+            f->dims, f->dims > 1 ? "s" : "", f->dims, f->dims > 1 ? "s" : "");
+      ok = false;
+      break;
+    }
+    size[n++] = (uint64_t)e.i;
+  } while (accept(p, P_COMMA));
+  p->f = saved;
+  if (!ok)
+    return false;
+  if (!expect(p, P_RPAREN, "after the local size"))
+    return false;
+  if (n != f->dims) {
+    error(p, kw, "'%s' has %u dimension%s: give %u local size%s", f->name,
+          f->dims, f->dims > 1 ? "s" : "", f->dims, f->dims > 1 ? "s" : "");
+    return false;
+  }
+  if (xpj_func_set_reqd_local(f, n, size) != XPJ_OK) {
+    error(p, kw, "the required local size has more than %d work-items",
+          XPJ_MAX_REQD_LOCAL);
+    return false;
+  }
+  return true;
 }
 
 /* const NAME (: type)? = constexpr ; */

@@ -312,6 +312,7 @@ static xpj_func *instantiate(spec_ctx *c, const xpj_func *sf,
     c->oom = c->oom || c->dst->oom;
     return NULL;
   }
+  memcpy(df->reqd_local, sf->reqd_local, sizeof df->reqd_local);
   if (!xpj_grow((void **)&c->insts, &c->capinsts, c->ninsts + 1,
                 sizeof *c->insts)) {
     c->oom = true;

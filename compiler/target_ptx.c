@@ -136,7 +136,14 @@ static LLVMValueRef ptx_math(cg *c, xpj_math m, xpj_scalar s, LLVMValueRef *a,
 
 /* Links the libdevice functions the kernel calls. */
 static void ptx_finish(cg *c, LLVMValueRef fn) {
-  (void)fn;
+  uint32_t hw[3];
+  if (cg_reqd_local_hw(c, hw)) { /* .reqntid x, y, z */
+    char v[48];
+    int n = snprintf(v, sizeof v, "%u,%u,%u", hw[0], hw[1], hw[2]);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(c->ctx, "nvvm.reqntid", 12,
+                                                      v, (unsigned)n));
+  }
   if (!c->needs_libdevice)
     return;
   const char *path = xpj_libdevice_path();

@@ -251,6 +251,19 @@ static LLVMValueRef spirv_cmpxchg(cg *c, LLVMValueRef p, unsigned as,
   return cg_call(c, name, it, a, 6, LLVMSPIRFUNCCallConv);
 }
 
+/* A required local size: OpenCL's reqd_work_group_size metadata, which
+ * the backend writes as the LocalSize execution mode. */
+static void spirv_finish(cg *c, LLVMValueRef fn) {
+  uint32_t hw[3];
+  if (!cg_reqd_local_hw(c, hw))
+    return;
+  LLVMMetadataRef ops[3];
+  for (int d = 0; d < 3; d++)
+    ops[d] = LLVMValueAsMetadata(LLVMConstInt(c->t_i32, hw[d], 0));
+  LLVMGlobalSetMetadata(fn, LLVMGetMDKindIDInContext(c->ctx, "reqd_work_group_size", 20),
+                        LLVMMDNodeInContext2(c->ctx, ops, 3));
+}
+
 const cg_target_ops xpj_target_spirv_ops = {
     .cmpxchg = spirv_cmpxchg,
     .xchg_float_as_int = true,
@@ -266,4 +279,5 @@ const cg_target_ops xpj_target_spirv_ops = {
     .syncscope = spirv_scope,
     .math = spirv_math,
     .before_codegen = spirv_before_codegen,
+    .finish_kernel = spirv_finish,
 };

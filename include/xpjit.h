@@ -366,6 +366,9 @@ typedef struct xpj_kernel_info {
   const char *name;    /* owned by the kernel */
   xpj_func_kind kind;  /* XPJ_FUNC_RANGE or XPJ_FUNC_NDRANGE */
   unsigned dims;       /* launch dimensions required; 0: any of 1..3 */
+  /* the local size the kernel requires (`ndrange(2) local(16, 16)`), in
+   * its dimension order; all 0 when it requires none */
+  uint64_t reqd_local[3];
   unsigned nargs;
   uint64_t local_mem_bytes;  /* static local memory per work-group */
   uint64_t max_work_group_size; /* for this kernel on its device */

@@ -262,6 +262,16 @@ xpj_status xpj_func_set_return(xpj_func *f, xpj_type type);
 const char *xpj_func_name(const xpj_func *f);
 xpj_func_kind xpj_func_kind_of(const xpj_func *f);
 unsigned xpj_func_dims(const xpj_func *f);
+/* The work-group size an nd-range kernel requires (`ndrange(2) local(16,
+ * 16)`, docs/language.md): one size per declared dimension, in the
+ * kernel's (logical) order, each >= 1, their product at most
+ * XPJ_MAX_REQD_LOCAL. XPJ_ERR_INVALID for other functions or sizes. */
+#define XPJ_MAX_REQD_LOCAL 4096
+xpj_status xpj_func_set_reqd_local(xpj_func *f, unsigned n,
+                                   const uint64_t *size);
+/* Writes the required size to out[0..dims) and returns dims, or returns 0
+ * (and leaves out alone) when the kernel requires none. */
+unsigned xpj_func_reqd_local(const xpj_func *f, uint64_t out[3]);
 /* The rank the kernel's ids are laid out for (docs/abi.md, "Dimension
  * order"): its declared dimensions, else 1 + the highest dimension it (or a
  * function it calls) reads with global_id, global_size, ... (1 if none).

@@ -535,6 +535,38 @@ const char *xpj_func_name(const xpj_func *f) { return f ? f->name : NULL; }
 xpj_func_kind xpj_func_kind_of(const xpj_func *f) { return f->kind; }
 unsigned xpj_func_dims(const xpj_func *f) { return f ? f->dims : 0; }
 
+xpj_status xpj_func_set_reqd_local(xpj_func *f, unsigned n,
+                                   const uint64_t *size) {
+  if (!f || !size)
+    return XPJ_ERR_INVALID;
+  if (f->kind != XPJ_FUNC_NDRANGE || n != f->dims) {
+    xpj_set_error(f->mod, "'%s': a required local size needs an nd-range "
+                  "kernel and one size per dimension", f->name);
+    return XPJ_ERR_INVALID;
+  }
+  uint64_t total = 1;
+  for (unsigned d = 0; d < n; d++) {
+    if (size[d] < 1 || size[d] > XPJ_MAX_REQD_LOCAL ||
+        (total *= size[d]) > XPJ_MAX_REQD_LOCAL) {
+      xpj_set_error(f->mod, "'%s': the required local size must be at least "
+                    "1 in each dimension and at most %u work-items in all",
+                    f->name, XPJ_MAX_REQD_LOCAL);
+      return XPJ_ERR_INVALID;
+    }
+  }
+  for (unsigned d = 0; d < 3; d++)
+    f->reqd_local[d] = d < n ? size[d] : 0;
+  return XPJ_OK;
+}
+
+unsigned xpj_func_reqd_local(const xpj_func *f, uint64_t out[3]) {
+  if (!f || !f->reqd_local[0])
+    return 0;
+  for (unsigned d = 0; d < f->dims; d++)
+    out[d] = f->reqd_local[d];
+  return f->dims;
+}
+
 /* The highest dimension d (plus one) that f or a function it calls reads
  * through a work-item query; calls deeper than the language allows (none
  * recurse) stop the walk. */

@@ -115,6 +115,9 @@ struct xpj_func {
   char *name;
   xpj_func_kind kind;
   unsigned dims;
+  /* nd-range kernels: the local size the kernel requires, per logical
+   * dimension ([0, dims)); all 0: none */
+  uint64_t reqd_local[3];
   unsigned ntparams;
   char *tparams[XPJ_MAX_TPARAMS];
   xpj_paraminfo params[XPJ_MAX_PARAMS];

@@ -258,6 +258,10 @@ void xpj_print_func(xpj_buf *out, const xpj_func *f) {
       xpj_buf_puts(out, " range");
   } else if (f->kind == XPJ_FUNC_NDRANGE) {
     xpj_buf_printf(out, " ndrange(%u)", f->dims);
+    for (unsigned d = 0; f->reqd_local[0] && d < f->dims; d++)
+      xpj_buf_printf(out, "%s%llu%s", d ? ", " : " local(",
+                     (unsigned long long)f->reqd_local[d],
+                     d + 1 == f->dims ? ")" : "");
   } else if (xpj_type_scalar_of(f->mod, f->ret) != XPJ_VOID) {
     xpj_buf_puts(out, " -> ");
     put_type(&p, f->ret);

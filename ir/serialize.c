@@ -130,7 +130,11 @@ static void put_block(fser *fs, xpj_block b) {
 static void put_func(ser *s, const xpj_func *f, bool root) {
   xpj_buf *o = s->out;
   xpj_buf_u8(o, (uint8_t)f->kind);
-  xpj_buf_u8(o, (uint8_t)f->dims);
+  /* bit 7: a required local size follows (kernels without one keep the
+   * encoding, and the hash, they always had) */
+  xpj_buf_u8(o, (uint8_t)(f->dims | (f->reqd_local[0] ? 0x80 : 0)));
+  for (unsigned d = 0; f->reqd_local[0] && d < f->dims; d++)
+    xpj_buf_u64(o, f->reqd_local[d]);
   /* only the kernel's interface is observable: helpers are anonymous */
   xpj_buf_str(o, root ? f->name : "");
   xpj_buf_u32(o, f->ntparams);

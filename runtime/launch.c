@@ -43,10 +43,45 @@ static unsigned hw_dim(const xpj_kernel *k, unsigned d) {
   return d < rank ? rank - 1 - d : d;
 }
 
+/* "16 x 16" */
+static void size_str(char *buf, size_t n, const uint64_t *s, unsigned ndim) {
+  int k = 0;
+  for (unsigned d = 0; d < ndim && k >= 0 && (size_t)k < n; d++)
+    k += snprintf(buf + k, n - (size_t)k, "%s%llu", d ? " x " : "",
+                  (unsigned long long)s[d]);
+}
+
+xpj_status rt_check_reqd_local(const xpj_kernel *k) {
+  if (!k->reqd_local[0])
+    return XPJ_OK;
+  const xpj_device_info *di = &k->dev->info;
+  uint64_t total = 1;
+  bool fits = true;
+  for (unsigned d = 0; d < k->dims; d++) {
+    total *= k->reqd_local[d];
+    fits &= k->reqd_local[d] <= di->max_work_item_sizes[hw_dim(k, d)];
+  }
+  if (fits && total <= kernel_max_wg(k))
+    return XPJ_OK;
+  char want[64];
+  size_str(want, sizeof want, k->reqd_local, k->dims);
+  return rt_err(XPJ_ERR_UNSUPPORTED, "kernel %s requires work-groups of %s "
+                "(%llu work-items); %s takes at most %llu (%llu x %llu x %llu)",
+                k->name, want, (unsigned long long)total, di->name,
+                (unsigned long long)kernel_max_wg(k),
+                (unsigned long long)di->max_work_item_sizes[0],
+                (unsigned long long)di->max_work_item_sizes[1],
+                (unsigned long long)di->max_work_item_sizes[2]);
+}
+
 xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
                                     const uint64_t *global, uint64_t *local) {
   if (!k || !global || !local || ndim < 1 || ndim > 3)
     return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: bad argument");
+  if (k->reqd_local[0] && ndim == k->dims) {
+    memcpy(local, k->reqd_local, ndim * sizeof *local);
+    return XPJ_OK;
+  }
   /* a few hundred work-items: enough to amortise a group on the CPU and
    * to fill a GPU's SIMD units, within every device's limits; the fastest
    * dimension first, so a group walks contiguous memory */
@@ -73,7 +108,7 @@ xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
 static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
                                  rt_launch *l) {
   const xpj_device_info *di = &k->dev->info;
-  char buf[160];
+  char buf[256];
   if (r->ndim < 1 || r->ndim > 3) {
     snprintf(buf, sizeof buf, "%u", r->ndim);
     return launch_err(k, "the range has ndim ", buf);
@@ -117,7 +152,21 @@ static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
                       "others (give all, or none to let the runtime choose)",
                       NULL);
   uint64_t local[3] = {1, 1, 1};
-  if (any_local) {
+  if (k->reqd_local[0]) {
+    bool same = true;
+    for (unsigned d = 0; d < r->ndim && any_local; d++)
+      same &= r->local[d] == k->reqd_local[d];
+    if (!same) {
+      char got[64], want[64];
+      size_str(got, sizeof got, r->local, r->ndim);
+      size_str(want, sizeof want, k->reqd_local, k->dims);
+      snprintf(buf, sizeof buf, "%s is not the %s the kernel requires "
+               "(local(...) in its declaration; give it, or 0 to use it)",
+               got, want);
+      return launch_err(k, "the local size ", buf);
+    }
+    memcpy(local, k->reqd_local, sizeof local);
+  } else if (any_local) {
     uint64_t wg = 1;
     for (unsigned d = 0; d < r->ndim; d++) {
       if (r->local[d] > di->max_work_item_sizes[hw_dim(k, d)]) {

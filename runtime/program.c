@@ -288,6 +288,7 @@ static xpj_status describe(xpj_kernel *k, const xpj_module *sm,
   k->kind = xpj_func_kind_of(f);
   k->dims = xpj_func_dims(f);
   k->id_rank = xpj_func_id_rank(f);
+  xpj_func_reqd_local(f, k->reqd_local);
   k->nargs = xpj_func_param_count(f);
   k->args = calloc(k->nargs ? k->nargs : 1, sizeof *k->args);
   size_t cap = 256, len = 0;
@@ -389,6 +390,8 @@ static xpj_status build(xpj_program *p, const xpj_func *f,
   k->ndim = ndim;
   snprintf(k->opts, sizeof k->opts, "%s", ostr);
   st = describe(k, sm, xpj_module_find(sm, name));
+  if (st == XPJ_OK)
+    st = rt_check_reqd_local(k);
   rt_l1 *e = NULL;
   if (st == XPJ_OK)
     st = rt_cc_obtain(p->ctx, &(rt_source){p->src, p->src_len, p->name},
@@ -546,6 +549,7 @@ xpj_status xpj_kernel_get_info(const xpj_kernel *k, xpj_kernel_info *out) {
   out->name = k->name;
   out->kind = k->kind;
   out->dims = k->dims;
+  memcpy(out->reqd_local, k->reqd_local, sizeof out->reqd_local);
   out->nargs = k->nargs;
   out->local_mem_bytes = k->local_bytes;
   out->max_work_group_size = k->dev->info.max_work_group_size;

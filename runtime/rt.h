@@ -364,6 +364,7 @@ struct xpj_kernel {
   xpj_func_kind kind;
   unsigned dims;
   unsigned id_rank; /* xpj_func_id_rank: dimension id_rank-1 is fastest */
+  uint64_t reqd_local[3]; /* required local size, logical order; 0: none */
   unsigned nargs, nabi;
   rt_karg *args;
   uint64_t local_bytes, scratch_bytes;
@@ -380,6 +381,10 @@ struct xpj_kernel {
  * (program.c). XPJ_ERR_SPECIALIZE with a message when it does not fit. */
 xpj_status rt_parse_dtypes(const xpj_func *f, const char *s,
                            xpj_scalar *types, char *canon, size_t csize);
+
+/* XPJ_ERR_UNSUPPORTED, naming both, when k requires a local size its
+ * device cannot run (launch.c). */
+xpj_status rt_check_reqd_local(const xpj_kernel *k);
 
 /* Launch validation and marshalling (launch.c). */
 xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,

@@ -835,6 +835,38 @@ static void test_cpu_memory(void **state) {
   free(spv);
 }
 
+/* A required local size reaches each target: SPIR-V's LocalSize execution
+ * mode and PTX's .reqntid, in hardware order (the last dimension is x),
+ * and ptxas takes it. */
+static void test_reqd_local(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel rl(o: global f32[,]) ndrange(2) local(16, 8) {\n"
+      "    o[global_id(0), global_id(1)] = f32(local_linear_id());\n"
+      "}\n";
+  char *spv = emit_text(src, "rl", "spirv", XPJ_EMIT_ASM);
+  if (!strstr(spv, "OpExecutionMode %__xpj_k_rl LocalSize 8 16 1"))
+    fail_msg("no LocalSize 8 16 1 in the SPIR-V");
+  free(spv);
+  char *ptx = emit_text(src, "rl", "ptx:sm_90", XPJ_EMIT_ASM);
+  if (!strstr(ptx, ".reqntid 8, 16, 1"))
+    fail_msg("no .reqntid 8, 16, 1 in the PTX");
+  if (ptxas) {
+    char path[] = "/tmp/xpj_reqd_XXXXXX", cmd[512];
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, ptx, strlen(ptx)), (ssize_t)strlen(ptx));
+    close(fd);
+    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null", ptxas,
+             path);
+    int rc = system(cmd);
+    unlink(path);
+    if (rc != 0)
+      fail_msg("ptxas rejects the .reqntid kernel");
+  }
+  free(ptx);
+}
+
 /* Every compile worker may use a bounded amount of memory beyond what it
  * inherits (docs/abi.md): past it, the compile fails as out of memory, a
  * transient failure with that reason, not as a crash. The kernel, 2000
@@ -1060,6 +1092,7 @@ int main(void) {
       cmocka_unit_test(test_barrier_loops),
       cmocka_unit_test(test_interchange),
       cmocka_unit_test(test_cpu_memory),
+      cmocka_unit_test(test_reqd_local),
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_limit_process),
   };

@@ -290,6 +290,7 @@ static const struct {
                                    "\n    if true {} //"},
     {"an atomic op", "atomic_add(", "atomic_sub("},
     {"a loop step", "s = s / 2)", "s = s / 4)"},
+    {"a required local size", "n: i64) ndrange(1) {", "n: i64) ndrange(1) local(64) {"},
 };
 
 static char *replace(const char *s, const char *from, const char *to) {

@@ -6,7 +6,7 @@
 
 // Launch: 2-D nd-range, local (TILE, TILE), global (n, m) rounded up to
 // multiples of TILE.  Dimension 0 is the column.
-__kernel void matmul_tiled16(__global const T *a, __global const T *b, __global T *c,
+__kernel __attribute__((reqd_work_group_size(16, 16, 1))) void matmul_tiled16(__global const T *a, __global const T *b, __global T *c,
                            long m, long n, long kdim) {
     __local T ta[TILE][TILE];
     __local T tb[TILE][TILE];

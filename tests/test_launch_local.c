@@ -1,0 +1,192 @@
+/* test_launch_local.c - the local size a kernel requires (`ndrange(2)
+ * local(16, 16)`, docs/language.md): used when a launch leaves the local
+ * size to the runtime, refused when a launch gives another one (the error
+ * names both), reported by xpj_kernel_get_info and
+ * xpj_kernel_suggest_local. The tiled stencil that crashed the host when
+ * the runtime chose 256 x 1 for it (issue 17) runs with local = 0 and
+ * matches a C reference. Run on XPJIT_TEST_DEVICE (default: the CPU
+ * device; tests/run_tests.sh runs it again on the OpenCL device). */
+#include "testutil.h"
+
+#include "xpjit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char src[] =
+    "const TS: i64 = 16;\n"
+    /* a 5-point stencil over a tile with a one-element halo, indexed by
+     * local id: only correct for TS x TS groups */
+    "kernel stencil(u: global const f32[,], out: global f32[,]) "
+    "ndrange(2) local(TS, TS) {\n"
+    "  local t: f32[TS + 2, TS + 2];\n"
+    "  let gy = global_id(0);\n"
+    "  let gx = global_id(1);\n"
+    "  let ly = local_id(0) + 1;\n"
+    "  let lx = local_id(1) + 1;\n"
+    "  let h = shape(u, 0);\n"
+    "  let w = shape(u, 1);\n"
+    "  t[ly, lx] = u[gy, gx];\n"
+    "  if ly == 1 { t[0, lx] = u[max(gy - 1, 0), gx]; }\n"
+    "  if ly == TS { t[TS + 1, lx] = u[min(gy + 1, h - 1), gx]; }\n"
+    "  if lx == 1 { t[ly, 0] = u[gy, max(gx - 1, 0)]; }\n"
+    "  if lx == TS { t[ly, TS + 1] = u[gy, min(gx + 1, w - 1)]; }\n"
+    "  barrier(local);\n"
+    "  out[gy, gx] = 0.25f32 * (t[ly - 1, lx] + t[ly + 1, lx] + t[ly, lx - 1] "
+    "+ t[ly, lx + 1]);\n"
+    "}\n"
+    /* what the work-items see of their group */
+    "kernel ids(o: global i64[,]) ndrange(2) local(2, 8) {\n"
+    "  o[global_id(0), global_id(1)] = local_size(0) * 1000 + "
+    "local_size(1) * 100 + local_linear_id();\n"
+    "}\n"
+    "kernel free(o: global i64[]) ndrange(1) {\n"
+    "  o[global_id(0)] = local_size(0);\n"
+    "}\n";
+
+static xpj_context *ctx;
+static xpj_device *dev;
+static xpj_queue *q;
+static xpj_program *prog;
+
+static int setup(void **state) {
+  (void)state;
+  if (xpj_context_create(NULL, &ctx) != XPJ_OK)
+    return -1;
+  const char *want = getenv("XPJIT_TEST_DEVICE");
+  if (xpj_device_select(ctx, want && *want ? want : "cpu", &dev) != XPJ_OK) {
+    fprintf(stderr, "test_launch_local: no device %s: %s\n",
+            want ? want : "cpu", xpj_last_error());
+    return -1;
+  }
+  if (xpj_queue_create(dev, NULL, &q) != XPJ_OK ||
+      xpj_program_create(ctx, "launch_local.xpk", src, strlen(src), NULL,
+                         &prog) != XPJ_OK)
+    return -1;
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  xpj_queue_destroy(q);
+  xpj_program_destroy(prog);
+  xpj_context_destroy(ctx);
+  return 0;
+}
+
+static xpj_kernel *kern(const char *name) {
+  xpj_kernel *k = NULL;
+  if (xpj_program_get_kernel(prog, name, NULL, 0, dev, NULL, &k) != XPJ_OK)
+    fail_msg("%s: %s", name, xpj_last_error());
+  return k;
+}
+
+static void *alloc(size_t bytes) {
+  void *p = NULL;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, bytes, 0, &p), XPJ_OK);
+  memset(p, 0x5a, bytes);
+  return p;
+}
+
+static xpj_status launch(xpj_kernel *k, const xpj_range *r, unsigned n,
+                         const xpj_arg *a) {
+  xpj_status st = xpj_launch(q, k, r, n, a, NULL);
+  if (st == XPJ_OK && xpj_queue_wait(q) != XPJ_OK)
+    fail_msg("wait: %s", xpj_last_error());
+  return st;
+}
+
+/* The issue's stencil, local = 0: the runtime takes the required 16 x 16. */
+static void test_stencil_default_local(void **state) {
+  (void)state;
+  enum { H = 48, W = 64 };
+  float *u = alloc(H * W * 4), *out = alloc(H * W * 4);
+  for (int i = 0; i < H * W; i++)
+    u[i] = (float)((i * 37) % 101) / 7.0f;
+  xpj_array U = xpj_array_2d(u, XPJ_F32, H, W), O = xpj_array_2d(out, XPJ_F32, H, W);
+  xpj_arg args[2] = {xpj_arg_array(&U), xpj_arg_array(&O)};
+  xpj_range r = xpj_range_2d(H, W, 0, 0);
+  if (launch(kern("stencil"), &r, 2, args) != XPJ_OK)
+    fail_msg("stencil: %s", xpj_last_error());
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) {
+      int ym = y > 0 ? y - 1 : 0, yp = y < H - 1 ? y + 1 : H - 1;
+      int xm = x > 0 ? x - 1 : 0, xp = x < W - 1 ? x + 1 : W - 1;
+      float want = 0.25f * (u[ym * W + x] + u[yp * W + x] + u[y * W + xm] +
+                            u[y * W + xp]);
+      if (out[y * W + x] != want)
+        fail_msg("stencil at (%d, %d): %g, want %g", y, x, out[y * W + x],
+                 want);
+    }
+  xpj_mem_free(dev, u);
+  xpj_mem_free(dev, out);
+}
+
+/* The required size is what the work-items see, what the runtime
+ * suggests, and the only local size a launch may give. */
+static void test_required_size(void **state) {
+  (void)state;
+  enum { H = 4, W = 16 };
+  xpj_kernel *k = kern("ids");
+  xpj_kernel_info ki;
+  assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
+  assert_int_equal(ki.reqd_local[0], 2);
+  assert_int_equal(ki.reqd_local[1], 8);
+  assert_int_equal(ki.reqd_local[2], 0);
+  uint64_t global[2] = {H, W}, local[2] = {0, 0};
+  assert_int_equal(xpj_kernel_suggest_local(k, 2, global, local), XPJ_OK);
+  assert_int_equal(local[0], 2);
+  assert_int_equal(local[1], 8);
+
+  int64_t *o = alloc(H * W * 8);
+  xpj_array O = xpj_array_2d(o, XPJ_I64, H, W);
+  xpj_arg arg = xpj_arg_array(&O);
+  xpj_range r = xpj_range_2d(H, W, 0, 0);
+  assert_int_equal(launch(k, &r, 1, &arg), XPJ_OK);
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++)
+      assert_int_equal(o[y * W + x], 2 * 1000 + 8 * 100 + (y % 2) * 8 + x % 8);
+  r = xpj_range_2d(H, W, 2, 8); /* the same, given */
+  assert_int_equal(launch(k, &r, 1, &arg), XPJ_OK);
+
+  r = xpj_range_2d(H, W, 4, 4);
+  assert_int_equal(launch(k, &r, 1, &arg), XPJ_ERR_INVALID);
+  const char *e = xpj_last_error();
+  if (!strstr(e, "4 x 4") || !strstr(e, "2 x 8") || !strstr(e, "ids"))
+    fail_msg("the error does not name both sizes and the kernel: %s", e);
+  r = xpj_range_2d(H, W, 8, 2); /* the transpose is another size */
+  assert_int_equal(launch(k, &r, 1, &arg), XPJ_ERR_INVALID);
+  r = xpj_range_2d(H, 12, 0, 0); /* 12 is not a multiple of 8 */
+  assert_int_equal(launch(k, &r, 1, &arg), XPJ_ERR_INVALID);
+  xpj_mem_free(dev, o);
+}
+
+/* Kernels without a required size keep the runtime's choice. */
+static void test_free_size(void **state) {
+  (void)state;
+  enum { N = 512 };
+  xpj_kernel *k = kern("free");
+  xpj_kernel_info ki;
+  assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
+  assert_int_equal(ki.reqd_local[0], 0);
+  int64_t *o = alloc(N * 8);
+  xpj_array O = xpj_array_1d(o, XPJ_I64, N);
+  xpj_arg arg = xpj_arg_array(&O);
+  uint64_t global = N, local = 0;
+  assert_int_equal(xpj_kernel_suggest_local(k, 1, &global, &local), XPJ_OK);
+  xpj_range r = xpj_range_1d(N, 0);
+  assert_int_equal(launch(k, &r, 1, &arg), XPJ_OK);
+  for (int i = 0; i < N; i++)
+    assert_int_equal(o[i], (int64_t)local);
+  xpj_mem_free(dev, o);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_stencil_default_local),
+      cmocka_unit_test(test_required_size),
+      cmocka_unit_test(test_free_size),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
