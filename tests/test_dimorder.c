@@ -7,7 +7,7 @@
  * grid each launch becomes (tests/test_cuda.c, tests/test_ze.c). */
 #include "testutil.h"
 
-#include "xpjit.h"
+#include "devtest.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -61,56 +61,21 @@ static const char src[] =
     "      atomic_add(&n[0], 1);\n"
     "}\n";
 
-static xpj_context *ctx;
-static xpj_device *dev;
-static xpj_queue *q;
-static xpj_program *prog;
 static bool is_cpu;
 
 static int setup(void **state) {
   (void)state;
-  if (xpj_context_create(NULL, &ctx) != XPJ_OK)
+  if (devtest_setup("test_dimorder", "dimorder.xpk", src) != 0)
     return -1;
-  const char *want = getenv("XPJIT_TEST_DEVICE");
-  if (xpj_device_select(ctx, want && *want ? want : "cpu", &dev) != XPJ_OK) {
-    fprintf(stderr, "test_dimorder: no device %s: %s\n", want ? want : "cpu",
-            xpj_last_error());
-    return -1;
-  }
   xpj_device_info di;
   if (xpj_device_get_info(dev, &di) != XPJ_OK)
     return -1;
   is_cpu = di.backend == XPJ_BACKEND_CPU;
   printf("device: %s\n", di.name);
-  if (xpj_queue_create(dev, NULL, &q) != XPJ_OK ||
-      xpj_program_create(ctx, "dimorder.xpk", src, strlen(src), NULL, &prog) !=
-          XPJ_OK)
-    return -1;
   return 0;
 }
 
-static int teardown(void **state) {
-  (void)state;
-  xpj_queue_destroy(q);
-  xpj_program_destroy(prog);
-  xpj_context_destroy(ctx);
-  return 0;
-}
-
-static xpj_kernel *kern(const char *name) {
-  xpj_kernel *k = NULL;
-  if (xpj_program_get_kernel(prog, name, NULL, 0, dev, NULL, &k) != XPJ_OK)
-    fail_msg("%s: %s", name, xpj_last_error());
-  return k;
-}
-
-static int64_t *alloc_i64(size_t n) {
-  int64_t *p = NULL;
-  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, n * 8, 0, (void **)&p),
-                   XPJ_OK);
-  memset(p, 0xff, n * 8);
-  return p;
-}
+static int64_t *alloc_i64(size_t n) { return dev_alloc(n * 8, 0xff); }
 
 static void run(xpj_kernel *k, const xpj_range *r, unsigned n,
                 const xpj_arg *a) {
@@ -280,5 +245,5 @@ int main(void) {
       cmocka_unit_test(test_suggest_local),
       cmocka_unit_test(test_ptx),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, setup, devtest_teardown);
 }

@@ -11,7 +11,7 @@
  * again on the OpenCL device). */
 #include "testutil.h"
 
-#include "xpjit.h"
+#include "devtest.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -95,9 +95,6 @@ static const char src[] =
     "  barrier(local);\n"
     "  y[global_id(0)] = t[local_size(0) - 1 - l];\n"
     "}\n"
-    /* a loop of one work-item over views (not interchanged: a bound per
-     * work-item, a break): the CPU runs it in a version for unit last
-     * strides and one for any; stride() inside sees the real strides */
     /* shape() and stride() of a dimension that differs per work-item,
      * kept across a barrier */
     "kernel dimvar(a: global const i64[,], o: global i64[]) ndrange(1) {\n"
@@ -106,6 +103,9 @@ static const char src[] =
     "  barrier(local);\n"
     "  o[i] = d;\n"
     "}\n"
+    /* a loop of one work-item over views (not interchanged: a bound per
+     * work-item, a break): the CPU runs it in a version for unit last
+     * strides and one for any; stride() inside sees the real strides */
     "kernel per(x: global const i64[], y: global i64[,], per: i64) range(1) {\n"
     "  let i = global_id(0);\n"
     "  for (let k = i * per; k < i * per + per + i % 3; k++) {\n"
@@ -114,50 +114,12 @@ static const char src[] =
     "  }\n"
     "}\n";
 
-static xpj_context *ctx;
-static xpj_device *dev;
-static xpj_queue *q;
-static xpj_program *prog;
-
 static int setup(void **state) {
   (void)state;
-  if (xpj_context_create(NULL, &ctx) != XPJ_OK)
-    return -1;
-  const char *want = getenv("XPJIT_TEST_DEVICE");
-  if (xpj_device_select(ctx, want && *want ? want : "cpu", &dev) != XPJ_OK) {
-    fprintf(stderr, "test_interchange: no device %s: %s\n",
-            want ? want : "cpu", xpj_last_error());
-    return -1;
-  }
-  if (xpj_queue_create(dev, NULL, &q) != XPJ_OK ||
-      xpj_program_create(ctx, "interchange.xpk", src, strlen(src), NULL,
-                         &prog) != XPJ_OK)
-    return -1;
-  return 0;
+  return devtest_setup("test_interchange", "interchange.xpk", src);
 }
 
-static int teardown(void **state) {
-  (void)state;
-  xpj_queue_destroy(q);
-  xpj_program_destroy(prog);
-  xpj_context_destroy(ctx);
-  return 0;
-}
-
-static xpj_kernel *kern(const char *name) {
-  xpj_kernel *k = NULL;
-  if (xpj_program_get_kernel(prog, name, NULL, 0, dev, NULL, &k) != XPJ_OK)
-    fail_msg("%s: %s", name, xpj_last_error());
-  return k;
-}
-
-static int64_t *alloc_i64(size_t n) {
-  int64_t *p = NULL;
-  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, n * 8, 0, (void **)&p),
-                   XPJ_OK);
-  memset(p, 0x5a, n * 8);
-  return p;
-}
+static int64_t *alloc_i64(size_t n) { return dev_alloc(n * 8, 0x5a); }
 
 static void run(xpj_kernel *k, const xpj_range *r, unsigned n,
                 const xpj_arg *a) {
@@ -371,5 +333,5 @@ int main(void) {
       cmocka_unit_test(test_ndrange), cmocka_unit_test(test_unit_strides),
       cmocka_unit_test(test_dimvar),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, setup, devtest_teardown);
 }

@@ -8,7 +8,7 @@
  * device; tests/run_tests.sh runs it again on the OpenCL device). */
 #include "testutil.h"
 
-#include "xpjit.h"
+#include "devtest.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,49 +45,12 @@ static const char src[] =
     "  o[global_id(0)] = local_size(0);\n"
     "}\n";
 
-static xpj_context *ctx;
-static xpj_device *dev;
-static xpj_queue *q;
-static xpj_program *prog;
-
 static int setup(void **state) {
   (void)state;
-  if (xpj_context_create(NULL, &ctx) != XPJ_OK)
-    return -1;
-  const char *want = getenv("XPJIT_TEST_DEVICE");
-  if (xpj_device_select(ctx, want && *want ? want : "cpu", &dev) != XPJ_OK) {
-    fprintf(stderr, "test_launch_local: no device %s: %s\n",
-            want ? want : "cpu", xpj_last_error());
-    return -1;
-  }
-  if (xpj_queue_create(dev, NULL, &q) != XPJ_OK ||
-      xpj_program_create(ctx, "launch_local.xpk", src, strlen(src), NULL,
-                         &prog) != XPJ_OK)
-    return -1;
-  return 0;
+  return devtest_setup("test_launch_local", "launch_local.xpk", src);
 }
 
-static int teardown(void **state) {
-  (void)state;
-  xpj_queue_destroy(q);
-  xpj_program_destroy(prog);
-  xpj_context_destroy(ctx);
-  return 0;
-}
-
-static xpj_kernel *kern(const char *name) {
-  xpj_kernel *k = NULL;
-  if (xpj_program_get_kernel(prog, name, NULL, 0, dev, NULL, &k) != XPJ_OK)
-    fail_msg("%s: %s", name, xpj_last_error());
-  return k;
-}
-
-static void *alloc(size_t bytes) {
-  void *p = NULL;
-  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, bytes, 0, &p), XPJ_OK);
-  memset(p, 0x5a, bytes);
-  return p;
-}
+static void *alloc(size_t bytes) { return dev_alloc(bytes, 0x5a); }
 
 static xpj_status launch(xpj_kernel *k, const xpj_range *r, unsigned n,
                          const xpj_arg *a) {
@@ -188,5 +151,5 @@ int main(void) {
       cmocka_unit_test(test_required_size),
       cmocka_unit_test(test_free_size),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, setup, devtest_teardown);
 }
