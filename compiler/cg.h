@@ -136,8 +136,11 @@ struct cg {
   unsigned ncpu_loops, cap_cpu_loops;
 
   /* CPU: alias scopes of the kernel's local arrays (codegen.c
-   * tag_access): lscope_id[k] is the ARRAY instruction of scope k */
-  LLVMMetadataRef lscope[CG_MAX_LSCOPES];
+   * alias_scopes): lscope_id[k] is the ARRAY instruction of scope k, whose
+   * accesses carry !alias.scope lscope[k] and !noalias lscope_clear[k];
+   * views carry !noalias lscope_all */
+  LLVMValueRef lscope[CG_MAX_LSCOPES], lscope_clear[CG_MAX_LSCOPES];
+  LLVMValueRef lscope_all;
   xpj_val lscope_id[CG_MAX_LSCOPES];
   unsigned nlscopes;
 

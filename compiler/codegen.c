@@ -1139,32 +1139,46 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
  * functions), so this only says what the language already promises.
  * Saves the vectoriser's run-time overlap checks (and their compile time)
  * in loops that fill local tiles. */
-static void alias_scopes(cg *c, const xpj_func *k) {
+static void alias_scopes(cg *c, const xpj_func *kf) {
   if (c->ops->simt)
     return;
-  LLVMMetadataRef dom = NULL;
-  for (xpj_val id = 1; id < k->ninsts && c->nlscopes < CG_MAX_LSCOPES; id++) {
-    const xpj_inst *in = &k->insts[id];
+  LLVMMetadataRef scope[CG_MAX_LSCOPES], dom = NULL;
+  unsigned n = 0;
+  for (xpj_val id = 1; id < kf->ninsts && n < CG_MAX_LSCOPES; id++) {
+    const xpj_inst *in = &kf->insts[id];
     if (in->op != XPJ_OP_ARRAY || tinfo(c, in->type)->space != XPJ_SPACE_LOCAL)
       continue;
     char name[48];
-    int n;
     if (!dom) {
-      n = snprintf(name, sizeof name, "xpj.local");
-      LLVMMetadataRef s = LLVMMDStringInContext2(c->ctx, name, (size_t)n);
+      LLVMMetadataRef s = LLVMMDStringInContext2(c->ctx, "xpj.local", 9);
       dom = LLVMMDNodeInContext2(c->ctx, &s, 1);
     }
-    n = snprintf(name, sizeof name, "xpj.local.%u", (unsigned)id);
-    LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(c->ctx, name, (size_t)n),
+    int len = snprintf(name, sizeof name, "xpj.local.%u", (unsigned)id);
+    LLVMMetadataRef ops[2] = {LLVMMDStringInContext2(c->ctx, name, (size_t)len),
                               dom};
-    c->lscope_id[c->nlscopes] = id;
-    c->lscope[c->nlscopes++] = LLVMMDNodeInContext2(c->ctx, ops, 2);
+    c->lscope_id[n] = id;
+    scope[n++] = LLVMMDNodeInContext2(c->ctx, ops, 2);
   }
+  if (!n)
+    return;
+  /* the lists each access carries: local array k is in scope k and clear
+   * of the others; views are clear of all */
+  LLVMMetadataRef others[CG_MAX_LSCOPES];
+  for (unsigned k = 0; k < n; k++) {
+    unsigned m = 0;
+    for (unsigned j = 0; j < n; j++)
+      if (j != k)
+        others[m++] = scope[j];
+    c->lscope[k] = LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, &scope[k], 1));
+    c->lscope_clear[k] =
+        m ? LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, others, m)) : NULL;
+  }
+  c->lscope_all = LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, scope, n));
+  c->nlscopes = n;
 }
 
 /* Tags load or store x, whose address is the value ptr of fr's function,
- * with the scopes of alias_scopes: in its local array's scope and clear of
- * the others, or (a view) clear of them all. */
+ * with the lists of alias_scopes. */
 static void tag_access(cg *c, cg_frame *fr, xpj_val ptr, LLVMValueRef x) {
   const xpj_func *f = fr->f;
   if (!c->nlscopes || !x || !LLVMIsAInstruction(x))
@@ -1173,30 +1187,21 @@ static void tag_access(cg *c, cg_frame *fr, xpj_val ptr, LLVMValueRef x) {
   if (d->op != XPJ_OP_INDEX)
     return;
   xpj_val arr = args_of(f, d)[0];
-  const xpj_typeinfo *at = tinfo(c, f->insts[arr].type);
-  int own = -1;
-  if (at->kind != XPJ_TK_VIEW) {
-    if (f != c->kernel || f->insts[arr].op != XPJ_OP_ARRAY)
-      return;
-    for (unsigned k = 0; k < c->nlscopes; k++)
-      if (c->lscope_id[k] == arr)
-        own = (int)k;
-    if (own < 0)
-      return;
+  unsigned noalias = LLVMGetMDKindIDInContext(c->ctx, "noalias", 7);
+  if (tinfo(c, f->insts[arr].type)->kind == XPJ_TK_VIEW) {
+    LLVMSetMetadata(x, noalias, c->lscope_all);
+    return;
   }
-  LLVMMetadataRef others[CG_MAX_LSCOPES];
-  unsigned n = 0;
-  for (unsigned k = 0; k < c->nlscopes; k++)
-    if ((int)k != own)
-      others[n++] = c->lscope[k];
-  unsigned kind_noalias = LLVMGetMDKindIDInContext(c->ctx, "noalias", 7);
-  if (n)
-    LLVMSetMetadata(x, kind_noalias,
-                    LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, others, n)));
-  if (own >= 0) {
-    unsigned kind_scope = LLVMGetMDKindIDInContext(c->ctx, "alias.scope", 11);
-    LLVMSetMetadata(x, kind_scope,
-                    LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, &c->lscope[own], 1)));
+  if (f != c->kernel || f->insts[arr].op != XPJ_OP_ARRAY)
+    return;
+  for (unsigned k = 0; k < c->nlscopes; k++) {
+    if (c->lscope_id[k] != arr)
+      continue;
+    LLVMSetMetadata(x, LLVMGetMDKindIDInContext(c->ctx, "alias.scope", 11),
+                    c->lscope[k]);
+    if (c->lscope_clear[k])
+      LLVMSetMetadata(x, noalias, c->lscope_clear[k]);
+    return;
   }
 }
 

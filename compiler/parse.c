@@ -2559,6 +2559,12 @@ static void parse_fn_item(parser *p) {
   fi->body_end = end;
 }
 
+static void local_count_error(parser *p, const token *t, const xpj_func *f) {
+  const char *s = f->dims > 1 ? "s" : "";
+  error(p, t, "'%s' has %u dimension%s: give %u local size%s", f->name,
+        f->dims, s, f->dims, s);
+}
+
 /* `local(S0, ...)` after `ndrange(N)`: the local size the kernel requires,
  * one constant expression of literals and module constants per dimension. */
 static bool parse_reqd_local(parser *p, xpj_func *f) {
@@ -2591,8 +2597,7 @@ static bool parse_reqd_local(parser *p, xpj_func *f) {
       break;
     }
     if (n == f->dims) {
-      error(p, t, "'%s' has %u dimension%s: give %u local size%s", f->name,
-            f->dims, f->dims > 1 ? "s" : "", f->dims, f->dims > 1 ? "s" : "");
+      local_count_error(p, t, f);
       ok = false;
       break;
     }
@@ -2604,8 +2609,7 @@ static bool parse_reqd_local(parser *p, xpj_func *f) {
   if (!expect(p, P_RPAREN, "after the local size"))
     return false;
   if (n != f->dims) {
-    error(p, kw, "'%s' has %u dimension%s: give %u local size%s", f->name,
-          f->dims, f->dims > 1 ? "s" : "", f->dims, f->dims > 1 ? "s" : "");
+    local_count_error(p, kw, f);
     return false;
   }
   if (xpj_func_set_reqd_local(f, n, size) != XPJ_OK) {
