@@ -389,6 +389,30 @@ xpj_status xpj_module_serialize(const xpj_module *m, const char *kernel,
 xpj_status xpj_module_hash(const xpj_module *m, const char *kernel,
                            uint8_t digest[32], char hex[65]);
 
+/* Whether an nd-range kernel launched over global[0..ndim) in work-groups
+ * of local[0..ndim) (logical order) keeps every index into its static
+ * (local and private) arrays that depends on the shape of its work-groups
+ * (local ids and sizes, group ids and counts) within the array, as far as
+ * an interval analysis of its integer values can tell (ir/localfit.c;
+ * docs/abi.md, "Default local size"). Indices that do not depend on that
+ * shape are not judged: no choice of local size moves them. The runtime
+ * uses it to choose a local size that cannot overrun a local array. */
+typedef struct xpj_fit {
+  unsigned shape_indices; /* indices that depend on the work-group shape */
+  int fits;               /* 1 when each of them stays in its array */
+  /* when it does not fit, the first index that may leave its array: */
+  char array[64];         /* the array's name */
+  unsigned index;         /* which of its indices (0-based) */
+  int64_t lo, hi;         /* the values it may take */
+  int64_t extent;         /* the array's extent there */
+  xpj_loc loc;            /* where the index is */
+} xpj_fit;
+/* XPJ_ERR_INVALID for a bad argument, XPJ_ERR_NOMEM; else XPJ_OK with *out
+ * filled (local sizes of 0 count as 1). */
+xpj_status xpj_func_local_fit(const xpj_func *f, unsigned ndim,
+                              const uint64_t *global, const uint64_t *local,
+                              xpj_fit *out);
+
 /* A specialisation: one scalar type per type parameter of the kernel, and
  * the ndim of its generic-rank arrays (0 when it has none). */
 typedef struct xpj_spec {

@@ -74,17 +74,12 @@ xpj_status rt_check_reqd_local(const xpj_kernel *k) {
                 (unsigned long long)di->max_work_item_sizes[2]);
 }
 
-xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
-                                    const uint64_t *global, uint64_t *local) {
-  if (!k || !global || !local || ndim < 1 || ndim > 3)
-    return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: bad argument");
-  if (k->reqd_local[0] && ndim == k->dims) {
-    memcpy(local, k->reqd_local, ndim * sizeof *local);
-    return XPJ_OK;
-  }
-  /* a few hundred work-items: enough to amortise a group on the CPU and
-   * to fill a GPU's SIMD units, within every device's limits; the fastest
-   * dimension first, so a group walks contiguous memory */
+/* The runtime's own choice for a kernel whose static arrays do not limit
+ * it: a few hundred work-items, enough to amortise a group on the CPU and
+ * to fill a GPU's SIMD units, within every device's limits; the fastest
+ * dimension first, so a group walks contiguous memory. */
+static void plain_local(const xpj_kernel *k, unsigned ndim,
+                        const uint64_t *global, uint64_t *local) {
   uint64_t budget = 256;
   if (budget > kernel_max_wg(k))
     budget = kernel_max_wg(k);
@@ -102,6 +97,111 @@ xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
     if (budget == 0)
       budget = 1;
   }
+}
+
+static xpj_status fit(const xpj_kernel *k, unsigned ndim,
+                      const uint64_t *global, const uint64_t *local,
+                      xpj_fit *out) {
+  if (xpj_func_local_fit(k->fit_f, ndim, global, local, out) != XPJ_OK)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  return XPJ_OK;
+}
+
+/* The choice for a kernel that indexes static arrays by its local ids (or
+ * anything else that depends on the group's shape): each dimension, the
+ * fastest first, gets the largest size that divides its global size and
+ * keeps every such index in its array (xpj_func_local_fit) - a tile
+ * written for 16 x 16 groups gets 16 x 16. When not even groups of one
+ * work-item keep them in, the runtime refuses to choose. */
+static xpj_status fitted_local(const xpj_kernel *k, unsigned ndim,
+                               const uint64_t *global, uint64_t *local) {
+  const xpj_device_info *di = &k->dev->info;
+  xpj_fit f;
+  for (unsigned d = 0; d < ndim; d++)
+    local[d] = 1;
+  xpj_status st = fit(k, ndim, global, local, &f);
+  if (st != XPJ_OK)
+    return st;
+  if (!f.fits) {
+    const char *file = xpj_module_file_name(k->fit_m, f.loc.file);
+    return rt_err(XPJ_ERR_INVALID, "launch of %s: the runtime cannot choose "
+                  "a local size: index %u of %s array '%s' at %s%s%u:%u "
+                  "may take %lld..%lld (its extent is %lld) whatever the "
+                  "size; give a local size, or declare the one the kernel "
+                  "is written for with local(...)", k->signature, f.index,
+                  "static", f.array, file ? file : "", file ? ":" : "line ",
+                  f.loc.line, f.loc.col, (long long)f.lo, (long long)f.hi,
+                  (long long)f.extent);
+  }
+  /* at most 1024 work-items, the ceiling of most GPUs: a tile larger than
+   * 32 x 32 should declare its size. Intel's OpenCL CPU runtime (2026.22)
+   * reports 8192 but silently runs nothing of a kernel with barriers in
+   * loops in groups over 1024 (tests/conformance transpose_tiled) */
+  uint64_t budget = kernel_max_wg(k) < 1024 ? kernel_max_wg(k) : 1024;
+  for (unsigned h = 0; h < 3; h++) {
+    unsigned d = hw_dim(k, h);
+    if (d >= ndim)
+      continue;
+    uint64_t rest = 1;
+    for (unsigned e = 0; e < ndim; e++)
+      rest *= e == d ? 1 : local[e];
+    uint64_t cap = budget / rest;
+    if (cap > di->max_work_item_sizes[h])
+      cap = di->max_work_item_sizes[h];
+    if (cap > global[d])
+      cap = global[d];
+    for (uint64_t v = cap; v > 1; v--) {
+      if (global[d] % v)
+        continue;
+      local[d] = v;
+      if ((st = fit(k, ndim, global, local, &f)) != XPJ_OK)
+        return st;
+      if (f.fits)
+        break;
+      local[d] = 1;
+    }
+  }
+  return XPJ_OK;
+}
+
+/* fitted_local, remembered per global size (refusals are not: they are
+ * errors, and their message is made again). */
+static xpj_status memo_local(const xpj_kernel *k, unsigned ndim,
+                             const uint64_t *global, uint64_t *local) {
+  xpj_kernel *mk = (xpj_kernel *)k; /* the memo is a cache, not state */
+  pthread_mutex_lock(&mk->fit_mu);
+  for (unsigned i = 0; i < 4; i++) {
+    if (mk->fit_memo[i].ndim != ndim ||
+        memcmp(mk->fit_memo[i].global, global, ndim * sizeof *global))
+      continue;
+    memcpy(local, mk->fit_memo[i].local, ndim * sizeof *local);
+    pthread_mutex_unlock(&mk->fit_mu);
+    return XPJ_OK;
+  }
+  pthread_mutex_unlock(&mk->fit_mu);
+  xpj_status st = fitted_local(k, ndim, global, local);
+  if (st != XPJ_OK)
+    return st;
+  pthread_mutex_lock(&mk->fit_mu);
+  unsigned i = mk->fit_next++ % 4;
+  mk->fit_memo[i].ndim = ndim;
+  memcpy(mk->fit_memo[i].global, global, ndim * sizeof *global);
+  memcpy(mk->fit_memo[i].local, local, ndim * sizeof *local);
+  pthread_mutex_unlock(&mk->fit_mu);
+  return XPJ_OK;
+}
+
+xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
+                                    const uint64_t *global, uint64_t *local) {
+  if (!k || !global || !local || ndim < 1 || ndim > 3)
+    return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: bad argument");
+  if (k->reqd_local[0] && ndim == k->dims) {
+    memcpy(local, k->reqd_local, ndim * sizeof *local);
+    return XPJ_OK;
+  }
+  if (k->fit_f)
+    return memo_local(k, ndim, global, local);
+  plain_local(k, ndim, global, local);
   return XPJ_OK;
 }
 
@@ -185,7 +285,9 @@ static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
       return launch_err(k, "the work-group size ", buf);
     }
   } else if (k->kind == XPJ_FUNC_NDRANGE) {
-    xpj_kernel_suggest_local(k, r->ndim, r->global, local);
+    xpj_status st = xpj_kernel_suggest_local(k, r->ndim, r->global, local);
+    if (st != XPJ_OK)
+      return st;
   }
   /* checked in the user's (logical) order; the launch is kept in hardware
    * order, which every backend and the compiled kernel use */

@@ -170,6 +170,9 @@ static void kernel_free(xpj_kernel *k) {
   free(k->dtypes);
   free(k->signature);
   free(k->target);
+  if (k->fit_m)
+    pthread_mutex_destroy(&k->fit_mu);
+  xpj_module_destroy(k->fit_m);
   free(k);
 }
 
@@ -367,6 +370,19 @@ static xpj_status specialise(xpj_program *p, const xpj_func *f,
   return st;
 }
 
+/* Whether the runtime must check the local sizes it chooses for k against
+ * its static arrays: an nd-range kernel that requires no size and indexes
+ * a static array by what depends on the group's shape. */
+static bool keep_for_fit(const xpj_kernel *k, const xpj_func *f) {
+  if (k->kind != XPJ_FUNC_NDRANGE || k->reqd_local[0] || !f)
+    return false;
+  uint64_t one[3] = {1, 1, 1};
+  xpj_fit fit;
+  /* an allocation failure keeps the module: checking is the safe side */
+  return xpj_func_local_fit(f, 3, one, one, &fit) != XPJ_OK ||
+         fit.shape_indices > 0;
+}
+
 static xpj_status build(xpj_program *p, const xpj_func *f,
                         const xpj_scalar *types, const char *dtypes,
                         unsigned ndim, xpj_device *dev,
@@ -397,6 +413,12 @@ static xpj_status build(xpj_program *p, const xpj_func *f,
     st = rt_cc_obtain(p->ctx, &(rt_source){p->src, p->src_len, p->name},
                       sm, name, dtypes, ndim, dev, &dev->target,
                       dev->info.target, o, ostr, &e, &k->origin);
+  if (st == XPJ_OK && keep_for_fit(k, xpj_module_find(sm, name)) &&
+      pthread_mutex_init(&k->fit_mu, NULL) == 0) {
+    k->fit_m = sm; /* the kernel owns it now */
+    k->fit_f = xpj_module_find(sm, name);
+    sm = NULL;
+  }
   xpj_module_destroy(sm);
   if (st != XPJ_OK) {
     kernel_free(k);

@@ -365,6 +365,19 @@ struct xpj_kernel {
   unsigned dims;
   unsigned id_rank; /* xpj_func_id_rank: dimension id_rank-1 is fastest */
   uint64_t reqd_local[3]; /* required local size, logical order; 0: none */
+  /* nd-range kernels without one whose static arrays are indexed by what
+   * depends on the group's shape: the specialised kernel, which the
+   * default local size is checked against (xpj_func_local_fit) */
+  xpj_module *fit_m;
+  const xpj_func *fit_f;
+  /* the last sizes chosen for it (the analysis takes up to milliseconds;
+   * a launch loop asks for the same global size again and again) */
+  pthread_mutex_t fit_mu;
+  struct {
+    unsigned ndim;
+    uint64_t global[3], local[3];
+  } fit_memo[4];
+  unsigned fit_next;
   unsigned nargs, nabi;
   rt_karg *args;
   uint64_t local_bytes, scratch_bytes;

@@ -4,7 +4,9 @@
  * names both), reported by xpj_kernel_get_info and
  * xpj_kernel_suggest_local. The tiled stencil that crashed the host when
  * the runtime chose 256 x 1 for it (issue 17) runs with local = 0 and
- * matches a C reference. Run on XPJIT_TEST_DEVICE (default: the CPU
+ * matches a C reference, with the attribute and without it (the runtime
+ * then derives the size from the tile's indices, ir/localfit.c); a kernel
+ * that overruns its tile whatever the size is refused. Run on XPJIT_TEST_DEVICE (default: the CPU
  * device; tests/run_tests.sh runs it again on the OpenCL device). */
 #include "testutil.h"
 
@@ -14,27 +16,51 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a 5-point stencil over a tile with a one-element halo, indexed by local
+ * id: only correct for TS x TS groups */
+#define STENCIL_BODY                                                          \
+  "  local t: f32[TS + 2, TS + 2];\n"                                         \
+  "  let gy = global_id(0);\n"                                                \
+  "  let gx = global_id(1);\n"                                                \
+  "  let ly = local_id(0) + 1;\n"                                             \
+  "  let lx = local_id(1) + 1;\n"                                             \
+  "  let h = shape(u, 0);\n"                                                  \
+  "  let w = shape(u, 1);\n"                                                  \
+  "  t[ly, lx] = u[gy, gx];\n"                                                \
+  "  if ly == 1 { t[0, lx] = u[max(gy - 1, 0), gx]; }\n"                      \
+  "  if ly == TS { t[TS + 1, lx] = u[min(gy + 1, h - 1), gx]; }\n"            \
+  "  if lx == 1 { t[ly, 0] = u[gy, max(gx - 1, 0)]; }\n"                      \
+  "  if lx == TS { t[ly, TS + 1] = u[gy, min(gx + 1, w - 1)]; }\n"            \
+  "  barrier(local);\n"                                                       \
+  "  out[gy, gx] = 0.25f32 * (t[ly - 1, lx] + t[ly + 1, lx] + "               \
+  "t[ly, lx - 1] + t[ly, lx + 1]);\n"                                         \
+  "}\n"
+
 static const char src[] =
     "const TS: i64 = 16;\n"
-    /* a 5-point stencil over a tile with a one-element halo, indexed by
-     * local id: only correct for TS x TS groups */
     "kernel stencil(u: global const f32[,], out: global f32[,]) "
-    "ndrange(2) local(TS, TS) {\n"
-    "  local t: f32[TS + 2, TS + 2];\n"
-    "  let gy = global_id(0);\n"
-    "  let gx = global_id(1);\n"
-    "  let ly = local_id(0) + 1;\n"
-    "  let lx = local_id(1) + 1;\n"
-    "  let h = shape(u, 0);\n"
-    "  let w = shape(u, 1);\n"
-    "  t[ly, lx] = u[gy, gx];\n"
-    "  if ly == 1 { t[0, lx] = u[max(gy - 1, 0), gx]; }\n"
-    "  if ly == TS { t[TS + 1, lx] = u[min(gy + 1, h - 1), gx]; }\n"
-    "  if lx == 1 { t[ly, 0] = u[gy, max(gx - 1, 0)]; }\n"
-    "  if lx == TS { t[ly, TS + 1] = u[gy, min(gx + 1, w - 1)]; }\n"
+    "ndrange(2) local(TS, TS) {\n" STENCIL_BODY
+    /* the same without the attribute: the runtime derives 16 x 16 from
+     * the tile's indices */
+    "kernel stencil_free(u: global const f32[,], out: global f32[,]) "
+    "ndrange(2) {\n" STENCIL_BODY
+    /* a tree reduction over a 64-element tile */
+    "kernel reduce64(x: global const i64[], o: global i64[]) ndrange(1) {\n"
+    "  local t: i64[64];\n"
+    "  let lid = local_id(0);\n"
+    "  t[lid] = x[global_id(0)];\n"
     "  barrier(local);\n"
-    "  out[gy, gx] = 0.25f32 * (t[ly - 1, lx] + t[ly + 1, lx] + t[ly, lx - 1] "
-    "+ t[ly, lx + 1]);\n"
+    "  for (let s = local_size(0) / 2; s > 0; s >>= 1) {\n"
+    "    if lid < s { t[lid] += t[lid + s]; }\n"
+    "    barrier(local);\n"
+    "  }\n"
+    "  if lid == 0 { o[group_id(0)] = t[0]; }\n"
+    "}\n"
+    /* overruns its tile whatever the group: the runtime will not choose */
+    "kernel overrun(o: global f32[]) ndrange(1) {\n"
+    "  local t: f32[256];\n"
+    "  t[local_id(0) + 300] = 1.0f32;\n"
+    "  o[global_id(0)] = 0.0f32;\n"
     "}\n"
     /* what the work-items see of their group */
     "kernel ids(o: global i64[,]) ndrange(2) local(2, 8) {\n"
@@ -60,18 +86,25 @@ static xpj_status launch(xpj_kernel *k, const xpj_range *r, unsigned n,
   return st;
 }
 
-/* The issue's stencil, local = 0: the runtime takes the required 16 x 16. */
-static void test_stencil_default_local(void **state) {
-  (void)state;
+/* The issue's stencil, local = 0: the runtime takes the required 16 x 16,
+ * and for the same kernel without the attribute, the 16 x 16 its tile
+ * allows (the runtime used to take 1 x 256 and overrun it). */
+static void check_stencil(const char *name) {
   enum { H = 48, W = 64 };
+  xpj_kernel *k = kern(name);
+  uint64_t global[2] = {H, W}, local[2] = {0, 0};
+  assert_int_equal(xpj_kernel_suggest_local(k, 2, global, local), XPJ_OK);
+  if (local[0] != 16 || local[1] != 16)
+    fail_msg("%s: suggested %llu x %llu, want 16 x 16", name,
+             (unsigned long long)local[0], (unsigned long long)local[1]);
   float *u = alloc(H * W * 4), *out = alloc(H * W * 4);
   for (int i = 0; i < H * W; i++)
     u[i] = (float)((i * 37) % 101) / 7.0f;
   xpj_array U = xpj_array_2d(u, XPJ_F32, H, W), O = xpj_array_2d(out, XPJ_F32, H, W);
   xpj_arg args[2] = {xpj_arg_array(&U), xpj_arg_array(&O)};
   xpj_range r = xpj_range_2d(H, W, 0, 0);
-  if (launch(kern("stencil"), &r, 2, args) != XPJ_OK)
-    fail_msg("stencil: %s", xpj_last_error());
+  if (launch(k, &r, 2, args) != XPJ_OK)
+    fail_msg("%s: %s", name, xpj_last_error());
   for (int y = 0; y < H; y++)
     for (int x = 0; x < W; x++) {
       int ym = y > 0 ? y - 1 : 0, yp = y < H - 1 ? y + 1 : H - 1;
@@ -79,11 +112,65 @@ static void test_stencil_default_local(void **state) {
       float want = 0.25f * (u[ym * W + x] + u[yp * W + x] + u[y * W + xm] +
                             u[y * W + xp]);
       if (out[y * W + x] != want)
-        fail_msg("stencil at (%d, %d): %g, want %g", y, x, out[y * W + x],
+        fail_msg("%s at (%d, %d): %g, want %g", name, y, x, out[y * W + x],
                  want);
     }
   xpj_mem_free(dev, u);
   xpj_mem_free(dev, out);
+}
+
+static void test_stencil_default_local(void **state) {
+  (void)state;
+  check_stencil("stencil");
+  check_stencil("stencil_free");
+}
+
+/* A reduction over a 64-element tile, local = 0 over 1024 items: the
+ * runtime takes 64 (its plain choice would be 256), and every group's sum
+ * is right. */
+static void test_reduce_default_local(void **state) {
+  (void)state;
+  enum { N = 1024 };
+  xpj_kernel *k = kern("reduce64");
+  uint64_t global = N, local = 0;
+  assert_int_equal(xpj_kernel_suggest_local(k, 1, &global, &local), XPJ_OK);
+  assert_int_equal(local, 64);
+  int64_t *x = alloc(N * 8), *o = alloc(N / 64 * 8);
+  for (int i = 0; i < N; i++)
+    x[i] = i * 3 - 7;
+  xpj_array X = xpj_array_1d(x, XPJ_I64, N), O = xpj_array_1d(o, XPJ_I64, N / 64);
+  xpj_arg args[2] = {xpj_arg_array(&X), xpj_arg_array(&O)};
+  xpj_range r = xpj_range_1d(N, 0);
+  if (launch(k, &r, 2, args) != XPJ_OK)
+    fail_msg("reduce64: %s", xpj_last_error());
+  for (int g = 0; g < N / 64; g++) {
+    int64_t want = 0;
+    for (int i = g * 64; i < (g + 1) * 64; i++)
+      want += x[i];
+    assert_int_equal(o[g], want);
+  }
+  xpj_mem_free(dev, x);
+  xpj_mem_free(dev, o);
+}
+
+/* A kernel that overruns its tile in every group: local = 0 is refused
+ * with the array, the index's position and its range; nothing runs. */
+static void test_refused_default(void **state) {
+  (void)state;
+  xpj_kernel *k = kern("overrun");
+  float *o = alloc(64 * 4);
+  xpj_array O = xpj_array_1d(o, XPJ_F32, 64);
+  xpj_arg arg = xpj_arg_array(&O);
+  xpj_range r = xpj_range_1d(64, 0);
+  assert_int_equal(launch(k, &r, 1, &arg), XPJ_ERR_INVALID);
+  const char *e = xpj_last_error();
+  if (!strstr(e, "'t'") || !strstr(e, "launch_local.xpk:") ||
+      !strstr(e, "300..300") || !strstr(e, "256") || !strstr(e, "local size"))
+    fail_msg("the error does not say what overruns where: %s", e);
+  uint64_t global = 64, local = 0;
+  assert_int_equal(xpj_kernel_suggest_local(k, 1, &global, &local),
+                   XPJ_ERR_INVALID);
+  xpj_mem_free(dev, o);
 }
 
 /* The required size is what the work-items see, what the runtime
@@ -148,6 +235,8 @@ static void test_free_size(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stencil_default_local),
+      cmocka_unit_test(test_reduce_default_local),
+      cmocka_unit_test(test_refused_default),
       cmocka_unit_test(test_required_size),
       cmocka_unit_test(test_free_size),
   };

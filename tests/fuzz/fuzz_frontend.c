@@ -6,7 +6,9 @@
  * rendered. When the parse succeeds, the generic module is printed and
  * re-verified, and every kernel is specialised with all its type parameters
  * bound to f32 and then to i32 (ndim 2 for generic-rank kernels, else 0).
- * Each successful specialisation is printed, hashed and verified.
+ * Each successful specialisation is printed, hashed and verified, and
+ * nd-range kernels go through the work-group fit analysis at a few
+ * geometries (ir/localfit.c).
  *
  * Besides sanitizer reports, these are treated as bugs (abort()):
  *   - xpj_module_verify failing on a module the frontend produced;
@@ -112,6 +114,20 @@ static void try_spec(const xpj_module *m, const xpj_func *k, xpj_scalar ty) {
     xpj_status vs = xpj_module_verify(out, &msg);
     if (vs != XPJ_OK && vs != XPJ_ERR_NOMEM)
       bug("xpj_module_verify failed on a specialised module", msg);
+    const xpj_func *sk = xpj_module_find(out, kname);
+    if (sk && xpj_func_kind_of(sk) == XPJ_FUNC_NDRANGE) {
+      static const uint64_t g[3] = {1024, 96, 7}, l[][3] = {
+          {1, 1, 1}, {16, 16, 1}, {256, 3, 7}, {1024, 96, 7}};
+      for (unsigned i = 0; i < sizeof l / sizeof *l; i++) {
+        xpj_fit fit;
+        xpj_status fs = xpj_func_local_fit(sk, xpj_func_dims(sk), g, l[i], &fit);
+        if (fs != XPJ_OK && fs != XPJ_ERR_NOMEM)
+          bug("xpj_func_local_fit", xpj_status_name(fs));
+        if (fs == XPJ_OK && !fit.fits && fit.lo >= 0 && fit.hi < fit.extent &&
+            strcmp(fit.array, "?"))
+          bug("xpj_func_local_fit: an unfit index within its array", kname);
+      }
+    }
     xpj_module_destroy(out);
   } else {
     if (out)
