@@ -50,10 +50,19 @@ typedef struct fact {
 
 typedef struct env {
   bool dead; /* the point is unreachable */
+  bool ctl;  /* whether the point is reached depends on the group's shape */
   unsigned n, nf;
   known e[ENV_MAX];
   fact f[FACT_MAX];
 } env;
+
+/* What a function (or one it calls) does, computed once per analysis:
+ * 0 not yet, 1 no, 2 yes. */
+typedef struct fnfacts {
+  uint8_t *wi;      /* asks a work-item query */
+  uint8_t *arrays;  /* indexes a static array */
+  unsigned budget;  /* called functions still to analyse */
+} fnfacts;
 
 typedef struct fctx {
   const xpj_func *f;
@@ -69,6 +78,10 @@ typedef struct fctx {
   iv *acc;          /* narrowing: per VAR, the hull of this walk's stores */
   uint8_t *acc_set;
   bool narrow; /* loads read var, stores go to acc */
+  uint32_t *ver;     /* per VAR: stores so far in this walk */
+  uint32_t *lver;    /* per LOAD of a VAR: its variable's ver when loaded */
+  bool jump_ctl;     /* a jump was taken under shape-dependent control */
+  struct fnfacts *fn; /* per function of the module, shared with calls */
   bool changed, judge, want_judge, nomem;
   unsigned round;
   xpj_fit *out;
@@ -92,6 +105,18 @@ static int64_t sat(__int128 x) {
   return x > INF ? INF : x < -INF ? -INF : (int64_t)x;
 }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static bool inf(int64_t x) { return x >= INF || x <= -INF; }
+
+/* a + b of two bounds of one side: an infinite bound stays infinite (INF
+ * stands for "any value beyond 2^62", never for a number) */
+static int64_t add_b(int64_t a, int64_t b) {
+  if (inf(a))
+    return a;
+  if (inf(b))
+    return b;
+  return sat((__int128)a + b);
+}
+static int64_t neg_b(int64_t a) { return a >= INF ? -INF : a <= -INF ? INF : -a; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 static iv mk(int64_t lo, int64_t hi, bool dep) { return (iv){lo, hi, dep}; }
@@ -255,12 +280,20 @@ static uint32_t own_key(const fctx *c, xpj_val v) {
   return v;
 }
 
+/* The variable load v read, when nothing was stored in it since (0
+ * otherwise): `const ok = i < 8; i += 4; if ok {...}` says nothing of i. */
+static xpj_val fresh_var(const fctx *c, xpj_val v) {
+  const xpj_inst *in = inst(c, v);
+  if (in->op != XPJ_OP_LOAD)
+    return 0;
+  xpj_val var = xpj_inst_args(c->f, in)[0];
+  return inst(c, var)->op == XPJ_OP_VAR && c->lver[v] == c->ver[var] ? var : 0;
+}
+
 /* The key that names what v holds for facts: the variable a load read. */
 static uint32_t base_key(const fctx *c, xpj_val v) {
-  const xpj_inst *in = inst(c, v);
-  if (in->op == XPJ_OP_LOAD && inst(c, xpj_inst_args(c->f, in)[0])->op == XPJ_OP_VAR)
-    return xpj_inst_args(c->f, in)[0];
-  return own_key(c, v);
+  xpj_val var = fresh_var(c, v);
+  return var ? var : own_key(c, v);
 }
 
 /* An operand as known at this point. */
@@ -317,12 +350,18 @@ static iv corners(iv a, iv b, char op) {
   int64_t lo = INF, hi = -INF;
   for (int i = 0; i < 2; i++)
     for (int j = 0; j < 2; j++) {
-      __int128 r = op == '*'   ? (__int128)xs[i] * ys[j]
-                   : op == '/' ? (__int128)xs[i] / ys[j]
-                   : op == '<' ? (__int128)xs[i] * ((__int128)1 << ys[j])
-                               : (__int128)(xs[i] >> ys[j]);
-      lo = min64(lo, sat(r));
-      hi = max64(hi, sat(r));
+      int64_t x = xs[i], y = ys[j], r;
+      if (op == '*' && (inf(x) || inf(y)))
+        r = x == 0 || y == 0 ? 0 : (x < 0) != (y < 0) ? -INF : INF;
+      else if (inf(x)) /* an unbounded value divided or shifted stays so */
+        r = op == '/' && y < 0 ? neg_b(x) : x;
+      else
+        r = sat(op == '*'   ? (__int128)x * y
+                : op == '/' ? (__int128)x / y
+                : op == '<' ? (__int128)x * ((__int128)1 << y)
+                            : (__int128)(x >> y));
+      lo = min64(lo, r);
+      hi = max64(hi, r);
     }
   return mk(lo, hi, a.dep || b.dep);
 }
@@ -330,28 +369,31 @@ static iv corners(iv a, iv b, char op) {
 static iv binop(const fctx *c, const xpj_inst *in, iv a, iv b) {
   bool dep = a.dep || b.dep;
   iv unknown = type_range(c, in->type, dep);
+  int bits = (int)xpj_scalar_bits((xpj_scalar)xpj_type_scalar_of(c->m, in->type));
   if (empty(a) || empty(b))
     return mk(1, 0, dep);
   switch ((xpj_binop)in->aux) {
-  case XPJ_ADD: return mk(sat((__int128)a.lo + b.lo), sat((__int128)a.hi + b.hi), dep);
-  case XPJ_SUB: return mk(sat((__int128)a.lo - b.hi), sat((__int128)a.hi - b.lo), dep);
+  case XPJ_ADD: return mk(add_b(a.lo, b.lo), add_b(a.hi, b.hi), dep);
+  case XPJ_SUB: return mk(add_b(a.lo, neg_b(b.hi)), add_b(a.hi, neg_b(b.lo)), dep);
   case XPJ_MUL: return corners(a, b, '*');
   case XPJ_DIV:
     return b.lo > 0 || b.hi < 0 ? corners(a, b, '/') : unknown;
   case XPJ_REM: {
     if (b.lo <= 0 && b.hi >= 0)
       return unknown;
-    int64_t m = max64(b.lo < 0 ? -b.lo : b.lo, b.hi < 0 ? -b.hi : b.hi) - 1;
+    int64_t m = max64(neg_b(b.lo) > b.lo ? neg_b(b.lo) : b.lo,
+                      b.hi < 0 ? neg_b(b.hi) : b.hi);
+    m = inf(m) ? INF : m - 1;
     if (a.lo >= 0)
       return mk(0, min64(a.hi, m), dep);
     if (a.hi <= 0)
       return mk(max64(a.lo, -m), 0, dep);
     return mk(-m, m, dep);
   }
-  case XPJ_SHL:
-    return b.lo >= 0 && b.hi <= 62 ? corners(a, b, '<') : unknown;
+  case XPJ_SHL: /* counts of the type's width or more are masked */
+    return b.lo >= 0 && b.hi < bits && b.hi <= 62 ? corners(a, b, '<') : unknown;
   case XPJ_SHR:
-    return b.lo >= 0 && b.hi <= 63 ? corners(a, b, '>') : unknown;
+    return b.lo >= 0 && b.hi < bits ? corners(a, b, '>') : unknown;
   case XPJ_AND:
     if (a.lo >= 0 && b.lo >= 0)
       return mk(0, min64(a.hi, b.hi), dep);
@@ -374,11 +416,11 @@ static iv unop(const fctx *c, const xpj_inst *in, iv a) {
   if (empty(a))
     return a;
   switch ((xpj_unop)in->aux) {
-  case XPJ_NEG: return mk(sat(-(__int128)a.hi), sat(-(__int128)a.lo), a.dep);
+  case XPJ_NEG: return mk(neg_b(a.hi), neg_b(a.lo), a.dep);
   case XPJ_NOT:
     if (xpj_type_scalar_of(c->m, in->type) == XPJ_BOOL)
       return mk(0, 1, a.dep);
-    return mk(sat(-(__int128)a.hi - 1), sat(-(__int128)a.lo - 1), a.dep);
+    return mk(add_b(neg_b(a.hi), -1), add_b(neg_b(a.lo), -1), a.dep);
   default: return mk(0, 1, a.dep);
   }
 }
@@ -408,8 +450,8 @@ static iv math(const fctx *c, const env *e, const xpj_inst *in) {
     if (x[0].lo >= 0)
       return x[0];
     if (x[0].hi <= 0)
-      return mk(sat(-(__int128)x[0].hi), sat(-(__int128)x[0].lo), dep);
-    return mk(0, max64(sat(-(__int128)x[0].lo), x[0].hi), dep);
+      return mk(neg_b(x[0].hi), neg_b(x[0].lo), dep);
+    return mk(0, max64(neg_b(x[0].lo), x[0].hi), dep);
   case XPJ_MATH_POPCOUNT:
   case XPJ_MATH_CLZ:
   case XPJ_MATH_CTZ: return mk(0, bits, dep);
@@ -417,20 +459,28 @@ static iv math(const fctx *c, const env *e, const xpj_inst *in) {
   }
 }
 
-/* Whether fn (or a function it calls) asks a work-item query. */
-static bool uses_wi(const xpj_module *m, const xpj_func *fn, unsigned depth) {
-  if (depth > 64)
+/* Whether fn or a function it calls has an instruction `op` (WI: a
+ * work-item query; INDEX: an index into a static array), memoised in
+ * memo (the language has no recursion; a cycle counts as yes). */
+static bool calls_have(const xpj_module *m, uint32_t fi, uint8_t *memo, int op) {
+  if (fi >= m->nfuncs)
     return true;
-  for (uint32_t v = 1; v < fn->ninsts; v++) {
+  if (memo[fi])
+    return memo[fi] != 1;
+  memo[fi] = 3; /* in progress */
+  const xpj_func *fn = m->funcs[fi];
+  bool yes = false;
+  for (uint32_t v = 1; v < fn->ninsts && !yes; v++) {
     const xpj_inst *in = &fn->insts[v];
-    if (in->op == XPJ_OP_WI)
-      return true;
-    if (in->op == XPJ_OP_CALL &&
-        (in->imm.callee >= m->nfuncs ||
-         uses_wi(m, m->funcs[in->imm.callee], depth + 1)))
-      return true;
+    if (in->op == op && op == XPJ_OP_WI)
+      yes = true;
+    else if (in->op == op && op == XPJ_OP_INDEX)
+      yes = fn->insts[xpj_inst_args(fn, in)[0]].op == XPJ_OP_ARRAY;
+    else if (in->op == XPJ_OP_CALL)
+      yes = calls_have(m, in->imm.callee, memo, op);
   }
-  return false;
+  memo[fi] = yes ? 2 : 1;
+  return yes;
 }
 
 /* Whether a pointer points into a global view (its values do not depend
@@ -454,7 +504,7 @@ static void judge(fctx *c, const env *e, const xpj_inst *in) {
   unsigned nidx = in->nargs - 1;
   for (unsigned j = 0; j < nidx; j++) {
     iv x = opnd(c, e, a[1 + j]);
-    if (!x.dep)
+    if (!x.dep && !e->ctl)
       continue;
     int64_t extent = 1;
     if (nidx == (unsigned)ti->rank)
@@ -482,6 +532,8 @@ static void judge(fctx *c, const env *e, const xpj_inst *in) {
 static void walk(fctx *c, uint32_t b, env *e);
 
 static void store(fctx *c, env *e, xpj_val var, iv v) {
+  v.dep |= e->ctl; /* `if lid >= 4 { slot = 100; }` */
+  c->ver[var]++;
   if (c->narrow) {
     c->acc[var] = c->acc_set[var] ? hull(c->acc[var], v) : v;
     c->acc_set[var] = 1;
@@ -507,6 +559,17 @@ static void store(fctx *c, env *e, xpj_val var, iv v) {
   env_set(e, var, v);
 }
 
+/* A cast from integer type a to b that keeps every value (same
+ * signedness, at least as wide; bool to anything). */
+static bool widens(const fctx *c, xpj_type a, xpj_type b) {
+  int sa = xpj_type_scalar_of(c->m, a), sb = xpj_type_scalar_of(c->m, b);
+  bool ua = sa == XPJ_BOOL || (sa >= XPJ_U8 && sa <= XPJ_U64);
+  bool ub = sb >= XPJ_U8 && sb <= XPJ_U64;
+  return sa == XPJ_BOOL ||
+         (ua == ub && xpj_scalar_bits((xpj_scalar)sb) >=
+                          xpj_scalar_bits((xpj_scalar)sa));
+}
+
 static iv load(fctx *c, const env *e, const xpj_inst *in) {
   xpj_val p = args(c, in)[0];
   if (inst(c, p)->op == XPJ_OP_VAR) {
@@ -525,24 +588,40 @@ static xpj_status analyse(fctx *c);
 static iv call(fctx *c, const env *e, const xpj_inst *in) {
   const uint32_t *a = args(c, in);
   iv pv[XPJ_MAX_PARAMS];
-  bool dep = false;
+  bool dep = e->ctl;
   for (unsigned i = in->ntargs; i < in->nargs && i - in->ntargs < XPJ_MAX_PARAMS; i++)
     dep |= (pv[i - in->ntargs] = opnd(c, e, a[i])).dep;
-  if (in->imm.callee >= c->m->nfuncs)
-    return type_range(c, in->type, true);
-  const xpj_func *callee = c->m->funcs[in->imm.callee];
-  iv r = type_range(c, in->type, dep || uses_wi(c->m, callee, 0));
-  if (c->depth >= 4)
-    return r;
-  fctx sub = {.f = callee, .m = c->m, .params = pv, .depth = c->depth + 1,
-              .want_judge = c->judge, .out = c->out};
-  memcpy(sub.L, c->L, sizeof sub.L);
-  memcpy(sub.G, c->G, sizeof sub.G);
-  xpj_status st = analyse(&sub);
-  c->nomem |= st == XPJ_ERR_NOMEM;
-  if (st != XPJ_OK || sub.changed || empty(sub.ret))
-    return r;
-  return fit_type(c, sub.ret, in->type);
+  uint32_t fi = in->imm.callee;
+  iv r = type_range(c, in->type,
+                    dep || calls_have(c->m, fi, c->fn->wi, XPJ_OP_WI));
+  if (fi < c->m->nfuncs && c->depth < 4 && c->fn->budget) {
+    c->fn->budget--;
+    fctx sub = {.f = c->m->funcs[fi], .m = c->m, .params = pv,
+                .depth = c->depth + 1, .want_judge = c->judge, .out = c->out,
+                .fn = c->fn};
+    memcpy(sub.L, c->L, sizeof sub.L);
+    memcpy(sub.G, c->G, sizeof sub.G);
+    xpj_status st = analyse(&sub);
+    c->nomem |= st == XPJ_ERR_NOMEM;
+    if (st == XPJ_OK && !sub.changed) {
+      iv ret = fit_type(c, sub.ret, in->type);
+      if (!empty(ret))
+        r = ret;
+      r.dep |= dep;
+      return r;
+    }
+  }
+  /* not analysed (too deep, too many calls, no fixed point): its static
+   * arrays cannot be judged, so the geometry is not proved safe */
+  if (c->judge && calls_have(c->m, fi, c->fn->arrays, XPJ_OP_INDEX)) {
+    c->out->shape_indices++;
+    if (c->out->fits && !e->dead) {
+      c->out->fits = 0;
+      snprintf(c->out->array, sizeof c->out->array, "?");
+      c->out->loc = in->loc;
+    }
+  }
+  return r;
 }
 
 static void eval(fctx *c, env *e, xpj_val v) {
@@ -551,8 +630,8 @@ static void eval(fctx *c, env *e, xpj_val v) {
   iv r = type_range(c, in->type, false);
   switch ((xpj_op)in->op) {
   case XPJ_OP_CONST:
-    if (is_int(c, in->type))
-      r = mk(sat(in->imm.i), sat(in->imm.i), false);
+    if (is_int(c, in->type) && !inf(in->imm.i))
+      r = mk(in->imm.i, in->imm.i, false); /* else: unknown, as 64-bit */
     break;
   case XPJ_OP_BINOP:
     if (is_int(c, inst(c, a[0])->type)) {
@@ -572,13 +651,21 @@ static void eval(fctx *c, env *e, xpj_val v) {
     iv x = opnd(c, e, a[0]);
     if (xpj_type_scalar_of(c->m, in->type) == XPJ_BOOL)
       r = mk(0, 1, x.dep);
-    else if (is_int(c, in->type) && is_int(c, inst(c, a[0])->type))
-      r = x;
+    else if (is_int(c, in->type) && is_int(c, inst(c, a[0])->type) &&
+             ((!inf(x.lo) && !inf(x.hi)) ||
+              widens(c, inst(c, a[0])->type, in->type)))
+      r = x; /* fit_type below: the whole type when it does not fit */
+    else if (is_int(c, in->type))
+      r = type_range(c, in->type, x.dep); /* u64 -> i64 of [0, inf) wraps */
     else
       r = type_range(c, in->type, x.dep);
     break;
   }
-  case XPJ_OP_LOAD: r = load(c, e, in); break;
+  case XPJ_OP_LOAD:
+    r = load(c, e, in);
+    if (inst(c, a[0])->op == XPJ_OP_VAR)
+      c->lver[v] = c->ver[a[0]];
+    break;
   case XPJ_OP_ATOMIC:
   case XPJ_OP_CMPXCHG:
   case XPJ_OP_ALOAD: r = type_range(c, in->type, !points_to_view(c, a[0])); break;
@@ -621,7 +708,8 @@ static bool through(fctx *c, env *e, const xpj_inst *in, iv now, xpj_val *y,
     iv src = opnd(c, e, a[0]), t = type_range(c, in->type, false);
     *y = a[0];
     *yb = now;
-    return src.lo >= t.lo && src.hi <= t.hi;
+    return widens(c, inst(c, a[0])->type, in->type) ||
+           (!inf(src.lo) && !inf(src.hi) && src.lo >= t.lo && src.hi <= t.hi);
   }
   if (in->op != XPJ_OP_BINOP || !is_int(c, in->type))
     return false;
@@ -674,8 +762,8 @@ static void refine_key(fctx *c, env *e, xpj_val x, iv bound) {
     const xpj_inst *in = inst(c, x);
     iv now = meet(opnd(c, e, x), bound);
     env_set(e, own_key(c, x), now);
-    if (in->op == XPJ_OP_LOAD && inst(c, args(c, in)[0])->op == XPJ_OP_VAR) {
-      xpj_val var = args(c, in)[0];
+    xpj_val var = fresh_var(c, x);
+    if (var) {
       int i = env_find(e, var);
       iv vcur = i >= 0 ? e->e[i].v : c->var_set[var] ? c->var[var] : now;
       env_set(e, var, meet(vcur, bound));
@@ -799,19 +887,25 @@ static void forget_stores(const fctx *c, env *e, uint32_t b) {
 static void walk_if(fctx *c, env *e, xpj_val v) {
   const xpj_inst *in = inst(c, v);
   xpj_val cond = args(c, in)[0];
+  bool before = e->ctl;
   env *t = push(c, e), *f = push(c, e);
+  t->ctl = f->ctl = before || opnd(c, e, cond).dep;
   refine(c, t, cond, true, 0);
   refine(c, f, cond, false, 0);
   c->val[v] = mk(1, 0, false); /* the hull of what the branches yield */
   walk(c, in->blk[0], t);
   walk(c, in->blk[1], f);
   if (empty(c->val[v]))
-    c->val[v] = type_range(c, in->type, false);
+    c->val[v] = type_range(c, in->type, t->ctl);
   c->val[v] = fit_type(c, c->val[v], in->type);
   /* a branch that ends in a jump (return, break, continue) leaves the
-   * rest of the block to the other: `if i >= n { return; }` */
+   * rest of the block to the other: `if i >= n { return; }`, and the
+   * rest is reached only where the condition says */
+  bool both = !t->dead && !f->dead;
   *e = *t;
   env_join(e, f);
+  if (both)
+    e->ctl = before;
   c->top -= 2;
 }
 
@@ -821,18 +915,30 @@ static void walk_loop(fctx *c, env *e, xpj_val v) {
     forget_stores(c, e, in->blk[k]);
   env *cond = push(c, e);
   walk(c, in->blk[0], cond);
+  /* a condition that depends on the group's shape makes what the body
+   * and the step store depend on it (the trip count does) */
+  bool ctl = cond->ctl || (in->imm.i && opnd(c, cond, (xpj_val)in->imm.i).dep);
   env *body = push(c, cond);
+  body->ctl = ctl;
   if (in->imm.i)
     refine(c, body, (xpj_val)in->imm.i, true, 0);
+  bool jumped = c->jump_ctl;
+  c->jump_ctl = false;
   walk(c, in->blk[1], body);
-  /* the step runs after the body or a continue: the condition held */
+  /* the step runs after the body or a continue: the condition held, and
+   * a break or return under such a condition decided whether it runs */
+  bool jc = c->jump_ctl;
+  c->jump_ctl = jumped || jc;
   *body = *cond;
+  body->ctl = ctl || jc;
   if (in->imm.i)
     refine(c, body, (xpj_val)in->imm.i, true, 0);
   forget_stores(c, body, in->blk[1]);
   walk(c, in->blk[2], body);
   c->top -= 2;
-  /* after the loop, e: what no iteration changes */
+  /* after the loop, e: what no iteration changes; reached only where no
+   * return under such a condition was taken */
+  e->ctl |= jc;
 }
 
 static void walk(fctx *c, uint32_t b, env *e) {
@@ -845,17 +951,24 @@ static void walk(fctx *c, uint32_t b, env *e) {
     case XPJ_OP_LOOP: walk_loop(c, e, v); break;
     case XPJ_OP_YIELD: {
       xpj_val owner = c->f->blocks[b].parent;
+      iv y = opnd(c, e, args(c, in)[0]);
+      y.dep |= e->ctl; /* `lid < 4 ? 0 : 100` */
       if (!e->dead)
-        c->val[owner] = hull(c->val[owner], opnd(c, e, args(c, in)[0]));
+        c->val[owner] = hull(c->val[owner], y);
       break; /* the if's value: the block after it runs on */
     }
     case XPJ_OP_RETURN:
-      if (in->nargs && !e->dead)
-        c->ret = hull(c->ret, opnd(c, e, args(c, in)[0]));
+      if (in->nargs && !e->dead) {
+        iv r = opnd(c, e, args(c, in)[0]);
+        r.dep |= e->ctl;
+        c->ret = hull(c->ret, r);
+      }
+      /* fall through */
+    case XPJ_OP_BREAK:
+    case XPJ_OP_CONTINUE:
+      c->jump_ctl |= e->ctl && !e->dead;
       e->dead = true;
       break;
-    case XPJ_OP_BREAK:
-    case XPJ_OP_CONTINUE: e->dead = true; break;
     default: eval(c, e, v); break;
     }
   }
@@ -863,6 +976,8 @@ static void walk(fctx *c, uint32_t b, env *e) {
 
 /* One walk of the function's body. */
 static void run(fctx *c) {
+  memset(c->ver, 0, c->f->ninsts * sizeof *c->ver);
+  c->jump_ctl = false;
   c->ret = mk(1, 0, false);
   c->top = 1;
   c->envs[0] = (env){0};
@@ -923,9 +1038,11 @@ static xpj_status analyse(fctx *c) {
   c->acc = calloc(f->ninsts, sizeof *c->acc);
   c->acc_set = calloc(f->ninsts, 1);
   c->best = calloc(f->ninsts, sizeof *c->best);
+  c->ver = calloc(f->ninsts, sizeof *c->ver);
+  c->lver = calloc(f->ninsts, sizeof *c->lver);
   xpj_status st = XPJ_ERR_NOMEM;
   if (c->val && c->var && c->var_set && c->envs && c->acc && c->acc_set &&
-      c->best) {
+      c->best && c->ver && c->lver) {
     bool converged = false;
     for (c->round = 0; !converged && c->round < MAX_ROUNDS; c->round++) {
       c->changed = false;
@@ -948,6 +1065,8 @@ static xpj_status analyse(fctx *c) {
   free(c->acc);
   free(c->acc_set);
   free(c->best);
+  free(c->ver);
+  free(c->lver);
   return st;
 }
 
@@ -958,7 +1077,17 @@ xpj_status xpj_func_local_fit(const xpj_func *f, unsigned ndim,
     return XPJ_ERR_INVALID;
   memset(out, 0, sizeof *out);
   out->fits = 1;
-  fctx c = {.f = f, .m = f->mod, .out = out, .want_judge = true};
+  /* calls: 256 analyses at most in all, four deep (exponential call
+   * trees stay bounded); past that a callee's arrays are not judged and
+   * the geometry is not proved safe */
+  fnfacts fn = {calloc(f->mod->nfuncs + 1, 1), calloc(f->mod->nfuncs + 1, 1),
+                256};
+  if (!fn.wi || !fn.arrays) {
+    free(fn.wi);
+    free(fn.arrays);
+    return XPJ_ERR_NOMEM;
+  }
+  fctx c = {.f = f, .m = f->mod, .out = out, .want_judge = true, .fn = &fn};
   for (unsigned d = 0; d < 3; d++) {
     uint64_t g = d < ndim ? global[d] : 1, l = d < ndim ? local[d] : 1;
     c.G[d] = g == 0 ? 1 : g > (uint64_t)INF ? INF : (int64_t)g;
@@ -967,7 +1096,10 @@ xpj_status xpj_func_local_fit(const xpj_func *f, unsigned ndim,
   xpj_status st = analyse(&c);
   if (st == XPJ_OK && c.changed) { /* cannot tell: judge it unfit */
     out->fits = 0;
+    out->shape_indices++;
     snprintf(out->array, sizeof out->array, "?");
   }
+  free(fn.wi);
+  free(fn.arrays);
   return st;
 }

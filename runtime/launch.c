@@ -122,6 +122,16 @@ static xpj_status fitted_local(const xpj_kernel *k, unsigned ndim,
   xpj_status st = fit(k, ndim, global, local, &f);
   if (st != XPJ_OK)
     return st;
+  if (!f.fits && !strcmp(f.array, "?")) {
+    const char *file = xpj_module_file_name(k->fit_m, f.loc.file);
+    return rt_err(XPJ_ERR_INVALID, "launch of %s: the runtime cannot choose "
+                  "a local size: it cannot follow the kernel's indices into "
+                  "static arrays (at %s%s%u:%u: calls nested too deep or too "
+                  "many, or values with no fixed point); give a local size, "
+                  "or declare the one the kernel is written for with "
+                  "local(...)", k->signature, file ? file : "",
+                  file ? ":" : "line ", f.loc.line, f.loc.col);
+  }
   if (!f.fits) {
     const char *file = xpj_module_file_name(k->fit_m, f.loc.file);
     return rt_err(XPJ_ERR_INVALID, "launch of %s: the runtime cannot choose "

@@ -380,7 +380,7 @@ static bool keep_for_fit(const xpj_kernel *k, const xpj_func *f) {
   xpj_fit fit;
   /* an allocation failure keeps the module: checking is the safe side */
   return xpj_func_local_fit(f, 3, one, one, &fit) != XPJ_OK ||
-         fit.shape_indices > 0;
+         fit.shape_indices > 0 || !fit.fits;
 }
 
 static xpj_status build(xpj_program *p, const xpj_func *f,

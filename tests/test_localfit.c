@@ -188,6 +188,48 @@ static const fit_case cases[] = {
                       "  t[slot()] = 1.0f32;\n"
                       "}\n",
      1, {4096}, {16}, 0, "t", 4},
+    /* found by a hostile review (each was called safe before) */
+    {"stale guard", K1("local t: f32[8];",
+                       "  let i = local_id(0);\n"
+                       "  const ok = i < 8;\n"
+                       "  i = i + 4;\n"
+                       "  if ok { t[i] = 1.0f32; }\n"),
+     1, {4096}, {8}, 0, "t", 6},
+    {"control: a count", K1("local t: f32[4];",
+                            "  let steps: i64 = 0;\n"
+                            "  for (let s: i64 = 1; s < local_size(0); "
+                            "s *= 2) { steps += 1; }\n"
+                            "  t[steps] = 1.0f32;\n"),
+     1, {4096}, {64}, 0, "t", 5},
+    {"control: a ternary", K1("local t: f32[8];",
+                              "  t[local_id(0) < 4 ? 0 : 100] = 1.0f32;\n"),
+     1, {4096}, {8}, 0, "t", 3},
+    {"control: a branch", K1("local t: f32[8];",
+                             "  let slot: i64 = 0;\n"
+                             "  if local_id(0) >= 4 { slot = 100; }\n"
+                             "  t[slot] = 1.0f32;\n"),
+     1, {4096}, {8}, 0, "t", 5},
+    {"u64 wraps through a cast", K1("local t: f32[8];",
+                                    "  let d = u64(local_id(0) - 1);\n"
+                                    "  if i64(d) < 8 { t[i64(d)] = 1.0f32; }\n"),
+     1, {4096}, {4}, 0, "t", 4},
+    {"u64 hash", K1("local t: f32[8];",
+                    "  let h = u64(local_id(0)) * 0x9E3779B97F4A7C15u64;\n"
+                    "  t[h >> 60] = 1.0f32;\n"),
+     1, {4096}, {4}, 0, "t", 4},
+    {"infinity is not a number",
+     K1("local t: f32[1];",
+        "  t[local_id(0) + 4611686018427387904 - 4611686018427387904] = "
+        "1.0f32;\n"),
+     1, {4096}, {4}, 0, "t", 3},
+    {"masked shift count", K1("local t: f32[2];",
+                              "  t[i64(i32(local_id(0)) >> 32)] = 1.0f32;\n"),
+     1, {4096}, {4}, 0, "t", 3},
+    {"calls five deep", "fn g5() { let a: f32[4]; a[local_id(0)] = 1.0f32; }\n"
+                        "fn g4() { g5(); }\nfn g3() { g4(); }\n"
+                        "fn g2() { g3(); }\nfn g1() { g2(); }\n"
+                        "kernel k(x: global f32[]) ndrange(1) { g1(); }\n",
+     1, {4096}, {64}, 0, "?", 2},
     /* what the analysis cannot see through is refused, not trusted */
     {"index from a local array", K1("local t: f32[16];\n  local s: i64[16];",
                                     "  s[0] = local_id(0);\n"
@@ -304,12 +346,37 @@ static void test_deep_nesting(void **state) {
   free(src);
 }
 
+/* A call tree of 2^26 calls (each function calls the next twice): the
+ * analysis stops after a bounded number of callee analyses, refusing to
+ * call the index safe, instead of running for hours. */
+static void test_call_tree(void **state) {
+  (void)state;
+  size_t cap = 8192, n = 0;
+  char *src = malloc(cap);
+  assert_non_null(src);
+  n += (size_t)snprintf(src + n, cap - n,
+                        "fn f26(a: i64) -> i64 { return a + 1; }\n");
+  for (int i = 25; i >= 0; i--)
+    n += (size_t)snprintf(src + n, cap - n,
+                          "fn f%d(a: i64) -> i64 { return f%d(a) + "
+                          "f%d(a + 1); }\n", i, i + 1, i + 1);
+  snprintf(src + n, cap - n,
+           "kernel k(x: global f32[]) ndrange(1) {\n"
+           "  local t: f32[8];\n"
+           "  t[local_id(0) + f0(0)] = 1.0f32;\n"
+           "}\n");
+  xpj_fit fit = fit_1d(src, 4096, 4);
+  assert_int_equal(fit.fits, 0); /* f0's result is not followed */
+  free(src);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cases),
       cmocka_unit_test(test_not_judged),
       cmocka_unit_test(test_bad_arguments),
       cmocka_unit_test(test_deep_nesting),
+      cmocka_unit_test(test_call_tree),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
