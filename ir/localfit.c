@@ -64,22 +64,26 @@ typedef struct fnfacts {
   unsigned budget;  /* called functions still to analyse */
 } fnfacts;
 
+/* What the analysis keeps per instruction of the function. */
+typedef struct slot {
+  iv val;  /* its value */
+  iv var;  /* a VAR: the hull of the values stored in it */
+  iv acc;  /* a VAR while narrowing: the hull of this walk's stores */
+  iv best; /* a VAR while narrowing: the last hull known to be closed */
+  uint32_t ver;  /* a VAR: stores so far in this walk */
+  uint32_t lver; /* a LOAD of a VAR: its variable's ver when loaded */
+  bool var_set, acc_set; /* something was stored in var / acc */
+} slot;
+
 typedef struct fctx {
   const xpj_func *f;
   const xpj_module *m;
   int64_t L[3], G[3];
-  iv *val;          /* per instruction */
-  iv *var;          /* per VAR: hull of the values stored */
-  uint8_t *var_set; /* per VAR: something was stored */
+  slot *s;          /* per instruction */
   const iv *params; /* a called function's arguments; NULL: a kernel's */
   iv ret;           /* the hull of what a called function returns */
   unsigned depth;   /* of calls */
-  iv *best;         /* narrowing: the last hulls known to be closed */
-  iv *acc;          /* narrowing: per VAR, the hull of this walk's stores */
-  uint8_t *acc_set;
   bool narrow; /* loads read var, stores go to acc */
-  uint32_t *ver;     /* per VAR: stores so far in this walk */
-  uint32_t *lver;    /* per LOAD of a VAR: its variable's ver when loaded */
   bool jump_ctl;     /* a jump was taken under shape-dependent control */
   struct fnfacts *fn; /* per function of the module, shared with calls */
   bool changed, judge, want_judge, nomem;
@@ -118,6 +122,7 @@ static int64_t add_b(int64_t a, int64_t b) {
 }
 static int64_t neg_b(int64_t a) { return a >= INF ? -INF : a <= -INF ? INF : -a; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t abs_b(int64_t a) { return a < 0 ? neg_b(a) : a; }
 
 static iv mk(int64_t lo, int64_t hi, bool dep) { return (iv){lo, hi, dep}; }
 static bool empty(iv a) { return a.lo > a.hi; }
@@ -201,8 +206,8 @@ static bool fact_get(const env *e, uint32_t a, uint32_t b, int64_t *lo,
     return true;
   }
   if ((j = fact_find(e, b, a)) >= 0) {
-    *lo = e->f[j].hi >= INF ? -INF : -e->f[j].hi;
-    *hi = e->f[j].lo <= -INF ? INF : -e->f[j].lo;
+    *lo = neg_b(e->f[j].hi);
+    *hi = neg_b(e->f[j].lo);
     return true;
   }
   return false;
@@ -216,8 +221,8 @@ static void fact_add(env *e, uint32_t a, uint32_t b, int64_t lo, int64_t hi) {
     a = b;
     b = t;
     int64_t l = lo;
-    lo = hi >= INF ? -INF : -hi;
-    hi = l <= -INF ? INF : -l;
+    lo = neg_b(hi);
+    hi = neg_b(l);
   }
   int j = fact_find(e, a, b);
   if (j < 0) {
@@ -287,7 +292,7 @@ static xpj_val fresh_var(const fctx *c, xpj_val v) {
   if (in->op != XPJ_OP_LOAD)
     return 0;
   xpj_val var = xpj_inst_args(c->f, in)[0];
-  return inst(c, var)->op == XPJ_OP_VAR && c->lver[v] == c->ver[var] ? var : 0;
+  return inst(c, var)->op == XPJ_OP_VAR && c->s[v].lver == c->s[var].ver ? var : 0;
 }
 
 /* The key that names what v holds for facts: the variable a load read. */
@@ -299,7 +304,7 @@ static uint32_t base_key(const fctx *c, xpj_val v) {
 /* An operand as known at this point. */
 static iv opnd(const fctx *c, const env *e, xpj_val v) {
   int i = env_find(e, own_key(c, v));
-  return i >= 0 ? e->e[i].v : c->val[v];
+  return i >= 0 ? e->e[i].v : c->s[v].val;
 }
 
 /* ---- values ---------------------------------------------------------- */
@@ -381,9 +386,7 @@ static iv binop(const fctx *c, const xpj_inst *in, iv a, iv b) {
   case XPJ_REM: {
     if (b.lo <= 0 && b.hi >= 0)
       return unknown;
-    int64_t m = max64(neg_b(b.lo) > b.lo ? neg_b(b.lo) : b.lo,
-                      b.hi < 0 ? neg_b(b.hi) : b.hi);
-    m = inf(m) ? INF : m - 1;
+    int64_t m = add_b(max64(abs_b(b.lo), abs_b(b.hi)), -1);
     if (a.lo >= 0)
       return mk(0, min64(a.hi, m), dep);
     if (a.hi <= 0)
@@ -451,7 +454,7 @@ static iv math(const fctx *c, const env *e, const xpj_inst *in) {
       return x[0];
     if (x[0].hi <= 0)
       return mk(neg_b(x[0].hi), neg_b(x[0].lo), dep);
-    return mk(0, max64(neg_b(x[0].lo), x[0].hi), dep);
+    return mk(0, max64(abs_b(x[0].lo), x[0].hi), dep);
   case XPJ_MATH_POPCOUNT:
   case XPJ_MATH_CLZ:
   case XPJ_MATH_CTZ: return mk(0, bits, dep);
@@ -532,26 +535,26 @@ static void judge(fctx *c, const env *e, const xpj_inst *in) {
 static void walk(fctx *c, uint32_t b, env *e);
 
 static void store(fctx *c, env *e, xpj_val var, iv v) {
+  slot *sv = &c->s[var];
   v.dep |= e->ctl; /* `if lid >= 4 { slot = 100; }` */
-  c->ver[var]++;
+  sv->ver++;
   if (c->narrow) {
-    c->acc[var] = c->acc_set[var] ? hull(c->acc[var], v) : v;
-    c->acc_set[var] = 1;
-  } else if (!c->var_set[var]) {
-    c->var_set[var] = 1;
-    c->var[var] = v;
+    sv->acc = sv->acc_set ? hull(sv->acc, v) : v;
+    sv->acc_set = true;
+  } else if (!sv->var_set) {
+    sv->var_set = true;
+    sv->var = v;
     c->changed = true;
   } else {
-    iv h = hull(c->var[var], v);
-    if (h.lo != c->var[var].lo || h.hi != c->var[var].hi ||
-        h.dep != c->var[var].dep) {
+    iv h = hull(sv->var, v);
+    if (h.lo != sv->var.lo || h.hi != sv->var.hi || h.dep != sv->var.dep) {
       if (c->round >= WIDEN_AFTER) { /* widen: to 0, then to infinity */
-        if (h.lo < c->var[var].lo)
-          h.lo = c->var[var].lo >= 0 && h.lo >= 0 ? 0 : -INF;
-        if (h.hi > c->var[var].hi)
+        if (h.lo < sv->var.lo)
+          h.lo = sv->var.lo >= 0 && h.lo >= 0 ? 0 : -INF;
+        if (h.hi > sv->var.hi)
           h.hi = INF;
       }
-      c->var[var] = h;
+      sv->var = h;
       c->changed = true;
     }
   }
@@ -576,7 +579,7 @@ static iv load(fctx *c, const env *e, const xpj_inst *in) {
     int i = env_find(e, p);
     if (i >= 0)
       return e->e[i].v;
-    return c->var_set[p] ? c->var[p] : type_range(c, in->type, false);
+    return c->s[p].var_set ? c->s[p].var : type_range(c, in->type, false);
   }
   return type_range(c, in->type, !points_to_view(c, p));
 }
@@ -655,16 +658,14 @@ static void eval(fctx *c, env *e, xpj_val v) {
              ((!inf(x.lo) && !inf(x.hi)) ||
               widens(c, inst(c, a[0])->type, in->type)))
       r = x; /* fit_type below: the whole type when it does not fit */
-    else if (is_int(c, in->type))
-      r = type_range(c, in->type, x.dep); /* u64 -> i64 of [0, inf) wraps */
-    else
+    else /* floats; u64 -> i64 of [0, inf) wraps */
       r = type_range(c, in->type, x.dep);
     break;
   }
   case XPJ_OP_LOAD:
     r = load(c, e, in);
     if (inst(c, a[0])->op == XPJ_OP_VAR)
-      c->lver[v] = c->ver[a[0]];
+      c->s[v].lver = c->s[a[0]].ver;
     break;
   case XPJ_OP_ATOMIC:
   case XPJ_OP_CMPXCHG:
@@ -689,7 +690,7 @@ static void eval(fctx *c, env *e, xpj_val v) {
     break;
   default: break;
   }
-  c->val[v] = fit_type(c, r, in->type);
+  c->s[v].val = fit_type(c, r, in->type);
 }
 
 /* What cond having the value pol tells about the values it compares. */
@@ -722,16 +723,18 @@ static bool through(fctx *c, env *e, const xpj_inst *in, iv now, xpj_val *y,
     return false; /* it may have wrapped (64-bit values are taken not to:
                      their intervals saturate at +-2^62) */
   int64_t k = kr ? r.lo : l.lo;
+  if (inf(k))
+    return false;
   *y = kr ? a[0] : a[1];
   *yb = mk(-INF, INF, now.dep);
   switch ((xpj_binop)in->aux) {
   case XPJ_ADD:
-    yb->lo = sat((__int128)now.lo - k);
-    yb->hi = sat((__int128)now.hi - k);
+    yb->lo = add_b(now.lo, neg_b(k));
+    yb->hi = add_b(now.hi, neg_b(k));
     break;
   case XPJ_SUB:
-    yb->lo = kr ? sat((__int128)now.lo + k) : sat((__int128)k - now.hi);
-    yb->hi = kr ? sat((__int128)now.hi + k) : sat((__int128)k - now.lo);
+    yb->lo = kr ? add_b(now.lo, k) : add_b(k, neg_b(now.hi));
+    yb->hi = kr ? add_b(now.hi, k) : add_b(k, neg_b(now.lo));
     break;
   case XPJ_SHL:
     if (!kr || k < 0 || k > 62)
@@ -747,10 +750,6 @@ static bool through(fctx *c, env *e, const xpj_inst *in, iv now, xpj_val *y,
     break;
   default: return false;
   }
-  if (yb->lo <= -INF + 1)
-    yb->lo = -INF;
-  if (yb->hi >= INF - 1)
-    yb->hi = INF;
   return true;
 }
 
@@ -765,7 +764,7 @@ static void refine_key(fctx *c, env *e, xpj_val x, iv bound) {
     xpj_val var = fresh_var(c, x);
     if (var) {
       int i = env_find(e, var);
-      iv vcur = i >= 0 ? e->e[i].v : c->var_set[var] ? c->var[var] : now;
+      iv vcur = i >= 0 ? e->e[i].v : c->s[var].var_set ? c->s[var].var : now;
       env_set(e, var, meet(vcur, bound));
       return;
     }
@@ -812,16 +811,16 @@ static void refine_cmp(fctx *c, env *e, const xpj_inst *in, bool pol) {
     }
     iv self = side ? y : x, bound = mk(-INF, INF, dep);
     switch (sop) {
-    case XPJ_LT: bound.hi = sat((__int128)o.hi - 1); break;
+    case XPJ_LT: bound.hi = add_b(o.hi, -1); break;
     case XPJ_LE: bound.hi = o.hi; break;
-    case XPJ_GT: bound.lo = sat((__int128)o.lo + 1); break;
+    case XPJ_GT: bound.lo = add_b(o.lo, 1); break;
     case XPJ_GE: bound.lo = o.lo; break;
     case XPJ_EQ: bound = mk(o.lo, o.hi, dep); break;
     case XPJ_NE:
       if (o.lo == o.hi && self.lo == o.lo)
-        bound.lo = sat((__int128)self.lo + 1);
+        bound.lo = add_b(self.lo, 1);
       else if (o.lo == o.hi && self.hi == o.lo)
-        bound.hi = sat((__int128)self.hi - 1);
+        bound.hi = add_b(self.hi, -1);
       else
         continue;
       break;
@@ -892,12 +891,12 @@ static void walk_if(fctx *c, env *e, xpj_val v) {
   t->ctl = f->ctl = before || opnd(c, e, cond).dep;
   refine(c, t, cond, true, 0);
   refine(c, f, cond, false, 0);
-  c->val[v] = mk(1, 0, false); /* the hull of what the branches yield */
+  c->s[v].val = mk(1, 0, false); /* the hull of what the branches yield */
   walk(c, in->blk[0], t);
   walk(c, in->blk[1], f);
-  if (empty(c->val[v]))
-    c->val[v] = type_range(c, in->type, t->ctl);
-  c->val[v] = fit_type(c, c->val[v], in->type);
+  if (empty(c->s[v].val))
+    c->s[v].val = type_range(c, in->type, t->ctl);
+  c->s[v].val = fit_type(c, c->s[v].val, in->type);
   /* a branch that ends in a jump (return, break, continue) leaves the
    * rest of the block to the other: `if i >= n { return; }`, and the
    * rest is reached only where the condition says */
@@ -954,7 +953,7 @@ static void walk(fctx *c, uint32_t b, env *e) {
       iv y = opnd(c, e, args(c, in)[0]);
       y.dep |= e->ctl; /* `lid < 4 ? 0 : 100` */
       if (!e->dead)
-        c->val[owner] = hull(c->val[owner], y);
+        c->s[owner].val = hull(c->s[owner].val, y);
       break; /* the if's value: the block after it runs on */
     }
     case XPJ_OP_RETURN:
@@ -976,13 +975,14 @@ static void walk(fctx *c, uint32_t b, env *e) {
 
 /* One walk of the function's body. */
 static void run(fctx *c) {
-  memset(c->ver, 0, c->f->ninsts * sizeof *c->ver);
+  for (uint32_t v = 1; v < c->f->ninsts; v++) {
+    c->s[v].ver = 0;
+    c->s[v].acc_set = false;
+  }
   c->jump_ctl = false;
   c->ret = mk(1, 0, false);
   c->top = 1;
   c->envs[0] = (env){0};
-  if (c->narrow)
-    memset(c->acc_set, 0, c->f->ninsts);
   walk(c, 1, &c->envs[0]);
 }
 
@@ -992,29 +992,33 @@ static void run(fctx *c) {
  * kept only where what the walk stores from them lies within S. */
 static void narrow(fctx *c) {
   uint32_t n = c->f->ninsts;
-  memcpy(c->best, c->var, n * sizeof *c->var);
+  for (uint32_t v = 1; v < n; v++)
+    c->s[v].best = c->s[v].var;
   for (int k = 0; k < 3; k++) {
     run(c);
     bool closed = true, same = true;
     for (uint32_t v = 1; v < n; v++) {
-      if (!c->acc_set[v])
+      const slot *sl = &c->s[v];
+      if (!sl->acc_set)
         continue; /* no store reached: keep the hull */
-      iv a = c->acc[v], s = c->var[v];
-      if (!c->var_set[v] || a.lo < s.lo || a.hi > s.hi || (a.dep && !s.dep))
+      iv a = sl->acc, h = sl->var;
+      if (!sl->var_set || a.lo < h.lo || a.hi > h.hi || (a.dep && !h.dep))
         closed = false;
-      if (a.lo != s.lo || a.hi != s.hi || a.dep != s.dep)
+      if (a.lo != h.lo || a.hi != h.hi || a.dep != h.dep)
         same = false;
     }
     if (!closed)
       break;
-    memcpy(c->best, c->var, n * sizeof *c->var); /* var is closed */
+    for (uint32_t v = 1; v < n; v++) /* var is closed */
+      c->s[v].best = c->s[v].var;
     if (same)
       break;
     for (uint32_t v = 1; v < n; v++)
-      if (c->acc_set[v])
-        c->var[v] = c->acc[v];
+      if (c->s[v].acc_set)
+        c->s[v].var = c->s[v].acc;
   }
-  memcpy(c->var, c->best, n * sizeof *c->var);
+  for (uint32_t v = 1; v < n; v++)
+    c->s[v].var = c->s[v].best;
 }
 
 /* Runs the analysis of c->f: the variables' hulls to a fixed point, then
@@ -1031,18 +1035,10 @@ static xpj_status analyse(fctx *c) {
     depth = n > depth ? n : depth;
   }
   c->nenvs = 2 * depth + 3;
-  c->val = calloc(f->ninsts, sizeof *c->val);
-  c->var = calloc(f->ninsts, sizeof *c->var);
-  c->var_set = calloc(f->ninsts, 1);
+  c->s = calloc(f->ninsts, sizeof *c->s);
   c->envs = calloc(c->nenvs, sizeof *c->envs);
-  c->acc = calloc(f->ninsts, sizeof *c->acc);
-  c->acc_set = calloc(f->ninsts, 1);
-  c->best = calloc(f->ninsts, sizeof *c->best);
-  c->ver = calloc(f->ninsts, sizeof *c->ver);
-  c->lver = calloc(f->ninsts, sizeof *c->lver);
   xpj_status st = XPJ_ERR_NOMEM;
-  if (c->val && c->var && c->var_set && c->envs && c->acc && c->acc_set &&
-      c->best && c->ver && c->lver) {
+  if (c->s && c->envs) {
     bool converged = false;
     for (c->round = 0; !converged && c->round < MAX_ROUNDS; c->round++) {
       c->changed = false;
@@ -1058,15 +1054,8 @@ static xpj_status analyse(fctx *c) {
     c->changed = !converged;
     st = c->nomem ? XPJ_ERR_NOMEM : XPJ_OK;
   }
-  free(c->val);
-  free(c->var);
-  free(c->var_set);
+  free(c->s);
   free(c->envs);
-  free(c->acc);
-  free(c->acc_set);
-  free(c->best);
-  free(c->ver);
-  free(c->lver);
   return st;
 }
 

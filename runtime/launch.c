@@ -107,12 +107,13 @@ static xpj_status fit(const xpj_kernel *k, unsigned ndim,
   return XPJ_OK;
 }
 
-/* The choice for a kernel that indexes static arrays by its local ids (or
- * anything else that depends on the group's shape): each dimension, the
- * fastest first, gets the largest size that divides its global size and
- * keeps every such index in its array (xpj_func_local_fit) - a tile
- * written for 16 x 16 groups gets 16 x 16. When not even groups of one
- * work-item keep them in, the runtime refuses to choose. */
+/* The choice for an nd-range kernel without a required size. One that
+ * indexes static arrays by its local ids (or anything else that depends on
+ * the group's shape) gets, in each dimension, the fastest first, the
+ * largest size that divides the global size and keeps every such index in
+ * its array (xpj_func_local_fit): a tile written for 16 x 16 groups gets
+ * 16 x 16. When not even groups of one work-item keep them in, the runtime
+ * refuses to choose; other kernels get plain_local. */
 static xpj_status fitted_local(const xpj_kernel *k, unsigned ndim,
                                const uint64_t *global, uint64_t *local) {
   const xpj_device_info *di = &k->dev->info;
@@ -122,6 +123,10 @@ static xpj_status fitted_local(const xpj_kernel *k, unsigned ndim,
   xpj_status st = fit(k, ndim, global, local, &f);
   if (st != XPJ_OK)
     return st;
+  if (f.fits && !f.shape_indices) { /* its arrays do not limit it */
+    plain_local(k, ndim, global, local);
+    return XPJ_OK;
+  }
   if (!f.fits && !strcmp(f.array, "?")) {
     const char *file = xpj_module_file_name(k->fit_m, f.loc.file);
     return rt_err(XPJ_ERR_INVALID, "launch of %s: the runtime cannot choose "

@@ -370,17 +370,12 @@ static xpj_status specialise(xpj_program *p, const xpj_func *f,
   return st;
 }
 
-/* Whether the runtime must check the local sizes it chooses for k against
- * its static arrays: an nd-range kernel that requires no size and indexes
- * a static array by what depends on the group's shape. */
+/* Whether the runtime checks the local sizes it chooses for k against its
+ * static arrays (launch.c, fitted_local): nd-range kernels that require no
+ * size. The analysis runs at the first launch that leaves the size to the
+ * runtime, not here: a cache hit stays cheap. */
 static bool keep_for_fit(const xpj_kernel *k, const xpj_func *f) {
-  if (k->kind != XPJ_FUNC_NDRANGE || k->reqd_local[0] || !f)
-    return false;
-  uint64_t one[3] = {1, 1, 1};
-  xpj_fit fit;
-  /* an allocation failure keeps the module: checking is the safe side */
-  return xpj_func_local_fit(f, 3, one, one, &fit) != XPJ_OK ||
-         fit.shape_indices > 0 || !fit.fits;
+  return k->kind == XPJ_FUNC_NDRANGE && !k->reqd_local[0] && f;
 }
 
 static xpj_status build(xpj_program *p, const xpj_func *f,

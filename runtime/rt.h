@@ -365,8 +365,7 @@ struct xpj_kernel {
   unsigned dims;
   unsigned id_rank; /* xpj_func_id_rank: dimension id_rank-1 is fastest */
   uint64_t reqd_local[3]; /* required local size, logical order; 0: none */
-  /* nd-range kernels without one whose static arrays are indexed by what
-   * depends on the group's shape: the specialised kernel, which the
+  /* nd-range kernels without one: the specialised kernel, which the
    * default local size is checked against (xpj_func_local_fit) */
   xpj_module *fit_m;
   const xpj_func *fit_f;
