@@ -110,6 +110,10 @@
  *            [--runs N] [--min-time SEC] [--xpk FILE] [--peers DIR]
  *            [--ocl FILTER] [--no-ocl] [--opencl-lib PATH]
  *            [--pocl-platform NAME] [--no-pocl] [--no-omp] [--list]
+ *            [--checks bounds]
+ * --checks: both xpjit columns compiled with those checks (the context
+ * option, as XPJIT_CHECK): their cost is the ratio to OpenMP here against
+ * that of a run without (docs/benchmarks.md).
  * --ocl: the xpjit device filter of the xpjit-ocl column (default
  * "opencl:cpu", Intel's device first). --pocl-platform: the OpenCL
  * platform (a part of its name) that runs the OpenCL C twins, default
@@ -195,6 +199,7 @@ static const char *opt_opencl = "libOpenCL.so.1";
 static const char *opt_ocl = "opencl:cpu";
 static const char *opt_pocl_platform = "Portable Computing Language";
 static bool opt_ocl_on = true, opt_pocl = true, opt_omp = true;
+static unsigned opt_checks; /* --checks: XPJ_CHECK_* of both xpjit columns */
 static bool want[NKERN];
 static int failures;
 
@@ -297,7 +302,8 @@ static void xdev_init(int impl) {
     return;
   }
   xpj_context_desc cd = {.visible = impl == I_CPU ? "cpu" : "opencl",
-                         .cpu_threads = (unsigned)opt_threads};
+                         .cpu_threads = (unsigned)opt_threads,
+                         .checks = opt_checks};
   xpj_status st = xpj_context_create(&cd, &x->ctx);
   if (st == XPJ_OK)
     st = impl == I_CPU ? xpj_device_select(x->ctx, "cpu", &x->dev) : select_ocl(x);
@@ -1514,6 +1520,7 @@ static void usage(const char *argv0) {
           "          [--runs N] [--min-time SEC] [--xpk FILE] [--peers DIR]\n"
           "          [--ocl FILTER] [--no-ocl] [--opencl-lib PATH]\n"
           "          [--pocl-platform NAME] [--no-pocl] [--no-omp] [--list]\n"
+          "          [--checks bounds]\n"
           "kernels:",
           argv0);
   for (int k = 0; k < NKERN; k++)
@@ -1573,6 +1580,12 @@ static void parse_args(int argc, char **argv) {
       opt_pocl = false;
     } else if (strcmp(a, "--no-omp") == 0) {
       opt_omp = false;
+    } else if (strcmp(a, "--checks") == 0 && has) {
+      char err[160];
+      if (xpj_checks_parse(argv[++i], &opt_checks, err, sizeof err) != XPJ_OK) {
+        fprintf(stderr, "%s: --checks: %s\n", argv[0], err);
+        usage(argv[0]);
+      }
     } else if (strcmp(a, "--list") == 0) {
       for (int k = 0; k < NKERN; k++)
         printf("%s\n", rows[k].name);
@@ -1615,6 +1628,9 @@ static void print_header(int argc, char **argv) {
          model, sysconf(_SC_NPROCESSORS_ONLN), X[I_CPU].ok ? X[I_CPU].info.compute_units : 0,
          cpu_omp_threads(), impl_name[I_POCL], pt);
   const xdev *c = &X[I_CPU], *o = &X[I_OCL];
+  if (opt_checks)
+    printf("checks:    both xpjit columns compiled with XPJIT_CHECK=bounds "
+           "(--checks)\n");
   if (c->ok)
     printf("xpjit-cpu: LLVM %s, device %s (%s, %u compute units), target %.60s%s\n",
            xpj_llvm_version(), xpj_device_id(c->dev), c->info.name, c->info.compute_units,

@@ -610,6 +610,7 @@ static void build_get(xpd_buf *b, const char *src, size_t len, const char *dtype
   g.opt_level = o.opt_level;
   g.fast_math = o.fast_math != 0;
   g.debug = o.debug_info != 0;
+  g.checks = o.checks;
   g.timeout_ms = o.timeout_ms;
   if (digest)
     snprintf(g.digest, sizeof g.digest, "%s", digest);

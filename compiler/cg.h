@@ -107,6 +107,9 @@ struct cg {
   LLVMBasicBlockRef entry_bb; /* allocas go here */
   LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f32, t_f64, t_ptr;
 
+  /* XPJ_CHECK_BOUNDS: the xpj_check_record (the last hidden argument) */
+  LLVMValueRef chk_rec;
+
   /* SIMT range kernels: the launch's logical global size (hidden args). */
   LLVMValueRef range_size[3];
 

@@ -20,6 +20,7 @@
 #include "cg.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -987,6 +988,20 @@ static LLVMValueRef lower_math_generic(cg *c, xpj_math m, xpj_scalar s,
   case XPJ_MATH_COSH: return intr1(c, "llvm.cosh", a[0]);
   case XPJ_MATH_TANH: return intr1(c, "llvm.tanh", a[0]);
   case XPJ_MATH_CBRT: return libm(c, "cbrt", s, a, 1);
+  case XPJ_MATH_ERF: return libm(c, "erf", s, a, 1);
+  case XPJ_MATH_ERFC: return libm(c, "erfc", s, a, 1);
+  case XPJ_MATH_TGAMMA: return libm(c, "tgamma", s, a, 1);
+  case XPJ_MATH_LGAMMA: { /* lgamma_r: lgamma writes the global signgam */
+    LLVMValueRef sign = entry_alloca(c, c->t_i32, "signgam");
+    LLVMValueRef args[2] = {a[0], sign};
+    LLVMTypeRef pt[2] = {t, c->t_ptr};
+    const char *fn = s == XPJ_F32 ? "lgammaf_r" : "lgamma_r";
+    LLVMValueRef f = LLVMGetNamedFunction(c->mod, fn);
+    LLVMTypeRef ft = LLVMFunctionType(t, pt, 2, 0);
+    if (!f)
+      f = LLVMAddFunction(c->mod, fn, ft);
+    return LLVMBuildCall2(B, ft, f, args, 2, "");
+  }
   case XPJ_MATH_EXPM1: return libm(c, "expm1", s, a, 1);
   case XPJ_MATH_LOG1P: return libm(c, "log1p", s, a, 1);
   case XPJ_MATH_HYPOT: return libm(c, "hypot", s, a, 2);
@@ -1076,6 +1091,84 @@ static LLVMValueRef select_dim(cg *c, LLVMValueRef *comp, int rank,
   return r;
 }
 
+/* The kernel parameter a view operand of a frame is (through the calls
+ * that passed it). */
+static unsigned view_param(cg_frame *fr, xpj_val v) {
+  const xpj_inst *in = &fr->f->insts[v];
+  if (fr->call && in->op == XPJ_OP_PARAM)
+    return view_param(fr->parent, call_arg(fr->parent->f, fr->call, in->aux));
+  return in->aux;
+}
+
+static LLVMValueRef rec_field(cg *c, unsigned off) {
+  LLVMValueRef o = cg_i64(c, off);
+  return LLVMBuildGEP2(c->b, c->t_i8, c->chk_rec, &o, 1, "");
+}
+
+/* A branch LLVM should lay out as taken (almost) never. */
+static void cold_branch(cg *c, LLVMValueRef cond, LLVMBasicBlockRef cold,
+                        LLVMBasicBlockRef hot) {
+  LLVMValueRef br = LLVMBuildCondBr(c->b, cond, cold, hot);
+  LLVMMetadataRef md[3] = {
+      LLVMMDStringInContext2(c->ctx, "branch_weights", 14),
+      LLVMValueAsMetadata(cg_i32(c, 1)),
+      LLVMValueAsMetadata(cg_i32(c, 1 << 20))};
+  LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c->ctx, "prof", 4),
+                  LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, md, 3)));
+}
+
+/* XPJ_CHECK_BOUNDS: p, or sink when an index is outside its extent
+ * (idx[d] <u ext[d]: a negative index is out too). The first violation
+ * of the launch claims the record (atomic or on hit) and fills it; the
+ * access itself goes to sink, so that no control flow changes (barriers
+ * stay uniform) and nothing outside the arrays is touched. */
+static LLVMValueRef check_bounds(cg *c, const xpj_func *f, const xpj_inst *in,
+                                 unsigned param1, LLVMValueRef *idx,
+                                 LLVMValueRef *ext, unsigned n, bool flat,
+                                 LLVMValueRef p, LLVMValueRef sink) {
+  LLVMBuilderRef B = c->b;
+  LLVMValueRef out[XPJ_MAX_RANK], bad = NULL;
+  for (unsigned d = 0; d < n; d++) {
+    out[d] = LLVMBuildICmp(B, LLVMIntUGE, idx[d], ext[d], "");
+    bad = bad ? LLVMBuildOr(B, bad, out[d], "") : out[d];
+  }
+  LLVMBasicBlockRef cold = new_bb(c, "oob"), fill = new_bb(c, "oob.first"),
+                    cont = new_bb(c, "inb");
+  cold_branch(c, bad, cold, cont);
+  LLVMPositionBuilderAtEnd(B, cold);
+  const char *ssn = c->ops->syncscope(c, XPJ_SCOPE_DEVICE, XPJ_SPACE_GLOBAL);
+  LLVMValueRef old = LLVMBuildAtomicRMWSyncScope(
+      B, LLVMAtomicRMWBinOpOr, c->chk_rec, cg_i32(c, 1),
+      LLVMAtomicOrderingMonotonic, LLVMGetSyncScopeID(c->ctx, ssn, strlen(ssn)));
+  LLVMSetAlignment(old, 4);
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, old, cg_i32(c, 0), ""), fill,
+                  cont);
+  LLVMPositionBuilderAtEnd(B, fill);
+  LLVMValueRef dim = cg_i32(c, flat ? -1 : 0), index = idx[0], extent = ext[0];
+  for (int d = (int)n - 1; d > 0; d--) { /* the first index out wins */
+    dim = LLVMBuildSelect(B, out[d], cg_i32(c, d), dim, "");
+    index = LLVMBuildSelect(B, out[d], idx[d], index, "");
+    extent = LLVMBuildSelect(B, out[d], ext[d], extent, "");
+  }
+  if (n > 1) {
+    dim = LLVMBuildSelect(B, out[0], cg_i32(c, 0), dim, "");
+    index = LLVMBuildSelect(B, out[0], idx[0], index, "");
+    extent = LLVMBuildSelect(B, out[0], ext[0], extent, "");
+  }
+  LLVMValueRef fields[6][2] = {
+      {cg_i32(c, (int32_t)f->index), rec_field(c, offsetof(xpj_check_record, func))},
+      {cg_i32(c, (int32_t)(in - f->insts)), rec_field(c, offsetof(xpj_check_record, inst))},
+      {cg_i32(c, (int32_t)param1), rec_field(c, offsetof(xpj_check_record, param))},
+      {dim, rec_field(c, offsetof(xpj_check_record, dim))},
+      {index, rec_field(c, offsetof(xpj_check_record, index))},
+      {extent, rec_field(c, offsetof(xpj_check_record, extent))}};
+  for (unsigned k = 0; k < 6; k++)
+    LLVMSetAlignment(LLVMBuildStore(B, fields[k][0], fields[k][1]), 4);
+  br(c, cont);
+  LLVMPositionBuilderAtEnd(B, cont);
+  return LLVMBuildSelect(B, bad, sink, p, "");
+}
+
 static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
   const xpj_func *f = fr->f;
   const uint32_t *a = args_of(f, in);
@@ -1087,13 +1180,24 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
   LLVMValueRef idx[XPJ_MAX_RANK];
   for (unsigned k = 0; k < nidx; k++)
     idx[k] = to_i64(c, val(c, fr, a[1 + k]), scalar_of(c, f->insts[a[1 + k]].type));
-  LLVMValueRef off = NULL, base;
+  LLVMValueRef off = NULL, base, ext[XPJ_MAX_RANK], sink = NULL;
+  bool check = c->chk_rec != NULL, flat;
+  unsigned param1 = 0;
   if (at->kind == XPJ_TK_VIEW) {
     cg_view *vw = view_of(c, fr, arr);
     if (!vw)
       return LLVMGetUndef(c->t_ptr);
     base = vw->ptr;
     int rank = vw->rank;
+    flat = nidx == 1 && rank > 1;
+    if (check) {
+      param1 = 1 + view_param(fr, arr);
+      sink = rec_field(c, offsetof(xpj_check_record, sink));
+      for (unsigned d = 0; d < nidx; d++)
+        ext[d] = vw->shape[d];
+      for (int d = 1; flat && d < rank; d++)
+        ext[0] = LLVMBuildMul(c->b, ext[0], vw->shape[d], "");
+    }
     if (nidx == 1 && rank > 1) {
       /* flat row-major index, unravelled through the shape */
       LLVMValueRef rem = idx[0];
@@ -1114,6 +1218,16 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
     }
   } else {
     base = val(c, fr, arr);
+    flat = nidx == 1 && at->rank > 1;
+    sink = base; /* its first element */
+    for (unsigned d = 0; check && d < nidx; d++)
+      ext[d] = cg_i64(c, (int64_t)at->dims[d]);
+    if (check && flat) {
+      int64_t total = 1;
+      for (int d = 0; d < at->rank; d++)
+        total *= (int64_t)at->dims[d];
+      ext[0] = cg_i64(c, total);
+    }
     if (nidx == 1) {
       off = idx[0];
     } else {
@@ -1125,7 +1239,10 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
       }
     }
   }
-  return LLVMBuildGEP2(c->b, et, base, &off, 1, "");
+  LLVMValueRef p = LLVMBuildGEP2(c->b, et, base, &off, 1, "");
+  if (!check)
+    return p;
+  return check_bounds(c, fr->f, in, param1, idx, ext, nidx, flat, p, sink);
 }
 
 /* ---- alias scopes (CPU) -------------------------------------------- */
@@ -2133,6 +2250,8 @@ static LLVMTypeRef param_abi_types(cg *c, LLVMTypeRef *out, unsigned *n) {
   if (k->kind == XPJ_FUNC_RANGE && c->ops->simt)
     for (int d = 0; d < 3; d++)
       out[cnt++] = c->t_i64;
+  if (c->ops->simt && (c->opts->checks & XPJ_CHECK_BOUNDS))
+    out[cnt++] = LLVMPointerTypeInContext(c->ctx, c->ops->as_global);
   *n = cnt;
   return c->t_void;
 }
@@ -2166,6 +2285,8 @@ static void bind_params(cg *c, cg_frame *fr, LLVMValueRef *abi) {
   if (k->kind == XPJ_FUNC_RANGE && c->ops->simt)
     for (int d = 0; d < 3; d++)
       c->range_size[d] = abi[p++];
+  if (c->ops->simt && (c->opts->checks & XPJ_CHECK_BOUNDS))
+    c->chk_rec = abi[p++];
 }
 
 /* ---- debug info ---------------------------------------------------- */
@@ -2223,7 +2344,7 @@ static void di_end(cg *c) {
 }
 
 static void lower_simt(cg *c, cg_frame *fr) {
-  LLVMTypeRef pt[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 3];
+  LLVMTypeRef pt[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 4];
   unsigned n;
   param_abi_types(c, pt, &n);
   LLVMTypeRef ft = LLVMFunctionType(c->t_void, pt, n, 0);
@@ -2232,7 +2353,7 @@ static void lower_simt(cg *c, cg_frame *fr) {
   c->entry_bb = new_bb(c, "entry");
   LLVMPositionBuilderAtEnd(c->b, c->entry_bb);
   di_begin(c);
-  LLVMValueRef abi[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 3];
+  LLVMValueRef abi[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 4];
   for (unsigned i = 0; i < n; i++)
     abi[i] = LLVMGetParam(c->fn, i);
   bind_params(c, fr, abi);
@@ -2374,10 +2495,10 @@ static void lower_cpu(cg *c, cg_frame *fr) {
   c->cpu_local_mem = LLVMGetParam(c->fn, 2);
   c->cpu_scratch = LLVMGetParam(c->fn, 3);
   LLVMValueRef begin = LLVMGetParam(c->fn, 4), end = LLVMGetParam(c->fn, 5);
-  LLVMTypeRef abt[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 3];
+  LLVMTypeRef abt[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 4];
   unsigned n;
   param_abi_types(c, abt, &n);
-  LLVMValueRef abi[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 3];
+  LLVMValueRef abi[XPJ_MAX_PARAMS * (2 + 2 * XPJ_MAX_RANK) + 4];
   for (unsigned i = 0; i < n; i++) {
     LLVMValueRef ix = cg_i64(c, i);
     LLVMValueRef pp = LLVMBuildLoad2(
@@ -2385,6 +2506,13 @@ static void lower_cpu(cg *c, cg_frame *fr) {
     abi[i] = LLVMBuildLoad2(c->b, abt[i], pp, "");
   }
   bind_params(c, fr, abi);
+  if (c->opts->checks & XPJ_CHECK_BOUNDS) {
+    /* after the 3 hidden sizes of a range kernel, which the CPU ignores */
+    LLVMValueRef ix = cg_i64(c, n + (c->kernel->kind == XPJ_FUNC_RANGE ? 3 : 0));
+    LLVMValueRef pp = LLVMBuildLoad2(
+        c->b, c->t_ptr, LLVMBuildGEP2(c->b, c->t_ptr, args, &ix, 1, ""), "");
+    c->chk_rec = LLVMBuildLoad2(c->b, c->t_ptr, pp, "");
+  }
   for (int i = 0; i < 9; i++) {
     LLVMValueRef ix = cg_i64(c, i);
     LLVMValueRef l = LLVMBuildLoad2(

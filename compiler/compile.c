@@ -204,6 +204,34 @@ void xpj_compile_opts_default(xpj_compile_opts *o) {
   o->opt_level = 2;
 }
 
+xpj_status xpj_checks_parse(const char *s, unsigned *checks, char *err,
+                            size_t errsize) {
+  if (checks)
+    *checks = 0;
+  if (!s || !checks) {
+    if (err && errsize)
+      snprintf(err, errsize, "xpj_checks_parse: NULL argument");
+    return XPJ_ERR_INVALID;
+  }
+  unsigned bits = 0;
+  while (*s) {
+    size_t n = strcspn(s, ",");
+    if (n == 6 && !strncmp(s, "bounds", n))
+      bits |= XPJ_CHECK_BOUNDS;
+    else if (n == 3 && !strncmp(s, "all", n))
+      bits |= XPJ_CHECK_ALL;
+    else if (!(n == 4 && !strncmp(s, "none", n)) && n) {
+      if (err && errsize)
+        snprintf(err, errsize, "unknown check '%.*s' (checks: bounds, all, "
+                 "none)", (int)(n > 64 ? 64 : n), s);
+      return XPJ_ERR_INVALID;
+    }
+    s += n + (s[n] == ',');
+  }
+  *checks = bits;
+  return XPJ_OK;
+}
+
 size_t xpj_compile_opts_str(const xpj_compile_opts *o, char *buf,
                             size_t size) {
   xpj_compile_opts d;
@@ -211,9 +239,10 @@ size_t xpj_compile_opts_str(const xpj_compile_opts *o, char *buf,
     xpj_compile_opts_default(&d);
     o = &d;
   }
-  return (size_t)snprintf(buf, size, "O%u%s%s", o->opt_level,
+  return (size_t)snprintf(buf, size, "O%u%s%s%s", o->opt_level,
                           o->fast_math ? "+fast-math" : "",
-                          o->debug_info ? "+g" : "");
+                          o->debug_info ? "+g" : "",
+                          o->checks & XPJ_CHECK_BOUNDS ? "+bounds" : "");
 }
 
 static char llvm_ver[32];
@@ -1032,10 +1061,10 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
     return r->status;
   }
   if (o.opt_level > 3 || (unsigned)emit > XPJ_EMIT_LLVM ||
-      (unsigned)t->kind > XPJ_TARGET_CPU) {
+      (unsigned)t->kind > XPJ_TARGET_CPU || (o.checks & ~XPJ_CHECK_ALL)) {
     result_fail(r, XPJ_ERR_INVALID, XPJ_FAILURE_INPUT,
-                "xpj_compile: bad optimisation level, output kind or "
-                "target");
+                "xpj_compile: bad optimisation level, checks, output kind "
+                "or target");
     return r->status;
   }
   const xpj_func *k = xpj_module_find(m, kernel);

@@ -714,8 +714,28 @@ static const struct {
     {P_PERCENT, XPJ_REM, 10},
 };
 
+/* The integer type both of two concrete integer types convert to without
+ * loss (i32 and i64: i64; u32 and i64: i64), or 0 when there is none
+ * (i64 and u64; a type parameter; a float). */
+static xpj_type widened(parser *p, xpj_type x, xpj_type y) {
+  if (xpj_type_is_param(p->m, x) || xpj_type_is_param(p->m, y))
+    return 0;
+  int a = xpj_type_scalar_of(p->m, x), b = xpj_type_scalar_of(p->m, y);
+  if (a < XPJ_I8 || a > XPJ_U64 || b < XPJ_I8 || b > XPJ_U64)
+    return 0;
+  bool sa = a <= XPJ_I64, sb = b <= XPJ_I64;
+  unsigned wa = xpj_scalar_bits((xpj_scalar)a), wb = xpj_scalar_bits((xpj_scalar)b);
+  if (wa < wb && (sa == sb || sb)) /* a fits in b */
+    return y;
+  if (wb < wa && (sa == sb || sa))
+    return x;
+  return 0;
+}
+
 /* Applies a binary operator, giving untyped literals the other side's
- * type. */
+ * type. Integers of two types meet in the wider one where it holds every
+ * value of both (`k < shape(x, 0)` with `let k = 0`: i32 widens to i64);
+ * not for shifts, whose left side decides the type. */
 static expr binop(parser *p, xpj_binop op, expr a, expr b, const token *optok) {
   if (a.k == E_ERR || b.k == E_ERR)
     return err_expr(optok);
@@ -728,6 +748,17 @@ static expr binop(parser *p, xpj_binop op, expr a, expr b, const token *optok) {
   xpj_val r = rvalue(p, &b, is_lit(&b) ? t : 0);
   if (!l || !r)
     return err_expr(optok);
+  xpj_type lt = xpj_val_type(p->f, l), rt = xpj_val_type(p->f, r);
+  xpj_type w = op != XPJ_SHL && op != XPJ_SHR && lt != rt
+                   ? widened(p, lt, rt) : 0;
+  if (w && lt != w)
+    l = xpj_b_cast(p->f, p->b, w, l, loc(p, optok));
+  else if (w && rt != w)
+    r = xpj_b_cast(p->f, p->b, w, r, loc(p, optok));
+  if (!l || !r) {
+    berror(p, optok);
+    return err_expr(optok);
+  }
   xpj_val v = xpj_b_binop(p->f, p->b, op, l, r, loc(p, optok));
   if (!v)
     berror(p, optok);

@@ -117,6 +117,8 @@ static LLVMValueRef ptx_math(cg *c, xpj_math m, xpj_scalar s, LLVMValueRef *a,
       [XPJ_MATH_ATAN] = "atan",   [XPJ_MATH_ATAN2] = "atan2",
       [XPJ_MATH_SINH] = "sinh",   [XPJ_MATH_COSH] = "cosh",
       [XPJ_MATH_TANH] = "tanh",   [XPJ_MATH_HYPOT] = "hypot",
+      [XPJ_MATH_ERF] = "erf",     [XPJ_MATH_ERFC] = "erfc",
+      [XPJ_MATH_LGAMMA] = "lgamma", [XPJ_MATH_TGAMMA] = "tgamma",
   };
   if (m == XPJ_MATH_RSQRT && c->opts->fast_math)
     return libdevice(c, "rsqrt", s, a, n);

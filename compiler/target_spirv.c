@@ -118,6 +118,10 @@ static LLVMValueRef spirv_math(cg *c, xpj_math m, xpj_scalar s,
   case XPJ_MATH_COS: return ocl_builtin(c, fast ? "native_cos" : "cos", s, a, n);
   case XPJ_MATH_TAN: return ocl_builtin(c, fast ? "native_tan" : "tan", s, a, n);
   case XPJ_MATH_CBRT: return ocl_builtin(c, "cbrt", s, a, n);
+  case XPJ_MATH_ERF: return ocl_builtin(c, "erf", s, a, n);
+  case XPJ_MATH_ERFC: return ocl_builtin(c, "erfc", s, a, n);
+  case XPJ_MATH_LGAMMA: return ocl_builtin(c, "lgamma", s, a, n);
+  case XPJ_MATH_TGAMMA: return ocl_builtin(c, "tgamma", s, a, n);
   case XPJ_MATH_EXPM1: return ocl_builtin(c, "expm1", s, a, n);
   case XPJ_MATH_LOG1P: return ocl_builtin(c, "log1p", s, a, n);
   case XPJ_MATH_POW: return ocl_builtin(c, "pow", s, a, n);

@@ -100,6 +100,12 @@ typedef struct xpj_context_desc {
    * xpjitd when XPJIT_DAEMON (auto, the default; off; or a socket path)
    * allows and one runs; any failure of it means a compile here instead
    * (docs/daemon.md). */
+  /* XPJ_CHECK_* compiled into every kernel of the context, with those
+   * XPJIT_CHECK names ("bounds"): a checked launch that indexes outside
+   * an array fails with XPJ_ERR_BOUNDS, naming the kernel, the array, the
+   * index, its extent and the source line (docs/api.md, Checks). Checked
+   * kernels are cached apart from unchecked ones. */
+  unsigned checks;
 } xpj_context_desc;
 
 /* Discovers the devices of every backend built in (a backend whose driver

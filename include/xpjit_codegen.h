@@ -79,13 +79,48 @@ typedef struct xpj_compile_opts {
    * 0: XPJIT_COMPILE_MEMORY_LIMIT ("512M", "4G", "off"), else the smaller
    * of 4 GiB and half the physical memory (docs/abi.md, Isolation). */
   unsigned memory_limit_mb;
+  /* XPJ_CHECK_* bits: run-time checks compiled into the kernel (part of
+   * what identifies a compile; docs/abi.md, Checks). */
+  unsigned checks;
 } xpj_compile_opts;
 
-/* O2, IEEE math, no debug info, isolated, 60 s, the default memory
- * limit. */
+/* Every array access is checked against its view or its static extent; the
+ * first violation of a launch is recorded (the kernel takes one more hidden
+ * argument, docs/abi.md) and the access goes to a harmless place instead.
+ * The runtime fails the launch with XPJ_ERR_BOUNDS naming it. */
+#define XPJ_CHECK_BOUNDS 1u
+#define XPJ_CHECK_ALL XPJ_CHECK_BOUNDS
+
+/* What a kernel compiled with XPJ_CHECK_BOUNDS writes at the first
+ * violation of a launch, into the record its last hidden argument points
+ * at (zeroed before the launch; docs/abi.md, Checks). */
+typedef struct xpj_check_record {
+  uint32_t hit;    /* non-zero once a violation is recorded */
+  uint32_t func;   /* the function of the access: its index in the
+                      specialised module (xpj_module_func) */
+  uint32_t inst;   /* the access: its index instruction in that function */
+  uint32_t param;  /* 1 + the kernel parameter indexed (through any device
+                      function); 0: a static (local or private) array */
+  uint32_t dim;    /* which index was out of range (0 first);
+                      UINT32_MAX: a flat index into a multi-rank array */
+  uint32_t reserved;
+  int64_t index;   /* its value */
+  int64_t extent;  /* the extent it was checked against */
+  uint8_t sink[32]; /* where out-of-range accesses to views go instead */
+} xpj_check_record;
+
+/* Parses checks as XPJIT_CHECK and `xpjit-cli emit --check` take them:
+ * names separated by ',' ("bounds", "all"; "none" or "" for none) into
+ * XPJ_CHECK_* bits. XPJ_ERR_INVALID with a message naming the unknown
+ * word. */
+xpj_status xpj_checks_parse(const char *s, unsigned *checks, char *err,
+                            size_t errsize);
+
+/* O2, IEEE math, no debug info, no checks, isolated, 60 s, the default
+ * memory limit. */
 void xpj_compile_opts_default(xpj_compile_opts *o);
 /* Canonical string of the options that change the output ("O2",
- * "O3+fast-math+g"): part of what identifies a compile. */
+ * "O3+fast-math+g+bounds"): part of what identifies a compile. */
 size_t xpj_compile_opts_str(const xpj_compile_opts *o, char *buf,
                             size_t size);
 

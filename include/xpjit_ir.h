@@ -53,6 +53,8 @@ typedef enum xpj_status {
   XPJ_ERR_UNSUPPORTED = 9,/* the target cannot express the kernel */
   XPJ_ERR_DEVICE = 10,  /* a device, driver or asynchronous command failed */
   XPJ_ERR_CANCELLED = 11,/* a command was cancelled or ran past its time */
+  XPJ_ERR_BOUNDS = 12,  /* a checked kernel indexed outside an array
+                           (XPJ_CHECK_BOUNDS; the message names it) */
 } xpj_status;
 
 const char *xpj_status_name(xpj_status s);
@@ -125,7 +127,8 @@ int xpj_wi_needs_ndrange(xpj_wi w);
   X(ISFINITE, "isfinite", 1, B) X(MIN, "min", 2, N) X(MAX, "max", 2, N)       \
   X(CLAMP, "clamp", 3, N) X(ABS, "abs", 1, N) X(POPCOUNT, "popcount", 1, I)   \
   X(CLZ, "clz", 1, I) X(CTZ, "ctz", 1, I) X(MUL_HI, "mul_hi", 2, I)           \
-  X(ROTL, "rotl", 2, I) X(ROTR, "rotr", 2, I)
+  X(ROTL, "rotl", 2, I) X(ROTR, "rotr", 2, I) X(ERF, "erf", 1, F)           \
+  X(ERFC, "erfc", 1, F) X(LGAMMA, "lgamma", 1, F) X(TGAMMA, "tgamma", 1, F)
 
 typedef enum xpj_math {
 #define X(id, name, arity, cls) XPJ_MATH_##id,
@@ -412,6 +415,22 @@ typedef struct xpj_fit {
 xpj_status xpj_func_local_fit(const xpj_func *f, unsigned ndim,
                               const uint64_t *global, const uint64_t *local,
                               xpj_fit *out);
+
+/* An index instruction of f, as a checked kernel's record names it
+ * (xpj_check_record: function and instruction): where it is, what it
+ * indexes and how the result is used. */
+typedef struct xpj_index_info {
+  xpj_loc loc;
+  int param;          /* the function's parameter indexed; -1: a static array */
+  const char *array;  /* the static array's name ("?" when it has none) or
+                         the parameter's; owned by f's module */
+  xpj_space space;    /* the array's memory space */
+  const char *access; /* "load from", "store to", "atomic on" or
+                         "access to" */
+} xpj_index_info;
+/* XPJ_ERR_INVALID when inst is not an index instruction of f. */
+xpj_status xpj_func_index_info(const xpj_func *f, uint32_t inst,
+                               xpj_index_info *out);
 
 /* A specialisation: one scalar type per type parameter of the kernel, and
  * the ndim of its generic-rank arrays (0 when it has none). */

@@ -57,6 +57,7 @@ const char *xpj_status_name(xpj_status s) {
   case XPJ_ERR_UNSUPPORTED: return "not supported by the target";
   case XPJ_ERR_DEVICE: return "device error";
   case XPJ_ERR_CANCELLED: return "cancelled";
+  case XPJ_ERR_BOUNDS: return "index out of bounds";
   }
   return "unknown status";
 }
@@ -650,6 +651,41 @@ const char *xpj_inst_name(const xpj_func *f, const xpj_inst *in) {
   if ((in->op != XPJ_OP_VAR && in->op != XPJ_OP_ARRAY) || in->imm.name == 0)
     return NULL;
   return f->mod->strings + in->imm.name - 1;
+}
+
+xpj_status xpj_func_index_info(const xpj_func *f, uint32_t inst,
+                               xpj_index_info *out) {
+  if (!f || !out || inst >= f->ninsts || f->insts[inst].op != XPJ_OP_INDEX ||
+      !f->insts[inst].nargs)
+    return XPJ_ERR_INVALID;
+  const xpj_inst *in = &f->insts[inst];
+  const xpj_inst *arr = &f->insts[f->pool[in->args]];
+  const xpj_typeinfo *ti = xpj_typeinfo_of(f->mod, arr->type);
+  out->loc = in->loc;
+  out->space = ti ? (xpj_space)ti->space : XPJ_SPACE_GLOBAL;
+  if (arr->op == XPJ_OP_PARAM && arr->aux < f->nparams) {
+    out->param = (int)arr->aux;
+    out->array = f->params[arr->aux].name;
+  } else {
+    const char *n = xpj_inst_name(f, arr);
+    out->param = -1;
+    out->array = n ? n : "?";
+  }
+  out->access = "access to";
+  for (uint32_t i = 0; i < f->ninsts; i++) {
+    const xpj_inst *u = &f->insts[i];
+    if (!u->nargs || f->pool[u->args] != inst)
+      continue;
+    switch (u->op) {
+    case XPJ_OP_LOAD: out->access = "load from"; break;
+    case XPJ_OP_STORE: out->access = "store to"; break;
+    case XPJ_OP_ATOMIC: case XPJ_OP_CMPXCHG: case XPJ_OP_ALOAD:
+    case XPJ_OP_ASTORE: out->access = "atomic on"; break;
+    default: continue;
+    }
+    break;
+  }
+  return XPJ_OK;
 }
 
 /* ---- building ------------------------------------------------------- */

@@ -93,6 +93,19 @@ xpj_status xpj_context_create(const xpj_context_desc *desc,
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   atomic_init(&ctx->refs, 1);
   ctx->cpu_threads = desc ? desc->cpu_threads : 0;
+  /* checks: the descriptor's and XPJIT_CHECK's together */
+  const char *chk = getenv("XPJIT_CHECK");
+  char cerr[160];
+  if (desc && (desc->checks & ~XPJ_CHECK_ALL)) {
+    free(ctx);
+    return rt_err(XPJ_ERR_INVALID, "xpj_context_create: unknown checks "
+                  "0x%x", desc->checks & ~XPJ_CHECK_ALL);
+  }
+  if (chk && xpj_checks_parse(chk, &ctx->checks, cerr, sizeof cerr) != XPJ_OK) {
+    free(ctx);
+    return rt_err(XPJ_ERR_INVALID, "XPJIT_CHECK=%.64s: %s", chk, cerr);
+  }
+  ctx->checks |= desc ? desc->checks : 0;
   xpj_status cst = rt_cc_init(ctx, desc);
   const char *vis = desc && desc->visible ? desc->visible : getenv("XPJIT_DEVICE");
   rt_filter *f = NULL;

@@ -410,6 +410,7 @@ int rt_dc_get(rt_dc *dc, const rt_source *src, const char *kernel,
   g.opt_level = o->opt_level;
   g.fast_math = o->fast_math != 0;
   g.debug = o->debug_info != 0;
+  g.checks = o->checks;
   /* the limit a compile here would have: the daemon stops it there */
   g.timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
   memcpy(g.digest, digest, 65);

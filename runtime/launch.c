@@ -128,7 +128,7 @@ static xpj_status fitted_local(const xpj_kernel *k, unsigned ndim,
     return XPJ_OK;
   }
   if (!f.fits && !strcmp(f.array, "?")) {
-    const char *file = xpj_module_file_name(k->fit_m, f.loc.file);
+    const char *file = xpj_module_file_name(k->sm, f.loc.file);
     return rt_err(XPJ_ERR_INVALID, "launch of %s: the runtime cannot choose "
                   "a local size: it cannot follow the kernel's indices into "
                   "static arrays (at %s%s%u:%u: calls nested too deep or too "
@@ -138,7 +138,7 @@ static xpj_status fitted_local(const xpj_kernel *k, unsigned ndim,
                   file ? ":" : "line ", f.loc.line, f.loc.col);
   }
   if (!f.fits) {
-    const char *file = xpj_module_file_name(k->fit_m, f.loc.file);
+    const char *file = xpj_module_file_name(k->sm, f.loc.file);
     return rt_err(XPJ_ERR_INVALID, "launch of %s: the runtime cannot choose "
                   "a local size: index %u of %s array '%s' at %s%s%u:%u "
                   "may take %lld..%lld (its extent is %lld) whatever the "
@@ -436,9 +436,10 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
   }
   if (nargs && !args)
     return launch_err(k, "args is NULL", NULL);
-  /* the command's block: the launch, then per ABI argument (and the 3
-   * hidden ones of range kernels) a pointer, an 8-byte slot and its kind */
-  unsigned nh = k->kind == XPJ_FUNC_RANGE ? 3 : 0, nall = k->nabi + nh;
+  /* the command's block: the launch, then per ABI argument (and the
+   * hidden ones) a pointer, an 8-byte slot and its kind */
+  unsigned nsizes = k->kind == XPJ_FUNC_RANGE ? 3 : 0,
+           nh = nsizes + (k->checks ? 1 : 0), nall = k->nabi + nh;
   size_t sz = sizeof(rt_launch) + nargs * sizeof(uintptr_t) +
               nall * (sizeof(void *) + 8 + sizeof(rt_abi_arg));
   rt_launch *l = calloc(1, sz);
@@ -537,12 +538,70 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
     rt_launch_free(l);
     return st;
   }
-  for (unsigned d = 0; d < nh; d++) { /* the logical global size */
+  for (unsigned d = 0; d < nsizes; d++) { /* the logical global size */
     slots[k->nabi + d] = (uint64_t)l->global[d];
     l->args[k->nabi + d] = &slots[k->nabi + d];
   }
+  if (k->checks) { /* the last hidden argument: the check record */
+    void *rec = NULL;
+    st = k->dev->ops->mem_alloc(k->dev, XPJ_MEM_HOST, sizeof(xpj_check_record),
+                                64, &rec);
+    if (st != XPJ_OK) {
+      rt_err(st, "launch of %s: no host memory for the bounds check's "
+             "record: %s", k->signature, xpj_last_error());
+      rt_launch_free(l);
+      return st;
+    }
+    memset(rec, 0, sizeof(xpj_check_record));
+    l->check = rec;
+    l->checked = rt_checked_retain(k->checked);
+    memcpy(&slots[nall - 1], &rec, sizeof rec);
+    l->args[nall - 1] = &slots[nall - 1];
+    abi[nall - 1].size = sizeof(void *);
+    abi[nall - 1].ptr = 1;
+  }
   *out = l;
   return XPJ_OK;
+}
+
+xpj_status rt_launch_verdict(const rt_launch *l) {
+  const xpj_check_record *r = l->check;
+  if (!r || !r->hit || !l->checked)
+    return XPJ_OK;
+  const rt_checked *k = l->checked;
+  /* the record is the kernel's word: believe only what fits the module */
+  const xpj_func *f = k->sm && r->func < xpj_module_func_count(k->sm)
+                          ? xpj_module_func(k->sm, r->func) : NULL;
+  xpj_index_info ii;
+  if (!f || xpj_func_index_info(f, r->inst, &ii) != XPJ_OK ||
+      r->param > k->nargs)
+    return rt_err(XPJ_ERR_BOUNDS, "launch of %s indexed outside an array "
+                  "(XPJIT_CHECK=bounds; the record of where is malformed: "
+                  "function %u, instruction %u)", k->signature, r->func,
+                  r->inst);
+  const char *file = xpj_module_file_name(k->sm, ii.loc.file);
+  char what[192], where[128] = "", idx[128];
+  if (r->param)
+    snprintf(what, sizeof what, "argument %u '%s'", r->param - 1,
+             k->args[r->param - 1]);
+  else
+    snprintf(what, sizeof what, "%s array '%s'",
+             ii.space == XPJ_SPACE_LOCAL ? "local" : "private", ii.array);
+  if (strcmp(xpj_func_name(f), k->name))
+    snprintf(where, sizeof where, " (in function %s%s%s)", xpj_func_name(f),
+             ii.param >= 0 && r->param ? ", as " : "",
+             ii.param >= 0 && r->param ? ii.array : "");
+  if (r->dim == UINT32_MAX)
+    snprintf(idx, sizeof idx, "flat index %lld, the array has %lld elements",
+             (long long)r->index, (long long)r->extent);
+  else
+    snprintf(idx, sizeof idx, "index %u is %lld, its extent is %lld",
+             r->dim, (long long)r->index, (long long)r->extent);
+  return rt_err(XPJ_ERR_BOUNDS, "launch of %s: out-of-bounds %s %s at "
+                "%s%s%u:%u%s: %s (XPJIT_CHECK=bounds: the first violation; "
+                "the access went nowhere)", k->signature, ii.access, what,
+                file ? file : "", file ? ":" : "line ", ii.loc.line,
+                ii.loc.col, where, idx);
 }
 
 void rt_launch_free(rt_launch *l) {
@@ -550,6 +609,9 @@ void rt_launch_free(rt_launch *l) {
     return;
   for (unsigned i = 0; i < l->nholds; i++)
     rt_mem_release(l->dev, l->holds[i]);
+  if (l->check)
+    l->dev->ops->mem_free(l->dev, XPJ_MEM_HOST, l->check);
+  rt_checked_release(l->checked);
   free(l);
 }
 

@@ -161,6 +161,43 @@ xpj_status xpj_program_create_file(xpj_context *ctx, const char *path,
   return create(ctx, NULL, NULL, 0, path, d, out);
 }
 
+rt_checked *rt_checked_retain(rt_checked *c) {
+  atomic_fetch_add(&c->refs, 1);
+  return c;
+}
+
+void rt_checked_release(rt_checked *c) {
+  if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
+    return;
+  xpj_module_destroy(c->sm);
+  free(c->name);
+  free(c->signature);
+  for (unsigned i = 0; i < c->nargs; i++)
+    free(c->args[i]);
+  free(c->args);
+  free(c);
+}
+
+/* k's rt_checked, taking sm; NULL when out of memory (sm not taken). */
+static rt_checked *checked_new(const xpj_kernel *k, xpj_module *sm) {
+  rt_checked *c = calloc(1, sizeof *c);
+  if (!c)
+    return NULL;
+  atomic_init(&c->refs, 1);
+  c->name = strdup(k->name);
+  c->signature = strdup(k->signature);
+  c->args = calloc(k->nargs ? k->nargs : 1, sizeof *c->args);
+  bool ok = c->name && c->signature && c->args;
+  for (unsigned i = 0; ok && i < k->nargs; i++, c->nargs++)
+    ok = (c->args[i] = strdup(k->args[i].name)) != NULL;
+  if (!ok) {
+    rt_checked_release(c);
+    return NULL;
+  }
+  c->sm = sm;
+  return c;
+}
+
 static void kernel_free(xpj_kernel *k) {
   /* k->native belongs to the context's first level */
   for (unsigned i = 0; i < k->nargs; i++)
@@ -170,9 +207,12 @@ static void kernel_free(xpj_kernel *k) {
   free(k->dtypes);
   free(k->signature);
   free(k->target);
-  if (k->fit_m)
+  if (k->fit_f)
     pthread_mutex_destroy(&k->fit_mu);
-  xpj_module_destroy(k->fit_m);
+  if (k->checked)
+    rt_checked_release(k->checked);
+  else
+    xpj_module_destroy(k->sm);
   free(k);
 }
 
@@ -409,9 +449,13 @@ static xpj_status build(xpj_program *p, const xpj_func *f,
                       sm, name, dtypes, ndim, dev, &dev->target,
                       dev->info.target, o, ostr, &e, &k->origin);
   if (st == XPJ_OK && keep_for_fit(k, xpj_module_find(sm, name)) &&
-      pthread_mutex_init(&k->fit_mu, NULL) == 0) {
-    k->fit_m = sm; /* the kernel owns it now */
+      pthread_mutex_init(&k->fit_mu, NULL) == 0)
     k->fit_f = xpj_module_find(sm, name);
+  k->checks = o->checks;
+  if (st == XPJ_OK && k->checks && !(k->checked = checked_new(k, sm)))
+    st = rt_err(XPJ_ERR_NOMEM, "out of memory");
+  if (st == XPJ_OK && (k->fit_f || k->checks)) {
+    k->sm = sm; /* the kernel (or k->checked) owns it now */
     sm = NULL;
   }
   xpj_module_destroy(sm);
@@ -453,6 +497,10 @@ static xpj_status resolve(xpj_program *p, const char *name,
   if (o->opt_level > 3)
     return rt_err(XPJ_ERR_INVALID, "optimisation level %u (0..3)",
                   o->opt_level);
+  if (o->checks & ~XPJ_CHECK_ALL)
+    return rt_err(XPJ_ERR_INVALID, "unknown checks 0x%x",
+                  o->checks & ~XPJ_CHECK_ALL);
+  o->checks |= p->ctx->checks;
   xpj_compile_opts_str(o, ostr, osize);
   xpj_status st = rt_parse_dtypes(f, dtypes, types, canon, csize);
   if (st != XPJ_OK)

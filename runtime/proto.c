@@ -2,6 +2,8 @@
  * work: nothing here reads a socket or allocates while decoding. */
 #include "proto.h"
 
+#include "xpjit_codegen.h" /* XPJ_CHECK_ALL */
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,10 +164,12 @@ xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g) {
     g->opt_level = 2; /* the library's default, O2 */
   TRY(xpd_get_u64(m, XPD_F_FAST_MATH, true, &g->fast_math));
   TRY(xpd_get_u64(m, XPD_F_DEBUG, true, &g->debug));
+  TRY(xpd_get_u64(m, XPD_F_CHECKS, true, &g->checks));
   TRY(xpd_get_u64(m, XPD_F_TIMEOUT, true, &g->timeout_ms));
   TRY(xpd_get_str(m, XPD_F_DIGEST, !job, g->digest, sizeof g->digest));
   if (!g->kernel[0] || !g->target[0] || g->ndim > 16 || g->opt_level > 3 ||
       g->fast_math > 1 || g->debug > 1 || g->timeout_ms > 3600000 ||
+      (g->checks & ~(uint64_t)XPJ_CHECK_ALL) ||
       ((job || g->digest[0]) && !is_digest(g->digest)))
     return XPD_E_VALUE;
   return XPD_E_OK;
@@ -289,6 +293,8 @@ void xpd_put_get(xpd_buf *b, const xpd_get *g) {
   xpd_put_u64(b, XPD_F_OPT_LEVEL, g->opt_level);
   xpd_put_u64(b, XPD_F_FAST_MATH, g->fast_math);
   xpd_put_u64(b, XPD_F_DEBUG, g->debug);
+  if (g->checks)
+    xpd_put_u64(b, XPD_F_CHECKS, g->checks);
   xpd_put_u64(b, XPD_F_TIMEOUT, g->timeout_ms);
   if (g->digest[0])
     xpd_put_str(b, XPD_F_DIGEST, g->digest);

@@ -195,6 +195,9 @@ static xpj_status run(xpj_queue *q, cmd *c) {
 #define MAX_INFLIGHT 64
 
 static void finish(xpj_queue *q, cmd *c, xpj_status st, const char *msg) {
+  if (st == XPJ_OK && c->type == CMD_LAUNCH &&
+      (st = rt_launch_verdict(c->u.launch)) != XPJ_OK)
+    msg = xpj_last_error();
   event_finish(c->ev, st, msg);
   pthread_mutex_lock(&q->mu);
   if (q->running == c)

@@ -12,6 +12,7 @@
 #define XPJ_RT_H
 
 #include "xpjit.h"
+#include "xpjit_codegen.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -37,10 +38,11 @@ typedef struct rt_abi_arg {
 
 /* One launch, marshalled: args[i] points at flattened ABI argument i
  * (docs/abi.md), abi[i] says what it is; the storage lives in the command.
- * Range kernels on GPU targets take 3 hidden int64 arguments after the
- * parameters (the logical global size): args[nabi .. nabi + nhidden) hold
- * them (nhidden is 3 for range kernels, 0 otherwise; the CPU backend
- * ignores them). groups[] is the grid: for range kernels global rounded
+ * Hidden arguments follow the parameters, args[nabi .. nabi + nhidden):
+ * for range kernels 3 int64, the logical global size (GPU targets; the
+ * CPU backend ignores them); then, for kernels compiled with checks, the
+ * pointer to the xpj_check_record (docs/abi.md, Checks). groups[] is the
+ * grid: for range kernels global rounded
  * up to whole groups of local (the hint). */
 typedef struct rt_launch {
   void *native; /* the backend's loaded kernel (kernel_load) */
@@ -62,7 +64,26 @@ typedef struct rt_launch {
    * when cancel is called; timeout_ms (0: none) is the queue's limit. */
   atomic_bool stop;
   uint64_t timeout_ms;
+  /* Kernels compiled with checks: the xpj_check_record (host memory of
+   * dev) their last hidden argument points at, and what explains it
+   * (rt_launch_verdict; a reference). */
+  xpj_check_record *check;
+  struct rt_checked *checked;
 } rt_launch;
+
+/* What explains the violations a checked kernel records: the specialised
+ * module and the kernel's names. Shared by the kernel and its launches in
+ * flight, which may outlive it (a program destroyed with launches
+ * queued); the last reference frees it. */
+typedef struct rt_checked {
+  atomic_uint refs;
+  xpj_module *sm;
+  char *name, *signature;
+  unsigned nargs;
+  char **args; /* parameter names */
+} rt_checked;
+rt_checked *rt_checked_retain(rt_checked *c);
+void rt_checked_release(rt_checked *c); /* NULL: no-op */
 
 typedef struct rt_backend_ops {
   xpj_backend id;
@@ -232,6 +253,7 @@ struct xpj_context {
   xpj_device **devs; /* the visible ones, in order */
   unsigned ndevs;
   unsigned cpu_threads;
+  unsigned checks; /* XPJ_CHECK_* every kernel gets (desc, XPJIT_CHECK) */
   rt_cc cc;
   /* The application's reference, plus one per queue and program: a
    * context destroyed while they live is torn down after the last of them
@@ -365,10 +387,14 @@ struct xpj_kernel {
   unsigned dims;
   unsigned id_rank; /* xpj_func_id_rank: dimension id_rank-1 is fastest */
   uint64_t reqd_local[3]; /* required local size, logical order; 0: none */
-  /* nd-range kernels without one: the specialised kernel, which the
-   * default local size is checked against (xpj_func_local_fit) */
-  xpj_module *fit_m;
+  /* The specialised module, kept where the runtime needs it after the
+   * build: nd-range kernels without a required size, whose default local
+   * size is checked against fit_f, the specialised kernel
+   * (xpj_func_local_fit); checked kernels, whose violations it explains. */
+  xpj_module *sm; /* owned by checked when there is one */
   const xpj_func *fit_f;
+  unsigned checks;      /* XPJ_CHECK_* compiled in */
+  rt_checked *checked;  /* when checks: for its launches' messages */
   /* the last sizes chosen for it (the analysis takes up to milliseconds;
    * a launch loop asks for the same global size again and again) */
   pthread_mutex_t fit_mu;
@@ -402,6 +428,9 @@ xpj_status rt_check_reqd_local(const xpj_kernel *k);
 xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
                              unsigned nargs, const xpj_arg *args,
                              rt_launch **out);
+/* After a launch completed: XPJ_ERR_BOUNDS with the message when its
+ * checks recorded a violation, else XPJ_OK. */
+xpj_status rt_launch_verdict(const rt_launch *l);
 /* Releases what a prepared launch holds and frees it (NULL: no-op). */
 void rt_launch_free(rt_launch *l);
 /* Enqueues a prepared launch (queue.c); takes ownership of l. */

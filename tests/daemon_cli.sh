@@ -70,6 +70,14 @@ XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy again"
 # the STATS connection asking
 [ "$(stat_of clients)" = 1 ] || fail "clients $(stat_of clients), expected 1"
 [ "$(stat_of queue)" = 0 ] || fail "queue $(stat_of queue)"
+# a checked kernel is another compile (the checks travel in the request:
+# the daemon's compile and digest match the client's), hit the second time
+XPJIT_CACHE=off XPJIT_CHECK=bounds "$B/examples/saxpy" | grep -q correct ||
+  fail "saxpy with XPJIT_CHECK=bounds through the daemon"
+XPJIT_CACHE=off XPJIT_CHECK=bounds "$B/examples/saxpy" | grep -q correct ||
+  fail "saxpy with XPJIT_CHECK=bounds again"
+[ "$(stat_of compiles)" = 4 ] || fail "compiles $(stat_of compiles) with checks, expected 4"
+grep -q "O2+bounds" "$tmp/log" || fail "the daemon's log does not show the checked compile"
 # a bad XPJIT_DAEMON_TIMEOUT: a warning, the default, still correct
 XPJIT_CACHE=off XPJIT_DAEMON_TIMEOUT=soon "$B/examples/saxpy" 2>"$tmp/warn" |
   grep -q correct || fail "saxpy with a bad XPJIT_DAEMON_TIMEOUT"

@@ -239,6 +239,46 @@ static void test_vadd(void **state) {
   }
 }
 
+/* Loops over shape() with unannotated counters (i32 widened to i64 in
+ * the comparison, a u32 step widened in the index), every dtype. */
+static void test_row_sums(void **state) {
+  (void)state;
+  const xpj_scalar types[] = {XPJ_F32, XPJ_F64, XPJ_I32, XPJ_I64, XPJ_U32};
+  enum { NR = 37, NC = 29 };
+  for (size_t ti = 0; ti < NELEMS(types); ti++) {
+    xpj_scalar t = types[ti];
+    xpj_kernel *k = conf_kernel("elementwise.xpk", "row_sums", dts(t), 0);
+    size_t es = dt_size(t);
+    void *x = conf_alloc(NR * NC * es), *out = conf_alloc(NR * es);
+    rnd_fill(x, t, NR * NC, -100, 100);
+    xpj_array ax = xpj_array_2d(x, t, NR, NC), ao = xpj_array_1d(out, t, NR);
+    xpj_arg args[] = {xpj_arg_array(&ax), xpj_arg_array(&ao),
+                      xpj_arg_u32(1)};
+    conf_run(k, xpj_range_1d(NR, 0), 3, args);
+    for (int r = 0; r < NR; r++) {
+      double want = 0, got;
+      for (int c = 0; c < NC; c++)
+        want += t == XPJ_F32 ? ((float *)x)[r * NC + c]
+                : t == XPJ_F64 ? ((double *)x)[r * NC + c]
+                : t == XPJ_I32 ? ((int32_t *)x)[r * NC + c]
+                : t == XPJ_I64 ? (double)((int64_t *)x)[r * NC + c]
+                               : ((uint32_t *)x)[r * NC + c];
+      got = t == XPJ_F32 ? ((float *)out)[r]
+            : t == XPJ_F64 ? ((double *)out)[r]
+            : t == XPJ_I32 ? ((int32_t *)out)[r]
+            : t == XPJ_I64 ? (double)((int64_t *)out)[r]
+                           : ((uint32_t *)out)[r];
+      if (t == XPJ_U32)
+        want = (double)(uint32_t)(int64_t)want;
+      if (fabs(got - want) > 1e-3 * (1 + fabs(want)))
+        fail_msg("row_sums %s row %d: %g, want %g", xpj_scalar_name(t), r,
+                 got, want);
+    }
+    conf_free(x);
+    conf_free(out);
+  }
+}
+
 static void test_saxpy(void **state) {
   (void)state;
   const xpj_scalar types[] = {XPJ_F32, XPJ_F64};
@@ -1661,6 +1701,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_vadd),
       cmocka_unit_test(test_saxpy),
+      cmocka_unit_test(test_row_sums),
       cmocka_unit_test(test_elementwise_views),
       cmocka_unit_test(test_reduce),
       cmocka_unit_test(test_histogram),

@@ -23,6 +23,9 @@ enum {
   D_HYP,   /* sinh/cosh: no overflow */
   D_TANH,  /* [-20, 20] and near 0 */
   D_ROUND, /* halves and quarters, and wide values */
+  D_ERFC,  /* erfc: from -10 to where it underflows */
+  D_LGAMMA,/* lgamma: positive, every binade, away from its zeros 1, 2 */
+  D_TGAMMA,/* tgamma: negative non-integers, small, up to overflow */
 };
 
 /* x = +-2^u with u uniform in [lo, hi) */
@@ -60,6 +63,16 @@ static double gen1(int dom, int is64) {
     return is64 ? rnd_real(-709, 709) : rnd_real(-88, 88);
   case D_TANH:
     return half ? rnd_real(-20, 20) : rnd_binade(-30, 0, 1);
+  case D_ERFC:
+    return half ? rnd_binade(-30, 0, 1) : rnd_real(-10, is64 ? 27 : 10);
+  case D_LGAMMA: {
+    double v = half ? rnd_binade(-e, 3, 0) : rnd_binade(1.6, e - 3, 0);
+    return fabs(v - 1) < 0.01 || fabs(v - 2) < 0.01 ? v + 0.5 : v;
+  }
+  case D_TGAMMA:
+    if (half)
+      return is64 ? rnd_real(-170, 171.6) : rnd_real(-34, 35);
+    return rnd_binade(-e, 0, 1);
   case D_ROUND:
     if (half)
       return (double)((int64_t)(rnd64() % 401) - 200) +
@@ -106,6 +119,10 @@ static const math1_fn math1_fns[] = {
     {"ceil", D_ROUND, -1, ceil, ceill},
     {"round", D_ROUND, -1, round, roundl},
     {"trunc", D_ROUND, -1, trunc, truncl},
+    {"erf", D_ALL, 16, erf, erfl},
+    {"erfc", D_ERFC, 16, erfc, erfcl},
+    {"lgamma", D_LGAMMA, 16, lgamma, lgammal},
+    {"tgamma", D_TGAMMA, 16, tgamma, tgammal},
 };
 #define N_MATH1 (sizeof math1_fns / sizeof *math1_fns)
 

@@ -79,7 +79,7 @@ static void usage_emit(FILE *out) {
   fprintf(out,
           "usage: %s emit FILE --kernel NAME [--dtype T=TYPE]... [--ndim N]\n"
           "          --target spirv[:1.N]|ptx:sm_XX[:ptxNN]|cpu[:CPU]\n"
-          "          [-O0|-O1|-O2|-O3] [--fast-math] [-g]\n"
+          "          [-O0|-O1|-O2|-O3] [--fast-math] [-g] [--check=bounds]\n"
           "          [--emit llvm|asm|bin] [-o OUT] [--no-isolate] "
           "[--timeout MS]\n"
           "\n"
@@ -92,6 +92,8 @@ static void usage_emit(FILE *out) {
           "  -O0..-O3     optimisation level (default -O2)\n"
           "  --fast-math  allow approximate math and reassociation\n"
           "  -g           line tables (CPU, PTX)\n"
+          "  --check=bounds  check every array index (one more hidden argument,\n"
+          "               docs/abi.md; the runtime reports the first violation)\n"
           "  -o OUT       output file ('-': standard output, the default)\n"
           "  --no-isolate compile in this process instead of a worker (PTX, CPU)\n"
           "  --timeout MS kill the compile worker after MS milliseconds (not\n"
@@ -462,6 +464,14 @@ static int cmd_emit(int argc, char **argv) {
     }
     if (strcmp(a, "-g") == 0) {
       o.debug_info = 1;
+      continue;
+    }
+    if (strncmp(a, "--check=", 8) == 0) {
+      char err[160];
+      if (xpj_checks_parse(a + 8, &o.checks, err, sizeof err) != XPJ_OK) {
+        fprintf(stderr, "%s emit: %s\n", prog, err);
+        return EXIT_USAGE;
+      }
       continue;
     }
     if (strcmp(a, "--no-isolate") == 0) {

@@ -839,8 +839,8 @@ static void request_key(const xpd_get *g, char out[65]) {
   sha256_digest(&hs, sizeof src, src);
   struct sha256_ctx h;
   sha256_init(&h);
-  uint64_t n[5] = {g->source_len, g->ndim, g->opt_level, g->fast_math,
-                   g->debug};
+  uint64_t n[6] = {g->source_len, g->ndim, g->opt_level, g->fast_math,
+                   g->debug, g->checks};
   sha256_update(&h, sizeof n, (const uint8_t *)n);
   sha256_update(&h, sizeof src, src);
   sha_str(&h, g->filename);
@@ -1470,8 +1470,8 @@ static void job_done(worker *w, const xpd_kernel *k) {
     if (xpj_cache_put(l2, &key, &v) != XPJ_OK)
       LOG_W("cache: %s", xpj_cache_last_error());
   }
-  LOG_I("compiled %s [%s] for %s in %.1f ms%s", j->kernel, j->dtypes,
-        short_target(j->target), (double)k->compile_us / 1000.0,
+  LOG_I("compiled %s [%s] %s for %s in %.1f ms%s", j->kernel, j->dtypes,
+        j->options, short_target(j->target), (double)k->compile_us / 1000.0,
         k->failed ? " (failed)" : "");
   answer_waiters(e);
   job_free(j);
@@ -1589,6 +1589,7 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
     o.opt_level = (unsigned)g.opt_level;
     o.fast_math = (int)g.fast_math;
     o.debug_info = (int)g.debug;
+    o.checks = (unsigned)g.checks;
     o.timeout_ms = (unsigned)g.timeout_ms;
     xpj_status s = rt_program_keyed(p, g.kernel, g.dtypes, (unsigned)g.ndim,
                                     g.target, &o, &k);
@@ -2388,6 +2389,9 @@ int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "--worker"))
     return xpjitd_worker_main();
   setenv("XPJIT_DAEMON", "off", 1); /* never ask ourselves */
+  /* each request says which checks it wants; the daemon's own
+   * environment must not add any (its workers inherit this) */
+  unsetenv("XPJIT_CHECK");
   xpj_versions_str(versions, sizeof versions);
   xpj_compile_limits(NULL, NULL, &worker_memory_mb);
   logf_ = stderr;

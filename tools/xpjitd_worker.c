@@ -106,6 +106,7 @@ int xpjitd_worker_main(void) {
     o.opt_level = (unsigned)g.opt_level;
     o.fast_math = (int)g.fast_math;
     o.debug_info = (int)g.debug;
+    o.checks = (unsigned)g.checks;
     o.timeout_ms = (unsigned)g.timeout_ms;
     bool ok;
     if (p)
