@@ -54,10 +54,13 @@ struct xpj_result {
 static const struct {
   unsigned sm, ptx;
 } ptx_table[] = {
-    /* the oldest PTX ISA that knows each architecture (LLVM's minimum) */
-    {70, 60}, {72, 61}, {75, 63}, {80, 70}, {86, 71}, {87, 74}, {89, 78},
-    {90, 78},
+    /* the oldest PTX ISA that knows each architecture (LLVM's minimum;
+     * LLVM 22.1.8's NVPTX, measured with llc -mcpu=sm_XX) */
+    {70, 60},  {72, 61},  {75, 63},  {80, 70},  {86, 71},  {87, 74},
+    {88, 90},  {89, 78},  {90, 78},  {100, 86}, {101, 86}, {103, 88},
+    {110, 90}, {120, 87}, {121, 88},
 };
+#define PTX_MAX_VERSION 90 /* the newest PTX ISA LLVM 22 writes */
 
 static const char *const cpu_names[] = {
     "x86-64",        "x86-64-v2",      "x86-64-v3",     "x86-64-v4",
@@ -119,10 +122,11 @@ xpj_status xpj_target_parse(const char *s, xpj_target *t, char *err,
         minpv = ptx_table[i].ptx;
     if (!minpv) {
       set_err(err, errsize, "unsupported CUDA architecture in '%s' (sm_70, "
-              "sm_72, sm_75, sm_80, sm_86, sm_87, sm_89, sm_90)", s);
+              "sm_72, sm_75, sm_80, sm_86, sm_87, sm_88, sm_89, sm_90, sm_100, "
+              "sm_101, sm_103, sm_110, sm_120, sm_121)", s);
       return XPJ_ERR_INVALID;
     }
-    if (n == 2 && (pv < minpv || pv > 88)) {
+    if (n == 2 && (pv < minpv || pv > PTX_MAX_VERSION)) {
       set_err(err, errsize, "PTX ISA version in '%s' does not fit the "
               "architecture", s);
       return XPJ_ERR_INVALID;

@@ -212,8 +212,11 @@ static xpj_status make_current(cuda_dev *cd, const char *what) {
            : XPJ_OK;
 }
 
-/* The architectures the compiler targets, newest first. */
-static const unsigned ptx_archs[] = {90, 89, 87, 86, 80, 75, 72, 70};
+/* The architectures the compiler targets, newest first (not sm_101, which
+ * CUDA 13 renamed sm_110: PTX JITs forward, so a device of compute
+ * capability 10.1 gets sm_100). */
+static const unsigned ptx_archs[] = {121, 120, 110, 103, 100, 90, 89,
+                                     88,  87,  86,  80,  75,  72, 70};
 
 /* The oldest driver (cuDriverGetVersion) that takes PTX ISA pv (80 = 8.0):
  * 6.0-6.2 came with CUDA 9.0-9.2, 6.3-6.5 with 10.0-10.2, 7.x with 11.x,

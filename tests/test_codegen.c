@@ -867,6 +867,86 @@ static void test_reqd_local(void **state) {
   free(ptx);
 }
 
+/* Every PTX architecture LLVM 22 knows (issue 17): a kernel with local
+ * memory, a barrier, a float atomic, a math function from libdevice and a
+ * 64-bit atomic compiles, names the architecture and the PTX ISA it needs
+ * (LLVM's minimum), and passes ptxas where this ptxas knows the
+ * architecture (CUDA 13's: not sm_70, sm_72 or sm_101). A newer PTX ISA
+ * may be asked for; one past 9.0 or below the minimum is refused. */
+static void test_ptx_archs(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel arch(x: global f32[], s: global f32[], c: global u64[]) "
+      "ndrange(1) {\n"
+      "    local t: f32[64];\n"
+      "    let l = local_id(0);\n"
+      "    t[l] = erf(x[global_id(0)]);\n"
+      "    barrier(local);\n"
+      "    atomic_add(&s[0], t[63 - l], relaxed, device);\n"
+      "    atomic_add(&c[0], 1u64, relaxed, device);\n"
+      "}\n";
+  static const struct { unsigned sm, ptx; } archs[] = {
+      {70, 60},  {72, 61},  {75, 63},  {80, 70},  {86, 71},
+      {87, 74},  {88, 90},  {89, 78},  {90, 78},  {100, 86},
+      {101, 86}, {103, 88}, {110, 90}, {120, 87}, {121, 88}};
+  char known[4096] = "";
+  if (ptxas) {
+    char cmd[600];
+    /* the architectures of its --gpu-name, 'sm_75' ... */
+    snprintf(cmd, sizeof cmd, "'%s' --help 2>/dev/null | grep -o \"'sm_[0-9a-z]*'\" "
+             "| tr '\\n' ' '", ptxas);
+    FILE *f = popen(cmd, "r");
+    if (f) {
+      size_t n = fread(known, 1, sizeof known - 1, f);
+      known[n] = 0;
+      pclose(f);
+    }
+  }
+  unsigned checked = 0;
+  for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
+    char target[32], want[64], arch[16];
+    snprintf(target, sizeof target, "ptx:sm_%u", archs[i].sm);
+    snprintf(arch, sizeof arch, "sm_%u", archs[i].sm);
+    char *ptx = emit_text(src, "arch", target, XPJ_EMIT_ASM);
+    snprintf(want, sizeof want, ".version %u.%u\n.target %s", archs[i].ptx / 10,
+             archs[i].ptx % 10, arch);
+    if (!strstr(ptx, want))
+      fail_msg("%s: no '%s' in the PTX", target, want);
+    char quoted[24];
+    snprintf(quoted, sizeof quoted, "'%s'", arch);
+    if (ptxas && strstr(known, quoted)) {
+      char path[] = "/tmp/xpj_arch_XXXXXX", cmd[600];
+      int fd = mkstemp(path);
+      assert_true(fd >= 0);
+      assert_int_equal(write(fd, ptx, strlen(ptx)), (ssize_t)strlen(ptx));
+      close(fd);
+      snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null", ptxas,
+               arch, path);
+      int rc = system(cmd);
+      unlink(path);
+      if (rc != 0)
+        fail_msg("ptxas rejects the PTX for %s", arch);
+      checked++;
+    }
+    free(ptx);
+  }
+  if (ptxas)
+    printf("ptx archs: %u of %zu checked by ptxas\n", checked,
+           sizeof archs / sizeof *archs);
+  xpj_target t;
+  char err[256];
+  assert_int_equal(xpj_target_parse("ptx:sm_120:ptx90", &t, err, sizeof err),
+                   XPJ_OK);
+  assert_int_equal(t.ptx_version, 90);
+  assert_int_equal(xpj_target_parse("ptx:sm_120:ptx86", &t, err, sizeof err),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_target_parse("ptx:sm_90:ptx91", &t, err, sizeof err),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_target_parse("ptx:sm_91", &t, err, sizeof err),
+                   XPJ_ERR_INVALID);
+  assert_non_null(strstr(err, "sm_121"));
+}
+
 /* Every compile worker may use a bounded amount of memory beyond what it
  * inherits (docs/abi.md): past it, the compile fails as out of memory, a
  * transient failure with that reason, not as a crash. The kernel, 2000
@@ -1093,6 +1173,7 @@ int main(void) {
       cmocka_unit_test(test_interchange),
       cmocka_unit_test(test_cpu_memory),
       cmocka_unit_test(test_reqd_local),
+      cmocka_unit_test(test_ptx_archs),
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_limit_process),
   };

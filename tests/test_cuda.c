@@ -215,9 +215,15 @@ static void test_targets(void **state) {
   (void)state;
   static const target_case cases[] = {
       {"90", NULL, "ptx:sm_90:ptx78", NULL},
-      {"120", NULL, "ptx:sm_90:ptx78", NULL}, /* PTX JITs forward */
-      {"100", NULL, "ptx:sm_90:ptx78", NULL},
+      {"130", NULL, "ptx:sm_121:ptx88", NULL}, /* PTX JITs forward */
+      {"121", NULL, "ptx:sm_121:ptx88", NULL},
+      {"120", NULL, "ptx:sm_120:ptx87", NULL},
+      {"110", NULL, "ptx:sm_110:ptx90", NULL},
+      {"103", NULL, "ptx:sm_103:ptx88", NULL},
+      {"101", NULL, "ptx:sm_100:ptx86", NULL}, /* CUDA 13: sm_110 */
+      {"100", NULL, "ptx:sm_100:ptx86", NULL},
       {"89", NULL, "ptx:sm_89:ptx78", NULL},
+      {"88", NULL, "ptx:sm_88:ptx90", NULL},
       {"87", NULL, "ptx:sm_87:ptx74", NULL},
       {"86", NULL, "ptx:sm_86:ptx71", NULL},
       {"80", NULL, "ptx:sm_80:ptx70", NULL},
@@ -226,6 +232,8 @@ static void test_targets(void **state) {
       {"70", NULL, "ptx:sm_70:ptx60", NULL},
       /* old drivers: the newest architecture whose PTX they take */
       {"90", "11080", "ptx:sm_90:ptx78", NULL},
+      {"120", "12060", "ptx:sm_100:ptx86", NULL},
+      {"88", "12080", "ptx:sm_87:ptx74", NULL},
       {"90", "11070", "ptx:sm_87:ptx74", NULL},
       {"86", "11000", "ptx:sm_80:ptx70", NULL},
       {"80", "10020", "ptx:sm_75:ptx63", NULL},
