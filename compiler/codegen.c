@@ -992,15 +992,9 @@ static LLVMValueRef lower_math_generic(cg *c, xpj_math m, xpj_scalar s,
   case XPJ_MATH_ERFC: return libm(c, "erfc", s, a, 1);
   case XPJ_MATH_TGAMMA: return libm(c, "tgamma", s, a, 1);
   case XPJ_MATH_LGAMMA: { /* lgamma_r: lgamma writes the global signgam */
-    LLVMValueRef sign = entry_alloca(c, c->t_i32, "signgam");
-    LLVMValueRef args[2] = {a[0], sign};
-    LLVMTypeRef pt[2] = {t, c->t_ptr};
-    const char *fn = s == XPJ_F32 ? "lgammaf_r" : "lgamma_r";
-    LLVMValueRef f = LLVMGetNamedFunction(c->mod, fn);
-    LLVMTypeRef ft = LLVMFunctionType(t, pt, 2, 0);
-    if (!f)
-      f = LLVMAddFunction(c->mod, fn, ft);
-    return LLVMBuildCall2(B, ft, f, args, 2, "");
+    LLVMValueRef args[2] = {a[0], entry_alloca(c, c->t_i32, "signgam")};
+    return cg_call(c, s == XPJ_F32 ? "lgammaf_r" : "lgamma_r", t, args, 2,
+                   LLVMCCallConv);
   }
   case XPJ_MATH_EXPM1: return libm(c, "expm1", s, a, 1);
   case XPJ_MATH_LOG1P: return libm(c, "log1p", s, a, 1);
@@ -1144,16 +1138,13 @@ static LLVMValueRef check_bounds(cg *c, const xpj_func *f, const xpj_inst *in,
   LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, old, cg_i32(c, 0), ""), fill,
                   cont);
   LLVMPositionBuilderAtEnd(B, fill);
-  LLVMValueRef dim = cg_i32(c, flat ? -1 : 0), index = idx[0], extent = ext[0];
-  for (int d = (int)n - 1; d > 0; d--) { /* the first index out wins */
+  /* the last index, unless an earlier one is out: the first out wins */
+  LLVMValueRef dim = cg_i32(c, flat ? -1 : (int32_t)n - 1),
+               index = idx[n - 1], extent = ext[n - 1];
+  for (int d = (int)n - 2; d >= 0; d--) {
     dim = LLVMBuildSelect(B, out[d], cg_i32(c, d), dim, "");
     index = LLVMBuildSelect(B, out[d], idx[d], index, "");
     extent = LLVMBuildSelect(B, out[d], ext[d], extent, "");
-  }
-  if (n > 1) {
-    dim = LLVMBuildSelect(B, out[0], cg_i32(c, 0), dim, "");
-    index = LLVMBuildSelect(B, out[0], idx[0], index, "");
-    extent = LLVMBuildSelect(B, out[0], ext[0], extent, "");
   }
   LLVMValueRef fields[6][2] = {
       {cg_i32(c, (int32_t)f->index), rec_field(c, offsetof(xpj_check_record, func))},
@@ -1162,8 +1153,8 @@ static LLVMValueRef check_bounds(cg *c, const xpj_func *f, const xpj_inst *in,
       {dim, rec_field(c, offsetof(xpj_check_record, dim))},
       {index, rec_field(c, offsetof(xpj_check_record, index))},
       {extent, rec_field(c, offsetof(xpj_check_record, extent))}};
-  for (unsigned k = 0; k < 6; k++)
-    LLVMSetAlignment(LLVMBuildStore(B, fields[k][0], fields[k][1]), 4);
+  for (unsigned k = 0; k < 6; k++) /* index and extent: 8-byte fields */
+    LLVMSetAlignment(LLVMBuildStore(B, fields[k][0], fields[k][1]), k < 4 ? 4 : 8);
   br(c, cont);
   LLVMPositionBuilderAtEnd(B, cont);
   return LLVMBuildSelect(B, bad, sink, p, "");

@@ -212,11 +212,6 @@ static xpj_status make_current(cuda_dev *cd, const char *what) {
            : XPJ_OK;
 }
 
-/* The architectures the compiler targets, newest first (not sm_101, which
- * CUDA 13 renamed sm_110: PTX JITs forward, so a device of compute
- * capability 10.1 gets sm_100). */
-static const unsigned ptx_archs[] = {121, 120, 110, 103, 100, 90, 89,
-                                     88,  87,  86,  80,  75,  72, 70};
 
 /* The oldest driver (cuDriverGetVersion) that takes PTX ISA pv (80 = 8.0):
  * 6.0-6.2 came with CUDA 9.0-9.2, 6.3-6.5 with 10.0-10.2, 7.x with 11.x,
@@ -228,9 +223,10 @@ static int ptx_min_driver(unsigned pv) {
   return (int)(major + 4) * 1000 + (int)minor * 10;
 }
 
-/* The device's target: the newest architecture the compiler knows at or
- * below the device's (PTX JITs forward), with its derived PTX ISA, and not
- * newer than the driver takes. False with why when there is none. */
+/* The device's target: the newest architecture the compiler knows
+ * (xpj_target_parse takes it) at or below the device's (PTX JITs forward),
+ * with its derived PTX ISA, and not newer than the driver takes. False
+ * with why when there is none. */
 static bool pick_target(unsigned cc, int driver, xpj_target *t, char *why,
                         size_t n) {
   if (cc < 70) {
@@ -239,11 +235,9 @@ static bool pick_target(unsigned cc, int driver, xpj_target *t, char *why,
     return false;
   }
   unsigned need = 0, sm = 0;
-  for (size_t i = 0; i < sizeof ptx_archs / sizeof *ptx_archs; i++) {
-    if (ptx_archs[i] > cc)
-      continue;
+  for (unsigned arch = cc; arch >= 70; arch--) {
     char s[32], err[256];
-    snprintf(s, sizeof s, "ptx:sm_%u", ptx_archs[i]);
+    snprintf(s, sizeof s, "ptx:sm_%u", arch);
     if (xpj_target_parse(s, t, err, sizeof err) != XPJ_OK)
       continue;
     if (!sm) {

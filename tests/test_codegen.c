@@ -838,6 +838,23 @@ static void test_cpu_memory(void **state) {
 /* A required local size reaches each target: SPIR-V's LocalSize execution
  * mode and PTX's .reqntid, in hardware order (the last dimension is x),
  * and ptxas takes it. */
+/* ptxas (when installed) accepts the PTX text ptx for arch ("sm_90"). */
+static void ptxas_accepts(const char *ptx, const char *arch) {
+  if (!ptxas)
+    return;
+  char path[] = "/tmp/xpj_ptx_XXXXXX", cmd[600];
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, ptx, strlen(ptx)), (ssize_t)strlen(ptx));
+  close(fd);
+  snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null", ptxas, arch,
+           path);
+  int rc = system(cmd);
+  unlink(path);
+  if (rc != 0)
+    fail_msg("ptxas rejects the PTX for %s", arch);
+}
+
 static void test_reqd_local(void **state) {
   (void)state;
   static const char src[] =
@@ -851,19 +868,7 @@ static void test_reqd_local(void **state) {
   char *ptx = emit_text(src, "rl", "ptx:sm_90", XPJ_EMIT_ASM);
   if (!strstr(ptx, ".reqntid 8, 16, 1"))
     fail_msg("no .reqntid 8, 16, 1 in the PTX");
-  if (ptxas) {
-    char path[] = "/tmp/xpj_reqd_XXXXXX", cmd[512];
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, ptx, strlen(ptx)), (ssize_t)strlen(ptx));
-    close(fd);
-    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null", ptxas,
-             path);
-    int rc = system(cmd);
-    unlink(path);
-    if (rc != 0)
-      fail_msg("ptxas rejects the .reqntid kernel");
-  }
+  ptxas_accepts(ptx, "sm_90");
   free(ptx);
 }
 
@@ -915,17 +920,7 @@ static void test_ptx_archs(void **state) {
     char quoted[24];
     snprintf(quoted, sizeof quoted, "'%s'", arch);
     if (ptxas && strstr(known, quoted)) {
-      char path[] = "/tmp/xpj_arch_XXXXXX", cmd[600];
-      int fd = mkstemp(path);
-      assert_true(fd >= 0);
-      assert_int_equal(write(fd, ptx, strlen(ptx)), (ssize_t)strlen(ptx));
-      close(fd);
-      snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null", ptxas,
-               arch, path);
-      int rc = system(cmd);
-      unlink(path);
-      if (rc != 0)
-        fail_msg("ptxas rejects the PTX for %s", arch);
+      ptxas_accepts(ptx, arch);
       checked++;
     }
     free(ptx);

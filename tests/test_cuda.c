@@ -220,7 +220,7 @@ static void test_targets(void **state) {
       {"120", NULL, "ptx:sm_120:ptx87", NULL},
       {"110", NULL, "ptx:sm_110:ptx90", NULL},
       {"103", NULL, "ptx:sm_103:ptx88", NULL},
-      {"101", NULL, "ptx:sm_100:ptx86", NULL}, /* CUDA 13: sm_110 */
+      {"101", NULL, "ptx:sm_101:ptx86", NULL}, /* CUDA 12.x; 13 says 11.0 */
       {"100", NULL, "ptx:sm_100:ptx86", NULL},
       {"89", NULL, "ptx:sm_89:ptx78", NULL},
       {"88", NULL, "ptx:sm_88:ptx90", NULL},
@@ -232,7 +232,7 @@ static void test_targets(void **state) {
       {"70", NULL, "ptx:sm_70:ptx60", NULL},
       /* old drivers: the newest architecture whose PTX they take */
       {"90", "11080", "ptx:sm_90:ptx78", NULL},
-      {"120", "12060", "ptx:sm_100:ptx86", NULL},
+      {"120", "12060", "ptx:sm_101:ptx86", NULL},
       {"88", "12080", "ptx:sm_87:ptx74", NULL},
       {"90", "11070", "ptx:sm_87:ptx74", NULL},
       {"86", "11000", "ptx:sm_80:ptx70", NULL},
