@@ -1393,6 +1393,20 @@ static expr parse_math(parser *p, const token *name, xpj_math fn) {
   return val_expr(p->f, v, name);
 }
 
+/* max_value(T), epsilon(f32), ...: the argument is a type. */
+static expr parse_limit(parser *p, const token *name, xpj_limit which) {
+  if (!expect(p, P_LPAREN, "to begin arguments"))
+    return err_expr(name);
+  xpj_type t = parse_elem_type(p);
+  if (!expect(p, P_RPAREN, "after the type") || !t ||
+      !in_function(p, name))
+    return err_expr(name);
+  xpj_val v = xpj_b_limit(p->f, p->b, which, t, loc(p, name));
+  if (!v)
+    berror(p, name);
+  return val_expr(p->f, v, name);
+}
+
 /* Binds callee type parameters by matching parameter type pt against
  * argument type at. */
 static bool unify(parser *p, xpj_type pt, xpj_type at, xpj_type *bind) {
@@ -1545,6 +1559,9 @@ static expr parse_call(parser *p, const token *name) {
   xpj_math mf = xpj_math_lookup(tok_str(p, name, nb));
   if (mf != XPJ_MATH_COUNT)
     return parse_math(p, name, mf);
+  xpj_limit lim = xpj_limit_lookup(nb);
+  if (lim != XPJ_LIMIT_COUNT)
+    return parse_limit(p, name, lim);
   fn_info *fi = lookup_fn(p, name);
   if (fi)
     return parse_user_call(p, name, fi);
@@ -2304,7 +2321,8 @@ static bool always_returns(const xpj_func *f, xpj_block b) {
 static bool is_builtin_name(parser *p, const token *t) {
   char nb[256];
   tok_str(p, t, nb);
-  if (wi_lookup(p, t) >= 0 || xpj_math_lookup(nb) != XPJ_MATH_COUNT)
+  if (wi_lookup(p, t) >= 0 || xpj_math_lookup(nb) != XPJ_MATH_COUNT ||
+      xpj_limit_lookup(nb) != XPJ_LIMIT_COUNT)
     return true;
   static const char *const other[] = {"shape", "stride", "size", "ndim",
                                       "barrier"};

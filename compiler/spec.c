@@ -199,6 +199,8 @@ static xpj_val copy_inst(fctx *x, xpj_val sv, xpj_block db) {
                               (xpj_scope)in->scope, l);
   case XPJ_OP_MATH:
     return xpj_b_math(f, db, (xpj_math)in->aux, in->nargs, ops, l);
+  case XPJ_OP_LIMIT:
+    return xpj_b_limit(f, db, (xpj_limit)in->aux, t, l);
   case XPJ_OP_CALL: {
     xpj_type targs[XPJ_MAX_TPARAMS] = {0};
     for (unsigned i = 0; i < in->ntargs && i < XPJ_MAX_TPARAMS; i++) {

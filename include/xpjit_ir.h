@@ -142,6 +142,26 @@ unsigned xpj_math_arity(xpj_math m);
 /* Looks a builtin up by name; returns XPJ_MATH_COUNT when there is none. */
 xpj_math xpj_math_lookup(const char *name);
 
+/* Limits of a numeric type, written `max_value(T)`: name, float only.
+ * MAX and MIN are the largest and the smallest (most negative) finite
+ * values; MIN_POSITIVE the smallest positive normal float; EPSILON the gap
+ * between 1 and the next float; INF +infinity; QNAN a quiet NaN. */
+#define XPJ_LIMIT_LIST(X)                                                     \
+  X(MAX, "max_value", 0) X(MIN, "min_value", 0)                               \
+  X(MIN_POSITIVE, "min_positive", 1) X(EPSILON, "epsilon", 1)                 \
+  X(INF, "infinity", 1) X(QNAN, "nan", 1)
+
+typedef enum xpj_limit {
+#define X(id, name, float_only) XPJ_LIMIT_##id,
+  XPJ_LIMIT_LIST(X)
+#undef X
+  XPJ_LIMIT_COUNT
+} xpj_limit;
+
+const char *xpj_limit_name(xpj_limit l);
+/* Returns XPJ_LIMIT_COUNT when name is not a limit. */
+xpj_limit xpj_limit_lookup(const char *name);
+
 typedef enum xpj_atomic_op {
   XPJ_ATOMIC_ADD, XPJ_ATOMIC_SUB, XPJ_ATOMIC_MIN, XPJ_ATOMIC_MAX,
   XPJ_ATOMIC_AND, XPJ_ATOMIC_OR, XPJ_ATOMIC_XOR, XPJ_ATOMIC_XCHG,
@@ -348,6 +368,10 @@ xpj_val xpj_b_atomic_store(xpj_func *f, xpj_block b, xpj_val ptr, xpj_val v,
                            xpj_order order, xpj_scope scope, xpj_loc loc);
 xpj_val xpj_b_math(xpj_func *f, xpj_block b, xpj_math fn, unsigned nargs,
                    const xpj_val *args, xpj_loc loc);
+/* The limit `which` of numeric type t: a constant when t is a scalar type,
+ * an instruction bound at specialisation when t is a type parameter. */
+xpj_val xpj_b_limit(xpj_func *f, xpj_block b, xpj_limit which, xpj_type t,
+                    xpj_loc loc);
 /* Calls device function callee with explicit type arguments (one per
  * callee type parameter) and value arguments. */
 xpj_val xpj_b_call(xpj_func *f, xpj_block b, xpj_func *callee,

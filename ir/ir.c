@@ -11,6 +11,8 @@
  */
 #include "ir_impl.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -102,6 +104,25 @@ xpj_math xpj_math_lookup(const char *name) {
     if (strcmp(name, math_table[i].name) == 0)
       return (xpj_math)i;
   return XPJ_MATH_COUNT;
+}
+
+static const struct {
+  const char *name;
+  bool float_only;
+} limit_table[XPJ_LIMIT_COUNT] = {
+#define X(id, name, float_only) {name, float_only},
+    XPJ_LIMIT_LIST(X)
+#undef X
+};
+
+const char *xpj_limit_name(xpj_limit l) {
+  return (unsigned)l < XPJ_LIMIT_COUNT ? limit_table[l].name : "?";
+}
+xpj_limit xpj_limit_lookup(const char *name) {
+  for (int i = 0; i < XPJ_LIMIT_COUNT; i++)
+    if (strcmp(name, limit_table[i].name) == 0)
+      return (xpj_limit)i;
+  return XPJ_LIMIT_COUNT;
 }
 
 const char *xpj_atomic_op_name(xpj_atomic_op op) {
@@ -1566,6 +1587,60 @@ xpj_val xpj_b_math(xpj_func *f, xpj_block b, xpj_math fn, unsigned nargs,
   xpj_val r = emit(f, b, XPJ_OP_MATH, res, nargs, args, loc);
   if (r)
     f->insts[r].aux = (uint8_t)fn;
+  return r;
+}
+
+/* The value of limit l of float scalar s. */
+static double float_limit(int s, xpj_limit l) {
+  bool f32 = s == XPJ_F32;
+  switch (l) {
+  case XPJ_LIMIT_MAX: return f32 ? FLT_MAX : DBL_MAX;
+  case XPJ_LIMIT_MIN: return f32 ? -FLT_MAX : -DBL_MAX;
+  case XPJ_LIMIT_MIN_POSITIVE: return f32 ? FLT_MIN : DBL_MIN;
+  case XPJ_LIMIT_EPSILON: return f32 ? FLT_EPSILON : DBL_EPSILON;
+  case XPJ_LIMIT_INF: return HUGE_VAL;
+  default: return NAN;
+  }
+}
+
+/* The value of limit MAX or MIN of integer scalar s (two's complement
+ * bits of the value, as constants hold them). */
+static int64_t int_limit(int s, xpj_limit l) {
+  unsigned bits = xpj_scalar_bits((xpj_scalar)s);
+  if (is_signed_scalar(s)) {
+    uint64_t max = (UINT64_C(1) << (bits - 1)) - 1;
+    return l == XPJ_LIMIT_MAX ? (int64_t)max : -(int64_t)max - 1;
+  }
+  if (l == XPJ_LIMIT_MIN)
+    return 0;
+  return bits == 64 ? -1 : (int64_t)((UINT64_C(1) << bits) - 1);
+}
+
+xpj_val xpj_b_limit(xpj_func *f, xpj_block b, xpj_limit which, xpj_type t,
+                    xpj_loc loc) {
+  if (!f)
+    return 0;
+  xpj_module *m = f->mod;
+  char tb[96];
+  if ((unsigned)which >= XPJ_LIMIT_COUNT) {
+    xpj_set_error(m, "invalid limit");
+    return 0;
+  }
+  const char *name = limit_table[which].name;
+  bool fl = limit_table[which].float_only;
+  if (!t || !(fl ? is_floatlike(m, t) : is_numeric(m, t))) {
+    xpj_set_error(m, "%s() needs a %s type, got %s", name,
+                  fl ? "floating-point" : "numeric", tname(f, t, tb));
+    return 0;
+  }
+  int s = xpj_type_scalar_of(m, t);
+  if (s == XPJ_F32 || s == XPJ_F64)
+    return xpj_b_const_float(f, b, t, float_limit(s, which), loc);
+  if (s >= XPJ_I8 && s <= XPJ_U64)
+    return xpj_b_const_int(f, b, t, int_limit(s, which), loc);
+  xpj_val r = emit(f, b, XPJ_OP_LIMIT, t, 0, NULL, loc); /* a parameter */
+  if (r)
+    f->insts[r].aux = (uint8_t)which;
   return r;
 }
 

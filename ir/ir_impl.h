@@ -38,6 +38,7 @@
   X(ALOAD, "atomic_load") /* a0 ptr */                                     \
   X(ASTORE, "atomic_store") /* a0 ptr, a1 v */                             \
   X(MATH, "math")         /* aux: xpj_math; args */                        \
+  X(LIMIT, "limit")       /* aux: xpj_limit of a type parameter */         \
   X(CALL, "call")         /* imm.callee; ntargs types then values */       \
   X(IF, "if")             /* a0 cond; blk[0] then, blk[1] else; a value  \
                              when both blocks end in YIELD */              \

@@ -150,6 +150,9 @@ static void put_inst(printer *p, xpj_val v, int depth) {
     xpj_buf_printf(o, "math %s ", xpj_math_name((xpj_math)in->aux));
     put_args(p, in, 0);
     break;
+  case XPJ_OP_LIMIT:
+    xpj_buf_printf(o, "limit %s", xpj_limit_name((xpj_limit)in->aux));
+    break;
   case XPJ_OP_CALL: {
     const xpj_func *callee = in->imm.callee < m->nfuncs
                                  ? m->funcs[in->imm.callee]

@@ -1839,8 +1839,111 @@ static void test_scalars_small_types(void **state) {
   }
 }
 
+/* ---- limits of T (scalars.xpk) --------------------------------------- */
+
+/* The integer of bytes bytes at p, sign- or zero-extended. */
+static int64_t conf_load_int(const uint8_t *p, unsigned bytes, int is_signed) {
+  uint64_t u = 0;
+  memcpy(&u, p, bytes); /* little-endian hosts */
+  if (bytes < 8 && is_signed && (u >> (bytes * 8 - 1)) & 1)
+    u |= ~UINT64_C(0) << (bytes * 8);
+  return (int64_t)u;
+}
+
+/* Runs int_limits or float_limits for dtype over x[0..n) into out[0..8)
+ * (elements of bytes each). */
+static void run_limits(const char *kernel, const char *dtype, xpj_scalar s,
+                       const void *x, size_t n, void *out, size_t bytes) {
+  xpj_kernel *k = conf_kernel("scalars.xpk", kernel, dtype, 0);
+  void *dx = conf_alloc(n * bytes), *dout = conf_alloc(8 * bytes);
+  memcpy(dx, x, n * bytes);
+  memset(dout, 0x5a, 8 * bytes);
+  xpj_array ax = xpj_array_1d(dx, s, (int64_t)n);
+  xpj_array ao = xpj_array_1d(dout, s, 8);
+  xpj_arg args[] = {xpj_arg_array(&ax), xpj_arg_array(&ao)};
+  conf_run(k, xpj_range_1d(1, 0), 2, args);
+  memcpy(out, dout, 8 * bytes);
+  conf_free(dx);
+  conf_free(dout);
+}
+
+/* Every integer dtype: max_value and min_value against <stdint.h>, and a
+ * running minimum and maximum started from them. */
+static void test_limits_int(void **state) {
+  (void)state;
+  static const struct {
+    const char *name;
+    xpj_scalar s;
+    unsigned bytes;
+    int is_signed;
+  } ty[] = {{"i8", XPJ_I8, 1, 1},   {"i16", XPJ_I16, 2, 1},
+            {"i32", XPJ_I32, 4, 1}, {"i64", XPJ_I64, 8, 1},
+            {"u8", XPJ_U8, 1, 0},   {"u16", XPJ_U16, 2, 0},
+            {"u32", XPJ_U32, 4, 0}, {"u64", XPJ_U64, 8, 0}};
+  for (size_t t = 0; t < sizeof ty / sizeof *ty; t++) {
+    unsigned bits = ty[t].bytes * 8;
+    int64_t wmax = ty[t].is_signed ? (int64_t)((UINT64_C(1) << (bits - 1)) - 1)
+                   : bits == 64    ? -1
+                                   : (int64_t)((UINT64_C(1) << bits) - 1);
+    int64_t wmin = ty[t].is_signed ? -wmax - 1 : 0;
+    uint8_t x[64 * 8], out[8 * 8];
+    for (size_t i = 0; i < sizeof x; i++)
+      x[i] = (uint8_t)rnd64();
+    run_limits("int_limits", ty[t].name, ty[t].s, x, 64, out, ty[t].bytes);
+    int64_t got[8], xv[64];
+    for (int i = 0; i < 8; i++)
+      got[i] = conf_load_int(out + i * ty[t].bytes, ty[t].bytes,
+                             ty[t].is_signed);
+    for (int i = 0; i < 64; i++)
+      xv[i] = conf_load_int(x + i * ty[t].bytes, ty[t].bytes, ty[t].is_signed);
+    int64_t lo = xv[0], hi = xv[0];
+    for (int i = 1; i < 64; i++) {
+      int less = ty[t].is_signed ? xv[i] < lo : (uint64_t)xv[i] < (uint64_t)lo;
+      int more = ty[t].is_signed ? xv[i] > hi : (uint64_t)xv[i] > (uint64_t)hi;
+      lo = less ? xv[i] : lo;
+      hi = more ? xv[i] : hi;
+    }
+    if (got[0] != wmax || got[1] != wmin || got[6] != lo || got[7] != hi)
+      fail_msg("%s limits: max %lld min %lld running min %lld max %lld; want "
+               "%lld %lld %lld %lld", ty[t].name, (long long)got[0],
+               (long long)got[1], (long long)got[6], (long long)got[7],
+               (long long)wmax, (long long)wmin, (long long)lo, (long long)hi);
+  }
+}
+
+/* f32 and f64: the six limits against <float.h>. */
+static void test_limits_float(void **state) {
+  (void)state;
+  float xf[16], of[8];
+  double xd[16], od[8];
+  for (int i = 0; i < 16; i++)
+    xd[i] = (double)(xf[i] = (float)rnd_real(-1e6, 1e6));
+  run_limits("float_limits", "f32", XPJ_F32, xf, 16, of, 4);
+  run_limits("float_limits", "f64", XPJ_F64, xd, 16, od, 8);
+  float wf[] = {FLT_MAX, -FLT_MAX, FLT_MIN, FLT_EPSILON, INFINITY};
+  double wd[] = {DBL_MAX, -DBL_MAX, DBL_MIN, DBL_EPSILON, INFINITY};
+  float mf = xf[0];
+  for (int i = 1; i < 16; i++)
+    mf = xf[i] < mf ? xf[i] : mf;
+  for (int i = 0; i < 5; i++) {
+    if (memcmp(&of[i], &wf[i], 4))
+      fail_msg("f32 limit %d: %a, want %a", i, (double)of[i], (double)wf[i]);
+    if (memcmp(&od[i], &wd[i], 8))
+      fail_msg("f64 limit %d: %a, want %a", i, od[i], wd[i]);
+  }
+  if (!isnan(of[5]) || !isnan(od[5]))
+    fail_msg("nan(T): %a %a", (double)of[5], od[5]);
+  if (of[6] != mf || od[6] != (double)mf)
+    fail_msg("running min from max_value: %a %a, want %a", (double)of[6],
+             od[6], (double)mf);
+  if (of[7] != 1 || od[7] != 1)
+    fail_msg("limit relations in the kernel: %g %g", (double)of[7], od[7]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_limits_int),
+      cmocka_unit_test(test_limits_float),
       cmocka_unit_test(test_math1_f32),
       cmocka_unit_test(test_math1_f64),
       cmocka_unit_test(test_math2_f32),

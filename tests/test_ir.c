@@ -387,6 +387,12 @@ static void test_specialize_errors(void **state) {
   const char *amin = "kernel a<T>(x: global T[]) range { atomic_min(&x[0], T(1)); }\n";
   spec_fails(amin, "a", "T", XPJ_F64, 0, XPJ_ERR_SPECIALIZE,
              "error: atomic_min is not supported on f64");
+  const char *inf = "kernel i<T>(x: global T[]) range { x[0] = infinity(T); }\n";
+  spec_fails(inf, "i", "T", XPJ_I32, 0, XPJ_ERR_SPECIALIZE,
+             "t.xpk:1:43: error: infinity() needs a floating-point type, got "
+             "i32 (with T=i32)");
+  spec_fails(inf, "i", "T", XPJ_BOOL, 0, XPJ_ERR_SPECIALIZE,
+             "error: infinity() needs a floating-point type, got bool");
 }
 
 static void test_specialize_instances(void **state) {
