@@ -64,6 +64,10 @@ typedef struct cg_target_ops {
   LLVMValueRef (*wi)(cg *c, xpj_wi w, unsigned dim);
   /* SIMT only: a work-group barrier with the given XPJ_FENCE_* flags. */
   void (*barrier)(cg *c, unsigned fences);
+  /* SIMT only: collective d of x (scalar type s; id: the i64 id, lane or
+   * mask where d takes one). NULL: collectives are not supported. */
+  LLVMValueRef (*group)(cg *c, const xpj_coll_desc *d, xpj_scalar s,
+                        LLVMValueRef x, LLVMValueRef id);
   /* The LLVM sync scope name for an atomic of scope s on space sp. */
   const char *(*syncscope)(cg *c, xpj_scope s, xpj_space sp);
   /* A math builtin for scalar type s, or NULL to use the shared lowering
@@ -180,6 +184,12 @@ bool cg_scalar_is_signed(xpj_scalar s);
 /* The local size the kernel requires (`local(...)`), in hardware order
  * (x fastest: c->hw_dim), 1 past its dimensions; false when none. */
 bool cg_reqd_local_hw(cg *c, uint32_t hw[3]);
+
+/* The identity of collective operation op on s (x op identity == x), and
+ * a op b, as every target computes them. */
+LLVMValueRef cg_group_identity(cg *c, xpj_group_op op, xpj_scalar s);
+LLVMValueRef cg_group_combine(cg *c, xpj_group_op op, xpj_scalar s,
+                              LLVMValueRef a, LLVMValueRef b);
 
 /* Lowers kernel of c->m into c->mod (codegen.c). */
 void cg_lower_kernel(cg *c);

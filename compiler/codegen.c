@@ -369,6 +369,8 @@ static bool inst_has_barrier(cg *c, const xpj_func *f, xpj_val id,
   switch (in->op) {
   case XPJ_OP_BARRIER:
     return true;
+  case XPJ_OP_GROUP: /* a work-group collective synchronises the group */
+    return in->scope == 0;
   case XPJ_OP_CALL:
     return func_has_barrier(c, callee_of(c, in), depth);
   case XPJ_OP_IF:
@@ -433,6 +435,9 @@ static void mark_wg_block(cg *c, cg_frame *fr, xpj_block b, bool in_wg_loop) {
     case XPJ_OP_RETURN:
       /* terminators directly in a work-group-level block act on the group */
       wg = true;
+      break;
+    case XPJ_OP_GROUP: /* work-group collectives combine the runs' values */
+      wg = in->scope == 0;
       break;
     case XPJ_OP_CALL:
       wg = func_has_barrier(c, callee_of(c, in), 0);
@@ -516,7 +521,8 @@ static bool rematerializable(const xpj_inst *in, const xpj_typeinfo *ti) {
   case XPJ_OP_WI:
     return in->aux != XPJ_WI_GLOBAL_ID && in->aux != XPJ_WI_LOCAL_ID &&
            in->aux != XPJ_WI_GLOBAL_LINEAR_ID &&
-           in->aux != XPJ_WI_LOCAL_LINEAR_ID;
+           in->aux != XPJ_WI_LOCAL_LINEAR_ID &&
+           in->aux != XPJ_WI_SUB_GROUP_ID;
   default:
     return false;
   }
@@ -565,7 +571,8 @@ static bool frame_make_wg(cg *c, cg_frame *fr) {
       continue;
     const uint32_t *a = args_of(f, in);
     unsigned first = in->op == XPJ_OP_CALL ? in->ntargs : 0;
-    bool wgcall = in->op == XPJ_OP_CALL && fr->wgstmt[u];
+    bool wgcall = (in->op == XPJ_OP_CALL || in->op == XPJ_OP_GROUP) &&
+                  fr->wgstmt[u];
     for (unsigned k = first; k < in->nargs; k++)
       mark_use(fr, u, a[k], wgcall ? NEED_SLOT | NEED_USLOT : 0);
     xpj_val cond = in->op == XPJ_OP_LOOP ? resolve(fr, (xpj_val)in->imm.i) : 0;
@@ -580,6 +587,17 @@ static bool frame_make_wg(cg *c, cg_frame *fr) {
       fr->need[v] = 0;
     else if (f->insts[v].op == XPJ_OP_WI) /* ids: recomputed in each run */
       fr->need[v] &= NEED_USLOT;
+  }
+  /* ... but the value of a collective is read at work-group level, for
+   * every work-item: from its slot */
+  for (xpj_val u = 1; u < f->ninsts; u++) {
+    const xpj_inst *in = &f->insts[u];
+    if (in->op != XPJ_OP_GROUP || !fr->wgstmt[u])
+      continue;
+    xpj_val x = resolve(fr, args_of(f, in)[0]);
+    if (f->insts[x].op == XPJ_OP_WI &&
+        !rematerializable(&f->insts[x], tinfo(c, f->insts[x].type)))
+      fr->need[x] |= NEED_SLOT;
   }
   return true;
 }
@@ -800,6 +818,17 @@ static bool linear_is_hw(cg *c) { return c->kernel->dims != 0; }
 
 static LLVMValueRef lower_wi(cg *c, xpj_wi w, unsigned d) {
   bool cpu = !c->ops->simt;
+  if (cpu) { /* the CPU's sub-groups are single work-items */
+    switch (w) {
+    case XPJ_WI_SUB_GROUP_SIZE: return cg_i64(c, 1);
+    case XPJ_WI_SUB_GROUP_LOCAL_ID: return cg_i64(c, 0);
+    case XPJ_WI_SUB_GROUP_ID: return c->cpu_wi;
+    case XPJ_WI_NUM_SUB_GROUPS: return c->cpu_wgs;
+    default: break;
+    }
+  } else if (w >= XPJ_WI_SUB_GROUP_SIZE) {
+    return c->ops->wi(c, w, 0);
+  }
   if (w == XPJ_WI_GLOBAL_LINEAR_ID || w == XPJ_WI_LOCAL_LINEAR_ID ||
       w == XPJ_WI_GROUP_LINEAR_ID) {
     if (cpu && w == XPJ_WI_LOCAL_LINEAR_ID)
@@ -1071,6 +1100,83 @@ static LLVMValueRef lower_math(cg *c, xpj_math m, xpj_scalar s,
     r = lower_math_generic(c, m, s, a, n);
   set_fmf(c, r);
   return r;
+}
+
+/* ---- collectives --------------------------------------------------- */
+
+LLVMValueRef cg_group_identity(cg *c, xpj_group_op op, xpj_scalar s) {
+  LLVMTypeRef t = cg_scalar_type(c, s);
+  bool fl = cg_scalar_is_float(s), sg = cg_scalar_is_signed(s);
+  unsigned bits = fl ? 0 : LLVMGetIntTypeWidth(t);
+  switch (op) {
+  case XPJ_GOP_MUL:
+    return fl ? LLVMConstReal(t, 1.0) : LLVMConstInt(t, 1, 0);
+  case XPJ_GOP_MIN: /* the largest value */
+    if (fl)
+      return LLVMConstReal(t, __builtin_inf());
+    return sg ? LLVMConstInt(t, (UINT64_C(1) << (bits - 1)) - 1, 0)
+              : LLVMConstAllOnes(t);
+  case XPJ_GOP_MAX: /* the smallest */
+    if (fl)
+      return LLVMConstReal(t, -__builtin_inf());
+    return sg ? LLVMConstInt(t, UINT64_C(1) << (bits - 1), 0)
+              : LLVMConstNull(t);
+  case XPJ_GOP_AND:
+    return LLVMConstAllOnes(t);
+  default: /* add, or, xor */
+    return LLVMConstNull(t);
+  }
+}
+
+LLVMValueRef cg_group_combine(cg *c, xpj_group_op op, xpj_scalar s,
+                              LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef B = c->b;
+  bool fl = cg_scalar_is_float(s);
+  LLVMValueRef ab[2] = {a, b};
+  switch (op) {
+  case XPJ_GOP_ADD:
+  case XPJ_GOP_MUL: {
+    LLVMValueRef r = op == XPJ_GOP_ADD
+                         ? (fl ? LLVMBuildFAdd(B, a, b, "") : LLVMBuildAdd(B, a, b, ""))
+                         : (fl ? LLVMBuildFMul(B, a, b, "") : LLVMBuildMul(B, a, b, ""));
+    set_fmf(c, r);
+    return r;
+  }
+  case XPJ_GOP_MIN: return lower_math(c, XPJ_MATH_MIN, s, ab, 2);
+  case XPJ_GOP_MAX: return lower_math(c, XPJ_MATH_MAX, s, ab, 2);
+  case XPJ_GOP_AND: return LLVMBuildAnd(B, a, b, "");
+  case XPJ_GOP_OR: return LLVMBuildOr(B, a, b, "");
+  case XPJ_GOP_XOR: return LLVMBuildXor(B, a, b, "");
+  default:
+    cg_fail(c, XPJ_ERR_COMPILE, "internal: collective operation %d", (int)op);
+    return a;
+  }
+}
+
+/* A collective outside the CPU's work-group level: the target's (SIMT), or
+ * a sub-group one on the CPU, whose sub-groups are single work-items. */
+static LLVMValueRef lower_group(cg *c, cg_frame *fr, const xpj_inst *in) {
+  const uint32_t *a = args_of(fr->f, in);
+  xpj_scalar s = scalar_of(c, in->type);
+  xpj_coll_desc d = {in->scope, (xpj_coll)in->aux, (xpj_group_op)in->order};
+  LLVMValueRef x = val(c, fr, a[0]), id = NULL;
+  if (in->nargs > 1)
+    id = to_i64(c, val(c, fr, a[1]), scalar_of(c, fr->f->insts[a[1]].type));
+  if (c->ops->simt) {
+    if (c->ops->group)
+      return c->ops->group(c, &d, s, x, id);
+    char nm[64];
+    xpj_coll_name(&d, nm, sizeof nm);
+    cg_fail(c, XPJ_ERR_UNSUPPORTED, "%s() is not supported on target %s", nm,
+            c->ops->name);
+    return x;
+  }
+  if (!d.sub_group) {
+    cg_fail(c, XPJ_ERR_COMPILE, "internal: work-group collective outside "
+            "work-group level");
+    return x;
+  }
+  return d.kind == XPJ_COLL_SCAN_EXCL ? cg_group_identity(c, d.op, s) : x;
 }
 
 /* ---- memory -------------------------------------------------------- */
@@ -1937,6 +2043,9 @@ static void lower_inst(cg *c, cg_frame *fr, xpj_val id) {
     def(c, fr, id, lower_math(c, (xpj_math)in->aux, as, args, n));
     break;
   }
+  case XPJ_OP_GROUP:
+    def(c, fr, id, lower_group(c, fr, in));
+    break;
   case XPJ_OP_CALL:
     lower_call(c, fr, id, false);
     break;
@@ -2117,6 +2226,94 @@ static void wg_return_value(cg *c, cg_frame *fr, xpj_val v) {
   fr->cur_run = 0;
 }
 
+/* Work-item wi of the group has returned (its flag is set). */
+static LLVMValueRef wi_returned(cg *c, LLVMValueRef wi) {
+  LLVMValueRef flag = LLVMBuildLoad2(c->b, c->t_i8, flag_addr(c, wi), "");
+  return LLVMBuildICmp(c->b, LLVMIntNE, flag, LLVMConstInt(c->t_i8, 0, 0), "");
+}
+
+/* Gives every work-item of the group value x as the result of collective
+ * id (its slot; the uniform slot too when work-group code reads it). */
+static void wg_define_all(cg *c, cg_frame *fr, xpj_val id, LLVMValueRef x) {
+  if (fr->need[id] & NEED_SLOT) {
+    counted_loop L;
+    c->cur_loop = ++c->loop_serial;
+    loop_open(c, &L, cg_i64(c, 0), c->cpu_wgs, "coll.def");
+    c->cpu_wi = L.iv;
+    def(c, fr, id, x);
+    loop_close(c, &L);
+    mark_wi_loop(c);
+    c->cur_loop = 0;
+    c->cpu_wi = NULL;
+  } else {
+    def(c, fr, id, x);
+  }
+  fr->vals[id] = x;
+}
+
+/* A work-group collective on the CPU, at work-group level, between the
+ * runs: the values of the work-items are in their slots (frame_make_wg),
+ * and are combined in linear id order by one loop over the group, which
+ * writes each work-item's result to the collective's slot. Work-items
+ * that have returned take no part (and get nothing). */
+static void lower_wg_group(cg *c, cg_frame *fr, xpj_val id) {
+  const xpj_inst *in = &fr->f->insts[id];
+  const uint32_t *a = args_of(fr->f, in);
+  xpj_scalar s = scalar_of(c, in->type);
+  xpj_group_op op = (xpj_group_op)in->order;
+  fr->cur_run = UINT32_MAX; /* a run of its own: values come from slots */
+  if (in->aux == XPJ_COLL_BROADCAST) {
+    /* the id is uniform: read where work-group code reads values */
+    fr->cur_run = 0;
+    LLVMValueRef src = to_i64(c, val(c, fr, a[1]),
+                              scalar_of(c, fr->f->insts[a[1]].type));
+    /* an id outside the group reads work-item 0, not another's scratch */
+    src = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntULT, src, c->cpu_wgs, ""),
+                          src, cg_i64(c, 0), "");
+    fr->cur_run = UINT32_MAX;
+    c->cur_loop = ++c->loop_serial;
+    c->cpu_wi = src;
+    LLVMValueRef x = val(c, fr, a[0]);
+    c->cur_loop = 0;
+    c->cpu_wi = NULL;
+    fr->cur_run = 0;
+    wg_define_all(c, fr, id, x);
+    return;
+  }
+  LLVMValueRef acc = entry_alloca(c, cg_scalar_type(c, s), "coll.acc");
+  LLVMBuildStore(c->b, cg_group_identity(c, op, s), acc);
+  counted_loop L;
+  c->cur_loop = ++c->loop_serial;
+  loop_open(c, &L, cg_i64(c, 0), c->cpu_wgs, "coll");
+  c->cpu_wi = L.iv;
+  if (c->cpu_flags_off >= 0) {
+    LLVMBasicBlockRef live = new_bb(c, "coll.live");
+    LLVMBuildCondBr(c->b, wi_returned(c, L.iv), L.latch, live);
+    LLVMPositionBuilderAtEnd(c->b, live);
+  }
+  LLVMValueRef x = val(c, fr, a[0]);
+  LLVMValueRef old = LLVMBuildLoad2(c->b, cg_scalar_type(c, s), acc, "");
+  LLVMValueRef now = cg_group_combine(c, op, s, old, x);
+  LLVMBuildStore(c->b, now, acc);
+  if (in->aux != XPJ_COLL_REDUCE)
+    def(c, fr, id, in->aux == XPJ_COLL_SCAN_INCL ? now : old);
+  loop_close(c, &L);
+  mark_wi_loop(c);
+  c->cur_loop = 0;
+  c->cpu_wi = NULL;
+  fr->cur_run = 0;
+  if (in->aux == XPJ_COLL_REDUCE) {
+    wg_define_all(c, fr, id, LLVMBuildLoad2(c->b, cg_scalar_type(c, s), acc, ""));
+    return;
+  }
+  /* work-group code reads a scan as the last work-item's value */
+  fr->vals[id] = fr->uslot[id]
+                     ? LLVMBuildLoad2(c->b, mem_type(c, s), fr->uslot[id], "")
+                     : LLVMGetUndef(cg_scalar_type(c, s));
+  if (fr->uslot[id] && s == XPJ_BOOL)
+    fr->vals[id] = LLVMBuildTrunc(c->b, fr->vals[id], c->t_i1, "");
+}
+
 static void lower_wg_stmt(cg *c, cg_frame *fr, xpj_val id) {
   const xpj_inst *in = &fr->f->insts[id];
   const uint32_t *a = args_of(fr->f, in);
@@ -2125,6 +2322,9 @@ static void lower_wg_stmt(cg *c, cg_frame *fr, xpj_val id) {
     LLVMPositionBuilderAtEnd(c->b, new_bb(c, "dead"));
   switch (in->op) {
   case XPJ_OP_BARRIER:
+    break;
+  case XPJ_OP_GROUP:
+    lower_wg_group(c, fr, id);
     break;
   case XPJ_OP_CALL:
     lower_call(c, fr, id, true);

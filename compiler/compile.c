@@ -780,7 +780,8 @@ static void worker_main(int fd, const job *j) {
   if (j->target->kind == XPJ_TARGET_SPIRV &&
       strcmp(fault_mode(), "llvm-fatal") != 0) {
     const char *argv[] = {"xpjit-worker",
-                          "--spirv-ext=+SPV_EXT_shader_atomic_float_add"};
+                          "--spirv-ext=+SPV_EXT_shader_atomic_float_add,"
+                          "+SPV_INTEL_subgroups"};
     LLVMParseCommandLineOptions(2, argv, NULL);
   }
   xpj_result r;

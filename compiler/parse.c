@@ -1393,6 +1393,39 @@ static expr parse_math(parser *p, const token *name, xpj_math fn) {
   return val_expr(p->f, v, name);
 }
 
+/* group_reduce_add(x), sub_group_shuffle(x, lane), ... */
+static expr parse_group(parser *p, const token *name, const xpj_coll_desc *d) {
+  expr args[2];
+  char nb[256];
+  int n = parse_args(p, args, 2, name);
+  if (n < 0 || !in_function(p, name))
+    return err_expr(name);
+  int want = xpj_coll_takes_id(d) ? 2 : 1;
+  if (n != want) {
+    error(p, name, "%s() takes %s", tok_str(p, name, nb),
+          want == 2 ? (d->kind == XPJ_COLL_SHUFFLE_XOR
+                           ? "a value and a lane mask"
+                       : d->sub_group ? "a value and a lane"
+                                      : "a value and a local linear id")
+                    : "one value");
+    return err_expr(name);
+  }
+  for (int i = 0; i < n; i++)
+    if (args[i].k == E_ERR)
+      return err_expr(name);
+  /* an untyped literal value takes its default type; an id, i64 */
+  xpj_val x = rvalue(p, &args[0], 0);
+  xpj_val id = 0;
+  if (x && want == 2)
+    id = rvalue(p, &args[1], is_lit(&args[1]) ? scalar_t(p, XPJ_I64) : 0);
+  if (!x || (want == 2 && !id))
+    return err_expr(name);
+  xpj_val v = xpj_b_group(p->f, p->b, d, x, id, loc(p, name));
+  if (!v)
+    berror(p, name);
+  return val_expr(p->f, v, name);
+}
+
 /* max_value(T), epsilon(f32), ...: the argument is a type. */
 static expr parse_limit(parser *p, const token *name, xpj_limit which) {
   if (!expect(p, P_LPAREN, "to begin arguments"))
@@ -1562,6 +1595,9 @@ static expr parse_call(parser *p, const token *name) {
   xpj_limit lim = xpj_limit_lookup(nb);
   if (lim != XPJ_LIMIT_COUNT)
     return parse_limit(p, name, lim);
+  xpj_coll_desc cd;
+  if (xpj_coll_lookup(nb, &cd))
+    return parse_group(p, name, &cd);
   fn_info *fi = lookup_fn(p, name);
   if (fi)
     return parse_user_call(p, name, fi);
@@ -2323,6 +2359,9 @@ static bool is_builtin_name(parser *p, const token *t) {
   tok_str(p, t, nb);
   if (wi_lookup(p, t) >= 0 || xpj_math_lookup(nb) != XPJ_MATH_COUNT ||
       xpj_limit_lookup(nb) != XPJ_LIMIT_COUNT)
+    return true;
+  xpj_coll_desc cd;
+  if (xpj_coll_lookup(nb, &cd))
     return true;
   static const char *const other[] = {"shape", "stride", "size", "ndim",
                                       "barrier"};

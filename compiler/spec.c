@@ -199,6 +199,10 @@ static xpj_val copy_inst(fctx *x, xpj_val sv, xpj_block db) {
                               (xpj_scope)in->scope, l);
   case XPJ_OP_MATH:
     return xpj_b_math(f, db, (xpj_math)in->aux, in->nargs, ops, l);
+  case XPJ_OP_GROUP: {
+    xpj_coll_desc d = {in->scope, (xpj_coll)in->aux, (xpj_group_op)in->order};
+    return xpj_b_group(f, db, &d, ops[0], in->nargs > 1 ? ops[1] : 0, l);
+  }
   case XPJ_OP_LIMIT:
     return xpj_b_limit(f, db, (xpj_limit)in->aux, t, l);
   case XPJ_OP_CALL: {

@@ -64,9 +64,39 @@ static LLVMValueRef sreg(cg *c, const char *reg, unsigned d) {
   return LLVMBuildZExt(c->b, r, c->t_i64, "");
 }
 
+/* The thread's linear id in its block (x fastest: the order warps are
+ * made in) and the block's size. */
+static LLVMValueRef block_linear(cg *c) {
+  LLVMValueRef r = LLVMBuildMul(c->b, sreg(c, "tid", 2), sreg(c, "ntid", 1), "");
+  r = LLVMBuildAdd(c->b, r, sreg(c, "tid", 1), "");
+  r = LLVMBuildMul(c->b, r, sreg(c, "ntid", 0), "");
+  return LLVMBuildAdd(c->b, r, sreg(c, "tid", 0), "");
+}
+static LLVMValueRef block_size(cg *c) {
+  return LLVMBuildMul(c->b, LLVMBuildMul(c->b, sreg(c, "ntid", 0), sreg(c, "ntid", 1), ""),
+                      sreg(c, "ntid", 2), "");
+}
+
+/* A sub-group is a warp of 32 threads; the last one of a block whose size
+ * is not a multiple of 32 has the rest. */
+static LLVMValueRef sub_group_size(cg *c) {
+  LLVMValueRef first = LLVMBuildAnd(c->b, block_linear(c), cg_i64(c, ~(int64_t)31), "");
+  LLVMValueRef left = LLVMBuildSub(c->b, block_size(c), first, "");
+  return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntULT, left, cg_i64(c, 32), ""),
+                         left, cg_i64(c, 32), "");
+}
+
 static LLVMValueRef ptx_wi(cg *c, xpj_wi w, unsigned d) {
   d = d > 2 ? 0 : d;
   switch (w) {
+  case XPJ_WI_SUB_GROUP_SIZE: return sub_group_size(c);
+  case XPJ_WI_SUB_GROUP_LOCAL_ID:
+    return LLVMBuildAnd(c->b, block_linear(c), cg_i64(c, 31), "");
+  case XPJ_WI_SUB_GROUP_ID:
+    return LLVMBuildLShr(c->b, block_linear(c), cg_i64(c, 5), "");
+  case XPJ_WI_NUM_SUB_GROUPS:
+    return LLVMBuildLShr(c->b, LLVMBuildAdd(c->b, block_size(c), cg_i64(c, 31), ""),
+                         cg_i64(c, 5), "");
   case XPJ_WI_GLOBAL_ID:
     return LLVMBuildAdd(c->b,
                         LLVMBuildMul(c->b, sreg(c, "ctaid", d), sreg(c, "ntid", d), ""),
@@ -88,6 +118,184 @@ static void ptx_barrier(cg *c, unsigned fences) {
   (void)fences;
   LLVMValueRef a = cg_i32(c, 0);
   cg_intrinsic(c, "llvm.nvvm.barrier.cta.sync.aligned.all", NULL, 0, &a, 1);
+}
+
+/* ---- collectives: warp shuffles, and shared memory across warps ---- */
+
+/* The lanes of this thread's warp: all 32, or the low ones of a short
+ * last warp. */
+static LLVMValueRef warp_mask(cg *c) {
+  LLVMValueRef n = LLVMBuildTrunc(c->b, sub_group_size(c), c->t_i32, "");
+  LLVMValueRef low = LLVMBuildSub(c->b, LLVMBuildShl(c->b, cg_i32(c, 1), n, ""),
+                                  cg_i32(c, 1), "");
+  return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, n, cg_i32(c, 32), ""),
+                         cg_i32(c, -1), low, "");
+}
+
+/* shfl.sync of x (scalar type s) in mode ("idx", "up", "down", "bfly")
+ * with lane / delta b (i32): 32-bit pieces, the narrow types widened. */
+static LLVMValueRef shfl(cg *c, const char *mode, xpj_scalar s, LLVMValueRef x,
+                         LLVMValueRef b, LLVMValueRef mask) {
+  char name[48];
+  snprintf(name, sizeof name, "llvm.nvvm.shfl.sync.%s.i32", mode);
+  /* c: the clamp for idx / down / bfly, 0 for up (PTX ISA, shfl.sync) */
+  LLVMValueRef clamp = cg_i32(c, strcmp(mode, "up") ? 0x1f : 0);
+  LLVMTypeRef t = cg_scalar_type(c, s);
+  unsigned bits = xpj_scalar_bits(s);
+  LLVMValueRef w;
+  if (bits == 64) {
+    LLVMValueRef v = cg_scalar_is_float(s) ? LLVMBuildBitCast(c->b, x, c->t_i64, "") : x;
+    LLVMValueRef lo = LLVMBuildTrunc(c->b, v, c->t_i32, "");
+    LLVMValueRef hi = LLVMBuildTrunc(c->b, LLVMBuildLShr(c->b, v, cg_i64(c, 32), ""),
+                                     c->t_i32, "");
+    LLVMValueRef a1[4] = {mask, lo, b, clamp}, a2[4] = {mask, hi, b, clamp};
+    lo = cg_intrinsic(c, name, NULL, 0, a1, 4);
+    hi = cg_intrinsic(c, name, NULL, 0, a2, 4);
+    w = LLVMBuildOr(c->b, LLVMBuildZExt(c->b, lo, c->t_i64, ""),
+                    LLVMBuildShl(c->b, LLVMBuildZExt(c->b, hi, c->t_i64, ""),
+                                 cg_i64(c, 32), ""), "");
+    return cg_scalar_is_float(s) ? LLVMBuildBitCast(c->b, w, t, "") : w;
+  }
+  LLVMValueRef v = cg_scalar_is_float(s) ? LLVMBuildBitCast(c->b, x, c->t_i32, "")
+                   : bits < 32            ? LLVMBuildZExt(c->b, x, c->t_i32, "")
+                                          : x;
+  LLVMValueRef a[4] = {mask, v, b, clamp};
+  w = cg_intrinsic(c, name, NULL, 0, a, 4);
+  return cg_scalar_is_float(s) ? LLVMBuildBitCast(c->b, w, t, "")
+         : bits < 32            ? LLVMBuildTrunc(c->b, w, t, "")
+                                : w;
+}
+
+static LLVMValueRef lane_i32(cg *c) {
+  return LLVMBuildTrunc(c->b, LLVMBuildAnd(c->b, block_linear(c), cg_i64(c, 31), ""),
+                        c->t_i32, "");
+}
+
+/* The warp's reduction (every lane gets it) or inclusive scan of x: a
+ * butterfly or a Hillis-Steele ladder; lanes past a short warp's end
+ * count as the identity. */
+static LLVMValueRef warp_combine(cg *c, bool scan, xpj_group_op op,
+                                 xpj_scalar s, LLVMValueRef x) {
+  LLVMValueRef mask = warp_mask(c), lane = lane_i32(c);
+  LLVMValueRef n = LLVMBuildTrunc(c->b, sub_group_size(c), c->t_i32, "");
+  LLVMValueRef id = cg_group_identity(c, op, s);
+  for (int k = 0; k < 5; k++) {
+    int off = scan ? 1 << k : 16 >> k;
+    LLVMValueRef y = shfl(c, scan ? "up" : "bfly", s, x, cg_i32(c, off), mask);
+    LLVMValueRef ok;
+    if (scan) /* lane - off exists */
+      ok = LLVMBuildICmp(c->b, LLVMIntUGE, lane, cg_i32(c, off), "");
+    else /* lane ^ off is in the warp */
+      ok = LLVMBuildICmp(c->b, LLVMIntULT,
+                         LLVMBuildXor(c->b, lane, cg_i32(c, off), ""), n, "");
+    y = LLVMBuildSelect(c->b, ok, y, id, "");
+    x = scan ? cg_group_combine(c, op, s, y, x) : cg_group_combine(c, op, s, x, y);
+  }
+  return x;
+}
+
+/* The block's scratch for collectives: one 8-byte slot per warp. */
+static LLVMValueRef coll_slot(cg *c, LLVMValueRef w) {
+  LLVMValueRef g = LLVMGetNamedGlobal(c->mod, "__xpj_coll");
+  LLVMTypeRef at = LLVMArrayType2(c->t_i64, 32);
+  if (!g) {
+    g = LLVMAddGlobalInAddressSpace(c->mod, at, "__xpj_coll", 3);
+    LLVMSetInitializer(g, LLVMGetUndef(at));
+    LLVMSetLinkage(g, LLVMInternalLinkage);
+    LLVMSetAlignment(g, 8);
+    c->local_bytes += 32 * 8;
+  }
+  LLVMValueRef idx[2] = {cg_i64(c, 0), w};
+  return LLVMBuildInBoundsGEP2(c->b, at, g, idx, 2, "");
+}
+
+/* if (cond) *slot = x: through a branch */
+static void store_if(cg *c, LLVMValueRef cond, LLVMValueRef slot, LLVMValueRef x) {
+  LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "coll.put");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "coll.put.done");
+  LLVMBuildCondBr(c->b, cond, yes, done);
+  LLVMPositionBuilderAtEnd(c->b, yes);
+  LLVMBuildStore(c->b, x, slot);
+  LLVMBuildBr(c->b, done);
+  LLVMPositionBuilderAtEnd(c->b, done);
+}
+
+/* op over the slots of the warps before `upto` (all warps: the number of
+ * warps), unrolled over the 32 slots */
+static LLVMValueRef slots_combine(cg *c, xpj_group_op op, xpj_scalar s,
+                                  LLVMValueRef upto) {
+  LLVMTypeRef t = cg_scalar_type(c, s);
+  LLVMValueRef acc = cg_group_identity(c, op, s);
+  for (int w = 0; w < 32; w++) {
+    LLVMValueRef v = LLVMBuildLoad2(c->b, t, coll_slot(c, cg_i64(c, w)), "");
+    LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntULT, cg_i64(c, w), upto, "");
+    acc = LLVMBuildSelect(c->b, in, cg_group_combine(c, op, s, acc, v), acc, "");
+  }
+  return acc;
+}
+
+static void ptx_barrier(cg *c, unsigned fences);
+
+static LLVMValueRef ptx_group(cg *c, const xpj_coll_desc *d, xpj_scalar s,
+                              LLVMValueRef x, LLVMValueRef id) {
+  bool wide = xpj_scalar_bits(s) < 8; /* bool: shuffled as i8 */
+  xpj_scalar ws = wide ? XPJ_U8 : s;
+  if (wide)
+    x = LLVMBuildZExt(c->b, x, c->t_i8, "");
+  LLVMValueRef r = NULL;
+  if (d->sub_group) {
+    LLVMValueRef mask = warp_mask(c);
+    switch (d->kind) {
+    case XPJ_COLL_REDUCE: r = warp_combine(c, false, d->op, ws, x); break;
+    case XPJ_COLL_SCAN_INCL: r = warp_combine(c, true, d->op, ws, x); break;
+    case XPJ_COLL_SCAN_EXCL: {
+      LLVMValueRef inc = warp_combine(c, true, d->op, ws, x);
+      LLVMValueRef y = shfl(c, "up", ws, inc, cg_i32(c, 1), mask);
+      r = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, lane_i32(c), cg_i32(c, 0), ""),
+                          cg_group_identity(c, d->op, ws), y, "");
+      break;
+    }
+    case XPJ_COLL_SHUFFLE_XOR:
+      r = shfl(c, "bfly", ws, x, LLVMBuildTrunc(c->b, id, c->t_i32, ""), mask);
+      break;
+    default: /* broadcast, shuffle */
+      r = shfl(c, "idx", ws, x, LLVMBuildTrunc(c->b, id, c->t_i32, ""), mask);
+      break;
+    }
+  } else {
+    LLVMTypeRef t = cg_scalar_type(c, ws);
+    LLVMValueRef lin = block_linear(c);
+    LLVMValueRef warp = LLVMBuildLShr(c->b, lin, cg_i64(c, 5), "");
+    ptx_barrier(c, XPJ_FENCE_LOCAL); /* the slots' last readers are done */
+    if (d->kind == XPJ_COLL_BROADCAST) {
+      store_if(c, LLVMBuildICmp(c->b, LLVMIntEQ, lin, id, ""), coll_slot(c, cg_i64(c, 0)), x);
+      ptx_barrier(c, XPJ_FENCE_LOCAL);
+      r = LLVMBuildLoad2(c->b, t, coll_slot(c, cg_i64(c, 0)), "");
+    } else {
+      bool scan = d->kind != XPJ_COLL_REDUCE;
+      LLVMValueRef part = warp_combine(c, scan, d->op, ws, x);
+      /* the warp's total: its last lane's scan, any lane's reduction */
+      LLVMValueRef last = LLVMBuildSub(c->b, sub_group_size(c), cg_i64(c, 1), "");
+      LLVMValueRef lane = LLVMBuildAnd(c->b, lin, cg_i64(c, 31), "");
+      store_if(c, LLVMBuildICmp(c->b, LLVMIntEQ, lane, scan ? last : cg_i64(c, 0), ""),
+               coll_slot(c, warp), part);
+      ptx_barrier(c, XPJ_FENCE_LOCAL);
+      if (!scan) {
+        LLVMValueRef nw = LLVMBuildLShr(c->b, LLVMBuildAdd(c->b, block_size(c), cg_i64(c, 31), ""),
+                                        cg_i64(c, 5), "");
+        r = slots_combine(c, d->op, ws, nw);
+      } else {
+        LLVMValueRef before = slots_combine(c, d->op, ws, warp);
+        if (d->kind == XPJ_COLL_SCAN_EXCL) {
+          LLVMValueRef y = shfl(c, "up", ws, part, cg_i32(c, 1), warp_mask(c));
+          part = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, lane, cg_i64(c, 0), ""),
+                                 cg_group_identity(c, d->op, ws), y, "");
+        }
+        r = cg_group_combine(c, d->op, ws, before, part);
+      }
+    }
+  }
+  return wide ? LLVMBuildTrunc(c->b, r, c->t_i1, "") : r;
 }
 
 static const char *ptx_scope(cg *c, xpj_scope s, xpj_space sp) {
@@ -197,6 +405,7 @@ const cg_target_ops xpj_target_ptx_ops = {
     .init_module = ptx_init,
     .wi = ptx_wi,
     .barrier = ptx_barrier,
+    .group = ptx_group,
     .syncscope = ptx_scope,
     .math = ptx_math,
     .finish_kernel = ptx_finish,

@@ -44,6 +44,17 @@ static void spirv_init(cg *c) {
 static LLVMValueRef spirv_wi(cg *c, xpj_wi w, unsigned d) {
   const char *name;
   switch (w) {
+  case XPJ_WI_SUB_GROUP_SIZE: name = "_Z18get_sub_group_sizev"; break;
+  case XPJ_WI_SUB_GROUP_LOCAL_ID: name = "_Z22get_sub_group_local_idv"; break;
+  case XPJ_WI_SUB_GROUP_ID: name = "_Z16get_sub_group_idv"; break;
+  case XPJ_WI_NUM_SUB_GROUPS: name = "_Z18get_num_sub_groupsv"; break;
+  default: name = NULL; break;
+  }
+  if (name) { /* uint */
+    LLVMValueRef r = cg_call(c, name, c->t_i32, NULL, 0, LLVMSPIRFUNCCallConv);
+    return LLVMBuildZExt(c->b, r, c->t_i64, "");
+  }
+  switch (w) {
   case XPJ_WI_GLOBAL_ID: name = "_Z13get_global_idj"; break;
   case XPJ_WI_GLOBAL_SIZE: name = "_Z15get_global_sizej"; break;
   case XPJ_WI_LOCAL_ID: name = "_Z12get_local_idj"; break;
@@ -100,6 +111,105 @@ static LLVMValueRef ocl_builtin(cg *c, const char *name, xpj_scalar s,
     buf[k++] = mangle_code(s);
   buf[k] = 0;
   return cg_call(c, buf, LLVMTypeOf(a[0]), a, n, LLVMSPIRFUNCCallConv);
+}
+
+/* Collectives: OpenCL's work_group_* and sub_group_* builtins (OpGroup*
+ * with the Groups capability; shuffles and the sub-group mul / and / or /
+ * xor are OpGroupNonUniform*, SPIR-V 1.3). Narrow integers and bools go
+ * through 32 bits (Intel's runtime crashes on work_group_reduce_min of
+ * char; ../shared/LLVM22-NOTES.md), bool and / or / xor as min / max /
+ * add of 0 and 1. OpenCL has work-group mul / and / or / xor only with
+ * cl_khr_work_group_uniform_arithmetic, which Intel's CPU runtime lacks:
+ * refused. */
+static LLVMValueRef spirv_group(cg *c, const xpj_coll_desc *d, xpj_scalar s,
+                                LLVMValueRef x, LLVMValueRef id) {
+  static const char *const kinds[] = {"reduce_", "scan_inclusive_",
+                                      "scan_exclusive_"};
+  static const char *const ops[] = {"add", "mul", "min", "max",
+                                    "and", "or",  "xor"};
+  xpj_scalar ws = s;
+  xpj_group_op op = d->op;
+  if (s == XPJ_BOOL) {
+    ws = XPJ_I32;
+    x = LLVMBuildZExt(c->b, x, c->t_i32, "");
+    op = op == XPJ_GOP_AND ? XPJ_GOP_MIN : op == XPJ_GOP_OR ? XPJ_GOP_MAX
+                                                             : XPJ_GOP_ADD;
+  } else if (!cg_scalar_is_float(s) && xpj_scalar_bits(s) < 32) {
+    bool sg = cg_scalar_is_signed(s);
+    ws = sg ? XPJ_I32 : XPJ_U32;
+    x = sg ? LLVMBuildSExt(c->b, x, c->t_i32, "") : LLVMBuildZExt(c->b, x, c->t_i32, "");
+  }
+  bool combines = d->kind < XPJ_COLL_BROADCAST;
+  bool extended = combines && op != XPJ_GOP_ADD && op != XPJ_GOP_MIN &&
+                  op != XPJ_GOP_MAX;
+  /* shuffles below 1.3: Intel's (SPV_INTEL_subgroups, allowed by the
+   * worker: compile.c) */
+  bool intel = d->kind >= XPJ_COLL_SHUFFLE && c->target->spirv_minor < 3;
+  bool v13 = extended;
+  char nm[64], name[96];
+  xpj_coll_name(d, nm, sizeof nm);
+  if (extended && !d->sub_group) {
+    cg_fail(c, XPJ_ERR_UNSUPPORTED, "%s() is not supported on SPIR-V "
+            "(OpenCL has work-group %s only with "
+            "cl_khr_work_group_uniform_arithmetic); use sub_group_%s%s() "
+            "and local memory", nm, ops[op], kinds[d->kind], ops[op]);
+    return x;
+  }
+  if (v13 && c->target->spirv_minor < 3) {
+    cg_fail(c, XPJ_ERR_UNSUPPORTED, "%s() needs SPIR-V 1.3 or later "
+            "(target spirv:1.%u)", nm, c->target->spirv_minor);
+    return x;
+  }
+  const char *scope = d->sub_group ? "sub_group_" : "work_group_";
+  char code = mangle_code(ws);
+  LLVMValueRef args[4] = {x};
+  unsigned n = 1;
+  int k;
+  if (combines) {
+    char base[64];
+    snprintf(base, sizeof base, "%s%s%s%s", scope,
+             extended ? "non_uniform_" : "", kinds[d->kind], ops[op]);
+    k = snprintf(name, sizeof name, "_Z%zu%s%c", strlen(base), base, code);
+  } else if (d->sub_group) { /* lane: uint */
+    const char *base = d->kind == XPJ_COLL_BROADCAST ? "sub_group_broadcast"
+                       : d->kind == XPJ_COLL_SHUFFLE
+                           ? (intel ? "intel_sub_group_shuffle" : "sub_group_shuffle")
+                           : (intel ? "intel_sub_group_shuffle_xor"
+                                    : "sub_group_shuffle_xor");
+    args[n++] = LLVMBuildTrunc(c->b, id, c->t_i32, "");
+    k = snprintf(name, sizeof name, "_Z%zu%s%cj", strlen(base), base, code);
+  } else { /* the linear id as one size_t per dimension, OpenCL's order */
+    unsigned dims = c->kernel->dims ? c->kernel->dims : 1;
+    LLVMValueRef rest = id;
+    for (unsigned h = 0; h < dims; h++) {
+      if (h + 1 == dims) {
+        args[n++] = rest;
+        break;
+      }
+      LLVMValueRef size = spirv_wi(c, XPJ_WI_LOCAL_SIZE, h);
+      args[n++] = LLVMBuildURem(c->b, rest, size, "");
+      rest = LLVMBuildUDiv(c->b, rest, size, "");
+    }
+    k = snprintf(name, sizeof name, "_Z20work_group_broadcast%c%.*s", code,
+                 (int)dims, "mmm");
+  }
+  (void)k;
+  LLVMValueRef r = cg_call(c, name, LLVMTypeOf(x), args, n, LLVMSPIRFUNCCallConv);
+  if (ws != s && d->kind == XPJ_COLL_SCAN_EXCL &&
+      (op == XPJ_GOP_MIN || op == XPJ_GOP_MAX) && s != XPJ_BOOL) {
+    /* the first work-item gets the wide identity: T's instead */
+    LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntEQ, r,
+                                       cg_group_identity(c, op, ws), "");
+    r = LLVMBuildSelect(c->b, first,
+                        LLVMBuildSExt(c->b, cg_group_identity(c, op, s), c->t_i32, ""),
+                        r, "");
+  }
+  if (s == XPJ_BOOL) {
+    if (d->op == XPJ_GOP_XOR)
+      r = LLVMBuildAnd(c->b, r, cg_i32(c, 1), "");
+    return LLVMBuildTrunc(c->b, r, c->t_i1, "");
+  }
+  return ws != s ? LLVMBuildTrunc(c->b, r, cg_scalar_type(c, s), "") : r;
 }
 
 static LLVMValueRef spirv_math(cg *c, xpj_math m, xpj_scalar s,
@@ -280,6 +390,7 @@ const cg_target_ops xpj_target_spirv_ops = {
     .init_module = spirv_init,
     .wi = spirv_wi,
     .barrier = spirv_barrier,
+    .group = spirv_group,
     .syncscope = spirv_scope,
     .math = spirv_math,
     .before_codegen = spirv_before_codegen,

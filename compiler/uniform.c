@@ -89,6 +89,7 @@ static uint8_t wi_kind(plan_ctx *p, const xpj_inst *in) {
     return p->chunked ? UNI : ROW;
   case XPJ_WI_GLOBAL_LINEAR_ID:
   case XPJ_WI_LOCAL_LINEAR_ID:
+  case XPJ_WI_SUB_GROUP_ID: /* the CPU's sub-groups are single work-items */
     return LANE;
   default: /* sizes, group ids, numbers of groups */
     return UNI;

@@ -97,7 +97,11 @@ typedef enum xpj_func_kind {
   X(GROUP_ID, "group_id", 1, 1)                                               \
   X(NUM_GROUPS, "num_groups", 1, 1)                                           \
   X(LOCAL_LINEAR_ID, "local_linear_id", 0, 1)                                 \
-  X(GROUP_LINEAR_ID, "group_linear_id", 0, 1)
+  X(GROUP_LINEAR_ID, "group_linear_id", 0, 1)                                 \
+  X(SUB_GROUP_SIZE, "sub_group_size", 0, 1)                                   \
+  X(SUB_GROUP_LOCAL_ID, "sub_group_local_id", 0, 1)                           \
+  X(SUB_GROUP_ID, "sub_group_id", 0, 1)                                       \
+  X(NUM_SUB_GROUPS, "num_sub_groups", 0, 1)
 
 typedef enum xpj_wi {
 #define X(id, name, has_dim, needs_group) XPJ_WI_##id,
@@ -182,6 +186,38 @@ typedef enum xpj_scope { XPJ_SCOPE_WORK_GROUP, XPJ_SCOPE_DEVICE } xpj_scope;
 const char *xpj_atomic_op_name(xpj_atomic_op op);
 const char *xpj_order_name(xpj_order o);
 const char *xpj_scope_name(xpj_scope s);
+
+/* Collectives over the work-group or the sub-group (docs/language.md,
+ * "Work-group and sub-group collectives"). REDUCE and the scans combine
+ * the values of the work-items in linear id order with an xpj_group_op;
+ * BROADCAST gives every work-item the value of one (a linear id in the
+ * group, a lane of the sub-group); SHUFFLE (sub-groups) the value of lane
+ * id, SHUFFLE_XOR the value of lane (own lane ^ id). */
+typedef enum xpj_coll {
+  XPJ_COLL_REDUCE, XPJ_COLL_SCAN_INCL, XPJ_COLL_SCAN_EXCL,
+  XPJ_COLL_BROADCAST, XPJ_COLL_SHUFFLE, XPJ_COLL_SHUFFLE_XOR,
+  XPJ_COLL_COUNT
+} xpj_coll;
+
+typedef enum xpj_group_op {
+  XPJ_GOP_ADD, XPJ_GOP_MUL, XPJ_GOP_MIN, XPJ_GOP_MAX,
+  XPJ_GOP_AND, XPJ_GOP_OR, XPJ_GOP_XOR,
+  XPJ_GOP_NONE /* broadcasts and shuffles */
+} xpj_group_op;
+
+typedef struct xpj_coll_desc {
+  int sub_group;      /* 0: the work-group, 1: the sub-group */
+  xpj_coll kind;
+  xpj_group_op op;    /* XPJ_GOP_NONE unless a reduction or a scan */
+} xpj_coll_desc;
+
+/* Parses a builtin name ("group_reduce_add", "sub_group_shuffle", ...):
+ * 1 with *out filled, or 0. */
+int xpj_coll_lookup(const char *name, xpj_coll_desc *out);
+/* Writes the builtin name of d (snprintf-like). */
+size_t xpj_coll_name(const xpj_coll_desc *d, char *buf, size_t size);
+/* Whether d takes a second argument (a linear id, a lane, a lane mask). */
+int xpj_coll_takes_id(const xpj_coll_desc *d);
 
 /* Binary and unary operators. */
 typedef enum xpj_binop {
@@ -368,6 +404,12 @@ xpj_val xpj_b_atomic_store(xpj_func *f, xpj_block b, xpj_val ptr, xpj_val v,
                            xpj_order order, xpj_scope scope, xpj_loc loc);
 xpj_val xpj_b_math(xpj_func *f, xpj_block b, xpj_math fn, unsigned nargs,
                    const xpj_val *args, xpj_loc loc);
+/* A collective d of value x (id: the second argument where d takes one,
+ * an integer; else 0). Work-group and sub-group collectives need an
+ * nd-range kernel (or a function called from one) and must be reached by
+ * every work-item of the group (sub-group). The result has x's type. */
+xpj_val xpj_b_group(xpj_func *f, xpj_block b, const xpj_coll_desc *d,
+                    xpj_val x, xpj_val id, xpj_loc loc);
 /* The limit `which` of numeric type t: a constant when t is a scalar type,
  * an instruction bound at specialisation when t is a type parameter. */
 xpj_val xpj_b_limit(xpj_func *f, xpj_block b, xpj_limit which, xpj_type t,

@@ -125,6 +125,66 @@ xpj_limit xpj_limit_lookup(const char *name) {
   return XPJ_LIMIT_COUNT;
 }
 
+static const char *const coll_kind_names[XPJ_COLL_COUNT] = {
+    "reduce_", "scan_inclusive_", "scan_exclusive_", "broadcast", "shuffle",
+    "shuffle_xor"};
+static const char *const gop_names[XPJ_GOP_NONE] = {"add", "mul", "min",
+                                                    "max", "and", "or",
+                                                    "xor"};
+
+int xpj_coll_lookup(const char *name, xpj_coll_desc *out) {
+  if (!name || !out)
+    return 0;
+  xpj_coll_desc d = {0, XPJ_COLL_REDUCE, XPJ_GOP_NONE};
+  if (strncmp(name, "sub_group_", 10) == 0) {
+    d.sub_group = 1;
+    name += 10;
+  } else if (strncmp(name, "group_", 6) == 0) {
+    name += 6;
+  } else {
+    return 0;
+  }
+  for (int k = 0; k < XPJ_COLL_COUNT; k++) {
+    const char *kn = coll_kind_names[k];
+    size_t n = strlen(kn);
+    if (k >= XPJ_COLL_BROADCAST) { /* whole names */
+      if (strcmp(name, kn) != 0)
+        continue;
+      if (k != XPJ_COLL_BROADCAST && !d.sub_group)
+        return 0; /* shuffles are sub-group operations */
+      d.kind = (xpj_coll)k;
+      *out = d;
+      return 1;
+    }
+    if (strncmp(name, kn, n) != 0)
+      continue;
+    for (int o = 0; o < XPJ_GOP_NONE; o++)
+      if (strcmp(name + n, gop_names[o]) == 0) {
+        d.kind = (xpj_coll)k;
+        d.op = (xpj_group_op)o;
+        *out = d;
+        return 1;
+      }
+  }
+  return 0;
+}
+
+size_t xpj_coll_name(const xpj_coll_desc *d, char *buf, size_t size) {
+  if (!d || (unsigned)d->kind >= XPJ_COLL_COUNT)
+    return (size_t)snprintf(buf, size, "?");
+  bool combines = d->kind < XPJ_COLL_BROADCAST;
+  return (size_t)snprintf(buf, size, "%sgroup_%s%s",
+                          d->sub_group ? "sub_" : "",
+                          coll_kind_names[d->kind],
+                          combines && (unsigned)d->op < XPJ_GOP_NONE
+                              ? gop_names[d->op]
+                              : "");
+}
+
+int xpj_coll_takes_id(const xpj_coll_desc *d) {
+  return d && d->kind >= XPJ_COLL_BROADCAST && d->kind < XPJ_COLL_COUNT;
+}
+
 const char *xpj_atomic_op_name(xpj_atomic_op op) {
   static const char *const n[] = {"add", "sub", "min", "max",
                                   "and", "or",  "xor", "xchg"};
@@ -1587,6 +1647,64 @@ xpj_val xpj_b_math(xpj_func *f, xpj_block b, xpj_math fn, unsigned nargs,
   xpj_val r = emit(f, b, XPJ_OP_MATH, res, nargs, args, loc);
   if (r)
     f->insts[r].aux = (uint8_t)fn;
+  return r;
+}
+
+xpj_val xpj_b_group(xpj_func *f, xpj_block b, const xpj_coll_desc *d,
+                    xpj_val x, xpj_val id, xpj_loc loc) {
+  if (!f || !d)
+    return 0;
+  xpj_module *m = f->mod;
+  char name[64], b1[96];
+  xpj_coll_name(d, name, sizeof name);
+  bool combines = d->kind < XPJ_COLL_BROADCAST;
+  if ((unsigned)d->kind >= XPJ_COLL_COUNT ||
+      (combines && (unsigned)d->op >= XPJ_GOP_NONE) ||
+      (!combines && d->op != XPJ_GOP_NONE) ||
+      (!d->sub_group && d->kind > XPJ_COLL_BROADCAST)) {
+    xpj_set_error(m, "invalid collective");
+    return 0;
+  }
+  bool two = xpj_coll_takes_id(d);
+  xpj_val ops[2] = {x, id};
+  if ((two && !id) || (!two && id)) {
+    xpj_set_error(m, "%s() takes %s", name,
+                  two ? "a value and an id" : "one value");
+    return 0;
+  }
+  if (!operands_ok(f, two ? 2 : 1, ops))
+    return 0;
+  if (f->kind == XPJ_FUNC_RANGE) {
+    xpj_set_error(m, "%s() needs an ndrange kernel; '%s' is a range kernel",
+                  name, f->name);
+    return 0;
+  }
+  xpj_type t = f->insts[x].type;
+  bool ok = !combines ? is_numeric(m, t) || is_bool(m, t)
+            : d->op >= XPJ_GOP_AND ? is_intlike(m, t) || is_bool(m, t)
+                                   : is_numeric(m, t);
+  if (!ok) {
+    xpj_set_error(m, "%s() needs %s value, got %s", name,
+                  !combines ? "a scalar"
+                  : d->op >= XPJ_GOP_AND ? "an integer or bool"
+                                         : "a numeric",
+                  tname(f, t, b1));
+    return 0;
+  }
+  if (two && !is_intlike(m, f->insts[id].type)) {
+    xpj_set_error(m, "%s(): the %s must be an integer, got %s", name,
+                  d->kind == XPJ_COLL_SHUFFLE_XOR ? "lane mask"
+                  : d->sub_group                  ? "lane"
+                                                  : "linear id",
+                  tname(f, f->insts[id].type, b1));
+    return 0;
+  }
+  xpj_val r = emit(f, b, XPJ_OP_GROUP, t, two ? 2 : 1, ops, loc);
+  if (r) {
+    f->insts[r].aux = (uint8_t)d->kind;
+    f->insts[r].order = (uint8_t)d->op;
+    f->insts[r].scope = (uint8_t)(d->sub_group != 0);
+  }
   return r;
 }
 

@@ -38,7 +38,6 @@
   X(ALOAD, "atomic_load") /* a0 ptr */                                     \
   X(ASTORE, "atomic_store") /* a0 ptr, a1 v */                             \
   X(MATH, "math")         /* aux: xpj_math; args */                        \
-  X(LIMIT, "limit")       /* aux: xpj_limit of a type parameter */         \
   X(CALL, "call")         /* imm.callee; ntargs types then values */       \
   X(IF, "if")             /* a0 cond; blk[0] then, blk[1] else; a value  \
                              when both blocks end in YIELD */              \
@@ -46,7 +45,10 @@
   X(LOOP, "loop")         /* blk: cond, body, step; imm.i: cond value */   \
   X(BREAK, "break")                                                           \
   X(CONTINUE, "continue")                                                     \
-  X(RETURN, "return")     /* a0 value or none */
+  X(RETURN, "return")     /* a0 value or none */                           \
+  X(LIMIT, "limit")       /* aux: xpj_limit of a type parameter */         \
+  X(GROUP, "group")       /* aux: xpj_coll, order: xpj_group_op, scope:  \
+                             1 sub-group; a0 value, a1 id/lane */
 
 typedef enum xpj_op {
 #define X(id, name) XPJ_OP_##id,

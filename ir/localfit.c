@@ -336,6 +336,11 @@ static iv wi_range(const fctx *c, const env *e, const xpj_inst *in) {
   case XPJ_WI_GLOBAL_ID: return mk(0, G - 1, false);
   case XPJ_WI_GLOBAL_SIZE: return mk(G, G, false);
   case XPJ_WI_GLOBAL_LINEAR_ID: return mk(0, gsize - 1, false);
+  /* sub-groups divide the group: sound on every target */
+  case XPJ_WI_SUB_GROUP_SIZE: return mk(1, lsize, true);
+  case XPJ_WI_SUB_GROUP_LOCAL_ID: return mk(0, lsize - 1, true);
+  case XPJ_WI_SUB_GROUP_ID: return mk(0, lsize - 1, true);
+  case XPJ_WI_NUM_SUB_GROUPS: return mk(1, lsize, true);
   default: return mk(-INF, INF, true);
   }
 }

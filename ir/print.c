@@ -150,6 +150,14 @@ static void put_inst(printer *p, xpj_val v, int depth) {
     xpj_buf_printf(o, "math %s ", xpj_math_name((xpj_math)in->aux));
     put_args(p, in, 0);
     break;
+  case XPJ_OP_GROUP: {
+    xpj_coll_desc d = {in->scope, (xpj_coll)in->aux, (xpj_group_op)in->order};
+    char nm[64];
+    xpj_coll_name(&d, nm, sizeof nm);
+    xpj_buf_printf(o, "%s ", nm);
+    put_args(p, in, 0);
+    break;
+  }
   case XPJ_OP_LIMIT:
     xpj_buf_printf(o, "limit %s", xpj_limit_name((xpj_limit)in->aux));
     break;

@@ -145,6 +145,16 @@ static void check_inst(vctx *c, xpj_val v) {
     if (xpj_wi_needs_ndrange((xpj_wi)in->aux) && f->kind == XPJ_FUNC_RANGE)
       vfail(c, in, "work-group query in a range kernel");
     break;
+  case XPJ_OP_GROUP: {
+    xpj_coll_desc d = {in->scope, (xpj_coll)in->aux, (xpj_group_op)in->order};
+    if (f->kind == XPJ_FUNC_RANGE)
+      vfail(c, in, "collective in a range kernel");
+    else if (in->scope > 1 || in->aux >= XPJ_COLL_COUNT ||
+             in->nargs != (xpj_coll_takes_id(&d) ? 2u : 1u) ||
+             in->type != f->insts[a[0]].type)
+      vfail(c, in, "malformed collective");
+    break;
+  }
   default:
     break;
   }
@@ -213,7 +223,7 @@ static void cg_visit(const xpj_func *f, xpj_val v, void *ud) {
   cg_walk *w = ud;
   cg_ctx *c = w->c;
   const xpj_inst *in = &f->insts[v];
-  if (in->op == XPJ_OP_BARRIER ||
+  if (in->op == XPJ_OP_BARRIER || in->op == XPJ_OP_GROUP ||
       (in->op == XPJ_OP_WI && xpj_wi_needs_ndrange((xpj_wi)in->aux)))
     c->uses_group[w->fi] = 1;
   if (in->op != XPJ_OP_CALL || in->imm.callee >= c->m->nfuncs)

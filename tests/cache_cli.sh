@@ -39,12 +39,12 @@ s=$("$CLI" cache stats --json)
 
 # -- imported into a clean cache: zero compiles, served from the cache
 export XPJIT_CACHE_DIR="$T/c2"
-"$CLI" bundle import "$T/ex.xpb" | grep -q "imported 72 entries" || bad "import count"
+"$CLI" bundle import "$T/ex.xpb" | grep -q "imported 80 entries" || bad "import count"
 run_examples
 s=$("$CLI" cache stats --json)
 [ "$(echo "$s" | jnum compiles)" = 0 ] || bad "import: compiles: $s"
 [ "$(echo "$s" | jnum l2_hits)" = 3 ] || bad "import: l2 hits: $s"
-[ "$(echo "$s" | jnum entries)" = 72 ] || bad "import: entries: $s"
+[ "$(echo "$s" | jnum entries)" = 80 ] || bad "import: entries: $s"
 
 # -- without either: the examples compile, and a second run does not
 export XPJIT_CACHE_DIR="$T/c3"

@@ -872,6 +872,69 @@ static void test_reqd_local(void **state) {
   free(ptx);
 }
 
+/* Collectives on the GPU targets (test_collectives runs them on the CPU
+ * and OpenCL devices): PTX from warp shuffles and shared memory, accepted
+ * by ptxas; SPIR-V from OpGroup* (validated by the compiler), shuffles
+ * from Intel's SPV_INTEL_subgroups below 1.3 and OpGroupNonUniformShuffle
+ * from 1.3; the work-group mul / and / or / xor of integers that SPIR-V
+ * lacks are refused cleanly. */
+static void test_collectives_gpu(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel coll(a: global i8[], b: global i64[], c: global f64[], "
+      "f: global bool[], u: global u16[]) ndrange(2) {\n"
+      "    let i = local_linear_id();\n"
+      "    a[i] = group_reduce_min(a[i]) + group_scan_exclusive_max(a[i]);\n"
+      "    b[i] = group_scan_inclusive_add(b[i]) + group_broadcast(b[i], 3);\n"
+      "    c[i] = group_reduce_add(c[i]) + sub_group_shuffle(c[i], 0) +\n"
+      "           sub_group_scan_exclusive_max(c[i]) + sub_group_shuffle_xor(c[i], 1);\n"
+      "    f[i] = group_reduce_or(f[i]) && sub_group_reduce_and(f[i]);\n"
+      "    u[i] = u16(sub_group_size() + sub_group_local_id() + sub_group_id() +\n"
+      "               num_sub_groups()) + group_reduce_max(u[i]);\n"
+      "}\n"
+      "kernel mul(b: global i64[]) ndrange(1) {\n"
+      "    b[global_id(0)] = group_reduce_mul(b[global_id(0)]);\n"
+      "}\n";
+  static const char *const archs[] = {"sm_75", "sm_90"};
+  for (int k = 0; k < 2; k++) {
+    char target[16];
+    snprintf(target, sizeof target, "ptx:%s", archs[k]);
+    char *ptx = emit_text(src, "coll", target, XPJ_EMIT_ASM);
+    if (!strstr(ptx, "shfl.sync.bfly") || !strstr(ptx, "shfl.sync.up") ||
+        !strstr(ptx, "shfl.sync.idx") || !strstr(ptx, "bar.sync"))
+      fail_msg("%s: no warp shuffles or barriers in the collectives", archs[k]);
+    ptxas_accepts(ptx, archs[k]);
+    free(ptx);
+  }
+  char *spv = emit_text(src, "coll", "spirv", XPJ_EMIT_ASM);
+  if (!strstr(spv, "OpGroupSMin") || !strstr(spv, "OpGroupBroadcast") ||
+      !strstr(spv, "OpSubgroupShuffleINTEL") || !strstr(spv, "ExclusiveScan"))
+    fail_msg("SPIR-V 1.2: collectives missing");
+  free(spv);
+  spv = emit_text(src, "coll", "spirv:1.3", XPJ_EMIT_ASM);
+  if (!strstr(spv, "OpGroupNonUniformShuffle ") ||
+      !strstr(spv, "OpGroupNonUniformShuffleXor"))
+    fail_msg("SPIR-V 1.3: no non-uniform shuffles");
+  free(spv);
+  /* refused, with the reason */
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  xpj_module *s = spec_kernel(m, "mul", XPJ_VOID, 0);
+  xpj_target t;
+  char err[256];
+  assert_int_equal(xpj_target_parse("spirv:1.4", &t, err, sizeof err), XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  xpj_result *r = NULL;
+  assert_int_equal(xpj_compile(s, "mul", &t, &o, XPJ_EMIT_BIN, &r),
+                   XPJ_ERR_UNSUPPORTED);
+  if (!strstr(xpj_result_log(r), "group_reduce_mul() is not supported on SPIR-V"))
+    fail_msg("refusal: %s", xpj_result_log(r));
+  xpj_result_destroy(r);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
 /* Every PTX architecture LLVM 22 knows (issue 17): a kernel with local
  * memory, a barrier, a float atomic, a math function from libdevice and a
  * 64-bit atomic compiles, names the architecture and the PTX ISA it needs
@@ -1169,6 +1232,7 @@ int main(void) {
       cmocka_unit_test(test_cpu_memory),
       cmocka_unit_test(test_reqd_local),
       cmocka_unit_test(test_ptx_archs),
+      cmocka_unit_test(test_collectives_gpu),
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_limit_process),
   };
