@@ -164,12 +164,11 @@ static LLVMValueRef spirv_group(cg *c, const xpj_coll_desc *d, xpj_scalar s,
   char code = mangle_code(ws);
   LLVMValueRef args[4] = {x};
   unsigned n = 1;
-  int k;
   if (combines) {
     char base[64];
     snprintf(base, sizeof base, "%s%s%s%s", scope,
              extended ? "non_uniform_" : "", kinds[d->kind], ops[op]);
-    k = snprintf(name, sizeof name, "_Z%zu%s%c", strlen(base), base, code);
+    snprintf(name, sizeof name, "_Z%zu%s%c", strlen(base), base, code);
   } else if (d->sub_group) { /* lane: uint */
     const char *base = d->kind == XPJ_COLL_BROADCAST ? "sub_group_broadcast"
                        : d->kind == XPJ_COLL_SHUFFLE
@@ -177,7 +176,7 @@ static LLVMValueRef spirv_group(cg *c, const xpj_coll_desc *d, xpj_scalar s,
                            : (intel ? "intel_sub_group_shuffle_xor"
                                     : "sub_group_shuffle_xor");
     args[n++] = LLVMBuildTrunc(c->b, id, c->t_i32, "");
-    k = snprintf(name, sizeof name, "_Z%zu%s%cj", strlen(base), base, code);
+    snprintf(name, sizeof name, "_Z%zu%s%cj", strlen(base), base, code);
   } else { /* the linear id as one size_t per dimension, OpenCL's order */
     unsigned dims = c->kernel->dims ? c->kernel->dims : 1;
     LLVMValueRef rest = id;
@@ -190,10 +189,9 @@ static LLVMValueRef spirv_group(cg *c, const xpj_coll_desc *d, xpj_scalar s,
       args[n++] = LLVMBuildURem(c->b, rest, size, "");
       rest = LLVMBuildUDiv(c->b, rest, size, "");
     }
-    k = snprintf(name, sizeof name, "_Z20work_group_broadcast%c%.*s", code,
+    snprintf(name, sizeof name, "_Z20work_group_broadcast%c%.*s", code,
                  (int)dims, "mmm");
   }
-  (void)k;
   LLVMValueRef r = cg_call(c, name, LLVMTypeOf(x), args, n, LLVMSPIRFUNCCallConv);
   if (ws != s && d->kind == XPJ_COLL_SCAN_EXCL &&
       (op == XPJ_GOP_MIN || op == XPJ_GOP_MAX) && s != XPJ_BOOL) {

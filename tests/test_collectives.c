@@ -58,11 +58,7 @@ static val ld(const dt *t, const void *base, size_t k) {
     }
     return v;
   }
-  uint64_t u = 0;
-  memcpy(&u, p, t->bytes);
-  if (t->bytes < 8 && t->sg && (u >> (t->bytes * 8 - 1)) & 1)
-    u |= ~UINT64_C(0) << (t->bytes * 8);
-  v.i = (int64_t)u;
+  v.i = conf_load_int(p, t->bytes, t->sg);
   return v;
 }
 

@@ -1841,15 +1841,6 @@ static void test_scalars_small_types(void **state) {
 
 /* ---- limits of T (scalars.xpk) --------------------------------------- */
 
-/* The integer of bytes bytes at p, sign- or zero-extended. */
-static int64_t conf_load_int(const uint8_t *p, unsigned bytes, int is_signed) {
-  uint64_t u = 0;
-  memcpy(&u, p, bytes); /* little-endian hosts */
-  if (bytes < 8 && is_signed && (u >> (bytes * 8 - 1)) & 1)
-    u |= ~UINT64_C(0) << (bytes * 8);
-  return (int64_t)u;
-}
-
 /* Runs int_limits or float_limits for dtype over x[0..n) into out[0..8)
  * (elements of bytes each). */
 static void run_limits(const char *kernel, const char *dtype, xpj_scalar s,

@@ -75,6 +75,17 @@ static xpj_kernel *conf_kernel(const char *file, const char *name,
   return k;
 }
 
+/* The integer of `bytes` bytes at p, sign- or zero-extended (little-endian
+ * hosts). */
+static inline int64_t conf_load_int(const void *p, unsigned bytes,
+                                    int is_signed) {
+  uint64_t u = 0;
+  memcpy(&u, p, bytes);
+  if (bytes < 8 && is_signed && (u >> (bytes * 8 - 1)) & 1)
+    u |= ~UINT64_C(0) << (bytes * 8);
+  return (int64_t)u;
+}
+
 /* Shared memory of bytes (never 0), freed with conf_free. */
 static void *conf_alloc(size_t bytes) {
   void *p = NULL;
