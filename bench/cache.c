@@ -676,7 +676,7 @@ static int split_pieces(const kcase *k, const char *path, xpj_device *dev, xpj_c
     return child_error("no kernel %s", k->kernel);
   const char *tname = xpj_func_tparam_name(f, 0);
   xpj_scalar ty = XPJ_F32;
-  xpj_spec spec = {1, &tname, &ty, k->ndim};
+  xpj_spec spec = {1, &tname, &ty, k->ndim, 0, NULL, NULL};
   uint8_t raw[32];
   char code[65];
   double t0 = now_ms();

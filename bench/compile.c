@@ -183,7 +183,7 @@ static int xpjit_once(const krow *k, int tgt, xpj_isolation iso, double *ms, cha
   xpj_scalar types[XPJ_MAX_TPARAMS];
   for (unsigned j = 0; j < k->ntp; j++)
     types[j] = k->type;
-  xpj_spec sp = {k->ntp, k->tpn, types, k->ndim};
+  xpj_spec sp = {k->ntp, k->tpn, types, k->ndim, 0, NULL, NULL};
 
   xpj_module *m = NULL, *s = NULL;
   xpj_result *r = NULL;
@@ -674,7 +674,7 @@ static void add_kernels(int fi) {
       xpj_scalar types[XPJ_MAX_TPARAMS];
       for (unsigned j = 0; j < k->ntp; j++)
         types[j] = tries[t];
-      xpj_spec sp = {k->ntp, k->tpn, types, k->ndim};
+      xpj_spec sp = {k->ntp, k->tpn, types, k->ndim, 0, NULL, NULL};
       xpj_module *s = NULL;
       xpj_diags_clear(d);
       if (xpj_specialize(m, k->name, &sp, &s, d) == XPJ_OK) {

@@ -59,7 +59,7 @@ static int one_pass(const char *path, const char *src, size_t len,
           types[j] = tries[k];
         }
         xpj_spec sp = {nt, names, types,
-                       xpj_func_has_generic_rank(f) ? 2u : 0u};
+                       xpj_func_has_generic_rank(f) ? 2u : 0u, 0, NULL, NULL};
         xpj_module *s = NULL;
         if (xpj_specialize(m, xpj_func_name(f), &sp, &s, NULL) == XPJ_OK) {
           char hex[65];

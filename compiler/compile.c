@@ -1079,7 +1079,7 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
     result_fail(r, XPJ_ERR_NOT_FOUND, XPJ_FAILURE_INPUT, msg);
     return r->status;
   }
-  if (k->ntparams || xpj_func_has_generic_rank(k)) {
+  if (k->ntparams || k->ncparams || xpj_func_has_generic_rank(k)) {
     char msg[300];
     snprintf(msg, sizeof msg, "kernel '%s' is generic: specialise it "
              "first (xpj_specialize)", kernel);

@@ -14,8 +14,18 @@
  * messages until the parser resynchronises at a statement or item
  * boundary; semantic errors propagate as "poison" (value 0) without new
  * messages. Recursion depth and the number of errors are bounded.
+ *
+ * Const parameters (`kernel k<const TS: i64>`): the generic parse reads
+ * each use in a body as a `const_param` value of its type, so the body is
+ * checked like any other; a constant context that can only be evaluated
+ * once the values are known (an array size, `local(...)`, a work-item
+ * dimension, shape() of such an array) is deferred without an error when
+ * it would be constant after binding. xpj_parse_bound (frontend.h)
+ * parses again with the values given, where they are typed constants and
+ * every deferred check runs.
  */
 #include "buf.h"
+#include "frontend.h"
 #include "ir_impl.h"
 #include "lex.h"
 #include "xpjit_compiler.h"
@@ -50,6 +60,9 @@ typedef struct expr {
   bool big;     /* E_LINT above INT64_MAX: only a u64 can hold it */
   uint8_t suffix; /* literal suffix type in a module constant (XPJ_VOID) */
   bool boolean; /* E_LINT that is true/false (module constants only) */
+  bool gdep;    /* E_LINT whose value depends on unbound const parameters
+                   (generic parse, outside a body: `local(TS)`) */
+  bool deferred; /* E_ARR: a static array whose size depends on them */
 } expr;
 
 typedef enum skind { S_VAR, S_VAL, S_LIT, S_ARRAY } skind;
@@ -64,6 +77,7 @@ typedef struct sym {
   int64_t i;
   double f;
   uint8_t mut;
+  bool deferred; /* S_ARRAY: sized by unbound const parameters */
 } sym;
 
 typedef struct mconst {
@@ -75,11 +89,23 @@ typedef struct mconst {
   double f;
 } mconst;
 
+/* A const parameter of the function being parsed: unbound (a value
+ * `const_param index`) or bound to value (xpj_parse_bound). */
+typedef struct cparam {
+  const token *name;
+  uint8_t scalar;
+  bool bound;
+  unsigned index;
+  int64_t value;
+} cparam;
+
 typedef struct fn_info {
   xpj_func *f;
   const token *name;
   const token *params[XPJ_MAX_PARAMS]; /* parameter name tokens */
   uint32_t body, body_end; /* token index of '{' and of its '}' */
+  cparam cps[XPJ_MAX_CPARAMS];
+  unsigned ncps;
 } fn_info;
 
 typedef struct parser {
@@ -105,6 +131,15 @@ typedef struct parser {
   uint32_t lex_error_line; /* last line with a lexical error */
   mconst *consts;
   uint32_t nconsts, capconsts;
+  /* const parameters in scope (the current function's) */
+  const cparam *cps;
+  unsigned ncps;
+  const xpj_binding *bound; /* xpj_parse_bound: the kernel and values */
+  /* gconst's memo (per value of the current function) and stack */
+  uint8_t *gmemo;
+  uint32_t capgmemo;
+  uint32_t *gstack;
+  uint32_t capgstack;
 } parser;
 
 /* ---- diagnostics ---------------------------------------------------- */
@@ -131,6 +166,12 @@ static void report(parser *p, xpj_severity sev, uint32_t off, uint32_t line,
   }
   if (!p->d)
     return;
+  char full[700];
+  if (sev == XPJ_SEV_ERROR && p->bound && p->bound->text &&
+      p->bound->text[0]) {
+    snprintf(full, sizeof full, "%s (with %s)", msg, p->bound->text);
+    msg = full;
+  }
   const char *ls = line_start(p, off);
   size_t n = (size_t)(p->src + p->len - ls);
   char *copy = xpj_malloc(n + 1 > 401 ? 401 : n + 1);
@@ -329,6 +370,13 @@ static mconst *lookup_const(parser *p, const token *name) {
   return NULL;
 }
 
+static const cparam *lookup_cparam(const parser *p, const token *name) {
+  for (unsigned i = 0; i < p->ncps; i++)
+    if (same_name(p, p->cps[i].name, name))
+      return &p->cps[i];
+  return NULL;
+}
+
 static fn_info *lookup_fn(parser *p, const token *name) {
   for (uint32_t i = 0; i < p->nfns; i++)
     if (same_name(p, p->fns[i].name, name))
@@ -359,6 +407,11 @@ static sym *declare(parser *p, const token *name, skind k) {
     }
   if (tparam_index(p, name) >= 0) {
     error(p, name, "'%s' is a type parameter and cannot name a variable",
+          tok_str(p, name, b));
+    return NULL;
+  }
+  if (lookup_cparam(p, name)) {
+    error(p, name, "'%s' is a const parameter and cannot name a variable",
           tok_str(p, name, b));
     return NULL;
   }
@@ -540,6 +593,7 @@ static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
     return err_expr(optok);
   }
   r.suffix = a.suffix ? a.suffix : b.suffix;
+  r.gdep = a.gdep || b.gdep;
   bool fl = a.k == E_LFLT || b.k == E_LFLT;
   double x = a.k == E_LFLT ? a.f : (double)a.i;
   double y = b.k == E_LFLT ? b.f : (double)b.i;
@@ -592,6 +646,10 @@ static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
   case XPJ_MUL: r.i = (int64_t)(ua * ub); break;
   case XPJ_DIV:
   case XPJ_REM:
+    if (b.i == 0 && r.gdep) { /* a placeholder: checked when bound */
+      r.i = 0;
+      break;
+    }
     if (b.i == 0) {
       error(p, optok, "division by zero in a constant expression");
       return err_expr(optok);
@@ -628,6 +686,12 @@ static xpj_type parse_elem_type(parser *p) {
       return xpj_type_param(p->m, (unsigned)k);
     }
     char nb[256];
+    if (lookup_cparam(p, t)) {
+      syntax(p, t, "'%s' is a const parameter, not a type",
+             tok_str(p, t, nb));
+      next(p);
+      return 0;
+    }
     syntax(p, t, "unknown type '%s'%s", tok_str(p, t, nb),
            p->f && p->f->ntparams == 0
                ? " (declare type parameters like: kernel k<T>(...))"
@@ -655,8 +719,90 @@ static bool const_int_of(parser *p, expr *e, int64_t *out) {
   return false;
 }
 
-static int parse_static_dims(parser *p, int64_t dims[XPJ_MAX_RANK]) {
+enum { G_UNKNOWN, G_NO, G_CONST, G_DEP };
+
+/* Whether value root of the current function is a constant expression
+ * (constants, operators and casts): G_NO when it is not, G_CONST when it
+ * is one that did not fold (x / 0), G_DEP when it involves const
+ * parameters and so is a constant only once they are bound. Iterative
+ * and memoised: chains of constants can be long. */
+static int gconst(parser *p, xpj_val root) {
+  const xpj_func *f = p->f;
+  if (!root || root >= f->ninsts)
+    return G_NO;
+  if (!xpj_grow((void **)&p->gmemo, &p->capgmemo, f->ninsts, 1)) {
+    p->oom = true;
+    return G_NO;
+  }
+  uint32_t sp = 0;
+  if (!p->gmemo[root]) {
+    if (!xpj_grow((void **)&p->gstack, &p->capgstack, 1, sizeof *p->gstack)) {
+      p->oom = true;
+      return G_NO;
+    }
+    p->gstack[sp++] = root;
+  }
+  while (sp) {
+    xpj_val v = p->gstack[sp - 1];
+    if (p->gmemo[v]) {
+      sp--;
+      continue;
+    }
+    const xpj_inst *in = &f->insts[v];
+    int r = G_NO;
+    if (in->op == XPJ_OP_CONST) {
+      r = G_CONST;
+    } else if (in->op == XPJ_OP_CPARAM) {
+      r = G_DEP;
+    } else if (in->op == XPJ_OP_BINOP || in->op == XPJ_OP_UNOP ||
+               in->op == XPJ_OP_CAST) {
+      const uint32_t *a = xpj_inst_args(f, in);
+      bool pending = false;
+      r = G_CONST;
+      for (unsigned k = 0; k < in->nargs; k++) {
+        uint8_t g = a[k] < v ? p->gmemo[a[k]] : G_NO;
+        if (g == G_UNKNOWN) {
+          if (!xpj_grow((void **)&p->gstack, &p->capgstack, sp + 1,
+                        sizeof *p->gstack)) {
+            p->oom = true;
+            return G_NO;
+          }
+          p->gstack[sp++] = a[k];
+          pending = true;
+        } else if (g == G_NO) {
+          r = G_NO;
+        } else if (g == G_DEP && r != G_NO) {
+          r = G_DEP;
+        }
+      }
+      if (pending)
+        continue; /* back to v once its operands are known */
+    }
+    p->gmemo[v] = (uint8_t)r;
+    sp--;
+  }
+  return p->gmemo[root];
+}
+
+/* Whether e is an integer that is constant once the current kernel's
+ * const parameters are bound, and depends on them (generic parse): the
+ * constant context holding it is checked at specialisation. */
+static bool generic_dep(parser *p, const expr *e) {
+  if (e->k == E_LINT)
+    return e->gdep && !e->boolean;
+  if (e->k != E_VAL || !p->f || !p->f->ncparams)
+    return false;
+  int s = xpj_type_scalar_of(p->m, e->t);
+  return s >= XPJ_I8 && s <= XPJ_U64 && gconst(p, e->v) == G_DEP;
+}
+
+/* "[d0, d1, ...]" of a local or private array. A size that depends on
+ * unbound const parameters is 1 here and sets bit d of *deferred (the
+ * array instruction keeps the mask: its printed type shows '?'). */
+static int parse_static_dims(parser *p, int64_t dims[XPJ_MAX_RANK],
+                             uint8_t *deferred) {
   int n = 0;
+  *deferred = 0;
   if (!expect(p, P_LBRACKET, "before array dimensions"))
     return -1;
   do {
@@ -665,7 +811,11 @@ static int parse_static_dims(parser *p, int64_t dims[XPJ_MAX_RANK]) {
     int64_t v;
     if (e.k == E_ERR)
       return -1;
-    if (!const_int_of(p, &e, &v)) {
+    if (generic_dep(p, &e)) {
+      if (n < XPJ_MAX_RANK)
+        *deferred |= (uint8_t)(1u << n);
+      v = 1;
+    } else if (!const_int_of(p, &e, &v)) {
       error(p, t, "array dimension must be an integer constant");
       return -1;
     }
@@ -1285,7 +1435,9 @@ static expr parse_wi(parser *p, const token *name, xpj_wi w) {
     int64_t d;
     if (args[0].k == E_ERR)
       return err_expr(name);
-    if (!const_int_of(p, &args[0], &d)) {
+    if (generic_dep(p, &args[0])) {
+      d = 0; /* checked when the const parameters are bound */
+    } else if (!const_int_of(p, &args[0], &d)) {
       error(p, args[0].tok, "the dimension of %s() must be an integer "
             "constant (0, 1 or 2)", tok_str(p, name, nb));
       return err_expr(name);
@@ -1328,18 +1480,30 @@ static expr parse_array_query(parser *p, const token *name) {
     return err_expr(name);
   xpj_loc l = loc(p, name);
   xpj_val v;
+  /* an extent of a static array that depends on unbound const
+   * parameters: sized by them, or a dimension that is one */
+  bool opaque = args[0].deferred && !tok_is(p, name, "ndim");
   if (two) {
+    bool gdim = xpj_typeinfo_of(p->m, args[0].t)->kind == XPJ_TK_STATIC &&
+                generic_dep(p, &args[1]);
     xpj_val d = rvalue(p, &args[1], is_lit(&args[1]) ? scalar_t(p, XPJ_I64) : 0);
     if (!d)
       return err_expr(name);
-    v = tok_is(p, name, "shape") ? xpj_b_shape(p->f, p->b, args[0].v, d, l)
-                                 : xpj_b_stride(p->f, p->b, args[0].v, d, l);
+    if (gdim) {
+      opaque = true;
+      v = d;
+    } else {
+      v = tok_is(p, name, "shape") ? xpj_b_shape(p->f, p->b, args[0].v, d, l)
+                                   : xpj_b_stride(p->f, p->b, args[0].v, d, l);
+    }
   } else {
     v = tok_is(p, name, "size") ? xpj_b_size(p->f, p->b, args[0].v, l)
                                 : xpj_b_ndim(p->f, p->b, args[0].v, l);
   }
   if (!v)
     berror(p, name);
+  else if (opaque)
+    v = xpj_ir_cparam(p->f, p->b, XPJ_CPARAM_DERIVED, scalar_t(p, XPJ_I64), l);
   return val_expr(p->f, v, name);
 }
 
@@ -1564,9 +1728,9 @@ static expr parse_call(parser *p, const token *name) {
   int tp = tparam_index(p, name);
   if (tp >= 0)
     return parse_cast(p, name, xpj_type_param(p->m, (unsigned)tp));
-  if (lookup(p, name)) {
-    error(p, name, "'%s' is a variable, not a function",
-          tok_str(p, name, nb));
+  if (lookup(p, name) || lookup_cparam(p, name)) {
+    error(p, name, "'%s' is a %s, not a function", tok_str(p, name, nb),
+          lookup(p, name) ? "variable" : "const parameter");
     expr dummy[XPJ_MAX_PARAMS];
     parse_args(p, dummy, XPJ_MAX_PARAMS, name);
     return err_expr(name);
@@ -1640,8 +1804,38 @@ static expr parse_name(parser *p, const token *name) {
       e.v = s->v;
       e.t = s->t;
       e.mut = s->mut;
+      e.deferred = s->deferred;
       return e;
     }
+  }
+  const cparam *cp = lookup_cparam(p, name);
+  if (cp) {
+    e.mut = MUT_CONST;
+    xpj_type t = scalar_t(p, (xpj_scalar)cp->scalar);
+    if (!cp->bound) {
+      if (!p->f) { /* `local(TS)`: a placeholder, checked when bound */
+        e.k = E_LINT;
+        e.i = 1;
+        e.boolean = cp->scalar == XPJ_BOOL;
+        e.gdep = true;
+        return e;
+      }
+      e = val_expr(p->f, xpj_ir_cparam(p->f, p->b, cp->index, t,
+                                       loc(p, name)), name);
+    } else {
+      /* bound: exactly a typed module constant of that value */
+      e.k = E_LINT;
+      e.i = cp->value;
+      e.boolean = cp->scalar == XPJ_BOOL;
+      e.big = cp->scalar == XPJ_U64 && (uint64_t)cp->value > INT64_MAX;
+      if (!p->f)
+        return e;
+      expr lit = e;
+      e = val_expr(p->f, lit_value(p, &lit, t), name);
+    }
+    e.name = name;
+    e.mut = MUT_CONST;
+    return e;
   }
   mconst *c = lookup_const(p, name);
   if (c) {
@@ -1929,7 +2123,8 @@ static void parse_let(parser *p) {
     t = parse_elem_type(p);
     if (is_p(p, P_LBRACKET)) {
       int64_t dims[XPJ_MAX_RANK];
-      int n = parse_static_dims(p, dims);
+      uint8_t deferred;
+      int n = parse_static_dims(p, dims, &deferred);
       if (is_p(p, P_ASSIGN)) {
         syntax(p, peek(p), "private arrays cannot have an initializer (they "
                "start zeroed)");
@@ -1951,7 +2146,9 @@ static void parse_let(parser *p) {
         s->v = a;
         s->t = at;
         s->mut = MUT_OK;
+        s->deferred = deferred != 0;
       }
+      p->f->insts[a].aux = deferred;
       return;
     }
   }
@@ -2029,6 +2226,7 @@ static void parse_local_const(parser *p) {
       s->v = e.v;
       s->t = e.t;
       s->mut = e.mut;
+      s->deferred = e.deferred;
     }
     return;
   }
@@ -2061,7 +2259,8 @@ static void parse_local_array(parser *p) {
            tok_str(p, name, nb));
     return;
   }
-  int n = parse_static_dims(p, dims);
+  uint8_t deferred;
+  int n = parse_static_dims(p, dims, &deferred);
   if (n <= 0 || !et)
     return;
   xpj_type at = xpj_type_static(p->m, XPJ_SPACE_LOCAL, et, (unsigned)n, dims);
@@ -2077,7 +2276,9 @@ static void parse_local_array(parser *p) {
     s->v = a;
     s->t = at;
     s->mut = MUT_OK;
+    s->deferred = deferred != 0;
   }
+  p->f->insts[a].aux = deferred;
 }
 
 static xpj_val parse_cond(parser *p, const char *what) {
@@ -2513,22 +2714,85 @@ static void parse_fn_item(parser *p) {
   } else if (lookup_fn(p, name) || lookup_const(p, name)) {
     error(p, name, "redefinition of '%s'", tok_str(p, name, nb));
   }
-  /* type parameters */
+  /* generic parameters: type parameters and const parameters, mixed */
   const token *tps[XPJ_MAX_TPARAMS];
   unsigned ntp = 0;
+  cparam cps[XPJ_MAX_CPARAMS];
+  unsigned cppos[XPJ_MAX_CPARAMS];
+  unsigned ncp = 0;
+  bool bind = is_kernel && p->bound && tok_is(p, name, p->bound->kernel);
   if (accept(p, P_LT)) {
     do {
       const token *t = peek(p);
-      if (t->kind != TK_IDENT) {
-        syntax(p, t, "expected a type parameter name, found %s",
+      const token *ct = NULL;
+      int cscalar = XPJ_VOID;
+      if (t->kind == TK_KW_CONST) { /* const NAME: TYPE */
+        ct = next(p);
+        t = peek(p);
+        if (t->kind != TK_IDENT) {
+          syntax(p, t, "expected a const parameter name, found %s",
+                 tok_text(p, t, b));
+          sync_item(p);
+          return;
+        }
+        next(p);
+        if (!expect(p, P_COLON, "after the const parameter name (const N: "
+                    "i64)")) {
+          sync_item(p);
+          return;
+        }
+        const token *ty = peek(p);
+        if (ty->kind != TK_TYPE && ty->kind != TK_IDENT) {
+          syntax(p, ty, "expected the type of const parameter '%s', found %s",
+                 tok_str(p, t, nb), tok_text(p, ty, b));
+          sync_item(p);
+          return;
+        }
+        next(p);
+        cscalar = ty->kind == TK_TYPE ? ty->val.scalar : XPJ_VOID;
+        if (cscalar < XPJ_BOOL || cscalar > XPJ_U64) {
+          error(p, ty, "const parameter '%s' must have an integer type or "
+                "bool, not %s%s", tok_str(p, t, nb), tok_text(p, ty, b),
+                cscalar == XPJ_F32 || cscalar == XPJ_F64
+                    ? " (pass floating-point values as kernel arguments)"
+                    : "");
+          cscalar = XPJ_I64; /* keep checking the rest */
+        }
+        if (!is_kernel)
+          error(p, ct, "device functions cannot have const parameters (only "
+                "kernels can); pass '%s' as an argument", tok_str(p, t, nb));
+      } else if (t->kind != TK_IDENT) {
+        syntax(p, t, "expected a type parameter name or 'const', found %s",
                tok_text(p, t, b));
         sync_item(p);
         return;
+      } else {
+        next(p);
       }
-      next(p);
-      for (unsigned i = 0; i < ntp; i++)
-        if (same_name(p, tps[i], t))
-          error(p, t, "duplicate type parameter '%s'", tok_str(p, t, nb));
+      bool dup = false, dup_const = false;
+      for (unsigned i = 0; i < ntp && !dup; i++)
+        dup = same_name(p, tps[i], t);
+      for (unsigned i = 0; i < ncp && !dup; i++)
+        dup = dup_const = same_name(p, cps[i].name, t);
+      if (dup)
+        error(p, t, "duplicate %s parameter '%s'",
+              ct || dup_const ? "generic" : "type", tok_str(p, t, nb));
+      if (ct) {
+        if (ncp == XPJ_MAX_CPARAMS) {
+          error(p, t, "too many const parameters (at most %d)",
+                XPJ_MAX_CPARAMS);
+          sync_item(p);
+          return;
+        }
+        cparam *c = &cps[ncp];
+        memset(c, 0, sizeof *c);
+        c->name = t;
+        c->scalar = (uint8_t)cscalar;
+        c->index = ncp;
+        cppos[ncp] = ntp + ncp;
+        ncp++;
+        continue;
+      }
       if (ntp == XPJ_MAX_TPARAMS) {
         error(p, t, "too many type parameters (at most %d)", XPJ_MAX_TPARAMS);
         sync_item(p);
@@ -2536,7 +2800,7 @@ static void parse_fn_item(parser *p) {
       }
       tps[ntp++] = t;
     } while (accept(p, P_COMMA));
-    if (!expect(p, P_GT, "after type parameters")) {
+    if (!expect(p, P_GT, "after the generic parameters")) {
       sync_item(p);
       return;
     }
@@ -2566,6 +2830,30 @@ static void parse_fn_item(parser *p) {
     }
   }
   p->f = f;
+  for (unsigned i = 0; i < ncp; i++) {
+    const char *cn = tok_str(p, cps[i].name, nb);
+    if (!bind) {
+      if (!xpj_ir_add_cparam(f, cn, (xpj_scalar)cps[i].scalar, cppos[i]))
+        berror(p, cps[i].name);
+      continue;
+    }
+    unsigned j = 0;
+    while (j < p->bound->n && strcmp(p->bound->names[j], cn))
+      j++;
+    if (j == p->bound->n) {
+      error(p, cps[i].name, "no value for const parameter '%s'", cn);
+    } else if (!xpj_const_fits((xpj_scalar)cps[i].scalar,
+                               p->bound->values[j])) {
+      error(p, cps[i].name, "value %lld does not fit const parameter '%s' "
+            "of type %s", (long long)p->bound->values[j], cn,
+            xpj_scalar_name((xpj_scalar)cps[i].scalar));
+    } else {
+      cps[i].bound = true;
+      cps[i].value = p->bound->values[j];
+    }
+  }
+  p->cps = cps;
+  p->ncps = ncp;
   const token *ptoks[XPJ_MAX_PARAMS];
   bool ok = expect(p, P_LPAREN, "to begin the parameter list");
   if (ok && !accept(p, P_RPAREN)) {
@@ -2624,6 +2912,8 @@ static void parse_fn_item(parser *p) {
     ok = false;
   }
   p->f = NULL;
+  p->cps = NULL;
+  p->ncps = 0;
   if (!ok) {
     sync_item(p);
     return;
@@ -2645,6 +2935,8 @@ static void parse_fn_item(parser *p) {
   memcpy(fi->params, ptoks, f->nparams * sizeof *ptoks);
   fi->body = body;
   fi->body_end = end;
+  memcpy(fi->cps, cps, ncp * sizeof *cps);
+  fi->ncps = ncp;
 }
 
 static void local_count_error(parser *p, const token *t, const xpj_func *f) {
@@ -2654,7 +2946,9 @@ static void local_count_error(parser *p, const token *t, const xpj_func *f) {
 }
 
 /* `local(S0, ...)` after `ndrange(N)`: the local size the kernel requires,
- * one constant expression of literals and module constants per dimension. */
+ * one constant expression of literals, module constants and const
+ * parameters per dimension. One that depends on unbound const parameters
+ * is checked when they are bound; the generic kernel records no size. */
 static bool parse_reqd_local(parser *p, xpj_func *f) {
   const token *kw = peek(p);
   next(p);
@@ -2669,7 +2963,7 @@ static bool parse_reqd_local(parser *p, xpj_func *f) {
   unsigned n = 0;
   xpj_func *saved = p->f;
   p->f = NULL; /* only literals and module constants fold */
-  bool ok = true;
+  bool ok = true, deferred = false;
   do {
     const token *t = peek(p);
     expr e = parse_expr(p);
@@ -2677,8 +2971,10 @@ static bool parse_reqd_local(parser *p, xpj_func *f) {
       ok = false;
       break;
     }
-    if (e.k != E_LINT || e.boolean || e.big || e.i < 1 ||
-        e.i > XPJ_MAX_REQD_LOCAL) {
+    bool dep = generic_dep(p, &e);
+    deferred = deferred || dep;
+    if (!dep && (e.k != E_LINT || e.boolean || e.big || e.i < 1 ||
+                 e.i > XPJ_MAX_REQD_LOCAL)) {
       error(p, t, "a local size must be an integer constant from 1 to %d",
             XPJ_MAX_REQD_LOCAL);
       ok = false;
@@ -2700,6 +2996,8 @@ static bool parse_reqd_local(parser *p, xpj_func *f) {
     local_count_error(p, kw, f);
     return false;
   }
+  if (deferred)
+    return true;
   if (xpj_func_set_reqd_local(f, n, size) != XPJ_OK) {
     error(p, kw, "the required local size has more than %d work-items",
           XPJ_MAX_REQD_LOCAL);
@@ -2809,6 +3107,10 @@ static void parse_const_item(parser *p) {
 
 static void parse_body(parser *p, fn_info *fi) {
   p->f = fi->f;
+  p->cps = fi->cps;
+  p->ncps = fi->ncps;
+  if (p->gmemo)
+    memset(p->gmemo, 0, p->capgmemo); /* gconst's memo is per function */
   p->pos = fi->body;
   p->depth = 0;
   p->nsyms = 0;
@@ -2840,6 +3142,8 @@ static void parse_body(parser *p, fn_info *fi) {
           "returning a value of type %s", f->name, tb);
   }
   p->f = NULL;
+  p->cps = NULL;
+  p->ncps = 0;
 }
 
 static void call_report(void *ud, xpj_loc l, const char *fmt, ...) {
@@ -2859,8 +3163,8 @@ static void call_report(void *ud, xpj_loc l, const char *fmt, ...) {
   report(p, XPJ_SEV_ERROR, off + (l.col ? l.col - 1 : 0), l.line, l.col, msg);
 }
 
-xpj_status xpj_parse(xpj_module *m, const char *filename, const char *src,
-                     size_t len, xpj_diags *d) {
+static xpj_status parse(xpj_module *m, const char *filename, const char *src,
+                        size_t len, xpj_diags *d, const xpj_binding *bound) {
   if (!m || (!src && len))
     return XPJ_ERR_INVALID;
   if (!filename)
@@ -2881,6 +3185,7 @@ xpj_status xpj_parse(xpj_module *m, const char *filename, const char *src,
   p.fname = filename;
   p.m = m;
   p.d = d;
+  p.bound = bound;
   p.file = xpj_module_add_file(m, filename, src, len);
   lexer_out lo = {0};
   if (!p.file || !xpj_lex(src, (uint32_t)len, &lo, lex_err, &p)) {
@@ -2906,8 +3211,13 @@ xpj_status xpj_parse(xpj_module *m, const char *filename, const char *src,
     }
   }
   /* pass 2: bodies */
-  for (uint32_t i = 0; i < p.nfns && !p.oom && !p.too_many; i++)
+  for (uint32_t i = 0; i < p.nfns && !p.oom && !p.too_many; i++) {
+    /* bound: only the kernel asked for and the functions it may call */
+    if (bound && p.fns[i].f->kind != XPJ_FUNC_DEVICE &&
+        strcmp(p.fns[i].f->name, bound->kernel))
+      continue;
     parse_body(&p, &p.fns[i]);
+  }
   if (!p.oom && !p.too_many && p.errors == 0)
     xpj_check_calls(m, call_report, &p);
   if (!p.oom && p.errors == 0) {
@@ -2926,9 +3236,24 @@ xpj_status xpj_parse(xpj_module *m, const char *filename, const char *src,
   xpj_free(p.syms);
   xpj_free(p.fns);
   xpj_free(p.consts);
+  xpj_free(p.gmemo);
+  xpj_free(p.gstack);
   if (p.oom || m->oom)
     return XPJ_ERR_NOMEM;
   return p.errors ? XPJ_ERR_SYNTAX : XPJ_OK;
+}
+
+xpj_status xpj_parse(xpj_module *m, const char *filename, const char *src,
+                     size_t len, xpj_diags *d) {
+  return parse(m, filename, src, len, d, NULL);
+}
+
+xpj_status xpj_parse_bound(xpj_module *m, const char *filename,
+                           const char *src, size_t len, xpj_diags *d,
+                           const xpj_binding *b) {
+  if (!b || !b->kernel || (b->n && (!b->names || !b->values)))
+    return XPJ_ERR_INVALID;
+  return parse(m, filename, src, len, d, b);
 }
 
 xpj_status xpj_parse_file(xpj_module *m, const char *path, xpj_diags *d) {

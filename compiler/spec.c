@@ -8,8 +8,16 @@
  * literal given to T = i32, x[i, j] on a rank-3 view, ...), and the errors
  * carry the positions of the generic source. Called device functions are
  * instantiated once per distinct list of type arguments.
+ *
+ * A kernel with const parameters is first parsed again from its source
+ * with their values bound (xpj_parse_bound, frontend.h): there they are
+ * typed constants, so array sizes, `local(...)` and every expression fold
+ * as with module constants, and every check deferred by the generic parse
+ * runs with the values in the message. The types are then bound as
+ * above, from that module.
  */
 #include "buf.h"
+#include "frontend.h"
 #include "ir_impl.h"
 #include "xpjit_compiler.h"
 
@@ -371,13 +379,171 @@ static void add_error(xpj_diags *d, const char *fmt, ...) {
   xpj_diags_add(d, XPJ_SEV_ERROR, "", 0, 0, NULL, msg);
 }
 
+/* ---- const parameters ----------------------------------------------- */
+
+bool xpj_const_fits(xpj_scalar s, int64_t v) {
+  if (s == XPJ_BOOL)
+    return v == 0 || v == 1;
+  if (s < XPJ_I8 || s > XPJ_U64)
+    return false;
+  unsigned bits = xpj_scalar_bits(s);
+  if (bits == 64)
+    return true;
+  if (s <= XPJ_I64)
+    return v >= -(INT64_C(1) << (bits - 1)) && v < (INT64_C(1) << (bits - 1));
+  return v >= 0 && v < (INT64_C(1) << bits);
+}
+
+/* "(-128 to 127)" */
+static const char *range_str(xpj_scalar s, char *buf, size_t size) {
+  unsigned bits = xpj_scalar_bits(s);
+  if (s == XPJ_U64)
+    snprintf(buf, size, "0 to 18446744073709551615");
+  else if (s >= XPJ_U8)
+    snprintf(buf, size, "0 to %lld", (long long)((INT64_C(1) << bits) - 1));
+  else if (s == XPJ_I64)
+    snprintf(buf, size, "-9223372036854775808 to 9223372036854775807");
+  else
+    snprintf(buf, size, "%lld to %lld", (long long)-(INT64_C(1) << (bits - 1)),
+             (long long)((INT64_C(1) << (bits - 1)) - 1));
+  return buf;
+}
+
+static xpj_status const_err(char *err, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static xpj_status const_err(char *err, size_t size, const char *fmt, ...) {
+  if (err && size) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, size, fmt, ap);
+    va_end(ap);
+  }
+  return XPJ_ERR_SPECIALIZE;
+}
+
+xpj_status xpj_const_parse(const char *text, xpj_scalar type, int64_t *out,
+                           char *err, size_t size) {
+  if (err && size)
+    err[0] = 0;
+  if (!text || !out || type < XPJ_BOOL || type > XPJ_U64) {
+    const_err(err, size, "invalid argument");
+    return XPJ_ERR_INVALID;
+  }
+  if (type == XPJ_BOOL) {
+    if (strcmp(text, "true") && strcmp(text, "false"))
+      return const_err(err, size, "'%.64s' is not a bool (true or false)",
+                       text);
+    *out = strcmp(text, "true") == 0;
+    return XPJ_OK;
+  }
+  const char *s = text;
+  bool neg = *s == '-';
+  if (*s == '-' || *s == '+')
+    s++;
+  unsigned base = 10;
+  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s += 2;
+  }
+  if (!*s)
+    return const_err(err, size, "'%.64s' is not an integer (decimal, or "
+                     "hexadecimal with 0x)", text);
+  uint64_t mag = 0;
+  bool over = false;
+  for (; *s; s++) {
+    unsigned d;
+    if (*s >= '0' && *s <= '9')
+      d = (unsigned)(*s - '0');
+    else if (base == 16 && *s >= 'a' && *s <= 'f')
+      d = (unsigned)(*s - 'a' + 10);
+    else if (base == 16 && *s >= 'A' && *s <= 'F')
+      d = (unsigned)(*s - 'A' + 10);
+    else
+      return const_err(err, size, "'%.64s' is not an integer (decimal, or "
+                       "hexadecimal with 0x)", text);
+    if (mag > (UINT64_MAX - d) / base)
+      over = true;
+    else
+      mag = mag * base + d;
+  }
+  char rb[64];
+  unsigned bits = xpj_scalar_bits(type);
+  bool sgn = type <= XPJ_I64;
+  uint64_t lim = sgn ? (UINT64_C(1) << (bits - 1)) - (neg ? 0 : 1)
+                 : neg ? 0
+                 : bits == 64 ? UINT64_MAX
+                              : (UINT64_C(1) << bits) - 1;
+  if (over || mag > lim)
+    return const_err(err, size, "%.64s is out of range for %s (%s)", text,
+                     xpj_scalar_name(type), range_str(type, rb, sizeof rb));
+  *out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+  return XPJ_OK;
+}
+
+size_t xpj_const_str(xpj_scalar type, int64_t v, char *buf, size_t size) {
+  int n;
+  if (type == XPJ_BOOL)
+    n = snprintf(buf, size, "%s", v ? "true" : "false");
+  else if (type == XPJ_U64)
+    n = snprintf(buf, size, "%llu", (unsigned long long)v);
+  else
+    n = snprintf(buf, size, "%lld", (long long)v);
+  return n < 0 ? 0 : (size_t)n;
+}
+
+/* ---- entry ---------------------------------------------------------- */
+
+static int find_name(char *const *list, unsigned n, const char *name) {
+  for (unsigned i = 0; i < n; i++)
+    if (strcmp(list[i], name) == 0)
+      return (int)i;
+  return -1;
+}
+
+/* k's source parsed again with its const parameters bound to values
+ * (frontend.h): *out, or an error (with the binding) in d. */
+static xpj_status rebind(const xpj_module *m, const xpj_func *k,
+                         const int64_t *values, const char *binding,
+                         xpj_diags *d, xpj_module **out) {
+  *out = NULL;
+  size_t len = 0;
+  const char *text = xpj_module_file_text(m, k->loc.file, &len);
+  const char *fname = xpj_module_file_name(m, k->loc.file);
+  if (!text) {
+    add_error(d, "kernel '%s' has const parameters, and its source is not "
+              "in the module: it cannot be specialised", k->name);
+    return XPJ_ERR_SPECIALIZE;
+  }
+  const char *names[XPJ_MAX_CPARAMS];
+  for (unsigned i = 0; i < k->ncparams; i++)
+    names[i] = k->cparams[i];
+  xpj_binding b = {k->name, k->ncparams, names, values, binding};
+  xpj_module *bm = NULL;
+  if (xpj_module_create(&bm) != XPJ_OK)
+    return XPJ_ERR_NOMEM;
+  xpj_status st = xpj_parse_bound(bm, fname ? fname : "", text, len, d, &b);
+  const xpj_func *bk = st == XPJ_OK ? xpj_module_find(bm, k->name) : NULL;
+  if (st == XPJ_OK && (!bk || bk->kind != k->kind)) {
+    add_error(d, "internal error: kernel '%s' is not in its source",
+              k->name);
+    st = XPJ_ERR_SPECIALIZE;
+  }
+  if (st != XPJ_OK) {
+    xpj_module_destroy(bm);
+    return st == XPJ_ERR_NOMEM ? st : XPJ_ERR_SPECIALIZE;
+  }
+  *out = bm;
+  return XPJ_OK;
+}
+
 xpj_status xpj_specialize(const xpj_module *m, const char *kernel,
                           const xpj_spec *spec, xpj_module **out,
                           xpj_diags *d) {
   if (out)
     *out = NULL;
   if (!m || !kernel || !spec || !out ||
-      (spec->ntypes && (!spec->names || !spec->types)))
+      (spec->ntypes && (!spec->names || !spec->types)) ||
+      (spec->nconsts && (!spec->const_names || !spec->const_values)))
     return XPJ_ERR_INVALID;
   const xpj_func *k = xpj_module_find(m, kernel);
   if (!k) {
@@ -390,15 +556,29 @@ xpj_status xpj_specialize(const xpj_module *m, const char *kernel,
   }
   /* bind type parameters by name */
   xpj_scalar bound[XPJ_MAX_TPARAMS] = {0};
-  char tplist[256] = "";
+  char tplist[256] = "", cplist[512] = "";
   for (unsigned i = 0; i < k->ntparams; i++) {
     size_t n = strlen(tplist);
     snprintf(tplist + n, sizeof tplist - n, "%s%s", i ? ", " : "",
              k->tparams[i]);
   }
+  for (unsigned i = 0; i < k->ncparams; i++) {
+    size_t n = strlen(cplist);
+    snprintf(cplist + n, sizeof cplist - n, "%s%s: %s", i ? ", " : "",
+             k->cparams[i], xpj_scalar_name((xpj_scalar)k->cptype[i]));
+  }
   unsigned errors = 0;
   for (unsigned i = 0; i < spec->ntypes; i++) {
     const char *nm = spec->names[i] ? spec->names[i] : "";
+    int c = find_name(k->cparams, k->ncparams, nm);
+    if (c >= 0) {
+      add_error(d, "'%s' is a const parameter of kernel '%s' (%s: %s): give "
+                "it a value (%s=%s), not a dtype", nm, kernel, nm,
+                xpj_scalar_name((xpj_scalar)k->cptype[c]), nm,
+                k->cptype[c] == XPJ_BOOL ? "true" : "16");
+      errors++;
+      continue;
+    }
     unsigned j;
     for (j = 0; j < k->ntparams; j++)
       if (strcmp(k->tparams[j], nm) == 0)
@@ -432,6 +612,57 @@ xpj_status xpj_specialize(const xpj_module *m, const char *kernel,
                 k->tparams[j], k->tparams[j], k->ntparams, tplist);
       errors++;
     }
+  /* bind const parameters by name */
+  int64_t values[XPJ_MAX_CPARAMS] = {0};
+  bool given[XPJ_MAX_CPARAMS] = {0};
+  for (unsigned i = 0; i < spec->nconsts; i++) {
+    const char *nm = spec->const_names[i] ? spec->const_names[i] : "";
+    int64_t v = spec->const_values[i];
+    int j = find_name(k->cparams, k->ncparams, nm);
+    if (j < 0) {
+      if (find_name(k->tparams, k->ntparams, nm) >= 0)
+        add_error(d, "'%s' is a type parameter of kernel '%s': give it a "
+                  "dtype (%s=f32), not a value", nm, kernel, nm);
+      else if (k->ncparams)
+        add_error(d, "kernel '%s' has no const parameter '%s' (it has: %s)",
+                  kernel, nm, cplist);
+      else
+        add_error(d, "kernel '%s' has no const parameters, but a value was "
+                  "given for '%s'", kernel, nm);
+      errors++;
+      continue;
+    }
+    xpj_scalar ty = (xpj_scalar)k->cptype[j];
+    if (given[j]) {
+      add_error(d, "const parameter '%s' is bound twice", nm);
+      errors++;
+      continue;
+    }
+    if (!xpj_const_fits(ty, v)) {
+      char rb[64];
+      if (ty == XPJ_BOOL)
+        add_error(d, "value %lld for const parameter '%s: bool' of kernel "
+                  "'%s' is not a bool (true or false)", (long long)v, nm,
+                  kernel);
+      else
+        add_error(d, "value %lld is out of range for const parameter '%s: "
+                  "%s' of kernel '%s' (%s)", (long long)v, nm,
+                  xpj_scalar_name(ty), kernel, range_str(ty, rb, sizeof rb));
+      errors++;
+      continue;
+    }
+    given[j] = true;
+    values[j] = v;
+  }
+  for (unsigned j = 0; j < k->ncparams; j++)
+    if (!given[j]) {
+      add_error(d, "kernel '%s' needs a value for const parameter '%s: %s' "
+                "(e.g. %s=%s); it takes %u (%s)", kernel, k->cparams[j],
+                xpj_scalar_name((xpj_scalar)k->cptype[j]), k->cparams[j],
+                k->cptype[j] == XPJ_BOOL ? "true" : "16", k->ncparams,
+                cplist);
+      errors++;
+    }
   bool generic = xpj_func_has_generic_rank(k);
   if (generic && (spec->ndim < 1 || spec->ndim > XPJ_MAX_RANK)) {
     if (spec->ndim == 0)
@@ -450,19 +681,39 @@ xpj_status xpj_specialize(const xpj_module *m, const char *kernel,
     return XPJ_ERR_SPECIALIZE;
 
   spec_ctx c = {0};
-  c.src = m;
   c.d = d;
   c.ndim = generic ? spec->ndim : 0;
-  if (xpj_module_create(&c.dst) != XPJ_OK)
-    return XPJ_ERR_NOMEM;
+  /* the binding, in the order the parameters are declared */
   size_t bl = 0;
-  for (unsigned j = 0; j < k->ntparams; j++)
-    bl += (size_t)snprintf(c.binding + bl, sizeof c.binding - bl, "%s%s=%s",
-                           j ? ", " : "", k->tparams[j],
-                           xpj_scalar_name(bound[j]));
-  if (generic)
+  for (unsigned i = 0, ng = xpj_func_generic_count(k); i < ng; i++) {
+    int is_const = 0, j = xpj_func_generic_at(k, i, &is_const);
+    char vb[32];
+    if (is_const)
+      xpj_const_str((xpj_scalar)k->cptype[j], values[j], vb, sizeof vb);
+    bl += (size_t)snprintf(c.binding + bl, bl < sizeof c.binding
+                                               ? sizeof c.binding - bl
+                                               : 0,
+                           "%s%s=%s", i ? ", " : "",
+                           is_const ? k->cparams[j] : k->tparams[j],
+                           is_const ? vb : xpj_scalar_name(bound[j]));
+  }
+  if (generic && bl < sizeof c.binding)
     snprintf(c.binding + bl, sizeof c.binding - bl, "%sndim=%u",
              bl ? ", " : "", c.ndim);
+  /* const parameters: the source parsed again with their values */
+  xpj_module *rebound = NULL;
+  if (k->ncparams) {
+    xpj_status st = rebind(m, k, values, c.binding, d, &rebound);
+    if (st != XPJ_OK)
+      return st;
+    m = rebound;
+    k = xpj_module_find(m, kernel);
+  }
+  c.src = m;
+  if (xpj_module_create(&c.dst) != XPJ_OK) {
+    xpj_module_destroy(rebound);
+    return XPJ_ERR_NOMEM;
+  }
   /* keep the sources so later stages can quote them */
   for (uint32_t i = 1; i < m->nfiles; i++)
     if (xpj_module_add_file(c.dst, m->files[i].name, m->files[i].text,
@@ -474,6 +725,7 @@ xpj_status xpj_specialize(const xpj_module *m, const char *kernel,
   if (!c.oom)
     instantiate(&c, k, targs, true);
   xpj_free(c.insts);
+  xpj_module_destroy(rebound);
   if (c.oom || c.dst->oom) {
     xpj_module_destroy(c.dst);
     return XPJ_ERR_NOMEM;

@@ -77,7 +77,18 @@ static void spirv_barrier(cg *c, unsigned fences) {
   if (fences & XPJ_FENCE_GLOBAL)
     flags |= 2;
   LLVMValueRef a = cg_i32(c, (int32_t)flags);
-  cg_call(c, "_Z7barrierj", c->t_void, &a, 1, LLVMSPIRFUNCCallConv);
+  LLVMValueRef call =
+      cg_call(c, "_Z7barrierj", c->t_void, &a, 1, LLVMSPIRFUNCCallConv);
+  /* convergent, like OpenCL C's barrier(): no pass may make it depend on
+   * more control flow than the source does. Without it, jump threading
+   * copied the barrier of `for (s = 4; ...) { if lid < s {...} barrier }`
+   * into both arms of the if, and the work-items of a group waited at
+   * different barriers (Intel's OpenCL CPU runtime then wrote nothing). */
+  LLVMAttributeRef conv = LLVMCreateEnumAttribute(
+      c->ctx, LLVMGetEnumAttributeKindForName("convergent", 10), 0);
+  LLVMAddAttributeAtIndex(LLVMGetNamedFunction(c->mod, "_Z7barrierj"),
+                          LLVMAttributeFunctionIndex, conv);
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, conv);
 }
 
 static const char *spirv_scope(cg *c, xpj_scope s, xpj_space sp) {

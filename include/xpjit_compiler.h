@@ -67,16 +67,33 @@ xpj_status xpj_parse(xpj_module *m, const char *filename, const char *src,
 xpj_status xpj_parse_file(xpj_module *m, const char *path, xpj_diags *d);
 
 /* Specialises kernel in m for spec: a new module (*out) holding the kernel,
- * with every type parameter replaced by its binding and every generic-rank
- * array given rank spec->ndim, and the device functions it calls,
- * instantiated. The kernel keeps its name; instantiated functions are
- * named like "f<f32>". The result is verified. Errors (unknown kernel,
- * missing or extra bindings, ndim out of range or not wanted, operations
- * that do not fit the bound types) go to d with source positions; *out is
- * NULL then. */
+ * with every type parameter replaced by its binding, every const parameter
+ * by its value, and every generic-rank array given rank spec->ndim, and
+ * the device functions it calls, instantiated. The kernel keeps its name;
+ * instantiated functions are named like "f<f32>". The result is verified.
+ * Errors (unknown kernel, missing or extra bindings, a dtype for a const
+ * parameter or a value for a type parameter, a value out of its type's
+ * range, ndim out of range or not wanted, operations that do not fit the
+ * bound types or values) go to d with source positions and the binding
+ * ("(with T=f32, TS=16, ndim=2)"); *out is NULL then. A kernel with const
+ * parameters is parsed again from the source text m keeps
+ * (xpj_module_file_text) with them bound (docs/language.md, 5.3). */
 xpj_status xpj_specialize(const xpj_module *m, const char *kernel,
                           const xpj_spec *spec, xpj_module **out,
                           xpj_diags *d);
+
+/* Reads the value of a const parameter of type type (an integer type or
+ * bool) from text: decimal or 0x hexadecimal with an optional sign
+ * ("16", "-3", "0x10"), or true / false for bool. The value must be in the
+ * type's range; a u64 above INT64_MAX is stored as its bit pattern.
+ * XPJ_ERR_SPECIALIZE with a message in err (size bytes, may be NULL when
+ * size is 0) when it is malformed or out of range; XPJ_ERR_INVALID for a
+ * type that is not an integer type or bool. */
+xpj_status xpj_const_parse(const char *text, xpj_scalar type, int64_t *out,
+                           char *err, size_t size);
+/* The canonical text of value v of type type ("16", "-3", "true",
+ * "18446744073709551615"), like snprintf: returns the length it needed. */
+size_t xpj_const_str(xpj_scalar type, int64_t v, char *buf, size_t size);
 
 /* "0.1.0" */
 const char *xpj_version(void);

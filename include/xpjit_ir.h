@@ -37,6 +37,7 @@ extern "C" {
 #define XPJ_RANK_GENERIC (-1)
 #define XPJ_MAX_PARAMS 64 /* parameters of one function */
 #define XPJ_MAX_TPARAMS 8 /* type parameters of one function */
+#define XPJ_MAX_CPARAMS 8 /* const parameters of one kernel */
 #define XPJ_MAX_FUNCS 4096 /* functions in one module */
 #define XPJ_MAX_TYPES 4096 /* distinct types in one module */
 
@@ -343,6 +344,19 @@ xpj_val xpj_func_param_val(const xpj_func *f, unsigned i);
 xpj_type xpj_func_return(const xpj_func *f);
 unsigned xpj_func_tparam_count(const xpj_func *f);
 const char *xpj_func_tparam_name(const xpj_func *f, unsigned i);
+/* Const parameters (`kernel k<T, const N: i64>`, docs/language.md 5.3):
+ * their number, and the name and type (an integer type or bool) of const
+ * parameter i. Only kernels parsed from source have them (the builder
+ * cannot declare them); xpj_specialize binds them to values. */
+unsigned xpj_func_const_count(const xpj_func *f);
+const char *xpj_func_const_name(const xpj_func *f, unsigned i);
+xpj_scalar xpj_func_const_type(const xpj_func *f, unsigned i);
+/* Type and const parameters together, in the order they are declared:
+ * their number, and the one at position pos (0-based): its index among the
+ * type parameters (*is_const = 0) or among the const parameters
+ * (*is_const = 1); -1 when pos is out of range. is_const may be NULL. */
+unsigned xpj_func_generic_count(const xpj_func *f);
+int xpj_func_generic_at(const xpj_func *f, unsigned pos, int *is_const);
 /* True when some parameter has generic rank (the kernel needs an ndim). */
 int xpj_func_has_generic_rank(const xpj_func *f);
 xpj_block xpj_func_body(const xpj_func *f);
@@ -498,13 +512,23 @@ typedef struct xpj_index_info {
 xpj_status xpj_func_index_info(const xpj_func *f, uint32_t inst,
                                xpj_index_info *out);
 
-/* A specialisation: one scalar type per type parameter of the kernel, and
- * the ndim of its generic-rank arrays (0 when it has none). */
+/* A specialisation: one scalar type per type parameter of the kernel, the
+ * ndim of its generic-rank arrays (0 when it has none), and one value per
+ * const parameter. Fields are only appended: an initialiser of the first
+ * four binds no const parameters (designated initialisers also keep
+ * -Wmissing-field-initializers quiet).
+ * Ownership: every array and string belongs to the caller and need only
+ * live for the xpj_specialize call; nothing of it is kept. */
 typedef struct xpj_spec {
   unsigned ntypes;
   const char *const *names; /* type parameter names, e.g. "T" */
   const xpj_scalar *types;  /* their bindings */
   unsigned ndim;
+  unsigned nconsts;
+  const char *const *const_names; /* const parameter names, e.g. "TS" */
+  /* their values: the integer itself, bool 0 or 1, a u64 as its bit
+   * pattern (xpj_const_parse reads them from text) */
+  const int64_t *const_values;
 } xpj_spec;
 
 #ifdef __cplusplus

@@ -245,6 +245,8 @@ static void func_free(xpj_func *f) {
   xpj_free(f->name);
   for (unsigned i = 0; i < f->ntparams; i++)
     xpj_free(f->tparams[i]);
+  for (unsigned i = 0; i < f->ncparams; i++)
+    xpj_free(f->cparams[i]);
   for (unsigned i = 0; i < f->nparams; i++)
     xpj_free(f->params[i].name);
   for (uint32_t i = 0; i < f->nblocks; i++)
@@ -692,6 +694,59 @@ unsigned xpj_func_tparam_count(const xpj_func *f) { return f ? f->ntparams : 0; 
 const char *xpj_func_tparam_name(const xpj_func *f, unsigned i) {
   return f && i < f->ntparams ? f->tparams[i] : NULL;
 }
+unsigned xpj_func_const_count(const xpj_func *f) {
+  return f ? f->ncparams : 0;
+}
+const char *xpj_func_const_name(const xpj_func *f, unsigned i) {
+  return f && i < f->ncparams ? f->cparams[i] : NULL;
+}
+xpj_scalar xpj_func_const_type(const xpj_func *f, unsigned i) {
+  return f && i < f->ncparams ? (xpj_scalar)f->cptype[i] : XPJ_VOID;
+}
+unsigned xpj_func_generic_count(const xpj_func *f) {
+  return f ? f->ntparams + f->ncparams : 0;
+}
+int xpj_func_generic_at(const xpj_func *f, unsigned pos, int *is_const) {
+  if (!f || pos >= f->ntparams + f->ncparams)
+    return -1;
+  unsigned before = 0; /* const parameters declared before pos */
+  for (unsigned i = 0; i < f->ncparams; i++) {
+    if (f->cppos[i] == pos) {
+      if (is_const)
+        *is_const = 1;
+      return (int)i;
+    }
+    before += f->cppos[i] < pos;
+  }
+  if (is_const)
+    *is_const = 0;
+  return (int)(pos - before);
+}
+
+bool xpj_ir_add_cparam(xpj_func *f, const char *name, xpj_scalar s,
+                       unsigned pos) {
+  xpj_module *m = f->mod;
+  if (f->ncparams >= XPJ_MAX_CPARAMS) {
+    xpj_set_error(m, "too many const parameters (at most %d)",
+                  XPJ_MAX_CPARAMS);
+    return false;
+  }
+  if (s < XPJ_BOOL || s > XPJ_U64 ||
+      pos >= XPJ_MAX_TPARAMS + XPJ_MAX_CPARAMS) {
+    xpj_set_error(m, "invalid const parameter '%s'", name);
+    return false;
+  }
+  char *nm = xpj_strdup(name);
+  if (!nm) {
+    oom(m);
+    return false;
+  }
+  f->cparams[f->ncparams] = nm;
+  f->cptype[f->ncparams] = (uint8_t)s;
+  f->cppos[f->ncparams++] = (uint8_t)pos;
+  return true;
+}
+
 xpj_block xpj_func_body(const xpj_func *f) { return f ? 1 : 0; }
 xpj_module *xpj_func_module(const xpj_func *f) { return f ? f->mod : NULL; }
 
@@ -1414,6 +1469,22 @@ xpj_val xpj_b_wi(xpj_func *f, xpj_block b, xpj_wi w, unsigned dim,
     f->insts[v].aux = (uint8_t)w;
     f->insts[v].imm.i = dim;
   }
+  return v;
+}
+
+xpj_val xpj_ir_cparam(xpj_func *f, xpj_block b, unsigned index, xpj_type t,
+                      xpj_loc loc) {
+  if (!f)
+    return 0;
+  int s = xpj_type_scalar_of(f->mod, t);
+  if (s < XPJ_BOOL || s > XPJ_U64 ||
+      (index >= f->ncparams && index != XPJ_CPARAM_DERIVED)) {
+    xpj_set_error(f->mod, "invalid const parameter %u", index);
+    return 0;
+  }
+  xpj_val v = emit(f, b, XPJ_OP_CPARAM, t, 0, NULL, loc);
+  if (v)
+    f->insts[v].aux = (uint8_t)index;
   return v;
 }
 

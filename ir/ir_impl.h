@@ -23,7 +23,8 @@
   X(UNOP, "unop")         /* aux: xpj_unop; a0 */                          \
   X(CAST, "cast")         /* a0 */                                         \
   X(VAR, "var")           /* private scalar slot; type: ptr */             \
-  X(ARRAY, "array")       /* static local/private array */                 \
+  X(ARRAY, "array")       /* static local/private array; aux (generic    \
+                             kernels): dims sized by const parameters */ \
   X(INDEX, "index")       /* a0 array, a1.. indices; type: ptr */          \
   X(LOAD, "load")         /* a0 ptr */                                     \
   X(STORE, "store")       /* a0 ptr, a1 value */                           \
@@ -48,7 +49,10 @@
   X(RETURN, "return")     /* a0 value or none */                           \
   X(LIMIT, "limit")       /* aux: xpj_limit of a type parameter */         \
   X(GROUP, "group")       /* aux: xpj_coll, order: xpj_group_op, scope:  \
-                             1 sub-group; a0 value, a1 id/lane */
+                             1 sub-group; a0 value, a1 id/lane */         \
+  X(CPARAM, "const_param") /* generic kernels only: the value of const    \
+                              parameter aux, or (aux XPJ_CPARAM_DERIVED) \
+                              an i64 that only specialisation fixes */
 
 typedef enum xpj_op {
 #define X(id, name) XPJ_OP_##id,
@@ -123,6 +127,12 @@ struct xpj_func {
   uint64_t reqd_local[3];
   unsigned ntparams;
   char *tparams[XPJ_MAX_TPARAMS];
+  /* const parameters (generic kernels parsed from source): name, scalar
+   * type and position among all generic parameters (type and const) */
+  unsigned ncparams;
+  char *cparams[XPJ_MAX_CPARAMS];
+  uint8_t cptype[XPJ_MAX_CPARAMS];
+  uint8_t cppos[XPJ_MAX_CPARAMS];
   xpj_paraminfo params[XPJ_MAX_PARAMS];
   unsigned nparams;
   xpj_type ret;
@@ -195,6 +205,21 @@ size_t xpj_type_str_in(const xpj_func *f, xpj_type t, char *buf, size_t size);
 /* Canonical value numbering (inst id -> number + 1, 0: unreached). */
 uint32_t *xpj_number_values(const xpj_func *f);
 const char *xpj_inst_name(const xpj_func *f, const xpj_inst *in);
+
+/* Const parameters of generic kernels (docs/language.md, 5.3). Only the
+ * frontend declares them: a kernel with const parameters is specialised
+ * by parsing its source again with them bound (compiler/spec.c), so they
+ * are not part of the builder API. */
+#define XPJ_CPARAM_DERIVED 255
+/* Declares const parameter name of type s (an integer type or bool) at
+ * position pos of the generic parameter list; false with a message. */
+bool xpj_ir_add_cparam(xpj_func *f, const char *name, xpj_scalar s,
+                       unsigned pos);
+/* A CPARAM instruction: const parameter index's value (of type t), or
+ * with index XPJ_CPARAM_DERIVED an opaque value of type t that depends on
+ * const parameters (the size of an array sized by one). */
+xpj_val xpj_ir_cparam(xpj_func *f, xpj_block b, unsigned index, xpj_type t,
+                      xpj_loc loc);
 
 /* Reports a call-graph error at loc (printf-style message). */
 typedef void (*xpj_call_report)(void *ud, xpj_loc loc, const char *fmt, ...);

@@ -121,6 +121,11 @@ static void put_inst(printer *p, xpj_val v, int depth) {
       xpj_buf_printf(o, " \"%s\"", nm);
     break;
   }
+  case XPJ_OP_CPARAM:
+    xpj_buf_printf(o, "const_param %s", in->aux < p->f->ncparams
+                                            ? p->f->cparams[in->aux]
+                                            : "?");
+    break;
   case XPJ_OP_WI:
     xpj_buf_printf(o, "wi %s", xpj_wi_name((xpj_wi)in->aux));
     if (xpj_wi_needs_dim((xpj_wi)in->aux))
@@ -226,6 +231,22 @@ static void put_inst(printer *p, xpj_val v, int depth) {
     }
     break;
   }
+  if (has_val && in->op == XPJ_OP_ARRAY && in->aux) {
+    /* generic: the sizes that const parameters set are not known yet */
+    const xpj_typeinfo *ti = xpj_typeinfo_of(m, in->type);
+    xpj_buf_printf(o, " : %s ",
+                   ti->space == XPJ_SPACE_LOCAL ? "local" : "private");
+    put_type(p, ti->elem);
+    for (int d = 0; d < ti->rank; d++) {
+      xpj_buf_puts(o, d ? ", " : "[");
+      if (in->aux & (1u << d))
+        xpj_buf_puts(o, "?");
+      else
+        xpj_buf_printf(o, "%lld", (long long)ti->dims[d]);
+    }
+    xpj_buf_puts(o, "]\n");
+    return;
+  }
   if (has_val) {
     xpj_buf_puts(o, " : ");
     put_type(p, in->type);
@@ -247,10 +268,17 @@ void xpj_print_func(xpj_buf *out, const xpj_func *f) {
   }
   static const char *const kinds[] = {"fn", "kernel", "kernel"};
   xpj_buf_printf(out, "%s @%s", kinds[f->kind % 3], f->name);
-  if (f->ntparams) {
+  unsigned ng = xpj_func_generic_count(f);
+  if (ng) {
     xpj_buf_puts(out, "<");
-    for (unsigned i = 0; i < f->ntparams; i++)
-      xpj_buf_printf(out, "%s%s", i ? ", " : "", f->tparams[i]);
+    for (unsigned i = 0; i < ng; i++) {
+      int is_const = 0, k = xpj_func_generic_at(f, i, &is_const);
+      if (is_const)
+        xpj_buf_printf(out, "%sconst %s: %s", i ? ", " : "", f->cparams[k],
+                       xpj_scalar_name((xpj_scalar)f->cptype[k]));
+      else
+        xpj_buf_printf(out, "%s%s", i ? ", " : "", f->tparams[k]);
+    }
     xpj_buf_puts(out, ">");
   }
   xpj_buf_puts(out, "(");

@@ -137,7 +137,17 @@ static void put_func(ser *s, const xpj_func *f, bool root) {
     xpj_buf_u64(o, f->reqd_local[d]);
   /* only the kernel's interface is observable: helpers are anonymous */
   xpj_buf_str(o, root ? f->name : "");
-  xpj_buf_u32(o, f->ntparams);
+  /* bit 31: const parameters follow (generic kernels only; specialised
+   * ones never have them, so their encoding is unchanged) */
+  xpj_buf_u32(o, f->ntparams | (f->ncparams ? 0x80000000u : 0));
+  if (f->ncparams) {
+    xpj_buf_u32(o, f->ncparams);
+    for (unsigned i = 0; i < f->ncparams; i++) {
+      xpj_buf_str(o, root ? f->cparams[i] : "");
+      xpj_buf_u8(o, f->cptype[i]);
+      xpj_buf_u8(o, f->cppos[i]);
+    }
+  }
   xpj_buf_u32(o, f->nparams);
   for (unsigned i = 0; i < f->nparams; i++) {
     xpj_buf_str(o, root ? f->params[i].name : "");

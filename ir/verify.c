@@ -136,6 +136,9 @@ static void check_inst(vctx *c, xpj_val v) {
     if (xpj_typeinfo_of(m, in->type)->space == XPJ_SPACE_LOCAL &&
         (f->kind != XPJ_FUNC_NDRANGE || in->in_block != 1))
       vfail(c, in, "local array outside the top level of an ndrange kernel");
+    else if (in->aux && !f->ncparams)
+      vfail(c, in, "an array sized by const parameters outside a kernel "
+            "with const parameters");
     break;
   case XPJ_OP_BARRIER:
     if (f->kind == XPJ_FUNC_RANGE)
@@ -153,6 +156,16 @@ static void check_inst(vctx *c, xpj_val v) {
              in->nargs != (xpj_coll_takes_id(&d) ? 2u : 1u) ||
              in->type != f->insts[a[0]].type)
       vfail(c, in, "malformed collective");
+    break;
+  }
+  case XPJ_OP_CPARAM: {
+    /* only generic kernels hold them: specialisation replaces them */
+    int s = xpj_type_scalar_of(m, in->type);
+    if (!f->ncparams || in->nargs || s < XPJ_BOOL || s > XPJ_U64 ||
+        (in->aux >= f->ncparams && in->aux != XPJ_CPARAM_DERIVED) ||
+        (in->aux < f->ncparams && s != f->cptype[in->aux]))
+      vfail(c, in, "const_param outside a kernel with const parameters, or "
+            "of the wrong type");
     break;
   }
   default:

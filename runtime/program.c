@@ -245,63 +245,104 @@ const char *xpj_program_kernel_name(const xpj_program *p, unsigned i) {
   return p && i < p->nkernels ? p->kernels[i] : NULL;
 }
 
-/* Parses "T=f32,U=i64" or "f32,i64" against f's type parameters into
- * types[] (in parameter order) and writes the canonical form to canon. */
+/* Parses "T=f32,TS=16" or "f32,16" against f's type and const parameters
+ * into types[] and consts[] (each in its parameters' order) and writes the
+ * canonical form to canon: every parameter named, in declaration order,
+ * values in xpj_const_str's form ("TS=0x10" and "TS=16" are one). */
 xpj_status rt_parse_dtypes(const xpj_func *f, const char *s,
-                           xpj_scalar *types, char *canon, size_t csize) {
-  unsigned nt = xpj_func_tparam_count(f);
+                           xpj_scalar *types, int64_t *consts, char *canon,
+                           size_t csize) {
+  unsigned nt = xpj_func_tparam_count(f), nc = xpj_func_const_count(f);
+  unsigned ng = xpj_func_generic_count(f);
   const char *kname = xpj_func_name(f);
+  bool cset[XPJ_MAX_CPARAMS] = {0};
   for (unsigned i = 0; i < nt; i++)
     types[i] = XPJ_VOID;
+  for (unsigned i = 0; i < nc; i++)
+    consts[i] = 0;
   unsigned pos = 0;
   bool named = false, positional = false;
   const char *p = s ? s : "";
   while (*p) {
     const char *e = strchr(p, ',');
     size_t n = e ? (size_t)(e - p) : strlen(p);
-    char tok[64];
+    char tok[128];
     if (n == 0 || n >= sizeof tok)
       return rt_err(XPJ_ERR_SPECIALIZE,
                     "kernel %s: malformed dtypes \"%s\" (expected T=f32,U=i64 "
-                    "or f32,i64)", kname, s);
+                    "or f32,i64%s)", kname, s, nc ? "; const parameters "
+                    "like N=16" : "");
     memcpy(tok, p, n);
     tok[n] = 0;
     char *eq = strchr(tok, '=');
-    unsigned idx;
+    int idx = -1, is_const = 0;
     const char *tname = tok;
     if (eq) {
       *eq = 0;
       tname = eq + 1;
       named = true;
-      for (idx = 0; idx < nt; idx++)
-        if (!strcmp(xpj_func_tparam_name(f, idx), tok))
-          break;
-      if (idx == nt)
-        return rt_err(XPJ_ERR_SPECIALIZE,
-                      "kernel %s has no type parameter '%s'", kname, tok);
+      for (unsigned i = 0; i < nt && idx < 0; i++)
+        if (!strcmp(xpj_func_tparam_name(f, i), tok))
+          idx = (int)i;
+      for (unsigned i = 0; i < nc && idx < 0; i++)
+        if (!strcmp(xpj_func_const_name(f, i), tok)) {
+          idx = (int)i;
+          is_const = 1;
+        }
+      if (idx < 0)
+        return rt_err(XPJ_ERR_SPECIALIZE, "kernel %s has no %s parameter "
+                      "'%s'", kname, nc ? "type or const" : "type", tok);
     } else {
       positional = true;
-      idx = pos++;
-      if (idx >= nt)
+      idx = xpj_func_generic_at(f, pos++, &is_const);
+      if (idx < 0) {
+        if (nc)
+          return rt_err(XPJ_ERR_SPECIALIZE,
+                        "kernel %s takes %u type and const parameters, "
+                        "dtypes \"%s\" gives more", kname, ng, s);
         return rt_err(XPJ_ERR_SPECIALIZE,
                       "kernel %s takes %u type parameter%s, dtypes \"%s\" "
                       "gives more",
                       kname, nt, nt == 1 ? "" : "s", s);
+      }
     }
     if (named && positional)
       return rt_err(XPJ_ERR_SPECIALIZE,
                     "kernel %s: dtypes \"%s\" mixes T=type and positional "
                     "types", kname, s);
     xpj_scalar t = xpj_scalar_parse(tname);
-    if (t == XPJ_VOID)
-      return rt_err(XPJ_ERR_SPECIALIZE,
-                    "kernel %s: unknown dtype '%s' (bool, i8..i64, u8..u64, "
-                    "f32, f64)", kname, tname);
-    if (types[idx] != XPJ_VOID)
-      return rt_err(XPJ_ERR_SPECIALIZE,
-                    "kernel %s: type parameter '%s' bound twice", kname,
-                    xpj_func_tparam_name(f, idx));
-    types[idx] = t;
+    if (is_const) {
+      const char *cn = xpj_func_const_name(f, (unsigned)idx);
+      xpj_scalar ct = xpj_func_const_type(f, (unsigned)idx);
+      if (t != XPJ_VOID)
+        return rt_err(XPJ_ERR_SPECIALIZE,
+                      "kernel %s: '%s' is a const parameter (%s: %s); it "
+                      "takes a value, not the dtype '%s'",
+                      kname, cn, cn, xpj_scalar_name(ct), tname);
+      if (cset[idx])
+        return rt_err(XPJ_ERR_SPECIALIZE,
+                      "kernel %s: const parameter '%s' bound twice", kname,
+                      cn);
+      char err[160];
+      if (xpj_const_parse(tname, ct, &consts[idx], err, sizeof err) !=
+          XPJ_OK)
+        return rt_err(XPJ_ERR_SPECIALIZE,
+                      "kernel %s: const parameter '%s: %s': %s", kname, cn,
+                      xpj_scalar_name(ct), err);
+      cset[idx] = true;
+    } else {
+      const char *tpn = xpj_func_tparam_name(f, (unsigned)idx);
+      if (t == XPJ_VOID)
+        return rt_err(XPJ_ERR_SPECIALIZE,
+                      "kernel %s: unknown dtype '%s' for type parameter "
+                      "'%s' (bool, i8..i64, u8..u64, f32, f64)",
+                      kname, tname, tpn);
+      if (types[idx] != XPJ_VOID)
+        return rt_err(XPJ_ERR_SPECIALIZE,
+                      "kernel %s: type parameter '%s' bound twice", kname,
+                      tpn);
+      types[idx] = t;
+    }
     p += n;
     if (*p == ',')
       p++;
@@ -311,17 +352,36 @@ xpj_status rt_parse_dtypes(const xpj_func *f, const char *s,
   }
   size_t c = 0;
   canon[0] = 0;
-  for (unsigned i = 0; i < nt; i++) {
-    if (types[i] == XPJ_VOID)
-      return rt_err(XPJ_ERR_SPECIALIZE,
-                    "kernel %s: no dtype for type parameter '%s' (give "
-                    "dtypes like \"%s=f32\")",
-                    kname, xpj_func_tparam_name(f, i),
-                    xpj_func_tparam_name(f, i));
-    c += (size_t)snprintf(canon + c, c < csize ? csize - c : 0, "%s%s=%s",
-                          i ? "," : "", xpj_func_tparam_name(f, i),
-                          xpj_scalar_name(types[i]));
+  for (unsigned i = 0; i < ng; i++) {
+    int is_const = 0, k = xpj_func_generic_at(f, i, &is_const);
+    char vb[32];
+    if (is_const) {
+      const char *cn = xpj_func_const_name(f, (unsigned)k);
+      xpj_scalar ct = xpj_func_const_type(f, (unsigned)k);
+      if (!cset[k])
+        return rt_err(XPJ_ERR_SPECIALIZE,
+                      "kernel %s: no value for const parameter '%s: %s' "
+                      "(give dtypes like \"%s=%s\")",
+                      kname, cn, xpj_scalar_name(ct), cn,
+                      ct == XPJ_BOOL ? "true" : "16");
+      xpj_const_str(ct, consts[k], vb, sizeof vb);
+      c += (size_t)snprintf(canon + c, c < csize ? csize - c : 0, "%s%s=%s",
+                            i ? "," : "", cn, vb);
+    } else {
+      const char *tpn = xpj_func_tparam_name(f, (unsigned)k);
+      if (types[k] == XPJ_VOID)
+        return rt_err(XPJ_ERR_SPECIALIZE,
+                      "kernel %s: no dtype for type parameter '%s' (give "
+                      "dtypes like \"%s=f32\")",
+                      kname, tpn, tpn);
+      c += (size_t)snprintf(canon + c, c < csize ? csize - c : 0, "%s%s=%s",
+                            i ? "," : "", tpn, xpj_scalar_name(types[k]));
+    }
   }
+  if (c >= csize)
+    return rt_err(XPJ_ERR_SPECIALIZE,
+                  "kernel %s: the dtypes are too long (%zu bytes; at most "
+                  "%zu)", kname, c, csize ? csize - 1 : 0);
   return XPJ_OK;
 }
 
@@ -392,14 +452,16 @@ static xpj_kernel *find(xpj_program *p, const char *name, const char *dtypes,
 /* Specialises n, then finds or compiles and loads it through the caches
  * (outside the program lock). */
 static xpj_status specialise(xpj_program *p, const xpj_func *f,
-                             const xpj_scalar *types, unsigned ndim,
-                             xpj_module **sm) {
+                             const xpj_scalar *types, const int64_t *consts,
+                             unsigned ndim, xpj_module **sm) {
   const char *name = xpj_func_name(f);
-  unsigned nt = xpj_func_tparam_count(f);
-  const char *names[XPJ_MAX_TPARAMS];
+  unsigned nt = xpj_func_tparam_count(f), nc = xpj_func_const_count(f);
+  const char *names[XPJ_MAX_TPARAMS], *cnames[XPJ_MAX_CPARAMS];
   for (unsigned i = 0; i < nt; i++)
     names[i] = xpj_func_tparam_name(f, i);
-  xpj_spec spec = {nt, names, types, ndim};
+  for (unsigned i = 0; i < nc; i++)
+    cnames[i] = xpj_func_const_name(f, i);
+  xpj_spec spec = {nt, names, types, ndim, nc, cnames, consts};
   xpj_diags *d = NULL;
   if (xpj_diags_create(&d) != XPJ_OK)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
@@ -419,13 +481,14 @@ static bool keep_for_fit(const xpj_kernel *k, const xpj_func *f) {
 }
 
 static xpj_status build(xpj_program *p, const xpj_func *f,
-                        const xpj_scalar *types, const char *dtypes,
+                        const xpj_scalar *types, const int64_t *consts,
+                        const char *dtypes,
                         unsigned ndim, xpj_device *dev,
                         const xpj_compile_opts *o, const char *ostr,
                         xpj_kernel **out) {
   const char *name = xpj_func_name(f);
   xpj_module *sm = NULL;
-  xpj_status st = specialise(p, f, types, ndim, &sm);
+  xpj_status st = specialise(p, f, types, consts, ndim, &sm);
   if (st != XPJ_OK)
     return st;
   xpj_kernel *k = calloc(1, sizeof *k);
@@ -477,7 +540,8 @@ static xpj_status build(xpj_program *p, const xpj_func *f,
 static xpj_status resolve(xpj_program *p, const char *name,
                           const char *dtypes, unsigned *ndim,
                           const xpj_compile_opts *opts, const xpj_func **fp,
-                          xpj_scalar *types, char *canon, size_t csize,
+                          xpj_scalar *types, int64_t *consts, char *canon,
+                          size_t csize,
                           xpj_compile_opts *o, char *ostr, size_t osize) {
   const xpj_func *f = xpj_module_find(p->m, name);
   if (!f || xpj_func_kind_of(f) == XPJ_FUNC_DEVICE) {
@@ -502,7 +566,7 @@ static xpj_status resolve(xpj_program *p, const char *name,
                   o->checks & ~XPJ_CHECK_ALL);
   o->checks |= p->ctx->checks;
   xpj_compile_opts_str(o, ostr, osize);
-  xpj_status st = rt_parse_dtypes(f, dtypes, types, canon, csize);
+  xpj_status st = rt_parse_dtypes(f, dtypes, types, consts, canon, csize);
   if (st != XPJ_OK)
     return st;
   if (xpj_func_has_generic_rank(f) && (*ndim < 1 || *ndim > XPJ_MAX_RANK))
@@ -535,13 +599,14 @@ xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
   xpj_target_str(&t, tstr, sizeof tstr);
   const xpj_func *f = NULL;
   xpj_scalar types[XPJ_MAX_TPARAMS];
+  int64_t consts[XPJ_MAX_CPARAMS];
   char canon[256], ostr[64];
   xpj_compile_opts o;
-  xpj_status st = resolve(p, name, dtypes, &ndim, opts, &f, types, canon,
-                          sizeof canon, &o, ostr, sizeof ostr);
+  xpj_status st = resolve(p, name, dtypes, &ndim, opts, &f, types, consts,
+                          canon, sizeof canon, &o, ostr, sizeof ostr);
   xpj_module *sm = NULL;
   if (st == XPJ_OK)
-    st = specialise(p, f, types, ndim, &sm);
+    st = specialise(p, f, types, consts, ndim, &sm);
   rt_l1 *e = NULL;
   xpj_kernel_origin from;
   if (st == XPJ_OK)
@@ -577,9 +642,10 @@ xpj_status xpj_program_get_kernel(xpj_program *p, const char *name,
   xpj_compile_opts o;
   char ostr[64];
   xpj_scalar types[XPJ_MAX_TPARAMS];
+  int64_t consts[XPJ_MAX_CPARAMS];
   char canon[256];
-  xpj_status st = resolve(p, name, dtypes, &ndim, opts, &f, types, canon,
-                          sizeof canon, &o, ostr, sizeof ostr);
+  xpj_status st = resolve(p, name, dtypes, &ndim, opts, &f, types, consts,
+                          canon, sizeof canon, &o, ostr, sizeof ostr);
   if (st != XPJ_OK)
     return st;
 
@@ -590,7 +656,7 @@ xpj_status xpj_program_get_kernel(xpj_program *p, const char *name,
     *out = k;
     return XPJ_OK;
   }
-  st = build(p, f, types, canon, ndim, dev, &o, ostr, &k);
+  st = build(p, f, types, consts, canon, ndim, dev, &o, ostr, &k);
   if (st != XPJ_OK)
     return st;
   pthread_mutex_lock(&p->mu);
@@ -656,12 +722,13 @@ xpj_status rt_program_keyed(xpj_program *p, const char *name,
   xpj_target_str(&k->t, k->tstr, sizeof k->tstr);
   const xpj_func *f = NULL;
   xpj_scalar types[XPJ_MAX_TPARAMS];
+  int64_t consts[XPJ_MAX_CPARAMS];
   k->ndim = ndim;
-  xpj_status st = resolve(p, name, dtypes, &k->ndim, opts, &f, types,
+  xpj_status st = resolve(p, name, dtypes, &k->ndim, opts, &f, types, consts,
                           k->canon, sizeof k->canon, &k->o, k->ostr,
                           sizeof k->ostr);
   if (st == XPJ_OK)
-    st = specialise(p, f, types, k->ndim, &k->sm);
+    st = specialise(p, f, types, consts, k->ndim, &k->sm);
   if (st == XPJ_OK)
     st = rt_cc_key(&p->ctx->cc, k->sm, xpj_func_name(f), k->canon, k->ndim,
                    k->tstr, k->ostr, k->code, k->digest, &k->key);

@@ -414,11 +414,13 @@ struct xpj_kernel {
   struct xpj_kernel *next;
 };
 
-/* Parses a dtypes string ("T=f32,U=i64" or "f32,i64") against f's type
- * parameters into types[] (parameter order) and its canonical form
- * (program.c). XPJ_ERR_SPECIALIZE with a message when it does not fit. */
+/* Parses a dtypes string ("T=f32,U=i64,N=16" or "f32,i64,16") against
+ * f's type and const parameters into types[] and consts[] (each in
+ * parameter order) and its canonical form (program.c).
+ * XPJ_ERR_SPECIALIZE with a message when it does not fit. */
 xpj_status rt_parse_dtypes(const xpj_func *f, const char *s,
-                           xpj_scalar *types, char *canon, size_t csize);
+                           xpj_scalar *types, int64_t *consts, char *canon,
+                           size_t csize);
 
 /* XPJ_ERR_UNSUPPORTED, naming both, when k requires a local size its
  * device cannot run (launch.c). */

@@ -88,6 +88,19 @@ sqlite3 "$T/c3/cache-v2.db" "UPDATE entries SET data = zeroblob(64) WHERE digest
 [ $? = 2 ] || bad "bad target"
 "$CLI" bundle build examples/saxpy.xpk --dtype U=f32 --target cpu -o "$T/x.xpb" >/dev/null 2>&1
 [ $? = 1 ] || bad "nothing to compile"
+# const parameters: one entry per value, named by its binding
+"$CLI" bundle build tests/golden/constgen.xpk --dtype T=f32 --const TS=8,0x10 \
+  --target cpu -o "$T/cg.xpb" 2>"$T/cg.err" || { bad "bundle build --const"; cat "$T/cg.err"; }
+grep -q "2 kernels (2 compiled" "$T/cg.err" || bad "bundle build --const: $(cat "$T/cg.err")"
+"$CLI" bundle ls "$T/cg.xpb" | grep -q "T=f32,TS=8 " || bad "bundle ls: no TS=8"
+"$CLI" bundle ls "$T/cg.xpb" | grep -q "T=f32,TS=16 " || bad "bundle ls: no TS=16"
+"$CLI" bundle build tests/golden/constgen.xpk --dtype T=f32 --target cpu \
+  -o "$T/x.xpb" 2>"$T/cg.err"
+[ $? = 1 ] && grep -q "no --const for its const parameter TS" "$T/cg.err" ||
+  bad "bundle build without --const: $(cat "$T/cg.err")"
+"$CLI" bundle build tests/golden/constgen.xpk --dtype T=f32 --const TS=x \
+  --target cpu -o "$T/x.xpb" >/dev/null 2>&1
+[ $? = 2 ] || bad "bundle build --const TS=x"
 head -c 5000 /dev/urandom >"$T/junk.xpb"
 "$CLI" bundle ls "$T/junk.xpb" >/dev/null 2>&1; [ $? = 1 ] || bad "bundle ls junk"
 "$CLI" bundle import "$T/junk.xpb" >/dev/null 2>&1; [ $? = 1 ] || bad "bundle import junk"

@@ -50,7 +50,7 @@ static inline xpj_module *spec_kernel(const xpj_module *m, const char *kernel,
     names[i] = xpj_func_tparam_name(k, i);
     types[i] = type;
   }
-  xpj_spec sp = {nt, names, types, ndim};
+  xpj_spec sp = {nt, names, types, ndim, 0, NULL, NULL};
   xpj_module *out = NULL;
   if (xpj_specialize(m, kernel, &sp, &out, NULL) != XPJ_OK)
     return NULL;

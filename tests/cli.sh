@@ -57,6 +57,37 @@ h2=$("$CLI" ir /dev/stdin --kernel axpy --dtype T=f32 --ndim 2 --hash <examples/
 h3=$("$CLI" ir examples/axpy.xpk --kernel axpy --dtype T=f32 --ndim 2 --hash)
 [ "$h1" = "$h3" ] || { echo "FAIL: hash differs between runs"; fail=1; }
 expect 1 "$CLI" ir examples/axpy.xpk --kernel axpy --dtype T=f32 --ndim 2 -o /nonexistent/dir/x
+# const parameters (--const NAME=VALUE): a value is part of the kernel,
+# written in any form; errors in the value are input errors once the
+# kernel's parameter types are known, malformed options usage errors
+G=tests/golden/constgen.xpk
+c1=$("$CLI" ir $G --kernel stencil --dtype T=f32 --const TS=16 --hash)
+c2=$("$CLI" ir $G --kernel stencil --dtype T=f32 --const TS=0x10 --hash)
+c3=$("$CLI" ir $G --kernel stencil --dtype T=f32 --const TS=8 --hash)
+{ [ ${#c1} -eq 64 ] && [ "$c1" = "$c2" ] && [ "$c1" != "$c3" ]; } ||
+  { echo "FAIL: const hashes '$c1' '$c2' '$c3'"; fail=1; }
+"$CLI" ir $G --kernel stencil --dtype T=f64 --const TS=4 | grep -q 'local f64\[6, 6\]' ||
+  { echo "FAIL: ir --const: no 6 x 6 tile"; fail=1; }
+expect 0 "$CLI" check $G
+expect 2 "$CLI" ir $G --const TS=16
+expect 2 "$CLI" ir $G --kernel stencil --dtype T=f32 --const TS
+expect 2 "$CLI" ir $G --kernel stencil --dtype T=f32 --const TS=
+expect 2 "$CLI" ir $G --kernel stencil --dtype T=f32 --const =16
+expect 2 "$CLI" ir $G --kernel stencil --dtype T=f32 --const TS=sixteen
+expect 2 "$CLI" ir $G --kernel stencil --dtype T=f32 --dtype TS=16
+expect 1 "$CLI" ir $G --kernel stencil --dtype T=f32
+expect 1 "$CLI" ir $G --kernel stencil --dtype T=f32 --const TS=16 --const X=1
+expect 1 "$CLI" ir $G --kernel stencil --dtype T=f32 --const TS=true
+expect 1 "$CLI" ir $G --kernel stencil --dtype T=f32 --const TS=65
+grep -q "more than 4096 work-items (with T=f32, TS=65)" "$tmp/err" ||
+  { echo "FAIL: --const TS=65: $(cat "$tmp/err")"; fail=1; }
+expect 1 "$CLI" ir $G --kernel stencil --const T=16 --const TS=16
+grep -q "'T' is a type parameter of kernel 'stencil'" "$tmp/err" ||
+  { echo "FAIL: --const T=16: $(cat "$tmp/err")"; fail=1; }
+expect 0 "$CLI" emit $G --kernel stencil --dtype T=f32 --const TS=16 --target cpu --emit asm
+expect 0 "$CLI" emit $G --kernel stencil --dtype T=f32 --const TS=16 --target spirv -o "$tmp/s.spv"
+expect 1 "$CLI" emit $G --kernel stencil --dtype T=f32 --const TS=0 --target cpu
+expect 2 "$CLI" emit $G --kernel stencil --dtype T=f32 --const TS=x --target cpu
 # emit: usage errors (2), input and compile errors (1)
 expect 0 "$CLI" emit --help
 expect 2 "$CLI" emit

@@ -39,7 +39,8 @@ done
 # XPJIT_REQUIRE_SPIRV=1: there, a missing consumer is a failure.
 IOCL=${XPJIT_INTEL_OCL:-$HOME/.cache/xpjit/intel-opencl}
 if [ -f "$IOCL/icd/intel-cpu.icd" ]; then
-  for t in conformance_a conformance_b collectives dimorder interchange launch_local bounds; do
+  for t in conformance_a conformance_b collectives dimorder interchange \
+    launch_local bounds constgen; do
     step "test_$t@opencl" env OCL_ICD_VENDORS="$IOCL/icd" \
       XPJIT_TEST_DEVICE=opencl "$B/tests/test_$t"
   done

@@ -263,7 +263,7 @@ static void test_out_of_memory(void **state) {
     if (st == XPJ_OK) {
       const char *names[] = {"T"};
       xpj_scalar types[] = {XPJ_F32};
-      xpj_spec sp = {1, names, types, 2};
+      xpj_spec sp = {1, names, types, 2, 0, NULL, NULL};
       st = xpj_specialize(m, "k", &sp, &s, d);
     }
     char hex[65];

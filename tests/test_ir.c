@@ -57,7 +57,7 @@ static void hash_of(const xpj_module *m, const char *k, const char *t,
                     xpj_scalar s, unsigned ndim, char hex[65]) {
   const char *names[] = {t};
   xpj_scalar types[] = {s};
-  xpj_spec sp = {t ? 1u : 0u, names, types, ndim};
+  xpj_spec sp = {t ? 1u : 0u, names, types, ndim, 0, NULL, NULL};
   xpj_module *out = NULL;
   assert_int_equal(xpj_specialize(m, k, &sp, &out, NULL), XPJ_OK);
   assert_int_equal(xpj_module_hash(out, k, NULL, hex), XPJ_OK);
@@ -408,7 +408,7 @@ static void test_specialize_instances(void **state) {
   assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
   const char *names[] = {"T"};
   xpj_scalar types[] = {XPJ_I32};
-  xpj_spec sp = {1, names, types, 0};
+  xpj_spec sp = {1, names, types, 0, 0, NULL, NULL};
   assert_int_equal(xpj_specialize(m, "k", &sp, &s, NULL), XPJ_OK);
   /* k, both<i32>, sq<i32>, sq<f64>: each instance made once */
   assert_int_equal(xpj_module_func_count(s), 4);

@@ -247,7 +247,7 @@ static xpj_module *spec_k(const char *src, xpj_module **parsed) {
   if (parse_src(src, &m, &diag) != XPJ_OK)
     fail_msg("parse: %s", diag);
   free(diag);
-  xpj_spec sp = {0, NULL, NULL, 0};
+  xpj_spec sp = {0, NULL, NULL, 0, 0, NULL, NULL};
   assert_int_equal(xpj_specialize(m, "k", &sp, &s, NULL), XPJ_OK);
   *parsed = m;
   return s;

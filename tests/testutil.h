@@ -58,7 +58,7 @@ static inline xpj_status spec_hash(const char *src, const char *kernel,
     names[n] = tok;
     types[n++] = type;
   }
-  xpj_spec sp = {n, names, types, ndim};
+  xpj_spec sp = {n, names, types, ndim, 0, NULL, NULL};
   xpj_diags *d = NULL;
   assert_int_equal(xpj_diags_create(&d), XPJ_OK);
   st = xpj_specialize(m, kernel, &sp, &s, d);

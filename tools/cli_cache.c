@@ -496,7 +496,8 @@ int cli_cache(int argc, char **argv) {
 static void usage_bundle(FILE *out) {
   fprintf(out,
           "usage: %s bundle build FILE... --dtype T=f32,f64 [--dtype U=...]\n"
-          "          [--ndim 1,2,3] [--kernel NAME]... --target TGT... [-O N]\n"
+          "          [--const N=16,32]... [--ndim 1,2,3] [--kernel NAME]...\n"
+          "          --target TGT... [-O N]\n"
           "          [--fast-math] [-j N] [--keep-going] -o OUT.xpb\n"
           "       %s bundle ls FILE [--json]\n"
           "       %s bundle verify FILE [--json]\n"
@@ -504,8 +505,10 @@ static void usage_bundle(FILE *out) {
           "\n"
           "build   compiles every kernel of every FILE (or those named by\n"
           "        --kernel) for every combination of the --dtype lists (one\n"
-          "        per type parameter; a kernel whose type parameters are not\n"
-          "        all given is skipped), --ndim values (kernels with [*]\n"
+          "        per type parameter), the --const lists (one per const\n"
+          "        parameter: values such as 16, 0x10, -1, true; a kernel whose\n"
+          "        type and const parameters are not all given is skipped),\n"
+          "        --ndim values (kernels with [*]\n"
           "        arrays; default 1,2,3) and targets, in parallel, into one\n"
           "        bundle. --target: spirv, ptx:sm_80,sm_90, cpu (this "
           "machine),\n"
@@ -602,11 +605,13 @@ static unsigned split(char *s, char **items) {
   return n;
 }
 
+/* --dtype NAME=T1,T2 or --const NAME=V1,V2 */
 typedef struct dtlist {
   char name[64];
-  char *types[MAX_LIST];
+  char *types[MAX_LIST]; /* types, or const values */
   unsigned n;
   char *buf;
+  bool is_const;
 } dtlist;
 
 static int add_job(job **jobs, size_t *n, size_t *cap, const job *j) {
@@ -654,6 +659,7 @@ static int bundle_build(int argc, char **argv) {
       continue;
     }
     if (!strcmp(a, "--dtype") || !strcmp(a, "--ndim") ||
+        !strcmp(a, "--const") ||
         !strcmp(a, "--kernel") || !strcmp(a, "--target") ||
         !strcmp(a, "-o") || !strcmp(a, "-j")) {
       if (i + 1 >= argc) {
@@ -678,22 +684,26 @@ static int bundle_build(int argc, char **argv) {
           goto out;
         }
         kernels[nkernels++] = v;
-      } else if (!strcmp(a, "--dtype")) {
+      } else if (!strcmp(a, "--dtype") || !strcmp(a, "--const")) {
+        bool is_const = !strcmp(a, "--const");
         const char *eq = strchr(v, '=');
         if (!eq || eq == v || eq - v >= 64 || !eq[1] || ndts == 16) {
           fprintf(stderr,
-                  "%s bundle build: --dtype takes NAME=T1,T2 (e.g. "
-                  "T=f32,f64), not '%s'\n",
+                  is_const ? "%s bundle build: --const takes NAME=V1,V2 "
+                             "(e.g. TS=8,16), not '%s'\n"
+                           : "%s bundle build: --dtype takes NAME=T1,T2 "
+                             "(e.g. T=f32,f64), not '%s'\n",
                   cli_prog, v);
           goto out;
         }
         dtlist *d = &dts[ndts];
         memcpy(d->name, v, (size_t)(eq - v));
         d->name[eq - v] = 0;
+        d->is_const = is_const;
         for (unsigned k = 0; k < ndts; k++)
           if (!strcmp(dts[k].name, d->name)) {
-            fprintf(stderr, "%s bundle build: --dtype %s given twice\n",
-                    cli_prog, d->name);
+            fprintf(stderr, "%s bundle build: %s %s given twice\n",
+                    cli_prog, a, d->name);
             goto out;
           }
         d->buf = strdup(eq + 1);
@@ -701,14 +711,28 @@ static int bundle_build(int argc, char **argv) {
           goto out;
         ndts++;
         d->n = split(d->buf, d->types);
-        for (unsigned k = 0; k < d->n; k++)
-          if (xpj_scalar_parse(d->types[k]) == XPJ_VOID) {
+        for (unsigned k = 0; k < d->n; k++) {
+          int64_t x;
+          if (is_const &&
+              xpj_const_parse(d->types[k], XPJ_I64, &x, NULL, 0) != XPJ_OK &&
+              xpj_const_parse(d->types[k], XPJ_U64, &x, NULL, 0) != XPJ_OK &&
+              xpj_const_parse(d->types[k], XPJ_BOOL, &x, NULL, 0) != XPJ_OK) {
             fprintf(stderr,
-                    "%s bundle build: unknown type '%s' in --dtype %s (use "
-                    "bool, i8..i64, u8..u64, f32 or f64)\n",
+                    "%s bundle build: '%s' in --const %s is not an integer "
+                    "(decimal or 0x hexadecimal, optional sign) or "
+                    "true/false\n",
                     cli_prog, d->types[k], v);
             goto out;
           }
+          if (!is_const && xpj_scalar_parse(d->types[k]) == XPJ_VOID) {
+            fprintf(stderr,
+                    "%s bundle build: unknown type '%s' in --dtype %s (use "
+                    "bool, i8..i64, u8..u64, f32 or f64; a const parameter "
+                    "takes --const NAME=V1,V2)\n",
+                    cli_prog, d->types[k], v);
+            goto out;
+          }
+        }
       } else if (!strcmp(a, "--ndim")) {
         char buf[64], *items[MAX_LIST];
         snprintf(buf, sizeof buf, "%s", v);
@@ -832,25 +856,30 @@ static int bundle_build(int argc, char **argv) {
           continue;
       }
       const xpj_func *f = xpj_module_find(m, kn);
-      unsigned nt = xpj_func_tparam_count(f);
-      const dtlist *lists[XPJ_MAX_TPARAMS];
+      /* one list per type or const parameter, in declaration order */
+      unsigned nt = xpj_func_generic_count(f);
+      const dtlist *lists[XPJ_MAX_TPARAMS + XPJ_MAX_CPARAMS];
       bool ok = true;
       for (unsigned t = 0; t < nt && ok; t++) {
+        int is_const = 0, gi = xpj_func_generic_at(f, t, &is_const);
+        const char *pn = is_const ? xpj_func_const_name(f, (unsigned)gi)
+                                  : xpj_func_tparam_name(f, (unsigned)gi);
         lists[t] = NULL;
         for (unsigned q = 0; q < ndts; q++)
-          if (!strcmp(dts[q].name, xpj_func_tparam_name(f, t)))
+          if (!strcmp(dts[q].name, pn) && dts[q].is_const == (is_const != 0))
             lists[t] = &dts[q];
         if (!lists[t]) {
-          fprintf(stderr, "%s: skipping kernel %s: no --dtype for its type "
+          fprintf(stderr, "%s: skipping kernel %s: no %s for its %s "
                   "parameter %s\n", files[fi], kn,
-                  xpj_func_tparam_name(f, t));
+                  is_const ? "--const" : "--dtype",
+                  is_const ? "const" : "type", pn);
           ok = false;
         }
       }
       if (!ok)
         continue;
       bool generic = xpj_func_has_generic_rank(f);
-      unsigned idx[XPJ_MAX_TPARAMS] = {0};
+      unsigned idx[XPJ_MAX_TPARAMS + XPJ_MAX_CPARAMS] = {0};
       for (;;) { /* every combination of dtypes */
         job j = {.prog = progs[fi], .file = files[fi], .kernel = kn};
         size_t len = 0;
@@ -881,7 +910,8 @@ static int bundle_build(int argc, char **argv) {
     }
   if (rc == 0 && !njobs) {
     fprintf(stderr, "%s bundle build: nothing to compile (give --dtype for "
-            "the kernels' type parameters)\n", cli_prog);
+            "the kernels' type parameters and --const for their const "
+            "parameters)\n", cli_prog);
     rc = EXIT_INPUT;
   }
   if (rc == 0) {

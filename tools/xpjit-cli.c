@@ -24,11 +24,13 @@ static void usage_main(FILE *out) {
           "\n"
           "commands:\n"
           "  check FILE...        check kernel sources; print diagnostics\n"
-          "  ir FILE [--kernel NAME --dtype T=TYPE... [--ndim N]] [--hash]\n"
+          "  ir FILE [--kernel NAME --dtype T=TYPE... --const N=VALUE... [--ndim N]]\n"
+          "          [--hash]\n"
           "                       print the IR (specialised when --kernel is "
           "given)\n"
           "                       and its content hash\n"
-          "  emit FILE --kernel NAME [--dtype T=TYPE]... [--ndim N] --target TGT\n"
+          "  emit FILE --kernel NAME [--dtype T=TYPE]... [--const N=VALUE]...\n"
+          "          [--ndim N] --target TGT\n"
           "                       compile a kernel to SPIR-V, PTX or a CPU "
           "object\n"
           "  devices [FILTER] [-v] list the devices of every backend\n"
@@ -59,31 +61,36 @@ static void usage_check(FILE *out) {
 
 static void usage_ir(FILE *out) {
   fprintf(out,
-          "usage: %s ir FILE [--kernel NAME] [--dtype T=TYPE]... [--ndim N]\n"
-          "          [--hash] [-o OUT]\n"
+          "usage: %s ir FILE [--kernel NAME] [--dtype T=TYPE]... [--const N=VALUE]...\n"
+          "          [--ndim N] [--hash] [-o OUT]\n"
           "\n"
           "Without --kernel: prints the generic IR of every function in FILE.\n"
           "With --kernel: specialises the kernel (one --dtype per type\n"
-          "parameter, e.g. --dtype T=f32 --dtype U=i64; --ndim for kernels\n"
-          "with arrays of generic rank [*]), prints its IR and, on the last\n"
-          "line, its canonical content hash:  ; sha256 HEX\n"
+          "parameter, e.g. --dtype T=f32 --dtype U=i64; one --const per const\n"
+          "parameter, e.g. --const TS=16; --ndim for kernels with arrays of\n"
+          "generic rank [*]), prints its IR and, on the last line, its\n"
+          "canonical content hash:  ; sha256 HEX\n"
           "\n"
           "  --hash      print only the hash\n"
           "  -o OUT      write to OUT instead of standard output ('-': stdout)\n"
           "\n"
-          "Types: bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64.\n",
+          "Types: bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64.\n"
+          "Const values: decimal or 0x hexadecimal with an optional sign, or\n"
+          "true/false; they must fit the parameter's type.\n",
           prog);
 }
 
 static void usage_emit(FILE *out) {
   fprintf(out,
-          "usage: %s emit FILE --kernel NAME [--dtype T=TYPE]... [--ndim N]\n"
+          "usage: %s emit FILE --kernel NAME [--dtype T=TYPE]... [--const N=VALUE]...\n"
+          "          [--ndim N]\n"
           "          --target spirv[:1.N]|ptx:sm_XX[:ptxNN]|cpu[:CPU]\n"
           "          [-O0|-O1|-O2|-O3] [--fast-math] [-g] [--check=bounds]\n"
           "          [--emit llvm|asm|bin] [-o OUT] [--no-isolate] "
           "[--timeout MS]\n"
           "\n"
-          "Specialises the kernel and compiles it through LLVM.\n"
+          "Specialises the kernel (--dtype, --const and --ndim as for 'ir') and\n"
+          "compiles it through LLVM.\n"
           "  --target     spirv (SPIR-V 1.2, OpenCL/Level Zero), ptx:sm_90 (CUDA),\n"
           "               cpu (this machine), cpu:x86-64 (portable baseline)\n"
           "  --emit       bin: SPIR-V binary, PTX text or ELF object (default)\n"
@@ -255,12 +262,82 @@ static int cmd_check(int argc, char **argv) {
 
 #define MAX_DTYPES 16
 
+/* --const NAME=VALUE: kept as text until the kernel's parameter types are
+ * known (bind_consts); only its form is checked here. */
+typedef struct cli_consts {
+  unsigned n;
+  const char *names[MAX_DTYPES];
+  char namebuf[MAX_DTYPES][64];
+  const char *texts[MAX_DTYPES];
+  int64_t values[MAX_DTYPES];
+} cli_consts;
+
+static int add_const(const char *cmd, const char *v, cli_consts *c) {
+  const char *eq = strchr(v, '=');
+  int64_t x;
+  if (!eq || eq == v || (size_t)(eq - v) >= sizeof c->namebuf[0] ||
+      !eq[1]) {
+    fprintf(stderr, "%s %s: --const takes NAME=VALUE (e.g. TS=16), not "
+            "'%s'\n", prog, cmd, v);
+    return EXIT_USAGE;
+  }
+  if (xpj_const_parse(eq + 1, XPJ_I64, &x, NULL, 0) != XPJ_OK &&
+      xpj_const_parse(eq + 1, XPJ_U64, &x, NULL, 0) != XPJ_OK &&
+      xpj_const_parse(eq + 1, XPJ_BOOL, &x, NULL, 0) != XPJ_OK) {
+    fprintf(stderr, "%s %s: --const %s: the value must be an integer "
+            "(decimal or 0x hexadecimal, optional sign) or true/false\n",
+            prog, cmd, v);
+    return EXIT_USAGE;
+  }
+  if (c->n == MAX_DTYPES) {
+    fprintf(stderr, "%s %s: too many --const options\n", prog, cmd);
+    return EXIT_USAGE;
+  }
+  memcpy(c->namebuf[c->n], v, (size_t)(eq - v));
+  c->namebuf[c->n][eq - v] = 0;
+  c->names[c->n] = c->namebuf[c->n];
+  c->texts[c->n++] = eq + 1;
+  return 0;
+}
+
+/* Reads each --const value as its parameter's type. A name that is not a
+ * const parameter of the kernel is left for xpj_specialize to report. */
+static int bind_consts(const char *file, const xpj_module *m,
+                       const char *kernel, cli_consts *c) {
+  const xpj_func *f = xpj_module_find(m, kernel);
+  for (unsigned i = 0; i < c->n; i++) {
+    c->values[i] = 0;
+    for (unsigned j = 0; f && j < xpj_func_const_count(f); j++) {
+      if (strcmp(xpj_func_const_name(f, j), c->names[i]))
+        continue;
+      char err[160];
+      if (xpj_const_parse(c->texts[i], xpj_func_const_type(f, j),
+                          &c->values[i], err, sizeof err) != XPJ_OK) {
+        fprintf(stderr, "%s: error: --const %s=%s: const parameter '%s' of "
+                "'%s': %s\n", file, c->names[i], c->texts[i], c->names[i],
+                kernel, err);
+        return EXIT_INPUT;
+      }
+    }
+  }
+  return 0;
+}
+
+/* --dtype NAME=VALUE where VALUE is no type */
+static void bad_dtype(const char *cmd, const char *v, const char *type) {
+  fprintf(stderr, "%s %s: unknown type '%s' in --dtype %s (use bool, "
+          "i8..i64, u8..u64, f32 or f64; a const parameter takes --const "
+          "NAME=VALUE)\n", prog, cmd, type, v);
+}
+
 static int cmd_ir(int argc, char **argv) {
   const char *file = NULL, *kernel = NULL, *outpath = NULL;
   const char *names[MAX_DTYPES];
   char namebuf[MAX_DTYPES][64];
   xpj_scalar types[MAX_DTYPES];
   unsigned ntypes = 0, ndim = 0;
+  cli_consts consts;
+  consts.n = 0;
   int hash_only = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
@@ -273,13 +350,18 @@ static int cmd_ir(int argc, char **argv) {
       continue;
     }
     if (strcmp(a, "--kernel") == 0 || strcmp(a, "--dtype") == 0 ||
-        strcmp(a, "--ndim") == 0 || strcmp(a, "-o") == 0) {
+        strcmp(a, "--ndim") == 0 || strcmp(a, "-o") == 0 ||
+        strcmp(a, "--const") == 0) {
       if (i + 1 >= argc) {
         fprintf(stderr, "%s ir: option '%s' needs a value\n", prog, a);
         return EXIT_USAGE;
       }
       const char *v = argv[++i];
-      if (strcmp(a, "--kernel") == 0) {
+      if (strcmp(a, "--const") == 0) {
+        int rc = add_const("ir", v, &consts);
+        if (rc)
+          return rc;
+      } else if (strcmp(a, "--kernel") == 0) {
         kernel = v;
       } else if (strcmp(a, "-o") == 0) {
         outpath = v;
@@ -305,8 +387,7 @@ static int cmd_ir(int argc, char **argv) {
         }
         xpj_scalar s = xpj_scalar_parse(eq + 1);
         if (s == XPJ_VOID) {
-          fprintf(stderr, "%s ir: unknown type '%s' in --dtype %s (use bool, "
-                  "i8..i64, u8..u64, f32 or f64)\n", prog, eq + 1, v);
+          bad_dtype("ir", v, eq + 1);
           return EXIT_USAGE;
         }
         memcpy(namebuf[ntypes], v, (size_t)(eq - v));
@@ -332,8 +413,9 @@ static int cmd_ir(int argc, char **argv) {
     usage_ir(stderr);
     return EXIT_USAGE;
   }
-  if (!kernel && (ntypes || ndim || hash_only)) {
-    fprintf(stderr, "%s ir: --dtype, --ndim and --hash need --kernel\n", prog);
+  if (!kernel && (ntypes || consts.n || ndim || hash_only)) {
+    fprintf(stderr, "%s ir: --dtype, --const, --ndim and --hash need "
+            "--kernel\n", prog);
     return EXIT_USAGE;
   }
   xpj_module *m = NULL, *spec = NULL;
@@ -346,8 +428,13 @@ static int cmd_ir(int argc, char **argv) {
   }
   xpj_status st = xpj_parse_file(m, file, d);
   const xpj_module *show = m;
+  if (st == XPJ_OK && kernel && bind_consts(file, m, kernel, &consts)) {
+    rc = EXIT_INPUT;
+    goto done;
+  }
   if (st == XPJ_OK && kernel) {
-    xpj_spec sp = {ntypes, names, types, ndim};
+    xpj_spec sp = {ntypes, names, types, ndim, consts.n, consts.names,
+                   consts.values};
     st = xpj_specialize(m, kernel, &sp, &spec, d);
     if (st != XPJ_OK && xpj_diags_count(d)) {
       /* tie spec-level errors to the file for the reader */
@@ -426,8 +513,7 @@ static int parse_dtype(const char *cmd, const char *v, const char **names,
   }
   xpj_scalar s = xpj_scalar_parse(eq + 1);
   if (s == XPJ_VOID) {
-    fprintf(stderr, "%s %s: unknown type '%s' in --dtype %s (use bool, "
-            "i8..i64, u8..u64, f32 or f64)\n", prog, cmd, eq + 1, v);
+    bad_dtype(cmd, v, eq + 1);
     return EXIT_USAGE;
   }
   memcpy(namebuf[*ntypes], v, (size_t)(eq - v));
@@ -443,6 +529,8 @@ static int cmd_emit(int argc, char **argv) {
   char namebuf[MAX_DTYPES][64];
   xpj_scalar types[MAX_DTYPES];
   unsigned ntypes = 0, ndim = 0;
+  cli_consts consts;
+  consts.n = 0;
   xpj_compile_opts o;
   xpj_compile_opts_default(&o);
   xpj_emit_kind emit = XPJ_EMIT_BIN;
@@ -481,13 +569,17 @@ static int cmd_emit(int argc, char **argv) {
     if (strcmp(a, "--kernel") == 0 || strcmp(a, "--dtype") == 0 ||
         strcmp(a, "--ndim") == 0 || strcmp(a, "-o") == 0 ||
         strcmp(a, "--target") == 0 || strcmp(a, "--emit") == 0 ||
-        strcmp(a, "--timeout") == 0) {
+        strcmp(a, "--timeout") == 0 || strcmp(a, "--const") == 0) {
       if (i + 1 >= argc) {
         fprintf(stderr, "%s emit: option '%s' needs a value\n", prog, a);
         return EXIT_USAGE;
       }
       const char *v = argv[++i];
-      if (strcmp(a, "--kernel") == 0) {
+      if (strcmp(a, "--const") == 0) {
+        int rc = add_const("emit", v, &consts);
+        if (rc)
+          return rc;
+      } else if (strcmp(a, "--kernel") == 0) {
         kernel = v;
       } else if (strcmp(a, "-o") == 0) {
         outpath = v;
@@ -573,8 +665,13 @@ static int cmd_emit(int argc, char **argv) {
     return EXIT_INPUT;
   }
   xpj_status st = xpj_parse_file(m, file, d);
+  if (st == XPJ_OK && bind_consts(file, m, kernel, &consts)) {
+    rc = EXIT_INPUT;
+    goto done;
+  }
   if (st == XPJ_OK) {
-    xpj_spec sp = {ntypes, names, types, ndim};
+    xpj_spec sp = {ntypes, names, types, ndim, consts.n, consts.names,
+                   consts.values};
     st = xpj_specialize(m, kernel, &sp, &spec, d);
   }
   print_diags(d);

@@ -5,7 +5,8 @@
  * not crash, leak, hit undefined behaviour or hang; diagnostics are always
  * rendered. When the parse succeeds, the generic module is printed and
  * re-verified, and every kernel is specialised with all its type parameters
- * bound to f32 and then to i32 (ndim 2 for generic-rank kernels, else 0).
+ * bound to f32 and then to i32 (ndim 2 for generic-rank kernels, else 0)
+ * and its const parameters to 4 (bool: true), then to 1 (false).
  * Each successful specialisation is printed, hashed and verified, and
  * nd-range kernels go through the work-group fit analysis at a few
  * geometries (ir/localfit.c).
@@ -77,22 +78,31 @@ static void print_module(const xpj_module *m) {
     bug("xpj_module_print failed", xpj_status_name(st));
 }
 
-static void try_spec(const xpj_module *m, const xpj_func *k, xpj_scalar ty) {
+static void try_spec(const xpj_module *m, const xpj_func *k, xpj_scalar ty,
+                     int64_t cval) {
   const char *kname = xpj_func_name(k);
-  unsigned nt = xpj_func_tparam_count(k);
-  const char *names[XPJ_MAX_TPARAMS];
+  unsigned nt = xpj_func_tparam_count(k), nc = xpj_func_const_count(k);
+  const char *names[XPJ_MAX_TPARAMS], *cnames[XPJ_MAX_CPARAMS];
   xpj_scalar types[XPJ_MAX_TPARAMS];
-  if (nt > XPJ_MAX_TPARAMS)
-    bug("too many type parameters", kname);
+  int64_t values[XPJ_MAX_CPARAMS];
+  if (nt > XPJ_MAX_TPARAMS || nc > XPJ_MAX_CPARAMS)
+    bug("too many type or const parameters", kname);
   for (unsigned i = 0; i < nt; i++) {
     names[i] = xpj_func_tparam_name(k, i);
     types[i] = ty;
+  }
+  for (unsigned i = 0; i < nc; i++) {
+    cnames[i] = xpj_func_const_name(k, i);
+    values[i] = xpj_func_const_type(k, i) == XPJ_BOOL ? cval == 4 : cval;
   }
   xpj_spec spec;
   spec.ntypes = nt;
   spec.names = names;
   spec.types = types;
   spec.ndim = xpj_func_has_generic_rank(k) ? 2u : 0u;
+  spec.nconsts = nc;
+  spec.const_names = cnames;
+  spec.const_values = values;
 
   xpj_diags *d = NULL;
   if (xpj_diags_create(&d) != XPJ_OK)
@@ -166,9 +176,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         bug("xpj_module_func returned NULL", NULL);
       if (xpj_func_kind_of(f) == XPJ_FUNC_DEVICE)
         continue;
-      try_spec(m, f, XPJ_F32);
+      try_spec(m, f, XPJ_F32, 4);
       if (xpj_func_tparam_count(f) > 0)
-        try_spec(m, f, XPJ_I32);
+        try_spec(m, f, XPJ_I32, 4);
+      if (xpj_func_const_count(f) > 0)
+        try_spec(m, f, XPJ_I32, 1);
     }
   } else if (st == XPJ_ERR_SYNTAX) {
     if (xpj_diags_errors(d) == 0)

@@ -1,0 +1,34 @@
+/*
+ * frontend.h - between the parser and the specialiser (not public).
+ *
+ * A kernel with const parameters is specialised by parsing its source
+ * again with them bound (compiler/spec.c): xpj_parse_bound is xpj_parse
+ * with the const parameters of one kernel given values, which then behave
+ * like typed module constants there (array sizes, `local(...)`, folded
+ * expressions). Only that kernel's body and the device functions are
+ * parsed; other kernels keep empty bodies.
+ */
+#ifndef XPJ_FRONTEND_H
+#define XPJ_FRONTEND_H
+
+#include "xpjit_compiler.h"
+
+#include <stdbool.h>
+
+typedef struct xpj_binding {
+  const char *kernel;           /* the kernel whose const parameters ... */
+  unsigned n;                   /* ... are bound: names and values */
+  const char *const *names;
+  const int64_t *values;
+  const char *text; /* "T=f32, TS=16": every error ends in " (with TEXT)" */
+} xpj_binding;
+
+xpj_status xpj_parse_bound(xpj_module *m, const char *filename,
+                           const char *src, size_t len, xpj_diags *d,
+                           const xpj_binding *b);
+
+/* Whether v is a value of scalar s (an integer type or bool): bool 0 or
+ * 1, an integer in its type's range, any bit pattern for u64. */
+bool xpj_const_fits(xpj_scalar s, int64_t v);
+
+#endif
