@@ -180,6 +180,7 @@ demo: all
 	$(BUILD)/examples/saxpy
 	$(BUILD)/examples/reduction
 	$(BUILD)/examples/matmul
+	$(BUILD)/examples/half
 	$(CLI) check examples/*.xpk && echo "examples: all kernels check"
 	@mkdir -p $(BUILD)/demo
 	@for t in spirv ptx:sm_90 cpu; do \

@@ -84,6 +84,9 @@ typedef struct cg_target_ops {
   /* true: exchange floats as integers of the same width (OpenCL has no
    * atomic_xchg on double, and Intel's SPIR-V reader asks for one). */
   bool xchg_float_as_int;
+  /* true: no 16-bit atomics (OpenCL): they are compare-exchange loops on
+   * the 32-bit word that holds them */
+  bool atomic16_by_word;
   /* Called once the kernel function is complete. */
   void (*finish_kernel)(cg *c, LLVMValueRef fn);
   /* Called after optimisation, before code generation (PTX: nothing yet). */

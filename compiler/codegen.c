@@ -81,7 +81,7 @@ void cg_fail(cg *c, xpj_status st, const char *fmt, ...) {
   va_end(ap);
 }
 
-bool cg_scalar_is_float(xpj_scalar s) { return s == XPJ_F32 || s == XPJ_F64; }
+bool cg_scalar_is_float(xpj_scalar s) { return xpj_scalar_is_float(s); }
 bool cg_scalar_is_signed(xpj_scalar s) {
   return s == XPJ_I8 || s == XPJ_I16 || s == XPJ_I32 || s == XPJ_I64;
 }
@@ -95,6 +95,8 @@ LLVMTypeRef cg_scalar_type(cg *c, xpj_scalar s) {
   case XPJ_I64: case XPJ_U64: return c->t_i64;
   case XPJ_F32: return c->t_f32;
   case XPJ_F64: return c->t_f64;
+  case XPJ_F16: return LLVMHalfTypeInContext(c->ctx);
+  case XPJ_BF16: return c->t_i16; /* its bits: converted by lower_cast */
   default: return c->t_void;
   }
 }
@@ -666,6 +668,9 @@ static LLVMValueRef const_of(cg *c, const xpj_inst *in) {
   LLVMTypeRef t = cg_scalar_type(c, s);
   if (cg_scalar_is_float(s))
     return LLVMConstReal(t, in->aux ? in->imm.f : (double)in->imm.i);
+  if (s == XPJ_BF16)
+    return LLVMConstInt(t, xpj_bf16_from_double(in->aux ? in->imm.f
+                                                      : (double)in->imm.i), 0);
   if (s == XPJ_BOOL)
     return LLVMConstInt(t, in->imm.i != 0, 0);
   return LLVMConstInt(t, (unsigned long long)in->imm.i, 0);
@@ -862,6 +867,8 @@ static LLVMValueRef linear3(cg *c, LLVMValueRef id[3], LLVMValueRef sz[3]) {
 
 /* ---- arithmetic ---------------------------------------------------- */
 
+static LLVMValueRef intr1(cg *c, const char *name, LLVMValueRef a);
+
 static LLVMValueRef lower_binop(cg *c, xpj_binop op, xpj_scalar s,
                                 LLVMValueRef a, LLVMValueRef b) {
   LLVMBuilderRef B = c->b;
@@ -931,12 +938,61 @@ static LLVMValueRef lower_binop(cg *c, xpj_binop op, xpj_scalar s,
   return r;
 }
 
+/* bf16 is held as its bits (i16) on every target: LLVM's bfloat has no
+ * libgcc helpers on Debian 12 and Intel's SPIR-V reader refuses it. */
+static LLVMValueRef bf16_to_f32(cg *c, LLVMValueRef x) {
+  LLVMValueRef w = LLVMBuildZExt(c->b, x, c->t_i32, "");
+  w = LLVMBuildShl(c->b, w, cg_i32(c, 16), "");
+  return LLVMBuildBitCast(c->b, w, c->t_f32, "");
+}
+
+/* f32 to bf16 rounded to nearest even; a NaN stays a (quiet) NaN */
+static LLVMValueRef f32_to_bf16(cg *c, LLVMValueRef x) {
+  LLVMBuilderRef B = c->b;
+  LLVMValueRef w = LLVMBuildBitCast(B, x, c->t_i32, "");
+  LLVMValueRef hi = LLVMBuildLShr(B, w, cg_i32(c, 16), "");
+  LLVMValueRef lsb = LLVMBuildAnd(B, hi, cg_i32(c, 1), "");
+  LLVMValueRef r = LLVMBuildAdd(B, w, LLVMBuildAdd(B, lsb, cg_i32(c, 0x7fff), ""), "");
+  r = LLVMBuildLShr(B, r, cg_i32(c, 16), "");
+  LLVMValueRef nan = LLVMBuildFCmp(B, LLVMRealUNO, x, x, "");
+  r = LLVMBuildSelect(B, nan, LLVMBuildOr(B, hi, cg_i32(c, 0x40), ""), r, "");
+  return LLVMBuildTrunc(B, r, c->t_i16, "");
+}
+
+/* f64 to bf16 rounded once: first to f32 rounded to odd (toward zero, the
+ * lowest bit set when inexact), which keeps what the second rounding
+ * needs; fptrunc rounds to nearest, stepped back by one ulp where it went
+ * up in magnitude. */
+static LLVMValueRef f64_to_bf16(cg *c, LLVMValueRef x) {
+  LLVMBuilderRef B = c->b;
+  LLVMValueRef t = LLVMBuildFPTrunc(B, x, c->t_f32, "");
+  LLVMValueRef back = LLVMBuildFPExt(B, t, c->t_f64, "");
+  LLVMValueRef up = LLVMBuildFCmp(B, LLVMRealOGT, intr1(c, "llvm.fabs", back),
+                                  intr1(c, "llvm.fabs", x), "");
+  LLVMValueRef inexact = LLVMBuildFCmp(B, LLVMRealONE, back, x, "");
+  LLVMValueRef w = LLVMBuildBitCast(B, t, c->t_i32, "");
+  w = LLVMBuildSelect(B, up, LLVMBuildSub(B, w, cg_i32(c, 1), ""), w, "");
+  w = LLVMBuildSelect(B, inexact, LLVMBuildOr(B, w, cg_i32(c, 1), ""), w, "");
+  return f32_to_bf16(c, LLVMBuildBitCast(B, w, c->t_f32, ""));
+}
+
 static LLVMValueRef lower_cast(cg *c, LLVMValueRef x, xpj_scalar from,
                                xpj_scalar to) {
   LLVMBuilderRef B = c->b;
   LLVMTypeRef tt = cg_scalar_type(c, to);
   if (from == to)
     return x;
+  if (from == XPJ_BF16) /* exact in f32 */
+    return lower_cast(c, bf16_to_f32(c, x), XPJ_F32, to);
+  if (to == XPJ_BF16) {
+    /* through f32 where that is exact, else through f64 (one rounding;
+     * integers beyond 2^53 round twice) */
+    bool wide = from == XPJ_F64 || (!cg_scalar_is_float(from) &&
+                                    xpj_scalar_bits(from) >= 32);
+    if (wide)
+      return f64_to_bf16(c, lower_cast(c, x, from, XPJ_F64));
+    return f32_to_bf16(c, lower_cast(c, x, from, XPJ_F32));
+  }
   bool ff = cg_scalar_is_float(from), tf = cg_scalar_is_float(to);
   if (to == XPJ_BOOL) {
     if (ff)
@@ -1094,6 +1150,17 @@ static LLVMValueRef lower_math_generic(cg *c, xpj_math m, xpj_scalar s,
 static LLVMValueRef lower_math(cg *c, xpj_math m, xpj_scalar s,
                                LLVMValueRef *a, unsigned n) {
   LLVMValueRef r = NULL;
+  if (s == XPJ_F16) {
+    /* evaluated in f32, rounded to f16 (CUDA's half functions do the
+     * same; no target has all of them for half) */
+    LLVMValueRef w[3];
+    for (unsigned i = 0; i < n && i < 3; i++)
+      w[i] = LLVMBuildFPExt(c->b, a[i], c->t_f32, "");
+    r = lower_math(c, m, XPJ_F32, w, n);
+    return LLVMTypeOf(r) == c->t_f32
+               ? LLVMBuildFPTrunc(c->b, r, cg_scalar_type(c, s), "")
+               : r;
+  }
   if (c->ops->math)
     r = c->ops->math(c, m, s, a, n);
   if (!r)
@@ -1163,6 +1230,17 @@ static LLVMValueRef lower_group(cg *c, cg_frame *fr, const xpj_inst *in) {
   if (in->nargs > 1)
     id = to_i64(c, val(c, fr, a[1]), scalar_of(c, fr->f->insts[a[1]].type));
   if (c->ops->simt) {
+    if (c->ops->group && (s == XPJ_F16 || s == XPJ_BF16)) {
+      /* 16-bit floats: f16 combined in f32 and rounded once; moved as
+       * their bits */
+      bool combine = s == XPJ_F16 && d.kind < XPJ_COLL_BROADCAST;
+      LLVMTypeRef wt = combine ? c->t_f32 : c->t_i16;
+      LLVMValueRef w = combine ? LLVMBuildFPExt(c->b, x, wt, "")
+                               : LLVMBuildBitCast(c->b, x, wt, "");
+      w = c->ops->group(c, &d, combine ? XPJ_F32 : XPJ_U16, w, id);
+      return combine ? LLVMBuildFPTrunc(c->b, w, LLVMTypeOf(x), "")
+                     : LLVMBuildBitCast(c->b, w, LLVMTypeOf(x), "");
+    }
     if (c->ops->group)
       return c->ops->group(c, &d, s, x, id);
     char nm[64];
@@ -1524,6 +1602,86 @@ static LLVMValueRef lower_local_atomic_cpu(cg *c, cg_frame *fr,
   return old;
 }
 
+/* A 16-bit atomic where the target has none (ops->atomic16_by_word): a
+ * compare-exchange loop on the aligned 32-bit word that holds the value,
+ * which leaves the other half of the word as it finds it. */
+static LLVMValueRef lower_atomic16(cg *c, cg_frame *fr, const xpj_inst *in,
+                                   LLVMValueRef p, xpj_space sp) {
+  const uint32_t *a = args_of(fr->f, in);
+  LLVMBuilderRef B = c->b;
+  xpj_scalar s = scalar_of(c, in->op == XPJ_OP_ASTORE ? fr->f->insts[a[1]].type
+                                                      : in->type);
+  LLVMTypeRef t = cg_scalar_type(c, s);
+  unsigned ss = sync_id(c, in, sp);
+  LLVMValueRef off = LLVMBuildAnd(B, LLVMBuildPtrToInt(B, p, c->t_i64, ""),
+                                  cg_i64(c, 2), "");
+  LLVMValueRef back = LLVMBuildNeg(B, off, "");
+  LLVMValueRef wp = LLVMBuildGEP2(B, c->t_i8, p, &back, 1, "");
+  LLVMValueRef sh = LLVMBuildTrunc(B, LLVMBuildShl(B, off, cg_i64(c, 3), ""),
+                                   c->t_i32, "");
+  LLVMValueRef cur0 = LLVMBuildLoad2(B, c->t_i32, wp, "");
+  LLVMSetAlignment(cur0, 4);
+  LLVMSetAtomicSyncScopeID(cur0, ss);
+  LLVMSetOrdering(cur0, in->op == XPJ_OP_ALOAD
+                            ? ordering((xpj_order)in->order)
+                            : LLVMAtomicOrderingMonotonic);
+  if (in->op == XPJ_OP_ALOAD) {
+    LLVMValueRef h = LLVMBuildTrunc(B, LLVMBuildLShr(B, cur0, sh, ""), c->t_i16, "");
+    return LLVMBuildBitCast(B, h, t, "");
+  }
+  LLVMValueRef v = val(c, fr, a[1]);
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+  LLVMBasicBlockRef head = new_bb(c, "a16.loop"), done = new_bb(c, "a16.done");
+  LLVMBuildBr(B, head);
+  LLVMPositionBuilderAtEnd(B, head);
+  LLVMValueRef cur = LLVMBuildPhi(B, c->t_i32, "");
+  LLVMValueRef h16 = LLVMBuildTrunc(B, LLVMBuildLShr(B, cur, sh, ""), c->t_i16, "");
+  LLVMValueRef h = LLVMBuildBitCast(B, h16, t, "");
+  bool fl = cg_scalar_is_float(s);
+  LLVMValueRef nv;
+  if (in->op == XPJ_OP_CMPXCHG) {
+    LLVMValueRef e = LLVMBuildBitCast(B, v, c->t_i16, "");
+    nv = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, h16, e, ""),
+                         val(c, fr, a[2]), h, "");
+  } else if (in->op == XPJ_OP_ATOMIC && in->aux == XPJ_ATOMIC_ADD) {
+    nv = fl ? LLVMBuildFAdd(B, h, v, "") : LLVMBuildAdd(B, h, v, "");
+  } else if (in->op == XPJ_OP_ATOMIC && in->aux == XPJ_ATOMIC_SUB) {
+    nv = fl ? LLVMBuildFSub(B, h, v, "") : LLVMBuildSub(B, h, v, "");
+  } else if (in->op == XPJ_OP_ATOMIC && in->aux != XPJ_ATOMIC_XCHG) {
+    cg_fail(c, XPJ_ERR_UNSUPPORTED, "16-bit atomic_%s is not supported on "
+            "target %s", xpj_atomic_op_name((xpj_atomic_op)in->aux),
+            c->ops->name);
+    nv = v;
+  } else { /* exchange, store */
+    nv = v;
+  }
+  LLVMValueRef n32 = LLVMBuildShl(
+      B, LLVMBuildZExt(B, LLVMBuildBitCast(B, nv, c->t_i16, ""), c->t_i32, ""),
+      sh, "");
+  LLVMValueRef keep = LLVMBuildNot(B, LLVMBuildShl(B, cg_i32(c, 0xffff), sh, ""), "");
+  LLVMValueRef nw = LLVMBuildOr(B, LLVMBuildAnd(B, cur, keep, ""), n32, "");
+  unsigned as = sp == XPJ_SPACE_LOCAL ? c->ops->as_local : c->ops->as_global;
+  LLVMValueRef seen;
+  if (c->ops->cmpxchg) {
+    seen = c->ops->cmpxchg(c, wp, as, c->t_i32, cur, nw, (xpj_scope)in->scope,
+                           (xpj_order)in->order);
+  } else {
+    LLVMAtomicOrdering ord = ordering((xpj_order)in->order);
+    LLVMValueRef x = LLVMBuildAtomicCmpXchgSyncScope(
+        B, wp, cur, nw, ord,
+        ord == LLVMAtomicOrderingRelease || ord == LLVMAtomicOrderingAcquireRelease
+            ? LLVMAtomicOrderingMonotonic : ord, ss);
+    seen = LLVMBuildExtractValue(B, x, 0, "");
+  }
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, seen, cur, ""), done, head);
+  LLVMValueRef inc[2] = {cur0, seen};
+  LLVMBasicBlockRef from[2] = {pre, latch};
+  LLVMAddIncoming(cur, inc, from, 2);
+  LLVMPositionBuilderAtEnd(B, done);
+  return h;
+}
+
 static LLVMValueRef lower_atomic(cg *c, cg_frame *fr, const xpj_inst *in) {
   const xpj_func *f = fr->f;
   const uint32_t *a = args_of(f, in);
@@ -1533,6 +1691,10 @@ static LLVMValueRef lower_atomic(cg *c, cg_frame *fr, const xpj_inst *in) {
   if (c->target->kind == XPJ_TARGET_CPU && sp == XPJ_SPACE_LOCAL)
     return lower_local_atomic_cpu(c, fr, in);
   LLVMValueRef p = val(c, fr, a[0]);
+  if (c->ops->atomic16_by_word &&
+      xpj_scalar_bits(in->op == XPJ_OP_ASTORE ? scalar_of(c, f->insts[a[1]].type)
+                                              : s) == 16)
+    return lower_atomic16(c, fr, in, p, sp);
   unsigned ss = sync_id(c, in, sp);
   LLVMAtomicOrdering ord = ordering((xpj_order)in->order);
   LLVMBuilderRef B = c->b;
@@ -2280,8 +2442,11 @@ static void lower_wg_group(cg *c, cg_frame *fr, xpj_val id) {
     wg_define_all(c, fr, id, x);
     return;
   }
-  LLVMValueRef acc = entry_alloca(c, cg_scalar_type(c, s), "coll.acc");
-  LLVMBuildStore(c->b, cg_group_identity(c, op, s), acc);
+  /* f16 sums and products accumulate in f32, rounded once (as on GPUs) */
+  xpj_scalar as = s == XPJ_F16 && op <= XPJ_GOP_MUL ? XPJ_F32 : s;
+  LLVMTypeRef at = cg_scalar_type(c, as);
+  LLVMValueRef acc = entry_alloca(c, at, "coll.acc");
+  LLVMBuildStore(c->b, cg_group_identity(c, op, as), acc);
   counted_loop L;
   c->cur_loop = ++c->loop_serial;
   loop_open(c, &L, cg_i64(c, 0), c->cpu_wgs, "coll");
@@ -2292,18 +2457,26 @@ static void lower_wg_group(cg *c, cg_frame *fr, xpj_val id) {
     LLVMPositionBuilderAtEnd(c->b, live);
   }
   LLVMValueRef x = val(c, fr, a[0]);
-  LLVMValueRef old = LLVMBuildLoad2(c->b, cg_scalar_type(c, s), acc, "");
-  LLVMValueRef now = cg_group_combine(c, op, s, old, x);
+  if (as != s)
+    x = LLVMBuildFPExt(c->b, x, at, "");
+  LLVMValueRef old = LLVMBuildLoad2(c->b, at, acc, "");
+  LLVMValueRef now = cg_group_combine(c, op, as, old, x);
   LLVMBuildStore(c->b, now, acc);
-  if (in->aux != XPJ_COLL_REDUCE)
-    def(c, fr, id, in->aux == XPJ_COLL_SCAN_INCL ? now : old);
+  if (in->aux != XPJ_COLL_REDUCE) {
+    LLVMValueRef r = in->aux == XPJ_COLL_SCAN_INCL ? now : old;
+    def(c, fr, id, as != s ? LLVMBuildFPTrunc(c->b, r, cg_scalar_type(c, s), "")
+                           : r);
+  }
   loop_close(c, &L);
   mark_wi_loop(c);
   c->cur_loop = 0;
   c->cpu_wi = NULL;
   fr->cur_run = 0;
   if (in->aux == XPJ_COLL_REDUCE) {
-    wg_define_all(c, fr, id, LLVMBuildLoad2(c->b, cg_scalar_type(c, s), acc, ""));
+    LLVMValueRef r = LLVMBuildLoad2(c->b, at, acc, "");
+    wg_define_all(c, fr, id, as != s ? LLVMBuildFPTrunc(c->b, r,
+                                                        cg_scalar_type(c, s), "")
+                                     : r);
     return;
   }
   /* work-group code reads a scan as the last work-item's value */

@@ -116,10 +116,12 @@ static bool is_ident(int c) { return isalnum(c) || c == '_'; }
 
 /* Reads a literal suffix (i8 ... f64) at l->pos, if any. */
 static int suffix(lx *l, uint32_t *end) {
-  static const char *const names[] = {"i8",  "i16", "i32", "i64", "u8",
-                                      "u16", "u32", "u64", "f32", "f64"};
-  static const int scal[] = {XPJ_I8,  XPJ_I16, XPJ_I32, XPJ_I64, XPJ_U8,
-                             XPJ_U16, XPJ_U32, XPJ_U64, XPJ_F32, XPJ_F64};
+  static const char *const names[] = {"i8",  "i16", "i32", "i64",
+                                      "u8",  "u16", "u32", "u64",
+                                      "f32", "f64", "f16", "bf16"};
+  static const int scal[] = {XPJ_I8,  XPJ_I16, XPJ_I32, XPJ_I64,
+                             XPJ_U8,  XPJ_U16, XPJ_U32, XPJ_U64,
+                             XPJ_F32, XPJ_F64, XPJ_F16, XPJ_BF16};
   uint32_t p = *end, q = p;
   while (q < l->len && is_ident((unsigned char)l->s[q]))
     q++;
@@ -208,7 +210,7 @@ static void lex_number(lx *l) {
     return;
   }
   t->suffix = (uint8_t)suf;
-  if (is_float || suf == XPJ_F32 || suf == XPJ_F64) {
+  if (is_float || xpj_scalar_float_valued(suf)) {
     if (base != 10) {
       error_at(l, start, "hexadecimal and binary literals must be integers");
       return;

@@ -513,7 +513,7 @@ static xpj_val lit_value(parser *p, const expr *e, xpj_type want) {
   if (!want)
     want = scalar_t(p, XPJ_F64);
   ws = xpj_type_scalar_of(p->m, want);
-  if (!param && ws != XPJ_F32 && ws != XPJ_F64) {
+  if (!param && !xpj_scalar_float_valued(ws)) {
     xpj_type_str(p->m, want, tb, sizeof tb);
     error(p, e->tok, "floating-point literal cannot be used as %s without a "
           "cast", tb);
@@ -1709,7 +1709,7 @@ static expr parse_cast(parser *p, const token *name, xpj_type to) {
   xpj_val v;
   if (args[0].k == E_LINT && ts != XPJ_BOOL) {
     v = lit_value(p, &args[0], to);
-  } else if (args[0].k == E_LFLT && (ts == XPJ_F32 || ts == XPJ_F64 ||
+  } else if (args[0].k == E_LFLT && (xpj_scalar_float_valued(ts) ||
                                      xpj_type_is_param(p->m, to))) {
     v = lit_value(p, &args[0], to);
   } else {
@@ -1888,7 +1888,7 @@ static expr parse_primary(parser *p) {
       e.big = t->kind == TK_INT && t->val.u > (uint64_t)INT64_MAX;
       break;
     }
-    if (t->kind == TK_FLOAT && t->suffix != XPJ_F32 && t->suffix != XPJ_F64) {
+    if (t->kind == TK_FLOAT && !xpj_scalar_float_valued(t->suffix)) {
       error(p, t, "floating-point literal with integer suffix");
       break;
     }
@@ -1898,7 +1898,7 @@ static expr parse_primary(parser *p) {
       e.f = t->kind == TK_INT ? (double)t->val.u : t->val.f;
       e.big = t->kind == TK_INT && t->val.u > (uint64_t)INT64_MAX;
       e.suffix = t->suffix;
-      if (t->kind == TK_INT && (t->suffix == XPJ_F32 || t->suffix == XPJ_F64))
+      if (t->kind == TK_INT && xpj_scalar_float_valued(t->suffix))
         e.k = E_LFLT;
       break;
     }
@@ -2753,7 +2753,7 @@ static void parse_fn_item(parser *p) {
         if (cscalar < XPJ_BOOL || cscalar > XPJ_U64) {
           error(p, ty, "const parameter '%s' must have an integer type or "
                 "bool, not %s%s", tok_str(p, t, nb), tok_text(p, ty, b),
-                cscalar == XPJ_F32 || cscalar == XPJ_F64
+                xpj_scalar_float_valued(cscalar)
                     ? " (pass floating-point values as kernel arguments)"
                     : "");
           cscalar = XPJ_I64; /* keep checking the rest */
@@ -3063,7 +3063,7 @@ static void parse_const_item(parser *p) {
     return;
   }
   if (scalar != XPJ_VOID) {
-    bool fl = scalar == XPJ_F32 || scalar == XPJ_F64;
+    bool fl = xpj_scalar_float_valued(scalar);
     if (e.k == E_LFLT && !fl) {
       error(p, et, "floating-point value for constant of type %s",
             xpj_scalar_name((xpj_scalar)scalar));

@@ -151,7 +151,7 @@ static xpj_val copy_inst(fctx *x, xpj_val sv, xpj_block db) {
   case XPJ_OP_CONST: {
     int s = xpj_type_scalar_of(x->c->dst, t);
     if (in->aux) {
-      if (s != XPJ_F32 && s != XPJ_F64) {
+      if (!xpj_scalar_float_valued(s)) {
         spec_error(x->c, l, "floating-point literal %g cannot have type %s; "
                    "use a cast", in->imm.f, xpj_scalar_name((xpj_scalar)s));
         return 0;

@@ -45,13 +45,15 @@ int xpj_spirv_validate(const uint8_t *bin, size_t len, unsigned spirv_minor,
   }
   spv_target_env env = env_for(spirv_minor);
   {
-    /* 64-bit atomics need Int64Atomics (cl_khr_int64_base_atomics), which
-     * the OpenCL 2.2 environment of SPIRV-Tools rejects outright: such
-     * modules are validated under the universal environment instead */
+    /* 64-bit atomics need Int64Atomics (cl_khr_int64_base_atomics) and f16
+     * arithmetic Float16 (cl_khr_fp16), which the OpenCL 2.2 environment
+     * of SPIRV-Tools rejects outright: such modules are validated under
+     * the universal environment instead */
     uint32_t hdr[64];
     size_t nw = len / 4 < 64 ? len / 4 : 64;
     memcpy(hdr, bin, nw * 4);
-    if (env == SPV_ENV_OPENCL_2_2 && has_capability(hdr, nw, 12))
+    if (env == SPV_ENV_OPENCL_2_2 &&
+        (has_capability(hdr, nw, 12) || has_capability(hdr, nw, 9)))
       env = SPV_ENV_UNIVERSAL_1_2;
   }
   spv_context ctx = spvContextCreate(env);

@@ -390,6 +390,7 @@ static void spirv_finish(cg *c, LLVMValueRef fn) {
 const cg_target_ops xpj_target_spirv_ops = {
     .cmpxchg = spirv_cmpxchg,
     .xchg_float_as_int = true,
+    .atomic16_by_word = true,
     .name = "spirv",
     .simt = true,
     .as_global = 1,

@@ -420,7 +420,7 @@ typedef struct xpj_arg {
   union {
     int64_t i;  /* bool and signed integers */
     uint64_t u; /* unsigned integers */
-    double f;   /* f32 and f64 */
+    double f;   /* f16, bf16, f32 and f64 */
   } v;
   const xpj_array *array;
 } xpj_arg;
@@ -499,18 +499,20 @@ XPJ_ARG_UINT_(xpj_arg_u8, uint8_t, XPJ_U8)
 XPJ_ARG_UINT_(xpj_arg_u16, uint16_t, XPJ_U16)
 XPJ_ARG_UINT_(xpj_arg_u32, uint32_t, XPJ_U32)
 XPJ_ARG_UINT_(xpj_arg_u64, uint64_t, XPJ_U64)
+#define XPJ_ARG_FLOAT_(fn, T, dt)                                             \
+  static inline xpj_arg fn(T x) {                                             \
+    xpj_arg g = {XPJ_ARG_SCALAR, dt, {0}, NULL};                              \
+    g.v.f = x;                                                                \
+    return g;                                                                 \
+  }
+XPJ_ARG_FLOAT_(xpj_arg_f32, float, XPJ_F32)
+XPJ_ARG_FLOAT_(xpj_arg_f64, double, XPJ_F64)
+/* f16 and bf16: the launch rounds x to the type (xpj_f16_from_double) */
+XPJ_ARG_FLOAT_(xpj_arg_f16, double, XPJ_F16)
+XPJ_ARG_FLOAT_(xpj_arg_bf16, double, XPJ_BF16)
 #undef XPJ_ARG_INT_
 #undef XPJ_ARG_UINT_
-static inline xpj_arg xpj_arg_f32(float x) {
-  xpj_arg g = {XPJ_ARG_SCALAR, XPJ_F32, {0}, NULL};
-  g.v.f = x;
-  return g;
-}
-static inline xpj_arg xpj_arg_f64(double x) {
-  xpj_arg g = {XPJ_ARG_SCALAR, XPJ_F64, {0}, NULL};
-  g.v.f = x;
-  return g;
-}
+#undef XPJ_ARG_FLOAT_
 static inline xpj_range xpj_range_1d(uint64_t n, uint64_t local) {
   uint64_t one = local ? 1u : 0u; /* C++: no narrowing in the braces */
   xpj_range r = {1, {n, 1, 1}, {local, one, one}};

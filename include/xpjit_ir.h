@@ -67,6 +67,10 @@ typedef enum xpj_scalar {
   XPJ_I8, XPJ_I16, XPJ_I32, XPJ_I64,
   XPJ_U8, XPJ_U16, XPJ_U32, XPJ_U64,
   XPJ_F32, XPJ_F64,
+  /* IEEE 754 binary16 (an arithmetic type), and bfloat16 (the top half of
+   * an f32: a storage type, converted for arithmetic; docs/language.md
+   * 4.1). Both are 2 bytes in memory, their bit patterns. */
+  XPJ_F16, XPJ_BF16,
   XPJ_SCALAR_COUNT
 } xpj_scalar;
 
@@ -74,6 +78,15 @@ const char *xpj_scalar_name(xpj_scalar s);
 /* Parses "f32", "i64", ...; returns XPJ_VOID for an unknown name. */
 xpj_scalar xpj_scalar_parse(const char *name);
 unsigned xpj_scalar_bits(xpj_scalar s); /* bool: 1 */
+
+/* f16 and bf16 bit patterns from and to double: rounded to nearest even
+ * (once, not through f32), overflow to infinity, NaN kept NaN (quiet),
+ * subnormals kept; the way back is exact. For filling and reading arrays
+ * of these types from the host. */
+uint16_t xpj_f16_from_double(double x);
+double xpj_f16_to_double(uint16_t h);
+uint16_t xpj_bf16_from_double(double x);
+double xpj_bf16_to_double(uint16_t h);
 
 /* Memory spaces of arrays and pointers. */
 typedef enum xpj_space {

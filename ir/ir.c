@@ -26,7 +26,7 @@ const char *const xpj_op_names[XPJ_OP_COUNT] = {
 
 static const char *const scalar_names[XPJ_SCALAR_COUNT] = {
     "void", "bool", "i8", "i16", "i32", "i64",
-    "u8",   "u16",  "u32", "u64", "f32", "f64"};
+    "u8",   "u16",  "u32", "u64", "f32", "f64", "f16", "bf16"};
 
 const char *xpj_scalar_name(xpj_scalar s) {
   return (unsigned)s < XPJ_SCALAR_COUNT ? scalar_names[s] : "?";
@@ -40,10 +40,62 @@ xpj_scalar xpj_scalar_parse(const char *name) {
 }
 
 unsigned xpj_scalar_bits(xpj_scalar s) {
-  static const unsigned bits[XPJ_SCALAR_COUNT] = {0,  1, 8,  16, 32, 64,
-                                                  8, 16, 32, 64, 32, 64};
+  static const unsigned bits[XPJ_SCALAR_COUNT] = {
+      0, 1, 8, 16, 32, 64, 8, 16, 32, 64, 32, 64, 16, 16};
   return (unsigned)s < XPJ_SCALAR_COUNT ? bits[s] : 0;
 }
+
+/* ---- 16-bit floats -------------------------------------------------- */
+
+/* A binary format with p fraction bits and an exponent field of ebits. */
+typedef struct half_fmt {
+  int p, ebits;
+} half_fmt;
+static const half_fmt F16_FMT = {10, 5}, BF16_FMT = {7, 8};
+
+/* x rounded to nearest even in format f, as its bit pattern. x / q is an
+ * exact scaling by a power of two, so the one rounding is rint's. */
+static uint16_t half_from_double(half_fmt f, double x) {
+  int bias = (1 << (f.ebits - 1)) - 1, emin = 1 - bias;
+  unsigned emax_field = (1u << f.ebits) - 1;
+  uint16_t sign = signbit(x) ? (uint16_t)(1u << 15) : 0;
+  uint16_t inf = (uint16_t)(sign | (emax_field << f.p));
+  if (isnan(x))
+    return (uint16_t)(inf | (1u << (f.p - 1)));
+  double a = fabs(x);
+  if (isinf(a))
+    return inf;
+  int e;
+  frexp(a, &e); /* a = m 2^e, m in [0.5, 1): its exponent is e - 1 */
+  int E = a >= ldexp(1.0, emin) ? e - 1 : emin;
+  double n = rint(ldexp(a, f.p - E)); /* 0 .. 2^(p+1) */
+  if (n >= ldexp(1.0, f.p + 1)) {      /* rounded up to the next binade */
+    n = ldexp(1.0, f.p);
+    E++;
+  }
+  if (n < ldexp(1.0, f.p)) /* subnormal (or zero): the exponent field is 0 */
+    return (uint16_t)(sign | (uint16_t)n);
+  if (E + bias >= (int)emax_field)
+    return inf;
+  return (uint16_t)(sign | ((unsigned)(E + bias) << f.p) |
+                    ((unsigned)n - (1u << f.p)));
+}
+
+static double half_to_double(half_fmt f, uint16_t h) {
+  int bias = (1 << (f.ebits - 1)) - 1;
+  unsigned ef = (h >> f.p) & ((1u << f.ebits) - 1), m = h & ((1u << f.p) - 1);
+  double v = ef == (1u << f.ebits) - 1 ? (m ? NAN : HUGE_VAL)
+             : ef == 0 ? ldexp(m, 1 - bias - f.p)
+                       : ldexp(m + (1u << f.p), (int)ef - bias - f.p);
+  return (h >> 15) ? -v : v;
+}
+
+uint16_t xpj_f16_from_double(double x) { return half_from_double(F16_FMT, x); }
+double xpj_f16_to_double(uint16_t h) { return half_to_double(F16_FMT, h); }
+uint16_t xpj_bf16_from_double(double x) {
+  return half_from_double(BF16_FMT, x);
+}
+double xpj_bf16_to_double(uint16_t h) { return half_to_double(BF16_FMT, h); }
 
 const char *xpj_status_name(xpj_status s) {
   switch (s) {
@@ -948,7 +1000,7 @@ static bool is_intlike(const xpj_module *m, xpj_type t) {
 }
 static bool is_floatlike(const xpj_module *m, xpj_type t) {
   int s = xpj_type_scalar_of(m, t);
-  return s == XPJ_F32 || s == XPJ_F64 || xpj_type_is_param(m, t);
+  return xpj_scalar_is_float(s) || xpj_type_is_param(m, t);
 }
 static bool is_numeric(const xpj_module *m, xpj_type t) {
   return is_intlike(m, t) || is_floatlike(m, t);
@@ -957,6 +1009,16 @@ static bool is_bool(const xpj_module *m, xpj_type t) {
   return xpj_type_scalar_of(m, t) == XPJ_BOOL;
 }
 static bool is_signed_scalar(int s) { return s >= XPJ_I8 && s <= XPJ_I64; }
+
+/* bf16 only stores values: true (and the error set) when t is bf16 */
+static bool bf16_refused(xpj_func *f, xpj_type t, const char *what,
+                         const char *name) {
+  if (xpj_type_scalar_of(f->mod, t) != XPJ_BF16)
+    return false;
+  xpj_set_error(f->mod, "%s '%s' cannot be applied to bf16: bf16 is a "
+                "storage type; convert it first, e.g. f32(x)", what, name);
+  return true;
+}
 
 /* Wraps v to the width of integer scalar s (two's complement). */
 static int64_t wrap_int(int s, int64_t v) {
@@ -986,7 +1048,7 @@ xpj_val xpj_b_const_int(xpj_func *f, xpj_block b, xpj_type t, int64_t v,
   xpj_module *m = f->mod;
   int s = xpj_type_scalar_of(m, t);
   char tb[96];
-  if (s == XPJ_F32 || s == XPJ_F64)
+  if (xpj_scalar_float_valued(s))
     return xpj_b_const_float(f, b, t, (double)v, loc);
   if (!is_intlike(m, t) && !is_bool(m, t)) {
     xpj_set_error(m, "integer constant cannot have type %s", tname(f, t, tb));
@@ -1010,13 +1072,17 @@ xpj_val xpj_b_const_float(xpj_func *f, xpj_block b, xpj_type t, double v,
   xpj_module *m = f->mod;
   int s = xpj_type_scalar_of(m, t);
   char tb[96];
-  if (!(s == XPJ_F32 || s == XPJ_F64 || xpj_type_is_param(m, t))) {
+  if (!(xpj_scalar_float_valued(s) || xpj_type_is_param(m, t))) {
     xpj_set_error(m, "floating-point constant cannot have type %s",
                   tname(f, t, tb));
     return 0;
   }
   if (s == XPJ_F32)
     v = (double)(float)v;
+  else if (s == XPJ_F16)
+    v = xpj_f16_to_double(xpj_f16_from_double(v));
+  else if (s == XPJ_BF16)
+    v = xpj_bf16_to_double(xpj_bf16_from_double(v));
   xpj_val r = emit(f, b, XPJ_OP_CONST, t, 0, NULL, loc);
   if (r) {
     f->insts[r].aux = 1;
@@ -1099,6 +1165,8 @@ xpj_val xpj_b_binop(xpj_func *f, xpj_block b, xpj_binop op, xpj_val l,
                   tname(f, lt, b1), tname(f, rt, b2), xpj_binop_symbol(op));
     return 0;
   }
+  if (bf16_refused(f, lt, "operator", xpj_binop_symbol(op)))
+    return 0;
   bool ok;
   const char *need;
   switch (op) {
@@ -1145,6 +1213,8 @@ xpj_val xpj_b_unop(xpj_func *f, xpj_block b, xpj_unop op, xpj_val v,
   xpj_type t = f->insts[v].type;
   char tb[96];
   static const char *const sym[] = {"-", "~", "!"};
+  if (bf16_refused(f, t, "operator", (unsigned)op < 3 ? sym[op] : "?"))
+    return 0;
   bool ok = op == XPJ_NEG   ? is_numeric(m, t)
             : op == XPJ_NOT ? is_intlike(m, t)
             : op == XPJ_LNOT ? is_bool(m, t)
@@ -1164,7 +1234,7 @@ xpj_val xpj_b_unop(xpj_func *f, xpj_block b, xpj_unop op, xpj_val v,
                                     : !a),
         loc);
   if (op == XPJ_NEG && f->insts[v].op == XPJ_OP_CONST && f->insts[v].aux &&
-      (s == XPJ_F32 || s == XPJ_F64))
+      xpj_scalar_is_float(s))
     return xpj_b_const_float(f, b, t, -f->insts[v].imm.f, loc);
   xpj_val out = emit(f, b, XPJ_OP_UNOP, t, 1, &v, loc);
   if (out)
@@ -1189,7 +1259,7 @@ xpj_val xpj_b_cast(xpj_func *f, xpj_block b, xpj_type to, xpj_val v,
   int fs = xpj_type_scalar_of(m, from), ts = xpj_type_scalar_of(m, to);
   int64_t a;
   if (is_int_const(f, v, &a) && ts != XPJ_SCALAR_COUNT) {
-    if (ts == XPJ_F32 || ts == XPJ_F64)
+    if (xpj_scalar_float_valued(ts))
       return xpj_b_const_float(
           f, b, to, fs == XPJ_U64 ? (double)(uint64_t)a : (double)a, loc);
     return xpj_b_const_int(f, b, to, ts == XPJ_BOOL ? a != 0 : wrap_int(ts, a),
@@ -1544,8 +1614,7 @@ static bool atomic_int_type(const xpj_module *m, xpj_type t) {
          xpj_type_is_param(m, t);
 }
 static bool atomic_float_type(const xpj_module *m, xpj_type t) {
-  int s = xpj_type_scalar_of(m, t);
-  return s == XPJ_F32 || s == XPJ_F64;
+  return xpj_scalar_is_float(xpj_type_scalar_of(m, t));
 }
 
 xpj_val xpj_b_atomic(xpj_func *f, xpj_block b, xpj_atomic_op op, xpj_val ptr,
@@ -1566,7 +1635,7 @@ xpj_val xpj_b_atomic(xpj_func *f, xpj_block b, xpj_atomic_op op, xpj_val ptr,
   if (!(atomic_int_type(m, et) || (float_ok && atomic_float_type(m, et)))) {
     xpj_set_error(m, "%s is not supported on %s (supported: i32, i64, u32, "
                      "u64%s)", what, tname(f, et, b1),
-                  float_ok ? ", f32, f64" : "");
+                  float_ok ? ", f16, f32, f64" : "");
     return 0;
   }
   if (f->insts[v].type != et) {
@@ -1598,7 +1667,7 @@ xpj_val xpj_b_cmpxchg(xpj_func *f, xpj_block b, xpj_val ptr, xpj_val expected,
     return 0;
   if (!atomic_int_type(m, et) && !atomic_float_type(m, et)) {
     xpj_set_error(m, "atomic_cmpxchg is not supported on %s (supported: "
-                     "i32, i64, u32, u64, f32, f64)", tname(f, et, b1));
+                     "i32, i64, u32, u64, f16, f32, f64)", tname(f, et, b1));
     return 0;
   }
   if (f->insts[expected].type != et || f->insts[desired].type != et) {
@@ -1702,6 +1771,8 @@ xpj_val xpj_b_math(xpj_func *f, xpj_block b, xpj_math fn, unsigned nargs,
                     tname(f, t, b1), tname(f, f->insts[args[i]].type, b2));
       return 0;
     }
+  if (bf16_refused(f, t, "builtin", name))
+    return 0;
   unsigned cls = math_table[fn].cls;
   bool ok = cls == CLS_I   ? is_intlike(m, t)
             : cls == CLS_N ? is_numeric(m, t)
@@ -1751,7 +1822,8 @@ xpj_val xpj_b_group(xpj_func *f, xpj_block b, const xpj_coll_desc *d,
     return 0;
   }
   xpj_type t = f->insts[x].type;
-  bool ok = !combines ? is_numeric(m, t) || is_bool(m, t)
+  bool ok = !combines ? is_numeric(m, t) || is_bool(m, t) ||
+                            xpj_type_scalar_of(m, t) == XPJ_BF16
             : d->op >= XPJ_GOP_AND ? is_intlike(m, t) || is_bool(m, t)
                                    : is_numeric(m, t);
   if (!ok) {
@@ -1781,12 +1853,18 @@ xpj_val xpj_b_group(xpj_func *f, xpj_block b, const xpj_coll_desc *d,
 
 /* The value of limit l of float scalar s. */
 static double float_limit(int s, xpj_limit l) {
-  bool f32 = s == XPJ_F32;
+  /* largest, smallest normal, epsilon: f32, f64, f16, bf16 */
+  double max = s == XPJ_F32 ? FLT_MAX : s == XPJ_F64 ? DBL_MAX
+               : s == XPJ_F16 ? 65504.0 : xpj_bf16_to_double(0x7f7f);
+  double tiny = s == XPJ_F32 ? FLT_MIN : s == XPJ_F64 ? DBL_MIN
+                : s == XPJ_F16 ? 0x1p-14 : 0x1p-126;
+  double eps = s == XPJ_F32 ? FLT_EPSILON : s == XPJ_F64 ? DBL_EPSILON
+               : s == XPJ_F16 ? 0x1p-10 : 0x1p-7;
   switch (l) {
-  case XPJ_LIMIT_MAX: return f32 ? FLT_MAX : DBL_MAX;
-  case XPJ_LIMIT_MIN: return f32 ? -FLT_MAX : -DBL_MAX;
-  case XPJ_LIMIT_MIN_POSITIVE: return f32 ? FLT_MIN : DBL_MIN;
-  case XPJ_LIMIT_EPSILON: return f32 ? FLT_EPSILON : DBL_EPSILON;
+  case XPJ_LIMIT_MAX: return max;
+  case XPJ_LIMIT_MIN: return -max;
+  case XPJ_LIMIT_MIN_POSITIVE: return tiny;
+  case XPJ_LIMIT_EPSILON: return eps;
   case XPJ_LIMIT_INF: return HUGE_VAL;
   default: return NAN;
   }
@@ -1817,13 +1895,13 @@ xpj_val xpj_b_limit(xpj_func *f, xpj_block b, xpj_limit which, xpj_type t,
   }
   const char *name = limit_table[which].name;
   bool fl = limit_table[which].float_only;
-  if (!t || !(fl ? is_floatlike(m, t) : is_numeric(m, t))) {
+  int s = t ? xpj_type_scalar_of(m, t) : XPJ_VOID;
+  if (!t || !(s == XPJ_BF16 || (fl ? is_floatlike(m, t) : is_numeric(m, t)))) {
     xpj_set_error(m, "%s() needs a %s type, got %s", name,
                   fl ? "floating-point" : "numeric", tname(f, t, tb));
     return 0;
   }
-  int s = xpj_type_scalar_of(m, t);
-  if (s == XPJ_F32 || s == XPJ_F64)
+  if (xpj_scalar_float_valued(s))
     return xpj_b_const_float(f, b, t, float_limit(s, which), loc);
   if (s >= XPJ_I8 && s <= XPJ_U64)
     return xpj_b_const_int(f, b, t, int_limit(s, which), loc);

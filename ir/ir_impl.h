@@ -193,6 +193,15 @@ xpj_type xpj_type_with_const(xpj_module *m, xpj_type t);
 int xpj_type_scalar_of(const xpj_module *m, xpj_type t);
 bool xpj_type_is_param(const xpj_module *m, xpj_type t);
 
+/* Float scalars: those with arithmetic (f16, f32, f64), and those with
+ * a float's values and literals (also bf16, a storage type). */
+static inline bool xpj_scalar_is_float(int s) {
+  return s == XPJ_F32 || s == XPJ_F64 || s == XPJ_F16;
+}
+static inline bool xpj_scalar_float_valued(int s) {
+  return xpj_scalar_is_float(s) || s == XPJ_BF16;
+}
+
 static inline const xpj_inst *xpj_inst_of(const xpj_func *f, xpj_val v) {
   return &f->insts[v];
 }

@@ -630,9 +630,11 @@ static void *libm_handle, *libgcc_handle;
 static pthread_once_t libs_once = PTHREAD_ONCE_INIT;
 
 static void open_libs(void) {
-  /* RTLD_NOLOAD: the ones this process already has (libxpjit links libm) */
+  /* libm: the one this process has (libxpjit links it); libgcc_s is loaded
+   * if nothing has loaded it yet: f16 conversions without F16C, and f64 to
+   * f16 always, are its __extendhfsf2 / __truncdfhf2 (GCC 12 and later) */
   libm_handle = dlopen("libm.so.6", RTLD_LAZY | RTLD_NOLOAD);
-  libgcc_handle = dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  libgcc_handle = dlopen("libgcc_s.so.1", RTLD_LAZY);
 }
 
 /* name is defined by the library lib itself (dlsym on a handle also

@@ -501,6 +501,8 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
       case XPJ_U64: *(uint64_t *)v = a->v.u; break;
       case XPJ_F32: *(float *)v = (float)a->v.f; break;
       case XPJ_F64: *(double *)v = a->v.f; break;
+      case XPJ_F16: *(uint16_t *)v = xpj_f16_from_double(a->v.f); break;
+      case XPJ_BF16: *(uint16_t *)v = xpj_bf16_from_double(a->v.f); break;
       default: break;
       }
       l->args[s] = v;

@@ -169,6 +169,7 @@ typedef struct cl_dev {
   cl_context ctx;
   bool usm;      /* Intel unified shared memory */
   bool svm_fine; /* fine-grained SVM buffers: host-visible SVM */
+  bool fp16;     /* cl_khr_fp16: f16 arithmetic */
   /* cl_intel_unified_shared_memory */
   usm_host_alloc_fn host_alloc;
   usm_alloc_fn device_alloc, shared_alloc;
@@ -324,6 +325,7 @@ static xpj_status add_device_with(xpj_context *ctx, cl_platform_id p,
   }
   c->platform = p;
   c->id = id;
+  c->fp16 = has_word(exts, "cl_khr_fp16");
   bool core_il = cl_version_of(ver) >= 21; /* clCreateProgramWithIL: 2.1 */
   if (!(core_il && cl.clCreateProgramWithIL) &&
       !(c->il_khr = ext_fn(p, "clCreateProgramWithILKHR"))) {
@@ -587,6 +589,10 @@ static xpj_status ocl_kernel_load(xpj_device *d, const uint8_t *bin,
   char why[160];
   if (!rt_spirv_sane(bin, len, d->target.spirv_minor, why, sizeof why))
     return rt_err(XPJ_ERR_COMPILE, "loading %s on %s: %s", entry, d->id, why);
+  if (!c->fp16 && rt_spirv_has_capability(bin, len, 9))
+    return rt_err(XPJ_ERR_UNSUPPORTED, "loading %s on %s (%s): the kernel "
+                  "uses f16 (SPIR-V Float16) and the device lacks "
+                  "cl_khr_fp16", entry, d->id, d->info.name);
   cl_int e = CL_SUCCESS;
   cl_program prog = c->il_khr ? c->il_khr(c->ctx, bin, len, &e)
                               : cl.clCreateProgramWithIL(c->ctx, bin, len, &e);

@@ -14,4 +14,14 @@ for e in saxpy reduction matmul; do
     rc=1
   fi
 done
+# f16 and bf16 (examples/half.c): three checks, each "bit-exact" or "within
+# bounds"
+out=$(XPJIT_DEVICE="$dev" "$B/examples/half" 2>&1)
+st=$?
+echo "$out" | tail -n 3
+if [ $st -ne 0 ] || ! echo "$out" | grep -q "on $dev" ||
+   echo "$out" | grep -q WRONG; then
+  echo "on_device: half on $dev failed (exit $st)"
+  rc=1
+fi
 exit $rc

@@ -67,13 +67,14 @@ static void write_file(const char *path, const uint8_t *d, size_t n) {
 }
 
 /* SPIR-V declares capability Int64Atomics (12)? */
-static int uses_int64_atomics(const uint8_t *d, size_t n) {
+/* the module declares capability cap (12 Int64Atomics, 9 Float16) */
+static int uses_capability(const uint8_t *d, size_t n, uint32_t cap) {
   const uint32_t *w = (const uint32_t *)(const void *)d;
   for (size_t i = 5; i + 1 < n / 4;) {
     uint32_t op = w[i] & 0xffff, wc = w[i] >> 16;
     if (!wc || (op != 17 && op != 10))
       break;
-    if (op == 17 && w[i + 1] == 12)
+    if (op == 17 && w[i + 1] == cap)
       return 1;
     i += wc;
   }
@@ -190,13 +191,15 @@ static void test_emit_examples(void **state) {
               snprintf(path, sizeof path, "%s/%s.spv", tmpdir, kn);
               write_file(path, d, len);
               if (spirv_val) {
-                int i64a = uses_int64_atomics(d, len);
+                int i64a = uses_capability(d, len, 12);
                 int64_atomics += i64a;
-                /* Int64Atomics is optional in OpenCL (64-bit atomics
-                 * extensions); SPIRV-Tools' OpenCL 2.2 environment rejects
-                 * it outright, so such modules are checked as SPIR-V 1.2 */
+                /* Int64Atomics and Float16 are optional in OpenCL (64-bit
+                 * atomics extensions, cl_khr_fp16); SPIRV-Tools' OpenCL 2.2
+                 * environment rejects them outright, so such modules are
+                 * checked as SPIR-V 1.2 */
+                int opt = i64a || uses_capability(d, len, 9);
                 snprintf(cmd, sizeof cmd, "'%s' --target-env %s '%s'",
-                         spirv_val, i64a ? "spv1.2" : "opencl2.2", path);
+                         spirv_val, opt ? "spv1.2" : "opencl2.2", path);
                 if (system(cmd) != 0)
                   fail_msg("spirv-val rejects %s (%s)", kn, names[fi]);
                 spirv_checked++;
@@ -935,6 +938,53 @@ static void test_collectives_gpu(void **state) {
   xpj_module_destroy(m);
 }
 
+/* f16 and bf16 (issue 17): f16 arithmetic, math through f32, atomics on
+ * global and local memory, collectives, and bf16 conversions pass ptxas
+ * (sm_75, sm_90) and SPIRV-Tools (Float16; 16-bit atomics as 32-bit
+ * compare-exchange loops, since OpenCL has none), and the CPU code for the
+ * baseline x86-64 (no F16C: libgcc's conversions) compiles. */
+static void test_half_gpu(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel half(x: global f16[], b: global bf16[], d: global f64[], "
+      "a: f16) ndrange(1) {\n"
+      "    local t: f16[64];\n"
+      "    let i = global_id(0);\n"
+      "    t[local_id(0)] = x[i] * a + 1.5f16;\n"
+      "    barrier();\n"
+      "    let s = group_reduce_add(t[63 - local_id(0)]) + sub_group_shuffle(x[i], 0);\n"
+      "    atomic_add(&x[0], exp(s) / a);\n"
+      "    atomic_sub(&t[1], 0.5);\n"
+      "    let o = atomic_cmpxchg(&x[1], s, 2.0);\n"
+      "    atomic_store(&x[2], max_value(f16) + atomic_load(&t[2]) + o);\n"
+      "    b[i] = bf16(d[i] + f64(x[i]) + f64(b[i]));\n"
+      "    d[i] = f64(group_broadcast(b[i], 3)) + f64(u64(x[i]) + u64(b[i]));\n"
+      "    x[3] = f16(d[i]);\n"
+      "}\n";
+  static const char *const archs[] = {"sm_75", "sm_90"};
+  for (int k = 0; k < 2; k++) {
+    char target[16];
+    snprintf(target, sizeof target, "ptx:%s", archs[k]);
+    char *ptx = emit_text(src, "half", target, XPJ_EMIT_ASM);
+    if (!strstr(ptx, ".f16") || !strstr(ptx, "atom."))
+      fail_msg("%s: no f16 arithmetic or atomics", archs[k]);
+    ptxas_accepts(ptx, archs[k]);
+    free(ptx);
+  }
+  char *spv = emit_text(src, "half", "spirv", XPJ_EMIT_ASM);
+  if (!strstr(spv, "OpCapability Float16\n") ||
+      !strstr(spv, "OpAtomicCompareExchange %uint") ||
+      strstr(spv, "OpAtomicCompareExchange %ushort") ||
+      strstr(spv, "OpAtomicFAddEXT") || strstr(spv, "OpTypeFloat 16 0"))
+    fail_msg("SPIR-V: f16 atomics not through 32-bit words, or bf16 as a "
+             "float type:\n%.2000s", spv);
+  free(spv);
+  char *cpu = emit_text(src, "half", "cpu:x86-64", XPJ_EMIT_ASM);
+  if (!strstr(cpu, "__truncdfhf2") || !strstr(cpu, "__extendhfsf2"))
+    fail_msg("baseline x86-64: no libgcc f16 conversions");
+  free(cpu);
+}
+
 /* Every PTX architecture LLVM 22 knows (issue 17): a kernel with local
  * memory, a barrier, a float atomic, a math function from libdevice and a
  * 64-bit atomic compiles, names the architecture and the PTX ISA it needs
@@ -1233,6 +1283,7 @@ int main(void) {
       cmocka_unit_test(test_reqd_local),
       cmocka_unit_test(test_ptx_archs),
       cmocka_unit_test(test_collectives_gpu),
+      cmocka_unit_test(test_half_gpu),
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_limit_process),
   };

@@ -355,18 +355,18 @@ static void test_call_tree(void **state) {
   char *src = malloc(cap);
   assert_non_null(src);
   n += (size_t)snprintf(src + n, cap - n,
-                        "fn f26(a: i64) -> i64 { return a + 1; }\n");
+                        "fn g26(a: i64) -> i64 { return a + 1; }\n");
   for (int i = 25; i >= 0; i--)
     n += (size_t)snprintf(src + n, cap - n,
-                          "fn f%d(a: i64) -> i64 { return f%d(a) + "
-                          "f%d(a + 1); }\n", i, i + 1, i + 1);
+                          "fn g%d(a: i64) -> i64 { return g%d(a) + "
+                          "g%d(a + 1); }\n", i, i + 1, i + 1);
   snprintf(src + n, cap - n,
            "kernel k(x: global f32[]) ndrange(1) {\n"
            "  local t: f32[8];\n"
-           "  t[local_id(0) + f0(0)] = 1.0f32;\n"
+           "  t[local_id(0) + g0(0)] = 1.0f32;\n"
            "}\n");
   xpj_fit fit = fit_1d(src, 4096, 4);
-  assert_int_equal(fit.fits, 0); /* f0's result is not followed */
+  assert_int_equal(fit.fits, 0); /* g0's result is not followed */
   free(src);
 }
 
