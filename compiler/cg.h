@@ -87,6 +87,11 @@ typedef struct cg_target_ops {
   /* true: no 16-bit atomics (OpenCL): they are compare-exchange loops on
    * the 32-bit word that holds them */
   bool atomic16_by_word;
+  /* The base of the local memory that local array parameters (`local
+   * T[]`) live in, which they get as a byte offset (CPU: the work-group's
+   * local memory; PTX: the dynamic shared memory). NULL: they are passed
+   * as local pointers (SPIR-V: OpenCL's __local kernel arguments). */
+  LLVMValueRef (*local_param_base)(cg *c);
   /* Called once the kernel function is complete. */
   void (*finish_kernel)(cg *c, LLVMValueRef fn);
   /* Called after optimisation, before code generation (PTX: nothing yet). */

@@ -1367,7 +1367,11 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
     flat = nidx == 1 && rank > 1;
     if (check) {
       param1 = 1 + view_param(fr, arr);
-      sink = rec_field(c, offsetof(xpj_check_record, sink));
+      /* a local array parameter's sink is its first element (launches
+       * give at least one), in its own address space */
+      sink = at->space == XPJ_SPACE_LOCAL
+                 ? base
+                 : rec_field(c, offsetof(xpj_check_record, sink));
       for (unsigned d = 0; d < nidx; d++)
         ext[d] = vw->shape[d];
       for (int d = 1; flat && d < rank; d++)
@@ -2601,7 +2605,13 @@ static LLVMTypeRef param_abi_types(cg *c, LLVMTypeRef *out, unsigned *n) {
   unsigned cnt = 0;
   for (unsigned i = 0; i < k->nparams; i++) {
     const xpj_typeinfo *ti = tinfo(c, k->params[i].type);
-    if (ti->kind == XPJ_TK_VIEW) {
+    if (ti->kind == XPJ_TK_VIEW && ti->space == XPJ_SPACE_LOCAL) {
+      /* a local pointer or a byte offset, then the element count */
+      out[cnt++] = c->ops->local_param_base
+                       ? c->t_i64
+                       : LLVMPointerTypeInContext(c->ctx, c->ops->as_local);
+      out[cnt++] = c->t_i64;
+    } else if (ti->kind == XPJ_TK_VIEW) {
       out[cnt++] = LLVMPointerTypeInContext(c->ctx, c->ops->simt ? c->ops->as_global : 0);
       out[cnt++] = c->t_i64; /* offset in elements */
       for (int d = 0; d < 2 * ti->rank; d++)
@@ -2627,7 +2637,21 @@ static void bind_params(cg *c, cg_frame *fr, LLVMValueRef *abi) {
   for (unsigned i = 0; i < k->nparams; i++) {
     const xpj_typeinfo *ti = tinfo(c, k->params[i].type);
     xpj_val pv = k->params[i].val;
-    if (ti->kind == XPJ_TK_VIEW) {
+    if (ti->kind == XPJ_TK_VIEW && ti->space == XPJ_SPACE_LOCAL) {
+      cg_view *vw = &fr->views[i];
+      if (k->kind != XPJ_FUNC_NDRANGE)
+        cg_fail(c, XPJ_ERR_COMPILE, "local array parameter '%s' in range "
+                "kernel '%s'", k->params[i].name, k->name);
+      vw->rank = 1;
+      vw->ptr = abi[p];
+      if (c->ops->local_param_base)
+        vw->ptr = LLVMBuildInBoundsGEP2(c->b, c->t_i8,
+                                        c->ops->local_param_base(c), &vw->ptr,
+                                        1, "");
+      vw->shape[0] = abi[p + 1];
+      vw->stride[0] = cg_i64(c, 1);
+      p += 2;
+    } else if (ti->kind == XPJ_TK_VIEW) {
       cg_view *vw = &fr->views[i];
       xpj_scalar es = scalar_of(c, k->params[i].type);
       vw->rank = ti->rank;

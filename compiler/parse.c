@@ -2612,7 +2612,8 @@ static void sync_item(parser *p) {
   p->panic = false;
 }
 
-/* name: T | name: global [const] T[...]; *name_out gets the name token */
+/* name: T | name: global [const] T[...] | name: local T[]; *name_out gets
+ * the name token */
 static bool parse_param(parser *p, xpj_func *f, const token **name_out) {
   const token *name = peek(p);
   char b[48], nb[256];
@@ -2624,13 +2625,23 @@ static bool parse_param(parser *p, xpj_func *f, const token **name_out) {
   next(p);
   if (!expect(p, P_COLON, "after the parameter name"))
     return false;
-  xpj_type t;
-  if (is_k(p, TK_KW_LOCAL)) {
-    syntax(p, peek(p), "parameters cannot be local arrays; declare local "
-           "arrays in the kernel body");
-    return false;
-  }
-  if (is_k(p, TK_KW_GLOBAL)) {
+  xpj_type t = 0;
+  if (is_k(p, TK_KW_LOCAL)) { /* local T[]: sized by the launch */
+    next(p);
+    xpj_type et = parse_elem_type(p);
+    if (!et)
+      return false;
+    if (!is_p(p, P_LBRACKET) || peek_at(p, 1)->kind != TK_PUNCT ||
+        peek_at(p, 1)->punct != P_RBRACKET) {
+      syntax(p, peek(p), "local array parameters are 1-D and sized by the "
+             "launch: write local T[] (a local array of static size is "
+             "declared in the body: local t: T[64];)");
+      return false;
+    }
+    next(p);
+    next(p);
+    t = xpj_type_local_view(p->m, et);
+  } else if (is_k(p, TK_KW_GLOBAL)) {
     next(p);
     bool is_const = false;
     if (is_k(p, TK_KW_CONST)) {
@@ -2891,6 +2902,14 @@ static void parse_fn_item(parser *p) {
       }
       f->kind = nd ? XPJ_FUNC_NDRANGE : XPJ_FUNC_RANGE;
       f->dims = dims;
+      for (unsigned i = 0; ok && !nd && i < xpj_func_param_count(f); i++)
+        if (xpj_typeinfo_of(p->m, f->params[i].type)->space ==
+                XPJ_SPACE_LOCAL) {
+          error(p, ptoks[i], "local array parameter '%s' needs an ndrange "
+                "kernel (local memory belongs to a work-group)",
+                tok_str(p, ptoks[i], nb));
+          ok = false;
+        }
       if (ok && is_k(p, TK_KW_LOCAL))
         ok = parse_reqd_local(p, f);
     } else {

@@ -85,6 +85,8 @@ static xpj_type map_type(spec_ctx *c, xpj_type t, const xpj_type *targs) {
     return ti->param < XPJ_MAX_TPARAMS ? targs[ti->param] : 0;
   case XPJ_TK_VIEW: {
     xpj_type e = map_type(c, ti->elem, targs);
+    if (ti->space == XPJ_SPACE_LOCAL)
+      return e ? xpj_type_local_view(c->dst, e) : 0;
     return e ? xpj_type_view(c->dst, e,
                              ti->rank == XPJ_RANK_GENERIC ? (int)c->ndim
                                                           : ti->rank,

@@ -479,6 +479,10 @@ static void cpu_before_optimise(cg *c) {
     cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
 }
 
+/* local array parameters: after the kernel's own local arrays in the
+ * work-group's local memory (the runtime gives their byte offsets) */
+static LLVMValueRef cpu_local_param_base(cg *c) { return c->cpu_local_mem; }
+
 const cg_target_ops xpj_target_cpu_ops = {
     .name = "cpu",
     .simt = false,
@@ -488,4 +492,5 @@ const cg_target_ops xpj_target_cpu_ops = {
     .machine = cpu_machine,
     .before_optimise = cpu_before_optimise,
     .syncscope = cpu_scope,
+    .local_param_base = cpu_local_param_base,
 };

@@ -394,6 +394,19 @@ static void ptx_finish(cg *c, LLVMValueRef fn) {
       LLVMSetLinkage(g, LLVMInternalLinkage);
 }
 
+/* local array parameters: byte offsets into the dynamic shared memory,
+ * whose size the launch gives (cuLaunchKernel's sharedMemBytes) */
+static LLVMValueRef ptx_local_param_base(cg *c) {
+  LLVMValueRef g = LLVMGetNamedGlobal(c->mod, "__xpj_dyn");
+  if (!g) {
+    LLVMTypeRef at = LLVMArrayType2(c->t_i8, 0);
+    g = LLVMAddGlobalInAddressSpace(c->mod, at, "__xpj_dyn", 3);
+    LLVMSetLinkage(g, LLVMExternalLinkage);
+    LLVMSetAlignment(g, 16);
+  }
+  return g;
+}
+
 const cg_target_ops xpj_target_ptx_ops = {
     .name = "ptx",
     .simt = true,
@@ -409,4 +422,5 @@ const cg_target_ops xpj_target_ptx_ops = {
     .syncscope = ptx_scope,
     .math = ptx_math,
     .finish_kernel = ptx_finish,
+    .local_param_base = ptx_local_param_base,
 };

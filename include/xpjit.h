@@ -358,6 +358,7 @@ xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
 typedef enum xpj_arg_kind {
   XPJ_ARG_SCALAR = 0,
   XPJ_ARG_ARRAY = 1,
+  XPJ_ARG_LOCAL = 2, /* a local array parameter (`t: local T[]`): its size */
 } xpj_arg_kind;
 
 typedef enum xpj_kernel_origin {
@@ -473,6 +474,15 @@ static inline xpj_array xpj_array_2d(void *data, xpj_scalar dtype,
                                      int64_t rows, int64_t cols) {
   int64_t s[2] = {rows, cols};
   return xpj_array_nd(data, dtype, 2, s);
+}
+/* A local array parameter (`t: local T[]`, docs/language.md 6.6) of count
+ * elements per work-group: local memory the launch reserves after the
+ * kernel's own local arrays (OpenCL's clSetKernelArg(i, bytes, NULL),
+ * CUDA's dynamic shared memory). */
+static inline xpj_arg xpj_arg_local(uint64_t count) {
+  xpj_arg g = {XPJ_ARG_LOCAL, XPJ_VOID, {0}, NULL};
+  g.v.u = count;
+  return g;
 }
 static inline xpj_arg xpj_arg_array(const xpj_array *a) {
   xpj_arg g = {XPJ_ARG_ARRAY, XPJ_VOID, {0}, a};

@@ -290,6 +290,9 @@ xpj_type xpj_type_param(xpj_module *m, unsigned index);
 /* An array parameter in global memory: a view with shape and strides.
  * rank is 1..XPJ_MAX_RANK or XPJ_RANK_GENERIC (bound to ndim). */
 xpj_type xpj_type_view(xpj_module *m, xpj_type elem, int rank, int is_const);
+/* A 1-D local array parameter (`t: local T[]`): local memory of a size the
+ * launch gives (xpj_arg_local), a view of rank 1 in XPJ_SPACE_LOCAL. */
+xpj_type xpj_type_local_view(xpj_module *m, xpj_type elem);
 /* A statically sized, contiguous array in local or private memory. */
 xpj_type xpj_type_static(xpj_module *m, xpj_space space, xpj_type elem,
                          unsigned rank, const int64_t *dims);
@@ -311,6 +314,9 @@ xpj_scalar xpj_type_elem_scalar(const xpj_module *m, xpj_type t);
 int xpj_type_rank(const xpj_module *m, xpj_type t);
 /* True for a read-only view. */
 int xpj_type_is_const(const xpj_module *m, xpj_type t);
+/* The memory space of a view, static array or pointer (XPJ_SPACE_LOCAL
+ * for a local array parameter); XPJ_SPACE_PRIVATE for anything else. */
+xpj_space xpj_type_space(const xpj_module *m, xpj_type t);
 
 /* Writes a readable name for t ("f32", "global const T[*]", ...). Returns
  * the length it needed, like snprintf. */

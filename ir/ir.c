@@ -464,6 +464,15 @@ xpj_type xpj_type_view(xpj_module *m, xpj_type elem, int rank, int is_const) {
   return intern(m, &ti);
 }
 
+xpj_type xpj_type_local_view(xpj_module *m, xpj_type elem) {
+  xpj_type t = xpj_type_view(m, elem, 1, 0);
+  if (!t)
+    return 0;
+  xpj_typeinfo ti = *xpj_typeinfo_of(m, t);
+  ti.space = XPJ_SPACE_LOCAL;
+  return intern(m, &ti);
+}
+
 xpj_type xpj_type_static(xpj_module *m, xpj_space space, xpj_type elem,
                          unsigned rank, const int64_t *dims) {
   if (!m)
@@ -551,7 +560,8 @@ static size_t type_str(const xpj_module *m, xpj_type t, char *buf,
     else
       for (int i = 1; i < ti->rank; i++)
         strcat(r, ",");
-    return (size_t)snprintf(buf, size, "global %s%s[%s]",
+    return (size_t)snprintf(buf, size, "%s %s%s[%s]",
+                            ti->space == XPJ_SPACE_LOCAL ? "local" : "global",
                             ti->is_const ? "const " : "", elem, r);
   }
   case XPJ_TK_STATIC: {
@@ -2141,6 +2151,16 @@ void xpj_walk(const xpj_func *f, xpj_block b,
 }
 
 /* ---- type introspection --------------------------------------------- */
+
+xpj_space xpj_type_space(const xpj_module *m, xpj_type t) {
+  if (!m || !t || t >= m->ntypes)
+    return XPJ_SPACE_PRIVATE;
+  const xpj_typeinfo *ti = xpj_typeinfo_of(m, t);
+  return ti->kind == XPJ_TK_VIEW || ti->kind == XPJ_TK_STATIC ||
+                 ti->kind == XPJ_TK_PTR
+             ? (xpj_space)ti->space
+             : XPJ_SPACE_PRIVATE;
+}
 
 xpj_type_kind xpj_type_kind_of(const xpj_module *m, xpj_type t) {
   const xpj_typeinfo *ti = m ? xpj_typeinfo_of(m, t) : NULL;

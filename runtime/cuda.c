@@ -857,9 +857,11 @@ static xpj_status cuda_launch(xpj_device *d, void *bq, const rt_launch *l) {
     st = launch_shape(d, l, grid, block);
   if (st != XPJ_OK)
     return st;
-  /* local arrays are static .shared in the PTX: no dynamic shared memory */
+  /* the kernel's local arrays are static .shared in the PTX; its local
+   * array parameters are the dynamic shared memory */
   CUresult r = cd->api->LaunchKernel(k->fn, grid[0], grid[1], grid[2],
-                                     block[0], block[1], block[2], 0, bq,
+                                     block[0], block[1], block[2],
+                                     (unsigned)l->dyn_local_bytes, bq,
                                      l->args, NULL);
   return r ? cu_fail(cd->api, r, XPJ_ERR_DEVICE,
                      "launch of %s on %s (grid %ux%ux%u, block %ux%ux%u): "

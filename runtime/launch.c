@@ -266,6 +266,13 @@ static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
     return launch_err(k, "the local size is 0 in some dimensions but not "
                       "others (give all, or none to let the runtime choose)",
                       NULL);
+  if (!any_local && k->local_params && !k->reqd_local[0])
+    /* a local array parameter's size is the launch's business, and only a
+     * local size it chose says how big the groups indexing it are */
+    return launch_err(k, "the local size is 0, and the kernel has local "
+                      "array parameters sized by the launch: give the local "
+                      "size too (or declare it: ndrange(N) local(...))",
+                      NULL);
   uint64_t local[3] = {1, 1, 1};
   if (k->reqd_local[0]) {
     bool same = true;
@@ -424,6 +431,46 @@ static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
   return XPJ_OK;
 }
 
+/* Local array parameter i of count elements: reserved after the kernel's
+ * own local memory and the parameters before it, each at 16-byte
+ * alignment; a __local pointer's size for SPIR-V, else a byte offset
+ * (CPU: into the group's local memory; PTX: into the dynamic shared
+ * memory). Then the element count. Advances *s past both. */
+static xpj_status local_arg(xpj_kernel *k, unsigned i, uint64_t count,
+                            rt_launch *l, uint64_t *slots, rt_abi_arg *abi,
+                            unsigned *s) {
+  const rt_karg *p = &k->args[i];
+  uint64_t es = scalar_bytes(p->dtype), cap = k->dev->info.local_mem_size;
+  uint64_t start = (l->dyn_local_bytes + 15) & ~(uint64_t)15;
+  uint64_t base = (k->local_bytes + 15) & ~(uint64_t)15;
+  char buf[320];
+  if (count == 0 || count > cap / es || base + start + count * es > cap) {
+    snprintf(buf, sizeof buf, "%u '%s': %llu elements of local memory (%llu "
+             "bytes) %s; the kernel's own local arrays take %llu bytes and "
+             "%s has %llu per work-group", i, p->name,
+             (unsigned long long)count,
+             (unsigned long long)(count <= cap / es ? count * es : 0),
+             count ? "with the local array parameters before it do not fit"
+                   : "is no local array (give at least one element)",
+             (unsigned long long)k->local_bytes, k->dev->id,
+             (unsigned long long)cap);
+    return launch_err(k, "argument ", buf);
+  }
+  if (k->dev->target.kind == XPJ_TARGET_SPIRV) {
+    abi[*s].local = (uint32_t)(count * es);
+    l->args[*s] = NULL;
+  } else {
+    slots[*s] = (k->dev->target.kind == XPJ_TARGET_CPU ? base : 0) + start;
+    l->args[*s] = &slots[*s];
+  }
+  (*s)++;
+  slots[*s] = count;
+  l->args[*s] = &slots[*s];
+  (*s)++;
+  l->dyn_local_bytes = start + count * es;
+  return XPJ_OK;
+}
+
 xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
                              unsigned nargs, const xpj_arg *args,
                              rt_launch **out) {
@@ -465,19 +512,27 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
   for (unsigned i = 0; st == XPJ_OK && i < nargs; i++) {
     const rt_karg *p = &k->args[i];
     const xpj_arg *a = &args[i];
-    if (a->kind != XPJ_ARG_ARRAY && a->kind != XPJ_ARG_SCALAR) {
+    static const char *const kinds[] = {
+        "a scalar", "an array", "a local array (xpj_arg_local)"};
+    if (a->kind != XPJ_ARG_ARRAY && a->kind != XPJ_ARG_SCALAR &&
+        a->kind != XPJ_ARG_LOCAL) {
       snprintf(buf, sizeof buf, "%u '%s': unknown argument kind %d (make "
-               "arguments with xpj_arg_array or xpj_arg_<dtype>)", i,
-               p->name, (int)a->kind);
+               "arguments with xpj_arg_array, xpj_arg_local or "
+               "xpj_arg_<dtype>)", i, p->name, (int)a->kind);
       st = launch_err(k, "argument ", buf);
       break;
     }
     if (a->kind != p->kind) {
       snprintf(buf, sizeof buf, "%u '%s' is %s, given %s", i, p->name,
-               p->kind == XPJ_ARG_ARRAY ? "an array" : "a scalar",
-               a->kind == XPJ_ARG_ARRAY ? "an array" : "a scalar");
+               kinds[p->kind], kinds[a->kind]);
       st = launch_err(k, "argument ", buf);
       break;
+    }
+    if (p->kind == XPJ_ARG_LOCAL) {
+      st = local_arg(k, i, a->v.u, l, slots, abi, &s);
+      if (st != XPJ_OK)
+        break;
+      continue;
     }
     if (p->kind == XPJ_ARG_SCALAR) {
       if (a->dtype != p->dtype) {
@@ -536,6 +591,10 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
       l->args[s] = &slots[s];
     }
   }
+  if (st == XPJ_OK && l->dyn_local_bytes &&
+      k->dev->target.kind == XPJ_TARGET_CPU) /* after the kernel's own */
+    l->local_bytes = ((k->local_bytes + 15) & ~(uint64_t)15) +
+                     l->dyn_local_bytes;
   if (st != XPJ_OK) {
     rt_launch_free(l);
     return st;

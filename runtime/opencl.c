@@ -707,7 +707,9 @@ static xpj_status ocl_launch(xpj_device *d, void *bq, const rt_launch *l) {
   pthread_mutex_lock(&ck->mu);
   for (unsigned i = 0; i < n && e == CL_SUCCESS; i++) {
     bad = i;
-    if (l->abi[i].ptr) {
+    if (l->abi[i].local) {
+      e = cl.clSetKernelArg(ck->k, i, l->abi[i].local, NULL);
+    } else if (l->abi[i].ptr) {
       void *p;
       memcpy(&p, l->args[i], sizeof p);
       e = c->usm ? c->set_arg_ptr(ck->k, i, p)

@@ -410,7 +410,13 @@ static xpj_status describe(xpj_kernel *k, const xpj_module *sm,
       return rt_err(XPJ_ERR_NOMEM, "out of memory");
     }
     a->dtype = xpj_type_elem_scalar(sm, t);
-    if (xpj_type_kind_of(sm, t) == XPJ_TYPE_VIEW) {
+    if (xpj_type_kind_of(sm, t) == XPJ_TYPE_VIEW &&
+        xpj_type_space(sm, t) == XPJ_SPACE_LOCAL) {
+      a->kind = XPJ_ARG_LOCAL; /* a pointer or byte offset, the count */
+      a->rank = 1;
+      k->local_params = true;
+      k->nabi += 2;
+    } else if (xpj_type_kind_of(sm, t) == XPJ_TYPE_VIEW) {
       a->kind = XPJ_ARG_ARRAY;
       a->rank = (unsigned)xpj_type_rank(sm, t);
       a->is_const = xpj_type_is_const(sm, t);

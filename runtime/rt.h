@@ -34,6 +34,10 @@ uint64_t rt_now_ns(void);
 typedef struct rt_abi_arg {
   uint8_t size;
   uint8_t ptr;
+  /* a local array parameter passed as a __local pointer (SPIR-V): the
+   * bytes to reserve (OpenCL's clSetKernelArg(i, local, NULL)); args[i]
+   * is NULL */
+  uint32_t local;
 } rt_abi_arg;
 
 /* One launch, marshalled: args[i] points at flattened ABI argument i
@@ -52,7 +56,11 @@ typedef struct rt_launch {
   unsigned nabi, nhidden;
   void **args;
   const rt_abi_arg *abi;
-  uint64_t local_bytes;   /* static local memory per work-group */
+  /* local memory per work-group: the kernel's own, and on the CPU also
+   * its local array parameters' (which follow at 16-byte alignment) */
+  uint64_t local_bytes;
+  /* the local array parameters' bytes (CUDA's dynamic shared memory) */
+  uint64_t dyn_local_bytes;
   uint64_t scratch_bytes; /* per work-item (CPU) */
   /* the allocations its arrays point into, held (rt_mem_hold) until the
    * command is done (rt_launch_free) */
@@ -407,6 +415,7 @@ struct xpj_kernel {
   } fit_memo[4];
   unsigned fit_next;
   unsigned nargs, nabi;
+  bool local_params; /* some parameter is a local array (`local T[]`) */
   rt_karg *args;
   uint64_t local_bytes, scratch_bytes;
   double compile_ms;

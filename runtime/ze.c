@@ -971,7 +971,10 @@ static xpj_status append_launch(const ze_lib *L, ze_queue *q, ze_kern *k,
   if (r != ZE_RESULT_SUCCESS)
     return ze_fail(r, k->name, "zeKernelSetGroupSize");
   for (unsigned i = 0; i < l->nabi + l->nhidden; i++) {
-    r = L->zeKernelSetArgumentValue(k->k, i, l->abi[i].size, l->args[i]);
+    /* a local array parameter: its bytes and no value */
+    r = L->zeKernelSetArgumentValue(
+        k->k, i, l->abi[i].local ? l->abi[i].local : l->abi[i].size,
+        l->abi[i].local ? NULL : l->args[i]);
     if (r != ZE_RESULT_SUCCESS)
       return rt_err(ze_status(r), "launch of %s: argument %u (%u bytes): "
                     "zeKernelSetArgumentValue: %s",

@@ -62,6 +62,11 @@ static const char src[] =
     "kernel saxpy(a: f32, x: global const f32[], y: global f32[]) range(1) {\n"
     "  let i = global_id(0);\n"
     "  y[i] = a * x[i] + y[i];\n"
+    "}\n"
+    "kernel dyn(a: global f32[], t: local f32[]) ndrange(1) {\n"
+    "  t[local_id(0)] = a[global_id(0)];\n"
+    "  barrier(local);\n"
+    "  a[global_id(0)] = t[local_id(0) + 1];\n" /* 48:22 */
     "}\n";
 
 static int setup(void **state) {
@@ -184,6 +189,20 @@ static void test_flat(void **state) {
   for (int i = 5; i < 12; i++)
     if (g[i] != 5.0f)
       fail_msg("a[%d] = %g", i, g[i]);
+  unguard(g);
+}
+
+/* a local array parameter (sized by the launch: 8 for groups of 8): the
+ * last work-item of a group reads t[8] */
+static void test_local_param(void **state) {
+  (void)state;
+  float *g = guarded(16);
+  xpj_array A = xpj_array_1d(g, XPJ_F32, 16);
+  xpj_arg a[2] = {xpj_arg_array(&A), xpj_arg_local(8)};
+  expect_oob(kern("dyn"), xpj_range_1d(16, 8), 2, a,
+             "load from argument 1 't'", "bounds.xpk:48:22", "index 0 is 8",
+             "extent is 8", (const char *)NULL);
+  check_guards(g, 16);
   unguard(g);
 }
 
@@ -354,7 +373,7 @@ static void test_ptx_and_spirv(void **state) {
   assert_int_equal(xpj_program_create(plain, "bounds.xpk", src, strlen(src),
                                       NULL, &pp), XPJ_OK);
   unsigned nk = xpj_program_kernel_count(pp);
-  assert_int_equal(nk, 9);
+  assert_int_equal(nk, 10);
   for (unsigned i = 0; i < nk; i++) {
     const char *name = xpj_program_kernel_name(pp, i);
     for (int t = 0; t < 2; t++) {
@@ -440,6 +459,7 @@ int main(void) {
       cmocka_unit_test(test_grid),
       cmocka_unit_test(test_flat),
       cmocka_unit_test(test_local),
+      cmocka_unit_test(test_local_param),
       cmocka_unit_test(test_private),
       cmocka_unit_test(test_device_function),
       cmocka_unit_test(test_atomic),

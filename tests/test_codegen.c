@@ -985,6 +985,33 @@ static void test_half_gpu(void **state) {
   free(cpu);
 }
 
+/* Local array parameters (`t: local T[]`): PTX reads them from the dynamic
+ * shared memory (an extern .shared array) at a byte offset, SPIR-V takes
+ * them as Workgroup pointers; both pass their checkers. */
+static void test_local_params_gpu(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel k(x: global f32[], t: local f32[], u: local i64[]) ndrange(1) {\n"
+      "    local s: f32[8];\n"
+      "    t[local_id(0)] = x[global_id(0)];\n"
+      "    u[0] = 1;\n"
+      "    s[local_id(0) % 8] = 2.0;\n"
+      "    barrier();\n"
+      "    atomic_add(&t[0], 1.0);\n"
+      "    x[global_id(0)] = t[shape(t, 0) - 1 - local_id(0)] + f32(u[0]) + s[0];\n"
+      "}\n";
+  char *ptx = emit_text(src, "k", "ptx:sm_80", XPJ_EMIT_ASM);
+  if (!strstr(ptx, ".extern .shared .align 16 .b8 __xpj_dyn[]"))
+    fail_msg("PTX: no dynamic shared memory:\n%.1500s", ptx);
+  ptxas_accepts(ptx, "sm_80");
+  free(ptx);
+  char *spv = emit_text(src, "k", "spirv", XPJ_EMIT_ASM);
+  if (!strstr(spv, "OpFunctionParameter %_ptr_Workgroup_float") ||
+      !strstr(spv, "OpFunctionParameter %_ptr_Workgroup_ulong"))
+    fail_msg("SPIR-V: local array parameters are not Workgroup pointers");
+  free(spv);
+}
+
 /* Every PTX architecture LLVM 22 knows (issue 17): a kernel with local
  * memory, a barrier, a float atomic, a math function from libdevice and a
  * 64-bit atomic compiles, names the architecture and the PTX ISA it needs
@@ -1284,6 +1311,7 @@ int main(void) {
       cmocka_unit_test(test_ptx_archs),
       cmocka_unit_test(test_collectives_gpu),
       cmocka_unit_test(test_half_gpu),
+      cmocka_unit_test(test_local_params_gpu),
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_limit_process),
   };

@@ -410,6 +410,14 @@ static const char src[] =
     "  t[local_linear_id()] = i32(local_linear_id());\n"
     "  barrier();\n"
     "  out[global_id(0), global_id(1)] = t[local_linear_id()];\n"
+    "}\n"
+    "kernel dyn(out: global i32[], a: local i32[], b: local f64[]) ndrange(1) {\n"
+    "  local t: i32[128];\n"
+    "  t[local_id(0)] = 1;\n"
+    "  a[local_id(0)] = 2;\n"
+    "  b[local_id(0)] = 3.0;\n"
+    "  barrier();\n"
+    "  out[global_id(0)] = t[local_id(0)] + a[0] + i32(b[1]);\n"
     "}\n";
 
 static xpj_program *new_prog(xpj_context *c) {
@@ -450,6 +458,43 @@ static void assert_params(const mock_cuda_launch *l, unsigned n,
       fail_msg("parameter %u: 0x%llx, expected 0x%llx", i,
                (unsigned long long)l->value[i], (unsigned long long)want[i]);
   }
+}
+
+/* Local array parameters are CUDA's dynamic shared memory: byte offsets
+ * into it (16-aligned, the kernel's own .shared arrays apart) and counts as
+ * parameters, their bytes as cuLaunchKernel's sharedMemBytes. */
+static void test_local_params(void **state) {
+  (void)state;
+  mock_env("1", NULL, NULL, NULL);
+  xpj_context *c = new_ctx();
+  xpj_device *d = cuda_dev(c, "cuda:0");
+  xpj_program *p = new_prog(c);
+  xpj_kernel *k = get(p, "dyn", d);
+  int32_t *out;
+  assert_int_equal(xpj_mem_alloc(d, XPJ_MEM_DEVICE, 256 * 4, 0, (void **)&out),
+                   XPJ_OK);
+  xpj_array vo = xpj_array_1d(out, XPJ_I32, 256);
+  xpj_arg args[] = {xpj_arg_array(&vo), xpj_arg_local(65), xpj_arg_local(64)};
+  xpj_queue *q;
+  assert_int_equal(xpj_queue_create(d, NULL, &q), XPJ_OK);
+  xpj_range r = xpj_range_1d(256, 64);
+  assert_int_equal(xpj_launch(q, k, &r, 3, args, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  const mock_cuda_launch *l = &mock_get()->launch[0];
+  static const unsigned char size[8] = {8, 8, 8, 8, 8, 8, 8, 8};
+  /* out (data, offset, shape, stride); a at 0, 65 of them; b after a's
+   * 260 bytes rounded up to 272, 64 of them */
+  uint64_t want[8] = {(uintptr_t)out, 0, 256, 1, 0, 65, 272, 64};
+  assert_params(l, 8, size, want);
+  assert_int_equal(l->shared, 272 + 64 * 8);
+  /* local = 0 is refused: the sizes belong to the launch */
+  r = xpj_range_1d(256, 0);
+  assert_int_equal(xpj_launch(q, k, &r, 3, args, NULL), XPJ_ERR_INVALID);
+  assert_msg_has("local array parameters");
+  xpj_queue_destroy(q);
+  xpj_mem_free(d, out);
+  xpj_program_destroy(p);
+  xpj_context_destroy(c);
 }
 
 static void test_launch_args(void **state) {
@@ -742,6 +787,7 @@ int main(void) {
       cmocka_unit_test(test_memory),
       cmocka_unit_test(test_copy_fill),
       cmocka_unit_test(test_launch_args),
+      cmocka_unit_test(test_local_params),
       cmocka_unit_test(test_jit_errors),
       cmocka_unit_test(test_launch_errors),
       cmocka_unit_test(test_native_hooks),

@@ -84,6 +84,43 @@ static const char src[] =
     "}\n"
     "kernel free(o: global i64[]) ndrange(1) {\n"
     "  o[global_id(0)] = local_size(0);\n"
+    "}\n"
+    /* local array parameters sized by the launch, after a local array of
+     * the kernel's own: a tree sum in t (i64), each group's count of u's
+     * elements and a marker written through both, and an atomic on one */
+    "kernel dynsum(x: global const i64[], o: global i64[,], t: local i64[], "
+    "u: local i16[]) ndrange(1) {\n"
+    "  local own: i64[3];\n"
+    "  let lid = local_id(0);\n"
+    "  if lid < 3 { own[lid] = 1000 + lid; }\n"
+    "  t[lid] = x[global_id(0)];\n"
+    "  for (let k = lid; k < shape(u, 0); k += local_size(0)) { u[k] = i16(k); }\n"
+    "  barrier(local);\n"
+    "  for (let s = local_size(0) / 2; s > 0; s >>= 1) {\n"
+    "    if lid < s { t[lid] += t[lid + s]; }\n"
+    "    barrier(local);\n"
+    "  }\n"
+    "  atomic_add(&t[0], 1, relaxed, work_group);\n"
+    "  barrier(local);\n"
+    "  if lid == 0 {\n"
+    "    o[group_id(0), 0] = t[0] - local_size(0);\n"
+    "    o[group_id(0), 1] = shape(t, 0) * 100000 + shape(u, 0);\n"
+    "    o[group_id(0), 2] = i64(u[shape(u, 0) - 1]) + own[0] + own[2];\n"
+    "  }\n"
+    "}\n"
+    "fn tree<T>(t: local T[]) -> T {\n"
+    "  for (let s = local_size(0) / 2; s > 0; s >>= 1) {\n"
+    "    if local_id(0) < s { t[local_id(0)] += t[local_id(0) + s]; }\n"
+    "    barrier(local);\n"
+    "  }\n"
+    "  return t[0];\n"
+    "}\n"
+    "kernel dynsum_fn<T>(x: global const T[], o: global T[], t: local T[]) "
+    "ndrange(1) local(32) {\n"
+    "  t[local_id(0)] = x[global_id(0)];\n"
+    "  barrier(local);\n"
+    "  let s = tree(t);\n"
+    "  if local_id(0) == 0 { o[group_id(0)] = s; }\n"
     "}\n";
 
 static int setup(void **state) {
@@ -197,6 +234,113 @@ static void test_refused_default(void **state) {
 
 /* The required size is what the work-items see, what the runtime
  * suggests, and the only local size a launch may give. */
+/* Local array parameters (`t: local T[]`) sized by the launch
+ * (xpj_arg_local): for local sizes 8, 64 and 256, with the kernel's own
+ * local array before them (untouched), sums right in every group, shapes
+ * the counts given; through a generic device function; and refused: a
+ * local size of 0, no elements, more than the device has, another kind of
+ * argument for one, xpj_arg_local for an array. */
+static void test_local_params(void **state) {
+  (void)state;
+  enum { N = 2048 };
+  xpj_kernel *k = kern("dynsum");
+  int64_t *x = alloc(N * 8), *o = alloc(N / 8 * 3 * 8);
+  for (int i = 0; i < N; i++)
+    x[i] = (i * 7919) % 1013 - 500;
+  static const uint64_t sizes[] = {8, 64, 256};
+  for (int si = 0; si < 3; si++) {
+    uint64_t L = sizes[si], G = N / L, ucount = 3 * L + 5;
+    xpj_array X = xpj_array_1d(x, XPJ_I64, N);
+    xpj_array O = xpj_array_2d(o, XPJ_I64, (int64_t)G, 3);
+    xpj_arg args[4] = {xpj_arg_array(&X), xpj_arg_array(&O),
+                       xpj_arg_local(L), xpj_arg_local(ucount)};
+    xpj_range r = xpj_range_1d(N, L);
+    if (launch(k, &r, 4, args) != XPJ_OK)
+      fail_msg("dynsum, local %llu: %s", (unsigned long long)L,
+               xpj_last_error());
+    for (uint64_t g = 0; g < G; g++) {
+      int64_t want = 0;
+      for (uint64_t i = g * L; i < (g + 1) * L; i++)
+        want += x[i];
+      if (o[g * 3] != want || o[g * 3 + 1] != (int64_t)(L * 100000 + ucount) ||
+          o[g * 3 + 2] != (int64_t)(ucount - 1) + 1000 + 1002)
+        fail_msg("dynsum, local %llu, group %llu: %lld %lld %lld, want %lld "
+                 "%lld %lld", (unsigned long long)L, (unsigned long long)g,
+                 (long long)o[g * 3], (long long)o[g * 3 + 1],
+                 (long long)o[g * 3 + 2], (long long)want,
+                 (long long)(L * 100000 + ucount),
+                 (long long)(ucount - 1 + 2002));
+    }
+  }
+  /* refused, nothing run */
+  xpj_array X = xpj_array_1d(x, XPJ_I64, N), O = xpj_array_2d(o, XPJ_I64, 256, 3);
+  xpj_device_info di;
+  assert_int_equal(xpj_device_get_info(dev, &di), XPJ_OK);
+  struct {
+    xpj_arg t, u;
+    uint64_t local;
+    const char *says;
+  } bad[] = {
+      {xpj_arg_local(64), xpj_arg_local(8), 0, "give the local size"},
+      {xpj_arg_local(64), xpj_arg_local(0), 64, "no local array"},
+      {xpj_arg_local(64), xpj_arg_local(di.local_mem_size), 64, "do not fit"},
+      {xpj_arg_local(di.local_mem_size / 16), xpj_arg_local(di.local_mem_size / 4),
+       64, "do not fit"},
+      {xpj_arg_local(64), xpj_arg_array(&O), 64, "is a local array"},
+      {xpj_arg_i64(64), xpj_arg_local(8), 64, "is a local array"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    xpj_arg args[4] = {xpj_arg_array(&X), xpj_arg_array(&O), bad[i].t,
+                       bad[i].u};
+    xpj_range r = xpj_range_1d(N, bad[i].local);
+    assert_int_equal(launch(k, &r, 4, args), XPJ_ERR_INVALID);
+    if (!strstr(xpj_last_error(), bad[i].says))
+      fail_msg("case %zu: the error does not say '%s': %s", i, bad[i].says,
+               xpj_last_error());
+  }
+  xpj_array X2 = xpj_array_1d(x, XPJ_I64, 64);
+  xpj_arg args[4] = {xpj_arg_array(&X), xpj_arg_array(&O), xpj_arg_local(64),
+                     xpj_arg_local(8)};
+  args[1] = xpj_arg_local(3);
+  xpj_range r = xpj_range_1d(N, 64);
+  assert_int_equal(launch(k, &r, 4, args), XPJ_ERR_INVALID);
+  if (!strstr(xpj_last_error(), "is an array, given a local array"))
+    fail_msg("xpj_arg_local for an array: %s", xpj_last_error());
+  (void)X2;
+  xpj_kernel_arg_info ai;
+  assert_int_equal(xpj_kernel_get_arg_info(k, 2, &ai), XPJ_OK);
+  assert_int_equal(ai.kind, XPJ_ARG_LOCAL);
+  assert_int_equal(ai.dtype, XPJ_I64);
+  if (!strstr(xpj_kernel_signature(k), "t: local i64[]"))
+    fail_msg("signature: %s", xpj_kernel_signature(k));
+
+  /* through a generic device function; the kernel requires local(32), so
+   * local = 0 is fine */
+  xpj_kernel *kf = NULL;
+  if (xpj_program_get_kernel(prog, "dynsum_fn", "T=f64", 0, dev, NULL, &kf) !=
+      XPJ_OK)
+    fail_msg("dynsum_fn: %s", xpj_last_error());
+  double *xd = alloc(256 * 8), *od = alloc(8 * 8);
+  for (int i = 0; i < 256; i++)
+    xd[i] = i * 0.5;
+  xpj_array XD = xpj_array_1d(xd, XPJ_F64, 256), OD = xpj_array_1d(od, XPJ_F64, 8);
+  xpj_arg fargs[3] = {xpj_arg_array(&XD), xpj_arg_array(&OD), xpj_arg_local(32)};
+  r = xpj_range_1d(256, 0);
+  if (launch(kf, &r, 3, fargs) != XPJ_OK)
+    fail_msg("dynsum_fn: %s", xpj_last_error());
+  for (int g = 0; g < 8; g++) {
+    double want = 0;
+    for (int i = g * 32; i < g * 32 + 32; i++)
+      want += xd[i];
+    if (od[g] != want)
+      fail_msg("dynsum_fn group %d: %g, want %g", g, od[g], want);
+  }
+  xpj_mem_free(dev, xd);
+  xpj_mem_free(dev, od);
+  xpj_mem_free(dev, x);
+  xpj_mem_free(dev, o);
+}
+
 static void test_required_size(void **state) {
   (void)state;
   enum { H = 4, W = 16 };
@@ -261,6 +405,7 @@ int main(void) {
       cmocka_unit_test(test_refused_default),
       cmocka_unit_test(test_required_size),
       cmocka_unit_test(test_free_size),
+      cmocka_unit_test(test_local_params),
   };
   return cmocka_run_group_tests(tests, setup, devtest_teardown);
 }
