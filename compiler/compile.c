@@ -781,7 +781,8 @@ static void worker_main(int fd, const job *j) {
       strcmp(fault_mode(), "llvm-fatal") != 0) {
     const char *argv[] = {"xpjit-worker",
                           "--spirv-ext=+SPV_EXT_shader_atomic_float_add,"
-                          "+SPV_INTEL_subgroups"};
+                          "+SPV_INTEL_subgroups,"
+                          "+SPV_KHR_uniform_group_instructions"};
     LLVMParseCommandLineOptions(2, argv, NULL);
   }
   xpj_result r;

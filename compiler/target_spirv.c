@@ -129,9 +129,10 @@ static LLVMValueRef ocl_builtin(cg *c, const char *name, xpj_scalar s,
  * xor are OpGroupNonUniform*, SPIR-V 1.3). Narrow integers and bools go
  * through 32 bits (Intel's runtime crashes on work_group_reduce_min of
  * char; ../shared/LLVM22-NOTES.md), bool and / or / xor as min / max /
- * add of 0 and 1. OpenCL has work-group mul / and / or / xor only with
- * cl_khr_work_group_uniform_arithmetic, which Intel's CPU runtime lacks:
- * refused. */
+ * add of 0 and 1. Work-group mul / and / or / xor are
+ * SPV_KHR_uniform_group_instructions (OpGroupIMulKHR, ...: OpenCL's
+ * cl_khr_work_group_uniform_arithmetic), which Intel's CPU runtime runs
+ * although it does not list the extension. */
 static LLVMValueRef spirv_group(cg *c, const xpj_coll_desc *d, xpj_scalar s,
                                 LLVMValueRef x, LLVMValueRef id) {
   static const char *const kinds[] = {"reduce_", "scan_inclusive_",
@@ -156,16 +157,9 @@ static LLVMValueRef spirv_group(cg *c, const xpj_coll_desc *d, xpj_scalar s,
   /* shuffles below 1.3: Intel's (SPV_INTEL_subgroups, allowed by the
    * worker: compile.c) */
   bool intel = d->kind >= XPJ_COLL_SHUFFLE && c->target->spirv_minor < 3;
-  bool v13 = extended;
+  bool v13 = extended && d->sub_group;
   char nm[64], name[96];
   xpj_coll_name(d, nm, sizeof nm);
-  if (extended && !d->sub_group) {
-    cg_fail(c, XPJ_ERR_UNSUPPORTED, "%s() is not supported on SPIR-V "
-            "(OpenCL has work-group %s only with "
-            "cl_khr_work_group_uniform_arithmetic); use sub_group_%s%s() "
-            "and local memory", nm, ops[op], kinds[d->kind], ops[op]);
-    return x;
-  }
   if (v13 && c->target->spirv_minor < 3) {
     cg_fail(c, XPJ_ERR_UNSUPPORTED, "%s() needs SPIR-V 1.3 or later "
             "(target spirv:1.%u)", nm, c->target->spirv_minor);
@@ -178,7 +172,7 @@ static LLVMValueRef spirv_group(cg *c, const xpj_coll_desc *d, xpj_scalar s,
   if (combines) {
     char base[64];
     snprintf(base, sizeof base, "%s%s%s%s", scope,
-             extended ? "non_uniform_" : "", kinds[d->kind], ops[op]);
+             v13 ? "non_uniform_" : "", kinds[d->kind], ops[op]);
     snprintf(name, sizeof name, "_Z%zu%s%c", strlen(base), base, code);
   } else if (d->sub_group) { /* lane: uint */
     const char *base = d->kind == XPJ_COLL_BROADCAST ? "sub_group_broadcast"

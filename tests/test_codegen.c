@@ -919,23 +919,12 @@ static void test_collectives_gpu(void **state) {
       !strstr(spv, "OpGroupNonUniformShuffleXor"))
     fail_msg("SPIR-V 1.3: no non-uniform shuffles");
   free(spv);
-  /* refused, with the reason */
-  xpj_module *m = NULL;
-  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
-  xpj_module *s = spec_kernel(m, "mul", XPJ_VOID, 0);
-  xpj_target t;
-  char err[256];
-  assert_int_equal(xpj_target_parse("spirv:1.4", &t, err, sizeof err), XPJ_OK);
-  xpj_compile_opts o;
-  xpj_compile_opts_default(&o);
-  xpj_result *r = NULL;
-  assert_int_equal(xpj_compile(s, "mul", &t, &o, XPJ_EMIT_BIN, &r),
-                   XPJ_ERR_UNSUPPORTED);
-  if (!strstr(xpj_result_log(r), "group_reduce_mul() is not supported on SPIR-V"))
-    fail_msg("refusal: %s", xpj_result_log(r));
-  xpj_result_destroy(r);
-  xpj_module_destroy(s);
-  xpj_module_destroy(m);
+  /* work-group mul / and / or / xor: SPV_KHR_uniform_group_instructions */
+  spv = emit_text(src, "mul", "spirv", XPJ_EMIT_ASM);
+  if (!strstr(spv, "OpExtension \"SPV_KHR_uniform_group_instructions\"") ||
+      !strstr(spv, "OpGroupIMulKHR %ulong %uint_2 Reduce"))
+    fail_msg("SPIR-V: work-group mul is not OpGroupIMulKHR");
+  free(spv);
 }
 
 /* f16 and bf16 (issue 17): f16 arithmetic, math through f32, atomics on

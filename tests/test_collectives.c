@@ -215,14 +215,8 @@ static void run_1d(const dt *t, int op, unsigned L, unsigned ngroups) {
   const char *kn = op == MUL ? "collmul" : bits ? "collbits" : "coll";
   xpj_kernel *k = NULL;
   if (xpj_program_get_kernel(conf_program("collectives.xpk"), kn, t->dtypes, 0,
-                             C.dev, NULL, &k) != XPJ_OK) {
-    /* SPIR-V has work-group mul / and / or / xor only with an extension
-     * xpjit does not use: a clear refusal, nothing else */
-    if (!bits || strncmp(C.info.target, "spirv", 5) != 0 ||
-        !strstr(xpj_last_error(), "is not supported on SPIR-V"))
-      fail_msg("%s %s: %s", kn, t->dtypes, xpj_last_error());
-    goto out;
-  }
+                             C.dev, NULL, &k) != XPJ_OK)
+    fail_msg("%s %s: %s", kn, t->dtypes, xpj_last_error());
   if (bits)
     args[4] = xpj_arg_i32(op);
   conf_run(k, xpj_range_1d(n, L), bits ? 5 : 7, args);
@@ -239,7 +233,6 @@ static void run_1d(const dt *t, int op, unsigned L, unsigned ngroups) {
     }
   }
   free(members);
-out:
   conf_free(x);
   conf_free(red);
   conf_free(inc);
