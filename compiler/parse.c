@@ -2291,7 +2291,8 @@ static xpj_val parse_cond(parser *p, const char *what) {
     char tb[96];
     xpj_type_str_in(p->f, xpj_val_type(p->f, v), tb, sizeof tb);
     error(p, t, "condition of '%s' must be bool, not %s (compare "
-          "explicitly, e.g. x != 0)", what, tb);
+          "explicitly, e.g. %s)", what, tb,
+          strcmp(tb, "bf16") ? "x != 0" : "f32(x) != 0");
     return 0;
   }
   return v;
@@ -2628,6 +2629,11 @@ static bool parse_param(parser *p, xpj_func *f, const token **name_out) {
   xpj_type t = 0;
   if (is_k(p, TK_KW_LOCAL)) { /* local T[]: sized by the launch */
     next(p);
+    if (is_k(p, TK_KW_CONST)) {
+      syntax(p, peek(p), "local array parameters cannot be const (the "
+             "work-group fills them)");
+      return false;
+    }
     xpj_type et = parse_elem_type(p);
     if (!et)
       return false;

@@ -11,6 +11,7 @@
  */
 #include "ir_impl.h"
 
+#include <fenv.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -47,14 +48,28 @@ unsigned xpj_scalar_bits(xpj_scalar s) {
 
 /* ---- 16-bit floats -------------------------------------------------- */
 
+/* v rounded to f32 to nearest even, also when the application has set
+ * another rounding mode (constants must not depend on it: they are cached) */
+static double f32_nearest(double v) {
+  int mode = fegetround();
+  if (mode == FE_TONEAREST)
+    return (double)(float)v;
+  volatile double in = v; /* volatile: read, converted and stored */
+  fesetround(FE_TONEAREST); /* between the mode changes */
+  volatile float r = (float)in;
+  fesetround(mode);
+  return (double)r;
+}
+
 /* A binary format with p fraction bits and an exponent field of ebits. */
 typedef struct half_fmt {
   int p, ebits;
 } half_fmt;
 static const half_fmt F16_FMT = {10, 5}, BF16_FMT = {7, 8};
 
-/* x rounded to nearest even in format f, as its bit pattern. x / q is an
- * exact scaling by a power of two, so the one rounding is rint's. */
+/* x rounded to nearest even in format f, as its bit pattern, whatever the
+ * caller's rounding mode (fesetround): the scaling by a power of two is
+ * exact, and the rounding is done on the integer part and the remainder. */
 static uint16_t half_from_double(half_fmt f, double x) {
   int bias = (1 << (f.ebits - 1)) - 1, emin = 1 - bias;
   unsigned emax_field = (1u << f.ebits) - 1;
@@ -68,7 +83,11 @@ static uint16_t half_from_double(half_fmt f, double x) {
   int e;
   frexp(a, &e); /* a = m 2^e, m in [0.5, 1): its exponent is e - 1 */
   int E = a >= ldexp(1.0, emin) ? e - 1 : emin;
-  double n = rint(ldexp(a, f.p - E)); /* 0 .. 2^(p+1) */
+  double r = ldexp(a, f.p - E);       /* 0 .. 2^(p+1), exact */
+  double n = (double)(uint32_t)r;      /* truncation: no rounding mode */
+  double rem = r - n;                  /* exact */
+  if (rem > 0.5 || (rem == 0.5 && fmod(n, 2.0) != 0.0))
+    n += 1.0;
   if (n >= ldexp(1.0, f.p + 1)) {      /* rounded up to the next binade */
     n = ldexp(1.0, f.p);
     E++;
@@ -1088,7 +1107,7 @@ xpj_val xpj_b_const_float(xpj_func *f, xpj_block b, xpj_type t, double v,
     return 0;
   }
   if (s == XPJ_F32)
-    v = (double)(float)v;
+    v = f32_nearest(v);
   else if (s == XPJ_F16)
     v = xpj_f16_to_double(xpj_f16_from_double(v));
   else if (s == XPJ_BF16)

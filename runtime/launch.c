@@ -445,11 +445,16 @@ static xpj_status local_arg(xpj_kernel *k, unsigned i, uint64_t count,
   uint64_t base = (k->local_bytes + 15) & ~(uint64_t)15;
   char buf[320];
   if (count == 0 || count > cap / es || base + start + count * es > cap) {
-    snprintf(buf, sizeof buf, "%u '%s': %llu elements of local memory (%llu "
-             "bytes) %s; the kernel's own local arrays take %llu bytes and "
-             "%s has %llu per work-group", i, p->name,
-             (unsigned long long)count,
-             (unsigned long long)(count <= cap / es ? count * es : 0),
+    char bytes[48];
+    if (count <= cap / es)
+      snprintf(bytes, sizeof bytes, "%llu bytes",
+               (unsigned long long)(count * es));
+    else
+      snprintf(bytes, sizeof bytes, "%u bytes each", (unsigned)es);
+    snprintf(buf, sizeof buf, "%u '%s': %llu elements of local memory (%s) "
+             "%s; the kernel's own local arrays take %llu bytes and %s has "
+             "%llu per work-group", i, p->name, (unsigned long long)count,
+             bytes,
              count ? "with the local array parameters before it do not fit"
                    : "is no local array (give at least one element)",
              (unsigned long long)k->local_bytes, k->dev->id,
@@ -660,9 +665,13 @@ xpj_status rt_launch_verdict(const rt_launch *l) {
              r->dim, (long long)r->index, (long long)r->extent);
   return rt_err(XPJ_ERR_BOUNDS, "launch of %s: out-of-bounds %s %s at "
                 "%s%s%u:%u%s: %s (XPJIT_CHECK=bounds: the first violation; "
-                "the access went nowhere)", k->signature, ii.access, what,
+                "the access went %s)", k->signature, ii.access, what,
                 file ? file : "", file ? ":" : "line ", ii.loc.line,
-                ii.loc.col, where, idx);
+                ii.loc.col, where, idx,
+                /* global views' accesses go to the record's sink, local and
+                 * private arrays' to their first element (codegen.c) */
+                ii.space == XPJ_SPACE_GLOBAL ? "nowhere"
+                                             : "to the array's first element");
 }
 
 void rt_launch_free(rt_launch *l) {

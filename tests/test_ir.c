@@ -6,6 +6,7 @@
 
 #include "ir_impl.h"
 
+#include <fenv.h>
 #include <stdio.h>
 
 #define PINNED_AXPY_F32_1 "778b8bdf3240dd85fba44503b4f1730669286602b185f1d4c5853d6971222fd0"
@@ -155,6 +156,41 @@ static void test_constant_folding(void **state) {
   assert_true(xpj_val_const(f, s, &v, NULL));
   assert_int_equal(v, -128);
   xpj_module_destroy(m);
+}
+
+/* Constants and the host's f16/bf16 conversions round to nearest even
+ * whatever rounding mode the application has set (a constant may be
+ * cached and served to other processes), and leave the mode as found. */
+static void test_rounding_mode(void **state) {
+  (void)state;
+  static const int modes[] = {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
+  for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+    assert_int_equal(fesetround(modes[i]), 0);
+    xpj_module *m;
+    assert_int_equal(xpj_module_create(&m), XPJ_OK);
+    xpj_func *f = xpj_func_create(m, "f", XPJ_FUNC_DEVICE, 0, 0, NULL, L);
+    xpj_block b = xpj_func_body(f);
+    double d = 0;
+    /* ties and near-ties that the three modes round differently */
+    xpj_val c = xpj_b_const_float(f, b, xpj_type_scalar(m, XPJ_F32),
+                                  1.0 + 0x1p-25, L);
+    assert_true(xpj_val_const(f, c, NULL, &d));
+    assert_true(d == 1.0);
+    c = xpj_b_const_float(f, b, xpj_type_scalar(m, XPJ_F16), -(1.0 + 0x1p-12), L);
+    assert_true(xpj_val_const(f, c, NULL, &d));
+    assert_true(d == -1.0);
+    c = xpj_b_const_float(f, b, xpj_type_scalar(m, XPJ_BF16), 1.0 + 3 * 0x1p-8, L);
+    assert_true(xpj_val_const(f, c, NULL, &d));
+    assert_true(d == 1.0 + 4 * 0x1p-8); /* the tie to even */
+    xpj_module_destroy(m);
+    assert_int_equal(xpj_f16_from_double(1.0 + 0x1p-12), 0x3c00);
+    assert_int_equal(xpj_f16_from_double(1.0 + 3 * 0x1p-11), 0x3c02);
+    assert_int_equal(xpj_bf16_from_double(1.0 + 0x1p-9), 0x3f80);
+    assert_int_equal(xpj_f16_from_double(65519.99), 0x7bff);
+    assert_int_equal(xpj_f16_from_double(65520.0), 0x7c00);
+    assert_int_equal(fegetround(), modes[i]);
+  }
+  fesetround(FE_TONEAREST);
 }
 
 static void test_verifier(void **state) {
@@ -440,6 +476,7 @@ int main(void) {
       cmocka_unit_test(test_builder_matches_parser),
       cmocka_unit_test(test_builder_type_errors),
       cmocka_unit_test(test_constant_folding),
+      cmocka_unit_test(test_rounding_mode),
       cmocka_unit_test(test_verifier),
       cmocka_unit_test(test_print),
       cmocka_unit_test(test_hash_equal_and_different),
