@@ -40,7 +40,7 @@ done
 IOCL=${XPJIT_INTEL_OCL:-$HOME/.cache/xpjit/intel-opencl}
 if [ -f "$IOCL/icd/intel-cpu.icd" ]; then
   for t in conformance_a conformance_b collectives dimorder interchange \
-    launch_local bounds constgen; do
+    launch_local bounds constgen half; do
     step "test_$t@opencl" env OCL_ICD_VENDORS="$IOCL/icd" \
       XPJIT_TEST_DEVICE=opencl "$B/tests/test_$t"
   done
