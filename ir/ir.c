@@ -1094,6 +1094,8 @@ xpj_val xpj_b_const_int(xpj_func *f, xpj_block b, xpj_type t, int64_t v,
   return r;
 }
 
+static double float_limit(int s, xpj_limit l);
+
 xpj_val xpj_b_const_float(xpj_func *f, xpj_block b, xpj_type t, double v,
                           xpj_loc loc) {
   if (!f)
@@ -1106,12 +1108,20 @@ xpj_val xpj_b_const_float(xpj_func *f, xpj_block b, xpj_type t, double v,
                   tname(f, t, tb));
     return 0;
   }
+  double exact = v;
   if (s == XPJ_F32)
     v = f32_nearest(v);
   else if (s == XPJ_F16)
     v = xpj_f16_to_double(xpj_f16_from_double(v));
   else if (s == XPJ_BF16)
     v = xpj_bf16_to_double(xpj_bf16_from_double(v));
+  if (isfinite(exact) && !isfinite(v)) { /* docs/language.md 4.4 */
+    xpj_set_error(m, "floating-point constant %g is out of range for %s "
+                  "(largest finite %g; infinity(%s) if that is meant)",
+                  exact, xpj_scalar_name((xpj_scalar)s),
+                  float_limit(s, XPJ_LIMIT_MAX), xpj_scalar_name((xpj_scalar)s));
+    return 0;
+  }
   xpj_val r = emit(f, b, XPJ_OP_CONST, t, 0, NULL, loc);
   if (r) {
     f->insts[r].aux = 1;
