@@ -335,7 +335,7 @@ xpj_status rt_parse_dtypes(const xpj_func *f, const char *s,
       if (t == XPJ_VOID)
         return rt_err(XPJ_ERR_SPECIALIZE,
                       "kernel %s: unknown dtype '%s' for type parameter "
-                      "'%s' (bool, i8..i64, u8..u64, f32, f64)",
+                      "'%s' (bool, i8..i64, u8..u64, f16, bf16, f32, f64)",
                       kname, tname, tpn);
       if (types[idx] != XPJ_VOID)
         return rt_err(XPJ_ERR_SPECIALIZE,

@@ -727,7 +727,7 @@ static int bundle_build(int argc, char **argv) {
           if (!is_const && xpj_scalar_parse(d->types[k]) == XPJ_VOID) {
             fprintf(stderr,
                     "%s bundle build: unknown type '%s' in --dtype %s (use "
-                    "bool, i8..i64, u8..u64, f32 or f64; a const parameter "
+                    "bool, i8..i64, u8..u64, f16, bf16, f32 or f64; a const parameter "
                     "takes --const NAME=V1,V2)\n",
                     cli_prog, d->types[k], v);
             goto out;

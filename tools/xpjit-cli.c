@@ -74,7 +74,7 @@ static void usage_ir(FILE *out) {
           "  --hash      print only the hash\n"
           "  -o OUT      write to OUT instead of standard output ('-': stdout)\n"
           "\n"
-          "Types: bool i8 i16 i32 i64 u8 u16 u32 u64 f32 f64.\n"
+          "Types: bool i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64.\n"
           "Const values: decimal or 0x hexadecimal with an optional sign, or\n"
           "true/false; they must fit the parameter's type.\n",
           prog);
@@ -326,7 +326,7 @@ static int bind_consts(const char *file, const xpj_module *m,
 /* --dtype NAME=VALUE where VALUE is no type */
 static void bad_dtype(const char *cmd, const char *v, const char *type) {
   fprintf(stderr, "%s %s: unknown type '%s' in --dtype %s (use bool, "
-          "i8..i64, u8..u64, f32 or f64; a const parameter takes --const "
+          "i8..i64, u8..u64, f16, bf16, f32 or f64; a const parameter takes --const "
           "NAME=VALUE)\n", prog, cmd, type, v);
 }
 
