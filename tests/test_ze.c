@@ -297,6 +297,12 @@ static const char *const src =
     "}\n"
     "kernel nd(x: global f32[], s: f32) ndrange(1) {\n"
     "    x[global_id(0)] = s * f32(local_id(0));\n"
+    "}\n"
+    "kernel dyn(x: global f32[], t: local f32[], u: local i64[]) ndrange(1) {\n"
+    "    t[local_id(0)] = x[global_id(0)];\n"
+    "    u[0] = 1;\n"
+    "    barrier();\n"
+    "    x[global_id(0)] = t[0] + f32(u[0]);\n"
     "}\n";
 
 static xpj_kernel *kernel(xpj_context *ctx, xpj_device *dev,
@@ -466,6 +472,42 @@ static void test_arguments(void **state) {
   xpj_mem_free(dev, x);
   xpj_mem_free(dev, m);
   /* y is left for the context to free */
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  assert_nothing_live();
+}
+
+/* Local array parameters reach the driver as Level Zero wants them: the
+ * bytes to reserve and no value, then the count. */
+static void test_local_params(void **state) {
+  (void)state;
+  xpj_context *ctx = context();
+  xpj_device *dev = ze_device(ctx);
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  xpj_program *p = NULL;
+  xpj_kernel *k = kernel(ctx, dev, &p, "dyn");
+  float *x;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, 128 * 4, 0, (void **)&x),
+                   XPJ_OK);
+  xpj_array ax = xpj_array_1d(x, XPJ_F32, 128);
+  xpj_arg args[] = {xpj_arg_array(&ax), xpj_arg_local(64), xpj_arg_local(3)};
+  xpj_range r = xpj_range_1d(128, 64);
+  assert_int_equal(xpj_launch(q, k, &r, 3, args, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  mock_ze_launch l;
+  assert_int_equal(get_launch(0, &l), 0);
+  assert_int_equal(l.nparams, 4 + 2 + 2);
+  assert_arg(&l, 0, &x, 8);
+  /* the mock refuses a local argument with a value or without a size */
+  assert_true(l.args[4].set);
+  assert_int_equal(l.args[4].size, 64 * 4);
+  assert_i64(&l, 5, 64);
+  assert_true(l.args[6].set);
+  assert_int_equal(l.args[6].size, 3 * 8);
+  assert_i64(&l, 7, 3);
+  xpj_queue_destroy(q);
+  xpj_mem_free(dev, x);
   xpj_program_destroy(p);
   xpj_context_destroy(ctx);
   assert_nothing_live();
@@ -838,6 +880,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_discovery_failures, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_arguments, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_local_params, setup, teardown),
       cmocka_unit_test_setup_teardown(test_concurrent_launches, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_memory, setup, teardown),

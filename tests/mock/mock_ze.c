@@ -701,7 +701,8 @@ static bool entry_params(const mmodule *m, const char *name, mkernel *k) {
     } else if (op == OpTypeBool && w[i + 1] < bound) {
       size[w[i + 1]] = 1;
     } else if (op == OpTypePointer && w[i + 1] < bound) {
-      size[w[i + 1]] = 8;
+      /* a Workgroup (local) pointer parameter takes a size and no value */
+      size[w[i + 1]] = wc > 2 && w[i + 2] == 4 ? MOCK_ZE_LOCAL_ARG : 8;
     } else if (op == OpFunction) {
       in_entry = found && w[i + 2] == entry;
     } else if (op == OpFunctionParameter && in_entry &&
@@ -798,7 +799,8 @@ ze_result_t zeKernelSetArgumentValue(ze_kernel_handle_t h, uint32_t index,
   ze_result_t r = ZE_RESULT_SUCCESS;
   if (index >= k->nparams)
     r = ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
-  else if (size != k->psize[index] || size > sizeof k->args[0].bytes)
+  else if (k->psize[index] == MOCK_ZE_LOCAL_ARG ? size == 0 || value != NULL
+           : size != k->psize[index] || size > sizeof k->args[0].bytes)
     r = ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
   if (r == ZE_RESULT_SUCCESS) {
     mock_ze_arg *a = &k->args[index];

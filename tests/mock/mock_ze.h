@@ -9,6 +9,11 @@
 #define MOCK_ZE_MAX_ARGS 64
 
 /* One zeKernelSetArgumentValue as the launch saw it. */
+/* what a local (Workgroup pointer) parameter's size reads as in the
+ * module's parameter list: zeKernelSetArgumentValue must give it a size and
+ * a NULL value */
+#define MOCK_ZE_LOCAL_ARG 0xffffffffu
+
 typedef struct mock_ze_arg {
   uint32_t size;     /* as given */
   uint8_t bytes[16]; /* the value (first 16 bytes); zero for NULL */
