@@ -1150,6 +1150,14 @@ static LLVMValueRef lower_math_generic(cg *c, xpj_math m, xpj_scalar s,
 static LLVMValueRef lower_math(cg *c, xpj_math m, xpj_scalar s,
                                LLVMValueRef *a, unsigned n) {
   LLVMValueRef r = NULL;
+  if (s == XPJ_F16 && m == XPJ_MATH_FMA) {
+    /* rounded once: PTX's fma.rn.f16, OpenCL's fma(half); x86 LLVM does
+     * it in f64, whose fma is exact enough for any f16 result */
+    LLVMTypeRef t = cg_scalar_type(c, s);
+    r = cg_intrinsic(c, "llvm.fma", &t, 1, a, 3);
+    set_fmf(c, r);
+    return r;
+  }
   if (s == XPJ_F16) {
     /* evaluated in f32, rounded to f16 (CUDA's half functions do the
      * same; no target has all of them for half) */
