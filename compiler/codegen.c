@@ -1614,6 +1614,28 @@ static LLVMValueRef lower_local_atomic_cpu(cg *c, cg_frame *fr,
   return old;
 }
 
+/* Compare-exchange of integers of type it at p (space sp): the old value.
+ * Through the target's hook where LLVM's instruction is unusable. */
+static LLVMValueRef cmpxchg_old(cg *c, const xpj_inst *in, LLVMValueRef p,
+                                xpj_space sp, LLVMTypeRef it, LLVMValueRef e,
+                                LLVMValueRef d) {
+  if (c->ops->cmpxchg) {
+    unsigned as = sp == XPJ_SPACE_LOCAL ? c->ops->as_local : c->ops->as_global;
+    return c->ops->cmpxchg(c, p, as, it, e, d, (xpj_scope)in->scope,
+                           (xpj_order)in->order);
+  }
+  LLVMAtomicOrdering ord = ordering((xpj_order)in->order);
+  LLVMAtomicOrdering fail = ord == LLVMAtomicOrderingAcquireRelease
+                                ? LLVMAtomicOrderingAcquire
+                            : ord == LLVMAtomicOrderingRelease
+                                ? LLVMAtomicOrderingMonotonic
+                                : ord;
+  LLVMValueRef x = LLVMBuildAtomicCmpXchgSyncScope(c->b, p, e, d, ord, fail,
+                                                   sync_id(c, in, sp));
+  LLVMSetAlignment(x, LLVMGetIntTypeWidth(it) / 8);
+  return LLVMBuildExtractValue(c->b, x, 0, "");
+}
+
 /* A 16-bit atomic where the target has none (ops->atomic16_by_word): a
  * compare-exchange loop on the aligned 32-bit word that holds the value,
  * which leaves the other half of the word as it finds it. */
@@ -1672,19 +1694,7 @@ static LLVMValueRef lower_atomic16(cg *c, cg_frame *fr, const xpj_inst *in,
       sh, "");
   LLVMValueRef keep = LLVMBuildNot(B, LLVMBuildShl(B, cg_i32(c, 0xffff), sh, ""), "");
   LLVMValueRef nw = LLVMBuildOr(B, LLVMBuildAnd(B, cur, keep, ""), n32, "");
-  unsigned as = sp == XPJ_SPACE_LOCAL ? c->ops->as_local : c->ops->as_global;
-  LLVMValueRef seen;
-  if (c->ops->cmpxchg) {
-    seen = c->ops->cmpxchg(c, wp, as, c->t_i32, cur, nw, (xpj_scope)in->scope,
-                           (xpj_order)in->order);
-  } else {
-    LLVMAtomicOrdering ord = ordering((xpj_order)in->order);
-    LLVMValueRef x = LLVMBuildAtomicCmpXchgSyncScope(
-        B, wp, cur, nw, ord,
-        ord == LLVMAtomicOrderingRelease || ord == LLVMAtomicOrderingAcquireRelease
-            ? LLVMAtomicOrderingMonotonic : ord, ss);
-    seen = LLVMBuildExtractValue(B, x, 0, "");
-  }
+  LLVMValueRef seen = cmpxchg_old(c, in, wp, sp, c->t_i32, cur, nw);
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
   LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, seen, cur, ""), done, head);
   LLVMValueRef inc[2] = {cur0, seen};
@@ -1755,21 +1765,7 @@ static LLVMValueRef lower_atomic(cg *c, cg_frame *fr, const xpj_inst *in) {
       e = LLVMBuildBitCast(B, e, it, "");
       d = LLVMBuildBitCast(B, d, it, "");
     }
-    if (c->ops->cmpxchg) {
-      unsigned as = sp == XPJ_SPACE_LOCAL ? c->ops->as_local : c->ops->as_global;
-      LLVMValueRef old = c->ops->cmpxchg(c, p, as, it, e, d,
-                                         (xpj_scope)in->scope,
-                                         (xpj_order)in->order);
-      return fl ? LLVMBuildBitCast(B, old, cg_scalar_type(c, s), "") : old;
-    }
-    LLVMAtomicOrdering fail = ord == LLVMAtomicOrderingAcquireRelease
-                                  ? LLVMAtomicOrderingAcquire
-                              : ord == LLVMAtomicOrderingRelease
-                                  ? LLVMAtomicOrderingMonotonic
-                                  : ord;
-    LLVMValueRef x = LLVMBuildAtomicCmpXchgSyncScope(B, p, e, d, ord, fail, ss);
-    LLVMSetAlignment(x, scalar_bytes(s));
-    LLVMValueRef old = LLVMBuildExtractValue(B, x, 0, "");
+    LLVMValueRef old = cmpxchg_old(c, in, p, sp, it, e, d);
     return fl ? LLVMBuildBitCast(B, old, cg_scalar_type(c, s), "") : old;
   }
   case XPJ_OP_ALOAD: {

@@ -23,12 +23,17 @@ static spv_target_env env_for(unsigned spirv_minor) {
 
 /* Does the module declare capability cap? (OpCapability is opcode 17,
  * one operand; capabilities come first after the 5-word header.) */
-static bool has_capability(const uint32_t *w, size_t n, uint32_t cap) {
+bool xpj_spirv_has_capability(const uint8_t *bin, size_t len, uint32_t cap) {
+  size_t n = bin ? len / 4 : 0;
   for (size_t i = 5; i < n;) {
-    uint32_t op = w[i] & 0xffff, wc = w[i] >> 16;
+    uint32_t w, arg = 0;
+    memcpy(&w, bin + 4 * i, 4);
+    if (i + 1 < n)
+      memcpy(&arg, bin + 4 * (i + 1), 4);
+    uint32_t op = w & 0xffff, wc = w >> 16;
     if (wc == 0)
       return false;
-    if (op == 17 && wc == 2 && i + 1 < n && w[i + 1] == cap)
+    if (op == 17 && wc == 2 && i + 1 < n && arg == cap)
       return true;
     if (op != 17 && op != 10 /* OpExtension */)
       return false;
@@ -44,18 +49,14 @@ int xpj_spirv_validate(const uint8_t *bin, size_t len, unsigned spirv_minor,
     return -1;
   }
   spv_target_env env = env_for(spirv_minor);
-  {
-    /* 64-bit atomics need Int64Atomics (cl_khr_int64_base_atomics) and f16
-     * arithmetic Float16 (cl_khr_fp16), which the OpenCL 2.2 environment
-     * of SPIRV-Tools rejects outright: such modules are validated under
-     * the universal environment instead */
-    uint32_t hdr[64];
-    size_t nw = len / 4 < 64 ? len / 4 : 64;
-    memcpy(hdr, bin, nw * 4);
-    if (env == SPV_ENV_OPENCL_2_2 &&
-        (has_capability(hdr, nw, 12) || has_capability(hdr, nw, 9)))
-      env = SPV_ENV_UNIVERSAL_1_2;
-  }
+  /* 64-bit atomics need Int64Atomics (cl_khr_int64_base_atomics) and f16
+   * arithmetic Float16 (cl_khr_fp16), which the OpenCL 2.2 environment of
+   * SPIRV-Tools rejects outright: such modules are validated under the
+   * universal environment instead */
+  if (env == SPV_ENV_OPENCL_2_2 &&
+      (xpj_spirv_has_capability(bin, len, XPJ_SPV_CAP_INT64_ATOMICS) ||
+       xpj_spirv_has_capability(bin, len, XPJ_SPV_CAP_FLOAT16)))
+    env = SPV_ENV_UNIVERSAL_1_2;
   spv_context ctx = spvContextCreate(env);
   if (!ctx) {
     snprintf(err, errsize, "SPIRV-Tools: cannot create a context");

@@ -436,13 +436,14 @@ static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
  * alignment; a __local pointer's size for SPIR-V, else a byte offset
  * (CPU: into the group's local memory; PTX: into the dynamic shared
  * memory). Then the element count. Advances *s past both. */
+static uint64_t align16(uint64_t n) { return (n + 15) & ~(uint64_t)15; }
+
 static xpj_status local_arg(xpj_kernel *k, unsigned i, uint64_t count,
                             rt_launch *l, uint64_t *slots, rt_abi_arg *abi,
                             unsigned *s) {
   const rt_karg *p = &k->args[i];
   uint64_t es = scalar_bytes(p->dtype), cap = k->dev->info.local_mem_size;
-  uint64_t start = (l->dyn_local_bytes + 15) & ~(uint64_t)15;
-  uint64_t base = (k->local_bytes + 15) & ~(uint64_t)15;
+  uint64_t start = align16(l->dyn_local_bytes), base = align16(k->local_bytes);
   char buf[320];
   if (count == 0 || count > cap / es || base + start + count * es > cap) {
     char bytes[48];
@@ -598,8 +599,7 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
   }
   if (st == XPJ_OK && l->dyn_local_bytes &&
       k->dev->target.kind == XPJ_TARGET_CPU) /* after the kernel's own */
-    l->local_bytes = ((k->local_bytes + 15) & ~(uint64_t)15) +
-                     l->dyn_local_bytes;
+    l->local_bytes = align16(k->local_bytes) + l->dyn_local_bytes;
   if (st != XPJ_OK) {
     rt_launch_free(l);
     return st;

@@ -13,6 +13,7 @@
  */
 #define CL_TARGET_OPENCL_VERSION 300
 #include "rt.h"
+#include "spirv_check.h"
 
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
@@ -589,7 +590,7 @@ static xpj_status ocl_kernel_load(xpj_device *d, const uint8_t *bin,
   char why[160];
   if (!rt_spirv_sane(bin, len, d->target.spirv_minor, why, sizeof why))
     return rt_err(XPJ_ERR_COMPILE, "loading %s on %s: %s", entry, d->id, why);
-  if (!c->fp16 && rt_spirv_has_capability(bin, len, 9))
+  if (!c->fp16 && xpj_spirv_has_capability(bin, len, XPJ_SPV_CAP_FLOAT16))
     return rt_err(XPJ_ERR_UNSUPPORTED, "loading %s on %s (%s): the kernel "
                   "uses f16 (SPIR-V Float16) and the device lacks "
                   "cl_khr_fp16", entry, d->id, d->info.name);

@@ -150,9 +150,6 @@ extern const rt_backend_ops rt_ocl_backend;   /* opencl.c: ICD, SPIR-V */
  * full validation; false with why filled. */
 bool rt_spirv_sane(const uint8_t *bin, size_t len, unsigned max_minor,
                    char *why, size_t size);
-/* bin (a module rt_spirv_sane passed) declares SPIR-V capability cap
- * (9: Float16, the f16 arithmetic of cl_khr_fp16). */
-bool rt_spirv_has_capability(const uint8_t *bin, size_t len, uint32_t cap);
 
 /* Opens a backend's driver library: the path in the environment variable
  * env if set, else each of names (NULL-terminated) in turn. NULL when none

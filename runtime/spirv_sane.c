@@ -58,18 +58,3 @@ bool rt_spirv_sane(const uint8_t *bin, size_t len, unsigned max_minor,
   }
   return true;
 }
-
-bool rt_spirv_has_capability(const uint8_t *bin, size_t len, uint32_t cap) {
-  for (size_t i = 5; i + 1 < len / 4;) {
-    uint32_t word, operand;
-    memcpy(&word, bin + 4 * i, 4);
-    memcpy(&operand, bin + 4 * (i + 1), 4);
-    uint32_t wc = word >> 16;
-    if (wc == 0)
-      return false;
-    if ((word & 0xffff) == 17 /* OpCapability */ && wc == 2 && operand == cap)
-      return true;
-    i += wc;
-  }
-  return false;
-}

@@ -5,6 +5,7 @@
  * the isolation of crashes inside LLVM.
  */
 #include "cgutil.h"
+#include "spirv_check.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -67,19 +68,6 @@ static void write_file(const char *path, const uint8_t *d, size_t n) {
 }
 
 /* SPIR-V declares capability Int64Atomics (12)? */
-/* the module declares capability cap (12 Int64Atomics, 9 Float16) */
-static int uses_capability(const uint8_t *d, size_t n, uint32_t cap) {
-  const uint32_t *w = (const uint32_t *)(const void *)d;
-  for (size_t i = 5; i + 1 < n / 4;) {
-    uint32_t op = w[i] & 0xffff, wc = w[i] >> 16;
-    if (!wc || (op != 17 && op != 10))
-      break;
-    if (op == 17 && w[i + 1] == cap)
-      return 1;
-    i += wc;
-  }
-  return 0;
-}
 
 static void test_targets(void **state) {
   (void)state;
@@ -191,13 +179,15 @@ static void test_emit_examples(void **state) {
               snprintf(path, sizeof path, "%s/%s.spv", tmpdir, kn);
               write_file(path, d, len);
               if (spirv_val) {
-                int i64a = uses_capability(d, len, 12);
+                int i64a =
+                    xpj_spirv_has_capability(d, len, XPJ_SPV_CAP_INT64_ATOMICS);
                 int64_atomics += i64a;
                 /* Int64Atomics and Float16 are optional in OpenCL (64-bit
                  * atomics extensions, cl_khr_fp16); SPIRV-Tools' OpenCL 2.2
                  * environment rejects them outright, so such modules are
                  * checked as SPIR-V 1.2 */
-                int opt = i64a || uses_capability(d, len, 9);
+                int opt = i64a || xpj_spirv_has_capability(
+                                      d, len, XPJ_SPV_CAP_FLOAT16);
                 snprintf(cmd, sizeof cmd, "'%s' --target-env %s '%s'",
                          spirv_val, opt ? "spv1.2" : "opencl2.2", path);
                 if (system(cmd) != 0)
