@@ -102,6 +102,13 @@ extern const cg_target_ops xpj_target_spirv_ops;
 extern const cg_target_ops xpj_target_ptx_ops;
 extern const cg_target_ops xpj_target_cpu_ops;
 
+/* A per-work-item region: one element per work-item of the group. */
+typedef struct cg_region {
+  int64_t off;        /* byte offset (per work-item) into the scratch */
+  LLVMValueRef stack; /* or an alloca of fixed_items elements */
+} cg_region;
+#define CG_STACK_REGION_BYTES (64u * 1024u)
+
 struct cg {
   LLVMContextRef ctx;
   LLVMModuleRef mod;
@@ -137,7 +144,16 @@ struct cg {
    * chunk's size */
   LLVMValueRef chunk_first, chunk_linear;
   LLVMValueRef cpu_active;      /* i64 alloca: live work-items of a group */
-  int64_t cpu_flags_off;        /* scratch offset of returned flags, -1 */
+  int64_t cpu_flags_off;        /* region of the returned flags, -1 */
+  /* CPU per-work-item regions (codegen.c scratch_alloc): an offset into
+   * the runtime's scratch buffer, or, when every group has at most
+   * fixed_items work-items (a required local size; a range kernel's
+   * chunk), an array in the entry point's frame while they fit
+   * CG_STACK_REGION_BYTES, which the optimiser may keep in registers */
+  cg_region *regions;
+  unsigned nregions, capregions;
+  uint64_t fixed_items;         /* 0: group size known only at launch */
+  uint64_t stack_bytes;         /* bytes of regions in the frame */
   unsigned cur_loop;            /* serial of the work-item loop being built,
                                    0 at work-group level */
   unsigned loop_serial;

@@ -27,6 +27,11 @@
 
 #define MAX_INLINED 2000000u /* instructions lowered for one kernel */
 
+/* Work-items per chunk of a range kernel run at work-group level: a
+ * multiple of any vector width, few enough that the chunk's per-item
+ * values stay in the L1 cache. */
+#define RANGE_CHUNK 256
+
 enum { NEED_SLOT = 1, NEED_USLOT = 2 };
 
 typedef struct cg_view {
@@ -58,7 +63,7 @@ struct cg_frame {
   /* kernel frame: loops interchanged with the work-item loop, and values
    * computed once per group (uniform.c); NULL in device functions */
   const uint8_t *xloop, *uni;
-  int64_t *slot;    /* scratch offset per work-item region, -1 */
+  int64_t *slot;    /* per-work-item region (scratch_alloc), -1 */
   LLVMValueRef *uslot;
   uint32_t cur_run;
   /* returns of inlined device functions */
@@ -632,22 +637,57 @@ static bool returns_before_a_run(const cg_frame *fr) {
   return false;
 }
 
-/* Allocates a per-work-item scratch region of size bytes (CPU). */
+/* Allocates a per-work-item region of size bytes (CPU) and returns its
+ * number. With a group size known when compiling (c->fixed_items), the
+ * region is an array in the entry point's frame, while those fit
+ * CG_STACK_REGION_BYTES: it aliases nothing, and the optimiser keeps
+ * small ones in registers once the work-item loops are vectorised or
+ * unrolled. Otherwise it lives in the runtime's scratch buffer. */
 static int64_t scratch_alloc(cg *c, uint64_t size) {
-  uint64_t off = (c->scratch_bytes + 15) & ~(uint64_t)15;
-  c->scratch_bytes = off + size;
-  return (int64_t)off;
+  if (c->nregions == c->capregions) {
+    unsigned cap = c->capregions ? 2 * c->capregions : 16;
+    cg_region *p = realloc(c->regions, cap * sizeof *p);
+    if (!p) {
+      cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
+      return 0;
+    }
+    c->regions = p;
+    c->capregions = cap;
+  }
+  cg_region *r = &c->regions[c->nregions];
+  *r = (cg_region){-1, NULL};
+  uint64_t bytes = (c->fixed_items * size + 63) & ~(uint64_t)63;
+  if (c->fixed_items && size <= CG_STACK_REGION_BYTES &&
+      bytes <= CG_STACK_REGION_BYTES - c->stack_bytes) {
+    c->stack_bytes += bytes;
+    LLVMTypeRef t = LLVMArrayType2(c->t_i8, bytes);
+    r->stack = entry_alloca(c, t, "per.item");
+    LLVMSetAlignment(r->stack, 64);
+  } else {
+    uint64_t off = (c->scratch_bytes + 15) & ~(uint64_t)15;
+    c->scratch_bytes = off + size;
+    r->off = (int64_t)off;
+  }
+  return (int64_t)c->nregions++;
 }
 
-/* Address of work-item wi's element of a scratch region: each region is
- * an array of XPJ_CPU_GROUP_MAX elements at a constant offset, so the
+/* Address of work-item wi's element of region id. A scratch region is an
+ * array of XPJ_CPU_GROUP_MAX elements at a constant offset, so the
  * optimiser sees distinct arrays with unit stride (the extra 16 bytes per
  * offset byte keep the arrays from sharing cache sets). */
-static LLVMValueRef scratch_addr(cg *c, int64_t off, uint64_t size,
+static LLVMValueRef scratch_addr(cg *c, int64_t id, uint64_t size,
                                  LLVMValueRef wi) {
+  if (id < 0 || (uint64_t)id >= c->nregions) {
+    cg_fail(c, XPJ_ERR_COMPILE, "internal: no per-work-item region %lld",
+            (long long)id);
+    return LLVMGetUndef(c->t_ptr);
+  }
+  const cg_region *r = &c->regions[id];
+  LLVMValueRef at = LLVMBuildNUWMul(c->b, wi, cg_i64(c, (int64_t)size), "");
+  if (r->stack)
+    return LLVMBuildInBoundsGEP2(c->b, c->t_i8, r->stack, &at, 1, "");
   LLVMValueRef idx = LLVMBuildAdd(
-      c->b, cg_i64(c, off * XPJ_CPU_SCRATCH_STRIDE),
-      LLVMBuildNUWMul(c->b, wi, cg_i64(c, (int64_t)size), ""), "");
+      c->b, cg_i64(c, r->off * XPJ_CPU_SCRATCH_STRIDE), at, "");
   return LLVMBuildInBoundsGEP2(c->b, c->t_i8, c->cpu_scratch, &idx, 1, "");
 }
 
@@ -1981,48 +2021,82 @@ enum {
   VERSION_BUDGET = 1600,
 };
 
-static void lower_loop_versions(cg *c, cg_frame *fr, xpj_val id) {
-  const xpj_inst *in = &fr->f->insts[id];
-  cg_view *vw[VERSION_MAX_VIEWS];
-  unsigned n = 0;
-  uint64_t size = 0;
-  for (int k = 0; k < 3; k++)
-    n = views_indexed(c, fr, in->blk[k], vw, n, VERSION_MAX_VIEWS, 1, &size);
+/* The views indexed in blocks b[0..nb) whose last stride is not a
+ * constant (vw[0..*n)), and the condition that all those strides are 1;
+ * NULL when there is none, or when the code would copy more than the
+ * budget allows (*size: its estimate, see views_indexed). */
+static LLVMValueRef unit_strides(cg *c, cg_frame *fr, const xpj_block *b,
+                                 unsigned nb, cg_view **vw, unsigned *n,
+                                 uint64_t *size) {
+  *n = 0;
+  *size = 0;
+  for (unsigned k = 0; k < nb; k++)
+    *n = views_indexed(c, fr, b[k], vw, *n, VERSION_MAX_VIEWS, 1, size);
+  if (*size > VERSION_MAX_INSTS || c->versioned_insts + *size > VERSION_BUDGET)
+    return NULL;
   LLVMValueRef cond = NULL, one = cg_i64(c, 1);
-  if (size > VERSION_MAX_INSTS || c->versioned_insts + size > VERSION_BUDGET)
-    n = 0;
-  for (unsigned k = 0; k < n; k++) {
+  for (unsigned k = 0; k < *n; k++) {
     LLVMValueRef st = vw[k]->stride[vw[k]->rank - 1];
     if (LLVMIsConstant(st))
       continue;
     LLVMValueRef eq = LLVMBuildICmp(c->b, LLVMIntEQ, st, one, "unit");
     cond = cond ? LLVMBuildAnd(c->b, cond, eq, "") : eq;
   }
-  if (!cond || c->status != XPJ_OK) {
-    lower_loop(c, fr, id, false);
-    return;
-  }
+  return c->status == XPJ_OK ? cond : NULL;
+}
+
+/* Lowers code twice under cond (unit_strides): once with the last stride
+ * of views vw[0..n) the constant 1, once as they are, the second version
+ * marked strided (not vectorised, target_cpu.c). */
+typedef void (*versioned_fn)(cg *c, cg_frame *fr, xpj_val arg);
+
+static void lower_versions(cg *c, cg_frame *fr, LLVMValueRef cond,
+                           cg_view **vw, unsigned n, uint64_t size,
+                           versioned_fn lower, xpj_val arg) {
   LLVMBasicBlockRef unit = new_bb(c, "unit"), any = new_bb(c, "strided"),
                     join = new_bb(c, "versions.end");
   LLVMBuildCondBr(c->b, cond, unit, any);
   c->versioned_insts += size;
-  LLVMValueRef saved[VERSION_MAX_VIEWS];
+  LLVMValueRef saved[VERSION_MAX_VIEWS], one = cg_i64(c, 1);
   c->versioned = true;
   LLVMPositionBuilderAtEnd(c->b, unit);
   for (unsigned k = 0; k < n; k++) {
     saved[k] = vw[k]->stride[vw[k]->rank - 1];
     vw[k]->stride[vw[k]->rank - 1] = one;
   }
-  lower_loop(c, fr, id, false);
+  /* the second copy reuses the first one's local memory: both lower the
+   * same arrays in the same order */
+  uint64_t local_bytes = c->local_bytes;
+  lower(c, fr, arg);
   br(c, join);
   for (unsigned k = 0; k < n; k++)
     vw[k]->stride[vw[k]->rank - 1] = saved[k];
+  uint64_t local_end = c->local_bytes;
+  c->local_bytes = local_bytes;
   LLVMPositionBuilderAtEnd(c->b, any);
   c->strided_copy = true;
-  lower_loop(c, fr, id, false);
+  lower(c, fr, arg);
   br(c, join);
+  if (c->local_bytes != local_end)
+    cg_fail(c, XPJ_ERR_COMPILE, "internal: versions differ in local memory");
   c->strided_copy = c->versioned = false;
   LLVMPositionBuilderAtEnd(c->b, join);
+}
+
+static void lower_plain_loop(cg *c, cg_frame *fr, xpj_val id) {
+  lower_loop(c, fr, id, false);
+}
+
+static void lower_loop_versions(cg *c, cg_frame *fr, xpj_val id) {
+  const xpj_inst *in = &fr->f->insts[id];
+  cg_view *vw[VERSION_MAX_VIEWS];
+  unsigned n;
+  uint64_t size;
+  LLVMValueRef cond = unit_strides(c, fr, in->blk, 3, vw, &n, &size);
+  if (!cond)
+    lower_loop(c, fr, id, false);
+  else
+    lower_versions(c, fr, cond, vw, n, size, lower_plain_loop, id);
 }
 
 static void lower_return(cg *c, cg_frame *fr, const xpj_inst *in) {
@@ -2780,10 +2854,6 @@ static void start_group(cg *c) {
                   c->cpu_wgs, 1);
 }
 
-/* Work-items per chunk of a range kernel run at work-group level: a
- * multiple of any vector width, few enough that the chunk's per-item
- * values stay in the L1 cache. */
-#define RANGE_CHUNK 256
 
 /* Range kernels: flat = begin; while (flat < end) { decompose flat; run
  * the work-items up to the end of its row }. A kernel with interchanged
@@ -2841,6 +2911,23 @@ static void lower_cpu_range(cg *c, cg_frame *fr, LLVMValueRef begin,
   LLVMAddIncoming(flat, &nf, &exitb, 1);
 }
 
+/* The code of one work-group of an nd-range kernel. */
+static void lower_workgroup(cg *c, cg_frame *fr, xpj_val unused) {
+  (void)unused;
+  if (c->wg_multi)
+    lower_wg_block(c, fr, 1);
+  else
+    emit_wi_loop(c, fr, 1, 0, fr->f->blocks[1].n);
+}
+
+/* A required local size whose fastest dimension has fewer work-items than
+ * this: LLVM's vectoriser takes no loop of fewer than 16 iterations that
+ * needs a run-time check, such as its own versions on a view's stride
+ * being 1, so the 8-wide rows of local(8, 8) stayed scalar. Such kernels
+ * run each group in two versions (unit strides, any strides) like the
+ * loops of one work-item (lower_loop_versions). */
+enum { SMALL_ROW = 16 };
+
 /* Nd-range kernels: one iteration per work-group of [begin, end); a
  * kernel with barriers or interchanged loops runs at work-group level,
  * the others in one nest of work-item loops. */
@@ -2856,12 +2943,20 @@ static void lower_cpu_ndrange(cg *c, cg_frame *fr, LLVMValueRef begin,
   c->cpu_grp[1] = LLVMBuildSub(c->b, gr, LLVMBuildMul(c->b, c->cpu_grp[2], ng[1], ""), "");
   c->cpu_grp_linear = G.iv;
   c->group_exit = G.latch;
-  if (c->wg_multi) {
+  if (c->wg_multi)
     start_group(c);
-    lower_wg_block(c, fr, 1);
-  } else {
-    emit_wi_loop(c, fr, 1, 0, fr->f->blocks[1].n);
-  }
+  xpj_block body = 1;
+  cg_view *vw[VERSION_MAX_VIEWS];
+  unsigned n;
+  uint64_t size;
+  LLVMValueRef cond = NULL;
+  uint32_t hw[3];
+  if (cg_reqd_local_hw(c, hw) && hw[0] < SMALL_ROW)
+    cond = unit_strides(c, fr, &body, 1, vw, &n, &size);
+  if (cond)
+    lower_versions(c, fr, cond, vw, n, size, lower_workgroup, 0);
+  else
+    lower_workgroup(c, fr, 0);
   loop_close(c, &G);
   br(c, done);
 }
@@ -2914,12 +3009,17 @@ static void lower_cpu(cg *c, cg_frame *fr) {
   /* a required local size: the work-item loops have constant trip counts
    * (the runtime launches nothing else, docs/language.md 3.1) */
   uint32_t hw[3];
-  if (cg_reqd_local_hw(c, hw))
+  bool range = c->kernel->kind == XPJ_FUNC_RANGE;
+  if (cg_reqd_local_hw(c, hw)) {
     for (int h = 0; h < 3; h++)
       c->cpu_launch[3 + h] = cg_i64(c, hw[h]);
+    if (!range)
+      c->fixed_items = (uint64_t)hw[0] * hw[1] * hw[2];
+  }
+  if (range)
+    c->fixed_items = RANGE_CHUNK;
   LLVMBasicBlockRef done = new_bb(c, "done");
   cg_plan plan;
-  bool range = c->kernel->kind == XPJ_FUNC_RANGE;
   if (!cg_plan_kernel(c, c->kernel, range, &plan))
     return;
   c->wg_multi = block_has_barrier(c, c->kernel, 1, 0) || plan.nxloops;

@@ -668,6 +668,7 @@ static void compile_here(const job *j, const char *fault, xpj_result *r) {
     LLVMDisposeTargetMachine(tm);
   LLVMContextDispose(c.ctx);
   free(c.cpu_loops);
+  free(c.regions);
 }
 
 /* ---- the worker process -------------------------------------------- */

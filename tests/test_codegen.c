@@ -1274,6 +1274,40 @@ static void test_threads(void **state) {
   xpj_module_destroy(m);
 }
 
+/* Groups of a required local size narrower than 16 work-items per row
+ * (codegen.c SMALL_ROW): LLVM does not vectorise loops of fewer than 16
+ * iterations that need its own run-time stride checks, so the 8-wide rows
+ * of local(8, 8) stayed scalar; such groups run in a unit-stride version,
+ * vectorised, and a strided one. 16-wide rows are left to LLVM. */
+static void test_small_groups(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel tile8(x: global const f32[,], y: global f32[,]) ndrange(2) "
+      "local(8, 8) {\n"
+      "    local t: f32[8, 8];\n"
+      "    let v = x[global_id(0), global_id(1)] * 3.0f32;\n"
+      "    t[local_id(0), local_id(1)] = x[global_id(0), global_id(1)];\n"
+      "    barrier(local);\n"
+      "    y[global_id(0), global_id(1)] = t[7 - local_id(0), 7 - local_id(1)] * v;\n"
+      "}\n"
+      "kernel tile16(x: global const f32[,], y: global f32[,]) ndrange(2) "
+      "local(16, 16) {\n"
+      "    local t: f32[16, 16];\n"
+      "    let v = x[global_id(0), global_id(1)] * 3.0f32;\n"
+      "    t[local_id(0), local_id(1)] = x[global_id(0), global_id(1)];\n"
+      "    barrier(local);\n"
+      "    y[global_id(0), global_id(1)] = t[15 - local_id(0), 15 - local_id(1)] * v;\n"
+      "}\n";
+  char *ll = emit_text(src, "tile8", "cpu:x86-64", XPJ_EMIT_LLVM);
+  if (!strstr(ll, "versions.end") || !strstr(ll, "store <4 x float>"))
+    fail_msg("tile8: no vectorised unit-stride version of the group");
+  free(ll);
+  ll = emit_text(src, "tile16", "cpu:x86-64", XPJ_EMIT_LLVM);
+  if (strstr(ll, "versions.end") || !strstr(ll, "store <4 x float>"))
+    fail_msg("tile16: versioned, or not vectorised");
+  free(ll);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_targets),     cmocka_unit_test(test_errors),
@@ -1286,6 +1320,7 @@ int main(void) {
       cmocka_unit_test(test_barrier_loops),
       cmocka_unit_test(test_interchange),
       cmocka_unit_test(test_cpu_memory),
+      cmocka_unit_test(test_small_groups),
       cmocka_unit_test(test_reqd_local),
       cmocka_unit_test(test_ptx_archs),
       cmocka_unit_test(test_collectives_gpu),

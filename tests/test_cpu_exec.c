@@ -491,13 +491,112 @@ static void test_long_chain(void **state) {
   release(&c);
 }
 
+/* Kernels that require a local size (`local(...)`): their values live
+ * across barriers are arrays in the entry point's frame, not in the
+ * runtime's scratch (codegen.c scratch_alloc), and groups whose rows are
+ * narrower than 16 run in a unit-stride version and a strided one
+ * (lower_versions). Both versions, against a C reference: contiguous
+ * views, then x transposed and y every other column. A value, a private
+ * array and a group-uniform sum cross the barrier. The same kernel
+ * without the required size keeps its values in scratch. */
+static const char *fixed_src =
+    "kernel fixed(x: global const f32[,], y: global f32[,]) ndrange(2) "
+    "local(4, 8) {\n"
+    "    local t: f32[4, 8];\n"
+    "    let i = global_id(0);\n"
+    "    let j = global_id(1);\n"
+    "    let v = x[i, j] * 3.0f32 + 1.0f32;\n"
+    "    let p: f32[3];\n"
+    "    for (let k: i64 = 0; k < 3; k++) { p[k] = x[i, j] - f32(k); }\n"
+    "    t[local_id(0), local_id(1)] = x[i, j];\n"
+    "    barrier(local);\n"
+    "    let m = t[3 - local_id(0), 7 - local_id(1)];\n"
+    "    barrier(local);\n"
+    "    y[i, j] = m * v + p[i64(j) % 3];\n"
+    "}\n";
+
+static void run_fixed(const char *src, bool fixed, bool strided) {
+  enum { R = 12, C = 16 }; /* 3 x 2 groups of 4 x 8 */
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  compiled c = {0};
+  c.m = m;
+  c.s = spec_kernel(m, "fixed", XPJ_VOID, 0);
+  assert_non_null(c.s);
+  c.r = compile_for(c.s, "fixed", "cpu", XPJ_EMIT_BIN);
+  size_t len;
+  const uint8_t *d = xpj_result_data(c.r, &len);
+  c.fn = (cpu_entry)jit_load(d, len, xpj_result_entry(c.r), &c.jit);
+  if (fixed)
+    assert_int_equal(xpj_result_scratch_bytes(c.r), 0);
+  else
+    assert_true(xpj_result_scratch_bytes(c.r) > 0);
+  static float x[C][R], y[R][2 * C];
+  float want[R][C];
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++) {
+      x[j][i] = (float)(rnd() % 1000) / 8.0f;
+      y[i][2 * j] = y[i][2 * j + 1] = -1.0f;
+    }
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++) {
+      int gi = i / 4 * 4, gj = j / 8 * 8;
+      float v = x[j][i] * 3.0f + 1.0f;
+      float mm = x[gj + 7 - (j - gj)][gi + 3 - (i - gi)];
+      want[i][j] = mm * v + (x[j][i] - (float)(j % 3));
+    }
+  int64_t shape[2] = {R, C};
+  int64_t xstr[2] = {1, R}, ystr[2] = {2 * C, 2};
+  static float xc[R][C], yc[R][C];
+  kargs a = {0};
+  if (strided) {
+    add_view(&a, x, 0, 2, shape, xstr);
+    add_view(&a, y, 1, 2, shape, ystr);
+  } else {
+    for (int i = 0; i < R; i++)
+      for (int j = 0; j < C; j++)
+        xc[i][j] = x[j][i];
+    int64_t cstr[2] = {C, 1};
+    add_view(&a, xc, 0, 2, shape, cstr);
+    add_view(&a, yc, 0, 2, shape, cstr);
+  }
+  int64_t groups[3] = {C / 8, R / 4, 1}, local[3] = {8, 4, 1};
+  run_nd(&c, &a, groups, local);
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++) {
+      float got = strided ? y[i][2 * j + 1] : yc[i][j];
+      if (got != want[i][j])
+        fail_msg("%s, %s views: y[%d, %d] = %g, want %g",
+                 fixed ? "local(4, 8)" : "any local size",
+                 strided ? "strided" : "contiguous", i, j, (double)got,
+                 (double)want[i][j]);
+      if (strided)
+        assert_true(y[i][2 * j] == -1.0f);
+    }
+  release(&c);
+}
+
+static void test_fixed_groups(void **state) {
+  (void)state;
+  run_fixed(fixed_src, true, false);
+  run_fixed(fixed_src, true, true);
+  /* the same kernel for any local size */
+  char *src = strdup(fixed_src);
+  assert_non_null(src);
+  char *at = strstr(src, "local(4, 8)");
+  memset(at, ' ', strlen("local(4, 8)"));
+  run_fixed(src, false, false);
+  run_fixed(src, false, true);
+  free(src);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_axpy_strided),  cmocka_unit_test(test_block_sum),
       cmocka_unit_test(test_histogram_local), cmocka_unit_test(test_matmul_tiled),
       cmocka_unit_test(test_scan_block),    cmocka_unit_test(test_bitonic_block),
       cmocka_unit_test(test_wg_control),    cmocka_unit_test(test_libc_names),
-      cmocka_unit_test(test_long_chain),
+      cmocka_unit_test(test_long_chain),    cmocka_unit_test(test_fixed_groups),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
