@@ -24,7 +24,7 @@ LLVM_LIBDIR := $(shell $(LLVM_CONFIG) --libdir)
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC \
              -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) $(CFLAGS)
 LDLIBS_ALL = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lLLVM-22 \
-             -lSPIRV-Tools -lstdc++ -lsqlite3 -lnettle -lpthread -ldl -lm $(LDLIBS)
+             -lSPIRV-Tools -lstdc++ -lsqlite3 -lnettle -lhiredis -lpthread -ldl -lm $(LDLIBS)
 
 LIB_SRCS := $(wildcard ir/*.c) $(wildcard compiler/*.c) $(wildcard runtime/*.c) \
             $(wildcard cache/*.c)

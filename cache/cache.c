@@ -45,6 +45,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -504,6 +505,49 @@ static int read_ids(sqlite3 *db, int64_t *app, int64_t *ver, int64_t *ntab) {
   return rc;
 }
 
+/* Network file systems, by statfs magic (linux/magic.h and the file
+ * systems' own sources): SQLite's WAL needs shared memory between the
+ * processes that use a database, which these cannot give processes on
+ * different machines (sqlite.org/wal.html, "WAL does not work over a
+ * network filesystem"). */
+static const struct {
+  unsigned long magic;
+  const char *name;
+} network_fs[] = {
+    {0x6969, "NFS"},          {0xFF534D42, "CIFS"},
+    {0xFE534D42, "SMB2"},     {0x517B, "SMB"},
+    {0x0BD00BD0, "Lustre"},   {0x47504653, "GPFS"},
+    {0x00C36400, "CephFS"},   {0x19830326, "BeeGFS"},
+    {0x01021997, "9P"},       {0x5346414F, "AFS"},
+    {0x6B414653, "AFS"},      {0x013111A8, "IBRIX"},
+    {0xAAD7AAEA, "PanFS"},    {0x7461636F, "OCFS2"},
+    {0x01161970, "GFS2"},
+};
+
+/* The network file system the cache's directory is on, or NULL.
+ * XPJIT_CACHE_JOURNAL=rollback treats any as one, =wal none. */
+static const char *network_fs_of(const char *dbpath) {
+  const char *force = getenv("XPJIT_CACHE_JOURNAL");
+  if (force && !strcmp(force, "rollback"))
+    return "XPJIT_CACHE_JOURNAL=rollback";
+  if (force && !strcmp(force, "wal"))
+    return NULL;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", dbpath);
+  char *slash = strrchr(dir, '/');
+  if (slash)
+    *(slash == dir ? slash + 1 : slash) = 0;
+  else
+    snprintf(dir, sizeof dir, ".");
+  struct statfs sf;
+  if (statfs(dir, &sf) != 0)
+    return NULL;
+  for (size_t i = 0; i < sizeof network_fs / sizeof *network_fs; i++)
+    if ((unsigned long)(uint32_t)sf.f_type == network_fs[i].magic)
+      return network_fs[i].name;
+  return NULL;
+}
+
 /* Checks (and when writable creates) the schema. SQLITE_OK, RC_FOREIGN,
  * RC_SCHEMA, or SQLite's code. */
 static int setup(xpj_cache *c, bool writable) {
@@ -519,10 +563,17 @@ static int setup(xpj_cache *c, bool writable) {
   if (ours && (rc = check_schema(c->db)) != SQLITE_OK)
     return rc;
   if (writable && !c->bundle) {
-    rc = exec_retry(c->db, "PRAGMA journal_mode=WAL");
+    /* on a network file system, SQLite's rollback journal with its
+     * POSIX locks (which NFSv4, Lustre and GPFS implement), and every
+     * commit synced: slower writes, but correct across machines */
+    const char *netfs = network_fs_of(c->path);
+    rc = exec_retry(c->db, netfs ? "PRAGMA journal_mode=DELETE"
+                                 : "PRAGMA journal_mode=WAL");
     if (rc != SQLITE_OK)
       return rc;
-    sqlite3_exec(c->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+    sqlite3_exec(c->db, netfs ? "PRAGMA synchronous=FULL"
+                              : "PRAGMA synchronous=NORMAL",
+                 NULL, NULL, NULL);
   }
   if (ours)
     return SQLITE_OK;
@@ -1175,14 +1226,11 @@ const char *xpj_cache_path(const xpj_cache *c) { return c ? c->path : ""; }
 
 /* ---- counters -------------------------------------------------------- */
 
-#define COUNTERS(X)                                                          \
-  X(l1_hits) X(l2_hits) X(l2_misses) X(bundle_hits) X(compiles)              \
-  X(compile_failures) X(failure_hits) X(corrupt) X(evictions) X(compile_ms) \
-  X(saved_ms) X(daemon_hits) X(daemon_fallbacks) X(native_hits)             \
-  X(native_stores)
+/* the counters of include/xpjit_cache.h, by name */
+#define COUNTERS(X) XPJ_CACHE_COUNTERS(X)
 
 static void add_counters(xpj_cache_counters *a, const xpj_cache_counters *b) {
-#define ADD(f) a->f += b->f;
+#define ADD(k, f, w) a->f += b->f;
   COUNTERS(ADD)
 #undef ADD
 }
@@ -1206,7 +1254,7 @@ static void flush_pending(xpj_cache *c) {
                          -1, &s, NULL) != SQLITE_OK)
     return;
   bool ok = true;
-#define FLUSH(f)                                                             \
+#define FLUSH(k, f, w)                                                           \
   if (c->pending.f != 0) {                                                   \
     sqlite3_bind_text(s, 1, #f, -1, SQLITE_STATIC);                          \
     sqlite3_bind_double(s, 2, (double)c->pending.f);                         \
@@ -1708,7 +1756,7 @@ xpj_status xpj_cache_get_stats(xpj_cache *c, xpj_cache_stats *out) {
       rc = SQLITE_OK;
       if (!n)
         continue;
-#define READ(f)                                                              \
+#define READ(k, f, w)                                                            \
   if (!strcmp(n, #f))                                                        \
     out->counters.f += (__typeof__(out->counters.f))v;
       COUNTERS(READ)

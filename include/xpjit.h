@@ -106,6 +106,12 @@ typedef struct xpj_context_desc {
    * index, its extent and the source line (docs/api.md, Checks). Checked
    * kernels are cached apart from unchecked ones. */
   unsigned checks;
+  /* The cluster tier: compiled kernels shared through one Redis by every
+   * node of a cluster, looked up after the local tiers and before a
+   * compile: "redis://[user:password@]host[:port][/db]" or "unix:/path"
+   * (docs/cache.md, "The Redis tier"). NULL: XPJIT_REDIS if set; "off" or
+   * "": none. */
+  const char *redis;
 } xpj_context_desc;
 
 /* Discovers the devices of every backend built in (a backend whose driver
@@ -367,6 +373,7 @@ typedef enum xpj_kernel_origin {
   XPJ_ORIGIN_CACHE = 2,    /* the second-level cache on disk */
   XPJ_ORIGIN_BUNDLE = 3,   /* a bundle */
   XPJ_ORIGIN_DAEMON = 4,   /* xpjitd (it compiled it or had it) */
+  XPJ_ORIGIN_REDIS = 5,    /* the cluster's Redis tier (docs/cache.md) */
 } xpj_kernel_origin;
 
 typedef struct xpj_kernel_info {

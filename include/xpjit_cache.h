@@ -185,26 +185,42 @@ xpj_status xpj_cache_remove(xpj_cache *c, const xpj_cache_key *k);
 
 /* ---- statistics ---------------------------------------------------- */
 
-/* Event counters, kept in the database across processes. */
+/* Event counters, kept in the database across processes: every counter,
+ * named once, as X(kind, name, meaning) with kind U (uint64_t) or D
+ * (double). New counters are appended. */
+#define XPJ_CACHE_COUNTERS(X)                                                \
+  X(U, l1_hits, "in-process first-level hits")                               \
+  X(U, l2_hits, "hits in this store")                                        \
+  X(U, l2_misses, "misses in this store")                                    \
+  X(U, bundle_hits, "kernels served from a bundle")                          \
+  X(U, compiles, "compiles run (successful or not)")                         \
+  X(U, compile_failures, "compiles that failed")                             \
+  X(U, failure_hits, "cached failures served instead of compiling")          \
+  X(U, corrupt, "rows dropped or files moved aside")                         \
+  X(U, evictions, "entries evicted for the size limit")                      \
+  X(D, compile_ms, "time spent compiling")                                   \
+  X(D, saved_ms, "compile time of entries served from a cache")              \
+  X(U, daemon_hits, "kernels xpjitd served (compiled or found)")             \
+  X(U, daemon_fallbacks, "daemon unusable: compiled in-process")             \
+  /* device-native binaries (cubin, Level Zero native module, OpenCL        \
+   * program binary) loaded instead of running the driver's compiler, and  \
+   * stored after such a compile */                                         \
+  X(U, native_hits, "device-native binaries loaded from the cache")          \
+  X(U, native_stores, "device-native binaries stored")                       \
+  /* the cluster tier (docs/cache.md, "Redis") */                           \
+  X(U, redis_hits, "kernels served by the Redis tier")                       \
+  X(U, redis_misses, "Redis tier lookups that found nothing")                \
+  X(U, redis_stores, "compiled kernels written to the Redis tier")           \
+  X(U, redis_refused, "Redis values refused: damaged, forged or foreign")    \
+  X(U, redis_errors, "Redis commands that failed or timed out")              \
+  X(U, redis_skipped, "lookups that skipped Redis while it was down")        \
+  X(U, redis_waits, "compiles awaited from another process or node")
+
+#define XPJ_CACHE_COUNTER_U uint64_t
+#define XPJ_CACHE_COUNTER_D double
+#define XPJ_CACHE_COUNTER_FIELD(kind, name, what) XPJ_CACHE_COUNTER_##kind name;
 typedef struct xpj_cache_counters {
-  uint64_t l1_hits;       /* in-process first-level hits */
-  uint64_t l2_hits;       /* hits in this store */
-  uint64_t l2_misses;
-  uint64_t bundle_hits;   /* served from a bundle */
-  uint64_t compiles;      /* compiles run (successful or not) */
-  uint64_t compile_failures;
-  uint64_t failure_hits;  /* cached failures served instead of compiling */
-  uint64_t corrupt;       /* rows dropped or files moved aside */
-  uint64_t evictions;
-  double compile_ms;      /* time spent compiling */
-  double saved_ms;        /* compile time of entries served from a cache */
-  uint64_t daemon_hits;   /* kernels xpjitd served (compiled or found) */
-  uint64_t daemon_fallbacks; /* daemon unusable: compiled in-process */
-  /* Device-native binaries (cubin, Level Zero native module, OpenCL
-   * program binary) loaded from the cache instead of running the driver's
-   * own compiler, and stored after such a compile. */
-  uint64_t native_hits;
-  uint64_t native_stores;
+  XPJ_CACHE_COUNTERS(XPJ_CACHE_COUNTER_FIELD)
 } xpj_cache_counters;
 
 /* Adds delta to the counters (written with the next write, or at close). */

@@ -10,6 +10,7 @@
  * that say nothing about the inputs (a timed-out or killed worker, a
  * device that would not load a binary) are not, so a later call retries. */
 #include "rt.h"
+#include "tier.h"
 #include "daemon.h"
 #include "proto.h"
 
@@ -240,6 +241,10 @@ xpj_status rt_cc_init(xpj_context *ctx, const xpj_context_desc *desc) {
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   xpj_versions_str(cc->versions, sizeof cc->versions);
   rt_dc_init(&cc->dc);
+  const char *url = desc && desc->redis ? desc->redis : getenv("XPJIT_REDIS");
+  if (url && *url && strcmp(url, "off") != 0 &&
+      !(cc->redis_url = strdup(url)))
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
   return XPJ_OK;
 }
 
@@ -289,6 +294,8 @@ void rt_cc_fini(xpj_context *ctx) {
     free(b);
   }
   free(cc->path);
+  rt_redis_close(cc->redis);
+  free(cc->redis_url);
   rt_dc_fini(&cc->dc);
   pthread_cond_destroy(&cc->cv);
   pthread_mutex_destroy(&cc->mu);
@@ -428,52 +435,12 @@ static xpj_status load_on_device(rt_cc *cc, xpj_cache *l2,
 
 /* ---- obtaining a kernel: one request, its binary, its load ------------- */
 
-/* What rt_cc_obtain was asked for. */
-typedef struct rt_obtain {
-  rt_cc *cc;
-  xpj_cache *l2;
-  const xpj_cache_key *key;
-  const char *digest;
-  const rt_source *src;
-  const xpj_module *sm;
-  const char *kernel, *dtypes;
-  unsigned ndim;
-  xpj_device *dev;
-  const xpj_target *t;
-  const char *target_str;
-  const xpj_compile_opts *o;
-} rt_obtain;
-
-/* A binary on its way to the first level: where it came from, what it
- * says, and the storage behind its fields (one of ce, res, dpay). */
-typedef struct fetched {
-  xpj_kernel_origin origin;
-  rt_bundle *bundle;     /* origin BUNDLE: which one */
-  bool failed;           /* a compile failure (log says why) */
-  xpj_status status;     /* its status when failed */
-  const uint8_t *data;
-  size_t len;
-  const char *entry, *log;
-  uint64_t local_bytes, scratch_bytes;
-  double compile_ms;
-  bool cacheable;        /* a fact about the inputs: may be stored */
-  int64_t expires_ms;    /* a remembered resource failure: until then, */
-  int failed_code;       /* as xpd_failed_code says (0: a plain one) */
-  bool same_cache;       /* the daemon stored it in our cache file */
-  bool fell_back;        /* a daemon was there and could not serve */
-  bool loaded;           /* on the device (or copied, dev NULL) */
-  char *msg;             /* the failure's message, for the first level */
-  xpj_cache_entry ce;
-  xpj_result *res;
-  uint8_t *dpay;
-  char *log_owned;
-} fetched;
-
 static void fetched_clear(fetched *f) {
   xpj_cache_entry_clear(&f->ce);
   xpj_result_destroy(f->res);
   free(f->dpay);
   free(f->log_owned);
+  free(f->own);
   free(f->msg);
   memset(f, 0, sizeof *f);
 }
@@ -495,10 +462,9 @@ static void from_entry(fetched *f, xpj_kernel_origin origin) {
   f->cacheable = true;
 }
 
-/* The second level, then bundles in the order they were added. A
- * remembered failure answers only a request that allows no more time or
- * memory than the compile that ran out of them. */
-static bool fetch_cached(rt_obtain *ob, fetched *f) {
+/* The second level. A remembered failure answers only a request that
+ * allows no more time or memory than the compile that ran out of them. */
+static bool get_l2(rt_obtain *ob, fetched *f) {
   if (ob->l2 && xpj_cache_get(ob->l2, ob->key, &f->ce) == XPJ_OK) {
     uint64_t ms, mb;
     xpj_compile_limits(ob->o, &ms, &mb);
@@ -509,6 +475,11 @@ static bool fetch_cached(rt_obtain *ob, fetched *f) {
     }
     xpj_cache_entry_clear(&f->ce);
   }
+  return false;
+}
+
+/* Bundles, in the order they were added. */
+static bool get_bundles(rt_obtain *ob, fetched *f) {
   for (rt_bundle *b = atomic_load_explicit(&ob->cc->bundles,
                                            memory_order_acquire);
        b; b = atomic_load_explicit(&b->next, memory_order_acquire))
@@ -532,7 +503,7 @@ static int64_t wall_ms(void) {
 }
 
 /* xpjitd, which compiles each key once for every process. */
-static bool fetch_daemon(rt_obtain *ob, fetched *f) {
+static bool get_daemon(rt_obtain *ob, fetched *f) {
   rt_cc *cc = ob->cc;
   if (cc->dc.mode == RT_DC_OFF)
     return false;
@@ -630,14 +601,66 @@ static xpj_status compile_here(rt_obtain *ob, fetched *f) {
   return XPJ_OK;
 }
 
-/* Finds the binary: the caches, the daemon, else a compile. */
+/* Stores what is worth keeping in the second level: compiles, the
+ * daemon's replies (unless it wrote them to this very file) and the
+ * cluster tier's, once the device took them, or failures that are facts
+ * about the inputs. */
+static void put_l2(rt_obtain *ob, const fetched *f) {
+  bool fresh = f->origin == XPJ_ORIGIN_COMPILED ||
+               f->origin == XPJ_ORIGIN_REDIS ||
+               (f->origin == XPJ_ORIGIN_DAEMON && !f->same_cache);
+  if (!ob->l2 || !fresh || !f->cacheable || (!f->failed && !f->loaded))
+    return;
+  int failed = !f->failed ? 0 : f->failed_code ? f->failed_code : 1;
+  xpj_cache_value v = {failed,            f->data,          f->len,
+                       f->entry,          f->log,           f->local_bytes,
+                       f->scratch_bytes,  f->compile_ms,    f->expires_ms};
+  xpj_cache_put(ob->l2, ob->key, &v);
+}
+
+/* The tiers, in the order a request walks them (docs/cache.md, "Tiers");
+ * a compile comes after the last. The daemon, which compiles for the
+ * node, comes after the cluster's Redis, so that what it compiles is
+ * written back there. */
+static const rt_tier tiers[] = {
+    {"disk", get_l2, put_l2},
+    {"bundles", get_bundles, NULL},
+    {"redis", rt_redis_get, rt_redis_put},
+    {"daemon", get_daemon, NULL},
+};
+enum { NTIERS = sizeof tiers / sizeof *tiers };
+
+/* Finds the binary in the first tier that has it, else compiles. */
 static xpj_status fetch(rt_obtain *ob, fetched *f) {
-  if (fetch_cached(ob, f) || fetch_daemon(ob, f))
-    return XPJ_OK;
-  bool fell_back = f->fell_back;
-  fetched_clear(f);
-  f->fell_back = fell_back;
+  for (unsigned i = 0; i < NTIERS; i++) {
+    if (tiers[i].get(ob, f)) {
+      f->tier = i;
+      return XPJ_OK;
+    }
+    bool fell_back = f->fell_back; /* the daemon could not serve */
+    fetched_clear(f);
+    f->fell_back = fell_back;
+  }
+  f->tier = NTIERS;
   return compile_here(ob, f);
+}
+
+/* Offers what came from tier f->tier (or a compile) to the tiers before
+ * it. */
+static void write_back(rt_obtain *ob, const fetched *f) {
+  for (unsigned i = 0; i < f->tier && i < NTIERS; i++)
+    if (tiers[i].put)
+      tiers[i].put(ob, f);
+}
+
+void rt_cc_note(rt_obtain *ob, const xpj_cache_counters *d) {
+  if (ob->l2)
+    xpj_cache_note(ob->l2, d);
+  pthread_mutex_lock(&ob->cc->mu);
+#define ADD(k, f, w) ob->cc->counters.f += d->f;
+  XPJ_CACHE_COUNTERS(ADD)
+#undef ADD
+  pthread_mutex_unlock(&ob->cc->mu);
 }
 
 /* Puts f where the first level keeps it: loaded on the device, or copied
@@ -716,6 +739,8 @@ static void drop_refused(rt_obtain *ob, fetched *f) {
     snprintf(from, sizeof from, "bundle %s", f->bundle->path);
   else if (f->origin == XPJ_ORIGIN_CACHE && ob->l2)
     snprintf(from, sizeof from, "the cache %s", xpj_cache_path(ob->l2));
+  else if (f->origin == XPJ_ORIGIN_REDIS)
+    snprintf(from, sizeof from, "the Redis tier");
   else
     snprintf(from, sizeof from, "xpjitd");
   bool in_l2 = ob->l2 && (f->origin == XPJ_ORIGIN_CACHE ||
@@ -733,21 +758,6 @@ static void drop_refused(rt_obtain *ob, fetched *f) {
   d.corrupt = 1;
   if (ob->l2)
     xpj_cache_note(ob->l2, &d);
-}
-
-/* Stores what is worth keeping in the second level: compiles and the
- * daemon's replies (unless it wrote them to this very file), once the
- * device took them, or failures that are facts about the inputs. */
-static void store(rt_obtain *ob, fetched *f) {
-  bool fresh = f->origin == XPJ_ORIGIN_COMPILED ||
-               (f->origin == XPJ_ORIGIN_DAEMON && !f->same_cache);
-  if (!ob->l2 || !fresh || !f->cacheable || (!f->failed && !f->loaded))
-    return;
-  int failed = !f->failed ? 0 : f->failed_code ? f->failed_code : 1;
-  xpj_cache_value v = {failed,            f->data,          f->len,
-                       f->entry,          f->log,           f->local_bytes,
-                       f->scratch_bytes,  f->compile_ms,    f->expires_ms};
-  xpj_cache_put(ob->l2, ob->key, &v);
 }
 
 /* This context's counters for what happened. */
@@ -770,6 +780,9 @@ static void count(rt_cc *cc, xpj_cache *l2, const fetched *f) {
   case XPJ_ORIGIN_DAEMON:
     c->l2_misses += l2_on;
     c->daemon_hits++;
+    break;
+  case XPJ_ORIGIN_REDIS: /* the tier counts its own events */
+    c->l2_misses += l2_on;
     break;
   default:
     c->daemon_fallbacks += f->fell_back;
@@ -846,11 +859,13 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
       drop_refused(&ob, &f);
       fetched_clear(&f);
       st = compile_here(&ob, &f);
+      f.tier = NTIERS;
       if (st == XPJ_OK)
         st = place(&ob, &f, e);
     }
   }
-  store(&ob, &f);
+  write_back(&ob, &f);
+  rt_redis_done(&ob);
   count(cc, l2, &f);
 
   pthread_mutex_lock(&cc->mu);

@@ -3281,6 +3281,47 @@ static void test_trust_modes(void **state) {
   xpj_cache_close(c);
 }
 
+/* The journal a cache file uses (bytes 18 and 19 of a SQLite file: 1
+ * rollback, 2 WAL). */
+static int journal_of(const char *path) {
+  size_t n = 0;
+  uint8_t *b = read_all(path, &n);
+  assert_true(n >= 100);
+  int v = b[18] == b[19] ? b[18] : -1;
+  free(b);
+  return v;
+}
+
+/* A cache on a network file system (NFS, Lustre, GPFS, CIFS, ...: statfs
+ * magic) uses SQLite's rollback journal, not WAL, which needs memory
+ * shared between the machines (docs/cache.md, "Where the cache lives");
+ * XPJIT_CACHE_JOURNAL=rollback forces it, =wal forces WAL. Entries
+ * survive the switch both ways. */
+static void test_network_journal(void **state) {
+  fx *f = *state;
+  wlog w = {0};
+  setenv("XPJIT_CACHE_JOURNAL", "rollback", 1);
+  xpj_cache *c = open_cache(&w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 100);
+  xpj_cache_close(c);
+  assert_int_equal(journal_of(f->path), 1);
+  assert_false(exists2(f->path, "-wal"));
+  unsetenv("XPJIT_CACHE_JOURNAL"); /* /tmp: a local file system */
+  c = open_cache(&w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  expect_hit(c, 1, 100);
+  put_i(c, 2, 100);
+  xpj_cache_close(c);
+  assert_int_equal(journal_of(f->path), 2);
+  setenv("XPJIT_CACHE_JOURNAL", "rollback", 1);
+  c = open_cache(&w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  expect_hit(c, 1, 100);
+  expect_hit(c, 2, 100);
+  xpj_cache_close(c);
+  assert_int_equal(journal_of(f->path), 1);
+  unsetenv("XPJIT_CACHE_JOURNAL");
+  assert_no_warning(&w);
+}
+
 int main(void) {
   unsetenv("XPJIT_CACHE");
   unsetenv("XPJIT_CACHE_DIR");
@@ -3291,6 +3332,7 @@ int main(void) {
       T(test_replace_after_hit),
       T(test_remove),
       T(test_expiry),
+      T(test_network_journal),
       T(test_keys),
       T(test_corrupt_rows),
       T(test_corrupt_truncated),

@@ -120,25 +120,15 @@ static void usage_cache(FILE *out) {
 }
 
 static void print_counters_json(FILE *f, const xpj_cache_counters *c) {
-  fprintf(f,
-          "\"l1_hits\": %llu, \"l2_hits\": %llu, \"l2_misses\": %llu, "
-          "\"bundle_hits\": %llu, \"compiles\": %llu, "
-          "\"compile_failures\": %llu, \"failure_hits\": %llu, "
-          "\"corrupt\": %llu, \"evictions\": %llu, \"compile_ms\": %.3f, "
-          "\"saved_ms\": %.3f, \"daemon_hits\": %llu, "
-          "\"daemon_fallbacks\": %llu, \"native_hits\": %llu, "
-          "\"native_stores\": %llu",
-          (unsigned long long)c->l1_hits, (unsigned long long)c->l2_hits,
-          (unsigned long long)c->l2_misses,
-          (unsigned long long)c->bundle_hits,
-          (unsigned long long)c->compiles,
-          (unsigned long long)c->compile_failures,
-          (unsigned long long)c->failure_hits,
-          (unsigned long long)c->corrupt, (unsigned long long)c->evictions,
-          c->compile_ms, c->saved_ms, (unsigned long long)c->daemon_hits,
-          (unsigned long long)c->daemon_fallbacks,
-          (unsigned long long)c->native_hits,
-          (unsigned long long)c->native_stores);
+  const char *sep = "";
+#define JSON_U(name) fprintf(f, "%s\"%s\": %llu", sep, #name, \
+                             (unsigned long long)c->name);
+#define JSON_D(name) fprintf(f, "%s\"%s\": %.3f", sep, #name, c->name);
+#define JSON(kind, name, what) JSON_##kind(name) sep = ", ";
+  XPJ_CACHE_COUNTERS(JSON)
+#undef JSON
+#undef JSON_D
+#undef JSON_U
 }
 
 static const char *mode_name(xpj_cache_mode m) {
@@ -201,6 +191,16 @@ static int do_stats(xpj_cache *c, bool json) {
   printf("daemon hits:      %llu (%llu times it could not serve)\n",
          (unsigned long long)k->daemon_hits,
          (unsigned long long)k->daemon_fallbacks);
+  if (k->redis_hits + k->redis_misses + k->redis_errors + k->redis_skipped)
+    printf("redis tier:       %llu hits, %llu misses, %llu stored, %llu "
+           "refused, %llu errors, %llu skipped while down, %llu waits\n",
+           (unsigned long long)k->redis_hits,
+           (unsigned long long)k->redis_misses,
+           (unsigned long long)k->redis_stores,
+           (unsigned long long)k->redis_refused,
+           (unsigned long long)k->redis_errors,
+           (unsigned long long)k->redis_skipped,
+           (unsigned long long)k->redis_waits);
   printf("device binaries:  %llu loaded, %llu stored\n",
          (unsigned long long)k->native_hits,
          (unsigned long long)k->native_stores);
