@@ -46,7 +46,7 @@ DAEMON_SRCS := tools/xpjitd.c tools/xpjitd_worker.c tools/xpjitd_progs.c
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
-.PHONY: all test asan tsan fuzz bench install clean check-examples demo format
+.PHONY: all test asan tsan fuzz bench install clean check-examples demo format mpi-example
 all: $(LIB_A) $(LIB_SO) $(CLI) $(DAEMON) $(BUILD)/lib/xpjit.pc $(EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h) Makefile
@@ -214,3 +214,10 @@ format:
 
 clean:
 	rm -rf build build-asan build-fuzz
+
+# The MPI example (docs/cluster.md): needs Open MPI's mpicc (libopenmpi-dev).
+MPICC ?= mpicc
+mpi-example: $(BUILD)/examples/mpi/ranks
+$(BUILD)/examples/mpi/ranks: examples/mpi/ranks.c $(LIB_A) include/xpjit.h
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CSTD) $(WARN) $(OPT) $(SAN) -Iinclude -o $@ $< $(LIB_A) $(LDLIBS_ALL)

@@ -54,6 +54,7 @@ fi
 step golden sh tests/run_golden.sh
 step cli sh tests/cli.sh
 step cache_cli sh tests/cache_cli.sh
+step mpi_redis sh tests/mpi_redis.sh
 step daemon_cli sh tests/daemon_cli.sh
 step spec_examples sh tests/spec_examples.sh
 step install sh tests/install.sh
