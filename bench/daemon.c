@@ -77,8 +77,12 @@
  * Everything lives in a mkdtemp directory, removed at the end. Timings are
  * never asserted; the exit status is 1 only for functional errors.
  *
+ * (c) With --cluster, only the storm across simulated nodes (below,
+ *     "--cluster"): with one Redis for every node, and without.
+ *
  * usage: daemon [--quick] [--rounds N] [--seconds S] [--procs N]
  *               [--api-runs N] [--examples DIR] [--xpjitd PATH] [--keep]
+ *        daemon --cluster [--nodes N] [--procs-per-node N] [--rounds N]
  */
 #define _GNU_SOURCE /* mkdtemp */
 #include "daemon.h"
@@ -474,9 +478,11 @@ static int child_storm(void) {
   xpj_queue_destroy(q);
   xpj_program_destroy(p);
   xpj_context_destroy(ctx);
-  return child_line("ok %llu %llu %llu %llu %.3f", (unsigned long long)c.compiles,
+  return child_line("ok %llu %llu %llu %llu %.3f %llu %llu", (unsigned long long)c.compiles,
                     (unsigned long long)c.daemon_hits, (unsigned long long)c.l2_hits,
-                    (unsigned long long)c.daemon_fallbacks, now_ms() - t0);
+                    (unsigned long long)c.daemon_fallbacks, now_ms() - t0,
+                    (unsigned long long)c.redis_hits,
+                    (unsigned long long)(c.redis_errors + c.redis_skipped));
 }
 
 /* --child api: two xpj_program_get_binary calls on "cpu"; prints ok ctx_ms
@@ -937,6 +943,189 @@ static void storm(int v, storm_res *out) {
   rm_tree(dir);
 }
 
+/* ---- (c) --cluster: storms across simulated nodes ------------------------------------ */
+
+/* --nodes (4) "nodes", each a cache directory and an xpjitd of its own, run
+ * --procs-per-node (8) storm processes each, all spawned at once; with one
+ * Redis (a unix socket, XPJIT_REDIS) shared by every node, and without.
+ * Wall: first spawn to last exit; CPU: every process, daemon, worker and
+ * redis-server (RUSAGE_CHILDREN). Checked: every result, and the compiles
+ * of all daemons together (20 with Redis, 20 per node without). */
+static int opt_nodes = 4, opt_per_node = 8;
+static bool opt_cluster = false;
+
+typedef struct cluster_res {
+  double wall_ms, cpu_ms;
+  long long compiles; /* by every daemon */
+  unsigned long long redis_hits, daemon_hits;
+  unsigned long long redis_errors; /* failed, timed out or skipped */
+} cluster_res;
+
+static pid_t redis_start(const char *dir, char *sock, size_t size) {
+  snprintf(sock, size, "%s/redis.sock", dir);
+  char log[PATH_MAX];
+  snprintf(log, sizeof log, "%s/redis.log", dir);
+  char *argv[] = {"redis-server", "--port", "0", "--unixsocket", sock, "--save", "",
+                  "--appendonly", "no", "--logfile", log, NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, "redis-server", &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    fprintf(stderr, "daemon: cannot start redis-server: %s\n", strerror(rc));
+    exit(1);
+  }
+  for (int i = 0; i < 400; i++) {
+    struct stat sb;
+    if (stat(sock, &sb) == 0)
+      return pid;
+    sleep_ms(5);
+  }
+  fprintf(stderr, "daemon: redis-server did not start; see %s\n", log);
+  exit(1);
+}
+
+static void cluster_storm(bool redis, cluster_res *out) {
+  memset(out, 0, sizeof *out);
+  char dir[256], rsock[PATH_MAX], env_redis[PATH_MAX + 32];
+  new_dir(dir, sizeof dir, redis ? "cluster-redis" : "cluster");
+  int nodes = opt_nodes, procs = opt_nodes * opt_per_node;
+  daemon_t *d = calloc((size_t)nodes, sizeof *d);
+  char ***envs = calloc((size_t)procs, sizeof *envs);
+  char (*ed)[160] = calloc((size_t)nodes, sizeof *ed);
+  char (*ec)[PATH_MAX + 32] = calloc((size_t)nodes, sizeof *ec);
+  pid_t *pids = calloc((size_t)procs, sizeof *pids);
+  char **lines = calloc((size_t)procs, sizeof *lines);
+  if (!d || !envs || !ed || !ec || !pids || !lines) {
+    fprintf(stderr, "daemon: out of memory\n");
+    exit(1);
+  }
+  double cpu0 = cpu_children_ms();
+  pid_t rpid = -1;
+  if (redis) {
+    rpid = redis_start(dir, rsock, sizeof rsock);
+    snprintf(env_redis, sizeof env_redis, "XPJIT_REDIS=unix:%s", rsock);
+  } else {
+    snprintf(env_redis, sizeof env_redis, "XPJIT_REDIS=off");
+  }
+  for (int n = 0; n < nodes; n++) {
+    char nd[PATH_MAX], cache[PATH_MAX + 16];
+    snprintf(nd, sizeof nd, "%s/node%d", dir, n);
+    mkdir(nd, 0700);
+    snprintf(cache, sizeof cache, "%s/cache", nd);
+    mkdir(cache, 0700);
+    daemon_start(&d[n], nd, cache);
+    snprintf(ed[n], sizeof ed[n], "XPJIT_DAEMON=%s", d[n].sock);
+    snprintf(ec[n], sizeof ec[n], "XPJIT_CACHE_DIR=%s", cache);
+  }
+  for (int i = 0; i < procs; i++) {
+    const char *extra[] = {ed[i % nodes], ec[i % nodes], env_redis, NULL};
+    envs[i] = child_env(extra);
+  }
+  int pfd[2];
+  if (pipe2(pfd, O_CLOEXEC) != 0) {
+    fprintf(stderr, "daemon: pipe: %s\n", strerror(errno));
+    exit(1);
+  }
+  char *argv[] = {"daemon", "--child", "storm", "--examples", opt_examples, NULL};
+  double t0 = now_ms();
+  for (int i = 0; i < procs; i++)
+    pids[i] = spawn_self(argv, envs[i], pfd[1]);
+  close(pfd[1]);
+  int nl = read_lines(pfd[0], lines, procs);
+  close(pfd[0]);
+  int failed = 0;
+  for (int i = 0; i < procs; i++) {
+    int ws = 0;
+    while (waitpid(pids[i], &ws, 0) < 0 && errno == EINTR) {
+    }
+    failed += !WIFEXITED(ws) || WEXITSTATUS(ws) != 0;
+  }
+  out->wall_ms = now_ms() - t0;
+  for (int n = 0; n < nodes; n++) {
+    char text[8192];
+    if (daemon_stats(&d[n], text, sizeof text))
+      out->compiles += stat_of(text, "compiles");
+    daemon_stop(&d[n]);
+  }
+  if (rpid > 0) {
+    kill(rpid, SIGTERM);
+    while (waitpid(rpid, NULL, 0) < 0 && errno == EINTR) {
+    }
+  }
+  out->cpu_ms = cpu_children_ms() - cpu0;
+  const char *name = redis ? "with Redis" : "without Redis";
+  for (int i = 0; i < nl; i++) {
+    unsigned long long c, dh, l2, fb, rh = 0, re = 0;
+    double ms;
+    if (sscanf(lines[i], "ok %llu %llu %llu %llu %lf %llu %llu", &c, &dh, &l2, &fb, &ms, &rh,
+               &re) == 7) {
+      out->redis_hits += rh;
+      out->redis_errors += re;
+      out->daemon_hits += dh;
+      if (c != 0 || c + dh + l2 + rh != NKERNELS || fb)
+        fail("cluster %s: a process counted compiles %llu daemon_hits %llu l2_hits %llu "
+             "redis_hits %llu fallbacks %llu", name, c, dh, l2, rh, fb);
+      if (!redis && rh)
+        fail("cluster %s: %llu Redis hits", name, rh);
+    } else {
+      fail("cluster %s: %s", name, lines[i]);
+    }
+    free(lines[i]);
+  }
+  if (nl != procs || failed)
+    fail("cluster %s: %d of %d processes reported, %d failed", name, nl, procs, failed);
+  long long want = redis ? NKERNELS : (long long)NKERNELS * nodes;
+  if (out->compiles != want)
+    fail("cluster %s: the daemons compiled %lld kernels, expected %lld", name, out->compiles,
+         want);
+  for (int i = 0; i < procs; i++)
+    free(envs[i]);
+  free(envs);
+  free(ed);
+  free(ec);
+  free(pids);
+  free(lines);
+  free(d);
+  rm_tree(dir);
+}
+
+static int run_cluster(void) {
+  cluster_res cr[2][16];
+  int rounds = opt_rounds > 16 ? 16 : opt_rounds;
+  for (int r = 0; r < rounds; r++)
+    for (int v = 0; v < 2; v++) {
+      cluster_storm(v == 1, &cr[v][r]);
+      cluster_res *c = &cr[v][r];
+      printf("cluster round %d, %-13s wall %6.0f ms, CPU %6.0f ms, compiles %3lld, daemon hits "
+             "%4llu, Redis hits %4llu, Redis errors or skips %llu\n",
+             r + 1, v ? "with Redis" : "without Redis", c->wall_ms, c->cpu_ms, c->compiles,
+             c->daemon_hits, c->redis_hits, c->redis_errors);
+      fflush(stdout);
+    }
+  double w[2], cpu[2];
+  for (int v = 0; v < 2; v++) {
+    double ws[16], cs[16];
+    for (int r = 0; r < rounds; r++)
+      ws[r] = cr[v][r].wall_ms, cs[r] = cr[v][r].cpu_ms;
+    w[v] = med(ws, rounds);
+    cpu[v] = med(cs, rounds);
+  }
+  printf("\n(c) %d nodes x %d processes x 20 kernels, an xpjitd and a cache per node (median "
+         "of %d rounds)\n", opt_nodes, opt_per_node, rounds);
+  printf("| variant | wall | CPU | compiles | daemon hits | Redis hits |\n"
+         "|---|---:|---:|---:|---:|---:|\n");
+  for (int v = 0; v < 2; v++)
+    printf("| %s | %.0f ms | %.0f ms | %lld | %llu | %llu |\n",
+           v ? "one Redis for all nodes" : "no Redis", w[v], cpu[v], cr[v][0].compiles,
+           cr[v][0].daemon_hits, cr[v][0].redis_hits);
+  printf("(counts: round 1)\nratios without / with Redis: wall %.2fx, CPU %.2fx\n", w[0] / w[1],
+         cpu[0] / cpu[1]);
+  return 0;
+}
+
 /* ---- output ----------------------------------------------------------------------- */
 
 static void cpu_model(char *buf, size_t size) {
@@ -973,7 +1162,8 @@ static void loadavg(char *buf, size_t size) {
 
 static void usage(void) {
   fprintf(stderr, "usage: daemon [--quick] [--rounds N] [--seconds S] [--procs N] [--api-runs N]\n"
-                  "              [--examples DIR] [--xpjitd PATH] [--keep]\n");
+                  "              [--examples DIR] [--xpjitd PATH] [--keep]\n"
+                  "       daemon --cluster [--nodes N] [--procs-per-node N] [--rounds N]\n");
   exit(2);
 }
 
@@ -999,12 +1189,19 @@ int main(int argc, char **argv) {
       snprintf(opt_xpjitd, sizeof opt_xpjitd, "%s", argv[++i]);
     } else if (!strcmp(a, "--keep")) {
       opt_keep = true;
+    } else if (!strcmp(a, "--cluster")) {
+      opt_cluster = true;
+    } else if (!strcmp(a, "--nodes") && val) {
+      opt_nodes = atoi(argv[++i]);
+    } else if (!strcmp(a, "--procs-per-node") && val) {
+      opt_per_node = atoi(argv[++i]);
     } else {
       usage();
     }
   }
   if (opt_rounds < 1 || opt_rounds > 16 || opt_seconds <= 0 || opt_procs < 1 || opt_procs > 4096 ||
-      opt_api_runs < 1)
+      opt_api_runs < 1 || opt_nodes < 1 || opt_nodes > 64 || opt_per_node < 1 ||
+      opt_per_node > 256)
     usage();
   snprintf(axpy_path, sizeof axpy_path, "%s/axpy.xpk", opt_examples);
   for (int i = 1; i + 1 < argc; i++)
@@ -1083,6 +1280,16 @@ int main(int argc, char **argv) {
   printf("load:      %s (before)\n", la);
   fflush(stdout);
   double t_start = now_ms();
+  if (opt_cluster) {
+    int rc = run_cluster();
+    loadavg(la, sizeof la);
+    printf("load:      %s (after)\n", la);
+    if (!opt_keep)
+      rm_tree(tmpdir);
+    if (failures)
+      printf("\n%d FAILURES\n", failures);
+    return rc || failures ? 1 : 0;
+  }
 
   /* ---- (a) ---- */
   char ldir[PATH_MAX];

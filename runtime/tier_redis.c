@@ -172,7 +172,7 @@ xpj_status rt_redis_open(const char *url, rt_redis **out) {
   if (!r)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   pthread_mutex_init(&r->mu, NULL);
-  int64_t ms = 10;
+  int64_t ms = 50;
   const char *t = getenv("XPJIT_REDIS_TIMEOUT");
   xpj_status st = parse_url(r, url);
   if (st == XPJ_OK && t && *t &&
@@ -530,8 +530,9 @@ bool rt_redis_get(rt_obtain *ob, fetched *f) {
       break;
     }
     freeReplyObject(rep);
-    if (!ob->redis_locked)
-      random_token(ob->redis_token);
+    if (ob->redis_locked)
+      break; /* still missing, and ours to compile */
+    random_token(ob->redis_token);
     char px[24];
     snprintf(px, sizeof px, "%lld", (long long)lock_ms);
     const char *set[6] = {"SET", lkey, ob->redis_token, "NX", "PX", px};
@@ -541,8 +542,10 @@ bool rt_redis_get(rt_obtain *ob, fetched *f) {
     bool mine = rep->type == REDIS_REPLY_STATUS;
     freeReplyObject(rep);
     if (mine) {
+      /* the holder before us may have stored the value and let go
+       * between our GET and our SET: look once more, holding the lock */
       ob->redis_locked = true;
-      break;
+      continue;
     }
     /* another process or node is compiling it: wait for its value */
     int64_t now = mono_ms();
