@@ -1,10 +1,13 @@
-/* error.c - the per-thread message of the last failed call. A fixed
- * buffer per thread: nothing to free when a thread ends, and setting a
- * message never fails. */
+/* error.c - what the library says: the per-thread message of the last
+ * failed call (a fixed buffer per thread: nothing to free when a thread
+ * ends, and setting a message never fails), warnings, and the versions
+ * string that names this build. */
 #include "rt.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -41,4 +44,83 @@ uint64_t rt_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- warnings -------------------------------------------------------- */
+
+static pthread_mutex_t warn_mu = PTHREAD_MUTEX_INITIALIZER;
+static void (*warn_fn)(void *, const char *);
+static void *warn_ud;
+
+void xpj_set_warning_handler(void (*fn)(void *ud, const char *msg),
+                             void *ud) {
+  pthread_mutex_lock(&warn_mu);
+  warn_fn = fn;
+  warn_ud = ud;
+  pthread_mutex_unlock(&warn_mu);
+}
+
+/* The handler is called without warn_mu held, so that it may itself set a
+ * handler, warn, or use the library. */
+static void deliver(const char *msg) {
+  pthread_mutex_lock(&warn_mu);
+  void (*fn)(void *, const char *) = warn_fn;
+  void *ud = warn_ud;
+  pthread_mutex_unlock(&warn_mu);
+  if (fn)
+    fn(ud, msg);
+  else
+    fprintf(stderr, "xpjit: warning: %s\n", msg);
+}
+
+/* Warnings raised while this thread builds a first-level entry are held
+ * until the entry is settled: a handler that asks for the same kernel
+ * would otherwise wait for itself. */
+static _Thread_local int warn_hold;
+static _Thread_local char *held[8];
+static _Thread_local unsigned nheld, nlost;
+
+void rt_warn(const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (!warn_hold) {
+    deliver(msg);
+    return;
+  }
+  char *copy = nheld < 8 ? strdup(msg) : NULL;
+  if (copy)
+    held[nheld++] = copy;
+  else
+    nlost++;
+}
+
+void rt_hold_warnings(void) { warn_hold++; }
+
+void rt_release_warnings(void) {
+  if (--warn_hold > 0)
+    return;
+  char *list[8];
+  unsigned n = nheld, lost = nlost;
+  memcpy(list, held, n * sizeof *list);
+  nheld = nlost = 0;
+  for (unsigned i = 0; i < n; i++) {
+    deliver(list[i]);
+    free(list[i]);
+  }
+  if (lost) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "(%u more warnings)", lost);
+    deliver(msg);
+  }
+}
+
+/* ---- versions ---------------------------------------------------------- */
+
+size_t xpj_versions_str(char *buf, size_t size) {
+  return (size_t)snprintf(buf, size, "xpjit=%s;llvm=%s;abi=%u",
+                          XPJ_VERSION_STRING, xpj_llvm_version(),
+                          xpj_abi_version());
 }

@@ -15,82 +15,10 @@
 #include "proto.h"
 
 #include <dirent.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/* ---- warnings -------------------------------------------------------- */
-
-static pthread_mutex_t warn_mu = PTHREAD_MUTEX_INITIALIZER;
-static void (*warn_fn)(void *, const char *);
-static void *warn_ud;
-
-void xpj_set_warning_handler(void (*fn)(void *ud, const char *msg),
-                             void *ud) {
-  pthread_mutex_lock(&warn_mu);
-  warn_fn = fn;
-  warn_ud = ud;
-  pthread_mutex_unlock(&warn_mu);
-}
-
-/* The handler is called without warn_mu held, so that it may itself set a
- * handler, warn, or use the library. */
-static void deliver(const char *msg) {
-  pthread_mutex_lock(&warn_mu);
-  void (*fn)(void *, const char *) = warn_fn;
-  void *ud = warn_ud;
-  pthread_mutex_unlock(&warn_mu);
-  if (fn)
-    fn(ud, msg);
-  else
-    fprintf(stderr, "xpjit: warning: %s\n", msg);
-}
-
-/* Warnings raised while this thread builds a first-level entry are held
- * until the entry is settled: a handler that asks for the same kernel
- * would otherwise wait for itself. */
-static _Thread_local int warn_hold;
-static _Thread_local char *held[8];
-static _Thread_local unsigned nheld, nlost;
-
-void rt_warn(const char *fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (!warn_hold) {
-    deliver(msg);
-    return;
-  }
-  char *copy = nheld < 8 ? strdup(msg) : NULL;
-  if (copy)
-    held[nheld++] = copy;
-  else
-    nlost++;
-}
-
-static void hold_warnings(void) { warn_hold++; }
-
-static void release_warnings(void) {
-  if (--warn_hold > 0)
-    return;
-  char *list[8];
-  unsigned n = nheld, lost = nlost;
-  memcpy(list, held, n * sizeof *list);
-  nheld = nlost = 0;
-  for (unsigned i = 0; i < n; i++) {
-    deliver(list[i]);
-    free(list[i]);
-  }
-  if (lost) {
-    char msg[96];
-    snprintf(msg, sizeof msg, "(%u more warnings)", lost);
-    deliver(msg);
-  }
-}
 
 static void cache_warn(void *ud, const char *msg) {
   (void)ud;
@@ -225,11 +153,6 @@ static void add_dir(xpj_context *ctx, const char *dir) {
 
 /* ---- set-up and tear-down ----------------------------------------------- */
 
-size_t xpj_versions_str(char *buf, size_t size) {
-  return (size_t)snprintf(buf, size, "xpjit=%s;llvm=%s;abi=%u",
-                          XPJ_VERSION_STRING, xpj_llvm_version(),
-                          xpj_abi_version());
-}
 
 xpj_status rt_cc_init(xpj_context *ctx, const xpj_context_desc *desc) {
   rt_cc *cc = &ctx->cc;
@@ -844,7 +767,7 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
   pthread_mutex_unlock(&cc->mu);
 
   /* ---- outside the lock: find or compile the binary, and load it ---- */
-  hold_warnings();
+  rt_hold_warnings();
   rt_obtain ob = {.cc = cc, .l2 = l2, .key = &key, .digest = digest,
                   .src = src, .sm = sm, .kernel = kernel, .dtypes = dtypes,
                   .ndim = ndim, .dev = dev, .t = t, .target_str = target_str,
@@ -885,7 +808,7 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
   pthread_mutex_unlock(&cc->mu);
   /* the warnings' handler may use the library, and leave its own message */
   char *err = st != XPJ_OK && !keep ? strdup(xpj_last_error()) : NULL;
-  release_warnings();
+  rt_release_warnings();
   xpj_kernel_origin origin = f.origin;
   fetched_clear(&f);
   if (!keep) {

@@ -283,12 +283,19 @@ xpj_status rt_cc_init(xpj_context *ctx, const xpj_context_desc *desc);
 /* After discovery: the bundles of XPJIT_BUNDLE_PATH (unless desc says no). */
 xpj_status rt_cc_env_bundles(xpj_context *ctx, const xpj_context_desc *desc);
 void rt_cc_fini(xpj_context *ctx);
-/* Warnings to the handler or stderr. */
+/* error.c: warnings, to the handler or stderr. */
 void rt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Warnings raised by this thread between hold and release are
+ * delivered at the release (kcache.c holds them while it builds a
+ * first-level entry: a handler that asks for the same kernel would wait
+ * for itself). */
+void rt_hold_warnings(void);
+void rt_release_warnings(void);
 
 /* The compiled kernel for (specialised module sm, kernel, canonical
  * dtypes, ndim) on dev (or, dev NULL, the binary for target t), through
- * L1, L2, bundles and the compiler; single flight within the context.
+ * L1, the tiers (tier.h) and the compiler; single flight within the
+ * context.
  * On success *out is READY and *from says where it came from this time
  * (XPJ_ORIGIN_MEMORY for a first-level hit). Errors carry rt_err's
  * message. */
