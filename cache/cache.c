@@ -2405,7 +2405,11 @@ xpj_status xpj_cache_parse_duration(const char *s, int64_t *out_ms) {
     v = v * 10 + (*p++ - '0');
   }
   int64_t unit = 1000;
-  switch (*p) {
+  if (p[0] == 'm' && p[1] == 's') { /* milliseconds */
+    unit = 1;
+    p++;
+  }
+  switch (unit == 1 ? 's' : *p) {
   case 0: case 's': break;
   case 'm': unit = 60 * 1000LL; break;
   case 'h': unit = 3600 * 1000LL; break;
@@ -2413,7 +2417,7 @@ xpj_status xpj_cache_parse_duration(const char *s, int64_t *out_ms) {
   case 'w': unit = 7 * 86400 * 1000LL; break;
   default:
     return fail(XPJ_ERR_INVALID,
-                "duration '%s': unknown unit (s, m, h, d, w)", s);
+                "duration '%s': unknown unit (ms, s, m, h, d, w)", s);
   }
   if (*p && p[1])
     return fail(XPJ_ERR_INVALID, "duration '%s': unexpected '%s'", s, p + 1);

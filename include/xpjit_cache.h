@@ -289,7 +289,7 @@ xpj_status xpj_cache_finish_bundle(xpj_cache *c);
 
 /* "1073741824", "512K", "100M", "2G", "1T" (powers of 1024) -> bytes. */
 xpj_status xpj_cache_parse_size(const char *s, uint64_t *out);
-/* "90s", "30m", "12h", "7d", "2w", or plain seconds -> milliseconds. */
+/* "250ms", "90s", "30m", "12h", "7d", "2w", or plain seconds -> milliseconds. */
 xpj_status xpj_cache_parse_duration(const char *s, int64_t *out_ms);
 
 #ifdef __cplusplus

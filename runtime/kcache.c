@@ -164,10 +164,12 @@ xpj_status rt_cc_init(xpj_context *ctx, const xpj_context_desc *desc) {
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   xpj_versions_str(cc->versions, sizeof cc->versions);
   rt_dc_init(&cc->dc);
+  /* the Redis tier's settings are all read now (it connects on first
+   * use); a bad one turns it off with a warning, the program goes on */
   const char *url = desc && desc->redis ? desc->redis : getenv("XPJIT_REDIS");
   if (url && *url && strcmp(url, "off") != 0 &&
-      !(cc->redis_url = strdup(url)))
-    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+      rt_redis_open(url, &cc->redis) != XPJ_OK)
+    rt_warn("the Redis tier is off: %s", xpj_last_error());
   return XPJ_OK;
 }
 
@@ -218,7 +220,6 @@ void rt_cc_fini(xpj_context *ctx) {
   }
   free(cc->path);
   rt_redis_close(cc->redis);
-  free(cc->redis_url);
   rt_dc_fini(&cc->dc);
   pthread_cond_destroy(&cc->cv);
   pthread_mutex_destroy(&cc->mu);

@@ -249,11 +249,9 @@ typedef struct rt_cc {
   uint64_t l1_flushed;         /* l1_hits already noted in l2 */
   char versions[128];
   rt_dc dc;
-  /* the cluster tier (tier_redis.c): its URL (desc->redis, else
-   * XPJIT_REDIS), set up on first use */
-  char *redis_url;
+  /* the cluster tier (tier_redis.c; desc->redis, else XPJIT_REDIS), set
+   * up with the context; NULL: none */
   struct rt_redis *redis;
-  bool redis_tried;
 } rt_cc;
 
 struct xpj_context {

@@ -18,6 +18,8 @@
 #include <nettle/sha2.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,8 @@
 struct rt_redis {
   pthread_mutex_t mu;
   redisContext *c; /* NULL: not connected */
+  pid_t pid;       /* the process that connected: a forked child makes
+                      its own connection instead of sharing the socket */
   char *host, *unix_path, *user, *pass;
   int port, db;
   char shown[512]; /* the URL, password masked: for messages */
@@ -41,6 +45,7 @@ struct rt_redis {
   bool has_secret;
   int64_t down_until_ms; /* circuit breaker: no command before then */
   unsigned fails;        /* consecutive failures */
+  bool warned_reply;     /* an error reply was reported */
 };
 
 static int64_t mono_ms(void) {
@@ -233,9 +238,45 @@ static void trip(rt_redis *r, const char *what) {
             (long long)(wait / 1000));
 }
 
+/* Writing to a Redis that died raises SIGPIPE, which kills a program
+ * that does not ignore it: the signal is blocked in this thread around
+ * each exchange, and one it raised is taken back before unblocking (the
+ * way libcurl does it). */
+typedef struct sigpipe_guard {
+  sigset_t old;
+  bool pending; /* one was pending before: not ours to take */
+} sigpipe_guard;
+
+static void sigpipe_block(sigpipe_guard *g) {
+  sigset_t pipe, pend;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  sigpending(&pend);
+  g->pending = sigismember(&pend, SIGPIPE) == 1;
+  pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+}
+
+static void sigpipe_restore(sigpipe_guard *g) {
+  sigset_t pipe, pend;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  sigpending(&pend);
+  if (!g->pending && sigismember(&pend, SIGPIPE) == 1) {
+    struct timespec zero = {0, 0};
+    int saved = errno;
+    while (sigtimedwait(&pipe, NULL, &zero) < 0 && errno == EINTR)
+      ;
+    errno = saved;
+  }
+  pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
 static redisReply *command(rt_redis *r, int argc, const char **argv,
                            const size_t *len) {
+  sigpipe_guard g;
+  sigpipe_block(&g);
   redisReply *rep = redisCommandArgv(r->c, argc, argv, len);
+  sigpipe_restore(&g);
   if (!rep) {
     char what[200];
     snprintf(what, sizeof what, "%s",
@@ -249,6 +290,10 @@ static redisReply *command(rt_redis *r, int argc, const char **argv,
 
 /* Call with r->mu held: a usable connection, or false (Redis down). */
 static bool connected(rt_redis *r) {
+  if (r->c && r->pid != getpid()) {
+    redisFree(r->c); /* the parent's socket: closed here, not there */
+    r->c = NULL;
+  }
   if (r->c)
     return true;
   if (mono_ms() < r->down_until_ms)
@@ -263,6 +308,7 @@ static bool connected(rt_redis *r) {
     return false;
   }
   redisSetTimeout(r->c, r->timeout);
+  r->pid = getpid();
   if (r->pass) {
     const char *argv[3] = {"AUTH", r->user ? r->user : r->pass, r->pass};
     redisReply *rep = command(r, r->user ? 3 : 2, argv, NULL);
@@ -311,23 +357,23 @@ static redisReply *run(rt_obtain *ob, rt_redis *r, int argc,
   pthread_mutex_unlock(&r->mu);
   if (!rep)
     note(ob, (xpj_cache_counters){.redis_skipped = !up, .redis_errors = up});
-  else if (rep->type == REDIS_REPLY_ERROR)
+  else if (rep->type == REDIS_REPLY_ERROR) {
     note(ob, (xpj_cache_counters){.redis_errors = 1});
+    pthread_mutex_lock(&r->mu);
+    bool first = !r->warned_reply;
+    r->warned_reply = true;
+    pthread_mutex_unlock(&r->mu);
+    if (first) /* once: NOAUTH, OOM, READONLY say what to fix */
+      rt_warn("Redis tier %s: %s %s: %.300s; using the local tiers for "
+              "what it refuses", r->shown, argv[0],
+              argc > 1 && !strncmp(argv[1], "xpjit:", 6) ? argv[1] : "",
+              rep->str ? rep->str : "an error");
+  }
   return rep;
 }
 
-/* The context's Redis tier, set up on first use; NULL without one. */
-static rt_redis *redis_of(rt_cc *cc) {
-  pthread_mutex_lock(&cc->mu);
-  if (!cc->redis_tried) {
-    cc->redis_tried = true;
-    if (cc->redis_url && rt_redis_open(cc->redis_url, &cc->redis) != XPJ_OK)
-      rt_warn("the Redis tier is off: %s", xpj_last_error());
-  }
-  rt_redis *r = cc->redis;
-  pthread_mutex_unlock(&cc->mu);
-  return r;
-}
+/* The context's Redis tier; NULL without one. */
+static rt_redis *redis_of(rt_cc *cc) { return cc->redis; }
 
 /* ---- values ----------------------------------------------------------- */
 
@@ -510,6 +556,10 @@ bool rt_redis_get(rt_obtain *ob, fetched *f) {
     redisReply *rep = run(ob, r, 2, get, NULL);
     if (!rep)
       break;
+    if (rep->type == REDIS_REPLY_ERROR) { /* NOAUTH, a Redis loading... */
+      freeReplyObject(rep);
+      break;
+    }
     if (rep->type == REDIS_REPLY_STRING) {
       const char *why = rep->len > MAX_VALUE
                             ? "too large"
@@ -540,7 +590,10 @@ bool rt_redis_get(rt_obtain *ob, fetched *f) {
     if (!rep)
       break;
     bool mine = rep->type == REDIS_REPLY_STATUS;
+    bool refused = rep->type == REDIS_REPLY_ERROR; /* OOM, read-only... */
     freeReplyObject(rep);
+    if (refused)
+      break; /* compile without the lock */
     if (mine) {
       /* the holder before us may have stored the value and let go
        * between our GET and our SET: look once more, holding the lock */
