@@ -74,6 +74,15 @@ xpj_status rt_redis_open(const char *url, rt_redis **out);
 void rt_redis_close(rt_redis *r);
 bool rt_redis_get(rt_obtain *ob, fetched *f);
 void rt_redis_put(rt_obtain *ob, const fetched *f);
+/* A value (docs/cache.md) for f stored under keytext: malloc'd, *len
+ * bytes; NULL when out of memory. */
+uint8_t *rt_redis_encode(const rt_redis *r, const char *keytext,
+                         const fetched *f, size_t *len);
+/* Fills f from value v (its storage in f->own) when it is a value for
+ * keytext with a good checksum (an HMAC with r's secret); else returns
+ * why not and leaves f alone. */
+const char *rt_redis_decode(const rt_redis *r, const char *keytext,
+                            const uint8_t *v, size_t n, fetched *f);
 /* After a miss that took the cluster-wide compile lock: releases it when
  * nothing was put (a failed compile), so that waiters stop waiting. */
 void rt_redis_done(rt_obtain *ob);

@@ -433,8 +433,8 @@ static void checksum(const rt_redis *r, const uint8_t *s, size_t n,
 
 /* magic, format, flags, key text, entry, local and scratch bytes, compile
  * time, binary, then the checksum of all that (docs/cache.md) */
-static uint8_t *encode(const rt_redis *r, const char *keytext,
-                       const fetched *f, size_t *len) {
+uint8_t *rt_redis_encode(const rt_redis *r, const char *keytext,
+                         const fetched *f, size_t *len) {
   size_t kl = strlen(keytext), el = strlen(f->entry ? f->entry : "");
   size_t n = 4 + 4 + 4 + 4 + kl + 4 + el + 8 + 8 + 8 + 8 + f->len + 32;
   uint8_t *buf = malloc(n), *p = buf;
@@ -461,8 +461,8 @@ static uint8_t *encode(const rt_redis *r, const char *keytext,
 }
 
 /* Fills f from value v (copied into f->own), or says why not. */
-static const char *decode(const rt_redis *r, const char *keytext,
-                          const uint8_t *v, size_t n, fetched *f) {
+const char *rt_redis_decode(const rt_redis *r, const char *keytext,
+                            const uint8_t *v, size_t n, fetched *f) {
   if (n < 4 + 4 + 4 + 32 || memcmp(v, VALUE_MAGIC, 4) != 0)
     return "not an xpjit value";
   uint8_t sum[32];
@@ -563,7 +563,7 @@ bool rt_redis_get(rt_obtain *ob, fetched *f) {
     if (rep->type == REDIS_REPLY_STRING) {
       const char *why = rep->len > MAX_VALUE
                             ? "too large"
-                            : decode(r, keytext, (const uint8_t *)rep->str,
+                            : rt_redis_decode(r, keytext, (const uint8_t *)rep->str,
                                      rep->len, f);
       freeReplyObject(rep);
       if (!why) {
@@ -636,7 +636,7 @@ void rt_redis_put(rt_obtain *ob, const fetched *f) {
   if (xpj_cache_key_digest(ob->key, &keytext, hex) != XPJ_OK)
     return;
   size_t n;
-  uint8_t *v = encode(r, keytext, f, &n);
+  uint8_t *v = rt_redis_encode(r, keytext, f, &n);
   free(keytext);
   if (!v)
     return;
