@@ -2593,6 +2593,7 @@ int main(int argc, char **argv) {
   desc.cpu_threads = 1;
   desc.no_env_bundles = 1;
   desc.visible = "cpu"; /* it compiles; it opens no GPU driver */
+  desc.redis = "off"; /* its clients ask Redis (docs/cluster.md) */
   if (xpj_context_create(&desc, &ctx) != XPJ_OK) {
     LOG_E("cannot create a context: %s", xpj_last_error());
     return 1;

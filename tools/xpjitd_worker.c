@@ -72,6 +72,7 @@ int xpjitd_worker_main(void) {
   desc.no_env_bundles = 1;
   desc.visible = "cpu"; /* it compiles; it opens no GPU driver */
   desc.cache_mode = XPJ_CACHE_MODE_OFF;
+  desc.redis = "off";
   xpj_context *ctx = NULL;
   if (xpj_context_create(&desc, &ctx) != XPJ_OK) {
     fprintf(stderr, "xpjitd worker: %s\n", xpj_last_error());
