@@ -389,11 +389,14 @@ static void give_conn(rt_dc *dc, int fd) {
   pthread_mutex_unlock(&dc->mu);
 }
 
-int rt_dc_get(rt_dc *dc, const rt_source *src, const char *kernel,
-               const char *dtypes, unsigned ndim, const char *tstr,
-               const xpj_compile_opts *o, const char *digest,
-               const char *l2_path, xpd_kernel *k, uint8_t **payload,
-               bool *same_cache) {
+int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
+              const char *l2_path, xpd_kernel *k, uint8_t **payload,
+              bool *same_cache) {
+  const rt_source *src = &rq->src;
+  const char *kernel = rq->kernel, *dtypes = rq->dtypes;
+  const char *tstr = rq->target_str;
+  const xpj_compile_opts *o = rq->o;
+  unsigned ndim = rq->ndim;
   *payload = NULL;
   if (dc->mode == RT_DC_OFF || !src || !src->text ||
       src->len > XPD_MAX_SOURCE || strlen(kernel) >= 256 ||

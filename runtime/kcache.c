@@ -275,19 +275,18 @@ static void unlink_entry(rt_cc *cc, rt_l1 *e) {
     }
 }
 
-xpj_status rt_cc_key(rt_cc *cc, const xpj_module *sm, const char *kernel,
-                     const char *dtypes, unsigned ndim, const char *tstr,
-                     const char *ostr, char code[65], char digest[65],
-                     xpj_cache_key *key) {
+xpj_status rt_cc_key(rt_cc *cc, const rt_request *rq, char code[65],
+                     char digest[65], xpj_cache_key *key) {
   uint8_t raw[32];
-  xpj_status st = xpj_module_hash(sm, kernel, raw, code);
+  xpj_status st = xpj_module_hash(rq->sm, rq->kernel, raw, code);
   if (st != XPJ_OK)
-    return rt_err(st, "hashing %s: %s", kernel, xpj_status_name(st));
-  *key = (xpj_cache_key){code, kernel, dtypes, ndim, tstr, ostr,
-                         cc->versions};
+    return rt_err(st, "hashing %s: %s", rq->kernel, xpj_status_name(st));
+  *key = (xpj_cache_key){code,           rq->kernel, rq->dtypes,  rq->ndim,
+                         rq->target_str, rq->ostr,   cc->versions};
   st = xpj_cache_key_digest(key, NULL, digest);
   if (st != XPJ_OK)
-    return rt_err(st, "cache key of %s: %s", kernel, xpj_cache_last_error());
+    return rt_err(st, "cache key of %s: %s", rq->kernel,
+                  xpj_cache_last_error());
   return XPJ_OK;
 }
 
@@ -391,7 +390,7 @@ static void from_entry(fetched *f, xpj_kernel_origin origin) {
 static bool get_l2(rt_obtain *ob, fetched *f) {
   if (ob->l2 && xpj_cache_get(ob->l2, ob->key, &f->ce) == XPJ_OK) {
     uint64_t ms, mb;
-    xpj_compile_limits(ob->o, &ms, &mb);
+    xpj_compile_limits(ob->rq->o, &ms, &mb);
     if (!f->ce.failed || !f->ce.expires_ms ||
         xpd_failure_answers(f->ce.failed, ms, mb)) {
       from_entry(f, XPJ_ORIGIN_CACHE);
@@ -432,8 +431,7 @@ static bool get_daemon(rt_obtain *ob, fetched *f) {
   if (cc->dc.mode == RT_DC_OFF)
     return false;
   xpd_kernel dk;
-  int r = rt_dc_get(&cc->dc, ob->src, ob->kernel, ob->dtypes, ob->ndim,
-                    ob->target_str, ob->o, ob->digest,
+  int r = rt_dc_get(&cc->dc, ob->rq, ob->digest,
                     ob->l2 ? xpj_cache_path(ob->l2) : NULL, &dk, &f->dpay,
                     &f->same_cache);
   f->fell_back = r < 0;
@@ -487,10 +485,10 @@ static int64_t failure_ttl_ms(void) {
 /* Compiles in this process (in an isolated worker). XPJ_OK when there is
  * a result, failed or not; an error only when there is none at all. */
 static xpj_status compile_here(rt_obtain *ob, fetched *f) {
-  xpj_status st = xpj_compile(ob->sm, ob->kernel, ob->t, ob->o, XPJ_EMIT_BIN,
+  xpj_status st = xpj_compile(ob->rq->sm, ob->rq->kernel, ob->rq->t, ob->rq->o, XPJ_EMIT_BIN,
                               &f->res);
   if (!f->res)
-    return rt_err(st, "compiling %s: %s", ob->kernel, xpj_status_name(st));
+    return rt_err(st, "compiling %s: %s", ob->rq->kernel, xpj_status_name(st));
   xpj_result *res = f->res;
   f->origin = XPJ_ORIGIN_COMPILED;
   f->failed = st != XPJ_OK;
@@ -510,7 +508,7 @@ static xpj_status compile_here(rt_obtain *ob, fetched *f) {
   int64_t ttl = failure_ttl_ms();
   if ((kind == XPJ_FAILURE_TIMEOUT || kind == XPJ_FAILURE_MEMORY) && ttl > 0) {
     uint64_t ms, mb;
-    xpj_compile_limits(ob->o, &ms, &mb);
+    xpj_compile_limits(ob->rq->o, &ms, &mb);
     f->cacheable = true;
     f->expires_ms = wall_ms() + ttl;
     f->failed_code =
@@ -590,8 +588,8 @@ void rt_cc_note(rt_obtain *ob, const xpj_cache_counters *d) {
 /* Puts f where the first level keeps it: loaded on the device, or copied
  * (dev NULL). A failed compile becomes its message. */
 static xpj_status place(rt_obtain *ob, fetched *f, rt_l1 *e) {
-  xpj_device *dev = ob->dev;
-  const char *where = dev ? dev->id : ob->target_str;
+  xpj_device *dev = ob->rq->dev;
+  const char *where = dev ? dev->id : ob->rq->target_str;
   xpj_status st;
   if (f->failed) {
     char when[96] = "";
@@ -599,8 +597,8 @@ static xpj_status place(rt_obtain *ob, fetched *f, rt_l1 *e) {
       snprintf(when, sizeof when, "; not tried again for %lld s",
                (long long)((f->expires_ms - wall_ms() + 999) / 1000));
     st = rt_err(f->status ? f->status : XPJ_ERR_COMPILE,
-                "compiling %s [%s%sndim=%u] for %s: %s%s%s%s%s", ob->kernel,
-                ob->dtypes, *ob->dtypes ? ", " : "", ob->ndim, where, f->log,
+                "compiling %s [%s%sndim=%u] for %s: %s%s%s%s%s", ob->rq->kernel,
+                ob->rq->dtypes, *ob->rq->dtypes ? ", " : "", ob->rq->ndim, where, f->log,
                 f->origin == XPJ_ORIGIN_CACHE || f->origin == XPJ_ORIGIN_BUNDLE
                     ? " (a cached result of an earlier compile of the same "
                       "source, dtypes, target and options"
@@ -622,14 +620,14 @@ static xpj_status place(rt_obtain *ob, fetched *f, rt_l1 *e) {
   /* the entry point is this kernel's reserved name, never a name the
    * loader could find elsewhere (a row that says "memset") */
   char want[256];
-  xpj_entry_name(ob->kernel, want, sizeof want);
+  xpj_entry_name(ob->rq->kernel, want, sizeof want);
   if (strcmp(f->entry ? f->entry : "", want) != 0)
     return rt_err(XPJ_ERR_DEVICE, "its entry point is '%.300s', not %s",
                   f->entry ? f->entry : "", want);
   if (dev && f->local_bytes > dev->info.local_mem_size) {
     st = rt_err(XPJ_ERR_UNSUPPORTED,
                 "%s needs %llu bytes of local memory; %s has %llu",
-                ob->kernel, (unsigned long long)f->local_bytes, dev->id,
+                ob->rq->kernel, (unsigned long long)f->local_bytes, dev->id,
                 (unsigned long long)dev->info.local_mem_size);
     f->msg = strdup(xpj_last_error());
     return st;
@@ -673,7 +671,7 @@ static void drop_refused(rt_obtain *ob, fetched *f) {
   if (dropped)
     xpj_cache_remove(ob->l2, ob->key);
   rt_warn("%s: %s refused the binary of %s [%s] (%s); %scompiling it here",
-          from, ob->dev ? ob->dev->id : "the runtime", ob->kernel, ob->dtypes,
+          from, ob->rq->dev ? ob->rq->dev->id : "the runtime", ob->rq->kernel, ob->rq->dtypes,
           why,
           dropped ? "dropped it; "
           : in_l2 ? "left it in place (the cache is read-only); "
@@ -719,19 +717,15 @@ static void count(rt_cc *cc, xpj_cache *l2, const fetched *f) {
   pthread_mutex_unlock(&cc->mu);
 }
 
-xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
-                        const xpj_module *sm, const char *kernel,
-                        const char *dtypes, unsigned ndim, xpj_device *dev,
-                        const xpj_target *t, const char *target_str,
-                        const xpj_compile_opts *o, const char *ostr,
-                        rt_l1 **out, xpj_kernel_origin *from) {
+xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
+                        xpj_kernel_origin *from) {
   rt_cc *cc = &ctx->cc;
+  xpj_device *dev = rq->dev;
   *out = NULL;
   *from = XPJ_ORIGIN_MEMORY;
   char code[65], digest[65];
   xpj_cache_key key;
-  xpj_status st = rt_cc_key(cc, sm, kernel, dtypes, ndim, target_str, ostr,
-                            code, digest, &key);
+  xpj_status st = rt_cc_key(cc, rq, code, digest, &key);
   if (st != XPJ_OK)
     return st;
 
@@ -769,10 +763,8 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
 
   /* ---- outside the lock: find or compile the binary, and load it ---- */
   rt_hold_warnings();
-  rt_obtain ob = {.cc = cc, .l2 = l2, .key = &key, .digest = digest,
-                  .src = src, .sm = sm, .kernel = kernel, .dtypes = dtypes,
-                  .ndim = ndim, .dev = dev, .t = t, .target_str = target_str,
-                  .o = o};
+  rt_obtain ob = {.cc = cc, .l2 = l2, .rq = rq, .key = &key,
+                  .digest = digest};
   fetched f = {0};
   st = fetch(&ob, &f);
   if (st == XPJ_OK) {

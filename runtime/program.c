@@ -514,9 +514,11 @@ static xpj_status build(xpj_program *p, const xpj_func *f,
     st = rt_check_reqd_local(k);
   rt_l1 *e = NULL;
   if (st == XPJ_OK)
-    st = rt_cc_obtain(p->ctx, &(rt_source){p->src, p->src_len, p->name},
-                      sm, name, dtypes, ndim, dev, &dev->target,
-                      dev->info.target, o, ostr, &e, &k->origin);
+    st = rt_cc_obtain(p->ctx,
+                      &(rt_request){{p->src, p->src_len, p->name}, sm, name,
+                                    dtypes, ndim, dev, &dev->target,
+                                    dev->info.target, o, ostr},
+                      &e, &k->origin);
   if (st == XPJ_OK && keep_for_fit(k, xpj_module_find(sm, name)) &&
       pthread_mutex_init(&k->fit_mu, NULL) == 0)
     k->fit_f = xpj_module_find(sm, name);
@@ -616,9 +618,10 @@ xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
   rt_l1 *e = NULL;
   xpj_kernel_origin from;
   if (st == XPJ_OK)
-    st = rt_cc_obtain(p->ctx, &(rt_source){p->src, p->src_len, p->name},
-                      sm, name, canon, ndim, NULL, &t, tstr, &o,
-                      ostr, &e, &from);
+    st = rt_cc_obtain(p->ctx,
+                      &(rt_request){{p->src, p->src_len, p->name}, sm, name,
+                                    canon, ndim, NULL, &t, tstr, &o, ostr},
+                      &e, &from);
   xpj_module_destroy(sm);
   if (st != XPJ_OK || !data)
     return st;
@@ -736,8 +739,11 @@ xpj_status rt_program_keyed(xpj_program *p, const char *name,
   if (st == XPJ_OK)
     st = specialise(p, f, types, consts, k->ndim, &k->sm);
   if (st == XPJ_OK)
-    st = rt_cc_key(&p->ctx->cc, k->sm, xpj_func_name(f), k->canon, k->ndim,
-                   k->tstr, k->ostr, k->code, k->digest, &k->key);
+    st = rt_cc_key(&p->ctx->cc,
+                   &(rt_request){{p->src, p->src_len, p->name}, k->sm,
+                                 xpj_func_name(f), k->canon, k->ndim, NULL,
+                                 &k->t, k->tstr, &k->o, k->ostr},
+                   k->code, k->digest, &k->key);
   if (st != XPJ_OK) {
     xpj_module_destroy(k->sm);
     k->sm = NULL;

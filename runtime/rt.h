@@ -290,13 +290,6 @@ void rt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rt_hold_warnings(void);
 void rt_release_warnings(void);
 
-/* The compiled kernel for (specialised module sm, kernel, canonical
- * dtypes, ndim) on dev (or, dev NULL, the binary for target t), through
- * L1, the tiers (tier.h) and the compiler; single flight within the
- * context.
- * On success *out is READY and *from says where it came from this time
- * (XPJ_ORIGIN_MEMORY for a first-level hit). Errors carry rt_err's
- * message. */
 /* A program's source text, for the daemon (text NULL: none). */
 typedef struct rt_source {
   const char *text;
@@ -304,19 +297,34 @@ typedef struct rt_source {
   const char *name;
 } rt_source;
 
-xpj_status rt_cc_obtain(xpj_context *ctx, const rt_source *src,
-                        const xpj_module *sm, const char *kernel, const char *dtypes,
-                        unsigned ndim, xpj_device *dev, const xpj_target *t,
-                        const char *target_str, const xpj_compile_opts *o,
-                        const char *ostr, rt_l1 **out,
+/* One kernel request, built once by program.c: what to compile, for
+ * what, and where the result goes; every tier and the daemon client take
+ * it whole (docs/cache.md, "Tiers"). */
+typedef struct rt_request {
+  rt_source src;             /* the program's source, for the daemon */
+  const xpj_module *sm;      /* the specialised module */
+  const char *kernel;
+  const char *dtypes;        /* canonical */
+  unsigned ndim;
+  xpj_device *dev;           /* NULL: only the binary, for t */
+  const xpj_target *t;
+  const char *target_str;    /* t, canonical */
+  const xpj_compile_opts *o;
+  const char *ostr;          /* o, canonical, as in the key */
+} rt_request;
+
+/* The compiled kernel for request rq on rq->dev (or, dev NULL, the binary
+ * for rq->t), through L1, the tiers (tier.h) and the compiler; single
+ * flight within the context. On success *out is READY and *from says
+ * where it came from this time (XPJ_ORIGIN_MEMORY for a first-level hit).
+ * Errors carry rt_err's message. */
+xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
                         xpj_kernel_origin *from);
 
-/* The cache key (and its digest) of kernel of the specialised module sm;
- * the key's strings point at the arguments, code and cc->versions. */
-xpj_status rt_cc_key(rt_cc *cc, const xpj_module *sm, const char *kernel,
-                     const char *dtypes, unsigned ndim, const char *tstr,
-                     const char *ostr, char code[65], char digest[65],
-                     xpj_cache_key *key);
+/* The cache key (and its digest) of request rq; the key's strings point
+ * into rq, code and cc->versions. */
+xpj_status rt_cc_key(rt_cc *cc, const rt_request *rq, char code[65],
+                     char digest[65], xpj_cache_key *key);
 
 /* ---- the daemon client (dclient.c) ---- */
 void rt_dc_init(rt_dc *dc);
@@ -328,11 +336,9 @@ void rt_dc_fini(rt_dc *dc);
  * not serve, or not before the deadline (the caller compiles in both
  * cases). */
 struct xpd_kernel;
-int rt_dc_get(rt_dc *dc, const rt_source *src, const char *kernel,
-               const char *dtypes, unsigned ndim, const char *tstr,
-               const xpj_compile_opts *o, const char *digest,
-               const char *l2_path, struct xpd_kernel *k, uint8_t **payload,
-               bool *same_cache);
+int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
+              const char *l2_path, struct xpd_kernel *k, uint8_t **payload,
+              bool *same_cache);
 
 /* A backend's note on why it has no devices (libcuda not found, no Level
  * Zero driver): kept for the error when a filter asks for one, and shown by

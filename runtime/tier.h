@@ -7,20 +7,13 @@
 
 #include "rt.h"
 
-/* One kernel request: what rt_cc_obtain was asked for, keyed once. */
+/* A request on its way through the tiers: the request, keyed once. */
 typedef struct rt_obtain {
   rt_cc *cc;
   xpj_cache *l2;
+  const rt_request *rq;
   const xpj_cache_key *key;
   const char *digest; /* of key: the request's identity in every tier */
-  const rt_source *src;
-  const xpj_module *sm;
-  const char *kernel, *dtypes;
-  unsigned ndim;
-  xpj_device *dev;
-  const xpj_target *t;
-  const char *target_str;
-  const xpj_compile_opts *o;
   /* the Redis tier's cluster-wide compile lock, while this request holds
    * it (tier_redis.c) */
   bool redis_locked;

@@ -547,7 +547,7 @@ bool rt_redis_get(rt_obtain *ob, fetched *f) {
   snprintf(lkey, sizeof lkey, "xpjit:lock:%s", hex);
   /* a compile holds the lock at most its time limit (2 min without) */
   uint64_t limit_ms, mb;
-  xpj_compile_limits(ob->o, &limit_ms, &mb);
+  xpj_compile_limits(ob->rq->o, &limit_ms, &mb);
   int64_t lock_ms = limit_ms ? (int64_t)limit_ms + 5000 : 120000;
   int64_t deadline = 0, poll = 2;
   bool hit = false, waited = false;
@@ -574,7 +574,7 @@ bool rt_redis_get(rt_obtain *ob, fetched *f) {
         break;
       }
       rt_warn("Redis tier %s: refused the value for %s [%s] (%s); compiling "
-              "it", r->shown, ob->kernel, ob->dtypes, why);
+              "it", r->shown, ob->rq->kernel, ob->rq->dtypes, why);
       note(ob, (xpj_cache_counters){.redis_refused = 1});
       /* compile and overwrite it, without waiting for anyone */
       break;
