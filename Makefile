@@ -102,7 +102,7 @@ asan:
 
 # ThreadSanitizer (clang): the tests that drive the public API from many
 # threads; any report fails the run (halt_on_error).
-TSAN_TESTS := test_threads
+TSAN_TESTS := test_threads test_redis
 tsan:
 	$(MAKE) BUILD=build-tsan CC=clang OPT="-O1 -g" SAN="-fsanitize=thread" \
 	  $(TSAN_TESTS:%=build-tsan/tests/%)

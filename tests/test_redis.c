@@ -1991,6 +1991,86 @@ static void test_bad_urls(void **state) {
 
 /* ---- main ---------------------------------------------------------------- */
 
+/* ---- threads sharing one context's connection ------------------------- */
+
+typedef struct thr_job {
+  xpj_context *ctx;
+  char name[16];
+  char op;
+  bool f64;
+  xpj_kernel_origin origin;
+  const char *err;
+} thr_job;
+
+static void *thr_main(void *p) {
+  thr_job *j = p;
+  j->err = axpy_try(j->ctx, j->name, j->op, j->f64, &j->origin, NULL);
+  return NULL;
+}
+
+/* Runs jobs[0..n) at once in threads of ctx; every one must succeed with
+ * origin want (or any origin when want is -1). */
+static void run_threads(thr_job *jobs, int n, xpj_context *ctx, int want,
+                        const char *what) {
+  pthread_t th[16];
+  for (int i = 0; i < n; i++) {
+    jobs[i].ctx = ctx;
+    if (pthread_create(&th[i], NULL, thr_main, &jobs[i]) != 0)
+      fail_msg("%s: pthread_create", what);
+  }
+  for (int i = 0; i < n; i++)
+    pthread_join(th[i], NULL);
+  for (int i = 0; i < n; i++) {
+    if (jobs[i].err)
+      fail_msg("%s, thread %d: %s\nwarnings:\n%s", what, i, jobs[i].err,
+               warnings);
+    if (want >= 0 && jobs[i].origin != (xpj_kernel_origin)want)
+      fail_msg("%s, thread %d (%s): origin %s, expected %s", what, i,
+               jobs[i].name, origin_name(jobs[i].origin),
+               origin_name((xpj_kernel_origin)want));
+  }
+}
+
+/* Eight threads of one context use its one Redis connection at once
+ * (tier_redis.c serialises the commands): eight different kernels are
+ * compiled and stored, then served to eight threads of a new context;
+ * eight threads asking for one new kernel compile it once. make tsan runs
+ * this file. */
+static void test_threads(void **state) {
+  (void)state;
+  enum { NT = 8 };
+  thr_job jobs[NT];
+  memset(jobs, 0, sizeof jobs);
+  for (int i = 0; i < NT; i++) {
+    snprintf(jobs[i].name, sizeof jobs[i].name, "th%d", i);
+    jobs[i].op = i % 2 ? '-' : '+';
+    jobs[i].f64 = i % 3 == 0;
+  }
+  xpj_context *a = ctx_new(main_url);
+  run_threads(jobs, NT, a, XPJ_ORIGIN_COMPILED, "A, 8 new kernels");
+  xpj_cache_counters c = counters(a);
+  CHECK_EQ(c.compiles, NT, "A: compiles");
+  CHECK_EQ(c.redis_stores, NT, "A: redis_stores");
+  ctx_done(a);
+  xpj_context *b = ctx_new(main_url);
+  run_threads(jobs, NT, b, XPJ_ORIGIN_REDIS, "B, the same 8 from Redis");
+  c = counters(b);
+  CHECK_EQ(c.redis_hits, NT, "B: redis_hits");
+  CHECK_EQ(c.compiles, 0, "B: compiles");
+  ctx_done(b);
+  for (int i = 0; i < NT; i++) {
+    snprintf(jobs[i].name, sizeof jobs[i].name, "same");
+    jobs[i].op = '+';
+    jobs[i].f64 = false;
+  }
+  xpj_context *d = ctx_new(main_url);
+  run_threads(jobs, NT, d, -1, "D, 8 threads, one new kernel");
+  c = counters(d);
+  CHECK_EQ(c.compiles, 1, "D: compiles of one kernel asked by 8 threads");
+  ctx_done(d);
+  CHECK_NO_WARN("Redis", "threads sharing a connection");
+}
+
 int main(int argc, char **argv) {
   if (argc == 5 && !strcmp(argv[1], "--single-flight-child"))
     return sf_child(argv, true);
@@ -2034,6 +2114,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_timeout_setting, setup, teardown),
       cmocka_unit_test_setup_teardown(test_error_replies, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_urls, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
