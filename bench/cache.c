@@ -96,6 +96,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -126,6 +127,9 @@ static int opt_whole_runs = 10; /* warm whole-process runs (cold: a third) */
 static bool opt_pocl = true, opt_keep = false;
 static const char *opt_opencl = "libOpenCL.so.1";
 static char opt_examples[PATH_MAX] = "examples";
+/* unix:SOCKET of the redis-server this benchmark started, or "" */
+static char redis_url[PATH_MAX + 16];
+static void redis_stop(void);
 static char opt_peers[PATH_MAX] = "bench/peers/compile";
 static char self_exe[PATH_MAX];
 static char tmpdir[1024];
@@ -257,9 +261,14 @@ enum { NT = 3 };
 
 /* A context that sees the CPU only, on a private cache file, without the
  * bundles of XPJIT_BUNDLE_PATH. */
+/* the Redis tier of a child that measures it (--child get ... URL), else
+ * none whatever XPJIT_REDIS says */
+static const char *child_redis = "off";
+
 static xpj_status make_ctx_mode(const char *cache_path, xpj_cache_mode mode, unsigned threads,
                                 xpj_context **ctx, xpj_device **dev) {
   xpj_context_desc d = {0};
+  d.redis = child_redis;
   d.visible = "cpu";
   d.cpu_threads = threads;
   d.cache_mode = mode;
@@ -558,7 +567,8 @@ static const kcase *find_kcase(const char *kernel) {
   return NULL;
 }
 
-/* --child get TARGET KERNEL CACHE EXPECT(compiled|cache) LAUNCH(0|1)
+/* --child get TARGET KERNEL CACHE EXPECT(compiled|cache|cache-ro|redis)
+ * LAUNCH(0|1) [REDIS-URL]
  * prints: ok ctx_ms prog_ms get_ms launch_ms compiles l2_hits */
 static int child_get(int argc, char **argv) {
   if (argc < 7)
@@ -567,7 +577,10 @@ static int child_get(int argc, char **argv) {
   const kcase *k = find_kcase(argv[3]);
   const char *cache = argv[4];
   bool read_only = !strcmp(argv[5], "cache-ro");
+  bool expect_redis = !strcmp(argv[5], "redis");
   bool expect_cache = read_only || !strcmp(argv[5], "cache");
+  if (argc > 7 && strncmp(argv[7], "--", 2))
+    child_redis = argv[7];
   bool launch = atoi(argv[6]) != 0;
   if (!k)
     return child_error("unknown kernel %s", argv[3]);
@@ -590,12 +603,20 @@ static int child_get(int argc, char **argv) {
   if (is_cpu) {
     xpj_kernel_info info;
     CHILD_CK(xpj_kernel_get_info(kern, &info));
-    xpj_kernel_origin want = expect_cache ? XPJ_ORIGIN_CACHE : XPJ_ORIGIN_COMPILED;
+    xpj_kernel_origin want = expect_redis   ? XPJ_ORIGIN_REDIS
+                             : expect_cache ? XPJ_ORIGIN_CACHE
+                                            : XPJ_ORIGIN_COMPILED;
     if (info.origin != want)
       return child_error("%s %s: origin %d, expected %d", target, k->kernel, (int)info.origin,
                          (int)want);
   }
-  if (expect_cache ? (c.compiles != 0 || c.l2_hits != 1) : (c.compiles != 1))
+  if (expect_redis && (c.compiles != 0 || c.redis_hits != 1))
+    return child_error("%s %s: counters compiles %llu redis_hits %llu (expected 0 compiles, "
+                       "1 Redis hit)", target, k->kernel, (unsigned long long)c.compiles,
+                       (unsigned long long)c.redis_hits);
+  if (expect_redis)
+    ;
+  else if (expect_cache ? (c.compiles != 0 || c.l2_hits != 1) : (c.compiles != 1))
     return child_error("%s %s: counters compiles %llu l2_hits %llu (expected %s)", target,
                        k->kernel, (unsigned long long)c.compiles, (unsigned long long)c.l2_hits,
                        expect_cache ? "0 compiles, 1 L2 hit" : "1 compile");
@@ -1346,7 +1367,7 @@ static void check_stop(void) {
   if (!stop_signal)
     return;
   if (*tmpdir && !opt_keep)
-    rm_tree(tmpdir);
+    redis_stop(), rm_tree(tmpdir);
   fprintf(stderr, "cache: interrupted (signal %d)%s\n", (int)stop_signal,
           opt_keep ? "" : "; removed the cache files");
   _exit(128 + (int)stop_signal);
@@ -1359,6 +1380,44 @@ static void fresh_name(char *buf, size_t size, const char *what) {
   snprintf(buf, size, "%s/%s-%lu.db", tmpdir, what, serial++);
 }
 
+/* A redis-server on a unix socket in tmpdir for the Redis rows, when one
+ * is installed; its pid, or -1 (redis_url stays ""). */
+static pid_t redis_pid = -1;
+static void redis_start(void) {
+  char sock[PATH_MAX], log[PATH_MAX];
+  snprintf(sock, sizeof sock, "%s/redis.sock", tmpdir);
+  snprintf(log, sizeof log, "%s/redis.log", tmpdir);
+  char *argv[] = {"redis-server", "--port", "0", "--unixsocket", sock, "--save", "",
+                  "--appendonly", "no", "--logfile", log, NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  int rc = posix_spawnp(&redis_pid, "redis-server", &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    redis_pid = -1;
+    return;
+  }
+  for (int i = 0; i < 400; i++) {
+    struct stat sb;
+    if (stat(sock, &sb) == 0) {
+      snprintf(redis_url, sizeof redis_url, "unix:%s", sock);
+      return;
+    }
+    struct timespec ts = {0, 5000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static void redis_stop(void) {
+  if (redis_pid > 0) {
+    kill(redis_pid, SIGTERM);
+    while (waitpid(redis_pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+    redis_pid = -1;
+  }
+}
+
 /* ---- the parent: results ---------------------------------------------------------------- */
 
 typedef struct xres {
@@ -1366,6 +1425,7 @@ typedef struct xres {
   series warm_compile;                    /* this process, empty cache */
   series l2_get, l2_ctx, l2_prog, l2_sum, l2_launch, l2_wall;
   series l2ro_get;                  /* the same on a read-only cache (no use-time update) */
+  series redis_get; /* fresh process, empty cache file, the kernel in Redis */
   series l1_same, l1_ctx;           /* per call */
   double l1_same_mean, l1_ctx_mean; /* batch means (ms per call) */
   int l1_ctx_calls;
@@ -1403,39 +1463,47 @@ static double timer_ns; /* p50 of back-to-back clock_gettime pairs */
 /* ---- the parent: the cases ---------------------------------------------------------------- */
 
 /* what a get child expects: a compile, an L2 hit, an L2 hit on a read-only cache */
-enum { G_COLD, G_L2, G_L2RO };
+enum { G_COLD, G_L2, G_L2RO, G_REDIS, G_REDIS_FILL };
+
+
 
 static void xpjit_child_get(int ti, int ki, const char *db, int kind, bool record) {
   const kcase *k = &kcases[ki];
-  bool expect_cache = kind != G_COLD;
+  bool expect_cache = kind == G_L2 || kind == G_L2RO;
+  bool redis = kind == G_REDIS || kind == G_REDIS_FILL;
   const char *argv[] = {NULL,
                         "--child",
                         "get",
                         targets[ti],
                         k->kernel,
                         db,
-                        kind == G_L2RO ? "cache-ro"
-                        : expect_cache ? "cache"
-                                       : "compiled",
+                        kind == G_L2RO    ? "cache-ro"
+                        : kind == G_REDIS ? "redis"
+                        : expect_cache    ? "cache"
+                                          : "compiled",
                         "1",
-                        "--examples",
-                        opt_examples,
+                        redis ? redis_url : "--examples",
+                        redis ? "--examples" : opt_examples,
+                        redis ? opt_examples : NULL,
                         NULL};
   double v[8], wall;
   char msg[1024];
   int n = run_child(argv, NULL, v, 8, &wall, msg, sizeof msg);
   if (n < 6) {
     fail("%s %s (%s): %s", targets[ti], k->label,
-         kind == G_L2RO ? "L2 hit, read-only"
-         : expect_cache ? "L2 hit"
-                        : "cold",
+         kind == G_L2RO    ? "L2 hit, read-only"
+         : kind == G_REDIS ? "Redis hit"
+         : expect_cache    ? "L2 hit"
+                           : "cold",
          n < 0 ? msg : "short reply");
     return;
   }
   if (!record)
     return;
   xres *r = &X[ti][ki];
-  if (kind == G_L2RO) {
+  if (kind == G_REDIS) {
+    add(&r->redis_get, v[2]);
+  } else if (kind == G_L2RO) {
     add(&r->l2ro_get, v[2]);
   } else if (expect_cache) {
     add(&r->l2_ctx, v[0]);
@@ -1801,6 +1869,8 @@ static void print_results(void) {
       row(t, kn, "L2 hit, fresh process (get)", &r->l2_get, cold, warm);
       row(t, kn, "L2 hit: ctx + parse + get", &r->l2_sum, cold, warm);
       row(t, kn, "L2 hit, read-only cache (get)", &r->l2ro_get, cold, warm);
+      if (r->redis_get.n)
+        row(t, kn, "Redis hit, fresh process (get)", &r->redis_get, cold, warm);
       if (cpu) {
         row(t, kn, "L1 hit, same program (per call)", &r->l1_same, cold, warm);
         row(t, kn, "L1 hit, 2nd program (ctx L1)", &r->l1_ctx, cold, warm);
@@ -1959,6 +2029,17 @@ static void print_results(void) {
                                     : "MISSED",
              FT(ro), FR(c1 / ro), FR(c2 / ro));
     }
+  if (redis_url[0]) {
+    printf("  Redis hit in a fresh process within 2x of an L2 hit (p50 of the get; the Redis hit "
+           "includes its write-back into the empty cache file):\n");
+    for (int ti = 0; ti < NT; ti++)
+      for (int ki = 0; ki < NK; ki++) {
+        xres *r = &X[ti][ki];
+        double rd = p50(&r->redis_get), l2 = p50(&r->l2_get);
+        printf("    %-6s %-17s Redis %9s  L2 %9s  %7s  %s\n", short_target(ti), kcases[ki].label,
+               FT(rd), FT(l2), FR(rd / l2), rd <= 2 * l2 ? "met" : "MISSED");
+      }
+  }
   printf("  L1 hit < 1 us (p50 per call):\n");
   for (int ti = 0; ti < NT; ti++)
     for (int ki = 0; ki < NK; ki++) {
@@ -2087,7 +2168,7 @@ int main(int argc, char **argv) {
     fresh_name(db, sizeof db, "info");
     if (make_ctx(db, 1, &ctx, &dev) != XPJ_OK || xpj_device_get_info(dev, &di) != XPJ_OK) {
       fprintf(stderr, "cache: no xpjit CPU device: %s\n", xpj_last_error());
-      rm_tree(tmpdir);
+      redis_stop(), rm_tree(tmpdir);
       return 1;
     }
     xpj_context_destroy(ctx);
@@ -2188,6 +2269,18 @@ int main(int argc, char **argv) {
       mkdir(PR[ki].warmdir, 0700);
       pocl_child_get(ki, PR[ki].warmdir, false, false);
     }
+  /* the Redis rows: every kernel compiled once into a Redis of our own */
+  redis_start();
+  if (redis_url[0])
+    for (int ti = 0; ti < NT; ti++)
+      for (int ki = 0; ki < NK; ki++) {
+        char db[PATH_MAX];
+        fresh_name(db, sizeof db, "redis-fill");
+        xpjit_child_get(ti, ki, db, G_REDIS_FILL, false);
+        rm_db(db);
+      }
+  else
+    printf("peer: no redis-server: the Redis rows are left out\n");
   /* one untimed compile in this process: after it, this process is warm */
   xpjit_warm_compile(0, 0);
   X[0][0].warm_compile.n = 0;
@@ -2207,6 +2300,15 @@ int main(int argc, char **argv) {
           xpjit_child_get(ti, ki, X[ti][ki].l2db, G_L2, true);
         for (int j = 0; j < 2 && X[ti][ki].l2ro_get.n < opt_l2_runs / 3; j++)
           xpjit_child_get(ti, ki, X[ti][ki].l2db, G_L2RO, true);
+        /* a Redis hit: a fresh process on an existing, empty cache file,
+         * which the hit is then written into (the default path) */
+        for (int j = 0; redis_url[0] && j < l2_per_round && X[ti][ki].redis_get.n < opt_l2_runs;
+             j++) {
+          fresh_name(db, sizeof db, "redis");
+          create_db(db);
+          xpjit_child_get(ti, ki, db, G_REDIS, true);
+          rm_db(db);
+        }
       }
       xpjit_split(ki, 0);
       xpjit_split(ki, 1);
@@ -2262,7 +2364,7 @@ int main(int argc, char **argv) {
 
   print_results();
   if (!opt_keep)
-    rm_tree(tmpdir);
+    redis_stop(), rm_tree(tmpdir);
   else
     printf("\nkept %s\n", tmpdir);
   if (failures)
