@@ -1,14 +1,25 @@
 /* bench_util.h - what every benchmark here needs: sorting samples, reading
- * a file, one-line messages, and the few OpenCL 1.2 declarations (the ABI
+ * a file, one-line messages, a private redis-server, and the few OpenCL
+ * 1.2 declarations (the ABI
  * of libOpenCL.so.1, loaded with dlopen) for machines without the
  * opencl-c-headers package. Header-only; static functions. */
 #ifndef XPJ_BENCH_UTIL_H
 #define XPJ_BENCH_UTIL_H
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+extern char **environ;
 
 static inline int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -185,5 +196,48 @@ static inline bool bench_cl_load(void *lib, const char *libname,
   return true;
 }
 #endif
+
+/* A redis-server of a benchmark on a unix socket, DIR/redis.sock (written
+ * to sock), logging to DIR/redis.log: its pid once the socket exists, or
+ * -1 with the reason in why (none installed, or no socket within 2 s; a
+ * server that started is stopped again). */
+static inline pid_t bench_redis_start(const char *dir, char *sock, size_t size, char *why,
+                                      size_t wsize) {
+  char log[4200];
+  snprintf(sock, size, "%s/redis.sock", dir);
+  snprintf(log, sizeof log, "%s/redis.log", dir);
+  char *argv[] = {"redis-server", "--port", "0", "--unixsocket", sock, "--save", "",
+                  "--appendonly", "no", "--logfile", log, NULL};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, "redis-server", &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    snprintf(why, wsize, "cannot start redis-server: %s", strerror(rc));
+    return -1;
+  }
+  for (int i = 0; i < 400; i++) {
+    struct stat sb;
+    if (stat(sock, &sb) == 0)
+      return pid;
+    struct timespec ts = {0, 5000000};
+    nanosleep(&ts, NULL);
+  }
+  kill(pid, SIGKILL);
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+  }
+  snprintf(why, wsize, "redis-server did not start; see %.3900s", log);
+  return -1;
+}
+
+static inline void bench_redis_stop(pid_t pid) {
+  if (pid <= 0)
+    return;
+  kill(pid, SIGTERM);
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+  }
+}
 
 #endif

@@ -1380,42 +1380,11 @@ static void fresh_name(char *buf, size_t size, const char *what) {
   snprintf(buf, size, "%s/%s-%lu.db", tmpdir, what, serial++);
 }
 
-/* A redis-server on a unix socket in tmpdir for the Redis rows, when one
- * is installed; its pid, or -1 (redis_url stays ""). */
+/* The redis-server of the Redis rows, or -1. */
 static pid_t redis_pid = -1;
-static void redis_start(void) {
-  char sock[PATH_MAX], log[PATH_MAX];
-  snprintf(sock, sizeof sock, "%s/redis.sock", tmpdir);
-  snprintf(log, sizeof log, "%s/redis.log", tmpdir);
-  char *argv[] = {"redis-server", "--port", "0", "--unixsocket", sock, "--save", "",
-                  "--appendonly", "no", "--logfile", log, NULL};
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  int rc = posix_spawnp(&redis_pid, "redis-server", &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    redis_pid = -1;
-    return;
-  }
-  for (int i = 0; i < 400; i++) {
-    struct stat sb;
-    if (stat(sock, &sb) == 0) {
-      snprintf(redis_url, sizeof redis_url, "unix:%s", sock);
-      return;
-    }
-    struct timespec ts = {0, 5000000};
-    nanosleep(&ts, NULL);
-  }
-}
-
 static void redis_stop(void) {
-  if (redis_pid > 0) {
-    kill(redis_pid, SIGTERM);
-    while (waitpid(redis_pid, NULL, 0) < 0 && errno == EINTR) {
-    }
-    redis_pid = -1;
-  }
+  bench_redis_stop(redis_pid);
+  redis_pid = -1;
 }
 
 /* ---- the parent: results ---------------------------------------------------------------- */
@@ -2270,7 +2239,10 @@ int main(int argc, char **argv) {
       pocl_child_get(ki, PR[ki].warmdir, false, false);
     }
   /* the Redis rows: every kernel compiled once into a Redis of our own */
-  redis_start();
+  char rsock[PATH_MAX], rwhy[PATH_MAX + 64];
+  redis_pid = bench_redis_start(tmpdir, rsock, sizeof rsock, rwhy, sizeof rwhy);
+  if (redis_pid > 0)
+    snprintf(redis_url, sizeof redis_url, "unix:%s", rsock);
   if (redis_url[0])
     for (int ti = 0; ti < NT; ti++)
       for (int ki = 0; ki < NK; ki++) {
@@ -2280,7 +2252,7 @@ int main(int argc, char **argv) {
         rm_db(db);
       }
   else
-    printf("peer: no redis-server: the Redis rows are left out\n");
+    printf("peer: no Redis rows (%s)\n", rwhy);
   /* one untimed compile in this process: after it, this process is warm */
   xpjit_warm_compile(0, 0);
   X[0][0].warm_compile.n = 0;

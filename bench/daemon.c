@@ -961,32 +961,6 @@ typedef struct cluster_res {
   unsigned long long redis_errors; /* failed, timed out or skipped */
 } cluster_res;
 
-static pid_t redis_start(const char *dir, char *sock, size_t size) {
-  snprintf(sock, size, "%s/redis.sock", dir);
-  char log[PATH_MAX];
-  snprintf(log, sizeof log, "%s/redis.log", dir);
-  char *argv[] = {"redis-server", "--port", "0", "--unixsocket", sock, "--save", "",
-                  "--appendonly", "no", "--logfile", log, NULL};
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, "redis-server", &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    fprintf(stderr, "daemon: cannot start redis-server: %s\n", strerror(rc));
-    exit(1);
-  }
-  for (int i = 0; i < 400; i++) {
-    struct stat sb;
-    if (stat(sock, &sb) == 0)
-      return pid;
-    sleep_ms(5);
-  }
-  fprintf(stderr, "daemon: redis-server did not start; see %s\n", log);
-  exit(1);
-}
-
 static void cluster_storm(bool redis, cluster_res *out) {
   memset(out, 0, sizeof *out);
   char dir[256], rsock[PATH_MAX], env_redis[PATH_MAX + 32];
@@ -1005,7 +979,11 @@ static void cluster_storm(bool redis, cluster_res *out) {
   double cpu0 = cpu_children_ms();
   pid_t rpid = -1;
   if (redis) {
-    rpid = redis_start(dir, rsock, sizeof rsock);
+    char why[PATH_MAX + 64];
+    if ((rpid = bench_redis_start(dir, rsock, sizeof rsock, why, sizeof why)) < 0) {
+      fprintf(stderr, "daemon: %s\n", why);
+      exit(1);
+    }
     snprintf(env_redis, sizeof env_redis, "XPJIT_REDIS=unix:%s", rsock);
   } else {
     snprintf(env_redis, sizeof env_redis, "XPJIT_REDIS=off");
@@ -1050,11 +1028,7 @@ static void cluster_storm(bool redis, cluster_res *out) {
       out->compiles += stat_of(text, "compiles");
     daemon_stop(&d[n]);
   }
-  if (rpid > 0) {
-    kill(rpid, SIGTERM);
-    while (waitpid(rpid, NULL, 0) < 0 && errno == EINTR) {
-    }
-  }
+  bench_redis_stop(rpid);
   out->cpu_ms = cpu_children_ms() - cpu0;
   const char *name = redis ? "with Redis" : "without Redis";
   for (int i = 0; i < nl; i++) {
