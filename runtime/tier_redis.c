@@ -372,8 +372,18 @@ static redisReply *run(rt_obtain *ob, rt_redis *r, int argc,
   return rep;
 }
 
-/* The context's Redis tier; NULL without one. */
-static rt_redis *redis_of(rt_cc *cc) { return cc->redis; }
+/* The Redis key of the request's value ("k") or compile lock ("lock"):
+ * named by the digest of its full cache key. */
+static void redis_key(char out[80], const char *kind, const rt_obtain *ob) {
+  snprintf(out, 80, "xpjit:%s:%s", kind, ob->digest);
+}
+
+/* The request's full key text, which values carry (malloc'd; NULL when
+ * out of memory). */
+static char *key_text(const rt_obtain *ob) {
+  char *text = NULL, hex[65];
+  return xpj_cache_key_digest(ob->key, &text, hex) == XPJ_OK ? text : NULL;
+}
 
 /* ---- values ----------------------------------------------------------- */
 
@@ -536,15 +546,12 @@ static void sleep_ms(int64_t ms) {
 }
 
 bool rt_redis_get(rt_obtain *ob, fetched *f) {
-  rt_redis *r = redis_of(ob->cc);
+  rt_redis *r = ob->cc->redis;
   if (!r)
     return false;
-  char *keytext = NULL, hex[65];
-  if (xpj_cache_key_digest(ob->key, &keytext, hex) != XPJ_OK)
-    return false;
   char vkey[80], lkey[80];
-  snprintf(vkey, sizeof vkey, "xpjit:k:%s", hex);
-  snprintf(lkey, sizeof lkey, "xpjit:lock:%s", hex);
+  redis_key(vkey, "k", ob);
+  redis_key(lkey, "lock", ob);
   /* a compile holds the lock at most its time limit (2 min without) */
   uint64_t limit_ms, mb;
   xpj_compile_limits(ob->rq->o, &limit_ms, &mb);
@@ -561,10 +568,13 @@ bool rt_redis_get(rt_obtain *ob, fetched *f) {
       break;
     }
     if (rep->type == REDIS_REPLY_STRING) {
-      const char *why = rep->len > MAX_VALUE
-                            ? "too large"
-                            : rt_redis_decode(r, keytext, (const uint8_t *)rep->str,
-                                     rep->len, f);
+      char *keytext = rep->len > MAX_VALUE ? NULL : key_text(ob);
+      const char *why = rep->len > MAX_VALUE ? "too large"
+                        : !keytext           ? "out of memory"
+                                             : rt_redis_decode(r, keytext,
+                                                               (const uint8_t *)rep->str,
+                                                               rep->len, f);
+      free(keytext);
       freeReplyObject(rep);
       if (!why) {
         hit = true;
@@ -612,60 +622,47 @@ bool rt_redis_get(rt_obtain *ob, fetched *f) {
   }
   if (!hit)
     note(ob, (xpj_cache_counters){.redis_misses = 1});
-  free(keytext);
   return hit;
 }
 
-/* Releases the compile lock if this request still holds it. */
-static void unlock(rt_obtain *ob, rt_redis *r, const char *lkey) {
-  static const char script[] =
-      "if redis.call('get', KEYS[1]) == ARGV[1] then "
-      "return redis.call('del', KEYS[1]) else return 0 end";
-  const char *argv[5] = {"EVAL", script, "1", lkey, ob->redis_token};
-  redisReply *rep = run(ob, r, 5, argv, NULL);
-  if (rep)
-    freeReplyObject(rep);
-  ob->redis_locked = false;
-}
-
 void rt_redis_put(rt_obtain *ob, const fetched *f) {
-  rt_redis *r = redis_of(ob->cc);
+  rt_redis *r = ob->cc->redis;
   if (!r || f->failed || !f->loaded || !f->cacheable)
     return;
-  char *keytext = NULL, hex[65];
-  if (xpj_cache_key_digest(ob->key, &keytext, hex) != XPJ_OK)
-    return;
+  char *keytext = key_text(ob);
   size_t n;
-  uint8_t *v = rt_redis_encode(r, keytext, f, &n);
+  uint8_t *v = keytext ? rt_redis_encode(r, keytext, f, &n) : NULL;
   free(keytext);
-  if (!v)
-    return;
-  char vkey[80], ex[24];
-  snprintf(vkey, sizeof vkey, "xpjit:k:%s", hex);
-  snprintf(ex, sizeof ex, "%lld", (long long)r->ttl_s);
-  const char *argv[5] = {"SET", vkey, (const char *)v, "EX", ex};
-  size_t len[5] = {3, strlen(vkey), n, 2, strlen(ex)};
-  redisReply *rep = run(ob, r, 5, argv, len);
-  free(v);
-  if (rep) {
-    if (rep->type == REDIS_REPLY_STATUS)
-      note(ob, (xpj_cache_counters){.redis_stores = 1});
-    freeReplyObject(rep);
+  if (v) {
+    char vkey[80], ex[24];
+    redis_key(vkey, "k", ob);
+    snprintf(ex, sizeof ex, "%lld", (long long)r->ttl_s);
+    const char *argv[5] = {"SET", vkey, (const char *)v, "EX", ex};
+    size_t len[5] = {3, strlen(vkey), n, 2, strlen(ex)};
+    redisReply *rep = run(ob, r, 5, argv, len);
+    free(v);
+    if (rep) {
+      if (rep->type == REDIS_REPLY_STATUS)
+        note(ob, (xpj_cache_counters){.redis_stores = 1});
+      freeReplyObject(rep);
+    }
   }
   rt_redis_done(ob);
 }
 
 void rt_redis_done(rt_obtain *ob) {
-  if (!ob->redis_locked)
+  rt_redis *r = ob->cc->redis;
+  if (!ob->redis_locked || !r)
     return;
-  rt_redis *r = redis_of(ob->cc);
-  char *keytext = NULL, hex[65];
-  if (!r || xpj_cache_key_digest(ob->key, &keytext, hex) != XPJ_OK) {
-    ob->redis_locked = false;
-    return;
-  }
-  free(keytext);
+  /* only if it is still ours: it may have expired and been taken */
+  static const char script[] =
+      "if redis.call('get', KEYS[1]) == ARGV[1] then "
+      "return redis.call('del', KEYS[1]) else return 0 end";
   char lkey[80];
-  snprintf(lkey, sizeof lkey, "xpjit:lock:%s", hex);
-  unlock(ob, r, lkey);
+  redis_key(lkey, "lock", ob);
+  const char *argv[5] = {"EVAL", script, "1", lkey, ob->redis_token};
+  redisReply *rep = run(ob, r, 5, argv, NULL);
+  if (rep)
+    freeReplyObject(rep);
+  ob->redis_locked = false;
 }
