@@ -126,12 +126,13 @@ build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/
 	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) \
 	  -o $@ $< $(LIB_SRCS) $(LDLIBS_ALL)
 
-bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache $(BUILD)/bench/daemon $(BUILD)/bench/opencl
+bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache $(BUILD)/bench/daemon $(BUILD)/bench/opencl $(BUILD)/bench/groups
 	$(BUILD)/bench/frontend examples/*.xpk bench/peers/frontend_peer.xpk
 	$(BUILD)/bench/compile examples/*.xpk
 	OCL_ICD_VENDORS=$${OCL_ICD_VENDORS:-$$HOME/.cache/xpjit/intel-opencl/icd} $(BUILD)/bench/cpu
 	$(BUILD)/bench/cache
 	$(BUILD)/bench/daemon
+	$(BUILD)/bench/groups
 	OCL_ICD_VENDORS=$${OCL_ICD_VENDORS:-$$HOME/.cache/xpjit/intel-opencl/icd} $(BUILD)/bench/opencl
 
 # CPU kernels: xpjit's CPU device vs xpjit's SPIR-V on Intel's OpenCL CPU
@@ -165,6 +166,11 @@ $(BUILD)/bench/opencl: bench/opencl.c tests/storm20.h $(LIB_A) bench/bench_util.
 $(BUILD)/bench/cache: bench/cache.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL) -ldl
+
+# Narrow and wide required local sizes on the CPU device (docs/abi.md).
+$(BUILD)/bench/groups: bench/groups.c $(LIB_A) bench/bench_util.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL)
 
 $(BUILD)/bench/frontend: bench/frontend.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
