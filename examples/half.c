@@ -22,26 +22,6 @@
     }                                                                         \
   } while (0)
 
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  char *s = NULL;
-  if (fseek(f, 0, SEEK_END) == 0) {
-    long n = ftell(f);
-    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (s = malloc((size_t)n + 1)) &&
-        fread(s, 1, (size_t)n, f) == (size_t)n) {
-      s[n] = 0;
-      *len = (size_t)n;
-    } else {
-      free(s);
-      s = NULL;
-    }
-  }
-  fclose(f);
-  return s;
-}
-
 static double h2d(uint16_t h) { return xpj_f16_to_double(h); }
 static uint16_t d2h(double x) { return xpj_f16_from_double(x); }
 
@@ -51,13 +31,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: half [N > 0]\n");
     return 2;
   }
-  size_t len = 0;
-  char *src = read_file("examples/half.xpk", &len);
-  if (!src) {
-    fprintf(stderr, "half: cannot read examples/half.xpk (run from the "
-            "repository root)\n");
-    return 1;
-  }
   xpj_context *ctx;
   xpj_device *dev;
   xpj_queue *q;
@@ -66,8 +39,10 @@ int main(int argc, char **argv) {
   CHECK(xpj_context_create(NULL, &ctx));
   CHECK(xpj_device_select(ctx, NULL, &dev));
   CHECK(xpj_queue_create(dev, NULL, &q));
-  CHECK(xpj_program_create(ctx, "examples/half.xpk", src, len, NULL, &prog));
-  free(src);
+  if (xpj_program_create_file(ctx, "examples/half.xpk", NULL, &prog) != XPJ_OK) {
+    fprintf(stderr, "half: %s (run from the repository root)\n", xpj_last_error());
+    return 1;
+  }
   CHECK(xpj_program_get_kernel(prog, "haxpy", "T=f16", 0, dev, NULL, &kaxpy));
   CHECK(xpj_program_get_kernel(prog, "hdot", NULL, 0, dev, NULL, &kdot));
   CHECK(xpj_program_get_kernel(prog, "bf16_scale", NULL, 0, dev, NULL,

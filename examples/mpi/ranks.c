@@ -22,25 +22,6 @@
 
 #define N 4096
 
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  char *s = NULL;
-  if (f && fseek(f, 0, SEEK_END) == 0) {
-    long n = ftell(f);
-    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (s = malloc((size_t)n + 1)) &&
-        fread(s, 1, (size_t)n, f) == (size_t)n) {
-      s[n] = 0;
-      *len = (size_t)n;
-    } else {
-      free(s);
-      s = NULL;
-    }
-  }
-  if (f)
-    fclose(f);
-  return s;
-}
-
 static const struct {
   const char *name;
   xpj_scalar t;
@@ -125,8 +106,6 @@ int main(int argc, char **argv) {
     mkdir(dir, 0700);
     snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/cache.db");
   }
-  size_t len = 0;
-  char *src = read_file("examples/axpy.xpk", &len);
   xpj_context_desc desc = {0};
   desc.visible = "cpu";
   desc.cpu_threads = 1; /* the ranks share the node's cores */
@@ -137,14 +116,12 @@ int main(int argc, char **argv) {
   xpj_program *p = NULL;
   long counts[6] = {0}; /* per xpj_kernel_origin */
   long bad = 0, failed = 0;
-  if (!src || xpj_context_create(&desc, &ctx) != XPJ_OK ||
+  if (xpj_context_create(&desc, &ctx) != XPJ_OK ||
       xpj_device_select(ctx, "cpu", &dev) != XPJ_OK ||
       xpj_queue_create(dev, NULL, &q) != XPJ_OK ||
-      xpj_program_create(ctx, "examples/axpy.xpk", src, len, NULL, &p) !=
-          XPJ_OK) {
-    fprintf(stderr, "rank %d: %s\n", rank,
-            src ? xpj_last_error()
-                : "cannot read examples/axpy.xpk (run from the repository root)");
+      xpj_program_create_file(ctx, "examples/axpy.xpk", NULL, &p) != XPJ_OK) {
+    fprintf(stderr, "rank %d: %s (run from the repository root)\n", rank,
+            xpj_last_error());
     failed = 1;
   }
   double t0 = MPI_Wtime();
@@ -185,7 +162,6 @@ int main(int argc, char **argv) {
   xpj_program_destroy(p);
   xpj_queue_destroy(q);
   xpj_context_destroy(ctx);
-  free(src);
   MPI_Finalize();
   return rank == 0 && (allbad || allfailed) ? 1 : 0;
 }
