@@ -2854,7 +2854,6 @@ static void start_group(cg *c) {
                   c->cpu_wgs, 1);
 }
 
-
 /* Range kernels: flat = begin; while (flat < end) { decompose flat; run
  * the work-items up to the end of its row }. A kernel with interchanged
  * loops runs each row segment in chunks of RANGE_CHUNK work-items at work-
