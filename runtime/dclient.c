@@ -4,6 +4,8 @@
  * different version, a daemon killed mid-request, a reply that does not
  * decode or names another key) makes rt_dc_get return false and the
  * caller compiles in-process: the application never sees a daemon error.
+ * This file is the daemon tier (tier.h): after the local tiers, before
+ * the cluster's Redis, which the daemon asks itself.
  *
  * A GET waits at most XPJIT_DAEMON_TIMEOUT (10 s by default), queue and
  * compile together. A daemon that cannot answer in time (its workers
@@ -17,6 +19,7 @@
 #define _GNU_SOURCE /* struct ucred */
 #include "daemon.h"
 #include "rt.h"
+#include "tier.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -262,7 +265,7 @@ int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
 #define RT_DC_WAIT_MS 10000 /* XPJIT_DAEMON_TIMEOUT's default */
 #define RT_DC_PROBE_MS 1000 /* the wait after an answer came too late */
 
-void rt_dc_init(rt_dc *dc) {
+static void rt_dc_init(rt_dc *dc) {
   memset(dc, 0, sizeof *dc);
   pthread_mutex_init(&dc->mu, NULL);
   dc->wait_ms = RT_DC_WAIT_MS;
@@ -293,7 +296,7 @@ void rt_dc_init(rt_dc *dc) {
   snprintf(dc->path, sizeof dc->path, "%s", path);
 }
 
-void rt_dc_fini(rt_dc *dc) {
+static void rt_dc_fini(rt_dc *dc) {
   if (dc->idle_pid == (int)getpid())
     for (unsigned i = 0; i < dc->nidle; i++)
       close(dc->idle[i]);
@@ -352,10 +355,10 @@ static int take_conn(rt_dc *dc, uint64_t deadline, bool *reused,
   int fd = xpd_connect(dc->path, greet, err, sizeof err, &wp, &wl);
   bool ok = fd >= 0;
   char cache[sizeof dc->daemon_cache] = "";
+  uint64_t proto = 0, caps = 0;
   if (ok) {
     xpd_msg m;
     char vers[256];
-    uint64_t proto = 0, caps = 0;
     ok = xpd_payload_decode(wp, wl, &m) == XPD_E_OK &&
          xpd_get_u64(&m, XPD_F_PROTO, false, &proto) == XPD_E_OK &&
          xpd_get_u64(&m, XPD_F_CAPS, false, &caps) == XPD_E_OK &&
@@ -372,8 +375,10 @@ static int take_conn(rt_dc *dc, uint64_t deadline, bool *reused,
   }
   free(wp);
   pthread_mutex_lock(&dc->mu);
-  if (ok) /* the back-off ends when a request is answered in time */
+  if (ok) { /* the back-off ends when a request is answered in time */
     snprintf(dc->daemon_cache, sizeof dc->daemon_cache, "%s", cache);
+    dc->daemon_redis = (caps & XPD_CAP_REDIS) != 0;
+  }
   else /* refused, stale, hung, another version: ask again later */
     backoff_locked(dc);
   pthread_mutex_unlock(&dc->mu);
@@ -389,7 +394,12 @@ static void give_conn(rt_dc *dc, int fd) {
   pthread_mutex_unlock(&dc->mu);
 }
 
-int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
+/* A kernel from xpjitd. On 1, *payload (free it) holds the reply and k
+ * points into it; *same_cache says the daemon wrote it to the cache file
+ * at l2_path already (a failure it remembers for a while only carries
+ * k->expires_ms: stored, it must expire too). 0: no daemon; -1: it could
+ * not serve, or not before the deadline (the caller goes on). */
+static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
               const char *l2_path, xpd_kernel *k, uint8_t **payload,
               bool *same_cache) {
   const rt_source *src = &rq->src;
@@ -489,3 +499,85 @@ int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
   pthread_mutex_unlock(&dc->mu);
   return served ? 1 : tried ? -1 : 0;
 }
+
+/* ---- the tier ---- */
+
+static xpj_status open_tier(rt_cc *cc, const xpj_context_desc *desc,
+                            void **state) {
+  (void)cc;
+  (void)desc;
+  rt_dc *dc = malloc(sizeof *dc);
+  if (!dc)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  rt_dc_init(dc);
+  *state = dc;
+  return XPJ_OK;
+}
+
+static void close_tier(void *state) {
+  if (state) {
+    rt_dc_fini(state);
+    free(state);
+  }
+}
+
+/* xpjitd, which compiles each key once for every process. */
+static bool get(void *state, rt_obtain *ob, fetched *f) {
+  rt_dc *dc = state;
+  if (!dc || dc->mode == RT_DC_OFF)
+    return false;
+  xpd_kernel dk;
+  int r = rt_dc_get(dc, ob->rq, ob->digest,
+                    ob->l2 ? xpj_cache_path(ob->l2) : NULL, &dk, &f->dpay,
+                    &f->same_cache);
+  f->fell_back = r < 0;
+  xpj_cache_counters d = {0};
+  d.daemon_hits = r == 1;
+  d.daemon_fallbacks = r < 0;
+  if (ob->l2 && r)
+    xpj_cache_note(ob->l2, &d);
+  if (r != 1)
+    return false;
+  /* this process has a Redis tier, which it leaves to its daemon: say so
+   * once when the daemon has none */
+  if (ob->cc->tier_state[RT_TIER_redis]) {
+    pthread_mutex_lock(&dc->mu);
+    bool first = !dc->daemon_redis && !dc->warned_redis;
+    dc->warned_redis |= first;
+    pthread_mutex_unlock(&dc->mu);
+    if (first)
+      rt_warn("xpjitd (%s) has no Redis tier: kernels it compiles are not "
+              "shared with the cluster; start it with --redis or "
+              "XPJIT_REDIS (docs/cluster.md)", dc->path);
+  }
+  /* entry and log are not NUL-terminated on the wire */
+  char *own = malloc(sizeof dk.entry + dk.log_len + 2);
+  if (!own)
+    return false;
+  memcpy(own, dk.entry, sizeof dk.entry);
+  own[sizeof dk.entry - 1] = 0;
+  char *log = own + sizeof dk.entry;
+  if (dk.log_len)
+    memcpy(log, dk.log, dk.log_len);
+  log[dk.log_len] = 0;
+  f->own = own;
+  f->origin = XPJ_ORIGIN_DAEMON;
+  f->status = (xpj_status)dk.status;
+  f->cacheable = !dk.transient;
+  /* a failure the daemon forgets after a while: so do we */
+  f->v = (xpj_cache_value){dk.failed != 0,
+                           dk.binary,
+                           dk.binary_len,
+                           own,
+                           log,
+                           dk.local_bytes,
+                           dk.scratch_bytes,
+                           dk.compile_us / 1000.0,
+                           dk.expires_ms ? rt_wall_ms() + (int64_t)dk.expires_ms
+                                         : 0};
+  return true;
+}
+
+const rt_tier rt_tier_daemon = {"daemon",   RT_TIER_REMOTE, open_tier,
+                                close_tier, get,            NULL,
+                                NULL};

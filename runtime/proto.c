@@ -192,7 +192,7 @@ xpd_err xpd_kernel_decode(const xpd_msg *m, xpd_kernel *k) {
   TRY(xpd_get_str(m, XPD_F_DIGEST, true, k->digest, sizeof k->digest));
   /* only a failure that is not transient can be remembered */
   if (k->status > 64 || k->failed > 1 || k->transient > 1 ||
-      k->origin > XPD_FROM_WAITED || (k->digest[0] && !is_digest(k->digest)) ||
+      k->origin > XPD_FROM_REDIS || (k->digest[0] && !is_digest(k->digest)) ||
       (k->expires_ms && (!k->failed || k->transient)))
     return XPD_E_VALUE;
   return XPD_E_OK;

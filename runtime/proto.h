@@ -29,6 +29,7 @@
 #define XPD_CAP_GET 1u
 #define XPD_CAP_STATS 2u
 #define XPD_CAP_SHUTDOWN 4u
+#define XPD_CAP_REDIS 8u /* it asks a Redis tier before compiling */
 
 typedef enum xpd_op {
   XPD_HELLO = 1,     /* client: version, versions string, pid */
@@ -85,7 +86,7 @@ typedef enum xpd_tag {
 
 /* Where the daemon found a kernel. */
 enum { XPD_FROM_COMPILED = 0, XPD_FROM_MEMORY = 1, XPD_FROM_CACHE = 2,
-       XPD_FROM_WAITED = 3 };
+       XPD_FROM_WAITED = 3, XPD_FROM_REDIS = 4 };
 
 /* Decoding results. */
 typedef enum xpd_err {

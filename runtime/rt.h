@@ -223,6 +223,8 @@ typedef struct rt_dc {
   bool probing;         /* an answer came too late: GETs wait at most 1 s
                            until one comes in time */
   char daemon_cache[1024]; /* the daemon's cache file, from its greeting */
+  bool daemon_redis;       /* it asks a Redis tier (XPD_CAP_REDIS) */
+  bool warned_redis;       /* that it has none was said */
 } rt_dc;
 enum { RT_DC_OFF, RT_DC_AUTO, RT_DC_PATH };
 
@@ -232,6 +234,7 @@ typedef struct rt_bundle {
   struct rt_bundle *_Atomic next;
 } rt_bundle;
 
+#define RT_MAX_TIERS 8
 typedef struct rt_cc {
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -248,10 +251,8 @@ typedef struct rt_cc {
   xpj_cache_counters counters; /* this context's events */
   uint64_t l1_flushed;         /* l1_hits already noted in l2 */
   char versions[128];
-  rt_dc dc;
-  /* the cluster tier (tier_redis.c; desc->redis, else XPJIT_REDIS), set
-   * up with the context; NULL: none */
-  struct rt_redis *redis;
+  /* each tier's state (tier.h), set up with the context; NULL: none */
+  void *tier_state[RT_MAX_TIERS];
 } rt_cc;
 
 struct xpj_context {
@@ -325,20 +326,6 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
  * into rq, code and cc->versions. */
 xpj_status rt_cc_key(rt_cc *cc, const rt_request *rq, char code[65],
                      char digest[65], xpj_cache_key *key);
-
-/* ---- the daemon client (dclient.c) ---- */
-void rt_dc_init(rt_dc *dc);
-void rt_dc_fini(rt_dc *dc);
-/* A kernel from xpjitd. On 1, *payload (free it) holds the reply and k
- * points into it; *same_cache says the daemon wrote it to the cache file
- * at l2_path already (a failure it remembers for a while only carries
- * k->expires_ms: stored, it must expire too). 0: no daemon; -1: it could
- * not serve, or not before the deadline (the caller compiles in both
- * cases). */
-struct xpd_kernel;
-int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
-              const char *l2_path, struct xpd_kernel *k, uint8_t **payload,
-              bool *same_cache);
 
 /* A backend's note on why it has no devices (libcuda not found, no Level
  * Zero driver): kept for the error when a filter asks for one, and shown by

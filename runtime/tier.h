@@ -1,11 +1,26 @@
 /* tier.h - the places a compiled kernel may come from before a compile,
- * walked in one order by kcache.c (docs/cache.md, "Tiers"): the second
- * level on disk, bundles, the compile daemon, the cluster's Redis. Adding
- * a tier is a file with its get/put and a line in kcache.c's table. */
+ * walked in one order (docs/cache.md, "Tiers"): the second level on disk,
+ * bundles, the compile daemon, the cluster's Redis.
+ *
+ * A tier is a file that defines `const rt_tier rt_tier_NAME` and a line
+ * in RT_TIERS below; nothing else names it. libxpjit walks every tier
+ * (kcache.c); xpjitd walks the local ones on its event loop and its
+ * workers walk the remote ones, then compile (rt_cc_local, rt_cc_serve).
+ * Each tier counts its own events in the counters of xpjit_cache.h. */
 #ifndef XPJ_RT_TIER_H
 #define XPJ_RT_TIER_H
 
 #include "rt.h"
+
+/* The tiers, in the order a request walks them. The daemon, which
+ * compiles for the node, comes before the cluster's Redis: it asks Redis
+ * itself, so that a node's processes make one request there, not one
+ * each. */
+#define RT_TIERS(X) X(disk) X(bundles) X(daemon) X(redis)
+
+#define RT_TIER_INDEX(name) RT_TIER_##name,
+enum { RT_TIERS(RT_TIER_INDEX) RT_NTIERS };
+#undef RT_TIER_INDEX
 
 /* A request on its way through the tiers: the request, keyed once. */
 typedef struct rt_obtain {
@@ -14,30 +29,24 @@ typedef struct rt_obtain {
   const rt_request *rq;
   const xpj_cache_key *key;
   const char *digest; /* of key: the request's identity in every tier */
-  /* the Redis tier's cluster-wide compile lock, while this request holds
-   * it (tier_redis.c) */
-  bool redis_locked;
-  char redis_token[40];
+  /* a tier's hold on this request (the Redis tier's cluster-wide compile
+   * lock and its owner token), released by the tier's done */
+  bool held;
+  char token[40];
 } rt_obtain;
 
-/* A compiled kernel on its way to the first level: where it came from,
- * what it says, and the storage behind its fields (one of ce, res, dpay,
- * own). */
+/* A compiled kernel on its way to the first level, or to a daemon's
+ * client: the record every tier reads and writes (v, as the store keeps
+ * it: v.failed is 0, 1 or an xpd_failed_code), where it came from, and
+ * the storage behind v's pointers (one of ce, res, dpay, own). */
 typedef struct fetched {
+  xpj_cache_value v;
   xpj_kernel_origin origin;
-  unsigned tier;         /* index of the tier it came from; compiles: the
-                            number of tiers */
+  unsigned tier;         /* index of the tier it came from; compiles:
+                            RT_NTIERS */
   struct rt_bundle *bundle; /* origin BUNDLE: which one */
-  bool failed;           /* a compile failure (log says why) */
-  xpj_status status;     /* its status when failed */
-  const uint8_t *data;
-  size_t len;
-  const char *entry, *log;
-  uint64_t local_bytes, scratch_bytes;
-  double compile_ms;
+  xpj_status status;     /* its status when v.failed */
   bool cacheable;        /* a fact about the inputs: may be stored */
-  int64_t expires_ms;    /* a remembered resource failure: until then, */
-  int failed_code;       /* as xpd_failed_code says (0: a plain one) */
   bool same_cache;       /* the daemon stored it in our cache file */
   bool fell_back;        /* a daemon was there and could not serve */
   bool loaded;           /* on the device (or copied, dev NULL) */
@@ -45,28 +54,66 @@ typedef struct fetched {
   xpj_cache_entry ce;
   xpj_result *res;
   uint8_t *dpay;
-  char *log_owned;
-  void *own;             /* a tier's buffer behind data/entry/log */
+  void *own;             /* a tier's buffer behind v's pointers */
 } fetched;
 
-/* A tier: get fills f and returns true when it has the kernel (a hit, or
- * a failure it remembers); put, when not NULL, is offered what a later
- * tier or a compile produced (write-back), once the device took it. */
+typedef enum rt_tier_kind {
+  RT_TIER_LOCAL,  /* files on this machine: answers at once */
+  RT_TIER_REMOTE, /* across a socket: may wait (for another's compile) */
+} rt_tier_kind;
+
+/* A tier. open (NULL: no state) sets up its state from the context's
+ * descriptor when the context is created; a tier that cannot start warns
+ * and stays off (state NULL), it never fails the context. get fills f and
+ * says true when it has the kernel (a hit, or a failure it remembers).
+ * put (NULL: read-only) is offered what a later tier or a compile
+ * produced (write-back), once the device took it; done (NULL: nothing)
+ * ends the request, put or not (a lock taken by get is let go). */
 typedef struct rt_tier {
   const char *name;
-  bool (*get)(rt_obtain *ob, fetched *f);
-  void (*put)(rt_obtain *ob, const fetched *f);
+  rt_tier_kind kind;
+  xpj_status (*open)(rt_cc *cc, const xpj_context_desc *desc, void **state);
+  void (*close)(void *state);
+  bool (*get)(void *state, rt_obtain *ob, fetched *f);
+  void (*put)(void *state, rt_obtain *ob, const fetched *f);
+  void (*done)(void *state, rt_obtain *ob);
 } rt_tier;
+
+#define RT_TIER_DECLARE(name) extern const rt_tier rt_tier_##name;
+RT_TIERS(RT_TIER_DECLARE)
+#undef RT_TIER_DECLARE
 
 /* Adds d to the context's counters and the second level's (kcache.c). */
 void rt_cc_note(rt_obtain *ob, const xpj_cache_counters *d);
+/* The wall clock, Unix epoch ms (expiries). */
+int64_t rt_wall_ms(void);
 
-/* tier_redis.c: the cluster tier (XPJIT_REDIS, xpj_context_desc.redis). */
+/* ---- xpjitd's walk (kcache.c) ---- */
+
+struct rt_keyed; /* daemon.h */
+
+/* The request of a keyed kernel (no device, no source). */
+void rt_keyed_request(const struct rt_keyed *k, rt_request *rq);
+/* The local tiers, for xpjitd's event loop: true and f filled when one
+ * has the kernel. A remembered failure answers only a request that allows
+ * no more time or memory than the compile that ran out of them. */
+bool rt_cc_local(xpj_context *ctx, const struct rt_keyed *k, fetched *f);
+/* The remote tiers, then a compile in this process (an xpjitd worker is
+ * the isolation), written back to the remote tiers: XPJ_OK when f holds
+ * an answer, failed or not. */
+xpj_status rt_cc_serve(xpj_context *ctx, const struct rt_keyed *k,
+                       fetched *f);
+void rt_fetched_clear(fetched *f);
+/* f's record from f->ce, a second-level or bundle entry. */
+void rt_fetched_from_entry(fetched *f, xpj_kernel_origin origin);
+
+/* ---- the Redis tier's value format (tier_redis.c), for its tests ---- */
+
 typedef struct rt_redis rt_redis;
 xpj_status rt_redis_open(const char *url, rt_redis **out);
 void rt_redis_close(rt_redis *r);
-bool rt_redis_get(rt_obtain *ob, fetched *f);
-void rt_redis_put(rt_obtain *ob, const fetched *f);
+/* r's URL with its password masked, for messages. */
+const char *rt_redis_shown(const rt_redis *r);
 /* A value (docs/cache.md) for f stored under keytext: malloc'd, *len
  * bytes; NULL when out of memory. */
 uint8_t *rt_redis_encode(const rt_redis *r, const char *keytext,
@@ -76,8 +123,5 @@ uint8_t *rt_redis_encode(const rt_redis *r, const char *keytext,
  * why not and leaves f alone. */
 const char *rt_redis_decode(const rt_redis *r, const char *keytext,
                             const uint8_t *v, size_t n, fetched *f);
-/* After a miss that took the cluster-wide compile lock: releases it when
- * nothing was put (a failed compile), so that waiters stop waiting. */
-void rt_redis_done(rt_obtain *ob);
 
 #endif

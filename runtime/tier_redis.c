@@ -445,8 +445,8 @@ static void checksum(const rt_redis *r, const uint8_t *s, size_t n,
  * time, binary, then the checksum of all that (docs/cache.md) */
 uint8_t *rt_redis_encode(const rt_redis *r, const char *keytext,
                          const fetched *f, size_t *len) {
-  size_t kl = strlen(keytext), el = strlen(f->entry ? f->entry : "");
-  size_t n = 4 + 4 + 4 + 4 + kl + 4 + el + 8 + 8 + 8 + 8 + f->len + 32;
+  size_t kl = strlen(keytext), el = strlen(f->v.entry ? f->v.entry : "");
+  size_t n = 4 + 4 + 4 + 4 + kl + 4 + el + 8 + 8 + 8 + 8 + f->v.size + 32;
   uint8_t *buf = malloc(n), *p = buf;
   if (!buf)
     return NULL;
@@ -456,15 +456,15 @@ uint8_t *rt_redis_encode(const rt_redis *r, const char *keytext,
   put_u32(&p, (uint32_t)kl);
   put_bytes(&p, keytext, kl);
   put_u32(&p, (uint32_t)el);
-  put_bytes(&p, f->entry ? f->entry : "", el);
-  put_u64(&p, f->local_bytes);
-  put_u64(&p, f->scratch_bytes);
+  put_bytes(&p, f->v.entry ? f->v.entry : "", el);
+  put_u64(&p, f->v.local_bytes);
+  put_u64(&p, f->v.scratch_bytes);
   uint64_t ms;
-  memcpy(&ms, &f->compile_ms, sizeof ms);
+  memcpy(&ms, &f->v.compile_ms, sizeof ms);
   put_u64(&p, ms);
-  put_u64(&p, f->len);
-  if (f->len)
-    put_bytes(&p, f->data, f->len);
+  put_u64(&p, f->v.size);
+  if (f->v.size)
+    put_bytes(&p, f->v.data, f->v.size);
   checksum(r, buf, (size_t)(p - buf), p);
   *len = n;
   return buf;
@@ -509,15 +509,15 @@ const char *rt_redis_decode(const rt_redis *r, const char *keytext,
   own[dl] = 0;
   f->own = own;
   f->origin = XPJ_ORIGIN_REDIS;
-  f->data = own;
-  f->len = dl;
-  f->entry = (const char *)own + dl + 1;
-  f->log = "";
-  f->local_bytes = local;
-  f->scratch_bytes = scratch;
-  memcpy(&f->compile_ms, &ms, sizeof ms);
-  if (!(f->compile_ms >= 0 && f->compile_ms < 1e9))
-    f->compile_ms = 0;
+  f->v.data = own;
+  f->v.size = dl;
+  f->v.entry = (const char *)own + dl + 1;
+  f->v.log = "";
+  f->v.local_bytes = local;
+  f->v.scratch_bytes = scratch;
+  memcpy(&f->v.compile_ms, &ms, sizeof ms);
+  if (!(f->v.compile_ms >= 0 && f->v.compile_ms < 1e9))
+    f->v.compile_ms = 0;
   f->cacheable = true;
   return NULL;
 }
@@ -545,8 +545,8 @@ static void sleep_ms(int64_t ms) {
     ;
 }
 
-bool rt_redis_get(rt_obtain *ob, fetched *f) {
-  rt_redis *r = ob->cc->redis;
+static bool get(void *state, rt_obtain *ob, fetched *f) {
+  rt_redis *r = state;
   if (!r)
     return false;
   char vkey[80], lkey[80];
@@ -579,7 +579,7 @@ bool rt_redis_get(rt_obtain *ob, fetched *f) {
       if (!why) {
         hit = true;
         note(ob, (xpj_cache_counters){.redis_hits = 1,
-                                      .saved_ms = f->compile_ms,
+                                      .saved_ms = f->v.compile_ms,
                                       .redis_waits = waited});
         break;
       }
@@ -590,12 +590,12 @@ bool rt_redis_get(rt_obtain *ob, fetched *f) {
       break;
     }
     freeReplyObject(rep);
-    if (ob->redis_locked)
+    if (ob->held)
       break; /* still missing, and ours to compile */
-    random_token(ob->redis_token);
+    random_token(ob->token);
     char px[24];
     snprintf(px, sizeof px, "%lld", (long long)lock_ms);
-    const char *set[6] = {"SET", lkey, ob->redis_token, "NX", "PX", px};
+    const char *set[6] = {"SET", lkey, ob->token, "NX", "PX", px};
     rep = run(ob, r, 6, set, NULL);
     if (!rep)
       break;
@@ -607,7 +607,7 @@ bool rt_redis_get(rt_obtain *ob, fetched *f) {
     if (mine) {
       /* the holder before us may have stored the value and let go
        * between our GET and our SET: look once more, holding the lock */
-      ob->redis_locked = true;
+      ob->held = true;
       continue;
     }
     /* another process or node is compiling it: wait for its value */
@@ -625,9 +625,11 @@ bool rt_redis_get(rt_obtain *ob, fetched *f) {
   return hit;
 }
 
-void rt_redis_put(rt_obtain *ob, const fetched *f) {
-  rt_redis *r = ob->cc->redis;
-  if (!r || f->failed || !f->loaded || !f->cacheable)
+static void done(void *state, rt_obtain *ob);
+
+static void put(void *state, rt_obtain *ob, const fetched *f) {
+  rt_redis *r = state;
+  if (!r || f->v.failed || !f->loaded || !f->cacheable)
     return;
   char *keytext = key_text(ob);
   size_t n;
@@ -647,12 +649,14 @@ void rt_redis_put(rt_obtain *ob, const fetched *f) {
       freeReplyObject(rep);
     }
   }
-  rt_redis_done(ob);
+  done(r, ob);
 }
 
-void rt_redis_done(rt_obtain *ob) {
-  rt_redis *r = ob->cc->redis;
-  if (!ob->redis_locked || !r)
+/* After a miss that took the cluster-wide compile lock: releases it when
+ * nothing was put (a failed compile), so that waiters stop waiting. */
+static void done(void *state, rt_obtain *ob) {
+  rt_redis *r = state;
+  if (!ob->held || !r)
     return;
   /* only if it is still ours: it may have expired and been taken */
   static const char script[] =
@@ -660,9 +664,28 @@ void rt_redis_done(rt_obtain *ob) {
       "return redis.call('del', KEYS[1]) else return 0 end";
   char lkey[80];
   redis_key(lkey, "lock", ob);
-  const char *argv[5] = {"EVAL", script, "1", lkey, ob->redis_token};
+  const char *argv[5] = {"EVAL", script, "1", lkey, ob->token};
   redisReply *rep = run(ob, r, 5, argv, NULL);
   if (rep)
     freeReplyObject(rep);
-  ob->redis_locked = false;
+  ob->held = false;
 }
+
+const char *rt_redis_shown(const rt_redis *r) { return r->shown; }
+
+static xpj_status open_tier(rt_cc *cc, const xpj_context_desc *desc,
+                            void **state) {
+  (void)cc;
+  /* every setting is read now; it connects on first use */
+  const char *url = desc && desc->redis ? desc->redis : getenv("XPJIT_REDIS");
+  *state = NULL;
+  if (!url || !*url || !strcmp(url, "off"))
+    return XPJ_OK;
+  return rt_redis_open(url, (rt_redis **)state);
+}
+
+static void close_tier(void *state) { rt_redis_close(state); }
+
+const rt_tier rt_tier_redis = {"Redis",    RT_TIER_REMOTE, open_tier,
+                               close_tier, get,            put,
+                               done};

@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include "daemon.h"
 #include "proto.h"
+#include "tier.h"
 #include "xpjit.h"
 #include "xpjit_cache.h"
 #include "xpjitd.h"
@@ -70,6 +71,9 @@ static struct {
   uint64_t mem_limit;       /* bytes of binaries kept in memory */
   uint64_t client_memory;   /* bytes held for all clients */
   uint64_t failure_ttl_ms;  /* a timed-out compile is remembered this long */
+  const char *redis;        /* --redis, else XPJIT_REDIS: the cluster tier
+                               its workers ask before compiling */
+  char redis_shown[512];    /* its URL, password masked ("" when none) */
   bool foreground;
 } cfg = {.log_level = 2, .max_conns = 4096, .io_timeout_ms = 10000,
          .idle_timeout_ms = 600000, .compile_timeout_ms = 120000,
@@ -140,7 +144,8 @@ __attribute__((format(printf, 3, 4))) static void say_limited(
 static struct {
   uint64_t started_ms;
   uint64_t conns_total, conns_refused_uid, conns_refused_busy;
-  uint64_t requests, hits_memory, hits_cache, hits_remembered, coalesced,
+  uint64_t requests, hits_memory, hits_cache, hits_redis, hits_remembered,
+      coalesced,
       compiles, compile_failures, compile_transient, compile_us,
       failures_remembered, jobs_dropped, worker_spawns, spawn_failures,
       worker_crashes, worker_timeouts, malformed, io_timeouts,
@@ -1005,6 +1010,39 @@ static void job_free(job *j) {
   client_put(cl);
 }
 
+/* e ready with a copy of v (log: log_len bytes, not NUL-terminated):
+ * false when out of memory. */
+static bool entry_fill(entry *e, xpj_status status, const xpj_cache_value *v,
+                       size_t log_len) {
+  e->bin = malloc(v->size ? v->size : 1);
+  e->log = malloc(log_len + 1);
+  if (!e->bin || !e->log) {
+    free(e->bin);
+    free(e->log);
+    e->bin = NULL;
+    e->log = NULL;
+    return false;
+  }
+  if (v->size)
+    memcpy(e->bin, v->data, v->size);
+  if (log_len)
+    memcpy(e->log, v->log, log_len);
+  e->log[log_len] = 0;
+  e->log_len = log_len;
+  e->len = v->size;
+  e->status = (uint64_t)status;
+  e->failed = v->failed != 0;
+  snprintf(e->entry_name, sizeof e->entry_name, "%.*s",
+           (int)sizeof e->entry_name - 1, v->entry ? v->entry : "");
+  e->local = v->local_bytes;
+  e->scratch = v->scratch_bytes;
+  e->compile_us = (uint64_t)(v->compile_ms * 1000.0);
+  e->ready = true;
+  mem_bytes += e->len + e->log_len;
+  lru_front(e);
+  return true;
+}
+
 static void reply_kernel(conn *c, uint32_t id, const entry *e, int origin) {
   xpd_kernel k = {0};
   k.status = e->status;
@@ -1030,8 +1068,7 @@ static void reply_kernel(conn *c, uint32_t id, const entry *e, int origin) {
 
 /* Answers every waiter of the ready entry e: the first started the
  * compile, the others waited on it. */
-static void answer_waiters(entry *e) {
-  int origin = XPD_FROM_COMPILED;
+static void answer_waiters(entry *e, int origin) {
   for (waiter *w = take_waiters(e), *n; w; w = n) {
     n = w->next;
     if (!w->c->dead)
@@ -1150,7 +1187,7 @@ static void remember_failure(job *j, xpj_status s, const char *what,
   }
   LOG_I("%s [%s] for %s: the failure is remembered for %llu s", j->kernel,
         j->dtypes, short_target(j->target), (unsigned long long)ttl_s);
-  answer_waiters(e);
+  answer_waiters(e, XPD_FROM_COMPILED);
 }
 
 /* How a worker went. */
@@ -1408,8 +1445,11 @@ static void job_done(worker *w, const xpd_kernel *k) {
   w->job = NULL;
   entry *e = j->e;
   e->job = NULL;
-  st.compiles++;
-  st.compile_us += k->compile_us;
+  /* the worker found it in the cluster's Redis, or compiled it */
+  bool from_redis = k->origin == XPD_FROM_REDIS && !k->failed;
+  st.hits_redis += from_redis;
+  st.compiles += !from_redis;
+  st.compile_us += from_redis ? 0 : k->compile_us;
   if (k->failed)
     st.compile_failures++;
   if (k->transient) {
@@ -1431,49 +1471,37 @@ static void job_done(worker *w, const xpd_kernel *k) {
     job_free(j);
     return;
   }
-  e->status = k->status;
-  e->failed = k->failed;
-  e->len = k->binary_len;
-  e->bin = malloc(e->len ? e->len : 1);
-  e->log = malloc(k->log_len + 1);
-  if (!e->bin || !e->log) {
+  xpj_cache_value v = {k->failed != 0, k->binary, k->binary_len, k->entry,
+                       (const char *)k->log, k->local_bytes, k->scratch_bytes,
+                       (double)k->compile_us / 1000.0, 0};
+  if (!entry_fill(e, (xpj_status)k->status, &v, k->log_len)) {
     fail_waiters(e, true, XPJ_ERR_NOMEM, "xpjitd: out of memory");
     remove_entry(e);
     job_free(j);
     return;
   }
-  if (e->len)
-    memcpy(e->bin, k->binary, e->len);
-  if (k->log_len)
-    memcpy(e->log, k->log, k->log_len);
-  e->log[k->log_len] = 0;
-  e->log_len = k->log_len;
-  snprintf(e->entry_name, sizeof e->entry_name, "%s", k->entry);
-  e->local = k->local_bytes;
-  e->scratch = k->scratch_bytes;
-  e->compile_us = k->compile_us;
-  e->ready = true;
-  mem_bytes += e->len + e->log_len;
-  lru_front(e);
   if (l2) {
     xpj_cache_key key = {j->code, j->kernel, j->dtypes, j->ndim, j->target,
                          j->options, NULL};
     key.versions = versions;
     xpj_cache_counters d = {0};
-    d.compiles = 1;
+    d.compiles = !from_redis;
     d.compile_failures = k->failed;
-    d.compile_ms = (double)k->compile_us / 1000.0;
+    d.compile_ms = from_redis ? 0 : (double)k->compile_us / 1000.0;
+    d.redis_hits = from_redis;
     xpj_cache_note(l2, &d);
-    xpj_cache_value v = {(int)e->failed, e->bin, e->len, e->entry_name,
-                         e->log, e->local, e->scratch,
-                         (double)e->compile_us / 1000.0, 0};
+    v.log = e->log; /* NUL-terminated */
     if (xpj_cache_put(l2, &key, &v) != XPJ_OK)
       LOG_W("cache: %s", xpj_cache_last_error());
   }
-  LOG_I("compiled %s [%s] %s for %s in %.1f ms%s", j->kernel, j->dtypes,
-        j->options, short_target(j->target), (double)k->compile_us / 1000.0,
-        k->failed ? " (failed)" : "");
-  answer_waiters(e);
+  if (from_redis)
+    LOG_I("%s [%s] %s for %s: from the Redis tier", j->kernel, j->dtypes,
+          j->options, short_target(j->target));
+  else
+    LOG_I("compiled %s [%s] %s for %s in %.1f ms%s", j->kernel, j->dtypes,
+          j->options, short_target(j->target),
+          (double)k->compile_us / 1000.0, k->failed ? " (failed)" : "");
+  answer_waiters(e, from_redis ? XPD_FROM_REDIS : XPD_FROM_COMPILED);
   job_free(j);
   evict();
 }
@@ -1639,54 +1667,38 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
     send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
     return;
   }
-  /* the cache file */
-  xpj_cache_entry ce;
-  memset(&ce, 0, sizeof ce);
-  bool hit = !past_failure && l2 && xpj_cache_get(l2, &k.key, &ce) == XPJ_OK;
-  bool remembered = hit && ce.failed && ce.expires_ms;
-  if (remembered && !xpd_failure_answers(ce.failed, limit, worker_memory_mb)) {
-    xpj_cache_entry_clear(&ce); /* it ran out of less than we give now */
-    hit = false;
-  }
-  uint64_t row_limit = remembered && (ce.failed & 15) == XPJ_FAILURE_TIMEOUT
-                           ? xpd_failed_limit(ce.failed)
+  /* the local tiers (the cache file); the remote ones are asked by the
+   * worker that compiles, off this loop. The request's time limit is the
+   * daemon's: a remembered failure answers within it. */
+  fetched f;
+  k.o.timeout_ms = (unsigned)limit;
+  bool hit = !past_failure && rt_cc_local(ctx, &k, &f);
+  uint64_t row_limit = hit && f.v.failed && f.v.expires_ms &&
+                               (f.v.failed & 15) == XPJ_FAILURE_TIMEOUT
+                           ? xpd_failed_limit(f.v.failed)
                            : 0;
   if (hit && beyond_our_limit(c, id, 1, row_limit, want, limit)) {
-    xpj_cache_entry_clear(&ce);
+    rt_fetched_clear(&f);
     remove_entry(e);
     rt_keyed_free(&k);
     return;
   }
   if (hit) {
     st.hits_cache++;
-    e->status = !ce.failed ? XPJ_OK
-                : (ce.failed & 15) == XPJ_FAILURE_MEMORY ? XPJ_ERR_NOMEM
-                                                          : XPJ_ERR_COMPILE;
-    e->failed = ce.failed != 0;
-    e->bin = ce.data;
-    e->len = ce.size;
-    ce.data = NULL;
-    e->log = ce.log ? ce.log : strdup("");
-    e->log_len = e->log ? strlen(e->log) : 0;
-    ce.log = NULL;
-    snprintf(e->entry_name, sizeof e->entry_name, "%s",
-             ce.entry ? ce.entry : "");
-    e->local = ce.local_bytes;
-    e->scratch = ce.scratch_bytes;
-    e->compile_us = (uint64_t)(ce.compile_ms * 1000.0);
+    bool ok = entry_fill(e, f.status, &f.v, strlen(f.v.log ? f.v.log : ""));
     e->limit_ms = row_limit;
-    if (ce.expires_ms) { /* a remembered failure: forgotten when it says */
-      struct timespec now;
-      clock_gettime(CLOCK_REALTIME, &now);
-      int64_t left = ce.expires_ms - ((int64_t)now.tv_sec * 1000 +
-                                      now.tv_nsec / 1000000);
+    if (ok && f.v.expires_ms) { /* a remembered failure: forgotten when it
+                                   says */
+      int64_t left = f.v.expires_ms - rt_wall_ms();
       e->expires_ms = xpd_now_ms() + (uint64_t)(left > 1 ? left : 1);
     }
-    xpj_cache_entry_clear(&ce);
-    e->ready = true;
-    mem_bytes += e->len + e->log_len;
-    lru_front(e);
+    rt_fetched_clear(&f);
     rt_keyed_free(&k);
+    if (!ok) {
+      remove_entry(e);
+      send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
+      return;
+    }
     reply_kernel(c, id, e, XPD_FROM_CACHE);
     evict();
     return;
@@ -1763,8 +1775,8 @@ static void stats_text(xpd_buf *b) {
       "pid %d\nuptime_s %.1f\nversions %s\nsocket %s\ncache %s\n"
       "connections %u\nconnections_total %llu\nclients %u\n"
       "refused_uid %llu\nrefused_busy %llu\nrefused_memory %llu\n"
-      "requests %llu\nhits_memory %llu\nhits_cache %llu\n"
-      "hits_remembered %llu\ncoalesced %llu\ncompiles %llu\n"
+      "requests %llu\nhits_memory %llu\nhits_cache %llu\nhits_redis %llu\n"
+      "redis %s\nhits_remembered %llu\ncoalesced %llu\ncompiles %llu\n"
       "compile_failures %llu\ncompile_transient %llu\ncompile_ms %.1f\n"
       "failures_remembered %llu\nqueue %u\njobs_dropped %llu\nworkers %u\n"
       "workers_running %u\nworkers_busy %u\nworker_spawns %llu\n"
@@ -1780,7 +1792,8 @@ static void stats_text(xpd_buf *b) {
       (unsigned long long)st.conns_refused_busy,
       (unsigned long long)st.refused_memory,
       (unsigned long long)st.requests, (unsigned long long)st.hits_memory,
-      (unsigned long long)st.hits_cache,
+      (unsigned long long)st.hits_cache, (unsigned long long)st.hits_redis,
+      cfg.redis_shown[0] ? cfg.redis_shown : "off",
       (unsigned long long)st.hits_remembered,
       (unsigned long long)st.coalesced, (unsigned long long)st.compiles,
       (unsigned long long)st.compile_failures,
@@ -1838,7 +1851,8 @@ static void handle_frame(conn *c) {
     size_t at = frame_begin(c, XPD_WELCOME, h.id);
     xpd_put_u64(&c->out, XPD_F_PROTO, XPD_VERSION);
     xpd_put_u64(&c->out, XPD_F_CAPS,
-                XPD_CAP_GET | XPD_CAP_STATS | XPD_CAP_SHUTDOWN);
+                XPD_CAP_GET | XPD_CAP_STATS | XPD_CAP_SHUTDOWN |
+                    (cfg.redis_shown[0] ? XPD_CAP_REDIS : 0));
     xpd_put_str(&c->out, XPD_F_VERSIONS, versions);
     xpd_put_u64(&c->out, XPD_F_PID, (uint64_t)getpid());
     xpd_put_str(&c->out, XPD_F_CACHE_PATH,
@@ -2361,6 +2375,11 @@ static void usage(FILE *f) {
       "  --failure-ttl S       remember a compile that timed out or ran "
       "out of\n"
       "                        memory this long (default 600; 0: never)\n"
+      "  --redis URL           the cluster's Redis tier, asked before a "
+      "compile\n"
+      "                        (redis://[user:pass@]host[:port][/db] or "
+      "unix:PATH;\n"
+      "                        default: XPJIT_REDIS; docs/cluster.md)\n"
       "  --version, --help\n"
       "Environment: XPJIT_CACHE, XPJIT_CACHE_DIR, XPJIT_CACHE_MAX_SIZE as "
       "for libxpjit.\n");
@@ -2472,6 +2491,9 @@ int main(int argc, char **argv) {
       }
     } else if (!strcmp(a, "--client-compiles")) {
       NUM(cfg.client_compiles, 1, 256);
+    } else if (!strcmp(a, "--redis")) {
+      NEED_VAL();
+      cfg.redis = val;
     } else if (!strcmp(a, "--failure-ttl")) {
       NUM(cfg.failure_ttl_ms, 0, 86400);
       cfg.failure_ttl_ms *= 1000;
@@ -2494,6 +2516,23 @@ int main(int argc, char **argv) {
     return 1;
   }
   self_exe[sl] = 0;
+  /* the Redis tier: its workers read it from their environment; a bad
+   * URL stops the start (the password is never printed) */
+  const char *url = cfg.redis ? cfg.redis : getenv("XPJIT_REDIS");
+  if (url && *url && strcmp(url, "off") != 0) {
+    rt_redis *r = NULL;
+    if (rt_redis_open(url, &r) != XPJ_OK) {
+      fprintf(stderr, "xpjitd: %s: %s\n",
+              cfg.redis ? "--redis" : "XPJIT_REDIS", xpj_last_error());
+      return 2;
+    }
+    snprintf(cfg.redis_shown, sizeof cfg.redis_shown, "%s",
+             rt_redis_shown(r));
+    rt_redis_close(r);
+    setenv("XPJIT_REDIS", url, 1);
+  } else {
+    setenv("XPJIT_REDIS", "off", 1);
+  }
   if (!cfg.client_compiles)
     cfg.client_compiles = cfg.workers > 1 ? cfg.workers - 1 : 1;
 
@@ -2593,7 +2632,7 @@ int main(int argc, char **argv) {
   desc.cpu_threads = 1;
   desc.no_env_bundles = 1;
   desc.visible = "cpu"; /* it compiles; it opens no GPU driver */
-  desc.redis = "off"; /* its clients ask Redis (docs/cluster.md) */
+  desc.redis = "off"; /* its workers ask Redis, never the event loop */
   if (xpj_context_create(&desc, &ctx) != XPJ_OK) {
     LOG_E("cannot create a context: %s", xpj_last_error());
     return 1;

@@ -1,6 +1,7 @@
 /* xpjitd_worker.c - a compile worker of xpjitd (`xpjitd --worker`): reads
- * JOB frames on fd 0, compiles, writes RESULT frames on fd 1, one at a
- * time, until its daemon closes the pipe. It resolves and keys each job
+ * JOB frames on fd 0, looks in the remote tiers (the cluster's Redis) or
+ * compiles (rt_cc_serve), writes RESULT frames on fd 1, one at a time,
+ * until its daemon closes the pipe. It resolves and keys each job
  * with the same code as the runtime and the daemon (rt_program_keyed) and
  * refuses a job whose key differs from the one the daemon sent. A crash
  * or a hang here costs the daemon one job and this process, nothing
@@ -12,6 +13,7 @@
 #define _GNU_SOURCE
 #include "daemon.h"
 #include "proto.h"
+#include "tier.h"
 #include "xpjit.h"
 #include "xpjitd.h"
 
@@ -72,7 +74,8 @@ int xpjitd_worker_main(void) {
   desc.no_env_bundles = 1;
   desc.visible = "cpu"; /* it compiles; it opens no GPU driver */
   desc.cache_mode = XPJ_CACHE_MODE_OFF;
-  desc.redis = "off";
+  /* the Redis tier: XPJIT_REDIS, which the daemon set from its own
+   * settings (checked at its start) */
   xpj_context *ctx = NULL;
   if (xpj_context_create(&desc, &ctx) != XPJ_OK) {
     fprintf(stderr, "xpjitd worker: %s\n", xpj_last_error());
@@ -121,35 +124,33 @@ int xpjitd_worker_main(void) {
       rt_keyed_free(&k);
     } else {
       /* this process is the isolation: compile here (SPIR-V still forks,
-       * from this single-threaded process) */
+       * from this single-threaded process), after the remote tiers (the
+       * cluster's Redis), and write back to them */
       k.o.isolation = XPJ_ISOLATE_NONE;
-      xpj_result *res = NULL;
-      xpj_status s = xpj_compile(k.sm, g.kernel, &k.t, &k.o, XPJ_EMIT_BIN,
-                                 &res);
-      if (!res) {
-        ok = fail(g.digest, s, "out of memory");
+      fetched f;
+      if (rt_cc_serve(ctx, &k, &f) != XPJ_OK) {
+        ok = fail(g.digest, XPJ_ERR_NOMEM, xpj_last_error());
       } else {
         xpd_kernel r = {0};
-        r.status = (uint64_t)s;
-        r.failed = s != XPJ_OK;
+        r.status = (uint64_t)f.status;
+        r.failed = f.v.failed != 0;
+        r.origin = f.origin == XPJ_ORIGIN_REDIS ? XPD_FROM_REDIS
+                                                : XPD_FROM_COMPILED;
         /* a failure of the inputs (or a compiler crash on them) is an
          * answer; running out of time or memory, or no worker, is not */
-        xpj_failure_kind why = xpj_result_failure_kind(res);
-        r.transient = s != XPJ_OK && why != XPJ_FAILURE_INPUT &&
-                      why != XPJ_FAILURE_CRASH;
-        r.binary = xpj_result_data(res, &r.binary_len);
-        snprintf(r.entry, sizeof r.entry, "%s",
-                 xpj_result_entry(res) ? xpj_result_entry(res) : "");
-        const char *log = xpj_result_log(res);
-        r.log = (const uint8_t *)(log ? log : "");
-        r.log_len = log ? strlen(log) : 0;
-        r.local_bytes = xpj_result_local_bytes(res);
-        r.scratch_bytes = xpj_result_scratch_bytes(res);
-        r.compile_us = (uint64_t)(xpj_result_millis(res) * 1000.0);
+        r.transient = f.v.failed && (!f.cacheable || f.v.expires_ms);
+        r.binary = f.v.data;
+        r.binary_len = f.v.size;
+        snprintf(r.entry, sizeof r.entry, "%s", f.v.entry ? f.v.entry : "");
+        r.log = (const uint8_t *)(f.v.log ? f.v.log : "");
+        r.log_len = f.v.log ? strlen(f.v.log) : 0;
+        r.local_bytes = f.v.local_bytes;
+        r.scratch_bytes = f.v.scratch_bytes;
+        r.compile_us = (uint64_t)(f.v.compile_ms * 1000.0);
         memcpy(r.digest, g.digest, 65);
         ok = reply(&r);
-        xpj_result_destroy(res);
       }
+      rt_fetched_clear(&f);
       rt_keyed_free(&k);
     }
     free(pl);

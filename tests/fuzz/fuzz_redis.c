@@ -50,7 +50,7 @@ static void init(void) {
 static void check_decoded(const rt_redis *r, const uint8_t *v, size_t n,
                           const fetched *f) {
   const uint8_t *own = f->own;
-  if (!own || f->data != own || !f->entry || f->entry[strlen(f->entry)] ||
+  if (!own || f->v.data != own || !f->v.entry || f->v.entry[strlen(f->v.entry)] ||
       f->origin != XPJ_ORIGIN_REDIS)
     abort();
   size_t m;
@@ -59,7 +59,7 @@ static void check_decoded(const rt_redis *r, const uint8_t *v, size_t n,
     return;
   /* the checksum covers everything, so the same fields give the same
    * bytes, except a compile time that decoding replaced (not a number) */
-  if ((m != n || memcmp(again, v, n)) && f->compile_ms != 0)
+  if ((m != n || memcmp(again, v, n)) && f->v.compile_ms != 0)
     abort();
   free(again);
 }
@@ -108,22 +108,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     entry[elen] = 0;
     fetched f;
     memset(&f, 0, sizeof f);
-    f.data = in + 2 + elen;
-    f.len = n - 2 - elen;
-    f.entry = entry;
-    f.local_bytes = n;
-    f.scratch_bytes = elen;
-    f.compile_ms = (double)n / 8;
+    f.v.data = in + 2 + elen;
+    f.v.size = n - 2 - elen;
+    f.v.entry = entry;
+    f.v.local_bytes = n;
+    f.v.scratch_bytes = elen;
+    f.v.compile_ms = (double)n / 8;
     size_t m;
     uint8_t *v = rt_redis_encode(r, keytext, &f, &m);
     if (!v)
       return 0;
     fetched g;
     memset(&g, 0, sizeof g);
-    if (rt_redis_decode(r, keytext, v, m, &g) || g.len != f.len ||
-        (f.len && memcmp(g.data, f.data, f.len)) || strcmp(g.entry, entry) ||
-        g.local_bytes != f.local_bytes || g.scratch_bytes != f.scratch_bytes ||
-        g.compile_ms != f.compile_ms)
+    if (rt_redis_decode(r, keytext, v, m, &g) || g.v.size != f.v.size ||
+        (f.v.size && memcmp(g.v.data, f.v.data, f.v.size)) || strcmp(g.v.entry, entry) ||
+        g.v.local_bytes != f.v.local_bytes || g.v.scratch_bytes != f.v.scratch_bytes ||
+        g.v.compile_ms != f.v.compile_ms)
       abort();
     free(g.own);
     memset(&g, 0, sizeof g);
