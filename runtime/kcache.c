@@ -353,6 +353,8 @@ void rt_cc_note(rt_obtain *ob, const xpj_cache_counters *d) {
 
 /* ---- xpjitd's walk ------------------------------------------------------ */
 
+#define RT_SERVE_WAIT_MS 4000
+
 void rt_keyed_request(const rt_keyed *k, rt_request *rq) {
   *rq = (rt_request){{NULL, 0, NULL}, k->sm,   k->key.kernel, k->canon,
                      k->ndim,         NULL,    &k->t,         k->tstr,
@@ -381,6 +383,9 @@ xpj_status rt_cc_serve(xpj_context *ctx, const rt_keyed *k, fetched *f) {
   rt_request rq;
   rt_keyed_request(k, &rq);
   rt_obtain ob = keyed_obtain(ctx, k, &rq);
+  /* xpjitd stops a worker at its compile limit: waiting that long for a
+   * lock whose holder died would look like a compile that timed out */
+  ob.wait_ms = RT_SERVE_WAIT_MS;
   memset(f, 0, sizeof *f);
   xpj_status st = XPJ_OK;
   if (!walk(&ob, 0, RT_NTIERS, 1u << RT_TIER_REMOTE, f)) {

@@ -29,6 +29,10 @@ typedef struct rt_obtain {
   const rt_request *rq;
   const xpj_cache_key *key;
   const char *digest; /* of key: the request's identity in every tier */
+  /* the longest a remote tier waits for another process's compile of
+   * the same key before compiling itself (0: as long as a compile may
+   * take) */
+  int64_t wait_ms;
   /* a tier's hold on this request (the Redis tier's cluster-wide compile
    * lock and its owner token), released by the tier's done */
   bool held;

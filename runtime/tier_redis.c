@@ -613,7 +613,7 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
     /* another process or node is compiling it: wait for its value */
     int64_t now = mono_ms();
     if (!deadline)
-      deadline = now + lock_ms;
+      deadline = now + (ob->wait_ms ? ob->wait_ms : lock_ms);
     if (now >= deadline)
       break;
     waited = true;
