@@ -60,7 +60,7 @@ void rt_cc_fini(xpj_context *ctx) {
       if (e->native && e->dev && e->dev->ops->kernel_unload)
         e->dev->ops->kernel_unload(e->dev, e->native);
       free(e->msg);
-      free(e->bin);
+      free((void *)e->v.data);
       free(e);
     }
   if (cc->l2) {
@@ -427,9 +427,12 @@ static xpj_status place(rt_obtain *ob, fetched *f, rt_l1 *e) {
     f->msg = strdup(xpj_last_error());
     return st;
   }
-  e->local_bytes = f->v.local_bytes;
-  e->scratch_bytes = f->v.scratch_bytes;
-  e->compile_ms = f->v.compile_ms;
+  /* the record, less what points into f (dev NULL: the binary, copied
+   * below) */
+  e->v = f->v;
+  e->v.data = NULL;
+  e->v.size = 0;
+  e->v.entry = e->v.log = NULL;
   e->origin = f->origin;
   /* the entry point is this kernel's reserved name, never a name the
    * loader could find elsewhere (a row that says "memset") */
@@ -451,12 +454,13 @@ static xpj_status place(rt_obtain *ob, fetched *f, rt_l1 *e) {
     f->loaded = st == XPJ_OK;
     return st;
   }
-  e->bin = malloc(f->v.size ? f->v.size : 1);
-  if (!e->bin)
+  uint8_t *bin = malloc(f->v.size ? f->v.size : 1);
+  if (!bin)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   if (f->v.size)
-    memcpy(e->bin, f->v.data, f->v.size);
-  e->len = f->v.size;
+    memcpy(bin, f->v.data, f->v.size);
+  e->v.data = bin;
+  e->v.size = f->v.size;
   f->loaded = true;
   return XPJ_OK;
 }
@@ -615,7 +619,7 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
   xpj_kernel_origin origin = f.origin;
   rt_fetched_clear(&f);
   if (!keep) {
-    free(e->bin);
+    free((void *)e->v.data);
     free(e);
     if (st != XPJ_OK)
       rt_err_str(st, err ? err : xpj_status_name(st));

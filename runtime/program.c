@@ -535,9 +535,9 @@ static xpj_status build(xpj_program *p, const xpj_func *f,
     return st;
   }
   k->native = e->native;
-  k->local_bytes = e->local_bytes;
-  k->scratch_bytes = e->scratch_bytes;
-  k->compile_ms = e->compile_ms;
+  k->local_bytes = e->v.local_bytes;
+  k->scratch_bytes = e->v.scratch_bytes;
+  k->compile_ms = e->v.compile_ms;
   *out = k;
   return XPJ_OK;
 }
@@ -625,11 +625,11 @@ xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
   xpj_module_destroy(sm);
   if (st != XPJ_OK || !data)
     return st;
-  if (!(*data = malloc(e->len ? e->len : 1)))
+  if (!(*data = malloc(e->v.size ? e->v.size : 1)))
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  memcpy(*data, e->bin, e->len);
+  memcpy(*data, e->v.data, e->v.size);
   if (size)
-    *size = e->len;
+    *size = e->v.size;
   return XPJ_OK;
 }
 

@@ -198,10 +198,9 @@ typedef struct rt_l1 {
   xpj_status status;
   char *msg;   /* failure message */
   void *native; /* the backend's loaded kernel */
-  uint8_t *bin; /* dev NULL: the binary */
-  size_t len;
-  uint64_t local_bytes, scratch_bytes;
-  double compile_ms;
+  /* the kernel's record (tier.h's fetched.v): sizes, compile time; data
+   * (owned) and size only when dev is NULL, entry and log NULL */
+  xpj_cache_value v;
   xpj_kernel_origin origin;
   struct rt_l1 *next;
 } rt_l1;

@@ -632,14 +632,12 @@ __attribute__((format(printf, 5, 6))) static bool send_error(
 typedef struct entry {
   char digest[65];
   bool ready;
-  /* the result (ready) */
-  uint64_t status, failed;
-  uint8_t *bin;
-  size_t len;
-  char entry_name[256];
-  char *log;
+  /* the result (ready): the record (tier.h), its data, entry and log
+   * owned; log_len: strlen(v.log). v.expires_ms is not used: the
+   * daemon's clock is monotonic (expires_ms below) */
+  xpj_status status;
+  xpj_cache_value v;
   size_t log_len;
-  uint64_t local, scratch, compile_us;
   /* a remembered failure (a timeout, out of memory): forgotten at
    * expires_ms; a timeout answers requests that allow at most limit_ms */
   uint64_t expires_ms, limit_ms;
@@ -708,11 +706,12 @@ static void remove_entry(entry *e) {
     }
   if (e->ready) {
     lru_unlink(e);
-    mem_bytes -= e->len + e->log_len;
+    mem_bytes -= e->v.size + e->log_len;
   }
   n_entries--;
-  free(e->bin);
-  free(e->log);
+  free((void *)e->v.data);
+  free((void *)e->v.entry);
+  free((void *)e->v.log);
   free(e);
 }
 
@@ -1014,48 +1013,47 @@ static void job_free(job *j) {
  * false when out of memory. */
 static bool entry_fill(entry *e, xpj_status status, const xpj_cache_value *v,
                        size_t log_len) {
-  e->bin = malloc(v->size ? v->size : 1);
-  e->log = malloc(log_len + 1);
-  if (!e->bin || !e->log) {
-    free(e->bin);
-    free(e->log);
-    e->bin = NULL;
-    e->log = NULL;
+  uint8_t *data = malloc(v->size ? v->size : 1);
+  char *log = malloc(log_len + 1);
+  char *name = strndup(v->entry ? v->entry : "", 255);
+  if (!data || !log || !name) {
+    free(data);
+    free(log);
+    free(name);
     return false;
   }
   if (v->size)
-    memcpy(e->bin, v->data, v->size);
+    memcpy(data, v->data, v->size);
   if (log_len)
-    memcpy(e->log, v->log, log_len);
-  e->log[log_len] = 0;
+    memcpy(log, v->log, log_len);
+  log[log_len] = 0;
+  e->v = *v;
+  e->v.failed = v->failed != 0;
+  e->v.data = data;
+  e->v.entry = name;
+  e->v.log = log;
+  e->v.expires_ms = 0;
   e->log_len = log_len;
-  e->len = v->size;
-  e->status = (uint64_t)status;
-  e->failed = v->failed != 0;
-  snprintf(e->entry_name, sizeof e->entry_name, "%.*s",
-           (int)sizeof e->entry_name - 1, v->entry ? v->entry : "");
-  e->local = v->local_bytes;
-  e->scratch = v->scratch_bytes;
-  e->compile_us = (uint64_t)(v->compile_ms * 1000.0);
+  e->status = status;
   e->ready = true;
-  mem_bytes += e->len + e->log_len;
+  mem_bytes += e->v.size + e->log_len;
   lru_front(e);
   return true;
 }
 
 static void reply_kernel(conn *c, uint32_t id, const entry *e, int origin) {
   xpd_kernel k = {0};
-  k.status = e->status;
-  k.failed = e->failed;
+  k.status = (uint64_t)e->status;
+  k.failed = e->v.failed != 0;
   k.origin = (uint64_t)origin;
-  k.binary = e->bin;
-  k.binary_len = e->len;
-  snprintf(k.entry, sizeof k.entry, "%s", e->entry_name);
-  k.log = (const uint8_t *)e->log;
+  k.binary = e->v.data;
+  k.binary_len = e->v.size;
+  snprintf(k.entry, sizeof k.entry, "%s", e->v.entry ? e->v.entry : "");
+  k.log = (const uint8_t *)(e->v.log ? e->v.log : "");
   k.log_len = e->log_len;
-  k.local_bytes = e->local;
-  k.scratch_bytes = e->scratch;
-  k.compile_us = e->compile_us;
+  k.local_bytes = e->v.local_bytes;
+  k.scratch_bytes = e->v.scratch_bytes;
+  k.compile_us = (uint64_t)(e->v.compile_ms * 1000.0);
   if (e->expires_ms) {
     uint64_t now = xpd_now_ms();
     k.expires_ms = e->expires_ms > now ? e->expires_ms - now : 1;
@@ -1153,35 +1151,27 @@ static void remember_failure(job *j, xpj_status s, const char *what,
                    limit_ms ? "; a request that allows a longer compile "
                               "tries again"
                             : "");
-  e->log = strdup(log);
-  if (!e->log) {
+  size_t len = n < 0 ? 0 : (size_t)n < sizeof log ? (size_t)n
+                                                   : sizeof log - 1;
+  int failed = limit_ms ? xpd_failed_code(XPJ_FAILURE_TIMEOUT, limit_ms)
+                        : xpd_failed_code(XPJ_FAILURE_MEMORY,
+                                          worker_memory_mb);
+  xpj_cache_value v = {failed, NULL, 0, "", log, 0, 0, 0,
+                       rt_wall_ms() + (int64_t)cfg.failure_ttl_ms};
+  if (!entry_fill(e, s, &v, len)) {
     fail_waiters(e, true, XPJ_ERR_NOMEM, "xpjitd: out of memory");
     remove_entry(e);
     return;
   }
-  e->log_len = n < 0 ? 0 : (size_t)n < sizeof log ? (size_t)n
-                                                   : sizeof log - 1;
-  e->status = (uint64_t)s;
-  e->failed = 1;
   e->expires_ms = xpd_now_ms() + cfg.failure_ttl_ms;
   e->limit_ms = limit_ms;
-  e->ready = true;
-  mem_bytes += e->log_len;
-  lru_front(e);
   st.failures_remembered++;
   /* and in the cache file, expiring as well: a restarted daemon and the
    * clients that share the file know it too */
   if (l2) {
     xpj_cache_key key = {j->code, j->kernel, j->dtypes, j->ndim, j->target,
                          j->options, versions};
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    int failed = limit_ms ? xpd_failed_code(XPJ_FAILURE_TIMEOUT, limit_ms)
-                          : xpd_failed_code(XPJ_FAILURE_MEMORY,
-                                            worker_memory_mb);
-    xpj_cache_value v = {failed, NULL, 0, "", e->log, 0, 0, 0,
-                         (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 +
-                             (int64_t)cfg.failure_ttl_ms};
+    v.log = e->v.log; /* NUL-terminated */
     if (xpj_cache_put(l2, &key, &v) != XPJ_OK)
       LOG_W("cache: %s", xpj_cache_last_error());
   }
@@ -1490,7 +1480,7 @@ static void job_done(worker *w, const xpd_kernel *k) {
     d.compile_ms = from_redis ? 0 : (double)k->compile_us / 1000.0;
     d.redis_hits = from_redis;
     xpj_cache_note(l2, &d);
-    v.log = e->log; /* NUL-terminated */
+    v.log = e->v.log; /* NUL-terminated */
     if (xpj_cache_put(l2, &key, &v) != XPJ_OK)
       LOG_W("cache: %s", xpj_cache_last_error());
   }
