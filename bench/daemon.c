@@ -638,7 +638,7 @@ static int one_get(int fd, const xpd_buf *b, char *digest, char *err, size_t err
   if (e != XPD_E_OK)
     rc = -1;
   else if (h.op != XPD_KERNEL || xpd_payload_decode(pl, h.len, &m) != XPD_E_OK ||
-           xpd_kernel_decode(&m, &k) != XPD_E_OK || k.failed || !k.binary_len) {
+           xpd_kernel_decode(&m, &k) != XPD_E_OK || k.v.failed || !k.v.size) {
     snprintf(err, errsize, "not a kernel (op %u)", h.op);
     rc = -1;
   } else if (digest) {

@@ -462,7 +462,7 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
     if (e == XPD_E_OK && h.op == XPD_KERNEL &&
         xpd_payload_decode(pl, h.len, &m) == XPD_E_OK &&
         xpd_kernel_decode(&m, k) == XPD_E_OK && !strcmp(k->digest, digest) &&
-        (k->status == XPJ_OK) == !k->failed && !(k->failed && k->transient)) {
+        (k->status == XPJ_OK) == !k->v.failed && !(k->v.failed && k->transient)) {
       served = true;
       *payload = pl;
       give_conn(dc, fd);
@@ -550,31 +550,13 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
               "shared with the cluster; start it with --redis or "
               "XPJIT_REDIS (docs/cluster.md)", dc->path);
   }
-  /* entry and log are not NUL-terminated on the wire */
-  char *own = malloc(sizeof dk.entry + dk.log_len + 2);
-  if (!own)
-    return false;
-  memcpy(own, dk.entry, sizeof dk.entry);
-  own[sizeof dk.entry - 1] = 0;
-  char *log = own + sizeof dk.entry;
-  if (dk.log_len)
-    memcpy(log, dk.log, dk.log_len);
-  log[dk.log_len] = 0;
-  f->own = own;
+  /* the record points into the reply (f->dpay) */
   f->origin = XPJ_ORIGIN_DAEMON;
   f->status = (xpj_status)dk.status;
   f->cacheable = !dk.transient;
+  f->v = dk.v;
   /* a failure the daemon forgets after a while: so do we */
-  f->v = (xpj_cache_value){dk.failed != 0,
-                           dk.binary,
-                           dk.binary_len,
-                           own,
-                           log,
-                           dk.local_bytes,
-                           dk.scratch_bytes,
-                           dk.compile_us / 1000.0,
-                           dk.expires_ms ? rt_wall_ms() + (int64_t)dk.expires_ms
-                                         : 0};
+  f->v.expires_ms = dk.expires_ms ? rt_wall_ms() + (int64_t)dk.expires_ms : 0;
   return true;
 }
 

@@ -5,6 +5,7 @@
 #include "xpjit_codegen.h" /* XPJ_CHECK_ALL */
 
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 const char *xpd_err_str(xpd_err e) {
@@ -175,26 +176,50 @@ xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g) {
   return XPD_E_OK;
 }
 
+/* A string sent with its NUL (at most max bytes with it): *out points
+ * into the payload; "" when absent. */
+static xpd_err get_cstr(const xpd_msg *m, uint16_t tag, size_t max,
+                        const char **out) {
+  const uint8_t *p;
+  size_t n;
+  *out = "";
+  xpd_err e = xpd_get_bytes(m, tag, true, max, &p, &n);
+  if (e != XPD_E_OK || !p)
+    return e;
+  if (n == 0 || p[n - 1] != 0 || memchr(p, 0, n - 1))
+    return XPD_E_VALUE;
+  *out = (const char *)p;
+  return XPD_E_OK;
+}
+
+/* COMPILE_US beyond this (about 12 days) is not a compile time. */
+#define MAX_COMPILE_US (1ull << 40)
+
 xpd_err xpd_kernel_decode(const xpd_msg *m, xpd_kernel *k) {
   memset(k, 0, sizeof *k);
+  uint64_t failed = 0, local = 0, scratch = 0, us = 0;
   TRY(xpd_get_u64(m, XPD_F_STATUS, false, &k->status));
-  TRY(xpd_get_u64(m, XPD_F_FAILED, true, &k->failed));
+  TRY(xpd_get_u64(m, XPD_F_FAILED, true, &failed));
   TRY(xpd_get_u64(m, XPD_F_TRANSIENT, true, &k->transient));
   TRY(xpd_get_u64(m, XPD_F_ORIGIN, true, &k->origin));
-  TRY(xpd_get_bytes(m, XPD_F_BINARY, true, XPD_MAX_REPLY, &k->binary,
-                    &k->binary_len));
-  TRY(xpd_get_str(m, XPD_F_ENTRY, true, k->entry, sizeof k->entry));
-  TRY(xpd_get_bytes(m, XPD_F_LOG, true, 1u << 20, &k->log, &k->log_len));
-  TRY(xpd_get_u64(m, XPD_F_LOCAL, true, &k->local_bytes));
-  TRY(xpd_get_u64(m, XPD_F_SCRATCH, true, &k->scratch_bytes));
-  TRY(xpd_get_u64(m, XPD_F_COMPILE_US, true, &k->compile_us));
+  TRY(xpd_get_bytes(m, XPD_F_BINARY, true, XPD_MAX_REPLY, &k->v.data,
+                    &k->v.size));
+  TRY(get_cstr(m, XPD_F_ENTRY, 256, &k->v.entry));
+  TRY(get_cstr(m, XPD_F_LOG, (1u << 20) + 1, &k->v.log));
+  TRY(xpd_get_u64(m, XPD_F_LOCAL, true, &local));
+  TRY(xpd_get_u64(m, XPD_F_SCRATCH, true, &scratch));
+  TRY(xpd_get_u64(m, XPD_F_COMPILE_US, true, &us));
   TRY(xpd_get_u64(m, XPD_F_EXPIRES, true, &k->expires_ms));
   TRY(xpd_get_str(m, XPD_F_DIGEST, true, k->digest, sizeof k->digest));
   /* only a failure that is not transient can be remembered */
-  if (k->status > 64 || k->failed > 1 || k->transient > 1 ||
+  if (k->status > 64 || failed > 1 || k->transient > 1 ||
       k->origin > XPD_FROM_REDIS || (k->digest[0] && !is_digest(k->digest)) ||
-      (k->expires_ms && (!k->failed || k->transient)))
+      (k->expires_ms && (!failed || k->transient)) || us > MAX_COMPILE_US)
     return XPD_E_VALUE;
+  k->v.failed = (int)failed;
+  k->v.local_bytes = local;
+  k->v.scratch_bytes = scratch;
+  k->v.compile_ms = (double)us / 1000.0;
   return XPD_E_OK;
 }
 
@@ -301,19 +326,23 @@ void xpd_put_get(xpd_buf *b, const xpd_get *g) {
 }
 
 void xpd_put_kernel(xpd_buf *b, const xpd_kernel *k) {
+  const xpj_cache_value *v = &k->v;
   xpd_put_u64(b, XPD_F_STATUS, k->status);
-  xpd_put_u64(b, XPD_F_FAILED, k->failed);
+  xpd_put_u64(b, XPD_F_FAILED, v->failed != 0);
   xpd_put_u64(b, XPD_F_TRANSIENT, k->transient);
   xpd_put_u64(b, XPD_F_ORIGIN, k->origin);
-  if (k->binary_len)
-    xpd_put_bytes(b, XPD_F_BINARY, k->binary, k->binary_len);
-  if (k->entry[0])
-    xpd_put_str(b, XPD_F_ENTRY, k->entry);
-  if (k->log_len)
-    xpd_put_bytes(b, XPD_F_LOG, k->log, k->log_len);
-  xpd_put_u64(b, XPD_F_LOCAL, k->local_bytes);
-  xpd_put_u64(b, XPD_F_SCRATCH, k->scratch_bytes);
-  xpd_put_u64(b, XPD_F_COMPILE_US, k->compile_us);
+  if (v->size)
+    xpd_put_bytes(b, XPD_F_BINARY, v->data, v->size);
+  if (v->entry && *v->entry) /* with its NUL */
+    xpd_put_bytes(b, XPD_F_ENTRY, v->entry, strlen(v->entry) + 1);
+  if (v->log && *v->log)
+    xpd_put_bytes(b, XPD_F_LOG, v->log, strlen(v->log) + 1);
+  xpd_put_u64(b, XPD_F_LOCAL, v->local_bytes);
+  xpd_put_u64(b, XPD_F_SCRATCH, v->scratch_bytes);
+  double us = v->compile_ms * 1000.0;
+  xpd_put_u64(b, XPD_F_COMPILE_US,
+              us > 0 && us < (double)MAX_COMPILE_US ? (uint64_t)llround(us)
+                                                    : 0);
   if (k->expires_ms)
     xpd_put_u64(b, XPD_F_EXPIRES, k->expires_ms);
   if (k->digest[0])

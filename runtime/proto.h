@@ -14,8 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "xpjit_cache.h"
+
 #define XPD_MAGIC "XPJD"
-#define XPD_VERSION 2
+#define XPD_VERSION 3
 #define XPD_HEADER 16
 /* Limits: a request's payload (source included), a reply's payload (the
  * binary included), the source, a string field, the fields of a frame. */
@@ -156,15 +158,15 @@ typedef struct xpd_get {
 } xpd_get;
 xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g);
 
-/* A KERNEL or RESULT. */
+/* A KERNEL or RESULT: the compiled-kernel record every tier uses
+ * (xpj_cache_value: v.failed 0 or 1, compile time in ms; COMPILE_US on
+ * the wire), with what the daemon adds. ENTRY and LOG travel with their
+ * terminating NUL: decoded, v's pointers point into the payload (v.entry
+ * and v.log "" when absent). v.expires_ms is not used on the wire: a
+ * remembered failure says how long it stays (expires_ms). */
 typedef struct xpd_kernel {
-  uint64_t status, failed, transient, origin;
-  const uint8_t *binary;
-  size_t binary_len;
-  char entry[256];
-  const uint8_t *log;
-  size_t log_len;
-  uint64_t local_bytes, scratch_bytes, compile_us;
+  uint64_t status, transient, origin;
+  xpj_cache_value v;
   uint64_t expires_ms; /* a failure the daemon forgets in this many ms:
                           not to be stored for good (0: a lasting one) */
   char digest[65];

@@ -457,10 +457,10 @@ static void read_kernel(int fd, uint32_t id, unsigned ms, kreply *r,
   }
   assert_int_equal(h.op, XPD_KERNEL);
   assert_int_equal(xpd_kernel_decode(&m, &r->k), XPD_E_OK);
-  snprintf(r->log, sizeof r->log, "%.*s",
-           (int)(r->k.log_len < 2000 ? r->k.log_len : 2000),
-           r->k.log ? (const char *)r->k.log : "");
-  r->k.binary = r->k.log = NULL; /* they pointed into pl */
+  snprintf(r->log, sizeof r->log, "%.2000s", r->k.v.log);
+  /* they pointed into pl */
+  r->k.v.data = NULL;
+  r->k.v.entry = r->k.v.log = NULL;
   free(pl);
 }
 
@@ -569,10 +569,10 @@ static void check_serves(const dmn *d) {
   assert_int_equal(h.id, 5);
   kreply r;
   get_kernel(fd, "saxpy", &r);
-  if (r.k.failed)
+  if (r.k.v.failed)
     fail_msg("saxpy failed to compile: %s", r.log);
   assert_int_equal(r.k.status, 0);
-  assert_true(r.k.binary_len > 0);
+  assert_true(r.k.v.size > 0);
   close(fd);
 }
 
@@ -1121,8 +1121,8 @@ static void test_vanishing_client(void **state) {
   kreply r;
   get_kernel(fd, "slow", &r);
   close(fd);
-  assert_int_equal(r.k.failed, 0);
-  assert_true(r.k.binary_len > 0);
+  assert_int_equal(r.k.v.failed, 0);
+  assert_true(r.k.v.size > 0);
   assert_int_equal(r.k.origin, XPD_FROM_MEMORY);
   stats s;
   get_stats(&d, &s);
@@ -1358,7 +1358,7 @@ static void test_claimed_payloads(void **state) {
   close(fd);
   for (int i = 0; i < HOGS; i++)
     close(hogs[i]);
-  if (r.k.failed)
+  if (r.k.v.failed)
     fail_msg("a compile failed while clients held payload buffers: %s",
              r.log);
   assert_int_equal(stat1(&d, "worker_crashes"), 0);
@@ -1458,8 +1458,8 @@ static void test_single_flight(void **state) {
     assert_true(h.id >= 2 && h.id <= 6 && h.id != 4);
     xpd_kernel k;
     assert_int_equal(xpd_kernel_decode(&m, &k), XPD_E_OK);
-    assert_int_equal(k.failed, 0);
-    assert_true(k.binary_len > 0);
+    assert_int_equal(k.v.failed, 0);
+    assert_true(k.v.size > 0);
     origin[h.id] = k.origin;
     compiled += k.origin == XPD_FROM_COMPILED;
     waited += k.origin == XPD_FROM_WAITED;
@@ -1628,7 +1628,7 @@ static void test_worker_crash(void **state) {
   for (int round = 1; round <= 2; round++) { /* transient: not cached */
     kreply r;
     get_kernel(fd, "boom", &r);
-    assert_int_equal(r.k.failed, 1);
+    assert_int_equal(r.k.v.failed, 1);
     assert_int_equal(r.k.transient, 1);
     assert_true(r.k.status != 0);
     if (!strstr(r.log, "boom"))
@@ -1638,8 +1638,8 @@ static void test_worker_crash(void **state) {
   }
   kreply r;
   get_kernel(fd, "saxpy", &r);
-  assert_int_equal(r.k.failed, 0);
-  assert_true(r.k.binary_len > 0);
+  assert_int_equal(r.k.v.failed, 0);
+  assert_true(r.k.v.size > 0);
   close(fd);
   stats s;
   get_stats(&d, &s);
@@ -1654,11 +1654,11 @@ static void test_worker_crash(void **state) {
   dmn_start(&d, "exit:boom", (const char *const[]){"--workers", "1", NULL});
   fd = client(&d);
   get_kernel(fd, "boom", &r);
-  assert_int_equal(r.k.failed, 1);
+  assert_int_equal(r.k.v.failed, 1);
   assert_int_equal(r.k.transient, 1);
   assert_non_null(strstr(r.log, "boom"));
   get_kernel(fd, "saxpy", &r);
-  assert_int_equal(r.k.failed, 0);
+  assert_int_equal(r.k.v.failed, 0);
   close(fd);
   assert_int_equal(stat1(&d, "worker_crashes"), 1);
   dmn_stop(&d);
@@ -1677,7 +1677,7 @@ static void test_worker_hang(void **state) {
   get_kernel(fd, "slow", &r);
   print_message("hung compile answered after %llu ms: %s\n",
                 (unsigned long long)r.ms, r.log);
-  assert_int_equal(r.k.failed, 1);
+  assert_int_equal(r.k.v.failed, 1);
   assert_int_equal(r.k.transient, 1);
   assert_true(r.log[0] != 0);
   assert_true(r.ms >= 500);
@@ -1687,7 +1687,7 @@ static void test_worker_hang(void **state) {
   assert_int_equal(stat_of(&s, "worker_timeouts"), 1);
   assert_int_equal(stat_of(&s, "worker_crashes"), 0);
   get_kernel(fd, "saxpy", &r);
-  assert_int_equal(r.k.failed, 0);
+  assert_int_equal(r.k.v.failed, 0);
   close(fd);
   dmn_stop(&d);
 }
@@ -1721,9 +1721,9 @@ static void test_binary_deleted(void **state) {
   kreply r;
   read_kernel(fd, 7, 20000, &r, t0);
   close(fd);
-  if (r.k.failed)
+  if (r.k.v.failed)
     fail_msg("with its binary deleted: %s", r.log);
-  assert_true(r.k.binary_len > 0);
+  assert_true(r.k.v.size > 0);
   assert_int_equal(log_lines(&d, "cannot start"), 0);
   dmn_stop(&d);
 }
@@ -1741,7 +1741,7 @@ static void test_spawn_failure(void **state) {
   int fd = client(&d);
   kreply r;
   get_kernel(fd, "saxpy", &r); /* the cache file opened, a worker started */
-  assert_int_equal(r.k.failed, 0);
+  assert_int_equal(r.k.v.failed, 0);
   get_kernel(fd, "boom", &r); /* and gone: the next job needs a new one */
   assert_int_equal(r.k.transient, 1);
   close(fd);
@@ -1762,7 +1762,7 @@ static void test_spawn_failure(void **state) {
     read_kernel(fd, 10 + i, 5000, &r, t0);
     print_message("no worker can start: answered in %llu ms: %s\n",
                   (unsigned long long)r.ms, r.log);
-    assert_int_equal(r.k.failed, 1);
+    assert_int_equal(r.k.v.failed, 1);
     assert_int_equal(r.k.transient, 1);
     assert_true(r.ms < 2000);
     assert_non_null(strstr(r.log, "worker"));
@@ -1784,7 +1784,7 @@ static void test_spawn_failure(void **state) {
     send_frame(fd, &b);
     read_kernel(fd, 20, 60000, &r, t0);
     close(fd);
-    served = !r.k.failed;
+    served = !r.k.v.failed;
     if (!served)
       sleep_ms(100);
   }
@@ -1851,7 +1851,7 @@ static void test_coalesced_moves_up(void **state) {
   send_frame(fb, &b);
   kreply r;
   read_kernel(fb, 9, 20000, &r, t0);
-  assert_int_equal(r.k.failed, 0);
+  assert_int_equal(r.k.v.failed, 0);
   print_message("asked for the third in another process's queue: %llu ms "
                 "(one stopped compile ahead)\n", (unsigned long long)r.ms);
   /* first answered there: the stopped one, then that same kernel */
@@ -1903,7 +1903,7 @@ static void test_fairness(void **state) {
   read_kernel(fb, 1, 10000, &r, t0);
   print_message("2 workers, 8 hung compiles of another process: a trivial "
                 "kernel took %llu ms\n", (unsigned long long)r.ms);
-  assert_int_equal(r.k.failed, 0);
+  assert_int_equal(r.k.v.failed, 0);
   close(fb);
   close(fa);
   dmn_stop(&d);
@@ -1929,7 +1929,7 @@ static void test_fairness(void **state) {
   assert_int_equal(r.k.origin, XPD_FROM_COMPILED);
   print_message("1 worker, 4 hung compiles of another process queued: a "
                 "trivial kernel took %llu ms\n", (unsigned long long)r.ms);
-  assert_int_equal(r.k.failed, 0);
+  assert_int_equal(r.k.v.failed, 0);
   assert_true(r.ms < 9000); /* one stopped compile: 6 s */
   close(fb);
   close(fa);
@@ -2075,7 +2075,7 @@ static void test_memory_announced(void **state) {
   send_frame(fv, &b);
   kreply r;
   read_kernel(fv, 9, 30000, &r, t0);
-  assert_int_equal(r.k.failed, 0);
+  assert_int_equal(r.k.v.failed, 0);
   /* the hogs send: past its share, this process is refused */
   char *bytes = calloc(1, SENT);
   assert_non_null(bytes);
@@ -2109,7 +2109,7 @@ static void test_memory_announced(void **state) {
   t0 = xpd_now_ms();
   send_frame(fv, &b);
   read_kernel(fv, 10, 30000, &r, t0);
-  assert_int_equal(r.k.failed, 0);
+  assert_int_equal(r.k.v.failed, 0);
   close(fv);
   free(src);
   free(bytes);
@@ -2147,7 +2147,7 @@ static void test_remembered_timeout(void **state) {
   get_slow_300(fd, 1, &r); /* stopped 5 s past its limit */
   print_message("timed out after %llu ms: %s\n", (unsigned long long)r.ms,
                 r.log);
-  assert_int_equal(r.k.failed, 1);
+  assert_int_equal(r.k.v.failed, 1);
   assert_non_null(strstr(r.log, "300 ms"));
   /* asked again, from this process and from another: at once */
   for (int i = 0; i < 2; i++) {
@@ -2155,7 +2155,7 @@ static void test_remembered_timeout(void **state) {
     get_slow_300(f, 2, &r);
     print_message("asked again: %llu ms: %s\n", (unsigned long long)r.ms,
                   r.log);
-    assert_int_equal(r.k.failed, 1);
+    assert_int_equal(r.k.v.failed, 1);
     assert_int_equal(r.k.transient, 0);
     assert_true(r.ms < 1000);
     assert_non_null(strstr(r.log, "remember"));
@@ -2180,7 +2180,7 @@ static void test_remembered_timeout(void **state) {
   get_slow_300(fd, 1, &r);
   print_message("after a restart: %llu ms: %s\n", (unsigned long long)r.ms,
                 r.log);
-  assert_int_equal(r.k.failed, 1);
+  assert_int_equal(r.k.v.failed, 1);
   assert_int_equal(r.k.transient, 0);
   assert_true(r.k.expires_ms > 0);
   assert_true(r.ms < 1000);
@@ -2225,7 +2225,7 @@ static void test_remembered_beyond_limit(void **state) {
   int fd = client(&d);
   kreply r;
   get_slow_300(fd, 1, &r); /* remembered, at the daemon's limit */
-  assert_int_equal(r.k.failed, 1);
+  assert_int_equal(r.k.v.failed, 1);
   get_slow_300(fd, 2, &r);
   assert_true(r.ms < 1000);
   assert_non_null(strstr(r.log, "remember"));
@@ -2280,7 +2280,7 @@ static void test_worker_out_of_memory(void **state) {
   kreply r;
   get_kernel(fd, "saxpy", &r);
   print_message("out of memory: %s\n", r.log);
-  assert_int_equal(r.k.failed, 1);
+  assert_int_equal(r.k.v.failed, 1);
   assert_int_equal(r.k.transient, 0);
   assert_non_null(strstr(r.log, "1 MiB of memory"));
   assert_non_null(strstr(r.log, "remember"));
@@ -2669,15 +2669,15 @@ static void test_cache_across_restart(void **state) {
   get_kernel(fd, "saxpy", &r);
   close(fd);
   assert_int_equal(r.k.origin, XPD_FROM_COMPILED);
-  size_t len = r.k.binary_len;
+  size_t len = r.k.v.size;
   dmn_stop(&d);
   dmn_start(&d, NULL, NULL);
   fd = client(&d);
   get_kernel(fd, "saxpy", &r);
   close(fd);
-  assert_int_equal(r.k.failed, 0);
+  assert_int_equal(r.k.v.failed, 0);
   assert_int_equal(r.k.origin, XPD_FROM_CACHE);
-  assert_int_equal(r.k.binary_len, len);
+  assert_int_equal(r.k.v.size, len);
   stats s;
   get_stats(&d, &s);
   assert_int_equal(stat_of(&s, "hits_cache"), 1);
@@ -2698,7 +2698,7 @@ static void test_memory_limit(void **state) {
   get_kernel(fd, "saxpy", &r);
   assert_int_equal(r.k.origin, XPD_FROM_COMPILED);
   get_kernel(fd, "saxpy", &r);
-  assert_int_equal(r.k.failed, 0);
+  assert_int_equal(r.k.v.failed, 0);
   assert_int_equal(r.k.origin, XPD_FROM_CACHE);
   close(fd);
   stats s;

@@ -143,10 +143,11 @@ __attribute__((format(printf, 3, 4))) static void say_limited(
 
 static struct {
   uint64_t started_ms;
+  double compile_ms;
   uint64_t conns_total, conns_refused_uid, conns_refused_busy;
   uint64_t requests, hits_memory, hits_cache, hits_redis, hits_remembered,
       coalesced,
-      compiles, compile_failures, compile_transient, compile_us,
+      compiles, compile_failures, compile_transient,
       failures_remembered, jobs_dropped, worker_spawns, spawn_failures,
       worker_crashes, worker_timeouts, malformed, io_timeouts,
       request_errors, refused_memory, bytes_in, bytes_out, evictions;
@@ -1009,10 +1010,9 @@ static void job_free(job *j) {
   client_put(cl);
 }
 
-/* e ready with a copy of v (log: log_len bytes, not NUL-terminated):
- * false when out of memory. */
-static bool entry_fill(entry *e, xpj_status status, const xpj_cache_value *v,
-                       size_t log_len) {
+/* e ready with a copy of v: false when out of memory. */
+static bool entry_fill(entry *e, xpj_status status, const xpj_cache_value *v) {
+  size_t log_len = v->log ? strlen(v->log) : 0;
   uint8_t *data = malloc(v->size ? v->size : 1);
   char *log = malloc(log_len + 1);
   char *name = strndup(v->entry ? v->entry : "", 255);
@@ -1044,16 +1044,8 @@ static bool entry_fill(entry *e, xpj_status status, const xpj_cache_value *v,
 static void reply_kernel(conn *c, uint32_t id, const entry *e, int origin) {
   xpd_kernel k = {0};
   k.status = (uint64_t)e->status;
-  k.failed = e->v.failed != 0;
   k.origin = (uint64_t)origin;
-  k.binary = e->v.data;
-  k.binary_len = e->v.size;
-  snprintf(k.entry, sizeof k.entry, "%s", e->v.entry ? e->v.entry : "");
-  k.log = (const uint8_t *)(e->v.log ? e->v.log : "");
-  k.log_len = e->log_len;
-  k.local_bytes = e->v.local_bytes;
-  k.scratch_bytes = e->v.scratch_bytes;
-  k.compile_us = (uint64_t)(e->v.compile_ms * 1000.0);
+  k.v = e->v;
   if (e->expires_ms) {
     uint64_t now = xpd_now_ms();
     k.expires_ms = e->expires_ms > now ? e->expires_ms - now : 1;
@@ -1090,10 +1082,9 @@ static void fail_waiters(entry *e, bool as_error, xpj_status s,
       size_t at = frame_begin(c, XPD_KERNEL, w->id);
       xpd_kernel k = {0};
       k.status = (uint64_t)s;
-      k.failed = 1;
+      k.v.failed = 1;
       k.transient = 1;
-      k.log = (const uint8_t *)msg;
-      k.log_len = strlen(msg);
+      k.v.log = msg;
       memcpy(k.digest, e->digest, 65);
       xpd_put_kernel(&c->out, &k);
       frame_end(c, at);
@@ -1151,14 +1142,13 @@ static void remember_failure(job *j, xpj_status s, const char *what,
                    limit_ms ? "; a request that allows a longer compile "
                               "tries again"
                             : "");
-  size_t len = n < 0 ? 0 : (size_t)n < sizeof log ? (size_t)n
-                                                   : sizeof log - 1;
+  (void)n;
   int failed = limit_ms ? xpd_failed_code(XPJ_FAILURE_TIMEOUT, limit_ms)
                         : xpd_failed_code(XPJ_FAILURE_MEMORY,
                                           worker_memory_mb);
   xpj_cache_value v = {failed, NULL, 0, "", log, 0, 0, 0,
                        rt_wall_ms() + (int64_t)cfg.failure_ttl_ms};
-  if (!entry_fill(e, s, &v, len)) {
+  if (!entry_fill(e, s, &v)) {
     fail_waiters(e, true, XPJ_ERR_NOMEM, "xpjitd: out of memory");
     remove_entry(e);
     return;
@@ -1171,7 +1161,6 @@ static void remember_failure(job *j, xpj_status s, const char *what,
   if (l2) {
     xpj_cache_key key = {j->code, j->kernel, j->dtypes, j->ndim, j->target,
                          j->options, versions};
-    v.log = e->v.log; /* NUL-terminated */
     if (xpj_cache_put(l2, &key, &v) != XPJ_OK)
       LOG_W("cache: %s", xpj_cache_last_error());
   }
@@ -1436,17 +1425,15 @@ static void job_done(worker *w, const xpd_kernel *k) {
   entry *e = j->e;
   e->job = NULL;
   /* the worker found it in the cluster's Redis, or compiled it */
-  bool from_redis = k->origin == XPD_FROM_REDIS && !k->failed;
+  bool from_redis = k->origin == XPD_FROM_REDIS && !k->v.failed;
   st.hits_redis += from_redis;
   st.compiles += !from_redis;
-  st.compile_us += from_redis ? 0 : k->compile_us;
-  if (k->failed)
+  st.compile_ms += from_redis ? 0 : k->v.compile_ms;
+  if (k->v.failed)
     st.compile_failures++;
   if (k->transient) {
     char msg[2048];
-    snprintf(msg, sizeof msg, "%.*s", (int)(k->log_len < 2000 ? k->log_len
-                                                               : 2000),
-             (const char *)k->log);
+    snprintf(msg, sizeof msg, "%.2000s", k->v.log);
     /* the worker's own limit (a SPIR-V compile is one more process), or
      * out of memory: remembered like a stopped worker */
     bool timed_out = xpd_now_ms() - j->started >= j->timeout_ms;
@@ -1461,10 +1448,7 @@ static void job_done(worker *w, const xpd_kernel *k) {
     job_free(j);
     return;
   }
-  xpj_cache_value v = {k->failed != 0, k->binary, k->binary_len, k->entry,
-                       (const char *)k->log, k->local_bytes, k->scratch_bytes,
-                       (double)k->compile_us / 1000.0, 0};
-  if (!entry_fill(e, (xpj_status)k->status, &v, k->log_len)) {
+  if (!entry_fill(e, (xpj_status)k->status, &k->v)) {
     fail_waiters(e, true, XPJ_ERR_NOMEM, "xpjitd: out of memory");
     remove_entry(e);
     job_free(j);
@@ -1476,12 +1460,11 @@ static void job_done(worker *w, const xpd_kernel *k) {
     key.versions = versions;
     xpj_cache_counters d = {0};
     d.compiles = !from_redis;
-    d.compile_failures = k->failed;
-    d.compile_ms = from_redis ? 0 : (double)k->compile_us / 1000.0;
+    d.compile_failures = k->v.failed != 0;
+    d.compile_ms = from_redis ? 0 : k->v.compile_ms;
     d.redis_hits = from_redis;
     xpj_cache_note(l2, &d);
-    v.log = e->v.log; /* NUL-terminated */
-    if (xpj_cache_put(l2, &key, &v) != XPJ_OK)
+    if (xpj_cache_put(l2, &key, &e->v) != XPJ_OK)
       LOG_W("cache: %s", xpj_cache_last_error());
   }
   if (from_redis)
@@ -1490,7 +1473,7 @@ static void job_done(worker *w, const xpd_kernel *k) {
   else
     LOG_I("compiled %s [%s] %s for %s in %.1f ms%s", j->kernel, j->dtypes,
           j->options, short_target(j->target),
-          (double)k->compile_us / 1000.0, k->failed ? " (failed)" : "");
+          k->v.compile_ms, k->v.failed ? " (failed)" : "");
   answer_waiters(e, from_redis ? XPD_FROM_REDIS : XPD_FROM_COMPILED);
   job_free(j);
   evict();
@@ -1675,7 +1658,7 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   }
   if (hit) {
     st.hits_cache++;
-    bool ok = entry_fill(e, f.status, &f.v, strlen(f.v.log ? f.v.log : ""));
+    bool ok = entry_fill(e, f.status, &f.v);
     e->limit_ms = row_limit;
     if (ok && f.v.expires_ms) { /* a remembered failure: forgotten when it
                                    says */
@@ -1788,7 +1771,7 @@ static void stats_text(xpd_buf *b) {
       (unsigned long long)st.coalesced, (unsigned long long)st.compiles,
       (unsigned long long)st.compile_failures,
       (unsigned long long)st.compile_transient,
-      (double)st.compile_us / 1000.0,
+      st.compile_ms,
       (unsigned long long)st.failures_remembered, clients.queued,
       (unsigned long long)st.jobs_dropped, cfg.workers, running, busy,
       (unsigned long long)st.worker_spawns,

@@ -57,10 +57,9 @@ static bool reply(const xpd_kernel *k) {
 static bool fail(const char *digest, xpj_status s, const char *msg) {
   xpd_kernel k = {0};
   k.status = (uint64_t)s;
-  k.failed = 1;
+  k.v.failed = 1;
   k.transient = 1;
-  k.log = (const uint8_t *)msg;
-  k.log_len = strlen(msg);
+  k.v.log = msg;
   snprintf(k.digest, sizeof k.digest, "%s", digest);
   return reply(&k);
 }
@@ -133,20 +132,13 @@ int xpjitd_worker_main(void) {
       } else {
         xpd_kernel r = {0};
         r.status = (uint64_t)f.status;
-        r.failed = f.v.failed != 0;
         r.origin = f.origin == XPJ_ORIGIN_REDIS ? XPD_FROM_REDIS
                                                 : XPD_FROM_COMPILED;
         /* a failure of the inputs (or a compiler crash on them) is an
          * answer; running out of time or memory, or no worker, is not */
         r.transient = f.v.failed && (!f.cacheable || f.v.expires_ms);
-        r.binary = f.v.data;
-        r.binary_len = f.v.size;
-        snprintf(r.entry, sizeof r.entry, "%s", f.v.entry ? f.v.entry : "");
-        r.log = (const uint8_t *)(f.v.log ? f.v.log : "");
-        r.log_len = f.v.log ? strlen(f.v.log) : 0;
-        r.local_bytes = f.v.local_bytes;
-        r.scratch_bytes = f.v.scratch_bytes;
-        r.compile_us = (uint64_t)(f.v.compile_ms * 1000.0);
+        r.v = f.v;
+        r.v.expires_ms = 0; /* the daemon decides what it remembers */
         memcpy(r.digest, g.digest, 65);
         ok = reply(&r);
       }

@@ -141,15 +141,15 @@ static void round_trip_kernel(const xpd_kernel *k) {
   CHECK(xpd_payload_decode(b.p + XPD_HEADER, h.len, &m) == XPD_E_OK);
   xpd_kernel k2;
   CHECK(xpd_kernel_decode(&m, &k2) == XPD_E_OK);
-  CHECK(k->status == k2.status && k->failed == k2.failed &&
+  CHECK(k->status == k2.status && k->v.failed == k2.v.failed &&
         k->transient == k2.transient && k->origin == k2.origin);
-  CHECK(same_bytes(k->binary, k->binary_len, k2.binary, k2.binary_len));
-  CHECK(same_bytes(k->log, k->log_len, k2.log, k2.log_len));
-  CHECK(!strcmp(k->entry, k2.entry));
+  CHECK(same_bytes(k->v.data, k->v.size, k2.v.data, k2.v.size));
+  CHECK(!strcmp(k->v.log, k2.v.log));
+  CHECK(!strcmp(k->v.entry, k2.v.entry));
   CHECK(!strcmp(k->digest, k2.digest));
-  CHECK(k->local_bytes == k2.local_bytes &&
-        k->scratch_bytes == k2.scratch_bytes &&
-        k->compile_us == k2.compile_us && k->expires_ms == k2.expires_ms);
+  CHECK(k->v.local_bytes == k2.v.local_bytes &&
+        k->v.scratch_bytes == k2.v.scratch_bytes &&
+        k->v.compile_ms == k2.v.compile_ms && k->expires_ms == k2.expires_ms);
   xpd_buf_free(&b);
 }
 
