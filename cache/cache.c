@@ -54,6 +54,22 @@
 #define KEY_MAGIC "xpjit-cache-key"
 #define MAX_QUEUED 8 /* warnings held back while the lock is held */
 #define KEY_BYTES 32 /* the cache's signing key (PATH.key) */
+/* xpj_cache_put_later: at most this many entries, and bytes, wait */
+#define LATER_MAX 64
+#define LATER_MAX_BYTES (64u << 20)
+
+/* A put deferred to the cache's next write transaction
+ * (xpj_cache_put_later): the row exactly as xpj_cache_put would write it,
+ * checksum included; k, v and text point into the allocation that holds
+ * it. */
+struct later {
+  char digest[65], sum[65];
+  int64_t t;    /* when it was put: the row's created and last_used */
+  size_t bytes; /* the allocation's size (LATER_MAX_BYTES) */
+  char *text;   /* the canonical key text */
+  xpj_cache_key k;
+  xpj_cache_value v;
+};
 
 struct xpj_cache {
   pthread_mutex_t mu;
@@ -65,10 +81,14 @@ struct xpj_cache {
   uint64_t max_size;
   xpj_cache_warn_fn warn;
   void *warn_ud;
+  /* deferred work, written with the next write transaction
+   * (flush_deferred) or on its own (flush_all): counters, uses, puts */
   xpj_cache_counters pending;
   struct touch { char digest[65]; int64_t t; } *touched; /* uses not
                                                            written yet */
   size_t ntouched, cap_touched;
+  struct later *later[LATER_MAX + 1]; /* puts not written yet, in order */
+  size_t nlater, later_bytes;
   char *queued[MAX_QUEUED]; /* warnings to give once unlocked (unlock) */
   unsigned nqueued, nlost;
   uint8_t key[KEY_BYTES]; /* signs the rows (user cache; set at open) */
@@ -860,8 +880,11 @@ static int recover(xpj_cache *c, int why) {
   return rc;
 }
 
+static void drop_later(xpj_cache *c, const char *digest);
+
 /* The handle is in a lower mode than it was opened for: one warning, and
- * the reason kept for xpj_cache_problem. */
+ * the reason kept for xpj_cache_problem. Puts still waiting to be written
+ * never will be: they go. */
 static void lower_mode(xpj_cache *c, xpj_cache_mode mode, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void lower_mode(xpj_cache *c, xpj_cache_mode mode, const char *fmt,
@@ -872,6 +895,7 @@ static void lower_mode(xpj_cache *c, xpj_cache_mode mode, const char *fmt,
   va_end(ap);
   warnf(c, "%s", c->problem);
   c->mode = mode;
+  drop_later(c, NULL);
   if (mode == XPJ_CACHE_MODE_OFF)
     db_close(c);
 }
@@ -1202,6 +1226,7 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
 }
 
 static void flush_pending(xpj_cache *c);
+static int flush_deferred(xpj_cache *c);
 static void flush_all(xpj_cache *c);
 
 void xpj_cache_close(xpj_cache *c) {
@@ -1209,6 +1234,7 @@ void xpj_cache_close(xpj_cache *c) {
     return;
   pthread_mutex_lock(&c->mu);
   flush_all(c);
+  drop_later(c, NULL); /* not written: the handle could not write */
   db_close(c);
   unlock(c);
   pthread_mutex_destroy(&c->mu);
@@ -1360,26 +1386,35 @@ static bool row_intact(const xpj_cache *c, const xpj_cache_entry *e,
   return checksum && strcmp(sum, checksum) == 0;
 }
 
-static bool expired(const xpj_cache_entry *e) {
-  return e->expires_ms != 0 && e->expires_ms <= now_ms();
+static bool expired_at(int64_t expires_ms) {
+  return expires_ms != 0 && expires_ms <= now_ms();
 }
 
-/* Deletes the row in its own transaction; SQLite's code (SQLITE_OK when
- * done, whether or not the row was there). */
+static bool expired(const xpj_cache_entry *e) {
+  return expired_at(e->expires_ms);
+}
+
+/* Deletes the row in a transaction of its own, which writes the deferred
+ * work too; SQLite's code (SQLITE_OK when done, whether or not the row was
+ * there). */
 static int delete_row(xpj_cache *c, const char *digest) {
   if (c->mode != XPJ_CACHE_MODE_RW)
     return SQLITE_READONLY;
   int rc = begin(c);
   if (rc != SQLITE_OK)
     return rc;
+  rc = flush_deferred(c);
   sqlite3_stmt *s = NULL;
-  rc = sqlite3_prepare_v2(c->db, "DELETE FROM entries WHERE digest=?", -1, &s,
-                          NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(c->db, "DELETE FROM entries WHERE digest=?", -1,
+                            &s, NULL);
   if (rc == SQLITE_OK) {
     sqlite3_bind_text(s, 1, digest, -1, SQLITE_TRANSIENT);
     rc = sqlite3_step(s);
   }
   sqlite3_finalize(s);
+  if (rc == SQLITE_DONE)
+    flush_pending(c);
   return finish(c, rc == SQLITE_DONE ? SQLITE_OK : rc);
 }
 
@@ -1448,9 +1483,18 @@ static int lookup(xpj_cache *c, const char *digest, const char *text,
   return rc;
 }
 
-/* Inside a write transaction: records the deferred uses (last_used,
- * hits). A hit costs no write of its own; uses are written with the next
- * insert, every 64 hits, by the maintenance calls and at close. */
+/* ---- deferred work ----------------------------------------------------- */
+
+/* What a handle has not written yet: the counters (xpj_cache_note and its
+ * own events), the uses of hits (last_used, hits: a hit costs no write of
+ * its own) and the puts of xpj_cache_put_later (a row copied from another
+ * tier costs none either). All of it is written inside the next write
+ * transaction (flush_deferred: a put, a remove, a row deleted because it
+ * was damaged or expired, the maintenance calls), or in one of its own
+ * (flush_all) every 64 uses, past LATER_MAX waiting puts, by the
+ * maintenance calls that read and at close. */
+
+/* Inside a write transaction: records the deferred uses. */
 static void flush_touches(xpj_cache *c) {
   if (!c->ntouched)
     return;
@@ -1469,23 +1513,85 @@ static void flush_touches(xpj_cache *c) {
   c->ntouched = 0;
 }
 
-/* Writes the deferred uses and counters in a transaction of their own. */
+/* Forgets the uses of digest not written yet: they belong to a row that is
+ * being removed or replaced. */
+static void forget_uses(xpj_cache *c, const char *digest) {
+  size_t j = 0;
+  for (size_t i = 0; i < c->ntouched; i++)
+    if (strcmp(c->touched[i].digest, digest) != 0)
+      c->touched[j++] = c->touched[i];
+  c->ntouched = j;
+}
+
+/* The waiting put of digest, or NULL. */
+static struct later *find_later(const xpj_cache *c, const char *digest) {
+  for (size_t i = 0; i < c->nlater; i++)
+    if (!strcmp(c->later[i]->digest, digest))
+      return c->later[i];
+  return NULL;
+}
+
+/* Drops the waiting put of digest (NULL: every one), unwritten. */
+static void drop_later(xpj_cache *c, const char *digest) {
+  size_t j = 0;
+  for (size_t i = 0; i < c->nlater; i++) {
+    struct later *w = c->later[i];
+    if (!digest || !strcmp(w->digest, digest)) {
+      c->later_bytes -= w->bytes;
+      free(w);
+    } else {
+      c->later[j++] = w;
+    }
+  }
+  c->nlater = j;
+}
+
+static int insert(xpj_cache *c, const xpj_cache_key *k, const char *digest,
+                  const char *text, const xpj_cache_value *v,
+                  const char *sum, int64_t t);
+static int evict_to(xpj_cache *c, uint64_t target, uint64_t *removed,
+                    uint64_t *freed);
+
+/* Inside a write transaction, before the transaction's own change: writes
+ * the waiting puts, in order, each as xpj_cache_put writes one (the row,
+ * then eviction for the size limit; one whose time is up is not written),
+ * then the uses (which follow the puts they may use). The counters go
+ * last, after what the transaction itself counts: its caller ends with
+ * flush_pending. SQLite's code; the waiting puts are gone either way. */
+static int flush_deferred(xpj_cache *c) {
+  int rc = SQLITE_OK;
+  for (size_t i = 0; i < c->nlater && rc == SQLITE_OK; i++) {
+    struct later *w = c->later[i];
+    if (expired_at(w->v.expires_ms))
+      continue;
+    rc = insert(c, &w->k, w->digest, w->text, &w->v, w->sum, w->t);
+    if (rc == SQLITE_OK && c->max_size != UINT64_MAX)
+      rc = evict_to(c, c->max_size, NULL, NULL);
+  }
+  drop_later(c, NULL);
+  if (rc == SQLITE_OK)
+    flush_touches(c);
+  return rc;
+}
+
+/* Writes the deferred work in a transaction of its own. */
 static void flush_all(xpj_cache *c) {
   if (!c->db || c->mode != XPJ_CACHE_MODE_RW || c->bundle ||
-      (!c->ntouched && !memcmp(&c->pending, &(xpj_cache_counters){0},
-                               sizeof c->pending)))
+      (!c->ntouched && !c->nlater &&
+       !memcmp(&c->pending, &(xpj_cache_counters){0}, sizeof c->pending)))
     return;
   int rc = begin(c);
   if (rc != SQLITE_OK) {
     if (is_env(rc))
-      degrade(c, rc, "recording uses");
+      degrade(c, rc, "writing deferred uses and entries");
     return;
   }
-  flush_touches(c);
-  flush_pending(c);
-  rc = finish(c, SQLITE_OK);
+  rc = flush_deferred(c);
+  if (rc == SQLITE_OK)
+    flush_pending(c);
+  rc = finish(c, rc);
   if (rc != SQLITE_OK && is_env(rc))
-    degrade(c, rc, "recording uses");
+    degrade(c, rc, "writing deferred uses and entries");
 }
 
 static void touch(xpj_cache *c, const char *digest) {
@@ -1503,6 +1609,38 @@ static void touch(xpj_cache *c, const char *digest) {
   c->touched[c->ntouched++].t = now_ms();
   if (c->ntouched >= 64)
     flush_all(c);
+}
+
+/* A waiting put as a lookup returns its row (read_row): SQLITE_ROW with
+ * *out filled, or SQLITE_NOMEM. */
+static int later_entry(const struct later *w, xpj_cache_entry *out) {
+  memset(out, 0, sizeof *out);
+  memcpy(out->digest, w->digest, sizeof out->digest);
+  out->key = strdup(w->text);
+  out->code = strdup(w->k.code);
+  out->kernel = strdup(w->k.kernel);
+  out->dtypes = strdup(w->k.dtypes);
+  out->target = strdup(w->k.target);
+  out->options = strdup(w->k.options);
+  out->versions = strdup(w->k.versions);
+  out->ndim = w->k.ndim;
+  out->failed = w->v.failed;
+  out->entry = strdup(w->v.entry);
+  out->log = strdup(w->v.log);
+  out->local_bytes = w->v.local_bytes;
+  out->scratch_bytes = w->v.scratch_bytes;
+  out->compile_ms = w->v.compile_ms;
+  out->created_ms = out->last_used_ms = w->t;
+  out->expires_ms = w->v.expires_ms;
+  out->size = w->v.size;
+  out->data = malloc(w->v.size ? w->v.size : 1);
+  if (out->data && w->v.size)
+    memcpy(out->data, w->v.data, w->v.size);
+  if (out->key && out->code && out->kernel && out->dtypes && out->target &&
+      out->options && out->versions && out->entry && out->log && out->data)
+    return SQLITE_ROW;
+  xpj_cache_entry_clear(out);
+  return SQLITE_NOMEM;
 }
 
 static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
@@ -1530,7 +1668,16 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
   pthread_mutex_lock(&c->mu);
   st = XPJ_ERR_NOT_FOUND;
   if (c->db && c->mode != XPJ_CACHE_MODE_OFF) {
-    int rc = lookup(c, digest, text, out);
+    /* a put waiting to be written is the row; past its time it goes, and
+     * the store answers */
+    struct later *w = find_later(c, digest);
+    if (w && expired_at(w->v.expires_ms)) {
+      drop_later(c, digest);
+      w = NULL;
+    }
+    int rc = !w                        ? lookup(c, digest, text, out)
+             : !strcmp(w->text, text) ? later_entry(w, out)
+                                      : SQLITE_DONE; /* as lookup */
     if (is_damage(rc) && !c->recovered && !c->bundle &&
         c->mode == XPJ_CACHE_MODE_RW) {
       rc = recover(c, rc);
@@ -1616,13 +1763,13 @@ static int evict_to(xpj_cache *c, uint64_t target, uint64_t *removed,
   return rc;
 }
 
+/* Inside a write transaction: the row, created and last used at t. */
 static int insert(xpj_cache *c, const xpj_cache_key *k, const char *digest,
                   const char *text, const xpj_cache_value *v,
-                  const char *sum) {
+                  const char *sum, int64_t t) {
   sqlite3_stmt *s = NULL;
   size_t logn = v->log ? strlen(v->log) : 0;
   uint64_t size = v->size + logn + strlen(text) + 256;
-  int64_t t = now_ms();
   int rc = sqlite3_prepare_v2(
       c->db,
       "INSERT OR REPLACE INTO entries(digest, key, code, kernel, dtypes, "
@@ -1671,14 +1818,15 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
                v->local_bytes, v->scratch_bytes, v->data, v->size,
                v->log ? v->log : "", v->expires_ms, sum);
   pthread_mutex_lock(&c->mu);
+  drop_later(c, digest); /* this row replaces it */
   for (int attempt = 0; attempt < 2; attempt++) {
     if (!c->db || c->mode != XPJ_CACHE_MODE_RW)
       break;
     int rc = begin(c);
+    if (rc == SQLITE_OK) /* before: uses belong to the row being replaced */
+      rc = flush_deferred(c);
     if (rc == SQLITE_OK)
-      flush_touches(c); /* before: uses belong to the row being replaced */
-    if (rc == SQLITE_OK)
-      rc = insert(c, k, digest, text, v, sum);
+      rc = insert(c, k, digest, text, v, sum, now_ms());
     if (rc == SQLITE_OK && c->max_size != UINT64_MAX)
       rc = evict_to(c, c->max_size, NULL, NULL);
     if (rc == SQLITE_OK)
@@ -1702,6 +1850,89 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
   return XPJ_OK;
 }
 
+/* Appends n bytes of src at *at; returns where they went. */
+static void *take(char **at, const void *src, size_t n) {
+  void *p = *at;
+  if (n)
+    memcpy(p, src, n);
+  *at += n;
+  return p;
+}
+
+/* A waiting put: k and v copied, the checksum xpj_cache_put would write
+ * (key: signing_key), the time now; NULL when out of memory. */
+static struct later *later_make(const xpj_cache_key *k,
+                                const xpj_cache_value *v, const char *digest,
+                                const char *text, const uint8_t *key) {
+  const char *entry = v->entry ? v->entry : "", *log = v->log ? v->log : "";
+  const char *strs[] = {text,      k->code,    k->kernel, k->dtypes,
+                        k->target, k->options, k->versions, entry, log};
+  size_t len[sizeof strs / sizeof *strs], n = sizeof(struct later) + v->size;
+  for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+    n += (len[i] = strlen(strs[i]) + 1);
+  struct later *w = malloc(n);
+  if (!w)
+    return NULL;
+  char *at = (char *)(w + 1);
+  w->bytes = n;
+  w->t = now_ms();
+  memcpy(w->digest, digest, sizeof w->digest);
+  w->text = take(&at, strs[0], len[0]);
+  w->k = (xpj_cache_key){take(&at, strs[1], len[1]),
+                         take(&at, strs[2], len[2]),
+                         take(&at, strs[3], len[3]),
+                         k->ndim,
+                         take(&at, strs[4], len[4]),
+                         take(&at, strs[5], len[5]),
+                         take(&at, strs[6], len[6])};
+  w->v = *v;
+  w->v.entry = take(&at, strs[7], len[7]);
+  w->v.log = take(&at, strs[8], len[8]);
+  w->v.data = take(&at, v->data, v->size);
+  row_checksum(key, digest, v->failed, w->v.entry, v->local_bytes,
+               v->scratch_bytes, w->v.data, v->size, w->v.log, v->expires_ms,
+               w->sum);
+  return w;
+}
+
+xpj_status xpj_cache_put_later(xpj_cache *c, const xpj_cache_key *k,
+                               const xpj_cache_value *v) {
+  if (!c || !k || !v || (v->size && !v->data))
+    return fail(XPJ_ERR_INVALID, "xpj_cache_put_later: NULL argument");
+  if (c->bundle) /* bundles defer nothing */
+    return xpj_cache_put(c, k, v);
+  char digest[65], *text = NULL;
+  xpj_status st = xpj_cache_key_digest(k, &text, digest);
+  if (st != XPJ_OK)
+    return st;
+  if (c->mode != XPJ_CACHE_MODE_RW) { /* never written: no copy */
+    free(text);
+    return XPJ_OK;
+  }
+  struct later *w = later_make(k, v, digest, text, signing_key(c));
+  free(text);
+  if (!w)
+    return fail(XPJ_ERR_NOMEM, "out of memory");
+  pthread_mutex_lock(&c->mu);
+  if (!c->db || c->mode != XPJ_CACHE_MODE_RW) {
+    free(w);
+  } else {
+    drop_later(c, digest); /* replaced, as a put would */
+    forget_uses(c, digest);
+    c->later[c->nlater++] = w;
+    c->later_bytes += w->bytes;
+    if (c->nlater > LATER_MAX || c->later_bytes > LATER_MAX_BYTES)
+      flush_all(c);
+    if (c->nlater > LATER_MAX || c->later_bytes > LATER_MAX_BYTES) {
+      warnf(c, "cache %s: busy for %d s; %zu entries were not stored",
+            c->path, BUSY_DEADLINE_MS / 1000, c->nlater);
+      drop_later(c, NULL);
+    }
+  }
+  unlock(c);
+  return XPJ_OK;
+}
+
 xpj_status xpj_cache_remove(xpj_cache *c, const xpj_cache_key *k) {
   if (!c || !k)
     return fail(XPJ_ERR_INVALID, "xpj_cache_remove: NULL argument");
@@ -1711,12 +1942,9 @@ xpj_status xpj_cache_remove(xpj_cache *c, const xpj_cache_key *k) {
     return st;
   pthread_mutex_lock(&c->mu);
   if (c->db && c->mode == XPJ_CACHE_MODE_RW && !c->bundle) {
-    /* uses of the row not written yet die with it */
-    size_t j = 0;
-    for (size_t i = 0; i < c->ntouched; i++)
-      if (strcmp(c->touched[i].digest, digest) != 0)
-        c->touched[j++] = c->touched[i];
-    c->ntouched = j;
+    /* a put or uses of the row not written yet die with it */
+    drop_later(c, digest);
+    forget_uses(c, digest);
     int rc = delete_row(c, digest);
     if (is_busy(rc))
       warnf(c, "cache %s: busy for %d s; an entry was not removed", c->path,
@@ -1929,6 +2157,7 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
     return fail(XPJ_ERR_INVALID, "xpj_cache_verify: NULL argument");
   uint64_t nchk = 0, nbad = 0;
   pthread_mutex_lock(&c->mu);
+  flush_all(c); /* the rows this handle has yet to write are checked too */
   nbad = verify_file(c, repair, fn, ud);
   if (c->db) {
     sqlite3_stmt *s = NULL;
@@ -2048,6 +2277,9 @@ xpj_status xpj_cache_clear(xpj_cache *c) {
   if (!c)
     return fail(XPJ_ERR_INVALID, "xpj_cache_clear: NULL argument");
   pthread_mutex_lock(&c->mu);
+  /* the deferred work goes too: puts and uses of rows that are gone */
+  drop_later(c, NULL);
+  c->ntouched = 0;
   xpj_status st = need_rw(c, "clear");
   if (st == XPJ_OK) {
     int rc = begin(c);
@@ -2077,6 +2309,8 @@ xpj_status xpj_cache_set_meta(xpj_cache *c, const char *name,
     sqlite3_stmt *s = NULL;
     int rc = begin(c);
     if (rc == SQLITE_OK)
+      rc = flush_deferred(c);
+    if (rc == SQLITE_OK)
       rc = sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO meta VALUES(?,?)",
                               -1, &s, NULL);
     if (rc == SQLITE_OK) {
@@ -2085,6 +2319,8 @@ xpj_status xpj_cache_set_meta(xpj_cache *c, const char *name,
       rc = sqlite3_step(s);
     }
     sqlite3_finalize(s);
+    if (rc == SQLITE_DONE)
+      flush_pending(c);
     rc = finish(c, rc);
     if (rc != SQLITE_OK)
       st = fail(XPJ_ERR_IO, "%s: %s", c->path, rc_str(rc));
@@ -2222,7 +2458,7 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
                  e.data, e.size, e.log, e.expires_ms, sum);
     int r = begin(b);
     if (r == SQLITE_OK)
-      r = insert(b, &k, e.digest, e.key, &v, sum);
+      r = insert(b, &k, e.digest, e.key, &v, sum, now_ms());
     r = finish(b, r);
     pthread_mutex_unlock(&b->mu);
     if (r != SQLITE_OK)
@@ -2270,6 +2506,8 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
     return st;
   pthread_mutex_lock(&c->mu);
   st = need_rw(c, "import");
+  if (st == XPJ_OK)
+    flush_all(c);
   sqlite3_stmt *sel = NULL;
   int rc = SQLITE_OK;
   if (st == XPJ_OK)
@@ -2319,7 +2557,7 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
       row_checksum(signing_key(c), e.digest, e.failed, e.entry,
                    e.local_bytes, e.scratch_bytes, e.data, e.size, e.log,
                    e.expires_ms, mine);
-      r = insert(c, &k, e.digest, e.key, &v, mine);
+      r = insert(c, &k, e.digest, e.key, &v, mine, now_ms());
       if (r != SQLITE_OK)
         st = fail(XPJ_ERR_IO, "import into %s: %s", c->path, rc_str(r));
       else

@@ -85,7 +85,8 @@ typedef struct xpj_cache_config {
  * xpj_cache_problem tell) and call warn. xpj_cache_path then names the
  * file with its directory resolved (realpath). */
 xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out);
-/* Flushes pending statistics and closes. */
+/* Writes what was deferred (counters, uses, xpj_cache_put_later's
+ * entries) and closes. */
 void xpj_cache_close(xpj_cache *c);
 /* This thread's message for the last failing xpj_cache_* call. */
 const char *xpj_cache_last_error(void);
@@ -177,6 +178,18 @@ xpj_status xpj_cache_get_uncounted(xpj_cache *c, const xpj_cache_key *k,
  * stored then). */
 xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
                          const xpj_cache_value *v);
+/* Like xpj_cache_put, but the row is written with the cache's next write
+ * transaction (a put, a remove, a maintenance call) or at close, whichever
+ * comes first; until then xpj_cache_get of k (in this handle) returns it.
+ * v is copied. At most 64 entries or 64 MiB wait: past that, everything
+ * waiting is written now. Nothing is written when the cache is off,
+ * read-only or degraded (XPJ_OK). A waiting entry is dropped by
+ * xpj_cache_remove of its key and by xpj_cache_clear, and is not served
+ * (nor written) past its expires_ms. For a row copied from another tier
+ * (a Redis hit): no write transaction, no fsync, on the hot path. A
+ * bundle defers nothing (a plain put). */
+xpj_status xpj_cache_put_later(xpj_cache *c, const xpj_cache_key *k,
+                               const xpj_cache_value *v);
 /* Removes the entry stored under k, if any (for example a cached failure
  * that is known to be stale). XPJ_OK whether or not there was one, and
  * also when the cache is off, read-only, degraded or a bundle (nothing is

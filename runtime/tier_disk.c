@@ -33,7 +33,10 @@ static void put(void *state, rt_obtain *ob, const fetched *f) {
                (f->origin == XPJ_ORIGIN_DAEMON && !f->same_cache);
   if (!ob->l2 || !fresh || !f->cacheable || (!f->v.failed && !f->loaded))
     return;
-  xpj_cache_put(ob->l2, ob->key, &f->v);
+  if (f->origin == XPJ_ORIGIN_REDIS)
+    xpj_cache_put_later(ob->l2, ob->key, &f->v);
+  else
+    xpj_cache_put(ob->l2, ob->key, &f->v);
 }
 
 const rt_tier rt_tier_disk = {"disk", RT_TIER_LOCAL, NULL, NULL, get, put,

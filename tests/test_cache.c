@@ -797,6 +797,388 @@ static void test_expiry(void **state) {
   assert_no_warning(&f->w);
 }
 
+/* ---- xpj_cache_put_later: a put written with the next write ----------- */
+
+static void put_later_i(xpj_cache *c, unsigned i, size_t size) {
+  tkey t;
+  tval v;
+  assert_int_equal(xpj_cache_put_later(c, key_of(&t, i), val_of(&v, i, size)),
+                   XPJ_OK);
+  val_free(&v);
+}
+
+static int64_t row_count(const char *path) {
+  return sql_int(path, "SELECT count(*) FROM entries", NULL);
+}
+
+static int64_t rows_of(const char *path, unsigned i) {
+  tkey t;
+  char d[65];
+  digest_of(key_of(&t, i), d);
+  return rows_with(path, d);
+}
+
+/* Every column of row i that the value and key determine (all but created,
+ * last_used and hits), one string; malloc'd. */
+static char *row_text(const char *path, unsigned i) {
+  tkey t;
+  char d[65];
+  digest_of(key_of(&t, i), d);
+  sqlite3 *db = sql_open(path);
+  sqlite3_stmt *s = NULL;
+  assert_int_equal(
+      sqlite3_prepare_v2(db,
+                         "SELECT key||'|'||code||'|'||kernel||'|'||dtypes||'|'"
+                         "||ndim||'|'||target||'|'||options||'|'||versions"
+                         "||'|'||failed||'|'||entry||'|'||local_bytes||'|'"
+                         "||scratch_bytes||'|'||hex(data)||'|'||log||'|'"
+                         "||checksum||'|'||size||'|'||compile_ms||'|'||expires"
+                         " FROM entries WHERE digest=?1",
+                         -1, &s, NULL),
+      SQLITE_OK);
+  sqlite3_bind_text(s, 1, d, -1, SQLITE_TRANSIENT);
+  assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+  char *r = strdup((const char *)sqlite3_column_text(s, 0));
+  assert_non_null(r);
+  sqlite3_finalize(s);
+  assert_int_equal(sqlite3_close(db), SQLITE_OK);
+  return r;
+}
+
+/* Served by the handle that put it, and only there, until that handle's
+ * next write transaction (a put, a maintenance call) or its close; then
+ * the row is the one xpj_cache_put writes (checksum included), and the
+ * uses it had while it waited are counted. */
+static void test_put_later(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  xpj_cache *c2 = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  int64_t t0 = wall_ms();
+  put_later_i(c, 1, 3000);
+  int64_t t1 = wall_ms();
+  assert_int_equal(rows_of(f->path, 1), 0); /* not written */
+  tkey t;
+  xpj_cache_entry e;
+  assert_int_equal(xpj_cache_get(c, key_of(&t, 1), &e), XPJ_OK);
+  assert_int_equal(check_val(&e, 1, 3000), 0);
+  assert_int_equal(e.hits, 0);
+  assert_true(e.created_ms >= t0 && e.created_ms <= t1);
+  assert_int_equal(e.last_used_ms, e.created_ms);
+  assert_true(e.expires_ms == 0);
+  xpj_cache_entry_clear(&e);
+  assert_int_equal(xpj_cache_get(c, key_of(&t, 1), &e), XPJ_OK);
+  assert_int_equal(e.hits, 1); /* the use above, not written yet either */
+  xpj_cache_entry_clear(&e);
+  expect_miss(c2, 1); /* another process does not see it */
+  assert_int_equal(rows_of(f->path, 1), 0);
+
+  /* the next write transaction (a put) writes it, as of when it was put,
+   * then the uses */
+  nap_ms(5);
+  put_i(c, 2, 100);
+  assert_int_equal(rows_of(f->path, 1), 1);
+  assert_int_equal(xpj_cache_get(c2, key_of(&t, 1), &e), XPJ_OK);
+  assert_int_equal(check_val(&e, 1, 3000), 0);
+  assert_int_equal(e.hits, 2);
+  assert_true(e.created_ms >= t0 && e.created_ms <= t1);
+  xpj_cache_entry_clear(&e);
+  assert_int_equal(verify_bad(c2, NULL), 0);
+  /* exactly the row a put writes */
+  char *deferred = row_text(f->path, 1);
+  assert_int_equal(xpj_cache_remove(c, key_of(&t, 1)), XPJ_OK);
+  put_i(c, 1, 3000);
+  char *direct = row_text(f->path, 1);
+  assert_string_equal(deferred, direct);
+  free(deferred);
+  free(direct);
+
+  /* a later put_later of the key replaces the waiting value, and a put
+   * the waiting one; a maintenance call writes */
+  put_later_i(c, 3, 10);
+  tval v;
+  xpj_cache_value other = *val_of(&v, 3, 20);
+  assert_int_equal(xpj_cache_put_later(c, key_of(&t, 3), &other), XPJ_OK);
+  val_free(&v); /* copied */
+  expect_hit(c, 3, 20);
+  put_later_i(c, 4, 10);
+  put_i(c, 4, 30);
+  expect_hit(c, 4, 30);
+  assert_int_equal(rows_of(f->path, 3), 1);
+  expect_hit(c2, 3, 20);
+  expect_hit(c2, 4, 30);
+  put_later_i(c, 5, 40);
+  expect_miss(c2, 5);
+  (void)stats_of(c); /* a maintenance call */
+  expect_hit(c2, 5, 40);
+
+  /* close writes what waits */
+  put_later_i(c, 6, 50);
+  expect_miss(c2, 6);
+  xpj_cache_close(c);
+  expect_hit(c2, 6, 50);
+  uint64_t checked = 0;
+  assert_int_equal(verify_bad(c2, &checked), 0);
+  assert_int_equal(checked, 6);
+  /* bad arguments */
+  assert_int_equal(xpj_cache_put_later(NULL, key_of(&t, 1), &other),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_cache_put_later(c2, key_of(&t, 1), NULL),
+                   XPJ_ERR_INVALID);
+  xpj_cache_value nodata = {0, NULL, 5, "x", "", 0, 0, 0, 0};
+  assert_int_equal(xpj_cache_put_later(c2, key_of(&t, 1), &nodata),
+                   XPJ_ERR_INVALID);
+  t.k.kernel = "a\nb";
+  assert_int_equal(xpj_cache_put_later(c2, &t.k, &other), XPJ_ERR_INVALID);
+  xpj_cache_close(c2);
+  assert_no_warning(&f->w);
+}
+
+/* xpj_cache_remove drops a waiting entry (a row stored before it too),
+ * and is a write transaction: the others waiting are written. */
+static void test_put_later_remove(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 3, 100);
+  put_later_i(c, 1, 100);
+  put_later_i(c, 2, 100);
+  put_later_i(c, 3, 200); /* replaces the stored row when written */
+  expect_hit(c, 1, 100);
+  expect_hit(c, 3, 200);
+  assert_int_equal(rows_of(f->path, 1), 0);
+  assert_int_equal(rows_of(f->path, 2), 0);
+  tkey t;
+  assert_int_equal(xpj_cache_remove(c, key_of(&t, 1)), XPJ_OK);
+  assert_int_equal(xpj_cache_remove(c, key_of(&t, 3)), XPJ_OK);
+  expect_miss(c, 1);
+  expect_miss(c, 3);
+  assert_int_equal(rows_of(f->path, 2), 1); /* written by the remove */
+  xpj_cache_close(c);
+  assert_int_equal(rows_of(f->path, 1), 0);
+  assert_int_equal(rows_of(f->path, 3), 0);
+  assert_int_equal(row_count(f->path), 1);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  expect_miss(c, 1);
+  expect_hit(c, 2, 100);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
+/* xpj_cache_clear drops every waiting entry. */
+static void test_put_later_clear(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 100);
+  put_later_i(c, 2, 100);
+  put_later_i(c, 3, 100);
+  expect_hit(c, 2, 100);
+  assert_int_equal(rows_of(f->path, 2), 0);
+  assert_int_equal(xpj_cache_clear(c), XPJ_OK);
+  expect_miss(c, 2);
+  expect_miss(c, 3);
+  xpj_cache_close(c);
+  assert_int_equal(row_count(f->path), 0);
+  assert_no_warning(&f->w);
+}
+
+/* A waiting entry past its expires_ms is neither served nor written. */
+static void test_put_later_expiry(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  tkey t;
+  int64_t now = wall_ms();
+  xpj_cache_value soon = {1, NULL, 0, "", "error: try later", 0, 0, 1.5,
+                          now + 500};
+  xpj_cache_value hour = soon;
+  hour.expires_ms = now + 3600 * 1000;
+  xpj_cache_value past = soon;
+  past.expires_ms = now - 1;
+  assert_int_equal(xpj_cache_put_later(c, key_of(&t, 1), &soon), XPJ_OK);
+  assert_int_equal(xpj_cache_put_later(c, key_of(&t, 2), &soon), XPJ_OK);
+  assert_int_equal(xpj_cache_put_later(c, key_of(&t, 3), &hour), XPJ_OK);
+  assert_int_equal(xpj_cache_put_later(c, key_of(&t, 4), &past), XPJ_OK);
+  xpj_cache_entry e;
+  assert_int_equal(xpj_cache_get(c, key_of(&t, 1), &e), XPJ_OK);
+  assert_int_equal(e.failed, 1);
+  assert_true(e.expires_ms == now + 500);
+  assert_string_equal(e.log, "error: try later");
+  xpj_cache_entry_clear(&e);
+  expect_miss(c, 4);
+  assert_int_equal(row_count(f->path), 0);
+  while (wall_ms() <= now + 500)
+    nap_ms(20);
+  expect_miss(c, 1);
+  xpj_cache_close(c); /* 2 is not written: its time is up */
+  assert_int_equal(rows_of(f->path, 1), 0);
+  assert_int_equal(rows_of(f->path, 2), 0);
+  assert_int_equal(rows_of(f->path, 3), 1);
+  assert_int_equal(rows_of(f->path, 4), 0);
+  assert_int_equal(row_count(f->path), 1);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_get(c, key_of(&t, 3), &e), XPJ_OK);
+  assert_true(e.expires_ms == now + 3600 * 1000);
+  xpj_cache_entry_clear(&e);
+  assert_int_equal(verify_bad(c, NULL), 0);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
+/* At most 64 entries, or 64 MiB, wait: the 65th entry, or the one that
+ * goes past 64 MiB, writes them all. */
+static void test_put_later_limits(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  for (unsigned i = 0; i < 64; i++)
+    put_later_i(c, i, 100);
+  assert_int_equal(row_count(f->path), 0);
+  put_later_i(c, 64, 100);
+  assert_int_equal(row_count(f->path), 65);
+  put_later_i(c, 65, 100); /* waits again */
+  assert_int_equal(row_count(f->path), 65);
+  xpj_cache_close(c);
+  assert_int_equal(row_count(f->path), 66);
+
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_clear(c), XPJ_OK);
+  put_later_i(c, 100, 40u << 20);
+  assert_int_equal(row_count(f->path), 0);
+  put_later_i(c, 101, 30u << 20); /* 70 MiB */
+  assert_int_equal(row_count(f->path), 2);
+  xpj_cache *c2 = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  expect_hit(c2, 100, 40u << 20);
+  expect_hit(c2, 101, 30u << 20);
+  xpj_cache_close(c2);
+  assert_int_equal(verify_bad(c, NULL), 0);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
+/* Written, each as a put is, with the eviction for the size limit. */
+static void test_put_later_eviction(void **state) {
+  fx *f = *state;
+  const uint64_t max = 64 * 1024; /* six rows of 10000 bytes */
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, max);
+  for (unsigned i = 0; i < 6; i++) {
+    put_i(c, i, 10000);
+    nap_ms(3);
+  }
+  put_later_i(c, 6, 10000);
+  nap_ms(3);
+  put_later_i(c, 7, 10000);
+  assert_int_equal(row_count(f->path), 6);
+  assert_int_equal(rows_of(f->path, 6), 0);
+  xpj_cache_close(c);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, max);
+  xpj_cache_stats s = stats_of(c);
+  assert_true(s.bytes <= max);
+  assert_int_equal(s.entries, 6);
+  assert_int_equal(s.counters.evictions, 2);
+  listing l = list_of(c);
+  assert_false(listed(&l, 0));
+  assert_false(listed(&l, 1));
+  assert_true(listed(&l, 2));
+  assert_true(listed(&l, 6));
+  assert_true(listed(&l, 7));
+  expect_hit(c, 7, 10000);
+  /* a put replaces a waiting entry: that one is not written first (it
+   * would have evicted 3, 4, 5 on its way) */
+  put_later_i(c, 8, 40000);
+  put_i(c, 8, 10000);
+  s = stats_of(c);
+  assert_int_equal(s.counters.evictions, 3);
+  l = list_of(c);
+  assert_false(listed(&l, 2));
+  for (unsigned i = 3; i < 9; i++)
+    if (!listed(&l, i))
+      fail_msg("key %u was evicted", i);
+  assert_int_equal(verify_bad(c, NULL), 0);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
+/* In a child: put_later waits; then the disk fills up (RLIMIT_FSIZE)
+ * during a put, which writes it in its transaction: neither is stored,
+ * the handle is read-only, and later ones are not kept. The exit code. */
+static int put_later_full_child(const char *path) {
+  wlog w;
+  memset(&w, 0, sizeof w);
+  xpj_cache_config cfg = {.path = path, .mode = XPJ_CACHE_MODE_RW,
+                          .max_size = GiB, .warn = rec_warn, .warn_ud = &w};
+  xpj_cache *c = NULL;
+  if (xpj_cache_open(&cfg, &c) != XPJ_OK || !c)
+    return 10;
+  tkey t;
+  tval v;
+  xpj_cache_entry e;
+  if (xpj_cache_put_later(c, key_of(&t, 5), val_of(&v, 5, 100)) != XPJ_OK)
+    return 11;
+  val_free(&v);
+  if (xpj_cache_get(c, key_of(&t, 5), &e) != XPJ_OK)
+    return 12;
+  xpj_cache_entry_clear(&e);
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit rl = {64 * 1024, 64 * 1024};
+  if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+    return 13;
+  xpj_cache_put(c, key_of(&t, 6), val_of(&v, 6, 1 << 20));
+  val_free(&v);
+  if (xpj_cache_mode_of(c) != XPJ_CACHE_MODE_RO || w.n != 1)
+    return 14;
+  if (xpj_cache_put_later(c, key_of(&t, 7), val_of(&v, 7, 100)) != XPJ_OK)
+    return 15;
+  val_free(&v);
+  if (xpj_cache_get(c, key_of(&t, 5), &e) != XPJ_ERR_NOT_FOUND ||
+      xpj_cache_get(c, key_of(&t, 7), &e) != XPJ_ERR_NOT_FOUND)
+    return 16;
+  xpj_cache_close(c);
+  return w.n == 1 ? 0 : 17;
+}
+
+/* Off, read-only and degraded handles keep nothing and write nothing;
+ * the same calls on a writable handle do (the control). */
+static void test_put_later_off_ro(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_later_i(c, 1, 500);
+  expect_hit(c, 1, 500);
+  assert_int_equal(row_count(f->path), 0);
+  xpj_cache_close(c);
+  assert_int_equal(rows_of(f->path, 1), 1);
+  assert_false(exists2(f->path, "-wal"));
+  struct stat before, after;
+  assert_int_equal(stat(f->path, &before), 0);
+  nap_ms(20);
+  for (int mode = XPJ_CACHE_MODE_OFF; mode <= XPJ_CACHE_MODE_RO; mode++) {
+    c = open_cache(&f->w, f->path, (xpj_cache_mode)mode, GiB);
+    put_later_i(c, 2, 500);
+    expect_miss(c, 2);
+    put_later_i(c, 1, 600); /* does not shadow the stored row */
+    if (mode == XPJ_CACHE_MODE_RO)
+      expect_hit(c, 1, 500);
+    xpj_cache_close(c);
+    assert_int_equal(stat(f->path, &after), 0);
+    assert_int_equal(after.st_size, before.st_size);
+    assert_int_equal(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+    assert_int_equal(row_count(f->path), 1);
+  }
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0)
+    _exit(put_later_full_child(f->path));
+  int ws = 0;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+    fail_msg("child: %s %d", WIFEXITED(ws) ? "exit" : "signal",
+             WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
+  assert_int_equal(rows_of(f->path, 5), 0);
+  assert_int_equal(rows_of(f->path, 7), 0);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(verify_bad(c, NULL), 0);
+  expect_hit(c, 1, 500);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
 /* ======================================================================== */
 /* 2. keys                                                                  */
 /* ======================================================================== */
@@ -3335,6 +3717,13 @@ int main(void) {
       T(test_replace_after_hit),
       T(test_remove),
       T(test_expiry),
+      T(test_put_later),
+      T(test_put_later_remove),
+      T(test_put_later_clear),
+      T(test_put_later_expiry),
+      T(test_put_later_limits),
+      T(test_put_later_eviction),
+      T(test_put_later_off_ro),
       T(test_network_journal),
       T(test_keys),
       T(test_corrupt_rows),
