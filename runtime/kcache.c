@@ -71,12 +71,6 @@ void rt_cc_fini(xpj_context *ctx) {
     xpj_cache_note(cc->l2, &d);
     xpj_cache_close(cc->l2);
   }
-  for (rt_bundle *b = atomic_load(&cc->bundles), *n; b; b = n) {
-    n = atomic_load(&b->next);
-    xpj_cache_close(b->cache);
-    free(b->path);
-    free(b);
-  }
   free(cc->path);
   for (unsigned i = 0; i < RT_NTIERS; i++)
     if (tiers[i]->close)

@@ -243,10 +243,6 @@ typedef struct rt_cc {
   xpj_cache_mode mode;
   char *path;
   uint64_t max_size;
-  /* Loaded bundles, in the order added: an append-only list that
-   * lookups walk without the lock (appended under mu with a release store;
-   * nodes live until the context goes). */
-  struct rt_bundle *_Atomic bundles;
   xpj_cache_counters counters; /* this context's events */
   uint64_t l1_flushed;         /* l1_hits already noted in l2 */
   char versions[128];

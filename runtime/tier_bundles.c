@@ -11,6 +11,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* The tier's state: the bundles loaded, in the order added, an
+ * append-only list that lookups walk without a lock (appended under the
+ * context's mu with a release store; nodes live until the context goes). */
+typedef struct bundles {
+  rt_bundle *_Atomic head;
+} bundles;
+
 static void cache_warn(void *ud, const char *msg) {
   (void)ud;
   rt_warn("%s", msg);
@@ -90,8 +97,15 @@ static xpj_status add_bundle(xpj_context *ctx, const char *path,
   }
   node->cache = b;
   node->path = pcopy;
+  bundles *list = cc->tier_state[RT_TIER_bundles];
+  if (!list) { /* the tier could not start (out of memory) */
+    xpj_cache_close(b);
+    free(node);
+    free(pcopy);
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
   pthread_mutex_lock(&cc->mu);
-  rt_bundle *_Atomic *tail = &cc->bundles;
+  rt_bundle *_Atomic *tail = &list->head;
   while (atomic_load_explicit(tail, memory_order_relaxed))
     tail = &atomic_load_explicit(tail, memory_order_relaxed)->next;
   atomic_store_explicit(tail, node, memory_order_release);
@@ -161,11 +175,36 @@ xpj_status rt_cc_env_bundles(xpj_context *ctx, const xpj_context_desc *desc) {
 }
 
 
+static xpj_status open_tier(rt_cc *cc, const xpj_context_desc *desc,
+                            void **state) {
+  (void)cc;
+  (void)desc;
+  bundles *list = calloc(1, sizeof *list);
+  if (!list)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  *state = list;
+  return XPJ_OK;
+}
+
+static void close_tier(void *state) {
+  bundles *list = state;
+  if (!list)
+    return;
+  for (rt_bundle *b = atomic_load(&list->head), *n; b; b = n) {
+    n = atomic_load(&b->next);
+    xpj_cache_close(b->cache);
+    free(b->path);
+    free(b);
+  }
+  free(list);
+}
+
 /* Bundles, in the order they were added. */
 static bool get(void *state, rt_obtain *ob, fetched *f) {
-  (void)state;
-  for (rt_bundle *b = atomic_load_explicit(&ob->cc->bundles,
-                                           memory_order_acquire);
+  bundles *list = state;
+  if (!list)
+    return false;
+  for (rt_bundle *b = atomic_load_explicit(&list->head, memory_order_acquire);
        b; b = atomic_load_explicit(&b->next, memory_order_acquire))
     if (xpj_cache_get(b->cache, ob->key, &f->ce) == XPJ_OK) {
       rt_fetched_from_entry(f, XPJ_ORIGIN_BUNDLE);
@@ -180,5 +219,6 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
   return false;
 }
 
-const rt_tier rt_tier_bundles = {"bundles", RT_TIER_LOCAL, NULL, NULL, get,
-                                 NULL, NULL};
+const rt_tier rt_tier_bundles = {"bundles",  RT_TIER_LOCAL, open_tier,
+                                 close_tier, get,           NULL,
+                                 NULL};

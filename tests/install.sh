@@ -21,7 +21,7 @@ leaked=$(nm -D --defined-only "$tmp/lib/libxpjit.so.0" | awk '{print $3}' |
 [ -z "$leaked" ] || { echo "install: internal symbols exported: $leaked"; exit 1; }
 # the daemon and its systemd user units, with the prefix filled in
 [ -x "$tmp/bin/xpjitd" ] || { echo "install: no xpjitd"; exit 1; }
-"$tmp/bin/xpjitd" --version | grep -q "protocol 2" ||
+"$tmp/bin/xpjitd" --version | grep -q "protocol 3" ||
   { echo "install: xpjitd --version"; exit 1; }
 u="$tmp/lib/systemd/user"
 [ -f "$u/xpjitd.socket" ] || { echo "install: no xpjitd.socket"; exit 1; }
