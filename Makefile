@@ -80,7 +80,7 @@ $(BUILD)/lib/xpjit.pc: tools/xpjit.pc.in
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' $< > $@
 
-$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/devtest.h tests/storm20.h $(wildcard tests/*.inc tests/conformance/*.h) $(LIB_A)
+$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/devtest.h tests/storm20.h tests/procutil.h $(wildcard tests/*.inc tests/conformance/*.h) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(LIB_A) -lcmocka $(LDLIBS_ALL)
 

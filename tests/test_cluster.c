@@ -36,6 +36,7 @@
 #include <cmocka.h>
 
 #include "daemon.h"
+#include "procutil.h"
 #include "proto.h"
 #include "storm20.h"
 #include "xpjit.h"
@@ -58,12 +59,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-enum { SLOW = 4 }; /* deadlines stretched under ASan */
-#else
-enum { SLOW = 1 };
-#endif
-
 enum { NODES = 4, PER_NODE = 8, PROCS = NODES * PER_NODE, N = 1000 };
 /* The longest the storm may take before its processes are killed, and the
  * whole program (an alarm) before it stops itself. */
@@ -79,42 +74,6 @@ enum { STORM_MS = 60000 * SLOW, ALARM_S = 180 * SLOW };
 extern char **environ;
 
 /* ---- small helpers ---- */
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static void rm_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *de;
-    while ((de = readdir(d))) {
-      if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-        continue;
-      char p[PATH_MAX];
-      snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-      struct stat sb;
-      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-        rm_tree(p);
-      else
-        unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
-static const char *build_dir(void) {
-  const char *b = getenv("BUILD");
-  return b && *b ? b : "build";
-}
 
 /* Removes every XPJIT_* variable (a forked child, before its own). */
 static void clear_xpjit_env(void) {
@@ -132,19 +91,6 @@ static void clear_xpjit_env(void) {
     if (!name[0] || unsetenv(name) != 0)
       return;
   }
-}
-
-/* In a forked child: die with the test, stdin and stdout on /dev/null,
- * stderr appended to log (NULL: /dev/null). */
-static void child_prepare(pid_t parent, const char *log) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent)
-    _exit(127);
-  int dn = open("/dev/null", O_RDWR | O_CLOEXEC);
-  int lf =
-      log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : dn;
-  if (dn < 0 || lf < 0 || dup2(dn, 0) < 0 || dup2(dn, 1) < 0 || dup2(lf, 2) < 0)
-    _exit(127);
 }
 
 /* ---- the fixture ---- */
@@ -177,38 +123,6 @@ static struct {
   pid_t pids[PROCS];
   proc_result *res; /* PROCS, MAP_SHARED */
 } fx;
-static pid_t fx_owner; /* the test process (not a forked child) */
-
-/* Reaps every child (orphaned compile workers included, we are their
- * subreaper) until none is left or the deadline passes; then kills what
- * /proc lists as our children and reaps them. Returns how many were
- * killed. */
-static int reap_all(double deadline) {
-  for (;;) {
-    pid_t r = waitpid(-1, NULL, WNOHANG);
-    if (r < 0 && errno == ECHILD)
-      return 0;
-    if (r > 0)
-      continue;
-    if (now_ms() > deadline)
-      break;
-    sleep_ms(5);
-  }
-  int killed = 0;
-  char path[64];
-  snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-  FILE *f = fopen(path, "r");
-  int pid;
-  while (f && fscanf(f, "%d", &pid) == 1) {
-    kill(pid, SIGKILL);
-    killed++;
-  }
-  if (f)
-    fclose(f);
-  while (waitpid(-1, NULL, 0) > 0 || errno == EINTR) {
-  }
-  return killed;
-}
 
 static int setup(void **state) {
   (void)state;
@@ -266,25 +180,6 @@ static int teardown(void **state) {
     munmap(fx.res, PROCS * sizeof *fx.res);
   fx.res = NULL;
   return 0;
-}
-
-/* Waits for pid until deadline; past it, kills it. The wait status, or -1
- * when it had to be killed. */
-static int wait_deadline(pid_t pid, double deadline) {
-  int ws = 0;
-  for (;;) {
-    pid_t r = waitpid(pid, &ws, WNOHANG);
-    if (r == pid)
-      return ws;
-    if (r < 0 && errno != EINTR)
-      return -1;
-    if (now_ms() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &ws, 0);
-      return -1;
-    }
-    sleep_ms(2);
-  }
 }
 
 /* The last bytes of a log file, for a failure message. */
@@ -413,25 +308,19 @@ static void daemon_spawn(node *d, const char *redis) {
 
 /* Waits until d's daemon answers a handshake on its socket. */
 static void daemon_ready(node *d, double deadline) {
-  for (;;) {
-    char err[512];
-    int fd = xpd_connect(d->sock, 1000, err, sizeof err, NULL, NULL);
-    if (fd >= 0) {
-      close(fd);
-      return;
-    }
-    int ws;
-    if (waitpid(d->daemon, &ws, WNOHANG) == d->daemon) {
-      d->daemon = 0;
-      print_tail(d->log, 4000);
-      fail_msg("xpjitd of %s exited at start-up (status 0x%x)", d->dir, ws);
-    }
-    if (now_ms() > deadline) {
-      print_tail(d->log, 4000);
-      fail_msg("xpjitd of %s did not serve %s in time: %s", d->dir, d->sock,
-               err);
-    }
-    sleep_ms(10);
+  char err[512];
+  int ws = 0;
+  int r = daemon_wait_ready(d->sock, d->daemon, deadline, &ws, err,
+                            sizeof err);
+  if (r > 0) {
+    d->daemon = 0;
+    print_tail(d->log, 4000);
+    fail_msg("xpjitd of %s exited at start-up (status 0x%x)", d->dir, ws);
+  }
+  if (r < 0) {
+    print_tail(d->log, 4000);
+    fail_msg("xpjitd of %s did not serve %s in time: %s", d->dir, d->sock,
+             err);
   }
 }
 
@@ -442,31 +331,17 @@ static bool daemon_call(node *d, xpd_op op, char *text, size_t size) {
   int fd = xpd_connect(d->sock, 2000 * SLOW, err, sizeof err, NULL, NULL);
   if (fd < 0)
     return false;
-  xpd_buf b = {0};
-  xpd_begin(&b, op, 7);
-  xpd_end(&b, 0);
-  xpd_header h;
-  uint8_t *pl = NULL;
-  xpd_err e =
-      xpd_call(fd, &b, XPD_MAX_REPLY, 5000 * SLOW, &h, &pl, err, sizeof err);
-  xpd_buf_free(&b);
-  close(fd);
-  bool ok = e == XPD_E_OK;
-  if (ok && op == XPD_STATS) {
-    xpd_msg m;
-    const uint8_t *t = NULL;
-    size_t n = 0;
-    ok = h.op == XPD_STATS_REPLY &&
-         xpd_payload_decode(pl, h.len, &m) == XPD_E_OK &&
-         xpd_get_bytes(&m, XPD_F_TEXT, false, size - 1, &t, &n) == XPD_E_OK;
-    if (ok) {
-      memcpy(text, t, n);
-      text[n] = 0;
-    }
-  } else if (ok) {
-    ok = h.op == XPD_OK;
+  bool ok;
+  if (op == XPD_STATS) {
+    ok = stats_text(fd, text, size);
+  } else {
+    xpd_header h;
+    uint8_t *pl = NULL;
+    ok = daemon_request(fd, op, 7, &h, &pl, err, sizeof err) == XPD_E_OK &&
+         h.op == XPD_OK;
+    free(pl);
   }
-  free(pl);
+  close(fd);
   return ok;
 }
 
@@ -476,20 +351,6 @@ static bool daemon_stop(node *d) {
   int ws = wait_deadline(d->daemon, now_ms() + 20000.0 * SLOW);
   d->daemon = 0;
   return ok && ws != -1 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
-}
-
-/* The value of "name value" in a statistics text; -1 when absent. */
-static long long stat_of(const char *text, const char *name) {
-  size_t L = strlen(name);
-  for (const char *p = text; *p;) {
-    if (!strncmp(p, name, L) && p[L] == ' ')
-      return strtoll(p + L + 1, NULL, 10);
-    const char *nl = strchr(p, '\n');
-    if (!nl)
-      break;
-    p = nl + 1;
-  }
-  return -1;
 }
 
 /* ---- the processes ---- */
@@ -503,27 +364,16 @@ static void proc_body(const node *d, const char *redis, proc_result *r) {
   setenv("XPJIT_CACHE_DIR", d->cache, 1);
   setenv("XPJIT_REDIS", redis, 1);
   setenv("XPJIT_REDIS_TIMEOUT", REDIS_TIMEOUT, 1);
-  xpj_context_desc desc = {
-      .visible = "cpu", .cpu_threads = 1, .no_env_bundles = 1};
-  xpj_context *ctx = NULL;
-  xpj_device *dev = NULL;
-  xpj_program *p = NULL;
-  xpj_queue *q = NULL;
-  void *x = NULL, *y = NULL;
-  if (xpj_context_create(&desc, &ctx) != XPJ_OK ||
-      xpj_device_select(ctx, "cpu", &dev) != XPJ_OK ||
-      xpj_program_create_file(ctx, "examples/axpy.xpk", NULL, &p) != XPJ_OK ||
-      xpj_queue_create(dev, NULL, &q) != XPJ_OK ||
-      xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 8, 0, &x) != XPJ_OK ||
-      xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 8, 0, &y) != XPJ_OK) {
+  cpu_client c;
+  if (!cpu_client_open(&c, "examples/axpy.xpk", NULL, 0, N)) {
     snprintf(r->err, sizeof r->err, "set-up: %s", xpj_last_error());
     goto out;
   }
   for (int i = 0; i < NKERNELS; i++) {
     int kind = i / NDT;
     xpj_kernel *k = NULL;
-    if (xpj_program_get_kernel(p, knames[kind], dts[i % NDT].dtypes, 1, dev,
-                               NULL, &k) != XPJ_OK) {
+    if (xpj_program_get_kernel(c.p, knames[kind], dts[i % NDT].dtypes, 1,
+                               c.dev, NULL, &k) != XPJ_OK) {
       snprintf(r->err, sizeof r->err, "get %s %s: %s", knames[kind],
                dts[i % NDT].dtypes, xpj_last_error());
       goto out;
@@ -533,29 +383,29 @@ static void proc_body(const node *d, const char *redis, proc_result *r) {
         info.origin <= XPJ_ORIGIN_REDIS)
       r->origin[info.origin]++;
     char err[200];
-    if (storm_launch_check(q, k, kind, dts[i % NDT].t, x, y, N, err,
+    if (storm_launch_check(c.q, k, kind, dts[i % NDT].t, c.x, c.y, N, err,
                            sizeof err)) {
       snprintf(r->err, sizeof r->err, "%s: %s", dts[i % NDT].dtypes, err);
       goto out;
     }
     r->correct++;
   }
-  if (xpj_context_cache_counters(ctx, &r->c) != XPJ_OK) {
+  if (xpj_context_cache_counters(c.ctx, &r->c) != XPJ_OK) {
     snprintf(r->err, sizeof r->err, "counters: %s", xpj_last_error());
     goto out;
   }
   r->done = 1;
 out:
-  if (!r->done && ctx) /* what it did until then, for the report */
-    xpj_context_cache_counters(ctx, &r->c);
-  if (dev) {
-    xpj_mem_free(dev, x);
-    xpj_mem_free(dev, y);
-  }
-  xpj_queue_destroy(q);
-  xpj_program_destroy(p);
-  xpj_context_destroy(ctx);
+  if (!r->done && c.ctx) /* what it did until then, for the report */
+    xpj_context_cache_counters(c.ctx, &r->c);
+  cpu_client_close(&c);
   r->ms = now_ms() - t0;
+}
+
+/* Process i (gate_fork's body; redis: XPJIT_REDIS): its exit status. */
+static int proc_main(int i, void *redis) {
+  proc_body(&fx.nodes[i % NODES], redis, &fx.res[i]);
+  return fx.res[i].done ? 0 : 1;
 }
 
 /* ---- the storm ---- */
@@ -636,29 +486,9 @@ static void storm(bool with_redis) {
   /* the processes, forked and held on a pipe, then released together;
    * process i lives on node i % NODES */
   int gate[2];
-  assert_int_equal(pipe(gate), 0);
-  fflush(NULL);
-  pid_t parent = getpid();
-  for (int i = 0; i < PROCS; i++) {
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent)
-        _exit(127);
-      close(gate[1]);
-      char ch;
-      while (read(gate[0], &ch, 1) < 0 && errno == EINTR) {
-      }
-      close(gate[0]);
-      proc_body(&fx.nodes[i % NODES], redis, &fx.res[i]);
-      exit(fx.res[i].done ? 0 : 1);
-    }
-    fx.pids[i] = pid;
-  }
-  close(gate[0]);
+  assert_int_equal(gate_fork(PROCS, fx.pids, proc_main, redis, gate), 0);
   double t0 = now_ms();
-  close(gate[1]); /* EOF for every process: go */
+  gate_release(gate); /* EOF for every process: go */
 
   int ws[PROCS];
   bool bad = false;
@@ -759,24 +589,13 @@ static void test_no_redis(void **state) {
 
 /* Interrupted (a harness's timeout, ^C, the alarm): the processes and the
  * directory go first. */
-static void on_signal(int sig) {
-  if (getpid() == fx_owner)
-    teardown(NULL);
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
+static void interrupted(void) { teardown(NULL); }
 
 int main(int argc, char **argv) {
   (void)argc;
   (void)argv;
-  /* orphaned compile workers of a killed daemon come back to us */
-  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-    perror("prctl(PR_SET_CHILD_SUBREAPER)");
-  fx_owner = getpid();
-  signal(SIGTERM, on_signal);
-  signal(SIGINT, on_signal);
-  signal(SIGHUP, on_signal);
-  signal(SIGALRM, on_signal);
+  test_process_init(interrupted); /* a subreaper; SIGTERM, SIGINT, SIGHUP */
+  signal(SIGALRM, test_on_signal);
   alarm(ALARM_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_redis, setup, teardown),

@@ -39,6 +39,7 @@
 #include <cmocka.h>
 
 #include "daemon.h"
+#include "procutil.h"
 #include "proto.h"
 #include "storm20.h"
 #include "xpjit.h"
@@ -61,12 +62,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#if defined(__SANITIZE_ADDRESS__)
-enum { SLOW = 4 }; /* deadlines stretched under ASan */
-#else
-enum { SLOW = 1 };
-#endif
 
 /* Five elementwise kernels x four dtypes: 20 distinct cache keys. */
 static const char src[] =
@@ -93,39 +88,6 @@ static const char src[] =
 
 enum { N = 100 };
 
-/* ---- small helpers ---- */
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static void sleep_ms(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static void rm_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *de;
-    while ((de = readdir(d))) {
-      if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-        continue;
-      char p[PATH_MAX];
-      snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-      struct stat sb;
-      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-        rm_tree(p);
-      else
-        unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
 /* ---- the fixture: a private directory and the processes we started ---- */
 
 enum { MAXPIDS = 64 };
@@ -137,38 +99,6 @@ static struct {
   pid_t daemon;
   pid_t pids[MAXPIDS]; /* clients still to be waited for */
 } fx;
-static pid_t fx_owner; /* the test process (not a forked client) */
-
-/* Reaps every child (orphaned compile workers included, we are their
- * subreaper) until none is left or the deadline passes; then kills what
- * /proc lists as our children and reaps them. Returns the number that had
- * to be killed. */
-static int reap_all(double deadline) {
-  for (;;) {
-    pid_t r = waitpid(-1, NULL, WNOHANG);
-    if (r < 0 && errno == ECHILD)
-      return 0;
-    if (r > 0)
-      continue;
-    if (now_ms() > deadline)
-      break;
-    sleep_ms(5);
-  }
-  int killed = 0;
-  char path[64];
-  snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-  FILE *f = fopen(path, "r");
-  int pid;
-  while (f && fscanf(f, "%d", &pid) == 1) {
-    kill(pid, SIGKILL);
-    killed++;
-  }
-  if (f)
-    fclose(f);
-  while (waitpid(-1, NULL, 0) > 0 || errno == EINTR) {
-  }
-  return killed;
-}
 
 static int setup(void **state) {
   (void)state;
@@ -218,31 +148,7 @@ static void dump_log(void) {
     }                                                                        \
   } while (0)
 
-/* Waits for pid until deadline; past it, kills it. The wait status, or -1
- * when it had to be killed. */
-static int wait_deadline(pid_t pid, double deadline) {
-  int ws = 0;
-  for (;;) {
-    pid_t r = waitpid(pid, &ws, WNOHANG);
-    if (r == pid)
-      return ws;
-    if (r < 0 && errno != EINTR)
-      return -1;
-    if (now_ms() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &ws, 0);
-      return -1;
-    }
-    sleep_ms(2);
-  }
-}
-
 /* ---- the daemon ---- */
-
-static const char *build_dir(void) {
-  const char *b = getenv("BUILD");
-  return b && *b ? b : "build";
-}
 
 /* A connection with its handshake done, or -1. */
 static int stats_conn(int timeout_ms) {
@@ -263,15 +169,7 @@ static void daemon_start_with(unsigned workers, const char *fault,
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    /* never outlive the test */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-      _exit(127);
-    int lf = open(fx.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    int dn = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (lf < 0 || dn < 0 || dup2(dn, 0) < 0 || dup2(dn, 1) < 0 ||
-        dup2(lf, 2) < 0)
-      _exit(127);
+    child_prepare(parent, fx.log); /* never outlive the test */
     setenv("XPJIT_CACHE_DIR", fx.cache_dir, 1);
     unsetenv("XPJIT_CACHE");
     unsetenv("XPJIT_CACHE_MAX_SIZE");
@@ -289,65 +187,18 @@ static void daemon_start_with(unsigned workers, const char *fault,
     _exit(127);
   }
   fx.daemon = pid;
-  double deadline = now_ms() + 20000.0 * SLOW;
-  for (;;) {
-    int fd = stats_conn(1000);
-    if (fd >= 0) {
-      close(fd);
-      return;
-    }
-    int ws;
-    if (waitpid(pid, &ws, WNOHANG) == pid) {
-      fx.daemon = 0;
-      CHECK(false, "xpjitd exited at start-up (status 0x%x)", ws);
-    }
-    CHECK(now_ms() < deadline, "xpjitd did not serve %s in time", fx.sock);
-    sleep_ms(10);
-  }
+  char err[512];
+  int ws = 0;
+  int r = daemon_wait_ready(fx.sock, pid, now_ms() + 20000.0 * SLOW, &ws,
+                            err, sizeof err);
+  if (r > 0)
+    fx.daemon = 0;
+  CHECK(r <= 0, "xpjitd exited at start-up (status 0x%x)", ws);
+  CHECK(r == 0, "xpjitd did not serve %s in time", fx.sock);
 }
 
 static void daemon_start(unsigned workers) {
   daemon_start_with(workers, NULL, NULL);
-}
-
-/* The daemon's statistics text over fd (NUL-terminated, into buf). */
-static bool stats_text(int fd, char *buf, size_t size) {
-  xpd_buf b = {0};
-  xpd_begin(&b, XPD_STATS, 7);
-  xpd_end(&b, 0);
-  xpd_header h;
-  uint8_t *pl = NULL;
-  char err[512];
-  xpd_err e = xpd_call(fd, &b, XPD_MAX_REPLY, 5000 * SLOW, &h, &pl, err,
-                       sizeof err);
-  xpd_buf_free(&b);
-  xpd_msg m;
-  const uint8_t *t = NULL;
-  size_t n = 0;
-  bool ok = e == XPD_E_OK && h.op == XPD_STATS_REPLY &&
-            xpd_payload_decode(pl, h.len, &m) == XPD_E_OK &&
-            xpd_get_bytes(&m, XPD_F_TEXT, false, size - 1, &t, &n) ==
-                XPD_E_OK;
-  if (ok) {
-    memcpy(buf, t, n);
-    buf[n] = 0;
-  }
-  free(pl);
-  return ok;
-}
-
-/* The value of "name value" in a statistics text; -1 when absent. */
-static long long stat_of(const char *text, const char *name) {
-  size_t L = strlen(name);
-  for (const char *p = text; *p;) {
-    if (!strncmp(p, name, L) && p[L] == ' ')
-      return strtoll(p + L + 1, NULL, 10);
-    const char *nl = strchr(p, '\n');
-    if (!nl)
-      break;
-    p = nl + 1;
-  }
-  return -1;
 }
 
 /* A fresh connection's statistics; fails the test when there are none. */
@@ -363,15 +214,10 @@ static void daemon_stats(char *buf, size_t size) {
 static void daemon_stop(void) {
   int fd = stats_conn(2000 * SLOW);
   CHECK(fd >= 0, "cannot connect to xpjitd to stop it");
-  xpd_buf b = {0};
-  xpd_begin(&b, XPD_SHUTDOWN, 9);
-  xpd_end(&b, 0);
   xpd_header h;
   uint8_t *pl = NULL;
   char err[512];
-  xpd_err e = xpd_call(fd, &b, XPD_MAX_REPLY, 5000 * SLOW, &h, &pl, err,
-                       sizeof err);
-  xpd_buf_free(&b);
+  xpd_err e = daemon_request(fd, XPD_SHUTDOWN, 9, &h, &pl, err, sizeof err);
   free(pl);
   close(fd);
   CHECK(e == XPD_E_OK && h.op == XPD_OK, "SHUTDOWN not acknowledged: %s",
@@ -444,20 +290,8 @@ static int pause_at = -1, pause_ms;
  * nk kernels got, launched and checked, its counters. */
 static void client_body(int nk, client_result *r) {
   double t0 = now_ms();
-  xpj_context_desc d = {.visible = "cpu", .cpu_threads = 1,
-                        .no_env_bundles = 1};
-  xpj_context *ctx = NULL;
-  xpj_device *dev = NULL;
-  xpj_program *p = NULL;
-  xpj_queue *q = NULL;
-  void *x = NULL, *y = NULL;
-  if (xpj_context_create(&d, &ctx) != XPJ_OK ||
-      xpj_device_select(ctx, "cpu", &dev) != XPJ_OK ||
-      xpj_program_create(ctx, "storm.xpk", src, strlen(src), NULL, &p) !=
-          XPJ_OK ||
-      xpj_queue_create(dev, NULL, &q) != XPJ_OK ||
-      xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 8, 0, &x) != XPJ_OK ||
-      xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 8, 0, &y) != XPJ_OK) {
+  cpu_client cc;
+  if (!cpu_client_open(&cc, "storm.xpk", src, strlen(src), N)) {
     snprintf(r->err, sizeof r->err, "set-up: %s", xpj_last_error());
     goto out;
   }
@@ -468,9 +302,9 @@ static void client_body(int nk, client_result *r) {
     if (i == pause_at)
       sleep_ms(pause_ms);
     double k0 = now_ms();
-    xpj_status gs = xpj_program_get_kernel(p, knames[kind],
-                                           dts[i % NDT].dtypes, 0, dev, NULL,
-                                           &k);
+    xpj_status gs = xpj_program_get_kernel(cc.p, knames[kind],
+                                           dts[i % NDT].dtypes, 0, cc.dev,
+                                           NULL, &k);
     r->kernel_ms[i] = now_ms() - k0;
     if (gs != XPJ_OK) {
       snprintf(r->err, sizeof r->err, "get %s %s: %s", knames[kind],
@@ -481,12 +315,13 @@ static void client_body(int nk, client_result *r) {
     if (xpj_kernel_get_info(k, &info) == XPJ_OK &&
         info.origin == XPJ_ORIGIN_DAEMON)
       r->from_daemon++;
-    if (storm_launch_check(q, k, kind, t, x, y, N, r->err, sizeof r->err))
+    if (storm_launch_check(cc.q, k, kind, t, cc.x, cc.y, N, r->err,
+                           sizeof r->err))
       goto out;
     r->correct++;
   }
   xpj_cache_counters c;
-  if (xpj_context_cache_counters(ctx, &c) == XPJ_OK) {
+  if (xpj_context_cache_counters(cc.ctx, &c) == XPJ_OK) {
     r->compiles = c.compiles;
     r->daemon_hits = c.daemon_hits;
     r->daemon_fallbacks = c.daemon_fallbacks;
@@ -494,14 +329,23 @@ static void client_body(int nk, client_result *r) {
   }
   r->done = 1;
 out:
-  if (dev) {
-    xpj_mem_free(dev, x);
-    xpj_mem_free(dev, y);
-  }
-  xpj_queue_destroy(q);
-  xpj_program_destroy(p);
-  xpj_context_destroy(ctx);
+  cpu_client_close(&cc);
   r->ms = now_ms() - t0;
+}
+
+typedef struct client_args {
+  int nk;
+  const char *daemon_env;
+  client_result *res;
+} client_args;
+
+/* Client i (gate_fork's body): its exit status. */
+static int client_main(int i, void *arg) {
+  const client_args *a = arg;
+  setenv("XPJIT_DAEMON", a->daemon_env, 1);
+  setenv("XPJIT_CACHE", "off", 1);
+  client_body(a->nk, &a->res[i]);
+  return a->res[i].done ? 0 : 1;
 }
 
 /* Forks n clients, each with XPJIT_DAEMON=daemon_env and XPJIT_CACHE=off,
@@ -514,31 +358,10 @@ static client_result *clients_start(int n, int nk, const char *daemon_env) {
                             -1, 0);
   assert_true(res != MAP_FAILED);
   memset(res, 0, (size_t)n * sizeof *res);
+  client_args a = {nk, daemon_env, res};
   int gate[2];
-  assert_int_equal(pipe(gate), 0);
-  fflush(NULL);
-  pid_t parent = getpid();
-  for (int i = 0; i < n; i++) {
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent)
-        _exit(127);
-      close(gate[1]);
-      char c;
-      while (read(gate[0], &c, 1) < 0 && errno == EINTR) {
-      }
-      close(gate[0]);
-      setenv("XPJIT_DAEMON", daemon_env, 1);
-      setenv("XPJIT_CACHE", "off", 1);
-      client_body(nk, &res[i]);
-      exit(res[i].done ? 0 : 1);
-    }
-    fx.pids[i] = pid;
-  }
-  close(gate[0]);
-  close(gate[1]); /* EOF for every child: go */
+  assert_int_equal(gate_fork(n, fx.pids, client_main, &a, gate), 0);
+  gate_release(gate); /* EOF for every child: go */
   return res;
 }
 
@@ -641,7 +464,7 @@ static void test_sigkill(void **state) {
     busy = stat_of(text, "workers_busy");
     if (done >= 3 && busy > 0)
       break;
-    CHECK(done < NKERNELS, "all %d kernels compiled before the kill", done);
+    CHECK(done < NKERNELS, "all %lld kernels compiled before the kill", (long long)done);
     CHECK(now_ms() < deadline, "no compile running after %.0f ms",
           now_ms() - t0);
     sleep_ms(1);
@@ -950,25 +773,15 @@ static void test_remembered_failure(void **state) {
 
 /* Interrupted (a harness's timeout, ^C): the processes and the directory
  * of the running test go first. */
-static void on_signal(int sig) {
-  if (getpid() == fx_owner) {
-    teardown(NULL);
-    fx.dir[0] = 0;
-  }
-  signal(sig, SIG_DFL);
-  raise(sig);
+static void interrupted(void) {
+  teardown(NULL);
+  fx.dir[0] = 0;
 }
 
 int main(int argc, char **argv) {
   (void)argc;
   (void)argv;
-  /* orphaned compile workers of a killed daemon come back to us */
-  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-    perror("prctl(PR_SET_CHILD_SUBREAPER)");
-  fx_owner = getpid();
-  signal(SIGTERM, on_signal);
-  signal(SIGINT, on_signal);
-  signal(SIGHUP, on_signal);
+  test_process_init(interrupted); /* a subreaper; SIGTERM, SIGINT, SIGHUP */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_storm, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sigkill, setup, teardown),
