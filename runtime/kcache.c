@@ -30,6 +30,18 @@ static const rt_tier *const tiers[RT_NTIERS] = {RT_TIERS(RT_TIER_ADDRESS)};
 #undef RT_TIER_ADDRESS
 _Static_assert(RT_NTIERS <= RT_MAX_TIERS, "rt_cc.tier_state is too small");
 
+/* A request as the caller gave it -> the digest of its full key, and the
+ * specialised module its kernels describe themselves from (owned; NULL
+ * until a get_kernel built one). Kept, like the first level, until the
+ * context goes. */
+typedef struct rt_memo {
+  uint64_t h;
+  char digest[65];
+  xpj_module *sm;
+  struct rt_memo *next;
+  char qkey[]; /* NUL-terminated */
+} rt_memo;
+
 /* ---- set-up and tear-down ----------------------------------------------- */
 
 xpj_status rt_cc_init(xpj_context *ctx, const xpj_context_desc *desc) {
@@ -62,6 +74,12 @@ void rt_cc_fini(xpj_context *ctx) {
       free(e->msg);
       free((void *)e->v.data);
       free(e);
+    }
+  for (unsigned i = 0; i < RT_L1_BUCKETS; i++)
+    for (rt_memo *m = cc->memo[i], *n; m; m = n) {
+      n = m->next;
+      xpj_module_destroy(m->sm);
+      free(m);
     }
   if (cc->l2) {
     /* first-level hits are noted once, here, to keep them off the hot
@@ -127,6 +145,65 @@ static void unlink_entry(rt_cc *cc, rt_l1 *e) {
       *pp = e->next;
       return;
     }
+}
+
+/* ---- the first level from the request as given ---- */
+
+static uint64_t fnv1a(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* Call with cc->mu held. */
+static rt_memo *memo_find(rt_cc *cc, const char *qkey, uint64_t h) {
+  for (rt_memo *m = cc->memo[h % RT_L1_BUCKETS]; m; m = m->next)
+    if (m->h == h && !strcmp(m->qkey, qkey))
+      return m;
+  return NULL;
+}
+
+rt_l1 *rt_cc_quick(xpj_context *ctx, const char *qkey, const xpj_device *dev,
+                   const xpj_module **sm) {
+  rt_cc *cc = &ctx->cc;
+  uint64_t h = fnv1a(qkey);
+  pthread_mutex_lock(&cc->mu);
+  rt_memo *m = memo_find(cc, qkey, h);
+  rt_l1 *e = m ? *bucket(cc, m->digest) : NULL;
+  for (; e; e = e->next)
+    if (e->dev == dev && e->state == RT_L1_READY &&
+        !strcmp(e->digest, m->digest))
+      break;
+  cc->counters.l1_hits += e != NULL;
+  if (sm)
+    *sm = e ? m->sm : NULL;
+  pthread_mutex_unlock(&cc->mu);
+  return e;
+}
+
+const xpj_module *rt_cc_remember(xpj_context *ctx, const char *qkey,
+                                 const rt_l1 *e, xpj_module *sm) {
+  rt_cc *cc = &ctx->cc;
+  uint64_t h = fnv1a(qkey);
+  size_t n = strlen(qkey);
+  pthread_mutex_lock(&cc->mu);
+  rt_memo *m = memo_find(cc, qkey, h);
+  if (!m && (m = calloc(1, sizeof *m + n + 1))) {
+    m->h = h;
+    memcpy(m->digest, e->digest, sizeof m->digest);
+    memcpy(m->qkey, qkey, n + 1);
+    m->next = cc->memo[h % RT_L1_BUCKETS];
+    cc->memo[h % RT_L1_BUCKETS] = m;
+  }
+  if (m && !m->sm) {
+    m->sm = sm;
+    sm = NULL;
+  }
+  const xpj_module *kept = m ? m->sm : NULL;
+  pthread_mutex_unlock(&cc->mu);
+  xpj_module_destroy(sm);
+  return kept;
 }
 
 xpj_status rt_cc_key(rt_cc *cc, const rt_request *rq, char code[65],

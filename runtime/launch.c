@@ -16,8 +16,8 @@ static unsigned scalar_bytes(xpj_scalar s) {
 
 static xpj_status launch_err(const xpj_kernel *k, const char *fmt,
                              const char *detail) {
-  return rt_err(XPJ_ERR_INVALID, "launch of %s: %s%s", k->signature, fmt,
-                detail ? detail : "");
+  return rt_err(XPJ_ERR_INVALID, "launch of %s: %s%s",
+                rt_kernel_signature(k), fmt, detail ? detail : "");
 }
 
 /* Largest divisor of n that is <= cap. */
@@ -134,7 +134,7 @@ static xpj_status fitted_local(const xpj_kernel *k, unsigned ndim,
                   "static arrays (at %s%s%u:%u: calls nested too deep or too "
                   "many, or values with no fixed point); give a local size, "
                   "or declare the one the kernel is written for with "
-                  "local(...)", k->signature, file ? file : "",
+                  "local(...)", rt_kernel_signature(k), file ? file : "",
                   file ? ":" : "line ", f.loc.line, f.loc.col);
   }
   if (!f.fits) {
@@ -143,8 +143,8 @@ static xpj_status fitted_local(const xpj_kernel *k, unsigned ndim,
                   "a local size: index %u of %s array '%s' at %s%s%u:%u "
                   "may take %lld..%lld (its extent is %lld) whatever the "
                   "size; give a local size, or declare the one the kernel "
-                  "is written for with local(...)", k->signature, f.index,
-                  "static", f.array, file ? file : "", file ? ":" : "line ",
+                  "is written for with local(...)", rt_kernel_signature(k),
+                  f.index, "static", f.array, file ? file : "", file ? ":" : "line ",
                   f.loc.line, f.loc.col, (long long)f.lo, (long long)f.hi,
                   (long long)f.extent);
   }
@@ -614,7 +614,7 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
                                 64, &rec);
     if (st != XPJ_OK) {
       rt_err(st, "launch of %s: no host memory for the bounds check's "
-             "record: %s", k->signature, xpj_last_error());
+             "record: %s", rt_kernel_signature(k), xpj_last_error());
       rt_launch_free(l);
       return st;
     }

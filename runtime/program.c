@@ -2,9 +2,14 @@
  * runtime that calls the compiler. A program holds parsed source; a kernel
  * is one specialisation (dtypes, ndim) for one device with one set of
  * options. Its binary comes through the caches (kcache.c); the program
- * keeps its own list of the kernels it handed out, the fastest lookup. */
+ * keeps its own list of the kernels it handed out, the fastest lookup;
+ * another program of the same source finds a kernel loaded in the context
+ * from the request as given (quick_key, rt_cc_quick), without specialising
+ * it again. */
 #include "daemon.h"
 #include "rt.h"
+
+#include <nettle/sha2.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +22,8 @@ struct xpj_program {
   xpj_module *m;
   char *src; /* the source text, for xpjitd */
   size_t src_len;
+  char src_digest[65]; /* SHA-256 of src ("" without one): quick_key */
+  uint64_t serial;      /* unique in the process: quick_key without src */
   unsigned nkernels;
   const char **kernels; /* names, owned by m */
   pthread_mutex_t mu;
@@ -57,6 +64,8 @@ static xpj_status program_finish(xpj_context *ctx, const char *name,
   p->ctx = ctx;
   rt_context_retain(ctx);
   p->m = m;
+  static atomic_ullong serials;
+  p->serial = atomic_fetch_add(&serials, 1) + 1;
   for (unsigned i = 0; i < nf; i++) {
     const xpj_func *f = xpj_module_func(m, i);
     if (xpj_func_kind_of(f) != XPJ_FUNC_DEVICE)
@@ -139,6 +148,15 @@ static xpj_status create(xpj_context *ctx, const char *name, const char *src,
   if (st == XPJ_OK) {
     (*out)->src = text;
     (*out)->src_len = tlen;
+    if (text) {
+      struct sha256_ctx h;
+      uint8_t raw[SHA256_DIGEST_SIZE];
+      sha256_init(&h);
+      sha256_update(&h, tlen, (const uint8_t *)text);
+      sha256_digest(&h, sizeof raw, raw);
+      for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
+        snprintf((*out)->src_digest + 2 * i, 3, "%02x", raw[i]);
+    }
   } else {
     free(text);
   }
@@ -169,7 +187,6 @@ rt_checked *rt_checked_retain(rt_checked *c) {
 void rt_checked_release(rt_checked *c) {
   if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
     return;
-  xpj_module_destroy(c->sm);
   free(c->name);
   free(c->signature);
   for (unsigned i = 0; i < c->nargs; i++)
@@ -178,14 +195,15 @@ void rt_checked_release(rt_checked *c) {
   free(c);
 }
 
-/* k's rt_checked, taking sm; NULL when out of memory (sm not taken). */
-static rt_checked *checked_new(const xpj_kernel *k, xpj_module *sm) {
+/* k's rt_checked, explaining with sm (kept by the context's first level);
+ * NULL when out of memory. */
+static rt_checked *checked_new(const xpj_kernel *k, const xpj_module *sm) {
   rt_checked *c = calloc(1, sizeof *c);
   if (!c)
     return NULL;
   atomic_init(&c->refs, 1);
   c->name = strdup(k->name);
-  c->signature = strdup(k->signature);
+  c->signature = strdup(rt_kernel_signature(k));
   c->args = calloc(k->nargs ? k->nargs : 1, sizeof *c->args);
   bool ok = c->name && c->signature && c->args;
   for (unsigned i = 0; ok && i < k->nargs; i++, c->nargs++)
@@ -200,19 +218,14 @@ static rt_checked *checked_new(const xpj_kernel *k, xpj_module *sm) {
 
 static void kernel_free(xpj_kernel *k) {
   /* k->native belongs to the context's first level */
-  for (unsigned i = 0; i < k->nargs; i++)
-    free(k->args[i].name);
   free(k->args);
   free(k->name);
   free(k->dtypes);
-  free(k->signature);
+  free(atomic_load(&k->signature));
   free(k->target);
   if (k->fit_f)
     pthread_mutex_destroy(&k->fit_mu);
-  if (k->checked)
-    rt_checked_release(k->checked);
-  else
-    xpj_module_destroy(k->sm);
+  rt_checked_release(k->checked);
   free(k);
 }
 
@@ -393,22 +406,16 @@ static xpj_status describe(xpj_kernel *k, const xpj_module *sm,
   k->id_rank = xpj_func_id_rank(f);
   xpj_func_reqd_local(f, k->reqd_local);
   k->nargs = xpj_func_param_count(f);
+  k->nabi = 0;
+  k->local_params = false;
+  free(k->args);
   k->args = calloc(k->nargs ? k->nargs : 1, sizeof *k->args);
-  size_t cap = 256, len = 0;
-  char *sig = malloc(cap);
-  if (!k->args || !sig) {
-    free(sig);
+  if (!k->args)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  }
-  len = (size_t)snprintf(sig, cap, "%s(", k->name);
   for (unsigned i = 0; i < k->nargs; i++) {
     xpj_type t = xpj_func_param_type(f, i);
     rt_karg *a = &k->args[i];
-    a->name = strdup(xpj_func_param_name(f, i));
-    if (!a->name) {
-      free(sig);
-      return rt_err(XPJ_ERR_NOMEM, "out of memory");
-    }
+    a->name = xpj_func_param_name(f, i);
     a->dtype = xpj_type_elem_scalar(sm, t);
     if (xpj_type_kind_of(sm, t) == XPJ_TYPE_VIEW &&
         xpj_type_space(sm, t) == XPJ_SPACE_LOCAL) {
@@ -425,24 +432,54 @@ static xpj_status describe(xpj_kernel *k, const xpj_module *sm,
       a->kind = XPJ_ARG_SCALAR;
       k->nabi += 1;
     }
+  }
+  return XPJ_OK;
+}
+
+/* "name(a: T, ...)" from k's module; NULL when out of memory. */
+static char *make_signature(const xpj_kernel *k) {
+  const xpj_func *f = k->sm ? xpj_module_find(k->sm, k->name) : NULL;
+  size_t cap = 256, len = 0;
+  char *sig = malloc(cap);
+  if (!f || !sig) {
+    free(sig);
+    return NULL;
+  }
+  len = (size_t)snprintf(sig, cap, "%s(", k->name);
+  for (unsigned i = 0; i < k->nargs; i++) {
     char ts[128];
-    xpj_type_str(sm, t, ts, sizeof ts);
-    size_t need = len + strlen(a->name) + strlen(ts) + 8;
+    xpj_type_str(k->sm, xpj_func_param_type(f, i), ts, sizeof ts);
+    size_t need = len + strlen(k->args[i].name) + strlen(ts) + 8;
     if (need > cap) {
       cap = need * 2;
       char *ns = realloc(sig, cap);
       if (!ns) {
         free(sig);
-        return rt_err(XPJ_ERR_NOMEM, "out of memory");
+        return NULL;
       }
       sig = ns;
     }
     len += (size_t)snprintf(sig + len, cap - len, "%s%s: %s", i ? ", " : "",
-                            a->name, ts);
+                            k->args[i].name, ts);
   }
   snprintf(sig + len, cap - len, ")");
-  k->signature = sig;
-  return XPJ_OK;
+  return sig;
+}
+
+const char *rt_kernel_signature(const xpj_kernel *k) {
+  xpj_kernel *mk = (xpj_kernel *)k; /* made once, then read-only */
+  char *sig = atomic_load_explicit(&mk->signature, memory_order_acquire);
+  if (sig)
+    return sig;
+  char *made = make_signature(k), *none = NULL;
+  if (!made)
+    return "";
+  if (atomic_compare_exchange_strong_explicit(&mk->signature, &none, made,
+                                              memory_order_acq_rel,
+                                              memory_order_acquire))
+    return made;
+  free(made); /* another thread made it first */
+  return none;
 }
 
 static xpj_kernel *find(xpj_program *p, const char *name, const char *dtypes,
@@ -486,6 +523,66 @@ static bool keep_for_fit(const xpj_kernel *k, const xpj_func *f) {
   return k->kind == XPJ_FUNC_NDRANGE && !k->reqd_local[0] && f;
 }
 
+/* A request as the caller gave it (rt_cc_quick): the program's source and
+ * the name it was parsed under (which the specialised module, file names
+ * included, depends on; a program without source text is named by its
+ * serial number), then parts, each length-prefixed; malloc'd, NULL when
+ * out of memory. Built without printf: it is most of a hit's cost. */
+enum { QPARTS = 8 };
+static size_t put_num(char *out, uint64_t v) {
+  char t[24];
+  size_t n = 0;
+  do
+    t[n++] = (char)('0' + v % 10);
+  while ((v /= 10));
+  for (size_t i = 0; i < n; i++)
+    out[i] = t[n - 1 - i];
+  return n;
+}
+
+static char *quick_key(const xpj_program *p, const char *const *parts,
+                       unsigned nparts) {
+  char serial[24];
+  serial[put_num(serial, p->serial)] = 0;
+  const char *all[QPARTS + 2] = {p->src_digest[0] ? p->src_digest : serial,
+                                 p->name};
+  for (unsigned i = 0; i < nparts && i < QPARTS; i++)
+    all[2 + i] = parts[i] ? parts[i] : "";
+  unsigned n = 2 + (nparts < QPARTS ? nparts : QPARTS);
+  size_t len[QPARTS + 2], total = 1;
+  for (unsigned i = 0; i < n; i++)
+    total += (len[i] = strlen(all[i])) + 22;
+  char *q = malloc(total), *w = q;
+  if (!q)
+    return NULL;
+  for (unsigned i = 0; i < n; i++) {
+    w += put_num(w, len[i]);
+    *w++ = ':';
+    memcpy(w, all[i], len[i]);
+    w += len[i];
+  }
+  *w = 0;
+  return q;
+}
+
+/* The compile options as they enter a key, as text for quick_key. */
+static void opts_text(const xpj_compile_opts *o, unsigned ctx_checks,
+                      char out[96]) {
+  xpj_compile_opts d;
+  if (!o) {
+    xpj_compile_opts_default(&d);
+    o = &d;
+  }
+  char *w = out;
+  uint64_t v[4] = {o->opt_level, (uint64_t)(o->fast_math != 0),
+                   (uint64_t)(o->debug_info != 0), o->checks | ctx_checks};
+  for (int i = 0; i < 4; i++) {
+    w += put_num(w, v[i]);
+    *w++ = ',';
+  }
+  *w = 0;
+}
+
 static xpj_status build(xpj_program *p, const xpj_func *f,
                         const xpj_scalar *types, const int64_t *consts,
                         const char *dtypes,
@@ -493,43 +590,69 @@ static xpj_status build(xpj_program *p, const xpj_func *f,
                         const xpj_compile_opts *o, const char *ostr,
                         xpj_kernel **out) {
   const char *name = xpj_func_name(f);
-  xpj_module *sm = NULL;
-  xpj_status st = specialise(p, f, types, consts, ndim, &sm);
-  if (st != XPJ_OK)
-    return st;
+  /* loaded in the context for another program of the same source: its
+   * module and binary as they are; else specialised here */
+  char nd[24];
+  nd[put_num(nd, ndim)] = 0;
+  const char *parts[] = {"kernel", name, dtypes, nd, ostr, dev->id};
+  char *q = quick_key(p, parts, 6);
+  if (!q)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  const xpj_module *sm = NULL;
+  rt_l1 *e = rt_cc_quick(p->ctx, q, dev, &sm);
+  xpj_module *own = NULL;
+  xpj_status st = XPJ_OK;
+  if (!e || !sm) {
+    e = NULL;
+    if ((st = specialise(p, f, types, consts, ndim, &own)) != XPJ_OK) {
+      free(q);
+      return st;
+    }
+    sm = own;
+  }
   xpj_kernel *k = calloc(1, sizeof *k);
   if (!k || !(k->name = strdup(name)) || !(k->dtypes = strdup(dtypes)) ||
       !(k->target = strdup(dev->info.target))) {
     if (k)
       kernel_free(k);
-    xpj_module_destroy(sm);
+    xpj_module_destroy(own);
+    free(q);
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   }
   k->prog = p;
   k->dev = dev;
   k->ndim = ndim;
+  k->origin = XPJ_ORIGIN_MEMORY;
   snprintf(k->opts, sizeof k->opts, "%s", ostr);
+  k->sm = sm;
   st = describe(k, sm, xpj_module_find(sm, name));
   if (st == XPJ_OK)
     st = rt_check_reqd_local(k);
-  rt_l1 *e = NULL;
-  if (st == XPJ_OK)
+  if (st == XPJ_OK && !e) {
     st = rt_cc_obtain(p->ctx,
-                      &(rt_request){{p->src, p->src_len, p->name}, sm, name,
+                      &(rt_request){{p->src, p->src_len, p->name}, own, name,
                                     dtypes, ndim, dev, &dev->target,
                                     dev->info.target, o, ostr},
                       &e, &k->origin);
-  if (st == XPJ_OK && keep_for_fit(k, xpj_module_find(sm, name)) &&
-      pthread_mutex_init(&k->fit_mu, NULL) == 0)
-    k->fit_f = xpj_module_find(sm, name);
+    if (st == XPJ_OK) { /* kept by the context from now on */
+      k->sm = sm = rt_cc_remember(p->ctx, q, e, own);
+      if (!sm)
+        st = rt_err(XPJ_ERR_NOMEM, "out of memory");
+      else if (sm != own) /* the one kept before: names from it */
+        st = describe(k, sm, xpj_module_find(sm, name));
+      own = NULL; /* taken */
+    }
+  }
+  if (st != XPJ_OK)
+    k->sm = NULL; /* the module may go with own */
+  xpj_module_destroy(own);
+  free(q);
+  const xpj_func *kf = st == XPJ_OK ? xpj_module_find(sm, name) : NULL;
+  if (kf && keep_for_fit(k, kf) && pthread_mutex_init(&k->fit_mu, NULL) == 0)
+    k->fit_f = kf;
   k->checks = o->checks;
   if (st == XPJ_OK && k->checks && !(k->checked = checked_new(k, sm)))
     st = rt_err(XPJ_ERR_NOMEM, "out of memory");
-  if (st == XPJ_OK && (k->fit_f || k->checks)) {
-    k->sm = sm; /* the kernel (or k->checked) owns it now */
-    sm = NULL;
-  }
-  xpj_module_destroy(sm);
   if (st != XPJ_OK) {
     kernel_free(k);
     return st;
@@ -588,17 +711,12 @@ static xpj_status resolve(xpj_program *p, const char *name,
   return XPJ_OK;
 }
 
-xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
-                                  const char *dtypes, unsigned ndim,
-                                  const char *target,
-                                  const xpj_compile_opts *opts, void **data,
-                                  size_t *size) {
-  if (data)
-    *data = NULL;
-  if (size)
-    *size = 0;
-  if (!p || !name || !target)
-    return rt_err(XPJ_ERR_INVALID, "xpj_program_get_binary: NULL argument");
+/* get_binary the long way: the request resolved, specialised, keyed and
+ * obtained through the caches. */
+static xpj_status binary_slow(xpj_program *p, const char *name,
+                              const char *dtypes, unsigned ndim,
+                              const char *target, const xpj_compile_opts *opts,
+                              rt_l1 **e) {
   xpj_target t;
   char err[256];
   if (xpj_target_parse(target, &t, err, sizeof err) != XPJ_OK)
@@ -615,14 +733,44 @@ xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
   xpj_module *sm = NULL;
   if (st == XPJ_OK)
     st = specialise(p, f, types, consts, ndim, &sm);
-  rt_l1 *e = NULL;
   xpj_kernel_origin from;
   if (st == XPJ_OK)
     st = rt_cc_obtain(p->ctx,
                       &(rt_request){{p->src, p->src_len, p->name}, sm, name,
                                     canon, ndim, NULL, &t, tstr, &o, ostr},
-                      &e, &from);
+                      e, &from);
   xpj_module_destroy(sm);
+  return st;
+}
+
+xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
+                                  const char *dtypes, unsigned ndim,
+                                  const char *target,
+                                  const xpj_compile_opts *opts, void **data,
+                                  size_t *size) {
+  if (data)
+    *data = NULL;
+  if (size)
+    *size = 0;
+  if (!p || !name || !target)
+    return rt_err(XPJ_ERR_INVALID, "xpj_program_get_binary: NULL argument");
+  /* asked before in this context, exactly so: the binary as it is (a
+   * request that succeeded once succeeds again) */
+  char nd[24], os[96];
+  nd[put_num(nd, ndim)] = 0;
+  opts_text(opts, p->ctx->checks, os);
+  const char *parts[] = {"binary", name, dtypes, nd, os, target};
+  char *q = quick_key(p, parts, 6);
+  if (!q)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  rt_l1 *e = rt_cc_quick(p->ctx, q, NULL, NULL);
+  xpj_status st = XPJ_OK;
+  if (!e) {
+    st = binary_slow(p, name, dtypes, ndim, target, opts, &e);
+    if (st == XPJ_OK)
+      rt_cc_remember(p->ctx, q, e, NULL);
+  }
+  free(q);
   if (st != XPJ_OK || !data)
     return st;
   if (!(*data = malloc(e->v.size ? e->v.size : 1)))
@@ -713,7 +861,7 @@ xpj_status xpj_kernel_get_arg_info(const xpj_kernel *k, unsigned i,
 }
 
 const char *xpj_kernel_signature(const xpj_kernel *k) {
-  return k ? k->signature : "";
+  return k ? rt_kernel_signature(k) : "";
 }
 
 /* ---- for xpjitd (daemon.h) ---- */

@@ -85,12 +85,15 @@ typedef struct rt_launch {
  * queued); the last reference frees it. */
 typedef struct rt_checked {
   atomic_uint refs;
-  xpj_module *sm;
+  const xpj_module *sm; /* the context's first level keeps it */
   char *name, *signature;
   unsigned nargs;
   char **args; /* parameter names */
 } rt_checked;
 rt_checked *rt_checked_retain(rt_checked *c);
+/* "name(a: T, ...)" of k, for messages: made on first use ("" when out of
+ * memory), then k's until it goes. */
+const char *rt_kernel_signature(const xpj_kernel *k);
 void rt_checked_release(rt_checked *c); /* NULL: no-op */
 
 typedef struct rt_backend_ops {
@@ -238,6 +241,9 @@ typedef struct rt_cc {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   rt_l1 *buckets[RT_L1_BUCKETS];
+  /* the first level's second index: a request as the caller gave it ->
+   * the digest of its full key (rt_cc_quick) */
+  struct rt_memo *memo[RT_L1_BUCKETS];
   xpj_cache *l2;     /* opened on first use */
   bool l2_tried;
   xpj_cache_mode mode;
@@ -317,6 +323,22 @@ typedef struct rt_request {
 xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
                         xpj_kernel_origin *from);
 
+/* A loaded kernel found from the request as the caller gave it, without
+ * specialising and hashing it again: qkey is the program's source digest
+ * and parse name, the kernel, canonical dtypes, ndim, options and target
+ * (program.c quick_key), which determine the full key and the specialised
+ * module. The READY entry for dev (NULL: a binary) that a request with
+ * qkey built before, counted as a first-level hit, or NULL; *sm (when sm
+ * is not NULL): the module kept for qkey, NULL while none is. */
+rt_l1 *rt_cc_quick(xpj_context *ctx, const char *qkey, const xpj_device *dev,
+                   const xpj_module **sm);
+/* After rt_cc_obtain built or found e for a request with qkey: remembers
+ * it, with sm (taken; may be NULL). Returns the module kept for qkey
+ * (sm, or the one kept before: sm is then destroyed), which lives until
+ * the context goes; NULL when none is (sm NULL, or out of memory). */
+const xpj_module *rt_cc_remember(xpj_context *ctx, const char *qkey,
+                                 const rt_l1 *e, xpj_module *sm);
+
 /* The cache key (and its digest) of request rq; the key's strings point
  * into rq, code and cc->versions. */
 xpj_status rt_cc_key(rt_cc *cc, const rt_request *rq, char code[65],
@@ -375,7 +397,7 @@ struct xpj_event {
 /* ---- programs and kernels ------------------------------------------- */
 
 typedef struct rt_karg {
-  char *name;
+  const char *name; /* the module's (kept by the context) */
   xpj_arg_kind kind;
   xpj_scalar dtype;
   unsigned rank;
@@ -396,8 +418,9 @@ struct xpj_kernel {
   /* The specialised module, kept where the runtime needs it after the
    * build: nd-range kernels without a required size, whose default local
    * size is checked against fit_f, the specialised kernel
-   * (xpj_func_local_fit); checked kernels, whose violations it explains. */
-  xpj_module *sm; /* owned by checked when there is one */
+   * (xpj_func_local_fit); checked kernels, whose violations it explains.
+   * The context keeps it (rt_cc_remember) until the context goes. */
+  const xpj_module *sm;
   const xpj_func *fit_f;
   unsigned checks;      /* XPJ_CHECK_* compiled in */
   rt_checked *checked;  /* when checks: for its launches' messages */
@@ -414,7 +437,7 @@ struct xpj_kernel {
   rt_karg *args;
   uint64_t local_bytes, scratch_bytes;
   double compile_ms;
-  char *signature;
+  _Atomic(char *) signature; /* made when first asked (rt_kernel_signature) */
   char *target;
   void *native; /* owned by the context's first level */
   xpj_kernel_origin origin;

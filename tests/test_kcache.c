@@ -283,6 +283,140 @@ static void test_key_components(void **state) {
   xpj_context_destroy(d);
 }
 
+/* ---- the first level from the request as given ------------------------------ */
+
+/* a tile sum whose local size the runtime chooses (it checks its choice
+ * against the kernel's static local array: the kernel keeps the module) */
+static const char tile_src[] =
+    "kernel tile_sum(x: global const i64[], o: global i64[]) ndrange(1) {\n"
+    "  local t: i64[64];\n"
+    "  let lid = local_id(0);\n"
+    "  t[lid] = x[global_id(0)];\n"
+    "  barrier(local);\n"
+    "  if lid == 0 {\n"
+    "    let s: i64 = 0;\n"
+    "    for (let j = 0; j < local_size(0); j += 1) { s += t[j]; }\n"
+    "    o[group_id(0)] = s;\n"
+    "  }\n"
+    "}\n";
+
+/* Launches tile_sum from k over 256 elements with the local size left to
+ * the runtime and checks the sum of the group sums. */
+static void run_tile(xpj_device *dev, xpj_kernel *k) {
+  enum { N = 256 };
+  int64_t *x, *o;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 8, 0, (void **)&x),
+                   XPJ_OK);
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 8, 0, (void **)&o),
+                   XPJ_OK);
+  for (int i = 0; i < N; i++) {
+    x[i] = i + 1;
+    o[i] = 0;
+  }
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  xpj_array ax = xpj_array_1d(x, XPJ_I64, N), ao = xpj_array_1d(o, XPJ_I64, N);
+  xpj_arg args[] = {xpj_arg_array(&ax), xpj_arg_array(&ao)};
+  xpj_range r = xpj_range_1d(N, 0);
+  if (xpj_launch(q, k, &r, 2, args, NULL) != XPJ_OK)
+    fail_msg("tile_sum: %s", xpj_last_error());
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  int64_t sum = 0;
+  for (int i = 0; i < N; i++)
+    sum += o[i];
+  assert_int_equal(sum, (int64_t)N * (N + 1) / 2);
+  xpj_queue_destroy(q);
+  xpj_mem_free(dev, x);
+  xpj_mem_free(dev, o);
+}
+
+static uint64_t l1_hits(xpj_context *ctx) {
+  xpj_cache_counters c;
+  assert_int_equal(xpj_context_cache_counters(ctx, &c), XPJ_OK);
+  return c.l1_hits;
+}
+
+/* A second program of the same source finds the kernel the context has
+ * loaded from the request as given, without specialising it again, and
+ * what it finds is right: the same source under the same name only (a
+ * different source with the same kernel name and dtypes is compiled and
+ * runs its own code), the kernel usable after the program that built it
+ * is gone, its module kept for the runtime's local size check and for
+ * bounds checks, get_binary's bytes the same. */
+static void test_quick_first_level(void **state) {
+  (void)state;
+  xpj_context *ctx = mkctx(path_in("q.db"), XPJ_CACHE_MODE_OFF);
+  xpj_device *dev = cpu_of(ctx);
+  run_saxpy(ctx, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  uint64_t hits = l1_hits(ctx);
+  run_saxpy(ctx, saxpy_src, false, XPJ_ORIGIN_MEMORY);
+  assert_int_equal(l1_hits(ctx), hits + 1);
+  /* the same kernel name, dtypes and program name, another body */
+  run_saxpy(ctx, saxpy_src_changed, true, XPJ_ORIGIN_COMPILED);
+  run_saxpy(ctx, saxpy_src_changed, true, XPJ_ORIGIN_MEMORY);
+  run_saxpy(ctx, saxpy_src, false, XPJ_ORIGIN_MEMORY);
+  assert_int_equal(compiles(ctx), 2);
+
+  /* the first program goes; the second's kernel keeps working */
+  for (int checks = 0; checks < 2; checks++) {
+    xpj_compile_opts o;
+    xpj_compile_opts_default(&o);
+    o.checks = checks ? XPJ_CHECK_BOUNDS : 0;
+    xpj_program *p1 = NULL, *p2 = NULL;
+    assert_int_equal(xpj_program_create(ctx, "tile.xpk", tile_src,
+                                        strlen(tile_src), NULL, &p1), XPJ_OK);
+    assert_int_equal(xpj_program_create(ctx, "tile.xpk", tile_src,
+                                        strlen(tile_src), NULL, &p2), XPJ_OK);
+    xpj_kernel *k1 = NULL, *k2 = NULL;
+    assert_int_equal(xpj_program_get_kernel(p1, "tile_sum", "", 0, dev, &o,
+                                            &k1), XPJ_OK);
+    assert_int_equal(xpj_program_get_kernel(p2, "tile_sum", "", 0, dev, &o,
+                                            &k2), XPJ_OK);
+    xpj_kernel_info ki;
+    assert_int_equal(xpj_kernel_get_info(k2, &ki), XPJ_OK);
+    assert_int_equal(ki.origin, XPJ_ORIGIN_MEMORY);
+    assert_int_equal(ki.nargs, 2);
+    xpj_program_destroy(p1);
+    run_tile(dev, k2);
+    xpj_program_destroy(p2);
+  }
+  assert_int_equal(compiles(ctx), 4);
+
+  /* binaries: the second program's get_binary is the first's bytes */
+  void *b1 = NULL, *b2 = NULL;
+  size_t n1 = 0, n2 = 0;
+  for (int i = 0; i < 2; i++) {
+    xpj_program *p = NULL;
+    assert_int_equal(xpj_program_create(ctx, "t.xpk", saxpy_src,
+                                        strlen(saxpy_src), NULL, &p), XPJ_OK);
+    hits = l1_hits(ctx);
+    assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f32", 0,
+                                            "ptx:sm_80", NULL,
+                                            i ? &b2 : &b1, i ? &n2 : &n1),
+                     XPJ_OK);
+    assert_int_equal(l1_hits(ctx), hits + (unsigned)i);
+    xpj_program_destroy(p);
+  }
+  assert_int_equal(compiles(ctx), 5);
+  assert_int_equal(n1, n2);
+  assert_memory_equal(b1, b2, n1);
+  free(b2);
+  /* another body under the same names: its own binary */
+  xpj_program *p = NULL;
+  assert_int_equal(xpj_program_create(ctx, "t.xpk", saxpy_src_changed,
+                                      strlen(saxpy_src_changed), NULL, &p),
+                   XPJ_OK);
+  assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f32", 0,
+                                          "ptx:sm_80", NULL, &b2, &n2),
+                   XPJ_OK);
+  assert_int_equal(compiles(ctx), 6);
+  assert_true(n1 != n2 || memcmp(b1, b2, n1) != 0);
+  free(b1);
+  free(b2);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+}
+
 /* ---- the first level: single flight ----------------------------------------- */
 
 typedef struct flight {
@@ -890,6 +1024,8 @@ static void test_bundles(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_key_components, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_quick_first_level, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_single_flight, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failure_cached, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refused_binary_replaced, setup,
