@@ -390,6 +390,10 @@ static bool walk(rt_obtain *ob, unsigned from, unsigned to, unsigned kinds,
     bool fell_back = f->fell_back; /* the daemon could not serve */
     rt_fetched_clear(f);
     f->fell_back = fell_back;
+    /* its worker may have died holding the request's cluster-wide lock,
+     * or still be compiling: the tiers after it do not wait for others */
+    if (fell_back)
+      ob->wait_ms = 1;
   }
   return false;
 }
@@ -424,7 +428,6 @@ void rt_cc_note(rt_obtain *ob, const xpj_cache_counters *d) {
 
 /* ---- xpjitd's walk ------------------------------------------------------ */
 
-#define RT_SERVE_WAIT_MS 4000
 
 void rt_keyed_request(const rt_keyed *k, rt_request *rq) {
   *rq = (rt_request){{NULL, 0, NULL}, k->sm,   k->key.kernel, k->canon,
@@ -591,6 +594,7 @@ static void count(rt_cc *cc, xpj_cache *l2, const fetched *f) {
     c->daemon_hits++;
     break;
   case XPJ_ORIGIN_REDIS: /* the tier counts its own events */
+    c->daemon_fallbacks += f->fell_back;
     c->l2_misses += l2_on;
     break;
   default:

@@ -31,7 +31,7 @@ typedef struct rt_obtain {
   const char *digest; /* of key: the request's identity in every tier */
   /* the longest a remote tier waits for another process's compile of
    * the same key before compiling itself (0: as long as a compile may
-   * take) */
+   * take); 1 after a daemon that could not serve */
   int64_t wait_ms;
   /* a tier's hold on this request (the Redis tier's cluster-wide compile
    * lock and its owner token), released by the tier's done */
@@ -93,6 +93,11 @@ void rt_cc_note(rt_obtain *ob, const xpj_cache_counters *d);
 int64_t rt_wall_ms(void);
 
 /* ---- xpjitd's walk (kcache.c) ---- */
+
+/* The longest an xpjitd worker waits for another process's compile of the
+ * same key in a remote tier before compiling it itself; xpjitd gives its
+ * workers this much more than the compile limit. */
+#define RT_SERVE_WAIT_MS 4000
 
 struct rt_keyed; /* daemon.h */
 

@@ -7,14 +7,16 @@
 #    (its own XPJIT_REDIS names a dead server: asking it would warn);
 #  - a damaged value is refused by the daemon's worker and compiled again;
 #  - a compile lock whose holder died is waited for at most a few seconds,
-#    then the worker compiles: no timeout, nothing remembered;
+#    then the worker compiles: no timeout, nothing remembered; a process
+#    that gave up on its daemon does not wait behind the lock again;
 #  - a process with Redis served by a daemon without it warns once;
 #  - a bad --redis URL stops xpjitd (status 2), its password never printed.
 set -u
 B=${BUILD:-build}
-D=$B/bin/xpjitd
-CLI=$B/bin/xpjit-cli
-APP=$B/examples/saxpy
+bin=$(cd "$B" && pwd) || exit 1 # absolute: one case starts xpjitd elsewhere
+D=$bin/bin/xpjitd
+CLI=$bin/bin/xpjit-cli
+APP=$bin/examples/saxpy
 command -v redis-server >/dev/null 2>&1 ||
   { echo "daemon_redis: redis-server not installed (sh tools/deps.sh)"; exit 1; }
 dir=$(mktemp -d /tmp/xpjit-dredis-XXXXXX) || exit 1
@@ -23,7 +25,7 @@ redis-server --port 0 --unixsocket "$RS" --save '' --appendonly no \
   --logfile "$dir/redis.log" &
 rpid=$!
 stop_all() {
-  for n in a b c d e; do
+  for n in a b c d e g h i; do
     [ -d "$dir/run-$n" ] && XDG_RUNTIME_DIR="$dir/run-$n" XPJIT_DAEMON= \
       "$CLI" daemon stop >/dev/null 2>&1
   done
@@ -103,6 +105,32 @@ expect d compiles 1
 expect d worker_timeouts 0
 expect d failures_remembered 0
 [ $((t1 - t0)) -le 15 ] || bad "node d took $((t1 - t0)) s behind a dead lock"
+
+# 3b. the same lock, and a process that gives up on its daemon (which waits
+# behind the lock): the process does not wait behind it again in Redis
+if [ -n "$key" ]; then
+  rcli del "$key" >/dev/null
+  rcli set "$lock" dead-holder px 120000 >/dev/null
+fi
+node g --redis "unix:$RS"
+t0=$(date +%s%N)
+run g XPJIT_REDIS="unix:$RS" XPJIT_DAEMON_TIMEOUT=300
+t1=$(date +%s%N)
+ms=$(( (t1 - t0) / 1000000 ))
+[ $ms -le 3000 ] || bad "node g: the process waited $ms ms after its daemon could not serve"
+
+# 3c. a secret file named relative to where xpjitd was started: its
+# workers (which start after it left that directory) sign with it too
+head -c 32 /dev/urandom >"$dir/secret"
+rcli flushall >/dev/null
+(cd "$dir" && export XPJIT_REDIS_SECRET_FILE=secret &&
+  node h --redis "unix:$RS")
+run h
+expect h compiles 1
+(export XPJIT_REDIS_SECRET_FILE="$dir/secret" && node i --redis "unix:$RS")
+run i
+expect i hits_redis 1
+expect i compiles 0
 
 # 4. a daemon without Redis, a process with it: one warning
 node e

@@ -1404,7 +1404,9 @@ static void dispatch(void) {
     j->started = xpd_now_ms();
     w->job = j;
     w->out_off = 0;
-    w->deadline = j->started + j->timeout_ms + 5000;
+    /* and the time a worker may wait for another node's compile first */
+    w->deadline = j->started + j->timeout_ms + 5000 +
+                  (cfg.redis_shown[0] ? RT_SERVE_WAIT_MS : 0);
     LOG_D("compiling %s [%s] for %s in worker %d for pid %u", j->kernel,
           j->dtypes, short_target(j->target), (int)w->pid, cl->pid);
     worker_write(w);
@@ -2503,6 +2505,15 @@ int main(int argc, char **argv) {
              rt_redis_shown(r));
     rt_redis_close(r);
     setenv("XPJIT_REDIS", url, 1);
+    /* the workers read the secret after the daemon left its directory */
+    const char *sf = getenv("XPJIT_REDIS_SECRET_FILE");
+    char abs[PATH_MAX];
+    if (sf && *sf && sf[0] != '/' && realpath(sf, abs))
+      setenv("XPJIT_REDIS_SECRET_FILE", abs, 1);
+    if (cfg.redis && strchr(cfg.redis, '@'))
+      fprintf(stderr, "xpjitd: warning: --redis: a password on the command "
+              "line can be read by every user of this machine (ps); give "
+              "the URL in XPJIT_REDIS instead\n");
   } else {
     setenv("XPJIT_REDIS", "off", 1);
   }
