@@ -38,6 +38,7 @@ typedef struct rt_memo {
   uint64_t h;
   char digest[65];
   xpj_module *sm;
+  rt_asked asked; /* the request in canonical form */
   struct rt_memo *next;
   char qkey[]; /* NUL-terminated */
 } rt_memo;
@@ -165,7 +166,7 @@ static rt_memo *memo_find(rt_cc *cc, const char *qkey, uint64_t h) {
 }
 
 rt_l1 *rt_cc_quick(xpj_context *ctx, const char *qkey, const xpj_device *dev,
-                   const xpj_module **sm) {
+                   const xpj_module **sm, rt_asked *asked) {
   rt_cc *cc = &ctx->cc;
   uint64_t h = fnv1a(qkey);
   pthread_mutex_lock(&cc->mu);
@@ -175,15 +176,23 @@ rt_l1 *rt_cc_quick(xpj_context *ctx, const char *qkey, const xpj_device *dev,
     if (e->dev == dev && e->state == RT_L1_READY &&
         !strcmp(e->digest, m->digest))
       break;
-  cc->counters.l1_hits += e != NULL;
   if (sm)
     *sm = e ? m->sm : NULL;
+  if (asked && e)
+    *asked = m->asked;
   pthread_mutex_unlock(&cc->mu);
   return e;
 }
 
+void rt_cc_note_l1(xpj_context *ctx) {
+  pthread_mutex_lock(&ctx->cc.mu);
+  ctx->cc.counters.l1_hits++;
+  pthread_mutex_unlock(&ctx->cc.mu);
+}
+
 const xpj_module *rt_cc_remember(xpj_context *ctx, const char *qkey,
-                                 const rt_l1 *e, xpj_module *sm) {
+                                 const rt_l1 *e, const rt_asked *asked,
+                                 xpj_module *sm) {
   rt_cc *cc = &ctx->cc;
   uint64_t h = fnv1a(qkey);
   size_t n = strlen(qkey);
@@ -192,6 +201,8 @@ const xpj_module *rt_cc_remember(xpj_context *ctx, const char *qkey,
   if (!m && (m = calloc(1, sizeof *m + n + 1))) {
     m->h = h;
     memcpy(m->digest, e->digest, sizeof m->digest);
+    if (asked)
+      m->asked = *asked;
     memcpy(m->qkey, qkey, n + 1);
     m->next = cc->memo[h % RT_L1_BUCKETS];
     cc->memo[h % RT_L1_BUCKETS] = m;

@@ -222,7 +222,6 @@ static void kernel_free(xpj_kernel *k) {
   free(k->name);
   free(k->dtypes);
   free(atomic_load(&k->signature));
-  free(k->target);
   if (k->fit_f)
     pthread_mutex_destroy(&k->fit_mu);
   rt_checked_release(k->checked);
@@ -583,47 +582,36 @@ static void opts_text(const xpj_compile_opts *o, unsigned ctx_checks,
   *w = 0;
 }
 
-static xpj_status build(xpj_program *p, const xpj_func *f,
-                        const xpj_scalar *types, const int64_t *consts,
-                        const char *dtypes,
-                        unsigned ndim, xpj_device *dev,
-                        const xpj_compile_opts *o, const char *ostr,
-                        xpj_kernel **out) {
+/* The kernel for request a (asked as qkey) on dev: from e, loaded in the
+ * context for another program of the same request, and sm, the module
+ * the context keeps for it, when they are given; else specialised here,
+ * obtained through the caches and remembered under qkey. */
+static xpj_status build(xpj_program *p, const char *qkey, const rt_asked *a,
+                        const xpj_func *f, const xpj_scalar *types,
+                        const int64_t *consts, xpj_device *dev,
+                        const xpj_compile_opts *o, rt_l1 *e,
+                        const xpj_module *sm, xpj_kernel **out) {
   const char *name = xpj_func_name(f);
-  /* loaded in the context for another program of the same source: its
-   * module and binary as they are; else specialised here */
-  char nd[24];
-  nd[put_num(nd, ndim)] = 0;
-  const char *parts[] = {"kernel", name, dtypes, nd, ostr, dev->id};
-  char *q = quick_key(p, parts, 6);
-  if (!q)
-    return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  const xpj_module *sm = NULL;
-  rt_l1 *e = rt_cc_quick(p->ctx, q, dev, &sm);
   xpj_module *own = NULL;
   xpj_status st = XPJ_OK;
-  if (!e || !sm) {
-    e = NULL;
-    if ((st = specialise(p, f, types, consts, ndim, &own)) != XPJ_OK) {
-      free(q);
+  if (!e) {
+    if ((st = specialise(p, f, types, consts, a->ndim, &own)) != XPJ_OK)
       return st;
-    }
     sm = own;
   }
   xpj_kernel *k = calloc(1, sizeof *k);
-  if (!k || !(k->name = strdup(name)) || !(k->dtypes = strdup(dtypes)) ||
-      !(k->target = strdup(dev->info.target))) {
+  if (!k || !(k->name = strdup(name)) || !(k->dtypes = strdup(a->canon))) {
     if (k)
       kernel_free(k);
     xpj_module_destroy(own);
-    free(q);
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   }
   k->prog = p;
   k->dev = dev;
-  k->ndim = ndim;
+  k->target = dev->info.target;
+  k->ndim = a->ndim;
   k->origin = XPJ_ORIGIN_MEMORY;
-  snprintf(k->opts, sizeof k->opts, "%s", ostr);
+  snprintf(k->opts, sizeof k->opts, "%s", a->ostr);
   k->sm = sm;
   st = describe(k, sm, xpj_module_find(sm, name));
   if (st == XPJ_OK)
@@ -631,22 +619,23 @@ static xpj_status build(xpj_program *p, const xpj_func *f,
   if (st == XPJ_OK && !e) {
     st = rt_cc_obtain(p->ctx,
                       &(rt_request){{p->src, p->src_len, p->name}, own, name,
-                                    dtypes, ndim, dev, &dev->target,
-                                    dev->info.target, o, ostr},
+                                    a->canon, a->ndim, dev, &dev->target,
+                                    dev->info.target, o, a->ostr},
                       &e, &k->origin);
     if (st == XPJ_OK) { /* kept by the context from now on */
-      k->sm = sm = rt_cc_remember(p->ctx, q, e, own);
+      k->sm = sm = rt_cc_remember(p->ctx, qkey, e, a, own);
       if (!sm)
         st = rt_err(XPJ_ERR_NOMEM, "out of memory");
       else if (sm != own) /* the one kept before: names from it */
         st = describe(k, sm, xpj_module_find(sm, name));
       own = NULL; /* taken */
     }
+  } else if (st == XPJ_OK) {
+    rt_cc_note_l1(p->ctx);
   }
   if (st != XPJ_OK)
     k->sm = NULL; /* the module may go with own */
   xpj_module_destroy(own);
-  free(q);
   const xpj_func *kf = st == XPJ_OK ? xpj_module_find(sm, name) : NULL;
   if (kf && keep_for_fit(k, kf) && pthread_mutex_init(&k->fit_mu, NULL) == 0)
     k->fit_f = kf;
@@ -763,12 +752,14 @@ xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
   char *q = quick_key(p, parts, 6);
   if (!q)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  rt_l1 *e = rt_cc_quick(p->ctx, q, NULL, NULL);
+  rt_l1 *e = rt_cc_quick(p->ctx, q, NULL, NULL, NULL);
   xpj_status st = XPJ_OK;
   if (!e) {
     st = binary_slow(p, name, dtypes, ndim, target, opts, &e);
     if (st == XPJ_OK)
-      rt_cc_remember(p->ctx, q, e, NULL);
+      rt_cc_remember(p->ctx, q, e, NULL, NULL);
+  } else {
+    rt_cc_note_l1(p->ctx);
   }
   free(q);
   if (st != XPJ_OK || !data)
@@ -795,29 +786,52 @@ xpj_status xpj_program_get_kernel(xpj_program *p, const char *name,
     return rt_err(XPJ_ERR_INVALID,
                   "xpj_program_get_kernel: the device is not of the "
                   "program's context");
+  /* asked exactly so before in this context: the request is not parsed
+   * again, the kernel not specialised again */
+  char nd[24], os[96];
+  nd[put_num(nd, ndim)] = 0;
+  opts_text(opts, p->ctx->checks, os);
+  const char *parts[] = {"kernel", name, dtypes, nd, os, dev->id};
+  char *q = quick_key(p, parts, 6);
+  if (!q)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  rt_asked a;
+  const xpj_module *sm = NULL;
+  rt_l1 *e = rt_cc_quick(p->ctx, q, dev, &sm, &a);
   const xpj_func *f = NULL;
   xpj_compile_opts o;
-  char ostr[64];
   xpj_scalar types[XPJ_MAX_TPARAMS];
   int64_t consts[XPJ_MAX_CPARAMS];
-  char canon[256];
-  xpj_status st = resolve(p, name, dtypes, &ndim, opts, &f, types, consts,
-                          canon, sizeof canon, &o, ostr, sizeof ostr);
-  if (st != XPJ_OK)
-    return st;
-
-  pthread_mutex_lock(&p->mu);
-  xpj_kernel *k = find(p, name, canon, ndim, dev, ostr);
-  pthread_mutex_unlock(&p->mu);
-  if (k) {
-    *out = k;
-    return XPJ_OK;
+  xpj_status st = XPJ_OK;
+  if (e && sm && (f = xpj_module_find(p->m, name))) {
+    if (opts)
+      o = *opts;
+    else
+      xpj_compile_opts_default(&o);
+    o.checks |= p->ctx->checks;
+  } else {
+    e = NULL;
+    a.ndim = ndim;
+    st = resolve(p, name, dtypes, &a.ndim, opts, &f, types, consts, a.canon,
+                 sizeof a.canon, &o, a.ostr, sizeof a.ostr);
   }
-  st = build(p, f, types, consts, canon, ndim, dev, &o, ostr, &k);
+  xpj_kernel *k = NULL;
+  if (st == XPJ_OK) {
+    pthread_mutex_lock(&p->mu);
+    k = find(p, name, a.canon, a.ndim, dev, a.ostr);
+    pthread_mutex_unlock(&p->mu);
+  }
+  if (st != XPJ_OK || k) {
+    free(q);
+    *out = k;
+    return st;
+  }
+  st = build(p, q, &a, f, types, consts, dev, &o, e, sm, &k);
+  free(q);
   if (st != XPJ_OK)
     return st;
   pthread_mutex_lock(&p->mu);
-  xpj_kernel *other = find(p, name, canon, ndim, dev, ostr);
+  xpj_kernel *other = find(p, name, a.canon, a.ndim, dev, a.ostr);
   if (other) { /* another thread built it meanwhile: keep one */
     pthread_mutex_unlock(&p->mu);
     kernel_free(k);

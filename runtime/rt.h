@@ -323,21 +323,34 @@ typedef struct rt_request {
 xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
                         xpj_kernel_origin *from);
 
+/* A kernel request in canonical form: dtypes, ndim (0 when the kernel has
+ * no generic rank), options (program.c resolve). */
+typedef struct rt_asked {
+  char canon[256];
+  unsigned ndim;
+  char ostr[64];
+} rt_asked;
+
 /* A loaded kernel found from the request as the caller gave it, without
- * specialising and hashing it again: qkey is the program's source digest
- * and parse name, the kernel, canonical dtypes, ndim, options and target
- * (program.c quick_key), which determine the full key and the specialised
- * module. The READY entry for dev (NULL: a binary) that a request with
- * qkey built before, counted as a first-level hit, or NULL; *sm (when sm
- * is not NULL): the module kept for qkey, NULL while none is. */
+ * parsing, specialising or hashing it again: qkey is the program's source
+ * digest and parse name, the kernel, dtypes, ndim, options and the device
+ * or target as given (program.c quick_key), which determine the full key
+ * and the specialised module. The READY entry for dev (NULL: a binary)
+ * that a request with qkey built before, or NULL; *sm, *asked (when not
+ * NULL): the module kept for qkey (NULL while none is) and the request in
+ * canonical form. Not counted: the caller notes a first-level hit
+ * (rt_cc_note_l1) when it uses the entry. */
 rt_l1 *rt_cc_quick(xpj_context *ctx, const char *qkey, const xpj_device *dev,
-                   const xpj_module **sm);
-/* After rt_cc_obtain built or found e for a request with qkey: remembers
- * it, with sm (taken; may be NULL). Returns the module kept for qkey
- * (sm, or the one kept before: sm is then destroyed), which lives until
- * the context goes; NULL when none is (sm NULL, or out of memory). */
+                   const xpj_module **sm, rt_asked *asked);
+void rt_cc_note_l1(xpj_context *ctx);
+/* After rt_cc_obtain built or found e for a request with qkey (asked: its
+ * canonical form, or NULL): remembers it, with sm (taken; may be NULL).
+ * Returns the module kept for qkey (sm, or the one kept before: sm is
+ * then destroyed), which lives until the context goes; NULL when none is
+ * (sm NULL, or out of memory). */
 const xpj_module *rt_cc_remember(xpj_context *ctx, const char *qkey,
-                                 const rt_l1 *e, xpj_module *sm);
+                                 const rt_l1 *e, const rt_asked *asked,
+                                 xpj_module *sm);
 
 /* The cache key (and its digest) of request rq; the key's strings point
  * into rq, code and cc->versions. */
@@ -438,7 +451,7 @@ struct xpj_kernel {
   uint64_t local_bytes, scratch_bytes;
   double compile_ms;
   _Atomic(char *) signature; /* made when first asked (rt_kernel_signature) */
-  char *target;
+  const char *target; /* the device's */
   void *native; /* owned by the context's first level */
   xpj_kernel_origin origin;
   struct xpj_kernel *next;

@@ -356,6 +356,16 @@ static void test_quick_first_level(void **state) {
   run_saxpy(ctx, saxpy_src_changed, true, XPJ_ORIGIN_MEMORY);
   run_saxpy(ctx, saxpy_src, false, XPJ_ORIGIN_MEMORY);
   assert_int_equal(compiles(ctx), 2);
+  /* the same request spelled otherwise (positional dtypes), and a bad one
+   * after a good one: parsed, found in memory, or refused as before */
+  got g = get(ctx, saxpy_src, "saxpy", "f32", 0, NULL);
+  assert_int_equal(g.st, XPJ_OK);
+  assert_int_equal(g.origin, XPJ_ORIGIN_MEMORY);
+  assert_int_equal(get(ctx, saxpy_src, "saxpy", "T=f33", 0, NULL).st,
+                   XPJ_ERR_SPECIALIZE);
+  assert_int_equal(get(ctx, saxpy_src, "saxpy", "f32", 0, NULL).origin,
+                   XPJ_ORIGIN_MEMORY);
+  assert_int_equal(compiles(ctx), 2);
 
   /* the first program goes; the second's kernel keeps working */
   for (int checks = 0; checks < 2; checks++) {
