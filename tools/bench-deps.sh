@@ -1,0 +1,32 @@
+#!/bin/sh
+# Installs the peers the benchmarks compare against (make bench runs it):
+# clang-22 (OpenCL C to SPIR-V, bench/compile's SPIR-V peer) and PoCL
+# (bench/cache's and bench/cpu's OpenCL peer), from Debian 12's packages.
+# NVRTC is the CUDA toolkit's (/usr/local/cuda): not a Debian package here,
+# reported when missing. Idempotent: installs only what is missing; needs
+# root (or sudo) only then. The benchmarks run without any of them and
+# say which peer they left out.
+set -eu
+PKGS="clang-22 pocl-opencl-icd"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  echo "bench-deps: installing$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  # shellcheck disable=SC2086
+  $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+echo "bench-deps: $(clang-22 --version | head -1)"
+echo "bench-deps: PoCL $(dpkg-query -W -f='${Version}' pocl-opencl-icd)"
+nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so* 2>/dev/null | head -1 || true)
+if [ -n "$nvrtc" ]; then
+  echo "bench-deps: NVRTC $nvrtc"
+else
+  echo "bench-deps: no NVRTC (/usr/local/cuda): bench/compile leaves it out"
+fi
