@@ -7,21 +7,7 @@
 # root (or sudo) only then. The benchmarks run without any of them and
 # say which peer they left out.
 set -eu
-PKGS="clang-22 pocl-opencl-icd"
-missing=""
-for p in $PKGS; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-    missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  echo "bench-deps: installing$missing"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -q
-  # shellcheck disable=SC2086
-  $SUDO apt-get install -y -q --no-install-recommends $missing
-fi
+sh "$(dirname "$0")/deps.sh" clang-22 pocl-opencl-icd
 echo "bench-deps: $(clang-22 --version | head -1)"
 echo "bench-deps: PoCL $(dpkg-query -W -f='${Version}' pocl-opencl-icd)"
 nvrtc=$(ls /usr/local/cuda/lib64/libnvrtc.so* 2>/dev/null | head -1 || true)

@@ -1,10 +1,11 @@
 #!/bin/sh
-# Installs the Debian 12 packages xpjit needs to build and test. Idempotent:
-# installs only what is missing; needs root (or sudo) only then.
+# Installs the Debian 12 packages xpjit needs to build and test, or the
+# packages named as arguments (tools/bench-deps.sh). Idempotent: installs
+# only what is missing; needs root (or sudo) only then.
 set -eu
 # systemd: systemd-socket-activate and systemd-analyze, used by the daemon
 # tests when present (socket activation, unit files); they skip without.
-PKGS="build-essential pkg-config nettle-dev libcmocka-dev clang libclang-rt-14-dev llvm-22-dev spirv-tools libsqlite3-dev sqlite3 systemd libze-dev opencl-c-headers ocl-icd-libopencl1 clinfo python3-venv libhiredis-dev redis-server openmpi-bin libopenmpi-dev"
+PKGS="${*:-build-essential pkg-config nettle-dev libcmocka-dev clang libclang-rt-14-dev llvm-22-dev spirv-tools libsqlite3-dev sqlite3 systemd libze-dev opencl-c-headers ocl-icd-libopencl1 clinfo python3-venv libhiredis-dev redis-server openmpi-bin libopenmpi-dev}"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
