@@ -2017,9 +2017,18 @@ static void run_threads(thr_job *jobs, int n, xpj_context *ctx, int want,
     jobs[i].ctx = ctx;
     if (pthread_create(&th[i], NULL, thr_main, &jobs[i]) != 0)
       fail_msg("%s: pthread_create", what);
+#if defined(__SANITIZE_ADDRESS__)
+    /* GCC 12's libasan: a compile worker forked while another thread
+     * allocates can die or hang in the child (docs/testing.md); under
+     * ASan the threads run one after another (the plain build and make
+     * tsan run them at once) */
+    pthread_join(th[i], NULL);
+#endif
   }
+#if !defined(__SANITIZE_ADDRESS__)
   for (int i = 0; i < n; i++)
     pthread_join(th[i], NULL);
+#endif
   for (int i = 0; i < n; i++) {
     if (jobs[i].err)
       fail_msg("%s, thread %d: %s\nwarnings:\n%s", what, i, jobs[i].err,
