@@ -4,6 +4,7 @@
 
 #include "xpjit_codegen.h" /* XPJ_CHECK_ALL */
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
@@ -211,6 +212,7 @@ xpd_err xpd_kernel_decode(const xpd_msg *m, xpd_kernel *k) {
   TRY(xpd_get_u64(m, XPD_F_COMPILE_US, true, &us));
   TRY(xpd_get_u64(m, XPD_F_EXPIRES, true, &k->expires_ms));
   TRY(xpd_get_str(m, XPD_F_DIGEST, true, k->digest, sizeof k->digest));
+  TRY(get_cstr(m, XPD_F_COUNTERS, 4096, &k->counters));
   /* only a failure that is not transient can be remembered */
   if (k->status > 64 || failed > 1 || k->transient > 1 ||
       k->origin > XPD_FROM_REDIS || (k->digest[0] && !is_digest(k->digest)) ||
@@ -341,10 +343,47 @@ void xpd_put_kernel(xpd_buf *b, const xpd_kernel *k) {
   xpd_put_u64(b, XPD_F_SCRATCH, v->scratch_bytes);
   double us = v->compile_ms * 1000.0;
   xpd_put_u64(b, XPD_F_COMPILE_US,
-              us > 0 && us < (double)MAX_COMPILE_US ? (uint64_t)llround(us)
-                                                    : 0);
+              us > 0 && us <= (double)MAX_COMPILE_US ? (uint64_t)llround(us)
+                                                     : 0);
   if (k->expires_ms)
     xpd_put_u64(b, XPD_F_EXPIRES, k->expires_ms);
   if (k->digest[0])
     xpd_put_str(b, XPD_F_DIGEST, k->digest);
+  if (k->counters && *k->counters)
+    xpd_put_bytes(b, XPD_F_COUNTERS, k->counters, strlen(k->counters) + 1);
+}
+
+void xpd_counters_str(const xpj_cache_counters *c, char *buf, size_t size) {
+  size_t n = 0;
+  buf[0] = 0;
+#define PUT(kind, name, what)                                                \
+  if (c->name != 0 && n < size) {                                           \
+    int w = snprintf(buf + n, size - n, "%s%s=%.17g", n ? "," : "", #name,  \
+                     (double)c->name);                                       \
+    n += w > 0 ? (size_t)w : 0;                                              \
+  }
+  XPJ_CACHE_COUNTERS(PUT)
+#undef PUT
+  if (n >= size) /* cut: leave nothing half written */
+    buf[0] = 0;
+}
+
+void xpd_counters_add(const char *text, xpj_cache_counters *d) {
+  for (const char *p = text; p && *p;) {
+    const char *eq = strchr(p, '='), *end = strchr(p, ',');
+    if (!end)
+      end = p + strlen(p);
+    if (eq && eq < end) {
+      char *stop;
+      double v = strtod(eq + 1, &stop);
+      size_t len = (size_t)(eq - p);
+      bool ok = stop == end && v >= 0 && v < 1e15;
+#define ADD(kind, name, what)                                                \
+  if (ok && len == sizeof #name - 1 && !memcmp(p, #name, len))               \
+    d->name += (XPJ_CACHE_COUNTER_##kind)v;
+      XPJ_CACHE_COUNTERS(ADD)
+#undef ADD
+    }
+    p = *end ? end + 1 : end;
+  }
 }

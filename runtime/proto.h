@@ -83,7 +83,9 @@ typedef enum xpd_tag {
   XPD_F_MESSAGE = 41,   /* str: ERROR's message */
   XPD_F_EXPIRES = 42,   /* u64: ms until a remembered failure is
                            forgotten (0 or absent: a lasting answer) */
-  XPD_TAG_MAX = 42
+  XPD_F_COUNTERS = 43,  /* str: RESULT: what the worker's tiers counted,
+                           "name=value,..." (xpj_cache_counters names) */
+  XPD_TAG_MAX = 43
 } xpd_tag;
 
 /* Where the daemon found a kernel. */
@@ -169,8 +171,14 @@ typedef struct xpd_kernel {
   xpj_cache_value v;
   uint64_t expires_ms; /* a failure the daemon forgets in this many ms:
                           not to be stored for good (0: a lasting one) */
+  const char *counters; /* RESULT: XPD_F_COUNTERS ("" when absent) */
   char digest[65];
 } xpd_kernel;
+/* Counters as XPD_F_COUNTERS text (the non-zero ones) into buf; and back,
+ * added to *d: unknown names, and values that are not finite and
+ * non-negative, are skipped. */
+void xpd_counters_str(const xpj_cache_counters *c, char *buf, size_t size);
+void xpd_counters_add(const char *text, xpj_cache_counters *d);
 xpd_err xpd_kernel_decode(const xpd_msg *m, xpd_kernel *k);
 
 /* ---- encoding: a growable buffer; on allocation failure it is marked

@@ -62,6 +62,9 @@ stat() { # node key
   XDG_RUNTIME_DIR="$dir/run-$1" XPJIT_DAEMON= "$CLI" daemon stats 2>/dev/null |
     awk -v k="$2" '$1 == k { print $2 }'
 }
+redis_line() { # node: the "redis tier:" line of its cache file's stats
+  XPJIT_CACHE_DIR="$dir/cache-$1" "$CLI" cache stats 2>/dev/null | grep "^redis tier:"
+}
 expect() { # node key value
   got=$(stat "$1" "$2")
   [ "$got" = "$3" ] || bad "node $1: $2 is '$got', expected $3"
@@ -75,6 +78,9 @@ expect a hits_redis 0
 expect a redis "unix:$RS"
 key=$(rcli --scan --pattern 'xpjit:k:*' | head -1)
 [ -n "$key" ] || bad "node a wrote nothing to Redis"
+# the worker's own Redis events reach the node's cache file
+redis_line a | grep -q "1 misses, 1 stored" ||
+  bad "node a's cache stats: '$(redis_line a)', expected 1 miss and 1 store"
 node b --redis "unix:$RS"
 run b XPJIT_REDIS="unix:$dir/nobody.sock"
 expect b compiles 0
@@ -90,6 +96,8 @@ expect c compiles 1
 expect c hits_redis 0
 grep -q "refused the value" "$dir/xpjitd-c.log" ||
   bad "node c's log does not say the damaged value was refused"
+redis_line c | grep -q "1 refused" ||
+  bad "node c's cache stats: '$(redis_line c)', expected 1 refused value"
 
 # 3. a lock held by a process that died: waited for, then compiled
 if [ -n "$key" ]; then

@@ -1426,6 +1426,13 @@ static void job_done(worker *w, const xpd_kernel *k) {
   w->job = NULL;
   entry *e = j->e;
   e->job = NULL;
+  /* what the worker's tiers counted (Redis hits, misses, stores, refused
+   * values, errors), whatever the result */
+  if (l2 && *k->counters) {
+    xpj_cache_counters tc = {0};
+    xpd_counters_add(k->counters, &tc);
+    xpj_cache_note(l2, &tc);
+  }
   /* the worker found it in the cluster's Redis, or compiled it */
   bool from_redis = k->origin == XPD_FROM_REDIS && !k->v.failed;
   st.hits_redis += from_redis;
@@ -1464,7 +1471,6 @@ static void job_done(worker *w, const xpd_kernel *k) {
     d.compiles = !from_redis;
     d.compile_failures = k->v.failed != 0;
     d.compile_ms = from_redis ? 0 : k->v.compile_ms;
-    d.redis_hits = from_redis;
     xpj_cache_note(l2, &d);
     if (xpj_cache_put(l2, &key, &e->v) != XPJ_OK)
       LOG_W("cache: %s", xpj_cache_last_error());

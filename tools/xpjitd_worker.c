@@ -126,8 +126,19 @@ int xpjitd_worker_main(void) {
        * from this single-threaded process), after the remote tiers (the
        * cluster's Redis), and write back to them */
       k.o.isolation = XPJ_ISOLATE_NONE;
+      xpj_cache_counters before, after, d;
+      xpj_context_cache_counters(ctx, &before);
       fetched f;
-      if (rt_cc_serve(ctx, &k, &f) != XPJ_OK) {
+      xpj_status served = rt_cc_serve(ctx, &k, &f);
+      /* what the remote tiers counted (misses, stores, refused values,
+       * errors...): for the daemon's cache file, which has them all */
+      xpj_context_cache_counters(ctx, &after);
+#define DELTA(kind, name, what) d.name = after.name - before.name;
+      XPJ_CACHE_COUNTERS(DELTA)
+#undef DELTA
+      char counted[1024];
+      xpd_counters_str(&d, counted, sizeof counted);
+      if (served != XPJ_OK) {
         ok = fail(g.digest, XPJ_ERR_NOMEM, xpj_last_error());
       } else {
         xpd_kernel r = {0};
@@ -139,6 +150,7 @@ int xpjitd_worker_main(void) {
         r.transient = f.v.failed && (!f.cacheable || f.v.expires_ms);
         r.v = f.v;
         r.v.expires_ms = 0; /* the daemon decides what it remembers */
+        r.counters = counted;
         memcpy(r.digest, g.digest, 65);
         ok = reply(&r);
       }

@@ -146,6 +146,10 @@ static void round_trip_kernel(const xpd_kernel *k) {
   CHECK(same_bytes(k->v.data, k->v.size, k2.v.data, k2.v.size));
   CHECK(!strcmp(k->v.log, k2.v.log));
   CHECK(!strcmp(k->v.entry, k2.v.entry));
+  CHECK(!strcmp(k->counters, k2.counters));
+  /* what a daemon does with a worker's counters */
+  xpj_cache_counters d = {0};
+  xpd_counters_add(k->counters, &d);
   CHECK(!strcmp(k->digest, k2.digest));
   CHECK(k->v.local_bytes == k2.v.local_bytes &&
         k->v.scratch_bytes == k2.v.scratch_bytes &&
