@@ -677,7 +677,7 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
       drop_refused(&ob, &f);
       rt_fetched_clear(&f);
       st = compile_here(&ob, &f);
-            if (st == XPJ_OK)
+      if (st == XPJ_OK)
         st = place(&ob, &f, e);
     }
   }
