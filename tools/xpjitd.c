@@ -1136,13 +1136,12 @@ static void remember_failure(job *j, xpj_status s, const char *what,
   char when[32];
   strftime(when, sizeof when, "%H:%M:%S UTC", &tm);
   char log[2048];
-  int n = snprintf(log, sizeof log, "%s; xpjitd remembers this failure "
+  snprintf(log, sizeof log, "%s; xpjitd remembers this failure "
                    "for %llu s (until %s) and answers it without compiling "
                    "again%s", what, (unsigned long long)ttl_s, when,
                    limit_ms ? "; a request that allows a longer compile "
                               "tries again"
                             : "");
-  (void)n;
   int failed = limit_ms ? xpd_failed_code(XPJ_FAILURE_TIMEOUT, limit_ms)
                         : xpd_failed_code(XPJ_FAILURE_MEMORY,
                                           worker_memory_mb);
