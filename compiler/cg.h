@@ -178,7 +178,12 @@ struct cg {
   uint64_t local_bytes;   /* static local memory */
   uint64_t scratch_bytes; /* CPU: per work-item scratch */
   uint64_t inlined;       /* instructions lowered, to bound inlining */
+  /* CPU: per function of m, whether a call to it holds a barrier
+   * (codegen.c barrier_memo): computed at the first question, freed by
+   * cg_lower_kernel */
+  uint8_t *fbarrier;
   bool needs_libdevice;
+  const char *libdevice; /* PTX: its path as the caller found it; "": none */
 
   /* debug info (-g; CPU and PTX) */
   LLVMDIBuilderRef dib;

@@ -361,17 +361,124 @@ static xpj_val call_arg(const xpj_func *f, const xpj_inst *in, unsigned i) {
 
 /* ---- barrier analysis (CPU) ---------------------------------------- */
 
-static bool block_has_barrier(cg *c, const xpj_func *f, xpj_block b,
-                              unsigned depth);
+/* Whether a call holds a barrier (or a work-group collective) at any call
+ * depth. A function counts as holding one when a chain of more than
+ * BARRIER_CALL_DEPTH calls hangs below it, the bound the analysis has
+ * always had (deep call chains are rare; be conservative; the verifier
+ * forbids recursion). The answer is computed once per compile for every
+ * function of the module (barrier_memo), not by walking the call graph
+ * again at each question: a walk takes time exponential in the depth of a
+ * chain whose functions call the next one twice, from a small source. */
+#define BARRIER_CALL_DEPTH 64
 
-static bool func_has_barrier(cg *c, const xpj_func *f, unsigned depth) {
-  if (depth > 64)
-    return true; /* deep call chains are rare; be conservative */
-  return block_has_barrier(c, f, 1, depth + 1);
+/* Whether block b of f holds a barrier itself (nested blocks included,
+ * calls not followed); with calls, appends the callee of each call it
+ * holds to calls[0..*n) (growing it; false on out of memory). */
+static bool barrier_scan(const xpj_func *f, xpj_block b, bool *direct,
+                         uint32_t **calls, size_t *n, size_t *cap) {
+  if (!b)
+    return true;
+  const xpj_blockdata *bd = &f->blocks[b];
+  for (uint32_t i = 0; i < bd->n; i++) {
+    const xpj_inst *in = &f->insts[bd->ids[i]];
+    switch (in->op) {
+    case XPJ_OP_BARRIER:
+      *direct = true;
+      break;
+    case XPJ_OP_GROUP: /* a work-group collective synchronises the group */
+      if (in->scope == 0)
+        *direct = true;
+      break;
+    case XPJ_OP_CALL:
+      if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 64;
+        uint32_t *p = realloc(*calls, nc * sizeof *p);
+        if (!p)
+          return false;
+        *calls = p;
+        *cap = nc;
+      }
+      (*calls)[(*n)++] = in->imm.callee;
+      break;
+    case XPJ_OP_IF:
+    case XPJ_OP_LOOP:
+      for (int k = 0; k < (in->op == XPJ_OP_IF ? 2 : 3); k++)
+        if (!barrier_scan(f, in->blk[k], direct, calls, n, cap))
+          return false;
+      break;
+    default:
+      break;
+    }
+  }
+  return true;
 }
 
-static bool inst_has_barrier(cg *c, const xpj_func *f, xpj_val id,
-                             unsigned depth) {
+/* c->fbarrier: per function of the module, whether a call to it holds a
+ * barrier, as the recursive walk with its depth bound answered it: with
+ * has(g, d) = d > BARRIER_CALL_DEPTH || g holds one itself || has(h, d + 1)
+ * for a callee h of g, row by row from d = BARRIER_CALL_DEPTH + 1 (all
+ * true) down to the callers' d = 0. Each row is contained in the one
+ * above it, so two equal rows end it early. Time: the module's size
+ * times at most BARRIER_CALL_DEPTH + 2. NULL with cg_fail on out of
+ * memory. */
+static const uint8_t *barrier_memo(cg *c) {
+  if (c->fbarrier)
+    return c->fbarrier;
+  const xpj_module *m = c->m;
+  uint32_t nf = m->nfuncs;
+  uint8_t *direct = calloc(nf + 1, 1), *cur = calloc(nf + 1, 1),
+          *above = malloc(nf + 1);
+  uint32_t *first = calloc(nf + 1, sizeof *first); /* callees of g: */
+  uint32_t *calls = NULL;          /* calls[first[g] .. first[g + 1]) */
+  size_t ncalls = 0, cap = 0;
+  bool ok = direct && cur && above && first;
+  for (uint32_t g = 0; g < nf && ok; g++) {
+    bool d = false;
+    ok = barrier_scan(m->funcs[g], 1, &d, &calls, &ncalls, &cap) &&
+         ncalls <= UINT32_MAX;
+    direct[g] = d;
+    first[g + 1] = (uint32_t)ncalls;
+  }
+  if (ok) {
+    memset(above, 1, nf + 1);
+    for (int d = BARRIER_CALL_DEPTH; d >= 0; d--) {
+      for (uint32_t g = 0; g < nf; g++) {
+        bool has = direct[g];
+        for (uint32_t k = first[g]; k < first[g + 1] && !has; k++)
+          has = calls[k] >= nf || above[calls[k]];
+        cur[g] = has;
+      }
+      bool same = memcmp(cur, above, nf) == 0;
+      uint8_t *t = above; /* above: the row of d */
+      above = cur;
+      cur = t;
+      if (same)
+        break;
+    }
+    c->fbarrier = above;
+    above = NULL;
+  } else {
+    cg_fail(c, XPJ_ERR_NOMEM, "out of memory");
+  }
+  free(direct);
+  free(cur);
+  free(above);
+  free(first);
+  free(calls);
+  return c->fbarrier;
+}
+
+/* Whether CALL instruction in holds a barrier (at any call depth). */
+static bool call_has_barrier(cg *c, const xpj_inst *in) {
+  const uint8_t *memo = barrier_memo(c);
+  if (!memo || in->imm.callee >= c->m->nfuncs)
+    return true; /* out of memory (the compile fails) */
+  return memo[in->imm.callee];
+}
+
+static bool block_has_barrier(cg *c, const xpj_func *f, xpj_block b);
+
+static bool inst_has_barrier(cg *c, const xpj_func *f, xpj_val id) {
   const xpj_inst *in = &f->insts[id];
   switch (in->op) {
   case XPJ_OP_BARRIER:
@@ -379,30 +486,29 @@ static bool inst_has_barrier(cg *c, const xpj_func *f, xpj_val id,
   case XPJ_OP_GROUP: /* a work-group collective synchronises the group */
     return in->scope == 0;
   case XPJ_OP_CALL:
-    return func_has_barrier(c, callee_of(c, in), depth);
+    return call_has_barrier(c, in);
   case XPJ_OP_IF:
-    return block_has_barrier(c, f, in->blk[0], depth) ||
-           block_has_barrier(c, f, in->blk[1], depth);
+    return block_has_barrier(c, f, in->blk[0]) ||
+           block_has_barrier(c, f, in->blk[1]);
   case XPJ_OP_LOOP:
-    return block_has_barrier(c, f, in->blk[0], depth) ||
-           block_has_barrier(c, f, in->blk[1], depth) ||
-           block_has_barrier(c, f, in->blk[2], depth);
+    return block_has_barrier(c, f, in->blk[0]) ||
+           block_has_barrier(c, f, in->blk[1]) ||
+           block_has_barrier(c, f, in->blk[2]);
   default:
     return false;
   }
 }
 
 bool cg_inst_has_barrier(cg *c, const xpj_func *f, xpj_val id) {
-  return inst_has_barrier(c, f, id, 0);
+  return inst_has_barrier(c, f, id);
 }
 
-static bool block_has_barrier(cg *c, const xpj_func *f, xpj_block b,
-                              unsigned depth) {
+static bool block_has_barrier(cg *c, const xpj_func *f, xpj_block b) {
   if (!b)
     return false;
   const xpj_blockdata *bd = &f->blocks[b];
   for (uint32_t i = 0; i < bd->n; i++)
-    if (inst_has_barrier(c, f, bd->ids[i], depth))
+    if (inst_has_barrier(c, f, bd->ids[i]))
       return true;
   return false;
 }
@@ -447,10 +553,10 @@ static void mark_wg_block(cg *c, cg_frame *fr, xpj_block b, bool in_wg_loop) {
       wg = in->scope == 0;
       break;
     case XPJ_OP_CALL:
-      wg = func_has_barrier(c, callee_of(c, in), 0);
+      wg = call_has_barrier(c, in);
       break;
     case XPJ_OP_IF:
-      wg = inst_has_barrier(c, f, id, 0) ||
+      wg = inst_has_barrier(c, f, id) ||
            (in_wg_loop && (cg_block_exits_loop(f, in->blk[0]) ||
                            cg_block_exits_loop(f, in->blk[1])));
       if (wg) {
@@ -459,7 +565,7 @@ static void mark_wg_block(cg *c, cg_frame *fr, xpj_block b, bool in_wg_loop) {
       }
       break;
     case XPJ_OP_LOOP:
-      wg = inst_has_barrier(c, f, id, 0) || (fr->xloop && fr->xloop[id]);
+      wg = inst_has_barrier(c, f, id) || (fr->xloop && fr->xloop[id]);
       if (wg)
         for (int k = 0; k < 3; k++)
           mark_wg_block(c, fr, in->blk[k], true);
@@ -3021,7 +3127,7 @@ static void lower_cpu(cg *c, cg_frame *fr) {
   cg_plan plan;
   if (!cg_plan_kernel(c, c->kernel, range, &plan))
     return;
-  c->wg_multi = block_has_barrier(c, c->kernel, 1, 0) || plan.nxloops;
+  c->wg_multi = block_has_barrier(c, c->kernel, 1) || plan.nxloops;
   if (c->wg_multi) {
     fr->xloop = plan.xloop;
     fr->uni = plan.uni;
@@ -3077,4 +3183,6 @@ void cg_lower_kernel(cg *c) {
   if (c->status == XPJ_OK && c->ops->finish_kernel)
     c->ops->finish_kernel(c, c->fn);
   frame_free(fr);
+  free(c->fbarrier);
+  c->fbarrier = NULL;
 }

@@ -732,23 +732,90 @@ unsigned xpj_func_reqd_local(const xpj_func *f, uint64_t out[3]) {
   return f->dims;
 }
 
-/* The highest dimension d (plus one) that f or a function it calls reads
- * through a work-item query; calls deeper than the language allows (none
- * recurse) stop the walk. */
-static unsigned dims_read(const xpj_func *f, unsigned depth) {
+/* Calls deeper than this below a kernel are not looked into (the language
+ * allows no recursion, so this only bounds the walk). */
+#define DIMS_CALL_DEPTH 64
+
+/* The highest dimension d (plus one) that f itself reads through a
+ * work-item query. */
+static unsigned dims_own(const xpj_func *f) {
   unsigned r = 0;
-  if (!f || depth > 64)
-    return 0;
   for (uint32_t i = 1; i < f->ninsts; i++) {
     const xpj_inst *in = &f->insts[i];
-    unsigned n = 0;
-    if (in->op == XPJ_OP_WI && xpj_wi_needs_dim((xpj_wi)in->aux))
-      n = in->imm.i >= 0 && in->imm.i < 3 ? (unsigned)in->imm.i + 1 : 1;
-    else if (in->op == XPJ_OP_CALL && in->imm.callee < f->mod->nfuncs)
-      n = dims_read(f->mod->funcs[in->imm.callee], depth + 1);
-    if (n > r)
-      r = n;
+    if (in->op == XPJ_OP_WI && xpj_wi_needs_dim((xpj_wi)in->aux)) {
+      unsigned n = in->imm.i >= 0 && in->imm.i < 3 ? (unsigned)in->imm.i + 1 : 1;
+      if (n > r)
+        r = n;
+    }
   }
+  return r;
+}
+
+/* The same for f and the functions it calls, to DIMS_CALL_DEPTH calls
+ * deep, by walking every chain of calls: time exponential in the depth of
+ * a chain whose functions call the next one twice. Only when dims_read
+ * has no memory. */
+static unsigned dims_read_walk(const xpj_func *f, unsigned depth) {
+  if (!f || depth > DIMS_CALL_DEPTH)
+    return 0;
+  unsigned r = dims_own(f);
+  for (uint32_t i = 1; i < f->ninsts; i++) {
+    const xpj_inst *in = &f->insts[i];
+    if (in->op == XPJ_OP_CALL && in->imm.callee < f->mod->nfuncs) {
+      unsigned n = dims_read_walk(f->mod->funcs[in->imm.callee], depth + 1);
+      if (n > r)
+        r = n;
+    }
+  }
+  return r;
+}
+
+/* dims_own(g), and when queue, the functions g calls not yet seen appended
+ * to queue[*tail...] (marked seen). */
+static unsigned dims_visit(const xpj_func *root, const xpj_func *g,
+                           uint32_t *queue, uint32_t *tail, uint8_t *seen) {
+  const xpj_module *m = root->mod;
+  for (uint32_t i = 1; queue && i < g->ninsts; i++) {
+    const xpj_inst *in = &g->insts[i];
+    if (in->op != XPJ_OP_CALL)
+      continue;
+    uint32_t fi = in->imm.callee;
+    if (fi < m->nfuncs && !seen[fi] && m->funcs[fi] && m->funcs[fi] != root) {
+      seen[fi] = 1;
+      queue[(*tail)++] = fi;
+    }
+  }
+  return dims_own(g);
+}
+
+/* The highest dimension d (plus one) that f or a function it calls reads
+ * through a work-item query, counting the functions within DIMS_CALL_DEPTH
+ * calls of f as the walk above does - found breadth first, each function
+ * once, at its least depth: time linear in the module's size. */
+static unsigned dims_read(const xpj_func *f) {
+  const xpj_module *m = f->mod;
+  uint32_t *queue = xpj_malloc((m->nfuncs + 1) * sizeof *queue);
+  uint8_t *seen = xpj_calloc(m->nfuncs + 1, 1);
+  if (!queue || !seen) {
+    xpj_free(queue);
+    xpj_free(seen);
+    return dims_read_walk(f, 0);
+  }
+  uint32_t head = 0, tail = 0;
+  unsigned r = dims_visit(f, f, queue, &tail, seen);
+  for (unsigned depth = 1; depth <= DIMS_CALL_DEPTH && head < tail && r < 3;
+       depth++) {
+    uint32_t end = tail; /* the functions depth calls below f */
+    for (; head < end; head++) {
+      unsigned n = dims_visit(f, m->funcs[queue[head]],
+                              depth < DIMS_CALL_DEPTH ? queue : NULL, &tail,
+                              seen);
+      if (n > r)
+        r = n;
+    }
+  }
+  xpj_free(queue);
+  xpj_free(seen);
   return r;
 }
 
@@ -757,7 +824,7 @@ unsigned xpj_func_id_rank(const xpj_func *f) {
     return 0;
   if (f->dims)
     return f->dims;
-  unsigned r = dims_read(f, 0);
+  unsigned r = dims_read(f);
   return r ? r : 1;
 }
 unsigned xpj_func_param_count(const xpj_func *f) { return f ? f->nparams : 0; }
