@@ -22,6 +22,7 @@ LLVM_CONFIG ?= llvm-config-22
 LLVM_INC := $(shell $(LLVM_CONFIG) --includedir)
 LLVM_LIBDIR := $(shell $(LLVM_CONFIG) --libdir)
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC \
+             -DXPJ_LIBEXECDIR='"$(PREFIX)/libexec/xpjit"' \
              -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) $(CFLAGS)
 LDLIBS_ALL = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lLLVM-22 \
              -lSPIRV-Tools -lstdc++ -lsqlite3 -lnettle -lhiredis -lpthread -ldl -lm $(LDLIBS)
@@ -43,11 +44,14 @@ LIB_SO   := $(BUILD)/lib/libxpjit.so
 CLI      := $(BUILD)/bin/xpjit-cli
 DAEMON   := $(BUILD)/bin/xpjitd
 DAEMON_SRCS := tools/xpjitd.c tools/xpjitd_worker.c tools/xpjitd_progs.c
+# The compile server (compiler/cserver.c), found by the library beside
+# itself or its program: ../libexec/xpjit/xpjit-cc.
+CSERVER  := $(BUILD)/libexec/xpjit/xpjit-cc
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
 .PHONY: all test asan tsan fuzz bench install clean check-examples demo format mpi-example
-all: $(LIB_A) $(LIB_SO) $(CLI) $(DAEMON) $(BUILD)/lib/xpjit.pc $(EXAMPLES)
+all: $(LIB_A) $(LIB_SO) $(CLI) $(DAEMON) $(CSERVER) $(BUILD)/lib/xpjit.pc $(EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h) Makefile
 	@mkdir -p $(dir $@)
@@ -70,6 +74,10 @@ $(CLI): $(CLI_SRCS) tools/cli.h $(LIB_A)
 $(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $(DAEMON_SRCS) $(LIB_A) $(LDLIBS_ALL)
+
+$(CSERVER): tools/xpjit-cc.c compiler/worker.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ tools/xpjit-cc.c $(LIB_A) $(LDLIBS_ALL)
 
 # Example programs: use libxpjit as an application would (public headers only).
 $(BUILD)/examples/%: examples/%.c $(LIB_A) include/xpjit.h
@@ -105,7 +113,7 @@ asan:
 TSAN_TESTS := test_threads test_redis
 tsan:
 	$(MAKE) BUILD=build-tsan CC=clang OPT="-O1 -g" SAN="-fsanitize=thread" \
-	  $(TSAN_TESTS:%=build-tsan/tests/%)
+	  $(TSAN_TESTS:%=build-tsan/tests/%) build-tsan/libexec/xpjit/xpjit-cc
 	@rm -rf build-tsan/test-cache
 	@for t in $(TSAN_TESTS); do echo "=== tsan: $$t"; \
 	  XPJIT_DAEMON=off XPJIT_CACHE_DIR=$$PWD/build-tsan/test-cache \
@@ -211,6 +219,8 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' tools/xpjit.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/xpjit.pc
 	install -m 755 $(CLI) $(DAEMON) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/libexec/xpjit
+	install -m 755 $(CSERVER) $(DESTDIR)$(PREFIX)/libexec/xpjit/
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/user
 	install -m 644 tools/systemd/xpjitd.socket $(DESTDIR)$(PREFIX)/lib/systemd/user/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' tools/systemd/xpjitd.service.in \

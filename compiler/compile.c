@@ -9,6 +9,7 @@
 #include "spirv_check.h"
 #include "worker.h"
 #include "llvm_lock.h"
+#include "proto.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -33,10 +34,6 @@
 
 #define XPJ_ABI_VERSION 6
 
-/* Entry points are named XPJ_ENTRY_PREFIX + the kernel's name (docs/abi.md),
- * at most XPJ_ENTRY_MAX bytes. */
-#define XPJ_ENTRY_PREFIX "__xpj_k_"
-#define XPJ_ENTRY_MAX 255
 
 struct xpj_result {
   xpj_status status;
@@ -474,16 +471,6 @@ static int limit_data(uint64_t budget) {
 
 /* ---- the compile itself -------------------------------------------- */
 
-/* One compile, as xpj_compile resolved it: what the worker is given. */
-typedef struct job {
-  const xpj_module *m;
-  const xpj_func *kernel;
-  const xpj_target *target;
-  xpj_compile_opts opts;
-  xpj_emit_kind emit;
-  char entry[XPJ_ENTRY_MAX + 1];
-  uint64_t memory_limit; /* bytes beyond what the worker inherits; 0: none */
-} job;
 
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
 /* readers: in-process compiles; writer: a fork of a worker */
@@ -511,6 +498,8 @@ static void llvm_init(void) {
   LLVMParseCommandLineOptions(2, argv, NULL);
 }
 
+void xpj_llvm_init_once(void) { pthread_once(&llvm_once, llvm_init); }
+
 static const cg_target_ops *ops_for(xpj_target_kind k) {
   switch (k) {
   case XPJ_TARGET_SPIRV: return &xpj_target_spirv_ops;
@@ -529,16 +518,9 @@ static uint8_t *copy_text(const char *s, size_t n, size_t *len) {
   return p;
 }
 
-/* Test hook for the isolation tests (docs/testing.md): XPJIT_FAULT_INJECT
- * in a worker's environment makes it crash, hang or hit an LLVM fatal
- * error on purpose. Never set in production. */
-static const char *fault_mode(void) {
-  const char *f = getenv("XPJIT_FAULT_INJECT");
-  return f ? f : "";
-}
-
-/* fault: the test hook's mode in a worker, "" in the caller's process */
-static void compile_here(const job *j, const char *fault, xpj_result *r) {
+/* j->fault: the test hook's mode in a worker, "" in the caller's process */
+static void compile_here(const xpj_job *j, xpj_result *r) {
+  const char *fault = j->fault;
   const xpj_target *t = j->target;
   const xpj_compile_opts *o = &j->opts;
   xpj_emit_kind emit = j->emit;
@@ -551,6 +533,7 @@ static void compile_here(const job *j, const char *fault, xpj_result *r) {
   c.m = j->m;
   c.kernel = j->kernel;
   c.entry = j->entry;
+  c.libdevice = j->libdevice;
   c.ctx = LLVMContextCreate();
   c.mod = LLVMModuleCreateWithNameInContext(j->kernel->name, c.ctx);
   c.b = LLVMCreateBuilderInContext(c.ctx);
@@ -673,13 +656,6 @@ static void compile_here(const job *j, const char *fault, xpj_result *r) {
 
 /* ---- the worker process -------------------------------------------- */
 
-#define WIRE_MAGIC 0x58504a57u /* "XPJW" */
-
-typedef struct wire_head {
-  uint32_t magic, status;
-  uint64_t len, loglen, local_bytes, scratch_bytes;
-} wire_head;
-
 static void write_all(int fd, const void *p, size_t n) {
   const char *c = p;
   while (n) {
@@ -705,6 +681,20 @@ static void worker_fatal(const char *reason) {
   _exit(WORKER_LLVM_FATAL);
 }
 
+/* The reply frame: status, output, log, local and scratch bytes. */
+static void put_reply(xpd_buf *b, xpj_status st, const uint8_t *data,
+                      size_t len, const char *log, size_t loglen,
+                      uint64_t local, uint64_t scratch) {
+  xpd_begin(b, XPD_CRESULT, 0);
+  xpd_put_u64(b, XPD_F_STATUS, (uint64_t)st);
+  if (len)
+    xpd_put_bytes(b, XPD_F_BINARY, data, len);
+  xpd_put_bytes(b, XPD_F_LOG, log, loglen);
+  xpd_put_u64(b, XPD_F_LOCAL, local);
+  xpd_put_u64(b, XPD_F_SCRATCH, scratch);
+  xpd_end(b, 0);
+}
+
 /* Allocation failures inside LLVM. The C API has no hook for them: LLVM
  * calls report_bad_alloc_error, which without a handler writes "LLVM
  * ERROR: out of memory" and aborts, and a failed operator new throws into
@@ -719,33 +709,44 @@ void _ZN4llvm31install_bad_alloc_error_handlerEPFvPvPKcbES0_(
 void _ZN4llvm33install_out_of_memory_new_handlerEv(void);
 
 static struct {
-  int fd; /* the reply pipe of a worker; -1: a compile-only process */
+  int fd; /* the reply socket of a worker; -1: a compile-only process */
   char msg[300];
-} bad_alloc = {-1, ""};
+  uint8_t frame[1024]; /* the reply is built here: nothing is allocated */
+} bad_alloc = {-1, "", {0}};
 
-/* Answers the parent as a compile that ran out of memory (a worker), or
+/* Answers the caller as a compile that ran out of memory (a worker), or
  * says so on stderr and exits with EX_TEMPFAIL (a compile-only process).
  * Allocates nothing. */
 static void on_bad_alloc(void *data, const char *reason, bool crash_diag) {
   (void)data;
   (void)crash_diag;
-  size_t ml = strlen(bad_alloc.msg), rl = reason ? strlen(reason) : 0;
-  if (bad_alloc.fd >= 0) {
-    wire_head h = {WIRE_MAGIC, XPJ_ERR_NOMEM, 0, ml + (rl ? 2 + rl : 0),
-                   0, 0};
-    write_all(bad_alloc.fd, &h, sizeof h);
-  } else {
+  if (bad_alloc.fd < 0) {
     write_all(2, "xpjit: out of memory: ", 22);
-  }
-  int fd = bad_alloc.fd >= 0 ? bad_alloc.fd : 2;
-  write_all(fd, bad_alloc.msg, ml);
-  if (rl) {
-    write_all(fd, ": ", 2);
-    write_all(fd, reason, rl);
-  }
-  if (bad_alloc.fd < 0)
+    write_all(2, bad_alloc.msg, strlen(bad_alloc.msg));
+    if (reason) {
+      write_all(2, ": ", 2);
+      write_all(2, reason, strlen(reason));
+    }
     write_all(2, "\n", 1);
-  _exit(bad_alloc.fd >= 0 ? 0 : EX_TEMPFAIL);
+    _exit(EX_TEMPFAIL);
+  }
+  char log[512];
+  size_t ml = strlen(bad_alloc.msg), rl = reason ? strlen(reason) : 0;
+  if (rl > sizeof log - ml - 3)
+    rl = sizeof log - ml - 3;
+  memcpy(log, bad_alloc.msg, ml);
+  if (rl) {
+    memcpy(log + ml, ": ", 2);
+    memcpy(log + ml + 2, reason, rl);
+    ml += 2 + rl;
+  }
+  /* the frame (16 + 5 fields, under 600 bytes) fits the static buffer, so
+   * xpd_buf never reallocates it */
+  xpd_buf b = {bad_alloc.frame, 0, sizeof bad_alloc.frame, false};
+  put_reply(&b, XPJ_ERR_NOMEM, NULL, 0, log, ml, 0, 0);
+  if (!b.oom)
+    write_all(bad_alloc.fd, b.p, b.len);
+  _exit(0);
 }
 
 static void catch_bad_alloc(int fd, uint64_t limit) {
@@ -774,12 +775,12 @@ xpj_status xpj_compile_limit_memory(void) {
   return note[0] ? XPJ_ERR_INVALID : XPJ_OK;
 }
 
-static void worker_main(int fd, const job *j) {
+void xpj_worker_run(int fd, const xpj_job *j) {
   LLVMInstallFatalErrorHandler(worker_fatal);
   catch_bad_alloc(fd, j->memory_limit);
   limit_data(j->memory_limit);
   if (j->target->kind == XPJ_TARGET_SPIRV &&
-      strcmp(fault_mode(), "llvm-fatal") != 0) {
+      strcmp(j->fault, "llvm-fatal") != 0) {
     const char *argv[] = {"xpjit-worker",
                           "--spirv-ext=+SPV_EXT_shader_atomic_float_add,"
                           "+SPV_INTEL_subgroups,"
@@ -788,18 +789,30 @@ static void worker_main(int fd, const job *j) {
   }
   xpj_result r;
   memset(&r, 0, sizeof r);
-  compile_here(j, fault_mode(), &r);
-  wire_head h = {WIRE_MAGIC, (uint32_t)r.status, r.len,
-                 r.log ? strlen(r.log) : 0, r.local_bytes, r.scratch_bytes};
-  write_all(fd, &h, sizeof h);
-  if (r.len)
-    write_all(fd, r.data, r.len);
-  if (h.loglen)
-    write_all(fd, r.log, h.loglen);
-  /* the parent sees end-of-file now, not after this process's memory is
+  compile_here(j, &r);
+  if (r.status == XPJ_ERR_NOMEM && j->memory_limit) {
+    /* our own allocations met the limit, not LLVM's: the same message */
+    free(r.log);
+    r.log = bad_alloc.msg;
+  }
+  xpd_buf b = {0};
+  put_reply(&b, r.status, r.data, r.len, r.log ? r.log : "",
+            r.log ? strlen(r.log) : 0, r.local_bytes, r.scratch_bytes);
+  if (b.oom)
+    on_bad_alloc(NULL, "the reply", false);
+  write_all(fd, b.p, b.len);
+  /* the caller sees end-of-file now, not after this process's memory is
    * torn down */
   close(fd);
   close(2);
+  _exit(0);
+}
+
+void xpj_worker_fail(int fd, xpj_status st, const char *msg) {
+  xpd_buf b = {0};
+  put_reply(&b, st, NULL, 0, msg, strlen(msg), 0, 0);
+  if (!b.oom)
+    write_all(fd, b.p, b.len);
   _exit(0);
 }
 
@@ -855,115 +868,78 @@ static void describe_exit(int st, char *buf, size_t n) {
 }
 
 int xpj_worker_decode(const uint8_t *buf, size_t n, xpj_result *r) {
-  wire_head h;
-  if (!buf || !r || n < sizeof h)
+  xpd_header h;
+  xpd_msg m;
+  if (!buf || !r || xpd_header_decode(buf, n, UINT32_MAX, &h) != XPD_E_OK ||
+      h.op != XPD_CRESULT || n != XPD_HEADER + (size_t)h.len ||
+      xpd_payload_decode(buf + XPD_HEADER, h.len, &m) != XPD_E_OK)
     return -1;
-  memcpy(&h, buf, sizeof h);
-  if (h.magic != WIRE_MAGIC || h.len > n || h.loglen > n ||
-      sizeof h + h.len + h.loglen != n)
+  uint64_t st, local, scratch;
+  const uint8_t *bin = NULL, *logp;
+  size_t len = 0, loglen;
+  if (xpd_get_u64(&m, XPD_F_STATUS, false, &st) != XPD_E_OK ||
+      xpd_get_bytes(&m, XPD_F_BINARY, true, SIZE_MAX, &bin, &len) !=
+          XPD_E_OK ||
+      xpd_get_bytes(&m, XPD_F_LOG, false, SIZE_MAX, &logp, &loglen) !=
+          XPD_E_OK ||
+      xpd_get_u64(&m, XPD_F_LOCAL, false, &local) != XPD_E_OK ||
+      xpd_get_u64(&m, XPD_F_SCRATCH, false, &scratch) != XPD_E_OK)
     return -1;
-  xpj_status st = (xpj_status)h.status;
-  if (h.status > XPJ_ERR_UNSUPPORTED || (st == XPJ_OK) != (h.len > 0))
+  if (st > XPJ_ERR_UNSUPPORTED || (st == 0) != (len > 0))
     return -1;
   uint8_t *data = NULL;
   char *log = NULL;
-  if (h.len) {
-    data = malloc(h.len + 1);
+  if (len) {
+    data = malloc(len + 1);
     if (!data)
       return -1;
-    memcpy(data, buf + sizeof h, h.len);
-    data[h.len] = 0;
+    memcpy(data, bin, len);
+    data[len] = 0;
   }
-  log = malloc(h.loglen + 1);
+  log = malloc(loglen + 1);
   if (!log) {
     free(data);
     return -1;
   }
-  memcpy(log, buf + sizeof h + h.len, h.loglen);
-  log[h.loglen] = 0;
+  memcpy(log, logp, loglen);
+  log[loglen] = 0;
   free(r->data);
   free(r->log);
   r->data = data;
-  r->len = h.len;
+  r->len = len;
   r->log = log;
-  r->status = st;
-  r->failure = failure_of(st);
-  r->local_bytes = h.local_bytes;
-  r->scratch_bytes = h.scratch_bytes;
+  r->status = (xpj_status)st;
+  r->failure = failure_of(r->status);
+  r->local_bytes = local;
+  r->scratch_bytes = scratch;
   return 0;
 }
 
 xpj_result *xpj_result_new_internal(void) { return result_new(); }
 
-static void compile_isolated(const job *j, xpj_result *r) {
-  const xpj_compile_opts *o = &j->opts;
-  int outp[2], errp[2];
-  if (pipe2(outp, O_CLOEXEC) != 0) {
-    result_fail(r, XPJ_ERR_COMPILE, XPJ_FAILURE_SYSTEM,
-                "cannot create a pipe for the worker");
-    return;
-  }
-  if (pipe2(errp, O_CLOEXEC) != 0) {
-    close(outp[0]);
-    close(outp[1]);
-    result_fail(r, XPJ_ERR_COMPILE, XPJ_FAILURE_SYSTEM,
-                "cannot create a pipe for the worker");
-    return;
-  }
-  /* targets registered once here, so that workers start initialised */
-  pthread_once(&llvm_once, llvm_init);
-  /* never fork while another thread is inside LLVM in this process: the
-   * worker would inherit LLVM's locks and state mid-update */
-  pthread_rwlock_wrlock(&inprocess_lock);
-  pid_t pid = fork();
-  if (pid != 0)
-    pthread_rwlock_unlock(&inprocess_lock);
-  if (pid < 0) {
-    close(outp[0]); close(outp[1]); close(errp[0]); close(errp[1]);
-    result_fail(r, XPJ_ERR_COMPILE, XPJ_FAILURE_SYSTEM,
-                "cannot fork a compiler worker");
-    return;
-  }
-  if (pid == 0) {
-    close(outp[0]);
-    close(errp[0]);
-    dup2(errp[1], 2);
-    /* the host's handlers (a test framework's, a language runtime's) must
-     * not run in the worker: a crash here should just end it */
-    for (int sig = 1; sig < NSIG; sig++)
-      if (sig != SIGKILL && sig != SIGSTOP)
-        signal(sig, SIG_DFL);
-    sigset_t all;
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
-    /* keep only stdin/stdout, stderr (the pipe) and the reply pipe as fd 3:
-     * inherited descriptors (other threads' worker pipes) must not stay
-     * open here, or their readers would wait for this worker to end */
-    int fd = outp[1];
-    if (fd != 3) {
-      if (dup2(fd, 3) < 0)
-        _exit(3);
-      fd = 3;
-    }
-    close_range(4, ~0u, 0);
-    worker_main(fd, j);
-    _exit(0);
-  }
-  close(outp[1]);
-  close(errp[1]);
+/* Reads a worker's reply (sock) and stderr with the server's footer (err)
+ * until the reply is complete or both end. Whether the compile server
+ * gave an answer ("ended"): else it died or hung, and the caller retries
+ * with another. */
+static bool read_worker(const xpj_job *j, int sock, int err_fd,
+                        unsigned gen, xpj_result *r) {
+  unsigned timeout = j->opts.timeout_ms ? j->opts.timeout_ms : 60000;
   sink out = {NULL, 0, 0, (size_t)1 << 31}, err = {NULL, 0, 0, 64 << 10};
-  double deadline = now_ms() + (o->timeout_ms ? o->timeout_ms : 60000);
-  bool out_open = true, err_open = true, timed_out = false, oom = false;
-  while (out_open || err_open) {
+  /* the server kills a worker at its deadline; this one is for a server
+   * that stopped answering */
+  double deadline = now_ms() + timeout + 5000;
+  bool out_open = true, err_open = true, hung = false, oom = false;
+  bool have_reply = false;
+  while (!have_reply && (out_open || err_open)) {
     struct pollfd pf[2];
     int n = 0;
     if (out_open)
-      pf[n++] = (struct pollfd){outp[0], POLLIN, 0};
+      pf[n++] = (struct pollfd){sock, POLLIN, 0};
     if (err_open)
-      pf[n++] = (struct pollfd){errp[0], POLLIN, 0};
+      pf[n++] = (struct pollfd){err_fd, POLLIN, 0};
     double left = deadline - now_ms();
     if (left <= 0) {
-      timed_out = true;
+      hung = true;
       break;
     }
     int pr = poll(pf, (nfds_t)n, (int)(left > 1000 ? 1000 : left + 1));
@@ -978,7 +954,7 @@ static void compile_isolated(const job *j, xpj_result *r) {
       ssize_t got = read(pf[i].fd, buf, sizeof buf);
       if (got < 0 && errno == EINTR)
         continue;
-      bool is_out = pf[i].fd == outp[0];
+      bool is_out = pf[i].fd == sock;
       if (got <= 0) {
         if (is_out)
           out_open = false;
@@ -989,40 +965,83 @@ static void compile_isolated(const job *j, xpj_result *r) {
       if (sink_add(is_out ? &out : &err, buf, (size_t)got) != 0)
         oom = true;
     }
+    /* a complete reply needs nothing of the error stream: the worker's
+     * exit is not waited for */
+    if (!out_open && !oom && out.n &&
+        xpj_worker_decode((const uint8_t *)out.p, out.n, r) == 0)
+      have_reply = true;
   }
-  if (timed_out)
-    kill(pid, SIGKILL);
-  close(outp[0]);
-  close(errp[0]);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-    ;
-  if (timed_out) {
-    char msg[128];
+  xpj_cs_end end = {0, 0};
+  bool ended = have_reply || oom ||
+               (!err_open && xpj_cs_footer(err.p, &err.n, &end) == 0);
+  if (hung) {
+    xpj_cs_abandon(gen, false);
+    char msg[160];
     snprintf(msg, sizeof msg, "the compile timed out after %u ms; the "
-             "worker was killed", o->timeout_ms ? o->timeout_ms : 60000);
+             "compile server did not answer and was ended", timeout);
     result_fail(r, XPJ_ERR_COMPILE, XPJ_FAILURE_TIMEOUT, msg);
+    ended = true;
   } else if (oom) {
     result_fail(r, XPJ_ERR_NOMEM, XPJ_FAILURE_MEMORY,
                 "out of memory reading the worker's output");
-  } else if (xpj_worker_decode((const uint8_t *)out.p, out.n, r) != 0) {
+  } else if (!ended || have_reply) {
+    /* nothing to say: a reply, or a server to replace */
+  } else if (end.flags & XPJ_CS_TIMED_OUT) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "the compile timed out after %u ms; the "
+             "worker was killed", timeout);
+    result_fail(r, XPJ_ERR_COMPILE, XPJ_FAILURE_TIMEOUT, msg);
+  } else if (end.flags & XPJ_CS_NO_WORKER) {
+    result_fail(r, XPJ_ERR_COMPILE, XPJ_FAILURE_SYSTEM,
+                "the compile server could not start a worker");
+  } else if (end.flags & XPJ_CS_REFUSED) {
+    xpj_cs_abandon(gen, true);
+    ended = false; /* the next attempt goes to a fork of this process */
+  } else {
     char why[160];
-    describe_exit(st, why, sizeof why);
+    describe_exit(end.wait_status, why, sizeof why);
     size_t need = strlen(why) + err.n + 8;
     char *msg = malloc(need);
     if (msg) {
       /* the worker's stderr carries LLVM's own message */
-      snprintf(msg, need, "%s%s%s", why, err.n ? ": " : "",
+      snprintf(msg, need, "%s%s%.*s", why, err.n ? ": " : "", (int)err.n,
                err.n ? err.p : "");
       size_t L = strlen(msg);
       while (L && (msg[L - 1] == '\n' || msg[L - 1] == ' '))
         msg[--L] = 0;
     }
-    result_fail(r, XPJ_ERR_COMPILE, exit_kind(st), msg ? msg : why);
+    result_fail(r, XPJ_ERR_COMPILE, exit_kind(end.wait_status),
+                msg ? msg : why);
     free(msg);
   }
   free(out.p);
   free(err.p);
+  return ended;
+}
+
+/* A compile in a worker of the compile server. A server that dies or
+ * stops answering mid-job is replaced and the job given to the new one;
+ * when that one fails too, to a server forked from this process, which
+ * needs no executable (docs/abi.md, Isolation). */
+static void compile_isolated(const xpj_job *j, xpj_result *r) {
+  char why[256] = "";
+  for (int attempt = 0; attempt < 3; attempt++) {
+    int sock, err;
+    unsigned gen;
+    if (xpj_cs_submit(j, &sock, &err, &gen, why, sizeof why) != 0)
+      break;
+    bool ended = read_worker(j, sock, err, gen, r);
+    close(sock);
+    close(err);
+    if (ended)
+      return;
+    if (attempt == 1)
+      xpj_cs_abandon(gen, true);
+    snprintf(why, sizeof why, "the compile server ended during the job");
+  }
+  char msg[320];
+  snprintf(msg, sizeof msg, "cannot run a compiler worker: %s", why);
+  result_fail(r, XPJ_ERR_COMPILE, XPJ_FAILURE_SYSTEM, msg);
 }
 
 /* ---- the public entry point ---------------------------------------- */
@@ -1044,6 +1063,45 @@ size_t xpj_entry_name(const char *kernel, char *buf, size_t size) {
   if (buf && size)
     snprintf(buf, size, "%.*s", n, name);
   return (size_t)n;
+}
+
+static bool is_generic(const xpj_func *f) {
+  return f->ntparams || f->ncparams || xpj_func_has_generic_rank(f);
+}
+
+const xpj_func *xpj_generic_reachable(const xpj_module *m,
+                                      const xpj_func *k) {
+  if (is_generic(k))
+    return k;
+  uint32_t *stack = calloc(m->nfuncs, sizeof *stack);
+  bool *seen = calloc(m->nfuncs, sizeof *seen);
+  const xpj_func *found = NULL;
+  if (!stack || !seen) {
+    free(stack);
+    free(seen);
+    return NULL; /* out of memory: the compile fails on its own */
+  }
+  uint32_t n = 0;
+  stack[n++] = k->index;
+  seen[k->index] = true;
+  while (n && !found) {
+    const xpj_func *f = m->funcs[stack[--n]];
+    for (uint32_t v = 1; v < f->ninsts && !found; v++) {
+      const xpj_inst *in = &f->insts[v];
+      if (in->op != XPJ_OP_CALL || in->imm.callee >= m->nfuncs)
+        continue;
+      const xpj_func *callee = m->funcs[in->imm.callee];
+      if (in->ntargs || is_generic(callee))
+        found = callee;
+      else if (!seen[callee->index]) {
+        seen[callee->index] = true;
+        stack[n++] = callee->index;
+      }
+    }
+  }
+  free(stack);
+  free(seen);
+  return found;
 }
 
 xpj_status xpj_compile(const xpj_module *m, const char *kernel,
@@ -1081,16 +1139,26 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
     result_fail(r, XPJ_ERR_NOT_FOUND, XPJ_FAILURE_INPUT, msg);
     return r->status;
   }
-  if (k->ntparams || k->ncparams || xpj_func_has_generic_rank(k)) {
+  const xpj_func *g = xpj_generic_reachable(m, k);
+  if (g) {
     char msg[300];
-    snprintf(msg, sizeof msg, "kernel '%s' is generic: specialise it "
-             "first (xpj_specialize)", kernel);
+    if (g == k)
+      snprintf(msg, sizeof msg, "kernel '%s' is generic: specialise it "
+               "first (xpj_specialize)", kernel);
+    else
+      snprintf(msg, sizeof msg, "kernel '%s' calls the generic function "
+               "'%s': specialise the kernel first (xpj_specialize)", kernel,
+               g->name);
     result_fail(r, XPJ_ERR_INVALID, XPJ_FAILURE_INPUT, msg);
     return r->status;
   }
   char note[200];
-  job j = {m, k, t, o, emit, "", memory_limit(&o, note, sizeof note)};
+  xpj_job j = {m, k, t, o, emit, "", memory_limit(&o, note, sizeof note),
+               "", ""};
   xpj_entry_name(kernel, j.entry, sizeof j.entry);
+  const char *libdevice = t->kind == XPJ_TARGET_PTX ? xpj_libdevice_path()
+                                                    : NULL;
+  snprintf(j.libdevice, sizeof j.libdevice, "%s", libdevice ? libdevice : "");
   r->entry = strdup(j.entry);
   if (!r->entry) {
     result_fail(r, XPJ_ERR_NOMEM, XPJ_FAILURE_MEMORY, "out of memory");
@@ -1100,9 +1168,14 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
    * between modules (../shared/LLVM22-NOTES.md) */
   if (o.isolation == XPJ_ISOLATE_NONE && t->kind != XPJ_TARGET_SPIRV) {
     pthread_rwlock_rdlock(&inprocess_lock);
-    compile_here(&j, "", r);
+    compile_here(&j, r);
     pthread_rwlock_unlock(&inprocess_lock);
   } else {
+    /* Test hook for the isolation tests (docs/testing.md): the worker
+     * crashes, hangs or hits an LLVM fatal error on purpose. Never set in
+     * production. */
+    const char *f = getenv("XPJIT_FAULT_INJECT");
+    snprintf(j.fault, sizeof j.fault, "%s", f ? f : "");
     compile_isolated(&j, r);
   }
   if (r->status == XPJ_OK && note[0]) {
@@ -1119,3 +1192,17 @@ void xpj_llvm_enter(void) {
 }
 
 void xpj_llvm_leave(void) { pthread_rwlock_unlock(&inprocess_lock); }
+
+void xpj_llvm_fork_begin(void) {
+  pthread_once(&llvm_once, llvm_init);
+  pthread_rwlock_wrlock(&inprocess_lock);
+}
+
+void xpj_llvm_fork_end(bool child) {
+  /* the child is another thread, which cannot unlock the parent's lock: a
+   * fresh lock (the child has one thread) */
+  if (child)
+    pthread_rwlock_init(&inprocess_lock, NULL);
+  else
+    pthread_rwlock_unlock(&inprocess_lock);
+}

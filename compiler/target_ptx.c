@@ -356,8 +356,8 @@ static void ptx_finish(cg *c, LLVMValueRef fn) {
   }
   if (!c->needs_libdevice)
     return;
-  const char *path = xpj_libdevice_path();
-  if (!path) {
+  const char *path = c->libdevice;
+  if (!path || !*path) {
     cg_fail(c, XPJ_ERR_UNSUPPORTED, "this kernel calls math functions that "
             "need libdevice (nvvm/libdevice/libdevice.10.bc from the CUDA "
             "toolkit), which was not found: set XPJIT_LIBDEVICE or CUDA_HOME");

@@ -1,17 +1,96 @@
-/* worker.h - the reply a compiler worker process sends its parent
- * (compile.c): a fixed header (magic "XPJW", status, lengths of the output
- * and the log, local and scratch bytes) and the bytes. Internal. */
+/* worker.h - isolated compiles (docs/abi.md, Isolation). compile.c runs a
+ * compile (xpj_job) and, in a worker process, answers it; cserver.c keeps
+ * the compile server that forks those workers and carries jobs and replies
+ * between the caller and a worker. Both directions are frames of the
+ * daemon's protocol (runtime/proto.h): XPD_CJOB and XPD_CRESULT. Internal. */
 #ifndef XPJ_WORKER_H
 #define XPJ_WORKER_H
 
 #include "xpjit_codegen.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Decodes a complete reply into r; -1 when it is malformed or truncated
- * (r is then unchanged). */
+/* Entry points are named XPJ_ENTRY_PREFIX + the kernel's name (docs/abi.md),
+ * at most XPJ_ENTRY_MAX bytes. */
+#define XPJ_ENTRY_PREFIX "__xpj_k_"
+#define XPJ_ENTRY_MAX 255
+
+/* One compile, as xpj_compile resolved it: what a worker is given. */
+typedef struct xpj_job {
+  const xpj_module *m;
+  const xpj_func *kernel;
+  const xpj_target *target;
+  xpj_compile_opts opts;
+  xpj_emit_kind emit;
+  char entry[XPJ_ENTRY_MAX + 1];
+  uint64_t memory_limit; /* bytes beyond what the worker starts with; 0: none */
+  char fault[16];        /* XPJIT_FAULT_INJECT of the caller (a test hook) */
+  /* PTX: libdevice as the caller finds it (xpj_libdevice_path: its
+   * XPJIT_LIBDEVICE and CUDA_HOME); "": none */
+  char libdevice[4096];
+} xpj_job;
+
+/* ---- compile.c ---- */
+
+/* Registers LLVM's targets and options, once per process. */
+void xpj_llvm_init_once(void);
+/* Around a fork() of this process that goes on to compile (a compile
+ * server forked from the caller): no thread is inside LLVM meanwhile. */
+void xpj_llvm_fork_begin(void);
+void xpj_llvm_fork_end(bool child);
+/* k, or a function k calls (directly or not), that is generic or called
+ * with type arguments: code generation lowers only what specialisation has
+ * made concrete (a generic callee's T would have no scalar type). NULL
+ * when there is none (or memory is short). */
+const xpj_func *xpj_generic_reachable(const xpj_module *m, const xpj_func *k);
+/* A worker: bounds its memory, compiles j, writes the XPD_CRESULT frame
+ * to fd, and ends the process. */
+_Noreturn void xpj_worker_run(int fd, const xpj_job *j);
+/* Decodes a complete XPD_CRESULT frame into r; -1 when it is malformed or
+ * truncated (r is then unchanged). */
+/* A worker that cannot compile its job: replies st and msg, and ends. */
+_Noreturn void xpj_worker_fail(int fd, xpj_status st, const char *msg);
 int xpj_worker_decode(const uint8_t *buf, size_t n, xpj_result *r);
 xpj_result *xpj_result_new_internal(void);
+
+/* ---- cserver.c ---- */
+
+/* What the compile server says of a worker once it has ended: a footer
+ * after the worker's stderr on the error stream. */
+#define XPJ_CS_FOOTER 12
+enum {
+  XPJ_CS_TIMED_OUT = 1, /* the server killed it at the job's deadline */
+  XPJ_CS_REFUSED = 2,   /* another build of the server: job not run */
+  XPJ_CS_NO_WORKER = 4, /* the server could not start a worker */
+};
+typedef struct xpj_cs_end {
+  int wait_status; /* waitpid's */
+  unsigned flags;  /* XPJ_CS_* */
+} xpj_cs_end;
+/* Reads the footer at the end of n bytes of error stream; 0 when there is
+ * one (*n is then cut before it). */
+int xpj_cs_footer(const char *buf, size_t *n, xpj_cs_end *e);
+
+/* Hands j to a fresh worker of this process's compile server (started, or
+ * restarted, as needed). *sock: the job's socket, which carries the reply
+ * frame; *err: the worker's stderr, then the footer. 0, or -1 with why. */
+int xpj_cs_submit(const xpj_job *j, int *sock, int *err, unsigned *gen,
+                  char *why, size_t whysize);
+/* Server gen (xpj_cs_submit's) did not answer by the job's deadline and a
+ * grace period, or refused the job (another build: then the next server
+ * is a fork of this process): ends it, and with it its workers; the next
+ * job starts another. A no-op when gen was replaced already. */
+void xpj_cs_abandon(unsigned gen, bool refused);
+/* A worker's side of the job socket: decodes the XPD_CJOB frame's payload
+ * into j (whose module *m and target *t it fills; the module is the
+ * caller's to destroy). 0, or -1 with why. */
+int xpj_cs_job_decode(const uint8_t *buf, size_t n, xpj_job *j,
+                      xpj_module **m, xpj_target *t, char *why,
+                      size_t whysize);
+/* The compile server's main loop on its control socket ctl
+ * (the xpjit-cc executable, or a fork of the caller). Never returns. */
+_Noreturn void xpj_cs_main(int ctl);
 
 #endif

@@ -48,7 +48,10 @@ typedef enum xpd_op {
                         the frame was malformed */
   XPD_JOB = 20,      /* daemon to worker: a GET with the expected digest */
   XPD_RESULT = 21,   /* worker to daemon: a KERNEL */
-  XPD_OP_MAX = 21
+  XPD_CJOB = 22,     /* caller to a compile server's worker: a module,
+                        kernel, target and options (compiler/cserver.c) */
+  XPD_CRESULT = 23,  /* the worker's reply: status, output, log, sizes */
+  XPD_OP_MAX = 23
 } xpd_op;
 
 typedef enum xpd_tag {
@@ -85,7 +88,14 @@ typedef enum xpd_tag {
                            forgotten (0 or absent: a lasting answer) */
   XPD_F_COUNTERS = 43,  /* str: RESULT: what the worker's tiers counted,
                            "name=value,..." (xpj_cache_counters names) */
-  XPD_TAG_MAX = 43
+  XPD_F_MODULE = 44,    /* bytes: CJOB: the module, transfer-encoded
+                           (ir/transfer.h) */
+  XPD_F_EMIT = 45,      /* u64: CJOB: xpj_emit_kind */
+  XPD_F_FAULT = 46,     /* str: CJOB: XPJIT_FAULT_INJECT (a test hook) */
+  XPD_F_MEMORY = 47,    /* u64: CJOB: the worker's memory limit, bytes */
+  XPD_F_LIBDEVICE = 48, /* str: CJOB: libdevice's path as the caller found
+                           it ("": none) */
+  XPD_TAG_MAX = 48
 } xpd_tag;
 
 /* Where the daemon found a kernel. */

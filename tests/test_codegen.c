@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -459,6 +460,26 @@ static void test_errors(void **state) {
                                   sizeof log), XPJ_ERR_UNSUPPORTED);
   assert_non_null(strstr(log, "libdevice"));
   unsetenv("XPJIT_LIBDEVICE");
+  /* a concrete kernel that calls a generic function: only specialisation
+   * makes the callee concrete (else its T would be lowered as no type) */
+  xpj_module *gm = NULL;
+  assert_int_equal(parse_src("fn q<T>(x: T, y: T) -> T { return x / y; }\n"
+                             "kernel k(a: global i32[], b: global i32[]) "
+                             "range {\n  let i = global_id(0);\n"
+                             "  a[i] = q(a[i], b[i]);\n}\n", &gm, NULL),
+                   XPJ_OK);
+  assert_int_equal(xpj_compile(gm, "k", &t, NULL, XPJ_EMIT_BIN, &r),
+                   XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_result_log(r), "calls the generic function 'q'"));
+  xpj_result_destroy(r);
+  xpj_module *gs = spec_kernel(gm, "k", XPJ_VOID, 0);
+  assert_non_null(gs);
+  xpj_result *gr = compile_for(gs, "k", "ptx:sm_90", XPJ_EMIT_BIN);
+  size_t glen;
+  assert_non_null(strstr((const char *)xpj_result_data(gr, &glen), "div.s32"));
+  xpj_result_destroy(gr);
+  xpj_module_destroy(gs);
+  xpj_module_destroy(gm);
   xpj_result_destroy(NULL);
   assert_int_equal(xpj_result_status(NULL), XPJ_ERR_INVALID);
   assert_int_equal(xpj_result_failure_kind(NULL), XPJ_FAILURE_NONE);
@@ -1308,6 +1329,130 @@ static void test_small_groups(void **state) {
   free(ll);
 }
 
+/* ---- the compile server (docs/abi.md, Isolation) ------------------- */
+
+/* This process's child whose command name is comm (the compile server:
+ * its workers are the server's children, not ours); 0 when none. */
+static pid_t child_named(const char *comm) {
+  DIR *d = opendir("/proc");
+  assert_non_null(d);
+  pid_t found = 0;
+  struct dirent *e;
+  while (!found && (e = readdir(d))) {
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+    int ppid;
+    char st;
+    if (!open || !close || sscanf(close + 1, " %c %d", &st, &ppid) != 2 ||
+        ppid != getpid() || st == 'Z')
+      continue;
+    *close = 0;
+    if (!strcmp(open + 1, comm))
+      found = (pid_t)atoi(buf);
+  }
+  closedir(d);
+  return found;
+}
+
+static void compile_ok(const xpj_module *s, const char *kernel,
+                       const char *target, const uint8_t *want, size_t n) {
+  char log[4096];
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  xpj_target t;
+  assert_int_equal(xpj_target_parse(target, &t, NULL, 0), XPJ_OK);
+  xpj_result *r = NULL;
+  xpj_status st = xpj_compile(s, kernel, &t, &o, XPJ_EMIT_BIN, &r);
+  snprintf(log, sizeof log, "%s", xpj_result_log(r));
+  if (st != XPJ_OK)
+    fail_msg("%s: %s: %s", target, xpj_status_name(st), log);
+  assert_string_equal(log, ""); /* nothing the caller notices */
+  size_t len;
+  const uint8_t *d = xpj_result_data(r, &len);
+  if (want && (len != n || memcmp(d, want, n)))
+    fail_msg("%s: different output through another server", target);
+  xpj_result_destroy(r);
+}
+
+static void *kill_later(void *p) {
+  usleep(300 * 1000);
+  kill(*(pid_t *)p, SIGKILL);
+  return NULL;
+}
+
+/* Isolated compiles go to one exec'd xpjit-cc per process; one that is
+ * killed between jobs or during one is replaced without the caller
+ * noticing; an executable that does not work gives way to a server forked
+ * from this process. */
+static void test_compile_server(void **state) {
+  (void)state;
+  xpj_module *m = load_example("reduce.xpk");
+  xpj_module *s = spec_kernel(m, "block_sum", XPJ_F32, 0);
+  assert_non_null(s);
+  xpj_result *ref = compile_for(s, "block_sum", "ptx:sm_90", XPJ_EMIT_BIN);
+  size_t n;
+  const uint8_t *want = xpj_result_data(ref, &n);
+  pid_t first = child_named("xpjit-cc");
+  if (!first)
+    fail_msg("no xpjit-cc child: the compile server was not exec'd");
+  compile_ok(s, "block_sum", "spirv", NULL, 0);
+  assert_int_equal(child_named("xpjit-cc"), first); /* one per process */
+
+  /* killed between jobs; the next server keeps none of this process's
+   * descriptors (a pipe's write end held there would keep its reader
+   * from ever seeing its end) */
+  assert_int_equal(kill(first, SIGKILL), 0);
+  usleep(50 * 1000);
+  int p[2];
+  assert_int_equal(pipe(p), 0); /* not close-on-exec */
+  compile_ok(s, "block_sum", "ptx:sm_90", want, n);
+  close(p[1]);
+  char c;
+  assert_int_equal(read(p[0], &c, 1), 0); /* end of file, not a hang */
+  close(p[0]);
+  pid_t second = child_named("xpjit-cc");
+  assert_true(second > 0 && second != first);
+
+  /* killed during a job: the job is run again by the next server (here it
+   * hangs there too, and times out, rather than failing as a crash) */
+  setenv("XPJIT_FAULT_INJECT", "hang", 1);
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, kill_later, &second), 0);
+  char log[4096];
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.timeout_ms = 1500;
+  xpj_failure_kind kind;
+  assert_int_equal(compile_with(s, "block_sum", "ptx:sm_90", &o, log,
+                                sizeof log, &kind), XPJ_ERR_COMPILE);
+  pthread_join(th, NULL);
+  unsetenv("XPJIT_FAULT_INJECT");
+  if (kind != XPJ_FAILURE_TIMEOUT || !strstr(log, "timed out after 1500 ms"))
+    fail_msg("%s: %s", xpj_failure_kind_name(kind), log);
+  pid_t third = child_named("xpjit-cc");
+  assert_true(third > 0 && third != second);
+  compile_ok(s, "block_sum", "ptx:sm_90", want, n);
+
+  /* an executable that is not a compile server: a fork of this process */
+  assert_int_equal(kill(third, SIGKILL), 0);
+  usleep(50 * 1000);
+  setenv("XPJIT_COMPILE_SERVER", "/bin/true", 1);
+  compile_ok(s, "block_sum", "ptx:sm_90", want, n);
+  compile_ok(s, "block_sum", "spirv", NULL, 0);
+  unsetenv("XPJIT_COMPILE_SERVER");
+  assert_int_equal(child_named("xpjit-cc"), 0);
+  xpj_result_destroy(ref);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_targets),     cmocka_unit_test(test_errors),
@@ -1328,6 +1473,8 @@ int main(void) {
       cmocka_unit_test(test_local_params_gpu),
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_limit_process),
+      /* last: it leaves this process with a forked compile server */
+      cmocka_unit_test(test_compile_server),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

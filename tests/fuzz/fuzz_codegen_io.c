@@ -1,13 +1,17 @@
 /*
  * fuzz_codegen_io.c - libFuzzer target for the code generator's own
  * decoders: target strings (xpj_target_parse, from command lines, bundle
- * manifests and daemon requests) and the reply a compiler worker process
- * sends back (xpj_worker_decode, read by the parent from a pipe).
+ * manifests and daemon requests), the reply a compiler worker sends back
+ * (xpj_worker_decode, an XPD_CRESULT frame read by the caller from its
+ * job socket) and the job a worker reads (xpj_cs_job_decode, an XPD_CJOB
+ * payload: a transfer-encoded module, kernel, target and options).
  *
  * The first byte picks the decoder; the rest is its input. Neither may
  * crash, leak or accept something inconsistent: a parsed target must print
  * to a canonical string that parses back to the same target, and a decoded
- * reply must be self-consistent (status OK exactly when there is output).
+ * reply must be self-consistent (status OK exactly when there is output);
+ * a decoded job names a specialised kernel of its module with options in
+ * range.
  */
 #include "worker.h"
 #include "xpjit_codegen.h"
@@ -22,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1)
     return 0;
-  uint8_t mode = data[0] % 2;
+  uint8_t mode = data[0] % 3;
   data++;
   size--;
   if (mode == 0) {
@@ -47,6 +51,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       abort(); /* every rejection explains itself */
     }
     free(s);
+    return 0;
+  }
+  if (mode == 2) {
+    xpj_job j;
+    xpj_module *m;
+    xpj_target t;
+    char why[300] = "";
+    if (xpj_cs_job_decode(data, size, &j, &m, &t, why, sizeof why) == 0) {
+      if (!m || j.m != m || !j.kernel || j.target != &t ||
+          j.opts.opt_level > 3 || (unsigned)j.emit > XPJ_EMIT_LLVM ||
+          xpj_module_find(m, xpj_func_name(j.kernel)) != j.kernel)
+        abort();
+      xpj_module_destroy(m);
+    } else if (!why[0] || m) {
+      abort();
+    }
     return 0;
   }
   xpj_result *r = xpj_result_new_internal();

@@ -1,0 +1,797 @@
+/*
+ * cserver.c - the compile server: one process per caller process, started
+ * at its first isolated compile, with LLVM loaded and initialised once,
+ * that forks a worker per compile from its own small image
+ * (docs/abi.md, Isolation).
+ *
+ * The server is the executable xpjit-cc (libexec/xpjit/ next to the
+ * library or the program, or XPJIT_COMPILE_SERVER), exec'd so that its
+ * image holds nothing of the caller; where there is none it is a fork of
+ * the caller. It keeps one spare worker forked ahead of the next job, which
+ * has already mapped LLVM's code, so a job waits for neither a fork nor
+ * page faults in LLVM's text.
+ *
+ * A job, from the caller's side:
+ *   1. a datagram on the server's control socket (SOCK_SEQPACKET): the
+ *      job's time limit, the caller's build stamp, and two descriptors,
+ *      the job socket and the error socket (SCM_RIGHTS);
+ *   2. the server passes both to its spare, which becomes the job's
+ *      worker, and forks the next spare;
+ *   3. the caller writes the XPD_CJOB frame on the job socket; the worker
+ *      reads it, compiles, writes the XPD_CRESULT frame there and exits;
+ *      its stderr is the error socket;
+ *   4. when the worker has ended, the server writes a footer (wait status,
+ *      timed out, refused) after the worker's stderr and closes its copy.
+ * The caller needs the footer only when the reply is incomplete; a job
+ * whose server ended before the footer is run again by a new server.
+ *
+ * The server kills a worker at its job's deadline; it ends when the
+ * caller's process has closed the control socket (it kills its workers
+ * then); a worker ends with its server (PR_SET_PDEATHSIG). Nothing here
+ * writes to the caller's stdout.
+ */
+#define _GNU_SOURCE
+#include "worker.h"
+
+#include "daemon.h" /* xpd_write_all, xpd_read_frame */
+#include "ir_impl.h"
+#include "proto.h"
+#include "transfer.h"
+#include "xpjit_compiler.h"
+#include "xpjit_ir.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define CS_MAGIC 0x53504a58u /* "XPJS" */
+/* What must match between a caller and its server: this protocol, the
+ * transfer encoding of modules and the ABI of what is compiled. */
+#define CS_PROTO 1
+#define CS_STAMP_LEN 32
+#define FOOTER_MAGIC "XPJX"
+#define DEFAULT_TIMEOUT_MS 60000u
+
+typedef struct cs_submit {
+  uint32_t magic;
+  uint32_t timeout_ms;
+  char stamp[CS_STAMP_LEN];
+} cs_submit;
+
+static void make_stamp(char stamp[CS_STAMP_LEN]) {
+  memset(stamp, 0, CS_STAMP_LEN);
+  snprintf(stamp, CS_STAMP_LEN, "cs%u ir%u abi%u", CS_PROTO,
+           XPJ_TRANSFER_VERSION, xpj_abi_version());
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- the footer ------------------------------------------------------ */
+
+static void put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+static uint32_t get32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+/* Never blocks: a caller that stopped reading has its reply already. */
+static void send_footer(int fd, int wait_status, unsigned flags) {
+  uint8_t f[XPJ_CS_FOOTER];
+  memcpy(f, FOOTER_MAGIC, 4);
+  put32(f + 4, (uint32_t)wait_status);
+  put32(f + 8, flags);
+  ssize_t w = send(fd, f, sizeof f, MSG_DONTWAIT | MSG_NOSIGNAL);
+  (void)w;
+}
+
+int xpj_cs_footer(const char *buf, size_t *n, xpj_cs_end *e) {
+  if (!buf || *n < XPJ_CS_FOOTER)
+    return -1;
+  const uint8_t *f = (const uint8_t *)buf + *n - XPJ_CS_FOOTER;
+  if (memcmp(f, FOOTER_MAGIC, 4))
+    return -1;
+  e->wait_status = (int)get32(f + 4);
+  e->flags = get32(f + 8);
+  *n -= XPJ_CS_FOOTER;
+  return 0;
+}
+
+/* ---- descriptors over a socket --------------------------------------- */
+
+static int send_fds(int sock, const void *data, size_t len, const int *fds,
+                    int nfds) {
+  char ctl[CMSG_SPACE(2 * sizeof(int))];
+  memset(ctl, 0, sizeof ctl);
+  struct iovec io = {(void *)data, len};
+  struct msghdr mh = {0};
+  mh.msg_iov = &io;
+  mh.msg_iovlen = 1;
+  mh.msg_control = ctl;
+  mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+  struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+  memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+  ssize_t w;
+  do
+    w = sendmsg(sock, &mh, MSG_NOSIGNAL);
+  while (w < 0 && errno == EINTR);
+  return w == (ssize_t)len ? 0 : -1;
+}
+
+/* Receives a datagram and exactly two descriptors (close-on-exec); any
+ * other number is closed and counts as none. Bytes read, 0 at end of
+ * stream, -1 on error. */
+static ssize_t recv_fds(int sock, void *data, size_t len, int fds[2]) {
+  char ctl[CMSG_SPACE(8 * sizeof(int))];
+  struct iovec io = {data, len};
+  struct msghdr mh = {0};
+  mh.msg_iov = &io;
+  mh.msg_iovlen = 1;
+  mh.msg_control = ctl;
+  mh.msg_controllen = sizeof ctl;
+  fds[0] = fds[1] = -1;
+  ssize_t n;
+  do
+    n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  int got[8], ngot = 0;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+      continue;
+    size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < k && ngot < 8; i++)
+      memcpy(&got[ngot++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+  }
+  if (ngot == 2 && !(mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC))) {
+    fds[0] = got[0];
+    fds[1] = got[1];
+  } else {
+    for (int i = 0; i < ngot; i++)
+      close(got[i]);
+  }
+  return n;
+}
+
+/* Moves fd to the lowest free descriptor >= 64 and closes every other one
+ * from 3 up: what a forked child keeps of its parent's descriptors. */
+static int keep_only(int fd) {
+  int hi = fcntl(fd, F_DUPFD, 64);
+  if (hi < 0)
+    _exit(3);
+  close_range(3, (unsigned)hi - 1, 0);
+  close_range((unsigned)hi + 1, ~0u, 0);
+  return hi;
+}
+
+static void default_signals(void) {
+  for (int sig = 1; sig < NSIG; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* ---- the worker's side ----------------------------------------------- */
+
+int xpj_cs_job_decode(const uint8_t *payload, size_t n, xpj_job *j,
+                      xpj_module **mp, xpj_target *t, char *why,
+                      size_t whysize) {
+  memset(j, 0, sizeof *j);
+  *mp = NULL;
+  xpd_msg m;
+  xpd_err e = xpd_payload_decode(payload, n, &m);
+  const uint8_t *mod = NULL;
+  size_t modlen = 0;
+  char kernel[XPD_MAX_STRING], target[1200], err[256];
+  uint64_t opt, fast, debug, checks, timeout, emit, mem;
+  if (e == XPD_E_OK &&
+      ((e = xpd_get_bytes(&m, XPD_F_MODULE, false, SIZE_MAX, &mod,
+                          &modlen)) ||
+       (e = xpd_get_str(&m, XPD_F_KERNEL, false, kernel, sizeof kernel)) ||
+       (e = xpd_get_str(&m, XPD_F_TARGET, false, target, sizeof target)) ||
+       (e = xpd_get_u64(&m, XPD_F_OPT_LEVEL, false, &opt)) ||
+       (e = xpd_get_u64(&m, XPD_F_FAST_MATH, false, &fast)) ||
+       (e = xpd_get_u64(&m, XPD_F_DEBUG, false, &debug)) ||
+       (e = xpd_get_u64(&m, XPD_F_CHECKS, false, &checks)) ||
+       (e = xpd_get_u64(&m, XPD_F_TIMEOUT, false, &timeout)) ||
+       (e = xpd_get_u64(&m, XPD_F_EMIT, false, &emit)) ||
+       (e = xpd_get_u64(&m, XPD_F_MEMORY, false, &mem)) ||
+       (e = xpd_get_str(&m, XPD_F_FAULT, false, j->fault, sizeof j->fault)) ||
+       (e = xpd_get_str(&m, XPD_F_LIBDEVICE, false, j->libdevice,
+                        sizeof j->libdevice)))) {
+    /* e says what was wrong */
+  }
+  if (e != XPD_E_OK) {
+    snprintf(why, whysize, "a malformed job: %s", xpd_err_str(e));
+    return -1;
+  }
+  if (opt > 3 || fast > 1 || debug > 1 || (checks & ~(uint64_t)XPJ_CHECK_ALL) ||
+      timeout > UINT32_MAX || emit > XPJ_EMIT_LLVM) {
+    snprintf(why, whysize, "a job with options out of range");
+    return -1;
+  }
+  if (xpj_target_parse(target, t, err, sizeof err) != XPJ_OK) {
+    snprintf(why, whysize, "the job's target: %s", err);
+    return -1;
+  }
+  if (xpj_module_decode(mod, modlen, mp, err, sizeof err) != XPJ_OK) {
+    snprintf(why, whysize, "the job's module: %s", err);
+    return -1;
+  }
+  const xpj_func *k = xpj_module_find(*mp, kernel);
+  if (!k || k->kind == XPJ_FUNC_DEVICE || xpj_generic_reachable(*mp, k)) {
+    snprintf(why, whysize, "the job's kernel '%.200s' is not a specialised "
+             "kernel of its module", kernel);
+    xpj_module_destroy(*mp);
+    *mp = NULL;
+    return -1;
+  }
+  j->m = *mp;
+  j->kernel = k;
+  j->target = t;
+  xpj_compile_opts_default(&j->opts);
+  j->opts.opt_level = (unsigned)opt;
+  j->opts.fast_math = (int)fast;
+  j->opts.debug_info = (int)debug;
+  j->opts.checks = (unsigned)checks;
+  j->opts.timeout_ms = (unsigned)timeout;
+  j->emit = (xpj_emit_kind)emit;
+  j->memory_limit = mem;
+  xpj_entry_name(kernel, j->entry, sizeof j->entry);
+  return 0;
+}
+
+/* Maps LLVM's code and read-only data into this process's page tables
+ * before a job arrives: a fork shares them with its parent but does not
+ * copy their page-table entries, and faulting them in one page at a time
+ * would cost the job. */
+static void populate_llvm(void) {
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f)
+    return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    char perm[5];
+    if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) != 3 || perm[1] == 'w' ||
+        !strstr(line, "libLLVM"))
+      continue;
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+    madvise((void *)lo, hi - lo, MADV_POPULATE_READ); /* Linux >= 5.14 */
+  }
+  fclose(f);
+}
+
+/* A spare: waits for its job on sock, then is its worker. */
+static _Noreturn void spare_main(int sock, pid_t server) {
+  default_signals();
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != server)
+    _exit(0);
+  populate_llvm();
+  cs_submit s;
+  int fds[2];
+  ssize_t n = recv_fds(sock, &s, sizeof s, fds);
+  if (n != (ssize_t)sizeof s || fds[0] < 0)
+    _exit(0);
+  /* the job socket as fd 3, the error socket as stderr */
+  int job = fcntl(fds[0], F_DUPFD, 10), err = fcntl(fds[1], F_DUPFD, 10);
+  if (job < 0 || err < 0 || dup2(err, 2) < 0 || dup2(job, 3) < 0)
+    _exit(3);
+  close_range(4, ~0u, 0);
+  uint32_t timeout = s.timeout_ms ? s.timeout_ms : DEFAULT_TIMEOUT_MS;
+  xpd_header h;
+  uint8_t *payload = NULL;
+  char why[300];
+  xpd_err e = xpd_read_frame(3, XPD_MAX_REPLY, xpd_now_ms() + timeout, &h,
+                             &payload, why, sizeof why);
+  if (e != XPD_E_OK || h.op != XPD_CJOB)
+    _exit(0); /* the caller is gone, or sent nothing of ours */
+  xpj_job j;
+  xpj_module *m;
+  xpj_target t;
+  if (xpj_cs_job_decode(payload, h.len, &j, &m, &t, why, sizeof why) != 0)
+    xpj_worker_fail(3, XPJ_ERR_INVALID, why);
+  free(payload);
+  xpj_worker_run(3, &j);
+}
+
+/* ---- the server ------------------------------------------------------ */
+
+typedef struct cs_worker {
+  pid_t pid;
+  int err;         /* where its footer goes */
+  double deadline;
+  bool timed_out;
+} cs_worker;
+
+typedef struct cs_server {
+  int ctl, sigfd;
+  pid_t self;
+  pid_t spare; /* 0: none */
+  int spare_sock;
+  cs_worker *w;
+  size_t n, cap;
+  char stamp[CS_STAMP_LEN];
+} cs_server;
+
+static void fork_spare(cs_server *S) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+    return;
+  pid_t pid = fork();
+  if (pid == 0)
+    spare_main(keep_only(sv[1]), S->self);
+  close(sv[1]);
+  if (pid < 0) {
+    close(sv[0]);
+    return;
+  }
+  S->spare = pid;
+  S->spare_sock = sv[0];
+}
+
+static void drop_spare(cs_server *S) {
+  if (S->spare_sock >= 0)
+    close(S->spare_sock);
+  S->spare_sock = -1;
+  S->spare = 0;
+}
+
+/* A job from the control socket; -1 when the caller has gone. */
+static int take_job(cs_server *S) {
+  cs_submit s;
+  int fds[2];
+  ssize_t n = recv_fds(S->ctl, &s, sizeof s, fds);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+    return -1;
+  if (fds[0] < 0)
+    return 0; /* not a job */
+  if (n != (ssize_t)sizeof s || s.magic != CS_MAGIC ||
+      memcmp(s.stamp, S->stamp, CS_STAMP_LEN) != 0) {
+    send_footer(fds[1], 0, XPJ_CS_REFUSED);
+    close(fds[0]);
+    close(fds[1]);
+    return 0;
+  }
+  for (int attempt = 0; attempt < 2; attempt++) {
+    if (!S->spare)
+      fork_spare(S);
+    if (S->spare && send_fds(S->spare_sock, &s, sizeof s, fds, 2) == 0)
+      break;
+    if (S->spare) { /* it died before its job: another one */
+      kill(S->spare, SIGKILL);
+      drop_spare(S);
+    }
+  }
+  close(fds[0]);
+  if (!S->spare || S->n == S->cap) {
+    bool grown = false;
+    if (S->spare && S->n == S->cap) {
+      size_t cap = S->cap ? 2 * S->cap : 8;
+      cs_worker *w = realloc(S->w, cap * sizeof *w);
+      if (w) {
+        S->w = w;
+        S->cap = cap;
+        grown = true;
+      }
+    }
+    if (!grown) {
+      if (S->spare) {
+        kill(S->spare, SIGKILL);
+        drop_spare(S);
+      }
+      send_footer(fds[1], 0, XPJ_CS_NO_WORKER);
+      close(fds[1]);
+      return 0;
+    }
+  }
+  uint32_t timeout = s.timeout_ms ? s.timeout_ms : DEFAULT_TIMEOUT_MS;
+  S->w[S->n++] = (cs_worker){S->spare, fds[1], now_ms() + timeout, false};
+  drop_spare(S);
+  fork_spare(S); /* the next job's */
+  return 0;
+}
+
+static void reap(cs_server *S) {
+  struct signalfd_siginfo si;
+  while (read(S->sigfd, &si, sizeof si) > 0)
+    ;
+  int st;
+  pid_t pid;
+  while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+    if (pid == S->spare) {
+      drop_spare(S);
+      continue;
+    }
+    for (size_t i = 0; i < S->n; i++) {
+      if (S->w[i].pid != pid)
+        continue;
+      send_footer(S->w[i].err, st, S->w[i].timed_out ? XPJ_CS_TIMED_OUT : 0);
+      close(S->w[i].err);
+      S->w[i] = S->w[--S->n];
+      break;
+    }
+  }
+}
+
+/* Kills workers past their deadline; the poll timeout to the next one. */
+static int enforce_deadlines(cs_server *S) {
+  double now = now_ms(), next = -1;
+  for (size_t i = 0; i < S->n; i++) {
+    cs_worker *w = &S->w[i];
+    if (w->timed_out)
+      continue;
+    if (w->deadline <= now) {
+      kill(w->pid, SIGKILL);
+      w->timed_out = true;
+    } else if (next < 0 || w->deadline - now < next) {
+      next = w->deadline - now;
+    }
+  }
+  return next < 0 ? -1 : (int)next + 1;
+}
+
+static _Noreturn void shut_down(cs_server *S) {
+  for (size_t i = 0; i < S->n; i++)
+    kill(S->w[i].pid, SIGKILL);
+  if (S->spare)
+    kill(S->spare, SIGKILL);
+  _exit(0);
+}
+
+/* One small compile per target in this process, so that what LLVM sets up
+ * at its first use of a target (option tables, target registries, pass
+ * pipelines) is done once here, not in every worker. Not SPIR-V: its
+ * backend keeps state between modules (docs/abi.md), which workers must
+ * not inherit. */
+static void warm_up(void) {
+  static const char src[] =
+      "kernel xpj_warm_up(x: global f32[], a: f32) range {\n"
+      "    let i = global_id(0);\n"
+      "    if i < size(x) { x[i] = x[i] * a + 1.0; }\n"
+      "}\n";
+  static const char *const targets[] = {"ptx:sm_90", "cpu:x86-64"};
+  xpj_module *m = NULL;
+  if (xpj_module_create(&m) != XPJ_OK ||
+      xpj_parse(m, "warm-up", src, sizeof src - 1, NULL) != XPJ_OK) {
+    xpj_module_destroy(m);
+    return;
+  }
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.isolation = XPJ_ISOLATE_NONE;
+  for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
+    xpj_target t;
+    xpj_result *r = NULL;
+    if (xpj_target_parse(targets[i], &t, NULL, 0) == XPJ_OK)
+      xpj_compile(m, "xpj_warm_up", &t, &o, XPJ_EMIT_BIN, &r);
+    xpj_result_destroy(r);
+  }
+  xpj_module_destroy(m);
+}
+
+void xpj_cs_main(int ctl) {
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, NULL);
+  cs_server S = {ctl, signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK),
+                 getpid(), 0, -1, NULL, 0, 0, ""};
+  if (S.sigfd < 0)
+    _exit(3);
+  make_stamp(S.stamp);
+  xpj_llvm_init_once();
+  fork_spare(&S); /* the first job's, cold: it need not wait for warm_up */
+  warm_up();
+  if (S.spare) { /* no job yet: a warm spare instead */
+    kill(S.spare, SIGKILL);
+    drop_spare(&S);
+    fork_spare(&S);
+  }
+  for (;;) {
+    struct pollfd pf[2] = {{S.ctl, POLLIN, 0}, {S.sigfd, POLLIN, 0}};
+    int timeout = enforce_deadlines(&S);
+    int pr = poll(pf, 2, timeout);
+    if (pr < 0 && errno != EINTR)
+      shut_down(&S);
+    if (pr <= 0)
+      continue;
+    if (pf[1].revents)
+      reap(&S);
+    if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) && take_job(&S) != 0)
+      shut_down(&S);
+  }
+}
+
+/* ---- the caller's side ----------------------------------------------- */
+
+static pthread_mutex_t cs_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t cs_atfork_once = PTHREAD_ONCE_INIT;
+static struct {
+  int ctl;        /* -1: no server */
+  pid_t pid;      /* the server, this process's child */
+  pid_t owner;    /* the process that started it */
+  unsigned gen;   /* which server: abandoning an old one is a no-op */
+  bool exe_bad;   /* the executable refused our jobs: fork instead */
+} cs = {-1, 0, 0, 0, false};
+
+/* A child forked while another thread held the mutex would find it held
+ * forever: it gets a fresh one (it has one thread; its server is its own,
+ * xpj_cs_submit sees to that). */
+static void cs_child(void) { pthread_mutex_init(&cs_mu, NULL); }
+static void cs_atfork(void) { pthread_atfork(NULL, NULL, cs_child); }
+
+/* An executable we may run as the server: a regular file of root or of
+ * this user, which nobody else may write. */
+static bool trusted_exe(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+         (st.st_mode & S_IXUSR) && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
+         (st.st_uid == 0 || st.st_uid == getuid());
+}
+
+static bool exe_beside(const char *object, char *path, size_t size) {
+  const char *slash = strrchr(object, '/');
+  if (!slash)
+    return false;
+  int n = snprintf(path, size, "%.*s/../libexec/xpjit/xpjit-cc",
+                   (int)(slash - object), object);
+  return n > 0 && (size_t)n < size && trusted_exe(path);
+}
+
+/* XPJIT_COMPILE_SERVER ("fork": none), else libexec/xpjit/xpjit-cc beside
+ * the library's directory, beside the program's, in the install prefix. */
+static bool find_exe(char *path, size_t size) {
+  const char *env = getenv("XPJIT_COMPILE_SERVER");
+  if (env && *env) {
+    if (!strcmp(env, "fork"))
+      return false;
+    snprintf(path, size, "%s", env);
+    return trusted_exe(path);
+  }
+  Dl_info info;
+  if (dladdr((void *)xpj_cs_submit, &info) && info.dli_fname &&
+      info.dli_fname[0] == '/' && exe_beside(info.dli_fname, path, size))
+    return true;
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = 0;
+    if (exe_beside(self, path, size))
+      return true;
+  }
+#ifdef XPJ_LIBEXECDIR
+  snprintf(path, size, "%s/xpjit-cc", XPJ_LIBEXECDIR);
+  return trusted_exe(path);
+#else
+  return false;
+#endif
+}
+
+static pid_t spawn_exe(const char *path, int fd) {
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t at;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&at);
+  posix_spawn_file_actions_adddup2(&fa, fd, 3);
+  /* nothing else of the caller's: a pipe's write end kept open in the
+   * server would keep its reader from ever seeing its end */
+  posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&at, &none);
+  posix_spawnattr_setsigdefault(&at, &all);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  char *argv[] = {"xpjit-cc", "--serve", NULL};
+  pid_t pid;
+  int rc = posix_spawn(&pid, path, &fa, &at, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  return rc == 0 ? pid : -1;
+}
+
+static pid_t fork_server(int fd) {
+  xpj_llvm_fork_begin();
+  pid_t pid = fork();
+  if (pid == 0) {
+    xpj_llvm_fork_end(true);
+    default_signals();
+    int keep = keep_only(fd);
+    if (dup2(keep, 3) < 0)
+      _exit(3);
+    close(keep);
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+      dup2(null, 0);
+      dup2(null, 1);
+    }
+    xpj_cs_main(3);
+  }
+  xpj_llvm_fork_end(false);
+  return pid;
+}
+
+static void stop_locked(void) {
+  if (cs.ctl >= 0 && cs.owner == getpid()) {
+    close(cs.ctl);
+    if (cs.pid > 0) {
+      kill(cs.pid, SIGKILL);
+      waitpid(cs.pid, NULL, 0);
+    }
+  } else if (cs.ctl >= 0) {
+    close(cs.ctl); /* a forked child's copy: the parent's server */
+  }
+  cs.ctl = -1;
+  cs.pid = 0;
+}
+
+static int start_locked(char *why, size_t whysize) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    snprintf(why, whysize, "socketpair: %s", strerror(errno));
+    return -1;
+  }
+  /* descriptor 3 in the server: its end must not sit there already */
+  int far = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+  close(sv[1]);
+  char path[PATH_MAX];
+  pid_t pid = -1;
+  if (far >= 0 && !cs.exe_bad && find_exe(path, sizeof path))
+    pid = spawn_exe(path, far);
+  if (far >= 0 && pid < 0)
+    pid = fork_server(far);
+  if (far >= 0)
+    close(far);
+  if (pid < 0) {
+    close(sv[0]);
+    snprintf(why, whysize, "cannot start the compile server: %s",
+             strerror(errno));
+    return -1;
+  }
+  cs.ctl = sv[0];
+  cs.pid = pid;
+  cs.owner = getpid();
+  cs.gen++;
+  return 0;
+}
+
+static uint8_t *job_frame(const xpj_job *j, size_t *len) {
+  uint8_t *mod;
+  size_t modlen;
+  if (xpj_module_encode(j->m, &mod, &modlen) != XPJ_OK)
+    return NULL;
+  char target[1200];
+  xpj_target_str(j->target, target, sizeof target);
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_CJOB, 0);
+  xpd_put_bytes(&b, XPD_F_MODULE, mod, modlen);
+  free(mod);
+  xpd_put_str(&b, XPD_F_KERNEL, j->kernel->name);
+  xpd_put_str(&b, XPD_F_TARGET, target);
+  xpd_put_u64(&b, XPD_F_OPT_LEVEL, j->opts.opt_level);
+  xpd_put_u64(&b, XPD_F_FAST_MATH, j->opts.fast_math ? 1 : 0);
+  xpd_put_u64(&b, XPD_F_DEBUG, j->opts.debug_info ? 1 : 0);
+  xpd_put_u64(&b, XPD_F_CHECKS, j->opts.checks);
+  xpd_put_u64(&b, XPD_F_TIMEOUT, j->opts.timeout_ms);
+  xpd_put_u64(&b, XPD_F_EMIT, (uint64_t)j->emit);
+  xpd_put_u64(&b, XPD_F_MEMORY, j->memory_limit);
+  xpd_put_str(&b, XPD_F_FAULT, j->fault);
+  xpd_put_str(&b, XPD_F_LIBDEVICE, j->libdevice);
+  if (!xpd_end(&b, 0)) {
+    xpd_buf_free(&b);
+    return NULL;
+  }
+  *len = b.len;
+  return b.p;
+}
+
+int xpj_cs_submit(const xpj_job *j, int *sock, int *err, unsigned *gen,
+                  char *why, size_t whysize) {
+  pthread_once(&cs_atfork_once, cs_atfork);
+  size_t len;
+  uint8_t *frame = job_frame(j, &len);
+  if (!frame) {
+    snprintf(why, whysize, "out of memory encoding the job");
+    return -1;
+  }
+  int js[2], es[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, js) != 0) {
+    free(frame);
+    snprintf(why, whysize, "socketpair: %s", strerror(errno));
+    return -1;
+  }
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, es) != 0) {
+    close(js[0]);
+    close(js[1]);
+    free(frame);
+    snprintf(why, whysize, "socketpair: %s", strerror(errno));
+    return -1;
+  }
+  cs_submit s = {CS_MAGIC, j->opts.timeout_ms, ""};
+  make_stamp(s.stamp);
+  int far[2] = {js[1], es[1]}, rc = -1;
+  unsigned g = 0;
+  pthread_mutex_lock(&cs_mu);
+  if (cs.ctl >= 0 && cs.owner != getpid())
+    stop_locked(); /* a forked child: its own server */
+  /* a server that has ended (killed, crashed) is replaced; when a new one
+   * ends at once too, the executable is no server: a fork of this process
+   * serves instead */
+  for (int attempt = 0; attempt < 3 && rc != 0; attempt++) {
+    if (cs.ctl < 0 && start_locked(why, whysize) != 0)
+      break;
+    rc = send_fds(cs.ctl, &s, sizeof s, far, 2);
+    if (rc != 0) {
+      snprintf(why, whysize, "the compile server is gone: %s",
+               strerror(errno));
+      stop_locked();
+      if (attempt == 1)
+        cs.exe_bad = true;
+    }
+  }
+  g = cs.gen;
+  pthread_mutex_unlock(&cs_mu);
+  close(js[1]);
+  close(es[1]);
+  if (rc == 0) {
+    /* a worker that ended before reading it leaves its footer to say why */
+    unsigned timeout = j->opts.timeout_ms ? j->opts.timeout_ms
+                                          : DEFAULT_TIMEOUT_MS;
+    (void)xpd_write_all(js[0], frame, len, xpd_now_ms() + timeout);
+    shutdown(js[0], SHUT_WR);
+    *sock = js[0];
+    *err = es[0];
+    *gen = g;
+  } else {
+    close(js[0]);
+    close(es[0]);
+  }
+  free(frame);
+  return rc;
+}
+
+void xpj_cs_abandon(unsigned gen, bool refused) {
+  pthread_mutex_lock(&cs_mu);
+  if (gen == cs.gen) {
+    if (refused)
+      cs.exe_bad = true;
+    stop_locked();
+  }
+  pthread_mutex_unlock(&cs_mu);
+}
