@@ -50,6 +50,15 @@
  * the get after them (what a hit costs once SQLite and the JIT are warm).
  * A child that does nothing gives the cost of a process start and exit.
  *
+ * Where a fresh-process L2 hit's cache work goes (CPU entries): a child
+ * that creates a context, then times xpj_cache_open, xpj_cache_get and
+ * xpj_cache_close on the kernel's file, and a child that replays that
+ * path call by call (cache/trust.c's checks, the key file, SQLite's
+ * initialisation, read-only open, identity check and lookup, the row's
+ * HMAC), each step timed; --steps-only runs this table alone. --put-cost
+ * MB times puts into a file of MB of 16 KiB entries (the size limit's
+ * check), alone.
+ *
  * Whole process: a child creates a context on the CPU, parses
  * examples/axpy.xpk and runs 20 kernels (axpy, axpby, scale, copy, fill x
  * f32, f64, i32, i64, ndim 1), each launched once over 1000 elements,
@@ -80,7 +89,8 @@
  *
  * usage: cache [--quick] [--rounds N] [--l2-runs N] [--l1-calls N]
  *              [--whole-runs N] [--no-pocl] [--opencl-lib PATH]
- *              [--examples DIR] [--peers DIR] [--keep]
+ *              [--examples DIR] [--peers DIR] [--keep] [--steps-only]
+ *              [--put-cost MB]
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include "xpjit.h"
@@ -92,6 +102,11 @@
 
 #define BENCH_WANT_OPENCL 1
 #include "bench_util.h"
+#include "../cache/trust.h" /* the replay of a hit's steps calls cache/trust.c */
+
+#include <nettle/hmac.h>
+#include <nettle/sha2.h>
+#include <sqlite3.h>
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -125,6 +140,8 @@ static int opt_l2_runs = 30; /* L2-hit children per target and kernel */
 static int opt_l1_calls = 100000;
 static int opt_whole_runs = 10; /* warm whole-process runs (cold: a third) */
 static bool opt_pocl = true, opt_keep = false;
+static bool opt_steps_only = false; /* --steps-only: the L2 hit's steps alone */
+static int opt_put_cost_mb = 0;      /* --put-cost MB: a put into a full file, alone */
 static const char *opt_opencl = "libOpenCL.so.1";
 static char opt_examples[PATH_MAX] = "examples";
 /* unix:SOCKET of the redis-server this benchmark started, or "" */
@@ -687,8 +704,17 @@ static void lookup_done(LLVMErrorRef err, LLVMOrcCSymbolMapPairs result, size_t 
   pthread_mutex_unlock(&w->mu);
 }
 
-static int split_pieces(const kcase *k, const char *path, xpj_device *dev, xpj_cache *l2,
-                        pieces *out) {
+/* The cache key of a kernel on the CPU device, made as the runtime makes
+ * it: the kernel specialised and its IR hashed, the device's target, the
+ * default options, the versions. The key points into kk. */
+typedef struct kkey {
+  xpj_device_info di;
+  char code[65], ostr[64], versions[256];
+  xpj_cache_key key;
+} kkey;
+
+static int kernel_key(const kcase *k, const char *path, xpj_device *dev, kkey *kk,
+                      double *spechash_ms) {
   xpj_module *m = NULL, *sm = NULL;
   CHILD_CK(xpj_module_create(&m));
   CHILD_CK(xpj_parse_file(m, path, NULL));
@@ -699,23 +725,31 @@ static int split_pieces(const kcase *k, const char *path, xpj_device *dev, xpj_c
   xpj_scalar ty = XPJ_F32;
   xpj_spec spec = {1, &tname, &ty, k->ndim, 0, NULL, NULL};
   uint8_t raw[32];
-  char code[65];
   double t0 = now_ms();
   CHILD_CK(xpj_specialize(m, k->kernel, &spec, &sm, NULL));
-  CHILD_CK(xpj_module_hash(sm, k->kernel, raw, code));
-  out->spechash = now_ms() - t0;
-  xpj_device_info di;
-  CHILD_CK(xpj_device_get_info(dev, &di));
+  CHILD_CK(xpj_module_hash(sm, k->kernel, raw, kk->code));
+  *spechash_ms = now_ms() - t0;
+  xpj_module_destroy(sm);
+  xpj_module_destroy(m);
+  CHILD_CK(xpj_device_get_info(dev, &kk->di));
   xpj_compile_opts o;
   xpj_compile_opts_default(&o);
-  char ostr[64], versions[256];
-  xpj_compile_opts_str(&o, ostr, sizeof ostr);
-  snprintf(versions, sizeof versions, "xpjit=%s;llvm=%s;abi=%u", XPJ_VERSION_STRING,
+  xpj_compile_opts_str(&o, kk->ostr, sizeof kk->ostr);
+  snprintf(kk->versions, sizeof kk->versions, "xpjit=%s;llvm=%s;abi=%u", XPJ_VERSION_STRING,
            xpj_llvm_version(), xpj_abi_version());
-  xpj_cache_key key = {code, k->kernel, k->dtypes, k->ndim, di.target, ostr, versions};
+  kk->key = (xpj_cache_key){kk->code,      k->kernel, k->dtypes,   k->ndim,
+                            kk->di.target, kk->ostr,  kk->versions};
+  return 0;
+}
+
+static int split_pieces(const kcase *k, const char *path, xpj_device *dev, xpj_cache *l2,
+                        pieces *out) {
+  kkey kk;
+  if (kernel_key(k, path, dev, &kk, &out->spechash))
+    return 1;
   xpj_cache_entry ce;
-  t0 = now_ms();
-  xpj_status st = xpj_cache_get(l2, &key, &ce);
+  double t0 = now_ms();
+  xpj_status st = xpj_cache_get(l2, &kk.key, &ce);
   out->l2get = now_ms() - t0;
   if (st != XPJ_OK)
     return child_error("xpj_cache_get %s: %s (the bench's key differs from the runtime's?)",
@@ -769,8 +803,6 @@ static int split_pieces(const kcase *k, const char *path, xpj_device *dev, xpj_c
   if (e)
     LLVMConsumeError(e);
   xpj_cache_entry_clear(&ce);
-  xpj_module_destroy(sm);
-  xpj_module_destroy(m);
   return 0;
 }
 
@@ -817,6 +849,259 @@ static int child_split(int argc, char **argv) {
   printf("ok %.6f %.6f %.6f %.6f %.6f %.6f %.6f %.6f %zu %.6f\n", t1 - t0, t2 - t1, t3 - t2,
          t5 - t4, pc.spechash, pc.l2get, pc.jit[0], pc.jit[1], pc.bytes, pc.jitmake);
   xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  return 0;
+}
+
+/* ---- children: where a fresh-process L2 hit's cache work goes ----------------------- */
+
+/* Each child first creates a context (LLVM loaded, the CPU device and its
+ * thread pool: the state an application is in when it asks for a kernel)
+ * and makes the key of a CPU entry that is in the cache file. Then
+ *   l2api     times xpj_cache_open, xpj_cache_get and xpj_cache_close: the
+ *             library itself (close writes the hit's deferred use time);
+ *   l2replay  makes the calls cache/cache.c makes on that path, one timed
+ *             step each: cache/trust.c's checks, the key file, SQLite's
+ *             open (read-only), the identity check in one read
+ *             transaction, the lookup, the row's verification. Its checksum
+ *             must equal the stored one, or the replay no longer does what
+ *             cache.c does and the child fails. */
+#define REPLAY_STEPS(X)                                                                            \
+  X(resolve, "resolve the directory (realpath)")                                                   \
+  X(trust, "trust checks (directories, 6 files), access")                                        \
+  X(keyfile, "the signing key (open, fstat, read)")                                               \
+  X(init, "sqlite3_initialize")                                                                    \
+  X(open, "sqlite3_open_v2, read-only, and its settings")                                         \
+  X(first, "BEGIN + PRAGMA application_id (1st read: WAL index)")                                  \
+  X(uver, "PRAGMA user_version")                                                                   \
+  X(schema, "schema text from sqlite_master (schema parsed)")                                      \
+  X(commit, "COMMIT")                                                                              \
+  X(digest, "key digest (SHA-256 of the key text)")                                               \
+  X(prepare, "lookup: prepare")                                                                    \
+  X(step, "lookup: step (B-tree, the row's pages)")                                               \
+  X(row, "row read (columns and binary copied)")                                                  \
+  X(verify, "verify: key digest and HMAC-SHA256 of the row")
+#define REPLAY_INDEX(id, what) RS_##id,
+enum { REPLAY_STEPS(REPLAY_INDEX) NRS };
+#undef REPLAY_INDEX
+
+/* --child l2api KERNEL CACHE: prints ok open_ms get_ms close_ms */
+static int child_l2api(int argc, char **argv) {
+  if (argc < 4)
+    return child_error("child l2api: arguments");
+  const kcase *k = find_kcase(argv[2]);
+  if (!k)
+    return child_error("unknown kernel %s", argv[2]);
+  char path[PATH_MAX + 64];
+  xpath(path, sizeof path, opt_examples, k->xpk);
+  xpj_context *ctx;
+  xpj_device *dev;
+  CHILD_CK(make_ctx(argv[3], 0, &ctx, &dev));
+  kkey kk;
+  double sh;
+  if (kernel_key(k, path, dev, &kk, &sh))
+    return 1;
+  xpj_cache_config cfg = {.path = argv[3], .mode = XPJ_CACHE_MODE_RW};
+  xpj_cache *c = NULL;
+  xpj_cache_entry e;
+  double t0 = now_ms();
+  CHILD_CK(xpj_cache_open(&cfg, &c));
+  double t1 = now_ms();
+  xpj_status st = xpj_cache_get(c, &kk.key, &e);
+  double t2 = now_ms();
+  if (st != XPJ_OK || xpj_cache_mode_of(c) != XPJ_CACHE_MODE_RW)
+    return child_error("l2api %s: get %s, mode %d", k->kernel, xpj_status_name(st),
+                       (int)xpj_cache_mode_of(c));
+  xpj_cache_entry_clear(&e);
+  double t3 = now_ms();
+  xpj_cache_close(c);
+  double t4 = now_ms();
+  printf("ok %.6f %.6f %.6f\n", t1 - t0, t2 - t1, t4 - t3);
+  xpj_context_destroy(ctx);
+  return 0;
+}
+
+static void hmac_u64(struct hmac_sha256_ctx *h, uint64_t v) {
+  uint8_t b[8];
+  for (int i = 0; i < 8; i++)
+    b[i] = (uint8_t)(v >> (8 * i));
+  hmac_sha256_update(h, 8, b);
+}
+
+static void hmac_str(struct hmac_sha256_ctx *h, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  hmac_u64(h, n);
+  if (n)
+    hmac_sha256_update(h, n, (const uint8_t *)s);
+}
+
+static char *col_dup(sqlite3_stmt *s, int i) {
+  const unsigned char *t = sqlite3_column_text(s, i);
+  return strdup(t ? (const char *)t : "");
+}
+
+/* --child l2replay KERNEL CACHE: prints ok STEP_ms... close_ms */
+static int child_l2replay(int argc, char **argv) {
+  if (argc < 4)
+    return child_error("child l2replay: arguments");
+  const kcase *k = find_kcase(argv[2]);
+  if (!k)
+    return child_error("unknown kernel %s", argv[2]);
+  char path[PATH_MAX + 64];
+  xpath(path, sizeof path, opt_examples, k->xpk);
+  xpj_context *ctx;
+  xpj_device *dev;
+  CHILD_CK(make_ctx(argv[3], 0, &ctx, &dev));
+  kkey kk;
+  double sh, t[NRS + 1], at = now_ms();
+#define STEP(id) (t[RS_##id] = now_ms() - at, at = now_ms())
+  if (kernel_key(k, path, dev, &kk, &sh))
+    return 1;
+  at = now_ms();
+
+  char dir[PATH_MAX], db[PATH_MAX + 16], why[4600];
+  snprintf(dir, sizeof dir, "%s", argv[3]);
+  *strrchr(dir, '/') = 0;
+  char *rdir = realpath(dir, NULL);
+  if (!rdir)
+    return child_error("realpath %s: %s", dir, strerror(errno));
+  snprintf(db, sizeof db, "%s/%s", rdir, strrchr(argv[3], '/') + 1);
+  STEP(resolve);
+  trust tr;
+  trust_for_cache(&tr);
+  bool ok = trust_dirs(&tr, rdir, why, sizeof why) == TRUST_OK;
+  static const char *const sides[] = {"", "-wal", "-shm", "-journal", ".lock", ".key"};
+  for (size_t i = 0; ok && i < sizeof sides / sizeof *sides; i++) {
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof p, "%s%s", db, sides[i]);
+    ok = trust_file(&tr, p, why, sizeof why) != TRUST_REFUSED;
+  }
+  struct stat sb;
+  ok = ok && access(db, R_OK) == 0 && lstat(db, &sb) == 0 && sb.st_size > 0;
+  STEP(trust);
+  if (!ok)
+    return child_error("trust: %s", why);
+  char kp[PATH_MAX + 32];
+  snprintf(kp, sizeof kp, "%s.key", db);
+  uint8_t key[33];
+  int fd = open(kp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  ok = fd >= 0 && trust_fd(&tr, fd, kp, true, why, sizeof why) == TRUST_OK &&
+       read(fd, key, sizeof key) == 32;
+  if (fd >= 0)
+    close(fd);
+  STEP(keyfile);
+  if (!ok)
+    return child_error("%s: unusable", kp);
+
+  sqlite3_initialize();
+  STEP(init);
+  sqlite3 *h = NULL;
+  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+                      NULL) != SQLITE_OK)
+    return child_error("sqlite3_open_v2 %s: %s", db, sqlite3_errmsg(h));
+  sqlite3_db_config(h, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+  sqlite3_db_config(h, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+  sqlite3_extended_result_codes(h, 1);
+  sqlite3_busy_timeout(h, 2000);
+  STEP(open);
+  sqlite3_stmt *s = NULL;
+  ok = sqlite3_exec(h, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
+       sqlite3_prepare_v2(h, "PRAGMA application_id", -1, &s, NULL) == SQLITE_OK &&
+       sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int64(s, 0) == 0x58504a43;
+  sqlite3_finalize(s);
+  STEP(first);
+  ok = ok && sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &s, NULL) == SQLITE_OK &&
+       sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int64(s, 0) == XPJ_CACHE_SCHEMA_VERSION;
+  sqlite3_finalize(s);
+  STEP(uver);
+  sqlite3_str *b = sqlite3_str_new(NULL);
+  ok = ok && sqlite3_prepare_v2(h, "SELECT type, name, tbl_name, coalesce(sql, '') FROM "
+                                   "sqlite_master",
+                                -1, &s, NULL) == SQLITE_OK;
+  while (ok && sqlite3_step(s) == SQLITE_ROW)
+    for (int i = 0; i < 4; i++)
+      sqlite3_str_appendf(b, "%s%c", sqlite3_column_text(s, i), i == 3 ? '\n' : ' ');
+  sqlite3_finalize(s);
+  sqlite3_free(sqlite3_str_finish(b));
+  STEP(schema);
+  ok = ok && sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+  STEP(commit);
+  if (!ok)
+    return child_error("%s: identity check: %s", db, sqlite3_errmsg(h));
+
+  char digest[65], *text = NULL;
+  CHILD_CK(xpj_cache_key_digest(&kk.key, &text, digest));
+  STEP(digest);
+  ok = sqlite3_prepare_v3(h,
+                          "SELECT digest, key, code, kernel, dtypes, ndim, target, options, "
+                          "versions, failed, entry, local_bytes, scratch_bytes, size, log, "
+                          "compile_ms, created, last_used, hits, checksum, expires, data FROM "
+                          "entries WHERE digest=?",
+                          -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) == SQLITE_OK;
+  STEP(prepare);
+  ok = ok && sqlite3_bind_text(s, 1, digest, -1, SQLITE_STATIC) == SQLITE_OK &&
+       sqlite3_step(s) == SQLITE_ROW;
+  STEP(step);
+  if (!ok)
+    return child_error("%s: lookup: %s", db, sqlite3_errmsg(h));
+  char *cols[21];
+  for (int i = 0; i < 21; i++)
+    cols[i] = col_dup(s, i);
+  int n = sqlite3_column_bytes(s, 21);
+  uint8_t *data = malloc(n > 0 ? (size_t)n : 1);
+  if (n > 0)
+    memcpy(data, sqlite3_column_blob(s, 21), (size_t)n);
+  int64_t failed = sqlite3_column_int64(s, 9), local = sqlite3_column_int64(s, 11),
+          scratch = sqlite3_column_int64(s, 12), expires = sqlite3_column_int64(s, 20);
+  STEP(row);
+  uint8_t d[SHA256_DIGEST_SIZE];
+  struct sha256_ctx kh;
+  sha256_init(&kh);
+  sha256_update(&kh, strlen(cols[1]), (const uint8_t *)cols[1]);
+  sha256_digest(&kh, sizeof d, d);
+  char hex[65], sum[65];
+  for (int i = 0; i < 32; i++)
+    snprintf(hex + 2 * i, 3, "%02x", d[i]);
+  struct hmac_sha256_ctx hm;
+  hmac_sha256_set_key(&hm, 32, key);
+  hmac_str(&hm, cols[0]);
+  hmac_u64(&hm, (uint64_t)failed);
+  hmac_str(&hm, cols[10]);
+  hmac_u64(&hm, (uint64_t)local);
+  hmac_u64(&hm, (uint64_t)scratch);
+  hmac_u64(&hm, (uint64_t)n);
+  if (n > 0)
+    hmac_sha256_update(&hm, (size_t)n, data);
+  hmac_str(&hm, cols[14]);
+  hmac_u64(&hm, (uint64_t)expires);
+  hmac_sha256_digest(&hm, sizeof d, d);
+  for (int i = 0; i < 32; i++)
+    snprintf(sum + 2 * i, 3, "%02x", d[i]);
+  ok = !strcmp(hex, digest) && !strcmp(cols[1], text) && !strcmp(sum, cols[19]);
+  STEP(verify);
+  if (!ok)
+    return child_error("%s: the replay's digest or checksum differs from the row's (cache.c "
+                       "changed?)", db);
+  sqlite3_finalize(s);
+  double c0 = now_ms();
+  sqlite3_close(h);
+  t[NRS] = now_ms() - c0;
+#undef STEP
+  /* as a process of the library ends (its close writes): a read-write
+   * connection, the last, removes the WAL and its index, which the next
+   * child would otherwise find made */
+  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK)
+    sqlite3_exec(h, "PRAGMA user_version", NULL, NULL, NULL);
+  sqlite3_close(h);
+  printf("ok");
+  for (int i = 0; i <= NRS; i++)
+    printf(" %.6f", t[i]);
+  printf("\n");
+  for (int i = 0; i < 21; i++)
+    free(cols[i]);
+  free(data);
+  free(text);
+  free(rdir);
   xpj_context_destroy(ctx);
   return 0;
 }
@@ -1317,6 +1602,10 @@ static int child_main(int argc, char **argv) {
     return child_split(argc, argv);
   if (!strcmp(mode, "whole"))
     return child_whole(argc, argv);
+  if (!strcmp(mode, "l2api"))
+    return child_l2api(argc, argv);
+  if (!strcmp(mode, "l2replay"))
+    return child_l2replay(argc, argv);
   if (!strcmp(mode, "pocl-probe"))
     return child_pocl_probe();
   if (!strcmp(mode, "pocl-get"))
@@ -1408,6 +1697,12 @@ typedef struct sres {
   double bytes;
 } sres;
 static sres S[2][NK]; /* [order][kernel] */
+
+typedef struct tres {
+  series open, get, close; /* l2api */
+  series step[NRS], rclose; /* l2replay */
+} tres;
+static tres T[NK];
 
 typedef struct pres {
   series cold_ctx, cold_get, cold_launch, warm_ctx, warm_get, warm_launch;
@@ -1577,6 +1872,31 @@ static void xpjit_split(int ki, int order) {
   add(&s->jitmake, v[9]);
 }
 
+/* One l2api and one l2replay child on kernel ki's CPU cache file. */
+static void xpjit_steps(int ki) {
+  const kcase *k = &kcases[ki];
+  const char *argv[] = {NULL, "--child", "l2api", k->kernel, X[0][ki].l2db,
+                        "--examples", opt_examples, NULL};
+  double v[NRS + 1], wall;
+  char msg[1024];
+  tres *t = &T[ki];
+  if (run_child(argv, NULL, v, 3, &wall, msg, sizeof msg) < 3) {
+    fail("cpu %s (l2api): %s", k->label, msg);
+  } else {
+    add(&t->open, v[0]);
+    add(&t->get, v[1]);
+    add(&t->close, v[2]);
+  }
+  argv[2] = "l2replay";
+  if (run_child(argv, NULL, v, NRS + 1, &wall, msg, sizeof msg) < NRS + 1) {
+    fail("cpu %s (l2replay): %s", k->label, msg);
+    return;
+  }
+  for (int i = 0; i < NRS; i++)
+    add(&t->step[i], v[i]);
+  add(&t->rclose, v[NRS]);
+}
+
 static char **pocl_env(const char *dir) {
   static char cd[PATH_MAX + 32];
   snprintf(cd, sizeof cd, "POCL_CACHE_DIR=%s", dir);
@@ -1663,6 +1983,58 @@ static void whole_pocl(const char *dir, bool warm) {
 }
 
 /* First-level hits in this process, on the populated cache file of (ti, ki). */
+/* --put-cost MB: what a put costs in a cache file that holds MB of 16 KiB
+ * entries, in this process, on a handle opened after the file was filled
+ * (as by a new process): p50 and p99 of 40 puts of new entries, with the
+ * size limit above the file (the limit is checked, nothing is evicted)
+ * and at it (each put evicts the least recently used entry). */
+static int put_cost(int mb) {
+  enum { ROW = 16 << 10, PUTS = 40 };
+  char db[PATH_MAX];
+  snprintf(db, sizeof db, "%s/put-cost.db", tmpdir);
+  uint8_t *data = malloc(ROW);
+  if (!data)
+    return 1;
+  for (int i = 0; i < ROW; i++)
+    data[i] = (uint8_t)(i * 131 + (i >> 8));
+  unsigned rows = (unsigned)mb * 64, next = 0;
+  /* no limit while filling: the fill is not what is measured */
+  xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW, .max_size = UINT64_MAX};
+  double t0 = now_ms();
+  for (int phase = 0; phase < 3; phase++) {
+    if (phase)
+      cfg.max_size = phase == 1 ? 2ull * rows * ROW : (uint64_t)rows * ROW;
+    xpj_cache *c = NULL;
+    if (xpj_cache_open(&cfg, &c) != XPJ_OK || xpj_cache_mode_of(c) != XPJ_CACHE_MODE_RW) {
+      fail("put-cost: %s", xpj_cache_last_error());
+      xpj_cache_close(c);
+      free(data);
+      return 1;
+    }
+    series s = {0};
+    for (unsigned i = 0; i < (phase ? (unsigned)PUTS : rows); i++, next++) {
+      char code[65];
+      snprintf(code, sizeof code, "%064x", next);
+      xpj_cache_key k = {code, "k", "T=f32", 1, "cpu:bench", "O2", "bench=1"};
+      xpj_cache_value v = {0, data, ROW, "k", "", 0, 0, 1.0, 0};
+      double a = now_ms();
+      xpj_cache_put(c, &k, &v);
+      add(&s, now_ms() - a);
+    }
+    if (phase == 0)
+      printf("filled %s with %u entries of %d KiB (%d MB) in %.1f s\n", db, rows, ROW >> 10, mb,
+             (now_ms() - t0) / 1e3);
+    else
+      printf("put of a %d KiB entry into %d MB, limit %s: p50 %s, p99 %s (n %d)\n", ROW >> 10, mb,
+             phase == 1 ? "twice the file (no eviction)" : "the file (evicts one)", FT(p50(&s)),
+             FT(p99(&s)), s.n);
+    free(s.v);
+    xpj_cache_close(c);
+  }
+  free(data);
+  return failures ? 1 : 0;
+}
+
 static void l1_case(int ti, int ki) {
   const kcase *k = &kcases[ki];
   xres *r = &X[ti][ki];
@@ -1833,6 +2205,54 @@ static void row(const char *target, const char *kernel, const char *what, series
 
 static const char *short_target(int ti) { return ti == 0 ? "cpu" : ti == 1 ? "ptx" : "spirv"; }
 
+static void steps_row(const char *name, const double v[NK]) {
+  printf("%-54s", name);
+  for (int ki = 0; ki < NK; ki++)
+    printf(" %17s", FT(v[ki]));
+  printf("\n");
+}
+
+/* The table of child_l2api and child_l2replay. */
+static void print_steps(void) {
+  static const char *const what[NRS] = {
+#define REPLAY_WHAT(id, w) w,
+      REPLAY_STEPS(REPLAY_WHAT)
+#undef REPLAY_WHAT
+  };
+  printf("\nwhere a fresh-process L2 hit's cache work goes (CPU entry; p50 of n children; each "
+         "child creates a context\nfirst, as an application would): the library's calls, and "
+         "the same path replayed call by call\n");
+  printf("%-54s", "step");
+  for (int ki = 0; ki < NK; ki++)
+    printf(" %17s", kcases[ki].label);
+  printf("\n");
+  for (int i = 0; i < NRS; i++) {
+    printf("  %-52s", what[i]);
+    for (int ki = 0; ki < NK; ki++)
+      printf(" %17s", FT(p50(&T[ki].step[i])));
+    printf("\n");
+  }
+  double sum[NK], lib[NK], open[NK], get[NK], close[NK], rclose[NK];
+  for (int ki = 0; ki < NK; ki++) {
+    tres *t = &T[ki];
+    sum[ki] = 0;
+    for (int i = 0; i < NRS; i++)
+      sum[ki] += p50(&t->step[i]);
+    open[ki] = p50(&t->open);
+    get[ki] = p50(&t->get);
+    lib[ki] = open[ki] + get[ki];
+    close[ki] = p50(&t->close);
+    rclose[ki] = p50(&t->rclose);
+  }
+  steps_row("sum of the steps (the replayed hit)", sum);
+  steps_row("xpj_cache_open + xpj_cache_get (the library)", lib);
+  steps_row("  xpj_cache_open", open);
+  steps_row("  xpj_cache_get", get);
+  steps_row("xpj_cache_close (writes the hit's use time)", close);
+  steps_row("sqlite3_close of the replay (read-only)", rclose);
+  printf("n: %d children of each kind per kernel\n", T[0].open.n);
+}
+
 static void print_results(void) {
   printf("\nget kernel -> ready to launch: p50 and p99 (nearest rank) of n samples;\n"
          "ratios: compile p50 / this p50 (cold = compile in a fresh process, warm = compile in "
@@ -1916,6 +2336,8 @@ static void print_results(void) {
          "plus what the get's first use\n   of SQLite and of the device's JIT costs more than "
          "the parts' second use; 'parts first': its get\n   is an L2 hit in a process that has "
          "used SQLite and the JIT before)\n");
+
+  print_steps();
 
   printf("\npeer: PoCL kernel cache (CPU), fresh process each, clCreateProgramWithSource + "
          "clBuildProgram + clCreateKernel\n");
@@ -2046,7 +2468,8 @@ static void print_results(void) {
 static void usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--quick] [--rounds N] [--l2-runs N] [--l1-calls N] [--whole-runs N]\n"
-          "          [--no-pocl] [--opencl-lib PATH] [--examples DIR] [--peers DIR] [--keep]\n",
+          "          [--no-pocl] [--opencl-lib PATH] [--examples DIR] [--peers DIR] [--keep]\n"
+          "          [--steps-only] [--put-cost MB]\n",
           argv0);
   exit(2);
 }
@@ -2079,6 +2502,11 @@ int main(int argc, char **argv) {
       snprintf(opt_peers, sizeof opt_peers, "%s", argv[++i]);
     } else if (!strcmp(a, "--keep")) {
       opt_keep = true;
+    } else if (!strcmp(a, "--steps-only")) {
+      opt_steps_only = true;
+      opt_pocl = false;
+    } else if (!strcmp(a, "--put-cost") && has) {
+      opt_put_cost_mb = atoi(argv[++i]);
     } else {
       usage(argv[0]);
     }
@@ -2224,26 +2652,49 @@ int main(int argc, char **argv) {
          "spirv (xpj_program_get_binary)\n");
   printf("caches:    private files under %s (removed at the end); PoCL: POCL_CACHE_DIR under it\n",
          tmpdir);
-  printf("samples:   %d rounds, interleaved: per round and kernel, per target one cold child, "
-         "one warm compile,\n           %d L2 children; PoCL %d cold, %d warm; L1 %d calls; "
-         "whole process %d cold, %d warm\n",
-         opt_rounds, (opt_l2_runs + opt_rounds - 1) / opt_rounds, (opt_rounds + 1) / 2,
-         (opt_l2_runs + opt_rounds - 1) / opt_rounds, opt_l1_calls, (opt_whole_runs + 2) / 3,
-         opt_whole_runs);
+  if (opt_put_cost_mb)
+    printf("samples:   40 puts per case (--put-cost)\n");
+  else if (opt_steps_only)
+    printf("samples:   %d rounds of an l2api and an l2replay child per kernel (--steps-only)\n",
+           opt_l2_runs);
+  else
+    printf("samples:   %d rounds, interleaved: per round and kernel, per target one cold child, "
+           "one warm compile,\n           %d L2 children; PoCL %d cold, %d warm; L1 %d calls; "
+           "whole process %d cold, %d warm\n",
+           opt_rounds, (opt_l2_runs + opt_rounds - 1) / opt_rounds, (opt_rounds + 1) / 2,
+           (opt_l2_runs + opt_rounds - 1) / opt_rounds, opt_l1_calls, (opt_whole_runs + 2) / 3,
+           opt_whole_runs);
   printf("load:      %s (before)\n", la);
   if (!pocl_ok)
     printf("peer: PoCL not available (%s)\n", pocl_desc);
   measure_timer();
 
+  if (opt_put_cost_mb > 0) {
+    int rc = put_cost(opt_put_cost_mb);
+    if (!opt_keep)
+      rm_tree(tmpdir);
+    return rc;
+  }
   double t_start = now_ms();
   /* populate: one untimed cold child per target and kernel fills its L2
    * file (and warms the page cache); PoCL's warm directories likewise */
-  for (int ti = 0; ti < NT; ti++)
+  for (int ti = 0; ti < (opt_steps_only ? 1 : NT); ti++)
     for (int ki = 0; ki < NK; ki++) {
       snprintf(X[ti][ki].l2db, sizeof X[ti][ki].l2db, "%s/l2-%s-%s.db", tmpdir, short_target(ti),
                kcases[ki].kernel);
       xpjit_child_get(ti, ki, X[ti][ki].l2db, G_COLD, false);
     }
+  if (opt_steps_only) {
+    for (int r = 0; r < opt_l2_runs; r++)
+      for (int ki = 0; ki < NK; ki++)
+        xpjit_steps(ki);
+    print_steps();
+    if (!opt_keep)
+      rm_tree(tmpdir);
+    else
+      printf("\nkept %s\n", tmpdir);
+    return failures ? 1 : 0;
+  }
   if (pocl_ok)
     for (int ki = 0; ki < NK; ki++) {
       snprintf(PR[ki].warmdir, sizeof PR[ki].warmdir, "%s/pocl-warm-%s", tmpdir, kcases[ki].kernel);
@@ -2298,6 +2749,8 @@ int main(int argc, char **argv) {
       }
       xpjit_split(ki, 0);
       xpjit_split(ki, 1);
+      for (int j = 0; j < l2_per_round && T[ki].open.n < opt_l2_runs; j++)
+        xpjit_steps(ki);
       if (pocl_ok) {
         if (r % 2 == 0)
           pocl_cold(ki);

@@ -17,6 +17,10 @@
  * created. Recovery runs under an flock on PATH.lock so that processes
  * that find the same damage do not move each other's new file.
  *
+ * A handle reads through a read-only connection until its first write
+ * (to_writable): a process whose kernels are all in the file opens it,
+ * checks it and reads its rows without a write, a lock of ours or the
+ * WAL's set-up writes, and the hits' bookkeeping waits for close.
  * Writes are short IMMEDIATE transactions in WAL mode (synchronous=NORMAL:
  * a killed process loses at most its last transaction, never tears one).
  * Busy databases are retried with backoff for up to 30 s; a lookup that
@@ -74,6 +78,9 @@ struct later {
 struct xpj_cache {
   pthread_mutex_t mu;
   sqlite3 *db;
+  bool db_writes;        /* db was opened read-write (else read-only until
+                            the first write: to_writable) */
+  sqlite3_stmt *lookup;  /* the lookup, prepared once per connection */
   char *path;
   _Atomic(xpj_cache_mode) mode; /* in effect; read without the lock */
   bool bundle;
@@ -170,6 +177,18 @@ static void sleep_ms(unsigned ms) {
   nanosleep(&ts, NULL);
 }
 
+
+/* The directory part of path: "." when it has none, "/" for "/x". */
+static char *parent_of(const char *path, char *dir, size_t size) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(dir, size, ".");
+  else if (slash == path)
+    snprintf(dir, size, "/");
+  else
+    snprintf(dir, size, "%.*s", (int)(slash - path), path);
+  return dir;
+}
 
 static void to_hex(const uint8_t *d, size_t n, char *hex) {
   static const char digits[] = "0123456789abcdef";
@@ -356,9 +375,17 @@ static int step_retry(sqlite3_stmt *s) {
   }
 }
 
-static int begin(xpj_cache *c) { return exec_retry(c->db, "BEGIN IMMEDIATE"); }
+static int to_writable(xpj_cache *c);
+
+/* A write transaction, on a connection that can write (to_writable). */
+static int begin(xpj_cache *c) {
+  int rc = to_writable(c);
+  return rc == SQLITE_OK ? exec_retry(c->db, "BEGIN IMMEDIATE") : rc;
+}
 
 static int finish(xpj_cache *c, int rc) {
+  if (!c->db) /* begin could not open the file for writing */
+    return rc;
   if (rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW) {
     rc = exec_retry(c->db, "COMMIT");
     if (rc == SQLITE_OK)
@@ -442,30 +469,67 @@ static char *schema_expected(void) {
 }
 
 static void db_close(xpj_cache *c) {
+  sqlite3_finalize(c->lookup);
+  c->lookup = NULL;
   if (c->db)
     sqlite3_close_v2(c->db);
   c->db = NULL;
+  c->db_writes = false;
 }
 
-/* The schema as SQLite keeps it, one object a line (malloc'd), or NULL. */
-static char *schema_text(sqlite3 *db) {
+static int cmp_line(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The schema as SQLite keeps it, one object a line ("type name table
+ * sql", in that order, so that sorted lines are in (type, name) order)
+ * into *out (malloc'd; NULL on error), and how many objects it has;
+ * SQLite's code. The lines are sorted here: an ORDER BY would run
+ * SQLite's sorter, code a fresh process has not touched yet. */
+static int schema_text(sqlite3 *db, char **out, int64_t *n) {
+  enum { MAX_OBJECTS = 64 }; /* more: not ours (compared in full anyway) */
   sqlite3_stmt *s = NULL;
-  if (sqlite3_prepare_v2(db,
-                         "SELECT type, name, tbl_name, coalesce(sql, '') "
-                         "FROM sqlite_master ORDER BY type, name",
-                         -1, &s, NULL) != SQLITE_OK)
-    return NULL;
-  sqlite3_str *b = sqlite3_str_new(NULL);
-  int rc;
-  while ((rc = step_retry(s)) == SQLITE_ROW)
-    for (int i = 0; i < 4; i++)
-      sqlite3_str_appendf(b, "%s%c", sqlite3_column_text(s, i),
-                          i == 3 ? '\n' : ' ');
+  char *line[MAX_OBJECTS];
+  size_t nline = 0, len = 1;
+  *out = NULL;
+  *n = 0;
+  int rc = sqlite3_prepare_v2(db,
+                              "SELECT type, name, tbl_name, coalesce(sql, '') "
+                              "FROM sqlite_master",
+                              -1, &s, NULL);
+  while (rc == SQLITE_OK && (rc = step_retry(s)) == SQLITE_ROW) {
+    rc = SQLITE_OK;
+    if (++*n > MAX_OBJECTS)
+      continue;
+    char *l = sqlite3_mprintf("%s %s %s %s\n", sqlite3_column_text(s, 0),
+                              sqlite3_column_text(s, 1),
+                              sqlite3_column_text(s, 2),
+                              sqlite3_column_text(s, 3));
+    if (!l) {
+      rc = SQLITE_NOMEM;
+      break;
+    }
+    line[nline++] = l;
+    len += strlen(l);
+  }
   sqlite3_finalize(s);
-  char *t = sqlite3_str_finish(b);
-  char *out = rc == SQLITE_DONE && t ? strdup(t) : NULL;
-  sqlite3_free(t);
-  return out;
+  if (rc == SQLITE_DONE && !(*out = malloc(len)))
+    rc = SQLITE_NOMEM;
+  if (rc == SQLITE_DONE) {
+    qsort(line, nline, sizeof *line, cmp_line);
+    char *at = *out;
+    *at = 0;
+    for (size_t i = 0; i < nline; i++)
+      at = stpcpy(at, line[i]);
+    if (*n > MAX_OBJECTS) /* never equal to ours */
+      strcpy(*out, "?");
+    rc = SQLITE_OK;
+  } else if (rc == SQLITE_OK || rc == SQLITE_ROW) {
+    rc = SQLITE_ERROR;
+  }
+  for (size_t i = 0; i < nline; i++)
+    sqlite3_free(line[i]);
+  return rc;
 }
 
 /* What a file of this schema version holds, twice: as SQLite has always
@@ -478,50 +542,52 @@ static void make_expected_schema(void) { expected_schema = schema_expected(); }
 static void make_reference_schema(void) {
   sqlite3 *m = NULL;
   char *sql = schema_create();
+  int64_t n;
   if (sql && sqlite3_open(":memory:", &m) == SQLITE_OK &&
       sqlite3_exec(m, sql, NULL, NULL, NULL) == SQLITE_OK)
-    reference_schema = schema_text(m);
+    schema_text(m, &reference_schema, &n);
   sqlite3_free(sql);
   sqlite3_close(m);
 }
 
-/* Does the file hold exactly our tables? One flipped bit in a stored
- * CREATE statement renames a column without SQLite's checks noticing. */
-static int check_schema(sqlite3 *db) {
+/* Does the file hold exactly our tables (t: its schema_text)? One flipped
+ * bit in a stored CREATE statement renames a column without SQLite's
+ * checks noticing. */
+static int check_schema(const char *t) {
   static pthread_once_t once = PTHREAD_ONCE_INIT, ref_once = PTHREAD_ONCE_INIT;
   pthread_once(&once, make_expected_schema);
-  char *t = schema_text(db);
-  if (!t)
-    return SQLITE_NOMEM;
   bool same = expected_schema && !strcmp(t, expected_schema);
   if (!same) {
     pthread_once(&ref_once, make_reference_schema);
     /* out of memory: no reason to doubt the file */
     same = !reference_schema || !strcmp(t, reference_schema);
   }
-  free(t);
   return same ? SQLITE_OK : RC_SCHEMA;
 }
 
-/* application_id, user_version and the number of schema objects, read
- * in one statement so that another process's commit is seen whole. */
-static int read_ids(sqlite3 *db, int64_t *app, int64_t *ver, int64_t *ntab) {
-  sqlite3_stmt *s = NULL;
-  int rc = sqlite3_prepare_v2(
-      db,
-      "SELECT (SELECT application_id FROM pragma_application_id), "
-      "(SELECT user_version FROM pragma_user_version), "
-      "(SELECT count(*) FROM sqlite_master)",
-      -1, &s, NULL);
+/* What the file is: its application_id and user_version, and its schema
+ * (schema_text, malloc'd into *schema) with the number of objects in it,
+ * read in one read transaction so that another process's commit is seen
+ * whole. Plain PRAGMA statements: the pragma_ table functions would build
+ * a virtual table each, which costs a fresh process more than the rest of
+ * the check together. */
+static int identify(sqlite3 *db, int64_t *app, int64_t *ver, char **schema,
+                    int64_t *n) {
+  *schema = NULL;
+  int rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
   if (rc == SQLITE_OK)
-    rc = step_retry(s);
-  if (rc == SQLITE_ROW) {
-    *app = sqlite3_column_int64(s, 0);
-    *ver = sqlite3_column_int64(s, 1);
-    *ntab = sqlite3_column_int64(s, 2);
-    rc = SQLITE_OK;
+    *app = query_int(db, "PRAGMA application_id", &rc);
+  if (rc == SQLITE_OK)
+    *ver = query_int(db, "PRAGMA user_version", &rc);
+  if (rc == SQLITE_OK)
+    rc = schema_text(db, schema, n);
+  if (!sqlite3_get_autocommit(db))
+    sqlite3_exec(db, rc == SQLITE_OK ? "COMMIT" : "ROLLBACK", NULL, NULL,
+                 NULL);
+  if (rc != SQLITE_OK) {
+    free(*schema);
+    *schema = NULL;
   }
-  sqlite3_finalize(s);
   return rc;
 }
 
@@ -572,15 +638,19 @@ static const char *network_fs_of(const char *dbpath) {
  * RC_SCHEMA, or SQLite's code. */
 static int setup(xpj_cache *c, bool writable) {
   int64_t app = 0, ver = 0, ntab = 0;
+  char *schema = NULL;
   /* identify the file before changing anything in it (WAL mode writes the
    * header) */
-  int rc = read_ids(c->db, &app, &ver, &ntab);
+  int rc = identify(c->db, &app, &ver, &schema, &ntab);
   if (rc != SQLITE_OK)
     return rc;
   bool ours = app == APP_ID && ver == XPJ_CACHE_SCHEMA_VERSION;
   if (!ours && (app != 0 || ver != 0 || ntab != 0))
-    return RC_FOREIGN; /* someone else's database, or another schema */
-  if (ours && (rc = check_schema(c->db)) != SQLITE_OK)
+    rc = RC_FOREIGN; /* someone else's database, or another schema */
+  else if (ours)
+    rc = check_schema(schema);
+  free(schema);
+  if (rc != SQLITE_OK)
     return rc;
   if (writable && !c->bundle) {
     /* on a network file system, SQLite's rollback journal with its
@@ -639,22 +709,23 @@ static int create_file(const char *path, mode_t mode) {
   return rc;
 }
 
-static int db_open(xpj_cache *c, bool writable) {
-  db_close(c);
-  /* SQLite gives the WAL and shared-memory files the database's mode */
-  if (writable && create_file(c->path, c->bundle ? 0644 : 0600) != 0)
-    return SQLITE_CANTOPEN;
-  int flags = (writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-                        : SQLITE_OPEN_READONLY) |
-              SQLITE_OPEN_NOMUTEX;
+/* Opens name (c->path, or a URI of it) with flags into c->db and checks
+ * it (setup); SQLite's code, or setup's. */
+static int connect(xpj_cache *c, const char *name, int flags, bool writable) {
+  flags |= SQLITE_OPEN_NOMUTEX; /* c->mu serialises every use */
 #ifdef SQLITE_OPEN_NOFOLLOW
   flags |= SQLITE_OPEN_NOFOLLOW;
 #endif
-  int rc = sqlite3_open_v2(c->path, &c->db, flags, NULL);
+  int rc = sqlite3_open_v2(name, &c->db, flags, NULL);
   if (rc != SQLITE_OK) {
     db_close(c);
     return rc;
   }
+  if (writable && sqlite3_db_readonly(c->db, "main") == 1) {
+    db_close(c); /* SQLite fell back to reading a file we may not write */
+    return SQLITE_READONLY;
+  }
+  c->db_writes = writable;
   /* the file is data: no functions or views in its schema run */
 #ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
   sqlite3_db_config(c->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
@@ -667,6 +738,57 @@ static int db_open(xpj_cache *c, bool writable) {
   rc = setup(c, writable);
   if (rc != SQLITE_OK)
     db_close(c);
+  return rc;
+}
+
+/* Opens the file read-write (created when missing), or read-only: then
+ * nothing is created or written, not even the WAL's mode in its header. */
+static int db_open(xpj_cache *c, bool writable) {
+  db_close(c);
+  /* SQLite gives the WAL and shared-memory files the database's mode */
+  if (writable && create_file(c->path, c->bundle ? 0644 : 0600) != 0)
+    return SQLITE_CANTOPEN;
+  return connect(c, c->path,
+                 writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                          : SQLITE_OPEN_READONLY,
+                 writable);
+}
+
+/* A user cache in a directory that we cannot write (read-only media, a
+ * directory made read-only): SQLite cannot create the WAL's index (the
+ * -shm file) there, so not even a read-only connection can read a WAL
+ * file. Nobody can write it there either, since every SQLite writer needs
+ * a -wal or -journal file beside it; so when neither holds anything (all
+ * that was committed is in the file), the file is opened read-only and
+ * immutable (no locks, no WAL). Else SQLITE_CANTOPEN. */
+static int db_open_frozen(xpj_cache *c) {
+  db_close(c);
+  char dir[4096];
+  parent_of(c->path, dir, sizeof dir);
+  if (faccessat(AT_FDCWD, dir, W_OK, AT_EACCESS) == 0)
+    return SQLITE_CANTOPEN;
+  static const char *const sides[] = {"-wal", "-journal"};
+  for (size_t i = 0; i < sizeof sides / sizeof *sides; i++) {
+    char p[4200];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s%s", c->path, sides[i]);
+    if (lstat(p, &sb) == 0 && sb.st_size > 0)
+      return SQLITE_CANTOPEN;
+  }
+  /* the path as a URI: '%', '?', '#' and anything unusual escaped */
+  sqlite3_str *u = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(u, "file:");
+  for (const unsigned char *p = (const unsigned char *)c->path; *p; p++)
+    if (strchr("/-._~", *p) || (*p >= '0' && *p <= '9') ||
+        ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z'))
+      sqlite3_str_appendchar(u, 1, (char)*p);
+    else
+      sqlite3_str_appendf(u, "%%%02X", *p);
+  sqlite3_str_appendall(u, "?immutable=1");
+  char *uri = sqlite3_str_finish(u);
+  int rc = uri ? connect(c, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, false)
+               : SQLITE_NOMEM;
+  sqlite3_free(uri);
   return rc;
 }
 
@@ -730,8 +852,6 @@ static int lock_file(const xpj_cache *c, int op) {
 /* c->path with its directory resolved (realpath; with the last name too
  * when whole): the checks and every open then name the same files, and
  * no link on the way can be re-pointed in between. 0, or an errno. */
-static char *parent_of(const char *path, char *dir, size_t size);
-
 static int resolve(xpj_cache *c, bool whole) {
   char dir[4096];
   const char *slash = strrchr(c->path, '/');
@@ -756,18 +876,6 @@ static int resolve(xpj_cache *c, bool whole) {
   free(c->path);
   c->path = np;
   return 0;
-}
-
-/* The directory part of path: "." when it has none, "/" for "/x". */
-static char *parent_of(const char *path, char *dir, size_t size) {
-  const char *slash = strrchr(path, '/');
-  if (!slash)
-    snprintf(dir, size, ".");
-  else if (slash == path)
-    snprintf(dir, size, "/");
-  else
-    snprintf(dir, size, "%.*s", (int)(slash - path), path);
-  return dir;
 }
 
 /* The files of a store besides the database that SQLite or we read. */
@@ -1104,13 +1212,16 @@ static xpj_status open_bundle(xpj_cache *c) {
 static bool ready_to_open(xpj_cache *c) {
   char dir[4096], why[4096];
   parent_of(c->path, dir, sizeof dir);
-  if (c->mode == XPJ_CACHE_MODE_RW && mkdirs(dir) != 0) {
-    lower_mode(c, XPJ_CACHE_MODE_OFF,
-               "cannot create the cache directory %s (%s); compiling "
-               "without caching", dir, strerror(errno));
-    return false;
-  }
   int err = resolve(c, false);
+  if (err == ENOENT && c->mode == XPJ_CACHE_MODE_RW) { /* made only now */
+    if (mkdirs(dir) != 0) {
+      lower_mode(c, XPJ_CACHE_MODE_OFF,
+                 "cannot create the cache directory %s (%s); compiling "
+                 "without caching", dir, strerror(errno));
+      return false;
+    }
+    err = resolve(c, false);
+  }
   if (err == ENOENT && c->mode == XPJ_CACHE_MODE_RO) {
     c->mode = XPJ_CACHE_MODE_OFF; /* nothing there to read: no problem */
     return false;
@@ -1133,30 +1244,53 @@ static bool ready_to_open(xpj_cache *c) {
   return setup_key(c);
 }
 
+/* The user cache opened as a writer opens it: created when missing, WAL
+ * mode, under a shared lock (a process recovering the file, under the
+ * exclusive lock, never moves or unlinks files under an opener). */
+static int open_for_writing(xpj_cache *c) {
+  int lfd = lock_file(c, LOCK_SH);
+  int rc = db_open(c, true);
+  unlock_file(lfd);
+  return rc;
+}
+
+/* Read-only, and failing that (a directory we cannot write) frozen. */
+static int open_for_reading(xpj_cache *c) {
+  int rc = access(c->path, R_OK) == 0 ? db_open(c, false) : SQLITE_CANTOPEN;
+  if (is_env(rc) && !c->bundle && db_open_frozen(c) == SQLITE_OK)
+    rc = SQLITE_OK;
+  return rc;
+}
+
 /* The user cache: whatever happens, the handle is usable (perhaps
- * degraded, with a warning). */
+ * degraded, with a warning). A cache opened read-write whose file holds
+ * something is opened read-only all the same, until its first write
+ * (to_writable): a hit then writes nothing and takes no lock of ours,
+ * and its open does the least SQLite allows. */
 static void open_user_cache(xpj_cache *c) {
   if (!ready_to_open(c))
     return;
-  /* shared lock: a process recovering the file (exclusive lock) never
-   * moves or unlinks files under an opener */
-  int lfd = c->mode == XPJ_CACHE_MODE_RW ? lock_file(c, LOCK_SH) : -1;
-  int rc = db_open(c, c->mode == XPJ_CACHE_MODE_RW);
-  unlock_file(lfd);
-  if (is_damage(rc) && c->mode == XPJ_CACHE_MODE_RW)
-    rc = recover(c, rc);
+  bool rw = c->mode == XPJ_CACHE_MODE_RW;
   struct stat sb;
+  bool has_data = lstat(c->path, &sb) == 0 && sb.st_size > 0;
+  int rc = !rw || has_data ? db_open(c, false) : SQLITE_CANTOPEN;
+  if (rc != SQLITE_OK && rw) /* new, empty, or worth a writer's look */
+    rc = open_for_writing(c);
+  if (is_damage(rc) && rw)
+    rc = recover(c, rc);
   if (rc == SQLITE_OK) {
     return;
-  } else if (c->mode == XPJ_CACHE_MODE_RW && is_env(rc)) {
+  } else if (rw && is_env(rc)) {
     /* cannot write here: read what is there, if anything */
-    int rc2 = access(c->path, R_OK) == 0 ? db_open(c, false) : rc;
+    int rc2 = open_for_reading(c);
     lower_mode(c, rc2 == SQLITE_OK ? XPJ_CACHE_MODE_RO : XPJ_CACHE_MODE_OFF,
                "cache %s cannot be written (%s); %s", c->path, rc_str(rc),
                rc2 == SQLITE_OK ? "using it read-only"
                                 : "compiling without caching");
-  } else if (c->mode == XPJ_CACHE_MODE_RO && rc == SQLITE_CANTOPEN &&
-             lstat(c->path, &sb) != 0 && errno == ENOENT) {
+  } else if (!rw && is_env(rc) && db_open_frozen(c) == SQLITE_OK) {
+    return; /* read-only as asked */
+  } else if (!rw && rc == SQLITE_CANTOPEN && lstat(c->path, &sb) != 0 &&
+             errno == ENOENT) {
     c->mode = XPJ_CACHE_MODE_OFF; /* nothing there to read: no problem */
   } else {
     lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; compiling without "
@@ -1166,6 +1300,44 @@ static void open_user_cache(xpj_cache *c) {
                                "moved aside and replaced)"
                              : "");
   }
+}
+
+/* Before a write: a handle opened read-only until then gets a writer's
+ * connection (open_for_writing; damage found then is recovered as an open
+ * would). The read-only one stays open meanwhile, so that the WAL's index
+ * stays set up for the new one (unless the writer leaves WAL mode, which
+ * no other connection may hold open), and goes once that is open; if it
+ * cannot be had, lookups go on through the read-only one, and a file that
+ * cannot be written turns the handle read-only with the warning an open
+ * would give. */
+static int to_writable(xpj_cache *c) {
+  if (c->db_writes)
+    return SQLITE_OK;
+  if (network_fs_of(c->path))
+    db_close(c);
+  sqlite3 *ro = c->db;
+  sqlite3_stmt *ro_lookup = c->lookup;
+  c->db = NULL;
+  c->lookup = NULL;
+  int rc = open_for_writing(c);
+  if (rc == SQLITE_OK || is_damage(rc)) {
+    sqlite3_finalize(ro_lookup);
+    sqlite3_close_v2(ro);
+  } else {
+    c->db = ro;
+    c->lookup = ro_lookup;
+  }
+  if (is_damage(rc) && !c->recovered && !c->bundle)
+    rc = recover(c, rc);
+  if (rc == SQLITE_OK)
+    return rc;
+  int rc2 = c->db ? SQLITE_OK : open_for_reading(c);
+  if (is_env(rc) || rc2 != SQLITE_OK)
+    lower_mode(c, rc2 == SQLITE_OK ? XPJ_CACHE_MODE_RO : XPJ_CACHE_MODE_OFF,
+               "cache %s cannot be written (%s); %s", c->path, rc_str(rc),
+               rc2 == SQLITE_OK ? "using it read-only"
+                                : "compiling without caching");
+  return rc;
 }
 
 xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
@@ -1394,6 +1566,79 @@ static bool expired(const xpj_cache_entry *e) {
   return expired_at(e->expires_ms);
 }
 
+/* ---- the entries' total size ------------------------------------------ */
+
+/* The total of the entries' sizes is kept in the stats table under this
+ * name, by each statement of ours that adds or removes a row, inside its
+ * transaction: the size limit is checked without reading every row (the
+ * size column lies behind each row's binary, so a sum reads the whole
+ * file: 35 ms a put at 100 MB). A file without it (made before it was
+ * kept, or cleared) gets it from one sum when first needed, and a prune
+ * sums again, which also counts rows written by an older xpjit (it does
+ * not keep the total). No index is added for it: an older xpjit compares
+ * the schema exactly and would take the file for a damaged one. */
+#define TOTAL_SIZE "entry_bytes"
+
+/* Inside a write transaction: the kept total, summed (and kept) when
+ * there is none, or when it is below zero (rows an older xpjit added were
+ * removed). */
+static int64_t total_size(xpj_cache *c, int *rc) {
+  sqlite3_stmt *s = NULL;
+  *rc = sqlite3_prepare_v2(c->db,
+                           "SELECT value FROM stats WHERE name='" TOTAL_SIZE
+                           "'", -1, &s, NULL);
+  int r = *rc == SQLITE_OK ? sqlite3_step(s) : *rc;
+  int64_t total = r == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+  sqlite3_finalize(s);
+  if (r == SQLITE_ROW && total >= 0)
+    return total;
+  if (r != SQLITE_ROW && r != SQLITE_DONE) {
+    *rc = r;
+    return 0;
+  }
+  total = query_int(c->db, "SELECT total(size) FROM entries", rc);
+  char sql[160];
+  snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO stats VALUES('"
+           TOTAL_SIZE "', %lld)", (long long)total);
+  if (*rc == SQLITE_OK)
+    *rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+  return total;
+}
+
+/* Inside a write transaction: adds delta to the kept total, if kept. */
+static int add_size(xpj_cache *c, int64_t delta) {
+  if (!delta)
+    return SQLITE_OK;
+  sqlite3_stmt *s = NULL;
+  int rc = sqlite3_prepare_v2(c->db,
+                              "UPDATE stats SET value = value + ?1 "
+                              "WHERE name='" TOTAL_SIZE "'",
+                              -1, &s, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_int64(s, 1, delta);
+    rc = sqlite3_step(s);
+  }
+  sqlite3_finalize(s);
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Inside a write transaction: deletes the row of digest, if there is one,
+ * and its size from the total; SQLite's code. */
+static int delete_entry(xpj_cache *c, const char *digest) {
+  sqlite3_stmt *s = NULL;
+  int rc = sqlite3_prepare_v2(
+      c->db, "DELETE FROM entries WHERE digest=? RETURNING size", -1, &s,
+      NULL);
+  int64_t gone = 0;
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(s, 1, digest, -1, SQLITE_TRANSIENT);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+      gone += sqlite3_column_int64(s, 0);
+  }
+  sqlite3_finalize(s);
+  return rc == SQLITE_DONE ? add_size(c, -gone) : rc;
+}
+
 /* Deletes the row in a transaction of its own, which writes the deferred
  * work too; SQLite's code (SQLITE_OK when done, whether or not the row was
  * there). */
@@ -1404,18 +1649,11 @@ static int delete_row(xpj_cache *c, const char *digest) {
   if (rc != SQLITE_OK)
     return rc;
   rc = flush_deferred(c);
-  sqlite3_stmt *s = NULL;
   if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v2(c->db, "DELETE FROM entries WHERE digest=?", -1,
-                            &s, NULL);
-  if (rc == SQLITE_OK) {
-    sqlite3_bind_text(s, 1, digest, -1, SQLITE_TRANSIENT);
-    rc = sqlite3_step(s);
-  }
-  sqlite3_finalize(s);
-  if (rc == SQLITE_DONE)
+    rc = delete_entry(c, digest);
+  if (rc == SQLITE_OK)
     flush_pending(c);
-  return finish(c, rc == SQLITE_DONE ? SQLITE_OK : rc);
+  return finish(c, rc);
 }
 
 /* A row that failed its checksum: dropped when the store is writable, and
@@ -1442,17 +1680,22 @@ static void drop_damaged(xpj_cache *c, const char *digest, const char *kernel) {
 }
 
 /* One lookup; returns SQLite's code (SQLITE_ROW with *out filled, DONE for
- * a miss). */
+ * a miss). The statement is prepared once per connection and reset after
+ * each use, before anything that may write (and so reopen the file). */
 static int lookup(xpj_cache *c, const char *digest, const char *text,
                   xpj_cache_entry *out) {
-  sqlite3_stmt *s = NULL;
-  int rc = sqlite3_prepare_v2(
-      c->db, "SELECT " ROW_COLS ", data FROM entries WHERE digest=?", -1, &s,
-      NULL);
+  int rc = c->lookup ? SQLITE_OK
+                     : sqlite3_prepare_v3(c->db,
+                                          "SELECT " ROW_COLS ", data FROM "
+                                          "entries WHERE digest=?",
+                                          -1, SQLITE_PREPARE_PERSISTENT,
+                                          &c->lookup, NULL);
   if (rc != SQLITE_OK)
     return rc;
+  sqlite3_stmt *s = c->lookup;
   sqlite3_bind_text(s, 1, digest, -1, SQLITE_STATIC);
   rc = step_retry(s);
+  bool damaged = false, stale = false;
   if (rc == SQLITE_ROW) {
     if (!read_row(s, true, out)) {
       xpj_cache_entry_clear(out);
@@ -1463,23 +1706,20 @@ static int lookup(xpj_cache *c, const char *digest, const char *text,
       rc = SQLITE_DONE;
     } else {
       const unsigned char *sum = sqlite3_column_text(s, COL_CHECKSUM);
-      if (!row_intact(c, out, (const char *)sum)) {
-        sqlite3_finalize(s);
-        s = NULL;
-        drop_damaged(c, digest, out->kernel);
-        xpj_cache_entry_clear(out);
-        rc = SQLITE_DONE;
-      } else if (expired(out)) { /* a negative entry whose time is up */
-        sqlite3_finalize(s);
-        s = NULL;
-        xpj_cache_entry_clear(out);
-        if (!c->bundle)
-          delete_row(c, digest);
-        rc = SQLITE_DONE;
-      }
+      damaged = !row_intact(c, out, (const char *)sum);
+      stale = !damaged && expired(out); /* a negative entry whose time is up */
     }
   }
-  sqlite3_finalize(s);
+  sqlite3_reset(s);
+  sqlite3_clear_bindings(s);
+  if (damaged)
+    drop_damaged(c, digest, out->kernel);
+  else if (stale && !c->bundle)
+    delete_row(c, digest);
+  if (damaged || stale) {
+    xpj_cache_entry_clear(out);
+    rc = SQLITE_DONE;
+  }
   return rc;
 }
 
@@ -1721,12 +1961,12 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
 }
 
 /* Inside a write transaction: deletes least recently used rows until the
- * total is at most target bytes. */
+ * kept total (total_size) is at most target bytes. */
 static int evict_to(xpj_cache *c, uint64_t target, uint64_t *removed,
                     uint64_t *freed) {
   int rc;
-  int64_t total = query_int(c->db, "SELECT total(size) FROM entries", &rc);
-  if (rc != SQLITE_OK || (uint64_t)total <= target)
+  int64_t total = total_size(c, &rc), kept = total;
+  if (rc != SQLITE_OK || total <= 0 || (uint64_t)total <= target)
     return rc;
   sqlite3_stmt *sel = NULL, *del = NULL;
   rc = sqlite3_prepare_v2(c->db,
@@ -1760,6 +2000,14 @@ static int evict_to(xpj_cache *c, uint64_t target, uint64_t *removed,
   }
   sqlite3_finalize(sel);
   sqlite3_finalize(del);
+  if (rc == SQLITE_OK && total > 0 && (uint64_t)total > target)
+    /* every row is gone and the total still says too much: it was wrong
+     * (rows removed by something that does not keep it) */
+    rc = sqlite3_exec(c->db, "UPDATE stats SET value = (SELECT total(size) "
+                      "FROM entries) WHERE name='" TOTAL_SIZE "'",
+                      NULL, NULL, NULL);
+  else if (rc == SQLITE_OK)
+    rc = add_size(c, total - kept);
   return rc;
 }
 
@@ -1770,14 +2018,16 @@ static int insert(xpj_cache *c, const xpj_cache_key *k, const char *digest,
   sqlite3_stmt *s = NULL;
   size_t logn = v->log ? strlen(v->log) : 0;
   uint64_t size = v->size + logn + strlen(text) + 256;
-  int rc = sqlite3_prepare_v2(
-      c->db,
-      "INSERT OR REPLACE INTO entries(digest, key, code, kernel, dtypes, "
-      "ndim, target, options, versions, failed, entry, local_bytes, "
-      "scratch_bytes, data, log, checksum, size, compile_ms, created, "
-      "last_used, hits, expires) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,"
-      "?12,?13,?14,?15,?16,?17,?18,?19,?19,0,?20)",
-      -1, &s, NULL);
+  int rc = delete_entry(c, digest); /* the row it replaces */
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(
+        c->db,
+        "INSERT INTO entries(digest, key, code, kernel, dtypes, ndim, "
+        "target, options, versions, failed, entry, local_bytes, "
+        "scratch_bytes, data, log, checksum, size, compile_ms, created, "
+        "last_used, hits, expires) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,"
+        "?11,?12,?13,?14,?15,?16,?17,?18,?19,?19,0,?20)",
+        -1, &s, NULL);
   if (rc != SQLITE_OK)
     return rc;
   sqlite3_bind_text(s, 1, digest, -1, SQLITE_STATIC);
@@ -1803,7 +2053,7 @@ static int insert(xpj_cache *c, const xpj_cache_key *k, const char *digest,
   sqlite3_bind_int64(s, 20, v->expires_ms);
   rc = sqlite3_step(s);
   sqlite3_finalize(s);
-  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+  return rc == SQLITE_DONE ? add_size(c, (int64_t)size) : rc;
 }
 
 xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
@@ -2257,6 +2507,9 @@ xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
       }
       sqlite3_finalize(s);
     }
+    if (rc == SQLITE_OK) /* summed again by evict_to (it may be off) */
+      rc = sqlite3_exec(c->db, "DELETE FROM stats WHERE name='" TOTAL_SIZE
+                        "'", NULL, NULL, NULL);
     if (rc == SQLITE_OK)
       rc = evict_to(c, max_size ? max_size : c->max_size, &nrem, &nfree);
     if (rc == SQLITE_OK)

@@ -3707,6 +3707,340 @@ static void test_network_journal(void **state) {
   assert_no_warning(&w);
 }
 
+/* ======================================================================== */
+/* 11. a hit in a fresh process: read-only until the first write; the      */
+/*     entries' total size kept for the size limit                         */
+/* ======================================================================== */
+
+/* (a) a handle opened read-write serves hits from a read-only connection:
+ * while another process holds the write lock the open and the hits take
+ * no time waiting for it (a write would wait up to 30 s), nothing is
+ * written (the file is byte for byte the same, the WAL empty, no lock
+ * file made); the hits' use time is written at close, as before. */
+static void test_hit_writes_nothing(void **state) {
+  fx *f = *state;
+  fill_and_close(f, 3, 2000);
+  char lock[256];
+  snprintf(lock, sizeof lock, "%s.lock", f->path);
+  unlink(lock);
+  size_t n0 = 0, n1 = 0;
+  uint8_t *before = read_all(f->path, &n0);
+  sqlite3 *w = sql_open(f->path);
+  assert_int_equal(sqlite3_exec(w, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+                   SQLITE_OK);
+  int64_t t0 = wall_ms();
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_RW);
+  expect_hit(c, 1, 2001);
+  expect_hit(c, 2, 2002);
+  expect_hit(c, 1, 2001);
+  expect_miss(c, 7);
+  if (wall_ms() - t0 > 5000)
+    fail_msg("a hit waited %lld ms for another process's write lock",
+             (long long)(wall_ms() - t0));
+  assert_false(exists(lock));
+  uint8_t *after = read_all(f->path, &n1);
+  assert_int_equal(n1, n0);
+  assert_memory_equal(after, before, n0);
+  assert_true(file_len(lock) < 0);
+  char wal[256];
+  snprintf(wal, sizeof wal, "%s-wal", f->path);
+  assert_true(file_len(wal) <= 0); /* no frame written */
+  assert_int_equal(sqlite3_exec(w, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_close(w), SQLITE_OK);
+  xpj_cache_close(c); /* the deferred uses and counters are written now */
+  free(before);
+  free(after);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  tkey t;
+  xpj_cache_entry e;
+  assert_int_equal(xpj_cache_get(c, key_of(&t, 1), &e), XPJ_OK);
+  assert_int_equal(e.hits, 2);
+  xpj_cache_entry_clear(&e);
+  xpj_cache_stats st = stats_of(c);
+  assert_int_equal(st.counters.l2_hits, 4);
+  assert_int_equal(st.counters.l2_misses, 1);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
+/* (b) the first write of a handle that served hits reopens the file for
+ * writing, in the middle of its life: puts, deferred puts, removals and
+ * the hits around them all work. */
+static void test_put_after_hits(void **state) {
+  fx *f = *state;
+  fill_and_close(f, 3, 500);
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  expect_hit(c, 0, 500);
+  expect_hit(c, 1, 501);
+  put_i(c, 5, 700); /* the first write */
+  expect_hit(c, 5, 700);
+  expect_hit(c, 1, 501);
+  tkey t;
+  tval v;
+  assert_int_equal(xpj_cache_remove(c, key_of(&t, 2)), XPJ_OK);
+  expect_miss(c, 2);
+  assert_int_equal(xpj_cache_put_later(c, key_of(&t, 6), val_of(&v, 6, 300)),
+                   XPJ_OK);
+  val_free(&v);
+  expect_hit(c, 6, 300);
+  assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_RW);
+  xpj_cache_close(c);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  expect_hit(c, 0, 500);
+  expect_hit(c, 5, 700);
+  expect_hit(c, 6, 300);
+  expect_miss(c, 2);
+  xpj_cache_stats st = stats_of(c);
+  assert_int_equal(st.entries, 4);
+  assert_int_equal(st.counters.l2_hits, 5 + 3);
+  assert_int_equal(verify_bad(c, NULL), 0);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
+typedef struct rodir {
+  char dir[256];
+} rodir;
+
+static int ro_put(const char *db, unsigned i, size_t size) {
+  wlog w;
+  memset(&w, 0, sizeof w);
+  xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW,
+                          .max_size = GiB, .warn = rec_warn, .warn_ud = &w};
+  xpj_cache *c = NULL;
+  if (xpj_cache_open(&cfg, &c) != XPJ_OK)
+    return 1;
+  tkey t;
+  tval v;
+  xpj_status st = xpj_cache_put(c, key_of(&t, i), val_of(&v, i, size));
+  val_free(&v);
+  bool ok = st == XPJ_OK && xpj_cache_mode_of(c) == XPJ_CACHE_MODE_RW && !w.n;
+  xpj_cache_close(c);
+  return ok ? 0 : 2;
+}
+
+/* A hit of key i in a handle of the given mode: 0, or a code. *w gets the
+ * handle's warnings; after is what the handle's mode must be. */
+static int ro_hit(const char *db, xpj_cache_mode mode, unsigned i, wlog *w,
+                  xpj_cache_mode after) {
+  memset(w, 0, sizeof *w);
+  xpj_cache_config cfg = {.path = db, .mode = mode, .max_size = GiB,
+                          .warn = rec_warn, .warn_ud = w};
+  xpj_cache *c = NULL;
+  if (xpj_cache_open(&cfg, &c) != XPJ_OK)
+    return 1;
+  tkey t;
+  xpj_cache_entry e;
+  xpj_status st = xpj_cache_get(c, key_of(&t, i), &e);
+  int rc = st != XPJ_OK ? 2 : check_val(&e, i, 400) ? 3 : 0;
+  if (!rc)
+    xpj_cache_entry_clear(&e);
+  if (!rc && xpj_cache_mode_of(c) != after)
+    rc = 4;
+  xpj_cache_close(c);
+  return rc;
+}
+
+/* As nobody: a cache in a directory that cannot be written (read-only
+ * media) still serves hits, and one whose file cannot be written (but
+ * its directory can) says so only when something is to be written. */
+static int rodir_child(void *arg) {
+  const rodir *r = arg;
+  char db[300], side[320];
+  snprintf(db, sizeof db, "%s/cache.db", r->dir);
+  if (ro_put(db, 1, 400) || ro_put(db, 2, 400))
+    return 10;
+  wlog w;
+  /* the file cannot be written: no warning until a write is due (the
+   * hit's use time, at close), which turns the handle read-only */
+  if (chmod(db, 0400) != 0)
+    return 11;
+  int rc = ro_hit(db, XPJ_CACHE_MODE_RW, 1, &w, XPJ_CACHE_MODE_RW);
+  if (rc)
+    return 20 + rc;
+  if (w.n != 1 || !strstr(w.text, "cannot be written"))
+    return 25; /* the warning of the write at close */
+  xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW,
+                          .max_size = GiB, .warn = rec_warn, .warn_ud = &w};
+  memset(&w, 0, sizeof w);
+  xpj_cache *c = NULL;
+  if (xpj_cache_open(&cfg, &c) != XPJ_OK || w.n ||
+      xpj_cache_mode_of(c) != XPJ_CACHE_MODE_RW)
+    return 26; /* opening alone writes nothing: no reason to warn */
+  tkey t;
+  tval v;
+  xpj_cache_put(c, key_of(&t, 3), val_of(&v, 3, 400));
+  val_free(&v);
+  if (w.n != 1 || xpj_cache_mode_of(c) != XPJ_CACHE_MODE_RO)
+    return 27;
+  xpj_cache_entry e;
+  if (xpj_cache_get(c, key_of(&t, 2), &e) != XPJ_OK)
+    return 28; /* still served */
+  xpj_cache_entry_clear(&e);
+  xpj_cache_close(c);
+  /* writable again (the empty WAL and its index that the read-only
+   * connections above made, and could not remove, got the file's mode
+   * then: removed); a writer's close removes them */
+  snprintf(side, sizeof side, "%s-wal", db);
+  unlink(side);
+  snprintf(side, sizeof side, "%s-shm", db);
+  unlink(side);
+  struct stat sb;
+  if (chmod(db, 0600) != 0 || ro_put(db, 4, 400) || lstat(side, &sb) == 0)
+    return 12;
+  /* the directory cannot be written: not even a read-only SQLite
+   * connection can make the WAL's index there; the file is read as it is */
+  if (chmod(r->dir, 0500) != 0)
+    return 13;
+  rc = ro_hit(db, XPJ_CACHE_MODE_RW, 2, &w, XPJ_CACHE_MODE_RO);
+  if (rc)
+    return 30 + rc;
+  if (w.n != 1 || !strstr(w.text, "cannot be written"))
+    return 35;
+  rc = ro_hit(db, XPJ_CACHE_MODE_RO, 1, &w, XPJ_CACHE_MODE_RO);
+  if (rc || w.n)
+    return 40 + rc;
+  if (lstat(side, &sb) == 0)
+    return 45; /* nothing was made beside it */
+  snprintf(side, sizeof side, "%s-wal", db);
+  /* a WAL that may hold commits the file lacks: never read without it */
+  if (chmod(r->dir, 0700) != 0)
+    return 14;
+  int fd = open(side, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0 || write(fd, "not empty", 9) != 9 || close(fd) != 0)
+    return 15;
+  if (chmod(r->dir, 0500) != 0)
+    return 16;
+  memset(&w, 0, sizeof w);
+  cfg.mode = XPJ_CACHE_MODE_RO;
+  if (xpj_cache_open(&cfg, &c) != XPJ_OK)
+    return 50;
+  bool off = xpj_cache_mode_of(c) == XPJ_CACHE_MODE_OFF && w.n == 1;
+  xpj_cache_close(c);
+  chmod(r->dir, 0700);
+  return off ? 0 : 51;
+}
+
+static void test_read_only_directory(void **state) {
+  NEED_ROOT(); /* root writes anything: the reader must be someone else */
+  fx *f = *state;
+  assert_int_equal(chmod(f->dir, 0755), 0);
+  rodir r;
+  snprintf(r.dir, sizeof r.dir, "%s/ro", f->dir);
+  nobody_dir(r.dir, 0700);
+  int rc = as_nobody(rodir_child, &r);
+  if (rc)
+    fail_msg("read-only cache child: code %d", rc);
+}
+
+/* The kept total of the entries' sizes (stats row "entry_bytes") equals
+ * their sum. */
+static void expect_total_kept(const char *path) {
+  int64_t kept = sql_int(path,
+                         "SELECT coalesce((SELECT value FROM stats WHERE "
+                         "name='entry_bytes'), -1)",
+                         NULL);
+  int64_t sum = sql_int(path, "SELECT total(size) FROM entries", NULL);
+  if (kept != sum)
+    fail_msg("kept total %lld, the entries' sizes add up to %lld",
+             (long long)kept, (long long)sum);
+}
+
+/* (c) every write that adds or removes a row keeps the total */
+static void test_total_kept(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, 40 * 1024);
+  for (unsigned i = 0; i < 4; i++)
+    put_i(c, i, 1000 + 100 * i);
+  expect_total_kept(f->path);
+  put_i(c, 2, 5000); /* replaced */
+  expect_total_kept(f->path);
+  tkey t;
+  tval v;
+  assert_int_equal(xpj_cache_remove(c, key_of(&t, 1)), XPJ_OK);
+  expect_total_kept(f->path);
+  assert_int_equal(xpj_cache_put_later(c, key_of(&t, 9), val_of(&v, 9, 700)),
+                   XPJ_OK);
+  val_free(&v);
+  put_i(c, 10, 800); /* writes the deferred put too */
+  expect_total_kept(f->path);
+  /* an expired row found by a lookup, a damaged one */
+  xpj_cache_value gone = {1, NULL, 0, "", "old", 0, 0, 1.5, wall_ms() - 1};
+  assert_int_equal(xpj_cache_put(c, key_of(&t, 11), &gone), XPJ_OK);
+  expect_total_kept(f->path);
+  expect_miss(c, 11);
+  expect_total_kept(f->path);
+  char dg[65];
+  digest_of(key_of(&t, 3), dg);
+  sql_flip_data(f->path, dg, 10);
+  expect_miss(c, 3);
+  expect_total_kept(f->path);
+  /* eviction */
+  for (unsigned i = 20; i < 40; i++)
+    put_i(c, i, 3000);
+  assert_true(stats_of(c).counters.evictions > 0);
+  expect_total_kept(f->path);
+  uint64_t removed = 0;
+  assert_int_equal(xpj_cache_prune(c, 10 * 1024, 0, &removed, NULL), XPJ_OK);
+  assert_true(removed > 0);
+  expect_total_kept(f->path);
+  assert_int_equal(xpj_cache_clear(c), XPJ_OK);
+  put_i(c, 50, 100);
+  expect_total_kept(f->path);
+  xpj_cache_close(c);
+  assert_warned(&f->w, "checksum"); /* the damaged row, only */
+  assert_int_equal(f->w.n, 1);
+}
+
+/* (d) a file whose total is not kept (made before it was, or written by an
+ * older xpjit, which does not keep it): summed once when first needed, and
+ * again by prune; and the total kept is what the size limit is checked
+ * against, not a sum of every row */
+static void test_total_old_files(void **state) {
+  fx *f = *state;
+  fill_and_close(f, 4, 1000);
+  sql_run(f->path, "DELETE FROM stats WHERE name='entry_bytes'", NULL);
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  expect_hit(c, 1, 1001);
+  put_i(c, 5, 1000);
+  expect_total_kept(f->path); /* summed, then kept */
+  /* a row written by an older xpjit: not counted until a prune */
+  char dg[65];
+  tkey t;
+  digest_of(key_of(&t, 1), dg);
+  sql_run(f->path,
+          "INSERT INTO entries SELECT 'old' || digest, key, code, kernel, "
+          "dtypes, ndim, target, options, versions, failed, entry, "
+          "local_bytes, scratch_bytes, data, log, checksum, 7777, compile_ms, "
+          "created, 0, hits, expires FROM entries WHERE digest=?1",
+          dg);
+  uint64_t removed = 9;
+  assert_int_equal(xpj_cache_prune(c, 0, 0, &removed, NULL), XPJ_OK);
+  assert_int_equal(removed, 0);
+  expect_total_kept(f->path);
+  /* the limit is checked against the kept total: one that says 3000
+   * bytes more than there are evicts that much more (a sum would evict
+   * nothing), and a prune sums again */
+  xpj_cache_close(c);
+  int64_t sum = sql_int(f->path, "SELECT total(size) FROM entries", NULL);
+  sql_run(f->path, "UPDATE stats SET value = value + 3000 WHERE "
+                   "name='entry_bytes'", NULL);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, (uint64_t)sum + 2500);
+  put_i(c, 6, 100);
+  assert_true(stats_of(c).counters.evictions > 0);
+  assert_int_equal(xpj_cache_prune(c, 0, 0, NULL, NULL), XPJ_OK);
+  expect_total_kept(f->path);
+  expect_hit(c, 6, 100);
+  /* a total below zero cannot be right: summed again */
+  sql_run(f->path, "UPDATE stats SET value = -1e6 WHERE name='entry_bytes'",
+          NULL);
+  put_i(c, 7, 100);
+  expect_total_kept(f->path);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
 int main(void) {
   unsetenv("XPJIT_CACHE");
   unsetenv("XPJIT_CACHE_DIR");
@@ -3754,6 +4088,11 @@ int main(void) {
       T(test_unreadable),
       T(test_trust_bundles),
       T(test_trust_modes),
+      T(test_hit_writes_nothing),
+      T(test_put_after_hits),
+      T(test_read_only_directory),
+      T(test_total_kept),
+      T(test_total_old_files),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
