@@ -7,9 +7,10 @@
  * The server is the executable xpjit-cc (libexec/xpjit/ next to the
  * library or the program, or XPJIT_COMPILE_SERVER), exec'd so that its
  * image holds nothing of the caller; where there is none it is a fork of
- * the caller. It keeps one spare worker forked ahead of the next job, which
- * has already mapped LLVM's code, so a job waits for neither a fork nor
- * page faults in LLVM's text.
+ * the caller. It keeps one spare worker, forked when the last worker has
+ * ended (not while one compiles: that slowed the compile), which maps the
+ * code and data its server's warm-up touched before its job arrives: a job
+ * waits for neither a fork nor page faults (populate()).
  *
  * A job, from the caller's side:
  *   1. a datagram on the server's control socket (SOCK_SEQPACKET): the
@@ -270,25 +271,107 @@ int xpj_cs_job_decode(const uint8_t *payload, size_t n, xpj_job *j,
   return 0;
 }
 
-/* Maps LLVM's code and read-only data into this process's page tables
- * before a job arrives: a fork shares them with its parent but does not
- * copy their page-table entries, and faulting them in one page at a time
- * would cost the job. */
-static void populate_llvm(void) {
-  FILE *f = fopen("/proc/self/maps", "re");
-  if (!f)
+/* What a worker would otherwise fault in page by page while it compiles,
+ * set up by its spare before the job arrives.
+ *
+ * A fork does not copy the page-table entries of file mappings that have
+ * no private pages (LLVM's code and read-only data): the child faults in
+ * again every page it touches. The server records which pages of those
+ * mappings its own start and warm-up touched (present in its page
+ * tables, /proc/self/pagemap), and a spare maps just those
+ * (MADV_POPULATE_READ, Linux 5.14). A worker's first write to the heap and
+ * to the libraries' data copies the page from the server's (copy on
+ * write): a spare makes those copies first (MADV_POPULATE_WRITE); they are
+ * a few MiB. */
+typedef struct cs_range {
+  uintptr_t lo, hi;
+} cs_range;
+
+static struct {
+  cs_range *r;
+  size_t n, cap;
+} touched;
+
+static void touched_add(uintptr_t lo, uintptr_t hi) {
+  if (touched.n && touched.r[touched.n - 1].hi == lo) {
+    touched.r[touched.n - 1].hi = hi;
     return;
-  char line[512];
+  }
+  if (touched.n == touched.cap) {
+    size_t cap = touched.cap ? 2 * touched.cap : 256;
+    cs_range *r = realloc(touched.r, cap * sizeof *r);
+    if (!r)
+      return;
+    touched.r = r;
+    touched.cap = cap;
+  }
+  touched.r[touched.n++] = (cs_range){lo, hi};
+}
+
+/* The present pages of this process's read-only file mappings. */
+static void record_touched(void) {
+  FILE *f = fopen("/proc/self/maps", "re");
+  int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  long psz = sysconf(_SC_PAGESIZE);
+  if (!f || pm < 0 || psz <= 0) {
+    if (f)
+      fclose(f);
+    if (pm >= 0)
+      close(pm);
+    return;
+  }
+  char line[600];
   while (fgets(line, sizeof line, f)) {
-    unsigned long lo, hi;
-    char perm[5];
-    if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) != 3 || perm[1] == 'w' ||
-        !strstr(line, "libLLVM"))
+    unsigned long lo, hi, off, inode;
+    char perm[5], dev[16];
+    if (sscanf(line, "%lx-%lx %4s %lx %15s %lu", &lo, &hi, perm, &off, dev,
+               &inode) != 6 || perm[1] == 'w' || perm[0] != 'r' || !inode)
       continue;
+    uint64_t ent[512];
+    for (unsigned long a = lo; a < hi;) {
+      size_t n = (hi - a) / (unsigned long)psz;
+      if (n > 512)
+        n = 512;
+      ssize_t got = pread(pm, ent, n * sizeof *ent,
+                          (off_t)(a / (unsigned long)psz * sizeof *ent));
+      if (got <= 0)
+        break;
+      n = (size_t)got / sizeof *ent;
+      for (size_t i = 0; i < n; i++, a += (unsigned long)psz)
+        if (ent[i] >> 63) /* present */
+          touched_add(a, a + (unsigned long)psz);
+    }
+  }
+  fclose(f);
+  close(pm);
+}
+
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
 #endif
-    madvise((void *)lo, hi - lo, MADV_POPULATE_READ); /* Linux >= 5.14 */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+static void populate(void) {
+  for (size_t i = 0; i < touched.n; i++)
+    madvise((void *)touched.r[i].lo, touched.r[i].hi - touched.r[i].lo,
+            MADV_POPULATE_READ);
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f)
+    return;
+  char line[600];
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    char perm[5];
+    /* the heap, and the libraries' data (a private writable mapping of a
+     * file: a path, not a bracketed name or none) */
+    if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) != 3 ||
+        strcmp(perm, "rw-p") != 0 ||
+        !(strstr(line, "[heap]") || strchr(line, '/')) ||
+        hi - lo > (64ul << 20))
+      continue;
+    madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
   }
   fclose(f);
 }
@@ -299,7 +382,10 @@ static _Noreturn void spare_main(int sock, pid_t server) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != server)
     _exit(0);
-  populate_llvm();
+  /* a job already waiting is better served now than after the populate */
+  struct pollfd pf = {sock, POLLIN, 0};
+  if (poll(&pf, 1, 0) == 0)
+    populate();
   cs_submit s;
   int fds[2];
   ssize_t n = recv_fds(sock, &s, sizeof s, fds);
@@ -419,8 +505,10 @@ static int take_job(cs_server *S) {
   }
   uint32_t timeout = s.timeout_ms ? s.timeout_ms : DEFAULT_TIMEOUT_MS;
   S->w[S->n++] = (cs_worker){S->spare, fds[1], now_ms() + timeout, false};
+  /* the next spare is forked when a worker has ended: made while one
+   * compiles, it took 1.5-2 ms from the compile (page tables and caches
+   * shared on 2 cores; docs/benchmarks.md) */
   drop_spare(S);
-  fork_spare(S); /* the next job's */
   return 0;
 }
 
@@ -441,6 +529,8 @@ static void reap(cs_server *S) {
       send_footer(S->w[i].err, st, S->w[i].timed_out ? XPJ_CS_TIMED_OUT : 0);
       close(S->w[i].err);
       S->w[i] = S->w[--S->n];
+      if (!S->spare)
+        fork_spare(S);
       break;
     }
   }
@@ -516,6 +606,7 @@ void xpj_cs_main(int ctl) {
   xpj_llvm_init_once();
   fork_spare(&S); /* the first job's, cold: it need not wait for warm_up */
   warm_up();
+  record_touched();
   if (S.spare) { /* no job yet: a warm spare instead */
     kill(S.spare, SIGKILL);
     drop_spare(&S);
