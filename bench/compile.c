@@ -28,8 +28,13 @@
  * LLVM is never initialised in it. A helper answers one request at a time;
  * nothing runs concurrently with a measurement.
  *
+ * --isolation-cost N: then, for the first kernel, PTX, N compiles each in
+ * process (the helper), isolated with 20 ms between them, and isolated
+ * back to back: what the compile server's isolation costs (p50).
+ *
  * usage: compile [-n RUNS] [--clang PATH] [--nvrtc PATH] [--cli PATH]
- *                [--peers DIR] [--targets spirv,ptx,cpu] FILE.xpk...
+ *                [--peers DIR] [--targets spirv,ptx,cpu]
+ *                [--isolation-cost N] FILE.xpk...
  */
 #include "xpjit_codegen.h"
 #include "xpjit_compiler.h"
@@ -587,6 +592,40 @@ static int measure_once(int row, int tgt, int kind, double *ms, char *msg,
 
 /* All runs of one kernel, interleaved: run r of every measurement before
  * run r + 1 of any, so that slow drifts of the machine hit all alike. */
+static int iso_runs; /* --isolation-cost */
+
+/* p50 of iso_runs compiles of row's PTX: kind, with gap_ms between. */
+static double iso_series(int row, int kind, int gap_ms) {
+  double *v = calloc((size_t)iso_runs, sizeof *v);
+  int n = 0;
+  for (int i = 0; i < iso_runs; i++) {
+    double ms;
+    char msg[320];
+    if (measure_once(row, T_PTX, kind, &ms, msg, sizeof msg) == S_OK)
+      v[n++] = ms;
+    if (gap_ms)
+      usleep((useconds_t)gap_ms * 1000);
+  }
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  double p50 = n ? v[n / 2] : NAN;
+  free(v);
+  return p50;
+}
+
+static char iso_line[512]; /* printed after the tables */
+
+static void isolation_cost(int row) {
+  const krow *k = &rows[row];
+  double inproc = iso_series(row, M_XPJIT_NP, 20);
+  double gap = iso_series(row, M_XPJIT, 20);
+  double b2b = iso_series(row, M_XPJIT, 0);
+  snprintf(iso_line, sizeof iso_line, "\nisolation cost, %s/%s, PTX, p50 of %d compiles (source text to "
+         "PTX):\n  in process %.2f ms; isolated, 20 ms apart %.2f ms (+%.2f); "
+         "isolated, back to back %.2f ms (+%.2f)\n",
+           files[k->file].base, k->name, iso_runs, inproc, gap, gap - inproc,
+           b2b, b2b - inproc);
+}
+
 static void measure_row(int row, double *samples) {
   krow *k = &rows[row];
   for (int r = 0; r < runs; r++)
@@ -915,6 +954,8 @@ int main(int argc, char **argv) {
       peer_dir = argv[++first];
     else if (strcmp(a, "--targets") == 0 && has)
       parse_targets(argv[++first], argv[0]);
+    else if (strcmp(a, "--isolation-cost") == 0 && has)
+      iso_runs = atoi(argv[++first]);
     else
       usage(argv[0]);
   }
@@ -995,11 +1036,14 @@ int main(int argc, char **argv) {
     measure_row(i, samples);
   }
   fprintf(stderr, "\r%60s\r", "");
+  if (iso_runs > 0 && want[T_PTX] && warm >= 0)
+    isolation_cost(warm);
   helper_stop(&h_inproc);
   helper_stop(&h_nvrtc);
   unlink(tmp_out);
 
   print_tables();
+  fputs(iso_line, stdout);
   printf("\n%d kernels in %d files, %d runs each, %.1f s\n", nrows, nfiles, runs,
          (now_ms() - t0) / 1e3);
   free(samples);
