@@ -633,11 +633,38 @@ static pthread_mutex_t cs_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t cs_atfork_once = PTHREAD_ONCE_INIT;
 static struct {
   int ctl;        /* -1: no server */
+  dev_t dev;      /* what ctl is (fstat): a program that closes every */
+  ino_t ino;      /* descriptor may have reused its number since */
   pid_t pid;      /* the server, this process's child */
   pid_t owner;    /* the process that started it */
   unsigned gen;   /* which server: abandoning an old one is a no-op */
   bool exe_bad;   /* the executable refused our jobs: fork instead */
-} cs = {-1, 0, 0, 0, false};
+} cs = {-1, 0, 0, 0, 0, 0, false};
+
+/* Kills and reaps the server, unless it is no longer this process's
+ * child to kill (a program that reaps every child may have reaped it: its
+ * pid may be another process's now). */
+static void end_server(void) {
+  if (cs.pid > 0 && waitpid(cs.pid, NULL, WNOHANG) == 0) {
+    kill(cs.pid, SIGKILL);
+    waitpid(cs.pid, NULL, 0);
+  }
+  cs.pid = 0;
+}
+
+/* Whether cs.ctl is still the socket this library made: else it is
+ * forgotten (never closed: the number is someone else's now). */
+static bool ctl_ours(void) {
+  struct stat st;
+  if (cs.ctl < 0)
+    return false;
+  if (fstat(cs.ctl, &st) == 0 && st.st_dev == cs.dev && st.st_ino == cs.ino)
+    return true;
+  cs.ctl = -1;
+  if (cs.owner == getpid())
+    end_server();
+  return false;
+}
 
 /* A child forked while another thread held the mutex would find it held
  * forever: it gets a fresh one (it has one thread; its server is its own,
@@ -739,13 +766,12 @@ static pid_t fork_server(int fd) {
 }
 
 static void stop_locked(void) {
-  if (cs.ctl >= 0 && cs.owner == getpid()) {
+  if (!ctl_ours())
+    return;
+  if (cs.owner == getpid()) {
     close(cs.ctl);
-    if (cs.pid > 0) {
-      kill(cs.pid, SIGKILL);
-      waitpid(cs.pid, NULL, 0);
-    }
-  } else if (cs.ctl >= 0) {
+    end_server();
+  } else {
     close(cs.ctl); /* a forked child's copy: the parent's server */
   }
   cs.ctl = -1;
@@ -775,7 +801,11 @@ static int start_locked(char *why, size_t whysize) {
              strerror(errno));
     return -1;
   }
+  struct stat st;
+  fstat(sv[0], &st);
   cs.ctl = sv[0];
+  cs.dev = st.st_dev;
+  cs.ino = st.st_ino;
   cs.pid = pid;
   cs.owner = getpid();
   cs.gen++;
@@ -839,13 +869,13 @@ int xpj_cs_submit(const xpj_job *j, int *sock, int *err, unsigned *gen,
   int far[2] = {js[1], es[1]}, rc = -1;
   unsigned g = 0;
   pthread_mutex_lock(&cs_mu);
-  if (cs.ctl >= 0 && cs.owner != getpid())
+  if (ctl_ours() && cs.owner != getpid())
     stop_locked(); /* a forked child: its own server */
   /* a server that has ended (killed, crashed) is replaced; when a new one
    * ends at once too, the executable is no server: a fork of this process
    * serves instead */
   for (int attempt = 0; attempt < 3 && rc != 0; attempt++) {
-    if (cs.ctl < 0 && start_locked(why, whysize) != 0)
+    if (!ctl_ours() && start_locked(why, whysize) != 0)
       break;
     rc = send_fds(cs.ctl, &s, sizeof s, far, 2);
     if (rc != 0) {

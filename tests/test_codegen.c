@@ -8,6 +8,7 @@
 #include "spirv_check.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1439,6 +1440,19 @@ static void test_compile_server(void **state) {
   pid_t third = child_named("xpjit-cc");
   assert_true(third > 0 && third != second);
   compile_ok(s, "block_sum", "ptx:sm_90", want, n);
+
+  /* a program that closes every descriptor (as daemons do) and opens its
+   * own in their place: its file is left alone, another server starts */
+  for (int fd = 3; fd < 1024; fd++)
+    close(fd);
+  int mine = open("/dev/null", O_RDONLY);
+  assert_true(mine >= 3);
+  compile_ok(s, "block_sum", "ptx:sm_90", want, n);
+  assert_int_equal(fcntl(mine, F_GETFD), 0); /* still open, still ours */
+  close(mine);
+  pid_t fourth = child_named("xpjit-cc");
+  assert_true(fourth > 0 && fourth != third);
+  third = fourth;
 
   /* an executable that is not a compile server: a fork of this process */
   assert_int_equal(kill(third, SIGKILL), 0);
