@@ -55,9 +55,13 @@
  * xpj_cache_close on the kernel's file, and a child that replays that
  * path call by call (cache/trust.c's checks, the key file, SQLite's
  * initialisation, read-only open, identity check and lookup, the row's
- * HMAC), each step timed; --steps-only runs this table alone. --put-cost
- * MB times puts into a file of MB of 16 KiB entries (the size limit's
- * check), alone.
+ * HMAC), each step timed; --steps-only runs this table alone, and with
+ * --stale the entry's last use is set two hours back before each l2api
+ * child (its use time is then due, and written at close: what a process
+ * pays once an hour; without it the row was used a moment ago and close
+ * writes nothing to the file; each child reports whether its close
+ * changed the database or its WAL). --put-cost MB times puts into a file
+ * of MB of 16 KiB entries (the size limit's check), alone.
  *
  * Whole process: a child creates a context on the CPU, parses
  * examples/axpy.xpk and runs 20 kernels (axpy, axpby, scale, copy, fill x
@@ -65,7 +69,11 @@
  * waited for and checked; timed from spawn to waitpid, on a new empty
  * cache file (cold) and on one that a previous run filled (warm). A warm
  * run must compile nothing: its compile counter is printed and a non-zero
- * count is a FAIL.
+ * count is a FAIL. --whole-only runs the warm case alone, interleaved with
+ * the same program without its kernel work (context, queue, parse,
+ * buffers; the cache is never opened: issue 19's "within 1.5x of the same
+ * process start") and a child that does nothing, and says whether the
+ * warm runs wrote the cache file.
  *
  * The peer, PoCL's kernel cache (OpenCL on the CPU through libOpenCL.so.1,
  * POCL_KERNEL_CACHE=1, POCL_CACHE_DIR a private directory): the same
@@ -89,8 +97,8 @@
  *
  * usage: cache [--quick] [--rounds N] [--l2-runs N] [--l1-calls N]
  *              [--whole-runs N] [--no-pocl] [--opencl-lib PATH]
- *              [--examples DIR] [--peers DIR] [--keep] [--steps-only]
- *              [--put-cost MB]
+ *              [--examples DIR] [--peers DIR] [--keep] [--steps-only [--stale]]
+ *              [--whole-only] [--put-cost MB]
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include "xpjit.h"
@@ -141,6 +149,8 @@ static int opt_l1_calls = 100000;
 static int opt_whole_runs = 10; /* warm whole-process runs (cold: a third) */
 static bool opt_pocl = true, opt_keep = false;
 static bool opt_steps_only = false; /* --steps-only: the L2 hit's steps alone */
+static bool opt_stale = false;      /* --stale: l2api's row last used 2 hours ago */
+static bool opt_whole_only = false; /* --whole-only: the whole-process rows alone */
 static int opt_put_cost_mb = 0;      /* --put-cost MB: a put into a full file, alone */
 static const char *opt_opencl = "libOpenCL.so.1";
 static char opt_examples[PATH_MAX] = "examples";
@@ -859,7 +869,9 @@ static int child_split(int argc, char **argv) {
  * thread pool: the state an application is in when it asks for a kernel)
  * and makes the key of a CPU entry that is in the cache file. Then
  *   l2api     times xpj_cache_open, xpj_cache_get and xpj_cache_close: the
- *             library itself (close writes the hit's deferred use time);
+ *             library itself (close settles the hit's bookkeeping: the use
+ *             time written when due, else the hit appended to the side
+ *             file; it prints whether the database or its WAL changed);
  *   l2replay  makes the calls cache/cache.c makes on that path, one timed
  *             step each: cache/trust.c's checks, the key file, SQLite's
  *             open (read-only), the identity check in one read
@@ -868,7 +880,7 @@ static int child_split(int argc, char **argv) {
  *             cache.c does and the child fails. */
 #define REPLAY_STEPS(X)                                                                            \
   X(resolve, "resolve the directory (realpath)")                                                   \
-  X(trust, "trust checks (directories, 6 files), access")                                        \
+  X(trust, "trust checks (directories, 7 files), access")                                        \
   X(keyfile, "the signing key (open, fstat, read)")                                               \
   X(init, "sqlite3_initialize")                                                                    \
   X(open, "sqlite3_open_v2, read-only, and its settings")                                         \
@@ -885,7 +897,7 @@ static int child_split(int argc, char **argv) {
 enum { REPLAY_STEPS(REPLAY_INDEX) NRS };
 #undef REPLAY_INDEX
 
-/* --child l2api KERNEL CACHE: prints ok open_ms get_ms close_ms */
+/* --child l2api KERNEL CACHE: prints ok open_ms get_ms close_ms wrote */
 static int child_l2api(int argc, char **argv) {
   if (argc < 4)
     return child_error("child l2api: arguments");
@@ -913,10 +925,25 @@ static int child_l2api(int argc, char **argv) {
     return child_error("l2api %s: get %s, mode %d", k->kernel, xpj_status_name(st),
                        (int)xpj_cache_mode_of(c));
   xpj_cache_entry_clear(&e);
+  struct stat db0, wal0, db1, wal1;
+  char wal[PATH_MAX + 8];
+  snprintf(wal, sizeof wal, "%s-wal", argv[3]);
+  memset(&wal0, 0, sizeof wal0);
+  memset(&wal1, 0, sizeof wal1);
+  stat(argv[3], &db0);
+  stat(wal, &wal0);
   double t3 = now_ms();
   xpj_cache_close(c);
   double t4 = now_ms();
-  printf("ok %.6f %.6f %.6f\n", t1 - t0, t2 - t1, t4 - t3);
+  stat(argv[3], &db1);
+  stat(wal, &wal1);
+  /* did close write the database or its WAL (size or mtime changed)? */
+  bool wrote = db1.st_size != db0.st_size || wal1.st_size != wal0.st_size ||
+               db1.st_mtim.tv_nsec != db0.st_mtim.tv_nsec ||
+               db1.st_mtim.tv_sec != db0.st_mtim.tv_sec ||
+               wal1.st_mtim.tv_nsec != wal0.st_mtim.tv_nsec ||
+               wal1.st_mtim.tv_sec != wal0.st_mtim.tv_sec;
+  printf("ok %.6f %.6f %.6f %d\n", t1 - t0, t2 - t1, t4 - t3, wrote);
   xpj_context_destroy(ctx);
   return 0;
 }
@@ -970,7 +997,7 @@ static int child_l2replay(int argc, char **argv) {
   trust tr;
   trust_for_cache(&tr);
   bool ok = trust_dirs(&tr, rdir, why, sizeof why) == TRUST_OK;
-  static const char *const sides[] = {"", "-wal", "-shm", "-journal", ".lock", ".key"};
+  static const char *const sides[] = {"", "-wal", "-shm", "-journal", ".lock", ".key", ".stats"};
   for (size_t i = 0; ok && i < sizeof sides / sizeof *sides; i++) {
     char p[PATH_MAX + 32];
     snprintf(p, sizeof p, "%s%s", db, sides[i]);
@@ -1249,6 +1276,37 @@ static int child_whole(int argc, char **argv) {
   xpj_context_destroy(ctx);
   printf("ok %.6f %.6f %llu %llu %llu\n", now_ms() - t0, t1 - t0, (unsigned long long)c.compiles,
          (unsigned long long)c.l2_hits, (unsigned long long)c.l1_hits);
+  return 0;
+}
+
+/* --child bare CACHE: the whole-process child without its kernel work (the
+ * context, queue, program parse and buffers; no kernel got or launched:
+ * the cache is never opened); prints ok inchild_ms ctx_ms */
+static int child_bare(int argc, char **argv) {
+  if (argc < 3)
+    return child_error("child bare: arguments");
+  double t0 = now_ms();
+  char path[PATH_MAX + 64];
+  xpath(path, sizeof path, opt_examples, "axpy.xpk");
+  xpj_context *ctx;
+  xpj_device *dev;
+  xpj_queue *q;
+  xpj_program *p;
+  CHILD_CK(make_ctx(argv[2], 0, &ctx, &dev));
+  double t1 = now_ms();
+  CHILD_CK(xpj_queue_create(dev, NULL, &q));
+  CHILD_CK(xpj_program_create_file(ctx, path, NULL, &p));
+  void *x, *y;
+  CHILD_CK(xpj_mem_alloc(dev, XPJ_MEM_SHARED, W_N * 8, 0, &x));
+  CHILD_CK(xpj_mem_alloc(dev, XPJ_MEM_SHARED, W_N * 8, 0, &y));
+  for (int t = 0; t < W_NT; t++)
+    w_init(x, y, t);
+  xpj_mem_free(dev, x);
+  xpj_mem_free(dev, y);
+  xpj_program_destroy(p);
+  xpj_queue_destroy(q);
+  xpj_context_destroy(ctx);
+  printf("ok %.6f %.6f\n", now_ms() - t0, t1 - t0);
   return 0;
 }
 
@@ -1602,6 +1660,8 @@ static int child_main(int argc, char **argv) {
     return child_split(argc, argv);
   if (!strcmp(mode, "whole"))
     return child_whole(argc, argv);
+  if (!strcmp(mode, "bare"))
+    return child_bare(argc, argv);
   if (!strcmp(mode, "l2api"))
     return child_l2api(argc, argv);
   if (!strcmp(mode, "l2replay"))
@@ -1700,6 +1760,7 @@ static sres S[2][NK]; /* [order][kernel] */
 
 typedef struct tres {
   series open, get, close; /* l2api */
+  int close_wrote;         /* l2api children whose close wrote the file */
   series step[NRS], rclose; /* l2replay */
 } tres;
 static tres T[NK];
@@ -1715,6 +1776,7 @@ static char pocl_desc[600];
 static struct {
   series x_cold, x_warm, x_warm_inchild, x_cold_inchild, p_cold, p_warm;
   series nop;              /* spawn to waitpid of a child that does nothing */
+  series bare;             /* the whole-process child without kernel work */
   series dbcreate;         /* creating an empty cache file (this process) */
   int warm_compiling_runs; /* warm runs that compiled anything */
   unsigned long long cold_compiles, warm_l2_hits, warm_l1_hits; /* of the last run */
@@ -1872,6 +1934,19 @@ static void xpjit_split(int ki, int order) {
   add(&s->jitmake, v[9]);
 }
 
+/* Every row of the cache file db: last used ago_ms before now (--stale). */
+static void set_last_used(const char *db, double ago_ms) {
+  sqlite3 *h = NULL;
+  char sql[128];
+  snprintf(sql, sizeof sql, "UPDATE entries SET last_used = %lld",
+           (long long)((double)time(NULL) * 1e3 - ago_ms));
+  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+      sqlite3_busy_timeout(h, 10000) != SQLITE_OK ||
+      sqlite3_exec(h, sql, NULL, NULL, NULL) != SQLITE_OK)
+    fail("%s: %s", db, sqlite3_errmsg(h));
+  sqlite3_close(h);
+}
+
 /* One l2api and one l2replay child on kernel ki's CPU cache file. */
 static void xpjit_steps(int ki) {
   const kcase *k = &kcases[ki];
@@ -1880,12 +1955,16 @@ static void xpjit_steps(int ki) {
   double v[NRS + 1], wall;
   char msg[1024];
   tres *t = &T[ki];
-  if (run_child(argv, NULL, v, 3, &wall, msg, sizeof msg) < 3) {
+  if (opt_stale) /* the row's use time is due: a hit writes it at close */
+    set_last_used(X[0][ki].l2db, 2 * 3600 * 1000);
+  int got = run_child(argv, NULL, v, 4, &wall, msg, sizeof msg);
+  if (got < 3) {
     fail("cpu %s (l2api): %s", k->label, msg);
   } else {
     add(&t->open, v[0]);
     add(&t->get, v[1]);
     add(&t->close, v[2]);
+    t->close_wrote += got > 3 && v[3] != 0;
   }
   argv[2] = "l2replay";
   if (run_child(argv, NULL, v, NRS + 1, &wall, msg, sizeof msg) < NRS + 1) {
@@ -2138,6 +2217,16 @@ out:
   xpj_context_destroy(ctx);
 }
 
+static void bare_child(const char *db) {
+  const char *argv[] = {NULL, "--child", "bare", db, "--examples", opt_examples, NULL};
+  double v[2], wall;
+  char msg[1024];
+  if (run_child(argv, NULL, v, 2, &wall, msg, sizeof msg) < 2)
+    fail("bare child: %s", msg);
+  else
+    add(&W.bare, wall);
+}
+
 static void nop_child(void) {
   const char *argv[] = {NULL, "--child", "nop", NULL};
   double v[2], wall;
@@ -2248,9 +2337,15 @@ static void print_steps(void) {
   steps_row("xpj_cache_open + xpj_cache_get (the library)", lib);
   steps_row("  xpj_cache_open", open);
   steps_row("  xpj_cache_get", get);
-  steps_row("xpj_cache_close (writes the hit's use time)", close);
+  steps_row(opt_stale ? "xpj_cache_close (the use time due: written)"
+                      : "xpj_cache_close (the row used recently)",
+            close);
   steps_row("sqlite3_close of the replay (read-only)", rclose);
-  printf("n: %d children of each kind per kernel\n", T[0].open.n);
+  printf("n: %d children of each kind per kernel; closes that wrote the database or its WAL:",
+         T[0].open.n);
+  for (int ki = 0; ki < NK; ki++)
+    printf(" %d", T[ki].close_wrote);
+  printf("\n");
 }
 
 static void print_results(void) {
@@ -2463,13 +2558,64 @@ static void print_results(void) {
          W.x_warm.n, W.max_warm_compiles);
 }
 
+/* --whole-only: the 20-kernel program on a warm cache against the same
+ * program without its kernel work (issue 19: within 1.5x) and an empty
+ * process, interleaved; and whether the warm runs wrote the cache file. */
+static int whole_only(void) {
+  snprintf(W.xdb, sizeof W.xdb, "%s/whole-warm.db", tmpdir);
+  whole_xpjit(W.xdb, false); /* fills it */
+  W.x_cold.n = W.x_cold_inchild.n = 0;
+  whole_xpjit(W.xdb, true); /* untimed: the page cache warm */
+  W.x_warm.n = W.x_warm_inchild.n = 0;
+  struct stat a, b;
+  char wal[PATH_MAX + 8];
+  snprintf(wal, sizeof wal, "%s-wal", W.xdb);
+  stat(W.xdb, &a);
+  off_t wal_a = 0, wal_b = 0;
+  struct stat ws;
+  if (stat(wal, &ws) == 0)
+    wal_a = ws.st_size;
+  for (int r = 0; r < opt_whole_runs; r++) {
+    whole_xpjit(W.xdb, true);
+    bare_child(W.xdb);
+    nop_child();
+  }
+  stat(W.xdb, &b);
+  if (stat(wal, &ws) == 0)
+    wal_b = ws.st_size;
+  bool wrote = a.st_size != b.st_size || a.st_mtim.tv_sec != b.st_mtim.tv_sec ||
+               a.st_mtim.tv_nsec != b.st_mtim.tv_nsec || wal_a != wal_b;
+  printf("\nwhole process: context, parse examples/axpy.xpk, 20 kernels (axpy axpby scale copy "
+         "fill x f32 f64 i32 i64, ndim 1)\nlaunched once over %d elements each, waited and "
+         "checked; spawn to waitpid\n",
+         W_N);
+  printf("%-44s %9s %9s %5s\n", "case", "p50", "p99", "n");
+  printf("%-44s %9s %9s %5d\n", "xpjit, warm cache (20 L2 hits)", FT(p50(&W.x_warm)),
+         FT(p99(&W.x_warm)), W.x_warm.n);
+  printf("%-44s %9s %9s %5d\n", "  (of which inside main)", FT(p50(&W.x_warm_inchild)),
+         FT(p99(&W.x_warm_inchild)), W.x_warm_inchild.n);
+  printf("%-44s %9s %9s %5d\n", "the same without kernel work (no cache use)",
+         FT(p50(&W.bare)), FT(p99(&W.bare)), W.bare.n);
+  printf("%-44s %9s %9s %5d\n", "a child that does nothing", FT(p50(&W.nop)), FT(p99(&W.nop)),
+         W.nop.n);
+  double ratio = p50(&W.x_warm) / p50(&W.bare);
+  printf("warm / without kernel work: %s (goal 1.5x: %s); warm - without: %s\n", FR(ratio),
+         ratio <= 1.5 ? "met" : "MISSED", FT(p50(&W.x_warm) - p50(&W.bare)));
+  printf("the warm runs wrote the cache file (database or WAL): %s; last run: %llu L2 hits, %llu "
+         "L1 hits\n",
+         wrote ? "yes" : "no", W.warm_l2_hits, W.warm_l1_hits);
+  if (failures)
+    printf("\n%d FAILURES\n", failures);
+  return failures ? 1 : 0;
+}
+
 /* ---- main ------------------------------------------------------------------------------- */
 
 static void usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--quick] [--rounds N] [--l2-runs N] [--l1-calls N] [--whole-runs N]\n"
           "          [--no-pocl] [--opencl-lib PATH] [--examples DIR] [--peers DIR] [--keep]\n"
-          "          [--steps-only] [--put-cost MB]\n",
+          "          [--steps-only [--stale]] [--whole-only] [--put-cost MB]\n",
           argv0);
   exit(2);
 }
@@ -2504,6 +2650,11 @@ int main(int argc, char **argv) {
       opt_keep = true;
     } else if (!strcmp(a, "--steps-only")) {
       opt_steps_only = true;
+      opt_pocl = false;
+    } else if (!strcmp(a, "--stale")) {
+      opt_stale = true;
+    } else if (!strcmp(a, "--whole-only")) {
+      opt_whole_only = true;
       opt_pocl = false;
     } else if (!strcmp(a, "--put-cost") && has) {
       opt_put_cost_mb = atoi(argv[++i]);
@@ -2655,8 +2806,12 @@ int main(int argc, char **argv) {
   if (opt_put_cost_mb)
     printf("samples:   40 puts per case (--put-cost)\n");
   else if (opt_steps_only)
-    printf("samples:   %d rounds of an l2api and an l2replay child per kernel (--steps-only)\n",
-           opt_l2_runs);
+    printf("samples:   %d rounds of an l2api and an l2replay child per kernel (--steps-only%s)\n",
+           opt_l2_runs, opt_stale ? ", --stale: the rows last used 2 hours before each" : "");
+  else if (opt_whole_only)
+    printf("samples:   %d rounds of a warm whole-process child, the same child without kernel "
+           "work and a child that does nothing (--whole-only)\n",
+           opt_whole_runs);
   else
     printf("samples:   %d rounds, interleaved: per round and kernel, per target one cold child, "
            "one warm compile,\n           %d L2 children; PoCL %d cold, %d warm; L1 %d calls; "
@@ -2673,6 +2828,14 @@ int main(int argc, char **argv) {
     int rc = put_cost(opt_put_cost_mb);
     if (!opt_keep)
       rm_tree(tmpdir);
+    return rc;
+  }
+  if (opt_whole_only) {
+    int rc = whole_only();
+    if (!opt_keep)
+      rm_tree(tmpdir);
+    else
+      printf("\nkept %s\n", tmpdir);
     return rc;
   }
   double t_start = now_ms();

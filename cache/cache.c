@@ -20,7 +20,12 @@
  * A handle reads through a read-only connection until its first write
  * (to_writable): a process whose kernels are all in the file opens it,
  * checks it and reads its rows without a write, a lock of ours or the
- * WAL's set-up writes, and the hits' bookkeeping waits for close.
+ * WAL's set-up writes. The hits' bookkeeping waits for close, where a
+ * row's use time is written only when the stored one is older than an
+ * hour (USE_GRANULARITY_MS), and counters and hit counts that need no
+ * write of their own go to a side file (PATH.stats) that the next write
+ * transaction folds into the tables: a process that only hits rows used
+ * within the hour never writes the database (see "deferred work").
  * Writes are short IMMEDIATE transactions in WAL mode (synchronous=NORMAL:
  * a killed process loses at most its last transaction, never tears one).
  * Busy databases are retried with backoff for up to 30 s; a lookup that
@@ -35,6 +40,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <nettle/hmac.h>
 #include <nettle/sha2.h>
 #include <pthread.h>
@@ -61,6 +67,17 @@
 /* xpj_cache_put_later: at most this many entries, and bytes, wait */
 #define LATER_MAX 64
 #define LATER_MAX_BYTES (64u << 20)
+/* A hit writes a row's last_used only when the stored one is at least this
+ * old (docs/cache.md, "Use times and hit counts"): eviction and prune's
+ * age are exact to within it. */
+#define USE_GRANULARITY_MS (3600 * 1000LL)
+/* The side file (PATH.stats) of counters and hits of handles that had
+ * nothing else to write; past SIDE_MAX bytes the next one writes the
+ * database instead, and folds the file into it. */
+#define SIDE ".stats"
+#define SIDE_MAX (256u << 10)
+#define SIDE_READ_MAX (4u << 20) /* what a reader reads of it at most */
+#define SIDE_LOCK_MS 50 /* how long its flock is waited for */
 
 /* A put deferred to the cache's next write transaction
  * (xpj_cache_put_later): the row exactly as xpj_cache_put would write it,
@@ -91,9 +108,20 @@ struct xpj_cache {
   /* deferred work, written with the next write transaction
    * (flush_deferred) or on its own (flush_all): counters, uses, puts */
   xpj_cache_counters pending;
-  struct touch { char digest[65]; int64_t t; } *touched; /* uses not
-                                                           written yet */
+  /* uses not written yet, one per row: the last use, the hits, and
+   * whether the row's stored last_used is older than USE_GRANULARITY_MS
+   * (due: a write at close); created names the row (a row replaced
+   * meanwhile is another) */
+  struct touch {
+    char digest[65];
+    bool due;
+    int64_t t, created;
+    uint64_t n;
+  } *touched;
   size_t ntouched, cap_touched;
+  unsigned unsettled; /* hits since the deferred work was last settled */
+  int side_fd; /* PATH.stats, locked, folded into the open transaction:
+                  emptied when it commits (side_done); -1 */
   struct later *later[LATER_MAX + 1]; /* puts not written yet, in order */
   size_t nlater, later_bytes;
   char *queued[MAX_QUEUED]; /* warnings to give once unlocked (unlock) */
@@ -383,16 +411,25 @@ static int begin(xpj_cache *c) {
   return rc == SQLITE_OK ? exec_retry(c->db, "BEGIN IMMEDIATE") : rc;
 }
 
+static void side_done(xpj_cache *c, bool committed);
+
+/* Ends the write transaction: commits when rc says so, else rolls back.
+ * The side file folded into it is emptied once it is committed. */
 static int finish(xpj_cache *c, int rc) {
-  if (!c->db) /* begin could not open the file for writing */
+  if (!c->db) { /* begin could not open the file for writing */
+    side_done(c, false);
     return rc;
+  }
   if (rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW) {
     rc = exec_retry(c->db, "COMMIT");
-    if (rc == SQLITE_OK)
+    if (rc == SQLITE_OK) {
+      side_done(c, true);
       return rc;
+    }
   }
   if (!sqlite3_get_autocommit(c->db))
     sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+  side_done(c, false);
   return rc;
 }
 
@@ -894,7 +931,7 @@ static bool trusted_files(const trust *t, const char *path,
  * it that exists. */
 static bool trusted_cache(const xpj_cache *c, char *why, size_t size) {
   static const char *const sides[] = {
-      "", "-wal", "-shm", "-journal", ".lock", ".key", NULL};
+      "", "-wal", "-shm", "-journal", ".lock", ".key", SIDE, NULL};
   trust t;
   trust_for_cache(&t);
   char dir[4096];
@@ -1360,6 +1397,7 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
     return fail(XPJ_ERR_NOMEM, "out of memory");
   }
   pthread_mutex_init(&c->mu, NULL);
+  c->side_fd = -1;
   c->warn = cfg->warn;
   c->warn_ud = cfg->warn_ud;
   c->bundle = cfg->bundle != 0;
@@ -1400,13 +1438,15 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
 static void flush_pending(xpj_cache *c);
 static int flush_deferred(xpj_cache *c);
 static void flush_all(xpj_cache *c);
+static void settle(xpj_cache *c);
 
 void xpj_cache_close(xpj_cache *c) {
   if (!c)
     return;
   pthread_mutex_lock(&c->mu);
-  flush_all(c);
+  settle(c);
   drop_later(c, NULL); /* not written: the handle could not write */
+  side_done(c, false);
   db_close(c);
   unlock(c);
   pthread_mutex_destroy(&c->mu);
@@ -1441,28 +1481,40 @@ void xpj_cache_note(xpj_cache *c, const xpj_cache_counters *delta) {
   unlock(c);
 }
 
-/* Inside a write transaction: adds the pending counters to the table. */
-static void flush_pending(xpj_cache *c) {
-  if (c->bundle)
-    return;
+static bool counters_zero(const xpj_cache_counters *k) {
+  return !memcmp(k, &(xpj_cache_counters){0}, sizeof *k);
+}
+
+/* Inside a write transaction: adds d to the counters in the table;
+ * SQLite's code. */
+static int add_stats(xpj_cache *c, const xpj_cache_counters *d) {
+  if (counters_zero(d))
+    return SQLITE_OK;
   sqlite3_stmt *s = NULL;
-  if (sqlite3_prepare_v2(c->db,
-                         "INSERT INTO stats(name, value) VALUES(?1, ?2) "
-                         "ON CONFLICT(name) DO UPDATE SET value = value + ?2",
-                         -1, &s, NULL) != SQLITE_OK)
-    return;
-  bool ok = true;
+  int rc = sqlite3_prepare_v2(c->db,
+                              "INSERT INTO stats(name, value) VALUES(?1, ?2) "
+                              "ON CONFLICT(name) DO UPDATE SET value = value "
+                              "+ ?2",
+                              -1, &s, NULL);
 #define FLUSH(k, f, w)                                                           \
-  if (c->pending.f != 0) {                                                   \
+  if (rc == SQLITE_OK && d->f != 0) {                                        \
     sqlite3_bind_text(s, 1, #f, -1, SQLITE_STATIC);                          \
-    sqlite3_bind_double(s, 2, (double)c->pending.f);                         \
-    ok = ok && sqlite3_step(s) == SQLITE_DONE;                               \
+    sqlite3_bind_double(s, 2, (double)d->f);                                 \
+    rc = sqlite3_step(s);                                                    \
+    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;                                 \
     sqlite3_reset(s);                                                        \
   }
   COUNTERS(FLUSH)
 #undef FLUSH
   sqlite3_finalize(s);
-  if (ok)
+  return rc;
+}
+
+/* Inside a write transaction: adds the pending counters to the table. */
+static void flush_pending(xpj_cache *c) {
+  if (c->bundle)
+    return;
+  if (add_stats(c, &c->pending) == SQLITE_OK)
     memset(&c->pending, 0, sizeof c->pending);
 }
 
@@ -1731,26 +1783,382 @@ static int lookup(xpj_cache *c, const char *digest, const char *text,
  * tier costs none either). All of it is written inside the next write
  * transaction (flush_deferred: a put, a remove, a row deleted because it
  * was damaged or expired, the maintenance calls), or in one of its own
- * (flush_all) every 64 uses, past LATER_MAX waiting puts, by the
- * maintenance calls that read and at close. */
+ * (flush_all) past LATER_MAX waiting puts and by the maintenance calls
+ * that read. At close, and every 64 hits, it is settled (settle): a row's
+ * use time is written only when the stored one is older than
+ * USE_GRANULARITY_MS (the use is "due"); when nothing is due and no put
+ * waits, the counters and hits go to the side file (PATH.stats) with one
+ * append, and the database is not written at all. Whoever writes the
+ * database next folds the side file into it (side_fold). */
 
-/* Inside a write transaction: records the deferred uses. */
+/* Inside a write transaction: records the deferred uses (on the row of
+ * that digest created when the hit saw it: a row replaced since gets
+ * none). */
 static void flush_touches(xpj_cache *c) {
   if (!c->ntouched)
     return;
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(
-          c->db, "UPDATE entries SET last_used=?1, hits=hits+1 WHERE digest=?2",
+          c->db,
+          "UPDATE entries SET last_used = max(coalesce(last_used, 0), ?1), "
+          "hits = coalesce(hits, 0) + ?2 WHERE digest = ?3 AND created IS ?4",
           -1, &s, NULL) != SQLITE_OK)
     return;
   for (size_t i = 0; i < c->ntouched; i++) {
     sqlite3_bind_int64(s, 1, c->touched[i].t);
-    sqlite3_bind_text(s, 2, c->touched[i].digest, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, (int64_t)c->touched[i].n);
+    sqlite3_bind_text(s, 3, c->touched[i].digest, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 4, c->touched[i].created);
     sqlite3_step(s);
     sqlite3_reset(s);
   }
   sqlite3_finalize(s);
   c->ntouched = 0;
+}
+
+/* ---- the side file: counters and hits that waited for a write --------- */
+
+/* PATH.stats holds, one line per handle that settled its deferred work
+ * without writing the database, "x1" and then its counters (NAME=VALUE,
+ * the non-zero ones) and its hits (@DIGEST:CREATED:HITS), separated by
+ * spaces. Lines are appended whole under an exclusive flock (one write);
+ * the next write transaction of any handle reads the file under the same
+ * lock, adds it to the tables and empties it once that transaction is
+ * committed. Readers (stats, list, find) add what it holds to what the
+ * tables say, under a shared lock. A line that is cut short or malformed
+ * is skipped, and one written by a newer version keeps the tokens this
+ * one knows. It is a file of the cache like the lock file: the user's,
+ * 0600, never through a link (the trust checks). */
+
+/* A row's hits, as the side file notes them. */
+typedef struct side_hit {
+  char digest[65];
+  int64_t created;
+  uint64_t n;
+} side_hit;
+
+/* What the side file holds: the counters summed, and the hits summed per
+ * row, sorted by digest and created. */
+typedef struct tally {
+  xpj_cache_counters k;
+  side_hit *hits;
+  size_t nhits, cap;
+} tally;
+
+/* Opens PATH.stats with flags (O_RDONLY, O_RDWR, or O_RDWR | O_APPEND |
+ * O_CREAT) and takes its flock op (LOCK_SH or LOCK_EX), waiting at most
+ * SIDE_LOCK_MS for it; the fd (side_close), or -1: absent, not the
+ * user's, empty when skip_empty, or held too long by another. */
+static int side_open(const xpj_cache *c, int flags, int op, bool skip_empty) {
+  char p[4200], why[4096];
+  snprintf(p, sizeof p, "%s" SIDE, c->path);
+  int fd = open(p, flags | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return -1;
+  trust t;
+  trust_for_cache(&t);
+  struct stat sb;
+  if (trust_fd(&t, fd, p, false, why, sizeof why) != TRUST_OK ||
+      fstat(fd, &sb) != 0 || (skip_empty && sb.st_size == 0)) {
+    close(fd);
+    return -1;
+  }
+  if ((flags & O_CREAT) && (sb.st_mode & 0777) != 0600)
+    fchmod(fd, 0600); /* made under a umask that took more than go-rwx */
+  int64_t t0 = now_ms();
+  unsigned wait = 1;
+  while (flock(fd, op | LOCK_NB) != 0) {
+    if ((errno != EWOULDBLOCK && errno != EINTR) ||
+        now_ms() - t0 > SIDE_LOCK_MS) {
+      close(fd);
+      return -1;
+    }
+    sleep_ms(wait);
+    if (wait < 8)
+      wait *= 2;
+  }
+  return fd;
+}
+
+static void side_close(int fd) {
+  if (fd >= 0) {
+    flock(fd, LOCK_UN);
+    close(fd);
+  }
+}
+
+/* Digits only, into *v; false on anything else or an overflow. */
+static bool side_u64(const char *s, uint64_t *v) {
+  if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 20)
+    return false;
+  errno = 0;
+  unsigned long long x = strtoull(s, NULL, 10);
+  *v = (uint64_t)x;
+  return errno == 0;
+}
+
+static bool side_dbl(const char *s, double *v) {
+  char *end = NULL;
+  errno = 0;
+  *v = strtod(s, &end);
+  return *s && end && !*end && errno == 0 && isfinite(*v);
+}
+
+#define SIDE_PARSE_U(s, v) side_u64(s, v)
+#define SIDE_PARSE_D(s, v) side_dbl(s, v)
+
+/* NAME=VALUE into k; a name this version does not know is ignored. */
+static bool side_counter(char *tok, xpj_cache_counters *k) {
+  char *eq = strchr(tok, '=');
+  if (!eq || eq == tok || !eq[1])
+    return false;
+  *eq = 0;
+  const char *name = tok, *val = eq + 1;
+  if (strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(name))
+    return false;
+#define SIDE_TOK(kind, f, w)                                                     \
+  if (!strcmp(name, #f)) {                                                   \
+    __typeof__(k->f) v;                                                      \
+    if (!SIDE_PARSE_##kind(val, &v))                                         \
+      return false;                                                          \
+    k->f += v;                                                               \
+    return true;                                                             \
+  }
+  COUNTERS(SIDE_TOK)
+#undef SIDE_TOK
+  return true;
+}
+
+/* DIGEST:CREATED:HITS (the '@' gone) appended to t. */
+static bool side_hit_tok(char *tok, tally *t) {
+  char *c1 = strchr(tok, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+  if (!c2 || c1 - tok != 64 || strspn(tok, "0123456789abcdef") != 64)
+    return false;
+  *c1 = *c2 = 0;
+  uint64_t created, n;
+  if (!side_u64(c1 + 1, &created) || created > INT64_MAX ||
+      !side_u64(c2 + 1, &n))
+    return false;
+  if (t->nhits == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 64;
+    side_hit *h = realloc(t->hits, cap * sizeof *h);
+    if (!h)
+      return false;
+    t->hits = h;
+    t->cap = cap;
+  }
+  side_hit *h = &t->hits[t->nhits++];
+  memcpy(h->digest, tok, 64);
+  h->digest[64] = 0;
+  h->created = (int64_t)created;
+  h->n = n;
+  return true;
+}
+
+/* One line (without its newline) into t; a malformed one adds nothing. */
+static void side_line(char *line, tally *t) {
+  char *save = NULL, *tok = strtok_r(line, " ", &save);
+  if (!tok || strcmp(tok, "x1") != 0)
+    return;
+  xpj_cache_counters k;
+  memset(&k, 0, sizeof k);
+  size_t nh = t->nhits;
+  bool ok = true;
+  while (ok && (tok = strtok_r(NULL, " ", &save)))
+    ok = *tok == '@' ? side_hit_tok(tok + 1, t) : side_counter(tok, &k);
+  if (!ok) {
+    t->nhits = nh;
+    return;
+  }
+  add_counters(&t->k, &k);
+}
+
+static int cmp_hit(const void *a, const void *b) {
+  const side_hit *x = a, *y = b;
+  int r = strcmp(x->digest, y->digest);
+  return r ? r : (x->created > y->created) - (x->created < y->created);
+}
+
+/* Reads the side file (fd, locked) into t (side_free): its whole lines
+ * (at most SIDE_READ_MAX bytes of them). */
+static void side_read(int fd, tally *t) {
+  memset(t, 0, sizeof *t);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) != 0 || sb.st_size <= 0)
+    return;
+  size_t n = (uint64_t)sb.st_size > SIDE_READ_MAX ? SIDE_READ_MAX
+                                                  : (size_t)sb.st_size;
+  char *buf = malloc(n + 1);
+  if (!buf)
+    return;
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = pread(fd, buf + got, n - got, (off_t)got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    got += (size_t)r;
+  }
+  buf[got] = 0;
+  char *at = buf, *nl;
+  while ((nl = memchr(at, '\n', (size_t)(buf + got - at)))) {
+    *nl = 0;
+    if (strlen(at) == (size_t)(nl - at)) /* no NUL inside */
+      side_line(at, t);
+    at = nl + 1;
+  }
+  free(buf);
+  if (t->nhits > 1) {
+    qsort(t->hits, t->nhits, sizeof *t->hits, cmp_hit);
+    size_t j = 0;
+    for (size_t i = 1; i < t->nhits; i++)
+      if (!cmp_hit(&t->hits[j], &t->hits[i]))
+        t->hits[j].n += t->hits[i].n;
+      else
+        t->hits[++j] = t->hits[i];
+    t->nhits = j + 1;
+  }
+}
+
+/* The side file as it is now (under a shared lock, held until
+ * side_close(*fd): the caller reads the tables meanwhile, which a fold
+ * cannot change then). */
+static void side_peek(const xpj_cache *c, tally *t, int *fd) {
+  /* an off handle reads nothing (its directory may have been refused) */
+  *fd = c->bundle || !c->db ? -1 : side_open(c, O_RDONLY, LOCK_SH, true);
+  side_read(*fd, t);
+}
+
+/* The hits the side file holds for a row (digest, created). */
+static uint64_t side_hits_of(const tally *t, const char *digest,
+                             int64_t created) {
+  if (!t->nhits)
+    return 0;
+  side_hit key;
+  snprintf(key.digest, sizeof key.digest, "%s", digest);
+  key.created = created;
+  const side_hit *h = bsearch(&key, t->hits, t->nhits, sizeof *t->hits,
+                              cmp_hit);
+  return h ? h->n : 0;
+}
+
+/* The deferred counters and hits as one side-file line; malloc'd, *len
+ * its length. */
+static char *side_record(const xpj_cache *c, size_t *len) {
+  size_t ncounters = 0;
+#define COUNT(k, f, w) ncounters++;
+  COUNTERS(COUNT)
+#undef COUNT
+  size_t cap = 16 + ncounters * 64 + c->ntouched * 112, n = 0;
+  char *b = malloc(cap);
+  if (!b)
+    return NULL;
+  n += (size_t)snprintf(b + n, cap - n, "\nx1"); /* see side_append */
+#define REC_U(f)                                                                 \
+  n += (size_t)snprintf(b + n, cap - n, " %s=%llu", #f,                      \
+                        (unsigned long long)c->pending.f);
+#define REC_D(f) n += (size_t)snprintf(b + n, cap - n, " %s=%.17g", #f, c->pending.f);
+#define REC(k, f, w)                                                             \
+  if (c->pending.f != 0) {                                                   \
+    REC_##k(f)                                                               \
+  }
+  COUNTERS(REC)
+#undef REC
+#undef REC_D
+#undef REC_U
+  for (size_t i = 0; i < c->ntouched; i++)
+    if (c->touched[i].n && c->touched[i].created >= 0) /* (always) */
+      n += (size_t)snprintf(b + n, cap - n, " @%s:%lld:%llu",
+                            c->touched[i].digest,
+                            (long long)c->touched[i].created,
+                            (unsigned long long)c->touched[i].n);
+  b[n++] = '\n';
+  *len = n;
+  return b;
+}
+
+/* The deferred counters and hits appended to the side file as one line:
+ * no SQLite write and no writer's connection. False when that cannot be
+ * done (a network file system, whose appends we do not trust to the
+ * flock; a file that cannot be opened, locked or written; one that
+ * reached SIDE_MAX): the caller writes the database instead. */
+static bool side_append(xpj_cache *c) {
+  if (network_fs_of(c->path))
+    return false;
+  size_t len = 0;
+  char *rec = side_record(c, &len);
+  if (!rec)
+    return false;
+  int fd = side_open(c, O_RDWR | O_APPEND | O_CREAT, LOCK_EX, false);
+  struct stat sb;
+  bool ok = false;
+  if (fd >= 0 && fstat(fd, &sb) == 0 &&
+      (uint64_t)sb.st_size + len <= SIDE_MAX) {
+    /* the record starts with a newline only when the file does not end
+     * with one (a line cut by a crash: it stays alone, skipped) */
+    char last = '\n';
+    if (sb.st_size > 0 && pread(fd, &last, 1, sb.st_size - 1) != 1)
+      last = 0;
+    const char *from = last == '\n' ? rec + 1 : rec;
+    size_t n = last == '\n' ? len - 1 : len;
+    ssize_t w = write(fd, from, n);
+    ok = w == (ssize_t)n;
+    if (!ok && w > 0 && ftruncate(fd, sb.st_size) != 0) {
+      /* a cut line is skipped by its readers */
+    }
+  }
+  side_close(fd);
+  free(rec);
+  return ok;
+}
+
+/* Inside a write transaction: adds what the side file holds to the
+ * tables (counters to stats, hits to their rows) and keeps it locked
+ * until the transaction ends (side_done empties it when that commits).
+ * A file that cannot be had now is folded by a later write. */
+static int side_fold(xpj_cache *c) {
+  if (c->bundle || c->side_fd >= 0)
+    return SQLITE_OK;
+  int fd = side_open(c, O_RDWR, LOCK_EX, true);
+  if (fd < 0)
+    return SQLITE_OK;
+  tally t;
+  side_read(fd, &t);
+  int rc = add_stats(c, &t.k);
+  sqlite3_stmt *s = NULL;
+  if (rc == SQLITE_OK && t.nhits)
+    rc = sqlite3_prepare_v2(c->db,
+                            "UPDATE entries SET hits = coalesce(hits, 0) + ?1 "
+                            "WHERE digest = ?2 AND created IS ?3",
+                            -1, &s, NULL);
+  for (size_t i = 0; rc == SQLITE_OK && i < t.nhits; i++) {
+    sqlite3_bind_int64(s, 1, (int64_t)t.hits[i].n);
+    sqlite3_bind_text(s, 2, t.hits[i].digest, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, t.hits[i].created);
+    rc = sqlite3_step(s);
+    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    sqlite3_reset(s);
+  }
+  sqlite3_finalize(s);
+  free(t.hits);
+  if (rc == SQLITE_OK)
+    c->side_fd = fd;
+  else
+    side_close(fd);
+  return rc;
+}
+
+/* The transaction the side file was folded into has ended: emptied if it
+ * was committed, and unlocked. */
+static void side_done(xpj_cache *c, bool committed) {
+  if (c->side_fd < 0)
+    return;
+  if (committed && ftruncate(c->side_fd, 0) != 0) {
+    /* counted again by the next fold: nothing better to do */
+  }
+  side_close(c->side_fd);
+  c->side_fd = -1;
 }
 
 /* Forgets the uses of digest not written yet: they belong to a row that is
@@ -1811,14 +2219,15 @@ static int flush_deferred(xpj_cache *c) {
   drop_later(c, NULL);
   if (rc == SQLITE_OK)
     flush_touches(c);
+  if (rc == SQLITE_OK)
+    rc = side_fold(c);
   return rc;
 }
 
 /* Writes the deferred work in a transaction of its own. */
 static void flush_all(xpj_cache *c) {
   if (!c->db || c->mode != XPJ_CACHE_MODE_RW || c->bundle ||
-      (!c->ntouched && !c->nlater &&
-       !memcmp(&c->pending, &(xpj_cache_counters){0}, sizeof c->pending)))
+      (!c->ntouched && !c->nlater && counters_zero(&c->pending)))
     return;
   int rc = begin(c);
   if (rc != SQLITE_OK) {
@@ -1834,21 +2243,65 @@ static void flush_all(xpj_cache *c) {
     degrade(c, rc, "writing deferred uses and entries");
 }
 
-static void touch(xpj_cache *c, const char *digest) {
+/* The deferred work, written the cheapest way that loses nothing: when a
+ * use is due or a put waits, in a write transaction of its own
+ * (flush_all: everything, the side file folded in); else the counters and
+ * hits are appended to the side file, and the database is not written. */
+static void settle(xpj_cache *c) {
+  c->unsettled = 0;
+  if (!c->db || c->mode != XPJ_CACHE_MODE_RW || c->bundle)
+    return;
+  bool due = c->nlater > 0, any = !counters_zero(&c->pending);
+  for (size_t i = 0; i < c->ntouched; i++) {
+    due = due || c->touched[i].due;
+    any = any || c->touched[i].n;
+  }
+  if (!due && !any)
+    return;
+  if (!due && side_append(c)) {
+    c->ntouched = 0;
+    memset(&c->pending, 0, sizeof c->pending);
+    return;
+  }
+  flush_all(c);
+}
+
+/* A hit on the row (digest, created) whose stored last_used is used: its
+ * use is noted, due when used is older than USE_GRANULARITY_MS. */
+static void touch(xpj_cache *c, const char *digest, int64_t created,
+                  int64_t used) {
   if (c->mode != XPJ_CACHE_MODE_RW || c->bundle)
     return;
-  if (c->ntouched == c->cap_touched) {
-    size_t n = c->cap_touched ? c->cap_touched * 2 : 16;
-    struct touch *t = realloc(c->touched, n * sizeof *t);
-    if (!t)
-      return; /* a use not recorded: harmless */
-    c->touched = t;
-    c->cap_touched = n;
+  struct touch *t = NULL;
+  for (size_t i = 0; i < c->ntouched && !t; i++)
+    if (!strcmp(c->touched[i].digest, digest))
+      t = &c->touched[i];
+  if (t && t->created != created) { /* replaced since: another row */
+    t->n = 0;
+    t->due = false;
+    t->created = created;
   }
-  memcpy(c->touched[c->ntouched].digest, digest, 65);
-  c->touched[c->ntouched++].t = now_ms();
-  if (c->ntouched >= 64)
-    flush_all(c);
+  if (!t) {
+    if (c->ntouched == c->cap_touched) {
+      size_t n = c->cap_touched ? c->cap_touched * 2 : 16;
+      struct touch *nt = realloc(c->touched, n * sizeof *nt);
+      if (!nt)
+        return; /* a use not recorded: harmless */
+      c->touched = nt;
+      c->cap_touched = n;
+    }
+    t = &c->touched[c->ntouched++];
+    memcpy(t->digest, digest, 65);
+    t->created = created;
+    t->n = 0;
+    t->due = false;
+  }
+  int64_t now = now_ms();
+  t->t = now;
+  t->n++;
+  t->due = t->due || now - used >= USE_GRANULARITY_MS;
+  if (++c->unsettled >= 64)
+    settle(c);
 }
 
 /* A waiting put as a lookup returns its row (read_row): SQLITE_ROW with
@@ -1934,12 +2387,14 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
           c->pending.saved_ms += out->compile_ms;
       }
       /* uses not written yet count (see touch) */
+      int64_t used = out->last_used_ms;
       for (size_t i = 0; i < c->ntouched; i++)
-        if (!strcmp(c->touched[i].digest, digest)) {
-          out->hits++;
+        if (!strcmp(c->touched[i].digest, digest) &&
+            c->touched[i].created == out->created_ms) {
+          out->hits += c->touched[i].n;
           out->last_used_ms = c->touched[i].t;
         }
-      touch(c, digest);
+      touch(c, digest, out->created_ms, used);
     } else {
       if (rc != SQLITE_DONE && !is_busy(rc)) {
         if (c->bundle)
@@ -2224,6 +2679,13 @@ xpj_status xpj_cache_get_stats(xpj_cache *c, xpj_cache_stats *out) {
   out->max_size = c->max_size;
   out->counters = c->pending;
   xpj_status st = XPJ_OK;
+  /* what waits in the side file counts (locked meanwhile: not folded
+   * while the tables are read) */
+  tally side;
+  int sfd = -1;
+  side_peek(c, &side, &sfd);
+  add_counters(&out->counters, &side.k);
+  free(side.hits);
   if (c->db) {
     sqlite3_stmt *s = NULL;
     int rc = sqlite3_prepare_v2(c->db, "SELECT name, value FROM stats", -1,
@@ -2257,6 +2719,7 @@ xpj_status xpj_cache_get_stats(xpj_cache *c, xpj_cache_stats *out) {
     if (rc != SQLITE_OK && rc != SQLITE_DONE)
       st = fail(XPJ_ERR_IO, "cache %s: %s", c->path, rc_str(rc));
   }
+  side_close(sfd);
   out->file_bytes = file_size(c->path, "") + file_size(c->path, "-wal");
   unlock(c);
   return st;
@@ -2272,6 +2735,9 @@ xpj_status xpj_cache_list(xpj_cache *c,
   pthread_mutex_lock(&c->mu);
   flush_all(c);
   xpj_status st = XPJ_OK;
+  tally side; /* the hits waiting in the side file count */
+  int sfd = -1;
+  side_peek(c, &side, &sfd);
   if (c->db) {
     sqlite3_stmt *s = NULL;
     int rc = sqlite3_prepare_v2(c->db,
@@ -2286,6 +2752,7 @@ xpj_status xpj_cache_list(xpj_cache *c,
         rc = SQLITE_NOMEM;
         break;
       }
+      e.hits += side_hits_of(&side, e.digest, e.created_ms);
       int stop = fn(ud, &e);
       xpj_cache_entry_clear(&e);
       if (stop)
@@ -2296,6 +2763,8 @@ xpj_status xpj_cache_list(xpj_cache *c,
       st = fail(XPJ_ERR_IO, "cache %s: %s",
                 c->path, rc_str(rc));
   }
+  side_close(sfd);
+  free(side.hits);
   unlock(c);
   return st;
 }
@@ -2313,6 +2782,9 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
   pthread_mutex_lock(&c->mu);
   flush_all(c);
   xpj_status st = fail(XPJ_ERR_NOT_FOUND, "no entry %s", prefix);
+  tally side; /* the hits waiting in the side file count */
+  int sfd = -1;
+  side_peek(c, &side, &sfd);
   if (c->db) {
     sqlite3_stmt *s = NULL;
     int rc = sqlite3_prepare_v2(c->db,
@@ -2337,6 +2809,7 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
           xpj_cache_entry_clear(out);
           st = fail(XPJ_ERR_INVALID, "digest prefix %s is ambiguous", prefix);
         } else {
+          out->hits += side_hits_of(&side, out->digest, out->created_ms);
           st = XPJ_OK;
         }
       } else if (rc != SQLITE_DONE) {
@@ -2345,6 +2818,8 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
     }
     sqlite3_finalize(s);
   }
+  side_close(sfd);
+  free(side.hits);
   unlock(c);
   return st;
 }
@@ -2495,9 +2970,14 @@ xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
                               "RETURNING size",
                               -1, &s, NULL);
       if (rc == SQLITE_OK) {
-        int64_t now = now_ms();
-        sqlite3_bind_int64(s, 1, older_than_ms > 0 ? now - older_than_ms
-                                                   : INT64_MIN);
+        /* a row's last_used may be up to USE_GRANULARITY_MS older than its
+         * last use (hits write it no more often): only a row whose stored
+         * time is that much older still is certainly unused for
+         * older_than_ms */
+        int64_t now = now_ms(), cut = INT64_MIN;
+        if (older_than_ms > 0 && older_than_ms < now)
+          cut = now - older_than_ms - USE_GRANULARITY_MS;
+        sqlite3_bind_int64(s, 1, cut);
         sqlite3_bind_int64(s, 2, now);
         while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
           nrem++;
@@ -2543,10 +3023,18 @@ xpj_status xpj_cache_clear(xpj_cache *c) {
     memset(&c->pending, 0, sizeof c->pending);
     if (is_damage(rc)) /* a new, empty file clears it just as well */
       rc = start_over(c, rc);
-    if (rc != SQLITE_OK)
+    if (rc != SQLITE_OK) {
       st = fail(XPJ_ERR_IO, "clear %s: %s", c->path, rc_str(rc));
-    else /* give the space back; fails harmlessly while others read */
+    } else {
+      /* the counters and hits waiting in the side file go too */
+      int sfd = side_open(c, O_RDWR, LOCK_EX, true);
+      if (sfd >= 0 && ftruncate(sfd, 0) != 0) {
+        /* folded into the cleared tables by the next write */
+      }
+      side_close(sfd);
+      /* give the space back; fails harmlessly while others read */
       sqlite3_exec(c->db, "VACUUM", NULL, NULL, NULL);
+    }
   }
   unlock(c);
   return st;

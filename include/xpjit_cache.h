@@ -162,8 +162,11 @@ typedef struct xpj_cache_entry {
 
 void xpj_cache_entry_clear(xpj_cache_entry *e);
 
-/* Looks k up. XPJ_OK: *out filled with a verified entry (its use time and
- * hit count updated unless read-only). XPJ_ERR_NOT_FOUND: a miss, which
+/* Looks k up. XPJ_OK: *out filled with a verified entry, as stored plus
+ * this handle's own uses; unless read-only, the use is recorded (the use
+ * time to the hour, written at close only when an hour old; the hit count
+ * through the .stats side file: docs/cache.md, "Use times and hit
+ * counts"). XPJ_ERR_NOT_FOUND: a miss, which
  * includes a stored row whose key text differs (digest collision) or
  * whose checksum fails (the row is dropped, with a warning). */
 xpj_status xpj_cache_get(xpj_cache *c, const xpj_cache_key *k,

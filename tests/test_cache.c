@@ -1996,12 +1996,19 @@ static void test_read_only(void **state) {
     xpj_cache_entry e;
     assert_int_equal(xpj_cache_get(c, key_of(&t, 1), &e), XPJ_OK);
     assert_int_equal(check_val(&e, 1, 4000), 0);
-    assert_int_equal(e.hits, 1); /* the RW get above; no more */
+    /* the RW get above was of a row used a moment ago: its hit waits in
+     * the side file (a get returns the row as stored), which find adds */
+    assert_int_equal(e.hits, 0);
     int64_t used = e.last_used_ms;
+    char dg[65];
+    memcpy(dg, e.digest, sizeof dg);
     xpj_cache_entry_clear(&e);
     assert_int_equal(xpj_cache_get(c, key_of(&t, 1), &e), XPJ_OK);
-    assert_int_equal(e.hits, 1);
+    assert_int_equal(e.hits, 0);
     assert_int_equal(e.last_used_ms, used);
+    xpj_cache_entry_clear(&e);
+    assert_int_equal(xpj_cache_find(c, dg, &e), XPJ_OK);
+    assert_int_equal(e.hits, 1); /* the RW get above; no more */
     xpj_cache_entry_clear(&e);
     put_i(c, 2, 4000); /* a no-op */
     expect_miss(c, 2);
@@ -2190,8 +2197,12 @@ static void test_prune(void **state) {
   assert_true(listed(&l, 0) && listed(&l, 9) && listed(&l, 8));
   assert_int_equal(stats_of(c).counters.evictions, 7);
 
-  /* by age: rows last used an hour ago go; max_size 0 = the configured */
-  for (unsigned i = 20; i < 25; i++)
+  /* by age: rows last used two hours ago go; max_size 0 = the
+   * configured. A hit writes a row's use time only once it is an hour old
+   * (docs/cache.md, "Use times and hit counts"), so a row stored as used
+   * 30 minutes ago may have been used a minute ago: it is kept by a
+   * minute's limit (it was kept at 2 hours before the granularity too) */
+  for (unsigned i = 20; i < 26; i++)
     put_i(c, i, 10000);
   for (unsigned i = 20; i < 23; i++) {
     tkey t;
@@ -2200,7 +2211,17 @@ static void test_prune(void **state) {
     char sql[160];
     snprintf(sql, sizeof sql,
              "UPDATE entries SET last_used = %lld WHERE digest=?1",
-             (long long)(wall_ms() - 3600 * 1000));
+             (long long)(wall_ms() - 2 * 3600 * 1000));
+    sql_run(f->path, sql, d);
+  }
+  {
+    tkey t;
+    char d[65];
+    digest_of(key_of(&t, 25), d);
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "UPDATE entries SET last_used = %lld WHERE digest=?1",
+             (long long)(wall_ms() - 1800 * 1000));
     sql_run(f->path, sql, d);
   }
   uint64_t bytes_before = stats_of(c).bytes;
@@ -2209,10 +2230,11 @@ static void test_prune(void **state) {
   assert_true(freed > 3 * one && freed < 3 * one + 64);
   assert_int_equal(stats_of(c).bytes, bytes_before - freed);
   l = list_of(c);
-  assert_int_equal(l.n, 5);
+  assert_int_equal(l.n, 6);
   for (unsigned i = 20; i < 23; i++)
     assert_false(listed(&l, i));
   assert_true(listed(&l, 23) && listed(&l, 24) && listed(&l, 0));
+  assert_true(listed(&l, 25));
   /* nothing to do */
   assert_int_equal(xpj_cache_prune(c, 0, 60 * 1000, &removed, &freed), XPJ_OK);
   assert_int_equal(removed, 0);
@@ -3716,7 +3738,8 @@ static void test_network_journal(void **state) {
  * while another process holds the write lock the open and the hits take
  * no time waiting for it (a write would wait up to 30 s), nothing is
  * written (the file is byte for byte the same, the WAL empty, no lock
- * file made); the hits' use time is written at close, as before. */
+ * file made); the rows were used a moment ago, so no use time is due at
+ * close either: the hits and counters go to the side file. */
 static void test_hit_writes_nothing(void **state) {
   fx *f = *state;
   fill_and_close(f, 3, 2000);
@@ -3748,14 +3771,29 @@ static void test_hit_writes_nothing(void **state) {
   assert_true(file_len(wal) <= 0); /* no frame written */
   assert_int_equal(sqlite3_exec(w, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
   assert_int_equal(sqlite3_close(w), SQLITE_OK);
-  xpj_cache_close(c); /* the deferred uses and counters are written now */
+  /* the rows were used a moment ago (stored): no use time is due, and the
+   * hits and counters go to the side file, not the database */
+  xpj_cache_close(c);
+  free(after);
+  after = read_all(f->path, &n1);
+  assert_int_equal(n1, n0);
+  assert_memory_equal(after, before, n0);
+  assert_true(file_len(wal) <= 0);
+  assert_false(exists(lock)); /* no writer's connection was opened */
+  assert_true(exists2(f->path, ".stats"));
   free(before);
   free(after);
   c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
   tkey t;
   xpj_cache_entry e;
   assert_int_equal(xpj_cache_get(c, key_of(&t, 1), &e), XPJ_OK);
-  assert_int_equal(e.hits, 2);
+  assert_int_equal(e.hits, 0); /* as stored; the side file's are not read */
+  char dg[65];
+  memcpy(dg, e.digest, sizeof dg);
+  xpj_cache_entry_clear(&e);
+  /* the side file's two and this get (find writes the handle's uses) */
+  assert_int_equal(xpj_cache_find(c, dg, &e), XPJ_OK);
+  assert_int_equal(e.hits, 3);
   xpj_cache_entry_clear(&e);
   xpj_cache_stats st = stats_of(c);
   assert_int_equal(st.counters.l2_hits, 4);
@@ -3852,6 +3890,22 @@ static int rodir_child(void *arg) {
   if (ro_put(db, 1, 400) || ro_put(db, 2, 400))
     return 10;
   wlog w;
+  /* row 1 was last used two hours ago: a hit's use time is then due */
+  {
+    tkey t;
+    char d[65], sql[160];
+    if (xpj_cache_key_digest(key_of(&t, 1), NULL, d) != XPJ_OK)
+      return 17;
+    snprintf(sql, sizeof sql,
+             "UPDATE entries SET last_used = %lld WHERE digest='%s'",
+             (long long)(wall_ms() - 2 * 3600 * 1000), d);
+    sqlite3 *sq = NULL;
+    int sr = sqlite3_open_v2(db, &sq, SQLITE_OPEN_READWRITE, NULL);
+    if (sr == SQLITE_OK)
+      sr = sqlite3_exec(sq, sql, NULL, NULL, NULL);
+    if (sqlite3_close(sq) != SQLITE_OK || sr != SQLITE_OK)
+      return 18;
+  }
   /* the file cannot be written: no warning until a write is due (the
    * hit's use time, at close), which turns the handle read-only */
   if (chmod(db, 0400) != 0)
@@ -3861,6 +3915,12 @@ static int rodir_child(void *arg) {
     return 20 + rc;
   if (w.n != 1 || !strstr(w.text, "cannot be written"))
     return 25; /* the warning of the write at close */
+  /* a hit of a row used a moment ago writes nothing (the side file has
+   * its hit): nothing to warn about */
+  memset(&w, 0, sizeof w);
+  rc = ro_hit(db, XPJ_CACHE_MODE_RW, 2, &w, XPJ_CACHE_MODE_RW);
+  if (rc || w.n)
+    return 60 + rc;
   xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW,
                           .max_size = GiB, .warn = rec_warn, .warn_ud = &w};
   memset(&w, 0, sizeof w);
@@ -3932,6 +3992,384 @@ static void test_read_only_directory(void **state) {
   int rc = as_nobody(rodir_child, &r);
   if (rc)
     fail_msg("read-only cache child: code %d", rc);
+}
+
+/* ---- (c) use times at a granularity; hits and counters in a side file -- */
+
+/* What a writer would change in a cache's files: the database's bytes and
+ * modification time, the WAL's length (-1: none), whether the lock file
+ * (made by every writer's open) exists. */
+typedef struct fstate {
+  uint8_t sha[SHA256_DIGEST_SIZE];
+  off_t len, wal;
+  struct timespec mtime;
+  bool lock;
+} fstate;
+
+static fstate files_of(const char *path) {
+  fstate s;
+  memset(&s, 0, sizeof s);
+  size_t n = 0;
+  uint8_t *b = read_all(path, &n);
+  struct sha256_ctx m;
+  sha256_init(&m);
+  sha256_update(&m, n, b);
+  sha256_digest(&m, sizeof s.sha, s.sha);
+  free(b);
+  struct stat sb;
+  assert_int_equal(stat(path, &sb), 0);
+  s.len = sb.st_size;
+  s.mtime = sb.st_mtim;
+  char p[512];
+  snprintf(p, sizeof p, "%s-wal", path);
+  s.wal = file_len(p);
+  s.lock = exists2(path, ".lock");
+  return s;
+}
+
+static void expect_untouched(const fstate *a, const fstate *b) {
+  assert_memory_equal(a->sha, b->sha, sizeof a->sha);
+  assert_int_equal(a->len, b->len);
+  assert_int_equal(a->mtime.tv_sec, b->mtime.tv_sec);
+  assert_int_equal(a->mtime.tv_nsec, b->mtime.tv_nsec);
+  assert_true(b->wal <= 0); /* no frame written */
+  assert_false(b->lock);    /* no writer's connection opened */
+}
+
+/* The side file's lines (0 when there is none). */
+static unsigned side_lines(const char *path) {
+  char p[512];
+  snprintf(p, sizeof p, "%s.stats", path);
+  if (file_len(p) <= 0)
+    return 0;
+  size_t n = 0;
+  uint8_t *b = read_all(p, &n);
+  unsigned lines = 0;
+  for (size_t i = 0; i < n; i++)
+    lines += b[i] == '\n';
+  free(b);
+  return lines;
+}
+
+static void side_add(const char *path, const char *text) {
+  char p[512];
+  snprintf(p, sizeof p, "%s.stats", path);
+  int fd = open(p, O_WRONLY | O_APPEND | O_CREAT, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  assert_int_equal(close(fd), 0);
+}
+
+/* Key i's row: last_used set to ago_ms before now; its last_used, hits. */
+static void set_used(const char *path, unsigned i, int64_t ago_ms) {
+  tkey t;
+  char d[65], sql[160];
+  digest_of(key_of(&t, i), d);
+  snprintf(sql, sizeof sql, "UPDATE entries SET last_used = %lld "
+           "WHERE digest=?1", (long long)(wall_ms() - ago_ms));
+  sql_run(path, sql, d);
+}
+
+static int64_t row_col(const char *path, unsigned i, const char *col) {
+  tkey t;
+  char d[65], sql[160];
+  digest_of(key_of(&t, i), d);
+  snprintf(sql, sizeof sql, "SELECT %s FROM entries WHERE digest=?1", col);
+  return sql_int(path, sql, d);
+}
+
+/* Key i's hits as xpj_cache_find reports them (the side file's too). */
+static uint64_t hits_found(xpj_cache *c, unsigned i) {
+  tkey t;
+  char d[65];
+  digest_of(key_of(&t, i), d);
+  xpj_cache_entry e;
+  assert_int_equal(xpj_cache_find(c, d, &e), XPJ_OK);
+  uint64_t h = e.hits;
+  xpj_cache_entry_clear(&e);
+  return h;
+}
+
+/* A fresh process (fork): opens the cache read-write, gets keys first ..
+ * first + n - 1 (fill_and_close's values of size + i bytes: hits) and
+ * closes; its exit status (0: every one a hit, no warning). */
+static int hit_process(const char *path, unsigned first, unsigned n,
+                       size_t size) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    wlog w;
+    memset(&w, 0, sizeof w);
+    xpj_cache_config cfg = {.path = path, .mode = XPJ_CACHE_MODE_RW,
+                            .max_size = GiB, .warn = rec_warn,
+                            .warn_ud = &w};
+    xpj_cache *c = NULL;
+    if (xpj_cache_open(&cfg, &c) != XPJ_OK)
+      _exit(2);
+    for (unsigned i = first; i < first + n; i++) {
+      tkey t;
+      xpj_cache_entry e;
+      if (xpj_cache_get(c, key_of(&t, i), &e) != XPJ_OK)
+        _exit(3);
+      int bad = check_val(&e, i, size + i);
+      xpj_cache_entry_clear(&e);
+      if (bad)
+        _exit(4);
+    }
+    xpj_cache_close(c);
+    _exit(w.n ? 5 : 0);
+  }
+  int ws = 0;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  return WIFEXITED(ws) ? WEXITSTATUS(ws) : 100 + WTERMSIG(ws);
+}
+
+/* A process that only hits rows used within the granularity (an hour)
+ * leaves the database and its WAL byte for byte as they were and opens no
+ * writer's connection; its hits and counters are one line of the side
+ * file, which stats and find count, and which the next write (any
+ * process's) folds into the tables exactly once. */
+static void test_hit_process_writes_nothing(void **state) {
+  fx *f = *state;
+  fill_and_close(f, 3, 2000);
+  char lock[256];
+  snprintf(lock, sizeof lock, "%s.lock", f->path);
+  unlink(lock);
+  int64_t used0 = row_col(f->path, 0, "last_used");
+  fstate a = files_of(f->path);
+  nap_ms(20); /* a write would change the modification time */
+  for (int r = 0; r < 3; r++)
+    assert_int_equal(hit_process(f->path, 0, 3, 2000), 0);
+  fstate b = files_of(f->path);
+  expect_untouched(&a, &b);
+  assert_int_equal(side_lines(f->path), 3);
+  assert_int_equal(row_col(f->path, 0, "last_used"), used0);
+  assert_int_equal(row_col(f->path, 0, "hits"), 0);
+  char side[256];
+  snprintf(side, sizeof side, "%s.stats", f->path);
+  struct stat sb;
+  assert_int_equal(lstat(side, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0600);
+
+  /* counted: by stats and find (a read-only handle: nothing written) */
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RO, 0);
+  xpj_cache_stats s = stats_of(c);
+  assert_int_equal(s.counters.l2_hits, 9);
+  assert_int_equal(s.counters.l2_misses, 0);
+  assert_true(s.counters.saved_ms == 3 * (0.25 + 1.25 + 2.25));
+  for (unsigned i = 0; i < 3; i++)
+    assert_int_equal(hits_found(c, i), 3);
+  listing l = list_of(c);
+  assert_int_equal(l.n, 3);
+  xpj_cache_close(c);
+  b = files_of(f->path);
+  expect_untouched(&a, &b);
+
+  /* the next write folds it in (here a put of another process), once */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 7, 100);
+  assert_int_equal(file_len(side), 0);
+  assert_int_equal(row_col(f->path, 0, "hits"), 3);
+  assert_int_equal(row_col(f->path, 2, "hits"), 3);
+  assert_int_equal(row_col(f->path, 0, "last_used"), used0);
+  s = stats_of(c);
+  assert_int_equal(s.counters.l2_hits, 9);
+  assert_int_equal(hits_found(c, 1), 3);
+  put_i(c, 8, 100);
+  xpj_cache_close(c);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RO, 0);
+  s = stats_of(c);
+  assert_int_equal(s.counters.l2_hits, 9);
+  assert_true(s.counters.saved_ms == 3 * (0.25 + 1.25 + 2.25));
+  assert_int_equal(hits_found(c, 1), 3);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
+/* A hit on a row whose stored use time is older than the granularity
+ * writes it at close (a writer's connection, once); the uses of the other
+ * rows that process hit go with that write. The next process finds the
+ * time recent and writes nothing. */
+static void test_due_use_written(void **state) {
+  fx *f = *state;
+  fill_and_close(f, 3, 2000);
+  set_used(f->path, 0, 2 * 3600 * 1000);
+  set_used(f->path, 2, 2 * 3600 * 1000);
+  int64_t used1 = row_col(f->path, 1, "last_used");
+  int64_t used2 = row_col(f->path, 2, "last_used");
+  char lock[256];
+  snprintf(lock, sizeof lock, "%s.lock", f->path);
+  unlink(lock);
+  nap_ms(5);
+  int64_t t0 = wall_ms();
+  assert_int_equal(hit_process(f->path, 0, 2, 2000), 0);
+  int64_t t1 = wall_ms();
+  int64_t used0 = row_col(f->path, 0, "last_used");
+  assert_true(used0 >= t0 && used0 <= t1);
+  assert_int_equal(row_col(f->path, 0, "hits"), 1);
+  /* row 1 was recent, but the write happened anyway: its use went too */
+  int64_t used1b = row_col(f->path, 1, "last_used");
+  assert_true(used1b >= t0 && used1b > used1);
+  assert_int_equal(row_col(f->path, 1, "hits"), 1);
+  assert_int_equal(row_col(f->path, 2, "last_used"), used2); /* not hit */
+  assert_true(exists(lock));
+  assert_int_equal(side_lines(f->path), 0);
+
+  /* now recent: the next process writes nothing */
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  xpj_cache_close(c); /* checkpoints the WAL: a file of its own again */
+  unlink(lock);
+  fstate a = files_of(f->path);
+  nap_ms(20);
+  assert_int_equal(hit_process(f->path, 0, 2, 2000), 0);
+  fstate b = files_of(f->path);
+  expect_untouched(&a, &b);
+  assert_int_equal(row_col(f->path, 0, "last_used"), used0);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RO, 0);
+  assert_int_equal(hits_found(c, 0), 2);
+  assert_int_equal(hits_found(c, 1), 2);
+  assert_int_equal(stats_of(c).counters.l2_hits, 4);
+  xpj_cache_close(c);
+
+  /* the same in one handle: a due use is written at close, not before */
+  set_used(f->path, 2, 2 * 3600 * 1000);
+  used2 = row_col(f->path, 2, "last_used");
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  t0 = wall_ms();
+  expect_hit(c, 2, 2002);
+  assert_int_equal(row_col(f->path, 2, "last_used"), used2);
+  xpj_cache_close(c);
+  assert_true(row_col(f->path, 2, "last_used") >= t0);
+  assert_no_warning(&f->w);
+}
+
+/* Eviction removes the least recently used at the granularity: a row hit
+ * after its use time went stale moves to the back; a hit on a row used
+ * within the hour does not move it (its time is not written), unless the
+ * process that evicts made it (its own uses are written with its put). */
+static void test_eviction_granular(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  for (unsigned i = 0; i < 3; i++)
+    put_i(c, i, 10000);
+  uint64_t one = stats_of(c).bytes / 3;
+  xpj_cache_close(c);
+  set_used(f->path, 0, 3 * 3600 * 1000);
+  set_used(f->path, 1, 2 * 3600 * 1000);
+  set_used(f->path, 2, 90 * 60 * 1000);
+  /* 0 is the oldest, but a process uses it: written (it was stale) */
+  assert_int_equal(hit_process(f->path, 0, 1, 10000 - 0), 0);
+  uint64_t max = 3 * one + one / 2; /* three rows fit */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, max);
+  put_i(c, 3, 10000); /* evicts 1 (2 hours), not 0 */
+  nap_ms(3);
+  put_i(c, 4, 10000); /* evicts 2 (90 minutes) */
+  listing l = list_of(c);
+  assert_int_equal(l.n, 3);
+  assert_true(listed(&l, 0) && listed(&l, 3) && listed(&l, 4));
+  xpj_cache_close(c);
+  nap_ms(5);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, max);
+  put_i(c, 5, 10000); /* evicts 0, the oldest stored and used */
+  xpj_cache_close(c);
+  /* rows 3, 4, 5 stored in that order; a process uses 3 a moment later:
+   * within the granularity, not written, so 3 still goes first */
+  assert_int_equal(hit_process(f->path, 3, 1, 10000 - 3), 0);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, max);
+  put_i(c, 6, 10000);
+  l = list_of(c);
+  assert_int_equal(l.n, 3);
+  assert_true(listed(&l, 4) && listed(&l, 5) && listed(&l, 6));
+  /* this handle's own use of 4 is written with its put: 5 goes */
+  nap_ms(3);
+  expect_hit(c, 4, 10000);
+  put_i(c, 7, 10000);
+  l = list_of(c);
+  assert_true(listed(&l, 4) && listed(&l, 6) && listed(&l, 7));
+  assert_int_equal(stats_of(c).counters.evictions, 5);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
+/* The side file: lines that are cut short, malformed or another
+ * version's unknown tokens do not spoil the rest; a file past its limit
+ * (256 KiB) makes the next process write the database, which folds it;
+ * clear empties it; a file that is not the user's refuses the cache. */
+static void test_side_file(void **state) {
+  fx *f = *state;
+  fill_and_close(f, 2, 1000);
+  assert_int_equal(hit_process(f->path, 0, 2, 1000), 0);
+  side_add(f->path, "garbage\n"
+                    "x1 l2_hits=zz\n"
+                    "x1 l2_hits=5 @0123:1:1\n"
+                    "x1 l2_hits=3 future_counter=9 compile_ms=1.5\n"
+                    "x1 l2_hits=100 @");
+  /* the cut line at the end stays alone: the next record starts anew */
+  assert_int_equal(hit_process(f->path, 1, 1, 1000), 0);
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RO, 0);
+  xpj_cache_stats s = stats_of(c);
+  assert_int_equal(s.counters.l2_hits, 2 + 3 + 1);
+  assert_true(s.counters.compile_ms == 1.5);
+  assert_int_equal(hits_found(c, 0), 1);
+  assert_int_equal(hits_found(c, 1), 2);
+  xpj_cache_close(c);
+
+  /* full: the next process writes the database instead, and folds it */
+  char side[256];
+  snprintf(side, sizeof side, "%s.stats", f->path);
+  char *junk = malloc(300 * 1024 + 1);
+  assert_non_null(junk);
+  for (size_t i = 0; i < 300 * 1024; i += 3)
+    memcpy(junk + i, "z\n\n", 3);
+  junk[300 * 1024] = 0;
+  side_add(f->path, junk);
+  free(junk);
+  char lock[256];
+  snprintf(lock, sizeof lock, "%s.lock", f->path);
+  unlink(lock);
+  assert_int_equal(hit_process(f->path, 0, 2, 1000), 0);
+  assert_true(exists(lock));
+  assert_int_equal(file_len(side), 0);
+  assert_int_equal(row_col(f->path, 0, "hits"), 2);
+  assert_int_equal(row_col(f->path, 1, "hits"), 3);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  s = stats_of(c);
+  assert_int_equal(s.counters.l2_hits, 2 + 3 + 1 + 2);
+  xpj_cache_close(c);
+
+  /* clear: the side file's counters go with the table's */
+  assert_int_equal(hit_process(f->path, 0, 1, 1000), 0);
+  assert_int_equal(side_lines(f->path), 1);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_clear(c), XPJ_OK);
+  s = stats_of(c);
+  assert_int_equal(s.counters.l2_hits, 0);
+  assert_int_equal(s.entries, 0);
+  xpj_cache_close(c);
+  assert_int_equal(file_len(side), 0);
+
+  /* the side file is a file of the cache: a link there is refused */
+  unlink(side);
+  assert_int_equal(symlink("/dev/null", side), 0);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
+  xpj_cache_close(c);
+  assert_int_equal(f->w.n, 1);
+  assert_warned(&f->w, "refusing");
+  unlink(side);
+
+  /* made 0600 whatever the umask */
+  memset(&f->w, 0, sizeof f->w);
+  fill_and_close(f, 1, 1000);
+  mode_t um = umask(0277);
+  int rc = hit_process(f->path, 0, 1, 1000);
+  umask(um);
+  assert_int_equal(rc, 0);
+  struct stat sb;
+  assert_int_equal(lstat(side, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0600);
+  assert_int_equal(side_lines(f->path), 1);
 }
 
 /* The kept total of the entries' sizes (stats row "entry_bytes") equals
@@ -4091,6 +4529,10 @@ int main(void) {
       T(test_hit_writes_nothing),
       T(test_put_after_hits),
       T(test_read_only_directory),
+      T(test_hit_process_writes_nothing),
+      T(test_due_use_written),
+      T(test_eviction_granular),
+      T(test_side_file),
       T(test_total_kept),
       T(test_total_old_files),
   };
