@@ -802,9 +802,9 @@ void xpj_worker_run(int fd, const xpj_job *j) {
     on_bad_alloc(NULL, "the reply", false);
   write_all(fd, b.p, b.len);
   /* the caller sees end-of-file now, not after this process's memory is
-   * torn down, and so does the compile server (it forks the next spare
-   * meanwhile) */
-  close_range(2, ~0u, 0);
+   * torn down */
+  close(fd);
+  close(2);
   _exit(0);
 }
 

@@ -8,7 +8,7 @@
  * library or the program, or XPJIT_COMPILE_SERVER), exec'd so that its
  * image holds nothing of the caller; where there is none it is a fork of
  * the caller. It keeps one spare worker, forked when the last worker has
- * replied (not while one compiles: that slowed the compile), which maps the
+ * ended (not while one compiles: that slowed the compile), which maps the
  * code and data its server's warm-up touched before its job arrives: a job
  * waits for neither a fork nor page faults (populate()).
  *
@@ -391,14 +391,11 @@ static _Noreturn void spare_main(int sock, pid_t server) {
   ssize_t n = recv_fds(sock, &s, sizeof s, fds);
   if (n != (ssize_t)sizeof s || fds[0] < 0)
     _exit(0);
-  /* the job socket as fd 3, the error socket as stderr, this socket as
-   * fd 4: the worker closes them all once it has replied
-   * (xpj_worker_run), which tells the server to fork the next spare */
+  /* the job socket as fd 3, the error socket as stderr */
   int job = fcntl(fds[0], F_DUPFD, 10), err = fcntl(fds[1], F_DUPFD, 10);
-  if (job < 0 || err < 0 || dup2(err, 2) < 0 || dup2(job, 3) < 0 ||
-      dup2(sock, 4) < 0)
+  if (job < 0 || err < 0 || dup2(err, 2) < 0 || dup2(job, 3) < 0)
     _exit(3);
-  close_range(5, ~0u, 0);
+  close_range(4, ~0u, 0);
   uint32_t timeout = s.timeout_ms ? s.timeout_ms : DEFAULT_TIMEOUT_MS;
   xpd_header h;
   uint8_t *payload = NULL;
@@ -421,8 +418,6 @@ static _Noreturn void spare_main(int sock, pid_t server) {
 typedef struct cs_worker {
   pid_t pid;
   int err;         /* where its footer goes */
-  int sock;        /* its socket from its spare days: it closes its end
-                      when it has replied (-1: seen) */
   double deadline;
   bool timed_out;
 } cs_worker;
@@ -509,13 +504,11 @@ static int take_job(cs_server *S) {
     }
   }
   uint32_t timeout = s.timeout_ms ? s.timeout_ms : DEFAULT_TIMEOUT_MS;
-  S->w[S->n++] = (cs_worker){S->spare, fds[1], S->spare_sock,
-                             now_ms() + timeout, false};
-  /* the next spare is forked when this worker has replied: made while one
+  S->w[S->n++] = (cs_worker){S->spare, fds[1], now_ms() + timeout, false};
+  /* the next spare is forked when a worker has ended: made while one
    * compiles, it took 1.5-2 ms from the compile (page tables and caches
    * shared on 2 cores; docs/benchmarks.md) */
-  S->spare = 0;
-  S->spare_sock = -1;
+  drop_spare(S);
   return 0;
 }
 
@@ -535,8 +528,6 @@ static void reap(cs_server *S) {
         continue;
       send_footer(S->w[i].err, st, S->w[i].timed_out ? XPJ_CS_TIMED_OUT : 0);
       close(S->w[i].err);
-      if (S->w[i].sock >= 0)
-        close(S->w[i].sock);
       S->w[i] = S->w[--S->n];
       if (!S->spare)
         fork_spare(S);
@@ -621,34 +612,14 @@ void xpj_cs_main(int ctl) {
     drop_spare(&S);
     fork_spare(&S);
   }
-  struct pollfd *pf = NULL;
-  size_t pcap = 0;
   for (;;) {
-    if (pcap < 2 + S.n) {
-      struct pollfd *np = realloc(pf, (2 + S.n) * sizeof *np);
-      if (!np)
-        shut_down(&S);
-      pf = np;
-      pcap = 2 + S.n;
-    }
-    pf[0] = (struct pollfd){S.ctl, POLLIN, 0};
-    pf[1] = (struct pollfd){S.sigfd, POLLIN, 0};
-    for (size_t i = 0; i < S.n; i++) /* -1: not polled */
-      pf[2 + i] = (struct pollfd){S.w[i].sock, POLLIN, 0};
-    size_t npf = 2 + S.n;
+    struct pollfd pf[2] = {{S.ctl, POLLIN, 0}, {S.sigfd, POLLIN, 0}};
     int timeout = enforce_deadlines(&S);
-    int pr = poll(pf, (nfds_t)npf, timeout);
+    int pr = poll(pf, 2, timeout);
     if (pr < 0 && errno != EINTR)
       shut_down(&S);
     if (pr <= 0)
       continue;
-    for (size_t i = 0; i + 2 < npf && i < S.n; i++)
-      if (pf[2 + i].revents && S.w[i].sock == pf[2 + i].fd) {
-        close(S.w[i].sock); /* it has replied */
-        S.w[i].sock = -1;
-        if (!S.spare)
-          fork_spare(&S);
-      }
     if (pf[1].revents)
       reap(&S);
     if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) && take_job(&S) != 0)
