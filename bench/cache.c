@@ -1229,10 +1229,13 @@ static xpj_arg w_arg_scalar(int t, double v) {
   }
 }
 
-/* --child whole CACHE: prints ok inchild_ms ctx_ms compiles l2_hits l1_hits */
-static int child_whole(int argc, char **argv) {
+/* --child whole CACHE: prints ok inchild_ms ctx_ms compiles l2_hits l1_hits
+ * --child bare CACHE: the same process without its kernel work (the
+ * context, queue, program parse and buffers; no kernel got or launched:
+ * the cache is never opened); prints ok inchild_ms ctx_ms */
+static int child_whole(int argc, char **argv, bool work) {
   if (argc < 3)
-    return child_error("child whole: arguments");
+    return child_error("child whole/bare: arguments");
   double t0 = now_ms();
   char path[PATH_MAX + 64];
   xpath(path, sizeof path, opt_examples, "axpy.xpk");
@@ -1247,13 +1250,15 @@ static int child_whole(int argc, char **argv) {
   void *x, *y;
   CHILD_CK(xpj_mem_alloc(dev, XPJ_MEM_SHARED, W_N * 8, 0, &x));
   CHILD_CK(xpj_mem_alloc(dev, XPJ_MEM_SHARED, W_N * 8, 0, &y));
-  for (int kk = 0; kk < W_NK; kk++)
+  for (int kk = 0; kk < (work ? W_NK : 1); kk++)
     for (int t = 0; t < W_NT; t++) {
+      w_init(x, y, t);
+      if (!work)
+        continue;
       char dt[16];
       snprintf(dt, sizeof dt, "T=%s", w_types[t]);
       xpj_kernel *kern;
       CHILD_CK(xpj_program_get_kernel(p, w_kernels[kk], dt, 1, dev, NULL, &kern));
-      w_init(x, y, t);
       xpj_array ax = xpj_array_1d(x, w_scalar(t), W_N), ay = xpj_array_1d(y, w_scalar(t), W_N);
       xpj_arg args[4];
       unsigned n = 0, ns = 0;
@@ -1267,46 +1272,20 @@ static int child_whole(int argc, char **argv) {
       if (!w_check(kk, x, y, t))
         return child_error("%s %s: wrong result", w_kernels[kk], dt);
     }
-  xpj_cache_counters c;
-  CHILD_CK(xpj_context_cache_counters(ctx, &c));
+  xpj_cache_counters c = {0};
+  if (work)
+    CHILD_CK(xpj_context_cache_counters(ctx, &c));
   xpj_mem_free(dev, x);
   xpj_mem_free(dev, y);
   xpj_program_destroy(p);
   xpj_queue_destroy(q);
   xpj_context_destroy(ctx);
-  printf("ok %.6f %.6f %llu %llu %llu\n", now_ms() - t0, t1 - t0, (unsigned long long)c.compiles,
-         (unsigned long long)c.l2_hits, (unsigned long long)c.l1_hits);
-  return 0;
-}
-
-/* --child bare CACHE: the whole-process child without its kernel work (the
- * context, queue, program parse and buffers; no kernel got or launched:
- * the cache is never opened); prints ok inchild_ms ctx_ms */
-static int child_bare(int argc, char **argv) {
-  if (argc < 3)
-    return child_error("child bare: arguments");
-  double t0 = now_ms();
-  char path[PATH_MAX + 64];
-  xpath(path, sizeof path, opt_examples, "axpy.xpk");
-  xpj_context *ctx;
-  xpj_device *dev;
-  xpj_queue *q;
-  xpj_program *p;
-  CHILD_CK(make_ctx(argv[2], 0, &ctx, &dev));
-  double t1 = now_ms();
-  CHILD_CK(xpj_queue_create(dev, NULL, &q));
-  CHILD_CK(xpj_program_create_file(ctx, path, NULL, &p));
-  void *x, *y;
-  CHILD_CK(xpj_mem_alloc(dev, XPJ_MEM_SHARED, W_N * 8, 0, &x));
-  CHILD_CK(xpj_mem_alloc(dev, XPJ_MEM_SHARED, W_N * 8, 0, &y));
-  for (int t = 0; t < W_NT; t++)
-    w_init(x, y, t);
-  xpj_mem_free(dev, x);
-  xpj_mem_free(dev, y);
-  xpj_program_destroy(p);
-  xpj_queue_destroy(q);
-  xpj_context_destroy(ctx);
-  printf("ok %.6f %.6f\n", now_ms() - t0, t1 - t0);
+  if (work)
+    printf("ok %.6f %.6f %llu %llu %llu\n", now_ms() - t0, t1 - t0,
+           (unsigned long long)c.compiles, (unsigned long long)c.l2_hits,
+           (unsigned long long)c.l1_hits);
+  else
+    printf("ok %.6f %.6f\n", now_ms() - t0, t1 - t0);
   return 0;
 }
 
@@ -1659,9 +1638,9 @@ static int child_main(int argc, char **argv) {
   if (!strcmp(mode, "split"))
     return child_split(argc, argv);
   if (!strcmp(mode, "whole"))
-    return child_whole(argc, argv);
+    return child_whole(argc, argv, true);
   if (!strcmp(mode, "bare"))
-    return child_bare(argc, argv);
+    return child_whole(argc, argv, false);
   if (!strcmp(mode, "l2api"))
     return child_l2api(argc, argv);
   if (!strcmp(mode, "l2replay"))

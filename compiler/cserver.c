@@ -59,7 +59,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -82,12 +81,6 @@ static void make_stamp(char stamp[CS_STAMP_LEN]) {
   memset(stamp, 0, CS_STAMP_LEN);
   snprintf(stamp, CS_STAMP_LEN, "cs%u ir%u abi%u", CS_PROTO,
            XPJ_TRANSFER_VERSION, xpj_abi_version());
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* ---- the footer ------------------------------------------------------ */
@@ -287,63 +280,74 @@ typedef struct cs_range {
   uintptr_t lo, hi;
 } cs_range;
 
-static struct {
+typedef struct cs_ranges {
   cs_range *r;
   size_t n, cap;
-} touched;
+} cs_ranges;
 
-static void touched_add(uintptr_t lo, uintptr_t hi) {
-  if (touched.n && touched.r[touched.n - 1].hi == lo) {
-    touched.r[touched.n - 1].hi = hi;
+/* recorded by the server once (record_touched), mapped by every spare */
+static cs_ranges touched, data;
+
+static void range_add(cs_ranges *l, uintptr_t lo, uintptr_t hi) {
+  if (l->n && l->r[l->n - 1].hi == lo) {
+    l->r[l->n - 1].hi = hi;
     return;
   }
-  if (touched.n == touched.cap) {
-    size_t cap = touched.cap ? 2 * touched.cap : 256;
-    cs_range *r = realloc(touched.r, cap * sizeof *r);
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 256;
+    cs_range *r = realloc(l->r, cap * sizeof *r);
     if (!r)
       return;
-    touched.r = r;
-    touched.cap = cap;
+    l->r = r;
+    l->cap = cap;
   }
-  touched.r[touched.n++] = (cs_range){lo, hi};
+  l->r[l->n++] = (cs_range){lo, hi};
 }
 
-/* The present pages of this process's read-only file mappings. */
+/* The present pages of this process's read-only file mappings, page by
+ * page from pagemap, into touched. */
+static void add_present(int pm, unsigned long lo, unsigned long hi,
+                        unsigned long psz) {
+  uint64_t ent[512];
+  for (unsigned long a = lo; a < hi;) {
+    size_t n = (hi - a) / psz;
+    if (n > 512)
+      n = 512;
+    ssize_t got = pread(pm, ent, n * sizeof *ent, (off_t)(a / psz * sizeof *ent));
+    if (got <= 0)
+      return;
+    n = (size_t)got / sizeof *ent;
+    for (size_t i = 0; i < n; i++, a += psz)
+      if (ent[i] >> 63) /* present */
+        range_add(&touched, a, a + psz);
+  }
+}
+
+/* After the warm-up: which pages of the read-only file mappings are
+ * present (touched), and the heap and the libraries' data (a private
+ * writable mapping of a file: a path, not a bracketed name or none), whose
+ * pages a worker would copy on its first write to each (data). */
 static void record_touched(void) {
   FILE *f = fopen("/proc/self/maps", "re");
   int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
   long psz = sysconf(_SC_PAGESIZE);
-  if (!f || pm < 0 || psz <= 0) {
-    if (f)
-      fclose(f);
-    if (pm >= 0)
-      close(pm);
-    return;
-  }
   char line[600];
-  while (fgets(line, sizeof line, f)) {
+  while (f && psz > 0 && fgets(line, sizeof line, f)) {
     unsigned long lo, hi, off, inode;
     char perm[5], dev[16];
     if (sscanf(line, "%lx-%lx %4s %lx %15s %lu", &lo, &hi, perm, &off, dev,
-               &inode) != 6 || perm[1] == 'w' || perm[0] != 'r' || !inode)
+               &inode) != 6)
       continue;
-    uint64_t ent[512];
-    for (unsigned long a = lo; a < hi;) {
-      size_t n = (hi - a) / (unsigned long)psz;
-      if (n > 512)
-        n = 512;
-      ssize_t got = pread(pm, ent, n * sizeof *ent,
-                          (off_t)(a / (unsigned long)psz * sizeof *ent));
-      if (got <= 0)
-        break;
-      n = (size_t)got / sizeof *ent;
-      for (size_t i = 0; i < n; i++, a += (unsigned long)psz)
-        if (ent[i] >> 63) /* present */
-          touched_add(a, a + (unsigned long)psz);
-    }
+    if (!strcmp(perm, "rw-p") && (strstr(line, "[heap]") || strchr(line, '/')) &&
+        hi - lo <= (64ul << 20))
+      range_add(&data, lo, hi);
+    else if (pm >= 0 && perm[0] == 'r' && perm[1] != 'w' && inode)
+      add_present(pm, lo, hi, (unsigned long)psz);
   }
-  fclose(f);
-  close(pm);
+  if (f)
+    fclose(f);
+  if (pm >= 0)
+    close(pm);
 }
 
 #ifndef MADV_POPULATE_READ
@@ -357,23 +361,9 @@ static void populate(void) {
   for (size_t i = 0; i < touched.n; i++)
     madvise((void *)touched.r[i].lo, touched.r[i].hi - touched.r[i].lo,
             MADV_POPULATE_READ);
-  FILE *f = fopen("/proc/self/maps", "re");
-  if (!f)
-    return;
-  char line[600];
-  while (fgets(line, sizeof line, f)) {
-    unsigned long lo, hi;
-    char perm[5];
-    /* the heap, and the libraries' data (a private writable mapping of a
-     * file: a path, not a bracketed name or none) */
-    if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) != 3 ||
-        strcmp(perm, "rw-p") != 0 ||
-        !(strstr(line, "[heap]") || strchr(line, '/')) ||
-        hi - lo > (64ul << 20))
-      continue;
-    madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-  }
-  fclose(f);
+  for (size_t i = 0; i < data.n; i++)
+    madvise((void *)data.r[i].lo, data.r[i].hi - data.r[i].lo,
+            MADV_POPULATE_WRITE);
 }
 
 /* A spare: waits for its job on sock, then is its worker. */
@@ -418,7 +408,7 @@ static _Noreturn void spare_main(int sock, pid_t server) {
 typedef struct cs_worker {
   pid_t pid;
   int err;         /* where its footer goes */
-  double deadline;
+  uint64_t deadline; /* xpd_now_ms */
   bool timed_out;
 } cs_worker;
 
@@ -504,7 +494,7 @@ static int take_job(cs_server *S) {
     }
   }
   uint32_t timeout = s.timeout_ms ? s.timeout_ms : DEFAULT_TIMEOUT_MS;
-  S->w[S->n++] = (cs_worker){S->spare, fds[1], now_ms() + timeout, false};
+  S->w[S->n++] = (cs_worker){S->spare, fds[1], xpd_now_ms() + timeout, false};
   /* the next spare is forked when a worker has ended: made while one
    * compiles, it took 1.5-2 ms from the compile (page tables and caches
    * shared on 2 cores; docs/benchmarks.md) */
@@ -538,7 +528,8 @@ static void reap(cs_server *S) {
 
 /* Kills workers past their deadline; the poll timeout to the next one. */
 static int enforce_deadlines(cs_server *S) {
-  double now = now_ms(), next = -1;
+  uint64_t now = xpd_now_ms();
+  int64_t next = -1;
   for (size_t i = 0; i < S->n; i++) {
     cs_worker *w = &S->w[i];
     if (w->timed_out)
@@ -546,8 +537,8 @@ static int enforce_deadlines(cs_server *S) {
     if (w->deadline <= now) {
       kill(w->pid, SIGKILL);
       w->timed_out = true;
-    } else if (next < 0 || w->deadline - now < next) {
-      next = w->deadline - now;
+    } else if (next < 0 || (int64_t)(w->deadline - now) < next) {
+      next = (int64_t)(w->deadline - now);
     }
   }
   return next < 0 ? -1 : (int)next + 1;
