@@ -21,15 +21,33 @@ SAN      ?=
 LLVM_CONFIG ?= llvm-config-22
 LLVM_INC := $(shell $(LLVM_CONFIG) --includedir)
 LLVM_LIBDIR := $(shell $(LLVM_CONFIG) --libdir)
+# The library and its LLVM plugin pass each other their structures: both
+# must be built from the same headers (compiler/llvm.h).
+BUILD_ID := $(shell cat include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h | sha256sum | cut -c1-16)
 CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC \
              -DXPJ_LIBEXECDIR='"$(PREFIX)/libexec/xpjit"' \
+             -DXPJ_LIBDIR='"$(PREFIX)/lib"' -DXPJ_BUILD_ID='"$(BUILD_ID)"' \
              -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) $(CFLAGS)
-LDLIBS_ALL = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lLLVM-22 \
-             -lSPIRV-Tools -lstdc++ -lsqlite3 -lnettle -lhiredis -lpthread -ldl -lm $(LDLIBS)
+# libxpjit does not link LLVM (docs/api.md, "Where LLVM is loaded").
+CORE_LIBS = -lSPIRV-Tools -lstdc++ -lsqlite3 -lnettle -lhiredis -lpthread -ldl -lm $(LDLIBS)
+LLVM_LIBS = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lLLVM-22
+# What a program links to have LLVM in itself (the compile server, the
+# daemon, the tests): libxpjit-llvm.a, its table used directly.
+LLVM_STATIC = -Wl,-u,xpj_llvm_plugin_api $(LLVM_A)
+LDLIBS_ALL = $(LLVM_LIBS) $(CORE_LIBS)
 
 LIB_SRCS := $(wildcard ir/*.c) $(wildcard compiler/*.c) $(wildcard runtime/*.c) \
             $(wildcard cache/*.c)
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+# Everything that calls LLVM: libxpjit-llvm (compiler/llvm.h).
+LLVM_SRCS := compiler/codegen.c compiler/target_cpu.c compiler/target_ptx.c \
+             compiler/target_spirv.c compiler/uniform.c compiler/compile_llvm.c \
+             compiler/cpu_orc.c
+CORE_SRCS := $(filter-out $(LLVM_SRCS),$(LIB_SRCS))
+CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
+LLVM_OBJS := $(LLVM_SRCS:%.c=$(BUILD)/obj/%.o)
+# the plugin's own copies of what the LLVM objects call in the library
+LLVM_SO_OBJS := $(LLVM_OBJS) $(BUILD)/obj/ir/ir.o $(BUILD)/obj/ir/alloc.o \
+                $(BUILD)/obj/compiler/spirv_check.o
 CLI_SRCS := tools/xpjit-cli.c tools/cli_cache.c tools/cli_daemon.c
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS    := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
@@ -41,6 +59,8 @@ REPLAYS  := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/replay_%)
 
 LIB_A    := $(BUILD)/lib/libxpjit.a
 LIB_SO   := $(BUILD)/lib/libxpjit.so
+LLVM_A   := $(BUILD)/lib/libxpjit-llvm.a
+LLVM_SO  := $(BUILD)/lib/libxpjit-llvm.so.0
 CLI      := $(BUILD)/bin/xpjit-cli
 DAEMON   := $(BUILD)/bin/xpjitd
 DAEMON_SRCS := tools/xpjitd.c tools/xpjitd_worker.c tools/xpjitd_progs.c
@@ -51,51 +71,71 @@ EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
 .PHONY: all test asan tsan fuzz bench install clean check-examples demo format mpi-example
-all: $(LIB_A) $(LIB_SO) $(CLI) $(DAEMON) $(CSERVER) $(BUILD)/lib/xpjit.pc $(EXAMPLES)
+all: $(LIB_A) $(LIB_SO) $(LLVM_A) $(LLVM_SO) $(CLI) $(DAEMON) $(CSERVER) $(BUILD)/lib/xpjit.pc $(EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h) Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-$(LIB_A): $(LIB_OBJS)
+$(LIB_A): $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^
 
-$(LIB_SO): $(LIB_OBJS) tools/libxpjit.map
+$(LIB_SO): $(CORE_OBJS) tools/libxpjit.map
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -shared -Wl,-soname,libxpjit.so.0 \
-	  -Wl,--version-script=tools/libxpjit.map -o $@ $(LIB_OBJS) $(LDLIBS_ALL)
+	  -Wl,--version-script=tools/libxpjit.map -o $@ $(CORE_OBJS) $(CORE_LIBS)
 
+$(LLVM_A): $(LLVM_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+# The plugin exports its table and nothing else.
+$(LLVM_SO): $(LLVM_SO_OBJS) tools/libxpjit-llvm.map
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -shared -Wl,-soname,libxpjit-llvm.so.0 -Wl,--exclude-libs,ALL \
+	  -Wl,--version-script=tools/libxpjit-llvm.map -o $@ $(LLVM_SO_OBJS) \
+	  $(LLVM_LIBS) $(CORE_LIBS)
+
+# The CLI compiles through the compile server or the plugin: no LLVM here.
 $(CLI): $(CLI_SRCS) tools/cli.h $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_SRCS) $(LIB_A) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_SRCS) $(LIB_A) $(CORE_LIBS)
 
-$(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_A)
+$(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_A) $(LLVM_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $(DAEMON_SRCS) $(LIB_A) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ $(DAEMON_SRCS) $(LLVM_STATIC) $(LIB_A) $(LDLIBS_ALL)
 
-$(CSERVER): tools/xpjit-cc.c compiler/worker.h $(LIB_A)
+$(CSERVER): tools/xpjit-cc.c compiler/worker.h $(LIB_A) $(LLVM_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ tools/xpjit-cc.c $(LIB_A) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ tools/xpjit-cc.c $(LLVM_STATIC) $(LIB_A) $(LDLIBS_ALL)
 
-# Example programs: use libxpjit as an application would (public headers only).
+# Example programs: use libxpjit as an application would (public headers
+# only; LLVM, when they compile in their process, is the plugin).
 $(BUILD)/examples/%: examples/%.c $(LIB_A) include/xpjit.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(SAN) -Iinclude -o $@ $< $(LIB_A) $(LDLIBS_ALL)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(SAN) -Iinclude -o $@ $< $(LIB_A) $(CORE_LIBS)
 
 $(BUILD)/lib/xpjit.pc: tools/xpjit.pc.in
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' $< > $@
 
-$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/devtest.h tests/storm20.h tests/procutil.h $(wildcard tests/*.inc tests/conformance/*.h) $(LIB_A)
+$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/devtest.h tests/storm20.h tests/procutil.h $(wildcard tests/*.inc tests/conformance/*.h) $(LIB_A) $(LLVM_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(LIB_A) -lcmocka $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(LLVM_STATIC) $(LIB_A) -lcmocka $(LDLIBS_ALL)
+
+# An application's view: libxpjit without libxpjit-llvm (docs/api.md,
+# "Where LLVM is loaded"); it must not map libLLVM unless it compiles.
+$(BUILD)/tests/test_lazy_llvm: tests/test_lazy_llvm.c $(LIB_A) $(LLVM_SO) $(CSERVER)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(LIB_A) -lcmocka $(CORE_LIBS)
 
 # Fuzz targets built with a plain main() that replays files: runs anywhere.
-$(BUILD)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay_main.c $(LIB_A)
+$(BUILD)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay_main.c $(LIB_A) $(LLVM_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< tests/fuzz/replay_main.c $(LIB_A) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ $< tests/fuzz/replay_main.c $(LLVM_STATIC) $(LIB_A) $(LDLIBS_ALL)
 
 $(BUILD)/tests/mock/lib%.so: tests/mock/%.c $(wildcard tests/mock/*.h)
 	@mkdir -p $(dir $@)
@@ -151,39 +191,39 @@ bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(B
 $(BUILD)/bench/cpu: bench/cpu.c bench/cpu_omp.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) -O3 -march=native -fopenmp -c bench/cpu_omp.c -o $(BUILD)/bench/cpu_omp.o
-	$(CC) $(CFLAGS_ALL) -fopenmp -o $@ bench/cpu.c $(BUILD)/bench/cpu_omp.o $(LIB_A) $(LDLIBS_ALL) -ldl
+	$(CC) $(CFLAGS_ALL) -fopenmp -o $@ bench/cpu.c $(BUILD)/bench/cpu_omp.o $(LIB_A) $(CORE_LIBS)
 
 $(BUILD)/bench/compile: bench/compile.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL) -ldl
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(CORE_LIBS)
 
 # xpjitd: hit latency through the daemon with 1/8/64 clients; the start-up
 # storm with and without the daemon (peer: every process compiling).
 $(BUILD)/bench/daemon: bench/daemon.c tests/storm20.h $(LIB_A) bench/bench_util.h $(DAEMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ bench/daemon.c $(LIB_A) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ bench/daemon.c $(LIB_A) $(CORE_LIBS)
 
 # OpenCL (SPIR-V on Intel's CPU runtime): kernels ready per fresh context,
 # cold vs SPIR-V cached (peer) vs the driver's binary cached.
 $(BUILD)/bench/opencl: bench/opencl.c tests/storm20.h $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ bench/opencl.c $(LIB_A) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ bench/opencl.c $(LIB_A) $(CORE_LIBS)
 
 # Compile cache: cold compile vs second- and first-level hits, whole-process
 # cold vs warm; peer PoCL's kernel cache (libOpenCL loaded at run time).
 
 $(BUILD)/bench/cache: bench/cache.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL) -ldl
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(CORE_LIBS)
 
 # Narrow and wide required local sizes on the CPU device (docs/abi.md).
 $(BUILD)/bench/groups: bench/groups.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(CORE_LIBS)
 
 $(BUILD)/bench/frontend: bench/frontend.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(CORE_LIBS)
 
 check-examples: $(CLI)
 	$(CLI) check examples/*.xpk
@@ -214,6 +254,7 @@ install: all
 	  $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libxpjit.so.0
+	install -m 755 $(LLVM_SO) $(DESTDIR)$(PREFIX)/lib/libxpjit-llvm.so.0
 	ln -sf libxpjit.so.0 $(DESTDIR)$(PREFIX)/lib/libxpjit.so
 	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' tools/xpjit.pc.in \
@@ -237,4 +278,4 @@ MPICC ?= mpicc
 mpi-example: $(BUILD)/examples/mpi/ranks
 $(BUILD)/examples/mpi/ranks: examples/mpi/ranks.c $(LIB_A) include/xpjit.h
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CSTD) $(WARN) $(OPT) $(SAN) -Iinclude -o $@ $< $(LIB_A) $(LDLIBS_ALL)
+	$(MPICC) $(CSTD) $(WARN) $(OPT) $(SAN) -Iinclude -o $@ $< $(LIB_A) $(CORE_LIBS)

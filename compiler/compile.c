@@ -5,8 +5,8 @@
  * and the SPIR-V backend's process-global state cannot hurt the caller.
  */
 #define _GNU_SOURCE
-#include "cg.h"
-#include "spirv_check.h"
+#include "ir_impl.h"
+#include "llvm.h"
 #include "worker.h"
 #include "llvm_lock.h"
 #include "proto.h"
@@ -14,11 +14,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <llvm-c/Analysis.h>
-#include <llvm-c/ErrorHandling.h>
-#include <llvm-c/Support.h>
-#include <llvm-c/Target.h>
-#include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h>
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
@@ -35,16 +31,6 @@
 #define XPJ_ABI_VERSION 6
 
 
-struct xpj_result {
-  xpj_status status;
-  uint8_t *data;
-  size_t len;
-  char *log;
-  char *entry;
-  uint64_t local_bytes, scratch_bytes;
-  double millis;
-  xpj_failure_kind failure;
-};
 
 /* ---- targets and options ------------------------------------------- */
 
@@ -135,17 +121,12 @@ xpj_status xpj_target_parse(const char *s, xpj_target *t, char *err,
   if (strcmp(s, "cpu") == 0 || strcmp(s, "cpu:host") == 0 ||
       strcmp(s, "cpu:native") == 0) {
     t->kind = XPJ_TARGET_CPU;
-    char *name = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
-    snprintf(t->cpu, sizeof t->cpu, "%s", name);
-    if (strlen(feat) >= sizeof t->features) {
-      LLVMDisposeMessage(name);
-      LLVMDisposeMessage(feat);
-      set_err(err, errsize, "%s", "host CPU feature string is too long");
-      return XPJ_ERR_INVALID;
+    char why[400];
+    if (xpj_host_cpu(t->cpu, sizeof t->cpu, t->features, sizeof t->features,
+                     why, sizeof why) != 0) {
+      set_err(err, errsize, "%s", why);
+      return XPJ_ERR_UNSUPPORTED;
     }
-    snprintf(t->features, sizeof t->features, "%s", feat);
-    LLVMDisposeMessage(name);
-    LLVMDisposeMessage(feat);
     return XPJ_OK;
   }
   const char *feat = strncmp(s, "cpu:", 4) == 0 ? strchr(s + 4, ':') : NULL;
@@ -246,18 +227,9 @@ size_t xpj_compile_opts_str(const xpj_compile_opts *o, char *buf,
                           o->checks & XPJ_CHECK_BOUNDS ? "+bounds" : "");
 }
 
-static char llvm_ver[32];
-static pthread_once_t ver_once = PTHREAD_ONCE_INIT;
-static void fill_version(void) {
-  unsigned a, b, c;
-  LLVMGetVersion(&a, &b, &c);
-  snprintf(llvm_ver, sizeof llvm_ver, "%u.%u.%u", a, b, c);
-}
-
-const char *xpj_llvm_version(void) {
-  pthread_once(&ver_once, fill_version);
-  return llvm_ver;
-}
+/* The LLVM xpjit was built with: part of every cache key (docs/cache.md),
+ * known without loading LLVM (docs/api.md). */
+const char *xpj_llvm_version(void) { return LLVM_VERSION_STRING; }
 
 unsigned xpj_abi_version(void) { return XPJ_ABI_VERSION; }
 
@@ -319,33 +291,6 @@ int xpj_result_transient(const xpj_result *r) {
   xpj_failure_kind k = xpj_result_failure_kind(r);
   return k == XPJ_FAILURE_TIMEOUT || k == XPJ_FAILURE_MEMORY ||
          k == XPJ_FAILURE_SYSTEM;
-}
-
-static void result_fail(xpj_result *r, xpj_status st, xpj_failure_kind kind,
-                        const char *msg) {
-  r->status = st;
-  r->failure = kind;
-  free(r->log);
-  r->log = strdup(msg ? msg : "");
-  free(r->data);
-  r->data = NULL;
-  r->len = 0;
-}
-
-/* Takes ownership of data (len bytes; text gets a NUL after it). */
-static void result_set(xpj_result *r, uint8_t *data, size_t len) {
-  free(r->data);
-  r->data = data;
-  r->len = len;
-  r->status = XPJ_OK;
-  r->failure = XPJ_FAILURE_NONE;
-}
-
-/* The kind of a failure with status st that a compile reported itself. */
-static xpj_failure_kind failure_of(xpj_status st) {
-  return st == XPJ_OK          ? XPJ_FAILURE_NONE
-         : st == XPJ_ERR_NOMEM ? XPJ_FAILURE_MEMORY
-                               : XPJ_FAILURE_INPUT;
 }
 
 /* ---- the memory limit of workers ----------------------------------- */
@@ -469,189 +414,39 @@ static int limit_data(uint64_t budget) {
   return setrlimit(RLIMIT_DATA, &rl);
 }
 
+/* libdevice for PTX: XPJIT_LIBDEVICE, else the CUDA toolkit's (CUDA_HOME,
+ * /usr/local/cuda); NULL when there is none. */
+const char *xpj_libdevice_path(void) {
+  static __thread char buf[4096];
+  const char *env = getenv("XPJIT_LIBDEVICE");
+  if (env && *env)
+    return access(env, R_OK) == 0 ? env : NULL;
+  const char *homes[2] = {getenv("CUDA_HOME"), "/usr/local/cuda"};
+  for (int i = 0; i < 2; i++) {
+    if (!homes[i] || !*homes[i])
+      continue;
+    snprintf(buf, sizeof buf, "%s/nvvm/libdevice/libdevice.10.bc", homes[i]);
+    if (access(buf, R_OK) == 0)
+      return buf;
+  }
+  return NULL;
+}
+
 /* ---- the compile itself -------------------------------------------- */
 
-
-static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
 /* readers: in-process compiles; writer: a fork of a worker */
 static pthread_rwlock_t inprocess_lock = PTHREAD_RWLOCK_INITIALIZER;
 
-static void llvm_init(void) {
-  LLVMInitializeX86TargetInfo();
-  LLVMInitializeX86Target();
-  LLVMInitializeX86TargetMC();
-  LLVMInitializeX86AsmPrinter();
-  LLVMInitializeNVPTXTargetInfo();
-  LLVMInitializeNVPTXTarget();
-  LLVMInitializeNVPTXTargetMC();
-  LLVMInitializeNVPTXAsmPrinter();
-  LLVMInitializeSPIRVTargetInfo();
-  LLVMInitializeSPIRVTarget();
-  LLVMInitializeSPIRVTargetMC();
-  LLVMInitializeSPIRVAsmPrinter();
-  /* Epilogue vectorisation adds a second vector loop after each
-   * vectorised one; work-item loops run a multiple of the vector width in
-   * the common case, and it costs 15-20% of a CPU compile (docs/abi.md,
-   * "LLVM options"). Process-wide, once, before any compile here or in a
-   * worker forked from here. */
-  const char *argv[] = {"xpjit", "--enable-epilogue-vectorization=false"};
-  LLVMParseCommandLineOptions(2, argv, NULL);
-}
-
-void xpj_llvm_init_once(void) { pthread_once(&llvm_once, llvm_init); }
-
-static const cg_target_ops *ops_for(xpj_target_kind k) {
-  switch (k) {
-  case XPJ_TARGET_SPIRV: return &xpj_target_spirv_ops;
-  case XPJ_TARGET_PTX: return &xpj_target_ptx_ops;
-  default: return &xpj_target_cpu_ops;
-  }
-}
-
-static uint8_t *copy_text(const char *s, size_t n, size_t *len) {
-  uint8_t *p = malloc(n + 1);
-  if (!p)
-    return NULL;
-  memcpy(p, s, n);
-  p[n] = 0;
-  *len = n;
-  return p;
-}
-
-/* j->fault: the test hook's mode in a worker, "" in the caller's process */
-static void compile_here(const xpj_job *j, xpj_result *r) {
-  const char *fault = j->fault;
-  const xpj_target *t = j->target;
-  const xpj_compile_opts *o = &j->opts;
-  xpj_emit_kind emit = j->emit;
-  pthread_once(&llvm_once, llvm_init);
-  cg c;
-  memset(&c, 0, sizeof c);
-  c.ops = ops_for(t->kind);
-  c.target = t;
-  c.opts = o;
-  c.m = j->m;
-  c.kernel = j->kernel;
-  c.entry = j->entry;
-  c.libdevice = j->libdevice;
-  c.ctx = LLVMContextCreate();
-  c.mod = LLVMModuleCreateWithNameInContext(j->kernel->name, c.ctx);
-  c.b = LLVMCreateBuilderInContext(c.ctx);
-  c.t_void = LLVMVoidTypeInContext(c.ctx);
-  c.t_i1 = LLVMInt1TypeInContext(c.ctx);
-  c.t_i8 = LLVMInt8TypeInContext(c.ctx);
-  c.t_i16 = LLVMInt16TypeInContext(c.ctx);
-  c.t_i32 = LLVMInt32TypeInContext(c.ctx);
-  c.t_i64 = LLVMInt64TypeInContext(c.ctx);
-  c.t_f32 = LLVMFloatTypeInContext(c.ctx);
-  c.t_f64 = LLVMDoubleTypeInContext(c.ctx);
-  c.t_ptr = LLVMPointerTypeInContext(c.ctx, 0);
-  LLVMTargetMachineRef tm = c.ops->machine(&c);
-  LLVMTargetDataRef td = NULL;
-  char *msg = NULL;
-  if (tm) {
-    td = LLVMCreateTargetDataLayout(tm);
-    LLVMSetModuleDataLayout(c.mod, td);
-    if (c.ops->init_module)
-      c.ops->init_module(&c);
-    cg_lower_kernel(&c);
-  } else if (c.status == XPJ_OK) {
-    cg_fail(&c, XPJ_ERR_COMPILE, "cannot create the target machine");
-  }
-  if (c.status == XPJ_OK && LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &msg))
-    cg_fail(&c, XPJ_ERR_COMPILE, "internal: invalid LLVM IR: %s", msg);
-  LLVMDisposeMessage(msg);
-  msg = NULL;
-  if (c.status == XPJ_OK && strcmp(fault, "crash") == 0)
-    raise(SIGSEGV);
-  if (c.status == XPJ_OK && strcmp(fault, "hang") == 0)
-    for (;;)
-      pause();
-  if (c.status == XPJ_OK && c.ops->before_optimise)
-    c.ops->before_optimise(&c);
-  if (c.status == XPJ_OK) {
-    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
-    if (c.ops->simt) {
-      /* GPUs get their parallelism from work-items, not from vectors */
-      LLVMPassBuilderOptionsSetLoopVectorization(pbo, 0);
-      LLVMPassBuilderOptionsSetSLPVectorization(pbo, 0);
-    }
-    char pipeline[32];
-    snprintf(pipeline, sizeof pipeline, "default<O%u>", o->opt_level);
-    LLVMErrorRef e = LLVMRunPasses(c.mod, pipeline, tm, pbo);
-    if (e) {
-      char *em = LLVMGetErrorMessage(e);
-      cg_fail(&c, XPJ_ERR_COMPILE, "optimisation failed: %s", em);
-      LLVMDisposeErrorMessage(em);
-    }
-    LLVMDisposePassBuilderOptions(pbo);
-  }
-  if (c.status == XPJ_OK && c.ops->before_codegen)
-    c.ops->before_codegen(&c);
-  if (c.status == XPJ_OK) {
-    if (emit == XPJ_EMIT_LLVM) {
-      char *s = LLVMPrintModuleToString(c.mod);
-      size_t len;
-      uint8_t *d = copy_text(s, strlen(s), &len);
-      LLVMDisposeMessage(s);
-      if (d)
-        result_set(r, d, len);
-      else
-        cg_fail(&c, XPJ_ERR_NOMEM, "out of memory");
-    } else {
-      LLVMCodeGenFileType ft =
-          (t->kind == XPJ_TARGET_PTX ||
-           (t->kind == XPJ_TARGET_CPU && emit == XPJ_EMIT_ASM))
-              ? LLVMAssemblyFile
-              : LLVMObjectFile;
-      LLVMMemoryBufferRef buf = NULL;
-      char *em = NULL;
-      if (LLVMTargetMachineEmitToMemoryBuffer(tm, c.mod, ft, &em, &buf)) {
-        cg_fail(&c, XPJ_ERR_COMPILE, "code generation failed: %s",
-                em ? em : "");
-        LLVMDisposeMessage(em);
-      } else {
-        const char *p = LLVMGetBufferStart(buf);
-        size_t n = LLVMGetBufferSize(buf);
-        char verr[2048];
-        if (t->kind == XPJ_TARGET_SPIRV &&
-            xpj_spirv_validate((const uint8_t *)p, n, t->spirv_minor, verr,
-                               sizeof verr) != 0) {
-          cg_fail(&c, XPJ_ERR_COMPILE, "%s", verr);
-        } else if (t->kind == XPJ_TARGET_SPIRV && emit == XPJ_EMIT_ASM) {
-          char *txt = xpj_spirv_disassemble((const uint8_t *)p, n,
-                                            t->spirv_minor, verr, sizeof verr);
-          if (!txt)
-            cg_fail(&c, XPJ_ERR_COMPILE, "%s", verr);
-          else
-            result_set(r, (uint8_t *)txt, strlen(txt));
-        } else {
-          size_t len;
-          uint8_t *d = copy_text(p, n, &len);
-          if (d)
-            result_set(r, d, len);
-          else
-            cg_fail(&c, XPJ_ERR_NOMEM, "out of memory");
-        }
-        LLVMDisposeMemoryBuffer(buf);
-      }
-    }
-  }
-  if (c.status != XPJ_OK) {
-    result_fail(r, c.status, failure_of(c.status), c.err);
-  } else {
-    r->local_bytes = c.local_bytes;
-    r->scratch_bytes = c.scratch_bytes;
-  }
-  LLVMDisposeBuilder(c.b);
-  LLVMDisposeModule(c.mod);
-  if (td)
-    LLVMDisposeTargetData(td);
-  if (tm)
-    LLVMDisposeTargetMachine(tm);
-  LLVMContextDispose(c.ctx);
-  free(c.cpu_loops);
-  free(c.regions);
+/* LLVM's table, its targets registered; NULL (r failed) when there is no
+ * LLVM to be had. */
+static const xpj_llvm_api *llvm_for(xpj_result *r) {
+  char why[400];
+  const xpj_llvm_api *api = xpj_llvm(why, sizeof why);
+  if (api)
+    api->init();
+  else if (r)
+    result_fail(r, XPJ_ERR_UNSUPPORTED, XPJ_FAILURE_SYSTEM, why);
+  return api;
 }
 
 /* ---- the worker process -------------------------------------------- */
@@ -695,19 +490,8 @@ static void put_reply(xpd_buf *b, xpj_status st, const uint8_t *data,
   xpd_end(b, 0);
 }
 
-/* Allocation failures inside LLVM. The C API has no hook for them: LLVM
- * calls report_bad_alloc_error, which without a handler writes "LLVM
- * ERROR: out of memory" and aborts, and a failed operator new throws into
- * code built without exceptions and ends in std::terminate; either looks
- * like a crash. These two C++ functions of llvm/Support/ErrorHandling.h
- * route both to one handler; they are called by their exported (mangled)
- * names, which libLLVM-22.so versions (LLVM_22.1), so an LLVM that renames
- * them fails to link rather than silently. */
-void _ZN4llvm31install_bad_alloc_error_handlerEPFvPvPKcbES0_(
-    void (*handler)(void *data, const char *reason, bool crash_diag),
-    void *data);
-void _ZN4llvm33install_out_of_memory_new_handlerEv(void);
-
+/* Allocation failures inside LLVM (compile_llvm.c catch_errors), and our
+ * own once a compile's memory limit is reached. */
 static struct {
   int fd; /* the reply socket of a worker; -1: a compile-only process */
   char msg[300];
@@ -759,25 +543,31 @@ static void catch_bad_alloc(int fd, uint64_t limit) {
   else
     snprintf(bad_alloc.msg, sizeof bad_alloc.msg,
              "the compile ran out of memory (no limit set)");
-  _ZN4llvm31install_bad_alloc_error_handlerEPFvPvPKcbES0_(on_bad_alloc,
-                                                          NULL);
-  _ZN4llvm33install_out_of_memory_new_handlerEv();
 }
 
 xpj_status xpj_compile_limit_memory(void) {
+  const xpj_llvm_api *api = llvm_for(NULL);
+  if (!api)
+    return XPJ_ERR_UNSUPPORTED;
   xpj_compile_opts o;
   xpj_compile_opts_default(&o);
   char note[200];
   uint64_t limit = memory_limit(&o, note, sizeof note);
   catch_bad_alloc(-1, limit);
+  api->catch_errors(NULL, on_bad_alloc);
   if (limit_data(limit) != 0)
     return XPJ_ERR_UNSUPPORTED;
   return note[0] ? XPJ_ERR_INVALID : XPJ_OK;
 }
 
 void xpj_worker_run(int fd, const xpj_job *j) {
-  LLVMInstallFatalErrorHandler(worker_fatal);
+  xpj_result r;
+  memset(&r, 0, sizeof r);
+  const xpj_llvm_api *api = llvm_for(&r);
+  if (!api)
+    xpj_worker_fail(fd, r.status, r.log ? r.log : "no LLVM");
   catch_bad_alloc(fd, j->memory_limit);
+  api->catch_errors(worker_fatal, on_bad_alloc);
   limit_data(j->memory_limit);
   if (j->target->kind == XPJ_TARGET_SPIRV &&
       strcmp(j->fault, "llvm-fatal") != 0) {
@@ -785,11 +575,9 @@ void xpj_worker_run(int fd, const xpj_job *j) {
                           "--spirv-ext=+SPV_EXT_shader_atomic_float_add,"
                           "+SPV_INTEL_subgroups,"
                           "+SPV_KHR_uniform_group_instructions"};
-    LLVMParseCommandLineOptions(2, argv, NULL);
+    api->options(2, argv);
   }
-  xpj_result r;
-  memset(&r, 0, sizeof r);
-  compile_here(j, &r);
+  api->compile(j, &r);
   if (r.status == XPJ_ERR_NOMEM && j->memory_limit) {
     /* our own allocations met the limit, not LLVM's: the same message */
     free(r.log);
@@ -1167,9 +955,12 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
   /* SPIR-V always runs in a fresh process: the 22.1.8 backend keeps state
    * between modules (../shared/LLVM22-NOTES.md) */
   if (o.isolation == XPJ_ISOLATE_NONE && t->kind != XPJ_TARGET_SPIRV) {
-    pthread_rwlock_rdlock(&inprocess_lock);
-    compile_here(&j, r);
-    pthread_rwlock_unlock(&inprocess_lock);
+    const xpj_llvm_api *api = llvm_for(r);
+    if (api) {
+      pthread_rwlock_rdlock(&inprocess_lock);
+      api->compile(&j, r);
+      pthread_rwlock_unlock(&inprocess_lock);
+    }
   } else {
     /* Test hook for the isolation tests (docs/testing.md): the worker
      * crashes, hangs or hits an LLVM fatal error on purpose. Never set in
@@ -1187,15 +978,18 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
 }
 
 void xpj_llvm_enter(void) {
-  pthread_once(&llvm_once, llvm_init);
+  llvm_for(NULL);
   pthread_rwlock_rdlock(&inprocess_lock);
 }
 
 void xpj_llvm_leave(void) { pthread_rwlock_unlock(&inprocess_lock); }
 
-void xpj_llvm_fork_begin(void) {
-  pthread_once(&llvm_once, llvm_init);
+int xpj_llvm_fork_begin(char *why, size_t whysize) {
+  if (!xpj_llvm(why, whysize))
+    return -1;
+  xpj_llvm(NULL, 0)->init();
   pthread_rwlock_wrlock(&inprocess_lock);
+  return 0;
 }
 
 void xpj_llvm_fork_end(bool child) {

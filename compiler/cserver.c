@@ -32,6 +32,7 @@
  * writes to the caller's stdout.
  */
 #define _GNU_SOURCE
+#include "llvm.h"
 #include "worker.h"
 
 #include "daemon.h" /* xpd_write_all, xpd_read_frame */
@@ -594,7 +595,10 @@ void xpj_cs_main(int ctl) {
   if (S.sigfd < 0)
     _exit(3);
   make_stamp(S.stamp);
-  xpj_llvm_init_once();
+  const xpj_llvm_api *api = xpj_llvm(NULL, 0);
+  if (!api)
+    _exit(3); /* the caller falls back to a fork of itself */
+  api->init();
   fork_spare(&S); /* the first job's, cold: it need not wait for warm_up */
   warm_up();
   record_touched();
@@ -735,8 +739,11 @@ static pid_t spawn_exe(const char *path, int fd) {
   return rc == 0 ? pid : -1;
 }
 
-static pid_t fork_server(int fd) {
-  xpj_llvm_fork_begin();
+static pid_t fork_server(int fd, char *why, size_t whysize) {
+  /* LLVM (the plugin) is loaded here, before the fork: not in a child of
+   * a process whose other threads may hold the loader's locks */
+  if (xpj_llvm_fork_begin(why, whysize) != 0)
+    return -1;
   pid_t pid = fork();
   if (pid == 0) {
     xpj_llvm_fork_end(true);
@@ -782,14 +789,15 @@ static int start_locked(char *why, size_t whysize) {
   pid_t pid = -1;
   if (far >= 0 && !cs.exe_bad && find_exe(path, sizeof path))
     pid = spawn_exe(path, far);
+  char no_llvm[300] = "";
   if (far >= 0 && pid < 0)
-    pid = fork_server(far);
+    pid = fork_server(far, no_llvm, sizeof no_llvm);
   if (far >= 0)
     close(far);
   if (pid < 0) {
     close(sv[0]);
     snprintf(why, whysize, "cannot start the compile server: %s",
-             strerror(errno));
+             no_llvm[0] ? no_llvm : strerror(errno));
     return -1;
   }
   struct stat st;

@@ -16,22 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-const char *xpj_libdevice_path(void) {
-  static __thread char buf[4096];
-  const char *env = getenv("XPJIT_LIBDEVICE");
-  if (env && *env)
-    return access(env, R_OK) == 0 ? env : NULL;
-  const char *homes[2] = {getenv("CUDA_HOME"), "/usr/local/cuda"};
-  for (int i = 0; i < 2; i++) {
-    if (!homes[i] || !*homes[i])
-      continue;
-    snprintf(buf, sizeof buf, "%s/nvvm/libdevice/libdevice.10.bc", homes[i]);
-    if (access(buf, R_OK) == 0)
-      return buf;
-  }
-  return NULL;
-}
-
 static LLVMTargetMachineRef ptx_machine(cg *c) {
   const char *triple = "nvptx64-nvidia-cuda";
   char cpu[16], feat[16], *err = NULL;

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Entry points are named XPJ_ENTRY_PREFIX + the kernel's name (docs/abi.md),
  * at most XPJ_ENTRY_MAX bytes. */
@@ -32,13 +34,51 @@ typedef struct xpj_job {
   char libdevice[4096];
 } xpj_job;
 
+/* What a compile produced: xpjit_codegen.h's xpj_result. */
+struct xpj_result {
+  xpj_status status;
+  uint8_t *data;
+  size_t len;
+  char *log;
+  char *entry;
+  uint64_t local_bytes, scratch_bytes;
+  double millis;
+  xpj_failure_kind failure;
+};
+
+/* r failed with st for reason kind; msg is copied. */
+static inline void result_fail(xpj_result *r, xpj_status st,
+                               xpj_failure_kind kind, const char *msg) {
+  r->status = st;
+  r->failure = kind;
+  free(r->log);
+  r->log = strdup(msg ? msg : "");
+  free(r->data);
+  r->data = NULL;
+  r->len = 0;
+}
+
+/* Takes ownership of data (len bytes; text gets a NUL after it). */
+static inline void result_set(xpj_result *r, uint8_t *data, size_t len) {
+  free(r->data);
+  r->data = data;
+  r->len = len;
+  r->status = XPJ_OK;
+  r->failure = XPJ_FAILURE_NONE;
+}
+
+/* The kind of a failure with status st that a compile reported itself. */
+static inline xpj_failure_kind failure_of(xpj_status st) {
+  return st == XPJ_OK          ? XPJ_FAILURE_NONE
+         : st == XPJ_ERR_NOMEM ? XPJ_FAILURE_MEMORY
+                               : XPJ_FAILURE_INPUT;
+}
+
 /* ---- compile.c ---- */
 
-/* Registers LLVM's targets and options, once per process. */
-void xpj_llvm_init_once(void);
 /* Around a fork() of this process that goes on to compile (a compile
  * server forked from the caller): no thread is inside LLVM meanwhile. */
-void xpj_llvm_fork_begin(void);
+int xpj_llvm_fork_begin(char *why, size_t whysize); /* -1: no LLVM */
 void xpj_llvm_fork_end(bool child);
 /* k, or a function k calls (directly or not), that is generic or called
  * with type arguments: code generation lowers only what specialisation has

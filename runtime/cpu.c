@@ -15,13 +15,10 @@
 #define _GNU_SOURCE
 #include "rt.h"
 
+#include "llvm.h"
 #include "llvm_lock.h"
 #include "xpjit_codegen.h"
 
-#include <llvm-c/Core.h>
-#include <llvm-c/Error.h>
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
 #include <dlfcn.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -93,44 +90,9 @@ typedef struct pool {
   bool watchdog_started;
 } pool;
 
-/* One ORC LLJIT per device, made when the device is discovered (like a GPU
- * context: creating one costs about a millisecond, which a cache hit should
- * not pay). Each kernel is linked into its own JITDylib, so two kernels may
- * have the same entry name. */
 typedef struct cpu_dev {
   pool pool;
-  pthread_mutex_t jit_mu;
-  LLVMOrcLLJITRef jit; /* NULL until made (made again if that failed) */
-  unsigned long njd;
-  /* what ORC reported while linking (symbols not found), under jit_mu;
-   * it would print it to stderr otherwise */
-  char jit_report[512];
 } cpu_dev;
-
-static xpj_status llvm_fail(LLVMErrorRef e, const char *what);
-
-/* Call with jit_mu and the LLVM lock held. */
-static void jit_report(void *ctx, LLVMErrorRef err) {
-  cpu_dev *cd = ctx;
-  char *msg = LLVMGetErrorMessage(err);
-  size_t n = strlen(cd->jit_report);
-  snprintf(cd->jit_report + n, sizeof cd->jit_report - n, "%s%s",
-           n ? "; " : "", msg);
-  LLVMDisposeErrorMessage(msg);
-}
-
-static xpj_status jit_make(cpu_dev *cd) {
-  if (cd->jit)
-    return XPJ_OK;
-  LLVMErrorRef e = LLVMOrcCreateLLJIT(&cd->jit, NULL);
-  if (e) {
-    cd->jit = NULL;
-    return llvm_fail(e, "creating the JIT");
-  }
-  LLVMOrcExecutionSessionSetErrorReporter(
-      LLVMOrcLLJITGetExecutionSession(cd->jit), jit_report, cd);
-  return XPJ_OK;
-}
 
 static bool ensure(void **p, size_t *cap, size_t need) {
   if (need <= *cap)
@@ -473,18 +435,6 @@ static unsigned online_cpus(void) {
   return n > 0 ? (unsigned)n : 1;
 }
 
-static void jit_dispose(cpu_dev *cd) {
-  xpj_llvm_enter();
-  if (cd->jit) {
-    LLVMErrorRef e = LLVMOrcDisposeLLJIT(cd->jit);
-    if (e)
-      LLVMConsumeError(e);
-  }
-  cd->jit = NULL;
-  xpj_llvm_leave();
-  pthread_mutex_destroy(&cd->jit_mu);
-}
-
 static xpj_status cpu_discover(xpj_context *ctx) {
   xpj_device *d = calloc(1, sizeof *d);
   cpu_dev *cd = calloc(1, sizeof *cd);
@@ -513,10 +463,6 @@ static xpj_status cpu_discover(xpj_context *ctx) {
     free(cd);
     return st;
   }
-  pthread_mutex_init(&cd->jit_mu, NULL);
-  xpj_llvm_enter();
-  jit_make(cd); /* on failure kernel_load tries again, and reports it */
-  xpj_llvm_leave();
   xpj_device_info *in = &d->info;
   cpuinfo_field("model name", in->name, sizeof in->name);
   if (!in->name[0])
@@ -549,7 +495,6 @@ static xpj_status cpu_discover(xpj_context *ctx) {
   st = rt_context_add_device(ctx, d);
   if (st != XPJ_OK) {
     pool_stop(&cd->pool, n - 1);
-    jit_dispose(cd);
     free(cd);
     free(d);
   }
@@ -561,7 +506,6 @@ static void cpu_device_destroy(xpj_device *d) {
   if (!cd)
     return;
   pool_stop(&cd->pool, cd->pool.nthreads - 1);
-  jit_dispose(cd);
   free(cd);
   d->impl = NULL;
 }
@@ -588,37 +532,12 @@ static void cpu_mem_free(xpj_device *d, xpj_mem_kind kind, void *p) {
 
 /* ---- kernels --------------------------------------------------------- */
 
+/* A loaded kernel: its entry point, and the ORC loader's handle of it
+ * (runtime/elfload.c's, once the ELF loader is in place). */
 typedef struct cpu_kernel {
-  LLVMOrcJITDylibRef jd;
+  void *orc; /* the ORC loader's (compiler/cpu_orc.c) */
   cpu_entry fn;
 } cpu_kernel;
-
-static xpj_status llvm_fail(LLVMErrorRef e, const char *what) {
-  char *msg = LLVMGetErrorMessage(e);
-  rt_err(XPJ_ERR_DEVICE, "loading the kernel's object: %s: %s", what, msg);
-  LLVMDisposeErrorMessage(msg);
-  return XPJ_ERR_DEVICE;
-}
-
-typedef struct lookup_wait {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  bool done;
-  LLVMErrorRef err;
-  LLVMOrcExecutorAddress addr;
-} lookup_wait;
-
-static void lookup_done(LLVMErrorRef err, LLVMOrcCSymbolMapPairs result,
-                        size_t n, void *ctx) {
-  lookup_wait *w = ctx;
-  pthread_mutex_lock(&w->mu);
-  w->err = err;
-  if (!err && n >= 1)
-    w->addr = result[0].Sym.Address;
-  w->done = true;
-  pthread_cond_signal(&w->cv);
-  pthread_mutex_unlock(&w->mu);
-}
 
 /* What a kernel's object may link to in this process: libm's functions
  * (whatever implements them here: libm, or a sanitizer's interceptor),
@@ -666,17 +585,15 @@ static bool arithmetic_helper(const char *n) {
   return false;
 }
 
-static int linkable(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym) {
-  (void)ctx;
-  const char *n = LLVMOrcSymbolStringPoolEntryStr(sym);
+static bool linkable(const char *n) {
   static const char *const mem[] = {"memset", "memcpy", "memmove", "memcmp"};
   for (size_t i = 0; i < sizeof mem / sizeof *mem; i++)
     if (!strcmp(n, mem[i]))
-      return 1;
+      return true;
   /* libm's floating-point environment (feenableexcept, fesetround, ...)
    * would change the whole process's arithmetic: not for kernels */
   if (!strncmp(n, "fe", 2))
-    return 0;
+    return false;
   pthread_once(&libs_once, open_libs);
   return defined_in(libm_handle, n, "libm.so.") ||
          (arithmetic_helper(n) && defined_in(libgcc_handle, n, "libgcc_s.so."));
@@ -685,94 +602,36 @@ static int linkable(void *ctx, LLVMOrcSymbolStringPoolEntryRef sym) {
 static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,
                                   size_t len, const char *entry,
                                   void **native) {
-  cpu_dev *cd = d->impl;
+  (void)d;
+  char why[600];
+  const xpj_llvm_api *api = xpj_llvm(why, sizeof why);
+  if (!api)
+    return rt_err(XPJ_ERR_DEVICE, "loading the kernel's object: %s", why);
+  api->init();
   cpu_kernel *k = calloc(1, sizeof *k);
   if (!k)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  void *fn = NULL;
   xpj_llvm_enter();
-  pthread_mutex_lock(&cd->jit_mu);
-  xpj_status st = jit_make(cd);
-  LLVMOrcExecutionSessionRef es =
-      st == XPJ_OK ? LLVMOrcLLJITGetExecutionSession(cd->jit) : NULL;
-  cd->jit_report[0] = 0;
-  if (st == XPJ_OK) {
-    char name[48];
-    snprintf(name, sizeof name, "kernel.%lu", ++cd->njd);
-    LLVMErrorRef e = LLVMOrcExecutionSessionCreateJITDylib(es, &k->jd, name);
-    if (e)
-      st = llvm_fail(e, "creating a JITDylib");
-  }
-  if (st == XPJ_OK) {
-    /* libm and memset/memcpy come from this process, nothing else */
-    LLVMOrcDefinitionGeneratorRef gen = NULL;
-    LLVMErrorRef e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
-        &gen, LLVMOrcLLJITGetGlobalPrefix(cd->jit), linkable, NULL);
-    if (e)
-      st = llvm_fail(e, "process symbols");
-    else
-      LLVMOrcJITDylibAddGenerator(k->jd, gen);
-  }
-  if (st == XPJ_OK) {
-    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(
-        (const char *)bin, len, entry);
-    LLVMErrorRef e = LLVMOrcLLJITAddObjectFile(cd->jit, k->jd, buf);
-    if (e)
-      st = llvm_fail(e, "adding the object");
-  }
-  if (st == XPJ_OK) {
-    lookup_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                     false, NULL, 0};
-    LLVMOrcCJITDylibSearchOrderElement order = {
-        k->jd, LLVMOrcJITDylibLookupFlagsMatchAllSymbols};
-    LLVMOrcCLookupSetElement sym = {
-        LLVMOrcLLJITMangleAndIntern(cd->jit, entry),
-        LLVMOrcSymbolLookupFlagsRequiredSymbol};
-    LLVMOrcExecutionSessionLookup(es, LLVMOrcLookupKindStatic, &order, 1,
-                                  &sym, 1, lookup_done, &w);
-    pthread_mutex_lock(&w.mu);
-    while (!w.done)
-      pthread_cond_wait(&w.cv, &w.mu);
-    pthread_mutex_unlock(&w.mu);
-    if (w.err) {
-      char what[600];
-      snprintf(what, sizeof what, "linking%s%s", cd->jit_report[0] ? " (" : "",
-               cd->jit_report);
-      if (cd->jit_report[0])
-        strcat(what, ")");
-      st = llvm_fail(w.err, what);
-    }
-    k->fn = (cpu_entry)(uintptr_t)w.addr;
-    if (st == XPJ_OK && !k->fn)
-      st = rt_err(XPJ_ERR_DEVICE, "linking: %s has no address", entry);
-  }
-  if (st != XPJ_OK && k->jd) {
-    LLVMErrorRef e = LLVMOrcJITDylibClear(k->jd);
-    if (e)
-      LLVMConsumeError(e);
-  }
-  pthread_mutex_unlock(&cd->jit_mu);
+  int rc = api->orc_load(bin, len, entry, linkable, &k->orc, &fn, why,
+                         sizeof why);
   xpj_llvm_leave();
-  if (st != XPJ_OK) {
+  if (rc != 0) {
     free(k);
-    return st;
+    return rt_err(XPJ_ERR_DEVICE, "loading the kernel's object: %s", why);
   }
+  k->fn = (cpu_entry)(uintptr_t)fn;
   *native = k;
   return XPJ_OK;
 }
 
-/* Frees the kernel's code; its (empty) JITDylib stays in the session until
- * the device goes, as ORC's C API cannot remove one. */
 static void cpu_kernel_unload(xpj_device *d, void *native) {
-  cpu_dev *cd = d->impl;
+  (void)d;
   cpu_kernel *k = native;
   if (!k)
     return;
   xpj_llvm_enter();
-  pthread_mutex_lock(&cd->jit_mu);
-  LLVMErrorRef e = LLVMOrcJITDylibClear(k->jd);
-  if (e)
-    LLVMConsumeError(e);
-  pthread_mutex_unlock(&cd->jit_mu);
+  xpj_llvm(NULL, 0)->orc_unload(k->orc);
   xpj_llvm_leave();
   free(k);
 }

@@ -19,6 +19,14 @@ case "$out" in "0 0.1.0 "[0-9a-f]*" 4.5") ;; *) echo "install: unexpected output
 leaked=$(nm -D --defined-only "$tmp/lib/libxpjit.so.0" | awk '{print $3}' |
   grep -E '^(rt_|xpd_|xpj_llvm_enter|xpj_llvm_fork|xpj_llvm_init|xpj_worker|xpj_cs_|xpj_job|xpj_generic|xpj_module_(en|de)code|xpj_(malloc|calloc|realloc|free|strdup|grow|walk|check_calls|set_error|typeinfo_of|buf_|lex|number_values))' || true)
 [ -z "$leaked" ] || { echo "install: internal symbols exported: $leaked"; exit 1; }
+# libxpjit does not link LLVM; its plugin, beside it, exports its table only
+# (docs/api.md, "Where LLVM is loaded")
+if readelf -d "$tmp/lib/libxpjit.so.0" | grep -q 'NEEDED.*libLLVM'; then
+  echo "install: libxpjit.so.0 links libLLVM"; exit 1
+fi
+plug=$(nm -D --defined-only "$tmp/lib/libxpjit-llvm.so.0" | awk '{print $3}' |
+  grep -v '^xpj_llvm_plugin_api$' || true)
+[ -z "$plug" ] || { echo "install: the plugin exports more than its table: $plug"; exit 1; }
 # the daemon and its systemd user units, with the prefix filled in
 [ -x "$tmp/bin/xpjitd" ] || { echo "install: no xpjitd"; exit 1; }
 "$tmp/bin/xpjitd" --version | grep -q "protocol 3" ||

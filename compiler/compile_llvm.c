@@ -1,0 +1,263 @@
+/*
+ * compile_llvm.c - the compile itself: lowering (codegen.c), LLVM's
+ * optimisation pipeline, code generation and, for SPIR-V, validation; and
+ * what else of LLVM a compile needs (its targets and options, its error
+ * handlers). The rest of libxpjit reaches it through xpj_llvm_api
+ * (llvm.h): linked into programs that always compile, a plugin loaded on
+ * the first in-process compile everywhere else (docs/api.md).
+ */
+#define _GNU_SOURCE
+#include "cg.h"
+#include "llvm.h"
+#include "spirv_check.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/ErrorHandling.h>
+#include <llvm-c/Support.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
+
+static void llvm_init(void) {
+  LLVMInitializeX86TargetInfo();
+  LLVMInitializeX86Target();
+  LLVMInitializeX86TargetMC();
+  LLVMInitializeX86AsmPrinter();
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTarget();
+  LLVMInitializeNVPTXTargetMC();
+  LLVMInitializeNVPTXAsmPrinter();
+  LLVMInitializeSPIRVTargetInfo();
+  LLVMInitializeSPIRVTarget();
+  LLVMInitializeSPIRVTargetMC();
+  LLVMInitializeSPIRVAsmPrinter();
+  /* Epilogue vectorisation adds a second vector loop after each
+   * vectorised one; work-item loops run a multiple of the vector width in
+   * the common case, and it costs 15-20% of a CPU compile (docs/abi.md,
+   * "LLVM options"). Process-wide, once, before any compile here or in a
+   * worker forked from here. */
+  const char *argv[] = {"xpjit", "--enable-epilogue-vectorization=false"};
+  LLVMParseCommandLineOptions(2, argv, NULL);
+}
+
+static void init(void) { pthread_once(&llvm_once, llvm_init); }
+
+static char llvm_ver[32];
+static pthread_once_t ver_once = PTHREAD_ONCE_INIT;
+static void fill_version(void) {
+  unsigned a, b, c;
+  LLVMGetVersion(&a, &b, &c);
+  snprintf(llvm_ver, sizeof llvm_ver, "%u.%u.%u", a, b, c);
+}
+
+static const char *version(void) {
+  pthread_once(&ver_once, fill_version);
+  return llvm_ver;
+}
+
+static const cg_target_ops *ops_for(xpj_target_kind k) {
+  switch (k) {
+  case XPJ_TARGET_SPIRV: return &xpj_target_spirv_ops;
+  case XPJ_TARGET_PTX: return &xpj_target_ptx_ops;
+  default: return &xpj_target_cpu_ops;
+  }
+}
+
+static uint8_t *copy_text(const char *s, size_t n, size_t *len) {
+  uint8_t *p = malloc(n + 1);
+  if (!p)
+    return NULL;
+  memcpy(p, s, n);
+  p[n] = 0;
+  *len = n;
+  return p;
+}
+
+/* j->fault: the test hook's mode in a worker, "" in the caller's process */
+static void compile_here(const xpj_job *j, xpj_result *r) {
+  const char *fault = j->fault;
+  const xpj_target *t = j->target;
+  const xpj_compile_opts *o = &j->opts;
+  xpj_emit_kind emit = j->emit;
+  init();
+  cg c;
+  memset(&c, 0, sizeof c);
+  c.ops = ops_for(t->kind);
+  c.target = t;
+  c.opts = o;
+  c.m = j->m;
+  c.kernel = j->kernel;
+  c.entry = j->entry;
+  c.libdevice = j->libdevice;
+  c.ctx = LLVMContextCreate();
+  c.mod = LLVMModuleCreateWithNameInContext(j->kernel->name, c.ctx);
+  c.b = LLVMCreateBuilderInContext(c.ctx);
+  c.t_void = LLVMVoidTypeInContext(c.ctx);
+  c.t_i1 = LLVMInt1TypeInContext(c.ctx);
+  c.t_i8 = LLVMInt8TypeInContext(c.ctx);
+  c.t_i16 = LLVMInt16TypeInContext(c.ctx);
+  c.t_i32 = LLVMInt32TypeInContext(c.ctx);
+  c.t_i64 = LLVMInt64TypeInContext(c.ctx);
+  c.t_f32 = LLVMFloatTypeInContext(c.ctx);
+  c.t_f64 = LLVMDoubleTypeInContext(c.ctx);
+  c.t_ptr = LLVMPointerTypeInContext(c.ctx, 0);
+  LLVMTargetMachineRef tm = c.ops->machine(&c);
+  LLVMTargetDataRef td = NULL;
+  char *msg = NULL;
+  if (tm) {
+    td = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(c.mod, td);
+    if (c.ops->init_module)
+      c.ops->init_module(&c);
+    cg_lower_kernel(&c);
+  } else if (c.status == XPJ_OK) {
+    cg_fail(&c, XPJ_ERR_COMPILE, "cannot create the target machine");
+  }
+  if (c.status == XPJ_OK && LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &msg))
+    cg_fail(&c, XPJ_ERR_COMPILE, "internal: invalid LLVM IR: %s", msg);
+  LLVMDisposeMessage(msg);
+  msg = NULL;
+  if (c.status == XPJ_OK && strcmp(fault, "crash") == 0)
+    raise(SIGSEGV);
+  if (c.status == XPJ_OK && strcmp(fault, "hang") == 0)
+    for (;;)
+      pause();
+  if (c.status == XPJ_OK && c.ops->before_optimise)
+    c.ops->before_optimise(&c);
+  if (c.status == XPJ_OK) {
+    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
+    if (c.ops->simt) {
+      /* GPUs get their parallelism from work-items, not from vectors */
+      LLVMPassBuilderOptionsSetLoopVectorization(pbo, 0);
+      LLVMPassBuilderOptionsSetSLPVectorization(pbo, 0);
+    }
+    char pipeline[32];
+    snprintf(pipeline, sizeof pipeline, "default<O%u>", o->opt_level);
+    LLVMErrorRef e = LLVMRunPasses(c.mod, pipeline, tm, pbo);
+    if (e) {
+      char *em = LLVMGetErrorMessage(e);
+      cg_fail(&c, XPJ_ERR_COMPILE, "optimisation failed: %s", em);
+      LLVMDisposeErrorMessage(em);
+    }
+    LLVMDisposePassBuilderOptions(pbo);
+  }
+  if (c.status == XPJ_OK && c.ops->before_codegen)
+    c.ops->before_codegen(&c);
+  if (c.status == XPJ_OK) {
+    if (emit == XPJ_EMIT_LLVM) {
+      char *s = LLVMPrintModuleToString(c.mod);
+      size_t len;
+      uint8_t *d = copy_text(s, strlen(s), &len);
+      LLVMDisposeMessage(s);
+      if (d)
+        result_set(r, d, len);
+      else
+        cg_fail(&c, XPJ_ERR_NOMEM, "out of memory");
+    } else {
+      LLVMCodeGenFileType ft =
+          (t->kind == XPJ_TARGET_PTX ||
+           (t->kind == XPJ_TARGET_CPU && emit == XPJ_EMIT_ASM))
+              ? LLVMAssemblyFile
+              : LLVMObjectFile;
+      LLVMMemoryBufferRef buf = NULL;
+      char *em = NULL;
+      if (LLVMTargetMachineEmitToMemoryBuffer(tm, c.mod, ft, &em, &buf)) {
+        cg_fail(&c, XPJ_ERR_COMPILE, "code generation failed: %s",
+                em ? em : "");
+        LLVMDisposeMessage(em);
+      } else {
+        const char *p = LLVMGetBufferStart(buf);
+        size_t n = LLVMGetBufferSize(buf);
+        char verr[2048];
+        if (t->kind == XPJ_TARGET_SPIRV &&
+            xpj_spirv_validate((const uint8_t *)p, n, t->spirv_minor, verr,
+                               sizeof verr) != 0) {
+          cg_fail(&c, XPJ_ERR_COMPILE, "%s", verr);
+        } else if (t->kind == XPJ_TARGET_SPIRV && emit == XPJ_EMIT_ASM) {
+          char *txt = xpj_spirv_disassemble((const uint8_t *)p, n,
+                                            t->spirv_minor, verr, sizeof verr);
+          if (!txt)
+            cg_fail(&c, XPJ_ERR_COMPILE, "%s", verr);
+          else
+            result_set(r, (uint8_t *)txt, strlen(txt));
+        } else {
+          size_t len;
+          uint8_t *d = copy_text(p, n, &len);
+          if (d)
+            result_set(r, d, len);
+          else
+            cg_fail(&c, XPJ_ERR_NOMEM, "out of memory");
+        }
+        LLVMDisposeMemoryBuffer(buf);
+      }
+    }
+  }
+  if (c.status != XPJ_OK) {
+    result_fail(r, c.status, failure_of(c.status), c.err);
+  } else {
+    r->local_bytes = c.local_bytes;
+    r->scratch_bytes = c.scratch_bytes;
+  }
+  LLVMDisposeBuilder(c.b);
+  LLVMDisposeModule(c.mod);
+  if (td)
+    LLVMDisposeTargetData(td);
+  if (tm)
+    LLVMDisposeTargetMachine(tm);
+  LLVMContextDispose(c.ctx);
+  free(c.cpu_loops);
+  free(c.regions);
+}
+
+/* ---- LLVM's error handlers ------------------------------------------ */
+
+/* The C API has no hook for allocation failures: LLVM calls
+ * report_bad_alloc_error, which without a handler writes "LLVM ERROR: out
+ * of memory" and aborts, and a failed operator new throws into code built
+ * without exceptions and ends in std::terminate; either looks like a
+ * crash. These two C++ functions of llvm/Support/ErrorHandling.h route
+ * both to one handler; they are called by their exported (mangled) names,
+ * which libLLVM-22.so versions (LLVM_22.1), so an LLVM that renames them
+ * fails to link rather than silently. */
+void _ZN4llvm31install_bad_alloc_error_handlerEPFvPvPKcbES0_(
+    void (*handler)(void *data, const char *reason, bool crash_diag),
+    void *data);
+void _ZN4llvm33install_out_of_memory_new_handlerEv(void);
+
+static void catch_errors(void (*fatal)(const char *reason),
+                         void (*bad_alloc)(void *data, const char *reason,
+                                           bool crash_diag)) {
+  if (fatal)
+    LLVMInstallFatalErrorHandler(fatal);
+  _ZN4llvm31install_bad_alloc_error_handlerEPFvPvPKcbES0_(bad_alloc, NULL);
+  _ZN4llvm33install_out_of_memory_new_handlerEv();
+}
+
+static void options(int argc, const char *const *argv) {
+  LLVMParseCommandLineOptions(argc, argv, NULL);
+}
+
+static int host_cpu(char *name, size_t namesize, char *features,
+                    size_t featsize) {
+  char *n = LLVMGetHostCPUName(), *f = LLVMGetHostCPUFeatures();
+  int rc = strlen(n) < namesize && strlen(f) < featsize ? 0 : -1;
+  if (rc == 0) {
+    memcpy(name, n, strlen(n) + 1);
+    memcpy(features, f, strlen(f) + 1);
+  }
+  LLVMDisposeMessage(n);
+  LLVMDisposeMessage(f);
+  return rc;
+}
+
+__attribute__((visibility("default"))) const xpj_llvm_api
+    xpj_llvm_plugin_api = {sizeof(xpj_llvm_api), XPJ_BUILD_ID, init, version,
+                           compile_here, catch_errors, options,
+                           host_cpu, xpj_orc_load, xpj_orc_unload};

@@ -1,0 +1,252 @@
+/*
+ * hostcpu.c - the host CPU as LLVM names it (the target "cpu"), without
+ * loading LLVM in every process.
+ *
+ * The CPU device's target, and with it every CPU kernel's cache key, is
+ * LLVM's name and feature list of the host (LLVMGetHostCPUName and
+ * LLVMGetHostCPUFeatures). LLVM computes both from CPUID and XGETBV alone
+ * on x86-64, so its answer is a function of what those instructions say:
+ * the first process asks LLVM and keeps the answer in the cache directory
+ * under a digest of every CPUID leaf LLVM 22 reads (and more), XGETBV's
+ * XCR0, and the versions of LLVM and xpjit; a later process with the same
+ * digest reads the file instead of loading LLVM (docs/api.md, "Where LLVM
+ * is loaded"). A machine with another CPU, a home directory shared by
+ * nodes of different CPUs, a new LLVM: another digest, another file. The
+ * file is trusted as the cache is (cache/trust.c): the user's own, in the
+ * user's own directory, and its text is checked before use. Other hosts
+ * ask LLVM every time.
+ */
+#define _GNU_SOURCE
+#include "llvm.h"
+
+#include "../cache/trust.h"
+#include "xpjit_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <llvm/Config/llvm-config.h>
+#include <nettle/sha2.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+#define NAME_MAX_LEN 64
+#define FEAT_MAX_LEN 4096
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static bool known;
+static char host_name[NAME_MAX_LEN], host_feat[FEAT_MAX_LEN];
+
+/* LLVM's names of CPUs and features: letters, digits, - _ . (and, in the
+ * feature list, + and ,). */
+static bool plain(const char *s, const char *extra) {
+  if (!*s)
+    return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9') || strchr("-_.", *s) ||
+          (extra && strchr(extra, *s))))
+      return false;
+  return true;
+}
+
+#if defined(__x86_64__)
+/* The digest of what this CPU says: every leaf LLVM 22's Host.cpp reads
+ * (0, 1, 7.0, 7.1, 0xd.1, 0x14, 0x19, 0x24, 0x80000000-1, 0x80000008) and
+ * a few more (the brand string, AMD's 0x80000021), less what differs
+ * between the cores of one machine (leaf 1 EBX: APIC id, CLFLUSH count;
+ * 0x80000008 ECX: core count); XCR0 (what the OS saves); the versions. */
+static void fingerprint(char hex[33]) {
+  static const struct {
+    unsigned leaf, sub;
+    unsigned mask[4]; /* eax, ebx, ecx, edx kept */
+  } leaves[] = {
+      {0, 0, {~0u, ~0u, ~0u, ~0u}},
+      {1, 0, {~0u, 0, ~0u, ~0u}},
+      {7, 0, {~0u, ~0u, ~0u, ~0u}},
+      {7, 1, {~0u, ~0u, ~0u, ~0u}},
+      {0xd, 0, {~0u, 0, 0, ~0u}},
+      {0xd, 1, {~0u, 0, ~0u, ~0u}},
+      {0x14, 0, {~0u, ~0u, ~0u, ~0u}},
+      {0x19, 0, {~0u, ~0u, ~0u, ~0u}},
+      {0x1d, 0, {~0u, ~0u, ~0u, ~0u}},
+      {0x1e, 0, {~0u, ~0u, ~0u, ~0u}},
+      {0x24, 0, {~0u, ~0u, ~0u, ~0u}},
+      {0x80000000, 0, {~0u, ~0u, ~0u, ~0u}},
+      {0x80000001, 0, {~0u, ~0u, ~0u, ~0u}},
+      {0x80000002, 0, {~0u, ~0u, ~0u, ~0u}},
+      {0x80000003, 0, {~0u, ~0u, ~0u, ~0u}},
+      {0x80000004, 0, {~0u, ~0u, ~0u, ~0u}},
+      {0x80000008, 0, {~0u, ~0u, 0, ~0u}},
+      {0x80000021, 0, {~0u, ~0u, ~0u, ~0u}},
+  };
+  struct sha256_ctx h;
+  sha256_init(&h);
+  unsigned max = __get_cpuid_max(0, NULL), maxx = __get_cpuid_max(0x80000000,
+                                                                  NULL);
+  for (size_t i = 0; i < sizeof leaves / sizeof *leaves; i++) {
+    unsigned r[4] = {0, 0, 0, 0};
+    unsigned top = leaves[i].leaf >= 0x80000000 ? maxx : max;
+    if (leaves[i].leaf <= top)
+      __cpuid_count(leaves[i].leaf, leaves[i].sub, r[0], r[1], r[2], r[3]);
+    for (int k = 0; k < 4; k++)
+      r[k] &= leaves[i].mask[k];
+    sha256_update(&h, sizeof r, (const uint8_t *)r);
+  }
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  uint64_t xcr0 = 0;
+  if (max >= 1)
+    __cpuid(1, a, b, c, d);
+  (void)a;
+  (void)b;
+  (void)d;
+  if (c & (1u << 27)) { /* OSXSAVE */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    xcr0 = (uint64_t)hi << 32 | lo;
+  }
+  sha256_update(&h, sizeof xcr0, (const uint8_t *)&xcr0);
+  static const char versions[] = "llvm " LLVM_VERSION_STRING " xpjit "
+                                 XPJ_BUILD_ID;
+  sha256_update(&h, sizeof versions, (const uint8_t *)versions);
+  uint8_t dg[SHA256_DIGEST_SIZE];
+  sha256_digest(&h, sizeof dg, dg);
+  for (int i = 0; i < 16; i++)
+    snprintf(hex + 2 * i, 3, "%02x", dg[i]);
+}
+
+/* The file's path, and its directory (the cache's). */
+static bool memo_path(char *path, size_t size, char *dir, size_t dsize) {
+  char db[PATH_MAX], fp[33];
+  size_t n = xpj_cache_default_path(db, sizeof db);
+  char *slash = strrchr(db, '/');
+  if (n >= sizeof db || !slash || slash == db)
+    return false;
+  *slash = 0;
+  fingerprint(fp);
+  int k = snprintf(path, size, "%s/host-cpu-%s", db, fp);
+  int l = snprintf(dir, dsize, "%s", db);
+  return k > 0 && (size_t)k < size && l > 0 && (size_t)l < dsize;
+}
+
+/* "NAME\nFEATURES\n", the user's own, in a directory the cache trusts. */
+static bool memo_read(const char *path, const char *dir,
+                      char name[NAME_MAX_LEN], char feat_out[FEAT_MAX_LEN]) {
+  trust t;
+  trust_for_cache(&t);
+  char why[512], real[PATH_MAX];
+  if (!realpath(dir, real) || trust_dirs(&t, real, why, sizeof why) != TRUST_OK)
+    return false;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return false;
+  char buf[NAME_MAX_LEN + FEAT_MAX_LEN + 4];
+  ssize_t n = -1;
+  if (trust_fd(&t, fd, path, false, why, sizeof why) == TRUST_OK)
+    n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0 || buf[n - 1] != '\n')
+    return false;
+  buf[n - 1] = 0;
+  char *nl = strchr(buf, '\n');
+  if (!nl)
+    return false;
+  *nl = 0;
+  const char *feat = nl + 1;
+  if (strlen(buf) >= NAME_MAX_LEN || strlen(feat) >= FEAT_MAX_LEN ||
+      !plain(buf, NULL) || !plain(feat, "+,"))
+    return false;
+  memcpy(name, buf, strlen(buf) + 1);
+  memcpy(feat_out, feat, strlen(feat) + 1);
+  return true;
+}
+
+/* Best effort: a new file beside the cache's, renamed into place. */
+static void memo_write(const char *path, const char *dir) {
+  trust t;
+  trust_for_cache(&t);
+  char why[512], real[PATH_MAX];
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+    return;
+  if (!realpath(dir, real) || trust_dirs(&t, real, why, sizeof why) != TRUST_OK)
+    return;
+  char tmp[PATH_MAX];
+  int k = snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
+  if (k <= 0 || (size_t)k >= sizeof tmp)
+    return;
+  int fd = mkostemp(tmp, O_CLOEXEC);
+  if (fd < 0)
+    return;
+  size_t nl = strlen(host_name), fl = strlen(host_feat);
+  char buf[NAME_MAX_LEN + FEAT_MAX_LEN + 4];
+  memcpy(buf, host_name, nl);
+  buf[nl] = '\n';
+  memcpy(buf + nl + 1, host_feat, fl);
+  buf[nl + 1 + fl] = '\n';
+  size_t len = nl + fl + 2;
+  bool ok = write(fd, buf, len) == (ssize_t)len && fchmod(fd, 0600) == 0;
+  ok = close(fd) == 0 && ok;
+  if (!ok || rename(tmp, path) != 0)
+    unlink(tmp);
+}
+#endif
+
+static int ask_llvm(char *why, size_t whysize) {
+  const xpj_llvm_api *api = xpj_llvm(why, whysize);
+  if (!api)
+    return -1;
+  api->init();
+  if (api->host_cpu(host_name, sizeof host_name, host_feat,
+                    sizeof host_feat) != 0 ||
+      !plain(host_name, NULL) || !plain(host_feat, "+,")) {
+    snprintf(why, whysize, "LLVM's name or feature list of the host CPU is "
+             "too long or malformed");
+    return -1;
+  }
+  return 0;
+}
+
+int xpj_host_cpu(char *name, size_t namesize, char *features,
+                 size_t featsize, char *why, size_t whysize) {
+  pthread_mutex_lock(&mu);
+  int rc = 0;
+  if (!known) {
+#if defined(__x86_64__)
+    char path[PATH_MAX], dir[PATH_MAX];
+    char name2[NAME_MAX_LEN], feat2[FEAT_MAX_LEN];
+    bool have = memo_path(path, sizeof path, dir, sizeof dir);
+    /* with LLVM here already, its answer costs nothing: the file is only
+     * checked (and written when it is missing or says otherwise) */
+    if (have && !xpj_llvm_present() &&
+        memo_read(path, dir, host_name, host_feat))
+      known = true;
+    else if ((rc = ask_llvm(why, whysize)) == 0) {
+      known = true;
+      if (have && !(memo_read(path, dir, name2, feat2) &&
+                    !strcmp(name2, host_name) && !strcmp(feat2, host_feat)))
+        memo_write(path, dir);
+    }
+#else
+    if ((rc = ask_llvm(why, whysize)) == 0)
+      known = true;
+#endif
+  }
+  if (rc == 0 && (strlen(host_name) >= namesize ||
+                  strlen(host_feat) >= featsize)) {
+    snprintf(why, whysize, "the host CPU's name or feature list is too long");
+    rc = -1;
+  }
+  if (rc == 0) {
+    memcpy(name, host_name, strlen(host_name) + 1);
+    memcpy(features, host_feat, strlen(host_feat) + 1);
+  }
+  pthread_mutex_unlock(&mu);
+  return rc;
+}

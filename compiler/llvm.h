@@ -1,0 +1,90 @@
+/* llvm.h - the part of libxpjit that needs LLVM, behind one table.
+ *
+ * libxpjit itself does not link libLLVM: mapping and relocating it costs
+ * every process about 13 ms of its start (docs/api.md, "Where LLVM is
+ * loaded"), and a process whose kernels come from a cache, a bundle or the
+ * daemon never needs it. What needs LLVM (code generation, the compile
+ * itself, LLVM's error handlers, the ORC loader of CPU objects on hosts the
+ * ELF loader does not know) is in libxpjit-llvm: linked into the programs
+ * that always compile (xpjit-cc, xpjitd, the tests), a shared object that
+ * the library loads on its first in-process compile everywhere else.
+ *
+ * The table passes the library's own structures (xpj_job, xpj_result, the
+ * IR), so both sides must be the same build: xpj_llvm_api.build is the
+ * digest of the headers both were compiled with (XPJ_BUILD_ID). Internal. */
+#ifndef XPJ_LLVM_H
+#define XPJ_LLVM_H
+
+#include "worker.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef XPJ_BUILD_ID
+#define XPJ_BUILD_ID "unknown"
+#endif
+
+/* The plugin's file name: beside libxpjit.so, or in the lib directory
+ * beside a program's bin/, libexec/ or tests/ directory. */
+#define XPJ_LLVM_PLUGIN "libxpjit-llvm.so.0"
+/* The one symbol the plugin exports. */
+#define XPJ_LLVM_PLUGIN_SYMBOL "xpj_llvm_plugin_api"
+
+typedef struct xpj_llvm_api {
+  size_t size;       /* sizeof (xpj_llvm_api) where it was built */
+  const char *build; /* XPJ_BUILD_ID where it was built */
+  /* Registers LLVM's targets and options; once per process, any thread. */
+  void (*init)(void);
+  /* The LLVM in use, "22.1.8". */
+  const char *(*version)(void);
+  /* Runs the compile j here (after init); r is filled in. */
+  void (*compile)(const xpj_job *j, xpj_result *r);
+  /* A worker's or a compile-only process's handlers: LLVM's fatal errors
+   * go to fatal (which must not return) and its allocation failures, both
+   * report_bad_alloc_error's and a failed operator new's, to bad_alloc. */
+  void (*catch_errors)(void (*fatal)(const char *reason),
+                       void (*bad_alloc)(void *data, const char *reason,
+                                         bool crash_diag));
+  /* LLVM's command-line options, process-wide (a worker's SPIR-V ones). */
+  void (*options)(int argc, const char *const *argv);
+  /* LLVM's name and features of the host CPU (what "cpu" compiles for);
+   * 0, or -1 when a buffer is too small. */
+  int (*host_cpu)(char *name, size_t namesize, char *features,
+                  size_t featsize);
+  /* A CPU kernel's object linked by ORC (cpu_orc.c), binding outside
+   * itself only to what linkable allows: *fn is its entry point, *handle
+   * is for orc_unload. 0, or -1 with err. */
+  int (*orc_load)(const uint8_t *bin, size_t len, const char *entry,
+                  bool (*linkable)(const char *name), void **handle,
+                  void **fn, char *err, size_t errsize);
+  void (*orc_unload)(void *handle); /* NULL: a no-op */
+} xpj_llvm_api;
+
+/* The table: the one linked into this program, else the plugin, loaded on
+ * the first call (thread-safe). NULL when neither is there, with why. */
+const xpj_llvm_api *xpj_llvm(char *why, size_t whysize);
+/* Whether LLVM is in this process already (linked in, or the plugin
+ * loaded); loads nothing. */
+bool xpj_llvm_present(void);
+
+/* The host CPU as LLVM names it and lists its features (what the target
+ * "cpu" compiles for), without loading LLVM where that can be avoided:
+ * on x86-64, LLVM's answer is kept in the cache directory under a digest
+ * of what CPUID says (hostcpu.c), so only the first process on a machine
+ * (or after a CPU or LLVM change) asks LLVM. 0, or -1 with why. */
+int xpj_host_cpu(char *name, size_t namesize, char *features,
+                 size_t featsize, char *why, size_t whysize);
+
+/* cpu_orc.c: the table's orc_load and orc_unload. */
+int xpj_orc_load(const uint8_t *bin, size_t len, const char *entry,
+                 bool (*linkable)(const char *name), void **handle,
+                 void **fn, char *err, size_t errsize);
+void xpj_orc_unload(void *handle);
+
+/* Defined by libxpjit-llvm: the table, under its exported name in the
+ * shared object. A program that links libxpjit-llvm.a refers to it
+ * (-Wl,-u,xpj_llvm_plugin_api), and the library then uses it directly. */
+extern const xpj_llvm_api xpj_llvm_plugin_api;
+
+#endif

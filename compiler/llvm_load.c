@@ -1,0 +1,129 @@
+/*
+ * llvm_load.c - where libxpjit finds LLVM (llvm.h): the table linked into
+ * the program, else the plugin libxpjit-llvm.so.0, loaded on first use.
+ *
+ * The plugin is code that runs as the user, so it is looked for only
+ * where the library itself is installed, or where XPJIT_LLVM_PLUGIN names
+ * it, and loaded only from a regular file of root or of this user that
+ * nobody else may write (the rule of the compile server's executable).
+ */
+#define _GNU_SOURCE
+#include "llvm.h"
+
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Defined when the program links libxpjit-llvm.a (llvm.h). */
+extern const xpj_llvm_api xpj_llvm_plugin_api __attribute__((weak));
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/* set once, never cleared: read without the lock (a child forked while
+ * another thread held it finds the table all the same) */
+static _Atomic(const xpj_llvm_api *) api;
+static char failed[400]; /* why the plugin could not be loaded */
+
+static bool trusted_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+         !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
+         (st.st_uid == 0 || st.st_uid == getuid());
+}
+
+/* dir/rel/XPJ_LLVM_PLUGIN for the directory of object, when it is there. */
+static bool beside(const char *object, const char *rel, char *path,
+                   size_t size) {
+  const char *slash = object ? strrchr(object, '/') : NULL;
+  if (!slash || object[0] != '/')
+    return false;
+  int n = snprintf(path, size, "%.*s%s/" XPJ_LLVM_PLUGIN,
+                   (int)(slash - object), object, rel);
+  return n > 0 && (size_t)n < size && access(path, F_OK) == 0;
+}
+
+/* XPJIT_LLVM_PLUGIN, else beside the library (libxpjit.so's directory),
+ * else the lib directory beside the program's (bin/, libexec/xpjit/,
+ * tests/), else the install prefix's. */
+static bool find_plugin(char *path, size_t size) {
+  const char *env = getenv("XPJIT_LLVM_PLUGIN");
+  if (env && *env) {
+    snprintf(path, size, "%s", env);
+    return true;
+  }
+  Dl_info info;
+  if (dladdr((void *)xpj_llvm, &info) && beside(info.dli_fname, "", path, size))
+    return true;
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = 0;
+    if (beside(self, "/../lib", path, size) ||
+        beside(self, "/../../lib", path, size))
+      return true;
+  }
+#ifdef XPJ_LIBDIR
+  snprintf(path, size, "%s/" XPJ_LLVM_PLUGIN, XPJ_LIBDIR);
+  return true;
+#else
+  return false;
+#endif
+}
+
+static const xpj_llvm_api *load_plugin(char *why, size_t whysize) {
+  char path[PATH_MAX];
+  if (!find_plugin(path, sizeof path)) {
+    snprintf(why, whysize, "no LLVM: %s not found beside the library or "
+             "the program (XPJIT_LLVM_PLUGIN names it)", XPJ_LLVM_PLUGIN);
+    return NULL;
+  }
+  if (!trusted_file(path)) {
+    snprintf(why, whysize, "no LLVM: %.250s is not a regular file of root or "
+             "of this user that only its owner may write", path);
+    return NULL;
+  }
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(why, whysize, "no LLVM: cannot load %.250s: %.100s", path,
+             e ? e : "dlopen failed");
+    return NULL;
+  }
+  const xpj_llvm_api *a = dlsym(h, XPJ_LLVM_PLUGIN_SYMBOL);
+  if (!a || a->size != sizeof *a || !a->build ||
+      strcmp(a->build, XPJ_BUILD_ID) != 0) {
+    snprintf(why, whysize, "no LLVM: %.250s is of another build of xpjit "
+             "(%s, this library is %s)", path, a && a->build ? a->build : "?",
+             XPJ_BUILD_ID);
+    dlclose(h);
+    return NULL;
+  }
+  return a; /* never unloaded: LLVM keeps process-wide state */
+}
+
+const xpj_llvm_api *xpj_llvm(char *why, size_t whysize) {
+  if (&xpj_llvm_plugin_api)
+    return &xpj_llvm_plugin_api;
+  const xpj_llvm_api *a = atomic_load(&api);
+  if (a)
+    return a;
+  pthread_mutex_lock(&mu);
+  a = atomic_load(&api);
+  if (!a && !failed[0]) {
+    a = load_plugin(failed, sizeof failed);
+    atomic_store(&api, a);
+  }
+  pthread_mutex_unlock(&mu);
+  if (!a && why && whysize)
+    snprintf(why, whysize, "%s", failed);
+  return a;
+}
+
+bool xpj_llvm_present(void) {
+  return &xpj_llvm_plugin_api || atomic_load(&api) != NULL;
+}

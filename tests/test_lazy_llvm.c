@@ -1,0 +1,257 @@
+/* test_lazy_llvm.c - a program linked with libxpjit alone (not
+ * libxpjit-llvm: the Makefile links this test as an application would)
+ * maps libLLVM only when it compiles in its own process (docs/api.md,
+ * "Where LLVM is loaded").
+ *
+ * Each case runs in a forked child with its own cache directory, and
+ * checks /proc/self/maps for libLLVM: a kernel compiled by the compile
+ * server, then found in the cache by a fresh process, run on the CPU
+ * device (the ELF loader), with the host CPU read from its file; an
+ * in-process compile that loads the plugin; a plugin that is missing,
+ * writable by others or not a plugin, refused with a clear error; a
+ * damaged or foreign host-CPU file, ignored and rewritten. */
+#define _GNU_SOURCE
+#include "xpjit.h"
+#include "xpjit_codegen.h"
+#include "xpjit_ir.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[256];
+
+static bool llvm_mapped(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[1024];
+  bool found = false;
+  while (f && fgets(line, sizeof line, f))
+    if (strstr(line, "libLLVM"))
+      found = true;
+  if (f)
+    fclose(f);
+  return found;
+}
+
+/* The host-CPU file in dir, or "" */
+static void host_file(char *path, size_t size) {
+  path[0] = 0;
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (!strncmp(e->d_name, "host-cpu-", 9) && !strchr(e->d_name, '.'))
+      snprintf(path, size, "%s/%s", dir, e->d_name);
+  if (d)
+    closedir(d);
+}
+
+/* A context on the CPU, axpy<f32> got and run on 1000 elements. Exit
+ * status: 0 right, 1 a failure; 2 when want_llvm is not what the maps
+ * show afterwards. */
+static int run_axpy(int want_llvm) {
+  xpj_context *ctx = NULL;
+  xpj_context_desc cd = {0};
+  cd.visible = "cpu";
+  cd.cache_mode = XPJ_CACHE_MODE_RW;
+  if (xpj_context_create(&cd, &ctx) != XPJ_OK)
+    return 1;
+  xpj_device *dev = xpj_device_get(ctx, 0);
+  xpj_program *p = NULL;
+  xpj_kernel *k = NULL;
+  xpj_queue *q = NULL;
+  float *x = NULL, *y = NULL;
+  enum { N = 1000 };
+  int rc = 1;
+  if (xpj_program_create_file(ctx, "examples/axpy.xpk", NULL, &p) == XPJ_OK &&
+      xpj_program_get_kernel(p, "axpy", "T=f32", 1, dev, NULL, &k) == XPJ_OK &&
+      xpj_queue_create(dev, NULL, &q) == XPJ_OK &&
+      xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 4, 0, (void **)&x) == XPJ_OK &&
+      xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 4, 0, (void **)&y) == XPJ_OK) {
+    for (int i = 0; i < N; i++)
+      x[i] = (float)i, y[i] = 1.0f;
+    xpj_array ax = xpj_array_1d(x, XPJ_F32, N), ay = xpj_array_1d(y, XPJ_F32, N);
+    xpj_arg a[] = {xpj_arg_f32(2.0f), xpj_arg_array(&ax), xpj_arg_array(&ay)};
+    xpj_range r = xpj_range_1d(N, 0);
+    if (xpj_launch(q, k, &r, 3, a, NULL) == XPJ_OK &&
+        xpj_queue_wait(q) == XPJ_OK) {
+      rc = 0;
+      for (int i = 0; i < N; i++)
+        if (y[i] != 2.0f * (float)i + 1.0f)
+          rc = 1;
+    }
+  }
+  if (rc)
+    fprintf(stderr, "run_axpy: %s\n", xpj_last_error());
+  xpj_queue_destroy(q);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  if (rc == 0 && want_llvm >= 0 && llvm_mapped() != (bool)want_llvm) {
+    fprintf(stderr, "run_axpy: libLLVM %s mapped\n",
+            want_llvm ? "is not" : "is");
+    return 2;
+  }
+  return rc;
+}
+
+/* An in-process compile of scale<f32> to PTX: 0 when it worked (and
+ * LLVM is mapped then), 1 when it failed with XPJ_ERR_UNSUPPORTED and a
+ * log that contains expect. */
+static int compile_here(const char *expect) {
+  static const char src[] =
+      "kernel scale(x: global f32[], a: f32) range {\n"
+      "  let i = global_id(0);\n"
+      "  if i < size(x) { x[i] = x[i] * a; }\n"
+      "}\n";
+  xpj_module *m = NULL;
+  xpj_result *r = NULL;
+  xpj_target t;
+  if (xpj_module_create(&m) != XPJ_OK ||
+      xpj_parse(m, "scale.xpk", src, sizeof src - 1, NULL) != XPJ_OK ||
+      xpj_target_parse("ptx:sm_90", &t, NULL, 0) != XPJ_OK)
+    return 3;
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.isolation = XPJ_ISOLATE_NONE;
+  xpj_status st = xpj_compile(m, "scale", &t, &o, XPJ_EMIT_BIN, &r);
+  int rc;
+  if (st == XPJ_OK)
+    rc = llvm_mapped() ? 0 : 4;
+  else
+    rc = st == XPJ_ERR_UNSUPPORTED && expect &&
+                 strstr(xpj_result_log(r), expect)
+             ? 1
+             : 5;
+  if (rc >= 4 || (rc == 1 && !expect) || (rc == 0 && expect))
+    fprintf(stderr, "compile_here: status %d, log: %s\n", st,
+            r ? xpj_result_log(r) : "");
+  xpj_result_destroy(r);
+  xpj_module_destroy(m);
+  return rc;
+}
+
+static int in_child(int (*fn)(const void *), const void *arg) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0)
+    _exit(fn(arg));
+  int st;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
+}
+
+static int axpy_child(const void *arg) { return run_axpy(*(const int *)arg); }
+static int compile_child(const void *arg) { return compile_here(arg); }
+
+static int setup(void **state) {
+  (void)state;
+  const char *base = getenv("XPJIT_CACHE_DIR");
+  snprintf(dir, sizeof dir, "%s/lazy-llvm.%d", base ? base : "/tmp",
+           (int)getpid());
+  mkdir(base ? base : "/tmp", 0700);
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+    return -1;
+  setenv("XPJIT_CACHE_DIR", dir, 1);
+  setenv("XPJIT_DAEMON", "off", 1);
+  unsetenv("XPJIT_LLVM_PLUGIN");
+  unsetenv("XPJIT_CPU_LOADER");
+  return 0;
+}
+
+/* The first process compiles (in the compile server) and, with no
+ * host-CPU file yet, asks LLVM for the host: LLVM is mapped. The second
+ * finds both the kernel and the host in files: no LLVM. */
+static void test_hit_without_llvm(void **state) {
+  (void)state;
+  int any = -1, none = 0;
+  assert_int_equal(in_child(axpy_child, &any), 0);
+  char hf[512];
+  host_file(hf, sizeof hf);
+  assert_true(hf[0] != 0);
+  struct stat st;
+  assert_int_equal(stat(hf, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+  assert_int_equal(in_child(axpy_child, &none), 0);
+  assert_int_equal(in_child(axpy_child, &none), 0);
+}
+
+/* An in-process compile loads the plugin. */
+static void test_inprocess_loads_plugin(void **state) {
+  (void)state;
+  assert_int_equal(in_child(compile_child, NULL), 0);
+}
+
+static int bad_plugin_child(const void *arg) {
+  setenv("XPJIT_LLVM_PLUGIN", arg, 1);
+  return compile_here("no LLVM");
+}
+
+/* Missing, writable by others, not a plugin: refused, never run. */
+static void test_bad_plugins(void **state) {
+  (void)state;
+  char path[600];
+  assert_int_equal(in_child(bad_plugin_child, "/nonexistent/libxpjit-llvm.so.0"),
+                   1);
+  snprintf(path, sizeof path, "%s/open.so", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("not an ELF file\n", f);
+  fclose(f);
+  chmod(path, 0666);
+  assert_int_equal(in_child(bad_plugin_child, path), 1);
+  chmod(path, 0644);
+  assert_int_equal(in_child(bad_plugin_child, path), 1); /* cannot load */
+  /* a real shared object that is no plugin of ours */
+  assert_int_equal(in_child(bad_plugin_child, "/lib/x86_64-linux-gnu/libz.so.1"),
+                   1);
+}
+
+/* A damaged host-CPU file is not believed: LLVM is asked (and mapped),
+ * the file rewritten, and the next process is back to no LLVM. So is one
+ * that others may write. */
+static void test_host_file_checked(void **state) {
+  (void)state;
+  int any = -1, none = 0, yes = 1;
+  char hf[512];
+  host_file(hf, sizeof hf);
+  if (!hf[0]) {
+    assert_int_equal(in_child(axpy_child, &any), 0);
+    host_file(hf, sizeof hf);
+  }
+  assert_true(hf[0] != 0);
+  static const char *const garbage[] = {
+      "znver4\n+avx;rm -rf /\n", "\n\n", "x", "znver4\n",
+      "../../etc\n+avx\n"};
+  for (size_t i = 0; i < sizeof garbage / sizeof *garbage; i++) {
+    int fd = open(hf, O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, garbage[i], strlen(garbage[i])),
+                     (ssize_t)strlen(garbage[i]));
+    close(fd);
+    assert_int_equal(in_child(axpy_child, &yes), 0);
+    assert_int_equal(in_child(axpy_child, &none), 0);
+  }
+  chmod(hf, 0666);
+  assert_int_equal(in_child(axpy_child, &yes), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_hit_without_llvm),
+      cmocka_unit_test(test_inprocess_loads_plugin),
+      cmocka_unit_test(test_bad_plugins),
+      cmocka_unit_test(test_host_file_checked),
+  };
+  return cmocka_run_group_tests(tests, setup, NULL);
+}
