@@ -1,7 +1,10 @@
 /* cpu.c - the CPU backend: the host CPU as one device. Kernels are native
- * objects from the compiler's CPU target, linked into this process with ORC
- * (one LLJIT per kernel, so that kernels of the same name never clash and
- * unloading frees everything). Launches run on a pool of threads, one per
+ * objects from the compiler's CPU target, linked into this process by
+ * runtime/elfload.c (no LLVM: a process whose kernels come from a cache
+ * never maps it), or by ORC in the LLVM plugin on hosts that loader does
+ * not support (or with XPJIT_CPU_LOADER=orc); either way each kernel is an
+ * image of its own, so that kernels of the same name never clash and
+ * unloading frees everything. Launches run on a pool of threads, one per
  * core: range kernels in chunks of flat work-items, nd-range kernels in
  * chunks of work-groups, each thread with its own local memory and scratch
  * (docs/abi.md, "The CPU entry point").
@@ -15,6 +18,7 @@
 #define _GNU_SOURCE
 #include "rt.h"
 
+#include "elfload.h"
 #include "llvm.h"
 #include "llvm_lock.h"
 #include "xpjit_codegen.h"
@@ -92,7 +96,10 @@ typedef struct pool {
 
 typedef struct cpu_dev {
   pool pool;
+  bool orc; /* kernels are loaded by ORC, not by elfload.c */
 } cpu_dev;
+
+static bool use_orc(void);
 
 static bool ensure(void **p, size_t *cap, size_t need) {
   if (need <= *cap)
@@ -463,6 +470,7 @@ static xpj_status cpu_discover(xpj_context *ctx) {
     free(cd);
     return st;
   }
+  cd->orc = use_orc();
   xpj_device_info *in = &d->info;
   cpuinfo_field("model name", in->name, sizeof in->name);
   if (!in->name[0])
@@ -532,10 +540,10 @@ static void cpu_mem_free(xpj_device *d, xpj_mem_kind kind, void *p) {
 
 /* ---- kernels --------------------------------------------------------- */
 
-/* A loaded kernel: its entry point, and the ORC loader's handle of it
- * (runtime/elfload.c's, once the ELF loader is in place). */
+/* A loaded kernel: its entry point, and the loader's handle of it. */
 typedef struct cpu_kernel {
-  void *orc; /* the ORC loader's (compiler/cpu_orc.c) */
+  xpj_elf_image *img; /* elfload.c's; NULL when ORC loaded it */
+  void *orc;          /* the ORC loader's (compiler/cpu_orc.c) */
   cpu_entry fn;
 } cpu_kernel;
 
@@ -599,10 +607,18 @@ static bool linkable(const char *n) {
          (arithmetic_helper(n) && defined_in(libgcc_handle, n, "libgcc_s.so."));
 }
 
-static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,
-                                  size_t len, const char *entry,
-                                  void **native) {
-  (void)d;
+/* elfload.c's binder: what linkable allows, as the process has it (the
+ * same address ORC's process search finds). */
+static void *resolve(void *ctx, const char *name) {
+  (void)ctx;
+  return linkable(name) ? dlsym(RTLD_DEFAULT, name) : NULL;
+}
+
+/* ---- the ORC path: in the LLVM plugin, for hosts elfload.c does not
+ * support and for XPJIT_CPU_LOADER=orc ---- */
+
+static xpj_status orc_kernel_load(const uint8_t *bin, size_t len,
+                                  const char *entry, void **native) {
   char why[600];
   const xpj_llvm_api *api = xpj_llvm(why, sizeof why);
   if (!api)
@@ -625,14 +641,57 @@ static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,
   return XPJ_OK;
 }
 
+static void orc_kernel_unload(cpu_kernel *k) {
+  xpj_llvm_enter();
+  xpj_llvm(NULL, 0)->orc_unload(k->orc);
+  xpj_llvm_leave();
+  free(k);
+}
+
+/* ---- loading: elfload.c where it runs, else ORC ---- */
+
+/* XPJIT_CPU_LOADER=orc makes ORC load kernels where elfload.c would (A/B
+ * tests); "elf" or nothing: elfload.c wherever it runs. */
+static bool use_orc(void) {
+  const char *e = getenv("XPJIT_CPU_LOADER");
+  if (e && *e && strcmp(e, "orc") && strcmp(e, "elf"))
+    rt_warn("XPJIT_CPU_LOADER=%s: not \"elf\" or \"orc\"; using %s", e,
+            xpj_elf_supported() ? "elf" : "orc");
+  return !xpj_elf_supported() || (e && !strcmp(e, "orc"));
+}
+
+static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,
+                                  size_t len, const char *entry,
+                                  void **native) {
+  if (((cpu_dev *)d->impl)->orc)
+    return orc_kernel_load(bin, len, entry, native);
+  cpu_kernel *k = calloc(1, sizeof *k);
+  if (!k)
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  char why[600];
+  void *fn = NULL;
+  xpj_status st = xpj_elf_load(bin, len, entry, resolve, NULL, &k->img, &fn,
+                               why, sizeof why);
+  if (st != XPJ_OK) {
+    free(k);
+    return rt_err(st == XPJ_ERR_NOMEM ? XPJ_ERR_NOMEM : XPJ_ERR_DEVICE,
+                  "loading the kernel's object: %s", why);
+  }
+  k->fn = (cpu_entry)(uintptr_t)fn;
+  *native = k;
+  return XPJ_OK;
+}
+
 static void cpu_kernel_unload(xpj_device *d, void *native) {
   (void)d;
   cpu_kernel *k = native;
   if (!k)
     return;
-  xpj_llvm_enter();
-  xpj_llvm(NULL, 0)->orc_unload(k->orc);
-  xpj_llvm_leave();
+  if (!k->img) {
+    orc_kernel_unload(k);
+    return;
+  }
+  xpj_elf_unload(k->img);
   free(k);
 }
 
