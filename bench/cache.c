@@ -45,9 +45,9 @@
  * CPU L2 hit breakdown: a child that opens the L2 first (timed), then gets
  * the kernel and repeats the pieces of that get with the public APIs
  * (specialise + hash the kernel's IR; xpj_cache_get: SQLite read, checksum
- * and the hit's use-time update; an ORC LLJIT load of the object with the
- * same LLVM C calls as runtime/cpu.c, twice), or does the pieces first and
- * the get after them (what a hit costs once SQLite and the JIT are warm).
+ * and the hit's bookkeeping; a load of the object by runtime/elfload.c, as
+ * runtime/cpu.c loads it, twice), or does the pieces first and the get
+ * after them (what a hit costs once SQLite and the loader are warm).
  * A child that does nothing gives the cost of a process start and exit.
  *
  * Where a fresh-process L2 hit's cache work goes (CPU entries): a child
@@ -103,10 +103,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include "xpjit.h"
 
-#include <llvm-c/Core.h>
-#include <llvm-c/Error.h>
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
+#include "elfload.h" /* the split case loads objects as runtime/cpu.c does */
 
 #define BENCH_WANT_OPENCL 1
 #include "bench_util.h"
@@ -680,13 +677,6 @@ static int child_get(int argc, char **argv) {
 
 /* ---- children: the pieces of a CPU L2 hit ------------------------------------------ */
 
-static int llvm_error(LLVMErrorRef e, const char *what) {
-  char *m = LLVMGetErrorMessage(e);
-  int r = child_error("%s: %s", what, m);
-  LLVMDisposeErrorMessage(m);
-  return r;
-}
-
 /* The pieces of a CPU L2 hit, with the public APIs: specialise + hash, the
  * L2 read, two LLJIT loads. */
 typedef struct pieces {
@@ -694,24 +684,10 @@ typedef struct pieces {
   size_t bytes;
 } pieces;
 
-/* ORC's asynchronous lookup, waited for (as runtime/cpu.c does) */
-typedef struct lookup_wait {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  bool done;
-  LLVMErrorRef err;
-  LLVMOrcExecutorAddress addr;
-} lookup_wait;
-
-static void lookup_done(LLVMErrorRef err, LLVMOrcCSymbolMapPairs result, size_t n, void *ctx) {
-  lookup_wait *w = ctx;
-  pthread_mutex_lock(&w->mu);
-  w->err = err;
-  if (!err && n >= 1)
-    w->addr = result[0].Sym.Address;
-  w->done = true;
-  pthread_cond_signal(&w->cv);
-  pthread_mutex_unlock(&w->mu);
+/* The runtime's binder, less its policy: what the process has. */
+static void *bench_resolve(void *ctx, const char *name) {
+  (void)ctx;
+  return dlsym(RTLD_DEFAULT, name);
 }
 
 /* The cache key of a kernel on the CPU device, made as the runtime makes
@@ -765,60 +741,29 @@ static int split_pieces(const kcase *k, const char *path, xpj_device *dev, xpj_c
     return child_error("xpj_cache_get %s: %s (the bench's key differs from the runtime's?)",
                        k->kernel, xpj_status_name(st));
   out->bytes = ce.size;
-  /* the JIT: an LLJIT made (the CPU device makes one at discovery), then the
-   * object loaded into a new JITDylib of it, twice, with the same LLVM C
-   * calls as runtime/cpu.c's kernel_load */
-  double a = now_ms();
-  LLVMOrcLLJITRef jit;
-  LLVMErrorRef e = LLVMOrcCreateLLJIT(&jit, NULL);
-  out->jitmake = now_ms() - a;
-  if (e)
-    return llvm_error(e, "LLVMOrcCreateLLJIT");
-  LLVMOrcExecutionSessionRef es = LLVMOrcLLJITGetExecutionSession(jit);
+  /* the loader (runtime/elfload.c, as runtime/cpu.c calls it): nothing to
+   * make first (jitmake stays 0; it was ORC's LLJIT), the object loaded
+   * twice */
+  out->jitmake = 0;
   for (int rep = 0; rep < 2; rep++) {
-    a = now_ms();
-    char name[32];
-    snprintf(name, sizeof name, "bench.%d", rep);
-    LLVMOrcJITDylibRef jd;
-    e = LLVMOrcExecutionSessionCreateJITDylib(es, &jd, name);
-    if (e)
-      return llvm_error(e, "creating a JITDylib");
-    LLVMOrcDefinitionGeneratorRef gen = NULL;
-    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(jit),
-                                                             NULL, NULL);
-    if (e)
-      return llvm_error(e, "process symbols");
-    LLVMOrcJITDylibAddGenerator(jd, gen);
-    LLVMMemoryBufferRef buf =
-        LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)ce.data, ce.size, ce.entry);
-    e = LLVMOrcLLJITAddObjectFile(jit, jd, buf);
-    if (e)
-      return llvm_error(e, "adding the object");
-    lookup_wait w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, NULL, 0};
-    LLVMOrcCJITDylibSearchOrderElement order = {jd, LLVMOrcJITDylibLookupFlagsMatchAllSymbols};
-    LLVMOrcCLookupSetElement sym = {LLVMOrcLLJITMangleAndIntern(jit, ce.entry),
-                                    LLVMOrcSymbolLookupFlagsRequiredSymbol};
-    LLVMOrcExecutionSessionLookup(es, LLVMOrcLookupKindStatic, &order, 1, &sym, 1, lookup_done, &w);
-    pthread_mutex_lock(&w.mu);
-    while (!w.done)
-      pthread_cond_wait(&w.cv, &w.mu);
-    pthread_mutex_unlock(&w.mu);
+    double a = now_ms();
+    xpj_elf_image *img = NULL;
+    void *fn = NULL;
+    char why[300];
+    xpj_status est = xpj_elf_load(ce.data, ce.size, ce.entry, bench_resolve, NULL, &img, &fn,
+                                  why, sizeof why);
     out->jit[rep] = now_ms() - a;
-    if (w.err)
-      return llvm_error(w.err, "lookup");
-    if (!w.addr)
-      return child_error("lookup of %s gave 0", ce.entry);
+    if (est != XPJ_OK)
+      return child_error("loading %s: %s", ce.entry, why);
+    xpj_elf_unload(img);
   }
-  e = LLVMOrcDisposeLLJIT(jit);
-  if (e)
-    LLVMConsumeError(e);
   xpj_cache_entry_clear(&ce);
   return 0;
 }
 
 /* --child split KERNEL CACHE ORDER: the L2 opened first, then (ORDER 0)
  * the get and then its pieces, or (ORDER 1) the pieces and then the get
- * (so that the get finds LLVM's JIT and SQLite warmed up).
+ * (so that the get finds the loader and SQLite warmed up).
  * prints: ok ctx_ms prog_ms l2open_ms get_ms spechash_ms l2get_ms load1_ms load2_ms bytes
  *         jitmake_ms */
 static int child_split(int argc, char **argv) {
@@ -865,8 +810,7 @@ static int child_split(int argc, char **argv) {
 
 /* ---- children: where a fresh-process L2 hit's cache work goes ----------------------- */
 
-/* Each child first creates a context (LLVM loaded, the CPU device and its
- * thread pool: the state an application is in when it asks for a kernel)
+/* Each child first creates a context (the CPU device and its thread pool: the state an application is in when it asks for a kernel)
  * and makes the key of a CPU entry that is in the cache file. Then
  *   l2api     times xpj_cache_open, xpj_cache_get and xpj_cache_close: the
  *             library itself (close settles the hit's bookkeeping: the use
@@ -2386,13 +2330,11 @@ static void print_results(void) {
   printf("\nwhere a CPU L2 hit's get goes (child process, p50 of n): the L2 opened first; then\n"
          "  get first:    the get, then its parts repeated with the public APIs: specialise + "
          "hash, xpj_cache_get,\n"
-         "                and the JIT: an LLJIT made (the CPU device makes one when the context "
-         "is created),\n"
-         "                the object loaded into a new JITDylib of it twice, as runtime/cpu.c "
+         "                and the object loaded twice by runtime/elfload.c, as runtime/cpu.c "
          "loads a kernel\n"
          "  parts first:  the parts first (their first use in the process), then the get\n");
   printf("%-17s %-11s %2s %7s %7s %7s %7s | %9s %8s %8s %8s %8s %8s %7s\n", "kernel", "order", "n",
-         "ctx", "parse", "L2 open", "get", "spec+hash", "L2 read", "JIT make", "load 1", "load 2",
+         "ctx", "parse", "L2 open", "get", "spec+hash", "L2 read", "-", "load 1", "load 2",
          "residual", "object");
   for (int ki = 0; ki < NK; ki++)
     for (int o = 0; o < 2; o++) {
