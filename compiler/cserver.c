@@ -58,6 +58,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,6 +66,7 @@
 extern char **environ;
 
 #define CS_MAGIC 0x53504a58u /* "XPJS" */
+#define CS_HELLO "XPJH" /* the server's first datagram, with its pidfd */
 /* What must match between a caller and its server: this protocol, the
  * transfer encoding of modules and the ABI of what is compiled. */
 #define CS_PROTO 1
@@ -127,13 +129,15 @@ static int send_fds(int sock, const void *data, size_t len, const int *fds,
   struct msghdr mh = {0};
   mh.msg_iov = &io;
   mh.msg_iovlen = 1;
-  mh.msg_control = ctl;
-  mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-  struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-  memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+  if (nfds > 0) {
+    mh.msg_control = ctl;
+    mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+  }
   ssize_t w;
   do
     w = sendmsg(sock, &mh, MSG_NOSIGNAL);
@@ -584,7 +588,26 @@ static void warm_up(void) {
   xpj_module_destroy(m);
 }
 
+/* The server is not the caller's child for the caller's life: a program
+ * that waits for all of its children (wait(NULL) until ECHILD) would wait
+ * for it. The process the caller started forks the server and ends at
+ * once (the caller reaps it); the server says hello on the control socket
+ * with a pidfd of itself, which the caller can kill without the risk of
+ * hitting a process that has taken its pid. It ends with the caller all
+ * the same: at the end of file of the control socket. */
+static void detach(int ctl) {
+  pid_t p = fork();
+  if (p != 0)
+    _exit(p < 0 ? 3 : 0);
+  int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+  static const char hello[4] = CS_HELLO;
+  send_fds(ctl, hello, sizeof hello, &pidfd, pidfd >= 0 ? 1 : 0);
+  if (pidfd >= 0)
+    close(pidfd);
+}
+
 void xpj_cs_main(int ctl) {
+  detach(ctl);
   signal(SIGPIPE, SIG_IGN);
   sigset_t chld;
   sigemptyset(&chld);
@@ -600,8 +623,12 @@ void xpj_cs_main(int ctl) {
     _exit(3); /* the caller falls back to a fork of itself */
   api->init();
   fork_spare(&S); /* the first job's, cold: it need not wait for warm_up */
+  /* nobody waits for this server's exit: a warm-up that never ends must
+   * not leave it running (the first spare serves meanwhile) */
+  alarm(60);
   warm_up();
   record_touched();
+  alarm(0);
   if (S.spare) { /* no job yet: a warm spare instead */
     kill(S.spare, SIGKILL);
     drop_spare(&S);
@@ -630,16 +657,46 @@ static struct {
   int ctl;        /* -1: no server */
   dev_t dev;      /* what ctl is (fstat): a program that closes every */
   ino_t ino;      /* descriptor may have reused its number since */
-  pid_t pid;      /* the server, this process's child */
+  pid_t pid;      /* the process that started the server: this process's
+                     child until reaped (the server itself is not) */
   pid_t owner;    /* the process that started it */
   unsigned gen;   /* which server: abandoning an old one is a no-op */
   bool exe_bad;   /* the executable refused our jobs: fork instead */
 } cs = {-1, 0, 0, 0, 0, 0, false};
 
-/* Kills and reaps the server, unless it is no longer this process's
- * child to kill (a program that reaps every child may have reaped it: its
- * pid may be another process's now). */
-static void end_server(void) {
+/* The server's pidfd from its hello, waiting on ctl (-1: none came). */
+static int take_pidfd(int ctl) {
+  char buf[8], cm[CMSG_SPACE(sizeof(int))];
+  struct iovec io = {buf, sizeof buf};
+  struct msghdr mh = {0};
+  mh.msg_iov = &io;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cm;
+  mh.msg_controllen = sizeof cm;
+  ssize_t n = recvmsg(ctl, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  int fd = -1;
+  struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+      c->cmsg_len == CMSG_LEN(sizeof(int)))
+    memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  if (fd >= 0 && (n != 4 || memcmp(buf, CS_HELLO, 4) != 0)) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+/* Ends the server: killed through its pidfd when its hello (on ctl, when
+ * ctl >= 0) has come, else left to end at its control socket's end of
+ * file; and reaps the process that started it (unless it is no longer
+ * this process's child: a program that reaps every child may have reaped
+ * it, and its pid may be another process's now). */
+static void end_server(int ctl) {
+  int pidfd = ctl >= 0 ? take_pidfd(ctl) : -1;
+  if (pidfd >= 0) {
+    syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+    close(pidfd);
+  }
   if (cs.pid > 0 && waitpid(cs.pid, NULL, WNOHANG) == 0) {
     kill(cs.pid, SIGKILL);
     waitpid(cs.pid, NULL, 0);
@@ -657,7 +714,7 @@ static bool ctl_ours(void) {
     return true;
   cs.ctl = -1;
   if (cs.owner == getpid())
-    end_server();
+    end_server(-1);
   return false;
 }
 
@@ -767,8 +824,8 @@ static void stop_locked(void) {
   if (!ctl_ours())
     return;
   if (cs.owner == getpid()) {
+    end_server(cs.ctl);
     close(cs.ctl);
-    end_server();
   } else {
     close(cs.ctl); /* a forked child's copy: the parent's server */
   }
@@ -870,6 +927,9 @@ int xpj_cs_submit(const xpj_job *j, int *sock, int *err, unsigned *gen,
   pthread_mutex_lock(&cs_mu);
   if (ctl_ours() && cs.owner != getpid())
     stop_locked(); /* a forked child: its own server */
+  if (cs.pid > 0 && cs.owner == getpid() &&
+      waitpid(cs.pid, NULL, WNOHANG) != 0)
+    cs.pid = 0; /* the server's starter has ended (or was reaped) */
   /* a server that has ended (killed, crashed) is replaced; when a new one
    * ends at once too, the executable is no server: a fork of this process
    * serves instead */

@@ -8,6 +8,7 @@
 #include "spirv_check.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1329,7 +1330,10 @@ static void test_small_groups(void **state) {
 
 /* This process's child whose command name is comm (the compile server:
  * its workers are the server's children, not ours); 0 when none. */
-static pid_t child_named(const char *comm) {
+/* This process's compile server: a process named comm in our process
+ * group that is not our child (the server is re-parented: docs/abi.md,
+ * Isolation) and has not ended. */
+static pid_t server_named(const char *comm) {
   DIR *d = opendir("/proc");
   assert_non_null(d);
   pid_t found = 0;
@@ -1344,10 +1348,11 @@ static pid_t child_named(const char *comm) {
     fclose(f);
     buf[n] = 0;
     char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-    int ppid;
+    int ppid, pgrp;
     char st;
-    if (!open || !close || sscanf(close + 1, " %c %d", &st, &ppid) != 2 ||
-        ppid != getpid() || st == 'Z')
+    if (!open || !close ||
+        sscanf(close + 1, " %c %d %d", &st, &ppid, &pgrp) != 3 ||
+        pgrp != getpgrp() || ppid == getpid() || st == 'Z' || st == 'X')
       continue;
     *close = 0;
     if (!strcmp(open + 1, comm))
@@ -1395,11 +1400,11 @@ static void test_compile_server(void **state) {
   xpj_result *ref = compile_for(s, "block_sum", "ptx:sm_90", XPJ_EMIT_BIN);
   size_t n;
   const uint8_t *want = xpj_result_data(ref, &n);
-  pid_t first = child_named("xpjit-cc");
+  pid_t first = server_named("xpjit-cc");
   if (!first)
-    fail_msg("no xpjit-cc child: the compile server was not exec'd");
+    fail_msg("no xpjit-cc server: the compile server was not exec'd");
   compile_ok(s, "block_sum", "spirv", NULL, 0);
-  assert_int_equal(child_named("xpjit-cc"), first); /* one per process */
+  assert_int_equal(server_named("xpjit-cc"), first); /* one per process */
 
   /* killed between jobs; the next server keeps none of this process's
    * descriptors (a pipe's write end held there would keep its reader
@@ -1413,7 +1418,7 @@ static void test_compile_server(void **state) {
   char c;
   assert_int_equal(read(p[0], &c, 1), 0); /* end of file, not a hang */
   close(p[0]);
-  pid_t second = child_named("xpjit-cc");
+  pid_t second = server_named("xpjit-cc");
   assert_true(second > 0 && second != first);
 
   /* killed during a job: the job is run again by the next server (here it
@@ -1432,7 +1437,7 @@ static void test_compile_server(void **state) {
   unsetenv("XPJIT_FAULT_INJECT");
   if (kind != XPJ_FAILURE_TIMEOUT || !strstr(log, "timed out after 1500 ms"))
     fail_msg("%s: %s", xpj_failure_kind_name(kind), log);
-  pid_t third = child_named("xpjit-cc");
+  pid_t third = server_named("xpjit-cc");
   assert_true(third > 0 && third != second);
   compile_ok(s, "block_sum", "ptx:sm_90", want, n);
 
@@ -1445,7 +1450,7 @@ static void test_compile_server(void **state) {
   compile_ok(s, "block_sum", "ptx:sm_90", want, n);
   assert_int_equal(fcntl(mine, F_GETFD), 0); /* still open, still ours */
   close(mine);
-  pid_t fourth = child_named("xpjit-cc");
+  pid_t fourth = server_named("xpjit-cc");
   assert_true(fourth > 0 && fourth != third);
   third = fourth;
 
@@ -1456,8 +1461,47 @@ static void test_compile_server(void **state) {
   compile_ok(s, "block_sum", "ptx:sm_90", want, n);
   compile_ok(s, "block_sum", "spirv", NULL, 0);
   unsetenv("XPJIT_COMPILE_SERVER");
-  assert_int_equal(child_named("xpjit-cc"), 0);
+  assert_int_equal(server_named("xpjit-cc"), 0);
   xpj_result_destroy(ref);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
+/* A program that waits for all of its children (as shells and some
+ * launchers do) is not held up by its compile server: the server is not
+ * its child (docs/abi.md, Isolation), and the process that started it has
+ * ended. In a forked child, which an alarm ends if it hangs. */
+static void test_wait_for_children(void **state) {
+  (void)state;
+  xpj_module *m = load_example("reduce.xpk");
+  xpj_module *s = spec_kernel(m, "block_sum", XPJ_F32, 0);
+  assert_non_null(s);
+  xpj_target t;
+  assert_int_equal(xpj_target_parse("ptx:sm_90", &t, NULL, 0), XPJ_OK);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) { /* no cmocka asserts here: exit statuses */
+    alarm(30);
+    xpj_result *r = NULL;
+    if (xpj_compile(s, "block_sum", &t, NULL, XPJ_EMIT_BIN, &r) != XPJ_OK)
+      _exit(2);
+    xpj_result_destroy(r);
+    while (wait(NULL) > 0 || errno == EINTR) {
+    }
+    if (errno != ECHILD)
+      _exit(3);
+    r = NULL; /* the server still serves */
+    if (xpj_compile(s, "block_sum", &t, NULL, XPJ_EMIT_BIN, &r) != XPJ_OK)
+      _exit(4);
+    xpj_result_destroy(r);
+    _exit(0);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("the child %s %d", WIFEXITED(st) ? "exited with" : "died of signal",
+             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
   xpj_module_destroy(s);
   xpj_module_destroy(m);
 }
@@ -1469,6 +1513,7 @@ int main(void) {
       cmocka_unit_test(test_options),     cmocka_unit_test(test_ptx_precision),
       cmocka_unit_test(test_determinism), cmocka_unit_test(test_threads),
       cmocka_unit_test(test_emit_examples),
+      cmocka_unit_test(test_wait_for_children),
       cmocka_unit_test(test_entry_names),
       cmocka_unit_test(test_vectorize_guard),
       cmocka_unit_test(test_barrier_loops),
