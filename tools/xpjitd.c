@@ -1,10 +1,16 @@
 /* xpjitd - the per-user compile daemon (docs/daemon.md, docs/protocol.md).
  *
  * One thread runs an epoll loop over the listening socket, the client
- * connections, the compile workers' pipes and a signalfd. A GET is
- * answered from the daemon's memory, else from the cache file, else it
- * becomes a job: the first request for a key queues one compile, later
- * ones wait on it (single flight). Jobs run in a pool of worker processes
+ * connections, the compile workers' pipes, a signalfd and the parse
+ * pool's eventfd. The loop does socket I/O and lookups in memory only:
+ * whatever grows with a request (hashing a large source, parsing,
+ * specialising, keying, the cache file's lookup, the job's frame) runs on
+ * a few parse threads (xpjitd_progs.c), and a request whose parse is
+ * pending holds up nobody else. Identical requests are keyed once: those
+ * that come while one is keyed wait for it. A GET is answered from the
+ * daemon's memory, else from the cache file, else it becomes a job: the
+ * first request for a key queues one compile, later ones wait on it
+ * (single flight). Jobs run in a pool of worker processes
  * (this binary with --worker, started with posix_spawn), one job each at
  * a time; a worker that dies or overruns its deadline is killed, its job
  * fails with a transient error, and a new worker is started when needed.
@@ -61,6 +67,7 @@ static struct {
   const char *log_path;
   int log_level; /* 0 error, 1 warn, 2 info, 3 debug */
   unsigned workers;
+  unsigned parse_threads; /* the parse pool's threads */
   unsigned max_conns;
   unsigned client_compiles; /* running compiles per client (0: default) */
   uint64_t io_timeout_ms;   /* a started frame, a stalled write */
@@ -75,7 +82,8 @@ static struct {
                                its workers ask before compiling */
   char redis_shown[512];    /* its URL, password masked ("" when none) */
   bool foreground;
-} cfg = {.log_level = 2, .max_conns = 4096, .io_timeout_ms = 10000,
+} cfg = {.log_level = 2, .parse_threads = 2, .max_conns = 4096,
+         .io_timeout_ms = 10000,
          .idle_timeout_ms = 600000, .compile_timeout_ms = 120000,
          .grace_ms = 10000, .mem_limit = 256u << 20,
          .client_memory = 1024u << 20, .failure_ttl_ms = 600000};
@@ -146,7 +154,7 @@ static struct {
   double compile_ms;
   uint64_t conns_total, conns_refused_uid, conns_refused_busy;
   uint64_t requests, hits_memory, hits_cache, hits_redis, hits_remembered,
-      coalesced,
+      coalesced, keyed, keyed_shared,
       compiles, compile_failures, compile_transient,
       failures_remembered, jobs_dropped, worker_spawns, spawn_failures,
       worker_crashes, worker_timeouts, malformed, io_timeouts,
@@ -466,7 +474,7 @@ static int reader_step(reader *r, int fd, uint32_t max, xpd_err *err) {
 
 /* ---- epoll items ---- */
 
-enum { K_LISTEN, K_SIGNAL, K_CONN, K_WORKER };
+enum { K_LISTEN, K_SIGNAL, K_CONN, K_WORKER, K_POOL };
 typedef struct item {
   int kind;
 } item;
@@ -485,6 +493,7 @@ static void ep_mod(int fd, void *it, uint32_t ev) {
 /* ---- connections ---- */
 
 typedef struct waiter waiter;
+typedef struct preq preq;
 typedef struct conn {
   item it;
   int fd;
@@ -501,6 +510,7 @@ typedef struct conn {
   size_t out_held; /* out's capacity, as counted against cl */
   uint64_t last_active, stalled_since;
   waiter *waits;   /* its GETs waiting on a compile */
+  preq *pending;   /* its GETs being hashed or keyed (parse threads) */
   bool dead;       /* closed; freed after this round of events */
   struct conn *next_dead;
 } conn;
@@ -833,15 +843,75 @@ static void sha_str(struct sha256_ctx *h, const char *s) {
   sha256_update(h, strlen(s) + 1, (const uint8_t *)s);
 }
 
-/* The request's identity: everything in a GET that can change the
- * answer. The source is hashed each time (nothing of it is kept: a
- * connection holds no copy of what it sent). */
-static void request_key(const xpd_get *g, char out[65]) {
+/* Sources seen lately, with their SHA-256, for the event loop: hashing a
+ * request's source is most of a hit's work (3 us of 12 for a 4 KB one).
+ * A source is found by a cheap hash of its bytes and compared with the
+ * copy kept here byte for byte, so a repeated source (every kernel of a
+ * program, every process of a storm) is hashed once. Direct-mapped, each
+ * source up to HASH_ON_LOOP bytes: 4 MiB at most, the daemon's own. */
+#define SRC_SLOTS 64
+static struct {
+  uint64_t fh;
+  size_t len;
+  uint8_t *bytes; /* NULL: empty */
+  uint8_t sha[32];
+} srcs[SRC_SLOTS];
+
+/* 64 bits of p[0..n), four lanes for speed; not for security: a match
+ * is confirmed by memcmp. */
+static uint64_t fast_hash(const uint8_t *p, size_t n) {
+  const uint64_t k = 0x9e3779b97f4a7c15ull;
+  uint64_t h[4] = {n, n ^ k, ~n, n * k};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int l = 0; l < 4; l++) {
+      uint64_t w;
+      memcpy(&w, p + i + 8 * l, 8);
+      h[l] = (h[l] ^ w) * k;
+      h[l] ^= h[l] >> 29;
+    }
+  uint64_t r = h[0] ^ (h[1] << 1) ^ (h[2] << 2) ^ (h[3] << 3);
+  for (; i < n; i++)
+    r = (r ^ p[i]) * k;
+  return r ^ (r >> 31);
+}
+
+static void source_sha(const xpd_get *g, bool reuse, uint8_t out[32]) {
+  unsigned slot = 0;
+  uint64_t fh = 0;
+  if (reuse) {
+    fh = fast_hash(g->source, g->source_len);
+    slot = (unsigned)(fh % SRC_SLOTS);
+    if (srcs[slot].bytes && srcs[slot].fh == fh &&
+        srcs[slot].len == g->source_len &&
+        !memcmp(srcs[slot].bytes, g->source, g->source_len)) {
+      memcpy(out, srcs[slot].sha, 32);
+      return;
+    }
+  }
   struct sha256_ctx hs;
-  uint8_t src[32];
   sha256_init(&hs);
   sha256_update(&hs, g->source_len, g->source);
-  sha256_digest(&hs, sizeof src, src);
+  sha256_digest(&hs, 32, out);
+  if (!reuse || g->source_len > SMALL_FRAME)
+    return;
+  uint8_t *copy = malloc(g->source_len ? g->source_len : 1);
+  if (!copy)
+    return;
+  memcpy(copy, g->source, g->source_len);
+  free(srcs[slot].bytes);
+  srcs[slot].bytes = copy;
+  srcs[slot].fh = fh;
+  srcs[slot].len = g->source_len;
+  memcpy(srcs[slot].sha, out, 32);
+}
+
+/* The request's identity: everything in a GET that can change the
+ * answer. reuse: on the event loop, where sources seen lately are not
+ * hashed again (the parse threads hash large ones, each once). */
+static void request_key(const xpd_get *g, bool reuse, char out[65]) {
+  uint8_t src[32];
+  source_sha(g, reuse, src);
   struct sha256_ctx h;
   sha256_init(&h);
   uint64_t n[6] = {g->source_len, g->ndim, g->opt_level, g->fast_math,
@@ -859,7 +929,9 @@ static void request_key(const xpd_get *g, char out[65]) {
 
 /* At most 64 programs, and at most 16 MiB of their sources: a parsed
  * program takes many times its source's size. */
-static xpjitd_progs progs = {.cap = XPJITD_PROGS, .max_bytes = 16u << 20};
+static xpjitd_progs progs = {.cap = XPJITD_PROGS, .max_bytes = 16u << 20,
+                             .mu = PTHREAD_MUTEX_INITIALIZER,
+                             .cv = PTHREAD_COND_INITIALIZER};
 static char versions[128]; /* xpj_versions_str(), filled at start */
 static xpj_context *ctx;
 static xpj_cache *l2;
@@ -1549,6 +1621,250 @@ static bool beyond_our_limit(conn *c, uint32_t id, uint64_t expires_ms,
   return true;
 }
 
+/* A GET answered by e, the entry of its key in memory: ready (a hit, or a
+ * remembered failure that this daemon cannot improve on) or being compiled
+ * (it waits for the compile). */
+static void get_entry(conn *c, uint32_t id, entry *e, uint64_t want,
+                      uint64_t limit) {
+  if (e->ready) {
+    if (beyond_our_limit(c, id, e->expires_ms, e->limit_ms, want, limit))
+      return;
+    st.hits_memory++;
+    st.hits_remembered += e->expires_ms != 0;
+    lru_front(e);
+    reply_kernel(c, id, e, XPD_FROM_MEMORY);
+    return;
+  }
+  if (!add_waiter(e, c, id)) {
+    send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
+    return;
+  }
+  st.coalesced++;
+  if (e->job)
+    maybe_promote(e->job, c->cl);
+}
+
+/* ---- GETs on the parse threads ---- */
+
+/* A source up to this size is hashed on the loop (40 us at most); a larger
+ * one on a parse thread. */
+#define HASH_ON_LOOP SMALL_FRAME
+/* A source from this size is parsed as a big task: with more than one
+ * parse thread, one is always left for the other requests. */
+#define BIG_SOURCE (256u << 10)
+
+/* A GET whose answer needs work that grows with it: its source hashed (a
+ * large one), or parsed, specialised and keyed, the cache file asked and
+ * the job's frame built, on a parse thread. It holds the request's
+ * payload (g points into it), counted against its client like a frame
+ * being read, and counts among the client's waiting GETs, until it is
+ * answered or its connection goes. States:
+ *   P_HASHING    on a parse thread: the request's identity (req) only
+ *   P_KEYING     on a parse thread: keyed; in keying[] meanwhile, so that
+ *                identical requests wait for it (its followers)
+ *   P_FOLLOWING  waiting for an identical request's keying (leader)
+ *   P_ROUTING    being answered by the loop right now (the code that
+ *                handles it frees it; a close only forgets its conn) */
+enum { P_HASHING, P_KEYING, P_FOLLOWING, P_ROUTING };
+struct preq {
+  xpjitd_task task; /* first: the pool's part */
+  int state;
+  conn *c;          /* NULL once its connection has gone */
+  client *cl;       /* whose budget it counts against */
+  uint32_t id;
+  uint8_t *payload;
+  uint64_t held;    /* counted against cl: this record and payload */
+  xpd_get g;
+  uint64_t want, limit; /* the compile time it allows; what it gets */
+  bool past_failure;    /* a remembered failure did not answer it: the
+                           cache file's row would not either */
+  char req[65];         /* its identity (request_key) */
+  preq *cprev, *cnext;  /* on its connection's list */
+  preq *hnext;          /* P_KEYING: in keying[] */
+  preq *followers, *ftail, *fnext; /* identical requests waiting */
+  preq *leader;         /* P_FOLLOWING: the one they wait for */
+  /* P_KEYING: the parse thread's answer */
+  xpj_status status;
+  char msg[2048];
+  char digest[65], code[65], kernel[256], dtypes[256], target[1200],
+      options[64];
+  unsigned ndim;
+  bool local_hit; /* f holds what the cache file had */
+  fetched f;
+  xpd_buf job;    /* the JOB frame, when the cache file had nothing */
+  bool job_ok;
+};
+
+static xpjitd_pool *pool;
+static unsigned pool_out;       /* tasks submitted and not taken back */
+static preq *keying[NBUCKETS]; /* P_KEYING requests by req */
+
+static preq *keying_find(const char *req) {
+  for (preq *q = keying[hash_hex(req)]; q; q = q->hnext)
+    if (!strcmp(q->req, req))
+      return q;
+  return NULL;
+}
+
+static void keying_remove(preq *q) {
+  for (preq **pp = &keying[hash_hex(q->req)]; *pp; pp = &(*pp)->hnext)
+    if (*pp == q) {
+      *pp = q->hnext;
+      break;
+    }
+  q->hnext = NULL;
+}
+
+/* The GET in c's reader, with its payload, as a pending request. */
+static preq *preq_new(conn *c, uint32_t id, const xpd_get *g, uint64_t want,
+                      uint64_t limit) {
+  preq *q = calloc(1, sizeof *q);
+  if (!q)
+    return NULL;
+  reader *r = &c->r;
+  q->payload = r->pl; /* its bytes are counted already: now as q's */
+  q->held = r->pcap + sizeof *q;
+  r->pl = NULL;
+  r->plen = r->pcap = 0;
+  hold(c->cl, sizeof *q);
+  q->g = *g; /* source points into payload */
+  q->c = c;
+  q->cl = c->cl;
+  q->id = id;
+  q->want = want;
+  q->limit = limit;
+  q->task.owner = c->cl;
+  c->cl->waiting++;
+  q->cnext = c->pending;
+  if (c->pending)
+    c->pending->cprev = q;
+  c->pending = q;
+  return q;
+}
+
+static void preq_unlink_conn(preq *q) {
+  conn *c = q->c;
+  if (!c)
+    return;
+  if (q->cprev)
+    q->cprev->cnext = q->cnext;
+  else
+    c->pending = q->cnext;
+  if (q->cnext)
+    q->cnext->cprev = q->cprev;
+  q->cprev = q->cnext = NULL;
+  q->c = NULL;
+}
+
+/* Frees q, which is on no parse thread and in no list but its conn's. */
+static void preq_free(preq *q) {
+  preq_unlink_conn(q);
+  client *cl = q->cl;
+  if (q->local_hit)
+    rt_fetched_clear(&q->f);
+  xpd_buf_free(&q->job);
+  free(q->payload);
+  release(cl, q->held);
+  cl->waiting--;
+  free(q);
+  client_put(cl);
+}
+
+static void preq_submit(preq *q, int state) {
+  q->state = state;
+  q->task.big = state == P_KEYING && q->g.source_len >= BIG_SOURCE;
+  atomic_store(&q->task.cancelled, false);
+  if (state == P_KEYING) {
+    unsigned b = hash_hex(q->req);
+    q->hnext = keying[b];
+    keying[b] = q;
+  }
+  pool_out++;
+  xpjitd_pool_submit(pool, &q->task);
+}
+
+/* q's connection has gone, or the daemon stops (stop): q will not be
+ * answered. One that waits for another's keying goes now; one on a parse
+ * thread is cancelled (a keying that others wait for runs on, unless the
+ * daemon stops) and goes when it comes back; one being answered goes when
+ * that ends. */
+static void preq_detach(preq *q, bool stop) {
+  preq_unlink_conn(q);
+  switch (q->state) {
+  case P_FOLLOWING: {
+    preq *l = q->leader, *prev = NULL;
+    for (preq *f = l->followers; f; prev = f, f = f->fnext)
+      if (f == q) {
+        if (prev)
+          prev->fnext = q->fnext;
+        else
+          l->followers = q->fnext;
+        if (l->ftail == q)
+          l->ftail = prev;
+        break;
+      }
+    preq_free(q);
+    break;
+  }
+  case P_HASHING:
+    atomic_store(&q->task.cancelled, true);
+    break;
+  case P_KEYING:
+    if (stop || !q->followers) {
+      keying_remove(q); /* identical requests from now on start afresh */
+      atomic_store(&q->task.cancelled, true);
+    }
+    break;
+  default: /* P_ROUTING */
+    break;
+  }
+}
+
+/* Where a GET goes once its identity (req) is known: answered from
+ * memory, to a compile's waiters, to the followers of an identical
+ * request being keyed, or keyed on a parse thread. q: the GET as a pending
+ * request (P_ROUTING); NULL while it is the frame in c's reader. */
+static void get_route(conn *c, uint32_t id, const xpd_get *g,
+                      const char *req, uint64_t want, uint64_t limit,
+                      preq *q) {
+  const char *known = memo_find(req);
+  entry *e = known ? find_entry(known) : NULL;
+  /* a remembered failure that does not answer this request: compile (its
+   * row in the cache file says no more than the entry did) */
+  bool past_failure = q && q->past_failure;
+  if (e && e->ready && !entry_answers(e, limit)) {
+    remove_entry(e);
+    e = NULL;
+    past_failure = true;
+  }
+  if (e) {
+    get_entry(c, id, e, want, limit);
+    if (q)
+      preq_free(q);
+    return;
+  }
+  if (!q && !(q = preq_new(c, id, g, want, limit))) {
+    send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
+    return;
+  }
+  memcpy(q->req, req, sizeof q->req);
+  q->past_failure = past_failure;
+  preq *l = keying_find(req);
+  if (l) { /* keyed once for all */
+    st.keyed_shared++;
+    q->state = P_FOLLOWING;
+    q->leader = l;
+    q->fnext = NULL;
+    if (l->ftail)
+      l->ftail->fnext = q;
+    else
+      l->followers = q;
+    l->ftail = q;
+    return;
+  }
+  preq_submit(q, P_KEYING);
+}
+
 static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   xpd_get g;
   xpd_err err = xpd_get_decode(m, false, &g);
@@ -1559,7 +1875,6 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
     return;
   }
   st.requests++;
-  clients.big |= g.source_len >= (1u << 20);
   if (shutting_down) {
     send_error(c, id, XPJ_ERR_DEVICE, false, "xpjitd is shutting down");
     return;
@@ -1569,111 +1884,115 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   uint64_t want = g.timeout_ms ? g.timeout_ms : cfg.compile_timeout_ms;
   uint64_t limit = want < cfg.compile_timeout_ms ? want
                                                  : cfg.compile_timeout_ms;
-  char req[65];
-  request_key(&g, req);
-  const char *known = memo_find(req);
-  entry *e = known ? find_entry(known) : NULL;
-  /* a remembered failure that does not answer this request: compile (its
-   * row in the cache file says no more than the entry did) */
-  bool past_failure = false;
+  if (g.source_len <= HASH_ON_LOOP) {
+    char req[65];
+    request_key(&g, true, req);
+    get_route(c, id, &g, req, want, limit, NULL);
+    return;
+  }
+  preq *q = preq_new(c, id, &g, want, limit);
+  if (!q) {
+    send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
+    return;
+  }
+  preq_submit(q, P_HASHING);
+}
+
+/* On a parse thread: q's identity (P_HASHING), or q parsed, resolved,
+ * specialised and keyed, the cache file asked, and the job's frame built
+ * when it has nothing (P_KEYING). Touches nothing of the loop's. */
+static void key_work(xpjitd_task *t) {
+  preq *q = (preq *)t;
+  if (q->state == P_HASHING) {
+    request_key(&q->g, false, q->req);
+    return;
+  }
+  const xpd_get *g = &q->g;
+  xpj_program *p = xpjitd_program(&progs, ctx, g, &q->status, q->msg,
+                                  sizeof q->msg);
+  if (!p)
+    return;
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.opt_level = (unsigned)g->opt_level;
+  o.fast_math = (int)g->fast_math;
+  o.debug_info = (int)g->debug;
+  o.checks = (unsigned)g->checks;
+  o.timeout_ms = (unsigned)g->timeout_ms;
+  rt_keyed k;
+  q->status = rt_program_keyed(p, g->kernel, g->dtypes, (unsigned)g->ndim,
+                               g->target, &o, &k);
+  if (q->status != XPJ_OK) {
+    snprintf(q->msg, sizeof q->msg, "%s", xpj_last_error());
+    xpjitd_program_done(&progs, p);
+    return;
+  }
+  memcpy(q->digest, k.digest, sizeof q->digest);
+  snprintf(q->code, sizeof q->code, "%s", k.code);
+  snprintf(q->kernel, sizeof q->kernel, "%s", k.key.kernel);
+  snprintf(q->dtypes, sizeof q->dtypes, "%s", k.canon);
+  snprintf(q->target, sizeof q->target, "%s", k.tstr);
+  snprintf(q->options, sizeof q->options, "%s", k.ostr);
+  q->ndim = k.ndim;
+  /* the local tiers (the cache file); the remote ones are asked by the
+   * worker that compiles. The request's time limit is the daemon's: a
+   * remembered failure answers within it. */
+  k.o.timeout_ms = (unsigned)q->limit;
+  q->local_hit = !q->past_failure && rt_cc_local(ctx, &k, &q->f);
+  if (!q->local_hit) {
+    xpd_get jg = *g;
+    memcpy(jg.digest, k.digest, sizeof jg.digest);
+    jg.timeout_ms = q->limit;
+    xpd_begin(&q->job, XPD_JOB, 0);
+    xpd_put_get(&q->job, &jg);
+    q->job_ok = xpd_end(&q->job, 0);
+  }
+  rt_keyed_free(&k);
+  xpjitd_program_done(&progs, p);
+}
+
+/* A GET keyed on a parse thread (the keying q), for the client c, id:
+ * answered from memory, from the cache file, or compiled. */
+static void get_keyed(preq *q, conn *c, uint32_t id, uint64_t want,
+                      uint64_t limit) {
+  if (q->g.digest[0] && strcmp(q->g.digest, q->digest))
+    LOG_D("client key %s differs from %s (another version?)", q->g.digest,
+          q->digest);
+  bool past_failure = q->past_failure;
+  entry *e = find_entry(q->digest);
   if (e && e->ready && !entry_answers(e, limit)) {
     remove_entry(e);
     e = NULL;
     past_failure = true;
   }
-  rt_keyed k;
-  memset(&k, 0, sizeof k);
+  if (e) {
+    get_entry(c, id, e, want, limit);
+    return;
+  }
+  e = new_entry(q->digest);
   if (!e) {
-    char msg[2048];
-    xpj_status ps = XPJ_OK;
-    xpj_program *p = xpjitd_program(&progs, ctx, &g, &ps, msg, sizeof msg);
-    if (!p) {
-      st.request_errors++;
-      send_error(c, id, ps, false, "%s", msg);
-      return;
-    }
-    xpj_compile_opts o;
-    xpj_compile_opts_default(&o);
-    o.opt_level = (unsigned)g.opt_level;
-    o.fast_math = (int)g.fast_math;
-    o.debug_info = (int)g.debug;
-    o.checks = (unsigned)g.checks;
-    o.timeout_ms = (unsigned)g.timeout_ms;
-    xpj_status s = rt_program_keyed(p, g.kernel, g.dtypes, (unsigned)g.ndim,
-                                    g.target, &o, &k);
-    if (s != XPJ_OK) {
-      st.request_errors++;
-      send_error(c, id, s, false, "%s", xpj_last_error());
-      return;
-    }
-    if (g.digest[0] && strcmp(g.digest, k.digest))
-      LOG_D("client key %s differs from %s (another version?)", g.digest,
-            k.digest);
-    memo_add(req, k.digest);
-    e = find_entry(k.digest);
-    if (e && e->ready && !entry_answers(e, limit)) {
-      remove_entry(e);
-      e = NULL;
-      past_failure = true;
-    }
-  }
-  if (e && e->ready && beyond_our_limit(c, id, e->expires_ms, e->limit_ms,
-                                        want, limit)) {
-    rt_keyed_free(&k);
-    return;
-  }
-  if (e && e->ready) {
-    st.hits_memory++;
-    st.hits_remembered += e->expires_ms != 0;
-    lru_front(e);
-    rt_keyed_free(&k);
-    reply_kernel(c, id, e, XPD_FROM_MEMORY);
-    return;
-  }
-  if (e) { /* being compiled: wait for it */
-    rt_keyed_free(&k);
-    if (!add_waiter(e, c, id)) {
-      send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
-      return;
-    }
-    st.coalesced++;
-    if (e->job)
-      maybe_promote(e->job, c->cl);
-    return;
-  }
-  e = new_entry(k.digest);
-  if (!e) {
-    rt_keyed_free(&k);
     send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
     return;
   }
-  /* the local tiers (the cache file); the remote ones are asked by the
-   * worker that compiles, off this loop. The request's time limit is the
-   * daemon's: a remembered failure answers within it. */
-  fetched f;
-  k.o.timeout_ms = (unsigned)limit;
-  bool hit = !past_failure && rt_cc_local(ctx, &k, &f);
-  uint64_t row_limit = hit && f.v.failed && f.v.expires_ms &&
-                               (f.v.failed & 15) == XPJ_FAILURE_TIMEOUT
-                           ? xpd_failed_limit(f.v.failed)
+  bool hit = !past_failure && q->local_hit;
+  const fetched *f = &q->f;
+  uint64_t row_limit = hit && f->v.failed && f->v.expires_ms &&
+                               (f->v.failed & 15) == XPJ_FAILURE_TIMEOUT
+                           ? xpd_failed_limit(f->v.failed)
                            : 0;
   if (hit && beyond_our_limit(c, id, 1, row_limit, want, limit)) {
-    rt_fetched_clear(&f);
     remove_entry(e);
-    rt_keyed_free(&k);
     return;
   }
   if (hit) {
     st.hits_cache++;
-    bool ok = entry_fill(e, f.status, &f.v);
+    bool ok = entry_fill(e, f->status, &f->v);
     e->limit_ms = row_limit;
-    if (ok && f.v.expires_ms) { /* a remembered failure: forgotten when it
-                                   says */
-      int64_t left = f.v.expires_ms - rt_wall_ms();
+    if (ok && f->v.expires_ms) { /* a remembered failure: forgotten when
+                                    it says */
+      int64_t left = f->v.expires_ms - rt_wall_ms();
       e->expires_ms = xpd_now_ms() + (uint64_t)(left > 1 ? left : 1);
     }
-    rt_fetched_clear(&f);
-    rt_keyed_free(&k);
     if (!ok) {
       remove_entry(e);
       send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
@@ -1687,28 +2006,32 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   job *j = calloc(1, sizeof *j);
   if (!j) {
     remove_entry(e);
-    rt_keyed_free(&k);
     send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
     return;
   }
   j->e = e;
-  j->timeout_ms = limit;
-  snprintf(j->code, sizeof j->code, "%s", k.code);
-  snprintf(j->kernel, sizeof j->kernel, "%s", k.key.kernel);
-  snprintf(j->dtypes, sizeof j->dtypes, "%s", k.canon);
-  snprintf(j->target, sizeof j->target, "%s", k.tstr);
-  snprintf(j->options, sizeof j->options, "%s", k.ostr);
-  j->ndim = k.ndim;
-  rt_keyed_free(&k);
-  xpd_get jg = g;
-  memcpy(jg.digest, e->digest, 65);
-  jg.timeout_ms = j->timeout_ms;
-  xpd_begin(&j->frame, XPD_JOB, 0);
-  xpd_put_get(&j->frame, &jg);
+  j->timeout_ms = q->limit;
+  memcpy(j->code, q->code, sizeof j->code);
+  memcpy(j->kernel, q->kernel, sizeof j->kernel);
+  memcpy(j->dtypes, q->dtypes, sizeof j->dtypes);
+  memcpy(j->target, q->target, sizeof j->target);
+  memcpy(j->options, q->options, sizeof j->options);
+  j->ndim = q->ndim;
+  if (!q->job.p) { /* the cache file had it, but memory said compile
+                      (rare): the frame is built here */
+    xpd_get jg = q->g;
+    memcpy(jg.digest, e->digest, sizeof jg.digest);
+    jg.timeout_ms = q->limit;
+    xpd_begin(&q->job, XPD_JOB, 0);
+    xpd_put_get(&q->job, &jg);
+    q->job_ok = xpd_end(&q->job, 0);
+  }
+  j->frame = q->job;
+  memset(&q->job, 0, sizeof q->job);
   /* a queued job holds its source until it runs: counted like the rest */
   j->held = sizeof *j + j->frame.cap;
-  if (!xpd_end(&j->frame, 0) || !fits(c->cl, j->held)) {
-    bool oom = j->frame.oom;
+  if (!q->job_ok || !fits(c->cl, j->held)) {
+    bool oom = !q->job_ok;
     xpd_buf_free(&j->frame);
     free(j);
     remove_entry(e);
@@ -1742,6 +2065,84 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   dispatch();
 }
 
+/* The followers of q, taken off it and made P_ROUTING (a close while
+ * they are answered leaves them to the caller). */
+static preq *take_followers(preq *q) {
+  preq *fl = q->followers;
+  q->followers = q->ftail = NULL;
+  for (preq *f = fl; f; f = f->fnext) {
+    f->state = P_ROUTING;
+    f->leader = NULL;
+  }
+  return fl;
+}
+
+/* A task back from its parse thread. */
+static void key_done(preq *q) {
+  if (q->state == P_HASHING) {
+    q->state = P_ROUTING;
+    if (q->c && q->task.ran)
+      get_route(q->c, q->id, &q->g, q->req, q->want, q->limit, q);
+    else
+      preq_free(q);
+    return;
+  }
+  keying_remove(q);
+  q->state = P_ROUTING;
+  bool ran = q->task.ran, ok = ran && q->status == XPJ_OK;
+  st.keyed += ran;
+  /* parsing a large source leaves much free heap (give_back_memory) */
+  clients.big |= ran && q->g.source_len >= (1u << 20);
+  preq *fl = take_followers(q);
+  if (ok) {
+    memo_add(q->req, q->digest);
+    /* the first still connected of q and its followers is answered with
+     * q's keying, the others are routed as repeated requests */
+    preq *first = q;
+    while (!first->c && fl) {
+      first = fl;
+      fl = fl->fnext;
+      if (!first->c) {
+        preq_free(first);
+        first = q;
+      }
+    }
+    if (first->c)
+      get_keyed(q, first->c, first->id, first->want, first->limit);
+    if (first != q)
+      preq_free(first);
+  } else if (ran && q->c) {
+    st.request_errors++;
+    send_error(q->c, q->id, q->status, false, "%s", q->msg);
+  }
+  for (preq *f = fl, *n; f; f = n) {
+    n = f->fnext;
+    f->fnext = NULL;
+    if (!f->c) {
+      preq_free(f);
+    } else if (ok || !ran) { /* its turn: memory now, or keyed afresh */
+      get_route(f->c, f->id, &f->g, f->req, f->want, f->limit, f);
+    } else { /* the same request: the same failure */
+      st.request_errors++;
+      conn *c = f->c;
+      uint32_t id = f->id;
+      preq_free(f);
+      send_error(c, id, q->status, false, "%s", q->msg);
+    }
+  }
+  preq_free(q);
+}
+
+/* Takes what the parse threads have finished. */
+static void pool_event(void) {
+  for (xpjitd_task *t = xpjitd_pool_done(pool), *n; t; t = n) {
+    n = t->next;
+    t->next = NULL;
+    pool_out--;
+    key_done((preq *)t);
+  }
+}
+
 static void stats_text(xpd_buf *b) {
   char t[4096];
   unsigned busy = 0, running = 0;
@@ -1756,7 +2157,8 @@ static void stats_text(xpd_buf *b) {
       "connections %u\nconnections_total %llu\nclients %u\n"
       "refused_uid %llu\nrefused_busy %llu\nrefused_memory %llu\n"
       "requests %llu\nhits_memory %llu\nhits_cache %llu\nhits_redis %llu\n"
-      "redis %s\nhits_remembered %llu\ncoalesced %llu\ncompiles %llu\n"
+      "redis %s\nhits_remembered %llu\ncoalesced %llu\nparse_threads %u\n"
+      "keying %u\nkeyed %llu\nkeyed_shared %llu\ncompiles %llu\n"
       "compile_failures %llu\ncompile_transient %llu\ncompile_ms %.1f\n"
       "failures_remembered %llu\nqueue %u\njobs_dropped %llu\nworkers %u\n"
       "workers_running %u\nworkers_busy %u\nworker_spawns %llu\n"
@@ -1775,7 +2177,9 @@ static void stats_text(xpd_buf *b) {
       (unsigned long long)st.hits_cache, (unsigned long long)st.hits_redis,
       cfg.redis_shown[0] ? cfg.redis_shown : "off",
       (unsigned long long)st.hits_remembered,
-      (unsigned long long)st.coalesced, (unsigned long long)st.compiles,
+      (unsigned long long)st.coalesced, cfg.parse_threads, pool_out,
+      (unsigned long long)st.keyed, (unsigned long long)st.keyed_shared,
+      (unsigned long long)st.compiles,
       (unsigned long long)st.compile_failures,
       (unsigned long long)st.compile_transient,
       st.compile_ms,
@@ -1972,6 +2376,8 @@ static void conn_close(conn *c) {
     if (e->job && !e->job->w && !e->waiters)
       job_drop(e->job);
   }
+  while (c->pending)
+    preq_detach(c->pending, false);
   client *cl = c->cl;
   if (cl->conns == 1)
     while (cl->qhead) {
@@ -2099,7 +2505,8 @@ static void check_timeouts(void) {
       why = "a frame did not arrive in time";
     else if (c->stalled_since && now - c->stalled_since > cfg.io_timeout_ms)
       why = "it does not read its replies";
-    else if (!c->waits && !c->r.hlen && c->out_off == c->out.len &&
+    else if (!c->waits && !c->pending && !c->r.hlen &&
+             c->out_off == c->out.len &&
              now - c->last_active > cfg.idle_timeout_ms)
       why = "idle";
     if (why) {
@@ -2156,6 +2563,14 @@ static void begin_shutdown(const char *why) {
   stop_listening();
   /* queued compiles will not start: their clients compile themselves */
   fail_queued(true, XPJ_ERR_DEVICE, "xpjitd is shutting down");
+  /* nor will GETs waiting for a parse thread; one that runs finishes (a
+   * parse cannot be stopped), and the exit waits for it */
+  for (unsigned i = 0; i < nslots; i++)
+    for (conn *c = slots[i]; c && !c->dead && c->pending;) {
+      uint32_t id = c->pending->id;
+      preq_detach(c->pending, true);
+      send_error(c, id, XPJ_ERR_DEVICE, false, "xpjitd is shutting down");
+    }
 }
 
 
@@ -2334,6 +2749,8 @@ static void usage(FILE *f) {
       "  --log FILE            log to FILE (appended)\n"
       "  --log-level LEVEL     error, warn, info (default) or debug\n"
       "  --workers N           compile workers (default: online CPUs)\n"
+      "  --parse-threads N     threads that parse and key requests (default "
+      "2)\n"
       "  --compile-timeout MS  limit of one compile (default 120000)\n"
       "  --io-timeout MS       a frame must arrive, a reply be read, in this "
       "long\n"
@@ -2442,6 +2859,8 @@ int main(int argc, char **argv) {
       cfg.log_level = l;
     } else if (!strcmp(a, "--workers")) {
       NUM(cfg.workers, 1, 256);
+    } else if (!strcmp(a, "--parse-threads")) {
+      NUM(cfg.parse_threads, 1, 64);
     } else if (!strcmp(a, "--compile-timeout")) {
       NUM(cfg.compile_timeout_ms, 100, 3600000);
     } else if (!strcmp(a, "--io-timeout")) {
@@ -2635,8 +3054,14 @@ int main(int argc, char **argv) {
     LOG_E("cannot set up: %s", strerror(errno));
     return 1;
   }
-  static item sig_item = {K_SIGNAL};
+  pool = xpjitd_pool_start(cfg.parse_threads, key_work);
+  if (!pool) {
+    LOG_E("cannot start the parse threads: %s", strerror(errno));
+    return 1;
+  }
+  static item sig_item = {K_SIGNAL}, pool_item = {K_POOL};
   ep_add(sfd, &sig_item, EPOLLIN);
+  ep_add(xpjitd_pool_fd(pool), &pool_item, EPOLLIN);
   ep_add(listen_fd, &listen_item, EPOLLIN);
   st.started_ms = xpd_now_ms();
   char problem[1024] = "";
@@ -2646,8 +3071,10 @@ int main(int argc, char **argv) {
     problem[0] = ':';
     problem[1] = ' ';
   }
-  LOG_I("serving %s (%s), %u workers (%u per client), cache %s%s",
+  LOG_I("serving %s (%s), %u workers (%u per client), %u parse threads, "
+        "cache %s%s",
         cfg.socket, versions, cfg.workers, cfg.client_compiles,
+        cfg.parse_threads,
         cache_on ? xpj_cache_path(l2) : "off", problem);
 
   uint64_t last_check = 0, idle_since = xpd_now_ms();
@@ -2676,6 +3103,9 @@ int main(int argc, char **argv) {
       case K_WORKER:
         worker_event((worker *)it, evs[i].events);
         break;
+      case K_POOL:
+        pool_event();
+        break;
       }
     }
     free_dead(); /* nothing of this batch points at them any more */
@@ -2686,7 +3116,7 @@ int main(int argc, char **argv) {
       dispatch();
       give_back_memory();
     }
-    if (nconns || compiles_running() || clients.queued)
+    if (nconns || compiles_running() || clients.queued || pool_out)
       idle_since = now;
     else if (cfg.idle_exit_ms && now - idle_since > cfg.idle_exit_ms)
       begin_shutdown("idle");
@@ -2701,7 +3131,7 @@ int main(int argc, char **argv) {
             worker_gone(workers[i], W_STOPPED, "xpjitd is shutting down");
           }
       }
-      if (!compiles_running()) {
+      if (!compiles_running() && !pool_out) {
         /* replies out, then go (a reader gets a second to take them) */
         bool pending_out = false;
         for (unsigned i = 0; i < nslots; i++)
@@ -2720,12 +3150,19 @@ int main(int argc, char **argv) {
   for (unsigned i = 0; i < cfg.workers; i++)
     if (workers[i])
       worker_gone(workers[i], W_STOPPED, NULL);
+  for (xpjitd_task *t = xpjitd_pool_stop(pool), *n; t; t = n) {
+    n = t->next; /* none runs now: every one was answered or detached */
+    pool_out--;
+    key_done((preq *)t);
+  }
   for (unsigned i = 0; i < nslots; i++)
     if (slots[i])
       conn_close(slots[i]);
   free_dead();
   stop_listening();
   xpjitd_progs_free(&progs);
+  for (unsigned i = 0; i < SRC_SLOTS; i++)
+    free(srcs[i].bytes);
   for (unsigned i = 0; i < NBUCKETS; i++) {
     while (table[i])
       remove_entry(table[i]);

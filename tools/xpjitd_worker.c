@@ -42,7 +42,8 @@ static void fault_hook(const char *kernel) {
     _exit(3);
 }
 
-static xpjitd_progs progs = {.cap = 8};
+static xpjitd_progs progs = {.cap = 8, .mu = PTHREAD_MUTEX_INITIALIZER,
+                             .cv = PTHREAD_COND_INITIALIZER};
 
 static bool reply(const xpd_kernel *k) {
   xpd_buf b = {0};
@@ -157,6 +158,7 @@ int xpjitd_worker_main(void) {
       rt_fetched_clear(&f);
       rt_keyed_free(&k);
     }
+    xpjitd_program_done(&progs, p);
     free(pl);
     if (!ok)
       break;
