@@ -149,14 +149,16 @@ asan:
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" test
 
 # ThreadSanitizer (clang): the tests that drive the public API from many
-# threads; any report fails the run (halt_on_error).
-TSAN_TESTS := test_threads test_redis
+# threads, and the daemon (its loop and parse threads); any report fails
+# the run (halt_on_error).
+TSAN_TESTS := test_threads test_redis test_daemon
 tsan:
 	$(MAKE) BUILD=build-tsan CC=clang OPT="-O1 -g" SAN="-fsanitize=thread" \
-	  $(TSAN_TESTS:%=build-tsan/tests/%) build-tsan/libexec/xpjit/xpjit-cc
+	  $(TSAN_TESTS:%=build-tsan/tests/%) build-tsan/libexec/xpjit/xpjit-cc \
+	  build-tsan/bin/xpjitd build-tsan/lib/libxpjit-llvm.so.0
 	@rm -rf build-tsan/test-cache
 	@for t in $(TSAN_TESTS); do echo "=== tsan: $$t"; \
-	  XPJIT_DAEMON=off XPJIT_CACHE_DIR=$$PWD/build-tsan/test-cache \
+	  BUILD=build-tsan XPJIT_DAEMON=off XPJIT_CACHE_DIR=$$PWD/build-tsan/test-cache \
 	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 $$TSAN_OPTIONS" \
 	  build-tsan/tests/$$t || exit 1; done
 
