@@ -1,8 +1,9 @@
 /*
- * compile.c - targets, options, and running a compile: lowering
- * (codegen.c), optimisation, code generation, SPIR-V validation; in this
- * process or, by default, in a forked worker so that LLVM's fatal errors
- * and the SPIR-V backend's process-global state cannot hurt the caller.
+ * compile.c - targets, options, and running a compile: in this process
+ * through LLVM's table (llvm.h: the compile itself is compile_llvm.c, in
+ * libxpjit-llvm) or, by default, in a worker of the compile server
+ * (cserver.c), so that LLVM's fatal errors and the SPIR-V backend's
+ * process-global state cannot hurt the caller.
  */
 #define _GNU_SOURCE
 #include "ir_impl.h"
@@ -29,8 +30,6 @@
 #include <unistd.h>
 
 #define XPJ_ABI_VERSION 6
-
-
 
 /* ---- targets and options ------------------------------------------- */
 
