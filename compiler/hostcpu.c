@@ -198,6 +198,43 @@ static void memo_write(const char *path, const char *dir) {
 }
 #endif
 
+#if defined(__x86_64__)
+/* Without LLVM: the x86-64 psABI level this CPU and its OS support
+ * (x86-64-v2, -v3, -v4 or the baseline), with no feature list: a subset of
+ * what LLVM would name, so code compiled for it runs here, if slower. */
+static void psabi_level(char *name, size_t size, char *feat) {
+  unsigned a, b, c, c1 = 0, d, b7 = 0, cx = 0;
+  unsigned max = __get_cpuid_max(0, NULL);
+  if (max >= 1)
+    __cpuid(1, a, b, c1, d);
+  if (max >= 7)
+    __cpuid_count(7, 0, a, b7, c, d);
+  if (__get_cpuid_max(0x80000000, NULL) >= 0x80000001)
+    __cpuid(0x80000001, a, b, cx, d);
+  uint64_t xcr0 = 0;
+  if (c1 & (1u << 27)) {
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    xcr0 = (uint64_t)hi << 32 | lo;
+  }
+#define ALL(x, m) (((x) & (m)) == (m))
+  bool v2 = ALL(c1, (1u << 0) | (1u << 9) | (1u << 13) | (1u << 19) |
+                        (1u << 20) | (1u << 23)) &&
+            (cx & 1u);
+  bool v3 = v2 && ALL(c1, (1u << 12) | (1u << 22) | (1u << 27) | (1u << 28) |
+                              (1u << 29)) &&
+            ALL(b7, (1u << 3) | (1u << 5) | (1u << 8)) && (cx & (1u << 5)) &&
+            ALL(xcr0, 0x6);
+  bool v4 = v3 && ALL(b7, (1u << 16) | (1u << 17) | (1u << 28) | (1u << 30) |
+                              (1u << 31)) &&
+            ALL(xcr0, 0xe6);
+#undef ALL
+  snprintf(name, size, "%s", v4 ? "x86-64-v4" : v3 ? "x86-64-v3"
+                             : v2 ? "x86-64-v2" : "x86-64");
+  feat[0] = 0;
+}
+#endif
+
 static int ask_llvm(char *why, size_t whysize) {
   const xpj_llvm_api *api = xpj_llvm(why, whysize);
   if (!api)
@@ -232,6 +269,12 @@ int xpj_host_cpu(char *name, size_t namesize, char *features,
       if (have && !(memo_read(path, dir, name2, feat2) &&
                     !strcmp(name2, host_name) && !strcmp(feat2, host_feat)))
         memo_write(path, dir);
+    } else {
+      /* no LLVM here (its plugin missing): the psABI level, not kept in
+       * the file, so that a process with LLVM writes LLVM's answer */
+      psabi_level(host_name, sizeof host_name, host_feat);
+      known = true;
+      rc = 0;
     }
 #else
     if ((rc = ask_llvm(why, whysize)) == 0)

@@ -82,6 +82,12 @@ static const xpj_llvm_api *load_plugin(char *why, size_t whysize) {
              "the program (XPJIT_LLVM_PLUGIN names it)", XPJ_LLVM_PLUGIN);
     return NULL;
   }
+  if (access(path, F_OK) != 0) {
+    snprintf(why, whysize, "no LLVM: no %.250s (the plugin is looked for "
+             "beside libxpjit.so and the program, then there; "
+             "XPJIT_LLVM_PLUGIN names it)", path);
+    return NULL;
+  }
   if (!trusted_file(path)) {
     snprintf(why, whysize, "no LLVM: %.250s is not a regular file of root or "
              "of this user that only its owner may write", path);

@@ -45,17 +45,19 @@ static bool llvm_mapped(void) {
   return found;
 }
 
-/* The host-CPU file in dir, or "" */
-static void host_file(char *path, size_t size) {
+/* The host-CPU file in directory in, or "" */
+static void host_file_in(const char *in, char *path, size_t size) {
   path[0] = 0;
-  DIR *d = opendir(dir);
+  DIR *d = opendir(in);
   struct dirent *e;
   while (d && (e = readdir(d)))
     if (!strncmp(e->d_name, "host-cpu-", 9) && !strchr(e->d_name, '.'))
-      snprintf(path, size, "%s/%s", dir, e->d_name);
+      snprintf(path, size, "%s/%s", in, e->d_name);
   if (d)
     closedir(d);
 }
+
+static void host_file(char *path, size_t size) { host_file_in(dir, path, size); }
 
 /* A context on the CPU, axpy<f32> got and run on 1000 elements. Exit
  * status: 0 right, 1 a failure; 2 when want_llvm is not what the maps
@@ -246,12 +248,50 @@ static void test_host_file_checked(void **state) {
   assert_int_equal(in_child(axpy_child, &yes), 0);
 }
 
+static int no_plugin_child(const void *arg) {
+  (void)arg;
+  char sub[300];
+  snprintf(sub, sizeof sub, "%s/no-plugin", dir);
+  mkdir(sub, 0700);
+  setenv("XPJIT_CACHE_DIR", sub, 1);
+  setenv("XPJIT_LLVM_PLUGIN", "/nonexistent/libxpjit-llvm.so.0", 1);
+  xpj_context *ctx = NULL;
+  xpj_context_desc cd = {0};
+  cd.visible = "cpu";
+  if (xpj_context_create(&cd, &ctx) != XPJ_OK)
+    return 10;
+  xpj_device_info di;
+  int rc = xpj_device_get_info(xpj_device_get(ctx, 0), &di) != XPJ_OK ? 11
+           : strncmp(di.target, "cpu:x86-64", 10) != 0            ? 12
+                                                                   : 0;
+  if (rc)
+    fprintf(stderr, "no plugin: target %s\n", di.target);
+  xpj_context_destroy(ctx);
+  if (rc == 0)
+    rc = run_axpy(0); /* compiled by the compile server, run here */
+  char hf[600];
+  host_file_in(sub, hf, sizeof hf);
+  if (rc == 0 && hf[0])
+    rc = 13; /* the psABI level is not LLVM's answer: never kept */
+  return rc;
+}
+
+/* Without the plugin and without a host-CPU file, the CPU device is
+ * described by the x86-64 psABI level this CPU supports (a subset of what
+ * LLVM would name), kernels compile in the compile server and run, and
+ * nothing is written for later processes. */
+static void test_host_without_llvm(void **state) {
+  (void)state;
+  assert_int_equal(in_child(no_plugin_child, NULL), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hit_without_llvm),
       cmocka_unit_test(test_inprocess_loads_plugin),
       cmocka_unit_test(test_bad_plugins),
       cmocka_unit_test(test_host_file_checked),
+      cmocka_unit_test(test_host_without_llvm),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
