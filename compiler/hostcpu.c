@@ -57,6 +57,27 @@ static bool plain(const char *s, const char *extra) {
   return true;
 }
 
+int xpj_host_cpu_parse(const char *text, size_t n, char name[64],
+                       char features[4096]) {
+  char buf[NAME_MAX_LEN + FEAT_MAX_LEN + 4];
+  if (n == 0 || n >= sizeof buf || text[n - 1] != '\n' ||
+      memchr(text, 0, n))
+    return -1;
+  memcpy(buf, text, n - 1);
+  buf[n - 1] = 0;
+  char *nl = strchr(buf, '\n');
+  if (!nl)
+    return -1;
+  *nl = 0;
+  const char *feat = nl + 1;
+  if (strlen(buf) >= NAME_MAX_LEN || strlen(feat) >= FEAT_MAX_LEN ||
+      !plain(buf, NULL) || !plain(feat, "+,"))
+    return -1;
+  memcpy(name, buf, strlen(buf) + 1);
+  memcpy(features, feat, strlen(feat) + 1);
+  return 0;
+}
+
 #if defined(__x86_64__)
 /* The digest of what this CPU says: every leaf LLVM 22's Host.cpp reads
  * (0, 1, 7.0, 7.1, 0xd.1, 0x14, 0x19, 0x24, 0x80000000-1, 0x80000008) and
@@ -150,22 +171,9 @@ static bool memo_read(const char *path, const char *dir,
   char buf[NAME_MAX_LEN + FEAT_MAX_LEN + 4];
   ssize_t n = -1;
   if (trust_fd(&t, fd, path, false, why, sizeof why) == TRUST_OK)
-    n = read(fd, buf, sizeof buf - 1);
+    n = read(fd, buf, sizeof buf);
   close(fd);
-  if (n <= 0 || buf[n - 1] != '\n')
-    return false;
-  buf[n - 1] = 0;
-  char *nl = strchr(buf, '\n');
-  if (!nl)
-    return false;
-  *nl = 0;
-  const char *feat = nl + 1;
-  if (strlen(buf) >= NAME_MAX_LEN || strlen(feat) >= FEAT_MAX_LEN ||
-      !plain(buf, NULL) || !plain(feat, "+,"))
-    return false;
-  memcpy(name, buf, strlen(buf) + 1);
-  memcpy(feat_out, feat, strlen(feat) + 1);
-  return true;
+  return n > 0 && xpj_host_cpu_parse(buf, (size_t)n, name, feat_out) == 0;
 }
 
 /* Best effort: a new file beside the cache's, renamed into place. */

@@ -76,6 +76,12 @@ bool xpj_llvm_present(void);
 int xpj_host_cpu(char *name, size_t namesize, char *features,
                  size_t featsize, char *why, size_t whysize);
 
+/* The host-CPU file's text, n bytes: "NAME\nFEATURES\n" with a name of
+ * LLVM's alphabet (letters, digits, - _ .) under 64 bytes and a feature
+ * list (the same and + ,) under 4096; 0, or -1 for anything else. */
+int xpj_host_cpu_parse(const char *text, size_t n, char name[64],
+                       char features[4096]);
+
 /* cpu_orc.c: the table's orc_load and orc_unload. */
 int xpj_orc_load(const uint8_t *bin, size_t len, const char *entry,
                  bool (*linkable)(const char *name), void **handle,
