@@ -79,6 +79,23 @@ int xpj_host_cpu_parse(const char *text, size_t n, char name[64],
 }
 
 #if defined(__x86_64__)
+/* XCR0: the register state the OS saves (SSE, AVX, AVX-512's), what LLVM
+ * and the psABI levels check besides CPUID; 0 without OSXSAVE. */
+static uint64_t os_xsave_features(void) {
+  unsigned a, b, c = 0, d;
+  if (__get_cpuid_max(0, NULL) < 1)
+    return 0;
+  __cpuid(1, a, b, c, d);
+  (void)a;
+  (void)b;
+  (void)d;
+  if (!(c & (1u << 27))) /* OSXSAVE */
+    return 0;
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (uint64_t)hi << 32 | lo;
+}
+
 /* The digest of what this CPU says: every leaf LLVM 22's Host.cpp reads
  * (0, 1, 7.0, 7.1, 0xd.1, 0x14, 0x19, 0x24, 0x80000000-1, 0x80000008) and
  * a few more (the brand string, AMD's 0x80000021), less what differs
@@ -121,18 +138,7 @@ static void fingerprint(char hex[33]) {
       r[k] &= leaves[i].mask[k];
     sha256_update(&h, sizeof r, (const uint8_t *)r);
   }
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  uint64_t xcr0 = 0;
-  if (max >= 1)
-    __cpuid(1, a, b, c, d);
-  (void)a;
-  (void)b;
-  (void)d;
-  if (c & (1u << 27)) { /* OSXSAVE */
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    xcr0 = (uint64_t)hi << 32 | lo;
-  }
+  uint64_t xcr0 = os_xsave_features();
   sha256_update(&h, sizeof xcr0, (const uint8_t *)&xcr0);
   static const char versions[] = "llvm " LLVM_VERSION_STRING " xpjit "
                                  XPJ_BUILD_ID;
@@ -219,12 +225,7 @@ static void psabi_level(char *name, size_t size, char *feat) {
     __cpuid_count(7, 0, a, b7, c, d);
   if (__get_cpuid_max(0x80000000, NULL) >= 0x80000001)
     __cpuid(0x80000001, a, b, cx, d);
-  uint64_t xcr0 = 0;
-  if (c1 & (1u << 27)) {
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    xcr0 = (uint64_t)hi << 32 | lo;
-  }
+  uint64_t xcr0 = os_xsave_features();
 #define ALL(x, m) (((x) & (m)) == (m))
   bool v2 = ALL(c1, (1u << 0) | (1u << 9) | (1u << 13) | (1u << 19) |
                         (1u << 20) | (1u << 23)) &&
