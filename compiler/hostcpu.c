@@ -223,7 +223,7 @@ static void psabi_level(char *name, size_t size, char *feat) {
     __cpuid(1, a, b, c1, d);
   if (max >= 7)
     __cpuid_count(7, 0, a, b7, c, d);
-  if (__get_cpuid_max(0x80000000, NULL) >= 0x80000001)
+  if ((unsigned)__get_cpuid_max(0x80000000, NULL) >= 0x80000001u)
     __cpuid(0x80000001, a, b, cx, d);
   uint64_t xcr0 = os_xsave_features();
 #define ALL(x, m) (((x) & (m)) == (m))
