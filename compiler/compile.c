@@ -984,9 +984,10 @@ void xpj_llvm_enter(void) {
 void xpj_llvm_leave(void) { pthread_rwlock_unlock(&inprocess_lock); }
 
 int xpj_llvm_fork_begin(char *why, size_t whysize) {
-  if (!xpj_llvm(why, whysize))
+  const xpj_llvm_api *api = xpj_llvm(why, whysize);
+  if (!api)
     return -1;
-  xpj_llvm(NULL, 0)->init();
+  api->init();
   pthread_rwlock_wrlock(&inprocess_lock);
   return 0;
 }

@@ -734,51 +734,24 @@ static bool ctl_ours(void) {
 static void cs_child(void) { pthread_mutex_init(&cs_mu, NULL); }
 static void cs_atfork(void) { pthread_atfork(NULL, NULL, cs_child); }
 
-/* An executable we may run as the server: a regular file of root or of
- * this user, which nobody else may write. */
-static bool trusted_exe(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-         (st.st_mode & S_IXUSR) && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
-         (st.st_uid == 0 || st.st_uid == getuid());
-}
-
-static bool exe_beside(const char *object, char *path, size_t size) {
-  const char *slash = strrchr(object, '/');
-  if (!slash)
-    return false;
-  int n = snprintf(path, size, "%.*s/../libexec/xpjit/xpjit-cc",
-                   (int)(slash - object), object);
-  return n > 0 && (size_t)n < size && trusted_exe(path);
-}
+#ifndef XPJ_LIBEXECDIR
+#define XPJ_LIBEXECDIR NULL
+#endif
 
 /* XPJIT_COMPILE_SERVER ("fork": none), else libexec/xpjit/xpjit-cc beside
- * the library's directory, beside the program's, in the install prefix. */
+ * the library's directory, beside the program's, in the install prefix;
+ * only an executable regular file of root or of this user, which nobody
+ * else may write. */
 static bool find_exe(char *path, size_t size) {
+  static const char *const rels[] = {"/../libexec/xpjit", NULL};
   const char *env = getenv("XPJIT_COMPILE_SERVER");
-  if (env && *env) {
-    if (!strcmp(env, "fork"))
-      return false;
-    snprintf(path, size, "%s", env);
-    return trusted_exe(path);
-  }
-  Dl_info info;
-  if (dladdr((void *)xpj_cs_submit, &info) && info.dli_fname &&
-      info.dli_fname[0] == '/' && exe_beside(info.dli_fname, path, size))
-    return true;
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    self[n] = 0;
-    if (exe_beside(self, path, size))
-      return true;
-  }
-#ifdef XPJ_LIBEXECDIR
-  snprintf(path, size, "%s/xpjit-cc", XPJ_LIBEXECDIR);
-  return trusted_exe(path);
-#else
-  return false;
-#endif
+  if (env && !strcmp(env, "fork"))
+    return false;
+  struct stat st;
+  return xpj_own_file(env, rels, rels, XPJ_LIBEXECDIR, "xpjit-cc", path,
+                      size) &&
+         xpj_trusted_file(path) && stat(path, &st) == 0 &&
+         (st.st_mode & S_IXUSR);
 }
 
 static pid_t spawn_exe(const char *path, int fd) {

@@ -68,6 +68,19 @@ const xpj_llvm_api *xpj_llvm(char *why, size_t whysize);
  * loaded); loads nothing. */
 bool xpj_llvm_present(void);
 
+/* libxpjit's own files (the compile server, this plugin): where env names
+ * one (when set), else name in each of lib_rels relative to the
+ * directory of the library (the program, when linked statically), else in
+ * each of exe_rels relative to the program's directory, else in prefix
+ * (NULL: none). True, with path, for the first that exists; false with
+ * path the last place looked at. */
+bool xpj_own_file(const char *env, const char *const *lib_rels,
+                  const char *const *exe_rels, const char *prefix,
+                  const char *name, char *path, size_t size);
+/* A file whose code we may run: a regular file of root or of this user
+ * that nobody else may write. */
+bool xpj_trusted_file(const char *path);
+
 /* The host CPU as LLVM names it and lists its features (what the target
  * "cpu" compiles for), without loading LLVM where that can be avoided:
  * on x86-64, LLVM's answer is kept in the cache directory under a digest

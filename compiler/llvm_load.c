@@ -29,66 +29,67 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(const xpj_llvm_api *) api;
 static char failed[400]; /* why the plugin could not be loaded */
 
-static bool trusted_file(const char *path) {
+bool xpj_trusted_file(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
          !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
          (st.st_uid == 0 || st.st_uid == getuid());
 }
 
-/* dir/rel/XPJ_LLVM_PLUGIN for the directory of object, when it is there. */
-static bool beside(const char *object, const char *rel, char *path,
-                   size_t size) {
+/* dir(object) + rel + "/" + name into path, when object is an absolute
+ * path and the result fits. */
+static bool beside(const char *object, const char *rel, const char *name,
+                   char *path, size_t size) {
   const char *slash = object ? strrchr(object, '/') : NULL;
   if (!slash || object[0] != '/')
     return false;
-  int n = snprintf(path, size, "%.*s%s/" XPJ_LLVM_PLUGIN,
-                   (int)(slash - object), object, rel);
-  return n > 0 && (size_t)n < size && access(path, F_OK) == 0;
+  int n = snprintf(path, size, "%.*s%s/%s", (int)(slash - object), object,
+                   rel, name);
+  return n > 0 && (size_t)n < size;
 }
 
-/* XPJIT_LLVM_PLUGIN, else beside the library (libxpjit.so's directory),
- * else the lib directory beside the program's (bin/, libexec/xpjit/,
- * tests/), else the install prefix's. */
-static bool find_plugin(char *path, size_t size) {
-  const char *env = getenv("XPJIT_LLVM_PLUGIN");
+bool xpj_own_file(const char *env, const char *const *lib_rels,
+                  const char *const *exe_rels, const char *prefix,
+                  const char *name, char *path, size_t size) {
   if (env && *env) {
     snprintf(path, size, "%s", env);
-    return true;
+    return access(path, F_OK) == 0;
   }
   Dl_info info;
-  if (dladdr((void *)xpj_llvm, &info) && beside(info.dli_fname, "", path, size))
-    return true;
+  const char *lib = dladdr((void *)xpj_own_file, &info) ? info.dli_fname
+                                                        : NULL;
+  for (; lib && *lib_rels; lib_rels++)
+    if (beside(lib, *lib_rels, name, path, size) && access(path, F_OK) == 0)
+      return true;
   char self[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
+  if (n > 0)
     self[n] = 0;
-    if (beside(self, "/../lib", path, size) ||
-        beside(self, "/../../lib", path, size))
+  for (; n > 0 && *exe_rels; exe_rels++)
+    if (beside(self, *exe_rels, name, path, size) && access(path, F_OK) == 0)
       return true;
-  }
-#ifdef XPJ_LIBDIR
-  snprintf(path, size, "%s/" XPJ_LLVM_PLUGIN, XPJ_LIBDIR);
-  return true;
-#else
-  return false;
-#endif
+  snprintf(path, size, "%s/%s", prefix ? prefix : ".", name);
+  return prefix && access(path, F_OK) == 0;
 }
 
+#ifndef XPJ_LIBDIR
+#define XPJ_LIBDIR NULL
+#endif
+
 static const xpj_llvm_api *load_plugin(char *why, size_t whysize) {
+  /* beside libxpjit.so, or the lib directory beside the program's (bin/,
+   * libexec/xpjit/, tests/) */
+  static const char *const lib_rels[] = {"", NULL};
+  static const char *const exe_rels[] = {"/../lib", "/../../lib", NULL};
   char path[PATH_MAX];
-  if (!find_plugin(path, sizeof path)) {
-    snprintf(why, whysize, "no LLVM: %s not found beside the library or "
-             "the program (XPJIT_LLVM_PLUGIN names it)", XPJ_LLVM_PLUGIN);
-    return NULL;
-  }
-  if (access(path, F_OK) != 0) {
+  if (!xpj_own_file(getenv("XPJIT_LLVM_PLUGIN"), lib_rels, exe_rels,
+                    XPJ_LIBDIR, XPJ_LLVM_PLUGIN, path, sizeof path)) {
     snprintf(why, whysize, "no LLVM: no %.250s (the plugin is looked for "
              "beside libxpjit.so and the program, then there; "
              "XPJIT_LLVM_PLUGIN names it)", path);
     return NULL;
   }
-  if (!trusted_file(path)) {
+  if (!xpj_trusted_file(path)) {
     snprintf(why, whysize, "no LLVM: %.250s is not a regular file of root or "
              "of this user that only its owner may write", path);
     return NULL;
