@@ -148,6 +148,7 @@ static bool opt_pocl = true, opt_keep = false;
 static bool opt_steps_only = false; /* --steps-only: the L2 hit's steps alone */
 static bool opt_stale = false;      /* --stale: l2api's row last used 2 hours ago */
 static bool opt_whole_only = false; /* --whole-only: the whole-process rows alone */
+static bool opt_launch_only = false; /* --launch-only: the small-launch rows alone */
 static int opt_put_cost_mb = 0;      /* --put-cost MB: a put into a full file, alone */
 static const char *opt_opencl = "libOpenCL.so.1";
 static char opt_examples[PATH_MAX] = "examples";
@@ -1233,6 +1234,63 @@ static int child_whole(int argc, char **argv, bool work) {
   return 0;
 }
 
+/* ---- a small launch and its wait ---------------------------------------------------- */
+
+/* --child launch CACHE HELP: copy<T=f32> over W_N elements launched and
+ * waited for LN times (after LN/10 untimed), XPJIT_QUEUE_HELP=HELP;
+ * prints ok p10 p50 p90 in microseconds. The same loop on PoCL:
+ * --child pocl-launch. */
+enum { LN = 2000 };
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+static void print_lat(double *us) {
+  qsort(us, LN, sizeof *us, cmp_dbl);
+  printf("ok %.6f %.6f %.6f\n", us[LN / 10], us[LN / 2], us[LN * 9 / 10]);
+}
+
+static int child_launch(int argc, char **argv) {
+  if (argc < 4)
+    return child_error("child launch: arguments");
+  setenv("XPJIT_QUEUE_HELP", argv[3], 1);
+  char path[PATH_MAX + 64];
+  xpath(path, sizeof path, opt_examples, "axpy.xpk");
+  xpj_context *ctx;
+  xpj_device *dev;
+  xpj_queue *q;
+  xpj_program *p;
+  xpj_kernel *k;
+  CHILD_CK(make_ctx(argv[2], 0, &ctx, &dev));
+  CHILD_CK(xpj_queue_create(dev, NULL, &q));
+  CHILD_CK(xpj_program_create_file(ctx, path, NULL, &p));
+  CHILD_CK(xpj_program_get_kernel(p, "copy", "T=f32", 1, dev, NULL, &k));
+  void *x, *y;
+  CHILD_CK(xpj_mem_alloc(dev, XPJ_MEM_SHARED, W_N * 4, 0, &x));
+  CHILD_CK(xpj_mem_alloc(dev, XPJ_MEM_SHARED, W_N * 4, 0, &y));
+  w_init(x, y, 0);
+  xpj_array ax = xpj_array_1d(x, XPJ_F32, W_N), ay = xpj_array_1d(y, XPJ_F32, W_N);
+  xpj_arg args[2] = {xpj_arg_array(&ax), xpj_arg_array(&ay)};
+  xpj_range r = xpj_range_1d(W_N, 0);
+  static double us[LN];
+  for (int i = -LN / 10; i < LN; i++) {
+    double t0 = now_ms();
+    CHILD_CK(xpj_launch(q, k, &r, 2, args, NULL));
+    CHILD_CK(xpj_queue_wait(q));
+    if (i >= 0)
+      us[i] = (now_ms() - t0) * 1e3;
+  }
+  if (!w_check(3, x, y, 0))
+    return child_error("copy f32: wrong result");
+  xpj_mem_free(dev, x);
+  xpj_mem_free(dev, y);
+  xpj_program_destroy(p);
+  xpj_queue_destroy(q);
+  xpj_context_destroy(ctx);
+  print_lat(us);
+  return 0;
+}
+
 /* ---- PoCL through libOpenCL.so.1 (children only) ------------------------------------ */
 
 static bench_cl_api cl;
@@ -1572,6 +1630,53 @@ static int child_pocl_whole(void) {
   return 0;
 }
 
+/* --child pocl-launch: child_launch's loop on PoCL (clEnqueueNDRangeKernel,
+ * clFinish); prints ok p10 p50 p90 in microseconds */
+static int child_pocl_launch(void) {
+  char why[1024];
+  if (!pocl_open(why, sizeof why))
+    return child_error("PoCL: %s", why);
+  static float xs[W_N], ys[W_N];
+  w_init(xs, ys, 0);
+  cl_program prog;
+  cl_kernel k = pocl_get("axpy.cl", "copy", "-DT=float -DNDIM=1", &prog, why, sizeof why);
+  if (!k)
+    return child_error("%s", why);
+  cl_int err = 0;
+  cl_mem mx = cbuf(xs, sizeof xs, &err), my = mx ? cbuf(ys, sizeof ys, &err) : NULL;
+  if (!my)
+    return child_error("clCreateBuffer: error %d", err);
+  clargs a = {k, 0, CL_SUCCESS};
+  carg_v1(&a, &mx, W_N);
+  carg_v1(&a, &my, W_N);
+  carg_range(&a, W_N);
+  if (a.err != CL_SUCCESS)
+    return child_error("clSetKernelArg: error %d", a.err);
+  size_t g = W_N;
+  static double us[LN];
+  for (int i = -LN / 10; i < LN; i++) {
+    double t0 = now_ms();
+    err = cl.EnqueueNDRangeKernel(P.q, k, 1, NULL, &g, NULL, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+      err = cl.Finish(P.q);
+    if (err != CL_SUCCESS)
+      return child_error("PoCL copy: error %d", err);
+    if (i >= 0)
+      us[i] = (now_ms() - t0) * 1e3;
+  }
+  err = cl.EnqueueReadBuffer(P.q, my, CL_TRUE, 0, sizeof ys, ys, 0, NULL, NULL);
+  if (err != CL_SUCCESS || !w_check(3, xs, ys, 0))
+    return child_error("PoCL copy: wrong result (%d)", err);
+  cl.ReleaseMemObject(mx);
+  cl.ReleaseMemObject(my);
+  cl.ReleaseKernel(k);
+  cl.ReleaseProgram(prog);
+  cl.ReleaseCommandQueue(P.q);
+  cl.ReleaseContext(P.ctx);
+  print_lat(us);
+  return 0;
+}
+
 static int child_main(int argc, char **argv) {
   /* argv[0] --child MODE ... ; shift so that argv[1] is MODE */
   argc--;
@@ -1595,6 +1700,10 @@ static int child_main(int argc, char **argv) {
     return child_pocl_get(argc, argv);
   if (!strcmp(mode, "pocl-whole"))
     return child_pocl_whole();
+  if (!strcmp(mode, "launch"))
+    return child_launch(argc, argv);
+  if (!strcmp(mode, "pocl-launch"))
+    return child_pocl_launch();
   if (!strcmp(mode, "nop")) { /* process start and exit, no xpjit call */
     printf("ok 0\n");
     return 0;
@@ -2530,13 +2639,72 @@ static int whole_only(void) {
   return failures ? 1 : 0;
 }
 
+/* ---- a small launch: launch and wait, waiting thread helping or not, PoCL ----------- */
+
+/* One child of each kind per round, interleaved (rounds: opt_rounds); the
+ * table is the median over the rounds of each child's p10/p50/p90 of LN
+ * launch+wait pairs of copy<f32> over W_N elements on one thread. */
+static int launch_section(void) {
+  char db[PATH_MAX];
+  snprintf(db, sizeof db, "%s/launch.db", tmpdir);
+  char pd[PATH_MAX];
+  snprintf(pd, sizeof pd, "%s/pocl-launch", tmpdir);
+  mkdir(pd, 0700);
+  series v[3][3]; /* [help, no help, PoCL][p10, p50, p90] */
+  memset(v, 0, sizeof v);
+  bool pocl_failed = false;
+  for (int r = 0; r < opt_rounds; r++)
+    for (int c = 0; c < 3; c++) {
+      if (c == 2 && (!pocl_ok || pocl_failed))
+        continue;
+      const char *xa[] = {NULL, "--child", "launch", db, c == 0 ? "1" : "0", "--examples",
+                          opt_examples, NULL};
+      const char *pa[] = {NULL, "--child", "pocl-launch", "--peers", opt_peers,
+                          "--opencl-lib", opt_opencl, NULL};
+      double out[3], wall;
+      char msg[1024];
+      int n = run_child(c == 2 ? pa : xa, c == 2 ? pocl_env(pd) : NULL, out, 3, &wall, msg,
+                        sizeof msg);
+      if (n < 3) {
+        if (c == 2) {
+          pocl_failed = true;
+          printf("PoCL launch child: %s\n", n < 0 ? msg : "short reply");
+          continue;
+        }
+        fail("launch child (help %d): %s", c == 0, n < 0 ? msg : "short reply");
+        return 1;
+      }
+      for (int i = 0; i < 3; i++)
+        add(&v[c][i], out[i]);
+    }
+  printf("\nsmall launch: copy<f32> over %d elements, xpj_launch + xpj_queue_wait (clEnqueueNDRange"
+         "Kernel + clFinish)\non one thread, %d times per child after %d untimed; median over "
+         "%d children of each\n",
+         W_N, LN, LN / 10, opt_rounds);
+  printf("%-52s %9s %9s %9s\n", "case", "p10", "p50", "p90");
+  static const char *const names[3] = {"xpjit, the waiting thread runs it (default)",
+                                       "xpjit, XPJIT_QUEUE_HELP=0 (the queue's thread)",
+                                       "PoCL"};
+  for (int c = 0; c < 3; c++) {
+    if (!v[c][1].n)
+      continue;
+    printf("%-52s %7.2f us %7.2f us %7.2f us\n", names[c], p50(&v[c][0]), p50(&v[c][1]),
+           p50(&v[c][2]));
+  }
+  if (v[1][1].n)
+    printf("p50 queue's thread / waiting thread: %.1fx\n", p50(&v[1][1]) / p50(&v[0][1]));
+  if (v[2][1].n)
+    printf("p50 PoCL / xpjit: %.1fx\n", p50(&v[2][1]) / p50(&v[0][1]));
+  return 0;
+}
+
 /* ---- main ------------------------------------------------------------------------------- */
 
 static void usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--quick] [--rounds N] [--l2-runs N] [--l1-calls N] [--whole-runs N]\n"
           "          [--no-pocl] [--opencl-lib PATH] [--examples DIR] [--peers DIR] [--keep]\n"
-          "          [--steps-only [--stale]] [--whole-only] [--put-cost MB]\n",
+          "          [--steps-only [--stale]] [--whole-only] [--launch-only] [--put-cost MB]\n",
           argv0);
   exit(2);
 }
@@ -2577,6 +2745,8 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--whole-only")) {
       opt_whole_only = true;
       opt_pocl = false;
+    } else if (!strcmp(a, "--launch-only")) {
+      opt_launch_only = true;
     } else if (!strcmp(a, "--put-cost") && has) {
       opt_put_cost_mb = atoi(argv[++i]);
     } else {
@@ -2720,7 +2890,7 @@ int main(int argc, char **argv) {
   printf("PoCL:      %s\n", pocl_ok ? pocl_desc : "not available");
   printf("kernels:   axpy<f32> ndim 1 (axpy.xpk), block_sum<f32> (reduce.xpk), "
          "matmul_tiled<f32> (matmul.xpk); O2, compiles in a worker process\n");
-  printf("targets:   cpu (xpj_program_get_kernel: L1/L2/compile + ORC JIT load), ptx:sm_90 and "
+  printf("targets:   cpu (xpj_program_get_kernel: L1/L2/compile + load by elfload.c), ptx:sm_90 and "
          "spirv (xpj_program_get_binary)\n");
   printf("caches:    private files under %s (removed at the end); PoCL: POCL_CACHE_DIR under it\n",
          tmpdir);
@@ -2750,6 +2920,12 @@ int main(int argc, char **argv) {
     if (!opt_keep)
       rm_tree(tmpdir);
     return rc;
+  }
+  if (opt_launch_only) {
+    int rc = launch_section();
+    if (!opt_keep)
+      rm_tree(tmpdir);
+    return rc || failures ? 1 : 0;
   }
   if (opt_whole_only) {
     int rc = whole_only();
@@ -2886,6 +3062,7 @@ int main(int argc, char **argv) {
   printf("whole process done at %.1f s; load %s (after)\n", (now_ms() - t_start) / 1e3, la);
 
   print_results();
+  launch_section();
   if (!opt_keep)
     redis_stop(), rm_tree(tmpdir);
   else

@@ -309,8 +309,10 @@ xpj_status xpj_enqueue_fill(xpj_queue *q, void *dst, const void *pattern,
  * same context). A failed event fails this command. */
 xpj_status xpj_enqueue_wait_events(xpj_queue *q, unsigned n,
                                    xpj_event *const *events, xpj_event **ev);
-/* Runs fn(user) on a runtime thread in queue order. A non-zero return is
- * an asynchronous error of the queue ("host task failed with N"). */
+/* Runs fn(user) in queue order on the queue's thread or, on the CPU
+ * device, on a thread blocked in xpj_queue_wait (docs/api.md, "Who runs a
+ * command"). A non-zero return is an asynchronous error of the queue
+ * ("host task failed with N"). */
 xpj_status xpj_enqueue_host_task(xpj_queue *q, int (*fn)(void *user),
                                  void *user, xpj_event **ev);
 

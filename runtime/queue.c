@@ -2,10 +2,14 @@
  * runs its commands in order through the device's backend; events carry a
  * command's state, status, message and timestamps. The first error since
  * the last xpj_queue_wait is kept on the queue and returned by it. */
+#define _GNU_SOURCE /* pthread_getattr_np */
 #include "rt.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 typedef enum cmd_type {
   CMD_COPY,
@@ -209,8 +213,28 @@ static void finish(xpj_queue *q, cmd *c, xpj_status st, const char *msg) {
   }
   q->completed++;
   pthread_cond_broadcast(&q->done);
+  if (q->head || q->stop) /* a waiting thread may have run c: the queue's
+                            thread goes on */
+    pthread_cond_signal(&q->work);
   pthread_mutex_unlock(&q->mu);
   cmd_free(c);
+}
+
+/* Takes the first command off the list as the one running (q->mu held). */
+static cmd *take(xpj_queue *q) {
+  cmd *c = q->head;
+  q->head = c->next;
+  if (!q->head)
+    q->tail = NULL;
+  q->running = c;
+  return c;
+}
+
+static void mark_running(cmd *c) {
+  pthread_mutex_lock(&c->ev->mu);
+  c->ev->state = XPJ_EVENT_RUNNING;
+  c->ev->t_start = rt_now_ns();
+  pthread_mutex_unlock(&c->ev->mu);
 }
 
 /* Waits for the backend, then completes every in-flight command with its
@@ -236,8 +260,14 @@ static void *queue_main(void *arg) {
   q->started = true;
   pthread_cond_broadcast(&q->done);
   for (;;) {
-    while (!q->head && !q->stop && !nfl)
+    /* q->running with no command of ours in flight: a thread waiting in
+     * xpj_queue_wait runs it (help_ok), and finish wakes us after it */
+    while ((!q->head || q->running) && !q->stop && !nfl)
       pthread_cond_wait(&q->work, &q->mu);
+    if (q->running && !nfl) { /* stopping while a waiting thread runs one */
+      pthread_cond_wait(&q->work, &q->mu);
+      continue;
+    }
     cmd *c = q->head;
     if (!c || nfl == MAX_INFLIGHT ||
         (nfl && (c->type == CMD_WAIT || c->type == CMD_HOST))) {
@@ -249,16 +279,10 @@ static void *queue_main(void *arg) {
         break;
       continue;
     }
-    q->head = c->next;
-    if (!q->head)
-      q->tail = NULL;
-    q->running = c;
+    take(q);
     pthread_mutex_unlock(&q->mu);
 
-    pthread_mutex_lock(&c->ev->mu);
-    c->ev->state = XPJ_EVENT_RUNNING;
-    c->ev->t_start = rt_now_ns();
-    pthread_mutex_unlock(&c->ev->mu);
+    mark_running(c);
     xpj_status st = run(q, c);
     bool async = c->type != CMD_WAIT && c->type != CMD_HOST;
     if (st == XPJ_OK && async && batch) {
@@ -346,13 +370,75 @@ void xpj_queue_destroy(xpj_queue *q) {
   rt_context_release(ctx);
 }
 
+/* Whether the thread in xpj_queue_wait may run the queue's commands
+ * itself instead of sleeping until the queue's thread has run them: two
+ * thread wake-ups saved per command, most of what a small launch costs on
+ * the CPU device (docs/abi.md, "Who runs a CPU launch"). Only on devices
+ * that finish a command before it returns (no asynchronous streams to
+ * batch), on queues without a launch timeout (its stop signal is then
+ * never aimed at the caller's thread by a watchdog), from a thread with
+ * the stack the queue's own thread has: kernels keep private arrays on
+ * it. XPJIT_QUEUE_HELP=0 turns it off. */
+enum { HELP_MIN_STACK = 2u << 20 };
+static _Thread_local signed char stack_roomy; /* 0: not known yet */
+
+static bool thread_stack_roomy(void) {
+  if (!stack_roomy) {
+    stack_roomy = -1;
+    char here;
+    if (syscall(SYS_gettid) == getpid()) {
+      /* the main thread grows its stack up to the limit (reading its
+       * attributes would parse /proc/self/maps) */
+      struct rlimit r;
+      if (getrlimit(RLIMIT_STACK, &r) == 0 &&
+          (r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= 2 * HELP_MIN_STACK))
+        stack_roomy = 1;
+    } else {
+      pthread_attr_t a;
+      void *base;
+      size_t size;
+      if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        if (pthread_attr_getstack(&a, &base, &size) == 0 &&
+            (uintptr_t)&here > (uintptr_t)base &&
+            (uintptr_t)&here - (uintptr_t)base >= HELP_MIN_STACK)
+          stack_roomy = 1;
+        pthread_attr_destroy(&a);
+      }
+    }
+  }
+  return stack_roomy > 0;
+}
+
+static bool help_off;
+static void read_help_env(void) {
+  const char *e = getenv("XPJIT_QUEUE_HELP");
+  help_off = e && !strcmp(e, "0");
+}
+
+static bool help_ok(const xpj_queue *q) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, read_help_env);
+  return !help_off && !q->dev->ops->sync && !q->launch_timeout_ms &&
+         !pthread_equal(pthread_self(), q->thread) && thread_stack_roomy();
+}
+
 xpj_status xpj_queue_wait(xpj_queue *q) {
   if (!q)
     return rt_err(XPJ_ERR_INVALID, "xpj_queue_wait: queue is NULL");
+  bool help = help_ok(q);
   pthread_mutex_lock(&q->mu);
   uint64_t target = q->submitted;
-  while (q->completed < target)
+  while (q->completed < target) {
+    if (help && q->head && !q->running) {
+      cmd *c = take(q);
+      pthread_mutex_unlock(&q->mu);
+      mark_running(c);
+      finish(q, c, run(q, c), xpj_last_error());
+      pthread_mutex_lock(&q->mu);
+      continue;
+    }
     pthread_cond_wait(&q->done, &q->mu);
+  }
   xpj_status st = q->err;
   if (st != XPJ_OK)
     rt_err_str(st, q->errmsg ? q->errmsg : xpj_status_name(st));

@@ -395,11 +395,123 @@ static void test_mixed_stress(void **state) {
   xpj_context_destroy(sh.ctx);
 }
 
+/* One queue, several threads that submit to it and wait on it (queue.c,
+ * help_ok: a waiting thread runs the queue's commands itself). Every
+ * command must still run once, in submission order, and never on two
+ * threads at once; kernels launched among them must give their results;
+ * some command must have run on a waiting thread (after 4 x 300 waits,
+ * anything else means helping never happens); and a thread with a small
+ * stack never runs one. */
+typedef struct order {
+  xpj_device *dev;
+  xpj_queue *q;
+  xpj_kernel *kr;
+  pthread_mutex_t mu;      /* submission order = seq */
+  long seq;                /* next number handed out */
+  atomic_long ran;         /* host tasks run so far */
+  atomic_int inside;       /* host tasks running now */
+  atomic_int failures, on_waiter, on_small;
+} order;
+
+static _Thread_local bool small_stack; /* set by the small-stack thread */
+
+typedef struct step {
+  order *o;
+  long seq;
+  pthread_t waiter; /* the thread that will wait for it */
+} step;
+
+static int ordered_task(void *user) {
+  step *s = user;
+  order *o = s->o;
+  if (atomic_fetch_add(&o->inside, 1) != 0)
+    atomic_fetch_add(&o->failures, 1); /* two commands at once */
+  if (atomic_fetch_add(&o->ran, 1) != s->seq)
+    atomic_fetch_add(&o->failures, 1); /* out of order */
+  if (pthread_equal(pthread_self(), s->waiter))
+    atomic_fetch_add(&o->on_waiter, 1);
+  if (small_stack)
+    atomic_fetch_add(&o->on_small, 1);
+  atomic_fetch_sub(&o->inside, 1);
+  free(s);
+  return 0;
+}
+
+static void *submit_and_wait(void *arg) {
+  order *o = arg;
+  for (int i = 0; i < 300; i++) {
+    step *s = malloc(sizeof *s);
+    if (!s) {
+      atomic_fetch_add(&o->failures, 1);
+      return NULL;
+    }
+    *s = (step){o, 0, pthread_self()};
+    pthread_mutex_lock(&o->mu);
+    s->seq = o->seq++;
+    xpj_status st = xpj_enqueue_host_task(o->q, ordered_task, s, NULL);
+    pthread_mutex_unlock(&o->mu);
+    if (st != XPJ_OK) {
+      free(s);
+      atomic_fetch_add(&o->failures, 1);
+      return NULL;
+    }
+    if (i % 10 == 0 && !run_and_check(o->dev, o->q, o->kr, 3, 0))
+      atomic_fetch_add(&o->failures, 1);
+    else if (xpj_queue_wait(o->q) != XPJ_OK)
+      atomic_fetch_add(&o->failures, 1);
+  }
+  return NULL;
+}
+
+static void *submit_and_wait_small(void *arg) {
+  small_stack = true;
+  return submit_and_wait(arg);
+}
+
+static void test_waiters_run_commands(void **state) {
+  (void)state;
+  order o = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  xpj_context *ctx = context_at(path_in("order.db"), XPJ_CACHE_MODE_RW);
+  assert_int_equal(xpj_device_select(ctx, "cpu", &o.dev), XPJ_OK);
+  assert_int_equal(xpj_context_add_bundle(ctx, hit_bundle), XPJ_OK);
+  xpj_program *p = NULL;
+  assert_int_equal(
+      xpj_program_create(ctx, "t.xpk", source, strlen(source), NULL, &p),
+      XPJ_OK);
+  assert_int_equal(
+      xpj_program_get_kernel(p, "k3", dtypes[0], 0, o.dev, NULL, &o.kr),
+      XPJ_OK);
+  assert_int_equal(xpj_queue_create(o.dev, NULL, &o.q), XPJ_OK);
+  enum { NW = 4 };
+  pthread_t w[NW];
+  for (int i = 0; i < NW; i++)
+    assert_int_equal(pthread_create(&w[i], NULL, submit_and_wait, &o), 0);
+  /* and one with a 512 KiB stack: too small to run kernels on */
+  pthread_attr_t a;
+  pthread_t small;
+  pthread_attr_init(&a);
+  assert_int_equal(pthread_attr_setstacksize(&a, 512 << 10), 0);
+  assert_int_equal(pthread_create(&small, &a, submit_and_wait_small, &o), 0);
+  pthread_attr_destroy(&a);
+  for (int i = 0; i < NW; i++)
+    pthread_join(w[i], NULL);
+  pthread_join(small, NULL);
+  assert_int_equal(xpj_queue_wait(o.q), XPJ_OK);
+  assert_int_equal(atomic_load(&o.failures), 0);
+  assert_int_equal(atomic_load(&o.ran), (NW + 1) * 300);
+  assert_true(atomic_load(&o.on_waiter) > 0);
+  assert_int_equal(atomic_load(&o.on_small), 0);
+  xpj_queue_destroy(o.q);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_add_bundle_during_lookups),
       cmocka_unit_test(test_warning_handler_reenters),
       cmocka_unit_test(test_mixed_stress),
+      cmocka_unit_test(test_waiters_run_commands),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
