@@ -80,16 +80,10 @@ int xpj_host_cpu_parse(const char *text, size_t n, char name[64],
 
 #if defined(__x86_64__)
 /* XCR0: the register state the OS saves (SSE, AVX, AVX-512's), what LLVM
- * and the psABI levels check besides CPUID; 0 without OSXSAVE. */
-static uint64_t os_xsave_features(void) {
-  unsigned a, b, c = 0, d;
-  if (__get_cpuid_max(0, NULL) < 1)
-    return 0;
-  __cpuid(1, a, b, c, d);
-  (void)a;
-  (void)b;
-  (void)d;
-  if (!(c & (1u << 27))) /* OSXSAVE */
+ * and the psABI levels check besides CPUID; 0 without OSXSAVE (bit 27 of
+ * leaf 1's ECX, which the caller has read). */
+static uint64_t os_xsave_features(unsigned leaf1_ecx) {
+  if (!(leaf1_ecx & (1u << 27))) /* OSXSAVE */
     return 0;
   unsigned lo, hi;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
@@ -97,10 +91,15 @@ static uint64_t os_xsave_features(void) {
 }
 
 /* The digest of what this CPU says: every leaf LLVM 22's Host.cpp reads
- * (0, 1, 7.0, 7.1, 0xd.1, 0x14, 0x19, 0x24, 0x80000000-1, 0x80000008) and
- * a few more (the brand string, AMD's 0x80000021), less what differs
+ * to name the CPU and list its features (0, 1, 7.0, 7.1, 0xd.1, 0x14,
+ * 0x19, 0x24, 0x80000000, 0x80000001, 0x80000008; the answer is a function
+ * of these and XCR0, so nothing else can change it), less what differs
  * between the cores of one machine (leaf 1 EBX: APIC id, CLFLUSH count;
- * 0x80000008 ECX: core count); XCR0 (what the OS saves); the versions. */
+ * 0x80000008 ECX: core count); XCR0 (what the OS saves); the versions.
+ * Each CPUID is a trap to the hypervisor in a virtual machine (about 5 us
+ * on this project's VMs, and every process start computes this): the
+ * leaves are read once each, the highest ones from leaves 0 and
+ * 0x80000000 as they are read, OSXSAVE from leaf 1. */
 static void fingerprint(char hex[33]) {
   static const struct {
     unsigned leaf, sub;
@@ -110,35 +109,35 @@ static void fingerprint(char hex[33]) {
       {1, 0, {~0u, 0, ~0u, ~0u}},
       {7, 0, {~0u, ~0u, ~0u, ~0u}},
       {7, 1, {~0u, ~0u, ~0u, ~0u}},
-      {0xd, 0, {~0u, 0, 0, ~0u}},
       {0xd, 1, {~0u, 0, ~0u, ~0u}},
       {0x14, 0, {~0u, ~0u, ~0u, ~0u}},
       {0x19, 0, {~0u, ~0u, ~0u, ~0u}},
-      {0x1d, 0, {~0u, ~0u, ~0u, ~0u}},
-      {0x1e, 0, {~0u, ~0u, ~0u, ~0u}},
       {0x24, 0, {~0u, ~0u, ~0u, ~0u}},
       {0x80000000, 0, {~0u, ~0u, ~0u, ~0u}},
       {0x80000001, 0, {~0u, ~0u, ~0u, ~0u}},
-      {0x80000002, 0, {~0u, ~0u, ~0u, ~0u}},
-      {0x80000003, 0, {~0u, ~0u, ~0u, ~0u}},
-      {0x80000004, 0, {~0u, ~0u, ~0u, ~0u}},
       {0x80000008, 0, {~0u, ~0u, 0, ~0u}},
-      {0x80000021, 0, {~0u, ~0u, ~0u, ~0u}},
   };
   struct sha256_ctx h;
   sha256_init(&h);
-  unsigned max = __get_cpuid_max(0, NULL), maxx = __get_cpuid_max(0x80000000,
-                                                                  NULL);
+  unsigned max = 0, maxx = 0, leaf1_ecx = 0;
   for (size_t i = 0; i < sizeof leaves / sizeof *leaves; i++) {
     unsigned r[4] = {0, 0, 0, 0};
-    unsigned top = leaves[i].leaf >= 0x80000000 ? maxx : max;
-    if (leaves[i].leaf <= top)
-      __cpuid_count(leaves[i].leaf, leaves[i].sub, r[0], r[1], r[2], r[3]);
+    unsigned leaf = leaves[i].leaf;
+    /* leaves 0 and 0x80000000 are always read: they say what else is */
+    if (leaf == 0 || leaf == 0x80000000 ||
+        leaf <= (leaf >= 0x80000000 ? maxx : max))
+      __cpuid_count(leaf, leaves[i].sub, r[0], r[1], r[2], r[3]);
+    if (leaf == 0)
+      max = r[0];
+    else if (leaf == 0x80000000)
+      maxx = r[0] >= 0x80000000 ? r[0] : 0;
+    else if (leaf == 1)
+      leaf1_ecx = r[2];
     for (int k = 0; k < 4; k++)
       r[k] &= leaves[i].mask[k];
     sha256_update(&h, sizeof r, (const uint8_t *)r);
   }
-  uint64_t xcr0 = os_xsave_features();
+  uint64_t xcr0 = os_xsave_features(leaf1_ecx);
   sha256_update(&h, sizeof xcr0, (const uint8_t *)&xcr0);
   static const char versions[] = "llvm " LLVM_VERSION_STRING " xpjit "
                                  XPJ_BUILD_ID;
@@ -225,7 +224,7 @@ static void psabi_level(char *name, size_t size, char *feat) {
     __cpuid_count(7, 0, a, b7, c, d);
   if ((unsigned)__get_cpuid_max(0x80000000, NULL) >= 0x80000001u)
     __cpuid(0x80000001, a, b, cx, d);
-  uint64_t xcr0 = os_xsave_features();
+  uint64_t xcr0 = os_xsave_features(c1);
 #define ALL(x, m) (((x) & (m)) == (m))
   bool v2 = ALL(c1, (1u << 0) | (1u << 9) | (1u << 13) | (1u << 19) |
                         (1u << 20) | (1u << 23)) &&

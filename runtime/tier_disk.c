@@ -10,8 +10,9 @@
 static bool get(void *state, rt_obtain *ob, fetched *f) {
   (void)state;
   if (ob->l2 && xpj_cache_get(ob->l2, ob->key, &f->ce) == XPJ_OK) {
-    uint64_t ms, mb;
-    xpj_compile_limits(ob->rq->o, &ms, &mb);
+    uint64_t ms = 0, mb = 0;
+    if (f->ce.failed && f->ce.expires_ms) /* the limits cost a sysconf */
+      xpj_compile_limits(ob->rq->o, &ms, &mb);
     if (!f->ce.failed || !f->ce.expires_ms ||
         xpd_failure_answers(f->ce.failed, ms, mb)) {
       rt_fetched_from_entry(f, XPJ_ORIGIN_CACHE);
