@@ -29,25 +29,26 @@ CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC \
              -DXPJ_LIBDIR='"$(PREFIX)/lib"' -DXPJ_BUILD_ID='"$(BUILD_ID)"' \
              -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) $(CFLAGS)
 # libxpjit does not link LLVM (docs/api.md, "Where LLVM is loaded").
-CORE_LIBS = -lSPIRV-Tools -lstdc++ -lsqlite3 -lnettle -lhiredis -lpthread -ldl -lm $(LDLIBS)
+CORE_LIBS = -lsqlite3 -lnettle -lhiredis -lpthread -ldl -lm $(LDLIBS)
+# SPIRV-Tools is C++: only in the plugins (compiler/spirv_check.h)
+SPIRV_LIBS = -lSPIRV-Tools -lstdc++
 LLVM_LIBS = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lLLVM-22
 # What a program links to have LLVM in itself (the compile server, the
 # daemon, the tests): libxpjit-llvm.a, its table used directly.
 LLVM_STATIC = -Wl,-u,xpj_llvm_plugin_api $(LLVM_A)
-LDLIBS_ALL = $(LLVM_LIBS) $(CORE_LIBS)
+LDLIBS_ALL = $(LLVM_LIBS) $(SPIRV_LIBS) $(CORE_LIBS)
 
 LIB_SRCS := $(wildcard ir/*.c) $(wildcard compiler/*.c) $(wildcard runtime/*.c) \
             $(wildcard cache/*.c)
 # Everything that calls LLVM: libxpjit-llvm (compiler/llvm.h).
 LLVM_SRCS := compiler/codegen.c compiler/target_cpu.c compiler/target_ptx.c \
              compiler/target_spirv.c compiler/uniform.c compiler/compile_llvm.c \
-             compiler/cpu_orc.c
+             compiler/cpu_orc.c compiler/spirv_tools.c
 CORE_SRCS := $(filter-out $(LLVM_SRCS),$(LIB_SRCS))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 LLVM_OBJS := $(LLVM_SRCS:%.c=$(BUILD)/obj/%.o)
 # the plugin's own copies of what the LLVM objects call in the library
-LLVM_SO_OBJS := $(LLVM_OBJS) $(BUILD)/obj/ir/ir.o $(BUILD)/obj/ir/alloc.o \
-                $(BUILD)/obj/compiler/spirv_check.o
+LLVM_SO_OBJS := $(LLVM_OBJS) $(BUILD)/obj/ir/ir.o $(BUILD)/obj/ir/alloc.o
 CLI_SRCS := tools/xpjit-cli.c tools/cli_cache.c tools/cli_daemon.c
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS    := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
@@ -61,6 +62,7 @@ LIB_A    := $(BUILD)/lib/libxpjit.a
 LIB_SO   := $(BUILD)/lib/libxpjit.so
 LLVM_A   := $(BUILD)/lib/libxpjit-llvm.a
 LLVM_SO  := $(BUILD)/lib/libxpjit-llvm.so.0
+SPIRV_SO := $(BUILD)/lib/libxpjit-spirv.so.0
 CLI      := $(BUILD)/bin/xpjit-cli
 DAEMON   := $(BUILD)/bin/xpjitd
 DAEMON_SRCS := tools/xpjitd.c tools/xpjitd_worker.c tools/xpjitd_progs.c
@@ -71,7 +73,7 @@ EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
 .PHONY: all test asan tsan fuzz bench install clean check-examples demo format mpi-example
-all: $(LIB_A) $(LIB_SO) $(LLVM_A) $(LLVM_SO) $(CLI) $(DAEMON) $(CSERVER) $(BUILD)/lib/xpjit.pc $(EXAMPLES)
+all: $(LIB_A) $(LIB_SO) $(LLVM_A) $(LLVM_SO) $(SPIRV_SO) $(CLI) $(DAEMON) $(CSERVER) $(BUILD)/lib/xpjit.pc $(EXAMPLES)
 
 $(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h) Makefile
 	@mkdir -p $(dir $@)
@@ -97,7 +99,14 @@ $(LLVM_SO): $(LLVM_SO_OBJS) tools/libxpjit-llvm.map
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -shared -Wl,-soname,libxpjit-llvm.so.0 -Wl,--exclude-libs,ALL \
 	  -Wl,--version-script=tools/libxpjit-llvm.map -o $@ $(LLVM_SO_OBJS) \
-	  $(LLVM_LIBS) $(CORE_LIBS)
+	  $(LLVM_LIBS) $(SPIRV_LIBS) $(CORE_LIBS)
+
+# The SPIR-V validator (SPIRV-Tools, C++) that libxpjit loads before a
+# driver takes SPIR-V; it exports its table and nothing else.
+$(SPIRV_SO): $(BUILD)/obj/compiler/spirv_tools.o tools/libxpjit-spirv.map
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -shared -Wl,-soname,libxpjit-spirv.so.0 -Wl,--exclude-libs,ALL \
+	  -Wl,--version-script=tools/libxpjit-spirv.map -o $@ $< $(SPIRV_LIBS)
 
 # The CLI compiles through the compile server or the plugin: no LLVM here.
 $(CLI): $(CLI_SRCS) tools/cli.h $(LIB_A)
@@ -128,7 +137,7 @@ $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/devtest.h tests/storm20.h tes
 
 # An application's view: libxpjit without libxpjit-llvm (docs/api.md,
 # "Where LLVM is loaded"); it must not map libLLVM unless it compiles.
-$(BUILD)/tests/test_lazy_llvm: tests/test_lazy_llvm.c $(LIB_A) $(LLVM_SO) $(CSERVER)
+$(BUILD)/tests/test_lazy_llvm: tests/test_lazy_llvm.c $(LIB_A) $(LLVM_SO) $(SPIRV_SO) $(CSERVER)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(LIB_A) -lcmocka $(CORE_LIBS)
 
@@ -155,7 +164,7 @@ TSAN_TESTS := test_threads test_redis test_daemon
 tsan:
 	$(MAKE) BUILD=build-tsan CC=clang OPT="-O1 -g" SAN="-fsanitize=thread" \
 	  $(TSAN_TESTS:%=build-tsan/tests/%) build-tsan/libexec/xpjit/xpjit-cc \
-	  build-tsan/bin/xpjitd build-tsan/lib/libxpjit-llvm.so.0
+	  build-tsan/bin/xpjitd build-tsan/lib/libxpjit-llvm.so.0 build-tsan/lib/libxpjit-spirv.so.0
 	@rm -rf build-tsan/test-cache
 	@for t in $(TSAN_TESTS); do echo "=== tsan: $$t"; \
 	  BUILD=build-tsan XPJIT_DAEMON=off XPJIT_CACHE_DIR=$$PWD/build-tsan/test-cache \
@@ -257,6 +266,7 @@ install: all
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libxpjit.so.0
 	install -m 755 $(LLVM_SO) $(DESTDIR)$(PREFIX)/lib/libxpjit-llvm.so.0
+	install -m 755 $(SPIRV_SO) $(DESTDIR)$(PREFIX)/lib/libxpjit-spirv.so.0
 	ln -sf libxpjit.so.0 $(DESTDIR)$(PREFIX)/lib/libxpjit.so
 	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' tools/xpjit.pc.in \

@@ -177,12 +177,13 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
         size_t n = LLVMGetBufferSize(buf);
         char verr[2048];
         if (t->kind == XPJ_TARGET_SPIRV &&
-            xpj_spirv_validate((const uint8_t *)p, n, t->spirv_minor, verr,
-                               sizeof verr) != 0) {
+            xpj_spirv_plugin_api.validate((const uint8_t *)p, n,
+                                          t->spirv_minor, verr,
+                                          sizeof verr) != 0) {
           cg_fail(&c, XPJ_ERR_COMPILE, "%s", verr);
         } else if (t->kind == XPJ_TARGET_SPIRV && emit == XPJ_EMIT_ASM) {
-          char *txt = xpj_spirv_disassemble((const uint8_t *)p, n,
-                                            t->spirv_minor, verr, sizeof verr);
+          char *txt = xpj_spirv_plugin_api.disassemble(
+              (const uint8_t *)p, n, t->spirv_minor, verr, sizeof verr);
           if (!txt)
             cg_fail(&c, XPJ_ERR_COMPILE, "%s", verr);
           else

@@ -31,6 +31,20 @@
 /* The one symbol the plugin exports. */
 #define XPJ_LLVM_PLUGIN_SYMBOL "xpj_llvm_plugin_api"
 
+/* The first fields of every plugin's table. */
+typedef struct xpj_plugin_head {
+  size_t size;       /* sizeof (the table) where it was built */
+  const char *build; /* XPJ_BUILD_ID where it was built */
+} xpj_plugin_head;
+
+/* Loads libxpjit's plugin file (where env names it, else beside
+ * libxpjit.so, in the lib directory beside the program, or the prefix's)
+ * and returns its table symbol, a table of size bytes of this very build;
+ * NULL with why ("what: ..."). Never unloaded. */
+const void *xpj_plugin_load(const char *env, const char *file,
+                            const char *symbol, size_t size,
+                            const char *what, char *why, size_t whysize);
+
 typedef struct xpj_llvm_api {
   size_t size;       /* sizeof (xpj_llvm_api) where it was built */
   const char *build; /* XPJ_BUILD_ID where it was built */

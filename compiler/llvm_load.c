@@ -1,6 +1,8 @@
 /*
  * llvm_load.c - where libxpjit finds LLVM (llvm.h): the table linked into
- * the program, else the plugin libxpjit-llvm.so.0, loaded on first use.
+ * the program, else the plugin libxpjit-llvm.so.0, loaded on first use;
+ * and how it loads any plugin of its own (xpj_plugin_load: also the
+ * SPIR-V validator, spirv_check.c).
  *
  * The plugin is code that runs as the user, so it is looked for only
  * where the library itself is installed, or where XPJIT_LLVM_PLUGIN names
@@ -76,37 +78,39 @@ bool xpj_own_file(const char *env, const char *const *lib_rels,
 #define XPJ_LIBDIR NULL
 #endif
 
-static const xpj_llvm_api *load_plugin(char *why, size_t whysize) {
+const void *xpj_plugin_load(const char *env, const char *file,
+                            const char *symbol, size_t size,
+                            const char *what, char *why, size_t whysize) {
   /* beside libxpjit.so, or the lib directory beside the program's (bin/,
    * libexec/xpjit/, tests/) */
   static const char *const lib_rels[] = {"", NULL};
   static const char *const exe_rels[] = {"/../lib", "/../../lib", NULL};
   char path[PATH_MAX];
-  if (!xpj_own_file(getenv("XPJIT_LLVM_PLUGIN"), lib_rels, exe_rels,
-                    XPJ_LIBDIR, XPJ_LLVM_PLUGIN, path, sizeof path)) {
-    snprintf(why, whysize, "no LLVM: no %.250s (the plugin is looked for "
-             "beside libxpjit.so and the program, then there; "
-             "XPJIT_LLVM_PLUGIN names it)", path);
+  if (!xpj_own_file(getenv(env), lib_rels, exe_rels, XPJ_LIBDIR, file, path,
+                    sizeof path)) {
+    snprintf(why, whysize, "%s: no %.250s (the plugin is looked for "
+             "beside libxpjit.so and the program, then there; %s names it)",
+             what, path, env);
     return NULL;
   }
   if (!xpj_trusted_file(path)) {
-    snprintf(why, whysize, "no LLVM: %.250s is not a regular file of root or "
-             "of this user that only its owner may write", path);
+    snprintf(why, whysize, "%s: %.250s is not a regular file of root or "
+             "of this user that only its owner may write", what, path);
     return NULL;
   }
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
-    snprintf(why, whysize, "no LLVM: cannot load %.250s: %.100s", path,
+    snprintf(why, whysize, "%s: cannot load %.250s: %.100s", what, path,
              e ? e : "dlopen failed");
     return NULL;
   }
-  const xpj_llvm_api *a = dlsym(h, XPJ_LLVM_PLUGIN_SYMBOL);
-  if (!a || a->size != sizeof *a || !a->build ||
+  const xpj_plugin_head *a = dlsym(h, symbol);
+  if (!a || a->size != size || !a->build ||
       strcmp(a->build, XPJ_BUILD_ID) != 0) {
-    snprintf(why, whysize, "no LLVM: %.250s is of another build of xpjit "
-             "(%s, this library is %s)", path, a && a->build ? a->build : "?",
-             XPJ_BUILD_ID);
+    snprintf(why, whysize, "%s: %.250s is of another build of xpjit "
+             "(%s, this library is %s)", what, path,
+             a && a->build ? a->build : "?", XPJ_BUILD_ID);
     dlclose(h);
     return NULL;
   }
@@ -122,7 +126,9 @@ const xpj_llvm_api *xpj_llvm(char *why, size_t whysize) {
   pthread_mutex_lock(&mu);
   a = atomic_load(&api);
   if (!a && !failed[0]) {
-    a = load_plugin(failed, sizeof failed);
+    a = xpj_plugin_load("XPJIT_LLVM_PLUGIN", XPJ_LLVM_PLUGIN,
+                        XPJ_LLVM_PLUGIN_SYMBOL, sizeof *a, "no LLVM", failed,
+                        sizeof failed);
     atomic_store(&api, a);
   }
   pthread_mutex_unlock(&mu);

@@ -1,127 +1,52 @@
 /*
- * spirv_check.c - SPIR-V validation and disassembly through the
- * SPIRV-Tools C API (libspirv.h). Every SPIR-V module is validated here
- * before it leaves the compiler.
+ * spirv_check.c - SPIR-V validation and disassembly for libxpjit: the
+ * table of spirv_tools.c, linked into the program (with libxpjit-llvm.a)
+ * or else loaded from the plugin libxpjit-spirv.so.0 on first use
+ * (XPJIT_SPIRV_PLUGIN names it; the rules of llvm_load.c).
  */
+#define _GNU_SOURCE
 #include "spirv_check.h"
+#include "llvm.h"
 
-#include <spirv-tools/libspirv.h>
-#include <stdbool.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-static spv_target_env env_for(unsigned spirv_minor) {
-  /* OpenCL 2.2 accepts SPIR-V 1.0-1.2; newer versions validate under the
-   * universal environment of their version */
-  switch (spirv_minor) {
-  case 0: case 1: case 2: return SPV_ENV_OPENCL_2_2;
-  case 3: return SPV_ENV_UNIVERSAL_1_3;
-  default: return SPV_ENV_UNIVERSAL_1_4;
-  }
-}
+/* Defined when the program links libxpjit-llvm.a. */
+extern const xpj_spirv_api xpj_spirv_plugin_api __attribute__((weak));
 
-/* Does the module declare capability cap? (OpCapability is opcode 17,
- * one operand; capabilities come first after the 5-word header.) */
-bool xpj_spirv_has_capability(const uint8_t *bin, size_t len, uint32_t cap) {
-  size_t n = bin ? len / 4 : 0;
-  for (size_t i = 5; i < n;) {
-    uint32_t w, arg = 0;
-    memcpy(&w, bin + 4 * i, 4);
-    if (i + 1 < n)
-      memcpy(&arg, bin + 4 * (i + 1), 4);
-    uint32_t op = w & 0xffff, wc = w >> 16;
-    if (wc == 0)
-      return false;
-    if (op == 17 && wc == 2 && i + 1 < n && arg == cap)
-      return true;
-    if (op != 17 && op != 10 /* OpExtension */)
-      return false;
-    i += wc;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(const xpj_spirv_api *) api; /* set once */
+static char failed[400];                   /* why it could not be loaded */
+
+static const xpj_spirv_api *tools(char *err, size_t errsize) {
+  if (&xpj_spirv_plugin_api)
+    return &xpj_spirv_plugin_api;
+  const xpj_spirv_api *a = atomic_load(&api);
+  if (a)
+    return a;
+  pthread_mutex_lock(&mu);
+  a = atomic_load(&api);
+  if (!a && !failed[0]) {
+    a = xpj_plugin_load("XPJIT_SPIRV_PLUGIN", XPJ_SPIRV_PLUGIN,
+                        XPJ_SPIRV_PLUGIN_SYMBOL, sizeof *a,
+                        "no SPIR-V validator", failed, sizeof failed);
+    atomic_store(&api, a);
   }
-  return false;
+  pthread_mutex_unlock(&mu);
+  if (!a && err && errsize)
+    snprintf(err, errsize, "%s", failed);
+  return a;
 }
 
 int xpj_spirv_validate(const uint8_t *bin, size_t len, unsigned spirv_minor,
                        char *err, size_t errsize) {
-  if (len % 4 != 0 || len < 20) {
-    snprintf(err, errsize, "SPIR-V module of %zu bytes is truncated", len);
-    return -1;
-  }
-  spv_target_env env = env_for(spirv_minor);
-  /* 64-bit atomics need Int64Atomics (cl_khr_int64_base_atomics) and f16
-   * arithmetic Float16 (cl_khr_fp16), which the OpenCL 2.2 environment of
-   * SPIRV-Tools rejects outright: such modules are validated under the
-   * universal environment instead */
-  if (env == SPV_ENV_OPENCL_2_2 &&
-      (xpj_spirv_has_capability(bin, len, XPJ_SPV_CAP_INT64_ATOMICS) ||
-       xpj_spirv_has_capability(bin, len, XPJ_SPV_CAP_FLOAT16)))
-    env = SPV_ENV_UNIVERSAL_1_2;
-  spv_context ctx = spvContextCreate(env);
-  if (!ctx) {
-    snprintf(err, errsize, "SPIRV-Tools: cannot create a context");
-    return -1;
-  }
-  uint32_t *words = malloc(len);
-  if (!words) {
-    spvContextDestroy(ctx);
-    snprintf(err, errsize, "out of memory");
-    return -1;
-  }
-  memcpy(words, bin, len);
-  spv_diagnostic diag = NULL;
-  spv_result_t r = spvValidateBinary(ctx, words, len / 4, &diag);
-  int rc = 0;
-  if (r != SPV_SUCCESS) {
-    snprintf(err, errsize, "SPIR-V validation failed: %s",
-             diag && diag->error ? diag->error : "(no message)");
-    rc = -1;
-  }
-  spvDiagnosticDestroy(diag);
-  free(words);
-  spvContextDestroy(ctx);
-  return rc;
+  const xpj_spirv_api *t = tools(err, errsize);
+  return t ? t->validate(bin, len, spirv_minor, err, errsize) : -1;
 }
 
 char *xpj_spirv_disassemble(const uint8_t *bin, size_t len,
                             unsigned spirv_minor, char *err, size_t errsize) {
-  if (len % 4 != 0) {
-    snprintf(err, errsize, "SPIR-V module of %zu bytes is truncated", len);
-    return NULL;
-  }
-  spv_context ctx = spvContextCreate(env_for(spirv_minor));
-  if (!ctx) {
-    snprintf(err, errsize, "SPIRV-Tools: cannot create a context");
-    return NULL;
-  }
-  uint32_t *words = malloc(len ? len : 4);
-  if (!words) {
-    spvContextDestroy(ctx);
-    snprintf(err, errsize, "out of memory");
-    return NULL;
-  }
-  memcpy(words, bin, len);
-  spv_text text = NULL;
-  spv_diagnostic diag = NULL;
-  char *out = NULL;
-  if (spvBinaryToText(ctx, words, len / 4,
-                      SPV_BINARY_TO_TEXT_OPTION_INDENT |
-                          SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES,
-                      &text, &diag) == SPV_SUCCESS) {
-    out = malloc(text->length + 1);
-    if (out) {
-      memcpy(out, text->str, text->length);
-      out[text->length] = 0;
-    } else {
-      snprintf(err, errsize, "out of memory");
-    }
-  } else {
-    snprintf(err, errsize, "SPIR-V disassembly failed: %s",
-             diag && diag->error ? diag->error : "(no message)");
-  }
-  spvTextDestroy(text);
-  spvDiagnosticDestroy(diag);
-  free(words);
-  spvContextDestroy(ctx);
-  return out;
+  const xpj_spirv_api *t = tools(err, errsize);
+  return t ? t->disassemble(bin, len, spirv_minor, err, errsize) : NULL;
 }

@@ -21,12 +21,17 @@ leaked=$(nm -D --defined-only "$tmp/lib/libxpjit.so.0" | awk '{print $3}' |
 [ -z "$leaked" ] || { echo "install: internal symbols exported: $leaked"; exit 1; }
 # libxpjit does not link LLVM; its plugin, beside it, exports its table only
 # (docs/api.md, "Where LLVM is loaded")
-if readelf -d "$tmp/lib/libxpjit.so.0" | grep -q 'NEEDED.*libLLVM'; then
-  echo "install: libxpjit.so.0 links libLLVM"; exit 1
+# nor the C++ runtime: SPIRV-Tools is in the validator plugin
+if readelf -d "$tmp/lib/libxpjit.so.0" | grep -q 'NEEDED.*\(libLLVM\|libstdc++\)'; then
+  echo "install: libxpjit.so.0 links libLLVM or libstdc++"; exit 1
 fi
-plug=$(nm -D --defined-only "$tmp/lib/libxpjit-llvm.so.0" | awk '{print $3}' |
-  grep -v '^xpj_llvm_plugin_api$' || true)
-[ -z "$plug" ] || { echo "install: the plugin exports more than its table: $plug"; exit 1; }
+for p in llvm spirv; do
+  plug=$(nm -D --defined-only "$tmp/lib/libxpjit-$p.so.0" | awk '{print $3}' |
+    grep -v "^xpj_${p}_plugin_api\$" || true)
+  [ -z "$plug" ] || { echo "install: libxpjit-$p.so.0 exports more than its table: $plug"; exit 1; }
+  nm -D --defined-only "$tmp/lib/libxpjit-$p.so.0" | grep -q " xpj_${p}_plugin_api\$" ||
+    { echo "install: libxpjit-$p.so.0 has no table"; exit 1; }
+done
 # the daemon and its systemd user units, with the prefix filled in
 [ -x "$tmp/bin/xpjitd" ] || { echo "install: no xpjitd"; exit 1; }
 "$tmp/bin/xpjitd" --version | grep -q "protocol 3" ||

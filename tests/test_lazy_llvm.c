@@ -9,7 +9,9 @@
  * device (the ELF loader), with the host CPU read from its file; an
  * in-process compile that loads the plugin; a plugin that is missing,
  * writable by others or not a plugin, refused with a clear error; a
- * damaged or foreign host-CPU file, ignored and rewritten. */
+ * damaged or foreign host-CPU file, ignored and rewritten; SPIR-V checked
+ * by the validator plugin (libxpjit-spirv.so.0, SPIRV-Tools and the C++
+ * runtime), loaded only then, and refused when the plugin cannot be had. */
 #define _GNU_SOURCE
 #include "xpjit.h"
 #include "xpjit_codegen.h"
@@ -33,17 +35,23 @@
 
 static char dir[256];
 
-static bool llvm_mapped(void) {
+static bool mapped(const char *name) {
   FILE *f = fopen("/proc/self/maps", "r");
   char line[1024];
   bool found = false;
   while (f && fgets(line, sizeof line, f))
-    if (strstr(line, "libLLVM"))
+    if (strstr(line, name))
       found = true;
   if (f)
     fclose(f);
   return found;
 }
+
+static bool llvm_mapped(void) { return mapped("libLLVM"); }
+
+/* compiler/spirv_check.h (libxpjit's, not public) */
+int xpj_spirv_validate(const uint8_t *bin, size_t len, unsigned spirv_minor,
+                       char *err, size_t errsize);
 
 /* The host-CPU file in directory in, or "" */
 static void host_file_in(const char *in, char *path, size_t size) {
@@ -102,6 +110,11 @@ static int run_axpy(int want_llvm) {
   if (rc == 0 && want_llvm >= 0 && llvm_mapped() != (bool)want_llvm) {
     fprintf(stderr, "run_axpy: libLLVM %s mapped\n",
             want_llvm ? "is not" : "is");
+    return 2;
+  }
+  /* nor C++ (SPIRV-Tools is in its own plugin, loaded for SPIR-V only) */
+  if (rc == 0 && !want_llvm && (mapped("libstdc++") || mapped("libxpjit-spirv"))) {
+    fprintf(stderr, "run_axpy: the C++ runtime is mapped\n");
     return 2;
   }
   return rc;
@@ -285,6 +298,78 @@ static void test_host_without_llvm(void **state) {
   assert_int_equal(in_child(no_plugin_child, NULL), 0);
 }
 
+/* A SPIR-V module of axpy<f32> (compiled by the compile server), checked
+ * in this process: 0 when it passes and a damaged copy does not, the
+ * validator plugin mapped and libLLVM not; 1 when validation failed with
+ * a message containing expect (and nothing was loaded). */
+static int validate_here(const char *expect) {
+  xpj_context *ctx = NULL;
+  xpj_context_desc cd = {0};
+  cd.visible = "cpu";
+  cd.cache_mode = XPJ_CACHE_MODE_RW;
+  xpj_program *p = NULL;
+  void *bin = NULL;
+  size_t n = 0;
+  if (xpj_context_create(&cd, &ctx) != XPJ_OK ||
+      xpj_program_create_file(ctx, "examples/axpy.xpk", NULL, &p) != XPJ_OK ||
+      xpj_program_get_binary(p, "axpy", "T=f32", 1, "spirv", NULL, &bin,
+                             &n) != XPJ_OK) {
+    fprintf(stderr, "validate_here: %s\n", xpj_last_error());
+    return 3;
+  }
+  if (mapped("libxpjit-spirv") || mapped("libstdc++"))
+    return 4; /* getting a binary validates nothing here */
+  char err[512] = "";
+  int rc = xpj_spirv_validate(bin, n, 2, err, sizeof err);
+  if (expect) {
+    rc = rc != 0 && strstr(err, expect) && !mapped("libxpjit-spirv") ? 1 : 5;
+  } else if (rc != 0 || !mapped("libxpjit-spirv") || llvm_mapped()) {
+    fprintf(stderr, "validate_here: %d %s\n", rc, err);
+    rc = 6;
+  } else {
+    /* OpCapability Addresses -> an unknown capability: invalid */
+    uint32_t *w = bin;
+    for (size_t i = 5; i + 1 < n / 4; i++)
+      if (w[i] == (2u << 16 | 17u)) {
+        w[i + 1] = 0xdead;
+        break;
+      }
+    rc = xpj_spirv_validate(bin, n, 2, err, sizeof err) != 0 && err[0] ? 0 : 7;
+  }
+  if (rc)
+    fprintf(stderr, "validate_here: rc %d, %s\n", rc, err);
+  free(bin);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  return rc;
+}
+
+static int validate_child(const void *arg) {
+  if (arg)
+    setenv("XPJIT_SPIRV_PLUGIN", arg, 1);
+  return validate_here(arg ? "no SPIR-V validator" : NULL);
+}
+
+/* SPIR-V is checked by the plugin, loaded then; a validator that cannot
+ * be had (missing, writable by others, another library) refuses every
+ * module, with the reason. */
+static void test_spirv_validator(void **state) {
+  (void)state;
+  assert_int_equal(in_child(validate_child, NULL), 0);
+  assert_int_equal(in_child(validate_child, "/nonexistent/libxpjit-spirv.so.0"),
+                   1);
+  char path[600];
+  snprintf(path, sizeof path, "%s/spirv-open.so", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("not an ELF file\n", f);
+  fclose(f);
+  chmod(path, 0666);
+  assert_int_equal(in_child(validate_child, path), 1);
+  assert_int_equal(in_child(validate_child, "/lib/x86_64-linux-gnu/libz.so.1"),
+                   1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hit_without_llvm),
@@ -292,6 +377,7 @@ int main(void) {
       cmocka_unit_test(test_bad_plugins),
       cmocka_unit_test(test_host_file_checked),
       cmocka_unit_test(test_host_without_llvm),
+      cmocka_unit_test(test_spirv_validator),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
