@@ -212,24 +212,28 @@ static int bad_plugin_child(const void *arg) {
   return compile_here("no LLVM");
 }
 
-/* Missing, writable by others, not a plugin: refused, never run. */
-static void test_bad_plugins(void **state) {
-  (void)state;
+/* A plugin (child sets its variable to arg) that is missing, writable by
+ * others, not loadable, or a shared object that is none of ours: refused,
+ * never run (child returns 1 when refused with its message). */
+static void refuses_bad_plugins(int (*child)(const void *), const char *name) {
   char path[600];
-  assert_int_equal(in_child(bad_plugin_child, "/nonexistent/libxpjit-llvm.so.0"),
-                   1);
-  snprintf(path, sizeof path, "%s/open.so", dir);
+  snprintf(path, sizeof path, "/nonexistent/%s", name);
+  assert_int_equal(in_child(child, path), 1);
+  snprintf(path, sizeof path, "%s/open-%s", dir, name);
   FILE *f = fopen(path, "w");
   assert_non_null(f);
   fputs("not an ELF file\n", f);
   fclose(f);
   chmod(path, 0666);
-  assert_int_equal(in_child(bad_plugin_child, path), 1);
+  assert_int_equal(in_child(child, path), 1);
   chmod(path, 0644);
-  assert_int_equal(in_child(bad_plugin_child, path), 1); /* cannot load */
-  /* a real shared object that is no plugin of ours */
-  assert_int_equal(in_child(bad_plugin_child, "/lib/x86_64-linux-gnu/libz.so.1"),
-                   1);
+  assert_int_equal(in_child(child, path), 1); /* cannot load */
+  assert_int_equal(in_child(child, "/lib/x86_64-linux-gnu/libz.so.1"), 1);
+}
+
+static void test_bad_plugins(void **state) {
+  (void)state;
+  refuses_bad_plugins(bad_plugin_child, "libxpjit-llvm.so.0");
 }
 
 /* A damaged host-CPU file is not believed: LLVM is asked (and mapped),
@@ -351,23 +355,11 @@ static int validate_child(const void *arg) {
 }
 
 /* SPIR-V is checked by the plugin, loaded then; a validator that cannot
- * be had (missing, writable by others, another library) refuses every
- * module, with the reason. */
+ * be had refuses every module, with the reason. */
 static void test_spirv_validator(void **state) {
   (void)state;
   assert_int_equal(in_child(validate_child, NULL), 0);
-  assert_int_equal(in_child(validate_child, "/nonexistent/libxpjit-spirv.so.0"),
-                   1);
-  char path[600];
-  snprintf(path, sizeof path, "%s/spirv-open.so", dir);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  fputs("not an ELF file\n", f);
-  fclose(f);
-  chmod(path, 0666);
-  assert_int_equal(in_child(validate_child, path), 1);
-  assert_int_equal(in_child(validate_child, "/lib/x86_64-linux-gnu/libz.so.1"),
-                   1);
+  refuses_bad_plugins(validate_child, "libxpjit-spirv.so.0");
 }
 
 int main(void) {
