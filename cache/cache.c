@@ -36,6 +36,7 @@
  */
 #define _GNU_SOURCE
 #include "xpjit_cache.h"
+#include "hitfile.h"
 #include "trust.h"
 
 #include <errno.h>
@@ -128,6 +129,12 @@ struct xpj_cache {
   unsigned nqueued, nlost;
   uint8_t key[KEY_BYTES]; /* signs the rows (user cache; set at open) */
   bool has_key;
+  /* hit files (hitfile.h): lazy (xpj_l2_open) until the database is
+   * opened (db_tried); hits_fd is PATH.hits (-2: not looked for yet, -1:
+   * none to be had); no_hits: not kept for this handle */
+  bool lazy, db_tried, no_hits;
+  int hits_fd;
+  uint64_t db_dev, db_ino; /* the database file's, once known (db_id) */
   char problem[4600];  /* why the mode is lower than asked (xpj_cache_problem) */
   char replaced[4600]; /* the file was moved aside: why (for verify) */
 };
@@ -331,6 +338,34 @@ static void row_checksum(const uint8_t *key, const char *digest, int failed,
     sum_update(&m, size, data);
   put_str(&m, log);
   put_u64(&m, (uint64_t)expires);
+  sum_hex(&m, hex);
+}
+
+/* A hit file's checksum (hitfile.h): the cache's HMAC over what the row's
+ * covers and the two fields only the file adds, under a name of its own
+ * (no row's checksum is ever a hit file's, or the reverse). */
+static void hit_sum(const uint8_t *key, const char *digest, const char *entry,
+                    uint64_t local, uint64_t scratch, const void *data,
+                    size_t size, const char *log, int64_t created,
+                    double compile_ms, uint64_t dev, uint64_t ino,
+                    char hex[65]) {
+  summer m;
+  uint64_t ms;
+  memcpy(&ms, &compile_ms, sizeof ms);
+  sum_init(&m, key);
+  put_str(&m, "xpjit hit file 1");
+  put_str(&m, digest);
+  put_str(&m, entry);
+  put_u64(&m, local);
+  put_u64(&m, scratch);
+  put_u64(&m, size);
+  if (size)
+    sum_update(&m, size, data);
+  put_str(&m, log);
+  put_u64(&m, (uint64_t)created);
+  put_u64(&m, ms);
+  put_u64(&m, dev);
+  put_u64(&m, ino);
   sum_hex(&m, hex);
 }
 
@@ -746,6 +781,8 @@ static int create_file(const char *path, mode_t mode) {
   return rc;
 }
 
+static void hit_gone(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+
 /* Opens name (c->path, or a URI of it) with flags into c->db and checks
  * it (setup); SQLite's code, or setup's. */
 static int connect(xpj_cache *c, const char *name, int flags, bool writable) {
@@ -773,6 +810,14 @@ static int connect(xpj_cache *c, const char *name, int flags, bool writable) {
   sqlite3_extended_result_codes(c->db, 1);
   sqlite3_busy_timeout(c->db, 2000);
   rc = setup(c, writable);
+  /* a writer's deletions take their hit files with them (hit_gone) */
+  if (rc == SQLITE_OK && writable && !c->bundle && !c->no_hits &&
+      (sqlite3_create_function(c->db, "xpj_hit_gone", 1, SQLITE_UTF8, c,
+                               hit_gone, NULL, NULL) != SQLITE_OK ||
+       sqlite3_exec(c->db, "CREATE TEMP TRIGGER hit_gone AFTER DELETE ON "
+                    "main.entries BEGIN SELECT xpj_hit_gone(old.digest); END",
+                    NULL, NULL, NULL) != SQLITE_OK))
+    rc = SQLITE_ERROR;
   if (rc != SQLITE_OK)
     db_close(c);
   return rc;
@@ -969,8 +1014,12 @@ static void unlock_file(int fd) {
 /* With the exclusive lock held: moves the database aside (PATH.corrupt,
  * replacing an older one) with its WAL, and opens a new one. Returns the
  * new file's code, or why when the file could not be moved. */
+static int hits_dir(xpj_cache *c, bool create);
+
 static int replace_file(xpj_cache *c, int why) {
   db_close(c);
+  xpj_hitdir_wipe(hits_dir(c, false)); /* copies of rows now gone */
+  c->db_ino = 0;                       /* a new file */
   char aside[4200], side[4200];
   snprintf(aside, sizeof aside, "%s.corrupt", c->path);
   if (rename(c->path, aside) != 0)
@@ -1304,9 +1353,30 @@ static int open_for_reading(xpj_cache *c) {
  * something is opened read-only all the same, until its first write
  * (to_writable): a hit then writes nothing and takes no lock of ours,
  * and its open does the least SQLite allows. */
+static void open_user_file(xpj_cache *c);
+
 static void open_user_cache(xpj_cache *c) {
-  if (!ready_to_open(c))
-    return;
+  if (ready_to_open(c) && !c->lazy)
+    open_user_file(c);
+}
+
+/* A lazy handle's database, opened at the first call that needs it (with
+ * c->mu held: its warnings are given by unlock). */
+static void open_deferred(xpj_cache *c) {
+  if (c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF)
+    open_user_file(c);
+  c->db_tried = true;
+}
+
+/* Locks c for a call that needs the database. */
+static void lock_db(xpj_cache *c) {
+  pthread_mutex_lock(&c->mu);
+  open_deferred(c);
+}
+
+/* The database part of opening the user cache. */
+static void open_user_file(xpj_cache *c) {
+  c->db_tried = true;
   bool rw = c->mode == XPJ_CACHE_MODE_RW;
   struct stat sb;
   bool has_data = lstat(c->path, &sb) == 0 && sb.st_size > 0;
@@ -1377,7 +1447,25 @@ static int to_writable(xpj_cache *c) {
   return rc;
 }
 
+static xpj_status open_handle(const xpj_cache_config *cfg, bool lazy,
+                              xpj_cache **out);
+
 xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
+  return open_handle(cfg, false, out);
+}
+
+xpj_status xpj_l2_open(const xpj_cache_config *cfg, xpj_cache **out) {
+  return open_handle(cfg, true, out);
+}
+
+/* XPJIT_CACHE_HIT_FILES=0: none read or written (an A/B switch) */
+static bool hit_files_off(void) {
+  const char *e = getenv("XPJIT_CACHE_HIT_FILES");
+  return e && !strcmp(e, "0");
+}
+
+static xpj_status open_handle(const xpj_cache_config *cfg, bool lazy,
+                              xpj_cache **out) {
   if (!out)
     return fail(XPJ_ERR_INVALID, "xpj_cache_open: out is NULL");
   *out = NULL;
@@ -1398,6 +1486,11 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out) {
   }
   pthread_mutex_init(&c->mu, NULL);
   c->side_fd = -1;
+  c->hits_fd = -2;
+  /* on a network file system the side file is not trusted with the uses
+   * of hits (side_append), which hit files need */
+  c->no_hits = cfg->bundle || hit_files_off() || network_fs_of(path);
+  c->lazy = lazy && !c->no_hits;
   c->warn = cfg->warn;
   c->warn_ud = cfg->warn_ud;
   c->bundle = cfg->bundle != 0;
@@ -1448,6 +1541,8 @@ void xpj_cache_close(xpj_cache *c) {
   drop_later(c, NULL); /* not written: the handle could not write */
   side_done(c, false);
   db_close(c);
+  if (c->hits_fd >= 0)
+    close(c->hits_fd);
   unlock(c);
   pthread_mutex_destroy(&c->mu);
   explicit_bzero(c->key, sizeof c->key);
@@ -2249,7 +2344,8 @@ static void flush_all(xpj_cache *c) {
  * hits are appended to the side file, and the database is not written. */
 static void settle(xpj_cache *c) {
   c->unsettled = 0;
-  if (!c->db || c->mode != XPJ_CACHE_MODE_RW || c->bundle)
+  bool unopened = c->lazy && !c->db_tried; /* its hits were hit files */
+  if ((!c->db && !unopened) || c->mode != XPJ_CACHE_MODE_RW || c->bundle)
     return;
   bool due = c->nlater > 0, any = !counters_zero(&c->pending);
   for (size_t i = 0; i < c->ntouched; i++) {
@@ -2263,6 +2359,7 @@ static void settle(xpj_cache *c) {
     memset(&c->pending, 0, sizeof c->pending);
     return;
   }
+  open_deferred(c);
   flush_all(c);
 }
 
@@ -2336,6 +2433,152 @@ static int later_entry(const struct later *w, xpj_cache_entry *out) {
   return SQLITE_NOMEM;
 }
 
+/* ---- hit files (hitfile.h) ---------------------------------------------- */
+
+/* PATH.hits (made when create), or -1. Looked for until it is found, or
+ * until making it failed once. */
+static int hits_dir(xpj_cache *c, bool create) {
+  if (c->hits_fd >= 0 || c->hits_fd == -1)
+    return c->hits_fd;
+  int fd = xpj_hitdir_open(c->path, create);
+  if (fd >= 0 || create)
+    c->hits_fd = fd;
+  return fd;
+}
+
+/* The database file's device and inode (hit files name it), looked up
+ * once per handle; false when there is no file. */
+static bool db_id(xpj_cache *c, uint64_t *dev, uint64_t *ino) {
+  if (!c->db_ino) {
+    struct stat sb;
+    if (stat(c->path, &sb) != 0 || !sb.st_ino)
+      return false;
+    c->db_dev = (uint64_t)sb.st_dev;
+    c->db_ino = (uint64_t)sb.st_ino;
+  }
+  *dev = c->db_dev;
+  *ino = c->db_ino;
+  return true;
+}
+
+/* The hit file of digest as a row (read_row's, with the key's fields
+ * from k), when it is one of ours for exactly this key text, intact, and
+ * used within USE_GRANULARITY_MS (else the database says whether its use
+ * is due: its hit goes there). A damaged file is removed. */
+static bool hit_read(xpj_cache *c, const xpj_cache_key *k, const char *digest,
+                     const char *text, xpj_cache_entry *out) {
+  if (c->no_hits || !c->has_key)
+    return false;
+  int dfd = hits_dir(c, false);
+  size_t n = 0;
+  int64_t mtime = 0;
+  uint8_t *b = xpj_hitfile_read(dfd, digest, &n, &mtime);
+  if (!b)
+    return false;
+  xpj_hit h;
+  uint64_t dev, ino;
+  bool ours = xpj_hitfile_parse(b, n, &h) == 0 &&
+              h.key_len == strlen(text) && !memcmp(h.key, text, h.key_len) &&
+              db_id(c, &dev, &ino) && h.db_dev == dev && h.db_ino == ino;
+  bool ok = ours;
+  memset(out, 0, sizeof *out);
+  if (ok) {
+    out->entry = strndup(h.entry, h.entry_len);
+    out->log = strndup(h.log, h.log_len);
+    out->data = malloc(h.size ? h.size : 1);
+    ok = out->entry && out->log && out->data;
+  }
+  if (ok) {
+    char sum[65];
+    if (h.size)
+      memcpy(out->data, h.data, h.size);
+    hit_sum(c->key, digest, out->entry, h.local_bytes, h.scratch_bytes,
+            out->data, h.size, out->log, h.created_ms, h.compile_ms, dev,
+            ino, sum);
+    ours = ok = !strcmp(sum, h.checksum);
+  }
+  /* damaged, cut, another key's or another cache's: written again from
+   * the row (not on a lack of memory) */
+  if (!ours && c->mode == XPJ_CACHE_MODE_RW)
+    xpj_hitfile_unlink(dfd, digest);
+  free(b);
+  int64_t now = now_ms();
+  if (ok && now - mtime < USE_GRANULARITY_MS && mtime <= now + 60000) {
+    memcpy(out->digest, digest, sizeof out->digest);
+    out->key = strdup(text);
+    out->code = strdup(k->code);
+    out->kernel = strdup(k->kernel);
+    out->dtypes = strdup(k->dtypes);
+    out->target = strdup(k->target);
+    out->options = strdup(k->options);
+    out->versions = strdup(k->versions);
+    out->ndim = k->ndim;
+    out->size = h.size;
+    out->local_bytes = h.local_bytes;
+    out->scratch_bytes = h.scratch_bytes;
+    out->compile_ms = h.compile_ms;
+    out->created_ms = h.created_ms;
+    out->last_used_ms = mtime;
+    if (out->key && out->code && out->kernel && out->dtypes && out->target &&
+        out->options && out->versions)
+      return true;
+  }
+  xpj_cache_entry_clear(out);
+  return false;
+}
+
+/* Writes the hit file of a successful row (RW user caches). */
+static void hit_write(xpj_cache *c, const char *digest, const char *text,
+                      const char *entry, const char *log, uint64_t local,
+                      uint64_t scratch, const void *data, size_t size,
+                      double compile_ms, int64_t created) {
+  uint64_t dev, ino;
+  if (c->no_hits || !c->has_key || c->mode != XPJ_CACHE_MODE_RW ||
+      !db_id(c, &dev, &ino))
+    return;
+  xpj_hit h = {created, local, scratch, compile_ms, dev, ino, "", text,
+               entry, log, strlen(text), strlen(entry), strlen(log), data,
+               size};
+  hit_sum(c->key, digest, entry, local, scratch, data, size, log, created,
+          compile_ms, dev, ino, h.checksum);
+  size_t n = 0;
+  uint8_t *b = xpj_hitfile_encode(&h, &n);
+  if (b)
+    xpj_hitfile_write(hits_dir(c, true), digest, b, n);
+  free(b);
+}
+
+/* A hit served by the database (e, read with its data): its hit file
+ * written when missing, its time renewed when its use will be written
+ * (the file's time says until when a hit needs no database). */
+static void hit_seen(xpj_cache *c, const xpj_cache_entry *e) {
+  if (c->no_hits || !c->has_key || c->mode != XPJ_CACHE_MODE_RW ||
+      e->failed || e->expires_ms)
+    return;
+  int dfd = hits_dir(c, true);
+  struct stat sb;
+  if (dfd < 0)
+    return;
+  if (fstatat(dfd, e->digest, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+    hit_write(c, e->digest, e->key, e->entry, e->log, e->local_bytes,
+              e->scratch_bytes, e->data, e->size, e->compile_ms,
+              e->created_ms);
+  } else if (now_ms() - ((int64_t)sb.st_mtim.tv_sec * 1000) >=
+             USE_GRANULARITY_MS / 2) {
+    xpj_hitfile_touch(dfd, e->digest);
+  }
+}
+
+/* SQL function xpj_hit_gone(digest), called by a temporary trigger of
+ * writers' connections for every row deleted (evicted, pruned, removed,
+ * cleared, dropped): its hit file goes with it. */
+static void hit_gone(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  xpj_cache *c = sqlite3_user_data(ctx);
+  if (argc == 1 && sqlite3_value_type(argv[0]) == SQLITE_TEXT)
+    xpj_hitfile_unlink(hits_dir(c, false),
+                       (const char *)sqlite3_value_text(argv[0]));
+}
+
 static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
                       xpj_cache_entry *out, bool count);
 
@@ -2360,6 +2603,20 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
     return st;
   pthread_mutex_lock(&c->mu);
   st = XPJ_ERR_NOT_FOUND;
+  if (c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF &&
+      hit_read(c, k, digest, text, out)) {
+    /* no database: the use goes to the side file at close (not due) */
+    st = XPJ_OK;
+    if (count) {
+      c->pending.l2_hits++;
+      c->pending.saved_ms += out->compile_ms;
+    }
+    touch(c, digest, out->created_ms, out->last_used_ms);
+    unlock(c);
+    free(text);
+    return st;
+  }
+  open_deferred(c);
   if (c->db && c->mode != XPJ_CACHE_MODE_OFF) {
     /* a put waiting to be written is the row; past its time it goes, and
      * the store answers */
@@ -2395,6 +2652,8 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
           out->last_used_ms = c->touched[i].t;
         }
       touch(c, digest, out->created_ms, used);
+      if (!c->bundle && !w)
+        hit_seen(c, out);
     } else {
       if (rc != SQLITE_DONE && !is_busy(rc)) {
         if (c->bundle)
@@ -2522,7 +2781,7 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
   row_checksum(signing_key(c), digest, v->failed, v->entry ? v->entry : "",
                v->local_bytes, v->scratch_bytes, v->data, v->size,
                v->log ? v->log : "", v->expires_ms, sum);
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   drop_later(c, digest); /* this row replaces it */
   for (int attempt = 0; attempt < 2; attempt++) {
     if (!c->db || c->mode != XPJ_CACHE_MODE_RW)
@@ -2530,15 +2789,24 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
     int rc = begin(c);
     if (rc == SQLITE_OK) /* before: uses belong to the row being replaced */
       rc = flush_deferred(c);
+    int64_t t = now_ms();
     if (rc == SQLITE_OK)
-      rc = insert(c, k, digest, text, v, sum, now_ms());
+      rc = insert(c, k, digest, text, v, sum, t);
     if (rc == SQLITE_OK && c->max_size != UINT64_MAX)
       rc = evict_to(c, c->max_size, NULL, NULL);
     if (rc == SQLITE_OK)
       flush_pending(c);
     rc = finish(c, rc);
-    if (rc == SQLITE_OK)
+    if (rc == SQLITE_OK) {
+      /* the row's copy: this one, or none (a failure is not one) */
+      if (v->failed || v->expires_ms)
+        xpj_hitfile_unlink(hits_dir(c, false), digest);
+      else
+        hit_write(c, digest, text, v->entry ? v->entry : "",
+                  v->log ? v->log : "", v->local_bytes, v->scratch_bytes,
+                  v->data, v->size, v->compile_ms, t);
       break;
+    }
     if (is_damage(rc) && !c->recovered && !c->bundle &&
         recover(c, rc) == SQLITE_OK)
       continue;
@@ -2618,7 +2886,7 @@ xpj_status xpj_cache_put_later(xpj_cache *c, const xpj_cache_key *k,
   free(text);
   if (!w)
     return fail(XPJ_ERR_NOMEM, "out of memory");
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   if (!c->db || c->mode != XPJ_CACHE_MODE_RW) {
     free(w);
   } else {
@@ -2645,7 +2913,7 @@ xpj_status xpj_cache_remove(xpj_cache *c, const xpj_cache_key *k) {
   xpj_status st = xpj_cache_key_digest(k, NULL, digest);
   if (st != XPJ_OK)
     return st;
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   if (c->db && c->mode == XPJ_CACHE_MODE_RW && !c->bundle) {
     /* a put or uses of the row not written yet die with it */
     drop_later(c, digest);
@@ -2674,7 +2942,7 @@ xpj_status xpj_cache_get_stats(xpj_cache *c, xpj_cache_stats *out) {
   if (!c || !out)
     return fail(XPJ_ERR_INVALID, "xpj_cache_get_stats: NULL argument");
   memset(out, 0, sizeof *out);
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   flush_all(c);
   out->max_size = c->max_size;
   out->counters = c->pending;
@@ -2732,7 +3000,7 @@ xpj_status xpj_cache_list(xpj_cache *c,
                           void *ud) {
   if (!c || !fn)
     return fail(XPJ_ERR_INVALID, "xpj_cache_list: NULL argument");
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   flush_all(c);
   xpj_status st = XPJ_OK;
   tally side; /* the hits waiting in the side file count */
@@ -2779,7 +3047,7 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
     return fail(XPJ_ERR_INVALID,
                 "'%s' is not a key digest (4 to 64 lowercase hex digits)",
                 prefix);
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   flush_all(c);
   xpj_status st = fail(XPJ_ERR_NOT_FOUND, "no entry %s", prefix);
   tally side; /* the hits waiting in the side file count */
@@ -2881,7 +3149,7 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
   if (!c)
     return fail(XPJ_ERR_INVALID, "xpj_cache_verify: NULL argument");
   uint64_t nchk = 0, nbad = 0;
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   flush_all(c); /* the rows this handle has yet to write are checked too */
   nbad = verify_file(c, repair, fn, ud);
   if (c->db) {
@@ -2936,7 +3204,7 @@ size_t xpj_cache_problem(xpj_cache *c, char *buf, size_t size) {
       *buf = 0;
     return 0;
   }
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   size_t n = (size_t)snprintf(buf, buf ? size : 0, "%s", c->problem);
   unlock(c);
   return n;
@@ -2957,7 +3225,7 @@ xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
   if (!c)
     return fail(XPJ_ERR_INVALID, "xpj_cache_prune: NULL argument");
   uint64_t nrem = 0, nfree = 0;
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   flush_all(c);
   xpj_status st = need_rw(c, "prune");
   if (st == XPJ_OK) {
@@ -3009,7 +3277,7 @@ xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
 xpj_status xpj_cache_clear(xpj_cache *c) {
   if (!c)
     return fail(XPJ_ERR_INVALID, "xpj_cache_clear: NULL argument");
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   /* the deferred work goes too: puts and uses of rows that are gone */
   drop_later(c, NULL);
   c->ntouched = 0;
@@ -3044,7 +3312,7 @@ xpj_status xpj_cache_set_meta(xpj_cache *c, const char *name,
                               const char *value) {
   if (!c || !name || !value)
     return fail(XPJ_ERR_INVALID, "xpj_cache_set_meta: NULL argument");
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   xpj_status st = need_rw(c, "set meta");
   if (st == XPJ_OK) {
     sqlite3_stmt *s = NULL;
@@ -3074,7 +3342,7 @@ xpj_status xpj_cache_get_meta(xpj_cache *c, const char *name, char **value) {
   if (!c || !name || !value)
     return fail(XPJ_ERR_INVALID, "xpj_cache_get_meta: NULL argument");
   *value = NULL;
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   xpj_status st = fail(XPJ_ERR_NOT_FOUND, "no meta '%s'", name);
   sqlite3_stmt *s = NULL;
   if (c->db &&
@@ -3119,7 +3387,7 @@ static char *join_distinct(sqlite3 *db, const char *sql) {
 xpj_status xpj_cache_targets(xpj_cache *c, char **targets, char **versions) {
   if (!c || !targets || !versions)
     return fail(XPJ_ERR_INVALID, "xpj_cache_targets: NULL argument");
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   *targets = c->db ? join_distinct(c->db, "SELECT DISTINCT target FROM "
                                           "entries ORDER BY 1")
                    : calloc(1, 1);
@@ -3139,7 +3407,7 @@ xpj_status xpj_cache_targets(xpj_cache *c, char **targets, char **versions) {
 xpj_status xpj_cache_finish_bundle(xpj_cache *c) {
   if (!c)
     return fail(XPJ_ERR_INVALID, "xpj_cache_finish_bundle: NULL argument");
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   xpj_status st = need_rw(c, "finish bundle");
   if (st == XPJ_OK) {
     int rc = exec_retry(c->db, "PRAGMA journal_mode=DELETE");
@@ -3166,7 +3434,7 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
   xpj_status st = xpj_cache_open(&bc, &b);
   if (st != XPJ_OK)
     return st;
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   flush_all(c);
   if (!c->db)
     st = fail(XPJ_ERR_INVALID, "the cache %s is off", c->path);
@@ -3245,7 +3513,7 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
   xpj_status st = xpj_cache_open(&bc, &b);
   if (st != XPJ_OK)
     return st;
-  pthread_mutex_lock(&c->mu);
+  lock_db(c);
   st = need_rw(c, "import");
   if (st == XPJ_OK)
     flush_all(c);

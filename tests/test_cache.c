@@ -4479,6 +4479,290 @@ static void test_total_old_files(void **state) {
   assert_no_warning(&f->w);
 }
 
+/* ---- hit files (cache/hitfile.h) --------------------------------------- */
+
+#include "../cache/hitfile.h"
+
+/* Whether this process holds the database file open (SQLite keeps a
+ * descriptor on it while a connection is open). */
+static bool db_in_use(const char *path) {
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *de;
+  char link[512], target[512];
+  bool found = false;
+  while (d && (de = readdir(d))) {
+    snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0) {
+      target[n] = 0;
+      found = found || !strcmp(target, path);
+    }
+  }
+  if (d)
+    closedir(d);
+  return found;
+}
+
+static void hit_path(const fx *f, unsigned i, char *p, size_t size) {
+  tkey t;
+  char d[65];
+  digest_of(key_of(&t, i), d);
+  snprintf(p, size, "%s.hits/%s", f->path, d);
+}
+
+static xpj_cache *open_lazy(wlog *w, const char *path, xpj_cache_mode mode) {
+  xpj_cache_config cfg = {.path = path, .mode = mode, .max_size = GiB,
+                          .warn = rec_warn, .warn_ud = w};
+  xpj_cache *c = NULL;
+  assert_int_equal(xpj_l2_open(&cfg, &c), XPJ_OK);
+  return c;
+}
+
+/* A lazy handle's hit comes from the hit file: right value, database not
+ * opened, the hit counted (through the side file) at close. */
+static void expect_file_hit(fx *f, unsigned i, size_t size) {
+  xpj_cache *l = open_lazy(&f->w, f->path, XPJ_CACHE_MODE_RW);
+  expect_hit(l, i, size);
+  if (db_in_use(f->path))
+    fail_msg("key %u: the database was opened for a hit file's hit", i);
+  xpj_cache_close(l);
+}
+
+/* The hit file mirrors the row: written by a put (0600 in a 0700
+ * directory), read by a lazy handle without SQLite, its hits counted. */
+static void test_hit_files(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 3000);
+  put_i(c, 2, 0); /* an empty binary is still one */
+  xpj_cache_close(c);
+  char p[512], dir[300];
+  hit_path(f, 1, p, sizeof p);
+  struct stat sb;
+  assert_int_equal(stat(p, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0600);
+  snprintf(dir, sizeof dir, "%s.hits", f->path);
+  assert_int_equal(stat(dir, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0700);
+  expect_file_hit(f, 1, 3000);
+  expect_file_hit(f, 2, 0);
+  expect_file_hit(f, 1, 3000);
+  /* a miss opens the database, and answers as it always did */
+  xpj_cache *l = open_lazy(&f->w, f->path, XPJ_CACHE_MODE_RW);
+  expect_miss(l, 3);
+  assert_true(db_in_use(f->path));
+  expect_hit(l, 2, 0);
+  xpj_cache_close(l);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  xpj_cache_stats st = stats_of(c);
+  assert_int_equal(st.counters.l2_hits, 4);
+  assert_int_equal(st.counters.l2_misses, 1);
+  assert_true(st.counters.saved_ms >= 3 * 1.25 - 1e-9);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
+/* Reads key 1 through a lazy handle: 0 a hit without the database, 1 a
+ * hit from the database (the file not believed), 2 a miss. */
+static int lazy_get(fx *f, unsigned i, size_t size) {
+  xpj_cache *l = open_lazy(&f->w, f->path, XPJ_CACHE_MODE_RW);
+  tkey t;
+  xpj_cache_entry e;
+  xpj_status st = xpj_cache_get(l, key_of(&t, i), &e);
+  int r = st != XPJ_OK ? 2 : db_in_use(f->path) ? 1 : 0;
+  if (st == XPJ_OK && check_val(&e, i, size))
+    fail_msg("key %u: a wrong value from a hit file", i);
+  xpj_cache_entry_clear(&e);
+  xpj_cache_close(l);
+  return r;
+}
+
+/* A hit file that is damaged, another key's, another cache's (another
+ * key file), writable or readable by others, a link, or too old to say
+ * the row's use is recorded is not believed: the database answers, and
+ * writes the file again. */
+static void test_hit_files_refused(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 2000);
+  put_i(c, 2, 100);
+  xpj_cache_close(c);
+  char p1[512], p2[512];
+  hit_path(f, 1, p1, sizeof p1);
+  hit_path(f, 2, p2, sizeof p2);
+  size_t n = 0;
+  uint8_t *good = read_all(p1, &n);
+  assert_non_null(good);
+  assert_int_equal(lazy_get(f, 1, 2000), 0);
+  /* every byte flipped (a sample of them, and the whole header) */
+  for (size_t at = 0; at < n; at += at < 200 ? 1 : 97) {
+    good[at] ^= 0x40;
+    write_file(p1, good, n);
+    chmod(p1, 0600);
+    int r = lazy_get(f, 1, 2000);
+    if (r != 1)
+      fail_msg("byte %zu flipped: %s", at, r ? "a miss" : "believed");
+    good[at] ^= 0x40;
+    size_t m = 0;
+    uint8_t *again = read_all(p1, &m); /* written again from the row */
+    assert_true(m == n && !memcmp(again, good, n));
+    free(again);
+  }
+  /* cut short, and one byte more */
+  write_file(p1, good, n - 1);
+  chmod(p1, 0600);
+  assert_int_equal(lazy_get(f, 1, 2000), 1);
+  uint8_t *more = malloc(n + 1);
+  memcpy(more, good, n);
+  more[n] = 0;
+  write_file(p1, more, n + 1);
+  chmod(p1, 0600);
+  assert_int_equal(lazy_get(f, 1, 2000), 1);
+  free(more);
+  /* key 1's file under key 2's name: never key 1's value for key 2 */
+  size_t n2 = 0;
+  uint8_t *two = read_all(p2, &n2);
+  write_file(p2, good, n);
+  chmod(p2, 0600);
+  assert_int_equal(lazy_get(f, 2, 100), 1);
+  free(two);
+  /* group- or world-accessible, or a link: not read */
+  chmod(p1, 0640);
+  assert_int_equal(lazy_get(f, 1, 2000), 1);
+  chmod(p1, 0606);
+  assert_int_equal(lazy_get(f, 1, 2000), 1);
+  chmod(p1, 0600);
+  assert_int_equal(lazy_get(f, 1, 2000), 0);
+  char real[600];
+  snprintf(real, sizeof real, "%s/real-hit", f->dir);
+  assert_int_equal(rename(p1, real), 0);
+  assert_int_equal(symlink(real, p1), 0);
+  assert_int_equal(lazy_get(f, 1, 2000), 1);
+  struct stat sb;
+  assert_int_equal(lstat(p1, &sb), 0); /* the link is left, and not read */
+  assert_true(S_ISLNK(sb.st_mode));
+  unlink(p1);
+  assert_int_equal(lazy_get(f, 1, 2000), 1); /* written again */
+  assert_int_equal(lazy_get(f, 1, 2000), 0);
+  /* the database file replaced by a copy (another inode): its old hit
+   * files name another file, and are written again */
+  char copy[600];
+  snprintf(copy, sizeof copy, "cp '%s' '%s.copy' && mv '%s.copy' '%s'",
+           f->path, f->path, f->path, f->path);
+  assert_int_equal(system(copy), 0);
+  assert_int_equal(lazy_get(f, 1, 2000), 1);
+  assert_int_equal(lazy_get(f, 1, 2000), 0);
+  /* another cache's file for the same key (its own key file) */
+  char other[300];
+  snprintf(other, sizeof other, "%s/other.db", f->dir);
+  c = open_cache(&f->w, other, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 2000);
+  xpj_cache_close(c);
+  char po[600];
+  tkey t;
+  char d[65];
+  digest_of(key_of(&t, 1), d);
+  snprintf(po, sizeof po, "%s.hits/%s", other, d);
+  size_t no = 0;
+  uint8_t *foreign = read_all(po, &no);
+  assert_non_null(foreign);
+  write_file(p1, foreign, no);
+  chmod(p1, 0600);
+  assert_int_equal(lazy_get(f, 1, 2000), 1);
+  free(foreign);
+  /* file and row last used two hours ago: the database answers and
+   * records the use (a write at close), and the file's time is renewed */
+  struct timespec old[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
+  assert_int_equal(utimensat(AT_FDCWD, p1, old, 0), 0);
+  char ago[32];
+  snprintf(ago, sizeof ago, "%lld", (long long)(wall_ms() - 7200 * 1000LL));
+  sql_run(f->path, "UPDATE entries SET last_used = CAST(?1 AS INTEGER)", ago);
+  int64_t used0 = sql_int(f->path, "SELECT last_used FROM entries WHERE "
+                          "digest=?", d);
+  nap_ms(5);
+  assert_int_equal(lazy_get(f, 1, 2000), 1);
+  assert_int_equal(stat(p1, &sb), 0);
+  assert_true(sb.st_mtime >= time(NULL) - 60);
+  assert_true(sql_int(f->path, "SELECT last_used FROM entries WHERE digest=?",
+                      d) > used0);
+  assert_int_equal(lazy_get(f, 1, 2000), 0);
+  free(good);
+  assert_no_warning(&f->w);
+}
+
+/* The files follow the rows: gone with a remove, a failure stored over
+ * the row, an eviction, a prune, a clear; none for a read-only handle or
+ * with XPJIT_CACHE_HIT_FILES=0. */
+static void test_hit_files_follow_rows(void **state) {
+  fx *f = *state;
+  char p[512];
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, 5000);
+  for (unsigned i = 1; i <= 3; i++)
+    put_i(c, i, 1000);
+  tkey t;
+  assert_int_equal(xpj_cache_remove(c, key_of(&t, 1)), XPJ_OK);
+  hit_path(f, 1, p, sizeof p);
+  assert_false(exists(p));
+  tval v;
+  xpj_cache_value fv = *val_of(&v, 2, 0);
+  fv.failed = 1;
+  fv.size = 0;
+  assert_int_equal(xpj_cache_put(c, key_of(&t, 2), &fv), XPJ_OK);
+  val_free(&v);
+  hit_path(f, 2, p, sizeof p);
+  assert_false(exists(p));
+  for (unsigned i = 4; i <= 9; i++) /* over 5000 bytes: 3, 4, ... evicted */
+    put_i(c, i, 1000);
+  unsigned files = 0;
+  for (unsigned i = 1; i <= 9; i++) {
+    hit_path(f, i, p, sizeof p);
+    tkey tk;
+    xpj_cache_entry e;
+    bool row = xpj_cache_get(c, key_of(&tk, i), &e) == XPJ_OK && !e.failed;
+    xpj_cache_entry_clear(&e);
+    if (row != exists(p))
+      fail_msg("key %u: row %d, hit file %d", i, row, exists(p));
+    files += exists(p);
+  }
+  assert_true(files >= 3 && files <= 5);
+  uint64_t removed = 0, freed = 0;
+  assert_int_equal(xpj_cache_prune(c, 2000, 0, &removed, &freed), XPJ_OK);
+  assert_true(removed > 0);
+  unsigned left = 0;
+  for (unsigned i = 1; i <= 9; i++) {
+    hit_path(f, i, p, sizeof p);
+    left += exists(p);
+  }
+  assert_int_equal(left, files - removed);
+  assert_int_equal(xpj_cache_clear(c), XPJ_OK);
+  for (unsigned i = 1; i <= 9; i++) {
+    hit_path(f, i, p, sizeof p);
+    assert_false(exists(p));
+  }
+  put_i(c, 1, 100);
+  xpj_cache_close(c);
+  hit_path(f, 1, p, sizeof p);
+  assert_true(exists(p));
+  /* read-only: hits read, nothing written */
+  unlink(p);
+  xpj_cache *r = open_lazy(&f->w, f->path, XPJ_CACHE_MODE_RO);
+  expect_hit(r, 1, 100);
+  xpj_cache_close(r);
+  assert_false(exists(p));
+  /* switched off */
+  setenv("XPJIT_CACHE_HIT_FILES", "0", 1);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 5, 100);
+  expect_hit(c, 1, 100);
+  xpj_cache_close(c);
+  unsetenv("XPJIT_CACHE_HIT_FILES");
+  hit_path(f, 5, p, sizeof p);
+  assert_false(exists(p));
+  hit_path(f, 1, p, sizeof p);
+  assert_false(exists(p));
+  assert_no_warning(&f->w);
+}
+
 int main(void) {
   unsetenv("XPJIT_CACHE");
   unsetenv("XPJIT_CACHE_DIR");
@@ -4486,6 +4770,9 @@ int main(void) {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
   const struct CMUnitTest tests[] = {
       T(test_round_trip),
+      T(test_hit_files),
+      T(test_hit_files_refused),
+      T(test_hit_files_follow_rows),
       T(test_replace_after_hit),
       T(test_remove),
       T(test_expiry),

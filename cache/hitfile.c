@@ -1,0 +1,251 @@
+/*
+ * hitfile.c - the hit files of the user cache (hitfile.h): their format,
+ * and the files themselves.
+ *
+ * A hit file, little-endian, exactly:
+ *
+ *   0    8  "XPJHIT\x01\n"
+ *   8    8  created (ms since the epoch): names the row, as the side file
+ *           does (cache.c)
+ *   16   8  local bytes        24   8  scratch bytes
+ *   32   8  compile ms (an IEEE double)
+ *   40  16  the database file's device and inode: a file of another
+ *           database (deleted, moved aside, replaced) is not a hit
+ *   56  64  its checksum: HMAC-SHA-256 with the cache's key of the
+ *           row's fields and these (cache.c, hit_sum), hex
+ *   120  4  key text length K (<= 64 KiB)
+ *   124  4  entry name length E (<= 1 KiB)
+ *   128  4  log length L (<= 1 MiB)
+ *   132  8  data size D
+ *   140     K + E + L + D bytes: key text, entry, log, data
+ *
+ * and nothing after. Strings hold no NUL. The reader (cache.c) believes a
+ * file only when its key text is the one asked for and its checksum is
+ * right under the cache's key: a file damaged, truncated, copied from
+ * another key or from another user's cache is not a hit.
+ */
+#define _GNU_SOURCE
+#include "hitfile.h"
+#include "trust.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char MAGIC[8] = {'X', 'P', 'J', 'H', 'I', 'T', 1, '\n'};
+enum { HEAD = 140, KEY_MAX = 64 << 10, ENTRY_MAX = 1 << 10, LOG_MAX = 1 << 20 };
+
+static uint64_t rd(const uint8_t *p, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+static void wr(uint8_t *p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; i++, v >>= 8)
+    p[i] = (uint8_t)v;
+}
+
+static bool no_nul(const uint8_t *p, size_t n) { return !memchr(p, 0, n); }
+
+int xpj_hitfile_parse(const uint8_t *buf, size_t n, xpj_hit *h) {
+  memset(h, 0, sizeof *h);
+  if (!buf || n < HEAD || n > XPJ_HIT_MAX || memcmp(buf, MAGIC, 8))
+    return -1;
+  uint64_t created = rd(buf + 8, 8), cms = rd(buf + 32, 8);
+  uint64_t k = rd(buf + 120, 4), e = rd(buf + 124, 4), l = rd(buf + 128, 4),
+           d = rd(buf + 132, 8);
+  if (created > INT64_MAX || k == 0 || k > KEY_MAX || e > ENTRY_MAX ||
+      l > LOG_MAX || d > XPJ_HIT_MAX || HEAD + k + e + l + d != n)
+    return -1;
+  for (int i = 0; i < 64; i++) {
+    char ch = (char)buf[56 + i];
+    if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+      return -1;
+    h->checksum[i] = ch;
+  }
+  h->checksum[64] = 0;
+  const uint8_t *at = buf + HEAD;
+  if (!no_nul(at, k + e + l))
+    return -1;
+  double ms;
+  memcpy(&ms, &cms, sizeof ms);
+  if (!(ms >= 0 && ms < 1e12)) /* also NaN */
+    return -1;
+  h->created_ms = (int64_t)created;
+  h->local_bytes = rd(buf + 16, 8);
+  h->scratch_bytes = rd(buf + 24, 8);
+  h->compile_ms = ms;
+  h->db_dev = rd(buf + 40, 8);
+  h->db_ino = rd(buf + 48, 8);
+  h->key = (const char *)at;
+  h->key_len = k;
+  h->entry = (const char *)at + k;
+  h->entry_len = e;
+  h->log = (const char *)at + k + e;
+  h->log_len = l;
+  h->data = at + k + e + l;
+  h->size = d;
+  return 0;
+}
+
+uint8_t *xpj_hitfile_encode(const xpj_hit *h, size_t *n) {
+  if (h->key_len == 0 || h->key_len > KEY_MAX || h->entry_len > ENTRY_MAX ||
+      h->log_len > LOG_MAX || h->size > XPJ_HIT_MAX - HEAD - h->key_len -
+                                            h->entry_len - h->log_len ||
+      h->created_ms < 0 || strlen(h->checksum) != 64)
+    return NULL;
+  size_t total = HEAD + h->key_len + h->entry_len + h->log_len + h->size;
+  uint8_t *b = malloc(total);
+  if (!b)
+    return NULL;
+  memcpy(b, MAGIC, 8);
+  uint64_t cms;
+  memcpy(&cms, &h->compile_ms, sizeof cms);
+  wr(b + 8, (uint64_t)h->created_ms, 8);
+  wr(b + 16, h->local_bytes, 8);
+  wr(b + 24, h->scratch_bytes, 8);
+  wr(b + 32, cms, 8);
+  wr(b + 40, h->db_dev, 8);
+  wr(b + 48, h->db_ino, 8);
+  memcpy(b + 56, h->checksum, 64);
+  wr(b + 120, h->key_len, 4);
+  wr(b + 124, h->entry_len, 4);
+  wr(b + 128, h->log_len, 4);
+  wr(b + 132, h->size, 8);
+  uint8_t *at = b + HEAD;
+  memcpy(at, h->key, h->key_len);
+  at += h->key_len;
+  if (h->entry_len)
+    memcpy(at, h->entry, h->entry_len);
+  at += h->entry_len;
+  if (h->log_len)
+    memcpy(at, h->log, h->log_len);
+  at += h->log_len;
+  if (h->size)
+    memcpy(at, h->data, h->size);
+  *n = total;
+  return b;
+}
+
+int xpj_hitdir_open(const char *db_path, bool create) {
+  char p[4200];
+  int k = snprintf(p, sizeof p, "%s.hits", db_path);
+  if (k <= 0 || (size_t)k >= sizeof p)
+    return -1;
+  if (create && mkdir(p, 0700) != 0 && errno != EEXIST)
+    return -1;
+  int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat sb;
+  if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISDIR(sb.st_mode) ||
+                  sb.st_uid != geteuid() || (sb.st_mode & 022))) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+static bool digest_name(const char *d) {
+  return d && strlen(d) == 64 && strspn(d, "0123456789abcdef") == 64;
+}
+
+uint8_t *xpj_hitfile_read(int dfd, const char *digest, size_t *n,
+                          int64_t *mtime_ms) {
+  if (dfd < 0 || !digest_name(digest))
+    return NULL;
+  int fd = openat(dfd, digest, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return NULL;
+  trust t;
+  trust_for_cache(&t);
+  char why[512];
+  struct stat sb;
+  uint8_t *b = NULL;
+  if (trust_fd(&t, fd, digest, true, why, sizeof why) == TRUST_OK &&
+      fstat(fd, &sb) == 0 && sb.st_uid == geteuid() && sb.st_size >= HEAD &&
+      (uint64_t)sb.st_size <= XPJ_HIT_MAX &&
+      (b = malloc((size_t)sb.st_size))) {
+    size_t got = 0;
+    while (got < (size_t)sb.st_size) {
+      ssize_t r = read(fd, b + got, (size_t)sb.st_size - got);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0)
+        break;
+      got += (size_t)r;
+    }
+    if (got != (size_t)sb.st_size) {
+      free(b);
+      b = NULL;
+    } else {
+      *n = got;
+      *mtime_ms = (int64_t)sb.st_mtim.tv_sec * 1000 +
+                  sb.st_mtim.tv_nsec / 1000000;
+    }
+  }
+  close(fd);
+  return b;
+}
+
+bool xpj_hitfile_write(int dfd, const char *digest, const uint8_t *buf,
+                       size_t n) {
+  if (dfd < 0 || !digest_name(digest))
+    return false;
+  char tmp[128];
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  snprintf(tmp, sizeof tmp, ".tmp.%.16s.%ld.%ld", digest, (long)getpid(),
+           (long)ts.tv_nsec);
+  int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+                                O_CLOEXEC, 0600);
+  if (fd < 0)
+    return false;
+  size_t put = 0;
+  while (put < n) {
+    ssize_t w = write(fd, buf + put, n - put);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      break;
+    put += (size_t)w;
+  }
+  bool ok = put == n && fchmod(fd, 0600) == 0;
+  ok = close(fd) == 0 && ok;
+  if (!ok || renameat(dfd, tmp, dfd, digest) != 0) {
+    unlinkat(dfd, tmp, 0);
+    return false;
+  }
+  return true;
+}
+
+void xpj_hitfile_touch(int dfd, const char *digest) {
+  if (dfd >= 0 && digest_name(digest))
+    utimensat(dfd, digest, NULL, AT_SYMLINK_NOFOLLOW);
+}
+
+void xpj_hitfile_unlink(int dfd, const char *digest) {
+  if (dfd >= 0 && digest_name(digest))
+    unlinkat(dfd, digest, 0);
+}
+
+void xpj_hitdir_wipe(int dfd) {
+  int d2 = dfd >= 0 ? dup(dfd) : -1;
+  DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+  if (!d) {
+    if (d2 >= 0)
+      close(d2);
+    return;
+  }
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (digest_name(e->d_name) || !strncmp(e->d_name, ".tmp.", 5))
+      unlinkat(dfd, e->d_name, 0);
+  closedir(d);
+}

@@ -1,0 +1,63 @@
+/* hitfile.h - hit files: a copy of each successful row of the user cache
+ * in a file of its own, PATH.hits/DIGEST, which a process reads without
+ * opening the database (docs/cache.md, "Hit files"). Internal to
+ * libxpjit: cache.c writes, reads and removes them; kcache.c opens its
+ * cache with xpj_l2_open, whose database is opened at its first need. */
+#ifndef XPJ_HITFILE_H
+#define XPJ_HITFILE_H
+
+#include "xpjit_cache.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A hit file's fields; the strings and data point into the file's bytes
+ * (not NUL-terminated). */
+typedef struct xpj_hit {
+  int64_t created_ms;
+  uint64_t local_bytes, scratch_bytes;
+  double compile_ms;
+  uint64_t db_dev, db_ino; /* the database file it copies a row of */
+  char checksum[65]; /* the cache's HMAC of it (cache.c, hit_sum), hex */
+  const char *key, *entry, *log;
+  size_t key_len, entry_len, log_len;
+  const uint8_t *data;
+  uint64_t size;
+} xpj_hit;
+
+/* The largest hit file (a kernel binary and its strings). */
+#define XPJ_HIT_MAX ((uint64_t)64 << 20)
+
+/* Decodes n bytes; 0, or -1 when they are not exactly one hit file of
+ * this version (every length checked; nothing is read past n). */
+int xpj_hitfile_parse(const uint8_t *buf, size_t n, xpj_hit *h);
+/* Encodes h (malloc'd, *n bytes); NULL when out of memory or too big. */
+uint8_t *xpj_hitfile_encode(const xpj_hit *h, size_t *n);
+
+/* PATH.hits, the directory of the cache file path: its descriptor when it
+ * is a directory of this user that nobody else may write (made, 0700,
+ * when create), else -1. */
+int xpj_hitdir_open(const char *db_path, bool create);
+/* The file DIGEST in dfd, when it is a regular file of this user that
+ * nobody else may read or write, of at most XPJ_HIT_MAX bytes: its bytes
+ * (malloc'd, *n) and when it was last written or touched; else NULL. */
+uint8_t *xpj_hitfile_read(int dfd, const char *digest, size_t *n,
+                          int64_t *mtime_ms);
+/* Writes DIGEST in dfd as a new file, mode 0600, renamed into place. */
+bool xpj_hitfile_write(int dfd, const char *digest, const uint8_t *buf,
+                       size_t n);
+/* Its time set to now (a use the database has recorded). */
+void xpj_hitfile_touch(int dfd, const char *digest);
+/* Removes DIGEST (64 lowercase hex digits; anything else is ignored). */
+void xpj_hitfile_unlink(int dfd, const char *digest);
+/* Removes every hit file (and left-over temporary file) in dfd. */
+void xpj_hitdir_wipe(int dfd);
+
+/* xpj_cache_open for libxpjit's contexts: the database is opened at the
+ * first call that needs it; until then xpj_cache_get answers from hit
+ * files (a fresh process's hits cost no SQLite), and the uses and
+ * counters of those hits go to the side file at close. */
+xpj_status xpj_l2_open(const xpj_cache_config *cfg, xpj_cache **out);
+
+#endif
