@@ -1374,6 +1374,15 @@ static void lock_db(xpj_cache *c) {
   open_deferred(c);
 }
 
+static void unlock(xpj_cache *c);
+
+void xpj_l2_ready(xpj_cache *c) {
+  if (!c)
+    return;
+  lock_db(c);
+  unlock(c);
+}
+
 /* The database part of opening the user cache. */
 static void open_user_file(xpj_cache *c) {
   c->db_tried = true;

@@ -59,5 +59,9 @@ void xpj_hitdir_wipe(int dfd);
  * files (a fresh process's hits cost no SQLite), and the uses and
  * counters of those hits go to the side file at close. */
 xpj_status xpj_l2_open(const xpj_cache_config *cfg, xpj_cache **out);
+/* A handle of xpj_l2_open with its database opened now (what the handle
+ * of xpj_context_cache, given to callers, is: every call of theirs may
+ * need the database, and xpj_cache_mode_of should say what it found). */
+void xpj_l2_ready(xpj_cache *c);
 
 #endif

@@ -119,6 +119,7 @@ xpj_cache *xpj_context_cache(xpj_context *ctx) {
   pthread_mutex_lock(&ctx->cc.mu);
   xpj_cache *c = l2_locked(&ctx->cc);
   pthread_mutex_unlock(&ctx->cc.mu);
+  xpj_l2_ready(c); /* the caller's handle: the database opened */
   return c;
 }
 
