@@ -39,6 +39,7 @@
 #include "hitfile.h"
 #include "trust.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -3115,6 +3116,94 @@ static void report(void (*fn)(void *, const char *), void *ud,
   fn(ud, msg);
 }
 
+/* Whether the hit file named digest (its bytes b, n) is intact: its key
+ * text's digest is its name, it names this database file and its
+ * checksum is right. */
+static bool hit_intact(xpj_cache *c, const char *digest, const uint8_t *b,
+                       size_t n) {
+  xpj_hit h;
+  uint64_t dev, ino;
+  char hex[65], sum[65];
+  if (xpj_hitfile_parse(b, n, &h) != 0 || !db_id(c, &dev, &ino) ||
+      h.db_dev != dev || h.db_ino != ino)
+    return false;
+  sha256_hex(h.key, h.key_len, hex);
+  char *entry = strndup(h.entry, h.entry_len), *log = strndup(h.log, h.log_len);
+  bool ok = entry && log && !strcmp(hex, digest);
+  if (ok) {
+    hit_sum(c->key, digest, entry, h.local_bytes, h.scratch_bytes, h.data,
+            h.size, log, h.created_ms, h.compile_ms, dev, ino, sum);
+    ok = !strcmp(sum, h.checksum);
+  }
+  free(entry);
+  free(log);
+  return ok;
+}
+
+/* verify's part for the hit files (user cache, read-write or not): each
+ * one intact and the copy of a successful row. A damaged one (or one
+ * signed with a key the cache has since replaced) and the copy of a row
+ * that is gone (left by a version of xpjit that did not remove it, or by
+ * a put that raced an eviction) are reported, not counted: neither is
+ * ever served. With repair both go, as do left-over temporary files. */
+static void verify_hits(xpj_cache *c, int repair,
+                        void (*fn)(void *, const char *), void *ud) {
+  int dfd = c->no_hits || c->bundle || !c->db ? -1 : hits_dir(c, false);
+  /* its own descriptor: a dup would share the offset of earlier reads */
+  int d2 =
+      dfd >= 0 ? openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+  if (!d) {
+    if (d2 >= 0)
+      close(d2);
+    return;
+  }
+  bool rm = repair && c->mode == XPJ_CACHE_MODE_RW;
+  sqlite3_stmt *s = NULL;
+  sqlite3_prepare_v2(c->db, "SELECT failed FROM entries WHERE digest=?", -1,
+                     &s, NULL);
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    const char *name = e->d_name;
+    if (!strncmp(name, ".tmp.", 5)) {
+      if (rm)
+        unlinkat(dfd, name, 0);
+      continue;
+    }
+    if (strlen(name) != 64 || strspn(name, "0123456789abcdef") != 64)
+      continue;
+    size_t n = 0;
+    int64_t mtime;
+    uint8_t *b = xpj_hitfile_read(dfd, name, &n, &mtime);
+    if (!b || !hit_intact(c, name, b, n)) {
+      report(fn, ud, "hit file %.16s: %s%s", name,
+             b ? "damaged, or not written for this cache file"
+               : "not a file of this user that only this user may read",
+             rm ? " (removed)" : "");
+    } else {
+      int rc = SQLITE_ERROR;
+      if (s) {
+        sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+        rc = sqlite3_step(s);
+      }
+      if (rc == SQLITE_ROW && sqlite3_column_int(s, 0) == 0) {
+        free(b);
+        sqlite3_reset(s);
+        continue; /* the copy of its row */
+      }
+      if (s)
+        sqlite3_reset(s);
+      report(fn, ud, "hit file %.16s: its entry is gone%s", name,
+             rm ? " (removed)" : "");
+    }
+    free(b);
+    if (rm)
+      unlinkat(dfd, name, 0);
+  }
+  sqlite3_finalize(s);
+  closedir(d);
+}
+
 /* verify's first part: the file as a whole. Returns 1 if it is bad. */
 static uint64_t verify_file(xpj_cache *c, bool repair,
                             void (*fn)(void *, const char *), void *ud) {
@@ -3198,6 +3287,7 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
       for (size_t i = 0; i < ndrop; i++)
         delete_row(c, drop[i]);
     free(drop);
+    verify_hits(c, repair, fn, ud);
   }
   unlock(c);
   if (checked)

@@ -236,7 +236,9 @@ void xpj_hitfile_unlink(int dfd, const char *digest) {
 }
 
 void xpj_hitdir_wipe(int dfd) {
-  int d2 = dfd >= 0 ? dup(dfd) : -1;
+  /* its own descriptor: a dup would share the offset of earlier reads */
+  int d2 =
+      dfd >= 0 ? openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
   DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
   if (!d) {
     if (d2 >= 0)

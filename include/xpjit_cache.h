@@ -263,12 +263,14 @@ xpj_status xpj_cache_list(xpj_cache *c,
  * included. XPJ_ERR_NOT_FOUND, or XPJ_ERR_INVALID when ambiguous. */
 xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
                           xpj_cache_entry *out);
-/* Checks the file's integrity and every row's key digest and checksum;
- * fn (may be NULL) gets one line per problem. With repair, bad rows are
- * deleted and a damaged file is moved aside and replaced by a new one.
- * *bad: rows found bad, plus 1 for the file when it is damaged, was found
- * damaged (and replaced) when this handle opened it, or is unusable
- * (xpj_cache_problem of a cache that is off). */
+/* Checks the file's integrity, every row's key digest and checksum, and
+ * the user cache's hit files (docs/cache.md); fn (may be NULL) gets one
+ * line per problem. With repair, bad rows are deleted, so are damaged hit
+ * files and those whose rows are gone, and a damaged file is moved aside
+ * and replaced by a new one. *bad: rows found bad, plus 1 for the file
+ * when it is damaged, was found damaged (and replaced) when this handle
+ * opened it, or is unusable (xpj_cache_problem of a cache that is off);
+ * hit files, never served when damaged, are not counted. */
 xpj_status xpj_cache_verify(xpj_cache *c, int repair,
                             void (*fn)(void *ud, const char *problem),
                             void *ud, uint64_t *checked, uint64_t *bad);

@@ -4763,6 +4763,65 @@ static void test_hit_files_follow_rows(void **state) {
   assert_no_warning(&f->w);
 }
 
+static void count_problem(void *ud, const char *msg) {
+  wlog *w = ud;
+  rec_warn(w, msg);
+}
+
+/* verify checks the hit files: a damaged one, and one whose row is gone
+ * (deleted by a connection without the trigger, as an older xpjit's), are
+ * reported (not counted bad: neither is served); repair removes both, and
+ * temporary files. */
+static void test_hit_files_verify(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  for (unsigned i = 1; i <= 3; i++)
+    put_i(c, i, 500);
+  xpj_cache_close(c);
+  char p1[512], p2[512], tmp[600];
+  hit_path(f, 1, p1, sizeof p1);
+  hit_path(f, 2, p2, sizeof p2);
+  size_t n = 0;
+  uint8_t *b = read_all(p1, &n);
+  b[n - 1] ^= 1;
+  write_file(p1, b, n);
+  chmod(p1, 0600);
+  free(b);
+  tkey t;
+  char d2[65];
+  digest_of(key_of(&t, 2), d2);
+  sql_run(f->path, "DELETE FROM entries WHERE digest=?", d2);
+  snprintf(tmp, sizeof tmp, "%s.hits/.tmp.left.over", f->path);
+  write_file(tmp, "x", 1);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  uint64_t checked = 0, bad = 99;
+  wlog probs = {0};
+  assert_int_equal(xpj_cache_verify(c, 0, count_problem, &probs, &checked,
+                                    &bad), XPJ_OK);
+  assert_int_equal(checked, 2);
+  assert_int_equal(bad, 0);
+  assert_int_equal(probs.n, 2);
+  assert_non_null(strstr(probs.text, "damaged"));
+  assert_non_null(strstr(probs.text, "its entry is gone"));
+  assert_true(exists(p1) && exists(p2) && exists(tmp));
+  memset(&probs, 0, sizeof probs);
+  assert_int_equal(xpj_cache_verify(c, 1, count_problem, &probs, &checked,
+                                    &bad), XPJ_OK);
+  assert_int_equal(bad, 0);
+  assert_int_equal(probs.n, 2);
+  assert_non_null(strstr(probs.text, "(removed)"));
+  assert_false(exists(p1) || exists(p2) || exists(tmp));
+  memset(&probs, 0, sizeof probs);
+  assert_int_equal(xpj_cache_verify(c, 0, count_problem, &probs, &checked,
+                                    &bad), XPJ_OK);
+  assert_int_equal(bad, 0);
+  assert_int_equal(probs.n, 0);
+  expect_hit(c, 1, 500); /* the row, intact, answers; its file is back */
+  xpj_cache_close(c);
+  assert_true(exists(p1));
+  assert_no_warning(&f->w);
+}
+
 int main(void) {
   unsetenv("XPJIT_CACHE");
   unsetenv("XPJIT_CACHE_DIR");
@@ -4773,6 +4832,7 @@ int main(void) {
       T(test_hit_files),
       T(test_hit_files_refused),
       T(test_hit_files_follow_rows),
+      T(test_hit_files_verify),
       T(test_replace_after_hit),
       T(test_remove),
       T(test_expiry),
