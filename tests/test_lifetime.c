@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -108,6 +109,18 @@ static void launch_slow(xpj_queue *q, xpj_kernel *k, float *x, int64_t iters) {
   assert_int_equal(xpj_launch(q, k, &r, 2, args, NULL), XPJ_OK);
 }
 
+/* A host task that holds its queue until *gate is set (30 s at most): what
+ * is queued behind it cannot have run, whatever the machine's load (a
+ * process descheduled for longer than the slow kernel took once saw its
+ * memory freed at once, not deferred). */
+static int wait_gate(void *user) {
+  atomic_int *gate = user;
+  struct timespec ms = {0, 1000000};
+  for (int i = 0; i < 30000 && !atomic_load(gate); i++)
+    nanosleep(&ms, NULL);
+  return 0;
+}
+
 /* Memory freed while a launch uses it goes back only when the launch is
  * done: a new allocation made meanwhile (which the allocator would give
  * the same address) is never written by the kernel. */
@@ -122,6 +135,8 @@ static void test_free_during_launch(void **state) {
         xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * sizeof *x, 0, (void **)&x),
         XPJ_OK);
     memset(x, 0, N * sizeof *x);
+    atomic_int gate = 0;
+    assert_int_equal(xpj_enqueue_host_task(q, wait_gate, &gate, NULL), XPJ_OK);
     launch_slow(q, k, x, 20000);
     assert_int_equal(xpj_mem_free(dev, x), XPJ_OK);
     /* freed twice is still an error, deferred or not */
@@ -149,6 +164,7 @@ static void test_free_during_launch(void **state) {
                                    (void **)&y),
                      XPJ_OK);
     memset(y, 0xa5, N * sizeof(float));
+    atomic_store(&gate, 1);
     assert_int_equal(xpj_queue_wait(q), XPJ_OK);
     for (size_t i = 0; i < N * sizeof(float); i++)
       if (y[i] != 0xa5)
