@@ -131,11 +131,10 @@ struct xpj_cache {
   uint8_t key[KEY_BYTES]; /* signs the rows (user cache; set at open) */
   bool has_key;
   /* hit files (hitfile.h): lazy (xpj_l2_open) until the database is
-   * opened (db_tried); hits_fd is PATH.hits (-2: not looked for yet, -1:
-   * none to be had); no_hits: not kept for this handle */
+   * opened (db_tried); hits_fd is PATH.hits; no_hits: none read or
+   * written by this handle (it still removes those of rows it deletes) */
   bool lazy, db_tried, no_hits;
-  int hits_fd;
-  uint64_t db_dev, db_ino; /* the database file's, once known (db_id) */
+  int hits_fd; /* -1 until opened (a failure is not remembered) */
   char problem[4600];  /* why the mode is lower than asked (xpj_cache_problem) */
   char replaced[4600]; /* the file was moved aside: why (for verify) */
 };
@@ -348,8 +347,7 @@ static void row_checksum(const uint8_t *key, const char *digest, int failed,
 static void hit_sum(const uint8_t *key, const char *digest, const char *entry,
                     uint64_t local, uint64_t scratch, const void *data,
                     size_t size, const char *log, int64_t created,
-                    double compile_ms, uint64_t dev, uint64_t ino,
-                    char hex[65]) {
+                    double compile_ms, const xpj_hit_db *db, char hex[65]) {
   summer m;
   uint64_t ms;
   memcpy(&ms, &compile_ms, sizeof ms);
@@ -365,8 +363,9 @@ static void hit_sum(const uint8_t *key, const char *digest, const char *entry,
   put_str(&m, log);
   put_u64(&m, (uint64_t)created);
   put_u64(&m, ms);
-  put_u64(&m, dev);
-  put_u64(&m, ino);
+  put_u64(&m, db->dev);
+  put_u64(&m, db->ino);
+  put_u64(&m, db->born);
   sum_hex(&m, hex);
 }
 
@@ -812,7 +811,7 @@ static int connect(xpj_cache *c, const char *name, int flags, bool writable) {
   sqlite3_busy_timeout(c->db, 2000);
   rc = setup(c, writable);
   /* a writer's deletions take their hit files with them (hit_gone) */
-  if (rc == SQLITE_OK && writable && !c->bundle && !c->no_hits &&
+  if (rc == SQLITE_OK && writable && !c->bundle &&
       (sqlite3_create_function(c->db, "xpj_hit_gone", 1, SQLITE_UTF8, c,
                                hit_gone, NULL, NULL) != SQLITE_OK ||
        sqlite3_exec(c->db, "CREATE TEMP TRIGGER hit_gone AFTER DELETE ON "
@@ -1020,7 +1019,6 @@ static int hits_dir(xpj_cache *c, bool create);
 static int replace_file(xpj_cache *c, int why) {
   db_close(c);
   xpj_hitdir_wipe(hits_dir(c, false)); /* copies of rows now gone */
-  c->db_ino = 0;                       /* a new file */
   char aside[4200], side[4200];
   snprintf(aside, sizeof aside, "%s.corrupt", c->path);
   if (rename(c->path, aside) != 0)
@@ -1496,7 +1494,7 @@ static xpj_status open_handle(const xpj_cache_config *cfg, bool lazy,
   }
   pthread_mutex_init(&c->mu, NULL);
   c->side_fd = -1;
-  c->hits_fd = -2;
+  c->hits_fd = -1;
   /* on a network file system the side file is not trusted with the uses
    * of hits (side_append), which hit files need */
   c->no_hits = cfg->bundle || hit_files_off() || network_fs_of(path);
@@ -2445,30 +2443,29 @@ static int later_entry(const struct later *w, xpj_cache_entry *out) {
 
 /* ---- hit files (hitfile.h) ---------------------------------------------- */
 
-/* PATH.hits (made when create), or -1. Looked for until it is found, or
- * until making it failed once. */
+/* PATH.hits (made when create), or -1; looked for again until found. */
 static int hits_dir(xpj_cache *c, bool create) {
-  if (c->hits_fd >= 0 || c->hits_fd == -1)
-    return c->hits_fd;
-  int fd = xpj_hitdir_open(c->path, create);
-  if (fd >= 0 || create)
-    c->hits_fd = fd;
-  return fd;
+  if (c->hits_fd < 0)
+    c->hits_fd = xpj_hitdir_open(c->path, create);
+  return c->hits_fd;
 }
 
-/* The database file's device and inode (hit files name it), looked up
- * once per handle; false when there is no file. */
-static bool db_id(xpj_cache *c, uint64_t *dev, uint64_t *ino) {
-  if (!c->db_ino) {
-    struct stat sb;
-    if (stat(c->path, &sb) != 0 || !sb.st_ino)
-      return false;
-    c->db_dev = (uint64_t)sb.st_dev;
-    c->db_ino = (uint64_t)sb.st_ino;
+/* Whether the row (digest, created) is there, a success, and lasting:
+ * what a hit file may copy. Read now (inside the caller's write
+ * transaction, where the callers that write files are). */
+static bool row_is(xpj_cache *c, const char *digest, int64_t created) {
+  sqlite3_stmt *s = NULL;
+  bool yes = false;
+  if (c->db && sqlite3_prepare_v2(c->db,
+                                  "SELECT 1 FROM entries WHERE digest=?1 AND "
+                                  "created IS ?2 AND failed=0 AND expires=0",
+                                  -1, &s, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(s, 1, digest, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, created);
+    yes = sqlite3_step(s) == SQLITE_ROW;
   }
-  *dev = c->db_dev;
-  *ino = c->db_ino;
-  return true;
+  sqlite3_finalize(s);
+  return yes;
 }
 
 /* The hit file of digest as a row (read_row's, with the key's fields
@@ -2486,10 +2483,11 @@ static bool hit_read(xpj_cache *c, const xpj_cache_key *k, const char *digest,
   if (!b)
     return false;
   xpj_hit h;
-  uint64_t dev, ino;
+  xpj_hit_db db;
   bool ours = xpj_hitfile_parse(b, n, &h) == 0 &&
               h.key_len == strlen(text) && !memcmp(h.key, text, h.key_len) &&
-              db_id(c, &dev, &ino) && h.db_dev == dev && h.db_ino == ino;
+              xpj_hitfile_db_id(c->path, &db) && h.db.dev == db.dev &&
+              h.db.ino == db.ino && h.db.born == db.born;
   bool ok = ours;
   memset(out, 0, sizeof *out);
   if (ok) {
@@ -2503,8 +2501,8 @@ static bool hit_read(xpj_cache *c, const xpj_cache_key *k, const char *digest,
     if (h.size)
       memcpy(out->data, h.data, h.size);
     hit_sum(c->key, digest, out->entry, h.local_bytes, h.scratch_bytes,
-            out->data, h.size, out->log, h.created_ms, h.compile_ms, dev,
-            ino, sum);
+            out->data, h.size, out->log, h.created_ms, h.compile_ms, &db,
+            sum);
     ours = ok = !strcmp(sum, h.checksum);
   }
   /* damaged, cut, another key's or another cache's: written again from
@@ -2537,46 +2535,60 @@ static bool hit_read(xpj_cache *c, const xpj_cache_key *k, const char *digest,
   return false;
 }
 
-/* Writes the hit file of a successful row (RW user caches). */
+/* Inside a write transaction: the hit file of the row (digest, created),
+ * when that row is there and a success (it may have been evicted by the
+ * very put that made it), its time set to used. In the transaction, so
+ * that a deletion by another process comes after it and takes it (the
+ * trigger), never before it (which would leave a file without a row). */
 static void hit_write(xpj_cache *c, const char *digest, const char *text,
                       const char *entry, const char *log, uint64_t local,
                       uint64_t scratch, const void *data, size_t size,
-                      double compile_ms, int64_t created) {
-  uint64_t dev, ino;
+                      double compile_ms, int64_t created, int64_t used) {
+  xpj_hit_db db;
   if (c->no_hits || !c->has_key || c->mode != XPJ_CACHE_MODE_RW ||
-      !db_id(c, &dev, &ino))
+      !row_is(c, digest, created) || !xpj_hitfile_db_id(c->path, &db))
     return;
-  xpj_hit h = {created, local, scratch, compile_ms, dev, ino, "", text,
-               entry, log, strlen(text), strlen(entry), strlen(log), data,
-               size};
+  xpj_hit h = {created, local, scratch, compile_ms, db, "", text, entry,
+               log, strlen(text), strlen(entry), strlen(log), data, size};
   hit_sum(c->key, digest, entry, local, scratch, data, size, log, created,
-          compile_ms, dev, ino, h.checksum);
+          compile_ms, &db, h.checksum);
   size_t n = 0;
   uint8_t *b = xpj_hitfile_encode(&h, &n);
-  if (b)
-    xpj_hitfile_write(hits_dir(c, true), digest, b, n);
+  int dfd = hits_dir(c, true);
+  if (b && xpj_hitfile_write(dfd, digest, b, n))
+    xpj_hitfile_set_time(dfd, digest, used);
   free(b);
 }
 
-/* A hit served by the database (e, read with its data): its hit file
- * written when missing, its time renewed when its use will be written
- * (the file's time says until when a hit needs no database). */
-static void hit_seen(xpj_cache *c, const xpj_cache_entry *e) {
+/* A hit served by the database (e, read with its data; used: the row's
+ * stored last_used): its hit file written when missing (in a write
+ * transaction of its own, see hit_write), and the file's time made the
+ * row's last recorded use: now when this use is due (written at close),
+ * else used. A file is a hit only while that time is within the hour, so
+ * the row's last_used is never more than an hour behind. */
+static void hit_seen(xpj_cache *c, const xpj_cache_entry *e, int64_t used) {
   if (c->no_hits || !c->has_key || c->mode != XPJ_CACHE_MODE_RW ||
       e->failed || e->expires_ms)
     return;
-  int dfd = hits_dir(c, true);
+  int64_t now = now_ms();
+  int64_t when = now - used >= USE_GRANULARITY_MS ? now : used;
+  int dfd = hits_dir(c, false);
   struct stat sb;
-  if (dfd < 0)
+  if (dfd >= 0 && fstatat(dfd, e->digest, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+    int64_t t =
+        (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
+    if (t < when - 1000 || t > when + 1000)
+      xpj_hitfile_set_time(dfd, e->digest, when);
     return;
-  if (fstatat(dfd, e->digest, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
-    hit_write(c, e->digest, e->key, e->entry, e->log, e->local_bytes,
-              e->scratch_bytes, e->data, e->size, e->compile_ms,
-              e->created_ms);
-  } else if (now_ms() - ((int64_t)sb.st_mtim.tv_sec * 1000) >=
-             USE_GRANULARITY_MS / 2) {
-    xpj_hitfile_touch(dfd, e->digest);
   }
+  if (begin(c) != SQLITE_OK) {
+    finish(c, SQLITE_ERROR);
+    return;
+  }
+  hit_write(c, e->digest, e->key, e->entry, e->log, e->local_bytes,
+            e->scratch_bytes, e->data, e->size, e->compile_ms, e->created_ms,
+            when);
+  finish(c, SQLITE_OK);
 }
 
 /* SQL function xpj_hit_gone(digest), called by a temporary trigger of
@@ -2663,7 +2675,7 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
         }
       touch(c, digest, out->created_ms, used);
       if (!c->bundle && !w)
-        hit_seen(c, out);
+        hit_seen(c, out, used);
     } else {
       if (rc != SQLITE_DONE && !is_busy(rc)) {
         if (c->bundle)
@@ -2804,19 +2816,18 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
       rc = insert(c, k, digest, text, v, sum, t);
     if (rc == SQLITE_OK && c->max_size != UINT64_MAX)
       rc = evict_to(c, c->max_size, NULL, NULL);
-    if (rc == SQLITE_OK)
-      flush_pending(c);
-    rc = finish(c, rc);
     if (rc == SQLITE_OK) {
-      /* the row's copy: this one, or none (a failure is not one) */
-      if (v->failed || v->expires_ms)
-        xpj_hitfile_unlink(hits_dir(c, false), digest);
-      else
+      flush_pending(c);
+      /* the row's copy, if it is a success and still there */
+      if (!v->failed && !v->expires_ms)
         hit_write(c, digest, text, v->entry ? v->entry : "",
                   v->log ? v->log : "", v->local_bytes, v->scratch_bytes,
-                  v->data, v->size, v->compile_ms, t);
-      break;
+                  v->data, v->size, v->compile_ms, t, t);
     }
+    rc = finish(c, rc);
+    if (rc == SQLITE_OK)
+      break;
+    xpj_hitfile_unlink(hits_dir(c, false), digest); /* not committed */
     if (is_damage(rc) && !c->recovered && !c->bundle &&
         recover(c, rc) == SQLITE_OK)
       continue;
@@ -3122,17 +3133,18 @@ static void report(void (*fn)(void *, const char *), void *ud,
 static bool hit_intact(xpj_cache *c, const char *digest, const uint8_t *b,
                        size_t n) {
   xpj_hit h;
-  uint64_t dev, ino;
+  xpj_hit_db db;
   char hex[65], sum[65];
-  if (xpj_hitfile_parse(b, n, &h) != 0 || !db_id(c, &dev, &ino) ||
-      h.db_dev != dev || h.db_ino != ino)
+  if (xpj_hitfile_parse(b, n, &h) != 0 ||
+      !xpj_hitfile_db_id(c->path, &db) || h.db.dev != db.dev ||
+      h.db.ino != db.ino || h.db.born != db.born)
     return false;
   sha256_hex(h.key, h.key_len, hex);
   char *entry = strndup(h.entry, h.entry_len), *log = strndup(h.log, h.log_len);
   bool ok = entry && log && !strcmp(hex, digest);
   if (ok) {
     hit_sum(c->key, digest, entry, h.local_bytes, h.scratch_bytes, h.data,
-            h.size, log, h.created_ms, h.compile_ms, dev, ino, sum);
+            h.size, log, h.created_ms, h.compile_ms, &db, sum);
     ok = !strcmp(sum, h.checksum);
   }
   free(entry);
@@ -3386,6 +3398,8 @@ xpj_status xpj_cache_clear(xpj_cache *c) {
     if (rc == SQLITE_OK)
       rc = sqlite3_exec(c->db, "DELETE FROM entries; DELETE FROM stats;",
                         NULL, NULL, NULL);
+    if (rc == SQLITE_OK) /* and any hit file whose row went another way */
+      xpj_hitdir_wipe(hits_dir(c, false));
     rc = finish(c, rc);
     memset(&c->pending, 0, sizeof c->pending);
     if (is_damage(rc)) /* a new, empty file clears it just as well */

@@ -9,15 +9,17 @@
  *           does (cache.c)
  *   16   8  local bytes        24   8  scratch bytes
  *   32   8  compile ms (an IEEE double)
- *   40  16  the database file's device and inode: a file of another
- *           database (deleted, moved aside, replaced) is not a hit
- *   56  64  its checksum: HMAC-SHA-256 with the cache's key of the
+ *   40  24  the database file's device, inode and birth time (ns; 0
+ *           where the file system keeps none): a file of another
+ *           database (deleted, moved aside, replaced, even under the same
+ *           inode) is not a hit
+ *   64  64  its checksum: HMAC-SHA-256 with the cache's key of the
  *           row's fields and these (cache.c, hit_sum), hex
- *   120  4  key text length K (<= 64 KiB)
- *   124  4  entry name length E (<= 1 KiB)
- *   128  4  log length L (<= 1 MiB)
- *   132  8  data size D
- *   140     K + E + L + D bytes: key text, entry, log, data
+ *   128  4  key text length K (<= 64 KiB)
+ *   132  4  entry name length E (<= 1 KiB)
+ *   136  4  log length L (<= 1 MiB)
+ *   140  8  data size D
+ *   148     K + E + L + D bytes: key text, entry, log, data
  *
  * and nothing after. Strings hold no NUL. The reader (cache.c) believes a
  * file only when its key text is the one asked for and its checksum is
@@ -35,11 +37,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
 static const char MAGIC[8] = {'X', 'P', 'J', 'H', 'I', 'T', 1, '\n'};
-enum { HEAD = 140, KEY_MAX = 64 << 10, ENTRY_MAX = 1 << 10, LOG_MAX = 1 << 20 };
+enum { HEAD = 148, KEY_MAX = 64 << 10, ENTRY_MAX = 1 << 10, LOG_MAX = 1 << 20 };
 
 static uint64_t rd(const uint8_t *p, int bytes) {
   uint64_t v = 0;
@@ -60,13 +63,13 @@ int xpj_hitfile_parse(const uint8_t *buf, size_t n, xpj_hit *h) {
   if (!buf || n < HEAD || n > XPJ_HIT_MAX || memcmp(buf, MAGIC, 8))
     return -1;
   uint64_t created = rd(buf + 8, 8), cms = rd(buf + 32, 8);
-  uint64_t k = rd(buf + 120, 4), e = rd(buf + 124, 4), l = rd(buf + 128, 4),
-           d = rd(buf + 132, 8);
+  uint64_t k = rd(buf + 128, 4), e = rd(buf + 132, 4), l = rd(buf + 136, 4),
+           d = rd(buf + 140, 8);
   if (created > INT64_MAX || k == 0 || k > KEY_MAX || e > ENTRY_MAX ||
       l > LOG_MAX || d > XPJ_HIT_MAX || HEAD + k + e + l + d != n)
     return -1;
   for (int i = 0; i < 64; i++) {
-    char ch = (char)buf[56 + i];
+    char ch = (char)buf[64 + i];
     if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
       return -1;
     h->checksum[i] = ch;
@@ -83,8 +86,9 @@ int xpj_hitfile_parse(const uint8_t *buf, size_t n, xpj_hit *h) {
   h->local_bytes = rd(buf + 16, 8);
   h->scratch_bytes = rd(buf + 24, 8);
   h->compile_ms = ms;
-  h->db_dev = rd(buf + 40, 8);
-  h->db_ino = rd(buf + 48, 8);
+  h->db.dev = rd(buf + 40, 8);
+  h->db.ino = rd(buf + 48, 8);
+  h->db.born = rd(buf + 56, 8);
   h->key = (const char *)at;
   h->key_len = k;
   h->entry = (const char *)at + k;
@@ -97,9 +101,10 @@ int xpj_hitfile_parse(const uint8_t *buf, size_t n, xpj_hit *h) {
 }
 
 uint8_t *xpj_hitfile_encode(const xpj_hit *h, size_t *n) {
-  if (h->key_len == 0 || h->key_len > KEY_MAX || h->entry_len > ENTRY_MAX ||
-      h->log_len > LOG_MAX || h->size > XPJ_HIT_MAX - HEAD - h->key_len -
-                                            h->entry_len - h->log_len ||
+  if (!(h->compile_ms >= 0 && h->compile_ms < 1e12) || h->key_len == 0 ||
+      h->key_len > KEY_MAX || h->entry_len > ENTRY_MAX ||
+      h->log_len > LOG_MAX ||
+      h->size > XPJ_HIT_MAX - HEAD - h->key_len - h->entry_len - h->log_len ||
       h->created_ms < 0 || strlen(h->checksum) != 64)
     return NULL;
   size_t total = HEAD + h->key_len + h->entry_len + h->log_len + h->size;
@@ -113,13 +118,14 @@ uint8_t *xpj_hitfile_encode(const xpj_hit *h, size_t *n) {
   wr(b + 16, h->local_bytes, 8);
   wr(b + 24, h->scratch_bytes, 8);
   wr(b + 32, cms, 8);
-  wr(b + 40, h->db_dev, 8);
-  wr(b + 48, h->db_ino, 8);
-  memcpy(b + 56, h->checksum, 64);
-  wr(b + 120, h->key_len, 4);
-  wr(b + 124, h->entry_len, 4);
-  wr(b + 128, h->log_len, 4);
-  wr(b + 132, h->size, 8);
+  wr(b + 40, h->db.dev, 8);
+  wr(b + 48, h->db.ino, 8);
+  wr(b + 56, h->db.born, 8);
+  memcpy(b + 64, h->checksum, 64);
+  wr(b + 128, h->key_len, 4);
+  wr(b + 132, h->entry_len, 4);
+  wr(b + 136, h->log_len, 4);
+  wr(b + 140, h->size, 8);
   uint8_t *at = b + HEAD;
   memcpy(at, h->key, h->key_len);
   at += h->key_len;
@@ -160,7 +166,8 @@ uint8_t *xpj_hitfile_read(int dfd, const char *digest, size_t *n,
                           int64_t *mtime_ms) {
   if (dfd < 0 || !digest_name(digest))
     return NULL;
-  int fd = openat(dfd, digest, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  /* non-blocking: a FIFO planted there must not hang the open */
+  int fd = openat(dfd, digest, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return NULL;
   trust t;
@@ -169,7 +176,8 @@ uint8_t *xpj_hitfile_read(int dfd, const char *digest, size_t *n,
   struct stat sb;
   uint8_t *b = NULL;
   if (trust_fd(&t, fd, digest, true, why, sizeof why) == TRUST_OK &&
-      fstat(fd, &sb) == 0 && sb.st_uid == geteuid() && sb.st_size >= HEAD &&
+      fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
+      sb.st_size >= HEAD &&
       (uint64_t)sb.st_size <= XPJ_HIT_MAX &&
       (b = malloc((size_t)sb.st_size))) {
     size_t got = 0;
@@ -225,9 +233,26 @@ bool xpj_hitfile_write(int dfd, const char *digest, const uint8_t *buf,
   return true;
 }
 
-void xpj_hitfile_touch(int dfd, const char *digest) {
-  if (dfd >= 0 && digest_name(digest))
-    utimensat(dfd, digest, NULL, AT_SYMLINK_NOFOLLOW);
+void xpj_hitfile_set_time(int dfd, const char *digest, int64_t ms) {
+  if (dfd < 0 || !digest_name(digest) || ms < 0)
+    return;
+  struct timespec t[2] = {{ms / 1000, (long)(ms % 1000) * 1000000L},
+                          {ms / 1000, (long)(ms % 1000) * 1000000L}};
+  utimensat(dfd, digest, t, AT_SYMLINK_NOFOLLOW);
+}
+
+bool xpj_hitfile_db_id(const char *db_path, xpj_hit_db *id) {
+  struct statx sx;
+  memset(id, 0, sizeof *id);
+  if (statx(AT_FDCWD, db_path, 0, STATX_INO | STATX_BTIME, &sx) != 0 ||
+      !sx.stx_ino)
+    return false;
+  id->dev = (uint64_t)makedev(sx.stx_dev_major, sx.stx_dev_minor);
+  id->ino = sx.stx_ino;
+  if (sx.stx_mask & STATX_BTIME)
+    id->born = (uint64_t)sx.stx_btime.tv_sec * 1000000000u +
+               sx.stx_btime.tv_nsec;
+  return true;
 }
 
 void xpj_hitfile_unlink(int dfd, const char *digest) {

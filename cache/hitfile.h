@@ -12,13 +12,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Which database file a hit file copies a row of: device, inode, birth
+ * time in ns (0 where the file system keeps none). */
+typedef struct xpj_hit_db {
+  uint64_t dev, ino, born;
+} xpj_hit_db;
+
 /* A hit file's fields; the strings and data point into the file's bytes
  * (not NUL-terminated). */
 typedef struct xpj_hit {
   int64_t created_ms;
   uint64_t local_bytes, scratch_bytes;
   double compile_ms;
-  uint64_t db_dev, db_ino; /* the database file it copies a row of */
+  xpj_hit_db db; /* the database file it copies a row of */
   char checksum[65]; /* the cache's HMAC of it (cache.c, hit_sum), hex */
   const char *key, *entry, *log;
   size_t key_len, entry_len, log_len;
@@ -32,7 +38,8 @@ typedef struct xpj_hit {
 /* Decodes n bytes; 0, or -1 when they are not exactly one hit file of
  * this version (every length checked; nothing is read past n). */
 int xpj_hitfile_parse(const uint8_t *buf, size_t n, xpj_hit *h);
-/* Encodes h (malloc'd, *n bytes); NULL when out of memory or too big. */
+/* Encodes h (malloc'd, *n bytes); NULL when out of memory, too big, or a
+ * field the decoder would refuse (compile_ms outside [0, 1e12)). */
 uint8_t *xpj_hitfile_encode(const xpj_hit *h, size_t *n);
 
 /* PATH.hits, the directory of the cache file path: its descriptor when it
@@ -47,8 +54,10 @@ uint8_t *xpj_hitfile_read(int dfd, const char *digest, size_t *n,
 /* Writes DIGEST in dfd as a new file, mode 0600, renamed into place. */
 bool xpj_hitfile_write(int dfd, const char *digest, const uint8_t *buf,
                        size_t n);
-/* Its time set to now (a use the database has recorded). */
-void xpj_hitfile_touch(int dfd, const char *digest);
+/* Its time set to ms since the epoch (the row's last recorded use). */
+void xpj_hitfile_set_time(int dfd, const char *digest, int64_t ms);
+/* The identity of the database file now there; false when there is none. */
+bool xpj_hitfile_db_id(const char *db_path, xpj_hit_db *id);
 /* Removes DIGEST (64 lowercase hex digits; anything else is ignored). */
 void xpj_hitfile_unlink(int dfd, const char *digest);
 /* Removes every hit file (and left-over temporary file) in dfd. */

@@ -4822,6 +4822,95 @@ static void test_hit_files_verify(void **state) {
   assert_no_warning(&f->w);
 }
 
+/* Findings of a review (2026-11-28), each a way a hit file outlived or
+ * misstated its row: a put evicted by its own size limit; rows removed by
+ * a handle that keeps no hit files; a database file deleted and made
+ * again (its inode may be the same); a file's time renewed when the use
+ * was not recorded; a compile time the decoder refuses; a FIFO. */
+static void test_hit_files_review(void **state) {
+  fx *f = *state;
+  char p[512];
+  /* too big for the limit: evicted by its own put, no file */
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, 4096);
+  put_i(c, 1, 10000);
+  xpj_cache_close(c);
+  hit_path(f, 1, p, sizeof p);
+  assert_false(exists(p));
+  assert_int_equal(lazy_get(f, 1, 10000), 2);
+  /* removed and replaced by handles with hit files off: gone all the same */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 2, 300);
+  put_i(c, 3, 300);
+  xpj_cache_close(c);
+  setenv("XPJIT_CACHE_HIT_FILES", "0", 1);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  tkey t;
+  assert_int_equal(xpj_cache_remove(c, key_of(&t, 2)), XPJ_OK);
+  put_i(c, 3, 400); /* another value for key 3 */
+  xpj_cache_close(c);
+  unsetenv("XPJIT_CACHE_HIT_FILES");
+  assert_int_equal(lazy_get(f, 2, 300), 2);
+  assert_int_equal(lazy_get(f, 3, 400), 1); /* the new row, not the file */
+  /* the database deleted and made again: its old files are not hits */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 4, 300);
+  xpj_cache_close(c);
+  assert_int_equal(lazy_get(f, 4, 300), 0);
+  char side[600];
+  static const char *const parts[] = {"", "-wal", "-shm"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(side, sizeof side, "%s%s", f->path, parts[i]);
+    unlink(side);
+  }
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  xpj_cache_close(c);
+  assert_int_equal(lazy_get(f, 4, 300), 2);
+  /* a file whose row's use is not due gets the row's time, not now */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 5, 300);
+  xpj_cache_close(c);
+  hit_path(f, 5, p, sizeof p);
+  tkey t5;
+  char d5[65];
+  digest_of(key_of(&t5, 5), d5);
+  int64_t fifty = wall_ms() - 50 * 60 * 1000;
+  char when[32];
+  snprintf(when, sizeof when, "%lld", (long long)fifty);
+  sql_run(f->path, "UPDATE entries SET last_used = CAST(?1 AS INTEGER)", when);
+  struct timespec old[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
+  assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+  assert_int_equal(lazy_get(f, 5, 300), 1);
+  struct stat sb;
+  assert_int_equal(stat(p, &sb), 0);
+  int64_t ft = (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
+  if (ft < fifty - 2000 || ft > fifty + 2000)
+    fail_msg("file time %lld, the row's last use %lld", (long long)ft,
+             (long long)fifty);
+  /* a compile time the decoder would refuse: no file, the row serves */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  tval v;
+  xpj_cache_value odd = *val_of(&v, 6, 100);
+  odd.compile_ms = -1;
+  assert_int_equal(xpj_cache_put(c, key_of(&t, 6), &odd), XPJ_OK);
+  val_free(&v);
+  xpj_cache_close(c);
+  hit_path(f, 6, p, sizeof p);
+  assert_false(exists(p));
+  /* a FIFO in its place: no hang, the row serves */
+  hit_path(f, 4, p, sizeof p);
+  unlink(p);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 7, 300);
+  xpj_cache_close(c);
+  hit_path(f, 7, p, sizeof p);
+  unlink(p);
+  assert_int_equal(mkfifo(p, 0600), 0);
+  alarm(20);
+  assert_int_equal(lazy_get(f, 7, 300), 1);
+  alarm(0);
+  assert_no_warning(&f->w);
+}
+
 int main(void) {
   unsetenv("XPJIT_CACHE");
   unsetenv("XPJIT_CACHE_DIR");
@@ -4833,6 +4922,7 @@ int main(void) {
       T(test_hit_files_refused),
       T(test_hit_files_follow_rows),
       T(test_hit_files_verify),
+      T(test_hit_files_review),
       T(test_replace_after_hit),
       T(test_remove),
       T(test_expiry),
