@@ -1330,6 +1330,20 @@ static void test_small_groups(void **state) {
 
 /* This process's child whose command name is comm (the compile server:
  * its workers are the server's children, not ours); 0 when none. */
+/* Whether process pid is called comm. */
+static bool named(int pid, const char *comm) {
+  char path[64], buf[64];
+  snprintf(path, sizeof path, "/proc/%d/comm", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return false;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  buf[strcspn(buf, "\n")] = 0;
+  return !strcmp(buf, comm);
+}
+
 /* This process's compile server: a process named comm in our process
  * group that is not our child (the server is re-parented: docs/abi.md,
  * Isolation) and has not ended. */
@@ -1355,7 +1369,9 @@ static pid_t server_named(const char *comm) {
         pgrp != getpgrp() || ppid == getpid() || st == 'Z' || st == 'X')
       continue;
     *close = 0;
-    if (!strcmp(open + 1, comm))
+    /* not its spares and workers (children of a process of that name;
+     * with pids wrapped around, one of them may come first in /proc) */
+    if (!strcmp(open + 1, comm) && !named(ppid, comm))
       found = (pid_t)atoi(buf);
   }
   closedir(d);
