@@ -78,6 +78,7 @@
  * database instead, and folds the file into it. */
 #define SIDE ".stats"
 #define SIDE_MAX (256u << 10)
+#define WANT_MAX 64 /* hit files to make at the next settle */
 #define SIDE_READ_MAX (4u << 20) /* what a reader reads of it at most */
 #define SIDE_LOCK_MS 50 /* how long its flock is waited for */
 
@@ -131,10 +132,22 @@ struct xpj_cache {
   uint8_t key[KEY_BYTES]; /* signs the rows (user cache; set at open) */
   bool has_key;
   /* hit files (hitfile.h): lazy (xpj_l2_open) until the database is
-   * opened (db_tried); hits_fd is PATH.hits; no_hits: none read or
-   * written by this handle (it still removes those of rows it deletes) */
+   * opened (db_tried); no_hits: none read or written by this handle (it
+   * still removes those of rows it deletes) */
   bool lazy, db_tried, no_hits;
-  int hits_fd; /* -1 until opened (a failure is not remembered) */
+  /* the database file the writer's connection opened (taken under the
+   * shared lock, which a replacement of the file waits for): hit files
+   * are labelled with it, and written only while it is still the file at
+   * the path */
+  xpj_hit_db conn_db;
+  bool conn_db_ok;
+  /* hits the database served whose hit files are missing: made at the
+   * next settle, in a write transaction that does not wait (make_wanted) */
+  struct want {
+    char digest[65];
+    int64_t created;
+  } want[WANT_MAX];
+  unsigned nwant;
   char problem[4600];  /* why the mode is lower than asked (xpj_cache_problem) */
   char replaced[4600]; /* the file was moved aside: why (for verify) */
 };
@@ -200,6 +213,31 @@ static void unlock(xpj_cache *c) {
 }
 
 /* ---- small helpers --------------------------------------------------- */
+
+/* PATH.hits (made when create) as it is now, or -1; the caller closes
+ * it. Opened each time: a handle must not act on a directory that has
+ * since been removed or replaced. */
+static int hits_dir(const xpj_cache *c, bool create) {
+  return xpj_hitdir_open(c->path, create);
+}
+
+static void hits_close(int dfd) {
+  if (dfd >= 0)
+    close(dfd);
+}
+
+static void hits_unlink(const xpj_cache *c, const char *digest) {
+  int dfd = hits_dir(c, false);
+  xpj_hitfile_unlink(dfd, digest);
+  hits_close(dfd);
+}
+
+static void hits_wipe(xpj_cache *c) {
+  int dfd = hits_dir(c, false);
+  xpj_hitdir_wipe(dfd);
+  hits_close(dfd);
+}
+
 
 static int64_t now_ms(void) {
   struct timespec ts;
@@ -541,6 +579,7 @@ static char *schema_expected(void) {
 }
 
 static void db_close(xpj_cache *c) {
+  c->conn_db_ok = false;
   sqlite3_finalize(c->lookup);
   c->lookup = NULL;
   if (c->db)
@@ -810,6 +849,10 @@ static int connect(xpj_cache *c, const char *name, int flags, bool writable) {
   sqlite3_extended_result_codes(c->db, 1);
   sqlite3_busy_timeout(c->db, 2000);
   rc = setup(c, writable);
+  /* the file this writer has open: taken under the shared lock (see
+   * conn_db) */
+  if (rc == SQLITE_OK && writable && !c->bundle)
+    c->conn_db_ok = xpj_hitfile_db_id(c->path, &c->conn_db);
   /* a writer's deletions take their hit files with them (hit_gone) */
   if (rc == SQLITE_OK && writable && !c->bundle &&
       (sqlite3_create_function(c->db, "xpj_hit_gone", 1, SQLITE_UTF8, c,
@@ -1014,11 +1057,9 @@ static void unlock_file(int fd) {
 /* With the exclusive lock held: moves the database aside (PATH.corrupt,
  * replacing an older one) with its WAL, and opens a new one. Returns the
  * new file's code, or why when the file could not be moved. */
-static int hits_dir(xpj_cache *c, bool create);
-
 static int replace_file(xpj_cache *c, int why) {
   db_close(c);
-  xpj_hitdir_wipe(hits_dir(c, false)); /* copies of rows now gone */
+  hits_wipe(c); /* copies of rows now gone */
   char aside[4200], side[4200];
   snprintf(aside, sizeof aside, "%s.corrupt", c->path);
   if (rename(c->path, aside) != 0)
@@ -1494,7 +1535,6 @@ static xpj_status open_handle(const xpj_cache_config *cfg, bool lazy,
   }
   pthread_mutex_init(&c->mu, NULL);
   c->side_fd = -1;
-  c->hits_fd = -1;
   /* on a network file system the side file is not trusted with the uses
    * of hits (side_append), which hit files need */
   c->no_hits = cfg->bundle || hit_files_off() || network_fs_of(path);
@@ -1549,8 +1589,6 @@ void xpj_cache_close(xpj_cache *c) {
   drop_later(c, NULL); /* not written: the handle could not write */
   side_done(c, false);
   db_close(c);
-  if (c->hits_fd >= 0)
-    close(c->hits_fd);
   unlock(c);
   pthread_mutex_destroy(&c->mu);
   explicit_bzero(c->key, sizeof c->key);
@@ -1907,14 +1945,19 @@ static void flush_touches(xpj_cache *c) {
           "hits = coalesce(hits, 0) + ?2 WHERE digest = ?3 AND created IS ?4",
           -1, &s, NULL) != SQLITE_OK)
     return;
+  /* the hit files' times follow the uses written (hit_seen) */
+  int dfd = c->no_hits ? -1 : hits_dir(c, false);
   for (size_t i = 0; i < c->ntouched; i++) {
     sqlite3_bind_int64(s, 1, c->touched[i].t);
     sqlite3_bind_int64(s, 2, (int64_t)c->touched[i].n);
     sqlite3_bind_text(s, 3, c->touched[i].digest, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 4, c->touched[i].created);
-    sqlite3_step(s);
+    if (sqlite3_step(s) == SQLITE_DONE && sqlite3_changes(c->db) > 0 &&
+        c->touched[i].due)
+      xpj_hitfile_set_time(dfd, c->touched[i].digest, c->touched[i].t);
     sqlite3_reset(s);
   }
+  hits_close(dfd);
   sqlite3_finalize(s);
   c->ntouched = 0;
 }
@@ -2350,8 +2393,11 @@ static void flush_all(xpj_cache *c) {
  * use is due or a put waits, in a write transaction of its own
  * (flush_all: everything, the side file folded in); else the counters and
  * hits are appended to the side file, and the database is not written. */
+static void make_wanted(xpj_cache *c);
+
 static void settle(xpj_cache *c) {
   c->unsettled = 0;
+  make_wanted(c);
   bool unopened = c->lazy && !c->db_tried; /* its hits were hit files */
   if ((!c->db && !unopened) || c->mode != XPJ_CACHE_MODE_RW || c->bundle)
     return;
@@ -2443,12 +2489,6 @@ static int later_entry(const struct later *w, xpj_cache_entry *out) {
 
 /* ---- hit files (hitfile.h) ---------------------------------------------- */
 
-/* PATH.hits (made when create), or -1; looked for again until found. */
-static int hits_dir(xpj_cache *c, bool create) {
-  if (c->hits_fd < 0)
-    c->hits_fd = xpj_hitdir_open(c->path, create);
-  return c->hits_fd;
-}
 
 /* Whether the row (digest, created) is there, a success, and lasting:
  * what a hit file may copy. Read now (inside the caller's write
@@ -2480,8 +2520,10 @@ static bool hit_read(xpj_cache *c, const xpj_cache_key *k, const char *digest,
   size_t n = 0;
   int64_t mtime = 0;
   uint8_t *b = xpj_hitfile_read(dfd, digest, &n, &mtime);
-  if (!b)
+  if (!b) {
+    hits_close(dfd);
     return false;
+  }
   xpj_hit h;
   xpj_hit_db db;
   bool ours = xpj_hitfile_parse(b, n, &h) == 0 &&
@@ -2509,6 +2551,7 @@ static bool hit_read(xpj_cache *c, const xpj_cache_key *k, const char *digest,
    * the row (not on a lack of memory) */
   if (!ours && c->mode == XPJ_CACHE_MODE_RW)
     xpj_hitfile_unlink(dfd, digest);
+  hits_close(dfd);
   free(b);
   int64_t now = now_ms();
   if (ok && now - mtime < USE_GRANULARITY_MS && mtime <= now + 60000) {
@@ -2546,49 +2589,92 @@ static void hit_write(xpj_cache *c, const char *digest, const char *text,
                       double compile_ms, int64_t created, int64_t used) {
   xpj_hit_db db;
   if (c->no_hits || !c->has_key || c->mode != XPJ_CACHE_MODE_RW ||
-      !row_is(c, digest, created) || !xpj_hitfile_db_id(c->path, &db))
-    return;
+      !c->conn_db_ok || !row_is(c, digest, created) ||
+      !xpj_hitfile_db_id(c->path, &db) || db.dev != c->conn_db.dev ||
+      db.ino != c->conn_db.ino || db.born != c->conn_db.born)
+    return; /* (the file at the path is not the one this row is in) */
   xpj_hit h = {created, local, scratch, compile_ms, db, "", text, entry,
                log, strlen(text), strlen(entry), strlen(log), data, size};
   hit_sum(c->key, digest, entry, local, scratch, data, size, log, created,
           compile_ms, &db, h.checksum);
   size_t n = 0;
   uint8_t *b = xpj_hitfile_encode(&h, &n);
-  int dfd = hits_dir(c, true);
+  int dfd = b ? hits_dir(c, true) : -1;
   if (b && xpj_hitfile_write(dfd, digest, b, n))
     xpj_hitfile_set_time(dfd, digest, used);
+  hits_close(dfd);
   free(b);
 }
 
 /* A hit served by the database (e, read with its data; used: the row's
- * stored last_used): its hit file written when missing (in a write
- * transaction of its own, see hit_write), and the file's time made the
- * row's last recorded use: now when this use is due (written at close),
- * else used. A file is a hit only while that time is within the hour, so
- * the row's last_used is never more than an hour behind. */
+ * stored last_used): a missing hit file is wanted (made at the next
+ * settle: make_wanted), and an existing one gets the row's stored use as
+ * its time (a use due now gets it once written: flush_touches). A file is
+ * a hit only while that time is within the hour, so the row's last_used
+ * is never more than an hour behind. */
 static void hit_seen(xpj_cache *c, const xpj_cache_entry *e, int64_t used) {
   if (c->no_hits || !c->has_key || c->mode != XPJ_CACHE_MODE_RW ||
-      e->failed || e->expires_ms)
-    return;
-  int64_t now = now_ms();
-  int64_t when = now - used >= USE_GRANULARITY_MS ? now : used;
+      e->failed || e->expires_ms || !(e->compile_ms >= 0 && e->compile_ms < 1e12))
+    return; /* (a compile time a hit file cannot hold: none is made) */
   int dfd = hits_dir(c, false);
   struct stat sb;
   if (dfd >= 0 && fstatat(dfd, e->digest, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
     int64_t t =
         (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
-    if (t < when - 1000 || t > when + 1000)
-      xpj_hitfile_set_time(dfd, e->digest, when);
-    return;
+    if (t < used - 1000 || t > used + 1000)
+      xpj_hitfile_set_time(dfd, e->digest, used);
+  } else if (c->nwant < WANT_MAX) {
+    bool dup = false;
+    for (unsigned i = 0; i < c->nwant && !dup; i++)
+      dup = !strcmp(c->want[i].digest, e->digest);
+    if (!dup) {
+      memcpy(c->want[c->nwant].digest, e->digest, 65);
+      c->want[c->nwant++].created = e->created_ms;
+    }
   }
-  if (begin(c) != SQLITE_OK) {
-    finish(c, SQLITE_ERROR);
+  hits_close(dfd);
+}
+
+/* The wanted hit files, in a write transaction (hit_write) that does not
+ * wait: when another process writes, they are left for a later one (a
+ * hit must never wait for a lock). */
+static void make_wanted(xpj_cache *c) {
+  unsigned n = c->nwant;
+  c->nwant = 0;
+  if (!n || c->mode != XPJ_CACHE_MODE_RW || to_writable(c) != SQLITE_OK ||
+      !c->db)
     return;
+  sqlite3_busy_timeout(c->db, 0);
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
+      sqlite3_prepare_v2(c->db,
+                         "SELECT key, entry, log, local_bytes, scratch_bytes, "
+                         "data, compile_ms FROM entries WHERE digest=?1 AND "
+                         "created IS ?2 AND failed=0 AND expires=0",
+                         -1, &s, NULL) == SQLITE_OK) {
+    for (unsigned i = 0; i < n; i++) {
+      sqlite3_bind_text(s, 1, c->want[i].digest, -1, SQLITE_STATIC);
+      sqlite3_bind_int64(s, 2, c->want[i].created);
+      if (sqlite3_step(s) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(s, 0),
+                   *entry = (const char *)sqlite3_column_text(s, 1),
+                   *log = (const char *)sqlite3_column_text(s, 2);
+        const void *data = sqlite3_column_blob(s, 5);
+        int size = sqlite3_column_bytes(s, 5);
+        if (key && size >= 0)
+          hit_write(c, c->want[i].digest, key, entry ? entry : "",
+                    log ? log : "", (uint64_t)sqlite3_column_int64(s, 3),
+                    (uint64_t)sqlite3_column_int64(s, 4), data,
+                    (size_t)size, sqlite3_column_double(s, 6),
+                    c->want[i].created, now_ms());
+      }
+      sqlite3_reset(s);
+    }
   }
-  hit_write(c, e->digest, e->key, e->entry, e->log, e->local_bytes,
-            e->scratch_bytes, e->data, e->size, e->compile_ms, e->created_ms,
-            when);
-  finish(c, SQLITE_OK);
+  sqlite3_finalize(s);
+  if (!sqlite3_get_autocommit(c->db))
+    sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+  sqlite3_busy_timeout(c->db, 2000);
 }
 
 /* SQL function xpj_hit_gone(digest), called by a temporary trigger of
@@ -2597,8 +2683,7 @@ static void hit_seen(xpj_cache *c, const xpj_cache_entry *e, int64_t used) {
 static void hit_gone(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   xpj_cache *c = sqlite3_user_data(ctx);
   if (argc == 1 && sqlite3_value_type(argv[0]) == SQLITE_TEXT)
-    xpj_hitfile_unlink(hits_dir(c, false),
-                       (const char *)sqlite3_value_text(argv[0]));
+    hits_unlink(c, (const char *)sqlite3_value_text(argv[0]));
 }
 
 static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
@@ -2827,7 +2912,7 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
     rc = finish(c, rc);
     if (rc == SQLITE_OK)
       break;
-    xpj_hitfile_unlink(hits_dir(c, false), digest); /* not committed */
+    hits_unlink(c, digest); /* not committed */
     if (is_damage(rc) && !c->recovered && !c->bundle &&
         recover(c, rc) == SQLITE_OK)
       continue;
@@ -3160,7 +3245,7 @@ static bool hit_intact(xpj_cache *c, const char *digest, const uint8_t *b,
  * ever served. With repair both go, as do left-over temporary files. */
 static void verify_hits(xpj_cache *c, int repair,
                         void (*fn)(void *, const char *), void *ud) {
-  int dfd = c->no_hits || c->bundle || !c->db ? -1 : hits_dir(c, false);
+  int dfd = c->bundle || !c->db ? -1 : hits_dir(c, false);
   /* its own descriptor: a dup would share the offset of earlier reads */
   int d2 =
       dfd >= 0 ? openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
@@ -3168,6 +3253,7 @@ static void verify_hits(xpj_cache *c, int repair,
   if (!d) {
     if (d2 >= 0)
       close(d2);
+    hits_close(dfd);
     return;
   }
   bool rm = repair && c->mode == XPJ_CACHE_MODE_RW;
@@ -3214,6 +3300,7 @@ static void verify_hits(xpj_cache *c, int repair,
   }
   sqlite3_finalize(s);
   closedir(d);
+  hits_close(dfd);
 }
 
 /* verify's first part: the file as a whole. Returns 1 if it is bad. */
@@ -3399,7 +3486,7 @@ xpj_status xpj_cache_clear(xpj_cache *c) {
       rc = sqlite3_exec(c->db, "DELETE FROM entries; DELETE FROM stats;",
                         NULL, NULL, NULL);
     if (rc == SQLITE_OK) /* and any hit file whose row went another way */
-      xpj_hitdir_wipe(hits_dir(c, false));
+      hits_wipe(c);
     rc = finish(c, rc);
     memset(&c->pending, 0, sizeof c->pending);
     if (is_damage(rc)) /* a new, empty file clears it just as well */

@@ -4911,6 +4911,61 @@ static void test_hit_files_review(void **state) {
   assert_no_warning(&f->w);
 }
 
+/* In a child: lazy_get of key i under a 10 s alarm (a hit must never wait
+ * for a lock); its result as exit status, 9 when it was killed. */
+static int lazy_get_child(fx *f, unsigned i, size_t size) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(10);
+    _exit(lazy_get(f, i, size));
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 9;
+}
+
+/* Second review: a database hit whose file is missing must not wait for
+ * another writer (the file is made later, by a write transaction that
+ * does not wait), and a writer whose file was replaced at the path must
+ * not label hit files with the new file. */
+static void test_hit_files_review2(void **state) {
+  fx *f = *state;
+  char p[512];
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 300);
+  xpj_cache_close(c);
+  hit_path(f, 1, p, sizeof p);
+  unlink(p);
+  sqlite3 *w = sql_open(f->path);
+  sqlite3_busy_timeout(w, 0);
+  assert_int_equal(sqlite3_exec(w, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(lazy_get_child(f, 1, 300), 1); /* answered, not blocked */
+  assert_false(exists(p));                        /* left for later */
+  assert_int_equal(sqlite3_exec(w, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(w);
+  assert_int_equal(lazy_get(f, 1, 300), 1);
+  assert_true(exists(p)); /* made, now that nobody else writes */
+  assert_int_equal(lazy_get(f, 1, 300), 0);
+  /* a writer whose file was moved aside and replaced */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 2, 300); /* its connection is a writer's now */
+  char aside[600];
+  snprintf(aside, sizeof aside, "%s.aside", f->path);
+  assert_int_equal(rename(f->path, aside), 0);
+  wlog w2 = {0};
+  xpj_cache *n = open_cache(&w2, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(n, 9, 100);
+  xpj_cache_close(n);
+  put_i(c, 3, 300); /* into the file aside: no hit file for the new one */
+  xpj_cache_close(c);
+  hit_path(f, 3, p, sizeof p);
+  assert_int_equal(lazy_get(f, 3, 300), 2);
+  assert_int_equal(lazy_get(f, 2, 300), 2);
+  assert_int_equal(lazy_get(f, 9, 100), 0);
+}
+
 int main(void) {
   unsetenv("XPJIT_CACHE");
   unsetenv("XPJIT_CACHE_DIR");
@@ -4923,6 +4978,7 @@ int main(void) {
       T(test_hit_files_follow_rows),
       T(test_hit_files_verify),
       T(test_hit_files_review),
+      T(test_hit_files_review2),
       T(test_replace_after_hit),
       T(test_remove),
       T(test_expiry),
