@@ -7,10 +7,11 @@
  * The server is the executable xpjit-cc (libexec/xpjit/ next to the
  * library or the program, or XPJIT_COMPILE_SERVER), exec'd so that its
  * image holds nothing of the caller; where there is none it is a fork of
- * the caller. It keeps one spare worker, forked when the last worker has
- * ended (not while one compiles: that slowed the compile), which maps the
- * code and data its server's warm-up touched before its job arrives: a job
- * waits for neither a fork nor page faults (populate()).
+ * the caller. It keeps two spare workers, forked when a worker has ended
+ * (not when a job comes: that made the job wait), which map the code and
+ * data the server's warm-up touched before their jobs arrive: a job waits
+ * for neither a fork nor page faults (populate()), even the second of two
+ * sent back to back, which found the one spare still being made.
  *
  * A job, from the caller's side:
  *   1. a datagram on the server's control socket (SOCK_SEQPACKET): the
@@ -417,19 +418,24 @@ typedef struct cs_worker {
   bool timed_out;
 } cs_worker;
 
+enum { NSPARE = 2 };
+
 typedef struct cs_server {
   int ctl, sigfd;
   pid_t self;
-  pid_t spare; /* 0: none */
-  int spare_sock;
+  pid_t spare[NSPARE]; /* the first nspare, oldest first */
+  int spare_sock[NSPARE];
+  unsigned nspare;
   cs_worker *w;
   size_t n, cap;
   char stamp[CS_STAMP_LEN];
 } cs_server;
 
+/* One more spare, when there is room for it. */
 static void fork_spare(cs_server *S) {
   int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+  if (S->nspare == NSPARE ||
+      socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     return;
   pid_t pid = fork();
   if (pid == 0)
@@ -439,15 +445,25 @@ static void fork_spare(cs_server *S) {
     close(sv[0]);
     return;
   }
-  S->spare = pid;
-  S->spare_sock = sv[0];
+  S->spare[S->nspare] = pid;
+  S->spare_sock[S->nspare++] = sv[0];
 }
 
-static void drop_spare(cs_server *S) {
-  if (S->spare_sock >= 0)
-    close(S->spare_sock);
-  S->spare_sock = -1;
-  S->spare = 0;
+/* Forgets spare i (its process is the caller's business). */
+static void drop_spare(cs_server *S, unsigned i) {
+  close(S->spare_sock[i]);
+  for (unsigned j = i; j + 1 < S->nspare; j++) {
+    S->spare[j] = S->spare[j + 1];
+    S->spare_sock[j] = S->spare_sock[j + 1];
+  }
+  S->nspare--;
+}
+
+static void kill_spares(cs_server *S) {
+  while (S->nspare) {
+    kill(S->spare[0], SIGKILL);
+    drop_spare(S, 0);
+  }
 }
 
 /* A job from the control socket; -1 when the caller has gone. */
@@ -466,44 +482,43 @@ static int take_job(cs_server *S) {
     close(fds[1]);
     return 0;
   }
-  for (int attempt = 0; attempt < 2; attempt++) {
-    if (!S->spare)
+  bool sent = false;
+  for (int attempt = 0; attempt < NSPARE + 1 && !sent; attempt++) {
+    if (!S->nspare)
       fork_spare(S);
-    if (S->spare && send_fds(S->spare_sock, &s, sizeof s, fds, 2) == 0)
+    if (!S->nspare)
       break;
-    if (S->spare) { /* it died before its job: another one */
-      kill(S->spare, SIGKILL);
-      drop_spare(S);
+    sent = send_fds(S->spare_sock[0], &s, sizeof s, fds, 2) == 0;
+    if (!sent) { /* it died before its job: the next one */
+      kill(S->spare[0], SIGKILL);
+      drop_spare(S, 0);
     }
   }
   close(fds[0]);
-  if (!S->spare || S->n == S->cap) {
-    bool grown = false;
-    if (S->spare && S->n == S->cap) {
-      size_t cap = S->cap ? 2 * S->cap : 8;
-      cs_worker *w = realloc(S->w, cap * sizeof *w);
-      if (w) {
-        S->w = w;
-        S->cap = cap;
-        grown = true;
-      }
-    }
-    if (!grown) {
-      if (S->spare) {
-        kill(S->spare, SIGKILL);
-        drop_spare(S);
-      }
-      send_footer(fds[1], 0, XPJ_CS_NO_WORKER);
-      close(fds[1]);
-      return 0;
+  if (sent && S->n == S->cap) {
+    size_t cap = S->cap ? 2 * S->cap : 8;
+    cs_worker *w = realloc(S->w, cap * sizeof *w);
+    if (w) {
+      S->w = w;
+      S->cap = cap;
     }
   }
+  if (!sent || S->n == S->cap) {
+    if (sent) { /* no room to watch it: it must not run unwatched */
+      kill(S->spare[0], SIGKILL);
+      drop_spare(S, 0);
+    }
+    send_footer(fds[1], 0, XPJ_CS_NO_WORKER);
+    close(fds[1]);
+    return 0;
+  }
   uint32_t timeout = s.timeout_ms ? s.timeout_ms : DEFAULT_TIMEOUT_MS;
-  S->w[S->n++] = (cs_worker){S->spare, fds[1], xpd_now_ms() + timeout, false};
-  /* the next spare is forked when a worker has ended: made while one
-   * compiles, it took 1.5-2 ms from the compile (page tables and caches
-   * shared on 2 cores; docs/benchmarks.md) */
-  drop_spare(S);
+  S->w[S->n++] = (cs_worker){S->spare[0], fds[1], xpd_now_ms() + timeout,
+                             false};
+  /* the spares are made again when a worker has ended: made while one
+   * compiles, a spare took 1.5-2 ms from the compile (page tables and
+   * caches shared on 2 cores; docs/benchmarks.md) */
+  drop_spare(S, 0);
   return 0;
 }
 
@@ -514,18 +529,26 @@ static void reap(cs_server *S) {
   int st;
   pid_t pid;
   while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-    if (pid == S->spare) {
-      drop_spare(S);
+    bool spare = false;
+    for (unsigned i = 0; i < S->nspare && !spare; i++)
+      if (pid == S->spare[i]) {
+        drop_spare(S, i);
+        spare = true;
+      }
+    if (spare)
       continue;
-    }
     for (size_t i = 0; i < S->n; i++) {
       if (S->w[i].pid != pid)
         continue;
       send_footer(S->w[i].err, st, S->w[i].timed_out ? XPJ_CS_TIMED_OUT : 0);
       close(S->w[i].err);
       S->w[i] = S->w[--S->n];
-      if (!S->spare)
+      while (S->nspare < NSPARE) {
+        unsigned had = S->nspare;
         fork_spare(S);
+        if (S->nspare == had)
+          break;
+      }
       break;
     }
   }
@@ -552,8 +575,7 @@ static int enforce_deadlines(cs_server *S) {
 static _Noreturn void shut_down(cs_server *S) {
   for (size_t i = 0; i < S->n; i++)
     kill(S->w[i].pid, SIGKILL);
-  if (S->spare)
-    kill(S->spare, SIGKILL);
+  kill_spares(S);
   _exit(0);
 }
 
@@ -613,8 +635,9 @@ void xpj_cs_main(int ctl) {
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   sigprocmask(SIG_BLOCK, &chld, NULL);
-  cs_server S = {ctl, signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK),
-                 getpid(), 0, -1, NULL, 0, 0, ""};
+  cs_server S = {.ctl = ctl,
+                 .sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK),
+                 .self = getpid()};
   if (S.sigfd < 0)
     _exit(3);
   make_stamp(S.stamp);
@@ -640,9 +663,9 @@ void xpj_cs_main(int ctl) {
       record_touched();
       alarm(0);
       warm = true;
-      if (S.spare) { /* still no job: a warm spare instead of the cold one */
-        kill(S.spare, SIGKILL);
-        drop_spare(&S);
+      if (S.nspare && !S.n) { /* still no job: warm spares, not cold */
+        kill_spares(&S);
+        fork_spare(&S);
         fork_spare(&S);
       }
     }
