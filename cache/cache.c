@@ -3246,13 +3246,8 @@ static bool hit_intact(xpj_cache *c, const char *digest, const uint8_t *b,
 static void verify_hits(xpj_cache *c, int repair,
                         void (*fn)(void *, const char *), void *ud) {
   int dfd = c->bundle || !c->db ? -1 : hits_dir(c, false);
-  /* its own descriptor: a dup would share the offset of earlier reads */
-  int d2 =
-      dfd >= 0 ? openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+  DIR *d = xpj_hitdir_list(dfd);
   if (!d) {
-    if (d2 >= 0)
-      close(d2);
     hits_close(dfd);
     return;
   }

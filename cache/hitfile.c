@@ -260,16 +260,20 @@ void xpj_hitfile_unlink(int dfd, const char *digest) {
     unlinkat(dfd, digest, 0);
 }
 
-void xpj_hitdir_wipe(int dfd) {
+DIR *xpj_hitdir_list(int dfd) {
   /* its own descriptor: a dup would share the offset of earlier reads */
   int d2 =
       dfd >= 0 ? openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
   DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
-  if (!d) {
-    if (d2 >= 0)
-      close(d2);
+  if (!d && d2 >= 0)
+    close(d2);
+  return d;
+}
+
+void xpj_hitdir_wipe(int dfd) {
+  DIR *d = xpj_hitdir_list(dfd);
+  if (!d)
     return;
-  }
   struct dirent *e;
   while ((e = readdir(d)))
     if (digest_name(e->d_name) || !strncmp(e->d_name, ".tmp.", 5))

@@ -8,6 +8,7 @@
 
 #include "xpjit_cache.h"
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -60,6 +61,8 @@ void xpj_hitfile_set_time(int dfd, const char *digest, int64_t ms);
 bool xpj_hitfile_db_id(const char *db_path, xpj_hit_db *id);
 /* Removes DIGEST (64 lowercase hex digits; anything else is ignored). */
 void xpj_hitfile_unlink(int dfd, const char *digest);
+/* dfd's entries, read through a descriptor of its own; closedir it. */
+DIR *xpj_hitdir_list(int dfd);
 /* Removes every hit file (and left-over temporary file) in dfd. */
 void xpj_hitdir_wipe(int dfd);
 
