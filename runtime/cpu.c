@@ -24,6 +24,7 @@
 #include "xpjit_codegen.h"
 
 #include <dlfcn.h>
+#include <fenv.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -234,9 +235,16 @@ static void run_chunks(job *j, slot *s, unsigned index) {
     return;
   }
   stop_prepare_thread();
+  /* kernels run in the default floating-point environment, whatever the
+   * thread (the application's, when it helps in xpj_queue_wait, or one
+   * that inherited its creator's rounding mode and trapped exceptions) */
+  fenv_t fe;
+  fegetenv(&fe);
+  fesetenv(FE_DFL_ENV);
   sigjmp_buf jb;
   if (sigsetjmp(jb, 0)) { /* stopped inside the kernel */
     stop_job_of = NULL;
+    fesetenv(&fe);
     return;
   }
   stop_job_of = j;
@@ -246,6 +254,7 @@ static void run_chunks(job *j, slot *s, unsigned index) {
   stop_jmp = NULL;
   atomic_signal_fence(memory_order_seq_cst);
   stop_job_of = NULL;
+  fesetenv(&fe);
 }
 
 static bool stopped(job *j) {
@@ -368,12 +377,44 @@ static xpj_status pool_start(pool *p, unsigned n) {
   return XPJ_OK;
 }
 
+/* The launching thread, which may be the application's (one that helps
+ * in xpj_queue_wait): the stop signal unblocked for the launch (*saved:
+ * its mask before), then its mask as it was, with no stop signal left
+ * pending for it (one sent as the launch ended would otherwise interrupt
+ * a later call of the application's). */
+static bool caller_enter(sigset_t *saved) {
+  stop_job_of = NULL; /* touches the TLS before any signal can come */
+  int sig = atomic_load(&stop_sig);
+  sigset_t un;
+  sigemptyset(&un);
+  if (sig)
+    sigaddset(&un, sig);
+  return sig && pthread_sigmask(SIG_UNBLOCK, &un, saved) == 0;
+}
+
+static void caller_leave(const sigset_t *saved, bool entered) {
+  int sig = atomic_load(&stop_sig);
+  if (!entered)
+    return;
+  pthread_sigmask(SIG_SETMASK, saved, NULL);
+  sigset_t pend;
+  if (sigismember(saved, sig) && sigpending(&pend) == 0 &&
+      sigismember(&pend, sig)) {
+    sigset_t w;
+    sigemptyset(&w);
+    sigaddset(&w, sig);
+    struct timespec zero = {0, 0};
+    sigtimedwait(&w, NULL, &zero);
+  }
+}
+
 /* Runs j on every thread of the pool (the caller is thread 0), unless it
  * is stopped first. */
 static void pool_run(pool *p, job *j) {
   pthread_mutex_lock(&p->submit);
   pthread_once(&stop_once, stop_install);
-  stop_prepare_thread();
+  sigset_t saved;
+  bool entered = caller_enter(&saved);
   j->caller = pthread_self();
   pthread_mutex_lock(&p->mu);
   p->running = j;
@@ -411,6 +452,7 @@ static void pool_run(pool *p, job *j) {
     pthread_cond_wait(&p->done, &p->mu);
   p->running = NULL;
   pthread_mutex_unlock(&p->mu);
+  caller_leave(&saved, entered);
   pthread_mutex_unlock(&p->submit);
 }
 

@@ -7,8 +7,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 typedef enum cmd_type {
@@ -151,6 +149,10 @@ xpj_status xpj_event_profile(const xpj_event *e, uint64_t *queued,
 
 /* ---- the queue thread ----------------------------------------------- */
 
+/* Commands this thread is running (a host task that waits runs inside
+ * one): no thread helps from inside a command (help_ok). */
+static _Thread_local unsigned in_command;
+
 static void cmd_free(cmd *c) {
   if (c->type == CMD_LAUNCH)
     rt_launch_free(c->u.launch);
@@ -283,7 +285,9 @@ static void *queue_main(void *arg) {
     pthread_mutex_unlock(&q->mu);
 
     mark_running(c);
+    in_command++;
     xpj_status st = run(q, c);
+    in_command--;
     bool async = c->type != CMD_WAIT && c->type != CMD_HOST;
     if (st == XPJ_OK && async && batch) {
       fl[nfl++] = c;
@@ -373,40 +377,48 @@ void xpj_queue_destroy(xpj_queue *q) {
 /* Whether the thread in xpj_queue_wait may run the queue's commands
  * itself instead of sleeping until the queue's thread has run them: two
  * thread wake-ups saved per command, most of what a small launch costs on
- * the CPU device (docs/abi.md, "Who runs a CPU launch"). Only on devices
+ * the CPU device (docs/api.md, "Who runs a command"). Only on devices
  * that finish a command before it returns (no asynchronous streams to
  * batch), on queues without a launch timeout (its stop signal is then
- * never aimed at the caller's thread by a watchdog), from a thread with
- * the stack the queue's own thread has: kernels keep private arrays on
- * it. XPJIT_QUEUE_HELP=0 turns it off. */
-enum { HELP_MIN_STACK = 2u << 20 };
-static _Thread_local signed char stack_roomy; /* 0: not known yet */
+ * never aimed at the caller's thread by a watchdog), never from inside a
+ * command (a host task that waits), and only with as much stack left, at
+ * this depth, as the queue's own thread has (kernels keep their private
+ * arrays there, and nothing bounds their number). The signal mask and the
+ * floating-point environment the kernel sees are the runtime's, not the
+ * caller's (cpu.c, pool_run). XPJIT_QUEUE_HELP=0 turns it off. */
+static _Thread_local uintptr_t stack_low; /* the lowest address of this
+                                              thread's stack, or 1: unknown */
+static size_t queue_stack; /* what the queues' threads get */
 
-static bool thread_stack_roomy(void) {
-  if (!stack_roomy) {
-    stack_roomy = -1;
-    char here;
-    if (syscall(SYS_gettid) == getpid()) {
-      /* the main thread grows its stack up to the limit (reading its
-       * attributes would parse /proc/self/maps) */
-      struct rlimit r;
-      if (getrlimit(RLIMIT_STACK, &r) == 0 &&
-          (r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= 2 * HELP_MIN_STACK))
-        stack_roomy = 1;
-    } else {
-      pthread_attr_t a;
-      void *base;
-      size_t size;
-      if (pthread_getattr_np(pthread_self(), &a) == 0) {
-        if (pthread_attr_getstack(&a, &base, &size) == 0 &&
-            (uintptr_t)&here > (uintptr_t)base &&
-            (uintptr_t)&here - (uintptr_t)base >= HELP_MIN_STACK)
-          stack_roomy = 1;
-        pthread_attr_destroy(&a);
-      }
+static void read_queue_stack(void) {
+  pthread_attr_t a;
+  size_t size = 0;
+  if (pthread_attr_init(&a) == 0) {
+    pthread_attr_getstacksize(&a, &size);
+    pthread_attr_destroy(&a);
+  }
+  queue_stack = size ? size : (size_t)8 << 20;
+}
+
+static bool stack_left_enough(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, read_queue_stack);
+  if (!stack_low) {
+    stack_low = 1;
+    pthread_attr_t a;
+    void *base;
+    size_t size;
+    /* (the main thread's: from its mappings and the stack limit, once) */
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+      if (pthread_attr_getstack(&a, &base, &size) == 0 && base)
+        stack_low = (uintptr_t)base;
+      pthread_attr_destroy(&a);
     }
   }
-  return stack_roomy > 0;
+  char here;
+  /* the queue's thread uses a few KiB of its own before the kernel runs */
+  return stack_low > 1 && (uintptr_t)&here > stack_low &&
+         (uintptr_t)&here - stack_low + (64u << 10) >= queue_stack;
 }
 
 static bool help_off;
@@ -419,7 +431,8 @@ static bool help_ok(const xpj_queue *q) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, read_help_env);
   return !help_off && !q->dev->ops->sync && !q->launch_timeout_ms &&
-         !pthread_equal(pthread_self(), q->thread) && thread_stack_roomy();
+         !in_command && !pthread_equal(pthread_self(), q->thread) &&
+         stack_left_enough();
 }
 
 xpj_status xpj_queue_wait(xpj_queue *q) {
@@ -433,7 +446,10 @@ xpj_status xpj_queue_wait(xpj_queue *q) {
       cmd *c = take(q);
       pthread_mutex_unlock(&q->mu);
       mark_running(c);
-      finish(q, c, run(q, c), xpj_last_error());
+      in_command++;
+      xpj_status st = run(q, c);
+      in_command--;
+      finish(q, c, st, xpj_last_error());
       pthread_mutex_lock(&q->mu);
       continue;
     }

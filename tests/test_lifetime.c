@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* feenableexcept */
 /* test_lifetime.c - nothing is freed under work in flight, and work that
  * never ends can be stopped (issue 15, item 8), through the public API on
  * the CPU device:
@@ -25,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdatomic.h>
+#include <math.h>
+#include <fenv.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -453,6 +456,186 @@ static void test_timeout_unsupported(void **state) {
   xpj_context_destroy(c);
 }
 
+/* ---- a waiting thread that runs its queue's commands (queue.c) -------- */
+
+static const char env_src[] =
+    "kernel div3(x: global f32[]) range { let i = global_id(0); "
+    "x[i] = x[i] / 3.0; }\n"
+    "kernel recip(x: global f32[]) range { let i = global_id(0); "
+    "x[i] = 1.0 / x[i]; }\n"
+    "kernel big(x: global f64[], m: i64) range {\n"
+    "  let i = global_id(0);\n"
+    "  let a0: f64[65536];\n  let a1: f64[65536];\n  let a2: f64[65536];\n"
+    "  let a3: f64[65536];\n  let a4: f64[65536];\n  let a5: f64[65536];\n"
+    "  for (let k: i64 = 0; k < 65536; k += 1) {\n"
+    "    a0[(k * 7 + m) % 65536] = x[i] + f64(k);\n"
+    "    a1[(k * 7 + 1 + m) % 65536] = x[i] + f64(k);\n"
+    "    a2[(k * 7 + 2 + m) % 65536] = x[i] + f64(k);\n"
+    "    a3[(k * 7 + 3 + m) % 65536] = x[i] + f64(k);\n"
+    "    a4[(k * 7 + 4 + m) % 65536] = x[i] + f64(k);\n"
+    "    a5[(k * 7 + 5 + m) % 65536] = x[i] + f64(k);\n"
+    "  }\n"
+    "  let s: f64 = 0.0;\n"
+    "  for (let k: i64 = 0; k < 65536; k += 1) {\n"
+    "    s = s + a0[k] + a1[k] + a2[k] + a3[k] + a4[k] + a5[k];\n"
+    "  }\n"
+    "  x[i] = s;\n"
+    "}\n";
+
+static xpj_program *env_prog(void) {
+  xpj_program *p = NULL;
+  assert_int_equal(xpj_program_create(ctx, "env.xpk", env_src,
+                                      sizeof env_src - 1, NULL, &p),
+                   XPJ_OK);
+  return p;
+}
+
+static void run1(xpj_queue *q, xpj_kernel *k, float *x, unsigned n) {
+  xpj_array a = xpj_array_1d(x, XPJ_F32, n);
+  xpj_arg arg = xpj_arg_array(&a);
+  xpj_range r = xpj_range_1d(n, 0);
+  assert_int_equal(xpj_launch(q, k, &r, 1, &arg, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+}
+
+/* Whichever thread runs a kernel, the waiting one (it usually does here)
+ * or the queue's: the default floating-point environment, never the
+ * caller's rounding or trapped exceptions; and the caller's signal mask
+ * as it was, with no stop signal left pending. (An adversarial review
+ * found all three leaking from the waiting thread, and a cancel that
+ * never returned for a thread with every signal blocked.) */
+static void test_waiter_environment(void **state) {
+  (void)state;
+  xpj_program *p = env_prog();
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  xpj_kernel *k3 = kernel(p, "div3", NULL), *kr = kernel(p, "recip", NULL);
+  enum { M = 1000 };
+  float *x = NULL;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, M * 4, 0, (void **)&x),
+                   XPJ_OK);
+  volatile float one = 1.0f, three = 3.0f;
+  float third = one / three; /* to nearest, here */
+  assert_int_equal(fesetround(FE_DOWNWARD), 0);
+  for (int round = 0; round < 50; round++) {
+    for (int i = 0; i < M; i++)
+      x[i] = 1.0f;
+    run1(q, k3, x, M);
+    for (int i = 0; i < M; i++)
+      if (x[i] != third)
+        fail_msg("round %d: 1/3 computed in the caller's rounding mode", round);
+  }
+  assert_int_equal(fesetround(FE_TONEAREST), 0);
+  feenableexcept(FE_DIVBYZERO | FE_INVALID);
+  for (int round = 0; round < 20; round++) {
+    memset(x, 0, M * 4);
+    run1(q, kr, x, M); /* 1/0 = inf, no SIGFPE */
+    assert_true(isinf(x[0]));
+  }
+  fedisableexcept(FE_ALL_EXCEPT);
+  sigset_t all, set, before, after, pending;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &before);
+  pthread_sigmask(SIG_SETMASK, NULL, &set); /* (KILL and STOP stay out) */
+  for (int round = 0; round < 200; round++)
+    run1(q, k3, x, 16);
+  pthread_sigmask(SIG_SETMASK, NULL, &after);
+  for (int s = 1; s <= SIGRTMAX; s++)
+    if (sigismember(&after, s) != sigismember(&set, s))
+      fail_msg("signal %d: its mask changed in the waiting thread", s);
+  assert_int_equal(sigpending(&pending), 0);
+  for (int s = SIGRTMIN; s <= SIGRTMAX; s++)
+    if (sigismember(&pending, s))
+      fail_msg("signal %d left pending for the waiting thread", s);
+  /* every signal blocked, a runaway kernel cancelled: the wait returns */
+  xpj_kernel *fk = kernel(prog, "forever", NULL);
+  for (int round = 0; round < 3; round++) {
+    xpj_array a = xpj_array_1d(x, XPJ_F32, M);
+    xpj_arg arg = xpj_arg_array(&a);
+    xpj_range r = xpj_range_1d(M, 0);
+    assert_int_equal(xpj_launch(q, fk, &r, 1, &arg, NULL), XPJ_OK);
+    canceller c = {q, 100};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, cancel_later, &c), 0);
+    alarm(20);
+    assert_int_equal(xpj_queue_wait(q), XPJ_ERR_CANCELLED);
+    alarm(0);
+    pthread_join(t, NULL);
+  }
+  pthread_sigmask(SIG_SETMASK, &before, NULL);
+  assert_int_equal(xpj_mem_free(dev, x), XPJ_OK);
+  xpj_queue_destroy(q);
+  xpj_program_destroy(p);
+}
+
+typedef struct big_arg {
+  xpj_queue *q;
+  xpj_kernel *k;
+  double *x;
+  int depth, failures;
+} big_arg;
+
+static void big_launches(big_arg *b) {
+  xpj_array a = xpj_array_1d(b->x, XPJ_F64, 1);
+  xpj_arg g[2] = {xpj_arg_array(&a), xpj_arg_i64(3)};
+  xpj_range r = xpj_range_1d(1, 0);
+  for (int i = 0; i < 10; i++)
+    if (xpj_launch(b->q, b->k, &r, 2, g, NULL) != XPJ_OK ||
+        xpj_queue_wait(b->q) != XPJ_OK)
+      b->failures++;
+}
+
+static void big_deep(big_arg *b, int d) {
+  volatile char pad[256 << 10];
+  pad[0] = 1;
+  pad[sizeof pad - 1] = 1;
+  if (d > 0)
+    big_deep(b, d - 1);
+  else
+    big_launches(b);
+  (void)pad[0];
+}
+
+static void *big_thread(void *arg) {
+  big_arg *b = arg;
+  if (b->depth)
+    big_deep(b, b->depth);
+  else
+    big_launches(b);
+  return NULL;
+}
+
+/* A kernel whose private arrays take 3 MiB of stack, waited for from a
+ * thread of 3 MiB, and from a thread of 8 MiB 5.5 MiB deep: it runs where
+ * it fits (a waiting thread without the queue thread's stack left at that
+ * depth does not run it), never overflowing a stack. */
+static void test_waiter_stack(void **state) {
+  (void)state;
+  xpj_program *p = env_prog();
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  double *x = NULL;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, 8, 0, (void **)&x),
+                   XPJ_OK);
+  *x = 1.0;
+  big_arg b = {q, kernel(p, "big", NULL), x, 0, 0};
+  static const size_t stacks[2] = {3u << 20, 8u << 20};
+  for (int i = 0; i < 2; i++) {
+    b.depth = i ? 22 : 0;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    assert_int_equal(pthread_attr_setstacksize(&a, stacks[i]), 0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, &a, big_thread, &b), 0);
+    pthread_attr_destroy(&a);
+    pthread_join(t, NULL);
+  }
+  assert_int_equal(b.failures, 0);
+  assert_int_equal(xpj_mem_free(dev, x), XPJ_OK);
+  xpj_queue_destroy(q);
+  xpj_program_destroy(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_free_during_launch),
@@ -462,6 +645,8 @@ int main(void) {
       cmocka_unit_test(test_stop_signal_taken),
       cmocka_unit_test(test_launch_messages),
       cmocka_unit_test(test_timeout_unsupported),
+      cmocka_unit_test(test_waiter_environment),
+      cmocka_unit_test(test_waiter_stack),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
