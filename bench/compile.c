@@ -32,9 +32,15 @@
  * process (the helper), isolated with 20 ms between them, and isolated
  * back to back: what the compile server's isolation costs (p50).
  *
+ * --fresh N: then, for the first kernel, PTX, a program's first compile
+ * as a whole process, N times each, alternated: `xpjit-cli emit` (process
+ * start, the compile server's start, the compile, exit) against this
+ * program re-run to make one NVRTC compile (start, dlopen of libnvrtc, the
+ * compile, exit), and a process that does nothing (/bin/true) for scale.
+ *
  * usage: compile [-n RUNS] [--clang PATH] [--nvrtc PATH] [--cli PATH]
  *                [--peers DIR] [--targets spirv,ptx,cpu]
- *                [--isolation-cost N] FILE.xpk...
+ *                [--isolation-cost N] [--fresh N] FILE.xpk...
  */
 #include "xpjit_codegen.h"
 #include "xpjit_compiler.h"
@@ -293,7 +299,8 @@ static int clang_once(const krow *k, double *ms, char *msg, size_t msgsize) {
   return st;
 }
 
-static int cli_once(const krow *k, double *ms, char *msg, size_t msgsize) {
+static int cli_once(const krow *k, const char *target, double *ms, char *msg,
+                    size_t msgsize) {
   const src_file *f = &files[k->file];
   char ndim[16], dt[XPJ_MAX_TPARAMS][64];
   char *argv[24 + 2 * XPJ_MAX_TPARAMS];
@@ -314,7 +321,7 @@ static int cli_once(const krow *k, double *ms, char *msg, size_t msgsize) {
     argv[n++] = ndim;
   }
   argv[n++] = "--target";
-  argv[n++] = "spirv";
+  argv[n++] = (char *)target;
   argv[n++] = "-o";
   argv[n++] = tmp_out;
   argv[n] = NULL;
@@ -583,7 +590,7 @@ static int measure_once(int row, int tgt, int kind, double *ms, char *msg,
   switch (kind) {
   case M_XPJIT: return xpjit_once(k, tgt, XPJ_ISOLATE_DEFAULT, ms, msg, msgsize);
   case M_XPJIT_NP: return helper_ask(&h_inproc, kind, row, tgt, ms, msg, msgsize);
-  case M_CLI: return cli_once(k, ms, msg, msgsize);
+  case M_CLI: return cli_once(k, "spirv", ms, msg, msgsize);
   case M_CLANG: return clang_once(k, ms, msg, msgsize);
   case M_NVRTC: return helper_ask(&h_nvrtc, kind, row, tgt, ms, msg, msgsize);
   }
@@ -613,6 +620,55 @@ static double iso_series(int row, int kind, int gap_ms) {
 }
 
 static char iso_line[512]; /* printed after the tables */
+static int fresh_runs;      /* --fresh */
+static char fresh_line[640];
+static char self_path[1024]; /* this program, for its NVRTC child */
+
+/* --fresh: row's PTX compile as a whole process, fresh_runs times each of
+ * xpjit-cli, an NVRTC child of this program and /bin/true, alternated. */
+static void fresh_compile(int row, char *const *file_args) {
+  const krow *k = &rows[row];
+  double *v[3];
+  int n[3] = {0, 0, 0};
+  for (int i = 0; i < 3; i++)
+    v[i] = calloc((size_t)fresh_runs, sizeof *v[i]);
+  char rowarg[16];
+  snprintf(rowarg, sizeof rowarg, "%d", row);
+  char *nvargs[64];
+  int a = 0;
+  nvargs[a++] = self_path;
+  nvargs[a++] = "--nvrtc-child";
+  nvargs[a++] = rowarg;
+  nvargs[a++] = "--nvrtc";
+  nvargs[a++] = (char *)nvrtc_path;
+  nvargs[a++] = "--peers";
+  nvargs[a++] = (char *)peer_dir;
+  for (int i = 0; file_args[i] && a < 63; i++)
+    nvargs[a++] = file_args[i];
+  nvargs[a] = NULL;
+  char *tr[] = {"/bin/true", NULL};
+  for (int r = 0; r < fresh_runs; r++)
+    for (int w = 0; w < 3; w++) {
+      double ms;
+      char msg[320];
+      int st = w == 0   ? cli_once(k, "ptx:sm_90", &ms, msg, sizeof msg)
+               : w == 1 ? process_once(nvargs, &ms)
+                        : process_once(tr, &ms);
+      if (st == S_OK)
+        v[w][n[w]++] = ms;
+    }
+  double p[3];
+  for (int i = 0; i < 3; i++) {
+    qsort(v[i], (size_t)n[i], sizeof *v[i], cmp_double);
+    p[i] = n[i] ? v[i][n[i] / 2] : NAN;
+    free(v[i]);
+  }
+  snprintf(fresh_line, sizeof fresh_line,
+           "\na program's first compile, %s/%s, PTX, whole process (start to exit), p50 of "
+           "%d each:\n  xpjit-cli emit %.2f ms; NVRTC (a process that loads libnvrtc and "
+           "compiles once) %.2f ms; ratio %.1fx; a process that does nothing %.2f ms\n",
+           files[k->file].base, k->name, fresh_runs, p[0], p[1], p[1] / p[0], p[2]);
+}
 
 static void isolation_cost(int row) {
   const krow *k = &rows[row];
@@ -938,7 +994,7 @@ static void parse_targets(const char *s, const char *argv0) {
 }
 
 int main(int argc, char **argv) {
-  int first = 1;
+  int first = 1, nvrtc_child = -1;
   for (; first < argc && argv[first][0] == '-'; first++) {
     const char *a = argv[first];
     bool has = first + 1 < argc;
@@ -956,6 +1012,10 @@ int main(int argc, char **argv) {
       parse_targets(argv[++first], argv[0]);
     else if (strcmp(a, "--isolation-cost") == 0 && has)
       iso_runs = atoi(argv[++first]);
+    else if (strcmp(a, "--fresh") == 0 && has)
+      fresh_runs = atoi(argv[++first]);
+    else if (strcmp(a, "--nvrtc-child") == 0 && has)
+      nvrtc_child = atoi(argv[++first]);
     else
       usage(argv[0]);
   }
@@ -979,6 +1039,16 @@ int main(int argc, char **argv) {
       free(files[i].cu); /* the .cu files cannot compile without it */
       files[i].cu = NULL;
     }
+  if (nvrtc_child >= 0) { /* --fresh's NVRTC process: one compile */
+    double ms;
+    char msg[320];
+    return nvrtc_child < nrows && nvrtc_load() &&
+                   nvrtc_once(&rows[nvrtc_child], &ms, msg, sizeof msg) == S_OK
+               ? 0
+               : 1;
+  }
+  ssize_t sl = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+  self_path[sl > 0 ? sl : 0] = 0;
 
   snprintf(tmp_out, sizeof tmp_out, "/tmp/xpjit-bench-compile-XXXXXX");
   int fd = mkstemp(tmp_out);
@@ -1038,12 +1108,15 @@ int main(int argc, char **argv) {
   fprintf(stderr, "\r%60s\r", "");
   if (iso_runs > 0 && want[T_PTX] && warm >= 0)
     isolation_cost(warm);
+  if (fresh_runs > 0 && want[T_PTX] && warm >= 0 && self_path[0])
+    fresh_compile(warm, argv + first);
   helper_stop(&h_inproc);
   helper_stop(&h_nvrtc);
   unlink(tmp_out);
 
   print_tables();
   fputs(iso_line, stdout);
+  fputs(fresh_line, stdout);
   printf("\n%d kernels in %d files, %d runs each, %.1f s\n", nrows, nfiles, runs,
          (now_ms() - t0) / 1e3);
   free(samples);
