@@ -27,7 +27,7 @@
  * own protection once everything is written. Images are carved from
  * shared anonymous mappings (chunks of 1 MiB, never reused: a chunk goes
  * when its last image is unloaded), so that a load costs no mmap and an
- * unload no munmap (a mapping call is a fifth of a load, and unloading 20
+ * unload no munmap (the mmap was a third of a load, and unloading 20
  * kernels at context teardown was 20 munmaps); an image over a quarter of
  * a chunk gets a mapping of its own. An external
  * symbol (libm, memset) may be further than 2 GiB away: a reference that
