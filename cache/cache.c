@@ -358,6 +358,23 @@ static void sha256_hex(const void *data, size_t n, char hex[65]) {
   to_hex(d, sizeof d, hex);
 }
 
+/* The row's checksummed fields, in order. */
+static void put_row(summer *m, const char *digest, int failed,
+                    const char *entry, uint64_t local, uint64_t scratch,
+                    const void *data, size_t size, const char *log,
+                    int64_t expires) {
+  put_str(m, digest);
+  put_u64(m, (uint64_t)(int64_t)failed);
+  put_str(m, entry);
+  put_u64(m, local);
+  put_u64(m, scratch);
+  put_u64(m, size);
+  if (size)
+    sum_update(m, size, data);
+  put_str(m, log);
+  put_u64(m, (uint64_t)expires);
+}
+
 /* Over the digest and everything a user of the row relies on; key: the
  * cache's (HMAC), or NULL for a bundle's plain SHA-256. */
 static void row_checksum(const uint8_t *key, const char *digest, int failed,
@@ -366,22 +383,15 @@ static void row_checksum(const uint8_t *key, const char *digest, int failed,
                          int64_t expires, char hex[65]) {
   summer m;
   sum_init(&m, key);
-  put_str(&m, digest);
-  put_u64(&m, (uint64_t)(int64_t)failed);
-  put_str(&m, entry);
-  put_u64(&m, local);
-  put_u64(&m, scratch);
-  put_u64(&m, size);
-  if (size)
-    sum_update(&m, size, data);
-  put_str(&m, log);
-  put_u64(&m, (uint64_t)expires);
+  put_row(&m, digest, failed, entry, local, scratch, data, size, log,
+          expires);
   sum_hex(&m, hex);
 }
 
 /* A hit file's checksum (hitfile.h): the cache's HMAC over what the row's
- * covers and the two fields only the file adds, under a name of its own
- * (no row's checksum is ever a hit file's, or the reverse). */
+ * covers (a success, lasting) and the fields only the file adds, under a
+ * name of its own (no row's checksum is ever a hit file's, or the
+ * reverse). */
 static void hit_sum(const uint8_t *key, const char *digest, const char *entry,
                     uint64_t local, uint64_t scratch, const void *data,
                     size_t size, const char *log, int64_t created,
@@ -391,14 +401,7 @@ static void hit_sum(const uint8_t *key, const char *digest, const char *entry,
   memcpy(&ms, &compile_ms, sizeof ms);
   sum_init(&m, key);
   put_str(&m, "xpjit hit file 1");
-  put_str(&m, digest);
-  put_str(&m, entry);
-  put_u64(&m, local);
-  put_u64(&m, scratch);
-  put_u64(&m, size);
-  if (size)
-    sum_update(&m, size, data);
-  put_str(&m, log);
+  put_row(&m, digest, 0, entry, local, scratch, data, size, log, 0);
   put_u64(&m, (uint64_t)created);
   put_u64(&m, ms);
   put_u64(&m, db->dev);

@@ -232,11 +232,17 @@ static cmd *take(xpj_queue *q) {
   return c;
 }
 
-static void mark_running(cmd *c) {
+/* Runs c, taken off the list, on this thread (the queue's or a waiting
+ * one): its event says so first. */
+static xpj_status run_taken(xpj_queue *q, cmd *c) {
   pthread_mutex_lock(&c->ev->mu);
   c->ev->state = XPJ_EVENT_RUNNING;
   c->ev->t_start = rt_now_ns();
   pthread_mutex_unlock(&c->ev->mu);
+  in_command++;
+  xpj_status st = run(q, c);
+  in_command--;
+  return st;
 }
 
 /* Waits for the backend, then completes every in-flight command with its
@@ -284,10 +290,7 @@ static void *queue_main(void *arg) {
     take(q);
     pthread_mutex_unlock(&q->mu);
 
-    mark_running(c);
-    in_command++;
-    xpj_status st = run(q, c);
-    in_command--;
+    xpj_status st = run_taken(q, c);
     bool async = c->type != CMD_WAIT && c->type != CMD_HOST;
     if (st == XPJ_OK && async && batch) {
       fl[nfl++] = c;
@@ -445,10 +448,7 @@ xpj_status xpj_queue_wait(xpj_queue *q) {
     if (help && q->head && !q->running) {
       cmd *c = take(q);
       pthread_mutex_unlock(&q->mu);
-      mark_running(c);
-      in_command++;
-      xpj_status st = run(q, c);
-      in_command--;
+      xpj_status st = run_taken(q, c);
       finish(q, c, st, xpj_last_error());
       pthread_mutex_lock(&q->mu);
       continue;
