@@ -17,6 +17,8 @@
 
 #include "worker.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,13 +39,28 @@ typedef struct xpj_plugin_head {
   const char *build; /* XPJ_BUILD_ID where it was built */
 } xpj_plugin_head;
 
-/* Loads libxpjit's plugin file (where env names it, else beside
- * libxpjit.so, in the lib directory beside the program, or the prefix's)
- * and returns its table symbol, a table of size bytes of this very build;
- * NULL with why ("what: ..."). Never unloaded. */
-const void *xpj_plugin_load(const char *env, const char *file,
-                            const char *symbol, size_t size,
-                            const char *what, char *why, size_t whysize);
+/* A plugin of libxpjit (the LLVM plugin, the SPIR-V validator): looked
+ * for where env names it, else beside libxpjit.so, in the lib directory
+ * beside the program, or the prefix's; run only from a trusted file
+ * (xpj_trusted_file) whose table symbol is of size bytes and this very
+ * build. Loaded once, on first use, never unloaded; a failure, and why,
+ * is remembered. */
+typedef struct xpj_plugin {
+  const char *env, *file, *symbol, *what; /* what: "no LLVM", ... */
+  size_t size;
+  pthread_mutex_t mu;
+  _Atomic(const void *) api; /* set once, never cleared: read unlocked */
+  char failed[400];
+} xpj_plugin;
+#define XPJ_PLUGIN(env, file, symbol, what, size)                              \
+  {env, file, symbol, what, size, PTHREAD_MUTEX_INITIALIZER, NULL, ""}
+
+/* The table: linked (the program's own, when it links the plugin's static
+ * library; NULL when not), else the plugin's; NULL with why. */
+const void *xpj_plugin_get(xpj_plugin *p, const void *linked, char *why,
+                           size_t whysize);
+/* Whether the table is in this process already. */
+bool xpj_plugin_present(xpj_plugin *p, const void *linked);
 
 typedef struct xpj_llvm_api {
   size_t size;       /* sizeof (xpj_llvm_api) where it was built */

@@ -25,11 +25,6 @@
 /* Defined when the program links libxpjit-llvm.a (llvm.h). */
 extern const xpj_llvm_api xpj_llvm_plugin_api __attribute__((weak));
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-/* set once, never cleared: read without the lock (a child forked while
- * another thread held it finds the table all the same) */
-static _Atomic(const xpj_llvm_api *) api;
-static char failed[400]; /* why the plugin could not be loaded */
 
 bool xpj_trusted_file(const char *path) {
   struct stat st;
@@ -78,38 +73,37 @@ bool xpj_own_file(const char *env, const char *const *lib_rels,
 #define XPJ_LIBDIR NULL
 #endif
 
-const void *xpj_plugin_load(const char *env, const char *file,
-                            const char *symbol, size_t size,
-                            const char *what, char *why, size_t whysize) {
+static const void *load_plugin(const xpj_plugin *p, char *why,
+                               size_t whysize) {
   /* beside libxpjit.so, or the lib directory beside the program's (bin/,
    * libexec/xpjit/, tests/) */
   static const char *const lib_rels[] = {"", NULL};
   static const char *const exe_rels[] = {"/../lib", "/../../lib", NULL};
   char path[PATH_MAX];
-  if (!xpj_own_file(getenv(env), lib_rels, exe_rels, XPJ_LIBDIR, file, path,
-                    sizeof path)) {
+  if (!xpj_own_file(getenv(p->env), lib_rels, exe_rels, XPJ_LIBDIR, p->file,
+                    path, sizeof path)) {
     snprintf(why, whysize, "%s: no %.250s (the plugin is looked for "
              "beside libxpjit.so and the program, then there; %s names it)",
-             what, path, env);
+             p->what, path, p->env);
     return NULL;
   }
   if (!xpj_trusted_file(path)) {
     snprintf(why, whysize, "%s: %.250s is not a regular file of root or "
-             "of this user that only its owner may write", what, path);
+             "of this user that only its owner may write", p->what, path);
     return NULL;
   }
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
-    snprintf(why, whysize, "%s: cannot load %.250s: %.100s", what, path,
+    snprintf(why, whysize, "%s: cannot load %.250s: %.100s", p->what, path,
              e ? e : "dlopen failed");
     return NULL;
   }
-  const xpj_plugin_head *a = dlsym(h, symbol);
-  if (!a || a->size != size || !a->build ||
+  const xpj_plugin_head *a = dlsym(h, p->symbol);
+  if (!a || a->size != p->size || !a->build ||
       strcmp(a->build, XPJ_BUILD_ID) != 0) {
     snprintf(why, whysize, "%s: %.250s is of another build of xpjit "
-             "(%s, this library is %s)", what, path,
+             "(%s, this library is %s)", p->what, path,
              a && a->build ? a->build : "?", XPJ_BUILD_ID);
     dlclose(h);
     return NULL;
@@ -117,26 +111,41 @@ const void *xpj_plugin_load(const char *env, const char *file,
   return a; /* never unloaded: LLVM keeps process-wide state */
 }
 
-const xpj_llvm_api *xpj_llvm(char *why, size_t whysize) {
-  if (&xpj_llvm_plugin_api)
-    return &xpj_llvm_plugin_api;
-  const xpj_llvm_api *a = atomic_load(&api);
+const void *xpj_plugin_get(xpj_plugin *p, const void *linked, char *why,
+                           size_t whysize) {
+  if (linked)
+    return linked;
+  const void *a = atomic_load(&p->api);
   if (a)
     return a;
-  pthread_mutex_lock(&mu);
-  a = atomic_load(&api);
-  if (!a && !failed[0]) {
-    a = xpj_plugin_load("XPJIT_LLVM_PLUGIN", XPJ_LLVM_PLUGIN,
-                        XPJ_LLVM_PLUGIN_SYMBOL, sizeof *a, "no LLVM", failed,
-                        sizeof failed);
-    atomic_store(&api, a);
+  pthread_mutex_lock(&p->mu);
+  a = atomic_load(&p->api);
+  if (!a && !p->failed[0]) {
+    a = load_plugin(p, p->failed, sizeof p->failed);
+    atomic_store(&p->api, a);
   }
-  pthread_mutex_unlock(&mu);
+  pthread_mutex_unlock(&p->mu);
   if (!a && why && whysize)
-    snprintf(why, whysize, "%s", failed);
+    snprintf(why, whysize, "%s", p->failed);
   return a;
 }
 
+bool xpj_plugin_present(xpj_plugin *p, const void *linked) {
+  return linked || atomic_load(&p->api) != NULL;
+}
+
+static xpj_plugin llvm_plugin =
+    XPJ_PLUGIN("XPJIT_LLVM_PLUGIN", XPJ_LLVM_PLUGIN, XPJ_LLVM_PLUGIN_SYMBOL,
+               "no LLVM", sizeof(xpj_llvm_api));
+
+const xpj_llvm_api *xpj_llvm(char *why, size_t whysize) {
+  return xpj_plugin_get(&llvm_plugin,
+                        &xpj_llvm_plugin_api ? &xpj_llvm_plugin_api : NULL,
+                        why, whysize);
+}
+
 bool xpj_llvm_present(void) {
-  return &xpj_llvm_plugin_api || atomic_load(&api) != NULL;
+  return xpj_plugin_present(&llvm_plugin, &xpj_llvm_plugin_api
+                                              ? &xpj_llvm_plugin_api
+                                              : NULL);
 }
