@@ -141,6 +141,10 @@ struct xpj_cache {
    * the path */
   xpj_hit_db conn_db;
   bool conn_db_ok;
+  /* PATH.hits kept open for the reads of hit_read and xpj_l2_get_alias
+   * (hits_dir_kept), and since when */
+  int kept_dfd;
+  int64_t kept_ms;
   /* hits the database served whose hit files are missing: made at the
    * next settle, in a write transaction that does not wait (make_wanted) */
   struct want {
@@ -224,6 +228,23 @@ static int hits_dir(const xpj_cache *c, bool create) {
 static void hits_close(int dfd) {
   if (dfd >= 0)
     close(dfd);
+}
+
+static int64_t now_ms(void);
+
+/* PATH.hits for reading hit files (mu held; not closed by the caller):
+ * kept open for up to a second, then opened and checked again. A fresh
+ * process's hits then cost no open of the directory each; a read through
+ * a directory replaced meanwhile is still of this user's files, each
+ * checked (hit_check), and for at most that second. */
+static int hits_dir_kept(xpj_cache *c) {
+  int64_t now = now_ms();
+  if (c->kept_dfd < 0 || now - c->kept_ms >= 1000 || now < c->kept_ms) {
+    hits_close(c->kept_dfd);
+    c->kept_dfd = hits_dir(c, false);
+    c->kept_ms = now;
+  }
+  return c->kept_dfd;
 }
 
 static void hits_unlink(const xpj_cache *c, const char *digest) {
@@ -1538,6 +1559,7 @@ static xpj_status open_handle(const xpj_cache_config *cfg, bool lazy,
   }
   pthread_mutex_init(&c->mu, NULL);
   c->side_fd = -1;
+  c->kept_dfd = -1;
   /* on a network file system the side file is not trusted with the uses
    * of hits (side_append), which hit files need */
   c->no_hits = cfg->bundle || hit_files_off() || network_fs_of(path);
@@ -1594,6 +1616,7 @@ void xpj_cache_close(xpj_cache *c) {
   db_close(c);
   unlock(c);
   pthread_mutex_destroy(&c->mu);
+  hits_close(c->kept_dfd);
   explicit_bzero(c->key, sizeof c->key);
   free(c->touched);
   free(c->path);
@@ -2515,18 +2538,28 @@ static bool row_is(xpj_cache *c, const char *digest, int64_t created) {
  * from k), when it is one of ours for exactly this key text, intact, and
  * used within USE_GRANULARITY_MS (else the database says whether its use
  * is due: its hit goes there). A damaged file is removed. */
+static bool hit_check(xpj_cache *c, int dfd, const char *name,
+                      const xpj_cache_key *k, const char *digest,
+                      const char *text, uint8_t *b, size_t n, int64_t mtime,
+                      xpj_cache_entry *out);
+
 static bool hit_read(xpj_cache *c, const xpj_cache_key *k, const char *digest,
                      const char *text, xpj_cache_entry *out) {
   if (c->no_hits || !c->has_key)
     return false;
-  int dfd = hits_dir(c, false);
+  int dfd = hits_dir_kept(c);
   size_t n = 0;
   int64_t mtime = 0;
   uint8_t *b = xpj_hitfile_read(dfd, digest, &n, &mtime);
-  if (!b) {
-    hits_close(dfd);
-    return false;
-  }
+  return b && hit_check(c, dfd, digest, k, digest, text, b, n, mtime, out);
+}
+
+/* hit_read's checks of the bytes b (n; freed here) of the hit file of
+ * digest, read as name in dfd (removed when they are not right). */
+static bool hit_check(xpj_cache *c, int dfd, const char *name,
+                      const xpj_cache_key *k, const char *digest,
+                      const char *text, uint8_t *b, size_t n, int64_t mtime,
+                      xpj_cache_entry *out) {
   xpj_hit h;
   xpj_hit_db db;
   bool ours = xpj_hitfile_parse(b, n, &h) == 0 &&
@@ -2553,8 +2586,7 @@ static bool hit_read(xpj_cache *c, const xpj_cache_key *k, const char *digest,
   /* damaged, cut, another key's or another cache's: written again from
    * the row (not on a lack of memory) */
   if (!ours && c->mode == XPJ_CACHE_MODE_RW)
-    xpj_hitfile_unlink(dfd, digest);
-  hits_close(dfd);
+    xpj_hitfile_unlink(dfd, name);
   free(b);
   int64_t now = now_ms();
   if (ok && now - mtime < USE_GRANULARITY_MS && mtime <= now + 60000) {
@@ -2579,6 +2611,17 @@ static bool hit_read(xpj_cache *c, const xpj_cache_key *k, const char *digest,
   }
   xpj_cache_entry_clear(out);
   return false;
+}
+
+/* A hit a hit file answered (no database): counted when count, and its
+ * use noted, for the side file at close (not due). */
+static void note_file_hit(xpj_cache *c, const xpj_cache_entry *e,
+                          bool count) {
+  if (count) {
+    c->pending.l2_hits++;
+    c->pending.saved_ms += e->compile_ms;
+  }
+  touch(c, e->digest, e->created_ms, e->last_used_ms);
 }
 
 /* Inside a write transaction: the hit file of the row (digest, created),
@@ -2715,16 +2758,10 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
   st = XPJ_ERR_NOT_FOUND;
   if (c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF &&
       hit_read(c, k, digest, text, out)) {
-    /* no database: the use goes to the side file at close (not due) */
-    st = XPJ_OK;
-    if (count) {
-      c->pending.l2_hits++;
-      c->pending.saved_ms += out->compile_ms;
-    }
-    touch(c, digest, out->created_ms, out->last_used_ms);
+    note_file_hit(c, out, count);
     unlock(c);
     free(text);
-    return st;
+    return XPJ_OK;
   }
   open_deferred(c);
   if (c->db && c->mode != XPJ_CACHE_MODE_OFF) {
@@ -2782,6 +2819,112 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
   if (st == XPJ_ERR_NOT_FOUND)
     fail(st, "not in the cache");
   return st;
+}
+
+/* ---- aliases: a request named by what the caller gave ----------------- */
+
+/* "a" and the SHA-256 of the caller's alias text: the alias's name. */
+static void alias_file(const char *alias, char name[66]) {
+  name[0] = 'a';
+  sha256_hex(alias, strlen(alias), name + 1);
+}
+
+/* The cache's HMAC of an alias's name and the hit file it leads to: an
+ * alias is believed only with it (one pointed elsewhere, even by this
+ * user, is not). */
+static void alias_tag(const xpj_cache *c, const char *name,
+                      const char *digest, char hex[65]) {
+  summer m;
+  sum_init(&m, c->key);
+  put_str(&m, "xpjit alias 1");
+  put_str(&m, name);
+  put_str(&m, digest);
+  sum_hex(&m, hex);
+}
+
+/* The code line of a key text ("code " and 64 hex digits), copied into
+ * code; false when there is none. */
+static bool key_code(const char *text, size_t len, char code[65]) {
+  static const char tag[] = "\ncode ";
+  const char *end = text + len;
+  for (const char *p = text; p + sizeof tag - 1 + 64 < end; p++)
+    if (!memcmp(p, tag, sizeof tag - 1)) {
+      p += sizeof tag - 1;
+      if (p[64] != '\n' || strspn(p, "0123456789abcdef") < 64)
+        return false;
+      memcpy(code, p, 64);
+      code[64] = 0;
+      return true;
+    }
+  return false;
+}
+
+xpj_status xpj_l2_get_alias(xpj_cache *c, const char *alias,
+                            const xpj_cache_key *k, xpj_cache_entry *out) {
+  if (!c || !alias || !k || !out)
+    return fail(XPJ_ERR_INVALID, "xpj_l2_get_alias: NULL argument");
+  memset(out, 0, sizeof *out);
+  pthread_mutex_lock(&c->mu);
+  char name[66], digest[65], tag[65], want[65], code[65], *text = NULL;
+  bool hit = false;
+  int dfd = -1;
+  if (c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF &&
+      !c->no_hits && c->has_key && (dfd = hits_dir_kept(c)) >= 0) {
+    alias_file(alias, name);
+    bool ours = xpj_hitfile_alias(dfd, name, digest, tag);
+    if (ours) {
+      alias_tag(c, name, digest, want);
+      ours = !strcmp(tag, want);
+    }
+    /* the hit file it names, believed (hit_check) only when its key text
+     * is k's with the code it names, and its digest that text's */
+    size_t n = 0;
+    int64_t mtime = 0;
+    uint8_t *b = ours ? xpj_hitfile_read(dfd, digest, &n, &mtime) : NULL;
+    xpj_hit h;
+    xpj_cache_key kk = *k;
+    kk.code = code;
+    char d2[65];
+    if (b && xpj_hitfile_parse(b, n, &h) == 0 &&
+        key_code(h.key, h.key_len, code) &&
+        xpj_cache_key_digest(&kk, &text, d2) == XPJ_OK &&
+        !strcmp(d2, digest))
+      hit = hit_check(c, dfd, name, &kk, digest, text, b, n, mtime, out);
+    else
+      free(b);
+    /* not the cache's, its row gone, or not this request's: removed */
+    if (!hit && c->mode == XPJ_CACHE_MODE_RW && errno != ENOMEM)
+      xpj_hitfile_unlink(dfd, name);
+  }
+  if (hit)
+    note_file_hit(c, out, true);
+  unlock(c);
+  free(text);
+  return hit ? XPJ_OK : fail(XPJ_ERR_NOT_FOUND, "no alias");
+}
+
+void xpj_l2_set_alias(xpj_cache *c, const char *alias,
+                      const xpj_cache_key *k) {
+  char digest[65], name[66], now[65], tag[65], want[65];
+  if (!c || !alias || !k || xpj_cache_key_digest(k, NULL, digest) != XPJ_OK)
+    return;
+  pthread_mutex_lock(&c->mu);
+  int dfd = c->bundle || c->no_hits || !c->has_key ||
+                    c->mode != XPJ_CACHE_MODE_RW
+                ? -1
+                : hits_dir(c, false);
+  alias_file(alias, name);
+  alias_tag(c, name, digest, want);
+  /* only for a hit file that is there (a row whose file is still to be
+   * made gets its alias next time) */
+  struct stat sb;
+  if (dfd >= 0 && fstatat(dfd, digest, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+      S_ISREG(sb.st_mode) &&
+      !(xpj_hitfile_alias(dfd, name, now, tag) && !strcmp(now, digest) &&
+        !strcmp(tag, want)))
+    xpj_hitfile_set_alias(dfd, name, digest, want);
+  hits_close(dfd);
+  unlock(c);
 }
 
 /* Inside a write transaction: deletes least recently used rows until the
@@ -3264,6 +3407,24 @@ static void verify_hits(xpj_cache *c, int repair,
     if (!strncmp(name, ".tmp.", 5)) {
       if (rm)
         unlinkat(dfd, name, 0);
+      continue;
+    }
+    if (name[0] == 'a' && strlen(name) == 65) {
+      /* an alias: the cache's, and its hit file there */
+      char dg[65], tg[65], want[65];
+      struct stat sb;
+      bool ok = xpj_hitfile_alias(dfd, name, dg, tg);
+      if (ok)
+        alias_tag(c, name, dg, want);
+      if (!ok || strcmp(tg, want) ||
+          fstatat(dfd, dg, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+        report(fn, ud, "hit file alias %.17s: %s%s", name,
+               ok && !strcmp(tg, want) ? "its entry is gone"
+                                       : "not made for this cache",
+               rm ? " (removed)" : "");
+        if (rm)
+          unlinkat(dfd, name, 0);
+      }
       continue;
     }
     if (strlen(name) != 64 || strspn(name, "0123456789abcdef") != 64)

@@ -162,6 +162,11 @@ static bool digest_name(const char *d) {
   return d && strlen(d) == 64 && strspn(d, "0123456789abcdef") == 64;
 }
 
+/* an alias: "a" and 64 lowercase hex digits */
+static bool alias_name(const char *d) {
+  return d && d[0] == 'a' && digest_name(d + 1);
+}
+
 uint8_t *xpj_hitfile_read(int dfd, const char *digest, size_t *n,
                           int64_t *mtime_ms) {
   if (dfd < 0 || !digest_name(digest))
@@ -175,8 +180,8 @@ uint8_t *xpj_hitfile_read(int dfd, const char *digest, size_t *n,
   char why[512];
   struct stat sb;
   uint8_t *b = NULL;
-  if (trust_fd(&t, fd, digest, true, why, sizeof why) == TRUST_OK &&
-      fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() &&
+  if (trust_fd_stat(&t, fd, digest, true, &sb, why, sizeof why) == TRUST_OK &&
+      S_ISREG(sb.st_mode) && sb.st_uid == t.me &&
       sb.st_size >= HEAD &&
       (uint64_t)sb.st_size <= XPJ_HIT_MAX &&
       (b = malloc((size_t)sb.st_size))) {
@@ -256,8 +261,41 @@ bool xpj_hitfile_db_id(const char *db_path, xpj_hit_db *id) {
 }
 
 void xpj_hitfile_unlink(int dfd, const char *digest) {
-  if (dfd >= 0 && digest_name(digest))
+  if (dfd >= 0 && (digest_name(digest) || alias_name(digest)))
     unlinkat(dfd, digest, 0);
+}
+
+bool xpj_hitfile_alias(int dfd, const char *alias, char digest[65],
+                       char tag[65]) {
+  char t[130];
+  if (dfd < 0 || !alias_name(alias) ||
+      readlinkat(dfd, alias, t, sizeof t) != 129 || t[64] != ':')
+    return false;
+  memcpy(digest, t, 64);
+  memcpy(tag, t + 65, 64);
+  digest[64] = tag[64] = 0;
+  return digest_name(digest) && digest_name(tag);
+}
+
+bool xpj_hitfile_set_alias(int dfd, const char *alias, const char *digest,
+                           const char *tag) {
+  if (dfd < 0 || !alias_name(alias) || !digest_name(digest) ||
+      !digest_name(tag))
+    return false;
+  char to[130];
+  snprintf(to, sizeof to, "%s:%s", digest, tag);
+  char tmp[128];
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  snprintf(tmp, sizeof tmp, ".tmp.%.16s.%ld.%ld", alias, (long)getpid(),
+           (long)ts.tv_nsec);
+  if (symlinkat(to, dfd, tmp) != 0)
+    return false;
+  if (renameat(dfd, tmp, dfd, alias) != 0) {
+    unlinkat(dfd, tmp, 0);
+    return false;
+  }
+  return true;
 }
 
 DIR *xpj_hitdir_list(int dfd) {
@@ -276,7 +314,8 @@ void xpj_hitdir_wipe(int dfd) {
     return;
   struct dirent *e;
   while ((e = readdir(d)))
-    if (digest_name(e->d_name) || !strncmp(e->d_name, ".tmp.", 5))
+    if (digest_name(e->d_name) || alias_name(e->d_name) ||
+        !strncmp(e->d_name, ".tmp.", 5))
       unlinkat(dfd, e->d_name, 0);
   closedir(d);
 }

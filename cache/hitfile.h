@@ -59,11 +59,22 @@ bool xpj_hitfile_write(int dfd, const char *digest, const uint8_t *buf,
 void xpj_hitfile_set_time(int dfd, const char *digest, int64_t ms);
 /* The identity of the database file now there; false when there is none. */
 bool xpj_hitfile_db_id(const char *db_path, xpj_hit_db *id);
-/* Removes DIGEST (64 lowercase hex digits; anything else is ignored). */
+/* An alias ("a" and 64 hex digits) in dfd: a symbolic link whose text,
+ * "DIGEST:TAG", says which hit file a request named by what the caller
+ * gave led to (xpj_l2_get_alias) and the cache's HMAC of that (TAG); it is
+ * never followed. False when there is none of that form. */
+bool xpj_hitfile_alias(int dfd, const char *alias, char digest[65],
+                       char tag[65]);
+/* Makes alias a symbolic link with the text "DIGEST:TAG", renamed into
+ * place. */
+bool xpj_hitfile_set_alias(int dfd, const char *alias, const char *digest,
+                           const char *tag);
+/* Removes DIGEST (64 lowercase hex digits) or an alias ("a" and 64; any
+ * other name is ignored). */
 void xpj_hitfile_unlink(int dfd, const char *digest);
 /* dfd's entries, read through a descriptor of its own; closedir it. */
 DIR *xpj_hitdir_list(int dfd);
-/* Removes every hit file (and left-over temporary file) in dfd. */
+/* Removes every hit file, alias and left-over temporary file in dfd. */
 void xpj_hitdir_wipe(int dfd);
 
 /* xpj_cache_open for libxpjit's contexts: the database is opened at the
@@ -71,6 +82,20 @@ void xpj_hitdir_wipe(int dfd);
  * files (a fresh process's hits cost no SQLite), and the uses and
  * counters of those hits go to the side file at close. */
 xpj_status xpj_l2_open(const xpj_cache_config *cfg, xpj_cache **out);
+/* A hit through an alias: a name the caller makes from what it was given
+ * (its source, kernel, dtypes, target, ...: anything that decides the key's
+ * code), kept as a symbolic link (PATH.hits/a<SHA-256 of alias>) whose
+ * text names the hit file of the key it led to, with the cache's HMAC of
+ * both names. k is the request's key without its code (k->code is
+ * ignored); the alias must be the cache's, and the hit file intact, within
+ * its hour, and of exactly k with the code it names, which out->code then
+ * holds. Answers only while the database is not opened (a process that
+ * opened it answers from it); XPJ_ERR_NOT_FOUND otherwise, and for no
+ * alias, a dangling one (removed) or any doubt. Counted as an L2 hit. */
+xpj_status xpj_l2_get_alias(xpj_cache *c, const char *alias,
+                            const xpj_cache_key *k, xpj_cache_entry *out);
+/* Makes alias lead to k's row, when its hit file is there. */
+void xpj_l2_set_alias(xpj_cache *c, const char *alias, const xpj_cache_key *k);
 /* A handle of xpj_l2_open with its database opened now (what the handle
  * of xpj_context_cache, given to callers, is: every call of theirs may
  * need the database, and xpj_cache_mode_of should say what it found). */

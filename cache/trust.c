@@ -252,7 +252,13 @@ trust_verdict trust_file(const trust *t, const char *path, char *why,
 trust_verdict trust_fd(const trust *t, int fd, const char *path, bool secret,
                        char *why, size_t size) {
   struct stat sb;
-  if (fstat(fd, &sb) != 0)
+  return trust_fd_stat(t, fd, path, secret, &sb, why, size);
+}
+
+trust_verdict trust_fd_stat(const trust *t, int fd, const char *path,
+                            bool secret, struct stat *sb, char *why,
+                            size_t size) {
+  if (fstat(fd, sb) != 0)
     return refuse(why, size, "cannot examine %s: %s", path, strerror(errno));
-  return check_file(t, &sb, path, secret, why, size);
+  return check_file(t, sb, path, secret, why, size);
 }

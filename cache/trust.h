@@ -12,6 +12,7 @@
 #define XPJ_CACHE_TRUST_H
 
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -56,5 +57,9 @@ trust_verdict trust_file(const trust *t, const char *path, char *why,
  * not readable by group or others either (a key). */
 trust_verdict trust_fd(const trust *t, int fd, const char *path, bool secret,
                        char *why, size_t size);
+/* trust_fd, with what fstat said in *sb. */
+trust_verdict trust_fd_stat(const trust *t, int fd, const char *path,
+                            bool secret, struct stat *sb, char *why,
+                            size_t size);
 
 #endif

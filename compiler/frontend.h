@@ -27,6 +27,15 @@ xpj_status xpj_parse_bound(xpj_module *m, const char *filename,
                            const char *src, size_t len, xpj_diags *d,
                            const xpj_binding *b);
 
+/* xpj_specialize without the body: the kernel's function with its
+ * parameters and return type specialised and an empty body, no callees
+ * and no source files (what a kernel's signature and arguments need when
+ * its binary comes from a cache: runtime/program.c). Not verified, not to
+ * be compiled or hashed. */
+xpj_status xpj_specialize_signature(const xpj_module *m, const char *kernel,
+                                    const xpj_spec *spec, xpj_module **out,
+                                    xpj_diags *d);
+
 /* Whether v is a value of scalar s (an integer type or bool): bool 0 or
  * 1, an integer in its type's range, any bit pattern for u64. */
 bool xpj_const_fits(xpj_scalar s, int64_t v);

@@ -41,6 +41,7 @@ typedef struct spec_ctx {
   uint32_t ninsts, capinsts;
   unsigned errors;
   bool oom;
+  bool no_body; /* the kernel's signature only (xpj_specialize_signature) */
 } spec_ctx;
 
 static void spec_error(spec_ctx *c, xpj_loc l, const char *fmt, ...)
@@ -363,7 +364,8 @@ static xpj_func *instantiate(spec_ctx *c, const xpj_func *sf,
   }
   for (unsigned i = 0; i < sf->nparams; i++)
     x.map[sf->params[i].val] = xpj_func_param_val(df, i);
-  copy_block(&x, 1, xpj_func_body(df));
+  if (!c->no_body)
+    copy_block(&x, 1, xpj_func_body(df));
   xpj_free(x.map);
   return df;
 }
@@ -538,9 +540,25 @@ static xpj_status rebind(const xpj_module *m, const xpj_func *k,
   return XPJ_OK;
 }
 
+static xpj_status specialize(const xpj_module *m, const char *kernel,
+                             const xpj_spec *spec, xpj_module **out,
+                             xpj_diags *d, bool body);
+
 xpj_status xpj_specialize(const xpj_module *m, const char *kernel,
                           const xpj_spec *spec, xpj_module **out,
                           xpj_diags *d) {
+  return specialize(m, kernel, spec, out, d, true);
+}
+
+xpj_status xpj_specialize_signature(const xpj_module *m, const char *kernel,
+                                    const xpj_spec *spec, xpj_module **out,
+                                    xpj_diags *d) {
+  return specialize(m, kernel, spec, out, d, false);
+}
+
+static xpj_status specialize(const xpj_module *m, const char *kernel,
+                             const xpj_spec *spec, xpj_module **out,
+                             xpj_diags *d, bool body) {
   if (out)
     *out = NULL;
   if (!m || !kernel || !spec || !out ||
@@ -684,6 +702,7 @@ xpj_status xpj_specialize(const xpj_module *m, const char *kernel,
 
   spec_ctx c = {0};
   c.d = d;
+  c.no_body = !body;
   c.ndim = generic ? spec->ndim : 0;
   /* the binding, in the order the parameters are declared */
   size_t bl = 0;
@@ -717,7 +736,7 @@ xpj_status xpj_specialize(const xpj_module *m, const char *kernel,
     return XPJ_ERR_NOMEM;
   }
   /* keep the sources so later stages can quote them */
-  for (uint32_t i = 1; i < m->nfiles; i++)
+  for (uint32_t i = 1; body && i < m->nfiles; i++)
     if (xpj_module_add_file(c.dst, m->files[i].name, m->files[i].text,
                             m->files[i].len) != i)
       c.oom = true;
@@ -737,7 +756,7 @@ xpj_status xpj_specialize(const xpj_module *m, const char *kernel,
     return XPJ_ERR_SPECIALIZE;
   }
   const char *msg;
-  xpj_status vs = xpj_module_verify(c.dst, &msg);
+  xpj_status vs = body ? xpj_module_verify(c.dst, &msg) : XPJ_OK;
   if (vs != XPJ_OK) {
     add_error(d, "internal error: specialised IR failed verification: %s",
               msg);

@@ -9,12 +9,16 @@
  * Deterministic compile failures are remembered like successes; failures
  * that say nothing about the inputs (a timed-out or killed worker, a
  * device that would not load a binary) are not, so a later call retries. */
+#define _GNU_SOURCE
 #include "../cache/hitfile.h"
 #include "rt.h"
 #include "tier.h"
 #include "daemon.h"
 #include "proto.h"
 
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +223,83 @@ const xpj_module *rt_cc_remember(xpj_context *ctx, const char *qkey,
   pthread_mutex_unlock(&cc->mu);
   xpj_module_destroy(sm);
   return kept;
+}
+
+/* ---- aliases ------------------------------------------------------------ */
+
+/* The GNU build ID of the ELF object this code is in (libxpjit.so, or the
+ * program it is linked into), hex; "" when it has none. A request's
+ * alias names the code that specialises and hashes its kernel by it: a
+ * library built from other sources (even with the same headers, version
+ * and build directory) never follows another's aliases. */
+static char build_id[2 * 64 + 1];
+static pthread_once_t build_id_once = PTHREAD_ONCE_INIT;
+
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *ud) {
+  (void)size;
+  uintptr_t here = (uintptr_t)ud;
+  bool ours = false;
+  for (int i = 0; i < info->dlpi_phnum && !ours; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t at = info->dlpi_addr + ph->p_vaddr;
+    ours = ph->p_type == PT_LOAD && here >= at && here - at < ph->p_memsz;
+  }
+  if (!ours)
+    return 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_NOTE)
+      continue;
+    const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+    size_t left = ph->p_filesz;
+    while (left >= sizeof(ElfW(Nhdr))) {
+      const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)(const void *)p;
+      size_t name = (n->n_namesz + 3) & ~(size_t)3,
+             desc = (n->n_descsz + 3) & ~(size_t)3,
+             all = sizeof *n + name + desc;
+      if (all > left)
+        break;
+      if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+          !memcmp(p + sizeof *n, "GNU", 4) && n->n_descsz >= 8 &&
+          n->n_descsz <= 64) {
+        const uint8_t *d = p + sizeof *n + name;
+        for (unsigned j = 0; j < n->n_descsz; j++)
+          snprintf(build_id + 2 * j, 3, "%02x", d[j]);
+        return 1;
+      }
+      p += all;
+      left -= all;
+    }
+  }
+  return 1; /* ours, without one */
+}
+
+static void read_build_id(void) {
+  dl_iterate_phdr(find_build_id, (void *)(uintptr_t)&read_build_id);
+}
+
+/* The alias of rq (cache/hitfile.h, xpj_l2_get_alias): everything its
+ * key's code depends on (this code, the source, the name it was parsed
+ * under, the kernel, its dtypes and ndim) and the rest of the key, each
+ * part length-prefixed; malloc'd, NULL when rq has none or out of
+ * memory. */
+static char *alias_text(const rt_cc *cc, const rt_request *rq) {
+  pthread_once(&build_id_once, read_build_id);
+  if (!rq->src_digest || !*build_id)
+    return NULL;
+  char nd[16];
+  snprintf(nd, sizeof nd, "%u", rq->ndim);
+  const char *parts[] = {"xpjit alias 1", build_id,        rq->src_digest,
+                         rq->src.name ? rq->src.name : "", rq->kernel,
+                         rq->dtypes,    nd,              rq->target_str,
+                         rq->ostr,      cc->versions};
+  size_t n = sizeof parts / sizeof *parts, total = 1;
+  for (size_t i = 0; i < n; i++)
+    total += strlen(parts[i]) + 24;
+  char *t = malloc(total), *w = t;
+  for (size_t i = 0; t && i < n; i++)
+    w += sprintf(w, "%zu:%s", strlen(parts[i]), parts[i]);
+  return t;
 }
 
 xpj_status rt_cc_key(rt_cc *cc, const rt_request *rq, char code[65],
@@ -447,7 +528,7 @@ void rt_cc_note(rt_obtain *ob, const xpj_cache_counters *d) {
 void rt_keyed_request(const rt_keyed *k, rt_request *rq) {
   *rq = (rt_request){{NULL, 0, NULL}, k->sm,   k->key.kernel, k->canon,
                      k->ndim,         NULL,    &k->t,         k->tstr,
-                     &k->o,           k->ostr};
+                     &k->o,           k->ostr,     NULL};
 }
 
 static rt_obtain keyed_obtain(xpj_context *ctx, const rt_keyed *k,
@@ -631,9 +712,32 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
   *from = XPJ_ORIGIN_MEMORY;
   char code[65], digest[65];
   xpj_cache_key key;
-  xpj_status st = rt_cc_key(cc, rq, code, digest, &key);
-  if (st != XPJ_OK)
+  xpj_status st;
+  /* asked by its alias alone: the hit file it leads to is the answer */
+  fetched f = {0};
+  char *alias = alias_text(cc, rq);
+  if (!rq->sm) {
+    pthread_mutex_lock(&cc->mu);
+    xpj_cache *l2 = l2_locked(cc);
+    pthread_mutex_unlock(&cc->mu);
+    key = (xpj_cache_key){NULL,           rq->kernel, rq->dtypes,  rq->ndim,
+                          rq->target_str, rq->ostr,   cc->versions};
+    st = alias && l2 ? xpj_l2_get_alias(l2, alias, &key, &f.ce)
+                     : XPJ_ERR_NOT_FOUND;
+    free(alias);
+    if (st != XPJ_OK)
+      return rt_err(XPJ_ERR_NOT_FOUND, "%s: no alias", rq->kernel);
+    alias = NULL;
+    memcpy(code, f.ce.code, sizeof code);
+    memcpy(digest, f.ce.digest, sizeof digest);
+    key.code = code;
+    rt_fetched_from_entry(&f, XPJ_ORIGIN_CACHE);
+    f.tier = RT_TIER_disk;
+  } else if ((st = rt_cc_key(cc, rq, code, digest, &key)) != XPJ_OK) {
+    free(alias);
     return st;
+  }
+  bool by_alias = !rq->sm;
 
   pthread_mutex_lock(&cc->mu);
   rt_l1 *e;
@@ -651,11 +755,15 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
     pthread_mutex_unlock(&cc->mu);
     if (st == XPJ_OK)
       *out = e;
+    rt_fetched_clear(&f);
+    free(alias);
     return st;
   }
   e = calloc(1, sizeof *e);
   if (!e) {
     pthread_mutex_unlock(&cc->mu);
+    rt_fetched_clear(&f);
+    free(alias);
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   }
   memcpy(e->digest, digest, sizeof digest);
@@ -671,11 +779,17 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
   rt_hold_warnings();
   rt_obtain ob = {.cc = cc, .l2 = l2, .rq = rq, .key = &key,
                   .digest = digest};
-  fetched f = {0};
-  st = fetch(&ob, &f);
+  st = by_alias ? XPJ_OK : fetch(&ob, &f);
   if (st == XPJ_OK) {
     st = place(&ob, &f, e);
-    if (st != XPJ_OK && !f.v.failed && f.origin != XPJ_ORIGIN_COMPILED) {
+    if (st != XPJ_OK && by_alias) {
+      /* refused: the caller asks again the whole way, which drops it */
+      free(f.msg);
+      f.msg = NULL;
+      st = rt_err(XPJ_ERR_NOT_FOUND, "%s: its alias led to a binary the "
+                  "device refused", rq->kernel);
+    } else if (st != XPJ_OK && !f.v.failed &&
+               f.origin != XPJ_ORIGIN_COMPILED) {
       /* the device refused a binary a cache, bundle or daemon handed us:
        * drop it where it came from, and compile here instead */
       drop_refused(&ob, &f);
@@ -685,8 +799,13 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
         st = place(&ob, &f, e);
     }
   }
-  write_back(&ob, &f);
+  if (!by_alias)
+    write_back(&ob, &f);
   count(cc, l2, &f);
+  /* the way here from what the caller gave, for the next process */
+  if (alias && l2 && f.loaded && !f.v.failed)
+    xpj_l2_set_alias(l2, alias, &key);
+  free(alias);
 
   pthread_mutex_lock(&cc->mu);
   /* failures that expire are looked up again (in the second level) */

@@ -7,6 +7,7 @@
  * from the request as given (quick_key, rt_cc_quick), without specialising
  * it again. */
 #include "daemon.h"
+#include "frontend.h"
 #include "rt.h"
 
 #include <nettle/sha2.h>
@@ -397,12 +398,15 @@ xpj_status rt_parse_dtypes(const xpj_func *f, const char *s,
   return XPJ_OK;
 }
 
-/* Fills k's signature and argument metadata from the specialised kernel. */
+/* Fills k's signature and argument metadata from the specialised kernel
+ * f (or its signature alone: xpj_specialize_signature) and the rank of
+ * the work-item ids it reads from gf, the kernel as parsed (the body's,
+ * which specialising leaves as it is). */
 static xpj_status describe(xpj_kernel *k, const xpj_module *sm,
-                           const xpj_func *f) {
+                           const xpj_func *f, const xpj_func *gf) {
   k->kind = xpj_func_kind_of(f);
   k->dims = xpj_func_dims(f);
-  k->id_rank = xpj_func_id_rank(f);
+  k->id_rank = xpj_func_id_rank(gf);
   xpj_func_reqd_local(f, k->reqd_local);
   k->nargs = xpj_func_param_count(f);
   k->nabi = 0;
@@ -491,11 +495,11 @@ static xpj_kernel *find(xpj_program *p, const char *name, const char *dtypes,
   return NULL;
 }
 
-/* Specialises n, then finds or compiles and loads it through the caches
- * (outside the program lock). */
-static xpj_status specialise(xpj_program *p, const xpj_func *f,
-                             const xpj_scalar *types, const int64_t *consts,
-                             unsigned ndim, xpj_module **sm) {
+/* Specialises f (its signature alone unless body) for the binding. */
+static xpj_status specialise_as(xpj_program *p, const xpj_func *f,
+                                const xpj_scalar *types,
+                                const int64_t *consts, unsigned ndim,
+                                bool body, xpj_module **sm) {
   const char *name = xpj_func_name(f);
   unsigned nt = xpj_func_tparam_count(f), nc = xpj_func_const_count(f);
   const char *names[XPJ_MAX_TPARAMS], *cnames[XPJ_MAX_CPARAMS];
@@ -507,11 +511,33 @@ static xpj_status specialise(xpj_program *p, const xpj_func *f,
   xpj_diags *d = NULL;
   if (xpj_diags_create(&d) != XPJ_OK)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  xpj_status st = xpj_specialize(p->m, name, &spec, sm, d);
+  xpj_status st = body ? xpj_specialize(p->m, name, &spec, sm, d)
+                       : xpj_specialize_signature(p->m, name, &spec, sm, d);
   if (st != XPJ_OK)
     diag_error(st, d, name);
   xpj_diags_destroy(d);
   return st;
+}
+
+static xpj_status specialise(xpj_program *p, const xpj_func *f,
+                             const xpj_scalar *types, const int64_t *consts,
+                             unsigned ndim, xpj_module **sm) {
+  return specialise_as(p, f, types, consts, ndim, true, sm);
+}
+
+/* Whether a request for kernel f may be answered through its alias (the
+ * binary from a hit file, rt_cc_obtain, and the kernel described from its
+ * signature alone, without specialising or hashing its body): the program
+ * has source text, and nothing of the kernel needs its specialised body
+ * later: no const parameters (their values parse the source again), no
+ * checks (their messages quote the body), not an nd-range kernel whose
+ * local size the runtime may choose (fitting it reads the body). */
+static bool alias_ok(const xpj_program *p, const xpj_func *f,
+                     const xpj_compile_opts *o) {
+  uint64_t reqd[3] = {0};
+  return p->src_digest[0] && !xpj_func_const_count(f) && !o->checks &&
+         !(xpj_func_kind_of(f) == XPJ_FUNC_NDRANGE &&
+           !xpj_func_reqd_local(f, reqd));
 }
 
 /* Whether the runtime checks the local sizes it chooses for k against its
@@ -594,11 +620,26 @@ static xpj_status build(xpj_program *p, const char *qkey, const rt_asked *a,
   const char *name = xpj_func_name(f);
   xpj_module *own = NULL;
   xpj_status st = XPJ_OK;
+  xpj_kernel_origin origin = XPJ_ORIGIN_MEMORY;
+  bool fresh = !e; /* not in the context under qkey yet */
+  if (fresh && alias_ok(p, f, o) &&
+      specialise_as(p, f, types, consts, a->ndim, false, &own) == XPJ_OK &&
+      rt_cc_obtain(p->ctx,
+                   &(rt_request){{p->src, p->src_len, p->name}, NULL, name,
+                                 a->canon, a->ndim, dev, &dev->target,
+                                 dev->info.target, o, a->ostr,
+                                 p->src_digest},
+                   &e, &origin) != XPJ_OK) {
+    xpj_module_destroy(own); /* no alias: the whole way */
+    own = NULL;
+    e = NULL;
+  }
   if (!e) {
     if ((st = specialise(p, f, types, consts, a->ndim, &own)) != XPJ_OK)
       return st;
-    sm = own;
   }
+  if (own)
+    sm = own;
   xpj_kernel *k = calloc(1, sizeof *k);
   if (!k || !(k->name = strdup(name)) || !(k->dtypes = strdup(a->canon))) {
     if (k)
@@ -613,21 +654,24 @@ static xpj_status build(xpj_program *p, const char *qkey, const rt_asked *a,
   k->origin = XPJ_ORIGIN_MEMORY;
   snprintf(k->opts, sizeof k->opts, "%s", a->ostr);
   k->sm = sm;
-  st = describe(k, sm, xpj_module_find(sm, name));
+  st = describe(k, sm, xpj_module_find(sm, name), f);
   if (st == XPJ_OK)
     st = rt_check_reqd_local(k);
-  if (st == XPJ_OK && !e) {
-    st = rt_cc_obtain(p->ctx,
-                      &(rt_request){{p->src, p->src_len, p->name}, own, name,
-                                    a->canon, a->ndim, dev, &dev->target,
-                                    dev->info.target, o, a->ostr},
-                      &e, &k->origin);
+  if (st == XPJ_OK && fresh) {
+    if (!e)
+      st = rt_cc_obtain(p->ctx,
+                        &(rt_request){{p->src, p->src_len, p->name}, own,
+                                      name, a->canon, a->ndim, dev,
+                                      &dev->target, dev->info.target, o,
+                                      a->ostr, p->src_digest},
+                        &e, &origin);
+    k->origin = origin;
     if (st == XPJ_OK) { /* kept by the context from now on */
       k->sm = sm = rt_cc_remember(p->ctx, qkey, e, a, own);
       if (!sm)
         st = rt_err(XPJ_ERR_NOMEM, "out of memory");
       else if (sm != own) /* the one kept before: names from it */
-        st = describe(k, sm, xpj_module_find(sm, name));
+        st = describe(k, sm, xpj_module_find(sm, name), f);
       own = NULL; /* taken */
     }
   } else if (st == XPJ_OK) {
@@ -720,13 +764,22 @@ static xpj_status binary_slow(xpj_program *p, const char *name,
   xpj_status st = resolve(p, name, dtypes, &ndim, opts, &f, types, consts,
                           canon, sizeof canon, &o, ostr, sizeof ostr);
   xpj_module *sm = NULL;
+  xpj_kernel_origin from;
+  /* a binary needs no signature: through its alias, else specialised */
+  if (st == XPJ_OK && p->src_digest[0] &&
+      rt_cc_obtain(p->ctx,
+                   &(rt_request){{p->src, p->src_len, p->name}, NULL, name,
+                                 canon, ndim, NULL, &t, tstr, &o, ostr,
+                                 p->src_digest},
+                   e, &from) == XPJ_OK)
+    return XPJ_OK;
   if (st == XPJ_OK)
     st = specialise(p, f, types, consts, ndim, &sm);
-  xpj_kernel_origin from;
   if (st == XPJ_OK)
     st = rt_cc_obtain(p->ctx,
                       &(rt_request){{p->src, p->src_len, p->name}, sm, name,
-                                    canon, ndim, NULL, &t, tstr, &o, ostr},
+                                    canon, ndim, NULL, &t, tstr, &o, ostr,
+                                    p->src_digest},
                       e, &from);
   xpj_module_destroy(sm);
   return st;
@@ -904,7 +957,7 @@ xpj_status rt_program_keyed(xpj_program *p, const char *name,
     st = rt_cc_key(&p->ctx->cc,
                    &(rt_request){{p->src, p->src_len, p->name}, k->sm,
                                  xpj_func_name(f), k->canon, k->ndim, NULL,
-                                 &k->t, k->tstr, &k->o, k->ostr},
+                                 &k->t, k->tstr, &k->o, k->ostr, NULL},
                    k->code, k->digest, &k->key);
   if (st != XPJ_OK) {
     xpj_module_destroy(k->sm);

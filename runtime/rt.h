@@ -313,13 +313,20 @@ typedef struct rt_request {
   const char *target_str;    /* t, canonical */
   const xpj_compile_opts *o;
   const char *ostr;          /* o, canonical, as in the key */
+  /* the source's SHA-256 (hex): the request has an alias (kcache.c,
+   * alias_text), made when it is obtained; with sm NULL it is asked for
+   * by that alias alone. NULL: none */
+  const char *src_digest;
 } rt_request;
 
 /* The compiled kernel for request rq on rq->dev (or, dev NULL, the binary
  * for rq->t), through L1, the tiers (tier.h) and the compiler; single
  * flight within the context. On success *out is READY and *from says
  * where it came from this time (XPJ_ORIGIN_MEMORY for a first-level hit).
- * Errors carry rt_err's message. */
+ * Errors carry rt_err's message. A request without its module (rq->sm
+ * NULL, rq->src_digest given) is answered only by the first level or a
+ * hit file through its alias (xpj_l2_get_alias): XPJ_ERR_NOT_FOUND
+ * otherwise, when the caller specialises and asks again. */
 xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
                         xpj_kernel_origin *from);
 

@@ -4562,6 +4562,155 @@ static void test_hit_files(void **state) {
   assert_no_warning(&f->w);
 }
 
+/* xpj_l2_get_alias through a fresh lazy handle, asking with key i's fields
+ * and no code: 0 a hit with key i's code and value (the database not
+ * opened), 2 a miss; the entry's code in code when given. */
+static int alias_get_at(fx *f, const char *alias, unsigned i, size_t size,
+                        xpj_cache_mode mode, int line) {
+  xpj_cache *l = open_lazy(&f->w, f->path, mode);
+  tkey t;
+  xpj_cache_key k = *key_of(&t, i);
+  k.code = NULL;
+  xpj_cache_entry e;
+  xpj_status st = xpj_l2_get_alias(l, alias, &k, &e);
+  if (db_in_use(f->path))
+    fail_msg("alias %s (line %d): the database was opened", alias, line);
+  int r = 2;
+  if (st == XPJ_OK) {
+    if (check_val(&e, i, size) || strcmp(e.code, t.code))
+      fail_msg("alias %s (line %d): a wrong value or code", alias, line);
+    r = 0;
+  } else {
+    assert_int_equal(st, XPJ_ERR_NOT_FOUND);
+    assert_null(e.data);
+  }
+  xpj_cache_entry_clear(&e);
+  xpj_cache_close(l);
+  return r;
+}
+
+#define alias_get(f, a, i, size, mode) \
+  alias_get_at(f, a, i, size, mode, __LINE__)
+
+/* The alias file of text (cache.c, alias_file). */
+static void alias_path(const fx *f, const char *text, char *p, size_t size) {
+  uint8_t raw[SHA256_DIGEST_SIZE];
+  struct sha256_ctx m;
+  sha256_init(&m);
+  sha256_update(&m, strlen(text), (const uint8_t *)text);
+  sha256_digest(&m, sizeof raw, raw);
+  int n = snprintf(p, size, "%s.hits/a", f->path);
+  for (int j = 0; j < SHA256_DIGEST_SIZE; j++)
+    n += snprintf(p + n, size - (size_t)n, "%02x", raw[j]);
+}
+
+/* An alias leads a request, given without its code, to its row's hit
+ * file: a hit only for exactly the fields asked (the code the file names),
+ * never for another key's file it was pointed at, gone with its row, and
+ * never opening the database. */
+static void test_aliases(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 2000);
+  put_i(c, 2, 100);
+  tkey t1, t2, t3;
+  xpj_l2_set_alias(c, "one", key_of(&t1, 1));
+  xpj_l2_set_alias(c, "two", key_of(&t2, 2));
+  xpj_l2_set_alias(c, "three", key_of(&t3, 3)); /* no row: no alias */
+  xpj_cache_close(c);
+  char a1[512], a2[512], a3[512], h1[512], h2[512];
+  alias_path(f, "one", a1, sizeof a1);
+  alias_path(f, "two", a2, sizeof a2);
+  alias_path(f, "three", a3, sizeof a3);
+  hit_path(f, 1, h1, sizeof h1);
+  hit_path(f, 2, h2, sizeof h2);
+  struct stat sb;
+  assert_int_equal(lstat(a1, &sb), 0);
+  assert_true(S_ISLNK(sb.st_mode));
+  assert_int_equal(lstat(a3, &sb), -1);
+  assert_int_equal(alias_get(f, "one", 1, 2000, XPJ_CACHE_MODE_RW), 0);
+  assert_int_equal(alias_get(f, "two", 2, 100, XPJ_CACHE_MODE_RW), 0);
+  assert_int_equal(alias_get(f, "one", 1, 2000, XPJ_CACHE_MODE_RO), 0);
+  /* asked with another key's fields: the file's key text is not theirs
+   * (a read-only handle leaves the alias, a writer removes it) */
+  assert_int_equal(alias_get(f, "one", 2, 100, XPJ_CACHE_MODE_RO), 2);
+  assert_int_equal(lstat(a1, &sb), 0);
+  assert_int_equal(alias_get(f, "one", 2, 100, XPJ_CACHE_MODE_RW), 2);
+  assert_int_equal(lstat(a1, &sb), -1);
+  assert_int_equal(alias_get(f, "nothing", 1, 2000, XPJ_CACHE_MODE_RW), 2);
+  /* pointed at another key's file (as only this user could) */
+  assert_int_equal(symlink(strrchr(h2, '/') + 1, a1), 0);
+  assert_int_equal(alias_get(f, "one", 1, 2000, XPJ_CACHE_MODE_RW), 2);
+  assert_int_equal(lstat(a1, &sb), -1);
+  assert_int_equal(alias_get(f, "two", 2, 100, XPJ_CACHE_MODE_RW), 0);
+  /* what another alias says, and its own file with a forged tag */
+  char said[200];
+  ssize_t sl = readlink(a2, said, sizeof said - 1);
+  assert_int_equal(sl, 129);
+  said[sl] = 0;
+  assert_int_equal(symlink(said, a1), 0);
+  assert_int_equal(alias_get(f, "one", 2, 100, XPJ_CACHE_MODE_RW), 2);
+  assert_int_equal(lstat(a1, &sb), -1);
+  assert_int_equal(unlink(a2), 0);
+  said[64 + 1 + 10] ^= 1;
+  assert_int_equal(symlink(said, a2), 0);
+  assert_int_equal(alias_get(f, "two", 2, 100, XPJ_CACHE_MODE_RW), 2);
+  assert_int_equal(lstat(a2, &sb), -1);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  xpj_l2_set_alias(c, "two", key_of(&t2, 2));
+  xpj_cache_close(c);
+  assert_int_equal(alias_get(f, "two", 2, 100, XPJ_CACHE_MODE_RW), 0);
+  /* a regular file there: garbage, then a damaged copy of the hit file */
+  write_file(a1, "garbage", 7);
+  chmod(a1, 0600);
+  assert_int_equal(alias_get(f, "one", 1, 2000, XPJ_CACHE_MODE_RW), 2);
+  assert_int_equal(lstat(a1, &sb), -1);
+  size_t n = 0;
+  uint8_t *b = read_all(h1, &n);
+  b[n - 1] ^= 1;
+  write_file(a1, b, n);
+  chmod(a1, 0600);
+  free(b);
+  assert_int_equal(alias_get(f, "one", 1, 2000, XPJ_CACHE_MODE_RW), 2);
+  assert_int_equal(lstat(a1, &sb), -1); /* and the hit file kept */
+  assert_int_equal(lstat(h1, &sb), 0);
+  /* made again by a handle that found the row */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  expect_hit(c, 1, 2000);
+  xpj_l2_set_alias(c, "one", key_of(&t1, 1));
+  /* the row gone: the alias dangles, and a reader removes it (a
+   * read-only one leaves it) */
+  assert_int_equal(xpj_cache_remove(c, key_of(&t2, 2)), XPJ_OK);
+  xpj_cache_close(c);
+  assert_int_equal(alias_get(f, "one", 1, 2000, XPJ_CACHE_MODE_RW), 0);
+  assert_int_equal(alias_get(f, "two", 2, 100, XPJ_CACHE_MODE_RO), 2);
+  assert_int_equal(lstat(a2, &sb), 0);
+  assert_int_equal(alias_get(f, "two", 2, 100, XPJ_CACHE_MODE_RW), 2);
+  assert_int_equal(lstat(a2, &sb), -1);
+  /* clear takes them all; a hit file's hour is the alias's */
+  struct timespec old[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
+  assert_int_equal(utimensat(AT_FDCWD, h1, old, AT_SYMLINK_NOFOLLOW), 0);
+  assert_int_equal(alias_get(f, "one", 1, 2000, XPJ_CACHE_MODE_RW), 2);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_clear(c), XPJ_OK);
+  xpj_cache_close(c);
+  assert_int_equal(lstat(a1, &sb), -1);
+  /* a handle that opened its database answers from it, not by alias */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 2000);
+  xpj_l2_set_alias(c, "one", key_of(&t1, 1));
+  xpj_cache_close(c);
+  xpj_cache *l = open_lazy(&f->w, f->path, XPJ_CACHE_MODE_RW);
+  expect_miss(l, 5); /* opens it */
+  xpj_cache_key k = *key_of(&t1, 1);
+  k.code = NULL;
+  xpj_cache_entry e;
+  assert_int_equal(xpj_l2_get_alias(l, "one", &k, &e), XPJ_ERR_NOT_FOUND);
+  xpj_cache_close(l);
+  assert_int_equal(alias_get(f, "one", 1, 2000, XPJ_CACHE_MODE_RW), 0);
+  assert_no_warning(&f->w);
+}
+
 /* Reads key 1 through a lazy handle: 0 a hit without the database, 1 a
  * hit from the database (the file not believed), 2 a miss. */
 static int lazy_get(fx *f, unsigned i, size_t size) {
@@ -4775,9 +4924,24 @@ static void count_problem(void *ud, const char *msg) {
 static void test_hit_files_verify(void **state) {
   fx *f = *state;
   xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
-  for (unsigned i = 1; i <= 3; i++)
+  for (unsigned i = 1; i <= 4; i++)
     put_i(c, i, 500);
+  /* aliases: one right, one whose hit file goes, one not the cache's */
+  tkey t3, t4;
+  xpj_l2_set_alias(c, "v3", key_of(&t3, 3));
+  xpj_l2_set_alias(c, "v4", key_of(&t4, 4));
   xpj_cache_close(c);
+  char a3[512], a4[512], ax[512], p4[512];
+  alias_path(f, "v3", a3, sizeof a3);
+  alias_path(f, "v4", a4, sizeof a4);
+  alias_path(f, "vx", ax, sizeof ax);
+  hit_path(f, 4, p4, sizeof p4);
+  assert_int_equal(unlink(p4), 0);
+  char said[200];
+  ssize_t sl = readlink(a3, said, sizeof said - 1);
+  assert_int_equal(sl, 129);
+  said[sl] = 0;
+  assert_int_equal(symlink(said, ax), 0);
   char p1[512], p2[512], tmp[600];
   hit_path(f, 1, p1, sizeof p1);
   hit_path(f, 2, p2, sizeof p2);
@@ -4798,19 +4962,23 @@ static void test_hit_files_verify(void **state) {
   wlog probs = {0};
   assert_int_equal(xpj_cache_verify(c, 0, count_problem, &probs, &checked,
                                     &bad), XPJ_OK);
-  assert_int_equal(checked, 2);
+  assert_int_equal(checked, 3);
   assert_int_equal(bad, 0);
-  assert_int_equal(probs.n, 2);
+  assert_int_equal(probs.n, 4);
   assert_non_null(strstr(probs.text, "damaged"));
   assert_non_null(strstr(probs.text, "its entry is gone"));
+  assert_non_null(strstr(probs.text, "not made for this cache"));
   assert_true(exists(p1) && exists(p2) && exists(tmp));
+  struct stat sb;
+  assert_true(!lstat(a3, &sb) && !lstat(a4, &sb) && !lstat(ax, &sb));
   memset(&probs, 0, sizeof probs);
   assert_int_equal(xpj_cache_verify(c, 1, count_problem, &probs, &checked,
                                     &bad), XPJ_OK);
   assert_int_equal(bad, 0);
-  assert_int_equal(probs.n, 2);
+  assert_int_equal(probs.n, 4);
   assert_non_null(strstr(probs.text, "(removed)"));
   assert_false(exists(p1) || exists(p2) || exists(tmp));
+  assert_true(!lstat(a3, &sb) && lstat(a4, &sb) && lstat(ax, &sb));
   memset(&probs, 0, sizeof probs);
   assert_int_equal(xpj_cache_verify(c, 0, count_problem, &probs, &checked,
                                     &bad), XPJ_OK);
@@ -4979,6 +5147,7 @@ int main(void) {
       T(test_hit_files_verify),
       T(test_hit_files_review),
       T(test_hit_files_review2),
+      T(test_aliases),
       T(test_replace_after_hit),
       T(test_remove),
       T(test_expiry),

@@ -6,7 +6,8 @@
  */
 #include "testutil.h"
 
-#include "ir_impl.h" /* xpj_alloc_fail_after */
+#include "frontend.h" /* xpj_specialize_signature */
+#include "ir_impl.h"  /* xpj_alloc_fail_after */
 
 #include <stdio.h>
 
@@ -235,6 +236,70 @@ static void test_examples(void **state) {
   }
 }
 
+/* A kernel's signature alone (xpj_specialize_signature, what a kernel
+ * from a cache is described by: runtime/program.c) is the signature of
+ * the kernel specialised whole: kind, dims, required local size,
+ * parameters and their types; and the rank of the work-item ids the
+ * parsed kernel reads is the specialised one's. Every kernel of every
+ * example, bound to each scalar type that specialises. */
+static void test_signature_alone(void **state) {
+  (void)state;
+  static const xpj_scalar try[] = {XPJ_F32, XPJ_I32, XPJ_U64, XPJ_F64};
+  unsigned compared = 0;
+  for (size_t i = 0; i < sizeof examples / sizeof *examples; i++) {
+    xpj_module *m;
+    assert_int_equal(xpj_module_create(&m), XPJ_OK);
+    assert_int_equal(xpj_parse_file(m, examples[i], NULL), XPJ_OK);
+    for (uint32_t fi = 0; fi < xpj_module_func_count(m); fi++) {
+      const xpj_func *f = xpj_module_func(m, fi);
+      if (xpj_func_kind_of(f) == XPJ_FUNC_DEVICE || xpj_func_const_count(f))
+        continue;
+      for (size_t ti = 0; ti < sizeof try / sizeof *try; ti++) {
+        unsigned nt = xpj_func_tparam_count(f);
+        const char *names[XPJ_MAX_TPARAMS];
+        xpj_scalar types[XPJ_MAX_TPARAMS];
+        for (unsigned j = 0; j < nt; j++) {
+          names[j] = xpj_func_tparam_name(f, j);
+          types[j] = try[ti];
+        }
+        xpj_spec sp = {.ntypes = nt, .names = names, .types = types,
+                       .ndim = xpj_func_has_generic_rank(f) ? 2u : 0u};
+        xpj_module *whole = NULL, *sig = NULL;
+        const char *name = xpj_func_name(f);
+        if (xpj_specialize(m, name, &sp, &whole, NULL) != XPJ_OK)
+          continue;
+        assert_int_equal(xpj_specialize_signature(m, name, &sp, &sig, NULL),
+                         XPJ_OK);
+        const xpj_func *a = xpj_module_find(whole, name),
+                       *b = xpj_module_find(sig, name);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_int_equal(xpj_func_kind_of(a), xpj_func_kind_of(b));
+        assert_int_equal(xpj_func_dims(a), xpj_func_dims(b));
+        assert_int_equal(xpj_func_id_rank(f), xpj_func_id_rank(a));
+        uint64_t ra[3] = {0}, rb[3] = {0};
+        xpj_func_reqd_local(a, ra);
+        xpj_func_reqd_local(b, rb);
+        assert_memory_equal(ra, rb, sizeof ra);
+        assert_int_equal(xpj_func_param_count(a), xpj_func_param_count(b));
+        for (unsigned j = 0; j < xpj_func_param_count(a); j++) {
+          char sa[128], sb[128];
+          xpj_type_str(whole, xpj_func_param_type(a, j), sa, sizeof sa);
+          xpj_type_str(sig, xpj_func_param_type(b, j), sb, sizeof sb);
+          assert_string_equal(sa, sb);
+          assert_string_equal(xpj_func_param_name(a, j),
+                              xpj_func_param_name(b, j));
+        }
+        compared++;
+        xpj_module_destroy(whole);
+        xpj_module_destroy(sig);
+      }
+    }
+    xpj_module_destroy(m);
+  }
+  assert_true(compared >= 40);
+}
+
 /* Fails every allocation in turn: each run must end in a clean status
  * (never a crash), and the sanitizer build proves nothing leaks. */
 static void test_out_of_memory(void **state) {
@@ -297,6 +362,7 @@ int main(void) {
       cmocka_unit_test(test_error_limit),
       cmocka_unit_test(test_file_errors),
       cmocka_unit_test(test_examples),
+      cmocka_unit_test(test_signature_alone),
       cmocka_unit_test(test_out_of_memory),
   };
   return cmocka_run_group_tests_name("frontend", tests, NULL, NULL);

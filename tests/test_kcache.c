@@ -13,6 +13,7 @@
 
 #include "xpjit.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -1047,6 +1048,194 @@ static void test_bundles(void **state) {
   xpj_context_destroy(c);
 }
 
+/* ---- aliases: a fresh process's kernel without specialising ------------ */
+
+static const char alias_src[] =
+    "kernel scale<T>(a: T, x: global T[*]) range {\n"
+    "    let i = global_id(0);\n"
+    "    if i < size(x) { x[i] = a * x[i]; }\n"
+    "}\n"
+    "kernel twice<T>(a: global T[], t: local T[]) ndrange(1) local(64) {\n"
+    "    t[local_id(0)] = a[global_id(0)];\n"
+    "    barrier(local);\n"
+    "    a[global_id(0)] = t[local_id(0)] + t[local_id(0)];\n"
+    "}\n";
+
+/* The aliases (links named a...) in db's hit file directory. */
+static unsigned count_aliases(const char *db) {
+  char d[600];
+  snprintf(d, sizeof d, "%s.hits", db);
+  DIR *dp = opendir(d);
+  unsigned n = 0;
+  struct dirent *e;
+  while (dp && (e = readdir(dp)))
+    n += e->d_name[0] == 'a' && strlen(e->d_name) == 65;
+  if (dp)
+    closedir(dp);
+  return n;
+}
+
+/* A kernel of src as the runtime describes it: its signature, every
+ * argument, kind, dims and required local size, in out; and its origin. */
+static xpj_kernel_origin describe_of(xpj_context *ctx, const char *src,
+                                     const char *name, const char *dtypes,
+                                     unsigned ndim, char *out, size_t size) {
+  xpj_program *p = NULL;
+  assert_int_equal(xpj_program_create(ctx, "a.xpk", src, strlen(src), NULL,
+                                      &p), XPJ_OK);
+  xpj_kernel *k = NULL;
+  if (xpj_program_get_kernel(p, name, dtypes, ndim, cpu_of(ctx), NULL, &k) !=
+      XPJ_OK)
+    fail_msg("%s: %s", name, xpj_last_error());
+  xpj_kernel_info ki;
+  assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
+  int n = snprintf(out, size, "%s kind %d dims %u local %llu nargs %u local "
+                   "bytes %llu;", xpj_kernel_signature(k), (int)ki.kind,
+                   ki.dims, (unsigned long long)ki.reqd_local[0], ki.nargs,
+                   (unsigned long long)ki.local_mem_bytes);
+  for (unsigned i = 0; i < ki.nargs; i++) {
+    xpj_kernel_arg_info ai;
+    assert_int_equal(xpj_kernel_get_arg_info(k, i, &ai), XPJ_OK);
+    n += snprintf(out + n, size - (size_t)n, " %s:%d:%d:%u:%d", ai.name,
+                  (int)ai.kind, (int)ai.dtype, ai.rank, ai.is_const);
+  }
+  xpj_program_destroy(p);
+  return ki.origin;
+}
+
+/* The scale kernel of alias_src on 1000 f64 (x = 3 x), checked. */
+static void run_scale(xpj_context *ctx, const char *src) {
+  xpj_device *dev = cpu_of(ctx);
+  xpj_program *p = NULL;
+  assert_int_equal(xpj_program_create(ctx, "a.xpk", src, strlen(src), NULL,
+                                      &p), XPJ_OK);
+  xpj_kernel *k = NULL;
+  assert_int_equal(xpj_program_get_kernel(p, "scale", "T=f64", 1, dev, NULL,
+                                          &k), XPJ_OK);
+  enum { N = 1000 };
+  double *x;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 8, 0, (void **)&x),
+                   XPJ_OK);
+  for (int i = 0; i < N; i++)
+    x[i] = i;
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  xpj_array ax = xpj_array_1d(x, XPJ_F64, N);
+  xpj_arg args[] = {xpj_arg_f64(3.0), xpj_arg_array(&ax)};
+  xpj_range r = xpj_range_1d(N, 0);
+  assert_int_equal(xpj_launch(q, k, &r, 2, args, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  for (int i = 0; i < N; i++)
+    if (x[i] != 3.0 * i)
+      fail_msg("x[%d] = %g", i, x[i]);
+  xpj_queue_destroy(q);
+  xpj_mem_free(dev, x);
+  xpj_program_destroy(p);
+}
+
+/* A kernel a context has not loaded comes through its alias (its binary
+ * from the hit file the request led to last time, the kernel described
+ * from its signature alone): the same description as the whole way, the
+ * right code for the source asked (never another source's), the same
+ * binary for get_binary, and anything doubtful the whole way. */
+static void test_aliases(void **state) {
+  (void)state;
+  const char *db = path_in("alias.db");
+  static const struct {
+    const char *name, *dtypes;
+    unsigned ndim;
+  } ks[] = {{"scale", "T=f32", 1}, {"scale", "T=i64", 3},
+            {"twice", "T=f64", 0}};
+  enum { NK = sizeof ks / sizeof *ks };
+  char whole[NK][512], by_alias[NK][512];
+  xpj_context *c = mkctx(db, XPJ_CACHE_MODE_RW);
+  for (int i = 0; i < NK; i++)
+    assert_int_equal(describe_of(c, alias_src, ks[i].name, ks[i].dtypes,
+                                 ks[i].ndim, whole[i], sizeof whole[i]),
+                     XPJ_ORIGIN_COMPILED);
+  run_saxpy(c, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  run_scale(c, alias_src);
+  void *bin1 = NULL;
+  size_t size1 = 0;
+  xpj_program *p = NULL;
+  assert_int_equal(xpj_program_create(c, "b.xpk", alias_src,
+                                      strlen(alias_src), NULL, &p), XPJ_OK);
+  assert_int_equal(xpj_program_get_binary(p, "scale", "T=f32", 2, "spirv",
+                                          NULL, &bin1, &size1), XPJ_OK);
+  xpj_program_destroy(p);
+  xpj_context_destroy(c);
+  assert_int_equal(count_aliases(db), NK + 3);
+
+  /* a fresh context: nothing compiled, the same description */
+  c = mkctx(db, XPJ_CACHE_MODE_RW);
+  for (int i = 0; i < NK; i++) {
+    assert_int_equal(describe_of(c, alias_src, ks[i].name, ks[i].dtypes,
+                                 ks[i].ndim, by_alias[i], sizeof by_alias[i]),
+                     XPJ_ORIGIN_CACHE);
+    assert_string_equal(whole[i], by_alias[i]);
+  }
+  run_saxpy(c, saxpy_src, false, XPJ_ORIGIN_CACHE);
+  assert_int_equal(xpj_program_create(c, "b.xpk", alias_src,
+                                      strlen(alias_src), NULL, &p), XPJ_OK);
+  void *bin2 = NULL;
+  size_t size2 = 0;
+  assert_int_equal(xpj_program_get_binary(p, "scale", "T=f32", 2, "spirv",
+                                          NULL, &bin2, &size2), XPJ_OK);
+  assert_true(size1 == size2 && !memcmp(bin1, bin2, size1));
+  free(bin1);
+  free(bin2);
+  xpj_program_destroy(p);
+  assert_int_equal(compiles(c), 0);
+  xpj_context_destroy(c);
+
+  /* another source with the same kernel: its own code, not the alias of
+   * the first (then both, each right) */
+  c = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(c, saxpy_src_changed, true, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(c);
+  c = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(c, saxpy_src_changed, true, XPJ_ORIGIN_CACHE);
+  run_saxpy(c, saxpy_src, false, XPJ_ORIGIN_CACHE);
+  assert_int_equal(compiles(c), 0);
+  xpj_context_destroy(c);
+
+  /* every alias made to say what each other alias says in turn (among
+   * them the other source's saxpy), then to name each hit file: as only
+   * this user could; refused (the cache's HMAC of the alias's own name and
+   * the file is not there), each kernel right the whole way */
+  char hits[600], cmd[1400];
+  snprintf(hits, sizeof hits, "%s.hits", db);
+  assert_int_equal(count_aliases(db), NK + 4);
+  for (int t = 1; t <= 2 * (NK + 4); t++) {
+    snprintf(cmd, sizeof cmd, "cd '%s' && t=$(ls | grep %s '^a' | sed -n "
+             "%dp) && t=$(readlink \"$t\" || echo \"$t\") && for a in "
+             "a*; do ln -sfn \"$t\" \"$a\"; done", hits,
+             t <= NK + 4 ? "" : "-v", t <= NK + 4 ? t : t - NK - 4);
+    assert_int_equal(system(cmd), 0);
+    c = mkctx(db, XPJ_CACHE_MODE_RW);
+    run_saxpy(c, saxpy_src, false, XPJ_ORIGIN_CACHE);
+    run_saxpy(c, saxpy_src_changed, true, XPJ_ORIGIN_CACHE);
+    run_scale(c, alias_src);
+    assert_int_equal(compiles(c), 0);
+    xpj_context_destroy(c);
+  }
+  /* and made right again by those requests */
+  c = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_scale(c, alias_src);
+  xpj_context_destroy(c);
+
+  /* rows gone (cleared): every alias with them, then all made again */
+  xpj_cache *l2 = xpj_context_cache(c = mkctx(db, XPJ_CACHE_MODE_RW));
+  assert_int_equal(xpj_cache_clear(l2), XPJ_OK);
+  xpj_context_destroy(c);
+  assert_int_equal(count_aliases(db), 0);
+  c = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_scale(c, alias_src);
+  assert_int_equal(compiles(c), 1);
+  xpj_context_destroy(c);
+  assert_true(count_aliases(db) >= 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_key_components, setup, teardown),
@@ -1066,6 +1255,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_modes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bundles, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_aliases, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
