@@ -2541,7 +2541,7 @@ static bool row_is(xpj_cache *c, const char *digest, int64_t created) {
 static bool hit_check(xpj_cache *c, int dfd, const char *name,
                       const xpj_cache_key *k, const char *digest,
                       const char *text, uint8_t *b, size_t n, int64_t mtime,
-                      xpj_cache_entry *out);
+                      const xpj_hit *parsed, xpj_cache_entry *out);
 
 static bool hit_read(xpj_cache *c, const xpj_cache_key *k, const char *digest,
                      const char *text, xpj_cache_entry *out) {
@@ -2551,18 +2551,21 @@ static bool hit_read(xpj_cache *c, const xpj_cache_key *k, const char *digest,
   size_t n = 0;
   int64_t mtime = 0;
   uint8_t *b = xpj_hitfile_read(dfd, digest, &n, &mtime);
-  return b && hit_check(c, dfd, digest, k, digest, text, b, n, mtime, out);
+  return b &&
+         hit_check(c, dfd, digest, k, digest, text, b, n, mtime, NULL, out);
 }
 
-/* hit_read's checks of the bytes b (n; freed here) of the hit file of
- * digest, read as name in dfd (removed when they are not right). */
+/* hit_read's checks of the bytes b (n; freed here; parsed already when
+ * parsed is given) of the hit file of digest, read as name in dfd (which
+ * is removed when they are not right). */
 static bool hit_check(xpj_cache *c, int dfd, const char *name,
                       const xpj_cache_key *k, const char *digest,
                       const char *text, uint8_t *b, size_t n, int64_t mtime,
-                      xpj_cache_entry *out) {
+                      const xpj_hit *parsed, xpj_cache_entry *out) {
   xpj_hit h;
   xpj_hit_db db;
-  bool ours = xpj_hitfile_parse(b, n, &h) == 0 &&
+  bool ours = (parsed ? (h = *parsed, true)
+                      : xpj_hitfile_parse(b, n, &h) == 0) &&
               h.key_len == strlen(text) && !memcmp(h.key, text, h.key_len) &&
               xpj_hitfile_db_id(c->path, &db) && h.db.dev == db.dev &&
               h.db.ino == db.ino && h.db.born == db.born;
@@ -2889,7 +2892,7 @@ xpj_status xpj_l2_get_alias(xpj_cache *c, const char *alias,
         key_code(h.key, h.key_len, code) &&
         xpj_cache_key_digest(&kk, &text, d2) == XPJ_OK &&
         !strcmp(d2, digest))
-      hit = hit_check(c, dfd, name, &kk, digest, text, b, n, mtime, out);
+      hit = hit_check(c, dfd, name, &kk, digest, text, b, n, mtime, &h, out);
     else
       free(b);
     /* not the cache's, its row gone, or not this request's: removed */
