@@ -2378,6 +2378,11 @@ static int evict_to(xpj_cache *c, uint64_t target, uint64_t *removed,
  * then the uses (which follow the puts they may use). The counters go
  * last, after what the transaction itself counts: its caller ends with
  * flush_pending. SQLite's code; the waiting puts are gone either way. */
+static void hit_write(xpj_cache *c, const char *digest, const char *text,
+                      const char *entry, const char *log, uint64_t local,
+                      uint64_t scratch, const void *data, size_t size,
+                      double compile_ms, int64_t created, int64_t used);
+
 static int flush_deferred(xpj_cache *c) {
   int rc = SQLITE_OK;
   for (size_t i = 0; i < c->nlater && rc == SQLITE_OK; i++) {
@@ -2387,6 +2392,13 @@ static int flush_deferred(xpj_cache *c) {
     rc = insert(c, &w->k, w->digest, w->text, &w->v, w->sum, w->t);
     if (rc == SQLITE_OK && c->max_size != UINT64_MAX)
       rc = evict_to(c, c->max_size, NULL, NULL);
+    /* its hit file, as a put makes it (a Redis hit written back is then
+     * the next process's hit file hit) */
+    if (rc == SQLITE_OK && !w->v.failed && !w->v.expires_ms)
+      hit_write(c, w->digest, w->text, w->v.entry ? w->v.entry : "",
+                w->v.log ? w->v.log : "", w->v.local_bytes,
+                w->v.scratch_bytes, w->v.data, w->v.size, w->v.compile_ms,
+                w->t, w->t);
   }
   drop_later(c, NULL);
   if (rc == SQLITE_OK)
@@ -2741,6 +2753,34 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
 xpj_status xpj_cache_get(xpj_cache *c, const xpj_cache_key *k,
                          xpj_cache_entry *out) {
   return get(c, k, out, true);
+}
+
+xpj_status xpj_l2_get_file(xpj_cache *c, const xpj_cache_key *k,
+                           xpj_cache_entry *out) {
+  if (!c || !k || !out)
+    return fail(XPJ_ERR_INVALID, "xpj_l2_get_file: NULL argument");
+  memset(out, 0, sizeof *out);
+  char digest[65], *text = NULL;
+  xpj_status st = xpj_cache_key_digest(k, &text, digest);
+  if (st != XPJ_OK)
+    return st;
+  pthread_mutex_lock(&c->mu);
+  bool hit = c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF &&
+             hit_read(c, k, digest, text, out);
+  if (hit)
+    note_file_hit(c, out, true);
+  unlock(c);
+  free(text);
+  return hit ? XPJ_OK : fail(XPJ_ERR_NOT_FOUND, "not in a hit file");
+}
+
+bool xpj_l2_unopened(xpj_cache *c) {
+  if (!c)
+    return false;
+  pthread_mutex_lock(&c->mu);
+  bool r = c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF;
+  pthread_mutex_unlock(&c->mu);
+  return r;
 }
 
 xpj_status xpj_cache_get_uncounted(xpj_cache *c, const xpj_cache_key *k,
@@ -3141,16 +3181,24 @@ xpj_status xpj_cache_put_later(xpj_cache *c, const xpj_cache_key *k,
   free(text);
   if (!w)
     return fail(XPJ_ERR_NOMEM, "out of memory");
-  lock_db(c);
-  if (!c->db || c->mode != XPJ_CACHE_MODE_RW) {
+  /* a handle that has not opened its database keeps it so: the put
+   * waits for the next write or the close, which open it (a Redis hit
+   * written back should not pay for SQLite's opening) */
+  pthread_mutex_lock(&c->mu);
+  bool unopened = c->lazy && !c->db_tried;
+  if (!unopened)
+    open_deferred(c);
+  if ((!c->db && !unopened) || c->mode != XPJ_CACHE_MODE_RW) {
     free(w);
   } else {
     drop_later(c, digest); /* replaced, as a put would */
     forget_uses(c, digest);
     c->later[c->nlater++] = w;
     c->later_bytes += w->bytes;
-    if (c->nlater > LATER_MAX || c->later_bytes > LATER_MAX_BYTES)
+    if (c->nlater > LATER_MAX || c->later_bytes > LATER_MAX_BYTES) {
+      open_deferred(c);
       flush_all(c);
+    }
     if (c->nlater > LATER_MAX || c->later_bytes > LATER_MAX_BYTES) {
       warnf(c, "cache %s: busy for %d s; %zu entries were not stored",
             c->path, BUSY_DEADLINE_MS / 1000, c->nlater);

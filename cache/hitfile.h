@@ -82,6 +82,14 @@ void xpj_hitdir_wipe(int dfd);
  * files (a fresh process's hits cost no SQLite), and the uses and
  * counters of those hits go to the side file at close. */
 xpj_status xpj_l2_open(const xpj_cache_config *cfg, xpj_cache **out);
+/* xpj_cache_get answered from the hit file alone: XPJ_ERR_NOT_FOUND when
+ * there is none, or the handle opened its database (then ask
+ * xpj_cache_get), never opening it. */
+xpj_status xpj_l2_get_file(xpj_cache *c, const xpj_cache_key *k,
+                           xpj_cache_entry *out);
+/* Whether the handle is one of xpj_l2_open that has not opened its
+ * database yet. */
+bool xpj_l2_unopened(xpj_cache *c);
 /* A hit through an alias: a name the caller makes from what it was given
  * (its source, kernel, dtypes, target, ...: anything that decides the key's
  * code), kept as a symbolic link (PATH.hits/a<SHA-256 of alias>) whose

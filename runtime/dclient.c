@@ -524,7 +524,7 @@ static void close_tier(void *state) {
 /* xpjitd, which compiles each key once for every process. */
 static bool get(void *state, rt_obtain *ob, fetched *f) {
   rt_dc *dc = state;
-  if (!dc || dc->mode == RT_DC_OFF)
+  if (!dc || dc->mode == RT_DC_OFF || ob->peek) /* it may compile */
     return false;
   xpd_kernel dk;
   int r = rt_dc_get(dc, ob->rq, ob->digest,

@@ -37,6 +37,10 @@ typedef struct rt_obtain {
    * lock and its owner token), released by the tier's done */
   bool held;
   char token[40];
+  /* a first look, before the cache file is opened for a miss in its hit
+   * files (kcache.c, fetch): a tier answers only with what it has at
+   * once, takes no lock, waits for nobody and starts no compile */
+  bool peek;
 } rt_obtain;
 
 /* A compiled kernel on its way to the first level, or to a daemon's

@@ -576,6 +576,8 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
                                                                rep->len, f);
       free(keytext);
       freeReplyObject(rep);
+      if (why && ob->peek)
+        break; /* a first look takes only a good value; refused in full */
       if (!why) {
         hit = true;
         note(ob, (xpj_cache_counters){.redis_hits = 1,
@@ -590,8 +592,8 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
       break;
     }
     freeReplyObject(rep);
-    if (ob->held)
-      break; /* still missing, and ours to compile */
+    if (ob->held || ob->peek)
+      break; /* still missing, and ours to compile; or a first look */
     random_token(ob->token);
     char px[24];
     snprintf(px, sizeof px, "%lld", (long long)lock_ms);
@@ -620,7 +622,7 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
     sleep_ms(poll);
     poll = poll < 32 ? poll * 2 : 50;
   }
-  if (!hit)
+  if (!hit && !ob->peek) /* (a first look's miss is asked again) */
     note(ob, (xpj_cache_counters){.redis_misses = 1});
   return hit;
 }

@@ -30,6 +30,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -559,6 +560,25 @@ static const char *fresh_db(void) {
 
 static xpj_context *ctx_new(const char *url) { return ctx_at(fresh_db(), url); }
 
+/* Whether this process has the cache file db open (SQLite's descriptor). */
+static bool db_open_here(const char *db) {
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *de;
+  char link[512], target[512];
+  bool found = false;
+  while (d && (de = readdir(d))) {
+    snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0) {
+      target[n] = 0;
+      found = found || !strcmp(target, db);
+    }
+  }
+  if (d)
+    closedir(d);
+  return found;
+}
+
 static xpj_cache_counters counters(xpj_context *ctx) {
   xpj_cache_counters c;
   memset(&c, 0, sizeof c);
@@ -813,10 +833,17 @@ static void test_miss_then_hit(void **state) {
     fail_msg("stored compile time %g ms, expected > 0", vi.compile_ms);
   drop(v);
 
-  /* B, another cache file: served by Redis, runs correctly */
+  /* B, another cache file (one with a row of its own): served by Redis,
+   * runs correctly, without opening the file (asked first: it is not in
+   * its hit files) */
   const char *dbb = fresh_db();
-  xpj_context *b = ctx_at(dbb, main_url);
+  xpj_context *b = ctx_at(dbb, "off");
+  CHECK_ORIGIN(RUN(b, "kown"), XPJ_ORIGIN_COMPILED, "B's own row");
+  ctx_done(b);
+  b = ctx_at(dbb, main_url);
   CHECK_ORIGIN(RUN(b, "k1"), XPJ_ORIGIN_REDIS, "B, new cache, value in Redis");
+  if (db_open_here(dbb))
+    fail_msg("B: a Redis hit opened the cache file %s", dbb);
   c = counters(b);
   CHECK_EQ(c.redis_hits, 1, "B: redis_hits");
   CHECK_EQ(c.compiles, 0, "B: compiles");
@@ -830,10 +857,13 @@ static void test_miss_then_hit(void **state) {
   CHECK_ORIGIN(RUN(b, "k1"), XPJ_ORIGIN_MEMORY, "B, second request");
   ctx_done(b);
 
-  /* C on B's cache file: the hit was written back to SQLite */
+  /* C on B's cache file: the hit was written back to SQLite, and to its
+   * hit file, which answers without opening the file */
   xpj_context *cc = ctx_at(dbb, main_url);
   CHECK_ORIGIN(RUN(cc, "k1"), XPJ_ORIGIN_CACHE,
                "C on B's cache file (Redis hit written back)");
+  if (db_open_here(dbb))
+    fail_msg("C: the hit written back opened the cache file %s", dbb);
   c = counters(cc);
   CHECK_EQ(c.redis_hits + c.redis_misses, 0,
            "C: Redis lookups (the local cache answers first)");
