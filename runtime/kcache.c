@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void cache_warn(void *ud, const char *msg) {
   (void)ud;
@@ -494,18 +495,28 @@ static bool walk(rt_obtain *ob, unsigned from, unsigned to, unsigned kinds,
   return false;
 }
 
+/* Whether this context has a daemon that may be there (its socket is):
+ * then its daemon asks Redis for the node (docs/cache.md, "Tiers"), and a
+ * first look does not. */
+static bool daemon_there(const rt_cc *cc) {
+  const rt_dc *dc = cc->tier_state[RT_TIER_daemon];
+  struct stat sb;
+  return dc && dc->mode != RT_DC_OFF && stat(dc->path, &sb) == 0;
+}
+
 /* Finds the binary in the first tier that has it, else compiles. A cache
  * file not opened yet answers from its hit files first; when they do not
  * have it, what the tiers after it have at once comes before opening the
  * database (a Redis hit should not pay for SQLite's opening: about 60% of
- * one), each asked once more in full after it (ob->peek). */
+ * one), each asked once more in full after it (ob->peek); not when a
+ * daemon is there, which asks Redis for every process of the node. */
 static xpj_status fetch(rt_obtain *ob, fetched *f) {
   if (ob->l2 && xpj_l2_get_file(ob->l2, ob->key, &f->ce) == XPJ_OK) {
     rt_fetched_from_entry(f, XPJ_ORIGIN_CACHE);
     f->tier = RT_TIER_disk;
     return XPJ_OK;
   }
-  if (ob->l2 && xpj_l2_unopened(ob->l2)) {
+  if (ob->l2 && xpj_l2_unopened(ob->l2) && !daemon_there(ob->cc)) {
     ob->peek = true;
     bool hit = walk(ob, RT_TIER_disk + 1, RT_NTIERS, ~0u, f);
     ob->peek = false;
