@@ -141,7 +141,7 @@ struct xpj_cache {
    * the path */
   xpj_hit_db conn_db;
   bool conn_db_ok;
-  /* PATH.hits kept open for the reads of hit_read and xpj_l2_get_alias
+  /* PATH.hits kept open for the reads of hit_read and the aliases
    * (hits_dir_kept), and since when */
   int kept_dfd;
   int64_t kept_ms;
@@ -1430,6 +1430,8 @@ static void open_deferred(xpj_cache *c) {
   if (c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF)
     open_user_file(c);
   c->db_tried = true;
+  hits_close(c->kept_dfd); /* hit files are read only until now */
+  c->kept_dfd = -1;
 }
 
 /* Locks c for a call that needs the database. */
@@ -2902,48 +2904,170 @@ static bool key_code(const char *text, size_t len, char code[65]) {
   return false;
 }
 
-xpj_status xpj_l2_get_alias(xpj_cache *c, const char *alias,
-                            const xpj_cache_key *k, xpj_cache_entry *out) {
-  if (!c || !alias || !k || !out)
-    return fail(XPJ_ERR_INVALID, "xpj_l2_get_alias: NULL argument");
-  memset(out, 0, sizeof *out);
+/* Whether a handle answers through aliases now (mu held): one of
+ * xpj_l2_open that has not opened its database, with hit files. */
+static bool aliases_now(const xpj_cache *c) {
+  return c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF &&
+         !c->no_hits && c->has_key;
+}
+
+bool xpj_l2_alias_digest(xpj_cache *c, const char *alias, char digest[65]) {
+  if (!c || !alias)
+    return false;
   pthread_mutex_lock(&c->mu);
-  char name[66], digest[65], tag[65], want[65], code[65], *text = NULL;
-  bool hit = false;
-  int dfd = -1;
-  if (c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF &&
-      !c->no_hits && c->has_key && (dfd = hits_dir_kept(c)) >= 0) {
+  char name[66], tag[65], want[65];
+  int dfd = aliases_now(c) ? hits_dir_kept(c) : -1;
+  bool ours = false;
+  if (dfd >= 0) {
     alias_file(alias, name);
-    bool ours = xpj_hitfile_alias(dfd, name, digest, tag);
+    ours = xpj_hitfile_alias(dfd, name, digest, tag);
     if (ours) {
       alias_tag(c, name, digest, want);
       ours = !strcmp(tag, want);
     }
-    /* the hit file it names, believed (hit_check) only when its key text
-     * is k's with the code it names, and its digest that text's */
+    /* there, but not one of this cache's (a link copied from another
+     * alias, pointed elsewhere, or not a link): removed */
+    struct stat sb;
+    if (!ours && c->mode == XPJ_CACHE_MODE_RW &&
+        fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+      xpj_hitfile_unlink(dfd, name);
+  }
+  unlock(c);
+  return ours;
+}
+
+xpj_status xpj_l2_get_aliased(xpj_cache *c, const char *alias,
+                              const char *digest, const xpj_cache_key *k,
+                              xpj_cache_entry *out) {
+  if (!c || !alias || !digest || !k || !out)
+    return fail(XPJ_ERR_INVALID, "xpj_l2_get_aliased: NULL argument");
+  memset(out, 0, sizeof *out);
+  pthread_mutex_lock(&c->mu);
+  char name[66], code[65], *text = NULL;
+  bool hit = false;
+  int dfd = aliases_now(c) ? hits_dir_kept(c) : -1;
+  if (dfd >= 0) {
+    /* the hit file, believed (hit_check) only when its key text is k's
+     * with the code it names, and that text's digest is digest */
     size_t n = 0;
     int64_t mtime = 0;
-    uint8_t *b = ours ? xpj_hitfile_read(dfd, digest, &n, &mtime) : NULL;
+    uint8_t *b = xpj_hitfile_read(dfd, digest, &n, &mtime);
     xpj_hit h;
     xpj_cache_key kk = *k;
     kk.code = code;
     char d2[65];
     if (b && xpj_hitfile_parse(b, n, &h) == 0 &&
         key_code(h.key, h.key_len, code) &&
-        xpj_cache_key_digest(&kk, &text, d2) == XPJ_OK &&
-        !strcmp(d2, digest))
-      hit = hit_check(c, dfd, name, &kk, digest, text, b, n, mtime, &h, out);
+        xpj_cache_key_digest(&kk, &text, d2) == XPJ_OK && !strcmp(d2, digest))
+      hit = hit_check(c, dfd, digest, &kk, digest, text, b, n, mtime, &h,
+                      out);
     else
       free(b);
-    /* not the cache's, its row gone, or not this request's: removed */
-    if (!hit && c->mode == XPJ_CACHE_MODE_RW && errno != ENOMEM)
+    /* its row gone, or not this request's: the alias goes */
+    if (!hit && c->mode == XPJ_CACHE_MODE_RW && errno != ENOMEM) {
+      alias_file(alias, name);
       xpj_hitfile_unlink(dfd, name);
+    }
   }
   if (hit)
     note_file_hit(c, out, true);
   unlock(c);
   free(text);
   return hit ? XPJ_OK : fail(XPJ_ERR_NOT_FOUND, "no alias");
+}
+
+/* Aliases are made per request and per build of libxpjit (and of every
+ * program it is linked into), so nothing else bounds them: a sweep, at
+ * most once an hour (the time of PATH.hits/.swept) when one is made, and
+ * at every prune, removes every alias that is not the cache's or whose
+ * hit file is gone, and the oldest beyond ALIASES_PER_FILE per hit file
+ * (and ALIASES_MIN more). One removed too soon costs its request one
+ * lookup the whole way, which makes it again. */
+enum { ALIASES_PER_FILE = 4, ALIASES_MIN = 64 };
+#define ALIAS_SWEEP_MS (3600 * 1000LL)
+
+typedef struct alias_seen {
+  int64_t t; /* when it was made (the link's time) */
+  char name[66];
+} alias_seen;
+
+static int older_alias(const void *a, const void *b) {
+  int64_t x = ((const alias_seen *)a)->t, y = ((const alias_seen *)b)->t;
+  return x < y ? -1 : x > y;
+}
+
+static void sweep_aliases(xpj_cache *c, int dfd) {
+  DIR *d = xpj_hitdir_list(dfd);
+  if (!d)
+    return;
+  alias_seen *v = NULL;
+  size_t n = 0, cap = 0, files = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    const char *name = e->d_name;
+    size_t len = strlen(name);
+    if (len == 64 && strspn(name, "0123456789abcdef") == 64) {
+      files++;
+      continue;
+    }
+    if (len != 65 || name[0] != 'a' ||
+        strspn(name + 1, "0123456789abcdef") != 64)
+      continue;
+    char dg[65], tg[65], want[65];
+    struct stat sb;
+    bool ok = xpj_hitfile_alias(dfd, name, dg, tg);
+    if (ok) {
+      alias_tag(c, name, dg, want);
+      ok = !strcmp(tg, want) &&
+           fstatat(dfd, dg, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+           fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+    }
+    if (!ok) {
+      xpj_hitfile_unlink(dfd, name);
+      continue;
+    }
+    if (n == cap) {
+      size_t nc = cap ? 2 * cap : 256;
+      alias_seen *nv = realloc(v, nc * sizeof *nv);
+      if (!nv)
+        break; /* what was seen is still swept */
+      v = nv;
+      cap = nc;
+    }
+    v[n].t = (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
+    memcpy(v[n].name, name, 66);
+    n++;
+  }
+  closedir(d);
+  size_t keep = files * ALIASES_PER_FILE + ALIASES_MIN;
+  if (n > keep) {
+    qsort(v, n, sizeof *v, older_alias);
+    for (size_t i = 0; i < n - keep; i++)
+      xpj_hitfile_unlink(dfd, v[i].name);
+  }
+  free(v);
+}
+
+/* sweep_aliases, when the last one (by any process) is an hour old. */
+static void sweep_aliases_due(xpj_cache *c, int dfd) {
+  struct stat sb;
+  int64_t now = now_ms();
+  if (fstatat(dfd, ".swept", &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+    int64_t t =
+        (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
+    if (now - t < ALIAS_SWEEP_MS && t <= now)
+      return;
+    if (!S_ISREG(sb.st_mode))
+      return; /* not ours to replace */
+    utimensat(dfd, ".swept", NULL, AT_SYMLINK_NOFOLLOW);
+  } else {
+    int fd = openat(dfd, ".swept",
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+      return; /* another process makes it, and sweeps */
+    close(fd);
+  }
+  sweep_aliases(c, dfd);
 }
 
 void xpj_l2_set_alias(xpj_cache *c, const char *alias,
@@ -2964,8 +3088,9 @@ void xpj_l2_set_alias(xpj_cache *c, const char *alias,
   if (dfd >= 0 && fstatat(dfd, digest, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
       S_ISREG(sb.st_mode) &&
       !(xpj_hitfile_alias(dfd, name, now, tag) && !strcmp(now, digest) &&
-        !strcmp(tag, want)))
-    xpj_hitfile_set_alias(dfd, name, digest, want);
+        !strcmp(tag, want)) &&
+      xpj_hitfile_set_alias(dfd, name, digest, want))
+    sweep_aliases_due(c, dfd);
   hits_close(dfd);
   unlock(c);
 }
@@ -3674,6 +3799,12 @@ xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
     if (rc != SQLITE_OK)
       st = fail(XPJ_ERR_IO, "prune %s: %s", c->path, rc_str(rc));
   }
+  int dfd = st == XPJ_OK && !c->bundle && !c->no_hits && c->has_key
+                ? hits_dir(c, false)
+                : -1;
+  if (dfd >= 0) /* the aliases of what went, and of old builds */
+    sweep_aliases(c, dfd);
+  hits_close(dfd);
   unlock(c);
   if (removed)
     *removed = nrem;

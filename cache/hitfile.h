@@ -61,7 +61,7 @@ void xpj_hitfile_set_time(int dfd, const char *digest, int64_t ms);
 bool xpj_hitfile_db_id(const char *db_path, xpj_hit_db *id);
 /* An alias ("a" and 64 hex digits) in dfd: a symbolic link whose text,
  * "DIGEST:TAG", says which hit file a request named by what the caller
- * gave led to (xpj_l2_get_alias) and the cache's HMAC of that (TAG); it is
+ * gave led to (xpj_l2_alias_digest) and the cache's HMAC of that (TAG); it is
  * never followed. False when there is none of that form. */
 bool xpj_hitfile_alias(int dfd, const char *alias, char digest[65],
                        char tag[65]);
@@ -94,14 +94,19 @@ bool xpj_l2_unopened(xpj_cache *c);
  * (its source, kernel, dtypes, target, ...: anything that decides the key's
  * code), kept as a symbolic link (PATH.hits/a<SHA-256 of alias>) whose
  * text names the hit file of the key it led to, with the cache's HMAC of
- * both names. k is the request's key without its code (k->code is
- * ignored); the alias must be the cache's, and the hit file intact, within
- * its hour, and of exactly k with the code it names, which out->code then
- * holds. Answers only while the database is not opened (a process that
- * opened it answers from it); XPJ_ERR_NOT_FOUND otherwise, and for no
- * alias, a dangling one (removed) or any doubt. Counted as an L2 hit. */
-xpj_status xpj_l2_get_alias(xpj_cache *c, const char *alias,
-                            const xpj_cache_key *k, xpj_cache_entry *out);
+ * both names. In two steps, so that a caller can look in its own memory
+ * between them: xpj_l2_alias_digest gives the digest the alias names
+ * (false when there is none, or it is not the cache's: removed);
+ * xpj_l2_get_aliased reads that hit file as the request k without its
+ * code (k->code is ignored): it must be intact, within its hour, and of
+ * exactly k with the code it names, which out->code then holds (counted
+ * as an L2 hit); XPJ_ERR_NOT_FOUND otherwise (the alias removed). Both
+ * answer only while the database is not opened (a process that opened it
+ * answers from it). */
+bool xpj_l2_alias_digest(xpj_cache *c, const char *alias, char digest[65]);
+xpj_status xpj_l2_get_aliased(xpj_cache *c, const char *alias,
+                              const char *digest, const xpj_cache_key *k,
+                              xpj_cache_entry *out);
 /* Makes alias lead to k's row, when its hit file is there. */
 void xpj_l2_set_alias(xpj_cache *c, const char *alias, const xpj_cache_key *k);
 /* A handle of xpj_l2_open with its database opened now (what the handle

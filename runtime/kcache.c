@@ -279,7 +279,7 @@ static void read_build_id(void) {
   dl_iterate_phdr(find_build_id, (void *)(uintptr_t)&read_build_id);
 }
 
-/* The alias of rq (cache/hitfile.h, xpj_l2_get_alias): everything its
+/* The alias of rq (cache/hitfile.h, xpj_l2_alias_digest): everything its
  * key's code depends on (this code, the source, the name it was parsed
  * under, the kernel, its dtypes and ndim) and the rest of the key, each
  * part length-prefixed; malloc'd, NULL when rq has none or out of
@@ -740,31 +740,25 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
   char code[65], digest[65];
   xpj_cache_key key;
   xpj_status st;
-  /* asked by its alias alone: the hit file it leads to is the answer */
+  /* asked by its alias alone: the digest it names, then (when the first
+   * level does not have it) the hit file is the answer */
   fetched f = {0};
   char *alias = alias_text(cc, rq);
-  if (!rq->sm) {
+  bool by_alias = !rq->sm;
+  if (by_alias) {
     pthread_mutex_lock(&cc->mu);
     xpj_cache *l2 = l2_locked(cc);
     pthread_mutex_unlock(&cc->mu);
     key = (xpj_cache_key){NULL,           rq->kernel, rq->dtypes,  rq->ndim,
                           rq->target_str, rq->ostr,   cc->versions};
-    st = alias && l2 ? xpj_l2_get_alias(l2, alias, &key, &f.ce)
-                     : XPJ_ERR_NOT_FOUND;
-    free(alias);
-    if (st != XPJ_OK)
+    if (!alias || !l2 || !xpj_l2_alias_digest(l2, alias, digest)) {
+      free(alias);
       return rt_err(XPJ_ERR_NOT_FOUND, "%s: no alias", rq->kernel);
-    alias = NULL;
-    memcpy(code, f.ce.code, sizeof code);
-    memcpy(digest, f.ce.digest, sizeof digest);
-    key.code = code;
-    rt_fetched_from_entry(&f, XPJ_ORIGIN_CACHE);
-    f.tier = RT_TIER_disk;
+    }
   } else if ((st = rt_cc_key(cc, rq, code, digest, &key)) != XPJ_OK) {
     free(alias);
     return st;
   }
-  bool by_alias = !rq->sm;
 
   pthread_mutex_lock(&cc->mu);
   rt_l1 *e;
@@ -782,14 +776,12 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
     pthread_mutex_unlock(&cc->mu);
     if (st == XPJ_OK)
       *out = e;
-    rt_fetched_clear(&f);
     free(alias);
     return st;
   }
   e = calloc(1, sizeof *e);
   if (!e) {
     pthread_mutex_unlock(&cc->mu);
-    rt_fetched_clear(&f);
     free(alias);
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   }
@@ -806,7 +798,21 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
   rt_hold_warnings();
   rt_obtain ob = {.cc = cc, .l2 = l2, .rq = rq, .key = &key,
                   .digest = digest};
-  st = by_alias ? XPJ_OK : fetch(&ob, &f);
+  if (by_alias) {
+    st = xpj_l2_get_aliased(l2, alias, digest, &key, &f.ce) == XPJ_OK
+             ? XPJ_OK
+             : rt_err(XPJ_ERR_NOT_FOUND, "%s: no alias", rq->kernel);
+    free(alias);
+    alias = NULL;
+    if (st == XPJ_OK) {
+      memcpy(code, f.ce.code, sizeof code);
+      key.code = code;
+      rt_fetched_from_entry(&f, XPJ_ORIGIN_CACHE);
+      f.tier = RT_TIER_disk;
+    }
+  } else {
+    st = fetch(&ob, &f);
+  }
   if (st == XPJ_OK) {
     st = place(&ob, &f, e);
     if (st != XPJ_OK && by_alias) {
@@ -828,7 +834,8 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
   }
   if (!by_alias)
     write_back(&ob, &f);
-  count(cc, l2, &f);
+  if (!by_alias || st == XPJ_OK) /* (else the whole way counts it) */
+    count(cc, l2, &f);
   /* the way here from what the caller gave, for the next process */
   if (alias && l2 && f.loaded && !f.v.failed)
     xpj_l2_set_alias(l2, alias, &key);

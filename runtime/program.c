@@ -399,14 +399,16 @@ xpj_status rt_parse_dtypes(const xpj_func *f, const char *s,
 }
 
 /* Fills k's signature and argument metadata from the specialised kernel
- * f (or its signature alone: xpj_specialize_signature) and the rank of
- * the work-item ids it reads from gf, the kernel as parsed (the body's,
- * which specialising leaves as it is). */
+ * f (or its signature alone: xpj_specialize_signature, never for a kernel
+ * with const parameters) and the rank of the work-item ids it reads: f's,
+ * or for a signature alone gf's, the kernel as parsed (specialising
+ * leaves its body's work-item queries as they are, unless a const
+ * parameter names their dimension: parse.c leaves that one at 0). */
 static xpj_status describe(xpj_kernel *k, const xpj_module *sm,
                            const xpj_func *f, const xpj_func *gf) {
   k->kind = xpj_func_kind_of(f);
   k->dims = xpj_func_dims(f);
-  k->id_rank = xpj_func_id_rank(gf);
+  k->id_rank = xpj_func_id_rank(xpj_func_const_count(gf) ? f : gf);
   xpj_func_reqd_local(f, k->reqd_local);
   k->nargs = xpj_func_param_count(f);
   k->nabi = 0;

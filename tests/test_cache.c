@@ -4562,7 +4562,8 @@ static void test_hit_files(void **state) {
   assert_no_warning(&f->w);
 }
 
-/* xpj_l2_get_alias through a fresh lazy handle, asking with key i's fields
+/* An alias through a fresh lazy handle (xpj_l2_alias_digest, then
+ * xpj_l2_get_aliased), asking with key i's fields
  * and no code: 0 a hit with key i's code and value (the database not
  * opened), 2 a miss; the entry's code in code when given. */
 static int alias_get_at(fx *f, const char *alias, unsigned i, size_t size,
@@ -4572,7 +4573,11 @@ static int alias_get_at(fx *f, const char *alias, unsigned i, size_t size,
   xpj_cache_key k = *key_of(&t, i);
   k.code = NULL;
   xpj_cache_entry e;
-  xpj_status st = xpj_l2_get_alias(l, alias, &k, &e);
+  memset(&e, 0, sizeof e);
+  char digest[65];
+  xpj_status st = xpj_l2_alias_digest(l, alias, digest)
+                      ? xpj_l2_get_aliased(l, alias, digest, &k, &e)
+                      : XPJ_ERR_NOT_FOUND;
   if (db_in_use(f->path))
     fail_msg("alias %s (line %d): the database was opened", alias, line);
   int r = 2;
@@ -4702,12 +4707,81 @@ static void test_aliases(void **state) {
   xpj_cache_close(c);
   xpj_cache *l = open_lazy(&f->w, f->path, XPJ_CACHE_MODE_RW);
   expect_miss(l, 5); /* opens it */
-  xpj_cache_key k = *key_of(&t1, 1);
-  k.code = NULL;
-  xpj_cache_entry e;
-  assert_int_equal(xpj_l2_get_alias(l, "one", &k, &e), XPJ_ERR_NOT_FOUND);
+  char digest[65];
+  assert_false(xpj_l2_alias_digest(l, "one", digest));
   xpj_cache_close(l);
   assert_int_equal(alias_get(f, "one", 1, 2000, XPJ_CACHE_MODE_RW), 0);
+  assert_no_warning(&f->w);
+}
+
+/* The aliases in the hit-file directory (names "a" and 64 hex digits). */
+static unsigned aliases_in(const fx *f) {
+  char d[600];
+  snprintf(d, sizeof d, "%s.hits", f->path);
+  DIR *dp = opendir(d);
+  unsigned n = 0;
+  struct dirent *e;
+  while (dp && (e = readdir(dp)))
+    n += e->d_name[0] == 'a' && strlen(e->d_name) == 65;
+  if (dp)
+    closedir(dp);
+  return n;
+}
+
+/* Aliases are bounded (a review found them growing with every build and
+ * source): a prune, and an hour after the last sweep the next alias
+ * made, remove those not the cache's or whose hit file is gone, then the
+ * oldest beyond 4 per hit file and 64 more. */
+static void test_alias_sweep(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 100);
+  put_i(c, 2, 100);
+  tkey t1, t2;
+  char name[32];
+  for (int i = 0; i < 200; i++) {
+    snprintf(name, sizeof name, "x%d", i);
+    xpj_l2_set_alias(c, name, key_of(&t1, 1));
+    if (i % 50 == 0)
+      nap_ms(20); /* the oldest are older */
+  }
+  xpj_l2_set_alias(c, "two", key_of(&t2, 2));
+  xpj_cache_close(c);
+  assert_int_equal(aliases_in(f), 201);
+  /* one whose row goes, and one not the cache's */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_remove(c, key_of(&t2, 2)), XPJ_OK);
+  char a[512];
+  alias_path(f, "forged", a, sizeof a);
+  char said[200];
+  snprintf(said, sizeof said, "%064d:%064d", 0, 0);
+  assert_int_equal(symlink(said, a), 0);
+  assert_int_equal(aliases_in(f), 202);
+  uint64_t removed = 0, freed = 0;
+  assert_int_equal(xpj_cache_prune(c, 0, 0, &removed, &freed), XPJ_OK);
+  xpj_cache_close(c);
+  assert_int_equal(aliases_in(f), 1 * 4 + 64);
+  struct stat sb;
+  assert_int_equal(lstat(a, &sb), -1);
+  /* the newest kept, the oldest gone */
+  assert_int_equal(alias_get(f, "x199", 1, 100, XPJ_CACHE_MODE_RO), 0);
+  assert_int_equal(alias_get(f, "x0", 1, 100, XPJ_CACHE_MODE_RO), 2);
+  /* made without a prune: an hour after the last sweep, the next alias
+   * made sweeps */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  for (int i = 0; i < 20; i++) {
+    snprintf(name, sizeof name, "y%d", i);
+    xpj_l2_set_alias(c, name, key_of(&t1, 1));
+  }
+  assert_int_equal(aliases_in(f), 68 + 20);
+  char mark[600];
+  snprintf(mark, sizeof mark, "%s.hits/.swept", f->path);
+  struct timespec old[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
+  assert_int_equal(utimensat(AT_FDCWD, mark, old, 0), 0);
+  xpj_l2_set_alias(c, "z", key_of(&t1, 1));
+  xpj_cache_close(c);
+  assert_int_equal(aliases_in(f), 68);
+  assert_int_equal(alias_get(f, "z", 1, 100, XPJ_CACHE_MODE_RO), 0);
   assert_no_warning(&f->w);
 }
 
@@ -5148,6 +5222,7 @@ int main(void) {
       T(test_hit_files_review),
       T(test_hit_files_review2),
       T(test_aliases),
+      T(test_alias_sweep),
       T(test_replace_after_hit),
       T(test_remove),
       T(test_expiry),

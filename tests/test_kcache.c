@@ -1175,6 +1175,18 @@ static void test_aliases(void **state) {
     assert_string_equal(whole[i], by_alias[i]);
   }
   run_saxpy(c, saxpy_src, false, XPJ_ORIGIN_CACHE);
+  /* the same request spelled otherwise (positional dtypes): the context's
+   * memory, not a second hit of the cache file (a review's finding) */
+  xpj_cache_counters before, after;
+  assert_int_equal(xpj_context_cache_counters(c, &before), XPJ_OK);
+  char again[512];
+  assert_int_equal(describe_of(c, alias_src, "scale", "f32", 1, again,
+                               sizeof again),
+                   XPJ_ORIGIN_MEMORY);
+  assert_string_equal(again, whole[0]);
+  assert_int_equal(xpj_context_cache_counters(c, &after), XPJ_OK);
+  assert_int_equal(after.l2_hits, before.l2_hits);
+  assert_int_equal(after.l1_hits, before.l1_hits + 1);
   assert_int_equal(xpj_program_create(c, "b.xpk", alias_src,
                                       strlen(alias_src), NULL, &p), XPJ_OK);
   void *bin2 = NULL;
@@ -1236,6 +1248,56 @@ static void test_aliases(void **state) {
   assert_true(count_aliases(db) >= 1);
 }
 
+/* A work-item dimension named by a const parameter (`global_id(D)`): the
+ * kernel as parsed reads dimension 0 there (it is checked when D is
+ * bound), so its launches take the rank the specialised kernel reads
+ * (found by a review: a 2-D launch with D=1 swapped its dimensions). Compiled,
+ * then from the cache, then from the context's memory. */
+static void test_const_dimension(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel k<const D: i64>(x: global i64[,]) range {\n"
+      "  let i = global_id(0);\n"
+      "  let j = global_id(D);\n"
+      "  if i < shape(x, 0) && j < shape(x, 1) { x[i, j] = i * 1000 + j; }\n"
+      "}\n";
+  const char *db = path_in("constdim.db");
+  for (int round = 0; round < 3; round++) {
+    xpj_context *c = mkctx(db, XPJ_CACHE_MODE_RW);
+    xpj_device *dev = cpu_of(c);
+    for (int again = 0; again < 2; again++) {
+      xpj_program *p = NULL;
+      assert_int_equal(xpj_program_create(c, "c.xpk", src, strlen(src), NULL,
+                                          &p), XPJ_OK);
+      xpj_kernel *k = NULL;
+      if (xpj_program_get_kernel(p, "k", "D=1", 0, dev, NULL, &k) != XPJ_OK)
+        fail_msg("k: %s", xpj_last_error());
+      enum { R = 4, C = 8 };
+      int64_t *x;
+      assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, R * C * 8, 0,
+                                     (void **)&x), XPJ_OK);
+      for (int i = 0; i < R * C; i++)
+        x[i] = -1;
+      xpj_queue *q = NULL;
+      assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+      xpj_array a = xpj_array_2d(x, XPJ_I64, R, C);
+      xpj_arg args[] = {xpj_arg_array(&a)};
+      xpj_range r = xpj_range_2d(R, C, 0, 0);
+      assert_int_equal(xpj_launch(q, k, &r, 1, args, NULL), XPJ_OK);
+      assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+      for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++)
+          if (x[i * C + j] != i * 1000 + j)
+            fail_msg("round %d: x[%d, %d] = %lld, expected %d", round, i, j,
+                     (long long)x[i * C + j], i * 1000 + j);
+      xpj_queue_destroy(q);
+      xpj_mem_free(dev, x);
+      xpj_program_destroy(p);
+    }
+    xpj_context_destroy(c);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_key_components, setup, teardown),
@@ -1256,6 +1318,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_modes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bundles, setup, teardown),
       cmocka_unit_test_setup_teardown(test_aliases, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_const_dimension, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
