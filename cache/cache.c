@@ -2887,23 +2887,6 @@ static void alias_tag(const xpj_cache *c, const char *name,
   sum_hex(&m, hex);
 }
 
-/* The code line of a key text ("code " and 64 hex digits), copied into
- * code; false when there is none. */
-static bool key_code(const char *text, size_t len, char code[65]) {
-  static const char tag[] = "\ncode ";
-  const char *end = text + len;
-  for (const char *p = text; p + sizeof tag - 1 + 64 < end; p++)
-    if (!memcmp(p, tag, sizeof tag - 1)) {
-      p += sizeof tag - 1;
-      if (p[64] != '\n' || strspn(p, "0123456789abcdef") < 64)
-        return false;
-      memcpy(code, p, 64);
-      code[64] = 0;
-      return true;
-    }
-  return false;
-}
-
 /* Whether a handle answers through aliases now (mu held): one of
  * xpj_l2_open that has not opened its database, with hit files. */
 static bool aliases_now(const xpj_cache *c) {
@@ -2957,7 +2940,7 @@ xpj_status xpj_l2_get_aliased(xpj_cache *c, const char *alias,
     kk.code = code;
     char d2[65];
     if (b && xpj_hitfile_parse(b, n, &h) == 0 &&
-        key_code(h.key, h.key_len, code) &&
+        xpj_hitfile_key_code(h.key, h.key_len, code) &&
         xpj_cache_key_digest(&kk, &text, d2) == XPJ_OK && !strcmp(d2, digest))
       hit = hit_check(c, dfd, digest, &kk, digest, text, b, n, mtime, &h,
                       out);

@@ -265,16 +265,41 @@ void xpj_hitfile_unlink(int dfd, const char *digest) {
     unlinkat(dfd, digest, 0);
 }
 
-bool xpj_hitfile_alias(int dfd, const char *alias, char digest[65],
-                       char tag[65]) {
-  char t[130];
-  if (dfd < 0 || !alias_name(alias) ||
-      readlinkat(dfd, alias, t, sizeof t) != 129 || t[64] != ':')
+bool xpj_hitfile_alias_parse(const char *t, size_t n, char digest[65],
+                             char tag[65]) {
+  if (n != 129 || t[64] != ':')
     return false;
   memcpy(digest, t, 64);
   memcpy(tag, t + 65, 64);
   digest[64] = tag[64] = 0;
   return digest_name(digest) && digest_name(tag);
+}
+
+bool xpj_hitfile_alias(int dfd, const char *alias, char digest[65],
+                       char tag[65]) {
+  char t[130];
+  ssize_t n = dfd >= 0 && alias_name(alias)
+                  ? readlinkat(dfd, alias, t, sizeof t)
+                  : -1;
+  return n > 0 && xpj_hitfile_alias_parse(t, (size_t)n, digest, tag);
+}
+
+bool xpj_hitfile_key_code(const char *key, size_t len, char code[65]) {
+  static const char tag[] = "\ncode ";
+  const size_t tl = sizeof tag - 1;
+  for (size_t at = 0; len >= tl + 65 && at <= len - tl - 65; at++)
+    if (!memcmp(key + at, tag, tl)) {
+      const char *p = key + at + tl;
+      if (p[64] != '\n')
+        return false;
+      for (int i = 0; i < 64; i++)
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+          return false;
+      memcpy(code, p, 64);
+      code[64] = 0;
+      return true;
+    }
+  return false;
 }
 
 bool xpj_hitfile_set_alias(int dfd, const char *alias, const char *digest,

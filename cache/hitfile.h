@@ -65,6 +65,14 @@ bool xpj_hitfile_db_id(const char *db_path, xpj_hit_db *id);
  * never followed. False when there is none of that form. */
 bool xpj_hitfile_alias(int dfd, const char *alias, char digest[65],
                        char tag[65]);
+/* The text of an alias's link (n bytes, not NUL-terminated): exactly
+ * "DIGEST:TAG", each 64 lowercase hex digits. */
+bool xpj_hitfile_alias_parse(const char *t, size_t n, char digest[65],
+                             char tag[65]);
+/* The code of a cache key's text (len bytes, not NUL-terminated): the
+ * 64 lowercase hex digits of its first line "code ..." after another
+ * line; false when there is none of that form. */
+bool xpj_hitfile_key_code(const char *key, size_t len, char code[65]);
 /* Makes alias a symbolic link with the text "DIGEST:TAG", renamed into
  * place. */
 bool xpj_hitfile_set_alias(int dfd, const char *alias, const char *digest,
