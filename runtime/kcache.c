@@ -517,11 +517,16 @@ static xpj_status fetch(rt_obtain *ob, fetched *f) {
     return XPJ_OK;
   }
   if (ob->l2 && xpj_l2_unopened(ob->l2) && !daemon_there(ob->cc)) {
+    /* the remote tiers only: a bundle is an SQLite file too, and must
+     * not come before the cache file (a binary the device refused from a
+     * bundle is compiled into it, which is looked in first from then) */
     ob->peek = true;
-    bool hit = walk(ob, RT_TIER_disk + 1, RT_NTIERS, ~0u, f);
+    bool hit = walk(ob, RT_TIER_disk + 1, RT_NTIERS, 1u << RT_TIER_REMOTE, f);
     ob->peek = false;
-    if (hit)
+    if (hit) { /* the cache file's miss, as the walk would have counted */
+      xpj_cache_note(ob->l2, &(xpj_cache_counters){.l2_misses = 1});
       return XPJ_OK;
+    }
   }
   if (walk(ob, 0, RT_NTIERS, ~0u, f))
     return XPJ_OK;

@@ -347,18 +347,20 @@ static bool connected(rt_redis *r) {
   return true;
 }
 
-/* One command under the lock; NULL when Redis is down (counted). An error
- * reply is returned to the caller. */
+/* One command under the lock; NULL when Redis is down (counted, but not
+ * for a first look: its lookup is asked again, and counted then). An
+ * error reply is returned to the caller. */
 static redisReply *run(rt_obtain *ob, rt_redis *r, int argc,
                        const char **argv, const size_t *len) {
   pthread_mutex_lock(&r->mu);
   bool up = connected(r);
   redisReply *rep = up ? command(r, argc, argv, len) : NULL;
   pthread_mutex_unlock(&r->mu);
-  if (!rep)
+  if (!rep && !ob->peek)
     note(ob, (xpj_cache_counters){.redis_skipped = !up, .redis_errors = up});
-  else if (rep->type == REDIS_REPLY_ERROR) {
-    note(ob, (xpj_cache_counters){.redis_errors = 1});
+  else if (rep && rep->type == REDIS_REPLY_ERROR) {
+    if (!ob->peek)
+      note(ob, (xpj_cache_counters){.redis_errors = 1});
     pthread_mutex_lock(&r->mu);
     bool first = !r->warned_reply;
     r->warned_reply = true;

@@ -1002,6 +1002,20 @@ static void test_bundles(void **state) {
   xpj_context_cache_counters(c, &k);
   assert_int_equal(k.compiles, 0);
   assert_int_equal(k.bundle_hits, 1);
+  /* the cache file answers before a bundle, also when its hit file is
+   * over its hour (a review found the first look at the tiers after it,
+   * before it opens, asking bundles too) */
+  const char *own = path_in("own.db");
+  xpj_context *o = mkctx(own, XPJ_CACHE_MODE_RW);
+  run_saxpy(o, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(o);
+  char aged[1200];
+  snprintf(aged, sizeof aged, "touch -h -d '3 hours ago' '%s.hits'/*", own);
+  assert_int_equal(system(aged), 0);
+  o = mkctx(own, XPJ_CACHE_MODE_RW);
+  assert_int_equal(xpj_context_add_bundle(o, cpu_b), XPJ_OK);
+  run_saxpy(o, saxpy_src, false, XPJ_ORIGIN_CACHE);
+  xpj_context_destroy(o);
   /* not for this device */
   const char *ptx_b = path_in("ptx.xpb");
   make_bundle(ptx_b, "ptx:sm_90");

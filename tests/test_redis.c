@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "xpjit.h"
+#include "xpjit_cache.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -856,6 +857,30 @@ static void test_miss_then_hit(void **state) {
   /* the same context again: the first level */
   CHECK_ORIGIN(RUN(b, "k1"), XPJ_ORIGIN_MEMORY, "B, second request");
   ctx_done(b);
+  /* the cache file's own counts: each request one miss (its own row's
+   * compile, then k1: found at the first look, not in the file) */
+  xpj_cache_config cfg = {.path = dbb, .mode = XPJ_CACHE_MODE_RO};
+  xpj_cache *l2 = NULL;
+  assert_int_equal(xpj_cache_open(&cfg, &l2), XPJ_OK);
+  xpj_cache_stats st;
+  assert_int_equal(xpj_cache_get_stats(l2, &st), XPJ_OK);
+  xpj_cache_close(l2);
+  CHECK_EQ(st.counters.l2_misses, 2, "B's cache file: l2_misses");
+  CHECK_EQ(st.counters.l2_hits, 0, "B's cache file: l2_hits");
+
+  /* Redis down: each of its commands skipped once (the first look's GET
+   * is asked again, and counted then), the kernel compiled here */
+  char down[300];
+  snprintf(down, sizeof down, "unix:%s/none.sock", tmp);
+  xpj_context *dn = ctx_at(dbb, down);
+  CHECK_ORIGIN(RUN(dn, "kdown"), XPJ_ORIGIN_COMPILED, "Redis down");
+  c = counters(dn);
+  CHECK_EQ(c.redis_skipped, 2, "Redis down: redis_skipped (GET, SET)");
+  CHECK_EQ(c.redis_misses, 1, "Redis down: redis_misses (the full look)");
+  CHECK_EQ(c.redis_errors + c.redis_hits, 0,
+           "Redis down: redis_errors + redis_hits");
+  ctx_done(dn);
+  warnings[0] = 0; /* its warning that Redis is down */
 
   /* C on B's cache file: the hit was written back to SQLite, and to its
    * hit file, which answers without opening the file */
