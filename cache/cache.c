@@ -1426,8 +1426,13 @@ static void open_user_cache(xpj_cache *c) {
 
 /* A lazy handle's database, opened at the first call that needs it (with
  * c->mu held: its warnings are given by unlock). */
+/* A handle of xpj_l2_open that has not opened its database (mu held). */
+static bool unopened(const xpj_cache *c) {
+  return c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF;
+}
+
 static void open_deferred(xpj_cache *c) {
-  if (c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF)
+  if (unopened(c))
     open_user_file(c);
   c->db_tried = true;
   hits_close(c->kept_dfd); /* hit files are read only until now */
@@ -2438,8 +2443,8 @@ static void make_wanted(xpj_cache *c);
 static void settle(xpj_cache *c) {
   c->unsettled = 0;
   make_wanted(c);
-  bool unopened = c->lazy && !c->db_tried; /* its hits were hit files */
-  if ((!c->db && !unopened) || c->mode != XPJ_CACHE_MODE_RW || c->bundle)
+  /* an unopened handle's hits were hit files */
+  if ((!c->db && !unopened(c)) || c->mode != XPJ_CACHE_MODE_RW || c->bundle)
     return;
   bool due = c->nlater > 0, any = !counters_zero(&c->pending);
   for (size_t i = 0; i < c->ntouched; i++) {
@@ -2750,48 +2755,36 @@ static void hit_gone(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 }
 
 static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
-                      xpj_cache_entry *out, bool count);
+                      xpj_cache_entry *out, bool count, bool file_only);
 
 xpj_status xpj_cache_get(xpj_cache *c, const xpj_cache_key *k,
                          xpj_cache_entry *out) {
-  return get(c, k, out, true);
+  return get(c, k, out, true, false);
 }
 
 xpj_status xpj_l2_get_file(xpj_cache *c, const xpj_cache_key *k,
                            xpj_cache_entry *out) {
-  if (!c || !k || !out)
-    return fail(XPJ_ERR_INVALID, "xpj_l2_get_file: NULL argument");
-  memset(out, 0, sizeof *out);
-  char digest[65], *text = NULL;
-  xpj_status st = xpj_cache_key_digest(k, &text, digest);
-  if (st != XPJ_OK)
-    return st;
-  pthread_mutex_lock(&c->mu);
-  bool hit = c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF &&
-             hit_read(c, k, digest, text, out);
-  if (hit)
-    note_file_hit(c, out, true);
-  unlock(c);
-  free(text);
-  return hit ? XPJ_OK : fail(XPJ_ERR_NOT_FOUND, "not in a hit file");
+  return get(c, k, out, true, true);
 }
 
 bool xpj_l2_unopened(xpj_cache *c) {
   if (!c)
     return false;
   pthread_mutex_lock(&c->mu);
-  bool r = c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF;
+  bool r = unopened(c);
   pthread_mutex_unlock(&c->mu);
   return r;
 }
 
 xpj_status xpj_cache_get_uncounted(xpj_cache *c, const xpj_cache_key *k,
                                    xpj_cache_entry *out) {
-  return get(c, k, out, false);
+  return get(c, k, out, false, false);
 }
 
+/* A lookup: the hit file first while the database is not opened (only it
+ * when file_only), then the database. */
 static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
-                      xpj_cache_entry *out, bool count) {
+                      xpj_cache_entry *out, bool count, bool file_only) {
   if (!c || !k || !out)
     return fail(XPJ_ERR_INVALID, "xpj_cache_get: NULL argument");
   memset(out, 0, sizeof *out);
@@ -2801,12 +2794,13 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
     return st;
   pthread_mutex_lock(&c->mu);
   st = XPJ_ERR_NOT_FOUND;
-  if (c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF &&
-      hit_read(c, k, digest, text, out)) {
+  bool hit = unopened(c) && hit_read(c, k, digest, text, out);
+  if (hit)
     note_file_hit(c, out, count);
+  if (hit || file_only) {
     unlock(c);
     free(text);
-    return XPJ_OK;
+    return hit ? XPJ_OK : fail(XPJ_ERR_NOT_FOUND, "not in a hit file");
   }
   open_deferred(c);
   if (c->db && c->mode != XPJ_CACHE_MODE_OFF) {
@@ -2890,8 +2884,7 @@ static void alias_tag(const xpj_cache *c, const char *name,
 /* Whether a handle answers through aliases now (mu held): one of
  * xpj_l2_open that has not opened its database, with hit files. */
 static bool aliases_now(const xpj_cache *c) {
-  return c->lazy && !c->db_tried && c->mode != XPJ_CACHE_MODE_OFF &&
-         !c->no_hits && c->has_key;
+  return unopened(c) && !c->no_hits && c->has_key;
 }
 
 bool xpj_l2_alias_digest(xpj_cache *c, const char *alias, char digest[65]) {
@@ -3293,10 +3286,10 @@ xpj_status xpj_cache_put_later(xpj_cache *c, const xpj_cache_key *k,
    * waits for the next write or the close, which open it (a Redis hit
    * written back should not pay for SQLite's opening) */
   pthread_mutex_lock(&c->mu);
-  bool unopened = c->lazy && !c->db_tried;
-  if (!unopened)
+  bool waits = unopened(c);
+  if (!waits)
     open_deferred(c);
-  if ((!c->db && !unopened) || c->mode != XPJ_CACHE_MODE_RW) {
+  if ((!c->db && !waits) || c->mode != XPJ_CACHE_MODE_RW) {
     free(w);
   } else {
     drop_later(c, digest); /* replaced, as a put would */
