@@ -2887,29 +2887,47 @@ static bool aliases_now(const xpj_cache *c) {
   return unopened(c) && !c->no_hits && c->has_key;
 }
 
+/* What the alias name in dfd is: none there; there but not the cache's
+ * (a link copied from another alias, pointed elsewhere, not a link);
+ * the cache's, leading to digest, whose hit file is gone (dangling) or
+ * there (good; *made is the link's time when made is given). */
+typedef enum { ALIAS_NONE, ALIAS_FOREIGN, ALIAS_DANGLING, ALIAS_GOOD } alias_is;
+
+static alias_is alias_state(const xpj_cache *c, int dfd, const char *name,
+                            char digest[65], int64_t *made) {
+  char tag[65], want[65];
+  struct stat sb;
+  if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+    return ALIAS_NONE;
+  if (made)
+    *made = (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
+  if (!xpj_hitfile_alias(dfd, name, digest, tag))
+    return ALIAS_FOREIGN;
+  alias_tag(c, name, digest, want);
+  if (strcmp(tag, want))
+    return ALIAS_FOREIGN;
+  return fstatat(dfd, digest, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+                 S_ISREG(sb.st_mode)
+             ? ALIAS_GOOD
+             : ALIAS_DANGLING;
+}
+
 bool xpj_l2_alias_digest(xpj_cache *c, const char *alias, char digest[65]) {
   if (!c || !alias)
     return false;
   pthread_mutex_lock(&c->mu);
-  char name[66], tag[65], want[65];
+  char name[66];
   int dfd = aliases_now(c) ? hits_dir_kept(c) : -1;
-  bool ours = false;
+  alias_is is = ALIAS_NONE;
   if (dfd >= 0) {
     alias_file(alias, name);
-    ours = xpj_hitfile_alias(dfd, name, digest, tag);
-    if (ours) {
-      alias_tag(c, name, digest, want);
-      ours = !strcmp(tag, want);
-    }
-    /* there, but not one of this cache's (a link copied from another
-     * alias, pointed elsewhere, or not a link): removed */
-    struct stat sb;
-    if (!ours && c->mode == XPJ_CACHE_MODE_RW &&
-        fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+    is = alias_state(c, dfd, name, digest, NULL);
+    if ((is == ALIAS_FOREIGN || is == ALIAS_DANGLING) &&
+        c->mode == XPJ_CACHE_MODE_RW)
       xpj_hitfile_unlink(dfd, name);
   }
   unlock(c);
-  return ours;
+  return is == ALIAS_GOOD;
 }
 
 xpj_status xpj_l2_get_aliased(xpj_cache *c, const char *alias,
@@ -2939,8 +2957,9 @@ xpj_status xpj_l2_get_aliased(xpj_cache *c, const char *alias,
                       out);
     else
       free(b);
-    /* its row gone, or not this request's: the alias goes */
-    if (!hit && c->mode == XPJ_CACHE_MODE_RW && errno != ENOMEM) {
+    /* its row gone, or not this request's: the alias goes (made again
+     * the whole way) */
+    if (!hit && c->mode == XPJ_CACHE_MODE_RW) {
       alias_file(alias, name);
       xpj_hitfile_unlink(dfd, name);
     }
@@ -2989,16 +3008,9 @@ static void sweep_aliases(xpj_cache *c, int dfd) {
     if (len != 65 || name[0] != 'a' ||
         strspn(name + 1, "0123456789abcdef") != 64)
       continue;
-    char dg[65], tg[65], want[65];
-    struct stat sb;
-    bool ok = xpj_hitfile_alias(dfd, name, dg, tg);
-    if (ok) {
-      alias_tag(c, name, dg, want);
-      ok = !strcmp(tg, want) &&
-           fstatat(dfd, dg, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
-           fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0;
-    }
-    if (!ok) {
+    char dg[65];
+    int64_t made = 0;
+    if (alias_state(c, dfd, name, dg, &made) != ALIAS_GOOD) {
       xpj_hitfile_unlink(dfd, name);
       continue;
     }
@@ -3010,7 +3022,7 @@ static void sweep_aliases(xpj_cache *c, int dfd) {
       v = nv;
       cap = nc;
     }
-    v[n].t = (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
+    v[n].t = made;
     memcpy(v[n].name, name, 66);
     n++;
   }
@@ -3048,7 +3060,7 @@ static void sweep_aliases_due(xpj_cache *c, int dfd) {
 
 void xpj_l2_set_alias(xpj_cache *c, const char *alias,
                       const xpj_cache_key *k) {
-  char digest[65], name[66], now[65], tag[65], want[65];
+  char digest[65], name[66], now[65], want[65];
   if (!c || !alias || !k || xpj_cache_key_digest(k, NULL, digest) != XPJ_OK)
     return;
   pthread_mutex_lock(&c->mu);
@@ -3059,12 +3071,12 @@ void xpj_l2_set_alias(xpj_cache *c, const char *alias,
   alias_file(alias, name);
   alias_tag(c, name, digest, want);
   /* only for a hit file that is there (a row whose file is still to be
-   * made gets its alias next time) */
+   * made gets its alias next time), and not again */
   struct stat sb;
   if (dfd >= 0 && fstatat(dfd, digest, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
       S_ISREG(sb.st_mode) &&
-      !(xpj_hitfile_alias(dfd, name, now, tag) && !strcmp(now, digest) &&
-        !strcmp(tag, want)) &&
+      !(alias_state(c, dfd, name, now, NULL) == ALIAS_GOOD &&
+        !strcmp(now, digest)) &&
       xpj_hitfile_set_alias(dfd, name, digest, want))
     sweep_aliases_due(c, dfd);
   hits_close(dfd);
@@ -3563,16 +3575,12 @@ static void verify_hits(xpj_cache *c, int repair,
     }
     if (name[0] == 'a' && strlen(name) == 65) {
       /* an alias: the cache's, and its hit file there */
-      char dg[65], tg[65], want[65];
-      struct stat sb;
-      bool ok = xpj_hitfile_alias(dfd, name, dg, tg);
-      if (ok)
-        alias_tag(c, name, dg, want);
-      if (!ok || strcmp(tg, want) ||
-          fstatat(dfd, dg, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+      char dg[65];
+      alias_is is = alias_state(c, dfd, name, dg, NULL);
+      if (is == ALIAS_FOREIGN || is == ALIAS_DANGLING) {
         report(fn, ud, "hit file alias %.17s: %s%s", name,
-               ok && !strcmp(tg, want) ? "its entry is gone"
-                                       : "not made for this cache",
+               is == ALIAS_DANGLING ? "its entry is gone"
+                                    : "not made for this cache",
                rm ? " (removed)" : "");
         if (rm)
           unlinkat(dfd, name, 0);

@@ -527,6 +527,12 @@ static xpj_status specialise(xpj_program *p, const xpj_func *f,
   return specialise_as(p, f, types, consts, ndim, true, sm);
 }
 
+/* The source's digest that names a request's alias (rt_request), NULL for
+ * a program without source text: its requests have none. */
+static const char *src_id(const xpj_program *p) {
+  return p->src_digest[0] ? p->src_digest : NULL;
+}
+
 /* Whether a request for kernel f may be answered through its alias (the
  * binary from a hit file, rt_cc_obtain, and the kernel described from its
  * signature alone, without specialising or hashing its body): the program
@@ -537,7 +543,7 @@ static xpj_status specialise(xpj_program *p, const xpj_func *f,
 static bool alias_ok(const xpj_program *p, const xpj_func *f,
                      const xpj_compile_opts *o) {
   uint64_t reqd[3] = {0};
-  return p->src_digest[0] && !xpj_func_const_count(f) && !o->checks &&
+  return src_id(p) && !xpj_func_const_count(f) && !o->checks &&
          !(xpj_func_kind_of(f) == XPJ_FUNC_NDRANGE &&
            !xpj_func_reqd_local(f, reqd));
 }
@@ -624,14 +630,13 @@ static xpj_status build(xpj_program *p, const char *qkey, const rt_asked *a,
   xpj_status st = XPJ_OK;
   xpj_kernel_origin origin = XPJ_ORIGIN_MEMORY;
   bool fresh = !e; /* not in the context under qkey yet */
+  /* asked by its alias first (no module: rt_cc_obtain), then with it */
+  rt_request rq = {{p->src, p->src_len, p->name}, NULL, name, a->canon,
+                   a->ndim, dev, &dev->target, dev->info.target, o, a->ostr,
+                   src_id(p)};
   if (fresh && alias_ok(p, f, o) &&
       specialise_as(p, f, types, consts, a->ndim, false, &own) == XPJ_OK &&
-      rt_cc_obtain(p->ctx,
-                   &(rt_request){{p->src, p->src_len, p->name}, NULL, name,
-                                 a->canon, a->ndim, dev, &dev->target,
-                                 dev->info.target, o, a->ostr,
-                                 p->src_digest},
-                   &e, &origin) != XPJ_OK) {
+      rt_cc_obtain(p->ctx, &rq, &e, &origin) != XPJ_OK) {
     xpj_module_destroy(own); /* no alias: the whole way */
     own = NULL;
     e = NULL;
@@ -660,13 +665,9 @@ static xpj_status build(xpj_program *p, const char *qkey, const rt_asked *a,
   if (st == XPJ_OK)
     st = rt_check_reqd_local(k);
   if (st == XPJ_OK && fresh) {
+    rq.sm = own;
     if (!e)
-      st = rt_cc_obtain(p->ctx,
-                        &(rt_request){{p->src, p->src_len, p->name}, own,
-                                      name, a->canon, a->ndim, dev,
-                                      &dev->target, dev->info.target, o,
-                                      a->ostr, p->src_digest},
-                        &e, &origin);
+      st = rt_cc_obtain(p->ctx, &rq, &e, &origin);
     k->origin = origin;
     if (st == XPJ_OK) { /* kept by the context from now on */
       k->sm = sm = rt_cc_remember(p->ctx, qkey, e, a, own);
@@ -767,22 +768,18 @@ static xpj_status binary_slow(xpj_program *p, const char *name,
                           canon, sizeof canon, &o, ostr, sizeof ostr);
   xpj_module *sm = NULL;
   xpj_kernel_origin from;
-  /* a binary needs no signature: through its alias, else specialised */
-  if (st == XPJ_OK && p->src_digest[0] &&
-      rt_cc_obtain(p->ctx,
-                   &(rt_request){{p->src, p->src_len, p->name}, NULL, name,
-                                 canon, ndim, NULL, &t, tstr, &o, ostr,
-                                 p->src_digest},
-                   e, &from) == XPJ_OK)
+  /* a binary needs no signature: through its alias (no module), else
+   * specialised */
+  rt_request rq = {{p->src, p->src_len, p->name}, NULL, name, canon, ndim,
+                   NULL, &t, tstr, &o, ostr, src_id(p)};
+  if (st == XPJ_OK && rq.src_digest &&
+      rt_cc_obtain(p->ctx, &rq, e, &from) == XPJ_OK)
     return XPJ_OK;
   if (st == XPJ_OK)
     st = specialise(p, f, types, consts, ndim, &sm);
+  rq.sm = sm;
   if (st == XPJ_OK)
-    st = rt_cc_obtain(p->ctx,
-                      &(rt_request){{p->src, p->src_len, p->name}, sm, name,
-                                    canon, ndim, NULL, &t, tstr, &o, ostr,
-                                    p->src_digest},
-                      e, &from);
+    st = rt_cc_obtain(p->ctx, &rq, e, &from);
   xpj_module_destroy(sm);
   return st;
 }

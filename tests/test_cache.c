@@ -4483,26 +4483,6 @@ static void test_total_old_files(void **state) {
 
 #include "../cache/hitfile.h"
 
-/* Whether this process holds the database file open (SQLite keeps a
- * descriptor on it while a connection is open). */
-static bool db_in_use(const char *path) {
-  DIR *d = opendir("/proc/self/fd");
-  struct dirent *de;
-  char link[512], target[512];
-  bool found = false;
-  while (d && (de = readdir(d))) {
-    snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
-    ssize_t n = readlink(link, target, sizeof target - 1);
-    if (n > 0) {
-      target[n] = 0;
-      found = found || !strcmp(target, path);
-    }
-  }
-  if (d)
-    closedir(d);
-  return found;
-}
-
 static void hit_path(const fx *f, unsigned i, char *p, size_t size) {
   tkey t;
   char d[65];
@@ -4523,7 +4503,7 @@ static xpj_cache *open_lazy(wlog *w, const char *path, xpj_cache_mode mode) {
 static void expect_file_hit(fx *f, unsigned i, size_t size) {
   xpj_cache *l = open_lazy(&f->w, f->path, XPJ_CACHE_MODE_RW);
   expect_hit(l, i, size);
-  if (db_in_use(f->path))
+  if (file_open_here(f->path))
     fail_msg("key %u: the database was opened for a hit file's hit", i);
   xpj_cache_close(l);
 }
@@ -4550,7 +4530,7 @@ static void test_hit_files(void **state) {
   /* a miss opens the database, and answers as it always did */
   xpj_cache *l = open_lazy(&f->w, f->path, XPJ_CACHE_MODE_RW);
   expect_miss(l, 3);
-  assert_true(db_in_use(f->path));
+  assert_true(file_open_here(f->path));
   expect_hit(l, 2, 0);
   xpj_cache_close(l);
   c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
@@ -4578,7 +4558,7 @@ static int alias_get_at(fx *f, const char *alias, unsigned i, size_t size,
   xpj_status st = xpj_l2_alias_digest(l, alias, digest)
                       ? xpj_l2_get_aliased(l, alias, digest, &k, &e)
                       : XPJ_ERR_NOT_FOUND;
-  if (db_in_use(f->path))
+  if (file_open_here(f->path))
     fail_msg("alias %s (line %d): the database was opened", alias, line);
   int r = 2;
   if (st == XPJ_OK) {
@@ -4714,20 +4694,6 @@ static void test_aliases(void **state) {
   assert_no_warning(&f->w);
 }
 
-/* The aliases in the hit-file directory (names "a" and 64 hex digits). */
-static unsigned aliases_in(const fx *f) {
-  char d[600];
-  snprintf(d, sizeof d, "%s.hits", f->path);
-  DIR *dp = opendir(d);
-  unsigned n = 0;
-  struct dirent *e;
-  while (dp && (e = readdir(dp)))
-    n += e->d_name[0] == 'a' && strlen(e->d_name) == 65;
-  if (dp)
-    closedir(dp);
-  return n;
-}
-
 /* Aliases are bounded (a review found them growing with every build and
  * source): a prune, and an hour after the last sweep the next alias
  * made, remove those not the cache's or whose hit file is gone, then the
@@ -4751,7 +4717,7 @@ static void test_alias_sweep(void **state) {
   }
   xpj_l2_set_alias(c, "two", key_of(&t2, 2));
   xpj_cache_close(c);
-  assert_int_equal(aliases_in(f), 201);
+  assert_int_equal(aliases_of(f->path), 201);
   /* one whose row goes, and one not the cache's */
   c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
   assert_int_equal(xpj_cache_remove(c, key_of(&t2, 2)), XPJ_OK);
@@ -4760,11 +4726,11 @@ static void test_alias_sweep(void **state) {
   char said[200];
   snprintf(said, sizeof said, "%064d:%064d", 0, 0);
   assert_int_equal(symlink(said, a), 0);
-  assert_int_equal(aliases_in(f), 202);
+  assert_int_equal(aliases_of(f->path), 202);
   uint64_t removed = 0, freed = 0;
   assert_int_equal(xpj_cache_prune(c, 0, 0, &removed, &freed), XPJ_OK);
   xpj_cache_close(c);
-  assert_int_equal(aliases_in(f), 1 * 4 + 64);
+  assert_int_equal(aliases_of(f->path), 1 * 4 + 64);
   struct stat sb;
   assert_int_equal(lstat(a, &sb), -1);
   /* the newest kept, the oldest gone */
@@ -4777,14 +4743,14 @@ static void test_alias_sweep(void **state) {
     snprintf(name, sizeof name, "y%d", i);
     xpj_l2_set_alias(c, name, key_of(&t1, 1));
   }
-  assert_int_equal(aliases_in(f), 68 + 20);
+  assert_int_equal(aliases_of(f->path), 68 + 20);
   char mark[600];
   snprintf(mark, sizeof mark, "%s.hits/.swept", f->path);
   struct timespec old[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
   assert_int_equal(utimensat(AT_FDCWD, mark, old, 0), 0);
   xpj_l2_set_alias(c, "z", key_of(&t1, 1));
   xpj_cache_close(c);
-  assert_int_equal(aliases_in(f), 68);
+  assert_int_equal(aliases_of(f->path), 68);
   assert_int_equal(alias_get(f, "z", 1, 100, XPJ_CACHE_MODE_RO), 0);
   assert_no_warning(&f->w);
 }
@@ -4796,7 +4762,7 @@ static int lazy_get(fx *f, unsigned i, size_t size) {
   tkey t;
   xpj_cache_entry e;
   xpj_status st = xpj_cache_get(l, key_of(&t, i), &e);
-  int r = st != XPJ_OK ? 2 : db_in_use(f->path) ? 1 : 0;
+  int r = st != XPJ_OK ? 2 : file_open_here(f->path) ? 1 : 0;
   if (st == XPJ_OK && check_val(&e, i, size))
     fail_msg("key %u: a wrong value from a hit file", i);
   xpj_cache_entry_clear(&e);

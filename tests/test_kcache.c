@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "xpjit.h"
 
 #include <dirent.h>
@@ -1075,20 +1076,6 @@ static const char alias_src[] =
     "    a[global_id(0)] = t[local_id(0)] + t[local_id(0)];\n"
     "}\n";
 
-/* The aliases (links named a...) in db's hit file directory. */
-static unsigned count_aliases(const char *db) {
-  char d[600];
-  snprintf(d, sizeof d, "%s.hits", db);
-  DIR *dp = opendir(d);
-  unsigned n = 0;
-  struct dirent *e;
-  while (dp && (e = readdir(dp)))
-    n += e->d_name[0] == 'a' && strlen(e->d_name) == 65;
-  if (dp)
-    closedir(dp);
-  return n;
-}
-
 /* A kernel of src as the runtime describes it: its signature, every
  * argument, kind, dims and required local size, in out; and its origin. */
 static xpj_kernel_origin describe_of(xpj_context *ctx, const char *src,
@@ -1178,7 +1165,7 @@ static void test_aliases(void **state) {
                                           NULL, &bin1, &size1), XPJ_OK);
   xpj_program_destroy(p);
   xpj_context_destroy(c);
-  assert_int_equal(count_aliases(db), NK + 3);
+  assert_int_equal(aliases_of(db), NK + 3);
 
   /* a fresh context: nothing compiled, the same description */
   c = mkctx(db, XPJ_CACHE_MODE_RW);
@@ -1231,7 +1218,7 @@ static void test_aliases(void **state) {
    * the file is not there), each kernel right the whole way */
   char hits[600], cmd[1400];
   snprintf(hits, sizeof hits, "%s.hits", db);
-  assert_int_equal(count_aliases(db), NK + 4);
+  assert_int_equal(aliases_of(db), NK + 4);
   for (int t = 1; t <= 2 * (NK + 4); t++) {
     snprintf(cmd, sizeof cmd, "cd '%s' && t=$(ls | grep %s '^a' | sed -n "
              "%dp) && t=$(readlink \"$t\" || echo \"$t\") && for a in "
@@ -1254,12 +1241,12 @@ static void test_aliases(void **state) {
   xpj_cache *l2 = xpj_context_cache(c = mkctx(db, XPJ_CACHE_MODE_RW));
   assert_int_equal(xpj_cache_clear(l2), XPJ_OK);
   xpj_context_destroy(c);
-  assert_int_equal(count_aliases(db), 0);
+  assert_int_equal(aliases_of(db), 0);
   c = mkctx(db, XPJ_CACHE_MODE_RW);
   run_scale(c, alias_src);
   assert_int_equal(compiles(c), 1);
   xpj_context_destroy(c);
-  assert_true(count_aliases(db) >= 1);
+  assert_true(aliases_of(db) >= 1);
 }
 
 /* A work-item dimension named by a const parameter (`global_id(D)`): the

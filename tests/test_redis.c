@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "xpjit.h"
 #include "xpjit_cache.h"
 
@@ -561,25 +562,6 @@ static const char *fresh_db(void) {
 
 static xpj_context *ctx_new(const char *url) { return ctx_at(fresh_db(), url); }
 
-/* Whether this process has the cache file db open (SQLite's descriptor). */
-static bool db_open_here(const char *db) {
-  DIR *d = opendir("/proc/self/fd");
-  struct dirent *de;
-  char link[512], target[512];
-  bool found = false;
-  while (d && (de = readdir(d))) {
-    snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
-    ssize_t n = readlink(link, target, sizeof target - 1);
-    if (n > 0) {
-      target[n] = 0;
-      found = found || !strcmp(target, db);
-    }
-  }
-  if (d)
-    closedir(d);
-  return found;
-}
-
 static xpj_cache_counters counters(xpj_context *ctx) {
   xpj_cache_counters c;
   memset(&c, 0, sizeof c);
@@ -843,7 +825,7 @@ static void test_miss_then_hit(void **state) {
   ctx_done(b);
   b = ctx_at(dbb, main_url);
   CHECK_ORIGIN(RUN(b, "k1"), XPJ_ORIGIN_REDIS, "B, new cache, value in Redis");
-  if (db_open_here(dbb))
+  if (file_open_here(dbb))
     fail_msg("B: a Redis hit opened the cache file %s", dbb);
   c = counters(b);
   CHECK_EQ(c.redis_hits, 1, "B: redis_hits");
@@ -887,7 +869,7 @@ static void test_miss_then_hit(void **state) {
   xpj_context *cc = ctx_at(dbb, main_url);
   CHECK_ORIGIN(RUN(cc, "k1"), XPJ_ORIGIN_CACHE,
                "C on B's cache file (Redis hit written back)");
-  if (db_open_here(dbb))
+  if (file_open_here(dbb))
     fail_msg("C: the hit written back opened the cache file %s", dbb);
   c = counters(cc);
   CHECK_EQ(c.redis_hits + c.redis_misses, 0,

@@ -8,11 +8,50 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "xpjit_compiler.h"
 #include "xpjit_ir.h"
+
+/* Whether this process has the file at path open (/proc/self/fd): a
+ * cache file SQLite opened. */
+static inline bool file_open_here(const char *path) {
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *de;
+  char link[512], target[512];
+  bool found = false;
+  while (d && (de = readdir(d))) {
+    snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0) {
+      target[n] = 0;
+      found = found || !strcmp(target, path);
+    }
+  }
+  if (d)
+    closedir(d);
+  return found;
+}
+
+/* The aliases (names "a" and 64 hex digits) in the hit-file directory of
+ * the cache file db (docs/cache.md, "Hit files"). */
+static inline unsigned aliases_of(const char *db) {
+  char dir[600];
+  snprintf(dir, sizeof dir, "%s.hits", db);
+  DIR *d = opendir(dir);
+  unsigned n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    n += e->d_name[0] == 'a' && strlen(e->d_name) == 65;
+  if (d)
+    closedir(d);
+  return n;
+}
 
 /* Parses src as "t.xpk"; returns the status; *out gets the module (always
  * created) and *text the rendered diagnostics (malloc'd). */
