@@ -2888,24 +2888,29 @@ static bool aliases_now(const xpj_cache *c) {
 }
 
 /* What the alias name in dfd is: none there; there but not the cache's
- * (a link copied from another alias, pointed elsewhere, not a link);
- * the cache's, leading to digest, whose hit file is gone (dangling) or
- * there (good; *made is the link's time when made is given). */
+ * (a link copied from another alias, pointed elsewhere, not a link); the
+ * cache's, leading to digest, whose hit file is gone (dangling) or there
+ * (good; without check_file, good means the cache's). *made, when made is
+ * given, is the link's time. A lookup's costs one readlinkat. */
 typedef enum { ALIAS_NONE, ALIAS_FOREIGN, ALIAS_DANGLING, ALIAS_GOOD } alias_is;
 
 static alias_is alias_state(const xpj_cache *c, int dfd, const char *name,
-                            char digest[65], int64_t *made) {
+                            char digest[65], int64_t *made, bool check_file) {
   char tag[65], want[65];
   struct stat sb;
-  if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
-    return ALIAS_NONE;
-  if (made)
+  if (made) {
+    if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+      return ALIAS_NONE;
     *made = (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
+  }
+  errno = 0; /* set by the readlinkat only when it fails */
   if (!xpj_hitfile_alias(dfd, name, digest, tag))
-    return ALIAS_FOREIGN;
+    return errno == ENOENT ? ALIAS_NONE : ALIAS_FOREIGN;
   alias_tag(c, name, digest, want);
   if (strcmp(tag, want))
     return ALIAS_FOREIGN;
+  if (!check_file)
+    return ALIAS_GOOD;
   return fstatat(dfd, digest, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
                  S_ISREG(sb.st_mode)
              ? ALIAS_GOOD
@@ -2921,9 +2926,9 @@ bool xpj_l2_alias_digest(xpj_cache *c, const char *alias, char digest[65]) {
   alias_is is = ALIAS_NONE;
   if (dfd >= 0) {
     alias_file(alias, name);
-    is = alias_state(c, dfd, name, digest, NULL);
-    if ((is == ALIAS_FOREIGN || is == ALIAS_DANGLING) &&
-        c->mode == XPJ_CACHE_MODE_RW)
+    /* (a dangling one is found, and removed, by xpj_l2_get_aliased) */
+    is = alias_state(c, dfd, name, digest, NULL, false);
+    if (is == ALIAS_FOREIGN && c->mode == XPJ_CACHE_MODE_RW)
       xpj_hitfile_unlink(dfd, name);
   }
   unlock(c);
@@ -3010,7 +3015,7 @@ static void sweep_aliases(xpj_cache *c, int dfd) {
       continue;
     char dg[65];
     int64_t made = 0;
-    if (alias_state(c, dfd, name, dg, &made) != ALIAS_GOOD) {
+    if (alias_state(c, dfd, name, dg, &made, true) != ALIAS_GOOD) {
       xpj_hitfile_unlink(dfd, name);
       continue;
     }
@@ -3075,7 +3080,7 @@ void xpj_l2_set_alias(xpj_cache *c, const char *alias,
   struct stat sb;
   if (dfd >= 0 && fstatat(dfd, digest, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
       S_ISREG(sb.st_mode) &&
-      !(alias_state(c, dfd, name, now, NULL) == ALIAS_GOOD &&
+      !(alias_state(c, dfd, name, now, NULL, false) == ALIAS_GOOD &&
         !strcmp(now, digest)) &&
       xpj_hitfile_set_alias(dfd, name, digest, want))
     sweep_aliases_due(c, dfd);
@@ -3576,7 +3581,7 @@ static void verify_hits(xpj_cache *c, int repair,
     if (name[0] == 'a' && strlen(name) == 65) {
       /* an alias: the cache's, and its hit file there */
       char dg[65];
-      alias_is is = alias_state(c, dfd, name, dg, NULL);
+      alias_is is = alias_state(c, dfd, name, dg, NULL, true);
       if (is == ALIAS_FOREIGN || is == ALIAS_DANGLING) {
         report(fn, ud, "hit file alias %.17s: %s%s", name,
                is == ALIAS_DANGLING ? "its entry is gone"

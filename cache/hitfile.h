@@ -104,8 +104,7 @@ bool xpj_l2_unopened(xpj_cache *c);
  * text names the hit file of the key it led to, with the cache's HMAC of
  * both names. In two steps, so that a caller can look in its own memory
  * between them: xpj_l2_alias_digest gives the digest the alias names
- * (false when there is none; when it is not the cache's, or its hit
- * file is gone: removed);
+ * (false when there is none, or it is not the cache's: removed);
  * xpj_l2_get_aliased reads that hit file as the request k without its
  * code (k->code is ignored): it must be intact, within its hour, and of
  * exactly k with the code it names, which out->code then holds (counted
