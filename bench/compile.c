@@ -38,9 +38,14 @@
  * program re-run to make one NVRTC compile (start, dlopen of libnvrtc, the
  * compile, exit), and a process that does nothing (/bin/true) for scale.
  *
+ * --save-ptx DIR: every PTX output is also written (outside the timing)
+ * to DIR/xpjit/FILE.KERNEL.ptx and DIR/nvrtc/FILE.KERNEL.ptx, for
+ * bench/sass.py to compare what ptxas makes of the two.
+ *
  * usage: compile [-n RUNS] [--clang PATH] [--nvrtc PATH] [--cli PATH]
  *                [--peers DIR] [--targets spirv,ptx,cpu]
- *                [--isolation-cost N] [--fresh N] FILE.xpk...
+ *                [--isolation-cost N] [--fresh N] [--save-ptx DIR]
+ *                FILE.xpk...
  */
 #include "xpjit_codegen.h"
 #include "xpjit_compiler.h"
@@ -57,6 +62,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -115,6 +121,24 @@ static const char *clang_path = "clang-22";
 static const char *nvrtc_path = "/usr/local/cuda/lib64/libnvrtc.so";
 static const char *cli_path = "build/bin/xpjit-cli";
 static const char *peer_dir = "bench/peers/compile";
+static const char *save_dir; /* --save-ptx */
+
+/* Writes a PTX output to save_dir/WHO/FILE.KERNEL.ptx (when asked). */
+static void save_ptx(const char *who, const krow *k, const void *ptx, size_t n) {
+  if (!save_dir)
+    return;
+  char path[1400];
+  snprintf(path, sizeof path, "%s/%s", save_dir, who);
+  mkdir(save_dir, 0755);
+  mkdir(path, 0755);
+  snprintf(path, sizeof path, "%s/%s/%s.%s.ptx", save_dir, who,
+           files[k->file].base, k->name);
+  FILE *f = fopen(path, "wb");
+  if (f) {
+    fwrite(ptx, 1, n, f);
+    fclose(f);
+  }
+}
 static bool want[NTARGETS] = {true, true, true};
 static char tmp_out[64];
 static char *cuh_text; /* xpk_peer.cuh, handed to NVRTC in memory */
@@ -215,6 +239,8 @@ static int xpjit_once(const krow *k, int tgt, xpj_isolation iso, double *ms, cha
   if (st != XPJ_OK || !data || !len) {
     snprintf(msg, msgsize, "%s", r ? xpj_result_log(r) : "parse or specialise failed");
     state = S_FAIL;
+  } else if (t.kind == XPJ_TARGET_PTX) {
+    save_ptx("xpjit", k, data, len);
   }
   xpj_result_destroy(r);
   xpj_module_destroy(s);
@@ -422,6 +448,8 @@ static int nvrtc_once(const krow *k, double *ms, char *msg, size_t msgsize) {
   double t1 = now_ms();
   *ms = t1 - t0;
   int state = S_OK;
+  if (crc == 0 && ptx && strstr(ptx, ".entry"))
+    save_ptx("nvrtc", k, ptx, strlen(ptx));
   if (crc != 0 || !ptx || !strstr(ptx, ".entry")) {
     state = S_FAIL;
     size_t ln = 0;
@@ -971,7 +999,8 @@ static void print_tables(void) {
 static void usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [-n RUNS] [--clang PATH] [--nvrtc PATH] [--cli PATH]\n"
-          "          [--peers DIR] [--targets spirv,ptx,cpu] FILE.xpk...\n",
+          "          [--peers DIR] [--targets spirv,ptx,cpu]\n"
+          "          [--isolation-cost N] [--fresh N] [--save-ptx DIR] FILE.xpk...\n",
           argv0);
   exit(2);
 }
@@ -1014,6 +1043,8 @@ int main(int argc, char **argv) {
       iso_runs = atoi(argv[++first]);
     else if (strcmp(a, "--fresh") == 0 && has)
       fresh_runs = atoi(argv[++first]);
+    else if (strcmp(a, "--save-ptx") == 0 && has)
+      save_dir = argv[++first];
     else if (strcmp(a, "--nvrtc-child") == 0 && has)
       nvrtc_child = atoi(argv[++first]);
     else

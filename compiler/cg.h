@@ -96,6 +96,9 @@ typedef struct cg_target_ops {
   void (*finish_kernel)(cg *c, LLVMValueRef fn);
   /* Called after optimisation, before code generation (PTX: nothing yet). */
   void (*before_codegen)(cg *c);
+  /* The optimisation pipeline at -O2 (LLVM's pass pipeline syntax); NULL:
+   * LLVM's default<O2>. Other levels run LLVM's default<ON>. */
+  const char *o2_pipeline;
 } cg_target_ops;
 
 extern const cg_target_ops xpj_target_spirv_ops;

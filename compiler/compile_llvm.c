@@ -140,7 +140,9 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
     }
     char pipeline[32];
     snprintf(pipeline, sizeof pipeline, "default<O%u>", o->opt_level);
-    LLVMErrorRef e = LLVMRunPasses(c.mod, pipeline, tm, pbo);
+    LLVMErrorRef e = LLVMRunPasses(
+        c.mod, o->opt_level == 2 && c.ops->o2_pipeline ? c.ops->o2_pipeline : pipeline,
+        tm, pbo);
     if (e) {
       char *em = LLVMGetErrorMessage(e);
       cg_fail(&c, XPJ_ERR_COMPILE, "optimisation failed: %s", em);

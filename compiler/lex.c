@@ -13,25 +13,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Punctuators, longest first; n: the length of s */
+#define PUNCT(s, p) {s, sizeof s - 1, p}
 static const struct {
   const char *s;
+  uint8_t n;
   punct p;
 } puncts[] = {
-    {"<<=", P_SHL_ASSIGN}, {">>=", P_SHR_ASSIGN}, {"->", P_ARROW},
-    {"++", P_INC},         {"--", P_DEC},         {"==", P_EQ},
-    {"!=", P_NE},          {"<=", P_LE},          {">=", P_GE},
-    {"&&", P_ANDAND},      {"||", P_OROR},        {"<<", P_SHL},
-    {">>", P_SHR},         {"+=", P_ADD_ASSIGN},  {"-=", P_SUB_ASSIGN},
-    {"*=", P_MUL_ASSIGN},  {"/=", P_DIV_ASSIGN},  {"%=", P_MOD_ASSIGN},
-    {"&=", P_AND_ASSIGN},  {"|=", P_OR_ASSIGN},   {"^=", P_XOR_ASSIGN},
-    {"(", P_LPAREN},       {")", P_RPAREN},       {"{", P_LBRACE},
-    {"}", P_RBRACE},       {"[", P_LBRACKET},     {"]", P_RBRACKET},
-    {"<", P_LT},           {">", P_GT},           {",", P_COMMA},
-    {";", P_SEMI},         {":", P_COLON},        {"?", P_QUESTION},
-    {"=", P_ASSIGN},       {"+", P_PLUS},         {"-", P_MINUS},
-    {"*", P_STAR},         {"/", P_SLASH},        {"%", P_PERCENT},
-    {"&", P_AMP},          {"|", P_PIPE},         {"^", P_CARET},
-    {"~", P_TILDE},        {"!", P_BANG},         {".", P_DOT},
+    PUNCT("<<=", P_SHL_ASSIGN), PUNCT(">>=", P_SHR_ASSIGN),
+    PUNCT("->", P_ARROW), PUNCT("++", P_INC), PUNCT("--", P_DEC),
+    PUNCT("==", P_EQ), PUNCT("!=", P_NE), PUNCT("<=", P_LE),
+    PUNCT(">=", P_GE), PUNCT("&&", P_ANDAND), PUNCT("||", P_OROR),
+    PUNCT("<<", P_SHL), PUNCT(">>", P_SHR), PUNCT("+=", P_ADD_ASSIGN),
+    PUNCT("-=", P_SUB_ASSIGN), PUNCT("*=", P_MUL_ASSIGN),
+    PUNCT("/=", P_DIV_ASSIGN), PUNCT("%=", P_MOD_ASSIGN),
+    PUNCT("&=", P_AND_ASSIGN), PUNCT("|=", P_OR_ASSIGN),
+    PUNCT("^=", P_XOR_ASSIGN), PUNCT("(", P_LPAREN), PUNCT(")", P_RPAREN),
+    PUNCT("{", P_LBRACE), PUNCT("}", P_RBRACE), PUNCT("[", P_LBRACKET),
+    PUNCT("]", P_RBRACKET), PUNCT("<", P_LT), PUNCT(">", P_GT),
+    PUNCT(",", P_COMMA), PUNCT(";", P_SEMI), PUNCT(":", P_COLON),
+    PUNCT("?", P_QUESTION), PUNCT("=", P_ASSIGN), PUNCT("+", P_PLUS),
+    PUNCT("-", P_MINUS), PUNCT("*", P_STAR), PUNCT("/", P_SLASH),
+    PUNCT("%", P_PERCENT), PUNCT("&", P_AMP), PUNCT("|", P_PIPE),
+    PUNCT("^", P_CARET), PUNCT("~", P_TILDE), PUNCT("!", P_BANG),
+    PUNCT(".", P_DOT),
 };
 
 const char *xpj_punct_str(punct p) {
@@ -41,8 +46,11 @@ const char *xpj_punct_str(punct p) {
   return "?";
 }
 
-static const char *const keywords[] = {
-#define X(id, s) s,
+static const struct {
+  const char *s;
+  uint8_t n; /* strlen(s) */
+} keywords[] = {
+#define X(id, s) {s, sizeof s - 1},
     XPJ_KEYWORDS(X)
 #undef X
 };
@@ -58,7 +66,7 @@ const char *xpj_tok_kind_str(tok_kind k) {
   default:
     if (k >= TK_KW_KERNEL && k - TK_KW_KERNEL < (int)(sizeof keywords /
                                                       sizeof *keywords))
-      return keywords[k - TK_KW_KERNEL];
+      return keywords[k - TK_KW_KERNEL].s;
     return "token";
   }
 }
@@ -285,12 +293,14 @@ static bool lex_one(lx *l) {
       return true;
     }
     for (size_t k = 0; k < sizeof keywords / sizeof *keywords; k++)
-      if (strlen(keywords[k]) == n && memcmp(keywords[k], s + start, n) == 0) {
+      if (keywords[k].n == n && keywords[k].s[0] == c &&
+          memcmp(keywords[k].s, s + start, n) == 0) {
         t->kind = (uint8_t)(TK_KW_KERNEL + k);
         return true;
       }
+    /* the scalar type names: bool, i8.., u8.., f16.., bf16 */
     char name[8];
-    if (n < sizeof name) {
+    if (n < sizeof name && strchr("biuf", c)) {
       memcpy(name, s + start, n);
       name[n] = 0;
       xpj_scalar sc = xpj_scalar_parse(name);
@@ -307,8 +317,9 @@ static bool lex_one(lx *l) {
     return !l->oom;
   }
   for (size_t k = 0; k < sizeof puncts / sizeof *puncts; k++) {
-    size_t n = strlen(puncts[k].s);
-    if (start + n <= l->len && memcmp(s + start, puncts[k].s, n) == 0) {
+    size_t n = puncts[k].n;
+    if (puncts[k].s[0] == c && start + n <= l->len &&
+        memcmp(s + start, puncts[k].s, n) == 0) {
       token *t = push(l, TK_PUNCT, start, (uint32_t)n);
       if (!t)
         return false;

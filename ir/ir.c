@@ -416,12 +416,29 @@ const xpj_typeinfo *xpj_typeinfo_of(const xpj_module *m, xpj_type t) {
              : &none;
 }
 
+static unsigned typeinfo_hash(const xpj_typeinfo *ti) {
+  uint64_t h = 0, w;
+  const unsigned char *p = (const unsigned char *)ti;
+  for (size_t i = 0; i + sizeof w <= sizeof *ti; i += sizeof w) {
+    memcpy(&w, p + i, sizeof w);
+    h = (h ^ w) * 0x9e3779b97f4a7c15u;
+  }
+  return (unsigned)(h >> 58); /* 0..63 */
+}
+
 static xpj_type intern(xpj_module *m, const xpj_typeinfo *ti) {
   if (m->oom)
     return 0;
+  unsigned h = typeinfo_hash(ti);
+  uint32_t hit = m->type_cache[h];
+  if (hit && hit < m->ntypes &&
+      memcmp(xpj_typeinfo_of(m, hit), ti, sizeof *ti) == 0)
+    return hit;
   for (uint32_t i = 1; i < m->ntypes; i++)
-    if (memcmp(xpj_typeinfo_of(m, i), ti, sizeof *ti) == 0)
+    if (memcmp(xpj_typeinfo_of(m, i), ti, sizeof *ti) == 0) {
+      m->type_cache[h] = i;
       return i;
+    }
   if (m->ntypes > XPJ_MAX_TYPES) {
     xpj_set_error(m, "too many distinct types in one module (at most %d)",
                   XPJ_MAX_TYPES);
@@ -437,6 +454,7 @@ static xpj_type intern(xpj_module *m, const xpj_typeinfo *ti) {
   }
   m->type_chunks[c][t % XPJ_TYPE_CHUNK] = *ti;
   m->ntypes++;
+  m->type_cache[h] = t;
   return t;
 }
 

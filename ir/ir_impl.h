@@ -159,6 +159,10 @@ struct xpj_module {
    * pointer stays valid while more types are interned */
   xpj_typeinfo *type_chunks[(XPJ_MAX_TYPES + 1) / XPJ_TYPE_CHUNK + 1];
   uint32_t ntypes;
+  /* the type last interned under each hash of its typeinfo (0: none); a
+   * hit is compared in full, so whatever else adds types (decoding) needs
+   * not know of it */
+  uint32_t type_cache[64];
   char *strings;
   uint32_t nstrings, capstrings;
   xpj_file *files;

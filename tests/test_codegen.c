@@ -417,6 +417,24 @@ static void test_faults(void **state) {
   o.timeout_ms = 1;
   assert_int_equal(compile_with(s, "block_sum", "ptx:sm_90", &o, log,
                                 sizeof log, &kind), XPJ_OK);
+
+  /* A complete reply is the result: the caller waits neither for the
+   * worker's end nor for its sockets' end of file. This worker stays after
+   * its reply until its deadline kills it, 60 s later; the compile is back
+   * long before (before, it came back at the kill: the reply was taken at
+   * the end of file). */
+  setenv("XPJIT_FAULT_INJECT", "linger", 1);
+  o.isolation = XPJ_ISOLATE_DEFAULT;
+  o.timeout_ms = 60000;
+  const char *const linger_targets[] = {"ptx:sm_90", "spirv"};
+  for (size_t i = 0; i < 2; i++) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    assert_int_equal(compile_with(s, "block_sum", linger_targets[i], &o, log,
+                                  sizeof log, &kind), XPJ_OK);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    assert_true(b.tv_sec - a.tv_sec < 30);
+  }
   unsetenv("XPJIT_FAULT_INJECT");
 
   /* and the next compile works */
