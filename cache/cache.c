@@ -142,9 +142,13 @@ struct xpj_cache {
   xpj_hit_db conn_db;
   bool conn_db_ok;
   /* PATH.hits kept open for the reads of hit_read and the aliases
-   * (hits_dir_kept), and since when */
+   * (hits_dir_kept), and since when; the database file's identity, which
+   * hit files must carry, for the same time (db_id_kept; 0: not taken
+   * yet, 1: kept_db, -1: no file) */
   int kept_dfd;
   int64_t kept_ms;
+  xpj_hit_db kept_db;
+  int kept_db_state;
   /* hits the database served whose hit files are missing: made at the
    * next settle, in a write transaction that does not wait (make_wanted) */
   struct want {
@@ -243,8 +247,24 @@ static int hits_dir_kept(xpj_cache *c) {
     hits_close(c->kept_dfd);
     c->kept_dfd = hits_dir(c, false);
     c->kept_ms = now;
+    c->kept_db_state = 0;
   }
   return c->kept_dfd;
+}
+
+/* The database file's identity (xpj_hitfile_db_id) for hit_check: taken
+ * once while the hit-file directory is kept (hits_dir_kept), like it for
+ * at most a second; a statx of the path was a tenth of a cached kernel's
+ * get. A file replaced meanwhile is noticed at the next second: until
+ * then the hit files of the file before are believed (each still checked
+ * against the cache's key), those of the new one are not (a miss). */
+static bool db_id_kept(xpj_cache *c, xpj_hit_db *db) {
+  if (c->kept_dfd < 0)
+    return xpj_hitfile_db_id(c->path, db);
+  if (!c->kept_db_state)
+    c->kept_db_state = xpj_hitfile_db_id(c->path, &c->kept_db) ? 1 : -1;
+  *db = c->kept_db;
+  return c->kept_db_state > 0;
 }
 
 static void hits_unlink(const xpj_cache *c, const char *digest) {
@@ -1437,6 +1457,7 @@ static void open_deferred(xpj_cache *c) {
   c->db_tried = true;
   hits_close(c->kept_dfd); /* hit files are read only until now */
   c->kept_dfd = -1;
+  c->kept_db_state = 0;
 }
 
 /* Locks c for a call that needs the database. */
@@ -2586,7 +2607,7 @@ static bool hit_check(xpj_cache *c, int dfd, const char *name,
   bool ours = (parsed ? (h = *parsed, true)
                       : xpj_hitfile_parse(b, n, &h) == 0) &&
               h.key_len == strlen(text) && !memcmp(h.key, text, h.key_len) &&
-              xpj_hitfile_db_id(c->path, &db) && h.db.dev == db.dev &&
+              db_id_kept(c, &db) && h.db.dev == db.dev &&
               h.db.ino == db.ino && h.db.born == db.born;
   bool ok = ours;
   memset(out, 0, sizeof *out);
