@@ -52,8 +52,13 @@ typedef struct cg_target_ops {
    * relaxed between scoped fences instead. */
   bool rmw_order_by_fences;
   LLVMCallConv kernel_cc;
-  /* Creates the target machine for c->target (NULL + cg_fail on error). */
+  /* Creates the target machine for c->target (NULL + cg_fail on error)
+   * and sets the module's triple. */
   LLVMTargetMachineRef (*machine)(cg *c);
+  /* true: a machine keeps nothing of one module that changes the code of
+   * the next, so one may serve the next compile (compile_llvm.c, "kept
+   * machines"); SPIR-V's does (LLVM 22.1.8). */
+  bool machine_reusable;
   /* Module-level setup after triple and data layout are set. */
   void (*init_module)(cg *c);
   /* Called once the module is complete and verified, before the

@@ -80,6 +80,93 @@ static uint8_t *copy_text(const char *s, size_t n, size_t *len) {
   return p;
 }
 
+/* ---- kept machines ---------------------------------------------------- *
+ *
+ * Creating a target machine was 95-140 us of an in-process PTX compile
+ * and 130-210 us of a compile server's worker (docs/benchmarks.md). The
+ * machine of a target that keeps no state between modules
+ * (ops->machine_reusable: PTX, the CPU) is kept after its compile and
+ * taken by the next compile of the same target and optimisation level;
+ * one compile at a time uses a machine (a second at once creates its
+ * own). At most KEPT_MAX are kept, each for KEPT_USES compiles (NVPTX's
+ * keeps a string pool that grows with every module). The compile
+ * server's warm-up leaves its machines here, so every worker forked from
+ * it finds them. */
+enum { KEPT_MAX = 8, KEPT_USES = 256 };
+
+typedef struct kept_machine {
+  char key[1200];
+  LLVMTargetMachineRef tm;
+  unsigned uses;
+} kept_machine;
+
+static kept_machine kept[KEPT_MAX];
+static unsigned nkept;
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+
+/* A child forked while another thread held the lock would find it held
+ * forever: it gets a fresh one (the machines kept are its copies; one
+ * taken at the fork is not among them). */
+static void kept_child(void) { pthread_mutex_init(&kept_mu, NULL); }
+static void kept_atfork(void) { pthread_atfork(NULL, NULL, kept_child); }
+
+static void machine_key(const xpj_job *j, char *key, size_t size) {
+  const xpj_target *t = j->target;
+  snprintf(key, size, "%d %u %u %u %s %s O%u", (int)t->kind, t->sm,
+           t->ptx_version, t->spirv_minor, t->cpu, t->features,
+           j->opts.opt_level);
+}
+
+/* A kept machine for key (its uses so far in *uses), or NULL. */
+static LLVMTargetMachineRef machine_take(const char *key, unsigned *uses) {
+  LLVMTargetMachineRef tm = NULL;
+  pthread_once(&kept_once, kept_atfork);
+  pthread_mutex_lock(&kept_mu);
+  for (unsigned i = 0; i < nkept && !tm; i++)
+    if (!strcmp(kept[i].key, key)) {
+      tm = kept[i].tm;
+      *uses = kept[i].uses;
+      kept[i] = kept[--nkept];
+    }
+  pthread_mutex_unlock(&kept_mu);
+  return tm;
+}
+
+/* Keeps tm for the next compile of key, or disposes of it. */
+static void machine_give(const char *key, LLVMTargetMachineRef tm,
+                         unsigned uses) {
+  pthread_mutex_lock(&kept_mu);
+  if (uses < KEPT_USES && nkept < KEPT_MAX && strlen(key) < sizeof kept->key) {
+    kept_machine *k = &kept[nkept++];
+    snprintf(k->key, sizeof k->key, "%s", key);
+    k->tm = tm;
+    k->uses = uses;
+    tm = NULL;
+  }
+  pthread_mutex_unlock(&kept_mu);
+  if (tm)
+    LLVMDisposeTargetMachine(tm);
+}
+
+/* The target machine for c's compile of j: a kept one (the module's
+ * triple set from it), else a new one (ops->machine). */
+static LLVMTargetMachineRef machine_for(cg *c, const xpj_job *j, char *key,
+                                        size_t keysize, unsigned *uses) {
+  *uses = 0;
+  key[0] = 0;
+  if (!c->ops->machine_reusable)
+    return c->ops->machine(c);
+  machine_key(j, key, keysize);
+  LLVMTargetMachineRef tm = machine_take(key, uses);
+  if (!tm)
+    return c->ops->machine(c);
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  LLVMSetTarget(c->mod, triple);
+  LLVMDisposeMessage(triple);
+  return tm;
+}
+
 /* j->fault: the test hook's mode in a worker, "" in the caller's process */
 static void compile_here(const xpj_job *j, xpj_result *r) {
   const char *fault = j->fault;
@@ -108,7 +195,9 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
   c.t_f32 = LLVMFloatTypeInContext(c.ctx);
   c.t_f64 = LLVMDoubleTypeInContext(c.ctx);
   c.t_ptr = LLVMPointerTypeInContext(c.ctx, 0);
-  LLVMTargetMachineRef tm = c.ops->machine(&c);
+  char tm_key[1200];
+  unsigned tm_uses;
+  LLVMTargetMachineRef tm = machine_for(&c, j, tm_key, sizeof tm_key, &tm_uses);
   LLVMTargetDataRef td = NULL;
   char *msg = NULL;
   if (tm) {
@@ -212,7 +301,9 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
   LLVMDisposeModule(c.mod);
   if (td)
     LLVMDisposeTargetData(td);
-  if (tm)
+  if (tm && tm_key[0])
+    machine_give(tm_key, tm, tm_uses + 1);
+  else if (tm)
     LLVMDisposeTargetMachine(tm);
   LLVMContextDispose(c.ctx);
   free(c.cpu_loops);

@@ -70,7 +70,7 @@ extern char **environ;
 #define CS_HELLO "XPJH" /* the server's first datagram, with its pidfd */
 /* What must match between a caller and its server: this protocol, the
  * transfer encoding of modules and the ABI of what is compiled. */
-#define CS_PROTO 1
+#define CS_PROTO 2
 #define CS_STAMP_LEN 32
 #define FOOTER_MAGIC "XPJX"
 #define DEFAULT_TIMEOUT_MS 60000u
@@ -79,6 +79,9 @@ typedef struct cs_submit {
   uint32_t magic;
   uint32_t timeout_ms;
   char stamp[CS_STAMP_LEN];
+  /* the job's target (canonical, NUL-terminated): a server warms up for
+   * the targets its jobs use (warm_up) */
+  char target[1200];
 } cs_submit;
 
 static void make_stamp(char stamp[CS_STAMP_LEN]) {
@@ -334,6 +337,7 @@ static void add_present(int pm, unsigned long lo, unsigned long hi,
  * writable mapping of a file: a path, not a bracketed name or none), whose
  * pages a worker would copy on its first write to each (data). */
 static void record_touched(void) {
+  touched.n = data.n = 0; /* again after each warm-up: what it added */
   FILE *f = fopen("/proc/self/maps", "re");
   int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
   long psz = sysconf(_SC_PAGESIZE);
@@ -416,9 +420,10 @@ typedef struct cs_worker {
   int err;         /* where its footer goes */
   uint64_t deadline; /* xpd_now_ms */
   bool timed_out;
+  char target[sizeof ((cs_submit *)0)->target]; /* its job's */
 } cs_worker;
 
-enum { NSPARE = 2 };
+enum { NSPARE = 2, NWARM = 8 };
 
 typedef struct cs_server {
   int ctl, sigfd;
@@ -429,6 +434,11 @@ typedef struct cs_server {
   cs_worker *w;
   size_t n, cap;
   char stamp[CS_STAMP_LEN];
+  /* the targets warmed up for (warm_up), and one a worker ended well on
+   * that is not yet (wanted, "" if none) */
+  char warmed[NWARM][sizeof ((cs_submit *)0)->target];
+  unsigned nwarmed;
+  char wanted[sizeof ((cs_submit *)0)->target];
 } cs_server;
 
 /* One more spare, when there is room for it. */
@@ -513,13 +523,29 @@ static int take_job(cs_server *S) {
     return 0;
   }
   uint32_t timeout = s.timeout_ms ? s.timeout_ms : DEFAULT_TIMEOUT_MS;
-  S->w[S->n++] = (cs_worker){S->spare[0], fds[1], xpd_now_ms() + timeout,
-                             false};
+  cs_worker *w = &S->w[S->n++];
+  *w = (cs_worker){S->spare[0], fds[1], xpd_now_ms() + timeout, false, ""};
+  s.target[sizeof s.target - 1] = 0;
+  snprintf(w->target, sizeof w->target, "%s", s.target);
   /* the spares are made again when a worker has ended: made while one
    * compiles, a spare took 1.5-2 ms from the compile (page tables and
    * caches shared on 2 cores; docs/benchmarks.md) */
   drop_spare(S, 0);
   return 0;
+}
+
+/* A target a worker compiled for and ended well (not killed by a signal:
+ * LLVM did not fail on it), to warm up for when the server is idle:
+ * never SPIR-V, whose backend keeps state between modules. */
+static void want_warm(cs_server *S, const char *target) {
+  xpj_target t;
+  if (!target[0] || xpj_target_parse(target, &t, NULL, 0) != XPJ_OK ||
+      t.kind == XPJ_TARGET_SPIRV || S->nwarmed == NWARM)
+    return;
+  for (unsigned i = 0; i < S->nwarmed; i++)
+    if (!strcmp(S->warmed[i], target))
+      return;
+  snprintf(S->wanted, sizeof S->wanted, "%s", target);
 }
 
 static void reap(cs_server *S) {
@@ -542,6 +568,8 @@ static void reap(cs_server *S) {
         continue;
       send_footer(S->w[i].err, st, S->w[i].timed_out ? XPJ_CS_TIMED_OUT : 0);
       close(S->w[i].err);
+      if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        want_warm(S, S->w[i].target);
       S->w[i] = S->w[--S->n];
       while (S->nspare < NSPARE) {
         unsigned had = S->nspare;
@@ -579,35 +607,61 @@ static _Noreturn void shut_down(cs_server *S) {
   _exit(0);
 }
 
-/* One small compile per target in this process, so that what LLVM sets up
- * at its first use of a target (option tables, target registries, pass
- * pipelines) is done once here, not in every worker. Not SPIR-V: its
- * backend keeps state between modules (docs/abi.md), which workers must
- * not inherit. */
-static void warm_up(void) {
+/* One small compile for target in this process, so that what LLVM sets
+ * up at its first use of a target (option tables, target registries, pass
+ * pipelines, the target machine itself: compile_llvm.c keeps it) is done
+ * once here, not in every worker. Not SPIR-V: its backend keeps state
+ * between modules (docs/abi.md), which workers must not inherit. */
+static void warm_up(cs_server *S, const char *target) {
   static const char src[] =
       "kernel xpj_warm_up(x: global f32[], a: f32) range {\n"
       "    let i = global_id(0);\n"
       "    if i < size(x) { x[i] = x[i] * a + 1.0; }\n"
       "}\n";
-  static const char *const targets[] = {"ptx:sm_90", "cpu:x86-64"};
-  xpj_module *m = NULL;
-  if (xpj_module_create(&m) != XPJ_OK ||
-      xpj_parse(m, "warm-up", src, sizeof src - 1, NULL) != XPJ_OK) {
-    xpj_module_destroy(m);
+  xpj_target t;
+  if (S->nwarmed == NWARM ||
+      xpj_target_parse(target, &t, NULL, 0) != XPJ_OK ||
+      t.kind == XPJ_TARGET_SPIRV)
     return;
-  }
-  xpj_compile_opts o;
-  xpj_compile_opts_default(&o);
-  o.isolation = XPJ_ISOLATE_NONE;
-  for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
-    xpj_target t;
+  char *canon = S->warmed[S->nwarmed++];
+  xpj_target_str(&t, canon, sizeof S->warmed[0]);
+  xpj_module *m = NULL;
+  if (xpj_module_create(&m) == XPJ_OK &&
+      xpj_parse(m, "warm-up", src, sizeof src - 1, NULL) == XPJ_OK) {
+    xpj_compile_opts o;
+    xpj_compile_opts_default(&o);
+    o.isolation = XPJ_ISOLATE_NONE;
     xpj_result *r = NULL;
-    if (xpj_target_parse(targets[i], &t, NULL, 0) == XPJ_OK)
-      xpj_compile(m, "xpj_warm_up", &t, &o, XPJ_EMIT_BIN, &r);
+    xpj_compile(m, "xpj_warm_up", &t, &o, XPJ_EMIT_BIN, &r);
     xpj_result_destroy(r);
   }
   xpj_module_destroy(m);
+}
+
+/* Warms up while no job waits and no worker runs: for the usual targets
+ * first, then for each target a job has used since (want_warm); the
+ * spares, forked before, are made again to inherit it. */
+static void warm_when_idle(cs_server *S, bool *warm, struct pollfd *ctl) {
+  if (S->n || (*warm && !S->wanted[0]) || poll(ctl, 1, 0) != 0)
+    return;
+  /* nobody waits for this server's exit: a warm-up that never ends must
+   * not leave it running */
+  alarm(60);
+  if (!*warm) {
+    warm_up(S, "ptx:sm_90");
+    warm_up(S, "cpu:x86-64");
+  } else {
+    warm_up(S, S->wanted);
+  }
+  S->wanted[0] = 0;
+  record_touched();
+  alarm(0);
+  *warm = true;
+  if (S->nspare && !S->n) { /* still no job: warm spares, not cold */
+    kill_spares(S);
+    fork_spare(S);
+    fork_spare(S);
+  }
 }
 
 /* The server is not the caller's child for the caller's life: a program
@@ -655,20 +709,7 @@ void xpj_cs_main(int ctl) {
   bool warm = false;
   for (;;) {
     struct pollfd pf[2] = {{S.ctl, POLLIN, 0}, {S.sigfd, POLLIN, 0}};
-    if (!warm && S.n == 0 && poll(pf, 1, 0) == 0) {
-      /* nobody waits for this server's exit: a warm-up that never ends
-       * must not leave it running */
-      alarm(60);
-      warm_up();
-      record_touched();
-      alarm(0);
-      warm = true;
-      if (S.nspare && !S.n) { /* still no job: warm spares, not cold */
-        kill_spares(&S);
-        fork_spare(&S);
-        fork_spare(&S);
-      }
-    }
+    warm_when_idle(&S, &warm, pf);
     int timeout = enforce_deadlines(&S);
     int pr = poll(pf, 2, timeout);
     if (pr < 0 && errno != EINTR)
@@ -926,8 +967,9 @@ int xpj_cs_submit(const xpj_job *j, int *sock, int *err, unsigned *gen,
     snprintf(why, whysize, "socketpair: %s", strerror(errno));
     return -1;
   }
-  cs_submit s = {CS_MAGIC, j->opts.timeout_ms, ""};
+  cs_submit s = {CS_MAGIC, j->opts.timeout_ms, "", ""};
   make_stamp(s.stamp);
+  xpj_target_str(j->target, s.target, sizeof s.target);
   int far[2] = {js[1], es[1]}, rc = -1;
   unsigned g = 0;
   pthread_mutex_lock(&cs_mu);

@@ -490,6 +490,7 @@ const cg_target_ops xpj_target_cpu_ops = {
     .as_local = 0,
     .kernel_cc = LLVMCCallConv,
     .machine = cpu_machine,
+    .machine_reusable = true,
     .before_optimise = cpu_before_optimise,
     .syncscope = cpu_scope,
     .local_param_base = cpu_local_param_base,

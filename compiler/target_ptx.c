@@ -442,6 +442,7 @@ const cg_target_ops xpj_target_ptx_ops = {
     .rmw_order_by_fences = true,
     .kernel_cc = LLVMPTXKernelCallConv,
     .machine = ptx_machine,
+    .machine_reusable = true,
     .init_module = ptx_init,
     .wi = ptx_wi,
     .barrier = ptx_barrier,
