@@ -100,11 +100,15 @@ def main():
                 got.append(m)
             if None in got:
                 continue
+            if not got[0]["instrs"] or not got[1]["instrs"]:
+                print("%s: no .text section measured; left out" % k)
+                bad += 1
+                continue
             for i, m in enumerate(got):
                 sums[i][0] += m["instrs"]
                 sums[i][1] += m["regs"]
                 sums[i][2] += m["spill"]
-            ratios.append(got[0]["instrs"] / max(got[1]["instrs"], 1))
+            ratios.append(got[0]["instrs"] / got[1]["instrs"])
             print("%-44s %12s %12s   %.2fx" % (
                 k[:-4], "%d/%d/%d" % (got[0]["instrs"], got[0]["regs"], got[0]["spill"]),
                 "%d/%d/%d" % (got[1]["instrs"], got[1]["regs"], got[1]["spill"]),

@@ -913,6 +913,7 @@ static int connect(xpj_cache *c, const char *name, int flags, bool writable) {
 /* Opens the file read-write (created when missing), or read-only: then
  * nothing is created or written, not even the WAL's mode in its header. */
 static int db_open(xpj_cache *c, bool writable) {
+  c->kept_db_state = 0; /* a file made or replaced here: taken again */
   db_close(c);
   /* SQLite gives the WAL and shared-memory files the database's mode */
   if (writable && create_file(c->path, c->bundle ? 0644 : 0600) != 0)
@@ -2604,11 +2605,18 @@ static bool hit_check(xpj_cache *c, int dfd, const char *name,
                       const xpj_hit *parsed, xpj_cache_entry *out) {
   xpj_hit h;
   xpj_hit_db db;
-  bool ours = (parsed ? (h = *parsed, true)
-                      : xpj_hitfile_parse(b, n, &h) == 0) &&
-              h.key_len == strlen(text) && !memcmp(h.key, text, h.key_len) &&
-              db_id_kept(c, &db) && h.db.dev == db.dev &&
+  bool keyed = (parsed ? (h = *parsed, true)
+                       : xpj_hitfile_parse(b, n, &h) == 0) &&
+               h.key_len == strlen(text) && !memcmp(h.key, text, h.key_len);
+  bool ours = keyed && db_id_kept(c, &db) && h.db.dev == db.dev &&
               h.db.ino == db.ino && h.db.born == db.born;
+  if (keyed && !ours && c->kept_db_state) {
+    /* the file may be of a database newer than the identity kept: taken
+     * again before the file is judged (and, read-write, removed) */
+    c->kept_db_state = 0;
+    ours = db_id_kept(c, &db) && h.db.dev == db.dev && h.db.ino == db.ino &&
+           h.db.born == db.born;
+  }
   bool ok = ours;
   memset(out, 0, sizeof *out);
   if (ok) {

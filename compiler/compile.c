@@ -596,7 +596,10 @@ void xpj_worker_run(int fd, const xpj_job *j) {
    * torn down */
   close(fd);
   close(2);
-  _exit(0);
+  /* the status says to the compile server whether a binary was made (a
+   * target it may warm up for); the caller has the reply */
+  _exit(r.status == XPJ_OK && j->emit == XPJ_EMIT_BIN ? XPJ_WORKER_COMPILED
+                                                      : XPJ_WORKER_ANSWERED);
 }
 
 void xpj_worker_fail(int fd, xpj_status st, const char *msg) {
@@ -604,7 +607,7 @@ void xpj_worker_fail(int fd, xpj_status st, const char *msg) {
   put_reply(&b, st, NULL, 0, msg, strlen(msg), 0, 0);
   if (!b.oom)
     write_all(fd, b.p, b.len);
-  _exit(0);
+  _exit(XPJ_WORKER_ANSWERED);
 }
 
 typedef struct sink {

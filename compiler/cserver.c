@@ -534,9 +534,9 @@ static int take_job(cs_server *S) {
   return 0;
 }
 
-/* A target a worker compiled for and ended well (not killed by a signal:
- * LLVM did not fail on it), to warm up for when the server is idle:
- * never SPIR-V, whose backend keeps state between modules. */
+/* A target a worker compiled a binary for (it exits 0 only then:
+ * xpj_worker_run), to warm up for when the server is idle: never SPIR-V,
+ * whose backend keeps state between modules. */
 static void want_warm(cs_server *S, const char *target) {
   xpj_target t;
   if (!target[0] || xpj_target_parse(target, &t, NULL, 0) != XPJ_OK ||
@@ -568,7 +568,7 @@ static void reap(cs_server *S) {
         continue;
       send_footer(S->w[i].err, st, S->w[i].timed_out ? XPJ_CS_TIMED_OUT : 0);
       close(S->w[i].err);
-      if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+      if (WIFEXITED(st) && WEXITSTATUS(st) == XPJ_WORKER_COMPILED)
         want_warm(S, S->w[i].target);
       S->w[i] = S->w[--S->n];
       while (S->nspare < NSPARE) {
@@ -623,8 +623,12 @@ static void warm_up(cs_server *S, const char *target) {
       xpj_target_parse(target, &t, NULL, 0) != XPJ_OK ||
       t.kind == XPJ_TARGET_SPIRV)
     return;
-  char *canon = S->warmed[S->nwarmed++];
-  xpj_target_str(&t, canon, sizeof S->warmed[0]);
+  char canon[sizeof S->warmed[0]];
+  xpj_target_str(&t, canon, sizeof canon);
+  for (unsigned i = 0; i < S->nwarmed; i++)
+    if (!strcmp(S->warmed[i], canon))
+      return;
+  memcpy(S->warmed[S->nwarmed++], canon, sizeof canon);
   xpj_module *m = NULL;
   if (xpj_module_create(&m) == XPJ_OK &&
       xpj_parse(m, "warm-up", src, sizeof src - 1, NULL) == XPJ_OK) {
@@ -650,9 +654,9 @@ static void warm_when_idle(cs_server *S, bool *warm, struct pollfd *ctl) {
   if (!*warm) {
     warm_up(S, "ptx:sm_90");
     warm_up(S, "cpu:x86-64");
-  } else {
-    warm_up(S, S->wanted);
   }
+  if (S->wanted[0]) /* the first job's target too */
+    warm_up(S, S->wanted);
   S->wanted[0] = 0;
   record_touched();
   alarm(0);

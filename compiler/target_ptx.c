@@ -328,6 +328,36 @@ static LLVMValueRef ptx_math(cg *c, xpj_math m, xpj_scalar s, LLVMValueRef *a,
   return libdevice(c, names[m], s, a, n);
 }
 
+/* libdevice asks __nvvm_reflect("__CUDA_ARCH") which GPU it runs on
+ * (tgammaf, sinpif, fast tanhf take other paths from sm_73 and sm_83 on):
+ * answered here with the target's sm * 10, as LLVM's default<O2> does
+ * for NVPTX. The `nvvm-reflect` pass our -O2 pipeline names
+ * (ptx_o2_pipeline) knows no target and would answer 0. */
+static void fold_cuda_arch(cg *c) {
+  LLVMValueRef f = LLVMGetNamedFunction(c->mod, "__nvvm_reflect");
+  if (!f)
+    return;
+  LLVMValueRef arch = LLVMConstInt(c->t_i32, c->target->sm * 10u, 0);
+  for (LLVMUseRef u = LLVMGetFirstUse(f); u;) {
+    LLVMValueRef call = LLVMGetUser(u);
+    u = LLVMGetNextUse(u);
+    if (!LLVMIsACallInst(call) || LLVMGetCalledValue(call) != f ||
+        LLVMGetNumArgOperands(call) != 1)
+      continue;
+    LLVMValueRef g = LLVMGetOperand(call, 0);
+    LLVMValueRef init = LLVMIsAGlobalVariable(g) ? LLVMGetInitializer(g) : NULL;
+    size_t n = 0;
+    const char *name = init && LLVMIsAConstantDataSequential(init)
+                           ? LLVMGetAsString(init, &n)
+                           : NULL;
+    if (!name || n != sizeof "__CUDA_ARCH" ||
+        memcmp(name, "__CUDA_ARCH", sizeof "__CUDA_ARCH"))
+      continue;
+    LLVMReplaceAllUsesWith(call, arch);
+    LLVMInstructionEraseFromParent(call);
+  }
+}
+
 /* Links the libdevice functions the kernel calls. */
 static void ptx_finish(cg *c, LLVMValueRef fn) {
   uint32_t hw[3];
@@ -376,6 +406,7 @@ static void ptx_finish(cg *c, LLVMValueRef fn) {
   for (LLVMValueRef g = LLVMGetFirstGlobal(c->mod); g; g = LLVMGetNextGlobal(g))
     if (!LLVMIsDeclaration(g))
       LLVMSetLinkage(g, LLVMInternalLinkage);
+  fold_cuda_arch(c);
 }
 
 /* local array parameters: byte offsets into the dynamic shared memory,
@@ -401,7 +432,8 @@ static LLVMValueRef ptx_local_param_base(cg *c) {
  * "the GPU pipeline"): 1.4x faster than default<O2> from IR to PTX, and
  * the same SASS (ptxas -O3, sm_90) within 1.5%: -1.4% instructions in
  * all. nvvm-reflect first, as the NVPTX target adds it to default<O2>:
- * libdevice's __nvvm_reflect branches are folded before inlining. */
+ * libdevice's __nvvm_reflect branches are folded before inlining
+ * (__CUDA_ARCH already by fold_cuda_arch: this pass would say 0). */
 #define SIMPLIFYCFG(late)                                                     \
   "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;"                \
   "switch-range-to-icmp;no-switch-to-lookup;keep-loops;" late                 \

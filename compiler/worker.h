@@ -85,13 +85,18 @@ void xpj_llvm_fork_end(bool child);
  * made concrete (a generic callee's T would have no scalar type). NULL
  * when there is none (or memory is short). */
 const xpj_func *xpj_generic_reachable(const xpj_module *m, const xpj_func *k);
+/* A worker's exit status after its reply (the caller reads the reply;
+ * the compile server reads this): a binary was made, or not (a failed
+ * compile, IR or assembly asked for). */
+enum { XPJ_WORKER_COMPILED = 0, XPJ_WORKER_ANSWERED = 1 };
 /* A worker: bounds its memory, compiles j, writes the XPD_CRESULT frame
- * to fd, and ends the process. */
+ * to fd, and ends the process (XPJ_WORKER_*). */
 _Noreturn void xpj_worker_run(int fd, const xpj_job *j);
+/* A worker that cannot compile its job: replies st and msg, and ends
+ * (XPJ_WORKER_ANSWERED). */
+_Noreturn void xpj_worker_fail(int fd, xpj_status st, const char *msg);
 /* Decodes a complete XPD_CRESULT frame into r; -1 when it is malformed or
  * truncated (r is then unchanged). */
-/* A worker that cannot compile its job: replies st and msg, and ends. */
-_Noreturn void xpj_worker_fail(int fd, xpj_status st, const char *msg);
 int xpj_worker_decode(const uint8_t *buf, size_t n, xpj_result *r);
 xpj_result *xpj_result_new_internal(void);
 

@@ -1038,6 +1038,57 @@ static void test_local_params_gpu(void **state) {
  * (LLVM's minimum), and passes ptxas where this ptxas knows the
  * architecture (CUDA 13's: not sm_70, sm_72 or sm_101). A newer PTX ISA
  * may be asked for; one past 9.0 or below the minimum is refused. */
+/* libdevice's answer for the GPU it runs on: __nvvm_reflect("__CUDA_ARCH")
+ * is the target's sm * 10 at every level, not 0 (the -O2 pipeline's
+ * nvvm-reflect pass, named in text, knows no target: an adversarial
+ * review found tgammaf compiled for sm_90 as for a GPU older than
+ * sm_83). tgammaf takes another path from sm_83 on: its PTX for sm_80 and
+ * sm_90 must differ past the header, as at -O3, and sm_90's at -O2 must
+ * be the sm_90 path (as long as -O3's, within a tenth). */
+static void test_libdevice_arch(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel tg(x: global f32[]) range {\n"
+      "    let i = global_id(0);\n"
+      "    if i < size(x) { x[i] = tgamma(x[i]); }\n"
+      "}\n";
+  char *ptx[2][2];
+  static const char *const targets[2] = {"ptx:sm_80", "ptx:sm_90"};
+  for (int lvl = 0; lvl < 2; lvl++)
+    for (int t = 0; t < 2; t++) {
+      xpj_module *m = NULL;
+      assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+      xpj_module *sp = spec_kernel(m, "tg", XPJ_VOID, 0);
+      assert_non_null(sp);
+      xpj_target tg;
+      assert_int_equal(xpj_target_parse(targets[t], &tg, NULL, 0), XPJ_OK);
+      xpj_compile_opts o;
+      xpj_compile_opts_default(&o);
+      o.opt_level = lvl ? 3 : 2;
+      o.isolation = XPJ_ISOLATE_NONE;
+      xpj_result *r = NULL;
+      assert_int_equal(xpj_compile(sp, "tg", &tg, &o, XPJ_EMIT_BIN, &r), XPJ_OK);
+      size_t len;
+      const char *text = (const char *)xpj_result_data(r, &len);
+      /* past the header (.version, .target) */
+      const char *body = strstr(text, ".address_size");
+      assert_non_null(body);
+      ptx[lvl][t] = strdup(body);
+      xpj_result_destroy(r);
+      xpj_module_destroy(sp);
+      xpj_module_destroy(m);
+    }
+  for (int lvl = 0; lvl < 2; lvl++)
+    if (!strcmp(ptx[lvl][0], ptx[lvl][1]))
+      fail_msg("-O%d: tgammaf's PTX is the same for sm_80 and sm_90",
+               lvl ? 3 : 2);
+  size_t o2 = strlen(ptx[0][1]), o3 = strlen(ptx[1][1]);
+  assert_true(o2 * 10 > o3 * 9 && o2 * 9 < o3 * 10);
+  for (int lvl = 0; lvl < 2; lvl++)
+    for (int t = 0; t < 2; t++)
+      free(ptx[lvl][t]);
+}
+
 static void test_ptx_archs(void **state) {
   (void)state;
   static const char src[] =
@@ -1556,6 +1607,7 @@ int main(void) {
       cmocka_unit_test(test_small_groups),
       cmocka_unit_test(test_reqd_local),
       cmocka_unit_test(test_ptx_archs),
+      cmocka_unit_test(test_libdevice_arch),
       cmocka_unit_test(test_collectives_gpu),
       cmocka_unit_test(test_half_gpu),
       cmocka_unit_test(test_local_params_gpu),
