@@ -128,16 +128,20 @@ static void save_ptx(const char *who, const krow *k, const void *ptx, size_t n) 
   if (!save_dir)
     return;
   char path[1400];
-  snprintf(path, sizeof path, "%s/%s", save_dir, who);
-  mkdir(save_dir, 0755);
-  mkdir(path, 0755);
-  snprintf(path, sizeof path, "%s/%s/%s.%s.ptx", save_dir, who,
-           files[k->file].base, k->name);
-  FILE *f = fopen(path, "wb");
-  if (f) {
-    fwrite(ptx, 1, n, f);
+  int len = snprintf(path, sizeof path, "%s/%s/", save_dir, who);
+  for (int i = 1; i < len && len < (int)sizeof path; i++)
+    if (path[i] == '/') { /* DIR and DIR/WHO, parents included */
+      path[i] = 0;
+      mkdir(path, 0755);
+      path[i] = '/';
+    }
+  len = snprintf(path, sizeof path, "%s/%s/%s.%s.ptx", save_dir, who,
+                 files[k->file].base, k->name);
+  FILE *f = len < (int)sizeof path ? fopen(path, "wb") : NULL;
+  if (!f || fwrite(ptx, 1, n, f) != n)
+    fprintf(stderr, "--save-ptx: cannot write %s\n", path);
+  if (f)
     fclose(f);
-  }
 }
 static bool want[NTARGETS] = {true, true, true};
 static char tmp_out[64];
