@@ -13,13 +13,13 @@
 #include "proto.h"
 
 #include <ctype.h>
-#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <llvm/Config/llvm-config.h>
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

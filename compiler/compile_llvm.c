@@ -111,6 +111,8 @@ static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
 static void kept_child(void) { pthread_mutex_init(&kept_mu, NULL); }
 static void kept_atfork(void) { pthread_atfork(NULL, NULL, kept_child); }
 
+/* What a machine is made of (the longest, a CPU target's features, fits
+ * in a key: 1024 + 64 bytes and the numbers) */
 static void machine_key(const xpj_job *j, char *key, size_t size) {
   const xpj_target *t = j->target;
   snprintf(key, size, "%d %u %u %u %s %s O%u", (int)t->kind, t->sm,
@@ -137,7 +139,7 @@ static LLVMTargetMachineRef machine_take(const char *key, unsigned *uses) {
 static void machine_give(const char *key, LLVMTargetMachineRef tm,
                          unsigned uses) {
   pthread_mutex_lock(&kept_mu);
-  if (uses < KEPT_USES && nkept < KEPT_MAX && strlen(key) < sizeof kept->key) {
+  if (uses < KEPT_USES && nkept < KEPT_MAX) {
     kept_machine *k = &kept[nkept++];
     snprintf(k->key, sizeof k->key, "%s", key);
     k->tm = tm;

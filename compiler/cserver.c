@@ -434,8 +434,8 @@ typedef struct cs_server {
   cs_worker *w;
   size_t n, cap;
   char stamp[CS_STAMP_LEN];
-  /* the targets warmed up for (warm_up), and one a worker ended well on
-   * that is not yet (wanted, "" if none) */
+  /* the targets warmed up for (warm_up), and one a worker made a binary
+   * for that is not yet (wanted, "" if none) */
   char warmed[NWARM][sizeof ((cs_submit *)0)->target];
   unsigned nwarmed;
   char wanted[sizeof ((cs_submit *)0)->target];

@@ -430,7 +430,7 @@ static LLVMValueRef ptx_local_param_base(cg *c) {
  * the passes that found nothing more on our kernels. ptxas optimises
  * what follows. Measured on the 95 example kernels (docs/benchmarks.md,
  * "the GPU pipeline"): 1.4x faster than default<O2> from IR to PTX, and
- * the same SASS (ptxas -O3, sm_90) within 1.5%: -1.4% instructions in
+ * the same SASS (ptxas -O3, sm_90) within 1.5%: -1.6% instructions in
  * all. nvvm-reflect first, as the NVPTX target adds it to default<O2>:
  * libdevice's __nvvm_reflect branches are folded before inlining
  * (__CUDA_ARCH already by fold_cuda_arch: this pass would say 0). */
