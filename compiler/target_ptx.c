@@ -431,9 +431,10 @@ static LLVMValueRef ptx_local_param_base(cg *c) {
  * what follows. Measured on the 95 example kernels (docs/benchmarks.md,
  * "the GPU pipeline"): 1.4x faster than default<O2> from IR to PTX, and
  * the same SASS (ptxas -O3, sm_90) within 1.5%: -1.6% instructions in
- * all. nvvm-reflect first, as the NVPTX target adds it to default<O2>:
- * libdevice's __nvvm_reflect branches are folded before inlining
- * (__CUDA_ARCH already by fold_cuda_arch: this pass would say 0). */
+ * all; then without runtime unrolling (below), -6.4%. nvvm-reflect
+ * first, as the NVPTX target adds it to default<O2>: libdevice's
+ * __nvvm_reflect branches are folded before inlining (__CUDA_ARCH
+ * already by fold_cuda_arch: this pass would say 0). */
 #define SIMPLIFYCFG(late)                                                     \
   "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;"                \
   "switch-range-to-icmp;no-switch-to-lookup;keep-loops;" late                 \
@@ -460,8 +461,12 @@ static const char ptx_o2_pipeline[] =
     "sroa<modify-cfg>,gvn<>," INSTCOMBINE ",dse,"
     /* x / n and x % n of one index share the division */
     "div-rem-pairs,"
-    /* partial and runtime unrolling, the metadata's counts */
-    "loop-unroll<O2>,sroa<preserve-cfg>," INSTCOMBINE ","
+    /* partial unrolling of large constant trip counts; loops of unknown
+     * trip count stay rolled, as NVRTC leaves them (ptxas schedules
+     * them): runtime unrolling made the SASS of those loops 1.1-2x
+     * larger and was most of their compile (docs/benchmarks.md,
+     * "runtime unrolling"). -O3 keeps it. */
+    "loop-unroll<O2;no-runtime>,sroa<preserve-cfg>," INSTCOMBINE ","
     "loop-mssa(licm<allowspeculation>),"
     SIMPLIFYCFG("switch-to-arithmetic;hoist-common-insts;sink-common-insts;")
     ")";

@@ -1045,6 +1045,64 @@ static void test_local_params_gpu(void **state) {
  * sm_83). tgammaf takes another path from sm_83 on: its PTX for sm_80 and
  * sm_90 must differ past the header, as at -O3, and sm_90's at -O2 must
  * be the sm_90 path (as long as -O3's, within a tenth). */
+static size_t count_str(const char *s, const char *needle) {
+  size_t n = 0;
+  for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
+/* PTX of kernel K of SRC for ptx:sm_90 at -O<LEVEL>, in process */
+static char *ptx_at(const char *src, const char *k, int level) {
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  xpj_module *sp = spec_kernel(m, k, XPJ_VOID, 0);
+  assert_non_null(sp);
+  xpj_target tg;
+  assert_int_equal(xpj_target_parse("ptx:sm_90", &tg, NULL, 0), XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.opt_level = level;
+  o.isolation = XPJ_ISOLATE_NONE;
+  xpj_result *r = NULL;
+  assert_int_equal(xpj_compile(sp, k, &tg, &o, XPJ_EMIT_BIN, &r), XPJ_OK);
+  size_t len;
+  const char *data = (const char *)xpj_result_data(r, &len);
+  char *text = strndup(data, len);
+  assert_non_null(text);
+  xpj_result_destroy(r);
+  xpj_module_destroy(sp);
+  xpj_module_destroy(m);
+  return text;
+}
+
+/* The GPU -O2 pipeline unrolls loops of constant trip count completely
+ * but leaves a loop of unknown trip count rolled, as NVRTC does (ptxas
+ * schedules it; docs/benchmarks.md, "runtime unrolling"); -O3 keeps
+ * LLVM's runtime unrolling. */
+static void test_ptx_unroll(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel dot(x: global const f32[], y: global const f32[],\n"
+      "           out: global f32[]) range {\n"
+      "    let i = global_id(0);\n"
+      "    if i >= size(out) { return; }\n"
+      "    let acc: f32 = 0.0;\n"
+      "    for (let k: i64 = 0; k < size(x); k++) { acc += x[k] * y[k]; }\n"
+      "    let c: f32[4];\n"
+      "    for (let k: i64 = 0; k < 4; k++) { c[k] = x[k] * f32(i); }\n"
+      "    out[i] = acc + c[0] * c[1] + c[2] * c[3];\n"
+      "}\n";
+  char *o2 = ptx_at(src, "dot", 2), *o3 = ptx_at(src, "dot", 3);
+  /* -O2: the dot loop's two loads, the constant loop's four, no stack */
+  assert_int_equal(count_str(o2, "ld.global"), 6);
+  assert_int_equal(count_str(o2, "local_depot"), 0);
+  /* -O3: the dot loop unrolled (four iterations and a remainder) */
+  assert_true(count_str(o3, "ld.global") >= 14);
+  free(o2);
+  free(o3);
+}
+
 static void test_libdevice_arch(void **state) {
   (void)state;
   static const char src[] =
@@ -1608,6 +1666,7 @@ int main(void) {
       cmocka_unit_test(test_reqd_local),
       cmocka_unit_test(test_ptx_archs),
       cmocka_unit_test(test_libdevice_arch),
+      cmocka_unit_test(test_ptx_unroll),
       cmocka_unit_test(test_collectives_gpu),
       cmocka_unit_test(test_half_gpu),
       cmocka_unit_test(test_local_params_gpu),
