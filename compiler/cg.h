@@ -192,6 +192,9 @@ struct cg {
   uint8_t *fbarrier;
   bool needs_libdevice;
   const char *libdevice; /* PTX: its path as the caller found it; "": none */
+  /* PTX in a worker: that libdevice, read by the compile server before
+   * the fork (compile_llvm.c, read_ahead) into c->ctx; NULL: none */
+  LLVMModuleRef lib_ahead;
 
   /* debug info (-g; CPU and PTX) */
   LLVMDIBuilderRef dib;
@@ -246,5 +249,11 @@ typedef struct cg_plan {
 } cg_plan;
 bool cg_plan_kernel(cg *c, const xpj_func *f, bool chunked, cg_plan *out);
 void cg_plan_free(cg_plan *p);
+
+/* target_ptx.c: libdevice's bitcode at path, read lazily into ctx (the
+ * functions a link takes are parsed then): from a mapping of the file, or
+ * a copy in memory (copy); NULL with why. */
+LLVMModuleRef xpj_read_libdevice(LLVMContextRef ctx, const char *path,
+                                 bool copy, char *why, size_t whysize);
 
 #endif

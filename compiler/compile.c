@@ -560,7 +560,10 @@ xpj_status xpj_compile_limit_memory(void) {
   return note[0] ? XPJ_ERR_INVALID : XPJ_OK;
 }
 
-void xpj_worker_run(int fd, const xpj_job *j) {
+void xpj_worker_run(int fd, const xpj_job *job) {
+  xpj_job wj = *job;
+  const xpj_job *j = &wj;
+  wj.worker = true;
   xpj_result r;
   memset(&r, 0, sizeof r);
   const xpj_llvm_api *api = llvm_for(&r);
@@ -955,7 +958,7 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
   }
   char note[200];
   xpj_job j = {m, k, t, o, emit, "", memory_limit(&o, note, sizeof note),
-               "", ""};
+               "", "", false};
   xpj_entry_name(kernel, j.entry, sizeof j.entry);
   const char *libdevice = t->kind == XPJ_TARGET_PTX ? xpj_libdevice_path()
                                                     : NULL;

@@ -640,6 +640,10 @@ static void warm_up(cs_server *S, const char *target) {
     xpj_result_destroy(r);
   }
   xpj_module_destroy(m);
+  /* and libdevice, for the workers of PTX jobs that call it */
+  const xpj_llvm_api *api = xpj_llvm(NULL, 0);
+  if (t.kind == XPJ_TARGET_PTX && api)
+    api->read_ahead(xpj_libdevice_path());
 }
 
 /* Warms up while no job waits and no worker runs: for the usual targets

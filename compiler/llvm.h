@@ -90,6 +90,11 @@ typedef struct xpj_llvm_api {
                   bool (*linkable)(const char *name), void **handle,
                   void **fn, char *err, size_t errsize);
   void (*orc_unload)(void *handle); /* NULL: a no-op */
+  /* Reads libdevice at path (lazily, as a compile does) for the compiles
+   * of workers forked from this process after it (the compile server's):
+   * each that finds the same file there takes it instead of reading the
+   * file. Failures are silent: the worker reads the file. */
+  void (*read_ahead)(const char *libdevice);
 } xpj_llvm_api;
 
 /* The table: the one linked into this program, else the plugin, loaded on

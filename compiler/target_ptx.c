@@ -11,9 +11,12 @@
 
 #include <llvm-c/BitReader.h>
 #include <llvm-c/Linker.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static LLVMTargetMachineRef ptx_machine(cg *c) {
@@ -358,6 +361,81 @@ static void fold_cuda_arch(cg *c) {
   }
 }
 
+/* The whole file at path, malloc'd (at most 256 MiB); NULL on failure. */
+static char *read_whole(const char *path, size_t *n) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  char *data = NULL;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      st.st_size > 0 && st.st_size <= (off_t)256 << 20 &&
+      (data = malloc((size_t)st.st_size))) {
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+      ssize_t r = read(fd, data + got, (size_t)st.st_size - got);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r <= 0)
+        break;
+      got += (size_t)r;
+    }
+    if (got != (size_t)st.st_size) {
+      free(data);
+      data = NULL;
+    }
+    *n = got;
+  }
+  if (fd >= 0)
+    close(fd);
+  return data;
+}
+
+/* LLVM's errors while it reads or links bitcode: without a handler, the
+ * context prints them and exits the process */
+typedef struct diag_sink {
+  char msg[400];
+} diag_sink;
+
+static void on_diag(LLVMDiagnosticInfoRef di, void *p) {
+  diag_sink *s = p;
+  if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || s->msg[0])
+    return;
+  char *d = LLVMGetDiagInfoDescription(di);
+  snprintf(s->msg, sizeof s->msg, "%s", d ? d : "error");
+  LLVMDisposeMessage(d);
+}
+
+LLVMModuleRef xpj_read_libdevice(LLVMContextRef ctx, const char *path,
+                                 bool copy, char *why, size_t whysize) {
+  LLVMMemoryBufferRef buf = NULL;
+  char *err = NULL;
+  if (copy) { /* in memory of its own: a mapping sees later writes */
+    size_t n = 0;
+    char *data = read_whole(path, &n);
+    if (data)
+      buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, n, path);
+    free(data);
+    if (!buf) {
+      snprintf(why, whysize, "cannot read %s", path);
+      return NULL;
+    }
+  } else if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &err)) {
+    snprintf(why, whysize, "cannot read %s: %s", path, err ? err : "");
+    LLVMDisposeMessage(err);
+    return NULL;
+  }
+  LLVMModuleRef lib;
+  diag_sink sink = {""};
+  LLVMContextSetDiagnosticHandler(ctx, on_diag, &sink);
+  bool bad = LLVMGetBitcodeModuleInContext2(ctx, buf, &lib);
+  LLVMContextSetDiagnosticHandler(ctx, NULL, NULL);
+  if (bad) {
+    snprintf(why, whysize, "%s is not valid bitcode: %s", path, sink.msg);
+    LLVMDisposeMemoryBuffer(buf);
+    return NULL;
+  }
+  return lib; /* it owns buf */
+}
+
 /* Links the libdevice functions the kernel calls. */
 static void ptx_finish(cg *c, LLVMValueRef fn) {
   uint32_t hw[3];
@@ -377,17 +455,13 @@ static void ptx_finish(cg *c, LLVMValueRef fn) {
             "toolkit), which was not found: set XPJIT_LIBDEVICE or CUDA_HOME");
     return;
   }
-  LLVMMemoryBufferRef buf;
-  char *err = NULL;
-  if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &err)) {
-    cg_fail(c, XPJ_ERR_COMPILE, "cannot read %s: %s", path, err);
-    LLVMDisposeMessage(err);
-    return;
-  }
-  LLVMModuleRef lib;
-  if (LLVMGetBitcodeModuleInContext2(c->ctx, buf, &lib)) {
-    cg_fail(c, XPJ_ERR_COMPILE, "%s is not valid bitcode", path);
-    LLVMDisposeMemoryBuffer(buf);
+  /* read ahead by the compile server (compile_llvm.c), else here */
+  LLVMModuleRef lib = c->lib_ahead;
+  c->lib_ahead = NULL;
+  char why[512];
+  if (!lib &&
+      !(lib = xpj_read_libdevice(c->ctx, path, false, why, sizeof why))) {
+    cg_fail(c, XPJ_ERR_COMPILE, "%s", why);
     return;
   }
   LLVMSetTarget(lib, LLVMGetTarget(c->mod));
@@ -396,8 +470,14 @@ static void ptx_finish(cg *c, LLVMValueRef fn) {
   for (LLVMValueRef f = LLVMGetFirstFunction(lib); f; f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f))
       LLVMSetLinkage(f, LLVMLinkOnceODRLinkage);
-  if (LLVMLinkModules2(c->mod, lib)) {
-    cg_fail(c, XPJ_ERR_COMPILE, "linking libdevice failed");
+  /* (the functions it takes are read from the bitcode now) */
+  diag_sink sink = {""};
+  LLVMContextSetDiagnosticHandler(c->ctx, on_diag, &sink);
+  bool bad = LLVMLinkModules2(c->mod, lib);
+  LLVMContextSetDiagnosticHandler(c->ctx, NULL, NULL);
+  if (bad || sink.msg[0]) {
+    cg_fail(c, XPJ_ERR_COMPILE, "linking libdevice (%s) failed: %s", path,
+            sink.msg[0] ? sink.msg : "no reason given");
     return;
   }
   for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f; f = LLVMGetNextFunction(f))

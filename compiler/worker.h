@@ -32,6 +32,9 @@ typedef struct xpj_job {
   /* PTX: libdevice as the caller finds it (xpj_libdevice_path: its
    * XPJIT_LIBDEVICE and CUDA_HOME); "": none */
   char libdevice[4096];
+  /* set by xpj_worker_run: this process ends after the compile (LLVM's
+   * objects are left to the exit, and libdevice read ahead is used) */
+  bool worker;
 } xpj_job;
 
 /* What a compile produced: xpjit_codegen.h's xpj_result. */

@@ -5,7 +5,9 @@
  * the isolation of crashes inside LLVM.
  */
 #include "cgutil.h"
+#include "llvm.h"
 #include "spirv_check.h"
+#include "worker.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1103,6 +1105,100 @@ static void test_ptx_unroll(void **state) {
   free(o3);
 }
 
+/* Compiles kernel k of sp for ptx:sm_90 in a child, as a worker does
+ * (job.worker: it may take libdevice read ahead) or not; the child's exit
+ * status: 0 compiled, 99 refused libdevice as not bitcode, 97 other. */
+static int compile_in_child(const xpj_module *sp, const char *k,
+                            const char *libdevice, bool worker) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    xpj_target tg;
+    if (xpj_target_parse("ptx:sm_90", &tg, NULL, 0) != XPJ_OK)
+      _exit(98);
+    xpj_job j;
+    memset(&j, 0, sizeof j);
+    j.m = sp;
+    j.kernel = xpj_module_find(sp, k);
+    j.target = &tg;
+    xpj_compile_opts_default(&j.opts);
+    j.emit = XPJ_EMIT_BIN;
+    xpj_entry_name(k, j.entry, sizeof j.entry);
+    snprintf(j.libdevice, sizeof j.libdevice, "%s", libdevice);
+    j.worker = worker;
+    xpj_result r;
+    memset(&r, 0, sizeof r);
+    xpj_llvm_plugin_api.compile(&j, &r);
+    if (r.status == XPJ_OK)
+      _exit(0);
+    /* the failure expected of a spoilt file, or another */
+    _exit(r.log && strstr(r.log, "is not valid bitcode") ? 99 : 97);
+  }
+  int ws;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  assert_true(WIFEXITED(ws));
+  return WEXITSTATUS(ws);
+}
+
+/* Overwrites path with as many bytes of garbage, its modification time
+ * kept (keep) or not. */
+static void spoil(const char *path, bool keep) {
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  int fd = open(path, O_WRONLY);
+  assert_true(fd >= 0);
+  char junk[4096];
+  memset(junk, 'x', sizeof junk);
+  for (off_t at = 0; at < st.st_size; at += (off_t)sizeof junk) {
+    size_t n = st.st_size - at < (off_t)sizeof junk ? (size_t)(st.st_size - at)
+                                                   : sizeof junk;
+    assert_int_equal(pwrite(fd, junk, n, at), (ssize_t)n);
+  }
+  close(fd);
+  struct timespec ts[2] = {st.st_atim, st.st_mtim};
+  if (!keep)
+    ts[1].tv_sec -= 10;
+  assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/* libdevice read ahead by a compile server (read_ahead) serves the PTX
+ * compiles of the workers forked after it, and only theirs, and only while
+ * the file is the one read: here a copy the test spoils in place. */
+static void test_libdevice_ahead(void **state) {
+  (void)state;
+  const char *orig = xpj_libdevice_path();
+  if (!orig)
+    skip();
+  char path[512], cmd[1200];
+  snprintf(path, sizeof path, "%s/libdevice.10.bc", tmpdir);
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", orig, path);
+  assert_int_equal(system(cmd), 0);
+  static const char src[] =
+      "kernel tg(x: global f32[]) range {\n"
+      "    let i = global_id(0);\n"
+      "    if i < size(x) { x[i] = tgamma(x[i]); }\n"
+      "}\n";
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  xpj_module *sp = spec_kernel(m, "tg", XPJ_VOID, 0);
+  assert_non_null(sp);
+  xpj_llvm_plugin_api.read_ahead(path);
+  assert_int_equal(compile_in_child(sp, "tg", path, true), 0);
+  /* the same file, its bytes replaced (size and time kept): a worker
+   * compiles from what was read ahead; any other compile reads the file */
+  spoil(path, true);
+  assert_int_equal(compile_in_child(sp, "tg", path, true), 0);
+  assert_int_equal(compile_in_child(sp, "tg", path, false), 99);
+  /* changed (its time): read again, and refused */
+  spoil(path, false);
+  assert_int_equal(compile_in_child(sp, "tg", path, true), 99);
+  /* another path: not taken */
+  assert_int_equal(compile_in_child(sp, "tg", orig, true), 0);
+  unlink(path);
+  xpj_module_destroy(sp);
+  xpj_module_destroy(m);
+}
+
 static void test_libdevice_arch(void **state) {
   (void)state;
   static const char src[] =
@@ -1667,6 +1763,7 @@ int main(void) {
       cmocka_unit_test(test_ptx_archs),
       cmocka_unit_test(test_libdevice_arch),
       cmocka_unit_test(test_ptx_unroll),
+      cmocka_unit_test(test_libdevice_ahead),
       cmocka_unit_test(test_collectives_gpu),
       cmocka_unit_test(test_half_gpu),
       cmocka_unit_test(test_local_params_gpu),
