@@ -5,7 +5,6 @@
 #define _GNU_SOURCE /* pthread_getattr_np */
 #include "rt.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,68 +58,11 @@ struct xpj_queue {
   pthread_mutex_t mu;
   pthread_cond_t work, done;
   cmd *head, *tail;
-  /* written under mu, with __atomic stores: spin_until reads them without */
   uint64_t submitted, completed;
   bool started, stop;
-  bool spinning; /* the queue's thread watches for the next command: a
-                    waiting thread leaves it to it (xpj_queue_wait) */
   xpj_status err;
   char *errmsg;
 };
-
-/* ---- a short spin before sleeping -------------------------------------
- *
- * A launch that finds the queue's thread asleep wakes it, and the thread
- * that finishes a command wakes its waiter: each a futex call and, when
- * the sleeper's CPU is idle, an interrupt to another CPU (8 us measured
- * on this project's VM; docs/benchmarks.md, "spinning"). So the queue's
- * thread, once idle, watches for the next command for up to spin_ns
- * before it sleeps, and xpj_queue_wait watches for the completion for up
- * to the same before it sleeps: a launch-wait loop then makes no system
- * call. What it costs: up to spin_ns of a CPU after each command and each
- * wait. Off where the process may run on one CPU only (the spinner would
- * hold up the thread it waits for) and with XPJIT_QUEUE_SPIN_US=0;
- * XPJIT_QUEUE_SPIN_US sets the time (default 100, at most 10000). */
-static uint64_t spin_ns;
-
-static void read_spin(void) {
-  const char *e = getenv("XPJIT_QUEUE_SPIN_US");
-  char *end = NULL;
-  unsigned long us = 100;
-  if (e && *e) {
-    unsigned long v = strtoul(e, &end, 10);
-    if (*end == 0)
-      us = v < 10000 ? v : 10000;
-  }
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 2)
-    us = 0;
-  spin_ns = (uint64_t)us * 1000;
-}
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
-/* Spins (q->mu not held) until *v differs from seen or the queue stops:
- * true; false after spin_ns. */
-static bool spin_until(const xpj_queue *q, const uint64_t *v, uint64_t seen) {
-  if (!spin_ns)
-    return false;
-  uint64_t t0 = rt_now_ns();
-  for (unsigned i = 1;; i++) {
-    if (__atomic_load_n(v, __ATOMIC_RELAXED) != seen ||
-        __atomic_load_n(&q->stop, __ATOMIC_RELAXED))
-      return true;
-    cpu_relax();
-    if (!(i & 63) && rt_now_ns() - t0 >= spin_ns)
-      return false;
-  }
-}
 
 /* ---- events --------------------------------------------------------- */
 
@@ -271,7 +213,7 @@ static void finish(xpj_queue *q, cmd *c, xpj_status st, const char *msg) {
     free(q->errmsg);
     q->errmsg = strdup(msg);
   }
-  __atomic_store_n(&q->completed, q->completed + 1, __ATOMIC_RELAXED);
+  q->completed++;
   pthread_cond_broadcast(&q->done);
   if (q->head || q->stop) /* a waiting thread may have run c: the queue's
                             thread goes on */
@@ -322,26 +264,14 @@ static void *queue_main(void *arg) {
   unsigned nfl = 0;
   /* profiling queues finish each command before the next: exact times */
   bool batch = q->dev->ops->sync && !(q->flags & XPJ_QUEUE_PROFILING);
-  bool spun = true; /* nothing to spin for before the first command */
   pthread_mutex_lock(&q->mu);
   q->started = true;
   pthread_cond_broadcast(&q->done);
   for (;;) {
     /* q->running with no command of ours in flight: a thread waiting in
      * xpj_queue_wait runs it (help_ok), and finish wakes us after it */
-    while ((!q->head || q->running) && !q->stop && !nfl) {
-      if (!spun && !q->head && !q->running) { /* idle: the next command? */
-        uint64_t seen = q->submitted;
-        __atomic_store_n(&q->spinning, true, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&q->mu);
-        spin_until(q, &q->submitted, seen);
-        pthread_mutex_lock(&q->mu);
-        __atomic_store_n(&q->spinning, false, __ATOMIC_RELAXED);
-        spun = true;
-        continue;
-      }
+    while ((!q->head || q->running) && !q->stop && !nfl)
       pthread_cond_wait(&q->work, &q->mu);
-    }
     if (q->running && !nfl) { /* stopping while a waiting thread runs one */
       pthread_cond_wait(&q->work, &q->mu);
       continue;
@@ -359,7 +289,6 @@ static void *queue_main(void *arg) {
     }
     take(q);
     pthread_mutex_unlock(&q->mu);
-    spun = false;
 
     xpj_status st = run_taken(q, c);
     bool async = c->type != CMD_WAIT && c->type != CMD_HOST;
@@ -391,8 +320,6 @@ xpj_status xpj_queue_create(xpj_device *dev, const xpj_queue_desc *desc,
                   "xpj_queue_create: %s cannot stop a running kernel, so its "
                   "queues take no launch timeout",
                   dev->id);
-  static pthread_once_t spin_once = PTHREAD_ONCE_INIT;
-  pthread_once(&spin_once, read_spin);
   xpj_queue *q = calloc(1, sizeof *q);
   if (!q)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
@@ -435,7 +362,7 @@ void xpj_queue_destroy(xpj_queue *q) {
   if (!q)
     return;
   pthread_mutex_lock(&q->mu);
-  __atomic_store_n(&q->stop, true, __ATOMIC_RELAXED);
+  q->stop = true;
   pthread_cond_signal(&q->work);
   pthread_mutex_unlock(&q->mu);
   pthread_join(q->thread, NULL);
@@ -518,7 +445,7 @@ xpj_status xpj_queue_wait(xpj_queue *q) {
   pthread_mutex_lock(&q->mu);
   uint64_t target = q->submitted;
   while (q->completed < target) {
-    if (help && q->head && !q->running && !q->spinning) {
+    if (help && q->head && !q->running) {
       cmd *c = take(q);
       pthread_mutex_unlock(&q->mu);
       xpj_status st = run_taken(q, c);
@@ -526,12 +453,7 @@ xpj_status xpj_queue_wait(xpj_queue *q) {
       pthread_mutex_lock(&q->mu);
       continue;
     }
-    uint64_t seen = q->completed; /* spins again after each completion */
-    pthread_mutex_unlock(&q->mu);
-    bool moved = spin_until(q, &q->completed, seen);
-    pthread_mutex_lock(&q->mu);
-    if (!moved && q->completed == seen)
-      pthread_cond_wait(&q->done, &q->mu);
+    pthread_cond_wait(&q->done, &q->mu);
   }
   xpj_status st = q->err;
   if (st != XPJ_OK)
@@ -589,8 +511,8 @@ static xpj_status submit(xpj_queue *q, cmd *c, xpj_event **ev) {
   else
     q->head = c;
   q->tail = c;
-  __atomic_store_n(&q->submitted, q->submitted + 1, __ATOMIC_RELAXED);
-  pthread_cond_signal(&q->work); /* a futex call only if it sleeps */
+  q->submitted++;
+  pthread_cond_signal(&q->work);
   pthread_mutex_unlock(&q->mu);
   return XPJ_OK;
 }

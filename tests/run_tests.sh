@@ -33,10 +33,8 @@ for t in "$B"/tests/test_*; do
   [ -x "$t" ] || continue
   step "$(basename "$t")" "$t"
 done
-# Queues the other ways round (runtime/queue.c): every command on the
-# queue's thread, and no spinning before a thread sleeps.
+# Queues with every command on the queue's thread (runtime/queue.c)
 step test_runtime@queue-thread env XPJIT_QUEUE_HELP=0 "$B/tests/test_runtime"
-step test_threads@no-spin env XPJIT_QUEUE_SPIN_US=0 "$B/tests/test_threads"
 # The conformance suite and the examples again on a SPIR-V consumer:
 # Intel's OpenCL runtime for CPUs (tools/intel-ocl.sh installs it), so the
 # SPIR-V for OpenCL and Level Zero is executed, not only validated. CI sets
