@@ -21,6 +21,9 @@ typedef struct cmd {
   cmd_type type;
   xpj_event *ev;
   struct cmd *next;
+  /* by xpj_queue_cancel (under the queue's mu) before it was taken: its
+   * event has failed; it completes, in its turn, without running */
+  bool cancelled;
   /* copies and fills: the allocations they touch, held until done (0:
    * none, e.g. plain host memory) */
   xpj_device *dev;
@@ -88,8 +91,16 @@ void xpj_event_release(xpj_event *e) {
   free(e);
 }
 
+#define CANCELLED_MSG "cancelled by xpj_queue_cancel before it started"
+
 static void event_finish(xpj_event *e, xpj_status st, const char *msg) {
   pthread_mutex_lock(&e->mu);
+  if (e->state == XPJ_EVENT_COMPLETE || e->state == XPJ_EVENT_FAILED) {
+    pthread_mutex_unlock(&e->mu); /* failed by xpj_queue_cancel already */
+    return;
+  }
+  if (e->state == XPJ_EVENT_QUEUED)
+    e->t_start = rt_now_ns(); /* it never ran */
   e->t_end = rt_now_ns();
   e->status = st;
   if (st != XPJ_OK)
@@ -235,6 +246,8 @@ static cmd *take(xpj_queue *q) {
 /* Runs c, taken off the list, on this thread (the queue's or a waiting
  * one): its event says so first. */
 static xpj_status run_taken(xpj_queue *q, cmd *c) {
+  if (c->cancelled)
+    return rt_err(XPJ_ERR_CANCELLED, CANCELLED_MSG);
   pthread_mutex_lock(&c->ev->mu);
   c->ev->state = XPJ_EVENT_RUNNING;
   c->ev->t_start = rt_now_ns();
@@ -278,8 +291,10 @@ static void *queue_main(void *arg) {
     }
     cmd *c = q->head;
     if (!c || nfl == MAX_INFLIGHT ||
-        (nfl && (c->type == CMD_WAIT || c->type == CMD_HOST))) {
-      /* idle, full, or a command that must see the earlier ones done */
+        (nfl && (c->type == CMD_WAIT || c->type == CMD_HOST || c->cancelled))) {
+      /* idle, full, or a command that must see the earlier ones done (a
+       * cancelled one too: commands complete in order, which is what
+       * xpj_queue_wait counts on) */
       pthread_mutex_unlock(&q->mu);
       drain(q, fl, &nfl);
       pthread_mutex_lock(&q->mu);
@@ -467,12 +482,29 @@ xpj_status xpj_queue_wait(xpj_queue *q) {
 
 xpj_device *xpj_queue_device(const xpj_queue *q) { return q ? q->dev : NULL; }
 
+/* Commands not started stay on the list, marked: each completes in its
+ * turn without running (run_taken), so commands complete in the order
+ * they were enqueued and a wait's count of them holds (finishing them
+ * here, out of order, let xpj_queue_wait return before earlier commands
+ * had finished); their events fail here at once. */
 xpj_status xpj_queue_cancel(xpj_queue *q) {
   if (!q)
     return rt_err(XPJ_ERR_INVALID, "xpj_queue_cancel: queue is NULL");
   pthread_mutex_lock(&q->mu);
-  cmd *pending = q->head;
-  q->head = q->tail = NULL;
+  size_t n = 0;
+  for (cmd *c = q->head; c; c = c->next)
+    n += !c->cancelled;
+  /* (without memory, the events fail when their commands' turn comes) */
+  xpj_event **evs = n ? malloc(n * sizeof *evs) : NULL;
+  size_t k = 0;
+  for (cmd *c = q->head; c; c = c->next)
+    if (!c->cancelled) {
+      c->cancelled = true;
+      if (evs) {
+        atomic_fetch_add(&c->ev->refs, 1);
+        evs[k++] = c->ev;
+      }
+    }
   cmd *r = q->running;
   char warn[512] = "";
   if (r && r->type == CMD_LAUNCH) {
@@ -483,14 +515,11 @@ xpj_status xpj_queue_cancel(xpj_queue *q) {
   pthread_mutex_unlock(&q->mu);
   if (*warn)
     rt_warn("%s", warn);
-  for (cmd *c = pending, *n; c; c = n) {
-    n = c->next;
-    pthread_mutex_lock(&c->ev->mu);
-    c->ev->t_start = rt_now_ns();
-    pthread_mutex_unlock(&c->ev->mu);
-    finish(q, c, XPJ_ERR_CANCELLED,
-           "cancelled by xpj_queue_cancel before it started");
+  for (size_t i = 0; i < k; i++) {
+    event_finish(evs[i], XPJ_ERR_CANCELLED, CANCELLED_MSG);
+    xpj_event_release(evs[i]);
   }
+  free(evs);
   return XPJ_OK;
 }
 
