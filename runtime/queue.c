@@ -7,6 +7,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 typedef enum cmd_type {
@@ -418,20 +421,48 @@ static void read_queue_stack(void) {
   queue_stack = size ? size : (size_t)8 << 20;
 }
 
+#ifdef __GLIBC__
+extern void *__libc_stack_end;
+#endif
+
+uintptr_t rt_main_stack_low(void) {
+#ifdef __GLIBC__
+  /* the program's name is the string the kernel put highest on the stack,
+   * just under the end of its mapping (fs/exec.c); the stack may grow down
+   * to that end less the limit (what pthread_getattr_np computes, from
+   * /proc/self/maps: 30 us of a process's first wait) */
+  struct rlimit rl;
+  const char *fn = (const char *)getauxval(AT_EXECFN);
+  long page = sysconf(_SC_PAGESIZE);
+  if (getpid() != (pid_t)syscall(SYS_gettid) || !fn || page <= 0 ||
+      (uintptr_t)fn < (uintptr_t)__libc_stack_end ||
+      getrlimit(RLIMIT_STACK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+    return 0;
+  uintptr_t pg = (uintptr_t)page;
+  uintptr_t top = ((uintptr_t)fn + strlen(fn) + 1 + pg - 1) & ~(pg - 1);
+  uintptr_t size = (uintptr_t)rl.rlim_cur & ~(pg - 1);
+  return size < top ? top - size : 0;
+#else
+  return 0;
+#endif
+}
+
 static bool stack_left_enough(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, read_queue_stack);
   if (!stack_low) {
-    stack_low = 1;
+    stack_low = rt_main_stack_low();
     pthread_attr_t a;
     void *base;
     size_t size;
-    /* (the main thread's: from its mappings and the stack limit, once) */
-    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+    /* (another thread's: from its descriptor; else from the mappings) */
+    if (!stack_low && pthread_getattr_np(pthread_self(), &a) == 0) {
       if (pthread_attr_getstack(&a, &base, &size) == 0 && base)
         stack_low = (uintptr_t)base;
       pthread_attr_destroy(&a);
     }
+    if (!stack_low)
+      stack_low = 1;
   }
   char here;
   /* the queue's thread uses a few KiB of its own before the kernel runs */

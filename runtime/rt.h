@@ -26,6 +26,9 @@ xpj_status rt_err(xpj_status st, const char *fmt, ...)
 /* Copies msg as this thread's message and returns st. */
 xpj_status rt_err_str(xpj_status st, const char *msg);
 uint64_t rt_now_ns(void);
+/* queue.c: the lowest address the main thread's stack may grow to, when
+ * called on the main thread (glibc, a finite stack limit); else 0. */
+uintptr_t rt_main_stack_low(void);
 
 /* ---- the backend interface ------------------------------------------ */
 

@@ -4,11 +4,14 @@
  * across queues, destroy draining work), programs and kernel metadata, and
  * thread safety (concurrent get_kernel, concurrent enqueues). The kernels'
  * results are the conformance suite's job (test_conformance.c). */
+#define _GNU_SOURCE /* pthread_getattr_np */
+#include "rt.h" /* rt_main_stack_low */
 #include "testutil.h"
 #include "xpjit.h"
 
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/resource.h>
 
 static xpj_context *ctx;
 static xpj_device *cpu;
@@ -589,6 +592,36 @@ static void test_threads(void **state) {
   xpj_program_destroy(p);
 }
 
+/* The main thread's stack bound a waiting thread checks before it runs
+ * kernels (queue.c): computed without /proc, it is what glibc's
+ * pthread_getattr_np reads from there; on another thread, none. */
+static void *stack_low_elsewhere(void *arg) {
+  *(uintptr_t *)arg = rt_main_stack_low();
+  return NULL;
+}
+
+static void test_main_stack_low(void **state) {
+  (void)state;
+  struct rlimit rl;
+  assert_int_equal(getrlimit(RLIMIT_STACK, &rl), 0);
+  if (rl.rlim_cur == RLIM_INFINITY) {
+    assert_true(rt_main_stack_low() == 0);
+    return;
+  }
+  pthread_attr_t a;
+  void *base = NULL;
+  size_t size = 0;
+  assert_int_equal(pthread_getattr_np(pthread_self(), &a), 0);
+  assert_int_equal(pthread_attr_getstack(&a, &base, &size), 0);
+  pthread_attr_destroy(&a);
+  assert_true(rt_main_stack_low() == (uintptr_t)base);
+  uintptr_t other = 1;
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, stack_low_elsewhere, &other), 0);
+  pthread_join(t, NULL);
+  assert_true(other == 0);
+}
+
 int main(void) {
   /* the CPU device alone, whatever drivers this machine has: the filter
    * tests count devices (test_opencl, test_cuda and test_ze cover the
@@ -597,6 +630,7 @@ int main(void) {
   setenv("XPJIT_ZE_LIBRARY", "/nonexistent/libze_loader.so.1", 1);
   setenv("XPJIT_OPENCL_LIBRARY", "/nonexistent/libOpenCL.so.1", 1);
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_main_stack_low),
       cmocka_unit_test(test_filters),     cmocka_unit_test(test_visible),
       cmocka_unit_test(test_device_info), cmocka_unit_test(test_memory),
       cmocka_unit_test(test_copy_fill),   cmocka_unit_test(test_events),
