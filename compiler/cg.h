@@ -120,6 +120,7 @@ typedef struct cg_region {
 struct cg {
   LLVMContextRef ctx;
   LLVMModuleRef mod;
+  LLVMTargetMachineRef tm; /* the compile's machine (may be NULL early) */
   LLVMBuilderRef b;
   const cg_target_ops *ops;
   const xpj_target *target;
@@ -191,6 +192,7 @@ struct cg {
    * cg_lower_kernel */
   uint8_t *fbarrier;
   bool needs_libdevice;
+  bool libdevice_late;   /* PTX -O2: linked after the optimisation */
   const char *libdevice; /* PTX: its path as the caller found it; "": none */
   /* PTX in a worker: that libdevice, read by the compile server before
    * the fork (compile_llvm.c, read_ahead) into c->ctx; NULL: none */
@@ -249,6 +251,10 @@ typedef struct cg_plan {
 } cg_plan;
 bool cg_plan_kernel(cg *c, const xpj_func *f, bool chunked, cg_plan *out);
 void cg_plan_free(cg_plan *p);
+
+/* compile_llvm.c: runs the pass pipeline (text) on c->mod for c->tm;
+ * cg_fail on an error. */
+void cg_run_pipeline(cg *c, const char *pipeline);
 
 /* target_ptx.c: libdevice's bitcode at path, read lazily into ctx (the
  * functions a link takes are parsed then): from a mapping of the file, or

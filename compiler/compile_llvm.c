@@ -232,6 +232,22 @@ static LLVMContextRef take_ahead(const xpj_job *j, LLVMModuleRef *lib) {
   return ctx;
 }
 
+void cg_run_pipeline(cg *c, const char *pipeline) {
+  LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
+  if (c->ops->simt) {
+    /* GPUs get their parallelism from work-items, not from vectors */
+    LLVMPassBuilderOptionsSetLoopVectorization(pbo, 0);
+    LLVMPassBuilderOptionsSetSLPVectorization(pbo, 0);
+  }
+  LLVMErrorRef e = LLVMRunPasses(c->mod, pipeline, c->tm, pbo);
+  if (e) {
+    char *em = LLVMGetErrorMessage(e);
+    cg_fail(c, XPJ_ERR_COMPILE, "optimisation failed: %s", em);
+    LLVMDisposeErrorMessage(em);
+  }
+  LLVMDisposePassBuilderOptions(pbo);
+}
+
 /* j->fault: the test hook's mode in a worker, "" in the caller's process */
 static void compile_here(const xpj_job *j, xpj_result *r) {
   const char *fault = j->fault;
@@ -267,6 +283,7 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
   LLVMTargetMachineRef tm = machine_for(&c, j, tm_key, sizeof tm_key, &tm_uses);
   LLVMTargetDataRef td = NULL;
   char *msg = NULL;
+  c.tm = tm;
   if (tm) {
     td = LLVMCreateTargetDataLayout(tm);
     LLVMSetModuleDataLayout(c.mod, td);
@@ -288,23 +305,11 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
   if (c.status == XPJ_OK && c.ops->before_optimise)
     c.ops->before_optimise(&c);
   if (c.status == XPJ_OK) {
-    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
-    if (c.ops->simt) {
-      /* GPUs get their parallelism from work-items, not from vectors */
-      LLVMPassBuilderOptionsSetLoopVectorization(pbo, 0);
-      LLVMPassBuilderOptionsSetSLPVectorization(pbo, 0);
-    }
     char pipeline[32];
     snprintf(pipeline, sizeof pipeline, "default<O%u>", o->opt_level);
-    LLVMErrorRef e = LLVMRunPasses(
-        c.mod, o->opt_level == 2 && c.ops->o2_pipeline ? c.ops->o2_pipeline : pipeline,
-        tm, pbo);
-    if (e) {
-      char *em = LLVMGetErrorMessage(e);
-      cg_fail(&c, XPJ_ERR_COMPILE, "optimisation failed: %s", em);
-      LLVMDisposeErrorMessage(em);
-    }
-    LLVMDisposePassBuilderOptions(pbo);
+    cg_run_pipeline(&c, o->opt_level == 2 && c.ops->o2_pipeline
+                            ? c.ops->o2_pipeline
+                            : pipeline);
   }
   if (c.status == XPJ_OK && c.ops->before_codegen)
     c.ops->before_codegen(&c);

@@ -296,7 +296,20 @@ static LLVMValueRef libdevice(cg *c, const char *name, xpj_scalar s,
   char buf[48];
   snprintf(buf, sizeof buf, "__nv_%s%s", name, s == XPJ_F32 ? "f" : "");
   c->needs_libdevice = true;
-  return cg_call(c, buf, cg_scalar_type(c, s), a, n, LLVMCCallConv);
+  LLVMValueRef r = cg_call(c, buf, cg_scalar_type(c, s), a, n, LLVMCCallConv);
+  LLVMValueRef f = LLVMGetNamedFunction(c->mod, buf);
+  /* what the optimiser may know before libdevice is linked (ptx_finish):
+   * the function reads and writes no memory, ends, and throws nothing */
+  static const char *const pure[] = {"nounwind", "willreturn", "nosync",
+                                     "nofree", "memory"};
+  if (f && !LLVMGetFirstBasicBlock(f))
+    for (unsigned i = 0; i < sizeof pure / sizeof *pure; i++) {
+      unsigned kind = LLVMGetEnumAttributeKindForName(pure[i], strlen(pure[i]));
+      if (!LLVMGetEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, kind))
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(c->ctx, kind, 0));
+    }
+  return r;
 }
 
 static LLVMValueRef ptx_math(cg *c, xpj_math m, xpj_scalar s, LLVMValueRef *a,
@@ -436,7 +449,8 @@ LLVMModuleRef xpj_read_libdevice(LLVMContextRef ctx, const char *path,
   return lib; /* it owns buf */
 }
 
-/* Links the libdevice functions the kernel calls. */
+static void link_libdevice(cg *c);
+
 static void ptx_finish(cg *c, LLVMValueRef fn) {
   uint32_t hw[3];
   if (cg_reqd_local_hw(c, hw)) { /* .reqntid x, y, z */
@@ -448,6 +462,20 @@ static void ptx_finish(cg *c, LLVMValueRef fn) {
   }
   if (!c->needs_libdevice)
     return;
+  /* -O2 (the GPU pipeline) links it after the optimisation, then inlines
+   * and cleans up (ptx_before_codegen): its functions, optimised already,
+   * are not optimised again with the kernel (from_polar 11.6 -> 8.7 ms,
+   * math_table 15.3-17 -> 12.2; the same SASS or less; docs/benchmarks.md,
+   * "libdevice linked late") */
+  if (c->opts->opt_level == 2) {
+    c->libdevice_late = true;
+    return;
+  }
+  link_libdevice(c);
+}
+
+/* Links the libdevice functions the kernel calls. */
+static void link_libdevice(cg *c) {
   const char *path = c->libdevice;
   if (!path || !*path) {
     cg_fail(c, XPJ_ERR_UNSUPPORTED, "this kernel calls math functions that "
@@ -503,7 +531,8 @@ static LLVMValueRef ptx_local_param_base(cg *c) {
 }
 
 /* -O2: LLVM's default<O2> less what a kernel module of one entry point
- * (and the libdevice or device functions it calls) does not need, in the
+ * (and the device functions it calls; libdevice's come after it,
+ * ptx_late_pipeline) does not need, in the
  * same order: no coroutines, OpenMP, profiles, vectorisers (they are off
  * for GPUs: work-items are the parallelism), attribute inference,
  * interprocedural passes beyond inlining, and one round instead of two of
@@ -511,10 +540,7 @@ static LLVMValueRef ptx_local_param_base(cg *c) {
  * what follows. Measured on the 95 example kernels (docs/benchmarks.md,
  * "the GPU pipeline"): 1.4x faster than default<O2> from IR to PTX, and
  * the same SASS (ptxas -O3, sm_90) within 1.5%: -1.6% instructions in
- * all; then without runtime unrolling (below), -6.4%. nvvm-reflect
- * first, as the NVPTX target adds it to default<O2>: libdevice's
- * __nvvm_reflect branches are folded before inlining (__CUDA_ARCH
- * already by fold_cuda_arch: this pass would say 0). */
+ * all; then without runtime unrolling (below), -6.4%. */
 #define SIMPLIFYCFG(late)                                                     \
   "simplifycfg<bonus-inst-threshold=1;no-forward-switch-cond;"                \
   "switch-range-to-icmp;no-switch-to-lookup;keep-loops;" late                 \
@@ -525,7 +551,6 @@ static LLVMValueRef ptx_local_param_base(cg *c) {
               "no-sink-common-insts;")
 #define INSTCOMBINE "instcombine<max-iterations=1;no-verify-fixpoint>"
 static const char ptx_o2_pipeline[] =
-    "nvvm-reflect,"
     /* each function cleaned up before it is inlined */
     "function(sroa<modify-cfg>,early-cse<>," PLAIN_CFG "," INSTCOMBINE "),"
     "always-inline,cgscc(inline),globaldce,"
@@ -551,6 +576,38 @@ static const char ptx_o2_pipeline[] =
     SIMPLIFYCFG("switch-to-arithmetic;hoist-common-insts;sink-common-insts;")
     ")";
 
+/* After the -O2 pipeline: libdevice's functions the kernel still calls,
+ * linked, their __nvvm_reflect branches folded (as the NVPTX target's
+ * default<O2> does; __CUDA_ARCH already by fold_cuda_arch: the pass
+ * would say 0), inlined (all of them are
+ * alwaysinline: the always-inliner, without the call-graph inliner's
+ * costs), and the result cleaned up once (scalars out of memory,
+ * redundancy such as the range reduction sin and cos of one angle share,
+ * the CFG) */
+static const char ptx_late_pipeline[] =
+    "nvvm-reflect,always-inline,globaldce,"
+    "function(sroa<modify-cfg>,early-cse<memssa>," PLAIN_CFG "," INSTCOMBINE
+    ")";
+
+static bool calls_libdevice(cg *c) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f;
+       f = LLVMGetNextFunction(f)) {
+    size_t n;
+    const char *name = LLVMGetValueName2(f, &n);
+    if (n > 5 && !memcmp(name, "__nv_", 5) && LLVMGetFirstUse(f))
+      return true;
+  }
+  return false;
+}
+
+static void ptx_before_codegen(cg *c) {
+  if (!c->libdevice_late || !calls_libdevice(c)) /* (calls optimised away) */
+    return;
+  link_libdevice(c);
+  if (c->status == XPJ_OK)
+    cg_run_pipeline(c, ptx_late_pipeline);
+}
+
 const cg_target_ops xpj_target_ptx_ops = {
     .name = "ptx",
     .simt = true,
@@ -569,4 +626,5 @@ const cg_target_ops xpj_target_ptx_ops = {
     .finish_kernel = ptx_finish,
     .local_param_base = ptx_local_param_base,
     .o2_pipeline = ptx_o2_pipeline,
+    .before_codegen = ptx_before_codegen,
 };

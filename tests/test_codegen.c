@@ -1105,6 +1105,56 @@ static void test_ptx_unroll(void **state) {
   free(o3);
 }
 
+/* -O2 links libdevice after optimising the kernel (target_ptx.c,
+ * ptx_before_codegen): every call is inlined in the end, a call the
+ * optimiser removed needs no libdevice at all, and one it kept still says
+ * that libdevice is missing. */
+static void test_libdevice_late(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel polar(r: global const f32[], x: global f32[], y: global f32[])"
+      " range {\n"
+      "    let i = global_id(0);\n"
+      "    if i < size(x) { x[i] = r[i] * cos(r[i]); y[i] = r[i] * sin(r[i]); }\n"
+      "}\n"
+      "kernel dead(x: global f32[]) range {\n"
+      "    let i = global_id(0);\n"
+      "    let unused = sin(x[i]);\n"
+      "    if i < size(x) { x[i] = x[i] + 1.0; }\n"
+      "}\n";
+  if (!xpj_libdevice_path())
+    skip();
+  char *p = ptx_at(src, "polar", 2);
+  assert_int_equal(count_str(p, "call"), 0);
+  assert_int_equal(count_str(p, ".func"), 0);
+  assert_int_equal(count_str(p, "__nv_"), 0);
+  free(p);
+  const char *old = getenv("XPJIT_LIBDEVICE");
+  char *keep = old ? strdup(old) : NULL;
+  setenv("XPJIT_LIBDEVICE", "/nonexistent/libdevice.10.bc", 1);
+  free(ptx_at(src, "dead", 2)); /* compiles */
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  xpj_module *sp = spec_kernel(m, "polar", XPJ_VOID, 0);
+  xpj_target tg;
+  assert_int_equal(xpj_target_parse("ptx:sm_90", &tg, NULL, 0), XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.isolation = XPJ_ISOLATE_NONE;
+  xpj_result *r = NULL;
+  assert_int_equal(xpj_compile(sp, "polar", &tg, &o, XPJ_EMIT_BIN, &r),
+                   XPJ_ERR_UNSUPPORTED);
+  assert_non_null(strstr(xpj_result_log(r), "need libdevice"));
+  xpj_result_destroy(r);
+  xpj_module_destroy(sp);
+  xpj_module_destroy(m);
+  if (keep)
+    setenv("XPJIT_LIBDEVICE", keep, 1);
+  else
+    unsetenv("XPJIT_LIBDEVICE");
+  free(keep);
+}
+
 /* Compiles kernel k of sp for ptx:sm_90 in a child, as a worker does
  * (job.worker: it may take libdevice read ahead) or not; the child's exit
  * status: 0 compiled, 99 refused libdevice as not bitcode, 97 other. */
@@ -1764,6 +1814,7 @@ int main(void) {
       cmocka_unit_test(test_libdevice_arch),
       cmocka_unit_test(test_ptx_unroll),
       cmocka_unit_test(test_libdevice_ahead),
+      cmocka_unit_test(test_libdevice_late),
       cmocka_unit_test(test_collectives_gpu),
       cmocka_unit_test(test_half_gpu),
       cmocka_unit_test(test_local_params_gpu),
