@@ -299,20 +299,19 @@ static bool has_prefix(const char *s, const char *p) {
  * it is skipped; anything refused fails. */
 static xpj_status classify(ld *l, unsigned i) {
   sec *s = &l->secs[i];
-  shown n = show(s->name);
   if (!(s->flags & SHF_ALLOC)) {
     if (s->type == SHT_REL && s->info > 0 && s->info < l->shnum &&
         (l->secs[s->info].flags & SHF_ALLOC))
       return fail(l, XPJ_ERR_INVALID,
                   "section %u (%s): REL relocations (implicit addends) are "
                   "not supported on x86-64",
-                  i, n.s);
+                  i, show(s->name).s);
     return XPJ_OK; /* symbols, strings, debug info, .comment: not mapped */
   }
   if (s->flags & SHF_TLS)
     return fail(l, XPJ_ERR_INVALID,
                 "section %u (%s) is thread-local storage: not supported", i,
-                n.s);
+                show(s->name).s);
   if (s->type == SHT_INIT_ARRAY || s->type == SHT_FINI_ARRAY ||
       s->type == SHT_PREINIT_ARRAY || has_prefix(s->name, ".init_array") ||
       has_prefix(s->name, ".fini_array") ||
@@ -322,7 +321,7 @@ static xpj_status classify(ld *l, unsigned i) {
     return fail(l, XPJ_ERR_INVALID,
                 "section %u (%s) holds constructors or destructors: kernels "
                 "have none, and nothing would run them",
-                i, n.s);
+                i, show(s->name).s);
   if (s->type == SHT_X86_64_UNWIND || s->type == SHT_NOTE ||
       !strcmp(s->name, ".eh_frame"))
     return XPJ_OK; /* unwind tables (never registered), notes */
@@ -330,25 +329,25 @@ static xpj_status classify(ld *l, unsigned i) {
     return fail(l, XPJ_ERR_INVALID,
                 "section %u (%s) is allocated with type 0x%x, which the "
                 "loader does not support",
-                i, n.s, s->type);
+                i, show(s->name).s, s->type);
   if (s->flags & SHF_COMPRESSED)
     return fail(l, XPJ_ERR_INVALID,
-                "section %u (%s) is compressed: not supported", i, n.s);
+                "section %u (%s) is compressed: not supported", i, show(s->name).s);
   if ((s->flags & SHF_WRITE) && (s->flags & SHF_EXECINSTR))
     return fail(l, XPJ_ERR_INVALID,
                 "section %u (%s) is writable and executable: refused", i,
-                n.s);
+                show(s->name).s);
   if (s->align == 0)
     s->align = 1;
   if (!pow2(s->align) || s->align > MAX_ALIGN)
     return fail(l, XPJ_ERR_INVALID,
                 "section %u (%s): alignment %llu is not a power of two of "
                 "at most %u",
-                i, n.s, (unsigned long long)s->align, MAX_ALIGN);
+                i, show(s->name).s, (unsigned long long)s->align, MAX_ALIGN);
   if (s->size > MAX_IMAGE)
     return fail(l, XPJ_ERR_INVALID,
                 "section %u (%s) has %llu bytes: an image has at most %llu",
-                i, n.s, (unsigned long long)s->size,
+                i, show(s->name).s, (unsigned long long)s->size,
                 (unsigned long long)MAX_IMAGE);
   s->part = (s->flags & SHF_EXECINSTR) ? PART_CODE
             : (s->flags & SHF_WRITE)   ? PART_RW
@@ -482,18 +481,17 @@ static xpj_status read_symbols(ld *l, const char *entry,
     if (!read_sym(l, i, &r))
       return fail(l, XPJ_ERR_INVALID,
                   "symbol %zu: its name is outside the string table", i);
-    shown n = show(r.name);
     if (r.bind != STB_LOCAL && r.bind != STB_GLOBAL && r.bind != STB_WEAK &&
         r.bind != STB_GNU_UNIQUE)
       return fail(l, XPJ_ERR_INVALID, "symbol %s: binding %u not supported",
-                  n.s, r.bind);
+                  show(r.name).s, r.bind);
     if (r.type == STT_TLS)
       return fail(l, XPJ_ERR_INVALID,
-                  "symbol %s is thread-local: not supported", n.s);
+                  "symbol %s is thread-local: not supported", show(r.name).s);
     if (r.type == STT_GNU_IFUNC)
       return fail(l, XPJ_ERR_INVALID,
                   "symbol %s is an indirect function (IFUNC): not supported",
-                  n.s);
+                  show(r.name).s);
     if (r.shndx == SHN_UNDEF) {
       if (r.bind == STB_LOCAL) {
         l->kind[i] = SYM_UNDEFLOCAL;
@@ -505,7 +503,7 @@ static xpj_status read_symbols(ld *l, const char *entry,
       void *a = resolve ? resolve(ctx, r.name) : NULL;
       if (!a)
         return fail(l, XPJ_ERR_INVALID,
-                    "undefined symbol %s is not available to kernels", n.s);
+                    "undefined symbol %s is not available to kernels", show(r.name).s);
       l->kind[i] = SYM_EXTERN;
       l->val[i] = (uint64_t)(uintptr_t)a;
       continue;
@@ -523,7 +521,7 @@ static xpj_status read_symbols(ld *l, const char *entry,
         return fail(l, XPJ_ERR_INVALID,
                     "common symbol %s: %llu bytes aligned to %llu (at most "
                     "%llu bytes, a power-of-two alignment of at most %u)",
-                    n.s, (unsigned long long)r.size,
+                    show(r.name).s, (unsigned long long)r.size,
                     (unsigned long long)r.value,
                     (unsigned long long)MAX_IMAGE, MAX_ALIGN);
       l->kind[i] = SYM_IMAGE;
@@ -531,12 +529,12 @@ static xpj_status read_symbols(ld *l, const char *entry,
     }
     if (r.shndx >= SHN_LORESERVE)
       return fail(l, XPJ_ERR_INVALID,
-                  "symbol %s: section index 0x%x is not supported", n.s,
+                  "symbol %s: section index 0x%x is not supported", show(r.name).s,
                   r.shndx);
     if (r.shndx >= l->shnum)
       return fail(l, XPJ_ERR_INVALID,
                   "symbol %s: section index %u out of range (%u sections)",
-                  n.s, r.shndx, l->shnum);
+                  show(r.name).s, r.shndx, l->shnum);
     const sec *s = &l->secs[r.shndx];
     if (!s->part) {
       l->kind[i] = SYM_UNLOADED;
@@ -546,18 +544,18 @@ static xpj_status read_symbols(ld *l, const char *entry,
       return fail(l, XPJ_ERR_INVALID,
                   "symbol %s: value %llu is past the end of its section %s "
                   "(%llu bytes)",
-                  n.s, (unsigned long long)r.value, show(s->name).s,
+                  show(r.name).s, (unsigned long long)r.value, show(s->name).s,
                   (unsigned long long)s->size);
     l->kind[i] = SYM_IMAGE;
     l->val[i] = r.value; /* plus the section's offset, once laid out */
     if (r.bind != STB_LOCAL && !strcmp(r.name, entry)) {
       if (*entry_sym)
-        return fail(l, XPJ_ERR_INVALID, "symbol %s is defined twice", n.s);
+        return fail(l, XPJ_ERR_INVALID, "symbol %s is defined twice", show(r.name).s);
       if (!(s->flags & SHF_EXECINSTR) || r.value >= s->size ||
           (r.type != STT_FUNC && r.type != STT_NOTYPE))
         return fail(l, XPJ_ERR_INVALID,
                     "symbol %s is not a function in an executable section",
-                    n.s);
+                    show(r.name).s);
       *entry_sym = i;
     }
   }
@@ -607,13 +605,12 @@ static bool needs_near(uint32_t t) {
  * when it is skipped; anything malformed fails. */
 static xpj_status rela_target(ld *l, unsigned r, const sec **target) {
   const sec *s = &l->secs[r];
-  shown n = show(s->name);
   *target = NULL;
   if (s->info == 0 || s->info >= l->shnum)
     return fail(l, XPJ_ERR_INVALID,
                 "relocation section %u (%s) applies to section %u, out of "
                 "range (%u sections)",
-                r, n.s, s->info, l->shnum);
+                r, show(s->name).s, s->info, l->shnum);
   const sec *t = &l->secs[s->info];
   if (!t->part)
     return XPJ_OK; /* .eh_frame, debug info: not mapped, not relocated */
@@ -621,18 +618,18 @@ static xpj_status rela_target(ld *l, unsigned r, const sec **target) {
     return fail(l, XPJ_ERR_INVALID,
                 "relocation section %u (%s) uses section %u as its symbol "
                 "table, not the symbol table (%u)",
-                r, n.s, s->link, l->symtab);
+                r, show(s->name).s, s->link, l->symtab);
   if (s->entsize != RELA_SIZE || s->size % RELA_SIZE)
     return fail(l, XPJ_ERR_INVALID,
                 "relocation section %u (%s): entries of %llu bytes, %llu "
                 "bytes in all (not a multiple of %u)",
-                r, n.s, (unsigned long long)s->entsize,
+                r, show(s->name).s, (unsigned long long)s->entsize,
                 (unsigned long long)s->size, RELA_SIZE);
   if (t->type == SHT_NOBITS)
     return fail(l, XPJ_ERR_INVALID,
                 "relocation section %u (%s) applies to %s, which has no "
                 "contents (NOBITS)",
-                r, n.s, show(t->name).s);
+                r, show(s->name).s, show(t->name).s);
   *target = t;
   return XPJ_OK;
 }
@@ -646,16 +643,15 @@ static xpj_status read_rela(ld *l, unsigned r, const sec *t, uint64_t k,
   e->sym = (uint32_t)(info >> 32);
   e->type = (uint32_t)info;
   e->addend = rd64(p + 16);
-  shown tn = show(t->name);
   if (e->sym >= l->nsyms)
     return fail(l, XPJ_ERR_INVALID,
                 "relocation %llu of %s: symbol index %u out of range (%zu "
                 "symbols)",
-                (unsigned long long)k, tn.s, e->sym, l->nsyms);
+                (unsigned long long)k, show(t->name).s, e->sym, l->nsyms);
   if (!rel_name(e->type))
     return fail(l, XPJ_ERR_INVALID,
                 "relocation %llu of %s: type %u is not supported",
-                (unsigned long long)k, tn.s, e->type);
+                (unsigned long long)k, show(t->name).s, e->type);
   e->width = e->type == R_X86_64_NONE                              ? 0
              : e->type == R_X86_64_64 || e->type == R_X86_64_PC64 ? 8
                                                                   : 4;
@@ -663,14 +659,14 @@ static xpj_status read_rela(ld *l, unsigned r, const sec *t, uint64_t k,
     return fail(l, XPJ_ERR_INVALID,
                 "relocation %llu of %s (%s): %u bytes at offset %llu are "
                 "outside the section (%llu bytes)",
-                (unsigned long long)k, tn.s, rel_name(e->type), e->width,
+                (unsigned long long)k, show(t->name).s, rel_name(e->type), e->width,
                 (unsigned long long)e->off, (unsigned long long)t->size);
   uint8_t kind = l->kind[e->sym];
   if (e->type != R_X86_64_NONE &&
       (kind == SYM_UNLOADED || kind == SYM_UNDEFLOCAL))
     return fail(l, XPJ_ERR_INVALID,
                 "relocation %llu of %s (%s) refers to %s, %s",
-                (unsigned long long)k, tn.s, rel_name(e->type),
+                (unsigned long long)k, show(t->name).s, rel_name(e->type),
                 sym_shown(l, e->sym).s,
                 kind == SYM_UNLOADED
                     ? "defined in a section that is not loaded"
