@@ -455,6 +455,26 @@ static void hit_sum(const uint8_t *key, const char *digest, const char *entry,
 
 static bool field_ok(const char *s) { return s && !strchr(s, '\n'); }
 
+/* s copied to w, NUL-terminated; the end */
+static char *text_str(char *w, const char *s) {
+  size_t n = strlen(s);
+  memcpy(w, s, n + 1);
+  return w + n;
+}
+
+/* v in decimal at w, NUL-terminated; the end */
+static char *text_dec(char *w, uint64_t v) {
+  char d[24];
+  size_t n = 0;
+  do
+    d[n++] = (char)('0' + v % 10);
+  while ((v /= 10));
+  for (size_t i = 0; i < n; i++)
+    w[i] = d[n - 1 - i];
+  w[n] = 0;
+  return w + n;
+}
+
 xpj_status xpj_cache_key_digest(const xpj_cache_key *k, char **text,
                                 char hex[65]) {
   if (text)
@@ -473,16 +493,22 @@ xpj_status xpj_cache_key_digest(const xpj_cache_key *k, char **text,
   char *t = malloc(need);
   if (!t)
     return fail(XPJ_ERR_NOMEM, "out of memory");
-  int n = snprintf(t, need,
-                   "%s %d\ncode %s\nkernel %s\ndtypes %s\nndim %u\n"
-                   "target %s\noptions %s\nversions %s\n",
-                   KEY_MAGIC, XPJ_CACHE_SCHEMA_VERSION, k->code, k->kernel,
-                   k->dtypes, k->ndim, k->target, k->options, k->versions);
-  if (n < 0) {
-    free(t);
-    return fail(XPJ_ERR_NOMEM, "out of memory");
-  }
-  sha256_hex(t, (size_t)n, hex);
+  /* "%s %d\ncode %s\nkernel %s\ndtypes %s\nndim %u\ntarget %s\n"
+   * "options %s\nversions %s\n", built without printf (the target of
+   * the CPU is a kilobyte of features, and every get makes a key) */
+  char *w = t;
+  w = text_str(w, KEY_MAGIC " ");
+  w = text_dec(w, XPJ_CACHE_SCHEMA_VERSION);
+  w = text_str(text_str(w, "\ncode "), k->code);
+  w = text_str(text_str(w, "\nkernel "), k->kernel);
+  w = text_str(text_str(w, "\ndtypes "), k->dtypes);
+  w = text_dec(text_str(w, "\nndim "), k->ndim);
+  w = text_str(text_str(w, "\ntarget "), k->target);
+  w = text_str(text_str(w, "\noptions "), k->options);
+  w = text_str(text_str(w, "\nversions "), k->versions);
+  w = text_str(w, "\n");
+  size_t n = (size_t)(w - t);
+  sha256_hex(t, n, hex);
   if (text)
     *text = t;
   else

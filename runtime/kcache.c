@@ -279,6 +279,19 @@ static void read_build_id(void) {
   dl_iterate_phdr(find_build_id, (void *)(uintptr_t)&read_build_id);
 }
 
+/* v in decimal at w, NUL-terminated; its length */
+static size_t dec(char *w, uint64_t v) {
+  char d[24];
+  size_t n = 0;
+  do
+    d[n++] = (char)('0' + v % 10);
+  while ((v /= 10));
+  for (size_t i = 0; i < n; i++)
+    w[i] = d[n - 1 - i];
+  w[n] = 0;
+  return n;
+}
+
 /* The alias of rq (cache/hitfile.h, xpj_l2_alias_digest): everything its
  * key's code depends on (this code, the source, the name it was parsed
  * under, the kernel, its dtypes and ndim) and the rest of the key, each
@@ -288,18 +301,23 @@ static char *alias_text(const rt_cc *cc, const rt_request *rq) {
   pthread_once(&build_id_once, read_build_id);
   if (!rq->src_digest || !*build_id)
     return NULL;
-  char nd[16];
-  snprintf(nd, sizeof nd, "%u", rq->ndim);
+  char nd[24];
+  dec(nd, rq->ndim);
   const char *parts[] = {"xpjit alias 1", build_id,        rq->src_digest,
                          rq->src.name ? rq->src.name : "", rq->kernel,
                          rq->dtypes,    nd,              rq->target_str,
                          rq->ostr,      cc->versions};
-  size_t n = sizeof parts / sizeof *parts, total = 1;
+  size_t n = sizeof parts / sizeof *parts, total = 1, len[10];
   for (size_t i = 0; i < n; i++)
-    total += strlen(parts[i]) + 24;
+    total += (len[i] = strlen(parts[i])) + 24;
   char *t = malloc(total), *w = t;
-  for (size_t i = 0; t && i < n; i++)
-    w += sprintf(w, "%zu:%s", strlen(parts[i]), parts[i]);
+  /* "%zu:%s" each, without printf (the CPU's target is a kilobyte) */
+  for (size_t i = 0; t && i < n; i++) {
+    w += dec(w, len[i]);
+    *w++ = ':';
+    memcpy(w, parts[i], len[i] + 1);
+    w += len[i];
+  }
   return t;
 }
 

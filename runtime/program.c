@@ -155,8 +155,12 @@ static xpj_status create(xpj_context *ctx, const char *name, const char *src,
       sha256_init(&h);
       sha256_update(&h, tlen, (const uint8_t *)text);
       sha256_digest(&h, sizeof raw, raw);
-      for (int i = 0; i < SHA256_DIGEST_SIZE; i++)
-        snprintf((*out)->src_digest + 2 * i, 3, "%02x", raw[i]);
+      static const char hexd[] = "0123456789abcdef";
+      for (int i = 0; i < SHA256_DIGEST_SIZE; i++) {
+        (*out)->src_digest[2 * i] = hexd[raw[i] >> 4];
+        (*out)->src_digest[2 * i + 1] = hexd[raw[i] & 15];
+      }
+      (*out)->src_digest[2 * SHA256_DIGEST_SIZE] = 0;
     }
   } else {
     free(text);
