@@ -125,6 +125,11 @@ bool xpj_trusted_file(const char *path);
 int xpj_host_cpu(char *name, size_t namesize, char *features,
                  size_t featsize, char *why, size_t whysize);
 
+/* x86-64: the digest of what CPUID says (and the versions) that names the
+ * host-CPU file; the leaves glibc keeps taken from it (glibc) or asked
+ * again (the same digest: test_lazy_llvm). */
+void xpj_host_cpu_fingerprint(char hex[33], bool glibc);
+
 /* The host-CPU file's text, n bytes: "NAME\nFEATURES\n" with a name of
  * LLVM's alphabet (letters, digits, - _ .) under 64 bytes and a feature
  * list (the same and + ,) under 4096; 0, or -1 for anything else. */

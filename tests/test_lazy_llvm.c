@@ -13,6 +13,7 @@
  * by the validator plugin (libxpjit-spirv.so.0, SPIRV-Tools and the C++
  * runtime), loaded only then, and refused when the plugin cannot be had. */
 #define _GNU_SOURCE
+#include "llvm.h" /* xpj_host_cpu_fingerprint */
 #include "xpjit.h"
 #include "xpjit_codegen.h"
 #include "xpjit_ir.h"
@@ -365,6 +366,21 @@ static int validate_child(const void *arg) {
 
 /* SPIR-V is checked by the plugin, loaded then; a validator that cannot
  * be had refuses every module, with the reason. */
+/* The host-CPU file's name from glibc's copy of the CPUID leaves is the
+ * one CPUID itself gives (hostcpu.c, glibc_leaf). */
+static void test_host_fingerprint(void **state) {
+  (void)state;
+#if defined(__x86_64__)
+  char a[33], b[33];
+  xpj_host_cpu_fingerprint(a, true);
+  xpj_host_cpu_fingerprint(b, false);
+  assert_string_equal(a, b);
+  assert_int_equal(strlen(a), 32);
+#else
+  skip();
+#endif
+}
+
 static void test_spirv_validator(void **state) {
   (void)state;
   assert_int_equal(in_child(validate_child, NULL), 0);
@@ -378,6 +394,7 @@ int main(void) {
       cmocka_unit_test(test_bad_plugins),
       cmocka_unit_test(test_host_file_checked),
       cmocka_unit_test(test_host_without_llvm),
+      cmocka_unit_test(test_host_fingerprint),
       cmocka_unit_test(test_spirv_validator),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
