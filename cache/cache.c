@@ -36,6 +36,7 @@
  */
 #define _GNU_SOURCE
 #include "xpjit_cache.h"
+#include "buf.h" /* xpj_dec */
 #include "hitfile.h"
 #include "trust.h"
 
@@ -462,19 +463,6 @@ static char *text_str(char *w, const char *s) {
   return w + n;
 }
 
-/* v in decimal at w, NUL-terminated; the end */
-static char *text_dec(char *w, uint64_t v) {
-  char d[24];
-  size_t n = 0;
-  do
-    d[n++] = (char)('0' + v % 10);
-  while ((v /= 10));
-  for (size_t i = 0; i < n; i++)
-    w[i] = d[n - 1 - i];
-  w[n] = 0;
-  return w + n;
-}
-
 xpj_status xpj_cache_key_digest(const xpj_cache_key *k, char **text,
                                 char hex[65]) {
   if (text)
@@ -498,11 +486,12 @@ xpj_status xpj_cache_key_digest(const xpj_cache_key *k, char **text,
    * the CPU is a kilobyte of features, and every get makes a key) */
   char *w = t;
   w = text_str(w, KEY_MAGIC " ");
-  w = text_dec(w, XPJ_CACHE_SCHEMA_VERSION);
+  w += xpj_dec(w, XPJ_CACHE_SCHEMA_VERSION);
   w = text_str(text_str(w, "\ncode "), k->code);
   w = text_str(text_str(w, "\nkernel "), k->kernel);
   w = text_str(text_str(w, "\ndtypes "), k->dtypes);
-  w = text_dec(text_str(w, "\nndim "), k->ndim);
+  w = text_str(w, "\nndim ");
+  w += xpj_dec(w, k->ndim);
   w = text_str(text_str(w, "\ntarget "), k->target);
   w = text_str(text_str(w, "\noptions "), k->options);
   w = text_str(text_str(w, "\nversions "), k->versions);

@@ -105,3 +105,14 @@ void xpj_buf_free(xpj_buf *b) {
   b->len = b->cap = 0;
   b->failed = false;
 }
+
+size_t xpj_dec(char *out, uint64_t v) {
+  char t[24];
+  size_t n = 0;
+  do
+    t[n++] = (char)('0' + v % 10);
+  while ((v /= 10));
+  for (size_t i = 0; i < n; i++)
+    out[i] = t[n - 1 - i];
+  return n;
+}

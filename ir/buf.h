@@ -29,4 +29,8 @@ void xpj_buf_str(xpj_buf *b, const char *s); /* u32 length + bytes */
 char *xpj_buf_take(xpj_buf *b, size_t *len);
 void xpj_buf_free(xpj_buf *b);
 
+/* v in decimal at out, not NUL-terminated (at most 20 characters); the
+ * number written. For texts built without printf (keys, aliases). */
+size_t xpj_dec(char *out, uint64_t v);
+
 #endif

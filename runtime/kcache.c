@@ -11,6 +11,7 @@
  * device that would not load a binary) are not, so a later call retries. */
 #define _GNU_SOURCE
 #include "../cache/hitfile.h"
+#include "buf.h" /* xpj_dec */
 #include "rt.h"
 #include "tier.h"
 #include "daemon.h"
@@ -279,19 +280,6 @@ static void read_build_id(void) {
   dl_iterate_phdr(find_build_id, (void *)(uintptr_t)&read_build_id);
 }
 
-/* v in decimal at w, NUL-terminated; its length */
-static size_t dec(char *w, uint64_t v) {
-  char d[24];
-  size_t n = 0;
-  do
-    d[n++] = (char)('0' + v % 10);
-  while ((v /= 10));
-  for (size_t i = 0; i < n; i++)
-    w[i] = d[n - 1 - i];
-  w[n] = 0;
-  return n;
-}
-
 /* The alias of rq (cache/hitfile.h, xpj_l2_alias_digest): everything its
  * key's code depends on (this code, the source, the name it was parsed
  * under, the kernel, its dtypes and ndim) and the rest of the key, each
@@ -302,7 +290,7 @@ static char *alias_text(const rt_cc *cc, const rt_request *rq) {
   if (!rq->src_digest || !*build_id)
     return NULL;
   char nd[24];
-  dec(nd, rq->ndim);
+  nd[xpj_dec(nd, rq->ndim)] = 0;
   const char *parts[] = {"xpjit alias 1", build_id,        rq->src_digest,
                          rq->src.name ? rq->src.name : "", rq->kernel,
                          rq->dtypes,    nd,              rq->target_str,
@@ -313,7 +301,7 @@ static char *alias_text(const rt_cc *cc, const rt_request *rq) {
   char *t = malloc(total), *w = t;
   /* "%zu:%s" each, without printf (the CPU's target is a kilobyte) */
   for (size_t i = 0; t && i < n; i++) {
-    w += dec(w, len[i]);
+    w += xpj_dec(w, len[i]);
     *w++ = ':';
     memcpy(w, parts[i], len[i] + 1);
     w += len[i];

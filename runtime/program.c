@@ -6,6 +6,7 @@
  * another program of the same source finds a kernel loaded in the context
  * from the request as given (quick_key, rt_cc_quick), without specialising
  * it again. */
+#include "buf.h" /* xpj_dec */
 #include "daemon.h"
 #include "frontend.h"
 #include "rt.h"
@@ -566,21 +567,10 @@ static bool keep_for_fit(const xpj_kernel *k, const xpj_func *f) {
  * serial number), then parts, each length-prefixed; malloc'd, NULL when
  * out of memory. Built without printf: it is most of a hit's cost. */
 enum { QPARTS = 8 };
-static size_t put_num(char *out, uint64_t v) {
-  char t[24];
-  size_t n = 0;
-  do
-    t[n++] = (char)('0' + v % 10);
-  while ((v /= 10));
-  for (size_t i = 0; i < n; i++)
-    out[i] = t[n - 1 - i];
-  return n;
-}
-
 static char *quick_key(const xpj_program *p, const char *const *parts,
                        unsigned nparts) {
   char serial[24];
-  serial[put_num(serial, p->serial)] = 0;
+  serial[xpj_dec(serial, p->serial)] = 0;
   const char *all[QPARTS + 2] = {p->src_digest[0] ? p->src_digest : serial,
                                  p->name};
   for (unsigned i = 0; i < nparts && i < QPARTS; i++)
@@ -593,7 +583,7 @@ static char *quick_key(const xpj_program *p, const char *const *parts,
   if (!q)
     return NULL;
   for (unsigned i = 0; i < n; i++) {
-    w += put_num(w, len[i]);
+    w += xpj_dec(w, len[i]);
     *w++ = ':';
     memcpy(w, all[i], len[i]);
     w += len[i];
@@ -614,7 +604,7 @@ static void opts_text(const xpj_compile_opts *o, unsigned ctx_checks,
   uint64_t v[4] = {o->opt_level, (uint64_t)(o->fast_math != 0),
                    (uint64_t)(o->debug_info != 0), o->checks | ctx_checks};
   for (int i = 0; i < 4; i++) {
-    w += put_num(w, v[i]);
+    w += xpj_dec(w, v[i]);
     *w++ = ',';
   }
   *w = 0;
@@ -802,7 +792,7 @@ xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
   /* asked before in this context, exactly so: the binary as it is (a
    * request that succeeded once succeeds again) */
   char nd[24], os[96];
-  nd[put_num(nd, ndim)] = 0;
+  nd[xpj_dec(nd, ndim)] = 0;
   opts_text(opts, p->ctx->checks, os);
   const char *parts[] = {"binary", name, dtypes, nd, os, target};
   char *q = quick_key(p, parts, 6);
@@ -845,7 +835,7 @@ xpj_status xpj_program_get_kernel(xpj_program *p, const char *name,
   /* asked exactly so before in this context: the request is not parsed
    * again, the kernel not specialised again */
   char nd[24], os[96];
-  nd[put_num(nd, ndim)] = 0;
+  nd[xpj_dec(nd, ndim)] = 0;
   opts_text(opts, p->ctx->checks, os);
   const char *parts[] = {"kernel", name, dtypes, nd, os, dev->id};
   char *q = quick_key(p, parts, 6);
