@@ -334,9 +334,11 @@ static LLVMValueRef ptx_math(cg *c, xpj_math m, xpj_scalar s, LLVMValueRef *a,
     return libdevice(c, "round", s, a, n); /* half away from zero */
   if ((unsigned)m >= XPJ_MATH_COUNT || !names[m])
     return NULL; /* native instructions through LLVM intrinsics */
+  /* libdevice's fast f32 variants (it has no __nv_fast_exp2f: exp2f is
+   * fast already) */
   if (c->opts->fast_math && s == XPJ_F32 &&
       (m == XPJ_MATH_SIN || m == XPJ_MATH_COS || m == XPJ_MATH_EXP ||
-       m == XPJ_MATH_LOG || m == XPJ_MATH_EXP2 || m == XPJ_MATH_LOG2)) {
+       m == XPJ_MATH_LOG || m == XPJ_MATH_LOG2)) {
     char fast[24];
     snprintf(fast, sizeof fast, "fast_%s", names[m]);
     return libdevice(c, fast, s, a, n);
@@ -508,9 +510,19 @@ static void link_libdevice(cg *c) {
             sink.msg[0] ? sink.msg : "no reason given");
     return;
   }
-  for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f; f = LLVMGetNextFunction(f))
+  for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f;
+       f = LLVMGetNextFunction(f)) {
+    size_t n;
+    const char *name = LLVMGetValueName2(f, &n);
+    if (LLVMIsDeclaration(f) && n > 5 && !memcmp(name, "__nv_", 5) &&
+        LLVMGetFirstUse(f)) { /* ptxas would refuse the PTX */
+      cg_fail(c, XPJ_ERR_COMPILE, "internal: libdevice (%s) has no %s", path,
+              name);
+      return;
+    }
     if (f != c->fn && !LLVMIsDeclaration(f))
       LLVMSetLinkage(f, LLVMInternalLinkage);
+  }
   for (LLVMValueRef g = LLVMGetFirstGlobal(c->mod); g; g = LLVMGetNextGlobal(g))
     if (!LLVMIsDeclaration(g))
       LLVMSetLinkage(g, LLVMInternalLinkage);

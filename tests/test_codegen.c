@@ -1105,6 +1105,61 @@ static void test_ptx_unroll(void **state) {
   free(o3);
 }
 
+/* Every math builtin, f32 and f64, with and without fast-math, at -O1 and
+ * -O2 (libdevice linked early and late): compiled, and nothing left for
+ * ptxas to find missing (an external function: fast-math exp2 on f32 once
+ * called a __nv_fast_exp2f that libdevice does not have). */
+static void test_libdevice_names(void **state) {
+  (void)state;
+  if (!xpj_libdevice_path())
+    skip();
+  static const char src[] =
+      "kernel all<T>(x: global T[], y: global T[]) range {\n"
+      "    let i = global_id(0);\n"
+      "    if i >= size(x) { return; }\n"
+      "    let a = x[i];\n"
+      "    let b = y[i];\n"
+      "    let s = sqrt(a) + rsqrt(a) + cbrt(a) + exp(a) + exp2(a) + expm1(a)\n"
+      "          + log(a) + log2(a) + log10(a) + log1p(a) + pow(a, b)\n"
+      "          + sin(a) + cos(a) + tan(a) + asin(a) + acos(a) + atan(a)\n"
+      "          + atan2(a, b) + sinh(a) + cosh(a) + tanh(a) + round(a)\n"
+      "          + hypot(a, b) + erf(a) + erfc(a) + lgamma(a) + tgamma(a);\n"
+      "    y[i] = s;\n"
+      "}\n";
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  xpj_target tg;
+  assert_int_equal(xpj_target_parse("ptx:sm_90", &tg, NULL, 0), XPJ_OK);
+  static const xpj_scalar types[2] = {XPJ_F32, XPJ_F64};
+  for (int t = 0; t < 2; t++) {
+    xpj_module *sp = spec_kernel(m, "all", types[t], 0);
+    assert_non_null(sp);
+    for (int fast = 0; fast < 2; fast++)
+      for (unsigned lvl = 1; lvl <= 2; lvl++) {
+        xpj_compile_opts o;
+        xpj_compile_opts_default(&o);
+        o.opt_level = lvl;
+        o.fast_math = fast;
+        o.isolation = XPJ_ISOLATE_NONE;
+        xpj_result *r = NULL;
+        xpj_status st = xpj_compile(sp, "all", &tg, &o, XPJ_EMIT_BIN, &r);
+        if (st != XPJ_OK)
+          fail_msg("%s fast=%d -O%u: %s", t ? "f64" : "f32", fast, lvl,
+                   xpj_result_log(r));
+        size_t len;
+        const char *d = (const char *)xpj_result_data(r, &len);
+        char *text = strndup(d, len);
+        if (strstr(text, ".extern") || strstr(text, "__nv_"))
+          fail_msg("%s fast=%d -O%u: a libdevice function left external",
+                   t ? "f64" : "f32", fast, lvl);
+        free(text);
+        xpj_result_destroy(r);
+      }
+    xpj_module_destroy(sp);
+  }
+  xpj_module_destroy(m);
+}
+
 /* -O2 links libdevice after optimising the kernel (target_ptx.c,
  * ptx_before_codegen): every call is inlined in the end, a call the
  * optimiser removed needs no libdevice at all, and one it kept still says
@@ -1815,6 +1870,7 @@ int main(void) {
       cmocka_unit_test(test_ptx_unroll),
       cmocka_unit_test(test_libdevice_ahead),
       cmocka_unit_test(test_libdevice_late),
+      cmocka_unit_test(test_libdevice_names),
       cmocka_unit_test(test_collectives_gpu),
       cmocka_unit_test(test_half_gpu),
       cmocka_unit_test(test_local_params_gpu),
