@@ -258,8 +258,11 @@ void cg_run_pipeline(cg *c, const char *pipeline);
 
 /* target_ptx.c: libdevice's bitcode at path, read lazily into ctx (the
  * functions a link takes are parsed then): from a mapping of the file, or
- * a copy in memory (copy); NULL with why. */
+ * from a copy in memory of a regular file (copied: what fstat said of the
+ * file read); NULL with why. */
+struct stat;
 LLVMModuleRef xpj_read_libdevice(LLVMContextRef ctx, const char *path,
-                                 bool copy, char *why, size_t whysize);
+                                 struct stat *copied, char *why,
+                                 size_t whysize);
 
 #endif

@@ -177,8 +177,8 @@ static LLVMTargetMachineRef machine_for(cg *c, const xpj_job *j, char *key,
  * (docs/benchmarks.md). The compile server reads it once, into a context
  * of its own (read_ahead, after its PTX warm-up); each worker forked after
  * that, one compile each, takes context and module (take_ahead) when its
- * job names the same file, unchanged since: same device, inode, size and
- * modification time. The server itself never takes it. */
+ * job names the same file, unchanged since: same device, inode, size,
+ * modification and change times. The server itself never takes it. */
 static struct {
   LLVMContextRef ctx;
   LLVMModuleRef lib;
@@ -186,10 +186,14 @@ static struct {
   struct stat st;
 } ahead;
 
+/* The same file, not written since (a write that restores the
+ * modification time still moves the change time) */
 static bool same_file(const struct stat *a, const struct stat *b) {
   return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
          a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
-         a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+         a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+         a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+         a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
 static void read_ahead(const char *path) {
@@ -205,7 +209,8 @@ static void read_ahead(const char *path) {
   memset(&ahead, 0, sizeof ahead);
   LLVMContextRef ctx = LLVMContextCreate();
   char why[512];
-  LLVMModuleRef lib = xpj_read_libdevice(ctx, path, true, why, sizeof why);
+  /* (st: what the descriptor read says, not the path before it) */
+  LLVMModuleRef lib = xpj_read_libdevice(ctx, path, &st, why, sizeof why);
   if (!lib) {
     LLVMContextDispose(ctx);
     return;

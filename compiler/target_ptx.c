@@ -376,9 +376,11 @@ static void fold_cuda_arch(cg *c) {
   }
 }
 
-/* The whole file at path, malloc'd (at most 256 MiB); NULL on failure. */
-static char *read_whole(const char *path, size_t *n) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+/* The whole regular file at path, malloc'd (at most 256 MiB), *st what
+ * fstat says of the file read; NULL on failure (a FIFO, a device or a
+ * directory among them: opened without blocking, then refused). */
+static char *read_whole(const char *path, size_t *n, struct stat *st_out) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat st;
   char *data = NULL;
   if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
@@ -398,6 +400,7 @@ static char *read_whole(const char *path, size_t *n) {
       data = NULL;
     }
     *n = got;
+    *st_out = st;
   }
   if (fd >= 0)
     close(fd);
@@ -420,12 +423,13 @@ static void on_diag(LLVMDiagnosticInfoRef di, void *p) {
 }
 
 LLVMModuleRef xpj_read_libdevice(LLVMContextRef ctx, const char *path,
-                                 bool copy, char *why, size_t whysize) {
+                                 struct stat *copied, char *why,
+                                 size_t whysize) {
   LLVMMemoryBufferRef buf = NULL;
   char *err = NULL;
-  if (copy) { /* in memory of its own: a mapping sees later writes */
+  if (copied) { /* in memory of its own: a mapping sees later writes */
     size_t n = 0;
-    char *data = read_whole(path, &n);
+    char *data = read_whole(path, &n, copied);
     if (data)
       buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, n, path);
     free(data);
@@ -490,7 +494,7 @@ static void link_libdevice(cg *c) {
   c->lib_ahead = NULL;
   char why[512];
   if (!lib &&
-      !(lib = xpj_read_libdevice(c->ctx, path, false, why, sizeof why))) {
+      !(lib = xpj_read_libdevice(c->ctx, path, NULL, why, sizeof why))) {
     cg_fail(c, XPJ_ERR_COMPILE, "%s", why);
     return;
   }

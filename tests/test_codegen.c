@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1214,10 +1215,15 @@ static void test_libdevice_late(void **state) {
  * (job.worker: it may take libdevice read ahead) or not; the child's exit
  * status: 0 compiled, 99 refused libdevice as not bitcode, 97 other. */
 static int compile_in_child(const xpj_module *sp, const char *k,
-                            const char *libdevice, bool worker) {
+                            const char *libdevice, bool worker,
+                            bool no_files) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
+    /* no file can be opened: only what was read ahead can serve */
+    struct rlimit none = {0, 0};
+    if (no_files && setrlimit(RLIMIT_NOFILE, &none) != 0)
+      _exit(96);
     xpj_target tg;
     if (xpj_target_parse("ptx:sm_90", &tg, NULL, 0) != XPJ_OK)
       _exit(98);
@@ -1268,7 +1274,8 @@ static void spoil(const char *path, bool keep) {
 
 /* libdevice read ahead by a compile server (read_ahead) serves the PTX
  * compiles of the workers forked after it, and only theirs, and only while
- * the file is the one read: here a copy the test spoils in place. */
+ * the file is the one read: here a copy the test changes in place; a
+ * FIFO named as libdevice does not hang it. */
 static void test_libdevice_ahead(void **state) {
   (void)state;
   const char *orig = xpj_libdevice_path();
@@ -1288,17 +1295,31 @@ static void test_libdevice_ahead(void **state) {
   xpj_module *sp = spec_kernel(m, "tg", XPJ_VOID, 0);
   assert_non_null(sp);
   xpj_llvm_plugin_api.read_ahead(path);
-  assert_int_equal(compile_in_child(sp, "tg", path, true), 0);
-  /* the same file, its bytes replaced (size and time kept): a worker
-   * compiles from what was read ahead; any other compile reads the file */
+  assert_int_equal(compile_in_child(sp, "tg", path, true, false), 0);
+  /* a worker that can open no file compiles from what was read ahead;
+   * any other compile must read the file */
+  assert_int_equal(compile_in_child(sp, "tg", path, true, true), 0);
+  assert_int_equal(compile_in_child(sp, "tg", path, false, true), 97);
+  /* the file's bytes replaced in place, size and modification time kept
+   * (its change time moves): read again, and refused */
   spoil(path, true);
-  assert_int_equal(compile_in_child(sp, "tg", path, true), 0);
-  assert_int_equal(compile_in_child(sp, "tg", path, false), 99);
-  /* changed (its time): read again, and refused */
-  spoil(path, false);
-  assert_int_equal(compile_in_child(sp, "tg", path, true), 99);
+  assert_int_equal(compile_in_child(sp, "tg", path, true, false), 99);
   /* another path: not taken */
-  assert_int_equal(compile_in_child(sp, "tg", orig, true), 0);
+  assert_int_equal(compile_in_child(sp, "tg", orig, true, true), 97);
+  assert_int_equal(compile_in_child(sp, "tg", orig, true, false), 0);
+  unlink(path);
+  /* a FIFO: refused at once, not read (nobody writes it) */
+  assert_int_equal(mkfifo(path, 0600), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(10);
+    xpj_llvm_plugin_api.read_ahead(path);
+    _exit(0);
+  }
+  int ws;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
   unlink(path);
   xpj_module_destroy(sp);
   xpj_module_destroy(m);
