@@ -423,6 +423,16 @@ static void read_queue_stack(void) {
 
 #ifdef __GLIBC__
 extern void *__libc_stack_end;
+
+/* The stack limit when the library was loaded: the kernel kept at least
+ * that much free below the stack at exec (the mmap base), and a limit
+ * raised since does not move what lies there */
+static rlim_t start_limit;
+__attribute__((constructor)) static void read_start_limit(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_STACK, &rl) == 0)
+    start_limit = rl.rlim_cur;
+}
 #endif
 
 uintptr_t rt_main_stack_low(void) {
@@ -430,18 +440,26 @@ uintptr_t rt_main_stack_low(void) {
   /* the program's name is the string the kernel put highest on the stack,
    * just under the end of its mapping (fs/exec.c); the stack may grow down
    * to that end less the limit (what pthread_getattr_np computes, from
-   * /proc/self/maps: 30 us of a process's first wait) */
+   * /proc/self/maps: 30-120 us of a process's first wait). Only where this
+   * frame is on that stack: a process forked from another thread runs on
+   * that thread's. */
   struct rlimit rl;
   const char *fn = (const char *)getauxval(AT_EXECFN);
   long page = sysconf(_SC_PAGESIZE);
   if (getpid() != (pid_t)syscall(SYS_gettid) || !fn || page <= 0 ||
       (uintptr_t)fn < (uintptr_t)__libc_stack_end ||
-      getrlimit(RLIMIT_STACK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+      getrlimit(RLIMIT_STACK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+      !start_limit || start_limit == RLIM_INFINITY)
     return 0;
+  rlim_t limit = rl.rlim_cur < start_limit ? rl.rlim_cur : start_limit;
   uintptr_t pg = (uintptr_t)page;
   uintptr_t top = ((uintptr_t)fn + strlen(fn) + 1 + pg - 1) & ~(pg - 1);
-  uintptr_t size = (uintptr_t)rl.rlim_cur & ~(pg - 1);
-  return size < top ? top - size : 0;
+  uintptr_t size = (uintptr_t)limit & ~(pg - 1);
+  char here;
+  if (size >= top || (uintptr_t)&here >= top ||
+      (uintptr_t)&here <= top - size)
+    return 0;
+  return top - size;
 #else
   return 0;
 #endif

@@ -12,6 +12,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static xpj_context *ctx;
 static xpj_device *cpu;
@@ -600,6 +602,17 @@ static void *stack_low_elsewhere(void *arg) {
   return NULL;
 }
 
+static void *fork_and_ask(void *arg) {
+  (void)arg;
+  pid_t pid = fork();
+  if (pid == 0)
+    _exit(rt_main_stack_low() == 0 ? 0 : 1);
+  int ws = 0;
+  bool ok = pid > 0 && waitpid(pid, &ws, 0) == pid && WIFEXITED(ws) &&
+            WEXITSTATUS(ws) == 0;
+  return ok ? (void *)1 : NULL;
+}
+
 static void test_main_stack_low(void **state) {
   (void)state;
   struct rlimit rl;
@@ -620,6 +633,20 @@ static void test_main_stack_low(void **state) {
   assert_int_equal(pthread_create(&t, NULL, stack_low_elsewhere, &other), 0);
   pthread_join(t, NULL);
   assert_true(other == 0);
+  /* a limit raised since the start moves nothing that lies below */
+  uintptr_t before = rt_main_stack_low();
+  if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > rl.rlim_cur * 2) {
+    struct rlimit raised = {rl.rlim_cur * 2, rl.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_STACK, &raised), 0);
+    assert_true(rt_main_stack_low() == before);
+    assert_int_equal(setrlimit(RLIMIT_STACK, &rl), 0);
+  }
+  /* a process forked from another thread runs on that thread's stack:
+   * no answer from the main thread's place */
+  assert_int_equal(pthread_create(&t, NULL, fork_and_ask, NULL), 0);
+  void *ok = NULL;
+  pthread_join(t, &ok);
+  assert_true(ok == (void *)1);
 }
 
 int main(void) {
