@@ -299,7 +299,9 @@ static LLVMValueRef libdevice(cg *c, const char *name, xpj_scalar s,
   LLVMValueRef r = cg_call(c, buf, cg_scalar_type(c, s), a, n, LLVMCCallConv);
   LLVMValueRef f = LLVMGetNamedFunction(c->mod, buf);
   /* what the optimiser may know before libdevice is linked (ptx_finish):
-   * the function reads and writes no memory, ends, and throws nothing */
+   * the function ends, throws nothing, writes no memory and reads none
+   * the kernel could write (sin and cos read a table of libdevice's own
+   * that nothing writes) */
   static const char *const pure[] = {"nounwind", "willreturn", "nosync",
                                      "nofree", "memory"};
   if (f && !LLVMGetFirstBasicBlock(f))
@@ -470,9 +472,9 @@ static void ptx_finish(cg *c, LLVMValueRef fn) {
     return;
   /* -O2 (the GPU pipeline) links it after the optimisation, then inlines
    * and cleans up (ptx_before_codegen): its functions, optimised already,
-   * are not optimised again with the kernel (from_polar 11.6 -> 8.7 ms,
-   * math_table 15.3-17 -> 12.2; the same SASS or less; docs/benchmarks.md,
-   * "libdevice linked late") */
+   * are not optimised again with the kernel (in process, from_polar
+   * 11.3 -> 8.7 ms, math_table 15.6 -> 13.0; the same SASS or less;
+   * docs/benchmarks.md, "libdevice linked late") */
   if (c->opts->opt_level == 2) {
     c->libdevice_late = true;
     return;
