@@ -295,7 +295,8 @@ static char *alias_text(const rt_cc *cc, const rt_request *rq) {
                          rq->src.name ? rq->src.name : "", rq->kernel,
                          rq->dtypes,    nd,              rq->target_str,
                          rq->ostr,      cc->versions};
-  size_t n = sizeof parts / sizeof *parts, total = 1, len[10];
+  enum { NPARTS = sizeof parts / sizeof *parts };
+  size_t n = NPARTS, total = 1, len[NPARTS];
   for (size_t i = 0; i < n; i++)
     total += (len[i] = strlen(parts[i])) + 24;
   char *t = malloc(total), *w = t;
