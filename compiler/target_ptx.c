@@ -580,16 +580,21 @@ static const char ptx_o2_pipeline[] =
     "loop-mssa(licm<allowspeculation>,"
     "loop-rotate<header-duplication;no-prepare-for-lto>,"
     "licm<allowspeculation>)," PLAIN_CFG "," INSTCOMBINE ","
-    "loop(indvars,loop-deletion,loop-unroll-full),"
+    /* unrolled first, then canonical: induction-variable simplification
+     * of a loop whose constant-trip inner loops are still rolled proved
+     * facts about every index in them (scalar evolution over the guards
+     * that dominate each), most of its time, to no effect on the code */
+    "loop(loop-unroll-full),loop(indvars,loop-deletion),"
     "sroa<modify-cfg>,gvn<>," INSTCOMBINE ",dse,"
     /* x / n and x % n of one index share the division */
     "div-rem-pairs,"
-    /* partial unrolling of large constant trip counts; loops of unknown
-     * trip count stay rolled, as NVRTC leaves them (ptxas schedules
-     * them): runtime unrolling made the SASS of those loops 1.1-2x
-     * larger and was most of their compile (docs/benchmarks.md,
-     * "runtime unrolling"). -O3 keeps it. */
-    "loop-unroll<O2;no-runtime>,sroa<preserve-cfg>," INSTCOMBINE ","
+    /* no partial or runtime unrolling: loops of unknown or large trip
+     * count stay rolled, as NVRTC leaves them, and ptxas unrolls what it
+     * finds worth it. Runtime unrolling made the SASS of those loops
+     * 1.1-2x larger and was most of their compile; partial unrolling of
+     * large constant trip counts changed two of 95 kernels, one up and
+     * one down (docs/benchmarks.md, seventh and eighth sessions of issue
+     * 19). -O3 keeps both. */
     "loop-mssa(licm<allowspeculation>),"
     SIMPLIFYCFG("switch-to-arithmetic;hoist-common-insts;sink-common-insts;")
     ")";
