@@ -229,11 +229,25 @@ typedef enum xpj_mem_kind {
  * device is out of memory. The memory is uninitialised. */
 xpj_status xpj_mem_alloc(xpj_device *dev, xpj_mem_kind kind, size_t bytes,
                          size_t align, void **out);
-/* Frees memory from xpj_mem_alloc on dev. The caller makes sure no queued
- * work still uses it (wait first). NULL is a no-op; a pointer that is not
- * the start of an allocation of dev is XPJ_ERR_INVALID and nothing is
- * freed. */
+/* Frees memory from xpj_mem_alloc on dev (memory from xpj_mem_import is
+ * let go, not freed). Commands still using it keep it until they finish.
+ * NULL is a no-op; a pointer that is not the start of an allocation of dev
+ * is XPJ_ERR_INVALID and nothing is freed. */
 xpj_status xpj_mem_free(xpj_device *dev, void *ptr);
+/* Registers memory something else allocated (another library's device,
+ * host or USM memory: CuPy, dpctl, a driver call; or plain host memory)
+ * as an allocation of dev: bytes at ptr, of kind. Launches, copies and
+ * fills then take it with the same checks as xpjit's own allocations (a
+ * view must lie inside it). No ownership is taken: xpj_mem_free(dev, ptr)
+ * lets it go again (after the commands that use it) and never frees it;
+ * the owner keeps the memory alive until then. Nothing checks that the
+ * memory is dev's: memory of another device or context is the caller's
+ * error, as with a pointer given to the driver itself.
+ * XPJ_ERR_INVALID for a NULL pointer, a zero size, an unknown kind, a
+ * range past the end of the address space, or one that overlaps an
+ * allocation of dev (imported or not). */
+xpj_status xpj_mem_import(xpj_device *dev, void *ptr, size_t bytes,
+                          xpj_mem_kind kind);
 /* Looks up the allocation containing ptr: its start, size and kind.
  * XPJ_ERR_NOT_FOUND when ptr is in none of dev's allocations. */
 xpj_status xpj_mem_query(xpj_device *dev, const void *ptr, void **base,
@@ -464,90 +478,62 @@ xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
 
 /* ---- helpers --------------------------------------------------------- */
 
-static inline xpj_array xpj_array_nd(void *data, xpj_scalar dtype,
-                                     unsigned ndim, const int64_t *shape) {
-  xpj_array a = {data, dtype, ndim, 0, {0}, {0}};
-  int64_t s = 1;
-  for (unsigned d = ndim; d-- > 0;) {
-    a.shape[d] = shape[d];
-    a.strides[d] = s;
-    s *= shape[d];
-  }
-  return a;
-}
-static inline xpj_array xpj_array_1d(void *data, xpj_scalar dtype,
-                                     int64_t n) {
-  return xpj_array_nd(data, dtype, 1, &n);
-}
-static inline xpj_array xpj_array_2d(void *data, xpj_scalar dtype,
-                                     int64_t rows, int64_t cols) {
-  int64_t s[2] = {rows, cols};
-  return xpj_array_nd(data, dtype, 2, s);
-}
+/* Constructors of views, arguments and ranges: exported functions (no
+ * longer static inline), so that a binding through an FFI (Python's
+ * ctypes, Julia's ccall) need not build the structures itself. */
+
+/* A C-order (row-major, contiguous) view of ndim dimensions. */
+xpj_array xpj_array_nd(void *data, xpj_scalar dtype, unsigned ndim,
+                       const int64_t *shape);
+xpj_array xpj_array_1d(void *data, xpj_scalar dtype, int64_t n);
+xpj_array xpj_array_2d(void *data, xpj_scalar dtype, int64_t rows,
+                       int64_t cols);
+/* Any view: shape and strides (in elements, NULL: C order) of ndim
+ * dimensions, element 0 at offset elements from data. ndim over
+ * XPJ_MAX_RANK gives a view of ndim 0 that every launch refuses. */
+xpj_array xpj_array_view(void *data, xpj_scalar dtype, unsigned ndim,
+                         const int64_t *shape, const int64_t *strides,
+                         int64_t offset);
 /* A local array parameter (`t: local T[]`, docs/language.md 6.6) of count
  * elements per work-group: local memory the launch reserves after the
  * kernel's own local arrays (OpenCL's clSetKernelArg(i, bytes, NULL),
  * CUDA's dynamic shared memory). */
-static inline xpj_arg xpj_arg_local(uint64_t count) {
-  xpj_arg g = {XPJ_ARG_LOCAL, XPJ_VOID, {0}, NULL};
-  g.v.u = count;
-  return g;
-}
-static inline xpj_arg xpj_arg_array(const xpj_array *a) {
-  xpj_arg g = {XPJ_ARG_ARRAY, XPJ_VOID, {0}, a};
-  return g;
-}
-#define XPJ_ARG_INT_(fn, T, dt)                                               \
-  static inline xpj_arg fn(T x) {                                             \
-    xpj_arg g = {XPJ_ARG_SCALAR, dt, {0}, NULL};                              \
-    g.v.i = (int64_t)x;                                                       \
-    return g;                                                                 \
-  }
-#define XPJ_ARG_UINT_(fn, T, dt)                                              \
-  static inline xpj_arg fn(T x) {                                             \
-    xpj_arg g = {XPJ_ARG_SCALAR, dt, {0}, NULL};                              \
-    g.v.u = (uint64_t)x;                                                      \
-    return g;                                                                 \
-  }
-XPJ_ARG_INT_(xpj_arg_bool, int, XPJ_BOOL)
-XPJ_ARG_INT_(xpj_arg_i8, int8_t, XPJ_I8)
-XPJ_ARG_INT_(xpj_arg_i16, int16_t, XPJ_I16)
-XPJ_ARG_INT_(xpj_arg_i32, int32_t, XPJ_I32)
-XPJ_ARG_INT_(xpj_arg_i64, int64_t, XPJ_I64)
-XPJ_ARG_UINT_(xpj_arg_u8, uint8_t, XPJ_U8)
-XPJ_ARG_UINT_(xpj_arg_u16, uint16_t, XPJ_U16)
-XPJ_ARG_UINT_(xpj_arg_u32, uint32_t, XPJ_U32)
-XPJ_ARG_UINT_(xpj_arg_u64, uint64_t, XPJ_U64)
-#define XPJ_ARG_FLOAT_(fn, T, dt)                                             \
-  static inline xpj_arg fn(T x) {                                             \
-    xpj_arg g = {XPJ_ARG_SCALAR, dt, {0}, NULL};                              \
-    g.v.f = x;                                                                \
-    return g;                                                                 \
-  }
-XPJ_ARG_FLOAT_(xpj_arg_f32, float, XPJ_F32)
-XPJ_ARG_FLOAT_(xpj_arg_f64, double, XPJ_F64)
+xpj_arg xpj_arg_local(uint64_t count);
+/* An array argument: a points at the view, which must stay valid until
+ * the launch call returns (the launch copies it). */
+xpj_arg xpj_arg_array(const xpj_array *a);
+/* A scalar of dtype read from value, which points at one value in the C
+ * representation of dtype (bool: one byte, 0 or not; f16 and bf16: the
+ * 16-bit pattern). An unknown dtype or NULL value gives a scalar of
+ * XPJ_VOID, which every launch refuses. */
+xpj_arg xpj_arg_scalar(xpj_scalar dtype, const void *value);
+xpj_arg xpj_arg_bool(int x);
+xpj_arg xpj_arg_i8(int8_t x);
+xpj_arg xpj_arg_i16(int16_t x);
+xpj_arg xpj_arg_i32(int32_t x);
+xpj_arg xpj_arg_i64(int64_t x);
+xpj_arg xpj_arg_u8(uint8_t x);
+xpj_arg xpj_arg_u16(uint16_t x);
+xpj_arg xpj_arg_u32(uint32_t x);
+xpj_arg xpj_arg_u64(uint64_t x);
+xpj_arg xpj_arg_f32(float x);
+xpj_arg xpj_arg_f64(double x);
 /* f16 and bf16: the launch rounds x to the type (xpj_f16_from_double) */
-XPJ_ARG_FLOAT_(xpj_arg_f16, double, XPJ_F16)
-XPJ_ARG_FLOAT_(xpj_arg_bf16, double, XPJ_BF16)
-#undef XPJ_ARG_INT_
-#undef XPJ_ARG_UINT_
-#undef XPJ_ARG_FLOAT_
-static inline xpj_range xpj_range_1d(uint64_t n, uint64_t local) {
-  uint64_t one = local ? 1u : 0u; /* C++: no narrowing in the braces */
-  xpj_range r = {1, {n, 1, 1}, {local, one, one}};
-  return r;
-}
-static inline xpj_range xpj_range_2d(uint64_t n0, uint64_t n1, uint64_t l0,
-                                     uint64_t l1) {
-  uint64_t one = (l0 || l1) ? 1u : 0u;
-  xpj_range r = {2, {n0, n1, 1}, {l0, l1, one}};
-  return r;
-}
-static inline xpj_range xpj_range_3d(uint64_t n0, uint64_t n1, uint64_t n2,
-                                     uint64_t l0, uint64_t l1, uint64_t l2) {
-  xpj_range r = {3, {n0, n1, n2}, {l0, l1, l2}};
-  return r;
-}
+xpj_arg xpj_arg_f16(double x);
+xpj_arg xpj_arg_bf16(double x);
+/* Launch geometries; local 0 (all of them): the runtime chooses. */
+xpj_range xpj_range_1d(uint64_t n, uint64_t local);
+xpj_range xpj_range_2d(uint64_t n0, uint64_t n1, uint64_t l0, uint64_t l1);
+xpj_range xpj_range_3d(uint64_t n0, uint64_t n1, uint64_t n2, uint64_t l0,
+                       uint64_t l1, uint64_t l2);
+
+/* sizeof of the public structure named ("xpj_array", "xpj_arg",
+ * "xpj_range", "xpj_device_info", "xpj_kernel_info",
+ * "xpj_kernel_arg_info", "xpj_context_desc", "xpj_queue_desc",
+ * "xpj_compile_opts", "xpj_cache_counters", "xpj_cache_stats"); 0 for any
+ * other name. A binding that lays the structures out itself checks its
+ * layout against the library it loaded. */
+size_t xpj_struct_size(const char *name);
 
 #ifdef __cplusplus
 }

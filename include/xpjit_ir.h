@@ -310,6 +310,10 @@ xpj_type_kind xpj_type_kind_of(const xpj_module *m, xpj_type t);
 /* The scalar of a scalar type, or the element scalar of an array or
  * pointer; XPJ_VOID when it is a type parameter or t is invalid. */
 xpj_scalar xpj_type_elem_scalar(const xpj_module *m, xpj_type t);
+/* The index of the type parameter t is, or that the elements of array or
+ * pointer t are (`T` of `global T[*]`: for a binding that infers dtypes
+ * from its arguments); -1 when t is not generic or invalid. */
+int xpj_type_param_index(const xpj_module *m, xpj_type t);
 /* Rank of a view or static array (XPJ_RANK_GENERIC for [*]); 0 otherwise. */
 int xpj_type_rank(const xpj_module *m, xpj_type t);
 /* True for a read-only view. */

@@ -2288,6 +2288,13 @@ xpj_scalar xpj_type_elem_scalar(const xpj_module *m, xpj_type t) {
   return ti && ti->kind == XPJ_TK_SCALAR ? (xpj_scalar)ti->scalar : XPJ_VOID;
 }
 
+int xpj_type_param_index(const xpj_module *m, xpj_type t) {
+  const xpj_typeinfo *ti = m ? xpj_typeinfo_of(m, t) : NULL;
+  if (ti && ti->kind != XPJ_TK_SCALAR && ti->kind != XPJ_TK_PARAM)
+    ti = xpj_typeinfo_of(m, ti->elem);
+  return ti && ti->kind == XPJ_TK_PARAM ? (int)ti->param : -1;
+}
+
 int xpj_type_rank(const xpj_module *m, xpj_type t) {
   const xpj_typeinfo *ti = m ? xpj_typeinfo_of(m, t) : NULL;
   return ti && (ti->kind == XPJ_TK_VIEW || ti->kind == XPJ_TK_STATIC)

@@ -3,6 +3,7 @@
  * check that an array view lies inside the memory it points into. */
 #include "rt.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,54 @@ static size_t upper(const xpj_device *d, uintptr_t p) {
   return lo;
 }
 
+static bool overlap(const rt_alloc *x, const rt_alloc *y) {
+  return x->base <= y->base + (y->bytes - 1) &&
+         y->base <= x->base + (x->bytes - 1);
+}
+
+/* Enters a into dev's table: XPJ_ERR_INVALID when it overlaps an
+ * allocation there (only an import can: the backends' allocations do not
+ * overlap), or one freed and still used by commands. */
+static xpj_status record(xpj_device *dev, rt_alloc a, const char *what) {
+  pthread_mutex_lock(&dev->mem_lock);
+  size_t i = upper(dev, a.base);
+  const rt_alloc *clash = NULL;
+  if (i > 0 && overlap(&dev->allocs[i - 1], &a))
+    clash = &dev->allocs[i - 1];
+  else if (i < dev->nallocs && overlap(&dev->allocs[i], &a))
+    clash = &dev->allocs[i];
+  for (size_t r = 0; r < dev->nretired && !clash; r++)
+    if (overlap(&dev->retired[r], &a))
+      clash = &dev->retired[r];
+  if (clash) {
+    rt_alloc c = *clash;
+    pthread_mutex_unlock(&dev->mem_lock);
+    return rt_err(XPJ_ERR_INVALID,
+                  "%s: %zu bytes at %p overlap the %zu-byte allocation at "
+                  "%p of %s%s",
+                  what, a.bytes, (void *)a.base, c.bytes, (void *)c.base,
+                  dev->id,
+                  c.imported ? " (imported: xpj_mem_import; memory its owner "
+                               "has freed must be let go with xpj_mem_free)"
+                             : "");
+  }
+  if (dev->nallocs == dev->cap) {
+    size_t cap = dev->cap ? dev->cap * 2 : 64;
+    rt_alloc *n = realloc(dev->allocs, cap * sizeof *n);
+    if (!n) {
+      pthread_mutex_unlock(&dev->mem_lock);
+      return rt_err(XPJ_ERR_NOMEM, "out of memory");
+    }
+    dev->allocs = n;
+    dev->cap = cap;
+  }
+  memmove(&dev->allocs[i + 1], &dev->allocs[i],
+          (dev->nallocs - i) * sizeof *dev->allocs);
+  dev->allocs[i] = a;
+  dev->nallocs++;
+  pthread_mutex_unlock(&dev->mem_lock);
+  return XPJ_OK;
+}
 
 xpj_status xpj_mem_alloc(xpj_device *dev, xpj_mem_kind kind, size_t bytes,
                          size_t align, void **out) {
@@ -49,26 +98,33 @@ xpj_status xpj_mem_alloc(xpj_device *dev, xpj_mem_kind kind, size_t bytes,
   xpj_status st = dev->ops->mem_alloc(dev, kind, bytes, align, &p);
   if (st != XPJ_OK)
     return st;
-  pthread_mutex_lock(&dev->mem_lock);
-  if (dev->nallocs == dev->cap) {
-    size_t cap = dev->cap ? dev->cap * 2 : 64;
-    rt_alloc *a = realloc(dev->allocs, cap * sizeof *a);
-    if (!a) {
-      pthread_mutex_unlock(&dev->mem_lock);
-      dev->ops->mem_free(dev, kind, p);
-      return rt_err(XPJ_ERR_NOMEM, "out of memory");
-    }
-    dev->allocs = a;
-    dev->cap = cap;
+  st = record(dev, (rt_alloc){(uintptr_t)p, bytes, kind, 0, false},
+               "xpj_mem_alloc");
+  if (st != XPJ_OK) {
+    dev->ops->mem_free(dev, kind, p);
+    return st;
   }
-  size_t i = upper(dev, (uintptr_t)p);
-  memmove(&dev->allocs[i + 1], &dev->allocs[i],
-          (dev->nallocs - i) * sizeof *dev->allocs);
-  dev->allocs[i] = (rt_alloc){(uintptr_t)p, bytes, kind, 0};
-  dev->nallocs++;
-  pthread_mutex_unlock(&dev->mem_lock);
   *out = p;
   return XPJ_OK;
+}
+
+xpj_status xpj_mem_import(xpj_device *dev, void *ptr, size_t bytes,
+                          xpj_mem_kind kind) {
+  if (!dev)
+    return rt_err(XPJ_ERR_INVALID, "xpj_mem_import: device is NULL");
+  if (!ptr)
+    return rt_err(XPJ_ERR_INVALID, "xpj_mem_import: pointer is NULL");
+  if (kind != XPJ_MEM_DEVICE && kind != XPJ_MEM_HOST && kind != XPJ_MEM_SHARED)
+    return rt_err(XPJ_ERR_INVALID, "xpj_mem_import: unknown memory kind %d",
+                  (int)kind);
+  if (bytes == 0)
+    return rt_err(XPJ_ERR_INVALID, "xpj_mem_import: size is 0");
+  if (bytes - 1 > UINTPTR_MAX - (uintptr_t)ptr)
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_mem_import: %zu bytes at %p run past the end of the "
+                  "address space", bytes, ptr);
+  return record(dev, (rt_alloc){(uintptr_t)ptr, bytes, kind, 0, true},
+                "xpj_mem_import");
 }
 
 /* An allocation still used by commands leaves the table (no new command
@@ -104,7 +160,7 @@ xpj_status xpj_mem_free(xpj_device *dev, void *ptr) {
   if (a.uses)
     dev->retired[dev->nretired++] = a;
   pthread_mutex_unlock(&dev->mem_lock);
-  if (!a.uses)
+  if (!a.uses && !a.imported)
     dev->ops->mem_free(dev, a.kind, ptr);
   return XPJ_OK;
 }
@@ -159,7 +215,7 @@ void rt_mem_release(xpj_device *dev, uintptr_t base) {
     gone = true;
   }
   pthread_mutex_unlock(&dev->mem_lock);
-  if (gone)
+  if (gone && !a.imported)
     dev->ops->mem_free(dev, a.kind, (void *)a.base);
 }
 
@@ -180,10 +236,13 @@ xpj_status rt_mem_check_retired(xpj_device *dev, const void *p,
 
 void rt_mem_free_all(xpj_device *dev) {
   for (size_t i = 0; i < dev->nallocs; i++)
-    dev->ops->mem_free(dev, dev->allocs[i].kind, (void *)dev->allocs[i].base);
+    if (!dev->allocs[i].imported)
+      dev->ops->mem_free(dev, dev->allocs[i].kind,
+                         (void *)dev->allocs[i].base);
   for (size_t i = 0; i < dev->nretired; i++)
-    dev->ops->mem_free(dev, dev->retired[i].kind,
-                       (void *)dev->retired[i].base);
+    if (!dev->retired[i].imported)
+      dev->ops->mem_free(dev, dev->retired[i].kind,
+                         (void *)dev->retired[i].base);
   dev->nallocs = dev->nretired = 0;
   free(dev->allocs);
   free(dev->retired);

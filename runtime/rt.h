@@ -170,6 +170,7 @@ typedef struct rt_alloc {
   size_t bytes;
   xpj_mem_kind kind;
   unsigned uses; /* queued or running commands that use it (rt_mem_hold) */
+  bool imported; /* xpj_mem_import: someone else's, never freed here */
 } rt_alloc;
 
 struct xpj_device {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static xpj_context *ctx;
@@ -546,6 +547,173 @@ static void *get_and_launch(void *arg) {
   return NULL;
 }
 
+static int hold(void *u) { /* a host task that takes a moment */
+  (void)u;
+  struct timespec t = {0, 20 * 1000 * 1000};
+  nanosleep(&t, NULL);
+  return 0;
+}
+
+/* Memory someone else allocated, registered (xpj_mem_import): launches
+ * check views against it as against xpjit's own; xpj_mem_free lets it go
+ * without freeing it; overlaps and bad arguments are refused. */
+static void test_mem_import(void **state) {
+  (void)state;
+  float *own = malloc(64 * sizeof *own);
+  assert_non_null(own);
+  for (int i = 0; i < 64; i++)
+    own[i] = (float)i;
+  assert_int_equal(xpj_mem_import(NULL, own, 256, XPJ_MEM_HOST),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_mem_import(cpu, NULL, 256, XPJ_MEM_HOST),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_mem_import(cpu, own, 0, XPJ_MEM_HOST), XPJ_ERR_INVALID);
+  assert_msg_has("size is 0");
+  assert_int_equal(xpj_mem_import(cpu, own, 256, (xpj_mem_kind)9),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_mem_import(cpu, (void *)(UINTPTR_MAX - 15), 32,
+                                  XPJ_MEM_DEVICE),
+                   XPJ_ERR_INVALID);
+  assert_msg_has("end of the address space");
+  assert_int_equal(xpj_mem_import(cpu, own, 256, XPJ_MEM_HOST), XPJ_OK);
+  void *base;
+  size_t bytes;
+  xpj_mem_kind kind;
+  assert_int_equal(xpj_mem_query(cpu, own + 10, &base, &bytes, &kind), XPJ_OK);
+  assert_ptr_equal(base, own);
+  assert_int_equal(bytes, 256);
+  assert_int_equal(kind, XPJ_MEM_HOST);
+  /* overlaps: the same range, one inside, one across its start or end */
+  assert_int_equal(xpj_mem_import(cpu, own, 256, XPJ_MEM_HOST),
+                   XPJ_ERR_INVALID);
+  assert_msg_has("overlap");
+  assert_msg_has("(imported");
+  assert_int_equal(xpj_mem_import(cpu, own + 63, 4, XPJ_MEM_HOST),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_mem_import(cpu, (char *)own - 1, 2, XPJ_MEM_HOST),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_mem_import(cpu, (char *)own + 256, 4, XPJ_MEM_HOST),
+                   XPJ_OK); /* adjacent: fine */
+  assert_int_equal(xpj_mem_free(cpu, (char *)own + 256), XPJ_OK);
+  void *mine;
+  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_DEVICE, 128, 0, &mine), XPJ_OK);
+  assert_int_equal(xpj_mem_import(cpu, (char *)mine + 64, 256, XPJ_MEM_DEVICE),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_mem_free(cpu, mine), XPJ_OK);
+
+  /* a launch takes a view inside the import and refuses one past it */
+  xpj_program *p;
+  assert_int_equal(xpj_program_create(ctx, "t.xpk", src, strlen(src), NULL, &p),
+                   XPJ_OK);
+  xpj_kernel *k;
+  assert_int_equal(xpj_program_get_kernel(p, "scale", "T=f32", 1, cpu, NULL, &k),
+                   XPJ_OK);
+  xpj_queue *q;
+  assert_int_equal(xpj_queue_create(cpu, NULL, &q), XPJ_OK);
+  int64_t n = 64, stride = 1;
+  xpj_array in = xpj_array_view(own, XPJ_F32, 1, &n, &stride, 0);
+  xpj_arg args[3] = {xpj_arg_f32(2.0f), xpj_arg_array(&in), xpj_arg_bool(1)};
+  xpj_range r = xpj_range_1d(64, 0);
+  assert_int_equal(xpj_launch(q, k, &r, 3, args, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  assert_true(own[5] == 20.0f && own[63] == 252.0f);
+  xpj_array past = xpj_array_view(own, XPJ_F32, 1, &n, &stride, 1);
+  args[1] = xpj_arg_array(&past);
+  assert_int_equal(xpj_launch(q, k, &r, 3, args, NULL), XPJ_ERR_INVALID);
+  assert_msg_has("256-byte allocation");
+
+  /* let go while a command holds it: still not freed, and then gone */
+  args[1] = xpj_arg_array(&in);
+  xpj_event *gate;
+  assert_int_equal(xpj_enqueue_host_task(q, hold, NULL, &gate), XPJ_OK);
+  assert_int_equal(xpj_launch(q, k, &r, 3, args, NULL), XPJ_OK);
+  assert_int_equal(xpj_mem_free(cpu, own), XPJ_OK);
+  assert_int_equal(xpj_mem_import(cpu, own, 16, XPJ_MEM_HOST),
+                   XPJ_ERR_INVALID); /* still used by the queued launch */
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  xpj_event_release(gate);
+  assert_true(own[5] == 80.0f); /* ran on the memory it was given */
+  assert_int_equal(xpj_mem_query(cpu, own, NULL, NULL, NULL),
+                   XPJ_ERR_NOT_FOUND);
+  own[0] = 1.0f; /* still ours: never freed by xpjit (ASan would see it) */
+  free(own);
+  xpj_queue_destroy(q);
+  xpj_program_destroy(p);
+}
+
+/* The exported constructors and the structure sizes a binding checks. */
+static void test_helpers(void **state) {
+  (void)state;
+  int64_t shape[3] = {2, 3, 4}, strides[3] = {-12, 4, 1};
+  float buf[24];
+  xpj_array a = xpj_array_view(buf, XPJ_F32, 3, shape, strides, 12);
+  assert_int_equal(a.ndim, 3);
+  assert_int_equal(a.offset, 12);
+  assert_int_equal(a.strides[0], -12);
+  assert_int_equal(a.shape[2], 4);
+  a = xpj_array_view(buf, XPJ_F32, 3, shape, NULL, 0);
+  assert_int_equal(a.strides[0], 12);
+  assert_int_equal(a.strides[1], 4);
+  assert_int_equal(a.strides[2], 1);
+  a = xpj_array_view(buf, XPJ_F32, XPJ_MAX_RANK + 1, shape, NULL, 0);
+  assert_int_equal(a.ndim, 0);
+  a = xpj_array_2d(buf, XPJ_I32, 4, 6);
+  assert_int_equal(a.strides[0], 6);
+  assert_int_equal(a.dtype, XPJ_I32);
+
+  int8_t i8 = -5;
+  uint16_t u16 = 65535, h = xpj_f16_from_double(1.5);
+  int64_t i64 = INT64_MIN;
+  uint64_t u64 = UINT64_MAX;
+  float f = 0.25f;
+  double d = -3.5;
+  uint8_t t = 7;
+  xpj_arg g = xpj_arg_scalar(XPJ_I8, &i8);
+  assert_int_equal(g.kind, XPJ_ARG_SCALAR);
+  assert_int_equal(g.dtype, XPJ_I8);
+  assert_int_equal(g.v.i, -5);
+  assert_int_equal(xpj_arg_scalar(XPJ_U16, &u16).v.u, 65535);
+  assert_true(xpj_arg_scalar(XPJ_I64, &i64).v.i == INT64_MIN);
+  assert_true(xpj_arg_scalar(XPJ_U64, &u64).v.u == UINT64_MAX);
+  assert_true(xpj_arg_scalar(XPJ_F32, &f).v.f == 0.25);
+  assert_true(xpj_arg_scalar(XPJ_F64, &d).v.f == -3.5);
+  assert_true(xpj_arg_scalar(XPJ_F16, &h).v.f == 1.5);
+  assert_int_equal(xpj_arg_scalar(XPJ_BOOL, &t).v.i, 1);
+  assert_int_equal(xpj_arg_scalar(XPJ_VOID, &t).dtype, XPJ_VOID);
+  assert_int_equal(xpj_arg_scalar((xpj_scalar)99, &t).dtype, XPJ_VOID);
+  assert_int_equal(xpj_arg_scalar(XPJ_I32, NULL).dtype, XPJ_VOID);
+  assert_int_equal(xpj_arg_local(32).kind, XPJ_ARG_LOCAL);
+  assert_int_equal(xpj_arg_local(32).v.u, 32);
+
+  xpj_range r = xpj_range_2d(8, 16, 0, 0);
+  assert_int_equal(r.ndim, 2);
+  assert_int_equal(r.global[1], 16);
+  assert_int_equal(r.local[2], 0);
+  r = xpj_range_1d(8, 4);
+  assert_int_equal(r.local[1], 1);
+
+  assert_int_equal(xpj_struct_size("xpj_array"), sizeof(xpj_array));
+  assert_int_equal(xpj_struct_size("xpj_arg"), sizeof(xpj_arg));
+  assert_int_equal(xpj_struct_size("xpj_device_info"), sizeof(xpj_device_info));
+  assert_int_equal(xpj_struct_size("xpj_cache_stats"), sizeof(xpj_cache_stats));
+  assert_int_equal(xpj_struct_size("xpj_nothing"), 0);
+  assert_int_equal(xpj_struct_size(NULL), 0);
+
+  /* which type parameter a parameter's type is, or its elements are */
+  xpj_program *p;
+  assert_int_equal(xpj_program_create(ctx, "t.xpk", src, strlen(src), NULL, &p),
+                   XPJ_OK);
+  const xpj_module *m = xpj_program_module(p);
+  xpj_func *fn = xpj_module_find(m, "scale");
+  assert_non_null(fn);
+  assert_int_equal(xpj_type_param_index(m, xpj_func_param_type(fn, 0)), 0);
+  assert_int_equal(xpj_type_param_index(m, xpj_func_param_type(fn, 1)), 0);
+  assert_int_equal(xpj_type_param_index(m, xpj_func_param_type(fn, 2)), -1);
+  assert_int_equal(xpj_type_param_index(m, 0xfffffff), -1);
+  assert_int_equal(xpj_type_param_index(NULL, 1), -1);
+  xpj_program_destroy(p);
+}
+
 static void test_threads(void **state) {
   (void)state;
   const char *s =
@@ -662,6 +830,7 @@ int main(void) {
       cmocka_unit_test(test_device_info), cmocka_unit_test(test_memory),
       cmocka_unit_test(test_copy_fill),   cmocka_unit_test(test_events),
       cmocka_unit_test(test_program),     cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_mem_import),  cmocka_unit_test(test_helpers),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
