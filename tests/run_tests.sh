@@ -53,6 +53,28 @@ elif [ -n "${XPJIT_REQUIRE_SPIRV:-}" ]; then
 else
   echo "=== skipped: the conformance suite on OpenCL/SPIR-V (no $IOCL; sh tools/intel-ocl.sh installs Intel's OpenCL CPU runtime)"
 fi
+# The Python package (python/) on this build's library, without installing
+# it: pytest on the CPU device and, with Intel's OpenCL runtime, on OpenCL.
+# CI sets XPJIT_REQUIRE_PYTHON=1: there, a Python without NumPy and pytest
+# (tools/deps.sh installs Debian's) is a failure.
+PY=""
+for p in ${PYTHON:-} python3 /usr/bin/python3; do
+  if "$p" -c "import numpy, pytest" >/dev/null 2>&1; then PY=$p; break; fi
+done
+if [ -n "$PY" ]; then
+  pyenv="XPJIT_LIBRARY=$PWD/$B/lib/libxpjit.so PYTHONPATH=$PWD/python"
+  # a sanitizer build's library needs its runtime loaded first; Python's
+  # own allocations are not ours to leak-check
+  asan=$(ldd "$B/lib/libxpjit.so" 2>/dev/null | awk '/libasan/ {print $3}')
+  [ -n "$asan" ] && pyenv="$pyenv LD_PRELOAD=$asan ASAN_OPTIONS=detect_leaks=0:${ASAN_OPTIONS:-}"
+  [ -f "$IOCL/icd/intel-cpu.icd" ] && pyenv="$pyenv OCL_ICD_VENDORS=$IOCL/icd"
+  # shellcheck disable=SC2086
+  step python env $pyenv "$PY" -m pytest -q -p no:cacheprovider python/tests
+elif [ -n "${XPJIT_REQUIRE_PYTHON:-}" ]; then
+  step python sh -c "echo 'no python3 with numpy and pytest (sh tools/deps.sh installs them)'; false"
+else
+  echo "=== skipped: the Python package's tests (no python3 with numpy and pytest; sh tools/deps.sh installs them)"
+fi
 step golden sh tests/run_golden.sh
 step cli sh tests/cli.sh
 step cache_cli sh tests/cache_cli.sh

@@ -1,0 +1,275 @@
+"""The Python API itself: devices, queues and events, programs and
+specialisation, device arrays, DLPack, and every kind of bad input giving
+an exception with the library's message (never a crash)."""
+import gc
+import os
+
+import numpy as np
+import pytest
+
+import xpjit
+from conftest import EXAMPLES
+
+SRC = """
+kernel scale<T>(a: T, x: global T[*]) range {
+    let i = global_id(0);
+    if i < size(x) { x[i] *= a; }
+}
+kernel mixed<T, U>(x: global const T[], y: global U[], k: i32) range {
+    let i = global_id(0);
+    if i < shape(y, 0) { y[i] = U(x[i]) + U(k); }
+}
+kernel sized<T, const N: i64>(x: global T[]) range {
+    let i = global_id(0);
+    if i < shape(x, 0) { x[i] = T(N); }
+}
+kernel two<T>(a: global const T[], b: global T[]) range {
+    let i = global_id(0);
+    if i < shape(b, 0) { b[i] = a[i]; }
+}
+kernel unbound<T>(x: global f32[]) range {
+    if global_id(0) == 0 { x[0] = f32(T(3)); }
+}
+kernel group_ids(out: global i64[], scratch: local i64[]) ndrange(1) {
+    scratch[local_id(0)] = group_id(0);
+    barrier(local);
+    out[global_id(0)] = scratch[local_id(0)];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def prog():
+    return xpjit.Program(SRC, name="api.xpk")
+
+
+def test_devices_and_info():
+    devs = xpjit.devices()
+    assert devs and devs[0].backend == "cpu"
+    cpu = xpjit.Device("cpu")
+    assert cpu == devs[0] and cpu.id == "cpu:0"
+    info = cpu.info
+    assert info["compute_units"] >= 1 and info["target"].startswith("cpu:")
+    with pytest.raises(xpjit.NotFoundError, match="cuda"):
+        xpjit.Device("cuda:7")
+    with pytest.raises(xpjit.InvalidArgumentError):
+        xpjit.Device("cpu:[")
+    with cpu as d:
+        assert xpjit.get_device() is d
+
+
+def test_infers_dtypes_and_ndim(prog):
+    for dt in (np.float32, np.float64, np.int32, np.int16, np.uint8):
+        x = np.arange(24, dtype=dt).reshape(2, 3, 4)
+        prog.scale(x.size, dt(3), x)
+        np.testing.assert_array_equal(x, np.arange(24, dtype=dt).reshape(
+            2, 3, 4) * 3)
+    y = np.zeros(5, np.float64)
+    prog.mixed(5, np.arange(5, dtype=np.int16), y, 10)
+    np.testing.assert_array_equal(y, np.arange(5) + 10.0)
+    # a const parameter, given by name
+    z = np.zeros(3, np.int64)
+    prog.sized(3, z, consts={"N": 42})
+    assert list(z) == [42, 42, 42]
+    # explicit dtypes, several ways
+    k = prog.kernel("scale")
+    assert k.specialize({"T": "f32"}, ndim=1).signature.startswith("scale(")
+    assert k.specialize("T=f64", ndim=2) is k.specialize([np.float64], ndim=2)
+
+
+def test_python_scalars_are_weak(prog):
+    x = np.ones(4, np.float32)
+    prog.scale(4, 2, x)          # an int for T bound to f32 by x
+    prog.scale(4, 0.5, x)
+    np.testing.assert_array_equal(x, np.ones(4))
+
+
+def test_bad_arguments_raise(prog):
+    x = np.ones(8, np.float32)
+    with pytest.raises(xpjit.InvalidArgumentError, match="takes 2 arguments"):
+        prog.scale(8, 1.0)
+    with pytest.raises(xpjit.SpecializationError, match="T is f32"):
+        prog.two(8, x, np.zeros(8, np.float64))
+    with pytest.raises(xpjit.InvalidArgumentError,
+                       match="given an array of f64"):
+        prog.mixed(8, x, np.zeros(8, np.float64), 1, dtypes={"U": "f32"})
+    with pytest.raises(xpjit.SpecializationError, match="cannot infer T"):
+        prog.unbound(1, np.zeros(1, np.float32))
+    prog.unbound(1, x, dtypes={"T": "i8"})
+    assert x[0] == 3
+    with pytest.raises(xpjit.InvalidArgumentError, match="must be an array"):
+        prog.scale(8, 1.0, [1.0, 2.0])
+    ro = np.ones(8, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(xpjit.InvalidArgumentError, match="not writable"):
+        prog.scale(8, 1.0, ro)
+    with pytest.raises(xpjit.InvalidArgumentError, match="out of the range"):
+        prog.mixed(8, x, np.zeros(8, np.float32), 2 ** 31)
+    with pytest.raises(xpjit.InvalidArgumentError, match="is i32"):
+        prog.mixed(8, x, np.zeros(8, np.float32), 1.5)
+    with pytest.raises(xpjit.InvalidArgumentError, match="grid"):
+        prog.scale((1, 2, 3, 4), 1.0, x)
+    with pytest.raises(xpjit.SpecializationError):
+        prog.scale(8, 1.0, np.ones(8, np.complex64))
+    with pytest.raises(xpjit.SpecializationError, match="no type parameter"):
+        prog.scale(8, 1.0, x, dtypes={"Q": "f32"})
+    with pytest.raises(xpjit.SpecializationError):
+        prog.sized(3, np.zeros(3))  # N not given
+    # the C launch checks: a strided view whose stride is not an element
+    rec = np.zeros(8, dtype=[("a", np.float32), ("b", np.int8)])
+    with pytest.raises((xpjit.InvalidArgumentError,
+                        xpjit.SpecializationError)):
+        prog.scale(8, 1.0, rec["a"])
+    # an nd-range kernel with a local size that does not divide the grid
+    with pytest.raises(xpjit.InvalidArgumentError, match="multiple"):
+        prog.group_ids[10, 4](np.zeros(10, np.int64), 4)
+    with pytest.raises(xpjit.NotFoundError):
+        prog.kernel("nope")
+    with pytest.raises(AttributeError):
+        prog.nope
+
+
+def test_local_memory_and_ndrange(prog):
+    out = np.zeros(64, np.int64)
+    prog.group_ids[64, 16](out, xpjit.LocalMemory(16))
+    np.testing.assert_array_equal(out, np.arange(64) // 16)
+    with pytest.raises(xpjit.InvalidArgumentError, match="local"):
+        prog.group_ids[64, 16](out, 0)
+
+
+def test_syntax_errors_carry_diagnostics():
+    with pytest.raises(xpjit.KernelSyntaxError) as e:
+        xpjit.Program("kernel k(x: global f32[]) range {\n  x[0] = ;\n}\n",
+                      name="broken.xpk")
+    assert "broken.xpk:2:" in str(e.value)
+    assert e.value.diagnostics and e.value.diagnostics[0][1] == 2
+    assert e.value.status_name == "SYNTAX"
+    with pytest.raises(xpjit.XpjitError, match="nonexistent"):
+        xpjit.Program.from_file("/nonexistent/k.xpk")
+    with pytest.raises(xpjit.KernelSyntaxError):
+        xpjit.Program(b"\xff\xfe garbage \x00")
+
+
+def test_queues_events_profiling(prog):
+    q = xpjit.Queue(profiling=True)
+    x = xpjit.zeros(1000, np.float32)
+    x.fill(1.0, queue=q)
+    ev = prog.kernel("scale").launch(1000, np.float32(2), x, queue=q)
+    ev.wait()
+    assert ev.state == "complete"
+    queued, start, end = ev.profile()
+    assert queued <= start <= end and ev.elapsed_ns >= 0
+    np.testing.assert_array_equal(x.get(q), np.full(1000, 2.0, np.float32))
+    q.close()
+    with pytest.raises(xpjit.InvalidArgumentError, match="closed"):
+        prog.scale(1000, np.float32(2), x, queue=q)
+    with pytest.raises(xpjit.InvalidArgumentError, match="closed"):
+        q.wait()
+    q.close()  # twice: fine
+
+
+def test_cancel_and_async_errors(prog):
+    q = xpjit.Queue()
+    q.cancel()
+    q.wait()  # nothing was queued: no error
+
+
+def test_device_arrays():
+    a = np.arange(60, dtype=np.float64).reshape(3, 4, 5)
+    d = xpjit.asarray(a)
+    assert d.shape == (3, 4, 5) and d.dtype == np.float64
+    np.testing.assert_array_equal(d.get(), a)
+    np.testing.assert_array_equal(d[1].get(), a[1])
+    np.testing.assert_array_equal(d[:, ::-2, 1:4].get(), a[:, ::-2, 1:4])
+    np.testing.assert_array_equal(d.T.get(), a.T)
+    np.testing.assert_array_equal(d[..., None, 2].get(), a[..., None, 2])
+    assert d[2, 3, 4].shape == ()
+    with pytest.raises(xpjit.InvalidArgumentError):
+        d[[0, 2]]
+    z = xpjit.zeros((2, 3), np.int32)
+    np.testing.assert_array_equal(z.get(), np.zeros((2, 3), np.int32))
+    z.set(np.ones((2, 3)))
+    np.testing.assert_array_equal(z.get(), np.ones((2, 3)))
+    with pytest.raises(xpjit.InvalidArgumentError, match="shape"):
+        z.set(np.ones(4))
+    with pytest.raises(ValueError):
+        xpjit.empty(3, np.complex128)
+    e = xpjit.empty(0, np.float32)
+    assert e.get().shape == (0,)
+    with pytest.raises(xpjit.InvalidArgumentError):
+        xpjit.empty((-1, 2))
+
+
+def test_dlpack_zero_copy():
+    # NumPy -> xpjit: the same memory, strides kept
+    a = np.arange(20, dtype=np.float32).reshape(4, 5)[::-1, 1::2]
+    x = xpjit.from_dlpack(a)
+    assert x.ptr == a.__array_interface__["data"][0]
+    assert x.strides == a.strides and x.shape == a.shape
+    np.testing.assert_array_equal(x.get(), a)
+    # xpjit -> NumPy: the same memory
+    d = xpjit.asarray(np.arange(12, dtype=np.int64).reshape(3, 4))
+    n = np.from_dlpack(d)
+    assert n.__array_interface__["data"][0] == d.ptr
+    np.testing.assert_array_equal(n, np.arange(12).reshape(3, 4))
+    v = np.from_dlpack(d[:, ::-1])
+    assert v.__array_interface__["data"][0] == d.ptr + 3 * 8
+    np.testing.assert_array_equal(v, np.arange(12).reshape(3, 4)[:, ::-1])
+    # a kernel writes through the DLPack view into NumPy's memory
+    prog = xpjit.Program(SRC)
+    base = np.ones(6, np.float64)
+    prog.scale(6, 4.0, xpjit.from_dlpack(base))
+    np.testing.assert_array_equal(base, np.full(6, 4.0))
+    # round trip, and nothing leaks
+    import xpjit._array as A
+    back = np.from_dlpack(xpjit.from_dlpack(np.arange(3.0)))
+    np.testing.assert_array_equal(back, np.arange(3.0))
+    del n, v, back, x
+    gc.collect()
+    assert not A._exported
+    cap = d.__dlpack__()
+    del cap
+    gc.collect()
+    assert not A._exported
+    with pytest.raises(xpjit.InvalidArgumentError):
+        xpjit.from_dlpack([1, 2, 3])
+
+
+def test_program_from_file_and_binary():
+    p = xpjit.Program.from_file(os.path.join(EXAMPLES, "axpy.xpk"))
+    assert "axpy" in p.kernel_names
+    ptx = p.get_binary("axpy", "ptx:sm_80", dtypes={"T": "f32"}, ndim=1)
+    assert b".entry" in ptx
+    with pytest.raises(xpjit.InvalidArgumentError):
+        p.get_binary("axpy", "nonsense-target", dtypes={"T": "f32"}, ndim=1)
+
+
+def test_cache_reachable(tmp_path):
+    ctx = xpjit.Context(cache="rw", cache_path=str(tmp_path / "c.db"),
+                        bundles=False)
+    p = xpjit.Program("kernel k(x: global i32[]) range { x[0] = 7; }",
+                      context=ctx)
+    x = np.zeros(1, np.int32)
+    p.k(1, x, queue=xpjit.Queue(ctx.device("cpu")))
+    assert x[0] == 7
+    c = ctx.cache_counters()
+    assert c["compiles"] + c["l2_hits"] + c["daemon_hits"] >= 1
+    s = ctx.cache_stats()
+    assert "entries" in s and s["max_size"] > 0
+    assert isinstance(xpjit.cache_stats()["entries"], int)
+    with pytest.raises(xpjit.InvalidArgumentError):
+        xpjit.Context(cache="sometimes")
+    with pytest.raises(xpjit.InvalidArgumentError):
+        p.k(1, x)  # the default device is of another context
+    ctx2 = xpjit.Context(checks="bounds", cache="off")
+    oob = xpjit.Program(
+        "kernel oob(x: global i32[]) range { x[global_id(0) + 5] = 1; }",
+        context=ctx2)
+    with pytest.raises(xpjit.BoundsError, match="oob"):
+        oob.oob(4, np.zeros(4, np.int32), queue=xpjit.Queue(
+            ctx2.device("cpu")))
+
+
+def test_versions():
+    v = xpjit.versions()
+    assert v["xpjit"] == xpjit.__version__ and "llvm" in v

@@ -1,0 +1,591 @@
+"""Programs and kernels: kernel-language source parsed once, kernels
+specialised on their first call from the arguments' dtypes and ndim (as
+CuPy's RawKernel is compiled on first use, but generic), launched over a
+range or an nd-range."""
+import ctypes
+import threading
+
+import numpy as np
+
+from . import _lib
+from ._array import ndarray, from_dlpack
+from ._dtypes import numpy_dtype, scalar_name
+from ._errors import (InvalidArgumentError, NotFoundError,
+                      SpecializationError, check, error)
+from ._runtime import Event, get_context, get_device
+
+
+def _compile_opts(options):
+    if not options:
+        return None
+    o = _lib.CompileOpts()
+    _lib.compile_opts_default(ctypes.byref(o))
+    known = {"opt_level", "fast_math", "debug_info", "isolation",
+             "timeout_ms", "memory_limit_mb", "checks"}
+    for k, v in options.items():
+        if k not in known:
+            raise InvalidArgumentError("unknown compile option %r (known: %s)"
+                                       % (k, ", ".join(sorted(known))))
+        if k == "isolation":
+            o.isolation = 0 if v else 1
+        elif k == "checks":
+            o.checks = 1 if v else 0
+        else:
+            setattr(o, k, int(v))
+    return o
+
+
+class Program:
+    """Kernel source, parsed once (xpj_program). Syntax and type errors
+    raise KernelSyntaxError with the rendered diagnostics (file:line:col,
+    the line, a caret) and .diagnostics."""
+
+    def __init__(self, source, name="<string>", context=None, options=None):
+        self.context = context or get_context()
+        src = source.encode() if isinstance(source, str) else bytes(source)
+        self._make(lambda d, h: _lib.program_create(
+            self.context.handle, name.encode(), src, len(src), d, h))
+        self.name = name
+        self.options = dict(options or {})
+        self._opts = _compile_opts(self.options)
+        self._kernels = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_file(cls, path, context=None, options=None):
+        self = cls.__new__(cls)
+        self.context = context or get_context()
+        self._make(lambda d, h: _lib.program_create_file(
+            self.context.handle, str(path).encode(), d, h))
+        self.name = str(path)
+        self.options = dict(options or {})
+        self._opts = _compile_opts(self.options)
+        self._kernels = {}
+        self._lock = threading.Lock()
+        return self
+
+    def _make(self, create):
+        self._h = None
+        d = ctypes.c_void_p()
+        check(_lib.diags_create(ctypes.byref(d)))
+        try:
+            h = ctypes.c_void_p()
+            st = create(d, ctypes.byref(h))
+            if st:
+                raise error(st, diagnostics=_diagnostics(d))
+            self._h = h
+        finally:
+            _lib.diags_destroy(d)
+
+    @property
+    def handle(self):
+        if not self._h:
+            raise InvalidArgumentError("the program is closed")
+        return self._h
+
+    @property
+    def kernel_names(self):
+        h = self.handle
+        return [_lib.program_kernel_name(h, i).decode()
+                for i in range(_lib.program_kernel_count(h))]
+
+    def kernel(self, name):
+        """The kernel `name` (generic: specialised when called)."""
+        with self._lock:
+            k = self._kernels.get(name)
+            if k is None:
+                k = self._kernels[name] = Kernel(self, name)
+            return k
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self.kernel(name)
+        except NotFoundError:
+            raise AttributeError("program %s has no kernel %r"
+                                 % (self.name, name)) from None
+
+    def get_binary(self, name, target, dtypes=None, ndim=0, consts=None):
+        """The compiled binary of kernel `name` for a target ("ptx:sm_90",
+        "spirv", "cpu"), through the same caches, without a device."""
+        k = self.kernel(name)
+        text = k._dtypes_text(_explicit(k, dtypes, consts))
+        data, size = ctypes.c_void_p(), ctypes.c_size_t()
+        check(_lib.program_get_binary(self.handle, name.encode(),
+                                      text.encode(), int(ndim),
+                                      target.encode(), self._opts_ptr(),
+                                      ctypes.byref(data), ctypes.byref(size)))
+        try:
+            return ctypes.string_at(data, size.value)
+        finally:
+            _lib.libc_free(data)
+
+    def _opts_ptr(self):
+        return ctypes.byref(self._opts) if self._opts is not None else None
+
+    def close(self):
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _lib.program_destroy(h)
+
+    def __del__(self):
+        self.close()
+
+    def __repr__(self):
+        return "<xpjit.Program %s: %s>" % (self.name,
+                                           ", ".join(self.kernel_names))
+
+
+def _diagnostics(d):
+    out = []
+    diag = _lib.Diag()
+    for i in range(_lib.diags_count(d)):
+        if _lib.diags_get(d, i, ctypes.byref(diag)) == 0:
+            out.append((diag.file.decode() if diag.file else "", diag.line,
+                        diag.col, ["note", "warning", "error"][diag.severity]
+                        if 0 <= diag.severity < 3 else str(diag.severity),
+                        diag.message.decode() if diag.message else ""))
+    return out
+
+
+class LocalMemory:
+    """count elements of local memory per work-group for a local array
+    parameter (`t: local T[]`); a plain int works too."""
+
+    def __init__(self, count):
+        self.count = int(count)
+
+
+class _Param:
+    __slots__ = ("name", "kind", "scalar", "tparam", "rank", "const")
+
+
+def _explicit(kernel, dtypes, consts):
+    """{type parameter index: scalar name} and {const name: value} from
+    dtypes ({"T": np.float32}, "T=f32,U=i64", [np.float32, "i64"]) and
+    consts ({"N": 4})."""
+    bound = {}
+    if dtypes is not None:
+        if isinstance(dtypes, str):
+            items = []
+            for i, part in enumerate(p for p in dtypes.split(",") if p):
+                k, eq, v = part.partition("=")
+                items.append((k.strip(), v.strip()) if eq else (i, k.strip()))
+        elif isinstance(dtypes, dict):
+            items = list(dtypes.items())
+        else:
+            items = list(enumerate(dtypes))
+        for k, v in items:
+            if isinstance(k, str):
+                if k not in kernel.tparams:
+                    raise SpecializationError(
+                        "kernel %s has no type parameter %s (it has: %s)"
+                        % (kernel.name, k, ", ".join(kernel.tparams) or
+                           "none"))
+                k = kernel.tparams.index(k)
+            if not 0 <= k < len(kernel.tparams):
+                raise SpecializationError("kernel %s takes %d type "
+                                          "parameters" % (kernel.name,
+                                                          len(kernel.tparams)))
+            try:
+                bound[k] = scalar_name(v)
+            except ValueError as e:
+                raise SpecializationError(str(e)) from None
+    cvals = {}
+    for k, v in (consts or {}).items():
+        if k not in kernel.consts:
+            raise SpecializationError("kernel %s has no const parameter %s"
+                                      % (kernel.name, k))
+        cvals[k] = v
+    return bound, cvals
+
+
+_INT_RANGE = {n: (int(np.iinfo(numpy_dtype(n)).min),
+                  int(np.iinfo(numpy_dtype(n)).max))
+              for n in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")}
+
+
+class _Spec:
+    """One specialisation compiled for one device: the C kernel and the
+    argument buffers its launches fill (reused: under the kernel's lock)."""
+
+    def __init__(self, kernel, handle, device, dtypes_text, ndim):
+        self.kernel, self.h, self.device = kernel, handle, device
+        self.dtypes, self.ndim = dtypes_text, ndim
+        info = _lib.KernelInfo()
+        check(_lib.kernel_get_info(handle, ctypes.byref(info)))
+        self.info = info
+        n = info.nargs
+        self.args = (_lib.Arg * max(n, 1))()
+        self.arrays = (_lib.Array * max(n, 1))()
+        self.kinds, self.scalars = [], []
+        ai = _lib.KernelArgInfo()
+        for i in range(n):
+            check(_lib.kernel_get_arg_info(handle, i, ctypes.byref(ai)))
+            self.kinds.append(ai.kind)
+            name = _lib.SCALARS[ai.dtype]
+            self.scalars.append(name)
+            self.args[i].kind = ai.kind
+            self.args[i].dtype = ai.dtype if ai.kind == _lib.ARG_SCALAR else 0
+            if ai.kind == _lib.ARG_ARRAY:
+                self.args[i].array = ctypes.pointer(self.arrays[i])
+        self.range = _lib.Range()
+        self.lock = threading.Lock()
+
+    @property
+    def signature(self):
+        return _lib.kernel_signature(self.h).decode()
+
+
+class Kernel:
+    """A kernel of a program, generic until called. k(grid, *args) or
+    k[grid, local](*args) launches it: grid is the global size (an int, or
+    1 to 3 ints, the first dimension first), local the work-group size
+    (nd-range kernels; None: the runtime chooses). Type parameters and the
+    rank of [*] arrays are inferred from the arrays (a scalar of a type
+    parameter no array binds: its NumPy type, else int -> i64, float ->
+    f64); dtypes={"T": "f32"}, consts={"N": 4} and ndim= give them
+    explicitly. The first call of each specialisation compiles it (through
+    the caches); later ones reuse it."""
+
+    def __init__(self, program, name):
+        self.program, self.name = program, name
+        m = _lib.program_module(program.handle)
+        f = _lib.module_find(m, name.encode())
+        kind = _lib.func_kind_of(f) if f else 0
+        if kind not in (_lib.FUNC_RANGE, _lib.FUNC_NDRANGE):
+            raise NotFoundError("program %s has no kernel %s (kernels: %s)"
+                                % (program.name, name,
+                                   ", ".join(program.kernel_names)), 3)
+        self.ndrange = kind == _lib.FUNC_NDRANGE
+        self.dims = _lib.func_dims(f)
+        self.tparams = [_lib.func_tparam_name(f, i).decode()
+                        for i in range(_lib.func_tparam_count(f))]
+        self.consts = [_lib.func_const_name(f, i).decode()
+                       for i in range(_lib.func_const_count(f))]
+        self.params = []
+        for i in range(_lib.func_param_count(f)):
+            t = _lib.func_param_type(f, i)
+            p = _Param()
+            p.name = _lib.func_param_name(f, i).decode()
+            tk = _lib.type_kind_of(m, t)
+            if tk == _lib.TYPE_VIEW:
+                p.kind = (_lib.ARG_LOCAL if _lib.type_space(m, t) ==
+                          _lib.SPACE_LOCAL else _lib.ARG_ARRAY)
+            else:
+                p.kind = _lib.ARG_SCALAR
+            p.tparam = _lib.type_param_index(m, t)
+            p.scalar = (None if p.tparam >= 0 else
+                        _lib.SCALARS[_lib.type_elem_scalar(m, t)])
+            p.rank = _lib.type_rank(m, t)
+            p.const = bool(_lib.type_is_const(m, t))
+            self.params.append(p)
+        self._specs = {}
+        self._memo = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self):
+        return "<xpjit.Kernel %s of %s>" % (self.name, self.program.name)
+
+    # -- specialisation
+    def _dtypes_text(self, explicit):
+        bound, cvals = explicit
+        parts = ["%s=%s" % (self.tparams[i], bound[i])
+                 for i in sorted(bound)]
+        parts += ["%s=%s" % (k, int(v) if not isinstance(v, bool)
+                             else str(v).lower()) for k, v in cvals.items()]
+        return ",".join(parts)
+
+    def specialize(self, dtypes=None, ndim=0, consts=None, device=None):
+        """The kernel compiled for these dtypes and ndim on device (the
+        current device), as an object with .info and .signature."""
+        device = device if device is not None else get_device()
+        text = self._dtypes_text(_explicit(self, dtypes, consts))
+        return self._spec(text, int(ndim or 0), device)
+
+    def _spec(self, text, ndim, device):
+        key = (text, ndim, device._h.value)
+        s = self._specs.get(key)
+        if s is None:
+            with self._lock:
+                s = self._specs.get(key)
+                if s is None:
+                    h = ctypes.c_void_p()
+                    check(_lib.program_get_kernel(
+                        self.program.handle, self.name.encode(), text.encode(),
+                        ndim, device.handle, self.program._opts_ptr(),
+                        ctypes.byref(h)))
+                    s = self._specs[key] = _Spec(self, h, device, text, ndim)
+        return s
+
+    def _infer(self, args, dtypes, consts, ndim):
+        """(dtypes text, ndim) for args."""
+        bound, cvals = _explicit(self, dtypes, consts)
+        explicit = set(bound)
+        weak = {}
+        rank = int(ndim) if ndim else None
+        for i, (p, a) in enumerate(zip(self.params, args)):
+            if p.kind == _lib.ARG_ARRAY:
+                dt, nd = _array_meta(a)
+                if dt is None:
+                    raise InvalidArgumentError(
+                        "kernel %s: argument %d '%s' must be an array, not %s"
+                        % (self.name, i, p.name, type(a).__name__))
+                if p.rank == _lib.RANK_GENERIC:
+                    if rank is None:
+                        rank = nd
+                    elif rank != nd and not ndim:
+                        raise SpecializationError(
+                            "kernel %s: argument %d '%s' has %d dimensions, "
+                            "an earlier [*] array %d" % (self.name, i, p.name,
+                                                         nd, rank))
+                if p.tparam >= 0 and p.tparam not in explicit:
+                    try:
+                        name = scalar_name(dt)
+                    except ValueError as e:
+                        raise SpecializationError("kernel %s: argument %d "
+                                                  "'%s': %s" % (
+                                                      self.name, i, p.name,
+                                                      e)) from None
+                    had = bound.get(p.tparam)
+                    if had is not None and had != name:
+                        raise SpecializationError(
+                            "kernel %s: %s is %s from an earlier argument but "
+                            "argument %d '%s' is an array of %s" % (
+                                self.name, self.tparams[p.tparam], had, i,
+                                p.name, name))
+                    bound[p.tparam] = name
+            elif p.kind == _lib.ARG_SCALAR and p.tparam >= 0 and \
+                    p.tparam not in bound:
+                if isinstance(a, (np.generic, np.ndarray)):
+                    weak.setdefault(p.tparam, scalar_name(a.dtype))
+                elif isinstance(a, bool):
+                    weak.setdefault(p.tparam, "bool")
+                elif isinstance(a, int):
+                    weak.setdefault(p.tparam, "i64")
+                elif isinstance(a, float):
+                    weak.setdefault(p.tparam, "f64")
+        for t, name in weak.items():
+            bound.setdefault(t, name)
+        missing = [self.tparams[i] for i in range(len(self.tparams))
+                   if i not in bound]
+        if missing:
+            raise SpecializationError(
+                "kernel %s: cannot infer %s from the arguments: give "
+                "dtypes={%s}" % (self.name, ", ".join(missing),
+                                 ", ".join("%r: ..." % m for m in missing)))
+        return self._dtypes_text((bound, cvals)), rank or 0
+
+    # -- launches
+    def __getitem__(self, config):
+        if not isinstance(config, tuple) or len(config) != 2:
+            config = (config, None)
+        return _Bound(self, config[0], config[1])
+
+    def __call__(self, grid, *args, local=None, queue=None, dtypes=None,
+                 consts=None, ndim=None, wait=None):
+        self._launch(grid, local, args, queue, dtypes, consts, ndim, wait,
+                     False)
+
+    def launch(self, grid, *args, local=None, queue=None, dtypes=None,
+               consts=None, ndim=None, wait=None):
+        """As calling the kernel, and returns the launch's Event."""
+        return self._launch(grid, local, args, queue, dtypes, consts, ndim,
+                            wait, True)
+
+    def _launch(self, grid, local, args, queue, dtypes, consts, ndim, wait,
+                want_event):
+        if len(args) != len(self.params):
+            raise InvalidArgumentError(
+                "kernel %s takes %d arguments (%s), given %d" % (
+                    self.name, len(self.params),
+                    ", ".join(p.name for p in self.params), len(args)))
+        args = [_coerce_array(a) for a in args]
+        if queue is None:
+            dev = next((a.device for a in args if isinstance(a, ndarray)),
+                       None) or get_device()
+            queue = dev.queue
+        memo_key = (tuple(_meta_key(a) for a in args), dtypes if dtypes is
+                    None or isinstance(dtypes, str) else repr(dtypes),
+                    repr(consts) if consts else None, ndim)
+        hit = self._memo.get(memo_key)
+        if hit is None:
+            hit = self._infer(args, dtypes, consts, ndim)
+            if len(self._memo) < 4096:
+                self._memo[memo_key] = hit
+        spec = self._spec(hit[0], hit[1], queue.device)
+        host = False
+        foreign = None
+        with spec.lock:
+            _fill_range(spec.range, self.name, grid, local)
+            for i, a in enumerate(args):
+                kind = spec.kinds[i]
+                if kind == _lib.ARG_ARRAY:
+                    h = _fill_array(spec, i, a)
+                    host = host or h
+                    if isinstance(a, ndarray) and not isinstance(
+                            a._mem, _OWNED):
+                        foreign = foreign or []
+                        foreign.append(a)
+                elif kind == _lib.ARG_SCALAR:
+                    _fill_scalar(spec, i, a)
+                else:
+                    n = a.count if isinstance(a, LocalMemory) else a
+                    if not isinstance(n, (int, np.integer)) or n < 0:
+                        raise InvalidArgumentError(
+                            "kernel %s: argument %d '%s' is a local array: "
+                            "give its element count" % (
+                                self.name, i, self.params[i].name))
+                    spec.args[i].v.u = int(n)
+            need_hold = bool(foreign) or (host and wait is False)
+            ev = ctypes.c_void_p() if (want_event or need_hold) else None
+            st = _lib.launch(queue.handle, spec.h, ctypes.byref(spec.range),
+                             len(args), spec.args,
+                             ctypes.byref(ev) if ev is not None else None)
+        if st:
+            raise error(st)
+        event = Event(ev.value, queue) if ev is not None else None
+        if wait or (host and wait is None):
+            queue.wait()
+        elif need_hold:
+            # what the launch reads must outlive it: NumPy arrays given
+            # with wait=False, memory of other libraries
+            queue._hold(event, args)
+        return event if want_event else None
+
+
+from ._array import _Allocation  # noqa: E402
+
+_OWNED = (_Allocation,)
+
+
+class _Bound:
+    def __init__(self, kernel, grid, local):
+        self.kernel, self.grid, self.local = kernel, grid, local
+
+    def __call__(self, *args, **kw):
+        return self.kernel(self.grid, *args, local=self.local, **kw)
+
+
+def _meta_key(a):
+    if isinstance(a, (np.ndarray, ndarray)):
+        return (a.dtype, a.ndim)
+    if isinstance(a, np.generic):
+        return a.dtype
+    return type(a)
+
+
+def _array_meta(a):
+    if isinstance(a, (np.ndarray, ndarray)):
+        return a.dtype, a.ndim
+    return None, None
+
+
+def _coerce_array(a):
+    """Foreign arrays (DLPack, CUDA array interface) become xpjit views."""
+    if isinstance(a, (np.ndarray, ndarray, np.generic, int, float, bool,
+                      LocalMemory)):
+        return a
+    if hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
+        return from_dlpack(a)
+    return a
+
+
+def _fill_range(r, name, grid, local):
+    g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
+    if not 1 <= len(g) <= 3:
+        raise InvalidArgumentError("kernel %s: the grid has 1 to 3 "
+                                   "dimensions, not %d" % (name, len(g)))
+    loc = (None if local is None else (local,)
+           if isinstance(local, (int, np.integer)) else tuple(local))
+    if loc is not None and len(loc) != len(g):
+        raise InvalidArgumentError("kernel %s: local %r has %d dimensions, "
+                                   "the grid %d" % (name, loc, len(loc),
+                                                    len(g)))
+    r.ndim = len(g)
+    for d in range(3):
+        r.glob[d] = int(g[d]) if d < len(g) else 1
+        r.local[d] = (int(loc[d]) if loc is not None and d < len(loc) else
+                      (1 if loc is not None else 0))
+
+
+def _fill_array(spec, i, a):
+    """Fills view i from a NumPy array or an xpjit.ndarray; True for host
+    memory (a NumPy array)."""
+    v = spec.arrays[i]
+    it = a.dtype.itemsize
+    if isinstance(a, np.ndarray):
+        if not a.flags.writeable and not spec.kernel.params[i].const:
+            raise InvalidArgumentError(
+                "kernel %s: argument %d '%s' is written by the kernel, but "
+                "the array is not writable" % (spec.kernel.name, i,
+                                                spec.kernel.params[i].name))
+        v.data = a.ctypes.data if a.size else (a.ctypes.data or it)
+        host = True
+    else:
+        v.data = a.ptr
+        host = a._host
+    v.dtype = _lib.SCALAR.get(_dtype_name(a.dtype), 0)
+    if spec.scalars[i] == "bf16" and a.dtype == np.uint16:
+        v.dtype = _lib.SCALAR["bf16"]
+    v.ndim = a.ndim
+    v.offset = 0
+    for d, (n, s) in enumerate(zip(a.shape, a.strides)):
+        if s % it:
+            raise InvalidArgumentError(
+                "kernel %s: argument %d '%s': stride %d bytes is not a "
+                "multiple of the %d-byte element" % (
+                    spec.kernel.name, i, spec.kernel.params[i].name, s, it))
+        v.shape[d] = n
+        v.strides[d] = s // it
+    return host
+
+
+def _dtype_name(dt):
+    try:
+        return scalar_name(dt)
+    except ValueError:
+        return "void"
+
+
+def _fill_scalar(spec, i, a):
+    g = spec.args[i]
+    name = spec.scalars[i]
+    pname = spec.kernel.params[i].name
+    if isinstance(a, np.ndarray) and a.ndim == 0:
+        a = a[()]
+    if isinstance(a, np.generic):
+        src = a.dtype
+        if not np.can_cast(src, numpy_dtype(name), "same_kind") and not (
+                src.kind in "iub" and name not in ("bool",)):
+            raise InvalidArgumentError(
+                "kernel %s: argument %d '%s' is %s, given a %s" % (
+                    spec.kernel.name, i, pname, name, src))
+        a = a.item()
+    if name == "bool":
+        if not isinstance(a, (bool, int)):
+            raise InvalidArgumentError("kernel %s: argument %d '%s' is bool, "
+                                       "given %r" % (spec.kernel.name, i,
+                                                     pname, a))
+        g.v.i = 1 if a else 0
+    elif name in _INT_RANGE:
+        if isinstance(a, float) or not isinstance(a, int):
+            raise InvalidArgumentError(
+                "kernel %s: argument %d '%s' is %s, given %r" % (
+                    spec.kernel.name, i, pname, name, a))
+        lo, hi = _INT_RANGE[name]
+        if not lo <= a <= hi:
+            raise InvalidArgumentError(
+                "kernel %s: argument %d '%s': %d is out of the range of %s" %
+                (spec.kernel.name, i, pname, a, name))
+        if name[0] == "u":
+            g.v.u = a
+        else:
+            g.v.i = a
+    else:
+        if not isinstance(a, (int, float)):
+            raise InvalidArgumentError(
+                "kernel %s: argument %d '%s' is %s, given %r" % (
+                    spec.kernel.name, i, pname, name, a))
+        g.v.f = float(a)

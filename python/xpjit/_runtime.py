@@ -1,0 +1,371 @@
+"""Contexts, devices, queues and events: xpjit.h's runtime objects.
+
+A process has a default context, made at first use with the library's
+defaults (XPJIT_DEVICE, XPJIT_CACHE, XPJIT_BUNDLE_PATH, XPJIT_DAEMON, ...),
+and a current device per thread (the context's default device unless a
+`with device:` block says otherwise), with a default queue each, as CuPy
+has a current device and stream and dpctl a default queue."""
+import ctypes
+import threading
+
+from . import _lib
+from ._errors import InvalidArgumentError, check, error
+
+_lock = threading.Lock()
+_default_context = None
+_local = threading.local()
+
+
+def _b(s):
+    return None if s is None else s.encode()
+
+
+class Context:
+    """Devices, the compile cache and loaded kernels (xpj_context).
+
+    visible: a device filter limiting what the context sees (XPJIT_DEVICE's
+    syntax: "cpu", "opencl:cpu", "cuda:0", "*:gpu;!cuda:1"); cache: "rw",
+    "ro" or "off" (None: XPJIT_CACHE, else rw); cache_path, cache_max_size:
+    the second-level cache's file and size limit; bundles: load the bundles
+    of XPJIT_BUNDLE_PATH; checks: "bounds" compiles bounds checks into
+    every kernel; redis: the cluster tier's URL ("off": none)."""
+
+    def __init__(self, visible=None, cpu_threads=0, cache=None,
+                 cache_path=None, cache_max_size=0, bundles=True,
+                 checks=None, redis=None):
+        if cache is not None and cache not in _lib.CACHE_MODES:
+            raise InvalidArgumentError(
+                "cache must be one of %s, not %r"
+                % (", ".join(sorted(_lib.CACHE_MODES)), cache))
+        if checks not in (None, "", "bounds", "all"):
+            raise InvalidArgumentError("checks must be 'bounds', not %r"
+                                       % (checks,))
+        self._strings = [_b(visible), _b(cache_path), _b(redis)]
+        d = _lib.ContextDesc(self._strings[0], int(cpu_threads),
+                             _lib.CACHE_MODES[cache or "default"],
+                             self._strings[1], int(cache_max_size),
+                             0 if bundles else 1, 1 if checks else 0,
+                             self._strings[2])
+        h = ctypes.c_void_p()
+        check(_lib.context_create(ctypes.byref(d), ctypes.byref(h)))
+        self._h = h
+        self._devices = {}
+        self._default = None
+
+    def close(self):
+        """Releases the context (torn down after its last queue and
+        program: xpj_context_destroy)."""
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _lib.context_destroy(h)
+
+    def __del__(self):
+        self.close()
+
+    @property
+    def handle(self):
+        if not self._h:
+            raise InvalidArgumentError("the context is closed")
+        return self._h
+
+    def _device(self, ptr):
+        d = self._devices.get(ptr)
+        if d is None:
+            d = Device._wrap(self, ptr)
+            self._devices[ptr] = d
+        return d
+
+    def devices(self, filter=None):
+        """The devices matching filter (all visible ones when None)."""
+        n = ctypes.c_uint()
+        check(_lib.device_list(self.handle, _b(filter), None, 0,
+                               ctypes.byref(n)))
+        arr = (ctypes.c_void_p * max(n.value, 1))()
+        check(_lib.device_list(self.handle, _b(filter), arr, n.value,
+                               ctypes.byref(n)))
+        return [self._device(arr[i]) for i in range(n.value)]
+
+    def device(self, filter=None):
+        """The first device matching filter (None: XPJIT_DEVICE, else the
+        first visible device, the CPU)."""
+        h = ctypes.c_void_p()
+        check(_lib.device_select(self.handle, _b(filter), ctypes.byref(h)))
+        return self._device(h.value)
+
+    @property
+    def default_device(self):
+        if self._default is None:
+            self._default = self.device(None)
+        return self._default
+
+    def add_bundle(self, path):
+        """Loads a bundle of precompiled kernels (xpjit-cli bundle build)."""
+        check(_lib.context_add_bundle(self.handle, _b(str(path))))
+
+    def backend_note(self, backend):
+        """Why a backend ("cuda", "opencl", ...) found no devices, or ""."""
+        return _lib.context_backend_note(
+            self.handle, _lib.BACKENDS.index(backend)).decode()
+
+    def cache_counters(self):
+        """This context's cache events since it was made: hits of each
+        level, misses, compiles and their time (a dict)."""
+        buf = ctypes.create_string_buffer(_lib.COUNTERS_SIZE)
+        check(_lib.context_cache_counters(self.handle, buf))
+        return _counters(buf, 0)
+
+    def cache_stats(self):
+        """The second-level cache's persistent totals (every process):
+        counters, entries, bytes, file size and size limit (a dict)."""
+        c = _lib.context_cache(self.handle)
+        if not c:
+            raise error(2, "out of memory")
+        buf = ctypes.create_string_buffer(_lib.STATS_SIZE)
+        check(_lib.cache_get_stats(c, buf))
+        out = _counters(buf, 0)
+        rest = (ctypes.c_uint64 * 5).from_buffer(buf, _lib.COUNTERS_SIZE)
+        for i, k in enumerate(("entries", "failed_entries", "bytes",
+                               "file_bytes", "max_size")):
+            out[k] = rest[i]
+        return out
+
+
+def _counters(buf, at):
+    out = {}
+    for i, (name, kind) in enumerate(_lib.CACHE_COUNTERS):
+        t = ctypes.c_uint64 if kind == "u" else ctypes.c_double
+        out[name] = t.from_buffer(buf, at + 8 * i).value
+    return out
+
+
+def get_context():
+    """The process's default context (made at first use)."""
+    global _default_context
+    with _lock:
+        if _default_context is None:
+            _default_context = Context()
+        return _default_context
+
+
+def set_context(ctx):
+    """Makes ctx the default context (for new default devices and
+    programs); returns the previous one."""
+    global _default_context
+    if not isinstance(ctx, Context):
+        raise InvalidArgumentError("set_context takes a Context")
+    with _lock:
+        old, _default_context = _default_context, ctx
+    return old
+
+
+class Device:
+    """One device of a context. Device(filter) selects the first device
+    matching filter in the default context ("cpu", "opencl:cpu:0",
+    "cuda:1", "gpu"; XPJIT_DEVICE's syntax); `with device:` makes it the
+    current device of the thread."""
+
+    def __new__(cls, filter=None, context=None):
+        ctx = context or get_context()
+        return ctx.device(filter)
+
+    @classmethod
+    def _wrap(cls, ctx, ptr):
+        self = object.__new__(cls)
+        self._ctx = ctx
+        self._h = ctypes.c_void_p(ptr)
+        info = _lib.DeviceInfo()
+        check(_lib.device_get_info(self._h, ctypes.byref(info)))
+        self._info = info
+        self.id = _lib.device_id(self._h).decode()
+        self._queue = None
+        return self
+
+    @property
+    def context(self):
+        return self._ctx
+
+    @property
+    def handle(self):
+        self._ctx.handle  # raises when the context is closed
+        return self._h
+
+    name = property(lambda s: s._info.name.decode("utf-8", "replace"))
+    vendor = property(lambda s: s._info.vendor.decode("utf-8", "replace"))
+    backend = property(lambda s: _lib.BACKENDS[s._info.backend])
+    device_type = property(lambda s: _lib.DEVICE_TYPES[s._info.type])
+    target = property(lambda s: s._info.target.decode())
+    compute_units = property(lambda s: s._info.compute_units)
+    max_work_group_size = property(lambda s: s._info.max_work_group_size)
+    local_mem_size = property(lambda s: s._info.local_mem_size)
+    global_mem_size = property(lambda s: s._info.global_mem_size)
+
+    @property
+    def info(self):
+        """Everything xpj_device_get_info says, as a dict."""
+        i = self._info
+        return {
+            "id": self.id, "name": self.name, "vendor": self.vendor,
+            "driver_version": i.driver_version.decode("utf-8", "replace"),
+            "backend": self.backend, "type": self.device_type,
+            "index": i.index, "compute_units": i.compute_units,
+            "max_work_group_size": i.max_work_group_size,
+            "max_work_item_sizes": tuple(i.max_work_item_sizes),
+            "max_global_size": tuple(i.max_global_size),
+            "local_mem_size": i.local_mem_size,
+            "global_mem_size": i.global_mem_size,
+            "mem_base_align": i.mem_base_align, "target": self.target,
+        }
+
+    @property
+    def queue(self):
+        """The device's default queue (made at first use)."""
+        if self._queue is None:
+            with _lock:
+                if self._queue is None:
+                    self._queue = Queue(self)
+        return self._queue
+
+    def synchronize(self):
+        """Waits for the default queue's work (raising its first error)."""
+        if self._queue is not None:
+            self._queue.wait()
+
+    def __enter__(self):
+        stack = getattr(_local, "devices", None)
+        if stack is None:
+            stack = _local.devices = []
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _local.devices.pop()
+
+    def __repr__(self):
+        return "<xpjit.Device %s: %s>" % (self.id, self.name)
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and other._h.value == self._h.value
+
+    def __hash__(self):
+        return hash(self._h.value)
+
+
+def get_device():
+    """The current device: the innermost `with device:` of this thread,
+    else the default context's default device."""
+    stack = getattr(_local, "devices", None)
+    if stack:
+        return stack[-1]
+    return get_context().default_device
+
+
+def devices(filter=None):
+    """The devices of the default context matching filter."""
+    return get_context().devices(filter)
+
+
+class Queue:
+    """An in-order queue of a device (xpj_queue): launches and copies run
+    on it asynchronously, in order. profiling: events record timestamps;
+    launch_timeout_ms: stops a launch that runs longer (the CPU only)."""
+
+    def __init__(self, device=None, profiling=False, launch_timeout_ms=0):
+        self.device = device if device is not None else get_device()
+        d = _lib.QueueDesc(1 if profiling else 0, int(launch_timeout_ms))
+        h = ctypes.c_void_p()
+        check(_lib.queue_create(self.device.handle, ctypes.byref(d),
+                                ctypes.byref(h)))
+        self._h = h
+        self.profiling = bool(profiling)
+        # objects kept alive until the work using them is done: (event,
+        # objects) pairs, dropped when the event completes or at a wait
+        self._keep = []
+
+    @property
+    def handle(self):
+        h = self._h
+        if not h:
+            raise InvalidArgumentError("the queue is closed")
+        return h
+
+    def wait(self):
+        """Waits for every command so far; raises the first asynchronous
+        error since the last wait."""
+        st = _lib.queue_wait(self.handle)
+        self._release_keep()
+        check(st)
+
+    synchronize = wait
+
+    def cancel(self):
+        """Cancels the unfinished commands (they fail with CancelledError
+        at the next wait)."""
+        check(_lib.queue_cancel(self.handle))
+
+    def close(self):
+        """Waits for the commands, then destroys the queue; using it
+        afterwards raises InvalidArgumentError."""
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _lib.queue_destroy(h)
+            self._release_keep()
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _hold(self, event, objs):
+        """Keeps objs alive until event (an Event of this queue) is done."""
+        keep = self._keep
+        while keep and _lib.event_query(keep[0][0]._h) >= 2:
+            keep.pop(0)
+        keep.append((event, objs))
+
+    def _release_keep(self):
+        self._keep = []
+
+    def __repr__(self):
+        return "<xpjit.Queue on %s%s>" % (
+            self.device.id, "" if self._h else " (closed)")
+
+
+class Event:
+    """A command's completion (xpj_event)."""
+
+    _STATES = ["queued", "running", "complete", "failed"]
+
+    def __init__(self, handle, queue):
+        self._h = handle
+        self.queue = queue
+
+    def wait(self):
+        """Blocks until the command finished; raises its error."""
+        check(_lib.event_wait(self._h))
+
+    @property
+    def state(self):
+        return self._STATES[_lib.event_query(self._h)]
+
+    def profile(self):
+        """(queued, start, end) in nanoseconds of a monotonic clock; the
+        queue must have profiling on and the command have finished."""
+        q, s, e = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
+        check(_lib.event_profile(self._h, ctypes.byref(q), ctypes.byref(s),
+                                 ctypes.byref(e)))
+        return q.value, s.value, e.value
+
+    @property
+    def elapsed_ns(self):
+        """end - start of the command (profiling queues)."""
+        _, s, e = self.profile()
+        return e - s
+
+    def __del__(self):
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _lib.event_release(h)
