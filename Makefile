@@ -73,7 +73,21 @@ EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
 .PHONY: all test asan tsan fuzz bench install clean check-examples demo format mpi-example
-all: $(LIB_A) $(LIB_SO) $(LLVM_A) $(LLVM_SO) $(SPIRV_SO) $(CLI) $(DAEMON) $(CSERVER) $(BUILD)/lib/xpjit.pc $(EXAMPLES)
+# The Python package's C launch path (python/xpjit/_fast.c), built in place
+# for make test and PYTHONPATH=python; without Python's headers it is left
+# out and the package runs in pure Python. It links nothing of ours (the
+# package hands it the library's functions) and does not depend on BUILD.
+PYTHON_CONFIG ?= $(shell command -v python3-config 2>/dev/null)
+PY_FAST := $(if $(PYTHON_CONFIG),python/xpjit/_fast$(shell $(PYTHON_CONFIG) --extension-suffix))
+
+all: $(LIB_A) $(LIB_SO) $(LLVM_A) $(LLVM_SO) $(SPIRV_SO) $(CLI) $(DAEMON) $(CSERVER) $(BUILD)/lib/xpjit.pc $(EXAMPLES) $(PY_FAST)
+
+
+ifneq ($(PY_FAST),)
+$(PY_FAST): python/xpjit/_fast.c include/xpjit.h include/xpjit_ir.h
+	$(CC) -std=c11 -O2 -g $(WARN) -Wno-missing-field-initializers -fPIC \
+	  -shared $(shell $(PYTHON_CONFIG) --includes) -Iinclude -o $@ $<
+endif
 
 $(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h) Makefile
 	@mkdir -p $(dir $@)
@@ -185,7 +199,7 @@ build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/
 	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) \
 	  -o $@ $< $(LIB_SRCS) $(LDLIBS_ALL)
 
-bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache $(BUILD)/bench/daemon $(BUILD)/bench/opencl $(BUILD)/bench/groups
+bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache $(BUILD)/bench/daemon $(BUILD)/bench/opencl $(BUILD)/bench/groups $(BUILD)/bench/launch
 	sh tools/bench-deps.sh
 	$(BUILD)/bench/frontend examples/*.xpk bench/peers/frontend_peer.xpk
 	$(BUILD)/bench/compile examples/*.xpk
@@ -194,6 +208,8 @@ bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(B
 	$(BUILD)/bench/daemon
 	$(BUILD)/bench/groups
 	OCL_ICD_VENDORS=$${OCL_ICD_VENDORS:-$$HOME/.cache/xpjit/intel-opencl/icd} $(BUILD)/bench/opencl
+	OCL_ICD_VENDORS=$${OCL_ICD_VENDORS:-$$HOME/.cache/xpjit/intel-opencl/icd} \
+	  $$HOME/.cache/xpjit/venv-bench/bin/python bench/python_launch.py --build $(BUILD)
 
 # CPU kernels: xpjit's CPU device vs xpjit's SPIR-V on Intel's OpenCL CPU
 # runtime (xpjit's OpenCL device) vs OpenMP C vs OpenCL C on PoCL
@@ -203,6 +219,12 @@ $(BUILD)/bench/cpu: bench/cpu.c bench/cpu_omp.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) -O3 -march=native -fopenmp -c bench/cpu_omp.c -o $(BUILD)/bench/cpu_omp.o
 	$(CC) $(CFLAGS_ALL) -fopenmp -o $@ bench/cpu.c $(BUILD)/bench/cpu_omp.o $(LIB_A) $(CORE_LIBS)
+
+# One launch and wait of a cached kernel from C: bench/python_launch.py's
+# reference for the cost the Python package adds.
+$(BUILD)/bench/launch: bench/launch.c $(LIB_A) bench/bench_util.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(CORE_LIBS)
 
 $(BUILD)/bench/compile: bench/compile.c $(LIB_A) bench/bench_util.h
 	@mkdir -p $(dir $@)
@@ -283,7 +305,7 @@ format:
 	clang-format -i include/*.h ir/*.[ch] compiler/*.[ch] tools/*.c tests/*.[ch] tests/fuzz/*.c
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz python/xpjit/_fast*.so
 
 # The MPI example (docs/cluster.md): needs Open MPI's mpicc (libopenmpi-dev).
 MPICC ?= mpicc

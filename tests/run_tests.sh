@@ -70,6 +70,11 @@ if [ -n "$PY" ]; then
   [ -f "$IOCL/icd/intel-cpu.icd" ] && pyenv="$pyenv OCL_ICD_VENDORS=$IOCL/icd"
   # shellcheck disable=SC2086
   step python env $pyenv "$PY" -m pytest -q -p no:cacheprovider python/tests
+  # and without the C launch path (python/xpjit/_fast.c), as where it
+  # could not be built
+  # shellcheck disable=SC2086
+  step python@pure env $pyenv XPJIT_PYTHON_PURE=1 "$PY" -m pytest -q \
+    -p no:cacheprovider python/tests
 elif [ -n "${XPJIT_REQUIRE_PYTHON:-}" ]; then
   step python sh -c "echo 'no python3 with numpy and pytest (sh tools/deps.sh installs them)'; false"
 else

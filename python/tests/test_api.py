@@ -273,3 +273,49 @@ def test_cache_reachable(tmp_path):
 def test_versions():
     v = xpjit.versions()
     assert v["xpjit"] == xpjit.__version__ and "llvm" in v
+
+
+def test_fast_path_checks_like_the_slow_one(prog):
+    """Calls the C launch path knows (same dtypes, ranks and kinds) still
+    get every check: what it would have to judge goes the slow way."""
+    import xpjit._program as P
+    if os.environ.get("XPJIT_PYTHON_PURE"):
+        assert P._fast is None
+        pytest.skip("pure Python (XPJIT_PYTHON_PURE)")
+    assert P._fast is not None, "the C launch path was not built (make)"
+    k = prog.kernel("mixed")
+    x = np.arange(8, dtype=np.float32)
+    y = np.zeros(8, np.float32)
+    k(8, x, y, 1)
+    k(8, x, y, 2)  # known now
+    assert k._fast_memo
+    np.testing.assert_array_equal(y, x + 2)
+    ro = np.zeros(8, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(xpjit.InvalidArgumentError, match="not writable"):
+        k(8, x, ro, 1)
+    with pytest.raises(xpjit.InvalidArgumentError, match="out of the range"):
+        k(8, x, y, 2 ** 40)
+    with pytest.raises(xpjit.InvalidArgumentError, match="is i32"):
+        k(8, x, y, 1.5)
+    k(8, x, y, np.int32(3))      # a NumPy scalar of the type
+    k(8, x, y, np.int16(4))      # one that converts (the slow path)
+    np.testing.assert_array_equal(y, x + 4)
+    rec = np.zeros(8, dtype=[("a", np.float32), ("b", np.int8)])
+    with pytest.raises(xpjit.XpjitError):
+        k(8, x, rec["a"], 1)
+    # a launch error from the library, through the fast path
+    with pytest.raises(xpjit.InvalidArgumentError):
+        k((8, 0), x, y, 1)
+    q = xpjit.Queue()
+    k(8, x, y, 5, queue=q)
+    k(8, x, y, 6, queue=q)
+    q.close()
+    with pytest.raises(xpjit.InvalidArgumentError, match="closed"):
+        k(8, x, y, 7, queue=q)
+    np.testing.assert_array_equal(y, x + 6)
+    # device arrays: asynchronous, the same results
+    xd, yd = xpjit.asarray(x), xpjit.zeros(8, np.float32)
+    for v in range(3):
+        k(8, xd, yd, v)
+    np.testing.assert_array_equal(yd.get(), x + 2)

@@ -110,8 +110,22 @@ class ndarray:
         self._mem = _mem
         self._host = getattr(_mem, "host", False)
         self.ptr = _ptr  # element 0
+        # for the C launch path (_fast.c): the element type's code and the
+        # device's handle
+        self._code = _lib.SCALAR[scalar_name(self.dtype)]
+        self._dv = self.device._h.value
         self.strides = (_c_strides(shape, self.dtype.itemsize)
                         if strides is None else tuple(int(s) for s in strides))
+
+    @property
+    def _sync(self):
+        """0: xpjit's memory (launches may stay asynchronous); 1: host
+        memory another library reads (launches end before the call
+        returns); 2: device memory of another library (the slow path keeps
+        its owner alive until the launch is done)."""
+        if self._host:
+            return 1
+        return 0 if isinstance(self._mem, _Allocation) else 2
 
     # -- NumPy-like attributes
     ndim = property(lambda s: len(s.shape))

@@ -263,6 +263,12 @@ kernel_suggest_local = _fn("xpj_kernel_suggest_local", S, P, _u,
                            ctypes.POINTER(_u64), ctypes.POINTER(_u64))
 launch = _fn("xpj_launch", S, P, P, ctypes.POINTER(Range), _u,
              ctypes.POINTER(Arg), ctypes.POINTER(P))
+arg_scalar = _fn("xpj_arg_scalar", Arg, ctypes.c_int, P)
+
+
+def address(f):
+    """The address of a library function (for the _fast module)."""
+    return ctypes.cast(f, ctypes.c_void_p).value
 
 module_find = _fn("xpj_module_find", P, P, _cp)
 func_kind_of = _fn("xpj_func_kind_of", ctypes.c_int, P)

@@ -3,6 +3,7 @@ specialised on their first call from the arguments' dtypes and ndim (as
 CuPy's RawKernel is compiled on first use, but generic), launched over a
 range or an nd-range."""
 import ctypes
+import os
 import threading
 
 import numpy as np
@@ -12,7 +13,16 @@ from ._array import ndarray, from_dlpack
 from ._dtypes import numpy_dtype, scalar_name
 from ._errors import (InvalidArgumentError, NotFoundError,
                       SpecializationError, check, error)
-from ._runtime import Event, get_context, get_device
+from ._runtime import Event, current_queue, get_context, get_device
+
+try:  # the C launch path, when it was built (make, pip install)
+    if os.environ.get("XPJIT_PYTHON_PURE"):
+        raise ImportError("XPJIT_PYTHON_PURE is set")
+    from . import _fast
+    _fast.init(_lib.address(_lib.launch), _lib.address(_lib.queue_wait),
+               _lib.address(_lib.arg_scalar), ndarray)
+except ImportError:
+    _fast = None
 
 
 def _compile_opts(options):
@@ -232,6 +242,18 @@ class _Spec:
                 self.args[i].array = ctypes.pointer(self.arrays[i])
         self.range = _lib.Range()
         self.lock = threading.Lock()
+        # what _fast.c needs of it: per parameter its kind, its (element)
+        # type and whether the kernel may write it
+        self.fast = None
+        if _fast is not None:
+            outs = bytes(int(p.kind == _lib.ARG_ARRAY and not p.const)
+                         for p in kernel.params)
+            dts = []
+            for i in range(n):
+                dts.append(self.args[i].dtype if self.kinds[i] ==
+                           _lib.ARG_SCALAR else _lib.SCALAR[self.scalars[i]])
+            self.fast = _fast.spec(handle.value, bytes(self.kinds),
+                                   bytes(dts), outs)
 
     @property
     def signature(self):
@@ -283,6 +305,7 @@ class Kernel:
             self.params.append(p)
         self._specs = {}
         self._memo = {}
+        self._fast_memo = {}  # _fast.c: call key -> specialisation
         self._lock = threading.Lock()
 
     def __repr__(self):
@@ -385,6 +408,14 @@ class Kernel:
 
     def __call__(self, grid, *args, local=None, queue=None, dtypes=None,
                  consts=None, ndim=None, wait=None):
+        if _fast is not None and dtypes is None and consts is None and \
+                ndim is None and wait is None:
+            st = _fast.call(self._fast_memo, queue if queue is not None
+                            else current_queue(), grid, local, args)
+            if st == 0:
+                return None
+            if st > 0:
+                raise error(st)
         self._launch(grid, local, args, queue, dtypes, consts, ndim, wait,
                      False)
 
@@ -445,6 +476,11 @@ class Kernel:
                              ctypes.byref(ev) if ev is not None else None)
         if st:
             raise error(st)
+        if _fast is not None and dtypes is None and consts is None and \
+                ndim is None and spec.fast is not None:
+            key = _fast.key(tuple(args), queue)
+            if key is not None and len(self._fast_memo) < 4096:
+                self._fast_memo[key] = spec.fast
         event = Event(ev.value, queue) if ev is not None else None
         if wait or (host and wait is None):
             queue.wait()

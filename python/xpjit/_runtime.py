@@ -141,6 +141,9 @@ def _counters(buf, at):
 def get_context():
     """The process's default context (made at first use)."""
     global _default_context
+    ctx = _default_context
+    if ctx is not None:
+        return ctx
     with _lock:
         if _default_context is None:
             _default_context = Context()
@@ -240,6 +243,8 @@ class Device:
     def __exit__(self, *exc):
         _local.devices.pop()
 
+
+
     def __repr__(self):
         return "<xpjit.Device %s: %s>" % (self.id, self.name)
 
@@ -256,7 +261,20 @@ def get_device():
     stack = getattr(_local, "devices", None)
     if stack:
         return stack[-1]
-    return get_context().default_device
+    ctx = _default_context or get_context()
+    return ctx._default or ctx.default_device
+
+
+def current_queue():
+    """The current device's default queue (what a launch without queue=
+    uses when no argument is a device array)."""
+    stack = getattr(_local, "devices", None)
+    if stack:
+        return stack[-1].queue
+    ctx = _default_context or get_context()
+    dev = ctx._default or ctx.default_device
+    q = dev._queue
+    return q if q is not None else dev.queue
 
 
 def devices(filter=None):
@@ -276,6 +294,9 @@ class Queue:
         check(_lib.queue_create(self.device.handle, ctypes.byref(d),
                                 ctypes.byref(h)))
         self._h = h
+        # plain ints for the C launch path (_fast.c): 0 once closed
+        self._hv = h.value
+        self._dv = self.device._h.value
         self.profiling = bool(profiling)
         # objects kept alive until the work using them is done: (event,
         # objects) pairs, dropped when the event completes or at a wait
@@ -306,6 +327,7 @@ class Queue:
         """Waits for the commands, then destroys the queue; using it
         afterwards raises InvalidArgumentError."""
         h, self._h = getattr(self, "_h", None), None
+        self._hv = 0
         if h:
             _lib.queue_destroy(h)
             self._release_keep()
