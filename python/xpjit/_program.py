@@ -259,6 +259,16 @@ class _Spec:
     def signature(self):
         return _lib.kernel_signature(self.h).decode()
 
+    @property
+    def origin(self):
+        """Where the binary came from: "compiled", "memory", "cache",
+        "bundle", "daemon" or "redis"."""
+        return _lib.ORIGINS[self.info.origin]
+
+    @property
+    def compile_ms(self):
+        return self.info.compile_millis
+
 
 class Kernel:
     """A kernel of a program, generic until called. k(grid, *args) or
