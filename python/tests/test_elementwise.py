@@ -166,3 +166,37 @@ def test_reduction_errors():
                               "0")
     with pytest.raises(xpjit.InvalidArgumentError, match="shape"):
         sumsq(np.ones((2, 3)), axis=1, out=np.zeros(5))
+
+
+def test_reserved_names_and_outputs():
+    # a parameter named like the flat index or the accumulator would
+    # change what the generated kernel does: refused
+    with pytest.raises(xpjit.InvalidArgumentError, match="reserved"):
+        xpjit.ElementwiseKernel("int64 i", "int64 z", "z = i + 1;", "k")
+    with pytest.raises(xpjit.InvalidArgumentError, match="reserved"):
+        xpjit.ElementwiseKernel("T x", "T _x_arr", "_x_arr = x;", "k")
+    with pytest.raises(xpjit.InvalidArgumentError, match="reserved"):
+        xpjit.ReductionKernel("T a", "T y", "a", "a + b", "y = a;", "0")
+    with pytest.raises(xpjit.InvalidArgumentError, match="reserved"):
+        xpjit.ElementwiseKernel("T let", "T y", "y = let;", "k")
+    with pytest.raises(xpjit.InvalidArgumentError, match="identifier"):
+        xpjit.ElementwiseKernel("T x", "T y", "y = x;", "kernel")
+    # the default names work
+    dbl = xpjit.ElementwiseKernel("T x", "T y", "y = x + x;")
+    np.testing.assert_array_equal(dbl(np.arange(3.0)), [0, 2, 4])
+    s = xpjit.ReductionKernel("T x", "T y", "x", "a + b", "y = a;", "0")
+    assert float(s(np.arange(10.0))) == 45
+    # an output of another type, or not an array, would be a converted
+    # copy that takes the results: refused
+    with pytest.raises(xpjit.InvalidArgumentError, match="float64"):
+        xpjit.ElementwiseKernel("float32 x", "float32 y", "y = x;", "c")(
+            np.ones(4, np.float32), np.zeros(4))
+    with pytest.raises(xpjit.InvalidArgumentError, match="must be an array"):
+        dbl(np.ones(4), [0.0] * 4)
+    with pytest.raises(xpjit.InvalidArgumentError, match="float64"):
+        s(np.arange(10.0, dtype=np.float32), out=np.zeros(()))
+    # only raw parameters: the size says how many
+    fill = xpjit.ElementwiseKernel("T v", "raw T y", "y[i] = v;", "fillraw")
+    y = np.zeros(5, np.int32)
+    fill(np.int32(7), y, size=5)
+    np.testing.assert_array_equal(y, [7] * 5)

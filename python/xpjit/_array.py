@@ -3,10 +3,13 @@ arrays come in and go out: NumPy (copies; zero-copy views on the CPU
 device), DLPack both ways (zero-copy), and foreign device memory
 (xpj_mem_import)."""
 import ctypes
+import math
+import operator
 
 import numpy as np
 
 from . import _lib
+from ._accel import _fast
 from ._dtypes import scalar_name
 from ._errors import InvalidArgumentError, check
 from ._runtime import get_device
@@ -26,14 +29,22 @@ class _Allocation:
         self.ptr = p.value
         self.nbytes = int(nbytes)
         self.kind = kind
+        device._ctx._use()  # the context lives until this is freed
 
     def __del__(self):
-        p, self.ptr = getattr(self, "ptr", None), None
-        if p and _lib is not None and _lib.mem_free is not None:
-            try:
-                _lib.mem_free(self.device._h, p)
-            except Exception:  # interpreter shutdown
-                pass
+        _let_go(self)
+
+
+def _let_go(mem):
+    """xpj_mem_free of an allocation or import, then the context's hold."""
+    p, mem.ptr = getattr(mem, "ptr", None), None
+    if not p or _lib is None or _lib.mem_free is None:
+        return
+    try:
+        _lib.mem_free(mem.device._h, p)
+        mem.device._ctx._unuse()
+    except Exception:  # interpreter shutdown
+        pass
 
 
 class _Import:
@@ -44,14 +55,10 @@ class _Import:
         self.device, self.ptr, self.owner = device, None, owner
         check(_lib.mem_import(device.handle, ptr, max(int(nbytes), 1), kind))
         self.ptr = ptr
+        device._ctx._use()
 
     def __del__(self):
-        p, self.ptr = getattr(self, "ptr", None), None
-        if p and _lib is not None and _lib.mem_free is not None:
-            try:
-                _lib.mem_free(self.device._h, p)
-            except Exception:
-                pass
+        _let_go(self)
 
 
 _KINDS = {"device": _lib.MEM_DEVICE, "host": _lib.MEM_HOST,
@@ -87,18 +94,28 @@ class ndarray:
 
     def __init__(self, shape, dtype=np.float32, device=None, kind=None,
                  strides=None, _mem=None, _ptr=None):
-        self.dtype = np.dtype(dtype)
-        scalar_name(self.dtype)  # refuses dtypes xpjit has no type for
-        shape = (int(shape),) if np.isscalar(shape) else tuple(
-            int(n) for n in shape)
+        try:
+            self.dtype = np.dtype(dtype)
+            scalar_name(self.dtype)  # refuses dtypes xpjit has no type for
+        except (TypeError, ValueError) as e:
+            raise InvalidArgumentError(str(e)) from None
+        try:
+            shape = (operator.index(shape),) if np.isscalar(shape) else \
+                tuple(operator.index(n) for n in shape)
+        except TypeError:
+            raise InvalidArgumentError("a shape is ints, not %r"
+                                       % (shape,)) from None
         if any(n < 0 for n in shape) or len(shape) > _lib.MAX_RANK:
             raise InvalidArgumentError("bad shape %r (at most %d dimensions,"
                                        " none negative)" % (shape,
                                                             _lib.MAX_RANK))
+        if math.prod(shape) * self.dtype.itemsize >= 1 << 62:
+            raise InvalidArgumentError("shape %r of %s is too large"
+                                       % (shape, self.dtype))
         self.shape = shape
         self.device = device if device is not None else get_device()
         if _mem is None:
-            nbytes = int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize
+            nbytes = math.prod(shape) * self.dtype.itemsize
             if kind is None:
                 kind = "shared" if self.device.backend == "cpu" else "device"
             if kind not in _KINDS:
@@ -129,7 +146,7 @@ class ndarray:
 
     # -- NumPy-like attributes
     ndim = property(lambda s: len(s.shape))
-    size = property(lambda s: int(np.prod(s.shape, dtype=np.int64)))
+    size = property(lambda s: math.prod(s.shape))
     itemsize = property(lambda s: s.dtype.itemsize)
     nbytes = property(lambda s: s.size * s.dtype.itemsize)
 
@@ -180,10 +197,10 @@ class ndarray:
             shape[0]) else shape
         shape = tuple(int(n) for n in shape)
         if -1 in shape:
-            known = int(np.prod([n for n in shape if n != -1]))
+            known = math.prod(n for n in shape if n != -1)
             shape = tuple(self.size // max(known, 1) if n == -1 else n
                           for n in shape)
-        if int(np.prod(shape, dtype=np.int64)) != self.size:
+        if math.prod(shape) != self.size:
             raise InvalidArgumentError("cannot reshape %r to %r"
                                        % (self.shape, shape))
         if not self.flags["C_CONTIGUOUS"]:
@@ -298,9 +315,11 @@ def empty(shape, dtype=np.float32, device=None, kind=None):
 
 
 def zeros(shape, dtype=np.float32, device=None, kind=None, queue=None):
-    """An array of zeros on device."""
+    """An array of zeros on device, ready when it returns (for any queue)."""
     a = ndarray(shape, dtype, device, kind)
-    return a.fill(0, queue)
+    a.fill(0, queue)
+    a._queue(queue).wait()
+    return a
 
 
 def asarray(obj, dtype=None, device=None, queue=None):
@@ -419,6 +438,8 @@ def _export(a):
     mt.manager_ctx = key
     mt.deleter = _deleter
     _exported[key] = (mt, shape, strides, a)
+    if _fast is not None:  # a destructor that keeps a pending exception
+        return _fast.capsule(key)
     return _api.PyCapsule_New(key, b"dltensor", ctypes.cast(
         _capsule_destructor, ctypes.c_void_p))
 
@@ -442,8 +463,14 @@ def from_dlpack(obj, device=None):
     CUDA device n: the device cuda:n, the memory imported)."""
     if not hasattr(obj, "__dlpack__"):
         raise InvalidArgumentError("%s has no __dlpack__" % type(obj).__name__)
-    cap = obj.__dlpack__()
-    p = _api.PyCapsule_GetPointer(cap, b"dltensor")
+    try:
+        cap = obj.__dlpack__()
+        p = _api.PyCapsule_GetPointer(cap, b"dltensor")
+    except (ValueError, TypeError, ctypes.ArgumentError, BufferError) as e:
+        raise InvalidArgumentError("%s.__dlpack__ gave no DLPack tensor "
+                                   "(a capsule named dltensor, not yet "
+                                   "consumed): %s" % (type(obj).__name__,
+                                                      e)) from None
     if not p:
         raise InvalidArgumentError("__dlpack__ gave no DLPack tensor")
     _api.PyCapsule_SetName(cap, b"used_dltensor")
@@ -466,6 +493,10 @@ def from_dlpack(obj, device=None):
     dtype_dev = (t.device.device_type, t.device.device_id)
     if device is None:
         device = _device_for(dtype_dev)
+    elif dtype_dev[0] in (_DL_CPU, 3) and device.backend != "cpu":
+        raise InvalidArgumentError(
+            "from_dlpack: host memory is for the CPU device, not %s (copy "
+            "it with xpjit.asarray)" % device.id)
     mem = owner
     if dtype_dev[0] not in (_DL_CPU, 3):
         lo, hi = _span(shape, strides)

@@ -5,6 +5,7 @@ array arguments, then compiled, specialised and cached like any kernel.
 
 The generated source of a call is kernel.source(*args) (for reading what
 runs, and for error messages)."""
+import operator
 import re
 import threading
 
@@ -26,6 +27,12 @@ _TYPE_NAMES = {
 }
 _TYPE_NAMES.update({v: v for v in list(_TYPE_NAMES.values())})
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# the kernel language's keywords and type names: no parameter or kernel
+# may be called so
+_RESERVED = {"kernel", "fn", "const", "let", "local", "global", "range",
+             "ndrange", "if", "else", "for", "while", "break", "continue",
+             "return", "true", "false", "bool", "i8", "i16", "i32", "i64",
+             "u8", "u16", "u32", "u64", "f16", "f32", "f64", "bf16"}
 
 
 class _P:
@@ -37,7 +44,10 @@ class _P:
         return "%s%s %s" % ("raw " if self.raw else "", self.type, self.name)
 
 
-def _parse_params(text, out):
+def _parse_params(text, out, reserved=("i",)):
+    if not isinstance(text, str):
+        raise InvalidArgumentError("parameters are a string such as "
+                                   "'T x, float32 y', not %r" % (text,))
     ps = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -49,6 +59,12 @@ def _parse_params(text, out):
         if len(words) != 2 or not _IDENT.match(words[1]):
             raise InvalidArgumentError(
                 "parameter %r: expected '[raw] TYPE NAME'" % part)
+        if words[1] in _RESERVED or words[1] in reserved or \
+                words[1].startswith("_"):
+            raise InvalidArgumentError(
+                "parameter %r: %s is reserved (the generated kernel uses %s "
+                "and names starting with _; the language's keywords and "
+                "type names)" % (part, words[1], ", ".join(reserved)))
         p = _P()
         p.name, p.raw, p.out = words[1], raw, out
         t = words[0]
@@ -91,14 +107,18 @@ def _weak(a):
 
 
 class _Base:
+    RESERVED = ("i",)
+
     def __init__(self, in_params, out_params, name, preamble, options):
-        self.ins = _parse_params(in_params, False)
-        self.outs = _parse_params(out_params, True)
+        self.ins = _parse_params(in_params, False, self.RESERVED)
+        self.outs = _parse_params(out_params, True, self.RESERVED)
         if not self.outs:
             raise InvalidArgumentError("%s: no output parameter" % name)
-        if not _IDENT.match(name):
-            raise InvalidArgumentError("kernel name %r is not an identifier"
-                                       % name)
+        if not isinstance(name, str) or not _IDENT.match(name) or \
+                name in _RESERVED or name.startswith("_"):
+            raise InvalidArgumentError(
+                "kernel name %r is not an identifier of its own (not a "
+                "keyword or type name, not starting with _)" % (name,))
         self.name, self.preamble = name, preamble
         self.options = options
         seen = {}
@@ -175,6 +195,27 @@ def _place(a, dtype, device, numpy_ok):
     return asarray(np.asarray(a, dtype=dt), device=device)
 
 
+def _place_out(name, p, a, dtype, device, numpy_ok):
+    """A given output as it is: an array of exactly its type that the
+    device's kernels can use (a converted copy would take the results)."""
+    dt = numpy_dtype(dtype)
+    if not isinstance(a, (np.ndarray, ndarray)):
+        raise InvalidArgumentError("%s: output %s must be an array, not %s"
+                                   % (name, p.name, type(a).__name__))
+    if a.dtype != dt:
+        raise InvalidArgumentError("%s: output %s is an array of %s, the "
+                                   "kernel writes %s" % (name, p.name,
+                                                         a.dtype, dt))
+    if isinstance(a, np.ndarray) and device.backend != "cpu":
+        raise InvalidArgumentError("%s: output %s is a NumPy array, the "
+                                   "device %s takes xpjit.ndarray" % (
+                                       name, p.name, device.id))
+    if isinstance(a, np.ndarray) and not a.flags.writeable:
+        raise InvalidArgumentError("%s: output %s is not writable"
+                                   % (name, p.name))
+    return a
+
+
 def _broadcast(a, shape):
     if isinstance(a, np.ndarray):
         return np.broadcast_to(a, shape)
@@ -207,7 +248,8 @@ def _broadcast(a, shape):
 
 
 class ElementwiseKernel(_Base):
-    """ElementwiseKernel(in_params, out_params, operation, name="kernel"),
+    """ElementwiseKernel(in_params, out_params, operation,
+    name="elementwise_kernel"),
     as CuPy's: in_params "T x, T y" (type placeholders are capitalised
     names; "raw T t" passes a whole array the operation indexes itself),
     out_params "T z"; operation is xpjit kernel-language statements that
@@ -220,8 +262,8 @@ class ElementwiseKernel(_Base):
         z = add(np.arange(4.0), 1.0)
     """
 
-    def __init__(self, in_params, out_params, operation, name="kernel",
-                 preamble="", options=None):
+    def __init__(self, in_params, out_params, operation,
+                 name="elementwise_kernel", preamble="", options=None):
         super().__init__(in_params, out_params, name, preamble, options)
         self.operation = operation
 
@@ -263,7 +305,14 @@ class ElementwiseKernel(_Base):
             raise InvalidArgumentError("%s: shapes %s do not broadcast"
                                        % (self.name, shapes)) from None
         if size is not None and not shapes:
-            shape = (int(size),)
+            try:
+                shape = (operator.index(size),)
+            except TypeError:
+                raise InvalidArgumentError("%s: size must be an int"
+                                           % self.name) from None
+            if shape[0] < 0:
+                raise InvalidArgumentError("%s: size %d is negative"
+                                           % (self.name, shape[0]))
         elif not shapes:
             raise InvalidArgumentError("%s: no array argument: give size="
                                        % self.name)
@@ -276,7 +325,8 @@ class ElementwiseKernel(_Base):
                      empty(shape, numpy_dtype(ct), device))
                 outs[self.outs.index(p)] = a
             if p.raw:
-                a = _place(a, ct, device, numpy_ok)
+                a = (_place_out(self.name, p, a, ct, device, numpy_ok)
+                     if p.out else _place(a, ct, device, numpy_ok))
                 decl.append("%s: global %s%s[*]" % (p.name, "" if p.out else
                                                    "const ", t))
                 kargs.append(("raw", a))
@@ -284,19 +334,15 @@ class ElementwiseKernel(_Base):
                 decl.append("%s: %s" % (p.name, t))
                 kargs.append(("scalar", a))
             else:
-                a = _place(a, ct, device, numpy_ok)
                 if p.out:
+                    a = _place_out(self.name, p, a, ct, device, numpy_ok)
                     if tuple(a.shape) != tuple(shape):
                         raise InvalidArgumentError(
                             "%s: output %s has shape %r, the inputs "
                             "broadcast to %r" % (self.name, p.name, a.shape,
                                                  shape))
-                    if isinstance(a, np.ndarray) and not a.flags.writeable:
-                        raise InvalidArgumentError("%s: output %s is not "
-                                                   "writable" % (self.name,
-                                                                 p.name))
                 else:
-                    a = _broadcast(a, shape)
+                    a = _broadcast(_place(a, ct, device, numpy_ok), shape)
                 arr = "_%s_arr" % p.name
                 decl.append("%s: global %s%s[*]" % (arr, "" if p.out else
                                                     "const ", t))
@@ -311,11 +357,10 @@ class ElementwiseKernel(_Base):
                 "%s: raw arrays must have the broadcast shape's %d "
                 "dimensions (one rank for every [*] array of a kernel)"
                 % (self.name, len(shape)))
-        first = next(p for p, (k, _) in zip(params, kargs) if k == "array")
+        decl.append("_n: i64")
         src = "%s\nkernel %s%s(%s) range {\n    let i = global_id(0);\n" \
-              "    if i < size(_%s_arr) {\n%s\n%s\n%s\n    }\n}\n" % (
+              "    if i < _n {\n%s\n%s\n%s\n    }\n}\n" % (
                   self.preamble, self.name, self._generics(), ", ".join(decl),
-                  first.name,
                   "\n".join(loads), "        " + self.operation.strip(),
                   "\n".join(stores))
         return src, kargs, outs, shape, device, bound
@@ -326,7 +371,7 @@ class ElementwiseKernel(_Base):
         prog = self._program(src)
         n = int(np.prod(shape, dtype=np.int64))
         if n:
-            prog.kernel(self.name)(n, *[a for _, a in kargs],
+            prog.kernel(self.name)(n, *[a for _, a in kargs], np.int64(n),
                                    queue=queue or device.queue,
                                    dtypes=bound or None)
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -345,6 +390,8 @@ class ReductionKernel(_Base):
         l2 = xpjit.ReductionKernel("T x", "T y", "x * x", "a + b",
                                    "y = sqrt(a);", "0", "l2norm")
     """
+
+    RESERVED = ("i", "a", "b")  # the accumulator and its operands
 
     def __init__(self, in_params, out_params, map_expr, reduce_expr,
                  post_map_expr, identity, name="reduce_kernel",
@@ -395,7 +442,13 @@ class ReductionKernel(_Base):
         if axis is None:
             axes = tuple(range(nd))
         else:
-            axes = (axis,) if np.isscalar(axis) else tuple(axis)
+            try:
+                axes = tuple(operator.index(a) for a in (
+                    (axis,) if np.isscalar(axis) else tuple(axis)))
+            except TypeError:
+                raise InvalidArgumentError("%s: axis %r is not an int or a "
+                                           "tuple of ints" % (self.name,
+                                                              axis)) from None
             if any(not -nd <= int(a) < nd for a in axes):
                 raise InvalidArgumentError("%s: axis %r out of range for %d "
                                            "dimensions" % (self.name, axis,
@@ -435,15 +488,11 @@ class ReductionKernel(_Base):
                      empty(out_shape, numpy_dtype(ct), device))
                 outs[self.outs.index(p)] = o
             else:
-                o = _place(o, ct, device, numpy_ok)
+                o = _place_out(self.name, p, o, ct, device, numpy_ok)
                 if tuple(o.shape) not in (out_shape, kd_shape):
                     raise InvalidArgumentError(
                         "%s: output %s has shape %r, not %r" % (
                             self.name, p.name, o.shape, final_shape))
-                if isinstance(o, np.ndarray) and not o.flags.writeable:
-                    raise InvalidArgumentError("%s: output %s is not "
-                                               "writable" % (self.name,
-                                                             p.name))
             view = o
             if view.ndim != len(out_shape):  # keepdims-shaped out
                 view = view[tuple(0 if d in axes else slice(None)

@@ -43,6 +43,10 @@ static launch_fn p_launch;
 static wait_fn p_wait;
 static scalar_fn p_arg_scalar;
 static PyObject *ndarray_type; /* xpjit.ndarray */
+/* numpy.ndarray and numpy.generic: the only buffers taken here, as the
+ * slow path takes only them (other buffer exporters go its way, and are
+ * refused there) */
+static PyObject *np_array_type, *np_scalar_type;
 static PyObject *s_hv, *s_dv, *s_ptr, *s_shape, *s_strides, *s_code,
     *s_sync;
 
@@ -150,7 +154,11 @@ static uint64_t arg_key(PyObject *a, long dev, Py_buffer *keep,
       return 0;
     return K_XARRAY | (uint64_t)code << 8 | (uint64_t)nd;
   }
-  if (PyObject_CheckBuffer(a)) {
+  int np_array = np_array_type &&
+                 PyObject_TypeCheck(a, (PyTypeObject *)np_array_type);
+  int np_scalar = !np_array && np_scalar_type &&
+                  PyObject_TypeCheck(a, (PyTypeObject *)np_scalar_type);
+  if ((np_array || np_scalar) && PyObject_CheckBuffer(a)) {
     Py_buffer local, *b = keep ? keep : &local;
     if (PyObject_GetBuffer(a, b, PyBUF_RECORDS_RO) != 0) {
       PyErr_Clear();
@@ -158,10 +166,9 @@ static uint64_t arg_key(PyObject *a, long dev, Py_buffer *keep,
     }
     xpj_scalar t = of_format(b->format, b->itemsize);
     uint64_t k = t == XPJ_VOID ? 0
-                 : b->ndim == 0 && !PyObject_TypeCheck(a, &PyMemoryView_Type)
-                     ? (uint64_t)K_NPSCALAR | (uint64_t)t << 8
-                     : (uint64_t)K_ARRAY | (uint64_t)t << 8 |
-                           (uint64_t)b->ndim;
+                 : np_scalar ? (uint64_t)K_NPSCALAR | (uint64_t)t << 8
+                             : (uint64_t)K_ARRAY | (uint64_t)t << 8 |
+                                   (uint64_t)b->ndim;
     if (keep)
       *held = 1; /* the caller releases it */
     else
@@ -340,6 +347,8 @@ static int array_arg(PyObject *a, const fspec *sp, unsigned i, xpj_array *v,
     return 0;
   if (b->ndim > XPJ_MAX_RANK || b->ndim < 1)
     return 0;
+  if (!b->shape || !b->strides || b->itemsize <= 0)
+    return 0;
   v->data = b->buf;
   v->ndim = (unsigned)b->ndim;
   for (int d = 0; d < b->ndim; d++) {
@@ -443,25 +452,62 @@ out:
   return PyLong_FromLong(st);
 }
 
-/* init(launch, wait, arg_scalar, ndarray): the library's functions (as
- * ctypes loaded them) and the device array class */
+/* init(launch, wait, arg_scalar, ndarray, numpy.ndarray, numpy.generic):
+ * the library's functions (as ctypes loaded them) and the array classes */
 static PyObject *f_init(PyObject *self, PyObject *args) {
   unsigned long long l, w, s;
-  PyObject *nd;
-  if (!PyArg_ParseTuple(args, "KKKO", &l, &w, &s, &nd))
+  PyObject *nd, *na, *ns;
+  if (!PyArg_ParseTuple(args, "KKKO!O!O!", &l, &w, &s, &PyType_Type, &nd,
+                        &PyType_Type, &na, &PyType_Type, &ns))
     return NULL;
   p_launch = (launch_fn)(uintptr_t)l;
   p_wait = (wait_fn)(uintptr_t)w;
   p_arg_scalar = (scalar_fn)(uintptr_t)s;
-  Py_XDECREF(ndarray_type);
-  Py_INCREF(nd);
-  ndarray_type = nd;
+  PyObject **slot[3] = {&ndarray_type, &np_array_type, &np_scalar_type};
+  PyObject *val[3] = {nd, na, ns};
+  for (int i = 0; i < 3; i++) {
+    Py_INCREF(val[i]);
+    Py_XSETREF(*slot[i], val[i]);
+  }
   Py_RETURN_NONE;
+}
+
+/* ---- DLPack capsules ------------------------------------------------------
+ * A capsule's destructor runs when the capsule goes, also while the
+ * exception of a consumer that refused it is pending: in C, so that the
+ * exception is kept, and the tensor's deleter still runs. */
+
+typedef struct dl_managed {
+  char dl_tensor[48]; /* DLTensor: data, device, ndim, dtype, shape,
+                         strides, byte_offset (only its size matters) */
+  void *manager_ctx;
+  void (*deleter)(struct dl_managed *self);
+} dl_managed;
+
+static void capsule_destructor(PyObject *cap) {
+  if (!PyCapsule_IsValid(cap, "dltensor"))
+    return; /* consumed ("used_dltensor"): the consumer deletes it */
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  dl_managed *m = PyCapsule_GetPointer(cap, "dltensor");
+  if (m && m->deleter)
+    m->deleter(m);
+  PyErr_Clear();
+  PyErr_Restore(type, value, tb);
+}
+
+/* capsule(address): the DLPack capsule of a DLManagedTensor */
+static PyObject *f_capsule(PyObject *self, PyObject *args) {
+  unsigned long long p;
+  if (!PyArg_ParseTuple(args, "K", &p))
+    return NULL;
+  return PyCapsule_New((void *)(uintptr_t)p, "dltensor", capsule_destructor);
 }
 
 static PyMethodDef methods[] = {
     {"init", f_init, METH_VARARGS, "init(launch, wait, arg_scalar, ndarray)"},
     {"spec", f_spec, METH_VARARGS, "spec(kernel, kinds, dtypes, outs)"},
+    {"capsule", f_capsule, METH_VARARGS, "capsule(dlmanagedtensor)"},
     {"key", f_key, METH_VARARGS, "key(args, queue)"},
     {"call", (PyCFunction)(void (*)(void))f_call, METH_FASTCALL,
      "call(memo, queue, grid, local, args)"},

@@ -3,7 +3,7 @@ specialised on their first call from the arguments' dtypes and ndim (as
 CuPy's RawKernel is compiled on first use, but generic), launched over a
 range or an nd-range."""
 import ctypes
-import os
+import operator
 import threading
 
 import numpy as np
@@ -15,14 +15,11 @@ from ._errors import (InvalidArgumentError, NotFoundError,
                       SpecializationError, check, error)
 from ._runtime import Event, current_queue, get_context, get_device
 
-try:  # the C launch path, when it was built (make, pip install)
-    if os.environ.get("XPJIT_PYTHON_PURE"):
-        raise ImportError("XPJIT_PYTHON_PURE is set")
-    from . import _fast
+from ._accel import _fast  # the C launch path, when it was built
+
+if _fast is not None:
     _fast.init(_lib.address(_lib.launch), _lib.address(_lib.queue_wait),
-               _lib.address(_lib.arg_scalar), ndarray)
-except ImportError:
-    _fast = None
+               _lib.address(_lib.arg_scalar), ndarray, np.ndarray, np.generic)
 
 
 def _compile_opts(options):
@@ -135,8 +132,17 @@ class Program:
         return ctypes.byref(self._opts) if self._opts is not None else None
 
     def close(self):
+        """Destroys the program and its kernels (queued launches of them
+        must have finished: wait first); calling them afterwards raises
+        InvalidArgumentError."""
         h, self._h = getattr(self, "_h", None), None
         if h:
+            # nothing may reach the C kernels it frees: not the C launch
+            # path's keys, not a kept specialisation
+            for k in getattr(self, "_kernels", {}).values():
+                with k._lock:
+                    k._fast_memo.clear()
+                    k._specs.clear()
             _lib.program_destroy(h)
 
     def __del__(self):
@@ -159,12 +165,28 @@ def _diagnostics(d):
     return out
 
 
+_BIG = 1 << 63  # what a grid, local size or count may not reach
+
+
+def _count(v, what, low=1):
+    """v as an int of low .. 2**63 - 1, else InvalidArgumentError."""
+    try:
+        n = operator.index(v)
+    except TypeError:
+        raise InvalidArgumentError("%s must be an int, not %s"
+                                   % (what, type(v).__name__)) from None
+    if not low <= n < _BIG:
+        raise InvalidArgumentError("%s %d is out of range (%d to 2**63 - 1)"
+                                   % (what, n, low))
+    return n
+
+
 class LocalMemory:
     """count elements of local memory per work-group for a local array
     parameter (`t: local T[]`); a plain int works too."""
 
     def __init__(self, count):
-        self.count = int(count)
+        self.count = _count(count, "a local memory count", 0)
 
 
 class _Param:
@@ -255,9 +277,13 @@ class _Spec:
             self.fast = _fast.spec(handle.value, bytes(self.kinds),
                                    bytes(dts), outs)
 
+    def _alive(self):
+        self.kernel.program.handle  # raises once the program is closed
+        return self.h
+
     @property
     def signature(self):
-        return _lib.kernel_signature(self.h).decode()
+        return _lib.kernel_signature(self._alive()).decode()
 
     @property
     def origin(self):
@@ -338,6 +364,7 @@ class Kernel:
         return self._spec(text, int(ndim or 0), device)
 
     def _spec(self, text, ndim, device):
+        self.program.handle  # raises once the program is closed
         key = (text, ndim, device._h.value)
         s = self._specs.get(key)
         if s is None:
@@ -473,12 +500,16 @@ class Kernel:
                     _fill_scalar(spec, i, a)
                 else:
                     n = a.count if isinstance(a, LocalMemory) else a
-                    if not isinstance(n, (int, np.integer)) or n < 0:
+                    if isinstance(n, bool) or not isinstance(
+                            n, (int, np.integer)):
                         raise InvalidArgumentError(
                             "kernel %s: argument %d '%s' is a local array: "
                             "give its element count" % (
                                 self.name, i, self.params[i].name))
-                    spec.args[i].v.u = int(n)
+                    spec.args[i].v.u = _count(n, "kernel %s: argument %d "
+                                              "'%s' (local elements)" % (
+                                                  self.name, i,
+                                                  self.params[i].name), 0)
             need_hold = bool(foreign) or (host and wait is False)
             ev = ctypes.c_void_p() if (want_event or need_hold) else None
             st = _lib.launch(queue.handle, spec.h, ctypes.byref(spec.range),
@@ -538,13 +569,20 @@ def _coerce_array(a):
     return a
 
 
+def _dims(v):
+    if isinstance(v, (list, tuple)):
+        return tuple(v)
+    return (v,)
+
+
 def _fill_range(r, name, grid, local):
-    g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
+    g = _dims(grid)
     if not 1 <= len(g) <= 3:
         raise InvalidArgumentError("kernel %s: the grid has 1 to 3 "
                                    "dimensions, not %d" % (name, len(g)))
-    loc = (None if local is None else (local,)
-           if isinstance(local, (int, np.integer)) else tuple(local))
+    g = tuple(_count(n, "kernel %s: grid size" % name) for n in g)
+    loc = None if local is None else tuple(
+        _count(n, "kernel %s: local size" % name, 0) for n in _dims(local))
     if loc is not None and len(loc) != len(g):
         raise InvalidArgumentError("kernel %s: local %r has %d dimensions, "
                                    "the grid %d" % (name, loc, len(loc),
@@ -572,6 +610,11 @@ def _fill_array(spec, i, a):
     else:
         v.data = a.ptr
         host = a._host
+    if a.ndim > _lib.MAX_RANK:
+        raise InvalidArgumentError(
+            "kernel %s: argument %d '%s' has %d dimensions (at most %d)" % (
+                spec.kernel.name, i, spec.kernel.params[i].name, a.ndim,
+                _lib.MAX_RANK))
     v.dtype = _lib.SCALAR.get(_dtype_name(a.dtype), 0)
     if spec.scalars[i] == "bf16" and a.dtype == np.uint16:
         v.dtype = _lib.SCALAR["bf16"]
@@ -630,8 +673,13 @@ def _fill_scalar(spec, i, a):
         else:
             g.v.i = a
     else:
-        if not isinstance(a, (int, float)):
+        if isinstance(a, bool) or not isinstance(a, (int, float)):
             raise InvalidArgumentError(
                 "kernel %s: argument %d '%s' is %s, given %r" % (
                     spec.kernel.name, i, pname, name, a))
-        g.v.f = float(a)
+        try:
+            g.v.f = float(a)
+        except OverflowError:
+            raise InvalidArgumentError(
+                "kernel %s: argument %d '%s': %r is out of the range of %s"
+                % (spec.kernel.name, i, pname, a, name)) from None

@@ -51,11 +51,37 @@ class Context:
         self._h = h
         self._devices = {}
         self._default = None
+        self._dlock = threading.Lock()
+        # memory of the context's devices still held by arrays: the C
+        # context (and with it the devices) outlives close() until the
+        # last is freed (the library defers its teardown for queues and
+        # programs, not for memory the package frees after)
+        self._users = 0
+        self._closing = None
 
     def close(self):
-        """Releases the context (torn down after its last queue and
-        program: xpj_context_destroy)."""
+        """Releases the context: torn down once its last queue, program
+        and array are gone (xpj_context_destroy); using it afterwards
+        raises InvalidArgumentError."""
         h, self._h = getattr(self, "_h", None), None
+        if not h:
+            return
+        with _lock:
+            if self._users:
+                self._closing = h  # the last array's free destroys it
+                return
+        _lib.context_destroy(h)
+
+    def _use(self):
+        with _lock:
+            self._users += 1
+
+    def _unuse(self):
+        with _lock:
+            self._users -= 1
+            h = self._closing if self._users == 0 else None
+            if h:
+                self._closing = None
         if h:
             _lib.context_destroy(h)
 
@@ -69,11 +95,12 @@ class Context:
         return self._h
 
     def _device(self, ptr):
-        d = self._devices.get(ptr)
-        if d is None:
-            d = Device._wrap(self, ptr)
-            self._devices[ptr] = d
-        return d
+        with self._dlock:
+            d = self._devices.get(ptr)
+            if d is None:
+                d = Device._wrap(self, ptr)
+                self._devices[ptr] = d
+            return d
 
     def devices(self, filter=None):
         """The devices matching filter (all visible ones when None)."""
@@ -95,7 +122,10 @@ class Context:
     @property
     def default_device(self):
         if self._default is None:
-            self._default = self.device(None)
+            d = self.device(None)
+            with self._dlock:
+                if self._default is None:
+                    self._default = d
         return self._default
 
     def add_bundle(self, path):
@@ -288,6 +318,12 @@ class Queue:
     launch_timeout_ms: stops a launch that runs longer (the CPU only)."""
 
     def __init__(self, device=None, profiling=False, launch_timeout_ms=0):
+        if isinstance(device, str):
+            device = Device(device)
+        elif device is not None and not isinstance(device, Device):
+            raise InvalidArgumentError("Queue takes a Device or a device "
+                                       "filter, not %s"
+                                       % type(device).__name__)
         self.device = device if device is not None else get_device()
         d = _lib.QueueDesc(1 if profiling else 0, int(launch_timeout_ms))
         h = ctypes.c_void_p()
@@ -299,8 +335,9 @@ class Queue:
         self._dv = self.device._h.value
         self.profiling = bool(profiling)
         # objects kept alive until the work using them is done: (event,
-        # objects) pairs, dropped when the event completes or at a wait
+        # objects) pairs, dropped once the event has completed
         self._keep = []
+        self._klock = threading.Lock()
 
     @property
     def handle(self):
@@ -343,13 +380,20 @@ class Queue:
 
     def _hold(self, event, objs):
         """Keeps objs alive until event (an Event of this queue) is done."""
+        with self._klock:
+            self._prune()
+            self._keep.append((event, objs))
+
+    def _prune(self):
         keep = self._keep
         while keep and _lib.event_query(keep[0][0]._h) >= 2:
             keep.pop(0)
-        keep.append((event, objs))
 
     def _release_keep(self):
-        self._keep = []
+        """After a wait: only what completed goes (commands queued while
+        the wait ran, by other threads, still need theirs)."""
+        with self._klock:
+            self._prune()
 
     def __repr__(self):
         return "<xpjit.Queue on %s%s>" % (
