@@ -497,9 +497,49 @@ static void read_help_env(void) {
 static bool help_ok(const xpj_queue *q) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, read_help_env);
-  return !help_off && !q->dev->ops->sync && !q->launch_timeout_ms &&
-         !in_command && !pthread_equal(pthread_self(), q->thread) &&
-         stack_left_enough();
+  return !help_off && !q->launch_timeout_ms && !in_command &&
+         !pthread_equal(pthread_self(), q->thread) &&
+         (q->dev->ops->sync || stack_left_enough());
+}
+
+/* A waiting thread's turn on a device with asynchronous streams (q->mu
+ * held, the queue's thread idle, q->head set): what the queue's thread
+ * would do, without its two wake-ups. Up to MAX_INFLIGHT launches, copies
+ * and fills before the wait's target are submitted and synchronised once
+ * (one at a time on a profiling queue: exact times); a host task, an
+ * event wait or a cancelled command goes alone, as on the queue's thread.
+ * A command the backend refuses completes after those before it, with
+ * its error. Returns with q->mu held. */
+static void help_streams(xpj_queue *q, uint64_t target) {
+  cmd *fl[MAX_INFLIGHT];
+  unsigned n = 0;
+  cmd *c = q->head;
+  bool alone = c->type == CMD_WAIT || c->type == CMD_HOST || c->cancelled;
+  do {
+    fl[n++] = take(q);
+    c = q->head;
+  } while (!alone && !(q->flags & XPJ_QUEUE_PROFILING) && c &&
+           n < MAX_INFLIGHT && q->completed + n < target &&
+           c->type != CMD_WAIT && c->type != CMD_HOST && !c->cancelled);
+  pthread_mutex_unlock(&q->mu);
+  unsigned done = 0; /* fl[0..done) finished */
+  for (unsigned i = 0; i < n; i++) {
+    xpj_status st = run_taken(q, fl[i]);
+    if (st == XPJ_OK && (alone || fl[i]->type == CMD_WAIT ||
+                         fl[i]->type == CMD_HOST))
+      st = XPJ_OK; /* done when it returns */
+    else if (st == XPJ_OK)
+      continue; /* submitted: synchronised below */
+    char *msg = strdup(xpj_last_error());
+    unsigned k = i - done;
+    drain(q, fl + done, &k);
+    finish(q, fl[i], st, msg ? msg : xpj_status_name(st));
+    free(msg);
+    done = i + 1;
+  }
+  unsigned k = n - done;
+  drain(q, fl + done, &k);
+  pthread_mutex_lock(&q->mu);
 }
 
 xpj_status xpj_queue_wait(xpj_queue *q) {
@@ -509,6 +549,10 @@ xpj_status xpj_queue_wait(xpj_queue *q) {
   pthread_mutex_lock(&q->mu);
   uint64_t target = q->submitted;
   while (q->completed < target) {
+    if (help && q->head && !q->running && q->dev->ops->sync) {
+      help_streams(q, target);
+      continue;
+    }
     if (help && q->head && !q->running) {
       cmd *c = take(q);
       pthread_mutex_unlock(&q->mu);

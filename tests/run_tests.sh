@@ -35,6 +35,7 @@ for t in "$B"/tests/test_*; do
 done
 # Queues with every command on the queue's thread (runtime/queue.c)
 step test_runtime@queue-thread env XPJIT_QUEUE_HELP=0 "$B/tests/test_runtime"
+step test_opencl@queue-thread env XPJIT_QUEUE_HELP=0 "$B/tests/test_opencl"
 # The conformance suite and the examples again on a SPIR-V consumer:
 # Intel's OpenCL runtime for CPUs (tools/intel-ocl.sh installs it), so the
 # SPIR-V for OpenCL and Level Zero is executed, not only validated. CI sets

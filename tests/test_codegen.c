@@ -1694,6 +1694,27 @@ static bool named(int pid, const char *comm) {
 /* This process's compile server: a process named comm in our process
  * group that is not our child (the server is re-parented: docs/abi.md,
  * Isolation) and has not ended. */
+/* Waits (up to 10 s) until process pid has ended: a server whose caller
+ * let go of its control socket exits, but on a loaded machine not at
+ * once, and server_named would find it first. */
+static bool gone(pid_t pid) {
+  for (int i = 0; i < 1000; i++) {
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      return true;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *close = strrchr(buf, ')');
+    if (close && (close[2] == 'Z' || close[2] == 'X'))
+      return true;
+    usleep(10 * 1000);
+  }
+  return false;
+}
+
 static pid_t server_named(const char *comm) {
   DIR *d = opendir("/proc");
   assert_non_null(d);
@@ -1781,6 +1802,7 @@ static void test_compile_server(void **state) {
   char c;
   assert_int_equal(read(p[0], &c, 1), 0); /* end of file, not a hang */
   close(p[0]);
+  assert_true(gone(first));
   pid_t second = server_named("xpjit-cc");
   assert_true(second > 0 && second != first);
 
@@ -1800,6 +1822,7 @@ static void test_compile_server(void **state) {
   unsetenv("XPJIT_FAULT_INJECT");
   if (kind != XPJ_FAILURE_TIMEOUT || !strstr(log, "timed out after 1500 ms"))
     fail_msg("%s: %s", xpj_failure_kind_name(kind), log);
+  assert_true(gone(second));
   pid_t third = server_named("xpjit-cc");
   assert_true(third > 0 && third != second);
   compile_ok(s, "block_sum", "ptx:sm_90", want, n);
@@ -1813,6 +1836,7 @@ static void test_compile_server(void **state) {
   compile_ok(s, "block_sum", "ptx:sm_90", want, n);
   assert_int_equal(fcntl(mine, F_GETFD), 0); /* still open, still ours */
   close(mine);
+  assert_true(gone(third)); /* it lost its control socket: it ends */
   pid_t fourth = server_named("xpjit-cc");
   assert_true(fourth > 0 && fourth != third);
   third = fourth;

@@ -392,6 +392,89 @@ static void test_native_cache(void **state) {
   rmdir(tmp);
 }
 
+/* A thread in xpj_queue_wait runs the commands of a device with streams
+ * itself when the queue's thread is idle (runtime/queue.c help_streams):
+ * batches submitted and synchronised once, host tasks and event waits
+ * alone, in order (make test runs this again with XPJIT_QUEUE_HELP=0: all
+ * on the queue's thread). The same results, events completed in order,
+ * profiling times one after the other. */
+static int count_done(void *u) {
+  /* a host task: every command before it has finished */
+  int *v = u;
+  (*v)++;
+  return 0;
+}
+
+static void help_run(xpj_device *dev, unsigned flags) {
+  static const char add1[] =
+      "kernel add1(x: global i32[]) range {\n"
+      "  let i = global_id(0);\n"
+      "  if i < shape(x, 0) { x[i] += 1; }\n"
+      "}\n";
+  xpj_program *p;
+  assert_int_equal(
+      xpj_program_create(dev->ctx, "h", add1, sizeof add1 - 1, NULL, &p),
+      XPJ_OK);
+  xpj_kernel *k;
+  assert_int_equal(xpj_program_get_kernel(p, "add1", NULL, 0, dev, NULL, &k),
+                   XPJ_OK);
+  xpj_queue_desc qd = {flags, 0};
+  xpj_queue *q;
+  assert_int_equal(xpj_queue_create(dev, &qd, &q), XPJ_OK);
+  enum { N = 1000, L = 150 };
+  int32_t *x, host[N];
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_DEVICE, sizeof host, 0,
+                                 (void **)&x), XPJ_OK);
+  int32_t zero = 0;
+  int tasks = 0;
+  xpj_array a = xpj_array_1d(x, XPJ_I32, N);
+  xpj_arg args[1] = {xpj_arg_array(&a)};
+  xpj_range r = xpj_range_1d(N, 0);
+  xpj_event *ev[L];
+  assert_int_equal(xpj_enqueue_fill(q, x, &zero, sizeof zero, sizeof host,
+                                    NULL), XPJ_OK);
+  for (int round = 0; round < 3; round++) {
+    /* more than the 64 a batch takes, a host task in the middle */
+    for (int i = 0; i < L; i++) {
+      if (i == L / 2)
+        assert_int_equal(xpj_enqueue_host_task(q, count_done, &tasks, NULL),
+                         XPJ_OK);
+      assert_int_equal(xpj_launch(q, k, &r, 1, args, &ev[i]), XPJ_OK);
+    }
+    assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+    uint64_t last_end = 0;
+    for (int i = 0; i < L; i++) {
+      assert_int_equal(xpj_event_query(ev[i]), XPJ_EVENT_COMPLETE);
+      if (flags & XPJ_QUEUE_PROFILING) {
+        uint64_t qt, st, et;
+        assert_int_equal(xpj_event_profile(ev[i], &qt, &st, &et), XPJ_OK);
+        assert_true(st >= last_end && et >= st); /* one after the other */
+        last_end = et;
+      }
+      xpj_event_release(ev[i]);
+    }
+    assert_int_equal(tasks, round + 1);
+  }
+  assert_int_equal(xpj_enqueue_copy(q, host, x, sizeof host, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  for (int i = 0; i < N; i++)
+    assert_int_equal(host[i], 3 * L);
+  xpj_mem_free(dev, x);
+  xpj_queue_destroy(q);
+  xpj_program_destroy(p);
+}
+
+static void test_waiter_runs_commands(void **state) {
+  (void)state;
+  xpj_device *dev;
+  xpj_context *ctx = ctx_opencl(&dev);
+  if (!ctx)
+    skip();
+  help_run(dev, 0);
+  help_run(dev, XPJ_QUEUE_PROFILING);
+  xpj_context_destroy(ctx);
+}
+
 int main(void) {
   bool intel = use_intel();
   if (!intel)
@@ -403,6 +486,7 @@ int main(void) {
       cmocka_unit_test(test_memory),
       cmocka_unit_test(test_bad_binaries),
       cmocka_unit_test(test_native_cache),
+      cmocka_unit_test(test_waiter_runs_commands),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -135,14 +135,19 @@ class ndarray:
                         if strides is None else tuple(int(s) for s in strides))
 
     @property
-    def _sync(self):
-        """0: xpjit's memory (launches may stay asynchronous); 1: host
-        memory another library reads (launches end before the call
-        returns); 2: device memory of another library (the slow path keeps
-        its owner alive until the launch is done)."""
-        if self._host:
-            return 1
-        return 0 if isinstance(self._mem, _Allocation) else 2
+    def _host(self):
+        """Host memory another library reads as it likes (NumPy's, through
+        DLPack): launches that use it end before the call returns."""
+        return self._sync == 1
+
+    @_host.setter
+    def _host(self, host):
+        # _sync, read by the C launch path as a plain attribute: 0 xpjit's
+        # memory (launches may stay asynchronous); 1 host memory another
+        # library reads; 2 device memory of another library (the slow path
+        # keeps its owner alive until the launch is done)
+        self._sync = 1 if host else (
+            0 if isinstance(self._mem, _Allocation) else 2)
 
     # -- NumPy-like attributes
     ndim = property(lambda s: len(s.shape))
