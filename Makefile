@@ -174,11 +174,14 @@ asan:
 # ThreadSanitizer (clang): the tests that drive the public API from many
 # threads, and the daemon (its loop and parse threads); any report fails
 # the run (halt_on_error).
-TSAN_TESTS := test_threads test_redis test_daemon
+# test_cuda and test_ze: queues of devices with streams (stand-in drivers),
+# whose commands a waiting thread submits (runtime/queue.c help_streams)
+TSAN_TESTS := test_threads test_redis test_daemon test_cuda test_ze
 tsan:
 	$(MAKE) BUILD=build-tsan CC=clang OPT="-O1 -g" SAN="-fsanitize=thread" \
 	  $(TSAN_TESTS:%=build-tsan/tests/%) build-tsan/libexec/xpjit/xpjit-cc \
-	  build-tsan/bin/xpjitd build-tsan/lib/libxpjit-llvm.so.0 build-tsan/lib/libxpjit-spirv.so.0
+	  build-tsan/bin/xpjitd build-tsan/lib/libxpjit-llvm.so.0 build-tsan/lib/libxpjit-spirv.so.0 \
+	  $(patsubst tests/mock/%.c,build-tsan/tests/mock/lib%.so,$(wildcard tests/mock/*.c))
 	@rm -rf build-tsan/test-cache
 	@for t in $(TSAN_TESTS); do echo "=== tsan: $$t"; \
 	  BUILD=build-tsan XPJIT_DAEMON=off XPJIT_CACHE_DIR=$$PWD/build-tsan/test-cache \
