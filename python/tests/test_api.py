@@ -445,3 +445,17 @@ def test_dlpack_refused_or_dropped_capsules_free_their_arrays():
     if xpjit.devices("opencl"):
         with pytest.raises(xpjit.InvalidArgumentError, match="CPU device"):
             xpjit.from_dlpack(np.ones(3), device=xpjit.Device("opencl"))
+
+
+def test_current_device_decides_where_numpy_calls_go(prog):
+    if not xpjit.devices("opencl"):
+        pytest.skip("no OpenCL device")
+    x = np.ones(8, np.float32)
+    for _ in range(2):  # the second call known to the C launch path
+        prog.scale(8, np.float32(2), x)
+    with xpjit.Device("opencl"):
+        # the OpenCL device's queue: NumPy's memory is not its memory
+        with pytest.raises(xpjit.InvalidArgumentError, match="opencl"):
+            prog.scale(8, np.float32(2), x)
+    prog.scale(8, np.float32(2), x)  # the CPU's again
+    np.testing.assert_array_equal(x, np.full(8, 8.0))

@@ -16,6 +16,7 @@
  * attributes. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #include "xpjit.h"
 
@@ -47,6 +48,10 @@ static PyObject *ndarray_type; /* xpjit.ndarray */
  * slow path takes only them (other buffer exporters go its way, and are
  * refused there) */
 static PyObject *np_array_type, *np_scalar_type;
+/* NumPy's scalar types -> xpj_scalar (set_scalar_types): a NumPy scalar's
+ * type says its dtype, and its value is read as a number, without the
+ * buffer protocol */
+static PyObject *np_scalar_codes;
 static PyObject *s_hv, *s_dv, *s_ptr, *s_shape, *s_strides, *s_code,
     *s_sync;
 
@@ -154,6 +159,16 @@ static uint64_t arg_key(PyObject *a, long dev, Py_buffer *keep,
       return 0;
     return K_XARRAY | (uint64_t)code << 8 | (uint64_t)nd;
   }
+  if (np_scalar_codes) {
+    PyObject *c = PyDict_GetItemWithError(np_scalar_codes,
+                                          (PyObject *)Py_TYPE(a));
+    if (c)
+      return (uint64_t)K_NPSCALAR | (uint64_t)PyLong_AsLong(c) << 8;
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return 0;
+    }
+  }
   int np_array = np_array_type &&
                  PyObject_TypeCheck(a, (PyTypeObject *)np_array_type);
   int np_scalar = !np_array && np_scalar_type &&
@@ -180,13 +195,12 @@ static uint64_t arg_key(PyObject *a, long dev, Py_buffer *keep,
 
 /* The call's key; with keep, the buffers read on the way stay held in
  * keep[i] (held[i] set) for the launch. */
-static int key_of(PyObject *args, long dev, uint64_t *out, Py_buffer *keep,
-                  int *held) {
+static int key_of(PyObject *const *items, Py_ssize_t n, long dev,
+                  uint64_t *out, Py_buffer *keep, int *held) {
   uint64_t h = 1469598103934665603ull ^ (uint64_t)dev;
-  Py_ssize_t n = PyTuple_GET_SIZE(args);
   for (Py_ssize_t i = 0; i < n; i++) {
-    uint64_t k = arg_key(PyTuple_GET_ITEM(args, i), dev,
-                         keep ? &keep[i] : NULL, keep ? &held[i] : NULL);
+    uint64_t k = arg_key(items[i], dev, keep ? &keep[i] : NULL,
+                         keep ? &held[i] : NULL);
     if (!k)
       return 0;
     h = (h ^ k) * 1099511628211ull;
@@ -204,7 +218,8 @@ static PyObject *f_key(PyObject *self, PyObject *args) {
   int ok = 1;
   long dev = attr_long(q, s_dv, &ok);
   uint64_t k;
-  if (!ok || !key_of(a, dev, &k, NULL, NULL))
+  if (!ok || !key_of(&PyTuple_GET_ITEM(a, 0), PyTuple_GET_SIZE(a), dev, &k,
+                     NULL, NULL))
     Py_RETURN_NONE;
   return PyLong_FromUnsignedLongLong(k);
 }
@@ -287,8 +302,53 @@ static int scalar_arg(PyObject *a, xpj_scalar t, xpj_arg *g,
       g->v.i = x;
     return 1;
   }
-  /* a NumPy scalar of exactly the parameter's type (its buffer read
-   * while the call's key was made) */
+  /* a NumPy scalar of exactly the parameter's type: by its type, as a
+   * number; else its buffer, read while the call's key was made */
+  PyObject *c = np_scalar_codes ? PyDict_GetItemWithError(
+                                      np_scalar_codes, (PyObject *)Py_TYPE(a))
+                                : NULL;
+  if (c) {
+    if (PyLong_AsLong(c) != (long)t)
+      return 0;
+    if (is_float) {
+      double d = PyFloat_AsDouble(a);
+      if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+      }
+      g->v.f = d;
+      return 1;
+    }
+    if (t == XPJ_BOOL) {
+      int b = PyObject_IsTrue(a);
+      if (b < 0) {
+        PyErr_Clear();
+        return 0;
+      }
+      g->v.i = b;
+      return 1;
+    }
+    PyObject *iv = PyNumber_Index(a);
+    if (!iv) {
+      PyErr_Clear();
+      return 0;
+    }
+    int ok = 1;
+    if (t == XPJ_U64 || t == XPJ_U32 || t == XPJ_U16 || t == XPJ_U8)
+      g->v.u = PyLong_AsUnsignedLongLong(iv);
+    else
+      g->v.i = PyLong_AsLongLong(iv);
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      ok = 0;
+    }
+    Py_DECREF(iv);
+    return ok;
+  }
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return 0;
+  }
   if (!held)
     return 0;
   if (held->ndim != 0 || of_format(held->format, held->itemsize) != t)
@@ -363,16 +423,14 @@ static int array_arg(PyObject *a, const fspec *sp, unsigned i, xpj_array *v,
   return 1;
 }
 
-/* call(memo, queue, grid, local, args) -> 0 launched (and, with host
- * memory, finished), a positive xpj_status (its message in
- * xpj_last_error), or -1: not known here, take the slow path */
-static PyObject *f_call(PyObject *self, PyObject *const *fa, Py_ssize_t nfa) {
-  if (nfa != 5 || !PyDict_Check(fa[0]) || !PyTuple_Check(fa[4])) {
-    PyErr_SetString(PyExc_TypeError, "call(memo, queue, grid, local, args)");
-    return NULL;
-  }
-  PyObject *memo = fa[0], *q = fa[1], *grid = fa[2], *local = fa[3],
-           *args = fa[4];
+enum { PYERR = -2 };
+
+/* The launch of a known call: 0 launched (and, with host memory,
+ * finished), a positive xpj_status (its message in xpj_last_error), MISS
+ * (not known here: the slow path), or PYERR with a Python exception set. */
+static int launch_known(PyObject *memo, PyObject *q, PyObject *grid,
+                        PyObject *local, PyObject *const *items,
+                        Py_ssize_t n) {
   int ok = 1;
   long dev = attr_long(q, s_dv, &ok);
   PyObject *hv = ok ? PyObject_GetAttr(q, s_hv) : NULL;
@@ -380,11 +438,10 @@ static PyObject *f_call(PyObject *self, PyObject *const *fa, Py_ssize_t nfa) {
   Py_XDECREF(hv);
   if (!queue) { /* closed: the slow path says so */
     PyErr_Clear();
-    return PyLong_FromLong(MISS);
+    return MISS;
   }
-  Py_ssize_t n = PyTuple_GET_SIZE(args);
-  if (n > XPJ_MAX_PARAMS)
-    return PyLong_FromLong(MISS);
+  if (n > XPJ_MAX_PARAMS || !memo || !PyDict_Check(memo))
+    return MISS;
   xpj_arg g[XPJ_MAX_PARAMS];
   xpj_array v[XPJ_MAX_PARAMS];
   Py_buffer b[XPJ_MAX_PARAMS];
@@ -392,7 +449,7 @@ static PyObject *f_call(PyObject *self, PyObject *const *fa, Py_ssize_t nfa) {
   int host = 0, st = MISS;
   uint64_t key;
   PyObject *cap = NULL;
-  if (key_of(args, dev, &key, b, held)) {
+  if (key_of(items, n, dev, &key, b, held)) {
     PyObject *k = PyLong_FromUnsignedLongLong(key);
     cap = k ? PyDict_GetItemWithError(memo, k) : NULL;
     Py_XDECREF(k);
@@ -408,14 +465,14 @@ static PyObject *f_call(PyObject *self, PyObject *const *fa, Py_ssize_t nfa) {
   r.ndim = gn;
   for (unsigned d = gn; d < 3; d++)
     r.global[d] = 1;
-  if (local != Py_None) {
+  if (local && local != Py_None) {
     if (!range_dims(local, r.local, &ln, 1) || ln != gn)
       goto out;
     for (unsigned d = gn; d < 3; d++)
       r.local[d] = 1;
   }
   for (Py_ssize_t j = 0; j < n; j++) {
-    PyObject *a = PyTuple_GET_ITEM(args, j);
+    PyObject *a = items[j];
     unsigned i = (unsigned)j;
     memset(&g[i], 0, sizeof g[i]);
     if (sp->kind[i] == XPJ_ARG_ARRAY) {
@@ -447,9 +504,174 @@ out:
   for (Py_ssize_t i = 0; i < n; i++)
     if (held[i])
       PyBuffer_Release(&b[i]);
-  if (PyErr_Occurred())
+  return PyErr_Occurred() ? PYERR : st;
+}
+
+/* call(memo, queue, grid, local, args) -> 0 launched (and, with host
+ * memory, finished), a positive xpj_status (its message in
+ * xpj_last_error), or -1: not known here, take the slow path */
+static PyObject *f_call(PyObject *self, PyObject *const *fa, Py_ssize_t nfa) {
+  if (nfa != 5 || !PyDict_Check(fa[0]) || !PyTuple_Check(fa[4])) {
+    PyErr_SetString(PyExc_TypeError, "call(memo, queue, grid, local, args)");
     return NULL;
-  return PyLong_FromLong(st);
+  }
+  int st = launch_known(fa[0], fa[1], fa[2], fa[3],
+                        &PyTuple_GET_ITEM(fa[4], 0), PyTuple_GET_SIZE(fa[4]));
+  return st == PYERR ? NULL : PyLong_FromLong(st);
+}
+
+/* ---- KernelBase: xpjit.Kernel's calls, in C ------------------------------
+ * k(grid, *args) with at most local= and queue= as keywords goes to
+ * launch_known with the current queue (xpjit's current_queue(), when no
+ * queue= is given); anything else, a miss, goes to the Python method
+ * _call_slow with the same arguments; an error of the launch raises what
+ * _raise_status makes of it. */
+
+static PyObject *current_queue_fn, *raise_fn;
+/* current_queue()'s answer while no `with device:` is active on any
+ * thread's stack here (set_default(None) forgets it: a new default
+ * context), and how deep this thread is in `with device:` blocks */
+static PyObject *default_queue;
+static _Thread_local int overrides;
+static PyObject *s_call_slow, *s_local, *s_queue;
+
+typedef struct {
+  PyObject_HEAD
+  PyObject *memo; /* _fast_memo: call key -> specialisation */
+} KernelBase;
+
+static PyObject *kb_slow(PyObject *self, PyObject *args, PyObject *kw) {
+  PyObject *m = PyObject_GetAttr(self, s_call_slow);
+  if (!m)
+    return NULL;
+  PyObject *r = PyObject_Call(m, args, kw);
+  Py_DECREF(m);
+  return r;
+}
+
+static PyObject *kb_call(PyObject *self, PyObject *args, PyObject *kw) {
+  KernelBase *k = (KernelBase *)self;
+  Py_ssize_t na = PyTuple_GET_SIZE(args);
+  PyObject *local = NULL, *q = NULL;
+  if (na < 1 || !k->memo || !current_queue_fn)
+    return kb_slow(self, args, kw);
+  if (kw && PyDict_GET_SIZE(kw)) {
+    Py_ssize_t pos = 0;
+    PyObject *key, *val;
+    while (PyDict_Next(kw, &pos, &key, &val)) {
+      if (val == Py_None)
+        continue;
+      int is_local = PyUnicode_Check(key) &&
+                     PyUnicode_Compare(key, s_local) == 0;
+      int is_queue = !is_local && PyUnicode_Check(key) &&
+                     PyUnicode_Compare(key, s_queue) == 0;
+      if (PyErr_Occurred())
+        return NULL;
+      if (is_local)
+        local = val;
+      else if (is_queue)
+        q = val;
+      else
+        return kb_slow(self, args, kw); /* dtypes=, wait=, ... */
+    }
+  }
+  PyObject *owned = NULL;
+  if (!q && !overrides && default_queue) {
+    q = owned = default_queue;
+    Py_INCREF(owned);
+  } else if (!q) {
+    owned = PyObject_CallNoArgs(current_queue_fn);
+    if (!owned)
+      return NULL;
+    q = owned;
+    if (!overrides) {
+      Py_INCREF(owned);
+      Py_XSETREF(default_queue, owned);
+    }
+  }
+  int st = launch_known(k->memo, q, PyTuple_GET_ITEM(args, 0), local,
+                        &PyTuple_GET_ITEM(args, 0) + 1, na - 1);
+  Py_XDECREF(owned);
+  if (st == PYERR)
+    return NULL;
+  if (st == MISS)
+    return kb_slow(self, args, kw);
+  if (st > 0)
+    return PyObject_CallFunction(raise_fn, "i", st);
+  Py_RETURN_NONE;
+}
+
+static int kb_traverse(PyObject *self, visitproc visit, void *arg) {
+  Py_VISIT(((KernelBase *)self)->memo);
+  Py_VISIT(Py_TYPE(self));
+  return 0;
+}
+
+static int kb_clear(PyObject *self) {
+  Py_CLEAR(((KernelBase *)self)->memo);
+  return 0;
+}
+
+static void kb_dealloc(PyObject *self) {
+  PyTypeObject *t = Py_TYPE(self);
+  PyObject_GC_UnTrack(self);
+  kb_clear(self);
+  t->tp_free(self);
+  Py_DECREF(t);
+}
+
+static PyMemberDef kb_members[] = {
+    {"_fast_memo", T_OBJECT, offsetof(KernelBase, memo), 0,
+     "call key -> specialisation (the C launch path's)"},
+    {NULL, 0, 0, 0, NULL}};
+
+static PyType_Slot kb_slots[] = {
+    {Py_tp_call, kb_call},       {Py_tp_members, kb_members},
+    {Py_tp_traverse, kb_traverse}, {Py_tp_clear, kb_clear},
+    {Py_tp_dealloc, kb_dealloc}, {Py_tp_doc, "xpjit.Kernel's C base"},
+    {0, NULL}};
+
+static PyType_Spec kb_spec = {"xpjit._fast.KernelBase", sizeof(KernelBase), 0,
+                              Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE |
+                                  Py_TPFLAGS_HAVE_GC,
+                              kb_slots};
+
+/* set_default(None): forget the cached current queue (set_context) */
+static PyObject *f_set_default(PyObject *self, PyObject *arg) {
+  Py_CLEAR(default_queue);
+  Py_RETURN_NONE;
+}
+
+/* enter(n): this thread enters (1) or leaves (-1) a `with device:` */
+static PyObject *f_enter(PyObject *self, PyObject *arg) {
+  long d = PyLong_AsLong(arg);
+  if (d == -1 && PyErr_Occurred())
+    return NULL;
+  overrides += (int)d;
+  Py_RETURN_NONE;
+}
+
+/* set_scalar_types({numpy scalar type: xpj_scalar}) */
+static PyObject *f_set_scalar_types(PyObject *self, PyObject *arg) {
+  if (!PyDict_Check(arg)) {
+    PyErr_SetString(PyExc_TypeError, "set_scalar_types takes a dict");
+    return NULL;
+  }
+  Py_INCREF(arg);
+  Py_XSETREF(np_scalar_codes, arg);
+  Py_RETURN_NONE;
+}
+
+/* set_calls(current_queue, raise_status) */
+static PyObject *f_set_calls(PyObject *self, PyObject *args) {
+  PyObject *cq, *rs;
+  if (!PyArg_ParseTuple(args, "OO", &cq, &rs))
+    return NULL;
+  Py_INCREF(cq);
+  Py_XSETREF(current_queue_fn, cq);
+  Py_INCREF(rs);
+  Py_XSETREF(raise_fn, rs);
+  Py_RETURN_NONE;
 }
 
 /* init(launch, wait, arg_scalar, ndarray, numpy.ndarray, numpy.generic):
@@ -508,6 +730,12 @@ static PyMethodDef methods[] = {
     {"init", f_init, METH_VARARGS, "init(launch, wait, arg_scalar, ndarray)"},
     {"spec", f_spec, METH_VARARGS, "spec(kernel, kinds, dtypes, outs)"},
     {"capsule", f_capsule, METH_VARARGS, "capsule(dlmanagedtensor)"},
+    {"set_calls", f_set_calls, METH_VARARGS,
+     "set_calls(current_queue, raise_status)"},
+    {"set_default", f_set_default, METH_O, "set_default(None)"},
+    {"enter", f_enter, METH_O, "enter(1 or -1)"},
+    {"set_scalar_types", f_set_scalar_types, METH_O,
+     "set_scalar_types({numpy scalar type: xpj_scalar})"},
     {"key", f_key, METH_VARARGS, "key(args, queue)"},
     {"call", (PyCFunction)(void (*)(void))f_call, METH_FASTCALL,
      "call(memo, queue, grid, local, args)"},
@@ -524,5 +752,15 @@ PyMODINIT_FUNC PyInit__fast(void) {
   s_strides = PyUnicode_InternFromString("strides");
   s_code = PyUnicode_InternFromString("_code");
   s_sync = PyUnicode_InternFromString("_sync");
-  return PyModule_Create(&module);
+  s_call_slow = PyUnicode_InternFromString("_call_slow");
+  s_local = PyUnicode_InternFromString("local");
+  s_queue = PyUnicode_InternFromString("queue");
+  PyObject *m = PyModule_Create(&module);
+  PyObject *kb = m ? PyType_FromSpec(&kb_spec) : NULL;
+  if (!kb || PyModule_AddObject(m, "KernelBase", kb) != 0) {
+    Py_XDECREF(kb);
+    Py_XDECREF(m);
+    return NULL;
+  }
+  return m;
 }

@@ -21,6 +21,20 @@ if _fast is not None:
     _fast.init(_lib.address(_lib.launch), _lib.address(_lib.queue_wait),
                _lib.address(_lib.arg_scalar), ndarray, np.ndarray, np.generic)
 
+    def _raise_status(st):
+        raise error(st)
+    _fast.set_calls(current_queue, _raise_status)
+    _fast.set_scalar_types({
+        np.dtype(d).type: _lib.SCALAR[n]
+        for n, d in (("bool", np.bool_), ("i8", np.int8), ("i16", np.int16),
+                     ("i32", np.int32), ("i64", np.int64), ("u8", np.uint8),
+                     ("u16", np.uint16), ("u32", np.uint32),
+                     ("u64", np.uint64), ("f16", np.float16),
+                     ("f32", np.float32), ("f64", np.float64))})
+    _KernelBase = _fast.KernelBase  # calls of known arguments, in C
+else:
+    _KernelBase = object
+
 
 def _compile_opts(options):
     if not options:
@@ -296,7 +310,7 @@ class _Spec:
         return self.info.compile_millis
 
 
-class Kernel:
+class Kernel(_KernelBase):
     """A kernel of a program, generic until called. k(grid, *args) or
     k[grid, local](*args) launches it: grid is the global size (an int, or
     1 to 3 ints, the first dimension first), local the work-group size
@@ -443,16 +457,11 @@ class Kernel:
             config = (config, None)
         return _Bound(self, config[0], config[1])
 
-    def __call__(self, grid, *args, local=None, queue=None, dtypes=None,
-                 consts=None, ndim=None, wait=None):
-        if _fast is not None and dtypes is None and consts is None and \
-                ndim is None and wait is None:
-            st = _fast.call(self._fast_memo, queue if queue is not None
-                            else current_queue(), grid, local, args)
-            if st == 0:
-                return None
-            if st > 0:
-                raise error(st)
+    # k(grid, *args, local=None, queue=None, dtypes=None, consts=None,
+    # ndim=None, wait=None): with the C module, its KernelBase takes the
+    # calls it knows and hands the others to _call_slow
+    def _call_slow(self, grid, *args, local=None, queue=None, dtypes=None,
+                   consts=None, ndim=None, wait=None):
         self._launch(grid, local, args, queue, dtypes, consts, ndim, wait,
                      False)
 
@@ -535,6 +544,10 @@ class Kernel:
 from ._array import _Allocation  # noqa: E402
 
 _OWNED = (_Allocation,)
+
+
+if _fast is None:
+    Kernel.__call__ = Kernel._call_slow
 
 
 class _Bound:

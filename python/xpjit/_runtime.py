@@ -8,7 +8,7 @@ has a current device and stream and dpctl a default queue."""
 import ctypes
 import threading
 
-from . import _lib
+from . import _accel, _lib
 from ._errors import InvalidArgumentError, check, error
 
 _lock = threading.Lock()
@@ -188,6 +188,8 @@ def set_context(ctx):
         raise InvalidArgumentError("set_context takes a Context")
     with _lock:
         old, _default_context = _default_context, ctx
+    if _accel._fast is not None:
+        _accel._fast.set_default(None)  # the current queue changes
     return old
 
 
@@ -268,10 +270,14 @@ class Device:
         if stack is None:
             stack = _local.devices = []
         stack.append(self)
+        if _accel._fast is not None:
+            _accel._fast.enter(1)
         return self
 
     def __exit__(self, *exc):
         _local.devices.pop()
+        if _accel._fast is not None:
+            _accel._fast.enter(-1)
 
 
 
