@@ -312,8 +312,15 @@ static void *queue_main(void *arg) {
     bool async = c->type != CMD_WAIT && c->type != CMD_HOST;
     if (st == XPJ_OK && async && batch) {
       fl[nfl++] = c;
+    } else if (st != XPJ_OK) {
+      /* refused (or cancelled): after the commands in flight before it,
+       * which complete first, in order */
+      char *msg = strdup(xpj_last_error());
+      drain(q, fl, &nfl);
+      finish(q, c, st, msg ? msg : xpj_status_name(st));
+      free(msg);
     } else {
-      if (st == XPJ_OK && async && q->dev->ops->sync)
+      if (async && q->dev->ops->sync)
         st = q->dev->ops->sync(q->dev, q->bq);
       finish(q, c, st, xpj_last_error());
     }
@@ -508,35 +515,40 @@ static bool help_ok(const xpj_queue *q) {
  * and fills before the wait's target are submitted and synchronised once
  * (one at a time on a profiling queue: exact times); a host task, an
  * event wait or a cancelled command goes alone, as on the queue's thread.
- * A command the backend refuses completes after those before it, with
- * its error. Returns with q->mu held. */
+ * Each is taken off the list only when its turn to be submitted comes, so
+ * that xpj_queue_cancel still finds the others there. A command the
+ * backend refuses completes after those before it, with its error.
+ * Returns with q->mu held. */
 static void help_streams(xpj_queue *q, uint64_t target) {
   cmd *fl[MAX_INFLIGHT];
-  unsigned n = 0;
-  cmd *c = q->head;
-  bool alone = c->type == CMD_WAIT || c->type == CMD_HOST || c->cancelled;
-  do {
+  unsigned n = 0, done = 0; /* fl[0..done) finished, fl[done..n) submitted */
+  for (;;) {
+    if (n && n == done && q->running)
+      break; /* ours all finished, and another thread has taken the next */
+    cmd *c = q->head;
+    bool alone = c && (c->type == CMD_WAIT || c->type == CMD_HOST ||
+                       c->cancelled);
+    if (!c || (n && (alone || (q->flags & XPJ_QUEUE_PROFILING) ||
+                     n == MAX_INFLIGHT || q->completed + (n - done) >= target)))
+      break;
     fl[n++] = take(q);
-    c = q->head;
-  } while (!alone && !(q->flags & XPJ_QUEUE_PROFILING) && c &&
-           n < MAX_INFLIGHT && q->completed + n < target &&
-           c->type != CMD_WAIT && c->type != CMD_HOST && !c->cancelled);
-  pthread_mutex_unlock(&q->mu);
-  unsigned done = 0; /* fl[0..done) finished */
-  for (unsigned i = 0; i < n; i++) {
-    xpj_status st = run_taken(q, fl[i]);
-    if (st == XPJ_OK && (alone || fl[i]->type == CMD_WAIT ||
-                         fl[i]->type == CMD_HOST))
-      st = XPJ_OK; /* done when it returns */
-    else if (st == XPJ_OK)
+    pthread_mutex_unlock(&q->mu);
+    xpj_status st = run_taken(q, c);
+    if (st == XPJ_OK && !alone) {
+      pthread_mutex_lock(&q->mu);
       continue; /* submitted: synchronised below */
-    char *msg = strdup(xpj_last_error());
-    unsigned k = i - done;
-    drain(q, fl + done, &k);
-    finish(q, fl[i], st, msg ? msg : xpj_status_name(st));
+    }
+    char *msg = st == XPJ_OK ? NULL : strdup(xpj_last_error());
+    unsigned k = n - 1 - done;
+    drain(q, fl + done, &k); /* those before it first */
+    finish(q, c, st, msg ? msg : xpj_status_name(st));
     free(msg);
-    done = i + 1;
+    done = n;
+    pthread_mutex_lock(&q->mu);
+    if (alone)
+      break;
   }
+  pthread_mutex_unlock(&q->mu);
   unsigned k = n - done;
   drain(q, fl + done, &k);
   pthread_mutex_lock(&q->mu);

@@ -459,3 +459,33 @@ def test_current_device_decides_where_numpy_calls_go(prog):
             prog.scale(8, np.float32(2), x)
     prog.scale(8, np.float32(2), x)  # the CPU's again
     np.testing.assert_array_equal(x, np.full(8, 8.0))
+
+
+def test_call_keywords_and_contexts_on_both_paths(prog):
+    """From a second review: keywords the call does not take are a
+    TypeError also on the C path; a new default context moves the current
+    queue; a scalar of a type xpjit has none for is a SpecializationError."""
+    x = np.ones(4, np.float32)
+    for _ in range(2):
+        prog.scale(4, np.float32(1), x)
+    for kw in ({"bogus": None}, {"Local": None}, {"grid": None}):
+        with pytest.raises(TypeError):
+            prog.scale(4, np.float32(1), x, **kw)
+    prog.scale(4, np.float32(2), x, local=None, queue=None, dtypes=None,
+               consts=None, ndim=None, wait=None)
+    np.testing.assert_array_equal(x, np.full(4, 2.0))
+    only_scalar = xpjit.Program(
+        "kernel s<T>(v: T, out: global f32[]) range { out[0] = f32(v); }")
+    for v in (np.longdouble(1), np.complex64(1), np.datetime64(1, "s")):
+        with pytest.raises(xpjit.SpecializationError):
+            only_scalar.s(1, v, np.zeros(1, np.float32))
+    other = xpjit.Context(cache="off")
+    old = xpjit.set_context(other)
+    try:
+        # the program is of the old context; the current queue is now the
+        # new one's: refused on both paths alike
+        with pytest.raises(xpjit.InvalidArgumentError, match="context"):
+            prog.scale(4, np.float32(1), x)
+    finally:
+        xpjit.set_context(old)
+    prog.scale(4, np.float32(1), x)

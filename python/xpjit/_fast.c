@@ -533,6 +533,9 @@ static PyObject *current_queue_fn, *raise_fn;
  * context), and how deep this thread is in `with device:` blocks */
 static PyObject *default_queue;
 static _Thread_local int overrides;
+/* bumped by set_default: an answer of current_queue() that began before
+ * (another thread's set_context meanwhile) is not kept */
+static unsigned long default_gen;
 static PyObject *s_call_slow, *s_local, *s_queue;
 
 typedef struct {
@@ -559,8 +562,6 @@ static PyObject *kb_call(PyObject *self, PyObject *args, PyObject *kw) {
     Py_ssize_t pos = 0;
     PyObject *key, *val;
     while (PyDict_Next(kw, &pos, &key, &val)) {
-      if (val == Py_None)
-        continue;
       int is_local = PyUnicode_Check(key) &&
                      PyUnicode_Compare(key, s_local) == 0;
       int is_queue = !is_local && PyUnicode_Check(key) &&
@@ -568,11 +569,11 @@ static PyObject *kb_call(PyObject *self, PyObject *args, PyObject *kw) {
       if (PyErr_Occurred())
         return NULL;
       if (is_local)
-        local = val;
+        local = val == Py_None ? NULL : val;
       else if (is_queue)
-        q = val;
-      else
-        return kb_slow(self, args, kw); /* dtypes=, wait=, ... */
+        q = val == Py_None ? NULL : val;
+      else /* dtypes=, wait=, ... and names it does not take: its message */
+        return kb_slow(self, args, kw);
     }
   }
   PyObject *owned = NULL;
@@ -580,11 +581,12 @@ static PyObject *kb_call(PyObject *self, PyObject *args, PyObject *kw) {
     q = owned = default_queue;
     Py_INCREF(owned);
   } else if (!q) {
+    unsigned long gen = default_gen;
     owned = PyObject_CallNoArgs(current_queue_fn);
     if (!owned)
       return NULL;
     q = owned;
-    if (!overrides) {
+    if (!overrides && gen == default_gen) {
       Py_INCREF(owned);
       Py_XSETREF(default_queue, owned);
     }
@@ -638,6 +640,7 @@ static PyType_Spec kb_spec = {"xpjit._fast.KernelBase", sizeof(KernelBase), 0,
 
 /* set_default(None): forget the cached current queue (set_context) */
 static PyObject *f_set_default(PyObject *self, PyObject *arg) {
+  default_gen++;
   Py_CLEAR(default_queue);
   Py_RETURN_NONE;
 }

@@ -433,7 +433,12 @@ class Kernel(_KernelBase):
             elif p.kind == _lib.ARG_SCALAR and p.tparam >= 0 and \
                     p.tparam not in bound:
                 if isinstance(a, (np.generic, np.ndarray)):
-                    weak.setdefault(p.tparam, scalar_name(a.dtype))
+                    try:
+                        weak.setdefault(p.tparam, scalar_name(a.dtype))
+                    except ValueError as e:
+                        raise SpecializationError(
+                            "kernel %s: argument %d '%s': %s" % (
+                                self.name, i, p.name, e)) from None
                 elif isinstance(a, bool):
                     weak.setdefault(p.tparam, "bool")
                 elif isinstance(a, int):
