@@ -489,3 +489,38 @@ def test_call_keywords_and_contexts_on_both_paths(prog):
     finally:
         xpjit.set_context(old)
     prog.scale(4, np.float32(1), x)
+
+
+def test_foreign_memory_is_imported(prog):
+    """Memory of another library comes in through xpj_mem_import, checked
+    like xpjit's own and never freed by it: a __cuda_array_interface__
+    object (here over NumPy's memory, given to the CPU device: the same
+    path a CUDA array takes to cuda:N)."""
+    base = np.ones(16, np.float32)
+
+    class Foreign:
+        __cuda_array_interface__ = {
+            "data": (base.ctypes.data, False), "shape": (4, 4),
+            "typestr": "<f4", "version": 3, "strides": None}
+    cpu = xpjit.Device("cpu")
+    a = xpjit.from_cuda_array_interface(Foreign(), device=cpu)
+    assert a.ptr == base.ctypes.data and a.shape == (4, 4)
+    prog.scale(16, np.float32(3), a)
+    cpu.synchronize()
+    np.testing.assert_array_equal(base, np.full(16, 3.0))
+    # a view past the imported range is refused by the launch check
+    with pytest.raises(xpjit.InvalidArgumentError, match="allocation"):
+        prog.two(8, xpjit.ndarray((8,), np.float32, cpu, strides=(8,),
+                                  _mem=a._mem, _ptr=a.ptr + 32), a[0])
+    del a
+    gc.collect()  # let go (xpj_mem_free of an import): NumPy's still
+    base[0] = 5.0
+    with pytest.raises(xpjit.InvalidArgumentError, match="malformed"):
+        class Bad:
+            __cuda_array_interface__ = {"shape": (2,)}
+        xpjit.from_cuda_array_interface(Bad(), device=cpu)
+
+    class Usm:
+        __sycl_usm_array_interface__ = {"data": (0, False), "shape": (1,)}
+    with pytest.raises(xpjit.InvalidArgumentError, match="SYCL"):
+        prog.scale(1, np.float32(1), Usm())

@@ -514,6 +514,42 @@ def from_dlpack(obj, device=None):
     return out
 
 
+def from_cuda_array_interface(obj, device=None):
+    """An xpjit.ndarray sharing the memory of obj's
+    __cuda_array_interface__ (version 2 or 3: Numba's and CuPy's device
+    arrays), on device (default: the CUDA device cuda:0). The memory is
+    imported (xpj_mem_import) for as long as the array lives, obj kept
+    alive; a stream in the interface is the producer's to have finished."""
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if not isinstance(cai, dict):
+        raise InvalidArgumentError("%s has no __cuda_array_interface__"
+                                   % type(obj).__name__)
+    try:
+        ptr, readonly = cai["data"]
+        shape = tuple(int(n) for n in cai["shape"])
+        dtype = np.dtype(cai["typestr"])
+        strides = cai.get("strides")
+        strides = (_c_strides(shape, dtype.itemsize) if strides is None
+                   else tuple(int(v) for v in strides))
+    except (KeyError, TypeError, ValueError) as e:
+        raise InvalidArgumentError("a malformed __cuda_array_interface__: "
+                                   "%s" % e) from None
+    if len(strides) != len(shape):
+        raise InvalidArgumentError("__cuda_array_interface__: %d strides "
+                                   "for %d dimensions" % (len(strides),
+                                                          len(shape)))
+    if device is None:
+        from ._runtime import get_context
+        device = get_context().device("cuda:0")
+    lo, hi = _span(shape, strides)
+    if hi < lo or not ptr:  # empty: nothing to import
+        return ndarray(shape, dtype, device)
+    mem = _Import(device, ptr + lo, hi - lo + dtype.itemsize,
+                  _lib.MEM_DEVICE, obj)
+    return ndarray(shape, dtype, device, strides=strides, _mem=mem,
+                   _ptr=ptr)
+
+
 def _device_for(dl_dev):
     from ._runtime import get_context
     kind, index = dl_dev

@@ -9,7 +9,7 @@ import threading
 import numpy as np
 
 from . import _lib
-from ._array import ndarray, from_dlpack
+from ._array import ndarray, from_cuda_array_interface, from_dlpack
 from ._dtypes import numpy_dtype, scalar_name
 from ._errors import (InvalidArgumentError, NotFoundError,
                       SpecializationError, check, error)
@@ -584,6 +584,13 @@ def _coerce_array(a):
         return a
     if hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
         return from_dlpack(a)
+    if hasattr(a, "__cuda_array_interface__"):
+        return from_cuda_array_interface(a)
+    if hasattr(a, "__sycl_usm_array_interface__"):
+        raise InvalidArgumentError(
+            "a USM array of dpctl (__sycl_usm_array_interface__) belongs to "
+            "a SYCL context xpjit does not share: copy it to NumPy or give "
+            "it through DLPack")
     return a
 
 
