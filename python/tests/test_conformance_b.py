@@ -183,3 +183,68 @@ def test_float_atomics(device, dt):
                                atol=tol)
     np.testing.assert_allclose(got[3], -x.sum(dtype=np.float64), rtol=tol,
                                atol=tol)
+
+
+def _wrap(v, dt):
+    """Python int v as dt's two's-complement value."""
+    bits = np.dtype(dt).itemsize * 8
+    v &= (1 << bits) - 1
+    if np.dtype(dt).kind == "i" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int32, np.int64, np.uint32])
+def test_int_ops(device, dt):
+    p = conformance("intops.xpk")
+    info = np.iinfo(dt)
+    rng = np.random.default_rng(5)
+    a = rng.integers(info.min, info.max, 600, endpoint=True).astype(dt)
+    b = rng.integers(info.min, info.max, 600, endpoint=True).astype(dt)
+    # the edges: division by zero and MIN / -1 must not trap
+    a[:4] = [info.min, info.min, 7, info.max]
+    b[:4] = [dt(-1) if info.min < 0 else dt(1), 0, 0, 3]
+    out = on(device, np.zeros((a.size, 23), dt))
+    p.int_ops(a.size, on(device, a), on(device, b), dt(info.min), out)
+    got = back(out)
+    bits = np.dtype(dt).itemsize * 8
+    for i in range(a.size):
+        x, y = int(a[i]), int(b[i])
+        c = y & 127
+        want = {0: x + y, 1: x - y, 2: x * y, 3: -x, 4: ~x,
+                5: x << (c % bits), 17: min(x, y), 18: max(x, y)}
+        sx = x if info.min < 0 else x  # values are already signed or not
+        want[6] = sx >> (c % bits)
+        ok = y != 0 and not (x == info.min and y == _wrap(-1, dt))
+        if ok:
+            q = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+            want[9], want[10] = q, x - q * y
+        else:
+            want[9] = want[10] = 0
+        want[12] = bin(x & ((1 << bits) - 1)).count("1")
+        for col, v in want.items():
+            assert int(got[i, col]) == _wrap(v, dt), \
+                "int_ops %s x=%d y=%d column %d: %d, want %d" % (
+                    np.dtype(dt), x, y, col, int(got[i, col]), _wrap(v, dt))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.int64])
+def test_early_exit(device, dt):
+    p = conformance("control.xpk")
+    x = np.arange(1, 301).astype(dt)
+    y = on(device, np.zeros_like(x))
+    p.early_exit(x.size, on(device, x), y)
+    want = []
+    for i, v in enumerate(x):
+        if i % 3 == 0:
+            want.append(-v)
+            continue
+        acc = 0
+        for k in range(100):
+            if k == i % 7:
+                continue
+            if k > i % 5 + 3:
+                break
+            acc += v
+        want.append(acc)
+    np.testing.assert_array_equal(back(y), np.array(want, dt))
