@@ -603,7 +603,12 @@ static void open_libs(void) {
    * if nothing has loaded it yet: f16 conversions without F16C, and f64 to
    * f16 always, are its __extendhfsf2 / __truncdfhf2 (GCC 12 and later) */
   libm_handle = dlopen("libm.so.6", RTLD_LAZY | RTLD_NOLOAD);
-  libgcc_handle = dlopen("libgcc_s.so.1", RTLD_LAZY);
+  /* global: the loaders look kernels' symbols up in the process's global
+   * scope (resolve's dlsym(RTLD_DEFAULT), ORC's process search), where a
+   * C program that links nothing of C++ has no libgcc_s (loaded for
+   * pthread_cancel or by a library, it is local); f64-to-f16 kernels then
+   * failed to load in such programs and in Python */
+  libgcc_handle = dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_GLOBAL);
 }
 
 /* name is defined by the library lib itself (dlsym on a handle also

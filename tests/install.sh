@@ -12,9 +12,10 @@ trap 'rm -rf "$tmp"' EXIT
 make -s install PREFIX="$tmp" >/dev/null
 export PKG_CONFIG_PATH="$tmp/lib/pkgconfig"
 cc tests/install_consumer.c $(pkg-config --cflags --libs xpjit) -o "$tmp/consumer"
-out=$(LD_LIBRARY_PATH="$tmp/lib" "$tmp/consumer")
+out=$(LD_LIBRARY_PATH="$tmp/lib" "$tmp/consumer") ||
+  { echo "install: the consumer failed: $out"; exit 1; }
 echo "consumer: $out"
-case "$out" in "0 0.1.0 "[0-9a-f]*" 4.5") ;; *) echo "install: unexpected output"; exit 1 ;; esac
+case "$out" in "0 0.1.0 "[0-9a-f]*" 4.5 -2.25") ;; *) echo "install: unexpected output"; exit 1 ;; esac
 # only the public API is exported
 leaked=$(nm -D --defined-only "$tmp/lib/libxpjit.so.0" | awk '{print $3}' |
   grep -E '^(rt_|xpd_|xpj_llvm_enter|xpj_llvm_fork|xpj_llvm_init|xpj_worker|xpj_cs_|xpj_job|xpj_generic|xpj_module_(en|de)code|xpj_(malloc|calloc|realloc|free|strdup|grow|walk|check_calls|set_error|typeinfo_of|buf_|lex|number_values))' || true)

@@ -1,6 +1,8 @@
 /* A program using the installed library through pkg-config (tests/install.sh):
  * the frontend (hash of a kernel) and the runtime (the kernel run on the
- * CPU device). */
+ * CPU device; and an f64-to-f16 kernel, whose code calls libgcc's
+ * __truncdfhf2: a C program that links nothing of C++ has no libgcc_s in
+ * its global scope, and such kernels once failed to load there). */
 #include <xpjit.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,7 +31,24 @@ int main(void) {
     printf("launch error: %s\n", xpj_last_error());
     return 1;
   }
-  printf("%d %s %s %g\n", st, xpj_version(), hex, (double)x[3]);
+  const char *hs = "kernel h(x: global const f64[], y: global f16[]) range {"
+                   " y[global_id(0)] = f16(x[global_id(0)]); }";
+  xpj_program *hp;
+  xpj_kernel *hk;
+  double hx[2] = {1.5, -2.25};
+  uint16_t hy[2] = {0, 0};
+  xpj_array ha = xpj_array_1d(hx, XPJ_F64, 2), hb = xpj_array_1d(hy, XPJ_F16, 2);
+  xpj_arg hargs[2] = {xpj_arg_array(&ha), xpj_arg_array(&hb)};
+  xpj_range hr = xpj_range_1d(2, 0);
+  if (xpj_program_create(ctx, "h.xpk", hs, strlen(hs), NULL, &hp) ||
+      xpj_program_get_kernel(hp, "h", NULL, 0, dev, NULL, &hk) ||
+      xpj_launch(q, hk, &hr, 2, hargs, NULL) || xpj_queue_wait(q)) {
+    printf("f16 error: %s\n", xpj_last_error());
+    return 1;
+  }
+  printf("%d %s %s %g %g\n", st, xpj_version(), hex, (double)x[3],
+         xpj_f16_to_double(hy[1]));
+  xpj_program_destroy(hp);
   xpj_mem_free(dev, x);
   xpj_program_destroy(p);
   xpj_queue_destroy(q);
