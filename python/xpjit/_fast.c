@@ -507,19 +507,6 @@ out:
   return PyErr_Occurred() ? PYERR : st;
 }
 
-/* call(memo, queue, grid, local, args) -> 0 launched (and, with host
- * memory, finished), a positive xpj_status (its message in
- * xpj_last_error), or -1: not known here, take the slow path */
-static PyObject *f_call(PyObject *self, PyObject *const *fa, Py_ssize_t nfa) {
-  if (nfa != 5 || !PyDict_Check(fa[0]) || !PyTuple_Check(fa[4])) {
-    PyErr_SetString(PyExc_TypeError, "call(memo, queue, grid, local, args)");
-    return NULL;
-  }
-  int st = launch_known(fa[0], fa[1], fa[2], fa[3],
-                        &PyTuple_GET_ITEM(fa[4], 0), PyTuple_GET_SIZE(fa[4]));
-  return st == PYERR ? NULL : PyLong_FromLong(st);
-}
-
 /* ---- KernelBase: xpjit.Kernel's calls, in C ------------------------------
  * k(grid, *args) with at most local= and queue= as keywords goes to
  * launch_known with the current queue (xpjit's current_queue(), when no
@@ -740,8 +727,6 @@ static PyMethodDef methods[] = {
     {"set_scalar_types", f_set_scalar_types, METH_O,
      "set_scalar_types({numpy scalar type: xpj_scalar})"},
     {"key", f_key, METH_VARARGS, "key(args, queue)"},
-    {"call", (PyCFunction)(void (*)(void))f_call, METH_FASTCALL,
-     "call(memo, queue, grid, local, args)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fast", NULL, -1,

@@ -62,36 +62,32 @@ class Program:
     the line, a caret) and .diagnostics."""
 
     def __init__(self, source, name="<string>", context=None, options=None):
-        self.context = context or get_context()
         src = source.encode() if isinstance(source, str) else bytes(source)
-        self._make(lambda d, h: _lib.program_create(
-            self.context.handle, name.encode(), src, len(src), d, h))
+        self._make(name, context, options,
+                   lambda ctx, d, h: _lib.program_create(
+                       ctx, name.encode(), src, len(src), d, h))
+
+    @classmethod
+    def from_file(cls, path, context=None, options=None):
+        self = cls.__new__(cls)
+        self._make(str(path), context, options,
+                   lambda ctx, d, h: _lib.program_create_file(
+                       ctx, str(path).encode(), d, h))
+        return self
+
+    def _make(self, name, context, options, create):
+        self._h = None
+        self.context = context or get_context()
         self.name = name
         self.options = dict(options or {})
         self._opts = _compile_opts(self.options)
         self._kernels = {}
         self._lock = threading.Lock()
-
-    @classmethod
-    def from_file(cls, path, context=None, options=None):
-        self = cls.__new__(cls)
-        self.context = context or get_context()
-        self._make(lambda d, h: _lib.program_create_file(
-            self.context.handle, str(path).encode(), d, h))
-        self.name = str(path)
-        self.options = dict(options or {})
-        self._opts = _compile_opts(self.options)
-        self._kernels = {}
-        self._lock = threading.Lock()
-        return self
-
-    def _make(self, create):
-        self._h = None
         d = ctypes.c_void_p()
         check(_lib.diags_create(ctypes.byref(d)))
         try:
             h = ctypes.c_void_p()
-            st = create(d, ctypes.byref(h))
+            st = create(self.context.handle, d, ctypes.byref(h))
             if st:
                 raise error(st, diagnostics=_diagnostics(d))
             self._h = h
@@ -506,8 +502,7 @@ class Kernel(_KernelBase):
                 if kind == _lib.ARG_ARRAY:
                     h = _fill_array(spec, i, a)
                     host = host or h
-                    if isinstance(a, ndarray) and not isinstance(
-                            a._mem, _OWNED):
+                    if isinstance(a, ndarray) and a._sync == 2:
                         foreign = foreign or []
                         foreign.append(a)
                 elif kind == _lib.ARG_SCALAR:
@@ -544,11 +539,6 @@ class Kernel(_KernelBase):
             # with wait=False, memory of other libraries
             queue._hold(event, args)
         return event if want_event else None
-
-
-from ._array import _Allocation  # noqa: E402
-
-_OWNED = (_Allocation,)
 
 
 if _fast is None:
