@@ -112,6 +112,12 @@ typedef struct xpj_context_desc {
    * (docs/cache.md, "The Redis tier"). NULL: XPJIT_REDIS if set; "off" or
    * "": none. */
   const char *redis;
+  /* The compile daemon xpjitd: "auto" (its default socket, used when a
+   * daemon listens there), a socket path, or "off" / "" (none). NULL:
+   * XPJIT_DAEMON if set, else auto (docs/daemon.md). Fields are only
+   * appended; bindings check the layout with
+   * xpj_struct_size("xpj_context_desc"). */
+  const char *daemon;
 } xpj_context_desc;
 
 /* Discovers the devices of every backend built in (a backend whose driver

@@ -19,8 +19,10 @@
  * /tmp/xpjit-UID/xpjitd.sock without XDG_RUNTIME_DIR. False if too long
  * for a socket address. */
 bool xpd_default_path(char *buf, size_t size);
-/* The socket XPJIT_DAEMON names: "" for off, else a path (auto: the
- * default). */
+/* The socket a setting names into buf: "" for off ("off", "0", "no"), else
+ * a path (NULL, "" and "auto": the default). False if too long. */
+bool xpd_setting_path(const char *setting, char *buf, size_t size);
+/* The same for XPJIT_DAEMON. */
 bool xpd_env_path(char *buf, size_t size);
 
 /* A remembered failure (a compile that ran out of time or memory) is kept

@@ -60,7 +60,10 @@ bool xpd_default_path(char *buf, size_t size) {
 }
 
 bool xpd_env_path(char *buf, size_t size) {
-  const char *e = getenv("XPJIT_DAEMON");
+  return xpd_setting_path(getenv("XPJIT_DAEMON"), buf, size);
+}
+
+bool xpd_setting_path(const char *e, char *buf, size_t size) {
   buf[0] = 0;
   if (!e || !*e || !strcmp(e, "auto"))
     return xpd_default_path(buf, size);
@@ -265,7 +268,8 @@ int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
 #define RT_DC_WAIT_MS 10000 /* XPJIT_DAEMON_TIMEOUT's default */
 #define RT_DC_PROBE_MS 1000 /* the wait after an answer came too late */
 
-static void rt_dc_init(rt_dc *dc) {
+/* setting: xpj_context_desc.daemon, else XPJIT_DAEMON (NULL: auto) */
+static void rt_dc_init(rt_dc *dc, const char *setting, const char *what) {
   memset(dc, 0, sizeof *dc);
   pthread_mutex_init(&dc->mu, NULL);
   dc->wait_ms = RT_DC_WAIT_MS;
@@ -281,10 +285,9 @@ static void rt_dc_init(rt_dc *dc) {
     else
       dc->wait_ms = ms;
   }
-  const char *e = getenv("XPJIT_DAEMON");
   char path[sizeof dc->path];
-  if (!xpd_env_path(path, sizeof path)) {
-    rt_warn("XPJIT_DAEMON: socket path too long; the daemon is not used");
+  if (!xpd_setting_path(setting, path, sizeof path)) {
+    rt_warn("%s: socket path too long; the daemon is not used", what);
     dc->mode = RT_DC_OFF;
     return;
   }
@@ -292,7 +295,9 @@ static void rt_dc_init(rt_dc *dc) {
     dc->mode = RT_DC_OFF;
     return;
   }
-  dc->mode = (!e || !*e || !strcmp(e, "auto")) ? RT_DC_AUTO : RT_DC_PATH;
+  dc->mode = (!setting || !*setting || !strcmp(setting, "auto"))
+                 ? RT_DC_AUTO
+                 : RT_DC_PATH;
   snprintf(dc->path, sizeof dc->path, "%s", path);
 }
 
@@ -505,11 +510,15 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
 static xpj_status open_tier(rt_cc *cc, const xpj_context_desc *desc,
                             void **state) {
   (void)cc;
-  (void)desc;
   rt_dc *dc = malloc(sizeof *dc);
   if (!dc)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  rt_dc_init(dc);
+  if (desc && desc->daemon)
+    /* "" is off here, as for the Redis tier (XPJIT_DAEMON= is auto) */
+    rt_dc_init(dc, *desc->daemon ? desc->daemon : "off",
+               "xpj_context_desc.daemon");
+  else
+    rt_dc_init(dc, getenv("XPJIT_DAEMON"), "XPJIT_DAEMON");
   *state = dc;
   return XPJ_OK;
 }

@@ -458,13 +458,17 @@ static const char *test_device(void) {
   return want && *want ? want : "cpu";
 }
 
-static xpj_context *mkctx(xpj_cache_mode mode) {
+static xpj_context *mkctx_daemon(xpj_cache_mode mode, const char *daemon) {
   xpj_context_desc d = {.cache_mode = mode, .cache_path = db,
-                        .no_env_bundles = 1};
+                        .no_env_bundles = 1, .daemon = daemon};
   xpj_context *ctx = NULL;
   if (xpj_context_create(&d, &ctx) != XPJ_OK)
     fail_msg("context: %s", xpj_last_error());
   return ctx;
+}
+
+static xpj_context *mkctx(xpj_cache_mode mode) {
+  return mkctx_daemon(mode, NULL);
 }
 
 static xpj_device *device_of(xpj_context *ctx) {
@@ -633,8 +637,13 @@ static void test_daemon(void **state) {
     fail_msg("cannot start %s/xpjitd", bin);
   char *old = getenv("XPJIT_DAEMON") ? strdup(getenv("XPJIT_DAEMON")) : NULL;
   setenv("XPJIT_DAEMON", sock, 1);
-  for (int round = 0; round < 2; round++) {
-    xpj_context *ctx = mkctx(XPJ_CACHE_MODE_OFF);
+  /* rounds 0 and 1 find the daemon through XPJIT_DAEMON, round 2 through
+   * xpj_context_desc.daemon, which wins over the variable */
+  for (int round = 0; round < 3; round++) {
+    if (round == 2)
+      setenv("XPJIT_DAEMON", "off", 1);
+    xpj_context *ctx = mkctx_daemon(XPJ_CACHE_MODE_OFF, round == 2 ? sock
+                                                                   : NULL);
     xpj_program *p = NULL;
     assert_int_equal(xpj_program_create(ctx, "constgen.xpk", src,
                                         strlen(src), NULL, &p),
@@ -654,13 +663,31 @@ static void test_daemon(void **state) {
     xpj_program_destroy(p);
     xpj_context_destroy(ctx);
   }
+  /* and "off" or "" in the description: compiled here, the daemon unasked */
+  setenv("XPJIT_DAEMON", sock, 1);
+  for (int round = 0; round < 2; round++) {
+    xpj_context *ctx = mkctx_daemon(XPJ_CACHE_MODE_OFF, round ? "" : "off");
+    xpj_program *p = NULL;
+    assert_int_equal(xpj_program_create(ctx, "constgen.xpk", src,
+                                        strlen(src), NULL, &p),
+                     XPJ_OK);
+    xpj_kernel *k = run_blocksum(ctx, p, "T=f32,TS=8", 8);
+    xpj_kernel_info ki;
+    assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
+    assert_int_equal(ki.origin, XPJ_ORIGIN_COMPILED);
+    xpj_cache_counters c;
+    assert_int_equal(xpj_context_cache_counters(ctx, &c), XPJ_OK);
+    assert_int_equal(c.daemon_hits + c.daemon_fallbacks, 0);
+    xpj_program_destroy(p);
+    xpj_context_destroy(ctx);
+  }
   if (old) {
     setenv("XPJIT_DAEMON", old, 1);
     free(old);
   } else {
     unsetenv("XPJIT_DAEMON");
   }
-  /* two compiles for the two values; the second round were memory hits */
+  /* two compiles for the two values; the later rounds were memory hits */
   snprintf(cmd, sizeof cmd,
            "'%s/xpjit-cli' daemon stats --socket '%s' | "
            "awk '$1 == \"compiles\" {print $2}' > '%s/compiles'; "

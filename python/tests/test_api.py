@@ -524,3 +524,44 @@ def test_foreign_memory_is_imported(prog):
         __sycl_usm_array_interface__ = {"data": (0, False), "shape": (1,)}
     with pytest.raises(xpjit.InvalidArgumentError, match="SYCL"):
         prog.scale(1, np.float32(1), Usm())
+
+
+def test_daemon_per_context(tmp_path):
+    """Context(daemon=...) asks the xpjitd it names, whatever XPJIT_DAEMON
+    says; "off" never asks one (xpj_context_desc.daemon)."""
+    bindir = os.path.join(os.path.dirname(os.path.dirname(
+        xpjit._lib.path)), "bin")
+    xpjitd = os.path.join(bindir, "xpjitd")
+    if not os.path.exists(xpjitd):
+        pytest.skip("no xpjitd next to %s" % xpjit._lib.path)
+    import subprocess
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    sock = str(run / "xpjitd.sock")
+    env = dict(os.environ, XPJIT_CACHE_DIR=str(tmp_path / "dcache"))
+    subprocess.run([xpjitd, "--socket", sock, "--log",
+                    str(tmp_path / "dlog")], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    src = "kernel seven(x: global i32[]) range { x[global_id(0)] = 7; }"
+    old = os.environ.get("XPJIT_DAEMON")
+    os.environ["XPJIT_DAEMON"] = "off"  # read at context creation
+    try:
+        for daemon, origin in ((sock, "daemon"), ("off", "compiled")):
+            ctx = xpjit.Context(cache="off", bundles=False, daemon=daemon)
+            p = xpjit.Program(src, context=ctx)
+            x = np.zeros(3, np.int32)
+            k = p.kernel("seven")
+            k(3, x, queue=xpjit.Queue(ctx.device("cpu")))
+            assert list(x) == [7, 7, 7]
+            assert k.specialize(device=ctx.device("cpu")).origin == origin
+            c = ctx.cache_counters()
+            assert c["daemon_hits"] == (daemon == sock)
+            p.close()
+            ctx.close()
+    finally:
+        if old is None:
+            del os.environ["XPJIT_DAEMON"]
+        else:
+            os.environ["XPJIT_DAEMON"] = old
+        subprocess.run([os.path.join(bindir, "xpjit-cli"), "daemon", "stop",
+                        "--socket", sock], stdout=subprocess.DEVNULL)

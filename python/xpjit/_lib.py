@@ -143,7 +143,7 @@ class ContextDesc(ctypes.Structure):
                 ("cache_mode", ctypes.c_int), ("cache_path", ctypes.c_char_p),
                 ("cache_max_size", ctypes.c_uint64),
                 ("no_env_bundles", ctypes.c_int), ("checks", ctypes.c_uint),
-                ("redis", ctypes.c_char_p)]
+                ("redis", ctypes.c_char_p), ("daemon", ctypes.c_char_p)]
 
 
 class QueueDesc(ctypes.Structure):

@@ -6,6 +6,7 @@ and a current device per thread (the context's default device unless a
 `with device:` block says otherwise), with a default queue each, as CuPy
 has a current device and stream and dpctl a default queue."""
 import ctypes
+import os
 import threading
 
 from . import _accel, _lib
@@ -28,11 +29,13 @@ class Context:
     "ro" or "off" (None: XPJIT_CACHE, else rw); cache_path, cache_max_size:
     the second-level cache's file and size limit; bundles: load the bundles
     of XPJIT_BUNDLE_PATH; checks: "bounds" compiles bounds checks into
-    every kernel; redis: the cluster tier's URL ("off": none)."""
+    every kernel; redis: the cluster tier's URL ("off": none); daemon: the
+    compile daemon xpjitd, "auto" (its default socket), a socket path or
+    "off" (None: XPJIT_DAEMON, else auto)."""
 
     def __init__(self, visible=None, cpu_threads=0, cache=None,
                  cache_path=None, cache_max_size=0, bundles=True,
-                 checks=None, redis=None):
+                 checks=None, redis=None, daemon=None):
         if cache is not None and cache not in _lib.CACHE_MODES:
             raise InvalidArgumentError(
                 "cache must be one of %s, not %r"
@@ -40,12 +43,14 @@ class Context:
         if checks not in (None, "", "bounds", "all"):
             raise InvalidArgumentError("checks must be 'bounds', not %r"
                                        % (checks,))
-        self._strings = [_b(visible), _b(cache_path), _b(redis)]
+        self._strings = [_b(visible), _b(cache_path), _b(redis),
+                         _b(os.fspath(daemon) if daemon is not None
+                            else None)]
         d = _lib.ContextDesc(self._strings[0], int(cpu_threads),
                              _lib.CACHE_MODES[cache or "default"],
                              self._strings[1], int(cache_max_size),
                              0 if bundles else 1, 1 if checks else 0,
-                             self._strings[2])
+                             self._strings[2], self._strings[3])
         h = ctypes.c_void_p()
         check(_lib.context_create(ctypes.byref(d), ctypes.byref(h)))
         self._h = h
