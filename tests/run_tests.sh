@@ -59,7 +59,9 @@ fi
 # CI sets XPJIT_REQUIRE_PYTHON=1: there, a Python without NumPy and pytest
 # (tools/deps.sh installs Debian's) is a failure.
 PY=""
-for p in ${PYTHON:-} python3 /usr/bin/python3; do
+# (tools/py-test-deps.sh's venv first: it adds pyarrow)
+for p in ${PYTHON:-} "$HOME/.cache/xpjit/venv-test/bin/python" python3 \
+  /usr/bin/python3; do
   if "$p" -c "import numpy, pytest" >/dev/null 2>&1; then PY=$p; break; fi
 done
 if [ -n "$PY" ]; then

@@ -565,3 +565,33 @@ def test_daemon_per_context(tmp_path):
             os.environ["XPJIT_DAEMON"] = old
         subprocess.run([os.path.join(bindir, "xpjit-cli"), "daemon", "stop",
                         "--socket", sock], stdout=subprocess.DEVNULL)
+
+
+def test_dlpack_from_another_producer():
+    """DLPack from a producer that is not NumPy: Apache Arrow's C++
+    exporter (pyarrow.Array.__dlpack__; .ci/run installs pyarrow into the
+    tests' venv): the same memory, read and written by a kernel, kept alive
+    by the xpjit array; and Arrow's refusal (nulls) reaches the caller."""
+    if os.environ.get("XPJIT_REQUIRE_PYTHON"):  # CI: installed
+        import pyarrow as pa
+    else:
+        pa = pytest.importorskip("pyarrow")
+    src = np.arange(1000, dtype=np.float64)
+    arr = pa.array(src.tolist(), type=pa.float64())  # Arrow's own memory
+    addr = arr.buffers()[1].address
+    x = xpjit.from_dlpack(arr)
+    assert x.ptr == addr and x.shape == (1000,) and x.dtype == np.float64
+    np.testing.assert_array_equal(x.get(), src)
+    # Arrow arrays are immutable by contract, but the memory is the one a
+    # kernel sees: the write shows through Arrow (zero copies)
+    prog = xpjit.Program(SRC)
+    prog.scale(1000, 3.0, x)
+    np.testing.assert_array_equal(arr.to_numpy(), src * 3)
+    del arr
+    gc.collect()
+    np.testing.assert_array_equal(x.get(), src * 3)  # the capsule holds it
+    i32 = pa.array(np.arange(7, dtype=np.int32))
+    y = xpjit.from_dlpack(i32)
+    assert y.dtype == np.int32 and y.ptr == i32.buffers()[1].address
+    with pytest.raises(Exception, match="null"):
+        xpjit.from_dlpack(pa.array([1.0, None]))
