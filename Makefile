@@ -58,8 +58,17 @@ MOCKS    := $(patsubst tests/mock/%.c,$(BUILD)/tests/mock/lib%.so,$(wildcard tes
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 REPLAYS  := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/replay_%)
 
+VERSION  := $(shell sed -n 's/^\#define XPJ_VERSION_STRING "\(.*\)"/\1/p' include/xpjit_ir.h)
+# What applications link: libxpjit.a (one object, only the public API
+# global) and libxpjit.so.VERSION (soname libxpjit.so.0, symbols of version
+# XPJIT_0), with the libxpjit.so.0 and libxpjit.so links of a real install.
 LIB_A    := $(BUILD)/lib/libxpjit.a
+LIB_SO_V := $(BUILD)/lib/libxpjit.so.$(VERSION)
 LIB_SO   := $(BUILD)/lib/libxpjit.so
+LIB_SO0  := $(BUILD)/lib/libxpjit.so.0
+# What xpjit's own programs and tests link: every object, internal names
+# global (they call rt_*, xpd_*, cg_* across objects).
+LIB_INT  := $(BUILD)/obj/libxpjit-internal.a
 LLVM_A   := $(BUILD)/lib/libxpjit-llvm.a
 LLVM_SO  := $(BUILD)/lib/libxpjit-llvm.so.0
 SPIRV_SO := $(BUILD)/lib/libxpjit-spirv.so.0
@@ -80,7 +89,8 @@ EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 PYTHON_CONFIG ?= $(shell command -v python3-config 2>/dev/null)
 PY_FAST := $(if $(PYTHON_CONFIG),python/xpjit/_fast$(shell $(PYTHON_CONFIG) --extension-suffix))
 
-all: $(LIB_A) $(LIB_SO) $(LLVM_A) $(LLVM_SO) $(SPIRV_SO) $(CLI) $(DAEMON) $(CSERVER) $(BUILD)/lib/xpjit.pc $(EXAMPLES) $(PY_FAST)
+all: $(LIB_A) $(LIB_SO_V) $(LIB_SO0) $(LIB_SO) $(LLVM_A) $(LLVM_SO) $(SPIRV_SO) $(CLI) $(DAEMON) $(CSERVER) $(BUILD)/lib/xpjit.pc \
+     $(BUILD)/lib/xpjit-uninstalled.pc $(EXAMPLES) $(PY_FAST)
 
 
 ifneq ($(PY_FAST),)
@@ -93,15 +103,35 @@ $(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cac
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-$(LIB_A): $(CORE_OBJS)
+$(LIB_INT): $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^
 
-$(LIB_SO): $(CORE_OBJS) tools/libxpjit.map
+# The static library: the objects linked into one (ld -r), then every
+# global the shared library does not export made local, so rt_err,
+# cg_call, xpd_connect, ... cannot collide with an application's names.
+$(LIB_A): $(CORE_OBJS) $(LIB_SO_V)
+	@mkdir -p $(dir $@) $(BUILD)/obj
+	ld -r -o $(BUILD)/obj/libxpjit-all.o $(CORE_OBJS)
+	nm -D --defined-only $(LIB_SO_V) | \
+	  awk '$$3 != "" && $$3 !~ /^XPJIT_/ {sub(/@.*/, "", $$3); print $$3}' \
+	  > $(BUILD)/obj/libxpjit.exports
+	objcopy --keep-global-symbols=$(BUILD)/obj/libxpjit.exports \
+	  $(BUILD)/obj/libxpjit-all.o $(BUILD)/obj/libxpjit.o
+	rm -f $@
+	ar rcs $@ $(BUILD)/obj/libxpjit.o
+
+$(LIB_SO_V): $(CORE_OBJS) tools/libxpjit.map
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) -shared -Wl,-soname,libxpjit.so.0 \
 	  -Wl,--version-script=tools/libxpjit.map -o $@ $(CORE_OBJS) $(CORE_LIBS)
+
+$(LIB_SO0): $(LIB_SO_V)
+	ln -sf libxpjit.so.$(VERSION) $@
+
+$(LIB_SO): $(LIB_SO0)
+	ln -sf libxpjit.so.0 $@
 
 $(LLVM_A): $(LLVM_OBJS)
 	@mkdir -p $(dir $@)
@@ -123,17 +153,17 @@ $(SPIRV_SO): $(BUILD)/obj/compiler/spirv_tools.o tools/libxpjit-spirv.map
 	  -Wl,--version-script=tools/libxpjit-spirv.map -o $@ $< $(SPIRV_LIBS)
 
 # The CLI compiles through the compile server or the plugin: no LLVM here.
-$(CLI): $(CLI_SRCS) tools/cli.h $(LIB_A)
+$(CLI): $(CLI_SRCS) tools/cli.h $(LIB_INT)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_SRCS) $(LIB_A) $(CORE_LIBS)
+	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_SRCS) $(LIB_INT) $(CORE_LIBS)
 
-$(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_A) $(LLVM_A)
+$(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_INT) $(LLVM_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $(DAEMON_SRCS) $(LLVM_STATIC) $(LIB_A) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ $(DAEMON_SRCS) $(LLVM_STATIC) $(LIB_INT) $(LDLIBS_ALL)
 
-$(CSERVER): tools/xpjit-cc.c compiler/worker.h $(LIB_A) $(LLVM_A)
+$(CSERVER): tools/xpjit-cc.c compiler/worker.h $(LIB_INT) $(LLVM_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ tools/xpjit-cc.c $(LLVM_STATIC) $(LIB_A) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ tools/xpjit-cc.c $(LLVM_STATIC) $(LIB_INT) $(LDLIBS_ALL)
 
 # Example programs: use libxpjit as an application would (public headers
 # only; LLVM, when they compile in their process, is the plugin).
@@ -141,24 +171,32 @@ $(BUILD)/examples/%: examples/%.c $(LIB_A) include/xpjit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(SAN) -Iinclude -o $@ $< $(LIB_A) $(CORE_LIBS)
 
-$(BUILD)/lib/xpjit.pc: tools/xpjit.pc.in
+$(BUILD)/lib/xpjit.pc: tools/xpjit.pc.in Makefile
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' $< > $@
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
-$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/devtest.h tests/storm20.h tests/procutil.h $(wildcard tests/*.inc tests/conformance/*.h) $(LIB_A) $(LLVM_A)
+# pkg-config's convention for a build tree: with PKG_CONFIG_PATH=build/lib,
+# "pkg-config xpjit" reads this file (the headers of the source tree, the
+# libraries of build/lib, an rpath to them).
+$(BUILD)/lib/xpjit-uninstalled.pc: tools/xpjit-uninstalled.pc.in Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(LLVM_STATIC) $(LIB_A) -lcmocka $(LDLIBS_ALL)
+	sed -e 's|@SRCDIR@|$(CURDIR)|g' -e 's|@LIBDIR@|$(abspath $(BUILD))/lib|g' \
+	  -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/devtest.h tests/storm20.h tests/procutil.h $(wildcard tests/*.inc tests/conformance/*.h) $(LIB_INT) $(LLVM_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(LLVM_STATIC) $(LIB_INT) -lcmocka $(LDLIBS_ALL)
 
 # An application's view: libxpjit without libxpjit-llvm (docs/api.md,
 # "Where LLVM is loaded"); it must not map libLLVM unless it compiles.
-$(BUILD)/tests/test_lazy_llvm: tests/test_lazy_llvm.c $(LIB_A) $(LLVM_SO) $(SPIRV_SO) $(CSERVER)
+$(BUILD)/tests/test_lazy_llvm: tests/test_lazy_llvm.c $(LIB_INT) $(LLVM_SO) $(SPIRV_SO) $(CSERVER)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(LIB_A) -lcmocka $(CORE_LIBS)
+	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(LIB_INT) -lcmocka $(CORE_LIBS)
 
 # Fuzz targets built with a plain main() that replays files: runs anywhere.
-$(BUILD)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay_main.c $(LIB_A) $(LLVM_A)
+$(BUILD)/fuzz/replay_%: tests/fuzz/%.c tests/fuzz/replay_main.c $(LIB_INT) $(LLVM_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< tests/fuzz/replay_main.c $(LLVM_STATIC) $(LIB_A) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ $< tests/fuzz/replay_main.c $(LLVM_STATIC) $(LIB_INT) $(LDLIBS_ALL)
 
 $(BUILD)/tests/mock/lib%.so: tests/mock/%.c $(wildcard tests/mock/*.h)
 	@mkdir -p $(dir $@)
@@ -218,48 +256,48 @@ bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(B
 # runtime (xpjit's OpenCL device) vs OpenMP C vs OpenCL C on PoCL
 # (libOpenCL loaded at run time). The OpenMP peer is compiled -O3
 # -march=native in its own file.
-$(BUILD)/bench/cpu: bench/cpu.c bench/cpu_omp.c $(LIB_A) bench/bench_util.h
+$(BUILD)/bench/cpu: bench/cpu.c bench/cpu_omp.c $(LIB_INT) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) -O3 -march=native -fopenmp -c bench/cpu_omp.c -o $(BUILD)/bench/cpu_omp.o
-	$(CC) $(CFLAGS_ALL) -fopenmp -o $@ bench/cpu.c $(BUILD)/bench/cpu_omp.o $(LIB_A) $(CORE_LIBS)
+	$(CC) $(CFLAGS_ALL) -fopenmp -o $@ bench/cpu.c $(BUILD)/bench/cpu_omp.o $(LIB_INT) $(CORE_LIBS)
 
 # One launch and wait of a cached kernel from C: bench/python_launch.py's
 # reference for the cost the Python package adds.
-$(BUILD)/bench/launch: bench/launch.c $(LIB_A) bench/bench_util.h
+$(BUILD)/bench/launch: bench/launch.c $(LIB_INT) bench/bench_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(CORE_LIBS)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_INT) $(CORE_LIBS)
 
-$(BUILD)/bench/compile: bench/compile.c $(LIB_A) bench/bench_util.h
+$(BUILD)/bench/compile: bench/compile.c $(LIB_INT) bench/bench_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(CORE_LIBS)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_INT) $(CORE_LIBS)
 
 # xpjitd: hit latency through the daemon with 1/8/64 clients; the start-up
 # storm with and without the daemon (peer: every process compiling).
-$(BUILD)/bench/daemon: bench/daemon.c tests/storm20.h $(LIB_A) bench/bench_util.h $(DAEMON)
+$(BUILD)/bench/daemon: bench/daemon.c tests/storm20.h $(LIB_INT) bench/bench_util.h $(DAEMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ bench/daemon.c $(LIB_A) $(CORE_LIBS)
+	$(CC) $(CFLAGS_ALL) -o $@ bench/daemon.c $(LIB_INT) $(CORE_LIBS)
 
 # OpenCL (SPIR-V on Intel's CPU runtime): kernels ready per fresh context,
 # cold vs SPIR-V cached (peer) vs the driver's binary cached.
-$(BUILD)/bench/opencl: bench/opencl.c tests/storm20.h $(LIB_A) bench/bench_util.h
+$(BUILD)/bench/opencl: bench/opencl.c tests/storm20.h $(LIB_INT) bench/bench_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ bench/opencl.c $(LIB_A) $(CORE_LIBS)
+	$(CC) $(CFLAGS_ALL) -o $@ bench/opencl.c $(LIB_INT) $(CORE_LIBS)
 
 # Compile cache: cold compile vs second- and first-level hits, whole-process
 # cold vs warm; peer PoCL's kernel cache (libOpenCL loaded at run time).
 
-$(BUILD)/bench/cache: bench/cache.c $(LIB_A) bench/bench_util.h
+$(BUILD)/bench/cache: bench/cache.c $(LIB_INT) bench/bench_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(CORE_LIBS)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_INT) $(CORE_LIBS)
 
 # Narrow and wide required local sizes on the CPU device (docs/abi.md).
-$(BUILD)/bench/groups: bench/groups.c $(LIB_A) bench/bench_util.h
+$(BUILD)/bench/groups: bench/groups.c $(LIB_INT) bench/bench_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(CORE_LIBS)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_INT) $(CORE_LIBS)
 
-$(BUILD)/bench/frontend: bench/frontend.c $(LIB_A) bench/bench_util.h
+$(BUILD)/bench/frontend: bench/frontend.c $(LIB_INT) bench/bench_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_A) $(CORE_LIBS)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_INT) $(CORE_LIBS)
 
 check-examples: $(CLI)
 	$(CLI) check examples/*.xpk
@@ -289,13 +327,18 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include \
 	  $(DESTDIR)$(PREFIX)/bin
 	install -m 644 $(LIB_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(LIB_SO) $(DESTDIR)$(PREFIX)/lib/libxpjit.so.0
+	install -m 755 $(LIB_SO_V) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libxpjit.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libxpjit.so.0
+	ln -sf libxpjit.so.0 $(DESTDIR)$(PREFIX)/lib/libxpjit.so
 	install -m 755 $(LLVM_SO) $(DESTDIR)$(PREFIX)/lib/libxpjit-llvm.so.0
 	install -m 755 $(SPIRV_SO) $(DESTDIR)$(PREFIX)/lib/libxpjit-spirv.so.0
-	ln -sf libxpjit.so.0 $(DESTDIR)$(PREFIX)/lib/libxpjit.so
 	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' tools/xpjit.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' tools/xpjit.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/xpjit.pc
+	install -d $(DESTDIR)$(PREFIX)/lib/cmake/xpjit
+	for f in xpjitConfig xpjitConfigVersion; do \
+	  sed -e 's|@VERSION@|$(VERSION)|g' tools/cmake/$$f.cmake.in \
+	    > $(DESTDIR)$(PREFIX)/lib/cmake/xpjit/$$f.cmake || exit 1; done
 	install -m 755 $(CLI) $(DAEMON) $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/libexec/xpjit
 	install -m 755 $(CSERVER) $(DESTDIR)$(PREFIX)/libexec/xpjit/

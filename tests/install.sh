@@ -9,13 +9,110 @@ if [ "$B" != build ]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+V=$(sed -n 's/^#define XPJ_VERSION_STRING "\(.*\)"/\1/p' include/xpjit_ir.h)
+# run WHAT PROGRAM [VAR=VALUE...]: the consumer prints what it should
+run() {
+  what=$1 prog=$2
+  shift 2
+  out=$(env "$@" "$prog") || { echo "install: $what failed: $out"; exit 1; }
+  case "$out" in
+  "0 $V "[0-9a-f]*" 4.5 -2.25") echo "install: $what: $out" ;;
+  *) echo "install: $what: unexpected output: $out"; exit 1 ;;
+  esac
+}
+# needs PROGRAM: it loads libxpjit.so.0
+needs() { readelf -d "$1" | grep -q 'NEEDED.*libxpjit\.so\.0'; }
+
+# 1. the build tree: PKG_CONFIG_PATH=build/lib finds xpjit-uninstalled.pc,
+# whose rpath lets the program run as it is
+cc tests/install_consumer.c \
+  $(PKG_CONFIG_PATH="$B/lib" pkg-config --cflags --libs xpjit) \
+  -o "$tmp/consumer-tree"
+needs "$tmp/consumer-tree" ||
+  { echo "install: the build-tree consumer does not load libxpjit.so.0"; exit 1; }
+run "build tree, pkg-config (xpjit-uninstalled.pc)" "$tmp/consumer-tree" \
+  LD_LIBRARY_PATH=
+
 make -s install PREFIX="$tmp" >/dev/null
+[ "$(readlink "$tmp/lib/libxpjit.so.0")" = "libxpjit.so.$V" ] &&
+  [ "$(readlink "$tmp/lib/libxpjit.so")" = libxpjit.so.0 ] &&
+  [ -f "$tmp/lib/libxpjit.so.$V" ] || {
+  echo "install: want libxpjit.so -> libxpjit.so.0 -> libxpjit.so.$V"
+  ls -l "$tmp/lib"; exit 1; }
 export PKG_CONFIG_PATH="$tmp/lib/pkgconfig"
+# 2. installed, shared, through pkg-config
 cc tests/install_consumer.c $(pkg-config --cflags --libs xpjit) -o "$tmp/consumer"
-out=$(LD_LIBRARY_PATH="$tmp/lib" "$tmp/consumer") ||
-  { echo "install: the consumer failed: $out"; exit 1; }
-echo "consumer: $out"
-case "$out" in "0 0.1.0 "[0-9a-f]*" 4.5 -2.25") ;; *) echo "install: unexpected output"; exit 1 ;; esac
+run "installed, shared, pkg-config" "$tmp/consumer" LD_LIBRARY_PATH="$tmp/lib"
+# 3. installed, static, through pkg-config --static, whose libraries are
+# all it takes (-l:libxpjit.a picks the archive over the shared library)
+cc tests/install_consumer.c $(pkg-config --cflags xpjit) \
+  $(pkg-config --static --libs xpjit | sed 's/-lxpjit\b/-l:libxpjit.a/') \
+  -o "$tmp/consumer-static"
+if needs "$tmp/consumer-static"; then
+  echo "install: the static consumer loads libxpjit.so.0"; exit 1
+fi
+run "installed, static, pkg-config --static" "$tmp/consumer-static" \
+  LD_LIBRARY_PATH=
+# 4. installed, through CMake's find_package: xpjit::xpjit and
+# xpjit::xpjit_static (CMake puts the library's directory in the rpath)
+if command -v cmake >/dev/null 2>&1; then
+  cm="$tmp/cmake"
+  mkdir "$cm"
+  cp tests/install_consumer.c "$cm/consumer.c"
+  sed "s/@V@/$V/" > "$cm/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.13)
+project(consumer C)
+find_package(xpjit @V@ REQUIRED)
+if(NOT xpjit_VERSION STREQUAL "@V@")
+  message(FATAL_ERROR "xpjit_VERSION is ${xpjit_VERSION}")
+endif()
+add_executable(consumer_shared consumer.c)
+target_link_libraries(consumer_shared PRIVATE xpjit::xpjit)
+add_executable(consumer_static consumer.c)
+target_link_libraries(consumer_static PRIVATE xpjit::xpjit_static)
+EOF
+  { cmake -S "$cm" -B "$cm/b" -DCMAKE_PREFIX_PATH="$tmp" &&
+    cmake --build "$cm/b"; } >"$cm/log" 2>&1 ||
+    { cat "$cm/log"; echo "install: the CMake consumer did not build"; exit 1; }
+  run "installed, CMake xpjit::xpjit" "$cm/b/consumer_shared" LD_LIBRARY_PATH=
+  needs "$cm/b/consumer_shared" ||
+    { echo "install: xpjit::xpjit is not the shared library"; exit 1; }
+  run "installed, CMake xpjit::xpjit_static" "$cm/b/consumer_static" \
+    LD_LIBRARY_PATH=
+  if needs "$cm/b/consumer_static"; then
+    echo "install: xpjit::xpjit_static loads libxpjit.so.0"; exit 1
+  fi
+  # versions it is not are refused: a later one, and another 0.x minor
+  for want in 9.9 0.99; do
+    sed -i "s/^find_package(xpjit .* REQUIRED)/find_package(xpjit $want REQUIRED)/" \
+      "$cm/CMakeLists.txt"
+    rm -rf "$cm/b2"
+    if cmake -S "$cm" -B "$cm/b2" -DCMAKE_PREFIX_PATH="$tmp" >"$cm/log2" 2>&1; then
+      echo "install: find_package(xpjit $want) accepted version $V"; exit 1
+    fi
+  done
+elif [ -n "${XPJIT_REQUIRE_CMAKE:-}" ]; then
+  echo "install: no cmake (tools/deps.sh installs it)"; exit 1
+else
+  echo "install: skipped the CMake consumer (no cmake; tools/deps.sh installs it)"
+fi
+# every exported symbol is of version XPJIT_0 and declared in a public
+# header; the static library defines the same names and no other
+nm -D --defined-only "$tmp/lib/libxpjit.so.0" |
+  awk '$3 != "XPJIT_0" {print $3}' > "$tmp/dyn"
+unversioned=$(grep -v '@@XPJIT_0$' "$tmp/dyn" || true)
+[ -z "$unversioned" ] ||
+  { echo "install: exported without version XPJIT_0: $unversioned"; exit 1; }
+sed 's/@@XPJIT_0$//' "$tmp/dyn" | sort > "$tmp/dyn.names"
+for s in $(cat "$tmp/dyn.names"); do
+  grep -qw "$s" include/*.h ||
+    { echo "install: $s is exported but declared in no public header"; exit 1; }
+done
+nm -g --defined-only "$tmp/lib/libxpjit.a" | awk 'NF == 3 {print $3}' |
+  sort > "$tmp/static.names"
+cmp -s "$tmp/dyn.names" "$tmp/static.names" || {
+  echo "install: libxpjit.a's globals are not libxpjit.so's:"
+  diff "$tmp/dyn.names" "$tmp/static.names" | head -20; exit 1; }
 # only the public API is exported
 leaked=$(nm -D --defined-only "$tmp/lib/libxpjit.so.0" | awk '{print $3}' |
   grep -E '^(rt_|xpd_|xpj_llvm_enter|xpj_llvm_fork|xpj_llvm_init|xpj_worker|xpj_cs_|xpj_job|xpj_generic|xpj_module_(en|de)code|xpj_(malloc|calloc|realloc|free|strdup|grow|walk|check_calls|set_error|typeinfo_of|buf_|lex|number_values))' || true)

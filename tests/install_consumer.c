@@ -6,7 +6,19 @@
 #include <xpjit.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Names the library uses inside (runtime/, compiler/, runtime/daemon.h):
+ * an application may have its own. Linked with libxpjit.a they must not
+ * collide (tests/install.sh links this program statically too). */
+int rt_err(int code) { return code + 1; }
+int cg_call = 3;
+int xpd_connect(void) { return cg_call; }
+
 int main(void) {
+  if (rt_err(1) != 2 || xpd_connect() != 3) {
+    printf("the application's own rt_err/xpd_connect were replaced\n");
+    return 1;
+  }
   xpj_module *m; xpj_module_create(&m);
   const char *s = "kernel k(x: global f32[]) range { x[global_id(0)] = 1.5 * f32(global_id(0)); }";
   int st = xpj_parse(m, "u.xpk", s, strlen(s), NULL);
