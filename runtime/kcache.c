@@ -1,7 +1,8 @@
 /* kcache.c - where compiled kernels come from: the context's first level
  * (loaded kernels in memory), then the tiers of tier.h in their order,
  * and only then the compiler; and xpjitd's walk of the same tiers.
- * Besides program.c, the one runtime file that calls the compiler.
+ * The one runtime file that calls the compiler (xpj_compile); program.c
+ * parses and specialises.
  *
  * The first level is keyed by the digest of the full cache key and the
  * device, and is also the single-flight table: the first thread to miss a

@@ -1,12 +1,13 @@
 /*
  * rt.h - runtime internals: the objects behind the handles of xpjit.h and
- * the backend interface every device backend implements (runtime/cpu.c
- * today; CUDA, Level Zero and OpenCL behind the same table later).
+ * the backend interface every device backend implements (cpu.c, cuda.c,
+ * ze.c, opencl.c: one table, backends[] in context.c).
  *
  * Layering: the runtime core (context.c, memory.c, queue.c, launch.c)
- * knows devices, memory, queues and binaries; program.c is the one file
- * that calls the compiler (parse, specialise, compile) and hands the
- * resulting binary to a backend. Backends never see source or IR.
+ * knows devices, memory, queues and binaries; program.c parses and
+ * specialises, kcache.c finds the kernel in the cache tiers or calls the
+ * compiler (xpj_compile) and hands the binary to a backend. Backends
+ * never see source or IR.
  */
 #ifndef XPJ_RT_H
 #define XPJ_RT_H
