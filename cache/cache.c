@@ -37,6 +37,7 @@
 #define _GNU_SOURCE
 #include "xpjit_cache.h"
 #include "buf.h" /* xpj_dec */
+#include "env.h"
 #include "hitfile.h"
 #include "trust.h"
 
@@ -181,7 +182,7 @@ static void deliver(const xpj_cache *c, const char *msg) {
   if (c->warn)
     c->warn(c->warn_ud, msg);
   else
-    fprintf(stderr, "xpjit: warning: %s\n", msg);
+    xpj_log_warning(msg);
 }
 
 /* Queues a warning; unlock() gives it. Called with c->mu held (or, in
@@ -783,10 +784,12 @@ static const struct {
 /* The network file system the cache's directory is on, or NULL.
  * XPJIT_CACHE_JOURNAL=rollback treats any as one, =wal none. */
 static const char *network_fs_of(const char *dbpath) {
-  const char *force = getenv("XPJIT_CACHE_JOURNAL");
-  if (force && !strcmp(force, "rollback"))
+  /* (a malformed value: the runtime warns at the first context) */
+  static const char *const words[] = {"rollback", "wal", NULL};
+  int force = xpj_env_word("XPJIT_CACHE_JOURNAL", words);
+  if (force == 0)
     return "XPJIT_CACHE_JOURNAL=rollback";
-  if (force && !strcmp(force, "wal"))
+  if (force == 1)
     return NULL;
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", dbpath);
@@ -1216,17 +1219,18 @@ static void degrade(xpj_cache *c, int rc, const char *what) {
              what, rc_str(rc));
 }
 
-static xpj_cache_mode env_mode(void) {
-  const char *e = getenv("XPJIT_CACHE");
-  if (!e || !*e || !strcmp(e, "rw") || !strcmp(e, "on") || !strcmp(e, "1"))
-    return XPJ_CACHE_MODE_RW;
-  if (!strcmp(e, "ro"))
-    return XPJ_CACHE_MODE_RO;
-  if (!strcmp(e, "off") || !strcmp(e, "0"))
-    return XPJ_CACHE_MODE_OFF;
-  fprintf(stderr,
-          "xpjit: warning: XPJIT_CACHE=%s is not off, ro or rw; using rw\n",
-          e);
+static xpj_cache_mode env_mode(xpj_cache *c) {
+  static const char *const words[] = {"rw", "on", "1", "ro", "off", "0",
+                                      NULL};
+  static const xpj_cache_mode modes[] = {
+      XPJ_CACHE_MODE_RW, XPJ_CACHE_MODE_RW,  XPJ_CACHE_MODE_RW,
+      XPJ_CACHE_MODE_RO, XPJ_CACHE_MODE_OFF, XPJ_CACHE_MODE_OFF};
+  int i = xpj_env_word("XPJIT_CACHE", words);
+  if (i >= 0)
+    return modes[i];
+  if (i == -2 && xpj_env_first_complaint("XPJIT_CACHE"))
+    warnf(c, "XPJIT_CACHE=%.64s is not off, ro or rw; using rw",
+          xpj_env("XPJIT_CACHE"));
   return XPJ_CACHE_MODE_RW;
 }
 
@@ -1577,8 +1581,8 @@ xpj_status xpj_l2_open(const xpj_cache_config *cfg, xpj_cache **out) {
 
 /* XPJIT_CACHE_HIT_FILES=0: none read or written (an A/B switch) */
 static bool hit_files_off(void) {
-  const char *e = getenv("XPJIT_CACHE_HIT_FILES");
-  return e && !strcmp(e, "0");
+  /* (a malformed value: the runtime warns at the first context) */
+  return xpj_env_bool("XPJIT_CACHE_HIT_FILES", 1) == 0;
 }
 
 static xpj_status open_handle(const xpj_cache_config *cfg, bool lazy,
@@ -1613,7 +1617,7 @@ static xpj_status open_handle(const xpj_cache_config *cfg, bool lazy,
   c->bundle = cfg->bundle != 0;
   c->mode = cfg->mode;
   if (c->mode == XPJ_CACHE_MODE_DEFAULT)
-    c->mode = c->bundle ? XPJ_CACHE_MODE_RO : env_mode();
+    c->mode = c->bundle ? XPJ_CACHE_MODE_RO : env_mode(c);
   c->max_size = cfg->max_size;
   if (c->bundle) {
     c->max_size = UINT64_MAX;
@@ -1621,7 +1625,8 @@ static xpj_status open_handle(const xpj_cache_config *cfg, bool lazy,
     const char *e = getenv("XPJIT_CACHE_MAX_SIZE");
     c->max_size = XPJ_CACHE_DEFAULT_MAX_SIZE;
     if (e && *e && xpj_cache_parse_size(e, &c->max_size) != XPJ_OK) {
-      warnf(c, "XPJIT_CACHE_MAX_SIZE=%s: %s; using 1G", e, last_msg);
+      if (xpj_env_first_complaint("XPJIT_CACHE_MAX_SIZE"))
+        warnf(c, "XPJIT_CACHE_MAX_SIZE=%.64s: %s; using 1G", e, last_msg);
       c->max_size = XPJ_CACHE_DEFAULT_MAX_SIZE;
     }
   }

@@ -83,11 +83,42 @@ static void device_free(xpj_device *d) {
   free(d);
 }
 
+/* Once per process, at the first context: the settings read where no
+ * warning can be given (the log's own, switches of the cache layer) or
+ * read too often to warn each time, and XPJIT_* names xpjit does not read
+ * (a typo: XPJIT_CACHEDIR) - each a warning, never an error. */
+static void settings_check(void) {
+  const char *p = xpj_log_setting_problem();
+  if (*p)
+    rt_warn("%s", p);
+  static const char *const switches[] = {"XPJIT_CACHE_HIT_FILES",
+                                         "XPJIT_NATIVE_CACHE",
+                                         "XPJIT_QUEUE_HELP"};
+  for (size_t i = 0; i < sizeof switches / sizeof *switches; i++)
+    if (xpj_env_bool(switches[i], 1) < 0 &&
+        xpj_env_first_complaint(switches[i]))
+      rt_warn("%s=%.64s is not 1 (on) or 0 (off); 1 applies", switches[i],
+              xpj_env(switches[i]));
+  static const char *const journals[] = {"rollback", "wal", NULL};
+  if (xpj_env_word("XPJIT_CACHE_JOURNAL", journals) == -2 &&
+      xpj_env_first_complaint("XPJIT_CACHE_JOURNAL"))
+    rt_warn("XPJIT_CACHE_JOURNAL=%.64s is not wal or rollback; the "
+            "default applies (rollback on a network file system, else wal)",
+            xpj_env("XPJIT_CACHE_JOURNAL"));
+  char unknown[1024];
+  xpj_env_unknown(unknown, sizeof unknown);
+  if (*unknown)
+    rt_warn("not a variable xpjit reads: %s (docs/environment.md; "
+            "xpjit-cli env)", unknown);
+}
+
 xpj_status xpj_context_create(const xpj_context_desc *desc,
                               xpj_context **out) {
   if (!out)
     return rt_err(XPJ_ERR_INVALID, "xpj_context_create: out is NULL");
   *out = NULL;
+  static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
+  pthread_once(&settings_once, settings_check);
   xpj_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");

@@ -139,10 +139,16 @@ static void on_stop_signal(int sig) {
 /* A real-time signal nobody in the process handles (XPJIT_CPU_STOP_SIGNAL
  * names one), installed once, the first time a stop is possible. */
 static void stop_install(void) {
-  const char *e = getenv("XPJIT_CPU_STOP_SIGNAL");
   int lo = SIGRTMIN + 2, hi = SIGRTMAX;
-  if (e && *e)
-    lo = hi = atoi(e);
+  uint64_t sig;
+  int got = xpj_env_uint("XPJIT_CPU_STOP_SIGNAL", (uint64_t)SIGRTMIN,
+                         (uint64_t)SIGRTMAX, &sig);
+  if (got == 1)
+    lo = hi = (int)sig;
+  else if (got < 0 && xpj_env_first_complaint("XPJIT_CPU_STOP_SIGNAL"))
+    rt_warn("XPJIT_CPU_STOP_SIGNAL=%.64s is not a real-time signal (%d to "
+            "%d); the first free one from %d applies",
+            xpj_env("XPJIT_CPU_STOP_SIGNAL"), SIGRTMIN, SIGRTMAX, lo);
   for (int s = lo; s >= 1 && s <= hi && s <= SIGRTMAX; s++) {
     struct sigaction old;
     if (sigaction(s, NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
@@ -499,9 +505,14 @@ static xpj_status cpu_discover(xpj_context *ctx) {
     return rt_err(XPJ_ERR_DEVICE, "the host CPU: %s", err);
   }
   unsigned n = ctx->cpu_threads;
-  const char *env = getenv("XPJIT_CPU_THREADS");
-  if (!n && env && atoi(env) > 0)
-    n = (unsigned)atoi(env);
+  uint64_t en;
+  int got = xpj_env_uint("XPJIT_CPU_THREADS", 1, 1024, &en);
+  if (!n && got == 1)
+    n = (unsigned)en;
+  if (!n && got < 0 && xpj_env_first_complaint("XPJIT_CPU_THREADS"))
+    rt_warn("XPJIT_CPU_THREADS=%.64s is not a number of threads from 1 to "
+            "1024; one per online core applies",
+            xpj_env("XPJIT_CPU_THREADS"));
   if (!n)
     n = online_cpus();
   if (n > 1024)
@@ -701,8 +712,9 @@ static void orc_kernel_unload(cpu_kernel *k) {
  * tests); "elf" or nothing: elfload.c wherever it runs. */
 static bool use_orc(void) {
   const char *e = getenv("XPJIT_CPU_LOADER");
-  if (e && *e && strcmp(e, "orc") && strcmp(e, "elf"))
-    rt_warn("XPJIT_CPU_LOADER=%s: not \"elf\" or \"orc\"; using %s", e,
+  if (e && *e && strcmp(e, "orc") && strcmp(e, "elf") &&
+      xpj_env_first_complaint("XPJIT_CPU_LOADER"))
+    rt_warn("XPJIT_CPU_LOADER=%.64s: not \"elf\" or \"orc\"; using %s", e,
             xpj_elf_supported() ? "elf" : "orc");
   return !xpj_elf_supported() || (e && !strcmp(e, "orc"));
 }

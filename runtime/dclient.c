@@ -279,15 +279,28 @@ static void rt_dc_init(rt_dc *dc, const char *setting, const char *what) {
     errno = 0;
     unsigned long long ms = strtoull(t, &end, 10);
     if (errno || *end || t[0] < '0' || t[0] > '9' || ms < 1 ||
-        ms > 3600000)
-      rt_warn("XPJIT_DAEMON_TIMEOUT: '%s' is not a time in ms (1 to "
-              "3600000); %d is used", t, RT_DC_WAIT_MS);
-    else
+        ms > 3600000) {
+      if (xpj_env_first_complaint("XPJIT_DAEMON_TIMEOUT"))
+        rt_warn("XPJIT_DAEMON_TIMEOUT: '%.64s' is not a time in ms (1 to "
+                "3600000); %d is used", t, RT_DC_WAIT_MS);
+    } else {
       dc->wait_ms = ms;
+    }
   }
   char path[sizeof dc->path];
+  bool env = !strcmp(what, "XPJIT_DAEMON");
   if (!xpd_setting_path(setting, path, sizeof path)) {
-    rt_warn("%s: socket path too long; the daemon is not used", what);
+    if (!env || xpj_env_first_complaint("XPJIT_DAEMON"))
+      rt_warn("%s: socket path too long; the daemon is not used", what);
+    dc->mode = RT_DC_OFF;
+    return;
+  }
+  /* a relative path would depend on the working directory: a typo of
+   * "auto" or "off" more likely than a socket */
+  if (path[0] && path[0] != '/') {
+    if (!env || xpj_env_first_complaint("XPJIT_DAEMON"))
+      rt_warn("%s=%.64s is not auto, off or an absolute socket path; the "
+              "daemon is not used", what, setting);
     dc->mode = RT_DC_OFF;
     return;
   }
@@ -519,6 +532,11 @@ static xpj_status open_tier(rt_cc *cc, const xpj_context_desc *desc,
                "xpj_context_desc.daemon");
   else
     rt_dc_init(dc, getenv("XPJIT_DAEMON"), "XPJIT_DAEMON");
+  if (dc->mode == RT_DC_OFF) { /* no tier: the walk says "daemon off" */
+    rt_dc_fini(dc);
+    free(dc);
+    dc = NULL;
+  }
   *state = dc;
   return XPJ_OK;
 }
@@ -540,6 +558,7 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
                     ob->l2 ? xpj_cache_path(ob->l2) : NULL, &dk, &f->dpay,
                     &f->same_cache);
   f->fell_back = r < 0;
+  f->absent = r == 0;
   xpj_cache_counters d = {0};
   d.daemon_hits = r == 1;
   d.daemon_fallbacks = r < 0;

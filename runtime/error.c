@@ -70,7 +70,7 @@ static void deliver(const char *msg) {
   if (fn)
     fn(ud, msg);
   else
-    fprintf(stderr, "xpjit: warning: %s\n", msg);
+    xpj_log_warning(msg);
 }
 
 /* Warnings raised while this thread builds a first-level entry are held

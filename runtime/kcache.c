@@ -353,10 +353,9 @@ static xpj_status load_on_device(rt_obtain *ob, const xpj_cache_value *v,
   xpj_device *dev = ob->rq->dev;
   const char *entry = v->entry;
   const rt_backend_ops *ops = dev->ops;
-  const char *env = getenv("XPJIT_NATIVE_CACHE"); /* "off": portable only */
   bool nat = l2 && dev->native_id[0] && ops->native_get && ops->native_load &&
              xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_OFF &&
-             !(env && (!strcmp(env, "off") || !strcmp(env, "0")));
+             xpj_env_bool("XPJIT_NATIVE_CACHE", 1) != 0; /* off: portable */
   char ntarget[2048];
   xpj_cache_key nk = *key;
   if (nat) {
@@ -431,7 +430,9 @@ static int64_t failure_ttl_ms(void) {
   const char *e = getenv("XPJIT_FAILURE_TTL");
   int64_t ms = 10 * 60 * 1000;
   if (e && *e && xpj_cache_parse_duration(e, &ms) != XPJ_OK) {
-    rt_warn("XPJIT_FAILURE_TTL=%s: %s; using 10m", e, xpj_cache_last_error());
+    if (xpj_env_first_complaint("XPJIT_FAILURE_TTL"))
+      rt_warn("XPJIT_FAILURE_TTL=%.64s: %s; using 10m", e,
+              xpj_cache_last_error());
     ms = 10 * 60 * 1000;
   }
   return ms;
@@ -481,6 +482,70 @@ static xpj_status compile_here(rt_obtain *ob, fetched *f) {
   return XPJ_OK;
 }
 
+/* ---- the log (XPJIT_LOG=info) ---- */
+
+static const char *const origin_words[] = {
+    "compiled", "memory", "the cache file", "a bundle", "the daemon",
+    "Redis"};
+
+/* What each tier said about a request: "disk miss, bundles none, ...". */
+static void tiers_said(const rt_obtain *ob, char *buf, size_t size) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (unsigned i = 0; i < RT_NTIERS && len < size; i++) {
+    bool on = i == RT_TIER_disk ? ob->l2 && xpj_cache_mode_of(ob->l2) !=
+                                               XPJ_CACHE_MODE_OFF
+                                : ob->cc->tier_state[i] != NULL;
+    const char *what = !on                                 ? "none"
+                       : ob->asked[i] == RT_ASKED_FELL_BACK ? "could not serve"
+                       : ob->asked[i] == RT_ASKED_ABSENT
+                           ? (i == RT_TIER_daemon ? "not running" : "none")
+                       : ob->asked[i] == RT_ASKED_MISS      ? "miss"
+                                                            : "not asked";
+    int w = snprintf(buf + len, size - len, "%s%s %s", len ? ", " : "",
+                     tiers[i]->name, what);
+    if (w < 0)
+      break;
+    len += (size_t)w;
+  }
+}
+
+/* One line per kernel a context obtained other than from its first
+ * level: what, for which device, from where, how long, its key; and for
+ * a compile, why (each tier's answer). */
+static void log_obtained(const rt_obtain *ob, const fetched *f,
+                         xpj_status st, uint64_t t0_ns) {
+  xpj_log_level l = st != XPJ_OK ? XPJ_LOG_ERROR : XPJ_LOG_INFO;
+  if (!xpj_log_on(l))
+    return;
+  const rt_request *rq = ob->rq;
+  double ms = (double)(rt_now_ns() - t0_ns) / 1e6;
+  char what[512];
+  char nd[24] = "";
+  if (rq->ndim)
+    snprintf(nd, sizeof nd, " ndim %u", rq->ndim);
+  snprintf(what, sizeof what, "kernel %s%s%s%s%s for %s", rq->kernel,
+           rq->dtypes && *rq->dtypes ? " (" : "", rq->dtypes ? rq->dtypes : "",
+           rq->dtypes && *rq->dtypes ? ")" : "", nd,
+           rq->dev ? rq->dev->id : rq->target_str);
+  char said[256];
+  tiers_said(ob, said, sizeof said);
+  const char *from = (unsigned)f->origin < sizeof origin_words /
+                                               sizeof *origin_words
+                         ? origin_words[f->origin]
+                         : "?";
+  if (st != XPJ_OK)
+    xpj_log(l, "%s: failed after %.2f ms (%s): %s [key %.16s; %s]", what, ms,
+            f->origin == XPJ_ORIGIN_COMPILED ? "compiled here" : from,
+            xpj_last_error(), ob->digest, said);
+  else if (f->origin == XPJ_ORIGIN_COMPILED)
+    xpj_log(l, "%s: compiled in %.2f ms (compile %.2f ms) [key %.16s; %s]",
+            what, ms, f->v.compile_ms, ob->digest, said);
+  else
+    xpj_log(l, "%s: from %s in %.2f ms [key %.16s]", what, from, ms,
+            ob->digest);
+}
+
 /* Finds the binary in the first tier in [from, to) of the given kinds
  * that has it: true and f->tier set. */
 static bool walk(rt_obtain *ob, unsigned from, unsigned to, unsigned kinds,
@@ -493,6 +558,9 @@ static bool walk(rt_obtain *ob, unsigned from, unsigned to, unsigned kinds,
       return true;
     }
     bool fell_back = f->fell_back; /* the daemon could not serve */
+    ob->asked[i] = fell_back   ? RT_ASKED_FELL_BACK
+                   : f->absent ? RT_ASKED_ABSENT
+                               : RT_ASKED_MISS;
     rt_fetched_clear(f);
     f->fell_back = fell_back;
     /* its worker may have died holding the request's cluster-wide lock,
@@ -748,6 +816,7 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
                         xpj_kernel_origin *from) {
   rt_cc *cc = &ctx->cc;
   xpj_device *dev = rq->dev;
+  uint64_t t0 = rt_now_ns();
   *out = NULL;
   *from = XPJ_ORIGIN_MEMORY;
   char code[65], digest[65];
@@ -787,6 +856,11 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
     cc->counters.l1_hits++;
     st = e->state == RT_L1_READY ? XPJ_OK : rt_err_str(e->status, e->msg);
     pthread_mutex_unlock(&cc->mu);
+    if (xpj_log_on(XPJ_LOG_DEBUG))
+      xpj_log(XPJ_LOG_DEBUG, "kernel %s (ndim %u) for %s: from memory (%s) "
+              "[key %.16s]", rq->kernel, rq->ndim,
+              dev ? dev->id : rq->target_str,
+              st == XPJ_OK ? "loaded" : "a remembered failure", digest);
     if (st == XPJ_OK)
       *out = e;
     free(alias);
@@ -838,6 +912,10 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
                f.origin != XPJ_ORIGIN_COMPILED) {
       /* the device refused a binary a cache, bundle or daemon handed us:
        * drop it where it came from, and compile here instead */
+      xpj_log(XPJ_LOG_INFO, "kernel %s for %s: the device refused the "
+              "binary from %s (%s); compiling here", rq->kernel,
+              dev ? dev->id : rq->target_str,
+              origin_words[f.origin < 6 ? f.origin : 0], xpj_last_error());
       drop_refused(&ob, &f);
       rt_fetched_clear(&f);
       st = compile_here(&ob, &f);
@@ -847,6 +925,7 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
   }
   if (!by_alias)
     write_back(&ob, &f);
+  log_obtained(&ob, &f, st, t0);
   if (!by_alias || st == XPJ_OK) /* (else the whole way counts it) */
     count(cc, l2, &f);
   /* the way here from what the caller gave, for the next process */

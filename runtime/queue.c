@@ -497,8 +497,7 @@ static bool stack_left_enough(void) {
 
 static bool help_off;
 static void read_help_env(void) {
-  const char *e = getenv("XPJIT_QUEUE_HELP");
-  help_off = e && !strcmp(e, "0");
+  help_off = xpj_env_bool("XPJIT_QUEUE_HELP", 1) == 0;
 }
 
 static bool help_ok(const xpj_queue *q) {

@@ -12,6 +12,7 @@
 #ifndef XPJ_RT_H
 #define XPJ_RT_H
 
+#include "env.h" /* XPJIT_* variables, XPJIT_LOG */
 #include "xpjit.h"
 #include "xpjit_codegen.h"
 

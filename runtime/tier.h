@@ -41,7 +41,12 @@ typedef struct rt_obtain {
    * files (kcache.c, fetch): a tier answers only with what it has at
    * once, takes no lock, waits for nobody and starts no compile */
   bool peek;
+  /* what each tier said, for the log: 0 not asked, RT_ASKED_MISS,
+   * RT_ASKED_FELL_BACK (a daemon that was there and could not serve),
+   * RT_ASKED_ABSENT (no daemon listens, or it is being backed off from) */
+  uint8_t asked[RT_NTIERS];
 } rt_obtain;
+enum { RT_ASKED_MISS = 1, RT_ASKED_FELL_BACK = 2, RT_ASKED_ABSENT = 3 };
 
 /* A compiled kernel on its way to the first level, or to a daemon's
  * client: the record every tier reads and writes (v, as the store keeps
@@ -57,6 +62,8 @@ typedef struct fetched {
   bool cacheable;        /* a fact about the inputs: may be stored */
   bool same_cache;       /* the daemon stored it in our cache file */
   bool fell_back;        /* a daemon was there and could not serve */
+  bool absent;           /* nothing to ask: no bundle loaded, no daemon
+                            listening (for the log) */
   bool loaded;           /* on the device (or copied, dev NULL) */
   char *msg;             /* the failure's message, for the first level */
   xpj_cache_entry ce;

@@ -204,6 +204,7 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
   bundles *list = state;
   if (!list)
     return false;
+  f->absent = !atomic_load_explicit(&list->head, memory_order_acquire);
   for (rt_bundle *b = atomic_load_explicit(&list->head, memory_order_acquire);
        b; b = atomic_load_explicit(&b->next, memory_order_acquire))
     if (xpj_cache_get(b->cache, ob->key, &f->ce) == XPJ_OK) {

@@ -135,5 +135,38 @@ fi
 expect 0 env XPJIT_COMPILE_MEMORY_LIMIT=lots "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu -o "$tmp/x"
 grep -q "warning: XPJIT_COMPILE_MEMORY_LIMIT=lots is not a size" "$tmp/err" || { echo "FAIL: no warning for a malformed memory limit"; fail=1; }
 expect 0 env XPJIT_COMPILE_MEMORY_LIMIT=256M "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target spirv -o "$tmp/x"
+# env: the table of XPJIT_* variables; docs/environment.md is its output,
+# and every "XPJIT_..." name the sources quote is in it
+expect 0 "$CLI" env
+grep -q '^XPJIT_CACHE_DIR' "$tmp/out" || { echo "FAIL: env lists no XPJIT_CACHE_DIR"; fail=1; }
+expect 0 env XPJIT_LOG=info "$CLI" env
+grep -q '^XPJIT_LOG=info$' "$tmp/out" || { echo "FAIL: env does not show XPJIT_LOG=info"; fail=1; }
+expect 1 env XPJIT_CACHEDIR=/x "$CLI" env
+grep -q 'XPJIT_CACHEDIR (did you mean XPJIT_CACHE_DIR?)' "$tmp/out" || { echo "FAIL: env does not name the typo"; fail=1; }
+expect 2 "$CLI" env --frob
+"$CLI" env --markdown --all > "$tmp/env.md"
+sed -n '/^<!-- generated: xpjit-cli env/,/^<!-- end of generated table/p' docs/environment.md |
+  sed '1d;$d' > "$tmp/env.doc"
+cmp -s "$tmp/env.md" "$tmp/env.doc" || {
+  echo "FAIL: docs/environment.md's table is not 'xpjit-cli env --markdown --all' (regenerate it)"
+  diff "$tmp/env.doc" "$tmp/env.md" | head -10; fail=1; }
+grep -rhoE --exclude=test_env.c '"XPJIT_[A-Z0-9_]+"' ir compiler runtime cache tools tests examples python bench |
+  tr -d '"' | sort -u | grep -vx XPJIT_0 > "$tmp/used"
+for v in $(cat "$tmp/used"); do
+  grep -q "^| \`$v\` " "$tmp/env.md" || { echo "FAIL: $v is read but not in ir/env.c's table"; fail=1; }
+done
+# XPJIT_LOG from a program: nothing but warnings by default, a line per
+# kernel at info, not even warnings at error
+EX=${CLI%/bin/xpjit-cli}/examples/saxpy
+if [ -x "$EX" ]; then
+  XPJIT_CACHE=off XPJIT_DAEMON=off XPJIT_CPU_THREADS=abc "$EX" >/dev/null 2>"$tmp/err"
+  grep -q "warning: XPJIT_CPU_THREADS=abc is not a number" "$tmp/err" || { echo "FAIL: no warning for XPJIT_CPU_THREADS=abc"; fail=1; }
+  ! grep -q "info:" "$tmp/err" || { echo "FAIL: info lines without XPJIT_LOG"; fail=1; }
+  XPJIT_LOG=info XPJIT_CACHE=off XPJIT_DAEMON=off "$EX" >/dev/null 2>"$tmp/err"
+  grep -q "^xpjit: info: kernel saxpy (T=f32) for cpu:0: compiled in .* \[key [0-9a-f]\{16\}; disk none, bundles none, daemon none, Redis none\]$" "$tmp/err" ||
+    { echo "FAIL: XPJIT_LOG=info: no line for saxpy's compile"; cat "$tmp/err"; fail=1; }
+  XPJIT_LOG=error XPJIT_CACHE=off XPJIT_DAEMON=off XPJIT_CPU_THREADS=abc "$EX" >/dev/null 2>"$tmp/err"
+  [ ! -s "$tmp/err" ] || { echo "FAIL: XPJIT_LOG=error printed:"; cat "$tmp/err"; fail=1; }
+fi
 [ $fail -eq 0 ] && echo "cli: all checks passed"
 exit $fail

@@ -4,6 +4,7 @@
  * errors in the input, 2 usage errors.
  */
 #include "cli.h"
+#include "env.h" /* the table of XPJIT_* variables */
 #include "xpjit.h"
 
 #include <stdbool.h>
@@ -40,6 +41,8 @@ static void usage_main(FILE *out) {
           "                       precompiled kernel bundles\n"
           "  daemon status|stats|stop [--json]\n"
           "                       the compile daemon xpjitd\n"
+          "  env [--all]          the XPJIT_* environment variables: set, "
+          "default, effect\n"
           "\n"
           "Run '%s COMMAND --help' for the options of a command.\n"
           "Exit status: 0 success, 1 errors in the input, 2 usage errors.\n",
@@ -714,6 +717,67 @@ done:
   return rc;
 }
 
+static void usage_env(FILE *out) {
+  fprintf(out,
+          "usage: %s env [--all] [--markdown]\n"
+          "\n"
+          "Lists the environment variables the library and xpjitd read, each\n"
+          "with its value here (or its default when unset) and its effect;\n"
+          "--all adds those of the Python package, the examples, the tools\n"
+          "and the tests. XPJIT_* names nothing reads (typos) are listed\n"
+          "last and make the exit status 1. --markdown prints the table of\n"
+          "docs/environment.md (every variable) instead.\n",
+          prog);
+}
+
+static int cmd_env(int argc, char **argv) {
+  bool all = false, md = false;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--all")) {
+      all = true;
+    } else if (!strcmp(argv[i], "--markdown")) {
+      md = true;
+    } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage_env(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "%s: env: unknown option '%s'\n", prog, argv[i]);
+      usage_env(stderr);
+      return EXIT_USAGE;
+    }
+  }
+  if (md) {
+    printf("| variable | default | values | effect | read by |\n"
+           "|---|---|---|---|---|\n");
+    for (size_t i = 0; i < xpj_env_nvars; i++) {
+      const xpj_env_var *v = &xpj_env_vars[i];
+      printf("| `%s` | %s | %s | %s | %s |\n", v->name, v->dflt, v->values,
+             v->effect, v->reader);
+    }
+    return 0;
+  }
+  for (size_t i = 0; i < xpj_env_nvars; i++) {
+    const xpj_env_var *v = &xpj_env_vars[i];
+    bool ours = !strcmp(v->reader, "library") || strstr(v->reader, "xpjitd");
+    if (!ours && !all)
+      continue;
+    const char *val = getenv(v->name);
+    if (val)
+      printf("%s=%s\n", v->name, val);
+    else
+      printf("%s (unset: %s)\n", v->name, v->dflt);
+    printf("    %s. Values: %s.%s%s\n", v->effect, v->values,
+           ours ? "" : " Read by: ", ours ? "" : v->reader);
+  }
+  char unknown[2048];
+  xpj_env_unknown(unknown, sizeof unknown);
+  if (*unknown) {
+    printf("not read by xpjit: %s\n", unknown);
+    return EXIT_INPUT;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage_main(stderr);
@@ -748,6 +812,8 @@ int main(int argc, char **argv) {
     return cli_bundle(argc - 2, argv + 2);
   if (strcmp(cmd, "daemon") == 0)
     return cli_daemon(argc - 2, argv + 2);
+  if (strcmp(cmd, "env") == 0)
+    return cmd_env(argc - 2, argv + 2);
   fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
   usage_main(stderr);
   return EXIT_USAGE;
