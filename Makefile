@@ -78,6 +78,11 @@ DAEMON_SRCS := tools/xpjitd.c tools/xpjitd_worker.c tools/xpjitd_progs.c
 # The compile server (compiler/cserver.c), found by the library beside
 # itself or its program: ../libexec/xpjit/xpjit-cc.
 CSERVER  := $(BUILD)/libexec/xpjit/xpjit-cc
+# Man pages from docs/man/*.scd (scdoc, from Debian); xpjit(7)'s list of
+# variables is the CLI's table (ir/env.c). Left out, with a note, where
+# scdoc is missing.
+SCDOC ?= $(shell command -v scdoc 2>/dev/null)
+MANS := $(if $(SCDOC),$(BUILD)/man/xpjit-cli.1 $(BUILD)/man/xpjitd.8 $(BUILD)/man/xpjit.7)
 EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
@@ -90,7 +95,10 @@ PYTHON_CONFIG ?= $(shell command -v python3-config 2>/dev/null)
 PY_FAST := $(if $(PYTHON_CONFIG),python/xpjit/_fast$(shell $(PYTHON_CONFIG) --extension-suffix))
 
 all: $(LIB_A) $(LIB_SO_V) $(LIB_SO0) $(LIB_SO) $(LLVM_A) $(LLVM_SO) $(SPIRV_SO) $(CLI) $(DAEMON) $(CSERVER) $(BUILD)/lib/xpjit.pc \
-     $(BUILD)/lib/xpjit-uninstalled.pc $(EXAMPLES) $(PY_FAST)
+     $(BUILD)/lib/xpjit-uninstalled.pc $(EXAMPLES) $(PY_FAST) $(MANS)
+ifeq ($(SCDOC),)
+	@echo "note: no scdoc (sh tools/deps.sh installs it): man pages not built"
+endif
 
 
 ifneq ($(PY_FAST),)
@@ -170,6 +178,19 @@ $(CSERVER): tools/xpjit-cc.c compiler/worker.h $(LIB_INT) $(LLVM_A)
 $(BUILD)/examples/%: examples/%.c $(LIB_A) include/xpjit.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(SAN) -Iinclude -o $@ $< $(LIB_A) $(CORE_LIBS)
+
+$(BUILD)/man/%: docs/man/%.scd
+	@mkdir -p $(dir $@)
+	$(SCDOC) < $< > $@
+
+$(BUILD)/man/xpjit.7: docs/man/xpjit.7.scd.in tools/env2scd.awk $(CLI)
+	@mkdir -p $(dir $@)
+	{ cat docs/man/xpjit.7.scd.in && \
+	  $(CLI) env --markdown --all | awk -f tools/env2scd.awk && \
+	  printf '# SEE ALSO\n\n*xpjit-cli*(1), *xpjitd*(8); docs/environment.md in the source tree.\n'; \
+	} > $@.scd
+	$(SCDOC) < $@.scd > $@
+	rm -f $@.scd
 
 $(BUILD)/lib/xpjit.pc: tools/xpjit.pc.in Makefile
 	@mkdir -p $(dir $@)
@@ -342,6 +363,12 @@ install: all
 	install -m 755 $(CLI) $(DAEMON) $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/libexec/xpjit
 	install -m 755 $(CSERVER) $(DESTDIR)$(PREFIX)/libexec/xpjit/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 644 tools/completion/xpjit-cli.bash \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/xpjit-cli
+	for m in $(MANS); do s=$${m##*.}; \
+	  install -d $(DESTDIR)$(PREFIX)/share/man/man$$s && \
+	  install -m 644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/ || exit 1; done
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/user
 	install -m 644 tools/systemd/xpjitd.socket $(DESTDIR)$(PREFIX)/lib/systemd/user/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' tools/systemd/xpjitd.service.in \

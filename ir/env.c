@@ -106,7 +106,7 @@ const xpj_env_var xpj_env_vars[] = {
     {"XPJIT_TEST_ZE_NATIVE", "unset", "1", "test_ze's native-binary cases", "tests"},
     {"XPJIT_REQUIRE_SPIRV", "unset", "1", "make test fails where the OpenCL runtime is missing (CI)", "tests"},
     {"XPJIT_REQUIRE_PYTHON", "unset", "1", "make test fails where Python, NumPy, pytest or pyarrow is missing (CI)", "tests"},
-    {"XPJIT_REQUIRE_CMAKE", "unset", "1", "tests/install.sh fails where cmake is missing (CI)", "tests"},
+    {"XPJIT_REQUIRE_TOOLS", "unset", "1", "tests/install.sh fails where cmake or scdoc is missing (CI)", "tests"},
 };
 const size_t xpj_env_nvars = sizeof xpj_env_vars / sizeof *xpj_env_vars;
 
@@ -227,6 +227,9 @@ void xpj_env_unknown(char *buf, size_t size) {
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 static xpj_log_level log_level = XPJ_LOG_WARN;
+/* XPJIT_LOG unset: warnings only. Errors are the caller's to report (each
+ * failing call returns one); a log of them is asked for. */
+static bool log_errors;
 static int log_fd = -1; /* XPJIT_LOG_FILE, or -1: stderr */
 static char log_problem[256];
 
@@ -234,6 +237,7 @@ static void log_init(void) {
   static const char *const names[] = {"off", "error", "warn", "info", "debug",
                                       "warning", "0", NULL};
   int i = xpj_env_word("XPJIT_LOG", names);
+  log_errors = i >= 1 && i != 6;
   if (i >= 0 && i <= 4)
     log_level = (xpj_log_level)i;
   else if (i == 5)
@@ -299,7 +303,7 @@ static void log_line(xpj_log_level l, const char *msg) {
 }
 
 void xpj_log(xpj_log_level l, const char *fmt, ...) {
-  if (l == XPJ_LOG_OFF || !xpj_log_on(l))
+  if (l == XPJ_LOG_OFF || !xpj_log_on(l) || (l == XPJ_LOG_ERROR && !log_errors))
     return;
   char msg[1800];
   va_list ap;

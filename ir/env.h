@@ -68,7 +68,8 @@ static inline bool xpj_log_on(xpj_log_level l) {
   return l <= xpj_log_level_now();
 }
 /* One line "xpjit: LEVEL: MESSAGE" on stderr, or with the time and the
- * process id in XPJIT_LOG_FILE; nothing when l is above XPJIT_LOG. Each
+ * process id in XPJIT_LOG_FILE; nothing when l is above XPJIT_LOG, and
+ * errors only when XPJIT_LOG is set (unset: warnings only). Each
  * line is one write(), so the lines of many processes sharing one file
  * do not mix. */
 void xpj_log(xpj_log_level l, const char *fmt, ...)

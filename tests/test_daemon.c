@@ -2866,6 +2866,64 @@ static void test_idle_and_shutdown(void **state) {
   assert_int_equal(lstat(d.sock, &sb), -1);
 }
 
+/* A datagram from ns within ms into buf ("" when none came). */
+static void recv_notify(int ns, char *buf, size_t size, unsigned ms) {
+  buf[0] = 0;
+  struct pollfd p = {ns, POLLIN, 0};
+  if (poll(&p, 1, (int)ms) == 1) {
+    ssize_t n = recv(ns, buf, size - 1, 0);
+    buf[n > 0 ? n : 0] = 0;
+  }
+}
+
+/* systemd's readiness protocol (Type=notify): READY=1 once it serves,
+ * STOPPING=1 on SIGTERM; the socket as a path and in the abstract
+ * namespace; a malformed NOTIFY_SOCKET is a warning in the log, not a
+ * failure; workers do not inherit it. */
+static void test_sd_notify(void **state) {
+  (void)state;
+  for (int abstract = 0; abstract < 2; abstract++) {
+    dmn d;
+    dmn_init(&d, abstract ? "na" : "np");
+    make_dir(&d);
+    int ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    assert_true(ns >= 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    char name[120];
+    snprintf(name, sizeof name, "%s%s/notify%d", abstract ? "@" : "", base,
+             abstract);
+    assert_true(strlen(name) < sizeof a.sun_path);
+    memcpy(a.sun_path, name, strlen(name));
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+                                strlen(name) + !abstract);
+    if (abstract)
+      a.sun_path[0] = 0;
+    assert_int_equal(bind(ns, (struct sockaddr *)&a, len), 0);
+    setenv("NOTIFY_SOCKET", name, 1);
+    dmn_spawn(&d, NULL, NULL);
+    unsetenv("NOTIFY_SOCKET");
+    char buf[256];
+    recv_notify(ns, buf, sizeof buf, 20000);
+    assert_non_null(strstr(buf, "READY=1"));
+    assert_true(ping_once(d.sock)); /* ready means serving */
+    kill(d.pid, SIGTERM);
+    recv_notify(ns, buf, sizeof buf, 10000);
+    assert_non_null(strstr(buf, "STOPPING=1"));
+    assert_int_equal(dmn_exit(&d, 10000), 0);
+    close(ns);
+  }
+  /* not a path or @name: it serves all the same, and says why not */
+  dmn d;
+  dmn_init(&d, "nb");
+  make_dir(&d);
+  setenv("NOTIFY_SOCKET", "relative/notify", 1);
+  dmn_start(&d, NULL, NULL);
+  unsetenv("NOTIFY_SOCKET");
+  assert_true(ping_once(d.sock));
+  assert_non_null(strstr(slurp(d.log), "NOTIFY_SOCKET=relative/notify is "
+                                       "not a socket path"));
+}
+
 /* What one daemon compiled, the next finds in the cache file. */
 static void test_cache_across_restart(void **state) {
   (void)state;
@@ -2923,6 +2981,7 @@ int main(void) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGALRM, watchdog);
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_sd_notify, setup, teardown),
       cmocka_unit_test_setup_teardown(test_truncated_frames, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_bad_headers, setup, teardown),

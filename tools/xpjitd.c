@@ -42,6 +42,7 @@
 #include <nettle/sha2.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2553,10 +2554,51 @@ static unsigned compiles_running(void) {
   return n;
 }
 
+/* ---- systemd's readiness protocol (sd_notify, without libsystemd) ----
+ * NOTIFY_SOCKET names a datagram socket (a path, or "@name" in the
+ * abstract namespace) that takes "READY=1" once the daemon listens and
+ * serves, and "STOPPING=1" when it begins to stop (Type=notify in
+ * xpjitd.service). Read once and removed from the environment, so that
+ * workers cannot speak for the daemon. */
+static struct sockaddr_un notify_addr;
+static socklen_t notify_len;
+
+static void notify_init(void) {
+  const char *e = getenv("NOTIFY_SOCKET");
+  size_t n = e ? strlen(e) : 0;
+  if (n >= 2 && n < sizeof notify_addr.sun_path &&
+      (e[0] == '/' || e[0] == '@')) {
+    notify_addr.sun_family = AF_UNIX;
+    memcpy(notify_addr.sun_path, e, n);
+    if (e[0] == '@')
+      notify_addr.sun_path[0] = 0;
+    notify_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n +
+                             (e[0] == '/'));
+  } else if (e && *e) {
+    LOG_W("NOTIFY_SOCKET=%.100s is not a socket path or @name: systemd is "
+          "not told when the daemon is ready", e);
+  }
+  unsetenv("NOTIFY_SOCKET");
+}
+
+static void notify(const char *state) {
+  if (!notify_len)
+    return;
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 ||
+      sendto(fd, state, strlen(state), MSG_NOSIGNAL,
+             (const struct sockaddr *)&notify_addr, notify_len) < 0)
+    LOG_W("NOTIFY_SOCKET: cannot tell systemd '%s': %s", state,
+          strerror(errno));
+  if (fd >= 0)
+    close(fd);
+}
+
 static void begin_shutdown(const char *why) {
   if (shutting_down)
     return;
   shutting_down = true;
+  notify("STOPPING=1");
   shutdown_at = xpd_now_ms();
   LOG_I("shutting down (%s): %u compiles running, %u queued", why,
         compiles_running(), clients.queued);
@@ -3026,6 +3068,7 @@ int main(int argc, char **argv) {
     }
   }
   reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  notify_init();
   signal(SIGPIPE, SIG_IGN);
   sigset_t ss;
   sigemptyset(&ss);
@@ -3076,6 +3119,7 @@ int main(int argc, char **argv) {
         cfg.socket, versions, cfg.workers, cfg.client_compiles,
         cfg.parse_threads,
         cache_on ? xpj_cache_path(l2) : "off", problem);
+  notify("READY=1\nSTATUS=serving");
 
   uint64_t last_check = 0, idle_since = xpd_now_ms();
   int exit_code = 0;

@@ -92,6 +92,12 @@ class ndarray:
     the address of element 0. Basic indexing (slices, integers, ...,
     None) gives views; .get() copies to NumPy."""
 
+    @property
+    def ptr(self):
+        """The address of element 0 (read-only: launches trust it to lie in
+        the array's memory)."""
+        return self._ptr
+
     def __init__(self, shape, dtype=np.float32, device=None, kind=None,
                  strides=None, _mem=None, _ptr=None):
         try:
@@ -126,7 +132,7 @@ class ndarray:
             strides = None
         self._mem = _mem
         self._host = getattr(_mem, "host", False)
-        self.ptr = _ptr  # element 0
+        self._ptr = _ptr  # element 0 (read-only: .ptr)
         # for the C launch path (_fast.c): the element type's code and the
         # device's handle
         self._code = _lib.SCALAR[scalar_name(self.dtype)]
@@ -262,7 +268,8 @@ class ndarray:
         """Copies a NumPy array (or anything np.asarray takes) of this
         shape into this contiguous array."""
         q = self._queue(queue)
-        a = np.ascontiguousarray(arr, dtype=self.dtype)
+        # (np.ascontiguousarray would make a 0-d array 1-d)
+        a = np.require(np.asarray(arr, dtype=self.dtype), requirements="C")
         if a.shape != self.shape:
             raise InvalidArgumentError("shape %r does not match the array's "
                                        "%r" % (a.shape, self.shape))

@@ -735,7 +735,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fast", NULL, -1,
 PyMODINIT_FUNC PyInit__fast(void) {
   s_hv = PyUnicode_InternFromString("_hv");
   s_dv = PyUnicode_InternFromString("_dv");
-  s_ptr = PyUnicode_InternFromString("ptr");
+  s_ptr = PyUnicode_InternFromString("_ptr"); /* ndarray.ptr's value */
   s_shape = PyUnicode_InternFromString("shape");
   s_strides = PyUnicode_InternFromString("strides");
   s_code = PyUnicode_InternFromString("_code");

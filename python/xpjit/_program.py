@@ -210,9 +210,16 @@ def _explicit(kernel, dtypes, consts):
     bound = {}
     if dtypes is not None:
         if isinstance(dtypes, str):
+            # as the C API takes it: "T=f32,U=i64" or "f32,i64", no empty
+            # item (a trailing comma is a typo, not nothing)
             items = []
-            for i, part in enumerate(p for p in dtypes.split(",") if p):
+            parts = dtypes.split(",") if dtypes.strip() else []
+            for i, part in enumerate(parts):
                 k, eq, v = part.partition("=")
+                if not part.strip() or (eq and not (k.strip() and v.strip())):
+                    raise SpecializationError(
+                        "malformed dtypes %r: an empty item or binding"
+                        % (dtypes,))
                 items.append((k.strip(), v.strip()) if eq else (i, k.strip()))
         elif isinstance(dtypes, dict):
             items = list(dtypes.items())
@@ -230,6 +237,10 @@ def _explicit(kernel, dtypes, consts):
                 raise SpecializationError("kernel %s takes %d type "
                                           "parameters" % (kernel.name,
                                                           len(kernel.tparams)))
+            if k in bound:
+                raise SpecializationError(
+                    "kernel %s: type parameter '%s' bound twice"
+                    % (kernel.name, kernel.tparams[k]))
             try:
                 bound[k] = scalar_name(v)
             except ValueError as e:
@@ -623,7 +634,7 @@ def _fill_array(spec, i, a):
         v.data = a.ctypes.data if a.size else (a.ctypes.data or it)
         host = True
     else:
-        v.data = a.ptr
+        v.data = a._ptr
         host = a._host
     if a.ndim > _lib.MAX_RANK:
         raise InvalidArgumentError(
@@ -661,7 +672,10 @@ def _fill_scalar(spec, i, a):
         a = a[()]
     if isinstance(a, np.generic):
         src = a.dtype
-        if not np.can_cast(src, numpy_dtype(name), "same_kind") and not (
+        # bf16's NumPy stand-in is its bit pattern (uint16): as a value it
+        # is a float, which takes NumPy's floats and integers
+        tgt = np.dtype(np.float32) if name == "bf16" else numpy_dtype(name)
+        if not np.can_cast(src, tgt, "same_kind") and not (
                 src.kind in "iub" and name not in ("bool",)):
             raise InvalidArgumentError(
                 "kernel %s: argument %d '%s' is %s, given a %s" % (
