@@ -336,7 +336,7 @@ static void backoff_locked(rt_dc *dc) {
  * most); -1 when there is no daemon (*tried false), while backing off
  * from it, or when none is to be had (then the next try waits a while). */
 static int take_conn(rt_dc *dc, uint64_t deadline, bool *reused,
-                     bool *tried) {
+                     bool *tried, char *why, size_t why_size) {
   *tried = false;
   *reused = false;
   pthread_mutex_lock(&dc->mu);
@@ -348,6 +348,8 @@ static int take_conn(rt_dc *dc, uint64_t deadline, bool *reused,
   }
   uint64_t now = xpd_now_ms();
   if (now < dc->retry_ms) {
+    snprintf(why, why_size, "backing off after a failure, %llu ms more",
+             (unsigned long long)(dc->retry_ms - now));
     pthread_mutex_unlock(&dc->mu);
     return -1;
   }
@@ -372,6 +374,8 @@ static int take_conn(rt_dc *dc, uint64_t deadline, bool *reused,
                                                : 1;
   int fd = xpd_connect(dc->path, greet, err, sizeof err, &wp, &wl);
   bool ok = fd >= 0;
+  if (!ok)
+    snprintf(why, why_size, "%s", err);
   char cache[sizeof dc->daemon_cache] = "";
   uint64_t proto = 0, caps = 0;
   if (ok) {
@@ -387,6 +391,9 @@ static int take_conn(rt_dc *dc, uint64_t deadline, bool *reused,
          proto == XPD_VERSION && (caps & XPD_CAP_GET) &&
          !strcmp(vers, versions());
     if (!ok) {
+      snprintf(why, why_size, "its greeting does not match (protocol %llu, "
+               "this process speaks %d; or another xpjit or LLVM version)",
+               (unsigned long long)proto, XPD_VERSION);
       close(fd);
       fd = -1;
     }
@@ -419,7 +426,7 @@ static void give_conn(rt_dc *dc, int fd) {
  * not serve, or not before the deadline (the caller goes on). */
 static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
               const char *l2_path, xpd_kernel *k, uint8_t **payload,
-              bool *same_cache) {
+              bool *same_cache, char *why, size_t why_size) {
   const rt_source *src = &rq->src;
   const char *kernel = rq->kernel, *dtypes = rq->dtypes;
   const char *tstr = rq->target_str;
@@ -460,12 +467,14 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
   bool served = false, tried = false, answered = false, late = false;
   for (int attempt = 0; attempt < 2 && !served; attempt++) {
     bool reused, t;
-    int fd = take_conn(dc, deadline, &reused, &t);
+    int fd = take_conn(dc, deadline, &reused, &t, why, why_size);
     tried = tried || t || reused;
     if (fd < 0)
       break;
     uint64_t now = xpd_now_ms();
     if (now >= deadline) { /* the greeting took it all */
+      snprintf(why, why_size, "its greeting took all of %llu ms",
+               (unsigned long long)wait);
       late = true;
       give_conn(dc, fd);
       break;
@@ -486,6 +495,16 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
       give_conn(dc, fd);
       break;
     }
+    if (e != XPD_E_OK)
+      snprintf(why, why_size, "%s (%s)", xpd_err_str(e), err);
+    else if (h.op == XPD_ERROR)
+      snprintf(why, why_size, "it answered with an error");
+    else if (h.op == XPD_KERNEL && k->transient)
+      snprintf(why, why_size, "a transient failure (%s)",
+               xpj_status_name((xpj_status)k->status));
+    else
+      snprintf(why, why_size, "an answer it should not have given (op %u)",
+               (unsigned)h.op);
     free(pl);
     /* an answer that says "compile it yourself" (an ERROR, a transient
      * failure) leaves the connection usable */
@@ -496,6 +515,8 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
     /* no answer by the deadline: the reply may still come, so this
      * connection is not used again */
     if (e == XPD_E_SHORT && xpd_now_ms() >= deadline) {
+      snprintf(why, why_size, "no answer within %llu ms "
+               "(XPJIT_DAEMON_TIMEOUT)", (unsigned long long)wait);
       late = true;
       break;
     }
@@ -553,10 +574,14 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
   rt_dc *dc = state;
   if (!dc || dc->mode == RT_DC_OFF || ob->peek) /* it may compile */
     return false;
-  xpd_kernel dk;
+  xpd_kernel dk = {0};
+  char why[600] = "";
   int r = rt_dc_get(dc, ob->rq, ob->digest,
                     ob->l2 ? xpj_cache_path(ob->l2) : NULL, &dk, &f->dpay,
-                    &f->same_cache);
+                    &f->same_cache, why, sizeof why);
+  if (r < 0)
+    xpj_log(XPJ_LOG_INFO, "kernel %s: the daemon at %s could not serve: %s",
+            ob->rq->kernel, dc->path, why[0] ? why : "no reason given");
   f->fell_back = r < 0;
   f->absent = r == 0;
   xpj_cache_counters d = {0};

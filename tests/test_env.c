@@ -11,7 +11,9 @@
 #include "env.h"
 #include "xpjit.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 static char dir[256], logpath[300];
 
@@ -116,13 +118,14 @@ static unsigned warnings_about(const char *name) {
 static const char *src = "kernel k(x: global i32[]) range {"
                          " x[global_id(0)] = 5; }";
 
-/* A context on cache file db (NULL: off) that runs k on the CPU. */
-static void run_k(const char *db) {
+/* A context on cache file db (NULL: off) and daemon (NULL: off) that
+ * runs k on the CPU. */
+static void run_k_daemon(const char *db, const char *daemon) {
   xpj_context_desc d = {.cache_mode = db ? XPJ_CACHE_MODE_DEFAULT
                                          : XPJ_CACHE_MODE_OFF,
                         .cache_path = db,
                         .no_env_bundles = 1,
-                        .daemon = "off"};
+                        .daemon = daemon ? daemon : "off"};
   xpj_context *ctx;
   xpj_device *dev;
   xpj_queue *q;
@@ -147,6 +150,8 @@ static void run_k(const char *db) {
   xpj_queue_destroy(q);
   xpj_context_destroy(ctx);
 }
+
+static void run_k(const char *db) { run_k_daemon(db, NULL); }
 
 static void test_bad_values_once(void **state) {
   (void)state;
@@ -241,6 +246,31 @@ static void test_log_file(void **state) {
    * one (once): three compiles, and the cache file's hits */
   assert_true(compiled >= 1);
   assert_true(cached >= 1);
+
+  /* a daemon that cannot serve (a socket nobody listens on): the
+   * fallback and its cause, and the compile's "daemon could not serve" */
+  char sock[300];
+  snprintf(sock, sizeof sock, "%s/dead.sock", dir);
+  int s = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  assert_true(strlen(sock) < sizeof a.sun_path);
+  memcpy(a.sun_path, sock, strlen(sock));
+  assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+  close(s); /* the file stays: a stale socket */
+  run_k_daemon(NULL, sock);
+  f = fopen(logpath, "r");
+  assert_non_null(f);
+  bool cause = false, said = false;
+  while (fgets(line, sizeof line, f)) {
+    cause = cause || (strstr(line, "info: kernel k: the daemon at ") &&
+                      strstr(line, "could not serve: ") &&
+                      strstr(line, "refused"));
+    said = said || (strstr(line, "compiled in") &&
+                    strstr(line, "daemon could not serve"));
+  }
+  fclose(f);
+  assert_true(cause);
+  assert_true(said);
   /* warnings go to the handler when there is one, else to the log */
   xpj_log_warning("a test warning");
   f = fopen(logpath, "r");
