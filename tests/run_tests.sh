@@ -89,6 +89,7 @@ step cache_cli sh tests/cache_cli.sh
 step mpi_redis sh tests/mpi_redis.sh
 step daemon_cli sh tests/daemon_cli.sh
 step daemon_redis sh tests/daemon_redis.sh
+step daemon_sandbox sh tests/daemon_sandbox.sh
 step spec_examples sh tests/spec_examples.sh
 step install sh tests/install.sh
 step cxx_headers sh tests/cxx.sh
