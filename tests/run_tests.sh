@@ -84,6 +84,7 @@ else
   echo "=== skipped: the Python package's tests (no python3 with numpy and pytest; sh tools/deps.sh installs them)"
 fi
 step golden sh tests/run_golden.sh
+step docs_check sh tests/docs_check.sh
 step cli sh tests/cli.sh
 step cache_cli sh tests/cache_cli.sh
 step mpi_redis sh tests/mpi_redis.sh
