@@ -32,7 +32,10 @@ CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC \
 CORE_LIBS = -lsqlite3 -lnettle -lhiredis -lpthread -ldl -lm $(LDLIBS)
 # SPIRV-Tools is C++: only in the plugins (compiler/spirv_check.h)
 SPIRV_LIBS = -lSPIRV-Tools -lstdc++
-LLVM_LIBS = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lLLVM-22
+# The rpath finds libLLVM where llvm-config says; Debian's package also
+# puts it on the loader's path, so its build (debian/rules) leaves it out.
+LLVM_RPATH ?= -Wl,-rpath,$(LLVM_LIBDIR)
+LLVM_LIBS = -L$(LLVM_LIBDIR) $(LLVM_RPATH) -lLLVM-22
 # What a program links to have LLVM in itself (the compile server, the
 # daemon, the tests): libxpjit-llvm.a, its table used directly.
 LLVM_STATIC = -Wl,-u,xpj_llvm_plugin_api $(LLVM_A)
@@ -132,7 +135,7 @@ $(LIB_A): $(CORE_OBJS) $(LIB_SO_V)
 
 $(LIB_SO_V): $(CORE_OBJS) tools/libxpjit.map
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) -shared -Wl,-soname,libxpjit.so.0 \
+	$(CC) $(SAN) $(LDFLAGS) -shared -Wl,-soname,libxpjit.so.0 \
 	  -Wl,--version-script=tools/libxpjit.map -o $@ $(CORE_OBJS) $(CORE_LIBS)
 
 $(LIB_SO0): $(LIB_SO_V)
@@ -149,7 +152,7 @@ $(LLVM_A): $(LLVM_OBJS)
 # The plugin exports its table and nothing else.
 $(LLVM_SO): $(LLVM_SO_OBJS) tools/libxpjit-llvm.map
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) -shared -Wl,-soname,libxpjit-llvm.so.0 -Wl,--exclude-libs,ALL \
+	$(CC) $(SAN) $(LDFLAGS) -shared -Wl,-soname,libxpjit-llvm.so.0 -Wl,--exclude-libs,ALL \
 	  -Wl,--version-script=tools/libxpjit-llvm.map -o $@ $(LLVM_SO_OBJS) \
 	  $(LLVM_LIBS) $(SPIRV_LIBS) $(CORE_LIBS)
 
@@ -157,7 +160,7 @@ $(LLVM_SO): $(LLVM_SO_OBJS) tools/libxpjit-llvm.map
 # driver takes SPIR-V; it exports its table and nothing else.
 $(SPIRV_SO): $(BUILD)/obj/compiler/spirv_tools.o tools/libxpjit-spirv.map
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN) -shared -Wl,-soname,libxpjit-spirv.so.0 -Wl,--exclude-libs,ALL \
+	$(CC) $(SAN) $(LDFLAGS) -shared -Wl,-soname,libxpjit-spirv.so.0 -Wl,--exclude-libs,ALL \
 	  -Wl,--version-script=tools/libxpjit-spirv.map -o $@ $< $(SPIRV_LIBS)
 
 # The CLI compiles through the compile server or the plugin: no LLVM here.
@@ -167,11 +170,11 @@ $(CLI): $(CLI_SRCS) tools/cli.h $(LIB_INT)
 
 $(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_INT) $(LLVM_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $(DAEMON_SRCS) $(LLVM_STATIC) $(LIB_INT) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $(DAEMON_SRCS) $(LLVM_STATIC) $(LIB_INT) $(LDLIBS_ALL)
 
 $(CSERVER): tools/xpjit-cc.c compiler/worker.h $(LIB_INT) $(LLVM_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ tools/xpjit-cc.c $(LLVM_STATIC) $(LIB_INT) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ tools/xpjit-cc.c $(LLVM_STATIC) $(LIB_INT) $(LDLIBS_ALL)
 
 # Example programs: use libxpjit as an application would (public headers
 # only; LLVM, when they compile in their process, is the plugin).
