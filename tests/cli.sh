@@ -326,5 +326,38 @@ else
   echo "cli: NOTE: no python3: JSON not validated"
 fi
 expect 2 "$CLI" devices 'cuda:x;;' --json
+
+# -- the bash completion offers what the CLI takes: every option it lists
+# for a command is one the command knows, and it offers the values of
+# --color and --emit (--key value and --key=value)
+if command -v bash >/dev/null 2>&1; then
+  bash -c '
+    . tools/completion/xpjit-cli.bash
+    comp() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _xpjit_cli; echo "${COMPREPLY[*]}"; }
+    for words in check ir emit devices env "cache stats" "cache ls" "cache show" \
+      "cache verify" "cache prune" "cache clear" "cache export" "bundle build" \
+      "bundle ls" "bundle verify" "bundle import" "daemon status" "daemon stats" "daemon stop"; do
+      # shellcheck disable=SC2086
+      echo "$words: $(comp xpjit-cli $words -)"
+    done
+    echo "color: $(comp xpjit-cli check --color "") / $(comp xpjit-cli check --color = al)"
+    echo "emit: $(comp xpjit-cli emit --emit "")"
+  ' >"$tmp/comp" 2>&1 || { echo "FAIL: the completion script"; cat "$tmp/comp"; fail=1; }
+  grep -qx "color: auto always never / always" "$tmp/comp" || { echo "FAIL: completion of --color: $(grep color: "$tmp/comp")"; fail=1; }
+  grep -qx "emit: bin asm llvm" "$tmp/comp" || { echo "FAIL: completion of --emit: $(grep emit: "$tmp/comp")"; fail=1; }
+  grep -q "^devices: .*--json" "$tmp/comp" && grep -q "^cache stats: .*--zero" "$tmp/comp" &&
+    grep -q "^bundle build: .*-j" "$tmp/comp" || { echo "FAIL: completion lacks devices --json, stats --zero or build -j"; fail=1; }
+  sed -n 's/^\([a-z ]*\): \(-.*\)$/\1|\2/p' "$tmp/comp" >"$tmp/comp.opts"
+  [ "$(wc -l <"$tmp/comp.opts")" -eq 19 ] || { echo "FAIL: completion: $(cat "$tmp/comp")"; fail=1; }
+  while IFS='|' read -r words opts; do
+    for o in $opts; do
+      # shellcheck disable=SC2086
+      XPJIT_CACHE_DIR="$tmp/comp-cache" XPJIT_DAEMON="$tmp/none.sock" "$CLI" $words "$o" </dev/null >/dev/null 2>"$tmp/err"
+      grep -q "unknown option" "$tmp/err" && { echo "FAIL: the completion offers $o to '$words': $(head -1 "$tmp/err")"; fail=1; }
+    done
+  done <"$tmp/comp.opts"
+else
+  echo "cli: NOTE: no bash: the completion not tested"
+fi
 [ $fail -eq 0 ] && echo "cli: all checks passed"
 exit $fail
