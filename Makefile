@@ -52,7 +52,11 @@ CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 LLVM_OBJS := $(LLVM_SRCS:%.c=$(BUILD)/obj/%.o)
 # the plugin's own copies of what the LLVM objects call in the library
 LLVM_SO_OBJS := $(LLVM_OBJS) $(BUILD)/obj/ir/ir.o $(BUILD)/obj/ir/alloc.o
-CLI_SRCS := tools/xpjit-cli.c tools/cli_cache.c tools/cli_daemon.c
+CLI_SRCS := tools/xpjit-cli.c tools/cli_args.c tools/cli_out.c tools/cli_cache.c \
+            tools/cli_daemon.c
+# The CLI writes its JSON with jansson (Debian: libjansson-dev).
+JANSSON_CFLAGS := $(shell pkg-config --cflags jansson 2>/dev/null)
+JANSSON_LIBS := $(shell pkg-config --libs jansson 2>/dev/null || echo -ljansson)
 TEST_SRCS := $(wildcard tests/test_*.c)
 TESTS    := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 # Stand-in driver libraries (libcuda, the Level Zero loader) that record
@@ -164,9 +168,9 @@ $(SPIRV_SO): $(BUILD)/obj/compiler/spirv_tools.o tools/libxpjit-spirv.map
 	  -Wl,--version-script=tools/libxpjit-spirv.map -o $@ $< $(SPIRV_LIBS)
 
 # The CLI compiles through the compile server or the plugin: no LLVM here.
-$(CLI): $(CLI_SRCS) tools/cli.h $(LIB_INT)
+$(CLI): $(CLI_SRCS) tools/cli.h compiler/diag.h $(LIB_INT)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $(CLI_SRCS) $(LIB_INT) $(CORE_LIBS)
+	$(CC) $(CFLAGS_ALL) $(JANSSON_CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRCS) $(LIB_INT) $(CORE_LIBS) $(JANSSON_LIBS)
 
 $(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_INT) $(LLVM_A)
 	@mkdir -p $(dir $@)

@@ -3887,6 +3887,33 @@ xpj_status xpj_cache_clear(xpj_cache *c) {
   return st;
 }
 
+xpj_status xpj_cache_zero_stats(xpj_cache *c) {
+  if (!c)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_zero_stats: NULL argument");
+  lock_db(c);
+  xpj_status st = c->bundle ? fail(XPJ_ERR_INVALID, "zero the statistics: "
+                                   "%s is a bundle (it keeps none)", c->path)
+                            : need_rw(c, "zero the statistics");
+  if (st == XPJ_OK) {
+    /* what waits goes in first: the puts and uses to their rows, the side
+     * file's hits too; its counters and this handle's with the rest */
+    int rc = begin(c);
+    if (rc == SQLITE_OK)
+      rc = flush_deferred(c);
+    if (rc == SQLITE_OK) /* every counter; the kept total is no counter */
+      rc = sqlite3_exec(c->db, "DELETE FROM stats WHERE name <> '" TOTAL_SIZE
+                        "'", NULL, NULL, NULL);
+    rc = finish(c, rc);
+    if (rc == SQLITE_OK)
+      memset(&c->pending, 0, sizeof c->pending);
+    else
+      st = fail(XPJ_ERR_IO, "zero the statistics of %s: %s", c->path,
+                rc_str(rc));
+  }
+  unlock(c);
+  return st;
+}
+
 xpj_status xpj_cache_set_meta(xpj_cache *c, const char *name,
                               const char *value) {
   if (!c || !name || !value)

@@ -5,9 +5,11 @@
  * a terminal raw.
  */
 #include "buf.h"
+#include "diag.h"
 #include "ir_impl.h"
 #include "xpjit_compiler.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,28 +113,68 @@ xpj_status xpj_diags_add(xpj_diags *d, xpj_severity sev, const char *file,
   return XPJ_OK;
 }
 
-xpj_status xpj_diags_render(const xpj_diags *d, char **out, size_t *len) {
+/* Starts the markup seq (none when it is NULL or empty); returns whether
+ * it did, for markup_end. */
+static bool markup(xpj_buf *b, const char *seq) {
+  if (!seq || !*seq)
+    return false;
+  xpj_buf_puts(b, seq);
+  return true;
+}
+
+static void markup_end(xpj_buf *b, const xpj_diag_style *st, bool on) {
+  if (on && st->reset)
+    xpj_buf_puts(b, st->reset);
+}
+
+xpj_status xpj_diags_render_styled(const xpj_diags *d,
+                                   const xpj_diag_style *st, char **out,
+                                   size_t *len) {
   if (!d || !out)
     return XPJ_ERR_INVALID;
   static const char *const sev[] = {"error", "warning", "note"};
+  static const xpj_diag_style plain = {0};
+  if (!st)
+    st = &plain;
   xpj_buf b = {0};
   for (uint32_t i = 0; i < d->n; i++) {
     const diag_item *it = &d->items[i];
-    if (*it->file && it->line)
-      xpj_buf_printf(&b, "%s:%u:%u: ", it->file, it->line, it->col);
-    else if (*it->file)
-      xpj_buf_printf(&b, "%s: ", it->file);
-    xpj_buf_printf(&b, "%s: %s\n", sev[it->sev % 3], it->msg);
+    unsigned s = (unsigned)it->sev % 3;
+    bool on;
+    if (*it->file) {
+      on = markup(&b, st->locus);
+      if (it->line)
+        xpj_buf_printf(&b, "%s:%u:%u:", it->file, it->line, it->col);
+      else
+        xpj_buf_printf(&b, "%s:", it->file);
+      markup_end(&b, st, on);
+      xpj_buf_puts(&b, " ");
+    }
+    on = markup(&b, st->severity[s]);
+    xpj_buf_printf(&b, "%s:", sev[s]);
+    markup_end(&b, st, on);
+    xpj_buf_puts(&b, " ");
+    on = markup(&b, st->message);
+    xpj_buf_puts(&b, it->msg);
+    markup_end(&b, st, on);
+    xpj_buf_puts(&b, "\n");
     if (*it->src && it->col) {
       xpj_buf_printf(&b, "  %s\n  ", it->src);
       size_t n = strlen(it->src);
       for (unsigned c = 1; c < it->col && c - 1 < n; c++)
         xpj_buf_puts(&b, it->src[c - 1] == '\t' ? "\t" : " ");
-      xpj_buf_puts(&b, "^\n");
+      on = markup(&b, st->caret);
+      xpj_buf_puts(&b, "^");
+      markup_end(&b, st, on);
+      xpj_buf_puts(&b, "\n");
     }
   }
   *out = xpj_buf_take(&b, len);
   return *out ? XPJ_OK : XPJ_ERR_NOMEM;
+}
+
+xpj_status xpj_diags_render(const xpj_diags *d, char **out, size_t *len) {
+  return xpj_diags_render_styled(d, NULL, out, len);
 }
 
 const char *xpj_version(void) { return XPJ_VERSION_STRING; }

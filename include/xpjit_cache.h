@@ -285,6 +285,15 @@ xpj_status xpj_cache_prune(xpj_cache *c, uint64_t max_size,
  * by a new one); XPJ_ERR_INVALID, with the reason, when the cache is not
  * writable. */
 xpj_status xpj_cache_clear(xpj_cache *c);
+/* Resets the counters (XPJ_CACHE_COUNTERS: what xpj_cache_get_stats
+ * reports in counters) to zero, those noted by this handle and waiting in
+ * the side file included, and keeps every entry with its hits and use
+ * times (they order eviction and prune). Counters that other open handles
+ * have noted but not written yet are added afterwards. XPJ_ERR_INVALID,
+ * with the reason, for NULL, a bundle, or a cache that is not writable
+ * (off, read-only, degraded); XPJ_ERR_IO when the database cannot be
+ * written. */
+xpj_status xpj_cache_zero_stats(xpj_cache *c);
 /* Writes every intact successful entry to a new bundle at path (replaced
  * atomically), with meta "versions" and "targets" (the distinct values of
  * its entries, one per line). *n: entries written. */

@@ -60,7 +60,7 @@ n=$("$CLI" cache ls --json | grep -o '"digest"' | wc -l)
 [ "$n" = 3 ] || bad "cache ls --json: $n entries"
 d=$("$CLI" cache ls --json | sed -n 's/.*"digest": "\([0-9a-f]*\)".*/\1/p' | head -1)
 "$CLI" cache show "$(echo "$d" | cut -c1-12)" | grep -q "^key:" || bad "cache show"
-"$CLI" cache show "$d" -o "$T/bin.o" >/dev/null && [ -s "$T/bin.o" ] || bad "cache show -o"
+"$CLI" cache show "$d" -o "$T/bin.o" >/dev/null 2>&1 && [ -s "$T/bin.o" ] || bad "cache show -o"
 "$CLI" cache show ffff0000 >/dev/null 2>&1; [ $? = 1 ] || bad "show missing: exit 1"
 "$CLI" cache show xyz >/dev/null 2>&1; [ $? = 2 ] || bad "show bad digest: exit 2"
 "$CLI" cache verify | grep -q "3 entries checked, 0 bad" || bad "cache verify"
@@ -76,6 +76,133 @@ sqlite3 "$T/c3/cache-v2.db" "UPDATE entries SET data = zeroblob(64) WHERE digest
 "$CLI" cache clear >/dev/null || bad "cache clear"
 [ "$("$CLI" cache stats --json | jnum entries)" = 0 ] || bad "clear: entries"
 [ "$("$CLI" cache stats --json | jnum compiles)" = 0 ] || bad "clear: counters"
+
+# -- stats --zero: the statistics, then the counters reset; entries stay
+export XPJIT_CACHE_DIR="$T/c9"
+run_examples
+"$CLI" cache stats --zero --json >"$T/z.json" || bad "stats --zero"
+[ "$(jnum compiles <"$T/z.json")" = 3 ] || bad "stats --zero: not the counters before: $(cat "$T/z.json")"
+grep -q '"zeroed": true' "$T/z.json" || bad "stats --zero --json: no zeroed"
+s=$("$CLI" cache stats --json)
+[ "$(echo "$s" | jnum compiles)" = 0 ] || bad "stats --zero: compiles not reset: $s"
+[ "$(echo "$s" | jnum l2_misses)" = 0 ] || bad "stats --zero: l2_misses not reset: $s"
+[ "$(echo "$s" | jnum entries)" = 3 ] || bad "stats --zero: entries: $s"
+echo "$s" | grep -q '"zeroed"' && bad "stats without --zero says zeroed"
+run_examples
+s=$("$CLI" cache stats --json)
+[ "$(echo "$s" | jnum l2_hits)" = 3 ] && [ "$(echo "$s" | jnum compiles)" = 0 ] ||
+  bad "after --zero the examples are not served from the cache: $s"
+"$CLI" cache stats --zero >"$T/o" 2>"$T/e" || bad "stats --zero (text)"
+grep -q "^disk hits: *3 of 3" "$T/o" && grep -q "reset to zero" "$T/e" || bad "stats --zero (text): $(cat "$T/o" "$T/e")"
+[ "$("$CLI" cache stats --json | jnum l2_hits)" = 0 ] || bad "stats --zero (text): not reset"
+"$CLI" cache ls | grep -c saxpy | grep -qx 1 || bad "stats --zero removed entries"
+
+# -- show -o: the binary and nothing else on stdout (one line on stderr)
+d=$("$CLI" cache ls --json | sed -n 's/.*"digest": "\([0-9a-f]*\)".*/\1/p' | head -1)
+"$CLI" cache show "$d" -o "$T/b1.bin" >"$T/o" 2>"$T/e" || bad "show -o"
+[ -s "$T/o" ] && bad "show -o printed on stdout: $(head -2 "$T/o")"
+[ "$(wc -l <"$T/e")" = 1 ] && grep -q "wrote the [0-9]* bytes of ${d%${d#????????????????}} to $T/b1.bin" "$T/e" ||
+  bad "show -o: stderr: $(cat "$T/e")"
+"$CLI" cache show "$d" -o - >"$T/b2.bin" 2>"$T/e" || bad "show -o -"
+[ -s "$T/e" ] && bad "show -o - wrote on stderr"
+"$CLI" cache show "$d" --output="$T/b3.bin" --json >"$T/o" 2>/dev/null || bad "show --output --json"
+grep -q "\"digest\": \"$d\"" "$T/o" || bad "show --json -o: no entry"
+cmp -s "$T/b1.bin" "$T/b2.bin" && cmp -s "$T/b1.bin" "$T/b3.bin" || bad "show -o: the binaries differ"
+"$CLI" cache show "$d" | grep -q "^key:" || bad "show without -o"
+"$CLI" cache show "$d" --json -o - >/dev/null 2>&1; [ $? = 2 ] || bad "show --json -o -"
+"$CLI" cache show >/dev/null 2>&1; [ $? = 2 ] || bad "show without a digest"
+"$CLI" cache show "$d" "$d" >/dev/null 2>&1; [ $? = 2 ] || bad "show with two digests"
+"$CLI" cache show "$d" -o /nonexistent/dir/x >/dev/null 2>&1; [ $? = 1 ] || bad "show -o to nowhere"
+
+# -- ls: columns as wide as their contents, the table aligned with a long
+# native target (the CPU feature list left out) and a long kernel name
+"$CLI" bundle build examples/saxpy.xpk examples/reduce.xpk --kernel saxpy --kernel block_partials \
+  --dtype T=f32 --target cpu:x86-64-v3,sapphirerapids -j2 -o "$T/long.xpb" 2>"$T/e" || bad "bundle build -j2: $(cat "$T/e")"
+"$CLI" bundle import "$T/long.xpb" >/dev/null || bad "import long.xpb"
+"$CLI" cache ls >"$T/ls"
+aligned() { # every row's cells start under their headers (NUMBERS end there)
+  awk 'NR == 1 { k = index($0, "KERNEL"); t = index($0, "TARGET"); o = index($0, "OPTS")
+                 h = index($0, "HITS") + 3; l = index($0, "LAST USED"); next }
+       { if (substr($0, k - 2, 3) !~ /^  [^ ]$/ || substr($0, t - 2, 3) !~ /^  [^ ]$/ ||
+             substr($0, o, 2) != "O2" || substr($0, h, 2) !~ /^[0-9] $/ ||
+             substr($0, l - 2, 3) !~ /^  [0-9]$/) { print "misaligned: " $0; bad = 1 } }
+       END { exit bad }' "$1"
+}
+aligned "$T/ls" || { bad "cache ls: columns not aligned"; cat "$T/ls"; }
+grep -q "  cpu:sapphirerapids  O2 " "$T/ls" && grep -q " block_partials " "$T/ls" || bad "cache ls: target or kernel cut: $(cat "$T/ls")"
+grep -q "+avx" "$T/ls" && bad "cache ls: the CPU features are in the table"
+[ "$(wc -l <"$T/ls")" = 8 ] || bad "cache ls: $(wc -l <"$T/ls") lines, want 8"
+"$CLI" bundle ls "$T/long.xpb" | sed -n '/^DIGEST/,$p' >"$T/bls"
+aligned "$T/bls" || { bad "bundle ls: columns not aligned"; cat "$T/bls"; }
+"$CLI" cache ls --color=always | head -1 | grep -q "$(printf '\033')\[1mDIGEST" || bad "cache ls: no bold header"
+"$CLI" cache ls | grep -q "$(printf '\033')" && bad "cache ls coloured a pipe"
+
+# -- bundle build: -j N / -jN / --jobs=N, types by position, --json
+for j in "-j 2" -j2 --jobs=2; do
+  # shellcheck disable=SC2086
+  "$CLI" bundle build examples/saxpy.xpk --dtype T=f32,f64 --target cpu $j -o "$T/j.xpb" 2>"$T/e" ||
+    bad "bundle build $j: $(cat "$T/e")"
+done
+"$CLI" bundle build examples/saxpy.xpk --dtype f32 --dtype f64 --target cpu -o "$T/p.xpb" 2>"$T/e"
+[ $? = 1 ] && grep -q "skipping kernel saxpy: it takes 1 type parameters, --dtype gives 2" "$T/e" ||
+  bad "bundle build: two types by position for one: $(cat "$T/e")"
+"$CLI" bundle build examples/saxpy.xpk --dtype T=f32,f64 --target cpu -j0 -o "$T/x.xpb" >/dev/null 2>&1
+[ $? = 2 ] || bad "bundle build -j0"
+"$CLI" bundle build examples/saxpy.xpk --dtype f32 --target cpu -o "$T/p.xpb" --json >"$T/o" 2>"$T/e" ||
+  bad "bundle build --dtype f32 --json: $(cat "$T/e")"
+grep -q '^{"bundle": ".*p.xpb", "kernels": 1, "compiled": 1, "failed": 0, "skipped": 0}$' "$T/o" ||
+  bad "bundle build --json: $(cat "$T/o")"
+"$CLI" bundle ls "$T/p.xpb" | grep -q "saxpy .* T=f32 " || bad "bundle ls after --dtype f32"
+
+# -- bundle import --json
+export XPJIT_CACHE_DIR="$T/c10"
+"$CLI" bundle import "$T/ex.xpb" "$T/long.xpb" --json >"$T/o" || bad "bundle import --json"
+grep -q '"bundles": \[{"bundle": ".*ex.xpb", "imported": 80, "skipped": 0}, {"bundle": ".*long.xpb", "imported": 4, "skipped": 0}\]' "$T/o" ||
+  bad "bundle import --json: $(cat "$T/o")"
+"$CLI" bundle import "$T/ex.xpb" "$T/nonexistent.xpb" --json >"$T/o" 2>/dev/null; [ $? = 1 ] || bad "bundle import --json of a missing bundle: exit"
+grep -q '"imported": 0, "skipped": 80}, {"bundle": ".*nonexistent.xpb", "error": ' "$T/o" || bad "bundle import --json of a missing bundle: $(cat "$T/o")"
+
+# -- JSON is valid whatever bytes a path or a cache file holds: a cache
+# directory whose name is not UTF-8 (bytes shown as U+FFFD) and a kernel
+# name with bytes that are not UTF-8 and an escape, from a foreign file;
+# every command's --json is checked
+if command -v python3 >/dev/null 2>&1; then
+  U=$(printf '%s/c\377\376x' "$T")
+  export XPJIT_CACHE_DIR="$U"
+  "$B/examples/saxpy" 1000 >/dev/null 2>&1 || bad "saxpy in a cache directory not in UTF-8"
+  sqlite3 "$U/cache-v2.db" "UPDATE entries SET kernel = CAST(X'4bff1b5b33316d' AS TEXT)"
+  ud=$("$CLI" cache ls --json | sed -n 's/.*"digest": "\([0-9a-f]*\)".*/\1/p' | head -1)
+  valid() { # python-condition command...
+    cond=$1
+    shift
+    "$@" >"$T/j" 2>/dev/null
+    python3 -c "import json, sys; d = json.load(open(sys.argv[1], encoding='utf-8')); assert $cond, d" "$T/j" 2>"$T/pe" ||
+      { bad "not valid JSON, or not '$cond': $* -> $(cat "$T/j") $(tail -1 "$T/pe")"; }
+  }
+  F='"\ufffd\ufffdx" in d["path"]'
+  valid "$F and d['entries'] == 1" "$CLI" cache stats --json
+  valid "d[0]['kernel'] == 'K\ufffd\x1b[31m'" "$CLI" cache ls --json
+  valid "d[0]['digest'] == '$ud'" "$CLI" cache show "${ud%????????????????????????????????????????????????}" --json
+  valid "$F and d['checked'] == 1" "$CLI" cache verify --json
+  valid "d['exported'] == 1" "$CLI" cache export "$U/u.xpb" --json
+  valid "'\ufffd' in d['path'] and d['usable'] and d['entries'][0]['kernel'].startswith('K\ufffd')" "$CLI" bundle ls "$U/u.xpb" --json
+  valid "d['bad'] == 0 and d['problems'] == []" "$CLI" bundle verify "$U/u.xpb" --json
+  valid "'\ufffd' in d['cache'] and d['bundles'][0]['skipped'] == 1" "$CLI" bundle import "$U/u.xpb" --json
+  valid "'\ufffd' in d['bundle'] and d['kernels'] == 1" "$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target cpu -o "$U/v.xpb" --json
+  valid "d['zeroed'] and d['compiles'] == 1" "$CLI" cache stats --zero --json
+  valid "d['removed'] == 1" "$CLI" cache prune --max-size 1 --json
+  valid "d['cleared'] and $F" "$CLI" cache clear --json
+  valid "d['running'] is False" "$CLI" daemon status --socket "$U/none.sock" --json
+  # the text table shows the foreign name safely (no escape reaches the
+  # terminal) and aligned
+  "$B/examples/saxpy" 1000 >/dev/null 2>&1
+  sqlite3 "$U/cache-v2.db" "UPDATE entries SET kernel = CAST(X'4bff1b5b33316d' AS TEXT)"
+  "$CLI" cache ls >"$T/ls"
+  grep -q "$(printf '\033')" "$T/ls" && bad "cache ls printed an escape from the cache file"
+  aligned "$T/ls" || { bad "cache ls with a foreign kernel name: not aligned"; cat -v "$T/ls"; }
+else
+  echo "cache_cli: NOTE: no python3: the JSON was not validated"
+fi
 
 # -- bad input: clear errors and statuses, never a crash
 "$CLI" cache frobnicate >/dev/null 2>&1; [ $? = 2 ] || bad "unknown cache command"
@@ -157,6 +284,7 @@ grep -q "(off)" "$T/o" || bad "dir: stats mode"
 "$CLI" cache verify --path "$T/dirdb" >/dev/null 2>&1; [ $? = 1 ] || bad "dir: verify exit"
 "$CLI" cache verify --repair --path "$T/dirdb" >/dev/null 2>&1; [ $? = 1 ] || bad "dir: verify --repair exit"
 "$CLI" cache clear --path "$T/dirdb" >/dev/null 2>&1; [ $? = 1 ] || bad "dir: clear exit"
+"$CLI" cache stats --zero --path "$T/dirdb" >/dev/null 2>&1; [ $? = 1 ] || bad "dir: stats --zero exit"
 "$CLI" cache ls --path "$T/dirdb" >/dev/null 2>&1; [ $? = 1 ] || bad "dir: ls exit"
 [ -d "$T/dirdb" ] || bad "dir: the directory was touched"
 

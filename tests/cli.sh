@@ -168,5 +168,196 @@ if [ -x "$EX" ]; then
   XPJIT_LOG=error XPJIT_CACHE=off XPJIT_DAEMON=off XPJIT_CPU_THREADS=abc "$EX" >/dev/null 2>"$tmp/err"
   [ ! -s "$tmp/err" ] || { echo "FAIL: XPJIT_LOG=error printed:"; cat "$tmp/err"; fail=1; }
 fi
+
+# -- arguments as GNU tools read them (getopt_long): --key=value and
+# --key value, bundled and attached short options, options anywhere,
+# "--" ends them; unknown options and missing values are usage errors
+# that say which and show the usage
+h4=$("$CLI" ir examples/axpy.xpk --kernel=axpy --dtype=T=f32 --ndim=2 --hash)
+h5=$("$CLI" ir --hash --ndim 2 --dtype T=f32 --kernel axpy examples/axpy.xpk)
+[ "$h4" = "$h1" ] && [ "$h5" = "$h1" ] || { echo "FAIL: --key=value or options first: '$h4' '$h5' != '$h1'"; fail=1; }
+expect 0 "$CLI" ir examples/axpy.xpk --kernel axpy --dtype T=f32 --ndim 2 -o"$tmp/ir2.txt"
+cmp -s "$tmp/ir.txt" "$tmp/ir2.txt" || { echo "FAIL: -oFILE"; fail=1; }
+expect 0 "$CLI" ir examples/axpy.xpk --kernel axpy --dtype T=f32 --ndim 2 --output="$tmp/ir3.txt"
+cmp -s "$tmp/ir.txt" "$tmp/ir3.txt" || { echo "FAIL: --output=FILE"; fail=1; }
+usage_error() { # what-stderr-says command...
+  what=$1
+  shift
+  expect 2 "$@"
+  grep -qF -- "$what" "$tmp/err" && grep -q '^usage: ' "$tmp/err" ||
+    { echo "FAIL: '$*': no \"$what\" and usage"; head -3 "$tmp/err"; fail=1; }
+}
+usage_error "unknown option '--bogus'" "$CLI" ir examples/axpy.xpk --bogus
+usage_error "unknown option '-x'" "$CLI" check -x examples/axpy.xpk
+usage_error "option '--kernel' needs a value" "$CLI" ir examples/axpy.xpk --kernel
+usage_error "option '-o' needs a value" "$CLI" ir examples/axpy.xpk --kernel axpy -o
+usage_error "option '--hash' takes no value" "$CLI" ir examples/axpy.xpk --kernel axpy --hash=yes
+usage_error "option '--co' is ambiguous" "$CLI" ir examples/axpy.xpk --co TS=1
+usage_error "unknown option '--bogus'" "$CLI" --bogus check examples/axpy.xpk
+usage_error "unknown option '--frob'" "$CLI" cache --frob stats
+usage_error "unknown option '--repair'" "$CLI" cache ls --repair
+usage_error "unknown option '-q'" "$CLI" devices -vq
+usage_error "unknown option '--timeout'" "$CLI" bundle ls --timeout 3 x.xpb
+usage_error "unknown option '--bogus'" "$CLI" daemon stats --bogus
+usage_error "unknown option '--bogus'" "$CLI" env --bogus
+usage_error "--color takes auto, always or never, not 'sometimes'" "$CLI" check --color=sometimes examples/axpy.xpk
+# "--" ends the options: a file named -x.xpk
+abs=$(cd "$(dirname "$CLI")" && pwd)/$(basename "$CLI")
+cp examples/axpy.xpk "$tmp/-x.xpk"
+(cd "$tmp" && "$abs" check -- -x.xpk) >"$tmp/out" 2>&1 || { echo "FAIL: check -- -x.xpk"; cat "$tmp/out"; fail=1; }
+(cd "$tmp" && "$abs" check -x.xpk) >"$tmp/out" 2>&1; [ $? -eq 2 ] || { echo "FAIL: check -x.xpk is not an unknown option"; fail=1; }
+h6=$(cd "$tmp" && "$abs" ir --kernel axpy --dtype T=f32 --ndim 2 --hash -- -x.xpk)
+[ "$h6" = "$h1" ] || { echo "FAIL: ir -- -x.xpk: '$h6'"; fail=1; }
+# short options with values: -O N and -ON, -j N and -jN (bundle build, in
+# tests/cache_cli.sh)
+"$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu --emit asm -O1 >"$tmp/o1a"
+"$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu --emit asm -O 1 >"$tmp/o1b"
+"$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu --emit asm -O3 >"$tmp/o3"
+cmp -s "$tmp/o1a" "$tmp/o1b" && ! cmp -s "$tmp/o1a" "$tmp/o3" || { echo "FAIL: -O1 / -O 1 / -O3"; fail=1; }
+expect 0 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target=ptx:sm_80 --check bounds -go "$tmp/g.ptx"
+grep -q '\.loc' "$tmp/g.ptx" || { echo "FAIL: -go FILE (bundled -g -o) gave no line tables"; fail=1; }
+# a bad value says what is wrong, without the usage
+expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu --check=everything
+grep -q "unknown check 'everything'" "$tmp/err" && ! grep -q '^usage: ' "$tmp/err" ||
+  { echo "FAIL: --check=everything: $(cat "$tmp/err")"; fail=1; }
+# help
+expect 0 "$CLI" help ir
+grep -q '^usage: xpjit-cli ir ' "$tmp/out" || { echo "FAIL: help ir"; fail=1; }
+expect 2 "$CLI" help frobnicate
+expect 0 "$CLI" emit --version
+
+# -- one --dtype parser for ir, emit and bundle build (the library's rules,
+# runtime/program.c rt_parse_dtypes): by name, by position, one value per
+# parameter here (lists are bundle build's); never both names and positions
+h7=$("$CLI" ir examples/axpy.xpk --kernel axpy --dtype f32 --ndim 2 --hash)
+[ "$h7" = "$h1" ] || { echo "FAIL: --dtype f32 by position: '$h7'"; fail=1; }
+c4=$("$CLI" ir examples/axpy.xpk --kernel convert --dtype f32,i64 --ndim 2 --hash)
+c5=$("$CLI" ir examples/axpy.xpk --kernel convert --dtype T=f32 --dtype U=i64 --ndim 2 --hash)
+c6=$("$CLI" ir examples/axpy.xpk --kernel convert --dtype T=f32,U=i64 --ndim 2 --hash)
+c7=$("$CLI" ir examples/axpy.xpk --kernel convert --dtype f32 --dtype i64 --ndim 2 --hash)
+{ [ ${#c4} -eq 64 ] && [ "$c4" = "$c5" ] && [ "$c4" = "$c6" ] && [ "$c4" = "$c7" ]; } ||
+  { echo "FAIL: convert by position and by name: '$c4' '$c5' '$c6' '$c7'"; fail=1; }
+c8=$("$CLI" ir $G --kernel stencil --dtype f32 --const TS=16 --hash)
+[ "$c8" = "$c1" ] || { echo "FAIL: --dtype f32 --const TS=16: '$c8'"; fail=1; }
+c9=$("$CLI" emit $G --kernel stencil --dtype f32 --const TS=16 --target cpu --emit llvm | sha256sum)
+c10=$("$CLI" emit $G --kernel stencil --dtype T=f32 --const TS=16 --target cpu --emit llvm | sha256sum)
+[ "$c9" = "$c10" ] || { echo "FAIL: emit --dtype f32 differs from T=f32"; fail=1; }
+bad_dtype() { # what-stderr-says dtype-args...
+  what=$1
+  shift
+  expect 2 "$CLI" ir examples/axpy.xpk --kernel convert --ndim 1 "$@"
+  grep -qF -- "$what" "$tmp/err" || { echo "FAIL: $*: no \"$what\""; cat "$tmp/err"; fail=1; }
+}
+bad_dtype "gives T more than one value; ir takes one (bundle build takes lists)" --dtype T=f32,f64
+bad_dtype "gives T more than one value" --dtype T=f32 --dtype f64
+bad_dtype "by name (T=f32) or by position (f32), not both" --dtype f32 --dtype U=i64
+bad_dtype "'T' is bound twice" --dtype T=f32 --dtype T=f64
+bad_dtype "--dtype takes NAME=TYPE (e.g. T=f32), not 'T='" --dtype T=
+bad_dtype "not 'f32,'" --dtype f32,
+bad_dtype "not 'T=f32,,U=i64'" --dtype T=f32,,U=i64
+bad_dtype "unknown type 'float'" --dtype float
+bad_dtype "--const takes NAME=VALUE (e.g. TS=16), not '16'" --dtype T=f32 --const 16
+expect 2 "$CLI" emit examples/axpy.xpk --kernel convert --dtype T=f32,f64 --target cpu
+expect 1 "$CLI" ir examples/axpy.xpk --kernel axpy --dtype f32,f64 --ndim 1
+grep -q "kernel 'axpy' takes 1 type parameter; --dtype gives more" "$tmp/err" ||
+  { echo "FAIL: too many types by position: $(cat "$tmp/err")"; fail=1; }
+expect 1 "$CLI" ir examples/axpy.xpk --kernel convert --dtype f32 --ndim 1
+grep -q "needs a dtype for type parameter 'U'" "$tmp/err" || { echo "FAIL: one type by position for two"; fail=1; }
+
+# -- colour (--color=auto|always|never, NO_COLOR, like clang and git):
+# diagnostics on stderr, tables and headers on stdout
+ESC=$(printf '\033')
+colour() { grep -q "$ESC\[" "$@"; }
+expect 1 "$CLI" check --color=always tests/golden/errors.xpk
+grep -q "^${ESC}\[1mtests/golden/errors.xpk:11:5:${ESC}\[0m ${ESC}\[1;31merror:${ESC}\[0m ${ESC}\[1m" "$tmp/err" &&
+  grep -q "^      ${ESC}\[1;32m^${ESC}\[0m$" "$tmp/err" ||
+  { echo "FAIL: --color=always: no bold locus, red error, green caret"; head -3 "$tmp/err" | cat -v; fail=1; }
+# the text is the plain one with the escapes taken out
+sed "s/$ESC\[[0-9;]*m//g" "$tmp/err" >"$tmp/stripped"
+"$CLI" check tests/golden/errors.xpk 2>"$tmp/plain"
+cmp -s "$tmp/stripped" "$tmp/plain" || { echo "FAIL: coloured diagnostics differ from the plain ones"; fail=1; }
+expect 1 "$CLI" --color=always check tests/golden/errors.xpk
+colour "$tmp/err" || { echo "FAIL: --color=always before the command"; fail=1; }
+expect 1 "$CLI" check --color=never tests/golden/errors.xpk
+colour "$tmp/err" && { echo "FAIL: --color=never coloured"; fail=1; }
+expect 1 "$CLI" check tests/golden/errors.xpk
+colour "$tmp/err" && { echo "FAIL: auto coloured a file"; fail=1; }
+expect 1 env NO_COLOR=1 "$CLI" check --color=always tests/golden/errors.xpk
+colour "$tmp/err" || { echo "FAIL: --color=always lost to NO_COLOR"; fail=1; }
+expect 1 "$CLI" ir examples/axpy.xpk --kernel convert --dtype T=f32 --ndim 1 --color=always
+grep -q "^${ESC}\[1mexamples/axpy.xpk:${ESC}\[0m ${ESC}\[1;31merror:" "$tmp/err" || { echo "FAIL: ir: no colour"; fail=1; }
+XPJIT_LIBDEVICE=/nonexistent expect 1 "$CLI" emit examples/math.xpk --kernel math_table --dtype T=f32 --target ptx:sm_90 -o "$tmp/x" --color=always
+grep -q "${ESC}\[1;31merror:${ESC}\[0m ${ESC}\[1mnot supported" "$tmp/err" || { echo "FAIL: emit: no colour"; cat -v "$tmp/err"; fail=1; }
+"$CLI" devices --color=always | grep -q "${ESC}\[1m\[cpu:0\]" || { echo "FAIL: devices: no colour"; fail=1; }
+"$CLI" devices | colour && { echo "FAIL: devices coloured a pipe"; fail=1; }
+# auto on a terminal: coloured, unless NO_COLOR is set and not empty or
+# TERM is dumb (script(1) gives it a terminal)
+if command -v script >/dev/null 2>&1; then
+  on_tty() { script -qec "$*" /dev/null </dev/null >"$tmp/tty" 2>&1; }
+  on_tty env NO_COLOR= TERM=xterm "$abs" check tests/golden/errors.xpk
+  colour "$tmp/tty" || { echo "FAIL: auto: no colour on a terminal"; cat -v "$tmp/tty" | head -2; fail=1; }
+  on_tty env NO_COLOR=1 TERM=xterm "$abs" check tests/golden/errors.xpk
+  colour "$tmp/tty" && { echo "FAIL: auto: coloured with NO_COLOR=1"; fail=1; }
+  on_tty env NO_COLOR= TERM=dumb "$abs" check tests/golden/errors.xpk
+  colour "$tmp/tty" && { echo "FAIL: auto: coloured with TERM=dumb"; fail=1; }
+  on_tty env NO_COLOR= TERM=xterm "$abs" check --color=never tests/golden/errors.xpk
+  colour "$tmp/tty" && { echo "FAIL: --color=never coloured a terminal"; fail=1; }
+else
+  echo "cli: NOTE: no script(1): colour on a terminal not tested"
+fi
+
+# -- devices --json: one valid document, every device with its properties
+if command -v python3 >/dev/null 2>&1; then
+  "$CLI" devices --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+cpu = [x for x in d["devices"] if x["id"] == "cpu:0"]
+assert cpu and cpu[0]["default"] is True and cpu[0]["type"] == "cpu", d
+assert cpu[0]["compute_units"] >= 1 and len(cpu[0]["max_work_item_sizes"]) == 3, d
+assert cpu[0]["target"].startswith("cpu:"), d
+assert isinstance(d["unavailable"], dict), d
+' || { echo "FAIL: devices --json"; fail=1; }
+  "$CLI" devices 'cuda:7' --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["devices"] == [], d
+' || { echo "FAIL: devices FILTER --json"; fail=1; }
+else
+  echo "cli: NOTE: no python3: JSON not validated"
+fi
+expect 2 "$CLI" devices 'cuda:x;;' --json
+
+# -- the bash completion offers what the CLI takes: every option it lists
+# for a command is one the command knows, and it offers the values of
+# --color and --emit (--key value and --key=value)
+if command -v bash >/dev/null 2>&1; then
+  bash -c '
+    . tools/completion/xpjit-cli.bash
+    comp() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _xpjit_cli; echo "${COMPREPLY[*]}"; }
+    for words in check ir emit devices env "cache stats" "cache ls" "cache show" \
+      "cache verify" "cache prune" "cache clear" "cache export" "bundle build" \
+      "bundle ls" "bundle verify" "bundle import" "daemon status" "daemon stats" "daemon stop"; do
+      # shellcheck disable=SC2086
+      echo "$words: $(comp xpjit-cli $words -)"
+    done
+    echo "color: $(comp xpjit-cli check --color "") / $(comp xpjit-cli check --color = al)"
+    echo "emit: $(comp xpjit-cli emit --emit "")"
+  ' >"$tmp/comp" 2>&1 || { echo "FAIL: the completion script"; cat "$tmp/comp"; fail=1; }
+  grep -qx "color: auto always never / always" "$tmp/comp" || { echo "FAIL: completion of --color: $(grep color: "$tmp/comp")"; fail=1; }
+  grep -qx "emit: bin asm llvm" "$tmp/comp" || { echo "FAIL: completion of --emit: $(grep emit: "$tmp/comp")"; fail=1; }
+  grep -q "^devices: .*--json" "$tmp/comp" && grep -q "^cache stats: .*--zero" "$tmp/comp" &&
+    grep -q "^bundle build: .*-j" "$tmp/comp" || { echo "FAIL: completion lacks devices --json, stats --zero or build -j"; fail=1; }
+  sed -n 's/^\([a-z ]*\): \(-.*\)$/\1|\2/p' "$tmp/comp" >"$tmp/comp.opts"
+  [ "$(wc -l <"$tmp/comp.opts")" -eq 19 ] || { echo "FAIL: completion: $(cat "$tmp/comp")"; fail=1; }
+  while IFS='|' read -r words opts; do
+    for o in $opts; do
+      # shellcheck disable=SC2086
+      XPJIT_CACHE_DIR="$tmp/comp-cache" XPJIT_DAEMON="$tmp/none.sock" "$CLI" $words "$o" </dev/null >/dev/null 2>"$tmp/err"
+      grep -q "unknown option" "$tmp/err" && { echo "FAIL: the completion offers $o to '$words': $(head -1 "$tmp/err")"; fail=1; }
+    done
+  done <"$tmp/comp.opts"
+else
+  echo "cli: NOTE: no bash: the completion not tested"
+fi
 [ $fail -eq 0 ] && echo "cli: all checks passed"
 exit $fail

@@ -66,6 +66,19 @@ XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy again"
   fail "daemon cache entries"
 "$CLI" daemon stats --socket "$S" --json | grep -q '"compiles": 3' ||
   fail "stats --json"
+# every --json is one valid document (numbers stay numbers); options may
+# come before the command
+if command -v python3 >/dev/null 2>&1; then
+  "$CLI" daemon --json --socket="$S" stats | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["compiles"] == 3 and isinstance(d["requests"], int), d' || fail "stats --json: not valid"
+  "$CLI" daemon status --socket "$S" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["running"] is True and d["compatible"] is True and d["pid"] > 0, d' ||
+    fail "status --json: not valid"
+fi
 # every example was its own process; all gone, nothing held for them but
 # the STATS connection asking
 [ "$(stat_of clients)" = 1 ] || fail "clients $(stat_of clients), expected 1"
@@ -84,7 +97,7 @@ XPJIT_CACHE=off XPJIT_DAEMON_TIMEOUT=soon "$B/examples/saxpy" 2>"$tmp/warn" |
 grep -q "XPJIT_DAEMON_TIMEOUT" "$tmp/warn" || fail "no warning for XPJIT_DAEMON_TIMEOUT=soon"
 
 # stop: waits until it has exited; the socket is gone
-"$CLI" daemon stop --socket "$S" | grep -q stopped || fail "stop"
+"$CLI" daemon stop --socket "$S" --json | grep -q '^{"stopped": true, "pid": [0-9]*}$' || fail "stop"
 [ -e "$S" ] && fail "socket left behind"
 "$CLI" daemon status --socket "$S" >/dev/null 2>&1 && fail "status after stop"
 # with the daemon gone the examples still run (compiling themselves)
@@ -96,7 +109,7 @@ XPJIT_CACHE_DIR="$tmp/crash-cache" XPJIT_WORKER_FAULT=crash "$D" --socket "$S" -
 XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct ||
   fail "saxpy when the daemon's worker crashes"
 [ "$(stat_of worker_crashes)" -ge 1 ] || fail "no worker crash counted"
-"$CLI" daemon stop --socket "$S" >/dev/null || fail "stop (crashing workers)"
+"$CLI" daemon stop --socket "$S" | grep -q "^xpjitd (pid [0-9]*) stopped$" || fail "stop (crashing workers)"
 
 # socket activation, as the systemd user unit does it
 if command -v systemd-socket-activate >/dev/null 2>&1; then

@@ -5178,6 +5178,81 @@ static void test_hit_files_review2(void **state) {
   assert_int_equal(lazy_get(f, 9, 100), 0);
 }
 
+/* xpj_cache_zero_stats: every counter to zero (the table's, the side
+ * file's, this handle's), persisted; the entries stay with their hits and
+ * the kept total of their sizes; what cannot be zeroed says why. */
+static void test_zero_stats(void **state) {
+  fx *f = *state;
+  fill_and_close(f, 3, 1000);
+  assert_int_equal(hit_process(f->path, 0, 2, 1000), 0);
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  xpj_cache_stats s = stats_of(c);
+  assert_int_equal(s.counters.l2_hits, 2);
+  uint64_t bytes = s.bytes;
+  /* then counters of every kind that wait: in the side file (a process
+   * that only hit), this handle's uses and counters, and those noted with
+   * xpj_cache_note; none is written when the counters are zeroed */
+  assert_int_equal(hit_process(f->path, 0, 2, 1000), 0);
+  assert_int_equal(side_lines(f->path), 2);
+  expect_hit(c, 2, 1002);
+  expect_miss(c, 7);
+  xpj_cache_note(c, &(xpj_cache_counters){.compiles = 4, .compile_ms = 2.5,
+                                          .redis_waits = 1});
+  assert_int_equal(xpj_cache_zero_stats(c), XPJ_OK);
+  s = stats_of(c);
+  xpj_cache_counters zero = {0};
+  if (memcmp(&s.counters, &zero, sizeof zero))
+    fail_msg("counters left: l2_hits %llu l2_misses %llu compiles %llu "
+             "compile_ms %f", (unsigned long long)s.counters.l2_hits,
+             (unsigned long long)s.counters.l2_misses,
+             (unsigned long long)s.counters.compiles,
+             s.counters.compile_ms);
+  assert_int_equal(s.entries, 3);
+  assert_int_equal(s.bytes, bytes);
+  assert_int_equal(side_lines(f->path), 0);
+  xpj_cache_close(c);
+  /* the rows keep their hits (the side file's were folded in first) */
+  assert_int_equal(row_col(f->path, 0, "hits"), 2);
+  assert_int_equal(row_col(f->path, 1, "hits"), 2);
+  assert_int_equal(row_col(f->path, 2, "hits"), 1);
+  expect_total_kept(f->path);
+  /* persisted: a new handle counts from zero */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  s = stats_of(c);
+  assert_int_equal(s.counters.l2_hits, 0);
+  assert_int_equal(s.counters.compiles, 0);
+  expect_hit(c, 0, 1000);
+  assert_int_equal(stats_of(c).counters.l2_hits, 1);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+
+  /* not writable: read-only, off, a bundle, NULL */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RO, GiB);
+  assert_int_equal(xpj_cache_zero_stats(c), XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_cache_last_error(), "not writable"));
+  assert_int_equal(stats_of(c).counters.l2_hits, 1);
+  xpj_cache_close(c);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_OFF, GiB);
+  assert_int_equal(xpj_cache_zero_stats(c), XPJ_ERR_INVALID);
+  xpj_cache_close(c);
+  char bpath[256];
+  snprintf(bpath, sizeof bpath, "%s/z.xpjb", f->dir);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  uint64_t n = 0;
+  assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_OK);
+  xpj_cache_close(c);
+  xpj_cache_config bc = {.path = bpath, .bundle = 1,
+                         .mode = XPJ_CACHE_MODE_RW, .warn = rec_warn,
+                         .warn_ud = &f->w};
+  xpj_cache *b = NULL;
+  assert_int_equal(xpj_cache_open(&bc, &b), XPJ_OK);
+  assert_int_equal(xpj_cache_zero_stats(b), XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_cache_last_error(), "bundle"));
+  xpj_cache_close(b);
+  assert_int_equal(xpj_cache_zero_stats(NULL), XPJ_ERR_INVALID);
+  assert_no_warning(&f->w);
+}
+
 int main(void) {
   unsetenv("XPJIT_CACHE");
   unsetenv("XPJIT_CACHE_DIR");
@@ -5242,6 +5317,7 @@ int main(void) {
       T(test_side_file),
       T(test_total_kept),
       T(test_total_old_files),
+      T(test_zero_stats),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
  */
 #include "testutil.h"
 
+#include "diag.h"     /* xpj_diags_render_styled */
 #include "frontend.h" /* xpj_specialize_signature */
 #include "ir_impl.h"  /* xpj_alloc_fail_after */
 
@@ -63,6 +64,50 @@ static void test_caret_rendering(void **state) {
                             "  \tx[0] = q;\n"
                             "  \t       ^\n");
   free(text);
+}
+
+/* xpj_diags_render_styled (diag.h): each part marked up and reset, the
+ * source line never; without a style, xpj_diags_render's text exactly. */
+static void test_styled_rendering(void **state) {
+  (void)state;
+  xpj_diags *d = NULL;
+  assert_int_equal(xpj_diags_create(&d), XPJ_OK);
+  assert_int_equal(xpj_diags_add(d, XPJ_SEV_ERROR, "k.xpk", 2, 3,
+                                 "  x = y;", "bad"), XPJ_OK);
+  assert_int_equal(xpj_diags_add(d, XPJ_SEV_WARNING, "k.xpk", 0, 0, NULL,
+                                 "odd"), XPJ_OK);
+  assert_int_equal(xpj_diags_add(d, XPJ_SEV_NOTE, "", 0, 0, NULL, "fyi"),
+                   XPJ_OK);
+  static const xpj_diag_style st = {"<L>", {"<E>", "<W>", "<N>"}, "<M>",
+                                    "<C>", "</>"};
+  char *styled = NULL, *plain = NULL, *none = NULL;
+  assert_int_equal(xpj_diags_render_styled(d, &st, &styled, NULL), XPJ_OK);
+  assert_string_equal(styled,
+                      "<L>k.xpk:2:3:</> <E>error:</> <M>bad</>\n"
+                      "    x = y;\n"
+                      "    <C>^</>\n"
+                      "<L>k.xpk:</> <W>warning:</> <M>odd</>\n"
+                      "<N>note:</> <M>fyi</>\n");
+  assert_int_equal(xpj_diags_render(d, &plain, NULL), XPJ_OK);
+  assert_int_equal(xpj_diags_render_styled(d, NULL, &none, NULL), XPJ_OK);
+  assert_string_equal(none, plain);
+  assert_string_equal(plain, "k.xpk:2:3: error: bad\n"
+                             "    x = y;\n"
+                             "    ^\n"
+                             "k.xpk: warning: odd\n"
+                             "note: fyi\n");
+  /* a style without some parts marks up the others */
+  static const xpj_diag_style some = {.severity = {"<E>"}, .reset = "</>"};
+  free(styled);
+  assert_int_equal(xpj_diags_render_styled(d, &some, &styled, NULL), XPJ_OK);
+  assert_non_null(strstr(styled, "k.xpk:2:3: <E>error:</> bad\n"));
+  assert_non_null(strstr(styled, "k.xpk: warning: odd\n"));
+  assert_int_equal(xpj_diags_render_styled(NULL, &st, &styled, NULL),
+                   XPJ_ERR_INVALID);
+  free(styled);
+  free(plain);
+  free(none);
+  xpj_diags_destroy(d);
 }
 
 static void test_nul_bytes(void **state) {
@@ -355,6 +400,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_diagnostics),
       cmocka_unit_test(test_caret_rendering),
+      cmocka_unit_test(test_styled_rendering),
       cmocka_unit_test(test_nul_bytes),
       cmocka_unit_test(test_garbage),
       cmocka_unit_test(test_deep_nesting),

@@ -1,15 +1,16 @@
 /*
  * cli_cache.c - xpjit-cli cache ... and xpjit-cli bundle ...: inspect and
  * maintain the compile cache, and build, list, verify and import bundles
- * of precompiled kernels. Exit status: 0 success, 1 a problem found (bad
- * entries, compile errors, nothing matched), 2 usage errors.
+ * of precompiled kernels. Each group's subcommands are one table; each
+ * subcommand opens the cache in the mode it needs. Exit status: 0
+ * success, 1 a problem found (bad entries, compile errors, nothing
+ * matched), 2 usage errors.
  */
 #include "cli.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,27 +19,24 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXIT_INPUT 1
-#define EXIT_USAGE 2
+/* options with a long name only (cache and bundle) */
+enum {
+  OPT_PATH = CLI_LONG,
+  OPT_JSON,
+  OPT_REPAIR,
+  OPT_ZERO,
+  OPT_MAX_SIZE,
+  OPT_OLDER_THAN,
+  OPT_DTYPE,
+  OPT_CONST,
+  OPT_NDIM,
+  OPT_KERNEL,
+  OPT_TARGET,
+  OPT_FAST_MATH,
+  OPT_KEEP_GOING,
+};
 
-/* ---- output helpers ----------------------------------------------------- */
-
-void cli_json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p == '\n')
-      fputs("\\n", f);
-    else if (*p == '\t')
-      fputs("\\t", f);
-    else if (*p < 0x20)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
-}
+/* ---- output helpers ------------------------------------------------------- */
 
 static void human_size(uint64_t b, char *buf, size_t n) {
   const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -71,7 +69,8 @@ static void human_age(int64_t ms_epoch, char *buf, size_t n) {
     snprintf(buf, n, "%lldd ago", (long long)s / 86400);
 }
 
-/* "cpu:znver4:+avx,..." -> "cpu:znver4"; others unchanged. */
+/* "cpu:znver4:+avx,..." -> "cpu:znver4" (the feature list is for the
+ * key, not the reader); others unchanged. */
 static void short_target(const char *t, char *buf, size_t n) {
   snprintf(buf, n, "%s", t);
   if (!strncmp(buf, "cpu:", 4)) {
@@ -81,54 +80,148 @@ static void short_target(const char *t, char *buf, size_t n) {
   }
 }
 
+/* A label of the text reports, bold on a terminal, padded to w. */
+static void label(const char *l, int w) {
+  int pad = w - (int)strlen(l);
+  printf("%s%s%s%*s", cli_sgr(stdout, SGR_BOLD), l,
+         cli_sgr(stdout, SGR_RESET), pad > 0 ? pad : 0, "");
+}
+
 static void warn_cb(void *ud, const char *msg) {
   (void)ud;
   fprintf(stderr, "%s: warning: %s\n", cli_prog, msg);
 }
 
-/* ---- xpjit-cli cache ------------------------------------------------------- */
+/* ---- entries: listed, shown, verified (cache and bundle) ------------------- */
 
-static void usage_cache(FILE *out) {
-  fprintf(out,
-          "usage: %s cache [--path DB] [--json] COMMAND\n"
-          "\n"
-          "commands:\n"
-          "  stats                 hits and misses per level, compiles, time "
-          "saved,\n"
-          "                        entries and size\n"
-          "  ls                    entries, most recently used first\n"
-          "  show DIGEST [-o FILE] one entry (a digest prefix of 4+ hex "
-          "digits);\n"
-          "                        -o writes its binary\n"
-          "  verify [--repair]     check the file and every entry's key and "
-          "checksum\n"
-          "  prune [--max-size N] [--older-than D]\n"
-          "                        remove entries unused for D (90s, 30m, "
-          "12h, 7d, 2w),\n"
-          "                        then the least recently used beyond N "
-          "(512M, 2G)\n"
-          "  clear                 remove every entry and reset the "
-          "statistics\n"
-          "  export FILE           write the successful entries as a bundle\n"
-          "\n"
-          "The cache is XPJIT_CACHE_DIR/cache-v%d.db, else\n"
-          "$XDG_CACHE_HOME/xpjit/cache-v%d.db, else "
-          "~/.cache/xpjit/cache-v%d.db.\n"
-          "Exit status: 0 success, 1 problems found, 2 usage errors.\n",
-          cli_prog, XPJ_CACHE_SCHEMA_VERSION, XPJ_CACHE_SCHEMA_VERSION,
-          XPJ_CACHE_SCHEMA_VERSION);
+static json_t *entry_json(const xpj_cache_entry *e) {
+  return json_pack("{s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:b, s:o, s:o, s:I, "
+                   "s:I, s:o, s:I}",
+                   "digest", cli_jstr(e->digest), "kernel", cli_jstr(e->kernel),
+                   "dtypes", cli_jstr(e->dtypes), "ndim", (json_int_t)e->ndim,
+                   "target", cli_jstr(e->target), "options",
+                   cli_jstr(e->options), "versions", cli_jstr(e->versions),
+                   "failed", e->failed != 0, "size", cli_jint(e->size),
+                   "compile_ms", cli_jms(e->compile_ms), "created_ms",
+                   (json_int_t)e->created_ms, "last_used_ms",
+                   (json_int_t)e->last_used_ms, "hits", cli_jint(e->hits),
+                   "expires_ms", (json_int_t)e->expires_ms);
 }
 
-static void print_counters_json(FILE *f, const xpj_cache_counters *c) {
-  const char *sep = "";
-#define JSON_U(name) fprintf(f, "%s\"%s\": %llu", sep, #name, \
-                             (unsigned long long)c->name);
-#define JSON_D(name) fprintf(f, "%s\"%s\": %.3f", sep, #name, c->name);
-#define JSON(kind, name, what) JSON_##kind(name) sep = ", ";
-  XPJ_CACHE_COUNTERS(JSON)
-#undef JSON
-#undef JSON_D
-#undef JSON_U
+typedef struct listing {
+  bool json;
+  json_t *list; /* --json: the entries */
+  cli_table table;
+  bool failed;  /* out of memory */
+} listing;
+
+static int list_one(void *ud, const xpj_cache_entry *e) {
+  listing *l = ud;
+  if (l->json) {
+    l->failed = l->failed || json_array_append_new(l->list, entry_json(e));
+    return 0;
+  }
+  char digest[17], ndim[16], tg[256], sz[32], hits[24], age[64];
+  snprintf(digest, sizeof digest, "%.16s", e->digest);
+  snprintf(ndim, sizeof ndim, "%u", e->ndim);
+  short_target(e->target, tg, sizeof tg);
+  human_size(e->size, sz, sizeof sz);
+  snprintf(hits, sizeof hits, "%llu", (unsigned long long)e->hits);
+  human_age(e->last_used_ms, age, sizeof age);
+  if (e->failed)
+    strcat(age, "  (failed compile)");
+  const char *row[] = {digest, e->kernel, *e->dtypes ? e->dtypes : "-", ndim,
+                       tg, e->options, sz, hits, age};
+  cli_table_row(&l->table, row);
+  return 0;
+}
+
+/* The entries of c as a table (most recently used first), or with json
+ * into the JSON array list. Exit status 1 when the cache is not in the
+ * mode it was opened for (xpj_cache_problem says why): ls must not look
+ * fine then. */
+static int list_entries(xpj_cache *c, bool json, json_t *list) {
+  static const char *const head[] = {"DIGEST", "KERNEL", "DTYPES",
+                                     ">NDIM",  "TARGET", "OPTS",
+                                     ">SIZE",  ">HITS",  "LAST USED"};
+  listing l = {.json = json, .list = list};
+  if (!json)
+    cli_table_init(&l.table, 9, head);
+  xpj_status st = xpj_cache_list(c, list_one, &l);
+  int rc = 0;
+  if (!json && l.table.nrows)
+    rc = cli_table_print(&l.table);
+  else if (!json)
+    printf("(no entries)\n");
+  if (l.failed) {
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    rc = EXIT_INPUT;
+  }
+  char problem[4600];
+  if (st != XPJ_OK) {
+    fprintf(stderr, "%s: %s\n", cli_prog, xpj_cache_last_error());
+    rc = EXIT_INPUT;
+  } else if (xpj_cache_problem(c, problem, sizeof problem)) {
+    fprintf(stderr, "%s: %s\n", cli_prog, problem);
+    rc = EXIT_INPUT;
+  }
+  return rc;
+}
+
+/* What verify found: printed, or with json into the JSON array list. */
+typedef struct findings {
+  bool json;
+  json_t *list;
+  uint64_t checked, bad;
+} findings;
+
+static void verify_line(void *ud, const char *msg) {
+  findings *f = ud;
+  if (f->json)
+    json_array_append_new(f->list, cli_jstr(msg));
+  else
+    printf("%sbad:%s %s\n", cli_sgr(stdout, SGR_RED),
+           cli_sgr(stdout, SGR_RESET), msg);
+}
+
+/* xpj_cache_verify into f; EXIT_INPUT when it could not run. */
+static int verify(xpj_cache *c, bool repair, findings *f) {
+  if (xpj_cache_verify(c, repair, verify_line, f, &f->checked, &f->bad) ==
+      XPJ_OK)
+    return 0;
+  fprintf(stderr, "%s: %s\n", cli_prog, xpj_cache_last_error());
+  return EXIT_INPUT;
+}
+
+/* ---- xpjit-cli cache ---------------------------------------------------------- */
+
+typedef struct cache_req {
+  const char *path; /* --path, else the default */
+  bool json, repair, zero;
+  const char *out; /* show -o */
+  uint64_t max_size;
+  int64_t older_ms;
+  const char *operand; /* show's DIGEST, export's FILE */
+} cache_req;
+
+typedef struct cache_cmd {
+  const char *name;
+  const char *synopsis;
+  const char *summary;
+  const cli_opt *opts; /* --path and --json, and its own */
+  const char *operand; /* what it takes, or NULL */
+  int (*run)(const cache_req *r);
+} cache_cmd;
+
+/* Opens the cache for a subcommand that reads (XPJ_CACHE_MODE_DEFAULT:
+ * as XPJIT_CACHE says), only looks (RO) or writes (RW). */
+static int open_cache(const cache_req *r, xpj_cache_mode mode,
+                      xpj_cache **c) {
+  xpj_cache_config cfg = {.path = r->path, .mode = mode, .warn = warn_cb};
+  if (xpj_cache_open(&cfg, c) == XPJ_OK)
+    return 0;
+  fprintf(stderr, "%s cache: %s\n", cli_prog, xpj_cache_last_error());
+  return EXIT_INPUT;
 }
 
 static const char *mode_name(xpj_cache_mode m) {
@@ -140,60 +233,72 @@ static const char *mode_name(xpj_cache_mode m) {
   }
 }
 
-/* Exit status 1 when the cache is not in the mode it was opened for
- * (xpj_cache_problem says why): stats and ls must not look fine then. */
-static int do_stats(xpj_cache *c, bool json) {
-  xpj_cache_stats s;
-  if (xpj_cache_get_stats(c, &s) != XPJ_OK) {
-    fprintf(stderr, "%s cache stats: %s\n", cli_prog, xpj_cache_last_error());
-    return EXIT_INPUT;
+static json_t *stats_json(xpj_cache *c, const xpj_cache_stats *s,
+                          const char *problem, bool zeroed) {
+  json_t *o = json_pack("{s:o, s:s}", "path", cli_jstr(xpj_cache_path(c)),
+                        "mode", mode_name(xpj_cache_mode_of(c)));
+  bool ok = o != NULL;
+  if (*problem)
+    ok = cli_jset(o, "problem", cli_jstr(problem));
+  ok = ok && cli_jset(o, "entries", cli_jint(s->entries)) &&
+       cli_jset(o, "failed_entries", cli_jint(s->failed_entries)) &&
+       cli_jset(o, "bytes", cli_jint(s->bytes)) &&
+       cli_jset(o, "file_bytes", cli_jint(s->file_bytes)) &&
+       cli_jset(o, "max_size", cli_jint(s->max_size));
+  const xpj_cache_counters *k = &s->counters;
+#define JSON_U(name) cli_jint(k->name)
+#define JSON_D(name) cli_jms(k->name) /* the counters in ms */
+#define JSON(kind, name, what) ok = ok && cli_jset(o, #name, JSON_##kind(name));
+  XPJ_CACHE_COUNTERS(JSON)
+#undef JSON
+#undef JSON_D
+#undef JSON_U
+  if (zeroed)
+    ok = ok && cli_jset(o, "zeroed", json_true());
+  if (!ok) {
+    json_decref(o);
+    return NULL;
   }
-  char problem[4600];
-  int rc = xpj_cache_problem(c, problem, sizeof problem) ? EXIT_INPUT : 0;
-  const xpj_cache_counters *k = &s.counters;
-  if (json) {
-    printf("{\"path\": ");
-    cli_json_str(stdout, xpj_cache_path(c));
-    printf(", \"mode\": \"%s\", ", mode_name(xpj_cache_mode_of(c)));
-    if (rc) {
-      printf("\"problem\": ");
-      cli_json_str(stdout, problem);
-      printf(", ");
-    }
-    printf("\"entries\": %llu, \"failed_entries\": %llu, "
-           "\"bytes\": %llu, \"file_bytes\": %llu, \"max_size\": %llu, ",
-           (unsigned long long)s.entries,
-           (unsigned long long)s.failed_entries, (unsigned long long)s.bytes,
-           (unsigned long long)s.file_bytes,
-           (unsigned long long)s.max_size);
-    print_counters_json(stdout, k);
-    printf("}\n");
-    return rc;
-  }
+  return o;
+}
+
+static void stats_text(xpj_cache *c, const xpj_cache_stats *s,
+                       const char *problem) {
+  const xpj_cache_counters *k = &s->counters;
   char b1[32], b2[32], b3[32];
-  human_size(s.bytes, b1, sizeof b1);
-  human_size(s.file_bytes, b2, sizeof b2);
-  human_size(s.max_size, b3, sizeof b3);
+  human_size(s->bytes, b1, sizeof b1);
+  human_size(s->file_bytes, b2, sizeof b2);
+  human_size(s->max_size, b3, sizeof b3);
   uint64_t lookups = k->l2_hits + k->l2_misses;
-  printf("cache:            %s (%s)\n", xpj_cache_path(c),
-         mode_name(xpj_cache_mode_of(c)));
-  if (rc)
-    printf("problem:          %s\n", problem);
-  printf("entries:          %llu (%llu failed compiles)\n",
-         (unsigned long long)s.entries, (unsigned long long)s.failed_entries);
-  printf("size:             %s of %s limit (file %s)\n", b1,
-         s.max_size == UINT64_MAX ? "no" : b3, b2);
-  printf("first-level hits: %llu\n", (unsigned long long)k->l1_hits);
-  printf("disk hits:        %llu of %llu lookups (%.1f%%)\n",
-         (unsigned long long)k->l2_hits, (unsigned long long)lookups,
+  const int w = 18;
+  label("cache:", w);
+  printf("%s (%s)\n", xpj_cache_path(c), mode_name(xpj_cache_mode_of(c)));
+  if (*problem) {
+    label("problem:", w);
+    printf("%s\n", problem);
+  }
+  label("entries:", w);
+  printf("%llu (%llu failed compiles)\n", (unsigned long long)s->entries,
+         (unsigned long long)s->failed_entries);
+  label("size:", w);
+  printf("%s of %s limit (file %s)\n", b1,
+         s->max_size == UINT64_MAX ? "no" : b3, b2);
+  label("first-level hits:", w);
+  printf("%llu\n", (unsigned long long)k->l1_hits);
+  label("disk hits:", w);
+  printf("%llu of %llu lookups (%.1f%%)\n", (unsigned long long)k->l2_hits,
+         (unsigned long long)lookups,
          lookups ? 100.0 * (double)k->l2_hits / (double)lookups : 0.0);
-  printf("bundle hits:      %llu\n", (unsigned long long)k->bundle_hits);
-  printf("daemon hits:      %llu (%llu times it could not serve)\n",
+  label("bundle hits:", w);
+  printf("%llu\n", (unsigned long long)k->bundle_hits);
+  label("daemon hits:", w);
+  printf("%llu (%llu times it could not serve)\n",
          (unsigned long long)k->daemon_hits,
          (unsigned long long)k->daemon_fallbacks);
-  if (k->redis_hits + k->redis_misses + k->redis_errors + k->redis_skipped)
-    printf("redis tier:       %llu hits, %llu misses, %llu stored, %llu "
-           "refused, %llu errors, %llu skipped while down, %llu waits\n",
+  if (k->redis_hits + k->redis_misses + k->redis_errors + k->redis_skipped) {
+    label("redis tier:", w);
+    printf("%llu hits, %llu misses, %llu stored, %llu refused, %llu "
+           "errors, %llu skipped while down, %llu waits\n",
            (unsigned long long)k->redis_hits,
            (unsigned long long)k->redis_misses,
            (unsigned long long)k->redis_stores,
@@ -201,330 +306,530 @@ static int do_stats(xpj_cache *c, bool json) {
            (unsigned long long)k->redis_errors,
            (unsigned long long)k->redis_skipped,
            (unsigned long long)k->redis_waits);
-  printf("device binaries:  %llu loaded, %llu stored\n",
-         (unsigned long long)k->native_hits,
+  }
+  label("device binaries:", w);
+  printf("%llu loaded, %llu stored\n", (unsigned long long)k->native_hits,
          (unsigned long long)k->native_stores);
-  printf("compiles:         %llu (%llu failed), %.1f ms\n",
-         (unsigned long long)k->compiles,
+  label("compiles:", w);
+  printf("%llu (%llu failed), %.1f ms\n", (unsigned long long)k->compiles,
          (unsigned long long)k->compile_failures, k->compile_ms);
-  printf("compile saved:    %.1f ms\n", k->saved_ms);
-  printf("cached failures:  %llu served\n",
-         (unsigned long long)k->failure_hits);
-  printf("evictions:        %llu\n", (unsigned long long)k->evictions);
-  printf("corrupt dropped:  %llu\n", (unsigned long long)k->corrupt);
-  return rc;
+  label("compile saved:", w);
+  printf("%.1f ms\n", k->saved_ms);
+  label("cached failures:", w);
+  printf("%llu served\n", (unsigned long long)k->failure_hits);
+  label("evictions:", w);
+  printf("%llu\n", (unsigned long long)k->evictions);
+  label("corrupt dropped:", w);
+  printf("%llu\n", (unsigned long long)k->corrupt);
 }
 
-typedef struct ls_ctx {
-  bool json;
-  unsigned n;
-} ls_ctx;
-
-static int ls_one(void *ud, const xpj_cache_entry *e) {
-  ls_ctx *l = ud;
-  if (l->json) {
-    printf("%s{\"digest\": \"%s\", \"kernel\": ", l->n ? ",\n " : "",
-           e->digest);
-    cli_json_str(stdout, e->kernel);
-    printf(", \"dtypes\": ");
-    cli_json_str(stdout, e->dtypes);
-    printf(", \"ndim\": %u, \"target\": ", e->ndim);
-    cli_json_str(stdout, e->target);
-    printf(", \"options\": ");
-    cli_json_str(stdout, e->options);
-    printf(", \"versions\": ");
-    cli_json_str(stdout, e->versions);
-    printf(", \"failed\": %s, \"size\": %zu, \"compile_ms\": %.3f, "
-           "\"created_ms\": %lld, \"last_used_ms\": %lld, \"hits\": %llu, "
-           "\"expires_ms\": %lld}",
-           e->failed ? "true" : "false", e->size, e->compile_ms,
-           (long long)e->created_ms, (long long)e->last_used_ms,
-           (unsigned long long)e->hits, (long long)e->expires_ms);
+/* stats [--zero]: the statistics; with --zero, then the counters reset
+ * (the entries stay). Exit status 1 when the cache is not in the mode it
+ * was opened for (xpj_cache_problem says why): it must not look fine. */
+static int cache_stats(const cache_req *r) {
+  xpj_cache *c;
+  int rc = open_cache(r, r->zero ? XPJ_CACHE_MODE_RW : XPJ_CACHE_MODE_DEFAULT,
+                      &c);
+  if (rc)
+    return rc;
+  xpj_cache_stats s;
+  char problem[4600] = "";
+  if (xpj_cache_get_stats(c, &s) != XPJ_OK) {
+    fprintf(stderr, "%s cache stats: %s\n", cli_prog, xpj_cache_last_error());
+    xpj_cache_close(c);
+    return EXIT_INPUT;
+  }
+  if (xpj_cache_problem(c, problem, sizeof problem))
+    rc = EXIT_INPUT;
+  bool zeroed = false;
+  if (r->zero && !rc) {
+    zeroed = xpj_cache_zero_stats(c) == XPJ_OK;
+    if (!zeroed) {
+      fprintf(stderr, "%s cache stats: %s\n", cli_prog,
+              xpj_cache_last_error());
+      rc = EXIT_INPUT;
+    }
+  }
+  if (r->json) {
+    int jrc = cli_json_print(stats_json(c, &s, problem, zeroed));
+    rc = rc ? rc : jrc;
   } else {
-    if (!l->n)
-      printf("%-16s  %-20s %-14s %-4s %-16s %-7s %10s %5s  %s\n", "DIGEST",
-             "KERNEL", "DTYPES", "NDIM", "TARGET", "OPTS", "SIZE", "HITS",
-             "LAST USED");
-    char tg[48], sz[32], age[32];
-    short_target(e->target, tg, sizeof tg);
-    human_size(e->size, sz, sizeof sz);
-    human_age(e->last_used_ms, age, sizeof age);
-    printf("%.16s  %-20s %-14s %-4u %-16s %-7s %10s %5llu  %s%s\n", e->digest,
-           e->kernel, *e->dtypes ? e->dtypes : "-", e->ndim, tg, e->options,
-           sz, (unsigned long long)e->hits, age,
-           e->failed ? "  (failed compile)" : "");
-  }
-  l->n++;
-  return 0;
-}
-
-static int do_ls(xpj_cache *c, bool json) {
-  ls_ctx l = {json, 0};
-  if (json)
-    printf("[");
-  xpj_status st = xpj_cache_list(c, ls_one, &l);
-  if (json)
-    printf("]\n");
-  else if (!l.n)
-    printf("(no entries)\n");
-  if (st != XPJ_OK) {
-    fprintf(stderr, "%s: %s\n", cli_prog, xpj_cache_last_error());
-    return EXIT_INPUT;
-  }
-  char problem[4600];
-  if (xpj_cache_problem(c, problem, sizeof problem)) {
-    fprintf(stderr, "%s: %s\n", cli_prog, problem);
-    return EXIT_INPUT;
-  }
-  return 0;
-}
-
-static int do_show(xpj_cache *c, const char *digest, const char *outpath,
-                   bool json) {
-  xpj_cache_entry e;
-  xpj_status st = xpj_cache_find(c, digest, &e);
-  if (st != XPJ_OK) {
-    fprintf(stderr, "%s: %s\n", cli_prog, xpj_cache_last_error());
-    return st == XPJ_ERR_INVALID ? EXIT_USAGE : EXIT_INPUT;
-  }
-  if (json) {
-    ls_ctx l = {true, 0};
-    printf("[");
-    ls_one(&l, &e);
-    printf("]\n");
-  } else {
-    char sz[32], age[32];
-    human_size(e.size, sz, sizeof sz);
-    human_age(e.last_used_ms, age, sizeof age);
-    printf("digest:     %s\n", e.digest);
-    printf("kernel:     %s\n", e.kernel);
-    printf("dtypes:     %s\n", *e.dtypes ? e.dtypes : "-");
-    printf("ndim:       %u\n", e.ndim);
-    printf("target:     %s\n", e.target);
-    printf("options:    %s\n", e.options);
-    printf("versions:   %s\n", e.versions);
-    printf("code hash:  %s\n", e.code);
-    printf("status:     %s\n", e.failed ? "failed compile" : "ok");
-    printf("binary:     %s, entry point %s\n", sz, e.entry);
-    printf("local mem:  %llu bytes; scratch %llu bytes per work-item\n",
-           (unsigned long long)e.local_bytes,
-           (unsigned long long)e.scratch_bytes);
-    printf("compile:    %.1f ms\n", e.compile_ms);
-    printf("used:       %llu hits, last %s\n", (unsigned long long)e.hits,
-           age);
-    if (e.expires_ms)
-      printf("expires:    %lld (ms since the epoch)\n",
-             (long long)e.expires_ms);
-    printf("key:\n%s", e.key);
-    if (*e.log)
-      printf("log:\n%s\n", e.log);
-  }
-  int rc = 0;
-  if (outpath) {
-    FILE *f = fopen(outpath, "wb");
-    if (!f || fwrite(e.data, 1, e.size, f) != e.size) {
-      fprintf(stderr, "%s: cannot write %s\n", cli_prog, outpath);
-      rc = EXIT_INPUT;
-    }
-    if (f && fclose(f) != 0)
-      rc = EXIT_INPUT;
-  }
-  xpj_cache_entry_clear(&e);
-  return rc;
-}
-
-static void verify_line(void *ud, const char *msg) {
-  (void)ud;
-  printf("bad: %s\n", msg);
-}
-
-static int do_verify(xpj_cache *c, bool repair, bool json,
-                     const char *what) {
-  uint64_t checked = 0, bad = 0;
-  xpj_status st =
-      xpj_cache_verify(c, repair, json ? NULL : verify_line, NULL, &checked,
-                       &bad);
-  if (st != XPJ_OK) {
-    fprintf(stderr, "%s: %s\n", cli_prog, xpj_cache_last_error());
-    return EXIT_INPUT;
-  }
-  if (json)
-    printf("{\"checked\": %llu, \"bad\": %llu, \"repaired\": %s}\n",
-           (unsigned long long)checked, (unsigned long long)bad,
-           repair && bad ? "true" : "false");
-  else
-    printf("%s: %llu entries checked, %llu bad%s\n", what,
-           (unsigned long long)checked, (unsigned long long)bad,
-           repair && bad ? " (removed)" : "");
-  return bad ? EXIT_INPUT : 0;
-}
-
-int cli_cache(int argc, char **argv) {
-  const char *path = NULL, *sub = NULL, *arg = NULL, *outpath = NULL;
-  bool json = false, repair = false;
-  uint64_t max_size = 0;
-  int64_t older = 0;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage_cache(stdout);
-      return 0;
-    }
-    if (!strcmp(a, "--json")) {
-      json = true;
-    } else if (!strcmp(a, "--repair")) {
-      repair = true;
-    } else if (!strcmp(a, "--path") || !strcmp(a, "--max-size") ||
-               !strcmp(a, "--older-than") || !strcmp(a, "-o")) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "%s cache: option '%s' needs a value\n", cli_prog, a);
-        return EXIT_USAGE;
-      }
-      const char *v = argv[++i];
-      if (!strcmp(a, "--path")) {
-        path = v;
-      } else if (!strcmp(a, "-o")) {
-        outpath = v;
-      } else if (!strcmp(a, "--max-size")) {
-        if (xpj_cache_parse_size(v, &max_size) != XPJ_OK || !max_size) {
-          fprintf(stderr, "%s cache: --max-size: %s\n", cli_prog,
-                  max_size ? xpj_cache_last_error() : "must be above 0");
-          return EXIT_USAGE;
-        }
-      } else if (xpj_cache_parse_duration(v, &older) != XPJ_OK) {
-        fprintf(stderr, "%s cache: --older-than: %s\n", cli_prog,
-                xpj_cache_last_error());
-        return EXIT_USAGE;
-      }
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "%s cache: unknown option '%s'\n", cli_prog, a);
-      return EXIT_USAGE;
-    } else if (!sub) {
-      sub = a;
-    } else if (!arg) {
-      arg = a;
-    } else {
-      fprintf(stderr, "%s cache: unexpected argument '%s'\n", cli_prog, a);
-      return EXIT_USAGE;
-    }
-  }
-  static const char *const subs[] = {"stats", "ls", "show", "verify",
-                                     "prune", "clear", "export"};
-  bool known = false;
-  for (size_t i = 0; sub && i < sizeof subs / sizeof *subs; i++)
-    known = known || !strcmp(sub, subs[i]);
-  if (!known) {
-    if (sub)
-      fprintf(stderr, "%s cache: unknown command '%s'\n", cli_prog, sub);
-    usage_cache(stderr);
-    return EXIT_USAGE;
-  }
-  bool needs_arg = !strcmp(sub, "show") || !strcmp(sub, "export");
-  if (needs_arg != (arg != NULL)) {
-    fprintf(stderr, "%s cache %s: %s\n", cli_prog, sub,
-            needs_arg ? "needs an argument" : "takes no argument");
-    return EXIT_USAGE;
-  }
-  /* verify without --repair only looks: opened read-only, it reports a
-   * damaged file instead of replacing it */
-  bool writes = !strcmp(sub, "prune") || !strcmp(sub, "clear") ||
-                (!strcmp(sub, "verify") && repair);
-  xpj_cache_config cfg = {.path = path,
-                          .mode = writes ? XPJ_CACHE_MODE_RW
-                                  : !strcmp(sub, "verify")
-                                      ? XPJ_CACHE_MODE_RO
-                                      : XPJ_CACHE_MODE_DEFAULT,
-                          .warn = warn_cb};
-  xpj_cache *c = NULL;
-  if (xpj_cache_open(&cfg, &c) != XPJ_OK) {
-    fprintf(stderr, "%s cache: %s\n", cli_prog, xpj_cache_last_error());
-    return EXIT_INPUT;
-  }
-  int rc = 0;
-  if (!strcmp(sub, "stats")) {
-    rc = do_stats(c, json);
-  } else if (!strcmp(sub, "ls")) {
-    rc = do_ls(c, json);
-  } else if (!strcmp(sub, "show")) {
-    rc = do_show(c, arg, outpath, json);
-  } else if (!strcmp(sub, "verify")) {
-    rc = do_verify(c, repair, json, xpj_cache_path(c));
-  } else if (!strcmp(sub, "prune")) {
-    uint64_t n = 0, freed = 0;
-    if (xpj_cache_prune(c, max_size, older, &n, &freed) != XPJ_OK) {
-      fprintf(stderr, "%s cache prune: %s\n", cli_prog,
-              xpj_cache_last_error());
-      rc = EXIT_INPUT;
-    } else if (json) {
-      printf("{\"removed\": %llu, \"freed\": %llu}\n",
-             (unsigned long long)n, (unsigned long long)freed);
-    } else {
-      char b[32];
-      human_size(freed, b, sizeof b);
-      printf("removed %llu entries, %s\n", (unsigned long long)n, b);
-    }
-  } else if (!strcmp(sub, "clear")) {
-    if (xpj_cache_clear(c) != XPJ_OK) {
-      fprintf(stderr, "%s cache clear: %s\n", cli_prog,
-              xpj_cache_last_error());
-      rc = EXIT_INPUT;
-    } else if (!json) {
-      printf("cleared %s\n", xpj_cache_path(c));
-    } else {
-      printf("{\"cleared\": true}\n");
-    }
-  } else if (!strcmp(sub, "export")) {
-    uint64_t n = 0;
-    if (xpj_cache_export(c, arg, &n) != XPJ_OK) {
-      fprintf(stderr, "%s cache export: %s\n", cli_prog,
-              xpj_cache_last_error());
-      rc = EXIT_INPUT;
-    } else if (json) {
-      printf("{\"exported\": %llu, \"bundle\": ", (unsigned long long)n);
-      cli_json_str(stdout, arg);
-      printf("}\n");
-    } else {
-      printf("exported %llu entries to %s\n", (unsigned long long)n, arg);
-    }
+    stats_text(c, &s, problem);
+    if (zeroed)
+      fprintf(stderr, "%s: the statistics of %s are reset to zero\n",
+              cli_prog, xpj_cache_path(c));
   }
   xpj_cache_close(c);
   return rc;
 }
 
-/* ---- xpjit-cli bundle ------------------------------------------------------ */
+/* ls: one line per entry, most recently used first. */
+static int cache_ls(const cache_req *r) {
+  xpj_cache *c;
+  int rc = open_cache(r, XPJ_CACHE_MODE_DEFAULT, &c);
+  if (rc)
+    return rc;
+  json_t *list = r->json ? json_array() : NULL;
+  rc = list_entries(c, r->json, list);
+  if (r->json) {
+    int jrc = cli_json_print(list);
+    rc = rc ? rc : jrc;
+  }
+  xpj_cache_close(c);
+  return rc;
+}
+
+static json_t *entry_json_full(const xpj_cache_entry *e) {
+  json_t *o = entry_json(e);
+  bool ok = cli_jset(o, "code", cli_jstr(e->code)) &&
+            cli_jset(o, "entry", cli_jstr(e->entry)) &&
+            cli_jset(o, "local_bytes", cli_jint(e->local_bytes)) &&
+            cli_jset(o, "scratch_bytes", cli_jint(e->scratch_bytes)) &&
+            cli_jset(o, "key", cli_jstr(e->key)) &&
+            cli_jset(o, "log", cli_jstr(e->log));
+  if (!ok) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static void entry_text(const xpj_cache_entry *e) {
+  char sz[32], age[32];
+  human_size(e->size, sz, sizeof sz);
+  human_age(e->last_used_ms, age, sizeof age);
+  const int w = 12;
+  label("digest:", w);
+  printf("%s\n", e->digest);
+  label("kernel:", w);
+  printf("%s\n", e->kernel);
+  label("dtypes:", w);
+  printf("%s\n", *e->dtypes ? e->dtypes : "-");
+  label("ndim:", w);
+  printf("%u\n", e->ndim);
+  label("target:", w);
+  printf("%s\n", e->target);
+  label("options:", w);
+  printf("%s\n", e->options);
+  label("versions:", w);
+  printf("%s\n", e->versions);
+  label("code hash:", w);
+  printf("%s\n", e->code);
+  label("status:", w);
+  printf("%s\n", e->failed ? "failed compile" : "ok");
+  label("binary:", w);
+  printf("%s, entry point %s\n", sz, e->entry);
+  label("local mem:", w);
+  printf("%llu bytes; scratch %llu bytes per work-item\n",
+         (unsigned long long)e->local_bytes,
+         (unsigned long long)e->scratch_bytes);
+  label("compile:", w);
+  printf("%.1f ms\n", e->compile_ms);
+  label("used:", w);
+  printf("%llu hits, last %s\n", (unsigned long long)e->hits, age);
+  if (e->expires_ms) {
+    label("expires:", w);
+    printf("%lld (ms since the epoch)\n", (long long)e->expires_ms);
+  }
+  label("key:", 0);
+  printf("\n%s", e->key);
+  if (*e->log) {
+    label("log:", 0);
+    printf("\n%s\n", e->log);
+  }
+}
+
+/* The entry's binary to path ("-": standard output), and a note of it on
+ * stderr. */
+static int write_entry(const xpj_cache_entry *e, const char *path) {
+  bool to_stdout = !strcmp(path, "-");
+  FILE *f = to_stdout ? stdout : fopen(path, "wb");
+  if (!f) {
+    fprintf(stderr, "%s: cannot write %s: %s\n", cli_prog, path,
+            strerror(errno));
+    return EXIT_INPUT;
+  }
+  bool ok = fwrite(e->data, 1, e->size, f) == e->size;
+  ok = (to_stdout ? fflush(f) : fclose(f)) == 0 && ok;
+  if (!ok) {
+    fprintf(stderr, "%s: cannot write %s\n", cli_prog, path);
+    return EXIT_INPUT;
+  }
+  if (!to_stdout)
+    fprintf(stderr, "%s: wrote the %zu bytes of %.16s to %s\n", cli_prog,
+            e->size, e->digest, path);
+  return 0;
+}
+
+/* show DIGEST [-o FILE]: the entry; with -o its binary, and nothing else
+ * on standard output unless --json asks. */
+static int cache_show(const cache_req *r) {
+  if (r->out && !strcmp(r->out, "-") && (r->json || isatty(1))) {
+    fprintf(stderr, "%s cache show: %s\n", cli_prog,
+            r->json ? "-o - and --json would both write standard output"
+                    : "not writing a binary to a terminal; use -o FILE");
+    return EXIT_USAGE;
+  }
+  xpj_cache *c;
+  int rc = open_cache(r, XPJ_CACHE_MODE_DEFAULT, &c);
+  if (rc)
+    return rc;
+  xpj_cache_entry e;
+  xpj_status st = xpj_cache_find(c, r->operand, &e);
+  if (st != XPJ_OK) {
+    fprintf(stderr, "%s: %s\n", cli_prog, xpj_cache_last_error());
+    xpj_cache_close(c);
+    return st == XPJ_ERR_INVALID ? EXIT_USAGE : EXIT_INPUT;
+  }
+  if (r->out)
+    rc = write_entry(&e, r->out);
+  if (r->json) {
+    int jrc = cli_json_print(json_pack("[o]", entry_json_full(&e)));
+    rc = rc ? rc : jrc;
+  } else if (!r->out) {
+    entry_text(&e);
+  }
+  xpj_cache_entry_clear(&e);
+  xpj_cache_close(c);
+  return rc;
+}
+
+/* verify [--repair]: without --repair it only looks: opened read-only, it
+ * reports a damaged file instead of replacing it. */
+static int cache_verify(const cache_req *r) {
+  xpj_cache *c;
+  int rc = open_cache(r, r->repair ? XPJ_CACHE_MODE_RW : XPJ_CACHE_MODE_RO,
+                      &c);
+  if (rc)
+    return rc;
+  findings f = {r->json, r->json ? json_array() : NULL, 0, 0};
+  rc = verify(c, r->repair, &f);
+  if (!rc && r->json)
+    rc = cli_json_print(json_pack("{s:o, s:o, s:o, s:b, s:o}", "path",
+                                  cli_jstr(xpj_cache_path(c)), "checked",
+                                  cli_jint(f.checked), "bad",
+                                  cli_jint(f.bad), "repaired",
+                                  r->repair && f.bad, "problems", f.list));
+  else if (!rc)
+    printf("%s: %llu entries checked, %llu bad%s\n", xpj_cache_path(c),
+           (unsigned long long)f.checked, (unsigned long long)f.bad,
+           r->repair && f.bad ? " (removed)" : "");
+  else
+    json_decref(f.list);
+  xpj_cache_close(c);
+  return rc ? rc : f.bad ? EXIT_INPUT : 0;
+}
+
+static int cache_prune(const cache_req *r) {
+  xpj_cache *c;
+  int rc = open_cache(r, XPJ_CACHE_MODE_RW, &c);
+  if (rc)
+    return rc;
+  uint64_t n = 0, freed = 0;
+  if (xpj_cache_prune(c, r->max_size, r->older_ms, &n, &freed) != XPJ_OK) {
+    fprintf(stderr, "%s cache prune: %s\n", cli_prog, xpj_cache_last_error());
+    rc = EXIT_INPUT;
+  } else if (r->json) {
+    rc = cli_json_print(json_pack("{s:o, s:o}", "removed", cli_jint(n),
+                                  "freed", cli_jint(freed)));
+  } else {
+    char b[32];
+    human_size(freed, b, sizeof b);
+    printf("removed %llu entries, %s\n", (unsigned long long)n, b);
+  }
+  xpj_cache_close(c);
+  return rc;
+}
+
+/* clear: every entry and the counters. */
+static int cache_clear(const cache_req *r) {
+  xpj_cache *c;
+  int rc = open_cache(r, XPJ_CACHE_MODE_RW, &c);
+  if (rc)
+    return rc;
+  if (xpj_cache_clear(c) != XPJ_OK) {
+    fprintf(stderr, "%s cache clear: %s\n", cli_prog, xpj_cache_last_error());
+    rc = EXIT_INPUT;
+  } else if (r->json) {
+    rc = cli_json_print(json_pack("{s:b, s:o}", "cleared", 1, "path",
+                                  cli_jstr(xpj_cache_path(c))));
+  } else {
+    printf("cleared %s\n", xpj_cache_path(c));
+  }
+  xpj_cache_close(c);
+  return rc;
+}
+
+static int cache_export(const cache_req *r) {
+  xpj_cache *c;
+  int rc = open_cache(r, XPJ_CACHE_MODE_DEFAULT, &c);
+  if (rc)
+    return rc;
+  uint64_t n = 0;
+  if (xpj_cache_export(c, r->operand, &n) != XPJ_OK) {
+    fprintf(stderr, "%s cache export: %s\n", cli_prog,
+            xpj_cache_last_error());
+    rc = EXIT_INPUT;
+  } else if (r->json) {
+    rc = cli_json_print(json_pack("{s:o, s:o}", "exported", cli_jint(n),
+                                  "bundle", cli_jstr(r->operand)));
+  } else {
+    printf("exported %llu entries to %s\n", (unsigned long long)n,
+           r->operand);
+  }
+  xpj_cache_close(c);
+  return rc;
+}
+
+#define CACHE_OPTS {"path", OPT_PATH, true}, {"json", OPT_JSON, false}
+static const cli_opt cache_opts[] = {CACHE_OPTS, {0}};
+static const cli_opt stats_opts[] = {CACHE_OPTS, {"zero", OPT_ZERO, false},
+                                     {0}};
+static const cli_opt show_opts[] = {CACHE_OPTS, {"output", 'o', true}, {0}};
+static const cli_opt verify_opts[] = {CACHE_OPTS,
+                                      {"repair", OPT_REPAIR, false}, {0}};
+static const cli_opt prune_opts[] = {CACHE_OPTS,
+                                     {"max-size", OPT_MAX_SIZE, true},
+                                     {"older-than", OPT_OLDER_THAN, true},
+                                     {0}};
+
+static const cache_cmd cache_cmds[] = {
+    {"stats", "stats [--zero]",
+     "hits per level, compiles, time saved, entries, size; --zero then "
+     "resets the counters",
+     stats_opts, NULL, cache_stats},
+    {"ls", "ls", "entries, most recently used first", cache_opts, NULL,
+     cache_ls},
+    {"show", "show DIGEST [-o FILE]",
+     "one entry (4+ hex digits of its digest); -o writes its binary",
+     show_opts, "DIGEST", cache_show},
+    {"verify", "verify [--repair]",
+     "check the file and every entry's key and checksum", verify_opts, NULL,
+     cache_verify},
+    {"prune", "prune [--max-size N] [--older-than D]",
+     "remove entries unused for D (90s, 30m, 12h, 7d, 2w), then the least "
+     "recently used beyond N (512M, 2G)",
+     prune_opts, NULL, cache_prune},
+    {"clear", "clear", "remove every entry and reset the statistics",
+     cache_opts, NULL, cache_clear},
+    {"export", "export FILE", "write the successful entries as a bundle",
+     cache_opts, "FILE", cache_export},
+};
+static const size_t ncache_cmds = sizeof cache_cmds / sizeof *cache_cmds;
+
+static void usage_cache(FILE *out) {
+  fprintf(out, "usage: %s cache [--path DB] [--json] COMMAND [OPTIONS]\n"
+          "\ncommands:\n", cli_prog);
+  for (size_t i = 0; i < ncache_cmds; i++)
+    fprintf(out, "  %-38s %s\n", cache_cmds[i].synopsis,
+            cache_cmds[i].summary);
+  fprintf(out,
+          "\n"
+          "  --path DB       the cache's database\n"
+          "  --json          one JSON document on standard output\n"
+          "  --color=WHEN    colour: auto (a terminal, without NO_COLOR), "
+          "always, never\n"
+          "\n"
+          "The cache is XPJIT_CACHE_DIR/cache-v%d.db, else\n"
+          "$XDG_CACHE_HOME/xpjit/cache-v%d.db, else "
+          "~/.cache/xpjit/cache-v%d.db.\n"
+          "Exit status: 0 success, 1 problems found, 2 usage errors.\n",
+          XPJ_CACHE_SCHEMA_VERSION, XPJ_CACHE_SCHEMA_VERSION,
+          XPJ_CACHE_SCHEMA_VERSION);
+}
+
+/* One option of the cache group or its subcommands into r. */
+static int cache_option(const cli_args *a, int k, cache_req *r,
+                        const cache_cmd *cmd) {
+  switch (k) {
+  case OPT_PATH: r->path = a->arg; return 0;
+  case OPT_JSON: r->json = true; return 0;
+  case OPT_ZERO: r->zero = true; return 0;
+  case OPT_REPAIR: r->repair = true; return 0;
+  case 'o': r->out = a->arg; return 0;
+  case OPT_MAX_SIZE:
+    if (xpj_cache_parse_size(a->arg, &r->max_size) != XPJ_OK)
+      return cli_bad_value(a, "--max-size: %s", xpj_cache_last_error());
+    if (!r->max_size)
+      return cli_bad_value(a, "--max-size: must be above 0");
+    return 0;
+  case OPT_OLDER_THAN:
+    if (xpj_cache_parse_duration(a->arg, &r->older_ms) != XPJ_OK)
+      return cli_bad_value(a, "--older-than: %s", xpj_cache_last_error());
+    return 0;
+  case CLI_OPERAND:
+    if (!cmd || !cmd->operand || r->operand)
+      return cli_usage_error(a, "unexpected argument '%s'", a->arg);
+    r->operand = a->arg;
+    return 0;
+  default:
+    return 0;
+  }
+}
+
+int cli_cache(int argc, char **argv) {
+  cache_req r = {0};
+  cli_args a;
+  cli_args_init(&a, "cache", usage_cache, cache_opts, argc, argv);
+  int rc = 0, k;
+  while (!rc && (k = cli_next(&a)) > 0) /* options before the command */
+    rc = cache_option(&a, k, &r, NULL);
+  if (rc || a.exited)
+    return a.exited ? a.status : rc;
+  if (k == CLI_DONE)
+    return cli_usage_error(&a, "no command");
+  const cache_cmd *cmd = NULL;
+  for (size_t i = 0; i < ncache_cmds && !cmd; i++)
+    if (!strcmp(a.arg, cache_cmds[i].name))
+      cmd = &cache_cmds[i];
+  if (!cmd)
+    return cli_usage_error(&a, "unknown command '%s'", a.arg);
+  char name[32];
+  snprintf(name, sizeof name, "cache %s", cmd->name);
+  int n;
+  char **sub = cli_rest(&a, &n);
+  cli_args_init(&a, name, usage_cache, cmd->opts, n, sub);
+  while (!rc && (k = cli_next(&a)) >= 0)
+    rc = cache_option(&a, k, &r, cmd);
+  if (rc || a.exited)
+    return a.exited ? a.status : rc;
+  if (cmd->operand && !r.operand)
+    return cli_usage_error(&a, "needs %s", cmd->operand);
+  return cmd->run(&r);
+}
+
+/* ---- xpjit-cli bundle ---------------------------------------------------------- */
 
 static void usage_bundle(FILE *out) {
   fprintf(out,
           "usage: %s bundle build FILE... --dtype T=f32,f64 [--dtype U=...]\n"
           "          [--const N=16,32]... [--ndim 1,2,3] [--kernel NAME]...\n"
-          "          --target TGT... [-O N]\n"
-          "          [--fast-math] [-j N] [--keep-going] -o OUT.xpb\n"
+          "          --target TGT... [-O N] [--fast-math] [-j N] "
+          "[--keep-going]\n"
+          "          [--json] -o OUT.xpb\n"
           "       %s bundle ls FILE [--json]\n"
           "       %s bundle verify FILE [--json]\n"
-          "       %s bundle import FILE... [--path DB]\n"
+          "       %s bundle import FILE... [--path DB] [--json]\n"
           "\n"
           "build   compiles every kernel of every FILE (or those named by\n"
           "        --kernel) for every combination of the --dtype lists (one\n"
-          "        per type parameter), the --const lists (one per const\n"
-          "        parameter: values such as 16, 0x10, -1, true; a kernel whose\n"
-          "        type and const parameters are not all given is skipped),\n"
-          "        --ndim values (kernels with [*]\n"
-          "        arrays; default 1,2,3) and targets, in parallel, into one\n"
-          "        bundle. --target: spirv, ptx:sm_80,sm_90, cpu (this "
-          "machine),\n"
-          "        cpu:x86-64, ... (repeatable).\n"
+          "        per type parameter, or types by position: --dtype f32,i64),\n"
+          "        the --const lists (one per const parameter: values such as\n"
+          "        16, 0x10, -1, true; a kernel whose type and const\n"
+          "        parameters are not all given is skipped), --ndim values\n"
+          "        (kernels with [*] arrays; default 1,2,3) and targets, in\n"
+          "        parallel (-j N, --jobs N: N at a time; default one per\n"
+          "        core), into one bundle. --target: spirv, ptx:sm_80,sm_90,\n"
+          "        cpu (this machine), cpu:x86-64, ... (repeatable).\n"
           "ls      the bundle's versions, targets and entries\n"
           "verify  every entry's key and checksum, and whether this xpjit "
           "can\n"
           "        use the bundle\n"
           "import  copies the bundle's entries into the cache\n"
           "\n"
+          "  --json          one JSON document on standard output\n"
+          "  --color=WHEN    colour: auto (a terminal, without NO_COLOR), "
+          "always, never\n"
+          "\n"
           "Programs load bundles with xpj_context_add_bundle or\n"
-          "XPJIT_BUNDLE_PATH=FILE_OR_DIR[:...].\n",
+          "XPJIT_BUNDLE_PATH=FILE_OR_DIR[:...].\n"
+          "Exit status: 0 success, 1 problems found, 2 usage errors.\n",
           cli_prog, cli_prog, cli_prog, cli_prog);
 }
 
+/* ---- bundle build ---- */
+
 #define MAX_LIST 64
+#define MAX_FILES 256
+#define MAX_KERNELS 64
+
+typedef struct build_req {
+  const char *files[MAX_FILES], *kernels[MAX_KERNELS], *outpath;
+  unsigned nfiles, nkernels, nd, ntargets, jobs;
+  unsigned ndims[8];
+  char targets[MAX_LIST][160];
+  cli_bindings bs;
+  xpj_compile_opts o;
+  bool keep_going, json;
+} build_req;
+
+/* --ndim 1,2,3 */
+static int ndim_list(const cli_args *a, build_req *b) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", a->arg);
+  b->nd = 0;
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
+       t = strtok_r(NULL, ",", &save)) {
+    long x;
+    if (!cli_number(t, 1, XPJ_MAX_RANK, &x) || b->nd == 8)
+      return cli_bad_value(a, "--ndim takes 1..%d, not '%s'", XPJ_MAX_RANK,
+                           t);
+    b->ndims[b->nd++] = (unsigned)x;
+  }
+  return b->nd ? 0 : cli_bad_value(a, "--ndim is empty");
+}
+
+/* --target: "ptx:sm_80,sm_90" is ptx:sm_80 and ptx:sm_90 */
+static int target_list(const cli_args *a, build_req *b) {
+  char buf[1200], kind[32] = "";
+  snprintf(buf, sizeof buf, "%s", a->arg);
+  const char *c = strchr(a->arg, ':');
+  if (c && (size_t)(c - a->arg) < sizeof kind)
+    snprintf(kind, sizeof kind, "%.*s", (int)(c - a->arg), a->arg);
+  unsigned k = 0;
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
+       t = strtok_r(NULL, ",", &save), k++) {
+    if (b->ntargets == MAX_LIST)
+      return cli_bad_value(a, "too many targets");
+    char *tg = b->targets[b->ntargets];
+    if (k > 0 && *kind && !strchr(t, ':'))
+      snprintf(tg, 160, "%s:%s", kind, t);
+    else
+      snprintf(tg, 160, "%s", t);
+    xpj_target pt;
+    char err[256];
+    if (xpj_target_parse(tg, &pt, err, sizeof err) != XPJ_OK)
+      return cli_bad_value(a, "--target %s: %s", tg, err);
+    b->ntargets++;
+  }
+  return 0;
+}
+
+static int build_option(const cli_args *a, int k, build_req *b) {
+  long n;
+  switch (k) {
+  case OPT_DTYPE: return cli_bindings_add(&b->bs, false, a->arg);
+  case OPT_CONST: return cli_bindings_add(&b->bs, true, a->arg);
+  case OPT_NDIM: return ndim_list(a, b);
+  case OPT_TARGET: return target_list(a, b);
+  case OPT_KERNEL:
+    if (b->nkernels == MAX_KERNELS)
+      return cli_bad_value(a, "too many --kernel");
+    b->kernels[b->nkernels++] = a->arg;
+    return 0;
+  case 'o': b->outpath = a->arg; return 0;
+  case 'O':
+    if (!cli_number(a->arg, 0, 3, &n))
+      return cli_bad_value(a, "-O takes 0, 1, 2 or 3, not '%s'", a->arg);
+    b->o.opt_level = (unsigned)n;
+    return 0;
+  case 'j':
+    if (!cli_number(a->arg, 1, 256, &n))
+      return cli_bad_value(a, "-j takes 1..256, not '%s'", a->arg);
+    b->jobs = (unsigned)n;
+    return 0;
+  case OPT_FAST_MATH: b->o.fast_math = 1; return 0;
+  case OPT_KEEP_GOING: b->keep_going = true; return 0;
+  case OPT_JSON: b->json = true; return 0;
+  case CLI_OPERAND:
+    if (b->nfiles == MAX_FILES)
+      return cli_bad_value(a, "too many files");
+    b->files[b->nfiles++] = a->arg;
+    return 0;
+  default:
+    return 0;
+  }
+}
 
 /* Removes a private directory of files (bundle build's cache). */
 static void remove_dir(const char *dir) {
@@ -542,6 +847,7 @@ static void remove_dir(const char *dir) {
   rmdir(dir);
 }
 
+/* One compile of the build: a kernel for one binding, rank and target. */
 typedef struct job {
   xpj_program *prog;
   const char *file;
@@ -553,9 +859,124 @@ typedef struct job {
   char *msg;
 } job;
 
+typedef struct jobs {
+  job *v;
+  size_t n, cap;
+  bool failed; /* out of memory */
+} jobs;
+
+static void add_job(jobs *js, const job *j) {
+  if (js->n == js->cap) {
+    size_t nc = js->cap ? js->cap * 2 : 64;
+    job *nj = realloc(js->v, nc * sizeof *nj);
+    if (!nj) {
+      js->failed = true;
+      return;
+    }
+    js->v = nj;
+    js->cap = nc;
+  }
+  js->v[js->n++] = *j;
+}
+
+/* The jobs of kernel kn of prog: every combination of its bindings, ranks
+ * and targets; false (and a note) when the bindings do not cover it. */
+static bool plan_kernel(const build_req *b, xpj_program *prog,
+                        const char *file, const char *kn, jobs *js) {
+  const xpj_func *f = xpj_module_find(xpj_program_module(prog), kn);
+  unsigned nt = xpj_func_generic_count(f);
+  const cli_binding *lists[XPJ_MAX_TPARAMS + XPJ_MAX_CPARAMS];
+  unsigned given = 0;
+  for (unsigned j = 0; j < b->bs.n; j++)
+    given += !b->bs.b[j].is_const;
+  if (b->bs.positional && given > xpj_func_tparam_count(f)) {
+    fprintf(stderr, "%s: skipping kernel %s: it takes %u type parameters, "
+            "--dtype gives %u\n", file, kn, xpj_func_tparam_count(f), given);
+    return false;
+  }
+  for (unsigned t = 0; t < nt; t++) { /* in declaration order */
+    int is_const = 0, gi = xpj_func_generic_at(f, t, &is_const);
+    lists[t] = cli_bindings_for(&b->bs, f, t);
+    if (!lists[t]) {
+      fprintf(stderr, "%s: skipping kernel %s: no %s for its %s parameter "
+              "%s\n", file, kn, is_const ? "--const" : "--dtype",
+              is_const ? "const" : "type",
+              is_const ? xpj_func_const_name(f, (unsigned)gi)
+                       : xpj_func_tparam_name(f, (unsigned)gi));
+      return false;
+    }
+  }
+  bool generic = xpj_func_has_generic_rank(f);
+  unsigned idx[XPJ_MAX_TPARAMS + XPJ_MAX_CPARAMS] = {0};
+  for (;;) { /* every combination of the lists */
+    job j = {.prog = prog, .file = file, .kernel = kn};
+    size_t len = 0;
+    for (unsigned t = 0; t < nt; t++) {
+      int is_const = 0, gi = xpj_func_generic_at(f, t, &is_const);
+      const char *pn = is_const ? xpj_func_const_name(f, (unsigned)gi)
+                                : xpj_func_tparam_name(f, (unsigned)gi);
+      len += (size_t)snprintf(j.dtypes + len,
+                              len < sizeof j.dtypes ? sizeof j.dtypes - len
+                                                    : 0,
+                              "%s%s=%s", t ? "," : "", pn,
+                              lists[t]->values[idx[t]]);
+    }
+    for (unsigned di = 0; di < (generic ? b->nd : 1); di++)
+      for (unsigned ti = 0; ti < b->ntargets; ti++) {
+        j.ndim = generic ? b->ndims[di] : 0;
+        memcpy(j.target, b->targets[ti], sizeof j.target);
+        add_job(js, &j);
+      }
+    unsigned t = 0;
+    while (t < nt && ++idx[t] == lists[t]->n)
+      idx[t++] = 0;
+    if (t == nt)
+      return true;
+  }
+}
+
+/* Every job of the build; the programs into progs. */
+static int plan(const build_req *b, xpj_context *ctx, xpj_program **progs,
+                jobs *js) {
+  bool used[MAX_KERNELS] = {0};
+  for (unsigned fi = 0; fi < b->nfiles; fi++) {
+    if (xpj_program_create_file(ctx, b->files[fi], NULL, &progs[fi]) !=
+        XPJ_OK) {
+      fprintf(stderr, "%s\n", xpj_last_error());
+      return EXIT_INPUT;
+    }
+    for (unsigned ki = 0; ki < xpj_program_kernel_count(progs[fi]); ki++) {
+      const char *kn = xpj_program_kernel_name(progs[fi], ki);
+      bool want = !b->nkernels;
+      for (unsigned q = 0; q < b->nkernels; q++)
+        if (!strcmp(b->kernels[q], kn))
+          want = used[q] = true;
+      if (want)
+        plan_kernel(b, progs[fi], b->files[fi], kn, js);
+    }
+  }
+  for (unsigned q = 0; q < b->nkernels; q++)
+    if (!used[q]) {
+      fprintf(stderr, "%s bundle build: no kernel named '%s' in the files\n",
+              cli_prog, b->kernels[q]);
+      return EXIT_INPUT;
+    }
+  if (js->failed) {
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    return EXIT_INPUT;
+  }
+  if (!js->n) {
+    fprintf(stderr, "%s bundle build: nothing to compile (give --dtype for "
+            "the kernels' type parameters and --const for their const "
+            "parameters)\n", cli_prog);
+    return EXIT_INPUT;
+  }
+  return 0;
+}
+
 typedef struct pool {
-  job *jobs;
-  size_t njobs, next, done, failed;
+  jobs *js;
+  size_t next, done;
   const xpj_compile_opts *o;
   pthread_mutex_t mu;
   bool tty;
@@ -565,11 +986,11 @@ static void progress(pool *p, const job *j) {
   if (!p->tty)
     return;
   const int W = 30;
-  int fill = (int)(W * p->done / (p->njobs ? p->njobs : 1));
+  int fill = (int)(W * p->done / (p->js->n ? p->js->n : 1));
   fprintf(stderr, "\r[%.*s%*s] %zu/%zu %-40.40s", fill,
-          "##############################", W - fill, "", p->done, p->njobs,
+          "##############################", W - fill, "", p->done, p->js->n,
           j ? j->kernel : "");
-  if (p->done == p->njobs)
+  if (p->done == p->js->n)
     fputc('\n', stderr);
   fflush(stderr);
 }
@@ -578,11 +999,11 @@ static void *worker(void *arg) {
   pool *p = arg;
   for (;;) {
     pthread_mutex_lock(&p->mu);
-    if (p->next == p->njobs) {
+    if (p->next == p->js->n) {
       pthread_mutex_unlock(&p->mu);
       return NULL;
     }
-    job *j = &p->jobs[p->next++];
+    job *j = &p->js->v[p->next++];
     pthread_mutex_unlock(&p->mu);
     j->st = xpj_program_get_binary(j->prog, j->kernel, j->dtypes, j->ndim,
                                    j->target, p->o, NULL, NULL);
@@ -590,233 +1011,71 @@ static void *worker(void *arg) {
       j->msg = strdup(xpj_last_error());
     pthread_mutex_lock(&p->mu);
     p->done++;
-    p->failed += j->st != XPJ_OK;
     progress(p, j);
     pthread_mutex_unlock(&p->mu);
   }
 }
 
-/* Splits "a,b,c" into at most MAX_LIST items (modifies s). */
-static unsigned split(char *s, char **items) {
-  unsigned n = 0;
-  for (char *save = NULL, *t = strtok_r(s, ",", &save); t && n < MAX_LIST;
-       t = strtok_r(NULL, ",", &save))
-    items[n++] = t;
-  return n;
+/* Runs the jobs on nthreads threads (a progress bar on a terminal). */
+static void run_jobs(jobs *js, const xpj_compile_opts *o, unsigned nthreads) {
+#if defined(__SANITIZE_ADDRESS__)
+  /* GCC 12's libasan takes no lock around fork(): a compile worker forked
+   * while another thread allocates can inherit a held allocator lock and
+   * hang until its timeout (docs/testing.md). Sanitizer builds compile
+   * one at a time. */
+  nthreads = 1;
+#endif
+  if (nthreads > js->n)
+    nthreads = (unsigned)js->n;
+  pool p = {js, 0, 0, o, PTHREAD_MUTEX_INITIALIZER, isatty(2) != 0};
+  pthread_t th[256];
+  unsigned started = 0;
+  for (; started < nthreads; started++)
+    if (pthread_create(&th[started], NULL, worker, &p) != 0)
+      break;
+  if (!started)
+    worker(&p);
+  for (unsigned t = 0; t < started; t++)
+    pthread_join(th[t], NULL);
 }
 
-/* --dtype NAME=T1,T2 or --const NAME=V1,V2 */
-typedef struct dtlist {
-  char name[64];
-  char *types[MAX_LIST]; /* types, or const values */
-  unsigned n;
-  char *buf;
-  bool is_const;
-} dtlist;
-
-static int add_job(job **jobs, size_t *n, size_t *cap, const job *j) {
-  if (*n == *cap) {
-    size_t nc = *cap ? *cap * 2 : 64;
-    job *nj = realloc(*jobs, nc * sizeof *nj);
-    if (!nj)
-      return -1;
-    *jobs = nj;
-    *cap = nc;
+/* The jobs' outcome: a dtype a kernel does not accept (popcount of f64) is
+ * not an error of the build (that combination does not exist), noted;
+ * other failures are errors. *skipped, *failed. */
+static void report_jobs(const jobs *js, size_t *skipped, size_t *failed) {
+  *skipped = *failed = 0;
+  for (size_t q = 0; q < js->n; q++) {
+    const job *j = &js->v[q];
+    const char *m = j->msg ? j->msg : "failed";
+    if (j->st == XPJ_OK)
+      continue;
+    if (j->st == XPJ_ERR_SPECIALIZE) {
+      if ((*skipped)++ < 3)
+        fprintf(stderr, "note: skipped %s [%s] ndim=%u: %.*s\n", j->kernel,
+                j->dtypes, j->ndim, (int)strcspn(m, "\n"), m);
+      continue;
+    }
+    (*failed)++;
+    cli_diag(XPJ_SEV_ERROR, j->file, "%s [%s] ndim=%u for %s: %s", j->kernel,
+             j->dtypes, j->ndim, j->target, m);
   }
-  (*jobs)[(*n)++] = *j;
-  return 0;
+  if (*skipped > 3)
+    fprintf(stderr, "note: ... %zu combinations skipped in all (the "
+            "kernels do not accept those dtypes)\n", *skipped);
 }
 
-static int bundle_build(int argc, char **argv) {
-  const char *files[256], *kernels[64], *outpath = NULL;
-  unsigned nfiles = 0, nkernels = 0, nd = 0, ntargets = 0, jobs_n = 0;
-  dtlist dts[16];
-  unsigned ndts = 0;
-  unsigned ndims[8];
-  char targets[MAX_LIST][160];
-  bool keep_going = false;
-  xpj_compile_opts o;
-  xpj_compile_opts_default(&o);
-  int rc = EXIT_USAGE;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage_bundle(stdout);
-      rc = 0;
-      goto out;
-    }
-    if (strlen(a) == 3 && a[0] == '-' && a[1] == 'O' && a[2] >= '0' &&
-        a[2] <= '3') {
-      o.opt_level = (unsigned)(a[2] - '0');
-      continue;
-    }
-    if (!strcmp(a, "--fast-math")) {
-      o.fast_math = 1;
-      continue;
-    }
-    if (!strcmp(a, "--keep-going")) {
-      keep_going = true;
-      continue;
-    }
-    if (!strcmp(a, "--dtype") || !strcmp(a, "--ndim") ||
-        !strcmp(a, "--const") ||
-        !strcmp(a, "--kernel") || !strcmp(a, "--target") ||
-        !strcmp(a, "-o") || !strcmp(a, "-j")) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "%s bundle build: option '%s' needs a value\n",
-                cli_prog, a);
-        goto out;
-      }
-      const char *v = argv[++i];
-      if (!strcmp(a, "-o")) {
-        outpath = v;
-      } else if (!strcmp(a, "-j")) {
-        char *end;
-        long j = strtol(v, &end, 10);
-        if (*end || j < 1 || j > 256) {
-          fprintf(stderr, "%s bundle build: -j takes 1..256\n", cli_prog);
-          goto out;
-        }
-        jobs_n = (unsigned)j;
-      } else if (!strcmp(a, "--kernel")) {
-        if (nkernels == 64) {
-          fprintf(stderr, "%s bundle build: too many --kernel\n", cli_prog);
-          goto out;
-        }
-        kernels[nkernels++] = v;
-      } else if (!strcmp(a, "--dtype") || !strcmp(a, "--const")) {
-        bool is_const = !strcmp(a, "--const");
-        const char *eq = strchr(v, '=');
-        if (!eq || eq == v || eq - v >= 64 || !eq[1] || ndts == 16) {
-          fprintf(stderr,
-                  is_const ? "%s bundle build: --const takes NAME=V1,V2 "
-                             "(e.g. TS=8,16), not '%s'\n"
-                           : "%s bundle build: --dtype takes NAME=T1,T2 "
-                             "(e.g. T=f32,f64), not '%s'\n",
-                  cli_prog, v);
-          goto out;
-        }
-        dtlist *d = &dts[ndts];
-        memcpy(d->name, v, (size_t)(eq - v));
-        d->name[eq - v] = 0;
-        d->is_const = is_const;
-        for (unsigned k = 0; k < ndts; k++)
-          if (!strcmp(dts[k].name, d->name)) {
-            fprintf(stderr, "%s bundle build: %s %s given twice\n",
-                    cli_prog, a, d->name);
-            goto out;
-          }
-        d->buf = strdup(eq + 1);
-        if (!d->buf)
-          goto out;
-        ndts++;
-        d->n = split(d->buf, d->types);
-        for (unsigned k = 0; k < d->n; k++) {
-          int64_t x;
-          if (is_const &&
-              xpj_const_parse(d->types[k], XPJ_I64, &x, NULL, 0) != XPJ_OK &&
-              xpj_const_parse(d->types[k], XPJ_U64, &x, NULL, 0) != XPJ_OK &&
-              xpj_const_parse(d->types[k], XPJ_BOOL, &x, NULL, 0) != XPJ_OK) {
-            fprintf(stderr,
-                    "%s bundle build: '%s' in --const %s is not an integer "
-                    "(decimal or 0x hexadecimal, optional sign) or "
-                    "true/false\n",
-                    cli_prog, d->types[k], v);
-            goto out;
-          }
-          if (!is_const && xpj_scalar_parse(d->types[k]) == XPJ_VOID) {
-            fprintf(stderr,
-                    "%s bundle build: unknown type '%s' in --dtype %s (use "
-                    "bool, i8..i64, u8..u64, f16, bf16, f32 or f64; a const parameter "
-                    "takes --const NAME=V1,V2)\n",
-                    cli_prog, d->types[k], v);
-            goto out;
-          }
-        }
-      } else if (!strcmp(a, "--ndim")) {
-        char buf[64], *items[MAX_LIST];
-        snprintf(buf, sizeof buf, "%s", v);
-        unsigned n = split(buf, items);
-        nd = 0;
-        for (unsigned k = 0; k < n; k++) {
-          char *end;
-          long x = strtol(items[k], &end, 10);
-          if (*end || x < 1 || x > XPJ_MAX_RANK || nd == 8) {
-            fprintf(stderr, "%s bundle build: --ndim takes 1..%d, not '%s'\n",
-                    cli_prog, XPJ_MAX_RANK, items[k]);
-            goto out;
-          }
-          ndims[nd++] = (unsigned)x;
-        }
-        if (!nd) {
-          fprintf(stderr, "%s bundle build: --ndim is empty\n", cli_prog);
-          goto out;
-        }
-      } else { /* --target: "ptx:sm_80,sm_90" -> ptx:sm_80, ptx:sm_90 */
-        char buf[1200], *items[MAX_LIST];
-        snprintf(buf, sizeof buf, "%s", v);
-        unsigned n = split(buf, items);
-        char kind[32] = "";
-        const char *c = strchr(v, ':');
-        if (c && (size_t)(c - v) < sizeof kind) {
-          memcpy(kind, v, (size_t)(c - v));
-          kind[c - v] = 0;
-        }
-        for (unsigned k = 0; k < n; k++) {
-          if (ntargets == MAX_LIST) {
-            fprintf(stderr, "%s bundle build: too many targets\n", cli_prog);
-            goto out;
-          }
-          char *t = targets[ntargets];
-          if (k > 0 && *kind && !strchr(items[k], ':'))
-            snprintf(t, 160, "%s:%s", kind, items[k]);
-          else
-            snprintf(t, 160, "%s", items[k]);
-          xpj_target pt;
-          char err[256];
-          if (xpj_target_parse(t, &pt, err, sizeof err) != XPJ_OK) {
-            fprintf(stderr, "%s bundle build: --target %s: %s\n", cli_prog,
-                    t, err);
-            goto out;
-          }
-          ntargets++;
-        }
-      }
-      continue;
-    }
-    if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "%s bundle build: unknown option '%s'\n", cli_prog, a);
-      goto out;
-    }
-    if (nfiles == 256) {
-      fprintf(stderr, "%s bundle build: too many files\n", cli_prog);
-      goto out;
-    }
-    files[nfiles++] = a;
-  }
-  if (!nfiles || !ntargets || !outpath) {
-    fprintf(stderr, "%s bundle build: needs FILE..., --target and -o "
-            "(see --help)\n", cli_prog);
-    goto out;
-  }
-  if (!nd) {
-    ndims[0] = 1;
-    ndims[1] = 2;
-    ndims[2] = 3;
-    nd = 3;
-  }
-
-  /* compile into a private cache in a new directory of our own (the cache
-   * refuses shared directories such as /tmp), then export it */
+/* Compiles into a private cache in a new directory of our own (the cache
+ * refuses shared directories such as /tmp), then exports it. */
+static int build(const build_req *b) {
   char tmpdir[4096], tmpdb[4200];
   const char *td = getenv("TMPDIR");
-  snprintf(tmpdir, sizeof tmpdir, "%s/xpjit-bundle-XXXXXX",
-           td && *td == '/' ? td : "/tmp");
+  if (!td || *td != '/')
+    td = "/tmp";
+  snprintf(tmpdir, sizeof tmpdir, "%s/xpjit-bundle-XXXXXX", td);
   if (!mkdtemp(tmpdir)) {
     fprintf(stderr, "%s bundle build: cannot make a directory in %s: %s\n",
-            cli_prog, td && *td == '/' ? td : "/tmp", strerror(errno));
-    rc = EXIT_INPUT;
-    goto out;
+            cli_prog, td, strerror(errno));
+    return EXIT_INPUT;
   }
   snprintf(tmpdb, sizeof tmpdb, "%s/build.db", tmpdir);
   xpj_context_desc desc = {.visible = "cpu",
@@ -829,268 +1088,202 @@ static int bundle_build(int argc, char **argv) {
   if (xpj_context_create(&desc, &ctx) != XPJ_OK) {
     fprintf(stderr, "%s bundle build: %s\n", cli_prog, xpj_last_error());
     remove_dir(tmpdir);
-    rc = EXIT_INPUT;
-    goto out;
+    return EXIT_INPUT;
   }
-  xpj_program *progs[256] = {0};
-  job *jl = NULL;
-  size_t njobs = 0, cap = 0;
-  bool used_kernel[64] = {0};
-  rc = 0;
-  for (unsigned fi = 0; fi < nfiles && rc == 0; fi++) {
-    if (xpj_program_create_file(ctx, files[fi], NULL, &progs[fi]) !=
-        XPJ_OK) {
-      fprintf(stderr, "%s\n", xpj_last_error());
-      rc = EXIT_INPUT;
-      break;
-    }
-    const xpj_module *m = xpj_program_module(progs[fi]);
-    for (unsigned ki = 0; ki < xpj_program_kernel_count(progs[fi]); ki++) {
-      const char *kn = xpj_program_kernel_name(progs[fi], ki);
-      if (nkernels) {
-        bool want = false;
-        for (unsigned q = 0; q < nkernels; q++)
-          if (!strcmp(kernels[q], kn))
-            want = used_kernel[q] = true;
-        if (!want)
-          continue;
-      }
-      const xpj_func *f = xpj_module_find(m, kn);
-      /* one list per type or const parameter, in declaration order */
-      unsigned nt = xpj_func_generic_count(f);
-      const dtlist *lists[XPJ_MAX_TPARAMS + XPJ_MAX_CPARAMS];
-      bool ok = true;
-      for (unsigned t = 0; t < nt && ok; t++) {
-        int is_const = 0, gi = xpj_func_generic_at(f, t, &is_const);
-        const char *pn = is_const ? xpj_func_const_name(f, (unsigned)gi)
-                                  : xpj_func_tparam_name(f, (unsigned)gi);
-        lists[t] = NULL;
-        for (unsigned q = 0; q < ndts; q++)
-          if (!strcmp(dts[q].name, pn) && dts[q].is_const == (is_const != 0))
-            lists[t] = &dts[q];
-        if (!lists[t]) {
-          fprintf(stderr, "%s: skipping kernel %s: no %s for its %s "
-                  "parameter %s\n", files[fi], kn,
-                  is_const ? "--const" : "--dtype",
-                  is_const ? "const" : "type", pn);
-          ok = false;
-        }
-      }
-      if (!ok)
-        continue;
-      bool generic = xpj_func_has_generic_rank(f);
-      unsigned idx[XPJ_MAX_TPARAMS + XPJ_MAX_CPARAMS] = {0};
-      for (;;) { /* every combination of dtypes */
-        job j = {.prog = progs[fi], .file = files[fi], .kernel = kn};
-        size_t len = 0;
-        for (unsigned t = 0; t < nt; t++)
-          len += (size_t)snprintf(j.dtypes + len, sizeof j.dtypes - len,
-                                  "%s%s=%s", t ? "," : "", lists[t]->name,
-                                  lists[t]->types[idx[t]]);
-        for (unsigned di = 0; di < (generic ? nd : 1); di++)
-          for (unsigned ti = 0; ti < ntargets; ti++) {
-            j.ndim = generic ? ndims[di] : 0;
-            memcpy(j.target, targets[ti], sizeof j.target);
-            if (add_job(&jl, &njobs, &cap, &j) != 0)
-              rc = EXIT_INPUT;
-          }
-        unsigned t = 0;
-        while (t < nt && ++idx[t] == lists[t]->n)
-          idx[t++] = 0;
-        if (t == nt)
-          break;
-      }
-    }
-  }
-  for (unsigned q = 0; q < nkernels && rc == 0; q++)
-    if (!used_kernel[q]) {
-      fprintf(stderr, "%s bundle build: no kernel named '%s' in the files\n",
-              cli_prog, kernels[q]);
-      rc = EXIT_INPUT;
-    }
-  if (rc == 0 && !njobs) {
-    fprintf(stderr, "%s bundle build: nothing to compile (give --dtype for "
-            "the kernels' type parameters and --const for their const "
-            "parameters)\n", cli_prog);
-    rc = EXIT_INPUT;
-  }
+  xpj_program *progs[MAX_FILES] = {0};
+  jobs js = {0};
+  int rc = plan(b, ctx, progs, &js);
+  size_t skipped = 0, failed = 0;
+  uint64_t n = 0;
   if (rc == 0) {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned nthreads = jobs_n ? jobs_n : (unsigned)(ncpu > 0 ? ncpu : 1);
-    if (nthreads > njobs)
-      nthreads = (unsigned)njobs;
-#if defined(__SANITIZE_ADDRESS__)
-    /* GCC 12's libasan takes no lock around fork(): a compile worker forked
-     * while another thread allocates can inherit a held allocator lock and
-     * hang until its timeout (docs/testing.md). Sanitizer builds compile
-     * one at a time. */
-    nthreads = 1;
-#endif
-    pool p = {jl, njobs, 0, 0, 0, &o, PTHREAD_MUTEX_INITIALIZER,
-              isatty(2) != 0};
-    pthread_t th[256];
-    unsigned started = 0;
-    for (; started < nthreads; started++)
-      if (pthread_create(&th[started], NULL, worker, &p) != 0)
-        break;
-    if (!started)
-      worker(&p);
-    for (unsigned t = 0; t < started; t++)
-      pthread_join(th[t], NULL);
-    /* a dtype a kernel does not accept (popcount of f64) is not an error
-     * of the build: that combination does not exist */
-    size_t skipped = 0, failed = 0;
-    for (size_t q = 0; q < njobs; q++) {
-      if (jl[q].st == XPJ_OK)
-        continue;
-      if (jl[q].st == XPJ_ERR_SPECIALIZE) {
-        if (skipped++ < 3) {
-          const char *m = jl[q].msg ? jl[q].msg : "";
-          const char *nl = strchr(m, '\n');
-          fprintf(stderr, "note: skipped %s [%s] ndim=%u: %.*s\n",
-                  jl[q].kernel, jl[q].dtypes, jl[q].ndim,
-                  nl ? (int)(nl - m) : (int)strlen(m), m);
-        }
-        continue;
-      }
-      failed++;
-      fprintf(stderr, "error: %s: %s [%s] ndim=%u for %s: %s\n", jl[q].file,
-              jl[q].kernel, jl[q].dtypes, jl[q].ndim, jl[q].target,
-              jl[q].msg ? jl[q].msg : "failed");
-    }
-    if (skipped > 3)
-      fprintf(stderr, "note: ... %zu combinations skipped in all (the "
-              "kernels do not accept those dtypes)\n", skipped);
-    p.failed = failed;
-    if (failed && !keep_going)
+    run_jobs(&js, &b->o, b->jobs ? b->jobs : (unsigned)(ncpu > 0 ? ncpu : 1));
+    report_jobs(&js, &skipped, &failed);
+    if (failed && !b->keep_going) {
+      fprintf(stderr, "%s bundle build: %zu of %zu compiles failed; %s not "
+              "written (--keep-going writes the rest)\n", cli_prog, failed,
+              js.n, b->outpath);
       rc = EXIT_INPUT;
-    uint64_t n = 0;
-    if (rc == 0 && xpj_cache_export(xpj_context_cache(ctx), outpath, &n) !=
-                       XPJ_OK) {
+    } else if (xpj_cache_export(xpj_context_cache(ctx), b->outpath, &n) !=
+               XPJ_OK) {
       fprintf(stderr, "%s bundle build: %s\n", cli_prog,
               xpj_cache_last_error());
       rc = EXIT_INPUT;
     }
-    if (rc == 0)
-      fprintf(stderr, "%s: %llu kernels (%zu compiled, %zu failed, %zu "
-              "skipped)\n", outpath, (unsigned long long)n,
-              njobs - p.failed - skipped, p.failed, skipped);
-    else
-      fprintf(stderr, "%s bundle build: %zu of %zu compiles failed; %s not "
-              "written (--keep-going writes the rest)\n", cli_prog, p.failed,
-              njobs, outpath);
   }
-  for (size_t q = 0; q < njobs; q++)
-    free(jl[q].msg);
-  free(jl);
-  for (unsigned fi = 0; fi < nfiles; fi++)
+  size_t compiled = js.n - failed - skipped;
+  if (rc == 0 && b->json)
+    rc = cli_json_print(json_pack(
+        "{s:o, s:o, s:o, s:o, s:o}", "bundle", cli_jstr(b->outpath),
+        "kernels", cli_jint(n), "compiled", cli_jint(compiled), "failed",
+        cli_jint(failed), "skipped", cli_jint(skipped)));
+  else if (rc == 0)
+    fprintf(stderr, "%s: %llu kernels (%zu compiled, %zu failed, %zu "
+            "skipped)\n", b->outpath, (unsigned long long)n, compiled,
+            failed, skipped);
+  for (size_t q = 0; q < js.n; q++)
+    free(js.v[q].msg);
+  free(js.v);
+  for (unsigned fi = 0; fi < b->nfiles; fi++)
     xpj_program_destroy(progs[fi]);
   xpj_context_destroy(ctx);
   remove_dir(tmpdir);
-out:
-  for (unsigned k = 0; k < ndts; k++)
-    free(dts[k].buf);
   return rc;
 }
 
-static int bundle_ls_verify(const char *path, bool verify, bool json) {
-  xpj_cache_config cfg = {.path = path, .bundle = 1, .warn = warn_cb};
-  xpj_cache *b = NULL;
-  if (xpj_cache_open(&cfg, &b) != XPJ_OK) {
-    fprintf(stderr, "%s bundle: %s\n", cli_prog, xpj_cache_last_error());
+static int bundle_build(int argc, char **argv) {
+  static const cli_opt opts[] = {
+      {"dtype", OPT_DTYPE, true},     {"const", OPT_CONST, true},
+      {"ndim", OPT_NDIM, true},       {"kernel", OPT_KERNEL, true},
+      {"target", OPT_TARGET, true},   {"output", 'o', true},
+      {NULL, 'O', true},              {"jobs", 'j', true},
+      {"fast-math", OPT_FAST_MATH, false},
+      {"keep-going", OPT_KEEP_GOING, false},
+      {"json", OPT_JSON, false},      {0},
+  };
+  build_req *b = calloc(1, sizeof *b);
+  if (!b) {
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
     return EXIT_INPUT;
   }
-  char *versions = NULL, *targets = NULL;
-  xpj_cache_get_meta(b, "versions", &versions);
-  xpj_cache_get_meta(b, "targets", &targets);
-  char mine[128];
-  xpj_versions_str(mine, sizeof mine);
-  bool usable = versions && !strcmp(versions, mine);
-  int rc = 0;
-  if (verify) {
-    if (!json)
-      printf("%s: built by %s%s\n", path, versions ? versions : "(unknown)",
-             usable ? " (matches this xpjit)" : "");
-    rc = do_verify(b, false, json, path);
-    if (!usable) {
-      fprintf(stderr, "%s: not usable by this xpjit (%s)\n", path, mine);
-      rc = EXIT_INPUT;
-    }
-  } else if (json) {
-    printf("{\"path\": ");
-    cli_json_str(stdout, path);
-    printf(", \"versions\": ");
-    cli_json_str(stdout, versions);
-    printf(", \"usable\": %s, \"targets\": ", usable ? "true" : "false");
-    cli_json_str(stdout, targets);
-    printf(", \"entries\": ");
-    rc = do_ls(b, true);
-    printf("}\n");
-  } else {
-    printf("bundle:   %s\n", path);
-    printf("built by: %s%s\n", versions ? versions : "(unknown)",
-           usable ? "" : "  (NOT usable by this xpjit)");
-    printf("targets:\n");
-    for (char *t = targets, *e; t && *t; t = e ? e + 1 : t + strlen(t)) {
-      e = strchr(t, '\n');
-      char tg[160];
-      size_t L = e ? (size_t)(e - t) : strlen(t);
-      if (L >= sizeof tg)
-        L = sizeof tg - 1;
-      memcpy(tg, t, L);
-      tg[L] = 0;
-      char sh[48];
+  xpj_compile_opts_default(&b->o);
+  cli_args a;
+  cli_args_init(&a, "bundle build", usage_bundle, opts, argc, argv);
+  cli_bindings_init(&b->bs, &a, true);
+  int rc = 0, k;
+  while (!rc && (k = cli_next(&a)) >= 0)
+    rc = build_option(&a, k, b);
+  if (!rc && !a.exited && (!b->nfiles || !b->ntargets || !b->outpath))
+    rc = cli_usage_error(&a, "needs FILE..., --target and -o");
+  if (!rc && !a.exited && !b->nd) {
+    static const unsigned dflt[] = {1, 2, 3};
+    memcpy(b->ndims, dflt, sizeof dflt);
+    b->nd = 3;
+  }
+  if (!rc && !a.exited)
+    rc = build(b);
+  cli_bindings_free(&b->bs);
+  free(b);
+  return a.exited ? a.status : rc;
+}
+
+/* ---- bundle ls, verify, import ---- */
+
+typedef struct bundle_req {
+  const char *files[MAX_FILES];
+  unsigned nfiles;
+  const char *path; /* import: the cache */
+  bool json;
+} bundle_req;
+
+/* The bundle's meta "targets" (one per line) as a JSON array, or printed
+ * (without the CPU feature lists). */
+static json_t *targets_of(const char *targets, bool json) {
+  json_t *list = json ? json_array() : NULL;
+  for (const char *t = targets, *e; t && *t; t = e ? e + 1 : t + strlen(t)) {
+    e = strchr(t, '\n');
+    char tg[1200], sh[1200];
+    snprintf(tg, sizeof tg, "%.*s", e ? (int)(e - t) : (int)strlen(t), t);
+    if (json) {
+      json_array_append_new(list, cli_jstr(tg));
+    } else {
       short_target(tg, sh, sizeof sh);
       printf("  %s\n", sh);
     }
-    rc = do_ls(b, false);
   }
-  free(versions);
-  free(targets);
-  xpj_cache_close(b);
+  return list;
+}
+
+/* A bundle opened for ls and verify, with its meta. */
+typedef struct bundle {
+  const char *path;
+  xpj_cache *c;
+  char *versions, *targets;
+  char mine[128];
+  bool usable; /* built by this xpjit */
+} bundle;
+
+static int bundle_open(const char *path, bundle *b) {
+  memset(b, 0, sizeof *b);
+  b->path = path;
+  xpj_cache_config cfg = {.path = path, .bundle = 1, .warn = warn_cb};
+  if (xpj_cache_open(&cfg, &b->c) != XPJ_OK) {
+    fprintf(stderr, "%s bundle: %s\n", cli_prog, xpj_cache_last_error());
+    return EXIT_INPUT;
+  }
+  xpj_cache_get_meta(b->c, "versions", &b->versions);
+  xpj_cache_get_meta(b->c, "targets", &b->targets);
+  xpj_versions_str(b->mine, sizeof b->mine);
+  b->usable = b->versions && !strcmp(b->versions, b->mine);
+  return 0;
+}
+
+static void bundle_close(bundle *b) {
+  free(b->versions);
+  free(b->targets);
+  xpj_cache_close(b->c);
+}
+
+/* ls FILE: versions, targets, entries. */
+static int bundle_ls(const bundle_req *r) {
+  bundle b;
+  int rc = bundle_open(r->files[0], &b);
+  if (rc)
+    return rc;
+  if (r->json) {
+    json_t *entries = json_array();
+    rc = list_entries(b.c, true, entries);
+    int jrc = cli_json_print(json_pack(
+        "{s:o, s:o, s:b, s:o, s:o}", "path", cli_jstr(b.path), "versions",
+        cli_jstr(b.versions), "usable", b.usable, "targets",
+        targets_of(b.targets, true), "entries", entries));
+    rc = rc ? rc : jrc;
+  } else {
+    label("bundle:", 10);
+    printf("%s\n", b.path);
+    label("built by:", 10);
+    printf("%s%s\n", b.versions ? b.versions : "(unknown)",
+           b.usable ? "" : "  (NOT usable by this xpjit)");
+    label("targets:", 0);
+    printf("\n");
+    targets_of(b.targets, false);
+    rc = list_entries(b.c, false, NULL);
+  }
+  bundle_close(&b);
   return rc;
 }
 
-int cli_bundle(int argc, char **argv) {
-  if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
-    usage_bundle(argc < 1 ? stderr : stdout);
-    return argc < 1 ? EXIT_USAGE : 0;
-  }
-  const char *sub = argv[0];
-  if (!strcmp(sub, "build"))
-    return bundle_build(argc - 1, argv + 1);
-  if (strcmp(sub, "ls") && strcmp(sub, "verify") && strcmp(sub, "import")) {
-    fprintf(stderr, "%s bundle: unknown command '%s'\n", cli_prog, sub);
-    usage_bundle(stderr);
-    return EXIT_USAGE;
-  }
-  bool json = false;
-  const char *path = NULL, *files[256];
-  unsigned nfiles = 0;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage_bundle(stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "--json")) {
-      json = true;
-    } else if (!strcmp(argv[i], "--path") && i + 1 < argc) {
-      path = argv[++i];
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      fprintf(stderr, "%s bundle %s: unknown option '%s'\n", cli_prog, sub,
-              argv[i]);
-      return EXIT_USAGE;
-    } else if (nfiles < 256) {
-      files[nfiles++] = argv[i];
-    }
-  }
-  if (!nfiles || (strcmp(sub, "import") && nfiles != 1)) {
-    fprintf(stderr, "%s bundle %s: needs %s\n", cli_prog, sub,
-            strcmp(sub, "import") ? "one FILE" : "FILE...");
-    return EXIT_USAGE;
-  }
-  if (strcmp(sub, "import"))
-    return bundle_ls_verify(files[0], !strcmp(sub, "verify"), json);
-  xpj_cache_config cfg = {.path = path, .mode = XPJ_CACHE_MODE_RW,
+/* verify FILE: every entry, and whether this xpjit can use the bundle. */
+static int bundle_verify(const bundle_req *r) {
+  bundle b;
+  int rc = bundle_open(r->files[0], &b);
+  if (rc)
+    return rc;
+  if (!r->json)
+    printf("%s: built by %s%s\n", b.path, b.versions ? b.versions
+                                                      : "(unknown)",
+           b.usable ? " (matches this xpjit)" : "");
+  findings f = {r->json, r->json ? json_array() : NULL, 0, 0};
+  rc = verify(b.c, false, &f);
+  if (!rc && r->json)
+    rc = cli_json_print(json_pack(
+        "{s:o, s:o, s:b, s:o, s:o, s:b, s:o}", "path", cli_jstr(b.path),
+        "versions", cli_jstr(b.versions), "usable", b.usable, "checked",
+        cli_jint(f.checked), "bad", cli_jint(f.bad), "repaired", 0,
+        "problems", f.list));
+  else if (!rc)
+    printf("%s: %llu entries checked, %llu bad\n", b.path,
+           (unsigned long long)f.checked, (unsigned long long)f.bad);
+  else
+    json_decref(f.list);
+  if (!b.usable)
+    fprintf(stderr, "%s: not usable by this xpjit (%s)\n", b.path, b.mine);
+  bundle_close(&b);
+  return rc ? rc : f.bad || !b.usable ? EXIT_INPUT : 0;
+}
+
+static int bundle_import(const bundle_req *r) {
+  xpj_cache_config cfg = {.path = r->path, .mode = XPJ_CACHE_MODE_RW,
                           .warn = warn_cb};
   xpj_cache *c = NULL;
   if (xpj_cache_open(&cfg, &c) != XPJ_OK) {
@@ -1098,19 +1291,91 @@ int cli_bundle(int argc, char **argv) {
             xpj_cache_last_error());
     return EXIT_INPUT;
   }
-  int rc = 0;
-  for (unsigned i = 0; i < nfiles; i++) {
+  json_t *list = r->json ? json_array() : NULL;
+  int rc = r->json && !list ? EXIT_INPUT : 0;
+  for (unsigned i = 0; i < r->nfiles; i++) {
     uint64_t imp = 0, skip = 0;
-    if (xpj_cache_import(c, files[i], &imp, &skip) != XPJ_OK) {
+    bool ok = xpj_cache_import(c, r->files[i], &imp, &skip) == XPJ_OK;
+    if (!ok) {
       fprintf(stderr, "%s bundle import: %s\n", cli_prog,
               xpj_cache_last_error());
       rc = EXIT_INPUT;
-      continue;
     }
-    printf("%s: imported %llu entries into %s (%llu already there or "
-           "damaged)\n", files[i], (unsigned long long)imp,
-           xpj_cache_path(c), (unsigned long long)skip);
+    if (list && ok)
+      json_array_append_new(
+          list, json_pack("{s:o, s:o, s:o}", "bundle", cli_jstr(r->files[i]),
+                          "imported", cli_jint(imp), "skipped",
+                          cli_jint(skip)));
+    else if (list)
+      json_array_append_new(
+          list, json_pack("{s:o, s:o}", "bundle", cli_jstr(r->files[i]),
+                          "error", cli_jstr(xpj_cache_last_error())));
+    else if (ok)
+      printf("%s: imported %llu entries into %s (%llu already there or "
+             "damaged)\n", r->files[i], (unsigned long long)imp,
+             xpj_cache_path(c), (unsigned long long)skip);
+  }
+  if (list) {
+    int jrc = cli_json_print(json_pack("{s:o, s:o}", "cache",
+                                       cli_jstr(xpj_cache_path(c)),
+                                       "bundles", list));
+    rc = rc ? rc : jrc;
   }
   xpj_cache_close(c);
   return rc;
+}
+
+static const cli_opt bundle_opts[] = {{"json", OPT_JSON, false}, {0}};
+static const cli_opt import_opts[] = {{"json", OPT_JSON, false},
+                                      {"path", OPT_PATH, true}, {0}};
+
+static const struct bundle_cmd {
+  const char *name;
+  const cli_opt *opts;
+  bool many; /* FILE... (else one FILE) */
+  int (*run)(const bundle_req *r);
+} bundle_cmds[] = {
+    {"ls", bundle_opts, false, bundle_ls},
+    {"verify", bundle_opts, false, bundle_verify},
+    {"import", import_opts, true, bundle_import},
+};
+
+int cli_bundle(int argc, char **argv) {
+  cli_args a;
+  cli_args_init(&a, "bundle", usage_bundle, NULL, argc, argv);
+  int k = cli_next(&a);
+  if (a.exited)
+    return a.status;
+  if (k == CLI_DONE)
+    return cli_usage_error(&a, "no command");
+  int n;
+  char **sub = cli_rest(&a, &n);
+  if (!strcmp(a.arg, "build"))
+    return bundle_build(n, sub);
+  const struct bundle_cmd *cmd = NULL;
+  for (size_t i = 0; i < sizeof bundle_cmds / sizeof *bundle_cmds; i++)
+    if (!strcmp(a.arg, bundle_cmds[i].name))
+      cmd = &bundle_cmds[i];
+  if (!cmd)
+    return cli_usage_error(&a, "unknown command '%s'", a.arg);
+  char name[32];
+  snprintf(name, sizeof name, "bundle %s", cmd->name);
+  bundle_req r = {0};
+  cli_args_init(&a, name, usage_bundle, cmd->opts, n, sub);
+  int rc = 0;
+  while (!rc && (k = cli_next(&a)) >= 0) {
+    if (k == OPT_JSON)
+      r.json = true;
+    else if (k == OPT_PATH)
+      r.path = a.arg;
+    else if (r.nfiles == MAX_FILES || (!cmd->many && r.nfiles == 1))
+      rc = cli_usage_error(&a, "unexpected argument '%s'", a.arg);
+    else
+      r.files[r.nfiles++] = a.arg;
+  }
+  if (rc || a.exited)
+    return a.exited ? a.status : rc;
+  if (!r.nfiles)
+    return cli_usage_error(&a, "needs %s", cmd->many ? "FILE..." : "FILE");
+  return cmd->run(&r);
 }

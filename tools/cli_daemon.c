@@ -6,6 +6,7 @@
 #include "proto.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+enum { OPT_SOCKET = CLI_LONG, OPT_JSON, OPT_TIMEOUT };
 
 static void usage(FILE *out) {
   fprintf(out,
@@ -22,6 +25,13 @@ static void usage(FILE *out) {
           "  stats    its statistics (requests, hits, compiles, workers, ...)\n"
           "  stop     ask it to shut down and wait until it has (--timeout, "
           "default 30 s)\n"
+          "\n"
+          "  --socket PATH   the daemon's socket\n"
+          "  --json          one JSON document on standard output\n"
+          "  --timeout S     stop: how long to wait\n"
+          "  --color=WHEN    colour: auto (a terminal, without NO_COLOR), "
+          "always, never\n"
+          "\n"
           "The socket: --socket, else XPJIT_DAEMON when it names a path, "
           "else\n"
           "$XDG_RUNTIME_DIR/xpjit/xpjitd.sock (/tmp/xpjit-UID/xpjitd.sock "
@@ -32,42 +42,48 @@ static void usage(FILE *out) {
           cli_prog);
 }
 
-static bool is_number(const char *s) {
+/* A statistic's value: a number stays a number (an integer when it is
+ * one), anything else is a string. */
+static json_t *stat_value(const char *v) {
   char *end;
-  if (!*s)
-    return false;
-  strtod(s, &end);
-  return *end == 0;
+  errno = 0;
+  long long i = strtoll(v, &end, 10);
+  if (*v && !*end && !errno)
+    return json_integer((json_int_t)i);
+  double d = strtod(v, &end);
+  if (*v && !*end && isfinite(d))
+    return json_real(d);
+  return cli_jstr(v);
 }
 
-/* "name value" lines as a JSON object (numbers stay numbers). */
-static void print_json_lines(const char *text, size_t n) {
-  printf("{");
+/* "name value" lines as a JSON object. */
+static json_t *stats_json(const char *text, size_t n) {
+  json_t *o = json_object();
   const char *p = text, *end = text + n;
-  bool first = true;
-  while (p < end) {
+  bool ok = o != NULL;
+  while (ok && p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
     char line[2048];
-    if (len >= sizeof line)
-      len = sizeof line - 1;
-    memcpy(line, p, len);
-    line[len] = 0;
+    snprintf(line, sizeof line, "%.*s", (int)len, p);
     p += len + (nl ? 1 : 0);
     char *sp = strchr(line, ' ');
     if (!sp)
       continue;
     *sp = 0;
-    printf("%s", first ? "" : ", ");
-    first = false;
-    cli_json_str(stdout, line);
-    printf(": ");
-    if (is_number(sp + 1))
-      printf("%s", sp + 1);
-    else
-      cli_json_str(stdout, sp + 1);
+    char *key = NULL;
+    json_t *k = cli_jstr(line); /* the name as valid UTF-8 */
+    if (k)
+      key = strdup(json_string_value(k));
+    ok = key && cli_jset(o, key, stat_value(sp + 1));
+    free(key);
+    json_decref(k);
   }
-  printf("}\n");
+  if (!ok) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
 }
 
 /* Running (a zombie, waiting for its parent, is not). */
@@ -115,166 +131,198 @@ static int request(int fd, xpd_op op, xpd_op want, uint8_t **pl,
   return 0;
 }
 
-int cli_daemon(int argc, char **argv) {
-  if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
-    usage(argc < 1 ? stderr : stdout);
-    return argc < 1 ? 2 : 0;
+typedef struct daemon_req {
+  char path[108]; /* the socket */
+  bool json;
+  double timeout; /* stop: seconds */
+  int fd;
+  uint8_t *welcome; /* the daemon's welcome message */
+  size_t wlen;
+} daemon_req;
+
+static int daemon_status(const daemon_req *r) {
+  xpd_msg m;
+  char vers[256] = "", cache[1024] = "";
+  uint64_t proto = 0, caps = 0, pid = 0;
+  if (xpd_payload_decode(r->welcome, r->wlen, &m) == XPD_E_OK) {
+    xpd_get_u64(&m, XPD_F_PROTO, true, &proto);
+    xpd_get_u64(&m, XPD_F_CAPS, true, &caps);
+    xpd_get_u64(&m, XPD_F_PID, true, &pid);
+    xpd_get_str(&m, XPD_F_VERSIONS, true, vers, sizeof vers);
+    xpd_get_str(&m, XPD_F_CACHE_PATH, true, cache, sizeof cache);
   }
-  const char *cmd = argv[0];
-  if (strcmp(cmd, "status") && strcmp(cmd, "stats") && strcmp(cmd, "stop")) {
-    fprintf(stderr, "%s: daemon: unknown command '%s'\n", cli_prog, cmd);
-    usage(stderr);
-    return 2;
+  char mine[128];
+  xpj_versions_str(mine, sizeof mine);
+  bool same = !strcmp(mine, vers);
+  if (r->json)
+    return cli_json_print(json_pack(
+        "{s:b, s:o, s:o, s:o, s:o, s:b, s:o}", "running", 1, "pid",
+        cli_jint(pid), "socket", cli_jstr(r->path), "protocol",
+        cli_jint(proto), "versions", cli_jstr(vers), "compatible", same,
+        "cache", cli_jstr(cache)));
+  printf("xpjitd is running: pid %llu\n", (unsigned long long)pid);
+  printf("socket:    %s\n", r->path);
+  printf("protocol:  %llu\n", (unsigned long long)proto);
+  printf("versions:  %s%s\n", vers,
+         same ? "" : " (not this libxpjit's: clients compile themselves)");
+  printf("cache:     %s\n", cache[0] ? cache : "(off or read-only)");
+  return 0;
+}
+
+static int daemon_stats(const daemon_req *r) {
+  uint8_t *pl = NULL;
+  uint32_t len = 0;
+  int rc = request(r->fd, XPD_STATS, XPD_STATS_REPLY, &pl, &len);
+  xpd_msg m;
+  const uint8_t *t = NULL;
+  size_t tn = 0;
+  if (!rc && (xpd_payload_decode(pl, len, &m) != XPD_E_OK ||
+              xpd_get_bytes(&m, XPD_F_TEXT, false, 1u << 20, &t, &tn) !=
+                  XPD_E_OK)) {
+    fprintf(stderr, "%s: daemon: malformed statistics\n", cli_prog);
+    rc = 1;
   }
-  char path[108] = "";
-  bool json = false;
-  double timeout = 30;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) {
-      json = true;
-    } else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
-      if (strlen(argv[++i]) >= sizeof path) {
-        fprintf(stderr, "%s: daemon: socket path too long\n", cli_prog);
-        return 2;
-      }
-      snprintf(path, sizeof path, "%s", argv[i]);
-    } else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-      char *end;
-      timeout = strtod(argv[++i], &end);
-      if (*end || timeout < 0 || timeout > 86400) {
-        fprintf(stderr, "%s: daemon: bad --timeout '%s'\n", cli_prog,
-                argv[i]);
-        return 2;
-      }
-    } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    } else {
-      fprintf(stderr, "%s: daemon: unknown option '%s'\n", cli_prog,
-              argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  }
-  if (!path[0]) {
-    const char *e = getenv("XPJIT_DAEMON");
-    bool named = e && *e && strcmp(e, "auto") && strcmp(e, "off") &&
-                 strcmp(e, "0") && strcmp(e, "no");
-    if (!(named ? xpd_env_path(path, sizeof path)
-                : xpd_default_path(path, sizeof path))) {
-      fprintf(stderr, "%s: daemon: socket path too long\n", cli_prog);
-      return 1;
-    }
-  }
-  char err[512];
-  uint8_t *wp = NULL;
-  size_t wl = 0;
+  if (!rc && r->json)
+    rc = cli_json_print(stats_json((const char *)t, tn));
+  else if (!rc)
+    fwrite(t, 1, tn, stdout);
+  free(pl);
+  return rc;
+}
+
+static int daemon_stop(const daemon_req *r) {
+  uint8_t *pl = NULL;
+  uint32_t len = 0;
+  uint64_t pid = 0;
+  xpd_msg m;
+  if (xpd_payload_decode(r->welcome, r->wlen, &m) == XPD_E_OK)
+    xpd_get_u64(&m, XPD_F_PID, true, &pid);
+  int rc = request(r->fd, XPD_SHUTDOWN, XPD_OK, &pl, &len);
+  free(pl);
+  if (rc)
+    return rc;
+  /* it has stopped when the socket is gone or refuses and the process has
+   * exited (running compiles get the daemon's grace period) */
+  uint64_t until = xpd_now_ms() + (uint64_t)(r->timeout * 1000);
+  bool gone = false;
   struct stat sb;
-  int fd = stat(path, &sb) == 0
-               ? xpd_connect(path, 3000, err, sizeof err, &wp, &wl)
-               : (snprintf(err, sizeof err, "no socket at %s", path), -1);
-  if (fd < 0) {
-    if (json && !strcmp(cmd, "status")) {
-      printf("{\"running\": false, \"socket\": ");
-      cli_json_str(stdout, path);
-      printf(", \"error\": ");
-      cli_json_str(stdout, err);
-      printf("}\n");
-    } else {
-      fprintf(stderr, "%s: xpjitd is not running: %s\n", cli_prog, err);
-    }
+  char err[512];
+  while (!gone && xpd_now_ms() < until) {
+    int t = stat(r->path, &sb) == 0
+                ? xpd_connect(r->path, 500, err, sizeof err, NULL, NULL)
+                : -1;
+    if (t < 0)
+      gone = !alive(pid);
+    else
+      close(t);
+    if (!gone)
+      usleep(50000);
+  }
+  if (!gone) {
+    fprintf(stderr, "%s: xpjitd (pid %llu) did not stop within %.0f s\n",
+            cli_prog, (unsigned long long)pid, r->timeout);
     return 1;
   }
-  int rc = 0;
-  if (!strcmp(cmd, "status")) {
-    xpd_msg m;
-    char vers[256] = "", cache[1024] = "";
-    uint64_t proto = 0, caps = 0, pid = 0;
-    if (xpd_payload_decode(wp, wl, &m) == XPD_E_OK) {
-      xpd_get_u64(&m, XPD_F_PROTO, true, &proto);
-      xpd_get_u64(&m, XPD_F_CAPS, true, &caps);
-      xpd_get_u64(&m, XPD_F_PID, true, &pid);
-      xpd_get_str(&m, XPD_F_VERSIONS, true, vers, sizeof vers);
-      xpd_get_str(&m, XPD_F_CACHE_PATH, true, cache, sizeof cache);
-    }
-    char mine[128];
-    xpj_versions_str(mine, sizeof mine);
-    bool same = !strcmp(mine, vers);
-    if (json) {
-      printf("{\"running\": true, \"pid\": %llu, \"socket\": ",
-             (unsigned long long)pid);
-      cli_json_str(stdout, path);
-      printf(", \"protocol\": %llu, \"versions\": ", (unsigned long long)proto);
-      cli_json_str(stdout, vers);
-      printf(", \"compatible\": %s, \"cache\": ", same ? "true" : "false");
-      cli_json_str(stdout, cache);
-      printf("}\n");
-    } else {
-      printf("xpjitd is running: pid %llu\n", (unsigned long long)pid);
-      printf("socket:    %s\n", path);
-      printf("protocol:  %llu\n", (unsigned long long)proto);
-      printf("versions:  %s%s\n", vers,
-             same ? "" : " (not this libxpjit's: clients compile themselves)");
-      printf("cache:     %s\n", cache[0] ? cache : "(off or read-only)");
-    }
-  } else if (!strcmp(cmd, "stats")) {
-    uint8_t *pl = NULL;
-    uint32_t len = 0;
-    rc = request(fd, XPD_STATS, XPD_STATS_REPLY, &pl, &len);
-    if (!rc) {
-      xpd_msg m;
-      const uint8_t *t = NULL;
-      size_t tn = 0;
-      if (xpd_payload_decode(pl, len, &m) != XPD_E_OK ||
-          xpd_get_bytes(&m, XPD_F_TEXT, false, 1u << 20, &t, &tn) !=
-              XPD_E_OK) {
-        fprintf(stderr, "%s: daemon: malformed statistics\n", cli_prog);
-        rc = 1;
-      } else if (json) {
-        print_json_lines((const char *)t, tn);
-      } else {
-        fwrite(t, 1, tn, stdout);
-      }
-    }
-    free(pl);
-  } else { /* stop */
-    uint8_t *pl = NULL;
-    uint32_t len = 0;
-    uint64_t pid = 0;
-    xpd_msg m;
-    if (xpd_payload_decode(wp, wl, &m) == XPD_E_OK)
-      xpd_get_u64(&m, XPD_F_PID, true, &pid);
-    rc = request(fd, XPD_SHUTDOWN, XPD_OK, &pl, &len);
-    free(pl);
-    if (!rc) {
-      /* it has stopped when the socket is gone or refuses and the process
-       * has exited (running compiles get the daemon's grace period) */
-      uint64_t until = xpd_now_ms() + (uint64_t)(timeout * 1000);
-      bool gone = false;
-      while (!gone && xpd_now_ms() < until) {
-        int t = stat(path, &sb) == 0
-                    ? xpd_connect(path, 500, err, sizeof err, NULL, NULL)
-                    : -1;
-        if (t < 0)
-          gone = !alive(pid);
-        else
-          close(t);
-        if (!gone)
-          usleep(50000);
-      }
-      if (!gone) {
-        fprintf(stderr, "%s: xpjitd (pid %llu) did not stop within %.0f s\n",
-                cli_prog, (unsigned long long)pid, timeout);
-        rc = 1;
-      } else if (json) {
-        printf("{\"stopped\": true, \"pid\": %llu}\n",
-               (unsigned long long)pid);
-      } else {
-        printf("xpjitd (pid %llu) stopped\n", (unsigned long long)pid);
-      }
-    }
+  if (r->json)
+    return cli_json_print(json_pack("{s:b, s:o}", "stopped", 1, "pid",
+                                    cli_jint(pid)));
+  printf("xpjitd (pid %llu) stopped\n", (unsigned long long)pid);
+  return 0;
+}
+
+static const struct daemon_cmd {
+  const char *name;
+  int (*run)(const daemon_req *r);
+} daemon_cmds[] = {
+    {"status", daemon_status},
+    {"stats", daemon_stats},
+    {"stop", daemon_stop},
+};
+
+static int daemon_option(const cli_args *a, int k, daemon_req *r) {
+  char *end;
+  switch (k) {
+  case OPT_JSON: r->json = true; return 0;
+  case OPT_SOCKET:
+    if (strlen(a->arg) >= sizeof r->path)
+      return cli_bad_value(a, "socket path too long");
+    snprintf(r->path, sizeof r->path, "%s", a->arg);
+    return 0;
+  case OPT_TIMEOUT:
+    r->timeout = strtod(a->arg, &end);
+    if (!*a->arg || *end || !(r->timeout >= 0 && r->timeout <= 86400))
+      return cli_bad_value(a, "--timeout takes seconds from 0 to 86400, "
+                              "not '%s'", a->arg);
+    return 0;
+  default:
+    return cli_usage_error(a, "unexpected argument '%s'", a->arg);
   }
-  free(wp);
-  close(fd);
+}
+
+/* The socket: --socket, else XPJIT_DAEMON when it names a path, else the
+ * default. */
+static bool socket_path(daemon_req *r) {
+  if (r->path[0])
+    return true;
+  const char *e = getenv("XPJIT_DAEMON");
+  bool named = e && *e && strcmp(e, "auto") && strcmp(e, "off") &&
+               strcmp(e, "0") && strcmp(e, "no");
+  return named ? xpd_env_path(r->path, sizeof r->path)
+               : xpd_default_path(r->path, sizeof r->path);
+}
+
+int cli_daemon(int argc, char **argv) {
+  static const cli_opt opts[] = {
+      {"socket", OPT_SOCKET, true},
+      {"json", OPT_JSON, false},
+      {"timeout", OPT_TIMEOUT, true},
+      {0},
+  };
+  daemon_req r = {.timeout = 30, .fd = -1};
+  cli_args a;
+  cli_args_init(&a, "daemon", usage, opts, argc, argv);
+  int rc = 0, k;
+  while (!rc && (k = cli_next(&a)) > 0) /* options before the command */
+    rc = daemon_option(&a, k, &r);
+  if (rc || a.exited)
+    return a.exited ? a.status : rc;
+  if (k == CLI_DONE)
+    return cli_usage_error(&a, "no command");
+  const struct daemon_cmd *cmd = NULL;
+  for (size_t i = 0; i < sizeof daemon_cmds / sizeof *daemon_cmds; i++)
+    if (!strcmp(a.arg, daemon_cmds[i].name))
+      cmd = &daemon_cmds[i];
+  if (!cmd)
+    return cli_usage_error(&a, "unknown command '%s'", a.arg);
+  char name[32];
+  snprintf(name, sizeof name, "daemon %s", cmd->name);
+  int n;
+  char **sub = cli_rest(&a, &n);
+  cli_args_init(&a, name, usage, opts, n, sub);
+  while (!rc && (k = cli_next(&a)) >= 0)
+    rc = daemon_option(&a, k, &r);
+  if (rc || a.exited)
+    return a.exited ? a.status : rc;
+  if (!socket_path(&r)) {
+    fprintf(stderr, "%s: daemon: socket path too long\n", cli_prog);
+    return 1;
+  }
+  char err[512];
+  struct stat sb;
+  r.fd = stat(r.path, &sb) == 0
+             ? xpd_connect(r.path, 3000, err, sizeof err, &r.welcome, &r.wlen)
+             : (snprintf(err, sizeof err, "no socket at %s", r.path), -1);
+  if (r.fd < 0 && r.json && cmd->run == daemon_status) {
+    cli_json_print(json_pack("{s:b, s:o, s:o}", "running", 0, "socket",
+                             cli_jstr(r.path), "error", cli_jstr(err)));
+    return 1;
+  }
+  if (r.fd < 0) {
+    fprintf(stderr, "%s: xpjitd is not running: %s\n", cli_prog, err);
+    return 1;
+  }
+  rc = cmd->run(&r);
+  free(r.welcome);
+  close(r.fd);
   return rc;
 }

@@ -1,7 +1,10 @@
 /*
  * xpjit-cli - the command-line tool: check kernel sources, print the IR of
- * a specialised kernel and its content hash. Exit status: 0 success, 1
- * errors in the input, 2 usage errors.
+ * a specialised kernel and its content hash, compile it, list devices, and
+ * (cli_cache.c, cli_daemon.c) maintain the cache, bundles and the daemon.
+ * The commands are one table; each reads its arguments with getopt_long
+ * (cli_args.c). Exit status: 0 success, 1 errors in the input, 2 usage
+ * errors.
  */
 #include "cli.h"
 #include "env.h" /* the table of XPJIT_* variables */
@@ -13,79 +16,250 @@
 #include <string.h>
 #include <unistd.h>
 
-#define EXIT_INPUT 1
-#define EXIT_USAGE 2
-
-static const char *prog = "xpjit-cli";
 const char *cli_prog = "xpjit-cli";
 
-static void usage_main(FILE *out) {
-  fprintf(out,
-          "usage: %s [--version] [--help] COMMAND [ARGS]\n"
-          "\n"
-          "commands:\n"
-          "  check FILE...        check kernel sources; print diagnostics\n"
-          "  ir FILE [--kernel NAME --dtype T=TYPE... --const N=VALUE... [--ndim N]]\n"
-          "          [--hash]\n"
-          "                       print the IR (specialised when --kernel is "
-          "given)\n"
-          "                       and its content hash\n"
-          "  emit FILE --kernel NAME [--dtype T=TYPE]... [--const N=VALUE]...\n"
-          "          [--ndim N] --target TGT\n"
-          "                       compile a kernel to SPIR-V, PTX or a CPU "
-          "object\n"
-          "  devices [FILTER] [-v] list the devices of every backend\n"
-          "  cache stats|ls|show|verify|prune|clear|export [--json]\n"
-          "                       inspect and maintain the compile cache\n"
-          "  bundle build|ls|verify|import\n"
-          "                       precompiled kernel bundles\n"
-          "  daemon status|stats|stop [--json]\n"
-          "                       the compile daemon xpjitd\n"
-          "  env [--all]          the XPJIT_* environment variables: set, "
-          "default, effect\n"
-          "\n"
-          "Run '%s COMMAND --help' for the options of a command.\n"
-          "Exit status: 0 success, 1 errors in the input, 2 usage errors.\n",
-          prog, prog);
-}
+/* options with a long name only, of the commands in this file */
+enum {
+  OPT_KERNEL = CLI_LONG,
+  OPT_DTYPE,
+  OPT_CONST,
+  OPT_NDIM,
+  OPT_HASH,
+  OPT_TARGET,
+  OPT_EMIT,
+  OPT_FAST_MATH,
+  OPT_CHECK,
+  OPT_NO_ISOLATE,
+  OPT_TIMEOUT,
+  OPT_JSON,
+  OPT_ALL,
+  OPT_MARKDOWN,
+};
+
+/* The options every command takes, for the usages (at column 20). */
+#define COMMON_HELP                                                           \
+  "  --color=WHEN      auto (colour on a terminal, unless NO_COLOR is set),\n" \
+  "                    always or never\n"                                     \
+  "  -h, --help        this text; --version: the version\n"
+
+/* ---- check ----------------------------------------------------------------- */
 
 static void usage_check(FILE *out) {
   fprintf(out,
-          "usage: %s check FILE...\n"
+          "usage: %s check [OPTIONS] FILE...\n"
           "\n"
           "Parses and checks each kernel source file and prints diagnostics\n"
           "(file:line:col: error: message, the source line and a caret) on\n"
           "standard error. Generic kernels are checked for every possible\n"
           "binding; a specialisation can still fail (see 'ir').\n"
+          "\n" COMMON_HELP
+          "\n"
           "Exit status: 0 when every file is clean, 1 on errors, 2 on usage\n"
           "errors.\n",
-          prog);
+          cli_prog);
 }
+
+static int check_file(const char *file) {
+  xpj_module *m = NULL;
+  xpj_diags *d = NULL;
+  if (xpj_module_create(&m) != XPJ_OK || xpj_diags_create(&d) != XPJ_OK) {
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    xpj_module_destroy(m);
+    return EXIT_INPUT;
+  }
+  xpj_status st = xpj_parse_file(m, file, d);
+  cli_print_diags(d);
+  if (st == XPJ_ERR_NOMEM)
+    fprintf(stderr, "%s: %s: out of memory\n", cli_prog, file);
+  xpj_diags_destroy(d);
+  xpj_module_destroy(m);
+  return st == XPJ_OK ? 0 : EXIT_INPUT;
+}
+
+static int cmd_check(int argc, char **argv) {
+  cli_args a;
+  cli_args_init(&a, "check", usage_check, NULL, argc, argv);
+  const char **files = calloc((size_t)argc, sizeof *files);
+  if (!files) {
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    return EXIT_INPUT;
+  }
+  unsigned nfiles = 0;
+  while (cli_next(&a) == CLI_OPERAND) /* check has no options of its own */
+    files[nfiles++] = a.arg;
+  int rc = a.exited ? a.status : 0;
+  if (!a.exited && !nfiles)
+    rc = cli_usage_error(&a, "no input files");
+  for (unsigned i = 0; i < nfiles && !a.exited; i++)
+    if (check_file(files[i]))
+      rc = EXIT_INPUT;
+  free(files);
+  return rc;
+}
+
+/* ---- ir and emit: a kernel specialised ------------------------------------ */
+
+/* Kernel of file, parsed and specialised with the bindings (kernel NULL:
+ * parsed only); diagnostics printed, specialisation errors tied to the
+ * file. *m and *spec are the caller's to destroy. 0 or EXIT_INPUT. */
+static int specialise(const char *file, const char *kernel,
+                      const cli_bindings *bs, unsigned ndim, xpj_module **m,
+                      xpj_module **spec) {
+  xpj_diags *d = NULL;
+  *spec = NULL;
+  if (xpj_module_create(m) != XPJ_OK || xpj_diags_create(&d) != XPJ_OK) {
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    return EXIT_INPUT;
+  }
+  xpj_status st = xpj_parse_file(*m, file, d);
+  cli_spec cs;
+  if (st == XPJ_OK && kernel &&
+      cli_bindings_spec(bs, *m, kernel, file, ndim, &cs) != 0) {
+    xpj_diags_destroy(d);
+    return EXIT_INPUT;
+  }
+  if (st == XPJ_OK && kernel)
+    st = xpj_specialize(*m, kernel, &cs.spec, spec, d);
+  /* errors of the binding, not of a line, name the file */
+  xpj_diags *shown = NULL;
+  if (xpj_diags_create(&shown) == XPJ_OK) {
+    for (unsigned i = 0; i < xpj_diags_count(d); i++) {
+      xpj_diag g;
+      xpj_diags_get(d, i, &g);
+      xpj_diags_add(shown, g.severity, *g.file ? g.file : file, g.line,
+                    g.col, g.source, g.message);
+    }
+  }
+  cli_print_diags(shown ? shown : d);
+  xpj_diags_destroy(shown);
+  xpj_diags_destroy(d);
+  if (st == XPJ_ERR_NOMEM)
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
+  return st == XPJ_OK ? 0 : EXIT_INPUT;
+}
+
+static int ndim_value(const cli_args *a, unsigned *ndim) {
+  long n;
+  if (!cli_number(a->arg, 1, XPJ_MAX_RANK, &n))
+    return cli_bad_value(a, "--ndim takes 1 to %d, not '%s'", XPJ_MAX_RANK,
+                         a->arg);
+  *ndim = (unsigned)n;
+  return 0;
+}
+
+/* ---- ir ---------------------------------------------------------------------- */
 
 static void usage_ir(FILE *out) {
   fprintf(out,
-          "usage: %s ir FILE [--kernel NAME] [--dtype T=TYPE]... [--const N=VALUE]...\n"
+          "usage: %s ir FILE [--kernel NAME] [--dtype T=TYPE]... "
+          "[--const N=VALUE]...\n"
           "          [--ndim N] [--hash] [-o OUT]\n"
           "\n"
           "Without --kernel: prints the generic IR of every function in FILE.\n"
           "With --kernel: specialises the kernel (one --dtype per type\n"
-          "parameter, e.g. --dtype T=f32 --dtype U=i64; one --const per const\n"
-          "parameter, e.g. --const TS=16; --ndim for kernels with arrays of\n"
-          "generic rank [*]), prints its IR and, on the last line, its\n"
-          "canonical content hash:  ; sha256 HEX\n"
+          "parameter, e.g. --dtype T=f32 --dtype U=i64, or by position:\n"
+          "--dtype f32,i64; one --const per const parameter, e.g. --const\n"
+          "TS=16; --ndim for kernels with arrays of generic rank [*]), prints\n"
+          "its IR and, on the last line, its canonical content hash:\n"
+          "; sha256 HEX\n"
           "\n"
-          "  --hash      print only the hash\n"
-          "  -o OUT      write to OUT instead of standard output ('-': stdout)\n"
+          "  --kernel NAME     the kernel to specialise\n"
+          "  --dtype T=TYPE    a type parameter's type\n"
+          "  --const N=VALUE   a const parameter's value\n"
+          "  --ndim N          the rank of [*] arrays, 1 to %d\n"
+          "  --hash            print only the hash\n"
+          "  -o, --output OUT  write to OUT ('-': standard output)\n" COMMON_HELP
           "\n"
           "Types: bool i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64.\n"
           "Const values: decimal or 0x hexadecimal with an optional sign, or\n"
-          "true/false; they must fit the parameter's type.\n",
-          prog);
+          "true/false; they must fit the parameter's type.\n"
+          "Exit status: 0 success, 1 errors in the input, 2 usage errors.\n",
+          cli_prog, XPJ_MAX_RANK);
 }
+
+/* The IR of show (and the hash of kernel in it) to outpath. */
+static int write_ir(const xpj_module *show, const char *kernel,
+                    const char *outpath, bool hash_only) {
+  FILE *out = stdout;
+  if (outpath && strcmp(outpath, "-") != 0 && !(out = fopen(outpath, "w"))) {
+    perror(outpath);
+    return EXIT_INPUT;
+  }
+  int rc = 0;
+  char *text = NULL;
+  if (!hash_only && xpj_module_print(show, &text, NULL) != XPJ_OK) {
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    rc = EXIT_INPUT;
+  } else if (text) {
+    fputs(text, out);
+    free(text);
+  }
+  char hex[65];
+  if (rc == 0 && kernel && xpj_module_hash(show, kernel, NULL, hex) != XPJ_OK) {
+    fprintf(stderr, "%s: cannot hash kernel\n", cli_prog);
+    rc = EXIT_INPUT;
+  } else if (rc == 0 && kernel) {
+    fprintf(out, hash_only ? "%s\n" : "; sha256 %s\n", hex);
+  }
+  if (out != stdout && fclose(out) != 0) {
+    perror(outpath);
+    rc = EXIT_INPUT;
+  }
+  return rc;
+}
+
+static int cmd_ir(int argc, char **argv) {
+  static const cli_opt opts[] = {
+      {"kernel", OPT_KERNEL, true}, {"dtype", OPT_DTYPE, true},
+      {"const", OPT_CONST, true},   {"ndim", OPT_NDIM, true},
+      {"hash", OPT_HASH, false},    {"output", 'o', true},
+      {0},
+  };
+  cli_args a;
+  cli_args_init(&a, "ir", usage_ir, opts, argc, argv);
+  cli_bindings bs;
+  cli_bindings_init(&bs, &a, false);
+  const char *file = NULL, *kernel = NULL, *outpath = NULL;
+  unsigned ndim = 0;
+  bool hash_only = false;
+  int rc = 0, k;
+  while (!rc && (k = cli_next(&a)) >= 0) {
+    switch (k) {
+    case OPT_KERNEL: kernel = a.arg; break;
+    case OPT_DTYPE: rc = cli_bindings_add(&bs, false, a.arg); break;
+    case OPT_CONST: rc = cli_bindings_add(&bs, true, a.arg); break;
+    case OPT_NDIM: rc = ndim_value(&a, &ndim); break;
+    case OPT_HASH: hash_only = true; break;
+    case 'o': outpath = a.arg; break;
+    case CLI_OPERAND:
+      if (file)
+        rc = cli_bad_value(&a, "only one input file is allowed");
+      file = a.arg;
+      break;
+    }
+  }
+  if (!rc && !a.exited && !file)
+    rc = cli_usage_error(&a, "no input file");
+  if (!rc && !a.exited && !kernel && (bs.n || ndim || hash_only))
+    rc = cli_bad_value(&a, "--dtype, --const, --ndim and --hash need "
+                           "--kernel");
+  xpj_module *m = NULL, *spec = NULL;
+  if (!rc && !a.exited)
+    rc = specialise(file, kernel, &bs, ndim, &m, &spec);
+  if (!rc && !a.exited)
+    rc = write_ir(kernel ? spec : m, kernel, outpath, hash_only);
+  xpj_module_destroy(spec);
+  xpj_module_destroy(m);
+  cli_bindings_free(&bs);
+  return a.exited ? a.status : rc;
+}
+
+/* ---- emit ---------------------------------------------------------------------- */
 
 static void usage_emit(FILE *out) {
   fprintf(out,
-          "usage: %s emit FILE --kernel NAME [--dtype T=TYPE]... [--const N=VALUE]...\n"
+          "usage: %s emit FILE --kernel NAME [--dtype T=TYPE]... "
+          "[--const N=VALUE]...\n"
           "          [--ndim N]\n"
           "          --target spirv[:1.N]|ptx:sm_XX[:ptxNN]|cpu[:CPU]\n"
           "          [-O0|-O1|-O2|-O3] [--fast-math] [-g] [--check=bounds]\n"
@@ -94,628 +268,330 @@ static void usage_emit(FILE *out) {
           "\n"
           "Specialises the kernel (--dtype, --const and --ndim as for 'ir') and\n"
           "compiles it through LLVM.\n"
-          "  --target     spirv (SPIR-V 1.2, OpenCL/Level Zero), ptx:sm_90 (CUDA),\n"
-          "               cpu (this machine), cpu:x86-64 (portable baseline)\n"
-          "  --emit       bin: SPIR-V binary, PTX text or ELF object (default)\n"
-          "               asm: SPIR-V disassembly, PTX, x86-64 assembly\n"
-          "               llvm: the optimised LLVM IR\n"
-          "  -O0..-O3     optimisation level (default -O2)\n"
-          "  --fast-math  allow approximate math and reassociation\n"
-          "  -g           line tables (CPU, PTX)\n"
-          "  --check=bounds  check every array index (one more hidden argument,\n"
-          "               docs/abi.md; the runtime reports the first violation)\n"
-          "  -o OUT       output file ('-': standard output, the default)\n"
-          "  --no-isolate compile in this process instead of a worker (PTX, CPU)\n"
-          "  --timeout MS kill the compile worker after MS milliseconds (not\n"
-          "               with --no-isolate)\n"
+          "  --target TGT      spirv (SPIR-V 1.2, OpenCL/Level Zero), ptx:sm_90\n"
+          "                    (CUDA), cpu (this machine), cpu:x86-64 (portable)\n"
+          "  --emit KIND       bin: SPIR-V binary, PTX text or ELF object "
+          "(default)\n"
+          "                    asm: SPIR-V disassembly, PTX, x86-64 assembly\n"
+          "                    llvm: the optimised LLVM IR\n"
+          "  -O N              optimisation level 0 to 3 (default -O2)\n"
+          "  --fast-math       allow approximate math and reassociation\n"
+          "  -g                line tables (CPU, PTX)\n"
+          "  --check=bounds    check every array index (one more hidden\n"
+          "                    argument, docs/abi.md; the runtime reports the\n"
+          "                    first violation)\n"
+          "  -o, --output OUT  output file ('-': standard output, the "
+          "default)\n"
+          "  --no-isolate      compile in this process instead of a worker\n"
+          "                    (PTX, CPU)\n"
+          "  --timeout MS      kill the compile worker after MS milliseconds\n"
+          "                    (not with --no-isolate)\n" COMMON_HELP
+          "\n"
           "The worker's memory is limited by XPJIT_COMPILE_MEMORY_LIMIT (e.g.\n"
           "512M, 4G, off; default 4G or half the RAM).\n"
           "SPIR-V is validated (SPIRV-Tools) before it is written.\n"
           "Exit status: 0 success, 1 errors in the input or the compile, 2 usage\n"
           "errors.\n",
-          prog);
+          cli_prog);
 }
 
-static int print_diags(const xpj_diags *d) {
-  char *text = NULL;
-  if (xpj_diags_render(d, &text, NULL) != XPJ_OK) {
-    fprintf(stderr, "%s: out of memory\n", prog);
+static int emit_kind(const cli_args *a, xpj_emit_kind *out) {
+  static const struct {
+    const char *name;
+    xpj_emit_kind kind;
+  } kinds[] = {{"bin", XPJ_EMIT_BIN}, {"asm", XPJ_EMIT_ASM},
+               {"llvm", XPJ_EMIT_LLVM}};
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+    if (!strcmp(a->arg, kinds[i].name)) {
+      *out = kinds[i].kind;
+      return 0;
+    }
+  return cli_bad_value(a, "--emit takes llvm, asm or bin, not '%s'", a->arg);
+}
+
+/* The compiled kernel's bytes to outpath ("-": standard output). */
+static int write_binary(const xpj_result *r, const char *outpath) {
+  size_t len;
+  const uint8_t *data = xpj_result_data(r, &len);
+  bool to_stdout = !strcmp(outpath, "-");
+  FILE *out = to_stdout ? stdout : fopen(outpath, "wb");
+  if (!out) {
+    perror(outpath);
     return EXIT_INPUT;
   }
-  fputs(text, stderr);
-  free(text);
-  return 0;
+  int rc = fwrite(data, 1, len, out) == len ? 0 : EXIT_INPUT;
+  if ((to_stdout ? fflush(out) : fclose(out)) != 0)
+    rc = EXIT_INPUT;
+  if (rc)
+    fprintf(stderr, "%s: cannot write %s\n", cli_prog, outpath);
+  return rc;
 }
+
+static int cmd_emit(int argc, char **argv) {
+  static const cli_opt opts[] = {
+      {"kernel", OPT_KERNEL, true},   {"dtype", OPT_DTYPE, true},
+      {"const", OPT_CONST, true},     {"ndim", OPT_NDIM, true},
+      {"target", OPT_TARGET, true},   {"emit", OPT_EMIT, true},
+      {"output", 'o', true},          {NULL, 'O', true},
+      {"fast-math", OPT_FAST_MATH, false}, {NULL, 'g', false},
+      {"check", OPT_CHECK, true},     {"no-isolate", OPT_NO_ISOLATE, false},
+      {"timeout", OPT_TIMEOUT, true}, {0},
+  };
+  cli_args a;
+  cli_args_init(&a, "emit", usage_emit, opts, argc, argv);
+  cli_bindings bs;
+  cli_bindings_init(&bs, &a, false);
+  const char *file = NULL, *kernel = NULL, *outpath = "-", *tstr = NULL;
+  unsigned ndim = 0;
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  xpj_emit_kind emit = XPJ_EMIT_BIN;
+  bool timeout_given = false;
+  char err[256];
+  long n;
+  int rc = 0, k;
+  while (!rc && (k = cli_next(&a)) >= 0) {
+    switch (k) {
+    case OPT_KERNEL: kernel = a.arg; break;
+    case OPT_DTYPE: rc = cli_bindings_add(&bs, false, a.arg); break;
+    case OPT_CONST: rc = cli_bindings_add(&bs, true, a.arg); break;
+    case OPT_NDIM: rc = ndim_value(&a, &ndim); break;
+    case OPT_TARGET: tstr = a.arg; break;
+    case OPT_EMIT: rc = emit_kind(&a, &emit); break;
+    case 'o': outpath = a.arg; break;
+    case 'O':
+      if (cli_number(a.arg, 0, 3, &n))
+        o.opt_level = (unsigned)n;
+      else
+        rc = cli_bad_value(&a, "-O takes 0, 1, 2 or 3, not '%s'", a.arg);
+      break;
+    case OPT_FAST_MATH: o.fast_math = 1; break;
+    case 'g': o.debug_info = 1; break;
+    case OPT_CHECK:
+      if (xpj_checks_parse(a.arg, &o.checks, err, sizeof err) != XPJ_OK)
+        rc = cli_bad_value(&a, "%s", err);
+      break;
+    case OPT_NO_ISOLATE: o.isolation = XPJ_ISOLATE_NONE; break;
+    case OPT_TIMEOUT:
+      if (cli_number(a.arg, 1, 86400000, &n))
+        o.timeout_ms = (unsigned)n;
+      else
+        rc = cli_bad_value(&a, "--timeout takes milliseconds from 1 to "
+                               "86400000, not '%s'", a.arg);
+      timeout_given = true;
+      break;
+    case CLI_OPERAND:
+      if (file)
+        rc = cli_bad_value(&a, "only one input file is allowed");
+      file = a.arg;
+      break;
+    }
+  }
+  if (rc || a.exited) {
+    cli_bindings_free(&bs);
+    return a.exited ? a.status : rc;
+  }
+  xpj_target tgt;
+  if (!file || !kernel || !tstr)
+    rc = cli_usage_error(&a, "%s is required", !file     ? "an input file"
+                                                : !kernel ? "--kernel"
+                                                          : "--target");
+  else if (timeout_given && o.isolation == XPJ_ISOLATE_NONE)
+    /* nothing can stop a compile in this process's own thread */
+    rc = cli_bad_value(&a, "--timeout bounds the compile worker, and "
+                           "--no-isolate compiles without one: use one or "
+                           "the other");
+  else if (xpj_target_parse(tstr, &tgt, err, sizeof err) != XPJ_OK)
+    rc = cli_bad_value(&a, "%s", err);
+  else if (!strcmp(outpath, "-") && emit == XPJ_EMIT_BIN &&
+           tgt.kind != XPJ_TARGET_PTX && isatty(1))
+    rc = cli_bad_value(&a, "not writing binary output to a terminal; use "
+                           "-o FILE or --emit asm");
+  xpj_module *m = NULL, *spec = NULL;
+  xpj_result *r = NULL;
+  if (!rc)
+    rc = specialise(file, kernel, &bs, ndim, &m, &spec);
+  xpj_status st = rc ? XPJ_OK : xpj_compile(spec, kernel, &tgt, &o, emit, &r);
+  if (st != XPJ_OK) {
+    cli_diag(XPJ_SEV_ERROR, file, "%s: %s", xpj_status_name(st),
+             xpj_result_log(r));
+    rc = EXIT_INPUT;
+  } else if (!rc && *xpj_result_log(r)) {
+    cli_diag(XPJ_SEV_WARNING, file, "%s", xpj_result_log(r));
+  }
+  if (!rc)
+    rc = write_binary(r, outpath);
+  xpj_result_destroy(r);
+  xpj_module_destroy(spec);
+  xpj_module_destroy(m);
+  cli_bindings_free(&bs);
+  return rc;
+}
+
+/* ---- devices ------------------------------------------------------------------ */
 
 static void usage_devices(FILE *out) {
   fprintf(out,
-          "usage: %s devices [FILTER] [-v|--verbose]\n"
+          "usage: %s devices [FILTER] [-v|--verbose] [--json]\n"
           "\n"
           "Lists the devices xpjit can use, one per line, as\n"
-          "  [ID] TYPE NAME (VENDOR), compute units, memory\n"
+          "  [ID] TYPE NAME (VENDOR), target, compute units, memory, driver\n"
           "with every property under -v. FILTER selects devices like\n"
           "XPJIT_DEVICE: cpu, cuda:0, level_zero:gpu, opencl:cpu, *:gpu, ...\n"
           "The device marked '*' is the default one.\n"
           "\n"
+          "  -v, --verbose     every property, and why a backend has no device\n"
+          "  --json            one JSON object: the devices with every\n"
+          "                    property, and why each backend without devices\n"
+          "                    has none\n" COMMON_HELP
+          "\n"
           "Exit status: 0 success (also when no device matches), 1 when the\n"
           "runtime cannot start, 2 on usage errors (a malformed filter).\n",
-          prog);
+          cli_prog);
 }
 
 static const char *type_name(xpj_device_type t) {
   return t == XPJ_DEVICE_GPU ? "gpu" : t == XPJ_DEVICE_CPU ? "cpu" : "acc";
 }
 
+static json_t *jint3(const uint64_t v[3]) {
+  return json_pack("[ooo]", cli_jint(v[0]), cli_jint(v[1]), cli_jint(v[2]));
+}
+
+static json_t *device_json(xpj_device *dev, bool is_default) {
+  xpj_device_info in;
+  xpj_device_get_info(dev, &in);
+  return json_pack(
+      "{s:o, s:b, s:s, s:s, s:o, s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:o, "
+      "s:o, s:o}",
+      "id", cli_jstr(xpj_device_id(dev)), "default", is_default, "backend",
+      xpj_backend_name(in.backend), "type", type_name(in.type), "name",
+      cli_jstr(in.name), "vendor", cli_jstr(in.vendor), "driver",
+      cli_jstr(in.driver_version), "target", cli_jstr(in.target),
+      "compute_units", (json_int_t)in.compute_units, "global_mem_size",
+      cli_jint(in.global_mem_size), "local_mem_size",
+      cli_jint(in.local_mem_size), "max_work_group_size",
+      cli_jint(in.max_work_group_size), "max_work_item_sizes",
+      jint3(in.max_work_item_sizes), "max_global_size",
+      jint3(in.max_global_size), "mem_base_align",
+      cli_jint(in.mem_base_align));
+}
+
+static int devices_json(xpj_context *ctx, xpj_device **devs, unsigned n,
+                        const xpj_device *def) {
+  json_t *list = json_array(), *why = json_object();
+  bool ok = list && why;
+  for (unsigned i = 0; ok && i < n; i++)
+    ok = json_array_append_new(list, device_json(devs[i], devs[i] == def)) ==
+         0;
+  for (int b = 0; ok && b < XPJ_BACKEND_COUNT; b++) {
+    const char *note = xpj_context_backend_note(ctx, (xpj_backend)b);
+    if (*note)
+      ok = cli_jset(why, xpj_backend_name((xpj_backend)b), cli_jstr(note));
+  }
+  if (!ok) {
+    json_decref(list);
+    json_decref(why);
+    return cli_json_print(NULL);
+  }
+  return cli_json_print(json_pack("{s:o, s:o}", "devices", list,
+                                  "unavailable", why));
+}
+
+static void device_text(xpj_device *dev, bool is_default, bool verbose) {
+  xpj_device_info in;
+  xpj_device_get_info(dev, &in);
+  /* the target without the CPU's feature list: "cpu:znver4", "spirv:1.2" */
+  int tlen = (int)strcspn(in.target, ",");
+  const char *c2 = strchr(in.target, ':');
+  if (c2 && (c2 = strchr(c2 + 1, ':')))
+    tlen = (int)(c2 - in.target);
+  printf("%s%c%s%s[%s]%s %s %s (%s), %.*s, %u compute units, %.1f GiB, "
+         "local %llu KiB, driver %s\n",
+         cli_sgr(stdout, SGR_GREEN), is_default ? '*' : ' ',
+         cli_sgr(stdout, SGR_RESET), cli_sgr(stdout, SGR_BOLD),
+         xpj_device_id(dev), cli_sgr(stdout, SGR_RESET), type_name(in.type),
+         in.name, in.vendor, tlen, in.target, in.compute_units,
+         in.global_mem_size / (1024.0 * 1024 * 1024),
+         (unsigned long long)(in.local_mem_size / 1024), in.driver_version);
+  if (!verbose)
+    return;
+  printf("    backend             %s\n", xpj_backend_name(in.backend));
+  printf("    driver              %s\n", in.driver_version);
+  printf("    max work-group size %llu\n",
+         (unsigned long long)in.max_work_group_size);
+  printf("    max work-item sizes %llu %llu %llu\n",
+         (unsigned long long)in.max_work_item_sizes[0],
+         (unsigned long long)in.max_work_item_sizes[1],
+         (unsigned long long)in.max_work_item_sizes[2]);
+  printf("    global memory       %llu bytes\n",
+         (unsigned long long)in.global_mem_size);
+  printf("    local memory        %llu bytes\n",
+         (unsigned long long)in.local_mem_size);
+  printf("    target              %s\n", in.target);
+}
+
 static int cmd_devices(int argc, char **argv) {
+  static const cli_opt opts[] = {
+      {"verbose", 'v', false},
+      {"json", OPT_JSON, false},
+      {0},
+  };
+  cli_args a;
+  cli_args_init(&a, "devices", usage_devices, opts, argc, argv);
   const char *filter = NULL;
-  bool verbose = false;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      usage_devices(stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose")) {
-      verbose = true;
-    } else if (argv[i][0] == '-' || filter) {
-      usage_devices(stderr);
-      return EXIT_USAGE;
-    } else {
-      filter = argv[i];
+  bool verbose = false, json = false;
+  int rc = 0, k;
+  while (!rc && (k = cli_next(&a)) >= 0) {
+    switch (k) {
+    case 'v': verbose = true; break;
+    case OPT_JSON: json = true; break;
+    case CLI_OPERAND:
+      if (filter)
+        rc = cli_usage_error(&a, "one FILTER at most");
+      filter = a.arg;
+      break;
     }
   }
+  if (rc || a.exited)
+    return a.exited ? a.status : rc;
   xpj_context *ctx;
   if (xpj_context_create(NULL, &ctx) != XPJ_OK) {
-    fprintf(stderr, "%s: %s\n", prog, xpj_last_error());
+    fprintf(stderr, "%s: %s\n", cli_prog, xpj_last_error());
     return EXIT_INPUT;
   }
   unsigned n = 0;
   if (xpj_device_list(ctx, filter, NULL, 0, &n) != XPJ_OK) {
-    fprintf(stderr, "%s: %s\n", prog, xpj_last_error());
+    fprintf(stderr, "%s: %s\n", cli_prog, xpj_last_error());
     xpj_context_destroy(ctx);
     return EXIT_USAGE;
   }
   xpj_device **devs = calloc(n ? n : 1, sizeof *devs);
   xpj_device *def = NULL;
   xpj_device_select(ctx, NULL, &def);
-  if (devs)
-    xpj_device_list(ctx, filter, devs, n, &n);
-  for (unsigned i = 0; devs && i < n; i++) {
-    xpj_device_info in;
-    xpj_device_get_info(devs[i], &in);
-    /* the target without the CPU's feature list: "cpu:znver4", "spirv:1.2" */
-    int tlen = (int)strcspn(in.target, ",");
-    const char *c2 = strchr(in.target, ':');
-    if (c2 && (c2 = strchr(c2 + 1, ':')))
-      tlen = (int)(c2 - in.target);
-    printf("%c[%s] %s %s (%s), %.*s, %u compute units, %.1f GiB, local %llu "
-           "KiB, driver %s\n",
-           devs[i] == def ? '*' : ' ', xpj_device_id(devs[i]),
-           type_name(in.type), in.name, in.vendor, tlen, in.target,
-           in.compute_units, in.global_mem_size / (1024.0 * 1024 * 1024),
-           (unsigned long long)(in.local_mem_size / 1024), in.driver_version);
-    if (verbose) {
-      printf("    backend             %s\n", xpj_backend_name(in.backend));
-      printf("    driver              %s\n", in.driver_version);
-      printf("    max work-group size %llu\n",
-             (unsigned long long)in.max_work_group_size);
-      printf("    max work-item sizes %llu %llu %llu\n",
-             (unsigned long long)in.max_work_item_sizes[0],
-             (unsigned long long)in.max_work_item_sizes[1],
-             (unsigned long long)in.max_work_item_sizes[2]);
-      printf("    global memory       %llu bytes\n",
-             (unsigned long long)in.global_mem_size);
-      printf("    local memory        %llu bytes\n",
-             (unsigned long long)in.local_mem_size);
-      printf("    target              %s\n", in.target);
-    }
-  }
-  if (n == 0)
-    printf("no devices%s%s\n", filter ? " match " : "", filter ? filter : "");
-  if (verbose || n == 0) { /* and why a backend has none */
-    for (int b = 0; b < XPJ_BACKEND_COUNT; b++) {
+  if (!devs || xpj_device_list(ctx, filter, devs, n, &n) != XPJ_OK) {
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    rc = EXIT_INPUT;
+  } else if (json) {
+    rc = devices_json(ctx, devs, n, def);
+  } else {
+    for (unsigned i = 0; i < n; i++)
+      device_text(devs[i], devs[i] == def, verbose);
+    if (n == 0)
+      printf("no devices%s%s\n", filter ? " match " : "",
+             filter ? filter : "");
+    for (int b = 0; (verbose || n == 0) && b < XPJ_BACKEND_COUNT; b++) {
       const char *note = xpj_context_backend_note(ctx, (xpj_backend)b);
-      if (*note)
+      if (*note) /* why a backend has none */
         printf("  %s: %s\n", xpj_backend_name((xpj_backend)b), note);
     }
   }
   free(devs);
   xpj_context_destroy(ctx);
-  return 0;
-}
-
-static int cmd_check(int argc, char **argv) {
-  int nfiles = 0;
-  for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage_check(stdout);
-      return 0;
-    }
-    if (argv[i][0] == '-' && argv[i][1]) {
-      fprintf(stderr, "%s check: unknown option '%s'\n", prog, argv[i]);
-      usage_check(stderr);
-      return EXIT_USAGE;
-    }
-    nfiles++;
-  }
-  if (nfiles == 0) {
-    fprintf(stderr, "%s check: no input files\n", prog);
-    usage_check(stderr);
-    return EXIT_USAGE;
-  }
-  int rc = 0;
-  for (int i = 0; i < argc; i++) {
-    xpj_module *m = NULL;
-    xpj_diags *d = NULL;
-    if (xpj_module_create(&m) != XPJ_OK || xpj_diags_create(&d) != XPJ_OK) {
-      fprintf(stderr, "%s: out of memory\n", prog);
-      xpj_module_destroy(m);
-      return EXIT_INPUT;
-    }
-    xpj_status st = xpj_parse_file(m, argv[i], d);
-    print_diags(d);
-    if (st != XPJ_OK) {
-      if (st == XPJ_ERR_NOMEM)
-        fprintf(stderr, "%s: %s: out of memory\n", prog, argv[i]);
-      rc = EXIT_INPUT;
-    }
-    xpj_diags_destroy(d);
-    xpj_module_destroy(m);
-  }
   return rc;
 }
 
-#define MAX_DTYPES 16
-
-/* --const NAME=VALUE: kept as text until the kernel's parameter types are
- * known (bind_consts); only its form is checked here. */
-typedef struct cli_consts {
-  unsigned n;
-  const char *names[MAX_DTYPES];
-  char namebuf[MAX_DTYPES][64];
-  const char *texts[MAX_DTYPES];
-  int64_t values[MAX_DTYPES];
-} cli_consts;
-
-static int add_const(const char *cmd, const char *v, cli_consts *c) {
-  const char *eq = strchr(v, '=');
-  int64_t x;
-  if (!eq || eq == v || (size_t)(eq - v) >= sizeof c->namebuf[0] ||
-      !eq[1]) {
-    fprintf(stderr, "%s %s: --const takes NAME=VALUE (e.g. TS=16), not "
-            "'%s'\n", prog, cmd, v);
-    return EXIT_USAGE;
-  }
-  if (xpj_const_parse(eq + 1, XPJ_I64, &x, NULL, 0) != XPJ_OK &&
-      xpj_const_parse(eq + 1, XPJ_U64, &x, NULL, 0) != XPJ_OK &&
-      xpj_const_parse(eq + 1, XPJ_BOOL, &x, NULL, 0) != XPJ_OK) {
-    fprintf(stderr, "%s %s: --const %s: the value must be an integer "
-            "(decimal or 0x hexadecimal, optional sign) or true/false\n",
-            prog, cmd, v);
-    return EXIT_USAGE;
-  }
-  if (c->n == MAX_DTYPES) {
-    fprintf(stderr, "%s %s: too many --const options\n", prog, cmd);
-    return EXIT_USAGE;
-  }
-  memcpy(c->namebuf[c->n], v, (size_t)(eq - v));
-  c->namebuf[c->n][eq - v] = 0;
-  c->names[c->n] = c->namebuf[c->n];
-  c->texts[c->n++] = eq + 1;
-  return 0;
-}
-
-/* Reads each --const value as its parameter's type. A name that is not a
- * const parameter of the kernel is left for xpj_specialize to report. */
-static int bind_consts(const char *file, const xpj_module *m,
-                       const char *kernel, cli_consts *c) {
-  const xpj_func *f = xpj_module_find(m, kernel);
-  for (unsigned i = 0; i < c->n; i++) {
-    c->values[i] = 0;
-    for (unsigned j = 0; f && j < xpj_func_const_count(f); j++) {
-      if (strcmp(xpj_func_const_name(f, j), c->names[i]))
-        continue;
-      char err[160];
-      if (xpj_const_parse(c->texts[i], xpj_func_const_type(f, j),
-                          &c->values[i], err, sizeof err) != XPJ_OK) {
-        fprintf(stderr, "%s: error: --const %s=%s: const parameter '%s' of "
-                "'%s': %s\n", file, c->names[i], c->texts[i], c->names[i],
-                kernel, err);
-        return EXIT_INPUT;
-      }
-    }
-  }
-  return 0;
-}
-
-/* --dtype NAME=VALUE where VALUE is no type */
-static void bad_dtype(const char *cmd, const char *v, const char *type) {
-  fprintf(stderr, "%s %s: unknown type '%s' in --dtype %s (use bool, "
-          "i8..i64, u8..u64, f16, bf16, f32 or f64; a const parameter takes --const "
-          "NAME=VALUE)\n", prog, cmd, type, v);
-}
-
-static int cmd_ir(int argc, char **argv) {
-  const char *file = NULL, *kernel = NULL, *outpath = NULL;
-  const char *names[MAX_DTYPES];
-  char namebuf[MAX_DTYPES][64];
-  xpj_scalar types[MAX_DTYPES];
-  unsigned ntypes = 0, ndim = 0;
-  cli_consts consts;
-  consts.n = 0;
-  int hash_only = 0;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage_ir(stdout);
-      return 0;
-    }
-    if (strcmp(a, "--hash") == 0) {
-      hash_only = 1;
-      continue;
-    }
-    if (strcmp(a, "--kernel") == 0 || strcmp(a, "--dtype") == 0 ||
-        strcmp(a, "--ndim") == 0 || strcmp(a, "-o") == 0 ||
-        strcmp(a, "--const") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "%s ir: option '%s' needs a value\n", prog, a);
-        return EXIT_USAGE;
-      }
-      const char *v = argv[++i];
-      if (strcmp(a, "--const") == 0) {
-        int rc = add_const("ir", v, &consts);
-        if (rc)
-          return rc;
-      } else if (strcmp(a, "--kernel") == 0) {
-        kernel = v;
-      } else if (strcmp(a, "-o") == 0) {
-        outpath = v;
-      } else if (strcmp(a, "--ndim") == 0) {
-        char *end;
-        long n = strtol(v, &end, 10);
-        if (*v == 0 || *end || n < 1 || n > XPJ_MAX_RANK) {
-          fprintf(stderr, "%s ir: --ndim must be an integer from 1 to %d, "
-                  "not '%s'\n", prog, XPJ_MAX_RANK, v);
-          return EXIT_USAGE;
-        }
-        ndim = (unsigned)n;
-      } else {
-        const char *eq = strchr(v, '=');
-        if (!eq || eq == v || (size_t)(eq - v) >= sizeof namebuf[0]) {
-          fprintf(stderr, "%s ir: --dtype takes NAME=TYPE (e.g. T=f32), not "
-                  "'%s'\n", prog, v);
-          return EXIT_USAGE;
-        }
-        if (ntypes == MAX_DTYPES) {
-          fprintf(stderr, "%s ir: too many --dtype options\n", prog);
-          return EXIT_USAGE;
-        }
-        xpj_scalar s = xpj_scalar_parse(eq + 1);
-        if (s == XPJ_VOID) {
-          bad_dtype("ir", v, eq + 1);
-          return EXIT_USAGE;
-        }
-        memcpy(namebuf[ntypes], v, (size_t)(eq - v));
-        namebuf[ntypes][eq - v] = 0;
-        names[ntypes] = namebuf[ntypes];
-        types[ntypes++] = s;
-      }
-      continue;
-    }
-    if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "%s ir: unknown option '%s'\n", prog, a);
-      usage_ir(stderr);
-      return EXIT_USAGE;
-    }
-    if (file) {
-      fprintf(stderr, "%s ir: only one input file is allowed\n", prog);
-      return EXIT_USAGE;
-    }
-    file = a;
-  }
-  if (!file) {
-    fprintf(stderr, "%s ir: no input file\n", prog);
-    usage_ir(stderr);
-    return EXIT_USAGE;
-  }
-  if (!kernel && (ntypes || consts.n || ndim || hash_only)) {
-    fprintf(stderr, "%s ir: --dtype, --const, --ndim and --hash need "
-            "--kernel\n", prog);
-    return EXIT_USAGE;
-  }
-  xpj_module *m = NULL, *spec = NULL;
-  xpj_diags *d = NULL;
-  int rc = 0;
-  if (xpj_module_create(&m) != XPJ_OK || xpj_diags_create(&d) != XPJ_OK) {
-    fprintf(stderr, "%s: out of memory\n", prog);
-    xpj_module_destroy(m);
-    return EXIT_INPUT;
-  }
-  xpj_status st = xpj_parse_file(m, file, d);
-  const xpj_module *show = m;
-  if (st == XPJ_OK && kernel && bind_consts(file, m, kernel, &consts)) {
-    rc = EXIT_INPUT;
-    goto done;
-  }
-  if (st == XPJ_OK && kernel) {
-    xpj_spec sp = {ntypes, names, types, ndim, consts.n, consts.names,
-                   consts.values};
-    st = xpj_specialize(m, kernel, &sp, &spec, d);
-    if (st != XPJ_OK && xpj_diags_count(d)) {
-      /* tie spec-level errors to the file for the reader */
-      xpj_diags *d2 = NULL;
-      if (xpj_diags_create(&d2) == XPJ_OK) {
-        for (unsigned i = 0; i < xpj_diags_count(d); i++) {
-          xpj_diag g;
-          xpj_diags_get(d, i, &g);
-          xpj_diags_add(d2, g.severity, *g.file ? g.file : file, g.line, g.col,
-                        g.source, g.message);
-        }
-        xpj_diags_destroy(d);
-        d = d2;
-      }
-    }
-    show = spec;
-  }
-  print_diags(d);
-  if (st != XPJ_OK) {
-    if (st == XPJ_ERR_NOMEM)
-      fprintf(stderr, "%s: out of memory\n", prog);
-    rc = EXIT_INPUT;
-    goto done;
-  }
-  FILE *out = stdout;
-  if (outpath && strcmp(outpath, "-") != 0) {
-    out = fopen(outpath, "w");
-    if (!out) {
-      perror(outpath);
-      rc = EXIT_INPUT;
-      goto done;
-    }
-  }
-  if (!hash_only) {
-    char *text = NULL;
-    if (xpj_module_print(show, &text, NULL) != XPJ_OK) {
-      fprintf(stderr, "%s: out of memory\n", prog);
-      rc = EXIT_INPUT;
-    } else {
-      fputs(text, out);
-      free(text);
-    }
-  }
-  if (kernel && rc == 0) {
-    char hex[65];
-    if (xpj_module_hash(show, kernel, NULL, hex) != XPJ_OK) {
-      fprintf(stderr, "%s: cannot hash kernel\n", prog);
-      rc = EXIT_INPUT;
-    } else {
-      fprintf(out, hash_only ? "%s\n" : "; sha256 %s\n", hex);
-    }
-  }
-  if (out != stdout && fclose(out) != 0) {
-    perror(outpath);
-    rc = EXIT_INPUT;
-  }
-done:
-  xpj_module_destroy(spec);
-  xpj_module_destroy(m);
-  xpj_diags_destroy(d);
-  return rc;
-}
-
-static int parse_dtype(const char *cmd, const char *v, const char **names,
-                       char (*namebuf)[64], xpj_scalar *types,
-                       unsigned *ntypes) {
-  const char *eq = strchr(v, '=');
-  if (!eq || eq == v || (size_t)(eq - v) >= 64) {
-    fprintf(stderr, "%s %s: --dtype takes NAME=TYPE (e.g. T=f32), not '%s'\n",
-            prog, cmd, v);
-    return EXIT_USAGE;
-  }
-  if (*ntypes == MAX_DTYPES) {
-    fprintf(stderr, "%s %s: too many --dtype options\n", prog, cmd);
-    return EXIT_USAGE;
-  }
-  xpj_scalar s = xpj_scalar_parse(eq + 1);
-  if (s == XPJ_VOID) {
-    bad_dtype(cmd, v, eq + 1);
-    return EXIT_USAGE;
-  }
-  memcpy(namebuf[*ntypes], v, (size_t)(eq - v));
-  namebuf[*ntypes][eq - v] = 0;
-  names[*ntypes] = namebuf[*ntypes];
-  types[(*ntypes)++] = s;
-  return 0;
-}
-
-static int cmd_emit(int argc, char **argv) {
-  const char *file = NULL, *kernel = NULL, *outpath = "-", *tstr = NULL;
-  const char *names[MAX_DTYPES];
-  char namebuf[MAX_DTYPES][64];
-  xpj_scalar types[MAX_DTYPES];
-  unsigned ntypes = 0, ndim = 0;
-  cli_consts consts;
-  consts.n = 0;
-  xpj_compile_opts o;
-  xpj_compile_opts_default(&o);
-  xpj_emit_kind emit = XPJ_EMIT_BIN;
-  bool timeout_given = false;
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage_emit(stdout);
-      return 0;
-    }
-    if (strlen(a) == 3 && a[0] == '-' && a[1] == 'O' && a[2] >= '0' &&
-        a[2] <= '3') {
-      o.opt_level = (unsigned)(a[2] - '0');
-      continue;
-    }
-    if (strcmp(a, "--fast-math") == 0) {
-      o.fast_math = 1;
-      continue;
-    }
-    if (strcmp(a, "-g") == 0) {
-      o.debug_info = 1;
-      continue;
-    }
-    if (strncmp(a, "--check=", 8) == 0) {
-      char err[160];
-      if (xpj_checks_parse(a + 8, &o.checks, err, sizeof err) != XPJ_OK) {
-        fprintf(stderr, "%s emit: %s\n", prog, err);
-        return EXIT_USAGE;
-      }
-      continue;
-    }
-    if (strcmp(a, "--no-isolate") == 0) {
-      o.isolation = XPJ_ISOLATE_NONE;
-      continue;
-    }
-    if (strcmp(a, "--kernel") == 0 || strcmp(a, "--dtype") == 0 ||
-        strcmp(a, "--ndim") == 0 || strcmp(a, "-o") == 0 ||
-        strcmp(a, "--target") == 0 || strcmp(a, "--emit") == 0 ||
-        strcmp(a, "--timeout") == 0 || strcmp(a, "--const") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "%s emit: option '%s' needs a value\n", prog, a);
-        return EXIT_USAGE;
-      }
-      const char *v = argv[++i];
-      if (strcmp(a, "--const") == 0) {
-        int rc = add_const("emit", v, &consts);
-        if (rc)
-          return rc;
-      } else if (strcmp(a, "--kernel") == 0) {
-        kernel = v;
-      } else if (strcmp(a, "-o") == 0) {
-        outpath = v;
-      } else if (strcmp(a, "--target") == 0) {
-        tstr = v;
-      } else if (strcmp(a, "--emit") == 0) {
-        if (strcmp(v, "bin") == 0)
-          emit = XPJ_EMIT_BIN;
-        else if (strcmp(v, "asm") == 0)
-          emit = XPJ_EMIT_ASM;
-        else if (strcmp(v, "llvm") == 0)
-          emit = XPJ_EMIT_LLVM;
-        else {
-          fprintf(stderr, "%s emit: --emit takes llvm, asm or bin, not '%s'\n",
-                  prog, v);
-          return EXIT_USAGE;
-        }
-      } else if (strcmp(a, "--ndim") == 0 || strcmp(a, "--timeout") == 0) {
-        char *end;
-        long n = strtol(v, &end, 10);
-        bool is_ndim = strcmp(a, "--ndim") == 0;
-        if (*v == 0 || *end || n < 1 || n > (is_ndim ? XPJ_MAX_RANK : 86400000)) {
-          fprintf(stderr, "%s emit: bad value '%s' for %s\n", prog, v, a);
-          return EXIT_USAGE;
-        }
-        if (is_ndim) {
-          ndim = (unsigned)n;
-        } else {
-          o.timeout_ms = (unsigned)n;
-          timeout_given = true;
-        }
-      } else {
-        int rc = parse_dtype("emit", v, names, namebuf, types, &ntypes);
-        if (rc)
-          return rc;
-      }
-      continue;
-    }
-    if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "%s emit: unknown option '%s'\n", prog, a);
-      usage_emit(stderr);
-      return EXIT_USAGE;
-    }
-    if (file) {
-      fprintf(stderr, "%s emit: only one input file is allowed\n", prog);
-      return EXIT_USAGE;
-    }
-    file = a;
-  }
-  if (!file || !kernel || !tstr) {
-    fprintf(stderr, "%s emit: %s is required\n", prog,
-            !file ? "an input file" : !kernel ? "--kernel" : "--target");
-    usage_emit(stderr);
-    return EXIT_USAGE;
-  }
-  if (timeout_given && o.isolation == XPJ_ISOLATE_NONE) {
-    /* nothing can stop a compile in this process's own thread */
-    fprintf(stderr, "%s emit: --timeout bounds the compile worker, and "
-            "--no-isolate compiles without one: use one or the other\n",
-            prog);
-    return EXIT_USAGE;
-  }
-  xpj_target tgt;
-  char terr[256];
-  if (xpj_target_parse(tstr, &tgt, terr, sizeof terr) != XPJ_OK) {
-    fprintf(stderr, "%s emit: %s\n", prog, terr);
-    return EXIT_USAGE;
-  }
-  bool to_stdout = strcmp(outpath, "-") == 0;
-  bool binary = emit == XPJ_EMIT_BIN && tgt.kind != XPJ_TARGET_PTX;
-  if (to_stdout && binary && isatty(1)) {
-    fprintf(stderr, "%s emit: not writing binary output to a terminal; use "
-            "-o FILE or --emit asm\n", prog);
-    return EXIT_USAGE;
-  }
-  xpj_module *m = NULL, *spec = NULL;
-  xpj_diags *d = NULL;
-  xpj_result *r = NULL;
-  int rc = 0;
-  if (xpj_module_create(&m) != XPJ_OK || xpj_diags_create(&d) != XPJ_OK) {
-    fprintf(stderr, "%s: out of memory\n", prog);
-    xpj_module_destroy(m);
-    return EXIT_INPUT;
-  }
-  xpj_status st = xpj_parse_file(m, file, d);
-  if (st == XPJ_OK && bind_consts(file, m, kernel, &consts)) {
-    rc = EXIT_INPUT;
-    goto done;
-  }
-  if (st == XPJ_OK) {
-    xpj_spec sp = {ntypes, names, types, ndim, consts.n, consts.names,
-                   consts.values};
-    st = xpj_specialize(m, kernel, &sp, &spec, d);
-  }
-  print_diags(d);
-  if (st != XPJ_OK) {
-    rc = EXIT_INPUT;
-    goto done;
-  }
-  st = xpj_compile(spec, kernel, &tgt, &o, emit, &r);
-  if (st != XPJ_OK) {
-    fprintf(stderr, "%s: error: %s: %s\n", file, xpj_status_name(st),
-            xpj_result_log(r));
-    rc = EXIT_INPUT;
-    goto done;
-  }
-  if (*xpj_result_log(r))
-    fprintf(stderr, "%s: warning: %s\n", file, xpj_result_log(r));
-  size_t len;
-  const uint8_t *data = xpj_result_data(r, &len);
-  FILE *out = to_stdout ? stdout : fopen(outpath, "wb");
-  if (!out) {
-    perror(outpath);
-    rc = EXIT_INPUT;
-    goto done;
-  }
-  if (fwrite(data, 1, len, out) != len)
-    rc = EXIT_INPUT;
-  if (out != stdout) {
-    if (fclose(out) != 0)
-      rc = EXIT_INPUT;
-  } else if (fflush(stdout) != 0) {
-    rc = EXIT_INPUT;
-  }
-  if (rc)
-    fprintf(stderr, "%s: cannot write %s\n", prog, outpath);
-done:
-  xpj_result_destroy(r);
-  xpj_module_destroy(spec);
-  xpj_module_destroy(m);
-  xpj_diags_destroy(d);
-  return rc;
-}
+/* ---- env -------------------------------------------------------------------- */
 
 static void usage_env(FILE *out) {
   fprintf(out,
@@ -726,36 +602,25 @@ static void usage_env(FILE *out) {
           "--all adds those of the Python package, the examples, the tools\n"
           "and the tests. XPJIT_* names nothing reads (typos) are listed\n"
           "last and make the exit status 1. --markdown prints the table of\n"
-          "docs/environment.md (every variable) instead.\n",
-          prog);
+          "docs/environment.md (every variable) instead.\n"
+          "\n"
+          "  --all             every variable, not only the library's and\n"
+          "                    xpjitd's\n"
+          "  --markdown        the table of docs/environment.md\n" COMMON_HELP,
+          cli_prog);
 }
 
-static int cmd_env(int argc, char **argv) {
-  bool all = false, md = false;
-  for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--all")) {
-      all = true;
-    } else if (!strcmp(argv[i], "--markdown")) {
-      md = true;
-    } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage_env(stdout);
-      return 0;
-    } else {
-      fprintf(stderr, "%s: env: unknown option '%s'\n", prog, argv[i]);
-      usage_env(stderr);
-      return EXIT_USAGE;
-    }
+static void env_markdown(void) {
+  printf("| variable | default | values | effect | read by |\n"
+         "|---|---|---|---|---|\n");
+  for (size_t i = 0; i < xpj_env_nvars; i++) {
+    const xpj_env_var *v = &xpj_env_vars[i];
+    printf("| `%s` | %s | %s | %s | %s |\n", v->name, v->dflt, v->values,
+           v->effect, v->reader);
   }
-  if (md) {
-    printf("| variable | default | values | effect | read by |\n"
-           "|---|---|---|---|---|\n");
-    for (size_t i = 0; i < xpj_env_nvars; i++) {
-      const xpj_env_var *v = &xpj_env_vars[i];
-      printf("| `%s` | %s | %s | %s | %s |\n", v->name, v->dflt, v->values,
-             v->effect, v->reader);
-    }
-    return 0;
-  }
+}
+
+static int env_list(bool all) {
   for (size_t i = 0; i < xpj_env_nvars; i++) {
     const xpj_env_var *v = &xpj_env_vars[i];
     bool ours = !strcmp(v->reader, "library") || strstr(v->reader, "xpjitd");
@@ -778,43 +643,115 @@ static int cmd_env(int argc, char **argv) {
   return 0;
 }
 
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    usage_main(stderr);
-    return EXIT_USAGE;
+static int cmd_env(int argc, char **argv) {
+  static const cli_opt opts[] = {
+      {"all", OPT_ALL, false},
+      {"markdown", OPT_MARKDOWN, false},
+      {0},
+  };
+  cli_args a;
+  cli_args_init(&a, "env", usage_env, opts, argc, argv);
+  bool all = false, md = false;
+  int rc = 0, k;
+  while (!rc && (k = cli_next(&a)) >= 0) {
+    switch (k) {
+    case OPT_ALL: all = true; break;
+    case OPT_MARKDOWN: md = true; break;
+    case CLI_OPERAND: rc = cli_usage_error(&a, "no operands"); break;
+    }
   }
-  const char *cmd = argv[1];
-  if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
-      strcmp(cmd, "help") == 0) {
+  if (rc || a.exited)
+    return a.exited ? a.status : rc;
+  if (md) {
+    env_markdown();
+    return 0;
+  }
+  return env_list(all);
+}
+
+/* ---- the commands ------------------------------------------------------------- */
+
+static int cmd_help(int argc, char **argv);
+
+static const struct command {
+  const char *name;
+  int (*run)(int argc, char **argv); /* argv[0] is the command's word */
+  const char *summary;
+} commands[] = {
+    {"check", cmd_check, "check kernel sources; print diagnostics"},
+    {"ir", cmd_ir, "print a kernel's IR, specialised, and its content hash"},
+    {"emit", cmd_emit, "compile a kernel to SPIR-V, PTX or a CPU object"},
+    {"devices", cmd_devices, "list the devices of every backend"},
+    {"cache", cli_cache, "inspect and maintain the compile cache"},
+    {"bundle", cli_bundle, "build, list, verify, import kernel bundles"},
+    {"daemon", cli_daemon, "the compile daemon xpjitd: status, stats, stop"},
+    {"env", cmd_env, "the XPJIT_* environment variables and their effects"},
+    {"help", cmd_help, "this text, or a command's (help COMMAND)"},
+};
+#define NCOMMANDS (sizeof commands / sizeof *commands)
+
+static void usage_main(FILE *out) {
+  fprintf(out, "usage: %s [--color=WHEN] [--version] [--help] COMMAND "
+          "[ARGS]\n\ncommands:\n", cli_prog);
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out,
+          "\n"
+          "Every command takes --help, --version and --color=auto|always|"
+          "never;\n"
+          "the cache, bundle, daemon and devices commands take --json.\n"
+          "Run '%s COMMAND --help' for the options of a command.\n"
+          "Exit status: 0 success, 1 errors in the input, 2 usage errors.\n",
+          cli_prog);
+}
+
+static const struct command *find_command(const char *name) {
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    if (!strcmp(commands[i].name, name))
+      return &commands[i];
+  return NULL;
+}
+
+static int cmd_help(int argc, char **argv) {
+  cli_args a;
+  cli_args_init(&a, "help", usage_main, NULL, argc, argv);
+  const char *name = NULL;
+  int rc = 0, k;
+  while (!rc && (k = cli_next(&a)) >= 0)
+    if (name)
+      rc = cli_usage_error(&a, "one COMMAND at most");
+    else
+      name = a.arg;
+  if (rc || a.exited)
+    return a.exited ? a.status : rc;
+  const struct command *c = name ? find_command(name) : NULL;
+  if (!name || c == find_command("help")) {
     usage_main(stdout);
     return 0;
   }
-  if (strcmp(cmd, "--version") == 0) {
-    printf("xpjit-cli %s\n", xpj_version());
-    return 0;
+  if (!c)
+    return cli_usage_error(&a, "unknown command '%s'", name);
+  char *args[] = {(char *)name, "--help", NULL};
+  return c->run(2, args);
+}
+
+int main(int argc, char **argv) {
+  cli_args a;
+  cli_args_init(&a, "", usage_main, NULL, argc, argv);
+  int k = cli_next(&a); /* the command, after --color, --help, --version */
+  if (a.exited)
+    return a.status;
+  if (k == CLI_DONE) {
+    usage_main(stderr);
+    return EXIT_USAGE;
   }
-  for (int i = 2; i < argc; i++)
-    if (strcmp(argv[i], "--version") == 0) {
-      printf("xpjit-cli %s\n", xpj_version());
-      return 0;
-    }
-  if (strcmp(cmd, "devices") == 0)
-    return cmd_devices(argc - 1, argv + 1);
-  if (strcmp(cmd, "check") == 0)
-    return cmd_check(argc - 2, argv + 2);
-  if (strcmp(cmd, "ir") == 0)
-    return cmd_ir(argc - 2, argv + 2);
-  if (strcmp(cmd, "emit") == 0)
-    return cmd_emit(argc - 2, argv + 2);
-  if (strcmp(cmd, "cache") == 0)
-    return cli_cache(argc - 2, argv + 2);
-  if (strcmp(cmd, "bundle") == 0)
-    return cli_bundle(argc - 2, argv + 2);
-  if (strcmp(cmd, "daemon") == 0)
-    return cli_daemon(argc - 2, argv + 2);
-  if (strcmp(cmd, "env") == 0)
-    return cmd_env(argc - 2, argv + 2);
-  fprintf(stderr, "%s: unknown command '%s'\n", prog, cmd);
-  usage_main(stderr);
-  return EXIT_USAGE;
+  const struct command *c = find_command(a.arg);
+  if (!c) {
+    fprintf(stderr, "%s: unknown command '%s'\n", cli_prog, a.arg);
+    usage_main(stderr);
+    return EXIT_USAGE;
+  }
+  int n;
+  char **rest = cli_rest(&a, &n);
+  return c->run(n, rest);
 }

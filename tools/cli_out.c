@@ -1,0 +1,262 @@
+/*
+ * cli_out.c - how xpjit-cli writes: colour where the stream is a terminal
+ * (--color, NO_COLOR, like clang and git), diagnostics styled like
+ * clang's, text tables whose columns fit their contents, and JSON through
+ * jansson, valid whatever bytes a path or a cache file holds.
+ */
+#include "cli.h"
+#include "diag.h" /* xpj_diags_render_styled */
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- colour -------------------------------------------------------------- */
+
+static enum { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER } color_mode;
+
+bool cli_color_set(const char *when) {
+  if (!strcmp(when, "auto"))
+    color_mode = COLOR_AUTO;
+  else if (!strcmp(when, "always"))
+    color_mode = COLOR_ALWAYS;
+  else if (!strcmp(when, "never"))
+    color_mode = COLOR_NEVER;
+  else
+    return false;
+  return true;
+}
+
+bool cli_colors(FILE *f) {
+  if (color_mode != COLOR_AUTO)
+    return color_mode == COLOR_ALWAYS;
+  const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
+  if ((no && *no) || (term && !strcmp(term, "dumb")))
+    return false;
+  return isatty(fileno(f)) != 0;
+}
+
+const char *cli_sgr(FILE *f, const char *seq) {
+  return cli_colors(f) ? seq : "";
+}
+
+/* ---- diagnostics ---------------------------------------------------------- */
+
+void cli_print_diags(const xpj_diags *d) {
+  static const xpj_diag_style clang = {
+      .locus = SGR_BOLD,
+      .severity = {SGR_RED, SGR_MAGENTA, SGR_CYAN},
+      .message = SGR_BOLD,
+      .caret = SGR_GREEN,
+      .reset = SGR_RESET,
+  };
+  char *text = NULL;
+  if (xpj_diags_render_styled(d, cli_colors(stderr) ? &clang : NULL, &text,
+                              NULL) != XPJ_OK) {
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    return;
+  }
+  fputs(text, stderr);
+  free(text);
+}
+
+void cli_diag(xpj_severity sev, const char *file, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  xpj_diags *d = NULL;
+  if (msg) {
+    va_start(ap, fmt);
+    vsnprintf(msg, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+  }
+  if (!msg || xpj_diags_create(&d) != XPJ_OK ||
+      xpj_diags_add(d, sev, file, 0, 0, NULL, msg) != XPJ_OK)
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
+  else
+    cli_print_diags(d);
+  xpj_diags_destroy(d);
+  free(msg);
+}
+
+/* ---- UTF-8 ------------------------------------------------------------------ */
+
+/* The length of the well-formed UTF-8 sequence at s (Unicode table 3-7:
+ * no overlong forms, no surrogates, nothing above U+10FFFF), or 0. */
+static size_t utf8_seq(const unsigned char *s) {
+  unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+  size_t n;
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 2;
+  else if (c >= 0xE0 && c <= 0xEF)
+    n = 3;
+  else if (c >= 0xF0 && c <= 0xF4)
+    n = 4;
+  else
+    return 0;
+  if (c == 0xE0)
+    lo = 0xA0;
+  else if (c == 0xED)
+    hi = 0x9F;
+  else if (c == 0xF0)
+    lo = 0x90;
+  else if (c == 0xF4)
+    hi = 0x8F;
+  if (s[1] < lo || s[1] > hi)
+    return 0;
+  for (size_t i = 2; i < n; i++)
+    if (s[i] < 0x80 || s[i] > 0xBF)
+      return 0;
+  return n;
+}
+
+/* s with every byte outside a well-formed sequence replaced by bad, and
+ * with controls also every control character (malloc'd). */
+static char *utf8_clean(const char *s, const char *bad, bool controls) {
+  size_t len = strlen(s), blen = strlen(bad), n = 0;
+  char *out = malloc(len * blen + 1);
+  if (!out)
+    return NULL;
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t k = utf8_seq(p);
+    if (!k || (controls && (*p < 0x20 || *p == 0x7f))) {
+      memcpy(out + n, bad, blen);
+      n += blen;
+      p++;
+    } else {
+      memcpy(out + n, p, k);
+      n += k;
+      p += k;
+    }
+  }
+  out[n] = 0;
+  return out;
+}
+
+/* ---- tables ----------------------------------------------------------------- */
+
+void cli_table_init(cli_table *t, unsigned ncols, const char *const *head) {
+  memset(t, 0, sizeof *t);
+  t->ncols = ncols < CLI_TABLE_MAX_COLS ? ncols : CLI_TABLE_MAX_COLS;
+  for (unsigned c = 0; c < t->ncols; c++)
+    t->head[c] = head[c];
+}
+
+void cli_table_row(cli_table *t, const char *const *cells) {
+  if (t->failed)
+    return;
+  if (t->nrows == t->cap) {
+    unsigned cap = t->cap ? 2 * t->cap : 16;
+    char **nc = realloc(t->cells, (size_t)cap * t->ncols * sizeof *nc);
+    if (!nc) {
+      t->failed = true;
+      return;
+    }
+    t->cells = nc;
+    t->cap = cap;
+  }
+  char **dst = t->cells + (size_t)t->nrows * t->ncols;
+  for (unsigned c = 0; c < t->ncols; c++) {
+    dst[c] = utf8_clean(cells[c] ? cells[c] : "", "?", true);
+    t->failed = t->failed || !dst[c];
+  }
+  t->nrows++;
+}
+
+/* The characters of s (a cell, clean: every byte in a sequence). */
+static size_t width(const char *s) {
+  size_t w = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t k = utf8_seq(p);
+    p += k ? k : 1;
+    w++;
+  }
+  return w;
+}
+
+/* One cell, padded to w characters (the last column is not). */
+static void cell(const char *s, size_t w, bool right, bool last) {
+  int pad = (int)(w - width(s));
+  printf("%*s%s%*s", right ? pad : 0, "", s, right || last ? 0 : pad, "");
+}
+
+static void print_row(const cli_table *t, const char *const *cells,
+                const size_t *w) {
+  for (unsigned c = 0; c < t->ncols; c++) {
+    printf("%s", c ? "  " : "");
+    cell(cells[c], w[c], *t->head[c] == '>', c + 1 == t->ncols);
+  }
+}
+
+int cli_table_print(cli_table *t) {
+  int rc = 0;
+  if (t->failed) {
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    rc = EXIT_INPUT;
+  } else {
+    const char *head[CLI_TABLE_MAX_COLS];
+    size_t w[CLI_TABLE_MAX_COLS];
+    for (unsigned c = 0; c < t->ncols; c++) {
+      head[c] = t->head[c] + (*t->head[c] == '>');
+      w[c] = width(head[c]);
+      for (unsigned r = 0; r < t->nrows; r++) {
+        size_t cw = width(t->cells[(size_t)r * t->ncols + c]);
+        w[c] = cw > w[c] ? cw : w[c];
+      }
+    }
+    fputs(cli_sgr(stdout, SGR_BOLD), stdout);
+    print_row(t, head, w);
+    printf("%s\n", cli_sgr(stdout, SGR_RESET));
+    for (unsigned r = 0; r < t->nrows; r++) {
+      print_row(t, (const char *const *)t->cells + (size_t)r * t->ncols, w);
+      printf("\n");
+    }
+  }
+  for (size_t i = 0; t->cells && i < (size_t)t->nrows * t->ncols; i++)
+    free(t->cells[i]);
+  free(t->cells);
+  memset(t, 0, sizeof *t);
+  return rc;
+}
+
+/* ---- JSON ------------------------------------------------------------------- */
+
+json_t *cli_jstr(const char *s) {
+  if (!s)
+    return json_null();
+  char *clean = utf8_clean(s, "\xEF\xBF\xBD", false); /* U+FFFD */
+  json_t *j = clean ? json_string(clean) : NULL;
+  free(clean);
+  return j;
+}
+
+json_t *cli_jint(uint64_t v) {
+  return v <= INT64_MAX ? json_integer((json_int_t)v) : json_real((double)v);
+}
+
+json_t *cli_jms(double ms) { return json_real(round(ms * 1000) / 1000); }
+
+bool cli_jset(json_t *o, const char *key, json_t *v) {
+  return o && v && json_object_set_new(o, key, v) == 0;
+}
+
+int cli_json_print(json_t *doc) {
+  if (!doc) {
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    return EXIT_INPUT;
+  }
+  int rc = json_dumpf(doc, stdout, JSON_REAL_PRECISION(15)) == 0 &&
+                   fputc('\n', stdout) != EOF && fflush(stdout) == 0
+               ? 0
+               : EXIT_INPUT;
+  json_decref(doc);
+  if (rc)
+    fprintf(stderr, "%s: cannot write the JSON output\n", cli_prog);
+  return rc;
+}
