@@ -1098,7 +1098,8 @@ static bool trusted_bundle(xpj_cache *c, char *why, size_t size) {
   static const char *const sides[] = {"-journal", "-wal", NULL};
   trust t;
   char bad[256];
-  if (!trust_for_bundles(&t, bad, sizeof bad))
+  if (!trust_for_bundles(&t, bad, sizeof bad) &&
+      xpj_env_first_complaint("XPJIT_TRUSTED_OWNERS"))
     warnf(c, "XPJIT_TRUSTED_OWNERS: %s names no user; ignored", bad);
   char dir[4096];
   if (trust_dirs(&t, parent_of(c->path, dir, sizeof dir), why, size) !=

@@ -6,6 +6,8 @@
  * process-global state cannot hurt the caller.
  */
 #define _GNU_SOURCE
+#include "env.h"
+#include "frontend.h"
 #include "ir_impl.h"
 #include "llvm.h"
 #include "worker.h"
@@ -412,6 +414,41 @@ static int limit_data(uint64_t budget) {
     return 0; /* a tighter limit is already in place */
   rl.rlim_cur = want;
   return setrlimit(RLIMIT_DATA, &rl);
+}
+
+void xpj_compiler_settings_check(void (*report)(const char *name,
+                                                const char *msg)) {
+  char msg[600];
+  uint64_t v;
+  const char *e = xpj_env("XPJIT_COMPILE_MEMORY_LIMIT");
+  if (e && parse_limit(e, &v) != 0) {
+    snprintf(msg, sizeof msg, "XPJIT_COMPILE_MEMORY_LIMIT=%.64s is not a "
+             "size (512M, 4G, off): the default of %llu MiB applies", e,
+             (unsigned long long)(default_memory_limit() >> 20));
+    report("XPJIT_COMPILE_MEMORY_LIMIT", msg);
+  }
+  char path[4096];
+  e = xpj_env("XPJIT_COMPILE_SERVER");
+  if (e && strcmp(e, "fork") && !xpj_cs_find_exe(path, sizeof path)) {
+    snprintf(msg, sizeof msg, "XPJIT_COMPILE_SERVER=%.256s is not an "
+             "executable file of root or of this user that nobody else may "
+             "write: each compile forks this process instead", e);
+    report("XPJIT_COMPILE_SERVER", msg);
+  }
+  e = xpj_env("XPJIT_LIBDEVICE");
+  if (e && access(e, R_OK) != 0) {
+    snprintf(msg, sizeof msg, "XPJIT_LIBDEVICE=%.256s: %s; PTX that calls "
+             "math functions cannot be compiled", e, strerror(errno));
+    report("XPJIT_LIBDEVICE", msg);
+  }
+  static const char *const faults[] = {"crash", "hang", "llvm-fatal",
+                                       "linger", NULL};
+  if (xpj_env_word("XPJIT_FAULT_INJECT", faults) == -2) {
+    snprintf(msg, sizeof msg, "XPJIT_FAULT_INJECT=%.64s is not crash, hang, "
+             "llvm-fatal or linger (a test hook); ignored",
+             xpj_env("XPJIT_FAULT_INJECT"));
+    report("XPJIT_FAULT_INJECT", msg);
+  }
 }
 
 /* libdevice for PTX: XPJIT_LIBDEVICE, else the CUDA toolkit's (CUDA_HOME,

@@ -814,7 +814,7 @@ static void cs_atfork(void) { pthread_atfork(NULL, NULL, cs_child); }
  * the library's directory, beside the program's, in the install prefix;
  * only an executable regular file of root or of this user, which nobody
  * else may write. */
-static bool find_exe(char *path, size_t size) {
+bool xpj_cs_find_exe(char *path, size_t size) {
   static const char *const rels[] = {"/../libexec/xpjit", NULL};
   const char *env = getenv("XPJIT_COMPILE_SERVER");
   if (env && !strcmp(env, "fork"))
@@ -899,7 +899,7 @@ static int start_locked(char *why, size_t whysize) {
   close(sv[1]);
   char path[PATH_MAX];
   pid_t pid = -1;
-  if (far >= 0 && !cs.exe_bad && find_exe(path, sizeof path))
+  if (far >= 0 && !cs.exe_bad && xpj_cs_find_exe(path, sizeof path))
     pid = spawn_exe(path, far);
   char no_llvm[300] = "";
   if (far >= 0 && pid < 0)

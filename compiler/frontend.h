@@ -36,6 +36,13 @@ xpj_status xpj_specialize_signature(const xpj_module *m, const char *kernel,
                                     const xpj_spec *spec, xpj_module **out,
                                     xpj_diags *d);
 
+/* The compiler's XPJIT_* settings that do not parse or cannot be used
+ * (XPJIT_COMPILE_MEMORY_LIMIT, XPJIT_COMPILE_SERVER, XPJIT_LIBDEVICE,
+ * XPJIT_FAULT_INJECT): report(name, message) for each; the runtime warns
+ * once per process (runtime/context.c). */
+void xpj_compiler_settings_check(void (*report)(const char *name,
+                                                const char *msg));
+
 /* Whether v is a value of scalar s (an integer type or bool): bool 0 or
  * 1, an integer in its type's range, any bit pattern for u64. */
 bool xpj_const_fits(xpj_scalar s, int64_t v);

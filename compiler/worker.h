@@ -126,6 +126,10 @@ int xpj_cs_footer(const char *buf, size_t *n, xpj_cs_end *e);
  * frame; *err: the worker's stderr, then the footer. 0, or -1 with why. */
 int xpj_cs_submit(const xpj_job *j, int *sock, int *err, unsigned *gen,
                   char *why, size_t whysize);
+/* The compile server's executable into path: XPJIT_COMPILE_SERVER, else
+ * libexec/xpjit/xpjit-cc beside the library or program or in the prefix;
+ * false when there is none to run (or XPJIT_COMPILE_SERVER=fork). */
+bool xpj_cs_find_exe(char *path, size_t size);
 /* Server gen (xpj_cs_submit's) did not answer by the job's deadline and a
  * grace period, or refused the job (another build: then the next server
  * is a fork of this process): ends it, and with it its workers; the next

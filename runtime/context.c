@@ -1,5 +1,6 @@
 /* context.c - contexts and devices: discovery through every backend built
  * in, the visible set (XPJIT_DEVICE), and selection by filter. */
+#include "frontend.h" /* xpj_compiler_settings_check */
 #include "rt.h"
 
 #include <dlfcn.h>
@@ -26,6 +27,11 @@ void *rt_dlopen(const char *env, const char *const *names, char *why,
     const char *m = dlerror();
     if (why && why_size && !*why)
       snprintf(why, why_size, "%s", m ? m : *names);
+    /* no warning: a backend without its driver has no devices and a note
+     * (xpj_context_backend_note, xpjit-cli devices -v); the log says it */
+    if (names == one)
+      xpj_log(XPJ_LOG_INFO, "%s=%.256s: %s; that backend has no devices",
+              env, e, m ? m : "cannot be opened");
   }
   return NULL;
 }
@@ -83,6 +89,11 @@ static void device_free(xpj_device *d) {
   free(d);
 }
 
+static void compiler_setting(const char *name, const char *msg) {
+  if (xpj_env_first_complaint(name))
+    rt_warn("%s", msg);
+}
+
 /* Once per process, at the first context: the settings read where no
  * warning can be given (the log's own, switches of the cache layer) or
  * read too often to warn each time, and XPJIT_* names xpjit does not read
@@ -105,6 +116,7 @@ static void settings_check(void) {
     rt_warn("XPJIT_CACHE_JOURNAL=%.64s is not wal or rollback; the "
             "default applies (rollback on a network file system, else wal)",
             xpj_env("XPJIT_CACHE_JOURNAL"));
+  xpj_compiler_settings_check(compiler_setting);
   char unknown[1024];
   xpj_env_unknown(unknown, sizeof unknown);
   if (*unknown)

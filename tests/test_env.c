@@ -161,7 +161,11 @@ static void test_bad_values_once(void **state) {
       {"XPJIT_NATIVE_CACHE", "perhaps"}, {"XPJIT_CACHE_HIT_FILES", "2"},
       {"XPJIT_CACHE_JOURNAL", "WAL"},    {"XPJIT_CACHE", "sometimes"},
       {"XPJIT_CACHE_MAX_SIZE", "huge"},  {"XPJIT_CPU_LOADER", "fast"},
-      {"XPJIT_CPU_STOP_SIGNAL", "9"},    {"XPJIT_CACHEDIR", "/x"}};
+      {"XPJIT_CPU_STOP_SIGNAL", "9"},    {"XPJIT_CACHEDIR", "/x"},
+      {"XPJIT_COMPILE_MEMORY_LIMIT", "lots"},
+      {"XPJIT_COMPILE_SERVER", "/nonexistent/xpjit-cc"},
+      {"XPJIT_LIBDEVICE", "/nonexistent/libdevice.10.bc"},
+      {"XPJIT_FAULT_INJECT", "sometimes"}};
   enum { NSET = sizeof set / sizeof *set };
   for (int i = 0; i < NSET; i++)
     setenv(set[i][0], set[i][1], 1);
