@@ -14,7 +14,7 @@ tmp=$(mktemp -d)
 pkgs="libxpjit0 libxpjit-dev xpjit-tools xpjitd"
 installed=no
 cleanup() {
-  [ $installed = yes ] && dpkg -r $pkgs >/dev/null 2>&1 || true
+  [ $installed = yes ] && dpkg --purge $pkgs >/dev/null 2>&1 || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -23,8 +23,10 @@ fail() { echo "deb: FAIL: $*"; exit 1; }
 for t in dpkg-buildpackage dh lintian fakeroot cmake pkg-config; do
   command -v $t >/dev/null 2>&1 || fail "no $t (apt-get install debhelper lintian fakeroot cmake pkg-config)"
 done
+# (a package removed but not purged, "rc", is not in the way)
 for p in $pkgs; do
-  ! dpkg -s "$p" >/dev/null 2>&1 || fail "$p is installed already; remove it first"
+  ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    fail "$p is installed already; remove it first"
 done
 
 # the tree as git sees it (tracked and new files, nothing ignored)
