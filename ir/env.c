@@ -109,6 +109,8 @@ const xpj_env_var xpj_env_vars[] = {
     {"XPJIT_REQUIRE_TOOLS", "unset", "1", "tests/install.sh fails where cmake or scdoc is missing (CI)", "tests"},
 };
 const size_t xpj_env_nvars = sizeof xpj_env_vars / sizeof *xpj_env_vars;
+_Static_assert(sizeof xpj_env_vars / sizeof *xpj_env_vars <= 64,
+               "one bit of 'complained' per variable");
 
 /* one flag per table entry (the table has fewer than 64) */
 static _Atomic uint64_t complained;
