@@ -271,7 +271,9 @@ build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/
 bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache $(BUILD)/bench/daemon $(BUILD)/bench/opencl $(BUILD)/bench/groups $(BUILD)/bench/launch
 	sh tools/bench-deps.sh
 	$(BUILD)/bench/frontend examples/*.xpk bench/peers/frontend_peer.xpk
-	$(BUILD)/bench/compile examples/*.xpk
+	rm -rf $(BUILD)/bench/ptx
+	$(BUILD)/bench/compile --save-ptx $(BUILD)/bench/ptx examples/*.xpk
+	$$HOME/.cache/xpjit/venv-bench/bin/python bench/ptx_quality.py $(BUILD)/bench/ptx
 	OCL_ICD_VENDORS=$${OCL_ICD_VENDORS:-$$HOME/.cache/xpjit/intel-opencl/icd} $(BUILD)/bench/cpu
 	$(BUILD)/bench/cache
 	$(BUILD)/bench/daemon

@@ -466,6 +466,24 @@ static int nvrtc_once(const krow *k, double *ms, char *msg, size_t msgsize) {
   free(ptx);
   if (p)
     nv.destroy(&p);
+  /* --save-ptx: NVRTC's default (--fmad=true) too, outside the timing,
+   * for bench/ptx_quality.py's reference at NVRTC's own settings */
+  if (save_dir && state == S_OK) {
+    const char *fopts[] = {"--gpu-architecture=compute_90", "--fmad=true",
+                           "-w", ndim};
+    p = NULL;
+    ptx = NULL;
+    n = 0;
+    if (nv.create(&p, f->cu, cu_name, 1, (const char *const *)&cuh_text,
+                  &hname) == 0 &&
+        nv.add_name(p, ne) == 0 && nv.compile(p, 4, fopts) == 0 &&
+        nv.ptx_size(p, &n) == 0 && (ptx = malloc(n)) && nv.ptx(p, ptx) == 0 &&
+        strstr(ptx, ".entry"))
+      save_ptx("nvrtc-fmad", k, ptx, strlen(ptx));
+    free(ptx);
+    if (p)
+      nv.destroy(&p);
+  }
   return state;
 }
 
