@@ -252,8 +252,12 @@ static void log_init(void) {
              "applies", xpj_env("XPJIT_LOG"));
   const char *file = xpj_env("XPJIT_LOG_FILE");
   if (file) {
-    log_fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
-                  0600);
+    /* O_NONBLOCK: a FIFO nobody reads fails (ENXIO) instead of blocking
+     * the program in open(); the writes themselves block as usual */
+    log_fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+                  O_NONBLOCK, 0600);
+    if (log_fd >= 0)
+      fcntl(log_fd, F_SETFL, fcntl(log_fd, F_GETFL) & ~O_NONBLOCK);
     if (log_fd < 0 && !log_problem[0])
       snprintf(log_problem, sizeof log_problem,
                "XPJIT_LOG_FILE=%.128s: %s; the log goes to stderr", file,

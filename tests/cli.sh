@@ -165,6 +165,15 @@ if [ -x "$EX" ]; then
   XPJIT_LOG=info XPJIT_CACHE=off XPJIT_DAEMON=off "$EX" >/dev/null 2>"$tmp/err"
   grep -q "^xpjit: info: kernel saxpy (T=f32) for cpu:0: compiled in .* \[key [0-9a-f]\{16\}; disk none, bundles none, daemon none, Redis none\]$" "$tmp/err" ||
     { echo "FAIL: XPJIT_LOG=info: no line for saxpy's compile"; cat "$tmp/err"; fail=1; }
+  # a log file that cannot be written to: a warning, never a hang (a FIFO
+  # nobody reads blocked open() before O_NONBLOCK)
+  mkfifo "$tmp/fifo"
+  XPJIT_LOG=info XPJIT_LOG_FILE="$tmp/fifo" XPJIT_CACHE=off XPJIT_DAEMON=off timeout 60 "$EX" >/dev/null 2>"$tmp/err"
+  rc=$?
+  [ $rc -eq 0 ] && grep -q "XPJIT_LOG_FILE=$tmp/fifo: No such device or address; the log goes to stderr" "$tmp/err" ||
+    { echo "FAIL: XPJIT_LOG_FILE=FIFO: exit $rc"; cat "$tmp/err"; fail=1; }
+  XPJIT_LOG=info XPJIT_LOG_FILE="$tmp" XPJIT_CACHE=off XPJIT_DAEMON=off "$EX" >/dev/null 2>"$tmp/err"
+  grep -q "XPJIT_LOG_FILE=$tmp: Is a directory" "$tmp/err" || { echo "FAIL: XPJIT_LOG_FILE=a directory"; fail=1; }
   XPJIT_LOG=error XPJIT_CACHE=off XPJIT_DAEMON=off XPJIT_CPU_THREADS=abc "$EX" >/dev/null 2>"$tmp/err"
   [ ! -s "$tmp/err" ] || { echo "FAIL: XPJIT_LOG=error printed:"; cat "$tmp/err"; fail=1; }
 fi
