@@ -41,6 +41,13 @@ stat_of() { "$CLI" daemon stats --socket "$S" | awk -v k="$1" '$1 == k {print $2
 "$D" --failure-ttl soon 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --failure-ttl soon"
 
 # started by hand: detaches once the socket serves
+# a --log nobody can write to (a FIFO without a reader): refused at
+# once, exit 1, never a daemon blocked in open()
+mkfifo "$tmp/logfifo"
+timeout 20 "$D" --foreground --socket "$tmp/fifo.sock" --log "$tmp/logfifo" 2>"$tmp/fifo.err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "cannot open log" "$tmp/fifo.err" ||
+  fail "--log FIFO: exit $rc (want 1 at once): $(cat "$tmp/fifo.err")"
 "$D" --socket "$S" --log "$tmp/log" --log-level debug >/dev/null ||
   fail "xpjitd did not start"
 "$CLI" daemon status --socket "$S" | grep -q "xpjitd is running" ||

@@ -3033,9 +3033,14 @@ int main(int argc, char **argv) {
   write_lock_pid();
   if (cfg.log_path) {
     /* 0600 whatever the umask, and never through a link someone planted */
+    /* O_NONBLOCK: a FIFO nobody reads is refused, not a daemon blocked in
+     * open() before it serves */
     int lfd = open(cfg.log_path,
-                   O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                   O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+                       O_NONBLOCK,
                    0600);
+    if (lfd >= 0)
+      fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) & ~O_NONBLOCK);
     FILE *f = lfd >= 0 ? fdopen(lfd, "a") : NULL;
     if (!f && lfd >= 0)
       close(lfd);
