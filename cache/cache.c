@@ -4032,6 +4032,13 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
     return fail(XPJ_ERR_INVALID, "xpj_cache_export: NULL argument");
   if (n)
     *n = 0;
+  /* the bundle is renamed into place: only over nothing or a regular
+   * file, never over a device, a FIFO or a link (as root, -o /dev/null
+   * replaced the device node) */
+  struct stat sb;
+  if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+    return fail(XPJ_ERR_INVALID, "%s exists and is not a regular file (a "
+                "link, a device, a FIFO, a directory): not replaced", path);
   char tmp[4200];
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   unlink(tmp);

@@ -310,7 +310,8 @@ static uint64_t default_memory_limit(void) {
 }
 
 /* "off", or a number of bytes with an optional K, M, G or T (binary
- * units, like XPJIT_CACHE_MAX_SIZE): 0 for off. -1 when malformed. */
+ * units, like XPJIT_CACHE_MAX_SIZE), at least 1M: 0 for off. -1 when
+ * malformed. */
 static int parse_limit(const char *s, uint64_t *out) {
   if (strcmp(s, "off") == 0) {
     *out = 0;
@@ -334,6 +335,12 @@ static int parse_limit(const char *s, uint64_t *out) {
     p += strlen(p);
   if (*p || (shift && v > (UINT64_MAX >> shift)))
     return -1;
+  /* a limit is counted in MiB wherever it is remembered (a failure's
+   * code, docs/cache.md): under 1 MiB, "0" included, would be "0 MiB",
+   * which reads as no limit there and made every later request take the
+   * remembered failure; no compile fits in it anyway */
+  if ((v << shift) < ((uint64_t)1 << 20))
+    return -1;
   *out = v << shift;
   return 0;
 }
@@ -353,7 +360,8 @@ static uint64_t memory_limit(const xpj_compile_opts *o, char *note,
   uint64_t d = default_memory_limit();
   if (env && *env)
     snprintf(note, size, "XPJIT_COMPILE_MEMORY_LIMIT=%.64s is not a size "
-             "(512M, 4G, off): the default of %llu MiB applies", env,
+             "of at least 1M (512M, 4G) or off: the default of %llu MiB "
+             "applies", env,
              (unsigned long long)(d >> 20));
   return d;
 }
@@ -423,7 +431,8 @@ void xpj_compiler_settings_check(void (*report)(const char *name,
   const char *e = xpj_env("XPJIT_COMPILE_MEMORY_LIMIT");
   if (e && parse_limit(e, &v) != 0) {
     snprintf(msg, sizeof msg, "XPJIT_COMPILE_MEMORY_LIMIT=%.64s is not a "
-             "size (512M, 4G, off): the default of %llu MiB applies", e,
+             "size of at least 1M (512M, 4G) or off: the default of %llu MiB "
+             "applies", e,
              (unsigned long long)(default_memory_limit() >> 20));
     report("XPJIT_COMPILE_MEMORY_LIMIT", msg);
   }

@@ -296,7 +296,9 @@ xpj_status xpj_cache_clear(xpj_cache *c);
 xpj_status xpj_cache_zero_stats(xpj_cache *c);
 /* Writes every intact successful entry to a new bundle at path (replaced
  * atomically), with meta "versions" and "targets" (the distinct values of
- * its entries, one per line). *n: entries written. */
+ * its entries, one per line). *n: entries written. XPJ_ERR_INVALID when
+ * path exists and is not a regular file (a link, device, FIFO or
+ * directory is never replaced). */
 xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n);
 /* Copies a bundle's entries into c after verifying each; rows already
  * present are kept. */

@@ -40,7 +40,7 @@ const xpj_env_var xpj_env_vars[] = {
     /* compiling */
     {"XPJIT_CHECK", "none", "bounds (or all), comma-separated",
      "checks compiled into every kernel of a context (with xpj_context_desc.checks); a checked launch that indexes outside an array fails", LIB},
-    {"XPJIT_COMPILE_MEMORY_LIMIT", "the smaller of 4G and half the RAM", "a size (512M, 4G) or off",
+    {"XPJIT_COMPILE_MEMORY_LIMIT", "the smaller of 4G and half the RAM", "a size of at least 1M (512M, 4G) or off",
      "the address space a compile's worker may use (memory_limit_mb wins)", LIB},
     {"XPJIT_COMPILE_SERVER", "libexec/xpjit/xpjit-cc beside the library or program, or in the prefix",
      "a path, or fork", "the compile server's executable; fork: a fork of the calling process per compile", LIB},

@@ -65,6 +65,43 @@ d=$("$CLI" cache ls --json | sed -n 's/.*"digest": "\([0-9a-f]*\)".*/\1/p' | hea
 "$CLI" cache show xyz >/dev/null 2>&1; [ $? = 2 ] || bad "show bad digest: exit 2"
 "$CLI" cache verify | grep -q "3 entries checked, 0 bad" || bad "cache verify"
 "$CLI" cache export "$T/mine.xpb" | grep -q "exported 3" || bad "cache export"
+# a --path that names nothing is a typo: exit 1, nothing created; an
+# empty one is a usage error
+"$CLI" cache --path "$T/typo/cache.db" stats >/dev/null 2>&1; rc=$?
+[ $rc -eq 1 ] && [ ! -e "$T/typo" ] || bad "cache --path TYPO stats: exit $rc, or it created files"
+"$CLI" cache --path "$T/mine.typo" ls >/dev/null 2>&1; rc=$?
+[ $rc -eq 1 ] && [ ! -e "$T/mine.typo" ] || bad "cache --path TYPO ls: exit $rc, or it created the file"
+"$CLI" cache --path= stats >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || bad "cache --path= stats: exit $rc, want 2"
+# a non-finite time in a damaged or foreign file: null in JSON, every
+# entry still listed (json_real refuses infinity; taken for out of memory)
+if command -v sqlite3 >/dev/null 2>&1; then
+  cp "$XPJIT_CACHE_DIR/cache-v2.db" "$T/inf.db"
+  sqlite3 "$T/inf.db" "UPDATE entries SET compile_ms = 1e999; UPDATE stats SET value = 1e999 WHERE name = 'compile_ms'" 2>/dev/null
+  for sub in ls stats; do
+    "$CLI" cache --path "$T/inf.db" --json $sub > "$T/inf.json" 2>"$T/inf.err" ||
+      bad "cache --json $sub with an infinite time: exit $?: $(cat "$T/inf.err")"
+    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/inf.json" ||
+      bad "cache --json $sub with an infinite time: invalid JSON"
+  done
+  "$CLI" cache --path "$T/inf.db" --json ls > "$T/inf.json"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); e=d if isinstance(d,list) else d.get("entries",[]); sys.exit(0 if e and all(x.get("compile_ms", 0) is None for x in e) else 1)' "$T/inf.json" ||
+    bad "cache ls --json with infinite times: entries missing or not null"
+fi
+# never renamed over something that is not a regular file (as root, -o
+# /dev/null once replaced the device node): a FIFO and a link stay
+mkfifo "$T/fifo.xpb"
+ln -s "$T/mine.xpb" "$T/link.xpb"
+for out in "$T/fifo.xpb" "$T/link.xpb"; do
+  if "$CLI" cache export "$out" >/dev/null 2>"$T/exp.err"; then
+    bad "cache export over $out succeeded"
+  fi
+  grep -q "is not a regular file" "$T/exp.err" || bad "cache export over $out: no reason"
+done
+[ -p "$T/fifo.xpb" ] && [ -L "$T/link.xpb" ] || bad "cache export replaced a FIFO or a link"
+"$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target cpu -o "$T/fifo.xpb" \
+  >/dev/null 2>&1 && bad "bundle build -o FIFO succeeded"
+[ -p "$T/fifo.xpb" ] || bad "bundle build replaced a FIFO"
 "$CLI" bundle verify "$T/mine.xpb" >/dev/null || bad "exported bundle verify"
 # damage one row: verify finds it (exit 1), --repair removes it
 sqlite3 "$T/c3/cache-v2.db" "UPDATE entries SET data = zeroblob(64) WHERE digest = '$d'"

@@ -134,6 +134,10 @@ else
 fi
 expect 0 env XPJIT_COMPILE_MEMORY_LIMIT=lots "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu -o "$tmp/x"
 grep -q "warning: XPJIT_COMPILE_MEMORY_LIMIT=lots is not a size" "$tmp/err" || { echo "FAIL: no warning for a malformed memory limit"; fail=1; }
+# under 1 MiB is no limit a failure could be remembered with (it read as
+# "0 MiB": every later request took the remembered failure): malformed
+expect 0 env XPJIT_COMPILE_MEMORY_LIMIT=1K "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu -o "$tmp/x"
+grep -q "warning: XPJIT_COMPILE_MEMORY_LIMIT=1K is not a size of at least 1M" "$tmp/err" || { echo "FAIL: no warning for a memory limit under 1M"; fail=1; }
 expect 0 env XPJIT_COMPILE_MEMORY_LIMIT=256M "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target spirv -o "$tmp/x"
 # env: the table of XPJIT_* variables; docs/environment.md is its output,
 # and every "XPJIT_..." name the sources quote is in it

@@ -217,6 +217,14 @@ typedef struct cache_cmd {
  * as XPJIT_CACHE says), only looks (RO) or writes (RW). */
 static int open_cache(const cache_req *r, xpj_cache_mode mode,
                       xpj_cache **c) {
+  /* a --path that names nothing is a typo, not a new cache to create
+   * (the default path of a user who has cached nothing yet is empty) */
+  struct stat sb;
+  if (r->path && stat(r->path, &sb) != 0) {
+    fprintf(stderr, "%s cache: no cache file at %s: %s\n", cli_prog,
+            r->path, strerror(errno));
+    return EXIT_INPUT;
+  }
   xpj_cache_config cfg = {.path = r->path, .mode = mode, .warn = warn_cb};
   if (xpj_cache_open(&cfg, c) == XPJ_OK)
     return 0;
@@ -642,7 +650,11 @@ static void usage_cache(FILE *out) {
 static int cache_option(const cli_args *a, int k, cache_req *r,
                         const cache_cmd *cmd) {
   switch (k) {
-  case OPT_PATH: r->path = a->arg; return 0;
+  case OPT_PATH:
+    if (!*a->arg)
+      return cli_bad_value(a, "--path takes a cache file, not ''");
+    r->path = a->arg;
+    return 0;
   case OPT_JSON: r->json = true; return 0;
   case OPT_ZERO: r->zero = true; return 0;
   case OPT_REPAIR: r->repair = true; return 0;

@@ -240,7 +240,11 @@ json_t *cli_jint(uint64_t v) {
   return v <= INT64_MAX ? json_integer((json_int_t)v) : json_real((double)v);
 }
 
-json_t *cli_jms(double ms) { return json_real(round(ms * 1000) / 1000); }
+/* JSON has no infinity or NaN: a foreign or damaged file's non-finite
+ * time is null (json_real would fail, taken for out of memory) */
+json_t *cli_jms(double ms) {
+  return isfinite(ms) ? json_real(round(ms * 1000) / 1000) : json_null();
+}
 
 bool cli_jset(json_t *o, const char *key, json_t *v) {
   return o && v && json_object_set_new(o, key, v) == 0;
