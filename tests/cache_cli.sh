@@ -88,6 +88,17 @@ if command -v sqlite3 >/dev/null 2>&1; then
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); e=d if isinstance(d,list) else d.get("entries",[]); sys.exit(0 if e and all(x.get("compile_ms", 0) is None for x in e) else 1)' "$T/inf.json" ||
     bad "cache ls --json with infinite times: entries missing or not null"
 fi
+# a foreign bundle's meta never reaches the terminal raw (an escape
+# sequence planted in "versions": printed as ?)
+if command -v sqlite3 >/dev/null 2>&1; then
+  cp "$T/ex.xpb" "$T/esc.xpb"
+  sqlite3 "$T/esc.xpb" "UPDATE meta SET value = value || char(27) || ']0;pwned' || char(7) WHERE name = 'versions'"
+  for sub in ls verify; do
+    "$CLI" bundle $sub "$T/esc.xpb" > "$T/esc.out" 2>&1
+    if LC_ALL=C grep -q "$(printf '\033')" "$T/esc.out"; then bad "bundle $sub printed a foreign escape sequence"; fi
+    grep -q "pwned" "$T/esc.out" || bad "bundle $sub: the versions line is missing"
+  done
+fi
 # never renamed over something that is not a regular file (as root, -o
 # /dev/null once replaced the device node): a FIFO and a link stay
 mkfifo "$T/fifo.xpb"

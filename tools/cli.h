@@ -186,6 +186,9 @@ json_t *cli_jstr(const char *s);
  * cannot hold, a number with a fraction part). */
 json_t *cli_jint(uint64_t v);
 /* Milliseconds, to the microsecond (a time, not 17 digits of noise). */
+/* s on stdout with invalid UTF-8 and control characters as '?': text of
+ * a foreign file (a bundle's meta) never reaches the terminal raw. */
+void cli_print_clean(const char *s);
 json_t *cli_jms(double ms);
 /* Sets o[key] to v (stolen); false when either is NULL or memory ran out
  * (o is then released by the caller). */

@@ -1200,7 +1200,9 @@ static json_t *targets_of(const char *targets, bool json) {
       json_array_append_new(list, cli_jstr(tg));
     } else {
       short_target(tg, sh, sizeof sh);
-      printf("  %s\n", sh);
+      printf("  ");
+      cli_print_clean(sh);
+      printf("\n");
     }
   }
   return list;
@@ -1254,8 +1256,8 @@ static int bundle_ls(const bundle_req *r) {
     label("bundle:", 10);
     printf("%s\n", b.path);
     label("built by:", 10);
-    printf("%s%s\n", b.versions ? b.versions : "(unknown)",
-           b.usable ? "" : "  (NOT usable by this xpjit)");
+    cli_print_clean(b.versions ? b.versions : "(unknown)");
+    printf("%s\n", b.usable ? "" : "  (NOT usable by this xpjit)");
     label("targets:", 0);
     printf("\n");
     targets_of(b.targets, false);
@@ -1271,10 +1273,12 @@ static int bundle_verify(const bundle_req *r) {
   int rc = bundle_open(r->files[0], &b);
   if (rc)
     return rc;
-  if (!r->json)
-    printf("%s: built by %s%s\n", b.path, b.versions ? b.versions
-                                                      : "(unknown)",
-           b.usable ? " (matches this xpjit)" : "");
+  if (!r->json) {
+    cli_print_clean(b.path);
+    printf(": built by ");
+    cli_print_clean(b.versions ? b.versions : "(unknown)");
+    printf("%s\n", b.usable ? " (matches this xpjit)" : "");
+  }
   findings f = {r->json, r->json ? json_array() : NULL, 0, 0};
   rc = verify(b.c, false, &f);
   if (!rc && r->json)

@@ -139,6 +139,12 @@ static char *utf8_clean(const char *s, const char *bad, bool controls) {
   return out;
 }
 
+void cli_print_clean(const char *s) {
+  char *c = utf8_clean(s ? s : "", "?", true);
+  fputs(c ? c : "?", stdout);
+  free(c);
+}
+
 /* ---- tables ----------------------------------------------------------------- */
 
 void cli_table_init(cli_table *t, unsigned ncols, const char *const *head) {
