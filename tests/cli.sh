@@ -159,6 +159,15 @@ grep -rhoE --exclude=test_env.c '"XPJIT_[A-Z0-9_]+"' ir compiler runtime cache t
 for v in $(cat "$tmp/used"); do
   grep -q "^| \`$v\` " "$tmp/env.md" || { echo "FAIL: $v is read but not in ir/env.c's table"; fail=1; }
 done
+# an output that did not arrive is a failure (stdout on a full device)
+if [ -c /dev/full ]; then
+  for c in "env" "--version" "help" "devices" "ir examples/saxpy.xpk"; do
+    # shellcheck disable=SC2086
+    "$CLI" $c > /dev/full 2>"$tmp/err"; rc=$?
+    [ $rc -ne 0 ] && grep -q "cannot write standard output" "$tmp/err" ||
+      { echo "FAIL: '$c > /dev/full' exited $rc"; fail=1; }
+  done
+fi
 # XPJIT_LOG from a program: nothing but warnings by default, a line per
 # kernel at info, not even warnings at error
 EX=${CLI%/bin/xpjit-cli}/examples/saxpy

@@ -10,6 +10,7 @@
 #include "env.h" /* the table of XPJIT_* variables */
 #include "xpjit.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -735,12 +736,24 @@ static int cmd_help(int argc, char **argv) {
   return c->run(2, args);
 }
 
+/* Standard output flushed and checked at the end, whatever the command
+ * printed (a full disk, a closed pipe's reader, /dev/full): an output
+ * that did not arrive is a failure, never exit 0. */
+static int finish_stdout(int rc) {
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "%s: cannot write standard output: %s\n", cli_prog,
+            strerror(errno));
+    return rc ? rc : EXIT_INPUT;
+  }
+  return rc;
+}
+
 int main(int argc, char **argv) {
   cli_args a;
   cli_args_init(&a, "", usage_main, NULL, argc, argv);
   int k = cli_next(&a); /* the command, after --color, --help, --version */
   if (a.exited)
-    return a.status;
+    return finish_stdout(a.status);
   if (k == CLI_DONE) {
     usage_main(stderr);
     return EXIT_USAGE;
@@ -753,5 +766,5 @@ int main(int argc, char **argv) {
   }
   int n;
   char **rest = cli_rest(&a, &n);
-  return c->run(n, rest);
+  return finish_stdout(c->run(n, rest));
 }
