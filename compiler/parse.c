@@ -3287,7 +3287,8 @@ xpj_status xpj_parse_file(xpj_module *m, const char *path, xpj_diags *d) {
   FILE *fp = fopen(path, "rb");
   char msg[512];
   if (!fp) {
-    snprintf(msg, sizeof msg, "cannot open file: %s", strerror(errno));
+    snprintf(msg, sizeof msg, "cannot open file '%.400s': %s", path,
+             strerror(errno));
     if (d)
       xpj_diags_add(d, XPJ_SEV_ERROR, path, 0, 0, NULL, msg);
     return XPJ_ERR_IO;

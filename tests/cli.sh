@@ -159,6 +159,11 @@ grep -rhoE --exclude=test_env.c '"XPJIT_[A-Z0-9_]+"' ir compiler runtime cache t
 for v in $(cat "$tmp/used"); do
   grep -q "^| \`$v\` " "$tmp/env.md" || { echo "FAIL: $v is read but not in ir/env.c's table"; fail=1; }
 done
+# a file that cannot be opened is named (an empty name too)
+expect 1 "$CLI" check ""
+grep -q "cannot open file '': " "$tmp/err" || { echo "FAIL: check '' does not say which file"; fail=1; }
+expect 1 "$CLI" check /nonexistent/k.xpk
+grep -q "cannot open file '/nonexistent/k.xpk': No such file" "$tmp/err" || { echo "FAIL: check of a missing file"; fail=1; }
 # an output that did not arrive is a failure (stdout on a full device)
 if [ -c /dev/full ]; then
   for c in "env" "--version" "help" "devices" "ir examples/saxpy.xpk"; do
