@@ -711,12 +711,12 @@ static void orc_kernel_unload(cpu_kernel *k) {
 /* XPJIT_CPU_LOADER=orc makes ORC load kernels where elfload.c would (A/B
  * tests); "elf" or nothing: elfload.c wherever it runs. */
 static bool use_orc(void) {
-  const char *e = getenv("XPJIT_CPU_LOADER");
-  if (e && *e && strcmp(e, "orc") && strcmp(e, "elf") &&
-      xpj_env_first_complaint("XPJIT_CPU_LOADER"))
-    rt_warn("XPJIT_CPU_LOADER=%.64s: not \"elf\" or \"orc\"; using %s", e,
-            xpj_elf_supported() ? "elf" : "orc");
-  return !xpj_elf_supported() || (e && !strcmp(e, "orc"));
+  static const char *const loaders[] = {"elf", "orc", NULL};
+  int i = xpj_env_word("XPJIT_CPU_LOADER", loaders);
+  if (i == -2 && xpj_env_first_complaint("XPJIT_CPU_LOADER"))
+    rt_warn("XPJIT_CPU_LOADER=%.64s: not \"elf\" or \"orc\"; using %s",
+            xpj_env("XPJIT_CPU_LOADER"), xpj_elf_supported() ? "elf" : "orc");
+  return !xpj_elf_supported() || i == 1;
 }
 
 static xpj_status cpu_kernel_load(xpj_device *d, const uint8_t *bin,

@@ -273,20 +273,14 @@ static void rt_dc_init(rt_dc *dc, const char *setting, const char *what) {
   memset(dc, 0, sizeof *dc);
   pthread_mutex_init(&dc->mu, NULL);
   dc->wait_ms = RT_DC_WAIT_MS;
-  const char *t = getenv("XPJIT_DAEMON_TIMEOUT");
-  if (t && *t) {
-    char *end;
-    errno = 0;
-    unsigned long long ms = strtoull(t, &end, 10);
-    if (errno || *end || t[0] < '0' || t[0] > '9' || ms < 1 ||
-        ms > 3600000) {
-      if (xpj_env_first_complaint("XPJIT_DAEMON_TIMEOUT"))
-        rt_warn("XPJIT_DAEMON_TIMEOUT: '%.64s' is not a time in ms (1 to "
-                "3600000); %d is used", t, RT_DC_WAIT_MS);
-    } else {
-      dc->wait_ms = ms;
-    }
-  }
+  uint64_t ms;
+  int got = xpj_env_uint("XPJIT_DAEMON_TIMEOUT", 1, 3600000, &ms);
+  if (got == 1)
+    dc->wait_ms = ms;
+  else if (got < 0 && xpj_env_first_complaint("XPJIT_DAEMON_TIMEOUT"))
+    rt_warn("XPJIT_DAEMON_TIMEOUT: '%.64s' is not a time in ms (1 to "
+            "3600000); %d is used", xpj_env("XPJIT_DAEMON_TIMEOUT"),
+            RT_DC_WAIT_MS);
   char path[sizeof dc->path];
   bool env = !strcmp(what, "XPJIT_DAEMON");
   if (!xpd_setting_path(setting, path, sizeof path)) {

@@ -88,7 +88,7 @@ int main(void) {
   return 0;
 }
 EOF
-if cc -Iinclude "$tmp/t.c" "$B/lib/libxpjit.a" -lsqlite3 -lnettle -lhiredis -lpthread -ldl -lm -o "$tmp/t" 2> "$tmp/cc"; then
+if cc "$tmp/t.c" $(PKG_CONFIG_PATH="$B/lib" pkg-config --cflags --libs xpjit) -o "$tmp/t" 2> "$tmp/cc"; then
   "$tmp/t" 2> "$tmp/err" || fail "the SPIR-V/PTX program failed: $(cat "$tmp/err")"
 else
   fail "cannot build the SPIR-V/PTX program: $(cat "$tmp/cc")"
