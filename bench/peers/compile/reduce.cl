@@ -115,3 +115,17 @@ __kernel void block_max(PV1(const T, x), PV1(T, partial)) {
   }
 }
 #endif
+
+// total[0] += sum(x) through OpenCL C 2.0's work-group reduction.
+#if defined(ALL) || defined(K_group_sum)
+__kernel void group_sum(PV1(const T, x), PV1(T, total)) {
+  T acc = (T)0;
+  for (i64 i = GLOBAL_ID(0); i < x_s0; i += GLOBAL_SIZE(0)) {
+    acc += A1(x, i);
+  }
+  T s = work_group_reduce_add(acc);
+  if (LOCAL_LINEAR_ID() == 0) {
+    ATOMIC_ADD(G, T, A1(total, 0), s, RELAXED, DEVICE);
+  }
+}
+#endif

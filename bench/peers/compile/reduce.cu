@@ -111,3 +111,36 @@ __global__ void block_max(PV1(const T, x), PV1(T, partial)) {
     A1(partial, GROUP_LINEAR_ID()) = tile[0];
   }
 }
+
+// total[0] += sum(x) through a work-group reduction: warp shuffles, one
+// shared slot per warp, a second shuffle over the slots (what xpjit emits
+// for group_reduce_add).
+template <typename T>
+__global__ void group_sum(PV1(const T, x), PV1(T, total)) {
+  __shared__ T warp_sums[32];
+
+  T acc = (T)0;
+  for (i64 i = GLOBAL_ID(0); i < x_s0; i += GLOBAL_SIZE(0)) {
+    acc += A1(x, i);
+  }
+  i64 lid = LOCAL_LINEAR_ID();
+  unsigned lane = (unsigned)lid & 31u;
+  unsigned warp = (unsigned)(lid >> 5);
+  unsigned warps = (unsigned)((LOCAL_SIZE(0) * LOCAL_SIZE(1) * LOCAL_SIZE(2) + 31) >> 5);
+  for (int d = 16; d > 0; d >>= 1) {
+    acc += __shfl_down_sync(0xffffffffu, acc, d);
+  }
+  if (lane == 0) {
+    warp_sums[warp] = acc;
+  }
+  BARRIER_LOCAL();
+  if (warp == 0) {
+    T s = lane < warps ? warp_sums[lane] : (T)0;
+    for (int d = 16; d > 0; d >>= 1) {
+      s += __shfl_down_sync(0xffffffffu, s, d);
+    }
+    if (lid == 0) {
+      ATOMIC_ADD(G, T, A1(total, 0), s, RELAXED, DEVICE);
+    }
+  }
+}
