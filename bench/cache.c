@@ -725,8 +725,7 @@ static int kernel_key(const kcase *k, const char *path, xpj_device *dev, kkey *k
   xpj_compile_opts o;
   xpj_compile_opts_default(&o);
   xpj_compile_opts_str(&o, kk->ostr, sizeof kk->ostr);
-  snprintf(kk->versions, sizeof kk->versions, "xpjit=%s;llvm=%s;abi=%u", XPJ_VERSION_STRING,
-           xpj_llvm_version(), xpj_abi_version());
+  xpj_versions_str(kk->versions, sizeof kk->versions);
   kk->key = (xpj_cache_key){kk->code,      k->kernel, k->dtypes,   k->ndim,
                             kk->di.target, kk->ostr,  kk->versions};
   return 0;

@@ -99,12 +99,21 @@ typedef struct cg_target_ops {
   LLVMValueRef (*local_param_base)(cg *c);
   /* Called once the kernel function is complete. */
   void (*finish_kernel)(cg *c, LLVMValueRef fn);
-  /* Called after optimisation, before code generation (PTX: nothing yet). */
+  /* Called after optimisation, before code generation (PTX: the rest of
+   * its -O2 pipeline, libdevice, the loops' exit tests). */
   void (*before_codegen)(cg *c);
+  /* true (PTX): shapes and range sizes carry their range (0 to 2^62, as
+   * launches check), and at -O2 loops that load global memory get an
+   * unroll count (codegen.c, unroll_load_loop) that the target's -O2
+   * pipeline carries out. */
+  bool unroll_load_loops;
   /* The optimisation pipeline at -O2 (LLVM's pass pipeline syntax); NULL:
    * LLVM's default<O2>. Other levels run LLVM's default<ON>. */
   const char *o2_pipeline;
 } cg_target_ops;
+
+/* The largest shape or range size a launch passes (runtime/launch.c). */
+#define CG_MAX_EXTENT ((uint64_t)1 << 62)
 
 extern const cg_target_ops xpj_target_spirv_ops;
 extern const cg_target_ops xpj_target_ptx_ops;

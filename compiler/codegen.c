@@ -2014,6 +2014,221 @@ static void lower_if(cg *c, cg_frame *fr, xpj_val id) {
     def(c, fr, id, load_elem(c, slot, rs));
 }
 
+/* ---- loops that load global memory (GPU) ---------------------------- */
+
+/* A loop LLVM unrolls completely: its test compares a variable with a
+ * constant and its step changes the variable by a constant (a constant
+ * trip count when, as in such loops, it starts from a constant). */
+static bool const_trip_loop(const xpj_func *f, const xpj_inst *loop) {
+  if (!loop->imm.i)
+    return false;
+  const xpj_inst *t = &f->insts[(xpj_val)loop->imm.i];
+  if (t->op != XPJ_OP_BINOP || t->aux < XPJ_EQ || t->nargs != 2)
+    return false;
+  const uint32_t *a = xpj_inst_args(f, t);
+  const xpj_inst *l = &f->insts[a[0]];
+  if (l->op != XPJ_OP_LOAD || f->insts[a[1]].op != XPJ_OP_CONST)
+    return false;
+  xpj_val var = xpj_inst_args(f, l)[0];
+  const xpj_blockdata *bd = &f->blocks[loop->blk[2]];
+  for (uint32_t i = 0; loop->blk[2] && i < bd->n; i++) {
+    const xpj_inst *st = &f->insts[bd->ids[i]];
+    if (st->op != XPJ_OP_STORE || xpj_inst_args(f, st)[0] != var)
+      continue;
+    const xpj_inst *v = &f->insts[xpj_inst_args(f, st)[1]];
+    return v->op == XPJ_OP_BINOP && v->nargs == 2 &&
+           f->insts[xpj_inst_args(f, v)[1]].op == XPJ_OP_CONST;
+  }
+  return false;
+}
+
+/* Whether pointer p (an instruction of f) is into global memory. */
+static bool global_ptr(cg *c, const xpj_func *f, xpj_val p) {
+  const xpj_inst *in = &f->insts[p];
+  return in->op == XPJ_OP_INDEX && tinfo(c, in->type)->space == XPJ_SPACE_GLOBAL;
+}
+
+/* The global loads in block b (with the ifs and loops in it), counted;
+ * *other: it holds what keeps the loop holding b from being unrolled
+ * here: a loop
+ * LLVM will not unroll completely (that loop is not innermost), an atomic
+ * or a store to global memory (what the loads feed, which may be where
+ * the next trip's loads read: unrolled, they would wait as much; NVRTC
+ * leaves such loops rolled), or a way out (break, return: the trips
+ * cannot be counted). */
+static unsigned global_loads(cg *c, const xpj_func *f, xpj_block b, bool *other) {
+  unsigned n = 0;
+  const xpj_blockdata *bd = &f->blocks[b];
+  for (uint32_t i = 0; b && i < bd->n; i++) {
+    const xpj_inst *in = &f->insts[bd->ids[i]];
+    switch (in->op) {
+    case XPJ_OP_ATOMIC: case XPJ_OP_CMPXCHG: case XPJ_OP_ALOAD:
+    case XPJ_OP_ASTORE: case XPJ_OP_BREAK: case XPJ_OP_RETURN:
+      *other = true;
+      break;
+    case XPJ_OP_STORE:
+      *other |= global_ptr(c, f, xpj_inst_args(f, in)[0]);
+      break;
+    case XPJ_OP_LOAD:
+      n += global_ptr(c, f, xpj_inst_args(f, in)[0]);
+      break;
+    case XPJ_OP_LOOP: /* unrolled completely: its loads count four times */
+      *other |= !const_trip_loop(f, in);
+      for (int k = 0; k < 3; k++)
+        n += 4 * global_loads(c, f, in->blk[k], other);
+      break;
+    case XPJ_OP_IF:
+      for (int k = 0; k < 3; k++)
+        n += global_loads(c, f, in->blk[k], other);
+      break;
+    default:
+      break;
+    }
+  }
+  return n;
+}
+
+/* Whether value v of f lies within +-2^62 whatever the arguments: a
+ * constant, a shape (launches check them: CG_MAX_EXTENT) or the size of a
+ * one-dimensional view, a work-item id or size, a narrower integer
+ * widened, a minimum with one of them or a maximum of two, one of them
+ * moved by a constant, or a variable only ever set to one of them. Then
+ * LLVM can count the trips of a loop that steps towards v by such a step
+ * (no overflow is possible before the exit). */
+static bool bounded(cg *c, const xpj_func *f, xpj_val v, int depth) {
+  const xpj_inst *in = &f->insts[v];
+  const uint32_t *a = xpj_inst_args(f, in);
+  if (depth > 6)
+    return false;
+  switch (in->op) {
+  case XPJ_OP_CONST:
+    return in->imm.i > -((int64_t)1 << 62) && in->imm.i < ((int64_t)1 << 62);
+  case XPJ_OP_SHAPE:
+  case XPJ_OP_WI:
+    return true;
+  case XPJ_OP_SIZE:
+    return tinfo(c, f->insts[a[0]].type)->rank == 1;
+  case XPJ_OP_CAST: {
+    const xpj_typeinfo *from = tinfo(c, f->insts[a[0]].type);
+    return from->kind == XPJ_TK_SCALAR && xpj_scalar_bits(from->scalar) <= 32;
+  }
+  case XPJ_OP_MATH:
+    if (in->aux == XPJ_MATH_MIN && in->nargs == 2)
+      return bounded(c, f, a[0], depth + 1) || bounded(c, f, a[1], depth + 1);
+    if (in->aux == XPJ_MATH_MAX && in->nargs == 2)
+      return bounded(c, f, a[0], depth + 1) && bounded(c, f, a[1], depth + 1);
+    return false;
+  case XPJ_OP_BINOP:
+    if (in->aux != XPJ_ADD && in->aux != XPJ_SUB)
+      return false;
+    return (f->insts[a[1]].op == XPJ_OP_CONST && bounded(c, f, a[0], depth + 1)) ||
+           (f->insts[a[0]].op == XPJ_OP_CONST && bounded(c, f, a[1], depth + 1));
+  case XPJ_OP_LOAD: {
+    xpj_val var = a[0];
+    if (f->insts[var].op != XPJ_OP_VAR)
+      return false;
+    bool any = false;
+    for (xpj_val i = 1; i < f->ninsts; i++) {
+      const xpj_inst *st = &f->insts[i];
+      if (st->op != XPJ_OP_STORE || xpj_inst_args(f, st)[0] != var)
+        continue;
+      if (!bounded(c, f, xpj_inst_args(f, st)[1], depth + 1))
+        return false;
+      any = true;
+    }
+    return any;
+  }
+  default:
+    return false;
+  }
+}
+
+/* Whether block b (with the blocks in it) stores to variable var. */
+static bool stores_to(const xpj_func *f, xpj_block b, xpj_val var) {
+  const xpj_blockdata *bd = &f->blocks[b];
+  for (uint32_t i = 0; b && i < bd->n; i++) {
+    const xpj_inst *in = &f->insts[bd->ids[i]];
+    if (in->op == XPJ_OP_STORE && xpj_inst_args(f, in)[0] == var)
+      return true;
+    if (in->op == XPJ_OP_IF || in->op == XPJ_OP_LOOP)
+      for (int k = 0; k < 3; k++)
+        if (stores_to(f, in->blk[k], var))
+          return true;
+  }
+  return false;
+}
+
+/* Whether loop `in` is a stride loop whose trips LLVM can count: its test
+ * orders a 64-bit integer variable against a bounded value, its step adds
+ * a bounded value that is not a constant to the variable (global_size(0),
+ * local_size(0): the grid- and block-stride loops of GPU code), and its
+ * body leaves the variable alone. Loops of a constant step keep their
+ * form: ptxas unrolls them where it finds it worth it, and unrolling them
+ * here cost up to twice their compile for nothing that the PTX quality
+ * benchmark missed (docs/benchmarks.md, "PTX quality"). */
+static bool stride_loop(cg *c, const xpj_func *f, const xpj_inst *loop) {
+  if (!loop->imm.i || !loop->blk[2])
+    return false;
+  const xpj_inst *t = &f->insts[(xpj_val)loop->imm.i];
+  if (t->op != XPJ_OP_BINOP || t->aux < XPJ_LT || t->nargs != 2)
+    return false;
+  const uint32_t *a = xpj_inst_args(f, t);
+  const xpj_inst *l = &f->insts[a[0]];
+  const xpj_typeinfo *ty = tinfo(c, l->type);
+  if (l->op != XPJ_OP_LOAD || ty->kind != XPJ_TK_SCALAR ||
+      (ty->scalar != XPJ_I64 && ty->scalar != XPJ_U64) ||
+      !bounded(c, f, a[1], 0))
+    return false;
+  xpj_val var = xpj_inst_args(f, l)[0];
+  if (stores_to(f, loop->blk[1], var))
+    return false;
+  const xpj_blockdata *bd = &f->blocks[loop->blk[2]];
+  for (uint32_t i = 0; i < bd->n; i++) {
+    const xpj_inst *st = &f->insts[bd->ids[i]];
+    if (st->op != XPJ_OP_STORE || xpj_inst_args(f, st)[0] != var)
+      continue;
+    const xpj_inst *v = &f->insts[xpj_inst_args(f, st)[1]];
+    if (v->op != XPJ_OP_BINOP || v->aux != XPJ_ADD || v->nargs != 2)
+      return false;
+    const uint32_t *va = xpj_inst_args(f, v);
+    const xpj_inst *v0 = &f->insts[va[0]];
+    xpj_val step = v0->op == XPJ_OP_LOAD && xpj_inst_args(f, v0)[0] == var
+                       ? va[1]
+                       : va[0];
+    return f->insts[step].op != XPJ_OP_CONST && bounded(c, f, step, 0);
+  }
+  return false;
+}
+
+/* Loops that load global memory are unrolled four times at run time on
+ * GPUs (c->ops->unroll_load_loops, -O2): four loads in flight per
+ * work-item instead of one, as NVRTC's grid-stride and tile loops have
+ * (docs/benchmarks.md, "PTX quality"). Only where that helps and LLVM can
+ * do it: loops whose body loads global memory (fewer than four loads:
+ * more are in flight already) with nothing that keeps them waiting
+ * (global_loads), which will be innermost, and which are stride loops
+ * whose trips LLVM can count (stride_loop: otherwise it would unroll with
+ * a test between the copies, which the loads would wait for). */
+static void unroll_load_loop(cg *c, const xpj_func *f, const xpj_inst *in,
+                             LLVMValueRef latch) {
+  bool other = false;
+  if (!c->ops->unroll_load_loops || c->opts->opt_level != 2 ||
+      const_trip_loop(f, in) || !stride_loop(c, f, in))
+    return;
+  unsigned loads = global_loads(c, f, in->blk[1], &other);
+  if (loads == 0 || loads >= 4 || other)
+    return;
+  LLVMMetadataRef kv[2] = {
+      LLVMMDStringInContext2(c->ctx, "llvm.loop.unroll.count", 22),
+      LLVMValueAsMetadata(LLVMConstInt(c->t_i32, 4, 0))};
+  LLVMMetadataRef ops[2] = {LLVMTemporaryMDNode(c->ctx, NULL, 0),
+                            LLVMMDNodeInContext2(c->ctx, kv, 2)};
+  LLVMMetadataRef id = LLVMMDNodeInContext2(c->ctx, ops, 2);
+  LLVMMetadataReplaceAllUsesWith(ops[0], id); /* a distinct loop ID */
+  LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c->ctx, "llvm.loop", 9),
+                  LLVMMetadataAsValue(c->ctx, id));
+}
+
 static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
   const xpj_inst *in = &fr->f->insts[id];
   LLVMBasicBlockRef cb = new_bb(c, "loop.cond"), bb = new_bb(c, "loop.body"),
@@ -2058,8 +2273,11 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
     lower_wg_block(c, fr, in->blk[2]);
   else
     lower_block(c, fr, in->blk[2]);
-  if (!terminated(c))
-    note_loop(c, cb, xb, LLVMBuildBr(c->b, cb));
+  if (!terminated(c)) {
+    LLVMValueRef latch = LLVMBuildBr(c->b, cb);
+    note_loop(c, cb, xb, latch);
+    unroll_load_loop(c, fr->f, in, latch);
+  }
   fr->nloops--;
   LLVMPositionBuilderAtEnd(c->b, xb);
 }
@@ -2814,6 +3032,19 @@ static LLVMTypeRef param_abi_types(cg *c, LLVMTypeRef *out, unsigned *n) {
   return c->t_void;
 }
 
+/* ABI parameter i (an i64 shape or range size) lies in [0, max]: what
+ * launches check (runtime/launch.c); LLVM then counts the trips of loops
+ * bounded by it (cg_target_ops.unroll_load_loops). */
+static void extent_range(cg *c, unsigned i, uint64_t max) {
+  if (!c->ops->unroll_load_loops || !c->fn)
+    return;
+  uint64_t lo = 0, hi = max + 1;
+  unsigned kind = LLVMGetEnumAttributeKindForName("range", 5);
+  LLVMAddAttributeAtIndex(c->fn, i + 1,
+                          LLVMCreateConstantRangeAttribute(c->ctx, kind, 64,
+                                                           &lo, &hi));
+}
+
 /* Builds views and scalar parameter values from ABI values. */
 static void bind_params(cg *c, cg_frame *fr, LLVMValueRef *abi) {
   const xpj_func *k = c->kernel;
@@ -2844,6 +3075,7 @@ static void bind_params(cg *c, cg_frame *fr, LLVMValueRef *abi) {
       for (int d = 0; d < ti->rank; d++) {
         vw->shape[d] = abi[p + 2 + d];
         vw->stride[d] = abi[p + 2 + ti->rank + d];
+        extent_range(c, p + 2 + (unsigned)d, CG_MAX_EXTENT - 1);
       }
       p += 2 + 2 * (unsigned)ti->rank;
     } else {
@@ -2855,8 +3087,10 @@ static void bind_params(cg *c, cg_frame *fr, LLVMValueRef *abi) {
     }
   }
   if (k->kind == XPJ_FUNC_RANGE && c->ops->simt)
-    for (int d = 0; d < 3; d++)
+    for (int d = 0; d < 3; d++) {
+      extent_range(c, p, CG_MAX_EXTENT);
       c->range_size[d] = abi[p++];
+    }
   if (c->ops->simt && (c->opts->checks & XPJ_CHECK_BOUNDS))
     c->chk_rec = abi[p++];
 }

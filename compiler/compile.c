@@ -33,6 +33,14 @@
 #include <unistd.h>
 
 #define XPJ_ABI_VERSION 6
+/* The code generator's revision: one more whenever the code generated for
+ * an unchanged kernel, target and options changes (faster code, a
+ * miscompile fixed), so that binaries of an earlier code generator in a
+ * cache or bundle are misses instead of being run (docs/cache.md, "The
+ * key"). 1: PTX loops that load global memory unrolled four times at run
+ * time, loop exit tests on the stepped induction variable, collectives
+ * combining the warps' slots in a loop. */
+#define XPJ_CODEGEN_REVISION 1
 
 /* ---- targets and options ------------------------------------------- */
 
@@ -234,6 +242,7 @@ size_t xpj_compile_opts_str(const xpj_compile_opts *o, char *buf,
 const char *xpj_llvm_version(void) { return LLVM_VERSION_STRING; }
 
 unsigned xpj_abi_version(void) { return XPJ_ABI_VERSION; }
+unsigned xpj_codegen_revision(void) { return XPJ_CODEGEN_REVISION; }
 
 /* ---- results ------------------------------------------------------- */
 

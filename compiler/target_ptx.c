@@ -600,17 +600,23 @@ static const char ptx_o2_pipeline[] =
      * of a loop whose constant-trip inner loops are still rolled proved
      * facts about every index in them (scalar evolution over the guards
      * that dominate each), most of its time, to no effect on the code */
-    "loop(loop-unroll-full),loop(indvars,loop-deletion),"
+    "loop(loop-unroll-full),"
+    /* then the loops codegen gave an unroll count (those that load global
+     * memory: codegen.c, unroll_load_loop), at run time: a remainder loop
+     * takes the trips past a multiple of the count */
+    "loop-unroll<O2;no-partial;no-runtime;no-upperbound;no-peeling;"
+    "no-profile-peeling>,"
+    "loop(indvars,loop-deletion),"
     "sroa<modify-cfg>,gvn<>," INSTCOMBINE ",dse,"
     /* x / n and x % n of one index share the division */
     "div-rem-pairs,"
-    /* no partial or runtime unrolling: loops of unknown or large trip
-     * count stay rolled, as NVRTC leaves them, and ptxas unrolls what it
-     * finds worth it. Runtime unrolling made the SASS of those loops
-     * 1.1-2x larger and was most of their compile; partial unrolling of
-     * large constant trip counts changed two of 95 kernels, one up and
-     * one down (docs/benchmarks.md, seventh and eighth sessions of issue
-     * 19). -O3 keeps both. */
+    /* no partial or runtime unrolling but of the loops that load global
+     * memory: other loops of unknown or large trip count stay rolled, and
+     * ptxas unrolls what it finds worth it. Runtime unrolling of every
+     * loop made the SASS of those loops 1.1-2x larger and was most of
+     * their compile; partial unrolling of large constant trip counts
+     * changed two of 95 kernels, one up and one down (docs/benchmarks.md,
+     * seventh and eighth sessions of issue 19). -O3 keeps both. */
     "loop-mssa(licm<allowspeculation>),"
     SIMPLIFYCFG("switch-to-arithmetic;hoist-common-insts;sink-common-insts;")
     ")";
@@ -639,12 +645,95 @@ static bool calls_libdevice(cg *c) {
   return false;
 }
 
+/* k + s for an integer constant k of `bits` bits, in *out; false when the
+ * sum leaves the type's range (unsigned, or signed). */
+static bool add_const(LLVMValueRef k, LLVMValueRef s, unsigned bits,
+                      bool is_signed, LLVMValueRef *out) {
+  if (bits > 64)
+    return false;
+  if (is_signed) {
+    int64_t a = LLVMConstIntGetSExtValue(k), b = LLVMConstIntGetSExtValue(s), r;
+    int64_t lo = bits == 64 ? INT64_MIN : -((int64_t)1 << (bits - 1));
+    int64_t hi = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
+    if (__builtin_add_overflow(a, b, &r) || r < lo || r > hi)
+      return false;
+    *out = LLVMConstInt(LLVMTypeOf(k), (unsigned long long)r, 1);
+  } else {
+    uint64_t a = LLVMConstIntGetZExtValue(k), b = LLVMConstIntGetZExtValue(s), r;
+    uint64_t hi = bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    if (__builtin_add_overflow(a, b, &r) || r > hi)
+      return false;
+    *out = LLVMConstInt(LLVMTypeOf(k), r, 0);
+  }
+  return true;
+}
+
+/* The exit test of a loop latch on the stepped induction variable.
+ * InstCombine turns `i + s < k` (the add without wrap) into `i < k - s`:
+ * the test then reads i before the step, both stay live, and ptxas no
+ * longer counts the loop's trips, so it does not unroll it (NVVM keeps
+ * the stepped form: transpose_tiled's tile loops, one load in flight per
+ * iteration against NVRTC's four, docs/benchmarks.md "PTX quality").
+ * Here `br (icmp P phi, k)` in a block that steps phi by a constant s back
+ * to its header becomes `br (icmp P (phi + s), k + s)` where that is the
+ * same test: equality always, unsigned and signed order when the step
+ * has no unsigned or signed wrap and k + s fits the type. */
+static void stepped_exit_tests(cg *c, LLVMValueRef fn) {
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb;
+       bb = LLVMGetNextBasicBlock(bb)) {
+    LLVMValueRef br = LLVMGetBasicBlockTerminator(bb);
+    if (!br || !LLVMIsABranchInst(br) || !LLVMIsConditional(br))
+      continue;
+    LLVMValueRef cmp = LLVMGetCondition(br);
+    if (!LLVMIsAICmpInst(cmp))
+      continue;
+    LLVMValueRef phi = LLVMGetOperand(cmp, 0), k = LLVMGetOperand(cmp, 1);
+    if (!LLVMIsAPHINode(phi) || !LLVMIsAConstantInt(k))
+      continue;
+    LLVMBasicBlockRef head = LLVMGetInstructionParent(phi);
+    if (LLVMGetSuccessor(br, 0) != head && LLVMGetSuccessor(br, 1) != head)
+      continue;
+    LLVMValueRef next = NULL;
+    for (unsigned i = 0; i < LLVMCountIncoming(phi); i++)
+      if (LLVMGetIncomingBlock(phi, i) == bb)
+        next = LLVMGetIncomingValue(phi, i);
+    if (!next || !LLVMIsAInstruction(next) ||
+        LLVMGetInstructionOpcode(next) != LLVMAdd)
+      continue;
+    LLVMValueRef s = LLVMGetOperand(next, 1);
+    if (LLVMGetOperand(next, 0) != phi || !LLVMIsAConstantInt(s))
+      continue;
+    LLVMIntPredicate p = LLVMGetICmpPredicate(cmp);
+    unsigned bits = LLVMGetIntTypeWidth(LLVMTypeOf(k));
+    bool is_signed = p == LLVMIntSLT || p == LLVMIntSLE || p == LLVMIntSGT ||
+                     p == LLVMIntSGE;
+    bool ok;
+    LLVMValueRef k2 = NULL;
+    if (p == LLVMIntEQ || p == LLVMIntNE) /* a bijection of i */
+      ok = (k2 = LLVMConstAdd(k, s)) != NULL;
+    else
+      ok = (is_signed ? LLVMGetNSW(next) : LLVMGetNUW(next)) &&
+           add_const(k, s, bits, is_signed, &k2);
+    if (!ok)
+      continue;
+    LLVMPositionBuilderBefore(c->b, br);
+    LLVMSetCondition(br, LLVMBuildICmp(c->b, p, next, k2, ""));
+    if (!LLVMGetFirstUse(cmp))
+      LLVMInstructionEraseFromParent(cmp);
+  }
+}
+
 static void ptx_before_codegen(cg *c) {
-  if (!c->libdevice_late || !calls_libdevice(c)) /* (calls optimised away) */
-    return;
-  link_libdevice(c);
-  if (c->status == XPJ_OK)
-    cg_run_pipeline(c, ptx_late_pipeline);
+  if (c->libdevice_late && calls_libdevice(c)) {
+    /* (calls optimised away) */
+    link_libdevice(c);
+    if (c->status == XPJ_OK)
+      cg_run_pipeline(c, ptx_late_pipeline);
+  }
+  if (c->status == XPJ_OK && c->opts->opt_level > 0)
+    for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f;
+         f = LLVMGetNextFunction(f))
+      stepped_exit_tests(c, f);
 }
 
 const cg_target_ops xpj_target_ptx_ops = {
@@ -666,4 +755,5 @@ const cg_target_ops xpj_target_ptx_ops = {
     .local_param_base = ptx_local_param_base,
     .o2_pipeline = ptx_o2_pipeline,
     .before_codegen = ptx_before_codegen,
+    .unroll_load_loops = true,
 };

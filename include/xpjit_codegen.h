@@ -215,10 +215,12 @@ xpj_status xpj_compile_limit_memory(void);
 void xpj_compile_limits(const xpj_compile_opts *o, uint64_t *timeout_ms,
                         uint64_t *memory_mb);
 
-/* Versions of the LLVM linked in ("22.1.8") and of this code generator's
- * ABI (docs/abi.md), both part of cache keys. */
+/* Versions of the LLVM linked in ("22.1.8"), of this code generator's ABI
+ * (docs/abi.md) and of the code it generates (one more whenever the code
+ * for an unchanged kernel changes), all part of cache keys. */
 const char *xpj_llvm_version(void);
 unsigned xpj_abi_version(void);
+unsigned xpj_codegen_revision(void);
 /* Path of the libdevice bitcode used for PTX math, or NULL when none was
  * found (XPJIT_LIBDEVICE, then $CUDA_HOME, /usr/local/cuda). */
 const char *xpj_libdevice_path(void);

@@ -120,7 +120,7 @@ void rt_release_warnings(void) {
 /* ---- versions ---------------------------------------------------------- */
 
 size_t xpj_versions_str(char *buf, size_t size) {
-  return (size_t)snprintf(buf, size, "xpjit=%s;llvm=%s;abi=%u",
+  return (size_t)snprintf(buf, size, "xpjit=%s;llvm=%s;abi=%u;codegen=%u",
                           XPJ_VERSION_STRING, xpj_llvm_version(),
-                          xpj_abi_version());
+                          xpj_abi_version(), xpj_codegen_revision());
 }

@@ -389,9 +389,11 @@ static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
     return launch_err(k, "argument ", buf);
   }
   for (unsigned d = 0; d < a->ndim; d++)
-    if (a->shape[d] < 0) {
-      snprintf(buf, sizeof buf, "%u '%s': shape[%u] is negative (%lld)", i,
-               pn, d, (long long)a->shape[d]);
+    if (a->shape[d] < 0 || (uint64_t)a->shape[d] >= MAX_TOTAL) {
+      /* GPU code counts on shapes below 2^62 (compiler/cg.h, CG_MAX_EXTENT) */
+      snprintf(buf, sizeof buf, "%u '%s': shape[%u] is %s (%lld)", i, pn, d,
+               a->shape[d] < 0 ? "negative" : "2^62 or more",
+               (long long)a->shape[d]);
       return launch_err(k, "argument ", buf);
     }
   int64_t lo, hi;

@@ -1079,10 +1079,12 @@ static char *ptx_at(const char *src, const char *k, int level) {
   return text;
 }
 
-/* The GPU -O2 pipeline unrolls loops of constant trip count completely
- * but leaves a loop of unknown trip count rolled, as NVRTC does (ptxas
- * schedules it; docs/benchmarks.md, "runtime unrolling"); -O3 keeps
- * LLVM's runtime unrolling. */
+/* The GPU -O2 pipeline unrolls loops of constant trip count completely;
+ * a grid-stride loop that loads global memory is unrolled four times at
+ * run time where LLVM can count its trips (four loads in flight, as
+ * NVRTC's loops have: docs/benchmarks.md, "PTX quality"); other loops of
+ * unknown trip count stay rolled (ptxas unrolls what it finds worth it);
+ * -O3 keeps LLVM's runtime unrolling. */
 static void test_ptx_unroll(void **state) {
   (void)state;
   static const char src[] =
@@ -1095,15 +1097,73 @@ static void test_ptx_unroll(void **state) {
       "    let c: f32[4];\n"
       "    for (let k: i64 = 0; k < 4; k++) { c[k] = x[k] * f32(i); }\n"
       "    out[i] = acc + c[0] * c[1] + c[2] * c[3];\n"
+      "}\n"
+      /* a grid-stride loop bounded by a shape; an arithmetic loop */
+      "kernel gsum(x: global const f32[], total: global f32[], n: i64)\n"
+      "        ndrange(1) {\n"
+      "    let acc: f32 = 0.0;\n"
+      "    for (let i = global_id(0); i < shape(x, 0); i += global_size(0)) {\n"
+      "        acc += x[i];\n"
+      "    }\n"
+      "    let p: f32 = 1.0;\n"
+      "    for (let k: i64 = 0; k < n; k++) { p = p * 0.5 + f32(k); }\n"
+      "    atomic_add(&total[0], acc + p);\n"
+      "}\n"
+      /* the same loop bounded by a scalar: its trips cannot be counted
+       * (i + global_size may pass 2^63), so it stays rolled */
+      "kernel nsum(x: global const f32[], total: global f32[], n: i64)\n"
+      "        ndrange(1) {\n"
+      "    let acc: f32 = 0.0;\n"
+      "    for (let i = global_id(0); i < n; i += global_size(0)) {\n"
+      "        acc += x[i];\n"
+      "    }\n"
+      "    atomic_add(&total[0], acc);\n"
       "}\n";
   char *o2 = ptx_at(src, "dot", 2), *o3 = ptx_at(src, "dot", 3);
-  /* -O2: the dot loop's two loads, the constant loop's four, no stack */
+  /* -O2: the dot loop's two loads (a loop of constant step: rolled), the
+   * constant loop's four, no stack */
   assert_int_equal(count_str(o2, "ld.global"), 6);
   assert_int_equal(count_str(o2, "local_depot"), 0);
-  /* -O3: the dot loop unrolled (four iterations and a remainder) */
+  /* -O3: the dot loop unrolled (iterations and a remainder) */
   assert_true(count_str(o3, "ld.global") >= 14);
   free(o2);
   free(o3);
+  char *g = ptx_at(src, "gsum", 2);
+  /* four loads and the remainder's one; the arithmetic loop rolled (one
+   * multiply-add of p per trip: the text has one mul.rn.f32) */
+  assert_int_equal(count_str(g, "ld.global"), 5);
+  assert_int_equal(count_str(g, "mul.rn.f32"), 1);
+  free(g);
+  char *n = ptx_at(src, "nsum", 2);
+  assert_int_equal(count_str(n, "ld.global"), 1);
+  free(n);
+}
+
+/* The exit test of a loop stepping by a constant reads the stepped value
+ * (j + 8 < 32, not j < 24, which InstCombine makes of it): ptxas then
+ * counts the trips and unrolls the loop (transpose_tiled: four loads in
+ * flight instead of one; docs/benchmarks.md, "PTX quality"). */
+static void test_ptx_stepped_exit(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel tile(src: global const f32[,], dst: global f32[,]) ndrange(2) {\n"
+      "    local t: f32[32, 33];\n"
+      "    let ly = local_id(0);\n"
+      "    let lx = local_id(1);\n"
+      "    for (let j = ly; j < 32; j += 8) {\n"
+      "        if j < shape(src, 0) && lx < shape(src, 1) {\n"
+      "            t[j, lx] = src[j, lx];\n"
+      "        }\n"
+      "    }\n"
+      "    barrier(local);\n"
+      "    if ly < shape(dst, 0) && lx < shape(dst, 1) {\n"
+      "        dst[ly, lx] = t[lx, ly];\n"
+      "    }\n"
+      "}\n";
+  char *p = ptx_at(src, "tile", 2);
+  assert_int_equal(count_str(p, ", 24;"), 0);
+  assert_true(count_str(p, ", 32;") >= 1);
+  free(p);
 }
 
 /* Every math builtin, f32 and f64, with and without fast-math, at -O1 and
@@ -1911,6 +1971,7 @@ int main(void) {
       cmocka_unit_test(test_ptx_archs),
       cmocka_unit_test(test_libdevice_arch),
       cmocka_unit_test(test_ptx_unroll),
+      cmocka_unit_test(test_ptx_stepped_exit),
       cmocka_unit_test(test_libdevice_ahead),
       cmocka_unit_test(test_libdevice_late),
       cmocka_unit_test(test_libdevice_names),

@@ -1556,6 +1556,21 @@ static void test_errors_launch(void **state) {
   bad = xpj_array_1d(src, XPJ_F32, 3);
   bad.strides[0] = INT64_MAX;
   expect_invalid("huge stride", k, r, 3, a, "'src'", NULL);
+  /* a broadcast view (stride 0) touches one element whatever its shape;
+   * shapes of 2^62 or more are refused all the same (GPU code counts on
+   * smaller ones: compiler/cg.h, CG_MAX_EXTENT) */
+  bad = xpj_array_1d(src, XPJ_F32, (int64_t)1 << 62);
+  bad.strides[0] = 0;
+  expect_invalid("shape 2^62, stride 0", k, r, 3, a, "'src'", "2^62 or more");
+  bad.shape[0] = ((int64_t)1 << 62) - 1; /* the largest: accepted */
+  a[1] = xpj_arg_array(&bad);
+  a[2] = xpj_arg_array(&ad);
+  assert_int_equal(xpj_launch(C.q, k, &r, 3, a, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(C.q), XPJ_OK);
+  assert_true(dst[N - 1] == 2.0f * src[0]);
+  for (size_t i = 0; i < N; i++) /* as the rejected launches must leave it */
+    dst[i] = -1.0f;
+  a[1] = xpj_arg_array(&as);
   bad = xpj_array_2d(src, XPJ_F32, 10, 100);
   bad.strides[1] = 10; /* reaches 9 * 100 + 99 * 10 */
   xpj_arg g2b[] = {xpj_arg_array(&bad)};
