@@ -49,8 +49,15 @@ typedef struct cg_target_ops {
   bool simt;
   unsigned as_global, as_local; /* LLVM address spaces */
   /* The backend ignores the ordering of atomicrmw (LLVM 22 NVPTX): emit it
-   * relaxed between scoped fences instead. */
+   * relaxed between scoped fences instead, unless ordered_rmw (optional)
+   * gives the ordered instruction itself. */
   bool rmw_order_by_fences;
+  /* An atomic read-modify-write op of scalar type s at p (space sp) with
+   * ordering ord (acquire, release, acq_rel or seq_cst) and scope: the old
+   * value, or NULL where the target has no such instruction. */
+  LLVMValueRef (*ordered_rmw)(cg *c, LLVMAtomicRMWBinOp op, xpj_scalar s,
+                              xpj_space sp, xpj_scope scope, LLVMValueRef p,
+                              LLVMValueRef v, LLVMAtomicOrdering ord);
   LLVMCallConv kernel_cc;
   /* Creates the target machine for c->target (NULL + cg_fail on error)
    * and sets the module's triple. */

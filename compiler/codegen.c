@@ -1888,13 +1888,19 @@ static LLVMValueRef lower_atomic(cg *c, cg_frame *fr, const xpj_inst *in) {
       return LLVMBuildBitCast(B, r, cg_scalar_type(c, s), "");
     }
     if (c->ops->rmw_order_by_fences && ord != LLVMAtomicOrderingMonotonic) {
+      LLVMValueRef r = c->ops->ordered_rmw
+                           ? c->ops->ordered_rmw(c, op, s, sp, (xpj_scope)in->scope,
+                                                 p, v, ord)
+                           : NULL;
+      if (r)
+        return r;
       /* release side before, acquire side after a relaxed RMW */
       if (ord != LLVMAtomicOrderingAcquire)
         LLVMBuildFenceSyncScope(B, ord == LLVMAtomicOrderingSequentiallyConsistent
                                        ? ord : LLVMAtomicOrderingRelease,
                                 ss, "");
-      LLVMValueRef r = LLVMBuildAtomicRMWSyncScope(
-          B, op, p, v, LLVMAtomicOrderingMonotonic, ss);
+      r = LLVMBuildAtomicRMWSyncScope(B, op, p, v, LLVMAtomicOrderingMonotonic,
+                                      ss);
       LLVMSetAlignment(r, scalar_bytes(s));
       if (ord != LLVMAtomicOrderingRelease)
         LLVMBuildFenceSyncScope(B, LLVMAtomicOrderingAcquire, ss, "");

@@ -39,8 +39,9 @@
  * cache or bundle are misses instead of being run (docs/cache.md, "The
  * key"). 1: PTX loops that load global memory unrolled four times at run
  * time, loop exit tests on the stepped induction variable, collectives
- * combining the warps' slots in a loop. */
-#define XPJ_CODEGEN_REVISION 1
+ * combining the warps' slots in a loop. 2: PTX ordered atomics as one
+ * instruction (atom.acq_rel.gpu) instead of a relaxed one between fences. */
+#define XPJ_CODEGEN_REVISION 2
 
 /* ---- targets and options ------------------------------------------- */
 

@@ -301,6 +301,71 @@ static LLVMValueRef ptx_group(cg *c, const xpj_coll_desc *d, xpj_scalar s,
   return wide ? LLVMBuildTrunc(c->b, r, c->t_i1, "") : r;
 }
 
+/* An ordered atomic read-modify-write as one instruction, as NVRTC emits
+ * it: `atom.acq_rel.gpu.global.add.f32` (PTX ISA 6.0, sm_70). LLVM 22
+ * drops the ordering of atomicrmw on NVPTX, so the portable lowering puts
+ * a fence on each side of a relaxed atom (two MEMBAR.GPU in SASS); this is
+ * one (every target is sm_70 and PTX ISA 6.0 or newer, which have it).
+ * seq_cst is a fence.sc and an acquire atom, as libcu++ maps it. NULL
+ * where the instruction does not exist: 8- and 16-bit values, float
+ * subtraction and min/max, another address space. */
+static LLVMValueRef ptx_ordered_rmw(cg *c, LLVMAtomicRMWBinOp op, xpj_scalar s,
+                                    xpj_space sp, xpj_scope scope,
+                                    LLVMValueRef p, LLVMValueRef v,
+                                    LLVMAtomicOrdering ord) {
+  unsigned bits = xpj_scalar_bits(s);
+  bool fl = cg_scalar_is_float(s);
+  if ((bits != 32 && bits != 64) || (sp != XPJ_SPACE_GLOBAL && sp != XPJ_SPACE_LOCAL))
+    return NULL;
+  const char *name, *type;
+  char ty[8];
+  switch (op) {
+  case LLVMAtomicRMWBinOpAdd: name = "add"; type = "u"; break;
+  case LLVMAtomicRMWBinOpFAdd: name = "add"; type = "f"; break;
+  case LLVMAtomicRMWBinOpSub: /* atom has no sub: add the negation */
+    name = "add";
+    type = "u";
+    v = LLVMBuildNeg(c->b, v, "");
+    break;
+  case LLVMAtomicRMWBinOpMin: name = "min"; type = "s"; break;
+  case LLVMAtomicRMWBinOpMax: name = "max"; type = "s"; break;
+  case LLVMAtomicRMWBinOpUMin: name = "min"; type = "u"; break;
+  case LLVMAtomicRMWBinOpUMax: name = "max"; type = "u"; break;
+  case LLVMAtomicRMWBinOpAnd: name = "and"; type = "b"; break;
+  case LLVMAtomicRMWBinOpOr: name = "or"; type = "b"; break;
+  case LLVMAtomicRMWBinOpXor: name = "xor"; type = "b"; break;
+  case LLVMAtomicRMWBinOpXchg: name = "exch"; type = "b"; break;
+  default: return NULL;
+  }
+  if (fl && strcmp(name, "add") && strcmp(name, "exch"))
+    return NULL;
+  snprintf(ty, sizeof ty, "%s%u", fl && *type == 'f' ? "f" : type, bits);
+  const char *sem = ord == LLVMAtomicOrderingAcquire ? "acquire"
+                    : ord == LLVMAtomicOrderingRelease ? "release"
+                    : ord == LLVMAtomicOrderingAcquireRelease ? "acq_rel"
+                                                              : "acquire";
+  const char *sc = scope == XPJ_SCOPE_WORK_GROUP ? "cta" : "gpu";
+  char text[128], cons[40];
+  snprintf(text, sizeof text, "%s%s%satom.%s.%s.%s.%s.%s $0, [$1], $2;",
+           ord == LLVMAtomicOrderingSequentiallyConsistent ? "fence.sc." : "",
+           ord == LLVMAtomicOrderingSequentiallyConsistent ? sc : "",
+           ord == LLVMAtomicOrderingSequentiallyConsistent ? ";\n\t" : "", sem,
+           sc, sp == XPJ_SPACE_GLOBAL ? "global" : "shared", name, ty);
+  /* registers: r (32-bit), l (64-bit), f (f32), d (f64); the address as
+   * a 64-bit integer */
+  const char *rc = fl ? (bits == 32 ? "f" : "d") : (bits == 32 ? "r" : "l");
+  snprintf(cons, sizeof cons, "=%s,l,%s,~{memory}", rc, rc);
+  LLVMTypeRef t = cg_scalar_type(c, s);
+  LLVMTypeRef args[2] = {c->t_i64, t};
+  LLVMTypeRef ft = LLVMFunctionType(t, args, 2, 0);
+  LLVMValueRef asm_fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons),
+                                         1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef a[2] = {LLVMBuildPtrToInt(c->b, p, c->t_i64, ""), v};
+  if (!fl && LLVMTypeOf(v) != t)
+    a[1] = LLVMBuildIntCast2(c->b, v, t, 0, "");
+  return LLVMBuildCall2(c->b, ft, asm_fn, a, 2, "");
+}
+
 static const char *ptx_scope(cg *c, xpj_scope s, xpj_space sp) {
   (void)c;
   (void)sp;
@@ -742,6 +807,7 @@ const cg_target_ops xpj_target_ptx_ops = {
     .as_global = 1,
     .as_local = 3,
     .rmw_order_by_fences = true,
+    .ordered_rmw = ptx_ordered_rmw,
     .kernel_cc = LLVMPTXKernelCallConv,
     .machine = ptx_machine,
     .machine_reusable = true,
