@@ -200,9 +200,15 @@ static void note_loop(cg *c, LLVMBasicBlockRef first, LLVMBasicBlockRef exit,
                 c->strided_copy};
 }
 
+/* Fast-math flags on a floating-point instruction: all of them under
+ * fast_math; under fp_contract only "contract" (a * b + c may become a
+ * fused multiply-add, nothing else changes). */
 static void set_fmf(cg *c, LLVMValueRef v) {
-  if (c->opts->fast_math && LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
-    LLVMSetFastMathFlags(v, LLVMFastMathAll);
+  if (!(c->opts->fast_math || c->opts->fp_contract) || !LLVMIsAInstruction(v) ||
+      !LLVMCanValueUseFastMathFlags(v))
+    return;
+  LLVMSetFastMathFlags(v, c->opts->fast_math ? LLVMFastMathAll
+                                             : LLVMFastMathAllowContract);
 }
 
 static const xpj_typeinfo *tinfo(cg *c, xpj_type t) {

@@ -232,8 +232,9 @@ size_t xpj_compile_opts_str(const xpj_compile_opts *o, char *buf,
     xpj_compile_opts_default(&d);
     o = &d;
   }
-  return (size_t)snprintf(buf, size, "O%u%s%s%s", o->opt_level,
+  return (size_t)snprintf(buf, size, "O%u%s%s%s%s", o->opt_level,
                           o->fast_math ? "+fast-math" : "",
+                          o->fp_contract && !o->fast_math ? "+contract" : "",
                           o->debug_info ? "+g" : "",
                           o->checks & XPJ_CHECK_BOUNDS ? "+bounds" : "");
 }

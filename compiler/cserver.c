@@ -215,7 +215,7 @@ int xpj_cs_job_decode(const uint8_t *payload, size_t n, xpj_job *j,
   const uint8_t *mod = NULL;
   size_t modlen = 0;
   char kernel[XPD_MAX_STRING], target[1200], err[256];
-  uint64_t opt, fast, debug, checks, timeout, emit, mem;
+  uint64_t opt, fast, debug, checks, timeout, emit, mem, contract = 0;
   if (e == XPD_E_OK &&
       ((e = xpd_get_bytes(&m, XPD_F_MODULE, false, SIZE_MAX, &mod,
                           &modlen)) ||
@@ -225,6 +225,7 @@ int xpj_cs_job_decode(const uint8_t *payload, size_t n, xpj_job *j,
        (e = xpd_get_u64(&m, XPD_F_FAST_MATH, false, &fast)) ||
        (e = xpd_get_u64(&m, XPD_F_DEBUG, false, &debug)) ||
        (e = xpd_get_u64(&m, XPD_F_CHECKS, false, &checks)) ||
+       (e = xpd_get_u64(&m, XPD_F_CONTRACT, true, &contract)) ||
        (e = xpd_get_u64(&m, XPD_F_TIMEOUT, false, &timeout)) ||
        (e = xpd_get_u64(&m, XPD_F_EMIT, false, &emit)) ||
        (e = xpd_get_u64(&m, XPD_F_MEMORY, false, &mem)) ||
@@ -266,6 +267,7 @@ int xpj_cs_job_decode(const uint8_t *payload, size_t n, xpj_job *j,
   j->opts.fast_math = (int)fast;
   j->opts.debug_info = (int)debug;
   j->opts.checks = (unsigned)checks;
+  j->opts.fp_contract = contract != 0;
   j->opts.timeout_ms = (unsigned)timeout;
   j->emit = (xpj_emit_kind)emit;
   j->memory_limit = mem;
@@ -940,6 +942,7 @@ static uint8_t *job_frame(const xpj_job *j, size_t *len) {
   xpd_put_u64(&b, XPD_F_FAST_MATH, j->opts.fast_math ? 1 : 0);
   xpd_put_u64(&b, XPD_F_DEBUG, j->opts.debug_info ? 1 : 0);
   xpd_put_u64(&b, XPD_F_CHECKS, j->opts.checks);
+  xpd_put_u64(&b, XPD_F_CONTRACT, j->opts.fp_contract ? 1 : 0);
   xpd_put_u64(&b, XPD_F_TIMEOUT, j->opts.timeout_ms);
   xpd_put_u64(&b, XPD_F_EMIT, (uint64_t)j->emit);
   xpd_put_u64(&b, XPD_F_MEMORY, j->memory_limit);

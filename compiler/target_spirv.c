@@ -32,11 +32,12 @@ static LLVMTargetMachineRef spirv_machine(cg *c) {
 
 static void spirv_init(cg *c) {
   /* OpenCL C 2.0 source language: OpSource OpenCL_C, and no contraction
-   * of a*b+c into fma unless fast-math asks for it */
+   * of a*b+c into fma (ContractionOff) unless fast-math or fp_contract
+   * asks for it */
   LLVMValueRef v[2] = {LLVMConstInt(c->t_i32, 2, 0), LLVMConstInt(c->t_i32, 0, 0)};
   LLVMAddNamedMetadataOperand(c->mod, "opencl.ocl.version",
                               LLVMMDNodeInContext(c->ctx, v, 2));
-  if (c->opts->fast_math)
+  if (c->opts->fast_math || c->opts->fp_contract)
     LLVMAddNamedMetadataOperand(c->mod, "opencl.enable.FP_CONTRACT",
                                 LLVMMDNodeInContext(c->ctx, NULL, 0));
 }

@@ -82,6 +82,13 @@ typedef struct xpj_compile_opts {
   /* XPJ_CHECK_* bits: run-time checks compiled into the kernel (part of
    * what identifies a compile; docs/abi.md, Checks). */
   unsigned checks;
+  /* Contract a * b + c into a fused multiply-add (one rounding) where the
+   * target has one, and nothing else of fast_math (which implies it):
+   * faster, but results then differ in the last bits from the unfused
+   * evaluation, so between devices and from a reference computed on the
+   * host. 0 (the default): nothing contracts, every device rounds each
+   * operation (docs/language.md 11.2). */
+  int fp_contract;
 } xpj_compile_opts;
 
 /* Every array access is checked against its view or its static extent; the
@@ -120,7 +127,8 @@ xpj_status xpj_checks_parse(const char *s, unsigned *checks, char *err,
  * memory limit. */
 void xpj_compile_opts_default(xpj_compile_opts *o);
 /* Canonical string of the options that change the output ("O2",
- * "O3+fast-math+g+bounds"): part of what identifies a compile. */
+ * "O3+fast-math+g+bounds", "O2+contract"): part of what identifies a
+ * compile. */
 size_t xpj_compile_opts_str(const xpj_compile_opts *o, char *buf,
                             size_t size);
 

@@ -443,6 +443,7 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
   g.fast_math = o->fast_math != 0;
   g.debug = o->debug_info != 0;
   g.checks = o->checks;
+  g.contract = o->fp_contract != 0;
   /* the limit a compile here would have: the daemon stops it there */
   g.timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
   memcpy(g.digest, digest, 65);

@@ -601,9 +601,10 @@ static void opts_text(const xpj_compile_opts *o, unsigned ctx_checks,
     o = &d;
   }
   char *w = out;
-  uint64_t v[4] = {o->opt_level, (uint64_t)(o->fast_math != 0),
-                   (uint64_t)(o->debug_info != 0), o->checks | ctx_checks};
-  for (int i = 0; i < 4; i++) {
+  uint64_t v[5] = {o->opt_level, (uint64_t)(o->fast_math != 0),
+                   (uint64_t)(o->debug_info != 0), o->checks | ctx_checks,
+                   (uint64_t)(o->fp_contract != 0)};
+  for (int i = 0; i < 5; i++) {
     w += xpj_dec(w, v[i]);
     *w++ = ',';
   }

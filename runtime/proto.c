@@ -167,10 +167,12 @@ xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g) {
   TRY(xpd_get_u64(m, XPD_F_FAST_MATH, true, &g->fast_math));
   TRY(xpd_get_u64(m, XPD_F_DEBUG, true, &g->debug));
   TRY(xpd_get_u64(m, XPD_F_CHECKS, true, &g->checks));
+  TRY(xpd_get_u64(m, XPD_F_CONTRACT, true, &g->contract));
   TRY(xpd_get_u64(m, XPD_F_TIMEOUT, true, &g->timeout_ms));
   TRY(xpd_get_str(m, XPD_F_DIGEST, !job, g->digest, sizeof g->digest));
   if (!g->kernel[0] || !g->target[0] || g->ndim > 16 || g->opt_level > 3 ||
-      g->fast_math > 1 || g->debug > 1 || g->timeout_ms > 3600000 ||
+      g->fast_math > 1 || g->debug > 1 || g->contract > 1 ||
+      g->timeout_ms > 3600000 ||
       (g->checks & ~(uint64_t)XPJ_CHECK_ALL) ||
       ((job || g->digest[0]) && !is_digest(g->digest)))
     return XPD_E_VALUE;
@@ -322,6 +324,8 @@ void xpd_put_get(xpd_buf *b, const xpd_get *g) {
   xpd_put_u64(b, XPD_F_DEBUG, g->debug);
   if (g->checks)
     xpd_put_u64(b, XPD_F_CHECKS, g->checks);
+  if (g->contract)
+    xpd_put_u64(b, XPD_F_CONTRACT, g->contract);
   xpd_put_u64(b, XPD_F_TIMEOUT, g->timeout_ms);
   if (g->digest[0])
     xpd_put_str(b, XPD_F_DIGEST, g->digest);

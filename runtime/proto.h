@@ -72,6 +72,7 @@ typedef enum xpd_tag {
   XPD_F_TIMEOUT = 19,   /* u64: ms, 0: the daemon's default */
   XPD_F_DIGEST = 20,    /* str: 64 hex chars, the cache key's digest */
   XPD_F_CHECKS = 21,    /* u64: XPJ_CHECK_* bits (absent: 0) */
+  XPD_F_CONTRACT = 22,  /* u64 0/1: fp_contract (absent: 0) */
   XPD_F_STATUS = 30,    /* u64: xpj_status (as its absolute value) */
   XPD_F_FAILED = 31,    /* u64 0/1: a failed compile (log says why) */
   XPD_F_TRANSIENT = 32, /* u64 0/1: a failure not to be cached */
@@ -165,7 +166,7 @@ typedef struct xpd_get {
   char dtypes[256];
   uint64_t ndim;
   char target[1200];
-  uint64_t opt_level, fast_math, debug, timeout_ms, checks;
+  uint64_t opt_level, fast_math, debug, timeout_ms, checks, contract;
   char digest[65]; /* JOB: required; GET: optional ("" when absent) */
 } xpd_get;
 xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g);

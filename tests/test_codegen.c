@@ -117,6 +117,13 @@ static void test_targets(void **state) {
   o.debug_info = 1;
   xpj_compile_opts_str(&o, buf, sizeof buf);
   assert_string_equal(buf, "O3+fast-math+g");
+  o.fp_contract = 1; /* implied by fast-math: the same output */
+  xpj_compile_opts_str(&o, buf, sizeof buf);
+  assert_string_equal(buf, "O3+fast-math+g");
+  xpj_compile_opts_default(&o);
+  o.fp_contract = 1;
+  xpj_compile_opts_str(&o, buf, sizeof buf);
+  assert_string_equal(buf, "O2+contract");
   assert_string_equal(xpj_llvm_version(), "22.1.8");
   assert_int_equal(xpj_abi_version(), 6);
 }
@@ -616,6 +623,63 @@ static void test_ptx_precision(void **state) {
   xpj_result_destroy(r);
   xpj_module_destroy(s);
   xpj_module_destroy(m);
+}
+
+/* a * b + c of kernel K of SRC for target TGT, as text: fp_contract set
+ * or not */
+static char *contract_text(const char *src, const char *tgt, xpj_emit_kind e,
+                           int contract) {
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  xpj_module *s = spec_kernel(m, "muladd", XPJ_VOID, 0);
+  xpj_target t;
+  assert_int_equal(xpj_target_parse(tgt, &t, NULL, 0), XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.fp_contract = contract;
+  xpj_result *r = NULL;
+  assert_int_equal(xpj_compile(s, "muladd", &t, &o, e, &r), XPJ_OK);
+  size_t len;
+  const char *data = (const char *)xpj_result_data(r, &len);
+  char *text = strndup(data, len);
+  xpj_result_destroy(r);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+  return text;
+}
+
+/* fp_contract fuses a * b + c into a fused multiply-add and nothing else
+ * (division stays IEEE); without it nothing is fused on any target, and
+ * SPIR-V says so to the driver (ContractionOff). */
+static void test_fp_contract(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel muladd(a: global const f32[], b: global const f32[],\n"
+      "              c: global f32[]) range {\n"
+      "    let i = global_id(0);\n"
+      "    if i < shape(c, 0) { c[i] = a[i] * b[i] + c[i] / a[i]; }\n"
+      "}\n";
+  char *p0 = contract_text(src, "ptx:sm_90", XPJ_EMIT_ASM, 0);
+  char *p1 = contract_text(src, "ptx:sm_90", XPJ_EMIT_ASM, 1);
+  assert_null(strstr(p0, "fma.rn.f32"));
+  assert_non_null(strstr(p1, "fma.rn.f32"));
+  assert_non_null(strstr(p1, "div.rn.f32")); /* not approximated */
+  free(p0);
+  free(p1);
+  char *c0 = contract_text(src, "cpu:x86-64-v3", XPJ_EMIT_LLVM, 0);
+  char *c1 = contract_text(src, "cpu:x86-64-v3", XPJ_EMIT_LLVM, 1);
+  assert_null(strstr(c0, "contract"));
+  assert_non_null(strstr(c1, "fmul contract"));
+  assert_null(strstr(c1, "fast"));
+  assert_null(strstr(c1, "reassoc"));
+  free(c0);
+  free(c1);
+  char *s0 = contract_text(src, "spirv", XPJ_EMIT_ASM, 0);
+  char *s1 = contract_text(src, "spirv", XPJ_EMIT_ASM, 1);
+  assert_non_null(strstr(s0, "ContractionOff"));
+  assert_null(strstr(s1, "ContractionOff"));
+  free(s0);
+  free(s1);
 }
 
 /* Entry points have a name of their own on every target (docs/abi.md):
@@ -1998,6 +2062,7 @@ int main(void) {
       cmocka_unit_test(test_libdevice_arch),
       cmocka_unit_test(test_ptx_unroll),
       cmocka_unit_test(test_ptx_stepped_exit),
+      cmocka_unit_test(test_fp_contract),
       cmocka_unit_test(test_libdevice_ahead),
       cmocka_unit_test(test_libdevice_late),
       cmocka_unit_test(test_libdevice_names),

@@ -233,6 +233,10 @@ static void test_key_components(void **state) {
   o.fast_math = 1;
   g = get(b, saxpy_src, "saxpy", "T=f32", 0, &o);
   assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
+  xpj_compile_opts_default(&o);
+  o.fp_contract = 1;
+  g = get(b, saxpy_src, "saxpy", "T=f32", 0, &o);
+  assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
   /* options that do not change the output (isolation) do not matter */
   xpj_compile_opts_default(&o);
   o.timeout_ms = 30000;
@@ -243,7 +247,7 @@ static void test_key_components(void **state) {
   assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
   g = get(b, rank_src, "scale", "T=f32", 2, NULL);
   assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
-  assert_int_equal(compiles(b), 6);
+  assert_int_equal(compiles(b), 7);
   xpj_context_destroy(b);
 
   /* targets (binaries without a device) */

@@ -33,6 +33,7 @@ enum {
   OPT_KERNEL,
   OPT_TARGET,
   OPT_FAST_MATH,
+  OPT_FP_CONTRACT,
   OPT_KEEP_GOING,
 };
 
@@ -716,8 +717,8 @@ static void usage_bundle(FILE *out) {
   fprintf(out,
           "usage: %s bundle build FILE... --dtype T=f32,f64 [--dtype U=...]\n"
           "          [--const N=16,32]... [--ndim 1,2,3] [--kernel NAME]...\n"
-          "          --target TGT... [-O N] [--fast-math] [-j N] "
-          "[--keep-going]\n"
+          "          --target TGT... [-O N] [--fast-math] [--fp-contract]\n"
+          "          [-j N] [--keep-going]\n"
           "          [--json] -o OUT.xpb\n"
           "       %s bundle ls FILE [--json]\n"
           "       %s bundle verify FILE [--json]\n"
@@ -831,6 +832,7 @@ static int build_option(const cli_args *a, int k, build_req *b) {
     b->jobs = (unsigned)n;
     return 0;
   case OPT_FAST_MATH: b->o.fast_math = 1; return 0;
+  case OPT_FP_CONTRACT: b->o.fp_contract = 1; return 0;
   case OPT_KEEP_GOING: b->keep_going = true; return 0;
   case OPT_JSON: b->json = true; return 0;
   case CLI_OPERAND:
@@ -1150,6 +1152,7 @@ static int bundle_build(int argc, char **argv) {
       {"target", OPT_TARGET, true},   {"output", 'o', true},
       {NULL, 'O', true},              {"jobs", 'j', true},
       {"fast-math", OPT_FAST_MATH, false},
+      {"fp-contract", OPT_FP_CONTRACT, false},
       {"keep-going", OPT_KEEP_GOING, false},
       {"json", OPT_JSON, false},      {0},
   };

@@ -29,6 +29,7 @@ enum {
   OPT_TARGET,
   OPT_EMIT,
   OPT_FAST_MATH,
+  OPT_FP_CONTRACT,
   OPT_CHECK,
   OPT_NO_ISOLATE,
   OPT_TIMEOUT,
@@ -263,7 +264,8 @@ static void usage_emit(FILE *out) {
           "[--const N=VALUE]...\n"
           "          [--ndim N]\n"
           "          --target spirv[:1.N]|ptx:sm_XX[:ptxNN]|cpu[:CPU]\n"
-          "          [-O0|-O1|-O2|-O3] [--fast-math] [-g] [--check=bounds]\n"
+          "          [-O0|-O1|-O2|-O3] [--fast-math] [--fp-contract] [-g]\n"
+          "          [--check=bounds]\n"
           "          [--emit llvm|asm|bin] [-o OUT] [--no-isolate] "
           "[--timeout MS]\n"
           "\n"
@@ -277,6 +279,8 @@ static void usage_emit(FILE *out) {
           "                    llvm: the optimised LLVM IR\n"
           "  -O N              optimisation level 0 to 3 (default -O2)\n"
           "  --fast-math       allow approximate math and reassociation\n"
+          "  --fp-contract     fuse a * b + c into fma (one rounding), nothing\n"
+          "                    else of --fast-math\n"
           "  -g                line tables (CPU, PTX)\n"
           "  --check=bounds    check every array index (one more hidden\n"
           "                    argument, docs/abi.md; the runtime reports the\n"
@@ -335,6 +339,7 @@ static int cmd_emit(int argc, char **argv) {
       {"target", OPT_TARGET, true},   {"emit", OPT_EMIT, true},
       {"output", 'o', true},          {NULL, 'O', true},
       {"fast-math", OPT_FAST_MATH, false}, {NULL, 'g', false},
+      {"fp-contract", OPT_FP_CONTRACT, false},
       {"check", OPT_CHECK, true},     {"no-isolate", OPT_NO_ISOLATE, false},
       {"timeout", OPT_TIMEOUT, true}, {0},
   };
@@ -367,6 +372,7 @@ static int cmd_emit(int argc, char **argv) {
         rc = cli_bad_value(&a, "-O takes 0, 1, 2 or 3, not '%s'", a.arg);
       break;
     case OPT_FAST_MATH: o.fast_math = 1; break;
+    case OPT_FP_CONTRACT: o.fp_contract = 1; break;
     case 'g': o.debug_info = 1; break;
     case OPT_CHECK:
       if (xpj_checks_parse(a.arg, &o.checks, err, sizeof err) != XPJ_OK)

@@ -915,8 +915,8 @@ static void request_key(const xpd_get *g, bool reuse, char out[65]) {
   source_sha(g, reuse, src);
   struct sha256_ctx h;
   sha256_init(&h);
-  uint64_t n[6] = {g->source_len, g->ndim, g->opt_level, g->fast_math,
-                   g->debug, g->checks};
+  uint64_t n[7] = {g->source_len, g->ndim, g->opt_level, g->fast_math,
+                   g->debug, g->checks, g->contract};
   sha256_update(&h, sizeof n, (const uint8_t *)n);
   sha256_update(&h, sizeof src, src);
   sha_str(&h, g->filename);
@@ -1919,6 +1919,7 @@ static void key_work(xpjitd_task *t) {
   o.fast_math = (int)g->fast_math;
   o.debug_info = (int)g->debug;
   o.checks = (unsigned)g->checks;
+  o.fp_contract = (int)g->contract;
   o.timeout_ms = (unsigned)g->timeout_ms;
   rt_keyed k;
   q->status = rt_program_keyed(p, g->kernel, g->dtypes, (unsigned)g->ndim,

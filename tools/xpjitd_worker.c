@@ -111,6 +111,7 @@ int xpjitd_worker_main(void) {
     o.fast_math = (int)g.fast_math;
     o.debug_info = (int)g.debug;
     o.checks = (unsigned)g.checks;
+    o.fp_contract = (int)g.contract;
     o.timeout_ms = (unsigned)g.timeout_ms;
     bool ok;
     if (p)

@@ -595,3 +595,25 @@ def test_dlpack_from_another_producer():
     assert y.dtype == np.int32 and y.ptr == i32.buffers()[1].address
     with pytest.raises(Exception, match="null"):
         xpjit.from_dlpack(pa.array([1.0, None]))
+
+
+def test_fp_contract_option():
+    src = ("kernel muladd(a: global const f32[], b: global const f32[],\n"
+           "              c: global f32[]) range {\n"
+           "    let i = global_id(0);\n"
+           "    if i < shape(c, 0) { c[i] = a[i] * b[i] + c[i]; }\n"
+           "}\n")
+    plain = xpjit.Program(src).get_binary("muladd", "ptx:sm_90")
+    fused = xpjit.Program(src, options={"fp_contract": 1}).get_binary(
+        "muladd", "ptx:sm_90")
+    assert b"fma.rn.f32" not in plain and b"fma.rn.f32" in fused
+    with pytest.raises(xpjit.InvalidArgumentError, match="fp_contract"):
+        xpjit.Program(src, options={"fp_contrakt": 1})
+    # on the CPU device: the same kernel, still within a rounding of the sum
+    k = xpjit.Program(src, options={"fp_contract": 1}).kernel("muladd")
+    a = np.linspace(0.1, 2.0, 1000, dtype=np.float32)
+    b = np.linspace(3.0, 0.5, 1000, dtype=np.float32)
+    c = np.ones(1000, dtype=np.float32)
+    want = a * b + c
+    k(1000, a, b, c)
+    np.testing.assert_allclose(c, want, rtol=2e-7)

@@ -154,7 +154,7 @@ class CompileOpts(ctypes.Structure):
     _fields_ = [("opt_level", ctypes.c_uint), ("fast_math", ctypes.c_int),
                 ("debug_info", ctypes.c_int), ("isolation", ctypes.c_int),
                 ("timeout_ms", ctypes.c_uint), ("memory_limit_mb", ctypes.c_uint),
-                ("checks", ctypes.c_uint)]
+                ("checks", ctypes.c_uint), ("fp_contract", ctypes.c_int)]
 
 
 # xpj_cache_counters: the counters known here, in their order; the library

@@ -42,7 +42,7 @@ def _compile_opts(options):
     o = _lib.CompileOpts()
     _lib.compile_opts_default(ctypes.byref(o))
     known = {"opt_level", "fast_math", "debug_info", "isolation",
-             "timeout_ms", "memory_limit_mb", "checks"}
+             "timeout_ms", "memory_limit_mb", "checks", "fp_contract"}
     for k, v in options.items():
         if k not in known:
             raise InvalidArgumentError("unknown compile option %r (known: %s)"

@@ -56,7 +56,7 @@ _xpjit_cli() {
   case $cmd in
   check) opts="$common" ;;
   ir) opts="--kernel --dtype --const --ndim --hash -o --output $common" ;;
-  emit) opts="--kernel --dtype --const --ndim --target --emit -o --output -O -g --fast-math --check --no-isolate --timeout $common" ;;
+  emit) opts="--kernel --dtype --const --ndim --target --emit -o --output -O -g --fast-math --fp-contract --check --no-isolate --timeout $common" ;;
   devices) opts="-v --verbose --json $common" ;;
   env) opts="--all --markdown $common" ;;
   help) opts="check ir emit devices cache bundle daemon env" ;;
@@ -72,7 +72,7 @@ _xpjit_cli() {
   bundle)
     case $sub in
     "") opts="build ls verify import $common" ;;
-    build) opts="--dtype --const --ndim --kernel --target -o --output -O -j --jobs --fast-math --keep-going --json $common" ;;
+    build) opts="--dtype --const --ndim --kernel --target -o --output -O -j --jobs --fast-math --fp-contract --keep-going --json $common" ;;
     import) opts="--path --json $common" ;;
     *) opts="--json $common" ;;
     esac ;;
