@@ -38,6 +38,9 @@ typedef struct cg_view {
   LLVMValueRef ptr;
   LLVMValueRef shape[XPJ_MAX_RANK], stride[XPJ_MAX_RANK];
   int rank;
+  /* GPUs, rank > 1: i1, the view is contiguous and row-major (a flat
+   * index is then its offset: no division; lower_index) */
+  LLVMValueRef contig;
 } cg_view;
 
 typedef struct cg_loopctx {
@@ -1537,6 +1540,17 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
       for (int d = 1; flat && d < rank; d++)
         ext[0] = LLVMBuildMul(c->b, ext[0], vw->shape[d], "");
     }
+    LLVMBasicBlockRef fast_bb = NULL, join_bb = NULL;
+    if (nidx == 1 && rank > 1 && vw->contig) {
+      /* a contiguous row-major view (GPUs): the flat index is the offset;
+       * only other views pay the unravelling's divisions below (axpy at
+       * ndim 2: 100 SASS instructions an element, 18 at ndim 1) */
+      fast_bb = LLVMGetInsertBlock(c->b);
+      LLVMBasicBlockRef slow = new_bb(c, "flat.strided");
+      join_bb = new_bb(c, "flat.done");
+      LLVMBuildCondBr(c->b, vw->contig, join_bb, slow);
+      LLVMPositionBuilderAtEnd(c->b, slow);
+    }
     if (nidx == 1 && rank > 1) {
       /* flat row-major index, unravelled through the shape */
       LLVMValueRef rem = idx[0];
@@ -1548,6 +1562,16 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
         LLVMValueRef t = LLVMBuildMul(c->b, i, vw->stride[d], "");
         off = off ? LLVMBuildAdd(c->b, off, t, "") : t;
         rem = q;
+      }
+      if (join_bb) {
+        LLVMBasicBlockRef slow_end = LLVMGetInsertBlock(c->b);
+        LLVMBuildBr(c->b, join_bb);
+        LLVMPositionBuilderAtEnd(c->b, join_bb);
+        LLVMValueRef phi = LLVMBuildPhi(c->b, c->t_i64, "");
+        LLVMValueRef vals[2] = {idx[0], off};
+        LLVMBasicBlockRef from[2] = {fast_bb, slow_end};
+        LLVMAddIncoming(phi, vals, from, 2);
+        off = phi;
       }
     } else {
       for (unsigned d = 0; d < nidx; d++) {
@@ -3088,6 +3112,15 @@ static void bind_params(cg *c, cg_frame *fr, LLVMValueRef *abi) {
         vw->shape[d] = abi[p + 2 + d];
         vw->stride[d] = abi[p + 2 + ti->rank + d];
         extent_range(c, p + 2 + (unsigned)d, CG_MAX_EXTENT - 1);
+      }
+      if (c->ops->simt && ti->rank > 1) { /* strides 1, shape[R-1], ... */
+        LLVMValueRef want = cg_i64(c, 1), ok = NULL;
+        for (int d = ti->rank - 1; d >= 0; d--) {
+          LLVMValueRef eq = LLVMBuildICmp(c->b, LLVMIntEQ, vw->stride[d], want, "");
+          ok = ok ? LLVMBuildAnd(c->b, ok, eq, "") : eq;
+          want = LLVMBuildMul(c->b, want, vw->shape[d], "");
+        }
+        vw->contig = ok;
       }
       p += 2 + 2 * (unsigned)ti->rank;
     } else {

@@ -40,8 +40,10 @@
  * key"). 1: PTX loops that load global memory unrolled four times at run
  * time, loop exit tests on the stepped induction variable, collectives
  * combining the warps' slots in a loop. 2: PTX ordered atomics as one
- * instruction (atom.acq_rel.gpu) instead of a relaxed one between fences. */
-#define XPJ_CODEGEN_REVISION 2
+ * instruction (atom.acq_rel.gpu) instead of a relaxed one between fences.
+ * 3: GPUs: a flat index into a contiguous row-major view of rank 2 or more
+ * is its offset (no division). */
+#define XPJ_CODEGEN_REVISION 3
 
 /* ---- targets and options ------------------------------------------- */
 

@@ -625,6 +625,37 @@ static void test_ptx_precision(void **state) {
   xpj_module_destroy(m);
 }
 
+/* A flat index into a view of rank 2 or more on a GPU: a contiguous
+ * row-major view takes its flat index as the offset, and only others
+ * unravel it through the shape (divisions); rank 1 has nothing to
+ * unravel. The conformance suite runs both paths on OpenCL (contiguous,
+ * strided, reversed and broadcast views). */
+static void test_flat_index_contiguous(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel axpy<T>(a: T, x: global const T[*], y: global T[*]) range {\n"
+      "    let i = global_id(0);\n"
+      "    if i < size(y) { y[i] = a * x[i] + y[i]; }\n"
+      "}\n";
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  for (unsigned ndim = 1; ndim <= 3; ndim++) {
+    xpj_module *s = spec_kernel(m, "axpy", XPJ_F32, ndim);
+    assert_non_null(s);
+    for (int t = 0; t < 2; t++) {
+      xpj_result *r = compile_for(s, "axpy", t ? "spirv" : "ptx:sm_90",
+                                  XPJ_EMIT_LLVM);
+      const char *ir = (const char *)xpj_result_data(r, NULL);
+      /* x and y: each tested once; y's read and write share its test */
+      assert_int_equal(count_str(ir, "flat.strided:") > 0, ndim > 1);
+      assert_int_equal(count_str(ir, "udiv") > 0, ndim > 1);
+      xpj_result_destroy(r);
+    }
+    xpj_module_destroy(s);
+  }
+  xpj_module_destroy(m);
+}
+
 /* a * b + c of kernel K of SRC for target TGT, as text: fp_contract set
  * or not */
 static char *contract_text(const char *src, const char *tgt, xpj_emit_kind e,
@@ -2063,6 +2094,7 @@ int main(void) {
       cmocka_unit_test(test_ptx_unroll),
       cmocka_unit_test(test_ptx_stepped_exit),
       cmocka_unit_test(test_fp_contract),
+      cmocka_unit_test(test_flat_index_contiguous),
       cmocka_unit_test(test_libdevice_ahead),
       cmocka_unit_test(test_libdevice_late),
       cmocka_unit_test(test_libdevice_names),
