@@ -230,7 +230,7 @@ $(BUILD)/tests/mock/lib%.so: tests/mock/%.c $(wildcard tests/mock/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC -shared -Itests/mock -o $@ $<
 
-test: all $(TESTS) $(REPLAYS) $(MOCKS)
+test: all $(TESTS) $(REPLAYS) $(MOCKS) $(BUILD)/bench/gpu
 	@BUILD=$(BUILD) sh tests/run_tests.sh
 
 asan:
