@@ -526,7 +526,9 @@ static void matmul_setup(bench *b) {
              xpj_range_2d(n, n, 16, 16), 3, abc);
 }
 
-/* 16 rows spread over c, every column, in double */
+/* 16 rows spread over c, every column, in double; the tolerances here
+ * and below are far above f32 rounding of these sums (a wrong index is
+ * off by O(1)) */
 static int matmul_check(bench *b, char *msg, size_t size) {
   size_t n = b->n;
   const float *a = b->b[0].h, *bb = b->b[1].h, *c = b->b[2].h;
@@ -539,7 +541,7 @@ static int matmul_check(bench *b, char *msg, size_t size) {
         s += p;
         mag += fabs(p);
       }
-      if (rel_check("c", i * n + j, c[i * n + j], s, 1e-5 * mag + 1e-6, msg, size))
+      if (rel_check("c", i * n + j, c[i * n + j], s, 1e-4 * mag + 1e-6, msg, size))
         return -1;
     }
   }
@@ -594,7 +596,7 @@ static int matvec_check(bench *b, char *msg, size_t size) {
       s += (double)a[i * b->k + k] * x[k];
       mag += fabs((double)a[i * b->k + k] * x[k]);
     }
-    if (rel_check("y", i, y[i], s, 1e-5 * mag + 1e-6, msg, size))
+    if (rel_check("y", i, y[i], s, 5e-5 * mag + 1e-6, msg, size))
       return -1;
   }
   return 0;
@@ -635,9 +637,9 @@ static int nbody_check(bench *b, char *msg, size_t size) {
       mag += f * sqrt(r2 - b->p[1]);
     }
     for (int c = 0; c < 3; c++) {
-      if (rel_check("acc", c * n + i, acc[c * n + i], a[c], 1e-4 * mag + 1e-5, msg, size) ||
+      if (rel_check("acc", c * n + i, acc[c * n + i], a[c], 5e-4 * mag + 1e-5, msg, size) ||
           rel_check("vnew", c * n + i, vn[c * n + i], v[c * n + i] + b->p[0] * a[c],
-                    1e-6 * mag + 1e-5, msg, size))
+                    1e-5 * mag + 1e-5, msg, size))
         return -1;
     }
   }
