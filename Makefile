@@ -230,7 +230,7 @@ $(BUILD)/tests/mock/lib%.so: tests/mock/%.c $(wildcard tests/mock/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC -shared -Itests/mock -o $@ $<
 
-test: all $(TESTS) $(REPLAYS) $(MOCKS)
+test: all $(TESTS) $(REPLAYS) $(MOCKS) $(BUILD)/bench/gpu
 	@BUILD=$(BUILD) sh tests/run_tests.sh
 
 asan:
@@ -268,7 +268,7 @@ build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/
 	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) \
 	  -o $@ $< $(LIB_SRCS) $(LDLIBS_ALL)
 
-bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache $(BUILD)/bench/daemon $(BUILD)/bench/opencl $(BUILD)/bench/groups $(BUILD)/bench/launch
+bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache $(BUILD)/bench/daemon $(BUILD)/bench/opencl $(BUILD)/bench/groups $(BUILD)/bench/launch $(BUILD)/bench/gpu
 	sh tools/bench-deps.sh
 	$(BUILD)/bench/frontend examples/*.xpk bench/peers/frontend_peer.xpk
 	rm -rf $(BUILD)/bench/ptx
@@ -317,6 +317,13 @@ $(BUILD)/bench/opencl: bench/opencl.c tests/storm20.h $(LIB_INT) bench/bench_uti
 # cold vs warm; peer PoCL's kernel cache (libOpenCL loaded at run time).
 
 $(BUILD)/bench/cache: bench/cache.c $(LIB_INT) bench/bench_util.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_INT) $(CORE_LIBS)
+
+# GPU kernels: xpjit's PTX through the CUDA backend against CUDA C twins
+# (bench/peers/gpu) compiled by NVRTC; libcuda and libnvrtc loaded at run
+# time. Only a dry run here (make test); tests/gpu.sh runs it on a GPU.
+$(BUILD)/bench/gpu: bench/gpu.c $(LIB_INT) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_INT) $(CORE_LIBS)
 

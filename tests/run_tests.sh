@@ -94,6 +94,9 @@ step daemon_sandbox sh tests/daemon_sandbox.sh
 step spec_examples sh tests/spec_examples.sh
 step install sh tests/install.sh
 step cxx_headers sh tests/cxx.sh
+# The GPU run (tests/gpu.sh) without a GPU: its syntax and steps, and
+# bench/gpu compiled, loaded and launched on the stand-in libcuda (--dry-run)
+step gpu_sh_check env BUILD="$B" bash tests/gpu.sh --check
 for r in "$B"/fuzz/replay_*; do
   [ -x "$r" ] || continue
   n=${r##*/replay_}

@@ -15,7 +15,13 @@
  *                      launch, sync (the next cuStreamSynchronize after a
  *                      launch says CUDA_ERROR_ILLEGAL_ADDRESS, once)
  * Calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT when the
- * calling thread has none current, and count it in no_context. */
+ * calling thread has none current, and count it in no_context.
+ *
+ * For bench/gpu --dry-run, which loads modules and times launches itself:
+ * cuModuleLoadData also takes PTX text (checked as the JIT checks it) and
+ * an ELF cubin (NVRTC's; its functions found by name in the image, their
+ * parameters unknown, so launches record none), and events exist
+ * (cuEventElapsedTime gives the host time between the two records). */
 #include "mock_cuda.h"
 
 #include <pthread.h>
@@ -24,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -66,9 +73,16 @@ typedef struct CUfunc_st {
 } CUfunc_st;
 
 typedef struct CUmod_st {
-  char *text; /* the fake cubin */
+  char *text; /* the fake cubin or the PTX */
+  unsigned char *elf; /* or an ELF image (a copy) */
+  size_t elf_len;
   CUfunc_st *funcs;
 } CUmod_st;
+
+typedef struct CUevent_st {
+  double t; /* seconds, CLOCK_MONOTONIC, at the last record */
+  int recorded;
+} CUevent_st;
 
 typedef struct CUlinkState_st {
   char *ptx, *cubin;
@@ -615,6 +629,27 @@ CUresult cuLinkDestroy(CUlinkState_st *ls) {
 
 /* ---- modules --------------------------------------------------------- */
 
+/* Bytes of a 64-bit little-endian ELF image of machine EM_CUDA (190), to
+ * the end of its section or program header table, whichever is later; 0
+ * for anything else. */
+static size_t elf_size(const unsigned char *p) {
+  if (memcmp(p, "\177ELF", 4) || p[4] != 2 || p[5] != 1)
+    return 0;
+  uint16_t machine, phentsize, phnum, shentsize, shnum;
+  uint64_t phoff, shoff;
+  memcpy(&machine, p + 18, 2);
+  memcpy(&phoff, p + 32, 8);
+  memcpy(&shoff, p + 40, 8);
+  memcpy(&phentsize, p + 54, 2);
+  memcpy(&phnum, p + 56, 2);
+  memcpy(&shentsize, p + 58, 2);
+  memcpy(&shnum, p + 60, 2);
+  if (machine != 190)
+    return 0;
+  uint64_t a = shoff + (uint64_t)shentsize * shnum, b = phoff + (uint64_t)phentsize * phnum;
+  return (size_t)(a > b ? a : b);
+}
+
 CUresult cuModuleLoadData(CUmod_st **m, const void *image) {
   CUresult r = need_ctx();
   if (r)
@@ -622,17 +657,35 @@ CUresult cuModuleLoadData(CUmod_st **m, const void *image) {
   pthread_mutex_lock(&mu);
   st.module_loads++;
   pthread_mutex_unlock(&mu);
-  if (!image || strncmp(image, "MOCKCUBIN\n", 10))
+  if (!image)
     return E_INVALID_IMAGE;
+  size_t elf_len = elf_size(image);
+  int ptx = !elf_len && strncmp(image, "MOCKCUBIN\n", 10) && strstr(image, ".version ");
+  if (!elf_len && !ptx && strncmp(image, "MOCKCUBIN\n", 10))
+    return E_INVALID_IMAGE;
+  if (ptx) { /* the driver JIT-compiles PTX given here */
+    CUlinkState_st ls = {0};
+    r = check_ptx(&ls, image);
+    if (r)
+      return r;
+  }
   if (failing("load"))
     return E_NO_BINARY_FOR_GPU;
   CUmod_st *mod = calloc(1, sizeof *mod);
-  if (!mod || !(mod->text = strdup(image))) {
+  if (mod && elf_len && (mod->elf = malloc(elf_len))) {
+    memcpy(mod->elf, image, elf_len);
+    mod->elf_len = elf_len;
+  } else if (mod && !elf_len) {
+    mod->text = strdup(image);
+  }
+  if (!mod || (!mod->elf && !mod->text)) {
     free(mod);
     return E_OUT_OF_MEMORY;
   }
   pthread_mutex_lock(&mu);
   st.live_modules++;
+  st.ptx_module_loads += ptx;
+  st.elf_module_loads += elf_len > 0;
   pthread_mutex_unlock(&mu);
   *m = mod;
   return OK;
@@ -670,15 +723,24 @@ CUresult cuModuleGetFunction(CUfunc_st **out, CUmod_st *m, const char *name) {
   if (!m || !name)
     return E_INVALID_HANDLE;
   char pat[300]; /* entry points have up to 255 bytes */
-  snprintf(pat, sizeof pat, ".entry %s(", name);
-  const char *p = strstr(m->text, pat);
+  const char *p = NULL;
+  if (m->elf) { /* the name, NUL-terminated, in a string table */
+    size_t n = strlen(name) + 1;
+    for (size_t i = 1; !p && i + n <= m->elf_len; i++)
+      if (!m->elf[i - 1] && !memcmp(m->elf + i, name, n))
+        p = (const char *)m->elf + i;
+  } else {
+    snprintf(pat, sizeof pat, ".entry %s(", name);
+    p = strstr(m->text, pat);
+  }
   if (!p)
     return E_NOT_FOUND;
   CUfunc_st *f = calloc(1, sizeof *f);
   if (!f)
     return E_OUT_OF_MEMORY;
   snprintf(f->name, sizeof f->name, "%s", name);
-  parse_params(p + strlen(pat), f);
+  if (!m->elf)
+    parse_params(p + strlen(pat), f);
   f->next = m->funcs;
   m->funcs = f;
   *out = f;
@@ -697,6 +759,7 @@ CUresult cuModuleUnload(CUmod_st *m) {
     free(f);
   }
   free(m->text);
+  free(m->elf);
   free(m);
   pthread_mutex_lock(&mu);
   st.module_unloads++;
@@ -744,4 +807,68 @@ CUresult cuLaunchKernel(CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz,
   if (s && failing("sync"))
     s->pending_fail = 1;
   return OK;
+}
+
+/* ---- events (bench/gpu) ---------------------------------------------- */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+CUresult cuEventCreate(CUevent_st **e, unsigned flags) {
+  CUresult r = need_ctx();
+  if (r)
+    return r;
+  if (!e || flags > 15)
+    return E_INVALID_VALUE;
+  if (!(*e = calloc(1, sizeof **e)))
+    return E_OUT_OF_MEMORY;
+  pthread_mutex_lock(&mu);
+  st.live_events++;
+  pthread_mutex_unlock(&mu);
+  return OK;
+}
+
+CUresult cuEventDestroy_v2(CUevent_st *e) {
+  if (!e)
+    return E_INVALID_HANDLE;
+  free(e);
+  pthread_mutex_lock(&mu);
+  st.live_events--;
+  pthread_mutex_unlock(&mu);
+  return OK;
+}
+
+CUresult cuEventRecord(CUevent_st *e, CUstream_st *s) {
+  (void)s;
+  CUresult r = need_ctx();
+  if (r)
+    return r;
+  if (!e)
+    return E_INVALID_HANDLE;
+  e->t = now_s();
+  e->recorded = 1;
+  pthread_mutex_lock(&mu);
+  st.events_recorded++;
+  pthread_mutex_unlock(&mu);
+  return OK;
+}
+
+CUresult cuEventSynchronize(CUevent_st *e) {
+  return e ? OK : E_INVALID_HANDLE;
+}
+
+CUresult cuEventElapsedTime(float *ms, CUevent_st *a, CUevent_st *b) {
+  if (!ms || !a || !b)
+    return E_INVALID_HANDLE;
+  if (!a->recorded || !b->recorded)
+    return E_INVALID_VALUE; /* CUDA_ERROR_INVALID_VALUE, as the driver */
+  *ms = (float)((b->t - a->t) * 1e3);
+  return OK;
+}
+
+CUresult cuEventElapsedTime_v2(float *ms, CUevent_st *a, CUevent_st *b) {
+  return cuEventElapsedTime(ms, a, b);
 }

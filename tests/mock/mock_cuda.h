@@ -31,6 +31,10 @@ typedef struct mock_cuda_state {
   unsigned link_options;
   int had_error_log;
   mock_cuda_launch launch[MOCK_CUDA_LAUNCHES]; /* the first ones */
+  /* bench/gpu's calls (appended: tests/test_cuda.c reads the fields above) */
+  int events_recorded, live_events;
+  int ptx_module_loads, elf_module_loads; /* cuModuleLoadData of raw PTX,
+                                             of an ELF cubin (NVRTC's) */
 } mock_cuda_state;
 
 typedef const mock_cuda_state *(*mock_cuda_get_fn)(void);
