@@ -630,6 +630,8 @@ static void test_ptx_precision(void **state) {
  * unravel it through the shape (divisions); rank 1 has nothing to
  * unravel. The conformance suite runs both paths on OpenCL (contiguous,
  * strided, reversed and broadcast views). */
+static size_t count_str(const char *s, const char *needle);
+
 static void test_flat_index_contiguous(void **state) {
   (void)state;
   static const char src[] =
