@@ -1537,8 +1537,20 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
                  : rec_field(c, offsetof(xpj_check_record, sink));
       for (unsigned d = 0; d < nidx; d++)
         ext[d] = vw->shape[d];
-      for (int d = 1; flat && d < rank; d++)
-        ext[0] = LLVMBuildMul(c->b, ext[0], vw->shape[d], "");
+      /* the flat extent, saturated: a broadcast view (stride 0) may have
+       * shapes whose product passes 2^64, and every index is in it */
+      for (int d = 1; flat && d < rank; d++) {
+        /* (not llvm.umul.with.overflow: LLVM 22's SPIR-V makes it an
+         * __spirv_UMulExtended that Intel's OpenCL runtime lacks) */
+        LLVMValueRef b = vw->shape[d], zero = cg_i64(c, 0);
+        LLVMValueRef nz = LLVMBuildICmp(c->b, LLVMIntNE, b, zero, "");
+        LLVMValueRef lim = LLVMBuildUDiv(c->b, cg_i64(c, INT64_MAX),
+                                         LLVMBuildSelect(c->b, nz, b, cg_i64(c, 1), ""), "");
+        LLVMValueRef over = LLVMBuildAnd(
+            c->b, nz, LLVMBuildICmp(c->b, LLVMIntUGT, ext[0], lim, ""), "");
+        ext[0] = LLVMBuildSelect(c->b, over, cg_i64(c, INT64_MAX),
+                                 LLVMBuildMul(c->b, ext[0], b, ""), "");
+      }
     }
     LLVMBasicBlockRef fast_bb = NULL, join_bb = NULL;
     if (nidx == 1 && rank > 1 && vw->contig) {
@@ -2086,9 +2098,9 @@ static bool global_ptr(cg *c, const xpj_func *f, xpj_val p) {
 
 /* The global loads in block b (with the ifs and loops in it), counted;
  * *other: it holds what keeps the loop holding b from being unrolled
- * here: a loop
- * LLVM will not unroll completely (that loop is not innermost), an atomic
- * or a store to global memory (what the loads feed, which may be where
+ * here (in it or in the functions it calls): a barrier or a collective,
+ * a loop LLVM will not unroll completely (that loop is not innermost), an
+ * atomic or a store to global memory (what the loads feed, which may be where
  * the next trip's loads read: unrolled, they would wait as much; NVRTC
  * leaves such loops rolled), or a way out (break, return: the trips
  * cannot be counted). */
@@ -2100,8 +2112,17 @@ static unsigned global_loads(cg *c, const xpj_func *f, xpj_block b, bool *other)
     switch (in->op) {
     case XPJ_OP_ATOMIC: case XPJ_OP_CMPXCHG: case XPJ_OP_ALOAD:
     case XPJ_OP_ASTORE: case XPJ_OP_BREAK: case XPJ_OP_RETURN:
+    case XPJ_OP_BARRIER: case XPJ_OP_GROUP:
       *other = true;
       break;
+    case XPJ_OP_CALL: { /* inlined: what it does counts here */
+      const xpj_func *callee = callee_of(c, in);
+      if (callee && callee != f)
+        n += global_loads(c, callee, 1, other);
+      else
+        *other = true;
+      break;
+    }
     case XPJ_OP_STORE:
       *other |= global_ptr(c, f, xpj_inst_args(f, in)[0]);
       break;

@@ -42,8 +42,11 @@
  * combining the warps' slots in a loop. 2: PTX ordered atomics as one
  * instruction (atom.acq_rel.gpu) instead of a relaxed one between fences.
  * 3: GPUs: a flat index into a contiguous row-major view of rank 2 or more
- * is its offset (no division). */
-#define XPJ_CODEGEN_REVISION 3
+ * is its offset (no division). 4: bounds checks of flat indices with a
+ * saturated extent; stride loops calling functions with atomics or
+ * barriers rolled; stepped exit tests only where the step cannot wrap in
+ * the last trip. */
+#define XPJ_CODEGEN_REVISION 4
 
 /* ---- targets and options ------------------------------------------- */
 

@@ -741,8 +741,13 @@ static bool add_const(LLVMValueRef k, LLVMValueRef s, unsigned bits,
  * iteration against NVRTC's four, docs/benchmarks.md "PTX quality").
  * Here `br (icmp P phi, k)` in a block that steps phi by a constant s back
  * to its header becomes `br (icmp P (phi + s), k + s)` where that is the
- * same test: equality always, unsigned and signed order when the step
- * has no unsigned or signed wrap and k + s fits the type. */
+ * same test and phi + s cannot overflow in the trip that leaves the loop
+ * (where the old test did not read it, so a wrap flag on the add would
+ * make the new one read poison): for unsigned or signed order, the step
+ * has no unsigned or signed wrap and k + 2s fits the type (phi is then
+ * within s of k in the last trip: the loop tests the same bound, phi + s
+ * against k + s, when it enters each trip); for equality, k + s fits in
+ * the sense of each wrap flag the add has (phi is k in the last trip). */
 static void stepped_exit_tests(cg *c, LLVMValueRef fn) {
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb;
        bb = LLVMGetNextBasicBlock(bb)) {
@@ -773,12 +778,15 @@ static void stepped_exit_tests(cg *c, LLVMValueRef fn) {
     bool is_signed = p == LLVMIntSLT || p == LLVMIntSLE || p == LLVMIntSGT ||
                      p == LLVMIntSGE;
     bool ok;
-    LLVMValueRef k2 = NULL;
+    LLVMValueRef k2 = NULL, k3 = NULL;
     if (p == LLVMIntEQ || p == LLVMIntNE) /* a bijection of i */
-      ok = (k2 = LLVMConstAdd(k, s)) != NULL;
+      ok = (k2 = LLVMConstAdd(k, s)) != NULL &&
+           (!LLVMGetNUW(next) || add_const(k, s, bits, false, &k3)) &&
+           (!LLVMGetNSW(next) || add_const(k, s, bits, true, &k3));
     else
       ok = (is_signed ? LLVMGetNSW(next) : LLVMGetNUW(next)) &&
-           add_const(k, s, bits, is_signed, &k2);
+           add_const(k, s, bits, is_signed, &k2) &&
+           add_const(k2, s, bits, is_signed, &k3);
     if (!ok)
       continue;
     LLVMPositionBuilderBefore(c->b, br);

@@ -67,6 +67,9 @@ static const char src[] =
     "  t[local_id(0)] = a[global_id(0)];\n"
     "  barrier(local);\n"
     "  a[global_id(0)] = t[local_id(0) + 1];\n" /* 48:22 */
+    "}\n"
+    "kernel bcast(src: global const f32[,], dst: global f32[]) range(1) {\n"
+    "  dst[global_id(0)] = src[global_id(0)];\n"
     "}\n";
 
 static int setup(void **state) {
@@ -190,6 +193,26 @@ static void test_flat(void **state) {
     if (g[i] != 5.0f)
       fail_msg("a[%d] = %g", i, g[i]);
   unguard(g);
+}
+
+/* a flat index into a broadcast view whose shapes multiply past 2^64: no
+ * index is out of it (the flat extent saturates instead of wrapping) */
+static void test_flat_broadcast(void **state) {
+  (void)state;
+  float *g = guarded(1), *out = guarded(4);
+  g[0] = 3.0f;
+  int64_t shape[2] = {(int64_t)1 << 32, (int64_t)1 << 32}, strides[2] = {0, 0};
+  xpj_array S = xpj_array_view(g, XPJ_F32, 2, shape, strides, 0);
+  xpj_array D = xpj_array_1d(out, XPJ_F32, 4);
+  xpj_arg a[2] = {xpj_arg_array(&S), xpj_arg_array(&D)};
+  assert_int_equal(run(kern("bcast"), xpj_range_1d(4, 0), 2, a), XPJ_OK);
+  for (int i = 0; i < 4; i++)
+    if (out[i] != 3.0f)
+      fail_msg("out[%d] = %g", i, out[i]);
+  check_guards(g, 1);
+  check_guards(out, 4);
+  unguard(g);
+  unguard(out);
 }
 
 /* a local array parameter (sized by the launch: 8 for groups of 8): the
@@ -375,7 +398,7 @@ static void test_ptx_and_spirv(void **state) {
   assert_int_equal(xpj_program_create(plain, "bounds.xpk", src, strlen(src),
                                       NULL, &pp), XPJ_OK);
   unsigned nk = xpj_program_kernel_count(pp);
-  assert_int_equal(nk, 10);
+  assert_int_equal(nk, 11);
   for (unsigned i = 0; i < nk; i++) {
     const char *name = xpj_program_kernel_name(pp, i);
     for (int t = 0; t < 2; t++) {
@@ -460,6 +483,7 @@ int main(void) {
       cmocka_unit_test(test_before_start),
       cmocka_unit_test(test_grid),
       cmocka_unit_test(test_flat),
+      cmocka_unit_test(test_flat_broadcast),
       cmocka_unit_test(test_local),
       cmocka_unit_test(test_local_param),
       cmocka_unit_test(test_private),

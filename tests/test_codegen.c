@@ -1241,6 +1241,16 @@ static void test_ptx_unroll(void **state) {
       "        acc += x[i];\n"
       "    }\n"
       "    atomic_add(&total[0], acc);\n"
+      "}\n"
+      /* a grid-stride loop whose loads feed an atomic in a function it
+       * calls: rolled, as with the atomic written in the loop */
+      "fn bump(h: global u32[], v: u32) {\n"
+      "    atomic_add(&h[i64(v % 16u32)], 1u32, relaxed, device);\n"
+      "}\n"
+      "kernel hsum(x: global const u32[], h: global u32[]) ndrange(1) {\n"
+      "    for (let i = global_id(0); i < shape(x, 0); i += global_size(0)) {\n"
+      "        bump(h, x[i]);\n"
+      "    }\n"
       "}\n";
   char *o2 = ptx_at(src, "dot", 2), *o3 = ptx_at(src, "dot", 3);
   /* -O2: the dot loop's two loads (a loop of constant step: rolled), the
@@ -1260,6 +1270,9 @@ static void test_ptx_unroll(void **state) {
   char *n = ptx_at(src, "nsum", 2);
   assert_int_equal(count_str(n, "ld.global"), 1);
   free(n);
+  char *h = ptx_at(src, "hsum", 2);
+  assert_int_equal(count_str(h, "ld.global"), 1);
+  free(h);
 }
 
 /* The exit test of a loop stepping by a constant reads the stepped value
