@@ -16,11 +16,14 @@ xpj_array xpj_array_view(void *data, xpj_scalar dtype, unsigned ndim,
   if (ndim > XPJ_MAX_RANK || (ndim && !shape))
     return a; /* ndim 0: refused by every launch of an array parameter */
   a.ndim = ndim;
-  int64_t s = 1;
+  /* row-major strides where none are given, in wrapping arithmetic: the
+   * shapes may multiply past 2^63 (a broadcast view with strides given;
+   * otherwise the launch refuses the strides' extent) */
+  uint64_t s = 1;
   for (unsigned d = ndim; d-- > 0;) {
     a.shape[d] = shape[d];
-    a.strides[d] = strides ? strides[d] : s;
-    s *= shape[d];
+    a.strides[d] = strides ? strides[d] : (int64_t)s;
+    s *= (uint64_t)shape[d];
   }
   return a;
 }
