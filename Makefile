@@ -297,7 +297,7 @@ $(BUILD)/bench/launch: bench/launch.c $(LIB_INT) bench/bench_util.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_INT) $(CORE_LIBS)
 
-$(BUILD)/bench/compile: bench/compile.c $(LIB_INT) bench/bench_util.h
+$(BUILD)/bench/compile: bench/compile.c $(LIB_INT) bench/bench_util.h bench/nvrtc.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_INT) $(CORE_LIBS)
 
@@ -323,7 +323,7 @@ $(BUILD)/bench/cache: bench/cache.c $(LIB_INT) bench/bench_util.h
 # GPU kernels: xpjit's PTX through the CUDA backend against CUDA C twins
 # (bench/peers/gpu) compiled by NVRTC; libcuda and libnvrtc loaded at run
 # time. Only a dry run here (make test); tests/gpu.sh runs it on a GPU.
-$(BUILD)/bench/gpu: bench/gpu.c $(LIB_INT) bench/bench_util.h
+$(BUILD)/bench/gpu: bench/gpu.c $(LIB_INT) bench/bench_util.h bench/nvrtc.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_INT) $(CORE_LIBS)
 

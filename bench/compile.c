@@ -51,6 +51,7 @@
 #include "xpjit_compiler.h"
 #include "xpjit_ir.h"
 #include "bench_util.h"
+#include "nvrtc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -366,50 +367,11 @@ static int cli_once(const krow *k, const char *target, double *ms, char *msg,
 
 /* ---- NVRTC --------------------------------------------------------- */
 
-typedef struct nvrtc_prog *nvrtc_prog;
-static struct {
-  int (*create)(nvrtc_prog *, const char *, const char *, int, const char *const *,
-                const char *const *);
-  int (*destroy)(nvrtc_prog *);
-  int (*compile)(nvrtc_prog, int, const char *const *);
-  int (*add_name)(nvrtc_prog, const char *);
-  int (*ptx_size)(nvrtc_prog, size_t *);
-  int (*ptx)(nvrtc_prog, char *);
-  int (*log_size)(nvrtc_prog, size_t *);
-  int (*log)(nvrtc_prog, char *);
-  int (*version)(int *, int *);
-} nv;
+static nvrtc_api nv;
 static char nvrtc_error[320];
 
 static bool nvrtc_load(void) {
-  void *h = dlopen(nvrtc_path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(nvrtc_error, sizeof nvrtc_error, "%s", dlerror());
-    return false;
-  }
-  struct {
-    void *slot;
-    const char *name;
-  } syms[] = {
-      {&nv.create, "nvrtcCreateProgram"},
-      {&nv.destroy, "nvrtcDestroyProgram"},
-      {&nv.compile, "nvrtcCompileProgram"},
-      {&nv.add_name, "nvrtcAddNameExpression"},
-      {&nv.ptx_size, "nvrtcGetPTXSize"},
-      {&nv.ptx, "nvrtcGetPTX"},
-      {&nv.log_size, "nvrtcGetProgramLogSize"},
-      {&nv.log, "nvrtcGetProgramLog"},
-      {&nv.version, "nvrtcVersion"},
-  };
-  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-    void *p = dlsym(h, syms[i].name);
-    if (!p) {
-      snprintf(nvrtc_error, sizeof nvrtc_error, "%s: no %s", nvrtc_path, syms[i].name);
-      return false;
-    }
-    memcpy(syms[i].slot, &p, sizeof p);
-  }
-  return true;
+  return nvrtc_open(nvrtc_path, &nv, NULL, 0, nvrtc_error, sizeof nvrtc_error);
 }
 
 /* "axpy<float>", "convert<float, float>", "bit_stats<>" */

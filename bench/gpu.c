@@ -53,6 +53,7 @@
 #include "xpjit.h"
 
 #include "bench_util.h"
+#include "nvrtc.h"
 
 #include <dlfcn.h>
 #include <dirent.h>
@@ -207,57 +208,14 @@ static bool cu_setup(const char *name, char *why, size_t size) {
 
 /* ---- NVRTC (libnvrtc opened at run time) -------------------------------- */
 
-typedef struct nvrtc_prog *nvrtc_prog;
-static struct {
-  int (*create)(nvrtc_prog *, const char *, const char *, int, const char *const *,
-                const char *const *);
-  int (*destroy)(nvrtc_prog *);
-  int (*compile)(nvrtc_prog, int, const char *const *);
-  int (*add_name)(nvrtc_prog, const char *);
-  int (*lowered)(nvrtc_prog, const char *, const char **);
-  int (*cubin_size)(nvrtc_prog, size_t *);
-  int (*cubin)(nvrtc_prog, char *);
-  int (*log_size)(nvrtc_prog, size_t *);
-  int (*log)(nvrtc_prog, char *);
-  int (*version)(int *, int *);
-} nv;
+static nvrtc_api nv;
 static bool nv_ok;
 static char nv_why[700], nv_path[500];
 static int nv_major, nv_minor;
 
 static bool nvrtc_load(void) {
-  const char *home = getenv("CUDA_HOME");
-  const char *names[] = {"lib64/libnvrtc.so", "lib64/libnvrtc.so.13", "lib64/libnvrtc.so.12"};
-  void *h = NULL;
-  for (int pass = 0; pass < 2 && !h; pass++) {
-    const char *dir = pass == 0 ? home : "/usr/local/cuda";
-    for (size_t i = 0; dir && *dir && i < sizeof names / sizeof *names && !h; i++) {
-      snprintf(nv_path, sizeof nv_path, "%s/%s", dir, names[i]);
-      h = dlopen(nv_path, RTLD_NOW | RTLD_LOCAL);
-    }
-  }
-  if (!h) {
-    snprintf(nv_why, sizeof nv_why, "no libnvrtc in $CUDA_HOME/lib64 or /usr/local/cuda/lib64");
+  if (!nvrtc_open(NULL, &nv, nv_path, sizeof nv_path, nv_why, sizeof nv_why))
     return false;
-  }
-  struct {
-    void *slot;
-    const char *name;
-  } syms[] = {
-      {&nv.create, "nvrtcCreateProgram"},       {&nv.destroy, "nvrtcDestroyProgram"},
-      {&nv.compile, "nvrtcCompileProgram"},     {&nv.add_name, "nvrtcAddNameExpression"},
-      {&nv.lowered, "nvrtcGetLoweredName"},     {&nv.cubin_size, "nvrtcGetCUBINSize"},
-      {&nv.cubin, "nvrtcGetCUBIN"},             {&nv.log_size, "nvrtcGetProgramLogSize"},
-      {&nv.log, "nvrtcGetProgramLog"},          {&nv.version, "nvrtcVersion"},
-  };
-  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-    void *p = dlsym(h, syms[i].name);
-    if (!p) {
-      snprintf(nv_why, sizeof nv_why, "%.400s has no %s", nv_path, syms[i].name);
-      return false;
-    }
-    memcpy(syms[i].slot, &p, sizeof p);
-  }
   nv.version(&nv_major, &nv_minor);
   return true;
 }
