@@ -119,8 +119,6 @@ typedef struct cg_target_ops {
   const char *o2_pipeline;
 } cg_target_ops;
 
-/* The largest shape or range size a launch passes (runtime/launch.c). */
-#define CG_MAX_EXTENT ((uint64_t)1 << 62)
 
 extern const cg_target_ops xpj_target_spirv_ops;
 extern const cg_target_ops xpj_target_ptx_ops;

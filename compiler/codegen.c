@@ -1552,12 +1552,12 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
                                  LLVMBuildMul(c->b, ext[0], b, ""), "");
       }
     }
-    LLVMBasicBlockRef fast_bb = NULL, join_bb = NULL;
+    LLVMBasicBlockRef test_bb = NULL, join_bb = NULL;
     if (nidx == 1 && rank > 1 && vw->contig) {
       /* a contiguous row-major view (GPUs): the flat index is the offset;
        * only other views pay the unravelling's divisions below (axpy at
        * ndim 2: 100 SASS instructions an element, 18 at ndim 1) */
-      fast_bb = LLVMGetInsertBlock(c->b);
+      test_bb = LLVMGetInsertBlock(c->b); /* contiguous: from here to the join */
       LLVMBasicBlockRef slow = new_bb(c, "flat.strided");
       join_bb = new_bb(c, "flat.done");
       LLVMBuildCondBr(c->b, vw->contig, join_bb, slow);
@@ -1581,7 +1581,7 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
         LLVMPositionBuilderAtEnd(c->b, join_bb);
         LLVMValueRef phi = LLVMBuildPhi(c->b, c->t_i64, "");
         LLVMValueRef vals[2] = {idx[0], off};
-        LLVMBasicBlockRef from[2] = {fast_bb, slow_end};
+        LLVMBasicBlockRef from[2] = {test_bb, slow_end};
         LLVMAddIncoming(phi, vals, from, 2);
         off = phi;
       }
@@ -2064,30 +2064,51 @@ static void lower_if(cg *c, cg_frame *fr, xpj_val id) {
 
 /* ---- loops that load global memory (GPU) ---------------------------- */
 
+/* The form `for (...; v CMP bound; v = v OP step)` of a loop: its
+ * variable, the test's load of it, the test, the bound, the step block's
+ * update of the variable and the update's other operand. */
+typedef struct loop_form {
+  xpj_val var, bound, step;
+  const xpj_inst *load, *test, *update;
+} loop_form;
+
+/* Reads loop's form into *lf; false when it has another one. */
+static bool loop_form_of(const xpj_func *f, const xpj_inst *loop, loop_form *lf) {
+  if (!loop->imm.i || !loop->blk[2])
+    return false;
+  lf->test = &f->insts[(xpj_val)loop->imm.i];
+  if (lf->test->op != XPJ_OP_BINOP || lf->test->aux < XPJ_EQ || lf->test->nargs != 2)
+    return false;
+  const uint32_t *a = xpj_inst_args(f, lf->test);
+  lf->load = &f->insts[a[0]];
+  if (lf->load->op != XPJ_OP_LOAD)
+    return false;
+  lf->var = xpj_inst_args(f, lf->load)[0];
+  lf->bound = a[1];
+  const xpj_blockdata *bd = &f->blocks[loop->blk[2]];
+  for (uint32_t i = 0; i < bd->n; i++) {
+    const xpj_inst *st = &f->insts[bd->ids[i]];
+    if (st->op != XPJ_OP_STORE || xpj_inst_args(f, st)[0] != lf->var)
+      continue;
+    lf->update = &f->insts[xpj_inst_args(f, st)[1]];
+    if (lf->update->op != XPJ_OP_BINOP || lf->update->nargs != 2)
+      return false;
+    const uint32_t *va = xpj_inst_args(f, lf->update);
+    const xpj_inst *v0 = &f->insts[va[0]];
+    lf->step = v0->op == XPJ_OP_LOAD && xpj_inst_args(f, v0)[0] == lf->var ? va[1]
+                                                                           : va[0];
+    return true;
+  }
+  return false;
+}
+
 /* A loop LLVM unrolls completely: its test compares a variable with a
  * constant and its step changes the variable by a constant (a constant
  * trip count when, as in such loops, it starts from a constant). */
 static bool const_trip_loop(const xpj_func *f, const xpj_inst *loop) {
-  if (!loop->imm.i)
-    return false;
-  const xpj_inst *t = &f->insts[(xpj_val)loop->imm.i];
-  if (t->op != XPJ_OP_BINOP || t->aux < XPJ_EQ || t->nargs != 2)
-    return false;
-  const uint32_t *a = xpj_inst_args(f, t);
-  const xpj_inst *l = &f->insts[a[0]];
-  if (l->op != XPJ_OP_LOAD || f->insts[a[1]].op != XPJ_OP_CONST)
-    return false;
-  xpj_val var = xpj_inst_args(f, l)[0];
-  const xpj_blockdata *bd = &f->blocks[loop->blk[2]];
-  for (uint32_t i = 0; loop->blk[2] && i < bd->n; i++) {
-    const xpj_inst *st = &f->insts[bd->ids[i]];
-    if (st->op != XPJ_OP_STORE || xpj_inst_args(f, st)[0] != var)
-      continue;
-    const xpj_inst *v = &f->insts[xpj_inst_args(f, st)[1]];
-    return v->op == XPJ_OP_BINOP && v->nargs == 2 &&
-           f->insts[xpj_inst_args(f, v)[1]].op == XPJ_OP_CONST;
-  }
-  return false;
+  loop_form lf;
+  return loop_form_of(f, loop, &lf) && f->insts[lf.bound].op == XPJ_OP_CONST &&
+         f->insts[lf.step].op == XPJ_OP_CONST;
 }
 
 /* Whether pointer p (an instruction of f) is into global memory. */
@@ -2146,7 +2167,7 @@ static unsigned global_loads(cg *c, const xpj_func *f, xpj_block b, bool *other)
 }
 
 /* Whether value v of f lies within +-2^62 whatever the arguments: a
- * constant, a shape (launches check them: CG_MAX_EXTENT) or the size of a
+ * constant, a shape (launches check them: XPJ_MAX_EXTENT) or the size of a
  * one-dimensional view, a work-item id or size, a narrower integer
  * widened, a minimum with one of them or a maximum of two, one of them
  * moved by a constant, or a variable only ever set to one of them. Then
@@ -2224,37 +2245,14 @@ static bool stores_to(const xpj_func *f, xpj_block b, xpj_val var) {
  * here cost up to twice their compile for nothing that the PTX quality
  * benchmark missed (docs/benchmarks.md, "PTX quality"). */
 static bool stride_loop(cg *c, const xpj_func *f, const xpj_inst *loop) {
-  if (!loop->imm.i || !loop->blk[2])
+  loop_form lf;
+  if (!loop_form_of(f, loop, &lf) || lf.test->aux < XPJ_LT ||
+      lf.update->aux != XPJ_ADD)
     return false;
-  const xpj_inst *t = &f->insts[(xpj_val)loop->imm.i];
-  if (t->op != XPJ_OP_BINOP || t->aux < XPJ_LT || t->nargs != 2)
-    return false;
-  const uint32_t *a = xpj_inst_args(f, t);
-  const xpj_inst *l = &f->insts[a[0]];
-  const xpj_typeinfo *ty = tinfo(c, l->type);
-  if (l->op != XPJ_OP_LOAD || ty->kind != XPJ_TK_SCALAR ||
-      (ty->scalar != XPJ_I64 && ty->scalar != XPJ_U64) ||
-      !bounded(c, f, a[1], 0))
-    return false;
-  xpj_val var = xpj_inst_args(f, l)[0];
-  if (stores_to(f, loop->blk[1], var))
-    return false;
-  const xpj_blockdata *bd = &f->blocks[loop->blk[2]];
-  for (uint32_t i = 0; i < bd->n; i++) {
-    const xpj_inst *st = &f->insts[bd->ids[i]];
-    if (st->op != XPJ_OP_STORE || xpj_inst_args(f, st)[0] != var)
-      continue;
-    const xpj_inst *v = &f->insts[xpj_inst_args(f, st)[1]];
-    if (v->op != XPJ_OP_BINOP || v->aux != XPJ_ADD || v->nargs != 2)
-      return false;
-    const uint32_t *va = xpj_inst_args(f, v);
-    const xpj_inst *v0 = &f->insts[va[0]];
-    xpj_val step = v0->op == XPJ_OP_LOAD && xpj_inst_args(f, v0)[0] == var
-                       ? va[1]
-                       : va[0];
-    return f->insts[step].op != XPJ_OP_CONST && bounded(c, f, step, 0);
-  }
-  return false;
+  const xpj_typeinfo *ty = tinfo(c, lf.load->type);
+  return ty->kind == XPJ_TK_SCALAR && (ty->scalar == XPJ_I64 || ty->scalar == XPJ_U64) &&
+         bounded(c, f, lf.bound, 0) && !stores_to(f, loop->blk[1], lf.var) &&
+         f->insts[lf.step].op != XPJ_OP_CONST && bounded(c, f, lf.step, 0);
 }
 
 /* Loops that load global memory are unrolled four times at run time on
@@ -3132,7 +3130,7 @@ static void bind_params(cg *c, cg_frame *fr, LLVMValueRef *abi) {
       for (int d = 0; d < ti->rank; d++) {
         vw->shape[d] = abi[p + 2 + d];
         vw->stride[d] = abi[p + 2 + ti->rank + d];
-        extent_range(c, p + 2 + (unsigned)d, CG_MAX_EXTENT - 1);
+        extent_range(c, p + 2 + (unsigned)d, XPJ_MAX_EXTENT - 1);
       }
       if (c->ops->simt && ti->rank > 1) { /* strides 1, shape[R-1], ... */
         LLVMValueRef want = cg_i64(c, 1), ok = NULL;
@@ -3154,7 +3152,7 @@ static void bind_params(cg *c, cg_frame *fr, LLVMValueRef *abi) {
   }
   if (k->kind == XPJ_FUNC_RANGE && c->ops->simt)
     for (int d = 0; d < 3; d++) {
-      extent_range(c, p, CG_MAX_EXTENT);
+      extent_range(c, p, XPJ_MAX_EXTENT);
       c->range_size[d] = abi[p++];
     }
   if (c->ops->simt && (c->opts->checks & XPJ_CHECK_BOUNDS))

@@ -361,8 +361,6 @@ static LLVMValueRef ptx_ordered_rmw(cg *c, LLVMAtomicRMWBinOp op, xpj_scalar s,
   LLVMValueRef asm_fn = LLVMGetInlineAsm(ft, text, strlen(text), cons, strlen(cons),
                                          1, 0, LLVMInlineAsmDialectATT, 0);
   LLVMValueRef a[2] = {LLVMBuildPtrToInt(c->b, p, c->t_i64, ""), v};
-  if (!fl && LLVMTypeOf(v) != t)
-    a[1] = LLVMBuildIntCast2(c->b, v, t, 0, "");
   return LLVMBuildCall2(c->b, ft, asm_fn, a, 2, "");
 }
 

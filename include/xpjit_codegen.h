@@ -229,6 +229,11 @@ void xpj_compile_limits(const xpj_compile_opts *o, uint64_t *timeout_ms,
 const char *xpj_llvm_version(void);
 unsigned xpj_abi_version(void);
 unsigned xpj_codegen_revision(void);
+
+/* The limit of every shape of an array argument and of a launch's total
+ * global size (launches refuse more): 2^62. Compiled GPU code counts on it
+ * (docs/abi.md). */
+#define XPJ_MAX_EXTENT ((uint64_t)1 << 62)
 /* Path of the libdevice bitcode used for PTX math, or NULL when none was
  * found (XPJIT_LIBDEVICE, then $CUDA_HOME, /usr/local/cuda). */
 const char *xpj_libdevice_path(void);

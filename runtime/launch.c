@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TOTAL ((uint64_t)1 << 62)
 
 static unsigned scalar_bytes(xpj_scalar s) {
   unsigned b = xpj_scalar_bits(s);
@@ -247,7 +246,7 @@ static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
                (unsigned long long)di->max_global_size[hw_dim(k, d)]);
       return launch_err(k, "the global size ", buf);
     }
-    if (r->global[d] > MAX_TOTAL / total) {
+    if (r->global[d] > XPJ_MAX_EXTENT / total) {
       /* no one dimension is at fault: name the whole product */
       int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)r->global[0]);
       for (unsigned e = 1; e < r->ndim && n > 0 && (size_t)n < sizeof buf; e++)
@@ -389,8 +388,8 @@ static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
     return launch_err(k, "argument ", buf);
   }
   for (unsigned d = 0; d < a->ndim; d++)
-    if (a->shape[d] < 0 || (uint64_t)a->shape[d] >= MAX_TOTAL) {
-      /* GPU code counts on shapes below 2^62 (compiler/cg.h, CG_MAX_EXTENT) */
+    if (a->shape[d] < 0 || (uint64_t)a->shape[d] >= XPJ_MAX_EXTENT) {
+      /* GPU code counts on shapes below 2^62 (XPJ_MAX_EXTENT) */
       snprintf(buf, sizeof buf, "%u '%s': shape[%u] is %s (%lld)", i, pn, d,
                a->shape[d] < 0 ? "negative" : "2^62 or more",
                (long long)a->shape[d]);

@@ -1558,7 +1558,7 @@ static void test_errors_launch(void **state) {
   expect_invalid("huge stride", k, r, 3, a, "'src'", NULL);
   /* a broadcast view (stride 0) touches one element whatever its shape;
    * shapes of 2^62 or more are refused all the same (GPU code counts on
-   * smaller ones: compiler/cg.h, CG_MAX_EXTENT) */
+   * smaller ones: XPJ_MAX_EXTENT) */
   bad = xpj_array_1d(src, XPJ_F32, (int64_t)1 << 62);
   bad.strides[0] = 0;
   expect_invalid("shape 2^62, stride 0", k, r, 3, a, "'src'", "2^62 or more");
