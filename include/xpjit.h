@@ -254,6 +254,20 @@ xpj_status xpj_mem_free(xpj_device *dev, void *ptr);
  * allocation of dev (imported or not). */
 xpj_status xpj_mem_import(xpj_device *dev, void *ptr, size_t bytes,
                           xpj_mem_kind kind);
+/* Waits, on the calling thread, until the work another library queued on
+ * dev is done: call it before xpjit's commands read memory that library
+ * wrote (xpj_mem_import), as the producer's stream has no order with
+ * xpjit's queues. queue is that library's native queue:
+ *   CUDA    a CUstream of dev's primary context (1 and 2: the legacy and
+ *           the per-thread default stream, as __cuda_array_interface__
+ *           writes them); 0: all the work of the primary context
+ *   OpenCL  a cl_command_queue of dev's device (clFinish); 0 is refused
+ *   CPU     nothing to wait for: XPJ_OK at once
+ * Level Zero: XPJ_ERR_UNSUPPORTED. The handle must be a live one: a
+ * driver cannot tell a stale or made-up handle, any more than when the
+ * other library uses it. XPJ_ERR_DEVICE when the driver reports an error
+ * of that work (an illegal address). */
+xpj_status xpj_device_wait_native(xpj_device *dev, uintptr_t queue);
 /* Looks up the allocation containing ptr: its start, size and kind.
  * XPJ_ERR_NOT_FOUND when ptr is in none of dev's allocations. */
 xpj_status xpj_mem_query(xpj_device *dev, const void *ptr, void **base,

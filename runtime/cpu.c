@@ -856,6 +856,12 @@ static void cpu_cancel(xpj_device *d, void *bq, rt_launch *l, char *warn,
   pthread_mutex_unlock(&p->mu);
 }
 
+/* Another library's work for the CPU: its own threads' (nothing queued
+ * here to wait for). */
+static xpj_status cpu_wait_native(xpj_device *d, uintptr_t queue) {
+  return XPJ_OK;
+}
+
 const rt_backend_ops rt_cpu_backend = {
     .id = XPJ_BACKEND_CPU,
     .discover = cpu_discover,
@@ -868,4 +874,5 @@ const rt_backend_ops rt_cpu_backend = {
     .fill = cpu_fill,
     .launch = cpu_launch,
     .cancel = cpu_cancel,
+    .wait_native = cpu_wait_native,
 };

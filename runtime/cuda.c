@@ -88,6 +88,7 @@ typedef struct cu_api {
   CUresult (*StreamCreate)(CUstream *, unsigned);
   CUresult (*StreamDestroy)(CUstream);
   CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*CtxSynchronize)(void);
   CUresult (*LinkCreate)(unsigned, CUjit_option *, void **, CUlinkState *);
   CUresult (*LinkAddData)(CUlinkState, int, void *, size_t, const char *,
                           unsigned, CUjit_option *, void **);
@@ -131,6 +132,7 @@ static const struct {
     SYM(StreamCreate, "cuStreamCreate"),
     SYM(StreamDestroy, "cuStreamDestroy_v2"),
     SYM(StreamSynchronize, "cuStreamSynchronize"),
+    SYM(CtxSynchronize, "cuCtxSynchronize"),
     SYM(LinkCreate, "cuLinkCreate_v2"),
     SYM(LinkAddData, "cuLinkAddData_v2"),
     SYM(LinkComplete, "cuLinkComplete"),
@@ -884,6 +886,21 @@ static xpj_status cuda_sync(xpj_device *d, void *bq) {
            : XPJ_OK;
 }
 
+/* Another library's work on the device (xpj_device_wait_native): one of
+ * its streams, or with 0 all of the primary context's. */
+static xpj_status cuda_wait_native(xpj_device *d, uintptr_t queue) {
+  cuda_dev *cd = d->impl;
+  xpj_status st = make_current(cd, "xpj_device_wait_native");
+  if (st != XPJ_OK)
+    return st;
+  CUresult r = queue ? cd->api->StreamSynchronize((CUstream)queue)
+                     : cd->api->CtxSynchronize();
+  return r ? cu_fail(cd->api, r, XPJ_ERR_DEVICE,
+                     "xpj_device_wait_native on %s: %s", d->id,
+                     queue ? "cuStreamSynchronize" : "cuCtxSynchronize")
+           : XPJ_OK;
+}
+
 const rt_backend_ops rt_cuda_backend = {
     .id = XPJ_BACKEND_CUDA,
     .discover = cuda_discover,
@@ -900,4 +917,5 @@ const rt_backend_ops rt_cuda_backend = {
     .sync = cuda_sync,
     .native_get = cuda_native_get,
     .native_load = cuda_native_load,
+    .wait_native = cuda_wait_native,
 };

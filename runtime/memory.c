@@ -127,6 +127,16 @@ xpj_status xpj_mem_import(xpj_device *dev, void *ptr, size_t bytes,
                 "xpj_mem_import");
 }
 
+xpj_status xpj_device_wait_native(xpj_device *dev, uintptr_t queue) {
+  if (!dev)
+    return rt_err(XPJ_ERR_INVALID, "xpj_device_wait_native: device is NULL");
+  if (!dev->ops->wait_native)
+    return rt_err(XPJ_ERR_UNSUPPORTED,
+                  "xpj_device_wait_native: %s has no native queues xpjit can "
+                  "wait for", dev->id);
+  return dev->ops->wait_native(dev, queue);
+}
+
 /* An allocation still used by commands leaves the table (no new command
  * may use it) for the retired list, and goes back to the backend when the
  * last command using it finishes (rt_mem_release). */

@@ -748,6 +748,18 @@ static xpj_status ocl_sync(xpj_device *d, void *bq) {
   return e == CL_SUCCESS ? XPJ_OK : cl_fail(XPJ_ERR_DEVICE, e, "clFinish", d);
 }
 
+/* Another library's cl_command_queue (xpj_device_wait_native). */
+static xpj_status ocl_wait_native(xpj_device *d, uintptr_t queue) {
+  if (!queue)
+    return rt_err(XPJ_ERR_INVALID,
+                  "xpj_device_wait_native on %s: OpenCL needs the "
+                  "cl_command_queue to wait for (0 given)", d->id);
+  cl_int e = cl.clFinish((cl_command_queue)queue);
+  return e == CL_SUCCESS ? XPJ_OK
+                         : cl_fail(XPJ_ERR_DEVICE, e,
+                                   "xpj_device_wait_native: clFinish", d);
+}
+
 const rt_backend_ops rt_ocl_backend = {
     .id = XPJ_BACKEND_OPENCL,
     .discover = ocl_discover,
@@ -764,4 +776,5 @@ const rt_backend_ops rt_ocl_backend = {
     .sync = ocl_sync,
     .native_get = ocl_native_get,
     .native_load = ocl_native_load,
+    .wait_native = ocl_wait_native,
 };

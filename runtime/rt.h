@@ -146,6 +146,10 @@ typedef struct rt_backend_ops {
                            size_t *len);
   xpj_status (*native_load)(xpj_device *d, const uint8_t *bin, size_t len,
                             const char *entry, void **native);
+  /* Optional (NULL: XPJ_ERR_UNSUPPORTED): waits for the work another
+   * library queued on its own native queue of the device
+   * (xpj_device_wait_native). */
+  xpj_status (*wait_native)(xpj_device *d, uintptr_t queue);
 } rt_backend_ops;
 
 extern const rt_backend_ops rt_cpu_backend;

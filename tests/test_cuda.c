@@ -335,6 +335,32 @@ static void test_memory(void **state) {
   assert_all_released();
 }
 
+/* xpj_device_wait_native: another library's stream (CuPy's, PyTorch's)
+ * waited for under the device's primary context; 0 is the whole context. */
+static void test_wait_native(void **state) {
+  (void)state;
+  mock_env("1", NULL, NULL, NULL);
+  xpj_context *c = new_ctx();
+  xpj_device *d = cuda_dev(c, "cuda:0");
+  assert_int_equal(xpj_device_wait_native(d, 0), XPJ_OK);
+  assert_int_equal(mock_get()->ctx_syncs, 1);
+  int syncs = mock_get()->syncs;
+  assert_int_equal(xpj_device_wait_native(d, 1), XPJ_OK);
+  assert_ptr_equal(mock_get()->last_synced, (void *)1);
+  assert_int_equal(xpj_device_wait_native(d, 2), XPJ_OK);
+  assert_ptr_equal(mock_get()->last_synced, (void *)2);
+  assert_int_equal(mock_get()->syncs, syncs + 2);
+  assert_int_equal(mock_get()->no_context, 0);
+  /* the CPU device: nothing to wait for; no device: refused */
+  xpj_device *cpu = cuda_dev(c, "cpu");
+  assert_int_equal(xpj_device_wait_native(cpu, 12345), XPJ_OK);
+  assert_int_equal(xpj_device_wait_native(NULL, 1), XPJ_ERR_INVALID);
+  assert_msg_has("device is NULL");
+  assert_int_equal(mock_get()->ctx_syncs, 1);
+  xpj_context_destroy(c);
+  assert_all_released();
+}
+
 static void test_copy_fill(void **state) {
   (void)state;
   mock_env("1", NULL, NULL, NULL);
@@ -785,6 +811,7 @@ int main(void) {
       cmocka_unit_test(test_discovery),
       cmocka_unit_test(test_targets),
       cmocka_unit_test(test_memory),
+      cmocka_unit_test(test_wait_native),
       cmocka_unit_test(test_copy_fill),
       cmocka_unit_test(test_launch_args),
       cmocka_unit_test(test_local_params),

@@ -1,6 +1,7 @@
 """Fixtures: the devices the tests run on (the CPU device, and the OpenCL
 device when one is visible: make test points OCL_ICD_VENDORS at Intel's
-OpenCL CPU runtime), and moving NumPy arrays to and from them."""
+OpenCL CPU runtime; the CUDA device on a machine with one), and moving
+NumPy arrays to and from them."""
 import os
 
 import numpy as np
@@ -16,8 +17,9 @@ EXAMPLES = os.path.join(ROOT, "examples")
 
 def _device_ids():
     ids = ["cpu"]
-    if xpjit.get_context().devices("opencl"):
-        ids.append("opencl")
+    for backend in ("opencl", "cuda"):  # cuda: tests/gpu.sh's GPU machine
+        if xpjit.get_context().devices(backend):
+            ids.append(backend)
     return ids
 
 

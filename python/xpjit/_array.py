@@ -315,6 +315,9 @@ class ndarray:
         if self.device.backend != "cuda":
             raise AttributeError("__cuda_array_interface__: the array is on "
                                  "%s" % self.device.id)
+        # "stream": None tells the consumer nothing is left to wait for:
+        # xpjit's streams have no order with its own, so finish them first
+        self.device.synchronize()
         return {"shape": self.shape, "typestr": self.dtype.str,
                 "data": (self.ptr, False), "version": 3,
                 "strides": None if self.flags["C_CONTIGUOUS"]
@@ -475,8 +478,18 @@ def from_dlpack(obj, device=None):
     CUDA device n: the device cuda:n, the memory imported)."""
     if not hasattr(obj, "__dlpack__"):
         raise InvalidArgumentError("%s has no __dlpack__" % type(obj).__name__)
+    # a CUDA producer (CuPy, PyTorch) orders its work before the legacy
+    # default stream, which xpjit then waits for: xpjit's own streams have
+    # no order with the producer's (DLPack's stream argument)
+    stream = None
     try:
-        cap = obj.__dlpack__()
+        if tuple(obj.__dlpack_device__())[0] == _DL_CUDA:
+            stream = 1
+    except Exception:  # no __dlpack_device__: no stream to give
+        pass
+    try:
+        cap = obj.__dlpack__() if stream is None else obj.__dlpack__(
+            stream=stream)
         p = _api.PyCapsule_GetPointer(cap, b"dltensor")
     except (ValueError, TypeError, ctypes.ArgumentError, BufferError) as e:
         raise InvalidArgumentError("%s.__dlpack__ gave no DLPack tensor "
@@ -511,6 +524,8 @@ def from_dlpack(obj, device=None):
             "it with xpjit.asarray)" % device.id)
     mem = owner
     if dtype_dev[0] not in (_DL_CPU, 3):
+        if stream is not None:
+            device.wait_native(stream)
         lo, hi = _span(shape, strides)
         mem = _Import(device, ptr + lo, hi - lo + dtype.itemsize,
                       _lib.MEM_DEVICE, owner)
@@ -526,7 +541,8 @@ def from_cuda_array_interface(obj, device=None):
     __cuda_array_interface__ (version 2 or 3: Numba's and CuPy's device
     arrays), on device (default: the CUDA device cuda:0). The memory is
     imported (xpj_mem_import) for as long as the array lives, obj kept
-    alive; a stream in the interface is the producer's to have finished."""
+    alive. A stream in the interface (version 3) is waited for first: its
+    work, such as what wrote the array, has no order with xpjit's."""
     cai = getattr(obj, "__cuda_array_interface__", None)
     if not isinstance(cai, dict):
         raise InvalidArgumentError("%s has no __cuda_array_interface__"
@@ -545,9 +561,17 @@ def from_cuda_array_interface(obj, device=None):
         raise InvalidArgumentError("__cuda_array_interface__: %d strides "
                                    "for %d dimensions" % (len(strides),
                                                           len(shape)))
+    stream = cai.get("stream")
+    if stream is not None and (isinstance(stream, bool) or
+                               not isinstance(stream, int) or stream <= 0):
+        # 0 is ambiguous by the interface's rules: refused, as CuPy does
+        raise InvalidArgumentError("__cuda_array_interface__: stream %r is "
+                                   "not a CUDA stream handle" % (stream,))
     if device is None:
         from ._runtime import get_context
         device = get_context().device("cuda:0")
+    if stream is not None:
+        device.wait_native(stream)
     lo, hi = _span(shape, strides)
     if hi < lo or not ptr:  # empty: nothing to import
         return ndarray(shape, dtype, device)

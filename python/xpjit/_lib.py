@@ -212,6 +212,7 @@ device_list = _fn("xpj_device_list", S, P, _cp, ctypes.POINTER(P), _u,
                   ctypes.POINTER(_u))
 device_get_info = _fn("xpj_device_get_info", S, P, ctypes.POINTER(DeviceInfo))
 device_id = _fn("xpj_device_id", _cp, P)
+device_wait_native = _fn("xpj_device_wait_native", S, P, ctypes.c_size_t)
 
 mem_alloc = _fn("xpj_mem_alloc", S, P, ctypes.c_int, _sz, _sz,
                 ctypes.POINTER(P))

@@ -543,7 +543,9 @@ class Kernel(_KernelBase):
             if key is not None and len(self._fast_memo) < 4096:
                 self._fast_memo[key] = spec.fast
         event = Event(ev.value, queue) if ev is not None else None
-        if wait or (host and wait is None):
+        # memory NumPy or another library (CuPy, PyTorch) reads as it likes:
+        # their streams have no order with xpjit's, so the launch ends first
+        if wait or ((host or foreign) and wait is None):
             queue.wait()
         elif need_hold:
             # what the launch reads must outlive it: NumPy arrays given

@@ -270,6 +270,19 @@ class Device:
         if self._queue is not None:
             self._queue.wait()
 
+    def wait_native(self, stream=0):
+        """Waits for work another library queued on this device, before
+        xpjit reads what it wrote (xpj_device_wait_native): stream is its
+        native queue as an int (CUDA: a CUstream, 1 and 2 the legacy and
+        per-thread default streams, 0 all of the device's work; OpenCL: a
+        cl_command_queue). Nothing to wait for on the CPU device."""
+        if isinstance(stream, bool) or not isinstance(stream, int) or \
+                not 0 <= stream < 1 << 64:
+            raise InvalidArgumentError(
+                "wait_native: the stream is a native handle as an int, "
+                "not %r" % (stream,))
+        check(_lib.device_wait_native(self.handle, stream))
+
     def __enter__(self):
         stack = getattr(_local, "devices", None)
         if stack is None:

@@ -481,13 +481,25 @@ CUresult cuStreamDestroy_v2(CUstream_st *s) {
   return OK;
 }
 
+/* CUDA's legacy and per-thread default streams: handles, not streams */
+#define DEFAULT_STREAM(s) ((uintptr_t)(s) == 1 || (uintptr_t)(s) == 2)
+
 CUresult cuStreamSynchronize(CUstream_st *s) {
   CUresult r = stream_op(s, &st.syncs);
-  if (!r && s && s->pending_fail) {
+  if (!r) {
+    pthread_mutex_lock(&mu);
+    st.last_synced = s;
+    pthread_mutex_unlock(&mu);
+  }
+  if (!r && s && !DEFAULT_STREAM(s) && s->pending_fail) {
     s->pending_fail = 0;
     r = E_ILLEGAL_ADDRESS;
   }
   return r;
+}
+
+CUresult cuCtxSynchronize(void) {
+  return stream_op(NULL, &st.ctx_syncs);
 }
 
 /* ---- the JIT --------------------------------------------------------- */

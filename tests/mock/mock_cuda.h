@@ -35,6 +35,10 @@ typedef struct mock_cuda_state {
   int events_recorded, live_events;
   int ptx_module_loads, elf_module_loads; /* cuModuleLoadData of raw PTX,
                                              of an ELF cubin (NVRTC's) */
+  /* xpj_device_wait_native's: cuCtxSynchronize calls, and the stream of
+   * the last cuStreamSynchronize (1 and 2: the default streams) */
+  int ctx_syncs;
+  void *last_synced;
 } mock_cuda_state;
 
 typedef const mock_cuda_state *(*mock_cuda_get_fn)(void);
