@@ -146,6 +146,11 @@ typedef struct rt_backend_ops {
                            size_t *len);
   xpj_status (*native_load)(xpj_device *d, const uint8_t *bin, size_t len,
                             const char *entry, void **native);
+  /* Optional (NULL: none, the CPU): the driver's handle of kind what
+   * (xpj_device_native; what already checked), or XPJ_ERR_UNSUPPORTED
+   * with rt_err's message for a kind the backend has not. */
+  xpj_status (*native_handle)(const xpj_device *d, xpj_native_kind what,
+                              void **out);
 } rt_backend_ops;
 
 extern const rt_backend_ops rt_cpu_backend;
