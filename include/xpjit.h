@@ -221,6 +221,31 @@ const char *xpj_device_id(const xpj_device *dev);
  * only shows here and in the message of a filter that matches nothing. */
 const char *xpj_context_backend_note(const xpj_context *ctx, xpj_backend b);
 
+/* The driver's own handles behind a device, for working with other
+ * libraries on the same device (dpctl, PyOpenCL, CuPy): which device a
+ * pointer of theirs belongs to, whether it is of this context.
+ *   XPJ_NATIVE_DEVICE    OpenCL cl_device_id; CUDA CUdevice (the ordinal,
+ *                        an int, in the pointer's bits); Level Zero
+ *                        ze_device_handle_t
+ *   XPJ_NATIVE_CONTEXT   OpenCL cl_context (the device's own: every
+ *                        allocation of the device is in it); CUDA the
+ *                        device's primary CUcontext; Level Zero the
+ *                        driver's ze_context_handle_t
+ *   XPJ_NATIVE_PLATFORM  OpenCL cl_platform_id; Level Zero
+ *                        ze_driver_handle_t (CUDA has none)
+ * The handle is the device's, not retained for the caller: valid while
+ * the device's context lives; retain it (clRetainContext, ...) to keep it
+ * longer, never release it otherwise. XPJ_ERR_UNSUPPORTED for the CPU
+ * device (no driver) and a kind the backend has not; XPJ_ERR_INVALID for
+ * NULL arguments or an unknown kind. */
+typedef enum xpj_native_kind {
+  XPJ_NATIVE_DEVICE = 0,
+  XPJ_NATIVE_CONTEXT = 1,
+  XPJ_NATIVE_PLATFORM = 2,
+} xpj_native_kind;
+xpj_status xpj_device_native(const xpj_device *dev, xpj_native_kind what,
+                             void **out);
+
 /* ---- memory ---------------------------------------------------------- */
 
 typedef enum xpj_mem_kind {

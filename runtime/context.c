@@ -294,3 +294,20 @@ xpj_status xpj_device_get_info(const xpj_device *dev, xpj_device_info *out) {
 }
 
 const char *xpj_device_id(const xpj_device *dev) { return dev ? dev->id : ""; }
+
+xpj_status xpj_device_native(const xpj_device *dev, xpj_native_kind what,
+                             void **out) {
+  if (out)
+    *out = NULL;
+  if (!dev || !out)
+    return rt_err(XPJ_ERR_INVALID, "xpj_device_native: NULL argument");
+  if (what != XPJ_NATIVE_DEVICE && what != XPJ_NATIVE_CONTEXT &&
+      what != XPJ_NATIVE_PLATFORM)
+    return rt_err(XPJ_ERR_INVALID, "xpj_device_native: unknown kind %d",
+                  (int)what);
+  if (!dev->ops->native_handle)
+    return rt_err(XPJ_ERR_UNSUPPORTED,
+                  "xpj_device_native: %s has no driver handles (%s)", dev->id,
+                  xpj_backend_name(dev->info.backend));
+  return dev->ops->native_handle(dev, what, out);
+}

@@ -439,6 +439,18 @@ static xpj_status cuda_discover(xpj_context *ctx) {
 
 static void cuda_mem_free(xpj_device *d, xpj_mem_kind kind, void *p);
 
+static xpj_status cuda_native_handle(const xpj_device *d,
+                                     xpj_native_kind what, void **out) {
+  const cuda_dev *cd = d->impl;
+  if (what == XPJ_NATIVE_PLATFORM)
+    return rt_err(XPJ_ERR_UNSUPPORTED,
+                  "xpj_device_native: CUDA has no platform handle (%s)",
+                  d->id);
+  *out = what == XPJ_NATIVE_DEVICE ? (void *)(intptr_t)cd->dev
+                                   : (void *)cd->ctx;
+  return XPJ_OK;
+}
+
 static void cuda_device_destroy(xpj_device *d) {
   cuda_dev *cd = d->impl;
   if (!cd)
@@ -918,4 +930,5 @@ const rt_backend_ops rt_cuda_backend = {
     .native_get = cuda_native_get,
     .native_load = cuda_native_load,
     .wait_native = cuda_wait_native,
+    .native_handle = cuda_native_handle,
 };

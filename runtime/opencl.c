@@ -475,6 +475,15 @@ static void ocl_device_destroy(xpj_device *d) {
   d->impl = NULL;
 }
 
+static xpj_status ocl_native_handle(const xpj_device *d, xpj_native_kind what,
+                                    void **out) {
+  const cl_dev *c = cd_of(d);
+  *out = what == XPJ_NATIVE_DEVICE    ? (void *)c->id
+         : what == XPJ_NATIVE_CONTEXT ? (void *)c->ctx
+                                      : (void *)c->platform;
+  return XPJ_OK;
+}
+
 /* ---- memory -------------------------------------------------------------- */
 
 static xpj_status ocl_mem_alloc(xpj_device *d, xpj_mem_kind kind,
@@ -777,4 +786,5 @@ const rt_backend_ops rt_ocl_backend = {
     .native_get = ocl_native_get,
     .native_load = ocl_native_load,
     .wait_native = ocl_wait_native,
+    .native_handle = ocl_native_handle,
 };

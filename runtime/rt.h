@@ -150,6 +150,11 @@ typedef struct rt_backend_ops {
    * library queued on its own native queue of the device
    * (xpj_device_wait_native). */
   xpj_status (*wait_native)(xpj_device *d, uintptr_t queue);
+  /* Optional (NULL: none, the CPU): the driver's handle of kind what
+   * (xpj_device_native; what already checked), or XPJ_ERR_UNSUPPORTED
+   * with rt_err's message for a kind the backend has not. */
+  xpj_status (*native_handle)(const xpj_device *d, xpj_native_kind what,
+                              void **out);
 } rt_backend_ops;
 
 extern const rt_backend_ops rt_cpu_backend;

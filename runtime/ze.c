@@ -545,6 +545,15 @@ static void ze_device_destroy(xpj_device *d) {
   d->impl = NULL;
 }
 
+static xpj_status ze_native_handle(const xpj_device *d, xpj_native_kind what,
+                                   void **out) {
+  const ze_dev *zd = d->impl;
+  *out = what == XPJ_NATIVE_DEVICE    ? (void *)zd->h
+         : what == XPJ_NATIVE_CONTEXT ? (void *)zd->drv->zctx
+                                      : (void *)zd->drv->h;
+  return XPJ_OK;
+}
+
 static xpj_status ze_mem_alloc(xpj_device *d, xpj_mem_kind kind,
                                size_t bytes, size_t align, void **out) {
   ze_dev *zd = d->impl;
@@ -1026,4 +1035,5 @@ const rt_backend_ops rt_ze_backend = {
     .sync = ze_sync,
     .native_get = ze_native_get,
     .native_load = ze_native_load,
+    .native_handle = ze_native_handle,
 };

@@ -202,6 +202,34 @@ static void test_discovery(void **state) {
   }
   assert_int_equal(xpj_device_select(c, "gpu", &d), XPJ_OK);
   assert_string_equal(xpj_device_id(d), "cuda:0");
+  /* xpj_device_native: the ordinal and the primary context, not
+   * retained for the caller; CUDA has no platform */
+  typedef int (*retain_fn)(void **, int);
+  typedef int (*release_fn)(int);
+  retain_fn retain;
+  release_fn release;
+  *(void **)&retain = dlsym(mock_lib, "cuDevicePrimaryCtxRetain");
+  *(void **)&release = dlsym(mock_lib, "cuDevicePrimaryCtxRelease_v2");
+  assert_non_null(retain);
+  assert_non_null(release);
+  for (unsigned i = 0; i < 2; i++) {
+    char id[16];
+    snprintf(id, sizeof id, "cuda:%u", i);
+    d = cuda_dev(c, id);
+    void *h = NULL, *primary = NULL;
+    assert_int_equal(xpj_device_native(d, XPJ_NATIVE_DEVICE, &h), XPJ_OK);
+    assert_int_equal((intptr_t)h, (intptr_t)i);
+    int before = mock_get()->retained_ctxs;
+    assert_int_equal(xpj_device_native(d, XPJ_NATIVE_CONTEXT, &h), XPJ_OK);
+    assert_int_equal(mock_get()->retained_ctxs, before);
+    assert_int_equal(retain(&primary, (int)i), 0);
+    assert_int_equal(release((int)i), 0);
+    assert_ptr_equal(h, primary);
+    h = (void *)1;
+    assert_int_equal(xpj_device_native(d, XPJ_NATIVE_PLATFORM, &h),
+                     XPJ_ERR_UNSUPPORTED);
+    assert_null(h);
+  }
   xpj_context_destroy(c);
   assert_all_released();
 }

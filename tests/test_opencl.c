@@ -10,6 +10,10 @@
 #include "xpjit.h"
 #include "xpjit_cache.h"
 
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+
+#include <dlfcn.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -107,6 +111,70 @@ static void test_discovery(void **state) {
   assert_true(in.mem_base_align >= 64);
   assert_true(in.name[0] && in.vendor[0] && in.driver_version[0]);
   assert_true(dev->native_id[0] != 0);
+  xpj_context_destroy(ctx);
+}
+
+/* xpj_device_native: the device's cl_device_id, cl_context and
+ * cl_platform_id, as the driver itself relates them (the context's one
+ * device, the device's platform) */
+static void test_native_handles(void **state) {
+  (void)state;
+  xpj_device *dev;
+  xpj_context *ctx = ctx_opencl(&dev);
+  if (!ctx)
+    skip();
+  void *id = NULL, *cctx = NULL, *plat = NULL;
+  assert_int_equal(xpj_device_native(dev, XPJ_NATIVE_DEVICE, &id), XPJ_OK);
+  assert_int_equal(xpj_device_native(dev, XPJ_NATIVE_CONTEXT, &cctx), XPJ_OK);
+  assert_int_equal(xpj_device_native(dev, XPJ_NATIVE_PLATFORM, &plat),
+                   XPJ_OK);
+  assert_non_null(id);
+  assert_non_null(cctx);
+  assert_non_null(plat);
+  void *cl = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+  assert_non_null(cl);
+  typedef int (*info_fn)(void *, unsigned, size_t, void *, size_t *);
+  info_fn ctx_info, dev_info;
+  *(void **)&ctx_info = dlsym(cl, "clGetContextInfo");
+  *(void **)&dev_info = dlsym(cl, "clGetDeviceInfo");
+  assert_non_null(ctx_info);
+  assert_non_null(dev_info);
+  unsigned ndev = 0, refs = 0;
+  void *devs[4] = {0}, *p = NULL;
+  assert_int_equal(ctx_info(cctx, CL_CONTEXT_NUM_DEVICES, sizeof ndev, &ndev,
+                            NULL), 0);
+  assert_int_equal(ndev, 1);
+  assert_int_equal(ctx_info(cctx, CL_CONTEXT_DEVICES, sizeof devs, devs,
+                            NULL), 0);
+  assert_ptr_equal(devs[0], id);
+  assert_int_equal(dev_info(id, CL_DEVICE_PLATFORM, sizeof p, &p, NULL), 0);
+  assert_ptr_equal(p, plat);
+  /* not retained for the caller: asking twice changes no count */
+  unsigned before = 0;
+  assert_int_equal(ctx_info(cctx, CL_CONTEXT_REFERENCE_COUNT, sizeof before,
+                            &before, NULL), 0);
+  assert_int_equal(xpj_device_native(dev, XPJ_NATIVE_CONTEXT, &p), XPJ_OK);
+  assert_int_equal(ctx_info(cctx, CL_CONTEXT_REFERENCE_COUNT, sizeof refs,
+                            &refs, NULL), 0);
+  assert_int_equal(refs, before);
+  /* the same device of another xpjit context: the same cl_device_id (the
+   * driver's), another cl_context */
+  xpj_device *dev2;
+  xpj_context *ctx2 = ctx_opencl(&dev2);
+  assert_non_null(ctx2);
+  assert_int_equal(xpj_device_native(dev2, XPJ_NATIVE_DEVICE, &p), XPJ_OK);
+  assert_ptr_equal(p, id);
+  assert_int_equal(xpj_device_native(dev2, XPJ_NATIVE_CONTEXT, &p), XPJ_OK);
+  assert_ptr_not_equal(p, cctx);
+  xpj_context_destroy(ctx2);
+  /* bad kinds and arguments */
+  p = (void *)1;
+  assert_int_equal(xpj_device_native(dev, (xpj_native_kind)3, &p),
+                   XPJ_ERR_INVALID);
+  assert_null(p);
+  assert_int_equal(xpj_device_native(dev, XPJ_NATIVE_DEVICE, NULL),
+                   XPJ_ERR_INVALID);
+  dlclose(cl);
   xpj_context_destroy(ctx);
 }
 
@@ -483,6 +551,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_no_loader),
       cmocka_unit_test(test_discovery),
+      cmocka_unit_test(test_native_handles),
       cmocka_unit_test(test_memory),
       cmocka_unit_test(test_bad_binaries),
       cmocka_unit_test(test_native_cache),

@@ -554,6 +554,20 @@ static int hold(void *u) { /* a host task that takes a moment */
   return 0;
 }
 
+/* xpj_device_native: the CPU device has no driver handles */
+static void test_native_cpu(void **state) {
+  (void)state;
+  void *h = (void *)1;
+  assert_int_equal(xpj_device_native(cpu, XPJ_NATIVE_DEVICE, &h),
+                   XPJ_ERR_UNSUPPORTED);
+  assert_null(h);
+  assert_msg_has("cpu:0");
+  assert_int_equal(xpj_device_native(NULL, XPJ_NATIVE_DEVICE, &h),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_device_native(cpu, (xpj_native_kind)-1, &h),
+                   XPJ_ERR_INVALID);
+}
+
 /* Memory someone else allocated, registered (xpj_mem_import): launches
  * check views against it as against xpjit's own; xpj_mem_free lets it go
  * without freeing it; overlaps and bad arguments are refused. */
@@ -830,6 +844,7 @@ int main(void) {
       cmocka_unit_test(test_device_info), cmocka_unit_test(test_memory),
       cmocka_unit_test(test_copy_fill),   cmocka_unit_test(test_events),
       cmocka_unit_test(test_program),     cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_native_cpu),
       cmocka_unit_test(test_mem_import),  cmocka_unit_test(test_helpers),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

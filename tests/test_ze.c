@@ -228,6 +228,41 @@ static void test_discovery(void **state) {
   }
   /* one ze context for the driver, shared by its three devices */
   assert_int_equal(stats().live_contexts, baseline.live_contexts + 1);
+  /* xpj_device_native: the driver's device handles, its one context and
+   * the driver */
+  void *h = dlopen(mock_path, RTLD_NOW | RTLD_LOCAL);
+  assert_non_null(h);
+  typedef int (*driver_get_fn)(uint32_t *, void **);
+  typedef int (*device_get_fn)(void *, uint32_t *, void **);
+  driver_get_fn driver_get;
+  device_get_fn device_get;
+  *(void **)&driver_get = dlsym(h, "zeDriverGet");
+  *(void **)&device_get = dlsym(h, "zeDeviceGet");
+  assert_non_null(driver_get);
+  assert_non_null(device_get);
+  uint32_t ndrv = 1, ndev = 3;
+  void *drv = NULL, *devs[3] = {0}, *zctx = NULL;
+  assert_int_equal(driver_get(&ndrv, &drv), 0);
+  assert_int_equal(device_get(drv, &ndev, devs), 0);
+  for (unsigned i = 0; i < 3; i++) {
+    char filter[32];
+    snprintf(filter, sizeof filter, "level_zero:%u", i);
+    xpj_device *d = NULL;
+    assert_int_equal(xpj_device_select(ctx, filter, &d), XPJ_OK);
+    void *got = NULL;
+    assert_int_equal(xpj_device_native(d, XPJ_NATIVE_DEVICE, &got), XPJ_OK);
+    assert_ptr_equal(got, devs[i]);
+    assert_int_equal(xpj_device_native(d, XPJ_NATIVE_PLATFORM, &got),
+                     XPJ_OK);
+    assert_ptr_equal(got, drv);
+    assert_int_equal(xpj_device_native(d, XPJ_NATIVE_CONTEXT, &got),
+                     XPJ_OK);
+    assert_non_null(got);
+    if (i)
+      assert_ptr_equal(got, zctx);
+    zctx = got;
+  }
+  dlclose(h);
   xpj_context_destroy(ctx);
   assert_nothing_live();
 }
