@@ -675,11 +675,16 @@ xpj_status rt_launch_verdict(const rt_launch *l) {
                                              : "to the array's first element");
 }
 
+void rt_launch_release_holds(rt_launch *l) {
+  for (unsigned i = 0; i < l->nholds; i++)
+    rt_mem_release(l->dev, l->holds[i]);
+  l->nholds = 0;
+}
+
 void rt_launch_free(rt_launch *l) {
   if (!l)
     return;
-  for (unsigned i = 0; i < l->nholds; i++)
-    rt_mem_release(l->dev, l->holds[i]);
+  rt_launch_release_holds(l);
   if (l->check)
     l->dev->ops->mem_free(l->dev, XPJ_MEM_HOST, l->check);
   rt_checked_release(l->checked);

@@ -218,6 +218,16 @@ static void finish(xpj_queue *q, cmd *c, xpj_status st, const char *msg) {
   if (st == XPJ_OK && c->type == CMD_LAUNCH &&
       (st = rt_launch_verdict(c->u.launch)) != XPJ_OK)
     msg = xpj_last_error();
+  /* the memory it used is let go before anyone can learn that it is done:
+   * after xpj_queue_wait or xpj_event_wait, xpj_mem_free frees at once,
+   * and the range of an import let go may be imported again */
+  if (c->type == CMD_LAUNCH)
+    rt_launch_release_holds(c->u.launch);
+  for (int i = 0; i < 2; i++)
+    if (c->holds[i]) {
+      rt_mem_release(c->dev, c->holds[i]);
+      c->holds[i] = 0;
+    }
   event_finish(c->ev, st, msg);
   pthread_mutex_lock(&q->mu);
   if (q->running == c)

@@ -498,6 +498,8 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
 /* After a launch completed: XPJ_ERR_BOUNDS with the message when its
  * checks recorded a violation, else XPJ_OK. */
 xpj_status rt_launch_verdict(const rt_launch *l);
+/* Lets go of the memory a launch holds (rt_mem_release), once. */
+void rt_launch_release_holds(rt_launch *l);
 /* Releases what a prepared launch holds and frees it (NULL: no-op). */
 void rt_launch_free(rt_launch *l);
 /* Enqueues a prepared launch (queue.c); takes ownership of l. */
