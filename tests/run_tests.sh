@@ -57,9 +57,10 @@ fi
 # The Python package (python/) on this build's library, without installing
 # it: pytest on the CPU device and, with Intel's OpenCL runtime, on OpenCL.
 # CI sets XPJIT_REQUIRE_PYTHON=1: there, a Python without NumPy and pytest
-# (tools/deps.sh installs Debian's) is a failure.
+# (tools/deps.sh installs Debian's) is a failure; and XPJIT_REQUIRE_SUAI=1:
+# python/tests/test_suai.py fails instead of skipping without dpctl.
 PY=""
-# (tools/py-test-deps.sh's venv first: it adds pyarrow)
+# (tools/py-test-deps.sh's venv first: it adds pyarrow and dpctl)
 for p in ${PYTHON:-} "$HOME/.cache/xpjit/venv-test/bin/python" python3 \
   /usr/bin/python3; do
   if "$p" -c "import numpy, pytest" >/dev/null 2>&1; then PY=$p; break; fi

@@ -3,6 +3,8 @@ specialisation, device arrays, DLPack, and every kind of bad input giving
 an exception with the library's message (never a crash)."""
 import gc
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -520,10 +522,56 @@ def test_foreign_memory_is_imported(prog):
             __cuda_array_interface__ = {"shape": (2,)}
         xpjit.from_cuda_array_interface(Bad(), device=cpu)
 
+    # read-only memory (the interface says so) is no output, on both
+    # launch paths (the C one leaves it to Python), and no set()/fill()
+    class ReadOnly:
+        __cuda_array_interface__ = {
+            "data": (base.ctypes.data, True), "shape": (16,),
+            "typestr": "<f4", "version": 3, "strides": None}
+    ro = xpjit.from_cuda_array_interface(ReadOnly(), device=cpu)
+    assert not ro.flags["WRITEABLE"] and not ro[2:].flags["WRITEABLE"]
+    for _ in range(3):
+        with pytest.raises(xpjit.InvalidArgumentError, match="read-only"):
+            prog.scale(16, np.float32(2), ro)
+    with pytest.raises(xpjit.InvalidArgumentError, match="read-only"):
+        ro.fill(1)
+    np.testing.assert_array_equal(base[1:], np.full(15, 3.0))
+    del ro
+    gc.collect()
+    # a malformed __sycl_usm_array_interface__ is refused before dpctl is
+    # asked anything (tests/test_suai.py has the rest)
     class Usm:
         __sycl_usm_array_interface__ = {"data": (0, False), "shape": (1,)}
-    with pytest.raises(xpjit.InvalidArgumentError, match="SYCL"):
+    with pytest.raises(xpjit.InvalidArgumentError, match="version None"):
         prog.scale(1, np.float32(1), Usm())
+
+
+def test_suai_without_dpctl():
+    """dpctl's __sycl_usm_array_interface__ without dpctl (the rest is
+    tests/test_suai.py): no interface on OpenCL arrays (hasattr is False), a
+    well-formed foreign interface refused with UnsupportedError."""
+    code = r"""
+import sys
+sys.modules["dpctl"] = None  # import dpctl fails
+import numpy as np, xpjit
+class U:
+    __sycl_usm_array_interface__ = {"data": (4096, False), "shape": (1,),
+        "typestr": "<f4", "version": 1, "syclobj": "opencl:cpu"}
+try:
+    xpjit.asarray(U(), device=xpjit.Device("cpu"))
+except xpjit.UnsupportedError as e:
+    assert "dpctl" in str(e), e
+    print("refused")
+ds = xpjit.get_context().devices("opencl")
+if ds:
+    z = xpjit.zeros(2, np.float32, device=ds[0])
+    assert not hasattr(z, "__sycl_usm_array_interface__")
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       text=True, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["refused", "ok"]
 
 
 def test_daemon_per_context(tmp_path):
@@ -534,7 +582,6 @@ def test_daemon_per_context(tmp_path):
     xpjitd = os.path.join(bindir, "xpjitd")
     if not os.path.exists(xpjitd):
         pytest.skip("no xpjitd next to %s" % xpjit._lib.path)
-    import subprocess
     run = tmp_path / "run"
     run.mkdir(mode=0o700)
     sock = str(run / "xpjitd.sock")

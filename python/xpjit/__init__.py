@@ -21,7 +21,7 @@ from ._errors import (XpjitError, InvalidArgumentError, OutOfMemoryError,
 from ._runtime import (Context, Device, Queue, Event, get_context,
                        set_context, get_device, devices)
 from ._array import (ndarray, empty, zeros, asarray, from_dlpack,
-                     from_cuda_array_interface)
+                     from_cuda_array_interface, from_sycl_usm_array_interface)
 from ._program import Program, Kernel, LocalMemory
 from ._elementwise import ElementwiseKernel, ReductionKernel
 
@@ -55,7 +55,9 @@ __all__ = [
     "UnsupportedError", "DeviceError", "CancelledError", "BoundsError",
     "Context", "Device", "Queue", "Event", "get_context", "set_context",
     "get_device", "devices", "ndarray", "empty", "zeros", "asarray",
-    "from_dlpack", "from_cuda_array_interface", "Program", "Kernel", "LocalMemory", "ElementwiseKernel",
+    "from_dlpack", "from_cuda_array_interface",
+    "from_sycl_usm_array_interface", "Program", "Kernel", "LocalMemory",
+    "ElementwiseKernel",
     "ReductionKernel", "versions",
     "cache_stats", "cache_counters", "synchronize",
 ]

@@ -5,13 +5,14 @@ device), DLPack both ways (zero-copy), and foreign device memory
 import ctypes
 import math
 import operator
+import threading
 
 import numpy as np
 
-from . import _lib
+from . import _lib, _sycl
 from ._accel import _fast
 from ._dtypes import scalar_name
-from ._errors import InvalidArgumentError, check
+from ._errors import InvalidArgumentError, XpjitError, check
 from ._runtime import get_device
 
 # ---- memory ---------------------------------------------------------------
@@ -63,6 +64,76 @@ class _Import:
 
 _KINDS = {"device": _lib.MEM_DEVICE, "host": _lib.MEM_HOST,
           "shared": _lib.MEM_SHARED}
+
+
+# ---- SYCL USM (dpctl's __sycl_usm_array_interface__) ----------------------
+#
+# A USM allocation is imported whole (xpj_mem_import of the base and size
+# the driver reports), once per xpjit device however many arrays, views
+# and arguments use it (two imports of one range would overlap): counted
+# here, let go with the last array that uses it. Its owners (the objects
+# whose interface gave it) are kept by the arrays themselves, so that one
+# of them lives while the import does.
+
+_usm_imports = {}  # (device handle, base) -> [_Import, arrays using it]
+_usm_lock = threading.RLock()  # RLock: a release may run inside an acquire
+
+
+def _usm_acquire(device, base, size, kind, first, last):
+    """The key of the import of USM [base, base + size) on device, for an
+    array reaching [first, last); None where xpjit has the range already
+    (its own allocation, exported: the owner keeps it)."""
+    key = (device._h.value, base)
+    with _usm_lock:
+        e = _usm_imports.get(key)
+        if e is not None:
+            e[1] += 1
+            return key
+        b, n = ctypes.c_void_p(), ctypes.c_size_t()
+        if _lib.mem_query(device.handle, first, ctypes.byref(b),
+                          ctypes.byref(n), None) == 0:
+            if b.value <= first and last <= b.value + n.value:
+                return None
+            raise InvalidArgumentError(
+                "__sycl_usm_array_interface__: bytes [%#x, %#x) overlap "
+                "memory %s has registered otherwise ([%#x, %#x))" % (
+                    first, last, device.id, b.value, b.value + n.value))
+        _usm_imports[key] = [_Import(device, base, size, kind, None), 1]
+        return key
+
+
+def _usm_release(key):
+    with _usm_lock:
+        e = _usm_imports.get(key)
+        if e is None:
+            return
+        e[1] -= 1
+        if e[1] == 0:
+            del _usm_imports[key]
+            _let_go(e[0])  # under the lock: a new import of it waits
+
+
+class _UsmMemory:
+    """dpctl's memory under xpjit.ndarrays: its owner (the object whose
+    __sycl_usm_array_interface__ gave it) kept alive, the import it needs
+    (shared), and the interface's syclobj and read-only flag, which the
+    arrays export again. Launches that use it end before they return, as
+    with NumPy's memory: the protocol has no stream, dpctl may use the
+    memory as soon as the call is done."""
+
+    host = True
+
+    def __init__(self, owner, key, syclobj, readonly):
+        self.owner, self.key = owner, key
+        self.syclobj, self.readonly = syclobj, readonly
+
+    def __del__(self):
+        key, self.key = getattr(self, "key", None), None
+        if key is not None and _usm_release is not None:
+            try:
+                _usm_release(key)
+            except Exception:  # interpreter shutdown
+                pass
 
 
 def _c_strides(shape, itemsize):
@@ -131,6 +202,9 @@ class ndarray:
             _ptr = _mem.ptr
             strides = None
         self._mem = _mem
+        # read-only memory of another library (its interface says so):
+        # kernels may not write it
+        self._readonly = bool(getattr(_mem, "readonly", False))
         self._host = getattr(_mem, "host", False)
         self._ptr = _ptr  # element 0 (read-only: .ptr)
         # for the C launch path (_fast.c): the element type's code and the
@@ -142,17 +216,20 @@ class ndarray:
 
     @property
     def _host(self):
-        """Host memory another library reads as it likes (NumPy's, through
-        DLPack): launches that use it end before the call returns."""
-        return self._sync == 1
+        """Memory another library reads as it likes (NumPy's, through
+        DLPack; dpctl's): launches that use it end before the call
+        returns."""
+        return self._hostmem
 
     @_host.setter
     def _host(self, host):
+        self._hostmem = bool(host)
         # _sync, read by the C launch path as a plain attribute: 0 xpjit's
-        # memory (launches may stay asynchronous); 1 host memory another
-        # library reads; 2 device memory of another library (the slow path
-        # keeps its owner alive until the launch is done)
-        self._sync = 1 if host else (
+        # memory (launches may stay asynchronous); 1 memory another library
+        # reads as it likes; 2 what the slow path must judge: device memory
+        # of another library (it keeps the owner alive until the launch is
+        # done), read-only memory (it refuses it as an output)
+        self._sync = 2 if self._readonly else 1 if host else (
             0 if isinstance(self._mem, _Allocation) else 2)
 
     # -- NumPy-like attributes
@@ -164,7 +241,8 @@ class ndarray:
     @property
     def flags(self):
         c = self.strides == _c_strides(self.shape, self.itemsize)
-        return {"C_CONTIGUOUS": c or self.size <= 1, "WRITEABLE": True}
+        return {"C_CONTIGUOUS": c or self.size <= 1,
+                "WRITEABLE": not self._readonly}
 
     def __len__(self):
         if not self.shape:
@@ -239,6 +317,11 @@ class ndarray:
         return out
 
     # -- copies
+    def _writable(self, what):
+        if self._readonly:
+            raise InvalidArgumentError("%s: the array is read-only (its "
+                                       "owner's interface says so)" % what)
+
     def _queue(self, queue):
         q = queue if queue is not None else self.device.queue
         if q.device != self.device:
@@ -268,6 +351,7 @@ class ndarray:
         """Copies a NumPy array (or anything np.asarray takes) of this
         shape into this contiguous array."""
         q = self._queue(queue)
+        self._writable("set()")
         # (np.ascontiguousarray would make a 0-d array 1-d)
         a = np.require(np.asarray(arr, dtype=self.dtype), requirements="C")
         if a.shape != self.shape:
@@ -284,6 +368,7 @@ class ndarray:
     def fill(self, value, queue=None):
         """Sets every element of this contiguous array to value."""
         q = self._queue(queue)
+        self._writable("fill()")
         if not self.flags["C_CONTIGUOUS"]:
             raise InvalidArgumentError("fill() needs a contiguous array")
         pat = np.array(value, self.dtype)
@@ -323,6 +408,19 @@ class ndarray:
                 "strides": None if self.flags["C_CONTIGUOUS"]
                 else self.strides, "stream": None}
 
+    @property
+    def __sycl_usm_array_interface__(self):
+        """dpctl's interface (version 1) of an array in SYCL USM: memory of
+        an OpenCL device (syclobj: a dpctl.SyclQueue on xpjit's own
+        cl_context) or memory that came from dpctl (its own syclobj
+        again). AttributeError elsewhere (the CPU device's memory is not
+        USM: use DLPack) and when dpctl cannot be imported."""
+        try:
+            return _suai_export(self)
+        except XpjitError as e:
+            raise AttributeError("__sycl_usm_array_interface__: %s" % e) \
+                from None
+
 
 def empty(shape, dtype=np.float32, device=None, kind=None):
     """An uninitialised array on device (the current device)."""
@@ -339,13 +437,18 @@ def zeros(shape, dtype=np.float32, device=None, kind=None, queue=None):
 
 def asarray(obj, dtype=None, device=None, queue=None):
     """obj as an xpjit.ndarray on device (the current device, or the
-    queue's): an ndarray of that device and dtype as it is, anything with
-    __dlpack__ of the same device without a copy, else copied from
-    np.asarray(obj)."""
+    queue's): an ndarray of that device and dtype as it is, an object with
+    __sycl_usm_array_interface__ (dpctl's) without a copy where device can
+    use its memory (else InvalidArgumentError saying why), anything else
+    copied from np.asarray(obj)."""
     if queue is not None:
         device = queue.device
     if device is None:
         device = obj.device if isinstance(obj, ndarray) else get_device()
+    if not isinstance(obj, ndarray) and hasattr(
+            obj, "__sycl_usm_array_interface__"):
+        # dpctl's USM: the same memory where device can use it
+        obj = from_sycl_usm_array_interface(obj, device=device)
     if isinstance(obj, ndarray) and obj.device == device and (
             dtype is None or np.dtype(dtype) == obj.dtype):
         return obj
@@ -476,6 +579,11 @@ def from_dlpack(obj, device=None):
     __dlpack__: NumPy arrays, PyTorch tensors, another xpjit.ndarray), on
     the xpjit device of obj's DLPack device (CPU memory: the CPU device;
     CUDA device n: the device cuda:n, the memory imported)."""
+    if not isinstance(obj, ndarray) and hasattr(
+            obj, "__sycl_usm_array_interface__"):
+        # dpctl's arrays: DLPack's oneAPI device says nothing of the SYCL
+        # context; their USM interface does
+        return from_sycl_usm_array_interface(obj, device=device)
     if not hasattr(obj, "__dlpack__"):
         raise InvalidArgumentError("%s has no __dlpack__" % type(obj).__name__)
     # a CUDA producer (CuPy, PyTorch) orders its work before the legacy
@@ -577,8 +685,126 @@ def from_cuda_array_interface(obj, device=None):
         return ndarray(shape, dtype, device)
     mem = _Import(device, ptr + lo, hi - lo + dtype.itemsize,
                   _lib.MEM_DEVICE, obj)
+    mem.readonly = bool(readonly)
     return ndarray(shape, dtype, device, strides=strides, _mem=mem,
                    _ptr=ptr)
+
+
+def from_sycl_usm_array_interface(obj, device=None):
+    """An xpjit.ndarray sharing the memory of obj's
+    __sycl_usm_array_interface__ (version 1: dpctl's arrays and USM
+    memory), obj kept alive, without a copy. The interface's queue (its
+    syclobj, when a SyclQueue) is waited for first: the protocol has no
+    stream. device (default: the OpenCL device that is dpctl's, else the
+    CPU device) must be able to use the memory: the CPU device takes
+    host-accessible USM (host or shared, and any USM of a SYCL CPU
+    device); an OpenCL device USM of its own cl_device_id, in xpjit's own
+    cl_context or, on a CPU device (where USM is host memory), in another.
+    Anything else is an InvalidArgumentError that says why; launches that
+    use the array end before they return."""
+    s = _sycl.parse(obj)
+    q, ctx, devs = _sycl.syclobj(s.syclobj)
+    if q is not None:
+        q.wait()
+    if math.prod(s.shape) == 0:  # nothing to share
+        from ._runtime import get_context
+        out = ndarray(s.shape, s.dtype, device or get_context().device(
+            "cpu"))
+        out._readonly = s.readonly
+        out._host = True
+        return out
+    u = _sycl.usm_info(ctx, devs, s.first, s.last)
+    if device is None:
+        device = _suai_device(u)
+    else:
+        why = _suai_refusal(device, u)
+        if why:
+            raise InvalidArgumentError("__sycl_usm_array_interface__: %s "
+                                       "cannot use this memory: %s"
+                                       % (device.id, why))
+    key = None
+    if u.base is not None:
+        key = _usm_acquire(device, u.base, u.size, _KINDS[u.kind], s.first,
+                           s.last)
+    mem = _UsmMemory(obj, key, s.syclobj, s.readonly)
+    return ndarray(s.shape, s.dtype, device, strides=s.strides, _mem=mem,
+                   _ptr=s.ptr)
+
+
+def _suai_refusal(device, u):
+    """Why device cannot use the USM u describes, or None."""
+    b = device.backend
+    if b == "cpu":
+        if u.host_ok:
+            return None
+        return ("it is device USM of a SYCL GPU or accelerator, which the "
+                "host cannot read")
+    if b != "opencl":
+        return "xpjit takes SYCL USM on its CPU and OpenCL devices only"
+    if u.cl_context is None:
+        return ("it is USM of a SYCL device of another backend than "
+                "OpenCL")
+    mine = device._native(_lib.NATIVE_DEVICE)
+    if u.cl_device is not None and u.cl_device != mine:
+        return ("it is USM of another OpenCL device (cl_device_id %#x, "
+                "%s's is %#x)" % (u.cl_device, device.id, mine))
+    if u.cl_device is None and mine not in _sycl.context_devices(
+            u.cl_context.handle):
+        return "it is host USM of an OpenCL context without %s" % device.id
+    if u.cl_context.handle == device._native(_lib.NATIVE_CONTEXT):
+        return None
+    if device.device_type == "cpu":
+        return None  # a CPU device's USM is host memory, in any context
+    return ("it is USM of another OpenCL context than xpjit's (dpctl's), "
+            "which is not valid in xpjit's on a %s" % device.device_type)
+
+
+def _suai_device(u):
+    """The first device of the default context that can use u: the
+    OpenCL device u is of, else the CPU device."""
+    from ._runtime import get_context
+    ctx = get_context()
+    cands = []
+    if u.cl_context is not None:
+        cands += ctx.devices("opencl")
+    cands += ctx.devices("cpu")
+    whys = []
+    for d in cands:
+        why = _suai_refusal(d, u)
+        if why is None:
+            return d
+        whys.append("%s: %s" % (d.id, why))
+    raise InvalidArgumentError("__sycl_usm_array_interface__: no device "
+                               "of xpjit's context can use this memory (%s)"
+                               % "; ".join(whys or ["no CPU or OpenCL "
+                                                    "device is visible"]))
+
+
+def _suai_export(a):
+    mem = a._mem
+    it = a.itemsize
+    if a.size:
+        lo, _ = _span(a.shape, a.strides)
+    else:
+        lo = 0
+    first = a.ptr + lo
+    if isinstance(mem, _UsmMemory):
+        syclobj = mem.syclobj  # checked when it came in
+    elif a.device.backend == "opencl" and isinstance(mem, _Allocation):
+        if _sycl.exported_usm(a.device, first) is None:
+            raise InvalidArgumentError("the memory of %s is not USM (SVM)"
+                                       % a.device.id)
+        syclobj = _sycl.queue_of(a.device)
+    else:
+        raise InvalidArgumentError(
+            "the array is in memory of %s, not SYCL USM (DLPack gives it)"
+            % a.device.id)
+    # what was queued so far must be done before dpctl uses it
+    a.device.synchronize()
+    return {"data": (first, a._readonly), "shape": a.shape,
+            "strides": tuple(st // it for st in a.strides),
+            "offset": -lo // it, "typestr": a.dtype.str, "version": 1,
+            "syclobj": syclobj}
 
 
 def _device_for(dl_dev):

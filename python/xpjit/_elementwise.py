@@ -11,7 +11,8 @@ import threading
 
 import numpy as np
 
-from ._array import ndarray, asarray, empty
+from ._array import (ndarray, asarray, empty,
+                     from_sycl_usm_array_interface)
 from ._dtypes import numpy_dtype, scalar_name
 from ._errors import InvalidArgumentError, SpecializationError
 from ._program import Program
@@ -80,6 +81,18 @@ def _parse_params(text, out, reserved=("i",)):
     if len(set(names)) != len(names):
         raise InvalidArgumentError("parameters %r repeat a name" % text)
     return ps
+
+
+def _usm(a, queue):
+    """dpctl's arrays (__sycl_usm_array_interface__) as xpjit views of
+    their memory, on the queue's device or the one their memory is of."""
+    if isinstance(a, (tuple, list)):
+        return type(a)(_usm(x, queue) for x in a)
+    if isinstance(a, (ndarray, np.ndarray, np.generic, int, float, bool)) \
+            or a is None or not hasattr(a, "__sycl_usm_array_interface__"):
+        return a
+    return from_sycl_usm_array_interface(
+        a, device=queue.device if queue is not None else None)
 
 
 def _is_scalar(a):
@@ -367,6 +380,7 @@ class ElementwiseKernel(_Base):
 
     def __call__(self, *args, **kw):
         queue = kw.pop("queue", None)
+        args = _usm(args, queue)
         src, kargs, outs, shape, device, bound = self._prepare(args, kw)
         prog = self._program(src)
         n = int(np.prod(shape, dtype=np.int64))
@@ -561,6 +575,9 @@ kernel %s%s(%s, _nred: i64) ndrange(1) {
 
     def __call__(self, *args, **kw):
         queue = kw.pop("queue", None)
+        args = _usm(args, queue)
+        if kw.get("out") is not None:
+            kw["out"] = _usm(kw["out"], queue)
         src, kargs, outs, (nout, nred, local, final_shape), device, bound = \
             self._prepare(args, kw)
         prog = self._program(src)

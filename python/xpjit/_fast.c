@@ -369,7 +369,8 @@ static int array_arg(PyObject *a, const fspec *sp, unsigned i, xpj_array *v,
   if (ndarray_type && PyObject_TypeCheck(a, (PyTypeObject *)ndarray_type)) {
     int ok = 1;
     long sync = attr_long(a, s_sync, &ok);
-    if (!ok || sync == 2) /* memory of another library: the slow path */
+    if (!ok || sync == 2) /* device memory of another library, or read-only
+                            memory: the slow path judges */
       return 0;
     PyObject *ptr = PyObject_GetAttr(a, s_ptr);
     PyObject *shape = PyObject_GetAttr(a, s_shape);

@@ -73,6 +73,7 @@ SCALAR = {n: i for i, n in enumerate(SCALARS)}
 
 ARG_SCALAR, ARG_ARRAY, ARG_LOCAL = 0, 1, 2
 MEM_DEVICE, MEM_HOST, MEM_SHARED = 0, 1, 2
+NATIVE_DEVICE, NATIVE_CONTEXT, NATIVE_PLATFORM = 0, 1, 2
 BACKENDS = ["cpu", "cuda", "level_zero", "opencl"]
 DEVICE_TYPES = ["cpu", "gpu", "accelerator"]
 ORIGINS = ["compiled", "memory", "cache", "bundle", "daemon", "redis"]
@@ -213,6 +214,10 @@ device_list = _fn("xpj_device_list", S, P, _cp, ctypes.POINTER(P), _u,
 device_get_info = _fn("xpj_device_get_info", S, P, ctypes.POINTER(DeviceInfo))
 device_id = _fn("xpj_device_id", _cp, P)
 device_wait_native = _fn("xpj_device_wait_native", S, P, ctypes.c_size_t)
+# (a library older than the package may lack it: None then)
+device_native = (_fn("xpj_device_native", S, P, ctypes.c_int,
+                     ctypes.POINTER(P))
+                 if hasattr(lib, "xpj_device_native") else None)
 
 mem_alloc = _fn("xpj_mem_alloc", S, P, ctypes.c_int, _sz, _sz,
                 ctypes.POINTER(P))

@@ -9,7 +9,8 @@ import threading
 import numpy as np
 
 from . import _lib
-from ._array import ndarray, from_cuda_array_interface, from_dlpack
+from ._array import (ndarray, from_cuda_array_interface, from_dlpack,
+                     from_sycl_usm_array_interface)
 from ._dtypes import numpy_dtype, scalar_name
 from ._errors import (InvalidArgumentError, NotFoundError,
                       SpecializationError, check, error)
@@ -490,7 +491,7 @@ class Kernel(_KernelBase):
                 "kernel %s takes %d arguments (%s), given %d" % (
                     self.name, len(self.params),
                     ", ".join(p.name for p in self.params), len(args)))
-        args = [_coerce_array(a) for a in args]
+        args = [_coerce_array(a, queue) for a in args]
         if queue is None:
             dev = next((a.device for a in args if isinstance(a, ndarray)),
                        None) or get_device()
@@ -580,20 +581,21 @@ def _array_meta(a):
     return None, None
 
 
-def _coerce_array(a):
-    """Foreign arrays (DLPack, CUDA array interface) become xpjit views."""
+def _coerce_array(a, queue=None):
+    """Foreign arrays (dpctl's USM interface, DLPack, CUDA array
+    interface) become xpjit views; dpctl's on the queue's device when a
+    queue is given (its DLPack device, oneAPI, names no SYCL context: its
+    USM interface goes first)."""
     if isinstance(a, (np.ndarray, ndarray, np.generic, int, float, bool,
                       LocalMemory)):
         return a
+    if hasattr(a, "__sycl_usm_array_interface__"):
+        return from_sycl_usm_array_interface(
+            a, device=getattr(queue, "device", None))
     if hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
         return from_dlpack(a)
     if hasattr(a, "__cuda_array_interface__"):
         return from_cuda_array_interface(a)
-    if hasattr(a, "__sycl_usm_array_interface__"):
-        raise InvalidArgumentError(
-            "a USM array of dpctl (__sycl_usm_array_interface__) belongs to "
-            "a SYCL context xpjit does not share: copy it to NumPy or give "
-            "it through DLPack")
     return a
 
 
@@ -636,6 +638,11 @@ def _fill_array(spec, i, a):
         v.data = a.ctypes.data if a.size else (a.ctypes.data or it)
         host = True
     else:
+        if a._readonly and not spec.kernel.params[i].const:
+            raise InvalidArgumentError(
+                "kernel %s: argument %d '%s' is written by the kernel, but "
+                "the array is read-only" % (spec.kernel.name, i,
+                                            spec.kernel.params[i].name))
         v.data = a._ptr
         host = a._host
     if a.ndim > _lib.MAX_RANK:

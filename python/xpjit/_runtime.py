@@ -10,7 +10,7 @@ import os
 import threading
 
 from . import _accel, _lib
-from ._errors import InvalidArgumentError, check, error
+from ._errors import InvalidArgumentError, UnsupportedError, check, error
 
 _lock = threading.Lock()
 _default_context = None
@@ -255,6 +255,16 @@ class Device:
             "global_mem_size": i.global_mem_size,
             "mem_base_align": i.mem_base_align, "target": self.target,
         }
+
+    def _native(self, what):
+        """The driver's handle behind the device (xpj_device_native:
+        _lib.NATIVE_DEVICE, _CONTEXT, _PLATFORM), an int; not retained."""
+        if _lib.device_native is None:
+            raise UnsupportedError("libxpjit at %s predates xpj_device_native"
+                                   % _lib.path)
+        h = ctypes.c_void_p()
+        check(_lib.device_native(self.handle, what, ctypes.byref(h)))
+        return h.value
 
     @property
     def queue(self):
