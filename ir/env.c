@@ -107,6 +107,7 @@ const xpj_env_var xpj_env_vars[] = {
     {"XPJIT_REQUIRE_SPIRV", "unset", "1", "make test fails where the OpenCL runtime is missing (CI)", "tests"},
     {"XPJIT_REQUIRE_PYTHON", "unset", "1", "make test fails where Python, NumPy, pytest or pyarrow is missing (CI)", "tests"},
     {"XPJIT_REQUIRE_TOOLS", "unset", "1", "tests/install.sh fails where cmake or scdoc is missing (CI)", "tests"},
+    {"XPJIT_REQUIRE_SUAI", "unset", "1", "python/tests/test_suai.py fails where dpctl or its opencl:cpu device is missing (CI)", "tests"},
 };
 const size_t xpj_env_nvars = sizeof xpj_env_vars / sizeof *xpj_env_vars;
 _Static_assert(sizeof xpj_env_vars / sizeof *xpj_env_vars <= 64,
