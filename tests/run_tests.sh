@@ -68,9 +68,13 @@ done
 if [ -n "$PY" ]; then
   pyenv="XPJIT_LIBRARY=$PWD/$B/lib/libxpjit.so PYTHONPATH=$PWD/python"
   # a sanitizer build's library needs its runtime loaded first; Python's
-  # own allocations are not ours to leak-check
+  # own allocations are not ours to leak-check. libstdc++ with it: ASan
+  # finds __cxa_throw when it starts, and C++ libraries loaded later
+  # (dpctl's libsycl, test_suai.py) throw and catch exceptions
   asan=$(ldd "$B/lib/libxpjit.so" 2>/dev/null | awk '/libasan/ {print $3}')
-  [ -n "$asan" ] && pyenv="$pyenv LD_PRELOAD=$asan ASAN_OPTIONS=detect_leaks=0:${ASAN_OPTIONS:-}"
+  cxx=$(ldd "$B/lib/libxpjit-llvm.so.0" 2>/dev/null |
+    awk '/libstdc\+\+/ {print $3}')
+  [ -n "$asan" ] && pyenv="$pyenv LD_PRELOAD=$asan${cxx:+:$cxx} ASAN_OPTIONS=detect_leaks=0:${ASAN_OPTIONS:-}"
   [ -f "$IOCL/icd/intel-cpu.icd" ] && pyenv="$pyenv OCL_ICD_VENDORS=$IOCL/icd"
   # shellcheck disable=SC2086
   step python env $pyenv "$PY" -m pytest -q -p no:cacheprovider python/tests
