@@ -478,6 +478,11 @@ def test_hostile_interfaces(prog, dev, q):
             raise RuntimeError("no")
     with pytest.raises(xpjit.InvalidArgumentError, match="RuntimeError"):
         xpjit.from_sycl_usm_array_interface(Raises(), device=dev)
+    with pytest.raises(xpjit.InvalidArgumentError, match="RuntimeError"):
+        prog.axpb(16, np.float32(1), np.float32(1), Raises(),
+                  queue=dev.queue)
+    with pytest.raises(xpjit.InvalidArgumentError, match="RuntimeError"):
+        xpjit.asarray(Raises(), device=dev)
     np.testing.assert_array_equal(dpt.asnumpy(x), np.arange(16))
     # read-only: an input, never an output
     ro = Iface(_good(x, data=(_addr(x), True)), keep=x)

@@ -445,8 +445,7 @@ def asarray(obj, dtype=None, device=None, queue=None):
         device = queue.device
     if device is None:
         device = obj.device if isinstance(obj, ndarray) else get_device()
-    if not isinstance(obj, ndarray) and hasattr(
-            obj, "__sycl_usm_array_interface__"):
+    if _has_suai(obj):
         # dpctl's USM: the same memory where device can use it
         obj = from_sycl_usm_array_interface(obj, device=device)
     if isinstance(obj, ndarray) and obj.device == device and (
@@ -579,8 +578,7 @@ def from_dlpack(obj, device=None):
     __dlpack__: NumPy arrays, PyTorch tensors, another xpjit.ndarray), on
     the xpjit device of obj's DLPack device (CPU memory: the CPU device;
     CUDA device n: the device cuda:n, the memory imported)."""
-    if not isinstance(obj, ndarray) and hasattr(
-            obj, "__sycl_usm_array_interface__"):
+    if _has_suai(obj):
         # dpctl's arrays: DLPack's oneAPI device says nothing of the SYCL
         # context; their USM interface does
         return from_sycl_usm_array_interface(obj, device=device)
@@ -729,6 +727,17 @@ def from_sycl_usm_array_interface(obj, device=None):
     mem = _UsmMemory(obj, key, s.syclobj, s.readonly)
     return ndarray(s.shape, s.dtype, device, strides=s.strides, _mem=mem,
                    _ptr=s.ptr)
+
+
+def _has_suai(obj):
+    """Whether obj (not an xpjit.ndarray) offers the interface; one whose
+    property raises too, for from_sycl_usm_array_interface to say so."""
+    if isinstance(obj, ndarray):
+        return False
+    try:
+        return hasattr(obj, "__sycl_usm_array_interface__")
+    except Exception:
+        return True
 
 
 def _suai_refusal(device, u):

@@ -12,7 +12,7 @@ import threading
 import numpy as np
 
 from ._array import (ndarray, asarray, empty,
-                     from_sycl_usm_array_interface)
+                     from_sycl_usm_array_interface, _has_suai)
 from ._dtypes import numpy_dtype, scalar_name
 from ._errors import InvalidArgumentError, SpecializationError
 from ._program import Program
@@ -88,8 +88,8 @@ def _usm(a, queue):
     their memory, on the queue's device or the one their memory is of."""
     if isinstance(a, (tuple, list)):
         return type(a)(_usm(x, queue) for x in a)
-    if isinstance(a, (ndarray, np.ndarray, np.generic, int, float, bool)) \
-            or a is None or not hasattr(a, "__sycl_usm_array_interface__"):
+    if isinstance(a, (np.ndarray, np.generic, int, float, bool)) or \
+            a is None or not _has_suai(a):
         return a
     return from_sycl_usm_array_interface(
         a, device=queue.device if queue is not None else None)

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _lib
 from ._array import (ndarray, from_cuda_array_interface, from_dlpack,
-                     from_sycl_usm_array_interface)
+                     from_sycl_usm_array_interface, _has_suai)
 from ._dtypes import numpy_dtype, scalar_name
 from ._errors import (InvalidArgumentError, NotFoundError,
                       SpecializationError, check, error)
@@ -589,7 +589,7 @@ def _coerce_array(a, queue=None):
     if isinstance(a, (np.ndarray, ndarray, np.generic, int, float, bool,
                       LocalMemory)):
         return a
-    if hasattr(a, "__sycl_usm_array_interface__"):
+    if _has_suai(a):
         return from_sycl_usm_array_interface(
             a, device=getattr(queue, "device", None))
     if hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
