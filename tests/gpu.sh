@@ -64,8 +64,11 @@ steps() {
   echo "examples@cuda 120 env BUILD=$B sh tests/on_device.sh cuda"
   # the Python package's suite: every test on each device it finds (cuda
   # among them), CuPy and PyTorch interop where they are installed
+  # (without them the step is still listed, and fails saying why)
   if command -v python3 >/dev/null && python3 -c 'import numpy, pytest' 2>/dev/null; then
     echo "python@cuda 240 env PYTHONPATH=$PWD/python XPJIT_LIBRARY=$PWD/$B/lib/libxpjit.so python3 -m pytest -q -p no:cacheprovider python/tests"
+  else
+    echo "python@cuda 10 bash tests/gpu.sh --missing python3_with_NumPy_and_pytest"
   fi
   echo "bench_gpu 300 $B/bench/gpu ${GPU_SH_BENCH_ARGS:-}"
 }
@@ -84,7 +87,7 @@ step_program() {
   shift 2
   [ "$1" = env ] && shift
   while [ $# -gt 0 ] && [[ "$1" == *=* ]]; do shift; done
-  [ "$1" = sh ] && shift
+  [ "$1" = sh ] || [ "$1" = bash ] && shift
   [ "$1" = python3 ] && { echo python/tests; return; }
   echo "$1"
 }
@@ -92,6 +95,10 @@ step_program() {
 if [ "${1:-}" = --list ]; then
   steps
   exit 0
+fi
+if [ "${1:-}" = --missing ]; then  # a step that cannot run here
+  echo "gpu.sh: not run: no ${2:-something} on this machine"
+  exit 1
 fi
 if [ "${1:-}" = --targets ]; then
   build_targets

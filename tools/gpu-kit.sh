@@ -34,10 +34,12 @@ if [ $DRY -eq 0 ]; then
   make -j"$(nproc)" BUILD=$KB LLVM_RPATH= LDLIBS="$RP" \
     $(BUILD=$KB bash tests/gpu.sh --targets)
 
+  # (the libraries of an earlier kit out of lib/ first)
+  ls $KB/lib | grep -v '^libxpjit' | sed "s|^|$KB/lib/|" | xargs rm -f
   # the programs
   files=$(find $KB/bin $KB/libexec $KB/examples $KB/bench $KB/tests/mock \
             -maxdepth 2 -type f -perm -u+x 2>/dev/null)
-  files="$files $(ls $KB/lib/*.so.0 $KB/lib/libxpjit.so.0.1.0)"
+  files="$files $(ls $KB/lib/libxpjit*.so.0 $KB/lib/libxpjit.so.0.1.0)"
   for t in $(BUILD=$KB bash tests/gpu.sh --targets | tr ' ' '\n' | grep "^$KB/tests/test_"); do
     files="$files $t"
   done
@@ -45,7 +47,6 @@ if [ $DRY -eq 0 ]; then
   # their libraries, but the C and C++ runtimes (the GPU machine's are newer)
   # (in lib/ beside libxpjit: Debian's libLLVM finds its own through its
   # runpath, $ORIGIN/../lib, not through ours)
-  ls $KB/lib | grep -v '^libxpjit' | sed "s|^|$KB/lib/|" | xargs rm -f
   for f in $files; do
     ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
   done | sort -u | while read -r name path; do

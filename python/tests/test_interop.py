@@ -55,18 +55,68 @@ class _CAI:
 
 
 def test_cai_stream_checked(prog):
-    """The interface's stream: None or absent, nothing to wait for; a
-    handle, waited for (the CPU device has nothing to wait for); 0, bool,
-    negative or not an int: refused before anything is imported."""
+    """The interface's stream: 0, bool, negative or not an int is refused
+    before anything is imported; a handle can only be waited for on a CUDA
+    device: refused on the CPU device (which takes memory the host reads,
+    as given, only without one) and CUDA memory refused on OpenCL, where
+    the handle must never reach clFinish (it crashed there: review)."""
     cpu = xpjit.Device("cpu")
     base = np.ones(8, np.float32)
     for bad in (0, -3, "s", True, 1.0):
         with pytest.raises(xpjit.InvalidArgumentError, match="stream"):
             xpjit.from_cuda_array_interface(_CAI(base, bad), device=cpu)
-    for ok in (None, 1, 2, 0x7f00deadbeef):
-        a = xpjit.from_cuda_array_interface(_CAI(base, ok), device=cpu)
-        assert a.ptr == base.ctypes.data
-        del a
+    for handle in (1, 2, 0x7f00deadbeef):
+        with pytest.raises(xpjit.InvalidArgumentError,
+                           match="cannot be waited for on cpu"):
+            xpjit.from_cuda_array_interface(_CAI(base, handle), device=cpu)
+    a = xpjit.from_cuda_array_interface(_CAI(base, None), device=cpu)
+    assert a.ptr == base.ctypes.data
+    del a
+    if xpjit.get_context().devices("opencl"):
+        ocl = xpjit.Device("opencl")
+        for stream in (None, 1, 0x20989680c0):
+            with pytest.raises(xpjit.InvalidArgumentError,
+                               match="CUDA memory is not for opencl"):
+                xpjit.from_cuda_array_interface(_CAI(base, stream),
+                                                device=ocl)
+
+
+class _FakeCudaDLPack:
+    """Says it is on CUDA device 0 (DLPack type 2): no producer here has
+    CUDA memory, and nothing may be asked of it for another device."""
+    asked = 0
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None, **kw):
+        _FakeCudaDLPack.asked += 1
+        raise BufferError("not here")
+
+
+def test_dlpack_cuda_memory_only_for_its_device():
+    devices = [xpjit.Device("cpu")]
+    if xpjit.get_context().devices("opencl"):
+        devices.append(xpjit.Device("opencl"))
+    for dev in devices:
+        with pytest.raises(xpjit.InvalidArgumentError,
+                           match="memory of CUDA device 0 is not for"):
+            xpjit.from_dlpack(_FakeCudaDLPack(), device=dev)
+    assert _FakeCudaDLPack.asked == 0  # refused before __dlpack__
+
+
+def test_synchronize_waits_for_every_queue(prog):
+    """Device.synchronize (which exports wait for before another library
+    reads) covers queues made with xpjit.Queue, not only the default."""
+    dev = xpjit.Device("cpu")
+    q = xpjit.Queue(dev)
+    x = xpjit.asarray(np.ones(1 << 22, np.float32), device=dev)
+    y = xpjit.zeros(1 << 22, np.float32, device=dev)
+    evs = [prog.kernel("axpy").launch(x.size, np.float32(1), x, y, queue=q)
+           for _ in range(20)]
+    dev.synchronize()
+    assert all(e.state == "complete" for e in evs)
+    np.testing.assert_array_equal(np.from_dlpack(y), np.full(1 << 22, 20.0))
 
 
 # ---- CUDA: CuPy and PyTorch (on the GPU machine) -------------------------

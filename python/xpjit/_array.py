@@ -12,7 +12,7 @@ import numpy as np
 from . import _lib, _sycl
 from ._accel import _fast
 from ._dtypes import scalar_name
-from ._errors import InvalidArgumentError, XpjitError, check
+from ._errors import InvalidArgumentError, UnsupportedError, check
 from ._runtime import get_device
 
 # ---- memory ---------------------------------------------------------------
@@ -88,7 +88,11 @@ def _usm_acquire(device, base, size, kind, first, last):
         e = _usm_imports.get(key)
         if e is not None:
             e[1] += 1
-            return key
+            # a collection between the get and the count may have let the
+            # last other array go (its release runs here, the lock being
+            # reentrant): then the entry is dead, import anew
+            if _usm_imports.get(key) is e:
+                return key
         b, n = ctypes.c_void_p(), ctypes.c_size_t()
         if _lib.mem_query(device.handle, first, ctypes.byref(b),
                           ctypes.byref(n), None) == 0:
@@ -417,7 +421,9 @@ class ndarray:
         USM: use DLPack) and when dpctl cannot be imported."""
         try:
             return _suai_export(self)
-        except XpjitError as e:
+        except (InvalidArgumentError, UnsupportedError) as e:
+            # not USM, or no dpctl: no such attribute (hasattr says False);
+            # an error of the work it waited for (DeviceError) is raised
             raise AttributeError("__sycl_usm_array_interface__: %s" % e) \
                 from None
 
@@ -584,15 +590,18 @@ def from_dlpack(obj, device=None):
         return from_sycl_usm_array_interface(obj, device=device)
     if not hasattr(obj, "__dlpack__"):
         raise InvalidArgumentError("%s has no __dlpack__" % type(obj).__name__)
-    # a CUDA producer (CuPy, PyTorch) orders its work before the legacy
-    # default stream, which xpjit then waits for: xpjit's own streams have
-    # no order with the producer's (DLPack's stream argument)
-    stream = None
+    # the device first: CUDA memory is for its own CUDA device only. A CUDA
+    # producer (CuPy, PyTorch) then orders its work before the legacy
+    # default stream, which xpjit waits for: xpjit's own streams have no
+    # order with the producer's (DLPack's stream argument)
+    said = None
     try:
-        if tuple(obj.__dlpack_device__())[0] == _DL_CUDA:
-            stream = 1
-    except Exception:  # no __dlpack_device__: no stream to give
+        said = tuple(int(v) for v in obj.__dlpack_device__())[:2]
+    except Exception:  # no __dlpack_device__: the capsule says it below
         pass
+    if said is not None:
+        device = _dl_target(said, device)
+    stream = 1 if said is not None and said[0] == _DL_CUDA else None
     try:
         cap = obj.__dlpack__() if stream is None else obj.__dlpack__(
             stream=stream)
@@ -622,12 +631,12 @@ def from_dlpack(obj, device=None):
         strides = _c_strides(shape, dtype.itemsize)
     ptr = (t.data or 0) + t.byte_offset
     dtype_dev = (t.device.device_type, t.device.device_id)
-    if device is None:
-        device = _device_for(dtype_dev)
-    elif dtype_dev[0] in (_DL_CPU, 3) and device.backend != "cpu":
+    if said is not None and dtype_dev != said:
         raise InvalidArgumentError(
-            "from_dlpack: host memory is for the CPU device, not %s (copy "
-            "it with xpjit.asarray)" % device.id)
+            "from_dlpack: %s's tensor is on DLPack device %s, its "
+            "__dlpack_device__ said %s" % (type(obj).__name__, dtype_dev,
+                                           said))
+    device = _dl_target(dtype_dev, device)
     mem = owner
     if dtype_dev[0] not in (_DL_CPU, 3):
         if stream is not None:
@@ -676,7 +685,18 @@ def from_cuda_array_interface(obj, device=None):
     if device is None:
         from ._runtime import get_context
         device = get_context().device("cuda:0")
-    if stream is not None:
+    if device.backend == "cpu":
+        # memory the host reads (managed or pinned): the caller's word;
+        # a CUDA stream cannot be waited for without a CUDA device
+        if stream is not None:
+            raise InvalidArgumentError(
+                "__cuda_array_interface__: the producer's stream %r cannot "
+                "be waited for on %s (give the array to its CUDA device)"
+                % (stream, device.id))
+    elif device.backend != "cuda":
+        raise InvalidArgumentError("__cuda_array_interface__: CUDA memory "
+                                   "is not for %s" % device.id)
+    elif stream is not None:
         device.wait_native(stream)
     lo, hi = _span(shape, strides)
     if hi < lo or not ptr:  # empty: nothing to import
@@ -814,6 +834,24 @@ def _suai_export(a):
             "strides": tuple(st // it for st in a.strides),
             "offset": -lo // it, "typestr": a.dtype.str, "version": 1,
             "syclobj": syclobj}
+
+
+def _dl_target(dl_dev, device):
+    """The device DLPack memory of dl_dev (type, id) goes to: device when
+    given and able to use it, else the one _device_for finds."""
+    if device is None:
+        return _device_for(dl_dev)
+    kind, index = dl_dev
+    if kind in (_DL_CPU, 3) and device.backend != "cpu":
+        raise InvalidArgumentError(
+            "from_dlpack: host memory is for the CPU device, not %s (copy "
+            "it with xpjit.asarray)" % device.id)
+    if kind == _DL_CUDA and (device.backend != "cuda" or
+                             device._info.index != index):
+        raise InvalidArgumentError(
+            "from_dlpack: memory of CUDA device %d is not for %s (copy it "
+            "through the host)" % (index, device.id))
+    return device
 
 
 def _device_for(dl_dev):

@@ -8,6 +8,7 @@ has a current device and stream and dpctl a default queue."""
 import ctypes
 import os
 import threading
+import weakref
 
 from . import _accel, _lib
 from ._errors import InvalidArgumentError, UnsupportedError, check, error
@@ -276,9 +277,15 @@ class Device:
         return self._queue
 
     def synchronize(self):
-        """Waits for the default queue's work (raising its first error)."""
+        """Waits for the work of every queue of the device (the default
+        one and those made with xpjit.Queue), raising the first error."""
         if self._queue is not None:
             self._queue.wait()
+        with _queues_lock:
+            queues = list(_queues.get(self._h.value, ()))
+        for q in queues:
+            if q is not self._queue and q._h:
+                q.wait()
 
     def wait_native(self, stream=0):
         """Waits for work another library queued on this device, before
@@ -346,6 +353,11 @@ def devices(filter=None):
     return get_context().devices(filter)
 
 
+# every live Queue of each device (by its handle), for Device.synchronize
+_queues = {}
+_queues_lock = threading.Lock()
+
+
 class Queue:
     """An in-order queue of a device (xpj_queue): launches and copies run
     on it asynchronously, in order. profiling: events record timestamps;
@@ -372,6 +384,8 @@ class Queue:
         # objects) pairs, dropped once the event has completed
         self._keep = []
         self._klock = threading.Lock()
+        with _queues_lock:
+            _queues.setdefault(self._dv, weakref.WeakSet()).add(self)
 
     @property
     def handle(self):
