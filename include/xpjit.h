@@ -326,7 +326,10 @@ void xpj_queue_destroy(xpj_queue *q);
  * running launch is stopped where the device can (the CPU: its output is
  * then partly written) and left to finish elsewhere; a running copy, fill
  * or host task finishes. xpj_queue_wait reports the cancellation. Commands
- * enqueued afterwards run normally. */
+ * enqueued afterwards run normally. The events of cancelled commands fail
+ * at once, but each command keeps the memory it would have used until its
+ * turn in the queue has passed: after xpj_queue_wait (not after its
+ * event's wait) xpj_mem_free frees at once. */
 xpj_status xpj_queue_cancel(xpj_queue *q);
 /* Waits until every command enqueued so far has finished. Returns the first
  * asynchronous error since the last wait (its message in xpj_last_error),
