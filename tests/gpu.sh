@@ -151,10 +151,18 @@ trap pack_logs EXIT
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1
   echo "python3: $(python3 -c 'import sys, numpy; print(sys.version.split()[0], "numpy", numpy.__version__)' 2>&1 | tail -n 1)"
   echo "nproc: $(nproc)"
+  echo "LD_LIBRARY_PATH: ${LD_LIBRARY_PATH:-}"
+  echo "libcuda in the loader's cache: $(ldconfig -p 2>/dev/null | grep -c 'libcuda\.so')"
 } > "$OUT/env.txt" 2>&1
 
-# a driver first: nothing to do without one
-if [ -z "${XPJIT_CUDA_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+# a driver first: nothing to do without one (where the loader finds it:
+# the cache, or LD_LIBRARY_PATH, as in containers that mount the driver)
+has_driver() {
+  [ -n "${XPJIT_CUDA_LIBRARY:-}" ] && return 0
+  ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' && return 0
+  python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null
+}
+if ! has_driver; then
   echo "gpu.sh: no CUDA driver (libcuda.so.1 is not on the loader's path): nothing to run" |
     tee -a "$SUMMARY"
   exit 77
