@@ -10,11 +10,11 @@
 #                      with XPJIT_TEST_DEVICE=cuda (run_tests.sh's list
 #                      for OpenCL)
 #   examples@cuda      the C examples with XPJIT_DEVICE=cuda (on_device.sh)
+#   bench_gpu          build/bench/gpu (kernel times, first launches,
+#                      launch overhead; xpjit against NVRTC)
 #   python@cuda        python/tests (the package's suite: on each device
 #                      it finds, cuda among them; CuPy and PyTorch
 #                      interop), when python3 has numpy and pytest
-#   bench_gpu          build/bench/gpu (kernel times, first launches,
-#                      launch overhead; xpjit against NVRTC)
 # and leaves in DIR: summary.txt (one line per step: name, pass/fail/skip,
 # seconds; then the total), logs/NAME.log (each step's output),
 # logs.tar.gz (the same in one file) and env.txt (what the machine is:
@@ -62,6 +62,8 @@ steps() {
     echo "test_$t@cuda 150 env XPJIT_TEST_DEVICE=cuda $B/tests/test_$t"
   done
   echo "examples@cuda 120 env BUILD=$B sh tests/on_device.sh cuda"
+  # the figures before the Python suite: what the 9 minutes must not lose
+  echo "bench_gpu 300 $B/bench/gpu ${GPU_SH_BENCH_ARGS:-}"
   # the Python package's suite: every test on each device it finds (cuda
   # among them), CuPy and PyTorch interop where they are installed
   # (without them the step is still listed, and fails saying why)
@@ -70,7 +72,6 @@ steps() {
   else
     echo "python@cuda 10 bash tests/gpu.sh --missing python3_with_NumPy_and_pytest"
   fi
-  echo "bench_gpu 300 $B/bench/gpu ${GPU_SH_BENCH_ARGS:-}"
 }
 
 # what each step needs built
