@@ -631,12 +631,13 @@ def from_dlpack(obj, device=None):
         strides = _c_strides(shape, dtype.itemsize)
     ptr = (t.data or 0) + t.byte_offset
     dtype_dev = (t.device.device_type, t.device.device_id)
-    if said is not None and dtype_dev != said:
+    if said is None:
+        device = _dl_target(dtype_dev, device)
+    elif dtype_dev != said:
         raise InvalidArgumentError(
             "from_dlpack: %s's tensor is on DLPack device %s, its "
             "__dlpack_device__ said %s" % (type(obj).__name__, dtype_dev,
                                            said))
-    device = _dl_target(dtype_dev, device)
     mem = owner
     if dtype_dev[0] not in (_DL_CPU, 3):
         if stream is not None:

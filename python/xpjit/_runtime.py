@@ -279,12 +279,10 @@ class Device:
     def synchronize(self):
         """Waits for the work of every queue of the device (the default
         one and those made with xpjit.Queue), raising the first error."""
-        if self._queue is not None:
-            self._queue.wait()
-        with _queues_lock:
+        with _queues_lock:  # the default queue is one of them
             queues = list(_queues.get(self._h.value, ()))
         for q in queues:
-            if q is not self._queue and q._h:
+            if q._h:
                 q.wait()
 
     def wait_native(self, stream=0):
