@@ -110,9 +110,8 @@ typedef struct cg_target_ops {
    * its -O2 pipeline, libdevice, the loops' exit tests). */
   void (*before_codegen)(cg *c);
   /* true (PTX): shapes and range sizes carry their range (0 to 2^62, as
-   * launches check), and at -O2 loops that load global memory get an
-   * unroll count (codegen.c, unroll_load_loop) that the target's -O2
-   * pipeline carries out. */
+   * launches check), and at -O2 the stride loops that load global memory
+   * run four trips at a time (codegen.c, lower_four_trips). */
   bool unroll_load_loops;
   /* The optimisation pipeline at -O2 (LLVM's pass pipeline syntax); NULL:
    * LLVM's default<O2>. Other levels run LLVM's default<ON>. */
@@ -180,6 +179,10 @@ struct cg {
   unsigned cur_loop;            /* serial of the work-item loop being built,
                                    0 at work-group level */
   unsigned loop_serial;
+  /* the test hook XPJIT_FAULT_INJECT=unroll-loads: lower_four_trips on
+   * every SIMT target (SPIR-V too), so that the code it makes runs on a
+   * device of this machine (docs/testing.md) */
+  bool unroll_all;
   bool versioned;               /* inside a loop built in two versions */
   bool strided_copy;            /* ... in its version for any strides */
   uint64_t versioned_insts;     /* estimated size of those loops so far */

@@ -2124,22 +2124,27 @@ static bool global_ptr(cg *c, const xpj_func *f, xpj_val p) {
  * atomic or a store to global memory (what the loads feed, which may be where
  * the next trip's loads read: unrolled, they would wait as much; NVRTC
  * leaves such loops rolled), or a way out (break, return: the trips
- * cannot be counted). */
-static unsigned global_loads(cg *c, const xpj_func *f, xpj_block b, bool *other) {
+ * cannot be counted; a return in a called function, in_callee, only ends
+ * the call). */
+static unsigned global_loads(cg *c, const xpj_func *f, xpj_block b,
+                             bool in_callee, bool *other) {
   unsigned n = 0;
   const xpj_blockdata *bd = &f->blocks[b];
   for (uint32_t i = 0; b && i < bd->n; i++) {
     const xpj_inst *in = &f->insts[bd->ids[i]];
     switch (in->op) {
     case XPJ_OP_ATOMIC: case XPJ_OP_CMPXCHG: case XPJ_OP_ALOAD:
-    case XPJ_OP_ASTORE: case XPJ_OP_BREAK: case XPJ_OP_RETURN:
+    case XPJ_OP_ASTORE: case XPJ_OP_BREAK:
     case XPJ_OP_BARRIER: case XPJ_OP_GROUP:
       *other = true;
+      break;
+    case XPJ_OP_RETURN:
+      *other |= !in_callee;
       break;
     case XPJ_OP_CALL: { /* inlined: what it does counts here */
       const xpj_func *callee = callee_of(c, in);
       if (callee && callee != f)
-        n += global_loads(c, callee, 1, other);
+        n += global_loads(c, callee, 1, true, other);
       else
         *other = true;
       break;
@@ -2153,11 +2158,11 @@ static unsigned global_loads(cg *c, const xpj_func *f, xpj_block b, bool *other)
     case XPJ_OP_LOOP: /* unrolled completely: its loads count four times */
       *other |= !const_trip_loop(f, in);
       for (int k = 0; k < 3; k++)
-        n += 4 * global_loads(c, f, in->blk[k], other);
+        n += 4 * global_loads(c, f, in->blk[k], in_callee, other);
       break;
     case XPJ_OP_IF:
       for (int k = 0; k < 3; k++)
-        n += global_loads(c, f, in->blk[k], other);
+        n += global_loads(c, f, in->blk[k], in_callee, other);
       break;
     default:
       break;
@@ -2236,58 +2241,227 @@ static bool stores_to(const xpj_func *f, xpj_block b, xpj_val var) {
   return false;
 }
 
-/* Whether loop `in` is a stride loop whose trips LLVM can count: its test
- * orders a 64-bit integer variable against a bounded value, its step adds
- * a bounded value that is not a constant to the variable (global_size(0),
- * local_size(0): the grid- and block-stride loops of GPU code), and its
- * body leaves the variable alone. Loops of a constant step keep their
+/* Whether loop `in` is a stride loop counting up: its test is
+ * `i < n` or `i <= n` for a 64-bit integer variable i (n bounded, for
+ * <=), its step adds a bounded value that is not a constant to i
+ * (global_size(0), local_size(0): the grid- and block-stride loops of GPU
+ * code), and its body leaves i alone. Loops of a constant step keep their
  * form: ptxas unrolls them where it finds it worth it, and unrolling them
  * here cost up to twice their compile for nothing that the PTX quality
  * benchmark missed (docs/benchmarks.md, "PTX quality"). */
 static bool stride_loop(cg *c, const xpj_func *f, const xpj_inst *loop) {
   loop_form lf;
-  if (!loop_form_of(f, loop, &lf) || lf.test->aux < XPJ_LT ||
+  if (!loop_form_of(f, loop, &lf) ||
+      (lf.test->aux != XPJ_LT && lf.test->aux != XPJ_LE) ||
       lf.update->aux != XPJ_ADD)
     return false;
   const xpj_typeinfo *ty = tinfo(c, lf.load->type);
   return ty->kind == XPJ_TK_SCALAR && (ty->scalar == XPJ_I64 || ty->scalar == XPJ_U64) &&
-         bounded(c, f, lf.bound, 0) && !stores_to(f, loop->blk[1], lf.var) &&
+         (lf.test->aux == XPJ_LT || bounded(c, f, lf.bound, 0)) &&
+         !stores_to(f, loop->blk[1], lf.var) &&
          f->insts[lf.step].op != XPJ_OP_CONST && bounded(c, f, lf.step, 0);
 }
 
-/* Loops that load global memory are unrolled four times at run time on
- * GPUs (c->ops->unroll_load_loops, -O2): four loads in flight per
- * work-item instead of one, as NVRTC's grid-stride and tile loops have
- * (docs/benchmarks.md, "PTX quality"). Only where that helps and LLVM can
- * do it: loops whose body loads global memory (fewer than four loads:
- * more are in flight already) with nothing that keeps them waiting
- * (global_loads), which will be innermost, and which are stride loops
- * whose trips LLVM can count (stride_loop: otherwise it would unroll with
- * a test between the copies, which the loads would wait for). */
-static void unroll_load_loop(cg *c, const xpj_func *f, const xpj_inst *in,
-                             LLVMValueRef latch) {
+/* ---- grid-stride loops unrolled four times (GPUs) --------------------- */
+
+/* Whether v keeps one value through every trip of loop: constants,
+ * parameters, work-item ids and sizes, variables the loop does not store
+ * to, and what pure arithmetic makes of them. */
+static bool trip_invariant(const xpj_func *f, const xpj_inst *loop, xpj_val v,
+                           int depth) {
+  const xpj_inst *in = &f->insts[v];
+  const uint32_t *a = xpj_inst_args(f, in);
+  if (depth > 8)
+    return false;
+  switch (in->op) {
+  case XPJ_OP_CONST: case XPJ_OP_PARAM: case XPJ_OP_WI:
+    return true;
+  case XPJ_OP_LOAD:
+    if (f->insts[a[0]].op != XPJ_OP_VAR)
+      return false;
+    for (int k = 0; k < 3; k++)
+      if (stores_to(f, loop->blk[k], a[0]))
+        return false;
+    return true;
+  case XPJ_OP_SHAPE: case XPJ_OP_SIZE: case XPJ_OP_STRIDE:
+  case XPJ_OP_BINOP: case XPJ_OP_UNOP: case XPJ_OP_CAST: case XPJ_OP_MATH:
+    for (uint32_t k = 0; k < in->nargs; k++)
+      if (!trip_invariant(f, loop, a[k], depth + 1))
+        return false;
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* Whether block b only computes values (and, where var is not 0, stores
+ * to var): evaluating it fewer times changes nothing else. */
+static bool computes_only(const xpj_func *f, xpj_block b, xpj_val var) {
+  const xpj_blockdata *bd = &f->blocks[b];
+  for (uint32_t i = 0; b && i < bd->n; i++) {
+    const xpj_inst *in = &f->insts[bd->ids[i]];
+    switch (in->op) {
+    case XPJ_OP_CONST: case XPJ_OP_PARAM: case XPJ_OP_WI: case XPJ_OP_SHAPE:
+    case XPJ_OP_SIZE: case XPJ_OP_STRIDE: case XPJ_OP_BINOP: case XPJ_OP_UNOP:
+    case XPJ_OP_CAST: case XPJ_OP_MATH:
+      break;
+    case XPJ_OP_LOAD:
+      if (f->insts[xpj_inst_args(f, in)[0]].op != XPJ_OP_VAR)
+        return false;
+      break;
+    case XPJ_OP_STORE:
+      if (!var || xpj_inst_args(f, in)[0] != var)
+        return false;
+      break;
+    default:
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Instructions block b lowers to, roughly (nested blocks and the device
+ * functions it calls included), up to cap. */
+static unsigned block_size(cg *c, const xpj_func *f, xpj_block b, unsigned cap,
+                           int depth) {
+  unsigned n = 0;
+  const xpj_blockdata *bd = &f->blocks[b];
+  for (uint32_t i = 0; b && i < bd->n && n < cap; i++) {
+    const xpj_inst *in = &f->insts[bd->ids[i]];
+    n++;
+    if (in->op == XPJ_OP_CALL) {
+      const xpj_func *callee = callee_of(c, in);
+      n += callee && callee != f && depth < 8
+               ? block_size(c, callee, 1, cap - n, depth + 1)
+               : cap;
+    } else if (in->op == XPJ_OP_IF || in->op == XPJ_OP_LOOP) {
+      for (int k = 0; k < 3 && n < cap; k++)
+        n += block_size(c, f, in->blk[k], cap - n, depth + 1);
+    }
+  }
+  return n < cap ? n : cap;
+}
+
+/* Loops that load global memory run four trips at a time on GPUs
+ * (c->ops->unroll_load_loops, -O2): four loads in flight per work-item
+ * instead of one, as NVRTC's grid-stride and tile loops have
+ * (docs/benchmarks.md, "PTX quality"). Only where that helps: loops whose
+ * body loads global memory (fewer than four loads: more are in flight
+ * already) with nothing that keeps them waiting (global_loads), which will
+ * be innermost, and which are stride loops (stride_loop); built here
+ * (lower_four_trips) when the test and the step only compute and the bound
+ * and the step keep their values. */
+static bool four_trips_wanted(cg *c, const xpj_func *f, const xpj_inst *in) {
   bool other = false;
-  if (!c->ops->unroll_load_loops || c->opts->opt_level != 2 ||
-      const_trip_loop(f, in) || !stride_loop(c, f, in))
-    return;
-  unsigned loads = global_loads(c, f, in->blk[1], &other);
-  if (loads == 0 || loads >= 4 || other)
-    return;
-  LLVMMetadataRef kv[2] = {
-      LLVMMDStringInContext2(c->ctx, "llvm.loop.unroll.count", 22),
-      LLVMValueAsMetadata(LLVMConstInt(c->t_i32, 4, 0))};
+  loop_form lf;
+  if (!(c->ops->unroll_load_loops || c->unroll_all) || c->opts->opt_level != 2 ||
+      const_trip_loop(f, in) || !stride_loop(c, f, in) ||
+      !loop_form_of(f, in, &lf))
+    return false;
+  unsigned loads = global_loads(c, f, in->blk[1], false, &other);
+  return loads > 0 && loads < 4 && !other && computes_only(f, in->blk[0], 0) &&
+         computes_only(f, in->blk[2], lf.var) &&
+         trip_invariant(f, in, lf.bound, 0) && trip_invariant(f, in, lf.step, 0) &&
+         block_size(c, f, in->blk[1], 2000, 0) < 2000;
+}
+
+/* Marks the loop whose latch is the branch `latch` not to be unrolled:
+ * PTX says `.pragma "nounroll"`, and ptxas leaves it as it is. */
+static void no_unroll(cg *c, LLVMValueRef latch) {
+  LLVMMetadataRef kv = LLVMMDStringInContext2(c->ctx, "llvm.loop.unroll.disable", 24);
   LLVMMetadataRef ops[2] = {LLVMTemporaryMDNode(c->ctx, NULL, 0),
-                            LLVMMDNodeInContext2(c->ctx, kv, 2)};
+                            LLVMMDNodeInContext2(c->ctx, &kv, 1)};
   LLVMMetadataRef id = LLVMMDNodeInContext2(c->ctx, ops, 2);
   LLVMMetadataReplaceAllUsesWith(ops[0], id); /* a distinct loop ID */
   LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c->ctx, "llvm.loop", 9),
                   LLVMMetadataAsValue(c->ctx, id));
 }
 
+/* The trips of loop `in` four at a time, while four are left, then the
+ * loop itself takes the rest (at most three trips, rolled):
+ *
+ *     lim = s > 0 ? n + (test is <=) - 3 * s : MIN;  // saturating
+ *     while (i < lim) { body; step; body; step; body; step; body; step; }
+ *
+ * i < lim is i + 3s < n (or <=) without overflow: s lies within 2^62
+ * (stride_loop takes only such steps: launches check every size and
+ * shape) and so does n where the test is <=, so n + 1 and 3s do not wrap,
+ * and the saturating subtraction (signed or unsigned, as i's type) stops
+ * at the type's minimum, which no i is below. So the trips run are the loop's, in its
+ * order, with the same values, and need no test between the copies: their
+ * loads are all in flight at once. lim is computed once, before the loop,
+ * and the loop's exit test is a plain count that scalar evolution reads.
+ * LLVM's run-time unroller (an unroll count on the loop) did the same from
+ * the trip count, a division, at twice the compile time of the rolled loop
+ * (docs/benchmarks.md, issue 19, twelfth session). A `continue` in a copy
+ * goes to that copy's step. Neither loop is unrolled further (as NVVM
+ * marks its unrolled loops and their remainders): the unrolled one has
+ * its loads in flight, the other runs at most three trips. */
+static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in) {
+  const xpj_func *f = fr->f;
+  loop_form lf;
+  loop_form_of(f, in, &lf);
+  /* n and s: the test and what the step computes (both only compute; the
+   * step's store is left out) */
+  lower_block(c, fr, in->blk[0]);
+  const xpj_blockdata *sd = &f->blocks[in->blk[2]];
+  for (uint32_t k = 0; k < sd->n && c->status == XPJ_OK; k++)
+    if (f->insts[sd->ids[k]].op != XPJ_OP_STORE)
+      lower_inst(c, fr, sd->ids[k]);
+  if (c->status != XPJ_OK)
+    return;
+  bool is_signed = scalar_of(c, lf.load->type) == XPJ_I64;
+  LLVMValueRef n = val(c, fr, lf.bound), s = val(c, fr, lf.step);
+  LLVMTypeRef t = LLVMTypeOf(n);
+  if (lf.test->aux == XPJ_LE)
+    n = LLVMBuildAdd(c->b, n, LLVMConstInt(t, 1, 0), "");
+  LLVMValueRef args[2] = {n, LLVMBuildMul(c->b, s, LLVMConstInt(t, 3, 0), "")};
+  LLVMValueRef lim = cg_intrinsic(
+      c, is_signed ? "llvm.ssub.sat" : "llvm.usub.sat", &t, 1, args, 2);
+  LLVMValueRef least = LLVMConstInt(t, is_signed ? 1ull << 63 : 0, 0);
+  lim = LLVMBuildSelect(
+      c->b, LLVMBuildICmp(c->b, LLVMIntSGT, s, LLVMConstInt(t, 0, 0), ""),
+      lim, least, "");
+  LLVMBasicBlockRef head = new_bb(c, "four.cond"), body = new_bb(c, "four.body"),
+                    done = new_bb(c, "four.end");
+  br(c, head);
+  LLVMPositionBuilderAtEnd(c->b, head);
+  xpj_val iv = (xpj_val)(lf.load - f->insts);
+  lower_inst(c, fr, iv);
+  if (c->status != XPJ_OK)
+    return;
+  LLVMBuildCondBr(c->b,
+                  LLVMBuildICmp(c->b, is_signed ? LLVMIntSLT : LLVMIntULT,
+                                val(c, fr, iv), lim, ""),
+                  body, done);
+  for (int k = 0; k < 4 && c->status == XPJ_OK; k++) {
+    LLVMBasicBlockRef step = new_bb(c, "four.step");
+    LLVMPositionBuilderAtEnd(c->b, body);
+    if (!push_loop(c, fr, done, step, false))
+      return;
+    lower_block(c, fr, in->blk[1]);
+    fr->nloops--;
+    br(c, step);
+    LLVMPositionBuilderAtEnd(c->b, step);
+    lower_block(c, fr, in->blk[2]);
+    if (k == 3) {
+      if (!terminated(c))
+        no_unroll(c, LLVMBuildBr(c->b, head));
+      break;
+    }
+    body = new_bb(c, "four.body");
+    br(c, body);
+  }
+  LLVMPositionBuilderAtEnd(c->b, done);
+}
+
 static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
   const xpj_inst *in = &fr->f->insts[id];
   LLVMBasicBlockRef cb = new_bb(c, "loop.cond"), bb = new_bb(c, "loop.body"),
                     sb = new_bb(c, "loop.step"), xb = new_bb(c, "loop.end");
+  bool four = !wg && four_trips_wanted(c, fr->f, in);
+  if (four)
+    lower_four_trips(c, fr, in);
   br(c, cb);
   LLVMPositionBuilderAtEnd(c->b, cb);
   if (wg)
@@ -2331,7 +2505,8 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
   if (!terminated(c)) {
     LLVMValueRef latch = LLVMBuildBr(c->b, cb);
     note_loop(c, cb, xb, latch);
-    unroll_load_loop(c, fr->f, in, latch);
+    if (four)
+      no_unroll(c, latch);
   }
   fr->nloops--;
   LLVMPositionBuilderAtEnd(c->b, xb);

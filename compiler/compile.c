@@ -467,10 +467,10 @@ void xpj_compiler_settings_check(void (*report)(const char *name,
     report("XPJIT_LIBDEVICE", msg);
   }
   static const char *const faults[] = {"crash", "hang", "llvm-fatal",
-                                       "linger", NULL};
+                                       "linger", "unroll-loads", NULL};
   if (xpj_env_word("XPJIT_FAULT_INJECT", faults) == -2) {
     snprintf(msg, sizeof msg, "XPJIT_FAULT_INJECT=%.64s is not crash, hang, "
-             "llvm-fatal or linger (a test hook); ignored",
+             "llvm-fatal, linger or unroll-loads (a test hook); ignored",
              xpj_env("XPJIT_FAULT_INJECT"));
     report("XPJIT_FAULT_INJECT", msg);
   }

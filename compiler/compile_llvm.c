@@ -268,6 +268,7 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
   c.m = j->m;
   c.kernel = j->kernel;
   c.entry = j->entry;
+  c.unroll_all = c.ops->simt && strcmp(fault, "unroll-loads") == 0;
   c.libdevice = j->libdevice;
   c.ctx = take_ahead(j, &c.lib_ahead);
   if (!c.ctx)

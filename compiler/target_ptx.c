@@ -664,18 +664,14 @@ static const char ptx_o2_pipeline[] =
      * facts about every index in them (scalar evolution over the guards
      * that dominate each), most of its time, to no effect on the code */
     "loop(loop-unroll-full),"
-    /* then the loops codegen gave an unroll count (those that load global
-     * memory: codegen.c, unroll_load_loop), at run time: a remainder loop
-     * takes the trips past a multiple of the count */
-    "loop-unroll<O2;no-partial;no-runtime;no-upperbound;no-peeling;"
-    "no-profile-peeling>,"
     "loop(indvars,loop-deletion),"
     "sroa<modify-cfg>,gvn<>," INSTCOMBINE ",dse,"
     /* x / n and x % n of one index share the division */
     "div-rem-pairs,"
-    /* no partial or runtime unrolling but of the loops that load global
-     * memory: other loops of unknown or large trip count stay rolled, and
-     * ptxas unrolls what it finds worth it. Runtime unrolling of every
+    /* no partial or runtime unrolling: the stride loops that load global
+     * memory run four trips at a time already (codegen.c,
+     * lower_four_trips), other loops of unknown or large trip count stay
+     * rolled, and ptxas unrolls what it finds worth it. Runtime unrolling of every
      * loop made the SASS of those loops 1.1-2x larger and was most of
      * their compile; partial unrolling of large constant trip counts
      * changed two of 95 kernels, one up and one down (docs/benchmarks.md,

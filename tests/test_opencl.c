@@ -543,6 +543,187 @@ static void test_waiter_runs_commands(void **state) {
   xpj_context_destroy(ctx);
 }
 
+/* ---- loops run four trips at a time (codegen.c lower_four_trips) ------ */
+
+/* The stride loops GPUs run four trips at a time (PTX, -O2), built for
+ * SPIR-V by the test hook XPJIT_FAULT_INJECT=unroll-loads so that they run
+ * here: every trip count from 0 to 21 per work-item (a remainder of 0 to 3
+ * after the unrolled trips), each loop form taken (< and <= bounds, a step
+ * in a variable, local_size strides, a continue in a copy, a device
+ * function and a constant loop in the body), and results that depend on
+ * the order of the trips, against the same kernels compiled without the
+ * hook and against the host. */
+static const char four_src[] =
+    "kernel lt_sum(x: global const i64[], out: global i64[]) ndrange(1) {\n"
+    "    let acc: i64 = 0;\n"
+    "    for (let i = global_id(0); i < shape(x, 0); i += global_size(0)) {\n"
+    "        acc += 1;\n"
+    "        if x[i] % 7 == 3 { continue; }\n"
+    "        acc = acc * 3 + x[i];\n"
+    "    }\n"
+    "    out[global_id(0)] = acc;\n"
+    "}\n"
+    "kernel le_sum(x: global const i64[], out: global i64[]) ndrange(1) {\n"
+    "    let g = global_size(0);\n"
+    "    let acc: i64 = 0;\n"
+    "    for (let i = global_id(0); i <= shape(x, 0) - 1; i += g) {\n"
+    "        let v = x[i];\n"
+    "        for (let k: i64 = 0; k < 3; k++) { v = v * 3 + k; }\n"
+    "        acc = acc * 5 + v;\n"
+    "    }\n"
+    "    out[global_id(0)] = acc;\n"
+    "}\n"
+    "fn twice(a: global const i64[], j: i64) -> i64 { return a[j] * 2; }\n"
+    "kernel ls_sum(x: global const i64[], out: global i64[]) ndrange(1) {\n"
+    "    let acc: i64 = 0;\n"
+    "    for (let j = local_id(0); j < shape(x, 0); j += local_size(0)) {\n"
+    "        acc = acc * 7 + twice(x, j);\n"
+    "    }\n"
+    "    out[global_id(0)] = acc;\n"
+    "}\n"
+    "kernel sc_sum(x: global const i64[], out: global i64[], n: i64)\n"
+    "        ndrange(1) {\n"
+    "    let acc: i64 = 0;\n"
+    "    for (let i = global_id(0); i < n; i += global_size(0)) {\n"
+    "        acc = acc * 11 + x[i];\n"
+    "    }\n"
+    "    out[global_id(0)] = acc;\n"
+    "}\n";
+
+/* What kernel `which` of four_src leaves in out[w] (arithmetic wraps). */
+static uint64_t four_ref(int which, const int64_t *x, uint64_t n, int64_t sn,
+                         uint64_t w, uint64_t local, uint64_t global) {
+  uint64_t acc = 0;
+  if (which == 0) {
+    for (uint64_t i = w; i < n; i += global) {
+      acc += 1;
+      if (x[i] % 7 != 3)
+        acc = acc * 3 + (uint64_t)x[i];
+    }
+  } else if (which == 1) {
+    for (uint64_t i = w; i + 1 <= n; i += global) {
+      uint64_t v = (uint64_t)x[i];
+      for (uint64_t k = 0; k < 3; k++)
+        v = v * 3 + k;
+      acc = acc * 5 + v;
+    }
+  } else if (which == 2) {
+    for (uint64_t j = w % local; j < n; j += local)
+      acc = acc * 7 + 2 * (uint64_t)x[j];
+  } else {
+    for (int64_t i = (int64_t)w; i < sn; i += (int64_t)global)
+      acc = acc * 11 + (uint64_t)x[i];
+  }
+  return acc;
+}
+
+static xpj_program *four_program(xpj_context **ctx, xpj_device **dev,
+                                 bool hook) {
+  if (hook)
+    setenv("XPJIT_FAULT_INJECT", "unroll-loads", 1);
+  else
+    unsetenv("XPJIT_FAULT_INJECT");
+  setenv("XPJIT_DAEMON", "off", 1);
+  xpj_context_desc desc = {.visible = "opencl",
+                           .cache_mode = XPJ_CACHE_MODE_OFF};
+  assert_int_equal(xpj_context_create(&desc, ctx), XPJ_OK);
+  assert_int_equal(xpj_device_select(*ctx, "opencl", dev), XPJ_OK);
+  xpj_program *p = NULL;
+  assert_int_equal(xpj_program_create(*ctx, "four.xpk", four_src,
+                                      strlen(four_src), NULL, &p),
+                   XPJ_OK);
+  return p;
+}
+
+static void test_four_trips(void **state) {
+  (void)state;
+  static const char *const names[4] = {"lt_sum", "le_sum", "ls_sum",
+                                       "sc_sum"};
+  xpj_context *ctx[2];
+  xpj_device *dev[2];
+  xpj_program *p[2];
+  xpj_kernel *k[2][4];
+  size_t size[2][4];
+  for (int h = 0; h < 2; h++) {
+    p[h] = four_program(&ctx[h], &dev[h], h == 1);
+    if (!dev[h]) {
+      xpj_program_destroy(p[h]);
+      xpj_context_destroy(ctx[h]);
+      unsetenv("XPJIT_FAULT_INJECT");
+      skip();
+    }
+    for (int i = 0; i < 4; i++) {
+      assert_int_equal(xpj_program_get_kernel(p[h], names[i], NULL, 0, dev[h],
+                                              NULL, &k[h][i]),
+                       XPJ_OK);
+      void *bin = NULL;
+      assert_int_equal(xpj_program_get_binary(p[h], names[i], NULL, 0,
+                                              "spirv", NULL, &bin,
+                                              &size[h][i]),
+                       XPJ_OK);
+      free(bin);
+    }
+  }
+  unsetenv("XPJIT_FAULT_INJECT");
+  /* the hook took effect: the loop built anew is larger (LLVM does not
+   * unroll it for SPIR-V) */
+  for (int i = 0; i < 4; i++)
+    if (size[1][i] <= size[0][i])
+      fail_msg("%s: %zu bytes of SPIR-V with the hook, %zu without",
+               names[i], size[1][i], size[0][i]);
+  enum { NMAX = 4 * 21 + 3 };
+  static const uint64_t locals[] = {1, 1, 2, 4, 4};
+  static const uint64_t globals[] = {1, 3, 4, 4, 8};
+  for (int h = 0; h < 2; h++) {
+    xpj_queue *q;
+    assert_int_equal(xpj_queue_create(dev[h], NULL, &q), XPJ_OK);
+    int64_t *x, *out;
+    assert_int_equal(xpj_mem_alloc(dev[h], XPJ_MEM_SHARED, NMAX * 8, 0,
+                                   (void **)&x), XPJ_OK);
+    assert_int_equal(xpj_mem_alloc(dev[h], XPJ_MEM_SHARED, 8 * 8, 0,
+                                   (void **)&out), XPJ_OK);
+    for (int i = 0; i < NMAX; i++)
+      x[i] = (int64_t)(i * 2654435761u % 1000) - 300;
+    for (uint64_t n = 0; n <= NMAX; n += n < 24 ? 1 : 21)
+      for (unsigned g = 0; g < sizeof globals / sizeof *globals; g++)
+        for (int i = 0; i < 4 + 3; i++) {
+          /* sc_sum's bound: n, and bounds below every i */
+          static const int64_t below[3] = {-1, -5, INT64_MIN};
+          int64_t sn = i < 4 ? (int64_t)n : below[i - 4];
+          int ki = i < 4 ? i : 3;
+          for (int w = 0; w < 8; w++)
+            out[w] = -1;
+          xpj_array ax = xpj_array_1d(x, XPJ_I64, n);
+          xpj_array ao = xpj_array_1d(out, XPJ_I64, globals[g]);
+          xpj_arg args[] = {xpj_arg_array(&ax), xpj_arg_array(&ao),
+                            xpj_arg_i64(sn)};
+          xpj_range r = xpj_range_1d(globals[g], locals[g]);
+          assert_int_equal(xpj_launch(q, k[h][ki], &r, ki == 3 ? 3 : 2, args,
+                                      NULL),
+                           XPJ_OK);
+          assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+          for (uint64_t w = 0; w < globals[g]; w++) {
+            uint64_t want =
+                four_ref(ki, x, n, sn, w, locals[g], globals[g]);
+            if ((uint64_t)out[w] != want)
+              fail_msg("%s%s: n %lld, global %llu, local %llu: work-item "
+                       "%llu has %lld, not %lld", names[ki],
+                       h ? " (four trips)" : "", (long long)sn,
+                       (unsigned long long)globals[g],
+                       (unsigned long long)locals[g], (unsigned long long)w,
+                       (long long)out[w], (long long)want);
+          }
+        }
+    assert_int_equal(xpj_mem_free(dev[h], x), XPJ_OK);
+    assert_int_equal(xpj_mem_free(dev[h], out), XPJ_OK);
+    xpj_queue_destroy(q);
+  }
+  for (int h = 0; h < 2; h++) {
+    xpj_program_destroy(p[h]);
+    xpj_context_destroy(ctx[h]);
+  }
+}
+
 int main(void) {
   bool intel = use_intel();
   if (!intel)
@@ -556,6 +737,7 @@ int main(void) {
       cmocka_unit_test(test_bad_binaries),
       cmocka_unit_test(test_native_cache),
       cmocka_unit_test(test_waiter_runs_commands),
+      cmocka_unit_test(test_four_trips),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
