@@ -416,13 +416,11 @@ static void give_conn(rt_dc *dc, int fd) {
 /* A kernel from xpjitd. On 1, *payload (free it) holds the reply and k
  * points into it; *same_cache says the daemon wrote it to the cache file
  * at l2_path already (a failure it remembers for a while only carries
- * k->expires_ms: stored, it must expire too). 0: no daemon, or (only_ours)
- * one that does not keep the cache file at l2_path, not asked; -1: it
- * could not serve, or not before the deadline (the caller goes on). */
+ * k->expires_ms: stored, it must expire too). 0: no daemon; -1: it could
+ * not serve, or not before the deadline (the caller goes on). */
 static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
-              const char *l2_path, bool only_ours, xpd_kernel *k,
-              uint8_t **payload, bool *same_cache, char *why,
-              size_t why_size) {
+              const char *l2_path, xpd_kernel *k, uint8_t **payload,
+              bool *same_cache, char *why, size_t why_size) {
   const rt_source *src = &rq->src;
   const char *kernel = rq->kernel, *dtypes = rq->dtypes;
   const char *tstr = rq->target_str;
@@ -468,16 +466,6 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
     tried = tried || t || reused;
     if (fd < 0)
       break;
-    if (only_ours) { /* its greeting named its cache file */
-      pthread_mutex_lock(&dc->mu);
-      bool ours = l2_path && *l2_path && !strcmp(l2_path, dc->daemon_cache);
-      pthread_mutex_unlock(&dc->mu);
-      if (!ours) {
-        give_conn(dc, fd);
-        xpd_buf_free(&b);
-        return 0;
-      }
-    }
     uint64_t now = xpd_now_ms();
     if (now >= deadline) { /* the greeting took it all */
       snprintf(why, why_size, "its greeting took all of %llu ms",
@@ -576,18 +564,16 @@ static void close_tier(void *state) {
   }
 }
 
-/* xpjitd, which compiles each key once for every process. A first look
- * (ob->peek, before the cache file is opened: kcache.c fetch) asks only a
- * daemon that keeps this cache file, which looks in it for us. */
+/* xpjitd, which compiles each key once for every process. */
 static bool get(void *state, rt_obtain *ob, fetched *f) {
   rt_dc *dc = state;
-  if (!dc || dc->mode == RT_DC_OFF)
+  if (!dc || dc->mode == RT_DC_OFF || ob->peek) /* it may compile */
     return false;
   xpd_kernel dk = {0};
   char why[600] = "";
   int r = rt_dc_get(dc, ob->rq, ob->digest,
-                    ob->l2 ? xpj_cache_path(ob->l2) : NULL, ob->peek, &dk,
-                    &f->dpay, &f->same_cache, why, sizeof why);
+                    ob->l2 ? xpj_cache_path(ob->l2) : NULL, &dk, &f->dpay,
+                    &f->same_cache, why, sizeof why);
   if (r < 0)
     xpj_log(XPJ_LOG_INFO, "kernel %s: the daemon at %s could not serve: %s",
             ob->rq->kernel, dc->path, why[0] ? why : "no reason given");

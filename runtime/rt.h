@@ -269,9 +269,6 @@ typedef struct rt_cc {
   char versions[128];
   /* each tier's state (tier.h), set up with the context; NULL: none */
   void *tier_state[RT_MAX_TIERS];
-  /* a device refused a binary of the daemon's: the daemon is asked after
-   * the cache file again, not before it (kcache.c fetch) */
-  bool daemon_refused;
 } rt_cc;
 
 struct xpj_context {

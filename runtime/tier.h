@@ -98,9 +98,6 @@ typedef struct rt_tier {
 RT_TIERS(RT_TIER_DECLARE)
 #undef RT_TIER_DECLARE
 
-/* Whether the bundles tier (its state) has no bundle (tier_bundles.c). */
-bool rt_bundles_none(const void *state);
-
 /* Adds d to the context's counters and the second level's (kcache.c). */
 void rt_cc_note(rt_obtain *ob, const xpj_cache_counters *d);
 /* The wall clock, Unix epoch ms (expiries). */

@@ -660,46 +660,21 @@ typedef struct asked {
   xpj_status status;
   double ms;
   uint64_t compiles, daemon_hits;
-  xpj_kernel_origin origin;
-  bool opened; /* its cache file was open when it had the kernel */
   char msg[1024];
 } asked;
 
-/* Whether this process has path open. */
-static bool open_here(const char *path) {
-  DIR *d = opendir("/proc/self/fd");
-  struct dirent *de;
-  char link[PATH_MAX], target[PATH_MAX];
-  bool found = false;
-  while (d && (de = readdir(d))) {
-    snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
-    ssize_t n = readlink(link, target, sizeof target - 1);
-    if (n > 0) {
-      target[n] = 0;
-      found = found || !strcmp(target, path);
-    }
-  }
-  if (d)
-    closedir(d);
-  return found;
-}
-
-/* In a child: a context with the cache directory cache_dir that asks for
- * axpy [T=f32] once, through the daemon at fx.sock (daemon: NULL) or none
- * ("off"), with the bundle (NULL: none). */
-static void ask_axpy_with(asked *a, const char *cache_dir, const char *daemon,
-                          const char *bundle) {
+/* In a child with its own cache directory (not the daemon's): a context
+ * that asks for axpy [T=f32] once, through the daemon at fx.sock. */
+static void ask_axpy(asked *a, const char *cache_dir) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    setenv("XPJIT_DAEMON", daemon ? daemon : fx.sock, 1);
+    setenv("XPJIT_DAEMON", fx.sock, 1);
     setenv("XPJIT_CACHE", "rw", 1);
     setenv("XPJIT_CACHE_DIR", cache_dir, 1);
-    if (bundle)
-      setenv("XPJIT_BUNDLE_PATH", bundle, 1);
     xpj_context_desc d = {.visible = "cpu", .cpu_threads = 1,
-                          .no_env_bundles = !bundle};
+                          .no_env_bundles = 1};
     xpj_context *ctx = NULL;
     xpj_device *dev = NULL;
     xpj_program *p = NULL;
@@ -713,13 +688,6 @@ static void ask_axpy_with(asked *a, const char *cache_dir, const char *daemon,
     a->status = xpj_program_get_kernel(p, "axpy", "T=f32", 0, dev, NULL, &k);
     a->ms = now_ms() - t0;
     snprintf(a->msg, sizeof a->msg, "%s", xpj_last_error());
-    xpj_kernel_info info;
-    if (a->status == XPJ_OK && xpj_kernel_get_info(k, &info) == XPJ_OK)
-      a->origin = info.origin;
-    char db[PATH_MAX];
-    snprintf(db, sizeof db, "%s/cache-v%d.db", cache_dir,
-             XPJ_CACHE_SCHEMA_VERSION);
-    a->opened = open_here(db);
     xpj_cache_counters c;
     if (xpj_context_cache_counters(ctx, &c) == XPJ_OK) {
       a->compiles = c.compiles;
@@ -735,94 +703,6 @@ static void ask_axpy_with(asked *a, const char *cache_dir, const char *daemon,
   fx.pids[0] = 0;
   CHECK(ws != -1 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && a->done,
         "the asking process failed (status 0x%x)", ws);
-}
-
-/* In a child with its own cache directory (not the daemon's): a context
- * that asks for axpy [T=f32] once, through the daemon at fx.sock. */
-static void ask_axpy(asked *a, const char *cache_dir) {
-  ask_axpy_with(a, cache_dir, NULL, NULL);
-}
-
-/* Empties the hit-file directory of the cache file in dir. */
-static void drop_hit_files(const char *dir) {
-  char hits[PATH_MAX];
-  snprintf(hits, sizeof hits, "%s/cache-v%d.db.hits", dir,
-           XPJ_CACHE_SCHEMA_VERSION);
-  DIR *d = opendir(hits);
-  struct dirent *de;
-  while (d && (de = readdir(d))) {
-    char p[PATH_MAX + 300];
-    snprintf(p, sizeof p, "%s/%s", hits, de->d_name);
-    if (de->d_name[0] != '.')
-      unlink(p);
-  }
-  if (d)
-    closedir(d);
-}
-
-/* A process whose kernel is not in its hit files asks a daemon that keeps
- * its very cache file before it opens that file (the daemon looks in it,
- * and in its memory, for the process: kcache.c daemon_first); a process
- * with a cache file of its own, or with a bundle, looks in its cache file
- * first, as before. */
-static void test_daemon_first(void **state) {
-  (void)state;
-  daemon_start(1);
-  char own[PATH_MAX], bundle[PATH_MAX + 16];
-  snprintf(own, sizeof own, "%s/own-cache", fx.dir);
-  snprintf(bundle, sizeof bundle, "%s/axpy.xpb", fx.dir);
-  asked *a = mmap(NULL, 5 * sizeof *a, PROT_READ | PROT_WRITE,
-                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  assert_true(a != MAP_FAILED);
-  memset(a, 0, 5 * sizeof *a);
-  /* 0: the daemon's cache file, empty: compiled by the daemon, the
-   * process's file never opened */
-  ask_axpy_with(&a[0], fx.cache_dir, NULL, NULL);
-  /* 1: the row in that file but not its hit file: the daemon answers,
-   * the file stays closed */
-  drop_hit_files(fx.cache_dir);
-  ask_axpy_with(&a[1], fx.cache_dir, NULL, NULL);
-  /* 2: a cache file of its own with the row (compiled without the
-   * daemon), no hit file: the file first */
-  ask_axpy_with(&a[2], own, "off", NULL);
-  drop_hit_files(own);
-  ask_axpy_with(&a[3], own, NULL, NULL);
-  /* 3: the daemon's cache file and a bundle (of the file above): the
-   * cache file before the bundle and the daemon */
-  char owndb[PATH_MAX + 16];
-  snprintf(owndb, sizeof owndb, "%s/cache-v%d.db", own,
-           XPJ_CACHE_SCHEMA_VERSION);
-  xpj_cache_config cfg = {.path = owndb, .mode = XPJ_CACHE_MODE_RO};
-  xpj_cache *oc = NULL;
-  uint64_t nexp = 0;
-  assert_int_equal(xpj_cache_open(&cfg, &oc), XPJ_OK);
-  assert_int_equal(xpj_cache_export(oc, bundle, &nexp), XPJ_OK);
-  xpj_cache_close(oc);
-  CHECK(nexp == 1, "the bundle has %llu entries", (unsigned long long)nexp);
-  drop_hit_files(fx.cache_dir);
-  ask_axpy_with(&a[4], fx.cache_dir, NULL, bundle);
-  static const xpj_kernel_origin want[5] = {
-      XPJ_ORIGIN_DAEMON, XPJ_ORIGIN_DAEMON, XPJ_ORIGIN_COMPILED,
-      XPJ_ORIGIN_CACHE, XPJ_ORIGIN_CACHE};
-  static const bool opened[5] = {false, false, true, true, true};
-  for (int i = 0; i < 5; i++)
-    CHECK(a[i].status == XPJ_OK && a[i].origin == want[i] &&
-              a[i].opened == opened[i] &&
-              a[i].daemon_hits == (want[i] == XPJ_ORIGIN_DAEMON) &&
-              a[i].compiles == (want[i] == XPJ_ORIGIN_COMPILED),
-          "process %d: status %d, origin %d (expected %d), cache file %s "
-          "(expected %s), %llu daemon hits, %llu compiles: %s",
-          i, a[i].status, (int)a[i].origin, (int)want[i],
-          a[i].opened ? "opened" : "closed", opened[i] ? "opened" : "closed",
-          (unsigned long long)a[i].daemon_hits,
-          (unsigned long long)a[i].compiles, a[i].msg);
-  munmap(a, 5 * sizeof *a);
-  char text[8192];
-  daemon_stats(text, sizeof text);
-  CHECK(stat_of(text, "compiles") == 1, "xpjitd compiled axpy %lld times",
-        (long long)stat_of(text, "compiles"));
-  daemon_stop();
-  assert_no_children();
 }
 
 typedef struct expiring {
@@ -905,7 +785,6 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_storm, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sigkill, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_daemon_first, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fallback_missing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fallback_stale, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fallback_stopped, setup, teardown),
