@@ -2093,10 +2093,16 @@ static bool loop_form_of(const xpj_func *f, const xpj_inst *loop, loop_form *lf)
     lf->update = &f->insts[xpj_inst_args(f, st)[1]];
     if (lf->update->op != XPJ_OP_BINOP || lf->update->nargs != 2)
       return false;
+    /* var = var OP step, or var = step OP var: anything else (i = g + (i +
+     * 10)) has no step of its own */
     const uint32_t *va = xpj_inst_args(f, lf->update);
-    const xpj_inst *v0 = &f->insts[va[0]];
-    lf->step = v0->op == XPJ_OP_LOAD && xpj_inst_args(f, v0)[0] == lf->var ? va[1]
-                                                                           : va[0];
+    const xpj_inst *v0 = &f->insts[va[0]], *v1 = &f->insts[va[1]];
+    if (v0->op == XPJ_OP_LOAD && xpj_inst_args(f, v0)[0] == lf->var)
+      lf->step = va[1];
+    else if (v1->op == XPJ_OP_LOAD && xpj_inst_args(f, v1)[0] == lf->var)
+      lf->step = va[0];
+    else
+      return false;
     return true;
   }
   return false;
@@ -2171,13 +2177,14 @@ static unsigned global_loads(cg *c, const xpj_func *f, xpj_block b,
   return n;
 }
 
-/* Whether value v of f lies within +-2^62 whatever the arguments: a
- * constant, a shape (launches check them: XPJ_MAX_EXTENT) or the size of a
- * one-dimensional view, a work-item id or size, a narrower integer
- * widened, a minimum with one of them or a maximum of two, one of them
- * moved by a constant, or a variable only ever set to one of them. Then
- * LLVM can count the trips of a loop that steps towards v by such a step
- * (no overflow is possible before the exit). */
+/* Whether value v of f is of the kind GPU loops step by and towards, about
+ * +-2^62 whatever the arguments: a constant, a shape (launches check them:
+ * XPJ_MAX_EXTENT) or the size of a one-dimensional view, a work-item id or
+ * size, a narrower integer widened, a minimum or maximum of two of them,
+ * one of them moved by a constant (which widens the range: a heuristic,
+ * not a proof), or a variable only ever set to one of them. It chooses
+ * loops (stride_loop); nothing's correctness rests on it
+ * (lower_four_trips checks its step at run time). */
 static bool bounded(cg *c, const xpj_func *f, xpj_val v, int depth) {
   const xpj_inst *in = &f->insts[v];
   const uint32_t *a = xpj_inst_args(f, in);
@@ -2193,11 +2200,12 @@ static bool bounded(cg *c, const xpj_func *f, xpj_val v, int depth) {
     return tinfo(c, f->insts[a[0]].type)->rank == 1;
   case XPJ_OP_CAST: {
     const xpj_typeinfo *from = tinfo(c, f->insts[a[0]].type);
-    return from->kind == XPJ_TK_SCALAR && xpj_scalar_bits(from->scalar) <= 32;
+    return from->kind == XPJ_TK_SCALAR && xpj_scalar_bits(from->scalar) <= 32 &&
+           !cg_scalar_is_float(from->scalar);
   }
   case XPJ_OP_MATH:
     if (in->aux == XPJ_MATH_MIN && in->nargs == 2)
-      return bounded(c, f, a[0], depth + 1) || bounded(c, f, a[1], depth + 1);
+      return bounded(c, f, a[0], depth + 1) && bounded(c, f, a[1], depth + 1);
     if (in->aux == XPJ_MATH_MAX && in->nargs == 2)
       return bounded(c, f, a[0], depth + 1) && bounded(c, f, a[1], depth + 1);
     return false;
@@ -2380,14 +2388,15 @@ static void no_unroll(cg *c, LLVMValueRef latch) {
 /* The trips of loop `in` four at a time, while four are left, then the
  * loop itself takes the rest (at most three trips, rolled):
  *
- *     lim = s > 0 ? n + (test is <=) - 3 * s : MIN;  // saturating
+ *     lim = 0 < s <= MAX/3 ? n + (test is <=) - 3 * s : MIN;  // saturating
  *     while (i < lim) { body; step; body; step; body; step; body; step; }
  *
- * i < lim is i + 3s < n (or <=) without overflow: s lies within 2^62
- * (stride_loop takes only such steps: launches check every size and
- * shape) and so does n where the test is <=, so n + 1 and 3s do not wrap,
- * and the saturating subtraction (signed or unsigned, as i's type) stops
- * at the type's minimum, which no i is below. So the trips run are the loop's, in its
+ * i < lim is i + 3s < n (or <=) without overflow: 3s does not wrap (the
+ * test on s, at run time: a step is whatever the kernel computes), the
+ * saturating subtraction (signed or unsigned, as i's type) stops at the
+ * type's minimum, which no i is below, and n + 1 wraps only from the
+ * type's maximum, to its minimum (then lim is the minimum too: the loop
+ * below runs every trip). So the trips run are the loop's, in its
  * order, with the same values, and need no test between the copies: their
  * loads are all in flight at once. lim is computed once, before the loop,
  * and the loop's exit test is a plain count that scalar evolution reads.
@@ -2419,9 +2428,11 @@ static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in) {
   LLVMValueRef lim = cg_intrinsic(
       c, is_signed ? "llvm.ssub.sat" : "llvm.usub.sat", &t, 1, args, 2);
   LLVMValueRef least = LLVMConstInt(t, is_signed ? 1ull << 63 : 0, 0);
-  lim = LLVMBuildSelect(
-      c->b, LLVMBuildICmp(c->b, LLVMIntSGT, s, LLVMConstInt(t, 0, 0), ""),
-      lim, least, "");
+  /* 0 < s <= max / 3: 3s does not wrap */
+  LLVMValueRef fits = LLVMBuildICmp(
+      c->b, LLVMIntULE, LLVMBuildSub(c->b, s, LLVMConstInt(t, 1, 0), ""),
+      LLVMConstInt(t, (is_signed ? INT64_MAX : UINT64_MAX) / 3 - 1, 0), "");
+  lim = LLVMBuildSelect(c->b, fits, lim, least, "");
   LLVMBasicBlockRef head = new_bb(c, "four.cond"), body = new_bb(c, "four.body"),
                     done = new_bb(c, "four.end");
   br(c, head);

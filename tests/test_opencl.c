@@ -724,6 +724,107 @@ static void test_four_trips(void **state) {
   }
 }
 
+/* Loops the four trips must leave alone or get right (an adversarial
+ * review found both): a step that is not one (i = g + (i + 10) is no
+ * `i += g`), and a step so large that 3 * step wraps (a shape of 3.5e18,
+ * from a view of stride 0), with the hook and without: one work-item
+ * counts its trips and keeps its last i (3.5e18: below XPJ_MAX_EXTENT, as
+ * launches check, and wrapping, 3 * 3.5e18 > 2^63, to 92 trips, not a
+ * hang). */
+static const char edge_src[] =
+    "kernel odd_step(x: global const i64[], out: global i64[], n: i64)\n"
+    "        ndrange(1) {\n"
+    "    let cnt: i64 = 0;\n"
+    "    let last: i64 = -1;\n"
+    "    for (let i: i64 = 0; i < n; i = global_size(0) + (i + 10)) {\n"
+    "        cnt += 1;\n"
+    "        last = i + x[0];\n"
+    "    }\n"
+    "    out[0] = cnt;\n"
+    "    out[1] = last;\n"
+    "}\n"
+    "kernel huge_step(x: global const i64[], big: global const i64[],\n"
+    "                 out: global i64[], n: i64) ndrange(1) {\n"
+    "    let cnt: i64 = 0;\n"
+    "    let last: i64 = -1;\n"
+    "    for (let i: i64 = 0; i < n; i += shape(big, 0)) {\n"
+    "        cnt += 1;\n"
+    "        last = i + x[0];\n"
+    "    }\n"
+    "    out[0] = cnt;\n"
+    "    out[1] = last;\n"
+    "}\n";
+
+static void test_four_trips_edges(void **state) {
+  (void)state;
+  for (int h = 0; h < 2; h++) {
+    if (h)
+      setenv("XPJIT_FAULT_INJECT", "unroll-loads", 1);
+    else
+      unsetenv("XPJIT_FAULT_INJECT");
+    setenv("XPJIT_DAEMON", "off", 1);
+    xpj_context_desc desc = {.visible = "opencl",
+                             .cache_mode = XPJ_CACHE_MODE_OFF};
+    xpj_context *ctx = NULL;
+    xpj_device *dev = NULL;
+    assert_int_equal(xpj_context_create(&desc, &ctx), XPJ_OK);
+    if (xpj_device_select(ctx, "opencl", &dev) != XPJ_OK) {
+      xpj_context_destroy(ctx);
+      unsetenv("XPJIT_FAULT_INJECT");
+      skip();
+    }
+    xpj_program *p = NULL;
+    assert_int_equal(xpj_program_create(ctx, "edge.xpk", edge_src,
+                                        strlen(edge_src), NULL, &p),
+                     XPJ_OK);
+    xpj_kernel *odd, *huge;
+    assert_int_equal(xpj_program_get_kernel(p, "odd_step", NULL, 0, dev, NULL,
+                                            &odd),
+                     XPJ_OK);
+    assert_int_equal(xpj_program_get_kernel(p, "huge_step", NULL, 0, dev,
+                                            NULL, &huge),
+                     XPJ_OK);
+    unsetenv("XPJIT_FAULT_INJECT");
+    xpj_queue *q;
+    assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+    int64_t *x, *out, *big;
+    assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, 8, 0, (void **)&x),
+                     XPJ_OK);
+    assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, 16, 0, (void **)&out),
+                     XPJ_OK);
+    assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, 8, 0, (void **)&big),
+                     XPJ_OK);
+    x[0] = -300;
+    big[0] = 7;
+    xpj_array ax = xpj_array_1d(x, XPJ_I64, 1),
+              ao = xpj_array_1d(out, XPJ_I64, 2);
+    int64_t shape[1] = {3500000000000000000}, stride[1] = {0};
+    xpj_array ab = xpj_array_view(big, XPJ_I64, 1, shape, stride, 0);
+    xpj_range r = xpj_range_1d(1, 1);
+    /* odd_step: i = 0, 11, ..., 99 */
+    xpj_arg a1[] = {xpj_arg_array(&ax), xpj_arg_array(&ao), xpj_arg_i64(100)};
+    assert_int_equal(xpj_launch(q, odd, &r, 3, a1, NULL), XPJ_OK);
+    assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+    if (out[0] != 10 || out[1] != 99 - 300)
+      fail_msg("odd_step%s: %lld trips, last %lld (expected 10, -201)",
+               h ? " (four trips)" : "", (long long)out[0], (long long)out[1]);
+    /* huge_step: one trip (3 * step wraps: four trips must not run) */
+    xpj_arg a2[] = {xpj_arg_array(&ax), xpj_arg_array(&ab), xpj_arg_array(&ao),
+                    xpj_arg_i64(100)};
+    assert_int_equal(xpj_launch(q, huge, &r, 4, a2, NULL), XPJ_OK);
+    assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+    if (out[0] != 1 || out[1] != -300)
+      fail_msg("huge_step%s: %lld trips, last %lld (expected 1, -300)",
+               h ? " (four trips)" : "", (long long)out[0], (long long)out[1]);
+    xpj_mem_free(dev, x);
+    xpj_mem_free(dev, out);
+    xpj_mem_free(dev, big);
+    xpj_queue_destroy(q);
+    xpj_program_destroy(p);
+    xpj_context_destroy(ctx);
+  }
+}
+
 int main(void) {
   bool intel = use_intel();
   if (!intel)
@@ -738,6 +839,7 @@ int main(void) {
       cmocka_unit_test(test_native_cache),
       cmocka_unit_test(test_waiter_runs_commands),
       cmocka_unit_test(test_four_trips),
+      cmocka_unit_test(test_four_trips_edges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
