@@ -2256,18 +2256,18 @@ static bool stores_to(const xpj_func *f, xpj_block b, xpj_val var) {
  * code), and its body leaves i alone. Loops of a constant step keep their
  * form: ptxas unrolls them where it finds it worth it, and unrolling them
  * here cost up to twice their compile for nothing that the PTX quality
- * benchmark missed (docs/benchmarks.md, "PTX quality"). */
-static bool stride_loop(cg *c, const xpj_func *f, const xpj_inst *loop) {
-  loop_form lf;
-  if (!loop_form_of(f, loop, &lf) ||
-      (lf.test->aux != XPJ_LT && lf.test->aux != XPJ_LE) ||
-      lf.update->aux != XPJ_ADD)
+ * benchmark missed (docs/benchmarks.md, "PTX quality"). Its form in *lf. */
+static bool stride_loop(cg *c, const xpj_func *f, const xpj_inst *loop,
+                        loop_form *lf) {
+  if (!loop_form_of(f, loop, lf) ||
+      (lf->test->aux != XPJ_LT && lf->test->aux != XPJ_LE) ||
+      lf->update->aux != XPJ_ADD)
     return false;
-  const xpj_typeinfo *ty = tinfo(c, lf.load->type);
+  const xpj_typeinfo *ty = tinfo(c, lf->load->type);
   return ty->kind == XPJ_TK_SCALAR && (ty->scalar == XPJ_I64 || ty->scalar == XPJ_U64) &&
-         (lf.test->aux == XPJ_LT || bounded(c, f, lf.bound, 0)) &&
-         !stores_to(f, loop->blk[1], lf.var) &&
-         f->insts[lf.step].op != XPJ_OP_CONST && bounded(c, f, lf.step, 0);
+         (lf->test->aux == XPJ_LT || bounded(c, f, lf->bound, 0)) &&
+         !stores_to(f, loop->blk[1], lf->var) &&
+         f->insts[lf->step].op != XPJ_OP_CONST && bounded(c, f, lf->step, 0);
 }
 
 /* ---- grid-stride loops unrolled four times (GPUs) --------------------- */
@@ -2358,18 +2358,17 @@ static unsigned block_size(cg *c, const xpj_func *f, xpj_block b, unsigned cap,
  * already) with nothing that keeps them waiting (global_loads), which will
  * be innermost, and which are stride loops (stride_loop); built here
  * (lower_four_trips) when the test and the step only compute and the bound
- * and the step keep their values. */
-static bool four_trips_wanted(cg *c, const xpj_func *f, const xpj_inst *in) {
+ * and the step keep their values. The loop's form in *lf. */
+static bool four_trips_wanted(cg *c, const xpj_func *f, const xpj_inst *in,
+                              loop_form *lf) {
   bool other = false;
-  loop_form lf;
   if (!(c->ops->unroll_load_loops || c->unroll_all) || c->opts->opt_level != 2 ||
-      const_trip_loop(f, in) || !stride_loop(c, f, in) ||
-      !loop_form_of(f, in, &lf))
+      !stride_loop(c, f, in, lf))
     return false;
   unsigned loads = global_loads(c, f, in->blk[1], false, &other);
   return loads > 0 && loads < 4 && !other && computes_only(f, in->blk[0], 0) &&
-         computes_only(f, in->blk[2], lf.var) &&
-         trip_invariant(f, in, lf.bound, 0) && trip_invariant(f, in, lf.step, 0) &&
+         computes_only(f, in->blk[2], lf->var) &&
+         trip_invariant(f, in, lf->bound, 0) && trip_invariant(f, in, lf->step, 0) &&
          block_size(c, f, in->blk[1], 2000, 0) < 2000;
 }
 
@@ -2406,10 +2405,10 @@ static void no_unroll(cg *c, LLVMValueRef latch) {
  * goes to that copy's step. Neither loop is unrolled further (as NVVM
  * marks its unrolled loops and their remainders): the unrolled one has
  * its loads in flight, the other runs at most three trips. */
-static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in) {
+static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in,
+                             const loop_form *form) {
   const xpj_func *f = fr->f;
-  loop_form lf;
-  loop_form_of(f, in, &lf);
+  const loop_form lf = *form;
   /* n and s: the test and what the step computes (both only compute; the
    * step's store is left out) */
   lower_block(c, fr, in->blk[0]);
@@ -2470,9 +2469,10 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
   const xpj_inst *in = &fr->f->insts[id];
   LLVMBasicBlockRef cb = new_bb(c, "loop.cond"), bb = new_bb(c, "loop.body"),
                     sb = new_bb(c, "loop.step"), xb = new_bb(c, "loop.end");
-  bool four = !wg && four_trips_wanted(c, fr->f, in);
+  loop_form lf;
+  bool four = !wg && four_trips_wanted(c, fr->f, in, &lf);
   if (four)
-    lower_four_trips(c, fr, in);
+    lower_four_trips(c, fr, in, &lf);
   br(c, cb);
   LLVMPositionBuilderAtEnd(c->b, cb);
   if (wg)

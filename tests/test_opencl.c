@@ -617,8 +617,12 @@ static uint64_t four_ref(int which, const int64_t *x, uint64_t n, int64_t sn,
   return acc;
 }
 
-static xpj_program *four_program(xpj_context **ctx, xpj_device **dev,
-                                 bool hook) {
+/* A context on the OpenCL device with the cache and the daemon off, and
+ * text as a program, compiled with the test hook unroll-loads (hook) or
+ * without; NULL (nothing left open) when there is no OpenCL device. The
+ * hook stays set for the caller's compiles. */
+static xpj_program *hook_program(const char *text, bool hook,
+                                 xpj_context **ctx, xpj_device **dev) {
   if (hook)
     setenv("XPJIT_FAULT_INJECT", "unroll-loads", 1);
   else
@@ -627,10 +631,14 @@ static xpj_program *four_program(xpj_context **ctx, xpj_device **dev,
   xpj_context_desc desc = {.visible = "opencl",
                            .cache_mode = XPJ_CACHE_MODE_OFF};
   assert_int_equal(xpj_context_create(&desc, ctx), XPJ_OK);
-  assert_int_equal(xpj_device_select(*ctx, "opencl", dev), XPJ_OK);
+  if (xpj_device_select(*ctx, "opencl", dev) != XPJ_OK) {
+    xpj_context_destroy(*ctx);
+    unsetenv("XPJIT_FAULT_INJECT");
+    return NULL;
+  }
   xpj_program *p = NULL;
-  assert_int_equal(xpj_program_create(*ctx, "four.xpk", four_src,
-                                      strlen(four_src), NULL, &p),
+  assert_int_equal(xpj_program_create(*ctx, "hook.xpk", text, strlen(text),
+                                      NULL, &p),
                    XPJ_OK);
   return p;
 }
@@ -645,11 +653,12 @@ static void test_four_trips(void **state) {
   xpj_kernel *k[2][4];
   size_t size[2][4];
   for (int h = 0; h < 2; h++) {
-    p[h] = four_program(&ctx[h], &dev[h], h == 1);
-    if (!dev[h]) {
-      xpj_program_destroy(p[h]);
-      xpj_context_destroy(ctx[h]);
-      unsetenv("XPJIT_FAULT_INJECT");
+    p[h] = hook_program(four_src, h == 1, &ctx[h], &dev[h]);
+    if (!p[h]) {
+      if (h) {
+        xpj_program_destroy(p[0]);
+        xpj_context_destroy(ctx[0]);
+      }
       skip();
     }
     for (int i = 0; i < 4; i++) {
@@ -758,25 +767,11 @@ static const char edge_src[] =
 static void test_four_trips_edges(void **state) {
   (void)state;
   for (int h = 0; h < 2; h++) {
-    if (h)
-      setenv("XPJIT_FAULT_INJECT", "unroll-loads", 1);
-    else
-      unsetenv("XPJIT_FAULT_INJECT");
-    setenv("XPJIT_DAEMON", "off", 1);
-    xpj_context_desc desc = {.visible = "opencl",
-                             .cache_mode = XPJ_CACHE_MODE_OFF};
     xpj_context *ctx = NULL;
     xpj_device *dev = NULL;
-    assert_int_equal(xpj_context_create(&desc, &ctx), XPJ_OK);
-    if (xpj_device_select(ctx, "opencl", &dev) != XPJ_OK) {
-      xpj_context_destroy(ctx);
-      unsetenv("XPJIT_FAULT_INJECT");
+    xpj_program *p = hook_program(edge_src, h == 1, &ctx, &dev);
+    if (!p)
       skip();
-    }
-    xpj_program *p = NULL;
-    assert_int_equal(xpj_program_create(ctx, "edge.xpk", edge_src,
-                                        strlen(edge_src), NULL, &p),
-                     XPJ_OK);
     xpj_kernel *odd, *huge;
     assert_int_equal(xpj_program_get_kernel(p, "odd_step", NULL, 0, dev, NULL,
                                             &odd),
