@@ -14,6 +14,14 @@
  * after a failed connection), and asked again with a wait of at most 1 s
  * until an answer comes in time.
  *
+ * A first look (before the process opens its cache file, kcache.c fetch)
+ * asks only a daemon that keeps that very file, and waits at most
+ * RT_DC_FIRST_MS for its word that it took the request (XPD_PENDING, or
+ * the answer itself); without that word the process opens its cache file
+ * and asks no more first looks, and the daemon is not backed off from.
+ * Only a kernel is taken from a first look: a failure, even one the daemon
+ * remembers, is left to the cache file and the walk after it.
+ *
  * Connections are kept per context after their handshake and reused, one
  * request at a time each; a forked child never reuses its parent's. */
 #define _GNU_SOURCE /* struct ucred */
@@ -267,6 +275,7 @@ int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
 
 #define RT_DC_WAIT_MS 10000 /* XPJIT_DAEMON_TIMEOUT's default */
 #define RT_DC_PROBE_MS 1000 /* the wait after an answer came too late */
+#define RT_DC_FIRST_MS 100  /* a first look's wait for the daemon's word */
 
 /* setting: xpj_context_desc.daemon, else XPJIT_DAEMON (NULL: auto) */
 static void rt_dc_init(rt_dc *dc, const char *setting, const char *what) {
@@ -328,8 +337,9 @@ static void backoff_locked(rt_dc *dc) {
 
 /* A connection: an idle one, or a new one greeted by deadline (1 s at
  * most); -1 when there is no daemon (*tried false), while backing off
- * from it, or when none is to be had (then the next try waits a while). */
-static int take_conn(rt_dc *dc, uint64_t deadline, bool *reused,
+ * from it, or when none is to be had (then the next try waits a while;
+ * for a first look, there is no first look again). */
+static int take_conn(rt_dc *dc, uint64_t deadline, bool first, bool *reused,
                      bool *tried, char *why, size_t why_size) {
   *tried = false;
   *reused = false;
@@ -371,7 +381,8 @@ static int take_conn(rt_dc *dc, uint64_t deadline, bool *reused,
   if (!ok)
     snprintf(why, why_size, "%s", err);
   char cache[sizeof dc->daemon_cache] = "";
-  uint64_t proto = 0, caps = 0;
+  uint64_t proto = 0, caps = 0, cdev = 0, cino = 0;
+  bool id = false;
   if (ok) {
     xpd_msg m;
     char vers[256];
@@ -382,8 +393,11 @@ static int take_conn(rt_dc *dc, uint64_t deadline, bool *reused,
              XPD_E_OK &&
          xpd_get_str(&m, XPD_F_CACHE_PATH, true, cache, sizeof cache) ==
              XPD_E_OK &&
+         xpd_get_u64(&m, XPD_F_CACHE_DEV, true, &cdev) == XPD_E_OK &&
+         xpd_get_u64(&m, XPD_F_CACHE_INO, true, &cino) == XPD_E_OK &&
          proto == XPD_VERSION && (caps & XPD_CAP_GET) &&
          !strcmp(vers, versions());
+    id = ok && xpd_find(&m, XPD_F_CACHE_DEV) && xpd_find(&m, XPD_F_CACHE_INO);
     if (!ok) {
       snprintf(why, why_size, "its greeting does not match (protocol %llu, "
                "this process speaks %d; or another xpjit or LLVM version)",
@@ -396,12 +410,30 @@ static int take_conn(rt_dc *dc, uint64_t deadline, bool *reused,
   pthread_mutex_lock(&dc->mu);
   if (ok) { /* the back-off ends when a request is answered in time */
     snprintf(dc->daemon_cache, sizeof dc->daemon_cache, "%s", cache);
+    dc->daemon_id = id;
+    dc->daemon_dev = cdev;
+    dc->daemon_ino = cino;
     dc->daemon_redis = (caps & XPD_CAP_REDIS) != 0;
-  }
-  else /* refused, stale, hung, another version: ask again later */
+  } else if (first) { /* its own short wait: the walk asks again */
+    dc->no_first = true;
+  } else { /* refused, stale, hung, another version: ask again later */
     backoff_locked(dc);
+  }
   pthread_mutex_unlock(&dc->mu);
   return fd;
+}
+
+/* Whether the daemon's cache file (its greeting said which) is the file
+ * at path: the same device and inode, not only the same name. */
+static bool keeps_file(rt_dc *dc, const char *path) {
+  struct stat sb;
+  if (!path || !*path || stat(path, &sb) != 0)
+    return false;
+  pthread_mutex_lock(&dc->mu);
+  bool same = dc->daemon_id && dc->daemon_dev == (uint64_t)sb.st_dev &&
+              dc->daemon_ino == (uint64_t)sb.st_ino;
+  pthread_mutex_unlock(&dc->mu);
+  return same;
 }
 
 static void give_conn(rt_dc *dc, int fd) {
@@ -416,11 +448,15 @@ static void give_conn(rt_dc *dc, int fd) {
 /* A kernel from xpjitd. On 1, *payload (free it) holds the reply and k
  * points into it; *same_cache says the daemon wrote it to the cache file
  * at l2_path already (a failure it remembers for a while only carries
- * k->expires_ms: stored, it must expire too). 0: no daemon; -1: it could
- * not serve, or not before the deadline (the caller goes on). */
+ * k->expires_ms: stored, it must expire too). 0: no daemon, or (first) a
+ * first look that did not end in a kernel (a daemon that keeps another
+ * cache file, one that did not say in RT_DC_FIRST_MS that it took the
+ * request, a failure): the walk asks again after the cache file; -1: it
+ * could not serve, or not before the deadline (the caller goes on). */
 static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
-              const char *l2_path, xpd_kernel *k, uint8_t **payload,
-              bool *same_cache, char *why, size_t why_size) {
+                     const char *l2_path, bool first, xpd_kernel *k,
+                     uint8_t **payload, bool *same_cache, char *why,
+                     size_t why_size) {
   const rt_source *src = &rq->src;
   const char *kernel = rq->kernel, *dtypes = rq->dtypes;
   const char *tstr = rq->target_str;
@@ -444,6 +480,7 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
   g.debug = o->debug_info != 0;
   g.checks = o->checks;
   g.contract = o->fp_contract != 0;
+  g.first = first;
   /* the limit a compile here would have: the daemon stops it there */
   g.timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
   memcpy(g.digest, digest, 65);
@@ -458,33 +495,60 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
                       ? RT_DC_PROBE_MS
                       : dc->wait_ms;
   pthread_mutex_unlock(&dc->mu);
-  uint64_t deadline = xpd_now_ms() + wait;
+  uint64_t now = xpd_now_ms(), deadline = now + wait;
+  /* a first look: greeted, and the request taken, by this */
+  uint64_t taken_by =
+      first ? now + (wait < RT_DC_FIRST_MS ? wait : RT_DC_FIRST_MS)
+            : deadline;
   bool served = false, tried = false, answered = false, late = false;
   for (int attempt = 0; attempt < 2 && !served; attempt++) {
     bool reused, t;
-    int fd = take_conn(dc, deadline, &reused, &t, why, why_size);
+    int fd = take_conn(dc, taken_by, first, &reused, &t, why, why_size);
     tried = tried || t || reused;
     if (fd < 0)
       break;
-    uint64_t now = xpd_now_ms();
-    if (now >= deadline) { /* the greeting took it all */
-      snprintf(why, why_size, "its greeting took all of %llu ms",
-               (unsigned long long)wait);
-      late = true;
+    if (first && !keeps_file(dc, l2_path)) { /* the walk's order */
       give_conn(dc, fd);
+      break;
+    }
+    now = xpd_now_ms();
+    if (now >= taken_by) { /* the greeting took it all */
+      snprintf(why, why_size, "its greeting took all of %llu ms",
+               (unsigned long long)(taken_by + wait - deadline));
+      late = !first;
+      give_conn(dc, fd);
+      pthread_mutex_lock(&dc->mu);
+      dc->no_first |= first;
+      pthread_mutex_unlock(&dc->mu);
       break;
     }
     xpd_header h;
     uint8_t *pl = NULL;
     char err[512];
-    xpd_err e = xpd_call(fd, &b, XPD_MAX_REPLY, (int)(deadline - now), &h,
+    xpd_err e = xpd_call(fd, &b, XPD_MAX_REPLY, (int)(taken_by - now), &h,
                          &pl, err, sizeof err);
+    if (first && e == XPD_E_OK && h.op == XPD_PENDING) { /* taken */
+      free(pl);
+      e = xpd_read_frame(fd, XPD_MAX_REPLY, deadline, &h, &pl, err,
+                         sizeof err);
+    } else if (first && e == XPD_E_SHORT && xpd_now_ms() >= taken_by) {
+      /* not taken in time: the reply may still come, so this connection
+       * is not used again; no first look from now on */
+      close(fd);
+      pthread_mutex_lock(&dc->mu);
+      dc->no_first = true;
+      pthread_mutex_unlock(&dc->mu);
+      snprintf(why, why_size, "a first look not taken within %llu ms",
+               (unsigned long long)(taken_by + wait - deadline));
+      break;
+    }
     answered = answered || e == XPD_E_OK;
     xpd_msg m;
     if (e == XPD_E_OK && h.op == XPD_KERNEL &&
         xpd_payload_decode(pl, h.len, &m) == XPD_E_OK &&
         xpd_kernel_decode(&m, k) == XPD_E_OK && !strcmp(k->digest, digest) &&
-        (k->status == XPJ_OK) == !k->v.failed && !(k->v.failed && k->transient)) {
+        (k->status == XPJ_OK) == !k->v.failed &&
+        !(k->v.failed && (k->transient || first))) {
       served = true;
       *payload = pl;
       give_conn(dc, fd);
@@ -494,6 +558,8 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
       snprintf(why, why_size, "%s (%s)", xpd_err_str(e), err);
     else if (h.op == XPD_ERROR)
       snprintf(why, why_size, "it answered with an error");
+    else if (h.op == XPD_KERNEL && k->v.failed && first)
+      snprintf(why, why_size, "a failure, left to the cache file");
     else if (h.op == XPD_KERNEL && k->transient)
       snprintf(why, why_size, "a transient failure (%s)",
                xpj_status_name((xpj_status)k->status));
@@ -501,8 +567,8 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
       snprintf(why, why_size, "an answer it should not have given (op %u)",
                (unsigned)h.op);
     free(pl);
-    /* an answer that says "compile it yourself" (an ERROR, a transient
-     * failure) leaves the connection usable */
+    /* an answer that says "compile it yourself" (an ERROR, a failure)
+     * leaves the connection usable */
     if (e == XPD_E_OK && (h.op == XPD_ERROR || h.op == XPD_KERNEL))
       give_conn(dc, fd);
     else
@@ -528,9 +594,13 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
     dc->probing = true;
     backoff_locked(dc);
   }
-  if (served)
-    *same_cache = l2_path && *l2_path && !strcmp(l2_path, dc->daemon_cache);
   pthread_mutex_unlock(&dc->mu);
+  if (served) /* by identity where the greeting gave it, else by name */
+    *same_cache = dc->daemon_id ? keeps_file(dc, l2_path)
+                                : l2_path && *l2_path &&
+                                      !strcmp(l2_path, dc->daemon_cache);
+  if (first)
+    return served ? 1 : late ? -1 : 0;
   return served ? 1 : tried ? -1 : 0;
 }
 
@@ -564,16 +634,27 @@ static void close_tier(void *state) {
   }
 }
 
-/* xpjitd, which compiles each key once for every process. */
+/* Whether a first look may ask this daemon (one went unanswered: no). */
+static bool first_looks(rt_dc *dc) {
+  pthread_mutex_lock(&dc->mu);
+  bool yes = !dc->no_first;
+  pthread_mutex_unlock(&dc->mu);
+  return yes;
+}
+
+/* xpjitd, which compiles each key once for every process. A first look
+ * (ob->peek, before the cache file is opened: kcache.c fetch) asks only a
+ * daemon that keeps this very cache file: it looks in that file, and in
+ * its memory, before it compiles, so it answers what the walk would. */
 static bool get(void *state, rt_obtain *ob, fetched *f) {
   rt_dc *dc = state;
-  if (!dc || dc->mode == RT_DC_OFF || ob->peek) /* it may compile */
+  if (!dc || dc->mode == RT_DC_OFF || (ob->peek && !first_looks(dc)))
     return false;
   xpd_kernel dk = {0};
   char why[600] = "";
   int r = rt_dc_get(dc, ob->rq, ob->digest,
-                    ob->l2 ? xpj_cache_path(ob->l2) : NULL, &dk, &f->dpay,
-                    &f->same_cache, why, sizeof why);
+                    ob->l2 ? xpj_cache_path(ob->l2) : NULL, ob->peek, &dk,
+                    &f->dpay, &f->same_cache, why, sizeof why);
   if (r < 0)
     xpj_log(XPJ_LOG_INFO, "kernel %s: the daemon at %s could not serve: %s",
             ob->rq->kernel, dc->path, why[0] ? why : "no reason given");

@@ -551,7 +551,9 @@ static void log_obtained(const rt_obtain *ob, const fetched *f,
 static bool walk(rt_obtain *ob, unsigned from, unsigned to, unsigned kinds,
                  fetched *f) {
   for (unsigned i = from; i < to; i++) {
-    if (!(kinds & (1u << tiers[i]->kind)))
+    /* a tier that could not serve this request is not asked again */
+    if (!(kinds & (1u << tiers[i]->kind)) ||
+        ob->asked[i] == RT_ASKED_FELL_BACK)
       continue;
     if (tiers[i]->get(ob->cc->tier_state[i], ob, f)) {
       f->tier = i;
@@ -580,24 +582,47 @@ static bool daemon_there(const rt_cc *cc) {
   return dc && dc->mode != RT_DC_OFF && stat(dc->path, &sb) == 0;
 }
 
+/* Whether a first look may ask the daemon before the cache file: a
+ * daemon that keeps this very cache file reads it for us (it looks in its
+ * own memory and in that file before it compiles; the tier says whether
+ * it keeps ours, from its greeting), at a fraction of what opening SQLite
+ * costs a fresh process. Not past a bundle (it must not come before the
+ * cache file, below), nor once the device refused a binary of the
+ * daemon's (compiled here, the kernel is in the cache file, which must
+ * come first from then on). */
+static bool daemon_first(const rt_obtain *ob) {
+  rt_cc *cc = ob->cc;
+  pthread_mutex_lock(&cc->mu);
+  bool refused = cc->daemon_refused;
+  pthread_mutex_unlock(&cc->mu);
+  return !refused && rt_bundles_none(cc->tier_state[RT_TIER_bundles]);
+}
+
 /* Finds the binary in the first tier that has it, else compiles. A cache
  * file not opened yet answers from its hit files first; when they do not
  * have it, what the tiers after it have at once comes before opening the
  * database (a Redis hit should not pay for SQLite's opening: about 60% of
- * one), each asked once more in full after it (ob->peek); not when a
- * daemon is there, which asks Redis for every process of the node. */
+ * one; a start-up storm through the daemon, about a tenth of its CPU),
+ * each asked once more in full after it (ob->peek) unless it could not
+ * serve: with no daemon there, Redis; with one, only a daemon that keeps
+ * this cache file (daemon_first), which asks Redis for every process of
+ * the node. */
 static xpj_status fetch(rt_obtain *ob, fetched *f) {
   if (ob->l2 && xpj_l2_get_file(ob->l2, ob->key, &f->ce) == XPJ_OK) {
     rt_fetched_from_entry(f, XPJ_ORIGIN_CACHE);
     f->tier = RT_TIER_disk;
     return XPJ_OK;
   }
-  if (ob->l2 && xpj_l2_unopened(ob->l2) && !daemon_there(ob->cc)) {
+  if (ob->l2 && xpj_l2_unopened(ob->l2)) {
     /* the remote tiers only: a bundle is an SQLite file too, and must
      * not come before the cache file (a binary the device refused from a
      * bundle is compiled into it, which is looked in first from then) */
+    bool daemon = daemon_there(ob->cc), hit = false;
     ob->peek = true;
-    bool hit = walk(ob, RT_TIER_disk + 1, RT_NTIERS, 1u << RT_TIER_REMOTE, f);
+    if (!daemon)
+      hit = walk(ob, RT_TIER_daemon + 1, RT_NTIERS, 1u << RT_TIER_REMOTE, f);
+    else if (daemon_first(ob))
+      hit = walk(ob, RT_TIER_daemon, RT_TIER_daemon + 1, ~0u, f);
     ob->peek = false;
     if (hit) { /* the cache file's miss, as the walk would have counted */
       xpj_cache_note(ob->l2, &(xpj_cache_counters){.l2_misses = 1});
@@ -764,6 +789,11 @@ static void drop_refused(rt_obtain *ob, fetched *f) {
   bool dropped = in_l2 && xpj_cache_mode_of(ob->l2) == XPJ_CACHE_MODE_RW;
   if (dropped)
     xpj_cache_remove(ob->l2, ob->key);
+  if (f->origin == XPJ_ORIGIN_DAEMON) {
+    pthread_mutex_lock(&ob->cc->mu);
+    ob->cc->daemon_refused = true;
+    pthread_mutex_unlock(&ob->cc->mu);
+  }
   rt_warn("%s: %s refused the binary of %s [%s] (%s); %scompiling it here",
           from, ob->rq->dev ? ob->rq->dev->id : "the runtime", ob->rq->kernel, ob->rq->dtypes,
           why,

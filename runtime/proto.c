@@ -58,7 +58,7 @@ xpd_err xpd_header_decode(const uint8_t *p, size_t n, uint32_t max_payload,
   h->id = rd32(p + 8);
   h->len = rd32(p + 12);
   if (h->op == 0 || h->op > XPD_OP_MAX ||
-      (h->op > XPD_ERROR && h->op < XPD_JOB))
+      (h->op > XPD_PENDING && h->op < XPD_JOB))
     return XPD_E_OP;
   if (h->flags)
     return XPD_E_FLAGS;
@@ -169,9 +169,11 @@ xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g) {
   TRY(xpd_get_u64(m, XPD_F_CHECKS, true, &g->checks));
   TRY(xpd_get_u64(m, XPD_F_CONTRACT, true, &g->contract));
   TRY(xpd_get_u64(m, XPD_F_TIMEOUT, true, &g->timeout_ms));
+  TRY(xpd_get_u64(m, XPD_F_FIRST, true, &g->first));
   TRY(xpd_get_str(m, XPD_F_DIGEST, !job, g->digest, sizeof g->digest));
   if (!g->kernel[0] || !g->target[0] || g->ndim > 16 || g->opt_level > 3 ||
       g->fast_math > 1 || g->debug > 1 || g->contract > 1 ||
+      g->first > (uint64_t)!job ||
       g->timeout_ms > 3600000 ||
       (g->checks & ~(uint64_t)XPJ_CHECK_ALL) ||
       ((job || g->digest[0]) && !is_digest(g->digest)))
@@ -327,6 +329,8 @@ void xpd_put_get(xpd_buf *b, const xpd_get *g) {
   if (g->contract)
     xpd_put_u64(b, XPD_F_CONTRACT, g->contract);
   xpd_put_u64(b, XPD_F_TIMEOUT, g->timeout_ms);
+  if (g->first)
+    xpd_put_u64(b, XPD_F_FIRST, g->first);
   if (g->digest[0])
     xpd_put_str(b, XPD_F_DIGEST, g->digest);
 }

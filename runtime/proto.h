@@ -17,7 +17,7 @@
 #include "xpjit_cache.h"
 
 #define XPD_MAGIC "XPJD"
-#define XPD_VERSION 3
+#define XPD_VERSION 4
 #define XPD_HEADER 16
 /* Limits: a request's payload (source included), a reply's payload (the
  * binary included), the source, a string field, the fields of a frame. */
@@ -46,6 +46,8 @@ typedef enum xpd_op {
   XPD_OK = 10,
   XPD_ERROR = 11,    /* status and message; sent once, then closed when
                         the frame was malformed */
+  XPD_PENDING = 12,  /* daemon: a first look (XPD_F_FIRST) was taken; its
+                        KERNEL or ERROR follows with the same id */
   XPD_JOB = 20,      /* daemon to worker: a GET with the expected digest */
   XPD_RESULT = 21,   /* worker to daemon: a KERNEL */
   XPD_CJOB = 22,     /* caller to a compile server's worker: a module,
@@ -60,6 +62,8 @@ typedef enum xpd_tag {
   XPD_F_VERSIONS = 3,   /* str: xpj_versions_str() */
   XPD_F_PID = 4,        /* u64 */
   XPD_F_CACHE_PATH = 5, /* str: the daemon's cache file ("" when off) */
+  XPD_F_CACHE_DEV = 6,  /* u64: st_dev of that file (absent: unknown) */
+  XPD_F_CACHE_INO = 7,  /* u64: its st_ino (with CACHE_DEV) */
   XPD_F_SOURCE = 10,    /* bytes: kernel source text */
   XPD_F_FILENAME = 11,  /* str: name for diagnostics */
   XPD_F_KERNEL = 12,    /* str */
@@ -96,7 +100,9 @@ typedef enum xpd_tag {
   XPD_F_MEMORY = 47,    /* u64: CJOB: the worker's memory limit, bytes */
   XPD_F_LIBDEVICE = 48, /* str: CJOB: libdevice's path as the caller found
                            it ("": none) */
-  XPD_TAG_MAX = 48
+  XPD_F_FIRST = 49,     /* u64 0/1: GET: a first look, before the client
+                           opens its cache file (docs/protocol.md) */
+  XPD_TAG_MAX = 49
 } xpd_tag;
 
 /* Where the daemon found a kernel. */
@@ -167,6 +173,7 @@ typedef struct xpd_get {
   uint64_t ndim;
   char target[1200];
   uint64_t opt_level, fast_math, debug, timeout_ms, checks, contract;
+  uint64_t first;  /* GET: a first look (XPD_F_FIRST); JOB: 0 */
   char digest[65]; /* JOB: required; GET: optional ("" when absent) */
 } xpd_get;
 xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g);

@@ -240,6 +240,9 @@ typedef struct rt_dc {
   bool probing;         /* an answer came too late: GETs wait at most 1 s
                            until one comes in time */
   char daemon_cache[1024]; /* the daemon's cache file, from its greeting */
+  bool daemon_id;          /* and which file it is (device, inode) */
+  uint64_t daemon_dev, daemon_ino;
+  bool no_first;           /* a first look went unanswered: none more */
   bool daemon_redis;       /* it asks a Redis tier (XPD_CAP_REDIS) */
   bool warned_redis;       /* that it has none was said */
 } rt_dc;
@@ -269,6 +272,9 @@ typedef struct rt_cc {
   char versions[128];
   /* each tier's state (tier.h), set up with the context; NULL: none */
   void *tier_state[RT_MAX_TIERS];
+  /* a device refused a binary of the daemon's: the daemon is asked after
+   * the cache file again, not before it (kcache.c fetch) */
+  bool daemon_refused;
 } rt_cc;
 
 struct xpj_context {

@@ -38,8 +38,11 @@ typedef struct rt_obtain {
   bool held;
   char token[40];
   /* a first look, before the cache file is opened for a miss in its hit
-   * files (kcache.c, fetch): a tier answers only with what it has at
-   * once, takes no lock, waits for nobody and starts no compile */
+   * files (kcache.c, fetch): Redis answers only with what it has at once,
+   * takes no lock and waits for nobody; a daemon is asked only when it
+   * keeps this very cache file (it looks there before it compiles, so
+   * it answers what the walk would) and says at once that it took the
+   * request (dclient.c) */
   bool peek;
   /* what each tier said, for the log: 0 not asked, RT_ASKED_MISS,
    * RT_ASKED_FELL_BACK (a daemon that was there and could not serve),
@@ -97,6 +100,9 @@ typedef struct rt_tier {
 #define RT_TIER_DECLARE(name) extern const rt_tier rt_tier_##name;
 RT_TIERS(RT_TIER_DECLARE)
 #undef RT_TIER_DECLARE
+
+/* Whether the bundles tier (its state) has no bundle (tier_bundles.c). */
+bool rt_bundles_none(const void *state);
 
 /* Adds d to the context's counters and the second level's (kcache.c). */
 void rt_cc_note(rt_obtain *ob, const xpj_cache_counters *d);

@@ -199,6 +199,11 @@ static void close_tier(void *state) {
   free(list);
 }
 
+bool rt_bundles_none(const void *state) {
+  const bundles *list = state;
+  return !list || !atomic_load_explicit(&list->head, memory_order_acquire);
+}
+
 /* Bundles, in the order they were added. */
 static bool get(void *state, rt_obtain *ob, fetched *f) {
   bundles *list = state;

@@ -880,7 +880,8 @@ static void test_bad_payloads(void **state) {
   /* operations only the daemon or its workers send */
   static const xpd_op replies[] = {XPD_HELLO + 1, XPD_KERNEL,
                                    XPD_STATS_REPLY, XPD_PONG, XPD_OK,
-                                   XPD_ERROR, XPD_JOB, XPD_RESULT};
+                                   XPD_ERROR, XPD_PENDING, XPD_JOB,
+                                   XPD_RESULT};
   for (size_t i = 0; i < sizeof replies / sizeof *replies; i++) {
     fd = client(&d);
     xpd_begin(&b, replies[i], 3);
@@ -2952,6 +2953,65 @@ static void test_cache_across_restart(void **state) {
   dmn_stop(&d);
 }
 
+/* A first look (XPD_F_FIRST): the greeting names the daemon's cache
+ * file by device and inode; a first look not answered at once is told
+ * PENDING (same id) before its KERNEL, one answered from memory gets its
+ * KERNEL alone; a FIRST of 2 is malformed. */
+static void test_first_look(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  char err[256], db[4200];
+  uint8_t *wp = NULL;
+  size_t wl = 0;
+  int fd = xpd_connect(d.sock, 5000, err, sizeof err, &wp, &wl);
+  if (fd < 0)
+    fail_msg("connect: %s", err);
+  xpd_msg m;
+  assert_int_equal(xpd_payload_decode(wp, wl, &m), XPD_E_OK);
+  uint64_t dev = 0, ino = 0;
+  assert_int_equal(xpd_get_u64(&m, XPD_F_CACHE_DEV, false, &dev), XPD_E_OK);
+  assert_int_equal(xpd_get_u64(&m, XPD_F_CACHE_INO, false, &ino), XPD_E_OK);
+  free(wp);
+  snprintf(db, sizeof db, "%s/cache/cache-v%d.db", base,
+           XPJ_CACHE_SCHEMA_VERSION);
+  struct stat sb;
+  assert_int_equal(stat(db, &sb), 0);
+  assert_true(dev == (uint64_t)sb.st_dev && ino == (uint64_t)sb.st_ino);
+  for (int round = 0; round < 2; round++) {
+    xpd_buf b = {0};
+    build_get(&b, 7 + (uint32_t)round, "saxpy", 0);
+    xpd_put_u64(&b, XPD_F_FIRST, 1);
+    send_frame(fd, &b);
+    uint8_t *pl = NULL;
+    xpd_header h = read_reply(fd, 5000, &pl, &m);
+    assert_int_equal(h.id, 7 + (uint32_t)round);
+    if (round == 0) { /* compiled: taken first */
+      assert_int_equal(h.op, XPD_PENDING);
+      assert_int_equal(h.len, 0);
+      free(pl);
+      h = read_reply(fd, 30000, &pl, &m);
+      assert_int_equal(h.id, 7);
+    }
+    assert_int_equal(h.op, XPD_KERNEL);
+    xpd_kernel k;
+    assert_int_equal(xpd_kernel_decode(&m, &k), XPD_E_OK);
+    assert_int_equal(k.status, XPJ_OK);
+    assert_true(k.v.size > 0);
+    assert_int_equal(k.origin,
+                     round == 0 ? XPD_FROM_COMPILED : XPD_FROM_MEMORY);
+    free(pl);
+  }
+  xpd_buf b = {0};
+  build_get(&b, 9, "saxpy", 0);
+  xpd_put_u64(&b, XPD_F_FIRST, 2);
+  send_frame(fd, &b);
+  expect_error_close(fd, "FIRST 2");
+  dmn_stop(&d);
+}
+
 /* --memory-limit: what does not fit is evicted from memory and found
  * again in the cache file. */
 static void test_memory_limit(void **state) {
@@ -3036,6 +3096,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_peer_uid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sigterm_in_flight, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_first_look, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_and_shutdown, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_cache_across_restart, setup,

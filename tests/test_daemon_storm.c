@@ -660,21 +660,49 @@ typedef struct asked {
   xpj_status status;
   double ms;
   uint64_t compiles, daemon_hits;
+  xpj_kernel_origin origin;
+  bool opened; /* its cache file was open when it had the kernel */
   char msg[1024];
 } asked;
 
-/* In a child with its own cache directory (not the daemon's): a context
- * that asks for axpy [T=f32] once, through the daemon at fx.sock. */
-static void ask_axpy(asked *a, const char *cache_dir) {
+/* The compile time limit ask_axpy_with's process asks for (0: none). */
+static unsigned ask_timeout_ms;
+
+/* Whether this process has path open. */
+static bool open_here(const char *path) {
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *de;
+  char link[PATH_MAX], target[PATH_MAX];
+  bool found = false;
+  while (d && (de = readdir(d))) {
+    snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0) {
+      target[n] = 0;
+      found = found || !strcmp(target, path);
+    }
+  }
+  if (d)
+    closedir(d);
+  return found;
+}
+
+/* In a child: a context with the cache directory cache_dir that asks for
+ * axpy [T=f32] once, through the daemon at fx.sock (daemon: NULL) or none
+ * ("off"), with the bundle (NULL: none). */
+static void ask_axpy_with(asked *a, const char *cache_dir, const char *daemon,
+                          const char *bundle) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    setenv("XPJIT_DAEMON", fx.sock, 1);
+    setenv("XPJIT_DAEMON", daemon ? daemon : fx.sock, 1);
     setenv("XPJIT_CACHE", "rw", 1);
     setenv("XPJIT_CACHE_DIR", cache_dir, 1);
+    if (bundle)
+      setenv("XPJIT_BUNDLE_PATH", bundle, 1);
     xpj_context_desc d = {.visible = "cpu", .cpu_threads = 1,
-                          .no_env_bundles = 1};
+                          .no_env_bundles = !bundle};
     xpj_context *ctx = NULL;
     xpj_device *dev = NULL;
     xpj_program *p = NULL;
@@ -684,10 +712,21 @@ static void ask_axpy(asked *a, const char *cache_dir) {
             XPJ_OK)
       _exit(2);
     xpj_kernel *k = NULL;
+    xpj_compile_opts o;
+    xpj_compile_opts_default(&o);
+    o.timeout_ms = ask_timeout_ms;
     double t0 = now_ms();
-    a->status = xpj_program_get_kernel(p, "axpy", "T=f32", 0, dev, NULL, &k);
+    a->status = xpj_program_get_kernel(p, "axpy", "T=f32", 0, dev,
+                                       ask_timeout_ms ? &o : NULL, &k);
     a->ms = now_ms() - t0;
     snprintf(a->msg, sizeof a->msg, "%s", xpj_last_error());
+    xpj_kernel_info info;
+    if (a->status == XPJ_OK && xpj_kernel_get_info(k, &info) == XPJ_OK)
+      a->origin = info.origin;
+    char db[PATH_MAX];
+    snprintf(db, sizeof db, "%s/cache-v%d.db", cache_dir,
+             XPJ_CACHE_SCHEMA_VERSION);
+    a->opened = open_here(db);
     xpj_cache_counters c;
     if (xpj_context_cache_counters(ctx, &c) == XPJ_OK) {
       a->compiles = c.compiles;
@@ -703,6 +742,241 @@ static void ask_axpy(asked *a, const char *cache_dir) {
   fx.pids[0] = 0;
   CHECK(ws != -1 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && a->done,
         "the asking process failed (status 0x%x)", ws);
+}
+
+/* In a child with its own cache directory (not the daemon's): a context
+ * that asks for axpy [T=f32] once, through the daemon at fx.sock. */
+static void ask_axpy(asked *a, const char *cache_dir) {
+  ask_axpy_with(a, cache_dir, NULL, NULL);
+}
+
+/* Empties the hit-file directory of the cache file in dir. */
+static void drop_hit_files(const char *dir) {
+  char hits[PATH_MAX];
+  snprintf(hits, sizeof hits, "%s/cache-v%d.db.hits", dir,
+           XPJ_CACHE_SCHEMA_VERSION);
+  DIR *d = opendir(hits);
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    char p[PATH_MAX + 300];
+    snprintf(p, sizeof p, "%s/%s", hits, de->d_name);
+    if (de->d_name[0] != '.')
+      unlink(p);
+  }
+  if (d)
+    closedir(d);
+}
+
+/* A process whose kernel is not in its hit files asks a daemon that keeps
+ * its very cache file before it opens that file (the daemon looks in it,
+ * and in its memory, for the process: kcache.c daemon_first); a process
+ * with a cache file of its own, or with a bundle, looks in its cache file
+ * first, as before. */
+static void test_daemon_first(void **state) {
+  (void)state;
+  daemon_start(1);
+  char own[PATH_MAX], bundle[PATH_MAX + 16];
+  snprintf(own, sizeof own, "%s/own-cache", fx.dir);
+  snprintf(bundle, sizeof bundle, "%s/axpy.xpb", fx.dir);
+  asked *a = mmap(NULL, 5 * sizeof *a, PROT_READ | PROT_WRITE,
+                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(a != MAP_FAILED);
+  memset(a, 0, 5 * sizeof *a);
+  /* 0: the daemon's cache file, empty: compiled by the daemon, the
+   * process's file never opened */
+  ask_axpy_with(&a[0], fx.cache_dir, NULL, NULL);
+  /* 1: the row in that file but not its hit file: the daemon answers,
+   * the file stays closed */
+  drop_hit_files(fx.cache_dir);
+  ask_axpy_with(&a[1], fx.cache_dir, NULL, NULL);
+  /* 2: a cache file of its own with the row (compiled without the
+   * daemon), no hit file: the file first */
+  ask_axpy_with(&a[2], own, "off", NULL);
+  drop_hit_files(own);
+  ask_axpy_with(&a[3], own, NULL, NULL);
+  /* 3: the daemon's cache file and a bundle (of the file above): the
+   * cache file before the bundle and the daemon */
+  char owndb[PATH_MAX + 16];
+  snprintf(owndb, sizeof owndb, "%s/cache-v%d.db", own,
+           XPJ_CACHE_SCHEMA_VERSION);
+  xpj_cache_config cfg = {.path = owndb, .mode = XPJ_CACHE_MODE_RO};
+  xpj_cache *oc = NULL;
+  uint64_t nexp = 0;
+  assert_int_equal(xpj_cache_open(&cfg, &oc), XPJ_OK);
+  assert_int_equal(xpj_cache_export(oc, bundle, &nexp), XPJ_OK);
+  xpj_cache_close(oc);
+  CHECK(nexp == 1, "the bundle has %llu entries", (unsigned long long)nexp);
+  drop_hit_files(fx.cache_dir);
+  ask_axpy_with(&a[4], fx.cache_dir, NULL, bundle);
+  static const xpj_kernel_origin want[5] = {
+      XPJ_ORIGIN_DAEMON, XPJ_ORIGIN_DAEMON, XPJ_ORIGIN_COMPILED,
+      XPJ_ORIGIN_CACHE, XPJ_ORIGIN_CACHE};
+  static const bool opened[5] = {false, false, true, true, true};
+  for (int i = 0; i < 5; i++)
+    CHECK(a[i].status == XPJ_OK && a[i].origin == want[i] &&
+              a[i].opened == opened[i] &&
+              a[i].daemon_hits == (want[i] == XPJ_ORIGIN_DAEMON) &&
+              a[i].compiles == (want[i] == XPJ_ORIGIN_COMPILED),
+          "process %d: status %d, origin %d (expected %d), cache file %s "
+          "(expected %s), %llu daemon hits, %llu compiles: %s",
+          i, a[i].status, (int)a[i].origin, (int)want[i],
+          a[i].opened ? "opened" : "closed", opened[i] ? "opened" : "closed",
+          (unsigned long long)a[i].daemon_hits,
+          (unsigned long long)a[i].compiles, a[i].msg);
+  munmap(a, 5 * sizeof *a);
+  char text[8192];
+  daemon_stats(text, sizeof text);
+  CHECK(stat_of(text, "compiles") == 1, "xpjitd compiled axpy %lld times",
+        (long long)stat_of(text, "compiles"));
+  daemon_stop();
+  assert_no_children();
+}
+
+/* The cache file of the cache directory dir, into buf. */
+static void db_of(const char *dir, char *buf, size_t size) {
+  snprintf(buf, size, "%s/cache-v%d.db", dir, XPJ_CACHE_SCHEMA_VERSION);
+}
+
+/* A daemon that greets as xpjitd does, naming the cache file db as its
+ * own (path, device and inode), then reads requests and never answers
+ * one: a daemon stopped after its greeting. Returns its pid. */
+static pid_t silent_daemon(const char *sock, const char *db) {
+  struct stat sb;
+  assert_int_equal(stat(db, &sb), 0);
+  int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(lfd >= 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  assert_true(strlen(sock) < sizeof a.sun_path);
+  memcpy(a.sun_path, sock, strlen(sock) + 1);
+  unlink(sock);
+  assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(listen(lfd, 16), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    char vers[128];
+    xpj_versions_str(vers, sizeof vers);
+    for (;;) {
+      int fd = accept(lfd, NULL, NULL);
+      if (fd < 0)
+        continue;
+      xpd_header h;
+      uint8_t *pl = NULL;
+      char err[256];
+      if (xpd_read_frame(fd, 1u << 20, xpd_now_ms() + 5000, &h, &pl, err,
+                         sizeof err) != XPD_E_OK) {
+        close(fd);
+        continue;
+      }
+      free(pl);
+      xpd_buf b = {0};
+      xpd_begin(&b, XPD_WELCOME, h.id);
+      xpd_put_u64(&b, XPD_F_PROTO, XPD_VERSION);
+      xpd_put_u64(&b, XPD_F_CAPS, XPD_CAP_GET);
+      xpd_put_str(&b, XPD_F_VERSIONS, vers);
+      xpd_put_u64(&b, XPD_F_PID, (uint64_t)getpid());
+      xpd_put_str(&b, XPD_F_CACHE_PATH, db);
+      xpd_put_u64(&b, XPD_F_CACHE_DEV, (uint64_t)sb.st_dev);
+      xpd_put_u64(&b, XPD_F_CACHE_INO, (uint64_t)sb.st_ino);
+      xpd_end(&b, 0);
+      xpd_write_all(fd, b.p, b.len, xpd_now_ms() + 5000);
+      xpd_buf_free(&b);
+      /* the connection stays open, its requests unanswered */
+    }
+  }
+  close(lfd);
+  return pid;
+}
+
+/* A first look must not make a process depend on the daemon for what its
+ * cache file has: a daemon that greets and then answers nothing costs a
+ * process whose kernel is in its cache file (not in its hit files) the
+ * first look's short wait, not XPJIT_DAEMON_TIMEOUT; a failure the daemon
+ * remembers does not hide a good row of the file; a daemon whose cache
+ * file has the same name but is another file (replaced since it opened
+ * it) is not asked first. */
+static void test_first_hostile(void **state) {
+  (void)state;
+  asked *a = mmap(NULL, 6 * sizeof *a, PROT_READ | PROT_WRITE,
+                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(a != MAP_FAILED);
+  memset(a, 0, 6 * sizeof *a);
+  char own[PATH_MAX], owndb[PATH_MAX + 16], fake[PATH_MAX];
+  snprintf(own, sizeof own, "%s/own-cache", fx.dir);
+  db_of(own, owndb, sizeof owndb);
+  snprintf(fake, sizeof fake, "%s/silent.sock", fx.dir);
+
+  /* 1. the row in the file (compiled without a daemon), no hit file; a
+   * daemon that keeps this file greets and falls silent */
+  ask_axpy_with(&a[0], own, "off", NULL);
+  drop_hit_files(own);
+  pid_t silent = silent_daemon(fake, owndb);
+  setenv("XPJIT_DAEMON_TIMEOUT", "60000", 1);
+  ask_axpy_with(&a[1], own, fake, NULL);
+  unsetenv("XPJIT_DAEMON_TIMEOUT");
+  kill(silent, SIGKILL);
+  waitpid(silent, NULL, 0);
+  CHECK(a[1].status == XPJ_OK && a[1].origin == XPJ_ORIGIN_CACHE &&
+            a[1].compiles == 0 && a[1].ms < 20000.0,
+        "a silent daemon: status %d, origin %d, %llu compiles, %.0f ms: %s",
+        a[1].status, (int)a[1].origin, (unsigned long long)a[1].compiles,
+        a[1].ms, a[1].msg);
+
+  /* 2. the daemon remembers a timeout of axpy (its worker hangs); then a
+   * process without the daemon compiles axpy into the same file; one
+   * asking for the same 300 ms limit gets the file's kernel, not the
+   * daemon's remembered failure */
+  daemon_start_with(1, "hang:axpy",
+                    (const char *const[]){"--compile-timeout", "300",
+                                          "--grace", "0", NULL});
+  ask_timeout_ms = 300;
+  ask_axpy_with(&a[2], fx.cache_dir, NULL, NULL);
+  ask_timeout_ms = 0;
+  CHECK(a[2].status != XPJ_OK && strstr(a[2].msg, "remembers"),
+        "the daemon's hanging worker: status %d: %s", a[2].status, a[2].msg);
+  ask_axpy_with(&a[3], fx.cache_dir, "off", NULL);
+  CHECK(a[3].status == XPJ_OK && a[3].compiles == 1,
+        "compiled without the daemon: status %d, %llu compiles: %s",
+        a[3].status, (unsigned long long)a[3].compiles, a[3].msg);
+  drop_hit_files(fx.cache_dir);
+  ask_timeout_ms = 300;
+  ask_axpy_with(&a[4], fx.cache_dir, NULL, NULL);
+  ask_timeout_ms = 0;
+  CHECK(a[4].status == XPJ_OK && a[4].origin == XPJ_ORIGIN_CACHE &&
+            a[4].compiles == 0,
+        "a remembered failure against a good row: status %d, origin %d, "
+        "%llu compiles: %s", a[4].status, (int)a[4].origin,
+        (unsigned long long)a[4].compiles, a[4].msg);
+  daemon_stop();
+
+  /* 3. the daemon's cache directory moved away after it opened its file,
+   * a new one made at the same path with axpy in it: the name the
+   * daemon gives is the process's file, the file is not */
+  char moved[PATH_MAX];
+  rm_tree(fx.cache_dir);
+  mkdir(fx.cache_dir, 0700);
+  daemon_start(1);
+  snprintf(moved, sizeof moved, "%s/moved", fx.dir);
+  assert_int_equal(rename(fx.cache_dir, moved), 0);
+  assert_int_equal(mkdir(fx.cache_dir, 0700), 0);
+  ask_axpy_with(&a[5], fx.cache_dir, "off", NULL);
+  CHECK(a[5].status == XPJ_OK && a[5].compiles == 1,
+        "compiled into the new file: status %d: %s", a[5].status, a[5].msg);
+  drop_hit_files(fx.cache_dir);
+  ask_axpy_with(&a[5], fx.cache_dir, NULL, NULL);
+  CHECK(a[5].status == XPJ_OK && a[5].origin == XPJ_ORIGIN_CACHE &&
+            a[5].opened && a[5].daemon_hits == 0,
+        "a replaced cache file: status %d, origin %d, cache file %s, %llu "
+        "daemon hits: %s", a[5].status, (int)a[5].origin,
+        a[5].opened ? "opened" : "closed",
+        (unsigned long long)a[5].daemon_hits, a[5].msg);
+  char text[8192];
+  daemon_stats(text, sizeof text);
+  CHECK(stat_of(text, "requests") == 0, "the daemon was asked:\n%s", text);
+  daemon_stop();
+  munmap(a, 6 * sizeof *a);
+  assert_no_children();
 }
 
 typedef struct expiring {
@@ -785,6 +1059,8 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_storm, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sigkill, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_daemon_first, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_first_hostile, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fallback_missing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fallback_stale, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fallback_stopped, setup, teardown),

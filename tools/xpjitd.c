@@ -28,6 +28,7 @@
  * of memory is remembered for --failure-ttl, so that it is not tried
  * again at once by every client. */
 #define _GNU_SOURCE
+#include "../cache/hitfile.h"
 #include "daemon.h"
 #include "proto.h"
 #include "tier.h"
@@ -510,6 +511,7 @@ typedef struct conn {
   size_t out_off;
   size_t out_held; /* out's capacity, as counted against cl */
   uint64_t last_active, stalled_since;
+  uint64_t frames_out; /* reply frames built for it */
   waiter *waits;   /* its GETs waiting on a compile */
   preq *pending;   /* its GETs being hashed or keyed (parse threads) */
   bool dead;       /* closed; freed after this round of events */
@@ -603,6 +605,7 @@ static size_t frame_begin(conn *c, xpd_op op, uint32_t id) {
 
 static bool frame_end(conn *c, size_t at) {
   out_account(c);
+  c->frames_out++;
   if (!xpd_end(&c->out, at)) {
     LOG_E("out of memory building a reply; closing connection %llu",
           (unsigned long long)c->serial);
@@ -936,6 +939,30 @@ static xpjitd_progs progs = {.cap = XPJITD_PROGS, .max_bytes = 16u << 20,
 static char versions[128]; /* xpj_versions_str(), filled at start */
 static xpj_context *ctx;
 static xpj_cache *l2;
+/* Which file l2 is (device and inode, taken when the daemon opens it at
+ * its start): a client whose cache file is this one takes a first look
+ * here before opening it (docs/cache.md, "Tiers"); a path would name
+ * another file in another mount namespace, or after the file was
+ * replaced. */
+static struct {
+  bool known;
+  uint64_t dev, ino;
+} cache_id;
+
+/* Opens the cache file now (it is otherwise opened at the first lookup)
+ * and notes which file it is. */
+static void cache_identify(void) {
+  struct stat sb;
+  if (!l2 || xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_RW)
+    return;
+  xpj_l2_ready(l2);
+  if (xpj_cache_mode_of(l2) == XPJ_CACHE_MODE_RW &&
+      stat(xpj_cache_path(l2), &sb) == 0 && S_ISREG(sb.st_mode)) {
+    cache_id.known = true;
+    cache_id.dev = (uint64_t)sb.st_dev;
+    cache_id.ino = (uint64_t)sb.st_ino;
+  }
+}
 /* what a compile worker may take, MiB (0: no limit): xpj_compile_limits */
 static uint64_t worker_memory_mb;
 
@@ -1885,18 +1912,26 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   uint64_t want = g.timeout_ms ? g.timeout_ms : cfg.compile_timeout_ms;
   uint64_t limit = want < cfg.compile_timeout_ms ? want
                                                  : cfg.compile_timeout_ms;
+  uint64_t frames = c->frames_out;
   if (g.source_len <= HASH_ON_LOOP) {
     char req[65];
     request_key(&g, true, req);
     get_route(c, id, &g, req, want, limit, NULL);
-    return;
+  } else {
+    preq *q = preq_new(c, id, &g, want, limit);
+    if (!q) {
+      send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
+      return;
+    }
+    preq_submit(q, P_HASHING);
   }
-  preq *q = preq_new(c, id, &g, want, limit);
-  if (!q) {
-    send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
-    return;
+  /* a first look not answered at once: say that it was taken, so that the
+   * client, which waits only briefly for this, knows the daemon serves
+   * (docs/protocol.md, "First looks") */
+  if (g.first && frames == c->frames_out && !c->dead) {
+    size_t at = frame_begin(c, XPD_PENDING, id);
+    frame_end(c, at);
   }
-  preq_submit(q, P_HASHING);
 }
 
 /* On a parse thread: q's identity (P_HASHING), or q parsed, resolved,
@@ -1943,6 +1978,7 @@ static void key_work(xpjitd_task *t) {
   q->local_hit = !q->past_failure && rt_cc_local(ctx, &k, &q->f);
   if (!q->local_hit) {
     xpd_get jg = *g;
+    jg.first = 0; /* a job is no first look */
     memcpy(jg.digest, k.digest, sizeof jg.digest);
     jg.timeout_ms = q->limit;
     xpd_begin(&q->job, XPD_JOB, 0);
@@ -2022,6 +2058,7 @@ static void get_keyed(preq *q, conn *c, uint32_t id, uint64_t want,
   if (!q->job.p) { /* the cache file had it, but memory said compile
                       (rare): the frame is built here */
     xpd_get jg = q->g;
+    jg.first = 0;
     memcpy(jg.digest, e->digest, sizeof jg.digest);
     jg.timeout_ms = q->limit;
     xpd_begin(&q->job, XPD_JOB, 0);
@@ -2241,10 +2278,12 @@ static void handle_frame(conn *c) {
                     (cfg.redis_shown[0] ? XPD_CAP_REDIS : 0));
     xpd_put_str(&c->out, XPD_F_VERSIONS, versions);
     xpd_put_u64(&c->out, XPD_F_PID, (uint64_t)getpid());
-    xpd_put_str(&c->out, XPD_F_CACHE_PATH,
-                l2 && xpj_cache_mode_of(l2) == XPJ_CACHE_MODE_RW
-                    ? xpj_cache_path(l2)
-                    : "");
+    bool rw = l2 && xpj_cache_mode_of(l2) == XPJ_CACHE_MODE_RW;
+    xpd_put_str(&c->out, XPD_F_CACHE_PATH, rw ? xpj_cache_path(l2) : "");
+    if (rw && cache_id.known) {
+      xpd_put_u64(&c->out, XPD_F_CACHE_DEV, cache_id.dev);
+      xpd_put_u64(&c->out, XPD_F_CACHE_INO, cache_id.ino);
+    }
     frame_end(c, at);
     return;
   }
@@ -3095,6 +3134,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   l2 = xpj_context_cache(ctx);
+  cache_identify();
   nslots = cfg.max_conns;
   slots = calloc(nslots, sizeof *slots);
   workers = calloc(cfg.workers, sizeof *workers);

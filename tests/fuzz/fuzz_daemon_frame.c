@@ -43,7 +43,7 @@ static void check_header(const uint8_t *data, size_t size) {
     CHECK(size >= XPD_HEADER);
     CHECK(hr.version == XPD_VERSION && hr.flags == 0);
     CHECK(hr.op >= XPD_HELLO && hr.op <= XPD_OP_MAX);
-    CHECK(hr.op <= XPD_ERROR || hr.op >= XPD_JOB);
+    CHECK(hr.op <= XPD_PENDING || hr.op >= XPD_JOB);
     CHECK(hr.len <= XPD_MAX_REPLY);
     CHECK(eq == XPD_E_OK || (eq == XPD_E_TOO_BIG && hr.len > XPD_MAX_REQUEST));
   } else {
@@ -123,7 +123,8 @@ static void round_trip_get(const xpd_get *g, bool job) {
   CHECK(!strcmp(g->digest, g2.digest));
   CHECK(g->ndim == g2.ndim && g->opt_level == g2.opt_level &&
         g->fast_math == g2.fast_math && g->debug == g2.debug &&
-        g->timeout_ms == g2.timeout_ms);
+        g->timeout_ms == g2.timeout_ms && g->checks == g2.checks &&
+        g->contract == g2.contract && g->first == g2.first);
   xpd_buf_free(&b);
 }
 
