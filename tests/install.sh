@@ -132,7 +132,8 @@ for p in llvm spirv; do
 done
 # the daemon and its systemd user units, with the prefix filled in
 [ -x "$tmp/bin/xpjitd" ] || { echo "install: no xpjitd"; exit 1; }
-"$tmp/bin/xpjitd" --version | grep -q "protocol 3" ||
+proto=$(sed -n 's/^#define XPD_VERSION \([0-9]*\)$/\1/p' runtime/proto.h)
+"$tmp/bin/xpjitd" --version | grep -q "(protocol $proto)" ||
   { echo "install: xpjitd --version"; exit 1; }
 u="$tmp/lib/systemd/user"
 [ -f "$u/xpjitd.socket" ] || { echo "install: no xpjitd.socket"; exit 1; }
