@@ -100,6 +100,7 @@ struct later {
 struct xpj_cache {
   pthread_mutex_t mu;
   sqlite3 *db;
+  unsigned generation;   /* connections opened into db so far */
   bool db_writes;        /* db was opened read-write (else read-only until
                             the first write: to_writable) */
   sqlite3_stmt *lookup;  /* the lookup, prepared once per connection */
@@ -892,6 +893,7 @@ static int connect(xpj_cache *c, const char *name, int flags, bool writable) {
   flags |= SQLITE_OPEN_NOFOLLOW;
 #endif
   int rc = sqlite3_open_v2(name, &c->db, flags, NULL);
+  c->generation++;
   if (rc != SQLITE_OK) {
     db_close(c);
     return rc;
@@ -1494,6 +1496,23 @@ void xpj_l2_ready(xpj_cache *c) {
     return;
   lock_db(c);
   unlock(c);
+}
+
+int64_t xpj_l2_data_version(xpj_cache *c) {
+  if (!c)
+    return -1;
+  lock_db(c);
+  int64_t v = -1;
+  if (c->db && c->mode != XPJ_CACHE_MODE_OFF) {
+    int rc;
+    int64_t got = query_int(c->db, "PRAGMA data_version", &rc);
+    /* a connection reopened (to_writable) starts its count afresh: its
+     * values are told apart by the handle's generation */
+    if (rc == SQLITE_OK && got >= 0 && got < (INT64_C(1) << 40))
+      v = got + ((int64_t)(c->generation & 0x7fffff) << 40);
+  }
+  unlock(c);
+  return v;
 }
 
 /* The database part of opening the user cache. */

@@ -121,5 +121,10 @@ void xpj_l2_set_alias(xpj_cache *c, const char *alias, const xpj_cache_key *k);
  * of xpj_context_cache, given to callers, is: every call of theirs may
  * need the database, and xpj_cache_mode_of should say what it found). */
 void xpj_l2_ready(xpj_cache *c);
+/* SQLite's data_version of c's connection: it changes when another
+ * connection (another process) commits to the file; -1 when unknown (no
+ * database, an error, or the connection was reopened since: compare only
+ * values of one connection, xpjitd's first looks). */
+int64_t xpj_l2_data_version(xpj_cache *c);
 
 #endif

@@ -15,12 +15,14 @@
  * until an answer comes in time.
  *
  * A first look (before the process opens its cache file, kcache.c fetch)
- * asks only a daemon that keeps that very file, and waits at most
- * RT_DC_FIRST_MS for its word that it took the request (XPD_PENDING, or
- * the answer itself); without that word the process opens its cache file
- * and asks no more first looks, and the daemon is not backed off from.
- * Only a kernel is taken from a first look: a failure, even one the daemon
- * remembers, is left to the cache file and the walk after it.
+ * asks only a daemon that keeps that very file. The daemon answers from
+ * its memory (a kernel) or that file, and only once the file has no row
+ * does it compile or wait for a compile, after saying so (PENDING). The
+ * process waits at most RT_DC_FIRST_MS, greeting included, for the answer
+ * or PENDING, and after PENDING as for any GET; without either it opens
+ * its cache file and asks no more first looks, and the daemon is not
+ * backed off from. A failure comes only after PENDING, when the file has
+ * no row: what the walk would get from the daemon too.
  *
  * Connections are kept per context after their handshake and reused, one
  * request at a time each; a forked child never reuses its parent's. */
@@ -275,7 +277,7 @@ int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
 
 #define RT_DC_WAIT_MS 10000 /* XPJIT_DAEMON_TIMEOUT's default */
 #define RT_DC_PROBE_MS 1000 /* the wait after an answer came too late */
-#define RT_DC_FIRST_MS 100  /* a first look's wait for the daemon's word */
+#define RT_DC_FIRST_MS 100  /* a first look's longest wait */
 
 /* setting: xpj_context_desc.daemon, else XPJIT_DAEMON (NULL: auto) */
 static void rt_dc_init(rt_dc *dc, const char *setting, const char *what) {
@@ -450,9 +452,9 @@ static void give_conn(rt_dc *dc, int fd) {
  * at l2_path already (a failure it remembers for a while only carries
  * k->expires_ms: stored, it must expire too). 0: no daemon, or (first) a
  * first look that did not end in a kernel (a daemon that keeps another
- * cache file, one that did not say in RT_DC_FIRST_MS that it took the
- * request, a failure): the walk asks again after the cache file; -1: it
- * could not serve, or not before the deadline (the caller goes on). */
+ * cache file, no answer or PENDING in RT_DC_FIRST_MS, a failure): the
+ * walk asks again after the cache file; -1: it could not serve, or not
+ * before the deadline (the caller goes on). */
 static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
                      const char *l2_path, bool first, xpd_kernel *k,
                      uint8_t **payload, bool *same_cache, char *why,
@@ -496,7 +498,7 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
                       : dc->wait_ms;
   pthread_mutex_unlock(&dc->mu);
   uint64_t now = xpd_now_ms(), deadline = now + wait;
-  /* a first look: greeted, and the request taken, by this */
+  /* a first look: greeted, and answered or told PENDING, by this */
   uint64_t taken_by =
       first ? now + (wait < RT_DC_FIRST_MS ? wait : RT_DC_FIRST_MS)
             : deadline;
@@ -527,20 +529,23 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
     char err[512];
     xpd_err e = xpd_call(fd, &b, XPD_MAX_REPLY, (int)(taken_by - now), &h,
                          &pl, err, sizeof err);
-    if (first && e == XPD_E_OK && h.op == XPD_PENDING) { /* taken */
-      free(pl);
-      e = xpd_read_frame(fd, XPD_MAX_REPLY, deadline, &h, &pl, err,
-                         sizeof err);
-    } else if (first && e == XPD_E_SHORT && xpd_now_ms() >= taken_by) {
-      /* not taken in time: the reply may still come, so this connection
+    if (first && e == XPD_E_SHORT && xpd_now_ms() >= taken_by) {
+      /* no answer in time: the reply may still come, so this connection
        * is not used again; no first look from now on */
       close(fd);
       pthread_mutex_lock(&dc->mu);
       dc->no_first = true;
       pthread_mutex_unlock(&dc->mu);
-      snprintf(why, why_size, "a first look not taken within %llu ms",
+      snprintf(why, why_size, "a first look not answered within %llu ms",
                (unsigned long long)(taken_by + wait - deadline));
       break;
+    }
+    if (first && e == XPD_E_OK && h.op == XPD_PENDING) {
+      /* no row in the file: its compile, waited for as the walk would */
+      free(pl);
+      pl = NULL;
+      e = xpd_read_frame(fd, XPD_MAX_REPLY, deadline, &h, &pl, err,
+                         sizeof err);
     }
     answered = answered || e == XPD_E_OK;
     xpd_msg m;
@@ -548,7 +553,7 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
         xpd_payload_decode(pl, h.len, &m) == XPD_E_OK &&
         xpd_kernel_decode(&m, k) == XPD_E_OK && !strcmp(k->digest, digest) &&
         (k->status == XPJ_OK) == !k->v.failed &&
-        !(k->v.failed && (k->transient || first))) {
+        !(k->v.failed && k->transient)) {
       served = true;
       *payload = pl;
       give_conn(dc, fd);
@@ -558,8 +563,6 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
       snprintf(why, why_size, "%s (%s)", xpd_err_str(e), err);
     else if (h.op == XPD_ERROR)
       snprintf(why, why_size, "it answered with an error");
-    else if (h.op == XPD_KERNEL && k->v.failed && first)
-      snprintf(why, why_size, "a failure, left to the cache file");
     else if (h.op == XPD_KERNEL && k->transient)
       snprintf(why, why_size, "a transient failure (%s)",
                xpj_status_name((xpj_status)k->status));

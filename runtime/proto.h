@@ -46,8 +46,9 @@ typedef enum xpd_op {
   XPD_OK = 10,
   XPD_ERROR = 11,    /* status and message; sent once, then closed when
                         the frame was malformed */
-  XPD_PENDING = 12,  /* daemon: a first look (XPD_F_FIRST) was taken; its
-                        KERNEL or ERROR follows with the same id */
+  XPD_PENDING = 12,  /* daemon: a first look (XPD_F_FIRST) found no row in
+                        the cache file and waits for a compile; its KERNEL
+                        or ERROR follows with the same id */
   XPD_JOB = 20,      /* daemon to worker: a GET with the expected digest */
   XPD_RESULT = 21,   /* worker to daemon: a KERNEL */
   XPD_CJOB = 22,     /* caller to a compile server's worker: a module,

@@ -38,11 +38,10 @@ typedef struct rt_obtain {
   bool held;
   char token[40];
   /* a first look, before the cache file is opened for a miss in its hit
-   * files (kcache.c, fetch): Redis answers only with what it has at once,
-   * takes no lock and waits for nobody; a daemon is asked only when it
-   * keeps this very cache file (it looks there before it compiles, so
-   * it answers what the walk would) and says at once that it took the
-   * request (dclient.c) */
+   * files (kcache.c, fetch): a tier answers only with what it has at
+   * once, takes no lock, waits for nobody and starts no compile; but a
+   * daemon that keeps this very cache file, which looks in its memory
+   * and that file before it compiles or waits (dclient.c) */
   bool peek;
   /* what each tier said, for the log: 0 not asked, RT_ASKED_MISS,
    * RT_ASKED_FELL_BACK (a daemon that was there and could not serve),

@@ -2954,9 +2954,45 @@ static void test_cache_across_restart(void **state) {
 }
 
 /* A first look (XPD_F_FIRST): the greeting names the daemon's cache
- * file by device and inode; a first look not answered at once is told
- * PENDING (same id) before its KERNEL, one answered from memory gets its
- * KERNEL alone; a FIRST of 2 is malformed. */
+ * file by device and inode; a first look is answered from memory or the
+ * cache file without PENDING; when the file has no row, PENDING comes
+ * first, then the compile's KERNEL (one started for it, or one under way:
+ * a second first look of it waits without being keyed again, the file
+ * unchanged); FIRST 2 is malformed. */
+static void first_get(int fd, uint32_t id, const char *kernel,
+                      uint64_t first) {
+  xpd_buf b = {0};
+  build_get(&b, id, kernel, 0);
+  xpd_put_u64(&b, XPD_F_FIRST, first);
+  send_frame(fd, &b);
+}
+
+/* The next frame on fd: PENDING for id, or (pending false) a KERNEL for
+ * id, which must be a kernel from origin (-1: any). */
+static void expect_first(int fd, uint32_t id, bool pending, int origin) {
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  xpd_header h = read_reply(fd, 30000, &pl, &m);
+  assert_int_equal(h.id, id);
+  if (pending) {
+    free(pl);
+    if (h.op != XPD_PENDING)
+      fail_msg("a first look of a kernel not in the file: operation %u, "
+               "not PENDING", h.op);
+    assert_int_equal(h.len, 0);
+    return;
+  }
+  if (h.op != XPD_KERNEL)
+    fail_msg("a first look: operation %u, not KERNEL", h.op);
+  xpd_kernel k;
+  assert_int_equal(xpd_kernel_decode(&m, &k), XPD_E_OK);
+  assert_int_equal(k.status, XPJ_OK);
+  assert_true(k.v.size > 0);
+  if (origin >= 0)
+    assert_int_equal(k.origin, (uint64_t)origin);
+  free(pl);
+}
+
 static void test_first_look(void **state) {
   (void)state;
   dmn d;
@@ -2980,34 +3016,51 @@ static void test_first_look(void **state) {
   struct stat sb;
   assert_int_equal(stat(db, &sb), 0);
   assert_true(dev == (uint64_t)sb.st_dev && ino == (uint64_t)sb.st_ino);
-  for (int round = 0; round < 2; round++) {
-    xpd_buf b = {0};
-    build_get(&b, 7 + (uint32_t)round, "saxpy", 0);
-    xpd_put_u64(&b, XPD_F_FIRST, 1);
-    send_frame(fd, &b);
-    uint8_t *pl = NULL;
-    xpd_header h = read_reply(fd, 5000, &pl, &m);
-    assert_int_equal(h.id, 7 + (uint32_t)round);
-    if (round == 0) { /* compiled: taken first */
-      assert_int_equal(h.op, XPD_PENDING);
-      assert_int_equal(h.len, 0);
-      free(pl);
-      h = read_reply(fd, 30000, &pl, &m);
-      assert_int_equal(h.id, 7);
-    }
-    assert_int_equal(h.op, XPD_KERNEL);
-    xpd_kernel k;
-    assert_int_equal(xpd_kernel_decode(&m, &k), XPD_E_OK);
-    assert_int_equal(k.status, XPJ_OK);
-    assert_true(k.v.size > 0);
-    assert_int_equal(k.origin,
-                     round == 0 ? XPD_FROM_COMPILED : XPD_FROM_MEMORY);
-    free(pl);
-  }
+  /* nothing compiled: PENDING, then the compile */
+  first_get(fd, 7, "saxpy", 1);
+  expect_first(fd, 7, true, 0);
+  expect_first(fd, 7, false, XPD_FROM_COMPILED);
+  /* a compile under way: waited for; a second first look of it is not
+   * keyed again */
+  int fs = client(&d), f2 = client(&d);
   xpd_buf b = {0};
-  build_get(&b, 9, "saxpy", 0);
-  xpd_put_u64(&b, XPD_F_FIRST, 2);
-  send_frame(fd, &b);
+  build_get(&b, 8, "slow", 0);
+  send_frame(fs, &b);
+  first_get(fd, 9, "slow", 1);
+  expect_first(fd, 9, true, 0);
+  stats s;
+  get_stats(&d, &s);
+  uint64_t keyed = stat_of(&s, "keyed");
+  first_get(f2, 12, "slow", 1);
+  expect_first(f2, 12, true, 0);
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "keyed"), keyed);
+  assert_int_equal(stat_of(&s, "first_waits"), 3);
+  kreply r;
+  read_kernel(fs, 8, 30000, &r, xpd_now_ms());
+  assert_int_equal(r.k.origin, XPD_FROM_COMPILED);
+  expect_first(fd, 9, false, -1);
+  expect_first(f2, 12, false, -1);
+  close(fs);
+  close(f2);
+  /* compiled: from memory; after a restart, from the cache file; no
+   * PENDING either time */
+  for (int round = 0; round < 2; round++) {
+    if (round == 1) {
+      close(fd);
+      dmn_stop(&d);
+      dmn_start(&d, NULL, NULL);
+      fd = client(&d);
+    }
+    first_get(fd, 10, "saxpy", 1);
+    expect_first(fd, 10, false,
+                 round == 0 ? XPD_FROM_MEMORY : XPD_FROM_CACHE);
+  }
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "first_looks"), 1);
+  assert_int_equal(stat_of(&s, "first_waits"), 0);
+  assert_int_equal(stat_of(&s, "compiles"), 0);
+  first_get(fd, 11, "saxpy", 2);
   expect_error_close(fd, "FIRST 2");
   dmn_stop(&d);
 }

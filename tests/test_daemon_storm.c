@@ -893,15 +893,15 @@ static pid_t silent_daemon(const char *sock, const char *db) {
  * cache file has: a daemon that greets and then answers nothing costs a
  * process whose kernel is in its cache file (not in its hit files) the
  * first look's short wait, not XPJIT_DAEMON_TIMEOUT; a failure the daemon
- * remembers does not hide a good row of the file; a daemon whose cache
- * file has the same name but is another file (replaced since it opened
- * it) is not asked first. */
+ * remembers, and a compile of it under way, do not hide (or delay) a good
+ * row of the file; a daemon whose cache file has the same name but is
+ * another file (replaced since it opened it) is not asked first. */
 static void test_first_hostile(void **state) {
   (void)state;
-  asked *a = mmap(NULL, 6 * sizeof *a, PROT_READ | PROT_WRITE,
+  asked *a = mmap(NULL, 9 * sizeof *a, PROT_READ | PROT_WRITE,
                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   assert_true(a != MAP_FAILED);
-  memset(a, 0, 6 * sizeof *a);
+  memset(a, 0, 9 * sizeof *a);
   char own[PATH_MAX], owndb[PATH_MAX + 16], fake[PATH_MAX];
   snprintf(own, sizeof own, "%s/own-cache", fx.dir);
   db_of(own, owndb, sizeof owndb);
@@ -943,11 +943,44 @@ static void test_first_hostile(void **state) {
   ask_timeout_ms = 300;
   ask_axpy_with(&a[4], fx.cache_dir, NULL, NULL);
   ask_timeout_ms = 0;
-  CHECK(a[4].status == XPJ_OK && a[4].origin == XPJ_ORIGIN_CACHE &&
-            a[4].compiles == 0,
+  CHECK(a[4].status == XPJ_OK && a[4].compiles == 0,
         "a remembered failure against a good row: status %d, origin %d, "
         "%llu compiles: %s", a[4].status, (int)a[4].origin,
         (unsigned long long)a[4].compiles, a[4].msg);
+  /* the same with the default limit, which the remembered failure does
+   * not answer (the daemon would compile again, its worker hangs): the
+   * row, at once */
+  drop_hit_files(fx.cache_dir);
+  setenv("XPJIT_DAEMON_TIMEOUT", "60000", 1);
+  ask_axpy_with(&a[6], fx.cache_dir, NULL, NULL);
+  unsetenv("XPJIT_DAEMON_TIMEOUT");
+  CHECK(a[6].status == XPJ_OK && a[6].compiles == 0 && a[6].ms < 20000.0,
+        "a remembered failure a longer limit passes, against a good row: "
+        "status %d, %llu compiles, %.0f ms: %s", a[6].status,
+        (unsigned long long)a[6].compiles, a[6].ms, a[6].msg);
+  daemon_stop();
+
+  /* 2b. a compile of axpy under way in the daemon (its worker hangs); a
+   * process that gave up on it (a 500 ms wait) compiled axpy into the
+   * file itself: the next process gets the row, not the wait */
+  rm_tree(fx.cache_dir);
+  mkdir(fx.cache_dir, 0700);
+  daemon_start_with(1, "hang:axpy",
+                    (const char *const[]){"--compile-timeout", "120000",
+                                          NULL});
+  setenv("XPJIT_DAEMON_TIMEOUT", "500", 1);
+  ask_axpy_with(&a[7], fx.cache_dir, NULL, NULL);
+  CHECK(a[7].status == XPJ_OK && a[7].compiles == 1,
+        "gave up on the daemon: status %d, %llu compiles: %s", a[7].status,
+        (unsigned long long)a[7].compiles, a[7].msg);
+  drop_hit_files(fx.cache_dir);
+  setenv("XPJIT_DAEMON_TIMEOUT", "60000", 1);
+  ask_axpy_with(&a[8], fx.cache_dir, NULL, NULL);
+  unsetenv("XPJIT_DAEMON_TIMEOUT");
+  CHECK(a[8].status == XPJ_OK && a[8].compiles == 0 && a[8].ms < 20000.0,
+        "a compile under way against a good row: status %d, %llu "
+        "compiles, %.0f ms: %s", a[8].status,
+        (unsigned long long)a[8].compiles, a[8].ms, a[8].msg);
   daemon_stop();
 
   /* 3. the daemon's cache directory moved away after it opened its file,
@@ -975,7 +1008,7 @@ static void test_first_hostile(void **state) {
   daemon_stats(text, sizeof text);
   CHECK(stat_of(text, "requests") == 0, "the daemon was asked:\n%s", text);
   daemon_stop();
-  munmap(a, 6 * sizeof *a);
+  munmap(a, 9 * sizeof *a);
   assert_no_children();
 }
 

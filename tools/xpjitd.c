@@ -156,7 +156,7 @@ static struct {
   double compile_ms;
   uint64_t conns_total, conns_refused_uid, conns_refused_busy;
   uint64_t requests, hits_memory, hits_cache, hits_redis, hits_remembered,
-      coalesced, keyed, keyed_shared,
+      first_looks, first_waits, coalesced, keyed, keyed_shared,
       compiles, compile_failures, compile_transient,
       failures_remembered, jobs_dropped, worker_spawns, spawn_failures,
       worker_crashes, worker_timeouts, malformed, io_timeouts,
@@ -511,7 +511,6 @@ typedef struct conn {
   size_t out_off;
   size_t out_held; /* out's capacity, as counted against cl */
   uint64_t last_active, stalled_since;
-  uint64_t frames_out; /* reply frames built for it */
   waiter *waits;   /* its GETs waiting on a compile */
   preq *pending;   /* its GETs being hashed or keyed (parse threads) */
   bool dead;       /* closed; freed after this round of events */
@@ -605,7 +604,6 @@ static size_t frame_begin(conn *c, xpd_op op, uint32_t id) {
 
 static bool frame_end(conn *c, size_t at) {
   out_account(c);
-  c->frames_out++;
   if (!xpd_end(&c->out, at)) {
     LOG_E("out of memory building a reply; closing connection %llu",
           (unsigned long long)c->serial);
@@ -656,6 +654,11 @@ typedef struct entry {
   /* a remembered failure (a timeout, out of memory): forgotten at
    * expires_ms; a timeout answers requests that allow at most limit_ms */
   uint64_t expires_ms, limit_ms;
+  /* a compile started after the cache file had no row: the file's
+   * data_version before that lookup (-1: unknown); while it reads the
+   * same, no other process has written to the file, and a first look
+   * waits for the compile without a lookup of its own */
+  int64_t dv;
   waiter *waiters; /* in arrival order: the first started the compile */
   job *job;
   struct entry *hnext;
@@ -735,6 +738,7 @@ static entry *new_entry(const char *digest) {
   if (!e)
     return NULL;
   memcpy(e->digest, digest, 65);
+  e->dv = -1;
   unsigned b = hash_hex(digest);
   e->hnext = table[b];
   table[b] = e;
@@ -918,8 +922,9 @@ static void request_key(const xpd_get *g, bool reuse, char out[65]) {
   source_sha(g, reuse, src);
   struct sha256_ctx h;
   sha256_init(&h);
-  uint64_t n[7] = {g->source_len, g->ndim, g->opt_level, g->fast_math,
-                   g->debug, g->checks, g->contract};
+  /* a first look is another request: it is answered otherwise */
+  uint64_t n[8] = {g->source_len, g->ndim,     g->opt_level, g->fast_math,
+                   g->debug,      g->checks,   g->contract,  g->first};
   sha256_update(&h, sizeof n, (const uint8_t *)n);
   sha256_update(&h, sizeof src, src);
   sha_str(&h, g->filename);
@@ -1718,6 +1723,7 @@ struct preq {
       options[64];
   unsigned ndim;
   bool local_hit; /* f holds what the cache file had */
+  int64_t dv;     /* the file's data_version before that lookup */
   fetched f;
   xpd_buf job;    /* the JOB frame, when the cache file had nothing */
   bool job_ok;
@@ -1860,7 +1866,25 @@ static void get_route(conn *c, uint32_t id, const xpd_get *g,
   /* a remembered failure that does not answer this request: compile (its
    * row in the cache file says no more than the entry did) */
   bool past_failure = q && q->past_failure;
-  if (e && e->ready && !entry_answers(e, limit)) {
+  if (g->first) { /* only a kernel answers a first look from memory; else
+                     it is keyed and looked up in the cache file */
+    if (e && !e->ready && e->dv >= 0 && xpj_l2_data_version(l2) == e->dv) {
+      /* compiled after the file had no row, and no other process has
+       * written to the file since: it has none now, and the first look
+       * waits for the compile as the process's walk would */
+      st.first_looks++;
+      st.first_waits++;
+      size_t at = frame_begin(c, XPD_PENDING, id);
+      frame_end(c, at);
+      if (!c->dead)
+        get_entry(c, id, e, want, limit);
+      if (q)
+        preq_free(q);
+      return;
+    }
+    if (e && !(e->ready && !e->v.failed))
+      e = NULL;
+  } else if (e && e->ready && !entry_answers(e, limit)) {
     remove_entry(e);
     e = NULL;
     past_failure = true;
@@ -1912,26 +1936,18 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   uint64_t want = g.timeout_ms ? g.timeout_ms : cfg.compile_timeout_ms;
   uint64_t limit = want < cfg.compile_timeout_ms ? want
                                                  : cfg.compile_timeout_ms;
-  uint64_t frames = c->frames_out;
   if (g.source_len <= HASH_ON_LOOP) {
     char req[65];
     request_key(&g, true, req);
     get_route(c, id, &g, req, want, limit, NULL);
-  } else {
-    preq *q = preq_new(c, id, &g, want, limit);
-    if (!q) {
-      send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
-      return;
-    }
-    preq_submit(q, P_HASHING);
+    return;
   }
-  /* a first look not answered at once: say that it was taken, so that the
-   * client, which waits only briefly for this, knows the daemon serves
-   * (docs/protocol.md, "First looks") */
-  if (g.first && frames == c->frames_out && !c->dead) {
-    size_t at = frame_begin(c, XPD_PENDING, id);
-    frame_end(c, at);
+  preq *q = preq_new(c, id, &g, want, limit);
+  if (!q) {
+    send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
+    return;
   }
+  preq_submit(q, P_HASHING);
 }
 
 /* On a parse thread: q's identity (P_HASHING), or q parsed, resolved,
@@ -1975,6 +1991,7 @@ static void key_work(xpjitd_task *t) {
    * worker that compiles. The request's time limit is the daemon's: a
    * remembered failure answers within it. */
   k.o.timeout_ms = (unsigned)q->limit;
+  q->dv = q->past_failure ? -1 : xpj_l2_data_version(l2);
   q->local_hit = !q->past_failure && rt_cc_local(ctx, &k, &q->f);
   if (!q->local_hit) {
     xpd_get jg = *g;
@@ -1987,6 +2004,63 @@ static void key_work(xpjitd_task *t) {
   }
   rt_keyed_free(&k);
   xpjitd_program_done(&progs, p);
+}
+
+/* A kernel as the cache file had it (f), to c. */
+static void reply_fetched(conn *c, uint32_t id, const char *digest,
+                          const fetched *f, int origin) {
+  xpd_kernel k = {0};
+  k.status = (uint64_t)f->status;
+  k.origin = (uint64_t)origin;
+  k.v = f->v;
+  k.v.failed = f->v.failed != 0;
+  memcpy(k.digest, digest, 65);
+  size_t at = frame_begin(c, XPD_KERNEL, id);
+  xpd_put_kernel(&c->out, &k);
+  frame_end(c, at);
+}
+
+static void get_keyed(preq *q, conn *c, uint32_t id, uint64_t want,
+                      uint64_t limit);
+
+/* The answer to a first look keyed as q, for the request r (q itself or
+ * one that followed it) on c (docs/protocol.md, "First looks"): a kernel
+ * in memory or in the cache file; an ERROR when the file holds a failure
+ * (the client's own walk reads it); when the file has no row, PENDING,
+ * then what any GET gets (a compile, or the wait for one under way). */
+static void first_answer(preq *q, const preq *r, conn *c) {
+  entry *e = find_entry(q->digest);
+  st.first_looks++;
+  if (e && e->ready && !e->v.failed) {
+    st.hits_memory++;
+    lru_front(e);
+    reply_kernel(c, r->id, e, XPD_FROM_MEMORY);
+    return;
+  }
+  const fetched *f = &q->f;
+  if (q->local_hit && !f->v.failed) {
+    st.hits_cache++;
+    if (!e && (e = new_entry(q->digest))) { /* kept, as any hit of the file */
+      if (entry_fill(e, f->status, &f->v)) {
+        reply_kernel(c, r->id, e, XPD_FROM_CACHE);
+        evict();
+        return;
+      }
+      remove_entry(e);
+    }
+    reply_fetched(c, r->id, q->digest, f, XPD_FROM_CACHE);
+    return;
+  }
+  if (q->local_hit) {
+    send_error(c, r->id, XPJ_ERR_COMPILE, false,
+               "a first look: the cache file holds a failure of this "
+               "kernel; look there");
+    return;
+  }
+  st.first_waits++;
+  size_t at = frame_begin(c, XPD_PENDING, r->id);
+  if (frame_end(c, at) && !c->dead)
+    get_keyed(q, c, r->id, r->want, r->limit);
 }
 
 /* A GET keyed on a parse thread (the keying q), for the client c, id:
@@ -2089,6 +2163,7 @@ static void get_keyed(preq *q, conn *c, uint32_t id, uint64_t want,
     return;
   }
   e->job = j;
+  e->dv = !past_failure && !q->local_hit ? q->dv : -1;
   j->owner = c->cl;
   hold(c->cl, j->held);
   if (!add_waiter(e, c, id)) {
@@ -2133,6 +2208,20 @@ static void key_done(preq *q) {
   /* parsing a large source leaves much free heap (give_back_memory) */
   clients.big |= ran && q->g.source_len >= (1u << 20);
   preq *fl = take_followers(q);
+  if (ok && q->g.first) { /* identical first looks: one answer for all */
+    memo_add(q->req, q->digest);
+    if (q->c)
+      first_answer(q, q, q->c);
+    for (preq *f = fl, *n; f; f = n) {
+      n = f->fnext;
+      f->fnext = NULL;
+      if (f->c)
+        first_answer(q, f, f->c);
+      preq_free(f);
+    }
+    preq_free(q);
+    return;
+  }
   if (ok) {
     memo_add(q->req, q->digest);
     /* the first still connected of q and its followers is answered with
@@ -2196,7 +2285,8 @@ static void stats_text(xpd_buf *b) {
       "connections %u\nconnections_total %llu\nclients %u\n"
       "refused_uid %llu\nrefused_busy %llu\nrefused_memory %llu\n"
       "requests %llu\nhits_memory %llu\nhits_cache %llu\nhits_redis %llu\n"
-      "redis %s\nhits_remembered %llu\ncoalesced %llu\nparse_threads %u\n"
+      "redis %s\nhits_remembered %llu\nfirst_looks %llu\nfirst_waits %llu\n"
+      "coalesced %llu\nparse_threads %u\n"
       "keying %u\nkeyed %llu\nkeyed_shared %llu\ncompiles %llu\n"
       "compile_failures %llu\ncompile_transient %llu\ncompile_ms %.1f\n"
       "failures_remembered %llu\nqueue %u\njobs_dropped %llu\nworkers %u\n"
@@ -2216,6 +2306,7 @@ static void stats_text(xpd_buf *b) {
       (unsigned long long)st.hits_cache, (unsigned long long)st.hits_redis,
       cfg.redis_shown[0] ? cfg.redis_shown : "off",
       (unsigned long long)st.hits_remembered,
+      (unsigned long long)st.first_looks, (unsigned long long)st.first_waits,
       (unsigned long long)st.coalesced, cfg.parse_threads, pool_out,
       (unsigned long long)st.keyed, (unsigned long long)st.keyed_shared,
       (unsigned long long)st.compiles,
