@@ -658,6 +658,10 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
   int r = rt_dc_get(dc, ob->rq, ob->digest,
                     ob->l2 ? xpj_cache_path(ob->l2) : NULL, ob->peek, &dk,
                     &f->dpay, &f->same_cache, why, sizeof why);
+  if (ob->peek && !first_looks(dc)) /* said once: none are taken after */
+    xpj_log(XPJ_LOG_INFO, "kernel %s: the daemon at %s: %s; the cache "
+            "file is opened, and no first look asked from now on",
+            ob->rq->kernel, dc->path, why[0] ? why : "no answer");
   if (r < 0)
     xpj_log(XPJ_LOG_INFO, "kernel %s: the daemon at %s could not serve: %s",
             ob->rq->kernel, dc->path, why[0] ? why : "no reason given");
