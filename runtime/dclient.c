@@ -452,9 +452,10 @@ static void give_conn(rt_dc *dc, int fd) {
  * at l2_path already (a failure it remembers for a while only carries
  * k->expires_ms: stored, it must expire too). 0: no daemon, or (first) a
  * first look that did not end in a kernel (a daemon that keeps another
- * cache file, no answer or PENDING in RT_DC_FIRST_MS, a failure): the
- * walk asks again after the cache file; -1: it could not serve, or not
- * before the deadline (the caller goes on). */
+ * cache file, no answer or PENDING in RT_DC_FIRST_MS, an ERROR before
+ * PENDING): the walk asks again after the cache file; -1: it could not
+ * serve (for a first look: after PENDING), or not before the deadline
+ * (the caller goes on). */
 static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
                      const char *l2_path, bool first, xpd_kernel *k,
                      uint8_t **payload, bool *same_cache, char *why,
@@ -502,7 +503,8 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
   uint64_t taken_by =
       first ? now + (wait < RT_DC_FIRST_MS ? wait : RT_DC_FIRST_MS)
             : deadline;
-  bool served = false, tried = false, answered = false, late = false;
+  bool served = false, tried = false, answered = false, late = false,
+       pending = false;
   for (int attempt = 0; attempt < 2 && !served; attempt++) {
     bool reused, t;
     int fd = take_conn(dc, taken_by, first, &reused, &t, why, why_size);
@@ -542,6 +544,7 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
     }
     if (first && e == XPD_E_OK && h.op == XPD_PENDING) {
       /* no row in the file: its compile, waited for as the walk would */
+      pending = true;
       free(pl);
       pl = NULL;
       e = xpd_read_frame(fd, XPD_MAX_REPLY, deadline, &h, &pl, err,
@@ -602,8 +605,8 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
     *same_cache = dc->daemon_id ? keeps_file(dc, l2_path)
                                 : l2_path && *l2_path &&
                                       !strcmp(l2_path, dc->daemon_cache);
-  if (first)
-    return served ? 1 : late ? -1 : 0;
+  if (first) /* after PENDING, as any GET: the daemon could not serve */
+    return served ? 1 : late || pending ? -1 : 0;
   return served ? 1 : tried ? -1 : 0;
 }
 

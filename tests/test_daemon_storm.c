@@ -983,6 +983,23 @@ static void test_first_hostile(void **state) {
         (unsigned long long)a[8].compiles, a[8].ms, a[8].msg);
   daemon_stop();
 
+  /* 2c. the daemon's worker crashes on axpy (a transient failure) after
+   * the first look's PENDING: the process compiles axpy itself, without
+   * asking the daemon again (one crash, as without first looks) */
+  rm_tree(fx.cache_dir);
+  mkdir(fx.cache_dir, 0700);
+  daemon_start_with(1, "crash:axpy", NULL);
+  ask_axpy_with(&a[7], fx.cache_dir, NULL, NULL);
+  char text[8192];
+  daemon_stats(text, sizeof text);
+  CHECK(a[7].status == XPJ_OK && a[7].compiles == 1 &&
+            stat_of(text, "worker_crashes") == 1 &&
+            stat_of(text, "requests") == 1,
+        "a crash after PENDING: status %d, %llu compiles here; the "
+        "daemon:\n%s", a[7].status, (unsigned long long)a[7].compiles,
+        text);
+  daemon_stop();
+
   /* 3. the daemon's cache directory moved away after it opened its file,
    * a new one made at the same path with axpy in it: the name the
    * daemon gives is the process's file, the file is not */
@@ -1004,7 +1021,6 @@ static void test_first_hostile(void **state) {
         "daemon hits: %s", a[5].status, (int)a[5].origin,
         a[5].opened ? "opened" : "closed",
         (unsigned long long)a[5].daemon_hits, a[5].msg);
-  char text[8192];
   daemon_stats(text, sizeof text);
   CHECK(stat_of(text, "requests") == 0, "the daemon was asked:\n%s", text);
   daemon_stop();
