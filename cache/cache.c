@@ -1498,19 +1498,27 @@ void xpj_l2_ready(xpj_cache *c) {
   unlock(c);
 }
 
-int64_t xpj_l2_data_version(xpj_cache *c) {
+int64_t xpj_l2_data_version(xpj_cache *c, bool wait) {
   if (!c)
     return -1;
-  lock_db(c);
+  if (wait)
+    pthread_mutex_lock(&c->mu);
+  else if (pthread_mutex_trylock(&c->mu) != 0)
+    return -1; /* a lookup holds it: unknown, never a wait */
   int64_t v = -1;
-  if (c->db && c->mode != XPJ_CACHE_MODE_OFF) {
-    int rc;
-    int64_t got = query_int(c->db, "PRAGMA data_version", &rc);
+  sqlite3_stmt *st = NULL;
+  /* one step, no retry: busy is unknown too */
+  if (c->db && c->mode != XPJ_CACHE_MODE_OFF &&
+      sqlite3_prepare_v2(c->db, "PRAGMA data_version", -1, &st, NULL) ==
+          SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW) {
+    int64_t got = sqlite3_column_int64(st, 0);
     /* a connection reopened (to_writable) starts its count afresh: its
      * values are told apart by the handle's generation */
-    if (rc == SQLITE_OK && got >= 0 && got < (INT64_C(1) << 40))
+    if (got >= 0 && got < (INT64_C(1) << 40))
       v = got + ((int64_t)(c->generation & 0x7fffff) << 40);
   }
+  sqlite3_finalize(st);
   unlock(c);
   return v;
 }

@@ -123,8 +123,9 @@ void xpj_l2_set_alias(xpj_cache *c, const char *alias, const xpj_cache_key *k);
 void xpj_l2_ready(xpj_cache *c);
 /* SQLite's data_version of c's connection: it changes when another
  * connection (another process) commits to the file; -1 when unknown (no
- * database, an error, or the connection was reopened since: compare only
- * values of one connection, xpjitd's first looks). */
-int64_t xpj_l2_data_version(xpj_cache *c);
+ * database opened, busy, an error; values of a reopened connection differ
+ * from the earlier ones). xpjitd's first looks. Without wait, a handle in
+ * use by another thread is unknown too: never a wait (the event loop). */
+int64_t xpj_l2_data_version(xpj_cache *c, bool wait);
 
 #endif

@@ -1868,7 +1868,8 @@ static void get_route(conn *c, uint32_t id, const xpd_get *g,
   bool past_failure = q && q->past_failure;
   if (g->first) { /* only a kernel answers a first look from memory; else
                      it is keyed and looked up in the cache file */
-    if (e && !e->ready && e->dv >= 0 && xpj_l2_data_version(l2) == e->dv) {
+    if (e && !e->ready && e->dv >= 0 &&
+        xpj_l2_data_version(l2, false) == e->dv) {
       /* compiled after the file had no row, and no other process has
        * written to the file since: it has none now, and the first look
        * waits for the compile as the process's walk would */
@@ -1991,7 +1992,7 @@ static void key_work(xpjitd_task *t) {
    * worker that compiles. The request's time limit is the daemon's: a
    * remembered failure answers within it. */
   k.o.timeout_ms = (unsigned)q->limit;
-  q->dv = q->past_failure ? -1 : xpj_l2_data_version(l2);
+  q->dv = q->past_failure ? -1 : xpj_l2_data_version(l2, true);
   q->local_hit = !q->past_failure && rt_cc_local(ctx, &k, &q->f);
   if (!q->local_hit) {
     xpd_get jg = *g;
