@@ -3034,7 +3034,9 @@ static void test_first_look(void **state) {
   do
     get_stats(&d, &s);
   while (stat_of(&s, "keying") && xpd_now_ms() < until);
-  assert_int_equal(stat_of(&s, "keying"), 0);
+  if (stat_of(&s, "keying"))
+    fail_msg("%llu keyings still under way after 30 s; the daemon's log:\n%s",
+             (unsigned long long)stat_of(&s, "keying"), slurp(d.log));
   uint64_t keyed = stat_of(&s, "keyed");
   first_get(f2, 12, "slow", 1);
   expect_first(f2, 12, true, 0);
@@ -3043,7 +3045,10 @@ static void test_first_look(void **state) {
   assert_int_equal(stat_of(&s, "first_waits"), 3);
   kreply r;
   read_kernel(fs, 8, 30000, &r, xpd_now_ms());
-  assert_int_equal(r.k.origin, XPD_FROM_COMPILED);
+  /* compiled for it, or for the first look keyed before it */
+  assert_true(r.k.origin == XPD_FROM_COMPILED ||
+              r.k.origin == XPD_FROM_WAITED);
+  assert_int_equal(r.k.v.failed, 0);
   expect_first(fd, 9, false, -1);
   expect_first(f2, 12, false, -1);
   close(fs);
