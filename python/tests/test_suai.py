@@ -313,6 +313,7 @@ def test_export_to_dpt(prog, ocl, q):
     assert _addr(t) == z.ptr and t.sycl_queue == sq
     t *= 2
     t += 1
+    sq.wait()  # dpctl's queue is not xpjit's: its work waited for first
     np.testing.assert_array_equal(z.get(), np.arange(12) * 2 + 1)
     m = dpm.as_usm_memory(z)
     assert m._pointer == z.ptr and m.nbytes == 48
@@ -385,6 +386,9 @@ def test_round_trip(prog, ocl, q):
     assert back.ptr == z.ptr and not _array._usm_imports
     prog.axpb(6, np.float32(1), np.float32(4), back)
     t += 1
+    # dpctl's in-place add is queued on its own queue: waited for before
+    # xpjit reads the memory (the interface carries no event)
+    t.sycl_queue.wait()
     np.testing.assert_array_equal(z.get(), np.full(6, 5.0))
     x = dpt.arange(6, dtype="f4", device=q)
     for d in ("cpu", ocl):
