@@ -604,8 +604,8 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
   bool by_id = dc->daemon_id;
   bool by_name = l2_path && *l2_path && !strcmp(l2_path, dc->daemon_cache);
   pthread_mutex_unlock(&dc->mu);
-  if (served)
-    *same_cache = by_id ? keeps_file(dc, l2_path) : by_name;
+  if (served) /* a first look asked only a daemon that keeps the file */
+    *same_cache = first || (by_id ? keeps_file(dc, l2_path) : by_name);
   if (first) /* after PENDING, as any GET: the daemon could not serve */
     return served ? 1 : late || pending ? -1 : 0;
   return served ? 1 : tried ? -1 : 0;

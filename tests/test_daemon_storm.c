@@ -42,6 +42,7 @@
 #include "procutil.h"
 #include "proto.h"
 #include "storm20.h"
+#include "testutil.h"
 #include "xpjit.h"
 #include "xpjit_cache.h"
 
@@ -668,25 +669,6 @@ typedef struct asked {
 /* The compile time limit ask_axpy_with's process asks for (0: none). */
 static unsigned ask_timeout_ms;
 
-/* Whether this process has path open. */
-static bool open_here(const char *path) {
-  DIR *d = opendir("/proc/self/fd");
-  struct dirent *de;
-  char link[PATH_MAX], target[PATH_MAX];
-  bool found = false;
-  while (d && (de = readdir(d))) {
-    snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
-    ssize_t n = readlink(link, target, sizeof target - 1);
-    if (n > 0) {
-      target[n] = 0;
-      found = found || !strcmp(target, path);
-    }
-  }
-  if (d)
-    closedir(d);
-  return found;
-}
-
 /* In a child: a context with the cache directory cache_dir that asks for
  * axpy [T=f32] once, through the daemon at fx.sock (daemon: NULL) or none
  * ("off"), with the bundle (NULL: none). */
@@ -726,7 +708,7 @@ static void ask_axpy_with(asked *a, const char *cache_dir, const char *daemon,
     char db[PATH_MAX];
     snprintf(db, sizeof db, "%s/cache-v%d.db", cache_dir,
              XPJ_CACHE_SCHEMA_VERSION);
-    a->opened = open_here(db);
+    a->opened = file_open_here(db);
     xpj_cache_counters c;
     if (xpj_context_cache_counters(ctx, &c) == XPJ_OK) {
       a->compiles = c.compiles;
@@ -748,6 +730,16 @@ static void ask_axpy_with(asked *a, const char *cache_dir, const char *daemon,
  * that asks for axpy [T=f32] once, through the daemon at fx.sock. */
 static void ask_axpy(asked *a, const char *cache_dir) {
   ask_axpy_with(a, cache_dir, NULL, NULL);
+}
+
+/* The same through the daemon at daemon (NULL: fx.sock) with a wait of a
+ * minute (XPJIT_DAEMON_TIMEOUT=60000): a process that waited for the
+ * daemon shows in its time. */
+static void ask_axpy_patient(asked *a, const char *cache_dir,
+                             const char *daemon) {
+  setenv("XPJIT_DAEMON_TIMEOUT", "60000", 1);
+  ask_axpy_with(a, cache_dir, daemon, NULL);
+  unsetenv("XPJIT_DAEMON_TIMEOUT");
 }
 
 /* Empties the hit-file directory of the cache file in dir. */
@@ -912,9 +904,7 @@ static void test_first_hostile(void **state) {
   ask_axpy_with(&a[0], own, "off", NULL);
   drop_hit_files(own);
   pid_t silent = silent_daemon(fake, owndb);
-  setenv("XPJIT_DAEMON_TIMEOUT", "60000", 1);
-  ask_axpy_with(&a[1], own, fake, NULL);
-  unsetenv("XPJIT_DAEMON_TIMEOUT");
+  ask_axpy_patient(&a[1], own, fake);
   kill(silent, SIGKILL);
   waitpid(silent, NULL, 0);
   CHECK(a[1].status == XPJ_OK && a[1].origin == XPJ_ORIGIN_CACHE &&
@@ -951,9 +941,7 @@ static void test_first_hostile(void **state) {
    * not answer (the daemon would compile again, its worker hangs): the
    * row, at once */
   drop_hit_files(fx.cache_dir);
-  setenv("XPJIT_DAEMON_TIMEOUT", "60000", 1);
-  ask_axpy_with(&a[6], fx.cache_dir, NULL, NULL);
-  unsetenv("XPJIT_DAEMON_TIMEOUT");
+  ask_axpy_patient(&a[6], fx.cache_dir, NULL);
   CHECK(a[6].status == XPJ_OK && a[6].compiles == 0 && a[6].ms < 20000.0,
         "a remembered failure a longer limit passes, against a good row: "
         "status %d, %llu compiles, %.0f ms: %s", a[6].status,
@@ -974,9 +962,7 @@ static void test_first_hostile(void **state) {
         "gave up on the daemon: status %d, %llu compiles: %s", a[7].status,
         (unsigned long long)a[7].compiles, a[7].msg);
   drop_hit_files(fx.cache_dir);
-  setenv("XPJIT_DAEMON_TIMEOUT", "60000", 1);
-  ask_axpy_with(&a[8], fx.cache_dir, NULL, NULL);
-  unsetenv("XPJIT_DAEMON_TIMEOUT");
+  ask_axpy_patient(&a[8], fx.cache_dir, NULL);
   CHECK(a[8].status == XPJ_OK && a[8].compiles == 0 && a[8].ms < 20000.0,
         "a compile under way against a good row: status %d, %llu "
         "compiles, %.0f ms: %s", a[8].status,
