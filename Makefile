@@ -172,9 +172,11 @@ $(CLI): $(CLI_SRCS) tools/cli.h compiler/diag.h $(LIB_INT)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(JANSSON_CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRCS) $(LIB_INT) $(CORE_LIBS) $(JANSSON_LIBS)
 
-$(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_INT) $(LLVM_A)
+# The daemon never loads LLVM; its workers load the plugin it opened at
+# its start (docs/daemon.md, "Workers").
+$(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_INT) | $(LLVM_SO)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $(DAEMON_SRCS) $(LLVM_STATIC) $(LIB_INT) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $(DAEMON_SRCS) $(LIB_INT) $(CORE_LIBS)
 
 $(CSERVER): tools/xpjit-cc.c compiler/worker.h $(LIB_INT) $(LLVM_A)
 	@mkdir -p $(dir $@)

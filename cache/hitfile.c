@@ -308,7 +308,21 @@ bool xpj_hitfile_set_alias(int dfd, const char *alias, const char *digest,
       !digest_name(tag))
     return false;
   char to[130];
-  snprintf(to, sizeof to, "%s:%s", digest, tag);
+  int tn = snprintf(to, sizeof to, "%s:%s", digest, tag);
+  /* Made in place where there is none: a link is whole when its name
+   * appears. In a start-up storm every process that got the kernel at
+   * the same moment makes it; all but one find it made (EEXIST, no inode
+   * allocated nor freed), which a temporary link renamed into place
+   * cost each of them (two directory writes and an inode). */
+  if (symlinkat(to, dfd, alias) == 0)
+    return true;
+  if (errno != EEXIST)
+    return false;
+  char was[131];
+  ssize_t wn = readlinkat(dfd, alias, was, sizeof was);
+  if (wn == tn && !memcmp(was, to, (size_t)tn))
+    return false; /* another process made this very one */
+  /* another link (stale, or another's): replaced whole */
   char tmp[128];
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

@@ -73,8 +73,10 @@ bool xpj_hitfile_alias_parse(const char *t, size_t n, char digest[65],
  * 64 lowercase hex digits of its first line "code ..." after another
  * line; false when there is none of that form. */
 bool xpj_hitfile_key_code(const char *key, size_t len, char code[65]);
-/* Makes alias a symbolic link with the text "DIGEST:TAG", renamed into
- * place. */
+/* Makes alias a symbolic link with the text "DIGEST:TAG": made in place
+ * where there is none, else (another text there) renamed into place over
+ * it. True when this call made it; false when it failed or another
+ * process had made the same link. */
 bool xpj_hitfile_set_alias(int dfd, const char *alias, const char *digest,
                            const char *tag);
 /* Removes DIGEST (64 lowercase hex digits) or an alias ("a" and 64; any

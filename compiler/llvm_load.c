@@ -13,6 +13,8 @@
 #include "llvm.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <limits.h>
 #include <pthread.h>
@@ -73,25 +75,33 @@ bool xpj_own_file(const char *env, const char *const *lib_rels,
 #define XPJ_LIBDIR NULL
 #endif
 
-static const void *load_plugin(const xpj_plugin *p, char *why,
-                               size_t whysize) {
-  /* beside libxpjit.so, or the lib directory beside the program's (bin/,
-   * libexec/xpjit/, tests/) */
+/* Where p is (path, PATH_MAX bytes): a trusted file found where p->env
+ * names it, beside libxpjit.so, in the lib directory beside the
+ * program's (bin/, libexec/xpjit/, tests/), or the prefix's. */
+static bool plugin_path(const xpj_plugin *p, char *path, char *why,
+                        size_t whysize) {
   static const char *const lib_rels[] = {"", NULL};
   static const char *const exe_rels[] = {"/../lib", "/../../lib", NULL};
-  char path[PATH_MAX];
   if (!xpj_own_file(getenv(p->env), lib_rels, exe_rels, XPJ_LIBDIR, p->file,
-                    path, sizeof path)) {
+                    path, PATH_MAX)) {
     snprintf(why, whysize, "%s: no %.250s (the plugin is looked for "
              "beside libxpjit.so and the program, then there; %s names it)",
              p->what, path, p->env);
-    return NULL;
+    return false;
   }
   if (!xpj_trusted_file(path)) {
     snprintf(why, whysize, "%s: %.250s is not a regular file of root or "
              "of this user that only its owner may write", p->what, path);
-    return NULL;
+    return false;
   }
+  return true;
+}
+
+static const void *load_plugin(const xpj_plugin *p, char *why,
+                               size_t whysize) {
+  char path[PATH_MAX];
+  if (!plugin_path(p, path, why, whysize))
+    return NULL;
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
@@ -148,4 +158,15 @@ bool xpj_llvm_present(void) {
   return xpj_plugin_present(&llvm_plugin, &xpj_llvm_plugin_api
                                               ? &xpj_llvm_plugin_api
                                               : NULL);
+}
+
+int xpj_llvm_plugin_open(char *why, size_t whysize) {
+  char path[PATH_MAX];
+  if (!plugin_path(&llvm_plugin, path, why, whysize))
+    return -1;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    snprintf(why, whysize, "%s: cannot open %.250s: %s", llvm_plugin.what,
+             path, strerror(errno));
+  return fd;
 }

@@ -118,6 +118,40 @@ XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct ||
 [ "$(stat_of worker_crashes)" -ge 1 ] || fail "no worker crash counted"
 "$CLI" daemon stop --socket "$S" | grep -q "^xpjitd (pid [0-9]*) stopped$" || fail "stop (crashing workers)"
 
+# The daemon never maps libLLVM (a cache directory that knows the host
+# CPU); its workers load the plugin the daemon opened at its start, even
+# when an upgrade has replaced the file since, and none at all is a
+# logged error whose clients compile for themselves.
+mkdir -p "$tmp/inst/bin" "$tmp/inst/lib" "$tmp/up-cache"
+chmod 700 "$tmp/up-cache"
+cp "$D" "$tmp/inst/bin/xpjitd"
+cp "$B/lib/libxpjit-llvm.so.0" "$tmp/inst/lib/"
+cp "$XPJIT_CACHE_DIR"/host-cpu-* "$tmp/up-cache/" || fail "no host-cpu file to copy"
+XPJIT_CACHE_DIR="$tmp/up-cache" "$tmp/inst/bin/xpjitd" --socket "$S" --log "$tmp/log" >/dev/null ||
+  fail "xpjitd (installed copy) did not start"
+dp=$("$CLI" daemon status --socket "$S" --json | sed -n 's/.*"pid": \([0-9]*\).*/\1/p')
+[ -n "$dp" ] || fail "no pid in status"
+grep -q libLLVM "/proc/$dp/maps" && fail "xpjitd mapped libLLVM"
+rm "$tmp/inst/lib/libxpjit-llvm.so.0"
+echo "not the plugin" > "$tmp/inst/lib/libxpjit-llvm.so.0"
+XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy after the plugin was replaced"
+[ "$(stat_of compiles)" -ge 1 ] && [ "$(stat_of compile_failures)" = 0 ] ||
+  fail "the worker did not compile with the plugin the daemon opened (compiles $(stat_of compiles), failed $(stat_of compile_failures))"
+grep -q libLLVM "/proc/$dp/maps" && fail "xpjitd mapped libLLVM to serve"
+"$CLI" daemon stop --socket "$S" >/dev/null || fail "stop (installed copy)"
+rm -rf "$tmp/up-cache"/cache-v2.db*
+rm "$tmp/inst/lib/libxpjit-llvm.so.0"
+: >"$tmp/log"
+XPJIT_CACHE_DIR="$tmp/up-cache" "$tmp/inst/bin/xpjitd" --socket "$S" --log "$tmp/log" >/dev/null ||
+  fail "xpjitd without its plugin did not start"
+i=0
+while ! grep -q "serving" "$tmp/log" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+grep -q "libxpjit-llvm.so.0.*compiles will fail" "$tmp/log" || fail "no error for a missing plugin"
+XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy when the daemon has no plugin"
+[ "$(stat_of compile_transient)" = "$(stat_of compiles)" ] ||
+  fail "compiles $(stat_of compiles), transient $(stat_of compile_transient) without a plugin"
+"$CLI" daemon stop --socket "$S" >/dev/null || fail "stop (no plugin)"
+
 # socket activation, as the systemd user unit does it
 if command -v systemd-socket-activate >/dev/null 2>&1; then
   systemd-socket-activate -l "$S" "$D" --foreground --idle-exit 2 \

@@ -135,6 +135,20 @@ done
 proto=$(sed -n 's/^#define XPD_VERSION \([0-9]*\)$/\1/p' runtime/proto.h)
 "$tmp/bin/xpjitd" --version | grep -q "(protocol $proto)" ||
   { echo "install: xpjitd --version"; exit 1; }
+# the daemon does not link LLVM; its workers compile with the plugin
+# installed beside it (docs/api.md, "Where LLVM is loaded")
+if readelf -d "$tmp/bin/xpjitd" | grep -q 'NEEDED.*\(libLLVM\|libstdc++\)'; then
+  echo "install: xpjitd links libLLVM or libstdc++"; exit 1
+fi
+mkdir -m 700 "$tmp/dcache"
+XPJIT_CACHE_DIR="$tmp/dcache" "$tmp/bin/xpjitd" --socket "$tmp/d.sock" --idle-exit 30 >/dev/null ||
+  { echo "install: the installed xpjitd did not start"; exit 1; }
+XPJIT_DAEMON="$tmp/d.sock" XPJIT_CACHE=off build/examples/saxpy | grep -q correct ||
+  { echo "install: saxpy through the installed xpjitd"; exit 1; }
+dstats=$("$tmp/bin/xpjit-cli" daemon stats --socket "$tmp/d.sock")
+"$tmp/bin/xpjit-cli" daemon stop --socket "$tmp/d.sock" >/dev/null
+echo "$dstats" | grep -qx "compiles 1" && echo "$dstats" | grep -qx "compile_failures 0" ||
+  { echo "install: the installed xpjitd's worker did not compile:"; echo "$dstats" | grep compile; exit 1; }
 u="$tmp/lib/systemd/user"
 [ -f "$u/xpjitd.socket" ] || { echo "install: no xpjitd.socket"; exit 1; }
 grep -qx "ExecStart=$tmp/bin/xpjitd --foreground --idle-exit 600" \

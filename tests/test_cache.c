@@ -4589,6 +4589,62 @@ static void alias_path(const fx *f, const char *text, char *p, size_t size) {
     n += snprintf(p + n, size - (size_t)n, "%02x", raw[j]);
 }
 
+/* An alias is made in place where there is none (one directory write, as
+ * every process of a start-up storm that got the kernel at once tries),
+ * left alone when another process made the same one, and replaced whole
+ * (a temporary link renamed over it) when something else is there. */
+static void test_alias_made_in_place(void **state) {
+  fx *f = *state;
+  int dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_true(dfd >= 0);
+  char a[66] = "a", d1[65], d2[65], t[65];
+  memset(a + 1, '7', 64);
+  a[65] = 0;
+  memset(d1, '1', 64);
+  memset(d2, '2', 64);
+  memset(t, 'c', 64);
+  d1[64] = d2[64] = t[64] = 0;
+  char want[140], got[140];
+  assert_true(xpj_hitfile_set_alias(dfd, a, d1, t));
+  snprintf(want, sizeof want, "%s:%s", d1, t);
+  ssize_t n = readlinkat(dfd, a, got, sizeof got - 1);
+  assert_int_equal(n, 129);
+  got[n] = 0;
+  assert_string_equal(got, want);
+  struct stat s1, s2;
+  assert_int_equal(fstatat(dfd, a, &s1, AT_SYMLINK_NOFOLLOW), 0);
+  /* the same one again: not made, the link untouched */
+  assert_false(xpj_hitfile_set_alias(dfd, a, d1, t));
+  assert_int_equal(fstatat(dfd, a, &s2, AT_SYMLINK_NOFOLLOW), 0);
+  assert_true(s1.st_ino == s2.st_ino);
+  /* another text there: replaced */
+  assert_true(xpj_hitfile_set_alias(dfd, a, d2, t));
+  snprintf(want, sizeof want, "%s:%s", d2, t);
+  n = readlinkat(dfd, a, got, sizeof got - 1);
+  assert_int_equal(n, 129);
+  got[n] = 0;
+  assert_string_equal(got, want);
+  /* a regular file there: replaced by the link */
+  assert_int_equal(unlinkat(dfd, a, 0), 0);
+  int fd = openat(dfd, a, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_true(xpj_hitfile_set_alias(dfd, a, d1, t));
+  assert_int_equal(fstatat(dfd, a, &s2, AT_SYMLINK_NOFOLLOW), 0);
+  assert_true(S_ISLNK(s2.st_mode));
+  /* nothing left behind */
+  DIR *dir = fdopendir(dup(dfd));
+  assert_non_null(dir);
+  struct dirent *e;
+  int entries = 0;
+  while ((e = readdir(dir)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+      entries++;
+  closedir(dir);
+  assert_int_equal(entries, 1);
+  close(dfd);
+}
+
 /* An alias leads a request, given without its code, to its row's hit
  * file: a hit only for exactly the fields asked (the code the file names),
  * never for another key's file it was pointed at, gone with its row, and
@@ -5266,6 +5322,7 @@ int main(void) {
       T(test_hit_files_verify),
       T(test_hit_files_review),
       T(test_hit_files_review2),
+      T(test_alias_made_in_place),
       T(test_aliases),
       T(test_alias_sweep),
       T(test_replace_after_hit),

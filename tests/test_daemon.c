@@ -1719,11 +1719,9 @@ static void test_worker_hang(void **state) {
 
 /* The daemon's binary deleted under it, as a package upgrade does: its
  * workers still start (from the image it runs), and GETs are served. */
-static void test_binary_deleted(void **state) {
-  (void)state;
-  snprintf(exe, sizeof exe, "%s/xpjitd-copy", base);
-  int in = open(daemon_path(), O_RDONLY | O_CLOEXEC);
-  int out = open(exe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+static void copy_file(const char *from, const char *to, mode_t mode) {
+  int in = open(from, O_RDONLY | O_CLOEXEC);
+  int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   assert_true(in >= 0 && out >= 0);
   char buf[65536];
   ssize_t n;
@@ -1731,11 +1729,31 @@ static void test_binary_deleted(void **state) {
     assert_int_equal(write(out, buf, (size_t)n), n);
   close(in);
   close(out);
+}
+
+static void test_binary_deleted(void **state) {
+  (void)state;
+  /* an installed daemon and its LLVM plugin (bin/, lib/), both gone
+   * after the start: its workers run its image and load the plugin it
+   * opened then */
+  char dir[600], plugin[700], from[600];
+  snprintf(dir, sizeof dir, "%s/bin", base);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(dir, sizeof dir, "%s/lib", base);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(exe, sizeof exe, "%s/bin/xpjitd-copy", base);
+  snprintf(plugin, sizeof plugin, "%s/libxpjit-llvm.so.0", dir);
+  const char *bd = getenv("BUILD");
+  snprintf(from, sizeof from, "%s/lib/libxpjit-llvm.so.0",
+           bd && *bd ? bd : "build");
+  copy_file(daemon_path(), exe, 0700);
+  copy_file(from, plugin, 0600);
   dmn d;
   dmn_init(&d, "s");
   make_dir(&d);
   dmn_start(&d, NULL, (const char *const[]){"--workers", "1", NULL});
   assert_int_equal(unlink(exe), 0);
+  assert_int_equal(unlink(plugin), 0);
   int fd = client(&d);
   xpd_buf b = {0};
   build_get(&b, 7, "saxpy", 0);

@@ -30,6 +30,7 @@
 #define _GNU_SOURCE
 #include "../cache/hitfile.h"
 #include "daemon.h"
+#include "llvm.h" /* xpj_llvm_plugin_open */
 #include "proto.h"
 #include "tier.h"
 #include "xpjit.h"
@@ -1004,6 +1005,12 @@ static worker *dead_workers;
 static worker **workers; /* cfg.workers slots, NULL when not running */
 static char self_exe[PATH_MAX]; /* for messages: workers start from
                                    /proc/self/exe, the image running */
+/* The LLVM plugin, opened at the start (never loaded here): each worker
+ * gets it as its descriptor WORKER_PLUGIN_FD and loads it from there, the
+ * file this daemon started with even when an upgrade has replaced it. */
+static int plugin_fd = -1;
+#define WORKER_PLUGIN_FD 3
+#define WORKER_PLUGIN_ENV "XPJIT_LLVM_PLUGIN=/proc/self/fd/3"
 
 /* Starting workers: after a failure, not again before retry_ms, and
  * later each time (0.25 s, doubling, up to 10 s). */
@@ -1366,6 +1373,25 @@ static void spawn_failed(const char *what, int err) {
               spawning.why);
 }
 
+/* A worker's environment: the daemon's, with XPJIT_LLVM_PLUGIN naming
+ * the plugin it opened (none: as it is); malloc'd, its strings not. */
+static char **worker_env(void) {
+  size_t n = 0;
+  while (environ[n])
+    n++;
+  char **env = malloc((n + 2) * sizeof *env);
+  if (!env)
+    return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (plugin_fd < 0 || strncmp(environ[i], "XPJIT_LLVM_PLUGIN=", 18))
+      env[k++] = environ[i];
+  if (plugin_fd >= 0)
+    env[k++] = (char *)WORKER_PLUGIN_ENV;
+  env[k] = NULL;
+  return env;
+}
+
 /* Starts a worker into workers[slot]; NULL (and a back-off) on failure. */
 static worker *spawn_worker(unsigned slot) {
   int sv[2];
@@ -1398,10 +1424,15 @@ static worker *spawn_worker(unsigned slot) {
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
                                     POSIX_SPAWN_SETSIGDEF);
   char *argv[] = {"xpjitd", "--worker", NULL};
+  char **env = worker_env();
+  if (env && plugin_fd >= 0)
+    posix_spawn_file_actions_adddup2(&fa, plugin_fd, WORKER_PLUGIN_FD);
   pid_t pid;
   /* the image this daemon runs, even when its file has been deleted or
    * replaced (a package upgrade): its workers are of its own version */
-  int rc = posix_spawn(&pid, "/proc/self/exe", &fa, &at, argv, environ);
+  int rc = env ? posix_spawn(&pid, "/proc/self/exe", &fa, &at, argv, env)
+               : ENOMEM;
+  free(env);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
   close(sv[1]);
@@ -3227,6 +3258,15 @@ int main(int argc, char **argv) {
   }
   l2 = xpj_context_cache(ctx);
   cache_identify();
+  char why[512];
+  int pfd = xpj_llvm_plugin_open(why, sizeof why);
+  /* above the descriptors a worker is given (0, 1, WORKER_PLUGIN_FD) */
+  plugin_fd = pfd >= 0 ? fcntl(pfd, F_DUPFD_CLOEXEC, 10) : -1;
+  if (pfd >= 0)
+    close(pfd);
+  if (plugin_fd < 0)
+    LOG_E("%s: compiles will fail (their clients compile themselves)",
+          pfd >= 0 ? strerror(errno) : why);
   nslots = cfg.max_conns;
   slots = calloc(nslots, sizeof *slots);
   workers = calloc(cfg.workers, sizeof *workers);
