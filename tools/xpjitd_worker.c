@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 
@@ -66,6 +67,8 @@ static bool fail(const char *digest, xpj_status s, const char *msg) {
 }
 
 int xpjitd_worker_main(void) {
+  /* started from /proc/self/exe, it would be "exe" in ps and top */
+  prctl(PR_SET_NAME, "xpjitd-worker");
   /* bounded like every compile worker (docs/abi.md, Isolation) */
   (void)xpj_compile_limit_memory();
   setenv("XPJIT_DAEMON", "off", 1);
