@@ -17,6 +17,7 @@
 
 #include "worker.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -100,12 +101,12 @@ typedef struct xpj_llvm_api {
 /* The table: the one linked into this program, else the plugin, loaded on
  * the first call (thread-safe). NULL when neither is there, with why. */
 const xpj_llvm_api *xpj_llvm(char *why, size_t whysize);
-/* The LLVM plugin's file, found and checked as xpj_llvm would load it,
- * opened (O_CLOEXEC) but not loaded: xpjitd, which does not load LLVM
- * itself, hands it to its workers as /proc/self/fd/N, so that a worker
- * started after an upgrade replaced the file loads the daemon's own
- * build. -1 with why when there is none. */
-int xpj_llvm_plugin_open(char *why, size_t whysize);
+/* The LLVM plugin's file, found and checked as xpj_llvm would load it
+ * (its path into path), opened (O_CLOEXEC) but not loaded: xpjitd, which
+ * does not load LLVM itself, hands it to its workers as /proc/self/fd/N,
+ * so that a worker started after an upgrade replaced the file loads the
+ * daemon's own build. -1 with why when there is none. */
+int xpj_llvm_plugin_open(char path[PATH_MAX], char *why, size_t whysize);
 /* Whether LLVM is in this process already (linked in, or the plugin
  * loaded); loads nothing. */
 bool xpj_llvm_present(void);

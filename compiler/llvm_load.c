@@ -160,8 +160,7 @@ bool xpj_llvm_present(void) {
                                               : NULL);
 }
 
-int xpj_llvm_plugin_open(char *why, size_t whysize) {
-  char path[PATH_MAX];
+int xpj_llvm_plugin_open(char path[PATH_MAX], char *why, size_t whysize) {
   if (!plugin_path(&llvm_plugin, path, why, whysize))
     return -1;
   int fd = open(path, O_RDONLY | O_CLOEXEC);

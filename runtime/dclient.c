@@ -567,8 +567,10 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
     else if (h.op == XPD_ERROR)
       snprintf(why, why_size, "it answered with an error");
     else if (h.op == XPD_KERNEL && k->transient)
-      snprintf(why, why_size, "a transient failure (%s)",
-               xpj_status_name((xpj_status)k->status));
+      snprintf(why, why_size, "a transient failure (%s%s%.300s)",
+               xpj_status_name((xpj_status)k->status),
+               k->v.log && *k->v.log ? ": " : "",
+               k->v.log ? k->v.log : "");
     else
       snprintf(why, why_size, "an answer it should not have given (op %u)",
                (unsigned)h.op);

@@ -139,6 +139,18 @@ XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy after the p
   fail "the worker did not compile with the plugin the daemon opened (compiles $(stat_of compiles), failed $(stat_of compile_failures))"
 grep -q libLLVM "/proc/$dp/maps" && fail "xpjitd mapped libLLVM to serve"
 "$CLI" daemon stop --socket "$S" >/dev/null || fail "stop (installed copy)"
+# a file there that is not a plugin: the workers cannot compile, the
+# daemon's log and the client's say why
+rm -rf "$tmp/up-cache"/cache-v2.db*
+XPJIT_CACHE_DIR="$tmp/up-cache" "$tmp/inst/bin/xpjitd" --socket "$S" --log "$tmp/log" >/dev/null ||
+  fail "xpjitd with a broken plugin did not start"
+XPJIT_CACHE=off XPJIT_LOG=info "$B/examples/saxpy" 2>"$tmp/err" | grep -q correct ||
+  fail "saxpy when the daemon's plugin is broken"
+grep -q "could not serve: a transient failure (.*cannot load" "$tmp/err" ||
+  fail "the client was not told why: $(cat "$tmp/err")"
+"$CLI" daemon stop --socket "$S" >/dev/null || fail "stop (broken plugin)"
+grep -q "could not compile saxpy (its clients compile themselves): no LLVM: .*cannot load" "$tmp/log" ||
+  fail "the daemon's log does not say why its worker could not compile"
 rm -rf "$tmp/up-cache"/cache-v2.db*
 rm "$tmp/inst/lib/libxpjit-llvm.so.0"
 : >"$tmp/log"

@@ -1586,6 +1586,12 @@ static void job_done(worker *w, const xpd_kernel *k) {
                        timed_out ? j->timeout_ms : 0);
     } else {
       st.compile_transient++;
+      /* the worker could not compile at all (no LLVM, a plugin of
+       * another build): the operator's to mend, said where it is read */
+      static log_limit transient_log;
+      say_limited(&transient_log, 1, "the compiler worker could not "
+                  "compile %s (its clients compile themselves): %.700s",
+                  j->kernel, msg);
       fail_waiters(e, false, (xpj_status)k->status, msg);
       remove_entry(e);
     }
@@ -3258,8 +3264,8 @@ int main(int argc, char **argv) {
   }
   l2 = xpj_context_cache(ctx);
   cache_identify();
-  char why[512];
-  int pfd = xpj_llvm_plugin_open(why, sizeof why);
+  char why[512], plugin[PATH_MAX];
+  int pfd = xpj_llvm_plugin_open(plugin, why, sizeof why);
   /* above the descriptors a worker is given (0, 1, WORKER_PLUGIN_FD) */
   plugin_fd = pfd >= 0 ? fcntl(pfd, F_DUPFD_CLOEXEC, 10) : -1;
   if (pfd >= 0)
@@ -3267,6 +3273,8 @@ int main(int argc, char **argv) {
   if (plugin_fd < 0)
     LOG_E("%s: compiles will fail (their clients compile themselves)",
           pfd >= 0 ? strerror(errno) : why);
+  else
+    LOG_I("workers compile with the LLVM plugin %s", plugin);
   nslots = cfg.max_conns;
   slots = calloc(nslots, sizeof *slots);
   workers = calloc(cfg.workers, sizeof *workers);
