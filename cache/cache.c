@@ -1523,6 +1523,23 @@ int64_t xpj_l2_data_version(xpj_cache *c, bool wait) {
   return v;
 }
 
+bool xpj_l2_db_identity(xpj_cache *c, bool wait, uint64_t *dev,
+                        uint64_t *ino) {
+  if (!c)
+    return false;
+  if (wait)
+    pthread_mutex_lock(&c->mu);
+  else if (pthread_mutex_trylock(&c->mu) != 0)
+    return false; /* a lookup holds it: unknown, never a wait */
+  bool ok = c->db && c->conn_db_ok && c->mode == XPJ_CACHE_MODE_RW;
+  if (ok) {
+    *dev = c->conn_db.dev;
+    *ino = c->conn_db.ino;
+  }
+  unlock(c);
+  return ok;
+}
+
 /* The database part of opening the user cache. */
 static void open_user_file(xpj_cache *c) {
   c->db_tried = true;

@@ -129,5 +129,12 @@ void xpj_l2_ready(xpj_cache *c);
  * from the earlier ones). xpjitd's first looks. Without wait, a handle in
  * use by another thread is unknown too: never a wait (the event loop). */
 int64_t xpj_l2_data_version(xpj_cache *c, bool wait);
+/* The device and inode of the database file c's writer connection has
+ * open (taken when it opened it: after the handle replaced a damaged
+ * file, the new one; a file someone else put at the path since is not
+ * it). False when c has no writer connection, or, without wait, when
+ * another thread holds the handle (never a wait: xpjitd's event loop). */
+bool xpj_l2_db_identity(xpj_cache *c, bool wait, uint64_t *dev,
+                        uint64_t *ino);
 
 #endif

@@ -4589,6 +4589,50 @@ static void alias_path(const fx *f, const char *text, char *p, size_t size) {
     n += snprintf(p + n, size - (size_t)n, "%02x", raw[j]);
 }
 
+/* Which file a handle's writer connection has open (xpjitd names it to
+ * its clients): the file at the path when it opened it, the new one when
+ * it replaced a damaged file, and still its own after someone else put
+ * another file at the path. */
+static void expect_identity(xpj_cache *c, const char *path) {
+  struct stat sb;
+  uint64_t dev = 0, ino = 0;
+  assert_int_equal(stat(path, &sb), 0);
+  assert_true(xpj_l2_db_identity(c, true, &dev, &ino));
+  assert_true(dev == (uint64_t)sb.st_dev && ino == (uint64_t)sb.st_ino);
+  assert_true(xpj_l2_db_identity(c, false, &dev, &ino)); /* not held */
+}
+
+static void test_db_identity(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 100);
+  expect_identity(c, f->path);
+  /* another file put at the path (as another process could) */
+  char old[200];
+  snprintf(old, sizeof old, "%s.old", f->path);
+  assert_int_equal(rename(f->path, old), 0);
+  xpj_cache *d = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(d, 2, 100);
+  expect_identity(d, f->path);
+  expect_identity(c, old);
+  xpj_cache_close(d);
+  xpj_cache_close(c);
+  /* a damaged file replaced: the new one */
+  char bad[200];
+  snprintf(bad, sizeof bad, "%s/bad.db", f->dir);
+  write_file(bad, "not a database, not at all, 64 bytes of it, more or less..", 60);
+  c = open_cache(&f->w, bad, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 3, 100);
+  expect_identity(c, bad);
+  xpj_cache_close(c);
+  f->w.n = 0; /* the replacement's warning */
+  /* read-only: no writer connection */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RO, GiB);
+  uint64_t dev, ino;
+  assert_false(xpj_l2_db_identity(c, true, &dev, &ino));
+  xpj_cache_close(c);
+}
+
 /* An alias is made in place where there is none (one directory write, as
  * every process of a start-up storm that got the kernel at once tries),
  * left alone when another process made the same one, and replaced whole
@@ -5323,6 +5367,7 @@ int main(void) {
       T(test_hit_files_review),
       T(test_hit_files_review2),
       T(test_alias_made_in_place),
+      T(test_db_identity),
       T(test_aliases),
       T(test_alias_sweep),
       T(test_replace_after_hit),

@@ -945,29 +945,39 @@ static xpjitd_progs progs = {.cap = XPJITD_PROGS, .max_bytes = 16u << 20,
 static char versions[128]; /* xpj_versions_str(), filled at start */
 static xpj_context *ctx;
 static xpj_cache *l2;
-/* Which file l2 is (device and inode, taken when the daemon opens it at
- * its start): a client whose cache file is this one takes a first look
- * here before opening it (docs/cache.md, "Tiers"); a path would name
- * another file in another mount namespace, or after the file was
- * replaced. */
+/* Which file l2 is: the device and inode of the file its connection has
+ * open (xpj_l2_db_identity), taken when the daemon opens it at its start
+ * and again for each greeting, so that a file the daemon moved aside as
+ * damaged and made anew is the one named; a client whose cache file is
+ * this one takes a first look here before opening it (docs/cache.md,
+ * "Tiers"). A path would name another file in another mount namespace,
+ * or after someone else replaced the file. */
 static struct {
   bool known;
   uint64_t dev, ino;
 } cache_id;
 
+/* cache_id, read again (never a wait: the event loop; a handle in use
+ * leaves the last one known, which a new connection of the same handle
+ * cannot have changed without a lookup). */
+static void cache_identify_again(bool wait) {
+  uint64_t dev, ino;
+  if (l2 && xpj_l2_db_identity(l2, wait, &dev, &ino)) {
+    cache_id.known = true;
+    cache_id.dev = dev;
+    cache_id.ino = ino;
+  } else if (wait || xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_RW) {
+    cache_id.known = false;
+  }
+}
+
 /* Opens the cache file now (it is otherwise opened at the first lookup)
  * and notes which file it is. */
 static void cache_identify(void) {
-  struct stat sb;
   if (!l2 || xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_RW)
     return;
   xpj_l2_ready(l2);
-  if (xpj_cache_mode_of(l2) == XPJ_CACHE_MODE_RW &&
-      stat(xpj_cache_path(l2), &sb) == 0 && S_ISREG(sb.st_mode)) {
-    cache_id.known = true;
-    cache_id.dev = (uint64_t)sb.st_dev;
-    cache_id.ino = (uint64_t)sb.st_ino;
-  }
+  cache_identify_again(true);
 }
 /* what a compile worker may take, MiB (0: no limit): xpj_compile_limits */
 static uint64_t worker_memory_mb;
@@ -2409,6 +2419,8 @@ static void handle_frame(conn *c) {
     xpd_put_u64(&c->out, XPD_F_PID, (uint64_t)getpid());
     bool rw = l2 && xpj_cache_mode_of(l2) == XPJ_CACHE_MODE_RW;
     xpd_put_str(&c->out, XPD_F_CACHE_PATH, rw ? xpj_cache_path(l2) : "");
+    if (rw)
+      cache_identify_again(false);
     if (rw && cache_id.known) {
       xpd_put_u64(&c->out, XPD_F_CACHE_DEV, cache_id.dev);
       xpd_put_u64(&c->out, XPD_F_CACHE_INO, cache_id.ino);
