@@ -75,6 +75,20 @@ bool xpj_own_file(const char *env, const char *const *lib_rels,
 #define XPJ_LIBDIR NULL
 #endif
 
+/* The name a message gives path: for a descriptor passed down
+ * (/proc/self/fd/N: xpjitd's workers) the file it is, which the reader
+ * can find (or "... (deleted)"), not a number that is another file in
+ * the process that reads the message. */
+static const char *shown(const char *path, char *buf, size_t size) {
+  if (strncmp(path, "/proc/self/fd/", 14) != 0)
+    return path;
+  ssize_t n = readlink(path, buf, size - 1);
+  if (n <= 0)
+    return path;
+  buf[n] = 0;
+  return buf;
+}
+
 /* Where p is (path, PATH_MAX bytes): a trusted file found where p->env
  * names it, beside libxpjit.so, in the lib directory beside the
  * program's (bin/, libexec/xpjit/, tests/), or the prefix's. */
@@ -90,8 +104,10 @@ static bool plugin_path(const xpj_plugin *p, char *path, char *why,
     return false;
   }
   if (!xpj_trusted_file(path)) {
+    char b[PATH_MAX];
     snprintf(why, whysize, "%s: %.250s is not a regular file of root or "
-             "of this user that only its owner may write", p->what, path);
+             "of this user that only its owner may write", p->what,
+             shown(path, b, sizeof b));
     return false;
   }
   return true;
@@ -102,18 +118,19 @@ static const void *load_plugin(const xpj_plugin *p, char *why,
   char path[PATH_MAX];
   if (!plugin_path(p, path, why, whysize))
     return NULL;
+  char b[PATH_MAX];
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
-    snprintf(why, whysize, "%s: cannot load %.250s: %.100s", p->what, path,
-             e ? e : "dlopen failed");
+    snprintf(why, whysize, "%s: cannot load %.250s: %.100s", p->what,
+             shown(path, b, sizeof b), e ? e : "dlopen failed");
     return NULL;
   }
   const xpj_plugin_head *a = dlsym(h, p->symbol);
   if (!a || a->size != p->size || !a->build ||
       strcmp(a->build, XPJ_BUILD_ID) != 0) {
     snprintf(why, whysize, "%s: %.250s is of another build of xpjit "
-             "(%s, this library is %s)", p->what, path,
+             "(%s, this library is %s)", p->what, shown(path, b, sizeof b),
              a && a->build ? a->build : "?", XPJ_BUILD_ID);
     dlclose(h);
     return NULL;

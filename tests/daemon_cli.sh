@@ -120,49 +120,79 @@ XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct ||
 
 # The daemon never maps libLLVM (a cache directory that knows the host
 # CPU); its workers load the plugin the daemon opened at its start, even
-# when an upgrade has replaced the file since, and none at all is a
-# logged error whose clients compile for themselves.
+# when an upgrade has replaced the file since; without one no worker
+# starts (none looks for a plugin of its own) until one is installed.
 mkdir -p "$tmp/inst/bin" "$tmp/inst/lib" "$tmp/up-cache"
 chmod 700 "$tmp/up-cache"
 cp "$D" "$tmp/inst/bin/xpjitd"
 cp "$B/lib/libxpjit-llvm.so.0" "$tmp/inst/lib/"
 cp "$XPJIT_CACHE_DIR"/host-cpu-* "$tmp/up-cache/" || fail "no host-cpu file to copy"
-XPJIT_CACHE_DIR="$tmp/up-cache" "$tmp/inst/bin/xpjitd" --socket "$S" --log "$tmp/log" >/dev/null ||
+plugin=$tmp/inst/lib/libxpjit-llvm.so.0
+plugin_real=$(realpath "$plugin") # as the daemon and the kernel name it
+wait_log() { # wait_log PATTERN: the detached daemon's log has it
+  i=0
+  while ! grep -q "$1" "$tmp/log" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  grep -q "$1" "$tmp/log"
+}
+# started with a descriptor it did not open (7): its workers do not get it
+XPJIT_CACHE_DIR="$tmp/up-cache" "$tmp/inst/bin/xpjitd" --socket "$S" --log "$tmp/log" >/dev/null 7<"$tmp/inst/bin/xpjitd" ||
   fail "xpjitd (installed copy) did not start"
 dp=$("$CLI" daemon status --socket "$S" --json | sed -n 's/.*"pid": \([0-9]*\).*/\1/p')
 [ -n "$dp" ] || fail "no pid in status"
 grep -q libLLVM "/proc/$dp/maps" && fail "xpjitd mapped libLLVM"
-rm "$tmp/inst/lib/libxpjit-llvm.so.0"
-echo "not the plugin" > "$tmp/inst/lib/libxpjit-llvm.so.0"
+rm "$plugin"
+echo "not the plugin" > "$plugin"
 XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy after the plugin was replaced"
 [ "$(stat_of compiles)" -ge 1 ] && [ "$(stat_of compile_failures)" = 0 ] ||
   fail "the worker did not compile with the plugin the daemon opened (compiles $(stat_of compiles), failed $(stat_of compile_failures))"
 grep -q libLLVM "/proc/$dp/maps" && fail "xpjitd mapped libLLVM to serve"
+wp=$(pgrep -P "$dp" | head -1)
+[ -n "$wp" ] || fail "no worker running"
+[ -e "/proc/$wp/fd/7" ] && fail "the worker has the daemon's inherited descriptor 7"
+[ "$(readlink "/proc/$wp/fd/3")" = "$plugin_real (deleted)" ] ||
+  fail "the worker's descriptor 3 is $(readlink "/proc/$wp/fd/3")"
+grep -q "workers load the LLVM plugin $plugin_real" "$tmp/log" || fail "the log does not name the plugin"
 "$CLI" daemon stop --socket "$S" >/dev/null || fail "stop (installed copy)"
 # a file there that is not a plugin: the workers cannot compile, the
-# daemon's log and the client's say why
+# daemon's log and the client's say why, naming the file
 rm -rf "$tmp/up-cache"/cache-v2.db*
 XPJIT_CACHE_DIR="$tmp/up-cache" "$tmp/inst/bin/xpjitd" --socket "$S" --log "$tmp/log" >/dev/null ||
   fail "xpjitd with a broken plugin did not start"
 XPJIT_CACHE=off XPJIT_LOG=info "$B/examples/saxpy" 2>"$tmp/err" | grep -q correct ||
   fail "saxpy when the daemon's plugin is broken"
-grep -q "could not serve: a transient failure (.*cannot load" "$tmp/err" ||
+grep -q "could not serve: a transient failure (.*cannot load $plugin_real" "$tmp/err" ||
   fail "the client was not told why: $(cat "$tmp/err")"
 "$CLI" daemon stop --socket "$S" >/dev/null || fail "stop (broken plugin)"
-grep -q "could not compile saxpy (its clients compile themselves): no LLVM: .*cannot load" "$tmp/log" ||
+grep -q "could not compile saxpy (its clients compile themselves): no LLVM: cannot load $plugin_real" "$tmp/log" ||
   fail "the daemon's log does not say why its worker could not compile"
+# none at all: logged at the start, no worker, the clients compile; then
+# one installed is taken (the start is tried again after a back-off)
 rm -rf "$tmp/up-cache"/cache-v2.db*
-rm "$tmp/inst/lib/libxpjit-llvm.so.0"
+rm "$plugin"
 : >"$tmp/log"
 XPJIT_CACHE_DIR="$tmp/up-cache" "$tmp/inst/bin/xpjitd" --socket "$S" --log "$tmp/log" >/dev/null ||
   fail "xpjitd without its plugin did not start"
-i=0
-while ! grep -q "serving" "$tmp/log" && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-grep -q "libxpjit-llvm.so.0.*compiles will fail" "$tmp/log" || fail "no error for a missing plugin"
+wait_log "serving" || fail "the daemon without a plugin does not serve"
+grep -q "no LLVM: no .*libxpjit-llvm.so.0.*compiles fail" "$tmp/log" || fail "no error for a missing plugin"
 XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy when the daemon has no plugin"
-[ "$(stat_of compile_transient)" = "$(stat_of compiles)" ] ||
-  fail "compiles $(stat_of compiles), transient $(stat_of compile_transient) without a plugin"
+[ "$(stat_of worker_spawns)" = 0 ] && [ "$(stat_of spawn_failures)" -ge 1 ] ||
+  fail "without a plugin: $(stat_of worker_spawns) workers started, $(stat_of spawn_failures) failures"
+grep -q "cannot start a compiler worker (.*no LLVM" "$tmp/log" || fail "the log does not say why no worker starts"
+cp "$B/lib/libxpjit-llvm.so.0" "$plugin"
+sleep 1
+XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy once the plugin is there"
+[ "$(stat_of compiles)" -ge 1 ] && [ "$(stat_of compile_failures)" = 0 ] ||
+  fail "the plugin installed since was not taken (compiles $(stat_of compiles), failed $(stat_of compile_failures))"
 "$CLI" daemon stop --socket "$S" >/dev/null || fail "stop (no plugin)"
+# a relative XPJIT_LLVM_PLUGIN: from the directory the daemon started in
+rm -rf "$tmp/up-cache"/cache-v2.db*
+(cd "$tmp/inst" && XPJIT_LLVM_PLUGIN=lib/libxpjit-llvm.so.0 XPJIT_CACHE_DIR="$tmp/up-cache" \
+  "$tmp/inst/bin/xpjitd" --socket "$S" --log "$tmp/log" >/dev/null) ||
+  fail "xpjitd with a relative XPJIT_LLVM_PLUGIN did not start"
+XPJIT_CACHE=off "$B/examples/saxpy" | grep -q correct || fail "saxpy (relative XPJIT_LLVM_PLUGIN)"
+[ "$(stat_of compiles)" -ge 1 ] && [ "$(stat_of compile_failures)" = 0 ] ||
+  fail "a relative XPJIT_LLVM_PLUGIN: compiles $(stat_of compiles), failed $(stat_of compile_failures)"
+"$CLI" daemon stop --socket "$S" >/dev/null || fail "stop (relative plugin)"
 
 # socket activation, as the systemd user unit does it
 if command -v systemd-socket-activate >/dev/null 2>&1; then

@@ -1021,6 +1021,31 @@ static char self_exe[PATH_MAX]; /* for messages: workers start from
 static int plugin_fd = -1;
 #define WORKER_PLUGIN_FD 3
 #define WORKER_PLUGIN_ENV "XPJIT_LLVM_PLUGIN=/proc/self/fd/3"
+static char plugin_path[PATH_MAX], plugin_why[600];
+
+/* Finds and opens the plugin into plugin_fd (above the descriptors a
+ * worker is given: 0, 1, WORKER_PLUGIN_FD), its path into plugin_path;
+ * false with plugin_why. At the start, before the daemon leaves its
+ * directory, and again before a worker starts while there is none (one
+ * installed since is taken). */
+static bool plugin_open(void) {
+  char why[512];
+  int fd = xpj_llvm_plugin_open(plugin_path, why, sizeof why);
+  if (fd < 0) {
+    snprintf(plugin_why, sizeof plugin_why, "%s", why);
+    return false;
+  }
+  plugin_fd = fcntl(fd, F_DUPFD_CLOEXEC, WORKER_PLUGIN_FD + 1);
+  int err = errno;
+  close(fd);
+  char canon[PATH_MAX]; /* for the log: lib/x, not bin/../lib/x */
+  if (realpath(plugin_path, canon))
+    memcpy(plugin_path, canon, sizeof canon);
+  if (plugin_fd < 0)
+    snprintf(plugin_why, sizeof plugin_why, "no LLVM: cannot keep the "
+             "plugin %.400s open: %s", plugin_path, strerror(err));
+  return plugin_fd >= 0;
+}
 
 /* Starting workers: after a failure, not again before retry_ms, and
  * later each time (0.25 s, doubling, up to 10 s). */
@@ -1370,17 +1395,23 @@ static void worker_gone(worker *w, int how, const char *why) {
   dead_workers = w;
 }
 
-static void spawn_failed(const char *what, int err) {
+static void spawn_failed_why(const char *why) {
   uint64_t now = xpd_now_ms();
   st.spawn_failures++;
   spawning.backoff_ms = spawning.backoff_ms ? 2 * spawning.backoff_ms : 250;
   if (spawning.backoff_ms > 10000)
     spawning.backoff_ms = 10000;
   spawning.retry_ms = now + spawning.backoff_ms;
-  snprintf(spawning.why, sizeof spawning.why, "%s: %s", what, strerror(err));
+  snprintf(spawning.why, sizeof spawning.why, "%s", why);
   say_limited(&spawning.log, 0, "cannot start a compiler worker (%s, %s); "
               "queued compiles fail at once until one starts", self_exe,
               spawning.why);
+}
+
+static void spawn_failed(const char *what, int err) {
+  char why[256];
+  snprintf(why, sizeof why, "%s: %s", what, strerror(err));
+  spawn_failed_why(why);
 }
 
 /* A worker's environment: the daemon's, with XPJIT_LLVM_PLUGIN naming
@@ -1394,16 +1425,25 @@ static char **worker_env(void) {
     return NULL;
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (plugin_fd < 0 || strncmp(environ[i], "XPJIT_LLVM_PLUGIN=", 18))
+    if (strncmp(environ[i], "XPJIT_LLVM_PLUGIN=", 18))
       env[k++] = environ[i];
-  if (plugin_fd >= 0)
-    env[k++] = (char *)WORKER_PLUGIN_ENV;
+  env[k++] = (char *)WORKER_PLUGIN_ENV;
   env[k] = NULL;
   return env;
 }
 
-/* Starts a worker into workers[slot]; NULL (and a back-off) on failure. */
+/* Starts a worker into workers[slot]; NULL (and a back-off) on failure:
+ * also without an LLVM plugin, which a worker would otherwise look for
+ * itself, somewhere the daemon did not. */
 static worker *spawn_worker(unsigned slot) {
+  if (plugin_fd < 0 && !plugin_open()) {
+    spawn_failed_why(plugin_why);
+    return NULL;
+  }
+  if (plugin_fd >= 0 && plugin_path[0]) {
+    LOG_I("workers load the LLVM plugin %s", plugin_path);
+    plugin_path[0] = 0; /* said once */
+  }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     spawn_failed("socketpair", errno);
@@ -1435,8 +1475,12 @@ static worker *spawn_worker(unsigned slot) {
                                     POSIX_SPAWN_SETSIGDEF);
   char *argv[] = {"xpjitd", "--worker", NULL};
   char **env = worker_env();
-  if (env && plugin_fd >= 0)
-    posix_spawn_file_actions_adddup2(&fa, plugin_fd, WORKER_PLUGIN_FD);
+  posix_spawn_file_actions_adddup2(&fa, plugin_fd, WORKER_PLUGIN_FD);
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 34)
+  /* nothing else the daemon was given without close-on-exec (another
+   * program's descriptors, LISTEN_FDS beyond its socket) */
+  posix_spawn_file_actions_addclosefrom_np(&fa, WORKER_PLUGIN_FD + 1);
+#endif
   pid_t pid;
   /* the image this daemon runs, even when its file has been deleted or
    * replaced (a package upgrade): its workers are of its own version */
@@ -3187,6 +3231,15 @@ int main(int argc, char **argv) {
       return r == -2 ? 3 : 1;
   }
 
+  /* the LLVM plugin, found from here (a relative XPJIT_LLVM_PLUGIN: from
+   * this directory, which the daemon leaves), and looked for again there
+   * if it is not there yet */
+  const char *pe = getenv("XPJIT_LLVM_PLUGIN");
+  char pabs[PATH_MAX];
+  if (pe && *pe && pe[0] != '/' && realpath(pe, pabs))
+    setenv("XPJIT_LLVM_PLUGIN", pabs, 1);
+  plugin_open();
+
   /* detach, once the socket is there: `xpjitd && app` finds it */
   if (!cfg.foreground) {
     pid_t pid = fork();
@@ -3276,17 +3329,9 @@ int main(int argc, char **argv) {
   }
   l2 = xpj_context_cache(ctx);
   cache_identify();
-  char why[512], plugin[PATH_MAX];
-  int pfd = xpj_llvm_plugin_open(plugin, why, sizeof why);
-  /* above the descriptors a worker is given (0, 1, WORKER_PLUGIN_FD) */
-  plugin_fd = pfd >= 0 ? fcntl(pfd, F_DUPFD_CLOEXEC, 10) : -1;
-  if (pfd >= 0)
-    close(pfd);
   if (plugin_fd < 0)
-    LOG_E("%s: compiles will fail (their clients compile themselves)",
-          pfd >= 0 ? strerror(errno) : why);
-  else
-    LOG_I("workers compile with the LLVM plugin %s", plugin);
+    LOG_E("%s: compiles fail (their clients compile themselves) until "
+          "there is one", plugin_why);
   nslots = cfg.max_conns;
   slots = calloc(nslots, sizeof *slots);
   workers = calloc(cfg.workers, sizeof *workers);
