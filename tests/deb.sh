@@ -74,6 +74,18 @@ echo "deb: consumer (CMake, static): $res"
 xpjit-cli --version | grep -q "^xpjit-cli 0.1.0" || fail "xpjit-cli --version"
 xpjit-cli check examples/saxpy.xpk || fail "xpjit-cli check"
 xpjitd --version | grep -q "protocol" || fail "xpjitd --version"
+# the packaged daemon compiles for the consumer with the packaged plugin
+# (it links no LLVM itself)
+readelf -d /usr/bin/xpjitd | grep -q 'NEEDED.*libLLVM' && fail "xpjitd links libLLVM"
+mkdir -m 700 "$tmp/dcache"
+XPJIT_CACHE_DIR="$tmp/dcache" xpjitd --socket "$tmp/d.sock" --idle-exit 30 >/dev/null ||
+  fail "xpjitd did not start"
+res=$(cd "$tmp" && XPJIT_DAEMON="$tmp/d.sock" XPJIT_CACHE=off ./consumer) ||
+  fail "the consumer through xpjitd failed: $res"
+dstats=$(xpjit-cli daemon stats --socket "$tmp/d.sock")
+xpjit-cli daemon stop --socket "$tmp/d.sock" >/dev/null
+echo "$dstats" | grep -q "^compiles [1-9]" && echo "$dstats" | grep -qx "compile_failures 0" ||
+  fail "the packaged xpjitd did not compile: $(echo "$dstats" | grep compile)"
 man -w xpjit-cli >/dev/null 2>&1 || ! command -v man >/dev/null || fail "no man page for xpjit-cli"
 [ -f /usr/lib/systemd/user/xpjitd.socket ] || fail "no xpjitd.socket"
 echo "deb: ok ($(ls "$tmp"/*.deb | wc -l) packages)"
