@@ -4620,7 +4620,8 @@ static void test_db_identity(void **state) {
   /* a damaged file replaced: the new one */
   char bad[200];
   snprintf(bad, sizeof bad, "%s/bad.db", f->dir);
-  write_file(bad, "not a database, not at all, 64 bytes of it, more or less..", 60);
+  static const char junk[] = "not a database, not at all, nothing like one";
+  write_file(bad, junk, sizeof junk - 1);
   c = open_cache(&f->w, bad, XPJ_CACHE_MODE_RW, GiB);
   put_i(c, 3, 100);
   expect_identity(c, bad);
