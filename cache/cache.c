@@ -138,6 +138,10 @@ struct xpj_cache {
    * opened (db_tried); no_hits: none read or written by this handle (it
    * still removes those of rows it deletes) */
   bool lazy, db_tried, no_hits;
+  /* compiles of one key taken in turn by the processes of this file
+   * (xpj_l2_flight_begin): a user cache on a local file system, unless
+   * XPJIT_CACHE_SINGLE_FLIGHT=0 */
+  bool flight;
   /* the database file the writer's connection opened (taken under the
    * shared lock, which a replacement of the file waits for): hit files
    * are labelled with it, and written only while it is still the file at
@@ -1540,6 +1544,88 @@ bool xpj_l2_db_identity(xpj_cache *c, bool wait, uint64_t *dev,
   return ok;
 }
 
+/* ---- single flight: one compile of a key at a time among processes ---- */
+
+/* PATH.flight, a directory of this user that nobody else may write. */
+static int flight_dir(const xpj_cache *c, bool create) {
+  char p[4200];
+  int k = snprintf(p, sizeof p, "%s.flight", c->path);
+  if (k <= 0 || (size_t)k >= sizeof p)
+    return -1;
+  if (create && mkdir(p, 0700) != 0 && errno != EEXIST)
+    return -1;
+  int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat sb;
+  if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISDIR(sb.st_mode) ||
+                  sb.st_uid != geteuid() || (sb.st_mode & 022))) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int xpj_l2_flight_begin(xpj_cache *c, const char *digest, int64_t wait_ms,
+                        int64_t *waited_ms) {
+  *waited_ms = 0;
+  if (!c || !c->flight || c->mode != XPJ_CACHE_MODE_RW || !digest ||
+      strlen(digest) != 64 || strspn(digest, "0123456789abcdef") != 64)
+    return -1;
+  int dfd = flight_dir(c, true);
+  if (dfd < 0)
+    return -1;
+  /* non-blocking: a FIFO planted there must not hang the open */
+  int fd = openat(dfd, digest,
+                  O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+  close(dfd);
+  struct stat sb;
+  if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+                  sb.st_uid != geteuid())) {
+    close(fd);
+    fd = -1;
+  }
+  if (fd < 0)
+    return -1;
+  int64_t t0 = mono_ms(), now = t0;
+  unsigned pause = 1;
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    now = mono_ms();
+    if ((errno != EWOULDBLOCK && errno != EINTR) || now - t0 >= wait_ms) {
+      close(fd); /* compiled here after all */
+      *waited_ms = now - t0;
+      return -1;
+    }
+    sleep_ms(pause);
+    if (pause < 16)
+      pause *= 2;
+  }
+  *waited_ms = mono_ms() - t0;
+  return fd;
+}
+
+void xpj_l2_flight_end(xpj_cache *c, const char *digest, int fd,
+                       bool settled) {
+  if (fd < 0)
+    return;
+  /* its name goes with a row written (or found): a process that opens it
+   * later makes another, and looks in the file first; not when the row is
+   * not there, so that those waiting and those to come take turns */
+  int dfd = settled && c ? flight_dir(c, false) : -1;
+  struct stat mine, there;
+  if (dfd >= 0 && fstat(fd, &mine) == 0 &&
+      fstatat(dfd, digest, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+      mine.st_dev == there.st_dev && mine.st_ino == there.st_ino)
+    unlinkat(dfd, digest, 0);
+  if (dfd >= 0)
+    close(dfd);
+  close(fd); /* and the lock with it */
+}
+
 /* The database part of opening the user cache. */
 static void open_user_file(xpj_cache *c) {
   c->db_tried = true;
@@ -1655,7 +1741,10 @@ static xpj_status open_handle(const xpj_cache_config *cfg, bool lazy,
   c->kept_dfd = -1;
   /* on a network file system the side file is not trusted with the uses
    * of hits (side_append), which hit files need */
-  c->no_hits = cfg->bundle || hit_files_off() || network_fs_of(path);
+  const char *netfs = network_fs_of(path);
+  c->no_hits = cfg->bundle || hit_files_off() || netfs;
+  c->flight = !cfg->bundle && !netfs &&
+              xpj_env_bool("XPJIT_CACHE_SINGLE_FLIGHT", 1) != 0;
   c->lazy = lazy && !c->no_hits;
   c->warn = cfg->warn;
   c->warn_ud = cfg->warn_ud;

@@ -65,6 +65,8 @@ const xpj_env_var xpj_env_vars[] = {
      "SQLite's journal mode for the cache file", LIB},
     {"XPJIT_CACHE_HIT_FILES", "1", "0, 1",
      "0: no hit files read or written (an A/B switch for benchmarks)", LIB},
+    {"XPJIT_CACHE_SINGLE_FLIGHT", "1", "0, 1",
+     "0: processes of one cache file compile a kernel they all miss each, instead of one at a time (an A/B switch)", LIB},
     {"XPJIT_NATIVE_CACHE", "on", "on (1), off (0)",
      "off: the driver's own binaries (OpenCL, Level Zero, CUDA cubins) are not cached beside the portable one", LIB},
     {"XPJIT_BUNDLE_PATH", "none", "files or directories of *.xpb, colon-separated",

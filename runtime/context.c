@@ -103,6 +103,7 @@ static void settings_check(void) {
   if (*p)
     rt_warn("%s", p);
   static const char *const switches[] = {"XPJIT_CACHE_HIT_FILES",
+                                         "XPJIT_CACHE_SINGLE_FLIGHT",
                                          "XPJIT_NATIVE_CACHE",
                                          "XPJIT_QUEUE_HELP"};
   for (size_t i = 0; i < sizeof switches / sizeof *switches; i++)

@@ -598,6 +598,50 @@ static bool daemon_first(const rt_obtain *ob) {
   return !refused && rt_bundles_none(cc->tier_state[RT_TIER_bundles]);
 }
 
+/* Before compiling here: this key's turn among the processes of the cache
+ * file (cache.c, single flight), waiting while another one compiles it,
+ * at most as long as its compile may take; then the file again, which
+ * now has the row of the one before (true: f is it). Without the turn
+ * (no cache file of ours, read-only, a network file system, not had in
+ * time): compiled here all the same. */
+static bool take_turn(rt_obtain *ob, fetched *f) {
+  uint64_t limit_ms = 0;
+  int64_t waited = 0;
+  if (!ob->l2)
+    return false;
+  xpj_compile_limits(ob->rq->o, &limit_ms, NULL);
+  int fd = xpj_l2_flight_begin(ob->l2, ob->digest, (int64_t)limit_ms + 5000,
+                               &waited);
+  if (fd < 0) {
+    if (waited && xpj_log_on(XPJ_LOG_INFO))
+      xpj_log(XPJ_LOG_INFO, "kernel %s: another process compiled it for "
+              "%lld ms, longer than this compile may take; compiling here",
+              ob->rq->kernel, (long long)waited);
+    return false;
+  }
+  ob->in_flight = true;
+  ob->flight_fd = fd;
+  if (!walk(ob, RT_TIER_disk, RT_TIER_disk + 1, ~0u, f))
+    return false;
+  if (xpj_log_on(XPJ_LOG_DEBUG))
+    xpj_log(XPJ_LOG_DEBUG, "kernel %s: compiled by another process of the "
+            "cache file (waited %lld ms) [key %.16s]", ob->rq->kernel,
+            (long long)waited, ob->digest);
+  return true;
+}
+
+/* Gives back the request's turn (take_turn): its lock file goes when the
+ * row is in the cache file now. */
+static void end_turn(rt_obtain *ob, const fetched *f) {
+  if (!ob->in_flight)
+    return;
+  bool settled = f->tier == RT_TIER_disk ||
+                 (f->origin == XPJ_ORIGIN_COMPILED && f->cacheable &&
+                  (f->v.failed || f->loaded));
+  xpj_l2_flight_end(ob->l2, ob->digest, ob->flight_fd, settled);
+  ob->in_flight = false;
+}
+
 /* Finds the binary in the first tier that has it, else compiles. A cache
  * file not opened yet answers from its hit files first; when they do not
  * have it, what the tiers after it have at once comes before opening the
@@ -629,7 +673,7 @@ static xpj_status fetch(rt_obtain *ob, fetched *f) {
       return XPJ_OK;
     }
   }
-  if (walk(ob, 0, RT_NTIERS, ~0u, f))
+  if (walk(ob, 0, RT_NTIERS, ~0u, f) || take_turn(ob, f))
     return XPJ_OK;
   return compile_here(ob, f);
 }
@@ -955,6 +999,7 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
   }
   if (!by_alias)
     write_back(&ob, &f);
+  end_turn(&ob, &f);
   log_obtained(&ob, &f, st, t0);
   if (!by_alias || st == XPJ_OK) /* (else the whole way counts it) */
     count(cc, l2, &f);

@@ -47,6 +47,11 @@ typedef struct rt_obtain {
    * RT_ASKED_FELL_BACK (a daemon that was there and could not serve),
    * RT_ASKED_ABSENT (no daemon listens, or it is being backed off from) */
   uint8_t asked[RT_NTIERS];
+  /* this key's turn to compile among the processes of the cache file,
+   * held from before the compile until its row is written (kcache.c,
+   * take_turn) */
+  bool in_flight;
+  int flight_fd;
 } rt_obtain;
 enum { RT_ASKED_MISS = 1, RT_ASKED_FELL_BACK = 2, RT_ASKED_ABSENT = 3 };
 

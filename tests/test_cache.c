@@ -4589,6 +4589,70 @@ static void alias_path(const fx *f, const char *text, char *p, size_t size) {
     n += snprintf(p + n, size - (size_t)n, "%02x", raw[j]);
 }
 
+/* Single flight among processes (xpj_l2_flight_begin): one holder of a
+ * key's turn at a time (another open of the file, as another process
+ * makes, waits and gives up at its limit), its lock file gone once the
+ * row is settled and kept when not; nothing taken, at once, where the
+ * turn cannot be trusted or is switched off. */
+static void test_single_flight(void **state) {
+  fx *f = *state;
+  static const char d[] =
+      "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  char lock[600], dir[300];
+  snprintf(dir, sizeof dir, "%s.flight", f->path);
+  snprintf(lock, sizeof lock, "%s/%s", dir, d);
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  int64_t waited = -1;
+  int a = xpj_l2_flight_begin(c, d, 1000, &waited);
+  assert_true(a >= 0);
+  assert_true(waited >= 0 && waited < 500);
+  struct stat sb;
+  assert_int_equal(stat(dir, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0700);
+  /* held: another waits its limit, then goes without */
+  int b = xpj_l2_flight_begin(c, d, 120, &waited);
+  assert_int_equal(b, -1);
+  assert_true(waited >= 120);
+  /* not settled: the file stays (those waiting and to come take turns) */
+  xpj_l2_flight_end(c, d, a, false);
+  assert_int_equal(stat(lock, &sb), 0);
+  a = xpj_l2_flight_begin(c, d, 1000, &waited);
+  assert_true(a >= 0);
+  /* settled: gone; another open meanwhile made its own, which stays */
+  xpj_l2_flight_end(c, d, a, true);
+  assert_int_equal(stat(lock, &sb), -1);
+  a = xpj_l2_flight_begin(c, d, 1000, &waited);
+  assert_true(a >= 0);
+  assert_int_equal(unlink(lock), 0);
+  b = xpj_l2_flight_begin(c, d, 1000, &waited); /* a new file: free */
+  assert_true(b >= 0);
+  xpj_l2_flight_end(c, d, a, true); /* not its file: left */
+  assert_int_equal(stat(lock, &sb), 0);
+  xpj_l2_flight_end(c, d, b, true);
+  assert_int_equal(stat(lock, &sb), -1);
+  /* not a digest; a FIFO in its place: nothing, at once */
+  assert_int_equal(xpj_l2_flight_begin(c, "../x", 1000, &waited), -1);
+  assert_int_equal(mkfifo(lock, 0600), 0);
+  assert_int_equal(xpj_l2_flight_begin(c, d, 1000, &waited), -1);
+  assert_int_equal(waited, 0);
+  assert_int_equal(unlink(lock), 0);
+  /* a directory others may write: nothing */
+  assert_int_equal(chmod(dir, 0770), 0);
+  assert_int_equal(xpj_l2_flight_begin(c, d, 1000, &waited), -1);
+  assert_int_equal(chmod(dir, 0700), 0);
+  xpj_cache_close(c);
+  /* read-only, or switched off: nothing */
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RO, GiB);
+  assert_int_equal(xpj_l2_flight_begin(c, d, 1000, &waited), -1);
+  xpj_cache_close(c);
+  setenv("XPJIT_CACHE_SINGLE_FLIGHT", "0", 1);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  unsetenv("XPJIT_CACHE_SINGLE_FLIGHT");
+  assert_int_equal(xpj_l2_flight_begin(c, d, 1000, &waited), -1);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
 /* Which file a handle's writer connection has open (xpjitd names it to
  * its clients): the file at the path when it opened it, the new one when
  * it replaced a damaged file, and still its own after someone else put
@@ -5369,6 +5433,7 @@ int main(void) {
       T(test_hit_files_review2),
       T(test_alias_made_in_place),
       T(test_db_identity),
+      T(test_single_flight),
       T(test_aliases),
       T(test_alias_sweep),
       T(test_replace_after_hit),

@@ -337,6 +337,7 @@ out:
 typedef struct client_args {
   int nk;
   const char *daemon_env;
+  const char *cache_dir; /* NULL: XPJIT_CACHE=off */
   client_result *res;
 } client_args;
 
@@ -344,26 +345,37 @@ typedef struct client_args {
 static int client_main(int i, void *arg) {
   const client_args *a = arg;
   setenv("XPJIT_DAEMON", a->daemon_env, 1);
-  setenv("XPJIT_CACHE", "off", 1);
+  if (a->cache_dir) {
+    setenv("XPJIT_CACHE_DIR", a->cache_dir, 1);
+    unsetenv("XPJIT_CACHE");
+  } else {
+    setenv("XPJIT_CACHE", "off", 1);
+  }
   client_body(a->nk, &a->res[i]);
   return a->res[i].done ? 0 : 1;
 }
 
-/* Forks n clients, each with XPJIT_DAEMON=daemon_env and XPJIT_CACHE=off,
- * blocked on one pipe until all are forked; then releases them at once.
- * The results live in shared memory (munmap them). */
-static client_result *clients_start(int n, int nk, const char *daemon_env) {
+/* Forks n clients, each with XPJIT_DAEMON=daemon_env and XPJIT_CACHE=off
+ * (cache_dir: XPJIT_CACHE_DIR=cache_dir instead), blocked on one pipe
+ * until all are forked; then releases them at once. The results live in
+ * shared memory (munmap them). */
+static client_result *clients_start_in(int n, int nk, const char *daemon_env,
+                                       const char *cache_dir) {
   assert_true(n <= MAXPIDS);
   client_result *res = mmap(NULL, (size_t)n * sizeof *res,
                             PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                             -1, 0);
   assert_true(res != MAP_FAILED);
   memset(res, 0, (size_t)n * sizeof *res);
-  client_args a = {nk, daemon_env, res};
+  client_args a = {nk, daemon_env, cache_dir, res};
   int gate[2];
   assert_int_equal(gate_fork(n, fx.pids, client_main, &a, gate), 0);
   gate_release(gate); /* EOF for every child: go */
   return res;
+}
+
+static client_result *clients_start(int n, int nk, const char *daemon_env) {
+  return clients_start_in(n, nk, daemon_env, NULL);
 }
 
 /* Waits for the n clients (deadline: each client's share of the wall time
@@ -436,6 +448,45 @@ static void test_storm(void **state) {
   xpj_cache_close(c);
   assert_int_equal(checked, NKERNELS);
   assert_int_equal(bad, 0);
+  assert_no_children();
+}
+
+/* No daemon, 8 processes at once on one cache directory: each kernel is
+ * compiled once among them (single flight, cache/hitfile.h); the others
+ * wait for its row, every launch is right, and no lock file is left. */
+static void test_no_daemon_single_flight(void **state) {
+  (void)state;
+  enum { P = 8 };
+  double t0 = now_ms();
+  client_result *res = clients_start_in(P, NKERNELS, "off", fx.cache_dir);
+  clients_wait(P, res, t0 + 120000.0 * SLOW);
+  uint64_t compiles = 0;
+  for (int i = 0; i < P; i++) {
+    client_result *r = &res[i];
+    CHECK(r->correct == NKERNELS && r->compiles + r->l2_hits == NKERNELS &&
+              r->daemon_hits == 0,
+          "client %d: %d right, compiles %llu l2_hits %llu daemon_hits %llu",
+          i, r->correct, (unsigned long long)r->compiles,
+          (unsigned long long)r->l2_hits, (unsigned long long)r->daemon_hits);
+    compiles += r->compiles;
+  }
+  munmap(res, P * sizeof *res);
+  CHECK(compiles == NKERNELS, "%d processes compiled %llu times in all, "
+        "expected %d", P, (unsigned long long)compiles, NKERNELS);
+  char flight[PATH_MAX];
+  snprintf(flight, sizeof flight, "%s/cache-v%d.db.flight", fx.cache_dir,
+           XPJ_CACHE_SCHEMA_VERSION);
+  DIR *d = opendir(flight);
+  assert_non_null(d);
+  int left = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    left += e->d_name[0] != '.';
+  closedir(d);
+  CHECK(left == 0, "%d lock files left in %s", left, flight);
+  print_message("no daemon: %d processes x %d kernels in %.0f ms, %llu "
+                "compiles\n", P, NKERNELS, now_ms() - t0,
+                (unsigned long long)compiles);
   assert_no_children();
 }
 
@@ -1093,6 +1144,8 @@ int main(int argc, char **argv) {
   test_process_init(interrupted); /* a subreaper; SIGTERM, SIGINT, SIGHUP */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_storm, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_no_daemon_single_flight, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_sigkill, setup, teardown),
       cmocka_unit_test_setup_teardown(test_daemon_first, setup, teardown),
       cmocka_unit_test_setup_teardown(test_first_hostile, setup, teardown),
