@@ -67,7 +67,11 @@
  *                              clients: every kernel through the daemon
  *       no daemon, shared cache   XPJIT_DAEMON=off, one cache directory
  *                              for all (the realistic peer: a process uses
- *                              what another one has finished)
+ *                              what another one has finished, and waits
+ *                              for what another one is compiling: single
+ *                              flight, docs/cache.md "Tiers"; with
+ *                              XPJIT_CACHE_SINGLE_FLIGHT=0 in the bench's
+ *                              environment, each compiles what it misses)
  *       no daemon, own caches  XPJIT_DAEMON=off, an empty directory each
  *                              (every process compiles all 20)
  *       warm cache             XPJIT_DAEMON=off on a cache that holds all
@@ -289,7 +293,8 @@ static char **child_env(const char *const *extra) {
   }
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (strncmp(environ[i], "XPJIT_", 6))
+    if (strncmp(environ[i], "XPJIT_", 6) ||
+        !strncmp(environ[i], "XPJIT_CACHE_SINGLE_FLIGHT=", 26)) /* A/B */
       env[k++] = environ[i];
   for (size_t i = 0; i < m; i++)
     env[k++] = (char *)extra[i];
