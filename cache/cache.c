@@ -1570,12 +1570,41 @@ static int64_t mono_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The descriptors of turns this process holds (fd + 1; 0: free): a child
+ * forked meanwhile closes its copies (flight_forked), so that it does not
+ * keep another process waiting for a turn that is not its own. Lock-free:
+ * the child has only the forking thread. */
+static _Atomic int flight_held[32];
+static pthread_once_t flight_once = PTHREAD_ONCE_INIT;
+
+static void flight_forked(void) {
+  for (size_t i = 0; i < sizeof flight_held / sizeof *flight_held; i++) {
+    int v = atomic_exchange(&flight_held[i], 0);
+    if (v > 0)
+      close(v - 1); /* its copy: the parent's turn stays the parent's */
+  }
+}
+
+static void flight_at_fork(void) { pthread_atfork(NULL, NULL, flight_forked); }
+
+static void flight_note(int fd, bool held) {
+  for (size_t i = 0; i < sizeof flight_held / sizeof *flight_held; i++) {
+    int want = held ? 0 : fd + 1, to = held ? fd + 1 : 0;
+    if (atomic_compare_exchange_strong(&flight_held[i], &want, to))
+      return;
+  }
+  /* more than 32 turns at once in one process: a child forked meanwhile
+   * keeps that one (docs/cache.md, "What is not done yet") */
+}
+
 int xpj_l2_flight_begin(xpj_cache *c, const char *digest, int64_t wait_ms,
-                        int64_t *waited_ms) {
+                        int64_t *waited_ms, bool *after_one) {
   *waited_ms = 0;
+  *after_one = false;
   if (!c || !c->flight || c->mode != XPJ_CACHE_MODE_RW || !digest ||
       strlen(digest) != 64 || strspn(digest, "0123456789abcdef") != 64)
     return -1;
+  pthread_once(&flight_once, flight_at_fork);
   int dfd = flight_dir(c, true);
   if (dfd < 0)
     return -1;
@@ -1604,17 +1633,28 @@ int xpj_l2_flight_begin(xpj_cache *c, const char *digest, int64_t wait_ms,
     if (pause < 16)
       pause *= 2;
   }
+  flight_note(fd, true);
   *waited_ms = mono_ms() - t0;
+  /* marked: a process had the turn and gave it back (its row written, or
+   * not: then this one does not hold up the others either) */
+  *after_one = fstat(fd, &sb) == 0 && sb.st_size > 0;
   return fd;
+}
+
+void xpj_l2_flight_yield(int fd) {
+  if (fd >= 0)
+    flock(fd, LOCK_UN);
 }
 
 void xpj_l2_flight_end(xpj_cache *c, const char *digest, int fd,
                        bool settled) {
   if (fd < 0)
     return;
-  /* its name goes with a row written (or found): a process that opens it
-   * later makes another, and looks in the file first; not when the row is
-   * not there, so that those waiting and those to come take turns */
+  /* the mark for those still waiting on this file: the turn was had */
+  ssize_t w = pwrite(fd, "1", 1, 0);
+  (void)w;
+  /* its name goes with the row written: a process that opens it later
+   * makes another (and looks in the cache file first) */
   int dfd = settled && c ? flight_dir(c, false) : -1;
   struct stat mine, there;
   if (dfd >= 0 && fstat(fd, &mine) == 0 &&
@@ -1623,7 +1663,24 @@ void xpj_l2_flight_end(xpj_cache *c, const char *digest, int fd,
     unlinkat(dfd, digest, 0);
   if (dfd >= 0)
     close(dfd);
+  flight_note(fd, false);
   close(fd); /* and the lock with it */
+}
+
+/* Lock files left (keys whose turn ended without a row): cleared with the
+ * rows. */
+static void flight_wipe(xpj_cache *c) {
+  int dfd = flight_dir(c, false);
+  DIR *d = dfd >= 0 ? xpj_hitdir_list(dfd) : NULL;
+  struct dirent *e;
+  while (d && (e = readdir(d)))
+    if (strlen(e->d_name) == 64 &&
+        strspn(e->d_name, "0123456789abcdef") == 64)
+      unlinkat(dfd, e->d_name, 0);
+  if (d)
+    closedir(d);
+  if (dfd >= 0)
+    close(dfd);
 }
 
 /* The database part of opening the user cache. */
@@ -3998,8 +4055,10 @@ xpj_status xpj_cache_clear(xpj_cache *c) {
     if (rc == SQLITE_OK)
       rc = sqlite3_exec(c->db, "DELETE FROM entries; DELETE FROM stats;",
                         NULL, NULL, NULL);
-    if (rc == SQLITE_OK) /* and any hit file whose row went another way */
+    if (rc == SQLITE_OK) { /* and any hit file whose row went another way */
       hits_wipe(c);
+      flight_wipe(c);
+    }
     rc = finish(c, rc);
     memset(&c->pending, 0, sizeof c->pending);
     if (is_damage(rc)) /* a new, empty file clears it just as well */

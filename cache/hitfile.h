@@ -137,19 +137,25 @@ int64_t xpj_l2_data_version(xpj_cache *c, bool wait);
 bool xpj_l2_db_identity(xpj_cache *c, bool wait, uint64_t *dev,
                         uint64_t *ino);
 /* Single flight among the processes of one cache file: before compiling
- * the key of digest, takes its lock (an flock on PATH.flight/DIGEST, a
+ * the key of digest, takes its turn (an flock on PATH.flight/DIGEST, a
  * directory and file of this user only), waiting while another process
  * holds it, at most wait_ms (how long it waited into *waited_ms). The
  * locked descriptor; the caller then looks in the file again (the one
  * who held it has written its row) before it compiles, and gives it back
- * with xpj_l2_flight_end once the row is written. -1 when there is
- * nothing to take (a bundle, read-only, a network file system,
+ * with xpj_l2_flight_end once the row is written. *after_one: another
+ * process had this turn and ended it (marked the file): when the row is
+ * not there all the same, the caller gives the turn up at once
+ * (xpj_l2_flight_yield) and compiles alongside the others. -1 when
+ * there is nothing to take (a bundle, read-only, a network file system,
  * XPJIT_CACHE_SINGLE_FLIGHT=0, a directory not this user's alone) or it
- * was not had in time: compile anyway. */
+ * was not had in time: compile anyway. A child forked while the turn is
+ * held does not keep it. */
 int xpj_l2_flight_begin(xpj_cache *c, const char *digest, int64_t wait_ms,
-                        int64_t *waited_ms);
-/* Gives back fd of xpj_l2_flight_begin; settled: the key's row is in the
- * file now (its lock file is removed), else it stays for those waiting. */
+                        int64_t *waited_ms, bool *after_one);
+/* Lets the others waiting on fd go (fd is still to be ended). */
+void xpj_l2_flight_yield(int fd);
+/* Ends the turn of fd: marks its file (for those still waiting on it)
+ * and, settled (the key's row is in the file now), removes its name. */
 void xpj_l2_flight_end(xpj_cache *c, const char *digest, int fd,
                        bool settled);
 

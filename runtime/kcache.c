@@ -603,31 +603,40 @@ static bool daemon_first(const rt_obtain *ob) {
  * at most as long as its compile may take; then the file again, which
  * now has the row of the one before (true: f is it). Without the turn
  * (no cache file of ours, read-only, a network file system, not had in
- * time): compiled here all the same. */
+ * time), or after one that ended without its row: compiled here all the
+ * same, and without holding up the others. */
 static bool take_turn(rt_obtain *ob, fetched *f) {
   uint64_t limit_ms = 0;
   int64_t waited = 0;
+  bool after_one = false;
   if (!ob->l2)
     return false;
   xpj_compile_limits(ob->rq->o, &limit_ms, NULL);
   int fd = xpj_l2_flight_begin(ob->l2, ob->digest, (int64_t)limit_ms + 5000,
-                               &waited);
+                               &waited, &after_one);
   if (fd < 0) {
     if (waited && xpj_log_on(XPJ_LOG_INFO))
-      xpj_log(XPJ_LOG_INFO, "kernel %s: another process compiled it for "
+      xpj_log(XPJ_LOG_INFO, "kernel %s: its turn to compile was held for "
               "%lld ms, longer than this compile may take; compiling here",
               ob->rq->kernel, (long long)waited);
     return false;
   }
   ob->in_flight = true;
   ob->flight_fd = fd;
-  if (!walk(ob, RT_TIER_disk, RT_TIER_disk + 1, ~0u, f))
-    return false;
-  if (xpj_log_on(XPJ_LOG_DEBUG))
-    xpj_log(XPJ_LOG_DEBUG, "kernel %s: compiled by another process of the "
-            "cache file (waited %lld ms) [key %.16s]", ob->rq->kernel,
+  ob->uncounted = true;
+  bool hit = walk(ob, RT_TIER_disk, RT_TIER_disk + 1, ~0u, f);
+  ob->uncounted = false;
+  if (!hit && after_one)
+    xpj_l2_flight_yield(fd); /* the turn before ended without a row */
+  if (xpj_log_on(XPJ_LOG_DEBUG) && (hit || waited))
+    xpj_log(XPJ_LOG_DEBUG, "kernel %s: %s (waited %lld ms for its turn) "
+            "[key %.16s]", ob->rq->kernel,
+            hit ? "compiled by another process or thread of the cache file"
+                : after_one ? "the turn before ended without a row; "
+                              "compiling here alongside the others"
+                            : "compiling here in its turn",
             (long long)waited, ob->digest);
-  return true;
+  return hit;
 }
 
 /* Gives back the request's turn (take_turn): its lock file goes when the
@@ -635,9 +644,7 @@ static bool take_turn(rt_obtain *ob, fetched *f) {
 static void end_turn(rt_obtain *ob, const fetched *f) {
   if (!ob->in_flight)
     return;
-  bool settled = f->tier == RT_TIER_disk ||
-                 (f->origin == XPJ_ORIGIN_COMPILED && f->cacheable &&
-                  (f->v.failed || f->loaded));
+  bool settled = f->tier == RT_TIER_disk || ob->stored;
   xpj_l2_flight_end(ob->l2, ob->digest, ob->flight_fd, settled);
   ob->in_flight = false;
 }

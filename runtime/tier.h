@@ -52,6 +52,10 @@ typedef struct rt_obtain {
    * take_turn) */
   bool in_flight;
   int flight_fd;
+  /* the cache file's lookup after waiting for a turn: not counted again
+   * (the lookup that missed was); and whether the disk tier stored the
+   * compile (the turn's lock file then goes) */
+  bool uncounted, stored;
 } rt_obtain;
 enum { RT_ASKED_MISS = 1, RT_ASKED_FELL_BACK = 2, RT_ASKED_ABSENT = 3 };
 

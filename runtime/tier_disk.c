@@ -9,7 +9,9 @@
  * memory than the compile that ran out of them. */
 static bool get(void *state, rt_obtain *ob, fetched *f) {
   (void)state;
-  if (ob->l2 && xpj_cache_get(ob->l2, ob->key, &f->ce) == XPJ_OK) {
+  if (ob->l2 && (ob->uncounted
+                     ? xpj_cache_get_uncounted(ob->l2, ob->key, &f->ce)
+                     : xpj_cache_get(ob->l2, ob->key, &f->ce)) == XPJ_OK) {
     uint64_t ms = 0, mb = 0;
     if (f->ce.failed && f->ce.expires_ms) /* the limits cost a sysconf */
       xpj_compile_limits(ob->rq->o, &ms, &mb);
@@ -37,7 +39,7 @@ static void put(void *state, rt_obtain *ob, const fetched *f) {
   if (f->origin == XPJ_ORIGIN_REDIS)
     xpj_cache_put_later(ob->l2, ob->key, &f->v);
   else
-    xpj_cache_put(ob->l2, ob->key, &f->v);
+    ob->stored = xpj_cache_put(ob->l2, ob->key, &f->v) == XPJ_OK;
 }
 
 const rt_tier rt_tier_disk = {"disk", RT_TIER_LOCAL, NULL, NULL, get, put,

@@ -4591,9 +4591,11 @@ static void alias_path(const fx *f, const char *text, char *p, size_t size) {
 
 /* Single flight among processes (xpj_l2_flight_begin): one holder of a
  * key's turn at a time (another open of the file, as another process
- * makes, waits and gives up at its limit), its lock file gone once the
- * row is settled and kept when not; nothing taken, at once, where the
- * turn cannot be trusted or is switched off. */
+ * makes, waits and gives up at its limit); a turn ended marks its file
+ * for those who waited on it, and removes it once the row is settled;
+ * a child forked while the turn is held does not keep it; clear takes
+ * the files left; nothing taken, at once, where the turn cannot be
+ * trusted or is switched off. */
 static void test_single_flight(void **state) {
   fx *f = *state;
   static const char d[] =
@@ -4603,52 +4605,75 @@ static void test_single_flight(void **state) {
   snprintf(lock, sizeof lock, "%s/%s", dir, d);
   xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
   int64_t waited = -1;
-  int a = xpj_l2_flight_begin(c, d, 1000, &waited);
+  bool after = true;
+  int a = xpj_l2_flight_begin(c, d, 1000, &waited, &after);
   assert_true(a >= 0);
   assert_true(waited >= 0 && waited < 500);
+  assert_false(after);
   struct stat sb;
   assert_int_equal(stat(dir, &sb), 0);
   assert_int_equal(sb.st_mode & 0777, 0700);
   /* held: another waits its limit, then goes without */
-  int b = xpj_l2_flight_begin(c, d, 120, &waited);
+  int b = xpj_l2_flight_begin(c, d, 120, &waited, &after);
   assert_int_equal(b, -1);
   assert_true(waited >= 120);
-  /* not settled: the file stays (those waiting and to come take turns) */
+  /* a child forked now does not hold it once the parent lets go */
+  pid_t kid = fork();
+  if (kid == 0) {
+    sleep(5);
+    _exit(0);
+  }
+  assert_true(kid > 0);
+  /* not settled: the file stays, marked (the turn was had) */
   xpj_l2_flight_end(c, d, a, false);
   assert_int_equal(stat(lock, &sb), 0);
-  a = xpj_l2_flight_begin(c, d, 1000, &waited);
-  assert_true(a >= 0);
+  assert_int_equal(sb.st_size, 1);
+  a = xpj_l2_flight_begin(c, d, 1000, &waited, &after);
+  assert_true(a >= 0); /* the child's copy was closed: not held by it */
+  assert_true(waited < 500);
+  assert_true(after);
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  /* given up (yield): the next one in goes at once */
+  xpj_l2_flight_yield(a);
+  b = xpj_l2_flight_begin(c, d, 1000, &waited, &after);
+  assert_true(b >= 0 && waited < 500);
+  xpj_l2_flight_end(c, d, b, false);
   /* settled: gone; another open meanwhile made its own, which stays */
   xpj_l2_flight_end(c, d, a, true);
   assert_int_equal(stat(lock, &sb), -1);
-  a = xpj_l2_flight_begin(c, d, 1000, &waited);
+  a = xpj_l2_flight_begin(c, d, 1000, &waited, &after);
   assert_true(a >= 0);
+  assert_false(after); /* a new file */
   assert_int_equal(unlink(lock), 0);
-  b = xpj_l2_flight_begin(c, d, 1000, &waited); /* a new file: free */
+  b = xpj_l2_flight_begin(c, d, 1000, &waited, &after); /* a new file: free */
   assert_true(b >= 0);
   xpj_l2_flight_end(c, d, a, true); /* not its file: left */
   assert_int_equal(stat(lock, &sb), 0);
-  xpj_l2_flight_end(c, d, b, true);
+  xpj_l2_flight_end(c, d, b, false);
+  assert_int_equal(stat(lock, &sb), 0);
+  /* clear takes what was left */
+  assert_int_equal(xpj_cache_clear(c), XPJ_OK);
   assert_int_equal(stat(lock, &sb), -1);
   /* not a digest; a FIFO in its place: nothing, at once */
-  assert_int_equal(xpj_l2_flight_begin(c, "../x", 1000, &waited), -1);
+  assert_int_equal(xpj_l2_flight_begin(c, "../x", 1000, &waited, &after), -1);
   assert_int_equal(mkfifo(lock, 0600), 0);
-  assert_int_equal(xpj_l2_flight_begin(c, d, 1000, &waited), -1);
+  assert_int_equal(xpj_l2_flight_begin(c, d, 1000, &waited, &after), -1);
   assert_int_equal(waited, 0);
   assert_int_equal(unlink(lock), 0);
   /* a directory others may write: nothing */
   assert_int_equal(chmod(dir, 0770), 0);
-  assert_int_equal(xpj_l2_flight_begin(c, d, 1000, &waited), -1);
+  assert_int_equal(xpj_l2_flight_begin(c, d, 1000, &waited, &after), -1);
   assert_int_equal(chmod(dir, 0700), 0);
   xpj_cache_close(c);
   /* read-only, or switched off: nothing */
   c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RO, GiB);
-  assert_int_equal(xpj_l2_flight_begin(c, d, 1000, &waited), -1);
+  assert_int_equal(xpj_l2_flight_begin(c, d, 1000, &waited, &after), -1);
   xpj_cache_close(c);
   setenv("XPJIT_CACHE_SINGLE_FLIGHT", "0", 1);
   c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
   unsetenv("XPJIT_CACHE_SINGLE_FLIGHT");
-  assert_int_equal(xpj_l2_flight_begin(c, d, 1000, &waited), -1);
+  assert_int_equal(xpj_l2_flight_begin(c, d, 1000, &waited, &after), -1);
   xpj_cache_close(c);
   assert_no_warning(&f->w);
 }
