@@ -644,7 +644,8 @@ static bool take_turn(rt_obtain *ob, fetched *f) {
 static void end_turn(rt_obtain *ob, const fetched *f) {
   if (!ob->in_flight)
     return;
-  bool settled = f->tier == RT_TIER_disk || ob->stored;
+  bool settled =
+      (f->tier == RT_TIER_disk && f->origin == XPJ_ORIGIN_CACHE) || ob->stored;
   xpj_l2_flight_end(ob->l2, ob->digest, ob->flight_fd, settled);
   ob->in_flight = false;
 }
