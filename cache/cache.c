@@ -1620,11 +1620,15 @@ int xpj_l2_flight_begin(xpj_cache *c, const char *digest, int64_t wait_ms,
   }
   if (fd < 0)
     return -1;
+  /* from its open: a child forked while this waits would share the open
+   * file, and so the lock once this one has it */
+  flight_note(fd, true);
   int64_t t0 = mono_ms(), now = t0;
   unsigned pause = 1;
   while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     now = mono_ms();
     if ((errno != EWOULDBLOCK && errno != EINTR) || now - t0 >= wait_ms) {
+      flight_note(fd, false);
       close(fd); /* compiled here after all */
       *waited_ms = now - t0;
       return -1;
@@ -1633,7 +1637,6 @@ int xpj_l2_flight_begin(xpj_cache *c, const char *digest, int64_t wait_ms,
     if (pause < 16)
       pause *= 2;
   }
-  flight_note(fd, true);
   *waited_ms = mono_ms() - t0;
   /* marked: a process had the turn and gave it back (its row written, or
    * not: then this one does not hold up the others either) */
