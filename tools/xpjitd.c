@@ -1415,7 +1415,8 @@ static void spawn_failed(const char *what, int err) {
 }
 
 /* A worker's environment: the daemon's, with XPJIT_LLVM_PLUGIN naming
- * the plugin it opened (none: as it is); malloc'd, its strings not. */
+ * the plugin it opened (its descriptor WORKER_PLUGIN_FD); malloc'd, its
+ * strings not. */
 static char **worker_env(void) {
   size_t n = 0;
   while (environ[n])
