@@ -3011,6 +3011,67 @@ static void expect_first(int fd, uint32_t id, bool pending, int origin) {
   free(pl);
 }
 
+/* A first look at a large program is answered at once with an ERROR that
+ * leaves the connection usable (the process's own file first), without
+ * keying it (a parse of a hundred milliseconds); a plain GET of it is
+ * keyed and compiled as ever, and later first looks are still not keyed
+ * (the process's file has the row its GET led to). */
+static void test_first_look_large(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  size_t len;
+  char *src = slow_source(2u << 20, 'f', &len);
+  int fd = client(&d);
+  xpd_buf b = {0};
+  build_get_src(&b, 3, src, len, "saxpy", "f32", 0);
+  xpd_put_u64(&b, XPD_F_FIRST, 1);
+  uint64_t t0 = xpd_now_ms();
+  send_frame(fd, &b);
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  xpd_header h = read_reply(fd, 30000, &pl, &m);
+  uint64_t ms = xpd_now_ms() - t0;
+  assert_int_equal(h.id, 3);
+  if (h.op != XPD_ERROR)
+    fail_msg("a first look at a 2 MB program: operation %u, not ERROR", h.op);
+  {
+    char msg[1024] = "";
+    xpd_get_str(&m, XPD_F_MESSAGE, true, msg, sizeof msg);
+    print_message("answered: %s\n", msg);
+  }
+  free(pl);
+  stats s;
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "keyed"), 0);
+  assert_int_equal(stat_of(&s, "keying"), 0);
+  assert_int_equal(stat_of(&s, "first_looks"), 1);
+  print_message("a first look at a %zu-byte program answered in %llu ms\n",
+                len, (unsigned long long)ms);
+  /* the same connection: a plain GET compiles it */
+  send_src_get(fd, 4, src, len);
+  kreply r;
+  read_kernel(fd, 4, 60000, &r, xpd_now_ms());
+  assert_int_equal(r.k.v.failed, 0);
+  /* a first look again: the file first, not keyed */
+  b = (xpd_buf){0};
+  build_get_src(&b, 5, src, len, "saxpy", "f32", 0);
+  xpd_put_u64(&b, XPD_F_FIRST, 1);
+  send_frame(fd, &b);
+  h = read_reply(fd, 30000, &pl, &m);
+  assert_int_equal(h.id, 5);
+  assert_int_equal(h.op, XPD_ERROR);
+  free(pl);
+  get_stats(&d, &s);
+  assert_int_equal(stat_of(&s, "keyed"), 1);
+  assert_int_equal(stat_of(&s, "first_looks"), 2);
+  close(fd);
+  free(src);
+  dmn_stop(&d);
+}
+
 static void test_first_look(void **state) {
   (void)state;
   dmn d;
@@ -3178,6 +3239,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_sigterm_in_flight, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_first_look, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_first_look_large, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_idle_and_shutdown, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_cache_across_restart, setup,

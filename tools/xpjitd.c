@@ -1946,6 +1946,12 @@ static void preq_detach(preq *q, bool stop) {
   }
 }
 
+/* The largest source a first look is keyed for when the daemon does not
+ * have the kernel in memory (docs/protocol.md, "First looks"): parsing
+ * one this size takes about 12 ms here, well inside the 100 ms a process
+ * gives a first look. */
+#define FIRST_PARSE_MAX (256u << 10)
+
 /* Where a GET goes once its identity (req) is known: answered from
  * memory, to a compile's waiters, to the followers of an identical
  * request being keyed, or keyed on a parse thread. q: the GET as a pending
@@ -1977,6 +1983,19 @@ static void get_route(conn *c, uint32_t id, const xpd_get *g,
     }
     if (e && !(e->ready && !e->v.failed))
       e = NULL;
+    if (!e && g->source_len > FIRST_PARSE_MAX) {
+      /* a large program, not answered from memory: keying it may mean
+       * parsing it first (2 MB: about 100 ms, the first look's whole
+       * budget), where the process's own file answers in a few: that
+       * first, then a GET if the file has no row */
+      st.first_looks++;
+      send_error(c, id, XPJ_ERR_NOT_FOUND, false, "xpjitd: a program of "
+                 "%llu bytes is looked for in the process's cache file "
+                 "first", (unsigned long long)g->source_len);
+      if (q)
+        preq_free(q);
+      return;
+    }
   } else if (e && e->ready && !entry_answers(e, limit)) {
     remove_entry(e);
     e = NULL;
