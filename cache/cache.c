@@ -1548,20 +1548,7 @@ bool xpj_l2_db_identity(xpj_cache *c, bool wait, uint64_t *dev,
 
 /* PATH.flight, a directory of this user that nobody else may write. */
 static int flight_dir(const xpj_cache *c, bool create) {
-  char p[4200];
-  int k = snprintf(p, sizeof p, "%s.flight", c->path);
-  if (k <= 0 || (size_t)k >= sizeof p)
-    return -1;
-  if (create && mkdir(p, 0700) != 0 && errno != EEXIST)
-    return -1;
-  int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  struct stat sb;
-  if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISDIR(sb.st_mode) ||
-                  sb.st_uid != geteuid() || (sb.st_mode & 022))) {
-    close(fd);
-    fd = -1;
-  }
-  return fd;
+  return xpj_cache_subdir_open(c->path, ".flight", create);
 }
 
 static int64_t mono_ms(void) {

@@ -142,8 +142,13 @@ uint8_t *xpj_hitfile_encode(const xpj_hit *h, size_t *n) {
 }
 
 int xpj_hitdir_open(const char *db_path, bool create) {
+  return xpj_cache_subdir_open(db_path, ".hits", create);
+}
+
+int xpj_cache_subdir_open(const char *db_path, const char *suffix,
+                          bool create) {
   char p[4200];
-  int k = snprintf(p, sizeof p, "%s.hits", db_path);
+  int k = snprintf(p, sizeof p, "%s%s", db_path, suffix);
   if (k <= 0 || (size_t)k >= sizeof p)
     return -1;
   if (create && mkdir(p, 0700) != 0 && errno != EEXIST)
