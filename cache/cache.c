@@ -1548,7 +1548,7 @@ bool xpj_l2_db_identity(xpj_cache *c, bool wait, uint64_t *dev,
 
 /* PATH.flight, a directory of this user that nobody else may write. */
 static int flight_dir(const xpj_cache *c, bool create) {
-  return xpj_cache_subdir_open(c->path, ".flight", create);
+  return xpj_l2_subdir_open(c->path, ".flight", create);
 }
 
 static int64_t mono_ms(void) {

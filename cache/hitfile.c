@@ -142,10 +142,10 @@ uint8_t *xpj_hitfile_encode(const xpj_hit *h, size_t *n) {
 }
 
 int xpj_hitdir_open(const char *db_path, bool create) {
-  return xpj_cache_subdir_open(db_path, ".hits", create);
+  return xpj_l2_subdir_open(db_path, ".hits", create);
 }
 
-int xpj_cache_subdir_open(const char *db_path, const char *suffix,
+int xpj_l2_subdir_open(const char *db_path, const char *suffix,
                           bool create) {
   char p[4200];
   int k = snprintf(p, sizeof p, "%s%s", db_path, suffix);
