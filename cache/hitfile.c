@@ -146,7 +146,7 @@ int xpj_hitdir_open(const char *db_path, bool create) {
 }
 
 int xpj_l2_subdir_open(const char *db_path, const char *suffix,
-                          bool create) {
+                       bool create) {
   char p[4200];
   int k = snprintf(p, sizeof p, "%s%s", db_path, suffix);
   if (k <= 0 || (size_t)k >= sizeof p)

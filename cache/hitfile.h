@@ -49,7 +49,7 @@ uint8_t *xpj_hitfile_encode(const xpj_hit *h, size_t *n);
 int xpj_hitdir_open(const char *db_path, bool create);
 /* The same for DB_PATH + suffix (".flight": single flight's lock files). */
 int xpj_l2_subdir_open(const char *db_path, const char *suffix,
-                          bool create);
+                       bool create);
 /* The file DIGEST in dfd, when it is a regular file of this user that
  * nobody else may read or write, of at most XPJ_HIT_MAX bytes: its bytes
  * (malloc'd, *n) and when it was last written or touched; else NULL. */
