@@ -10,9 +10,11 @@
  *     creates an xpjit context) each open their own connection (handshake
  *     done before the clock starts), are released together and send GET
  *     requests for axpy<f32> in a closed loop for --seconds: the request
- *     libxpjit would send (source, file name, canonical target, options,
- *     digest), one at a time, each reply read whole and decoded (a KERNEL
- *     with the object file, 1.3 KB). Reported: p50, p99, mean and max
+ *     libxpjit sends a daemon that answers LOOKUP (the digest of the
+ *     kernel's key, its timeout: 90 bytes), one at a time, each reply read
+ *     whole and decoded (a KERNEL with the object file, 1.3 KB); and at
+ *     64 clients the GET libxpjit sends when the daemon asks for it
+ *     (source, file name, canonical target, options, digest: 5.4 KB). Reported: p50, p99, mean and max
  *     of the round trip in microseconds over all clients, the throughput,
  *     and the daemon's CPU time per request (/proc/PID/stat, 10 ms ticks).
  *     By Little's law the mean latency of a closed loop is clients /
@@ -1668,21 +1670,35 @@ int main(int argc, char **argv) {
     xpd_buf_free(&b32);
     xpd_buf_free(&b64);
   }
-  xpd_buf get32;
+  /* what libxpjit sends a daemon that answers LOOKUP (the digest of the
+   * kernel's key), and the GET it sends when asked for it (the source) */
+  xpd_buf get32, look32 = {0};
   build_get(&get32, src, src_len, "T=f32", digest32);
-  enum { NLEV = 5 };
-  static const int levels[NLEV] = {1, 1, 8, 64, 64}, pauses[NLEV] = {0, 0, 0, 0, 10};
-  static const bool one_cpu[NLEV] = {false, true, false, false, false};
+  {
+    xpj_compile_opts o;
+    xpj_compile_opts_default(&o);
+    xpd_lookup lk = {.timeout_ms = o.timeout_ms ? o.timeout_ms : 60000};
+    memcpy(lk.digest, digest32, sizeof lk.digest);
+    xpd_begin(&look32, XPD_LOOKUP, 1);
+    xpd_put_lookup(&look32, &lk);
+    xpd_end(&look32, 0);
+  }
+  enum { NLEV = 6 };
+  static const int levels[NLEV] = {1, 1, 8, 64, 64, 64},
+                   pauses[NLEV] = {0, 0, 0, 0, 0, 10};
+  static const bool one_cpu[NLEV] = {false, true, false, false, false, false};
+  static const bool with_source[NLEV] = {false, false, false, false, true, false};
   static const char *const lnames[NLEV] = {
-      "", ", client and xpjitd on one CPU", "", "", ", random pauses (mean 10 ms)"};
+      "", ", client and xpjitd on one CPU", "", "", ", GET with the source",
+      ", random pauses (mean 10 ms)"};
   double *pooled[NLEV] = {NULL};
   size_t npooled[NLEV] = {0};
   double rps[NLEV][64], dus[NLEV][64];
   for (int r = 0; part_closed && r < opt_rounds; r++) {
     for (int l = 0; l < NLEV; l++) {
       lat_res lr;
-      latency_level(&ld, &get32, levels[l], pauses[l], one_cpu[l], &pooled[l], &npooled[l],
-                    &lr, NULL, NULL);
+      latency_level(&ld, with_source[l] ? &get32 : &look32, levels[l], pauses[l], one_cpu[l],
+                    &pooled[l], &npooled[l], &lr, NULL, NULL);
       rps[l][r] = lr.rps;
       dus[l][r] = lr.daemon_us_per_req;
       printf("latency round %d, %2d clients%s: %zu requests, p50 %.1f us, p99 %.1f us, mean %.1f "
@@ -1708,7 +1724,7 @@ int main(int argc, char **argv) {
       }
       lat_res lr;
       double bms = 0;
-      latency_level(&ld, &get32, 64, 10, false, &ppooled[with], &nppooled[with], &lr,
+      latency_level(&ld, &look32, 64, 10, false, &ppooled[with], &nppooled[with], &lr,
                     with ? &big : NULL, &bms);
       if (with)
         bigms[r] = bms;
@@ -1737,7 +1753,7 @@ int main(int argc, char **argv) {
           continue;
         open_res o;
         size_t from = nopooled[q][sx], lfrom = nolate[q][sx];
-        open_level(&ld, &get32, sx, 64, opt_rates[q], &opooled[q][sx], &nopooled[q][sx],
+        open_level(&ld, &look32, sx, 64, opt_rates[q], &opooled[q][sx], &nopooled[q][sx],
                    &olate[q][sx], &nolate[q][sx], &o);
         oach[q][sx][r] = o.achieved;
         if (sx == SRC_DAEMON)
@@ -1762,6 +1778,7 @@ int main(int argc, char **argv) {
         fflush(stdout);
       }
   xpd_buf_free(&get32);
+  xpd_buf_free(&look32);
   char ltext[8192] = "";
   daemon_stats(&ld, ltext, sizeof ltext);
 
@@ -1907,8 +1924,10 @@ int main(int argc, char **argv) {
     }
   }
   if (part_closed || part_open || part_parse)
-    printf("xpjitd after part (a): requests %lld, hits_memory %lld, compiles %lld\n",
-           stat_of(ltext, "requests"), stat_of(ltext, "hits_memory"), stat_of(ltext, "compiles"));
+    printf("xpjitd after part (a): requests %lld (lookups %lld, of them missed %lld), "
+           "hits_memory %lld, compiles %lld\n",
+           stat_of(ltext, "requests"), stat_of(ltext, "lookups"), stat_of(ltext, "lookups_missed"),
+           stat_of(ltext, "hits_memory"), stat_of(ltext, "compiles"));
 
   if (part_api) {
   printf("\n(a') xpj_program_get_binary(axpy, ndim 1, \"cpu\") in a fresh process (p50 of %d, "

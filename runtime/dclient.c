@@ -416,6 +416,7 @@ static int take_conn(rt_dc *dc, uint64_t deadline, bool first, bool *reused,
     dc->daemon_dev = cdev;
     dc->daemon_ino = cino;
     dc->daemon_redis = (caps & XPD_CAP_REDIS) != 0;
+    dc->daemon_lookup = (caps & XPD_CAP_LOOKUP) != 0;
   } else if (first) { /* its own short wait: the walk asks again */
     dc->no_first = true;
   } else { /* refused, stale, hung, another version: ask again later */
@@ -447,6 +448,38 @@ static void give_conn(rt_dc *dc, int fd) {
   pthread_mutex_unlock(&dc->mu);
 }
 
+/* A LOOKUP's answer that asks for the GET: an ERROR XPJ_ERR_NOT_FOUND. */
+static bool asks_for_get(const xpd_header *h, const uint8_t *pl) {
+  xpd_msg m;
+  uint64_t status = 0;
+  return h->op == XPD_ERROR && xpd_payload_decode(pl, h->len, &m) == XPD_E_OK &&
+         xpd_get_u64(&m, XPD_F_STATUS, false, &status) == XPD_E_OK &&
+         status == (uint64_t)XPJ_ERR_NOT_FOUND;
+}
+
+/* One request on fd and its answer by taken_by; after a first look's
+ * PENDING, the answer that follows by deadline (*pending set). */
+static xpd_err ask(int fd, const xpd_buf *b, bool first, uint64_t taken_by,
+                   uint64_t deadline, xpd_header *h, uint8_t **pl,
+                   bool *pending, char *err, size_t errsize) {
+  uint64_t now = xpd_now_ms();
+  if (now >= taken_by) {
+    *pl = NULL;
+    snprintf(err, errsize, "timed out waiting for the daemon");
+    return XPD_E_SHORT;
+  }
+  xpd_err e = xpd_call(fd, b, XPD_MAX_REPLY, (int)(taken_by - now), h, pl,
+                       err, errsize);
+  if (first && e == XPD_E_OK && h->op == XPD_PENDING) {
+    /* no row in the file: its compile, waited for as the walk would */
+    *pending = true;
+    free(*pl);
+    *pl = NULL;
+    e = xpd_read_frame(fd, XPD_MAX_REPLY, deadline, h, pl, err, errsize);
+  }
+  return e;
+}
+
 /* A kernel from xpjitd. On 1, *payload (free it) holds the reply and k
  * points into it; *same_cache says the daemon wrote it to the cache file
  * at l2_path already (a failure it remembers for a while only carries
@@ -455,7 +488,9 @@ static void give_conn(rt_dc *dc, int fd) {
  * cache file, no answer or PENDING in RT_DC_FIRST_MS, an ERROR before
  * PENDING): the walk asks again after the cache file; -1: it could not
  * serve (for a first look: after PENDING), or not before the deadline
- * (the caller goes on). */
+ * (the caller goes on). A daemon that answers LOOKUP is asked for the
+ * kernel by its digest first, without the source: a kernel in its memory
+ * costs a request of a hundred bytes; it asks for the GET otherwise. */
 static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
                      const char *l2_path, bool first, xpd_kernel *k,
                      uint8_t **payload, bool *same_cache, char *why,
@@ -470,27 +505,14 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
       src->len > XPD_MAX_SOURCE || strlen(kernel) >= 256 ||
       strlen(dtypes) >= 256 || strlen(tstr) >= 1200)
     return 0;
-  xpd_get g = {0};
-  g.source = (const uint8_t *)src->text;
-  g.source_len = src->len;
-  snprintf(g.filename, sizeof g.filename, "%s", src->name ? src->name : "");
-  snprintf(g.kernel, sizeof g.kernel, "%s", kernel);
-  snprintf(g.dtypes, sizeof g.dtypes, "%s", dtypes);
-  g.ndim = ndim;
-  snprintf(g.target, sizeof g.target, "%s", tstr);
-  g.opt_level = o->opt_level;
-  g.fast_math = o->fast_math != 0;
-  g.debug = o->debug_info != 0;
-  g.checks = o->checks;
-  g.contract = o->fp_contract != 0;
-  g.first = first;
   /* the limit a compile here would have: the daemon stops it there */
-  g.timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
-  memcpy(g.digest, digest, 65);
-  xpd_buf b = {0};
-  xpd_begin(&b, XPD_GET, 1);
-  xpd_put_get(&b, &g);
-  xpd_end(&b, 0);
+  uint64_t timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
+  xpd_lookup l = {.timeout_ms = timeout_ms, .first = first};
+  memcpy(l.digest, digest, 65);
+  xpd_buf lb = {0}, b = {0};
+  xpd_begin(&lb, XPD_LOOKUP, 1);
+  xpd_put_lookup(&lb, &l);
+  xpd_end(&lb, 0);
   /* queue and compile together: beyond this the process compiles the
    * kernel itself (the daemon finishes it for the next process) */
   pthread_mutex_lock(&dc->mu);
@@ -504,7 +526,7 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
       first ? now + (wait < RT_DC_FIRST_MS ? wait : RT_DC_FIRST_MS)
             : deadline;
   bool served = false, tried = false, answered = false, late = false,
-       pending = false;
+       pending = false, looked = false;
   for (int attempt = 0; attempt < 2 && !served; attempt++) {
     bool reused, t;
     int fd = take_conn(dc, taken_by, first, &reused, &t, why, why_size);
@@ -515,8 +537,7 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
       give_conn(dc, fd);
       break;
     }
-    now = xpd_now_ms();
-    if (now >= taken_by) { /* the greeting took it all */
+    if (xpd_now_ms() >= taken_by) { /* the greeting took it all */
       snprintf(why, why_size, "its greeting took all of %llu ms",
                (unsigned long long)(taken_by + wait - deadline));
       late = !first;
@@ -526,12 +547,50 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
       pthread_mutex_unlock(&dc->mu);
       break;
     }
+    pthread_mutex_lock(&dc->mu);
+    bool by_digest = dc->daemon_lookup && !looked;
+    pthread_mutex_unlock(&dc->mu);
     xpd_header h;
     uint8_t *pl = NULL;
     char err[512];
-    xpd_err e = xpd_call(fd, &b, XPD_MAX_REPLY, (int)(taken_by - now), &h,
-                         &pl, err, sizeof err);
-    if (first && e == XPD_E_SHORT && xpd_now_ms() >= taken_by) {
+    xpd_err e = XPD_E_OK;
+    if (by_digest) {
+      e = ask(fd, &lb, first, taken_by, deadline, &h, &pl, &pending, err,
+              sizeof err);
+      if (e == XPD_E_OK && asks_for_get(&h, pl)) {
+        looked = true; /* not in its memory: the GET, on this connection */
+        free(pl);
+        pl = NULL;
+        by_digest = false;
+      }
+    }
+    if (!by_digest) {
+      if (!b.len) {
+        xpd_get g = {0};
+        g.source = (const uint8_t *)src->text;
+        g.source_len = src->len;
+        snprintf(g.filename, sizeof g.filename, "%s",
+                 src->name ? src->name : "");
+        snprintf(g.kernel, sizeof g.kernel, "%s", kernel);
+        snprintf(g.dtypes, sizeof g.dtypes, "%s", dtypes);
+        g.ndim = ndim;
+        snprintf(g.target, sizeof g.target, "%s", tstr);
+        g.opt_level = o->opt_level;
+        g.fast_math = o->fast_math != 0;
+        g.debug = o->debug_info != 0;
+        g.checks = o->checks;
+        g.contract = o->fp_contract != 0;
+        g.first = first;
+        g.timeout_ms = timeout_ms;
+        memcpy(g.digest, digest, 65);
+        xpd_begin(&b, XPD_GET, 1);
+        xpd_put_get(&b, &g);
+        xpd_end(&b, 0);
+      }
+      e = ask(fd, &b, first, taken_by, deadline, &h, &pl, &pending, err,
+              sizeof err);
+    }
+    if (first && !pending && e == XPD_E_SHORT && xpd_now_ms() >= taken_by) {
       /* no answer in time: the reply may still come, so this connection
        * is not used again; no first look from now on */
       close(fd);
@@ -541,14 +600,6 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
       snprintf(why, why_size, "a first look not answered within %llu ms",
                (unsigned long long)(taken_by + wait - deadline));
       break;
-    }
-    if (first && e == XPD_E_OK && h.op == XPD_PENDING) {
-      /* no row in the file: its compile, waited for as the walk would */
-      pending = true;
-      free(pl);
-      pl = NULL;
-      e = xpd_read_frame(fd, XPD_MAX_REPLY, deadline, &h, &pl, err,
-                         sizeof err);
     }
     answered = answered || e == XPD_E_OK;
     xpd_msg m;
@@ -593,6 +644,7 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
     if (!(reused && e == XPD_E_SHORT))
       break;
   }
+  xpd_buf_free(&lb);
   xpd_buf_free(&b);
   pthread_mutex_lock(&dc->mu);
   if (answered) {

@@ -58,7 +58,7 @@ xpd_err xpd_header_decode(const uint8_t *p, size_t n, uint32_t max_payload,
   h->id = rd32(p + 8);
   h->len = rd32(p + 12);
   if (h->op == 0 || h->op > XPD_OP_MAX ||
-      (h->op > XPD_PENDING && h->op < XPD_JOB))
+      (h->op > XPD_LOOKUP && h->op < XPD_JOB))
     return XPD_E_OP;
   if (h->flags)
     return XPD_E_FLAGS;
@@ -177,6 +177,16 @@ xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g) {
       g->timeout_ms > 3600000 ||
       (g->checks & ~(uint64_t)XPJ_CHECK_ALL) ||
       ((job || g->digest[0]) && !is_digest(g->digest)))
+    return XPD_E_VALUE;
+  return XPD_E_OK;
+}
+
+xpd_err xpd_lookup_decode(const xpd_msg *m, xpd_lookup *l) {
+  memset(l, 0, sizeof *l);
+  TRY(xpd_get_str(m, XPD_F_DIGEST, false, l->digest, sizeof l->digest));
+  TRY(xpd_get_u64(m, XPD_F_TIMEOUT, true, &l->timeout_ms));
+  TRY(xpd_get_u64(m, XPD_F_FIRST, true, &l->first));
+  if (!is_digest(l->digest) || l->timeout_ms > 3600000 || l->first > 1)
     return XPD_E_VALUE;
   return XPD_E_OK;
 }
@@ -333,6 +343,13 @@ void xpd_put_get(xpd_buf *b, const xpd_get *g) {
     xpd_put_u64(b, XPD_F_FIRST, g->first);
   if (g->digest[0])
     xpd_put_str(b, XPD_F_DIGEST, g->digest);
+}
+
+void xpd_put_lookup(xpd_buf *b, const xpd_lookup *l) {
+  xpd_put_str(b, XPD_F_DIGEST, l->digest);
+  xpd_put_u64(b, XPD_F_TIMEOUT, l->timeout_ms);
+  if (l->first)
+    xpd_put_u64(b, XPD_F_FIRST, l->first);
 }
 
 void xpd_put_kernel(xpd_buf *b, const xpd_kernel *k) {

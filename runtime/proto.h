@@ -32,6 +32,7 @@
 #define XPD_CAP_STATS 2u
 #define XPD_CAP_SHUTDOWN 4u
 #define XPD_CAP_REDIS 8u /* it asks a Redis tier before compiling */
+#define XPD_CAP_LOOKUP 16u /* it answers LOOKUP */
 
 typedef enum xpd_op {
   XPD_HELLO = 1,     /* client: version, versions string, pid */
@@ -49,6 +50,9 @@ typedef enum xpd_op {
   XPD_PENDING = 12,  /* daemon: a first look (XPD_F_FIRST) found no row in
                         the cache file and waits for a compile; its KERNEL
                         or ERROR follows with the same id */
+  XPD_LOOKUP = 13,   /* client: a kernel by its cache key's digest, from
+                        the daemon's memory; an ERROR XPJ_ERR_NOT_FOUND
+                        (connection kept) asks for the GET */
   XPD_JOB = 20,      /* daemon to worker: a GET with the expected digest */
   XPD_RESULT = 21,   /* worker to daemon: a KERNEL */
   XPD_CJOB = 22,     /* caller to a compile server's worker: a module,
@@ -179,6 +183,14 @@ typedef struct xpd_get {
 } xpd_get;
 xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g);
 
+/* A LOOKUP, decoded and range-checked: the kernel whose cache key has
+ * this digest, with the GET's TIMEOUT and FIRST. */
+typedef struct xpd_lookup {
+  char digest[65];
+  uint64_t timeout_ms, first;
+} xpd_lookup;
+xpd_err xpd_lookup_decode(const xpd_msg *m, xpd_lookup *l);
+
 /* A KERNEL or RESULT: the compiled-kernel record every tier uses
  * (xpj_cache_value: v.failed 0 or 1, compile time in ms; COMPILE_US on
  * the wire), with what the daemon adds. ENTRY and LOG travel with their
@@ -220,6 +232,7 @@ void xpd_buf_free(xpd_buf *b);
 
 /* Encoders for the structured messages. */
 void xpd_put_get(xpd_buf *b, const xpd_get *g);
+void xpd_put_lookup(xpd_buf *b, const xpd_lookup *l);
 void xpd_put_kernel(xpd_buf *b, const xpd_kernel *k);
 
 #endif

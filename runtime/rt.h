@@ -244,6 +244,7 @@ typedef struct rt_dc {
   uint64_t daemon_dev, daemon_ino;
   bool no_first;           /* a first look went unanswered: none more */
   bool daemon_redis;       /* it asks a Redis tier (XPD_CAP_REDIS) */
+  bool daemon_lookup;      /* it answers LOOKUP (XPD_CAP_LOOKUP) */
   bool warned_redis;       /* that it has none was said */
 } rt_dc;
 enum { RT_DC_OFF, RT_DC_AUTO, RT_DC_PATH };

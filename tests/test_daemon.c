@@ -3011,6 +3011,213 @@ static void expect_first(int fd, uint32_t id, bool pending, int origin) {
   free(pl);
 }
 
+/* ---- lookups ---- */
+
+/* A context of this process that asks the daemon d only (no cache file,
+ * no bundles). */
+static xpj_context *context_of(const dmn *d) {
+  xpj_context_desc desc;
+  memset(&desc, 0, sizeof desc);
+  desc.cache_mode = XPJ_CACHE_MODE_OFF;
+  desc.no_env_bundles = 1;
+  desc.daemon = d ? d->sock : "off";
+  xpj_context *ctx = NULL;
+  assert_int_equal(xpj_context_create(&desc, &ctx), XPJ_OK);
+  return ctx;
+}
+
+/* The digest of kernel<T=dtype> of kernels_src for target, as libxpjit
+ * computes it: what its LOOKUP names. */
+static void key_of(const char *kernel, const char *dtype, char out[65]) {
+  xpj_context *ctx = context_of(NULL);
+  xpj_program *p = NULL;
+  assert_int_equal(xpj_program_create(ctx, "kernels.xpk", kernels_src,
+                                      strlen(kernels_src), NULL, &p),
+                   XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.opt_level = 2;
+  char dt[32];
+  snprintf(dt, sizeof dt, "T=%s", dtype);
+  rt_keyed k;
+  assert_int_equal(rt_program_keyed(p, kernel, dt, 0, target, &o, &k),
+                   XPJ_OK);
+  memcpy(out, k.digest, 65);
+  rt_keyed_free(&k);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+}
+
+static void send_lookup(int fd, uint32_t id, const char *digest,
+                        uint64_t timeout_ms, uint64_t first) {
+  xpd_lookup l = {.timeout_ms = timeout_ms, .first = first};
+  snprintf(l.digest, sizeof l.digest, "%s", digest);
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_LOOKUP, id);
+  xpd_put_lookup(&b, &l);
+  send_frame(fd, &b);
+}
+
+/* The answer that asks for the GET: ERROR XPJ_ERR_NOT_FOUND for id, and
+ * the connection still answers. */
+static void expect_not_found(int fd, uint32_t id) {
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  xpd_header h = read_reply(fd, 5000, &pl, &m);
+  assert_int_equal(h.id, id);
+  if (h.op != XPD_ERROR)
+    fail_msg("a LOOKUP of a kernel not in memory: operation %u, not ERROR",
+             h.op);
+  uint64_t status = 0;
+  assert_int_equal(xpd_get_u64(&m, XPD_F_STATUS, false, &status), XPD_E_OK);
+  assert_int_equal(status, (uint64_t)XPJ_ERR_NOT_FOUND);
+  free(pl);
+  send_op(fd, XPD_PING, id + 1000);
+  h = read_reply(fd, 5000, &pl, &m);
+  assert_int_equal(h.op, XPD_PONG);
+  assert_int_equal(h.id, id + 1000);
+  free(pl);
+}
+
+/* LOOKUP (docs/protocol.md, "Lookups"): a kernel by its key's digest, from
+ * the daemon's memory as a GET would have it; not there (or an answer
+ * only the GET can give): ERROR XPJ_ERR_NOT_FOUND, connection kept; a
+ * compile under way is waited for; a malformed one closes. libxpjit asks
+ * by digest, then with the GET when told to. */
+static void test_lookup(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "2", "--grace", "0", NULL});
+  char dsax[65], dslow[65], d64[65];
+  key_of("saxpy", "f32", dsax);
+  key_of("slow", "f32", dslow);
+  key_of("saxpy", "f64", d64);
+  int fd = client(&d);
+  /* nothing compiled: asked for the GET, first look or not */
+  send_lookup(fd, 1, dsax, 0, 0);
+  expect_not_found(fd, 1);
+  send_lookup(fd, 2, dsax, 0, 1);
+  expect_not_found(fd, 2);
+  /* the GET compiles it, under the key the client computed */
+  kreply g, r;
+  get_kernel(fd, "saxpy", &g);
+  assert_string_equal(g.k.digest, dsax);
+  /* then LOOKUP answers from memory, plain or as a first look, on this
+   * connection and another process's */
+  for (int i = 0; i < 3; i++) {
+    int f = i == 2 ? other_client(&d) : fd;
+    uint64_t t0 = xpd_now_ms();
+    send_lookup(f, 3, dsax, 0, i == 1);
+    read_kernel(f, 3, 5000, &r, t0);
+    assert_int_equal(r.k.status, XPJ_OK);
+    assert_int_equal(r.k.origin, XPD_FROM_MEMORY);
+    assert_string_equal(r.k.digest, dsax);
+    assert_int_equal(r.k.v.size, g.k.v.size);
+    if (f != fd)
+      close(f);
+  }
+  assert_int_equal(stat1(&d, "compiles"), 1);
+  /* a compile under way is waited for (here it times out: remembered) */
+  int fs = client(&d);
+  xpd_buf b = {0};
+  build_get(&b, 4, "slow", 300);
+  uint64_t t0 = xpd_now_ms();
+  send_frame(fs, &b);
+  assert_int_equal(stat_reaches(&d, "workers_busy", 1, 5000), 1);
+  send_lookup(fd, 5, dslow, 300, 0);
+  read_kernel(fd, 5, 20000, &r, t0);
+  assert_int_equal(r.k.v.failed, 1);
+  assert_int_equal(r.k.transient, 0);
+  assert_non_null(strstr(r.log, "300 ms"));
+  read_kernel(fs, 4, 20000, &r, t0);
+  assert_int_equal(r.k.v.failed, 1);
+  close(fs);
+  /* the remembered timeout answers a LOOKUP that allows no longer; one
+   * that allows longer, and a first look, are asked for the GET */
+  t0 = xpd_now_ms();
+  send_lookup(fd, 6, dslow, 300, 0);
+  read_kernel(fd, 6, 5000, &r, t0);
+  assert_int_equal(r.k.v.failed, 1);
+  assert_non_null(strstr(r.log, "remember"));
+  send_lookup(fd, 7, dslow, 10000, 0);
+  expect_not_found(fd, 7);
+  send_lookup(fd, 8, dslow, 300, 1);
+  expect_not_found(fd, 8);
+  assert_int_equal(stat1(&d, "compiles"), 2);
+
+  /* libxpjit: by digest (a hit in the daemon's memory), then the GET for
+   * a kernel it does not have (compiled once, then by digest again) */
+  stats s0, s1;
+  get_stats(&d, &s0);
+  xpj_context *ctx = context_of(&d);
+  xpj_program *p = NULL;
+  assert_int_equal(xpj_program_create(ctx, "kernels.xpk", kernels_src,
+                                      strlen(kernels_src), NULL, &p),
+                   XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  void *bin = NULL;
+  size_t size = 0;
+  assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f32", 0, target, &o,
+                                          &bin, &size),
+                   XPJ_OK);
+  assert_int_equal(size, g.k.v.size);
+  free(bin);
+  get_stats(&d, &s1);
+  assert_int_equal(stat_of(&s1, "lookups") - stat_of(&s0, "lookups"), 1);
+  assert_int_equal(stat_of(&s1, "lookups_missed"),
+                   stat_of(&s0, "lookups_missed"));
+  assert_int_equal(stat_of(&s1, "requests") - stat_of(&s0, "requests"), 1);
+  assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f64", 0, target, &o,
+                                          NULL, NULL),
+                   XPJ_OK);
+  get_stats(&d, &s0);
+  assert_int_equal(stat_of(&s0, "lookups") - stat_of(&s1, "lookups"), 1);
+  assert_int_equal(stat_of(&s0, "lookups_missed") -
+                       stat_of(&s1, "lookups_missed"),
+                   1);
+  assert_int_equal(stat_of(&s0, "compiles") - stat_of(&s1, "compiles"), 1);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  /* another process's library: the f64 kernel by digest */
+  fs = client(&d);
+  t0 = xpd_now_ms();
+  send_lookup(fs, 9, d64, 0, 0);
+  read_kernel(fs, 9, 5000, &r, t0);
+  assert_int_equal(r.k.status, XPJ_OK);
+  assert_string_equal(r.k.digest, d64);
+  close(fs);
+
+  /* malformed: closed after one ERROR */
+  static const struct {
+    const char *what, *digest;
+    uint64_t first;
+  } bad[] = {
+      {"an uppercase digest",
+       "0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef", 0},
+      {"a short digest", "0123456789abcdef", 0},
+      {"FIRST 2", NULL, 2},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    int f = client(&d);
+    xpd_buf lb = {0};
+    xpd_begin(&lb, XPD_LOOKUP, 10);
+    xpd_put_str(&lb, XPD_F_DIGEST, bad[i].digest ? bad[i].digest : dsax);
+    xpd_put_u64(&lb, XPD_F_FIRST, bad[i].first);
+    send_frame(f, &lb);
+    expect_error_close(f, bad[i].what);
+  }
+  int f = client(&d);
+  send_op(f, XPD_LOOKUP, 11); /* no DIGEST */
+  expect_error_close(f, "a LOOKUP without a digest");
+  assert_int_equal(stat1(&d, "malformed_frames"), 4);
+  close(fd);
+  dmn_stop(&d);
+}
+
 /* A first look at a large program is answered at once with an ERROR that
  * leaves the connection usable (the process's own file first), without
  * keying it (a parse of a hundred milliseconds); a plain GET of it is
@@ -3241,6 +3448,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_first_look, setup, teardown),
       cmocka_unit_test_setup_teardown(test_first_look_large, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_lookup, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_and_shutdown, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_cache_across_restart, setup,

@@ -157,7 +157,8 @@ static struct {
   double compile_ms;
   uint64_t conns_total, conns_refused_uid, conns_refused_busy;
   uint64_t requests, hits_memory, hits_cache, hits_redis, hits_remembered,
-      first_looks, first_waits, coalesced, keyed, keyed_shared,
+      first_looks, first_waits, lookups, lookups_missed, coalesced, keyed,
+      keyed_shared,
       compiles, compile_failures, compile_transient,
       failures_remembered, jobs_dropped, worker_spawns, spawn_failures,
       worker_crashes, worker_timeouts, malformed, io_timeouts,
@@ -2062,6 +2063,60 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   preq_submit(q, P_HASHING);
 }
 
+/* A LOOKUP: the kernel whose cache key has the digest given, answered
+ * from memory as a GET of it would be (the client computed the key, as
+ * for its own cache file, and sends neither source nor target); anything
+ * that would need the GET's fields (no entry; a remembered failure that
+ * does not answer it; for a first look, anything but a kernel or a
+ * compile the file cannot have answered since) is an ERROR
+ * XPJ_ERR_NOT_FOUND, the connection kept, and the client sends the GET
+ * (docs/protocol.md, "Lookups"). */
+static void handle_lookup(conn *c, uint32_t id, const xpd_msg *m) {
+  xpd_lookup l;
+  xpd_err err = xpd_lookup_decode(m, &l);
+  if (err != XPD_E_OK) {
+    st.malformed++;
+    send_error(c, id, XPJ_ERR_INVALID, true, "malformed LOOKUP: %s",
+               xpd_err_str(err));
+    return;
+  }
+  st.lookups++;
+  if (shutting_down) {
+    st.requests++;
+    send_error(c, id, XPJ_ERR_DEVICE, false, "xpjitd is shutting down");
+    return;
+  }
+  uint64_t want = l.timeout_ms ? l.timeout_ms : cfg.compile_timeout_ms;
+  uint64_t limit = want < cfg.compile_timeout_ms ? want
+                                                 : cfg.compile_timeout_ms;
+  entry *e = find_entry(l.digest);
+  if (l.first) { /* as get_route answers a first look from memory */
+    if (e && !e->ready && e->dv >= 0 &&
+        xpj_l2_data_version(l2, false) == e->dv) {
+      st.requests++;
+      st.first_looks++;
+      st.first_waits++;
+      size_t at = frame_begin(c, XPD_PENDING, id);
+      frame_end(c, at);
+      if (!c->dead)
+        get_entry(c, id, e, want, limit);
+      return;
+    }
+    if (e && !(e->ready && !e->v.failed))
+      e = NULL;
+  } else if (e && e->ready && !entry_answers(e, limit)) {
+    e = NULL; /* the GET forgets it and compiles */
+  }
+  if (!e) { /* not a request: the GET that follows is */
+    st.lookups_missed++;
+    send_error(c, id, XPJ_ERR_NOT_FOUND, false,
+               "xpjitd: no kernel %.16s in memory: send the GET", l.digest);
+    return;
+  }
+  st.requests++;
+  get_entry(c, id, e, want, limit);
+}
+
 /* On a parse thread: q's identity (P_HASHING), or q parsed, resolved,
  * specialised and keyed, the cache file asked, and the job's frame built
  * when it has nothing (P_KEYING). Touches nothing of the loop's. */
@@ -2398,7 +2453,7 @@ static void stats_text(xpd_buf *b) {
       "refused_uid %llu\nrefused_busy %llu\nrefused_memory %llu\n"
       "requests %llu\nhits_memory %llu\nhits_cache %llu\nhits_redis %llu\n"
       "redis %s\nhits_remembered %llu\nfirst_looks %llu\nfirst_waits %llu\n"
-      "coalesced %llu\nparse_threads %u\n"
+      "lookups %llu\nlookups_missed %llu\ncoalesced %llu\nparse_threads %u\n"
       "keying %u\nkeyed %llu\nkeyed_shared %llu\ncompiles %llu\n"
       "compile_failures %llu\ncompile_transient %llu\ncompile_ms %.1f\n"
       "failures_remembered %llu\nqueue %u\njobs_dropped %llu\nworkers %u\n"
@@ -2419,6 +2474,7 @@ static void stats_text(xpd_buf *b) {
       cfg.redis_shown[0] ? cfg.redis_shown : "off",
       (unsigned long long)st.hits_remembered,
       (unsigned long long)st.first_looks, (unsigned long long)st.first_waits,
+      (unsigned long long)st.lookups, (unsigned long long)st.lookups_missed,
       (unsigned long long)st.coalesced, cfg.parse_threads, pool_out,
       (unsigned long long)st.keyed, (unsigned long long)st.keyed_shared,
       (unsigned long long)st.compiles,
@@ -2478,6 +2534,7 @@ static void handle_frame(conn *c) {
     xpd_put_u64(&c->out, XPD_F_PROTO, XPD_VERSION);
     xpd_put_u64(&c->out, XPD_F_CAPS,
                 XPD_CAP_GET | XPD_CAP_STATS | XPD_CAP_SHUTDOWN |
+                    XPD_CAP_LOOKUP |
                     (cfg.redis_shown[0] ? XPD_CAP_REDIS : 0));
     xpd_put_str(&c->out, XPD_F_VERSIONS, versions);
     xpd_put_u64(&c->out, XPD_F_PID, (uint64_t)getpid());
@@ -2493,6 +2550,7 @@ static void handle_frame(conn *c) {
     return;
   }
   case XPD_GET:
+  case XPD_LOOKUP:
     /* per process, over all its connections */
     if (c->cl->waiting >= MAX_WAITING) {
       st.malformed++;
@@ -2501,7 +2559,10 @@ static void handle_frame(conn *c) {
                  MAX_WAITING, c->cl->pid);
       return;
     }
-    handle_get(c, h.id, &m);
+    if (h.op == XPD_GET)
+      handle_get(c, h.id, &m);
+    else
+      handle_lookup(c, h.id, &m);
     return;
   case XPD_STATS: {
     size_t at = frame_begin(c, XPD_STATS_REPLY, h.id);

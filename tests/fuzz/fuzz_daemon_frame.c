@@ -43,7 +43,7 @@ static void check_header(const uint8_t *data, size_t size) {
     CHECK(size >= XPD_HEADER);
     CHECK(hr.version == XPD_VERSION && hr.flags == 0);
     CHECK(hr.op >= XPD_HELLO && hr.op <= XPD_OP_MAX);
-    CHECK(hr.op <= XPD_PENDING || hr.op >= XPD_JOB);
+    CHECK(hr.op <= XPD_LOOKUP || hr.op >= XPD_JOB);
     CHECK(hr.len <= XPD_MAX_REPLY);
     CHECK(eq == XPD_E_OK || (eq == XPD_E_TOO_BIG && hr.len > XPD_MAX_REQUEST));
   } else {
@@ -128,6 +128,24 @@ static void round_trip_get(const xpd_get *g, bool job) {
   xpd_buf_free(&b);
 }
 
+static void round_trip_lookup(const xpd_lookup *l) {
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_LOOKUP, 1);
+  xpd_put_lookup(&b, l);
+  if (!xpd_end(&b, 0)) {
+    xpd_buf_free(&b);
+    return;
+  }
+  xpd_msg m;
+  CHECK(xpd_payload_decode(b.p + XPD_HEADER, b.len - XPD_HEADER, &m) ==
+        XPD_E_OK);
+  xpd_lookup l2;
+  CHECK(xpd_lookup_decode(&m, &l2) == XPD_E_OK);
+  CHECK(!strcmp(l->digest, l2.digest) && strlen(l2.digest) == 64);
+  CHECK(l->timeout_ms == l2.timeout_ms && l->first == l2.first);
+  xpd_buf_free(&b);
+}
+
 static void round_trip_kernel(const xpd_kernel *k) {
   xpd_buf b = {0};
   xpd_begin(&b, XPD_KERNEL, 2);
@@ -172,6 +190,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (xpd_get_decode(&m, job, &g) == XPD_E_OK)
       round_trip_get(&g, job);
   }
+  xpd_lookup l;
+  if (xpd_lookup_decode(&m, &l) == XPD_E_OK)
+    round_trip_lookup(&l);
   xpd_kernel k;
   if (xpd_kernel_decode(&m, &k) == XPD_E_OK)
     round_trip_kernel(&k);
