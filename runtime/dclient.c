@@ -505,8 +505,11 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
       src->len > XPD_MAX_SOURCE || strlen(kernel) >= 256 ||
       strlen(dtypes) >= 256 || strlen(tstr) >= 1200)
     return 0;
-  /* the limit a compile here would have: the daemon stops it there */
+  /* the limit a compile here would have: the daemon stops it there (at
+   * most the protocol's hour) */
   uint64_t timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
+  if (timeout_ms > XPD_MAX_TIMEOUT_MS)
+    timeout_ms = XPD_MAX_TIMEOUT_MS;
   xpd_lookup l = {.timeout_ms = timeout_ms, .first = first};
   memcpy(l.digest, digest, 65);
   xpd_buf lb = {0}, b = {0};
@@ -554,8 +557,9 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
     uint8_t *pl = NULL;
     char err[512];
     xpd_err e = XPD_E_OK;
+    bool told = false; /* this attempt was told PENDING */
     if (by_digest) {
-      e = ask(fd, &lb, first, taken_by, deadline, &h, &pl, &pending, err,
+      e = ask(fd, &lb, first, taken_by, deadline, &h, &pl, &told, err,
               sizeof err);
       if (e == XPD_E_OK && asks_for_get(&h, pl)) {
         looked = true; /* not in its memory: the GET, on this connection */
@@ -587,10 +591,11 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
         xpd_put_get(&b, &g);
         xpd_end(&b, 0);
       }
-      e = ask(fd, &b, first, taken_by, deadline, &h, &pl, &pending, err,
+      e = ask(fd, &b, first, taken_by, deadline, &h, &pl, &told, err,
               sizeof err);
     }
-    if (first && !pending && e == XPD_E_SHORT && xpd_now_ms() >= taken_by) {
+    pending = pending || told;
+    if (first && !told && e == XPD_E_SHORT && xpd_now_ms() >= taken_by) {
       /* no answer in time: the reply may still come, so this connection
        * is not used again; no first look from now on */
       close(fd);

@@ -174,7 +174,7 @@ xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g) {
   if (!g->kernel[0] || !g->target[0] || g->ndim > 16 || g->opt_level > 3 ||
       g->fast_math > 1 || g->debug > 1 || g->contract > 1 ||
       g->first > (uint64_t)!job ||
-      g->timeout_ms > 3600000 ||
+      g->timeout_ms > XPD_MAX_TIMEOUT_MS ||
       (g->checks & ~(uint64_t)XPJ_CHECK_ALL) ||
       ((job || g->digest[0]) && !is_digest(g->digest)))
     return XPD_E_VALUE;
@@ -186,7 +186,7 @@ xpd_err xpd_lookup_decode(const xpd_msg *m, xpd_lookup *l) {
   TRY(xpd_get_str(m, XPD_F_DIGEST, false, l->digest, sizeof l->digest));
   TRY(xpd_get_u64(m, XPD_F_TIMEOUT, true, &l->timeout_ms));
   TRY(xpd_get_u64(m, XPD_F_FIRST, true, &l->first));
-  if (!is_digest(l->digest) || l->timeout_ms > 3600000 || l->first > 1)
+  if (!is_digest(l->digest) || l->timeout_ms > XPD_MAX_TIMEOUT_MS || l->first > 1)
     return XPD_E_VALUE;
   return XPD_E_OK;
 }

@@ -24,6 +24,8 @@
 #define XPD_MAX_REQUEST (16u << 20)
 #define XPD_MAX_REPLY (256u << 20)
 #define XPD_MAX_SOURCE (8u << 20)
+/* A request's TIMEOUT, ms (an hour): more is malformed. */
+#define XPD_MAX_TIMEOUT_MS 3600000u
 #define XPD_MAX_STRING 4096u
 #define XPD_MAX_FIELDS 64u
 

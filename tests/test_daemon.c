@@ -3159,6 +3159,7 @@ static void test_lookup(void **state) {
                    XPJ_OK);
   xpj_compile_opts o;
   xpj_compile_opts_default(&o);
+  o.timeout_ms = 4000000; /* over the protocol's hour: sent as the hour */
   void *bin = NULL;
   size_t size = 0;
   assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f32", 0, target, &o,
@@ -3171,6 +3172,8 @@ static void test_lookup(void **state) {
   assert_int_equal(stat_of(&s1, "lookups_missed"),
                    stat_of(&s0, "lookups_missed"));
   assert_int_equal(stat_of(&s1, "requests") - stat_of(&s0, "requests"), 1);
+  assert_int_equal(stat_of(&s1, "malformed_frames"), 0);
+  o.timeout_ms = 0;
   assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f64", 0, target, &o,
                                           NULL, NULL),
                    XPJ_OK);
