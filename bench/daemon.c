@@ -717,7 +717,7 @@ static char *big_source(const char *src, size_t src_len, size_t size, int tag, s
 static int one_get(int fd, const xpd_buf *b, char *digest, char *err, size_t errsize) {
   xpd_header h;
   uint8_t *pl = NULL;
-  xpd_err e = xpd_call(fd, b, XPD_MAX_REPLY, 120000, &h, &pl, err, errsize);
+  xpd_err e = xpd_call_one(fd, b, XPD_MAX_REPLY, 120000, &h, &pl, err, errsize);
   xpd_msg m;
   xpd_kernel k;
   int rc = 0;

@@ -68,9 +68,21 @@ bool xpd_write_all(int fd, const void *p, size_t n, uint64_t deadline_ms);
 xpd_err xpd_read_frame(int fd, uint32_t max, uint64_t deadline_ms,
                        xpd_header *h, uint8_t **payload, char *err,
                        size_t errsize);
+/* The one frame that answers a request nothing may follow (not a first
+ * look, which may be told PENDING first): as xpd_read_frame, but header
+ * and payload with one recv when they fit in 8 KiB; bytes past the frame
+ * read with it are the daemon's error (XPD_E_OP). */
+xpd_err xpd_read_reply(int fd, uint32_t max, uint64_t deadline_ms,
+                       xpd_header *h, uint8_t **payload, char *err,
+                       size_t errsize);
 /* One request, one reply: sends the frame in b and reads the reply. */
 xpd_err xpd_call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
                  xpd_header *h, uint8_t **payload, char *err, size_t errsize);
+/* The same for a request answered with exactly one frame (not a first
+ * look), read with xpd_read_reply: one recv fewer for a small reply. */
+xpd_err xpd_call_one(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
+                     xpd_header *h, uint8_t **payload, char *err,
+                     size_t errsize);
 
 /* A kernel of a program resolved and keyed as xpj_program_get_binary and
  * xpj_program_get_kernel do: the specialised module, canonical dtypes,

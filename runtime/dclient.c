@@ -179,10 +179,65 @@ xpd_err xpd_read_frame(int fd, uint32_t max, uint64_t deadline,
   return XPD_E_OK;
 }
 
-xpd_err xpd_call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
-                 xpd_header *h, uint8_t **payload, char *err,
-                 size_t errsize) {
-  uint64_t deadline = xpd_now_ms() + (uint64_t)timeout_ms;
+xpd_err xpd_read_reply(int fd, uint32_t max, uint64_t deadline,
+                       xpd_header *h, uint8_t **payload, char *err,
+                       size_t errsize) {
+  *payload = NULL;
+  uint8_t buf[8192];
+  size_t got = 0;
+  while (got < XPD_HEADER) {
+    ssize_t r = recv(fd, buf + got, sizeof buf - got, MSG_DONTWAIT);
+    if (r > 0) {
+      got += (size_t)r;
+      continue;
+    }
+    if (r == 0) {
+      snprintf(err, errsize, "connection closed by the daemon");
+      return XPD_E_SHORT;
+    }
+    if (errno == EINTR)
+      continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      int w = wait_fd(fd, POLLIN, deadline);
+      if (w > 0)
+        continue;
+      snprintf(err, errsize, w == 0 ? "timed out waiting for the daemon"
+                                    : "poll: %s", strerror(errno));
+      return XPD_E_SHORT;
+    }
+    snprintf(err, errsize, "reading from the daemon: %s", strerror(errno));
+    return XPD_E_SHORT;
+  }
+  xpd_err e = xpd_header_decode(buf, XPD_HEADER, max, h);
+  if (e != XPD_E_OK) {
+    snprintf(err, errsize, "bad frame from the daemon: %s", xpd_err_str(e));
+    return e;
+  }
+  size_t have = got - XPD_HEADER;
+  if (have > h->len) { /* a second frame: no request here asks for one */
+    snprintf(err, errsize, "the daemon sent %zu bytes after its reply",
+             have - h->len);
+    return XPD_E_OP;
+  }
+  if (!h->len)
+    return XPD_E_OK;
+  uint8_t *p = malloc(h->len);
+  if (!p) {
+    snprintf(err, errsize, "out of memory");
+    return XPD_E_TOO_BIG;
+  }
+  memcpy(p, buf + XPD_HEADER, have);
+  if (read_n(fd, p + have, h->len - have, deadline, err, errsize)) {
+    free(p);
+    return XPD_E_SHORT;
+  }
+  *payload = p;
+  return XPD_E_OK;
+}
+
+/* Sends b and waits until its reply begins to arrive. */
+static xpd_err send_and_wait(int fd, const xpd_buf *b, uint64_t deadline,
+                             uint8_t **payload, char *err, size_t errsize) {
   *payload = NULL;
   if (b->oom) {
     snprintf(err, errsize, "out of memory");
@@ -198,7 +253,27 @@ xpd_err xpd_call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
     snprintf(err, errsize, "poll: %s", strerror(errno));
     return XPD_E_SHORT;
   }
-  return xpd_read_frame(fd, max, deadline, h, payload, err, errsize);
+  return XPD_E_OK;
+}
+
+xpd_err xpd_call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
+                 xpd_header *h, uint8_t **payload, char *err,
+                 size_t errsize) {
+  uint64_t deadline = xpd_now_ms() + (uint64_t)timeout_ms;
+  xpd_err e = send_and_wait(fd, b, deadline, payload, err, errsize);
+  return e != XPD_E_OK ? e
+                       : xpd_read_frame(fd, max, deadline, h, payload, err,
+                                        errsize);
+}
+
+xpd_err xpd_call_one(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
+                     xpd_header *h, uint8_t **payload, char *err,
+                     size_t errsize) {
+  uint64_t deadline = xpd_now_ms() + (uint64_t)timeout_ms;
+  xpd_err e = send_and_wait(fd, b, deadline, payload, err, errsize);
+  return e != XPD_E_OK ? e
+                       : xpd_read_reply(fd, max, deadline, h, payload, err,
+                                        errsize);
 }
 
 int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
@@ -468,8 +543,17 @@ static xpd_err ask(int fd, const xpd_buf *b, bool first, uint64_t taken_by,
     snprintf(err, errsize, "timed out waiting for the daemon");
     return XPD_E_SHORT;
   }
-  xpd_err e = xpd_call(fd, b, XPD_MAX_REPLY, (int)(taken_by - now), h, pl,
-                       err, errsize);
+  /* a first look may be told PENDING, with its answer behind it: read
+   * frame by frame; any other request has one frame for its answer, read
+   * with one recv when it is small */
+  xpd_err e;
+  if (first) {
+    e = xpd_call(fd, b, XPD_MAX_REPLY, (int)(taken_by - now), h, pl, err,
+                 errsize);
+  } else {
+    e = xpd_call_one(fd, b, XPD_MAX_REPLY, (int)(taken_by - now), h, pl, err,
+                     errsize);
+  }
   if (first && e == XPD_E_OK && h->op == XPD_PENDING) {
     /* no row in the file: its compile, waited for as the walk would */
     *pending = true;

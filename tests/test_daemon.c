@@ -3079,6 +3079,83 @@ static void expect_not_found(int fd, uint32_t id) {
   free(pl);
 }
 
+/* xpd_read_reply, libxpjit's reader of a one-frame answer: header and
+ * payload in one recv when small, the rest of a large one after it, a
+ * header that comes in pieces, an empty frame; bytes past the frame (a
+ * second frame nothing asked for) and an end of file are errors. */
+static void test_read_reply(void **state) {
+  (void)state;
+  static uint8_t big[20000];
+  for (size_t i = 0; i < sizeof big; i++)
+    big[i] = (uint8_t)(i * 7);
+  for (int c = 0; c < 6; c++) {
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+                     0);
+    xpd_buf b = {0};
+    xpd_begin(&b, c == 3 ? XPD_PONG : XPD_KERNEL, 9);
+    if (c != 3)
+      xpd_put_bytes(&b, XPD_F_BINARY, big,
+                    c == 0 || c == 4 ? 1500 : sizeof big);
+    assert_true(xpd_end(&b, 0));
+    pid_t pid = -1;
+    if (c == 2) { /* the header in two pieces, 50 ms apart */
+      pid = fork();
+      assert_true(pid >= 0);
+      if (pid == 0) {
+        if (write(sv[0], b.p, 10) != 10)
+          _exit(1);
+        sleep_ms(50);
+        _exit(write(sv[0], b.p + 10, b.len - 10) == (ssize_t)(b.len - 10)
+                  ? 0
+                  : 1);
+      }
+    } else if (c == 5) { /* ends inside the header */
+      assert_int_equal(write(sv[0], b.p, 7), 7);
+      close(sv[0]);
+      sv[0] = -1;
+    } else {
+      assert_int_equal(write(sv[0], b.p, b.len), (ssize_t)b.len);
+      if (c == 4) /* a second frame behind it */
+        assert_int_equal(write(sv[0], b.p, 5), 5);
+    }
+    xpd_header h;
+    uint8_t *pl = NULL;
+    char err[256] = "";
+    xpd_err e = xpd_read_reply(sv[1], XPD_MAX_REPLY, xpd_now_ms() + 5000, &h,
+                               &pl, err, sizeof err);
+    if (c == 4) {
+      assert_int_equal(e, XPD_E_OP);
+      assert_non_null(strstr(err, "after its reply"));
+    } else if (c == 5) {
+      assert_int_equal(e, XPD_E_SHORT);
+      assert_null(pl);
+    } else {
+      assert_int_equal(e, XPD_E_OK);
+      assert_int_equal(h.id, 9);
+      assert_int_equal(h.len, b.len - XPD_HEADER);
+      if (c == 3) {
+        assert_null(pl);
+      } else {
+        assert_memory_equal(pl, b.p + XPD_HEADER, h.len);
+        /* nothing of the frame left behind */
+        char x;
+        assert_int_equal(recv(sv[1], &x, 1, MSG_DONTWAIT), -1);
+      }
+    }
+    free(pl);
+    if (pid > 0) {
+      int ws;
+      assert_int_equal(waitpid(pid, &ws, 0), pid);
+      assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    }
+    xpd_buf_free(&b);
+    if (sv[0] >= 0)
+      close(sv[0]);
+    close(sv[1]);
+  }
+}
+
 /* LOOKUP (docs/protocol.md, "Lookups"): a kernel by its key's digest, from
  * the daemon's memory as a GET would have it; not there (or an answer
  * only the GET can give): ERROR XPJ_ERR_NOT_FOUND, connection kept; a
@@ -3452,6 +3529,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_first_look_large, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_lookup, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_read_reply, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_and_shutdown, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_cache_across_restart, setup,
