@@ -122,14 +122,15 @@ bool xpd_write_all(int fd, const void *p, size_t n, uint64_t deadline) {
   return true;
 }
 
-/* Reads exactly n bytes; 0 ok, -1 EOF/error/timeout (why in err). */
-static int read_n(int fd, uint8_t *b, size_t n, uint64_t deadline, char *err,
-                  size_t errsize) {
-  while (n) {
-    ssize_t r = recv(fd, b, n, MSG_DONTWAIT);
+/* Reads at least want and at most cap bytes into b: the count, or -1 on
+ * EOF, error or timeout (why in err). */
+static ssize_t read_some(int fd, uint8_t *b, size_t want, size_t cap,
+                         uint64_t deadline, char *err, size_t errsize) {
+  size_t got = 0;
+  while (got < want) {
+    ssize_t r = recv(fd, b + got, cap - got, MSG_DONTWAIT);
     if (r > 0) {
-      b += r;
-      n -= (size_t)r;
+      got += (size_t)r;
       continue;
     }
     if (r == 0) {
@@ -149,7 +150,13 @@ static int read_n(int fd, uint8_t *b, size_t n, uint64_t deadline, char *err,
     snprintf(err, errsize, "reading from the daemon: %s", strerror(errno));
     return -1;
   }
-  return 0;
+  return (ssize_t)got;
+}
+
+/* Reads exactly n bytes; 0 ok, -1 EOF/error/timeout (why in err). */
+static int read_n(int fd, uint8_t *b, size_t n, uint64_t deadline, char *err,
+                  size_t errsize) {
+  return read_some(fd, b, n, n, deadline, err, errsize) < 0 ? -1 : 0;
 }
 
 xpd_err xpd_read_frame(int fd, uint32_t max, uint64_t deadline,
@@ -184,30 +191,11 @@ xpd_err xpd_read_reply(int fd, uint32_t max, uint64_t deadline,
                        size_t errsize) {
   *payload = NULL;
   uint8_t buf[8192];
-  size_t got = 0;
-  while (got < XPD_HEADER) {
-    ssize_t r = recv(fd, buf + got, sizeof buf - got, MSG_DONTWAIT);
-    if (r > 0) {
-      got += (size_t)r;
-      continue;
-    }
-    if (r == 0) {
-      snprintf(err, errsize, "connection closed by the daemon");
-      return XPD_E_SHORT;
-    }
-    if (errno == EINTR)
-      continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      int w = wait_fd(fd, POLLIN, deadline);
-      if (w > 0)
-        continue;
-      snprintf(err, errsize, w == 0 ? "timed out waiting for the daemon"
-                                    : "poll: %s", strerror(errno));
-      return XPD_E_SHORT;
-    }
-    snprintf(err, errsize, "reading from the daemon: %s", strerror(errno));
+  ssize_t n = read_some(fd, buf, XPD_HEADER, sizeof buf, deadline, err,
+                        errsize);
+  if (n < 0)
     return XPD_E_SHORT;
-  }
+  size_t got = (size_t)n;
   xpd_err e = xpd_header_decode(buf, XPD_HEADER, max, h);
   if (e != XPD_E_OK) {
     snprintf(err, errsize, "bad frame from the daemon: %s", xpd_err_str(e));
