@@ -1953,6 +1953,23 @@ static void preq_detach(preq *q, bool stop) {
  * gives a first look. */
 #define FIRST_PARSE_MAX (256u << 10)
 
+/* A first look of e, a kernel compiled after the cache file had no row:
+ * when no other process has written to the file since, it has none now,
+ * and the first look waits for the compile as the process's walk would
+ * (PENDING, then the compile's answer). False when it is not answered so. */
+static bool first_look_waits(conn *c, uint32_t id, entry *e, uint64_t want,
+                             uint64_t limit) {
+  if (!e || e->ready || e->dv < 0 || xpj_l2_data_version(l2, false) != e->dv)
+    return false;
+  st.first_looks++;
+  st.first_waits++;
+  size_t at = frame_begin(c, XPD_PENDING, id);
+  frame_end(c, at);
+  if (!c->dead)
+    get_entry(c, id, e, want, limit);
+  return true;
+}
+
 /* Where a GET goes once its identity (req) is known: answered from
  * memory, to a compile's waiters, to the followers of an identical
  * request being keyed, or keyed on a parse thread. q: the GET as a pending
@@ -1967,17 +1984,7 @@ static void get_route(conn *c, uint32_t id, const xpd_get *g,
   bool past_failure = q && q->past_failure;
   if (g->first) { /* only a kernel answers a first look from memory; else
                      it is keyed and looked up in the cache file */
-    if (e && !e->ready && e->dv >= 0 &&
-        xpj_l2_data_version(l2, false) == e->dv) {
-      /* compiled after the file had no row, and no other process has
-       * written to the file since: it has none now, and the first look
-       * waits for the compile as the process's walk would */
-      st.first_looks++;
-      st.first_waits++;
-      size_t at = frame_begin(c, XPD_PENDING, id);
-      frame_end(c, at);
-      if (!c->dead)
-        get_entry(c, id, e, want, limit);
+    if (first_look_waits(c, id, e, want, limit)) {
       if (q)
         preq_free(q);
       return;
@@ -2091,15 +2098,8 @@ static void handle_lookup(conn *c, uint32_t id, const xpd_msg *m) {
                                                  : cfg.compile_timeout_ms;
   entry *e = find_entry(l.digest);
   if (l.first) { /* as get_route answers a first look from memory */
-    if (e && !e->ready && e->dv >= 0 &&
-        xpj_l2_data_version(l2, false) == e->dv) {
+    if (first_look_waits(c, id, e, want, limit)) {
       st.requests++;
-      st.first_looks++;
-      st.first_waits++;
-      size_t at = frame_begin(c, XPD_PENDING, id);
-      frame_end(c, at);
-      if (!c->dead)
-        get_entry(c, id, e, want, limit);
       return;
     }
     if (e && !(e->ready && !e->v.failed))
