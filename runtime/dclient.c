@@ -159,49 +159,23 @@ static int read_n(int fd, uint8_t *b, size_t n, uint64_t deadline, char *err,
   return read_some(fd, b, n, n, deadline, err, errsize) < 0 ? -1 : 0;
 }
 
-xpd_err xpd_read_frame(int fd, uint32_t max, uint64_t deadline,
-                       xpd_header *h, uint8_t **payload, char *err,
-                       size_t errsize) {
+/* One frame: its header and up to cap - XPD_HEADER bytes of what follows
+ * with the first reads into buf (cap XPD_HEADER: the header alone), the
+ * rest of the payload after them. Bytes read past the frame are the
+ * daemon's error. */
+static xpd_err read_frame_into(int fd, uint8_t *buf, size_t cap, uint32_t max,
+                               uint64_t deadline, xpd_header *h,
+                               uint8_t **payload, char *err, size_t errsize) {
   *payload = NULL;
-  uint8_t hb[XPD_HEADER];
-  if (read_n(fd, hb, sizeof hb, deadline, err, errsize))
-    return XPD_E_SHORT;
-  xpd_err e = xpd_header_decode(hb, sizeof hb, max, h);
-  if (e != XPD_E_OK) {
-    snprintf(err, errsize, "bad frame from the daemon: %s", xpd_err_str(e));
-    return e;
-  }
-  if (!h->len)
-    return XPD_E_OK;
-  uint8_t *p = malloc(h->len);
-  if (!p) {
-    snprintf(err, errsize, "out of memory");
-    return XPD_E_TOO_BIG;
-  }
-  if (read_n(fd, p, h->len, deadline, err, errsize)) {
-    free(p);
-    return XPD_E_SHORT;
-  }
-  *payload = p;
-  return XPD_E_OK;
-}
-
-xpd_err xpd_read_reply(int fd, uint32_t max, uint64_t deadline,
-                       xpd_header *h, uint8_t **payload, char *err,
-                       size_t errsize) {
-  *payload = NULL;
-  uint8_t buf[8192];
-  ssize_t n = read_some(fd, buf, XPD_HEADER, sizeof buf, deadline, err,
-                        errsize);
+  ssize_t n = read_some(fd, buf, XPD_HEADER, cap, deadline, err, errsize);
   if (n < 0)
     return XPD_E_SHORT;
-  size_t got = (size_t)n;
   xpd_err e = xpd_header_decode(buf, XPD_HEADER, max, h);
   if (e != XPD_E_OK) {
     snprintf(err, errsize, "bad frame from the daemon: %s", xpd_err_str(e));
     return e;
   }
-  size_t have = got - XPD_HEADER;
+  size_t have = (size_t)n - XPD_HEADER;
   if (have > h->len) { /* a second frame: no request here asks for one */
     snprintf(err, errsize, "the daemon sent %zu bytes after its reply",
              have - h->len);
@@ -221,6 +195,22 @@ xpd_err xpd_read_reply(int fd, uint32_t max, uint64_t deadline,
   }
   *payload = p;
   return XPD_E_OK;
+}
+
+xpd_err xpd_read_frame(int fd, uint32_t max, uint64_t deadline,
+                       xpd_header *h, uint8_t **payload, char *err,
+                       size_t errsize) {
+  uint8_t hb[XPD_HEADER];
+  return read_frame_into(fd, hb, sizeof hb, max, deadline, h, payload, err,
+                         errsize);
+}
+
+xpd_err xpd_read_reply(int fd, uint32_t max, uint64_t deadline,
+                       xpd_header *h, uint8_t **payload, char *err,
+                       size_t errsize) {
+  uint8_t buf[8192];
+  return read_frame_into(fd, buf, sizeof buf, max, deadline, h, payload, err,
+                         errsize);
 }
 
 /* Sends b and waits until its reply begins to arrive. */

@@ -2037,6 +2037,14 @@ static void get_route(conn *c, uint32_t id, const xpd_get *g,
   preq_submit(q, P_KEYING);
 }
 
+/* A request's TIMEOUT as the compile time the client allows (want), and
+ * what this daemon gives a compile at most (limit). */
+static void compile_limits(uint64_t timeout_ms, uint64_t *want,
+                           uint64_t *limit) {
+  *want = timeout_ms ? timeout_ms : cfg.compile_timeout_ms;
+  *limit = *want < cfg.compile_timeout_ms ? *want : cfg.compile_timeout_ms;
+}
+
 static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
   xpd_get g;
   xpd_err err = xpd_get_decode(m, false, &g);
@@ -2051,11 +2059,8 @@ static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
     send_error(c, id, XPJ_ERR_DEVICE, false, "xpjitd is shutting down");
     return;
   }
-  /* the compile time the client allows (want), and what this daemon
-   * gives a compile at most (limit) */
-  uint64_t want = g.timeout_ms ? g.timeout_ms : cfg.compile_timeout_ms;
-  uint64_t limit = want < cfg.compile_timeout_ms ? want
-                                                 : cfg.compile_timeout_ms;
+  uint64_t want, limit;
+  compile_limits(g.timeout_ms, &want, &limit);
   if (g.source_len <= HASH_ON_LOOP) {
     char req[65];
     request_key(&g, true, req);
@@ -2093,9 +2098,8 @@ static void handle_lookup(conn *c, uint32_t id, const xpd_msg *m) {
     send_error(c, id, XPJ_ERR_DEVICE, false, "xpjitd is shutting down");
     return;
   }
-  uint64_t want = l.timeout_ms ? l.timeout_ms : cfg.compile_timeout_ms;
-  uint64_t limit = want < cfg.compile_timeout_ms ? want
-                                                 : cfg.compile_timeout_ms;
+  uint64_t want, limit;
+  compile_limits(l.timeout_ms, &want, &limit);
   entry *e = find_entry(l.digest);
   if (l.first) { /* as get_route answers a first look from memory */
     if (first_look_waits(c, id, e, want, limit)) {
