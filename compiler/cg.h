@@ -116,6 +116,11 @@ typedef struct cg_target_ops {
   /* The optimisation pipeline at -O2 (LLVM's pass pipeline syntax); NULL:
    * LLVM's default<O2>. Other levels run LLVM's default<ON>. */
   const char *o2_pipeline;
+  /* Optional, with o2_pipeline: the rest of the -O2 pipeline, run after
+   * before_loops (PTX: the loop passes, with the induction variables'
+   * steps hidden from scalar evolution) */
+  void (*before_loops)(cg *c);
+  const char *o2_loops;
 } cg_target_ops;
 
 

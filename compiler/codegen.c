@@ -2328,6 +2328,17 @@ static bool computes_only(const xpj_func *f, xpj_block b, xpj_val var) {
   return true;
 }
 
+/* The stores to variable var in block b (not in the blocks in it). */
+static unsigned stores_in(const xpj_func *f, xpj_block b, xpj_val var) {
+  const xpj_blockdata *bd = &f->blocks[b];
+  unsigned n = 0;
+  for (uint32_t i = 0; b && i < bd->n; i++) {
+    const xpj_inst *in = &f->insts[bd->ids[i]];
+    n += in->op == XPJ_OP_STORE && xpj_inst_args(f, in)[0] == var;
+  }
+  return n;
+}
+
 /* Instructions block b lowers to, roughly (nested blocks and the device
  * functions it calls included), up to cap. */
 static unsigned block_size(cg *c, const xpj_func *f, xpj_block b, unsigned cap,
@@ -2357,8 +2368,9 @@ static unsigned block_size(cg *c, const xpj_func *f, xpj_block b, unsigned cap,
  * body loads global memory (fewer than four loads: more are in flight
  * already) with nothing that keeps them waiting (global_loads), which will
  * be innermost, and which are stride loops (stride_loop); built here
- * (lower_four_trips) when the test and the step only compute and the bound
- * and the step keep their values. The loop's form in *lf. */
+ * (lower_four_trips) when the test and the step only compute (the step
+ * storing the variable once) and the bound and the step keep their
+ * values. The loop's form in *lf. */
 static bool four_trips_wanted(cg *c, const xpj_func *f, const xpj_inst *in,
                               loop_form *lf) {
   bool other = false;
@@ -2367,7 +2379,7 @@ static bool four_trips_wanted(cg *c, const xpj_func *f, const xpj_inst *in,
     return false;
   unsigned loads = global_loads(c, f, in->blk[1], false, &other);
   return loads > 0 && loads < 4 && !other && computes_only(f, in->blk[0], 0) &&
-         computes_only(f, in->blk[2], lf->var) &&
+         computes_only(f, in->blk[2], lf->var) && stores_in(f, in->blk[2], lf->var) == 1 &&
          trip_invariant(f, in, lf->bound, 0) && trip_invariant(f, in, lf->step, 0) &&
          block_size(c, f, in->blk[1], 2000, 0) < 2000;
 }
@@ -2399,7 +2411,12 @@ static void no_unroll(cg *c, LLVMValueRef latch) {
  * order, with the same values, and need no test between the copies: their
  * loads are all in flight at once. lim is computed once, before the loop,
  * and the loop's exit test is a plain count that scalar evolution reads.
- * LLVM's run-time unroller (an unroll count on the loop) did the same from
+ * The copies' steps set i to i0 + k * s (i0: i when the trip began), not
+ * to i + s after i + s: the same values (the step block only computes and
+ * stores i once, and wrapping adds agree), and no chain of adds through
+ * the copies, which ptxas scheduled loads behind (one load in flight
+ * instead of four where the step was hidden from scalar evolution:
+ * target_ptx.c, opaque_steps). LLVM's run-time unroller (an unroll count on the loop) did the same from
  * the trip count, a division, at twice the compile time of the rolled loop
  * (docs/benchmarks.md, issue 19, twelfth session). A `continue` in a copy
  * goes to that copy's step. Neither loop is unrolled further (as NVVM
@@ -2444,6 +2461,8 @@ static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in,
                   LLVMBuildICmp(c->b, is_signed ? LLVMIntSLT : LLVMIntULT,
                                 val(c, fr, iv), lim, ""),
                   body, done);
+  LLVMValueRef i0 = val(c, fr, iv), var = val(c, fr, lf.var);
+  xpj_scalar is = scalar_of(c, lf.load->type);
   for (int k = 0; k < 4 && c->status == XPJ_OK; k++) {
     LLVMBasicBlockRef step = new_bb(c, "four.step");
     LLVMPositionBuilderAtEnd(c->b, body);
@@ -2453,7 +2472,8 @@ static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in,
     fr->nloops--;
     br(c, step);
     LLVMPositionBuilderAtEnd(c->b, step);
-    lower_block(c, fr, in->blk[2]);
+    LLVMValueRef ks = k ? LLVMBuildMul(c->b, s, LLVMConstInt(t, (unsigned)k + 1, 0), "") : s;
+    store_elem(c, var, LLVMBuildAdd(c->b, i0, ks, ""), is);
     if (k == 3) {
       if (!terminated(c))
         no_unroll(c, LLVMBuildBr(c->b, head));

@@ -310,12 +310,16 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
       pause();
   if (c.status == XPJ_OK && c.ops->before_optimise)
     c.ops->before_optimise(&c);
-  if (c.status == XPJ_OK) {
+  if (c.status == XPJ_OK && o->opt_level == 2 && c.ops->o2_pipeline) {
+    cg_run_pipeline(&c, c.ops->o2_pipeline);
+    if (c.status == XPJ_OK && c.ops->before_loops)
+      c.ops->before_loops(&c);
+    if (c.status == XPJ_OK && c.ops->o2_loops)
+      cg_run_pipeline(&c, c.ops->o2_loops);
+  } else if (c.status == XPJ_OK) {
     char pipeline[32];
     snprintf(pipeline, sizeof pipeline, "default<O%u>", o->opt_level);
-    cg_run_pipeline(&c, o->opt_level == 2 && c.ops->o2_pipeline
-                            ? c.ops->o2_pipeline
-                            : pipeline);
+    cg_run_pipeline(&c, pipeline);
   }
   if (c.status == XPJ_OK && c.ops->before_codegen)
     c.ops->before_codegen(&c);

@@ -658,7 +658,12 @@ static const char ptx_o2_pipeline[] =
      * unrolled (private arrays become registers) */
     "loop-mssa(licm<allowspeculation>,"
     "loop-rotate<header-duplication;no-prepare-for-lto>,"
-    "licm<allowspeculation>)," PLAIN_CFG "," INSTCOMBINE ","
+    "licm<allowspeculation>)," PLAIN_CFG "," INSTCOMBINE ")";
+
+/* The rest of it, after ptx_before_loops has hidden the induction
+ * variables' steps (opaque_steps) */
+static const char ptx_o2_loops[] =
+    "function("
     /* unrolled first, then canonical: induction-variable simplification
      * of a loop whose constant-trip inner loops are still rolled proved
      * facts about every index in them (scalar evolution over the guards
@@ -790,6 +795,85 @@ static void stepped_exit_tests(cg *c, LLVMValueRef fn) {
   }
 }
 
+/* Whether v is phi moved by steps: phi, or an add of one such value and a
+ * step, at most `depth` adds deep. The steps that are not constants go
+ * to steps[*n] (at most 8). */
+static bool steps_of(LLVMValueRef v, LLVMValueRef phi, unsigned depth,
+                     LLVMValueRef *steps, unsigned *n) {
+  if (v == phi)
+    return true;
+  if (!depth || !LLVMIsAInstruction(v) || LLVMGetInstructionOpcode(v) != LLVMAdd)
+    return false;
+  for (unsigned k = 0; k < 2; k++) {
+    LLVMValueRef s = LLVMGetOperand(v, 1 - k);
+    if (steps_of(LLVMGetOperand(v, k), phi, depth - 1, steps, n)) {
+      if (!LLVMIsAConstant(s) && *n < 8)
+        steps[(*n)++] = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Every use of v reads freeze(v) instead, placed where v is defined. */
+static void freeze_uses(cg *c, LLVMValueRef fn, LLVMValueRef v) {
+  LLVMValueRef at;
+  if (LLVMIsAInstruction(v)) {
+    at = LLVMGetNextInstruction(v);
+    while (at && LLVMIsAPHINode(at))
+      at = LLVMGetNextInstruction(at);
+  } else {
+    at = LLVMGetFirstInstruction(LLVMGetEntryBasicBlock(fn));
+  }
+  if (!at)
+    return;
+  LLVMPositionBuilderBefore(c->b, at);
+  LLVMValueRef f = LLVMBuildFreeze(c->b, v, "");
+  LLVMReplaceAllUsesWith(v, f);
+  LLVMSetOperand(f, 0, v);
+}
+
+/* The steps of the induction variables that are not constants (a grid-
+ * or block-stride loop's global_size(0) or local_size(0), a parameter)
+ * frozen: freeze(s) is s (a step that is poison would have made the loop's
+ * arithmetic poison already), but scalar evolution knows nothing of it,
+ * where it knew s = nctaid * ntid with the ranges of both, and spent most
+ * of what it cost on that knowledge: proving that each induction variable
+ * and address does not wrap, and counting the loop's trips, through the
+ * ranges of products of products, again in each pass that asks
+ * (IndVarSimplify; loop and straight-line strength reduction, the load and
+ * store vectoriser and N-ary reassociation, which the NVPTX target runs
+ * before instruction selection). Nothing of the code needed it: the 95
+ * example kernels' SASS is the same or smaller (ptxas -O3 sm_90), and
+ * their compile up to 30% faster (block_sum, dot: docs/benchmarks.md,
+ * issue 19, sixteenth session). Run before the loop passes and again
+ * before code generation: InstCombine removes the freezes of values it
+ * knows are not poison. */
+static void opaque_steps(cg *c, LLVMValueRef fn) {
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb;
+       bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef phi = LLVMGetFirstInstruction(bb); phi && LLVMIsAPHINode(phi);
+         phi = LLVMGetNextInstruction(phi)) {
+      if (LLVMGetTypeKind(LLVMTypeOf(phi)) != LLVMIntegerTypeKind)
+        continue;
+      for (unsigned i = 0; i < LLVMCountIncoming(phi); i++) {
+        LLVMValueRef steps[8];
+        unsigned n = 0;
+        if (steps_of(LLVMGetIncomingValue(phi, i), phi, 8, steps, &n))
+          for (unsigned k = 0; k < n; k++)
+            if (!LLVMIsAInstruction(steps[k]) ||
+                LLVMGetInstructionOpcode(steps[k]) != LLVMFreeze)
+              freeze_uses(c, fn, steps[k]);
+      }
+    }
+}
+
+static void ptx_before_loops(cg *c) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f; f = LLVMGetNextFunction(f))
+    if (LLVMGetFirstBasicBlock(f))
+      opaque_steps(c, f);
+}
+
 static void ptx_before_codegen(cg *c) {
   if (c->libdevice_late && calls_libdevice(c)) {
     /* (calls optimised away) */
@@ -799,8 +883,11 @@ static void ptx_before_codegen(cg *c) {
   }
   if (c->status == XPJ_OK && c->opts->opt_level > 0)
     for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f;
-         f = LLVMGetNextFunction(f))
+         f = LLVMGetNextFunction(f)) {
       stepped_exit_tests(c, f);
+      if (c->opts->opt_level == 2 && LLVMGetFirstBasicBlock(f))
+        opaque_steps(c, f);
+    }
 }
 
 const cg_target_ops xpj_target_ptx_ops = {
@@ -822,6 +909,8 @@ const cg_target_ops xpj_target_ptx_ops = {
     .finish_kernel = ptx_finish,
     .local_param_base = ptx_local_param_base,
     .o2_pipeline = ptx_o2_pipeline,
+    .before_loops = ptx_before_loops,
+    .o2_loops = ptx_o2_loops,
     .before_codegen = ptx_before_codegen,
     .unroll_load_loops = true,
 };

@@ -1178,8 +1178,9 @@ static size_t count_str(const char *s, const char *needle) {
   return n;
 }
 
-/* PTX of kernel K of SRC for ptx:sm_90 at -O<LEVEL>, in process */
-static char *ptx_at(const char *src, const char *k, int level) {
+/* What ptx:sm_90 makes of kernel K of SRC at -O<LEVEL> (emit: PTX or the
+ * LLVM IR code generation starts from), in process */
+static char *ptx_emit(const char *src, const char *k, int level, xpj_emit_kind emit) {
   xpj_module *m = NULL;
   assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
   xpj_module *sp = spec_kernel(m, k, XPJ_VOID, 0);
@@ -1191,7 +1192,7 @@ static char *ptx_at(const char *src, const char *k, int level) {
   o.opt_level = level;
   o.isolation = XPJ_ISOLATE_NONE;
   xpj_result *r = NULL;
-  assert_int_equal(xpj_compile(sp, k, &tg, &o, XPJ_EMIT_BIN, &r), XPJ_OK);
+  assert_int_equal(xpj_compile(sp, k, &tg, &o, emit, &r), XPJ_OK);
   size_t len;
   const char *data = (const char *)xpj_result_data(r, &len);
   char *text = strndup(data, len);
@@ -1200,6 +1201,10 @@ static char *ptx_at(const char *src, const char *k, int level) {
   xpj_module_destroy(sp);
   xpj_module_destroy(m);
   return text;
+}
+
+static char *ptx_at(const char *src, const char *k, int level) {
+  return ptx_emit(src, k, level, XPJ_EMIT_BIN);
 }
 
 /* The GPU -O2 pipeline unrolls loops of constant trip count completely;
@@ -1276,6 +1281,60 @@ static void test_ptx_unroll(void **state) {
   char *h = ptx_at(src, "hsum", 2);
   assert_int_equal(count_str(h, "ld.global"), 1);
   free(h);
+}
+
+/* At -O2 the steps of induction variables that are not constants reach
+ * the loop passes and code generation frozen (target_ptx.c, opaque_steps:
+ * scalar evolution no longer works through the ranges of nctaid * ntid),
+ * and the copies of a loop run four trips at a time step from the trip's
+ * first value, i0 + 2s rather than (i0 + s) + s (codegen.c,
+ * lower_four_trips: ptxas kept the loads behind such a chain). */
+static void test_ptx_opaque_steps(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel gsum(x: global const f32[], total: global f32[]) ndrange(1) {\n"
+      "    let acc: f32 = 0.0;\n"
+      "    for (let i = global_id(0); i < shape(x, 0); i += global_size(0)) {\n"
+      "        acc += x[i];\n"
+      "    }\n"
+      "    atomic_add(&total[0], acc);\n"
+      "}\n"
+      "kernel csum(x: global const f32[], total: global f32[]) ndrange(1) {\n"
+      "    let acc: f32 = 0.0;\n"
+      "    for (let i: i64 = 0; i < shape(x, 0); i += 3) { acc += x[i]; }\n"
+      "    atomic_add(&total[0], acc);\n"
+      "}\n";
+  char *ll = ptx_emit(src, "gsum", 2, XPJ_EMIT_LLVM);
+  assert_true(count_str(ll, "= freeze i64 ") >= 1);
+  /* the four copies' block: each index is the trip's first one plus a
+   * multiple of the step */
+  const char *b = strstr(ll, "\nfour.body:");
+  assert_non_null(b);
+  const char *end = strstr(b + 1, "\n\n");
+  char *blk = strndup(b, end ? (size_t)(end - b) : strlen(b));
+  const char *ph = strstr(blk, " = phi i64 ");
+  assert_non_null(ph);
+  const char *nm = ph;
+  while (nm > blk && nm[-1] != ' ')
+    nm--;
+  char first[64], second[64];
+  snprintf(first, sizeof first, "add i64 %.*s, ", (int)(ph - nm), nm);
+  snprintf(second, sizeof second, ", %.*s\n", (int)(ph - nm), nm);
+  size_t adds = count_str(blk, first);
+  for (const char *l = strstr(blk, second); l; l = strstr(l + 1, second)) {
+    const char *sol = l;
+    while (sol > blk && sol[-1] != '\n')
+      sol--;
+    adds += strstr(sol, " = add ") != NULL && strstr(sol, " = add ") < l;
+  }
+  if (adds != 4)
+    fail_msg("%zu adds to the trip's first index (4 expected) in:\n%s", adds, blk);
+  free(blk);
+  free(ll);
+  /* a constant step is left as it is */
+  ll = ptx_emit(src, "csum", 2, XPJ_EMIT_LLVM);
+  assert_int_equal(count_str(ll, "freeze"), 0);
+  free(ll);
 }
 
 /* The exit test of a loop stepping by a constant reads the stepped value
@@ -2110,6 +2169,7 @@ int main(void) {
       cmocka_unit_test(test_ptx_archs),
       cmocka_unit_test(test_libdevice_arch),
       cmocka_unit_test(test_ptx_unroll),
+      cmocka_unit_test(test_ptx_opaque_steps),
       cmocka_unit_test(test_ptx_stepped_exit),
       cmocka_unit_test(test_fp_contract),
       cmocka_unit_test(test_flat_index_contiguous),
