@@ -116,6 +116,9 @@ typedef struct cg_target_ops {
   /* The optimisation pipeline at -O2 (LLVM's pass pipeline syntax); NULL:
    * LLVM's default<O2>. Other levels run LLVM's default<ON>. */
   const char *o2_pipeline;
+  /* Optional: o2_pipeline for a module whose only function is the kernel
+   * (nothing to inline, so no clean-up before inlining: it ran twice) */
+  const char *o2_leaf;
   /* Optional, with o2_pipeline: the rest of the -O2 pipeline, run after
    * before_loops (PTX: the loop passes, with the induction variables'
    * steps hidden from scalar evolution) */

@@ -253,6 +253,13 @@ void cg_run_pipeline(cg *c, const char *pipeline) {
   LLVMDisposePassBuilderOptions(pbo);
 }
 
+static unsigned defined_functions(LLVMModuleRef m) {
+  unsigned n = 0;
+  for (LLVMValueRef f = LLVMGetFirstFunction(m); f; f = LLVMGetNextFunction(f))
+    n += LLVMGetFirstBasicBlock(f) != NULL;
+  return n;
+}
+
 /* j->fault: the test hook's mode in a worker, "" in the caller's process */
 static void compile_here(const xpj_job *j, xpj_result *r) {
   const char *fault = j->fault;
@@ -311,7 +318,9 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
   if (c.status == XPJ_OK && c.ops->before_optimise)
     c.ops->before_optimise(&c);
   if (c.status == XPJ_OK && o->opt_level == 2 && c.ops->o2_pipeline) {
-    cg_run_pipeline(&c, c.ops->o2_pipeline);
+    cg_run_pipeline(&c, c.ops->o2_leaf && defined_functions(c.mod) == 1
+                            ? c.ops->o2_leaf
+                            : c.ops->o2_pipeline);
     if (c.status == XPJ_OK && c.ops->before_loops)
       c.ops->before_loops(&c);
     if (c.status == XPJ_OK && c.ops->o2_loops)

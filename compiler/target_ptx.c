@@ -647,6 +647,10 @@ static LLVMValueRef ptx_local_param_base(cg *c) {
   SIMPLIFYCFG("no-switch-to-arithmetic;no-hoist-common-insts;"                \
               "no-sink-common-insts;")
 #define INSTCOMBINE "instcombine<max-iterations=1;no-verify-fixpoint>"
+#define LOOPS_ROTATED                                                         \
+  "loop-mssa(licm<allowspeculation>,"                                         \
+  "loop-rotate<header-duplication;no-prepare-for-lto>,"                       \
+  "licm<allowspeculation>)," PLAIN_CFG "," INSTCOMBINE
 static const char ptx_o2_pipeline[] =
     /* each function cleaned up before it is inlined */
     "function(sroa<modify-cfg>,early-cse<>," PLAIN_CFG "," INSTCOMBINE "),"
@@ -656,9 +660,18 @@ static const char ptx_o2_pipeline[] =
     "sroa<modify-cfg>,early-cse<memssa>," PLAIN_CFG "," INSTCOMBINE ","
     /* loops: invariants out, rotated, canonical; constant trip counts
      * unrolled (private arrays become registers) */
-    "loop-mssa(licm<allowspeculation>,"
-    "loop-rotate<header-duplication;no-prepare-for-lto>,"
-    "licm<allowspeculation>)," PLAIN_CFG "," INSTCOMBINE ")";
+    LOOPS_ROTATED ")";
+
+/* The same for a kernel that calls no function of its own: one clean-up
+ * where the pipeline above ran two (before and after inlining nothing),
+ * with the CFG simplified again after its InstCombine (which the second
+ * round did: without it reverse_rows' SASS was a third larger). The PTX
+ * of the 95 example kernels is the same but for one reordered predicate
+ * expression; 2.3% faster (docs/benchmarks.md, issue 19, sixteenth
+ * session). */
+static const char ptx_o2_leaf[] =
+    "function(sroa<modify-cfg>,early-cse<memssa>," PLAIN_CFG "," INSTCOMBINE
+    "," PLAIN_CFG "," LOOPS_ROTATED ")";
 
 /* The rest of it, after ptx_before_loops has hidden the induction
  * variables' steps (opaque_steps) */
@@ -909,6 +922,7 @@ const cg_target_ops xpj_target_ptx_ops = {
     .finish_kernel = ptx_finish,
     .local_param_base = ptx_local_param_base,
     .o2_pipeline = ptx_o2_pipeline,
+    .o2_leaf = ptx_o2_leaf,
     .before_loops = ptx_before_loops,
     .o2_loops = ptx_o2_loops,
     .before_codegen = ptx_before_codegen,
