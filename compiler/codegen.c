@@ -2379,7 +2379,8 @@ static bool four_trips_wanted(cg *c, const xpj_func *f, const xpj_inst *in,
     return false;
   unsigned loads = global_loads(c, f, in->blk[1], false, &other);
   return loads > 0 && loads < 4 && !other && computes_only(f, in->blk[0], 0) &&
-         computes_only(f, in->blk[2], lf->var) && stores_in(f, in->blk[2], lf->var) == 1 &&
+         computes_only(f, in->blk[2], lf->var) &&
+         stores_in(f, in->blk[2], lf->var) == 1 &&
          trip_invariant(f, in, lf->bound, 0) && trip_invariant(f, in, lf->step, 0) &&
          block_size(c, f, in->blk[1], 2000, 0) < 2000;
 }
@@ -2416,9 +2417,10 @@ static void no_unroll(cg *c, LLVMValueRef latch) {
  * stores i once, and wrapping adds agree), and no chain of adds through
  * the copies, which ptxas scheduled loads behind (one load in flight
  * instead of four where the step was hidden from scalar evolution:
- * target_ptx.c, opaque_steps). LLVM's run-time unroller (an unroll count on the loop) did the same from
- * the trip count, a division, at twice the compile time of the rolled loop
- * (docs/benchmarks.md, issue 19, twelfth session). A `continue` in a copy
+ * target_ptx.c, opaque_steps). LLVM's run-time unroller (an unroll count
+ * on the loop) did the same from the trip count, a division, at twice the
+ * compile time of the rolled loop (docs/benchmarks.md, issue 19, twelfth
+ * session). A `continue` in a copy
  * goes to that copy's step. Neither loop is unrolled further (as NVVM
  * marks its unrolled loops and their remainders): the unrolled one has
  * its loads in flight, the other runs at most three trips. */
@@ -2472,7 +2474,8 @@ static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in,
     fr->nloops--;
     br(c, step);
     LLVMPositionBuilderAtEnd(c->b, step);
-    LLVMValueRef ks = k ? LLVMBuildMul(c->b, s, LLVMConstInt(t, (unsigned)k + 1, 0), "") : s;
+    LLVMValueRef ks =
+        k ? LLVMBuildMul(c->b, s, LLVMConstInt(t, (unsigned)k + 1, 0), "") : s;
     store_elem(c, var, LLVMBuildAdd(c->b, i0, ks, ""), is);
     if (k == 3) {
       if (!terminated(c))
