@@ -1337,6 +1337,25 @@ static void test_ptx_opaque_steps(void **state) {
   free(ll);
 }
 
+/* A kernel that calls no function of its own takes the -O2 pipeline
+ * without inlining (target_ptx.c, ptx_o2_leaf): a local array its clean-up
+ * leaves unused is still dropped, as after inlining (no .shared for it). */
+static void test_ptx_leaf_dead_local(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel k(x: global f32[]) ndrange(1) {\n"
+      "    local t: f32[8192];\n"
+      "    let i = global_id(0);\n"
+      "    if i < 0 { t[local_id(0)] = x[i]; barrier(local);\n"
+      "               x[i] = t[(local_id(0) + 1) % 8192]; }\n"
+      "    x[i] = x[i] + 1.0;\n"
+      "}\n";
+  char *ptx = ptx_at(src, "k", 2);
+  if (strstr(ptx, ".shared"))
+    fail_msg("a dead local array is declared:\n%s", ptx);
+  free(ptx);
+}
+
 /* The exit test of a loop stepping by a constant reads the stepped value
  * (j + 8 < 32, not j < 24, which InstCombine makes of it): ptxas then
  * counts the trips and unrolls the loop (transpose_tiled: four loads in
@@ -2170,6 +2189,7 @@ int main(void) {
       cmocka_unit_test(test_libdevice_arch),
       cmocka_unit_test(test_ptx_unroll),
       cmocka_unit_test(test_ptx_opaque_steps),
+      cmocka_unit_test(test_ptx_leaf_dead_local),
       cmocka_unit_test(test_ptx_stepped_exit),
       cmocka_unit_test(test_fp_contract),
       cmocka_unit_test(test_flat_index_contiguous),
