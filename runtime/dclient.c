@@ -234,24 +234,30 @@ static xpd_err send_and_wait(int fd, const xpd_buf *b, uint64_t deadline,
   return XPD_E_OK;
 }
 
+typedef xpd_err (*frame_reader)(int fd, uint32_t max, uint64_t deadline,
+                                xpd_header *h, uint8_t **payload, char *err,
+                                size_t errsize);
+
+/* Sends b, then reads its answer with reader (one frame, or a reply read
+ * whole) */
+static xpd_err call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
+                    frame_reader reader, xpd_header *h, uint8_t **payload,
+                    char *err, size_t errsize) {
+  uint64_t deadline = xpd_now_ms() + (uint64_t)timeout_ms;
+  xpd_err e = send_and_wait(fd, b, deadline, payload, err, errsize);
+  return e != XPD_E_OK ? e : reader(fd, max, deadline, h, payload, err, errsize);
+}
+
 xpd_err xpd_call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
                  xpd_header *h, uint8_t **payload, char *err,
                  size_t errsize) {
-  uint64_t deadline = xpd_now_ms() + (uint64_t)timeout_ms;
-  xpd_err e = send_and_wait(fd, b, deadline, payload, err, errsize);
-  return e != XPD_E_OK ? e
-                       : xpd_read_frame(fd, max, deadline, h, payload, err,
-                                        errsize);
+  return call(fd, b, max, timeout_ms, xpd_read_frame, h, payload, err, errsize);
 }
 
 xpd_err xpd_call_one(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
                      xpd_header *h, uint8_t **payload, char *err,
                      size_t errsize) {
-  uint64_t deadline = xpd_now_ms() + (uint64_t)timeout_ms;
-  xpd_err e = send_and_wait(fd, b, deadline, payload, err, errsize);
-  return e != XPD_E_OK ? e
-                       : xpd_read_reply(fd, max, deadline, h, payload, err,
-                                        errsize);
+  return call(fd, b, max, timeout_ms, xpd_read_reply, h, payload, err, errsize);
 }
 
 int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
