@@ -647,10 +647,13 @@ static LLVMValueRef ptx_local_param_base(cg *c) {
   SIMPLIFYCFG("no-switch-to-arithmetic;no-hoist-common-insts;"                \
               "no-sink-common-insts;")
 #define INSTCOMBINE "instcombine<max-iterations=1;no-verify-fixpoint>"
+/* (no clean-up after the rotation: ptx_o2_loops's InstCombine and
+ * SimplifyCFG follow; one here as well changed none of the 95 example
+ * kernels' PTX, docs/benchmarks.md, issue 19, seventeenth session) */
 #define LOOPS_ROTATED                                                         \
   "loop-mssa(licm<allowspeculation>,"                                         \
   "loop-rotate<header-duplication;no-prepare-for-lto>,"                       \
-  "licm<allowspeculation>)," PLAIN_CFG "," INSTCOMBINE
+  "licm<allowspeculation>)"
 static const char ptx_o2_pipeline[] =
     /* each function cleaned up before it is inlined */
     "function(sroa<modify-cfg>,early-cse<>," PLAIN_CFG "," INSTCOMBINE "),"
@@ -671,7 +674,7 @@ static const char ptx_o2_pipeline[] =
  * expression; 2.3% faster (docs/benchmarks.md, issue 19, sixteenth
  * session). */
 static const char ptx_o2_leaf[] =
-    "function(sroa<modify-cfg>,early-cse<memssa>," PLAIN_CFG "," INSTCOMBINE
+    "function(sroa<modify-cfg>,early-cse<>," PLAIN_CFG "," INSTCOMBINE
     "," PLAIN_CFG "," LOOPS_ROTATED "),"
     /* local arrays the clean-up left unused: no .shared for them */
     "globaldce";
@@ -686,7 +689,10 @@ static const char ptx_o2_loops[] =
      * that dominate each), most of its time, to no effect on the code */
     "loop(loop-unroll-full),"
     "loop(indvars,loop-deletion),"
-    "sroa<modify-cfg>,gvn<>," INSTCOMBINE ",dse,"
+    /* what the unrolling left: scalars out of memory, redundancy (GVN
+     * and dead-store elimination here changed no kernel's SASS and were
+     * a tenth of a loop kernel's compile) */
+    "sroa<modify-cfg>,early-cse<memssa>," INSTCOMBINE ","
     /* x / n and x % n of one index share the division */
     "div-rem-pairs,"
     /* no partial or runtime unrolling: the stride loops that load global
@@ -696,8 +702,9 @@ static const char ptx_o2_loops[] =
      * loop made the SASS of those loops 1.1-2x larger and was most of
      * their compile; partial unrolling of large constant trip counts
      * changed two of 95 kernels, one up and one down (docs/benchmarks.md,
-     * seventh and eighth sessions of issue 19). -O3 keeps both. */
-    "loop-mssa(licm<allowspeculation>),"
+     * seventh and eighth sessions of issue 19). -O3 keeps both. No LICM
+     * again: the unrolled loops' invariants were hoisted before it (one
+     * kernel of 95 changed without it, matmul_regblock: 6% less SASS). */
     SIMPLIFYCFG("switch-to-arithmetic;hoist-common-insts;sink-common-insts;")
     ")";
 
@@ -706,13 +713,12 @@ static const char ptx_o2_loops[] =
  * default<O2> does; __CUDA_ARCH already by fold_cuda_arch: the pass
  * would say 0), inlined (all of them are
  * alwaysinline: the always-inliner, without the call-graph inliner's
- * costs), and the result cleaned up once (scalars out of memory,
- * redundancy such as the range reduction sin and cos of one angle share,
- * the CFG) */
+ * costs), and the result cleaned up once (redundancy such as the range
+ * reduction sin and cos of one angle share, the CFG; SROA here changed
+ * no kernel's PTX: libdevice's functions keep nothing in memory) */
 static const char ptx_late_pipeline[] =
     "nvvm-reflect,always-inline,globaldce,"
-    "function(sroa<modify-cfg>,early-cse<memssa>," PLAIN_CFG "," INSTCOMBINE
-    ")";
+    "function(early-cse<memssa>," PLAIN_CFG "," INSTCOMBINE ")";
 
 static bool calls_libdevice(cg *c) {
   for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f;
