@@ -674,7 +674,9 @@ static const char ptx_o2_pipeline[] =
  * expression; 2.3% faster (docs/benchmarks.md, issue 19, sixteenth
  * session). */
 static const char ptx_o2_leaf[] =
-    "function(sroa<modify-cfg>,early-cse<>," PLAIN_CFG "," INSTCOMBINE
+    /* (mem2reg: the scalars; private arrays wait for SROA after the
+     * unrolling, ptx_o2_loops) */
+    "function(mem2reg,early-cse<>," PLAIN_CFG "," INSTCOMBINE
     "," PLAIN_CFG "," LOOPS_ROTATED "),"
     /* local arrays the clean-up left unused: no .shared for them */
     "globaldce";
@@ -686,9 +688,10 @@ static const char ptx_o2_loops[] =
     /* unrolled first, then canonical: induction-variable simplification
      * of a loop whose constant-trip inner loops are still rolled proved
      * facts about every index in them (scalar evolution over the guards
-     * that dominate each), most of its time, to no effect on the code */
-    "loop(loop-unroll-full),"
-    "loop(indvars,loop-deletion),"
+     * that dominate each), most of its time, to no effect on the code.
+     * One loop pipeline does both: it visits inner loops before the loops
+     * around them (the same PTX as two, one after the other) */
+    "loop(loop-unroll-full,indvars,loop-deletion),"
     /* what the unrolling left: scalars out of memory, redundancy (GVN
      * and dead-store elimination here changed no kernel's SASS and were
      * a tenth of a loop kernel's compile) */
