@@ -692,10 +692,11 @@ static const char ptx_o2_loops[] =
      * One loop pipeline does both: it visits inner loops before the loops
      * around them (the same PTX as two, one after the other) */
     "loop(loop-unroll-full,indvars,loop-deletion),"
-    /* what the unrolling left: scalars out of memory, redundancy (GVN
-     * and dead-store elimination here changed no kernel's SASS and were
-     * a tenth of a loop kernel's compile) */
-    "sroa<modify-cfg>,early-cse<memssa>," INSTCOMBINE ","
+    /* what the unrolling left: scalars out of memory, redundancy (GVN,
+     * dead-store elimination or MemorySSA's loads across stores here
+     * changed no kernel's SASS and were a tenth of a loop kernel's
+     * compile) */
+    "sroa<preserve-cfg>,early-cse<>," INSTCOMBINE ","
     /* x / n and x % n of one index share the division */
     "div-rem-pairs,"
     /* no partial or runtime unrolling: the stride loops that load global
@@ -721,7 +722,7 @@ static const char ptx_o2_loops[] =
  * no kernel's PTX: libdevice's functions keep nothing in memory) */
 static const char ptx_late_pipeline[] =
     "nvvm-reflect,always-inline,globaldce,"
-    "function(early-cse<memssa>," PLAIN_CFG "," INSTCOMBINE ")";
+    "function(early-cse<>," PLAIN_CFG "," INSTCOMBINE ")";
 
 static bool calls_libdevice(cg *c) {
   for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f;
