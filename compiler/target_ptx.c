@@ -649,7 +649,9 @@ static LLVMValueRef ptx_local_param_base(cg *c) {
 #define INSTCOMBINE "instcombine<max-iterations=1;no-verify-fixpoint>"
 /* (no clean-up after the rotation: ptx_o2_loops's InstCombine and
  * SimplifyCFG follow; one here as well changed none of the 95 example
- * kernels' PTX, docs/benchmarks.md, issue 19, seventeenth session) */
+ * kernels' PTX, and of about 1,100 others an adversarial review wrote or
+ * took from the tests two, neither clearly for the better:
+ * docs/benchmarks.md, issue 19, seventeenth session) */
 #define LOOPS_ROTATED                                                         \
   "loop-mssa(licm<allowspeculation>,"                                         \
   "loop-rotate<header-duplication;no-prepare-for-lto>,"                       \
@@ -674,9 +676,7 @@ static const char ptx_o2_pipeline[] =
  * expression; 2.3% faster (docs/benchmarks.md, issue 19, sixteenth
  * session). */
 static const char ptx_o2_leaf[] =
-    /* (mem2reg: the scalars; private arrays wait for SROA after the
-     * unrolling, ptx_o2_loops) */
-    "function(mem2reg,early-cse<>," PLAIN_CFG "," INSTCOMBINE
+    "function(sroa<modify-cfg>,early-cse<memssa>," PLAIN_CFG "," INSTCOMBINE
     "," PLAIN_CFG "," LOOPS_ROTATED "),"
     /* local arrays the clean-up left unused: no .shared for them */
     "globaldce";
@@ -692,11 +692,16 @@ static const char ptx_o2_loops[] =
      * One loop pipeline does both: it visits inner loops before the loops
      * around them (the same PTX as two, one after the other) */
     "loop(loop-unroll-full,indvars,loop-deletion),"
-    /* what the unrolling left: scalars out of memory, redundancy (GVN,
-     * dead-store elimination or MemorySSA's loads across stores here
-     * changed no kernel's SASS and were a tenth of a loop kernel's
-     * compile) */
-    "sroa<preserve-cfg>,early-cse<>," INSTCOMBINE ","
+    /* what the unrolling left: scalars out of memory (SROA that may
+     * change the CFG: a private array indexed by a 0/1 the data choose
+     * stays out of local memory), redundancy (GVN: a global element
+     * stored then loaded across a branch, bounds checks an early return
+     * already made), dead stores to private arrays (median3x3 f64: a
+     * third more SASS without DSE). Each was a few per cent of a loop
+     * kernel's compile and changed none of the 95 example kernels, but
+     * kernels written to need them did (docs/benchmarks.md, issue 19,
+     * seventeenth session: an adversarial review). */
+    "sroa<modify-cfg>,gvn<>," INSTCOMBINE ",dse,"
     /* x / n and x % n of one index share the division */
     "div-rem-pairs,"
     /* no partial or runtime unrolling: the stride loops that load global
@@ -706,9 +711,10 @@ static const char ptx_o2_loops[] =
      * loop made the SASS of those loops 1.1-2x larger and was most of
      * their compile; partial unrolling of large constant trip counts
      * changed two of 95 kernels, one up and one down (docs/benchmarks.md,
-     * seventh and eighth sessions of issue 19). -O3 keeps both. No LICM
-     * again: the unrolled loops' invariants were hoisted before it (one
-     * kernel of 95 changed without it, matmul_regblock: 6% less SASS). */
+     * seventh and eighth sessions of issue 19). -O3 keeps both. LICM
+     * again: what the unrolling made invariant in the loop around (four
+     * cos of a constant angle, divisions by a parameter) leaves it. */
+    "loop-mssa(licm<allowspeculation>),"
     SIMPLIFYCFG("switch-to-arithmetic;hoist-common-insts;sink-common-insts;")
     ")";
 
