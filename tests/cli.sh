@@ -39,6 +39,8 @@ expect 2 "$CLI" ir examples/axpy.xpk --kernel axpy --dtype T=float
 expect 2 "$CLI" ir examples/axpy.xpk --dtype T=f32
 expect 2 "$CLI" ir examples/axpy.xpk examples/reduce.xpk
 expect 0 "$CLI" check examples/*.xpk
+# the kernels for checking PTX pipeline changes (docs/benchmarks.md) stay valid
+expect 0 "$CLI" check bench/pipeline/*.xpk
 expect 1 "$CLI" check examples/axpy.xpk tests/golden/errors.xpk
 expect 1 "$CLI" check /nonexistent.xpk
 expect 1 "$CLI" check /
