@@ -12,6 +12,7 @@ BUILD    ?= build
 PREFIX   ?= /usr/local
 CC       ?= cc
 FUZZ_CC  ?= clang
+FUZZ_CXX ?= clang++
 FUZZ_TIME ?= 60
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
@@ -49,7 +50,9 @@ LLVM_SRCS := compiler/codegen.c compiler/target_cpu.c compiler/target_ptx.c \
              compiler/cpu_orc.c compiler/spirv_tools.c
 CORE_SRCS := $(filter-out $(LLVM_SRCS),$(LIB_SRCS))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
-LLVM_OBJS := $(LLVM_SRCS:%.c=$(BUILD)/obj/%.o)
+# The one C++ file: what the LLVM C API cannot do (compiler/llvm_emit.cpp)
+LLVM_CXX_SRCS := compiler/llvm_emit.cpp
+LLVM_OBJS := $(LLVM_SRCS:%.c=$(BUILD)/obj/%.o) $(LLVM_CXX_SRCS:%.cpp=$(BUILD)/obj/%.o)
 # the plugin's own copies of what the LLVM objects call in the library
 LLVM_SO_OBJS := $(LLVM_OBJS) $(BUILD)/obj/ir/ir.o $(BUILD)/obj/ir/alloc.o
 CLI_SRCS := tools/xpjit-cli.c tools/cli_args.c tools/cli_out.c tools/cli_cache.c \
@@ -117,6 +120,13 @@ endif
 $(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h) Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+# LLVM's C++ headers, as llvm-config says to compile against them
+CXXFLAGS_LLVM = $(shell $(LLVM_CONFIG) --cxxflags) -fno-rtti -Wall -Wextra -Werror \
+                -Wno-unused-parameter $(OPT) $(SAN) -fPIC -Icompiler $(CXXFLAGS)
+$(BUILD)/obj/%.o: %.cpp compiler/llvm_emit.h Makefile
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS_LLVM) -c $< -o $@
 
 $(LIB_INT): $(CORE_OBJS)
 	@mkdir -p $(dir $@)
@@ -246,7 +256,7 @@ asan:
 # whose commands a waiting thread submits (runtime/queue.c help_streams)
 TSAN_TESTS := test_threads test_redis test_daemon test_cuda test_ze
 tsan:
-	$(MAKE) BUILD=build-tsan CC=clang OPT="-O1 -g" SAN="-fsanitize=thread" \
+	$(MAKE) BUILD=build-tsan CC=clang CXX=clang++ OPT="-O1 -g" SAN="-fsanitize=thread" \
 	  $(TSAN_TESTS:%=build-tsan/tests/%) build-tsan/libexec/xpjit/xpjit-cc \
 	  build-tsan/bin/xpjitd build-tsan/lib/libxpjit-llvm.so.0 build-tsan/lib/libxpjit-spirv.so.0 \
 	  $(patsubst tests/mock/%.c,build-tsan/tests/mock/lib%.so,$(wildcard tests/mock/*.c))
@@ -264,11 +274,17 @@ fuzz: $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 	    -rss_limit_mb=2048 -print_final_stats=1 \
 	    -dict=tests/fuzz/xpk.dict tests/fuzz/corpus/$$n || exit 1; done
 
-build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h)
+build-fuzz/llvm_emit.o: $(LLVM_CXX_SRCS) compiler/llvm_emit.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(shell $(LLVM_CONFIG) --cxxflags) -fno-rtti -g -O1 \
+	  -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+	  -Icompiler -c -o $@ $<
+
+build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) build-fuzz/llvm_emit.o $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CSTD) -g -O1 -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) \
-	  -o $@ $< $(LIB_SRCS) $(LDLIBS_ALL)
+	  -o $@ $< $(LIB_SRCS) build-fuzz/llvm_emit.o $(LDLIBS_ALL)
 
 bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(BUILD)/bench/cache $(BUILD)/bench/daemon $(BUILD)/bench/opencl $(BUILD)/bench/groups $(BUILD)/bench/launch $(BUILD)/bench/gpu
 	sh tools/bench-deps.sh
@@ -393,7 +409,7 @@ install: all
 	  > $(DESTDIR)$(PREFIX)/lib/systemd/user/xpjitd.service
 
 format:
-	clang-format -i include/*.h ir/*.[ch] compiler/*.[ch] tools/*.c tests/*.[ch] tests/fuzz/*.c
+	clang-format -i include/*.h ir/*.[ch] compiler/*.[ch] compiler/*.cpp tools/*.c tests/*.[ch] tests/fuzz/*.c
 
 clean:
 	rm -rf build build-asan build-fuzz python/xpjit/_fast*.so

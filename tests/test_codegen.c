@@ -6,12 +6,15 @@
  */
 #include "cgutil.h"
 #include "llvm.h"
+#include "llvm_emit.h"
 #include "spirv_check.h"
 #include "worker.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <llvm-c/IRReader.h>
+#include <llvm-c/TargetMachine.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1597,6 +1600,28 @@ static void test_libdevice_late(void **state) {
   free(keep);
 }
 
+/* In a child: kernel k of sp compiled here for target (into *tg) as a
+ * job of the plugin's, as a compile server's worker does (job.worker) or
+ * not, into *r; exits 98 when target does not parse. */
+static void compile_job(const xpj_module *sp, const char *k,
+                        const char *target, const char *libdevice,
+                        bool worker, xpj_target *tg, xpj_result *r) {
+  if (xpj_target_parse(target, tg, NULL, 0) != XPJ_OK)
+    _exit(98);
+  xpj_job j;
+  memset(&j, 0, sizeof j);
+  j.m = sp;
+  j.kernel = xpj_module_find(sp, k);
+  j.target = tg;
+  xpj_compile_opts_default(&j.opts);
+  j.emit = XPJ_EMIT_BIN;
+  xpj_entry_name(k, j.entry, sizeof j.entry);
+  snprintf(j.libdevice, sizeof j.libdevice, "%s", libdevice);
+  j.worker = worker;
+  memset(r, 0, sizeof *r);
+  xpj_llvm_plugin_api.compile(&j, r);
+}
+
 /* Compiles kernel k of sp for ptx:sm_90 in a child, as a worker does
  * (job.worker: it may take libdevice read ahead) or not; the child's exit
  * status: 0 compiled, 99 refused libdevice as not bitcode, 97 other. */
@@ -1611,21 +1636,8 @@ static int compile_in_child(const xpj_module *sp, const char *k,
     if (no_files && setrlimit(RLIMIT_NOFILE, &none) != 0)
       _exit(96);
     xpj_target tg;
-    if (xpj_target_parse("ptx:sm_90", &tg, NULL, 0) != XPJ_OK)
-      _exit(98);
-    xpj_job j;
-    memset(&j, 0, sizeof j);
-    j.m = sp;
-    j.kernel = xpj_module_find(sp, k);
-    j.target = &tg;
-    xpj_compile_opts_default(&j.opts);
-    j.emit = XPJ_EMIT_BIN;
-    xpj_entry_name(k, j.entry, sizeof j.entry);
-    snprintf(j.libdevice, sizeof j.libdevice, "%s", libdevice);
-    j.worker = worker;
     xpj_result r;
-    memset(&r, 0, sizeof r);
-    xpj_llvm_plugin_api.compile(&j, &r);
+    compile_job(sp, k, "ptx:sm_90", libdevice, worker, &tg, &r);
     if (r.status == XPJ_OK)
       _exit(0);
     /* the failure expected of a spoilt file, or another */
@@ -1705,6 +1717,160 @@ static void test_libdevice_ahead(void **state) {
   assert_int_equal(waitpid(pid, &ws, 0), pid);
   assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
   unlink(path);
+  xpj_module_destroy(sp);
+  xpj_module_destroy(m);
+}
+
+/* kernel k of sp as LLVM IR for target, parsed into ctx */
+static LLVMModuleRef ir_module(LLVMContextRef ctx, const xpj_module *sp,
+                               const char *k, const char *target) {
+  xpj_result *r = compile_for(sp, k, target, XPJ_EMIT_LLVM);
+  size_t n;
+  const uint8_t *ir = xpj_result_data(r, &n);
+  LLVMMemoryBufferRef mb =
+      LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)ir, n, "ir");
+  LLVMModuleRef mod = NULL;
+  char *msg = NULL;
+  if (LLVMParseIRInContext(ctx, mb, &mod, &msg))
+    fail_msg("IR: %s", msg);
+  xpj_result_destroy(r);
+  return mod;
+}
+
+/* A code generator built before its module (llvm_emit.cpp) emits what
+ * LLVMTargetMachineEmitToMemoryBuffer emits for the same module and
+ * machine, PTX text and CPU objects alike; it fits its own machine and
+ * file type only, and runs once. */
+static void test_emitter(void **state) {
+  (void)state;
+  xpj_llvm_plugin_api.init();
+  xpj_module *m = load_example("reduce.xpk");
+  xpj_module *sp = spec_kernel(m, "dot", XPJ_F32, 0);
+  assert_non_null(sp);
+  static const struct {
+    const char *target, *triple, *cpu, *features;
+    LLVMCodeGenFileType ft;
+  } cases[] = {
+      {"ptx:sm_90", "nvptx64-nvidia-cuda", "sm_90", "+ptx78", LLVMAssemblyFile},
+      {"cpu:x86-64", "x86_64-pc-linux-gnu", "x86-64", "", LLVMObjectFile},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef a = ir_module(ctx, sp, "dot", cases[i].target);
+    LLVMModuleRef b = LLVMCloneModule(a);
+    char *msg = NULL;
+    LLVMTargetRef t;
+    assert_int_equal(LLVMGetTargetFromTriple(cases[i].triple, &t, &msg), 0);
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
+        t, cases[i].triple, cases[i].cpu, cases[i].features,
+        LLVMCodeGenLevelDefault, LLVMRelocPIC, LLVMCodeModelDefault);
+    LLVMTargetMachineRef other = LLVMCreateTargetMachine(
+        t, cases[i].triple, cases[i].cpu, cases[i].features,
+        LLVMCodeGenLevelDefault, LLVMRelocPIC, LLVMCodeModelDefault);
+    LLVMCodeGenFileType wrong =
+        cases[i].ft == LLVMAssemblyFile ? LLVMObjectFile : LLVMAssemblyFile;
+    xpj_emitter *e = xpj_emitter_create(tm, cases[i].ft);
+    assert_non_null(e);
+    assert_true(xpj_emitter_fits(e, tm, cases[i].ft));
+    assert_false(xpj_emitter_fits(e, tm, wrong));
+    assert_false(xpj_emitter_fits(e, other, cases[i].ft));
+    assert_false(xpj_emitter_fits(NULL, tm, cases[i].ft));
+    const char *d;
+    size_t n;
+    assert_int_equal(xpj_emitter_run(e, a, &d, &n), 0);
+    LLVMMemoryBufferRef ref = NULL;
+    assert_int_equal(
+        LLVMTargetMachineEmitToMemoryBuffer(tm, b, cases[i].ft, &msg, &ref), 0);
+    assert_true(n > 0);
+    assert_int_equal(n, LLVMGetBufferSize(ref));
+    assert_memory_equal(d, LLVMGetBufferStart(ref), n);
+    if (cases[i].ft == LLVMAssemblyFile)
+      assert_non_null(strstr(d, ".entry"));
+    /* once only */
+    assert_false(xpj_emitter_fits(e, tm, cases[i].ft));
+    assert_int_equal(xpj_emitter_run(e, b, &d, &n), -1);
+    LLVMDisposeMemoryBuffer(ref);
+    xpj_emitter_destroy(e);
+    LLVMDisposeTargetMachine(other);
+    LLVMDisposeTargetMachine(tm);
+    LLVMDisposeModule(a);
+    LLVMDisposeModule(b);
+    LLVMContextDispose(ctx);
+  }
+  xpj_emitter_destroy(NULL);
+  xpj_module_destroy(sp);
+  xpj_module_destroy(m);
+}
+
+/* Kernel k of sp compiled in a child for target as a worker of a compile
+ * server (job.worker) or not: 0 when its binary is ref's (n bytes), 1
+ * when another, 2 when the compile failed; + 10 when it used a code
+ * generator built ahead (xpj_emitted_ahead). */
+static int emit_in_child(const xpj_module *sp, const char *k,
+                         const char *target, bool worker, const uint8_t *ref,
+                         size_t n) {
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    xpj_target tg;
+    xpj_result r;
+    unsigned before = xpj_emitted_ahead;
+    compile_job(sp, k, target, "", worker, &tg, &r);
+    int used = xpj_emitted_ahead - before == 1 ? 10 : 0;
+    if (r.status != XPJ_OK)
+      _exit(2 + used);
+    _exit((r.len == n && !memcmp(r.data, ref, n) ? 0 : 1) + used);
+  }
+  int ws;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  assert_true(WIFEXITED(ws));
+  return WEXITSTATUS(ws);
+}
+
+/* A compile server's code generators built ahead (emit_ahead) serve the
+ * workers forked after it, one compile each, for the machine and file
+ * type they were built for, and give the bytes the C API gives; a process
+ * that is no worker, another target, or a second compile in the same
+ * worker builds its own. */
+static void test_emit_ahead(void **state) {
+  (void)state;
+  xpj_module *m = load_example("reduce.xpk");
+  xpj_module *sp = spec_kernel(m, "dot", XPJ_F32, 0);
+  assert_non_null(sp);
+  static const char *const targets[] = {"ptx:sm_90", "cpu:x86-64"};
+  for (size_t i = 0; i < 2; i++) {
+    xpj_target t;
+    assert_int_equal(xpj_target_parse(targets[i], &t, NULL, 0), XPJ_OK);
+    xpj_compile_opts o;
+    xpj_compile_opts_default(&o);
+    o.isolation = XPJ_ISOLATE_NONE; /* here: the machine is kept */
+    xpj_result *r = NULL;
+    assert_int_equal(xpj_compile(sp, "dot", &t, &o, XPJ_EMIT_BIN, &r), XPJ_OK);
+    size_t n;
+    const uint8_t *ref = xpj_result_data(r, &n);
+    assert_int_equal(emit_in_child(sp, "dot", targets[i], true, ref, n), 0);
+    xpj_llvm_plugin_api.emit_ahead();
+    assert_int_equal(emit_in_child(sp, "dot", targets[i], true, ref, n), 10);
+    assert_int_equal(emit_in_child(sp, "dot", targets[i], false, ref, n), 0);
+    /* this process never uses them: its compiles are the same as before,
+     * and the workers forked after them still find theirs */
+    assert_int_equal(emit_in_child(sp, "dot", targets[i], true, ref, n), 10);
+    xpj_result *again = NULL;
+    unsigned before = xpj_emitted_ahead;
+    assert_int_equal(xpj_compile(sp, "dot", &t, &o, XPJ_EMIT_BIN, &again),
+                     XPJ_OK);
+    assert_int_equal(xpj_emitted_ahead, before);
+    size_t n2;
+    const uint8_t *d2 = xpj_result_data(again, &n2);
+    assert_int_equal(n2, n);
+    assert_memory_equal(d2, ref, n);
+    xpj_result_destroy(again);
+    assert_int_equal(emit_in_child(sp, "dot", targets[i], true, ref, n), 10);
+    xpj_result_destroy(r);
+  }
+  /* a target no machine was kept for (no test here compiles for sm_89):
+   * compiled (other bytes), not ahead */
+  assert_int_equal(emit_in_child(sp, "dot", "ptx:sm_89", true, NULL, 0), 1);
   xpj_module_destroy(sp);
   xpj_module_destroy(m);
 }
@@ -2304,6 +2470,8 @@ int main(void) {
       cmocka_unit_test(test_fp_contract),
       cmocka_unit_test(test_flat_index_contiguous),
       cmocka_unit_test(test_libdevice_ahead),
+      cmocka_unit_test(test_emitter),
+      cmocka_unit_test(test_emit_ahead),
       cmocka_unit_test(test_libdevice_late),
       cmocka_unit_test(test_libdevice_names),
       cmocka_unit_test(test_collectives_gpu),
