@@ -274,9 +274,10 @@ fuzz: $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 	    -rss_limit_mb=2048 -print_final_stats=1 \
 	    -dict=tests/fuzz/xpk.dict tests/fuzz/corpus/$$n || exit 1; done
 
-build-fuzz/llvm_emit.o: $(LLVM_CXX_SRCS) compiler/llvm_emit.h
+build-fuzz/llvm_emit.o: $(LLVM_CXX_SRCS) compiler/llvm_emit.h Makefile
 	@mkdir -p $(dir $@)
-	$(FUZZ_CXX) $(shell $(LLVM_CONFIG) --cxxflags) -fno-rtti -g -O1 \
+	$(FUZZ_CXX) $(shell $(LLVM_CONFIG) --cxxflags) -fno-rtti -Wall -Wextra -Werror \
+	  -Wno-unused-parameter -g -O1 \
 	  -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
 	  -Icompiler -c -o $@ $<
 

@@ -12,6 +12,7 @@
 #define XPJ_CG_H
 
 #include "ir_impl.h"
+#include "llvm_emit.h"
 #include "xpjit_codegen.h"
 
 #include <llvm-c/Core.h>
@@ -20,6 +21,15 @@
 #include <stdbool.h>
 
 typedef struct cg cg;
+
+/* What the compile server built ahead for a machine it keeps
+ * (compile_llvm.c, emit_ahead), for its workers: the code generator and
+ * the optimisation pipelines; NULL where not built. */
+enum { CG_AHEAD_PASSES = 4 };
+typedef struct cg_ahead {
+  xpj_emitter *emit;
+  xpj_passes *passes[CG_AHEAD_PASSES];
+} cg_ahead;
 typedef struct cg_frame cg_frame;
 
 /* local arrays of a kernel given their own alias scope (CPU) */
@@ -142,6 +152,10 @@ struct cg {
   LLVMContextRef ctx;
   LLVMModuleRef mod;
   LLVMTargetMachineRef tm; /* the compile's machine (may be NULL early) */
+  /* a compile server's worker (one compile, then the exit), and what its
+   * server built ahead for tm (used only then) */
+  bool worker;
+  cg_ahead ahead;
   LLVMBuilderRef b;
   const cg_target_ops *ops;
   const xpj_target *target;

@@ -100,8 +100,9 @@ typedef struct kept_machine {
   char key[1200];
   LLVMTargetMachineRef tm;
   unsigned uses;
-  /* its code generator built ahead (emit_ahead), or NULL */
-  xpj_emitter *emitter;
+  xpj_target_kind kind; /* of its target */
+  unsigned level;       /* its optimisation level */
+  cg_ahead ahead;       /* emit_ahead's */
 } kept_machine;
 
 static kept_machine kept[KEPT_MAX];
@@ -124,10 +125,10 @@ static void machine_key(const xpj_job *j, char *key, size_t size) {
            j->opts.opt_level);
 }
 
-/* A kept machine for key (its uses so far in *uses, its code generator
- * built ahead in *em), or NULL. */
+/* A kept machine for key (its uses so far in *uses, what was built ahead
+ * for it in *ah), or NULL. */
 static LLVMTargetMachineRef machine_take(const char *key, unsigned *uses,
-                                         xpj_emitter **em) {
+                                         cg_ahead *ah) {
   LLVMTargetMachineRef tm = NULL;
   pthread_once(&kept_once, kept_atfork);
   pthread_mutex_lock(&kept_mu);
@@ -135,31 +136,41 @@ static LLVMTargetMachineRef machine_take(const char *key, unsigned *uses,
     if (!strcmp(kept[i].key, key)) {
       tm = kept[i].tm;
       *uses = kept[i].uses;
-      *em = kept[i].emitter;
+      *ah = kept[i].ahead;
       kept[i] = kept[--nkept];
     }
   pthread_mutex_unlock(&kept_mu);
   return tm;
 }
 
-/* Keeps tm (and em, its code generator built ahead, unused) for the next
- * compile of key, or disposes of them. */
-static void machine_give(const char *key, LLVMTargetMachineRef tm,
-                         unsigned uses, xpj_emitter *em) {
+/* Frees what was built ahead for a machine (none of it used). */
+static void ahead_free(cg_ahead *ah) {
+  xpj_emitter_destroy(ah->emit);
+  for (unsigned i = 0; i < CG_AHEAD_PASSES; i++)
+    xpj_passes_destroy(ah->passes[i]);
+  memset(ah, 0, sizeof *ah);
+}
+
+/* Keeps tm (and ah, what was built ahead for it, unused) for the next
+ * compile of key (j's target and level), or disposes of them. */
+static void machine_give(const char *key, const xpj_job *j,
+                         LLVMTargetMachineRef tm, unsigned uses, cg_ahead *ah) {
   pthread_mutex_lock(&kept_mu);
   if (uses < KEPT_USES && nkept < KEPT_MAX) {
     kept_machine *k = &kept[nkept++];
     snprintf(k->key, sizeof k->key, "%s", key);
     k->tm = tm;
     k->uses = uses;
-    k->emitter = em;
+    k->kind = j->target->kind;
+    k->level = j->opts.opt_level;
+    k->ahead = *ah;
     tm = NULL;
-    em = NULL;
   }
   pthread_mutex_unlock(&kept_mu);
-  xpj_emitter_destroy(em);
-  if (tm)
+  if (tm) {
+    ahead_free(ah);
     LLVMDisposeTargetMachine(tm);
+  }
 }
 
 /* What a binary of a target kind is: PTX is text, the rest objects */
@@ -167,33 +178,49 @@ static LLVMCodeGenFileType bin_file_type(xpj_target_kind kind) {
   return kind == XPJ_TARGET_PTX ? LLVMAssemblyFile : LLVMObjectFile;
 }
 
-/* Builds, for each kept machine, the pass pipeline of its code generator
- * (xpj_emitter, llvm_emit.cpp) for the compiles of workers forked from
- * this process after it: a worker's binary of that machine runs it
- * instead of building its own (0.2-0.4 ms). The process itself never uses
- * them (a pipeline runs once): the compile server. */
+/* Builds, for each kept machine, its code generator (xpj_emitter: the
+ * pass pipeline of code generation, 0.2-0.4 ms a compile) and its
+ * optimisation pipelines (xpj_passes: those compile_here runs at the
+ * machine's level), in llvm_emit.cpp, for the compiles of workers forked
+ * from this process after it: a worker whose job fits runs them instead
+ * of building its own. The process itself never uses them (each runs
+ * once): the compile server. */
 static void emit_ahead(void) {
   pthread_once(&kept_once, kept_atfork);
   pthread_mutex_lock(&kept_mu);
-  for (unsigned i = 0; i < nkept; i++)
-    if (!kept[i].emitter)
-      kept[i].emitter = xpj_emitter_create(
-          kept[i].tm, bin_file_type((xpj_target_kind)atoi(kept[i].key)));
+  for (unsigned i = 0; i < nkept; i++) {
+    kept_machine *k = &kept[i];
+    const cg_target_ops *ops = ops_for(k->kind);
+    if (!k->ahead.emit)
+      k->ahead.emit = xpj_emitter_create(k->tm, bin_file_type(k->kind));
+    char dflt[32];
+    snprintf(dflt, sizeof dflt, "default<O%u>", k->level);
+    const char *texts[CG_AHEAD_PASSES] = {0};
+    if (k->level == 2 && ops->o2_pipeline) {
+      texts[0] = ops->o2_pipeline;
+      texts[1] = ops->o2_leaf;
+      texts[2] = ops->o2_loops;
+    } else {
+      texts[0] = dflt;
+    }
+    for (unsigned t = 0; t < CG_AHEAD_PASSES; t++)
+      if (texts[t] && !k->ahead.passes[t])
+        k->ahead.passes[t] = xpj_passes_create(k->tm, texts[t], ops->simt);
+  }
   pthread_mutex_unlock(&kept_mu);
 }
 
 /* The target machine for c's compile of j: a kept one (the module's
  * triple set from it), else a new one (ops->machine). */
 static LLVMTargetMachineRef machine_for(cg *c, const xpj_job *j, char *key,
-                                        size_t keysize, unsigned *uses,
-                                        xpj_emitter **em) {
+                                        size_t keysize, unsigned *uses) {
   *uses = 0;
-  *em = NULL;
+  memset(&c->ahead, 0, sizeof c->ahead);
   key[0] = 0;
   if (!c->ops->machine_reusable)
     return c->ops->machine(c);
   machine_key(j, key, keysize);
-  LLVMTargetMachineRef tm = machine_take(key, uses, em);
+  LLVMTargetMachineRef tm = machine_take(key, uses, &c->ahead);
   if (!tm)
     return c->ops->machine(c);
   char *triple = LLVMGetTargetMachineTriple(tm);
@@ -270,6 +297,11 @@ static LLVMContextRef take_ahead(const xpj_job *j, LLVMModuleRef *lib) {
 }
 
 void cg_run_pipeline(cg *c, const char *pipeline) {
+  for (unsigned i = 0; c->worker && i < CG_AHEAD_PASSES; i++)
+    if (xpj_passes_fits(c->ahead.passes[i], c->tm, pipeline, c->ops->simt)) {
+      xpj_passes_run(c->ahead.passes[i], c->mod);
+      return;
+    }
   LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
   if (c->ops->simt) {
     /* GPUs get their parallelism from work-items, not from vectors */
@@ -296,12 +328,13 @@ static unsigned defined_functions(LLVMModuleRef m) {
  * disassembled for XPJ_EMIT_ASM): by built, the machine's code generator
  * built ahead, in a worker whose job it fits, else by the C API's. */
 static void emit_binary(cg *c, const xpj_job *j, LLVMCodeGenFileType ft,
-                        xpj_emitter *built, xpj_result *r) {
+                        xpj_result *r) {
+  xpj_emitter *built = c->ahead.emit;
   const xpj_target *t = j->target;
   LLVMMemoryBufferRef buf = NULL;
   const char *p;
   size_t n;
-  if (j->worker && xpj_emitter_fits(built, c->tm, ft)) {
+  if (c->worker && xpj_emitter_fits(built, c->tm, ft)) {
     if (xpj_emitter_run(built, c->mod, &p, &n) != 0) {
       cg_fail(c, XPJ_ERR_COMPILE, "internal: code generator used twice");
       return;
@@ -373,9 +406,8 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
   c.t_ptr = LLVMPointerTypeInContext(c.ctx, 0);
   char tm_key[1200];
   unsigned tm_uses;
-  xpj_emitter *em_ahead;
-  LLVMTargetMachineRef tm =
-      machine_for(&c, j, tm_key, sizeof tm_key, &tm_uses, &em_ahead);
+  c.worker = j->worker;
+  LLVMTargetMachineRef tm = machine_for(&c, j, tm_key, sizeof tm_key, &tm_uses);
   LLVMTargetDataRef td = NULL;
   char *msg = NULL;
   c.tm = tm;
@@ -429,7 +461,7 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
           emit == XPJ_EMIT_BIN ? bin_file_type(t->kind)
           : t->kind == XPJ_TARGET_SPIRV ? LLVMObjectFile
                                         : LLVMAssemblyFile;
-      emit_binary(&c, j, ft, em_ahead, r);
+      emit_binary(&c, j, ft, r);
     }
   }
   if (c.status != XPJ_OK) {
@@ -449,7 +481,7 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
   if (td)
     LLVMDisposeTargetData(td);
   if (tm && tm_key[0])
-    machine_give(tm_key, tm, tm_uses + 1, em_ahead);
+    machine_give(tm_key, j, tm, tm_uses + 1, &c.ahead);
   else if (tm)
     LLVMDisposeTargetMachine(tm);
   LLVMContextDispose(c.ctx);

@@ -29,10 +29,28 @@ bool xpj_emitter_fits(const xpj_emitter *e, LLVMTargetMachineRef tm,
 int xpj_emitter_run(xpj_emitter *e, LLVMModuleRef m, const char **data,
                     size_t *len);
 /* How many modules this process emitted by code generators built ahead
- * (xpj_emitter_run's successes): what the tests look at. */
-extern unsigned xpj_emitted_ahead;
+ * (xpj_emitter_run's successes), and ran through pipelines built ahead
+ * (xpj_passes_run's): what the tests look at. */
+extern unsigned xpj_emitted_ahead, xpj_passes_ahead;
 /* Frees e; NULL is a no-op. */
 void xpj_emitter_destroy(xpj_emitter *e);
+
+/* An optimisation pipeline (the new pass manager's text, as for
+ * LLVMRunPasses) for tm, built now: its PassBuilder (loop and SLP
+ * vectorisation off when simt, as cg_run_pipeline asks), its analyses
+ * registered, its text parsed; NULL when the text does not parse or
+ * memory is short. tm must outlive it. */
+typedef struct xpj_passes xpj_passes;
+xpj_passes *xpj_passes_create(LLVMTargetMachineRef tm, const char *text,
+                              bool simt);
+/* Whether p is unused and was built for tm, this text and simt. */
+bool xpj_passes_fits(const xpj_passes *p, LLVMTargetMachineRef tm,
+                     const char *text, bool simt);
+/* Runs p on m (LLVMRunPasses's instrumentation registered for m's
+ * context first). A pipeline runs once: -1 after. */
+int xpj_passes_run(xpj_passes *p, LLVMModuleRef m);
+/* Frees p; NULL is a no-op. */
+void xpj_passes_destroy(xpj_passes *p);
 
 #ifdef __cplusplus
 }

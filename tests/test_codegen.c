@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <llvm-c/IRReader.h>
 #include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1605,7 +1606,8 @@ static void test_libdevice_late(void **state) {
  * not, into *r; exits 98 when target does not parse. */
 static void compile_job(const xpj_module *sp, const char *k,
                         const char *target, const char *libdevice,
-                        bool worker, xpj_target *tg, xpj_result *r) {
+                        bool worker, xpj_emit_kind emit, xpj_target *tg,
+                        xpj_result *r) {
   if (xpj_target_parse(target, tg, NULL, 0) != XPJ_OK)
     _exit(98);
   xpj_job j;
@@ -1614,7 +1616,7 @@ static void compile_job(const xpj_module *sp, const char *k,
   j.kernel = xpj_module_find(sp, k);
   j.target = tg;
   xpj_compile_opts_default(&j.opts);
-  j.emit = XPJ_EMIT_BIN;
+  j.emit = emit;
   xpj_entry_name(k, j.entry, sizeof j.entry);
   snprintf(j.libdevice, sizeof j.libdevice, "%s", libdevice);
   j.worker = worker;
@@ -1637,7 +1639,7 @@ static int compile_in_child(const xpj_module *sp, const char *k,
       _exit(96);
     xpj_target tg;
     xpj_result r;
-    compile_job(sp, k, "ptx:sm_90", libdevice, worker, &tg, &r);
+    compile_job(sp, k, "ptx:sm_90", libdevice, worker, XPJ_EMIT_BIN, &tg, &r);
     if (r.status == XPJ_OK)
       _exit(0);
     /* the failure expected of a spoilt file, or another */
@@ -1798,25 +1800,69 @@ static void test_emitter(void **state) {
     LLVMContextDispose(ctx);
   }
   xpj_emitter_destroy(NULL);
+  /* an optimisation pipeline built ahead gives LLVMRunPasses's module */
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef a = ir_module(ctx, sp, "dot", "ptx:sm_90");
+  LLVMModuleRef b = LLVMCloneModule(a);
+  char *msg = NULL;
+  LLVMTargetRef t;
+  assert_int_equal(LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, &msg), 0);
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
+      t, "nvptx64-nvidia-cuda", "sm_90", "+ptx78", LLVMCodeGenLevelDefault,
+      LLVMRelocPIC, LLVMCodeModelDefault);
+  static const char text[] = "default<O3>";
+  assert_null(xpj_passes_create(tm, "no-such-pass", true));
+  xpj_passes *p = xpj_passes_create(tm, text, true);
+  assert_non_null(p);
+  assert_true(xpj_passes_fits(p, tm, "default<O3>", true));
+  assert_false(xpj_passes_fits(p, tm, "default<O2>", true));
+  assert_false(xpj_passes_fits(p, tm, text, false));
+  assert_false(xpj_passes_fits(NULL, tm, text, true));
+  unsigned before = xpj_passes_ahead;
+  assert_int_equal(xpj_passes_run(p, a), 0);
+  assert_int_equal(xpj_passes_ahead, before + 1);
+  LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(pbo, 0);
+  LLVMPassBuilderOptionsSetSLPVectorization(pbo, 0);
+  assert_null(LLVMRunPasses(b, text, tm, pbo));
+  LLVMDisposePassBuilderOptions(pbo);
+  char *sa = LLVMPrintModuleToString(a), *sb = LLVMPrintModuleToString(b);
+  assert_string_equal(sa, sb);
+  LLVMDisposeMessage(sa);
+  LLVMDisposeMessage(sb);
+  assert_false(xpj_passes_fits(p, tm, text, true));
+  assert_int_equal(xpj_passes_run(p, b), -1);
+  xpj_passes_destroy(p);
+  xpj_passes_destroy(NULL);
+  LLVMDisposeTargetMachine(tm);
+  LLVMDisposeModule(a);
+  LLVMDisposeModule(b);
+  LLVMContextDispose(ctx);
   xpj_module_destroy(sp);
   xpj_module_destroy(m);
 }
 
 /* Kernel k of sp compiled in a child for target as a worker of a compile
  * server (job.worker) or not: 0 when its binary is ref's (n bytes), 1
- * when another, 2 when the compile failed; + 10 when it used a code
- * generator built ahead (xpj_emitted_ahead). */
+ * when another, 2 when the compile failed; + 4 when it used a code
+ * generator built ahead (xpj_emitted_ahead), + 8 when every optimisation
+ * pipeline it ran was built ahead (xpj_passes_ahead: one for the CPU's
+ * default<O2>, two for PTX, the -O2 pipeline and the loops'). */
 static int emit_in_child(const xpj_module *sp, const char *k,
-                         const char *target, bool worker, const uint8_t *ref,
-                         size_t n) {
+                         const char *target, bool worker, xpj_emit_kind emit,
+                         const uint8_t *ref, size_t n) {
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
     xpj_target tg;
     xpj_result r;
-    unsigned before = xpj_emitted_ahead;
-    compile_job(sp, k, target, "", worker, &tg, &r);
-    int used = xpj_emitted_ahead - before == 1 ? 10 : 0;
+    unsigned emitted = xpj_emitted_ahead, passes = xpj_passes_ahead;
+    compile_job(sp, k, target, "", worker, emit, &tg, &r);
+    int used =
+        (xpj_emitted_ahead - emitted == 1 ? 4 : 0) +
+        (xpj_passes_ahead - passes == (tg.kind == XPJ_TARGET_PTX ? 2u : 1u)
+             ? 8
+             : 0);
     if (r.status != XPJ_OK)
       _exit(2 + used);
     _exit((r.len == n && !memcmp(r.data, ref, n) ? 0 : 1) + used);
@@ -1827,11 +1873,11 @@ static int emit_in_child(const xpj_module *sp, const char *k,
   return WEXITSTATUS(ws);
 }
 
-/* A compile server's code generators built ahead (emit_ahead) serve the
- * workers forked after it, one compile each, for the machine and file
- * type they were built for, and give the bytes the C API gives; a process
- * that is no worker, another target, or a second compile in the same
- * worker builds its own. */
+/* A compile server's code generators and optimisation pipelines built
+ * ahead (emit_ahead) serve the workers forked after it, one compile each,
+ * for the machine, file type and pipeline they were built for, and give
+ * the bytes the C API gives; a process that is no worker or another
+ * target builds its own. */
 static void test_emit_ahead(void **state) {
   (void)state;
   xpj_module *m = load_example("reduce.xpk");
@@ -1848,29 +1894,53 @@ static void test_emit_ahead(void **state) {
     assert_int_equal(xpj_compile(sp, "dot", &t, &o, XPJ_EMIT_BIN, &r), XPJ_OK);
     size_t n;
     const uint8_t *ref = xpj_result_data(r, &n);
-    assert_int_equal(emit_in_child(sp, "dot", targets[i], true, ref, n), 0);
+    assert_int_equal(
+        emit_in_child(sp, "dot", targets[i], true, XPJ_EMIT_BIN, ref, n), 0);
     xpj_llvm_plugin_api.emit_ahead();
-    assert_int_equal(emit_in_child(sp, "dot", targets[i], true, ref, n), 10);
-    assert_int_equal(emit_in_child(sp, "dot", targets[i], false, ref, n), 0);
+    assert_int_equal(
+        emit_in_child(sp, "dot", targets[i], true, XPJ_EMIT_BIN, ref, n), 12);
+    assert_int_equal(
+        emit_in_child(sp, "dot", targets[i], false, XPJ_EMIT_BIN, ref, n), 0);
     /* this process never uses them: its compiles are the same as before,
      * and the workers forked after them still find theirs */
-    assert_int_equal(emit_in_child(sp, "dot", targets[i], true, ref, n), 10);
+    assert_int_equal(
+        emit_in_child(sp, "dot", targets[i], true, XPJ_EMIT_BIN, ref, n), 12);
     xpj_result *again = NULL;
-    unsigned before = xpj_emitted_ahead;
+    unsigned before = xpj_emitted_ahead, pbefore = xpj_passes_ahead;
     assert_int_equal(xpj_compile(sp, "dot", &t, &o, XPJ_EMIT_BIN, &again),
                      XPJ_OK);
     assert_int_equal(xpj_emitted_ahead, before);
+    assert_int_equal(xpj_passes_ahead, pbefore);
     size_t n2;
     const uint8_t *d2 = xpj_result_data(again, &n2);
     assert_int_equal(n2, n);
     assert_memory_equal(d2, ref, n);
     xpj_result_destroy(again);
-    assert_int_equal(emit_in_child(sp, "dot", targets[i], true, ref, n), 10);
+    assert_int_equal(
+        emit_in_child(sp, "dot", targets[i], true, XPJ_EMIT_BIN, ref, n), 12);
+    xpj_result_destroy(r);
+  }
+  /* a CPU assembly job: the optimisation pipeline built ahead, not the
+   * code generator (built for objects) */
+  {
+    xpj_target t;
+    assert_int_equal(xpj_target_parse("cpu:x86-64", &t, NULL, 0), XPJ_OK);
+    xpj_compile_opts o;
+    xpj_compile_opts_default(&o);
+    o.isolation = XPJ_ISOLATE_NONE;
+    xpj_result *r = NULL;
+    assert_int_equal(xpj_compile(sp, "dot", &t, &o, XPJ_EMIT_ASM, &r), XPJ_OK);
+    size_t n;
+    const uint8_t *ref = xpj_result_data(r, &n);
+    assert_non_null(strstr((const char *)ref, ".text"));
+    assert_int_equal(
+        emit_in_child(sp, "dot", "cpu:x86-64", true, XPJ_EMIT_ASM, ref, n), 8);
     xpj_result_destroy(r);
   }
   /* a target no machine was kept for (no test here compiles for sm_89):
    * compiled (other bytes), not ahead */
-  assert_int_equal(emit_in_child(sp, "dot", "ptx:sm_89", true, NULL, 0), 1);
+  assert_int_equal(
+      emit_in_child(sp, "dot", "ptx:sm_89", true, XPJ_EMIT_BIN, NULL, 0), 1);
   xpj_module_destroy(sp);
   xpj_module_destroy(m);
 }
