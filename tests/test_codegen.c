@@ -1873,6 +1873,19 @@ static int emit_in_child(const xpj_module *sp, const char *k,
   return WEXITSTATUS(ws);
 }
 
+/* Kernel "dot" of sp compiled here (the machine is kept) for target. */
+static xpj_result *dot_here(const xpj_module *sp, const char *target,
+                            xpj_emit_kind emit) {
+  xpj_target t;
+  assert_int_equal(xpj_target_parse(target, &t, NULL, 0), XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.isolation = XPJ_ISOLATE_NONE;
+  xpj_result *r = NULL;
+  assert_int_equal(xpj_compile(sp, "dot", &t, &o, emit, &r), XPJ_OK);
+  return r;
+}
+
 /* A compile server's code generators and optimisation pipelines built
  * ahead (emit_ahead) serve the workers forked after it, one compile each,
  * for the machine, file type and pipeline they were built for, and give
@@ -1885,13 +1898,7 @@ static void test_emit_ahead(void **state) {
   assert_non_null(sp);
   static const char *const targets[] = {"ptx:sm_90", "cpu:x86-64"};
   for (size_t i = 0; i < 2; i++) {
-    xpj_target t;
-    assert_int_equal(xpj_target_parse(targets[i], &t, NULL, 0), XPJ_OK);
-    xpj_compile_opts o;
-    xpj_compile_opts_default(&o);
-    o.isolation = XPJ_ISOLATE_NONE; /* here: the machine is kept */
-    xpj_result *r = NULL;
-    assert_int_equal(xpj_compile(sp, "dot", &t, &o, XPJ_EMIT_BIN, &r), XPJ_OK);
+    xpj_result *r = dot_here(sp, targets[i], XPJ_EMIT_BIN);
     size_t n;
     const uint8_t *ref = xpj_result_data(r, &n);
     assert_int_equal(
@@ -1905,10 +1912,8 @@ static void test_emit_ahead(void **state) {
      * and the workers forked after them still find theirs */
     assert_int_equal(
         emit_in_child(sp, "dot", targets[i], true, XPJ_EMIT_BIN, ref, n), 12);
-    xpj_result *again = NULL;
     unsigned before = xpj_emitted_ahead, pbefore = xpj_passes_ahead;
-    assert_int_equal(xpj_compile(sp, "dot", &t, &o, XPJ_EMIT_BIN, &again),
-                     XPJ_OK);
+    xpj_result *again = dot_here(sp, targets[i], XPJ_EMIT_BIN);
     assert_int_equal(xpj_emitted_ahead, before);
     assert_int_equal(xpj_passes_ahead, pbefore);
     size_t n2;
@@ -1922,21 +1927,13 @@ static void test_emit_ahead(void **state) {
   }
   /* a CPU assembly job: the optimisation pipeline built ahead, not the
    * code generator (built for objects) */
-  {
-    xpj_target t;
-    assert_int_equal(xpj_target_parse("cpu:x86-64", &t, NULL, 0), XPJ_OK);
-    xpj_compile_opts o;
-    xpj_compile_opts_default(&o);
-    o.isolation = XPJ_ISOLATE_NONE;
-    xpj_result *r = NULL;
-    assert_int_equal(xpj_compile(sp, "dot", &t, &o, XPJ_EMIT_ASM, &r), XPJ_OK);
-    size_t n;
-    const uint8_t *ref = xpj_result_data(r, &n);
-    assert_non_null(strstr((const char *)ref, ".text"));
-    assert_int_equal(
-        emit_in_child(sp, "dot", "cpu:x86-64", true, XPJ_EMIT_ASM, ref, n), 8);
-    xpj_result_destroy(r);
-  }
+  xpj_result *r = dot_here(sp, "cpu:x86-64", XPJ_EMIT_ASM);
+  size_t n;
+  const uint8_t *ref = xpj_result_data(r, &n);
+  assert_non_null(strstr((const char *)ref, ".text"));
+  assert_int_equal(
+      emit_in_child(sp, "dot", "cpu:x86-64", true, XPJ_EMIT_ASM, ref, n), 8);
+  xpj_result_destroy(r);
   /* a target no machine was kept for (no test here compiles for sm_89):
    * compiled (other bytes), not ahead */
   assert_int_equal(
