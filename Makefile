@@ -122,8 +122,9 @@ $(BUILD)/obj/%.o: %.c $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cac
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
 # LLVM's C++ headers, as llvm-config says to compile against them
-CXXFLAGS_LLVM = $(shell $(LLVM_CONFIG) --cxxflags) -fno-rtti -Wall -Wextra -Werror \
-                -Wno-unused-parameter $(OPT) $(SAN) -fPIC -Icompiler $(CXXFLAGS)
+CXXFLAGS_BASE = $(shell $(LLVM_CONFIG) --cxxflags) -fno-rtti -Wall -Wextra -Werror \
+                -Wno-unused-parameter -Icompiler
+CXXFLAGS_LLVM = $(CXXFLAGS_BASE) $(OPT) $(SAN) -fPIC $(CXXFLAGS)
 $(BUILD)/obj/%.o: %.cpp compiler/llvm_emit.h Makefile
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS_LLVM) -c $< -o $@
@@ -276,10 +277,9 @@ fuzz: $(FUZZ_SRCS:tests/fuzz/%.c=build-fuzz/%)
 
 build-fuzz/llvm_emit.o: $(LLVM_CXX_SRCS) compiler/llvm_emit.h Makefile
 	@mkdir -p $(dir $@)
-	$(FUZZ_CXX) $(shell $(LLVM_CONFIG) --cxxflags) -fno-rtti -Wall -Wextra -Werror \
-	  -Wno-unused-parameter -g -O1 \
+	$(FUZZ_CXX) $(CXXFLAGS_BASE) -g -O1 \
 	  -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
-	  -Icompiler -c -o $@ $<
+	  -c -o $@ $<
 
 build-fuzz/%: tests/fuzz/%.c $(LIB_SRCS) build-fuzz/llvm_emit.o $(wildcard include/*.h ir/*.h compiler/*.h runtime/*.h cache/*.h)
 	@mkdir -p $(dir $@)

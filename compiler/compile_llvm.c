@@ -298,10 +298,9 @@ static LLVMContextRef take_ahead(const xpj_job *j, LLVMModuleRef *lib) {
 
 void cg_run_pipeline(cg *c, const char *pipeline) {
   for (unsigned i = 0; c->worker && i < CG_AHEAD_PASSES; i++)
-    if (xpj_passes_fits(c->ahead.passes[i], c->tm, pipeline, c->ops->simt)) {
-      xpj_passes_run(c->ahead.passes[i], c->mod);
+    if (xpj_passes_fits(c->ahead.passes[i], c->tm, pipeline) &&
+        xpj_passes_run(c->ahead.passes[i], c->mod) == 0)
       return;
-    }
   LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
   if (c->ops->simt) {
     /* GPUs get their parallelism from work-items, not from vectors */
@@ -325,21 +324,16 @@ static unsigned defined_functions(LLVMModuleRef m) {
 }
 
 /* c's module as a file of type ft into r (SPIR-V validated first, or
- * disassembled for XPJ_EMIT_ASM): by built, the machine's code generator
+ * disassembled for XPJ_EMIT_ASM): by the machine's code generator
  * built ahead, in a worker whose job it fits, else by the C API's. */
 static void emit_binary(cg *c, const xpj_job *j, LLVMCodeGenFileType ft,
                         xpj_result *r) {
-  xpj_emitter *built = c->ahead.emit;
   const xpj_target *t = j->target;
   LLVMMemoryBufferRef buf = NULL;
   const char *p;
   size_t n;
-  if (c->worker && xpj_emitter_fits(built, c->tm, ft)) {
-    if (xpj_emitter_run(built, c->mod, &p, &n) != 0) {
-      cg_fail(c, XPJ_ERR_COMPILE, "internal: code generator used twice");
-      return;
-    }
-  } else {
+  if (!(c->worker && xpj_emitter_fits(c->ahead.emit, c->tm, ft) &&
+        xpj_emitter_run(c->ahead.emit, c->mod, &p, &n) == 0)) {
     char *em = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, c->mod, ft, &em, &buf)) {
       cg_fail(c, XPJ_ERR_COMPILE, "code generation failed: %s", em ? em : "");

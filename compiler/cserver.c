@@ -664,7 +664,8 @@ static void warm_when_idle(cs_server *S, bool *warm, struct pollfd *ctl) {
   if (S->wanted[0]) /* the first job's target too */
     warm_up(S, S->wanted);
   S->wanted[0] = 0;
-  /* the code generators of the machines the warm-ups made, for workers */
+  /* the code generators and pipelines of the machines the warm-ups
+   * made, for workers */
   const xpj_llvm_api *api = xpj_llvm(NULL, 0);
   if (api)
     api->emit_ahead();

@@ -96,10 +96,10 @@ typedef struct xpj_llvm_api {
    * each that finds the same file there takes it instead of reading the
    * file. Failures are silent: the worker reads the file. */
   void (*read_ahead)(const char *libdevice);
-  /* Builds the code generators of the target machines kept here (the
-   * ones the compiles so far made) for the compiles of workers forked
-   * from this process after it, one compile each; this process never
-   * uses them. */
+  /* Builds the code generators and optimisation pipelines of the target
+   * machines kept here (the ones the compiles so far made) for the
+   * compiles of workers forked from this process after it, one compile
+   * each; this process never uses them. */
   void (*emit_ahead)(void);
 } xpj_llvm_api;
 

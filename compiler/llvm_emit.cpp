@@ -30,7 +30,6 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
-#include <cstring>
 #include <memory>
 #include <new>
 #include <optional>
@@ -90,7 +89,6 @@ extern "C" void xpj_emitter_destroy(xpj_emitter *e) { delete e; }
 struct xpj_passes {
   LLVMTargetMachineRef tm;
   std::string text;
-  bool simt;
   bool ran = false;
   llvm::PassInstrumentationCallbacks pic;
   llvm::LoopAnalysisManager lam;
@@ -109,7 +107,6 @@ extern "C" xpj_passes *xpj_passes_create(LLVMTargetMachineRef tm,
     return nullptr;
   p->tm = tm;
   p->text = text;
-  p->simt = simt;
   /* what cg_run_pipeline asks of LLVMRunPasses */
   llvm::PipelineTuningOptions pto;
   if (simt) {
@@ -132,8 +129,8 @@ extern "C" xpj_passes *xpj_passes_create(LLVMTargetMachineRef tm,
 }
 
 extern "C" bool xpj_passes_fits(const xpj_passes *p, LLVMTargetMachineRef tm,
-                                const char *text, bool simt) {
-  return p && !p->ran && p->tm == tm && p->simt == simt && p->text == text;
+                                const char *text) {
+  return p && !p->ran && p->tm == tm && p->text == text;
 }
 
 extern "C" int xpj_passes_run(xpj_passes *p, LLVMModuleRef m) {

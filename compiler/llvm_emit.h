@@ -1,6 +1,6 @@
 /*
- * llvm_emit.h - code generation whose pass pipeline is built ahead of its
- * module (llvm_emit.cpp): in the LLVM plugin only.
+ * llvm_emit.h - code generation and optimisation pipelines built ahead of
+ * their module (llvm_emit.cpp): in the LLVM plugin only.
  */
 #ifndef XPJ_LLVM_EMIT_H
 #define XPJ_LLVM_EMIT_H
@@ -43,9 +43,10 @@ void xpj_emitter_destroy(xpj_emitter *e);
 typedef struct xpj_passes xpj_passes;
 xpj_passes *xpj_passes_create(LLVMTargetMachineRef tm, const char *text,
                               bool simt);
-/* Whether p is unused and was built for tm, this text and simt. */
+/* Whether p is unused and was built for tm and this text (simt follows
+ * from tm's target). */
 bool xpj_passes_fits(const xpj_passes *p, LLVMTargetMachineRef tm,
-                     const char *text, bool simt);
+                     const char *text);
 /* Runs p on m (LLVMRunPasses's instrumentation registered for m's
  * context first). A pipeline runs once: -1 after. */
 int xpj_passes_run(xpj_passes *p, LLVMModuleRef m);

@@ -1814,10 +1814,9 @@ static void test_emitter(void **state) {
   assert_null(xpj_passes_create(tm, "no-such-pass", true));
   xpj_passes *p = xpj_passes_create(tm, text, true);
   assert_non_null(p);
-  assert_true(xpj_passes_fits(p, tm, "default<O3>", true));
-  assert_false(xpj_passes_fits(p, tm, "default<O2>", true));
-  assert_false(xpj_passes_fits(p, tm, text, false));
-  assert_false(xpj_passes_fits(NULL, tm, text, true));
+  assert_true(xpj_passes_fits(p, tm, "default<O3>"));
+  assert_false(xpj_passes_fits(p, tm, "default<O2>"));
+  assert_false(xpj_passes_fits(NULL, tm, text));
   unsigned before = xpj_passes_ahead;
   assert_int_equal(xpj_passes_run(p, a), 0);
   assert_int_equal(xpj_passes_ahead, before + 1);
@@ -1830,7 +1829,7 @@ static void test_emitter(void **state) {
   assert_string_equal(sa, sb);
   LLVMDisposeMessage(sa);
   LLVMDisposeMessage(sb);
-  assert_false(xpj_passes_fits(p, tm, text, true));
+  assert_false(xpj_passes_fits(p, tm, text));
   assert_int_equal(xpj_passes_run(p, b), -1);
   xpj_passes_destroy(p);
   xpj_passes_destroy(NULL);
