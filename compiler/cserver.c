@@ -382,26 +382,45 @@ static void populate(void) {
 /* What a worker allocates itself: the heap it grows beyond the server's
  * and the blocks malloc maps apart (above M_MMAP_THRESHOLD) are pages it
  * would fault in one at a time while it compiles (300-400 for a loop
- * kernel, 250-600 KiB of heap growth and a few large blocks; about 1 us
- * each here). A spare grows its heap by HEAP_PAD, maps it at once, and
- * keeps it (M_TRIM_THRESHOLD); its worker allocates large blocks from the
- * heap too. A job whose memory limit is smaller than the pad gets it back
- * first (spare_main: the limit counts the free heap as used). */
-#define HEAP_PAD (8u << 20)
+ * kernel: 250-600 KiB of heap growth and a few large blocks; about 1 us
+ * each here), and glibc gave the top of the heap back at each large free
+ * (M_TRIM_THRESHOLD), to fault it in again. A spare keeps what its worker
+ * frees and takes large blocks from the heap (keep_heap). Once it has
+ * waited PAD_AFTER_MS for its job, it also grows its heap by HEAP_PAD and
+ * maps it (pad_heap), a slice at a time, stopping when the job comes:
+ * idle-time work. Made at once, the pad ran beside the worker before it on
+ * a machine of two CPUs and made back-to-back compiles 20% slower (8 MiB:
+ * 2.8 ms of CPU; an adversarial review, docs/benchmarks.md). Not in a
+ * server forked from its caller, whose heap is the caller's. A job whose
+ * memory limit is not well above the pad gets it back first (spare_main:
+ * the limit counts free heap as used). The pad costs each spare HEAP_PAD
+ * of memory while it waits. */
+#define HEAP_PAD (2u << 20)
+#define PAD_SLICE (256u << 10)
+#define PAD_AFTER_MS 10
 
-static void pad_heap(void) {
-  if (!mallopt(M_MMAP_THRESHOLD, 32 << 20) ||
-      !mallopt(M_TRIM_THRESHOLD, 64 << 20))
-    return;
+static bool cs_forked; /* this server is a fork of its caller */
+
+static void keep_heap(void) {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+}
+
+/* Whether the heap was grown (and mapped, up to the job's arrival) */
+static bool pad_heap(int sock) {
   char *lo = sbrk(0);
   char *volatile p = malloc(HEAP_PAD);
   if (!p)
-    return;
+    return false;
   p[HEAP_PAD - 1] = 0; /* (the pair is not optimised away) */
   free(p);
   char *hi = sbrk(0);
-  if (lo != (char *)-1 && hi > lo)
-    madvise(lo, (size_t)(hi - lo), MADV_POPULATE_WRITE);
+  struct pollfd pf = {sock, POLLIN, 0};
+  for (char *a = lo; lo != (char *)-1 && a < hi && poll(&pf, 1, 0) == 0;
+       a += PAD_SLICE)
+    madvise(a, (size_t)(hi - a) < PAD_SLICE ? (size_t)(hi - a) : PAD_SLICE,
+            MADV_POPULATE_WRITE);
+  return true;
 }
 
 /* A spare: waits for its job on sock, then is its worker. */
@@ -412,9 +431,12 @@ static _Noreturn void spare_main(int sock, pid_t server) {
     _exit(0);
   /* a job already waiting is better served now than after the populate */
   struct pollfd pf = {sock, POLLIN, 0};
+  bool padded = false;
+  keep_heap();
   if (poll(&pf, 1, 0) == 0) {
     populate();
-    pad_heap();
+    if (!cs_forked && poll(&pf, 1, PAD_AFTER_MS) == 0)
+      padded = pad_heap(sock);
   }
   cs_submit s;
   int fds[2];
@@ -440,7 +462,7 @@ static _Noreturn void spare_main(int sock, pid_t server) {
   if (xpj_cs_job_decode(payload, h.len, &j, &m, &t, why, sizeof why) != 0)
     xpj_worker_fail(3, XPJ_ERR_INVALID, why);
   free(payload);
-  if (j.memory_limit && j.memory_limit < 4 * (uint64_t)HEAP_PAD)
+  if (padded && j.memory_limit && j.memory_limit < 4 * (uint64_t)HEAP_PAD)
     malloc_trim(0);
   xpj_worker_run(3, &j);
 }
@@ -896,6 +918,7 @@ static pid_t fork_server(int fd, char *why, size_t whysize) {
   pid_t pid = fork();
   if (pid == 0) {
     xpj_llvm_fork_end(true);
+    cs_forked = true;
     default_signals();
     int keep = keep_only(fd);
     if (dup2(keep, 3) < 0)

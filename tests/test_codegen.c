@@ -2134,12 +2134,12 @@ static void test_memory_limit(void **state) {
   xpj_module_destroy(m);
 }
 
-/* A compile server's spare grows its heap by 8 MiB before its job comes
- * (cserver.c, pad_heap); a memory limit smaller than that bounds the pad
- * too. A small kernel that fits in the pad is refused at 2 MiB, each time
- * after its spare has had the time to make the pad, and compiles at 64
- * MiB (mutation-checked: with the pad kept for such a limit, two of the
- * three compiles fitted). */
+/* A compile server's spare that has waited for its job grows its heap by
+ * 2 MiB (cserver.c, pad_heap); a memory limit smaller than that bounds the
+ * pad too. A small kernel (20 statements: 2-3 MiB for PTX) is refused at
+ * 1 MiB, each time after its spare has had the time to make the pad, and
+ * compiles at 64 MiB (mutation-checked: with the pad kept for such a
+ * limit, three of the four compiles fitted). */
 static void test_memory_limit_pad(void **state) {
   (void)state;
 #if defined(__SANITIZE_ADDRESS__)
@@ -2147,7 +2147,7 @@ static void test_memory_limit_pad(void **state) {
   return;
 #endif
   xpj_module *m = NULL;
-  xpj_module *s = hungry_kernel(&m, 50);
+  xpj_module *s = hungry_kernel(&m, 20);
   char log[4096];
   xpj_failure_kind kind;
   xpj_compile_opts o;
@@ -2155,7 +2155,7 @@ static void test_memory_limit_pad(void **state) {
   o.memory_limit_mb = 64;
   assert_int_equal(compile_with(s, "mem", "ptx:sm_90", &o, log, sizeof log,
                                 &kind), XPJ_OK);
-  o.memory_limit_mb = 2;
+  o.memory_limit_mb = 1;
   for (int i = 0; i < 3; i++) {
     usleep(100 * 1000); /* the next spare pads its heap */
     xpj_status st = compile_with(s, "mem", "ptx:sm_90", &o, log, sizeof log,
