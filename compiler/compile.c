@@ -607,6 +607,11 @@ static void catch_bad_alloc(int fd, uint64_t limit) {
              "the compile ran out of memory (no limit set)");
 }
 
+void xpj_worker_keep_heap(void) {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+}
+
 xpj_status xpj_compile_limit_memory(void) {
   const xpj_llvm_api *api = llvm_for(NULL);
   if (!api)

@@ -380,31 +380,24 @@ static void populate(void) {
 }
 
 /* What a worker allocates itself: the heap it grows beyond the server's
- * and the blocks malloc maps apart (above M_MMAP_THRESHOLD) are pages it
- * would fault in one at a time while it compiles (300-400 for a loop
- * kernel: 250-600 KiB of heap growth and a few large blocks; about 1 us
- * each here), and glibc gave the top of the heap back at each large free
- * (M_TRIM_THRESHOLD), to fault it in again. A spare keeps what its worker
- * frees and takes large blocks from the heap (keep_heap). Once it has
- * waited PAD_AFTER_MS for its job, it also grows its heap by HEAP_PAD and
- * maps it (pad_heap), a slice at a time, stopping when the job comes:
- * idle-time work. Made at once, the pad ran beside the worker before it on
- * a machine of two CPUs and made back-to-back compiles 20% slower (8 MiB:
- * 2.8 ms of CPU; an adversarial review, docs/benchmarks.md). Not in a
- * server forked from its caller, whose heap is the caller's. A job whose
- * memory limit is not well above the pad gets it back first (spare_main:
- * the limit counts free heap as used). The pad costs each spare HEAP_PAD
- * of memory while it waits. */
+ * and the blocks malloc maps apart are pages it would fault in one at a
+ * time while it compiles (280-390 for a loop kernel: 260-610 KiB of heap
+ * growth and a few large blocks; about 1 us each here). Every spare keeps
+ * what its worker frees and takes large blocks from the heap
+ * (xpj_worker_keep_heap). Once it has waited PAD_AFTER_MS for its job, it
+ * also grows its heap by HEAP_PAD and maps it (pad_heap), a slice at a
+ * time, stopping when the job comes: idle-time work. Made at once, the pad
+ * ran beside the worker before it on a machine of two CPUs and made
+ * back-to-back compiles 20% slower (8 MiB: 2.8 ms of CPU; an adversarial
+ * review, docs/benchmarks.md). Not in a server forked from its caller,
+ * whose heap is the caller's. A job whose memory limit is not well above
+ * the pad gets it back first (spare_main: the limit counts free heap as
+ * used). The pad costs each spare HEAP_PAD of memory while it waits. */
 #define HEAP_PAD (2u << 20)
 #define PAD_SLICE (256u << 10)
 #define PAD_AFTER_MS 10
 
 static bool cs_forked; /* this server is a fork of its caller */
-
-static void keep_heap(void) {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
-}
 
 /* Whether the heap was grown (and mapped, up to the job's arrival) */
 static bool pad_heap(int sock) {
@@ -414,10 +407,9 @@ static bool pad_heap(int sock) {
     return false;
   p[HEAP_PAD - 1] = 0; /* (the pair is not optimised away) */
   free(p);
-  char *hi = sbrk(0);
+  char *hi = sbrk(0); /* (== lo where malloc does not use the heap) */
   struct pollfd pf = {sock, POLLIN, 0};
-  for (char *a = lo; lo != (char *)-1 && a < hi && poll(&pf, 1, 0) == 0;
-       a += PAD_SLICE)
+  for (char *a = lo; a < hi && poll(&pf, 1, 0) == 0; a += PAD_SLICE)
     madvise(a, (size_t)(hi - a) < PAD_SLICE ? (size_t)(hi - a) : PAD_SLICE,
             MADV_POPULATE_WRITE);
   return true;
@@ -432,7 +424,7 @@ static _Noreturn void spare_main(int sock, pid_t server) {
   /* a job already waiting is better served now than after the populate */
   struct pollfd pf = {sock, POLLIN, 0};
   bool padded = false;
-  keep_heap();
+  xpj_worker_keep_heap();
   if (poll(&pf, 1, 0) == 0) {
     populate();
     if (!cs_forked && poll(&pf, 1, PAD_AFTER_MS) == 0)

@@ -92,6 +92,15 @@ const xpj_func *xpj_generic_reachable(const xpj_module *m, const xpj_func *k);
  * the compile server reads this): a binary was made, or not (a failed
  * compile, IR or assembly asked for). */
 enum { XPJ_WORKER_COMPILED = 0, XPJ_WORKER_ANSWERED = 1 };
+/* A process that compiles one job after another, or one and ends (a
+ * compile server's spare, an xpjitd worker): glibc keeps what a compile
+ * frees (M_TRIM_THRESHOLD) and takes large blocks from the heap
+ * (M_MMAP_THRESHOLD), rather than give the top of the heap back and map
+ * large blocks apart, each page then faulted in again (80-160 faults in
+ * every in-process compile of a loop kernel; docs/benchmarks.md, issue
+ * 19, nineteenth session). Never in a caller's process: a library does not
+ * set its malloc. */
+void xpj_worker_keep_heap(void);
 /* A worker: bounds its memory, compiles j, writes the XPD_CRESULT frame
  * to fd, and ends the process (XPJ_WORKER_*). */
 _Noreturn void xpj_worker_run(int fd, const xpj_job *j);

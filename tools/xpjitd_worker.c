@@ -14,10 +14,10 @@
 #include "daemon.h"
 #include "proto.h"
 #include "tier.h"
+#include "worker.h"
 #include "xpjit.h"
 #include "xpjitd.h"
 
-#include <malloc.h>
 #include <nettle/sha2.h>
 #include <signal.h>
 #include <stdio.h>
@@ -72,12 +72,8 @@ int xpjitd_worker_main(void) {
   prctl(PR_SET_NAME, "xpjitd-worker");
   /* bounded like every compile worker (docs/abi.md, Isolation) */
   (void)xpj_compile_limit_memory();
-  /* what a compile allocated stays with this process for the next one:
-   * glibc gave the top of the heap back after each and mapped large
-   * blocks apart, 80-160 page faults in every compile of a loop kernel
-   * (docs/benchmarks.md, issue 19, nineteenth session) */
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  /* what a compile allocated stays with this process for the next one */
+  xpj_worker_keep_heap();
   setenv("XPJIT_DAEMON", "off", 1);
   xpj_context_desc desc = {0};
   desc.cpu_threads = 1;
