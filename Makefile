@@ -41,6 +41,24 @@ LLVM_LIBS = -L$(LLVM_LIBDIR) $(LLVM_RPATH) -lLLVM-22
 # daemon, the tests): libxpjit-llvm.a, its table used directly.
 LLVM_STATIC = -Wl,-u,xpj_llvm_plugin_api $(LLVM_A)
 LDLIBS_ALL = $(LLVM_LIBS) $(SPIRV_LIBS) $(CORE_LIBS)
+# The compile server, xpjit-cc, has LLVM in itself (LLVM's static
+# archives, a position-dependent executable): a fresh server starts
+# without loading and relocating libLLVM (10 ms here), most of a
+# process's first compile, which took 18-22 ms, 9-12 ms so
+# (docs/benchmarks.md, issue 19). Not in the sanitizer builds, and not
+# where the archives or zlib's and zstd's development files (which they
+# need) are missing: libLLVM then, as everything else links it.
+# CSERVER_LLVM=shared chooses that too.
+CSERVER_LLVM ?= $(if $(SAN),shared,$(shell test -e $(LLVM_LIBDIR)/libLLVMCore.a && \
+                  pkg-config --exists zlib libzstd && echo static || echo shared))
+LLVM_COMPONENTS := nvptx x86 spirv passes bitreader bitwriter linker irreader orcjit
+ifeq ($(CSERVER_LLVM),static)
+CSERVER_LIBS = -no-pie -Wl,--gc-sections -L$(LLVM_LIBDIR) \
+               $(shell $(LLVM_CONFIG) --link-static --libs $(LLVM_COMPONENTS)) \
+               $(shell pkg-config --libs zlib libzstd) $(SPIRV_LIBS) $(CORE_LIBS)
+else
+CSERVER_LIBS = $(LDLIBS_ALL)
+endif
 
 LIB_SRCS := $(wildcard ir/*.c) $(wildcard compiler/*.c) $(wildcard runtime/*.c) \
             $(wildcard cache/*.c)
@@ -191,7 +209,7 @@ $(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_INT) | $(LLVM_SO)
 
 $(CSERVER): tools/xpjit-cc.c compiler/worker.h $(LIB_INT) $(LLVM_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ tools/xpjit-cc.c $(LLVM_STATIC) $(LIB_INT) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ tools/xpjit-cc.c $(LLVM_STATIC) $(LIB_INT) $(CSERVER_LIBS)
 
 # Example programs: use libxpjit as an application would (public headers
 # only; LLVM, when they compile in their process, is the plugin).
@@ -291,7 +309,7 @@ bench: all $(BUILD)/bench/frontend $(BUILD)/bench/compile $(BUILD)/bench/cpu $(B
 	sh tools/bench-deps.sh
 	$(BUILD)/bench/frontend examples/*.xpk bench/peers/frontend_peer.xpk
 	rm -rf $(BUILD)/bench/ptx
-	$(BUILD)/bench/compile --save-ptx $(BUILD)/bench/ptx examples/*.xpk
+	$(BUILD)/bench/compile --fresh 11 --startup 7 --save-ptx $(BUILD)/bench/ptx examples/*.xpk
 	$$HOME/.cache/xpjit/venv-bench/bin/python bench/ptx_quality.py $(BUILD)/bench/ptx
 	OCL_ICD_VENDORS=$${OCL_ICD_VENDORS:-$$HOME/.cache/xpjit/intel-opencl/icd} $(BUILD)/bench/cpu
 	$(BUILD)/bench/cache

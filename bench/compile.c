@@ -38,13 +38,19 @@
  * program re-run to make one NVRTC compile (start, dlopen of libnvrtc, the
  * compile, exit), and a process that does nothing (/bin/true) for scale.
  *
+ * --startup N: then a program's start-up as a whole process, N times
+ * each, alternated: every PTX kernel of the first file compiled back to
+ * back by xpjit (default isolation: the compile server starts cold with
+ * the process) and by NVRTC, and a process that does nothing for scale.
+ *
  * --save-ptx DIR: every PTX output is also written (outside the timing)
  * to DIR/xpjit/FILE.KERNEL.ptx and DIR/nvrtc/FILE.KERNEL.ptx, for
  * bench/sass.py to compare what ptxas makes of the two.
  *
  * usage: compile [-n RUNS] [--clang PATH] [--nvrtc PATH] [--cli PATH]
  *                [--peers DIR] [--targets spirv,ptx,cpu]
- *                [--isolation-cost N] [--fresh N] [--save-ptx DIR]
+ *                [--isolation-cost N] [--fresh N] [--startup N]
+ *                [--save-ptx DIR]
  *                FILE.xpk...
  */
 #include "xpjit_codegen.h"
@@ -631,10 +637,36 @@ static double iso_series(int row, int kind, int gap_ms) {
   return p50;
 }
 
+/* The median of the n samples in v, which it frees; NAN when none. */
+static double p50_free(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  double p = n ? v[n / 2] : NAN;
+  free(v);
+  return p;
+}
+
 static char iso_line[512]; /* printed after the tables */
 static int fresh_runs;      /* --fresh */
 static char fresh_line[640];
 static char self_path[1024]; /* this program, for its NVRTC child */
+
+/* The command line (at most 63 words) that runs this program again as a
+ * child: mode (--nvrtc-child, --startup-child) with its argument, the
+ * NVRTC library and peers as here, and the files. */
+static void child_args(char *argv[64], const char *mode, const char *arg,
+                       char *const *file_args) {
+  int a = 0;
+  argv[a++] = self_path;
+  argv[a++] = (char *)mode;
+  argv[a++] = (char *)arg;
+  argv[a++] = "--nvrtc";
+  argv[a++] = (char *)nvrtc_path;
+  argv[a++] = "--peers";
+  argv[a++] = (char *)peer_dir;
+  for (int i = 0; file_args[i] && a < 63; i++)
+    argv[a++] = file_args[i];
+  argv[a] = NULL;
+}
 
 /* --fresh: row's PTX compile as a whole process, fresh_runs times each of
  * xpjit-cli, an NVRTC child of this program and /bin/true, alternated. */
@@ -647,17 +679,7 @@ static void fresh_compile(int row, char *const *file_args) {
   char rowarg[16];
   snprintf(rowarg, sizeof rowarg, "%d", row);
   char *nvargs[64];
-  int a = 0;
-  nvargs[a++] = self_path;
-  nvargs[a++] = "--nvrtc-child";
-  nvargs[a++] = rowarg;
-  nvargs[a++] = "--nvrtc";
-  nvargs[a++] = (char *)nvrtc_path;
-  nvargs[a++] = "--peers";
-  nvargs[a++] = (char *)peer_dir;
-  for (int i = 0; file_args[i] && a < 63; i++)
-    nvargs[a++] = file_args[i];
-  nvargs[a] = NULL;
+  child_args(nvargs, "--nvrtc-child", rowarg, file_args);
   char *tr[] = {"/bin/true", NULL};
   for (int r = 0; r < fresh_runs; r++)
     for (int w = 0; w < 3; w++) {
@@ -670,16 +692,71 @@ static void fresh_compile(int row, char *const *file_args) {
         v[w][n[w]++] = ms;
     }
   double p[3];
-  for (int i = 0; i < 3; i++) {
-    qsort(v[i], (size_t)n[i], sizeof *v[i], cmp_double);
-    p[i] = n[i] ? v[i][n[i] / 2] : NAN;
-    free(v[i]);
-  }
+  for (int i = 0; i < 3; i++)
+    p[i] = p50_free(v[i], n[i]);
   snprintf(fresh_line, sizeof fresh_line,
            "\na program's first compile, %s/%s, PTX, whole process (start to exit), p50 of "
            "%d each:\n  xpjit-cli emit %.2f ms; NVRTC (a process that loads libnvrtc and "
            "compiles once) %.2f ms; ratio %.1fx; a process that does nothing %.2f ms\n",
            files[k->file].base, k->name, fresh_runs, p[0], p[1], p[1] / p[0], p[2]);
+}
+
+static int startup_runs; /* --startup */
+static char startup_line[768];
+
+/* --startup's child process (who: "xpjit" or "nvrtc"): every PTX kernel
+ * of the first file, compiled back to back, as a program does at its
+ * start; 0 when every one compiled. */
+static int startup_child(const char *who) {
+  bool nvrtc = strcmp(who, "nvrtc") == 0;
+  if (nvrtc && !nvrtc_load())
+    return 1;
+  int bad = 0;
+  for (int i = 0; i < nrows; i++) {
+    if (rows[i].file != 0 || !rows[i].spec_ok)
+      continue;
+    double ms;
+    char msg[320];
+    bad |= (nvrtc ? nvrtc_once(&rows[i], &ms, msg, sizeof msg)
+                  : xpjit_once(&rows[i], T_PTX, XPJ_ISOLATE_DEFAULT, &ms, msg,
+                               sizeof msg)) != S_OK;
+  }
+  return bad;
+}
+
+/* --startup: a program's start-up as a whole process, startup_runs times
+ * each, alternated: this program re-run to compile every PTX kernel of
+ * the first file back to back with xpjit (a fresh compile server: the
+ * first jobs find it cold) and with NVRTC, and a process that does
+ * nothing. */
+static void startup(char *const *file_args) {
+  int nk = 0;
+  for (int i = 0; i < nrows; i++)
+    nk += rows[i].file == 0 && rows[i].spec_ok;
+  char *args[2][64];
+  child_args(args[0], "--startup-child", "xpjit", file_args);
+  child_args(args[1], "--startup-child", "nvrtc", file_args);
+  char *tr[] = {"/bin/true", NULL};
+  double *v[3];
+  int n[3] = {0, 0, 0};
+  for (int i = 0; i < 3; i++)
+    v[i] = calloc((size_t)startup_runs, sizeof *v[i]);
+  for (int r = 0; r < startup_runs; r++)
+    for (int w = 0; w < 3; w++) {
+      double ms;
+      if (process_once(w < 2 ? args[w] : tr, &ms) == S_OK)
+        v[w][n[w]++] = ms;
+    }
+  double p[3];
+  for (int i = 0; i < 3; i++)
+    p[i] = p50_free(v[i], n[i]);
+  snprintf(startup_line, sizeof startup_line,
+           "\na program's start-up, %s: its %d PTX kernels compiled back to back in a "
+           "fresh process (start to exit), p50 of %d each:\n  xpjit %.1f ms (%.2f ms a "
+           "kernel); NVRTC %.1f ms (%.2f ms a kernel); ratio %.1fx; a process that does "
+           "nothing %.2f ms\n",
+           files[0].base, nk, startup_runs, p[0], p[0] / nk, p[1], p[1] / nk,
+           p[1] / p[0], p[2]);
 }
 
 static void isolation_cost(int row) {
@@ -984,7 +1061,8 @@ static void usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [-n RUNS] [--clang PATH] [--nvrtc PATH] [--cli PATH]\n"
           "          [--peers DIR] [--targets spirv,ptx,cpu]\n"
-          "          [--isolation-cost N] [--fresh N] [--save-ptx DIR] FILE.xpk...\n",
+          "          [--isolation-cost N] [--fresh N] [--startup N] [--save-ptx DIR]\n"
+          "          FILE.xpk...\n",
           argv0);
   exit(2);
 }
@@ -1008,6 +1086,7 @@ static void parse_targets(const char *s, const char *argv0) {
 
 int main(int argc, char **argv) {
   int first = 1, nvrtc_child = -1;
+  const char *startup_who = NULL;
   for (; first < argc && argv[first][0] == '-'; first++) {
     const char *a = argv[first];
     bool has = first + 1 < argc;
@@ -1031,6 +1110,10 @@ int main(int argc, char **argv) {
       save_dir = argv[++first];
     else if (strcmp(a, "--nvrtc-child") == 0 && has)
       nvrtc_child = atoi(argv[++first]);
+    else if (strcmp(a, "--startup") == 0 && has)
+      startup_runs = atoi(argv[++first]);
+    else if (strcmp(a, "--startup-child") == 0 && has)
+      startup_who = argv[++first];
     else
       usage(argv[0]);
   }
@@ -1062,6 +1145,8 @@ int main(int argc, char **argv) {
                ? 0
                : 1;
   }
+  if (startup_who) /* --startup's process */
+    return startup_child(startup_who);
   ssize_t sl = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
   self_path[sl > 0 ? sl : 0] = 0;
 
@@ -1125,6 +1210,8 @@ int main(int argc, char **argv) {
     isolation_cost(warm);
   if (fresh_runs > 0 && want[T_PTX] && warm >= 0 && self_path[0])
     fresh_compile(warm, argv + first);
+  if (startup_runs > 0 && want[T_PTX] && self_path[0])
+    startup(argv + first);
   helper_stop(&h_inproc);
   helper_stop(&h_nvrtc);
   unlink(tmp_out);
@@ -1132,6 +1219,7 @@ int main(int argc, char **argv) {
   print_tables();
   fputs(iso_line, stdout);
   fputs(fresh_line, stdout);
+  fputs(startup_line, stdout);
   printf("\n%d kernels in %d files, %d runs each, %.1f s\n", nrows, nfiles, runs,
          (now_ms() - t0) / 1e3);
   free(samples);

@@ -9,9 +9,9 @@
  * image holds nothing of the caller; where there is none it is a fork of
  * the caller. It keeps two spare workers, forked when a worker has ended
  * (not when a job comes: that made the job wait), which map the code and
- * data the server's warm-up touched before their jobs arrive: a job waits
- * for neither a fork nor page faults (populate()), even the second of two
- * sent back to back, which found the one spare still being made.
+ * data the server's warm-up touched while they wait for their jobs
+ * (populate()): a job waits for no fork, and takes the page faults of
+ * what its spare had not mapped yet when it came.
  *
  * A job, from the caller's side:
  *   1. a datagram on the server's control socket (SOCK_SEQPACKET): the
@@ -277,17 +277,25 @@ int xpj_cs_job_decode(const uint8_t *payload, size_t n, xpj_job *j,
 }
 
 /* What a worker would otherwise fault in page by page while it compiles,
- * set up by its spare before the job arrives.
+ * set up by its spare before the job arrives (populate), as far as it
+ * gets before the job comes.
  *
  * A fork does not copy the page-table entries of file mappings that have
  * no private pages (LLVM's code and read-only data): the child faults in
  * again every page it touches. The server records which pages of those
  * mappings its own start and warm-up touched (present in its page
- * tables, /proc/self/pagemap), and a spare maps just those
- * (MADV_POPULATE_READ, Linux 5.14). A worker's first write to the heap and
- * to the libraries' data copies the page from the server's (copy on
- * write): a spare makes those copies first (MADV_POPULATE_WRITE); they are
- * a few MiB. */
+ * tables, /proc/self/pagemap), and a spare maps just those (a read in
+ * each window the kernel's fault-around maps at once). A worker's first
+ * write to a page of the heap or of the libraries' data copies the
+ * server's (copy on write): a spare makes those copies first, of the
+ * pages present in the server (MADV_POPULATE_WRITE, Linux 5.14); they
+ * are 2-3 MiB.
+ *
+ * (Making fork copy the code's page-table entries instead, by giving the
+ * mappings a private page through /proc/self/mem, cost the server's fork
+ * 0.7 ms more and made compiles 0.5 ms slower: the copies are marked
+ * not accessed, and the first access to each page sets that bit;
+ * docs/benchmarks.md.) */
 typedef struct cs_range {
   uintptr_t lo, hi;
 } cs_range;
@@ -299,6 +307,7 @@ typedef struct cs_ranges {
 
 /* recorded by the server once (record_touched), mapped by every spare */
 static cs_ranges touched, data;
+#define PAGES_SLICE (256u << 10) /* between two looks for a job */
 
 static void range_add(cs_ranges *l, uintptr_t lo, uintptr_t hi) {
   if (l->n && l->r[l->n - 1].hi == lo) {
@@ -318,8 +327,8 @@ static void range_add(cs_ranges *l, uintptr_t lo, uintptr_t hi) {
 
 /* The present pages of this process's read-only file mappings, page by
  * page from pagemap, into touched. */
-static void add_present(int pm, unsigned long lo, unsigned long hi,
-                        unsigned long psz) {
+static void add_present(cs_ranges *l, int pm, unsigned long lo,
+                        unsigned long hi, unsigned long psz) {
   uint64_t ent[512];
   for (unsigned long a = lo; a < hi;) {
     size_t n = (hi - a) / psz;
@@ -331,21 +340,21 @@ static void add_present(int pm, unsigned long lo, unsigned long hi,
     n = (size_t)got / sizeof *ent;
     for (size_t i = 0; i < n; i++, a += psz)
       if (ent[i] >> 63) /* present */
-        range_add(&touched, a, a + psz);
+        range_add(l, a, a + psz);
   }
 }
 
 /* After the warm-up: which pages of the read-only file mappings are
- * present (touched), and the heap and the libraries' data (a private
- * writable mapping of a file: a path, not a bracketed name or none), whose
- * pages a worker would copy on its first write to each (data). */
+ * present (touched), and which of the heap and the libraries' data (a
+ * private writable mapping of a file: a path, not a bracketed name or
+ * none), pages a worker would copy on its first write to each (data). */
 static void record_touched(void) {
   touched.n = data.n = 0; /* again after each warm-up: what it added */
   FILE *f = fopen("/proc/self/maps", "re");
   int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
   long psz = sysconf(_SC_PAGESIZE);
   char line[600];
-  while (f && psz > 0 && fgets(line, sizeof line, f)) {
+  while (f && pm >= 0 && psz > 0 && fgets(line, sizeof line, f)) {
     unsigned long lo, hi, off, inode;
     char perm[5], dev[16];
     if (sscanf(line, "%lx-%lx %4s %lx %15s %lu", &lo, &hi, perm, &off, dev,
@@ -353,9 +362,9 @@ static void record_touched(void) {
       continue;
     if (!strcmp(perm, "rw-p") && (strstr(line, "[heap]") || strchr(line, '/')) &&
         hi - lo <= (64ul << 20))
-      range_add(&data, lo, hi);
-    else if (pm >= 0 && perm[0] == 'r' && perm[1] != 'w' && inode)
-      add_present(pm, lo, hi, (unsigned long)psz);
+      add_present(&data, pm, lo, hi, (unsigned long)psz);
+    else if (perm[0] == 'r' && perm[1] != 'w' && inode)
+      add_present(&touched, pm, lo, hi, (unsigned long)psz);
   }
   if (f)
     fclose(f);
@@ -370,13 +379,49 @@ static void record_touched(void) {
 #define MADV_POPULATE_WRITE 23
 #endif
 
-static void populate(void) {
-  for (size_t i = 0; i < touched.n; i++)
-    madvise((void *)touched.r[i].lo, touched.r[i].hi - touched.r[i].lo,
-            MADV_POPULATE_READ);
+/* Copies the recorded data pages a slice at a time (MADV_POPULATE_WRITE);
+ * false once a job has come (sock readable). */
+static bool populate_data(int sock) {
+  struct pollfd pf = {sock, POLLIN, 0};
   for (size_t i = 0; i < data.n; i++)
-    madvise((void *)data.r[i].lo, data.r[i].hi - data.r[i].lo,
-            MADV_POPULATE_WRITE);
+    for (uintptr_t a = data.r[i].lo; a < data.r[i].hi; a += PAGES_SLICE) {
+      if (poll(&pf, 1, 0) != 0)
+        return false;
+      size_t n = data.r[i].hi - a < PAGES_SLICE ? data.r[i].hi - a : PAGES_SLICE;
+      madvise((void *)a, n, MADV_POPULATE_WRITE);
+    }
+  return true;
+}
+
+/* Maps the recorded pages of code and read-only data: one read in each
+ * FAULT_AROUND window that has one, the kernel's fault-around maps the
+ * window's other pages with it (MADV_POPULATE_READ took each page on
+ * its own: 4-5 ms for 40 MiB, where these reads take about a quarter).
+ * False once a job has come. */
+#define FAULT_AROUND (64u << 10)
+static bool populate_code(int sock) {
+  struct pollfd pf = {sock, POLLIN, 0};
+  uintptr_t done = 0, polled = 0; /* the end of the last window read */
+  for (size_t i = 0; i < touched.n; i++)
+    for (uintptr_t a = touched.r[i].lo > done ? touched.r[i].lo : done;
+         a < touched.r[i].hi; a = done) {
+      if (a - polled >= PAGES_SLICE) {
+        if (poll(&pf, 1, 0) != 0)
+          return false;
+        polled = a;
+      }
+      (void)*(volatile const char *)a;
+      done = (a | (FAULT_AROUND - 1)) + 1;
+    }
+  return true;
+}
+
+/* The data first: a page a worker writes costs it a fault and a copy. A
+ * job that comes meanwhile is served at once, its worker faults in the
+ * rest: done at once, the populate (5-8 ms of CPU) held up the second of
+ * two jobs sent back to back, whose spare was still at it. */
+static bool populate(int sock) {
+  return populate_data(sock) && populate_code(sock);
 }
 
 /* What a worker allocates itself: the heap it grows beyond the server's
@@ -394,7 +439,6 @@ static void populate(void) {
  * the pad gets it back first (spare_main: the limit counts free heap as
  * used). The pad costs each spare HEAP_PAD of memory while it waits. */
 #define HEAP_PAD (2u << 20)
-#define PAD_SLICE (256u << 10)
 #define PAD_AFTER_MS 10
 
 static bool cs_forked; /* this server is a fork of its caller */
@@ -409,8 +453,8 @@ static bool pad_heap(int sock) {
   free(p);
   char *hi = sbrk(0); /* (== lo where malloc does not use the heap) */
   struct pollfd pf = {sock, POLLIN, 0};
-  for (char *a = lo; a < hi && poll(&pf, 1, 0) == 0; a += PAD_SLICE)
-    madvise(a, (size_t)(hi - a) < PAD_SLICE ? (size_t)(hi - a) : PAD_SLICE,
+  for (char *a = lo; a < hi && poll(&pf, 1, 0) == 0; a += PAGES_SLICE)
+    madvise(a, (size_t)(hi - a) < PAGES_SLICE ? (size_t)(hi - a) : PAGES_SLICE,
             MADV_POPULATE_WRITE);
   return true;
 }
@@ -421,15 +465,12 @@ static _Noreturn void spare_main(int sock, pid_t server) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != server)
     _exit(0);
-  /* a job already waiting is better served now than after the populate */
+  /* a job that comes while the spare prepares is served at once */
   struct pollfd pf = {sock, POLLIN, 0};
   bool padded = false;
   xpj_worker_keep_heap();
-  if (poll(&pf, 1, 0) == 0) {
-    populate();
-    if (!cs_forked && poll(&pf, 1, PAD_AFTER_MS) == 0)
-      padded = pad_heap(sock);
-  }
+  if (populate(sock) && !cs_forked && poll(&pf, 1, PAD_AFTER_MS) == 0)
+    padded = pad_heap(sock);
   cs_submit s;
   int fds[2];
   ssize_t n = recv_fds(sock, &s, sizeof s, fds);
@@ -485,6 +526,7 @@ typedef struct cs_server {
   char warmed[NWARM][sizeof ((cs_submit *)0)->target];
   unsigned nwarmed;
   char wanted[sizeof ((cs_submit *)0)->target];
+  uint64_t last_busy; /* xpd_now_ms when a job came or a worker ended */
 } cs_server;
 
 /* One more spare, when there is room for it. */
@@ -569,6 +611,7 @@ static int take_job(cs_server *S) {
     return 0;
   }
   uint32_t timeout = s.timeout_ms ? s.timeout_ms : DEFAULT_TIMEOUT_MS;
+  S->last_busy = xpd_now_ms();
   cs_worker *w = &S->w[S->n++];
   *w = (cs_worker){S->spare[0], fds[1], xpd_now_ms() + timeout, false, ""};
   s.target[sizeof s.target - 1] = 0;
@@ -617,6 +660,7 @@ static void reap(cs_server *S) {
       if (WIFEXITED(st) && WEXITSTATUS(st) == XPJ_WORKER_COMPILED)
         want_warm(S, S->w[i].target);
       S->w[i] = S->w[--S->n];
+      S->last_busy = xpd_now_ms();
       while (S->nspare < NSPARE) {
         unsigned had = S->nspare;
         fork_spare(S);
@@ -657,8 +701,9 @@ static _Noreturn void shut_down(cs_server *S) {
  * up at its first use of a target (option tables, target registries, pass
  * pipelines, the target machine itself: compile_llvm.c keeps it) is done
  * once here, not in every worker. Not SPIR-V: its backend keeps state
- * between modules (docs/abi.md), which workers must not inherit. */
-static void warm_up(cs_server *S, const char *target) {
+ * between modules (docs/abi.md), which workers must not inherit. Whether
+ * the server is warm for target, now or before. */
+static bool warm_up(cs_server *S, const char *target) {
   static const char src[] =
       "kernel xpj_warm_up(x: global f32[], a: f32) range {\n"
       "    let i = global_id(0);\n"
@@ -668,12 +713,12 @@ static void warm_up(cs_server *S, const char *target) {
   if (S->nwarmed == NWARM ||
       xpj_target_parse(target, &t, NULL, 0) != XPJ_OK ||
       t.kind == XPJ_TARGET_SPIRV)
-    return;
+    return false;
   char canon[sizeof S->warmed[0]];
   xpj_target_str(&t, canon, sizeof canon);
   for (unsigned i = 0; i < S->nwarmed; i++)
     if (!strcmp(S->warmed[i], canon))
-      return;
+      return true;
   memcpy(S->warmed[S->nwarmed++], canon, sizeof canon);
   xpj_module *m = NULL;
   if (xpj_module_create(&m) == XPJ_OK &&
@@ -690,24 +735,50 @@ static void warm_up(cs_server *S, const char *target) {
   const xpj_llvm_api *api = xpj_llvm(NULL, 0);
   if (t.kind == XPJ_TARGET_PTX && api)
     api->read_ahead(xpj_libdevice_path());
+  return true;
 }
 
-/* Warms up while no job waits and no worker runs: for the usual targets
- * first, then for each target a job has used since (want_warm); the
- * spares, forked before, are made again to inherit it. */
-static void warm_when_idle(cs_server *S, bool *warm, struct pollfd *ctl) {
-  if (S->n || (*warm && !S->wanted[0]) || poll(ctl, 1, 0) != 0)
-    return;
+/* How far the server has warmed up (warm_when_idle) */
+typedef enum { CS_COLD, CS_WARM_FIRST, CS_WARM } cs_warmth;
+
+/* No job and no worker for this long: idle. A pause of a fraction of a
+ * millisecond between two jobs of a stream (the caller preparing the
+ * next) started a warm-up of 15-20 ms that the next job waited for. */
+#define IDLE_MS 10
+
+/* Warms up while no job waits. Idle (IDLE_MS without a job or a
+ * worker): for the usual targets first, then for each target a job has
+ * used since (want_warm). Cold with a worker running: for that worker's
+ * target only, beside it (the next job may wait for it, once): a stream
+ * of jobs that never left the server idle kept it cold, and every worker
+ * set up LLVM's target and pipelines again (a small PTX kernel compiled
+ * back to back: 3.9 ms a compile, 1.7 ms from a warm server;
+ * docs/benchmarks.md). The spares are made again to inherit it. Returns
+ * in how many ms to look again (the server is not idle yet), or -1. */
+static int warm_when_idle(cs_server *S, cs_warmth *warm, struct pollfd *ctl) {
+  bool busy = S->n != 0;
+  if (busy ? *warm != CS_COLD : *warm == CS_WARM && !S->wanted[0])
+    return -1;
+  uint64_t quiet = xpd_now_ms() - S->last_busy;
+  if (!busy && quiet < IDLE_MS)
+    return (int)(IDLE_MS - quiet);
+  if (poll(ctl, 1, 0) != 0)
+    return -1; /* the job first; then here again */
   /* nobody waits for this server's exit: a warm-up that never ends must
    * not leave it running */
   alarm(60);
-  if (!*warm) {
-    warm_up(S, "ptx:sm_90");
-    warm_up(S, "cpu:x86-64");
+  if (busy) {
+    if (!warm_up(S, S->w[0].target))
+      return -1; /* (a target it does not warm up for) */
+  } else {
+    if (*warm != CS_WARM) {
+      warm_up(S, "ptx:sm_90");
+      warm_up(S, "cpu:x86-64");
+    }
+    if (S->wanted[0]) /* the first job's target too */
+      warm_up(S, S->wanted);
+    S->wanted[0] = 0;
   }
-  if (S->wanted[0]) /* the first job's target too */
-    warm_up(S, S->wanted);
-  S->wanted[0] = 0;
   /* the code generators and pipelines of the machines the warm-ups
    * made, for workers */
   const xpj_llvm_api *api = xpj_llvm(NULL, 0);
@@ -715,12 +786,13 @@ static void warm_when_idle(cs_server *S, bool *warm, struct pollfd *ctl) {
     api->emit_ahead();
   record_touched();
   alarm(0);
-  *warm = true;
-  if (S->nspare && !S->n) { /* still no job: warm spares, not cold */
-    kill_spares(S);
-    fork_spare(S);
-    fork_spare(S);
-  }
+  *warm = busy ? CS_WARM_FIRST : CS_WARM;
+  /* warm spares, not cold; beside a worker too: the next job's spare
+   * has the rest of this one's compile to map what it will use */
+  kill_spares(S);
+  fork_spare(S);
+  fork_spare(S);
+  return -1;
 }
 
 /* The server is not the caller's child for the caller's life: a program
@@ -760,16 +832,18 @@ void xpj_cs_main(int ctl) {
   api->init();
   /* The first spare is cold. A job waiting already (a process's first
    * compile: it sent the job right after starting the server) is given to
-   * it at once; the warm-up, a compile per target, waits until the server
-   * is idle (no worker, no job). Run first, it made that job wait for it:
-   * a fresh process's first PTX compile took 35-37 ms, 26-30 ms so; run
-   * alongside the job, it made the next job wait (docs/benchmarks.md). */
+   * it at once; the warm-up, a compile per target, waits until no job
+   * does (warm_when_idle). Run first, it made that job wait for it: a
+   * fresh process's first PTX compile took 35-37 ms, 26-30 ms so; run
+   * alongside the job, it may make the next job wait, once. */
   fork_spare(&S);
-  bool warm = false;
+  cs_warmth warm = CS_COLD;
   for (;;) {
     struct pollfd pf[2] = {{S.ctl, POLLIN, 0}, {S.sigfd, POLLIN, 0}};
-    warm_when_idle(&S, &warm, pf);
+    int idle_in = warm_when_idle(&S, &warm, pf);
     int timeout = enforce_deadlines(&S);
+    if (idle_in >= 0 && (timeout < 0 || idle_in < timeout))
+      timeout = idle_in;
     int pr = poll(pf, 2, timeout);
     if (pr < 0 && errno != EINTR)
       shut_down(&S);

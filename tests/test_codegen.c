@@ -2330,8 +2330,6 @@ static void test_small_groups(void **state) {
 
 /* ---- the compile server (docs/abi.md, Isolation) ------------------- */
 
-/* This process's child whose command name is comm (the compile server:
- * its workers are the server's children, not ours); 0 when none. */
 /* Whether process pid is called comm. */
 static bool named(int pid, const char *comm) {
   char path[64], buf[64];
@@ -2346,22 +2344,30 @@ static bool named(int pid, const char *comm) {
   return !strcmp(buf, comm);
 }
 
-/* This process's compile server: a process named comm in our process
- * group that is not our child (the server is re-parented: docs/abi.md,
- * Isolation) and has not ended. */
+/* /proc/PID/stat of process pid (a decimal string), NUL-terminated in
+ * buf; false when there is no such process. */
+static bool read_stat(const char *pid, char *buf, size_t size) {
+  char path[300];
+  snprintf(path, sizeof path, "/proc/%s/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return false;
+  size_t n = fread(buf, 1, size - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return true;
+}
+
 /* Waits (up to 10 s) until process pid has ended: a server whose caller
  * let go of its control socket exits, but on a loaded machine not at
  * once, and server_named would find it first. */
 static bool gone(pid_t pid) {
+  char id[16];
+  snprintf(id, sizeof id, "%d", (int)pid);
   for (int i = 0; i < 1000; i++) {
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    char buf[256];
+    if (!read_stat(id, buf, sizeof buf))
       return true;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
     char *close = strrchr(buf, ')');
     if (close && (close[2] == 'Z' || close[2] == 'X'))
       return true;
@@ -2370,20 +2376,18 @@ static bool gone(pid_t pid) {
   return false;
 }
 
+/* This process's compile server: a process named comm in our process
+ * group that is not our child (the server is re-parented: docs/abi.md,
+ * Isolation) and has not ended. */
 static pid_t server_named(const char *comm) {
   DIR *d = opendir("/proc");
   assert_non_null(d);
   pid_t found = 0;
   struct dirent *e;
   while (!found && (e = readdir(d))) {
-    char path[300], buf[512];
-    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    char buf[512];
+    if (!read_stat(e->d_name, buf, sizeof buf))
       continue;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
     char *open = strchr(buf, '('), *close = strrchr(buf, ')');
     int ppid, pgrp;
     char st;
@@ -2399,6 +2403,28 @@ static pid_t server_named(const char *comm) {
   }
   closedir(d);
   return found;
+}
+
+/* How many processes that have not ended are children of pid (a compile
+ * server's spares and workers). */
+static int children_of(pid_t pid) {
+  DIR *d = opendir("/proc");
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    char buf[512];
+    if (!read_stat(e->d_name, buf, sizeof buf))
+      continue;
+    char *close = strrchr(buf, ')');
+    int ppid;
+    char st;
+    if (close && sscanf(close + 1, " %c %d", &st, &ppid) == 2 &&
+        ppid == pid && st != 'Z' && st != 'X')
+      n++;
+  }
+  closedir(d);
+  return n;
 }
 
 static void compile_ok(const xpj_module *s, const char *kernel,
@@ -2425,6 +2451,45 @@ static void *kill_later(void *p) {
   usleep(300 * 1000);
   kill(*(pid_t *)p, SIGKILL);
   return NULL;
+}
+
+/* A cold compile server warms up beside a worker when no job waits
+ * (cserver.c, warm_when_idle), not only once no worker runs: a stream of
+ * jobs that never left it idle kept it cold, and every worker set LLVM
+ * up again. Seen from here as the two warm spares it forks then: beside a
+ * worker that stays after its reply (until its deadline, 60 s), a server
+ * that waited for idleness had none. */
+static void test_compile_server_warms_busy(void **state) {
+  (void)state;
+  xpj_module *m = load_example("reduce.xpk");
+  xpj_module *s = spec_kernel(m, "block_sum", XPJ_F32, 0);
+  assert_non_null(s);
+  pid_t old = server_named("xpjit-cc");
+  if (old) { /* the next compile starts a new, cold one */
+    kill(old, SIGKILL);
+    assert_true(gone(old));
+  }
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.timeout_ms = 60000;
+  char log[4096];
+  xpj_failure_kind kind;
+  setenv("XPJIT_FAULT_INJECT", "linger", 1);
+  assert_int_equal(compile_with(s, "block_sum", "ptx:sm_90", &o, log,
+                                sizeof log, &kind), XPJ_OK);
+  unsetenv("XPJIT_FAULT_INJECT");
+  pid_t server = server_named("xpjit-cc");
+  if (!server)
+    fail_msg("no xpjit-cc server: the compile server was not exec'd");
+  int kids = 0;
+  for (int i = 0; i < 1000 && (kids = children_of(server)) < 3; i++)
+    usleep(10 * 1000);
+  kill(server, SIGKILL); /* and its lingering worker with it */
+  assert_true(gone(server));
+  assert_int_equal(kids, 3); /* the worker and two warm spares */
+  compile_ok(s, "block_sum", "ptx:sm_90", NULL, 0); /* a new server */
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
 }
 
 /* Isolated compiles go to one exec'd xpjit-cc per process; one that is
@@ -2583,6 +2648,7 @@ int main(void) {
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_memory_limit_pad),
       cmocka_unit_test(test_limit_process),
+      cmocka_unit_test(test_compile_server_warms_busy),
       /* last: it leaves this process with a forked compile server */
       cmocka_unit_test(test_compile_server),
   };
