@@ -52,8 +52,12 @@ LDLIBS_ALL = $(LLVM_LIBS) $(SPIRV_LIBS) $(CORE_LIBS)
 CSERVER_LLVM ?= $(if $(SAN),shared,$(shell test -e $(LLVM_LIBDIR)/libLLVMCore.a && \
                   pkg-config --exists zlib libzstd && echo static || echo shared))
 LLVM_COMPONENTS := nvptx x86 spirv passes bitreader bitwriter linker irreader orcjit
+# Position-dependent: a static PIE has 66,000 relocations to apply at
+# each start (1-3 ms more); the Debian package, hardened, keeps PIE
+# (debian/rules sets this empty).
+CSERVER_PIE ?= -no-pie
 ifeq ($(CSERVER_LLVM),static)
-CSERVER_LIBS = -no-pie -Wl,--gc-sections -L$(LLVM_LIBDIR) \
+CSERVER_LIBS = $(CSERVER_PIE) -Wl,--gc-sections -L$(LLVM_LIBDIR) \
                $(shell $(LLVM_CONFIG) --link-static --libs $(LLVM_COMPONENTS)) \
                $(shell pkg-config --libs zlib libzstd) $(SPIRV_LIBS) $(CORE_LIBS)
 else
@@ -207,7 +211,14 @@ $(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_INT) | $(LLVM_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $(DAEMON_SRCS) $(LIB_INT) $(CORE_LIBS)
 
-$(CSERVER): tools/xpjit-cc.c compiler/worker.h $(LIB_INT) $(LLVM_A)
+# (relinked when CSERVER_LLVM changes: a file named after it)
+CSERVER_MODE := $(BUILD)/obj/cserver-llvm-$(CSERVER_LLVM)$(subst -,,$(CSERVER_PIE))
+$(CSERVER_MODE):
+	@mkdir -p $(dir $@)
+	@rm -f $(BUILD)/obj/cserver-llvm-*
+	@touch $@
+
+$(CSERVER): tools/xpjit-cc.c compiler/worker.h $(LIB_INT) $(LLVM_A) $(CSERVER_MODE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ tools/xpjit-cc.c $(LLVM_STATIC) $(LIB_INT) $(CSERVER_LIBS)
 

@@ -740,6 +740,23 @@ static bool warm_up(cs_server *S, const char *target) {
   return true;
 }
 
+/* What a cold server warms up for beside a running worker: a target a
+ * worker has made a binary for (want_warm), else the default of the
+ * running worker's kind; never a target no worker has compiled for: a
+ * target LLVM fails on with a fatal error (cpu:i386:, a CPU without the
+ * 64-bit mode of x86-64 code) would end the server, not a worker. NULL:
+ * none (SPIR-V). */
+static const char *busy_target(const cs_server *S) {
+  xpj_target t;
+  if (S->wanted[0])
+    return S->wanted;
+  if (xpj_target_parse(S->w[0].target, &t, NULL, 0) != XPJ_OK)
+    return NULL;
+  return t.kind == XPJ_TARGET_PTX   ? "ptx:sm_90"
+         : t.kind == XPJ_TARGET_CPU ? "cpu:x86-64"
+                                    : NULL;
+}
+
 /* How far the server has warmed up (warm_when_idle) */
 typedef enum { CS_COLD, CS_WARM_FIRST, CS_WARM } cs_warmth;
 
@@ -750,8 +767,9 @@ typedef enum { CS_COLD, CS_WARM_FIRST, CS_WARM } cs_warmth;
 
 /* Warms up while no job waits. Idle (IDLE_MS without a job or a
  * worker): for the usual targets first, then for each target a job has
- * used since (want_warm). Cold with a worker running: for that worker's
- * target only, beside it (the next job may wait for it, once): a stream
+ * used since (want_warm). Cold with a worker running: for one target
+ * only (busy_target), beside it (the next job may wait for it, once; the
+ * server enforces no deadline meanwhile, 10-20 ms): a stream
  * of jobs that never left the server idle kept it cold, and every worker
  * set up LLVM's target and pipelines again (a small PTX kernel compiled
  * back to back: 3.9 ms a compile, 1.7 ms from a warm server;
@@ -770,8 +788,11 @@ static int warm_when_idle(cs_server *S, cs_warmth *warm, struct pollfd *ctl) {
    * not leave it running */
   alarm(60);
   if (busy) {
-    if (!warm_up(S, S->w[0].target))
+    const char *t = busy_target(S);
+    if (!t || !warm_up(S, t))
       return -1; /* (a target it does not warm up for) */
+    if (t == S->wanted)
+      S->wanted[0] = 0;
   } else {
     if (*warm != CS_WARM) {
       warm_up(S, "ptx:sm_90");

@@ -2492,6 +2492,41 @@ static void test_compile_server_warms_busy(void **state) {
   xpj_module_destroy(m);
 }
 
+/* A target LLVM fails on with a fatal error (x86-64 code for a CPU
+ * without its 64-bit mode) on a fresh server's first job ends that job's
+ * worker, not the server: beside a cold worker the server warms up only
+ * for a target a worker has compiled for, or the default of the kind.
+ * When it warmed up for the job's own target, LLVM's error ended the
+ * server, the job failed as a system error, and the process fell back to
+ * forked servers (an adversarial review; mutation-checked). */
+static void test_compile_server_bad_first_target(void **state) {
+  (void)state;
+  xpj_module *m = load_example("reduce.xpk");
+  xpj_module *s = spec_kernel(m, "block_sum", XPJ_F32, 0);
+  assert_non_null(s);
+  pid_t old = server_named("xpjit-cc");
+  if (old) {
+    kill(old, SIGKILL);
+    assert_true(gone(old));
+  }
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  char log[4096];
+  xpj_failure_kind kind;
+  assert_int_equal(compile_with(s, "block_sum", "cpu:i386:", &o, log,
+                                sizeof log, &kind), XPJ_ERR_COMPILE);
+  assert_int_equal(kind, XPJ_FAILURE_INPUT);
+  assert_non_null(strstr(log, "64-bit code requested"));
+  pid_t server = server_named("xpjit-cc");
+  if (!server)
+    fail_msg("no xpjit-cc server after the failed job");
+  compile_ok(s, "block_sum", "ptx:sm_90", NULL, 0);
+  compile_ok(s, "block_sum", "cpu:x86-64", NULL, 0);
+  assert_int_equal(server_named("xpjit-cc"), server);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
 /* Isolated compiles go to one exec'd xpjit-cc per process; one that is
  * killed between jobs or during one is replaced without the caller
  * noticing; an executable that does not work gives way to a server forked
@@ -2649,6 +2684,7 @@ int main(void) {
       cmocka_unit_test(test_memory_limit_pad),
       cmocka_unit_test(test_limit_process),
       cmocka_unit_test(test_compile_server_warms_busy),
+      cmocka_unit_test(test_compile_server_bad_first_target),
       /* last: it leaves this process with a forked compile server */
       cmocka_unit_test(test_compile_server),
   };
