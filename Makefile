@@ -211,7 +211,8 @@ $(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_INT) | $(LLVM_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $(DAEMON_SRCS) $(LIB_INT) $(CORE_LIBS)
 
-# (relinked when CSERVER_LLVM changes: a file named after it)
+# (relinked when CSERVER_LLVM or CSERVER_PIE changes: a file named after
+# them)
 CSERVER_MODE := $(BUILD)/obj/cserver-llvm-$(CSERVER_LLVM)$(subst -,,$(CSERVER_PIE))
 $(CSERVER_MODE):
 	@mkdir -p $(dir $@)

@@ -645,6 +645,27 @@ static double p50_free(double *v, int n) {
   return p;
 }
 
+/* One of the three whole-process measurements of --fresh and --startup:
+ * number w, once; S_OK with its time in *ms. */
+typedef int (*process_fn)(int w, const void *ctx, double *ms);
+
+/* The medians of `times` runs of each of three measurements, alternated
+ * run by run, into p. */
+static void alternate3(int times, process_fn once, const void *ctx, double p[3]) {
+  double *v[3];
+  int n[3] = {0, 0, 0};
+  for (int i = 0; i < 3; i++)
+    v[i] = calloc((size_t)times, sizeof *v[i]);
+  for (int r = 0; r < times; r++)
+    for (int w = 0; w < 3; w++) {
+      double ms;
+      if (once(w, ctx, &ms) == S_OK)
+        v[w][n[w]++] = ms;
+    }
+  for (int i = 0; i < 3; i++)
+    p[i] = p50_free(v[i], n[i]);
+}
+
 static char iso_line[512]; /* printed after the tables */
 static int fresh_runs;      /* --fresh */
 static char fresh_line[640];
@@ -668,32 +689,31 @@ static void child_args(char *argv[64], const char *mode, const char *arg,
   argv[a] = NULL;
 }
 
+typedef struct fresh_ctx {
+  const krow *k;
+  char **nvrtc; /* the NVRTC child's command line */
+} fresh_ctx;
+
+static int fresh_once(int w, const void *ctx, double *ms) {
+  const fresh_ctx *c = ctx;
+  char msg[320];
+  char *tr[] = {"/bin/true", NULL};
+  return w == 0   ? cli_once(c->k, "ptx:sm_90", ms, msg, sizeof msg)
+         : w == 1 ? process_once(c->nvrtc, ms)
+                  : process_once(tr, ms);
+}
+
 /* --fresh: row's PTX compile as a whole process, fresh_runs times each of
  * xpjit-cli, an NVRTC child of this program and /bin/true, alternated. */
 static void fresh_compile(int row, char *const *file_args) {
   const krow *k = &rows[row];
-  double *v[3];
-  int n[3] = {0, 0, 0};
-  for (int i = 0; i < 3; i++)
-    v[i] = calloc((size_t)fresh_runs, sizeof *v[i]);
   char rowarg[16];
   snprintf(rowarg, sizeof rowarg, "%d", row);
   char *nvargs[64];
   child_args(nvargs, "--nvrtc-child", rowarg, file_args);
-  char *tr[] = {"/bin/true", NULL};
-  for (int r = 0; r < fresh_runs; r++)
-    for (int w = 0; w < 3; w++) {
-      double ms;
-      char msg[320];
-      int st = w == 0   ? cli_once(k, "ptx:sm_90", &ms, msg, sizeof msg)
-               : w == 1 ? process_once(nvargs, &ms)
-                        : process_once(tr, &ms);
-      if (st == S_OK)
-        v[w][n[w]++] = ms;
-    }
+  fresh_ctx c = {k, nvargs};
   double p[3];
-  for (int i = 0; i < 3; i++)
-    p[i] = p50_free(v[i], n[i]);
+  alternate3(fresh_runs, fresh_once, &c, p);
   snprintf(fresh_line, sizeof fresh_line,
            "\na program's first compile, %s/%s, PTX, whole process (start to exit), p50 of "
            "%d each:\n  xpjit-cli emit %.2f ms; NVRTC (a process that loads libnvrtc and "
@@ -724,6 +744,11 @@ static int startup_child(const char *who) {
   return bad;
 }
 
+static int startup_once(int w, const void *ctx, double *ms) {
+  char **const *argvs = ctx;
+  return process_once(argvs[w], ms);
+}
+
 /* --startup: a program's start-up as a whole process, startup_runs times
  * each, alternated: this program re-run to compile every PTX kernel of
  * the first file back to back with xpjit (a fresh compile server: the
@@ -733,23 +758,12 @@ static void startup(char *const *file_args) {
   int nk = 0;
   for (int i = 0; i < nrows; i++)
     nk += rows[i].file == 0 && rows[i].spec_ok;
-  char *args[2][64];
-  child_args(args[0], "--startup-child", "xpjit", file_args);
-  child_args(args[1], "--startup-child", "nvrtc", file_args);
-  char *tr[] = {"/bin/true", NULL};
-  double *v[3];
-  int n[3] = {0, 0, 0};
-  for (int i = 0; i < 3; i++)
-    v[i] = calloc((size_t)startup_runs, sizeof *v[i]);
-  for (int r = 0; r < startup_runs; r++)
-    for (int w = 0; w < 3; w++) {
-      double ms;
-      if (process_once(w < 2 ? args[w] : tr, &ms) == S_OK)
-        v[w][n[w]++] = ms;
-    }
+  char *xpjit[64], *nvrtc[64], *tr[] = {"/bin/true", NULL};
+  child_args(xpjit, "--startup-child", "xpjit", file_args);
+  child_args(nvrtc, "--startup-child", "nvrtc", file_args);
+  char **argvs[3] = {xpjit, nvrtc, tr};
   double p[3];
-  for (int i = 0; i < 3; i++)
-    p[i] = p50_free(v[i], n[i]);
+  alternate3(startup_runs, startup_once, argvs, p);
   snprintf(startup_line, sizeof startup_line,
            "\na program's start-up, %s: its %d PTX kernels compiled back to back in a "
            "fresh process (start to exit), p50 of %d each:\n  xpjit %.1f ms (%.2f ms a "

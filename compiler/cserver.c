@@ -325,8 +325,8 @@ static void range_add(cs_ranges *l, uintptr_t lo, uintptr_t hi) {
   l->r[l->n++] = (cs_range){lo, hi};
 }
 
-/* The present pages of this process's read-only file mappings, page by
- * page from pagemap, into touched. */
+/* The present pages of [lo, hi) in this process, page by page from
+ * pagemap (pm), into l. */
 static void add_present(cs_ranges *l, int pm, unsigned long lo,
                         unsigned long hi, unsigned long psz) {
   uint64_t ent[512];
@@ -379,17 +379,24 @@ static void record_touched(void) {
 #define MADV_POPULATE_WRITE 23
 #endif
 
-/* Copies the recorded data pages a slice at a time (MADV_POPULATE_WRITE);
+/* Copies the pages of [lo, hi) a slice at a time (MADV_POPULATE_WRITE);
  * false once a job has come (sock readable). */
-static bool populate_data(int sock) {
+static bool populate_write(uintptr_t lo, uintptr_t hi, int sock) {
   struct pollfd pf = {sock, POLLIN, 0};
+  for (uintptr_t a = lo; a < hi; a += PAGES_SLICE) {
+    if (poll(&pf, 1, 0) != 0)
+      return false;
+    madvise((void *)a, hi - a < PAGES_SLICE ? hi - a : PAGES_SLICE,
+            MADV_POPULATE_WRITE);
+  }
+  return true;
+}
+
+/* The recorded data pages copied; false once a job has come. */
+static bool populate_data(int sock) {
   for (size_t i = 0; i < data.n; i++)
-    for (uintptr_t a = data.r[i].lo; a < data.r[i].hi; a += PAGES_SLICE) {
-      if (poll(&pf, 1, 0) != 0)
-        return false;
-      size_t n = data.r[i].hi - a < PAGES_SLICE ? data.r[i].hi - a : PAGES_SLICE;
-      madvise((void *)a, n, MADV_POPULATE_WRITE);
-    }
+    if (!populate_write(data.r[i].lo, data.r[i].hi, sock))
+      return false;
   return true;
 }
 
@@ -454,10 +461,7 @@ static bool pad_heap(int sock) {
   p[HEAP_PAD - 1] = 0; /* (the pair is not optimised away) */
   free(p);
   char *hi = sbrk(0); /* (== lo where malloc does not use the heap) */
-  struct pollfd pf = {sock, POLLIN, 0};
-  for (char *a = lo; a < hi && poll(&pf, 1, 0) == 0; a += PAGES_SLICE)
-    madvise(a, (size_t)(hi - a) < PAGES_SLICE ? (size_t)(hi - a) : PAGES_SLICE,
-            MADV_POPULATE_WRITE);
+  populate_write((uintptr_t)lo, (uintptr_t)hi, sock);
   return true;
 }
 

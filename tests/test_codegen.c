@@ -2427,6 +2427,16 @@ static int children_of(pid_t pid) {
   return n;
 }
 
+/* Kills this process's compile server, if any, and waits for its end:
+ * the next compile starts a new one, cold. */
+static void end_server(void) {
+  pid_t old = server_named("xpjit-cc");
+  if (old) {
+    kill(old, SIGKILL);
+    assert_true(gone(old));
+  }
+}
+
 static void compile_ok(const xpj_module *s, const char *kernel,
                        const char *target, const uint8_t *want, size_t n) {
   char log[4096];
@@ -2464,11 +2474,7 @@ static void test_compile_server_warms_busy(void **state) {
   xpj_module *m = load_example("reduce.xpk");
   xpj_module *s = spec_kernel(m, "block_sum", XPJ_F32, 0);
   assert_non_null(s);
-  pid_t old = server_named("xpjit-cc");
-  if (old) { /* the next compile starts a new, cold one */
-    kill(old, SIGKILL);
-    assert_true(gone(old));
-  }
+  end_server(); /* the next compile starts a new, cold one */
   xpj_compile_opts o;
   xpj_compile_opts_default(&o);
   o.timeout_ms = 60000;
@@ -2504,11 +2510,7 @@ static void test_compile_server_bad_first_target(void **state) {
   xpj_module *m = load_example("reduce.xpk");
   xpj_module *s = spec_kernel(m, "block_sum", XPJ_F32, 0);
   assert_non_null(s);
-  pid_t old = server_named("xpjit-cc");
-  if (old) {
-    kill(old, SIGKILL);
-    assert_true(gone(old));
-  }
+  end_server();
   xpj_compile_opts o;
   xpj_compile_opts_default(&o);
   char log[4096];
