@@ -30,8 +30,10 @@ KIT=${1:-.gpukit/kit.tar.xz}
 if [ $DRY -eq 0 ]; then
   # \$$ORIGIN: make turns $$ into $, the backslash keeps it from the shell
   RP='-Wl,--disable-new-dtags -Wl,-rpath,\$$ORIGIN/../lib:\$$ORIGIN/../../lib'
+  # (the compile server with the kit's libLLVM, CSERVER_LLVM=shared: a
+  # static copy of LLVM beside it would take the kit over its size)
   # shellcheck disable=SC2046
-  make -j"$(nproc)" BUILD=$KB LLVM_RPATH= LDLIBS="$RP" \
+  make -j"$(nproc)" BUILD=$KB LLVM_RPATH= LDLIBS="$RP" CSERVER_LLVM=shared \
     $(BUILD=$KB bash tests/gpu.sh --targets)
 
   # (the libraries of an earlier kit out of lib/ first)
