@@ -16,7 +16,6 @@
 #include <llvm-c/ErrorHandling.h>
 #include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -296,24 +295,23 @@ static LLVMContextRef take_ahead(const xpj_job *j, LLVMModuleRef *lib) {
   return ctx;
 }
 
+/* Runs the pipeline (the new pass manager's text) on c's module: the one
+ * built ahead for this machine when it fits (a worker of the compile
+ * server), else one built now. Both are xpj_passes (llvm_emit.cpp), which
+ * do what LLVMRunPasses does and know the compiler's own passes. */
 void cg_run_pipeline(cg *c, const char *pipeline) {
   for (unsigned i = 0; c->worker && i < CG_AHEAD_PASSES; i++)
     if (xpj_passes_fits(c->ahead.passes[i], c->tm, pipeline) &&
-        xpj_passes_run(c->ahead.passes[i], c->mod) == 0)
+        xpj_passes_run(c->ahead.passes[i], c->mod) == 0) {
+      xpj_passes_ahead++;
       return;
-  LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
-  if (c->ops->simt) {
-    /* GPUs get their parallelism from work-items, not from vectors */
-    LLVMPassBuilderOptionsSetLoopVectorization(pbo, 0);
-    LLVMPassBuilderOptionsSetSLPVectorization(pbo, 0);
-  }
-  LLVMErrorRef e = LLVMRunPasses(c->mod, pipeline, c->tm, pbo);
-  if (e) {
-    char *em = LLVMGetErrorMessage(e);
-    cg_fail(c, XPJ_ERR_COMPILE, "optimisation failed: %s", em);
-    LLVMDisposeErrorMessage(em);
-  }
-  LLVMDisposePassBuilderOptions(pbo);
+    }
+  /* GPUs get their parallelism from work-items, not from vectors (simt) */
+  xpj_passes *p = xpj_passes_create(c->tm, pipeline, c->ops->simt);
+  if (!p || xpj_passes_run(p, c->mod) != 0)
+    cg_fail(c, XPJ_ERR_COMPILE, "optimisation failed: cannot build the pipeline %.200s",
+            pipeline);
+  xpj_passes_destroy(p);
 }
 
 static unsigned defined_functions(LLVMModuleRef m) {

@@ -17,11 +17,23 @@
  * text each time (2.5% of a small PTX compile, two or three times a
  * compile); a pipeline built ahead needs only the module's context for
  * its instrumentation (StandardInstrumentations, as LLVMRunPasses
- * registers it) when it runs.
+ * registers it) when it runs. Every pipeline the compiler runs is built
+ * here (cg_run_pipeline builds one on the spot when none was built
+ * ahead), so that the pipelines' texts may name this file's own pass:
+ *
+ *   xpj-private-dse   dead store elimination in a function that still
+ *                     keeps something in memory of its own (an alloca)
+ *                     after SROA: a private array indexed by data. DSE's
+ *                     time goes into alias queries between a kernel's
+ *                     stores to global memory, where it found nothing
+ *                     in the example kernels, while the private arrays
+ *                     it exists for (median3x3 f64) are the allocas.
  */
 #include "llvm_emit.h"
 
 #include <llvm/ADT/SmallString.h>
+#include <llvm/IR/InstIterator.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -29,6 +41,7 @@
 #include <llvm/Support/CodeGen.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/Transforms/Scalar/DeadStoreElimination.h>
 
 #include <memory>
 #include <new>
@@ -86,6 +99,27 @@ extern "C" int xpj_emitter_run(xpj_emitter *e, LLVMModuleRef m,
 
 extern "C" void xpj_emitter_destroy(xpj_emitter *e) { delete e; }
 
+namespace {
+/* xpj-private-dse (above) */
+struct PrivateDSE : llvm::PassInfoMixin<PrivateDSE> {
+  llvm::PreservedAnalyses run(llvm::Function &f,
+                              llvm::FunctionAnalysisManager &fam) {
+    for (llvm::Instruction &i : llvm::instructions(f))
+      if (llvm::isa<llvm::AllocaInst>(i))
+        return llvm::DSEPass().run(f, fam);
+    return llvm::PreservedAnalyses::all();
+  }
+};
+
+bool parse_own_pass(llvm::StringRef name, llvm::FunctionPassManager &fpm,
+                    llvm::ArrayRef<llvm::PassBuilder::PipelineElement>) {
+  if (name != "xpj-private-dse")
+    return false;
+  fpm.addPass(PrivateDSE());
+  return true;
+}
+} // namespace
+
 struct xpj_passes {
   LLVMTargetMachineRef tm;
   std::string text;
@@ -120,6 +154,7 @@ extern "C" xpj_passes *xpj_passes_create(LLVMTargetMachineRef tm,
   p->pb->registerCGSCCAnalyses(p->cgam);
   p->pb->registerModuleAnalyses(p->mam);
   p->pb->crossRegisterProxies(p->lam, p->fam, p->cgam, p->mam);
+  p->pb->registerPipelineParsingCallback(parse_own_pass);
   if (llvm::Error e = p->pb->parsePassPipeline(p->mpm, text)) {
     llvm::consumeError(std::move(e));
     delete p;
@@ -141,7 +176,6 @@ extern "C" int xpj_passes_run(xpj_passes *p, LLVMModuleRef m) {
   p->si.emplace(M->getContext(), false, false);
   p->si->registerCallbacks(p->pic, &p->mam);
   p->mpm.run(*M, p->mam);
-  xpj_passes_ahead++;
   return 0;
 }
 

@@ -30,7 +30,8 @@ int xpj_emitter_run(xpj_emitter *e, LLVMModuleRef m, const char **data,
                     size_t *len);
 /* How many modules this process emitted by code generators built ahead
  * (xpj_emitter_run's successes), and ran through pipelines built ahead
- * (xpj_passes_run's): what the tests look at. */
+ * (counted by cg_run_pipeline, which also runs pipelines built on the
+ * spot): what the tests look at. */
 extern unsigned xpj_emitted_ahead, xpj_passes_ahead;
 /* Frees e; NULL is a no-op. */
 void xpj_emitter_destroy(xpj_emitter *e);

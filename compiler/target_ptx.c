@@ -700,8 +700,12 @@ static const char ptx_o2_loops[] =
      * third more SASS without DSE). Each was a few per cent of a loop
      * kernel's compile and changed none of the 95 example kernels, but
      * kernels written to need them did (docs/benchmarks.md, issue 19,
-     * seventeenth session: an adversarial review). */
-    "sroa<modify-cfg>,gvn<>," INSTCOMBINE ",dse,"
+     * seventeenth session: an adversarial review). DSE only where a
+     * private array is still in memory (xpj-private-dse, llvm_emit.cpp):
+     * elsewhere it was a kernel's stores to global memory checked
+     * against each other for nothing, a third of a millisecond of
+     * matmul_regblock's 16 guarded stores (twenty-second session). */
+    "sroa<modify-cfg>,gvn<>," INSTCOMBINE ",xpj-private-dse,"
     /* x / n and x % n of one index share the division */
     "div-rem-pairs,"
     /* no partial or runtime unrolling: the stride loops that load global
