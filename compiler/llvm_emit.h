@@ -37,7 +37,8 @@ extern unsigned xpj_emitted_ahead, xpj_passes_ahead;
 void xpj_emitter_destroy(xpj_emitter *e);
 
 /* An optimisation pipeline (the new pass manager's text, as for
- * LLVMRunPasses) for tm, built now: its PassBuilder (loop and SLP
+ * LLVMRunPasses, which may also name the compiler's own passes:
+ * llvm_emit.cpp) for tm, built now: its PassBuilder (loop and SLP
  * vectorisation off when simt, as cg_run_pipeline asks), its analyses
  * registered, its text parsed; NULL when the text does not parse or
  * memory is short. tm must outlive it. */
