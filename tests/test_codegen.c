@@ -1743,6 +1743,16 @@ static LLVMModuleRef ir_module(LLVMContextRef ctx, const xpj_module *sp,
  * LLVMTargetMachineEmitToMemoryBuffer emits for the same module and
  * machine, PTX text and CPU objects alike; it fits its own machine and
  * file type only, and runs once. */
+/* A machine for PTX sm_90 at -O2 (LLVM initialised) */
+static LLVMTargetMachineRef sm90_machine(void) {
+  char *msg = NULL;
+  LLVMTargetRef t;
+  assert_int_equal(LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, &msg), 0);
+  return LLVMCreateTargetMachine(t, "nvptx64-nvidia-cuda", "sm_90", "+ptx78",
+                                 LLVMCodeGenLevelDefault, LLVMRelocPIC,
+                                 LLVMCodeModelDefault);
+}
+
 static void test_emitter(void **state) {
   (void)state;
   xpj_llvm_plugin_api.init();
@@ -1804,12 +1814,7 @@ static void test_emitter(void **state) {
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef a = ir_module(ctx, sp, "dot", "ptx:sm_90");
   LLVMModuleRef b = LLVMCloneModule(a);
-  char *msg = NULL;
-  LLVMTargetRef t;
-  assert_int_equal(LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, &msg), 0);
-  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
-      t, "nvptx64-nvidia-cuda", "sm_90", "+ptx78", LLVMCodeGenLevelDefault,
-      LLVMRelocPIC, LLVMCodeModelDefault);
+  LLVMTargetMachineRef tm = sm90_machine();
   static const char text[] = "default<O3>";
   assert_null(xpj_passes_create(tm, "no-such-pass", true));
   xpj_passes *p = xpj_passes_create(tm, text, true);
@@ -1851,8 +1856,7 @@ static unsigned stores_in(LLVMModuleRef m, const char *name) {
 
 /* xpj-private-dse, the compiler's own pass (llvm_emit.cpp): dead store
  * elimination in a function that keeps memory of its own (an alloca), and
- * nothing in one that does not; a pipeline built on the spot
- * (cg_run_pipeline) knows it as well as one built ahead. */
+ * nothing in one that does not. */
 static void test_private_dse(void **state) {
   (void)state;
   static const char ir[] =
@@ -1880,11 +1884,7 @@ static void test_private_dse(void **state) {
   assert_int_equal(LLVMParseIRInContext(ctx, buf, &m, &msg), 0);
   d = LLVMCloneModule(m);
   xpj_llvm_plugin_api.init();
-  LLVMTargetRef t;
-  assert_int_equal(LLVMGetTargetFromTriple("nvptx64-nvidia-cuda", &t, &msg), 0);
-  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
-      t, "nvptx64-nvidia-cuda", "sm_90", "+ptx78", LLVMCodeGenLevelDefault,
-      LLVMRelocPIC, LLVMCodeModelDefault);
+  LLVMTargetMachineRef tm = sm90_machine();
   xpj_passes *p = xpj_passes_create(tm, "function(xpj-private-dse)", true);
   assert_non_null(p);
   assert_int_equal(xpj_passes_run(p, m), 0);
