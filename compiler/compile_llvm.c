@@ -204,7 +204,8 @@ static void emit_ahead(void) {
     }
     for (unsigned t = 0; t < CG_AHEAD_PASSES; t++)
       if (texts[t] && !k->ahead.passes[t])
-        k->ahead.passes[t] = xpj_passes_create(k->tm, texts[t], ops->simt);
+        k->ahead.passes[t] = xpj_passes_create(k->tm, texts[t], ops->simt,
+                                               NULL, 0);
   }
   pthread_mutex_unlock(&kept_mu);
 }
@@ -307,10 +308,16 @@ void cg_run_pipeline(cg *c, const char *pipeline) {
       return;
     }
   /* GPUs get their parallelism from work-items, not from vectors (simt) */
-  xpj_passes *p = xpj_passes_create(c->tm, pipeline, c->ops->simt);
-  if (!p || xpj_passes_run(p, c->mod) != 0)
-    cg_fail(c, XPJ_ERR_COMPILE, "optimisation failed: cannot build the pipeline %.200s",
-            pipeline);
+  char why[256];
+  xpj_passes *p = xpj_passes_create(c->tm, pipeline, c->ops->simt, why,
+                                    sizeof why);
+  if (!p && !why[0])
+    cg_fail(c, XPJ_ERR_NOMEM, "optimisation failed: out of memory");
+  else if (!p)
+    cg_fail(c, XPJ_ERR_COMPILE, "optimisation failed: the pipeline %.200s: %s",
+            pipeline, why);
+  else if (xpj_passes_run(p, c->mod) != 0) /* (a new one runs) */
+    cg_fail(c, XPJ_ERR_COMPILE, "internal: a pipeline ran twice");
   xpj_passes_destroy(p);
 }
 

@@ -43,8 +43,10 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/Scalar/DeadStoreElimination.h>
 
+#include <cstdio>
 #include <memory>
 #include <new>
+#include <string>
 #include <optional>
 #include <string>
 
@@ -135,7 +137,10 @@ struct xpj_passes {
 };
 
 extern "C" xpj_passes *xpj_passes_create(LLVMTargetMachineRef tm,
-                                         const char *text, bool simt) {
+                                         const char *text, bool simt,
+                                         char *why, size_t why_size) {
+  if (why_size)
+    why[0] = '\0';
   xpj_passes *p = new (std::nothrow) xpj_passes;
   if (!p)
     return nullptr;
@@ -156,7 +161,9 @@ extern "C" xpj_passes *xpj_passes_create(LLVMTargetMachineRef tm,
   p->pb->crossRegisterProxies(p->lam, p->fam, p->cgam, p->mam);
   p->pb->registerPipelineParsingCallback(parse_own_pass);
   if (llvm::Error e = p->pb->parsePassPipeline(p->mpm, text)) {
-    llvm::consumeError(std::move(e));
+    std::string msg = llvm::toString(std::move(e));
+    if (why_size)
+      snprintf(why, why_size, "%s", msg.empty() ? "no reason given" : msg.c_str());
     delete p;
     return nullptr;
   }

@@ -40,11 +40,12 @@ void xpj_emitter_destroy(xpj_emitter *e);
  * LLVMRunPasses, which may also name the compiler's own passes:
  * llvm_emit.cpp) for tm, built now: its PassBuilder (loop and SLP
  * vectorisation off when simt, as cg_run_pipeline asks), its analyses
- * registered, its text parsed; NULL when the text does not parse or
- * memory is short. tm must outlive it. */
+ * registered, its text parsed. NULL when the text does not parse (why:
+ * LLVM's reason, never empty) or memory is short (why: empty); why may
+ * be NULL when why_size is 0. tm must outlive it. */
 typedef struct xpj_passes xpj_passes;
 xpj_passes *xpj_passes_create(LLVMTargetMachineRef tm, const char *text,
-                              bool simt);
+                              bool simt, char *why, size_t why_size);
 /* Whether p is unused and was built for tm and this text (simt follows
  * from tm's target). */
 bool xpj_passes_fits(const xpj_passes *p, LLVMTargetMachineRef tm,

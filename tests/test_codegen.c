@@ -1816,8 +1816,13 @@ static void test_emitter(void **state) {
   LLVMModuleRef b = LLVMCloneModule(a);
   LLVMTargetMachineRef tm = sm90_machine();
   static const char text[] = "default<O3>";
-  assert_null(xpj_passes_create(tm, "no-such-pass", true));
-  xpj_passes *p = xpj_passes_create(tm, text, true);
+  /* a text that does not parse: LLVM's reason, naming the pass */
+  char why[256] = "x";
+  assert_null(xpj_passes_create(tm, "no-such-pass", true, why, sizeof why));
+  assert_non_null(strstr(why, "no-such-pass"));
+  assert_null(xpj_passes_create(tm, "function(no-such-pass)", true, NULL, 0));
+  xpj_passes *p = xpj_passes_create(tm, text, true, why, sizeof why);
+  assert_string_equal(why, "");
   assert_non_null(p);
   assert_true(xpj_passes_fits(p, tm, "default<O3>"));
   assert_false(xpj_passes_fits(p, tm, "default<O2>"));
@@ -1885,7 +1890,8 @@ static void test_private_dse(void **state) {
   d = LLVMCloneModule(m);
   xpj_llvm_plugin_api.init();
   LLVMTargetMachineRef tm = sm90_machine();
-  xpj_passes *p = xpj_passes_create(tm, "function(xpj-private-dse)", true);
+  xpj_passes *p = xpj_passes_create(tm, "function(xpj-private-dse)", true, NULL,
+                                    0);
   assert_non_null(p);
   assert_int_equal(xpj_passes_run(p, m), 0);
   xpj_passes_destroy(p);
@@ -1893,7 +1899,7 @@ static void test_private_dse(void **state) {
   assert_int_equal(stores_in(m, "glob"), 3); /* DSE not run there */
   /* plain DSE would have removed the first store of @glob: the test can
    * tell the two apart */
-  p = xpj_passes_create(tm, "function(dse)", true);
+  p = xpj_passes_create(tm, "function(dse)", true, NULL, 0);
   assert_int_equal(xpj_passes_run(p, d), 0);
   xpj_passes_destroy(p);
   assert_int_equal(stores_in(d, "glob"), 2);
