@@ -2927,7 +2927,6 @@ static void begin_shutdown(const char *why) {
 
 
 /* ---- start-up: the socket's directory and path ---- */
-/* ---- start-up: the socket's directory and path ---- */
 
 static int lock_fd = -1;
 
