@@ -12,6 +12,7 @@
 #include "llvm.h"
 #include "worker.h"
 #include "llvm_lock.h"
+#include "daemon.h" /* xpd_now_ms */
 #include "proto.h"
 
 #include <ctype.h>
@@ -723,6 +724,8 @@ static xpj_failure_kind exit_kind(int st) {
     return WTERMSIG(st) == SIGKILL ? XPJ_FAILURE_SYSTEM : XPJ_FAILURE_CRASH;
   if (WIFEXITED(st) && WEXITSTATUS(st) == WORKER_LLVM_FATAL)
     return XPJ_FAILURE_INPUT;
+  if (WIFEXITED(st) && WEXITSTATUS(st) == XPJ_WORKER_NO_FDS)
+    return XPJ_FAILURE_SYSTEM;
   return XPJ_FAILURE_CRASH;
 }
 
@@ -730,6 +733,9 @@ static void describe_exit(int st, char *buf, size_t n) {
   if (WIFSIGNALED(st))
     snprintf(buf, n, "the compiler worker was killed by signal %d (%s)",
              WTERMSIG(st), strsignal(WTERMSIG(st)));
+  else if (WIFEXITED(st) && WEXITSTATUS(st) == XPJ_WORKER_NO_FDS)
+    snprintf(buf, n, "the compiler worker could not arrange its file "
+             "descriptors (RLIMIT_NOFILE?)");
   else if (WIFEXITED(st))
     snprintf(buf, n, "the compiler worker exited with status %d",
              WEXITSTATUS(st));
@@ -788,16 +794,14 @@ int xpj_worker_decode(const uint8_t *buf, size_t n, xpj_result *r) {
 xpj_result *xpj_result_new_internal(void) { return result_new(); }
 
 /* Reads a worker's reply (sock) and stderr with the server's footer (err)
- * until the reply is complete or both end. Whether the compile server
- * gave an answer ("ended"): else it died or hung, and the caller retries
- * with another. */
+ * until the reply is complete or both end, or deadline (xpd_now_ms) has
+ * passed. Whether the compile server gave an answer ("ended"): else it
+ * died or stopped answering (it is then ended), and the caller gives the
+ * job to another. */
 static bool read_worker(const xpj_job *j, int sock, int err_fd,
-                        unsigned gen, xpj_result *r) {
+                        unsigned gen, uint64_t deadline, xpj_result *r) {
   unsigned timeout = j->opts.timeout_ms ? j->opts.timeout_ms : 60000;
   sink out = {NULL, 0, 0, (size_t)1 << 31}, err = {NULL, 0, 0, 64 << 10};
-  /* the server kills a worker at its deadline; this one is for a server
-   * that stopped answering */
-  double deadline = now_ms() + timeout + 5000;
   bool out_open = true, err_open = true, hung = false, oom = false;
   bool have_reply = false;
   while (!have_reply && (out_open || err_open)) {
@@ -807,11 +811,12 @@ static bool read_worker(const xpj_job *j, int sock, int err_fd,
       pf[n++] = (struct pollfd){sock, POLLIN, 0};
     if (err_open)
       pf[n++] = (struct pollfd){err_fd, POLLIN, 0};
-    double left = deadline - now_ms();
-    if (left <= 0) {
+    uint64_t now = xpd_now_ms();
+    if (now >= deadline) {
       hung = true;
       break;
     }
+    uint64_t left = deadline - now;
     int pr = poll(pf, (nfds_t)n, (int)(left > 1000 ? 1000 : left + 1));
     if (pr < 0 && errno == EINTR)
       continue;
@@ -846,12 +851,10 @@ static bool read_worker(const xpj_job *j, int sock, int err_fd,
   bool ended = have_reply || oom ||
                (!err_open && xpj_cs_footer(err.p, &err.n, &end) == 0);
   if (hung) {
-    xpj_cs_abandon(gen, false);
-    char msg[160];
-    snprintf(msg, sizeof msg, "the compile timed out after %u ms; the "
-             "compile server did not answer and was ended", timeout);
-    result_fail(r, XPJ_ERR_COMPILE, XPJ_FAILURE_TIMEOUT, msg);
-    ended = true;
+    /* the server kills a worker at the job's deadline and says so in the
+     * footer: none 5 s later is the server's fault, not the job's */
+    xpj_cs_abandon(gen, XPJ_CS_HUNG);
+    ended = false;
   } else if (oom) {
     result_fail(r, XPJ_ERR_NOMEM, XPJ_FAILURE_MEMORY,
                 "out of memory reading the worker's output");
@@ -866,7 +869,7 @@ static bool read_worker(const xpj_job *j, int sock, int err_fd,
     result_fail(r, XPJ_ERR_COMPILE, XPJ_FAILURE_SYSTEM,
                 "the compile server could not start a worker");
   } else if (end.flags & XPJ_CS_REFUSED) {
-    xpj_cs_abandon(gen, true);
+    xpj_cs_abandon(gen, XPJ_CS_BAD_EXE);
     ended = false; /* the next attempt goes to a fork of this process */
   } else {
     char why[160];
@@ -896,19 +899,24 @@ static bool read_worker(const xpj_job *j, int sock, int err_fd,
  * needs no executable (docs/abi.md, Isolation). */
 static void compile_isolated(const xpj_job *j, xpj_result *r) {
   char why[256] = "";
+  unsigned timeout = j->opts.timeout_ms ? j->opts.timeout_ms : 60000;
   for (int attempt = 0; attempt < 3; attempt++) {
     int sock, err;
     unsigned gen;
-    if (xpj_cs_submit(j, &sock, &err, &gen, why, sizeof why) != 0)
+    /* the server kills a worker at its deadline; this one, 5 s later, is
+     * for a server that stopped answering (the job's frame written too) */
+    uint64_t deadline = xpd_now_ms() + timeout + 5000;
+    if (xpj_cs_submit(j, deadline, &sock, &err, &gen, why, sizeof why) != 0)
       break;
-    bool ended = read_worker(j, sock, err, gen, r);
+    bool ended = read_worker(j, sock, err, gen, deadline, r);
     close(sock);
     close(err);
     if (ended)
       return;
     if (attempt == 1)
-      xpj_cs_abandon(gen, true);
-    snprintf(why, sizeof why, "the compile server ended during the job");
+      xpj_cs_abandon(gen, XPJ_CS_BAD_EXE);
+    snprintf(why, sizeof why, "the compile server ended or stopped "
+             "answering during the job");
   }
   char msg[320];
   snprintf(msg, sizeof msg, "cannot run a compiler worker: %s", why);

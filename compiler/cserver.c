@@ -28,9 +28,9 @@
  * whose server ended before the footer is run again by a new server.
  *
  * The server kills a worker at its job's deadline; it ends when the
- * caller's process has closed the control socket (it kills its workers
- * then); a worker ends with its server (PR_SET_PDEATHSIG). Nothing here
- * writes to the caller's stdout.
+ * caller's process has ended (a pidfd of it) or closed the control socket
+ * (it kills its workers then); a worker ends with its server
+ * (PR_SET_PDEATHSIG). Nothing here writes to the caller's stdout.
  */
 #define _GNU_SOURCE
 #include "llvm.h"
@@ -127,7 +127,7 @@ int xpj_cs_footer(const char *buf, size_t *n, xpj_cs_end *e) {
 /* ---- descriptors over a socket --------------------------------------- */
 
 static int send_fds(int sock, const void *data, size_t len, const int *fds,
-                    int nfds) {
+                    int nfds, int flags) {
   char ctl[CMSG_SPACE(2 * sizeof(int))];
   memset(ctl, 0, sizeof ctl);
   struct iovec io = {(void *)data, len};
@@ -145,7 +145,7 @@ static int send_fds(int sock, const void *data, size_t len, const int *fds,
   }
   ssize_t w;
   do
-    w = sendmsg(sock, &mh, MSG_NOSIGNAL);
+    w = sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
   while (w < 0 && errno == EINTR);
   return w == (ssize_t)len ? 0 : -1;
 }
@@ -184,15 +184,18 @@ static ssize_t recv_fds(int sock, void *data, size_t len, int fds[2]) {
   return n;
 }
 
-/* Moves fd to the lowest free descriptor >= 64 and closes every other one
- * from 3 up: what a forked child keeps of its parent's descriptors. */
+/* Closes every descriptor from 3 up but fd (moved to 3 or above first
+ * when it is below): what a forked child keeps of its parent's
+ * descriptors. It needs no descriptor beyond those it has: a caller's
+ * RLIMIT_NOFILE of 10 leaves room. */
 static int keep_only(int fd) {
-  int hi = fcntl(fd, F_DUPFD, 64);
-  if (hi < 0)
-    _exit(3);
-  close_range(3, (unsigned)hi - 1, 0);
-  close_range((unsigned)hi + 1, ~0u, 0);
-  return hi;
+  int keep = fd >= 3 ? fd : fcntl(fd, F_DUPFD, 3);
+  if (keep < 0)
+    _exit(XPJ_WORKER_NO_FDS);
+  if (keep > 3)
+    close_range(3, (unsigned)keep - 1, 0);
+  close_range((unsigned)keep + 1, ~0u, 0);
+  return keep;
 }
 
 static void default_signals(void) {
@@ -482,10 +485,11 @@ static _Noreturn void spare_main(int sock, pid_t server) {
   ssize_t n = recv_fds(sock, &s, sizeof s, fds);
   if (n != (ssize_t)sizeof s || fds[0] < 0)
     _exit(0);
-  /* the job socket as fd 3, the error socket as stderr */
-  int job = fcntl(fds[0], F_DUPFD, 10), err = fcntl(fds[1], F_DUPFD, 10);
+  /* the job socket as fd 3, the error socket as stderr (both first
+   * where neither dup2 can close the other) */
+  int job = fcntl(fds[0], F_DUPFD, 4), err = fcntl(fds[1], F_DUPFD, 4);
   if (job < 0 || err < 0 || dup2(err, 2) < 0 || dup2(job, 3) < 0)
-    _exit(3);
+    _exit(XPJ_WORKER_NO_FDS);
   close_range(4, ~0u, 0);
   uint32_t timeout = s.timeout_ms ? s.timeout_ms : DEFAULT_TIMEOUT_MS;
   xpd_header h;
@@ -592,7 +596,7 @@ static int take_job(cs_server *S) {
       fork_spare(S);
     if (!S->nspare)
       break;
-    sent = send_fds(S->spare_sock[0], &s, sizeof s, fds, 2) == 0;
+    sent = send_fds(S->spare_sock[0], &s, sizeof s, fds, 2, 0) == 0;
     if (!sent) { /* it died before its job: the next one */
       kill(S->spare[0], SIGKILL);
       drop_spare(S, 0);
@@ -835,12 +839,16 @@ static void detach(int ctl) {
     _exit(p < 0 ? 3 : 0);
   int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
   static const char hello[4] = CS_HELLO;
-  send_fds(ctl, hello, sizeof hello, &pidfd, pidfd >= 0 ? 1 : 0);
+  send_fds(ctl, hello, sizeof hello, &pidfd, pidfd >= 0 ? 1 : 0, 0);
   if (pidfd >= 0)
     close(pidfd);
 }
 
 void xpj_cs_main(int ctl) {
+  /* the caller's process (this one's parent until detach): the server
+   * ends when it does, even while a child it forked holds a copy of the
+   * control socket (-1 without pidfds: then at the socket's end) */
+  int owner = (int)syscall(SYS_pidfd_open, getppid(), 0);
   detach(ctl);
   signal(SIGPIPE, SIG_IGN);
   sigset_t chld;
@@ -866,16 +874,19 @@ void xpj_cs_main(int ctl) {
   fork_spare(&S);
   cs_warmth warm = CS_COLD;
   for (;;) {
-    struct pollfd pf[2] = {{S.ctl, POLLIN, 0}, {S.sigfd, POLLIN, 0}};
+    struct pollfd pf[3] = {
+        {S.ctl, POLLIN, 0}, {S.sigfd, POLLIN, 0}, {owner, POLLIN, 0}};
     int idle_in = warm_when_idle(&S, &warm, pf);
     int timeout = enforce_deadlines(&S);
     if (idle_in >= 0 && (timeout < 0 || idle_in < timeout))
       timeout = idle_in;
-    int pr = poll(pf, 2, timeout);
+    int pr = poll(pf, owner >= 0 ? 3 : 2, timeout);
     if (pr < 0 && errno != EINTR)
       shut_down(&S);
     if (pr <= 0)
       continue;
+    if (owner >= 0 && pf[2].revents)
+      shut_down(&S); /* the caller's process has ended */
     if (pf[1].revents)
       reap(&S);
     if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) && take_job(&S) != 0)
@@ -886,6 +897,9 @@ void xpj_cs_main(int ctl) {
 /* ---- the caller's side ----------------------------------------------- */
 
 static pthread_mutex_t cs_mu = PTHREAD_MUTEX_INITIALIZER;
+/* held while a job's socket pairs exist with their far ends here
+ * (send_job_locked); taken by a fork's prepare handler; after cs_mu */
+static pthread_mutex_t pair_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t cs_atfork_once = PTHREAD_ONCE_INIT;
 static struct {
   int ctl;        /* -1: no server */
@@ -898,7 +912,8 @@ static struct {
   bool exe_bad;   /* the executable refused our jobs: fork instead */
 } cs = {-1, 0, 0, 0, 0, 0, false};
 
-/* The server's pidfd from its hello, waiting on ctl (-1: none came). */
+/* The server's pidfd from its hello, waiting on ctl: -1 when the hello
+ * came without one, -2 when no hello came. */
 static int take_pidfd(int ctl) {
   char buf[8], cm[CMSG_SPACE(sizeof(int))];
   struct iovec io = {buf, sizeof buf};
@@ -908,25 +923,27 @@ static int take_pidfd(int ctl) {
   mh.msg_control = cm;
   mh.msg_controllen = sizeof cm;
   ssize_t n = recvmsg(ctl, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (n != 4 || memcmp(buf, CS_HELLO, 4) != 0)
+    n = -1;
   int fd = -1;
   struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
   if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
       c->cmsg_len == CMSG_LEN(sizeof(int)))
     memcpy(&fd, CMSG_DATA(c), sizeof fd);
-  if (fd >= 0 && (n != 4 || memcmp(buf, CS_HELLO, 4) != 0)) {
+  if (fd >= 0 && n < 0) {
     close(fd);
     fd = -1;
   }
-  return fd;
+  return n < 0 ? -2 : fd;
 }
 
 /* Ends the server: killed through its pidfd when its hello (on ctl, when
  * ctl >= 0) has come, else left to end at its control socket's end of
  * file; and reaps the process that started it (unless it is no longer
  * this process's child: a program that reaps every child may have reaped
- * it, and its pid may be another process's now). */
-static void end_server(int ctl) {
-  int pidfd = ctl >= 0 ? take_pidfd(ctl) : -1;
+ * it, and its pid may be another process's now). Whether a hello came. */
+static bool end_server(int ctl) {
+  int pidfd = ctl >= 0 ? take_pidfd(ctl) : -2;
   if (pidfd >= 0) {
     syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
     close(pidfd);
@@ -936,6 +953,7 @@ static void end_server(int ctl) {
     waitpid(cs.pid, NULL, 0);
   }
   cs.pid = 0;
+  return pidfd != -2;
 }
 
 /* Whether cs.ctl is still the socket this library made: else it is
@@ -952,11 +970,17 @@ static bool ctl_ours(void) {
   return false;
 }
 
-/* A child forked while another thread held the mutex would find it held
- * forever: it gets a fresh one (it has one thread; its server is its own,
- * xpj_cs_submit sees to that). */
-static void cs_child(void) { pthread_mutex_init(&cs_mu, NULL); }
-static void cs_atfork(void) { pthread_atfork(NULL, NULL, cs_child); }
+/* A fork waits while a job's socket pairs are made and sent
+ * (send_job_locked). A child forked while another thread held cs_mu would
+ * find it held forever: it gets fresh ones (it has one thread; its server
+ * is its own, xpj_cs_submit sees to that). */
+static void cs_prepare(void) { pthread_mutex_lock(&pair_mu); }
+static void cs_parent(void) { pthread_mutex_unlock(&pair_mu); }
+static void cs_child(void) {
+  pthread_mutex_init(&cs_mu, NULL);
+  pthread_mutex_init(&pair_mu, NULL);
+}
+static void cs_atfork(void) { pthread_atfork(cs_prepare, cs_parent, cs_child); }
 
 #ifndef XPJ_LIBEXECDIR
 #define XPJ_LIBEXECDIR NULL
@@ -1014,9 +1038,8 @@ static pid_t fork_server(int fd, char *why, size_t whysize) {
     cs_forked = true;
     default_signals();
     int keep = keep_only(fd);
-    if (dup2(keep, 3) < 0)
+    if (keep != 3 && (dup2(keep, 3) < 0 || close(keep) != 0))
       _exit(3);
-    close(keep);
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null >= 0) {
       dup2(null, 0);
@@ -1028,17 +1051,20 @@ static pid_t fork_server(int fd, char *why, size_t whysize) {
   return pid;
 }
 
-static void stop_locked(void) {
+/* Ends this process's server; false when it never said hello. */
+static bool stop_locked(void) {
+  bool hello = true;
   if (!ctl_ours())
-    return;
+    return hello;
   if (cs.owner == getpid()) {
-    end_server(cs.ctl);
+    hello = end_server(cs.ctl);
     close(cs.ctl);
   } else {
     close(cs.ctl); /* a forked child's copy: the parent's server */
   }
   cs.ctl = -1;
   cs.pid = 0;
+  return hello;
 }
 
 static int start_locked(char *why, size_t whysize) {
@@ -1048,7 +1074,7 @@ static int start_locked(char *why, size_t whysize) {
     return -1;
   }
   /* descriptor 3 in the server: its end must not sit there already */
-  int far = fcntl(sv[1], F_DUPFD_CLOEXEC, 10);
+  int far = fcntl(sv[1], F_DUPFD_CLOEXEC, 4);
   close(sv[1]);
   char path[PATH_MAX];
   pid_t pid = -1;
@@ -1107,8 +1133,44 @@ static uint8_t *job_frame(const xpj_job *j, size_t *len) {
   return b.p;
 }
 
-int xpj_cs_submit(const xpj_job *j, int *sock, int *err, unsigned *gen,
-                  char *why, size_t whysize) {
+/* The job's two socket pairs, made and their far ends sent to the server
+ * (then closed here) while no other thread of this process can fork
+ * (pair_mu, taken by cs_atfork's prepare): a child forked meanwhile would
+ * hold the far ends, and the caller would see no end of the worker's
+ * streams while that child lives (docs/abi.md, Isolation). The server
+ * must take the datagram at once: a full control socket is a server that
+ * stopped taking jobs. 0, or -1 with why (errno's). */
+static int send_job_locked(const cs_submit *s, int *sock, int *err,
+                           char *why, size_t whysize) {
+  int js[2], es[2], rc = -1;
+  pthread_mutex_lock(&pair_mu);
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, js) != 0) {
+    snprintf(why, whysize, "socketpair: %s", strerror(errno));
+  } else if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, es) != 0) {
+    snprintf(why, whysize, "socketpair: %s", strerror(errno));
+    close(js[0]);
+    close(js[1]);
+  } else {
+    int far[2] = {js[1], es[1]};
+    rc = send_fds(cs.ctl, s, sizeof *s, far, 2, MSG_DONTWAIT);
+    if (rc != 0)
+      snprintf(why, whysize, "the compile server is gone: %s",
+               errno == EAGAIN ? "it takes no jobs" : strerror(errno));
+    close(js[1]);
+    close(es[1]);
+    if (rc != 0) {
+      close(js[0]);
+      close(es[0]);
+    }
+  }
+  pthread_mutex_unlock(&pair_mu);
+  *sock = js[0];
+  *err = es[0];
+  return rc;
+}
+
+int xpj_cs_submit(const xpj_job *j, uint64_t deadline, int *sock, int *err,
+                  unsigned *gen, char *why, size_t whysize) {
   pthread_once(&cs_atfork_once, cs_atfork);
   size_t len;
   uint8_t *frame = job_frame(j, &len);
@@ -1116,23 +1178,10 @@ int xpj_cs_submit(const xpj_job *j, int *sock, int *err, unsigned *gen,
     snprintf(why, whysize, "out of memory encoding the job");
     return -1;
   }
-  int js[2], es[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, js) != 0) {
-    free(frame);
-    snprintf(why, whysize, "socketpair: %s", strerror(errno));
-    return -1;
-  }
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, es) != 0) {
-    close(js[0]);
-    close(js[1]);
-    free(frame);
-    snprintf(why, whysize, "socketpair: %s", strerror(errno));
-    return -1;
-  }
   cs_submit s = {CS_MAGIC, j->opts.timeout_ms, "", ""};
   make_stamp(s.stamp);
   xpj_target_str(j->target, s.target, sizeof s.target);
-  int far[2] = {js[1], es[1]}, rc = -1;
+  int rc = -1, js = -1, es = -1;
   unsigned g = 0;
   pthread_mutex_lock(&cs_mu);
   if (ctl_ours() && cs.owner != getpid())
@@ -1146,10 +1195,8 @@ int xpj_cs_submit(const xpj_job *j, int *sock, int *err, unsigned *gen,
   for (int attempt = 0; attempt < 3 && rc != 0; attempt++) {
     if (!ctl_ours() && start_locked(why, whysize) != 0)
       break;
-    rc = send_fds(cs.ctl, &s, sizeof s, far, 2);
+    rc = send_job_locked(&s, &js, &es, why, whysize);
     if (rc != 0) {
-      snprintf(why, whysize, "the compile server is gone: %s",
-               strerror(errno));
       stop_locked();
       if (attempt == 1)
         cs.exe_bad = true;
@@ -1157,31 +1204,21 @@ int xpj_cs_submit(const xpj_job *j, int *sock, int *err, unsigned *gen,
   }
   g = cs.gen;
   pthread_mutex_unlock(&cs_mu);
-  close(js[1]);
-  close(es[1]);
   if (rc == 0) {
     /* a worker that ended before reading it leaves its footer to say why */
-    unsigned timeout = j->opts.timeout_ms ? j->opts.timeout_ms
-                                          : DEFAULT_TIMEOUT_MS;
-    (void)xpd_write_all(js[0], frame, len, xpd_now_ms() + timeout);
-    shutdown(js[0], SHUT_WR);
-    *sock = js[0];
-    *err = es[0];
+    (void)xpd_write_all(js, frame, len, deadline);
+    shutdown(js, SHUT_WR);
+    *sock = js;
+    *err = es;
     *gen = g;
-  } else {
-    close(js[0]);
-    close(es[0]);
   }
   free(frame);
   return rc;
 }
 
-void xpj_cs_abandon(unsigned gen, bool refused) {
+void xpj_cs_abandon(unsigned gen, enum xpj_cs_why why) {
   pthread_mutex_lock(&cs_mu);
-  if (gen == cs.gen) {
-    if (refused)
-      cs.exe_bad = true;
-    stop_locked();
-  }
+  if (gen == cs.gen && (!stop_locked() || why == XPJ_CS_BAD_EXE))
+    cs.exe_bad = true; /* refused the job, or never said hello */
   pthread_mutex_unlock(&cs_mu);
 }

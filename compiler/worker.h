@@ -92,6 +92,9 @@ const xpj_func *xpj_generic_reachable(const xpj_module *m, const xpj_func *k);
  * the compile server reads this): a binary was made, or not (a failed
  * compile, IR or assembly asked for). */
 enum { XPJ_WORKER_COMPILED = 0, XPJ_WORKER_ANSWERED = 1 };
+/* A compile server's worker that could not arrange its descriptors (a
+ * descriptor limit): the caller reports a system failure, not a crash. */
+enum { XPJ_WORKER_NO_FDS = 71 };
 /* A process that compiles one job after another, or one and ends (a
  * compile server's spare, an xpjitd worker): glibc keeps what a compile
  * frees (M_TRIM_THRESHOLD) and takes large blocks from the heap
@@ -131,19 +134,22 @@ typedef struct xpj_cs_end {
 int xpj_cs_footer(const char *buf, size_t *n, xpj_cs_end *e);
 
 /* Hands j to a fresh worker of this process's compile server (started, or
- * restarted, as needed). *sock: the job's socket, which carries the reply
- * frame; *err: the worker's stderr, then the footer. 0, or -1 with why. */
-int xpj_cs_submit(const xpj_job *j, int *sock, int *err, unsigned *gen,
-                  char *why, size_t whysize);
+ * restarted, as needed), writing the job by deadline (xpd_now_ms).
+ * *sock: the job's socket, which carries the reply frame; *err: the
+ * worker's stderr, then the footer. 0, or -1 with why. */
+int xpj_cs_submit(const xpj_job *j, uint64_t deadline, int *sock, int *err,
+                  unsigned *gen, char *why, size_t whysize);
 /* The compile server's executable into path: XPJIT_COMPILE_SERVER, else
  * libexec/xpjit/xpjit-cc beside the library or program or in the prefix;
  * false when there is none to run (or XPJIT_COMPILE_SERVER=fork). */
 bool xpj_cs_find_exe(char *path, size_t size);
 /* Server gen (xpj_cs_submit's) did not answer by the job's deadline and a
- * grace period, or refused the job (another build: then the next server
- * is a fork of this process): ends it, and with it its workers; the next
- * job starts another. A no-op when gen was replaced already. */
-void xpj_cs_abandon(unsigned gen, bool refused);
+ * grace period (XPJ_CS_HUNG), or refused the job (XPJ_CS_REFUSED: another
+ * build): ends it, and with it its workers; the next job starts another,
+ * a fork of this process when gen refused or never said hello (an
+ * executable that is no server). A no-op when gen was replaced already. */
+enum xpj_cs_why { XPJ_CS_HUNG, XPJ_CS_BAD_EXE };
+void xpj_cs_abandon(unsigned gen, enum xpj_cs_why why);
 /* A worker's side of the job socket: decodes the XPD_CJOB frame's payload
  * into j (whose module *m and target *t it fills; the module is the
  * caller's to destroy). 0, or -1 with why. */

@@ -2679,6 +2679,219 @@ static void test_compile_server(void **state) {
   xpj_module_destroy(m);
 }
 
+/* A compile server that stopped answering (SIGSTOP: it takes the job's
+ * datagram into its queue and nothing more) is ended 5 s after the job's
+ * deadline, and the job is given to a new one: the caller gets its
+ * binary. It got a timeout, which is remembered as the kernel's for the
+ * failure TTL (an adversarial review; mutation-checked). An executable
+ * that never says hello is given up after one such wait for a server
+ * forked from this process: it was started again for the next job. */
+static void test_compile_server_stopped(void **state) {
+  (void)state;
+  xpj_module *m = load_example("reduce.xpk");
+  xpj_module *s = spec_kernel(m, "block_sum", XPJ_F32, 0);
+  assert_non_null(s);
+  compile_ok(s, "block_sum", "ptx:sm_90", NULL, 0);
+  pid_t server = server_named("xpjit-cc");
+  if (!server)
+    fail_msg("no xpjit-cc server: the compile server was not exec'd");
+  assert_int_equal(kill(server, SIGSTOP), 0);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.timeout_ms = 500;
+  char log[4096];
+  xpj_failure_kind kind;
+  if (compile_with(s, "block_sum", "ptx:sm_90", &o, log, sizeof log,
+                   &kind) != XPJ_OK)
+    fail_msg("%s: %s", xpj_failure_kind_name(kind), log);
+  assert_true(gone(server));
+  pid_t next = server_named("xpjit-cc");
+  assert_true(next > 0 && next != server);
+
+  /* an executable that is no server and never ends */
+  char dir[] = "/tmp/xpj-cs-XXXXXX", exe[64], starts[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(exe, sizeof exe, "%s/sleeper", dir);
+  snprintf(starts, sizeof starts, "%s/starts", dir);
+  FILE *f = fopen(exe, "w");
+  assert_non_null(f);
+  fprintf(f, "#!/bin/sh\necho started >> %s\nexec sleep 60\n", starts);
+  fclose(f);
+  assert_int_equal(chmod(exe, 0700), 0);
+  /* in a forked child: the process keeps to forked servers after */
+  xpj_target t;
+  assert_int_equal(xpj_target_parse("ptx:sm_90", &t, NULL, 0), XPJ_OK);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) { /* no cmocka asserts here: exit statuses */
+    alarm(60);
+    setenv("XPJIT_COMPILE_SERVER", exe, 1);
+    for (int i = 0; i < 2; i++) {
+      xpj_result *r = NULL;
+      if (xpj_compile(s, "block_sum", &t, &o, XPJ_EMIT_BIN, &r) != XPJ_OK) {
+        fprintf(stderr, "#%d: %s\n", i, xpj_result_log(r));
+        _exit(2 + i);
+      }
+      xpj_result_destroy(r);
+    }
+    _exit(0);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("the child %s %d", WIFEXITED(st) ? "exited with" : "died of signal",
+             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  f = fopen(starts, "r");
+  assert_non_null(f);
+  int lines = 0;
+  for (int c; (c = fgetc(f)) != EOF;)
+    lines += c == '\n';
+  fclose(f);
+  assert_int_equal(lines, 1); /* started once, then a fork of this process */
+  unlink(starts);
+  unlink(exe);
+  rmdir(dir);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
+/* Isolated compiles work under a descriptor limit of 10 (stdin, stdout,
+ * stderr and what the compile needs): the server and its workers moved
+ * their descriptors to 64 and 10 and up, and every compile failed, as a
+ * crash, under a limit of 64 or less (an adversarial review;
+ * mutation-checked). In a forked child, whose server is its own. */
+static void test_compile_server_few_fds(void **state) {
+  (void)state;
+  xpj_module *m = load_example("reduce.xpk");
+  xpj_module *s = spec_kernel(m, "block_sum", XPJ_F32, 0);
+  assert_non_null(s);
+  static const char *const targets[] = {"ptx:sm_90", "cpu:x86-64", "spirv"};
+  xpj_target t[3];
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(xpj_target_parse(targets[i], &t[i], NULL, 0), XPJ_OK);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) { /* no cmocka asserts here: exit statuses */
+    alarm(60);
+    for (int fd = 3; fd < 4096; fd++)
+      close(fd);
+    struct rlimit rl = {10, 10};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+      _exit(2);
+    for (int i = 0; i < 3; i++) {
+      xpj_result *r = NULL;
+      xpj_status st = xpj_compile(s, "block_sum", &t[i], NULL, XPJ_EMIT_BIN, &r);
+      if (st != XPJ_OK) {
+        fprintf(stderr, "%s: %s\n", targets[i], xpj_result_log(r));
+        _exit(3 + i);
+      }
+      xpj_result_destroy(r);
+    }
+    _exit(0);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("the child %s %d", WIFEXITED(st) ? "exited with" : "died of signal",
+             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
+/* How many live processes called xpjit-cc have mark in their
+ * environment (a caller's server, its spares and workers). */
+static int marked_servers(const char *mark) {
+  DIR *d = opendir("/proc");
+  if (!d)
+    return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    char buf[512], path[300];
+    if (!read_stat(e->d_name, buf, sizeof buf))
+      continue;
+    char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+    if (!open || !close || close[2] == 'Z' || close[2] == 'X')
+      continue;
+    *close = 0;
+    if (strcmp(open + 1, "xpjit-cc"))
+      continue;
+    snprintf(path, sizeof path, "/proc/%s/environ", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    static char env[1 << 16];
+    size_t len = fread(env, 1, sizeof env - 1, f);
+    fclose(f);
+    for (size_t i = 0; i < len; i += strlen(env + i) + 1) {
+      env[len] = 0;
+      if (!strcmp(env + i, mark)) {
+        n++;
+        break;
+      }
+    }
+  }
+  closedir(d);
+  return n;
+}
+
+/* A caller's compile server ends with the caller's process, even while a
+ * child it forked (a daemon's usual start) holds a copy of the control
+ * socket and never compiles: the server waited for that copy's end too
+ * (an adversarial review; mutation-checked). */
+static void test_compile_server_ends_with_caller(void **state) {
+  (void)state;
+  xpj_module *m = load_example("reduce.xpk");
+  xpj_module *s = spec_kernel(m, "block_sum", XPJ_F32, 0);
+  assert_non_null(s);
+  xpj_target t;
+  assert_int_equal(xpj_target_parse("ptx:sm_90", &t, NULL, 0), XPJ_OK);
+  char mark[64];
+  snprintf(mark, sizeof mark, "XPJ_TEST_CALLER=%d", (int)getpid());
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  fflush(NULL);
+  pid_t a = fork();
+  assert_true(a >= 0);
+  if (a == 0) { /* no cmocka asserts here: exit statuses */
+    alarm(60);
+    char *eq = strchr(mark, '=');
+    *eq = 0;
+    setenv(mark, eq + 1, 1);
+    *eq = '=';
+    xpj_result *r = NULL;
+    if (xpj_compile(s, "block_sum", &t, NULL, XPJ_EMIT_BIN, &r) != XPJ_OK)
+      _exit(2);
+    xpj_result_destroy(r);
+    if (marked_servers(mark) < 1)
+      _exit(3); /* its server (exec'd) is not there */
+    pid_t b = fork();
+    if (b == 0) { /* lives until the test closes its end of the pipe */
+      close(p[1]);
+      char c;
+      while (read(p[0], &c, 1) < 0 && errno == EINTR) {
+      }
+      _exit(0);
+    }
+    _exit(b < 0 ? 4 : 0);
+  }
+  close(p[0]);
+  int st;
+  assert_int_equal(waitpid(a, &st, 0), a);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("the caller %s %d", WIFEXITED(st) ? "exited with" : "died of signal",
+             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  int left = -1;
+  for (int i = 0; i < 1000 && (left = marked_servers(mark)) != 0; i++)
+    usleep(10 * 1000);
+  close(p[1]); /* the caller's child ends */
+  assert_int_equal(left, 0);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+}
+
 /* A program that waits for all of its children (as shells and some
  * launchers do) is not held up by its compile server: the server is not
  * its child (docs/abi.md, Isolation), and the process that started it has
@@ -2757,6 +2970,11 @@ int main(void) {
       cmocka_unit_test(test_compile_server_warms_busy),
       cmocka_unit_test(test_compile_server_bad_first_target),
       /* last: it leaves this process with a forked compile server */
+      /* before test_compile_server: it leaves this process to forked
+       * servers */
+      cmocka_unit_test(test_compile_server_stopped),
+      cmocka_unit_test(test_compile_server_few_fds),
+      cmocka_unit_test(test_compile_server_ends_with_caller),
       cmocka_unit_test(test_compile_server),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
