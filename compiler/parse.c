@@ -80,6 +80,16 @@ typedef struct sym {
   bool deferred; /* S_ARRAY: sized by unbound const parameters */
 } sym;
 
+/* A module constant's item, found before pass 1 so that a constant may
+ * be used before its definition (language.md 3): parsed in place, or
+ * where it is first used. */
+typedef struct pconst {
+  const token *name;
+  uint32_t start, end; /* its tokens: `const` .. after the `;` */
+  uint8_t state;       /* PC_* */
+} pconst;
+enum { PC_WAITING, PC_PARSING, PC_DONE };
+
 typedef struct mconst {
   const token *name;
   ekind litk;     /* E_LINT / E_LFLT */
@@ -131,6 +141,8 @@ typedef struct parser {
   uint32_t lex_error_line; /* last line with a lexical error */
   mconst *consts;
   uint32_t nconsts, capconsts;
+  pconst *pend; /* every module constant's item, in source order */
+  uint32_t npend, cappend;
   /* const parameters in scope (the current function's) */
   const cparam *cps;
   unsigned ncps;
@@ -370,6 +382,59 @@ static mconst *lookup_const(parser *p, const token *name) {
   return NULL;
 }
 
+static void parse_const_item(parser *p);
+
+/* Parses module constant item k now (pass 1 comes to it, or a use comes
+ * first), as at the top level: no function, locals or const parameters
+ * in scope; the parser's place is kept. */
+static void parse_pending(parser *p, pconst *k) {
+  parser keep = *p;
+  k->state = PC_PARSING;
+  p->pos = k->start;
+  p->f = NULL;
+  p->nsyms = p->scope_base = 0;
+  p->ncps = 0;
+  p->panic = false;
+  parse_const_item(p);
+  k->end = p->pos;
+  k->state = PC_DONE;
+  p->pos = keep.pos;
+  p->f = keep.f;
+  p->nsyms = keep.nsyms;
+  p->scope_base = keep.scope_base;
+  p->cps = keep.cps;
+  p->ncps = keep.ncps;
+  p->panic = keep.panic;
+}
+
+/* The module constant name, parsed now if its item comes later; NULL
+ * when there is none, or (*reported) when its value needs itself or its
+ * item had errors: reported there, not again at each use. */
+static mconst *resolve_const(parser *p, const token *name, bool *reported) {
+  mconst *c = lookup_const(p, name);
+  *reported = false;
+  if (c)
+    return c;
+  for (uint32_t i = 0; i < p->npend; i++) {
+    pconst *k = &p->pend[i];
+    if (!same_name(p, k->name, name))
+      continue;
+    if (k->state == PC_PARSING) {
+      char nb[256];
+      error(p, name, "constant '%s' is defined in terms of itself",
+            tok_str(p, name, nb));
+      *reported = true;
+      return NULL;
+    }
+    if (k->state == PC_WAITING)
+      parse_pending(p, k);
+    c = lookup_const(p, name);
+    *reported = !c;
+    return c;
+  }
+  return NULL;
+}
+
 static const cparam *lookup_cparam(const parser *p, const token *name) {
   for (unsigned i = 0; i < p->ncps; i++)
     if (same_name(p, p->cps[i].name, name))
@@ -575,15 +640,40 @@ static xpj_type typed(const expr *e) {
   return (e->k == E_VAL || e->k == E_PTR) ? e->t : 0;
 }
 
+/* An integer literal's exact value: a big one's bits read as u64. */
+static __int128 lit_exact(const expr *e) {
+  return e->big ? (__int128)(uint64_t)e->i : (__int128)e->i;
+}
+
+/* r's exact value v, computed from untyped literals: above INT64_MAX it
+ * is a big literal (only u64 holds it); below INT64_MIN or above
+ * UINT64_MAX, nothing holds it (language.md 4.4: the value must be
+ * representable). A suffixed literal's arithmetic is its type's, which
+ * wraps. False, with the error reported, when v fits in no type. */
+static bool exact_lit(parser *p, expr *r, __int128 v, const token *optok) {
+  if (r->suffix) {
+    r->i = (int64_t)(uint64_t)v;
+    r->big = r->suffix == XPJ_U64 && (uint64_t)v > INT64_MAX;
+    return true;
+  }
+  if (v < INT64_MIN || v > (__int128)UINT64_MAX) {
+    error(p, optok, "integer constant expression overflows: its value "
+          "needs more than 64 bits (use typed operands, which wrap)");
+    return false;
+  }
+  r->big = v > INT64_MAX;
+  r->i = (int64_t)(uint64_t)v;
+  return true;
+}
+
 /* Folds a binary operator on two untyped literals. */
 static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
                       const token *optok) {
   expr r = a;
   r.tok = a.tok;
-  if (a.big || b.big || a.boolean || b.boolean) {
-    error(p, optok, "operator '%s' cannot be applied to %s in a constant "
-          "expression", xpj_binop_symbol(op),
-          a.boolean || b.boolean ? "bool constants" : "a literal above 2^63");
+  if (a.boolean || b.boolean) {
+    error(p, optok, "operator '%s' cannot be applied to bool constants in a "
+          "constant expression", xpj_binop_symbol(op));
     return err_expr(optok);
   }
   if (a.suffix && b.suffix && a.suffix != b.suffix) {
@@ -594,9 +684,12 @@ static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
   }
   r.suffix = a.suffix ? a.suffix : b.suffix;
   r.gdep = a.gdep || b.gdep;
+  r.big = false;
+  /* exact values: a big literal is its bits read as u64 */
+  __int128 wa = lit_exact(&a), wb = lit_exact(&b);
   bool fl = a.k == E_LFLT || b.k == E_LFLT;
-  double x = a.k == E_LFLT ? a.f : (double)a.i;
-  double y = b.k == E_LFLT ? b.f : (double)b.i;
+  double x = a.k == E_LFLT ? a.f : (double)wa;
+  double y = b.k == E_LFLT ? b.f : (double)wb;
   if (op >= XPJ_EQ) {
     bool res = false;
     if (fl) {
@@ -610,12 +703,12 @@ static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
       }
     } else {
       switch (op) {
-      case XPJ_EQ: res = a.i == b.i; break;
-      case XPJ_NE: res = a.i != b.i; break;
-      case XPJ_LT: res = a.i < b.i; break;
-      case XPJ_LE: res = a.i <= b.i; break;
-      case XPJ_GT: res = a.i > b.i; break;
-      default: res = a.i >= b.i; break;
+      case XPJ_EQ: res = wa == wb; break;
+      case XPJ_NE: res = wa != wb; break;
+      case XPJ_LT: res = wa < wb; break;
+      case XPJ_LE: res = wa <= wb; break;
+      case XPJ_GT: res = wa > wb; break;
+      default: res = wa >= wb; break;
       }
     }
     if (!in_function(p, optok))
@@ -638,34 +731,57 @@ static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
     }
     return r;
   }
-  uint64_t ua = (uint64_t)a.i, ub = (uint64_t)b.i;
   r.k = E_LINT;
+  __int128 v = 0;
+  bool over = false;
   switch (op) {
-  case XPJ_ADD: r.i = (int64_t)(ua + ub); break;
-  case XPJ_SUB: r.i = (int64_t)(ua - ub); break;
-  case XPJ_MUL: r.i = (int64_t)(ua * ub); break;
+  case XPJ_ADD: v = wa + wb; break;
+  case XPJ_SUB: v = wa - wb; break;
+  case XPJ_MUL: over = __builtin_mul_overflow(wa, wb, &v); break;
   case XPJ_DIV:
   case XPJ_REM:
-    if (b.i == 0 && r.gdep) { /* a placeholder: checked when bound */
-      r.i = 0;
+    if (wb == 0 && r.gdep) { /* a placeholder: checked when bound */
+      v = 0;
       break;
     }
-    if (b.i == 0) {
+    if (wb == 0) {
       error(p, optok, "division by zero in a constant expression");
       return err_expr(optok);
     }
-    if (a.i == INT64_MIN && b.i == -1)
-      r.i = op == XPJ_DIV ? INT64_MIN : 0;
+    if (r.suffix && a.i == INT64_MIN && b.i == -1) /* the type's wrap */
+      v = op == XPJ_DIV ? INT64_MIN : 0;
     else
-      r.i = op == XPJ_DIV ? a.i / b.i : a.i % b.i;
+      v = op == XPJ_DIV ? wa / wb : wa % wb;
     break;
-  case XPJ_AND: r.i = (int64_t)(ua & ub); break;
-  case XPJ_OR: r.i = (int64_t)(ua | ub); break;
-  case XPJ_XOR: r.i = (int64_t)(ua ^ ub); break;
-  case XPJ_SHL: r.i = (int64_t)(ua << (ub & 63)); break;
-  case XPJ_SHR: r.i = a.i >> (ub & 63); break;
+  case XPJ_AND: v = wa & wb; break;
+  case XPJ_OR: v = wa | wb; break;
+  case XPJ_XOR: v = wa ^ wb; break;
+  case XPJ_SHL:
+  case XPJ_SHR:
+    if (r.suffix) { /* the type's shift: the count modulo 64 at most */
+      uint64_t ua = (uint64_t)a.i, n = (uint64_t)b.i & 63;
+      v = op == XPJ_SHL            ? (__int128)(ua << n)
+          : r.suffix == XPJ_U64    ? (__int128)(ua >> n)
+                                   : (__int128)(a.i >> n);
+    } else if (wb < 0) {
+      error(p, optok, "negative shift count in a constant expression");
+      return err_expr(optok);
+    } else if (op == XPJ_SHR) {
+      v = wa >> (wb > 127 ? 127 : (int)wb);
+    } else if (wa != 0) {
+      over = wb >= 64 ||
+             __builtin_mul_overflow(wa, (__int128)1 << (int)wb, &v);
+    }
+    break;
   default: break;
   }
+  if (over && !r.suffix) {
+    error(p, optok, "integer constant expression overflows: its value "
+          "needs more than 64 bits (use typed operands, which wrap)");
+    return err_expr(optok);
+  }
+  if (!exact_lit(p, &r, v, optok))
+    return err_expr(optok);
   return r;
 }
 
@@ -1070,21 +1186,21 @@ static expr parse_unary(parser *p) {
       r = e;
     } else if (t->punct == P_PLUS) {
       r = e;
-    } else if ((e.big || e.boolean) && is_lit(&e)) {
+    } else if (e.boolean && is_lit(&e)) {
       error(p, t, "operator '%s' cannot be applied to this constant",
             xpj_punct_str((punct)t->punct));
       r = err_expr(t);
-    } else if (t->punct == P_MINUS && e.k == E_LINT) {
+    } else if ((t->punct == P_MINUS || t->punct == P_TILDE) &&
+               e.k == E_LINT) {
       r = e;
-      r.i = (int64_t)(0 - (uint64_t)e.i);
       r.tok = t;
+      r.big = false;
+      __int128 w = lit_exact(&e);
+      if (!exact_lit(p, &r, t->punct == P_MINUS ? -w : ~w, t))
+        r = err_expr(t);
     } else if (t->punct == P_MINUS && e.k == E_LFLT) {
       r = e;
       r.f = -e.f;
-      r.tok = t;
-    } else if (t->punct == P_TILDE && e.k == E_LINT) {
-      r = e;
-      r.i = ~e.i;
       r.tok = t;
     } else if (!in_function(p, t)) {
       r = err_expr(t);
@@ -1837,7 +1953,10 @@ static expr parse_name(parser *p, const token *name) {
     e.mut = MUT_CONST;
     return e;
   }
-  mconst *c = lookup_const(p, name);
+  bool reported;
+  mconst *c = resolve_const(p, name, &reported);
+  if (reported)
+    return err_expr(name);
   if (c) {
     e.mut = MUT_CONST;
     e.k = c->litk;
@@ -3220,14 +3339,48 @@ static xpj_status parse(xpj_module *m, const char *filename, const char *src,
   p.toks = lo.toks;
   p.ntok = lo.n;
   m->errmsg[0] = 0;
+  /* pass 0: where the module constants are: `const NAME` where an item
+   * starts (first, or after a `;` or `}` outside braces; not a const
+   * parameter's `<const N: i64>`) */
+  unsigned braces = 0;
+  bool item_start = true;
+  for (uint32_t i = 0; i + 1 < p.ntok && !p.oom; i++) {
+    const token *t = &p.toks[i];
+    bool is_p = t->kind == TK_PUNCT;
+    if (!braces && item_start && t->kind == TK_KW_CONST &&
+        p.toks[i + 1].kind == TK_IDENT) {
+      if (!xpj_grow((void **)&p.pend, &p.cappend, p.npend + 1,
+                    sizeof *p.pend))
+        p.oom = true;
+      else
+        p.pend[p.npend++] = (pconst){&p.toks[i + 1], i, i, PC_WAITING};
+    }
+    if (is_p && t->punct == P_LBRACE)
+      braces++;
+    else if (is_p && t->punct == P_RBRACE && braces)
+      braces--;
+    item_start = !braces && is_p &&
+                 (t->punct == P_SEMI || t->punct == P_RBRACE);
+  }
   /* pass 1: signatures */
+  uint32_t next_const = 0;
   while (!is_k(&p, TK_EOF) && !p.oom && !p.too_many) {
     const token *t = peek(&p);
     char b[48];
-    if (t->kind == TK_KW_KERNEL || t->kind == TK_KW_FN) {
+    while (next_const < p.npend && p.pend[next_const].start < p.pos)
+      next_const++;
+    pconst *k = next_const < p.npend && p.pend[next_const].start == p.pos
+                    ? &p.pend[next_const]
+                    : NULL;
+    if (k && k->state == PC_DONE) {
+      p.pos = k->end; /* parsed where it was first used */
+    } else if (k) {
+      parse_pending(&p, k);
+      p.pos = k->end;
+    } else if (t->kind == TK_KW_KERNEL || t->kind == TK_KW_FN) {
       parse_fn_item(&p);
     } else if (t->kind == TK_KW_CONST) {
-      parse_const_item(&p);
+      parse_const_item(&p); /* `const` without a name: its error */
     } else {
       syntax(&p, t, "expected 'kernel', 'fn' or 'const' at top level, found %s",
              tok_text(&p, t, b));
@@ -3261,6 +3414,7 @@ static xpj_status parse(xpj_module *m, const char *filename, const char *src,
   xpj_free(p.syms);
   xpj_free(p.fns);
   xpj_free(p.consts);
+  xpj_free(p.pend);
   xpj_free(p.gmemo);
   xpj_free(p.gstack);
   if (p.oom || m->oom)

@@ -55,6 +55,61 @@ static void test_diagnostics(void **state) {
   }
 }
 
+/* Untyped integer constant expressions have their exact value (or an
+ * error, test_diagnostics): they wrapped at 64 bits, silently (an
+ * adversarial review; 2^62 * 4 / 8 was 0). Module constants may be used
+ * before their definition (language.md 3), in other constants, array
+ * sizes and kernels. */
+static void test_constant_values(void **state) {
+  (void)state;
+  static const char src[] =
+      "const A: i64 = B * 2;\n"
+      "const B: i64 = C + 1;\n"
+      "kernel k(x: global i64[], u: global u64[]) range {\n"
+      "    let z: i64[M];\n"
+      "    x[0] = A;\n"
+      "    u[0] = 9223372036854775807 + 1;\n"
+      "    x[1] = -9223372036854775808;\n"
+      "    x[2] = 9223372036854775807 + 1 - 2;\n"
+      "    u[1] = 18446744073709551615 / 3;\n"
+      "    x[3] = 9223372036854775807i64 + 1;\n" /* typed: wraps */
+      "    u[2] = 18446744073709551615u64 >> 60u64;\n" /* logical */
+      "    x[4] = -(1 << 62) >> 70;\n"
+      "    x[5] = ~9223372036854775807;\n"
+      "    z[0] = 7;\n"
+      "    x[6] = z[0] + i64(size(z));\n"
+      "}\n"
+      "const C = 20;\n"
+      "const M = 3 * N;\n"
+      "const N = 2;\n";
+  xpj_module *m = NULL;
+  char *diag = NULL;
+  xpj_status st = parse_src(src, &m, &diag);
+  if (st != XPJ_OK)
+    fail_msg("%s", diag);
+  free(diag);
+  char *ir = NULL;
+  size_t len;
+  assert_int_equal(xpj_module_print(m, &ir, &len), XPJ_OK);
+  static const char *const want[] = {
+      "const 42 : i64",
+      "const 9223372036854775808 : u64",
+      "const -9223372036854775808 : i64",
+      "const 9223372036854775806 : i64",
+      "const 6148914691236517205 : u64",
+      "const 15 : u64",
+      "const -1 : i64",
+      "private i64[6]"};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+    if (!strstr(ir, want[i]))
+      fail_msg("no '%s' in:\n%s", want[i], ir);
+  /* 2^63 - 1 + 1 with i64 operands wraps to -2^63, as at run time */
+  assert_true(strstr(strstr(ir, "const -9223372036854775808 : i64") + 1,
+                     "const -9223372036854775808 : i64") != NULL);
+  free(ir);
+  xpj_module_destroy(m);
+}
+
 /* The rendered form: source line and a caret under the column. */
 static void test_caret_rendering(void **state) {
   (void)state;
@@ -399,6 +454,7 @@ static void test_out_of_memory(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_diagnostics),
+      cmocka_unit_test(test_constant_values),
       cmocka_unit_test(test_caret_rendering),
       cmocka_unit_test(test_styled_rendering),
       cmocka_unit_test(test_nul_bytes),
