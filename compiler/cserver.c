@@ -1137,36 +1137,61 @@ static uint8_t *job_frame(const xpj_job *j, size_t *len) {
  * (then closed here) while no other thread of this process can fork
  * (pair_mu, taken by cs_atfork's prepare): a child forked meanwhile would
  * hold the far ends, and the caller would see no end of the worker's
- * streams while that child lives (docs/abi.md, Isolation). The server
- * must take the datagram at once: a full control socket is a server that
- * stopped taking jobs. 0, or -1 with why (errno's). */
-static int send_job_locked(const cs_submit *s, int *sock, int *err,
-                           char *why, size_t whysize) {
-  int js[2], es[2], rc = -1;
-  pthread_mutex_lock(&pair_mu);
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, js) != 0) {
-    snprintf(why, whysize, "socketpair: %s", strerror(errno));
-  } else if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, es) != 0) {
-    snprintf(why, whysize, "socketpair: %s", strerror(errno));
-    close(js[0]);
-    close(js[1]);
-  } else {
-    int far[2] = {js[1], es[1]};
-    rc = send_fds(cs.ctl, s, sizeof *s, far, 2, MSG_DONTWAIT);
-    if (rc != 0)
-      snprintf(why, whysize, "the compile server is gone: %s",
-               errno == EAGAIN ? "it takes no jobs" : strerror(errno));
-    close(js[1]);
-    close(es[1]);
-    if (rc != 0) {
-      close(js[0]);
-      close(es[0]);
+ * streams while that child lives (docs/abi.md, Isolation). The control
+ * socket holds a few datagrams (net.unix.max_dgram_qlen, 10 by default):
+ * room is waited for before, not inside, that window, for up to 5 s (a
+ * busy server warming up takes its jobs well within that) and no later
+ * than deadline (xpd_now_ms); a server with no room by then takes no
+ * jobs, and is replaced. 0, or -1 with why. */
+static int send_job_locked(const cs_submit *s, uint64_t deadline, int *sock,
+                           int *err, char *why, size_t whysize) {
+  int js[2] = {-1, -1}, es[2] = {-1, -1}, rc = -1;
+  uint64_t room_by = xpd_now_ms() + 5000;
+  if (room_by < deadline)
+    deadline = room_by;
+  for (;;) {
+    struct pollfd pf = {cs.ctl, POLLOUT, 0};
+    uint64_t now = xpd_now_ms();
+    /* (a new server past the deadline: room at once, or none) */
+    int wait = now >= deadline ? 0
+               : deadline - now > 1000 ? 1000 : (int)(deadline - now);
+    int pr = poll(&pf, 1, wait);
+    if (pr < 0 && errno == EINTR)
+      continue;
+    if (pr == 0 && xpd_now_ms() < deadline)
+      continue;
+    if (pr <= 0) {
+      snprintf(why, whysize, "the compile server takes no jobs");
+      return -1;
     }
+    pthread_mutex_lock(&pair_mu);
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, js) != 0) {
+      snprintf(why, whysize, "socketpair: %s", strerror(errno));
+    } else if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, es) != 0) {
+      snprintf(why, whysize, "socketpair: %s", strerror(errno));
+      close(js[0]);
+      close(js[1]);
+    } else {
+      int far[2] = {js[1], es[1]};
+      rc = send_fds(cs.ctl, s, sizeof *s, far, 2, MSG_DONTWAIT);
+      int e = errno;
+      close(js[1]);
+      close(es[1]);
+      if (rc != 0) {
+        close(js[0]);
+        close(es[0]);
+        snprintf(why, whysize, "the compile server is gone: %s", strerror(e));
+      }
+      pthread_mutex_unlock(&pair_mu);
+      if (rc != 0 && e == EAGAIN)
+        continue; /* filled since the poll: wait again */
+      *sock = js[0];
+      *err = es[0];
+      return rc;
+    }
+    pthread_mutex_unlock(&pair_mu);
+    return -1;
   }
-  pthread_mutex_unlock(&pair_mu);
-  *sock = js[0];
-  *err = es[0];
-  return rc;
 }
 
 int xpj_cs_submit(const xpj_job *j, uint64_t deadline, int *sock, int *err,
@@ -1195,7 +1220,7 @@ int xpj_cs_submit(const xpj_job *j, uint64_t deadline, int *sock, int *err,
   for (int attempt = 0; attempt < 3 && rc != 0; attempt++) {
     if (!ctl_ours() && start_locked(why, whysize) != 0)
       break;
-    rc = send_job_locked(&s, &js, &es, why, whysize);
+    rc = send_job_locked(&s, deadline, &js, &es, why, whysize);
     if (rc != 0) {
       stop_locked();
       if (attempt == 1)
