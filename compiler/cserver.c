@@ -923,18 +923,17 @@ static int take_pidfd(int ctl) {
   mh.msg_control = cm;
   mh.msg_controllen = sizeof cm;
   ssize_t n = recvmsg(ctl, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (n != 4 || memcmp(buf, CS_HELLO, 4) != 0)
-    n = -1;
+  bool hello = n == 4 && memcmp(buf, CS_HELLO, 4) == 0;
   int fd = -1;
   struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
   if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
       c->cmsg_len == CMSG_LEN(sizeof(int)))
     memcpy(&fd, CMSG_DATA(c), sizeof fd);
-  if (fd >= 0 && n < 0) {
+  if (fd >= 0 && !hello) { /* not ours to keep */
     close(fd);
     fd = -1;
   }
-  return n < 0 ? -2 : fd;
+  return hello ? fd : -2;
 }
 
 /* Ends the server: killed through its pidfd when its hello (on ctl, when
