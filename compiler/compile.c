@@ -793,6 +793,11 @@ int xpj_worker_decode(const uint8_t *buf, size_t n, xpj_result *r) {
 
 xpj_result *xpj_result_new_internal(void) { return result_new(); }
 
+/* A job's time limit: its own, else the default (xpj_compile_opts). */
+static unsigned job_timeout_ms(const xpj_job *j) {
+  return j->opts.timeout_ms ? j->opts.timeout_ms : 60000;
+}
+
 /* Reads a worker's reply (sock) and stderr with the server's footer (err)
  * until the reply is complete or both end, or deadline (xpd_now_ms) has
  * passed. Whether the compile server gave an answer ("ended"): else it
@@ -800,7 +805,7 @@ xpj_result *xpj_result_new_internal(void) { return result_new(); }
  * job to another. */
 static bool read_worker(const xpj_job *j, int sock, int err_fd,
                         unsigned gen, uint64_t deadline, xpj_result *r) {
-  unsigned timeout = j->opts.timeout_ms ? j->opts.timeout_ms : 60000;
+  unsigned timeout = job_timeout_ms(j);
   sink out = {NULL, 0, 0, (size_t)1 << 31}, err = {NULL, 0, 0, 64 << 10};
   bool out_open = true, err_open = true, hung = false, oom = false;
   bool have_reply = false;
@@ -899,7 +904,7 @@ static bool read_worker(const xpj_job *j, int sock, int err_fd,
  * needs no executable (docs/abi.md, Isolation). */
 static void compile_isolated(const xpj_job *j, xpj_result *r) {
   char why[256] = "";
-  unsigned timeout = j->opts.timeout_ms ? j->opts.timeout_ms : 60000;
+  unsigned timeout = job_timeout_ms(j);
   for (int attempt = 0; attempt < 3; attempt++) {
     int sock, err;
     unsigned gen;

@@ -2551,6 +2551,17 @@ static void end_server(void) {
   }
 }
 
+/* Waits for child pid (who: what it is, for the message) and fails the
+ * test unless it exited with status 0 (forked children report by their
+ * exit status: no cmocka asserts there). */
+static void child_ok(pid_t pid, const char *who) {
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    fail_msg("the %s %s %d", who, WIFEXITED(st) ? "exited with" : "died of signal",
+             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
 static void compile_ok(const xpj_module *s, const char *kernel,
                        const char *target, const uint8_t *want, size_t n) {
   char log[4096];
@@ -2783,11 +2794,7 @@ static void test_compile_server_stopped(void **state) {
     }
     _exit(0);
   }
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    fail_msg("the child %s %d", WIFEXITED(st) ? "exited with" : "died of signal",
-             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  child_ok(pid, "child");
   f = fopen(starts, "r");
   assert_non_null(f);
   int lines = 0;
@@ -2837,11 +2844,7 @@ static void test_compile_server_few_fds(void **state) {
     }
     _exit(0);
   }
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    fail_msg("the child %s %d", WIFEXITED(st) ? "exited with" : "died of signal",
-             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  child_ok(pid, "child");
   xpj_module_destroy(s);
   xpj_module_destroy(m);
 }
@@ -2924,11 +2927,7 @@ static void test_compile_server_ends_with_caller(void **state) {
     _exit(b < 0 ? 4 : 0);
   }
   close(p[0]);
-  int st;
-  assert_int_equal(waitpid(a, &st, 0), a);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    fail_msg("the caller %s %d", WIFEXITED(st) ? "exited with" : "died of signal",
-             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  child_ok(a, "caller");
   int left = -1;
   for (int i = 0; i < 1000 && (left = marked_servers(mark)) != 0; i++)
     usleep(10 * 1000);
@@ -2968,11 +2967,7 @@ static void test_wait_for_children(void **state) {
     xpj_result_destroy(r);
     _exit(0);
   }
-  int st;
-  assert_int_equal(waitpid(pid, &st, 0), pid);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    fail_msg("the child %s %d", WIFEXITED(st) ? "exited with" : "died of signal",
-             WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+  child_ok(pid, "child");
   xpj_module_destroy(s);
   xpj_module_destroy(m);
 }
