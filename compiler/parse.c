@@ -152,6 +152,11 @@ typedef struct parser {
   uint32_t capgmemo;
   uint32_t *gstack;
   uint32_t capgstack;
+  /* the type the expression starting at hint_tok is converted to (a
+   * declared variable's, an assignment's target, a return type): a
+   * conditional of two literals there takes it (parse_hinted) */
+  xpj_type hint;
+  const token *hint_tok;
 } parser;
 
 /* ---- diagnostics ---------------------------------------------------- */
@@ -918,36 +923,44 @@ static bool generic_dep(parser *p, const expr *e) {
 static int parse_static_dims(parser *p, int64_t dims[XPJ_MAX_RANK],
                              uint8_t *deferred) {
   int n = 0;
+  bool bad = false; /* reported; the rest is still read (no follow-ons) */
   *deferred = 0;
   if (!expect(p, P_LBRACKET, "before array dimensions"))
     return -1;
   do {
     const token *t = peek(p);
     expr e = parse_expr(p);
-    int64_t v;
-    if (e.k == E_ERR)
+    int64_t v = 1;
+    if (p->panic)
       return -1;
-    if (generic_dep(p, &e)) {
+    if (e.k == E_ERR) {
+      bad = true;
+    } else if (generic_dep(p, &e)) {
       if (n < XPJ_MAX_RANK)
         *deferred |= (uint8_t)(1u << n);
-      v = 1;
     } else if (!const_int_of(p, &e, &v)) {
       error(p, t, "array dimension must be an integer constant");
-      return -1;
-    }
-    if (v <= 0) {
+      bad = true;
+    } else if (v <= 0) {
       error(p, t, "array dimension must be positive, not %lld", (long long)v);
-      return -1;
+      bad = true;
     }
     if (n == XPJ_MAX_RANK) {
-      error(p, t, "too many array dimensions (at most %d)", XPJ_MAX_RANK);
-      return -1;
+      if (!bad)
+        error(p, t, "too many array dimensions (at most %d)", XPJ_MAX_RANK);
+      bad = true;
+      continue;
     }
     dims[n++] = v;
   } while (accept(p, P_COMMA));
   if (!expect(p, P_RBRACKET, "after array dimensions"))
     return -1;
-  return n;
+  if (is_p(p, P_LBRACKET)) {
+    syntax(p, peek(p), "array dimensions are written in one pair of "
+           "brackets: [n, m], not [n][m]");
+    return -1;
+  }
+  return bad ? -1 : n;
 }
 
 /* ---- expressions ---------------------------------------------------- */
@@ -1130,18 +1143,29 @@ static expr parse_ternary(parser *p) {
     berror(p, q);
   if (ifv)
     p->b = tb_;
+  /* converted to a known type (parse_hinted): so are both arms */
+  bool hinted = p->hint && p->hint_tok == start;
+  if (hinted)
+    p->hint_tok = peek(p);
   expr a = parse_ternary(p);
   xpj_block a_end = p->b;
   expect(p, P_COLON, "in conditional expression");
   if (ifv)
     p->b = eb_;
+  if (hinted)
+    p->hint_tok = peek(p);
   expr b = parse_ternary(p);
+  if (hinted)
+    p->hint_tok = start;
   xpj_block b_end = p->b;
   p->b = saved;
   leave(p);
   if (!ifv || a.k == E_ERR || b.k == E_ERR)
     return err_expr(q);
-  if (is_lit(&a) && is_lit(&b)) {
+  xpj_type t = typed(&a) ? typed(&a) : typed(&b);
+  if (!t && hinted) {
+    t = p->hint; /* both literals, given the type they are converted to */
+  } else if (is_lit(&a) && is_lit(&b)) {
     /* both literals: give both the default type of the pair */
     if (a.k == E_LFLT || b.k == E_LFLT) {
       a.f = a.k == E_LFLT ? a.f : (double)a.i;
@@ -1149,7 +1173,6 @@ static expr parse_ternary(parser *p) {
       a.k = b.k = E_LFLT;
     }
   }
-  xpj_type t = typed(&a) ? typed(&a) : typed(&b);
   p->b = a_end;
   xpj_val av = rvalue(p, &a, is_lit(&a) ? t : 0);
   if (!t && av)
@@ -1169,6 +1192,19 @@ static expr parse_ternary(parser *p) {
 }
 
 static expr parse_expr(parser *p) { return parse_ternary(p); }
+
+/* An expression whose value is converted to t (0: unknown): `let x: i64
+ * = c ? -1 : 0;` gives both literals t, as `let x: i64 = -1;` does. */
+static expr parse_hinted(parser *p, xpj_type t) {
+  xpj_type saved = p->hint;
+  const token *saved_tok = p->hint_tok;
+  p->hint = t;
+  p->hint_tok = peek(p);
+  expr e = parse_expr(p);
+  p->hint = saved;
+  p->hint_tok = saved_tok;
+  return e;
+}
 
 static expr parse_primary(parser *p);
 
@@ -1902,6 +1938,10 @@ static expr parse_name(parser *p, const token *name) {
       e.mut = MUT_OK;
       return e;
     case S_VAL:
+      if (!s->v) { /* its definition was in error (reported) */
+        e.k = E_ERR;
+        return e;
+      }
       e.k = E_VAL;
       e.v = s->v;
       e.t = s->t;
@@ -2187,7 +2227,7 @@ static void parse_simple(parser *p) {
     rhs.k = E_LINT;
     rhs.i = 1;
   } else {
-    rhs = parse_expr(p);
+    rhs = parse_hinted(p, lhs.k == E_PTR ? lhs.t : 0);
   }
   if (lhs.k == E_ERR || rhs.k == E_ERR)
     return;
@@ -2277,7 +2317,7 @@ static void parse_let(parser *p) {
            tok_str(p, name, nb), nb);
     return;
   }
-  expr e = parse_expr(p);
+  expr e = parse_hinted(p, t);
   if (typed_decl && !t)
     return;
   xpj_val v = rvalue(p, &e, t);
@@ -2553,10 +2593,11 @@ static void parse_return(parser *p) {
   const token *kw = next(p);
   xpj_val v = 0;
   if (!is_p(p, P_SEMI)) {
-    expr e = parse_expr(p);
+    xpj_type rt = p->f->ret;
+    expr e = parse_hinted(
+        p, xpj_type_scalar_of(p->m, rt) == XPJ_VOID ? 0 : rt);
     if (e.k == E_ERR)
       return;
-    xpj_type rt = p->f->ret;
     if (xpj_type_scalar_of(p->m, rt) == XPJ_VOID) {
       error(p, e.tok, p->f->kind == XPJ_FUNC_DEVICE
                           ? "'%s' returns nothing; remove the value or "

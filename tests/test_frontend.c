@@ -110,6 +110,47 @@ static void test_constant_values(void **state) {
   xpj_module_destroy(m);
 }
 
+/* A conditional of two literals takes the type its value is converted
+ * to: a let's declared type, an assignment's target, a return type;
+ * nested conditionals in its arms too (language.md 4.4). */
+static void test_conditional_literals(void **state) {
+  (void)state;
+  static const char src[] =
+      "fn sel(c: bool) -> i64 { return c ? -7 : 5000000000; }\n"
+      "kernel k(x: global i64[], y: global f32[], z: global u8[],\n"
+      "         c: bool, d: bool) range {\n"
+      "    let b: i64 = c ? -1 : 0;\n"
+      "    x[0] = b + sel(d);\n"
+      "    x[1] += c ? d ? 11 : 12 : 13;\n"
+      "    y[0] = c ? 1 : 2.5;\n"
+      "    let e: f32 = d ? 3 : 4;\n"
+      "    y[1] = e;\n"
+      "    z[0] = c ? 255 : 6;\n"
+      "    let f = c ? 8 : 9;\n"
+      "    x[2] = i64(f);\n"
+      "}\n";
+  xpj_module *m = NULL;
+  char *diag = NULL;
+  xpj_status st = parse_src(src, &m, &diag);
+  if (st != XPJ_OK)
+    fail_msg("%s", diag);
+  free(diag);
+  char *ir = NULL;
+  size_t len;
+  assert_int_equal(xpj_module_print(m, &ir, &len), XPJ_OK);
+  static const char *const want[] = {
+      "const -7 : i64",   "const 5000000000 : i64", "const -1 : i64",
+      "const 0 : i64",    "const 11 : i64",         "const 12 : i64",
+      "const 13 : i64",   "const 1.0 : f32",        "const 2.5 : f32",
+      "const 3.0 : f32",  "const 4.0 : f32",        "const 255 : u8",
+      "const 6 : u8",     "const 8 : i32",          "const 9 : i32"};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+    if (!strstr(ir, want[i]))
+      fail_msg("no '%s' in:\n%s", want[i], ir);
+  free(ir);
+  xpj_module_destroy(m);
+}
+
 /* The rendered form: source line and a caret under the column. */
 static void test_caret_rendering(void **state) {
   (void)state;
@@ -455,6 +496,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_diagnostics),
       cmocka_unit_test(test_constant_values),
+      cmocka_unit_test(test_conditional_literals),
       cmocka_unit_test(test_caret_rendering),
       cmocka_unit_test(test_styled_rendering),
       cmocka_unit_test(test_nul_bytes),
