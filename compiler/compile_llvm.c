@@ -90,7 +90,8 @@ static uint8_t *copy_text(const char *s, size_t n, size_t *len) {
  * taken by the next compile of the same target and optimisation level;
  * one compile at a time uses a machine (a second at once creates its
  * own). At most KEPT_MAX are kept, each for KEPT_USES compiles (NVPTX's
- * keeps a string pool that grows with every module). The compile
+ * keeps a string pool that grows with every module); with as many kept,
+ * the one given back longest ago makes room. The compile
  * server's warm-up leaves its machines here, so every worker forked from
  * it finds them. */
 enum { KEPT_MAX = 8, KEPT_USES = 256 };
@@ -102,10 +103,12 @@ typedef struct kept_machine {
   xpj_target_kind kind; /* of its target */
   unsigned level;       /* its optimisation level */
   cg_ahead ahead;       /* emit_ahead's */
+  unsigned long stamp;  /* when it was given back: the oldest goes first */
 } kept_machine;
 
 static kept_machine kept[KEPT_MAX];
 static unsigned nkept;
+static unsigned long kept_clock;
 static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
 
@@ -154,21 +157,37 @@ static void ahead_free(cg_ahead *ah) {
  * compile of key (j's target and level), or disposes of them. */
 static void machine_give(const char *key, const xpj_job *j,
                          LLVMTargetMachineRef tm, unsigned uses, cg_ahead *ah) {
+  LLVMTargetMachineRef old_tm = NULL;
+  cg_ahead old_ah = {0};
   pthread_mutex_lock(&kept_mu);
-  if (uses < KEPT_USES && nkept < KEPT_MAX) {
-    kept_machine *k = &kept[nkept++];
+  if (uses < KEPT_USES) {
+    kept_machine *k = &kept[0];
+    if (nkept < KEPT_MAX) {
+      k = &kept[nkept++];
+    } else { /* full: the one given back longest ago goes */
+      for (unsigned i = 1; i < KEPT_MAX; i++)
+        if (kept[i].stamp < k->stamp)
+          k = &kept[i];
+      old_tm = k->tm;
+      old_ah = k->ahead;
+    }
     snprintf(k->key, sizeof k->key, "%s", key);
     k->tm = tm;
     k->uses = uses;
     k->kind = j->target->kind;
     k->level = j->opts.opt_level;
     k->ahead = *ah;
+    k->stamp = ++kept_clock;
     tm = NULL;
   }
   pthread_mutex_unlock(&kept_mu);
   if (tm) {
     ahead_free(ah);
     LLVMDisposeTargetMachine(tm);
+  }
+  if (old_tm) {
+    ahead_free(&old_ah);
+    LLVMDisposeTargetMachine(old_tm);
   }
 }
 

@@ -36,6 +36,8 @@
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Passes/StandardInstrumentations.h>
 #include <llvm/Support/CodeGen.h>
@@ -187,3 +189,55 @@ extern "C" int xpj_passes_run(xpj_passes *p, LLVMModuleRef m) {
 }
 
 extern "C" void xpj_passes_destroy(xpj_passes *p) { delete p; }
+
+/* ---- CPU names and features (xpj_cpu_target_check) ------------------ */
+
+extern "C" bool xpj_cpu_target_check(LLVMTargetRef t, const char *triple,
+                                     const char *cpu, const char *features,
+                                     char *why, size_t why_size) {
+  const llvm::Target *target = reinterpret_cast<const llvm::Target *>(t);
+  std::unique_ptr<llvm::MCSubtargetInfo> plain(
+      target->createMCSubtargetInfo(llvm::Triple(triple), "", ""));
+  if (!plain) {
+    snprintf(why, why_size, "no subtarget information for %s", triple);
+    return false;
+  }
+  if (*cpu && !plain->isCPUStringValid(cpu)) {
+    snprintf(why, why_size, "'%s' is not a CPU LLVM knows for %s", cpu,
+             triple);
+    return false;
+  }
+  llvm::ArrayRef<llvm::SubtargetFeatureKV> known =
+      plain->getAllProcessorFeatures();
+  llvm::StringRef rest(features);
+  while (!rest.empty()) {
+    auto [item, tail] = rest.split(',');
+    rest = tail;
+    if (item.empty())
+      continue;
+    llvm::StringRef name = item.drop_front();
+    bool found = false;
+    for (const llvm::SubtargetFeatureKV &kv : known)
+      if (name == kv.Key) {
+        found = true;
+        break;
+      }
+    if ((item[0] != '+' && item[0] != '-') || !found) {
+      snprintf(why, why_size,
+               (item[0] != '+' && item[0] != '-')
+                   ? "CPU feature '%.*s' needs a sign: +name to enable it, "
+                     "-name to disable it"
+                   : "'%.*s' is not a CPU feature LLVM knows for %s",
+               (int)item.size(), item.data(), triple);
+      return false;
+    }
+  }
+  std::unique_ptr<llvm::MCSubtargetInfo> full(
+      target->createMCSubtargetInfo(llvm::Triple(triple), cpu, features));
+  if (!full || !full->checkFeatures("+64bit")) {
+    snprintf(why, why_size, "CPU '%s'%s%s cannot run 64-bit code", cpu,
+             *features ? " with " : "", features);
+    return false;
+  }
+  return true;
+}

@@ -56,6 +56,17 @@ int xpj_passes_run(xpj_passes *p, LLVMModuleRef m);
 /* Frees p; NULL is a no-op. */
 void xpj_passes_destroy(xpj_passes *p);
 
+/* Whether LLVM's target t (for triple) knows cpu, every entry of
+ * features (comma-separated, each "+name" or "-name"; empty entries
+ * allowed) and whether that CPU with those features runs 64-bit code, as
+ * the CPU device's triple needs; false with the reason in why (never
+ * empty) otherwise. Nothing is printed: LLVM's own check, when a target
+ * machine is made, warns on stderr and ignores a name it does not know,
+ * and a CPU without 64-bit mode is a fatal error that ends the process. */
+bool xpj_cpu_target_check(LLVMTargetRef t, const char *triple,
+                          const char *cpu, const char *features, char *why,
+                          size_t why_size);
+
 #ifdef __cplusplus
 }
 #endif

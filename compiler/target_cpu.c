@@ -9,6 +9,7 @@
  * and interleaving off the plain work-item loops of kernels with barriers.
  */
 #include "cg.h"
+#include "llvm_emit.h"
 
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <stdint.h>
@@ -22,6 +23,17 @@ static LLVMTargetMachineRef cpu_machine(cg *c) {
   if (LLVMGetTargetFromTriple(triple, &t, &err)) {
     cg_fail(c, XPJ_ERR_COMPILE, "host target unavailable: %s", err);
     LLVMDisposeMessage(err);
+    LLVMDisposeMessage(triple);
+    return NULL;
+  }
+  /* a CPU or feature LLVM does not know: refused, not ignored with a
+   * warning on stderr (nor, for a CPU without 64-bit mode, a fatal error
+   * that would end the process) */
+  char why[300];
+  if (!xpj_cpu_target_check(t, triple, c->target->cpu, c->target->features,
+                            why, sizeof why)) {
+    cg_fail(c, XPJ_ERR_INVALID, "target 'cpu:%s:%s': %s", c->target->cpu,
+            c->target->features, why);
     LLVMDisposeMessage(triple);
     return NULL;
   }
