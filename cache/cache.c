@@ -1268,7 +1268,7 @@ enum { KEY_OK, KEY_ABSENT, KEY_REFUSED, KEY_DAMAGED };
 static int read_key(xpj_cache *c, char *why, size_t size) {
   char kp[4200];
   snprintf(kp, sizeof kp, "%s.key", c->path);
-  int fd = open(kp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int fd = open(kp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT)
       return KEY_ABSENT;

@@ -239,7 +239,9 @@ static bool memo_read(const char *path, const char *dir,
   char why[512], real[PATH_MAX];
   if (!realpath(dir, real) || trust_dirs(&t, real, why, sizeof why) != TRUST_OK)
     return false;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  /* O_NONBLOCK: a FIFO put here must not block the open (trust_fd then
+   * refuses what is not a regular file) */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0)
     return false;
   char buf[NAME_MAX_LEN + FEAT_MAX_LEN + 4];

@@ -177,6 +177,11 @@ static int in_child(int (*fn)(const void *), const void *arg) {
 }
 
 static int axpy_child(const void *arg) { return run_axpy(*(const int *)arg); }
+/* the same, ended by SIGALRM (in_child: 114) if it blocks for 60 s */
+static int axpy_child_alarm(const void *arg) {
+  alarm(60);
+  return run_axpy(*(const int *)arg);
+}
 static int compile_child(const void *arg) { return compile_here(arg); }
 
 static int setup(void **state) {
@@ -273,6 +278,17 @@ static void test_host_file_checked(void **state) {
   }
   chmod(hf, 0666);
   assert_int_equal(in_child(axpy_child, &yes), 0);
+  /* a FIFO in its place (no writer ever comes): refused, not waited on
+   * (the open blocked every process on the CPU device, xpjitd too) */
+  unlink(hf);
+  assert_int_equal(mkfifo(hf, 0600), 0);
+  assert_int_equal(in_child(axpy_child_alarm, &yes), 0);
+  unlink(hf);
+  /* written again (by a process that asks LLVM) for the tests after */
+  assert_int_equal(in_child(axpy_child, &yes), 0);
+  char again[512];
+  host_file(again, sizeof again);
+  assert_string_equal(again, hf);
 }
 
 static int no_plugin_child(const void *arg) {
