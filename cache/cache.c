@@ -336,8 +336,11 @@ static bool is_env(int rc) {
 }
 
 /* private result codes of setup() */
-#define RC_FOREIGN 1000 /* not our file, or another schema version */
+#define RC_FOREIGN 1000 /* ours by its application id, another schema
+                           version; or empty where we may not create it */
 #define RC_SCHEMA 1001  /* ours by its numbers, but not its tables */
+#define RC_NOT_OURS 1002 /* another program's SQLite database: never
+                            moved aside nor replaced, only refused */
 
 /* The file is damaged (or is not what it should be): anything SQLite calls
  * corruption, a foreign or mismatched schema, and the generic SQL error
@@ -824,7 +827,8 @@ static int setup(xpj_cache *c, bool writable) {
     return rc;
   bool ours = app == APP_ID && ver == XPJ_CACHE_SCHEMA_VERSION;
   if (!ours && (app != 0 || ver != 0 || ntab != 0))
-    rc = RC_FOREIGN; /* someone else's database, or another schema */
+    rc = app == APP_ID ? RC_FOREIGN /* another schema version */
+                       : RC_NOT_OURS; /* someone else's database */
   else if (ours)
     rc = check_schema(schema);
   free(schema);
@@ -989,6 +993,9 @@ static int db_open_frozen(xpj_cache *c) {
 static const char *rc_str(int rc) {
   if (rc == RC_FOREIGN)
     return "not an xpjit cache of this schema version";
+  if (rc == RC_NOT_OURS)
+    return "another program's SQLite database (its application id is not "
+           "xpjit's), left as it is";
   if (rc == RC_SCHEMA)
     return "its schema is not the one this version writes (damaged, or "
            "changed by something else)";
@@ -1398,8 +1405,9 @@ static xpj_status open_bundle(xpj_cache *c) {
     return XPJ_OK;
   return fail(rc == SQLITE_CANTOPEN ? XPJ_ERR_IO : XPJ_ERR_INVALID,
               "bundle %s: %s", c->path,
-              rc == RC_FOREIGN ? "not an xpjit bundle of this schema version"
-                               : sqlite3_errstr(rc));
+              rc == RC_FOREIGN || rc == RC_NOT_OURS
+                  ? "not an xpjit bundle of this schema version"
+                  : rc_str(rc));
 }
 
 /* Before the user cache's file is opened: its directory made (writable)

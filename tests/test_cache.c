@@ -1569,7 +1569,11 @@ static void test_corrupt_garbage(void **state) {
   xpj_cache_close(c);
 }
 
-/* (d) valid SQLite files that are not ours or of another schema */
+/* (d) valid SQLite files that are not ours or of another schema: another
+ * program's database (k < 3) is refused and left as it is (a cache path
+ * that names it by mistake must not cost its owner the file); one of ours
+ * of another schema version, or with the wrong tables, is moved aside and
+ * replaced */
 static void test_corrupt_foreign(void **state) {
   fx *f = *state;
   static const char *make[] = {
@@ -1596,6 +1600,15 @@ static void test_corrupt_foreign(void **state) {
     f->w.n = 0;
     f->w.text[0] = 0;
     xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+    if (k < 3) {
+      assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
+      assert_warned(&f->w, "another program's SQLite database");
+      xpj_cache_close(c);
+      struct stat sb;
+      assert_int_equal(stat(aside, &sb), -1);
+      assert_int_equal(sql_int(f->path, "SELECT x FROM t", NULL), 42);
+      continue;
+    }
     /* the schema numbers right but not the tables (k == 4): damage too */
     expect_recovered(f, c);
     assert_warned(&f->w, k == 4 ? "schema" : "not an xpjit cache");
