@@ -28,6 +28,8 @@
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,14 +104,38 @@ typedef struct cpu_dev {
 
 static bool use_orc(void);
 
+/* A work-group's local memory or its work-items' scratch, at least need
+ * bytes (the local memory all of CPU_LOCAL_MEM, what the device says it
+ * has): pages of their own, followed by one that may not be touched, so
+ * that a kernel indexing past them faults where it does it instead of
+ * writing the program's heap (a local array of 16 indexed by local_id in
+ * a group of 1024). */
+static size_t page_size(void) {
+  long ps = sysconf(_SC_PAGESIZE);
+  return ps > 0 ? (size_t)ps : 4096;
+}
+
+static void unmap_guarded(void *p, size_t cap) {
+  if (p)
+    munmap(p, cap + page_size());
+}
+
 static bool ensure(void **p, size_t *cap, size_t need) {
   if (need <= *cap)
     return true;
-  size_t n = (need + 63) & ~(size_t)63;
-  void *q = aligned_alloc(64, n);
-  if (!q)
+  size_t ps = page_size();
+  if (need > SIZE_MAX - 2 * ps)
     return false;
-  free(*p);
+  size_t n = (need + ps - 1) & ~(ps - 1);
+  void *q = mmap(NULL, n + ps, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (q == MAP_FAILED)
+    return false;
+  if (mprotect((char *)q + n, ps, PROT_NONE) != 0) {
+    munmap(q, n + ps);
+    return false;
+  }
+  unmap_guarded(*p, *cap);
   *p = q;
   *cap = n;
   return true;
@@ -231,7 +257,9 @@ static void *watchdog_main(void *arg) {
 static void chunks(job *j, slot *s, unsigned index);
 
 static void run_chunks(job *j, slot *s, unsigned index) {
-  if (j->local_bytes && !ensure(&s->local, &s->local_cap, j->local_bytes)) {
+  if (j->local_bytes &&
+      !ensure(&s->local, &s->local_cap,
+              j->local_bytes > CPU_LOCAL_MEM ? j->local_bytes : CPU_LOCAL_MEM)) {
     atomic_store(&j->failed, true);
     return;
   }
@@ -336,8 +364,8 @@ static void pool_stop(pool *p, unsigned started) {
     pthread_join(p->watchdog, NULL);
   pthread_cond_destroy(&p->watch);
   for (unsigned i = 0; i < p->nthreads; i++) {
-    free(p->slots[i].local);
-    free(p->slots[i].scratch);
+    unmap_guarded(p->slots[i].local, p->slots[i].local_cap);
+    unmap_guarded(p->slots[i].scratch, p->slots[i].scratch_cap);
   }
   free(p->slots);
   free(p->threads);

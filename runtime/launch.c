@@ -407,8 +407,11 @@ static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
   uintptr_t first = (uintptr_t)a->data + (uintptr_t)(lo * (int64_t)es);
   uintptr_t last = (uintptr_t)a->data + (uintptr_t)(hi * (int64_t)es) + es;
   rt_alloc al;
+  /* the allocation holding data, the first or the last byte the view
+   * reaches (x + n of an n-element allocation is no host memory) */
   if (rt_mem_hold(k->dev, a->data, &al) ||
-      rt_mem_hold(k->dev, (void *)first, &al)) {
+      rt_mem_hold(k->dev, (void *)first, &al) ||
+      (last > first && rt_mem_hold(k->dev, (void *)(last - 1), &al))) {
     l->holds[l->nholds++] = al.base;
     if (first < al.base || last > al.base + al.bytes || last < first) {
       snprintf(buf, sizeof buf, "%u '%s': the view reaches elements %lld to "

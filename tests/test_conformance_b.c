@@ -1543,6 +1543,12 @@ static void test_errors_launch(void **state) {
   expect_invalid("offset past the end", k, r, 3, a, "'dst'", "allocation");
   bad.offset = -1;
   expect_invalid("negative offset", k, r, 3, a, "'dst'", "allocation");
+  /* data and the first element outside, the last one inside: the view
+   * reaches into the allocation from before it (host memory is taken
+   * unchecked, memory of an allocation only inside it) */
+  bad = xpj_array_1d(dst - 1, XPJ_F32, 2);
+  a[2] = xpj_arg_array(&bad);
+  expect_invalid("from before the start", k, r, 3, a, "'dst'", "allocation");
   bad = xpj_array_1d(src, XPJ_F32, 10);
   bad.offset = INT64_MAX / 2;
   a[1] = xpj_arg_array(&bad);

@@ -85,6 +85,14 @@ static const char src[] =
     "kernel free(o: global i64[]) ndrange(1) {\n"
     "  o[global_id(0)] = local_size(0);\n"
     "}\n"
+    /* a tile of 16 indexed far past its end by a group of 1024 (a kernel
+     * bug): on the CPU device it stays in the group's 1 MiB */
+    "kernel tile_overrun(y: global f32[]) ndrange(1) {\n"
+    "  local t: f32[16];\n"
+    "  t[local_id(0) * 256] = f32(local_id(0));\n"
+    "  barrier(local);\n"
+    "  y[global_id(0)] = t[local_id(0) * 256];\n"
+    "}\n"
     /* local array parameters sized by the launch, after a local array of
      * the kernel's own: a tree sum in t (i64), each group's count of u's
      * elements and a marker written through both, and an atomic on one */
@@ -379,6 +387,34 @@ static void test_required_size(void **state) {
 }
 
 /* Kernels without a required size keep the runtime's choice. */
+/* The CPU device's local memory is the 1 MiB it says it has, whatever a
+ * kernel declares, with a page after it that faults: a kernel that
+ * indexes its tile past the end stays in its group's memory (it wrote
+ * the program's heap, the tile being a malloc of the kernel's 64 bytes:
+ * an adversarial review). Not on other devices, whose drivers decide. */
+static void test_local_overrun_contained(void **state) {
+  (void)state;
+  xpj_device_info di;
+  assert_int_equal(xpj_device_get_info(dev, &di), XPJ_OK);
+  if (di.backend != XPJ_BACKEND_CPU) {
+    skip();
+    return;
+  }
+  assert_true(di.local_mem_size >= 1024 * 256 * 4);
+  enum { N = 4096 };
+  float *y = alloc(N * 4);
+  xpj_array Y = xpj_array_1d(y, XPJ_F32, N);
+  xpj_arg arg = xpj_arg_array(&Y);
+  xpj_range r = xpj_range_1d(N, 1024);
+  for (int round = 0; round < 3; round++) {
+    assert_int_equal(launch(kern("tile_overrun"), &r, 1, &arg), XPJ_OK);
+    for (int i = 0; i < N; i++)
+      if (y[i] != (float)(i % 1024))
+        fail_msg("y[%d] = %g, want %d", i, y[i], i % 1024);
+  }
+  xpj_mem_free(dev, y);
+}
+
 static void test_free_size(void **state) {
   (void)state;
   enum { N = 512 };
@@ -405,6 +441,7 @@ int main(void) {
       cmocka_unit_test(test_refused_default),
       cmocka_unit_test(test_required_size),
       cmocka_unit_test(test_free_size),
+      cmocka_unit_test(test_local_overrun_contained),
       cmocka_unit_test(test_local_params),
   };
   return cmocka_run_group_tests(tests, setup, devtest_teardown);
