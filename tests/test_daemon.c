@@ -1715,6 +1715,81 @@ static void test_worker_hang(void **state) {
   dmn_stop(&d);
 }
 
+/* The pid of a live process called xpjitd-worker whose parent is ppid, or
+ * 0 (a zombie counts as gone). */
+static pid_t worker_of(pid_t ppid) {
+  DIR *dd = opendir("/proc");
+  assert_non_null(dd);
+  pid_t found = 0;
+  struct dirent *e;
+  while (!found && (e = readdir(dd))) {
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *close_ = strrchr(buf, ')');
+    int pp;
+    char st;
+    if (strstr(buf, "(xpjitd-worker)") && close_ &&
+        sscanf(close_ + 1, " %c %d", &st, &pp) == 2 && st != 'Z' &&
+        st != 'X' && (ppid == 0 || pp == ppid))
+      found = (pid_t)atoi(e->d_name);
+  }
+  closedir(dd);
+  return found;
+}
+
+static bool pid_alive(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return false;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *close_ = strrchr(buf, ')');
+  char st = 0;
+  return close_ && sscanf(close_ + 1, " %c", &st) == 1 && st != 'Z' &&
+         st != 'X';
+}
+
+/* A daemon killed while its worker is in a compile that never ends takes
+ * the worker with it (PR_SET_PDEATHSIG): it was left running, re-parented
+ * (an adversarial review, with the hang hook; a compile that loops in
+ * LLVM would have burnt a CPU for good). */
+static void test_worker_ends_with_daemon(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "w");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "1", "--compile-timeout",
+                                  "60000", "--failure-ttl", "0", NULL});
+  int fd = client(&d);
+  xpd_buf b = {0};
+  build_get(&b, 42, "slow", 0);
+  send_frame(fd, &b);
+  pid_t w = 0;
+  for (int i = 0; i < 1000 && !(w = worker_of(d.pid)); i++)
+    sleep_ms(10);
+  assert_true(w > 0);
+  sleep_ms(200); /* in its hang by now */
+  kill(d.pid, SIGKILL);
+  bool gone = false;
+  for (int i = 0; i < 500 && !(gone = !pid_alive(w)); i++)
+    sleep_ms(10);
+  if (!gone)
+    kill(w, SIGKILL);
+  close(fd);
+  dmn_exit(&d, 5000);
+  assert_true(gone);
+}
+
 /* ---- what a client can cost the others ---- */
 
 /* The daemon's binary deleted under it, as a package upgrade does: its
@@ -3497,6 +3572,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_worker_crash, setup, teardown),
       cmocka_unit_test_setup_teardown(test_worker_hang, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_worker_ends_with_daemon, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_binary_deleted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_spawn_failure, setup, teardown),
       cmocka_unit_test_setup_teardown(test_queued_job_dropped, setup,

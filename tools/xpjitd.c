@@ -1422,14 +1422,19 @@ static char **worker_env(void) {
   size_t n = 0;
   while (environ[n])
     n++;
-  char **env = malloc((n + 2) * sizeof *env);
+  char **env = malloc((n + 3) * sizeof *env);
   if (!env)
     return NULL;
+  /* the daemon's pid: the worker ends with it (xpjitd_worker_main) */
+  static char parent[48];
+  snprintf(parent, sizeof parent, "XPJITD_PARENT=%ld", (long)getpid());
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (strncmp(environ[i], "XPJIT_LLVM_PLUGIN=", 18))
+    if (strncmp(environ[i], "XPJIT_LLVM_PLUGIN=", 18) &&
+        strncmp(environ[i], "XPJITD_PARENT=", 14))
       env[k++] = environ[i];
   env[k++] = (char *)WORKER_PLUGIN_ENV;
+  env[k++] = parent;
   env[k] = NULL;
   return env;
 }

@@ -70,6 +70,15 @@ static bool fail(const char *digest, xpj_status s, const char *msg) {
 int xpjitd_worker_main(void) {
   /* started from /proc/self/exe, it would be "exe" in ps and top */
   prctl(PR_SET_NAME, "xpjitd-worker");
+  /* it ends with the daemon, also in a compile that never ends (the
+   * daemon, which would have killed it at its time limit, is gone): the
+   * daemon spawns its workers from its only thread, whose end is the
+   * process's. One that ended before this line was checked: the parent
+   * is another process by now. */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const char *parent = getenv("XPJITD_PARENT");
+  if (!parent || getppid() != (pid_t)strtol(parent, NULL, 10))
+    return 1;
   /* bounded like every compile worker (docs/abi.md, Isolation) */
   (void)xpj_compile_limit_memory();
   /* what a compile allocated stays with this process for the next one */
