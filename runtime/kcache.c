@@ -804,6 +804,20 @@ static xpj_status place(rt_obtain *ob, fetched *f, rt_l1 *e) {
     f->msg = strdup(xpj_last_error());
     return st;
   }
+  /* scratch every launch would refuse (cpu.c: its size for a group of
+   * XPJ_CPU_SCRATCH_STRIDE is more than the address space): refused here,
+   * like too much local memory, and compiled instead */
+  if (dev && dev->info.backend == XPJ_BACKEND_CPU &&
+      f->v.scratch_bytes > SIZE_MAX / XPJ_CPU_SCRATCH_STRIDE) {
+    st = rt_err(XPJ_ERR_UNSUPPORTED,
+                "%s needs %llu bytes of scratch per work-item; %s allows "
+                "%llu",
+                ob->rq->kernel, (unsigned long long)f->v.scratch_bytes,
+                dev->id,
+                (unsigned long long)(SIZE_MAX / XPJ_CPU_SCRATCH_STRIDE));
+    f->msg = strdup(xpj_last_error());
+    return st;
+  }
   if (dev) {
     st = load_on_device(ob, &f->v, &e->native);
     f->loaded = st == XPJ_OK;

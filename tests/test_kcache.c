@@ -811,6 +811,34 @@ static void test_refused_binary_replaced(void **state) {
       !strstr(warnings, "dropped it"))
     fail_msg("warnings: %s", warnings);
 
+  /* a row claiming 2^62 bytes of scratch per work-item, which every
+   * launch would refuse: refused when placed, and compiled here (it was
+   * taken, and each launch failed: an adversarial review) */
+  {
+    xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW};
+    xpj_cache *c = NULL;
+    assert_int_equal(xpj_cache_open(&cfg, &c), XPJ_OK);
+    digests ds = {.n = 0};
+    assert_int_equal(xpj_cache_list(c, collect, &ds), XPJ_OK);
+    assert_int_equal(ds.n, 1);
+    xpj_cache_entry e;
+    assert_int_equal(xpj_cache_find(c, ds.d[0], &e), XPJ_OK);
+    xpj_cache_key k = {e.code,   e.kernel,  e.dtypes, e.ndim,
+                       e.target, e.options, e.versions};
+    xpj_cache_value v = {0, e.data, e.size, e.entry, "", e.local_bytes,
+                         (uint64_t)1 << 62, 1.0, 0};
+    assert_int_equal(xpj_cache_put(c, &k, &v), XPJ_OK);
+    xpj_cache_entry_clear(&e);
+    xpj_cache_close(c);
+  }
+  warnings[0] = 0;
+  a = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(a);
+  if (!strstr(warnings, "bytes of scratch per work-item") ||
+      !strstr(warnings, "dropped it"))
+    fail_msg("warnings: %s", warnings);
+
   /* a bundle whose entry the device refuses: compiled and cached here,
    * and from then on the cache (looked in first) serves it */
   const char *bdb = path_in("b.db"), *bundle = path_in("bad.xpb");
