@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,10 @@ struct rt_redis {
   int64_t down_until_ms; /* circuit breaker: no command before then */
   unsigned fails;        /* consecutive failures */
   bool warned_reply;     /* an error reply was reported */
+  /* a wait for another process's compile (its lock) ended without its
+   * value: from then on this process waits for no lock (a lock planted
+   * by anyone who can write the Redis stalls each kernel once at most) */
+  _Atomic bool lock_distrust;
 };
 
 static int64_t mono_ms(void) {
@@ -271,19 +276,78 @@ static void sigpipe_restore(sigpipe_guard *g) {
   pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
+/* One command and its reply, bounded as security.md says: the whole
+ * exchange within the tier's time limit (hiredis's own timeout bounds
+ * each read, so a server that trickles bytes would hold a blocking
+ * redisCommand for as long as it likes), a reply no larger than a value
+ * may be and its header (hiredis buffers a bulk string whole before it
+ * says how long it is), and no array (no command here gets one; hiredis
+ * makes room for every element an array's header announces). A reply
+ * followed by more bytes is taken, and the connection dropped after it:
+ * nothing is asked that could explain them. */
 static redisReply *command(rt_redis *r, int argc, const char **argv,
                            const size_t *len) {
   sigpipe_guard g;
   sigpipe_block(&g);
-  redisReply *rep = redisCommandArgv(r->c, argc, argv, len);
+  redisContext *c = r->c;
+  void *rep = NULL;
+  char what[200] = "";
+  int done = 0;
+  if (redisAppendCommandArgv(c, argc, argv, len) != REDIS_OK)
+    snprintf(what, sizeof what, "%s", c->errstr);
+  int64_t deadline = mono_ms() + (int64_t)r->timeout.tv_sec * 1000 +
+                     (int64_t)r->timeout.tv_usec / 1000;
+  while (!what[0] && !done)
+    if (redisBufferWrite(c, &done) != REDIS_OK)
+      snprintf(what, sizeof what, "%s",
+               errno == EAGAIN || errno == EWOULDBLOCK ? "timed out"
+                                                       : c->errstr);
+  bool first = true;
+  while (!what[0]) {
+    if (redisGetReplyFromReader(c, &rep) != REDIS_OK) {
+      snprintf(what, sizeof what, "%s", c->errstr);
+      break;
+    }
+    if (rep)
+      break;
+    if (mono_ms() >= deadline) {
+      snprintf(what, sizeof what, "timed out");
+      break;
+    }
+    char buf[65536];
+    ssize_t n = read(c->fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      snprintf(what, sizeof what, "%s",
+               n == 0 ? "the server closed the connection"
+               : errno == EAGAIN || errno == EWOULDBLOCK ? "timed out"
+                                                         : strerror(errno));
+      break;
+    }
+    if (first && buf[0] == '*') {
+      snprintf(what, sizeof what, "an array reply, which no command of "
+               "this tier gets");
+      break;
+    }
+    first = false;
+    if (c->reader->len + (size_t)n > (size_t)MAX_VALUE + 64) {
+      snprintf(what, sizeof what, "a reply of more than %u MiB",
+               MAX_VALUE >> 20);
+      break;
+    }
+    if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK) {
+      snprintf(what, sizeof what, "out of memory");
+      break;
+    }
+  }
+  bool extra = rep && c->reader->pos < c->reader->len;
   sigpipe_restore(&g);
   if (!rep) {
-    char what[200];
-    snprintf(what, sizeof what, "%s",
-             r->c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
-                 ? "timed out"
-                 : r->c->errstr);
     trip(r, what);
+  } else if (extra) {
+    redisFree(r->c); /* unasked bytes: the next command starts afresh */
+    r->c = NULL;
   }
   return rep;
 }
@@ -615,11 +679,22 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
       continue;
     }
     /* another process or node is compiling it: wait for its value */
+    if (atomic_load(&r->lock_distrust))
+      break;
     int64_t now = mono_ms();
     if (!deadline)
       deadline = now + (ob->wait_ms ? ob->wait_ms : lock_ms);
-    if (now >= deadline)
+    if (now >= deadline) {
+      if (!atomic_exchange(&r->lock_distrust, true))
+        rt_warn("Redis tier %s: waited %lld ms for %s [%s] from the "
+                "process or node holding its compile lock, which never "
+                "stored it; compiling it here, and waiting for no lock "
+                "from now on", r->shown,
+                (long long)(now - deadline +
+                            (ob->wait_ms ? (int64_t)ob->wait_ms : lock_ms)),
+                ob->rq->kernel, ob->rq->dtypes);
       break;
+    }
     waited = true;
     sleep_ms(poll);
     poll = poll < 32 ? poll * 2 : 50;

@@ -37,7 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1931,6 +1933,175 @@ static void test_error_replies(void **state) {
     fail_msg("%s\n%s", p1 ? p1 : "OOM: ok", p2 ? p2 : "NOAUTH: ok");
 }
 
+/* kernel name (axpy, f32) of a new program in ctx with a compile time
+ * limit of 500 ms: its origin, and how long getting it took */
+static xpj_kernel_origin get_limited(xpj_context *ctx, const char *name,
+                                     double *ms) {
+  char src[512];
+  snprintf(src, sizeof src,
+           "kernel %s<T>(a: T, x: global const T[], y: global T[]) range {\n"
+           "    let i = global_id(0);\n"
+           "    y[i] = a * x[i] + y[i];\n"
+           "}\n",
+           name);
+  xpj_device *dev = NULL;
+  assert_int_equal(xpj_device_select(ctx, "cpu", &dev), XPJ_OK);
+  xpj_program *p = NULL;
+  assert_int_equal(
+      xpj_program_create(ctx, "redis.xpk", src, strlen(src), NULL, &p),
+      XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.timeout_ms = 500;
+  xpj_kernel *k = NULL;
+  double t0 = now_ms();
+  if (xpj_program_get_kernel(p, name, "T=f32", 0, dev, &o, &k) != XPJ_OK)
+    fail_msg("%s: %s", name, xpj_last_error());
+  *ms = now_ms() - t0;
+  xpj_kernel_info ki;
+  assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
+  xpj_program_destroy(p);
+  return ki.origin;
+}
+
+/* A compile lock planted in Redis by someone who never stores the value
+ * (anyone who can write that Redis) stalls a process once, for the
+ * compile's limit plus 5 s, with a warning; from then on the process
+ * waits for no lock (it waited that long for every kernel, silently: an
+ * adversarial review). */
+static void test_planted_locks(void **state) {
+  (void)state;
+  char keys[2][100];
+  xpj_context *a = ctx_new(main_url);
+  double ms;
+  for (int i = 0; i < 2; i++) {
+    CHECK_ORIGIN(get_limited(a, i ? "k13b" : "k13a", &ms),
+                 XPJ_ORIGIN_COMPILED, "first compile");
+    only_value_key(keys[i], "after a store");
+    freeReplyObject(rcmd("DEL %s", keys[i]));
+  }
+  ctx_done(a);
+  for (int i = 0; i < 2; i++)
+    freeReplyObject(rcmd("SET xpjit:lock:%s planted PX 600000", keys[i] + 8));
+  xpj_context *b = ctx_new(main_url);
+  warn_reset();
+  CHECK_ORIGIN(get_limited(b, "k13a", &ms), XPJ_ORIGIN_COMPILED,
+               "a planted lock");
+  if (ms < 5000 || ms > 20000)
+    fail_msg("the first planted lock: %.0f ms, expected the limit + 5 s",
+             ms);
+  if (warn_count("never stored it") != 1)
+    fail_msg("no warning about the lock that was never honoured");
+  CHECK_ORIGIN(get_limited(b, "k13b", &ms), XPJ_ORIGIN_COMPILED,
+               "a second planted lock");
+  if (ms > 3000)
+    fail_msg("the second planted lock was waited for: %.0f ms", ms);
+  ctx_done(b);
+  for (int i = 0; i < 2; i++)
+    freeReplyObject(rcmd("DEL xpjit:lock:%s", keys[i] + 8));
+}
+
+/* A Redis that is not one: whatever a client sends, it answers with one
+ * of these, on a socket of its own. */
+typedef struct fake_redis {
+  char sock[200];
+  int lfd;
+  int mode; /* 0: a 2e9-element array; 1: a 1.5 GB bulk string, sent as
+               fast as it goes; 2: a small value, one byte per 20 ms */
+  pthread_t th;
+} fake_redis;
+
+static void *fake_main(void *arg) {
+  fake_redis *f = arg;
+  for (;;) {
+    int c = accept(f->lfd, NULL, NULL);
+    if (c < 0)
+      return NULL;
+    char in[4096];
+    if (read(c, in, sizeof in) <= 0) {
+      close(c);
+      continue;
+    }
+    static char chunk[65536];
+    if (f->mode == 0) {
+      (void)!write(c, "*2000000000\r\n", 13);
+    } else if (f->mode == 1) {
+      (void)!write(c, "$1500000000\r\n", 13);
+      for (int i = 0; i < 1500000000 / (int)sizeof chunk; i++)
+        if (write(c, chunk, sizeof chunk) <= 0)
+          break;
+    } else {
+      const char *v = "$5\r\nhello\r\n";
+      for (const char *q = v; *q; q++) {
+        if (write(c, q, 1) != 1)
+          break;
+        usleep(20 * 1000);
+      }
+    }
+    close(c);
+  }
+}
+
+/* The tier's bounds hold while a reply is read (security.md): an array
+ * header announcing 2e9 elements, a 1.5 GB value (more than the 512 MiB a
+ * value may be) and a reply sent a byte at a time each fail within about
+ * the command's time limit, without the memory (hiredis made room for the
+ * whole array, or kept the whole value: 3 GB and 3.5 s, 2e9 elements 5.6 s,
+ * an adversarial review), and the kernel is compiled here. */
+static void test_hostile_server(void **state) {
+  (void)state;
+  signal(SIGPIPE, SIG_IGN);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  long rss0 = ru.ru_maxrss; /* KiB */
+  for (int mode = 0; mode < 3; mode++) {
+    fake_redis f = {.mode = mode};
+    snprintf(f.sock, sizeof f.sock, "%s/fake%d.sock", tmp, mode);
+    unlink(f.sock);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    assert_true(strlen(f.sock) < sizeof a.sun_path);
+    snprintf(a.sun_path, sizeof a.sun_path, "%.100s", f.sock);
+    f.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(f.lfd >= 0);
+    assert_int_equal(bind(f.lfd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(f.lfd, 8), 0);
+    assert_int_equal(pthread_create(&f.th, NULL, fake_main, &f), 0);
+    char url[260];
+    snprintf(url, sizeof url, "unix:%s", f.sock);
+    /* the value's size, not the time, is what ends mode 1 */
+    if (mode == 1)
+      setenv("XPJIT_REDIS_TIMEOUT", "20s", 1);
+    xpj_context *ctx = ctx_new(url);
+    unsetenv("XPJIT_REDIS_TIMEOUT");
+    warn_reset();
+    xpj_kernel_origin o;
+    double ms;
+    char name[16];
+    snprintf(name, sizeof name, "k12%c", 'a' + mode);
+    double t0 = now_ms();
+    const char *e = axpy_try(ctx, name, '+', false, &o, &ms);
+    double took = now_ms() - t0;
+    if (e)
+      fail_msg("mode %d: %s", mode, e);
+    CHECK_ORIGIN(o, XPJ_ORIGIN_COMPILED, "a hostile server");
+    static const char *const says[] = {"an array reply", "more than 512 MiB",
+                                       "timed out"};
+    if (warn_count(says[mode]) < 1)
+      fail_msg("mode %d: no warning saying '%s' in %.0f ms", mode,
+               says[mode], took);
+    if (took > (mode == 1 ? 15000 : 5000))
+      fail_msg("mode %d: %.0f ms", mode, took);
+    ctx_done(ctx);
+    shutdown(f.lfd, SHUT_RDWR);
+    close(f.lfd);
+    pthread_join(f.th, NULL);
+    unlink(f.sock);
+  }
+  getrusage(RUSAGE_SELF, &ru);
+  if (ru.ru_maxrss - rss0 > 700 * 1024)
+    fail_msg("the test grew by %ld MiB", (ru.ru_maxrss - rss0) / 1024);
+}
+
 /* ---- 10. configuration ---------------------------------------------------- */
 
 static void test_bad_urls(void **state) {
@@ -2159,6 +2330,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_lock_elsewhere, setup, teardown),
       cmocka_unit_test_setup_teardown(test_timeout_setting, setup, teardown),
       cmocka_unit_test_setup_teardown(test_error_replies, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_hostile_server, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_planted_locks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_urls, setup, teardown),
       cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
   };
