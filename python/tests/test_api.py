@@ -664,3 +664,17 @@ def test_fp_contract_option():
     want = a * b + c
     k(1000, a, b, c)
     np.testing.assert_allclose(c, want, rtol=2e-7)
+
+
+def test_unknown_call_keyword():
+    """A keyword a launch does not take names the kernel and what it
+    takes (it named a private method)."""
+    p = xpjit.Program("kernel cp(x: global const f32[], y: global f32[]) "
+                      "range { let i = global_id(0); y[i] = x[i]; }")
+    x = np.ones(4, np.float32)
+    y = np.zeros(4, np.float32)
+    with pytest.raises(TypeError, match="kernel cp: unknown keyword "
+                       "argument foo"):
+        p.kernel("cp")(4, x, y, foo=1)
+    p.kernel("cp")(4, x, y)
+    np.testing.assert_array_equal(y, x)

@@ -200,3 +200,27 @@ def test_reserved_names_and_outputs():
     y = np.zeros(5, np.int32)
     fill(np.int32(7), y, size=5)
     np.testing.assert_array_equal(y, [7] * 5)
+
+
+def test_zero_d_arrays():
+    """0-d arrays: NumPy's shape (), for inputs and given outputs, and a
+    reduction of a 0-d input (they were 'no array argument: give size=',
+    and a 0-d output could not be written: an adversarial review)."""
+    z = axpb(np.array(3.0), np.array(1.0), 2.0)
+    assert isinstance(z, np.ndarray) and z.shape == () and z == 7.0
+    out = np.zeros(())
+    assert axpb(np.array(2.0), np.array(1.0), np.array(4.0), out) is out
+    assert out == 9.0
+    # a 0-d input beside arrays is broadcast as a scalar
+    np.testing.assert_array_equal(axpb(np.arange(3.0), np.array(1.0), 2.0),
+                                  2.0 * np.arange(3.0) + 1.0)
+    assert sumsq(np.array(5.0)) == 25.0
+    with pytest.raises(xpjit.InvalidArgumentError, match="out of range"):
+        sumsq(np.array(5.0), axis=0)
+
+
+@pytest.mark.parametrize("axis", [(0, 0), (2, -1), (1, -3, 0)])
+def test_reduction_duplicate_axes(axis):
+    """NumPy refuses an axis named twice; it was reduced once."""
+    with pytest.raises(xpjit.InvalidArgumentError, match="duplicate"):
+        sumsq(np.ones((2, 3, 4)), axis=axis)

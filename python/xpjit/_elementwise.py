@@ -100,6 +100,13 @@ def _is_scalar(a):
         isinstance(a, np.ndarray) and a.ndim == 0)
 
 
+def _zero_d(a):
+    """A 0-d array: an input's value is passed as a scalar, but it makes
+    the call's shape () when no argument has more dimensions (NumPy's and
+    CuPy's rules)."""
+    return isinstance(a, (np.ndarray, ndarray)) and a.ndim == 0
+
+
 def _dtype_of(a):
     if isinstance(a, (np.ndarray, ndarray, np.generic)):
         try:
@@ -311,7 +318,11 @@ class ElementwiseKernel(_Base):
             isinstance(a, ndarray) for a in allargs)
         # the shape: inputs and given outputs broadcast together
         shapes = [np.shape(a) for p, a in zip(params, allargs)
-                  if a is not None and not p.raw and not _is_scalar(a)]
+                  if a is not None and not p.raw and
+                  (not _is_scalar(a) or (p.out and _zero_d(a)))]
+        if not shapes and size is None and any(
+                _zero_d(a) for p, a in zip(params, allargs) if not p.raw):
+            shapes = [()]
         try:
             shape = np.broadcast_shapes(*shapes) if shapes else ()
         except ValueError:
@@ -356,6 +367,8 @@ class ElementwiseKernel(_Base):
                                                  shape))
                 else:
                     a = _broadcast(_place(a, ct, device, numpy_ok), shape)
+                if a.ndim == 0:  # the call's shape is (): one element
+                    a = a.reshape(1)
                 arr = "_%s_arr" % p.name
                 decl.append("%s: global %s%s[*]" % (arr, "" if p.out else
                                                     "const ", t))
@@ -445,6 +458,8 @@ class ReductionKernel(_Base):
             isinstance(a, ndarray) for a in allargs)
         shapes = [np.shape(a) for p, a in zip(self.ins, args)
                   if not _is_scalar(a)]
+        if not shapes and any(_zero_d(a) for a in args):
+            shapes = [()]  # 0-d inputs: their one element reduced
         if not shapes:
             raise InvalidArgumentError("%s: no array input" % self.name)
         try:
@@ -467,7 +482,11 @@ class ReductionKernel(_Base):
                 raise InvalidArgumentError("%s: axis %r out of range for %d "
                                            "dimensions" % (self.name, axis,
                                                            nd))
-            axes = tuple(sorted({int(a) % nd for a in axes}))
+            norm = [int(a) % nd for a in axes]
+            if len(set(norm)) != len(norm):
+                raise InvalidArgumentError("%s: duplicate value in axis %r"
+                                           % (self.name, axis))
+            axes = tuple(sorted(norm))
         kept = tuple(d for d in range(nd) if d not in axes)
         order = kept + axes
         out_shape = tuple(shape[d] for d in kept)
@@ -526,7 +545,7 @@ class ReductionKernel(_Base):
             kargs = [_expand(a, in_rank) if i >= len(self.ins) else a
                      for i, a in enumerate(kargs)]
         elif nout_rank == 0:
-            kargs = [_expand(a, in_rank) if i >= len(self.ins) else a
+            kargs = [_expand(a, max(in_rank, 1)) if i >= len(self.ins) else a
                      for i, a in enumerate(kargs)]
         cap = min(256, device.max_work_group_size or 1)
         local = 1

@@ -473,10 +473,17 @@ class Kernel(_KernelBase):
     # k(grid, *args, local=None, queue=None, dtypes=None, consts=None,
     # ndim=None, wait=None): with the C module, its KernelBase takes the
     # calls it knows and hands the others to _call_slow
-    def _call_slow(self, grid, *args, local=None, queue=None, dtypes=None,
-                   consts=None, ndim=None, wait=None):
-        self._launch(grid, local, args, queue, dtypes, consts, ndim, wait,
-                     False)
+    def _call_slow(self, grid, *args, **kw):
+        unknown = set(kw) - _CALL_KEYWORDS
+        if unknown:
+            raise TypeError("kernel %s: unknown keyword argument%s %s (it "
+                            "takes %s)" % (
+                                self.name, "s" if len(unknown) > 1 else "",
+                                ", ".join(sorted(unknown)),
+                                ", ".join(sorted(_CALL_KEYWORDS))))
+        self._launch(grid, kw.get("local"), args, kw.get("queue"),
+                     kw.get("dtypes"), kw.get("consts"), kw.get("ndim"),
+                     kw.get("wait"), False)
 
     def launch(self, grid, *args, local=None, queue=None, dtypes=None,
                consts=None, ndim=None, wait=None):
@@ -554,6 +561,9 @@ class Kernel(_KernelBase):
             queue._hold(event, args)
         return event if want_event else None
 
+
+_CALL_KEYWORDS = frozenset(("local", "queue", "dtypes", "consts", "ndim",
+                            "wait"))
 
 if _fast is None:
     Kernel.__call__ = Kernel._call_slow
