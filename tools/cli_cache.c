@@ -1301,9 +1301,17 @@ static int bundle_verify(const bundle_req *r) {
   return rc ? rc : f.bad || !b.usable ? EXIT_INPUT : 0;
 }
 
+/* warn_cb, counting: a warning while a bundle is imported (a damaged
+ * entry, which is not imported) is a problem found (exit 1) */
+static unsigned import_warnings;
+static void import_warn_cb(void *ud, const char *msg) {
+  import_warnings++;
+  warn_cb(ud, msg);
+}
+
 static int bundle_import(const bundle_req *r) {
   xpj_cache_config cfg = {.path = r->path, .mode = XPJ_CACHE_MODE_RW,
-                          .warn = warn_cb};
+                          .warn = import_warn_cb};
   xpj_cache *c = NULL;
   if (xpj_cache_open(&cfg, &c) != XPJ_OK) {
     fprintf(stderr, "%s bundle import: %s\n", cli_prog,
@@ -1314,25 +1322,31 @@ static int bundle_import(const bundle_req *r) {
   int rc = r->json && !list ? EXIT_INPUT : 0;
   for (unsigned i = 0; i < r->nfiles; i++) {
     uint64_t imp = 0, skip = 0;
+    import_warnings = 0;
     bool ok = xpj_cache_import(c, r->files[i], &imp, &skip) == XPJ_OK;
+    uint64_t damaged = import_warnings < skip ? import_warnings : skip;
     if (!ok) {
       fprintf(stderr, "%s bundle import: %s\n", cli_prog,
               xpj_cache_last_error());
       rc = EXIT_INPUT;
+    } else if (import_warnings) {
+      rc = EXIT_INPUT; /* problems found: said in the warnings */
     }
     if (list && ok)
       json_array_append_new(
-          list, json_pack("{s:o, s:o, s:o}", "bundle", cli_jstr(r->files[i]),
-                          "imported", cli_jint(imp), "skipped",
-                          cli_jint(skip)));
+          list, json_pack("{s:o, s:o, s:o, s:o}", "bundle",
+                          cli_jstr(r->files[i]), "imported", cli_jint(imp),
+                          "skipped", cli_jint(skip), "damaged",
+                          cli_jint(damaged)));
     else if (list)
       json_array_append_new(
           list, json_pack("{s:o, s:o}", "bundle", cli_jstr(r->files[i]),
                           "error", cli_jstr(xpj_cache_last_error())));
     else if (ok)
-      printf("%s: imported %llu entries into %s (%llu already there or "
+      printf("%s: imported %llu entries into %s (%llu already there, %llu "
              "damaged)\n", r->files[i], (unsigned long long)imp,
-             xpj_cache_path(c), (unsigned long long)skip);
+             xpj_cache_path(c), (unsigned long long)(skip - damaged),
+             (unsigned long long)damaged);
   }
   if (list) {
     int jrc = cli_json_print(json_pack("{s:o, s:o}", "cache",
