@@ -1229,8 +1229,9 @@ static void degrade(xpj_cache *c, int rc, const char *what) {
   if (c->mode != XPJ_CACHE_MODE_RW)
     return;
   lower_mode(c, XPJ_CACHE_MODE_RO,
-             "cache %s: %s failed (%s); compiling without caching", c->path,
-             what, rc_str(rc));
+             "cache %s: %s failed (%s); using it read-only (what is "
+             "compiled from now on is not stored)", c->path, what,
+             rc_str(rc));
 }
 
 static xpj_cache_mode env_mode(xpj_cache *c) {

@@ -330,6 +330,17 @@ static redisReply *command(rt_redis *r, int argc, const char **argv,
                "this tier gets");
       break;
     }
+    if (first && buf[0] == '$') { /* a bulk string says its length first */
+      unsigned long long blen = 0;
+      ssize_t k = 1;
+      while (k < n && k < 21 && buf[k] >= '0' && buf[k] <= '9')
+        blen = blen * 10 + (unsigned long long)(buf[k++] - '0');
+      if (blen > MAX_VALUE) {
+        snprintf(what, sizeof what, "a reply of %llu bytes, more than %u "
+                 "MiB", blen, MAX_VALUE >> 20);
+        break;
+      }
+    }
     first = false;
     if (c->reader->len + (size_t)n > (size_t)MAX_VALUE + 64) {
       snprintf(what, sizeof what, "a reply of more than %u MiB",

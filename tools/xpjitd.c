@@ -2473,7 +2473,11 @@ static void stats_text(xpd_buf *b) {
       "bytes_in %llu\nbytes_out %llu\n",
       (int)getpid(), (double)(xpd_now_ms() - st.started_ms) / 1000.0,
       versions,
-      cfg.socket, l2 ? xpj_cache_path(l2) : "", nconns,
+      cfg.socket,
+      /* a cache the daemon refused (0777 directory...) is not its cache */
+      l2 && xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_OFF ? xpj_cache_path(l2)
+                                                        : "off",
+      nconns,
       (unsigned long long)st.conns_total, clients.n,
       (unsigned long long)st.conns_refused_uid,
       (unsigned long long)st.conns_refused_busy,
