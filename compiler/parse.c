@@ -655,10 +655,24 @@ static __int128 lit_exact(const expr *e) {
  * UINT64_MAX, nothing holds it (language.md 4.4: the value must be
  * representable). A suffixed literal's arithmetic is its type's, which
  * wraps. False, with the error reported, when v fits in no type. */
+/* v wrapped to integer type s: its width, then its signedness (what the
+ * type's arithmetic gives at run time, language.md 8.2) */
+static int64_t wrap_to(xpj_scalar s, __int128 v) {
+  unsigned bits = xpj_scalar_bits(s);
+  uint64_t u = (uint64_t)v;
+  if (bits < 64) {
+    uint64_t mask = ((uint64_t)1 << bits) - 1;
+    u &= mask;
+    if (s <= XPJ_I64 && (u >> (bits - 1)) & 1)
+      u |= ~mask; /* sign-extended */
+  }
+  return (int64_t)u;
+}
+
 static bool exact_lit(parser *p, expr *r, __int128 v, const token *optok) {
   if (r->suffix) {
-    r->i = (int64_t)(uint64_t)v;
-    r->big = r->suffix == XPJ_U64 && (uint64_t)v > INT64_MAX;
+    r->i = wrap_to((xpj_scalar)r->suffix, v);
+    r->big = r->suffix == XPJ_U64 && (uint64_t)r->i > INT64_MAX;
     return true;
   }
   if (v < INT64_MIN || v > (__int128)UINT64_MAX) {
@@ -763,11 +777,15 @@ static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
   case XPJ_XOR: v = wa ^ wb; break;
   case XPJ_SHL:
   case XPJ_SHR:
-    if (r.suffix) { /* the type's shift: the count modulo 64 at most */
-      uint64_t ua = (uint64_t)a.i, n = (uint64_t)b.i & 63;
+    if (r.suffix) { /* the type's shift: the count modulo its width */
+      unsigned bits = xpj_scalar_bits((xpj_scalar)r.suffix);
+      int64_t av = wrap_to((xpj_scalar)r.suffix, wa);
+      uint64_t ua = (uint64_t)av, n = (uint64_t)b.i & (bits - 1);
+      if (r.suffix >= XPJ_U8 && bits < 64)
+        ua &= ((uint64_t)1 << bits) - 1;
       v = op == XPJ_SHL            ? (__int128)(ua << n)
-          : r.suffix == XPJ_U64    ? (__int128)(ua >> n)
-                                   : (__int128)(a.i >> n);
+          : r.suffix >= XPJ_U8     ? (__int128)(ua >> n)
+                                   : (__int128)(av >> n);
     } else if (wb < 0) {
       error(p, optok, "negative shift count in a constant expression");
       return err_expr(optok);
@@ -2264,6 +2282,15 @@ static void finish_simple(parser *p) {
     sync_stmt(p);
 }
 
+/* A name whose declaration was in error (reported): declared all the
+ * same, so that its uses say nothing more (parse_name: S_VAL without a
+ * value is an error expression) */
+static void declare_poisoned(parser *p, const token *name) {
+  sym *s = declare(p, name, S_VAL);
+  if (s)
+    s->v = 0;
+}
+
 /* let x = e; let x: T = e; let a: T[n, m]; */
 static void parse_let(parser *p) {
   next(p); /* let */
@@ -2289,8 +2316,10 @@ static void parse_let(parser *p) {
                "start zeroed)");
         return;
       }
-      if (n <= 0 || !t)
+      if (n <= 0 || !t) {
+        declare_poisoned(p, name);
         return;
+      }
       char nb[256];
       xpj_type at = xpj_type_static(p->m, XPJ_SPACE_PRIVATE, t, (unsigned)n, dims);
       xpj_val a = at ? xpj_b_array(p->f, p->b, at, tok_str(p, name, nb),
@@ -2298,6 +2327,7 @@ static void parse_let(parser *p) {
                      : 0;
       if (!a) {
         berror(p, name);
+        declare_poisoned(p, name);
         return;
       }
       sym *s = declare(p, name, S_ARRAY);
@@ -2318,14 +2348,14 @@ static void parse_let(parser *p) {
     return;
   }
   expr e = parse_hinted(p, t);
-  if (typed_decl && !t)
+  if (typed_decl && !t) {
+    declare_poisoned(p, name);
     return;
+  }
   xpj_val v = rvalue(p, &e, t);
   if (!v) {
     /* declare anyway so later uses do not cascade into "unknown name" */
-    sym *s = declare(p, name, S_VAL);
-    if (s)
-      s->v = 0;
+    declare_poisoned(p, name);
     return;
   }
   xpj_type vt = xpj_val_type(p->f, v);
@@ -2354,15 +2384,15 @@ static void parse_local_const(parser *p) {
   }
   next(p);
   xpj_type t = 0;
+  bool bad_type = false;
   if (accept(p, P_COLON)) {
     t = parse_elem_type(p);
-    if (!t)
-      return;
+    bad_type = !t;
   }
-  if (!expect(p, P_ASSIGN, "in constant declaration"))
+  if (!bad_type && !expect(p, P_ASSIGN, "in constant declaration"))
     return;
-  expr e = parse_expr(p);
-  if (e.k == E_ERR) {
+  expr e = bad_type ? err_expr(name) : parse_hinted(p, t);
+  if (e.k == E_ERR) { /* declared, so that its uses say nothing more */
     sym *s = declare(p, name, S_VAL);
     if (s)
       s->v = 0;
@@ -2420,14 +2450,17 @@ static void parse_local_array(parser *p) {
   }
   uint8_t deferred;
   int n = parse_static_dims(p, dims, &deferred);
-  if (n <= 0 || !et)
+  if (n <= 0 || !et) {
+    declare_poisoned(p, name);
     return;
+  }
   xpj_type at = xpj_type_static(p->m, XPJ_SPACE_LOCAL, et, (unsigned)n, dims);
   xpj_val a = at ? xpj_b_array(p->f, p->b, at, tok_str(p, name, nb),
                                loc(p, kw))
                  : 0;
   if (!a) {
     berror(p, kw);
+    declare_poisoned(p, name);
     return;
   }
   sym *s = declare(p, name, S_ARRAY);

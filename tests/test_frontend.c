@@ -110,6 +110,41 @@ static void test_constant_values(void **state) {
   xpj_module_destroy(m);
 }
 
+/* Module constants of suffixed literals compute in their type, wrapping
+ * and shifting by the count modulo its width as at run time (language.md
+ * 4.4, 8.2); they wrapped at 64 bits, and shifted by the count modulo 64
+ * (an adversarial review: (255u8 + 1u8) / 2u8 was 128, 256i32 >> 40 0). */
+static void test_typed_constant_wrap(void **state) {
+  (void)state;
+  static const char src[] =
+      "const A = (65535u16 * 2u16) >> 1u16;\n"
+      "const B = -128i8 / -1i8;\n"
+      "const C = 1u32 << 33u32;\n"
+      "const D = -1i16 >> 20i16;\n"
+      "const E = (255u8 + 1u8) / 2u8;\n"
+      "const F = 256i32 >> 40i32;\n"
+      "kernel k(a: global i64[]) range(1) {\n"
+      "    a[0] = i64(A); a[1] = i64(B); a[2] = i64(C);\n"
+      "    a[3] = i64(D); a[4] = i64(E); a[5] = i64(F);\n"
+      "}\n";
+  xpj_module *m = NULL;
+  char *diag = NULL;
+  if (parse_src(src, &m, &diag) != XPJ_OK)
+    fail_msg("%s", diag);
+  free(diag);
+  char *ir = NULL;
+  size_t len;
+  assert_int_equal(xpj_module_print(m, &ir, &len), XPJ_OK);
+  static const char *const want[] = {"const 32767 : u16", "const -128 : i8",
+                                     "const 2 : u32", "const -1 : i16",
+                                     "const 0 : u8", "const 1 : i32"};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+    if (!strstr(ir, want[i]))
+      fail_msg("no '%s' in:\n%s", want[i], ir);
+  free(ir);
+  xpj_module_destroy(m);
+}
+
 /* A conditional of two literals takes the type its value is converted
  * to: a let's declared type, an assignment's target, a return type;
  * nested conditionals in its arms too (language.md 4.4). */
@@ -497,6 +532,7 @@ int main(void) {
       cmocka_unit_test(test_diagnostics),
       cmocka_unit_test(test_constant_values),
       cmocka_unit_test(test_conditional_literals),
+      cmocka_unit_test(test_typed_constant_wrap),
       cmocka_unit_test(test_caret_rendering),
       cmocka_unit_test(test_styled_rendering),
       cmocka_unit_test(test_nul_bytes),
