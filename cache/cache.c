@@ -4218,6 +4218,24 @@ xpj_status xpj_cache_finish_bundle(xpj_cache *c) {
   return st;
 }
 
+/* Whether path is the file of cache c, or one beside it (-wal, -shm,
+ * -journal, .key, .lock: what replacing or reading it as a bundle would
+ * break or lock against itself). */
+static bool same_as_cache(const xpj_cache *c, const char *path) {
+  struct stat a, b;
+  if (stat(path, &a) != 0)
+    return false;
+  static const char *const sides[] = {"", "-wal", "-shm", "-journal",
+                                      ".key", ".lock"};
+  for (size_t i = 0; i < sizeof sides / sizeof *sides; i++) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s%s", c->path, sides[i]);
+    if (stat(p, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+      return true;
+  }
+  return false;
+}
+
 xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
   if (!c || !path)
     return fail(XPJ_ERR_INVALID, "xpj_cache_export: NULL argument");
@@ -4230,6 +4248,9 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
   if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
     return fail(XPJ_ERR_INVALID, "%s exists and is not a regular file (a "
                 "link, a device, a FIFO, a directory): not replaced", path);
+  if (same_as_cache(c, path))
+    return fail(XPJ_ERR_INVALID, "%s is the cache's own file: not "
+                "replaced by a bundle of it", path);
   char tmp[4200];
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   unlink(tmp);
@@ -4312,6 +4333,9 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
   if (!c || !bundle_path)
     return fail(XPJ_ERR_INVALID, "xpj_cache_import: NULL argument");
   uint64_t nimp = 0, nskip = 0;
+  if (same_as_cache(c, bundle_path))
+    return fail(XPJ_ERR_INVALID, "%s is the cache's own file, not a bundle "
+                "to import into it", bundle_path);
   xpj_cache_config bc = {.path = bundle_path, .bundle = 1,
                          .warn = c->warn, .warn_ud = c->warn_ud};
   xpj_cache *b = NULL;

@@ -105,15 +105,22 @@ xpj_status xpj_target_parse(const char *s, xpj_target *t, char *err,
   if (strncmp(s, "ptx:", 4) == 0 || strcmp(s, "ptx") == 0) {
     t->kind = XPJ_TARGET_PTX;
     unsigned sm = 0, pv = 0;
-    char tail;
-    int n = s[3] ? sscanf(s + 4, "sm_%u:ptx%u%c", &sm, &pv, &tail) : 0;
-    if (n < 1 || n > 2) {
-      set_err(err, errsize, "bad PTX target '%s' (use ptx:sm_XX, e.g. "
-              "ptx:sm_90, optionally :ptxNN)", s);
-      return XPJ_ERR_INVALID;
+    int n = 0, at = 0, at2 = 0;
+    /* ptx:sm_NN or ptx:sm_NN:ptxNN and nothing more: sm_90a, an
+     * architecture variant LLVM 22 does not have, is not sm_90 */
+    if (s[3] && !strncmp(s + 4, "sm_", 3) && isdigit((unsigned char)s[7]) &&
+        sscanf(s + 4, "sm_%u%n", &sm, &at) == 1) {
+      const char *rest = s + 4 + at;
+      if (!*rest)
+        n = 1;
+      else if (*rest == ':' && !strncmp(rest + 1, "ptx", 3) &&
+               isdigit((unsigned char)rest[4]) &&
+               sscanf(rest + 1, "ptx%u%n", &pv, &at2) == 1 && !rest[1 + at2])
+        n = 2;
     }
-    if (n == 1 && strchr(s + 4, ':')) {
-      set_err(err, errsize, "bad PTX target '%s'", s);
+    if (n < 1) {
+      set_err(err, errsize, "bad PTX target '%s' (use ptx:sm_XX, e.g. "
+              "ptx:sm_90, optionally :ptxNN; not the a/f variants)", s);
       return XPJ_ERR_INVALID;
     }
     unsigned minpv = 0;

@@ -388,5 +388,44 @@ if command -v bash >/dev/null 2>&1; then
 else
   echo "cli: NOTE: no bash: the completion not tested"
 fi
+# -- an adversarial review's findings (twenty-fourth session)
+# -o onto the input: refused, the source intact
+cp examples/saxpy.xpk "$tmp/in.xpk"
+expect 2 "$CLI" ir "$tmp/in.xpk" -o "$tmp/in.xpk"
+expect 2 "$CLI" emit "$tmp/in.xpk" --kernel saxpy --dtype T=f32 --target cpu -o "$tmp/in.xpk"
+expect 2 "$CLI" bundle build "$tmp/in.xpk" --dtype T=f32 --target cpu -o "$tmp/in.xpk"
+cmp -s "$tmp/in.xpk" examples/saxpy.xpk || { echo "FAIL: -o onto the input changed it"; fail=1; }
+# standard output closed: the output did not arrive, exit 1 (a compile
+# server's socket took descriptor 1, and the write "succeeded")
+"$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target cpu --emit asm >&- 2>/dev/null
+[ $? -eq 1 ] || { echo "FAIL: emit with standard output closed"; fail=1; }
+# a write that fails (file size limit) is exit 1, also for ir
+( trap '' XFSZ; ulimit -f 4; "$CLI" ir examples/math.xpk -o "$tmp/big.ir" 2>/dev/null )
+[ $? -eq 1 ] || { echo "FAIL: ir -o past the file size limit"; fail=1; }
+# PTX targets with trailing text: not silently the base architecture
+expect 2 "$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target ptx:sm_90a -o "$tmp/o.ptx"
+# bundle build leaves nothing of its private cache behind
+mkdir "$tmp/tmpdir"
+TMPDIR="$tmp/tmpdir" "$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target cpu -o "$tmp/b.xpb" 2>/dev/null ||
+  { echo "FAIL: bundle build"; fail=1; }
+[ -z "$(ls -A "$tmp/tmpdir")" ] || { echo "FAIL: bundle build left $(ls -A "$tmp/tmpdir")"; fail=1; }
+# a --path that is not an xpjit cache is left as it is (it was moved aside
+# and replaced by a new cache, exit 0)
+printf 'my notes\n' >"$tmp/notes.txt"
+for c in ls stats prune clear; do
+  expect 1 "$CLI" cache --path "$tmp/notes.txt" $c
+done
+expect 1 "$CLI" bundle import "$tmp/b.xpb" --path "$tmp/notes.txt"
+[ "$(cat "$tmp/notes.txt")" = "my notes" ] && [ ! -e "$tmp/notes.txt.corrupt" ] ||
+  { echo "FAIL: a --path to a text file was changed"; fail=1; }
+# the cache exported onto its own file, or imported into itself: refused
+mkdir -m 700 "$tmp/cc"
+XPJIT_CACHE_DIR="$tmp/cc" "$CLI" bundle import "$tmp/b.xpb" >/dev/null 2>&1
+expect 1 "$CLI" cache --path "$tmp/cc/cache-v2.db" export "$tmp/cc/cache-v2.db"
+grep -q "is the cache's own file" "$tmp/err" || { echo "FAIL: export onto the cache: $(cat "$tmp/err")"; fail=1; }
+expect 0 "$CLI" cache --path "$tmp/cc/cache-v2.db" verify
+expect 1 "$CLI" bundle import "$tmp/cc/cache-v2.db" --path "$tmp/cc/cache-v2.db"
+grep -q "is the cache's own file" "$tmp/err" || { echo "FAIL: self-import: $(cat "$tmp/err")"; fail=1; }
+
 [ $fail -eq 0 ] && echo "cli: all checks passed"
 exit $fail

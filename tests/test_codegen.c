@@ -104,7 +104,10 @@ static void test_targets(void **state) {
   assert_string_equal(buf, "cpu:x86-64:");
   const char *bad[] = {"", "gpu", "spirv:2.0", "spirv:1.9", "ptx", "ptx:sm_60",
                        "ptx:sm_90:ptx50", "ptx:sm90", "ptx:sm_90:x",
-                       "cpu:pentium9", "cpu:", "spirv:1.2x"};
+                       "cpu:pentium9", "cpu:", "spirv:1.2x",
+                       /* trailing text was dropped: sm_90a is not sm_90 */
+                       "ptx:sm_90a", "ptx:sm_80xyz", "ptx:sm_90:ptx80x",
+                       "ptx:sm_ 90", "ptx:sm_90:", "ptx:sm_90:ptx 80"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     err[0] = 0;
     assert_int_equal(xpj_target_parse(bad[i], &t, err, sizeof err),

@@ -74,6 +74,10 @@ int cli_bad_value(const cli_args *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* s as an integer from min to max (decimal, the whole string). */
 bool cli_number(const char *s, long min, long max, long *out);
+/* Whether out (an -o path; "-" is standard output) is the file in
+ * (both exist, the same device and inode): writing it would destroy the
+ * input before, or while, it is read. */
+bool cli_same_file(const char *in, const char *out);
 
 /* ---- --dtype and --const (cli_args.c) -------------------------------- */
 

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- options ----------------------------------------------------------- */
 
@@ -168,6 +169,12 @@ char **cli_rest(const cli_args *a, int *argc) {
   int from = (a->rest ? a->rest : optind) - 1;
   *argc = a->argc - from;
   return a->argv + from;
+}
+
+bool cli_same_file(const char *in, const char *out) {
+  struct stat a, b;
+  return in && out && strcmp(out, "-") != 0 && stat(in, &a) == 0 &&
+         stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 bool cli_number(const char *s, long min, long max, long *out) {

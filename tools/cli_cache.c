@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 /* options with a long name only (cache and bundle) */
@@ -57,9 +58,11 @@ static void human_age(int64_t ms_epoch, char *buf, size_t n) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-  int64_t s = (now - ms_epoch) / 1000;
-  if (s < 0)
-    s = 0;
+  /* a foreign file's time may be anything: no signed overflow */
+  int64_t d;
+  if (__builtin_sub_overflow(now, ms_epoch, &d))
+    d = ms_epoch < 0 ? INT64_MAX : 0;
+  int64_t s = d < 0 ? 0 : d / 1000;
   if (s < 120)
     snprintf(buf, n, "%llds ago", (long long)s);
   else if (s < 7200)
@@ -216,6 +219,38 @@ typedef struct cache_cmd {
 
 /* Opens the cache for a subcommand that reads (XPJ_CACHE_MODE_DEFAULT:
  * as XPJIT_CACHE says), only looks (RO) or writes (RW). */
+/* NULL when path (given with --path) holds an xpjit cache: a regular
+ * SQLite file with xpjit's application id (cache.c's APP_ID, "XPJC", at
+ * offset 68 of the header); else why not. The library would move a
+ * damaged or foreign file aside and start a new cache in its place, as a
+ * program's cache should; a path given to a tool is not that: a typo,
+ * or another program's file, is left as it is. */
+static const char *not_a_cache(const char *path) {
+  static char why[160];
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat sb;
+  unsigned char h[100];
+  if (fd < 0 || fstat(fd, &sb) != 0) {
+    snprintf(why, sizeof why, "%s", strerror(errno));
+  } else if (!S_ISREG(sb.st_mode)) {
+    snprintf(why, sizeof why, "not a regular file");
+  } else if (sb.st_size == 0) {
+    snprintf(why, sizeof why, "the file is empty");
+  } else if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
+             memcmp(h, "SQLite format 3", 16) != 0) {
+    snprintf(why, sizeof why, "not an SQLite database");
+  } else if (!(h[68] == 0x58 && h[69] == 0x50 && h[70] == 0x4a &&
+               h[71] == 0x43)) {
+    snprintf(why, sizeof why, "another program's SQLite database (its "
+             "application id is not xpjit's)");
+  } else {
+    why[0] = 0;
+  }
+  if (fd >= 0)
+    close(fd);
+  return why[0] ? why : NULL;
+}
+
 static int open_cache(const cache_req *r, xpj_cache_mode mode,
                       xpj_cache **c) {
   /* a --path that names nothing is a typo, not a new cache to create
@@ -224,6 +259,12 @@ static int open_cache(const cache_req *r, xpj_cache_mode mode,
   if (r->path && stat(r->path, &sb) != 0) {
     fprintf(stderr, "%s cache: no cache file at %s: %s\n", cli_prog,
             r->path, strerror(errno));
+    return EXIT_INPUT;
+  }
+  const char *why = r->path ? not_a_cache(r->path) : NULL;
+  if (why) {
+    fprintf(stderr, "%s cache: %s is not an xpjit cache (%s); left as it "
+            "is\n", cli_prog, r->path, why);
     return EXIT_INPUT;
   }
   xpj_cache_config cfg = {.path = r->path, .mode = mode, .warn = warn_cb};
@@ -846,20 +887,29 @@ static int build_option(const cli_args *a, int k, build_req *b) {
 }
 
 /* Removes a private directory of files (bundle build's cache). */
-static void remove_dir(const char *dir) {
+/* The build's private directory and what the cache made in it (its
+ * .hits and .flight directories: one level down), links not followed. */
+static void remove_dir_depth(const char *dir, int depth) {
   DIR *d = opendir(dir);
   if (!d)
     return;
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
     char p[4400];
-    if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-        snprintf(p, sizeof p, "%s/%s", dir, de->d_name) < (int)sizeof p)
+    struct stat sb;
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name) >= (int)sizeof p)
+      continue;
+    if (depth > 0 && lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+      remove_dir_depth(p, depth - 1);
+    else
       unlink(p);
   }
   closedir(d);
   rmdir(dir);
 }
+
+static void remove_dir(const char *dir) { remove_dir_depth(dir, 2); }
 
 /* One compile of the build: a kernel for one binding, rank and target. */
 typedef struct job {
@@ -1170,6 +1220,9 @@ static int bundle_build(int argc, char **argv) {
     rc = build_option(&a, k, b);
   if (!rc && !a.exited && (!b->nfiles || !b->ntargets || !b->outpath))
     rc = cli_usage_error(&a, "needs FILE..., --target and -o");
+  for (unsigned i = 0; !rc && !a.exited && i < b->nfiles; i++)
+    if (cli_same_file(b->files[i], b->outpath))
+      rc = cli_bad_value(&a, "-o %s is an input file", b->outpath);
   if (!rc && !a.exited && !b->nd) {
     static const unsigned dflt[] = {1, 2, 3};
     memcpy(b->ndims, dflt, sizeof dflt);
@@ -1310,6 +1363,12 @@ static void import_warn_cb(void *ud, const char *msg) {
 }
 
 static int bundle_import(const bundle_req *r) {
+  const char *why = r->path ? not_a_cache(r->path) : NULL;
+  if (why) {
+    fprintf(stderr, "%s bundle import: %s is not an xpjit cache (%s); left "
+            "as it is\n", cli_prog, r->path, why);
+    return EXIT_INPUT;
+  }
   xpj_cache_config cfg = {.path = r->path, .mode = XPJ_CACHE_MODE_RW,
                           .warn = import_warn_cb};
   xpj_cache *c = NULL;

@@ -11,6 +11,7 @@
 #include "xpjit.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,8 +204,14 @@ static int write_ir(const xpj_module *show, const char *kernel,
   } else if (rc == 0 && kernel) {
     fprintf(out, hash_only ? "%s\n" : "; sha256 %s\n", hex);
   }
-  if (out != stdout && fclose(out) != 0) {
-    perror(outpath);
+  /* a write that failed (a full disk, a file size limit) leaves nothing
+   * in the buffer for fclose to fail on: the stream's error flag says */
+  bool werr = ferror(out) != 0;
+  if (out != stdout && (fclose(out) != 0 || werr)) {
+    if (werr)
+      fprintf(stderr, "%s: cannot write %s\n", cli_prog, outpath);
+    else
+      perror(outpath);
     rc = EXIT_INPUT;
   }
   return rc;
@@ -242,6 +249,8 @@ static int cmd_ir(int argc, char **argv) {
   }
   if (!rc && !a.exited && !file)
     rc = cli_usage_error(&a, "no input file");
+  if (!rc && !a.exited && cli_same_file(file, outpath))
+    rc = cli_bad_value(&a, "-o %s is the input file", outpath);
   if (!rc && !a.exited && !kernel && (bs.n || ndim || hash_only))
     rc = cli_bad_value(&a, "--dtype, --const, --ndim and --hash need "
                            "--kernel");
@@ -410,6 +419,8 @@ static int cmd_emit(int argc, char **argv) {
                            "the other");
   else if (xpj_target_parse(tstr, &tgt, err, sizeof err) != XPJ_OK)
     rc = cli_bad_value(&a, "%s", err);
+  else if (cli_same_file(file, outpath))
+    rc = cli_bad_value(&a, "-o %s is the input file", outpath);
   else if (!strcmp(outpath, "-") && emit == XPJ_EMIT_BIN &&
            tgt.kind != XPJ_TARGET_PTX && isatty(1))
     rc = cli_bad_value(&a, "not writing binary output to a terminal; use "
@@ -754,7 +765,23 @@ static int finish_stdout(int rc) {
   return rc;
 }
 
+/* Descriptors 0-2 that the caller closed: taken by /dev/null, opened
+ * for reading (so that a write to standard output fails, EBADF), never by a socket or file this process opens later
+ * (a compile server's socket got descriptor 1, and the output went to it,
+ * "written", exit 0). */
+static void hold_std_fds(void) {
+  for (int fd = 0; fd <= 2; fd++)
+    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      int n = open("/dev/null", O_RDONLY);
+      if (n >= 0 && n != fd) {
+        dup2(n, fd);
+        close(n);
+      }
+    }
+}
+
 int main(int argc, char **argv) {
+  hold_std_fds();
   cli_args a;
   cli_args_init(&a, "", usage_main, NULL, argc, argv);
   int k = cli_next(&a); /* the command, after --color, --help, --version */
