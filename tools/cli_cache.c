@@ -219,33 +219,32 @@ typedef struct cache_cmd {
 
 /* Opens the cache for a subcommand that reads (XPJ_CACHE_MODE_DEFAULT:
  * as XPJIT_CACHE says), only looks (RO) or writes (RW). */
-/* NULL when path (given with --path) holds an xpjit cache: a regular
- * SQLite file with xpjit's application id (cache.c's APP_ID, "XPJC", at
- * offset 68 of the header); else why not. The library would move a
- * damaged or foreign file aside and start a new cache in its place, as a
+/* NULL when path (given with --path) may hold an xpjit cache: a regular
+ * file that is an SQLite database (or whose pages are still in its -wal,
+ * as a new cache's are until a checkpoint); else why not. The library
+ * moves a damaged file aside and starts a new cache in its place, as a
  * program's cache should; a path given to a tool is not that: a typo,
- * or another program's file, is left as it is. */
+ * or some other file, is left as it is (another program's SQLite
+ * database the library itself refuses and leaves alone). */
 static const char *not_a_cache(const char *path) {
   static char why[160];
+  char wal[4200];
+  snprintf(wal, sizeof wal, "%s-wal", path);
+  struct stat ws;
+  bool has_wal = lstat(wal, &ws) == 0 && S_ISREG(ws.st_mode);
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat sb;
-  unsigned char h[100];
-  if (fd < 0 || fstat(fd, &sb) != 0) {
+  unsigned char h[16];
+  why[0] = 0;
+  if (fd < 0 || fstat(fd, &sb) != 0)
     snprintf(why, sizeof why, "%s", strerror(errno));
-  } else if (!S_ISREG(sb.st_mode)) {
-    snprintf(why, sizeof why, "not a regular file");
-  } else if (sb.st_size == 0) {
+  else if (!S_ISREG(sb.st_mode))
+    ; /* a directory, a FIFO: the library refuses it, nothing is moved */
+  else if (!has_wal && sb.st_size == 0)
     snprintf(why, sizeof why, "the file is empty");
-  } else if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
-             memcmp(h, "SQLite format 3", 16) != 0) {
+  else if (!has_wal && (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
+                        memcmp(h, "SQLite format 3", 16) != 0))
     snprintf(why, sizeof why, "not an SQLite database");
-  } else if (!(h[68] == 0x58 && h[69] == 0x50 && h[70] == 0x4a &&
-               h[71] == 0x43)) {
-    snprintf(why, sizeof why, "another program's SQLite database (its "
-             "application id is not xpjit's)");
-  } else {
-    why[0] = 0;
-  }
   if (fd >= 0)
     close(fd);
   return why[0] ? why : NULL;
