@@ -2392,10 +2392,8 @@ static void parse_local_const(parser *p) {
   if (!bad_type && !expect(p, P_ASSIGN, "in constant declaration"))
     return;
   expr e = bad_type ? err_expr(name) : parse_hinted(p, t);
-  if (e.k == E_ERR) { /* declared, so that its uses say nothing more */
-    sym *s = declare(p, name, S_VAL);
-    if (s)
-      s->v = 0;
+  if (e.k == E_ERR) {
+    declare_poisoned(p, name);
     return;
   }
   if (is_lit(&e) && !t) {

@@ -633,7 +633,7 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
   uint64_t limit_ms, mb;
   xpj_compile_limits(ob->rq->o, &limit_ms, &mb);
   int64_t lock_ms = limit_ms ? (int64_t)limit_ms + 5000 : 120000;
-  int64_t deadline = 0, poll = 2;
+  int64_t waiting_since = 0, deadline = 0, poll = 2;
   bool hit = false, waited = false;
   for (;;) {
     const char *get[2] = {"GET", vkey};
@@ -693,16 +693,17 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
     if (atomic_load(&r->lock_distrust))
       break;
     int64_t now = mono_ms();
-    if (!deadline)
+    if (!deadline) {
+      waiting_since = now;
       deadline = now + (ob->wait_ms ? ob->wait_ms : lock_ms);
+    }
     if (now >= deadline) {
       if (!atomic_exchange(&r->lock_distrust, true))
         rt_warn("Redis tier %s: waited %lld ms for %s [%s] from the "
                 "process or node holding its compile lock, which never "
                 "stored it; compiling it here, and waiting for no lock "
                 "from now on", r->shown,
-                (long long)(now - deadline +
-                            (ob->wait_ms ? (int64_t)ob->wait_ms : lock_ms)),
+                (long long)(now - waiting_since),
                 ob->rq->kernel, ob->rq->dtypes);
       break;
     }

@@ -1715,6 +1715,25 @@ static void test_worker_hang(void **state) {
   dmn_stop(&d);
 }
 
+/* Process pid's name, state and parent from /proc/PID/stat; false when
+ * it is gone or cannot be read. */
+static bool proc_stat(const char *pid, char comm[64], char *st, int *ppid) {
+  char path[300], buf[512];
+  snprintf(path, sizeof path, "/proc/%s/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return false;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *open_ = strchr(buf, '('), *close_ = strrchr(buf, ')');
+  if (!open_ || !close_ || close_ < open_ ||
+      sscanf(close_ + 1, " %c %d", st, ppid) != 2)
+    return false;
+  snprintf(comm, 64, "%.*s", (int)(close_ - open_ - 1), open_ + 1);
+  return true;
+}
+
 /* The pid of a live process called xpjitd-worker whose parent is ppid, or
  * 0 (a zombie counts as gone). */
 static pid_t worker_of(pid_t ppid) {
@@ -1722,40 +1741,22 @@ static pid_t worker_of(pid_t ppid) {
   assert_non_null(dd);
   pid_t found = 0;
   struct dirent *e;
-  while (!found && (e = readdir(dd))) {
-    char path[300], buf[512];
-    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f)
-      continue;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *close_ = strrchr(buf, ')');
-    int pp;
-    char st;
-    if (strstr(buf, "(xpjitd-worker)") && close_ &&
-        sscanf(close_ + 1, " %c %d", &st, &pp) == 2 && st != 'Z' &&
-        st != 'X' && (ppid == 0 || pp == ppid))
+  char comm[64], st;
+  int pp;
+  while (!found && (e = readdir(dd)))
+    if (proc_stat(e->d_name, comm, &st, &pp) &&
+        !strcmp(comm, "xpjitd-worker") && st != 'Z' && st != 'X' &&
+        pp == ppid)
       found = (pid_t)atoi(e->d_name);
-  }
   closedir(dd);
   return found;
 }
 
 static bool pid_alive(pid_t pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return false;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  char *close_ = strrchr(buf, ')');
-  char st = 0;
-  return close_ && sscanf(close_ + 1, " %c", &st) == 1 && st != 'Z' &&
-         st != 'X';
+  char p[24], comm[64], st;
+  int pp;
+  snprintf(p, sizeof p, "%d", (int)pid);
+  return proc_stat(p, comm, &st, &pp) && st != 'Z' && st != 'X';
 }
 
 /* A daemon killed while its worker is in a compile that never ends takes
