@@ -144,6 +144,12 @@ static int suffix(lx *l, uint32_t *end) {
   return -1; /* invalid suffix */
 }
 
+static bool is_digit_of(int base, char c) {
+  return base == 16 ? isxdigit((unsigned char)c) != 0
+         : base == 2 ? (c == '0' || c == '1')
+                     : isdigit((unsigned char)c) != 0;
+}
+
 static void lex_number(lx *l) {
   const char *s = l->s;
   uint32_t start = l->pos, p = start;
@@ -161,13 +167,15 @@ static void lex_number(lx *l) {
   size_t nd = 0;
   bool too_long = false;
   uint32_t dstart = p;
+  bool stray_sep = false; /* an '_' not between two digits */
   for (; p < l->len; p++) {
     char c = s[p];
-    if (c == '_')
+    if (c == '_') {
+      stray_sep |= p == dstart || !is_digit_of(base, s[p - 1]) ||
+                   p + 1 >= l->len || !is_digit_of(base, s[p + 1]);
       continue;
-    bool ok = base == 16 ? isxdigit((unsigned char)c)
-              : base == 2 ? (c == '0' || c == '1')
-                          : isdigit((unsigned char)c);
+    }
+    bool ok = is_digit_of(base, c);
     if (base == 10 && !ok) {
       if (c == '.' && !is_float && p + 1 < l->len &&
           isdigit((unsigned char)s[p + 1])) {
@@ -204,6 +212,7 @@ static void lex_number(lx *l) {
   if (!t)
     return;
   l->pos = end;
+  t->bad = 1; /* until it is read */
   if (suf < 0) {
     error_at(l, start, "invalid suffix on numeric literal '%.*s'",
              (int)(end - start > 40 ? 40 : end - start), s + start);
@@ -211,6 +220,11 @@ static void lex_number(lx *l) {
   }
   if (nd == 0 || p == dstart) {
     error_at(l, start, "numeric literal has no digits");
+    return;
+  }
+  if (stray_sep) {
+    error_at(l, start, "'_' in a numeric literal must stand between two "
+             "digits");
     return;
   }
   if (too_long) {
@@ -226,14 +240,20 @@ static void lex_number(lx *l) {
     t->kind = TK_FLOAT;
     errno = 0;
     t->val.f = strtod(digits, NULL);
-    if (!isfinite(t->val.f))
+    if (!isfinite(t->val.f)) {
       error_at(l, start, "floating-point literal is out of range");
+      return;
+    }
+    t->bad = 0;
     return;
   }
   errno = 0;
   t->val.u = strtoull(digits, NULL, base);
-  if (errno == ERANGE)
+  if (errno == ERANGE) {
     error_at(l, start, "integer literal is too large for 64 bits");
+    return;
+  }
+  t->bad = 0;
 }
 
 /* Lexes one token (or skips whitespace/comments); false at end. */

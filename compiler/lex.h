@@ -47,6 +47,7 @@ typedef struct token {
   uint8_t kind;      /* tok_kind */
   uint8_t punct;     /* TK_PUNCT */
   uint8_t suffix;    /* literal suffix scalar, XPJ_VOID if none */
+  uint8_t bad;       /* a literal with a lexical error (reported): poison */
   uint32_t off, len; /* bytes in the source */
   uint32_t line, col;
   union {

@@ -31,6 +31,7 @@
 #include "xpjit_compiler.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,8 @@ typedef struct pconst {
   const token *name;
   uint32_t start, end; /* its tokens: `const` .. after the `;` */
   uint8_t state;       /* PC_* */
+  bool queued;         /* on parse_deps_first's stack */
+  uint32_t scan;       /* parse_deps_first: the next token to look at */
 } pconst;
 enum { PC_WAITING, PC_PARSING, PC_DONE };
 
@@ -143,6 +146,8 @@ typedef struct parser {
   uint32_t nconsts, capconsts;
   pconst *pend; /* every module constant's item, in source order */
   uint32_t npend, cappend;
+  uint32_t *pstack; /* parse_deps_first's stack of pend indices */
+  uint32_t cappstack;
   /* const parameters in scope (the current function's) */
   const cparam *cps;
   unsigned ncps;
@@ -412,6 +417,71 @@ static void parse_pending(parser *p, pconst *k) {
   p->panic = keep.panic;
 }
 
+/* The module constant item token t names, if it is still waiting and not
+ * on parse_deps_first's stack */
+static pconst *waiting_const(parser *p, const token *t) {
+  if (t->kind != TK_IDENT)
+    return NULL;
+  for (uint32_t i = 0; i < p->npend; i++) {
+    pconst *k = &p->pend[i];
+    if (k->state == PC_WAITING && !k->queued && same_name(p, k->name, t))
+      return k;
+  }
+  return NULL;
+}
+
+/* The next waiting constant k's value names, from k->scan to the end of
+ * its item (a `;`, or where another item begins) */
+static pconst *next_dep(parser *p, pconst *k) {
+  while (k->scan < p->ntok) {
+    const token *t = &p->toks[k->scan++];
+    if ((t->kind == TK_PUNCT && t->punct == P_SEMI) || t->kind == TK_EOF ||
+        t->kind == TK_KW_KERNEL || t->kind == TK_KW_FN ||
+        t->kind == TK_KW_CONST) {
+      k->scan = p->ntok;
+      break;
+    }
+    pconst *d = waiting_const(p, t);
+    if (d)
+      return d;
+  }
+  return NULL;
+}
+
+/* Parses waiting constant k after the waiting constants its value names,
+ * deepest first, with a stack of its own: a long chain of forward
+ * references costs no recursion in the parser (in a cycle, the member
+ * parsed first finds the others parsing: parse_pending's recursion reports
+ * it, bounded by the nesting limit) */
+static void parse_deps_first(parser *p, pconst *k) {
+  uint32_t n = 0;
+  if (!xpj_grow((void **)&p->pstack, &p->cappstack, 1, sizeof *p->pstack)) {
+    p->oom = true;
+    return;
+  }
+  k->queued = true;
+  k->scan = k->start + 2; /* after `const NAME` */
+  p->pstack[n++] = (uint32_t)(k - p->pend);
+  while (n > 0 && !p->oom) {
+    pconst *top = &p->pend[p->pstack[n - 1]];
+    pconst *dep = next_dep(p, top);
+    if (!dep) {
+      n--;
+      if (top->state == PC_WAITING)
+        parse_pending(p, top);
+      continue;
+    }
+    if (!xpj_grow((void **)&p->pstack, &p->cappstack, n + 1,
+                  sizeof *p->pstack)) {
+      p->oom = true;
+      return;
+    }
+    dep->queued = true;
+    dep->scan = dep->start + 2;
+    p->pstack[n++] = (uint32_t)(dep - p->pend);
+  }
+}
+
 /* The module constant name, parsed now if its item comes later; NULL
  * when there is none, or (*reported) when its value needs itself or its
  * item had errors: reported there, not again at each use. */
@@ -432,7 +502,7 @@ static mconst *resolve_const(parser *p, const token *name, bool *reported) {
       return NULL;
     }
     if (k->state == PC_WAITING)
-      parse_pending(p, k);
+      parse_deps_first(p, k);
     c = lookup_const(p, name);
     *reported = !c;
     return c;
@@ -536,6 +606,11 @@ static xpj_type scalar_t(parser *p, xpj_scalar s) {
 }
 
 /* Materialises an untyped literal as type want (0: the default type). */
+/* An integer literal the default type i32 holds */
+static bool fits_i32(const expr *e) {
+  return !e->big && e->i >= INT32_MIN && e->i <= INT32_MAX;
+}
+
 static xpj_val lit_value(parser *p, const expr *e, xpj_type want) {
   char tb[96];
   if (!in_function(p, e->tok))
@@ -554,6 +629,15 @@ static xpj_val lit_value(parser *p, const expr *e, xpj_type want) {
       berror(p, e->tok);
     return v;
   }
+  if (e->k == E_LINT && xpj_scalar_float_valued(ws)) {
+    /* rounded once (a big literal's bits read as u64) */
+    xpj_val v = xpj_b_const_float(p->f, p->b, want,
+                                  xpj_float_of_int(ws, e->i, e->big),
+                                  loc(p, e->tok));
+    if (!v)
+      berror(p, e->tok);
+    return v;
+  }
   if (e->k == E_LINT && e->big && ws != XPJ_U64) {
     error(p, e->tok, "integer literal %llu does not fit in %s (only u64 can "
           "hold it)", (unsigned long long)e->i,
@@ -561,9 +645,8 @@ static xpj_val lit_value(parser *p, const expr *e, xpj_type want) {
     return 0;
   }
   if (e->k == E_LINT) {
-    if (!want)
-      want = scalar_t(p, (e->i >= INT32_MIN && e->i <= INT32_MAX) ? XPJ_I32
-                                                                  : XPJ_I64);
+    if (!want) /* the default: i32, or i64 for a value beyond it */
+      want = scalar_t(p, fits_i32(e) ? XPJ_I32 : XPJ_I64);
     else if (ws == XPJ_BOOL) {
       error(p, e->tok, "integer literal used where bool is expected");
       return 0;
@@ -685,16 +768,95 @@ static bool exact_lit(parser *p, expr *r, __int128 v, const token *optok) {
   return true;
 }
 
-/* Folds a binary operator on two untyped literals. */
+/* A literal's value as float scalar s (0: f64): an integer one rounded
+ * once, as its conversion to s does */
+static double lit_float(const expr *e, int s) {
+  if (e->k == E_LFLT)
+    return e->f;
+  return xpj_float_of_int(s ? s : XPJ_F64, e->i, e->big);
+}
+
+/* Whether literal e (untyped, or of type s already) can become number
+ * type s, reported at `at` when not: an integer one must fit (4.4; any
+ * bits for u64, as in a function), a float one be within s's range. A
+ * float value is rounded to s here, as it will be. */
+static bool lit_fits(parser *p, const token *at, int s, expr *e) {
+  const char *sn = xpj_scalar_name((xpj_scalar)s);
+  if (xpj_scalar_float_valued(s)) {
+    double v = lit_float(e, s), r = xpj_float_round(s, v);
+    if (isfinite(v) && !isfinite(r)) {
+      error(p, at, "floating-point constant %g is out of range for %s "
+            "(infinity(%s) if that is meant)", v, sn, sn);
+      return false;
+    }
+    e->k = E_LFLT;
+    e->f = r;
+    return true;
+  }
+  if (e->suffix == s || s == XPJ_U64)
+    return true;
+  if (e->big) {
+    error(p, at, "integer constant %llu does not fit in %s (only u64 can "
+          "hold it)", (unsigned long long)e->i, sn);
+    return false;
+  }
+  if (e->i < 0 && s >= XPJ_U8) {
+    error(p, at, "negative literal %lld cannot have unsigned type %s",
+          (long long)e->i, sn);
+    return false;
+  }
+  if (wrap_to((xpj_scalar)s, e->i) != e->i) {
+    error(p, at, "integer constant %lld does not fit in %s", (long long)e->i,
+          sn);
+    return false;
+  }
+  return true;
+}
+
+/* A bool constant: the value of a comparison or a logical operator on
+ * constants (also in a function, where it becomes a bool when used) */
+static expr bool_lit(const token *t, bool v, bool gdep) {
+  expr r = err_expr(t);
+  r.k = E_LINT;
+  r.i = v;
+  r.boolean = true;
+  r.gdep = gdep;
+  r.mut = MUT_TEMP;
+  return r;
+}
+
+/* `a op b` on two bool constants: ==, !=, &, |, ^ (10: `&`, `|`, `^`
+ * take bool too) */
+static expr fold_bools(parser *p, xpj_binop op, expr a, expr b,
+                       const token *optok) {
+  if (!a.boolean || !b.boolean) {
+    error(p, optok, "mismatched types %s and %s for operator '%s'",
+          a.boolean ? "bool" : "a number", b.boolean ? "bool" : "a number",
+          xpj_binop_symbol(op));
+    return err_expr(optok);
+  }
+  bool x = a.i != 0, y = b.i != 0, gdep = a.gdep || b.gdep;
+  switch (op) {
+  case XPJ_EQ: return bool_lit(a.tok, x == y, gdep);
+  case XPJ_NE:
+  case XPJ_XOR: return bool_lit(a.tok, x != y, gdep);
+  case XPJ_AND: return bool_lit(a.tok, x && y, gdep);
+  case XPJ_OR: return bool_lit(a.tok, x || y, gdep);
+  default:
+    error(p, optok, "operator '%s' cannot be applied to bool",
+          xpj_binop_symbol(op));
+    return err_expr(optok);
+  }
+}
+
+/* Folds a binary operator on two literals (untyped, or suffixed ones in a
+ * module constant's value). */
 static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
                       const token *optok) {
   expr r = a;
   r.tok = a.tok;
-  if (a.boolean || b.boolean) {
-    error(p, optok, "operator '%s' cannot be applied to bool constants in a "
-          "constant expression", xpj_binop_symbol(op));
-    return err_expr(optok);
-  }
+  if (a.boolean || b.boolean)
+    return fold_bools(p, op, a, b, optok);
   if (a.suffix && b.suffix && a.suffix != b.suffix) {
     error(p, optok, "mismatched types %s and %s for operator '%s'",
           xpj_scalar_name((xpj_scalar)a.suffix),
@@ -707,8 +869,12 @@ static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
   /* exact values: a big literal is its bits read as u64 */
   __int128 wa = lit_exact(&a), wb = lit_exact(&b);
   bool fl = a.k == E_LFLT || b.k == E_LFLT;
-  double x = a.k == E_LFLT ? a.f : (double)wa;
-  double y = b.k == E_LFLT ? b.f : (double)wb;
+  if (fl && r.suffix && !xpj_scalar_float_valued(r.suffix)) {
+    error(p, optok, "floating-point literal cannot be used as %s without a "
+          "cast", xpj_scalar_name((xpj_scalar)r.suffix));
+    return err_expr(optok);
+  }
+  double x = lit_float(&a, r.suffix), y = lit_float(&b, r.suffix);
   if (op >= XPJ_EQ) {
     bool res = false;
     if (fl) {
@@ -730,11 +896,7 @@ static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
       default: res = wa >= wb; break;
       }
     }
-    if (!in_function(p, optok))
-      return err_expr(optok);
-    return val_expr(p->f, xpj_b_const_int(p->f, p->b, scalar_t(p, XPJ_BOOL),
-                                          res, loc(p, optok)),
-                    optok);
+    return bool_lit(a.tok, res, r.gdep);
   }
   if (fl) {
     r.k = E_LFLT;
@@ -746,6 +908,13 @@ static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
     default:
       error(p, optok, "operator '%s' needs integer operands",
             xpj_binop_symbol(op));
+      return err_expr(optok);
+    }
+    if (r.suffix) { /* the type's arithmetic: rounded to it, may overflow */
+      r.f = xpj_float_round(r.suffix, r.f);
+    } else if (!isfinite(r.f) && isfinite(x) && isfinite(y)) {
+      error(p, optok, "floating-point constant expression has no finite "
+            "value (write infinity(T) or nan(T) for those)");
       return err_expr(optok);
     }
     return r;
@@ -957,7 +1126,11 @@ static int parse_static_dims(parser *p, int64_t dims[XPJ_MAX_RANK],
       if (n < XPJ_MAX_RANK)
         *deferred |= (uint8_t)(1u << n);
     } else if (!const_int_of(p, &e, &v)) {
-      error(p, t, "array dimension must be an integer constant");
+      if (e.k == E_VAL && p->f && gconst(p, e.v) == G_CONST)
+        error(p, t, "array dimension has no value: it divides by zero (or "
+              "the smallest integer by -1)");
+      else
+        error(p, t, "array dimension must be an integer constant");
       bad = true;
     } else if (v <= 0) {
       error(p, t, "array dimension must be positive, not %lld", (long long)v);
@@ -1065,8 +1238,22 @@ static expr binop(parser *p, xpj_binop op, expr a, expr b, const token *optok) {
 /* a && b, a || b: short-circuit through a value-producing if. */
 static expr logical(parser *p, bool is_and, expr a, const token *optok,
                     int rprec) {
-  if (!in_function(p, optok))
-    return err_expr(optok);
+  if (!p->f) { /* a module constant's value: two bool constants */
+    expr b = parse_binary(p, rprec);
+    if (a.k == E_ERR || b.k == E_ERR)
+      return err_expr(optok);
+    if (!is_lit(&a) || !is_lit(&b)) {
+      in_function(p, optok); /* "not a constant expression" */
+      return err_expr(optok);
+    }
+    if (!a.boolean || !b.boolean) {
+      error(p, a.boolean ? b.tok : a.tok, "operands of '%s' must be bool",
+            is_and ? "&&" : "||");
+      return err_expr(optok);
+    }
+    return bool_lit(a.tok, is_and ? a.i && b.i : a.i || b.i,
+                    a.gdep || b.gdep);
+  }
   xpj_type bt = scalar_t(p, XPJ_BOOL);
   xpj_val c = a.k == E_ERR ? 0 : rvalue(p, &a, 0);
   char tb[96];
@@ -1098,6 +1285,8 @@ static expr logical(parser *p, bool is_and, expr a, const token *optok,
       berror(p, optok);
     return err_expr(optok);
   }
+  if (a.boolean && b.boolean && is_lit(&a) && is_lit(&b)) /* still constant */
+    return bool_lit(a.tok, is_and ? a.i && b.i : a.i || b.i, false);
   return val_expr(p->f, ifv, a.tok);
 }
 
@@ -1134,6 +1323,49 @@ static expr parse_binary(parser *p, int minprec) {
   return lhs;
 }
 
+static expr parse_ternary(parser *p);
+
+/* `c ? a : b` in a module constant's value (after the '?'): the arm the
+ * constant c chooses; the two arms are a pair as in a function (4.4): of
+ * one type, an integer literal beside a float one a float. */
+static expr const_ternary(parser *p, expr c, const token *q) {
+  expr a = parse_ternary(p);
+  expect(p, P_COLON, "in conditional expression");
+  expr b = parse_ternary(p);
+  if (c.k == E_ERR || a.k == E_ERR || b.k == E_ERR)
+    return err_expr(q);
+  if (!is_lit(&c) || !is_lit(&a) || !is_lit(&b)) {
+    in_function(p, q); /* "not a constant expression" */
+    return err_expr(q);
+  }
+  if (!c.boolean) {
+    error(p, c.tok, "condition of '?:' must be bool");
+    return err_expr(q);
+  }
+  if (a.boolean != b.boolean ||
+      (a.suffix && b.suffix && a.suffix != b.suffix)) {
+    error(p, q, "the arms of '?:' have different types");
+    return err_expr(q);
+  }
+  int s = a.suffix ? a.suffix : b.suffix;
+  bool fl = a.k == E_LFLT || b.k == E_LFLT;
+  if (fl && s && !xpj_scalar_float_valued(s)) {
+    error(p, q, "floating-point literal cannot be used as %s without a cast",
+          xpj_scalar_name((xpj_scalar)s));
+    return err_expr(q);
+  }
+  expr r = c.i ? a : b;
+  r.gdep = c.gdep || a.gdep || b.gdep;
+  if (fl && r.k == E_LINT) {
+    r.f = lit_float(&r, s);
+    r.k = E_LFLT;
+  }
+  if (s && !r.boolean && !lit_fits(p, r.tok, s, &r))
+    return err_expr(q);
+  r.suffix = (uint8_t)s;
+  return r;
+}
+
 static expr parse_ternary(parser *p) {
   const token *start = peek(p);
   if (!enter(p, start))
@@ -1144,9 +1376,10 @@ static expr parse_ternary(parser *p) {
     return c;
   }
   const token *q = next(p);
-  if (!in_function(p, q)) {
+  if (!p->f) {
+    expr r = const_ternary(p, c, q);
     leave(p);
-    return err_expr(q);
+    return r;
   }
   xpj_val cv = c.k == E_ERR ? 0 : rvalue(p, &c, 0);
   char tb[96];
@@ -1184,11 +1417,14 @@ static expr parse_ternary(parser *p) {
   if (!t && hinted) {
     t = p->hint; /* both literals, given the type they are converted to */
   } else if (is_lit(&a) && is_lit(&b)) {
-    /* both literals: give both the default type of the pair */
+    /* both literals: give both the default type of the pair: f64 beside
+     * a float, else i32, or i64 when an arm needs it (as `let`'s) */
     if (a.k == E_LFLT || b.k == E_LFLT) {
-      a.f = a.k == E_LFLT ? a.f : (double)a.i;
-      b.f = b.k == E_LFLT ? b.f : (double)b.i;
+      a.f = lit_float(&a, 0);
+      b.f = lit_float(&b, 0);
       a.k = b.k = E_LFLT;
+    } else if (!a.boolean && !b.boolean) {
+      t = scalar_t(p, fits_i32(&a) && fits_i32(&b) ? XPJ_I32 : XPJ_I64);
     }
   }
   p->b = a_end;
@@ -1240,8 +1476,10 @@ static expr parse_unary(parser *p) {
       r = e;
     } else if (t->punct == P_PLUS) {
       r = e;
+    } else if (e.boolean && is_lit(&e) && t->punct == P_BANG) {
+      r = bool_lit(t, e.i == 0, e.gdep);
     } else if (e.boolean && is_lit(&e)) {
-      error(p, t, "operator '%s' cannot be applied to this constant",
+      error(p, t, "operator '%s' cannot be applied to bool",
             xpj_punct_str((punct)t->punct));
       r = err_expr(t);
     } else if ((t->punct == P_MINUS || t->punct == P_TILDE) &&
@@ -1418,7 +1656,10 @@ static expr parse_atomic(parser *p, const token *name) {
   if (!accept(p, P_RPAREN)) {
     do {
       const token *t = peek(p);
-      if (is_order_or_scope_name(p, t) && !lookup(p, t) &&
+      /* after the values an order or a scope (a variable of that name
+       * cannot be an argument there: 2.4); before, a variable wins */
+      if (is_order_or_scope_name(p, t) &&
+          (n >= 1 + tbl[k].nvals || !lookup(p, t)) &&
           (peek_at(p, 1)->kind == TK_PUNCT &&
            (peek_at(p, 1)->punct == P_COMMA || peek_at(p, 1)->punct == P_RPAREN))) {
         next(p);
@@ -2022,6 +2263,8 @@ static expr parse_name(parser *p, const token *name) {
     e.f = c->f;
     e.big = c->big;
     e.boolean = c->boolean;
+    if (!p->f && !c->boolean)
+      e.suffix = (uint8_t)c->scalar; /* in another constant: its type's */
     if (c->scalar == XPJ_VOID || !p->f)
       return e;
     xpj_type t = scalar_t(p, (xpj_scalar)c->scalar);
@@ -2046,6 +2289,19 @@ static expr parse_name(parser *p, const token *name) {
   return err_expr(name);
 }
 
+/* A token that closes what an expression is part of: not skipped over
+ * when the expression is missing */
+static bool ends_something(const token *t) {
+  if (t->kind != TK_PUNCT)
+    return false;
+  switch (t->punct) {
+  case P_SEMI: case P_RBRACE: case P_RPAREN: case P_RBRACKET: case P_COMMA:
+    return true;
+  default:
+    return false;
+  }
+}
+
 static expr parse_primary(parser *p) {
   const token *t = peek(p);
   char b[48];
@@ -2055,6 +2311,8 @@ static expr parse_primary(parser *p) {
   case TK_FLOAT:
     next(p);
     e = err_expr(t);
+    if (t->bad) /* reported by the lexer */
+      return e;
     if (t->suffix == XPJ_VOID) {
       e.k = t->kind == TK_INT ? E_LINT : E_LFLT;
       if (t->kind == TK_INT)
@@ -2074,9 +2332,9 @@ static expr parse_primary(parser *p) {
       e.i = (int64_t)t->val.u;
       e.f = t->kind == TK_INT ? (double)t->val.u : t->val.f;
       e.big = t->kind == TK_INT && t->val.u > (uint64_t)INT64_MAX;
+      if (!lit_fits(p, t, t->suffix, &e)) /* as in a function */
+        return err_expr(t);
       e.suffix = t->suffix;
-      if (t->kind == TK_INT && xpj_scalar_float_valued(t->suffix))
-        e.k = E_LFLT;
       break;
     }
     {
@@ -2112,7 +2370,8 @@ static expr parse_primary(parser *p) {
       break;
     }
     syntax(p, t, "expected an expression, found %s", tok_text(p, t, b));
-    next(p);
+    if (!ends_something(t)) /* `let b = 1 +;` leaves the ';' to its statement */
+      next(p);
     return err_expr(t);
   case TK_TYPE:
     next(p);
@@ -2665,6 +2924,12 @@ static void parse_stmt(parser *p) {
     }
     if (t->punct == P_SEMI) {
       next(p);
+      break;
+    }
+    if (t->punct == P_RBRACE) { /* closes no block of this body */
+      syntax(p, t, "expected a statement, found '}'");
+      next(p);
+      sync_stmt(p);
       break;
     }
     parse_simple(p);
@@ -3291,15 +3556,8 @@ static void parse_const_item(parser *p) {
             xpj_scalar_name((xpj_scalar)scalar));
       return;
     }
-    if (e.big && scalar != XPJ_U64) {
-      error(p, et, "integer literal does not fit in %s",
-            xpj_scalar_name((xpj_scalar)scalar));
+    if (!e.boolean && !lit_fits(p, et, scalar, &e))
       return;
-    }
-    if (e.k == E_LINT && fl) {
-      e.k = E_LFLT;
-      e.f = (double)e.i;
-    }
   }
   if (p->nconsts >= 4096) {
     error(p, name, "too many module constants (at most 4096)");
@@ -3425,7 +3683,7 @@ static xpj_status parse(xpj_module *m, const char *filename, const char *src,
                     sizeof *p.pend))
         p.oom = true;
       else
-        p.pend[p.npend++] = (pconst){&p.toks[i + 1], i, i, PC_WAITING};
+        p.pend[p.npend++] = (pconst){&p.toks[i + 1], i, i, PC_WAITING, false, 0};
     }
     if (is_p && t->punct == P_LBRACE)
       braces++;
@@ -3447,7 +3705,7 @@ static xpj_status parse(xpj_module *m, const char *filename, const char *src,
     if (k && k->state == PC_DONE) {
       p.pos = k->end; /* parsed where it was first used */
     } else if (k) {
-      parse_pending(&p, k);
+      parse_deps_first(&p, k);
       p.pos = k->end;
     } else if (t->kind == TK_KW_KERNEL || t->kind == TK_KW_FN) {
       parse_fn_item(&p);
@@ -3487,6 +3745,7 @@ static xpj_status parse(xpj_module *m, const char *filename, const char *src,
   xpj_free(p.fns);
   xpj_free(p.consts);
   xpj_free(p.pend);
+  xpj_free(p.pstack);
   xpj_free(p.gmemo);
   xpj_free(p.gstack);
   if (p.oom || m->oom)

@@ -116,6 +116,51 @@ uint16_t xpj_bf16_from_double(double x) {
 }
 double xpj_bf16_to_double(uint16_t h) { return half_to_double(BF16_FMT, h); }
 
+double xpj_float_round(int s, double v) {
+  if (s == XPJ_F32)
+    return f32_nearest(v);
+  if (s == XPJ_F16)
+    return xpj_f16_to_double(xpj_f16_from_double(v));
+  if (s == XPJ_BF16)
+    return xpj_bf16_to_double(xpj_bf16_from_double(v));
+  return v;
+}
+
+/* |v| (v's bits read as u64 when is_u64) rounded to nearest even to p
+ * significant bits in integer arithmetic, whatever the rounding mode:
+ * the result is exact in a double. */
+static double int_to_bits(int64_t v, bool is_u64, unsigned p) {
+  bool neg = !is_u64 && v < 0;
+  uint64_t mag = neg ? 0 - (uint64_t)v : (uint64_t)v;
+  if (mag == 0)
+    return 0.0;
+  unsigned width = 64u - (unsigned)__builtin_clzll(mag), drop = 0;
+  if (width > p) {
+    drop = width - p;
+    uint64_t rest = mag & ((UINT64_C(1) << drop) - 1);
+    uint64_t half = UINT64_C(1) << (drop - 1);
+    mag >>= drop;
+    if (rest > half || (rest == half && (mag & 1)))
+      mag++; /* at most 2^p: still exact */
+  }
+  double r = ldexp((double)mag, (int)drop);
+  return neg ? -r : r;
+}
+
+double xpj_float_of_int(int s, int64_t v, bool is_u64) {
+  switch (s) {
+  case XPJ_F32:
+    return int_to_bits(v, is_u64, 24); /* below f32's largest: 2^64 */
+  case XPJ_F16:
+    /* beyond 2^53 it is far beyond f16's range: infinity either way */
+    return xpj_float_round(s, int_to_bits(v, is_u64, 53));
+  case XPJ_BF16: /* through f64, as the code generators do (4.3) */
+    return xpj_float_round(s, int_to_bits(v, is_u64, 53));
+  default:
+    return int_to_bits(v, is_u64, 53);
+  }
+}
+
 const char *xpj_status_name(xpj_status s) {
   switch (s) {
   case XPJ_OK: return "ok";
@@ -1163,7 +1208,7 @@ xpj_val xpj_b_const_int(xpj_func *f, xpj_block b, xpj_type t, int64_t v,
   int s = xpj_type_scalar_of(m, t);
   char tb[96];
   if (xpj_scalar_float_valued(s))
-    return xpj_b_const_float(f, b, t, (double)v, loc);
+    return xpj_b_const_float(f, b, t, xpj_float_of_int(s, v, false), loc);
   if (!is_intlike(m, t) && !is_bool(m, t)) {
     xpj_set_error(m, "integer constant cannot have type %s", tname(f, t, tb));
     return 0;
@@ -1194,12 +1239,7 @@ xpj_val xpj_b_const_float(xpj_func *f, xpj_block b, xpj_type t, double v,
     return 0;
   }
   double exact = v;
-  if (s == XPJ_F32)
-    v = f32_nearest(v);
-  else if (s == XPJ_F16)
-    v = xpj_f16_to_double(xpj_f16_from_double(v));
-  else if (s == XPJ_BF16)
-    v = xpj_bf16_to_double(xpj_bf16_from_double(v));
+  v = xpj_float_round(s, v);
   if (isfinite(exact) && !isfinite(v)) { /* docs/language.md 4.4 */
     xpj_set_error(m, "floating-point constant %g is out of range for %s "
                   "(largest finite %g; infinity(%s) if that is meant)",
@@ -1383,9 +1423,12 @@ xpj_val xpj_b_cast(xpj_func *f, xpj_block b, xpj_type to, xpj_val v,
   int fs = xpj_type_scalar_of(m, from), ts = xpj_type_scalar_of(m, to);
   int64_t a;
   if (is_int_const(f, v, &a) && ts != XPJ_SCALAR_COUNT) {
-    if (xpj_scalar_float_valued(ts))
-      return xpj_b_const_float(
-          f, b, to, fs == XPJ_U64 ? (double)(uint64_t)a : (double)a, loc);
+    if (xpj_scalar_float_valued(ts)) {
+      /* rounded once, as at run time; beyond f16's range the cast gives
+       * infinity (4.3), which as a constant is no error */
+      double d = xpj_float_of_int(ts, a, fs == XPJ_U64);
+      return xpj_b_const_float(f, b, to, d, loc);
+    }
     return xpj_b_const_int(f, b, to, ts == XPJ_BOOL ? a != 0 : wrap_int(ts, a),
                            loc);
   }
@@ -1596,8 +1639,12 @@ static xpj_val shape_like(xpj_func *f, xpj_block b, xpj_op op, xpj_val array,
   bool konst = is_int_const(f, dim, &d);
   if (konst && (d < 0 || d >= (ti->rank == XPJ_RANK_GENERIC ? XPJ_MAX_RANK
                                                             : ti->rank))) {
-    xpj_set_error(m, "dimension %lld is out of range for an array of rank %d",
-                  (long long)d, ti->rank);
+    if (ti->rank == XPJ_RANK_GENERIC)
+      xpj_set_error(m, "dimension %lld is out of range for an array of any "
+                    "rank (0 to %d)", (long long)d, XPJ_MAX_RANK - 1);
+    else
+      xpj_set_error(m, "dimension %lld is out of range for an array of rank "
+                    "%d", (long long)d, ti->rank);
     return 0;
   }
   if (ti->kind == XPJ_TK_STATIC) {

@@ -206,6 +206,13 @@ static inline bool xpj_scalar_float_valued(int s) {
   return xpj_scalar_is_float(s) || s == XPJ_BF16;
 }
 
+/* v rounded to nearest even to float scalar s (f64: v itself), whatever
+ * the caller's rounding mode; beyond s's range: infinity */
+double xpj_float_round(int s, double v);
+/* integer v (its bits read as u64 when is_u64) converted to float scalar s
+ * as a cast does at run time: rounded once (bf16: through f64, 4.3) */
+double xpj_float_of_int(int s, int64_t v, bool is_u64);
+
 static inline const xpj_inst *xpj_inst_of(const xpj_func *f, xpj_val v) {
   return &f->insts[v];
 }

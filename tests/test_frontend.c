@@ -118,7 +118,7 @@ static void test_typed_constant_wrap(void **state) {
   (void)state;
   static const char src[] =
       "const A = (65535u16 * 2u16) >> 1u16;\n"
-      "const B = -128i8 / -1i8;\n"
+      "const B = (-127i8 - 1i8) / -1i8;\n"
       "const C = 1u32 << 33u32;\n"
       "const D = -1i16 >> 20i16;\n"
       "const E = (255u8 + 1u8) / 2u8;\n"
@@ -143,6 +143,74 @@ static void test_typed_constant_wrap(void **state) {
       fail_msg("no '%s' in:\n%s", want[i], ir);
   free(ir);
   xpj_module_destroy(m);
+}
+
+/* Parses src, which must be accepted, and fails unless its printed IR
+ * has every string of want. */
+static void expect_ir(const char *src, const char *const *want, size_t n) {
+  xpj_module *m = NULL;
+  char *diag = NULL;
+  if (parse_src(src, &m, &diag) != XPJ_OK)
+    fail_msg("%s", diag);
+  free(diag);
+  char *ir = NULL;
+  size_t len;
+  assert_int_equal(xpj_module_print(m, &ir, &len), XPJ_OK);
+  for (size_t i = 0; i < n; i++)
+    if (!strstr(ir, want[i]))
+      fail_msg("no '%s' in:\n%s", want[i], ir);
+  free(ir);
+  xpj_module_destroy(m);
+}
+
+/* Module constants with comparisons, !, &&, || and ?: (they were "not a
+ * constant expression"), typed constants inside others, a chain of 300
+ * forward references (66 hit the nesting limit), names of atomic orders
+ * and scopes as variables, and constant casts of integers rounded once
+ * as at run time (an adversarial review). */
+static void test_constant_rules(void **state) {
+  (void)state;
+  char *chain = malloc(64 * 1024);
+  assert_non_null(chain);
+  size_t k = 0;
+  for (int i = 0; i < 300; i++)
+    k += (size_t)sprintf(chain + k, "const Q%d = Q%d + 2;\n", i, i + 1);
+  sprintf(chain + k,
+          "const Q300: i64 = 1;\n"
+          "const A = 7;\n"
+          "const I: bool = A < 8 && !(A == 3) || false;\n"
+          "const K: u8 = I ? 200 : 2;\n"
+          "const L = A > 10 ? 1.5 : 3;\n"
+          "const T: i16 = 1000;\n"
+          "const U = T * 40;\n"
+          "const V: f32 = 0.1;\n"
+          "const W = V * 3.0;\n"
+          "kernel k(o: global i64[], b: global u8[], f: global f64[],\n"
+          "         g: global f32[], h: global f16[], s: global i16[]) range(1) {\n"
+          "    let device: i64 = 1;\n"
+          "    atomic_add(&o[0], device, relaxed, device);\n"
+          "    o[1] = Q0;\n"
+          "    b[0] = K;\n"
+          "    f[0] = L;\n"
+          "    s[0] = U;\n"
+          "    g[0] = W;\n"
+          "    g[1] = f32(1152921573326323713i64);\n"
+          "    g[2] = 1152921573326323713;\n"
+          "    h[0] = f16(70000i32);\n"
+          "    f[1] = 9223372036854775808;\n"
+          "    let w = 3000000000;\n"
+          "    o[2] = w + (I ? 1 : 3000000000);\n"
+          "}\n");
+  /* Q0 = 1 + 2 * 300; U wraps in i16: 40000 - 65536; 2^60 + 2^36 + 1
+   * rounds once to 2^60 + 2^37 (through f64 it was 2^60); 0.1f32 * 3 */
+  static const char *const want[] = {
+      "const 601 : i64",        "const 200 : u8",
+      "const 3.0 : f64",        "const -25536 : i16",
+      "const 0.300000012 : f32", "const 1.15292164e+18 : f32",
+      "const inf : f16",        "const 9.2233720368547758e+18 : f64",
+      "const 3000000000 : i64", "atomic add %9, %10 relaxed device"};
+  expect_ir(chain, want, sizeof want / sizeof *want);
+  free(chain);
 }
 
 /* A conditional of two literals takes the type its value is converted
@@ -533,6 +601,7 @@ int main(void) {
       cmocka_unit_test(test_constant_values),
       cmocka_unit_test(test_conditional_literals),
       cmocka_unit_test(test_typed_constant_wrap),
+      cmocka_unit_test(test_constant_rules),
       cmocka_unit_test(test_caret_rendering),
       cmocka_unit_test(test_styled_rendering),
       cmocka_unit_test(test_nul_bytes),
