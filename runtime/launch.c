@@ -414,11 +414,15 @@ static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
       (last > first && rt_mem_hold(k->dev, (void *)(last - 1), &al))) {
     l->holds[l->nholds++] = al.base;
     if (first < al.base || last > al.base + al.bytes || last < first) {
-      snprintf(buf, sizeof buf, "%u '%s': the view reaches elements %lld to "
-               "%lld from data, bytes [%lld, %lld) of its %zu-byte "
-               "allocation", i, pn, (long long)lo, (long long)hi,
+      /* one reference point, the allocation's start (data is at some
+       * byte of it, the view's elements are counted from data) */
+      snprintf(buf, sizeof buf, "%u '%s': the view reaches bytes [%lld, "
+               "%lld) of its %zu-byte allocation (elements %lld to %lld "
+               "from data, which is at byte %lld of it)", i, pn,
                (long long)((intptr_t)first - (intptr_t)al.base),
-               (long long)((intptr_t)last - (intptr_t)al.base), al.bytes);
+               (long long)((intptr_t)last - (intptr_t)al.base), al.bytes,
+               (long long)lo, (long long)hi,
+               (long long)((intptr_t)a->data - (intptr_t)al.base));
       return launch_err(k, "argument ", buf);
     }
   } else if (rt_mem_check_retired(k->dev, a->data, "") != XPJ_OK) {
