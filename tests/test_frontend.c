@@ -55,6 +55,24 @@ static void test_diagnostics(void **state) {
   }
 }
 
+/* Parses src, which must be accepted, and fails unless its printed IR
+ * has every string of want; returns the IR (the caller frees it). */
+static char *expect_ir(const char *src, const char *const *want, size_t n) {
+  xpj_module *m = NULL;
+  char *diag = NULL;
+  if (parse_src(src, &m, &diag) != XPJ_OK)
+    fail_msg("%s", diag);
+  free(diag);
+  char *ir = NULL;
+  size_t len;
+  assert_int_equal(xpj_module_print(m, &ir, &len), XPJ_OK);
+  xpj_module_destroy(m);
+  for (size_t i = 0; i < n; i++)
+    if (!strstr(ir, want[i]))
+      fail_msg("no '%s' in:\n%s", want[i], ir);
+  return ir;
+}
+
 /* Untyped integer constant expressions have their exact value (or an
  * error, test_diagnostics): they wrapped at 64 bits, silently (an
  * adversarial review; 2^62 * 4 / 8 was 0). Module constants may be used
@@ -82,15 +100,6 @@ static void test_constant_values(void **state) {
       "const C = 20;\n"
       "const M = 3 * N;\n"
       "const N = 2;\n";
-  xpj_module *m = NULL;
-  char *diag = NULL;
-  xpj_status st = parse_src(src, &m, &diag);
-  if (st != XPJ_OK)
-    fail_msg("%s", diag);
-  free(diag);
-  char *ir = NULL;
-  size_t len;
-  assert_int_equal(xpj_module_print(m, &ir, &len), XPJ_OK);
   static const char *const want[] = {
       "const 42 : i64",
       "const 9223372036854775808 : u64",
@@ -100,14 +109,11 @@ static void test_constant_values(void **state) {
       "const 15 : u64",
       "const -1 : i64",
       "private i64[6]"};
-  for (size_t i = 0; i < sizeof want / sizeof *want; i++)
-    if (!strstr(ir, want[i]))
-      fail_msg("no '%s' in:\n%s", want[i], ir);
+  char *ir = expect_ir(src, want, sizeof want / sizeof *want);
   /* 2^63 - 1 + 1 with i64 operands wraps to -2^63, as at run time */
   assert_true(strstr(strstr(ir, "const -9223372036854775808 : i64") + 1,
                      "const -9223372036854775808 : i64") != NULL);
   free(ir);
-  xpj_module_destroy(m);
 }
 
 /* Module constants of suffixed literals compute in their type, wrapping
@@ -127,40 +133,11 @@ static void test_typed_constant_wrap(void **state) {
       "    a[0] = i64(A); a[1] = i64(B); a[2] = i64(C);\n"
       "    a[3] = i64(D); a[4] = i64(E); a[5] = i64(F);\n"
       "}\n";
-  xpj_module *m = NULL;
-  char *diag = NULL;
-  if (parse_src(src, &m, &diag) != XPJ_OK)
-    fail_msg("%s", diag);
-  free(diag);
-  char *ir = NULL;
-  size_t len;
-  assert_int_equal(xpj_module_print(m, &ir, &len), XPJ_OK);
   static const char *const want[] = {"const 32767 : u16", "const -128 : i8",
                                      "const 2 : u32", "const -1 : i16",
                                      "const 0 : u8", "const 1 : i32"};
-  for (size_t i = 0; i < sizeof want / sizeof *want; i++)
-    if (!strstr(ir, want[i]))
-      fail_msg("no '%s' in:\n%s", want[i], ir);
+  char *ir = expect_ir(src, want, sizeof want / sizeof *want);
   free(ir);
-  xpj_module_destroy(m);
-}
-
-/* Parses src, which must be accepted, and fails unless its printed IR
- * has every string of want. */
-static void expect_ir(const char *src, const char *const *want, size_t n) {
-  xpj_module *m = NULL;
-  char *diag = NULL;
-  if (parse_src(src, &m, &diag) != XPJ_OK)
-    fail_msg("%s", diag);
-  free(diag);
-  char *ir = NULL;
-  size_t len;
-  assert_int_equal(xpj_module_print(m, &ir, &len), XPJ_OK);
-  for (size_t i = 0; i < n; i++)
-    if (!strstr(ir, want[i]))
-      fail_msg("no '%s' in:\n%s", want[i], ir);
-  free(ir);
-  xpj_module_destroy(m);
 }
 
 /* Module constants with comparisons, !, &&, || and ?: (they were "not a
@@ -209,7 +186,7 @@ static void test_constant_rules(void **state) {
       "const 0.300000012 : f32", "const 1.15292164e+18 : f32",
       "const inf : f16",        "const 9.2233720368547758e+18 : f64",
       "const 3000000000 : i64", "atomic add %9, %10 relaxed device"};
-  expect_ir(chain, want, sizeof want / sizeof *want);
+  free(expect_ir(chain, want, sizeof want / sizeof *want));
   free(chain);
 }
 
@@ -232,26 +209,14 @@ static void test_conditional_literals(void **state) {
       "    let f = c ? 8 : 9;\n"
       "    x[2] = i64(f);\n"
       "}\n";
-  xpj_module *m = NULL;
-  char *diag = NULL;
-  xpj_status st = parse_src(src, &m, &diag);
-  if (st != XPJ_OK)
-    fail_msg("%s", diag);
-  free(diag);
-  char *ir = NULL;
-  size_t len;
-  assert_int_equal(xpj_module_print(m, &ir, &len), XPJ_OK);
   static const char *const want[] = {
       "const -7 : i64",   "const 5000000000 : i64", "const -1 : i64",
       "const 0 : i64",    "const 11 : i64",         "const 12 : i64",
       "const 13 : i64",   "const 1.0 : f32",        "const 2.5 : f32",
       "const 3.0 : f32",  "const 4.0 : f32",        "const 255 : u8",
       "const 6 : u8",     "const 8 : i32",          "const 9 : i32"};
-  for (size_t i = 0; i < sizeof want / sizeof *want; i++)
-    if (!strstr(ir, want[i]))
-      fail_msg("no '%s' in:\n%s", want[i], ir);
+  char *ir = expect_ir(src, want, sizeof want / sizeof *want);
   free(ir);
-  xpj_module_destroy(m);
 }
 
 /* The rendered form: source line and a caret under the column. */
