@@ -383,5 +383,21 @@ if [ "$(id -u)" = 0 ]; then
 else
   echo "cache_cli: skipped the checks of another user's bundle (they need root, to chown it)"
 fi
+# -- an adversarial review's findings (twenty-fifth session)
+# --target lists: after a CPU target with a feature list, +f and -f go on
+# with the list; a version list names its kind once (spirv:1.0,1.4); the
+# full target devices shows is taken whole, never cut; an empty item is
+# refused
+"$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target cpu:x86-64:+avx2,-sse4a \
+  --target cpu,spirv:1.0,1.4 -o "$T/tl.xpb" 2>"$T/e" || bad "bundle build --target lists: $(cat "$T/e")"
+"$CLI" bundle ls "$T/tl.xpb" --json >"$T/o"
+for t in '"cpu:x86-64:+avx2,-sse4a"' '"spirv:1.0"' '"spirv:1.4"'; do
+  grep -qF "$t" "$T/o" || bad "bundle build --target lists: no $t in $(cat "$T/o")"
+done
+host=$("$CLI" devices cpu --json | sed -n 's/.*"target": "\([^"]*\)".*/\1/p')
+"$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target "$host" -o "$T/tl.xpb" 2>"$T/e" ||
+  bad "bundle build --target (the host's full target, ${#host} bytes): $(cat "$T/e")"
+"$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target cpu,,spirv -o "$T/tl.xpb" >/dev/null 2>&1
+[ $? = 2 ] || bad "bundle build --target cpu,,spirv: not a usage error"
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

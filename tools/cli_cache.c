@@ -800,7 +800,7 @@ typedef struct build_req {
   const char *files[MAX_FILES], *kernels[MAX_KERNELS], *outpath;
   unsigned nfiles, nkernels, nd, ntargets, jobs;
   unsigned ndims[8];
-  char targets[MAX_LIST][160];
+  char *targets[MAX_LIST]; /* malloc'd */
   cli_bindings bs;
   xpj_compile_opts o;
   bool keep_going, json;
@@ -822,30 +822,81 @@ static int ndim_list(const cli_args *a, build_req *b) {
   return b->nd ? 0 : cli_bad_value(a, "--ndim is empty");
 }
 
-/* --target: "ptx:sm_80,sm_90" is ptx:sm_80 and ptx:sm_90 */
+/* Whether a --target item starts a target of its own: it names a kind
+ * (cpu, spirv, ptx), alone or before a ':'. */
+static bool names_kind(const char *item) {
+  static const char *const kinds[] = {"cpu", "spirv", "ptx"};
+  size_t n = strcspn(item, ":");
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+    if (strlen(kinds[i]) == n && !strncmp(item, kinds[i], n))
+      return true;
+  return false;
+}
+
+/* "%.*s%s%s" of head's first n bytes, sep and tail (malloc'd). */
+static char *joined(const char *head, size_t n, const char *sep,
+                    const char *tail) {
+  size_t len = n + strlen(sep) + strlen(tail) + 1;
+  char *s = malloc(len);
+  if (s)
+    snprintf(s, len, "%.*s%s%s", (int)n, head, sep, tail);
+  return s;
+}
+
+/* One item of a --target list, after the targets from first on that the
+ * same option gave: an item that names a kind starts a target; +feat or
+ * -feat after a CPU target with a feature list (cpu:NAME:+f) is one more
+ * feature of it; another item is another target of the kind before it
+ * (sm_90 after ptx:sm_80, 1.4 after spirv:1.0, znver3 after cpu). */
+static int target_item(const cli_args *a, build_req *b, unsigned first,
+                       const char *item) {
+  if (!*item)
+    return cli_bad_value(a, "--target takes targets separated by commas, "
+                            "not '%s'", a->arg);
+  char **prev = b->ntargets > first ? &b->targets[b->ntargets - 1] : NULL;
+  bool feature = *item == '+' || *item == '-';
+  if (prev && feature && !strncmp(*prev, "cpu:", 4) &&
+      strchr(*prev + 4, ':')) {
+    char *t = joined(*prev, strlen(*prev), ",", item);
+    if (!t)
+      return cli_bad_value(a, "out of memory");
+    free(*prev);
+    *prev = t;
+    return 0;
+  }
+  if (b->ntargets == MAX_LIST)
+    return cli_bad_value(a, "too many targets (at most %d)", MAX_LIST);
+  char *t = !prev || names_kind(item)
+                ? strdup(item)
+                : joined(*prev, strcspn(*prev, ":"), ":", item);
+  if (!t)
+    return cli_bad_value(a, "out of memory");
+  b->targets[b->ntargets++] = t;
+  return 0;
+}
+
+/* --target: a list separated by commas (target_item); every target it
+ * gives, once complete, checked. */
 static int target_list(const cli_args *a, build_req *b) {
-  char buf[1200], kind[32] = "";
-  snprintf(buf, sizeof buf, "%s", a->arg);
-  const char *c = strchr(a->arg, ':');
-  if (c && (size_t)(c - a->arg) < sizeof kind)
-    snprintf(kind, sizeof kind, "%.*s", (int)(c - a->arg), a->arg);
-  unsigned k = 0;
-  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
-       t = strtok_r(NULL, ",", &save), k++) {
-    if (b->ntargets == MAX_LIST)
-      return cli_bad_value(a, "too many targets");
-    char *tg = b->targets[b->ntargets];
-    if (k > 0 && *kind && !strchr(t, ':'))
-      snprintf(tg, 160, "%s:%s", kind, t);
-    else
-      snprintf(tg, 160, "%s", t);
+  char *items = strdup(a->arg);
+  if (!items)
+    return cli_bad_value(a, "out of memory");
+  unsigned first = b->ntargets;
+  int rc = 0;
+  for (char *item = items, *comma = NULL; !rc && item;
+       item = comma ? comma + 1 : NULL) {
+    if ((comma = strchr(item, ',')))
+      *comma = 0;
+    rc = target_item(a, b, first, item);
+  }
+  free(items);
+  for (unsigned i = first; !rc && i < b->ntargets; i++) {
     xpj_target pt;
     char err[256];
-    if (xpj_target_parse(tg, &pt, err, sizeof err) != XPJ_OK)
-      return cli_bad_value(a, "--target %s: %s", tg, err);
-    b->ntargets++;
+    if (xpj_target_parse(b->targets[i], &pt, err, sizeof err) != XPJ_OK)
+      rc = cli_bad_value(a, "--target %s: %s", b->targets[i], err);
   }
-  return 0;
+  return rc;
 }
 
 static int build_option(const cli_args *a, int k, build_req *b) {
@@ -917,7 +968,7 @@ typedef struct job {
   const char *kernel;
   char dtypes[256];
   unsigned ndim;
-  char target[160];
+  const char *target; /* the build's */
   xpj_status st;
   char *msg;
 } job;
@@ -987,7 +1038,7 @@ static bool plan_kernel(const build_req *b, xpj_program *prog,
     for (unsigned di = 0; di < (generic ? b->nd : 1); di++)
       for (unsigned ti = 0; ti < b->ntargets; ti++) {
         j.ndim = generic ? b->ndims[di] : 0;
-        memcpy(j.target, b->targets[ti], sizeof j.target);
+        j.target = b->targets[ti];
         add_job(js, &j);
       }
     unsigned t = 0;
@@ -1230,6 +1281,8 @@ static int bundle_build(int argc, char **argv) {
   if (!rc && !a.exited)
     rc = build(b);
   cli_bindings_free(&b->bs);
+  for (unsigned i = 0; i < b->ntargets; i++)
+    free(b->targets[i]);
   free(b);
   return a.exited ? a.status : rc;
 }
