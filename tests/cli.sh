@@ -229,7 +229,6 @@ usage_error "unknown option '-q'" "$CLI" devices -vq
 usage_error "unknown option '--timeout'" "$CLI" bundle ls --timeout 3 x.xpb
 usage_error "unknown option '--bogus'" "$CLI" daemon stats --bogus
 usage_error "unknown option '--bogus'" "$CLI" env --bogus
-usage_error "--color takes auto, always or never, not 'sometimes'" "$CLI" check --color=sometimes examples/axpy.xpk
 # "--" ends the options: a file named -x.xpk
 abs=$(cd "$(dirname "$CLI")" && pwd)/$(basename "$CLI")
 cp examples/axpy.xpk "$tmp/-x.xpk"
@@ -427,5 +426,14 @@ expect 0 "$CLI" cache --path "$tmp/cc/cache-v2.db" verify
 expect 1 "$CLI" bundle import "$tmp/cc/cache-v2.db" --path "$tmp/cc/cache-v2.db"
 grep -q "is the cache's own file" "$tmp/err" || { echo "FAIL: self-import: $(cat "$tmp/err")"; fail=1; }
 
+# -- an adversarial review's findings (twenty-fifth session)
+# a malformed value is a message without the usage, --color's too (before
+# the command and after it)
+for c in "--color=bogus check" "check --color=sometimes"; do
+  # shellcheck disable=SC2086
+  expect 2 "$CLI" $c examples/axpy.xpk
+  grep -q "^xpjit-cli.*: --color takes auto, always or never, not '" "$tmp/err" && ! grep -q '^usage: ' "$tmp/err" ||
+    { echo "FAIL: $c: $(head -3 "$tmp/err")"; fail=1; }
+done
 [ $fail -eq 0 ] && echo "cli: all checks passed"
 exit $fail

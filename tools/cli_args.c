@@ -155,8 +155,8 @@ int cli_next(cli_args *a) {
   case OPT_COLOR:
     if (cli_color_set(optarg))
       return cli_next(a);
-    return exit_with(a, cli_usage_error(a, "--color takes auto, always or "
-                                           "never, not '%s'", optarg));
+    return exit_with(a, cli_bad_value(a, "--color takes auto, always or "
+                                         "never, not '%s'", optarg));
   case '?':
   case ':':
     return exit_with(a, refused(a, at, k));
