@@ -435,5 +435,13 @@ for c in "--color=bogus check" "check --color=sometimes"; do
   grep -q "^xpjit-cli.*: --color takes auto, always or never, not '" "$tmp/err" && ! grep -q '^usage: ' "$tmp/err" ||
     { echo "FAIL: $c: $(head -3 "$tmp/err")"; fail=1; }
 done
+# a target xpjit does not know is a malformed value (exit 2, as ptx:sm_61
+# is); in the form with a feature list LLVM checks it at the compile (1)
+for t in cpu:bogus cpu:i386; do
+  expect 2 "$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target $t -o "$tmp/x"
+  grep -q "unknown CPU in '$t'" "$tmp/err" || { echo "FAIL: --target $t: $(cat "$tmp/err")"; fail=1; }
+done
+expect 1 "$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target cpu:bogus:+avx2 -o "$tmp/x"
+expect 1 "$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target cpu:i386: -o "$tmp/x"
 [ $fail -eq 0 ] && echo "cli: all checks passed"
 exit $fail
