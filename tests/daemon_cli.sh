@@ -214,4 +214,11 @@ if command -v systemd-socket-activate >/dev/null 2>&1; then
 else
   echo "daemon_cli: systemd-socket-activate not found; activation not tested"
 fi
+# -- an adversarial review's findings (twenty-fifth session)
+# an empty --socket is a usage error (as cache --path ''), never the default
+for sub in status stats stop; do
+  "$CLI" daemon $sub --socket '' >/dev/null 2>"$tmp/err"; rc=$?
+  [ $rc -eq 2 ] && grep -q -- "--socket takes the daemon's socket, not ''" "$tmp/err" ||
+    fail "daemon $sub --socket '': exit $rc: $(cat "$tmp/err")"
+done
 echo "daemon_cli: ok"

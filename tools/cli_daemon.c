@@ -244,6 +244,8 @@ static int daemon_option(const cli_args *a, int k, daemon_req *r) {
   switch (k) {
   case OPT_JSON: r->json = true; return 0;
   case OPT_SOCKET:
+    if (!*a->arg)
+      return cli_bad_value(a, "--socket takes the daemon's socket, not ''");
     if (strlen(a->arg) >= sizeof r->path)
       return cli_bad_value(a, "socket path too long");
     snprintf(r->path, sizeof r->path, "%s", a->arg);
