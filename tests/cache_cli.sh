@@ -399,5 +399,27 @@ host=$("$CLI" devices cpu --json | sed -n 's/.*"target": "\([^"]*\)".*/\1/p')
   bad "bundle build --target (the host's full target, ${#host} bytes): $(cat "$T/e")"
 "$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target cpu,,spirv -o "$T/tl.xpb" >/dev/null 2>&1
 [ $? = 2 ] || bad "bundle build --target cpu,,spirv: not a usage error"
+# --json: a command that fails prints one JSON object with the error on
+# standard output, not nothing (the message stays on stderr too)
+json_error() { # status command...
+  want=$1
+  shift
+  "$@" >"$T/j" 2>"$T/e"
+  rc=$?
+  [ $rc = "$want" ] && grep -q '^{"error": ".\{1,\}"}$' "$T/j" && [ "$(wc -l <"$T/j")" = 1 ] &&
+    [ -s "$T/e" ] || bad "$* (exit $rc, want $want): stdout '$(cat "$T/j")'"
+}
+json_error 2 "$CLI" cache show xyz --json
+json_error 1 "$CLI" cache --path "$T/nonexistent.db" --json stats
+json_error 2 "$CLI" cache --json ls --repair
+mkdir -m 1777 "$T/shared"
+XPJIT_CACHE_DIR="$T/shared" json_error 1 "$CLI" cache ls --json
+json_error 1 "$CLI" bundle ls "$T/nonexistent.xpb" --json
+json_error 1 "$CLI" bundle verify "$T/junk.xpb" --json
+json_error 1 "$CLI" bundle build examples/saxpy.xpk --dtype U=f32 --target cpu -o "$T/x.xpb" --json
+json_error 2 "$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target gpu -o "$T/x.xpb" --json
+XPJIT_LIBDEVICE=/nonexistent json_error 1 "$CLI" bundle build examples/math.xpk --kernel math_table \
+  --dtype T=f32 --target ptx:sm_90 -o "$T/x.xpb" --json
+grep -q "compiles failed" "$T/j" || bad "bundle build --json of a failed compile: $(cat "$T/j")"
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

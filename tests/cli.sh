@@ -443,5 +443,8 @@ for t in cpu:bogus cpu:i386; do
 done
 expect 1 "$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target cpu:bogus:+avx2 -o "$tmp/x"
 expect 1 "$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target cpu:i386: -o "$tmp/x"
+# devices --json with a malformed filter: the error as JSON on stdout
+expect 2 "$CLI" devices 'cuda:x;;' --json
+grep -q '^{"error": "device filter .*unknown device' "$tmp/out" || { echo "FAIL: devices --json: '$(cat "$tmp/out")'"; fail=1; }
 [ $fail -eq 0 ] && echo "cli: all checks passed"
 exit $fail

@@ -221,4 +221,10 @@ for sub in status stats stop; do
   [ $rc -eq 2 ] && grep -q -- "--socket takes the daemon's socket, not ''" "$tmp/err" ||
     fail "daemon $sub --socket '': exit $rc: $(cat "$tmp/err")"
 done
+# --json without a daemon: stats and stop print the error as JSON
+for sub in stats stop; do
+  "$CLI" daemon $sub --socket "$S" --json >"$tmp/out" 2>/dev/null; rc=$?
+  [ $rc -eq 1 ] && grep -q '^{"error": "xpjitd is not running: ' "$tmp/out" ||
+    fail "daemon $sub --json without a daemon: exit $rc: '$(cat "$tmp/out")'"
+done
 echo "daemon_cli: ok"

@@ -11,6 +11,7 @@
 
 #include <getopt.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -200,6 +201,21 @@ bool cli_jset(json_t *o, const char *key, json_t *v);
 /* Prints doc (stolen) on one line on stdout; 0, or EXIT_INPUT when doc is
  * NULL (memory ran out making it) or stdout cannot be written. */
 int cli_json_print(json_t *doc);
+
+/* ---- failures (cli_out.c) ----------------------------------------------- */
+
+/* "xpjit-cli WHO: MESSAGE" (WHO NULL: "xpjit-cli: MESSAGE") on stderr, the
+ * message kept for cli_json_finish. Every error of a command that takes
+ * --json goes through here (usage errors through cli_bad_value and
+ * cli_usage_error, which call it). */
+void cli_error(const char *who, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void cli_verror(const char *who, const char *fmt, va_list ap);
+/* --json was given: a failure must print a JSON document. */
+void cli_json_wanted(void);
+/* A command's exit status rc, at its end: with --json, a failure that
+ * printed no document prints {"error": the last error} on stdout. */
+int cli_json_finish(int rc);
 
 /* ---- the command groups ------------------------------------------------ */
 

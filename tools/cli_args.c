@@ -39,6 +39,45 @@ static void add_opts(cli_args *a, const cli_opt *opts, unsigned *nl,
   }
 }
 
+/* The long options that name (its first len bytes) starts, as
+ * getopt_long takes them: an exact name is that option alone. *one: the
+ * option when there is one; list (NULL: not wanted): their names. */
+static unsigned prefix_matches(const cli_args *a, const char *name,
+                               size_t len, const struct option **one,
+                               char *list, size_t size) {
+  unsigned n = 0;
+  size_t used = 0;
+  *one = NULL;
+  if (list)
+    list[0] = 0;
+  for (const struct option *o = a->longs; o->name; o++)
+    if (!strncmp(o->name, name, len)) {
+      if (strlen(o->name) == len) { /* exact: that one */
+        *one = o;
+        return 1;
+      }
+      if (list)
+        used += (size_t)snprintf(list + used, used < size ? size - used : 0,
+                                 "%s--%s", n ? ", " : "", o->name);
+      *one = n++ ? NULL : o;
+    }
+  return n;
+}
+
+/* Whether the options, up to "--", have --json (or a prefix only it has):
+ * an error met before getopt_long reaches it is printed as JSON too. */
+static bool json_asked(const cli_args *a) {
+  for (int i = 1; i < a->argc && strcmp(a->argv[i], "--") != 0; i++) {
+    const char *w = a->argv[i];
+    size_t len = strncmp(w, "--", 2) ? 0 : strcspn(w + 2, "=");
+    const struct option *one;
+    if (len && prefix_matches(a, w + 2, len, &one, NULL, 0) == 1 &&
+        !strcmp(one->name, "json"))
+      return true;
+  }
+  return false;
+}
+
 void cli_args_init(cli_args *a, const char *cmd, void (*usage)(FILE *out),
                    const cli_opt *opts, int argc, char **argv) {
   memset(a, 0, sizeof *a);
@@ -58,18 +97,14 @@ void cli_args_init(cli_args *a, const char *cmd, void (*usage)(FILE *out),
   a->shorts[ns] = 0;
   optind = 0; /* glibc: start a new parse */
   opterr = 0; /* our messages, not getopt's */
-}
-
-static void vmessage(const cli_args *a, const char *fmt, va_list ap) {
-  fprintf(stderr, "%s%s%s: ", cli_prog, *a->cmd ? " " : "", a->cmd);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  if (json_asked(a))
+    cli_json_wanted();
 }
 
 int cli_bad_value(const cli_args *a, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vmessage(a, fmt, ap);
+  cli_verror(a->cmd, fmt, ap);
   va_end(ap);
   return EXIT_USAGE;
 }
@@ -77,28 +112,11 @@ int cli_bad_value(const cli_args *a, const char *fmt, ...) {
 int cli_usage_error(const cli_args *a, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vmessage(a, fmt, ap);
+  cli_verror(a->cmd, fmt, ap);
   va_end(ap);
   if (a->usage)
     a->usage(stderr);
   return EXIT_USAGE;
-}
-
-/* The long options that name starts (what getopt_long would take). */
-static unsigned prefix_matches(const cli_args *a, const char *name,
-                               size_t len, char *list, size_t size) {
-  unsigned n = 0;
-  size_t used = 0;
-  list[0] = 0;
-  for (const struct option *o = a->longs; o->name; o++)
-    if (!strncmp(o->name, name, len)) {
-      if (strlen(o->name) == len) /* exact: that one */
-        return 1;
-      used += (size_t)snprintf(list + used, used < size ? size - used : 0,
-                               "%s--%s", n ? ", " : "", o->name);
-      n++;
-    }
-  return n;
 }
 
 /* What getopt_long refused in the word at index at (the option letter
@@ -118,7 +136,8 @@ static int refused(cli_args *a, int at, int k) {
     return cli_usage_error(a, "option '%.*s' takes no value", (int)len + 2,
                            word);
   char list[512];
-  if (prefix_matches(a, word + 2, len, list, sizeof list) > 1)
+  const struct option *one;
+  if (prefix_matches(a, word + 2, len, &one, list, sizeof list) > 1)
     return cli_usage_error(a, "option '%.*s' is ambiguous (%s)",
                            (int)len + 2, word, list);
   return cli_usage_error(a, "unknown option '%.*s'", (int)len + 2, word);

@@ -158,15 +158,15 @@ static int list_entries(xpj_cache *c, bool json, json_t *list) {
   else if (!json)
     printf("(no entries)\n");
   if (l.failed) {
-    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    cli_error(NULL, "out of memory");
     rc = EXIT_INPUT;
   }
   char problem[4600];
   if (st != XPJ_OK) {
-    fprintf(stderr, "%s: %s\n", cli_prog, xpj_cache_last_error());
+    cli_error(NULL, "%s", xpj_cache_last_error());
     rc = EXIT_INPUT;
   } else if (xpj_cache_problem(c, problem, sizeof problem)) {
-    fprintf(stderr, "%s: %s\n", cli_prog, problem);
+    cli_error(NULL, "%s", problem);
     rc = EXIT_INPUT;
   }
   return rc;
@@ -193,7 +193,7 @@ static int verify(xpj_cache *c, bool repair, findings *f) {
   if (xpj_cache_verify(c, repair, verify_line, f, &f->checked, &f->bad) ==
       XPJ_OK)
     return 0;
-  fprintf(stderr, "%s: %s\n", cli_prog, xpj_cache_last_error());
+  cli_error(NULL, "%s", xpj_cache_last_error());
   return EXIT_INPUT;
 }
 
@@ -256,20 +256,19 @@ static int open_cache(const cache_req *r, xpj_cache_mode mode,
    * (the default path of a user who has cached nothing yet is empty) */
   struct stat sb;
   if (r->path && stat(r->path, &sb) != 0) {
-    fprintf(stderr, "%s cache: no cache file at %s: %s\n", cli_prog,
-            r->path, strerror(errno));
+    cli_error("cache", "no cache file at %s: %s", r->path, strerror(errno));
     return EXIT_INPUT;
   }
   const char *why = r->path ? not_a_cache(r->path) : NULL;
   if (why) {
-    fprintf(stderr, "%s cache: %s is not an xpjit cache (%s); left as it "
-            "is\n", cli_prog, r->path, why);
+    cli_error("cache", "%s is not an xpjit cache (%s); left as it is", r->path,
+              why);
     return EXIT_INPUT;
   }
   xpj_cache_config cfg = {.path = r->path, .mode = mode, .warn = warn_cb};
   if (xpj_cache_open(&cfg, c) == XPJ_OK)
     return 0;
-  fprintf(stderr, "%s cache: %s\n", cli_prog, xpj_cache_last_error());
+  cli_error("cache", "%s", xpj_cache_last_error());
   return EXIT_INPUT;
 }
 
@@ -384,7 +383,7 @@ static int cache_stats(const cache_req *r) {
   xpj_cache_stats s;
   char problem[4600] = "";
   if (xpj_cache_get_stats(c, &s) != XPJ_OK) {
-    fprintf(stderr, "%s cache stats: %s\n", cli_prog, xpj_cache_last_error());
+    cli_error("cache stats", "%s", xpj_cache_last_error());
     xpj_cache_close(c);
     return EXIT_INPUT;
   }
@@ -394,8 +393,7 @@ static int cache_stats(const cache_req *r) {
   if (r->zero && !rc) {
     zeroed = xpj_cache_zero_stats(c) == XPJ_OK;
     if (!zeroed) {
-      fprintf(stderr, "%s cache stats: %s\n", cli_prog,
-              xpj_cache_last_error());
+      cli_error("cache stats", "%s", xpj_cache_last_error());
       rc = EXIT_INPUT;
     }
   }
@@ -420,10 +418,10 @@ static int cache_ls(const cache_req *r) {
     return rc;
   json_t *list = r->json ? json_array() : NULL;
   rc = list_entries(c, r->json, list);
-  if (r->json) {
-    int jrc = cli_json_print(list);
-    rc = rc ? rc : jrc;
-  }
+  if (r->json && !rc) /* else the error (cli_json_finish) */
+    rc = cli_json_print(list);
+  else
+    json_decref(list);
   xpj_cache_close(c);
   return rc;
 }
@@ -494,14 +492,13 @@ static int write_entry(const xpj_cache_entry *e, const char *path) {
   bool to_stdout = !strcmp(path, "-");
   FILE *f = to_stdout ? stdout : fopen(path, "wb");
   if (!f) {
-    fprintf(stderr, "%s: cannot write %s: %s\n", cli_prog, path,
-            strerror(errno));
+    cli_error(NULL, "cannot write %s: %s", path, strerror(errno));
     return EXIT_INPUT;
   }
   bool ok = fwrite(e->data, 1, e->size, f) == e->size;
   ok = (to_stdout ? fflush(f) : fclose(f)) == 0 && ok;
   if (!ok) {
-    fprintf(stderr, "%s: cannot write %s\n", cli_prog, path);
+    cli_error(NULL, "cannot write %s", path);
     return EXIT_INPUT;
   }
   if (!to_stdout)
@@ -514,9 +511,9 @@ static int write_entry(const xpj_cache_entry *e, const char *path) {
  * on standard output unless --json asks. */
 static int cache_show(const cache_req *r) {
   if (r->out && !strcmp(r->out, "-") && (r->json || isatty(1))) {
-    fprintf(stderr, "%s cache show: %s\n", cli_prog,
-            r->json ? "-o - and --json would both write standard output"
-                    : "not writing a binary to a terminal; use -o FILE");
+    cli_error("cache show", "%s",
+              r->json ? "-o - and --json would both write standard output"
+                      : "not writing a binary to a terminal; use -o FILE");
     return EXIT_USAGE;
   }
   xpj_cache *c;
@@ -526,7 +523,7 @@ static int cache_show(const cache_req *r) {
   xpj_cache_entry e;
   xpj_status st = xpj_cache_find(c, r->operand, &e);
   if (st != XPJ_OK) {
-    fprintf(stderr, "%s: %s\n", cli_prog, xpj_cache_last_error());
+    cli_error(NULL, "%s", xpj_cache_last_error());
     xpj_cache_close(c);
     return st == XPJ_ERR_INVALID ? EXIT_USAGE : EXIT_INPUT;
   }
@@ -576,7 +573,7 @@ static int cache_prune(const cache_req *r) {
     return rc;
   uint64_t n = 0, freed = 0;
   if (xpj_cache_prune(c, r->max_size, r->older_ms, &n, &freed) != XPJ_OK) {
-    fprintf(stderr, "%s cache prune: %s\n", cli_prog, xpj_cache_last_error());
+    cli_error("cache prune", "%s", xpj_cache_last_error());
     rc = EXIT_INPUT;
   } else if (r->json) {
     rc = cli_json_print(json_pack("{s:o, s:o}", "removed", cli_jint(n),
@@ -597,7 +594,7 @@ static int cache_clear(const cache_req *r) {
   if (rc)
     return rc;
   if (xpj_cache_clear(c) != XPJ_OK) {
-    fprintf(stderr, "%s cache clear: %s\n", cli_prog, xpj_cache_last_error());
+    cli_error("cache clear", "%s", xpj_cache_last_error());
     rc = EXIT_INPUT;
   } else if (r->json) {
     rc = cli_json_print(json_pack("{s:b, s:o}", "cleared", 1, "path",
@@ -616,8 +613,7 @@ static int cache_export(const cache_req *r) {
     return rc;
   uint64_t n = 0;
   if (xpj_cache_export(c, r->operand, &n) != XPJ_OK) {
-    fprintf(stderr, "%s cache export: %s\n", cli_prog,
-            xpj_cache_last_error());
+    cli_error("cache export", "%s", xpj_cache_last_error());
     rc = EXIT_INPUT;
   } else if (r->json) {
     rc = cli_json_print(json_pack("{s:o, s:o}", "exported", cli_jint(n),
@@ -1056,7 +1052,7 @@ static int plan(const build_req *b, xpj_context *ctx, xpj_program **progs,
   for (unsigned fi = 0; fi < b->nfiles; fi++) {
     if (xpj_program_create_file(ctx, b->files[fi], NULL, &progs[fi]) !=
         XPJ_OK) {
-      fprintf(stderr, "%s\n", xpj_last_error());
+      cli_error("bundle build", "%s", xpj_last_error());
       return EXIT_INPUT;
     }
     for (unsigned ki = 0; ki < xpj_program_kernel_count(progs[fi]); ki++) {
@@ -1071,18 +1067,19 @@ static int plan(const build_req *b, xpj_context *ctx, xpj_program **progs,
   }
   for (unsigned q = 0; q < b->nkernels; q++)
     if (!used[q]) {
-      fprintf(stderr, "%s bundle build: no kernel named '%s' in the files\n",
-              cli_prog, b->kernels[q]);
+      cli_error("bundle build", "no kernel named '%s' in the files",
+                b->kernels[q]);
       return EXIT_INPUT;
     }
   if (js->failed) {
-    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    cli_error(NULL, "out of memory");
     return EXIT_INPUT;
   }
   if (!js->n) {
-    fprintf(stderr, "%s bundle build: nothing to compile (give --dtype for "
-            "the kernels' type parameters and --const for their const "
-            "parameters)\n", cli_prog);
+    cli_error("bundle build",
+              "nothing to compile (give --dtype for "
+              "the kernels' type parameters and --const for their const "
+              "parameters)");
     return EXIT_INPUT;
   }
   return 0;
@@ -1187,8 +1184,8 @@ static int build(const build_req *b) {
     td = "/tmp";
   snprintf(tmpdir, sizeof tmpdir, "%s/xpjit-bundle-XXXXXX", td);
   if (!mkdtemp(tmpdir)) {
-    fprintf(stderr, "%s bundle build: cannot make a directory in %s: %s\n",
-            cli_prog, td, strerror(errno));
+    cli_error("bundle build", "cannot make a directory in %s: %s", td,
+              strerror(errno));
     return EXIT_INPUT;
   }
   snprintf(tmpdb, sizeof tmpdb, "%s/build.db", tmpdir);
@@ -1200,7 +1197,7 @@ static int build(const build_req *b) {
                            .no_env_bundles = 1};
   xpj_context *ctx = NULL;
   if (xpj_context_create(&desc, &ctx) != XPJ_OK) {
-    fprintf(stderr, "%s bundle build: %s\n", cli_prog, xpj_last_error());
+    cli_error("bundle build", "%s", xpj_last_error());
     remove_dir(tmpdir);
     return EXIT_INPUT;
   }
@@ -1214,14 +1211,14 @@ static int build(const build_req *b) {
     run_jobs(&js, &b->o, b->jobs ? b->jobs : (unsigned)(ncpu > 0 ? ncpu : 1));
     report_jobs(&js, &skipped, &failed);
     if (failed && !b->keep_going) {
-      fprintf(stderr, "%s bundle build: %zu of %zu compiles failed; %s not "
-              "written (--keep-going writes the rest)\n", cli_prog, failed,
-              js.n, b->outpath);
+      cli_error("bundle build",
+                "%zu of %zu compiles failed; %s not written "
+                "(--keep-going writes the rest)",
+                failed, js.n, b->outpath);
       rc = EXIT_INPUT;
     } else if (xpj_cache_export(xpj_context_cache(ctx), b->outpath, &n) !=
                XPJ_OK) {
-      fprintf(stderr, "%s bundle build: %s\n", cli_prog,
-              xpj_cache_last_error());
+      cli_error("bundle build", "%s", xpj_cache_last_error());
       rc = EXIT_INPUT;
     }
   }
@@ -1258,7 +1255,7 @@ static int bundle_build(int argc, char **argv) {
   };
   build_req *b = calloc(1, sizeof *b);
   if (!b) {
-    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    cli_error(NULL, "out of memory");
     return EXIT_INPUT;
   }
   xpj_compile_opts_default(&b->o);
@@ -1330,7 +1327,7 @@ static int bundle_open(const char *path, bundle *b) {
   b->path = path;
   xpj_cache_config cfg = {.path = path, .bundle = 1, .warn = warn_cb};
   if (xpj_cache_open(&cfg, &b->c) != XPJ_OK) {
-    fprintf(stderr, "%s bundle: %s\n", cli_prog, xpj_cache_last_error());
+    cli_error("bundle", "%s", xpj_cache_last_error());
     return EXIT_INPUT;
   }
   xpj_cache_get_meta(b->c, "versions", &b->versions);
@@ -1417,16 +1414,17 @@ static void import_warn_cb(void *ud, const char *msg) {
 static int bundle_import(const bundle_req *r) {
   const char *why = r->path ? not_a_cache(r->path) : NULL;
   if (why) {
-    fprintf(stderr, "%s bundle import: %s is not an xpjit cache (%s); left "
-            "as it is\n", cli_prog, r->path, why);
+    cli_error("bundle import",
+              "%s is not an xpjit cache (%s); left as it "
+              "is",
+              r->path, why);
     return EXIT_INPUT;
   }
   xpj_cache_config cfg = {.path = r->path, .mode = XPJ_CACHE_MODE_RW,
                           .warn = import_warn_cb};
   xpj_cache *c = NULL;
   if (xpj_cache_open(&cfg, &c) != XPJ_OK) {
-    fprintf(stderr, "%s bundle import: %s\n", cli_prog,
-            xpj_cache_last_error());
+    cli_error("bundle import", "%s", xpj_cache_last_error());
     return EXIT_INPUT;
   }
   json_t *list = r->json ? json_array() : NULL;
@@ -1437,8 +1435,7 @@ static int bundle_import(const bundle_req *r) {
     bool ok = xpj_cache_import(c, r->files[i], &imp, &skip) == XPJ_OK;
     uint64_t damaged = import_warnings < skip ? import_warnings : skip;
     if (!ok) {
-      fprintf(stderr, "%s bundle import: %s\n", cli_prog,
-              xpj_cache_last_error());
+      cli_error("bundle import", "%s", xpj_cache_last_error());
       rc = EXIT_INPUT;
     } else if (import_warnings) {
       rc = EXIT_INPUT; /* problems found: said in the warnings */

@@ -113,7 +113,7 @@ static int request(int fd, xpd_op op, xpd_op want, uint8_t **pl,
   xpd_err e = xpd_call(fd, &b, XPD_MAX_REPLY, 10000, &h, pl, err, sizeof err);
   xpd_buf_free(&b);
   if (e != XPD_E_OK) {
-    fprintf(stderr, "%s: daemon: %s\n", cli_prog, err);
+    cli_error(NULL, "daemon: %s", err);
     return 1;
   }
   if (h.op != want) {
@@ -121,8 +121,7 @@ static int request(int fd, xpd_op op, xpd_op want, uint8_t **pl,
     xpd_msg m;
     if (h.op == XPD_ERROR && xpd_payload_decode(*pl, h.len, &m) == XPD_E_OK)
       xpd_get_str(&m, XPD_F_MESSAGE, true, msg, sizeof msg);
-    fprintf(stderr, "%s: daemon: unexpected reply (operation %u) %s\n",
-            cli_prog, h.op, msg);
+    cli_error(NULL, "daemon: unexpected reply (operation %u) %s", h.op, msg);
     free(*pl);
     *pl = NULL;
     return 1;
@@ -179,7 +178,7 @@ static int daemon_stats(const daemon_req *r) {
   if (!rc && (xpd_payload_decode(pl, len, &m) != XPD_E_OK ||
               xpd_get_bytes(&m, XPD_F_TEXT, false, 1u << 20, &t, &tn) !=
                   XPD_E_OK)) {
-    fprintf(stderr, "%s: daemon: malformed statistics\n", cli_prog);
+    cli_error(NULL, "daemon: malformed statistics");
     rc = 1;
   }
   if (!rc && r->json)
@@ -219,8 +218,8 @@ static int daemon_stop(const daemon_req *r) {
       usleep(50000);
   }
   if (!gone) {
-    fprintf(stderr, "%s: xpjitd (pid %llu) did not stop within %.0f s\n",
-            cli_prog, (unsigned long long)pid, r->timeout);
+    cli_error(NULL, "xpjitd (pid %llu) did not stop within %.0f s",
+              (unsigned long long)pid, r->timeout);
     return 1;
   }
   if (r->json)
@@ -306,7 +305,7 @@ int cli_daemon(int argc, char **argv) {
   if (rc || a.exited)
     return a.exited ? a.status : rc;
   if (!socket_path(&r)) {
-    fprintf(stderr, "%s: daemon: socket path too long\n", cli_prog);
+    cli_error(NULL, "daemon: socket path too long");
     return 1;
   }
   char err[512];
@@ -320,7 +319,7 @@ int cli_daemon(int argc, char **argv) {
     return 1;
   }
   if (r.fd < 0) {
-    fprintf(stderr, "%s: xpjitd is not running: %s\n", cli_prog, err);
+    cli_error(NULL, "xpjitd is not running: %s", err);
     return 1;
   }
   rc = cmd->run(&r);

@@ -83,6 +83,45 @@ void cli_diag(xpj_severity sev, const char *file, const char *fmt, ...) {
   free(msg);
 }
 
+/* ---- failures ----------------------------------------------------------------- */
+
+/* With --json, a command that fails without printing its document prints
+ * {"error": MESSAGE} instead, with the last error said on stderr. */
+static bool json_wanted, json_printed;
+static char *last_error;
+
+void cli_verror(const char *who, const char *fmt, va_list ap) {
+  va_list again;
+  va_copy(again, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (msg)
+    vsnprintf(msg, (size_t)n + 1, fmt, again);
+  va_end(again);
+  fprintf(stderr, "%s%s%s: %s\n", cli_prog, who && *who ? " " : "",
+          who ? who : "", msg ? msg : "out of memory");
+  free(last_error);
+  last_error = msg;
+}
+
+void cli_error(const char *who, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  cli_verror(who, fmt, ap);
+  va_end(ap);
+}
+
+void cli_json_wanted(void) { json_wanted = true; }
+
+int cli_json_finish(int rc) {
+  if (rc && json_wanted && !json_printed)
+    cli_json_print(json_pack("{s:o}", "error",
+                             cli_jstr(last_error ? last_error : "failed")));
+  free(last_error);
+  last_error = NULL;
+  return rc;
+}
+
 /* ---- UTF-8 ------------------------------------------------------------------ */
 
 /* The length of the well-formed UTF-8 sequence at s (Unicode table 3-7:
@@ -258,15 +297,16 @@ bool cli_jset(json_t *o, const char *key, json_t *v) {
 
 int cli_json_print(json_t *doc) {
   if (!doc) {
-    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    cli_error(NULL, "out of memory");
     return EXIT_INPUT;
   }
+  json_printed = true;
   int rc = json_dumpf(doc, stdout, JSON_REAL_PRECISION(15)) == 0 &&
                    fputc('\n', stdout) != EOF && fflush(stdout) == 0
                ? 0
                : EXIT_INPUT;
   json_decref(doc);
   if (rc)
-    fprintf(stderr, "%s: cannot write the JSON output\n", cli_prog);
+    cli_error(NULL, "cannot write the JSON output");
   return rc;
 }

@@ -575,12 +575,12 @@ static int cmd_devices(int argc, char **argv) {
     return a.exited ? a.status : rc;
   xpj_context *ctx;
   if (xpj_context_create(NULL, &ctx) != XPJ_OK) {
-    fprintf(stderr, "%s: %s\n", cli_prog, xpj_last_error());
+    cli_error(NULL, "%s", xpj_last_error());
     return EXIT_INPUT;
   }
   unsigned n = 0;
   if (xpj_device_list(ctx, filter, NULL, 0, &n) != XPJ_OK) {
-    fprintf(stderr, "%s: %s\n", cli_prog, xpj_last_error());
+    cli_error(NULL, "%s", xpj_last_error());
     xpj_context_destroy(ctx);
     return EXIT_USAGE;
   }
@@ -588,7 +588,7 @@ static int cmd_devices(int argc, char **argv) {
   xpj_device *def = NULL;
   xpj_device_select(ctx, NULL, &def);
   if (!devs || xpj_device_list(ctx, filter, devs, n, &n) != XPJ_OK) {
-    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    cli_error(NULL, "out of memory");
     rc = EXIT_INPUT;
   } else if (json) {
     rc = devices_json(ctx, devs, n, def);
@@ -799,5 +799,5 @@ int main(int argc, char **argv) {
   }
   int n;
   char **rest = cli_rest(&a, &n);
-  return finish_stdout(c->run(n, rest));
+  return finish_stdout(cli_json_finish(c->run(n, rest)));
 }
