@@ -227,4 +227,17 @@ for sub in stats stop; do
   [ $rc -eq 1 ] && grep -q '^{"error": "xpjitd is not running: ' "$tmp/out" ||
     fail "daemon $sub --json without a daemon: exit $rc: '$(cat "$tmp/out")'"
 done
+# stop --timeout 0 asks and does not wait: it says so, exit 0 (it said
+# "did not stop", exit 1, of a daemon that stopped)
+"$D" --socket "$S" --log "$tmp/log" >/dev/null || fail "xpjitd (stop --timeout 0) did not start"
+"$CLI" daemon stop --socket "$S" --timeout 0 >"$tmp/out" 2>&1 ||
+  fail "stop --timeout 0: exit $?: $(cat "$tmp/out")"
+grep -q "^xpjitd (pid [0-9]*) asked to stop$" "$tmp/out" || fail "stop --timeout 0: $(cat "$tmp/out")"
+i=0
+while [ -e "$S" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -e "$S" ] && fail "stop --timeout 0: the daemon did not stop"
+"$D" --socket "$S" --log "$tmp/log" >/dev/null || fail "xpjitd (stop --timeout 0 --json) did not start"
+"$CLI" daemon stop --socket "$S" --timeout 0 --json | grep -q '^{"sent": true, "pid": [0-9]*}$' ||
+  fail "stop --timeout 0 --json"
+"$CLI" daemon stop --socket "$S" --timeout 10 >/dev/null 2>&1
 echo "daemon_cli: ok"

@@ -24,11 +24,12 @@ static void usage(FILE *out) {
           "  status   is xpjitd running? its pid, versions, socket and cache\n"
           "  stats    its statistics (requests, hits, compiles, workers, ...)\n"
           "  stop     ask it to shut down and wait until it has (--timeout, "
-          "default 30 s)\n"
+          "default 30 s;\n"
+          "           0: do not wait)\n"
           "\n"
           "  --socket PATH   the daemon's socket\n"
           "  --json          one JSON document on standard output\n"
-          "  --timeout S     stop: how long to wait\n"
+          "  --timeout S     stop: how long to wait (0: not at all)\n"
           "  --color=WHEN    colour: auto (a terminal, without NO_COLOR), "
           "always, never\n"
           "\n"
@@ -189,6 +190,27 @@ static int daemon_stats(const daemon_req *r) {
   return rc;
 }
 
+/* Whether xpjitd (pid) has stopped within timeout seconds: its socket
+ * gone or refusing, and the process exited (running compiles get the
+ * daemon's grace period). */
+static bool stopped_within(const char *path, uint64_t pid, double timeout) {
+  uint64_t until = xpd_now_ms() + (uint64_t)(timeout * 1000);
+  struct stat sb;
+  char err[512];
+  while (xpd_now_ms() < until) {
+    int t = stat(path, &sb) == 0
+                ? xpd_connect(path, 500, err, sizeof err, NULL, NULL)
+                : -1;
+    if (t >= 0)
+      close(t);
+    else if (!alive(pid))
+      return true;
+    usleep(50000);
+  }
+  return false;
+}
+
+/* stop: the request, then (unless --timeout 0) the wait for the exit. */
 static int daemon_stop(const daemon_req *r) {
   uint8_t *pl = NULL;
   uint32_t len = 0;
@@ -200,32 +222,17 @@ static int daemon_stop(const daemon_req *r) {
   free(pl);
   if (rc)
     return rc;
-  /* it has stopped when the socket is gone or refuses and the process has
-   * exited (running compiles get the daemon's grace period) */
-  uint64_t until = xpd_now_ms() + (uint64_t)(r->timeout * 1000);
-  bool gone = false;
-  struct stat sb;
-  char err[512];
-  while (!gone && xpd_now_ms() < until) {
-    int t = stat(r->path, &sb) == 0
-                ? xpd_connect(r->path, 500, err, sizeof err, NULL, NULL)
-                : -1;
-    if (t < 0)
-      gone = !alive(pid);
-    else
-      close(t);
-    if (!gone)
-      usleep(50000);
-  }
-  if (!gone) {
-    cli_error(NULL, "xpjitd (pid %llu) did not stop within %.0f s",
+  bool wait = r->timeout > 0;
+  if (wait && !stopped_within(r->path, pid, r->timeout)) {
+    cli_error(NULL, "xpjitd (pid %llu) did not stop within %g s",
               (unsigned long long)pid, r->timeout);
     return 1;
   }
   if (r->json)
-    return cli_json_print(json_pack("{s:b, s:o}", "stopped", 1, "pid",
-                                    cli_jint(pid)));
-  printf("xpjitd (pid %llu) stopped\n", (unsigned long long)pid);
+    return cli_json_print(json_pack("{s:b, s:o}", wait ? "stopped" : "sent",
+                                    1, "pid", cli_jint(pid)));
+  printf("xpjitd (pid %llu) %s\n", (unsigned long long)pid,
+         wait ? "stopped" : "asked to stop");
   return 0;
 }
 
