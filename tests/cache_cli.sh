@@ -421,5 +421,12 @@ json_error 2 "$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target gpu -
 XPJIT_LIBDEVICE=/nonexistent json_error 1 "$CLI" bundle build examples/math.xpk --kernel math_table \
   --dtype T=f32 --target ptx:sm_90 -o "$T/x.xpb" --json
 grep -q "compiles failed" "$T/j" || bad "bundle build --json of a failed compile: $(cat "$T/j")"
+# verify's bad: lines name a foreign kernel without its control bytes
+# (an escape sequence and a newline reached the terminal raw)
+"$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target cpu -o "$T/v.xpb" 2>/dev/null
+sqlite3 "$T/v.xpb" "UPDATE entries SET kernel = 'K' || char(27) || ']0;pwned' || char(7) || char(10) || 'x', data = zeroblob(64)"
+"$CLI" bundle verify "$T/v.xpb" >"$T/o" 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "^bad: entry [0-9a-f]* (K?\]0;pwned??x T=f32): " "$T/o" &&
+  ! LC_ALL=C grep -q "$(printf '\033')" "$T/o" || { bad "bundle verify: a foreign kernel name (exit $rc)"; cat -v "$T/o"; }
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

@@ -181,11 +181,14 @@ typedef struct findings {
 
 static void verify_line(void *ud, const char *msg) {
   findings *f = ud;
-  if (f->json)
+  if (f->json) {
     json_array_append_new(f->list, cli_jstr(msg));
-  else
-    printf("%sbad:%s %s\n", cli_sgr(stdout, SGR_RED),
-           cli_sgr(stdout, SGR_RESET), msg);
+    return;
+  }
+  /* a foreign file's kernel name: never raw to the terminal */
+  printf("%sbad:%s ", cli_sgr(stdout, SGR_RED), cli_sgr(stdout, SGR_RESET));
+  cli_print_clean(msg);
+  printf("\n");
 }
 
 /* xpj_cache_verify into f; EXIT_INPUT when it could not run. */
