@@ -428,5 +428,15 @@ sqlite3 "$T/v.xpb" "UPDATE entries SET kernel = 'K' || char(27) || ']0;pwned' ||
 "$CLI" bundle verify "$T/v.xpb" >"$T/o" 2>&1; rc=$?
 [ $rc = 1 ] && grep -q "^bad: entry [0-9a-f]* (K?\]0;pwned??x T=f32): " "$T/o" &&
   ! LC_ALL=C grep -q "$(printf '\033')" "$T/o" || { bad "bundle verify: a foreign kernel name (exit $rc)"; cat -v "$T/o"; }
+# --ndim repeated adds up, as --dtype does (it kept only the last); an
+# empty item or a rank given twice is a usage error
+"$CLI" bundle build examples/axpy.xpk --kernel axpy --dtype T=f32 --ndim 1 --ndim 3 --target cpu \
+  -o "$T/n.xpb" 2>"$T/e" || bad "bundle build --ndim 1 --ndim 3: $(cat "$T/e")"
+grep -q "2 kernels (2 compiled" "$T/e" || bad "bundle build --ndim 1 --ndim 3: $(cat "$T/e")"
+for n in 1,,2 1, 2,2 "1 --ndim 1"; do
+  # shellcheck disable=SC2086
+  "$CLI" bundle build examples/axpy.xpk --kernel axpy --dtype T=f32 --ndim $n --target cpu -o "$T/n.xpb" >/dev/null 2>&1
+  [ $? = 2 ] || bad "bundle build --ndim $n: not a usage error"
+done
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

@@ -798,27 +798,33 @@ static void usage_bundle(FILE *out) {
 typedef struct build_req {
   const char *files[MAX_FILES], *kernels[MAX_KERNELS], *outpath;
   unsigned nfiles, nkernels, nd, ntargets, jobs;
-  unsigned ndims[8];
+  unsigned ndims[XPJ_MAX_RANK]; /* each rank once */
   char *targets[MAX_LIST]; /* malloc'd */
   cli_bindings bs;
   xpj_compile_opts o;
   bool keep_going, json;
 } build_req;
 
-/* --ndim 1,2,3 */
+/* --ndim 1,2,3; repeated, the lists add up (as --dtype's do). An empty
+ * item or a rank given twice is a usage error. */
 static int ndim_list(const cli_args *a, build_req *b) {
-  char buf[64];
-  snprintf(buf, sizeof buf, "%s", a->arg);
-  b->nd = 0;
-  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t;
-       t = strtok_r(NULL, ",", &save)) {
+  for (const char *p = a->arg;;) {
+    size_t n = strcspn(p, ",");
+    char item[16];
     long x;
-    if (!cli_number(t, 1, XPJ_MAX_RANK, &x) || b->nd == 8)
-      return cli_bad_value(a, "--ndim takes 1..%d, not '%s'", XPJ_MAX_RANK,
-                           t);
+    snprintf(item, sizeof item, "%.*s", (int)n, p);
+    if (n >= sizeof item || !cli_number(item, 1, XPJ_MAX_RANK, &x))
+      return cli_bad_value(a, "--ndim takes ranks 1 to %d separated by "
+                              "commas, not '%s'", XPJ_MAX_RANK, a->arg);
+    for (unsigned i = 0; i < b->nd; i++)
+      if (b->ndims[i] == (unsigned)x)
+        return cli_bad_value(a, "--ndim %s: rank %ld is given twice",
+                             a->arg, x);
     b->ndims[b->nd++] = (unsigned)x;
+    if (!p[n])
+      return 0;
+    p += n + 1; /* the item after the comma */
   }
-  return b->nd ? 0 : cli_bad_value(a, "--ndim is empty");
 }
 
 /* Whether a --target item starts a target of its own: it names a kind
