@@ -438,5 +438,12 @@ for n in 1,,2 1, 2,2 "1 --ndim 1"; do
   "$CLI" bundle build examples/axpy.xpk --kernel axpy --dtype T=f32 --ndim $n --target cpu -o "$T/n.xpb" >/dev/null 2>&1
   [ $? = 2 ] || bad "bundle build --ndim $n: not a usage error"
 done
+# a file given twice, by one name or two, is a usage error (its kernels
+# were compiled and counted twice)
+for twice in "examples/saxpy.xpk examples/saxpy.xpk" "examples/saxpy.xpk ./examples/../examples/saxpy.xpk"; do
+  # shellcheck disable=SC2086
+  "$CLI" bundle build $twice --dtype T=f32 --target cpu -o "$T/d.xpb" >/dev/null 2>"$T/e"
+  [ $? = 2 ] && grep -q "are the same file" "$T/e" || bad "bundle build $twice: $(cat "$T/e")"
+done
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

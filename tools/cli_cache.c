@@ -1276,9 +1276,14 @@ static int bundle_build(int argc, char **argv) {
     rc = build_option(&a, k, b);
   if (!rc && !a.exited && (!b->nfiles || !b->ntargets || !b->outpath))
     rc = cli_usage_error(&a, "needs FILE..., --target and -o");
-  for (unsigned i = 0; !rc && !a.exited && i < b->nfiles; i++)
+  for (unsigned i = 0; !rc && !a.exited && i < b->nfiles; i++) {
     if (cli_same_file(b->files[i], b->outpath))
       rc = cli_bad_value(&a, "-o %s is an input file", b->outpath);
+    for (unsigned j = 0; !rc && j < i; j++) /* its kernels twice */
+      if (cli_same_file(b->files[j], b->files[i]))
+        rc = cli_bad_value(&a, "%s and %s are the same file: give it once",
+                           b->files[j], b->files[i]);
+  }
   if (!rc && !a.exited && !b->nd) {
     static const unsigned dflt[] = {1, 2, 3};
     memcpy(b->ndims, dflt, sizeof dflt);
