@@ -159,7 +159,7 @@ const char *cli_sgr(FILE *f, const char *seq);
  * file:line:col, red "error:", magenta "warning:", a green caret. */
 void cli_print_diags(const xpj_diags *d);
 /* One diagnostic of the tool's own, "FILE: error: MESSAGE" (FILE may be
- * NULL), rendered the same way. */
+ * NULL), rendered the same way; an error is kept as cli_error keeps it. */
 void cli_diag(xpj_severity sev, const char *file, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

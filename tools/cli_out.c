@@ -42,6 +42,54 @@ const char *cli_sgr(FILE *f, const char *seq) {
   return cli_colors(f) ? seq : "";
 }
 
+/* ---- failures --------------------------------------------------------------- */
+
+/* fmt with ap (malloc'd; NULL when memory ran out). */
+static char *vformat(const char *fmt, va_list ap) {
+  va_list again;
+  va_copy(again, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (s)
+    vsnprintf(s, (size_t)n + 1, fmt, again);
+  va_end(again);
+  return s;
+}
+
+/* With --json, a command that fails without printing its document prints
+ * {"error": MESSAGE} instead: the last error it said (kept here). */
+static bool json_wanted, json_printed;
+static char *last_error;
+
+static void keep_error(char *msg) {
+  free(last_error);
+  last_error = msg;
+}
+
+void cli_verror(const char *who, const char *fmt, va_list ap) {
+  char *msg = vformat(fmt, ap);
+  fprintf(stderr, "%s%s%s: %s\n", cli_prog, who && *who ? " " : "",
+          who ? who : "", msg ? msg : "out of memory");
+  keep_error(msg);
+}
+
+void cli_error(const char *who, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  cli_verror(who, fmt, ap);
+  va_end(ap);
+}
+
+void cli_json_wanted(void) { json_wanted = true; }
+
+int cli_json_finish(int rc) {
+  if (rc && json_wanted && !json_printed)
+    cli_json_print(json_pack("{s:o}", "error",
+                             cli_jstr(last_error ? last_error : "failed")));
+  keep_error(NULL);
+  return rc;
+}
+
 /* ---- diagnostics ---------------------------------------------------------- */
 
 void cli_print_diags(const xpj_diags *d) {
@@ -65,61 +113,19 @@ void cli_print_diags(const xpj_diags *d) {
 void cli_diag(xpj_severity sev, const char *file, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  char *msg = vformat(fmt, ap);
   va_end(ap);
-  char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
   xpj_diags *d = NULL;
-  if (msg) {
-    va_start(ap, fmt);
-    vsnprintf(msg, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-  }
   if (!msg || xpj_diags_create(&d) != XPJ_OK ||
       xpj_diags_add(d, sev, file, 0, 0, NULL, msg) != XPJ_OK)
     fprintf(stderr, "%s: out of memory\n", cli_prog);
   else
     cli_print_diags(d);
   xpj_diags_destroy(d);
-  free(msg);
-}
-
-/* ---- failures ----------------------------------------------------------------- */
-
-/* With --json, a command that fails without printing its document prints
- * {"error": MESSAGE} instead, with the last error said on stderr. */
-static bool json_wanted, json_printed;
-static char *last_error;
-
-void cli_verror(const char *who, const char *fmt, va_list ap) {
-  va_list again;
-  va_copy(again, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (msg)
-    vsnprintf(msg, (size_t)n + 1, fmt, again);
-  va_end(again);
-  fprintf(stderr, "%s%s%s: %s\n", cli_prog, who && *who ? " " : "",
-          who ? who : "", msg ? msg : "out of memory");
-  free(last_error);
-  last_error = msg;
-}
-
-void cli_error(const char *who, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  cli_verror(who, fmt, ap);
-  va_end(ap);
-}
-
-void cli_json_wanted(void) { json_wanted = true; }
-
-int cli_json_finish(int rc) {
-  if (rc && json_wanted && !json_printed)
-    cli_json_print(json_pack("{s:o}", "error",
-                             cli_jstr(last_error ? last_error : "failed")));
-  free(last_error);
-  last_error = NULL;
-  return rc;
+  if (sev == XPJ_SEV_ERROR)
+    keep_error(msg);
+  else
+    free(msg);
 }
 
 /* ---- UTF-8 ------------------------------------------------------------------ */
