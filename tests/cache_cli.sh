@@ -445,5 +445,12 @@ for twice in "examples/saxpy.xpk examples/saxpy.xpk" "examples/saxpy.xpk ./examp
   "$CLI" bundle build $twice --dtype T=f32 --target cpu -o "$T/d.xpb" >/dev/null 2>"$T/e"
   [ $? = 2 ] && grep -q "are the same file" "$T/e" || bad "bundle build $twice: $(cat "$T/e")"
 done
+# a --const value out of its parameter's range is an input error, as for
+# ir (it was a note, and exit 0)
+printf 'kernel addn<const N: u8>(x: global i32[]) range {\n  let i = global_id(0);\n  if i < size(x) { x[i] = x[i] + i32(N); }\n}\n' >"$T/u8.xpk"
+"$CLI" bundle build "$T/u8.xpk" --const N=3,300 --target cpu -o "$T/u8.xpb" --json >"$T/o" 2>"$T/e"; rc=$?
+[ $rc = 1 ] && grep -q "error: --const N=300: const parameter 'N' of 'addn': 300 is out of range for u8" "$T/e" &&
+  grep -q '^{"error": "--const N=300: ' "$T/o" && [ ! -e "$T/u8.xpb" ] ||
+  bad "bundle build --const N=300 of a u8: exit $rc: $(cat "$T/o" "$T/e")"
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

@@ -121,6 +121,12 @@ void cli_bindings_free(cli_bindings *bs);
 const cli_binding *cli_bindings_for(const cli_bindings *bs, const xpj_func *f,
                                     unsigned i);
 
+/* The value text of --const NAME=TEXT as the type of f's const
+ * parameter NAME (0 when f has none: xpj_specialize reports the name);
+ * EXIT_INPUT, with a diagnostic naming file, when it does not fit. */
+int cli_const_value(const char *name, const char *text, const xpj_func *f,
+                    const char *kernel, const char *file, int64_t *out);
+
 /* The bindings as xpj_specialize takes them (ir, emit). */
 typedef struct cli_spec {
   xpj_spec spec;

@@ -356,19 +356,17 @@ const cli_binding *cli_bindings_for(const cli_bindings *bs, const xpj_func *f,
   return NULL;
 }
 
-/* The value of --const NAME=TEXT as the type of kernel's parameter NAME
- * (0 when it has none: xpj_specialize reports the name). */
-static int const_value(const cli_binding *b, const xpj_func *f,
-                       const char *kernel, const char *file, int64_t *out) {
+int cli_const_value(const char *name, const char *text, const xpj_func *f,
+                    const char *kernel, const char *file, int64_t *out) {
   *out = 0;
   for (unsigned j = 0; f && j < xpj_func_const_count(f); j++) {
-    if (strcmp(xpj_func_const_name(f, j), b->name))
+    if (strcmp(xpj_func_const_name(f, j), name))
       continue;
     char err[160];
-    if (xpj_const_parse(b->values[0], xpj_func_const_type(f, j), out, err,
+    if (xpj_const_parse(text, xpj_func_const_type(f, j), out, err,
                         sizeof err) != XPJ_OK) {
       cli_diag(XPJ_SEV_ERROR, file, "--const %s=%s: const parameter '%s' "
-               "of '%s': %s", b->name, b->values[0], b->name, kernel, err);
+               "of '%s': %s", name, text, name, kernel, err);
       return EXIT_INPUT;
     }
   }
@@ -385,7 +383,8 @@ int cli_bindings_spec(const cli_bindings *bs, const xpj_module *m,
     const cli_binding *b = &bs->b[i];
     if (b->is_const) {
       out->const_names[nc] = b->name;
-      if (const_value(b, f, kernel, file, &out->const_values[nc]))
+      if (cli_const_value(b->name, b->values[0], f, kernel, file,
+                          &out->const_values[nc]))
         return EXIT_INPUT;
       nc++;
     } else if (*b->name) {

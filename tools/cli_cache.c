@@ -999,9 +999,11 @@ static void add_job(jobs *js, const job *j) {
 }
 
 /* The jobs of kernel kn of prog: every combination of its bindings, ranks
- * and targets; false (and a note) when the bindings do not cover it. */
-static bool plan_kernel(const build_req *b, xpj_program *prog,
-                        const char *file, const char *kn, jobs *js) {
+ * and targets; none (and a note) when the bindings do not cover it. 0, or
+ * EXIT_INPUT when a --const value does not fit its parameter's type (as
+ * for ir: an error of the input, not a combination to skip). */
+static int plan_kernel(const build_req *b, xpj_program *prog,
+                       const char *file, const char *kn, jobs *js) {
   const xpj_func *f = xpj_module_find(xpj_program_module(prog), kn);
   unsigned nt = xpj_func_generic_count(f);
   const cli_binding *lists[XPJ_MAX_TPARAMS + XPJ_MAX_CPARAMS];
@@ -1011,7 +1013,7 @@ static bool plan_kernel(const build_req *b, xpj_program *prog,
   if (b->bs.positional && given > xpj_func_tparam_count(f)) {
     fprintf(stderr, "%s: skipping kernel %s: it takes %u type parameters, "
             "--dtype gives %u\n", file, kn, xpj_func_tparam_count(f), given);
-    return false;
+    return 0;
   }
   for (unsigned t = 0; t < nt; t++) { /* in declaration order */
     int is_const = 0, gi = xpj_func_generic_at(f, t, &is_const);
@@ -1022,8 +1024,13 @@ static bool plan_kernel(const build_req *b, xpj_program *prog,
               is_const ? "const" : "type",
               is_const ? xpj_func_const_name(f, (unsigned)gi)
                        : xpj_func_tparam_name(f, (unsigned)gi));
-      return false;
+      return 0;
     }
+    int64_t v;
+    for (unsigned i = 0; is_const && i < lists[t]->n; i++)
+      if (cli_const_value(lists[t]->name, lists[t]->values[i], f, kn, file,
+                          &v))
+        return EXIT_INPUT;
   }
   bool generic = xpj_func_has_generic_rank(f);
   unsigned idx[XPJ_MAX_TPARAMS + XPJ_MAX_CPARAMS] = {0};
@@ -1050,7 +1057,7 @@ static bool plan_kernel(const build_req *b, xpj_program *prog,
     while (t < nt && ++idx[t] == lists[t]->n)
       idx[t++] = 0;
     if (t == nt)
-      return true;
+      return 0;
   }
 }
 
@@ -1070,8 +1077,9 @@ static int plan(const build_req *b, xpj_context *ctx, xpj_program **progs,
       for (unsigned q = 0; q < b->nkernels; q++)
         if (!strcmp(b->kernels[q], kn))
           want = used[q] = true;
-      if (want)
-        plan_kernel(b, progs[fi], b->files[fi], kn, js);
+      int rc = want ? plan_kernel(b, progs[fi], b->files[fi], kn, js) : 0;
+      if (rc)
+        return rc;
     }
   }
   for (unsigned q = 0; q < b->nkernels; q++)
