@@ -195,8 +195,9 @@ static unsigned distance(const char *a, const char *b) {
   return row[n];
 }
 
-void xpj_env_unknown(char *buf, size_t size) {
-  size_t len = 0;
+size_t xpj_env_unknown(char *buf, size_t size) {
+  size_t len = 0; /* of the whole list */
+  bool cut = false;
   if (size)
     buf[0] = 0;
   for (char **e = environ; e && *e; e++) {
@@ -218,14 +219,22 @@ void xpj_env_unknown(char *buf, size_t size) {
       if (d < best)
         best = d, near = xpj_env_vars[i].name;
     }
-    int w = near ? snprintf(buf + len, size - len, "%s%s (did you mean %s?)",
+    /* written while whole names fit; counted to the end */
+    char *to = cut || !buf ? NULL : buf + len;
+    size_t room = cut ? 0 : size - len;
+    int w = near ? snprintf(to, room, "%s%s (did you mean %s?)",
                             len ? ", " : "", name, near)
-                 : snprintf(buf + len, size - len, "%s%s", len ? ", " : "",
-                            name);
-    if (w < 0 || (size_t)w >= size - len)
+                 : snprintf(to, room, "%s%s", len ? ", " : "", name);
+    if (w < 0)
       break;
+    if (!cut && (size_t)w >= room) {
+      cut = true;
+      if (room)
+        *to = 0;
+    }
     len += (size_t)w;
   }
+  return len;
 }
 
 /* ---- the log ---------------------------------------------------------- */

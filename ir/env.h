@@ -49,8 +49,10 @@ int xpj_env_word(const char *name, const char *const *words);
 int xpj_env_bool(const char *name, int dflt);
 
 /* The XPJIT_* names of environ not in the table, ", "-separated, in buf
- * ("" when none); each with the known name it most resembles. */
-void xpj_env_unknown(char *buf, size_t size);
+ * ("" when none); each with the known name it most resembles. Like
+ * snprintf, returns the length of the whole list; a buffer too small
+ * holds the names that fit whole. */
+size_t xpj_env_unknown(char *buf, size_t size);
 
 /* ---- the log ---------------------------------------------------------- */
 

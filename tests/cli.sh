@@ -446,5 +446,11 @@ expect 1 "$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target cp
 # devices --json with a malformed filter: the error as JSON on stdout
 expect 2 "$CLI" devices 'cuda:x;;' --json
 grep -q '^{"error": "device filter .*unknown device' "$tmp/out" || { echo "FAIL: devices --json: '$(cat "$tmp/out")'"; fail=1; }
+# env lists every unknown XPJIT_* name, however many (cut at 2048 bytes)
+names=$(i=0; while [ $i -lt 120 ]; do echo "XPJIT_NOT_A_VARIABLE_NUMBER_$i=1"; i=$((i + 1)); done)
+# shellcheck disable=SC2086
+expect 1 env $names "$CLI" env
+[ "$(grep '^not read by xpjit: ' "$tmp/out" | tr ',' '\n' | grep -c XPJIT_NOT_A_VARIABLE_NUMBER_)" = 120 ] ||
+  { echo "FAIL: env: not every unknown name listed: $(wc -c <"$tmp/out") bytes"; fail=1; }
 [ $fail -eq 0 ] && echo "cli: all checks passed"
 exit $fail

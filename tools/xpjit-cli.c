@@ -652,13 +652,18 @@ static int env_list(bool all) {
     printf("    %s. Values: %s.%s%s\n", v->effect, v->values,
            ours ? "" : " Read by: ", ours ? "" : v->reader);
   }
-  char unknown[2048];
-  xpj_env_unknown(unknown, sizeof unknown);
-  if (*unknown) {
-    printf("not read by xpjit: %s\n", unknown);
+  size_t n = xpj_env_unknown(NULL, 0);
+  if (!n)
+    return 0;
+  char *unknown = malloc(n + 1);
+  if (!unknown) {
+    cli_error(NULL, "out of memory");
     return EXIT_INPUT;
   }
-  return 0;
+  xpj_env_unknown(unknown, n + 1);
+  printf("not read by xpjit: %s\n", unknown);
+  free(unknown);
+  return EXIT_INPUT;
 }
 
 static int cmd_env(int argc, char **argv) {
