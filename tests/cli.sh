@@ -452,5 +452,11 @@ names=$(i=0; while [ $i -lt 120 ]; do echo "XPJIT_NOT_A_VARIABLE_NUMBER_$i=1"; i
 expect 1 env $names "$CLI" env
 [ "$(grep '^not read by xpjit: ' "$tmp/out" | tr ',' '\n' | grep -c XPJIT_NOT_A_VARIABLE_NUMBER_)" = 120 ] ||
   { echo "FAIL: env: not every unknown name listed: $(wc -c <"$tmp/out") bytes"; fail=1; }
+# --check= (a value left out) is a usage error, not "no checks"
+for c in --check= "--check ''"; do
+  eval "set -- $c"
+  expect 2 "$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target cpu -o "$tmp/x" "$@"
+  grep -q -- "--check takes bounds, all or none, not ''" "$tmp/err" || { echo "FAIL: emit $c: $(cat "$tmp/err")"; fail=1; }
+done
 [ $fail -eq 0 ] && echo "cli: all checks passed"
 exit $fail

@@ -383,8 +383,10 @@ static int cmd_emit(int argc, char **argv) {
     case OPT_FAST_MATH: o.fast_math = 1; break;
     case OPT_FP_CONTRACT: o.fp_contract = 1; break;
     case 'g': o.debug_info = 1; break;
-    case OPT_CHECK:
-      if (xpj_checks_parse(a.arg, &o.checks, err, sizeof err) != XPJ_OK)
+    case OPT_CHECK: /* "" is XPJIT_CHECK unset; here a value left out */
+      if (!*a.arg)
+        rc = cli_bad_value(&a, "--check takes bounds, all or none, not ''");
+      else if (xpj_checks_parse(a.arg, &o.checks, err, sizeof err) != XPJ_OK)
         rc = cli_bad_value(&a, "%s", err);
       break;
     case OPT_NO_ISOLATE: o.isolation = XPJ_ISOLATE_NONE; break;
