@@ -1193,9 +1193,10 @@ static int recover(xpj_cache *c, int why) {
 
 static void drop_later(xpj_cache *c, const char *digest);
 
-/* The handle is in a lower mode than it was opened for: one warning, and
- * the reason kept for xpj_cache_problem. Puts still waiting to be written
- * never will be: they go. */
+/* The handle is in a lower mode than it was opened for: one warning (the
+ * reason, and what a program does now), and the reason kept for
+ * xpj_cache_problem (a tool that reports it compiles nothing). Puts still
+ * waiting to be written never will be: they go. */
 static void lower_mode(xpj_cache *c, xpj_cache_mode mode, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void lower_mode(xpj_cache *c, xpj_cache_mode mode, const char *fmt,
@@ -1204,7 +1205,11 @@ static void lower_mode(xpj_cache *c, xpj_cache_mode mode, const char *fmt,
   va_start(ap, fmt);
   vsnprintf(c->problem, sizeof c->problem, fmt, ap);
   va_end(ap);
-  warnf(c, "%s", c->problem);
+  warnf(c, "%s; %s", c->problem,
+        mode == XPJ_CACHE_MODE_OFF
+            ? "compiling without caching"
+            : "using it read-only (what is compiled from now on is not "
+              "stored)");
   c->mode = mode;
   drop_later(c, NULL);
   if (mode == XPJ_CACHE_MODE_OFF)
@@ -1219,8 +1224,7 @@ static int start_over(xpj_cache *c, int why) {
   int rc = replace_file(c, why);
   unlock_file(fd);
   if (rc != SQLITE_OK)
-    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; compiling without "
-               "caching", c->path, rc_str(rc));
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s", c->path, rc_str(rc));
   return rc;
 }
 
@@ -1228,9 +1232,7 @@ static int start_over(xpj_cache *c, int why) {
 static void degrade(xpj_cache *c, int rc, const char *what) {
   if (c->mode != XPJ_CACHE_MODE_RW)
     return;
-  lower_mode(c, XPJ_CACHE_MODE_RO,
-             "cache %s: %s failed (%s); using it read-only (what is "
-             "compiled from now on is not stored)", c->path, what,
+  lower_mode(c, XPJ_CACHE_MODE_RO, "cache %s: %s failed (%s)", c->path, what,
              rc_str(rc));
 }
 
@@ -1373,13 +1375,13 @@ static bool setup_key(xpj_cache *c) {
   if (k == KEY_OK)
     return true;
   if (k == KEY_REFUSED)
-    lower_mode(c, XPJ_CACHE_MODE_OFF, "refusing the cache %s: %s; compiling "
-               "without caching", c->path, why);
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "refusing the cache %s: %s", c->path,
+               why);
   else if (!rw && !had_rows)
     c->mode = XPJ_CACHE_MODE_OFF; /* nothing there to read: no problem */
   else
     lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; its entries cannot be "
-               "verified, compiling without caching", c->path,
+               "verified", c->path,
                k == KEY_ABSENT ? "it has no key (.key file)" : why);
   return false;
 }
@@ -1422,8 +1424,8 @@ static bool ready_to_open(xpj_cache *c) {
   if (err == ENOENT && c->mode == XPJ_CACHE_MODE_RW) { /* made only now */
     if (mkdirs(dir) != 0) {
       lower_mode(c, XPJ_CACHE_MODE_OFF,
-                 "cannot create the cache directory %s (%s); compiling "
-                 "without caching", dir, strerror(errno));
+                 "cannot create the cache directory %s (%s)", dir,
+                 strerror(errno));
       return false;
     }
     err = resolve(c, false);
@@ -1433,18 +1435,18 @@ static bool ready_to_open(xpj_cache *c) {
     return false;
   }
   if (err) {
-    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: its directory: %s; "
-               "compiling without caching", c->path, strerror(err));
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: its directory: %s", c->path,
+               strerror(err));
     return false;
   }
   if (!trusted_cache(c, why, sizeof why)) {
-    lower_mode(c, XPJ_CACHE_MODE_OFF, "refusing the cache %s: %s; compiling "
-               "without caching", c->path, why);
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "refusing the cache %s: %s", c->path,
+               why);
     return false;
   }
   if (access(c->path, R_OK) != 0 && errno != ENOENT) {
-    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s cannot be read (%s); "
-               "compiling without caching", c->path, strerror(errno));
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s cannot be read (%s)",
+               c->path, strerror(errno));
     return false;
   }
   return setup_key(c);
@@ -1699,17 +1701,14 @@ static void open_user_file(xpj_cache *c) {
     /* cannot write here: read what is there, if anything */
     int rc2 = open_for_reading(c);
     lower_mode(c, rc2 == SQLITE_OK ? XPJ_CACHE_MODE_RO : XPJ_CACHE_MODE_OFF,
-               "cache %s cannot be written (%s); %s", c->path, rc_str(rc),
-               rc2 == SQLITE_OK ? "using it read-only"
-                                : "compiling without caching");
+               "cache %s cannot be written (%s)", c->path, rc_str(rc));
   } else if (!rw && is_env(rc) && db_open_frozen(c) == SQLITE_OK) {
     return; /* read-only as asked */
   } else if (!rw && rc == SQLITE_CANTOPEN && lstat(c->path, &sb) != 0 &&
              errno == ENOENT) {
     c->mode = XPJ_CACHE_MODE_OFF; /* nothing there to read: no problem */
   } else {
-    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; compiling without "
-               "caching%s", c->path, rc_str(rc),
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s%s", c->path, rc_str(rc),
                is_damage(rc) ? " (opened read-write, for example by "
                                "'xpjit-cli cache verify --repair', it is "
                                "moved aside and replaced)"
@@ -1749,9 +1748,7 @@ static int to_writable(xpj_cache *c) {
   int rc2 = c->db ? SQLITE_OK : open_for_reading(c);
   if (is_env(rc) || rc2 != SQLITE_OK)
     lower_mode(c, rc2 == SQLITE_OK ? XPJ_CACHE_MODE_RO : XPJ_CACHE_MODE_OFF,
-               "cache %s cannot be written (%s); %s", c->path, rc_str(rc),
-               rc2 == SQLITE_OK ? "using it read-only"
-                                : "compiling without caching");
+               "cache %s cannot be written (%s)", c->path, rc_str(rc));
   return rc;
 }
 
@@ -3085,8 +3082,8 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
           warnf(c, "bundle %s: lookup failed (%s); compiling instead",
                 c->path, rc_str(rc));
         else
-          lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: lookup failed (%s); "
-                     "compiling without caching", c->path, rc_str(rc));
+          lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: lookup failed (%s)",
+                     c->path, rc_str(rc));
       }
       if (!c->bundle && count)
         c->pending.l2_misses++;

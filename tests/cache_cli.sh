@@ -452,5 +452,15 @@ printf 'kernel addn<const N: u8>(x: global i32[]) range {\n  let i = global_id(0
 [ $rc = 1 ] && grep -q "error: --const N=300: const parameter 'N' of 'addn': 300 is out of range for u8" "$T/e" &&
   grep -q '^{"error": "--const N=300: ' "$T/o" && [ ! -e "$T/u8.xpb" ] ||
   bad "bundle build --const N=300 of a u8: exit $rc: $(cat "$T/o" "$T/e")"
+# a refused cache: every command working on it says so once, as the
+# cache's state, not as a program's ("compiling without caching"), exit 1
+mkdir -m 1777 "$T/refused"
+for c in ls stats "stats --zero" verify clear prune "show abcd" "export $T/r.xpb" "import $T/tl.xpb"; do
+  case $c in import*) g=bundle ;; *) g=cache ;; esac
+  # shellcheck disable=SC2086
+  XPJIT_CACHE_DIR="$T/refused" "$CLI" $g $c >"$T/o" 2>&1; rc=$?
+  [ $rc = 1 ] && [ "$(grep -c "refusing the cache $T/refused/cache-v2.db" "$T/o")" = 1 ] &&
+    ! grep -q "compiling without caching" "$T/o" || { bad "$g $c of a refused cache: exit $rc:"; cat "$T/o"; }
+done
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

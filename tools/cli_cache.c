@@ -91,9 +91,44 @@ static void label(const char *l, int w) {
          cli_sgr(stdout, SGR_RESET), pad > 0 ? pad : 0, "");
 }
 
+/* The library's warnings, on stderr. While a command opens the user
+ * cache they are held (open_held): the one that turns the cache off or
+ * read-only says the problem that the command reports, and is not said
+ * twice. */
+static struct {
+  bool hold;
+  unsigned n;
+  char *msg[8];
+} held;
+
 static void warn_cb(void *ud, const char *msg) {
   (void)ud;
+  if (held.hold && held.n < sizeof held.msg / sizeof *held.msg &&
+      (held.msg[held.n] = strdup(msg)) != NULL) {
+    held.n++;
+    return;
+  }
   fprintf(stderr, "%s: warning: %s\n", cli_prog, msg);
+}
+
+/* xpj_cache_open of the user cache, its warnings held and then printed,
+ * but for the one of its problem (xpj_cache_problem): a command reports
+ * that itself, as the cache's state ("refusing the cache ..."), never as
+ * a program's ("...; compiling without caching"). */
+static xpj_status open_held(const xpj_cache_config *cfg, xpj_cache **c) {
+  held.hold = true;
+  xpj_status st = xpj_cache_open(cfg, c);
+  held.hold = false;
+  char problem[4600] = "";
+  if (st == XPJ_OK)
+    xpj_cache_problem(*c, problem, sizeof problem);
+  for (unsigned i = 0; i < held.n; i++) {
+    if (!*problem || strncmp(held.msg[i], problem, strlen(problem)) != 0)
+      warn_cb(NULL, held.msg[i]);
+    free(held.msg[i]);
+  }
+  held.n = 0;
+  return st;
 }
 
 /* ---- entries: listed, shown, verified (cache and bundle) ------------------- */
@@ -269,9 +304,25 @@ static int open_cache(const cache_req *r, xpj_cache_mode mode,
     return EXIT_INPUT;
   }
   xpj_cache_config cfg = {.path = r->path, .mode = mode, .warn = warn_cb};
-  if (xpj_cache_open(&cfg, c) == XPJ_OK)
+  if (open_held(&cfg, c) == XPJ_OK)
     return 0;
   cli_error("cache", "%s", xpj_cache_last_error());
+  return EXIT_INPUT;
+}
+
+/* Opens the cache for a subcommand that reads its entries (ls, show,
+ * export), as XPJIT_CACHE says: one that is off is an error that says why
+ * (refused, unusable). Off for no reason, there is nothing to read: no
+ * entries. */
+static int open_entries(const cache_req *r, const char *who,
+                        xpj_cache **c) {
+  int rc = open_cache(r, XPJ_CACHE_MODE_DEFAULT, c);
+  char problem[4600];
+  if (rc || xpj_cache_mode_of(*c) != XPJ_CACHE_MODE_OFF ||
+      !xpj_cache_problem(*c, problem, sizeof problem))
+    return rc;
+  cli_error(who, "%s", problem);
+  xpj_cache_close(*c);
   return EXIT_INPUT;
 }
 
@@ -416,7 +467,7 @@ static int cache_stats(const cache_req *r) {
 /* ls: one line per entry, most recently used first. */
 static int cache_ls(const cache_req *r) {
   xpj_cache *c;
-  int rc = open_cache(r, XPJ_CACHE_MODE_DEFAULT, &c);
+  int rc = open_entries(r, "cache ls", &c);
   if (rc)
     return rc;
   json_t *list = r->json ? json_array() : NULL;
@@ -520,7 +571,7 @@ static int cache_show(const cache_req *r) {
     return EXIT_USAGE;
   }
   xpj_cache *c;
-  int rc = open_cache(r, XPJ_CACHE_MODE_DEFAULT, &c);
+  int rc = open_entries(r, "cache show", &c);
   if (rc)
     return rc;
   xpj_cache_entry e;
@@ -611,7 +662,7 @@ static int cache_clear(const cache_req *r) {
 
 static int cache_export(const cache_req *r) {
   xpj_cache *c;
-  int rc = open_cache(r, XPJ_CACHE_MODE_DEFAULT, &c);
+  int rc = open_entries(r, "cache export", &c);
   if (rc)
     return rc;
   uint64_t n = 0;
@@ -1445,7 +1496,7 @@ static int bundle_import(const bundle_req *r) {
   xpj_cache_config cfg = {.path = r->path, .mode = XPJ_CACHE_MODE_RW,
                           .warn = import_warn_cb};
   xpj_cache *c = NULL;
-  if (xpj_cache_open(&cfg, &c) != XPJ_OK) {
+  if (open_held(&cfg, &c) != XPJ_OK) {
     cli_error("bundle import", "%s", xpj_cache_last_error());
     return EXIT_INPUT;
   }
