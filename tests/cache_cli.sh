@@ -462,5 +462,16 @@ for c in ls stats "stats --zero" verify clear prune "show abcd" "export $T/r.xpb
   [ $rc = 1 ] && [ "$(grep -c "refusing the cache $T/refused/cache-v2.db" "$T/o")" = 1 ] &&
     ! grep -q "compiling without caching" "$T/o" || { bad "$g $c of a refused cache: exit $rc:"; cat "$T/o"; }
 done
+# XPJIT_CACHE=off: ls, show and export say the cache is off, exit 1 (ls
+# said "(no entries)", exit 0); read-only with no file yet, ls has no entries
+for c in ls "show abcd" "export $T/off.xpb"; do
+  # shellcheck disable=SC2086
+  XPJIT_CACHE_DIR="$T/c10" XPJIT_CACHE=off "$CLI" cache $c >"$T/o" 2>&1; rc=$?
+  [ $rc = 1 ] && grep -q "the cache $T/c10/cache-v2.db is off (XPJIT_CACHE=off)" "$T/o" ||
+    bad "XPJIT_CACHE=off cache $c: exit $rc: $(cat "$T/o")"
+done
+mkdir -m 700 "$T/none"
+XPJIT_CACHE_DIR="$T/none" XPJIT_CACHE=ro "$CLI" cache ls >"$T/o" 2>&1 && grep -qx "(no entries)" "$T/o" ||
+  bad "XPJIT_CACHE=ro cache ls with no file: $(cat "$T/o")"
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

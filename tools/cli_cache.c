@@ -7,6 +7,7 @@
  * matched), 2 usage errors.
  */
 #include "cli.h"
+#include "env.h" /* xpj_env_word */
 
 #include <dirent.h>
 #include <errno.h>
@@ -312,16 +313,23 @@ static int open_cache(const cache_req *r, xpj_cache_mode mode,
 
 /* Opens the cache for a subcommand that reads its entries (ls, show,
  * export), as XPJIT_CACHE says: one that is off is an error that says why
- * (refused, unusable). Off for no reason, there is nothing to read: no
- * entries. */
+ * (refused, unusable, or XPJIT_CACHE=off). Off for none of these (read-only
+ * and no file yet), there is nothing to read: no entries. */
 static int open_entries(const cache_req *r, const char *who,
                         xpj_cache **c) {
+  /* the words of XPJIT_CACHE for off (cache.c, env_mode) */
+  static const char *const off[] = {"off", "0", NULL};
   int rc = open_cache(r, XPJ_CACHE_MODE_DEFAULT, c);
-  char problem[4600];
-  if (rc || xpj_cache_mode_of(*c) != XPJ_CACHE_MODE_OFF ||
-      !xpj_cache_problem(*c, problem, sizeof problem))
+  if (rc || xpj_cache_mode_of(*c) != XPJ_CACHE_MODE_OFF)
     return rc;
-  cli_error(who, "%s", problem);
+  char problem[4600];
+  if (xpj_cache_problem(*c, problem, sizeof problem))
+    cli_error(who, "%s", problem);
+  else if (xpj_env_word("XPJIT_CACHE", off) >= 0)
+    cli_error(who, "the cache %s is off (XPJIT_CACHE=%s)", xpj_cache_path(*c),
+              getenv("XPJIT_CACHE"));
+  else
+    return 0;
   xpj_cache_close(*c);
   return EXIT_INPUT;
 }
