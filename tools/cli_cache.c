@@ -93,9 +93,8 @@ static void label(const char *l, int w) {
 }
 
 /* The library's warnings, on stderr. While a command opens the user
- * cache they are held (open_held): the one that turns the cache off or
- * read-only says the problem that the command reports, and is not said
- * twice. */
+ * cache they are held (open_held): the one that turns the cache off says
+ * the problem that the command reports, and is not said twice. */
 static struct {
   bool hold;
   unsigned n;
@@ -113,15 +112,15 @@ static void warn_cb(void *ud, const char *msg) {
 }
 
 /* xpj_cache_open of the user cache, its warnings held and then printed,
- * but for the one of its problem (xpj_cache_problem): a command reports
- * that itself, as the cache's state ("refusing the cache ..."), never as
- * a program's ("...; compiling without caching"). */
+ * but for the one of the problem that turned it off (xpj_cache_problem):
+ * every command reports that itself, as the cache's state ("refusing the
+ * cache ..."), not as a program's ("...; compiling without caching"). */
 static xpj_status open_held(const xpj_cache_config *cfg, xpj_cache **c) {
   held.hold = true;
   xpj_status st = xpj_cache_open(cfg, c);
   held.hold = false;
   char problem[4600] = "";
-  if (st == XPJ_OK)
+  if (st == XPJ_OK && xpj_cache_mode_of(*c) == XPJ_CACHE_MODE_OFF)
     xpj_cache_problem(*c, problem, sizeof problem);
   for (unsigned i = 0; i < held.n; i++) {
     if (!*problem || strncmp(held.msg[i], problem, strlen(problem)) != 0)
