@@ -233,9 +233,10 @@ done
 "$CLI" daemon stop --socket "$S" --timeout 0 >"$tmp/out" 2>&1 ||
   fail "stop --timeout 0: exit $?: $(cat "$tmp/out")"
 grep -q "^xpjitd (pid [0-9]*) asked to stop$" "$tmp/out" || fail "stop --timeout 0: $(cat "$tmp/out")"
+sp=$(sed -n 's/^xpjitd (pid \([0-9]*\)).*/\1/p' "$tmp/out")
 i=0
-while [ -e "$S" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-[ -e "$S" ] && fail "stop --timeout 0: the daemon did not stop"
+while kill -0 "$sp" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -0 "$sp" 2>/dev/null && fail "stop --timeout 0: the daemon did not stop"
 "$D" --socket "$S" --log "$tmp/log" >/dev/null || fail "xpjitd (stop --timeout 0 --json) did not start"
 "$CLI" daemon stop --socket "$S" --timeout 0 --json | grep -q '^{"sent": true, "pid": [0-9]*}$' ||
   fail "stop --timeout 0 --json"
