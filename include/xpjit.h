@@ -133,8 +133,10 @@ void xpj_context_destroy(xpj_context *ctx);
  * lookups try it after the second-level cache and before compiling. A
  * bundle built by another xpjit, LLVM or ABI version, or with no kernels
  * for any device of the context, is not used: XPJ_ERR_UNSUPPORTED with a
- * message that says why. XPJ_ERR_IO / XPJ_ERR_INVALID for a file that is
- * missing or not a bundle. XPJIT_BUNDLE_PATH (files or directories of
+ * message that says why; so is a path the trust check refuses (a
+ * directory, a device, a symbolic link, another user's file, one others
+ * may write: docs/security.md). XPJ_ERR_IO / XPJ_ERR_INVALID for a file
+ * that is missing or not a bundle. XPJIT_BUNDLE_PATH (files or directories of
  * *.xpb, ':'-separated) is loaded at context creation the same way, with
  * warnings instead of errors. */
 xpj_status xpj_context_add_bundle(xpj_context *ctx, const char *path);
@@ -319,7 +321,8 @@ xpj_status xpj_queue_create(xpj_device *dev, const xpj_queue_desc *desc,
 /* Waits for every command, then destroys the queue (errors not yet
  * returned by a wait are dropped). Memory, programs and the context may be
  * released before the commands that use them finish: each is let go when
- * the last command using it is done. */
+ * the last command using it is done. Called from a command of q (a host
+ * task), it would wait for itself: it logs an error and does nothing. */
 void xpj_queue_destroy(xpj_queue *q);
 /* Cancels the queue's unfinished commands, from any thread, and returns
  * at once: commands not yet started fail with XPJ_ERR_CANCELLED; a
@@ -333,7 +336,8 @@ void xpj_queue_destroy(xpj_queue *q);
 xpj_status xpj_queue_cancel(xpj_queue *q);
 /* Waits until every command enqueued so far has finished. Returns the first
  * asynchronous error since the last wait (its message in xpj_last_error),
- * and clears it; XPJ_OK when there was none. */
+ * and clears it; XPJ_OK when there was none. From a command of q itself
+ * (a host task): XPJ_ERR_INVALID, as it would wait for itself. */
 xpj_status xpj_queue_wait(xpj_queue *q);
 xpj_device *xpj_queue_device(const xpj_queue *q);
 
@@ -348,7 +352,8 @@ typedef enum xpj_event_state {
  * receives a new event for the command, which the caller releases. */
 void xpj_event_release(xpj_event *e);
 /* Blocks until the command has finished; returns its status (message in
- * xpj_last_error). */
+ * xpj_last_error). From a command of the same queue that comes before e's
+ * (or is e's), XPJ_ERR_INVALID: it would wait for itself. */
 xpj_status xpj_event_wait(xpj_event *e);
 xpj_event_state xpj_event_query(const xpj_event *e);
 /* Nanoseconds on a monotonic clock at which the command was enqueued,
@@ -359,7 +364,8 @@ xpj_status xpj_event_profile(const xpj_event *e, uint64_t *queued,
 
 /* Copies bytes from src to dst; either may be device, host, shared or
  * (CPU device, or host side of a copy) plain host memory. The ranges must
- * not overlap. */
+ * not overlap; a range must lie within one allocation, or (plain host
+ * memory) enter none: XPJ_ERR_INVALID otherwise. */
 xpj_status xpj_enqueue_copy(xpj_queue *q, void *dst, const void *src,
                             size_t bytes, xpj_event **ev);
 /* Fills bytes at dst with a repeated pattern of pattern_size bytes (1, 2,
@@ -520,7 +526,8 @@ xpj_status xpj_launch(xpj_queue *q, xpj_kernel *k, const xpj_range *r,
 
 /* The work-group size the runtime would use for an nd-range launch of k
  * over global (local zero): fills local[0..ndim), the fastest dimension
- * (the kernel's last) first. */
+ * (the kernel's last) first. XPJ_ERR_INVALID for what xpj_launch refuses
+ * too: an ndim other than the kernel's, a global size of 0. */
 xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
                                     const uint64_t *global, uint64_t *local);
 

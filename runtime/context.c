@@ -145,6 +145,11 @@ xpj_status xpj_context_create(const xpj_context_desc *desc,
     return rt_err(XPJ_ERR_INVALID, "xpj_context_create: unknown checks "
                   "0x%x", desc->checks & ~XPJ_CHECK_ALL);
   }
+  if (desc && (unsigned)desc->cache_mode > XPJ_CACHE_MODE_RW) {
+    free(ctx);
+    return rt_err(XPJ_ERR_INVALID, "xpj_context_create: unknown cache_mode "
+                  "%u", (unsigned)desc->cache_mode);
+  }
   if (chk && xpj_checks_parse(chk, &ctx->checks, cerr, sizeof cerr) != XPJ_OK) {
     free(ctx);
     return rt_err(XPJ_ERR_INVALID, "XPJIT_CHECK=%.64s: %s", chk, cerr);

@@ -459,7 +459,10 @@ static void pool_run(pool *p, job *j) {
     atomic_store(&j->stop, true);
   }
   if (j->l->timeout_ms) {
-    j->deadline_ns = rt_now_ns() + j->l->timeout_ms * 1000000u;
+    uint64_t now = rt_now_ns(), ms = j->l->timeout_ms;
+    /* saturated: a timeout of UINT64_MAX ms is no deadline, not a past one */
+    j->deadline_ns = ms > (UINT64_MAX - now) / 1000000u ? UINT64_MAX
+                                                         : now + ms * 1000000u;
     if (!p->watchdog_started)
       p->watchdog_started =
           pthread_create(&p->watchdog, NULL, watchdog_main, p) == 0;

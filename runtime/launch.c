@@ -209,6 +209,13 @@ xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
                                     const uint64_t *global, uint64_t *local) {
   if (!k || !global || !local || ndim < 1 || ndim > 3)
     return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: bad argument");
+  if (k->dims && ndim != k->dims) /* as xpj_launch refuses it */
+    return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: %u dimensions, "
+                  "but kernel %s is declared with %u", ndim, k->name, k->dims);
+  for (unsigned d = 0; d < ndim; d++)
+    if (global[d] == 0)
+      return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: the global "
+                    "size is 0 in dimension %u", d);
   if (k->reqd_local[0] && ndim == k->dims) {
     memcpy(local, k->reqd_local, ndim * sizeof *local);
     return XPJ_OK;
@@ -429,6 +436,11 @@ static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
     snprintf(buf, sizeof buf, "%u '%s': data %p is in memory that was freed "
              "(xpj_mem_free) and waits for the commands that use it", i, pn,
              a->data);
+    return launch_err(k, "argument ", buf);
+  } else if (rt_mem_entered(k->dev, (void *)first, last - first)) {
+    snprintf(buf, sizeof buf, "%u '%s': the view (bytes [%lld, %lld) from "
+             "data, which is no allocation) runs into an allocation", i, pn,
+             (long long)(lo * (int64_t)es), (long long)(hi * (int64_t)es + es));
     return launch_err(k, "argument ", buf);
   } else if (k->dev->info.backend != XPJ_BACKEND_CPU ||
              rt_mem_other_device(k->dev, a->data)) {
@@ -707,8 +719,11 @@ xpj_status xpj_launch(xpj_queue *q, xpj_kernel *k, const xpj_range *r,
                   !q ? "the queue" : !k ? "the kernel" : "the range");
   if (xpj_queue_device(q) != k->dev)
     return rt_err(XPJ_ERR_INVALID,
-                  "xpj_launch: kernel %s was compiled for %s, the queue is "
-                  "on %s",
+                  xpj_queue_device(q)->ctx != k->dev->ctx
+                      ? "xpj_launch: kernel %s belongs to another context "
+                        "(its %s) than the queue (on %s)"
+                      : "xpj_launch: kernel %s was compiled for %s, the "
+                        "queue is on %s",
                   k->name, k->dev->id, xpj_queue_device(q)->id);
   rt_launch *l;
   xpj_status st = rt_launch_prepare(k, r, nargs, args, &l);

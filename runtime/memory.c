@@ -276,6 +276,22 @@ xpj_status xpj_mem_query(xpj_device *dev, const void *ptr, void **base,
   return XPJ_OK;
 }
 
+xpj_device *rt_mem_entered(xpj_device *dev, const void *p, size_t bytes) {
+  for (unsigned i = 0; i < dev->ctx->nall; i++) {
+    xpj_device *o = dev->ctx->all[i];
+    pthread_mutex_lock(&o->mem_lock);
+    size_t k = upper(o, (uintptr_t)p);
+    bool in = k < o->nallocs && o->allocs[k].base - (uintptr_t)p < bytes;
+    for (size_t r = 0; r < o->nretired && !in; r++)
+      in = o->retired[r].base > (uintptr_t)p &&
+           o->retired[r].base - (uintptr_t)p < bytes;
+    pthread_mutex_unlock(&o->mem_lock);
+    if (in)
+      return o;
+  }
+  return NULL;
+}
+
 xpj_device *rt_mem_other_device(xpj_device *dev, const void *p) {
   rt_alloc a;
   for (unsigned i = 0; i < dev->ctx->nall; i++) {

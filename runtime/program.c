@@ -125,9 +125,14 @@ static xpj_status create(xpj_context *ctx, const char *name, const char *src,
   /* the text is kept for the daemon, so a file is read once, here */
   char *text = NULL;
   size_t tlen = 0;
-  if (path)
+  if (path) {
     text = slurp(path, &tlen);
-  else if ((text = malloc(len + 1))) {
+  } else if (len <= XPJ_MAX_SOURCE) { /* a larger one xpj_parse refuses
+                                         before it reads a byte: no copy */
+    if (!(text = malloc(len + 1))) {
+      xpj_diags_destroy(own);
+      return rt_err(XPJ_ERR_NOMEM, "out of memory");
+    }
     if (len)
       memcpy(text, src, len);
     text[len] = 0;
@@ -137,7 +142,7 @@ static xpj_status create(xpj_context *ctx, const char *name, const char *src,
   if (st == XPJ_OK)
     st = path && !text ? xpj_parse_file(m, path, dd)
                        : xpj_parse(m, path ? path : name ? name : "<source>",
-                                   text ? text : "", tlen, dd);
+                                   text ? text : src, text ? tlen : len, dd);
   if (st != XPJ_OK) {
     diag_error(st, dd, path ? path : name ? name : "<source>");
     xpj_module_destroy(m);
@@ -913,8 +918,9 @@ xpj_status xpj_kernel_get_arg_info(const xpj_kernel *k, unsigned i,
   if (!k || !out)
     return rt_err(XPJ_ERR_INVALID, "xpj_kernel_get_arg_info: NULL argument");
   if (i >= k->nargs)
-    return rt_err(XPJ_ERR_INVALID, "kernel %s has %u arguments, not %u",
-                  k->name, k->nargs, i + 1);
+    return rt_err(XPJ_ERR_INVALID, "kernel %s has %u argument%s: no "
+                  "argument %u (they are counted from 0)", k->name, k->nargs,
+                  k->nargs == 1 ? "" : "s", i);
   const rt_karg *a = &k->args[i];
   *out = (xpj_kernel_arg_info){a->name, a->kind, a->dtype, a->rank,
                                a->is_const};

@@ -72,7 +72,14 @@ struct xpj_queue {
 
 /* ---- events --------------------------------------------------------- */
 
-static xpj_event *event_new(bool profiling) {
+/* Commands this thread is running (a host task that waits runs inside
+ * one): no thread helps from inside a command (help_ok). */
+static _Thread_local unsigned in_command;
+/* The queue whose command this thread runs (NULL: none): waiting for that
+ * queue from inside its own command would wait for itself. */
+static _Thread_local const xpj_queue *command_queue;
+
+static xpj_event *event_new(const xpj_queue *q) {
   xpj_event *e = calloc(1, sizeof *e);
   if (!e)
     return NULL;
@@ -80,8 +87,10 @@ static xpj_event *event_new(bool profiling) {
   pthread_mutex_init(&e->mu, NULL);
   pthread_cond_init(&e->cv, NULL);
   e->state = XPJ_EVENT_QUEUED;
-  e->profiling = profiling;
+  e->profiling = (q->flags & XPJ_QUEUE_PROFILING) != 0;
   e->t_queued = rt_now_ns();
+  e->queue_id = (uintptr_t)q;
+  e->ctx_id = (uintptr_t)q->dev->ctx;
   return e;
 }
 
@@ -117,6 +126,14 @@ xpj_status xpj_event_wait(xpj_event *e) {
   if (!e)
     return rt_err(XPJ_ERR_INVALID, "xpj_event_wait: event is NULL");
   pthread_mutex_lock(&e->mu);
+  if (command_queue && e->queue_id == (uintptr_t)command_queue &&
+      e->state != XPJ_EVENT_COMPLETE && e->state != XPJ_EVENT_FAILED) {
+    /* this command's own event, or a later one of its in-order queue */
+    pthread_mutex_unlock(&e->mu);
+    return rt_err(XPJ_ERR_INVALID, "xpj_event_wait: called from a command "
+                  "of the queue that runs the event's command after it (or "
+                  "is running it): it would wait for itself");
+  }
   while (e->state != XPJ_EVENT_COMPLETE && e->state != XPJ_EVENT_FAILED)
     pthread_cond_wait(&e->cv, &e->mu);
   xpj_status st = e->status;
@@ -163,9 +180,6 @@ xpj_status xpj_event_profile(const xpj_event *e, uint64_t *queued,
 
 /* ---- the queue thread ----------------------------------------------- */
 
-/* Commands this thread is running (a host task that waits runs inside
- * one): no thread helps from inside a command (help_ok). */
-static _Thread_local unsigned in_command;
 
 static void cmd_free(cmd *c) {
   if (c->type == CMD_LAUNCH)
@@ -265,8 +279,11 @@ static xpj_status run_taken(xpj_queue *q, cmd *c) {
   c->ev->state = XPJ_EVENT_RUNNING;
   c->ev->t_start = rt_now_ns();
   pthread_mutex_unlock(&c->ev->mu);
+  const xpj_queue *outer = command_queue;
   in_command++;
+  command_queue = q;
   xpj_status st = run(q, c);
+  command_queue = outer;
   in_command--;
   return st;
 }
@@ -396,6 +413,11 @@ xpj_status xpj_queue_create(xpj_device *dev, const xpj_queue_desc *desc,
 void xpj_queue_destroy(xpj_queue *q) {
   if (!q)
     return;
+  if (q == command_queue) { /* it would wait for the command that asks */
+    xpj_log(XPJ_LOG_ERROR, "xpj_queue_destroy: called from a command of the "
+            "same queue; the queue is left as it is");
+    return;
+  }
   pthread_mutex_lock(&q->mu);
   q->stop = true;
   pthread_cond_signal(&q->work);
@@ -566,6 +588,9 @@ static void help_streams(xpj_queue *q, uint64_t target) {
 xpj_status xpj_queue_wait(xpj_queue *q) {
   if (!q)
     return rt_err(XPJ_ERR_INVALID, "xpj_queue_wait: queue is NULL");
+  if (q == command_queue)
+    return rt_err(XPJ_ERR_INVALID, "xpj_queue_wait: called from a command "
+                  "of the same queue, which would wait for itself");
   bool help = help_ok(q);
   pthread_mutex_lock(&q->mu);
   uint64_t target = q->submitted;
@@ -639,7 +664,7 @@ xpj_status xpj_queue_cancel(xpj_queue *q) {
 
 /* Appends c (its event created here) and hands out a reference. */
 static xpj_status submit(xpj_queue *q, cmd *c, xpj_event **ev) {
-  c->ev = event_new(q->flags & XPJ_QUEUE_PROFILING);
+  c->ev = event_new(q);
   if (!c->ev) {
     cmd_free(c);
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
@@ -689,6 +714,13 @@ static xpj_status check_range(xpj_device *d, const char *what, const void *p,
     if (o)
       return rt_err(XPJ_ERR_INVALID, "%s: %p is device memory of %s, not of "
                     "%s", what, p, o->id, d->id);
+    if ((uintptr_t)p + bytes < (uintptr_t)p)
+      return rt_err(XPJ_ERR_INVALID, "%s: %zu bytes at %p run past the end "
+                    "of the address space", what, bytes, p);
+    if ((o = rt_mem_entered(d, p, bytes)))
+      return rt_err(XPJ_ERR_INVALID, "%s: %zu bytes at %p run into memory "
+                    "allocated on %s that begins after %p", what, bytes, p,
+                    o->id, p);
     if (plain)
       *plain = true;
     return d->info.backend == XPJ_BACKEND_CPU || host_ok
@@ -796,10 +828,14 @@ xpj_status xpj_enqueue_wait_events(xpj_queue *q, unsigned n,
     *ev = NULL;
   if (!q || (n && !events))
     return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_wait_events: NULL argument");
-  for (unsigned i = 0; i < n; i++)
+  for (unsigned i = 0; i < n; i++) {
     if (!events[i])
       return rt_err(XPJ_ERR_INVALID,
                     "xpj_enqueue_wait_events: event %u is NULL", i);
+    if (events[i]->ctx_id != (uintptr_t)q->dev->ctx)
+      return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_wait_events: event %u is "
+                    "of another context", i);
+  }
   cmd *c = cmd_new(CMD_WAIT);
   xpj_event **evs = n ? malloc(n * sizeof *evs) : NULL;
   if (!c || (n && !evs)) {

@@ -412,6 +412,10 @@ bool rt_mem_find(xpj_device *dev, const void *p, rt_alloc *out);
  * xpj_mem_free meanwhile defers the free until rt_mem_release. */
 bool rt_mem_hold(xpj_device *dev, const void *p, rt_alloc *out);
 void rt_mem_release(xpj_device *dev, uintptr_t base);
+/* The device of dev's context with an allocation (live, or freed while
+ * commands use it) that begins inside (p, p + bytes): host memory at p
+ * that runs into it. NULL when none. */
+xpj_device *rt_mem_entered(xpj_device *dev, const void *p, size_t bytes);
 /* At device teardown: every allocation, live or retired, goes back. */
 void rt_mem_free_all(xpj_device *dev);
 /* p lies in memory xpj_mem_free has let go of while commands still use
@@ -434,6 +438,9 @@ struct xpj_event {
   char *msg;
   bool profiling;
   uint64_t t_queued, t_start, t_end;
+  /* the queue and context of its command, compared, never followed (either
+   * may be gone while the event lives) */
+  uintptr_t queue_id, ctx_id;
 };
 
 /* ---- programs and kernels ------------------------------------------- */

@@ -9,6 +9,7 @@
 #include "testutil.h"
 #include "xpjit.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -806,6 +807,126 @@ static void *fork_and_ask(void *arg) {
   return ok ? (void *)1 : NULL;
 }
 
+/* Misuse an adversarial review found (helper-49): each was a crash,
+ * a hang, memory written that is not the caller's, or a wrong status. */
+static xpj_queue *self_q;
+static xpj_event *self_ev;
+static int wait_self(void *u) {
+  (void)u;
+  int bad = 0;
+  bad |= xpj_queue_wait(self_q) != XPJ_ERR_INVALID; /* it hung */
+  bad |= !strstr(xpj_last_error(), "same queue") << 1;
+  bad |= (xpj_event_wait(self_ev) != XPJ_ERR_INVALID) << 2;
+  xpj_queue_destroy(self_q); /* refused (logged), not a hang */
+  return bad;
+}
+
+static void test_misuse(void **state) {
+  (void)state;
+  xpj_program *p = NULL;
+  /* (size_t)-1 as "NUL-terminated": malloc(len + 1) wrapped to 0, and
+   * the copy wrote past it */
+  assert_int_equal(xpj_program_create(ctx, "t", src, SIZE_MAX, NULL, &p),
+                   XPJ_ERR_SYNTAX);
+  assert_msg_has("too large");
+  assert_null(p);
+
+  /* host memory that runs into an allocation: was taken as host memory
+   * and the allocator's header overwritten */
+  xpj_queue *q;
+  assert_int_equal(xpj_queue_create(cpu, NULL, &q), XPJ_OK);
+  uint8_t *host = malloc(64), *a = NULL;
+  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_SHARED, 64, 0, (void **)&a),
+                   XPJ_OK);
+  uint8_t pat = 0xab;
+  assert_int_equal(xpj_enqueue_fill(q, a - 8, &pat, 1, 16, NULL),
+                   XPJ_ERR_INVALID);
+  assert_msg_has("run into memory allocated on cpu:0");
+  assert_int_equal(xpj_enqueue_copy(q, a - 8, host, 16, NULL),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_enqueue_copy(q, host, a - 8, 16, NULL),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_enqueue_copy(q, a, host, 64, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+
+  /* a command that waits for its own queue, or its own event: refused
+   * (it waited for itself, for ever), and destroying it from inside */
+  self_q = q;
+  assert_int_equal(xpj_enqueue_host_task(q, wait_self, NULL, &self_ev),
+                   XPJ_OK);
+  assert_int_equal(xpj_event_wait(self_ev), XPJ_OK);
+  xpj_event_release(self_ev);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+
+  /* a launch timeout of UINT64_MAX ms is no deadline (the deadline
+   * overflowed into the past: every launch was cancelled) */
+  xpj_queue_desc qd = {.launch_timeout_ms = UINT64_MAX};
+  xpj_queue *tq;
+  assert_int_equal(xpj_queue_create(cpu, &qd, &tq), XPJ_OK);
+  assert_int_equal(xpj_program_create(ctx, "t", src, strlen(src), NULL, &p),
+                   XPJ_OK);
+  xpj_kernel *k, *g;
+  assert_int_equal(xpj_program_get_kernel(p, "scale", "T=f32", 1, cpu, NULL,
+                                          &k), XPJ_OK);
+  enum { N = 1 << 16 };
+  float *x;
+  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_SHARED, N * 4, 0, (void **)&x),
+                   XPJ_OK);
+  for (int i = 0; i < N; i++)
+    x[i] = 1;
+  xpj_array v = xpj_array_1d(x, XPJ_F32, N);
+  xpj_arg args[] = {xpj_arg_f32(3), xpj_arg_array(&v), xpj_arg_bool(1)};
+  xpj_range r = xpj_range_1d(N, 0);
+  assert_int_equal(xpj_launch(tq, k, &r, 3, args, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(tq), XPJ_OK);
+  for (int i = 0; i < N; i++)
+    if (x[i] != 6)
+      fail_msg("element %d is %g", i, x[i]);
+
+  /* argument numbers and geometry checked as a launch checks them */
+  xpj_kernel_arg_info ai;
+  assert_int_equal(xpj_kernel_get_arg_info(k, UINT_MAX, &ai), XPJ_ERR_INVALID);
+  assert_msg_has("no argument 4294967295");
+  assert_int_equal(xpj_program_get_kernel(p, "grid", NULL, 0, cpu, NULL, &g),
+                   XPJ_OK);
+  uint64_t gl[3] = {8, 8, 8}, lo[3], zero[2] = {0, 8};
+  assert_int_equal(xpj_kernel_suggest_local(g, 1, gl, lo), XPJ_ERR_INVALID);
+  assert_int_equal(xpj_kernel_suggest_local(g, 3, gl, lo), XPJ_ERR_INVALID);
+  assert_int_equal(xpj_kernel_suggest_local(g, 2, zero, lo), XPJ_ERR_INVALID);
+  assert_int_equal(xpj_kernel_suggest_local(g, 2, gl, lo), XPJ_OK);
+
+  /* another context: its cache mode checked, its events and kernels
+   * refused with a message that says so */
+  xpj_context_desc bad = {.cache_mode = (xpj_cache_mode)77};
+  xpj_context *c2 = NULL;
+  assert_int_equal(xpj_context_create(&bad, &c2), XPJ_ERR_INVALID);
+  assert_msg_has("cache_mode 77");
+  setenv("XPJIT_DEVICE", "cpu", 1);
+  assert_int_equal(xpj_context_create(NULL, &c2), XPJ_OK);
+  unsetenv("XPJIT_DEVICE");
+  xpj_device *cpu2;
+  xpj_queue *q2;
+  assert_int_equal(xpj_device_select(c2, "cpu", &cpu2), XPJ_OK);
+  assert_int_equal(xpj_queue_create(cpu2, NULL, &q2), XPJ_OK);
+  assert_int_equal(xpj_launch(q2, k, &r, 3, args, NULL), XPJ_ERR_INVALID);
+  assert_msg_has("another context");
+  xpj_event *e;
+  assert_int_equal(xpj_enqueue_host_task(q, record, NULL, &e), XPJ_OK);
+  assert_int_equal(xpj_enqueue_wait_events(q2, 1, &e, NULL), XPJ_ERR_INVALID);
+  assert_msg_has("another context");
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  xpj_event_release(e);
+  xpj_queue_destroy(q2);
+  xpj_context_destroy(c2);
+
+  xpj_mem_free(cpu, x);
+  xpj_mem_free(cpu, a);
+  free(host);
+  xpj_program_destroy(p);
+  xpj_queue_destroy(tq);
+  xpj_queue_destroy(q);
+}
+
 static void test_main_stack_low(void **state) {
   (void)state;
   struct rlimit rl;
@@ -855,6 +976,7 @@ int main(void) {
       cmocka_unit_test(test_device_info), cmocka_unit_test(test_memory),
       cmocka_unit_test(test_copy_fill),   cmocka_unit_test(test_events),
       cmocka_unit_test(test_program),     cmocka_unit_test(test_threads),
+      cmocka_unit_test(test_misuse),
       cmocka_unit_test(test_native_cpu),
       cmocka_unit_test(test_mem_import),  cmocka_unit_test(test_helpers),
   };
