@@ -86,6 +86,12 @@ typedef struct cl_api {
 static cl_api cl;
 static void *cl_lib;
 static pthread_mutex_t cl_load_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Discovery (platforms, devices, their cl_context) and the release of a
+ * device's cl_context, one thread at a time in the process: the spec makes
+ * them thread-safe, but PoCL 3.1 (Debian 12) crashes when two threads
+ * create contexts at once (an adversarial review: 4 threads creating
+ * xpjit contexts, 5 crashes in 5 runs). Rare calls: no cost that counts. */
+static pthread_mutex_t cl_setup_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* Opens the loader once per process (kept open: drivers do not unload
  * cleanly). False with why filled when it cannot. */
@@ -412,12 +418,21 @@ static xpj_status add_device(xpj_context *ctx, cl_platform_id p,
   return st;
 }
 
+static xpj_status discover_locked(xpj_context *ctx);
+
 static xpj_status ocl_discover(xpj_context *ctx) {
   char why[512];
   if (!cl_load(why, sizeof why)) {
     rt_context_absent(ctx, XPJ_BACKEND_OPENCL, "%s", why);
     return XPJ_OK;
   }
+  pthread_mutex_lock(&cl_setup_mu);
+  xpj_status st = discover_locked(ctx);
+  pthread_mutex_unlock(&cl_setup_mu);
+  return st;
+}
+
+static xpj_status discover_locked(xpj_context *ctx) {
   cl_uint np = 0;
   cl_int e = cl.clGetPlatformIDs(0, NULL, &np);
   if (e != CL_SUCCESS || np == 0) {
@@ -470,7 +485,9 @@ static void ocl_device_destroy(xpj_device *d) {
   cl_dev *c = cd_of(d);
   if (!c)
     return;
+  pthread_mutex_lock(&cl_setup_mu);
   cl.clReleaseContext(c->ctx);
+  pthread_mutex_unlock(&cl_setup_mu);
   free(c);
   d->impl = NULL;
 }
