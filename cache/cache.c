@@ -1131,15 +1131,33 @@ static void unlock_file(int fd) {
   }
 }
 
-/* With the exclusive lock held: moves the database aside (PATH.corrupt,
- * replacing an older one) with its WAL, and opens a new one. Returns the
- * new file's code, or why when the file could not be moved. */
+/* Moves path to the first of PATH.corrupt, PATH.corrupt.1 .. .9 that
+ * does not exist (an earlier file moved aside is kept: it may be the only
+ * copy of something); when all ten do, or where the file system has no
+ * hard links, PATH.corrupt is replaced. The name used is left in aside. */
+static bool move_aside(const char *path, char *aside, size_t size) {
+  for (int i = 0; i < 10; i++) {
+    if (i == 0)
+      snprintf(aside, size, "%s.corrupt", path);
+    else
+      snprintf(aside, size, "%s.corrupt.%d", path, i);
+    if (link(path, aside) == 0)
+      return unlink(path) == 0 || errno == ENOENT;
+    if (errno != EEXIST)
+      break;
+  }
+  snprintf(aside, size, "%s.corrupt", path);
+  return rename(path, aside) == 0;
+}
+
+/* With the exclusive lock held: moves the database aside (move_aside)
+ * with its WAL, and opens a new one. Returns the new file's code, or why
+ * when the file could not be moved. */
 static int replace_file(xpj_cache *c, int why) {
   db_close(c);
   hits_wipe(c); /* copies of rows now gone */
   char aside[4200], side[4200];
-  snprintf(aside, sizeof aside, "%s.corrupt", c->path);
-  if (rename(c->path, aside) != 0)
+  if (!move_aside(c->path, aside, sizeof aside))
     return why;
   snprintf(side, sizeof side, "%s-wal", c->path);
   unlink(side);

@@ -1569,6 +1569,32 @@ static void test_corrupt_garbage(void **state) {
   xpj_cache_close(c);
 }
 
+/* (c') a file moved aside earlier is kept: the next goes to .corrupt.1
+ * (PATH.corrupt was replaced, and with it what was moved there before) */
+static void test_corrupt_keeps_older(void **state) {
+  fx *f = *state;
+  char aside[256], aside1[256];
+  snprintf(aside, sizeof aside, "%s.corrupt", f->path);
+  snprintf(aside1, sizeof aside1, "%s.corrupt.1", f->path);
+  static const char older[] = "moved aside before: keep me";
+  write_file(aside, older, sizeof older);
+  static const char junk[] = "not a database, and no SQLite header either";
+  write_file(f->path, junk, sizeof junk);
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  expect_miss(c, 1);
+  assert_warned(&f->w, aside1);
+  size_t m = 0;
+  uint8_t *back = read_all(aside, &m);
+  assert_int_equal(m, sizeof older);
+  assert_memory_equal(back, older, sizeof older);
+  free(back);
+  back = read_all(aside1, &m);
+  assert_int_equal(m, sizeof junk);
+  assert_memory_equal(back, junk, sizeof junk);
+  free(back);
+  xpj_cache_close(c);
+}
+
 /* (d) valid SQLite files that are not ours or of another schema: another
  * program's database (k < 3) is refused and left as it is (a cache path
  * that names it by mistake must not cost its owner the file); one of ours
@@ -5490,6 +5516,7 @@ int main(void) {
       T(test_corrupt_truncated),
       T(test_corrupt_middle),
       T(test_corrupt_garbage),
+      T(test_corrupt_keeps_older),
       T(test_corrupt_foreign),
       T(test_corrupt_schema_bit),
       T(test_forged_rows),
