@@ -194,6 +194,24 @@ done
 "$CLI" bundle build examples/saxpy.xpk --dtype f32 --dtype f64 --target cpu -o "$T/p.xpb" 2>"$T/e"
 [ $? = 1 ] && grep -q "skipping kernel saxpy: it takes 1 type parameters, --dtype gives 2" "$T/e" ||
   bad "bundle build: two types by position for one: $(cat "$T/e")"
+# every combination skipped: no empty bundle, exit 1 (it wrote one, exit 0)
+rm -f "$T/none.xpb"
+"$CLI" bundle build examples/saxpy.xpk --dtype T=bool --target cpu -o "$T/none.xpb" 2>"$T/e"
+[ $? = 1 ] && [ ! -e "$T/none.xpb" ] && grep -q "nothing was compiled" "$T/e" ||
+  bad "bundle build of nothing: $(cat "$T/e")"
+# a binding longer than the job's old 256-byte buffer (8 type parameters
+# of 50-character names) reaches the library whole, which says it is too
+# long (the buffer cut it: another binding than asked)
+P=""; A=""; D=""
+for i in 1 2 3 4 5 6 7 8; do
+  n=$(printf 'T%049d' "$i")
+  P="$P${P:+, }$n"; A="$A, x$i: global $n[]"; D="$D --dtype $n=f32"
+done
+printf 'kernel k<%s>(y: global f32[]%s) range { y[0] = 1.0; }\n' "$P" "$A" >"$T/long.xpk"
+# shellcheck disable=SC2086
+"$CLI" bundle build "$T/long.xpk" $D --target cpu -o "$T/lb.xpb" 2>"$T/e"
+[ $? = 1 ] && grep -q "$(printf 'T%049d' 8)=f32\] ndim=0: kernel k: the dtypes are too long (439 bytes" "$T/e" ||
+  bad "bundle build of a long binding: $(cat "$T/e")"
 "$CLI" bundle build examples/saxpy.xpk --dtype T=f32,f64 --target cpu -j0 -o "$T/x.xpb" >/dev/null 2>&1
 [ $? = 2 ] || bad "bundle build -j0"
 "$CLI" bundle build examples/saxpy.xpk --dtype f32 --target cpu -o "$T/p.xpb" --json >"$T/o" 2>"$T/e" ||

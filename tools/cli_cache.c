@@ -1029,7 +1029,7 @@ typedef struct job {
   xpj_program *prog;
   const char *file;
   const char *kernel;
-  char dtypes[256];
+  char *dtypes; /* malloc'd: the binding, NAME=VALUE,... */
   unsigned ndim;
   const char *target; /* the build's */
   xpj_status st;
@@ -1094,22 +1094,31 @@ static int plan_kernel(const build_req *b, xpj_program *prog,
   unsigned idx[XPJ_MAX_TPARAMS + XPJ_MAX_CPARAMS] = {0};
   for (;;) { /* every combination of the lists */
     job j = {.prog = prog, .file = file, .kernel = kn};
+    char text[(XPJ_MAX_TPARAMS + XPJ_MAX_CPARAMS) * 320];
     size_t len = 0;
-    for (unsigned t = 0; t < nt; t++) {
+    for (unsigned t = 0; t < nt && len < sizeof text; t++) {
       int is_const = 0, gi = xpj_func_generic_at(f, t, &is_const);
       const char *pn = is_const ? xpj_func_const_name(f, (unsigned)gi)
                                 : xpj_func_tparam_name(f, (unsigned)gi);
-      len += (size_t)snprintf(j.dtypes + len,
-                              len < sizeof j.dtypes ? sizeof j.dtypes - len
-                                                    : 0,
-                              "%s%s=%s", t ? "," : "", pn,
-                              lists[t]->values[idx[t]]);
+      len += (size_t)snprintf(text + len, sizeof text - len, "%s%s=%s",
+                              t ? "," : "", pn, lists[t]->values[idx[t]]);
+    }
+    if (len >= sizeof text) { /* never cut: another binding than asked */
+      cli_error("bundle build", "%s: the binding of kernel %s is longer "
+                "than %zu bytes", file, kn, sizeof text - 1);
+      return EXIT_INPUT;
     }
     for (unsigned di = 0; di < (generic ? b->nd : 1); di++)
       for (unsigned ti = 0; ti < b->ntargets; ti++) {
         j.ndim = generic ? b->ndims[di] : 0;
         j.target = b->targets[ti];
+        if (!(j.dtypes = strdup(text))) {
+          js->failed = true;
+          return 0;
+        }
         add_job(js, &j);
+        if (js->failed)
+          free(j.dtypes);
       }
     unsigned t = 0;
     while (t < nt && ++idx[t] == lists[t]->n)
@@ -1291,6 +1300,11 @@ static int build(const build_req *b) {
                 "(--keep-going writes the rest)",
                 failed, js.n, b->outpath);
       rc = EXIT_INPUT;
+    } else if (skipped == js.n) { /* an empty bundle is no build */
+      cli_error("bundle build", "nothing was compiled: every kernel and "
+                "combination was skipped (the notes above say why); %s not "
+                "written", b->outpath);
+      rc = EXIT_INPUT;
     } else if (xpj_cache_export(xpj_context_cache(ctx), b->outpath, &n) !=
                XPJ_OK) {
       cli_error("bundle build", "%s", xpj_cache_last_error());
@@ -1307,8 +1321,10 @@ static int build(const build_req *b) {
     fprintf(stderr, "%s: %llu kernels (%zu compiled, %zu failed, %zu "
             "skipped)\n", b->outpath, (unsigned long long)n, compiled,
             failed, skipped);
-  for (size_t q = 0; q < js.n; q++)
+  for (size_t q = 0; q < js.n; q++) {
     free(js.v[q].msg);
+    free(js.v[q].dtypes);
+  }
   free(js.v);
   for (unsigned fi = 0; fi < b->nfiles; fi++)
     xpj_program_destroy(progs[fi]);
