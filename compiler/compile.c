@@ -46,8 +46,9 @@
  * is its offset (no division). 4: bounds checks of flat indices with a
  * saturated extent; stride loops calling functions with atomics or
  * barriers rolled; stepped exit tests only where the step cannot wrap in
- * the last trip. */
-#define XPJ_CODEGEN_REVISION 4
+ * the last trip. 5: SPIR-V integer clamp as max then min (OpenCL's clamp
+ * is undefined for lo > hi, which language.md 9.4 defines). */
+#define XPJ_CODEGEN_REVISION 5
 
 /* ---- targets and options ------------------------------------------- */
 

@@ -260,14 +260,15 @@ static LLVMValueRef spirv_math(cg *c, xpj_math m, xpj_scalar s,
     return ocl_builtin(c, cg_scalar_is_float(s) ? "fmin" : "min", s, a, n);
   case XPJ_MATH_MAX:
     return ocl_builtin(c, cg_scalar_is_float(s) ? "fmax" : "max", s, a, n);
-  case XPJ_MATH_CLAMP:
-    if (cg_scalar_is_float(s)) {
-      LLVMValueRef lo[2] = {a[0], a[1]};
-      LLVMValueRef t = ocl_builtin(c, "fmax", s, lo, 2);
-      LLVMValueRef hi[2] = {t, a[2]};
-      return ocl_builtin(c, "fmin", s, hi, 2);
-    }
-    return ocl_builtin(c, "clamp", s, a, n);
+  case XPJ_MATH_CLAMP: { /* min(max(x, lo), hi), as language.md 9.4
+                            * defines it also for lo > hi (OpenCL's
+                            * clamp leaves that undefined: Intel's gave lo) */
+    bool fl = cg_scalar_is_float(s);
+    LLVMValueRef lo[2] = {a[0], a[1]};
+    LLVMValueRef t = ocl_builtin(c, fl ? "fmax" : "max", s, lo, 2);
+    LLVMValueRef hi[2] = {t, a[2]};
+    return ocl_builtin(c, fl ? "fmin" : "min", s, hi, 2);
+  }
   case XPJ_MATH_ABS:
     if (cg_scalar_is_float(s))
       return ocl_builtin(c, "fabs", s, a, n);

@@ -114,7 +114,7 @@ typedef struct xpj_cache_key {
   unsigned ndim;        /* generic-rank ndim, 0 when none */
   const char *target;   /* canonical target with exact architecture */
   const char *options;  /* canonical compile options ("O2") */
-  const char *versions; /* "xpjit=0.1.0;llvm=22.1.8;abi=6;codegen=4" */
+  const char *versions; /* "xpjit=0.1.0;llvm=22.1.8;abi=6;codegen=5" */
 } xpj_cache_key;
 
 /* The canonical key text (malloc'd into *text when text is not NULL) and

@@ -530,7 +530,7 @@ static void st_bits(void *p, xpj_scalar t, size_t i, uint64_t v) {
   }
 }
 
-enum { N_INTOPS = 23 };
+enum { N_INTOPS = 24 };
 
 /* The reference of int_ops for a w-bit integer type (signed if sg) on x, y:
  * out[j] (raw bits), and chk[j] 0 where the value is unspecified. */
@@ -589,13 +589,18 @@ static void int_ref(unsigned w, int sg, uint64_t x, uint64_t y,
   t = sg ? (uint64_t)(sext(t, w) >> 2) & m : t >> 2;
   t = (t + 1) & m;
   out[22] = t;
+  /* clamp(x, y, c) = min(max(x, y), c), also for y > c (OpenCL's clamp
+   * leaves that undefined: the SPIR-V target used it) */
+  uint64_t mx = (sg ? sx < sy : x < y) ? y : x;
+  out[23] = (sg ? sext(c, w) < sext(mx, w) : c < mx) ? c : mx;
 }
 
 static const char *const intop_names[N_INTOPS] = {
     "x + y",    "x - y", "x * y",       "-x",        "~x",        "x << c",
     "x >> c",   "x / y", "x % y",       "guarded /", "guarded %", "mul_hi",
     "popcount", "clz",   "ctz",         "rotl",      "rotr",      "min",
-    "max",      "abs",   "(x&y)^(x|c)", "clamp",     "compound"};
+    "max",      "abs",   "(x&y)^(x|c)", "clamp",     "compound",
+    "clamp(x, y, c)"};
 
 static void run_int_ops(xpj_scalar t) {
   const char *tn = xpj_scalar_name(t);
