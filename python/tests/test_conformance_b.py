@@ -204,7 +204,7 @@ def test_int_ops(device, dt):
     # the edges: division by zero and MIN / -1 must not trap
     a[:4] = [info.min, info.min, 7, info.max]
     b[:4] = [dt(-1) if info.min < 0 else dt(1), 0, 0, 3]
-    out = on(device, np.zeros((a.size, 23), dt))
+    out = on(device, np.zeros((a.size, 24), dt))
     p.int_ops(a.size, on(device, a), on(device, b), dt(info.min), out)
     got = back(out)
     bits = np.dtype(dt).itemsize * 8
@@ -222,6 +222,7 @@ def test_int_ops(device, dt):
         else:
             want[9] = want[10] = 0
         want[12] = bin(x & ((1 << bits) - 1)).count("1")
+        want[23] = min(max(x, y), c)  # clamp(x, y, c), also for y > c
         for col, v in want.items():
             assert int(got[i, col]) == _wrap(v, dt), \
                 "int_ops %s x=%d y=%d column %d: %d, want %d" % (
