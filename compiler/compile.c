@@ -400,7 +400,7 @@ void xpj_compile_limits(const xpj_compile_opts *o, uint64_t *timeout_ms,
   }
   char note[200];
   if (timeout_ms)
-    *timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
+    *timeout_ms = o->timeout_ms ? o->timeout_ms : XPJ_COMPILE_TIMEOUT_MS;
   if (memory_mb)
     *memory_mb = memory_limit(o, note, sizeof note) >> 20;
 }
@@ -803,7 +803,7 @@ xpj_result *xpj_result_new_internal(void) { return result_new(); }
 
 /* A job's time limit: its own, else the default (xpj_compile_opts). */
 static unsigned job_timeout_ms(const xpj_job *j) {
-  return j->opts.timeout_ms ? j->opts.timeout_ms : 60000;
+  return j->opts.timeout_ms ? j->opts.timeout_ms : XPJ_COMPILE_TIMEOUT_MS;
 }
 
 /* Reads a worker's reply (sock) and stderr with the server's footer (err)

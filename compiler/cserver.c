@@ -74,7 +74,6 @@ extern char **environ;
 #define CS_PROTO 2
 #define CS_STAMP_LEN 32
 #define FOOTER_MAGIC "XPJX"
-#define DEFAULT_TIMEOUT_MS 60000u
 
 typedef struct cs_submit {
   uint32_t magic;
@@ -491,7 +490,7 @@ static _Noreturn void spare_main(int sock, pid_t server) {
   if (job < 0 || err < 0 || dup2(err, 2) < 0 || dup2(job, 3) < 0)
     _exit(XPJ_WORKER_NO_FDS);
   close_range(4, ~0u, 0);
-  uint32_t timeout = s.timeout_ms ? s.timeout_ms : DEFAULT_TIMEOUT_MS;
+  uint32_t timeout = s.timeout_ms ? s.timeout_ms : XPJ_COMPILE_TIMEOUT_MS;
   xpd_header h;
   uint8_t *payload = NULL;
   char why[300];
@@ -620,7 +619,7 @@ static int take_job(cs_server *S) {
     close(fds[1]);
     return 0;
   }
-  uint32_t timeout = s.timeout_ms ? s.timeout_ms : DEFAULT_TIMEOUT_MS;
+  uint32_t timeout = s.timeout_ms ? s.timeout_ms : XPJ_COMPILE_TIMEOUT_MS;
   S->last_busy = xpd_now_ms();
   cs_worker *w = &S->w[S->n++];
   *w = (cs_worker){S->spare[0], fds[1], xpd_now_ms() + timeout, false, ""};

@@ -68,13 +68,16 @@ typedef enum xpj_isolation {
                               thread */
 } xpj_isolation;
 
+/* A compile's wall-clock limit when xpj_compile_opts.timeout_ms is 0. */
+#define XPJ_COMPILE_TIMEOUT_MS 60000u
+
 typedef struct xpj_compile_opts {
   unsigned opt_level;  /* 0..3 */
   int fast_math;       /* allow reassociation, approximate division, sqrt
                           and math functions, no NaN/inf guarantees */
   int debug_info;      /* line tables (CPU and PTX) */
   xpj_isolation isolation;
-  unsigned timeout_ms; /* worker wall-clock limit; 0: 60 s */
+  unsigned timeout_ms; /* worker wall-clock limit; 0: XPJ_COMPILE_TIMEOUT_MS */
   /* Memory the worker may take beyond what it inherits, in MiB;
    * 0: XPJIT_COMPILE_MEMORY_LIMIT ("512M", "4G", "off"), else the smaller
    * of 4 GiB and half the physical memory (docs/abi.md, Isolation). */

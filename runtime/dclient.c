@@ -575,7 +575,7 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
     return 0;
   /* the limit a compile here would have: the daemon stops it there (at
    * most the protocol's hour) */
-  uint64_t timeout_ms = o->timeout_ms ? o->timeout_ms : 60000;
+  uint64_t timeout_ms = o->timeout_ms ? o->timeout_ms : XPJ_COMPILE_TIMEOUT_MS;
   if (timeout_ms > XPD_MAX_TIMEOUT_MS)
     timeout_ms = XPD_MAX_TIMEOUT_MS;
   xpd_lookup l = {.timeout_ms = timeout_ms, .first = first};
