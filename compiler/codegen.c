@@ -1892,6 +1892,18 @@ static LLVMValueRef lower_atomic16(cg *c, cg_frame *fr, const xpj_inst *in,
   return h;
 }
 
+/* ptxas 13.0 crashes (SIGSEGV) on atom.add.noftz.f16 in a module with
+ * debug info (".target sm_90, debug") for sm_90 and later (an adversarial
+ * review: examples/atomics.xpk split_sum T=f16 -g); the CUDA driver
+ * assembles in the calling process. There, the compare-exchange loop on
+ * the 32-bit word instead. */
+static bool ptxas_f16_add_crash(const cg *c, const xpj_inst *in,
+                                xpj_scalar s) {
+  return c->target->kind == XPJ_TARGET_PTX && c->opts->debug_info &&
+         c->target->sm >= 90 && s == XPJ_F16 && in->op == XPJ_OP_ATOMIC &&
+         (in->aux == XPJ_ATOMIC_ADD || in->aux == XPJ_ATOMIC_SUB);
+}
+
 static LLVMValueRef lower_atomic(cg *c, cg_frame *fr, const xpj_inst *in) {
   const xpj_func *f = fr->f;
   const uint32_t *a = args_of(f, in);
@@ -1901,9 +1913,11 @@ static LLVMValueRef lower_atomic(cg *c, cg_frame *fr, const xpj_inst *in) {
   if (c->target->kind == XPJ_TARGET_CPU && sp == XPJ_SPACE_LOCAL)
     return lower_local_atomic_cpu(c, fr, in);
   LLVMValueRef p = val(c, fr, a[0]);
-  if (c->ops->atomic16_by_word &&
-      xpj_scalar_bits(in->op == XPJ_OP_ASTORE ? scalar_of(c, f->insts[a[1]].type)
-                                              : s) == 16)
+  if ((c->ops->atomic16_by_word &&
+       xpj_scalar_bits(in->op == XPJ_OP_ASTORE
+                           ? scalar_of(c, f->insts[a[1]].type)
+                           : s) == 16) ||
+      ptxas_f16_add_crash(c, in, s))
     return lower_atomic16(c, fr, in, p, sp);
   unsigned ss = sync_id(c, in, sp);
   LLVMAtomicOrdering ord = ordering((xpj_order)in->order);

@@ -47,7 +47,10 @@
  * saturated extent; stride loops calling functions with atomics or
  * barriers rolled; stepped exit tests only where the step cannot wrap in
  * the last trip. 5: SPIR-V integer clamp as max then min (OpenCL's clamp
- * is undefined for lo > hi, which language.md 9.4 defines). */
+ * is undefined for lo > hi, which language.md 9.4 defines); PTX with debug
+ * info for sm_90 and later: f16 atomic add and sub as a compare-exchange
+ * loop (ptxas crashed on atom.add.noftz.f16 there); SPIR-V bool
+ * collectives' result as != 0 (-O0 failed validation). */
 #define XPJ_CODEGEN_REVISION 5
 
 /* ---- targets and options ------------------------------------------- */

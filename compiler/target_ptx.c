@@ -538,7 +538,37 @@ LLVMModuleRef xpj_read_libdevice(LLVMContextRef ctx, const char *path,
 
 static void link_libdevice(cg *c);
 
+/* Bytes of kernel parameters ptxas allows: 4352 before PTX ISA 8.1,
+ * 32764 from it (the CUDA programming guide's limits; ptxas: "uses too
+ * much parameter space") */
+#define PTX_PARAMS_MAX 4352u
+#define PTX81_PARAMS_MAX 32764u
+
+static uint64_t param_bytes(cg *c, LLVMValueRef fn) {
+  LLVMTargetDataRef td = LLVMGetModuleDataLayout(c->mod);
+  uint64_t n = 0;
+  for (unsigned i = 0; i < LLVMCountParams(fn); i++) {
+    LLVMTypeRef t = LLVMTypeOf(LLVMGetParam(fn, i));
+    uint64_t a = LLVMABIAlignmentOfType(td, t);
+    n = (n + a - 1) / a * a + LLVMABISizeOfType(td, t);
+  }
+  return n;
+}
+
 static void ptx_finish(cg *c, LLVMValueRef fn) {
+  /* refused here, not by ptxas when a process loads the PTX */
+  uint64_t params = param_bytes(c, fn);
+  unsigned isa = c->target->ptx_version;
+  uint64_t max = isa >= 81 ? PTX81_PARAMS_MAX : PTX_PARAMS_MAX;
+  if (params > max) {
+    cg_fail(c, XPJ_ERR_UNSUPPORTED, "the kernel's parameters take %llu "
+            "bytes (an array parameter is a pointer, an offset, and a shape "
+            "and a stride per dimension); PTX ISA %u.%u allows %llu%s",
+            (unsigned long long)params, isa / 10, isa % 10,
+            (unsigned long long)max,
+            isa >= 81 ? "" : " (ISA 8.1 and later, 32764: ptx:sm_XX:ptx81)");
+    return;
+  }
   uint32_t hw[3];
   if (cg_reqd_local_hw(c, hw)) { /* .reqntid x, y, z */
     char v[48];

@@ -211,7 +211,10 @@ static LLVMValueRef spirv_group(cg *c, const xpj_coll_desc *d, xpj_scalar s,
   if (s == XPJ_BOOL) {
     if (d->op == XPJ_GOP_XOR)
       r = LLVMBuildAnd(c->b, r, cg_i32(c, 1), "");
-    return LLVMBuildTrunc(c->b, r, c->t_i1, "");
+    /* != 0, not a trunc: LLVM 22's SPIR-V backend lowers an i32 -> i1
+     * trunc at -O0 to an OpBitwiseAnd of mixed widths, which fails
+     * validation (nothing at -O1 and above folds it away there) */
+    return LLVMBuildICmp(c->b, LLVMIntNE, r, cg_i32(c, 0), "");
   }
   return ws != s ? LLVMBuildTrunc(c->b, r, cg_scalar_type(c, s), "") : r;
 }
@@ -373,6 +376,16 @@ static LLVMValueRef spirv_cmpxchg(cg *c, LLVMValueRef p, unsigned as,
 /* A required local size: OpenCL's reqd_work_group_size metadata, which
  * the backend writes as the LocalSize execution mode. */
 static void spirv_finish(cg *c, LLVMValueRef fn) {
+  /* SPIR-V's limit on a function's parameters (OpTypeFunction): said
+   * here, not as a validation failure of the module */
+  unsigned np = LLVMCountParams(fn);
+  if (np > 255) {
+    cg_fail(c, XPJ_ERR_UNSUPPORTED, "the kernel takes %u parameters with "
+            "its hidden ones (an array parameter is a pointer, an offset, "
+            "and a shape and a stride per dimension); SPIR-V allows 255",
+            np);
+    return;
+  }
   uint32_t hw[3];
   if (!cg_reqd_local_hw(c, hw))
     return;

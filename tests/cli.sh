@@ -458,5 +458,34 @@ for c in --check= "--check ''"; do
   expect 2 "$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target cpu -o "$tmp/x" "$@"
   grep -q -- "--check takes bounds, all or none, not ''" "$tmp/err" || { echo "FAIL: emit $c: $(cat "$tmp/err")"; fail=1; }
 done
+# PTX kernel parameters beyond ptxas's 4352 bytes (before ISA 8.1) and SPIR-V
+# functions of more than 255 parameters: a clear refusal at emit (ptxas
+# rejected the PTX when a process loaded it; the SPIR-V failed validation)
+params=""; i=0
+while [ $i -lt 31 ]; do params="$params, a$i: global f32[,,,,,,,]"; i=$((i + 1)); done
+echo "kernel p8(o: global f32[]$params) range { o[0] = 1.0; }" >"$tmp/p8.xpk"
+expect 1 "$CLI" emit "$tmp/p8.xpk" --kernel p8 --target ptx:sm_90 -o "$tmp/p8.ptx"
+grep -q "the kernel.s parameters take 4520 bytes.*PTX ISA 7.8 allows 4352" "$tmp/err" ||
+  { echo "FAIL: emit of 4520 bytes of PTX parameters: $(cat "$tmp/err")"; fail=1; }
+expect 0 "$CLI" emit "$tmp/p8.xpk" --kernel p8 --target ptx:sm_90:ptx81 -o "$tmp/p8.ptx"
+params=""; i=0
+while [ $i -lt 63 ]; do params="$params, a$i: global f32[]"; i=$((i + 1)); done
+echo "kernel p64(o: global f32[]$params) range { o[0] = 1.0; }" >"$tmp/p64.xpk"
+expect 1 "$CLI" emit "$tmp/p64.xpk" --kernel p64 --target spirv -o "$tmp/p64.spv"
+grep -q "the kernel takes 259 parameters with its hidden ones.*SPIR-V allows 255" "$tmp/err" ||
+  { echo "FAIL: emit of 259 SPIR-V parameters: $(cat "$tmp/err")"; fail=1; }
+# bool collectives at -O0 on SPIR-V: the i32 -> i1 trunc failed validation
+expect 0 "$CLI" emit tests/conformance/collectives.xpk --kernel anyall -O0 --target spirv -o "$tmp/aa.spv"
+# f16 atomic add with debug info for sm_90: ptxas 13.0 crashed (SIGSEGV)
+# on atom.add.noftz.f16 in a ".target sm_90, debug" module
+echo "kernel f16add(p: global f16[], v: f16) range { atomic_add(&p[0], v); }" >"$tmp/f16.xpk"
+expect 0 "$CLI" emit "$tmp/f16.xpk" --kernel f16add -g --target ptx:sm_90 --emit asm -o "$tmp/f16.ptx"
+grep -q "atom.*add.*f16" "$tmp/f16.ptx" && { echo "FAIL: -g sm_90 PTX has a native f16 atomic add"; fail=1; }
+PTXAS=${PTXAS:-/usr/local/cuda/bin/ptxas}
+if [ -x "$PTXAS" ]; then
+  "$PTXAS" -arch=sm_90 "$tmp/f16.ptx" -o /dev/null || { echo "FAIL: ptxas on -g f16 atomic add"; fail=1; }
+fi
+expect 0 "$CLI" emit "$tmp/f16.xpk" --kernel f16add --target ptx:sm_90 --emit asm -o "$tmp/f16.ptx"
+grep -q "atom.*add.*f16" "$tmp/f16.ptx" || { echo "FAIL: sm_90 PTX without -g lost its native f16 atomic add"; fail=1; }
 [ $fail -eq 0 ] && echo "cli: all checks passed"
 exit $fail
