@@ -570,7 +570,18 @@ static void ptx_finish(cg *c, LLVMValueRef fn) {
     return;
   }
   uint32_t hw[3];
-  if (cg_reqd_local_hw(c, hw)) { /* .reqntid x, y, z */
+  bool reqd = cg_reqd_local_hw(c, hw);
+  if (reqd && (hw[0] > 1024 || hw[1] > 1024 || hw[2] > 64 ||
+               (uint64_t)hw[0] * hw[1] * hw[2] > 1024)) {
+    /* CUDA's block limits, the same on every sm: ptxas only warns, and
+     * every launch would fail */
+    cg_fail(c, XPJ_ERR_UNSUPPORTED, "the kernel's local size is %u x %u x "
+            "%u threads in CUDA's x, y, z (the kernel's last dimension is "
+            "x); CUDA allows 1024 x 1024 x 64 and 1024 in all",
+            hw[0], hw[1], hw[2]);
+    return;
+  }
+  if (reqd) { /* .reqntid x, y, z */
     char v[48];
     int n = snprintf(v, sizeof v, "%u,%u,%u", hw[0], hw[1], hw[2]);
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,

@@ -487,5 +487,15 @@ if [ -x "$PTXAS" ]; then
 fi
 expect 0 "$CLI" emit "$tmp/f16.xpk" --kernel f16add --target ptx:sm_90 --emit asm -o "$tmp/f16.ptx"
 grep -q "atom.*add.*f16" "$tmp/f16.ptx" || { echo "FAIL: sm_90 PTX without -g lost its native f16 atomic add"; fail=1; }
+# a required local size CUDA cannot launch (z above 64, more than 1024
+# threads): refused when the PTX is made (ptxas only warned)
+for k in "f32[,,]) ndrange(3) local(128, 4, 2)" "f32[]) ndrange(1) local(4096)" \
+  "f32[,,]) ndrange(3) local(16, 16, 16)"; do
+  echo "kernel r(o: global $k { o[0] = 1.0; }" | sed 's/\[,,\]\(.*\)o\[0\]/[,,]\1o[0, 0, 0]/' >"$tmp/r.xpk"
+  expect 1 "$CLI" emit "$tmp/r.xpk" --kernel r --target ptx:sm_90 -o "$tmp/r.ptx"
+  grep -q "CUDA allows 1024 x 1024 x 64 and 1024 in all" "$tmp/err" || { echo "FAIL: $k for PTX: $(cat "$tmp/err")"; fail=1; }
+done
+echo "kernel r(o: global f32[,,]) ndrange(3) local(64, 4, 4) { o[0, 0, 0] = 1.0; }" >"$tmp/r.xpk"
+expect 0 "$CLI" emit "$tmp/r.xpk" --kernel r --target ptx:sm_90 -o "$tmp/r.ptx"
 [ $fail -eq 0 ] && echo "cli: all checks passed"
 exit $fail
