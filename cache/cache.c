@@ -1877,6 +1877,14 @@ void xpj_cache_close(xpj_cache *c) {
   free(c);
 }
 
+void xpj_cache_settle(xpj_cache *c) {
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->mu);
+  settle(c);
+  unlock(c);
+}
+
 xpj_cache_mode xpj_cache_mode_of(const xpj_cache *c) {
   return c ? c->mode : XPJ_CACHE_MODE_OFF;
 }

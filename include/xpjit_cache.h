@@ -88,6 +88,12 @@ xpj_status xpj_cache_open(const xpj_cache_config *cfg, xpj_cache **out);
 /* Writes what was deferred (counters, uses, xpj_cache_put_later's
  * entries) and closes. */
 void xpj_cache_close(xpj_cache *c);
+/* Writes what the handle has deferred (the uses of its hits, its
+ * counters; docs/cache.md, "Deferred work") as xpj_cache_close does, and
+ * keeps it open. For a program that may end without closing its cache
+ * (an interpreter at exit): its hits would not count, and its rows would
+ * age as if unused. NULL: a no-op. */
+void xpj_cache_settle(xpj_cache *c);
 /* This thread's message for the last failing xpj_cache_* call. */
 const char *xpj_cache_last_error(void);
 /* The mode in effect after any degradation (safe to read from any thread

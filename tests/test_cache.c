@@ -1569,6 +1569,27 @@ static void test_corrupt_garbage(void **state) {
   xpj_cache_close(c);
 }
 
+/* xpj_cache_settle writes what a handle deferred, as its close would: a
+ * second handle counts the first's hits while the first stays open (an
+ * interpreter ends without closing its cache: its hits never counted) */
+static void test_settle(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 100);
+  expect_hit(c, 1, 100);
+  expect_hit(c, 1, 100);
+  xpj_cache_settle(c);
+  xpj_cache_settle(NULL);
+  xpj_cache *other = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(stats_of(other).counters.l2_hits, 2);
+  xpj_cache_close(other);
+  expect_hit(c, 1, 100); /* still open, and what it settled not twice */
+  xpj_cache_close(c);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(stats_of(c).counters.l2_hits, 3);
+  xpj_cache_close(c);
+}
+
 /* (c') a file moved aside earlier is kept: the next goes to .corrupt.1
  * (PATH.corrupt was replaced, and with it what was moved there before) */
 static void test_corrupt_keeps_older(void **state) {
@@ -5517,6 +5538,7 @@ int main(void) {
       T(test_corrupt_middle),
       T(test_corrupt_garbage),
       T(test_corrupt_keeps_older),
+      T(test_settle),
       T(test_corrupt_foreign),
       T(test_corrupt_schema_bit),
       T(test_forged_rows),

@@ -272,6 +272,32 @@ def test_cache_reachable(tmp_path):
             ctx2.device("cpu")))
 
 
+def test_hits_recorded_at_exit(tmp_path):
+    """An interpreter ends without destroying its default context, and so
+    without closing its cache: the uses of its hits were never written
+    (stats counted no hits of Python processes, and prune --older-than or
+    eviction removed kernels they used all the time). An atexit handler
+    settles them."""
+    code = """
+import numpy as np, xpjit
+p = xpjit.Program("kernel k(x: global i32[]) range { x[0] = 7; }")
+x = np.zeros(1, np.int32)
+p.k(1, x)
+assert x[0] == 7
+"""
+    env = dict(os.environ, XPJIT_CACHE_DIR=str(tmp_path / "c"),
+               XPJIT_DAEMON="off", XPJIT_DEVICE="cpu", XPJIT_CACHE="rw")
+    for _ in range(3):  # a compile, then two hits
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                           text=True, env=env)
+        assert r.returncode == 0, r.stderr
+    ctx = xpjit.Context(cache="rw", bundles=False,
+                        cache_path=str(tmp_path / "c" / "cache-v2.db"))
+    s = ctx.cache_stats()
+    ctx.close()
+    assert s["entries"] == 1 and s["l2_hits"] == 2, s
+
+
 def test_versions():
     v = xpjit.versions()
     assert v["xpjit"] == xpjit.__version__ and "llvm" in v

@@ -203,6 +203,7 @@ context_destroy = _fn("xpj_context_destroy", None, P)
 context_add_bundle = _fn("xpj_context_add_bundle", S, P, _cp)
 context_cache_counters = _fn("xpj_context_cache_counters", S, P, P)
 context_cache = _fn("xpj_context_cache", P, P)
+cache_settle = _fn("xpj_cache_settle", None, P)
 context_backend_note = _fn("xpj_context_backend_note", _cp, P, ctypes.c_int)
 cache_get_stats = _fn("xpj_cache_get_stats", S, P, P)
 

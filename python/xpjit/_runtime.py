@@ -5,6 +5,7 @@ defaults (XPJIT_DEVICE, XPJIT_CACHE, XPJIT_BUNDLE_PATH, XPJIT_DAEMON, ...),
 and a current device per thread (the context's default device unless a
 `with device:` block says otherwise), with a default queue each, as CuPy
 has a current device and stream and dpctl a default queue."""
+import atexit
 import ctypes
 import os
 import threading
@@ -16,6 +17,19 @@ from ._errors import InvalidArgumentError, UnsupportedError, check, error
 _lock = threading.Lock()
 _default_context = None
 _local = threading.local()
+_live = weakref.WeakSet()  # contexts not closed: settled at exit
+
+
+@atexit.register
+def _settle_caches():
+    """At interpreter exit the contexts are not destroyed (arrays and
+    queues may still hold them), so their caches are not closed: what
+    a cache handle defers (the uses of its hits, its counters) is written
+    here, or the hits would not count and the rows would age as unused."""
+    for ctx in list(_live):
+        h = getattr(ctx, "_h", None)
+        if h:
+            _lib.cache_settle(_lib.context_cache(h))
 
 
 def _b(s):
@@ -64,6 +78,7 @@ class Context:
         # programs, not for memory the package frees after)
         self._users = 0
         self._closing = None
+        _live.add(self)
 
     def close(self):
         """Releases the context: torn down once its last queue, program
