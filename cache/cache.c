@@ -2229,7 +2229,10 @@ static void flush_touches(xpj_cache *c) {
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(
           c->db,
-          "UPDATE entries SET last_used = max(coalesce(last_used, 0), ?1), "
+          /* a stored time more than a minute ahead of this use (a clock
+           * that was wrong) is replaced, or the row would never age */
+          "UPDATE entries SET last_used = CASE WHEN coalesce(last_used, 0) "
+          "> ?1 + 60000 THEN ?1 ELSE max(coalesce(last_used, 0), ?1) END, "
           "hits = coalesce(hits, 0) + ?2 WHERE digest = ?3 AND created IS ?4",
           -1, &s, NULL) != SQLITE_OK)
     return;
@@ -2718,7 +2721,8 @@ static void settle(xpj_cache *c) {
 }
 
 /* A hit on the row (digest, created) whose stored last_used is used: its
- * use is noted, due when used is older than USE_GRANULARITY_MS. */
+ * use is noted, due when used is older than USE_GRANULARITY_MS, or more
+ * than a minute in the future. */
 static void touch(xpj_cache *c, const char *digest, int64_t created,
                   int64_t used) {
   if (c->mode != XPJ_CACHE_MODE_RW || c->bundle)
@@ -2750,7 +2754,8 @@ static void touch(xpj_cache *c, const char *digest, int64_t created,
   int64_t now = now_ms();
   t->t = now;
   t->n++;
-  t->due = t->due || now - used >= USE_GRANULARITY_MS;
+  t->due = t->due || now - used >= USE_GRANULARITY_MS ||
+           used > now + 60000; /* from a clock that was ahead: rewritten */
   if (++c->unsettled >= 64)
     settle(c);
 }

@@ -1590,6 +1590,29 @@ static void test_settle(void **state) {
   xpj_cache_close(c);
 }
 
+/* A last_used in the future (a clock that was ahead) is rewritten by the
+ * next use; it was kept (max), so the row never aged: prune --older-than
+ * never removed it and eviction took rows used just now first */
+static void test_future_last_used(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 100);
+  xpj_cache_close(c);
+  tkey t;
+  char d[65], sql[160];
+  digest_of(key_of(&t, 1), d);
+  int64_t now = wall_ms();
+  snprintf(sql, sizeof sql, "UPDATE entries SET last_used = %lld WHERE "
+           "digest=?1", (long long)(now + 10LL * 86400 * 1000));
+  sql_run(f->path, sql, d);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  expect_hit(c, 1, 100);
+  xpj_cache_close(c);
+  int64_t used = sql_int(f->path, "SELECT last_used FROM entries WHERE "
+                         "digest=?1", d);
+  assert_true(used >= now && used <= wall_ms() + 1000);
+}
+
 /* (c') a file moved aside earlier is kept: the next goes to .corrupt.1
  * (PATH.corrupt was replaced, and with it what was moved there before) */
 static void test_corrupt_keeps_older(void **state) {
@@ -5539,6 +5562,7 @@ int main(void) {
       T(test_corrupt_garbage),
       T(test_corrupt_keeps_older),
       T(test_settle),
+      T(test_future_last_used),
       T(test_corrupt_foreign),
       T(test_corrupt_schema_bit),
       T(test_forged_rows),
