@@ -938,6 +938,26 @@ static int connect(xpj_cache *c, const char *name, int flags, bool writable) {
   return rc;
 }
 
+/* SQLite gives a new -wal or -shm file the database's mode: a read-only
+ * connection to a file made read-only (chmod 400) left a -shm of 0400,
+ * and once the file was writable again every writer failed ("attempt to
+ * write a readonly database") and nothing repaired it. A writer gives
+ * such a side file of its own its owner's write bit back. */
+static void side_files_writable(const char *path) {
+  static const char *const sides[] = {"-wal", "-shm", NULL};
+  for (size_t i = 0; sides[i]; i++) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s%s", path, sides[i]);
+    /* by its name, never opened here: closing a descriptor of the file
+     * would drop every POSIX lock this process's SQLite connections hold
+     * on it (the directory is the user's and no one else's: trusted) */
+    struct stat st;
+    if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) &&
+        st.st_uid == geteuid() && !(st.st_mode & S_IWUSR))
+      (void)chmod(p, (st.st_mode & 07777) | S_IWUSR);
+  }
+}
+
 /* Opens the file read-write (created when missing), or read-only: then
  * nothing is created or written, not even the WAL's mode in its header. */
 static int db_open(xpj_cache *c, bool writable) {
@@ -946,6 +966,8 @@ static int db_open(xpj_cache *c, bool writable) {
   /* SQLite gives the WAL and shared-memory files the database's mode */
   if (writable && create_file(c->path, c->bundle ? 0644 : 0600) != 0)
     return SQLITE_CANTOPEN;
+  if (writable && !c->bundle)
+    side_files_writable(c->path);
   return connect(c, c->path,
                  writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
                           : SQLITE_OPEN_READONLY,
@@ -1708,6 +1730,10 @@ static void open_user_file(xpj_cache *c) {
   bool rw = c->mode == XPJ_CACHE_MODE_RW;
   struct stat sb;
   bool has_data = lstat(c->path, &sb) == 0 && sb.st_size > 0;
+  /* before any connection: one read-only from the start keeps the -shm
+   * read-only for this process's later writer too (SQLite shares it) */
+  if (rw && access(c->path, W_OK) == 0)
+    side_files_writable(c->path);
   int rc = !rw || has_data ? db_open(c, false) : SQLITE_CANTOPEN;
   if (rc != SQLITE_OK && rw) /* new, empty, or worth a writer's look */
     rc = open_for_writing(c);

@@ -3369,6 +3369,62 @@ static int copy_file(const char *from, const char *to) {
   return rc;
 }
 
+/* As nobody, in nobody's directory arg: a cache made read-only (chmod
+ * 400) is read, which leaves a -shm of mode 0400 (SQLite gives it the
+ * database's mode); made writable again, the cache must store. It did
+ * not: every writer failed ("attempt to write a readonly database"),
+ * for good. 0, or where it went wrong. */
+static int side_mode_child(void *arg) {
+  char db[300];
+  snprintf(db, sizeof db, "%s/cache.db", (const char *)arg);
+  wlog w;
+  memset(&w, 0, sizeof w);
+  xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW,
+                          .max_size = GiB, .warn = rec_warn, .warn_ud = &w};
+  xpj_cache *c = NULL;
+  xpj_cache_entry e;
+  tkey t;
+  tval v;
+  if (xpj_cache_open(&cfg, &c) != XPJ_OK)
+    return 10;
+  xpj_cache_put(c, key_of(&t, 1), val_of(&v, 1, 100));
+  val_free(&v);
+  xpj_cache_close(c);
+  if (chmod(db, 0400) != 0 || xpj_cache_open(&cfg, &c) != XPJ_OK)
+    return 11;
+  if (xpj_cache_get(c, key_of(&t, 1), &e) != XPJ_OK)
+    return 12;
+  xpj_cache_entry_clear(&e);
+  xpj_cache_close(c);
+  if (chmod(db, 0600) != 0 || xpj_cache_open(&cfg, &c) != XPJ_OK)
+    return 13;
+  w.n = 0;
+  if (xpj_cache_get(c, key_of(&t, 1), &e) == XPJ_OK)
+    xpj_cache_entry_clear(&e);
+  xpj_cache_put(c, key_of(&t, 2), val_of(&v, 2, 100));
+  val_free(&v);
+  xpj_cache_close(c);
+  if (w.n)
+    return 14; /* "storing an entry failed" */
+  if (xpj_cache_open(&cfg, &c) != XPJ_OK)
+    return 15;
+  int rc = xpj_cache_get(c, key_of(&t, 2), &e) == XPJ_OK ? 0 : 16;
+  if (rc == 0)
+    xpj_cache_entry_clear(&e);
+  xpj_cache_close(c);
+  return rc;
+}
+
+static void test_side_file_mode(void **state) {
+  NEED_ROOT();
+  fx *f = *state;
+  char dir[128];
+  assert_int_equal(chmod(f->dir, 0755), 0); /* nobody may enter */
+  snprintf(dir, sizeof dir, "%s/nb", f->dir);
+  nobody_dir(dir, 0700);
+  assert_int_equal(as_nobody(side_mode_child, dir), 0);
+}
+
 /* What "another user" plants: entries for keys 1 and 2 whose binary is
  * theirs (key 1's bytes are those of key 666). */
 static void plant_entries(xpj_cache *c) {
@@ -5563,6 +5619,7 @@ int main(void) {
       T(test_corrupt_keeps_older),
       T(test_settle),
       T(test_future_last_used),
+      T(test_side_file_mode),
       T(test_corrupt_foreign),
       T(test_corrupt_schema_bit),
       T(test_forged_rows),
