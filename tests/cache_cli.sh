@@ -380,6 +380,21 @@ chmod 700 "$T/c6"
 "$B/examples/saxpy" 1000 >"$T/o" 2>&1 || bad "trust: saxpy after chmod"
 "$CLI" cache verify >/dev/null 2>&1 || bad "trust: verify after chmod"
 [ "$(stat -c %a "$T/c6/cache-v2.db")" = 600 ] || bad "trust: database not 0600"
+# a database file its owner cannot write (chmod 400): stats says read-only,
+# exit 1 (it said rw, exit 0: only a program's store found out); as nobody,
+# since root writes anything
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  U=$(mktemp -d /tmp/xpjit-cachecli-ro-XXXXXX) && chown nobody "$U" && chmod 700 "$U"
+  as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+  cp "$T/p.xpb" "$U/p.xpb" && chown nobody "$U/p.xpb"
+  as_nobody env XPJIT_CACHE_DIR="$U/c" XPJIT_DAEMON=off "$CLI" bundle import "$U/p.xpb" >"$T/o" 2>&1 ||
+    { bad "read-only file: import as nobody"; cat "$T/o"; }
+  chmod 400 "$U/c/cache-v2.db"
+  as_nobody env XPJIT_CACHE_DIR="$U/c" "$CLI" cache stats >"$T/o" 2>&1
+  [ $? = 1 ] && grep -q "(ro)" "$T/o" && grep -q "cannot be written (Permission denied)" "$T/o" ||
+    { bad "read-only file: stats"; cat "$T/o"; }
+  rm -rf "$U"
+fi
 if [ "$(id -u)" = 0 ]; then
   cp "$T/ex.xpb" "$T/theirs.xpb" && chown nobody "$T/theirs.xpb"
   export XPJIT_CACHE_DIR="$T/c7"

@@ -342,10 +342,11 @@ static const char *mode_name(xpj_cache_mode m) {
   }
 }
 
-static json_t *stats_json(xpj_cache *c, const xpj_cache_stats *s,
-                          const char *problem, bool zeroed) {
+static json_t *stats_json(xpj_cache *c, xpj_cache_mode mode,
+                          const xpj_cache_stats *s, const char *problem,
+                          bool zeroed) {
   json_t *o = json_pack("{s:o, s:s}", "path", cli_jstr(xpj_cache_path(c)),
-                        "mode", mode_name(xpj_cache_mode_of(c)));
+                        "mode", mode_name(mode));
   bool ok = o != NULL;
   if (*problem)
     ok = cli_jset(o, "problem", cli_jstr(problem));
@@ -371,8 +372,8 @@ static json_t *stats_json(xpj_cache *c, const xpj_cache_stats *s,
   return o;
 }
 
-static void stats_text(xpj_cache *c, const xpj_cache_stats *s,
-                       const char *problem) {
+static void stats_text(xpj_cache *c, xpj_cache_mode mode,
+                       const xpj_cache_stats *s, const char *problem) {
   const xpj_cache_counters *k = &s->counters;
   char b1[32], b2[32], b3[32];
   human_size(s->bytes, b1, sizeof b1);
@@ -381,7 +382,7 @@ static void stats_text(xpj_cache *c, const xpj_cache_stats *s,
   uint64_t lookups = k->l2_hits + k->l2_misses;
   const int w = 18;
   label("cache:", w);
-  printf("%s (%s)\n", xpj_cache_path(c), mode_name(xpj_cache_mode_of(c)));
+  printf("%s (%s)\n", xpj_cache_path(c), mode_name(mode));
   if (*problem) {
     label("problem:", w);
     printf("%s\n", problem);
@@ -448,8 +449,19 @@ static int cache_stats(const cache_req *r) {
     xpj_cache_close(c);
     return EXIT_INPUT;
   }
-  if (xpj_cache_problem(c, problem, sizeof problem))
+  xpj_cache_mode mode = xpj_cache_mode_of(c);
+  if (xpj_cache_problem(c, problem, sizeof problem)) {
     rc = EXIT_INPUT;
+  } else if (mode == XPJ_CACHE_MODE_RW && access(xpj_cache_path(c), W_OK) &&
+             errno != ENOENT) {
+    /* a handle is read-only until its first write: a file that cannot be
+     * written is found out by a program's first store (it warns then and
+     * goes on read-only), never by stats, which stores nothing */
+    snprintf(problem, sizeof problem, "cache %s cannot be written (%s): "
+             "programs use it read-only", xpj_cache_path(c), strerror(errno));
+    mode = XPJ_CACHE_MODE_RO;
+    rc = EXIT_INPUT;
+  }
   bool zeroed = false;
   if (r->zero && !rc) {
     zeroed = xpj_cache_zero_stats(c) == XPJ_OK;
@@ -459,10 +471,10 @@ static int cache_stats(const cache_req *r) {
     }
   }
   if (r->json) {
-    int jrc = cli_json_print(stats_json(c, &s, problem, zeroed));
+    int jrc = cli_json_print(stats_json(c, mode, &s, problem, zeroed));
     rc = rc ? rc : jrc;
   } else {
-    stats_text(c, &s, problem);
+    stats_text(c, mode, &s, problem);
     if (zeroed)
       fprintf(stderr, "%s: the statistics of %s are reset to zero\n",
               cli_prog, xpj_cache_path(c));
