@@ -638,22 +638,45 @@ static int collect(void *ud, const xpj_cache_entry *e) {
   return 0;
 }
 
-/* Replaces the portable entry of kernel in db by the object built from C
- * source c_src (its entry point named like the stored one: %s in c_src),
- * through the cache's API: an intact, signed row holding foreign code. */
-static void plant_object(const char *db, const char *c_src) {
+/* Rewrites the portable rows of db through the cache's own API (intact,
+ * checked and signed rows): each one's value starts as the row's, and
+ * edit changes what it wants. n: how many rows there must be (0: at
+ * least one). */
+typedef void (*row_edit)(const xpj_cache_entry *e, xpj_cache_value *v,
+                         const void *ud);
+
+static void rewrite_rows(const char *db, int n, row_edit edit,
+                         const void *ud) {
   xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW};
   xpj_cache *c = NULL;
   assert_int_equal(xpj_cache_open(&cfg, &c), XPJ_OK);
   digests ds = {.n = 0};
   assert_int_equal(xpj_cache_list(c, collect, &ds), XPJ_OK);
-  assert_int_equal(ds.n, 1);
-  xpj_cache_entry e;
-  assert_int_equal(xpj_cache_find(c, ds.d[0], &e), XPJ_OK);
+  if (n)
+    assert_int_equal(ds.n, n);
+  assert_true(ds.n > 0);
+  for (int i = 0; i < ds.n; i++) {
+    xpj_cache_entry e;
+    assert_int_equal(xpj_cache_find(c, ds.d[i], &e), XPJ_OK);
+    xpj_cache_key k = {e.code,   e.kernel,  e.dtypes, e.ndim,
+                       e.target, e.options, e.versions};
+    xpj_cache_value v = {0, e.data, e.size, e.entry, "", e.local_bytes,
+                         e.scratch_bytes, 1.0, 0};
+    edit(&e, &v, ud);
+    assert_int_equal(xpj_cache_put(c, &k, &v), XPJ_OK);
+    xpj_cache_entry_clear(&e);
+  }
+  xpj_cache_close(c);
+}
+
+/* The object built from C source ud (its entry point named like the
+ * stored one: %s in it) instead of the row's binary. */
+static void object_of(const xpj_cache_entry *e, xpj_cache_value *v,
+                      const void *ud) {
   const char *cfile = path_in("planted.c"), *ofile = path_in("planted.o");
   FILE *f = fopen(cfile, "w");
   assert_non_null(f);
-  fprintf(f, c_src, e.entry);
+  fprintf(f, (const char *)ud, e->entry);
   fclose(f);
   char cmd[1200];
   snprintf(cmd, sizeof cmd, "cc -c -O1 -fPIC -o '%s' '%s'", ofile, cfile);
@@ -664,13 +687,14 @@ static void plant_object(const char *db, const char *c_src) {
   size_t n = fread(obj, 1, sizeof obj, f);
   fclose(f);
   assert_true(n > 0 && n < sizeof obj);
-  xpj_cache_key k = {e.code,   e.kernel,  e.dtypes, e.ndim,
-                     e.target, e.options, e.versions};
-  xpj_cache_value v = {0, obj, n, e.entry, "", e.local_bytes,
-                       e.scratch_bytes, 1.0, 0};
-  assert_int_equal(xpj_cache_put(c, &k, &v), XPJ_OK);
-  xpj_cache_entry_clear(&e);
-  xpj_cache_close(c);
+  v->data = obj;
+  v->size = n;
+}
+
+/* Replaces the portable entry of kernel in db by the object built from C
+ * source c_src: an intact, signed row holding foreign code. */
+static void plant_object(const char *db, const char *c_src) {
+  rewrite_rows(db, 1, object_of, c_src);
 }
 
 /* issue 15: the CPU loader resolved every symbol of the process, so an
@@ -725,28 +749,32 @@ static void test_planted_object_cannot_call_out(void **state) {
     fail_msg("warnings: %s", warnings);
 }
 
-/* Replaces every portable entry of db (successful ones) with bytes no
- * device takes, written through the cache's own API: intact rows, checked
- * and signed, whose binary is garbage (as from a buggy writer). */
-static void poison(const char *db) {
-  xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW};
-  xpj_cache *c = NULL;
-  assert_int_equal(xpj_cache_open(&cfg, &c), XPJ_OK);
-  digests ds = {.n = 0};
-  assert_int_equal(xpj_cache_list(c, collect, &ds), XPJ_OK);
-  assert_true(ds.n > 0);
+static void junk_of(const xpj_cache_entry *e, xpj_cache_value *v,
+                    const void *ud) {
+  (void)e;
+  (void)ud;
   static const uint8_t junk[64] = "this is not an object file, a module or PTX";
-  for (int i = 0; i < ds.n; i++) {
-    xpj_cache_entry e;
-    assert_int_equal(xpj_cache_find(c, ds.d[i], &e), XPJ_OK);
-    xpj_cache_key k = {e.code,   e.kernel,  e.dtypes, e.ndim,
-                       e.target, e.options, e.versions};
-    xpj_cache_value v = {0, junk, sizeof junk, e.entry, "", e.local_bytes,
-                         e.scratch_bytes, 1.0, 0};
-    assert_int_equal(xpj_cache_put(c, &k, &v), XPJ_OK);
-    xpj_cache_entry_clear(&e);
-  }
-  xpj_cache_close(c);
+  v->data = junk;
+  v->size = sizeof junk;
+}
+
+/* Replaces every portable entry of db (successful ones) with bytes no
+ * device takes: intact rows, checked and signed, whose binary is garbage
+ * (as from a buggy writer). */
+static void poison(const char *db) { rewrite_rows(db, 0, junk_of, NULL); }
+
+static void entry_memset(const xpj_cache_entry *e, xpj_cache_value *v,
+                         const void *ud) {
+  (void)e;
+  (void)ud;
+  v->entry = "memset";
+}
+
+static void scratch_2_62(const xpj_cache_entry *e, xpj_cache_value *v,
+                         const void *ud) {
+  (void)e;
+  (void)ud;
+  v->scratch_bytes = (uint64_t)1 << 62;
 }
 
 /* issue 15: a binary the device refuses was kept, and every later run
@@ -786,23 +814,7 @@ static void test_refused_binary_replaced(void **state) {
 
   /* a row whose entry point is not the kernel's reserved name, with a
    * real object: the loader would find "memset" in libc (red team N3) */
-  {
-    xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW};
-    xpj_cache *c = NULL;
-    assert_int_equal(xpj_cache_open(&cfg, &c), XPJ_OK);
-    digests ds = {.n = 0};
-    assert_int_equal(xpj_cache_list(c, collect, &ds), XPJ_OK);
-    assert_int_equal(ds.n, 1);
-    xpj_cache_entry e;
-    assert_int_equal(xpj_cache_find(c, ds.d[0], &e), XPJ_OK);
-    xpj_cache_key k = {e.code,   e.kernel,  e.dtypes, e.ndim,
-                       e.target, e.options, e.versions};
-    xpj_cache_value v = {0, e.data, e.size, "memset", "", e.local_bytes,
-                         e.scratch_bytes, 1.0, 0};
-    assert_int_equal(xpj_cache_put(c, &k, &v), XPJ_OK);
-    xpj_cache_entry_clear(&e);
-    xpj_cache_close(c);
-  }
+  rewrite_rows(db, 1, entry_memset, NULL);
   warnings[0] = 0;
   a = mkctx(db, XPJ_CACHE_MODE_RW);
   run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
@@ -814,23 +826,7 @@ static void test_refused_binary_replaced(void **state) {
   /* a row claiming 2^62 bytes of scratch per work-item, which every
    * launch would refuse: refused when placed, and compiled here (it was
    * taken, and each launch failed: an adversarial review) */
-  {
-    xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW};
-    xpj_cache *c = NULL;
-    assert_int_equal(xpj_cache_open(&cfg, &c), XPJ_OK);
-    digests ds = {.n = 0};
-    assert_int_equal(xpj_cache_list(c, collect, &ds), XPJ_OK);
-    assert_int_equal(ds.n, 1);
-    xpj_cache_entry e;
-    assert_int_equal(xpj_cache_find(c, ds.d[0], &e), XPJ_OK);
-    xpj_cache_key k = {e.code,   e.kernel,  e.dtypes, e.ndim,
-                       e.target, e.options, e.versions};
-    xpj_cache_value v = {0, e.data, e.size, e.entry, "", e.local_bytes,
-                         (uint64_t)1 << 62, 1.0, 0};
-    assert_int_equal(xpj_cache_put(c, &k, &v), XPJ_OK);
-    xpj_cache_entry_clear(&e);
-    xpj_cache_close(c);
-  }
+  rewrite_rows(db, 1, scratch_2_62, NULL);
   warnings[0] = 0;
   a = mkctx(db, XPJ_CACHE_MODE_RW);
   run_saxpy(a, saxpy_src, false, XPJ_ORIGIN_COMPILED);
