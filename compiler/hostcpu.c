@@ -20,6 +20,7 @@
 #include "llvm.h"
 
 #include "../cache/trust.h"
+#include "env.h" /* xpj_env_word */
 #include "xpjit_cache.h"
 
 #include <errno.h>
@@ -252,11 +253,22 @@ static bool memo_read(const char *path, const char *dir,
   return n > 0 && xpj_host_cpu_parse(buf, (size_t)n, name, feat_out) == 0;
 }
 
+/* XPJIT_CACHE=ro or off: nothing is written to the cache directory, this
+ * file included (nor the directory made when it is missing); a file there
+ * is still read. The words of XPJIT_CACHE for ro and off (cache.c,
+ * env_mode). */
+static bool memo_writable(void) {
+  static const char *const no_writes[] = {"ro", "off", "0", NULL};
+  return xpj_env_word("XPJIT_CACHE", no_writes) < 0;
+}
+
 /* Best effort: a new file beside the cache's, renamed into place. */
 static void memo_write(const char *path, const char *dir) {
   trust t;
   trust_for_cache(&t);
   char why[512], real[PATH_MAX];
+  if (!memo_writable())
+    return;
   if (mkdir(dir, 0700) != 0 && errno != EEXIST)
     return;
   if (!realpath(dir, real) || trust_dirs(&t, real, why, sizeof why) != TRUST_OK)

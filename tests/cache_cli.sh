@@ -506,5 +506,43 @@ done
 mkdir -m 700 "$T/none"
 XPJIT_CACHE_DIR="$T/none" XPJIT_CACHE=ro "$CLI" cache ls >"$T/o" 2>&1 && grep -qx "(no entries)" "$T/o" ||
   bad "XPJIT_CACHE=ro cache ls with no file: $(cat "$T/o")"
+# XPJIT_CACHE=ro writes nothing: with no cache directory, a program runs
+# uncached and neither it nor a tool makes the directory (a program made
+# it, for the host CPU's file; clear, prune, stats --zero, verify --repair
+# and bundle import made a whole cache); the tools that read say there is
+# nothing, those that write refuse, exit 1
+ro="$T/ro-none"
+XPJIT_CACHE_DIR="$ro" XPJIT_CACHE=ro "$B/examples/saxpy" 1000 >"$T/o" 2>&1 && grep -q correct "$T/o" ||
+  bad "XPJIT_CACHE=ro saxpy with no cache directory: $(cat "$T/o")"
+XPJIT_CACHE_DIR="$ro" XPJIT_CACHE=ro "$CLI" devices >/dev/null 2>&1 || bad "XPJIT_CACHE=ro devices"
+[ -e "$ro" ] && bad "XPJIT_CACHE=ro: a program created $(find "$ro")"
+rm -rf "$ro"
+for c in stats ls verify "show abcd" "export $T/ro.xpb" "stats --zero" "verify --repair" prune clear "import $T/ex.xpb"; do
+  case $c in import*) g=bundle ;; *) g=cache ;; esac
+  case $c in stats | ls | verify) want=0 ;; *) want=1 ;; esac
+  # shellcheck disable=SC2086
+  XPJIT_CACHE_DIR="$ro" XPJIT_CACHE=ro "$CLI" $g $c >"$T/o" 2>&1; rc=$?
+  [ $rc = $want ] && [ ! -e "$ro" ] && [ ! -e "$T/ro.xpb" ] ||
+    bad "XPJIT_CACHE=ro $g $c with no cache directory: exit $rc (want $want), $(find "$ro" 2>/dev/null): $(cat "$T/o")"
+  case $c in "stats --zero" | "verify --repair" | prune | clear | import*)
+    grep -q "the cache $ro/cache-v2.db is read-only (XPJIT_CACHE=ro): nothing written" "$T/o" ||
+      bad "XPJIT_CACHE=ro $g $c does not say why: $(cat "$T/o")" ;;
+  export*)
+    grep -q "no cache at $ro/cache-v2.db (XPJIT_CACHE=ro creates none): nothing to export" "$T/o" ||
+      bad "XPJIT_CACHE=ro cache export does not say why: $(cat "$T/o")" ;;
+  esac
+  rm -rf "$ro" "$T/ro.xpb" # each command on its own
+done
+# with the directory there, nothing is added to it (the host CPU's file
+# was); and a cache that is there is not cleared under XPJIT_CACHE=ro
+mkdir -m 700 "$ro"
+XPJIT_CACHE_DIR="$ro" XPJIT_CACHE=ro "$B/examples/saxpy" 1000 >/dev/null 2>&1 || bad "XPJIT_CACHE=ro saxpy, empty directory"
+[ -z "$(ls -A "$ro")" ] || bad "XPJIT_CACHE=ro: a program wrote $(ls -A "$ro")"
+XPJIT_CACHE_DIR="$ro" "$B/examples/saxpy" 1000 >/dev/null 2>&1 || bad "saxpy, rw"
+XPJIT_CACHE_DIR="$ro" XPJIT_CACHE=ro "$CLI" cache clear >/dev/null 2>&1 && bad "XPJIT_CACHE=ro cache clear of a cache: exit 0"
+XPJIT_CACHE_DIR="$ro" "$CLI" cache ls | grep -q saxpy || bad "XPJIT_CACHE=ro cache clear cleared the cache"
+XPJIT_CACHE_DIR="$ro" XPJIT_CACHE=off "$CLI" cache clear >"$T/o" 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "the cache $ro/cache-v2.db is off (XPJIT_CACHE=off): nothing written" "$T/o" &&
+  XPJIT_CACHE_DIR="$ro" "$CLI" cache ls | grep -q saxpy || bad "XPJIT_CACHE=off cache clear of a cache: exit $rc: $(cat "$T/o")"
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

@@ -288,6 +288,27 @@ static const char *not_a_cache(const char *path) {
   return why[0] ? why : NULL;
 }
 
+/* 0 unless XPJIT_CACHE says nothing is written to the cache (ro, off):
+ * then a subcommand that writes it (clear, prune, stats --zero, verify
+ * --repair, bundle import) says so and stops, exit 1, having written and
+ * created nothing; it does not override the setting, and a missing cache
+ * is not made only to be cleared. path NULL: the default one. */
+static int writes_forbidden(const char *who, const char *path) {
+  /* the words of XPJIT_CACHE for ro and off (cache.c, env_mode) */
+  static const char *const no_writes[] = {"ro", "off", "0", NULL};
+  int i = xpj_env_word("XPJIT_CACHE", no_writes);
+  if (i < 0)
+    return 0;
+  char dflt[4200];
+  if (!path) {
+    xpj_cache_default_path(dflt, sizeof dflt);
+    path = dflt;
+  }
+  cli_error(who, "the cache %s is %s (XPJIT_CACHE=%s): nothing written",
+            path, i == 0 ? "read-only" : "off", getenv("XPJIT_CACHE"));
+  return EXIT_INPUT;
+}
+
 static int open_cache(const cache_req *r, xpj_cache_mode mode,
                       xpj_cache **c) {
   /* a --path that names nothing is a typo, not a new cache to create
@@ -303,6 +324,9 @@ static int open_cache(const cache_req *r, xpj_cache_mode mode,
               why);
     return EXIT_INPUT;
   }
+  int rc = mode == XPJ_CACHE_MODE_RW ? writes_forbidden("cache", r->path) : 0;
+  if (rc)
+    return rc;
   xpj_cache_config cfg = {.path = r->path, .mode = mode, .warn = warn_cb};
   if (open_held(&cfg, c) == XPJ_OK)
     return 0;
@@ -685,7 +709,11 @@ static int cache_export(const cache_req *r) {
   if (rc)
     return rc;
   uint64_t n = 0;
-  if (xpj_cache_export(c, r->operand, &n) != XPJ_OK) {
+  if (xpj_cache_mode_of(c) == XPJ_CACHE_MODE_OFF) { /* open_entries: ro */
+    cli_error("cache export", "no cache at %s (XPJIT_CACHE=ro creates "
+              "none): nothing to export", xpj_cache_path(c));
+    rc = EXIT_INPUT;
+  } else if (xpj_cache_export(c, r->operand, &n) != XPJ_OK) {
     cli_error("cache export", "%s", xpj_cache_last_error());
     rc = EXIT_INPUT;
   } else if (r->json) {
@@ -1528,6 +1556,8 @@ static int bundle_import(const bundle_req *r) {
               r->path, why);
     return EXIT_INPUT;
   }
+  if (writes_forbidden("bundle import", r->path))
+    return EXIT_INPUT;
   xpj_cache_config cfg = {.path = r->path, .mode = XPJ_CACHE_MODE_RW,
                           .warn = import_warn_cb};
   xpj_cache *c = NULL;
