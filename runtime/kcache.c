@@ -510,6 +510,17 @@ static void tiers_said(const rt_obtain *ob, char *buf, size_t size) {
   }
 }
 
+/* "kernel NAME (DTYPES) ndim N for DEVICE", as the log names a request. */
+static void log_what(const rt_request *rq, char *what, size_t size) {
+  char nd[24] = "";
+  if (rq->ndim)
+    snprintf(nd, sizeof nd, " ndim %u", rq->ndim);
+  snprintf(what, size, "kernel %s%s%s%s%s for %s", rq->kernel,
+           rq->dtypes && *rq->dtypes ? " (" : "", rq->dtypes ? rq->dtypes : "",
+           rq->dtypes && *rq->dtypes ? ")" : "", nd,
+           rq->dev ? rq->dev->id : rq->target_str);
+}
+
 /* One line per kernel a context obtained other than from its first
  * level: what, for which device, from where, how long, its key; and for
  * a compile, why (each tier's answer). */
@@ -518,16 +529,9 @@ static void log_obtained(const rt_obtain *ob, const fetched *f,
   xpj_log_level l = st != XPJ_OK ? XPJ_LOG_ERROR : XPJ_LOG_INFO;
   if (!xpj_log_on(l))
     return;
-  const rt_request *rq = ob->rq;
   double ms = (double)(rt_now_ns() - t0_ns) / 1e6;
   char what[512];
-  char nd[24] = "";
-  if (rq->ndim)
-    snprintf(nd, sizeof nd, " ndim %u", rq->ndim);
-  snprintf(what, sizeof what, "kernel %s%s%s%s%s for %s", rq->kernel,
-           rq->dtypes && *rq->dtypes ? " (" : "", rq->dtypes ? rq->dtypes : "",
-           rq->dtypes && *rq->dtypes ? ")" : "", nd,
-           rq->dev ? rq->dev->id : rq->target_str);
+  log_what(ob->rq, what, sizeof what);
   char said[256];
   tiers_said(ob, said, sizeof said);
   const char *from = (unsigned)f->origin < sizeof origin_words /
@@ -544,6 +548,19 @@ static void log_obtained(const rt_obtain *ob, const fetched *f,
   else
     xpj_log(l, "%s: from %s in %.2f ms [key %.16s]", what, from, ms,
             ob->digest);
+}
+
+/* A request by its alias alone that was not answered (why): a miss, not a
+ * failure. The caller asks again the whole way, and that request's line
+ * says what came of it. */
+static void log_alias_miss(const rt_request *rq, const char *digest,
+                           const char *why) {
+  if (!xpj_log_on(XPJ_LOG_DEBUG))
+    return;
+  char what[512];
+  log_what(rq, what, sizeof what);
+  xpj_log(XPJ_LOG_DEBUG, "%s: a miss by its alias (%s); looking it up the "
+          "whole way [key %.16s]", what, why, digest);
 }
 
 /* Finds the binary in the first tier in [from, to) of the given kinds
@@ -981,10 +998,12 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
   rt_hold_warnings();
   rt_obtain ob = {.cc = cc, .l2 = l2, .rq = rq, .key = &key,
                   .digest = digest};
+  const char *alias_miss = NULL; /* why a request by alias was not answered */
   if (by_alias) {
+    alias_miss = "the hit file it names is gone, changed or out of date";
     st = xpj_l2_get_aliased(l2, alias, digest, &key, &f.ce) == XPJ_OK
              ? XPJ_OK
-             : rt_err(XPJ_ERR_NOT_FOUND, "%s: no alias", rq->kernel);
+             : rt_err(XPJ_ERR_NOT_FOUND, "%s: %s", rq->kernel, alias_miss);
     free(alias);
     alias = NULL;
     if (st == XPJ_OK) {
@@ -1002,8 +1021,8 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
       /* refused: the caller asks again the whole way, which drops it */
       free(f.msg);
       f.msg = NULL;
-      st = rt_err(XPJ_ERR_NOT_FOUND, "%s: its alias led to a binary the "
-                  "device refused", rq->kernel);
+      alias_miss = "the device refused the binary it led to";
+      st = rt_err(XPJ_ERR_NOT_FOUND, "%s: %s", rq->kernel, alias_miss);
     } else if (st != XPJ_OK && !f.v.failed &&
                f.origin != XPJ_ORIGIN_COMPILED) {
       /* the device refused a binary a cache, bundle or daemon handed us:
@@ -1022,7 +1041,10 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
   if (!by_alias)
     write_back(&ob, &f);
   end_turn(&ob, &f);
-  log_obtained(&ob, &f, st, t0);
+  if (by_alias && st != XPJ_OK)
+    log_alias_miss(rq, digest, alias_miss);
+  else
+    log_obtained(&ob, &f, st, t0);
   if (!by_alias || st == XPJ_OK) /* (else the whole way counts it) */
     count(cc, l2, &f);
   /* the way here from what the caller gave, for the next process */

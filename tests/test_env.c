@@ -1,8 +1,9 @@
 /* test_env.c - the XPJIT_* variables and the log (ir/env.c): the table,
  * the parsers, typos named with the name they resemble, a bad value of
  * each variable reported once per process however many contexts read
- * it, and XPJIT_LOG=info in XPJIT_LOG_FILE: one line per kernel obtained,
- * with its tier, key prefix, time and why it was compiled.
+ * it, and XPJIT_LOG=debug in XPJIT_LOG_FILE: one line per kernel obtained,
+ * with its tier, key prefix, time and why it was compiled; a miss by a
+ * kernel's alias is a debug line, not an error.
  *
  * main() sets XPJIT_LOG and XPJIT_LOG_FILE before anything reads them
  * (the log is set up once per process). */
@@ -286,12 +287,56 @@ static void test_log_file(void **state) {
   assert_true(seen);
 }
 
+/* A kernel asked by its alias whose hit file is gone is a miss, looked up
+ * the whole way (here: found in the cache file), not a failure: one debug
+ * line says so, and no error line (it was "error: kernel k for cpu:0:
+ * failed after ... (compiled here): k: no alias", in every log of a
+ * program whose hit file had been swept). */
+static void test_alias_miss_log(void **state) {
+  (void)state;
+  char db[300], hits[320], path[400];
+  snprintf(db, sizeof db, "%s/alias.db", dir);
+  run_k(db); /* compiled: its row, hit file and alias */
+  assert_int_equal(aliases_of(db), 1);
+  snprintf(hits, sizeof hits, "%s.hits", db);
+  DIR *d = opendir(hits);
+  assert_non_null(d);
+  struct dirent *e;
+  unsigned gone = 0;
+  while ((e = readdir(d)))
+    if (strlen(e->d_name) == 64) { /* a hit file (an alias is "a" + 64) */
+      snprintf(path, sizeof path, "%s/%s", hits, e->d_name);
+      gone += unlink(path) == 0;
+    }
+  closedir(d);
+  assert_int_equal(gone, 1);
+  struct stat sb;
+  assert_int_equal(stat(logpath, &sb), 0);
+  run_k(db);
+  FILE *f = fopen(logpath, "r");
+  assert_non_null(f);
+  assert_int_equal(fseek(f, (long)sb.st_size, SEEK_SET), 0);
+  char line[2048];
+  unsigned misses = 0, found = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strstr(line, " error: ") || strstr(line, "failed"))
+      fail_msg("an alias's miss logged as a failure: %s", line);
+    misses += strstr(line, " debug: kernel k for cpu:0: a miss by its alias "
+                           "(the hit file it names is gone") != NULL;
+    found += strstr(line, " info: kernel k for cpu:0: from the cache file "
+                          "in ") != NULL;
+  }
+  fclose(f);
+  assert_int_equal(misses, 1);
+  assert_int_equal(found, 1);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/xpjit-test-env-XXXXXX");
   if (!mkdtemp(dir))
     return 1;
   snprintf(logpath, sizeof logpath, "%s/log", dir);
-  setenv("XPJIT_LOG", "info", 1);
+  setenv("XPJIT_LOG", "debug", 1);
   setenv("XPJIT_LOG_FILE", logpath, 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_table),
@@ -300,6 +345,7 @@ int main(void) {
       cmocka_unit_test(test_bad_values_once),
       cmocka_unit_test(test_bad_cache_mode_once),
       cmocka_unit_test(test_log_file),
+      cmocka_unit_test(test_alias_miss_log),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
