@@ -849,6 +849,18 @@ static expr fold_bools(parser *p, xpj_binop op, expr a, expr b,
   }
 }
 
+/* bf16 only stores values (language.md 4.1): in a module constant's value
+ * an operator on a bf16 constant is refused as in a function, with the
+ * IR's words (ir.c, bf16_refused). True when refused. */
+static bool bf16_operand(parser *p, const token *optok, int type,
+                         const char *op) {
+  if (type != XPJ_BF16)
+    return false;
+  error(p, optok, "operator '%s' cannot be applied to bf16: bf16 is a "
+        "storage type; convert it first, e.g. f32(x)", op);
+  return true;
+}
+
 /* Folds a binary operator on two literals (untyped, or suffixed ones in a
  * module constant's value). */
 static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
@@ -864,6 +876,8 @@ static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
     return err_expr(optok);
   }
   r.suffix = a.suffix ? a.suffix : b.suffix;
+  if (bf16_operand(p, optok, r.suffix, xpj_binop_symbol(op)))
+    return err_expr(optok);
   r.gdep = a.gdep || b.gdep;
   r.big = false;
   /* exact values: a big literal is its bits read as u64 */
@@ -1481,6 +1495,9 @@ static expr parse_unary(parser *p) {
     } else if (e.boolean && is_lit(&e)) {
       error(p, t, "operator '%s' cannot be applied to bool",
             xpj_punct_str((punct)t->punct));
+      r = err_expr(t);
+    } else if (is_lit(&e) &&
+               bf16_operand(p, t, e.suffix, xpj_punct_str((punct)t->punct))) {
       r = err_expr(t);
     } else if ((t->punct == P_MINUS || t->punct == P_TILDE) &&
                e.k == E_LINT) {

@@ -188,6 +188,19 @@ static void test_constant_rules(void **state) {
       "const 3000000000 : i64", "atomic add %9, %10 relaxed device"};
   free(expect_ir(chain, want, sizeof want / sizeof *want));
   free(chain);
+  /* bf16 constants hold values (untyped arithmetic rounded once to bf16,
+   * as in a let); operators on bf16 itself are refused (const_bf16_ops) */
+  static const char bf[] = "const C: bf16 = 0.1;\n"
+                           "const Z: bf16 = -0.5;\n"
+                           "const W: bf16 = 1.5 * 3.0;\n"
+                           "const V = true ? C : Z;\n"
+                           "kernel k(x: global bf16[]) range(1) {\n"
+                           "    x[0] = V; x[1] = W; x[2] = Z;\n"
+                           "}\n";
+  static const char *const want_bf[] = {"const 0.10009765625 : bf16",
+                                        "const 4.5 : bf16",
+                                        "const -0.5 : bf16"};
+  free(expect_ir(bf, want_bf, sizeof want_bf / sizeof *want_bf));
 }
 
 /* A conditional of two literals takes the type its value is converted
