@@ -1341,21 +1341,27 @@ static void report(const overhead *o) {
 
 /* ---- main -------------------------------------------------------------------- */
 
-/* the private cache directory: its files (the database and its journals),
- * then itself */
-static void rm_cache_dir(void) {
-  DIR *d = opendir(cache_dir);
+/* dir and everything below it: the private cache directory holds the
+ * database, its journals and the cache's side directories (cache.db.hits
+ * with its hit files and aliases, .stats, .flight), which a remove() of
+ * each entry left, and with them the directory */
+static void rm_tree(const char *dir) {
+  DIR *d = opendir(dir);
   struct dirent *e;
   while (d && (e = readdir(d))) {
     char p[600];
     if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-      snprintf(p, sizeof p, "%s/%s", cache_dir, e->d_name);
-      remove(p);
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      struct stat sb;
+      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+        rm_tree(p);
+      else
+        unlink(p);
     }
   }
   if (d)
     closedir(d);
-  rmdir(cache_dir);
+  rmdir(dir);
 }
 
 static void usage(void) {
@@ -1487,6 +1493,6 @@ out:
   free(cuh_text[0]);
   free(cuh_text[1]);
   xpj_context_destroy(xctx);
-  rm_cache_dir();
+  rm_tree(cache_dir);
   return rc;
 }

@@ -121,8 +121,16 @@ if [ "${1:-}" = --check ]; then
   done < <(steps)
   echo "gpu.sh --check: $n steps"
   [ -f "$MOCK" ] || { echo "gpu.sh --check: no $MOCK"; exit 1; }
-  # the bench step, dry: compiled, loaded and launched on the stand-in
-  XPJIT_CUDA_LIBRARY=$MOCK timeout 120 "$B/bench/gpu" --dry-run || rc=1
+  # the bench step, dry: compiled, loaded and launched on the stand-in;
+  # and its private cache directory (in TMPDIR) removed with everything in
+  # it (the hit files' directory stayed, and so the directory)
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/xpjit-gpu-check-XXXXXX") || exit 1
+  TMPDIR=$tmp XPJIT_CUDA_LIBRARY=$MOCK timeout 120 "$B/bench/gpu" --dry-run || rc=1
+  if [ -n "$(ls -A "$tmp")" ]; then
+    echo "gpu.sh --check: bench/gpu left in TMPDIR: $(cd "$tmp" && find . | tr '\n' ' ')"
+    rc=1
+  fi
+  rm -rf "$tmp"
   exit $rc
 fi
 

@@ -1,5 +1,6 @@
 /* procutil.h - helpers shared by the tests that fork processes and start
- * xpjitd (tests/test_daemon_storm.c, tests/test_cluster.c): a monotonic
+ * xpjitd (tests/test_daemon_storm.c, tests/test_cluster.c; rm_tree also
+ * for test_cache.c and test_opencl.c): a monotonic
  * clock, sleeps, a temporary tree removed; forked children prepared, held
  * at a gate and released at once, waited for with deadlines and reaped;
  * the test process as a subreaper that cleans up when a signal ends it; a

@@ -102,14 +102,20 @@ step cxx_headers sh tests/cxx.sh
 # The GPU run (tests/gpu.sh) without a GPU: its syntax and steps, and
 # bench/gpu compiled, loaded and launched on the stand-in libcuda (--dry-run)
 step gpu_sh_check env BUILD="$B" bash tests/gpu.sh --check
+# The replays in a TMPDIR of their own, which they must leave empty
+# (replay_fuzz_cache_file left its directory, with the cache's .hits in it)
+rtmp=$(mktemp -d "${TMPDIR:-/tmp}/xpjit-replays-XXXXXX")
 for r in "$B"/fuzz/replay_*; do
   [ -x "$r" ] || continue
   n=${r##*/replay_}
   dirs="tests/fuzz/corpus/$n"
   [ -d tests/fuzz/crashes ] && dirs="$dirs tests/fuzz/crashes"
   # shellcheck disable=SC2086
-  step "replay_$n" "$r" $dirs
+  step "replay_$n" env TMPDIR="$rtmp" "$r" $dirs
 done
+step replays_leave_no_files sh -c 'left=$(cd "$1" && find . -mindepth 1)
+  [ -z "$left" ] || { echo "left in TMPDIR by the replays:" $left; false; }' sh "$rtmp"
+rm -rf "$rtmp"
 echo
 [ -n "$failed" ] && echo "failed:$failed"
 echo "tests: $pass passed, $fail failed"

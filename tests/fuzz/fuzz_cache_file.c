@@ -13,10 +13,13 @@
  *   - opened as the user cache (read-write): never an error (damage is
  *     recovered or degrades the cache, with a warning), and the same calls
  *     plus a put and a get.
- * Nothing may crash or leak; every file made is removed.
+ * Nothing may crash or leak; every file made is removed, with the
+ * directory ($TMPDIR, else /tmp) at exit.
  */
 #include "xpjit_cache.h"
 
+#include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,31 +28,43 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char dir[64];
-static char path[128], scratch[128];
+static char dir[PATH_MAX - 64];
+static char path[PATH_MAX], scratch[PATH_MAX];
 
-static void remove_files(void) {
-  static const char *const base[] = {path, scratch};
-  static const char *const suffix[] = {
-      "",         "-wal",  "-shm",         "-journal",   ".corrupt",
-      ".lock",    ".key",  ".corrupt-wal", ".corrupt-shm"};
-  char p[256];
-  for (size_t b = 0; b < 2; b++)
-    for (size_t s = 0; s < sizeof suffix / sizeof *suffix; s++) {
-      snprintf(p, sizeof p, "%s%s", base[b], suffix[s]);
+/* Everything in d, directories too: the cache's files and those beside
+ * them (the .hits, .stats and .flight directories, .corrupt copies), so
+ * that no input sees what another left and nothing stays at exit. */
+static void empty_dir(const char *d) {
+  DIR *dp = opendir(d);
+  struct dirent *e;
+  while (dp && (e = readdir(dp))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+      continue;
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", d, e->d_name);
+    struct stat sb;
+    if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+      empty_dir(p);
+      rmdir(p);
+    } else {
       unlink(p);
     }
+  }
+  if (dp)
+    closedir(dp);
 }
 
 static void at_exit(void) {
-  remove_files();
+  empty_dir(dir);
   rmdir(dir);
 }
 
 static int init(void) {
   if (dir[0])
     return 0;
-  snprintf(dir, sizeof dir, "/tmp/xpjit-fuzz-cache-XXXXXX");
+  const char *tmp = getenv("TMPDIR");
+  snprintf(dir, sizeof dir, "%s/xpjit-fuzz-cache-XXXXXX",
+           tmp && *tmp == '/' && strlen(tmp) < sizeof dir - 32 ? tmp : "/tmp");
   if (!mkdtemp(dir)) {
     dir[0] = 0;
     return -1;
@@ -124,7 +139,7 @@ static void exercise(xpj_cache *c) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (init() != 0)
     return 0;
-  remove_files();
+  empty_dir(dir);
   FILE *fp = fopen(path, "wb");
   if (!fp)
     return 0;
@@ -197,6 +212,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   exercise(c);
   xpj_cache_close(c);
-  remove_files();
+  empty_dir(dir);
   return 0;
 }
