@@ -56,6 +56,16 @@ LLVM_COMPONENTS := nvptx x86 spirv passes bitreader bitwriter linker irreader or
 # each start (1-3 ms more); the Debian package, hardened, keeps PIE
 # (debian/rules sets this empty).
 CSERVER_PIE ?= -no-pie
+# BOLT (llvm-bolt, Debian's bolt-22): the compile server's code, LLVM's
+# above all, laid out by a profile of its own compiles (xpjit-cc --train
+# on tests/conformance, not the benchmark's kernels): 15-20% faster PTX
+# compiles (docs/benchmarks.md, issue 19, twenty-sixth session). Only for
+# the static server (BOLT rewrites the executable, not libLLVM); off where
+# llvm-bolt is missing, and with BOLT=off (a relink then takes seconds
+# instead of a minute: the profile is made once per build directory and
+# kept, since the hot code is LLVM's, which our changes do not move).
+LLVM_BINDIR := $(shell $(LLVM_CONFIG) --bindir)
+BOLT ?= $(if $(filter static,$(CSERVER_LLVM)),$(if $(wildcard $(LLVM_BINDIR)/llvm-bolt),on,off),off)
 ifeq ($(CSERVER_LLVM),static)
 CSERVER_LIBS = $(CSERVER_PIE) -Wl,--gc-sections -L$(LLVM_LIBDIR) \
                $(shell $(LLVM_CONFIG) --link-static --libs $(LLVM_COMPONENTS)) \
@@ -219,9 +229,43 @@ $(CSERVER_MODE):
 	@rm -f $(BUILD)/obj/cserver-llvm-*
 	@touch $@
 
+ifeq ($(BOLT),on)
+# The server as linked (with its relocations, which BOLT needs to move
+# code), its profile, and the server laid out by it. tests/bolt.sh checks
+# that both make the same bytes.
+CSERVER_PLAIN := $(BUILD)/obj/xpjit-cc.plain
+BOLT_PROFILE := $(BUILD)/obj/xpjit-cc.fdata
+BOLT_TRAIN := $(sort $(wildcard tests/conformance/*.xpk))
+# (-plt=hot calls libc's hot functions without the PLT; it needs the
+# symbols bound at start, -z now: 495 of them, no slower a first compile)
+BOLT_OPTS := -reorder-blocks=ext-tsp -reorder-functions=cdsort \
+             -split-functions -split-all-cold -split-eh -use-gnu-stack \
+             -plt=hot -peepholes=all -indirect-call-promotion=all \
+             -jump-tables=move -frame-opt=hot
+$(CSERVER_PLAIN): tools/xpjit-cc.c compiler/worker.h $(LIB_INT) $(LLVM_A) $(CSERVER_MODE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -Wl,--emit-relocs,-z,now -o $@ tools/xpjit-cc.c $(LLVM_STATIC) $(LIB_INT) $(CSERVER_LIBS)
+# (an instrumented copy of the plain server compiles the training kernels
+# and writes its counters at exit; made again when LLVM or the training
+# set changes, not when the server is relinked)
+$(BOLT_PROFILE): $(LLVM_LIBDIR)/libLLVMCore.a $(BOLT_TRAIN) | $(CSERVER_PLAIN)
+	@echo "BOLT: profiling the compile server (once per build directory)"
+	@rm -f $@.tmp $(BUILD)/obj/xpjit-cc.inst
+	$(LLVM_BINDIR)/llvm-bolt $(CSERVER_PLAIN) -instrument \
+	  -instrumentation-file=$(abspath $@.tmp) -o $(BUILD)/obj/xpjit-cc.inst \
+	  > $(BUILD)/obj/bolt-instrument.log 2>&1 || { cat $(BUILD)/obj/bolt-instrument.log; exit 1; }
+	$(BUILD)/obj/xpjit-cc.inst --train $(BOLT_TRAIN)
+	@rm -f $(BUILD)/obj/xpjit-cc.inst
+	mv $@.tmp $@
+$(CSERVER): $(CSERVER_PLAIN) $(BOLT_PROFILE)
+	@mkdir -p $(dir $@)
+	$(LLVM_BINDIR)/llvm-bolt $(CSERVER_PLAIN) -data=$(BOLT_PROFILE) $(BOLT_OPTS) \
+	  -o $@ > $(BUILD)/obj/bolt.log 2>&1 || { cat $(BUILD)/obj/bolt.log; exit 1; }
+else
 $(CSERVER): tools/xpjit-cc.c compiler/worker.h $(LIB_INT) $(LLVM_A) $(CSERVER_MODE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ tools/xpjit-cc.c $(LLVM_STATIC) $(LIB_INT) $(CSERVER_LIBS)
+endif
 
 # Example programs: use libxpjit as an application would (public headers
 # only; LLVM, when they compile in their process, is the plugin).

@@ -98,6 +98,7 @@ step daemon_redis sh tests/daemon_redis.sh
 step daemon_sandbox sh tests/daemon_sandbox.sh
 step spec_examples sh tests/spec_examples.sh
 step install sh tests/install.sh
+step bolt sh tests/bolt.sh
 step cxx_headers sh tests/cxx.sh
 # The GPU run (tests/gpu.sh) without a GPU: its syntax and steps, and
 # bench/gpu compiled, loaded and launched on the stand-in libcuda (--dry-run)

@@ -9,8 +9,10 @@ set -eu
 # scdoc: the man pages (docs/man/*.scd); libjansson-dev: xpjit-cli's JSON;
 # strace: tests/daemon_sandbox.sh; debhelper, lintian, fakeroot: the
 # Debian packages (tests/deb.sh); zlib1g-dev, libzstd-dev: what LLVM's
-# static archives need, which the compile server links (Makefile).
-PKGS="${*:-build-essential pkg-config cmake scdoc strace debhelper lintian fakeroot nettle-dev libcmocka-dev clang libclang-rt-14-dev llvm-22-dev zlib1g-dev libzstd-dev spirv-tools libsqlite3-dev sqlite3 libjansson-dev systemd libze-dev opencl-c-headers ocl-icd-libopencl1 clinfo python3-venv python3-dev python3-numpy python3-pytest libhiredis-dev redis-server openmpi-bin libopenmpi-dev}"
+# static archives need, which the compile server links (Makefile);
+# bolt-22: the compile server laid out by a profile of its compiles
+# (Makefile, BOLT).
+PKGS="${*:-build-essential pkg-config cmake scdoc strace debhelper lintian fakeroot nettle-dev libcmocka-dev clang libclang-rt-14-dev llvm-22-dev bolt-22 zlib1g-dev libzstd-dev spirv-tools libsqlite3-dev sqlite3 libjansson-dev systemd libze-dev opencl-c-headers ocl-icd-libopencl1 clinfo python3-venv python3-dev python3-numpy python3-pytest libhiredis-dev redis-server openmpi-bin libopenmpi-dev}"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
