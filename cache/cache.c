@@ -1276,19 +1276,37 @@ static void degrade(xpj_cache *c, int rc, const char *what) {
              rc_str(rc));
 }
 
-static xpj_cache_mode env_mode(xpj_cache *c) {
+/* XPJIT_CACHE's mode into *mode (rw when it is unset or no word of it);
+ * xpj_env_word's index (-2: set to something else). The one list of its
+ * words. */
+static int env_mode(xpj_cache_mode *mode) {
   static const char *const words[] = {"rw", "on", "1", "ro", "off", "0",
                                       NULL};
   static const xpj_cache_mode modes[] = {
       XPJ_CACHE_MODE_RW, XPJ_CACHE_MODE_RW,  XPJ_CACHE_MODE_RW,
       XPJ_CACHE_MODE_RO, XPJ_CACHE_MODE_OFF, XPJ_CACHE_MODE_OFF};
   int i = xpj_env_word("XPJIT_CACHE", words);
-  if (i >= 0)
-    return modes[i];
-  if (i == -2 && xpj_env_first_complaint("XPJIT_CACHE"))
+  *mode = i >= 0 ? modes[i] : XPJ_CACHE_MODE_RW;
+  return i;
+}
+
+/* An XPJIT_CACHE that is no word of it (rw applies): said once. */
+static void env_complain(xpj_cache *c) {
+  xpj_cache_mode m;
+  if (env_mode(&m) == -2 && xpj_env_first_complaint("XPJIT_CACHE"))
     warnf(c, "XPJIT_CACHE=%.64s is not off, ro or rw; using rw",
           xpj_env("XPJIT_CACHE"));
-  return XPJ_CACHE_MODE_RW;
+}
+
+xpj_cache_mode xpj_cache_config_mode(const xpj_cache_config *cfg) {
+  xpj_cache_mode m = cfg ? cfg->mode : XPJ_CACHE_MODE_DEFAULT;
+  if (m == XPJ_CACHE_MODE_DEFAULT) {
+    if (cfg && cfg->bundle)
+      m = XPJ_CACHE_MODE_RO;
+    else
+      env_mode(&m);
+  }
+  return m;
 }
 
 size_t xpj_cache_default_path(char *buf, size_t size) {
@@ -1846,9 +1864,9 @@ static xpj_status open_handle(const xpj_cache_config *cfg, bool lazy,
   c->warn = cfg->warn;
   c->warn_ud = cfg->warn_ud;
   c->bundle = cfg->bundle != 0;
-  c->mode = cfg->mode;
-  if (c->mode == XPJ_CACHE_MODE_DEFAULT)
-    c->mode = c->bundle ? XPJ_CACHE_MODE_RO : env_mode(c);
+  c->mode = xpj_cache_config_mode(cfg);
+  if (cfg->mode == XPJ_CACHE_MODE_DEFAULT && !c->bundle)
+    env_complain(c);
   c->max_size = cfg->max_size;
   if (c->bundle) {
     c->max_size = UINT64_MAX;

@@ -86,6 +86,11 @@ static void set_err(char *err, size_t n, const char *fmt, const char *arg) {
 
 xpj_status xpj_target_parse(const char *s, xpj_target *t, char *err,
                             size_t errsize) {
+  return xpj_target_parse_for(s, NULL, t, err, errsize);
+}
+
+xpj_status xpj_target_parse_for(const char *s, const xpj_cache_config *cache,
+                                xpj_target *t, char *err, size_t errsize) {
   if (!s || !t) {
     set_err(err, errsize, "%s", "no target given");
     return XPJ_ERR_INVALID;
@@ -150,8 +155,8 @@ xpj_status xpj_target_parse(const char *s, xpj_target *t, char *err,
       strcmp(s, "cpu:native") == 0) {
     t->kind = XPJ_TARGET_CPU;
     char why[400];
-    if (xpj_host_cpu(t->cpu, sizeof t->cpu, t->features, sizeof t->features,
-                     why, sizeof why) != 0) {
+    if (xpj_host_cpu(cache, t->cpu, sizeof t->cpu, t->features,
+                     sizeof t->features, why, sizeof why) != 0) {
       set_err(err, errsize, "%s", why);
       return XPJ_ERR_UNSUPPORTED;
     }

@@ -7,10 +7,12 @@
  * LLVMGetHostCPUFeatures). LLVM computes both from CPUID and XGETBV alone
  * on x86-64, so its answer is a function of what those instructions say:
  * the first process asks LLVM and keeps the answer in the cache directory
- * under a digest of every CPUID leaf LLVM 22 reads (and more), XGETBV's
- * XCR0, and the versions of LLVM and xpjit; a later process with the same
- * digest reads the file instead of loading LLVM (docs/api.md, "Where LLVM
- * is loaded"). A machine with another CPU, a home directory shared by
+ * (that of the cache of the context that asks: its descriptor's
+ * cache_path, else the default; written only when that cache is
+ * read-write, xpj_cache_config_mode) under a digest of every CPUID leaf
+ * LLVM 22 reads (and more), XGETBV's XCR0, and the versions of LLVM and
+ * xpjit; a later process with the same digest reads the file instead of
+ * loading LLVM (docs/api.md, "Where LLVM is loaded"). A machine with another CPU, a home directory shared by
  * nodes of different CPUs, a new LLVM: another digest, another file. The
  * file is trusted as the cache is (cache/trust.c): the user's own, in the
  * user's own directory, and its text is checked before use. Other hosts
@@ -20,7 +22,6 @@
 #include "llvm.h"
 
 #include "../cache/trust.h"
-#include "env.h" /* xpj_env_word */
 #include "xpjit_cache.h"
 
 #include <errno.h>
@@ -218,14 +219,22 @@ void xpj_host_cpu_fingerprint(char hex[33], bool glibc) {
     snprintf(hex + 2 * i, 3, "%02x", dg[i]);
 }
 
-/* The file's path, and its directory (the cache's). */
-static bool memo_path(char *path, size_t size, char *dir, size_t dsize) {
+/* The file's path, and its directory: cache's (NULL: the default one). */
+static bool memo_path(const xpj_cache_config *cache, char *path, size_t size,
+                      char *dir, size_t dsize) {
   char db[PATH_MAX], fp[33];
-  size_t n = xpj_cache_default_path(db, sizeof db);
-  char *slash = strrchr(db, '/');
-  if (n >= sizeof db || !slash || slash == db)
+  size_t n = cache && cache->path
+                 ? (size_t)snprintf(db, sizeof db, "%s", cache->path)
+                 : xpj_cache_default_path(db, sizeof db);
+  if (n >= sizeof db)
     return false;
-  *slash = 0;
+  char *slash = strrchr(db, '/');
+  if (!slash) /* a relative name: the working directory's */
+    snprintf(db, sizeof db, ".");
+  else if (slash == db)
+    return false;
+  else
+    *slash = 0;
   xpj_host_cpu_fingerprint(fp, true);
   int k = snprintf(path, size, "%s/host-cpu-%s", db, fp);
   int l = snprintf(dir, dsize, "%s", db);
@@ -253,22 +262,11 @@ static bool memo_read(const char *path, const char *dir,
   return n > 0 && xpj_host_cpu_parse(buf, (size_t)n, name, feat_out) == 0;
 }
 
-/* XPJIT_CACHE=ro or off: nothing is written to the cache directory, this
- * file included (nor the directory made when it is missing); a file there
- * is still read. The words of XPJIT_CACHE for ro and off (cache.c,
- * env_mode). */
-static bool memo_writable(void) {
-  static const char *const no_writes[] = {"ro", "off", "0", NULL};
-  return xpj_env_word("XPJIT_CACHE", no_writes) < 0;
-}
-
 /* Best effort: a new file beside the cache's, renamed into place. */
 static void memo_write(const char *path, const char *dir) {
   trust t;
   trust_for_cache(&t);
   char why[512], real[PATH_MAX];
-  if (!memo_writable())
-    return;
   if (mkdir(dir, 0700) != 0 && errno != EEXIST)
     return;
   if (!realpath(dir, real) || trust_dirs(&t, real, why, sizeof why) != TRUST_OK)
@@ -341,15 +339,20 @@ static int ask_llvm(char *why, size_t whysize) {
   return 0;
 }
 
-int xpj_host_cpu(char *name, size_t namesize, char *features,
-                 size_t featsize, char *why, size_t whysize) {
+int xpj_host_cpu(const xpj_cache_config *cache, char *name,
+                 size_t namesize, char *features, size_t featsize, char *why,
+                 size_t whysize) {
   pthread_mutex_lock(&mu);
   int rc = 0;
   if (!known) {
 #if defined(__x86_64__)
     char path[PATH_MAX], dir[PATH_MAX];
     char name2[NAME_MAX_LEN], feat2[FEAT_MAX_LEN];
-    bool have = memo_path(path, sizeof path, dir, sizeof dir);
+    bool have = memo_path(cache, path, sizeof path, dir, sizeof dir);
+    /* a cache read-only or off (however it was asked for: the context's
+     * descriptor, XPJIT_CACHE, a bundle) has nothing written beside it,
+     * this file included, nor its directory made; a file there is read */
+    bool writable = xpj_cache_config_mode(cache) == XPJ_CACHE_MODE_RW;
     /* with LLVM here already, its answer costs nothing: the file is only
      * checked (and written when it is missing or says otherwise) */
     if (have && !xpj_llvm_present() &&
@@ -357,8 +360,9 @@ int xpj_host_cpu(char *name, size_t namesize, char *features,
       known = true;
     else if ((rc = ask_llvm(why, whysize)) == 0) {
       known = true;
-      if (have && !(memo_read(path, dir, name2, feat2) &&
-                    !strcmp(name2, host_name) && !strcmp(feat2, host_feat)))
+      if (have && writable &&
+          !(memo_read(path, dir, name2, feat2) && !strcmp(name2, host_name) &&
+            !strcmp(feat2, host_feat)))
         memo_write(path, dir);
     } else {
       /* no LLVM here (its plugin missing): the psABI level, not kept in

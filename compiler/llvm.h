@@ -16,6 +16,7 @@
 #define XPJ_LLVM_H
 
 #include "worker.h"
+#include "xpjit_cache.h" /* xpj_cache_config: xpj_host_cpu */
 
 #include <limits.h>
 #include <pthread.h>
@@ -131,11 +132,20 @@ bool xpj_trusted_file(const char *path);
 
 /* The host CPU as LLVM names it and lists its features (what the target
  * "cpu" compiles for), without loading LLVM where that can be avoided:
- * on x86-64, LLVM's answer is kept in the cache directory under a digest
- * of what CPUID says (hostcpu.c), so only the first process on a machine
- * (or after a CPU or LLVM change) asks LLVM. 0, or -1 with why. */
-int xpj_host_cpu(char *name, size_t namesize, char *features,
-                 size_t featsize, char *why, size_t whysize);
+ * on x86-64, LLVM's answer is kept in the directory of cache (NULL: the
+ * default cache as the environment sets it) under a digest of what CPUID
+ * says (hostcpu.c), so only the first process on a machine (or after a
+ * CPU or LLVM change) asks LLVM; the file is written only when cache's
+ * mode (xpj_cache_config_mode) is read-write. Learnt once per process:
+ * the first caller's cache is the one looked in. 0, or -1 with why. */
+int xpj_host_cpu(const xpj_cache_config *cache, char *name,
+                 size_t namesize, char *features, size_t featsize, char *why,
+                 size_t whysize);
+
+/* xpj_target_parse for a context whose cache is cache: "cpu" (the host)
+ * is learnt by xpj_host_cpu(cache, ...). xpj_target_parse passes NULL. */
+xpj_status xpj_target_parse_for(const char *s, const xpj_cache_config *cache,
+                                xpj_target *t, char *err, size_t errsize);
 
 /* x86-64: the digest of what CPUID says (and the versions) that names the
  * host-CPU file; the leaves glibc keeps taken from it (glibc) or asked

@@ -99,6 +99,12 @@ const char *xpj_cache_last_error(void);
 /* The mode in effect after any degradation (safe to read from any thread
  * at any time). */
 xpj_cache_mode xpj_cache_mode_of(const xpj_cache *c);
+/* The mode a handle of cfg (NULL: the defaults) is opened in, before
+ * anything is opened: cfg's mode, else read-only for a bundle, else
+ * XPJIT_CACHE's (rw when unset or not one of its words). Whatever writes
+ * beside the cache for it (the host CPU's file, a tool) asks this. Opening
+ * may lower it (xpj_cache_mode_of). */
+xpj_cache_mode xpj_cache_config_mode(const xpj_cache_config *cfg);
 /* Why the mode in effect is lower than the one asked for: the file is
  * unusable (damaged and read-only, a directory, unreadable), cannot be
  * written, or was refused. Copied into buf like snprintf (buf may be NULL

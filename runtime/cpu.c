@@ -530,7 +530,7 @@ static xpj_status cpu_discover(xpj_context *ctx) {
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   }
   char err[256];
-  if (xpj_target_parse("cpu", &d->target, err, sizeof err) != XPJ_OK) {
+  if (rt_target_parse(ctx, "cpu", &d->target, err, sizeof err) != XPJ_OK) {
     free(d);
     free(cd);
     return rt_err(XPJ_ERR_DEVICE, "the host CPU: %s", err);

@@ -16,6 +16,7 @@
 #include "rt.h"
 #include "tier.h"
 #include "daemon.h"
+#include "llvm.h" /* xpj_target_parse_for */
 #include "proto.h"
 
 #include <elf.h>
@@ -106,12 +107,24 @@ void rt_cc_fini(xpj_context *ctx) {
   pthread_mutex_destroy(&cc->mu);
 }
 
+void rt_cc_config(const rt_cc *cc, xpj_cache_config *cfg) {
+  *cfg = (xpj_cache_config){.path = cc->path, .mode = cc->mode,
+                            .max_size = cc->max_size, .warn = cache_warn};
+}
+
+xpj_status rt_target_parse(xpj_context *ctx, const char *s, xpj_target *t,
+                           char *err, size_t errsize) {
+  xpj_cache_config cfg;
+  rt_cc_config(&ctx->cc, &cfg);
+  return xpj_target_parse_for(s, &cfg, t, err, errsize);
+}
+
 /* Call with cc->mu held. */
 static xpj_cache *l2_locked(rt_cc *cc) {
   if (!cc->l2_tried) {
     cc->l2_tried = true;
-    xpj_cache_config cfg = {.path = cc->path, .mode = cc->mode,
-                            .max_size = cc->max_size, .warn = cache_warn};
+    xpj_cache_config cfg;
+    rt_cc_config(cc, &cfg);
     /* lazy: a process whose kernels are all in hit files never opens the
      * database (cache/hitfile.h) */
     if (xpj_l2_open(&cfg, &cc->l2) != XPJ_OK)

@@ -755,7 +755,7 @@ static xpj_status binary_slow(xpj_program *p, const char *name,
                               rt_l1 **e) {
   xpj_target t;
   char err[256];
-  if (xpj_target_parse(target, &t, err, sizeof err) != XPJ_OK)
+  if (rt_target_parse(p->ctx, target, &t, err, sizeof err) != XPJ_OK)
     return rt_err(XPJ_ERR_INVALID, "%s", err);
   char tstr[1200];
   xpj_target_str(&t, tstr, sizeof tstr);
@@ -941,7 +941,7 @@ xpj_status rt_program_keyed(xpj_program *p, const char *name,
   if (!p || !name || !target)
     return rt_err(XPJ_ERR_INVALID, "rt_program_keyed: NULL argument");
   char err[256];
-  if (xpj_target_parse(target, &k->t, err, sizeof err) != XPJ_OK)
+  if (rt_target_parse(p->ctx, target, &k->t, err, sizeof err) != XPJ_OK)
     return rt_err(XPJ_ERR_INVALID, "%s", err);
   xpj_target_str(&k->t, k->tstr, sizeof k->tstr);
   const xpj_func *f = NULL;

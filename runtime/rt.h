@@ -305,6 +305,14 @@ xpj_status rt_cc_init(xpj_context *ctx, const xpj_context_desc *desc);
 /* After discovery: the bundles of XPJIT_BUNDLE_PATH (unless desc says no). */
 xpj_status rt_cc_env_bundles(xpj_context *ctx, const xpj_context_desc *desc);
 void rt_cc_fini(xpj_context *ctx);
+/* The context's cache as it is opened (its path and mode, as the
+ * descriptor gave them): what else writes beside it asks its mode of
+ * xpj_cache_config_mode (the host CPU's file: rt_target_parse). */
+void rt_cc_config(const rt_cc *cc, xpj_cache_config *cfg);
+/* xpj_target_parse in ctx: the host CPU ("cpu") is learnt beside ctx's
+ * cache, and written there only when that cache is read-write. */
+xpj_status rt_target_parse(xpj_context *ctx, const char *s, xpj_target *t,
+                           char *err, size_t errsize);
 /* error.c: warnings, to the handler or stderr. */
 void rt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Warnings raised by this thread between hold and release are

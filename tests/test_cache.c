@@ -3260,6 +3260,42 @@ static void test_parsers(void **state) {
   assert_int_equal(xpj_cache_parse_duration(NULL, NULL), XPJ_ERR_INVALID);
 }
 
+/* The mode a handle of a config opens in, known before anything is
+ * opened (what the host CPU's file and the CLI ask): the config's, else
+ * read-only for a bundle, else XPJIT_CACHE's (rw unset or malformed). */
+static void test_config_mode(void **state) {
+  (void)state;
+  static const struct {
+    const char *env;
+    xpj_cache_mode mode;
+  } env[] = {
+      {NULL, XPJ_CACHE_MODE_RW}, {"rw", XPJ_CACHE_MODE_RW},
+      {"on", XPJ_CACHE_MODE_RW}, {"1", XPJ_CACHE_MODE_RW},
+      {"ro", XPJ_CACHE_MODE_RO}, {"off", XPJ_CACHE_MODE_OFF},
+      {"0", XPJ_CACHE_MODE_OFF}, {"sometimes", XPJ_CACHE_MODE_RW},
+  };
+  static const xpj_cache_mode asked[] = {
+      XPJ_CACHE_MODE_OFF, XPJ_CACHE_MODE_RO, XPJ_CACHE_MODE_RW};
+  for (size_t i = 0; i < sizeof env / sizeof *env; i++) {
+    if (env[i].env)
+      setenv("XPJIT_CACHE", env[i].env, 1);
+    else
+      unsetenv("XPJIT_CACHE");
+    xpj_cache_config cfg = {.path = "/nonexistent/cache.db"};
+    assert_int_equal(xpj_cache_config_mode(&cfg), env[i].mode);
+    assert_int_equal(xpj_cache_config_mode(NULL), env[i].mode);
+    cfg.bundle = 1;
+    assert_int_equal(xpj_cache_config_mode(&cfg), XPJ_CACHE_MODE_RO);
+    for (size_t j = 0; j < sizeof asked / sizeof *asked; j++) {
+      cfg.mode = asked[j];
+      cfg.bundle = (int)(j & 1);
+      assert_int_equal(xpj_cache_config_mode(&cfg), asked[j]);
+    }
+  }
+  unsetenv("XPJIT_CACHE");
+  assert_false(exists("/nonexistent"));
+}
+
 /* The default path and the environment variables. */
 static void test_environment(void **state) {
   fx *f = *state;
@@ -5661,6 +5697,7 @@ int main(void) {
       T(test_list_find_clear),
       T(test_parsers),
       T(test_environment),
+      T(test_config_mode),
       T(test_trust_planted_cache),
       T(test_unreadable),
       T(test_trust_bundles),

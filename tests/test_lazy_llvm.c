@@ -9,7 +9,8 @@
  * device (the ELF loader), with the host CPU read from its file; an
  * in-process compile that loads the plugin; a plugin that is missing,
  * writable by others or not a plugin, refused with a clear error; a
- * damaged or foreign host-CPU file, ignored and rewritten; SPIR-V checked
+ * damaged or foreign host-CPU file, ignored and rewritten; none written
+ * beside a cache read-only or off (the descriptor's); SPIR-V checked
  * by the validator plugin (libxpjit-spirv.so.0, SPIRV-Tools and the C++
  * runtime), loaded only then, and refused when the plugin cannot be had. */
 #define _GNU_SOURCE
@@ -77,15 +78,12 @@ static void host_file_in(const char *in, char *path, size_t size) {
 
 static void host_file(char *path, size_t size) { host_file_in(dir, path, size); }
 
-/* A context on the CPU, axpy<f32> got and run on 1000 elements. Exit
- * status: 0 right, 1 a failure; 2 when want_llvm is not what the maps
- * show afterwards. */
-static int run_axpy(int want_llvm) {
+/* A context of cd (on the CPU), axpy<f32> got and run on 1000 elements.
+ * Exit status: 0 right, 1 a failure; 2 when want_llvm is not what the
+ * maps show afterwards. */
+static int run_axpy_in(const xpj_context_desc *cd, int want_llvm) {
   xpj_context *ctx = NULL;
-  xpj_context_desc cd = {0};
-  cd.visible = "cpu";
-  cd.cache_mode = XPJ_CACHE_MODE_RW;
-  if (xpj_context_create(&cd, &ctx) != XPJ_OK)
+  if (xpj_context_create(cd, &ctx) != XPJ_OK)
     return 1;
   xpj_device *dev = xpj_device_get(ctx, 0);
   xpj_program *p = NULL;
@@ -128,6 +126,14 @@ static int run_axpy(int want_llvm) {
     return 2;
   }
   return rc;
+}
+
+/* run_axpy_in with the default cache, read-write */
+static int run_axpy(int want_llvm) {
+  xpj_context_desc cd = {0};
+  cd.visible = "cpu";
+  cd.cache_mode = XPJ_CACHE_MODE_RW;
+  return run_axpy_in(&cd, want_llvm);
 }
 
 /* An in-process compile of scale<f32> to PTX: 0 when it worked (and
@@ -328,6 +334,103 @@ static void test_host_without_llvm(void **state) {
   assert_int_equal(in_child(no_plugin_child, NULL), 0);
 }
 
+/* A context's own cache (xpj_context_desc: cache_mode, cache_path in
+ * dir), and how the host CPU is first asked for: by the CPU device, or by
+ * xpj_program_get_binary(..., "cpu") in a context without one. */
+typedef struct asked_cache {
+  xpj_cache_mode mode;
+  const char *dir;
+  bool by_binary;
+} asked_cache;
+
+/* The default cache's directory (XPJIT_CACHE_DIR in mode_child): made by
+ * nothing, since every context there names its own cache. */
+static void default_cache_dir(char *path, size_t size) {
+  snprintf(path, size, "%s/default-cache", dir);
+}
+
+static int mode_child(const void *arg) {
+  const asked_cache *a = arg;
+  char other[300], path[600];
+  default_cache_dir(other, sizeof other);
+  setenv("XPJIT_CACHE_DIR", other, 1);
+  unsetenv("XPJIT_CACHE"); /* the descriptor alone says ro or off */
+  snprintf(path, sizeof path, "%s/cache.db", a->dir);
+  xpj_context_desc cd = {0};
+  cd.cache_mode = a->mode;
+  cd.cache_path = path;
+  if (!a->by_binary) {
+    cd.visible = "cpu";
+    return run_axpy_in(&cd, -1);
+  }
+  cd.visible = "cuda"; /* no CPU device: the host is first asked below */
+  xpj_context *ctx = NULL;
+  xpj_program *p = NULL;
+  void *bin = NULL;
+  size_t n = 0;
+  int rc = xpj_context_create(&cd, &ctx) == XPJ_OK &&
+                   xpj_program_create_file(ctx, "examples/axpy.xpk", NULL,
+                                           &p) == XPJ_OK &&
+                   xpj_program_get_binary(p, "axpy", "T=f32", 1, "cpu", NULL,
+                                          &bin, &n) == XPJ_OK
+               ? 0
+               : 1;
+  if (rc)
+    fprintf(stderr, "mode_child: %s\n", xpj_last_error());
+  free(bin);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+  return rc;
+}
+
+/* Entries of directory d, -1 when it cannot be opened (errno) */
+static int entries(const char *d) {
+  DIR *h = opendir(d);
+  if (!h)
+    return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(h)))
+    n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  closedir(h);
+  return n;
+}
+
+/* A context whose cache is read-only or off (xpj_context_desc.cache_mode,
+ * XPJIT_CACHE unset) writes no host-CPU file, nor makes the directory for
+ * it: neither its cache's (missing, or there and empty) nor the default
+ * one. A read-write one writes the file beside its cache's. */
+static void test_host_file_follows_cache_mode(void **state) {
+  (void)state;
+  static const xpj_cache_mode quiet[] = {XPJ_CACHE_MODE_RO,
+                                         XPJ_CACHE_MODE_OFF};
+  char other[300], sub[400], hf[600];
+  default_cache_dir(other, sizeof other);
+  for (size_t i = 0; i < sizeof quiet / sizeof *quiet; i++)
+    for (int made = 0; made < 2; made++)
+      for (int by_binary = 0; by_binary < 2; by_binary++) {
+        snprintf(sub, sizeof sub, "%s/mode-%d-%d-%d", dir, (int)quiet[i],
+                 made, by_binary);
+        if (made)
+          assert_int_equal(mkdir(sub, 0700), 0);
+        asked_cache a = {quiet[i], sub, by_binary};
+        assert_int_equal(in_child(mode_child, &a), 0);
+        if (made)
+          assert_int_equal(entries(sub), 0);
+        else
+          assert_int_equal(access(sub, F_OK), -1);
+        assert_int_equal(access(other, F_OK), -1);
+      }
+  for (int by_binary = 0; by_binary < 2; by_binary++) {
+    snprintf(sub, sizeof sub, "%s/mode-rw-%d", dir, by_binary);
+    asked_cache a = {XPJ_CACHE_MODE_RW, sub, by_binary};
+    assert_int_equal(in_child(mode_child, &a), 0);
+    host_file_in(sub, hf, sizeof hf);
+    assert_true(hf[0] != 0);
+    assert_int_equal(access(other, F_OK), -1);
+  }
+}
+
 /* A SPIR-V module of axpy<f32> (compiled by the compile server), checked
  * in this process: 0 when it passes and a damaged copy does not, the
  * validator plugin mapped and libLLVM not; 1 when validation failed with
@@ -410,6 +513,7 @@ int main(void) {
       cmocka_unit_test(test_bad_plugins),
       cmocka_unit_test(test_host_file_checked),
       cmocka_unit_test(test_host_without_llvm),
+      cmocka_unit_test(test_host_file_follows_cache_mode),
       cmocka_unit_test(test_host_fingerprint),
       cmocka_unit_test(test_spirv_validator),
   };

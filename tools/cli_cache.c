@@ -7,7 +7,6 @@
  * matched), 2 usage errors.
  */
 #include "cli.h"
-#include "env.h" /* xpj_env_word */
 
 #include <dirent.h>
 #include <errno.h>
@@ -294,10 +293,9 @@ static const char *not_a_cache(const char *path) {
  * created nothing; it does not override the setting, and a missing cache
  * is not made only to be cleared. path NULL: the default one. */
 static int writes_forbidden(const char *who, const char *path) {
-  /* the words of XPJIT_CACHE for ro and off (cache.c, env_mode) */
-  static const char *const no_writes[] = {"ro", "off", "0", NULL};
-  int i = xpj_env_word("XPJIT_CACHE", no_writes);
-  if (i < 0)
+  xpj_cache_config cfg = {.path = path};
+  xpj_cache_mode m = xpj_cache_config_mode(&cfg);
+  if (m == XPJ_CACHE_MODE_RW)
     return 0;
   char dflt[4200];
   if (!path) {
@@ -305,7 +303,8 @@ static int writes_forbidden(const char *who, const char *path) {
     path = dflt;
   }
   cli_error(who, "the cache %s is %s (XPJIT_CACHE=%s): nothing written",
-            path, i == 0 ? "read-only" : "off", getenv("XPJIT_CACHE"));
+            path, m == XPJ_CACHE_MODE_RO ? "read-only" : "off",
+            getenv("XPJIT_CACHE"));
   return EXIT_INPUT;
 }
 
@@ -340,15 +339,14 @@ static int open_cache(const cache_req *r, xpj_cache_mode mode,
  * and no file yet), there is nothing to read: no entries. */
 static int open_entries(const cache_req *r, const char *who,
                         xpj_cache **c) {
-  /* the words of XPJIT_CACHE for off (cache.c, env_mode) */
-  static const char *const off[] = {"off", "0", NULL};
   int rc = open_cache(r, XPJ_CACHE_MODE_DEFAULT, c);
   if (rc || xpj_cache_mode_of(*c) != XPJ_CACHE_MODE_OFF)
     return rc;
   char problem[4600];
   if (xpj_cache_problem(*c, problem, sizeof problem))
     cli_error(who, "%s", problem);
-  else if (xpj_env_word("XPJIT_CACHE", off) >= 0)
+  else if (xpj_cache_config_mode(&(xpj_cache_config){.path = r->path}) ==
+           XPJ_CACHE_MODE_OFF)
     cli_error(who, "the cache %s is off (XPJIT_CACHE=%s)", xpj_cache_path(*c),
               getenv("XPJIT_CACHE"));
   else
