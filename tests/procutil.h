@@ -1,14 +1,17 @@
 /* procutil.h - helpers shared by the tests that fork processes and start
- * xpjitd (tests/test_daemon_storm.c, tests/test_cluster.c; rm_tree also
- * for test_cache.c and test_opencl.c): a monotonic
+ * xpjitd (tests/test_daemon_storm.c, tests/test_cluster.c; the guard of
+ * forked children for every test that forks; rm_tree also for
+ * test_cache.c and test_opencl.c): a monotonic
  * clock, sleeps, a temporary tree removed; forked children prepared, held
- * at a gate and released at once, waited for with deadlines and reaped;
- * the test process as a subreaper that cleans up when a signal ends it; a
+ * at a gate and released at once, waited for with deadlines and reaped,
+ * and ended when they come back into cmocka's runner; the test process as
+ * a subreaper that cleans up when a signal ends it; a
  * client's CPU context, program, queue and buffers; a daemon's STATS over
  * the raw protocol (runtime/daemon.h). Header-only: every helper is
  * static inline (rm_tree: static, marked unused), so a test that uses only
  * some of them gets no unused-function warning. Needs _GNU_SOURCE (or
- * _DEFAULT_SOURCE) before the first include. */
+ * _DEFAULT_SOURCE) before the first include, and cmocka.h for
+ * guarded_test. */
 #ifndef XPJ_PROCUTIL_H
 #define XPJ_PROCUTIL_H
 
@@ -45,9 +48,11 @@ static inline double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
+/* the whole time, a signal handled meanwhile (SIGPIPE, SIGCHLD) or not */
 static inline void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
 }
 
 /* ---- files ---- */
@@ -82,6 +87,41 @@ static inline const char *build_dir(void) {
 }
 
 /* ---- processes ---- */
+
+/* The test process: main's (test_owner_init, or test_process_init). */
+static pid_t test_owner;
+
+static inline void test_owner_init(void) { test_owner = getpid(); }
+
+/* A child that a test forks (and that does not exec) and that fails a
+ * cmocka check, or dies of a signal cmocka catches (SIGSEGV, SIGBUS,
+ * SIGILL, SIGFPE), returns into cmocka's runner in the child: it runs the
+ * test's teardown, removing what the parent still uses, and then every
+ * later test, until it ends or the parent kills it (test_cache's crash
+ * writers did: commit d3bc6d8). end_escaped_child ends such a child, exit
+ * status CHILD_ESCAPED, at its first fixture call: every test of a file
+ * that forks has it in its setup and teardown (a file's own fixtures call
+ * it first; a test without one is a guarded_test). */
+enum { CHILD_ESCAPED = 86 };
+
+static inline void end_escaped_child(void) {
+  if (!test_owner) { /* every process would look escaped */
+    fputs("procutil.h: main did not call test_owner_init\n", stderr);
+    abort();
+  }
+  if (getpid() != test_owner)
+    _exit(CHILD_ESCAPED);
+}
+
+/* The fixture of a test without one of its own: the guard alone. */
+static inline int child_guard(void **state) {
+  (void)state;
+  end_escaped_child();
+  return 0;
+}
+
+#define guarded_test(f) \
+  cmocka_unit_test_setup_teardown(f, child_guard, child_guard)
 
 /* In a forked child: die with the test, stdin and stdout on /dev/null,
  * stderr appended to log (NULL: /dev/null). */
@@ -180,9 +220,8 @@ static inline int wait_deadline(pid_t pid, double deadline) {
   }
 }
 
-/* The test process (not a forked child) and what it cleans up when a
- * signal ends it (set by test_process_init). */
-static pid_t test_owner;
+/* What the test process cleans up when a signal ends it (set by
+ * test_process_init). */
 static void (*test_cleanup)(void);
 
 /* Interrupted (a harness's timeout, ^C, an alarm): in the test process
@@ -200,7 +239,7 @@ static inline void test_on_signal(int sig) {
 static inline void test_process_init(void (*cleanup)(void)) {
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     perror("prctl(PR_SET_CHILD_SUBREAPER)");
-  test_owner = getpid();
+  test_owner_init();
   test_cleanup = cleanup;
   signal(SIGTERM, test_on_signal);
   signal(SIGINT, test_on_signal);

@@ -8,7 +8,7 @@
  * directory and records warnings through the warn callback, so nothing is
  * printed and a test can assert that a warning was (or was not) given. */
 #define _GNU_SOURCE /* memmem */
-#include "procutil.h" /* rm_tree */
+#include "procutil.h" /* rm_tree, end_escaped_child */
 #include "testutil.h"
 #include "xpjit_cache.h"
 
@@ -50,23 +50,8 @@ typedef struct fx {
   wlog w;
 } fx;
 
-/* The test process (main's). A forked child that fails a check, or dies
- * of a signal cmocka catches (SIGSEGV, SIGBUS), returns into cmocka's
- * runner in the child, which then runs this test's teardown and every
- * test after it: it removed the parent's directory under it, and made a
- * fixture directory per test until the parent killed it (crash writers
- * that died of SIGBUS ran test_bundles and the rest, and left their
- * directories behind). Such a child ends at its first fixture call. */
-static pid_t test_pid;
-enum { CHILD_ESCAPED = 86 }; /* its exit status */
-
-static void end_escaped_child(void) {
-  if (getpid() != test_pid)
-    _exit(CHILD_ESCAPED);
-}
-
 static int fx_setup(void **state) {
-  end_escaped_child();
+  end_escaped_child(); /* a forked child back in cmocka's runner */
   fx *f = calloc(1, sizeof *f);
   if (!f)
     return -1;
@@ -81,7 +66,7 @@ static int fx_setup(void **state) {
 }
 
 static int fx_teardown(void **state) {
-  end_escaped_child();
+  end_escaped_child(); /* not the parent's directory */
   fx *f = *state;
   rm_tree(f->dir);
   free(f);
@@ -2786,27 +2771,6 @@ static void test_crashes(void **state) {
   }
   /* the writers got something done */
   assert_true(served > 0);
-}
-
-/* A forked child that fails a check ends there (end_escaped_child): it
- * neither removes the parent's directory nor runs the tests after this
- * one. Its output goes to /dev/null: the failure is not this test's. */
-static void test_escaped_child(void **state) {
-  fx *f = *state;
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    int null = open("/dev/null", O_WRONLY);
-    if (null < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
-      _exit(1);
-    fail_msg("a deliberate failure in a forked child");
-  }
-  int ws = 0;
-  assert_int_equal(waitpid(pid, &ws, 0), pid);
-  assert_true(WIFEXITED(ws));
-  assert_int_equal(WEXITSTATUS(ws), CHILD_ESCAPED);
-  assert_true(exists(f->dir));
 }
 
 /* ======================================================================== */
@@ -5638,7 +5602,7 @@ static void test_zero_stats(void **state) {
 }
 
 int main(void) {
-  test_pid = getpid();
+  test_owner_init(); /* procutil.h: end_escaped_child */
   unsetenv("XPJIT_CACHE");
   unsetenv("XPJIT_CACHE_DIR");
   unsetenv("XPJIT_CACHE_MAX_SIZE");
@@ -5691,7 +5655,6 @@ int main(void) {
       T(test_threads),
       T(test_warn_reentrant),
       T(test_crashes),
-      T(test_escaped_child),
       T(test_bundles),
       T(test_import_eviction),
       T(test_list_find_clear),

@@ -126,6 +126,7 @@ static struct {
 
 static int setup(void **state) {
   (void)state;
+  end_escaped_child(); /* a forked child back in cmocka's runner */
   memset(&fx, 0, sizeof fx);
   snprintf(fx.dir, sizeof fx.dir, "/tmp/xpjit-cluster-XXXXXX");
   if (!mkdtemp(fx.dir)) {
@@ -160,6 +161,7 @@ static int setup(void **state) {
  * to call twice, and from a signal handler of the test process. */
 static int teardown(void **state) {
   (void)state;
+  end_escaped_child(); /* it would kill the parent's processes */
   for (int n = 0; n < NODES; n++)
     if (fx.nodes[n].daemon > 0)
       kill(fx.nodes[n].daemon, SIGKILL);

@@ -33,6 +33,7 @@
 #include <cmocka.h>
 
 #include "daemon.h"
+#include "procutil.h" /* sleep_ms, end_escaped_child */
 #include "proto.h"
 
 #include <dirent.h>
@@ -133,12 +134,6 @@ static const char *daemon_path(void) {
   const char *b = getenv("BUILD");
   snprintf(p, sizeof p, "%s/bin/xpjitd", b && *b ? b : "build");
   return p;
-}
-
-static void sleep_ms(unsigned ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-    ;
 }
 
 /* A daemon description for the socket directory base/NAME. */
@@ -609,7 +604,7 @@ static void get_stats(const dmn *d, stats *s) {
   close(fd);
 }
 
-static uint64_t stat_of(const stats *s, const char *name) {
+static uint64_t stat_field(const stats *s, const char *name) {
   size_t l = strlen(name);
   for (const char *p = s->text; *p;) {
     if (!strncmp(p, name, l) && p[l] == ' ')
@@ -626,7 +621,7 @@ static uint64_t stat_of(const stats *s, const char *name) {
 static uint64_t stat1(const dmn *d, const char *name) {
   stats s;
   get_stats(d, &s);
-  return stat_of(&s, name);
+  return stat_field(&s, name);
 }
 
 /* Polls a counter until it reaches want (the daemon notices closes and
@@ -643,6 +638,7 @@ static uint64_t stat_reaches(const dmn *d, const char *name, uint64_t want,
 
 static int setup(void **state) {
   (void)state;
+  end_escaped_child(); /* a forked child back in cmocka's runner */
   snprintf(base, sizeof base, "/tmp/xpjd-XXXXXX");
   if (!mkdtemp(base))
     return -1;
@@ -657,6 +653,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
+  end_escaped_child(); /* it would kill the parent's daemons */
   alarm(0);
   kill_all();
   if (getenv("XPJD_TEST_KEEP")) { /* to read the daemons' logs */
@@ -695,8 +692,8 @@ static void test_truncated_frames(void **state) {
   check_serves(&d);
   stats s;
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "malformed_frames"), 0);
-  assert_int_equal(stat_of(&s, "requests"), 1); /* check_serves' GET */
+  assert_int_equal(stat_field(&s, "malformed_frames"), 0);
+  assert_int_equal(stat_field(&s, "requests"), 1); /* check_serves' GET */
   assert_int_equal(stat_reaches(&d, "connections", 1, 5000), 1);
   dmn_stop(&d);
 }
@@ -1001,7 +998,7 @@ static void test_bad_payloads(void **state) {
   check_serves(&d);
   stats s;
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "malformed_frames"), expected_malformed);
+  assert_int_equal(stat_field(&s, "malformed_frames"), expected_malformed);
   assert_int_equal(stat_reaches(&d, "connections", 1, 5000), 1);
   dmn_stop(&d);
 }
@@ -1069,8 +1066,8 @@ static void test_non_utf8_strings(void **state) {
   check_serves(&d);
   stats s;
   get_stats(&d, &s);
-  uint64_t bad = stat_of(&s, "malformed_frames"),
-           errs = stat_of(&s, "request_errors");
+  uint64_t bad = stat_field(&s, "malformed_frames"),
+           errs = stat_field(&s, "request_errors");
   print_message("non-UTF-8 strings: %llu malformed, %llu request errors\n",
                 (unsigned long long)bad, (unsigned long long)errs);
   assert_true(bad + errs >= n - 1 && bad + errs <= n);
@@ -1109,8 +1106,8 @@ static void test_slow_client(void **state) {
   xpd_buf_free(&b);
   stats s;
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "io_timeouts"), 3);
-  assert_int_equal(stat_of(&s, "malformed_frames"), 0);
+  assert_int_equal(stat_field(&s, "io_timeouts"), 3);
+  assert_int_equal(stat_field(&s, "malformed_frames"), 0);
   dmn_stop(&d);
 }
 
@@ -1141,9 +1138,9 @@ static void test_vanishing_client(void **state) {
   assert_int_equal(r.k.origin, XPD_FROM_MEMORY);
   stats s;
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "compiles"), 1);
-  assert_int_equal(stat_of(&s, "hits_memory"), 1);
-  assert_int_equal(stat_of(&s, "requests"), 2);
+  assert_int_equal(stat_field(&s, "compiles"), 1);
+  assert_int_equal(stat_field(&s, "hits_memory"), 1);
+  assert_int_equal(stat_field(&s, "requests"), 2);
   check_serves(&d);
   dmn_stop(&d);
 }
@@ -1335,8 +1332,8 @@ static void test_thousand_connections(void **state) {
   }
   stats s;
   get_stats(&d, &s);
-  assert_true(stat_of(&s, "connections") >= N);
-  assert_int_equal(stat_of(&s, "refused_busy"), 0);
+  assert_true(stat_field(&s, "connections") >= N);
+  assert_int_equal(stat_field(&s, "refused_busy"), 0);
   for (int i = 0; i < N; i++)
     close(fds[i]);
   assert_int_equal(stat_reaches(&d, "connections", 1, 10000), 1);
@@ -1484,8 +1481,8 @@ static void test_single_flight(void **state) {
   close(fb);
   stats s;
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "compiles"), 1);
-  assert_int_equal(stat_of(&s, "coalesced"), 3);
+  assert_int_equal(stat_field(&s, "compiles"), 1);
+  assert_int_equal(stat_field(&s, "coalesced"), 3);
   assert_int_equal(compiled, 1);
   assert_int_equal(waited, 3);
   if (origin[2] != XPD_FROM_COMPILED)
@@ -1533,8 +1530,8 @@ static void test_outstanding_limit(void **state) {
   check_serves(&d); /* the other worker */
   stats s;
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "coalesced"), 256);
-  assert_int_equal(stat_of(&s, "malformed_frames"), 1);
+  assert_int_equal(stat_field(&s, "coalesced"), 256);
+  assert_int_equal(stat_field(&s, "malformed_frames"), 1);
   /* the limit is the process's, over all its connections */
   int fa = client(&d), fb = client(&d);
   for (uint32_t id = 1; id <= 257; id++) {
@@ -1666,9 +1663,9 @@ static void test_worker_crash(void **state) {
   close(fd);
   stats s;
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "worker_crashes"), 2);
-  assert_int_equal(stat_of(&s, "worker_spawns"), 3);
-  assert_int_equal(stat_of(&s, "compile_transient"), 2);
+  assert_int_equal(stat_field(&s, "worker_crashes"), 2);
+  assert_int_equal(stat_field(&s, "worker_spawns"), 3);
+  assert_int_equal(stat_field(&s, "compile_transient"), 2);
   dmn_stop(&d);
 
   /* a worker that exits instead */
@@ -1707,8 +1704,8 @@ static void test_worker_hang(void **state) {
   assert_true(r.ms < 30000);
   stats s;
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "worker_timeouts"), 1);
-  assert_int_equal(stat_of(&s, "worker_crashes"), 0);
+  assert_int_equal(stat_field(&s, "worker_timeouts"), 1);
+  assert_int_equal(stat_field(&s, "worker_crashes"), 0);
   get_kernel(fd, "saxpy", &r);
   assert_int_equal(r.k.v.failed, 0);
   close(fd);
@@ -2586,7 +2583,7 @@ static void test_simultaneous_start(void **state) {
     /* and the one that serves is the winner */
     stats s;
     get_stats(&d[winner], &s);
-    assert_int_equal(stat_of(&s, "pid"), (uint64_t)d[winner].pid);
+    assert_int_equal(stat_field(&s, "pid"), (uint64_t)d[winner].pid);
     dmn_stop(&d[winner]);
   }
 }
@@ -2745,8 +2742,8 @@ static void test_parse_off_loop(void **state) {
   assert_true(big.k.v.size > 0);
   stats s;
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "keying"), 0);
-  assert_int_equal(stat_of(&s, "hits_memory"), HITS + 1);
+  assert_int_equal(stat_field(&s, "keying"), 0);
+  assert_int_equal(stat_field(&s, "hits_memory"), HITS + 1);
   close(fb);
   close(fh);
   free(src);
@@ -2793,11 +2790,11 @@ static void test_disconnect_during_parse(void **state) {
   stats s;
   get_stats(&d, &s);
   print_message("keyed %llu, keyed_shared %llu, requests %llu\n",
-                (unsigned long long)stat_of(&s, "keyed"),
-                (unsigned long long)stat_of(&s, "keyed_shared"),
-                (unsigned long long)stat_of(&s, "requests"));
+                (unsigned long long)stat_field(&s, "keyed"),
+                (unsigned long long)stat_field(&s, "keyed_shared"),
+                (unsigned long long)stat_field(&s, "requests"));
   /* A's parse only: B's never ran */
-  assert_int_equal(stat_of(&s, "keyed"), 1);
+  assert_int_equal(stat_field(&s, "keyed"), 1);
   assert_int_equal(stat_reaches(&d, "client_bytes", held0, 5000), held0);
   free(sa);
   free(sb);
@@ -3042,8 +3039,8 @@ static void test_cache_across_restart(void **state) {
   assert_int_equal(r.k.v.size, len);
   stats s;
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "hits_cache"), 1);
-  assert_int_equal(stat_of(&s, "compiles"), 0);
+  assert_int_equal(stat_field(&s, "hits_cache"), 1);
+  assert_int_equal(stat_field(&s, "compiles"), 0);
   dmn_stop(&d);
 }
 
@@ -3321,21 +3318,21 @@ static void test_lookup(void **state) {
   assert_int_equal(size, g.k.v.size);
   free(bin);
   get_stats(&d, &s1);
-  assert_int_equal(stat_of(&s1, "lookups") - stat_of(&s0, "lookups"), 1);
-  assert_int_equal(stat_of(&s1, "lookups_missed"),
-                   stat_of(&s0, "lookups_missed"));
-  assert_int_equal(stat_of(&s1, "requests") - stat_of(&s0, "requests"), 1);
-  assert_int_equal(stat_of(&s1, "malformed_frames"), 0);
+  assert_int_equal(stat_field(&s1, "lookups") - stat_field(&s0, "lookups"), 1);
+  assert_int_equal(stat_field(&s1, "lookups_missed"),
+                   stat_field(&s0, "lookups_missed"));
+  assert_int_equal(stat_field(&s1, "requests") - stat_field(&s0, "requests"), 1);
+  assert_int_equal(stat_field(&s1, "malformed_frames"), 0);
   o.timeout_ms = 0;
   assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f64", 0, target, &o,
                                           NULL, NULL),
                    XPJ_OK);
   get_stats(&d, &s0);
-  assert_int_equal(stat_of(&s0, "lookups") - stat_of(&s1, "lookups"), 1);
-  assert_int_equal(stat_of(&s0, "lookups_missed") -
-                       stat_of(&s1, "lookups_missed"),
+  assert_int_equal(stat_field(&s0, "lookups") - stat_field(&s1, "lookups"), 1);
+  assert_int_equal(stat_field(&s0, "lookups_missed") -
+                       stat_field(&s1, "lookups_missed"),
                    1);
-  assert_int_equal(stat_of(&s0, "compiles") - stat_of(&s1, "compiles"), 1);
+  assert_int_equal(stat_field(&s0, "compiles") - stat_field(&s1, "compiles"), 1);
   xpj_program_destroy(p);
   xpj_context_destroy(ctx);
   /* another process's library: the f64 kernel by digest */
@@ -3408,9 +3405,9 @@ static void test_first_look_large(void **state) {
   free(pl);
   stats s;
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "keyed"), 0);
-  assert_int_equal(stat_of(&s, "keying"), 0);
-  assert_int_equal(stat_of(&s, "first_looks"), 1);
+  assert_int_equal(stat_field(&s, "keyed"), 0);
+  assert_int_equal(stat_field(&s, "keying"), 0);
+  assert_int_equal(stat_field(&s, "first_looks"), 1);
   print_message("a first look at a %zu-byte program answered in %llu ms\n",
                 len, (unsigned long long)ms);
   /* the same connection: a plain GET compiles it */
@@ -3428,8 +3425,8 @@ static void test_first_look_large(void **state) {
   assert_int_equal(h.op, XPD_ERROR);
   free(pl);
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "keyed"), 1);
-  assert_int_equal(stat_of(&s, "first_looks"), 2);
+  assert_int_equal(stat_field(&s, "keyed"), 1);
+  assert_int_equal(stat_field(&s, "first_looks"), 2);
   close(fd);
   free(src);
   dmn_stop(&d);
@@ -3475,16 +3472,16 @@ static void test_first_look(void **state) {
   uint64_t until = xpd_now_ms() + 30000;
   do
     get_stats(&d, &s);
-  while (stat_of(&s, "keying") && xpd_now_ms() < until);
-  if (stat_of(&s, "keying"))
+  while (stat_field(&s, "keying") && xpd_now_ms() < until);
+  if (stat_field(&s, "keying"))
     fail_msg("%llu keyings still under way after 30 s; the daemon's log:\n%s",
-             (unsigned long long)stat_of(&s, "keying"), slurp(d.log));
-  uint64_t keyed = stat_of(&s, "keyed");
+             (unsigned long long)stat_field(&s, "keying"), slurp(d.log));
+  uint64_t keyed = stat_field(&s, "keyed");
   first_get(f2, 12, "slow", 1);
   expect_first(f2, 12, true, 0);
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "keyed"), keyed);
-  assert_int_equal(stat_of(&s, "first_waits"), 3);
+  assert_int_equal(stat_field(&s, "keyed"), keyed);
+  assert_int_equal(stat_field(&s, "first_waits"), 3);
   kreply r;
   read_kernel(fs, 8, 30000, &r, xpd_now_ms());
   /* compiled for it, or for the first look keyed before it */
@@ -3509,9 +3506,9 @@ static void test_first_look(void **state) {
                  round == 0 ? XPD_FROM_MEMORY : XPD_FROM_CACHE);
   }
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "first_looks"), 1);
-  assert_int_equal(stat_of(&s, "first_waits"), 0);
-  assert_int_equal(stat_of(&s, "compiles"), 0);
+  assert_int_equal(stat_field(&s, "first_looks"), 1);
+  assert_int_equal(stat_field(&s, "first_waits"), 0);
+  assert_int_equal(stat_field(&s, "compiles"), 0);
   first_get(fd, 11, "saxpy", 2);
   expect_error_close(fd, "FIRST 2");
   dmn_stop(&d);
@@ -3535,14 +3532,15 @@ static void test_memory_limit(void **state) {
   close(fd);
   stats s;
   get_stats(&d, &s);
-  assert_int_equal(stat_of(&s, "evictions"), 2);
-  assert_int_equal(stat_of(&s, "entries"), 0);
-  assert_int_equal(stat_of(&s, "memory_bytes"), 0);
-  assert_int_equal(stat_of(&s, "compiles"), 1);
+  assert_int_equal(stat_field(&s, "evictions"), 2);
+  assert_int_equal(stat_field(&s, "entries"), 0);
+  assert_int_equal(stat_field(&s, "memory_bytes"), 0);
+  assert_int_equal(stat_field(&s, "compiles"), 1);
   dmn_stop(&d);
 }
 
 int main(void) {
+  test_owner_init();
   signal(SIGPIPE, SIG_IGN);
   signal(SIGALRM, watchdog);
   const struct CMUnitTest tests[] = {

@@ -103,6 +103,7 @@ static struct {
 
 static int setup(void **state) {
   (void)state;
+  end_escaped_child(); /* a forked child back in cmocka's runner */
   memset(&fx, 0, sizeof fx);
   snprintf(fx.dir, sizeof fx.dir, "/tmp/xpjd-test-XXXXXX");
   if (!mkdtemp(fx.dir))
@@ -115,6 +116,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
+  end_escaped_child(); /* it would kill the parent's processes */
   if (fx.daemon > 0)
     kill(fx.daemon, SIGKILL);
   for (int i = 0; i < MAXPIDS; i++)

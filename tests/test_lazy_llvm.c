@@ -15,6 +15,7 @@
  * runtime), loaded only then, and refused when the plugin cannot be had. */
 #define _GNU_SOURCE
 #include "llvm.h" /* xpj_host_cpu_fingerprint */
+#include "procutil.h" /* guarded_test */
 #include "xpjit.h"
 #include "xpjit_codegen.h"
 #include "xpjit_ir.h"
@@ -507,15 +508,16 @@ static void test_spirv_validator(void **state) {
 }
 
 int main(void) {
+  test_owner_init();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_hit_without_llvm),
-      cmocka_unit_test(test_inprocess_loads_plugin),
-      cmocka_unit_test(test_bad_plugins),
-      cmocka_unit_test(test_host_file_checked),
-      cmocka_unit_test(test_host_without_llvm),
-      cmocka_unit_test(test_host_file_follows_cache_mode),
-      cmocka_unit_test(test_host_fingerprint),
-      cmocka_unit_test(test_spirv_validator),
+      guarded_test(test_hit_without_llvm),
+      guarded_test(test_inprocess_loads_plugin),
+      guarded_test(test_bad_plugins),
+      guarded_test(test_host_file_checked),
+      guarded_test(test_host_without_llvm),
+      guarded_test(test_host_file_follows_cache_mode),
+      guarded_test(test_host_fingerprint),
+      guarded_test(test_spirv_validator),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -4,7 +4,7 @@
  * installed it ($XPJIT_INTEL_OCL or ~/.cache/xpjit/intel-opencl); the
  * tests that need a device skip without one. The conformance suite runs
  * on it too (tests/run_tests.sh). */
-#include "procutil.h" /* rm_tree */
+#include "procutil.h" /* rm_tree, guarded_test */
 #include "testutil.h"
 
 #include "rt.h"
@@ -382,6 +382,38 @@ static int find_native(void *ud, const xpj_cache_entry *e) {
   return 0;
 }
 
+/* test_native_cache's directory, of its own (the cache refuses one that
+ * others can write, as /tmp): made by its setup, and removed by its
+ * teardown whether the test passed, skipped or failed part-way. */
+static char native_dir[64];
+
+static int native_setup(void **state) {
+  (void)state;
+  end_escaped_child();
+  snprintf(native_dir, sizeof native_dir, "/tmp/xpjit-test-ocl-XXXXXX");
+  if (!mkdtemp(native_dir)) {
+    native_dir[0] = 0;
+    return -1;
+  }
+  snprintf(cache_dir, sizeof cache_dir, "%s/cache.db", native_dir);
+  return 0;
+}
+
+/* With the cache's side directories (.hits, .stats, .flight: removing its
+ * files by name left them, and so the directory): one left is a failure
+ * of the test. */
+static int native_teardown(void **state) {
+  (void)state;
+  end_escaped_child();
+  if (!native_dir[0])
+    return 0;
+  rm_tree(native_dir);
+  bool gone = access(native_dir, F_OK) == -1;
+  native_dir[0] = 0;
+  cache_dir[0] = 0;
+  return gone ? 0 : -1;
+}
+
 static void test_native_cache(void **state) {
   (void)state;
   xpj_device *dev;
@@ -389,10 +421,6 @@ static void test_native_cache(void **state) {
   if (!probe)
     skip();
   xpj_context_destroy(probe);
-  /* a directory of our own: the cache refuses one others can write (/tmp) */
-  char tmp[] = "/tmp/xpjit-test-ocl-XXXXXX";
-  assert_non_null(mkdtemp(tmp));
-  snprintf(cache_dir, sizeof cache_dir, "%s/cache.db", tmp);
   xpj_program *p;
   xpj_kernel *k;
   xpj_kernel_origin o;
@@ -450,10 +478,6 @@ static void test_native_cache(void **state) {
   free((char *)f.e.options);
   free((char *)f.e.versions);
   free((char *)f.e.entry);
-  /* the cache's side directories too (.hits, .stats, .flight): the files
-   * removed by name left them, and so the directory */
-  rm_tree(tmp);
-  assert_int_equal(access(tmp, F_OK), -1);
 }
 
 /* A thread in xpj_queue_wait runs the commands of a device with streams
@@ -862,21 +886,23 @@ static void test_contexts_from_threads(void **state) {
 }
 
 int main(void) {
+  test_owner_init();
   bool intel = use_intel();
   if (!intel)
     print_message("no Intel OpenCL runtime (sh tools/intel-ocl.sh): the "
                   "device tests skip\n");
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_contexts_from_threads), /* before any loads */
-      cmocka_unit_test(test_no_loader),
-      cmocka_unit_test(test_discovery),
-      cmocka_unit_test(test_native_handles),
-      cmocka_unit_test(test_memory),
-      cmocka_unit_test(test_bad_binaries),
-      cmocka_unit_test(test_native_cache),
-      cmocka_unit_test(test_waiter_runs_commands),
-      cmocka_unit_test(test_four_trips),
-      cmocka_unit_test(test_four_trips_edges),
+      guarded_test(test_contexts_from_threads), /* before any loads */
+      guarded_test(test_no_loader),
+      guarded_test(test_discovery),
+      guarded_test(test_native_handles),
+      guarded_test(test_memory),
+      guarded_test(test_bad_binaries),
+      cmocka_unit_test_setup_teardown(test_native_cache, native_setup,
+                                      native_teardown),
+      guarded_test(test_waiter_runs_commands),
+      guarded_test(test_four_trips),
+      guarded_test(test_four_trips_edges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "procutil.h" /* now_ms, sleep_ms, end_escaped_child */
 #include "testutil.h"
 #include "xpjit.h"
 #include "xpjit_cache.h"
@@ -95,18 +96,6 @@ static int warn_count(const char *s) {
 static void on_sigpipe(int sig) {
   (void)sig;
   sigpipes++;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-    ;
 }
 
 static const char *origin_name(xpj_kernel_origin o) {
@@ -732,6 +721,7 @@ static void clear_env(void) {
 /* Each case: the main Redis running and empty, no warnings, no env. */
 static int setup(void **state) {
   (void)state;
+  end_escaped_child(); /* a forked child back in cmocka's runner */
   clear_env();
   if (main_srv.pid) {
     kill(main_srv.pid, SIGCONT);
@@ -757,6 +747,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
+  end_escaped_child(); /* it would stop the parent's servers */
   clear_env();
   release_all();
   srv_stop(&auth_srv, SIGTERM);
@@ -2298,6 +2289,7 @@ static void test_threads(void **state) {
 }
 
 int main(int argc, char **argv) {
+  test_owner_init();
   if (argc == 5 && !strcmp(argv[1], "--single-flight-child"))
     return sf_child(argv, true);
   if (argc == 5 && !strcmp(argv[1], "--request-child"))

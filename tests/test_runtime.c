@@ -5,6 +5,7 @@
  * thread safety (concurrent get_kernel, concurrent enqueues). The kernels'
  * results are the conformance suite's job (test_conformance.c). */
 #define _GNU_SOURCE /* pthread_getattr_np */
+#include "procutil.h" /* guarded_test */
 #include "rt.h" /* rt_main_stack_low */
 #include "testutil.h"
 #include "xpjit.h"
@@ -39,6 +40,46 @@ static int teardown(void **state) {
     if (!strstr(xpj_last_error(), (s)))                                       \
       fail_msg("message \"%s\" lacks \"%s\"", xpj_last_error(), (s));         \
   } while (0)
+
+/* ---- forked children (procutil.h) --------------------------------------- */
+
+/* A forked child that fails a check returns into cmocka's runner in the
+ * child. Every test here is a guarded_test, as every test of a file that
+ * forks is: the guard ends such a child at this test's teardown, exit
+ * status CHILD_ESCAPED, and it starts no other test (its output, written
+ * unbuffered, has its failure and no "[ RUN" line after it). Without the
+ * guard it runs the tests after this one: an alarm ends it. */
+static void test_escaped_child(void **state) {
+  (void)state;
+  char out[] = "/tmp/xpjit-escaped-XXXXXX";
+  int fd = mkstemp(out);
+  assert_true(fd >= 0);
+  unlink(out);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(30);
+    if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+      _exit(1);
+    setvbuf(stdout, NULL, _IONBF, 0);
+    setenv("CMOCKA_MESSAGE_OUTPUT", "STDOUT", 1); /* "[ RUN" per test */
+    fail_msg("a deliberate failure in a forked child");
+  }
+  int ws = 0;
+  pid_t got = waitpid(pid, &ws, 0);
+  char text[8192];
+  ssize_t n = pread(fd, text, sizeof text - 1, 0);
+  close(fd);
+  assert_int_equal(got, pid);
+  assert_true(n > 0);
+  text[n] = 0;
+  assert_non_null(strstr(text, "a deliberate failure in a forked child"));
+  if (strstr(text, "[ RUN"))
+    fail_msg("the forked child ran other tests:\n%s", text);
+  assert_true(WIFEXITED(ws));
+  assert_int_equal(WEXITSTATUS(ws), CHILD_ESCAPED);
+}
 
 /* ---- devices ---------------------------------------------------------- */
 
@@ -964,6 +1005,7 @@ static void test_main_stack_low(void **state) {
 }
 
 int main(void) {
+  test_owner_init();
   /* the CPU device alone, whatever drivers this machine has: the filter
    * tests count devices (test_opencl, test_cuda and test_ze cover the
    * others) */
@@ -971,14 +1013,15 @@ int main(void) {
   setenv("XPJIT_ZE_LIBRARY", "/nonexistent/libze_loader.so.1", 1);
   setenv("XPJIT_OPENCL_LIBRARY", "/nonexistent/libOpenCL.so.1", 1);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_main_stack_low),
-      cmocka_unit_test(test_filters),     cmocka_unit_test(test_visible),
-      cmocka_unit_test(test_device_info), cmocka_unit_test(test_memory),
-      cmocka_unit_test(test_copy_fill),   cmocka_unit_test(test_events),
-      cmocka_unit_test(test_program),     cmocka_unit_test(test_threads),
-      cmocka_unit_test(test_misuse),
-      cmocka_unit_test(test_native_cpu),
-      cmocka_unit_test(test_mem_import),  cmocka_unit_test(test_helpers),
+      guarded_test(test_main_stack_low),
+      guarded_test(test_escaped_child),
+      guarded_test(test_filters),     guarded_test(test_visible),
+      guarded_test(test_device_info), guarded_test(test_memory),
+      guarded_test(test_copy_fill),   guarded_test(test_events),
+      guarded_test(test_program),     guarded_test(test_threads),
+      guarded_test(test_misuse),
+      guarded_test(test_native_cpu),
+      guarded_test(test_mem_import),  guarded_test(test_helpers),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
