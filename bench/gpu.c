@@ -1364,6 +1364,14 @@ static void rm_tree(const char *dir) {
   rmdir(dir);
 }
 
+/* The private cache directory goes at every exit after mkdtemp: main's
+ * return (after the context is destroyed, which writes the cache's
+ * deferred work) and the early exits (xmalloc's out of memory). */
+static void remove_cache_dir(void) {
+  if (cache_dir[0])
+    rm_tree(cache_dir);
+}
+
 static void usage(void) {
   fprintf(stderr, "usage: gpu [--runs N] [--quick] [--dry-run] [--kernel NAME[,NAME...]] "
                   "[--device FILTER] [--nvrtc-opt OPT]... [--no-peer] [--list]\n");
@@ -1409,6 +1417,11 @@ int main(int argc, char **argv) {
   snprintf(cache_dir, sizeof cache_dir, "%s/xpjit-bench-gpu-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(cache_dir)) {
     perror("gpu: mkdtemp");
+    return 1;
+  }
+  if (atexit(remove_cache_dir) != 0) {
+    rm_tree(cache_dir);
+    fprintf(stderr, "gpu: atexit failed\n");
     return 1;
   }
   snprintf(cache_db, sizeof cache_db, "%s/cache.db", cache_dir);
@@ -1492,7 +1505,6 @@ out:
   }
   free(cuh_text[0]);
   free(cuh_text[1]);
-  xpj_context_destroy(xctx);
-  rm_tree(cache_dir);
+  xpj_context_destroy(xctx); /* then remove_cache_dir, at exit */
   return rc;
 }
