@@ -241,7 +241,7 @@ BOLT_TRAIN := $(sort $(wildcard tests/conformance/*.xpk))
 BOLT_OPTS := -reorder-blocks=ext-tsp -reorder-functions=cdsort \
              -split-functions -split-all-cold -split-eh -use-gnu-stack \
              -plt=hot -peepholes=all -indirect-call-promotion=all \
-             -jump-tables=move -frame-opt=hot
+             -jump-tables=move -frame-opt=hot -update-debug-sections
 $(CSERVER_PLAIN): tools/xpjit-cc.c compiler/worker.h $(LIB_INT) $(LLVM_A) $(CSERVER_MODE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -Wl,--emit-relocs,-z,now -o $@ tools/xpjit-cc.c $(LLVM_STATIC) $(LIB_INT) $(CSERVER_LIBS)
