@@ -65,7 +65,15 @@ CSERVER_PIE ?= -no-pie
 # instead of a minute: the profile is made once per build directory and
 # kept, since the hot code is LLVM's, which our changes do not move).
 LLVM_BINDIR := $(shell $(LLVM_CONFIG) --bindir)
-BOLT ?= $(if $(filter static,$(CSERVER_LLVM)),$(if $(wildcard $(LLVM_BINDIR)/llvm-bolt),on,off),off)
+BOLT ?= $(if $(wildcard $(LLVM_BINDIR)/llvm-bolt),on,off)
+ifeq ($(BOLT),on)
+ifneq ($(CSERVER_LLVM)$(SAN),static)
+ifeq ($(origin BOLT),command line)
+$(warning BOLT=on: no BOLT for a compile server on libLLVM or a sanitizer build)
+endif
+override BOLT := off
+endif
+endif
 ifeq ($(CSERVER_LLVM),static)
 CSERVER_LIBS = $(CSERVER_PIE) -Wl,--gc-sections -L$(LLVM_LIBDIR) \
                $(shell $(LLVM_CONFIG) --link-static --libs $(LLVM_COMPONENTS)) \
@@ -129,6 +137,8 @@ EXAMPLE_SRCS := $(wildcard examples/*.c)
 EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 
 .PHONY: all test asan tsan fuzz bench install clean check-examples demo format mpi-example
+# (a recipe that fails leaves no half-written target that looks up to date)
+.DELETE_ON_ERROR:
 # The Python package's C launch path (python/xpjit/_fast.c), built in place
 # for make test and PYTHONPATH=python; without Python's headers it is left
 # out and the package runs in pure Python. It links nothing of ours (the
@@ -221,9 +231,9 @@ $(DAEMON): $(DAEMON_SRCS) tools/xpjitd.h $(LIB_INT) | $(LLVM_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ $(DAEMON_SRCS) $(LIB_INT) $(CORE_LIBS)
 
-# (relinked when CSERVER_LLVM or CSERVER_PIE changes: a file named after
-# them)
-CSERVER_MODE := $(BUILD)/obj/cserver-llvm-$(CSERVER_LLVM)$(subst -,,$(CSERVER_PIE))
+# (relinked when CSERVER_LLVM, CSERVER_PIE or BOLT changes: a file named
+# after them)
+CSERVER_MODE := $(BUILD)/obj/cserver-llvm-$(CSERVER_LLVM)$(subst -,,$(CSERVER_PIE))-bolt$(BOLT)
 $(CSERVER_MODE):
 	@mkdir -p $(dir $@)
 	@rm -f $(BUILD)/obj/cserver-llvm-*
@@ -234,7 +244,8 @@ ifeq ($(BOLT),on)
 # code), its profile, and the server laid out by it. tests/bolt.sh checks
 # that both make the same bytes.
 CSERVER_PLAIN := $(BUILD)/obj/xpjit-cc.plain
-BOLT_PROFILE := $(BUILD)/obj/xpjit-cc.fdata
+LLVM_VERSION := $(shell $(LLVM_CONFIG) --version)
+BOLT_PROFILE := $(BUILD)/obj/xpjit-cc-llvm$(LLVM_VERSION).fdata
 BOLT_TRAIN := $(sort $(wildcard tests/conformance/*.xpk))
 # (-plt=hot calls libc's hot functions without the PLT; it needs the
 # symbols bound at start, -z now: 495 of them, no slower a first compile)
@@ -242,28 +253,49 @@ BOLT_OPTS := -reorder-blocks=ext-tsp -reorder-functions=cdsort \
              -split-functions -split-all-cold -split-eh -use-gnu-stack \
              -plt=hot -peepholes=all -indirect-call-promotion=all \
              -jump-tables=move -frame-opt=hot -update-debug-sections
+# (rewritten when the options change: a file named after them)
+BOLT_STAMP := $(BUILD)/obj/bolt-opts-$(shell echo '$(BOLT_OPTS)' | cksum | cut -d' ' -f1)
+$(BOLT_STAMP):
+	@mkdir -p $(dir $@)
+	@rm -f $(BUILD)/obj/bolt-opts-*
+	@touch $@
 $(CSERVER_PLAIN): tools/xpjit-cc.c compiler/worker.h $(LIB_INT) $(LLVM_A) $(CSERVER_MODE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -Wl,--emit-relocs,-z,now -o $@ tools/xpjit-cc.c $(LLVM_STATIC) $(LIB_INT) $(CSERVER_LIBS)
-# (an instrumented copy of the plain server compiles the training kernels
-# and writes its counters at exit; made again when LLVM or the training
-# set changes, not when the server is relinked)
-$(BOLT_PROFILE): $(LLVM_LIBDIR)/libLLVMCore.a $(BOLT_TRAIN) | $(CSERVER_PLAIN)
-	@echo "BOLT: profiling the compile server (once per build directory)"
-	@rm -f $@.tmp $(BUILD)/obj/xpjit-cc.inst
+# An instrumented copy of the plain server compiles the training kernels
+# and writes its counters at exit. Made again for another LLVM (its
+# version names the file), training set or training code, not when the
+# server is relinked: the functions a change of ours moves lose their
+# profile (the rewrite says how many), LLVM's keep theirs; `rm
+# $(BUILD)/obj/xpjit-cc-*.fdata` makes it again. The training runs in an
+# environment of its own: no XPJIT_* of the builder, no cache (nothing
+# written to the builder's home), CUDA_HOME passed on for libdevice.
+$(BOLT_PROFILE): $(BOLT_TRAIN) tools/xpjit-cc.c | $(CSERVER_PLAIN)
+	@echo "BOLT: profiling the compile server (once per build directory and LLVM)"
+	@rm -f $@.tmp $(BUILD)/obj/xpjit-cc.inst $(BUILD)/obj/xpjit-cc-*.fdata
 	$(LLVM_BINDIR)/llvm-bolt $(CSERVER_PLAIN) -instrument \
 	  -instrumentation-file=$(abspath $@.tmp) -o $(BUILD)/obj/xpjit-cc.inst \
 	  > $(BUILD)/obj/bolt-instrument.log 2>&1 || { cat $(BUILD)/obj/bolt-instrument.log; exit 1; }
-	$(BUILD)/obj/xpjit-cc.inst --train $(BOLT_TRAIN)
+	env -i PATH="$$PATH" HOME=/nonexistent XPJIT_CACHE=off \
+	  $${CUDA_HOME:+CUDA_HOME="$$CUDA_HOME"} \
+	  $(BUILD)/obj/xpjit-cc.inst --train $(BOLT_TRAIN)
 	@rm -f $(BUILD)/obj/xpjit-cc.inst
 	mv $@.tmp $@
-$(CSERVER): $(CSERVER_PLAIN) $(BOLT_PROFILE)
+# Written beside and renamed: a server running from this file (a test, a
+# program) keeps its image, and a failed rewrite leaves no half a server.
+$(CSERVER): $(CSERVER_PLAIN) $(BOLT_PROFILE) $(BOLT_STAMP)
 	@mkdir -p $(dir $@)
+	@rm -f $@.tmp
 	$(LLVM_BINDIR)/llvm-bolt $(CSERVER_PLAIN) -data=$(BOLT_PROFILE) $(BOLT_OPTS) \
-	  -o $@ > $(BUILD)/obj/bolt.log 2>&1 || { cat $(BUILD)/obj/bolt.log; exit 1; }
+	  -o $@.tmp > $(BUILD)/obj/bolt.log 2>&1 || { cat $(BUILD)/obj/bolt.log; rm -f $@.tmp; exit 1; }
+	@grep -E 'invalid \(possibly stale\) profile' $(BUILD)/obj/bolt.log | sed 's/^/BOLT: /' || true
+	mv -f $@.tmp $@
 else
+# (no plain server left from a build with BOLT: tests/bolt.sh would pair
+# the two)
 $(CSERVER): tools/xpjit-cc.c compiler/worker.h $(LIB_INT) $(LLVM_A) $(CSERVER_MODE)
 	@mkdir -p $(dir $@)
+	@rm -f $(BUILD)/obj/xpjit-cc.plain
 	$(CC) $(CFLAGS_ALL) $(LDFLAGS) -o $@ tools/xpjit-cc.c $(LLVM_STATIC) $(LIB_INT) $(CSERVER_LIBS)
 endif
 

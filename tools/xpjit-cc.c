@@ -7,10 +7,11 @@
  * BOLT): every kernel of the files compiled for PTX and the host CPU in
  * this process, the way a worker compiles, then a normal exit, so that a
  * BOLT-instrumented copy writes the profile its optimised copy is laid
- * out by. With --digests each output's SHA-256 is printed (and SPIR-V is
- * compiled too, each module in a fork of this program: its backend keeps
- * state between modules), so that tests/bolt.sh can show the laid-out
- * server makes the same bytes as the plain one. */
+ * out by. With --digests each compile's status, size and SHA-256 are
+ * printed (and SPIR-V is compiled too, each module in a fork of this
+ * program: its backend keeps state between modules), so that
+ * tests/bolt.sh can show the laid-out server makes the same bytes as the
+ * plain one. */
 #define _GNU_SOURCE
 #include "worker.h"
 #include "xpjit_compiler.h"
@@ -25,15 +26,21 @@
 
 static void print_digest(const char *file, const char *kernel,
                          const char *bound, unsigned ndim, const char *target,
-                         const xpj_result *r) {
+                         xpj_status st, const xpj_result *r) {
   size_t len = 0;
-  const uint8_t *data = xpj_result_data(r, &len);
+  const uint8_t *data = r ? xpj_result_data(r, &len) : NULL;
   uint8_t d[SHA256_DIGEST_SIZE];
   struct sha256_ctx h;
   sha256_init(&h);
   sha256_update(&h, len, data ? data : (const uint8_t *)"");
   sha256_digest(&h, sizeof d, d);
-  printf("%s %s %s ndim=%u %s %zu ", file, kernel, bound, ndim, target, len);
+  char status[40]; /* one word: "ok", "compile-error", ... */
+  snprintf(status, sizeof status, "%s", xpj_status_name(st));
+  for (char *c = status; *c; c++)
+    if (*c == ' ')
+      *c = '-';
+  printf("%s %s %s ndim=%u %s %s %zu ", file, kernel, bound, ndim, target,
+         status, len);
   for (size_t i = 0; i < sizeof d; i++)
     printf("%02x", d[i]);
   printf("\n");
@@ -69,18 +76,40 @@ static xpj_module *specialise(const xpj_module *m, const xpj_func *fn,
   return NULL;
 }
 
+/* The file's diagnostics on stderr; false when it does not parse. */
+static bool parse_file(xpj_module *m, const char *path) {
+  xpj_diags *d = NULL;
+  if (xpj_diags_create(&d) != XPJ_OK)
+    return false;
+  bool ok = xpj_parse_file(m, path, d) == XPJ_OK;
+  char *txt = NULL;
+  size_t len;
+  if (!ok && xpj_diags_render(d, &txt, &len) == XPJ_OK)
+    fprintf(stderr, "%s", txt);
+  free(txt);
+  xpj_diags_destroy(d);
+  return ok;
+}
+
+/* Exit status: 1 when a file does not parse or no compile succeeded (a
+ * profile of error paths only would lay the server out for nothing); 0
+ * otherwise, failed compiles counted on stderr (and, with --digests,
+ * each one's status printed: tests/bolt.sh judges them). */
 static int train(int argc, char **argv) {
   bool digests = argc > 2 && !strcmp(argv[2], "--digests");
   /* SPIR-V (digests only): a worker forked from this program per module */
   if (digests && setenv("XPJIT_COMPILE_SERVER", "fork", 1) != 0)
     return 1;
-  static const char *const targets[] = {"ptx:sm_90", "cpu", "spirv"};
+  static const char *const names[] = {"ptx:sm_90", "cpu", "spirv"};
+  xpj_target targets[3];
   size_t ntargets = digests ? 3 : 2;
-  int failed = 0;
+  for (size_t t = 0; t < ntargets; t++)
+    if (xpj_target_parse(names[t], &targets[t], NULL, 0) != XPJ_OK)
+      return 1;
+  unsigned ok = 0, failed = 0;
   for (int a = digests ? 3 : 2; a < argc; a++) {
     xpj_module *m = NULL;
-    if (xpj_module_create(&m) != XPJ_OK ||
-        xpj_parse_file(m, argv[a], NULL) != XPJ_OK) {
+    if (xpj_module_create(&m) != XPJ_OK || !parse_file(m, argv[a])) {
       fprintf(stderr, "xpjit-cc --train: %s: cannot read or parse\n",
               argv[a]);
       xpj_module_destroy(m);
@@ -91,33 +120,37 @@ static int train(int argc, char **argv) {
       char bound[8];
       unsigned ndim;
       xpj_module *s;
-      if (xpj_func_kind_of(fn) == XPJ_FUNC_DEVICE ||
-          !(s = specialise(m, fn, bound, sizeof bound, &ndim)))
+      if (xpj_func_kind_of(fn) == XPJ_FUNC_DEVICE)
         continue;
+      if (!(s = specialise(m, fn, bound, sizeof bound, &ndim))) {
+        fprintf(stderr, "xpjit-cc --train: %s: %s: no binding fits; "
+                        "skipped\n", argv[a], xpj_func_name(fn));
+        continue;
+      }
       for (size_t t = 0; t < ntargets; t++) {
-        xpj_target tg;
         xpj_compile_opts o;
         xpj_result *r = NULL;
         xpj_compile_opts_default(&o);
         o.isolation = XPJ_ISOLATE_NONE; /* SPIR-V: always isolated */
-        if (xpj_target_parse(targets[t], &tg, NULL, 0) != XPJ_OK)
-          return 1;
-        xpj_status st =
-            xpj_compile(s, xpj_func_name(fn), &tg, &o, XPJ_EMIT_BIN, &r);
+        xpj_status st = xpj_compile(s, xpj_func_name(fn), &targets[t], &o,
+                                    XPJ_EMIT_BIN, &r);
         if (digests)
-          print_digest(argv[a], xpj_func_name(fn), bound, ndim, targets[t],
-                       r);
-        /* a kernel PTX cannot take (libdevice missing, say) is no reason
-         * to stop: count it */
-        failed += st != XPJ_OK;
+          print_digest(argv[a], xpj_func_name(fn), bound, ndim, names[t],
+                       st, r);
+        if (st == XPJ_OK)
+          ok++;
+        else
+          failed++;
         xpj_result_destroy(r);
       }
       xpj_module_destroy(s);
     }
     xpj_module_destroy(m);
   }
-  fprintf(stderr, "xpjit-cc --train: %d compiles failed\n", failed);
-  return 0; /* through exit(): an instrumented copy writes its profile */
+  fprintf(stderr, "xpjit-cc --train: %u compiles, %u failed\n", ok + failed,
+          failed);
+  /* returned through exit(): an instrumented copy writes its profile */
+  return ok ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
