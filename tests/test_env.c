@@ -305,7 +305,8 @@ static void test_alias_miss_log(void **state) {
   unsigned gone = 0;
   while ((e = readdir(d)))
     if (strlen(e->d_name) == 64) { /* a hit file (an alias is "a" + 64) */
-      snprintf(path, sizeof path, "%s/%s", hits, e->d_name);
+      assert_true(snprintf(path, sizeof path, "%s/%s", hits, e->d_name) <
+                  (int)sizeof path);
       gone += unlink(path) == 0;
     }
   closedir(d);
