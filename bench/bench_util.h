@@ -6,8 +6,10 @@
 #ifndef XPJ_BENCH_UTIL_H
 #define XPJ_BENCH_UTIL_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -18,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -53,6 +56,30 @@ static inline char *slurp(const char *path, size_t *len) {
   if (len)
     *len = (size_t)n;
   return s;
+}
+
+/* Removes dir and everything below it (a bench's own directory: its
+ * cache with the .hits/.stats/.flight directories beside the file).
+ * Plain static, not inline: GCC's -Wformat-truncation would take an
+ * inlined recursive call's dir for one of PATH_MAX bytes. */
+__attribute__((unused)) static void rm_tree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *de;
+    while ((de = readdir(d))) {
+      if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+        continue;
+      char p[PATH_MAX + 256];
+      snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+      struct stat sb;
+      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+        rm_tree(p);
+      else
+        unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
 }
 
 /* one line, for table cells and messages */

@@ -1722,27 +1722,6 @@ static int child_main(int argc, char **argv) {
 
 /* ---- the parent: files ---------------------------------------------------------------- */
 
-/* Removes a directory tree (the bench's own, a few levels deep). */
-static void rm_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *de;
-    while ((de = readdir(d))) {
-      if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-        continue;
-      char p[PATH_MAX + 256];
-      snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-      struct stat sb;
-      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-        rm_tree(p);
-      else
-        unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
 /* A SQLite cache file and its WAL and shared-memory files. */
 static void rm_db(const char *db) {
   char p[PATH_MAX + 16];

@@ -190,26 +190,6 @@ static void fail(const char *fmt, ...) {
   failures++;
 }
 
-static void rm_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *de;
-    while ((de = readdir(d))) {
-      if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-        continue;
-      char p[PATH_MAX];
-      snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-      struct stat sb;
-      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-        rm_tree(p);
-      else
-        unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
 /* A new directory under tmpdir: what-N. */
 static void new_dir(char *buf, size_t size, const char *what) {
   static unsigned serial;

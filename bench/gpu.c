@@ -1341,29 +1341,6 @@ static void report(const overhead *o) {
 
 /* ---- main -------------------------------------------------------------------- */
 
-/* dir and everything below it: the private cache directory holds the
- * database, its journals and the cache's side directories (cache.db.hits
- * with its hit files and aliases, .stats, .flight), which a remove() of
- * each entry left, and with them the directory */
-static void rm_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    char p[600];
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-      struct stat sb;
-      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-        rm_tree(p);
-      else
-        unlink(p);
-    }
-  }
-  if (d)
-    closedir(d);
-  rmdir(dir);
-}
-
 /* The private cache directory goes at every exit after mkdtemp: main's
  * return (after the context is destroyed, which writes the cache's
  * deferred work) and the early exits (xmalloc's out of memory). */

@@ -32,9 +32,9 @@ fi
 # the pair: BOLT's output (it keeps the original code as .bolt.org.*) of
 # this plain server (BOLT flips the last bit of the build ID)
 readelf -S "$cc" | grep -q '\.bolt\.org\.text' || fail "$cc was not made by BOLT"
-id() { readelf -n "$1" | sed -n 's/.*Build ID: *//p'; }
-a=$(id "$plain")
-b=$(id "$cc")
+build_id() { readelf -n "$1" | sed -n 's/.*Build ID: *//p'; }
+a=$(build_id "$plain")
+b=$(build_id "$cc")
 [ -n "$a" ] && [ "${#a}" = "${#b}" ] || fail "no build IDs to pair ($a, $b)"
 last() { printf '%d' "0x$(printf '%s' "$1" | tail -c 1)"; }
 [ "${a%?}" = "${b%?}" ] && [ $(($(last "$a") ^ $(last "$b"))) -eq 1 ] ||

@@ -34,7 +34,7 @@ static void print_digest(const char *file, const char *kernel,
   sha256_init(&h);
   sha256_update(&h, len, data ? data : (const uint8_t *)"");
   sha256_digest(&h, sizeof d, d);
-  char status[40]; /* one word: "ok", "compile-error", ... */
+  char status[40]; /* one word: "ok", "code-generation-failed", ... */
   snprintf(status, sizeof status, "%s", xpj_status_name(st));
   for (char *c = status; *c; c++)
     if (*c == ' ')
@@ -46,14 +46,13 @@ static void print_digest(const char *file, const char *kernel,
   printf("\n");
 }
 
-/* Kernel i of m specialised as bench/compile does: every type parameter
+/* Kernel fn of m specialised as bench/compile does: every type parameter
  * f32, else the first of i32 u32 i64 f64 it accepts; ndim 2 for generic
  * rank. NULL when none fits (const parameters, say). */
 static xpj_module *specialise(const xpj_module *m, const xpj_func *fn,
                               char *bound, size_t size, unsigned *ndim) {
   static const xpj_scalar tries[] = {XPJ_F32, XPJ_I32, XPJ_U32, XPJ_I64,
                                      XPJ_F64};
-  static const char *const names[] = {"f32", "i32", "u32", "i64", "f64"};
   unsigned ntp = xpj_func_tparam_count(fn);
   if (ntp > XPJ_MAX_TPARAMS)
     return NULL;
@@ -69,7 +68,7 @@ static xpj_module *specialise(const xpj_module *m, const xpj_func *fn,
     xpj_spec sp = {ntp, tpn, types, *ndim, 0, NULL, NULL};
     xpj_module *s = NULL;
     if (xpj_specialize(m, xpj_func_name(fn), &sp, &s, NULL) == XPJ_OK) {
-      snprintf(bound, size, "%s", ntp ? names[t] : "-");
+      snprintf(bound, size, "%s", ntp ? xpj_scalar_name(tries[t]) : "-");
       return s;
     }
   }
