@@ -2399,13 +2399,21 @@ static bool four_trips_wanted(cg *c, const xpj_func *f, const xpj_inst *in,
          block_size(c, f, in->blk[1], 2000, 0) < 2000;
 }
 
-/* Marks the loop whose latch is the branch `latch` not to be unrolled:
- * PTX says `.pragma "nounroll"`, and ptxas leaves it as it is. */
-static void no_unroll(cg *c, LLVMValueRef latch) {
-  LLVMMetadataRef kv = LLVMMDStringInContext2(c->ctx, "llvm.loop.unroll.disable", 24);
-  LLVMMetadataRef ops[2] = {LLVMTemporaryMDNode(c->ctx, NULL, 0),
-                            LLVMMDNodeInContext2(c->ctx, &kv, 1)};
-  LLVMMetadataRef id = LLVMMDNodeInContext2(c->ctx, ops, 2);
+/* Marks the loop whose latch is the branch `latch` as one of the code
+ * generator's own (a four-trip loop, or the loop of the trips left after
+ * it): not to be unrolled (PTX says `.pragma "nounroll"`, and ptxas leaves
+ * it as it is), and canonical already (xpjit.loop.canonical: one variable
+ * stepped towards a bound, both computed before the loop), which the PTX
+ * pipeline's induction-variable simplification leaves alone (xpj-indvars,
+ * llvm_emit.cpp). */
+static void mark_own_loop(cg *c, LLVMValueRef latch) {
+  LLVMMetadataRef kv[2] = {
+      LLVMMDStringInContext2(c->ctx, "llvm.loop.unroll.disable", 24),
+      LLVMMDStringInContext2(c->ctx, "xpjit.loop.canonical", 20)};
+  LLVMMetadataRef ops[3] = {LLVMTemporaryMDNode(c->ctx, NULL, 0),
+                            LLVMMDNodeInContext2(c->ctx, &kv[0], 1),
+                            LLVMMDNodeInContext2(c->ctx, &kv[1], 1)};
+  LLVMMetadataRef id = LLVMMDNodeInContext2(c->ctx, ops, 3);
   LLVMMetadataReplaceAllUsesWith(ops[0], id); /* a distinct loop ID */
   LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c->ctx, "llvm.loop", 9),
                   LLVMMetadataAsValue(c->ctx, id));
@@ -2493,7 +2501,7 @@ static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in,
     store_elem(c, var, LLVMBuildAdd(c->b, i0, ks, ""), is);
     if (k == 3) {
       if (!terminated(c))
-        no_unroll(c, LLVMBuildBr(c->b, head));
+        mark_own_loop(c, LLVMBuildBr(c->b, head));
       break;
     }
     body = new_bb(c, "four.body");
@@ -2554,7 +2562,7 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
     LLVMValueRef latch = LLVMBuildBr(c->b, cb);
     note_loop(c, cb, xb, latch);
     if (four)
-      no_unroll(c, latch);
+      mark_own_loop(c, latch);
   }
   fr->nloops--;
   LLVMPositionBuilderAtEnd(c->b, xb);

@@ -28,6 +28,17 @@
  *                     stores to global memory, where it found nothing
  *                     in the example kernels, while the private arrays
  *                     it exists for (median3x3 f64) are the allocas.
+ *   xpj-indvars       induction-variable simplification (a loop pass),
+ *                     except in the loops the code generator made
+ *                     canonical itself (loop metadata
+ *                     xpjit.loop.canonical, codegen.c mark_own_loop: the
+ *                     four-trip loops and the loops that finish their
+ *                     trips), where it built scalar evolution for every
+ *                     compare and address to change nothing: the same
+ *                     PTX for all 281 kernels of the examples, the tests'
+ *                     conformance files and the benchmarks, 3-4% off the
+ *                     compile of those loops' kernels (docs/benchmarks.md,
+ *                     issue 19, twenty-seventh session).
  */
 #include "llvm_emit.h"
 
@@ -44,6 +55,9 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/Scalar/DeadStoreElimination.h>
+#include <llvm/Transforms/Scalar/IndVarSimplify.h>
+#include <llvm/Analysis/LoopInfo.h>
+#include <llvm/Transforms/Scalar/LoopPassManager.h>
 
 #include <cstdio>
 #include <memory>
@@ -115,6 +129,25 @@ struct PrivateDSE : llvm::PassInfoMixin<PrivateDSE> {
   }
 };
 
+/* xpj-indvars (above) */
+struct OwnLoopsIndVars : llvm::PassInfoMixin<OwnLoopsIndVars> {
+  llvm::PreservedAnalyses run(llvm::Loop &l, llvm::LoopAnalysisManager &lam,
+                              llvm::LoopStandardAnalysisResults &ar,
+                              llvm::LPMUpdater &u) {
+    if (llvm::findOptionMDForLoop(&l, "xpjit.loop.canonical"))
+      return llvm::PreservedAnalyses::all();
+    return llvm::IndVarSimplifyPass().run(l, lam, ar, u);
+  }
+};
+
+bool parse_own_loop_pass(llvm::StringRef name, llvm::LoopPassManager &lpm,
+                         llvm::ArrayRef<llvm::PassBuilder::PipelineElement>) {
+  if (name != "xpj-indvars")
+    return false;
+  lpm.addPass(OwnLoopsIndVars());
+  return true;
+}
+
 bool parse_own_pass(llvm::StringRef name, llvm::FunctionPassManager &fpm,
                     llvm::ArrayRef<llvm::PassBuilder::PipelineElement>) {
   if (name != "xpj-private-dse")
@@ -162,6 +195,7 @@ extern "C" xpj_passes *xpj_passes_create(LLVMTargetMachineRef tm,
   p->pb->registerModuleAnalyses(p->mam);
   p->pb->crossRegisterProxies(p->lam, p->fam, p->cgam, p->mam);
   p->pb->registerPipelineParsingCallback(parse_own_pass);
+  p->pb->registerPipelineParsingCallback(parse_own_loop_pass);
   if (llvm::Error e = p->pb->parsePassPipeline(p->mpm, text)) {
     std::string msg = llvm::toString(std::move(e));
     if (why_size)

@@ -731,8 +731,10 @@ static const char ptx_o2_loops[] =
      * facts about every index in them (scalar evolution over the guards
      * that dominate each), most of its time, to no effect on the code.
      * One loop pipeline does both: it visits inner loops before the loops
-     * around them (the same PTX as two, one after the other) */
-    "loop(loop-unroll-full,indvars,loop-deletion),"
+     * around them (the same PTX as two, one after the other). Not in the
+     * loops the code generator made canonical (xpj-indvars,
+     * llvm_emit.cpp): it changed nothing there. */
+    "loop(loop-unroll-full,xpj-indvars,loop-deletion),"
     /* what the unrolling left: scalars out of memory (SROA that may
      * change the CFG: a private array indexed by a 0/1 the data choose
      * stays out of local memory), redundancy (GVN: a global element

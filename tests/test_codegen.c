@@ -1283,6 +1283,13 @@ static void test_ptx_unroll(void **state) {
    * (the arithmetic loop is its to unroll) */
   assert_int_equal(count_str(g, "pragma \"nounroll\""), 2);
   free(g);
+  /* both marked as the code generator's own canonical loops, which the
+   * -O2 pipeline's xpj-indvars leaves alone (test_own_indvars): the
+   * marker is in the optimised IR (one node, in both loops' IDs) */
+  char *gi = ptx_emit(src, "gsum", 2, XPJ_EMIT_LLVM);
+  assert_int_equal(count_str(gi, "!\"xpjit.loop.canonical\"}"), 1);
+  assert_true(count_str(gi, "!llvm.loop") >= 2);
+  free(gi);
   char *n = ptx_at(src, "nsum", 2);
   assert_int_equal(count_str(n, "ld.global"), 5);
   free(n);
@@ -2002,6 +2009,88 @@ static void test_private_dse(void **state) {
   assert_int_equal(xpj_passes_run(p, d), 0);
   xpj_passes_destroy(p);
   assert_int_equal(stores_in(d, "glob"), 2);
+  LLVMDisposeTargetMachine(tm);
+  LLVMDisposeModule(m);
+  LLVMDisposeModule(d);
+  LLVMContextDispose(ctx);
+}
+
+/* The signed less-than compares left in function name of m */
+static unsigned slt_in(LLVMModuleRef m, const char *name) {
+  unsigned n = 0;
+  LLVMValueRef f = LLVMGetNamedFunction(m, name);
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+      n += LLVMGetInstructionOpcode(i) == LLVMICmp &&
+           LLVMGetICmpPredicate(i) == LLVMIntSLT;
+  return n;
+}
+
+/* xpj-indvars, the compiler's own loop pass (llvm_emit.cpp):
+ * induction-variable simplification, except in a loop marked
+ * xpjit.loop.canonical (codegen.c's four-trip loops and their rest). The
+ * same loop twice: simplified where it is not marked (its exit test
+ * `i + 1 < n` becomes `i + 1 != n`), left as it is where it is; plain
+ * indvars simplifies both (the test can tell them apart). */
+static void test_own_indvars(void **state) {
+  (void)state;
+  static const char ir[] =
+      "target datalayout = \"e-i64:64-i128:128-v16:16-v32:32-n16:32:64\"\n"
+      "target triple = \"nvptx64-nvidia-cuda\"\n"
+      "define void @plain(ptr addrspace(1) %p, i32 %n) {\n"
+      "entry:\n"
+      "  %c0 = icmp sgt i32 %n, 0\n"
+      "  br i1 %c0, label %loop, label %exit\n"
+      "loop:\n"
+      "  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]\n"
+      "  %w = sext i32 %i to i64\n"
+      "  %q = getelementptr float, ptr addrspace(1) %p, i64 %w\n"
+      "  store float 1.0, ptr addrspace(1) %q\n"
+      "  %i1 = add nsw i32 %i, 1\n"
+      "  %c = icmp slt i32 %i1, %n\n"
+      "  br i1 %c, label %loop, label %exit\n"
+      "exit:\n"
+      "  ret void\n"
+      "}\n"
+      "define void @own(ptr addrspace(1) %p, i32 %n) {\n"
+      "entry:\n"
+      "  %c0 = icmp sgt i32 %n, 0\n"
+      "  br i1 %c0, label %loop, label %exit\n"
+      "loop:\n"
+      "  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]\n"
+      "  %w = sext i32 %i to i64\n"
+      "  %q = getelementptr float, ptr addrspace(1) %p, i64 %w\n"
+      "  store float 1.0, ptr addrspace(1) %q\n"
+      "  %i1 = add nsw i32 %i, 1\n"
+      "  %c = icmp slt i32 %i1, %n\n"
+      "  br i1 %c, label %loop, label %exit, !llvm.loop !0\n"
+      "exit:\n"
+      "  ret void\n"
+      "}\n"
+      "!0 = distinct !{!0, !1, !2}\n"
+      "!1 = !{!\"llvm.loop.unroll.disable\"}\n"
+      "!2 = !{!\"xpjit.loop.canonical\"}\n";
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMMemoryBufferRef buf =
+      LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, sizeof ir - 1, "iv.ll");
+  LLVMModuleRef m = NULL, d = NULL;
+  char *msg = NULL;
+  assert_int_equal(LLVMParseIRInContext(ctx, buf, &m, &msg), 0);
+  d = LLVMCloneModule(m);
+  xpj_llvm_plugin_api.init();
+  LLVMTargetMachineRef tm = sm90_machine();
+  xpj_passes *p = xpj_passes_create(tm, "function(loop(xpj-indvars))", true,
+                                    NULL, 0);
+  assert_non_null(p);
+  assert_int_equal(xpj_passes_run(p, m), 0);
+  xpj_passes_destroy(p);
+  assert_int_equal(slt_in(m, "plain"), 0); /* simplified */
+  assert_int_equal(slt_in(m, "own"), 1);   /* left alone */
+  p = xpj_passes_create(tm, "function(loop(indvars))", true, NULL, 0);
+  assert_int_equal(xpj_passes_run(p, d), 0);
+  xpj_passes_destroy(p);
+  assert_int_equal(slt_in(d, "plain"), 0);
+  assert_int_equal(slt_in(d, "own"), 0);
   LLVMDisposeTargetMachine(tm);
   LLVMDisposeModule(m);
   LLVMDisposeModule(d);
@@ -3082,6 +3171,7 @@ int main(void) {
       guarded_test(test_libdevice_ahead),
       guarded_test(test_emitter),
       guarded_test(test_private_dse),
+      guarded_test(test_own_indvars),
       guarded_test(test_emit_ahead),
       guarded_test(test_kept_newest),
       guarded_test(test_libdevice_late),
