@@ -1955,14 +1955,38 @@ static void test_emitter(void **state) {
   xpj_module_destroy(m);
 }
 
-/* The stores left in function name of m */
-static unsigned stores_in(LLVMModuleRef m, const char *name) {
+/* The instructions of opcode op left in function name of m (compares:
+ * of predicate pred only) */
+static unsigned count_in(LLVMModuleRef m, const char *name, LLVMOpcode op,
+                         LLVMIntPredicate pred) {
   unsigned n = 0;
   LLVMValueRef f = LLVMGetNamedFunction(m, name);
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
-      n += LLVMGetInstructionOpcode(i) == LLVMStore;
+      n += LLVMGetInstructionOpcode(i) == op &&
+           (op != LLVMICmp || LLVMGetICmpPredicate(i) == pred);
   return n;
+}
+#define STORES_IN(m, name) count_in(m, name, LLVMStore, 0)
+#define SLT_IN(m, name) count_in(m, name, LLVMICmp, LLVMIntSLT)
+
+/* LLVM IR text parsed into a module of ctx */
+static LLVMModuleRef parse_ir(LLVMContextRef ctx, const char *ir) {
+  LLVMMemoryBufferRef buf =
+      LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, strlen(ir), "test.ll");
+  LLVMModuleRef m = NULL;
+  char *msg = NULL;
+  assert_int_equal(LLVMParseIRInContext(ctx, buf, &m, &msg), 0);
+  return m;
+}
+
+/* The pipeline text run on m through xpj_passes, as the compiler runs it */
+static void run_passes(LLVMTargetMachineRef tm, const char *text,
+                       LLVMModuleRef m) {
+  xpj_passes *p = xpj_passes_create(tm, text, true, NULL, 0);
+  assert_non_null(p);
+  assert_int_equal(xpj_passes_run(p, m), 0);
+  xpj_passes_destroy(p);
 }
 
 /* xpj-private-dse, the compiler's own pass (llvm_emit.cpp): dead store
@@ -1988,42 +2012,20 @@ static void test_private_dse(void **state) {
       "  ret void\n"
       "}\n";
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMMemoryBufferRef buf =
-      LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, sizeof ir - 1, "dse.ll");
-  LLVMModuleRef m = NULL, d = NULL;
-  char *msg = NULL;
-  assert_int_equal(LLVMParseIRInContext(ctx, buf, &m, &msg), 0);
-  d = LLVMCloneModule(m);
+  LLVMModuleRef m = parse_ir(ctx, ir), d = LLVMCloneModule(m);
   xpj_llvm_plugin_api.init();
   LLVMTargetMachineRef tm = sm90_machine();
-  xpj_passes *p = xpj_passes_create(tm, "function(xpj-private-dse)", true, NULL,
-                                    0);
-  assert_non_null(p);
-  assert_int_equal(xpj_passes_run(p, m), 0);
-  xpj_passes_destroy(p);
-  assert_int_equal(stores_in(m, "priv"), 2); /* the first store is dead */
-  assert_int_equal(stores_in(m, "glob"), 3); /* DSE not run there */
+  run_passes(tm, "function(xpj-private-dse)", m);
+  assert_int_equal(STORES_IN(m, "priv"), 2); /* the first store is dead */
+  assert_int_equal(STORES_IN(m, "glob"), 3); /* DSE not run there */
   /* plain DSE would have removed the first store of @glob: the test can
    * tell the two apart */
-  p = xpj_passes_create(tm, "function(dse)", true, NULL, 0);
-  assert_int_equal(xpj_passes_run(p, d), 0);
-  xpj_passes_destroy(p);
-  assert_int_equal(stores_in(d, "glob"), 2);
+  run_passes(tm, "function(dse)", d);
+  assert_int_equal(STORES_IN(d, "glob"), 2);
   LLVMDisposeTargetMachine(tm);
   LLVMDisposeModule(m);
   LLVMDisposeModule(d);
   LLVMContextDispose(ctx);
-}
-
-/* The signed less-than compares left in function name of m */
-static unsigned slt_in(LLVMModuleRef m, const char *name) {
-  unsigned n = 0;
-  LLVMValueRef f = LLVMGetNamedFunction(m, name);
-  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
-    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
-      n += LLVMGetInstructionOpcode(i) == LLVMICmp &&
-           LLVMGetICmpPredicate(i) == LLVMIntSLT;
-  return n;
 }
 
 /* xpj-indvars, the compiler's own loop pass (llvm_emit.cpp):
@@ -2031,71 +2033,49 @@ static unsigned slt_in(LLVMModuleRef m, const char *name) {
  * xpjit.loop.canonical (codegen.c's four-trip loops and their rest). The
  * same loop twice: simplified where it is not marked (its exit test
  * `i + 1 < n` becomes `i + 1 != n`), left as it is where it is; plain
- * indvars simplifies both (the test can tell them apart). */
+ * indvars simplifies both (the test can tell them apart). IndVarSimplify
+ * needs the data layout's legal integer widths to do this. */
+#define IV_LOOP(name, latch_md)                                               \
+  "define void @" name "(ptr addrspace(1) %p, i32 %n) {\n"                   \
+  "entry:\n"                                                                  \
+  "  %c0 = icmp sgt i32 %n, 0\n"                                              \
+  "  br i1 %c0, label %loop, label %exit\n"                                   \
+  "loop:\n"                                                                   \
+  "  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]\n"                            \
+  "  %w = sext i32 %i to i64\n"                                               \
+  "  %q = getelementptr float, ptr addrspace(1) %p, i64 %w\n"                 \
+  "  store float 1.0, ptr addrspace(1) %q\n"                                  \
+  "  %i1 = add nsw i32 %i, 1\n"                                               \
+  "  %c = icmp slt i32 %i1, %n\n"                                             \
+  "  br i1 %c, label %loop, label %exit" latch_md "\n"                        \
+  "exit:\n"                                                                   \
+  "  ret void\n"                                                              \
+  "}\n"
 static void test_own_indvars(void **state) {
   (void)state;
   static const char ir[] =
       "target datalayout = \"e-i64:64-i128:128-v16:16-v32:32-n16:32:64\"\n"
       "target triple = \"nvptx64-nvidia-cuda\"\n"
-      "define void @plain(ptr addrspace(1) %p, i32 %n) {\n"
-      "entry:\n"
-      "  %c0 = icmp sgt i32 %n, 0\n"
-      "  br i1 %c0, label %loop, label %exit\n"
-      "loop:\n"
-      "  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]\n"
-      "  %w = sext i32 %i to i64\n"
-      "  %q = getelementptr float, ptr addrspace(1) %p, i64 %w\n"
-      "  store float 1.0, ptr addrspace(1) %q\n"
-      "  %i1 = add nsw i32 %i, 1\n"
-      "  %c = icmp slt i32 %i1, %n\n"
-      "  br i1 %c, label %loop, label %exit\n"
-      "exit:\n"
-      "  ret void\n"
-      "}\n"
-      "define void @own(ptr addrspace(1) %p, i32 %n) {\n"
-      "entry:\n"
-      "  %c0 = icmp sgt i32 %n, 0\n"
-      "  br i1 %c0, label %loop, label %exit\n"
-      "loop:\n"
-      "  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]\n"
-      "  %w = sext i32 %i to i64\n"
-      "  %q = getelementptr float, ptr addrspace(1) %p, i64 %w\n"
-      "  store float 1.0, ptr addrspace(1) %q\n"
-      "  %i1 = add nsw i32 %i, 1\n"
-      "  %c = icmp slt i32 %i1, %n\n"
-      "  br i1 %c, label %loop, label %exit, !llvm.loop !0\n"
-      "exit:\n"
-      "  ret void\n"
-      "}\n"
+      IV_LOOP("plain", "") IV_LOOP("own", ", !llvm.loop !0")
       "!0 = distinct !{!0, !1, !2}\n"
       "!1 = !{!\"llvm.loop.unroll.disable\"}\n"
       "!2 = !{!\"xpjit.loop.canonical\"}\n";
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMMemoryBufferRef buf =
-      LLVMCreateMemoryBufferWithMemoryRangeCopy(ir, sizeof ir - 1, "iv.ll");
-  LLVMModuleRef m = NULL, d = NULL;
-  char *msg = NULL;
-  assert_int_equal(LLVMParseIRInContext(ctx, buf, &m, &msg), 0);
-  d = LLVMCloneModule(m);
+  LLVMModuleRef m = parse_ir(ctx, ir), d = LLVMCloneModule(m);
   xpj_llvm_plugin_api.init();
   LLVMTargetMachineRef tm = sm90_machine();
-  xpj_passes *p = xpj_passes_create(tm, "function(loop(xpj-indvars))", true,
-                                    NULL, 0);
-  assert_non_null(p);
-  assert_int_equal(xpj_passes_run(p, m), 0);
-  xpj_passes_destroy(p);
-  assert_int_equal(slt_in(m, "plain"), 0); /* simplified */
-  assert_int_equal(slt_in(m, "own"), 1);   /* left alone */
-  p = xpj_passes_create(tm, "function(loop(indvars))", true, NULL, 0);
-  assert_int_equal(xpj_passes_run(p, d), 0);
-  xpj_passes_destroy(p);
-  assert_int_equal(slt_in(d, "plain"), 0);
-  assert_int_equal(slt_in(d, "own"), 0);
+  run_passes(tm, "function(loop(xpj-indvars))", m);
+  assert_int_equal(SLT_IN(m, "plain"), 0); /* simplified */
+  assert_int_equal(SLT_IN(m, "own"), 1);   /* left alone */
+  run_passes(tm, "function(loop(indvars))", d);
+  assert_int_equal(SLT_IN(d, "plain"), 0);
+  assert_int_equal(SLT_IN(d, "own"), 0);
   LLVMDisposeTargetMachine(tm);
   LLVMDisposeModule(m);
   LLVMDisposeModule(d);
   LLVMContextDispose(ctx);
 }
+#undef IV_LOOP
 
 /* Kernel k of sp compiled in a child for target as a worker of a compile
  * server (job.worker) or not: 0 when its binary is ref's (n bytes), 1
