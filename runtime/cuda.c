@@ -47,6 +47,9 @@ enum {
   CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+  CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
   CU_JIT_INFO_LOG_BUFFER = 3,
   CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
   CU_JIT_ERROR_LOG_BUFFER = 5,
@@ -100,13 +103,18 @@ typedef struct cu_api {
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
                            unsigned, unsigned, unsigned, unsigned, CUstream,
                            void **, void **);
+  /* optional (NULL where the driver has none): without them a kernel's
+   * shared memory stays within the default per-block limit */
+  CUresult (*FuncGetAttribute)(int *, int, CUfunction);
+  CUresult (*FuncSetAttribute)(CUfunction, int, int);
 } cu_api;
 
 static const struct {
   const char *name, *alt; /* alt: an older name of the same function */
   size_t off;
+  bool optional;
 } cu_syms[] = {
-#define SYM(f, n) {n, NULL, offsetof(cu_api, f)}
+#define SYM(f, n) {n, NULL, offsetof(cu_api, f), false}
     SYM(Init, "cuInit"),
     SYM(DriverGetVersion, "cuDriverGetVersion"),
     SYM(GetErrorName, "cuGetErrorName"),
@@ -114,7 +122,8 @@ static const struct {
     SYM(DeviceGetCount, "cuDeviceGetCount"),
     SYM(DeviceGet, "cuDeviceGet"),
     SYM(DeviceGetName, "cuDeviceGetName"),
-    {"cuDeviceGetUuid_v2", "cuDeviceGetUuid", offsetof(cu_api, DeviceGetUuid)},
+    {"cuDeviceGetUuid_v2", "cuDeviceGetUuid", offsetof(cu_api, DeviceGetUuid),
+     false},
     SYM(DeviceTotalMem, "cuDeviceTotalMem_v2"),
     SYM(DeviceGetAttribute, "cuDeviceGetAttribute"),
     SYM(PrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
@@ -141,6 +150,8 @@ static const struct {
     SYM(ModuleGetFunction, "cuModuleGetFunction"),
     SYM(ModuleUnload, "cuModuleUnload"),
     SYM(LaunchKernel, "cuLaunchKernel"),
+    {"cuFuncGetAttribute", NULL, offsetof(cu_api, FuncGetAttribute), true},
+    {"cuFuncSetAttribute", NULL, offsetof(cu_api, FuncSetAttribute), true},
 #undef SYM
 };
 
@@ -150,6 +161,8 @@ static bool api_load(cu_api *api, void *lib, char *why, size_t n) {
     void *f = dlsym(lib, cu_syms[i].name);
     if (!f && cu_syms[i].alt)
       f = dlsym(lib, cu_syms[i].alt);
+    if (!f && cu_syms[i].optional)
+      continue;
     if (!f) {
       snprintf(why, n, "the CUDA driver library lacks %s", cu_syms[i].name);
       return false;
@@ -204,7 +217,10 @@ typedef struct cuda_dev {
   CUcontext ctx; /* the primary context, retained */
   unsigned cc;   /* compute capability, 90 for 9.0 */
   unsigned grid_max[3];
-  pthread_mutex_t mu;
+  /* shared memory per block: without (smem) and with (smem_optin) a
+   * kernel's opt-in, its own static shared memory included */
+  unsigned smem, smem_optin;
+  pthread_mutex_t mu; /* big; a kernel's dyn_allowed raised */
   big_alloc *big;
 } cuda_dev;
 
@@ -310,7 +326,17 @@ static bool query(cu_api *api, cuda_dev *cd, xpj_device *d, char *why,
     in->max_work_item_sizes[i] = (uint64_t)bdim[i];
     in->max_global_size[i] = (uint64_t)gdim[i] * (uint64_t)bdim[i];
   }
-  in->local_mem_size = (uint64_t)smem;
+  /* beyond the default limit with the kernel's opt-in (cuda_launch), where
+   * the driver has one: up to 227 KiB a block on sm_90 */
+  int optin = smem;
+  if (api->FuncGetAttribute && api->FuncSetAttribute &&
+      (!attr(api, cd->dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+             &optin) ||
+       optin < smem))
+    optin = smem;
+  cd->smem = (unsigned)smem;
+  cd->smem_optin = (unsigned)optin;
+  in->local_mem_size = (uint64_t)optin;
   in->global_mem_size = mem;
   in->mem_base_align = 256;
   char hex[33];
@@ -565,6 +591,8 @@ typedef struct cuda_kernel {
   char *entry;
   uint8_t *cubin; /* for native_get */
   size_t len;
+  unsigned static_smem;         /* its own .shared bytes (the driver's) */
+  _Atomic unsigned dyn_allowed; /* dynamic shared bytes it may launch with */
 } cuda_kernel;
 
 static void kernel_free(cuda_kernel *k) {
@@ -642,6 +670,16 @@ static xpj_status module_load(xpj_device *d, cuda_kernel *k) {
     return cu_fail(cd->api, r, XPJ_ERR_DEVICE,
                    "loading %s on %s: cuModuleGetFunction", k->entry, d->id);
   }
+  /* without the opt-in, static and dynamic shared memory share the
+   * default limit */
+  int own = 0;
+  if (cd->smem_optin > cd->smem &&
+      (cd->api->FuncGetAttribute(&own, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                 k->fn) ||
+       own < 0))
+    own = 0;
+  k->static_smem = (unsigned)own;
+  k->dyn_allowed = k->static_smem < cd->smem ? cd->smem - k->static_smem : 0;
   return XPJ_OK;
 }
 
@@ -862,13 +900,48 @@ static xpj_status launch_shape(const xpj_device *d, const rt_launch *l,
   return XPJ_OK;
 }
 
+/* A launch with more dynamic shared memory (local array parameters) than
+ * the default per-block limit leaves beside the kernel's static shared
+ * memory: the kernel's opt-in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_
+ * BYTES), up to the device's opt-in limit. Raised, never lowered, under
+ * the device's lock, so that a launch of the same kernel on another queue
+ * keeps what it was allowed. */
+static xpj_status allow_dyn_shared(xpj_device *d, cuda_kernel *k,
+                                   uint64_t dyn) {
+  cuda_dev *cd = d->impl;
+  if (dyn + k->static_smem > cd->smem_optin)
+    return rt_err(XPJ_ERR_INVALID,
+                  "launch of %s on %s: %llu bytes of local array parameters "
+                  "beside the kernel's own %u bytes of shared memory are more "
+                  "than the device's %u per work-group",
+                  k->entry, d->id, (unsigned long long)dyn, k->static_smem,
+                  cd->smem_optin);
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&cd->mu);
+  if (dyn > k->dyn_allowed) {
+    r = cd->api->FuncSetAttribute(k->fn,
+                                  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                  (int)dyn);
+    if (r == CUDA_SUCCESS)
+      k->dyn_allowed = (unsigned)dyn;
+  }
+  pthread_mutex_unlock(&cd->mu);
+  return r ? cu_fail(cd->api, r, XPJ_ERR_DEVICE,
+                     "launch of %s on %s with %llu bytes of dynamic shared "
+                     "memory: cuFuncSetAttribute",
+                     k->entry, d->id, (unsigned long long)dyn)
+           : XPJ_OK;
+}
+
 static xpj_status cuda_launch(xpj_device *d, void *bq, const rt_launch *l) {
   cuda_dev *cd = d->impl;
-  const cuda_kernel *k = l->native;
+  cuda_kernel *k = l->native;
   unsigned grid[3], block[3];
   xpj_status st = make_current(cd, "launch");
   if (st == XPJ_OK)
     st = launch_shape(d, l, grid, block);
+  if (st == XPJ_OK && l->dyn_local_bytes > k->dyn_allowed)
+    st = allow_dyn_shared(d, k, l->dyn_local_bytes);
   if (st != XPJ_OK)
     return st;
   /* the kernel's local arrays are static .shared in the PTX; its local

@@ -184,7 +184,8 @@ static void test_discovery(void **state) {
     assert_int_equal(in.max_global_size[0], 2147483647ull * 1024);
     assert_int_equal(in.max_global_size[1], 65535ull * 1024);
     assert_int_equal(in.max_global_size[2], 65535ull * 64);
-    assert_int_equal(in.local_mem_size, 49152);
+    /* with a kernel's opt-in (sm_90: 227 KiB; test_dyn_shared_optin) */
+    assert_int_equal(in.local_mem_size, 232448);
     assert_int_equal(in.global_mem_size, (16ull << 30) + i);
     assert_int_equal(in.mem_base_align, 256);
     assert_string_equal(in.target, "ptx:sm_90:ptx78");
@@ -551,6 +552,113 @@ static void test_local_params(void **state) {
   xpj_context_destroy(c);
 }
 
+/* Launches the kernel dyn with na i32 and nb f64 of local array
+ * parameters, 64 work-items in one group; the launch's status. */
+static xpj_status launch_dyn(xpj_device *d, xpj_kernel *k, uint64_t na,
+                             uint64_t nb) {
+  int32_t *out;
+  assert_int_equal(xpj_mem_alloc(d, XPJ_MEM_DEVICE, 64 * 4, 0, (void **)&out),
+                   XPJ_OK);
+  xpj_array vo = xpj_array_1d(out, XPJ_I32, 64);
+  xpj_arg args[] = {xpj_arg_array(&vo), xpj_arg_local(na), xpj_arg_local(nb)};
+  xpj_queue *q;
+  assert_int_equal(xpj_queue_create(d, NULL, &q), XPJ_OK);
+  xpj_range r = xpj_range_1d(64, 64);
+  xpj_status st = xpj_launch(q, k, &r, 3, args, NULL);
+  if (st == XPJ_OK)
+    st = xpj_queue_wait(q);
+  xpj_queue_destroy(q);
+  xpj_mem_free(d, out);
+  return st;
+}
+
+/* More dynamic shared memory than the 48 KiB per block CUDA gives by
+ * default: the kernel's opt-in (cuFuncSetAttribute), raised once for the
+ * largest launch so far and never lowered, up to the device's opt-in
+ * limit with the kernel's own 512 bytes; where the driver has no opt-in,
+ * the device says 48 KiB and a launch over it is refused before the
+ * driver sees it. */
+static void test_dyn_shared_optin(void **state) {
+  (void)state;
+  mock_env("1", "90", NULL, NULL);
+  xpj_context *c = new_ctx();
+  xpj_device *d = cuda_dev(c, "cuda:0");
+  xpj_device_info in;
+  assert_int_equal(xpj_device_get_info(d, &in), XPJ_OK);
+  assert_int_equal(in.local_mem_size, 232448);
+  xpj_program *p = new_prog(c);
+  xpj_kernel *k = get(p, "dyn", d);
+  /* within 48 KiB beside the kernel's own 512 bytes: no opt-in */
+  if (launch_dyn(d, k, 11000, 16) != XPJ_OK)
+    fail_msg("%s", xpj_last_error());
+  assert_int_equal(mock_get()->func_set_attributes, 0);
+  assert_int_equal(mock_get()->launch[0].shared, 44000 + 128);
+  /* all that 48 KiB leaves beside those 512 bytes, then 16 bytes more:
+   * the first opt-in */
+  uint64_t na = (49152 - 512 - 128) / 4;
+  assert_int_equal(launch_dyn(d, k, na, 16), XPJ_OK);
+  assert_int_equal(mock_get()->func_set_attributes, 0);
+  assert_int_equal(launch_dyn(d, k, na + 4, 16), XPJ_OK);
+  assert_int_equal(mock_get()->func_set_attributes, 1);
+  assert_int_equal(mock_get()->last_max_dyn, 49152 - 512 + 16);
+  /* 100 KiB: opted in to exactly what the launch takes */
+  assert_int_equal(launch_dyn(d, k, 25600, 16), XPJ_OK);
+  assert_int_equal(mock_get()->func_set_attributes, 2);
+  assert_int_equal(mock_get()->last_max_dyn, 102400 + 128);
+  assert_int_equal(mock_get()->launch[3].shared, 102400 + 128);
+  /* less again: nothing lowered, no call */
+  assert_int_equal(launch_dyn(d, k, 20000, 16), XPJ_OK);
+  assert_int_equal(mock_get()->func_set_attributes, 2);
+  /* the whole 227 KiB with the kernel's 512 bytes, then 16 more */
+  na = (232448 - 512 - 128) / 4;
+  assert_int_equal(launch_dyn(d, k, na, 16), XPJ_OK);
+  assert_int_equal(mock_get()->func_set_attributes, 3);
+  assert_int_equal(mock_get()->last_max_dyn, 232448 - 512);
+  assert_int_equal(launch_dyn(d, k, na + 4, 16), XPJ_ERR_INVALID);
+  assert_msg_has("232448 per work-group");
+  assert_int_equal(mock_get()->launches, 6);
+  xpj_program_destroy(p);
+  xpj_context_destroy(c);
+  assert_all_released();
+
+  /* sm_80: 163 KiB */
+  mock_env("1", "80", NULL, NULL);
+  c = new_ctx();
+  d = cuda_dev(c, "cuda:0");
+  assert_int_equal(xpj_device_get_info(d, &in), XPJ_OK);
+  assert_int_equal(in.local_mem_size, 166912);
+  xpj_context_destroy(c);
+
+  /* a driver without the opt-in: 48 KiB, refused before the driver */
+  mock_env("1", "90", NULL, "optin");
+  c = new_ctx();
+  d = cuda_dev(c, "cuda:0");
+  assert_int_equal(xpj_device_get_info(d, &in), XPJ_OK);
+  assert_int_equal(in.local_mem_size, 49152);
+  p = new_prog(c);
+  k = get(p, "dyn", d);
+  assert_int_equal(launch_dyn(d, k, 25600, 16), XPJ_ERR_INVALID);
+  assert_msg_has("49152 per work-group");
+  assert_int_equal(launch_dyn(d, k, 11000, 16), XPJ_OK);
+  assert_int_equal(mock_get()->func_set_attributes, 0);
+  assert_int_equal(mock_get()->launches, 1);
+  xpj_program_destroy(p);
+  xpj_context_destroy(c);
+
+  /* the driver refuses the opt-in: the launch fails saying so */
+  mock_env("1", "90", NULL, "setattr");
+  c = new_ctx();
+  d = cuda_dev(c, "cuda:0");
+  p = new_prog(c);
+  k = get(p, "dyn", d);
+  assert_int_equal(launch_dyn(d, k, 25600, 16), XPJ_ERR_DEVICE);
+  assert_msg_has("cuFuncSetAttribute: CUDA_ERROR_INVALID_VALUE");
+  assert_int_equal(mock_get()->launches, 0);
+  xpj_program_destroy(p);
+  xpj_context_destroy(c);
+  assert_all_released();
+}
+
 static void test_launch_args(void **state) {
   (void)state;
   mock_env("1", NULL, NULL, NULL);
@@ -843,6 +951,7 @@ int main(void) {
       cmocka_unit_test(test_copy_fill),
       cmocka_unit_test(test_launch_args),
       cmocka_unit_test(test_local_params),
+      cmocka_unit_test(test_dyn_shared_optin),
       cmocka_unit_test(test_jit_errors),
       cmocka_unit_test(test_launch_errors),
       cmocka_unit_test(test_native_hooks),

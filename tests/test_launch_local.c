@@ -280,10 +280,37 @@ static void test_local_params(void **state) {
                  (long long)(ucount - 1 + 2002));
     }
   }
-  /* refused, nothing run */
-  xpj_array X = xpj_array_1d(x, XPJ_I64, N), O = xpj_array_2d(o, XPJ_I64, 256, 3);
+  /* all the local memory the device has: the kernel's own array, t, and
+   * u as large as fits (on CUDA more than the default 48 KiB: the
+   * kernel's opt-in, where the device reports more; 1 MiB on the CPU) */
   xpj_device_info di;
   assert_int_equal(xpj_device_get_info(dev, &di), XPJ_OK);
+  xpj_kernel_info ki;
+  assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
+  {
+    uint64_t L = 64, G = N / L;
+    uint64_t used = ((ki.local_mem_bytes + 15) & ~15ull) + L * 8;
+    uint64_t ucount = (di.local_mem_size - used) / 2;
+    int64_t u_last = (int64_t)((ucount - 1) & 0xffff); /* i16(k): its low bits */
+    u_last -= u_last > 32767 ? 65536 : 0;
+    xpj_array X = xpj_array_1d(x, XPJ_I64, N);
+    xpj_array O = xpj_array_2d(o, XPJ_I64, (int64_t)G, 3);
+    xpj_arg args[4] = {xpj_arg_array(&X), xpj_arg_array(&O),
+                       xpj_arg_local(L), xpj_arg_local(ucount)};
+    xpj_range r = xpj_range_1d(N, L);
+    if (launch(k, &r, 4, args) != XPJ_OK)
+      fail_msg("dynsum, %llu bytes of local parameters on %s (%llu there): %s",
+               (unsigned long long)(L * 8 + ucount * 2), xpj_device_id(dev),
+               (unsigned long long)di.local_mem_size, xpj_last_error());
+    for (uint64_t g = 0; g < G; g++)
+      if (o[g * 3 + 1] != (int64_t)(L * 100000 + ucount) ||
+          o[g * 3 + 2] != u_last + 1000 + 1002)
+        fail_msg("dynsum, %llu elements of u, group %llu: %lld %lld",
+                 (unsigned long long)ucount, (unsigned long long)g,
+                 (long long)o[g * 3 + 1], (long long)o[g * 3 + 2]);
+  }
+  /* refused, nothing run */
+  xpj_array X = xpj_array_1d(x, XPJ_I64, N), O = xpj_array_2d(o, XPJ_I64, 256, 3);
   struct {
     xpj_arg t, u;
     uint64_t local;

@@ -13,7 +13,17 @@
  *                      CUDA_ERROR_NO_DEVICE), alloc, link (a ptxas-like
  *                      error log and CUDA_ERROR_INVALID_PTX), load,
  *                      launch, sync (the next cuStreamSynchronize after a
- *                      launch says CUDA_ERROR_ILLEGAL_ADDRESS, once)
+ *                      launch says CUDA_ERROR_ILLEGAL_ADDRESS, once),
+ *                      optin (no shared memory opt-in: the device
+ *                      attribute and cuFuncSetAttribute say
+ *                      CUDA_ERROR_INVALID_VALUE), setattr (cuFuncSetAttribute
+ *                      says CUDA_ERROR_INVALID_VALUE)
+ * Shared memory as the driver counts it: a function's static .shared
+ * bytes are those declared in its PTX entry; a launch's dynamic shared
+ * memory may take what the default 48 KiB per block leaves beside them,
+ * or what cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_
+ * BYTES) allowed, which with the static bytes is at most the device's
+ * opt-in limit (227 KiB on sm_90, as the hardware's).
  * Calls that need a context fail with CUDA_ERROR_INVALID_CONTEXT when the
  * calling thread has none current, and count it in no_context.
  *
@@ -69,6 +79,9 @@ typedef struct CUfunc_st {
   char name[64];
   unsigned nparams;
   unsigned char size[MOCK_CUDA_PARAMS];
+  int dev;
+  unsigned static_shared; /* .shared bytes declared in the entry */
+  int max_dyn;            /* cuFuncSetAttribute's; -1: never set */
   struct CUfunc_st *next;
 } CUfunc_st;
 
@@ -272,6 +285,14 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
   return OK;
 }
 
+/* Shared memory per block with a kernel's opt-in, as NVIDIA's tables give
+ * it for each compute capability */
+static int optin_bytes(CUdevice d) {
+  int c = cc[d];
+  return c >= 90 ? 232448 : c == 80 || c == 87 ? 166912 : c >= 86 ? 101376
+         : c >= 75 ? 65536 : c >= 70 ? 98304 : 49152;
+}
+
 CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
   if (bad_dev(d))
     return E_INVALID_VALUE;
@@ -282,6 +303,11 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
   case 5: *v = 2147483647; break;        /* max grid dim x */
   case 6: case 7: *v = 65535; break;     /* y, z */
   case 8: *v = 49152; break;             /* shared memory per block */
+  case 97:                               /* the same with the opt-in */
+    if (failing("optin"))
+      return E_INVALID_VALUE;
+    *v = optin_bytes(d);
+    break;
   case 16: *v = cc[d] >= 90 ? 132 : 108; break; /* SMs */
   case 41: *v = 1; break;                /* unified addressing */
   case 75: *v = cc[d] / 10; break;
@@ -711,6 +737,21 @@ static unsigned type_bytes(const char *t) {
   return bits / 8 ? bits / 8 : 1;
 }
 
+/* The bytes of the static .shared arrays declared in the entry whose
+ * parameter list starts at p (".shared .align 16 .b8 local[512];") */
+static unsigned static_shared_bytes(const char *p) {
+  const char *end = strstr(p, ".entry ");
+  unsigned total = 0;
+  while ((p = strstr(p, "\n\t.shared ")) && (!end || p < end)) {
+    p += 9;
+    const char *nl = strchr(p, '\n'), *br = strchr(p, '[');
+    unsigned count = 0;
+    if (br && (!nl || br < nl) && sscanf(br, "[%u]", &count) == 1)
+      total += count * type_bytes(strstr(p, ".b") ? strstr(p, ".b") : p);
+  }
+  return total;
+}
+
 /* Reads the parameter list of ".entry NAME(" at p into f. */
 static void parse_params(const char *p, CUfunc_st *f) {
   const char *end = strchr(p, ')');
@@ -751,8 +792,12 @@ CUresult cuModuleGetFunction(CUfunc_st **out, CUmod_st *m, const char *name) {
   if (!f)
     return E_OUT_OF_MEMORY;
   snprintf(f->name, sizeof f->name, "%s", name);
-  if (!m->elf)
+  f->dev = cur ? cur->dev : 0;
+  f->max_dyn = -1;
+  if (!m->elf) {
     parse_params(p + strlen(pat), f);
+    f->static_shared = static_shared_bytes(p + strlen(pat));
+  }
   f->next = m->funcs;
   m->funcs = f;
   *out = f;
@@ -780,6 +825,32 @@ CUresult cuModuleUnload(CUmod_st *m) {
   return OK;
 }
 
+CUresult cuFuncGetAttribute(int *v, int attr, CUfunc_st *f) {
+  if (!f || !v)
+    return E_INVALID_HANDLE;
+  switch (attr) {
+  case 1: *v = (int)f->static_shared; break; /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
+  case 8: *v = f->max_dyn >= 0 ? f->max_dyn : 49152 - (int)f->static_shared; break;
+  default: return E_INVALID_VALUE;
+  }
+  return OK;
+}
+
+/* Only CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (8) */
+CUresult cuFuncSetAttribute(CUfunc_st *f, int attr, int v) {
+  if (!f)
+    return E_INVALID_HANDLE;
+  if (attr != 8 || v < 0 || failing("optin") || failing("setattr") ||
+      (long long)v + f->static_shared > optin_bytes(f->dev))
+    return E_INVALID_VALUE;
+  pthread_mutex_lock(&mu);
+  f->max_dyn = v;
+  st.func_set_attributes++;
+  st.last_max_dyn = v;
+  pthread_mutex_unlock(&mu);
+  return OK;
+}
+
 /* ---- launches -------------------------------------------------------- */
 
 CUresult cuLaunchKernel(CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz,
@@ -793,7 +864,9 @@ CUresult cuLaunchKernel(CUfunc_st *f, unsigned gx, unsigned gy, unsigned gz,
     return E_INVALID_HANDLE;
   if (!gx || !gy || !gz || !bx || !by || !bz || bx > 1024 || by > 1024 ||
       bz > 64 || (unsigned long long)bx * by * bz > 1024 || gy > 65535 ||
-      gz > 65535 || gx > 2147483647u || shared > 49152 || extra ||
+      gz > 65535 || gx > 2147483647u || extra ||
+      shared > (f->max_dyn >= 0 ? (unsigned)f->max_dyn
+                                : 49152 - f->static_shared) ||
       (f->nparams && !params))
     return E_INVALID_VALUE;
   if (failing("launch"))

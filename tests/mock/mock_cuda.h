@@ -39,6 +39,9 @@ typedef struct mock_cuda_state {
    * the last cuStreamSynchronize (1 and 2: the default streams) */
   int ctx_syncs;
   void *last_synced;
+  /* cuFuncSetAttribute calls, and the last one's bytes of dynamic shared
+   * memory */
+  int func_set_attributes, last_max_dyn;
 } mock_cuda_state;
 
 typedef const mock_cuda_state *(*mock_cuda_get_fn)(void);
