@@ -240,12 +240,41 @@ static void test_refused_default(void **state) {
   xpj_mem_free(dev, o);
 }
 
-/* The required size is what the work-items see, what the runtime
- * suggests, and the only local size a launch may give. */
+/* dynsum over x[0..n) in groups of L with ucount elements of u: each
+ * group's sum, the two shapes, u's last element (i16(k): its low bits)
+ * and the kernel's own array. */
+static void check_dynsum(xpj_kernel *k, const int64_t *x, int64_t *o,
+                         uint64_t n, uint64_t L, uint64_t ucount) {
+  uint64_t G = n / L;
+  xpj_array X = xpj_array_1d((void *)x, XPJ_I64, (int64_t)n);
+  xpj_array O = xpj_array_2d(o, XPJ_I64, (int64_t)G, 3);
+  xpj_arg args[4] = {xpj_arg_array(&X), xpj_arg_array(&O), xpj_arg_local(L),
+                     xpj_arg_local(ucount)};
+  xpj_range r = xpj_range_1d(n, L);
+  if (launch(k, &r, 4, args) != XPJ_OK)
+    fail_msg("dynsum, local %llu, %llu bytes of local parameters: %s",
+             (unsigned long long)L, (unsigned long long)(L * 8 + ucount * 2),
+             xpj_last_error());
+  int64_t u_last = (int64_t)((ucount - 1) & 0xffff);
+  u_last -= u_last > 32767 ? 65536 : 0;
+  for (uint64_t g = 0; g < G; g++) {
+    int64_t want = 0;
+    for (uint64_t i = g * L; i < (g + 1) * L; i++)
+      want += x[i];
+    if (o[g * 3] != want || o[g * 3 + 1] != (int64_t)(L * 100000 + ucount) ||
+        o[g * 3 + 2] != u_last + 1000 + 1002)
+      fail_msg("dynsum, local %llu, group %llu: %lld %lld %lld, want %lld "
+               "%lld %lld", (unsigned long long)L, (unsigned long long)g,
+               (long long)o[g * 3], (long long)o[g * 3 + 1],
+               (long long)o[g * 3 + 2], (long long)want,
+               (long long)(L * 100000 + ucount), (long long)(u_last + 2002));
+  }
+}
+
 /* Local array parameters (`t: local T[]`) sized by the launch
  * (xpj_arg_local): for local sizes 8, 64 and 256, with the kernel's own
  * local array before them (untouched), sums right in every group, shapes
- * the counts given; through a generic device function; and refused: a
+ * the counts given; all the local memory the device reports; through a generic device function; and refused: a
  * local size of 0, no elements, more than the device has, another kind of
  * argument for one, xpj_arg_local for an array. */
 static void test_local_params(void **state) {
@@ -256,30 +285,8 @@ static void test_local_params(void **state) {
   for (int i = 0; i < N; i++)
     x[i] = (i * 7919) % 1013 - 500;
   static const uint64_t sizes[] = {8, 64, 256};
-  for (int si = 0; si < 3; si++) {
-    uint64_t L = sizes[si], G = N / L, ucount = 3 * L + 5;
-    xpj_array X = xpj_array_1d(x, XPJ_I64, N);
-    xpj_array O = xpj_array_2d(o, XPJ_I64, (int64_t)G, 3);
-    xpj_arg args[4] = {xpj_arg_array(&X), xpj_arg_array(&O),
-                       xpj_arg_local(L), xpj_arg_local(ucount)};
-    xpj_range r = xpj_range_1d(N, L);
-    if (launch(k, &r, 4, args) != XPJ_OK)
-      fail_msg("dynsum, local %llu: %s", (unsigned long long)L,
-               xpj_last_error());
-    for (uint64_t g = 0; g < G; g++) {
-      int64_t want = 0;
-      for (uint64_t i = g * L; i < (g + 1) * L; i++)
-        want += x[i];
-      if (o[g * 3] != want || o[g * 3 + 1] != (int64_t)(L * 100000 + ucount) ||
-          o[g * 3 + 2] != (int64_t)(ucount - 1) + 1000 + 1002)
-        fail_msg("dynsum, local %llu, group %llu: %lld %lld %lld, want %lld "
-                 "%lld %lld", (unsigned long long)L, (unsigned long long)g,
-                 (long long)o[g * 3], (long long)o[g * 3 + 1],
-                 (long long)o[g * 3 + 2], (long long)want,
-                 (long long)(L * 100000 + ucount),
-                 (long long)(ucount - 1 + 2002));
-    }
-  }
+  for (int si = 0; si < 3; si++)
+    check_dynsum(k, x, o, N, sizes[si], 3 * sizes[si] + 5);
   /* all the local memory the device has: the kernel's own array, t, and
    * u as large as fits (on CUDA more than the default 48 KiB: the
    * kernel's opt-in, where the device reports more; 1 MiB on the CPU) */
@@ -287,28 +294,8 @@ static void test_local_params(void **state) {
   assert_int_equal(xpj_device_get_info(dev, &di), XPJ_OK);
   xpj_kernel_info ki;
   assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
-  {
-    uint64_t L = 64, G = N / L;
-    uint64_t used = ((ki.local_mem_bytes + 15) & ~15ull) + L * 8;
-    uint64_t ucount = (di.local_mem_size - used) / 2;
-    int64_t u_last = (int64_t)((ucount - 1) & 0xffff); /* i16(k): its low bits */
-    u_last -= u_last > 32767 ? 65536 : 0;
-    xpj_array X = xpj_array_1d(x, XPJ_I64, N);
-    xpj_array O = xpj_array_2d(o, XPJ_I64, (int64_t)G, 3);
-    xpj_arg args[4] = {xpj_arg_array(&X), xpj_arg_array(&O),
-                       xpj_arg_local(L), xpj_arg_local(ucount)};
-    xpj_range r = xpj_range_1d(N, L);
-    if (launch(k, &r, 4, args) != XPJ_OK)
-      fail_msg("dynsum, %llu bytes of local parameters on %s (%llu there): %s",
-               (unsigned long long)(L * 8 + ucount * 2), xpj_device_id(dev),
-               (unsigned long long)di.local_mem_size, xpj_last_error());
-    for (uint64_t g = 0; g < G; g++)
-      if (o[g * 3 + 1] != (int64_t)(L * 100000 + ucount) ||
-          o[g * 3 + 2] != u_last + 1000 + 1002)
-        fail_msg("dynsum, %llu elements of u, group %llu: %lld %lld",
-                 (unsigned long long)ucount, (unsigned long long)g,
-                 (long long)o[g * 3 + 1], (long long)o[g * 3 + 2]);
-  }
+  uint64_t used = ((ki.local_mem_bytes + 15) & ~15ull) + 64 * 8;
+  check_dynsum(k, x, o, N, 64, (di.local_mem_size - used) / 2);
   /* refused, nothing run */
   xpj_array X = xpj_array_1d(x, XPJ_I64, N), O = xpj_array_2d(o, XPJ_I64, 256, 3);
   struct {
@@ -376,6 +363,8 @@ static void test_local_params(void **state) {
   xpj_mem_free(dev, o);
 }
 
+/* The required size is what the work-items see, what the runtime
+ * suggests, and the only local size a launch may give. */
 static void test_required_size(void **state) {
   (void)state;
   enum { H = 4, W = 16 };
