@@ -813,7 +813,7 @@ static void measure_row(int row, double *samples) {
         double *v = &samples[(t * NKINDS + kind) * runs];
         k->m[t][kind].best = v[0];
         for (int r = 1; r < runs; r++)
-          k->m[t][kind].best = v[r] < k->m[t][kind].best ? v[r] : k->m[t][kind].best;
+          k->m[t][kind].best = fmin(k->m[t][kind].best, v[r]);
         k->m[t][kind].ms = median(v, runs);
       }
 }

@@ -744,10 +744,12 @@ static unsigned static_shared_bytes(const char *p) {
   unsigned total = 0;
   while ((p = strstr(p, "\n\t.shared ")) && (!end || p < end)) {
     p += 9;
-    const char *nl = strchr(p, '\n'), *br = strchr(p, '[');
+    const char *nl = strchr(p, '\n'), *br = strchr(p, '['),
+               *type = strstr(p, " .b"); /* the element type, .b8 */
     unsigned count = 0;
-    if (br && (!nl || br < nl) && sscanf(br, "[%u]", &count) == 1)
-      total += count * type_bytes(strstr(p, ".b") ? strstr(p, ".b") : p);
+    if (br && type && type < br && (!nl || br < nl) &&
+        sscanf(br, "[%u]", &count) == 1)
+      total += count * type_bytes(type + 1);
   }
   return total;
 }
