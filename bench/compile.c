@@ -6,7 +6,9 @@
  * xpj_parse of the file + xpj_specialize + xpj_compile (O2), with the
  * product's default isolation (a worker process per compile) and, for PTX
  * and the CPU, also in process (XPJ_ISOLATE_NONE), so the cost of the
- * worker is visible. Median of repeated runs; each summary line is
+ * worker is visible. Median of repeated runs, taken in rounds (run r of
+ * every kernel, shuffled, before run r + 1 of any; --back-to-back: all
+ * runs of one kernel together); each summary line is
  * followed by the same of each side's fastest run. Type parameters are bound to
  * f32 where the kernel accepts it, else the first of i32 u32 i64 f64 that
  * it accepts; generic-rank kernels get ndim 2.
@@ -51,7 +53,7 @@
  * usage: compile [-n RUNS] [--clang PATH] [--nvrtc PATH] [--cli PATH]
  *                [--peers DIR] [--targets spirv,ptx,cpu]
  *                [--isolation-cost N] [--fresh N] [--startup N]
- *                [--save-ptx DIR]
+ *                [--save-ptx DIR] [--back-to-back]
  *                FILE.xpk...
  */
 #include "xpjit_codegen.h"
@@ -131,6 +133,7 @@ static const char *nvrtc_path = "/usr/local/cuda/lib64/libnvrtc.so";
 static const char *cli_path = "build/bin/xpjit-cli";
 static const char *peer_dir = "bench/peers/compile";
 static const char *save_dir; /* --save-ptx */
+static bool back_to_back;    /* --back-to-back: all runs of a kernel together */
 
 /* Writes a PTX output to save_dir/WHO/FILE.KERNEL.ptx (when asked). */
 static void save_ptx(const char *who, const krow *k, const void *ptx, size_t n) {
@@ -787,35 +790,85 @@ static void isolation_cost(int row) {
            b2b, b2b - inproc);
 }
 
-static void measure_row(int row, double *samples) {
+/* Run r of every measurement of one kernel, the measurements one after
+ * the other; samples holds the kernel's NTARGETS * NKINDS * runs */
+static void measure_run(int row, int r, double *samples) {
   krow *k = &rows[row];
-  for (int r = 0; r < runs; r++)
-    for (int t = 0; t < NTARGETS; t++)
-      for (int kind = 0; kind < NKINDS; kind++) {
-        meas *m = &k->m[t][kind];
-        if (!want[t] || !applies(t, kind) || !k->spec_ok)
-          continue;
-        if (m->state == S_NA || m->state == S_FAIL)
-          continue; /* failed or not available: once is enough */
-        double ms = 0;
-        char msg[320] = "";
-        int st = measure_once(row, t, kind, &ms, msg, sizeof msg);
-        if (st != S_OK) {
-          set_msg(m, st, "%s", msg);
-          continue;
-        }
-        m->state = S_OK;
-        samples[(t * NKINDS + kind) * runs + r] = ms;
+  for (int t = 0; t < NTARGETS; t++)
+    for (int kind = 0; kind < NKINDS; kind++) {
+      meas *m = &k->m[t][kind];
+      if (!want[t] || !applies(t, kind) || !k->spec_ok)
+        continue;
+      if (m->state == S_NA || m->state == S_FAIL)
+        continue; /* failed or not available: once is enough */
+      double ms = 0;
+      char msg[320] = "";
+      int st = measure_once(row, t, kind, &ms, msg, sizeof msg);
+      if (st != S_OK) {
+        set_msg(m, st, "%s", msg);
+        continue;
       }
+      m->state = S_OK;
+      samples[(t * NKINDS + kind) * runs + r] = ms;
+    }
+}
+
+/* The median and the fastest of a kernel's runs */
+static void finish_row(int row, double *samples) {
+  krow *k = &rows[row];
   for (int t = 0; t < NTARGETS; t++)
     for (int kind = 0; kind < NKINDS; kind++)
       if (k->m[t][kind].state == S_OK) {
         double *v = &samples[(t * NKINDS + kind) * runs];
+        k->m[t][kind].ms = median(v, runs); /* sorted: v[0] is the fastest */
         k->m[t][kind].best = v[0];
-        for (int r = 1; r < runs; r++)
-          k->m[t][kind].best = fmin(k->m[t][kind].best, v[r]);
-        k->m[t][kind].ms = median(v, runs);
       }
+}
+
+/* Every run of every kernel. By default in rounds: run r of every kernel,
+ * in an order shuffled anew each round, before run r + 1 of any, so that
+ * each kernel's runs are spread over the whole benchmark: a host whose
+ * speed moves in phases of a second or two (docs/benchmarks.md, "where
+ * the noise comes from") then slows every kernel's runs on both sides
+ * alike, where all runs of one kernel back to back (--back-to-back) fall
+ * in one phase, which can differ between the two sides (Google
+ * Benchmark's --benchmark_enable_random_interleaving, for the same
+ * reason). The order is the same from run to run of the benchmark (a
+ * fixed seed). */
+static void measure_all(double *samples) {
+  size_t per_row = (size_t)NTARGETS * NKINDS * (size_t)runs;
+  if (back_to_back) {
+    for (int i = 0; i < nrows; i++) {
+      fprintf(stderr, "\r[%d/%d] %s/%-28s", i + 1, nrows, files[rows[i].file].base,
+              rows[i].name);
+      for (int r = 0; r < runs; r++)
+        measure_run(i, r, samples + (size_t)i * per_row);
+    }
+  } else {
+    int *order = malloc((size_t)nrows * sizeof *order);
+    uint64_t seed = 0x9e3779b97f4a7c15u;
+    for (int i = 0; i < nrows; i++)
+      order[i] = i;
+    for (int r = 0; r < runs; r++) {
+      for (int i = nrows - 1; i > 0; i--) { /* Fisher-Yates, xorshift64 */
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        int j = (int)(seed % (uint64_t)(i + 1)), x = order[i];
+        order[i] = order[j];
+        order[j] = x;
+      }
+      for (int i = 0; i < nrows; i++) {
+        fprintf(stderr, "\r[run %d/%d, %d/%d] %s/%-28s", r + 1, runs, i + 1, nrows,
+                files[rows[order[i]].file].base, rows[order[i]].name);
+        measure_run(order[i], r, samples + (size_t)order[i] * per_row);
+      }
+    }
+    free(order);
+  }
+  for (int i = 0; i < nrows; i++)
+    finish_row(i, samples + (size_t)i * per_row);
+  fprintf(stderr, "\r%72s\r", "");
 }
 
 /* ---- setup --------------------------------------------------------- */
@@ -1106,6 +1159,7 @@ static void usage(const char *argv0) {
           "usage: %s [-n RUNS] [--clang PATH] [--nvrtc PATH] [--cli PATH]\n"
           "          [--peers DIR] [--targets spirv,ptx,cpu]\n"
           "          [--isolation-cost N] [--fresh N] [--startup N] [--save-ptx DIR]\n"
+          "          [--back-to-back]\n"
           "          FILE.xpk...\n",
           argv0);
   exit(2);
@@ -1156,6 +1210,8 @@ int main(int argc, char **argv) {
       nvrtc_child = atoi(argv[++first]);
     else if (strcmp(a, "--startup") == 0 && has)
       startup_runs = atoi(argv[++first]);
+    else if (strcmp(a, "--back-to-back") == 0)
+      back_to_back = true;
     else if (strcmp(a, "--startup-child") == 0 && has)
       startup_who = argv[++first];
     else
@@ -1211,8 +1267,9 @@ int main(int argc, char **argv) {
   char tv[128];
   xpj_target t;
   char err[64];
-  printf("compile latency, per kernel, median of %d runs (xpjit %s, LLVM %s)\n", runs,
-         xpj_version(), xpj_llvm_version());
+  printf("compile latency, per kernel, median of %d runs %s (xpjit %s, LLVM %s)\n", runs,
+         back_to_back ? "back to back" : "in shuffled rounds", xpj_version(),
+         xpj_llvm_version());
   if (want[T_PTX] && xpj_target_parse("ptx:sm_90", &t, err, sizeof err) == XPJ_OK) {
     xpj_target_str(&t, tv, sizeof tv);
     printf("PTX target %s; libdevice %s\n", tv,
@@ -1242,14 +1299,10 @@ int main(int argc, char **argv) {
           measure_once(warm, tg, kind, &ms, msg, sizeof msg);
         }
 
-  double *samples = calloc((size_t)NTARGETS * NKINDS * (size_t)runs, sizeof *samples);
+  double *samples =
+      calloc((size_t)nrows * NTARGETS * NKINDS * (size_t)runs, sizeof *samples);
   double t0 = now_ms();
-  for (int i = 0; i < nrows; i++) {
-    fprintf(stderr, "\r[%d/%d] %s/%-28s", i + 1, nrows, files[rows[i].file].base,
-            rows[i].name);
-    measure_row(i, samples);
-  }
-  fprintf(stderr, "\r%60s\r", "");
+  measure_all(samples);
   if (iso_runs > 0 && want[T_PTX] && warm >= 0)
     isolation_cost(warm);
   if (fresh_runs > 0 && want[T_PTX] && warm >= 0 && self_path[0])
