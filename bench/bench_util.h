@@ -1,6 +1,6 @@
 /* bench_util.h - what every benchmark here needs: sorting samples, reading
- * a file, one-line messages, a private redis-server, and the few OpenCL
- * 1.2 declarations (the ABI
+ * a file, one-line messages, the CPU's name and the load average, a
+ * private redis-server, and the few OpenCL 1.2 declarations (the ABI
  * of libOpenCL.so.1, loaded with dlopen) for machines without the
  * opencl-c-headers package. Header-only; static functions. */
 #ifndef XPJ_BENCH_UTIL_H
@@ -27,6 +27,40 @@ extern char **environ;
 static inline int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+/* The CPU's model name from /proc/cpuinfo, for a report's header */
+static inline void cpu_model(char *buf, size_t size) {
+  snprintf(buf, size, "unknown CPU");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f)
+    return;
+  char line[512];
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "model name", 10)) {
+      char *c = strchr(line, ':');
+      if (c) {
+        c++;
+        while (*c == ' ')
+          c++;
+        c[strcspn(c, "\n")] = 0;
+        snprintf(buf, size, "%s", c);
+      }
+      break;
+    }
+  fclose(f);
+}
+
+/* /proc/loadavg's 1, 5 and 15 minute load averages ("?" if unreadable) */
+static inline void loadavg(char *buf, size_t size) {
+  snprintf(buf, size, "?");
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (!f)
+    return;
+  double a, b, c;
+  if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+    snprintf(buf, size, "%.2f %.2f %.2f", a, b, c);
+  fclose(f);
 }
 
 /* The median of v[0..n) (sorts v). */

@@ -1415,40 +1415,6 @@ static void time_impls(bench *b, const bool ready[NIMPL]) {
 
 /* ---- report --------------------------------------------------------------- */
 
-static void cpu_model(char *buf, size_t size) {
-  snprintf(buf, size, "unknown CPU");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f)
-    return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    if (strncmp(line, "model name", 10) == 0) {
-      char *c = strchr(line, ':');
-      if (c) {
-        c++;
-        while (*c == ' ')
-          c++;
-        c[strcspn(c, "\n")] = 0;
-        snprintf(buf, size, "%s", c);
-      }
-      break;
-    }
-  }
-  fclose(f);
-}
-
-/* /proc/loadavg: the 1, 5 and 15 minute load averages */
-static void loadavg(char *buf, size_t size) {
-  snprintf(buf, size, "unknown");
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (!f)
-    return;
-  double a = 0, b = 0, c = 0;
-  if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
-    snprintf(buf, size, "load average %.2f %.2f %.2f", a, b, c);
-  fclose(f);
-}
-
 static double rate(const bench *b, int impl) {
   const result *r = &b->r[impl];
   if (r->state != ST_OK || r->med <= 0)
@@ -1674,7 +1640,7 @@ static void print_header(int argc, char **argv) {
   printf("\n");
   char load[128];
   loadavg(load, sizeof load);
-  printf("load:      %s (before)\n", load);
+  printf("load:      load average %s (before)\n", load);
   fflush(stdout);
 }
 
@@ -1833,7 +1799,7 @@ int main(int argc, char **argv) {
   print_reasons(benches);
   char load[128];
   loadavg(load, sizeof load);
-  printf("load:      %s (after)\n", load);
+  printf("load:      load average %s (after)\n", load);
   if (failures)
     printf("\n%d FAILURE%s\n", failures, failures > 1 ? "S" : "");
 

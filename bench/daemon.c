@@ -1449,38 +1449,6 @@ static int run_cluster(void) {
 
 /* ---- output ----------------------------------------------------------------------- */
 
-static void cpu_model(char *buf, size_t size) {
-  snprintf(buf, size, "?");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f)
-    return;
-  char line[512];
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "model name", 10)) {
-      char *c = strchr(line, ':');
-      if (c) {
-        c++;
-        while (*c == ' ')
-          c++;
-        c[strcspn(c, "\n")] = 0;
-        snprintf(buf, size, "%s", c);
-      }
-      break;
-    }
-  fclose(f);
-}
-
-static void loadavg(char *buf, size_t size) {
-  double a, b, c;
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (f && fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
-    snprintf(buf, size, "%.2f %.2f %.2f", a, b, c);
-  else
-    snprintf(buf, size, "?");
-  if (f)
-    fclose(f);
-}
-
 static void usage(void) {
   fprintf(stderr, "usage: daemon [--quick] [--rounds N] [--seconds S] [--procs N] [--api-runs N]\n"
                   "              [--examples DIR] [--xpjitd PATH] [--keep]\n"
