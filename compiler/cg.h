@@ -262,6 +262,15 @@ LLVMValueRef cg_i32(cg *c, int32_t v);
 bool cg_scalar_is_float(xpj_scalar s);
 bool cg_scalar_is_signed(xpj_scalar s);
 
+/* GPU targets: the bytes of local memory (work-group variables) the
+ * module still declares, laid out in order, each at its alignment, as
+ * ptxas lays out static .shared. Called on the optimised module, it is
+ * what the result reports (xpj_result_local_bytes) and what a launch
+ * counts beside its local array parameters: not the arrays the optimiser
+ * removed (a tile a kernel uses for some values of a const parameter
+ * only). */
+uint64_t cg_simt_local_bytes(cg *c);
+
 /* The local size the kernel requires (`local(...)`), in hardware order
  * (x fastest: c->hw_dim), 1 past its dimensions; false when none. */
 bool cg_reqd_local_hw(cg *c, uint32_t hw[3]);

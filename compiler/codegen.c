@@ -3679,6 +3679,20 @@ static void lower_cpu(cg *c, cg_frame *fr) {
   LLVMBuildRetVoid(c->b);
 }
 
+uint64_t cg_simt_local_bytes(cg *c) {
+  LLVMTargetDataRef td = LLVMGetModuleDataLayout(c->mod);
+  uint64_t n = 0;
+  for (LLVMValueRef g = LLVMGetFirstGlobal(c->mod); g;
+       g = LLVMGetNextGlobal(g)) {
+    if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) != c->ops->as_local ||
+        LLVMIsDeclaration(g) || !LLVMGetInitializer(g))
+      continue; /* (PTX's __xpj_dyn: the launch's dynamic shared memory) */
+    uint64_t a = LLVMGetAlignment(g) ? LLVMGetAlignment(g) : 1;
+    n = (n + a - 1) / a * a + LLVMABISizeOfType(td, LLVMGlobalGetValueType(g));
+  }
+  return n;
+}
+
 bool cg_reqd_local_hw(cg *c, uint32_t hw[3]) {
   uint64_t s[3];
   unsigned n = xpj_func_reqd_local(c->kernel, s);

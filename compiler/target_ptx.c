@@ -957,32 +957,17 @@ static void ptx_before_loops(cg *c) {
  * dynamic shared memory, with an opt-in at launch). */
 #define PTX_STATIC_SHARED_MAX 49152u
 
-/* The bytes of static .shared the optimised module still declares, laid
- * out as ptxas lays them out (in order, each at its alignment). */
-static uint64_t static_shared_bytes(cg *c) {
-  LLVMTargetDataRef td = LLVMGetModuleDataLayout(c->mod);
-  uint64_t n = 0;
-  for (LLVMValueRef g = LLVMGetFirstGlobal(c->mod); g;
-       g = LLVMGetNextGlobal(g)) {
-    if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) != 3 ||
-        LLVMIsDeclaration(g) || !LLVMGetInitializer(g))
-      continue; /* (__xpj_dyn: the launch's dynamic shared memory) */
-    uint64_t a = LLVMGetAlignment(g) ? LLVMGetAlignment(g) : 1;
-    n = (n + a - 1) / a * a + LLVMABISizeOfType(td, LLVMGlobalGetValueType(g));
-  }
-  return n;
-}
-
 static void ptx_before_codegen(cg *c) {
   /* refused here, not by ptxas when a process loads the PTX (a bundle
    * built for CUDA would carry it) */
-  uint64_t shared = static_shared_bytes(c);
+  uint64_t shared = cg_simt_local_bytes(c);
   if (shared > PTX_STATIC_SHARED_MAX) {
     cg_fail(c, XPJ_ERR_UNSUPPORTED, "the kernel's local arrays (and "
             "collectives) take %llu bytes; PTX allows %u (48 KiB) of them "
             "in a kernel", (unsigned long long)shared, PTX_STATIC_SHARED_MAX);
     return;
   }
+  c->local_bytes = shared;
   if (c->libdevice_late && calls_libdevice(c)) {
     /* (calls optimised away) */
     link_libdevice(c);

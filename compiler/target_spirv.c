@@ -313,6 +313,7 @@ static LLVMValueRef expand_bitreverse(cg *c, LLVMBuilderRef b, LLVMValueRef x) {
 }
 
 static void spirv_before_codegen(cg *c) {
+  c->local_bytes = cg_simt_local_bytes(c); /* the optimised module's */
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c->ctx);
   for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f;
        f = LLVMGetNextFunction(f))

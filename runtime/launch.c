@@ -483,7 +483,7 @@ static xpj_status local_arg(xpj_kernel *k, unsigned i, uint64_t count,
     return launch_err(k, "argument ", buf);
   }
   if (k->dev->target.kind == XPJ_TARGET_SPIRV) {
-    abi[*s].local = (uint32_t)(count * es);
+    abi[*s].local = count * es;
     l->args[*s] = NULL;
   } else {
     slots[*s] = (k->dev->target.kind == XPJ_TARGET_CPU ? base : 0) + start;

@@ -41,8 +41,9 @@ typedef struct rt_abi_arg {
   uint8_t ptr;
   /* a local array parameter passed as a __local pointer (SPIR-V): the
    * bytes to reserve (OpenCL's clSetKernelArg(i, local, NULL)); args[i]
-   * is NULL */
-  uint32_t local;
+   * is NULL. 64 bits: what a device reports may pass 4 GiB, and a size
+   * cut to 32 bits would reserve less than the kernel is told it has */
+  uint64_t local;
 } rt_abi_arg;
 
 /* One launch, marshalled: args[i] points at flattened ABI argument i

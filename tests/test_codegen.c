@@ -1406,15 +1406,63 @@ static void test_ptx_static_shared_limit(void **state) {
   xpj_module_destroy(sp);
   xpj_module_destroy(m);
   /* a dead 64 KiB array: removed, not refused */
-  ptx = ptx_at("kernel k(x: global f32[]) ndrange(1) {\n"
-               "    local t: f32[16384];\n"
-               "    let i = global_id(0);\n"
-               "    if i < 0 { t[local_id(0)] = x[i]; barrier(local);\n"
-               "               x[i] = t[(local_id(0) + 1) % 16384]; }\n"
-               "    x[i] = x[i] + 1.0;\n"
-               "}\n",
-               "k", 2);
+  static const char dead[] =
+      "kernel k(x: global f32[]) ndrange(1) {\n"
+      "    local t: f32[16384];\n"
+      "    let i = global_id(0);\n"
+      "    if i < 0 { t[local_id(0)] = x[i]; barrier(local);\n"
+      "               x[i] = t[(local_id(0) + 1) % 16384]; }\n"
+      "    x[i] = x[i] + 1.0;\n"
+      "}\n";
+  ptx = ptx_at(dead, "k", 2);
   free(ptx);
+  /* what the result reports is what the PTX and the SPIR-V declare (a
+   * launch counts it beside its local array parameters); the CPU lays
+   * the arrays out before optimisation, at fixed offsets */
+  static const char off[] = /* dead wherever it is compiled */
+      "const ON: bool = false;\n"
+      "kernel k(x: global f32[]) ndrange(1) {\n"
+      "    local t: f32[16384];\n"
+      "    if ON { t[local_id(0)] = x[0]; barrier(local); x[0] = t[1]; }\n"
+      "    x[global_id(0)] = 1.0;\n"
+      "}\n";
+  static const struct {
+    const char *src, *target;
+    uint64_t bytes;
+  } counted[] = {
+      {dead, "ptx:sm_90", 0},
+      /* (SPIR-V's global_id is not known to be unsigned: the array stays) */
+      {dead, "spirv", 65536},
+      {off, "spirv", 0},
+      {off, "ptx:sm_90", 0},
+      {dead, "cpu", 65536},
+      {"kernel k(x: global f32[]) ndrange(1) {\n"
+       "    local t: f32[100];\n"
+       "    t[local_id(0)] = x[global_id(0)];\n"
+       "    barrier(local);\n"
+       "    x[global_id(0)] = t[99 - local_id(0)] + group_reduce_add(x[0]);\n"
+       "}\n",
+       "ptx:sm_90", 400 + 256 - 400 % 8 + 0},
+  };
+  for (size_t i = 0; i < sizeof counted / sizeof *counted; i++) {
+    assert_int_equal(parse_src(counted[i].src, &m, NULL), XPJ_OK);
+    sp = spec_kernel(m, "k", XPJ_VOID, 0);
+    assert_non_null(sp);
+    xpj_target t;
+    char err[128];
+    assert_int_equal(xpj_target_parse(counted[i].target, &t, err, sizeof err),
+                     XPJ_OK);
+    xpj_result *r = NULL;
+    assert_int_equal(xpj_compile(sp, "k", &t, &o, XPJ_EMIT_BIN, &r), XPJ_OK);
+    if (xpj_result_local_bytes(r) != counted[i].bytes)
+      fail_msg("%s, case %zu: %llu bytes of local memory, want %llu",
+               counted[i].target, i,
+               (unsigned long long)xpj_result_local_bytes(r),
+               (unsigned long long)counted[i].bytes);
+    xpj_result_destroy(r);
+    xpj_module_destroy(sp);
+    xpj_module_destroy(m);
+  }
 }
 
 /* A CPU target whose name or features LLVM does not know is refused with

@@ -473,6 +473,14 @@ static const char src[] =
     "  b[local_id(0)] = 3.0;\n"
     "  barrier();\n"
     "  out[global_id(0)] = t[local_id(0)] + a[0] + i32(b[1]);\n"
+    "}\n"
+    /* dyn's parameters, and a 256 KiB local array it never uses */
+    "kernel dead(out: global i32[], a: local i32[], b: local f64[]) ndrange(1) {\n"
+    "  local t: i32[65536];\n"
+    "  a[local_id(0)] = 2;\n"
+    "  b[local_id(0)] = 3.0;\n"
+    "  barrier();\n"
+    "  out[global_id(0)] = a[0] + i32(b[1]);\n"
     "}\n";
 
 static xpj_program *new_prog(xpj_context *c) {
@@ -657,6 +665,41 @@ static void test_dyn_shared_optin(void **state) {
   xpj_program_destroy(p);
   xpj_context_destroy(c);
   assert_all_released();
+}
+
+/* A local array the optimiser removed takes no local memory: the PTX
+ * declares none, so the kernel loads on every device and its local array
+ * parameters may take all the device has (the kernel's local_bytes is
+ * counted after optimisation: docs/backend-cuda.md). The device's opt-in
+ * limit is the driver's (sm_120: 99 KiB). */
+static void test_dead_local_array(void **state) {
+  (void)state;
+  static const char *const fails[] = {NULL, "optin"};
+  static const uint64_t limit[] = {232448, 49152};
+  for (int i = 0; i < 2; i++) {
+    mock_env("1", "90", NULL, fails[i]);
+    xpj_context *c = new_ctx();
+    xpj_device *d = cuda_dev(c, "cuda:0");
+    xpj_program *p = new_prog(c);
+    xpj_kernel *k = get(p, "dead", d);
+    xpj_kernel_info ki;
+    assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
+    assert_int_equal(ki.local_mem_bytes, 0);
+    uint64_t na = (limit[i] - 128) / 4;
+    if (launch_dyn(d, k, na, 16) != XPJ_OK)
+      fail_msg("%s", xpj_last_error());
+    assert_int_equal(mock_get()->launch[0].shared, limit[i]);
+    assert_int_equal(launch_dyn(d, k, na + 4, 16), XPJ_ERR_INVALID);
+    xpj_program_destroy(p);
+    xpj_context_destroy(c);
+    assert_all_released();
+  }
+  mock_env("1", "120", NULL, NULL);
+  xpj_context *c = new_ctx();
+  xpj_device_info in;
+  assert_int_equal(xpj_device_get_info(cuda_dev(c, "cuda:0"), &in), XPJ_OK);
+  assert_int_equal(in.local_mem_size, 101376);
+  xpj_context_destroy(c);
 }
 
 static void test_launch_args(void **state) {
@@ -952,6 +995,7 @@ int main(void) {
       cmocka_unit_test(test_launch_args),
       cmocka_unit_test(test_local_params),
       cmocka_unit_test(test_dyn_shared_optin),
+      cmocka_unit_test(test_dead_local_array),
       cmocka_unit_test(test_jit_errors),
       cmocka_unit_test(test_launch_errors),
       cmocka_unit_test(test_native_hooks),

@@ -1004,6 +1004,50 @@ static void test_main_stack_low(void **state) {
   assert_true(ok == (void *)1);
 }
 
+/* A local array parameter's bytes reach the driver whole: a SPIR-V
+ * launch hands clSetKernelArg / zeKernelSetArgumentValue the size in 64
+ * bits (cut to 32 bits, 4 GiB + 64 bytes became 64 and 4 GiB none at all
+ * while the kernel was told it had 2^30 elements: an OpenCL driver that
+ * reports 4 GiB or more of local memory). White-box: the CPU device
+ * plays a SPIR-V device with 8 GiB. */
+static void test_local_arg_bytes(void **state) {
+  (void)state;
+  static const char lsrc[] =
+      "kernel k(out: global f32[], a: local f32[]) ndrange(1) {\n"
+      "  a[local_id(0)] = 1.0; barrier(); out[global_id(0)] = a[size(a) - 1];\n"
+      "}\n";
+  xpj_program *p;
+  xpj_kernel *k;
+  assert_int_equal(xpj_program_create(ctx, "l.xpk", lsrc, strlen(lsrc), NULL, &p),
+                   XPJ_OK);
+  assert_int_equal(xpj_program_get_kernel(p, "k", NULL, 0, cpu, NULL, &k),
+                   XPJ_OK);
+  float *o;
+  assert_int_equal(xpj_mem_alloc(cpu, XPJ_MEM_DEVICE, 256, 0, (void **)&o),
+                   XPJ_OK);
+  xpj_array vo = xpj_array_1d(o, XPJ_F32, 64);
+  xpj_device_info save = cpu->info;
+  xpj_target_kind kind = cpu->target.kind;
+  cpu->info.local_mem_size = 8ull << 30;
+  cpu->target.kind = XPJ_TARGET_SPIRV;
+  static const uint64_t counts[] = {(1ull << 30) + 16, 1ull << 30, 16};
+  for (int i = 0; i < 3; i++) {
+    xpj_arg args[] = {xpj_arg_array(&vo), xpj_arg_local(counts[i])};
+    xpj_range r = xpj_range_1d(64, 64);
+    rt_launch *l = NULL;
+    assert_int_equal(rt_launch_prepare(k, &r, 2, args, &l), XPJ_OK);
+    unsigned a = l->nabi - 2; /* the local array's bytes, then its count */
+    assert_null(l->args[a]);
+    assert_true(l->abi[a].local == counts[i] * 4);
+    assert_true(*(const uint64_t *)l->args[a + 1] == counts[i]);
+    rt_launch_free(l);
+  }
+  cpu->info = save;
+  cpu->target.kind = kind;
+  xpj_mem_free(cpu, o);
+  xpj_program_destroy(p);
+}
+
 int main(void) {
   test_owner_init();
   /* the CPU device alone, whatever drivers this machine has: the filter
@@ -1022,6 +1066,7 @@ int main(void) {
       guarded_test(test_misuse),
       guarded_test(test_native_cpu),
       guarded_test(test_mem_import),  guarded_test(test_helpers),
+      guarded_test(test_local_arg_bytes),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -289,8 +289,8 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
  * it for each compute capability */
 static int optin_bytes(CUdevice d) {
   int c = cc[d];
-  return c >= 90 ? 232448 : c == 80 || c == 87 ? 166912 : c >= 86 ? 101376
-         : c >= 75 ? 65536 : c >= 70 ? 98304 : 49152;
+  return c >= 120 ? 101376 : c >= 90 ? 232448 : c == 80 || c == 87 ? 166912
+         : c >= 86 ? 101376 : c >= 75 ? 65536 : c >= 70 ? 98304 : 49152;
 }
 
 CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d) {
@@ -738,7 +738,8 @@ static unsigned type_bytes(const char *t) {
 }
 
 /* The bytes of the static .shared arrays declared in the entry whose
- * parameter list starts at p (".shared .align 16 .b8 local[512];") */
+ * parameter list starts at p (".shared .align 16 .b8 local[512];"), laid
+ * out as ptxas does: in order, each at its alignment */
 static unsigned static_shared_bytes(const char *p) {
   const char *end = strstr(p, ".entry ");
   unsigned total = 0;
@@ -746,10 +747,14 @@ static unsigned static_shared_bytes(const char *p) {
     p += 9;
     const char *nl = strchr(p, '\n'), *br = strchr(p, '['),
                *type = strstr(p, " .b"); /* the element type, .b8 */
-    unsigned count = 0;
+    const char *al = strstr(p, ".align ");
+    unsigned count = 0, align = 1;
+    if (!al || (nl && al > nl) || sscanf(al, ".align %u", &align) != 1 ||
+        align == 0)
+      align = 1;
     if (br && type && type < br && (!nl || br < nl) &&
-        sscanf(br, "[%u]", &count) == 1)
-      total += count * type_bytes(type + 1);
+        sscanf(br, "[%u]", &count) == 1) /* in order, each at its .align */
+      total = (total + align - 1) / align * align + count * type_bytes(type + 1);
   }
   return total;
 }
