@@ -256,6 +256,41 @@ static void lex_number(lx *l) {
   t->bad = 0;
 }
 
+/* The length of the UTF-8 sequence at s[0..n) (1 to 4), 0 when it is not
+ * one: a stray continuation byte, a sequence cut short, an overlong form,
+ * a surrogate or a code point past U+10FFFF (RFC 3629) */
+static uint32_t utf8_len(const unsigned char *s, uint32_t n) {
+  unsigned char c = s[0];
+  uint32_t k = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2
+               : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (k == 0 || k > n)
+    return 0;
+  for (uint32_t i = 1; i < k; i++)
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+  if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) ||
+      (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
+    return 0;
+  return k;
+}
+
+/* Skips the comment text of one byte or UTF-8 sequence at l->pos (not a
+ * newline); a NUL or bytes that are not UTF-8 are an error, once a
+ * comment (*bad): docs/language.md 2.1 */
+static void comment_char(lx *l, bool *bad) {
+  const unsigned char *u = (const unsigned char *)l->s + l->pos;
+  uint32_t k = u[0] ? utf8_len(u, l->len - l->pos) : 0;
+  if (k == 0 && !*bad) {
+    if (u[0])
+      error_at(l, l->pos, "invalid UTF-8 (byte 0x%02x) in a comment: source "
+               "files are UTF-8", u[0]);
+    else
+      error_at(l, l->pos, "NUL byte in a comment");
+    *bad = true;
+  }
+  l->pos += k ? k : 1;
+}
+
 /* Lexes one token (or skips whitespace/comments); false at end. */
 static bool lex_one(lx *l) {
   const char *s = l->s;
@@ -268,13 +303,14 @@ static bool lex_one(lx *l) {
     } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
       l->pos++;
     } else if (c == '/' && l->pos + 1 < l->len && s[l->pos + 1] == '/') {
+      bool bad = false;
       while (l->pos < l->len && s[l->pos] != '\n')
-        l->pos++;
+        comment_char(l, &bad);
     } else if (c == '/' && l->pos + 1 < l->len && s[l->pos + 1] == '*') {
       uint32_t start = l->pos;
       uint32_t sline = l->line, sls = l->linestart;
       l->pos += 2;
-      bool closed = false;
+      bool closed = false, bad = false;
       while (l->pos < l->len) {
         if (s[l->pos] == '*' && l->pos + 1 < l->len && s[l->pos + 1] == '/') {
           l->pos += 2;
@@ -284,8 +320,10 @@ static bool lex_one(lx *l) {
         if (s[l->pos] == '\n') {
           l->line++;
           l->linestart = l->pos + 1;
+          l->pos++;
+        } else {
+          comment_char(l, &bad);
         }
-        l->pos++;
       }
       if (!closed) {
         char msg[] = "unterminated comment";
@@ -372,6 +410,8 @@ static bool lex_one(lx *l) {
 bool xpj_lex(const char *src, uint32_t len, lexer_out *out, lex_error_fn err,
              void *ud) {
   lx l = {src, len, 0, 1, 0, out, err, ud, false};
+  if (len >= 3 && !memcmp(src, "\xef\xbb\xbf", 3))
+    l.pos = l.linestart = 3; /* a UTF-8 byte order mark, as editors write */
   while (lex_one(&l))
     if (l.oom)
       return false;

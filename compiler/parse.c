@@ -132,6 +132,8 @@ typedef struct parser {
   xpj_diags *d;
   unsigned errors;
   bool oom, too_many, panic;
+  bool gave_up; /* nesting too deep: the rest of the function (or of the
+                 * top level) is not read, and nothing more reported */
   /* current function */
   xpj_func *f;
   xpj_block b;
@@ -170,6 +172,8 @@ static const char *line_start(const parser *p, uint32_t off) {
   uint32_t s = off > p->len ? p->len : off;
   while (s > 0 && p->src[s - 1] != '\n')
     s--;
+  if (s == 0 && p->len >= 3 && !memcmp(p->src, "\xef\xbb\xbf", 3))
+    s = 3; /* the first line after a byte order mark (xpj_lex skips it) */
   return p->src + s;
 }
 
@@ -217,7 +221,7 @@ static void report(parser *p, xpj_severity sev, uint32_t off, uint32_t line,
 
 static void verror(parser *p, const token *t, bool syntax, const char *fmt,
                    va_list ap) {
-  if (p->panic)
+  if (p->panic || p->gave_up)
     return;
   if (syntax && t->line == p->lex_error_line) {
     p->panic = true; /* a cascade of the lexical error on this line */
@@ -1170,12 +1174,17 @@ static int parse_static_dims(parser *p, int64_t dims[XPJ_MAX_RANK],
 
 /* ---- expressions ---------------------------------------------------- */
 
+/* One level deeper (the parser's recursion, bounded to bound its stack):
+ * a statement, block or `?:` arm takes one, a parenthesis, call or
+ * subscript three (the operand parsers it goes through). */
 static bool enter(parser *p, const token *t) {
   if (++p->depth > XPJ_MAX_NESTING) {
     if (!p->panic)
-      syntax(p, t, "nesting is too deep (limit: %d levels of blocks and "
-             "subexpressions)", XPJ_MAX_NESTING);
+      syntax(p, t, "nesting is too deep: the limit is %d nested blocks or "
+             "statements, or about %d nested parentheses, calls or "
+             "subscripts", XPJ_MAX_NESTING, XPJ_MAX_NESTING / 3);
     p->pos = p->ntok - 1; /* give up on this input */
+    p->gave_up = true;    /* and report nothing more of it */
     return false;
   }
   return true;
@@ -2135,11 +2144,13 @@ static expr parse_cast(parser *p, const token *name, xpj_type to) {
     return err_expr(name);
   int ts = xpj_type_scalar_of(p->m, to);
   xpj_val v;
-  if (args[0].k == E_LINT && ts != XPJ_BOOL) {
+  if ((args[0].k == E_LINT && ts != XPJ_BOOL) ||
+      (args[0].k == E_LFLT && (xpj_scalar_float_valued(ts) ||
+                               xpj_type_is_param(p->m, to)))) {
     v = lit_value(p, &args[0], to);
-  } else if (args[0].k == E_LFLT && (xpj_scalar_float_valued(ts) ||
-                                     xpj_type_is_param(p->m, to))) {
-    v = lit_value(p, &args[0], to);
+    if (v && xpj_type_is_param(p->m, to) &&
+        p->f->insts[v].op == XPJ_OP_CONST) /* converted when T is bound */
+      p->f->insts[v].order = XPJ_CONST_CAST;
   } else {
     xpj_val x = rvalue(p, &args[0], 0);
     if (!x)
@@ -3606,7 +3617,7 @@ static void parse_body(parser *p, fn_info *fi) {
   p->depth = 0;
   p->nsyms = 0;
   p->scope_base = 0;
-  p->panic = false;
+  p->panic = p->gave_up = false;
   xpj_func *f = fi->f;
   for (unsigned i = 0; i < f->nparams; i++) {
     const token *pt = fi->params[i];

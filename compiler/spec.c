@@ -153,6 +153,16 @@ static xpj_val copy_inst(fctx *x, xpj_val sv, xpj_block db) {
     return xpj_func_param_val(f, in->aux);
   case XPJ_OP_CONST: {
     int s = xpj_type_scalar_of(x->c->dst, t);
+    if (in->order == XPJ_CONST_CAST &&
+        (s == XPJ_BOOL || (in->aux && !xpj_scalar_float_valued(s)))) {
+      /* T(1) with T = bool, T(2.5) with T = i32: as bool(1) and i32(2.5),
+       * the cast of the literal's value (docs/language.md 4.3) */
+      xpj_val v = in->aux ? xpj_b_const_float(f, db, xpj_type_scalar(x->c->dst, XPJ_F64),
+                                              in->imm.f, l)
+                          : xpj_b_const_int(f, db, xpj_type_scalar(x->c->dst, XPJ_I64),
+                                            in->imm.i, l);
+      return v ? xpj_b_cast(f, db, t, v, l) : 0;
+    }
     if (in->aux) {
       if (!xpj_scalar_float_valued(s)) {
         spec_error(x->c, l, "floating-point literal %g cannot have type %s; "

@@ -84,10 +84,19 @@ typedef struct xpj_typeinfo {
   int64_t dims[XPJ_MAX_RANK]; /* STATIC */
 } xpj_typeinfo;
 
+/* A literal of a type parameter's type that a cast wrote (T(1)): when T
+ * is bound to bool, or the literal is a float and T an integer type,
+ * specialisation converts it as the cast does (docs/language.md 4.3)
+ * where another literal of that type would be an error (let x: T = 1
+ * with T = bool) */
+#define XPJ_CONST_CAST 1
+
 typedef struct xpj_inst {
   uint8_t op;   /* xpj_op */
   uint8_t aux;
-  uint8_t order, scope; /* atomics */
+  /* atomics; CONST: order is XPJ_CONST_CAST for a literal an explicit
+   * cast to a type parameter typed (T(1), T(0.5)) */
+  uint8_t order, scope;
   xpj_type type;        /* result type; void for statements */
   uint32_t nargs;
   uint32_t args;        /* offset into func->pool */

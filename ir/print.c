@@ -102,7 +102,7 @@ static void put_inst(printer *p, xpj_val v, int depth) {
   }
   switch ((xpj_op)in->op) {
   case XPJ_OP_CONST:
-    xpj_buf_puts(o, "const ");
+    xpj_buf_puts(o, in->order == XPJ_CONST_CAST ? "const cast " : "const ");
     put_const(p, in);
     break;
   case XPJ_OP_BINOP:

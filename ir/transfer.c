@@ -997,6 +997,8 @@ static const char *unused_fields(const xpj_inst *in) {
   default:
     break;
   }
+  if (in->op == XPJ_OP_CONST && in->order == XPJ_CONST_CAST && !in->scope)
+    order = true; /* (a literal a cast typed: check_const) */
   if ((!aux && in->aux) || (!order && (in->order || in->scope)) ||
       (!imm && imm_bits(in) != 0))
     return "a field its opcode does not use is set";
@@ -1072,6 +1074,8 @@ static const char *check_const(const xpj_module *m, const xpj_inst *in) {
   bool param = xpj_type_is_param(m, in->type);
   if (in->nargs)
     return "a constant has no operands";
+  if (in->order == XPJ_CONST_CAST && !param)
+    return "a constant a cast typed is of a type parameter's type";
   if (in->aux == 1)
     return xpj_scalar_float_valued(s) || param
                ? NULL

@@ -307,6 +307,58 @@ static void test_nul_bytes(void **state) {
   xpj_module_destroy(m);
 }
 
+/* Comments are UTF-8 too (docs/language.md 2.1): bytes that are not, and
+ * NULs, are an error, once a comment; well-formed UTF-8 is taken, and a
+ * byte order mark before the first line is skipped (columns count from
+ * after it). */
+static void test_comment_bytes(void **state) {
+  (void)state;
+#define K "kernel k(x: global f32[]) range { x[0] = 1.0; }\n"
+#define SRC(s) s, sizeof s - 1 /* (some hold a NUL) */
+#define BAD(b) "invalid UTF-8 (byte 0x" b ") in a comment: source files are UTF-8"
+  static const struct {
+    const char *src;
+    size_t n;
+    int errors;
+    const char *msg;
+    unsigned line, col;
+  } bytes[] = {
+      {SRC("// h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80\n"
+           "/* \xe6\x97\xa5\xe6\x9c\xac\n \xc2\xa0 */\n" K), 0, NULL, 0, 0},
+      {SRC("// caf\xe9 \xe9\xe9\n" K), 1, BAD("e9"), 1, 7}, /* Latin-1 */
+      {SRC(K "/* \xe2\x82 */"), 1, BAD("e2"), 2, 4},       /* cut short */
+      {SRC("// \xc0\x80 \xed\xa0\x80\n" K), 1, BAD("c0"), 1, 4}, /* overlong */
+      {SRC("// \xed\xa0\x80\n" K), 1, BAD("ed"), 1, 4},    /* a surrogate */
+      {SRC("/* \xf4\x90\x80\x80 */\n" K), 1, BAD("f4"), 1, 4}, /* > U+10FFFF */
+      {SRC("// a\0b\n" K), 1, "NUL byte in a comment", 1, 5},
+      {SRC("\xef\xbb\xbf" "kernel k(x: global f32[]) range { x[0] = ; }\n"), 1,
+       "expected an expression, found ';'", 1, 42},
+      {SRC("\xef\xbb\xbf" K), 0, NULL, 0, 0},
+      {SRC(K "\xef\xbb\xbf"), 1, "invalid byte 0xef in source", 2, 1},
+  };
+#undef BAD
+#undef SRC
+#undef K
+  for (size_t i = 0; i < sizeof bytes / sizeof *bytes; i++) {
+    xpj_module *m;
+    xpj_diags *d;
+    assert_int_equal(xpj_module_create(&m), XPJ_OK);
+    assert_int_equal(xpj_diags_create(&d), XPJ_OK);
+    assert_int_equal(xpj_parse(m, "t.xpk", bytes[i].src, bytes[i].n, d),
+                     bytes[i].errors ? XPJ_ERR_SYNTAX : XPJ_OK);
+    assert_int_equal(xpj_diags_errors(d), bytes[i].errors);
+    if (bytes[i].errors) {
+      xpj_diag g;
+      assert_int_equal(xpj_diags_get(d, 0, &g), XPJ_OK);
+      assert_string_equal(g.message, bytes[i].msg);
+      assert_int_equal(g.line, bytes[i].line);
+      assert_int_equal(g.col, bytes[i].col);
+    }
+    xpj_diags_destroy(d);
+    xpj_module_destroy(m);
+  }
+}
+
 /* Deterministic garbage: never a crash, always a clean status. */
 static void test_garbage(void **state) {
   (void)state;
@@ -366,6 +418,36 @@ static void test_deep_nesting(void **state) {
   deep("{", "}", "kernel k(x: global i32[]) range { ", " }", 20000);
   deep("if true {", "}", "kernel k(x: global i32[]) range { ", " }", 5000);
   deep("x[", "]", "kernel k(x: global i32[]) range { x[0] = ", "; }", 5000);
+  /* one error for a function nested too deep, naming the limits, then
+   * the next function's own errors, and nothing of the rest of it (the
+   * parser left it at the end of the input: "expected '}' to end a
+   * block, found end of file" followed) */
+  char src[1024], *w = src;
+  w += sprintf(w, "kernel k(x: global i32[]) range {\n  if true { x[0] = ");
+  for (int i = 0; i < 70; i++)
+    *w++ = '(';
+  *w++ = '1';
+  for (int i = 0; i < 70; i++)
+    *w++ = ')';
+  sprintf(w, "; }\n}\nkernel j(x: global i32[]) range { x[0] = nope; }\n");
+  xpj_module *m;
+  xpj_diags *d;
+  assert_int_equal(xpj_module_create(&m), XPJ_OK);
+  assert_int_equal(xpj_diags_create(&d), XPJ_OK);
+  assert_int_equal(xpj_parse(m, "n.xpk", src, strlen(src), d), XPJ_ERR_SYNTAX);
+  char *text = NULL;
+  assert_int_equal(xpj_diags_render(d, &text, NULL), XPJ_OK);
+  if (xpj_diags_count(d) != 2)
+    fail_msg("want two errors, got:\n%s", text);
+  assert_non_null(strstr(text, "n.xpk:2:"));
+  assert_non_null(strstr(text, "nesting is too deep: the limit is 200 nested "
+                               "blocks or statements, or about 66 nested "
+                               "parentheses, calls or subscripts"));
+  assert_non_null(strstr(text, "n.xpk:4:"));
+  assert_non_null(strstr(text, "nope"));
+  free(text);
+  xpj_diags_destroy(d);
+  xpj_module_destroy(m);
 }
 
 static void test_huge_and_empty(void **state) {
@@ -583,6 +665,7 @@ int main(void) {
       cmocka_unit_test(test_caret_rendering),
       cmocka_unit_test(test_styled_rendering),
       cmocka_unit_test(test_nul_bytes),
+      cmocka_unit_test(test_comment_bytes),
       cmocka_unit_test(test_garbage),
       cmocka_unit_test(test_deep_nesting),
       cmocka_unit_test(test_huge_and_empty),

@@ -457,6 +457,89 @@ static void test_specialize_instances(void **state) {
   xpj_module_destroy(m);
 }
 
+/* A literal a cast gives a type parameter's type (T(1)) is converted as
+ * the cast of the literal when T is bound (docs/language.md 4.3: a cast to
+ * bool is x != 0, a float to an integer truncates), as bool(1) and
+ * i32(2.5) are; a literal the context types (let x: T = 1) stays a
+ * literal, refused for bool as `let x: bool = 1` is. */
+static char *spec_print(const char *src, const char *k, xpj_scalar t) {
+  xpj_module *m = NULL, *s = NULL;
+  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  const char *names[] = {"T"};
+  xpj_spec sp = {1, names, &t, 0, 0, NULL, NULL};
+  assert_int_equal(xpj_specialize(m, k, &sp, &s, NULL), XPJ_OK);
+  char *text = NULL;
+  assert_int_equal(xpj_module_print(s, &text, NULL), XPJ_OK);
+  xpj_module_destroy(s);
+  xpj_module_destroy(m);
+  return text;
+}
+
+static void test_specialize_literal_casts(void **state) {
+  (void)state;
+  const char *src =
+      "kernel k<T>(o: global T[]) range {\n"
+      "    o[0] = T(0); o[1] = T(1); o[2] = T(2.5); o[3] = T(-2.5);\n"
+      "    o[4] = T(0.0);\n"
+      "}\n";
+  /* in the order of the stores: the value each stores (an integer
+   * literal's cast folded; a float literal's a cast of the f64, as
+   * bool(2.5) and i32(2.5) are) */
+  static const struct {
+    xpj_scalar t;
+    const char *want[5][2]; /* a constant, then (if any) the cast's type */
+  } cases[] = {
+      {XPJ_BOOL, {{"const 0 : bool", NULL}, {"const 1 : bool", NULL},
+                  {"const 2.5 : f64", ": bool"}, {"const -2.5 : f64", ": bool"},
+                  {"const 0.0 : f64", ": bool"}}},
+      {XPJ_I32, {{"const 0 : i32", NULL}, {"const 1 : i32", NULL},
+                 {"const 2.5 : f64", ": i32"}, {"const -2.5 : f64", ": i32"},
+                 {"const 0.0 : f64", ": i32"}}},
+      {XPJ_F32, {{"const 0.0 : f32", NULL}, {"const 1.0 : f32", NULL},
+                 {"const 2.5 : f32", NULL}, {"const -2.5 : f32", NULL},
+                 {"const 0.0 : f32", NULL}}},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    char *text = spec_print(src, "k", cases[c].t);
+    const char *at = text;
+    for (int i = 0; i < 5; i++) {
+      const char *const *w = cases[c].want[i];
+      const char *hit = strstr(at, w[0]);
+      if (hit && w[1]) { /* then cast %N : T */
+        hit = strstr(hit, "cast %");
+        hit = hit ? strstr(hit, w[1]) : NULL;
+      }
+      const char *store = hit ? strstr(hit, "store") : NULL;
+      const char *next = store ? strstr(store + 1, "store") : NULL;
+      if (!store || (i < 4 && !next) || (next && hit > next))
+        fail_msg("T=%s: store %d is not of '%s'%s%s in\n%s",
+                 xpj_scalar_name(cases[c].t), i, w[0], w[1] ? " cast to " : "",
+                 w[1] ? w[1] : "", text);
+      at = store + 1;
+    }
+    free(text);
+  }
+  /* the generic IR says which literals a cast typed */
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  char *text = NULL;
+  assert_int_equal(xpj_module_print(m, &text, NULL), XPJ_OK);
+  assert_non_null(strstr(text, "const cast 1 : T"));
+  free(text);
+  xpj_module_destroy(m);
+  /* literals the context types are literals still */
+  spec_fails("kernel l<T>(o: global T[]) range { let x: T = 1; o[0] = x; }\n",
+             "l", "T", XPJ_BOOL, 0, XPJ_ERR_SPECIALIZE,
+             "integer literal cannot have type bool");
+  spec_fails("kernel h<T>(x: global T[]) range { x[0] = x[0] * 0.5; }\n", "h",
+             "T", XPJ_I32, 0, XPJ_ERR_SPECIALIZE,
+             "floating-point literal 0.5 cannot have type i32; use a cast");
+  /* and a cast keeps the literal's range check where the type has one */
+  spec_fails("kernel u<T>(o: global T[]) range { o[0] = T(-1); }\n", "u", "T",
+             XPJ_U8, 0, XPJ_ERR_SPECIALIZE,
+             "integer constant -1 does not fit in u8");
+}
+
 static void test_null_arguments(void **state) {
   (void)state;
   xpj_module_destroy(NULL);
@@ -483,6 +566,7 @@ int main(void) {
       cmocka_unit_test(test_hash_pinned),
       cmocka_unit_test(test_specialize_errors),
       cmocka_unit_test(test_specialize_instances),
+      cmocka_unit_test(test_specialize_literal_casts),
       cmocka_unit_test(test_null_arguments),
   };
   return cmocka_run_group_tests_name("ir", tests, NULL, NULL);

@@ -714,6 +714,17 @@ static void c_group_op(xpj_module *m) {
 static void c_unused_field(xpj_module *m) {
   nth(fn(m, "sink"), XPJ_OP_STORE, 0)->aux = 3;
 }
+/* a literal a cast typed (T(1)) is of a type parameter's type only */
+static void c_const_cast(xpj_module *m) {
+  xpj_func *s = fn(m, "sink");
+  for (unsigned k = 0;; k++) {
+    xpj_inst *in = nth(s, XPJ_OP_CONST, k);
+    if (xpj_type_scalar_of(m, in->type) == XPJ_I32) {
+      in->order = XPJ_CONST_CAST;
+      return;
+    }
+  }
+}
 static void c_const_range(xpj_module *m) {
   xpj_func *s = fn(m, "sink");
   for (unsigned k = 0;; k++) {
@@ -823,6 +834,7 @@ static const corruption corruptions[] = {
     {"loop condition", c_loop_cond, "malformed loop"},
     {"collective op", c_group_op, "malformed collective"},
     {"unused field", c_unused_field, "a field its opcode does not use"},
+    {"const cast", c_const_cast, "a constant a cast typed is of a type parameter's type"},
     {"constant range", c_const_range, "constant out of its type's range"},
     {"required local size", c_reqd_local, "required local size"},
     {"function kind", c_kind, "invalid kind"},
