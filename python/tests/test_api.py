@@ -109,6 +109,21 @@ def test_bad_arguments_raise(prog):
         prog.mixed(8, x, np.zeros(8, np.float32), 2 ** 31)
     with pytest.raises(xpjit.InvalidArgumentError, match="is i32"):
         prog.mixed(8, x, np.zeros(8, np.float32), 1.5)
+    # an int or a float for a float parameter is rounded to it as NumPy
+    # converts it (beyond its range: an infinity); an int no double can
+    # hold is out of range (docs/python.md)
+    h = np.ones(2, np.float16)
+    prog.scale(2, 65519, h)      # rounds to 65504
+    assert h[0] == 65504
+    h[:] = 1
+    prog.scale(2, 100000, h)
+    assert np.isinf(h[0]) and h[0] > 0
+    h[:] = 1
+    prog.scale(2, -1e6, h)
+    assert np.isinf(h[0]) and h[0] < 0
+    with pytest.raises(xpjit.InvalidArgumentError,
+                       match="out of the range of f64"):
+        prog.scale(8, 2 ** 1024, np.ones(8, np.float64))
     with pytest.raises(xpjit.InvalidArgumentError, match="grid"):
         prog.scale((1, 2, 3, 4), 1.0, x)
     with pytest.raises(xpjit.SpecializationError):
@@ -324,6 +339,14 @@ def test_fast_path_checks_like_the_slow_one(prog):
         k(8, x, ro, 1)
     with pytest.raises(xpjit.InvalidArgumentError, match="out of the range"):
         k(8, x, y, 2 ** 40)
+    ks = prog.kernel("scale")    # the same through a known call
+    h = np.ones(2, np.float16)
+    ks(2, 2, h)
+    ks(2, 0.5, h)
+    ks(2, 70000, h)
+    assert np.isinf(h[0])
+    with pytest.raises(xpjit.InvalidArgumentError, match="out of the range"):
+        ks(2, 2 ** 1024, h)
     with pytest.raises(xpjit.InvalidArgumentError, match="is i32"):
         k(8, x, y, 1.5)
     k(8, x, y, np.int32(3))      # a NumPy scalar of the type
