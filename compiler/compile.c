@@ -50,8 +50,11 @@
  * is undefined for lo > hi, which language.md 9.4 defines); PTX with debug
  * info for sm_90 and later: f16 atomic add and sub as a compare-exchange
  * loop (ptxas crashed on atom.add.noftz.f16 there); SPIR-V bool
- * collectives' result as != 0 (-O0 failed validation). */
-#define XPJ_CODEGEN_REVISION 5
+ * collectives' result as != 0 (-O0 failed validation). 6: GPUs: a
+ * kernel's local_bytes is what the optimised module declares (a row of
+ * revision 5 counts local arrays the optimiser removed: refused at load,
+ * or local array parameters held short). */
+#define XPJ_CODEGEN_REVISION 6
 
 /* ---- targets and options ------------------------------------------- */
 

@@ -80,15 +80,10 @@ typedef struct lx {
   bool oom;
 } lx;
 
-static void error_at(lx *l, uint32_t off, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void error_at(lx *l, uint32_t off, const char *fmt, ...) {
+static void report_at(lx *l, uint32_t off, bool damaged, const char *fmt,
+                      va_list ap) {
   char msg[256];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
   /* the line of off: off is always on the current line or the token start */
   uint32_t line = l->line, ls = l->linestart;
   if (off < ls) { /* token started on an earlier line (block comment) */
@@ -100,7 +95,27 @@ static void error_at(lx *l, uint32_t off, const char *fmt, ...) {
         ls = i + 1;
       }
   }
-  l->err(l->ud, off, line, off - ls + 1, msg);
+  l->err(l->ud, off, line, off - ls + 1, msg, damaged);
+}
+
+/* A token at off is bad */
+static void error_at(lx *l, uint32_t off, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void error_at(lx *l, uint32_t off, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  report_at(l, off, true, fmt, ap);
+  va_end(ap);
+}
+
+/* A comment's bytes at off are bad: the tokens around it are whole */
+static void comment_error_at(lx *l, uint32_t off, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void comment_error_at(lx *l, uint32_t off, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  report_at(l, off, false, fmt, ap);
+  va_end(ap);
 }
 
 static token *push(lx *l, tok_kind k, uint32_t off, uint32_t n) {
@@ -282,10 +297,10 @@ static void comment_char(lx *l, bool *bad) {
   uint32_t k = u[0] ? utf8_len(u, l->len - l->pos) : 0;
   if (k == 0 && !*bad) {
     if (u[0])
-      error_at(l, l->pos, "invalid UTF-8 (byte 0x%02x) in a comment: source "
-               "files are UTF-8", u[0]);
+      comment_error_at(l, l->pos, "invalid UTF-8 (byte 0x%02x) in a comment: "
+                       "source files are UTF-8", u[0]);
     else
-      error_at(l, l->pos, "NUL byte in a comment");
+      comment_error_at(l, l->pos, "NUL byte in a comment");
     *bad = true;
   }
   l->pos += k ? k : 1;
@@ -327,7 +342,7 @@ static bool lex_one(lx *l) {
       }
       if (!closed) {
         char msg[] = "unterminated comment";
-        l->err(l->ud, start, sline, start - sls + 1, msg);
+        l->err(l->ud, start, sline, start - sls + 1, msg, true);
       }
     } else {
       break;

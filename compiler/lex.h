@@ -62,9 +62,11 @@ typedef struct lexer_out {
   uint32_t n, cap;
 } lexer_out;
 
-/* Error callback: position and message. */
+/* Error callback: position and message; damaged when a token was lost or
+ * cut short there (a syntax error later on its line is likely to follow
+ * from it), not for bytes inside a comment. */
 typedef void (*lex_error_fn)(void *ud, uint32_t off, uint32_t line,
-                             uint32_t col, const char *msg);
+                             uint32_t col, const char *msg, bool damaged);
 
 /* Lexes src; returns false only when out of memory. Lexical errors are
  * reported through err and lexing goes on. */

@@ -132,8 +132,8 @@ typedef struct parser {
   xpj_diags *d;
   unsigned errors;
   bool oom, too_many, panic;
-  bool gave_up; /* nesting too deep: the rest of the function (or of the
-                 * top level) is not read, and nothing more reported */
+  bool gave_up; /* nesting too deep: the rest of the item is not read,
+                 * and nothing more of it reported */
   /* current function */
   xpj_func *f;
   xpj_block b;
@@ -266,9 +266,10 @@ static void berror(parser *p, const token *t) {
 }
 
 static void lex_err(void *ud, uint32_t off, uint32_t line, uint32_t col,
-                    const char *msg) {
+                    const char *msg, bool damaged) {
   parser *p = ud;
-  p->lex_error_line = line;
+  if (damaged)
+    p->lex_error_line = line;
   report(p, XPJ_SEV_ERROR, off, line, col, msg);
 }
 
@@ -397,6 +398,17 @@ static mconst *lookup_const(parser *p, const token *name) {
 }
 
 static void parse_const_item(parser *p);
+static void sync_item(parser *p);
+
+/* After an item nested too deep (enter): the parser is left at the next
+ * item after the one that starts at start, with nothing given up, so
+ * that the items after it are checked */
+static void skip_given_up(parser *p, uint32_t start) {
+  p->pos = start;
+  next(p); /* its keyword */
+  sync_item(p);
+  p->gave_up = false;
+}
 
 /* Parses module constant item k now (pass 1 comes to it, or a use comes
  * first), as at the top level: no function, locals or const parameters
@@ -408,8 +420,11 @@ static void parse_pending(parser *p, pconst *k) {
   p->f = NULL;
   p->nsyms = p->scope_base = 0;
   p->ncps = 0;
-  p->panic = false;
+  p->panic = p->gave_up = false;
+  p->depth = 0; /* as at the top level */
   parse_const_item(p);
+  if (p->gave_up)
+    skip_given_up(p, k->start);
   k->end = p->pos;
   k->state = PC_DONE;
   p->pos = keep.pos;
@@ -419,6 +434,8 @@ static void parse_pending(parser *p, pconst *k) {
   p->cps = keep.cps;
   p->ncps = keep.ncps;
   p->panic = keep.panic;
+  p->gave_up = keep.gave_up;
+  p->depth = keep.depth;
 }
 
 /* The module constant item token t names, if it is still waiting and not
@@ -1122,6 +1139,25 @@ static bool generic_dep(parser *p, const expr *e) {
   return s >= XPJ_I8 && s <= XPJ_U64 && gconst(p, e->v) == G_DEP;
 }
 
+/* Whether constant expression v computes with a float or a value of a
+ * type parameter anywhere (a cast of one to an integer is not evaluated
+ * here: i64(4.0), i64(T(4))); depth bounds the walk (expressions are
+ * nested at most XPJ_MAX_NESTING deep anyway) */
+static bool computes_with_float(const parser *p, xpj_val v, int depth) {
+  const xpj_inst *in = &p->f->insts[v];
+  if (xpj_scalar_float_valued(xpj_type_scalar_of(p->m, in->type)) ||
+      xpj_type_is_param(p->m, in->type))
+    return true;
+  if (depth > 64 || (in->op != XPJ_OP_BINOP && in->op != XPJ_OP_UNOP &&
+                     in->op != XPJ_OP_CAST))
+    return false;
+  const uint32_t *a = xpj_inst_args(p->f, in);
+  for (unsigned k = 0; k < in->nargs; k++)
+    if (a[k] < v && computes_with_float(p, a[k], depth + 1))
+      return true;
+  return false;
+}
+
 /* "[d0, d1, ...]" of a local or private array. A size that depends on
  * unbound const parameters is 1 here and sets bit d of *deferred (the
  * array instruction keeps the mask: its printed type shows '?'). */
@@ -1144,7 +1180,13 @@ static int parse_static_dims(parser *p, int64_t dims[XPJ_MAX_RANK],
       if (n < XPJ_MAX_RANK)
         *deferred |= (uint8_t)(1u << n);
     } else if (!const_int_of(p, &e, &v)) {
-      if (e.k == E_VAL && p->f && gconst(p, e.v) == G_CONST)
+      if (e.k == E_VAL && p->f && gconst(p, e.v) == G_CONST &&
+          computes_with_float(p, e.v, 0))
+        error(p, t, "array dimension must be an integer constant computed "
+              "with integers only (a float or a type parameter's value "
+              "converted to an integer, as in i64(4.0) or i64(T(4)), is "
+              "not computed before run time)");
+      else if (e.k == E_VAL && p->f && gconst(p, e.v) == G_CONST)
         error(p, t, "array dimension has no value: it divides by zero (or "
               "the smallest integer by -1)");
       else
@@ -3725,6 +3767,7 @@ static xpj_status parse(xpj_module *m, const char *filename, const char *src,
   while (!is_k(&p, TK_EOF) && !p.oom && !p.too_many) {
     const token *t = peek(&p);
     char b[48];
+    uint32_t start = p.pos;
     while (next_const < p.npend && p.pend[next_const].start < p.pos)
       next_const++;
     pconst *k = next_const < p.npend && p.pend[next_const].start == p.pos
@@ -3744,6 +3787,10 @@ static xpj_status parse(xpj_module *m, const char *filename, const char *src,
              tok_text(&p, t, b));
       next(&p);
       sync_item(&p);
+    }
+    if (p.gave_up) { /* a signature nested too deep */
+      skip_given_up(&p, start);
+      p.depth = 0;
     }
   }
   /* pass 2: bodies */

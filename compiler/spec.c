@@ -64,6 +64,8 @@ static void spec_error(spec_ctx *c, xpj_loc l, const char *fmt, ...) {
   const char *line = NULL;
   if (text && l.line) {
     line = text;
+    if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
+      line += 3; /* line 1 after a byte order mark, as the lexer reads it */
     for (unsigned k = 1; k < l.line && line; k++) {
       line = memchr(line, '\n', len - (size_t)(line - text));
       if (line)
@@ -157,10 +159,10 @@ static xpj_val copy_inst(fctx *x, xpj_val sv, xpj_block db) {
         (s == XPJ_BOOL || (in->aux && !xpj_scalar_float_valued(s)))) {
       /* T(1) with T = bool, T(2.5) with T = i32: as bool(1) and i32(2.5),
        * the cast of the literal's value (docs/language.md 4.3) */
-      xpj_val v = in->aux ? xpj_b_const_float(f, db, xpj_type_scalar(x->c->dst, XPJ_F64),
-                                              in->imm.f, l)
-                          : xpj_b_const_int(f, db, xpj_type_scalar(x->c->dst, XPJ_I64),
-                                            in->imm.i, l);
+      if (!in->aux) /* to bool: x != 0 */
+        return xpj_b_const_int(f, db, t, in->imm.i != 0, l);
+      xpj_val v = xpj_b_const_float(f, db, xpj_type_scalar(x->c->dst, XPJ_F64),
+                                    in->imm.f, l);
       return v ? xpj_b_cast(f, db, t, v, l) : 0;
     }
     if (in->aux) {

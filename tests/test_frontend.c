@@ -331,6 +331,9 @@ static void test_comment_bytes(void **state) {
       {SRC("// \xed\xa0\x80\n" K), 1, BAD("ed"), 1, 4},    /* a surrogate */
       {SRC("/* \xf4\x90\x80\x80 */\n" K), 1, BAD("f4"), 1, 4}, /* > U+10FFFF */
       {SRC("// a\0b\n" K), 1, "NUL byte in a comment", 1, 5},
+      /* the comment's error hides no syntax error of its line */
+      {SRC("kernel k(x: global f32[]) range { x[0] = ; // caf\xe9\n}\n"), 2,
+       BAD("e9"), 1, 50},
       {SRC("\xef\xbb\xbf" "kernel k(x: global f32[]) range { x[0] = ; }\n"), 1,
        "expected an expression, found ';'", 1, 42},
       {SRC("\xef\xbb\xbf" K), 0, NULL, 0, 0},
@@ -448,6 +451,34 @@ static void test_deep_nesting(void **state) {
   free(text);
   xpj_diags_destroy(d);
   xpj_module_destroy(m);
+  /* the same for a module constant, parsed where a signature first uses
+   * it or where it stands: the items around it are checked */
+  static const char *const uses[] = {"local(N) ", ""};
+  for (int u = 0; u < 2; u++) {
+    w = src;
+    w += sprintf(w, "kernel a(y: global f32[]) ndrange(1) %s{ y[0] = 1.0; }\n"
+                    "kernel b(y: global f32[], z: badtype) range { }\n"
+                    "const N = ", uses[u]);
+    for (int i = 0; i < 80; i++)
+      *w++ = '(';
+    *w++ = '1';
+    for (int i = 0; i < 80; i++)
+      *w++ = ')';
+    sprintf(w, ";\nkernel c(y: global f32[]) range { y[0] = qq; }\n");
+    assert_int_equal(xpj_module_create(&m), XPJ_OK);
+    assert_int_equal(xpj_diags_create(&d), XPJ_OK);
+    assert_int_equal(xpj_parse(m, "n.xpk", src, strlen(src), d),
+                     XPJ_ERR_SYNTAX);
+    assert_int_equal(xpj_diags_render(d, &text, NULL), XPJ_OK);
+    if (!strstr(text, "n.xpk:3:") || !strstr(text, "nesting is too deep") ||
+        !strstr(text, "n.xpk:2:") || !strstr(text, "badtype") ||
+        !strstr(text, "n.xpk:4:") || !strstr(text, "qq"))
+      fail_msg("use %d: want the nesting error and b's and c's, got:\n%s", u,
+               text);
+    free(text);
+    xpj_diags_destroy(d);
+    xpj_module_destroy(m);
+  }
 }
 
 static void test_huge_and_empty(void **state) {

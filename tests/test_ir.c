@@ -538,6 +538,13 @@ static void test_specialize_literal_casts(void **state) {
   spec_fails("kernel u<T>(o: global T[]) range { o[0] = T(-1); }\n", "u", "T",
              XPJ_U8, 0, XPJ_ERR_SPECIALIZE,
              "integer constant -1 does not fit in u8");
+  /* (the line quoted after a byte order mark starts after it, as its
+   * column counts) */
+  spec_fails("\xef\xbb\xbfkernel u<T>(o: global T[]) range { o[0] = T(-1); }\n",
+             "u", "T", XPJ_U8, 0, XPJ_ERR_SPECIALIZE,
+             "t.xpk:1:45: error: integer constant -1 does not fit in u8 (with "
+             "T=u8)\n  kernel u<T>(o: global T[]) range { o[0] = T(-1); }\n"
+             "                                              ^");
 }
 
 static void test_null_arguments(void **state) {
