@@ -241,4 +241,19 @@ kill -0 "$sp" 2>/dev/null && fail "stop --timeout 0: the daemon did not stop"
 "$CLI" daemon stop --socket "$S" --timeout 0 --json | grep -q '^{"sent": true, "pid": [0-9]*}$' ||
   fail "stop --timeout 0 --json"
 "$CLI" daemon stop --socket "$S" --timeout 10 >/dev/null 2>&1
+
+# a file size limit (ulimit -f) fails the cache's writes, which the daemon
+# reports and serves on without storing; it no longer dies of SIGXFSZ
+# (an adversarial probe: the daemon vanished, clients compiled alone).
+# (20 KiB in sh's 512-byte blocks: the cache cannot even be made.)
+mkdir -m 700 "$tmp/fsz"
+( ulimit -f 40; XPJIT_CACHE_DIR="$tmp/fsz" "$D" --socket "$tmp/fsz.sock" --log "$tmp/fsz.log" >/dev/null ) ||
+  fail "xpjitd under ulimit -f did not start"
+for ex in matmul reduction; do
+  XPJIT_DAEMON="$tmp/fsz.sock" XPJIT_CACHE=off "$B/examples/$ex" | grep -q correct || fail "$ex under ulimit -f"
+done
+grep -q "disk I/O error" "$tmp/fsz.log" || fail "ulimit -f: no failed cache write (the test tests nothing): $(tail -3 "$tmp/fsz.log")"
+"$CLI" daemon stats --socket "$tmp/fsz.sock" --json | grep -q '"compiles": 2' ||
+  fail "xpjitd under ulimit -f: not serving, or not compiling: $(tail -3 "$tmp/fsz.log")"
+"$CLI" daemon stop --socket "$tmp/fsz.sock" --timeout 10 >/dev/null 2>&1
 echo "daemon_cli: ok"

@@ -80,6 +80,35 @@ bool cli_number(const char *s, long min, long max, long *out);
  * input before, or while, it is read. */
 bool cli_same_file(const char *in, const char *out);
 
+/* Whether path is one of the files of the user's cache (the default one,
+ * XPJIT_CACHE_DIR's, and also cache_path when not NULL): its database,
+ * -wal, -shm, -journal, .key or .lock. No -o may replace one (a bundle
+ * or a binary written over the database or its key loses every entry). */
+bool cli_is_cache_file(const char *path, const char *cache_path);
+
+/* Whether path may be an -o of who: nothing there, or a regular file that
+ * is no file of the user's cache (cli_is_cache_file; cache_path as
+ * there). Never a link, a FIFO (a write would wait for a reader), a
+ * device or a directory. Says why not (exit status 1). */
+bool cli_output_ok(const char *who, const char *path, const char *cache_path);
+
+/* Files a command is writing and must not leave behind if SIGINT, SIGTERM
+ * or SIGHUP ends it: removed by the signal's handler (unlink and rmdir,
+ * which it may call), which then ends the process as the signal would.
+ * cli_temp_add registers path (a file, or with dir an empty directory
+ * removed after the files), cli_temp_drop forgets it once it is renamed
+ * into place or removed. At most 16 at a time; the names are copied. */
+void cli_temp_add(const char *path, bool dir);
+void cli_temp_drop(const char *path);
+
+/* Writes data to path ("-": standard output) as every -o does: checked
+ * by cli_output_ok, into PATH.tmp.PID renamed over path when it is whole,
+ * so that a full disk, a file size limit or a signal never leaves a
+ * half-written output (the temporary is removed). 0 or EXIT_INPUT, with
+ * the message said. */
+int cli_write_output(const char *who, const char *path, const void *data,
+                     size_t len, const char *cache_path);
+
 /* ---- --dtype and --const (cli_args.c) -------------------------------- */
 
 /* One parser for ir, emit and bundle build, with the library's rules

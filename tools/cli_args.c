@@ -8,11 +8,15 @@
  */
 #include "cli.h"
 
+#include "xpjit_cache.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- options ----------------------------------------------------------- */
 
@@ -194,6 +198,141 @@ bool cli_same_file(const char *in, const char *out) {
   struct stat a, b;
   return in && out && strcmp(out, "-") != 0 && stat(in, &a) == 0 &&
          stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* ---- temporaries removed on a signal ------------------------------------ */
+
+#define CLI_TEMPS 16
+static char temp_path[CLI_TEMPS][4200];
+static volatile sig_atomic_t temp_used[CLI_TEMPS], temp_dir[CLI_TEMPS];
+
+static void temp_signal(int sig) {
+  for (int pass = 0; pass < 2; pass++) /* files, then the directories */
+    for (int i = 0; i < CLI_TEMPS; i++)
+      if (temp_used[i] && temp_dir[i] == pass)
+        pass ? rmdir(temp_path[i]) : unlink(temp_path[i]);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void cli_temp_add(const char *path, bool dir) {
+  static bool installed;
+  if (!installed) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = temp_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sigaddset(&sa.sa_mask, SIGHUP);
+    for (int s = 0; s < 3; s++) {
+      int sig = s == 0 ? SIGINT : s == 1 ? SIGTERM : SIGHUP;
+      struct sigaction old;
+      /* (a signal the caller ignores stays ignored: nohup) */
+      if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+        sigaction(sig, &sa, NULL);
+    }
+    installed = true;
+  }
+  for (int i = 0; i < CLI_TEMPS; i++)
+    if (!temp_used[i]) {
+      snprintf(temp_path[i], sizeof temp_path[i], "%s", path);
+      temp_dir[i] = dir;
+      temp_used[i] = 1;
+      return;
+    }
+}
+
+void cli_temp_drop(const char *path) {
+  for (int i = 0; i < CLI_TEMPS; i++)
+    if (temp_used[i] && !strcmp(temp_path[i], path))
+      temp_used[i] = 0;
+}
+
+bool cli_is_cache_file(const char *path, const char *cache_path) {
+  struct stat a, b;
+  if (stat(path, &a) != 0)
+    return false;
+  char dflt[4096];
+  const char *caches[2] = {dflt, cache_path};
+  if (xpj_cache_default_path(dflt, sizeof dflt) >= sizeof dflt)
+    caches[0] = NULL;
+  static const char *const sides[] = {"", "-wal", "-shm", "-journal",
+                                      ".key", ".lock"};
+  for (int c = 0; c < 2; c++)
+    for (size_t i = 0; caches[c] && i < sizeof sides / sizeof *sides; i++) {
+      char p[4200];
+      snprintf(p, sizeof p, "%s%s", caches[c], sides[i]);
+      if (stat(p, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        return true;
+    }
+  return false;
+}
+
+bool cli_output_ok(const char *who, const char *path, const char *cache_path) {
+  struct stat sb;
+  if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    cli_error(who, "%s exists and is not a regular file (a link, a device, "
+              "a FIFO, a directory): not replaced", path);
+    return false;
+  }
+  if (cli_is_cache_file(path, cache_path)) {
+    cli_error(who, "%s is a file of the cache: not replaced", path);
+    return false;
+  }
+  return true;
+}
+
+int cli_write_output(const char *who, const char *path, const void *data,
+                     size_t len, const char *cache_path) {
+  if (!strcmp(path, "-")) {
+    if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0) {
+      cli_error(who, "cannot write standard output: %s", strerror(errno));
+      return EXIT_INPUT;
+    }
+    return 0;
+  }
+  if (!*path) {
+    cli_error(who, "-o needs a file name");
+    return EXIT_INPUT;
+  }
+  if (!cli_output_ok(who, path, cache_path))
+    return EXIT_INPUT;
+  char tmp[4200];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
+      sizeof tmp) {
+    cli_error(who, "cannot write %s: the name is too long", path);
+    return EXIT_INPUT;
+  }
+  cli_temp_add(tmp, false);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                0666);
+  bool ok = fd >= 0;
+  int err = errno;
+  for (size_t off = 0; ok && off < len;) {
+    ssize_t w = write(fd, (const char *)data + off, len - off);
+    if (w < 0 && errno == EINTR)
+      continue;
+    ok = w > 0;
+    err = errno;
+    off += ok ? (size_t)w : 0;
+  }
+  if (fd >= 0 && close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok && rename(tmp, path) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok && fd >= 0)
+    unlink(tmp);
+  cli_temp_drop(tmp);
+  if (!ok) {
+    cli_error(who, "cannot write %s: %s", path, strerror(err));
+    return EXIT_INPUT;
+  }
+  return 0;
 }
 
 bool cli_number(const char *s, long min, long max, long *out) {

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -581,25 +582,17 @@ static void entry_text(const xpj_cache_entry *e) {
   }
 }
 
-/* The entry's binary to path ("-": standard output), and a note of it on
- * stderr. */
-static int write_entry(const xpj_cache_entry *e, const char *path) {
-  bool to_stdout = !strcmp(path, "-");
-  FILE *f = to_stdout ? stdout : fopen(path, "wb");
-  if (!f) {
-    cli_error(NULL, "cannot write %s: %s", path, strerror(errno));
-    return EXIT_INPUT;
-  }
-  bool ok = fwrite(e->data, 1, e->size, f) == e->size;
-  ok = (to_stdout ? fflush(f) : fclose(f)) == 0 && ok;
-  if (!ok) {
-    cli_error(NULL, "cannot write %s", path);
-    return EXIT_INPUT;
-  }
-  if (!to_stdout)
+/* The entry's binary to path ("-": standard output; never one of the
+ * cache's own files, c's or the default one's: cli_write_output), and a
+ * note of it on stderr. */
+static int write_entry(const xpj_cache *c, const xpj_cache_entry *e,
+                       const char *path) {
+  int rc = cli_write_output("cache show", path, e->data, e->size,
+                            xpj_cache_path(c));
+  if (!rc && strcmp(path, "-"))
     fprintf(stderr, "%s: wrote the %zu bytes of %.16s to %s\n", cli_prog,
             e->size, e->digest, path);
-  return 0;
+  return rc;
 }
 
 /* show DIGEST [-o FILE]: the entry; with -o its binary, and nothing else
@@ -623,7 +616,7 @@ static int cache_show(const cache_req *r) {
     return st == XPJ_ERR_INVALID ? EXIT_USAGE : EXIT_INPUT;
   }
   if (r->out)
-    rc = write_entry(&e, r->out);
+    rc = write_entry(c, &e, r->out);
   if (r->json) {
     int jrc = cli_json_print(json_pack("[o]", entry_json_full(&e)));
     rc = rc ? rc : jrc;
@@ -701,6 +694,23 @@ static int cache_clear(const cache_req *r) {
   return rc;
 }
 
+/* xpj_cache_export of c to path, whose temporaries (PATH.tmp.PID and its
+ * journal, cache.c) a signal removes; false when it said why not */
+static bool export_to(xpj_cache *c, const char *who, const char *path,
+                      uint64_t *n) {
+  char tmp[4200], journal[4300];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  snprintf(journal, sizeof journal, "%s-journal", tmp);
+  cli_temp_add(tmp, false);
+  cli_temp_add(journal, false);
+  bool ok = xpj_cache_export(c, path, n) == XPJ_OK;
+  cli_temp_drop(tmp);
+  cli_temp_drop(journal);
+  if (!ok)
+    cli_error(who, "%s", xpj_cache_last_error());
+  return ok;
+}
+
 static int cache_export(const cache_req *r) {
   xpj_cache *c;
   int rc = open_entries(r, "cache export", &c);
@@ -711,8 +721,7 @@ static int cache_export(const cache_req *r) {
     cli_error("cache export", "no cache at %s (XPJIT_CACHE=ro creates "
               "none): nothing to export", xpj_cache_path(c));
     rc = EXIT_INPUT;
-  } else if (xpj_cache_export(c, r->operand, &n) != XPJ_OK) {
-    cli_error("cache export", "%s", xpj_cache_last_error());
+  } else if (!export_to(c, "cache export", r->operand, &n)) {
     rc = EXIT_INPUT;
   } else if (r->json) {
     rc = cli_json_print(json_pack("{s:o, s:o}", "exported", cli_jint(n),
@@ -1299,18 +1308,63 @@ static void report_jobs(const jobs *js, size_t *skipped, size_t *failed) {
 
 /* Compiles into a private cache in a new directory of our own (the cache
  * refuses shared directories such as /tmp), then exports it. */
+/* The private caches of builds that ended without removing them (a
+ * signal, a crash): directories of td named by bundle_tmpdir for a
+ * process of this user that is gone */
+static void sweep_builds(const char *td) {
+  DIR *d = opendir(td);
+  if (!d)
+    return;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    static const char pre[] = "xpjit-bundle-";
+    char *end, p[4400];
+    if (strncmp(de->d_name, pre, sizeof pre - 1))
+      continue;
+    long pid = strtol(de->d_name + sizeof pre - 1, &end, 10);
+    struct stat sb;
+    if (pid <= 0 || *end != '-' ||
+        snprintf(p, sizeof p, "%s/%s", td, de->d_name) >= (int)sizeof p ||
+        lstat(p, &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != getuid())
+      continue;
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+      remove_dir(p);
+  }
+  closedir(d);
+}
+
+/* The private cache's files, then its directory: removed by a signal
+ * (cli_temp_add; add) or no longer (the build removed them). The cache's
+ * side directories, if any, stay for the next build's sweep_builds. */
+static void build_temps(const char *tmpdir, const char *tmpdb, bool add) {
+  static const char *const files[] = {"", "-wal", "-shm", "-journal", ".key",
+                                      ".lock"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    char p[4300];
+    snprintf(p, sizeof p, "%s%s", tmpdb, files[i]);
+    add ? cli_temp_add(p, false) : cli_temp_drop(p);
+  }
+  add ? cli_temp_add(tmpdir, true) : cli_temp_drop(tmpdir);
+}
+
 static int build(const build_req *b) {
+  /* (xpj_cache_export refuses only its own, private cache's files) */
+  if (!cli_output_ok("bundle build", b->outpath, NULL))
+    return EXIT_INPUT;
   char tmpdir[4096], tmpdb[4200];
   const char *td = getenv("TMPDIR");
   if (!td || *td != '/')
     td = "/tmp";
-  snprintf(tmpdir, sizeof tmpdir, "%s/xpjit-bundle-XXXXXX", td);
+  sweep_builds(td);
+  snprintf(tmpdir, sizeof tmpdir, "%s/xpjit-bundle-%ld-XXXXXX", td,
+           (long)getpid());
   if (!mkdtemp(tmpdir)) {
     cli_error("bundle build", "cannot make a directory in %s: %s", td,
               strerror(errno));
     return EXIT_INPUT;
   }
   snprintf(tmpdb, sizeof tmpdb, "%s/build.db", tmpdir);
+  build_temps(tmpdir, tmpdb, true);
   xpj_context_desc desc = {.visible = "cpu",
                            .cpu_threads = 1,
                            .cache_mode = XPJ_CACHE_MODE_RW,
@@ -1321,6 +1375,7 @@ static int build(const build_req *b) {
   if (xpj_context_create(&desc, &ctx) != XPJ_OK) {
     cli_error("bundle build", "%s", xpj_last_error());
     remove_dir(tmpdir);
+    build_temps(tmpdir, tmpdb, false);
     return EXIT_INPUT;
   }
   xpj_program *progs[MAX_FILES] = {0};
@@ -1343,9 +1398,8 @@ static int build(const build_req *b) {
                 "combination was skipped (the notes above say why); %s not "
                 "written", b->outpath);
       rc = EXIT_INPUT;
-    } else if (xpj_cache_export(xpj_context_cache(ctx), b->outpath, &n) !=
-               XPJ_OK) {
-      cli_error("bundle build", "%s", xpj_cache_last_error());
+    } else if (!export_to(xpj_context_cache(ctx), "bundle build", b->outpath,
+                          &n)) {
       rc = EXIT_INPUT;
     }
   }
@@ -1368,6 +1422,7 @@ static int build(const build_req *b) {
     xpj_program_destroy(progs[fi]);
   xpj_context_destroy(ctx);
   remove_dir(tmpdir);
+  build_temps(tmpdir, tmpdb, false);
   return rc;
 }
 

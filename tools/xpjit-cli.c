@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,40 +181,33 @@ static void usage_ir(FILE *out) {
           cli_prog, XPJ_MAX_RANK);
 }
 
-/* The IR of show (and the hash of kernel in it) to outpath. */
+/* The IR of show (and the hash of kernel in it) to outpath (NULL or "-":
+ * standard output; a file is written whole or not at all). */
 static int write_ir(const xpj_module *show, const char *kernel,
                     const char *outpath, bool hash_only) {
-  FILE *out = stdout;
-  if (outpath && strcmp(outpath, "-") != 0 && !(out = fopen(outpath, "w"))) {
-    perror(outpath);
-    return EXIT_INPUT;
-  }
-  int rc = 0;
-  char *text = NULL;
+  char *text = NULL, hex[65];
   if (!hash_only && xpj_module_print(show, &text, NULL) != XPJ_OK) {
     fprintf(stderr, "%s: out of memory\n", cli_prog);
-    rc = EXIT_INPUT;
-  } else if (text) {
-    fputs(text, out);
-    free(text);
+    return EXIT_INPUT;
   }
-  char hex[65];
-  if (rc == 0 && kernel && xpj_module_hash(show, kernel, NULL, hex) != XPJ_OK) {
+  if (kernel && xpj_module_hash(show, kernel, NULL, hex) != XPJ_OK) {
     fprintf(stderr, "%s: cannot hash kernel\n", cli_prog);
-    rc = EXIT_INPUT;
-  } else if (rc == 0 && kernel) {
-    fprintf(out, hash_only ? "%s\n" : "; sha256 %s\n", hex);
+    free(text);
+    return EXIT_INPUT;
   }
-  /* a write that failed (a full disk, a file size limit) leaves nothing
-   * in the buffer for fclose to fail on: the stream's error flag says */
-  bool werr = ferror(out) != 0;
-  if (out != stdout && (fclose(out) != 0 || werr)) {
-    if (werr)
-      fprintf(stderr, "%s: cannot write %s\n", cli_prog, outpath);
-    else
-      perror(outpath);
-    rc = EXIT_INPUT;
+  size_t n = text ? strlen(text) : 0;
+  char *all = malloc(n + 80);
+  if (!all) {
+    fprintf(stderr, "%s: out of memory\n", cli_prog);
+    free(text);
+    return EXIT_INPUT;
   }
+  memcpy(all, text ? text : "", n);
+  if (kernel)
+    n += (size_t)sprintf(all + n, hash_only ? "%s\n" : "; sha256 %s\n", hex);
+  free(text);
+  int rc = cli_write_output("ir", outpath ? outpath : "-", all, n, NULL);
+  free(all);
   return rc;
 }
 
@@ -323,22 +317,12 @@ static int emit_kind(const cli_args *a, xpj_emit_kind *out) {
   return cli_bad_value(a, "--emit takes llvm, asm or bin, not '%s'", a->arg);
 }
 
-/* The compiled kernel's bytes to outpath ("-": standard output). */
+/* The compiled kernel's bytes to outpath ("-": standard output; a file
+ * is written whole or not at all). */
 static int write_binary(const xpj_result *r, const char *outpath) {
   size_t len;
   const uint8_t *data = xpj_result_data(r, &len);
-  bool to_stdout = !strcmp(outpath, "-");
-  FILE *out = to_stdout ? stdout : fopen(outpath, "wb");
-  if (!out) {
-    perror(outpath);
-    return EXIT_INPUT;
-  }
-  int rc = fwrite(data, 1, len, out) == len ? 0 : EXIT_INPUT;
-  if ((to_stdout ? fflush(out) : fclose(out)) != 0)
-    rc = EXIT_INPUT;
-  if (rc)
-    fprintf(stderr, "%s: cannot write %s\n", cli_prog, outpath);
-  return rc;
+  return cli_write_output("emit", outpath, data, len, NULL);
 }
 
 static int cmd_emit(int argc, char **argv) {
@@ -789,6 +773,10 @@ static void hold_std_fds(void) {
 
 int main(int argc, char **argv) {
   hold_std_fds();
+  /* a file size limit (ulimit -f) fails the write that passes it, which
+   * each command reports (exit 1), instead of killing the process with
+   * half an output written */
+  signal(SIGXFSZ, SIG_IGN);
   cli_args a;
   cli_args_init(&a, "", usage_main, NULL, argc, argv);
   int k = cli_next(&a); /* the command, after --color, --help, --version */

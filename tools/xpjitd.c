@@ -3402,6 +3402,7 @@ int main(int argc, char **argv) {
   reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   notify_init();
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGXFSZ, SIG_IGN); /* a cache write past ulimit -f fails, no more */
   sigset_t ss;
   sigemptyset(&ss);
   sigaddset(&ss, SIGTERM);
