@@ -544,5 +544,24 @@ XPJIT_CACHE_DIR="$ro" "$CLI" cache ls | grep -q saxpy || bad "XPJIT_CACHE=ro cac
 XPJIT_CACHE_DIR="$ro" XPJIT_CACHE=off "$CLI" cache clear >"$T/o" 2>&1; rc=$?
 [ $rc = 1 ] && grep -q "the cache $ro/cache-v2.db is off (XPJIT_CACHE=off): nothing written" "$T/o" &&
   XPJIT_CACHE_DIR="$ro" "$CLI" cache ls | grep -q saxpy || bad "XPJIT_CACHE=off cache clear of a cache: exit $rc: $(cat "$T/o")"
+# a bundle of another build (its "versions" another xpjit's) is refused by
+# import as verify says it is unusable (it imported every entry, exit 0:
+# rows no key of this xpjit could ever find); one of several builds,
+# this one among them, is taken
+if command -v sqlite3 >/dev/null 2>&1; then
+  for v in "'xpjit=0.0.1;llvm=1.0;abi=1;codegen=1'" "value || char(10) || 'xpjit=0.0.1;llvm=1.0;abi=1;codegen=1'"; do
+    cp "$T/ex.xpb" "$T/other.xpb"
+    sqlite3 "$T/other.xpb" "UPDATE meta SET value = $v WHERE name = 'versions'"
+    rm -rf "$T/vb" && mkdir -m 700 "$T/vb"
+    XPJIT_CACHE_DIR="$T/vb" "$CLI" bundle import "$T/other.xpb" >"$T/o" 2>&1; rc=$?
+    case $v in
+    value*) [ $rc = 0 ] && XPJIT_CACHE_DIR="$T/vb" "$CLI" cache ls | grep -q saxpy ||
+      bad "bundle import of a bundle of two builds, this one among them: exit $rc: $(cat "$T/o")" ;;
+    *) [ $rc = 1 ] && grep -q "was built by another xpjit (xpjit=0.0.1.*nothing imported" "$T/o" &&
+      ! XPJIT_CACHE_DIR="$T/vb" "$CLI" cache ls 2>/dev/null | grep -q saxpy ||
+      bad "bundle import of another build's bundle: exit $rc: $(cat "$T/o")" ;;
+    esac
+  done
+fi
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

@@ -1522,7 +1522,11 @@ static int bundle_open(const char *path, bundle *b) {
   xpj_cache_get_meta(b->c, "versions", &b->versions);
   xpj_cache_get_meta(b->c, "targets", &b->targets);
   xpj_versions_str(b->mine, sizeof b->mine);
-  b->usable = b->versions && !strcmp(b->versions, b->mine);
+  b->usable = false; /* versions: one line per build its entries are of */
+  size_t n = strlen(b->mine);
+  for (const char *l = b->versions; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "")
+    if (!strncmp(l, b->mine, n) && (l[n] == '\n' || !l[n]))
+      b->usable = true;
   return 0;
 }
 
@@ -1623,6 +1627,30 @@ static int bundle_import(const bundle_req *r) {
   for (unsigned i = 0; i < r->nfiles; i++) {
     uint64_t imp = 0, skip = 0;
     import_warnings = 0;
+    /* a bundle of another build: its entries would never be found (their
+     * keys name that build), only take room; refused as verify says */
+    bundle b;
+    const char *refused = NULL;
+    if (bundle_open(r->files[i], &b) != 0) {
+      refused = xpj_cache_last_error(); /* (said) */
+    } else {
+      if (!b.usable) {
+        cli_error("bundle import", "%s was built by another xpjit (%s; "
+                  "this is %s): none of its entries could be used; nothing "
+                  "imported", r->files[i],
+                  b.versions ? b.versions : "unknown", b.mine);
+        refused = "built by another xpjit";
+      }
+      bundle_close(&b);
+    }
+    if (refused) {
+      rc = EXIT_INPUT;
+      if (list)
+        json_array_append_new(
+            list, json_pack("{s:o, s:o}", "bundle", cli_jstr(r->files[i]),
+                            "error", cli_jstr(refused)));
+      continue;
+    }
     bool ok = xpj_cache_import(c, r->files[i], &imp, &skip) == XPJ_OK;
     uint64_t damaged = import_warnings < skip ? import_warnings : skip;
     if (!ok) {
