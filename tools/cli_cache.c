@@ -1631,7 +1631,11 @@ static int bundle_import(const bundle_req *r) {
      * keys name that build), only take room; refused as verify says */
     bundle b;
     const char *refused = NULL;
-    if (bundle_open(r->files[i], &b) != 0) {
+    if (cli_same_file(r->files[i], xpj_cache_path(c))) {
+      refused = "the cache's own file";
+      cli_error("bundle import", "%s is the cache's own file, not a bundle "
+                "to import into it", r->files[i]);
+    } else if (bundle_open(r->files[i], &b) != 0) {
       refused = xpj_cache_last_error(); /* (said) */
     } else {
       if (!b.usable) {
