@@ -1597,7 +1597,8 @@ static int bundle_verify(const bundle_req *r) {
 }
 
 /* warn_cb, counting: a warning while a bundle is imported (a damaged
- * entry, which is not imported) is a problem found (exit 1) */
+ * entry, which is not imported) is a problem found (exit 1); how many
+ * entries are damaged the bundle's verification says */
 static unsigned import_warnings;
 static void import_warn_cb(void *ud, const char *msg) {
   import_warnings++;
@@ -1631,6 +1632,7 @@ static int bundle_import(const bundle_req *r) {
      * keys name that build), only take room; refused as verify says */
     bundle b;
     const char *refused = NULL;
+    uint64_t checked = 0, bad = 0;
     if (cli_same_file(r->files[i], xpj_cache_path(c))) {
       refused = "the cache's own file";
       cli_error("bundle import", "%s is the cache's own file, not a bundle "
@@ -1644,6 +1646,9 @@ static int bundle_import(const bundle_req *r) {
                   "imported", r->files[i],
                   b.versions ? b.versions : "unknown", b.mine);
         refused = "built by another xpjit";
+      } else if (xpj_cache_verify(b.c, 0, NULL, NULL, &checked, &bad) !=
+                 XPJ_OK) {
+        bad = 0; /* (the import says what is wrong) */
       }
       bundle_close(&b);
     }
@@ -1656,11 +1661,13 @@ static int bundle_import(const bundle_req *r) {
       continue;
     }
     bool ok = xpj_cache_import(c, r->files[i], &imp, &skip) == XPJ_OK;
-    uint64_t damaged = import_warnings < skip ? import_warnings : skip;
+    /* the damaged entries counted by verifying the bundle first (the
+     * import's warnings are capped: 8, then "N more warnings") */
+    uint64_t damaged = bad < skip ? bad : skip;
     if (!ok) {
       cli_error("bundle import", "%s", xpj_cache_last_error());
       rc = EXIT_INPUT;
-    } else if (import_warnings) {
+    } else if (import_warnings || damaged) {
       rc = EXIT_INPUT; /* problems found: said in the warnings */
     }
     if (list && ok)
