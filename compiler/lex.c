@@ -425,8 +425,7 @@ static bool lex_one(lx *l) {
 bool xpj_lex(const char *src, uint32_t len, lexer_out *out, lex_error_fn err,
              void *ud) {
   lx l = {src, len, 0, 1, 0, out, err, ud, false};
-  if (len >= 3 && !memcmp(src, "\xef\xbb\xbf", 3))
-    l.pos = l.linestart = 3; /* a UTF-8 byte order mark, as editors write */
+  l.pos = l.linestart = xpj_bom_len(src, len); /* as editors write one */
   while (lex_one(&l))
     if (l.oom)
       return false;

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #define XPJ_KEYWORDS(X)                                                       \
   X(KERNEL, "kernel") X(FN, "fn") X(CONST, "const") X(LET, "let")             \
@@ -67,6 +68,12 @@ typedef struct lexer_out {
  * from it), not for bytes inside a comment. */
 typedef void (*lex_error_fn)(void *ud, uint32_t off, uint32_t line,
                              uint32_t col, const char *msg, bool damaged);
+
+/* The bytes of a UTF-8 byte order mark at the start of src (3), or 0:
+ * the lexer skips them, and whoever quotes line 1 starts after them */
+static inline uint32_t xpj_bom_len(const char *src, size_t len) {
+  return len >= 3 && !memcmp(src, "\xef\xbb\xbf", 3) ? 3 : 0;
+}
 
 /* Lexes src; returns false only when out of memory. Lexical errors are
  * reported through err and lexing goes on. */

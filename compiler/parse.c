@@ -172,8 +172,8 @@ static const char *line_start(const parser *p, uint32_t off) {
   uint32_t s = off > p->len ? p->len : off;
   while (s > 0 && p->src[s - 1] != '\n')
     s--;
-  if (s == 0 && p->len >= 3 && !memcmp(p->src, "\xef\xbb\xbf", 3))
-    s = 3; /* the first line after a byte order mark (xpj_lex skips it) */
+  if (s == 0)
+    s = xpj_bom_len(p->src, p->len); /* (xpj_lex skips it) */
   return p->src + s;
 }
 
@@ -408,6 +408,7 @@ static void skip_given_up(parser *p, uint32_t start) {
   next(p); /* its keyword */
   sync_item(p);
   p->gave_up = false;
+  p->depth = 0; /* (enter does not leave what it gave up) */
 }
 
 /* Parses module constant item k now (pass 1 comes to it, or a use comes
@@ -1140,10 +1141,10 @@ static bool generic_dep(parser *p, const expr *e) {
 }
 
 /* Whether constant expression v computes with a float or a value of a
- * type parameter anywhere (a cast of one to an integer is not evaluated
- * here: i64(4.0), i64(T(4))); depth bounds the walk (expressions are
+ * type parameter anywhere, which the parser does not fold (a cast of one
+ * to an integer: i64(4.0), i64(T(4))); depth bounds the walk (expressions are
  * nested at most XPJ_MAX_NESTING deep anyway) */
-static bool computes_with_float(const parser *p, xpj_val v, int depth) {
+static bool folded_only_later(const parser *p, xpj_val v, int depth) {
   const xpj_inst *in = &p->f->insts[v];
   if (xpj_scalar_float_valued(xpj_type_scalar_of(p->m, in->type)) ||
       xpj_type_is_param(p->m, in->type))
@@ -1153,7 +1154,7 @@ static bool computes_with_float(const parser *p, xpj_val v, int depth) {
     return false;
   const uint32_t *a = xpj_inst_args(p->f, in);
   for (unsigned k = 0; k < in->nargs; k++)
-    if (a[k] < v && computes_with_float(p, a[k], depth + 1))
+    if (a[k] < v && folded_only_later(p, a[k], depth + 1))
       return true;
   return false;
 }
@@ -1180,15 +1181,15 @@ static int parse_static_dims(parser *p, int64_t dims[XPJ_MAX_RANK],
       if (n < XPJ_MAX_RANK)
         *deferred |= (uint8_t)(1u << n);
     } else if (!const_int_of(p, &e, &v)) {
-      if (e.k == E_VAL && p->f && gconst(p, e.v) == G_CONST &&
-          computes_with_float(p, e.v, 0))
-        error(p, t, "array dimension must be an integer constant computed "
-              "with integers only (a float or a type parameter's value "
-              "converted to an integer, as in i64(4.0) or i64(T(4)), is "
-              "not computed before run time)");
-      else if (e.k == E_VAL && p->f && gconst(p, e.v) == G_CONST)
-        error(p, t, "array dimension has no value: it divides by zero (or "
-              "the smallest integer by -1)");
+      if (e.k == E_VAL && p->f && gconst(p, e.v) == G_CONST)
+        error(p, t, "%s", folded_only_later(p, e.v, 0)
+                              ? "array dimension must be an integer constant "
+                                "computed with integers only (a float or a "
+                                "type parameter's value converted to an "
+                                "integer, as in i64(4.0) or i64(T(4)), is "
+                                "not computed before run time)"
+                              : "array dimension has no value: it divides by "
+                                "zero (or the smallest integer by -1)");
       else
         error(p, t, "array dimension must be an integer constant");
       bad = true;
@@ -3788,10 +3789,8 @@ static xpj_status parse(xpj_module *m, const char *filename, const char *src,
       next(&p);
       sync_item(&p);
     }
-    if (p.gave_up) { /* a signature nested too deep */
+    if (p.gave_up) /* a signature nested too deep */
       skip_given_up(&p, start);
-      p.depth = 0;
-    }
   }
   /* pass 2: bodies */
   for (uint32_t i = 0; i < p.nfns && !p.oom && !p.too_many; i++) {

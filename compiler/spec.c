@@ -19,6 +19,7 @@
 #include "buf.h"
 #include "frontend.h"
 #include "ir_impl.h"
+#include "lex.h"
 #include "xpjit_compiler.h"
 
 #include <stdio.h>
@@ -64,8 +65,7 @@ static void spec_error(spec_ctx *c, xpj_loc l, const char *fmt, ...) {
   const char *line = NULL;
   if (text && l.line) {
     line = text;
-    if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
-      line += 3; /* line 1 after a byte order mark, as the lexer reads it */
+    line += xpj_bom_len(text, len); /* line 1 as the lexer reads it */
     for (unsigned k = 1; k < l.line && line; k++) {
       line = memchr(line, '\n', len - (size_t)(line - text));
       if (line)

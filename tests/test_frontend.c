@@ -414,6 +414,22 @@ static void deep(const char *open, const char *close, const char *pre,
   free(s);
 }
 
+/* src ("n.xpk") refused by the parser: its diagnostics rendered
+ * (malloc'd), their number in *count */
+static char *refused(const char *src, size_t *count) {
+  xpj_module *m;
+  xpj_diags *d;
+  char *text = NULL;
+  assert_int_equal(xpj_module_create(&m), XPJ_OK);
+  assert_int_equal(xpj_diags_create(&d), XPJ_OK);
+  assert_int_equal(xpj_parse(m, "n.xpk", src, strlen(src), d), XPJ_ERR_SYNTAX);
+  assert_int_equal(xpj_diags_render(d, &text, NULL), XPJ_OK);
+  *count = xpj_diags_count(d);
+  xpj_diags_destroy(d);
+  xpj_module_destroy(m);
+  return text;
+}
+
 static void test_deep_nesting(void **state) {
   (void)state;
   deep("(", ")", "kernel k(x: global i32[]) range { x[0] = ", "; }", 100000);
@@ -433,14 +449,9 @@ static void test_deep_nesting(void **state) {
   for (int i = 0; i < 70; i++)
     *w++ = ')';
   sprintf(w, "; }\n}\nkernel j(x: global i32[]) range { x[0] = nope; }\n");
-  xpj_module *m;
-  xpj_diags *d;
-  assert_int_equal(xpj_module_create(&m), XPJ_OK);
-  assert_int_equal(xpj_diags_create(&d), XPJ_OK);
-  assert_int_equal(xpj_parse(m, "n.xpk", src, strlen(src), d), XPJ_ERR_SYNTAX);
-  char *text = NULL;
-  assert_int_equal(xpj_diags_render(d, &text, NULL), XPJ_OK);
-  if (xpj_diags_count(d) != 2)
+  size_t count;
+  char *text = refused(src, &count);
+  if (count != 2)
     fail_msg("want two errors, got:\n%s", text);
   assert_non_null(strstr(text, "n.xpk:2:"));
   assert_non_null(strstr(text, "nesting is too deep: the limit is 200 nested "
@@ -449,8 +460,6 @@ static void test_deep_nesting(void **state) {
   assert_non_null(strstr(text, "n.xpk:4:"));
   assert_non_null(strstr(text, "nope"));
   free(text);
-  xpj_diags_destroy(d);
-  xpj_module_destroy(m);
   /* the same for a module constant, parsed where a signature first uses
    * it or where it stands: the items around it are checked */
   static const char *const uses[] = {"local(N) ", ""};
@@ -465,19 +474,13 @@ static void test_deep_nesting(void **state) {
     for (int i = 0; i < 80; i++)
       *w++ = ')';
     sprintf(w, ";\nkernel c(y: global f32[]) range { y[0] = qq; }\n");
-    assert_int_equal(xpj_module_create(&m), XPJ_OK);
-    assert_int_equal(xpj_diags_create(&d), XPJ_OK);
-    assert_int_equal(xpj_parse(m, "n.xpk", src, strlen(src), d),
-                     XPJ_ERR_SYNTAX);
-    assert_int_equal(xpj_diags_render(d, &text, NULL), XPJ_OK);
+    text = refused(src, &count);
     if (!strstr(text, "n.xpk:3:") || !strstr(text, "nesting is too deep") ||
         !strstr(text, "n.xpk:2:") || !strstr(text, "badtype") ||
         !strstr(text, "n.xpk:4:") || !strstr(text, "qq"))
       fail_msg("use %d: want the nesting error and b's and c's, got:\n%s", u,
                text);
     free(text);
-    xpj_diags_destroy(d);
-    xpj_module_destroy(m);
   }
 }
 
