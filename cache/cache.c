@@ -1405,6 +1405,33 @@ static int make_key(const xpj_cache *c, bool replace) {
   return rc;
 }
 
+/* Whether the file at path is another program's SQLite database: its
+ * header (sqlite.org/fileformat.html: the application id at byte 68, the
+ * schema cookie at 40, both big-endian) names another program, or has
+ * tables without xpjit's id. Not a missing file, one too short for a
+ * header (a new cache's pages may all be in its -wal), nor one that is
+ * not SQLite (damage, moved aside when opened). Asked before a key is
+ * made beside a file: `cache --path other.db` leaves nothing behind. */
+static bool foreign_file(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0)
+    return false;
+  unsigned char h[72];
+  struct stat sb;
+  bool foreign = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+                 pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h;
+  close(fd);
+  if (!foreign)
+    return false;
+  if (memcmp(h, "SQLite format 3", 16) != 0)
+    return false; /* damaged: moved aside when opened, as ever */
+  uint32_t app = (uint32_t)h[68] << 24 | (uint32_t)h[69] << 16 |
+                 (uint32_t)h[70] << 8 | h[71];
+  uint32_t cookie = (uint32_t)h[40] << 24 | (uint32_t)h[41] << 16 |
+                    (uint32_t)h[42] << 8 | h[43];
+  return app != APP_ID && (app != 0 || cookie != 0);
+}
+
 /* The user cache's key: read, made by the first writer, or replaced when
  * damaged (under the exclusive lock, so that two processes do not each
  * make one). Rows signed with another key (the key was deleted or
@@ -1417,6 +1444,12 @@ static bool setup_key(xpj_cache *c) {
   struct stat sb;
   bool had_rows = lstat(c->path, &sb) == 0 && sb.st_size > 0;
   int k = read_key(c, why, sizeof why);
+  if (k != KEY_OK && rw && foreign_file(c->path)) {
+    /* nothing made beside it; opening it says what it is */
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s", c->path,
+               rc_str(RC_NOT_OURS));
+    return false;
+  }
   if (k == KEY_ABSENT && rw) {
     make_key(c, false); /* ours, or another maker's: read it */
     k = read_key(c, why, sizeof why);

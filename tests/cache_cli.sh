@@ -576,5 +576,34 @@ if command -v sqlite3 >/dev/null 2>&1; then
   [ $rc = 1 ] && grep -q "(0 already there, $nbad damaged)" "$T/o" ||
     bad "bundle import of $nbad damaged entries into an empty cache: exit $rc: $(cat "$T/o")"
 fi
+# options before a bundle command, as cache takes them (bundle --json ls:
+# a usage error)
+"$CLI" bundle --json ls "$T/ex.xpb" 2>"$T/e" | grep -q '"usable": true' ||
+  bad "bundle --json ls: $(cat "$T/e")"
+"$CLI" bundle --json verify "$T/ex.xpb" 2>/dev/null | grep -q '"bad": 0' || bad "bundle --json verify"
+"$CLI" bundle --path "$T/c1/cache-v2.db" --json import "$T/ex.xpb" 2>"$T/e" |
+  grep -q "\"cache\": \"$T/c1/cache-v2.db\"" || bad "bundle --path DB --json import: $(cat "$T/e")"
+"$CLI" bundle --path "$T/c1/cache-v2.db" ls "$T/ex.xpb" >/dev/null 2>&1; [ $? = 2 ] ||
+  bad "bundle --path ls: ls takes no --path (a usage error)"
+"$CLI" bundle --bogus ls "$T/ex.xpb" >/dev/null 2>&1; [ $? = 2 ] || bad "bundle --bogus ls"
+# a bundle is an SQLite file: "-" is no standard output for it (it wrote a
+# file named '-'), "" no name
+case $CLI in /*) ACLI=$CLI ;; *) ACLI=$PWD/$CLI ;; esac
+(cd "$T" && "$ACLI" cache export - >/dev/null 2>"$T/e"; rc=$?
+ [ $rc = 1 ] && grep -q "standard output" "$T/e" && [ ! -e ./- ]) || bad "cache export -: $(cat "$T/e")"
+(cd "$T" && "$ACLI" bundle build "$OLDPWD/examples/saxpy.xpk" --dtype T=f32 --target cpu -o - >/dev/null 2>&1
+ [ $? = 1 ] && [ ! -e ./- ]) || bad "bundle build -o -"
+"$CLI" cache export "" >/dev/null 2>&1; [ $? = 1 ] || bad "cache export ''"
+# a --path naming another program's SQLite database: refused, and nothing
+# made beside it (it made .key and .lock)
+if command -v sqlite3 >/dev/null 2>&1; then
+  mkdir "$T/other"
+  sqlite3 "$T/other/app.sqlite" "CREATE TABLE t(x); INSERT INTO t VALUES(7)"
+  "$CLI" cache --path "$T/other/app.sqlite" ls >/dev/null 2>"$T/e"; rc=$?
+  [ $rc = 1 ] && grep -q "another program" "$T/e" &&
+    [ "$(ls "$T/other")" = app.sqlite ] &&
+    [ "$(sqlite3 "$T/other/app.sqlite" 'SELECT x FROM t')" = 7 ] ||
+    bad "cache --path another program's database: exit $rc, $(ls "$T/other" | tr '\n' ' ')"
+fi
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

@@ -36,6 +36,8 @@ stat_of() { "$CLI" daemon stats --socket "$S" | awk -v k="$1" '$1 == k {print $2
 "$D" --socket relative.sock --foreground 2>/dev/null; [ $? -eq 2 ] ||
   fail "xpjitd with a relative socket path"
 "$D" --socket 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --socket without a value"
+# an empty path is no path (it served the default socket)
+timeout 20 "$D" --socket "" --foreground 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --socket ''"
 "$D" --client-memory 1M 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --client-memory 1M"
 "$D" --client-compiles 0 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --client-compiles 0"
 "$D" --failure-ttl soon 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --failure-ttl soon"

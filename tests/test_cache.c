@@ -1623,8 +1623,9 @@ static void test_corrupt_keeps_older(void **state) {
 }
 
 /* (d) valid SQLite files that are not ours or of another schema: another
- * program's database (k < 3) is refused and left as it is (a cache path
- * that names it by mistake must not cost its owner the file); one of ours
+ * program's database (k < 3) is refused and left as it is, nothing made
+ * beside it (a cache path that names it by mistake must not cost its
+ * owner the file); one of ours
  * of another schema version, or with the wrong tables, is moved aside and
  * replaced */
 static void test_corrupt_foreign(void **state) {
@@ -1642,10 +1643,14 @@ static void test_corrupt_foreign(void **state) {
       "CREATE TABLE t(x); INSERT INTO t VALUES(42);",
   };
   for (unsigned k = 0; k < sizeof make / sizeof *make; k++) {
-    char aside[256];
+    char aside[256], key[256], lock[256];
     snprintf(aside, sizeof aside, "%s.corrupt", f->path);
+    snprintf(key, sizeof key, "%s.key", f->path);
+    snprintf(lock, sizeof lock, "%s.lock", f->path);
     unlink(f->path);
     unlink(aside);
+    unlink(key); /* as beside a file named by mistake */
+    unlink(lock);
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db, make[k], NULL, NULL, NULL), SQLITE_OK);
@@ -1659,6 +1664,9 @@ static void test_corrupt_foreign(void **state) {
       xpj_cache_close(c);
       struct stat sb;
       assert_int_equal(stat(aside, &sb), -1);
+      /* and nothing made beside it */
+      assert_int_equal(stat(key, &sb), -1);
+      assert_int_equal(stat(lock, &sb), -1);
       assert_int_equal(sql_int(f->path, "SELECT x FROM t", NULL), 42);
       continue;
     }

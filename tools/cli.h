@@ -89,7 +89,9 @@ bool cli_is_cache_file(const char *path, const char *cache_path);
 /* Whether path may be an -o of who: nothing there, or a regular file that
  * is no file of the user's cache (cli_is_cache_file; cache_path as
  * there). Never a link, a FIFO (a write would wait for a reader), a
- * device or a directory. Says why not (exit status 1). */
+ * device or a directory, nor "-" or "" (the outputs that ask are SQLite
+ * files: cli_write_output takes "-" as standard output first). Says why
+ * not (exit status 1). */
 bool cli_output_ok(const char *who, const char *path, const char *cache_path);
 
 /* Files a command is writing and must not leave behind if SIGINT, SIGTERM

@@ -271,6 +271,16 @@ bool cli_is_cache_file(const char *path, const char *cache_path) {
 
 bool cli_output_ok(const char *who, const char *path, const char *cache_path) {
   struct stat sb;
+  if (!*path) {
+    cli_error(who, "the output needs a file name");
+    return false;
+  }
+  if (!strcmp(path, "-")) {
+    /* (cli_write_output takes "-" before it asks: text and binaries) */
+    cli_error(who, "-: this output is an SQLite file (a bundle), which "
+              "standard output cannot take: name a file");
+    return false;
+  }
   if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
     cli_error(who, "%s exists and is not a regular file (a link, a device, "
               "a FIFO, a directory): not replaced", path);

@@ -713,6 +713,8 @@ static bool export_to(xpj_cache *c, const char *who, const char *path,
 
 static int cache_export(const cache_req *r) {
   xpj_cache *c;
+  if (!cli_output_ok("cache export", r->operand, NULL))
+    return EXIT_INPUT;
   int rc = open_entries(r, "cache export", &c);
   if (rc)
     return rc;
@@ -1711,24 +1713,73 @@ static const struct bundle_cmd {
     {"import", import_opts, true, bundle_import},
 };
 
+/* The command's arguments (sub, n of them, the command's name first) with
+ * the options given before the command (pre) put in front of them:
+ * `bundle --json ls F` is `bundle ls --json F`, the command's own parser
+ * judging them (ls takes no --path). NULL when out of memory. */
+static char **with_options_first(char **sub, int n, const char *const *pre,
+                                 int npre) {
+  char **v = malloc(((size_t)n + (size_t)npre + 1) * sizeof *v);
+  if (!v)
+    return NULL;
+  v[0] = sub[0];
+  for (int i = 0; i < npre; i++)
+    v[1 + i] = (char *)pre[i]; /* (getopt moves pointers, never text) */
+  memcpy(v + 1 + npre, sub + 1, ((size_t)n - 1) * sizeof *v);
+  v[n + npre] = NULL;
+  return v;
+}
+
+static int bundle_command(int argc, char **argv);
+
 int cli_bundle(int argc, char **argv) {
   cli_args a;
-  cli_args_init(&a, "bundle", usage_bundle, NULL, argc, argv);
-  int k = cli_next(&a);
+  /* options before the command, as `cache` takes them */
+  cli_args_init(&a, "bundle", usage_bundle, import_opts, argc, argv);
+  const char *pre[8];
+  int npre = 0, k;
+  bool json = false;
+  while ((k = cli_next(&a)) > 0) {
+    if (npre + 2 > (int)(sizeof pre / sizeof *pre))
+      return cli_usage_error(&a, "too many options before the command");
+    if (k == OPT_PATH) {
+      pre[npre++] = "--path";
+      pre[npre++] = a.arg;
+    } else if (!json) {
+      pre[npre++] = "--json";
+      json = true;
+    }
+  }
   if (a.exited)
     return a.status;
   if (k == CLI_DONE)
     return cli_usage_error(&a, "no command");
   int n;
   char **sub = cli_rest(&a, &n);
-  if (!strcmp(a.arg, "build"))
+  char **v = with_options_first(sub, n, pre, npre);
+  if (!v) {
+    cli_error("bundle", "out of memory");
+    return EXIT_INPUT;
+  }
+  int rc = bundle_command(n + npre, v);
+  free(v);
+  return rc;
+}
+
+/* One bundle command: argv[0] is its name. */
+static int bundle_command(int n, char **sub) {
+  cli_args a;
+  int k;
+  if (!strcmp(sub[0], "build"))
     return bundle_build(n, sub);
   const struct bundle_cmd *cmd = NULL;
   for (size_t i = 0; i < sizeof bundle_cmds / sizeof *bundle_cmds; i++)
-    if (!strcmp(a.arg, bundle_cmds[i].name))
+    if (!strcmp(sub[0], bundle_cmds[i].name))
       cmd = &bundle_cmds[i];
-  if (!cmd)
-    return cli_usage_error(&a, "unknown command '%s'", a.arg);
+  if (!cmd) {
+    cli_args_init(&a, "bundle", usage_bundle, NULL, 0, sub);
+    return cli_usage_error(&a, "unknown command '%s'", sub[0]);
+  }
   char name[32];
   snprintf(name, sizeof name, "bundle %s", cmd->name);
   bundle_req r = {0};

@@ -3198,6 +3198,10 @@ int main(int argc, char **argv) {
       cfg.foreground = true;
     } else if (!strcmp(a, "--socket")) {
       NEED_VAL();
+      if (!*val) {
+        fprintf(stderr, "xpjitd: --socket needs a path\n");
+        return 2;
+      }
       if (strlen(val) >= sizeof cfg.socket) {
         fprintf(stderr, "xpjitd: socket path too long\n");
         return 2;
