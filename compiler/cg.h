@@ -123,6 +123,10 @@ typedef struct cg_target_ops {
    * launches check), and at -O2 the stride loops that load global memory
    * run four trips at a time (codegen.c, lower_four_trips). */
   bool unroll_load_loops;
+  /* views' offsets by a counted loop's variable kept as induction
+   * variables of the code generator's own (codegen.c scaled_index),
+   * hidden from loop strength reduction before code generation */
+  bool scale_ivs;
   /* The optimisation pipeline at -O2 (LLVM's pass pipeline syntax); NULL:
    * LLVM's default<O2>. Other levels run LLVM's default<ON>. */
   const char *o2_pipeline;

@@ -43,9 +43,42 @@ typedef struct cg_view {
   LLVMValueRef contig;
 } cg_view;
 
+/* A view's offset by a loop's variable (var * stride: scaled_index), or
+ * the address of its element (scaled_pointer), kept by the code
+ * generator in slot */
+typedef struct cg_scaled {
+  LLVMValueRef stride, slot;
+  /* a pointer slot: the element of view `base` (elements et) at indices
+   * keyed other[] (other_index) but dim, the variable's */
+  LLVMValueRef base;
+  uint64_t other[XPJ_MAX_RANK];
+  LLVMTypeRef et;
+  unsigned dim;
+  /* a four-trip loop's copies 1 to 3: k * step * stride further on */
+  LLVMValueRef ahead[4];
+} cg_scaled;
+
+#define CG_MAX_SCALED 8
+
+/* The slots of a counted loop (the copies of a four-trip loop share one) */
+typedef struct cg_slots {
+  unsigned n;
+  cg_scaled s[CG_MAX_SCALED];
+} cg_slots;
+
 typedef struct cg_loopctx {
   LLVMBasicBlockRef brk, cont;
   bool wg;
+  /* a counted loop whose variable's offsets into views the code generator
+   * keeps itself (scaled_loop); NULL otherwise */
+  const xpj_inst *counted;
+  xpj_val var;
+  LLVMValueRef entry; /* the branch into the loop: where the slots start */
+  cg_slots *slots;
+  /* copy k of a four-trip loop's body (lower_four_trips): its trips run
+   * k * step (step: s) after the slots' */
+  unsigned copy;
+  LLVMValueRef step;
 } cg_loopctx;
 
 struct cg_frame {
@@ -351,7 +384,7 @@ static bool push_loop(cg *c, cg_frame *fr, LLVMBasicBlockRef brk,
     fr->loops = nl;
     fr->caploops = nc;
   }
-  fr->loops[fr->nloops++] = (cg_loopctx){brk, cont, wg};
+  fr->loops[fr->nloops++] = (cg_loopctx){.brk = brk, .cont = cont, .wg = wg};
   return true;
 }
 
@@ -1507,6 +1540,230 @@ static LLVMValueRef check_bounds(cg *c, const xpj_func *f, const xpj_inst *in,
   return LLVMBuildSelect(B, bad, sink, p, "");
 }
 
+/* Whether instruction `in` of f is inside block b (nested blocks too). */
+static bool inside(const xpj_func *f, const xpj_inst *in, xpj_block b) {
+  for (uint32_t k = in->in_block; k; ) {
+    if (k == b)
+      return true;
+    uint32_t owner = f->blocks[k].parent;
+    k = owner ? f->insts[owner].in_block : 0;
+  }
+  return false;
+}
+
+/* The counted loop around instruction idx of fr whose variable idx reads,
+ * the innermost (a read of the variable inside the loop's body: one
+ * before the loop is its value then); NULL when there is none. */
+static cg_loopctx *counted_loop_of(cg_frame *fr, xpj_val idx) {
+  const xpj_func *f = fr->f;
+  const xpj_inst *ld = &f->insts[idx];
+  if (ld->op != XPJ_OP_LOAD)
+    return NULL;
+  xpj_val var = xpj_inst_args(f, ld)[0];
+  for (unsigned k = fr->nloops; k-- > 0;)
+    if (fr->loops[k].counted && fr->loops[k].var == var)
+      return fr->loops[k].entry && inside(f, ld, fr->loops[k].counted->blk[1])
+                 ? &fr->loops[k]
+                 : NULL;
+  return NULL;
+}
+
+/* Whether instruction v of f is computed before loop (outside its blocks:
+ * the structured IR's values dominate what follows them). */
+static bool before_loop(const xpj_func *f, xpj_val v, const xpj_inst *loop) {
+  const xpj_inst *in = &f->insts[v];
+  for (int k = 0; k < 3; k++)
+    if (loop->blk[k] && inside(f, in, loop->blk[k]))
+      return false;
+  return true;
+}
+
+static bool stores_to(const xpj_func *f, xpj_block b, xpj_val var);
+
+/* An index of a pointer slot other than the loop's variable: a value
+ * computed before loop L, or a read of a variable the loop does not store
+ * to (read again before the loop); *key says which (the same key, the
+ * same value: the variable's reads are one). False for anything else. */
+static bool other_index(cg *c, cg_frame *fr, const cg_loopctx *L, xpj_val v,
+                        uint64_t *key) {
+  const xpj_func *f = fr->f;
+  const xpj_inst *x = &f->insts[v];
+  xpj_scalar xs = scalar_of(c, x->type);
+  if (xs != XPJ_I64 && xs != XPJ_U64)
+    return false;
+  if (before_loop(f, v, L->counted)) {
+    *key = v;
+    return true;
+  }
+  if (x->op != XPJ_OP_LOAD)
+    return false;
+  xpj_val var = xpj_inst_args(f, x)[0];
+  if (f->insts[var].op != XPJ_OP_VAR || !before_loop(f, var, L->counted))
+    return false;
+  for (int k = 0; k < 3; k++)
+    if (stores_to(f, L->counted->blk[k], var))
+      return false;
+  *key = (uint64_t)1 << 32 | var;
+  return true;
+}
+
+/* other_index's value for key, where loop L starts */
+static LLVMValueRef other_value(cg *c, cg_frame *fr, uint64_t key) {
+  xpj_val v = (xpj_val)key;
+  if (key >> 32)
+    return LLVMBuildLoad2(c->b, c->t_i64, val(c, fr, v), "");
+  return val(c, fr, v);
+}
+
+/* Marks v for opaque_scaled (target_ptx.c): hidden from scalar evolution
+ * before code generation. */
+static void mark_scaled(cg *c, LLVMValueRef v) {
+  LLVMSetMetadata(v, LLVMGetMDKindIDInContext(c->ctx, "xpjit.scaled", 12),
+                  LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, NULL, 0)));
+}
+
+/* Slot sc of loop L, as copy L->copy of its body reads it: the slot, or
+ * (copies 1 to 3 of a four-trip loop) k * step * stride further on, that
+ * offset computed before the loop. sc's type: t. */
+static LLVMValueRef read_slot(cg *c, const cg_loopctx *L, cg_scaled *sc,
+                              LLVMTypeRef t) {
+  LLVMValueRef v = LLVMBuildLoad2(c->b, t, sc->slot, "");
+  unsigned k = L->copy;
+  if (!k)
+    return v;
+  if (!sc->ahead[k]) {
+    LLVMBasicBlockRef here = LLVMGetInsertBlock(c->b);
+    LLVMPositionBuilderBefore(c->b, L->entry);
+    LLVMValueRef ks = LLVMBuildMul(c->b, L->step, cg_i64(c, k), "");
+    sc->ahead[k] = LLVMBuildMul(c->b, ks, sc->stride, "");
+    if (sc->base) /* in bytes: no shift in the loop once hidden */
+      sc->ahead[k] = LLVMBuildMul(c->b, sc->ahead[k], LLVMSizeOf(sc->et), "");
+    LLVMPositionBuilderAtEnd(c->b, here);
+  }
+  return sc->base ? LLVMBuildGEP2(c->b, c->t_i8, v, &sc->ahead[k], 1, "")
+                  : LLVMBuildAdd(c->b, v, sc->ahead[k], "");
+}
+
+/* A new slot of loop L of type t, or NULL when it has CG_MAX_SCALED;
+ * *init is where its first value is computed (before the loop: the
+ * builder is there until done_slot). */
+static cg_scaled *new_slot(cg *c, cg_loopctx *L, LLVMTypeRef t,
+                           LLVMBasicBlockRef *here) {
+  if (L->slots->n == CG_MAX_SCALED)
+    return NULL;
+  cg_scaled *sc = &L->slots->s[L->slots->n++];
+  memset(sc, 0, sizeof *sc);
+  sc->slot = entry_alloca(c, t, "scaled");
+  *here = LLVMGetInsertBlock(c->b);
+  LLVMPositionBuilderBefore(c->b, L->entry);
+  return sc;
+}
+
+/* The slot's first value stored; the builder back where it was. */
+static void done_slot(cg *c, cg_scaled *sc, LLVMValueRef v,
+                      LLVMBasicBlockRef here) {
+  LLVMBuildStore(c->b, v, sc->slot);
+  LLVMPositionBuilderAtEnd(c->b, here);
+}
+
+/* The loop's variable where loop L starts (before its entry branch). */
+static LLVMValueRef var_at_entry(cg *c, cg_frame *fr, const cg_loopctx *L) {
+  return LLVMBuildLoad2(c->b, c->t_i64, val(c, fr, L->var), "");
+}
+
+/* The element pointer of view index `in` (view vw, element type et) when
+ * one of its indices reads the variable of a counted loop around it
+ * (scaled_loop) with a stride that is not a constant, and every other
+ * index is computed before that loop (other_index): a pointer of the
+ * loop's own, set before it and moved on by step * stride where the
+ * variable steps (step_scaled), as loop strength reduction would have
+ * made it. NULL for any other index (scaled_index). LSR was the largest
+ * pass of a loop kernel's PTX compile, a formula search per address; it
+ * then has nothing to find (the step is hidden from scalar evolution
+ * before code generation: target_ptx.c, opaque_scaled). */
+static LLVMValueRef scaled_pointer(cg *c, cg_frame *fr, const xpj_inst *in,
+                                   cg_view *vw, LLVMTypeRef et) {
+  const xpj_func *f = fr->f;
+  const uint32_t *a = args_of(f, in);
+  unsigned nidx = in->nargs - 1, dim = 0;
+  cg_loopctx *L = NULL;
+  for (unsigned d = 0; d < nidx && !L; d++)
+    if (!LLVMIsConstant(vw->stride[d]) && (L = counted_loop_of(fr, a[1 + d])))
+      dim = d;
+  if (!L)
+    return NULL;
+  uint64_t other[XPJ_MAX_RANK] = {0};
+  for (unsigned d = 0; d < nidx; d++)
+    if (d != dim && !other_index(c, fr, L, a[1 + d], &other[d]))
+      return NULL;
+  cg_scaled *sc = NULL;
+  for (unsigned k = 0; k < L->slots->n && !sc; k++) {
+    cg_scaled *q = &L->slots->s[k];
+    if (q->base == vw->ptr && q->dim == dim && q->stride == vw->stride[dim] &&
+        !memcmp(q->other, other, sizeof other))
+      sc = q;
+  }
+  LLVMBasicBlockRef here;
+  if (!sc) {
+    if (!(sc = new_slot(c, L, LLVMTypeOf(vw->ptr), &here)))
+      return NULL;
+    sc->base = vw->ptr;
+    sc->et = et;
+    sc->dim = dim;
+    sc->stride = vw->stride[dim];
+    memcpy(sc->other, other, sizeof other);
+    LLVMValueRef off = LLVMBuildMul(c->b, var_at_entry(c, fr, L), sc->stride, "");
+    for (unsigned d = 0; d < nidx; d++)
+      if (d != dim)
+        off = LLVMBuildAdd(
+            c->b, off,
+            LLVMBuildMul(c->b, other_value(c, fr, other[d]), vw->stride[d], ""), "");
+    done_slot(c, sc, LLVMBuildGEP2(c->b, et, vw->ptr, &off, 1, ""), here);
+  }
+  return read_slot(c, L, sc, LLVMTypeOf(vw->ptr));
+}
+
+/* idx * stride for a view's index idx that reads the variable of a counted
+ * loop around it, where scaled_pointer cannot take the whole index (an
+ * other index changes in the loop): a slot set to var * stride before the
+ * loop and moved on by step * stride; NULL for any other index. */
+static LLVMValueRef scaled_index(cg *c, cg_frame *fr, xpj_val idx,
+                                 LLVMValueRef stride) {
+  cg_loopctx *L = LLVMIsConstant(stride) ? NULL : counted_loop_of(fr, idx);
+  if (!L)
+    return NULL;
+  cg_scaled *sc = NULL;
+  for (unsigned k = 0; k < L->slots->n && !sc; k++)
+    if (!L->slots->s[k].base && L->slots->s[k].stride == stride)
+      sc = &L->slots->s[k];
+  LLVMBasicBlockRef here;
+  if (!sc) {
+    if (!(sc = new_slot(c, L, c->t_i64, &here)))
+      return NULL;
+    sc->stride = stride;
+    done_slot(c, sc, LLVMBuildMul(c->b, var_at_entry(c, fr, L), stride, ""), here);
+  }
+  return read_slot(c, L, sc, c->t_i64);
+}
+
+/* The end of a trip of a loop with slots (its variable stepped by step):
+ * each slot moved on by step * stride (a pointer slot: elements of its
+ * view), the add or GEP marked for opaque_scaled (target_ptx.c). */
+static void step_scaled(cg *c, const cg_slots *slots, LLVMValueRef step) {
+  for (unsigned k = 0; k < slots->n; k++) {
+    const cg_scaled *sc = &slots->s[k];
+    LLVMTypeRef t = sc->base ? LLVMTypeOf(sc->base) : c->t_i64;
+    LLVMValueRef cur = LLVMBuildLoad2(c->b, t, sc->slot, ""),
+                 by = LLVMBuildMul(c->b, step, sc->stride, ""), next;
+    if (sc->base)
+      next = LLVMBuildGEP2(c->b, sc->et, cur, &by, 1, "");
+    else
+      next = LLVMBuildAdd(c->b, cur, by, "");
+    mark_scaled(c, next);
+    LLVMBuildStore(c->b, next, sc->slot);
+  }
+}
+
 static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
   const xpj_func *f = fr->f;
   const uint32_t *a = args_of(f, in);
@@ -1518,7 +1775,7 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
   LLVMValueRef idx[XPJ_MAX_RANK];
   for (unsigned k = 0; k < nidx; k++)
     idx[k] = to_i64(c, val(c, fr, a[1 + k]), scalar_of(c, f->insts[a[1 + k]].type));
-  LLVMValueRef off = NULL, base, ext[XPJ_MAX_RANK], sink = NULL;
+  LLVMValueRef off = NULL, base, ext[XPJ_MAX_RANK], sink = NULL, p = NULL;
   bool check = c->chk_rec != NULL, flat;
   unsigned param1 = 0;
   if (at->kind == XPJ_TK_VIEW) {
@@ -1585,9 +1842,11 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
         LLVMAddIncoming(phi, vals, from, 2);
         off = phi;
       }
-    } else {
+    } else if (!(p = scaled_pointer(c, fr, in, vw, et))) {
       for (unsigned d = 0; d < nidx; d++) {
-        LLVMValueRef t = LLVMBuildMul(c->b, idx[d], vw->stride[d], "");
+        LLVMValueRef t = scaled_index(c, fr, a[1 + d], vw->stride[d]);
+        if (!t)
+          t = LLVMBuildMul(c->b, idx[d], vw->stride[d], "");
         off = off ? LLVMBuildAdd(c->b, off, t, "") : t;
       }
     }
@@ -1614,7 +1873,8 @@ static LLVMValueRef lower_index(cg *c, cg_frame *fr, const xpj_inst *in) {
       }
     }
   }
-  LLVMValueRef p = LLVMBuildGEP2(c->b, et, base, &off, 1, "");
+  if (!p)
+    p = LLVMBuildGEP2(c->b, et, base, &off, 1, "");
   if (!check)
     return p;
   return check_bounds(c, fr->f, in, param1, idx, ext, nidx, flat, p, sink);
@@ -2419,6 +2679,27 @@ static void mark_own_loop(cg *c, LLVMValueRef latch) {
                   LLVMMetadataAsValue(c->ctx, id));
 }
 
+/* A loop whose variable's offsets into views the code generator keeps
+ * itself (scaled_pointer, scaled_index; c->ops->scale_ivs, optimised
+ * code): a 64-bit variable stepped once, var = var + step, by a step
+ * block that only computes, the step the same on every trip, the body
+ * leaving the variable alone. Not a loop of constant trip count, which
+ * LLVM unrolls (where it did not, the slots' cheaper trips tipped its
+ * cost model: private.xpk nibble_histogram's 16 atomics unrolled, its
+ * code 2.3x larger). Its form in *lf. */
+static bool scaled_loop(cg *c, const xpj_func *f, const xpj_inst *loop,
+                        loop_form *lf) {
+  if (!(c->ops->scale_ivs || c->unroll_all) || c->opts->opt_level == 0 ||
+      !loop_form_of(f, loop, lf) || lf->update->aux != XPJ_ADD ||
+      const_trip_loop(f, loop))
+    return false;
+  xpj_scalar vs = scalar_of(c, lf->load->type);
+  return (vs == XPJ_I64 || vs == XPJ_U64) && !stores_to(f, loop->blk[1], lf->var) &&
+         computes_only(f, loop->blk[2], lf->var) &&
+         stores_in(f, loop->blk[2], lf->var) == 1 &&
+         trip_invariant(f, loop, lf->step, 0);
+}
+
 /* The trips of loop `in` four at a time, while four are left, then the
  * loop itself takes the rest (at most three trips, rolled):
  *
@@ -2447,7 +2728,7 @@ static void mark_own_loop(cg *c, LLVMValueRef latch) {
  * marks its unrolled loops and their remainders): the unrolled one has
  * its loads in flight, the other runs at most three trips. */
 static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in,
-                             const loop_form *form) {
+                             const loop_form *form, cg_slots *slots) {
   const xpj_func *f = fr->f;
   const loop_form lf = *form;
   /* n and s: the test and what the step computes (both only compute; the
@@ -2475,7 +2756,16 @@ static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in,
   lim = LLVMBuildSelect(c->b, fits, lim, least, "");
   LLVMBasicBlockRef head = new_bb(c, "four.cond"), body = new_bb(c, "four.body"),
                     done = new_bb(c, "four.end");
-  br(c, head);
+  /* the views' elements the body indexes by the variable (scaled_pointer,
+   * scaled_index): slots the copies share, copy k reading k * s * stride
+   * further on (the form loop strength reduction made, whose offsets ptxas
+   * folds into the loads' addresses) */
+  loop_form sf;
+  LLVMValueRef entry = scaled_loop(c, f, in, &sf) && !terminated(c)
+                           ? LLVMBuildBr(c->b, head)
+                           : NULL;
+  if (!entry)
+    br(c, head);
   LLVMPositionBuilderAtEnd(c->b, head);
   xpj_val iv = (xpj_val)(lf.load - f->insts);
   lower_inst(c, fr, iv);
@@ -2492,6 +2782,15 @@ static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in,
     LLVMPositionBuilderAtEnd(c->b, body);
     if (!push_loop(c, fr, done, step, false))
       return;
+    if (entry) {
+      cg_loopctx *L = &fr->loops[fr->nloops - 1];
+      L->counted = in;
+      L->var = lf.var;
+      L->entry = entry;
+      L->slots = slots;
+      L->copy = (unsigned)k;
+      L->step = s;
+    }
     lower_block(c, fr, in->blk[1]);
     fr->nloops--;
     br(c, step);
@@ -2500,8 +2799,10 @@ static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in,
         k ? LLVMBuildMul(c->b, s, LLVMConstInt(t, (unsigned)k + 1, 0), "") : s;
     store_elem(c, var, LLVMBuildAdd(c->b, i0, ks, ""), is);
     if (k == 3) {
-      if (!terminated(c))
+      if (!terminated(c)) {
+        step_scaled(c, slots, ks);
         mark_own_loop(c, LLVMBuildBr(c->b, head));
+      }
       break;
     }
     body = new_bb(c, "four.body");
@@ -2514,11 +2815,19 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
   const xpj_inst *in = &fr->f->insts[id];
   LLVMBasicBlockRef cb = new_bb(c, "loop.cond"), bb = new_bb(c, "loop.body"),
                     sb = new_bb(c, "loop.step"), xb = new_bb(c, "loop.end");
-  loop_form lf;
+  loop_form lf, sf;
+  /* the slots of scaled_pointer and scaled_index: the four-trip loop's,
+   * where there is one, go on in the loop of the trips left (at its end,
+   * each is what the variable's value there gives) */
+  cg_slots slots = {0};
   bool four = !wg && four_trips_wanted(c, fr->f, in, &lf);
   if (four)
-    lower_four_trips(c, fr, in, &lf);
-  br(c, cb);
+    lower_four_trips(c, fr, in, &lf, &slots);
+  bool scaled = !wg && scaled_loop(c, fr->f, in, &sf);
+  /* (the branch into the loop: its variable's slots start before it) */
+  LLVMValueRef entry = scaled && !terminated(c) ? LLVMBuildBr(c->b, cb) : NULL;
+  if (!entry)
+    br(c, cb);
   LLVMPositionBuilderAtEnd(c->b, cb);
   if (wg)
     lower_wg_block(c, fr, in->blk[0]);
@@ -2547,6 +2856,13 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
   }
   if (!push_loop(c, fr, xb, sb, wg))
     return;
+  if (entry) {
+    cg_loopctx *L = &fr->loops[fr->nloops - 1];
+    L->counted = in;
+    L->var = sf.var;
+    L->entry = entry;
+    L->slots = &slots;
+  }
   LLVMPositionBuilderAtEnd(c->b, bb);
   if (wg)
     lower_wg_block(c, fr, in->blk[1]);
@@ -2558,6 +2874,9 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
     lower_wg_block(c, fr, in->blk[2]);
   else
     lower_block(c, fr, in->blk[2]);
+  if (entry && !terminated(c) && c->status == XPJ_OK)
+    step_scaled(c, &slots,
+                to_i64(c, val(c, fr, sf.step), scalar_of(c, fr->f->insts[sf.step].type)));
   if (!terminated(c)) {
     LLVMValueRef latch = LLVMBuildBr(c->b, cb);
     note_loop(c, cb, xb, latch);

@@ -53,8 +53,11 @@
  * collectives' result as != 0 (-O0 failed validation). 6: GPUs: a
  * kernel's local_bytes is what the optimised module declares (a row of
  * revision 5 counts local arrays the optimiser removed: refused at load,
- * or local array parameters held short). */
-#define XPJ_CODEGEN_REVISION 6
+ * or local array parameters held short). 7: PTX: views' addresses by a
+ * counted loop's variable kept as the code generator's own induction
+ * variables (codegen.c scaled_pointer), hidden from loop strength
+ * reduction. */
+#define XPJ_CODEGEN_REVISION 7
 
 /* ---- targets and options ------------------------------------------- */
 

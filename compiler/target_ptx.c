@@ -947,6 +947,40 @@ static void opaque_steps(cg *c, LLVMValueRef fn) {
     }
 }
 
+/* The code generator's own induction variables (codegen.c scaled_index,
+ * scaled_pointer): each slot's next value, the add or GEP marked
+ * xpjit.scaled, read through llvm.expect (which instruction selection
+ * reads as its operand; a pointer through launder.invariant.group), so
+ * that scalar evolution sees no recurrence and loop strength reduction
+ * leaves them as they are: one add a trip already, where it searched
+ * formulae for every address. Not through freeze: scalar evolution sees
+ * through a freeze of what it proves is not poison, and an add of a
+ * frozen step (opaque_steps) is that. After the -O2 pipeline (whose
+ * passes would fold the hint away) and before code generation. */
+static void opaque_scaled(cg *c, LLVMValueRef fn) {
+  unsigned kind = LLVMGetMDKindIDInContext(c->ctx, "xpjit.scaled", 12);
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb;
+       bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i;
+         i = LLVMGetNextInstruction(i)) {
+      if (!LLVMGetMetadata(i, kind))
+        continue;
+      bool ptr = LLVMGetTypeKind(LLVMTypeOf(i)) == LLVMPointerTypeKind;
+      LLVMValueRef at = LLVMGetNextInstruction(i);
+      LLVMPositionBuilderBefore(c->b, at);
+      LLVMTypeRef t = LLVMTypeOf(i);
+      LLVMValueRef args[2] = {i, LLVMConstInt(t, 0, 0)};
+      /* (a pointer: launder.invariant.group, which CodeGenPrepare, after
+       * loop strength reduction, replaces by its operand) */
+      LLVMValueRef hid =
+          ptr ? cg_intrinsic(c, "llvm.launder.invariant.group", &t, 1, args, 1)
+              : cg_intrinsic(c, "llvm.expect", &t, 1, args, 2);
+      LLVMReplaceAllUsesWith(i, hid);
+      LLVMSetOperand(hid, 0, i);
+      i = hid;
+    }
+}
+
 static void ptx_before_loops(cg *c) {
   for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f; f = LLVMGetNextFunction(f))
     if (LLVMGetFirstBasicBlock(f))
@@ -978,6 +1012,8 @@ static void ptx_before_codegen(cg *c) {
     for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f;
          f = LLVMGetNextFunction(f)) {
       stepped_exit_tests(c, f);
+      if (LLVMGetFirstBasicBlock(f))
+        opaque_scaled(c, f); /* (first: opaque_steps then passes them by) */
       if (c->opts->opt_level == 2 && LLVMGetFirstBasicBlock(f))
         opaque_steps(c, f);
     }
@@ -1007,4 +1043,5 @@ const cg_target_ops xpj_target_ptx_ops = {
     .o2_loops = ptx_o2_loops,
     .before_codegen = ptx_before_codegen,
     .unroll_load_loops = true,
+    .scale_ivs = true,
 };

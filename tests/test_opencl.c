@@ -753,6 +753,150 @@ static void test_four_trips(void **state) {
   }
 }
 
+/* Views indexed by a counted loop's variable: the code generator's own
+ * induction variables (codegen.c scaled_pointer, scaled_index; PTX's at
+ * -O2, built for SPIR-V by the same hook): a pointer per view and fixed
+ * other indices (a variable, a parameter), an offset where another index
+ * changes in the loop (an inner loop's), a step of 2 from 1, a continue,
+ * a read of the variable after the loop, a four-trip loop over a row of a
+ * 2-D view, and views of every kind of stride (transposed, negative, 0),
+ * against the host, with the hook and without. */
+static const char scaled_src[] =
+    "kernel mv(a: global const i64[,], x: global const i64[], out: global i64[]) range(1) {\n"
+    "    let r = global_id(0);\n"
+    "    if r >= shape(a, 0) { return; }\n"
+    "    let acc: i64 = 0;\n"
+    "    for (let k: i64 = 0; k < shape(a, 1); k++) {\n"
+    "        acc = acc * 3 + a[r, k] * x[k];\n"
+    "    }\n"
+    "    let s: i64 = 0;\n"
+    "    let k2: i64 = 1;\n"
+    "    for (k2 = 1; k2 < shape(a, 1); k2 += 2) {\n"
+    "        for (let j: i64 = 0; j < shape(a, 0); j++) {\n"
+    "            s = s * 5 + a[j, k2];\n"
+    "        }\n"
+    "        if a[r, k2] % 4 == 1 { continue; }\n"
+    "        s = s * 7 + x[k2 - 1] + a[r, k2];\n"
+    "    }\n"
+    "    out[r] = acc * 11 + s * 13 + k2;\n"
+    "}\n"
+    "kernel rowsum(a: global const i64[,], out: global i64[]) ndrange(1) {\n"
+    "    let acc: i64 = 0;\n"
+    "    let r = shape(a, 0) - 1;\n"
+    "    for (let i = global_id(0); i < shape(a, 1); i += global_size(0)) {\n"
+    "        acc = acc * 3 + a[r, i] - a[0, i];\n"
+    "    }\n"
+    "    out[global_id(0)] = acc;\n"
+    "}\n";
+
+/* element [i, j] of a view over base */
+static int64_t view_at(const int64_t *base, const xpj_array *v, int64_t i,
+                       int64_t j) {
+  return base[v->offset + i * v->strides[0] + j * v->strides[1]];
+}
+
+static uint64_t mv_ref(const int64_t *base, const xpj_array *a,
+                       const int64_t *x, int64_t r) {
+  int64_t rows = a->shape[0], cols = a->shape[1];
+  uint64_t acc = 0, s = 0;
+  for (int64_t k = 0; k < cols; k++)
+    acc = acc * 3 + (uint64_t)(view_at(base, a, r, k) * x[k]);
+  int64_t k2;
+  for (k2 = 1; k2 < cols; k2 += 2) {
+    for (int64_t j = 0; j < rows; j++)
+      s = s * 5 + (uint64_t)view_at(base, a, j, k2);
+    if (view_at(base, a, r, k2) % 4 == 1)
+      continue;
+    s = s * 7 + (uint64_t)x[k2 - 1] + (uint64_t)view_at(base, a, r, k2);
+  }
+  return acc * 11 + s * 13 + (uint64_t)k2;
+}
+
+static uint64_t rowsum_ref(const int64_t *base, const xpj_array *a,
+                           uint64_t w, uint64_t global) {
+  uint64_t acc = 0;
+  for (uint64_t i = w; i < (uint64_t)a->shape[1]; i += global)
+    acc = acc * 3 + (uint64_t)(view_at(base, a, a->shape[0] - 1, (int64_t)i) -
+                               view_at(base, a, 0, (int64_t)i));
+  return acc;
+}
+
+static void test_scaled_views(void **state) {
+  (void)state;
+  for (int h = 0; h < 2; h++) {
+    xpj_context *ctx;
+    xpj_device *dev;
+    xpj_program *p = hook_program(scaled_src, h == 1, &ctx, &dev);
+    if (!p)
+      skip();
+    xpj_kernel *mv, *rowsum;
+    assert_int_equal(xpj_program_get_kernel(p, "mv", NULL, 0, dev, NULL, &mv),
+                     XPJ_OK);
+    assert_int_equal(xpj_program_get_kernel(p, "rowsum", NULL, 0, dev, NULL,
+                                            &rowsum),
+                     XPJ_OK);
+    unsetenv("XPJIT_FAULT_INJECT");
+    xpj_queue *q;
+    assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+    enum { N = 64 * 64 };
+    int64_t *base, *x, *out;
+    assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 8, 0, (void **)&base), XPJ_OK);
+    assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, 64 * 8, 0, (void **)&x), XPJ_OK);
+    assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, 64 * 8, 0, (void **)&out), XPJ_OK);
+    for (int i = 0; i < N; i++)
+      base[i] = (int64_t)(i * 2654435761u % 1000) - 300;
+    for (int i = 0; i < 64; i++)
+      x[i] = (int64_t)(i * 40503u % 97) - 40;
+    /* shape, strides, offset: C order, transposed, both strides negative,
+     * a row repeated (stride 0), a column of a wider matrix */
+    static const struct {
+      int64_t rows, cols, s0, s1, off;
+    } views[] = {
+        {5, 7, 7, 1, 0},      {6, 9, 1, 6, 0},   {4, 11, -11, -1, 43},
+        {3, 13, 0, 2, 5},     {7, 1, 64, 1, 3},  {9, 22, 64, 2, 1},
+        {1, 0, 4, 1, 0},      {8, 21, -64, 3, 64 * 7 + 1},
+    };
+    for (unsigned v = 0; v < sizeof views / sizeof *views; v++) {
+      int64_t shape[2] = {views[v].rows, views[v].cols},
+              strides[2] = {views[v].s0, views[v].s1};
+      xpj_array a = xpj_array_view(base, XPJ_I64, 2, shape, strides, views[v].off);
+      xpj_array ax = xpj_array_1d(x, XPJ_I64, 64);
+      xpj_array ao = xpj_array_1d(out, XPJ_I64, 64);
+      for (int w = 0; w < 64; w++)
+        out[w] = -1;
+      xpj_arg args[] = {xpj_arg_array(&a), xpj_arg_array(&ax), xpj_arg_array(&ao)};
+      xpj_range r = xpj_range_1d((uint64_t)(views[v].rows ? views[v].rows : 1), 0);
+      assert_int_equal(xpj_launch(q, mv, &r, 3, args, NULL), XPJ_OK);
+      assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+      for (int64_t row = 0; row < views[v].rows; row++)
+        if ((uint64_t)out[row] != mv_ref(base, &a, x, row))
+          fail_msg("mv%s, view %u: row %lld has %lld, not %lld",
+                   h ? " (hook)" : "", v, (long long)row, (long long)out[row],
+                   (long long)mv_ref(base, &a, x, row));
+      if (!views[v].rows)
+        continue;
+      for (uint64_t g = 1; g <= 8; g *= 2) {
+        xpj_arg args2[] = {xpj_arg_array(&a), xpj_arg_array(&ao)};
+        xpj_range r2 = xpj_range_1d(g, g);
+        assert_int_equal(xpj_launch(q, rowsum, &r2, 2, args2, NULL), XPJ_OK);
+        assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+        for (uint64_t w = 0; w < g; w++)
+          if ((uint64_t)out[w] != rowsum_ref(base, &a, w, g))
+            fail_msg("rowsum%s, view %u, global %llu: work-item %llu has "
+                     "%lld, not %lld", h ? " (hook)" : "", v,
+                     (unsigned long long)g, (unsigned long long)w,
+                     (long long)out[w], (long long)rowsum_ref(base, &a, w, g));
+      }
+    }
+    assert_int_equal(xpj_mem_free(dev, base), XPJ_OK);
+    assert_int_equal(xpj_mem_free(dev, x), XPJ_OK);
+    assert_int_equal(xpj_mem_free(dev, out), XPJ_OK);
+    xpj_queue_destroy(q);
+    xpj_program_destroy(p);
+    xpj_context_destroy(ctx);
+  }
+}
+
 /* Loops the four trips must leave alone or get right (an adversarial
  * review found both): a step that is not one (i = g + (i + 10) is no
  * `i += g`), and a step so large that 3 * step wraps (a shape of 3.5e18,
@@ -902,6 +1046,7 @@ int main(void) {
                                       native_teardown),
       guarded_test(test_waiter_runs_commands),
       guarded_test(test_four_trips),
+      guarded_test(test_scaled_views),
       guarded_test(test_four_trips_edges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
