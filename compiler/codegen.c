@@ -2757,13 +2757,10 @@ static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in,
   LLVMBasicBlockRef head = new_bb(c, "four.cond"), body = new_bb(c, "four.body"),
                     done = new_bb(c, "four.end");
   /* the views' elements the body indexes by the variable (scaled_pointer,
-   * scaled_index): slots the copies share, copy k reading k * s * stride
-   * further on (the form loop strength reduction made, whose offsets ptxas
-   * folds into the loads' addresses) */
-  loop_form sf;
-  LLVMValueRef entry = scaled_loop(c, f, in, &sf) && !terminated(c)
-                           ? LLVMBuildBr(c->b, head)
-                           : NULL;
+   * scaled_index; slots NULL: none): slots the copies share, copy k
+   * reading k * s * stride further on (the form loop strength reduction
+   * made, whose offsets ptxas folds into the loads' addresses) */
+  LLVMValueRef entry = slots && !terminated(c) ? LLVMBuildBr(c->b, head) : NULL;
   if (!entry)
     br(c, head);
   LLVMPositionBuilderAtEnd(c->b, head);
@@ -2816,16 +2813,19 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
   LLVMBasicBlockRef cb = new_bb(c, "loop.cond"), bb = new_bb(c, "loop.body"),
                     sb = new_bb(c, "loop.step"), xb = new_bb(c, "loop.end");
   loop_form lf, sf;
-  /* the slots of scaled_pointer and scaled_index: the four-trip loop's,
-   * where there is one, go on in the loop of the trips left (at its end,
-   * each is what the variable's value there gives) */
-  cg_slots slots = {0};
+  /* the slots of scaled_pointer and scaled_index, on the heap (a kernel's
+   * loops nest deep, each level a frame of this function): the four-trip
+   * loop's, where there is one, go on in the loop of the trips left (at
+   * its end, each is what the variable's value there gives); none when
+   * out of memory (the code is then LSR's to reduce) */
+  cg_slots *slots = !wg && scaled_loop(c, fr->f, in, &sf)
+                        ? calloc(1, sizeof *slots)
+                        : NULL;
   bool four = !wg && four_trips_wanted(c, fr->f, in, &lf);
   if (four)
-    lower_four_trips(c, fr, in, &lf, &slots);
-  bool scaled = !wg && scaled_loop(c, fr->f, in, &sf);
+    lower_four_trips(c, fr, in, &lf, slots);
   /* (the branch into the loop: its variable's slots start before it) */
-  LLVMValueRef entry = scaled && !terminated(c) ? LLVMBuildBr(c->b, cb) : NULL;
+  LLVMValueRef entry = slots && !terminated(c) ? LLVMBuildBr(c->b, cb) : NULL;
   if (!entry)
     br(c, cb);
   LLVMPositionBuilderAtEnd(c->b, cb);
@@ -2854,14 +2854,16 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
   } else {
     br(c, bb);
   }
-  if (!push_loop(c, fr, xb, sb, wg))
+  if (!push_loop(c, fr, xb, sb, wg)) {
+    free(slots);
     return;
+  }
   if (entry) {
     cg_loopctx *L = &fr->loops[fr->nloops - 1];
     L->counted = in;
     L->var = sf.var;
     L->entry = entry;
-    L->slots = &slots;
+    L->slots = slots;
   }
   LLVMPositionBuilderAtEnd(c->b, bb);
   if (wg)
@@ -2875,7 +2877,7 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
   else
     lower_block(c, fr, in->blk[2]);
   if (entry && !terminated(c) && c->status == XPJ_OK)
-    step_scaled(c, &slots,
+    step_scaled(c, slots,
                 to_i64(c, val(c, fr, sf.step), scalar_of(c, fr->f->insts[sf.step].type)));
   if (!terminated(c)) {
     LLVMValueRef latch = LLVMBuildBr(c->b, cb);
@@ -2884,6 +2886,7 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
       mark_own_loop(c, latch);
   }
   fr->nloops--;
+  free(slots);
   LLVMPositionBuilderAtEnd(c->b, xb);
 }
 
