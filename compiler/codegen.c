@@ -2679,6 +2679,18 @@ static void mark_own_loop(cg *c, LLVMValueRef latch) {
                   LLVMMetadataAsValue(c->ctx, id));
 }
 
+/* The loop just pushed (fr's innermost) made counted loop `in` of
+ * variable var, entered by branch entry, with slots: returned. */
+static cg_loopctx *count_loop(cg_frame *fr, const xpj_inst *in, xpj_val var,
+                              LLVMValueRef entry, cg_slots *slots) {
+  cg_loopctx *L = &fr->loops[fr->nloops - 1];
+  L->counted = in;
+  L->var = var;
+  L->entry = entry;
+  L->slots = slots;
+  return L;
+}
+
 /* A loop whose variable's offsets into views the code generator keeps
  * itself (scaled_pointer, scaled_index; c->ops->scale_ivs, optimised
  * code): a 64-bit variable stepped once, var = var + step, by a step
@@ -2780,11 +2792,7 @@ static void lower_four_trips(cg *c, cg_frame *fr, const xpj_inst *in,
     if (!push_loop(c, fr, done, step, false))
       return;
     if (entry) {
-      cg_loopctx *L = &fr->loops[fr->nloops - 1];
-      L->counted = in;
-      L->var = lf.var;
-      L->entry = entry;
-      L->slots = slots;
+      cg_loopctx *L = count_loop(fr, in, lf.var, entry, slots);
       L->copy = (unsigned)k;
       L->step = s;
     }
@@ -2858,13 +2866,8 @@ static void lower_loop(cg *c, cg_frame *fr, xpj_val id, bool wg) {
     free(slots);
     return;
   }
-  if (entry) {
-    cg_loopctx *L = &fr->loops[fr->nloops - 1];
-    L->counted = in;
-    L->var = sf.var;
-    L->entry = entry;
-    L->slots = slots;
-  }
+  if (entry)
+    count_loop(fr, in, sf.var, entry, slots);
   LLVMPositionBuilderAtEnd(c->b, bb);
   if (wg)
     lower_wg_block(c, fr, in->blk[1]);
