@@ -107,6 +107,16 @@ void xpj_buf_free(xpj_buf *b) {
 }
 
 size_t xpj_dec(char *out, uint64_t v) {
+  /* (most are one or two digits: lengths, flags, ndim) */
+  if (v < 10) {
+    out[0] = (char)('0' + v);
+    return 1;
+  }
+  if (v < 100) {
+    out[0] = (char)('0' + v / 10);
+    out[1] = (char)('0' + v % 10);
+    return 2;
+  }
   char t[24];
   size_t n = 0;
   do

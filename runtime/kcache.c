@@ -174,11 +174,21 @@ static void unlink_entry(rt_cc *cc, rt_l1 *e) {
 
 /* ---- the first level from the request as given ---- */
 
-static uint64_t fnv1a(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
+/* A request key's hash for the context's table (in memory only): eight
+ * bytes at a time, a multiply and a shift each (a second program's first
+ * get hashes its key once; byte by byte it was a fifth of that get). */
+static uint64_t key_hash(const char *s) {
+  size_t n = strlen(s);
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+  for (; n >= 8; n -= 8, s += 8) {
+    memcpy(&w, s, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  w = 0;
+  memcpy(&w, s, n);
+  h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 29);
 }
 
 /* Call with cc->mu held. */
@@ -192,7 +202,7 @@ static rt_memo *memo_find(rt_cc *cc, const char *qkey, uint64_t h) {
 rt_l1 *rt_cc_quick(xpj_context *ctx, const char *qkey, const xpj_device *dev,
                    const xpj_module **sm, rt_asked *asked) {
   rt_cc *cc = &ctx->cc;
-  uint64_t h = fnv1a(qkey);
+  uint64_t h = key_hash(qkey);
   pthread_mutex_lock(&cc->mu);
   rt_memo *m = memo_find(cc, qkey, h);
   rt_l1 *e = m ? *bucket(cc, m->digest) : NULL;
@@ -218,7 +228,7 @@ const xpj_module *rt_cc_remember(xpj_context *ctx, const char *qkey,
                                  const rt_l1 *e, const rt_asked *asked,
                                  xpj_module *sm) {
   rt_cc *cc = &ctx->cc;
-  uint64_t h = fnv1a(qkey);
+  uint64_t h = key_hash(qkey);
   size_t n = strlen(qkey);
   pthread_mutex_lock(&cc->mu);
   rt_memo *m = memo_find(cc, qkey, h);

@@ -659,7 +659,9 @@ static xpj_status build(xpj_program *p, const char *qkey, const rt_asked *a,
   k->target = dev->info.target;
   k->ndim = a->ndim;
   k->origin = XPJ_ORIGIN_MEMORY;
-  snprintf(k->opts, sizeof k->opts, "%s", a->ostr);
+  size_t on = strnlen(a->ostr, sizeof k->opts - 1); /* (printf: a tenth of a hit) */
+  memcpy(k->opts, a->ostr, on);
+  k->opts[on] = 0;
   k->sm = sm;
   st = describe(k, sm, xpj_module_find(sm, name), f);
   if (st == XPJ_OK)

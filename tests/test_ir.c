@@ -4,6 +4,7 @@
  */
 #include "testutil.h"
 
+#include "buf.h"
 #include "ir_impl.h"
 
 #include <fenv.h>
@@ -561,8 +562,27 @@ static void test_null_arguments(void **state) {
   assert_int_equal(xpj_scalar_parse("float"), XPJ_VOID);
 }
 
+/* xpj_dec: the digits of v, as "%llu" writes them (its one- and two-digit
+ * shortcuts and the loop for the rest), in keys and texts made without
+ * printf */
+static void test_dec(void **state) {
+  (void)state;
+  static const uint64_t v[] = {0, 1, 9, 10, 11, 42, 99, 100, 101, 999, 1000,
+                               65535, 4294967296ull, 10000000000000000000ull,
+                               UINT64_MAX};
+  for (unsigned i = 0; i < sizeof v / sizeof *v; i++) {
+    char got[32], want[32];
+    size_t n = xpj_dec(got, v[i]);
+    got[n] = 0;
+    snprintf(want, sizeof want, "%llu", (unsigned long long)v[i]);
+    assert_string_equal(got, want);
+    assert_int_equal(n, strlen(want));
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_dec),
       cmocka_unit_test(test_builder_matches_parser),
       cmocka_unit_test(test_builder_type_errors),
       cmocka_unit_test(test_constant_folding),
