@@ -2,14 +2,15 @@
 # Installs the peers the benchmarks compare against (make bench runs it):
 # clang-22 (OpenCL C to SPIR-V, bench/compile's SPIR-V peer) and PoCL
 # (bench/cache's and bench/cpu's OpenCL peer), from Debian 12's packages,
-# and PyPI's PyOpenCL (bench/python_launch.py's peer) and nvdisasm
+# valgrind (bench/instr.sh: a compile's instructions, counted), and PyPI's
+# PyOpenCL (bench/python_launch.py's peer) and nvdisasm
 # (bench/ptx_quality.py).
 # NVRTC is the CUDA toolkit's (/usr/local/cuda): not a Debian package here,
 # reported when missing. Idempotent: installs only what is missing; needs
 # root (or sudo) only then. The benchmarks run without any of them and
 # say which peer they left out.
 set -eu
-sh "$(dirname "$0")/deps.sh" clang-22 pocl-opencl-icd
+sh "$(dirname "$0")/deps.sh" clang-22 pocl-opencl-icd valgrind
 echo "bench-deps: $(clang-22 --version | head -1)"
 echo "bench-deps: PoCL $(dpkg-query -W -f='${Version}' pocl-opencl-icd)"
 # PyOpenCL (bench/python_launch.py's Python peer), from PyPI, in a venv that
