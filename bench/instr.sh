@@ -14,7 +14,7 @@
 # ptx:sm_90; EMIT-OPTION... go to emit, e.g. --target cpu, -O3) under
 # callgrind, counting only inside xpj_compile: the code generator, LLVM's
 # passes, code generation. One compile in a fresh process, so LLVM's set-up
-# for the target (about 30 M instructions for PTX) is in every count alike.
+# for the target is in every count of that target alike.
 # Prints the count; --keep FILE keeps callgrind's profile for
 # callgrind_annotate --inclusive=yes (libLLVM's exported functions only: a
 # pass in an anonymous namespace, SLSR's among them, shows as its callees).
@@ -37,7 +37,7 @@ fi
 command -v valgrind >/dev/null || { echo "bench/instr.sh: no valgrind (sh tools/bench-deps.sh)" >&2; exit 2; }
 file=$1 kernel=$2
 shift 2
-case " $* " in *" --target "*) tgt= ;; *) tgt="--target ptx:sm_90" ;; esac
+case " $* " in *" --target "* | *" --target="*) tgt= ;; *) tgt="--target ptx:sm_90" ;; esac
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT INT TERM
 # (XPJIT_DAEMON=off: the compile is this process's, not a daemon's)
