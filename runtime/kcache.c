@@ -39,15 +39,14 @@ static const rt_tier *const tiers[RT_NTIERS] = {RT_TIERS(RT_TIER_ADDRESS)};
 #undef RT_TIER_ADDRESS
 _Static_assert(RT_NTIERS <= RT_MAX_TIERS, "rt_cc.tier_state is too small");
 
-/* A request as the caller gave it -> the digest of its full key, and the
- * specialised module its kernels describe themselves from (owned; NULL
- * until a get_kernel built one). Kept, like the first level, until the
- * context goes. */
+/* A request as the caller gave it -> the digest of its full key, and what
+ * is known of it (rt_known: for a get_kernel's request, set when one
+ * built it). Kept, like the first level, until the context goes. */
 typedef struct rt_memo {
   uint64_t h;
   char digest[65];
-  xpj_module *sm;
-  rt_asked asked; /* the request in canonical form */
+  bool has_known;
+  rt_known known;
   struct rt_memo *next;
   char qkey[]; /* NUL-terminated */
 } rt_memo;
@@ -88,7 +87,8 @@ void rt_cc_fini(xpj_context *ctx) {
   for (unsigned i = 0; i < RT_L1_BUCKETS; i++)
     for (rt_memo *m = cc->memo[i], *n; m; m = n) {
       n = m->next;
-      xpj_module_destroy(m->sm);
+      xpj_module_destroy(m->known.sm);
+      free((void *)m->known.desc.args);
       free(m);
     }
   if (cc->l2) {
@@ -200,7 +200,7 @@ static rt_memo *memo_find(rt_cc *cc, const char *qkey, uint64_t h) {
 }
 
 rt_l1 *rt_cc_quick(xpj_context *ctx, const char *qkey, const xpj_device *dev,
-                   const xpj_module **sm, rt_asked *asked) {
+                   const rt_known **known) {
   rt_cc *cc = &ctx->cc;
   uint64_t h = key_hash(qkey);
   pthread_mutex_lock(&cc->mu);
@@ -210,10 +210,8 @@ rt_l1 *rt_cc_quick(xpj_context *ctx, const char *qkey, const xpj_device *dev,
     if (e->dev == dev && e->state == RT_L1_READY &&
         !strcmp(e->digest, m->digest))
       break;
-  if (sm)
-    *sm = e ? m->sm : NULL;
-  if (asked && e)
-    *asked = m->asked;
+  if (known)
+    *known = e && m->has_known ? &m->known : NULL;
   pthread_mutex_unlock(&cc->mu);
   return e;
 }
@@ -224,9 +222,8 @@ void rt_cc_note_l1(xpj_context *ctx) {
   pthread_mutex_unlock(&ctx->cc.mu);
 }
 
-const xpj_module *rt_cc_remember(xpj_context *ctx, const char *qkey,
-                                 const rt_l1 *e, const rt_asked *asked,
-                                 xpj_module *sm) {
+const rt_known *rt_cc_remember(xpj_context *ctx, const char *qkey,
+                               const rt_l1 *e, rt_known *kn) {
   rt_cc *cc = &ctx->cc;
   uint64_t h = key_hash(qkey);
   size_t n = strlen(qkey);
@@ -235,20 +232,22 @@ const xpj_module *rt_cc_remember(xpj_context *ctx, const char *qkey,
   if (!m && (m = calloc(1, sizeof *m + n + 1))) {
     m->h = h;
     memcpy(m->digest, e->digest, sizeof m->digest);
-    if (asked)
-      m->asked = *asked;
     memcpy(m->qkey, qkey, n + 1);
     m->next = cc->memo[h % RT_L1_BUCKETS];
     cc->memo[h % RT_L1_BUCKETS] = m;
   }
-  if (m && !m->sm) {
-    m->sm = sm;
-    sm = NULL;
+  bool taken = m && kn && !m->has_known;
+  if (taken) {
+    m->known = *kn;
+    m->has_known = true;
   }
-  const xpj_module *kept = m ? m->sm : NULL;
+  const rt_known *kept = m && m->has_known ? &m->known : NULL;
   pthread_mutex_unlock(&cc->mu);
-  xpj_module_destroy(sm);
-  return kept;
+  if (kn && !taken) {
+    xpj_module_destroy(kn->sm);
+    free((void *)kn->desc.args);
+  }
+  return kn ? kept : NULL;
 }
 
 /* ---- aliases ------------------------------------------------------------ */

@@ -38,7 +38,7 @@ static uint64_t kernel_max_wg(const xpj_kernel *k) {
  * id rank R reversed, the dimensions past it in place (docs/abi.md,
  * "Dimension order"); the compiler lays out ids the same way. */
 static unsigned hw_dim(const xpj_kernel *k, unsigned d) {
-  unsigned rank = k->id_rank ? k->id_rank : 1;
+  unsigned rank = k->desc.id_rank ? k->desc.id_rank : 1;
   return d < rank ? rank - 1 - d : d;
 }
 
@@ -51,19 +51,19 @@ static void size_str(char *buf, size_t n, const uint64_t *s, unsigned ndim) {
 }
 
 xpj_status rt_check_reqd_local(const xpj_kernel *k) {
-  if (!k->reqd_local[0])
+  if (!k->desc.reqd_local[0])
     return XPJ_OK;
   const xpj_device_info *di = &k->dev->info;
   uint64_t total = 1;
   bool fits = true;
-  for (unsigned d = 0; d < k->dims; d++) {
-    total *= k->reqd_local[d];
-    fits &= k->reqd_local[d] <= di->max_work_item_sizes[hw_dim(k, d)];
+  for (unsigned d = 0; d < k->desc.dims; d++) {
+    total *= k->desc.reqd_local[d];
+    fits &= k->desc.reqd_local[d] <= di->max_work_item_sizes[hw_dim(k, d)];
   }
   if (fits && total <= kernel_max_wg(k))
     return XPJ_OK;
   char want[64];
-  size_str(want, sizeof want, k->reqd_local, k->dims);
+  size_str(want, sizeof want, k->desc.reqd_local, k->desc.dims);
   return rt_err(XPJ_ERR_UNSUPPORTED, "kernel %s requires work-groups of %s "
                 "(%llu work-items); %s takes at most %llu (%llu x %llu x %llu)",
                 k->name, want, (unsigned long long)total, di->name,
@@ -209,15 +209,15 @@ xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
                                     const uint64_t *global, uint64_t *local) {
   if (!k || !global || !local || ndim < 1 || ndim > 3)
     return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: bad argument");
-  if (k->dims && ndim != k->dims) /* as xpj_launch refuses it */
+  if (k->desc.dims && ndim != k->desc.dims) /* as xpj_launch refuses it */
     return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: %u dimensions, "
-                  "but kernel %s is declared with %u", ndim, k->name, k->dims);
+                  "but kernel %s is declared with %u", ndim, k->name, k->desc.dims);
   for (unsigned d = 0; d < ndim; d++)
     if (global[d] == 0)
       return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: the global "
                     "size is 0 in dimension %u", d);
-  if (k->reqd_local[0] && ndim == k->dims) {
-    memcpy(local, k->reqd_local, ndim * sizeof *local);
+  if (k->desc.reqd_local[0] && ndim == k->desc.dims) {
+    memcpy(local, k->desc.reqd_local, ndim * sizeof *local);
     return XPJ_OK;
   }
   if (k->fit_f)
@@ -234,9 +234,9 @@ static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
     snprintf(buf, sizeof buf, "%u", r->ndim);
     return launch_err(k, "the range has ndim ", buf);
   }
-  if (k->dims && r->ndim != k->dims) {
+  if (k->desc.dims && r->ndim != k->desc.dims) {
     snprintf(buf, sizeof buf, "%u-dimensional, but the kernel is declared "
-             "with %u dimension%s", r->ndim, k->dims, k->dims > 1 ? "s" : "");
+             "with %u dimension%s", r->ndim, k->desc.dims, k->desc.dims > 1 ? "s" : "");
     return launch_err(k, "the range is ", buf);
   }
   uint64_t total = 1;
@@ -272,7 +272,7 @@ static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
     return launch_err(k, "the local size is 0 in some dimensions but not "
                       "others (give all, or none to let the runtime choose)",
                       NULL);
-  if (!any_local && k->local_params && !k->reqd_local[0])
+  if (!any_local && k->desc.local_params && !k->desc.reqd_local[0])
     /* a local array parameter's size is the launch's business, and only a
      * local size it chose says how big the groups indexing it are */
     return launch_err(k, "the local size is 0, and the kernel has local "
@@ -280,20 +280,20 @@ static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
                       "size too (or declare it: ndrange(N) local(...))",
                       NULL);
   uint64_t local[3] = {1, 1, 1};
-  if (k->reqd_local[0]) {
+  if (k->desc.reqd_local[0]) {
     bool same = true;
     for (unsigned d = 0; d < r->ndim && any_local; d++)
-      same &= r->local[d] == k->reqd_local[d];
+      same &= r->local[d] == k->desc.reqd_local[d];
     if (!same) {
       char got[64], want[64];
       size_str(got, sizeof got, r->local, r->ndim);
-      size_str(want, sizeof want, k->reqd_local, k->dims);
+      size_str(want, sizeof want, k->desc.reqd_local, k->desc.dims);
       snprintf(buf, sizeof buf, "%s is not the %s the kernel requires "
                "(local(...) in its declaration; give it, or 0 to use it)",
                got, want);
       return launch_err(k, "the local size ", buf);
     }
-    memcpy(local, k->reqd_local, sizeof local);
+    memcpy(local, k->desc.reqd_local, sizeof local);
   } else if (any_local) {
     uint64_t wg = 1;
     for (unsigned d = 0; d < r->ndim; d++) {
@@ -312,20 +312,20 @@ static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
                (unsigned long long)kernel_max_wg(k));
       return launch_err(k, "the work-group size ", buf);
     }
-  } else if (k->kind == XPJ_FUNC_NDRANGE) {
+  } else if (k->desc.kind == XPJ_FUNC_NDRANGE) {
     xpj_status st = xpj_kernel_suggest_local(k, r->ndim, r->global, local);
     if (st != XPJ_OK)
       return st;
   }
   /* checked in the user's (logical) order; the launch is kept in hardware
    * order, which every backend and the compiled kernel use */
-  l->ndim = r->ndim > k->id_rank ? r->ndim : k->id_rank;
+  l->ndim = r->ndim > k->desc.id_rank ? r->ndim : k->desc.id_rank;
   for (unsigned d = 0; d < 3; d++) {
     bool used = d < r->ndim;
     unsigned h = hw_dim(k, d);
     l->global[h] = used ? (int64_t)r->global[d] : 1;
     l->local[h] = used ? (int64_t)local[d] : 1;
-    if (k->kind == XPJ_FUNC_NDRANGE) {
+    if (k->desc.kind == XPJ_FUNC_NDRANGE) {
       if (l->global[h] % l->local[h]) {
         snprintf(buf, sizeof buf, "%lld in dimension %u is not a multiple of "
                  "the local size %lld (nd-range kernels need whole "
@@ -461,7 +461,7 @@ static uint64_t align16(uint64_t n) { return (n + 15) & ~(uint64_t)15; }
 static xpj_status local_arg(xpj_kernel *k, unsigned i, uint64_t count,
                             rt_launch *l, uint64_t *slots, rt_abi_arg *abi,
                             unsigned *s) {
-  const rt_karg *p = &k->args[i];
+  const rt_karg *p = &k->desc.args[i];
   uint64_t es = scalar_bytes(p->dtype), cap = k->dev->info.local_mem_size;
   uint64_t start = align16(l->dyn_local_bytes), base = align16(k->local_bytes);
   char buf[320];
@@ -502,17 +502,17 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
                              rt_launch **out) {
   *out = NULL;
   char buf[512];
-  if (nargs != k->nargs) {
+  if (nargs != k->desc.nargs) {
     snprintf(buf, sizeof buf, "%u given, the kernel takes %u", nargs,
-             k->nargs);
+             k->desc.nargs);
     return launch_err(k, "wrong number of arguments: ", buf);
   }
   if (nargs && !args)
     return launch_err(k, "args is NULL", NULL);
   /* the command's block: the launch, then per ABI argument (and the
    * hidden ones) a pointer, an 8-byte slot and its kind */
-  unsigned nsizes = k->kind == XPJ_FUNC_RANGE ? 3 : 0,
-           nh = nsizes + (k->checks ? 1 : 0), nall = k->nabi + nh;
+  unsigned nsizes = k->desc.kind == XPJ_FUNC_RANGE ? 3 : 0,
+           nh = nsizes + (k->checks ? 1 : 0), nall = k->desc.nabi + nh;
   size_t sz = sizeof(rt_launch) + nargs * sizeof(uintptr_t) +
               nall * (sizeof(void *) + 8 + sizeof(rt_abi_arg));
   rt_launch *l = calloc(1, sz);
@@ -522,8 +522,8 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
   atomic_init(&l->stop, false);
   l->holds = (uintptr_t *)(l + 1);
   l->native = k->native;
-  l->kind = k->kind;
-  l->nabi = k->nabi;
+  l->kind = k->desc.kind;
+  l->nabi = k->desc.nabi;
   l->nhidden = nh;
   l->args = (void **)(l->holds + nargs);
   uint64_t *slots = (uint64_t *)(l->args + nall);
@@ -536,7 +536,7 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
   xpj_status st = check_geometry(k, r, l);
   unsigned s = 0;
   for (unsigned i = 0; st == XPJ_OK && i < nargs; i++) {
-    const rt_karg *p = &k->args[i];
+    const rt_karg *p = &k->desc.args[i];
     const xpj_arg *a = &args[i];
     static const char *const kinds[] = {
         "a scalar", "an array", "a local array (xpj_arg_local)"};
@@ -625,8 +625,8 @@ xpj_status rt_launch_prepare(xpj_kernel *k, const xpj_range *r,
     return st;
   }
   for (unsigned d = 0; d < nsizes; d++) { /* the logical global size */
-    slots[k->nabi + d] = (uint64_t)l->global[d];
-    l->args[k->nabi + d] = &slots[k->nabi + d];
+    slots[k->desc.nabi + d] = (uint64_t)l->global[d];
+    l->args[k->desc.nabi + d] = &slots[k->desc.nabi + d];
   }
   if (k->checks) { /* the last hidden argument: the check record */
     void *rec = NULL;

@@ -215,10 +215,10 @@ static rt_checked *checked_new(const xpj_kernel *k, const xpj_module *sm) {
   atomic_init(&c->refs, 1);
   c->name = strdup(k->name);
   c->signature = strdup(rt_kernel_signature(k));
-  c->args = calloc(k->nargs ? k->nargs : 1, sizeof *c->args);
+  c->args = calloc(k->desc.nargs ? k->desc.nargs : 1, sizeof *c->args);
   bool ok = c->name && c->signature && c->args;
-  for (unsigned i = 0; ok && i < k->nargs; i++, c->nargs++)
-    ok = (c->args[i] = strdup(k->args[i].name)) != NULL;
+  for (unsigned i = 0; ok && i < k->desc.nargs; i++, c->nargs++)
+    ok = (c->args[i] = strdup(k->desc.args[i].name)) != NULL;
   if (!ok) {
     rt_checked_release(c);
     return NULL;
@@ -229,9 +229,6 @@ static rt_checked *checked_new(const xpj_kernel *k, const xpj_module *sm) {
 
 static void kernel_free(xpj_kernel *k) {
   /* k->native belongs to the context's first level */
-  free(k->args);
-  free(k->name);
-  free(k->dtypes);
   free(atomic_load(&k->signature));
   if (k->fit_f)
     pthread_mutex_destroy(&k->fit_mu);
@@ -408,44 +405,45 @@ xpj_status rt_parse_dtypes(const xpj_func *f, const char *s,
   return XPJ_OK;
 }
 
-/* Fills k's signature and argument metadata from the specialised kernel
- * f (or its signature alone: xpj_specialize_signature, never for a kernel
- * with const parameters) and the rank of the work-item ids it reads: f's,
- * or for a signature alone gf's, the kernel as parsed (specialising
- * leaves its body's work-item queries as they are, unless a const
- * parameter names their dimension: parse.c leaves that one at 0). */
-static xpj_status describe(xpj_kernel *k, const xpj_module *sm,
+/* d: the signature and argument metadata of the specialised kernel f (or
+ * its signature alone: xpj_specialize_signature, never for a kernel with
+ * const parameters) and the rank of the work-item ids it reads: f's, or
+ * for a signature alone gf's, the kernel as parsed (specialising leaves
+ * its body's work-item queries as they are, unless a const parameter
+ * names their dimension: parse.c leaves that one at 0). d->args is
+ * malloc'd, the caller's; its names point into f's module. */
+static xpj_status describe(rt_kdesc *d, const xpj_module *sm,
                            const xpj_func *f, const xpj_func *gf) {
-  k->kind = xpj_func_kind_of(f);
-  k->dims = xpj_func_dims(f);
-  k->id_rank = xpj_func_id_rank(xpj_func_const_count(gf) ? f : gf);
-  xpj_func_reqd_local(f, k->reqd_local);
-  k->nargs = xpj_func_param_count(f);
-  k->nabi = 0;
-  k->local_params = false;
-  free(k->args);
-  k->args = calloc(k->nargs ? k->nargs : 1, sizeof *k->args);
-  if (!k->args)
+  unsigned n = xpj_func_param_count(f);
+  rt_karg *args = calloc(n ? n : 1, sizeof *args);
+  if (!args)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  for (unsigned i = 0; i < k->nargs; i++) {
+  *d = (rt_kdesc){.kind = xpj_func_kind_of(f),
+                  .dims = xpj_func_dims(f),
+                  .id_rank = xpj_func_id_rank(xpj_func_const_count(gf) ? f
+                                                                       : gf),
+                  .nargs = n,
+                  .args = args};
+  xpj_func_reqd_local(f, d->reqd_local);
+  for (unsigned i = 0; i < n; i++) {
     xpj_type t = xpj_func_param_type(f, i);
-    rt_karg *a = &k->args[i];
+    rt_karg *a = &args[i];
     a->name = xpj_func_param_name(f, i);
     a->dtype = xpj_type_elem_scalar(sm, t);
     if (xpj_type_kind_of(sm, t) == XPJ_TYPE_VIEW &&
         xpj_type_space(sm, t) == XPJ_SPACE_LOCAL) {
       a->kind = XPJ_ARG_LOCAL; /* a pointer or byte offset, the count */
       a->rank = 1;
-      k->local_params = true;
-      k->nabi += 2;
+      d->local_params = true;
+      d->nabi += 2;
     } else if (xpj_type_kind_of(sm, t) == XPJ_TYPE_VIEW) {
       a->kind = XPJ_ARG_ARRAY;
       a->rank = (unsigned)xpj_type_rank(sm, t);
       a->is_const = xpj_type_is_const(sm, t);
-      k->nabi += 2 + 2 * a->rank;
+      d->nabi += 2 + 2 * a->rank;
     } else {
       a->kind = XPJ_ARG_SCALAR;
-      k->nabi += 1;
+      d->nabi += 1;
     }
   }
   return XPJ_OK;
@@ -461,10 +459,10 @@ static char *make_signature(const xpj_kernel *k) {
     return NULL;
   }
   len = (size_t)snprintf(sig, cap, "%s(", k->name);
-  for (unsigned i = 0; i < k->nargs; i++) {
+  for (unsigned i = 0; i < k->desc.nargs; i++) {
     char ts[128];
     xpj_type_str(k->sm, xpj_func_param_type(f, i), ts, sizeof ts);
-    size_t need = len + strlen(k->args[i].name) + strlen(ts) + 8;
+    size_t need = len + strlen(k->desc.args[i].name) + strlen(ts) + 8;
     if (need > cap) {
       cap = need * 2;
       char *ns = realloc(sig, cap);
@@ -475,7 +473,7 @@ static char *make_signature(const xpj_kernel *k) {
       sig = ns;
     }
     len += (size_t)snprintf(sig + len, cap - len, "%s%s: %s", i ? ", " : "",
-                            k->args[i].name, ts);
+                            k->desc.args[i].name, ts);
   }
   snprintf(sig + len, cap - len, ")");
   return sig;
@@ -562,18 +560,19 @@ static bool alias_ok(const xpj_program *p, const xpj_func *f,
  * static arrays (launch.c, fitted_local): nd-range kernels that require no
  * size. The analysis runs at the first launch that leaves the size to the
  * runtime, not here: a cache hit stays cheap. */
-static bool keep_for_fit(const xpj_kernel *k, const xpj_func *f) {
-  return k->kind == XPJ_FUNC_NDRANGE && !k->reqd_local[0] && f;
+static bool keep_for_fit(const xpj_kernel *k) {
+  return k->desc.kind == XPJ_FUNC_NDRANGE && !k->desc.reqd_local[0];
 }
 
 /* A request as the caller gave it (rt_cc_quick): the program's source and
  * the name it was parsed under (which the specialised module, file names
  * included, depends on; a program without source text is named by its
- * serial number), then parts, each length-prefixed; malloc'd, NULL when
- * out of memory. Built without printf: it is most of a hit's cost. */
-enum { QPARTS = 8 };
+ * serial number), then parts, each length-prefixed; in buf when it fits
+ * (QKEY_BUF bytes), else malloc'd (quick_key_free); NULL when out of
+ * memory. Built without printf: it is most of a hit's cost. */
+enum { QPARTS = 8, QKEY_BUF = 512 };
 static char *quick_key(const xpj_program *p, const char *const *parts,
-                       unsigned nparts) {
+                       unsigned nparts, char buf[QKEY_BUF]) {
   char serial[24];
   serial[xpj_dec(serial, p->serial)] = 0;
   const char *all[QPARTS + 2] = {p->src_digest[0] ? p->src_digest : serial,
@@ -584,7 +583,7 @@ static char *quick_key(const xpj_program *p, const char *const *parts,
   size_t len[QPARTS + 2], total = 1;
   for (unsigned i = 0; i < n; i++)
     total += (len[i] = strlen(all[i])) + 22;
-  char *q = malloc(total), *w = q;
+  char *q = total <= QKEY_BUF ? buf : malloc(total), *w = q;
   if (!q)
     return NULL;
   for (unsigned i = 0; i < n; i++) {
@@ -595,6 +594,11 @@ static char *quick_key(const xpj_program *p, const char *const *parts,
   }
   *w = 0;
   return q;
+}
+
+static void quick_key_free(char *q, const char *buf) {
+  if (q != buf)
+    free(q);
 }
 
 /* The compile options as they enter a key, as text for quick_key. */
@@ -616,44 +620,16 @@ static void opts_text(const xpj_compile_opts *o, unsigned ctx_checks,
   *w = 0;
 }
 
-/* The kernel for request a (asked as qkey) on dev: from e, loaded in the
- * context for another program of the same request, and sm, the module
- * the context keeps for it, when they are given; else specialised here,
- * obtained through the caches and remembered under qkey. */
-static xpj_status build(xpj_program *p, const char *qkey, const rt_asked *a,
-                        const xpj_func *f, const xpj_scalar *types,
-                        const int64_t *consts, xpj_device *dev,
-                        const xpj_compile_opts *o, rt_l1 *e,
-                        const xpj_module *sm, xpj_kernel **out) {
-  const char *name = xpj_func_name(f);
-  xpj_module *own = NULL;
-  xpj_status st = XPJ_OK;
-  xpj_kernel_origin origin = XPJ_ORIGIN_MEMORY;
-  bool fresh = !e; /* not in the context under qkey yet */
-  /* asked by its alias first (no module: rt_cc_obtain), then with it */
-  rt_request rq = {{p->src, p->src_len, p->name}, NULL, name, a->canon,
-                   a->ndim, dev, &dev->target, dev->info.target, o, a->ostr,
-                   src_id(p)};
-  if (fresh && alias_ok(p, f, o) &&
-      specialise_as(p, f, types, consts, a->ndim, false, &own) == XPJ_OK &&
-      rt_cc_obtain(p->ctx, &rq, &e, &origin) != XPJ_OK) {
-    xpj_module_destroy(own); /* no alias: the whole way */
-    own = NULL;
-    e = NULL;
-  }
-  if (!e) {
-    if ((st = specialise(p, f, types, consts, a->ndim, &own)) != XPJ_OK)
-      return st;
-  }
-  if (own)
-    sm = own;
-  xpj_kernel *k = calloc(1, sizeof *k);
-  if (!k || !(k->name = strdup(name)) || !(k->dtypes = strdup(a->canon))) {
-    if (k)
-      kernel_free(k);
-    xpj_module_destroy(own);
-    return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  }
+/* A kernel of p named name for request a on dev, not described yet: one
+ * allocation with its name and dtypes; NULL when out of memory. */
+static xpj_kernel *kernel_new(xpj_program *p, const char *name,
+                              const rt_asked *a, xpj_device *dev) {
+  size_t nn = strlen(name) + 1, dn = strlen(a->canon) + 1;
+  xpj_kernel *k = calloc(1, sizeof *k + nn + dn);
+  if (!k)
+    return NULL;
+  k->name = memcpy((char *)(k + 1), name, nn);
+  k->dtypes = memcpy(k->name + nn, a->canon, dn);
   k->prog = p;
   k->dev = dev;
   k->target = dev->info.target;
@@ -662,38 +638,22 @@ static xpj_status build(xpj_program *p, const char *qkey, const rt_asked *a,
   size_t on = strnlen(a->ostr, sizeof k->opts - 1); /* (printf: a tenth of a hit) */
   memcpy(k->opts, a->ostr, on);
   k->opts[on] = 0;
-  k->sm = sm;
-  st = describe(k, sm, xpj_module_find(sm, name), f);
-  if (st == XPJ_OK)
-    st = rt_check_reqd_local(k);
-  if (st == XPJ_OK && fresh) {
-    rq.sm = own;
-    if (!e)
-      st = rt_cc_obtain(p->ctx, &rq, &e, &origin);
-    k->origin = origin;
-    if (st == XPJ_OK) { /* kept by the context from now on */
-      k->sm = sm = rt_cc_remember(p->ctx, qkey, e, a, own);
-      if (!sm)
-        st = rt_err(XPJ_ERR_NOMEM, "out of memory");
-      else if (sm != own) /* the one kept before: names from it */
-        st = describe(k, sm, xpj_module_find(sm, name), f);
-      own = NULL; /* taken */
-    }
-  } else if (st == XPJ_OK) {
-    rt_cc_note_l1(p->ctx);
-  }
-  if (st != XPJ_OK)
-    k->sm = NULL; /* the module may go with own */
-  xpj_module_destroy(own);
-  const xpj_func *kf = st == XPJ_OK ? xpj_module_find(sm, name) : NULL;
-  if (kf && keep_for_fit(k, kf) && pthread_mutex_init(&k->fit_mu, NULL) == 0)
-    k->fit_f = kf;
+  return k;
+}
+
+/* Completes k from what the context knows of its request and its loaded
+ * entry e; frees k on failure. */
+static xpj_status finish(xpj_kernel *k, const rt_known *kn, const rt_l1 *e,
+                         const xpj_compile_opts *o, xpj_kernel **out) {
+  k->desc = kn->desc;
+  k->sm = kn->sm;
+  if (keep_for_fit(k) && (k->fit_f = xpj_module_find(k->sm, k->name)) &&
+      pthread_mutex_init(&k->fit_mu, NULL) != 0)
+    k->fit_f = NULL;
   k->checks = o->checks;
-  if (st == XPJ_OK && k->checks && !(k->checked = checked_new(k, sm)))
-    st = rt_err(XPJ_ERR_NOMEM, "out of memory");
-  if (st != XPJ_OK) {
+  if (k->checks && !(k->checked = checked_new(k, k->sm))) {
     kernel_free(k);
-    return st;
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
   }
   k->native = e->native;
   k->local_bytes = e->v.local_bytes;
@@ -701,6 +661,59 @@ static xpj_status build(xpj_program *p, const char *qkey, const rt_asked *a,
   k->compile_ms = e->v.compile_ms;
   *out = k;
   return XPJ_OK;
+}
+
+/* The kernel for request a (asked as qkey) on dev, which the context has
+ * not loaded under qkey yet: specialised here, obtained through the
+ * caches and remembered under qkey. */
+static xpj_status build(xpj_program *p, const char *qkey, const rt_asked *a,
+                        const xpj_func *f, const xpj_scalar *types,
+                        const int64_t *consts, xpj_device *dev,
+                        const xpj_compile_opts *o, xpj_kernel **out) {
+  const char *name = xpj_func_name(f);
+  rt_known kn = {.asked = *a};
+  xpj_status st = XPJ_OK;
+  xpj_kernel_origin origin = XPJ_ORIGIN_MEMORY;
+  rt_l1 *e = NULL;
+  /* asked by its alias first (no module: rt_cc_obtain), then with it */
+  rt_request rq = {{p->src, p->src_len, p->name}, NULL, name, a->canon,
+                   a->ndim, dev, &dev->target, dev->info.target, o, a->ostr,
+                   src_id(p)};
+  if (alias_ok(p, f, o) &&
+      specialise_as(p, f, types, consts, a->ndim, false, &kn.sm) == XPJ_OK &&
+      rt_cc_obtain(p->ctx, &rq, &e, &origin) != XPJ_OK) {
+    xpj_module_destroy(kn.sm); /* no alias: the whole way */
+    kn.sm = NULL;
+    e = NULL;
+  }
+  if (!e && (st = specialise(p, f, types, consts, a->ndim, &kn.sm)) != XPJ_OK)
+    return st;
+  xpj_kernel *k = kernel_new(p, name, a, dev);
+  st = k ? describe(&kn.desc, kn.sm, xpj_module_find(kn.sm, name), f)
+         : rt_err(XPJ_ERR_NOMEM, "out of memory");
+  if (st == XPJ_OK) {
+    k->desc = kn.desc;
+    st = rt_check_reqd_local(k);
+  }
+  if (st == XPJ_OK && !e) {
+    rq.sm = kn.sm;
+    st = rt_cc_obtain(p->ctx, &rq, &e, &origin);
+  }
+  if (st != XPJ_OK) {
+    xpj_module_destroy(kn.sm);
+    free((void *)kn.desc.args);
+    if (k)
+      kernel_free(k);
+    return st;
+  }
+  k->origin = origin;
+  /* kept by the context from now on: kn's, or what it kept before */
+  const rt_known *kept = rt_cc_remember(p->ctx, qkey, e, &kn);
+  if (!kept) {
+    kernel_free(k);
+    return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  }
+  return finish(k, kept, e, o, out);
 }
 
 /* Checks the arguments of a kernel request and puts them in canonical
@@ -803,19 +816,19 @@ xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
   nd[xpj_dec(nd, ndim)] = 0;
   opts_text(opts, p->ctx->checks, os);
   const char *parts[] = {"binary", name, dtypes, nd, os, target};
-  char *q = quick_key(p, parts, 6);
+  char qbuf[QKEY_BUF], *q = quick_key(p, parts, 6, qbuf);
   if (!q)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  rt_l1 *e = rt_cc_quick(p->ctx, q, NULL, NULL, NULL);
+  rt_l1 *e = rt_cc_quick(p->ctx, q, NULL, NULL);
   xpj_status st = XPJ_OK;
   if (!e) {
     st = binary_slow(p, name, dtypes, ndim, target, opts, &e);
     if (st == XPJ_OK)
-      rt_cc_remember(p->ctx, q, e, NULL, NULL);
+      rt_cc_remember(p->ctx, q, e, NULL);
   } else {
     rt_cc_note_l1(p->ctx);
   }
-  free(q);
+  quick_key_free(q, qbuf);
   if (st != XPJ_OK || !data)
     return st;
   if (!(*data = malloc(e->v.size ? e->v.size : 1)))
@@ -846,25 +859,25 @@ xpj_status xpj_program_get_kernel(xpj_program *p, const char *name,
   nd[xpj_dec(nd, ndim)] = 0;
   opts_text(opts, p->ctx->checks, os);
   const char *parts[] = {"kernel", name, dtypes, nd, os, dev->id};
-  char *q = quick_key(p, parts, 6);
+  char qbuf[QKEY_BUF], *q = quick_key(p, parts, 6, qbuf);
   if (!q)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
+  const rt_known *kn = NULL;
+  rt_l1 *e = rt_cc_quick(p->ctx, q, dev, &kn);
   rt_asked a;
-  const xpj_module *sm = NULL;
-  rt_l1 *e = rt_cc_quick(p->ctx, q, dev, &sm, &a);
   const xpj_func *f = NULL;
   xpj_compile_opts o;
   xpj_scalar types[XPJ_MAX_TPARAMS];
   int64_t consts[XPJ_MAX_CPARAMS];
   xpj_status st = XPJ_OK;
-  if (e && sm && (f = xpj_module_find(p->m, name))) {
+  if (kn) { /* the canonical request, module and description: the context's */
+    a = kn->asked;
     if (opts)
       o = *opts;
     else
       xpj_compile_opts_default(&o);
     o.checks |= p->ctx->checks;
   } else {
-    e = NULL;
     a.ndim = ndim;
     st = resolve(p, name, dtypes, &a.ndim, opts, &f, types, consts, a.canon,
                  sizeof a.canon, &o, a.ostr, sizeof a.ostr);
@@ -876,12 +889,19 @@ xpj_status xpj_program_get_kernel(xpj_program *p, const char *name,
     pthread_mutex_unlock(&p->mu);
   }
   if (st != XPJ_OK || k) {
-    free(q);
+    quick_key_free(q, qbuf);
     *out = k;
     return st;
   }
-  st = build(p, q, &a, f, types, consts, dev, &o, e, sm, &k);
-  free(q);
+  if (kn) {
+    rt_cc_note_l1(p->ctx);
+    st = (k = kernel_new(p, name, &a, dev))
+             ? finish(k, kn, e, &o, &k)
+             : rt_err(XPJ_ERR_NOMEM, "out of memory");
+  } else {
+    st = build(p, q, &a, f, types, consts, dev, &o, &k);
+  }
+  quick_key_free(q, qbuf);
   if (st != XPJ_OK)
     return st;
   pthread_mutex_lock(&p->mu);
@@ -903,10 +923,10 @@ xpj_status xpj_kernel_get_info(const xpj_kernel *k, xpj_kernel_info *out) {
   if (!k || !out)
     return rt_err(XPJ_ERR_INVALID, "xpj_kernel_get_info: NULL argument");
   out->name = k->name;
-  out->kind = k->kind;
-  out->dims = k->dims;
-  memcpy(out->reqd_local, k->reqd_local, sizeof out->reqd_local);
-  out->nargs = k->nargs;
+  out->kind = k->desc.kind;
+  out->dims = k->desc.dims;
+  memcpy(out->reqd_local, k->desc.reqd_local, sizeof out->reqd_local);
+  out->nargs = k->desc.nargs;
   out->local_mem_bytes = k->local_bytes;
   out->max_work_group_size = k->dev->info.max_work_group_size;
   out->compile_millis = k->compile_ms;
@@ -919,11 +939,11 @@ xpj_status xpj_kernel_get_arg_info(const xpj_kernel *k, unsigned i,
                                    xpj_kernel_arg_info *out) {
   if (!k || !out)
     return rt_err(XPJ_ERR_INVALID, "xpj_kernel_get_arg_info: NULL argument");
-  if (i >= k->nargs)
+  if (i >= k->desc.nargs)
     return rt_err(XPJ_ERR_INVALID, "kernel %s has %u argument%s: no "
-                  "argument %u (they are counted from 0)", k->name, k->nargs,
-                  k->nargs == 1 ? "" : "s", i);
-  const rt_karg *a = &k->args[i];
+                  "argument %u (they are counted from 0)", k->name, k->desc.nargs,
+                  k->desc.nargs == 1 ? "" : "s", i);
+  const rt_karg *a = &k->desc.args[i];
   *out = (xpj_kernel_arg_info){a->name, a->kind, a->dtype, a->rank,
                                a->is_const};
   return XPJ_OK;

@@ -369,26 +369,32 @@ typedef struct rt_asked {
   char ostr[64];
 } rt_asked;
 
+/* What the context knows of a kernel request as the caller gave it,
+ * once a get_kernel built it (rt_cc_remember): its canonical form, the
+ * specialised module (owned) and the kernel's description, whose names
+ * point into that module. Kept until the context goes. */
+typedef struct rt_known rt_known;
+
 /* A loaded kernel found from the request as the caller gave it, without
  * parsing, specialising or hashing it again: qkey is the program's source
  * digest and parse name, the kernel, dtypes, ndim, options and the device
  * or target as given (program.c quick_key), which determine the full key
  * and the specialised module. The READY entry for dev (NULL: a binary)
- * that a request with qkey built before, or NULL; *sm, *asked (when not
- * NULL): the module kept for qkey (NULL while none is) and the request in
- * canonical form. Not counted: the caller notes a first-level hit
- * (rt_cc_note_l1) when it uses the entry. */
+ * that a request with qkey built before, or NULL; *known (when not NULL):
+ * what the context keeps of qkey, NULL until a get_kernel remembered it.
+ * Not counted: the caller notes a first-level hit (rt_cc_note_l1) when it
+ * uses the entry. */
 rt_l1 *rt_cc_quick(xpj_context *ctx, const char *qkey, const xpj_device *dev,
-                   const xpj_module **sm, rt_asked *asked);
+                   const rt_known **known);
 void rt_cc_note_l1(xpj_context *ctx);
-/* After rt_cc_obtain built or found e for a request with qkey (asked: its
- * canonical form, or NULL): remembers it, with sm (taken; may be NULL).
- * Returns the module kept for qkey (sm, or the one kept before: sm is
- * then destroyed), which lives until the context goes; NULL when none is
- * (sm NULL, or out of memory). */
-const xpj_module *rt_cc_remember(xpj_context *ctx, const char *qkey,
-                                 const rt_l1 *e, const rt_asked *asked,
-                                 xpj_module *sm);
+/* After rt_cc_obtain built or found e for a request with qkey: remembers
+ * it, and with kn (NULL for a binary) what is known of it: kn->sm and
+ * kn->desc.args are taken, or destroyed when the context knew qkey
+ * already. Returns what the context keeps (kn's, or what it kept before),
+ * which lives until the context goes; NULL when kn is NULL or out of
+ * memory. */
+const rt_known *rt_cc_remember(xpj_context *ctx, const char *qkey,
+                               const rt_l1 *e, rt_known *kn);
 
 /* The cache key (and its digest) of request rq; the key's strings point
  * into rq, code and cc->versions. */
@@ -462,17 +468,34 @@ typedef struct rt_karg {
   int is_const;
 } rt_karg;
 
-struct xpj_kernel {
-  xpj_program *prog;
-  xpj_device *dev;
-  char *name;
-  char *dtypes; /* canonical "T=f32,U=i64" */
-  unsigned ndim;
-  char opts[64];
+/* What a launch needs of a specialised kernel's signature and body: the
+ * same for every kernel of one request (the context's memo keeps it with
+ * the module its names point into: rt_cc_remember), so a second program
+ * copies it instead of reading the module again. */
+typedef struct rt_kdesc {
   xpj_func_kind kind;
   unsigned dims;
   unsigned id_rank; /* xpj_func_id_rank: dimension id_rank-1 is fastest */
   uint64_t reqd_local[3]; /* required local size, logical order; 0: none */
+  unsigned nargs, nabi;
+  bool local_params; /* some parameter is a local array (`local T[]`) */
+  const rt_karg *args; /* nargs; the memo's once remembered */
+} rt_kdesc;
+
+struct rt_known {
+  rt_asked asked;
+  xpj_module *sm;
+  rt_kdesc desc;
+};
+
+struct xpj_kernel {
+  xpj_program *prog;
+  xpj_device *dev;
+  char *name;   /* these two in the kernel's allocation */
+  char *dtypes; /* canonical "T=f32,U=i64" */
+  unsigned ndim;
+  char opts[64];
+  rt_kdesc desc;
   /* The specialised module, kept where the runtime needs it after the
    * build: nd-range kernels without a required size, whose default local
    * size is checked against fit_f, the specialised kernel
@@ -490,9 +513,6 @@ struct xpj_kernel {
     uint64_t global[3], local[3];
   } fit_memo[4];
   unsigned fit_next;
-  unsigned nargs, nabi;
-  bool local_params; /* some parameter is a local array (`local T[]`) */
-  rt_karg *args;
   uint64_t local_bytes, scratch_bytes;
   double compile_ms;
   _Atomic(char *) signature; /* made when first asked (rt_kernel_signature) */

@@ -1345,11 +1345,91 @@ static void test_const_dimension(void **state) {
   }
 }
 
+/* A kernel found in the context's memory for a second program describes
+ * itself as the one its request built: info, every argument and the
+ * signature, also after the program that built it is gone; for range and
+ * nd-range kernels, const and local array parameters, generic rank. */
+static void test_quick_described(void **state) {
+  (void)state;
+  static const char src[] =
+      "kernel gen<T>(a: T, x: global const T[*], y: global T[*]) range {\n"
+      "  let i = global_id(0);\n"
+      "  if i < size(y) { y[i] = a * x[i] + y[i]; }\n"
+      "}\n"
+      "kernel grp<T, const W: i64>(x: global const T[], s: global T[],\n"
+      "                            t: local T[]) ndrange(1) {\n"
+      "  let l = local_id(0);\n"
+      "  t[l] = x[global_id(0)] * T(W);\n"
+      "  barrier(local);\n"
+      "  if l == 0 { s[group_id(0)] = t[0]; }\n"
+      "}\n"
+      "kernel fix(o: global i32[,]) ndrange(2) local(4, 2) {\n"
+      "  o[global_id(0), global_id(1)] = 1;\n"
+      "}\n";
+  static const struct {
+    const char *name, *dtypes;
+    unsigned ndim;
+  } asks[] = {{"gen", "T=f64", 2}, {"grp", "T=i32,W=3", 0}, {"fix", "", 0}};
+  xpj_context *ctx = mkctx(path_in("d.db"), XPJ_CACHE_MODE_OFF);
+  xpj_device *dev = cpu_of(ctx);
+  for (size_t i = 0; i < sizeof asks / sizeof asks[0]; i++) {
+    xpj_program *p1 = NULL, *p2 = NULL;
+    xpj_kernel *k1 = NULL, *k2 = NULL;
+    assert_int_equal(xpj_program_create(ctx, "d.xpk", src, strlen(src), NULL,
+                                        &p1), XPJ_OK);
+    assert_int_equal(xpj_program_create(ctx, "d.xpk", src, strlen(src), NULL,
+                                        &p2), XPJ_OK);
+    if (xpj_program_get_kernel(p1, asks[i].name, asks[i].dtypes,
+                               asks[i].ndim, dev, NULL, &k1) != XPJ_OK)
+      fail_msg("%s: %s", asks[i].name, xpj_last_error());
+    assert_int_equal(xpj_program_get_kernel(p2, asks[i].name, asks[i].dtypes,
+                                            asks[i].ndim, dev, NULL, &k2),
+                     XPJ_OK);
+    xpj_kernel_info a, b;
+    assert_int_equal(xpj_kernel_get_info(k1, &a), XPJ_OK);
+    char sig[512];
+    snprintf(sig, sizeof sig, "%s", xpj_kernel_signature(k1));
+    xpj_kernel_arg_info args[4];
+    char names[4][32];
+    assert_true(a.nargs <= 4);
+    for (unsigned j = 0; j < a.nargs; j++) {
+      assert_int_equal(xpj_kernel_get_arg_info(k1, j, &args[j]), XPJ_OK);
+      snprintf(names[j], sizeof names[j], "%s", args[j].name);
+    }
+    xpj_program_destroy(p1);
+    assert_int_equal(xpj_kernel_get_info(k2, &b), XPJ_OK);
+    assert_int_equal(b.origin, XPJ_ORIGIN_MEMORY);
+    assert_string_equal(b.name, asks[i].name);
+    assert_int_equal(b.kind, a.kind);
+    assert_int_equal(b.dims, a.dims);
+    assert_memory_equal(b.reqd_local, a.reqd_local, sizeof a.reqd_local);
+    assert_int_equal(b.nargs, a.nargs);
+    assert_int_equal(b.local_mem_bytes, a.local_mem_bytes);
+    assert_int_equal(b.max_work_group_size, a.max_work_group_size);
+    assert_string_equal(xpj_kernel_signature(k2), sig);
+    for (unsigned j = 0; j < b.nargs; j++) {
+      xpj_kernel_arg_info c;
+      assert_int_equal(xpj_kernel_get_arg_info(k2, j, &c), XPJ_OK);
+      assert_string_equal(c.name, names[j]);
+      assert_int_equal(c.kind, args[j].kind);
+      assert_int_equal(c.dtype, args[j].dtype);
+      assert_int_equal(c.rank, args[j].rank);
+      assert_int_equal(c.is_const, args[j].is_const);
+    }
+    assert_int_equal(xpj_kernel_get_arg_info(k2, b.nargs, &(xpj_kernel_arg_info){0}),
+                     XPJ_ERR_INVALID);
+    xpj_program_destroy(p2);
+  }
+  assert_int_equal(compiles(ctx), 3);
+  xpj_context_destroy(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_key_components, setup, teardown),
       cmocka_unit_test_setup_teardown(test_quick_first_level, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_quick_described, setup, teardown),
       cmocka_unit_test_setup_teardown(test_single_flight, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failure_cached, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refused_binary_replaced, setup,
