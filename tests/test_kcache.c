@@ -139,6 +139,8 @@ static uint64_t compiles(xpj_context *ctx) {
 
 /* Runs saxpy (a = 2, f32) from src through ctx on 1000 elements and checks
  * y = 2x + y (or 2x - y when minus). */
+static void saxpy_check(xpj_device *dev, xpj_kernel *k, bool minus);
+
 static void run_saxpy(xpj_context *ctx, const char *src, bool minus,
                       xpj_kernel_origin want) {
   xpj_device *dev = cpu_of(ctx);
@@ -151,6 +153,12 @@ static void run_saxpy(xpj_context *ctx, const char *src, bool minus,
   xpj_kernel_info ki;
   assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
   assert_int_equal(ki.origin, want);
+  saxpy_check(dev, k, minus);
+  xpj_program_destroy(p);
+}
+
+/* y = 2 x + y (minus: 2 x - y) through k, checked. */
+static void saxpy_check(xpj_device *dev, xpj_kernel *k, bool minus) {
   enum { N = 1000 };
   float *x, *y;
   assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 4, 0, (void **)&x),
@@ -177,7 +185,6 @@ static void run_saxpy(xpj_context *ctx, const char *src, bool minus,
   xpj_queue_destroy(q);
   xpj_mem_free(dev, x);
   xpj_mem_free(dev, y);
-  xpj_program_destroy(p);
 }
 
 static void exec_sql(const char *db, const char *sql) {
@@ -1345,6 +1352,65 @@ static void test_const_dimension(void **state) {
   }
 }
 
+/* Launches kernel `which` of test_quick_described's source (0 gen<f64>
+ * ndim 2, 1 grp<i32, 3>, 2 fix) and checks what it wrote: what the launch
+ * reads of the kernel's description (its ABI slots, local array
+ * parameters, required local size, the rank of its ids) is right. */
+static void launch_described(xpj_device *dev, xpj_kernel *k, int which) {
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  void *m1 = NULL, *m2 = NULL;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, 256, 0, &m1), XPJ_OK);
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, 256, 0, &m2), XPJ_OK);
+  if (which == 0) { /* y = 3 x + y over 3 x 4 */
+    double *x = m1, *y = m2;
+    for (int i = 0; i < 12; i++) {
+      x[i] = 2.0;
+      y[i] = i;
+    }
+    xpj_array ax = xpj_array_2d(x, XPJ_F64, 3, 4),
+              ay = xpj_array_2d(y, XPJ_F64, 3, 4);
+    xpj_arg args[] = {xpj_arg_f64(3.0), xpj_arg_array(&ax),
+                      xpj_arg_array(&ay)};
+    xpj_range r = xpj_range_1d(12, 0);
+    if (xpj_launch(q, k, &r, 3, args, NULL) != XPJ_OK)
+      fail_msg("gen: %s", xpj_last_error());
+    assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+    for (int i = 0; i < 12; i++)
+      assert_true(y[i] == 6.0 + i);
+  } else if (which == 1) { /* s[g] = 3 x[4 g]: groups of 4 */
+    int32_t *x = m1, *s = m2;
+    for (int i = 0; i < 8; i++)
+      x[i] = i + 1;
+    s[0] = s[1] = 0;
+    xpj_array ax = xpj_array_1d(x, XPJ_I32, 8), as = xpj_array_1d(s, XPJ_I32, 2);
+    xpj_arg args[] = {xpj_arg_array(&ax), xpj_arg_array(&as),
+                      xpj_arg_local(4)};
+    xpj_range r = xpj_range_1d(8, 0); /* a local array sized by the launch */
+    assert_int_equal(xpj_launch(q, k, &r, 3, args, NULL), XPJ_ERR_INVALID);
+    r = xpj_range_1d(8, 4);
+    if (xpj_launch(q, k, &r, 3, args, NULL) != XPJ_OK)
+      fail_msg("grp: %s", xpj_last_error());
+    assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+    assert_int_equal(s[0], 3);
+    assert_int_equal(s[1], 15);
+  } else { /* every element of 8 x 4, in groups of its own 4 x 2 */
+    int32_t *o = m1;
+    memset(o, 0, 32 * sizeof *o);
+    xpj_array ao = xpj_array_2d(o, XPJ_I32, 8, 4);
+    xpj_arg args[] = {xpj_arg_array(&ao)};
+    xpj_range r = xpj_range_2d(8, 4, 0, 0);
+    if (xpj_launch(q, k, &r, 1, args, NULL) != XPJ_OK)
+      fail_msg("fix: %s", xpj_last_error());
+    assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+    for (int i = 0; i < 32; i++)
+      assert_int_equal(o[i], 1);
+  }
+  xpj_queue_destroy(q);
+  xpj_mem_free(dev, m1);
+  xpj_mem_free(dev, m2);
+}
+
 /* A kernel found in the context's memory for a second program describes
  * itself as the one its request built: info, every argument and the
  * signature, also after the program that built it is gone; for range and
@@ -1418,10 +1484,79 @@ static void test_quick_described(void **state) {
     }
     assert_int_equal(xpj_kernel_get_arg_info(k2, b.nargs, &(xpj_kernel_arg_info){0}),
                      XPJ_ERR_INVALID);
+    launch_described(dev, k2, (int)i);
     xpj_program_destroy(p2);
   }
   assert_int_equal(compiles(ctx), 3);
   xpj_context_destroy(ctx);
+}
+
+/* Threads of one context that get the same request at once through
+ * separate programs (an L2 hit: no compile, so no fork, and the test runs
+ * under the sanitizers too): each builds the kernel, one remembers what
+ * it described and the others' descriptions are dropped; the kernel that
+ * survives its program's peers describes itself and runs. */
+enum { RACERS = 6 };
+typedef struct racer {
+  pthread_barrier_t *go;
+  xpj_program *p;
+  xpj_device *dev;
+  xpj_kernel *k;
+  xpj_status st;
+} racer;
+
+static void *race_get(void *arg) {
+  racer *r = arg;
+  pthread_barrier_wait(r->go);
+  r->st = xpj_program_get_kernel(r->p, "saxpy", "T=f32", 0, r->dev, NULL,
+                                 &r->k);
+  return NULL;
+}
+
+static void test_quick_described_race(void **state) {
+  (void)state;
+  const char *db = path_in("race.db");
+  xpj_context *warm = mkctx(db, XPJ_CACHE_MODE_RW);
+  run_saxpy(warm, saxpy_src, false, XPJ_ORIGIN_COMPILED);
+  xpj_context_destroy(warm);
+  for (int round = 0; round < 4; round++) {
+    xpj_context *ctx = mkctx(db, XPJ_CACHE_MODE_RW);
+    xpj_device *dev = cpu_of(ctx);
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, RACERS);
+    racer r[RACERS];
+    pthread_t th[RACERS];
+    for (int i = 0; i < RACERS; i++) {
+      r[i] = (racer){&go, NULL, dev, NULL, XPJ_OK};
+      assert_int_equal(xpj_program_create(ctx, "s.xpk", saxpy_src,
+                                          strlen(saxpy_src), NULL, &r[i].p),
+                       XPJ_OK);
+    }
+    for (int i = 0; i < RACERS; i++)
+      assert_int_equal(pthread_create(&th[i], NULL, race_get, &r[i]), 0);
+    for (int i = 0; i < RACERS; i++)
+      pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&go);
+    for (int i = 0; i < RACERS; i++)
+      if (r[i].st != XPJ_OK)
+        fail_msg("racer %d: %s", i, xpj_last_error());
+    int keep = round % RACERS; /* one survives its peers */
+    for (int i = 0; i < RACERS; i++)
+      if (i != keep)
+        xpj_program_destroy(r[i].p);
+    xpj_kernel *k = r[keep].k;
+    assert_string_equal(xpj_kernel_signature(k),
+                        "saxpy(a: f32, x: global const f32[], y: global f32[])");
+    const char *names[] = {"a", "x", "y"};
+    for (unsigned j = 0; j < 3; j++) {
+      xpj_kernel_arg_info ai;
+      assert_int_equal(xpj_kernel_get_arg_info(k, j, &ai), XPJ_OK);
+      assert_string_equal(ai.name, names[j]);
+    }
+    saxpy_check(dev, k, false);
+    xpj_program_destroy(r[keep].p);
+    xpj_context_destroy(ctx);
+  }
 }
 
 int main(void) {
@@ -1430,6 +1565,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_quick_first_level, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_quick_described, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_quick_described_race, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_single_flight, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failure_cached, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refused_binary_replaced, setup,
