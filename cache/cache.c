@@ -1113,17 +1113,34 @@ static bool trusted_files(const trust *t, const char *path,
   return true;
 }
 
+/* The files of a cache: its database, SQLite's beside it, its key, its
+ * lock and its statistics (xpj_cache_owns_file, trusted_cache). */
+static const char *const cache_files[] = {
+    "", "-wal", "-shm", "-journal", ".lock", ".key", SIDE, NULL};
+
+int xpj_cache_owns_file(const char *cache_path, const char *path) {
+  struct stat a, b;
+  if (!cache_path || !path || stat(path, &a) != 0)
+    return 0;
+  for (size_t i = 0; cache_files[i]; i++) {
+    char p[4200];
+    if ((size_t)snprintf(p, sizeof p, "%s%s", cache_path, cache_files[i]) <
+            sizeof p &&
+        stat(p, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+      return 1;
+  }
+  return 0;
+}
+
 /* The user cache: its directory, the directories above, and every file of
  * it that exists. */
 static bool trusted_cache(const xpj_cache *c, char *why, size_t size) {
-  static const char *const sides[] = {
-      "", "-wal", "-shm", "-journal", ".lock", ".key", SIDE, NULL};
   trust t;
   trust_for_cache(&t);
   char dir[4096];
   return trust_dirs(&t, parent_of(c->path, dir, sizeof dir), why, size) ==
              TRUST_OK &&
-         trusted_files(&t, c->path, sides, why, size);
+         trusted_files(&t, c->path, cache_files, why, size);
 }
 
 /* A bundle (resolved path): the file, the files SQLite would read beside
@@ -4323,24 +4340,6 @@ xpj_status xpj_cache_finish_bundle(xpj_cache *c) {
   return st;
 }
 
-/* Whether path is the file of cache c, or one beside it (-wal, -shm,
- * -journal, .key, .lock: what replacing or reading it as a bundle would
- * break or lock against itself). */
-static bool same_as_cache(const xpj_cache *c, const char *path) {
-  struct stat a, b;
-  if (stat(path, &a) != 0)
-    return false;
-  static const char *const sides[] = {"", "-wal", "-shm", "-journal",
-                                      ".key", ".lock"};
-  for (size_t i = 0; i < sizeof sides / sizeof *sides; i++) {
-    char p[4200];
-    snprintf(p, sizeof p, "%s%s", c->path, sides[i]);
-    if (stat(p, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-      return true;
-  }
-  return false;
-}
-
 xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
   if (!c || !path)
     return fail(XPJ_ERR_INVALID, "xpj_cache_export: NULL argument");
@@ -4353,7 +4352,7 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
   if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
     return fail(XPJ_ERR_INVALID, "%s exists and is not a regular file (a "
                 "link, a device, a FIFO, a directory): not replaced", path);
-  if (same_as_cache(c, path))
+  if (xpj_cache_owns_file(c->path, path))
     return fail(XPJ_ERR_INVALID, "%s is the cache's own file: not "
                 "replaced by a bundle of it", path);
   char tmp[4200];
@@ -4438,7 +4437,7 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
   if (!c || !bundle_path)
     return fail(XPJ_ERR_INVALID, "xpj_cache_import: NULL argument");
   uint64_t nimp = 0, nskip = 0;
-  if (same_as_cache(c, bundle_path))
+  if (xpj_cache_owns_file(c->path, bundle_path))
     return fail(XPJ_ERR_INVALID, "%s is the cache's own file, not a bundle "
                 "to import into it", bundle_path);
   xpj_cache_config bc = {.path = bundle_path, .bundle = 1,

@@ -114,6 +114,12 @@ size_t xpj_cache_problem(xpj_cache *c, char *buf, size_t size);
 const char *xpj_cache_path(const xpj_cache *c);
 /* Default database path (see config.path) into buf; length like snprintf. */
 size_t xpj_cache_default_path(char *buf, size_t size);
+/* 1 when path names the database at cache_path or a file the cache keeps
+ * beside it (its -wal, -shm and -journal, .key, .lock and .stats files),
+ * compared by device and inode: what a tool writing path would destroy
+ * the cache by replacing; 0 otherwise, also when either is NULL or path
+ * does not exist. */
+int xpj_cache_owns_file(const char *cache_path, const char *path);
 
 /* ---- keys ---------------------------------------------------------- */
 

@@ -5609,6 +5609,49 @@ static void test_zero_stats(void **state) {
   assert_no_warning(&f->w);
 }
 
+/* xpj_cache_owns_file: the database and every file the cache keeps
+ * beside it, by inode (a hard link to one counts; a copy does not),
+ * nothing else, and NULL or a missing path never; export and import
+ * refuse the cache's own files as bundles, .stats included. */
+static void test_owns_file(void **state) {
+  fx *f = *state;
+  wlog w = {0};
+  xpj_cache *c = open_cache(&w, f->path, XPJ_CACHE_MODE_RW, 0);
+  xpj_cache_close(c); /* the database and its key exist now */
+  static const char *const sides[] = {"", "-wal", "-shm", "-journal",
+                                      ".key", ".lock", ".stats"};
+  char p[600], q[600];
+  for (size_t i = 0; i < sizeof sides / sizeof *sides; i++) {
+    snprintf(p, sizeof p, "%s%s", f->path, sides[i]);
+    int fd = open(p, O_WRONLY | O_CREAT, 0600); /* (those SQLite removed) */
+    assert_true(fd >= 0);
+    close(fd);
+    if (xpj_cache_owns_file(f->path, p) != 1)
+      fail_msg("%s: not the cache's", p);
+  }
+  snprintf(p, sizeof p, "%s/linked", f->dir);
+  assert_int_equal(link(f->path, p), 0);
+  assert_int_equal(xpj_cache_owns_file(f->path, p), 1);
+  snprintf(q, sizeof q, "%s/other.db", f->dir);
+  int fd = open(q, O_WRONLY | O_CREAT, 0600);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_int_equal(xpj_cache_owns_file(f->path, q), 0);
+  snprintf(q, sizeof q, "%s.stats.x", f->path);
+  assert_int_equal(xpj_cache_owns_file(f->path, q), 0); /* missing */
+  assert_int_equal(xpj_cache_owns_file(NULL, p), 0);
+  assert_int_equal(xpj_cache_owns_file(f->path, NULL), 0);
+  /* the operations that would destroy it refuse */
+  c = open_cache(&w, f->path, XPJ_CACHE_MODE_RW, 0);
+  snprintf(p, sizeof p, "%s.stats", f->path);
+  assert_int_equal(xpj_cache_export(c, p, NULL), XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_cache_last_error(), "the cache's own file"));
+  snprintf(p, sizeof p, "%s/linked", f->dir);
+  assert_int_equal(xpj_cache_import(c, p, NULL, NULL), XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_cache_last_error(), "the cache's own file"));
+  xpj_cache_close(c);
+}
+
 int main(void) {
   test_owner_init(); /* procutil.h: end_escaped_child */
   unsetenv("XPJIT_CACHE");
@@ -5617,6 +5660,7 @@ int main(void) {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
   const struct CMUnitTest tests[] = {
       T(test_round_trip),
+      T(test_owns_file),
       T(test_hit_files),
       T(test_hit_files_refused),
       T(test_hit_files_follow_rows),

@@ -81,9 +81,9 @@ bool cli_number(const char *s, long min, long max, long *out);
 bool cli_same_file(const char *in, const char *out);
 
 /* Whether path is one of the files of the user's cache (the default one,
- * XPJIT_CACHE_DIR's, and also cache_path when not NULL): its database,
- * -wal, -shm, -journal, .key or .lock. No -o may replace one (a bundle
- * or a binary written over the database or its key loses every entry). */
+ * XPJIT_CACHE_DIR's, and also cache_path when not NULL), as
+ * xpj_cache_owns_file counts them. No -o may replace one (a bundle or a
+ * binary written over the database or its key loses every entry). */
 bool cli_is_cache_file(const char *path, const char *cache_path);
 
 /* Whether path may be an -o of who: nothing there, or a regular file that

@@ -250,23 +250,10 @@ void cli_temp_drop(const char *path) {
 }
 
 bool cli_is_cache_file(const char *path, const char *cache_path) {
-  struct stat a, b;
-  if (stat(path, &a) != 0)
-    return false;
   char dflt[4096];
-  const char *caches[2] = {dflt, cache_path};
-  if (xpj_cache_default_path(dflt, sizeof dflt) >= sizeof dflt)
-    caches[0] = NULL;
-  static const char *const sides[] = {"", "-wal", "-shm", "-journal",
-                                      ".key", ".lock"};
-  for (int c = 0; c < 2; c++)
-    for (size_t i = 0; caches[c] && i < sizeof sides / sizeof *sides; i++) {
-      char p[4200];
-      snprintf(p, sizeof p, "%s%s", caches[c], sides[i]);
-      if (stat(p, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-        return true;
-    }
-  return false;
+  return (xpj_cache_default_path(dflt, sizeof dflt) < sizeof dflt &&
+          xpj_cache_owns_file(dflt, path)) ||
+         xpj_cache_owns_file(cache_path, path);
 }
 
 bool cli_output_ok(const char *who, const char *path, const char *cache_path) {
