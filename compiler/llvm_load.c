@@ -47,6 +47,35 @@ static bool beside(const char *object, const char *rel, const char *name,
   return n > 0 && (size_t)n < size;
 }
 
+/* The absolute path of the file mapped at addr (/proc/self/maps) into
+ * path; false when there is none. dladdr names an object as the loader
+ * found it: relative when LD_LIBRARY_PATH was (LD_LIBRARY_PATH=build/lib),
+ * and so relative to a working directory that may have changed since;
+ * the kernel names the file it mapped. */
+static bool mapped_file(uintptr_t addr, char *path, size_t size) {
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f)
+    return false;
+  char line[PATH_MAX + 128];
+  bool found = false;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo = 0, hi = 0;
+    int at = 0;
+    if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) < 2 ||
+        addr < lo || addr >= hi)
+      continue;
+    char *name = line + at;
+    name[strcspn(name, "\n")] = 0;
+    found = at > 0 && name[0] == '/' && strlen(name) < size &&
+            !strstr(name, " (deleted)");
+    if (found)
+      memcpy(path, name, strlen(name) + 1);
+    break;
+  }
+  fclose(f);
+  return found;
+}
+
 bool xpj_own_file(const char *env, const char *const *lib_rels,
                   const char *const *exe_rels, const char *prefix,
                   const char *name, char *path, size_t size) {
@@ -57,6 +86,10 @@ bool xpj_own_file(const char *env, const char *const *lib_rels,
   Dl_info info;
   const char *lib = dladdr((void *)xpj_own_file, &info) ? info.dli_fname
                                                         : NULL;
+  char mapped[PATH_MAX];
+  if (lib && lib[0] != '/' &&
+      mapped_file((uintptr_t)xpj_own_file, mapped, sizeof mapped))
+    lib = mapped;
   for (; lib && *lib_rels; lib_rels++)
     if (beside(lib, *lib_rels, name, path, size) && access(path, F_OK) == 0)
       return true;

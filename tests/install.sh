@@ -43,6 +43,15 @@ export PKG_CONFIG_PATH="$tmp/lib/pkgconfig"
 # 2. installed, shared, through pkg-config
 cc tests/install_consumer.c $(pkg-config --cflags --libs xpjit) -o "$tmp/consumer"
 run "installed, shared, pkg-config" "$tmp/consumer" LD_LIBRARY_PATH="$tmp/lib"
+# 2b. the same found through a relative LD_LIBRARY_PATH, compiling (no
+# cache, no daemon): the LLVM plugin beside libxpjit.so is found (dladdr
+# names the library relative to the working directory)
+out=$(cd "$tmp" && env LD_LIBRARY_PATH=lib XPJIT_CACHE=off XPJIT_DAEMON=off \
+  ./consumer) || { echo "install: a relative LD_LIBRARY_PATH: $out"; exit 1; }
+case "$out" in
+"0 $V "[0-9a-f]*" 4.5 -2.25") echo "install: relative LD_LIBRARY_PATH: $out" ;;
+*) echo "install: a relative LD_LIBRARY_PATH: unexpected output: $out"; exit 1 ;;
+esac
 # 3. installed, static, through pkg-config --static, whose libraries are
 # all it takes (-l:libxpjit.a picks the archive over the shared library)
 cc tests/install_consumer.c $(pkg-config --cflags xpjit) \
