@@ -47,18 +47,24 @@ static bool beside(const char *object, const char *rel, const char *name,
   return n > 0 && (size_t)n < size;
 }
 
-/* The absolute path of the file mapped at addr (/proc/self/maps) into
- * path; false when there is none. dladdr names an object as the loader
- * found it: relative when LD_LIBRARY_PATH was (LD_LIBRARY_PATH=build/lib),
- * and so relative to a working directory that may have changed since;
- * the kernel names the file it mapped. */
+/* The absolute path of the shared object mapped at addr (/proc/self/maps)
+ * into path; false when there is none, or it is the program itself (a
+ * static libxpjit: the program's directory is looked at as before, by
+ * /proc/self/exe). dladdr names an object as the loader found it:
+ * relative when LD_LIBRARY_PATH was (LD_LIBRARY_PATH=build/lib), and so
+ * relative to a working directory that may have changed since; the
+ * kernel names the file it mapped. Whole lines only (getline: a path
+ * longer than a buffer must not leave a tail that reads as a mapping);
+ * a name with a backslash (the kernel's escape of a newline, "\012") is
+ * not taken. */
 static bool mapped_file(uintptr_t addr, char *path, size_t size) {
   FILE *f = fopen("/proc/self/maps", "re");
   if (!f)
     return false;
-  char line[PATH_MAX + 128];
+  char *line = NULL;
+  size_t cap = 0;
   bool found = false;
-  while (fgets(line, sizeof line, f)) {
+  while (getline(&line, &cap, f) > 0) {
     unsigned long lo = 0, hi = 0;
     int at = 0;
     if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) < 2 ||
@@ -67,12 +73,19 @@ static bool mapped_file(uintptr_t addr, char *path, size_t size) {
     char *name = line + at;
     name[strcspn(name, "\n")] = 0;
     found = at > 0 && name[0] == '/' && strlen(name) < size &&
-            !strstr(name, " (deleted)");
+            !strchr(name, '\\') && !strstr(name, " (deleted)");
     if (found)
       memcpy(path, name, strlen(name) + 1);
     break;
   }
+  free(line);
   fclose(f);
+  char exe[PATH_MAX];
+  ssize_t n = found ? readlink("/proc/self/exe", exe, sizeof exe - 1) : -1;
+  if (n > 0) {
+    exe[n] = 0;
+    found = strcmp(exe, path) != 0;
+  }
   return found;
 }
 

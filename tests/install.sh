@@ -46,7 +46,7 @@ run "installed, shared, pkg-config" "$tmp/consumer" LD_LIBRARY_PATH="$tmp/lib"
 # 2b. the same found through a relative LD_LIBRARY_PATH, compiling (no
 # cache, no daemon): the LLVM plugin beside libxpjit.so is found (dladdr
 # names the library relative to the working directory)
-out=$(cd "$tmp" && env LD_LIBRARY_PATH=lib XPJIT_CACHE=off XPJIT_DAEMON=off \
+out=$(cd "$tmp" && env -u XPJIT_LLVM_PLUGIN LD_LIBRARY_PATH=lib XPJIT_CACHE=off XPJIT_DAEMON=off \
   ./consumer) || { echo "install: a relative LD_LIBRARY_PATH: $out"; exit 1; }
 case "$out" in
 "0 $V "[0-9a-f]*" 4.5 -2.25") echo "install: relative LD_LIBRARY_PATH: $out" ;;
