@@ -118,7 +118,8 @@ size_t xpj_cache_default_path(char *buf, size_t size);
  * beside it (its -wal, -shm and -journal, .key, .lock and .stats files),
  * compared by device and inode: what a tool writing path would destroy
  * the cache by replacing; 0 otherwise, also when either is NULL or path
- * does not exist. */
+ * does not exist. Not the hit files (<db>.hits/): each is checked against
+ * the key, and one replaced is a miss. */
 int xpj_cache_owns_file(const char *cache_path, const char *path);
 
 /* ---- keys ---------------------------------------------------------- */
