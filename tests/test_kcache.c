@@ -449,16 +449,22 @@ static void test_quick_first_level(void **state) {
 
 /* ---- the first level: single flight ----------------------------------------- */
 
+/* A thread's get of saxpy with dtypes in program p, after the barrier go
+ * (when not NULL) lets every thread of the test go at once. */
 typedef struct flight {
   xpj_program *p;
   xpj_device *dev;
+  const char *dtypes;
+  pthread_barrier_t *go;
   xpj_kernel *k;
   xpj_status st;
 } flight;
 
-__attribute__((unused)) static void *fly(void *arg) {
+static void *fly(void *arg) {
   flight *f = arg;
-  f->st = xpj_program_get_kernel(f->p, "saxpy", "T=f64", 0, f->dev, NULL,
+  if (f->go)
+    pthread_barrier_wait(f->go);
+  f->st = xpj_program_get_kernel(f->p, "saxpy", f->dtypes, 0, f->dev, NULL,
                                  &f->k);
   return NULL;
 }
@@ -480,7 +486,8 @@ static void test_single_flight(void **state) {
     assert_int_equal(xpj_program_create(ctx, "t.xpk", saxpy_src,
                                         strlen(saxpy_src), NULL, &progs[i]),
                      XPJ_OK);
-    f[i] = (flight){progs[i], cpu_of(ctx), NULL, XPJ_ERR_INVALID};
+    f[i] = (flight){progs[i], cpu_of(ctx), "T=f64", NULL, NULL,
+                    XPJ_ERR_INVALID};
   }
   for (int i = 0; i < T; i++)
     assert_int_equal(pthread_create(&th[i], NULL, fly, &f[i]), 0);
@@ -1497,21 +1504,6 @@ static void test_quick_described(void **state) {
  * it described and the others' descriptions are dropped; the kernel that
  * survives its program's peers describes itself and runs. */
 enum { RACERS = 6 };
-typedef struct racer {
-  pthread_barrier_t *go;
-  xpj_program *p;
-  xpj_device *dev;
-  xpj_kernel *k;
-  xpj_status st;
-} racer;
-
-static void *race_get(void *arg) {
-  racer *r = arg;
-  pthread_barrier_wait(r->go);
-  r->st = xpj_program_get_kernel(r->p, "saxpy", "T=f32", 0, r->dev, NULL,
-                                 &r->k);
-  return NULL;
-}
 
 static void test_quick_described_race(void **state) {
   (void)state;
@@ -1524,16 +1516,16 @@ static void test_quick_described_race(void **state) {
     xpj_device *dev = cpu_of(ctx);
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, RACERS);
-    racer r[RACERS];
+    flight r[RACERS];
     pthread_t th[RACERS];
     for (int i = 0; i < RACERS; i++) {
-      r[i] = (racer){&go, NULL, dev, NULL, XPJ_OK};
+      r[i] = (flight){NULL, dev, "T=f32", &go, NULL, XPJ_ERR_INVALID};
       assert_int_equal(xpj_program_create(ctx, "s.xpk", saxpy_src,
                                           strlen(saxpy_src), NULL, &r[i].p),
                        XPJ_OK);
     }
     for (int i = 0; i < RACERS; i++)
-      assert_int_equal(pthread_create(&th[i], NULL, race_get, &r[i]), 0);
+      assert_int_equal(pthread_create(&th[i], NULL, fly, &r[i]), 0);
     for (int i = 0; i < RACERS; i++)
       pthread_join(th[i], NULL);
     pthread_barrier_destroy(&go);
