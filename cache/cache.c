@@ -2133,6 +2133,21 @@ static bool row_intact(const xpj_cache *c, const xpj_cache_entry *e,
   return checksum && strcmp(sum, checksum) == 0;
 }
 
+/* Whether e's columns (code, kernel, dtypes, ndim, target, options,
+ * versions) are the fields of its key text: what lookups compare is the
+ * key, but listings, exports and imports read the columns, which no
+ * checksum covers (one changed by hand would be shown, and copied into
+ * the next cache, as if it were the key's). */
+static bool columns_match(const xpj_cache_entry *e) {
+  xpj_cache_key k = {e->code,   e->kernel,  e->dtypes,  e->ndim,
+                     e->target, e->options, e->versions};
+  char *text = NULL, hex[65];
+  bool same = xpj_cache_key_digest(&k, &text, hex) == XPJ_OK && e->key &&
+              !strcmp(text, e->key) && !strcmp(hex, e->digest);
+  free(text);
+  return same;
+}
+
 static bool expired_at(int64_t expires_ms) {
   return expires_ms != 0 && expires_ms <= now_ms();
 }
@@ -3850,10 +3865,11 @@ xpj_status xpj_cache_find(xpj_cache *c, const char *prefix,
           xpj_cache_entry_clear(out);
           st = fail(XPJ_ERR_NOMEM, "out of memory");
         } else if (!row_intact(c, out, (const char *)sqlite3_column_text(
-                                        s, COL_CHECKSUM))) {
-          st = fail(XPJ_ERR_IO, "entry %.16s is damaged (its key digest or "
-                    "checksum does not match); 'cache verify --repair' "
-                    "removes it", out->digest);
+                                        s, COL_CHECKSUM)) ||
+                   !columns_match(out)) {
+          st = fail(XPJ_ERR_IO, "entry %.16s is damaged (its key digest, "
+                    "checksum or columns do not match); 'cache verify "
+                    "--repair' removes it", out->digest);
           xpj_cache_entry_clear(out);
         } else if (step_retry(s) == SQLITE_ROW) {
           xpj_cache_entry_clear(out);
@@ -4044,15 +4060,21 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
       rc = SQLITE_OK;
       xpj_cache_entry e;
       nchk++;
-      bool ok = read_row(s, true, &e) &&
-                row_intact(c, &e, (const char *)sqlite3_column_text(
-                                   s, COL_CHECKSUM));
+      bool read = read_row(s, true, &e),
+           intact = read && row_intact(c, &e, (const char *)sqlite3_column_text(
+                                                  s, COL_CHECKSUM)),
+           ok = intact && columns_match(&e);
       if (!ok) {
         nbad++;
-        report(fn, ud, "entry %.16s (%s %s): key digest or checksum does "
-               "not match (damaged, or not written through this %s)",
-               e.digest, e.kernel ? e.kernel : "?", e.dtypes ? e.dtypes : "",
-               c->bundle ? "bundle" : "cache");
+        if (intact) /* (its columns are not to be believed: not shown) */
+          report(fn, ud, "entry %.16s: its kernel, dtypes, rank, target, "
+                 "options or versions columns are not those of its key",
+                 e.digest);
+        else
+          report(fn, ud, "entry %.16s (%s %s): key digest or checksum does "
+                 "not match (damaged, or not written through this %s)",
+                 e.digest, e.kernel ? e.kernel : "?", e.dtypes ? e.dtypes : "",
+                 c->bundle ? "bundle" : "cache");
         char (*nd)[65] = realloc(drop, (ndrop + 1) * sizeof *drop);
         if (nd) {
           drop = nd;
@@ -4383,7 +4405,7 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
     if (!read_row(sel, true, &e) ||
         !row_intact(c, &e,
                     (const char *)sqlite3_column_text(sel, COL_CHECKSUM)) ||
-        expired(&e)) {
+        !columns_match(&e) || expired(&e)) {
       xpj_cache_entry_clear(&e);
       continue; /* never export a damaged row, nor one of no more use */
     }
@@ -4434,9 +4456,26 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
 
 xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
                             uint64_t *imported, uint64_t *skipped) {
+  uint64_t present = 0, damaged = 0;
+  xpj_status st =
+      xpj_cache_import_counted(c, bundle_path, imported, &present, &damaged);
+  if (skipped)
+    *skipped = present + damaged;
+  return st;
+}
+
+xpj_status xpj_cache_import_counted(xpj_cache *c, const char *bundle_path,
+                                    uint64_t *imported, uint64_t *present,
+                                    uint64_t *damaged) {
+  uint64_t nimp = 0, npresent = 0, ndamaged = 0;
+  if (imported)
+    *imported = 0;
+  if (present)
+    *present = 0;
+  if (damaged)
+    *damaged = 0;
   if (!c || !bundle_path)
     return fail(XPJ_ERR_INVALID, "xpj_cache_import: NULL argument");
-  uint64_t nimp = 0, nskip = 0;
   if (xpj_cache_owns_file(c->path, bundle_path))
     return fail(XPJ_ERR_INVALID, "%s is the cache's own file, not a bundle "
                 "to import into it", bundle_path);
@@ -4462,8 +4501,9 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
     rc = SQLITE_OK;
     xpj_cache_entry e;
     const char *sum = (const char *)sqlite3_column_text(sel, COL_CHECKSUM);
-    if (!read_row(sel, true, &e) || !row_intact(b, &e, sum)) {
-      nskip++;
+    if (!read_row(sel, true, &e) || !row_intact(b, &e, sum) ||
+        !columns_match(&e)) {
+      ndamaged++;
       warnf(c, "bundle %s: entry %.16s is damaged; not imported",
             bundle_path, e.digest);
       xpj_cache_entry_clear(&e);
@@ -4485,15 +4525,15 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
     }
     int r;
     sqlite3_stmt *ex = NULL;
-    bool present = false;
+    bool there = false;
     if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM entries WHERE digest=?", -1,
                            &ex, NULL) == SQLITE_OK) {
       sqlite3_bind_text(ex, 1, e.digest, -1, SQLITE_STATIC);
-      present = sqlite3_step(ex) == SQLITE_ROW;
+      there = sqlite3_step(ex) == SQLITE_ROW;
     }
     sqlite3_finalize(ex);
-    if (present) {
-      nskip++;
+    if (there) {
+      npresent++;
     } else { /* signed again, with the cache's key */
       char mine[65];
       row_checksum(signing_key(c), e.digest, e.failed, e.entry,
@@ -4530,8 +4570,10 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
   xpj_cache_close(b);
   if (imported)
     *imported = nimp;
-  if (skipped)
-    *skipped = nskip;
+  if (present)
+    *present = npresent;
+  if (damaged)
+    *damaged = ndamaged;
   return st;
 }
 

@@ -320,9 +320,18 @@ xpj_status xpj_cache_zero_stats(xpj_cache *c);
  * directory is never replaced). */
 xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n);
 /* Copies a bundle's entries into c after verifying each; rows already
- * present are kept. */
+ * present are kept. *skipped: those, and the damaged ones. */
 xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
                             uint64_t *imported, uint64_t *skipped);
+/* xpj_cache_import, counting apart the entries already present (kept as
+ * they are) and the damaged ones (a key digest, checksum or column that
+ * does not match: not imported, each named in a warning through c's warn
+ * callback): one reading of the bundle says everything `bundle import`
+ * reports. Any count pointer may be NULL; all are set (0 on failure
+ * before the bundle is read). */
+xpj_status xpj_cache_import_counted(xpj_cache *c, const char *bundle_path,
+                                    uint64_t *imported, uint64_t *present,
+                                    uint64_t *damaged);
 /* Bundle metadata (name -> value), e.g. "versions", "targets". get: the
  * value malloc'd into *value, XPJ_ERR_NOT_FOUND when unset. */
 xpj_status xpj_cache_set_meta(xpj_cache *c, const char *name,

@@ -2957,6 +2957,67 @@ static void test_bundles(void **state) {
   xpj_cache_close(b);
   xpj_cache_close(c);
   assert_int_equal(xpj_cache_import(NULL, bpath, NULL, NULL), XPJ_ERR_INVALID);
+
+  /* a row whose columns are not its key's (no checksum covers them: a
+   * bundle's is plain SHA-256 anyway) is damaged for verify, show, export
+   * and import, which counts it apart from what is already there, in
+   * one reading of the bundle */
+  bb = read_all(bpath, &blen);
+  write_file(dpath, bb, blen);
+  free(bb);
+  tkey t3;
+  char d3[65];
+  digest_of(key_of(&t3, 3), d3);
+  sql_run(dpath, "UPDATE entries SET kernel = 'other' WHERE digest=?1", d3);
+  bc.path = dpath;
+  bc.mode = XPJ_CACHE_MODE_RO;
+  assert_int_equal(xpj_cache_open(&bc, &b), XPJ_OK);
+  assert_int_equal(verify_bad(b, NULL), 1);
+  xpj_cache_entry fe;
+  char pre[9];
+  snprintf(pre, sizeof pre, "%.8s", d3);
+  assert_int_equal(xpj_cache_find(b, pre, &fe), XPJ_ERR_IO);
+  assert_non_null(strstr(xpj_cache_last_error(), "damaged"));
+  assert_int_equal(xpj_cache_export(b, again, &ne), XPJ_OK);
+  assert_int_equal(ne, 3);
+  xpj_cache_close(b);
+  f->w.n = 0;
+  snprintf(fresh2, sizeof fresh2, "%s/fresh3.db", f->dir);
+  c = open_cache(&f->w, fresh2, XPJ_CACHE_MODE_RW, GiB);
+  uint64_t present = 9, damaged = 9;
+  assert_int_equal(
+      xpj_cache_import_counted(c, dpath, &imp, &present, &damaged), XPJ_OK);
+  assert_int_equal(imp, 3);
+  assert_int_equal(present, 0);
+  assert_int_equal(damaged, 1);
+  assert_warned(&f->w, "damaged");
+  expect_miss(c, 3);
+  /* into a cache that has all: present and damaged apart; the bundle's
+   * damaged row never replaces the good one */
+  assert_int_equal(xpj_cache_import(c, bpath, &imp, NULL), XPJ_OK);
+  assert_int_equal(imp, 1);
+  expect_hit(c, 3, 3300);
+  assert_int_equal(
+      xpj_cache_import_counted(c, dpath, &imp, &present, &damaged), XPJ_OK);
+  assert_int_equal(imp, 0);
+  assert_int_equal(present, 3);
+  assert_int_equal(damaged, 1);
+  assert_int_equal(xpj_cache_import(c, dpath, &imp, &skip), XPJ_OK);
+  assert_int_equal(skip, 4);
+  /* and in the user's own cache: verify names it, repair removes it */
+  sql_run(fresh2, "UPDATE entries SET dtypes = 'T=f16' WHERE digest=?1", d3);
+  xpj_cache_close(c);
+  c = open_cache(&f->w, fresh2, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(verify_bad(c, NULL), 1);
+  uint64_t chk = 0, nb = 0;
+  assert_int_equal(xpj_cache_verify(c, 1, NULL, NULL, &chk, &nb), XPJ_OK);
+  assert_int_equal(nb, 1);
+  assert_int_equal(verify_bad(c, NULL), 0);
+  xpj_cache_close(c);
+  assert_int_equal(xpj_cache_import_counted(NULL, bpath, &imp, &present,
+                                            &damaged),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(imp + present + damaged, 0);
 }
 
 /* An import enforces the cache's size limit like a put, whatever the number

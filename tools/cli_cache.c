@@ -1600,7 +1600,8 @@ static int bundle_verify(const bundle_req *r) {
 
 /* warn_cb, counting: a warning while a bundle is imported (a damaged
  * entry, which is not imported) is a problem found (exit 1); how many
- * entries are damaged the bundle's verification says */
+ * entries are damaged the import counts (its warnings stop at 8 and "N
+ * more warnings") */
 static unsigned import_warnings;
 static void import_warn_cb(void *ud, const char *msg) {
   import_warnings++;
@@ -1628,13 +1629,12 @@ static int bundle_import(const bundle_req *r) {
   json_t *list = r->json ? json_array() : NULL;
   int rc = r->json && !list ? EXIT_INPUT : 0;
   for (unsigned i = 0; i < r->nfiles; i++) {
-    uint64_t imp = 0, skip = 0;
+    uint64_t imp = 0, present = 0, damaged = 0;
     import_warnings = 0;
     /* a bundle of another build: its entries would never be found (their
      * keys name that build), only take room; refused as verify says */
     bundle b;
     const char *refused = NULL;
-    uint64_t checked = 0, bad = 0;
     if (cli_same_file(r->files[i], xpj_cache_path(c))) {
       refused = "the cache's own file";
       cli_error("bundle import", "%s is the cache's own file, not a bundle "
@@ -1648,9 +1648,6 @@ static int bundle_import(const bundle_req *r) {
                   "imported", r->files[i],
                   b.versions ? b.versions : "unknown", b.mine);
         refused = "built by another xpjit";
-      } else if (xpj_cache_verify(b.c, 0, NULL, NULL, &checked, &bad) !=
-                 XPJ_OK) {
-        bad = 0; /* (the import says what is wrong) */
       }
       bundle_close(&b);
     }
@@ -1662,10 +1659,8 @@ static int bundle_import(const bundle_req *r) {
                             "error", cli_jstr(refused)));
       continue;
     }
-    bool ok = xpj_cache_import(c, r->files[i], &imp, &skip) == XPJ_OK;
-    /* the damaged entries counted by verifying the bundle first (the
-     * import's warnings are capped: 8, then "N more warnings") */
-    uint64_t damaged = bad < skip ? bad : skip;
+    bool ok = xpj_cache_import_counted(c, r->files[i], &imp, &present,
+                                       &damaged) == XPJ_OK;
     if (!ok) {
       cli_error("bundle import", "%s", xpj_cache_last_error());
       rc = EXIT_INPUT;
@@ -1676,7 +1671,7 @@ static int bundle_import(const bundle_req *r) {
       json_array_append_new(
           list, json_pack("{s:o, s:o, s:o, s:o}", "bundle",
                           cli_jstr(r->files[i]), "imported", cli_jint(imp),
-                          "skipped", cli_jint(skip), "damaged",
+                          "skipped", cli_jint(present + damaged), "damaged",
                           cli_jint(damaged)));
     else if (list)
       json_array_append_new(
@@ -1685,7 +1680,7 @@ static int bundle_import(const bundle_req *r) {
     else if (ok)
       printf("%s: imported %llu entries into %s (%llu already there, %llu "
              "damaged)\n", r->files[i], (unsigned long long)imp,
-             xpj_cache_path(c), (unsigned long long)(skip - damaged),
+             xpj_cache_path(c), (unsigned long long)present,
              (unsigned long long)damaged);
   }
   if (list) {
