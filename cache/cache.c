@@ -2133,16 +2133,24 @@ static bool row_intact(const xpj_cache *c, const xpj_cache_entry *e,
   return checksum && strcmp(sum, checksum) == 0;
 }
 
+static bool field_ok(const char *s);
+
 /* Whether e's columns (code, kernel, dtypes, ndim, target, options,
  * versions) are the fields of its key text: what lookups compare is the
  * key, but listings, exports and imports read the columns, which no
  * checksum covers (one changed by hand would be shown, and copied into
- * the next cache, as if it were the key's). */
+ * the next cache, as if it were the key's). Leaves the thread's last
+ * error alone (the calls that ask succeed). */
 static bool columns_match(const xpj_cache_entry *e) {
+  if (!e->key || !field_ok(e->code) || !field_ok(e->kernel) ||
+      !field_ok(e->dtypes) || !field_ok(e->target) || !field_ok(e->options) ||
+      !field_ok(e->versions) || !*e->code || !*e->kernel || !*e->target ||
+      !*e->versions)
+    return false; /* (what xpj_cache_key_digest refuses, with a message) */
   xpj_cache_key k = {e->code,   e->kernel,  e->dtypes,  e->ndim,
                      e->target, e->options, e->versions};
   char *text = NULL, hex[65];
-  bool same = xpj_cache_key_digest(&k, &text, hex) == XPJ_OK && e->key &&
+  bool same = xpj_cache_key_digest(&k, &text, hex) == XPJ_OK &&
               !strcmp(text, e->key) && !strcmp(hex, e->digest);
   free(text);
   return same;
@@ -4067,8 +4075,8 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
       if (!ok) {
         nbad++;
         if (intact) /* (its columns are not to be believed: not shown) */
-          report(fn, ud, "entry %.16s: its kernel, dtypes, rank, target, "
-                 "options or versions columns are not those of its key",
+          report(fn, ud, "entry %.16s: its code, kernel, dtypes, rank, "
+                 "target, options or versions column is not its key's",
                  e.digest);
         else
           report(fn, ud, "entry %.16s (%s %s): key digest or checksum does "
@@ -4526,10 +4534,16 @@ xpj_status xpj_cache_import_counted(xpj_cache *c, const char *bundle_path,
     int r;
     sqlite3_stmt *ex = NULL;
     bool there = false;
-    if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM entries WHERE digest=?", -1,
-                           &ex, NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(c->db,
+                           "SELECT " ROW_COLS " FROM entries WHERE digest=?",
+                           -1, &ex, NULL) == SQLITE_OK) {
       sqlite3_bind_text(ex, 1, e.digest, -1, SQLITE_STATIC);
-      there = sqlite3_step(ex) == SQLITE_ROW;
+      if (sqlite3_step(ex) == SQLITE_ROW) {
+        /* one whose columns are not its key's is replaced (insert) */
+        xpj_cache_entry old;
+        there = read_row(ex, false, &old) && columns_match(&old);
+        xpj_cache_entry_clear(&old);
+      }
     }
     sqlite3_finalize(ex);
     if (there) {

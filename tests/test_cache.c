@@ -3004,10 +3004,24 @@ static void test_bundles(void **state) {
   assert_int_equal(damaged, 1);
   assert_int_equal(xpj_cache_import(c, dpath, &imp, &skip), XPJ_OK);
   assert_int_equal(skip, 4);
-  /* and in the user's own cache: verify names it, repair removes it */
-  sql_run(fresh2, "UPDATE entries SET dtypes = 'T=f16' WHERE digest=?1", d3);
+  /* and in the user's own cache: verify names it (leaving the thread's
+   * last error as it was: the call succeeds), a good bundle row replaces
+   * it, and repair removes it */
+  sql_run(fresh2, "UPDATE entries SET kernel = '' WHERE digest=?1", d3);
   xpj_cache_close(c);
   c = open_cache(&f->w, fresh2, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_import(NULL, NULL, NULL, NULL), XPJ_ERR_INVALID);
+  char said[256];
+  snprintf(said, sizeof said, "%s", xpj_cache_last_error());
+  assert_int_equal(verify_bad(c, NULL), 1);
+  assert_string_equal(xpj_cache_last_error(), said);
+  assert_int_equal(
+      xpj_cache_import_counted(c, bpath, &imp, &present, &damaged), XPJ_OK);
+  assert_int_equal(imp, 1);
+  assert_int_equal(present, 3);
+  assert_int_equal(damaged, 0);
+  assert_int_equal(verify_bad(c, NULL), 0);
+  sql_run(fresh2, "UPDATE entries SET code = 'x' || code WHERE digest=?1", d3);
   assert_int_equal(verify_bad(c, NULL), 1);
   uint64_t chk = 0, nb = 0;
   assert_int_equal(xpj_cache_verify(c, 1, NULL, NULL, &chk, &nb), XPJ_OK);

@@ -759,7 +759,8 @@ static const cache_cmd cache_cmds[] = {
      "one entry (4+ hex digits of its digest); -o writes its binary",
      show_opts, "DIGEST", cache_show},
     {"verify", "verify [--repair]",
-     "check the file and every entry's key and checksum", verify_opts, NULL,
+     "check the file and every entry's key, checksum and columns",
+     verify_opts, NULL,
      cache_verify},
     {"prune", "prune [--max-size N] [--older-than D]",
      "remove entries unused for D (90s, 30m, 12h, 7d, 2w), then the least "
@@ -881,9 +882,8 @@ static void usage_bundle(FILE *out) {
           "        core), into one bundle. --target: spirv, ptx:sm_80,sm_90,\n"
           "        cpu (this machine), cpu:x86-64, ... (repeatable).\n"
           "ls      the bundle's versions, targets and entries\n"
-          "verify  every entry's key and checksum, and whether this xpjit "
-          "can\n"
-          "        use the bundle\n"
+          "verify  every entry's key, checksum and columns, and whether\n"
+          "        this xpjit can use the bundle\n"
           "import  copies the bundle's entries into the cache\n"
           "\n"
           "  --json          one JSON document on standard output\n"
