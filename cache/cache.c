@@ -4504,6 +4504,7 @@ xpj_status xpj_cache_import_counted(xpj_cache *c, const char *bundle_path,
                             -1, &sel, NULL);
   bool in_txn = false;
   unsigned batch = 0;
+  uint64_t batch_imp = 0; /* imported once its transaction commits */
   while (st == XPJ_OK && rc == SQLITE_OK &&
          (rc = sqlite3_step(sel)) == SQLITE_ROW) {
     rc = SQLITE_OK;
@@ -4557,7 +4558,7 @@ xpj_status xpj_cache_import_counted(xpj_cache *c, const char *bundle_path,
       if (r != SQLITE_OK)
         st = fail(XPJ_ERR_IO, "import into %s: %s", c->path, rc_str(r));
       else
-        nimp++;
+        batch_imp++;
     }
     xpj_cache_entry_clear(&e);
     if (in_txn && ++batch == 64) { /* short transactions */
@@ -4568,6 +4569,8 @@ xpj_status xpj_cache_import_counted(xpj_cache *c, const char *bundle_path,
       batch = 0;
       if (st == XPJ_OK && r != SQLITE_OK)
         st = fail(XPJ_ERR_IO, "import into %s: %s", c->path, rc_str(r));
+      nimp += st == XPJ_OK ? batch_imp : 0; /* (else rolled back) */
+      batch_imp = 0;
     }
   }
   if (st == XPJ_OK && rc != SQLITE_OK && rc != SQLITE_DONE)
@@ -4578,6 +4581,7 @@ xpj_status xpj_cache_import_counted(xpj_cache *c, const char *bundle_path,
     int r = finish(c, st == XPJ_OK ? SQLITE_OK : SQLITE_ERROR);
     if (st == XPJ_OK && r != SQLITE_OK)
       st = fail(XPJ_ERR_IO, "import into %s: %s", c->path, rc_str(r));
+    nimp += st == XPJ_OK ? batch_imp : 0;
   }
   sqlite3_finalize(sel);
   unlock(c);

@@ -328,7 +328,9 @@ xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
  * does not match: not imported, each named in a warning through c's warn
  * callback): one reading of the bundle says everything `bundle import`
  * reports. Any count pointer may be NULL; all are set (0 on failure
- * before the bundle is read). */
+ * before the bundle is read). The entries are written in transactions of
+ * 64: a failure part of the way keeps those committed before it, which
+ * *imported counts. */
 xpj_status xpj_cache_import_counted(xpj_cache *c, const char *bundle_path,
                                     uint64_t *imported, uint64_t *present,
                                     uint64_t *damaged);
