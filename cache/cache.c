@@ -472,16 +472,22 @@ static char *text_str(char *w, const char *s) {
   return w + n;
 }
 
+/* Whether k's fields make a key: none with a newline, and code, kernel,
+ * target and versions not empty. */
+static bool key_ok(const xpj_cache_key *k) {
+  return field_ok(k->code) && *k->code && field_ok(k->kernel) &&
+         *k->kernel && field_ok(k->dtypes) && field_ok(k->target) &&
+         *k->target && field_ok(k->options) && field_ok(k->versions) &&
+         *k->versions;
+}
+
 xpj_status xpj_cache_key_digest(const xpj_cache_key *k, char **text,
                                 char hex[65]) {
   if (text)
     *text = NULL;
   if (!k || !hex)
     return fail(XPJ_ERR_INVALID, "xpj_cache_key_digest: NULL argument");
-  if (!field_ok(k->code) || !*k->code || !field_ok(k->kernel) ||
-      !*k->kernel || !field_ok(k->dtypes) || !field_ok(k->target) ||
-      !*k->target || !field_ok(k->options) || !field_ok(k->versions) ||
-      !*k->versions)
+  if (!key_ok(k))
     return fail(XPJ_ERR_INVALID,
                 "cache key: a component is missing or contains a newline");
   size_t need = strlen(k->code) + strlen(k->kernel) + strlen(k->dtypes) +
@@ -512,6 +518,24 @@ xpj_status xpj_cache_key_digest(const xpj_cache_key *k, char **text,
   else
     free(t);
   return XPJ_OK;
+}
+
+/* Whether e's columns (code, kernel, dtypes, ndim, target, options,
+ * versions) are the fields of its key text: what lookups compare is the
+ * key, but listings, exports and imports read the columns, which no
+ * checksum covers (one changed by hand would be shown, and copied into
+ * the next cache, as if it were the key's). Leaves the thread's last
+ * error alone (the calls that ask succeed). */
+static bool columns_match(const xpj_cache_entry *e) {
+  xpj_cache_key k = {e->code,   e->kernel,  e->dtypes,  e->ndim,
+                     e->target, e->options, e->versions};
+  if (!e->key || !key_ok(&k)) /* (xpj_cache_key_digest would say why) */
+    return false;
+  char *text = NULL, hex[65];
+  bool same = xpj_cache_key_digest(&k, &text, hex) == XPJ_OK &&
+              !strcmp(text, e->key) && !strcmp(hex, e->digest);
+  free(text);
+  return same;
 }
 
 /* ---- statements with retries ----------------------------------------- */
@@ -2131,29 +2155,6 @@ static bool row_intact(const xpj_cache *c, const xpj_cache_entry *e,
                e->local_bytes, e->scratch_bytes, e->data, e->size, e->log,
                e->expires_ms, sum);
   return checksum && strcmp(sum, checksum) == 0;
-}
-
-static bool field_ok(const char *s);
-
-/* Whether e's columns (code, kernel, dtypes, ndim, target, options,
- * versions) are the fields of its key text: what lookups compare is the
- * key, but listings, exports and imports read the columns, which no
- * checksum covers (one changed by hand would be shown, and copied into
- * the next cache, as if it were the key's). Leaves the thread's last
- * error alone (the calls that ask succeed). */
-static bool columns_match(const xpj_cache_entry *e) {
-  if (!e->key || !field_ok(e->code) || !field_ok(e->kernel) ||
-      !field_ok(e->dtypes) || !field_ok(e->target) || !field_ok(e->options) ||
-      !field_ok(e->versions) || !*e->code || !*e->kernel || !*e->target ||
-      !*e->versions)
-    return false; /* (what xpj_cache_key_digest refuses, with a message) */
-  xpj_cache_key k = {e->code,   e->kernel,  e->dtypes,  e->ndim,
-                     e->target, e->options, e->versions};
-  char *text = NULL, hex[65];
-  bool same = xpj_cache_key_digest(&k, &text, hex) == XPJ_OK &&
-              !strcmp(text, e->key) && !strcmp(hex, e->digest);
-  free(text);
-  return same;
 }
 
 static bool expired_at(int64_t expires_ms) {
