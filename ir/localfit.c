@@ -467,6 +467,46 @@ static iv math(const fctx *c, const env *e, const xpj_inst *in) {
   }
 }
 
+/* A work-group or sub-group collective (XPJ_OP_GROUP): combines, or hands
+ * on, the values x of up to n work-items of the group (a sub-group is at
+ * most the group): which and how many depend on the group's shape, so the
+ * result does, whatever x depends on. */
+static iv group_range(const fctx *c, const env *e, const xpj_inst *in) {
+  iv x = opnd(c, e, args(c, in)[0]);
+  x.dep = true;
+  iv unknown = type_range(c, in->type, true);
+  if (!is_int(c, in->type) || empty(x))
+    return unknown;
+  int64_t n = mul3(c->L[0], c->L[1], c->L[2]);
+  xpj_coll kind = (xpj_coll)in->aux;
+  if (kind == XPJ_COLL_BROADCAST || kind == XPJ_COLL_SHUFFLE ||
+      kind == XPJ_COLL_SHUFFLE_XOR)
+    return x; /* another work-item's value */
+  /* a scan or a reduction of 1 .. n values (0 .. n - 1 for an exclusive
+   * scan, whose first work-item gets the operation's identity) */
+  bool excl = kind == XPJ_COLL_SCAN_EXCL;
+  int64_t most = excl ? n - 1 : n, least = excl ? 0 : 1;
+  switch ((xpj_group_op)in->order) {
+  case XPJ_GOP_ADD: {
+    iv lo_n = corners(mk(x.lo, x.lo, true), mk(least, most, true), '*');
+    iv hi_n = corners(mk(x.hi, x.hi, true), mk(least, most, true), '*');
+    return mk(lo_n.lo, hi_n.hi, true);
+  }
+  case XPJ_GOP_MIN: return excl ? mk(x.lo, unknown.hi, true) : x;
+  case XPJ_GOP_MAX: return excl ? mk(unknown.lo, x.hi, true) : x;
+  case XPJ_GOP_AND:
+    return x.lo >= 0 && !excl ? mk(0, x.hi, true) : unknown;
+  case XPJ_GOP_OR:
+  case XPJ_GOP_XOR:
+    if (x.lo >= 0) {
+      int b = bitlen(x.hi);
+      return mk(0, b >= 62 ? INF : ((int64_t)1 << b) - 1, true);
+    }
+    return unknown;
+  default: return unknown; /* products */
+  }
+}
+
 /* Whether fn or a function it calls has an instruction `op` (WI: a
  * work-item query; INDEX: an index into a static array), memoised in
  * memo (the language has no recursion; a cycle counts as yes). */
@@ -688,6 +728,7 @@ static void eval(fctx *c, env *e, xpj_val v) {
   case XPJ_OP_NDIM: r = mk(0, INF, false); break;
   case XPJ_OP_WI: r = wi_range(c, e, in); break;
   case XPJ_OP_MATH: r = math(c, e, in); break;
+  case XPJ_OP_GROUP: r = group_range(c, e, in); break;
   case XPJ_OP_CALL: r = call(c, e, in); break;
   case XPJ_OP_PARAM:
     if (c->params && in->aux < XPJ_MAX_PARAMS)

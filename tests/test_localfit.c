@@ -230,6 +230,65 @@ static const fit_case cases[] = {
                         "fn g2() { g3(); }\nfn g1() { g2(); }\n"
                         "kernel k(x: global f32[]) ndrange(1) { g1(); }\n",
      1, {4096}, {64}, 0, "?", 2},
+    /* collectives: what they return depends on how many work-items the
+     * group has, and on which of them hands its value on */
+    {"scan as an index, 31 fit", K1("local t: f32[32];",
+                                    "  t[group_scan_inclusive_add(1i64)] = "
+                                    "1.0f32;\n"),
+     1, {1024}, {31}, 1, NULL, 0},
+    {"scan as an index, 32 do not", K1("local t: f32[32];",
+                                       "  t[group_scan_inclusive_add(1i64)] = "
+                                       "1.0f32;\n"),
+     1, {1024}, {32}, 0, "t", 3},
+    {"exclusive scan, 32 fit", K1("local t: f32[32];",
+                                  "  t[group_scan_exclusive_add(1i64)] = "
+                                  "1.0f32;\n"),
+     1, {1024}, {32}, 1, NULL, 0},
+    {"exclusive scan, 33 do not", K1("local t: f32[32];",
+                                     "  t[group_scan_exclusive_add(1i64)] = "
+                                     "1.0f32;\n"),
+     1, {1024}, {33}, 0, "t", 3},
+    {"reduction of a sum", K1("local t: f32[64];",
+                              "  t[group_reduce_add(2i64)] = 1.0f32;\n"),
+     1, {1024}, {32}, 0, "t", 3},
+    {"reduction, then a guard", K1("local t: f32[64];",
+                                   "  let s = group_reduce_add(2i64);\n"
+                                   "  if s < 64 { t[s] = 1.0f32; }\n"),
+     1, {1024}, {64}, 1, NULL, 0},
+    {"broadcast of the last local id", K1("local t: f32[16];",
+                                          "  t[group_broadcast(local_id(0), "
+                                          "local_size(0) - 1) + 1] = 1.0f32;\n"),
+     1, {1024}, {16}, 0, "t", 3},
+    {"broadcast, 15 fit", K1("local t: f32[16];",
+                             "  t[group_broadcast(local_id(0), "
+                             "local_size(0) - 1) + 1] = 1.0f32;\n"),
+     1, {1024}, {15}, 1, NULL, 0},
+    {"a global value handed on", K1("local t: f32[16];",
+                                    "  t[sub_group_shuffle(global_id(0), 0)] "
+                                    "= 1.0f32;\n"),
+     1, {1024}, {8}, 0, "t", 3},
+    {"max of local ids", K1("local t: f32[8];",
+                            "  t[group_reduce_max(local_id(0)) + 1] = "
+                            "1.0f32;\n"),
+     1, {1024}, {8}, 0, "t", 3},
+    {"or of small values", K1("local t: f32[8];",
+                              "  t[group_reduce_or(local_id(0) & 3)] = "
+                              "1.0f32;\n"),
+     1, {1024}, {256}, 1, NULL, 0},
+    {"a product", K1("local t: f32[8];",
+                     "  t[group_reduce_mul(1i64)] = 1.0f32;\n"),
+     1, {1024}, {1}, 0, "t", 3},
+    {"a float sum as an index", K1("local t: f32[8];",
+                                   "  t[i64(group_reduce_add(0.5f32))] = "
+                                   "1.0f32;\n"),
+     1, {1024}, {4}, 0, "t", 3},
+    {"a function returns a collective",
+     "fn g() -> i64 { return group_reduce_add(1i64); }\n"
+     "kernel k(x: global f32[]) ndrange(1) {\n"
+     "  local t: f32[8];\n"
+     "  t[g()] = 1.0f32;\n"
+     "}\n",
+     1, {1024}, {8}, 0, "t", 4},
     /* what the analysis cannot see through is refused, not trusted */
     {"index from a local array", K1("local t: f32[16];\n  local s: i64[16];",
                                     "  s[0] = local_id(0);\n"
