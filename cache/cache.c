@@ -4371,6 +4371,44 @@ xpj_status xpj_cache_finish_bundle(xpj_cache *c) {
   return st;
 }
 
+/* An export builds its bundle in a directory of its own beside the
+ * output (PATH.tmp.PID, 0700), renamed into place when it is whole:
+ * SQLite opens the bundle's journal by name, without O_EXCL, and plays
+ * back a "hot" one it finds; in a directory others may write to (/tmp),
+ * another user could plant one between two of the export's transactions
+ * and have SQLite write their rows, their code, into a bundle we sign
+ * (found by an outside probe). In a directory only we may write to,
+ * nobody plants anything. A directory of ours left by a process of the
+ * same id that died is emptied and used; anything else there is refused. */
+static void export_dir_remove(const char *dir) {
+  static const char *const files[] = {"", "-journal", "-wal", "-shm"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    char p[4400];
+    snprintf(p, sizeof p, "%s/" XPJ_CACHE_EXPORT_TEMP "%s", dir, files[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+}
+
+static xpj_status export_dir_make(const char *dir) {
+  if (mkdir(dir, 0700) == 0)
+    return XPJ_OK;
+  int err = errno;
+  struct stat sb;
+  if (err == EEXIST && lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) &&
+      sb.st_uid == geteuid() && !(sb.st_mode & 077)) {
+    export_dir_remove(dir); /* a dead export's, with our process id */
+    if (mkdir(dir, 0700) == 0)
+      return XPJ_OK;
+    err = errno;
+  }
+  return fail(err == EEXIST ? XPJ_ERR_INVALID : XPJ_ERR_IO,
+              "cannot make the export's directory %s: %s", dir,
+              err == EEXIST ? "something else has that name (not a private "
+                              "directory of this user's): remove it"
+                            : strerror(err));
+}
+
 xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
   if (!c || !path)
     return fail(XPJ_ERR_INVALID, "xpj_cache_export: NULL argument");
@@ -4386,15 +4424,22 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
   if (xpj_cache_owns_file(c->path, path))
     return fail(XPJ_ERR_INVALID, "%s is the cache's own file: not "
                 "replaced by a bundle of it", path);
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  unlink(tmp);
+  char dir[4200], tmp[4300];
+  if ((size_t)snprintf(dir, sizeof dir, "%s.tmp.%ld", path, (long)getpid()) >=
+      sizeof dir)
+    return fail(XPJ_ERR_INVALID, "%s: the name is too long", path);
+  snprintf(tmp, sizeof tmp, "%s/" XPJ_CACHE_EXPORT_TEMP, dir);
+  xpj_status st = export_dir_make(dir);
+  if (st != XPJ_OK)
+    return st;
   xpj_cache_config bc = {.path = tmp, .mode = XPJ_CACHE_MODE_RW, .bundle = 1,
                          .warn = c->warn, .warn_ud = c->warn_ud};
   xpj_cache *b = NULL;
-  xpj_status st = xpj_cache_open(&bc, &b);
-  if (st != XPJ_OK)
+  st = xpj_cache_open(&bc, &b);
+  if (st != XPJ_OK) {
+    export_dir_remove(dir);
     return st;
+  }
   lock_db(c);
   flush_all(c);
   if (!c->db)
@@ -4456,9 +4501,8 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
   xpj_cache_close(b);
   if (st == XPJ_OK && rename(tmp, path) != 0)
     st = fail(XPJ_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-  if (st != XPJ_OK)
-    unlink(tmp);
-  else if (n)
+  export_dir_remove(dir);
+  if (st == XPJ_OK && n)
     *n = count;
   return st;
 }

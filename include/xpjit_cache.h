@@ -317,7 +317,14 @@ xpj_status xpj_cache_zero_stats(xpj_cache *c);
  * atomically), with meta "versions" and "targets" (the distinct values of
  * its entries, one per line). *n: entries written. XPJ_ERR_INVALID when
  * path exists and is not a regular file (a link, device, FIFO or
- * directory is never replaced). */
+ * directory is never replaced), or when PATH.tmp.PID exists and is not a
+ * private directory of this user's. The bundle is built as
+ * PATH.tmp.PID/XPJ_CACHE_EXPORT_TEMP (the directory made 0700: nobody else
+ * can put a file, such as an SQLite journal, beside it) and renamed to
+ * path; the directory and what is in it are removed before the call
+ * returns (a caller that catches signals removes them there too: the file,
+ * its "-journal", then the directory). */
+#define XPJ_CACHE_EXPORT_TEMP "bundle"
 xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n);
 /* Copies a bundle's entries into c after verifying each; rows already
  * present are kept. *skipped: those, and the damaged ones. */

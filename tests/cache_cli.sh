@@ -161,6 +161,34 @@ cmp -s "$T/b1.bin" "$T/b2.bin" && cmp -s "$T/b1.bin" "$T/b3.bin" || bad "show -o
 "$CLI" cache show >/dev/null 2>&1; [ $? = 2 ] || bad "show without a digest"
 "$CLI" cache show "$d" "$d" >/dev/null 2>&1; [ $? = 2 ] || bad "show with two digests"
 "$CLI" cache show "$d" -o /nonexistent/dir/x >/dev/null 2>&1; [ $? = 1 ] || bad "show -o to nowhere"
+# the temporaries of -o and of export are made new, never opened as found:
+# one of ours with the name is replaced; another user's (planted in a
+# directory others may write to) stops the command, and nothing of it
+# becomes the output. `exec` keeps the shell's id: the CLI's PID is $$.
+echo stale > "$T/mine.bin.tmp.keep"
+sh -c 'cp "$2" "$1.tmp.$$"; exec "$3" cache show "$4" -o "$1"' sh \
+  "$T/own.bin" "$T/mine.bin.tmp.keep" "$CLI" "$d" >/dev/null 2>&1 &&
+  cmp -s "$T/own.bin" "$T/b1.bin" || bad "show -o over our own stale temporary"
+sh -c 'mkdir -m 700 "$1.tmp.$$" && echo junk > "$1.tmp.$$/bundle-journal" &&
+  exec "$2" cache export "$1"' sh "$T/own.xpb" "$CLI" >/dev/null 2>&1 &&
+  "$CLI" bundle verify "$T/own.xpb" >/dev/null || bad "export over our own stale directory"
+ls -d "$T"/own.* | grep -q '[.]tmp[.]' && bad "temporaries left: $(ls -d "$T"/own.*)"
+sh -c 'mkdir -m 755 "$1.tmp.$$"; exec "$2" cache export "$1"' sh "$T/open.xpb" \
+  "$CLI" >/dev/null 2>"$T/e" && bad "export through a directory others may enter"
+grep -q "remove it" "$T/e" || bad "export through an open directory: $(cat "$T/e")"
+[ -e "$T/open.xpb" ] && bad "export through an open directory wrote its output"
+if [ "$(id -u)" = 0 ]; then
+  mkdir -p -m 1777 "$T/pub"
+  sh -c 'echo theirs > "$1.tmp.$$"; chown nobody "$1.tmp.$$";
+    exec "$2" cache show "$3" -o "$1"' sh "$T/pub/b.bin" "$CLI" "$d" \
+    >/dev/null 2>"$T/e" && bad "show -o over another user's temporary"
+  grep -q "not this user's file" "$T/e" || bad "show -o, another's temporary: $(cat "$T/e")"
+  [ -e "$T/pub/b.bin" ] && bad "show -o made its output of another user's file"
+  sh -c 'mkdir -m 700 "$1.tmp.$$"; chown nobody "$1.tmp.$$";
+    exec "$2" cache export "$1"' sh "$T/pub/x.xpb" "$CLI" >/dev/null 2>&1 &&
+    bad "export into another user's directory"
+  [ -e "$T/pub/x.xpb" ] && bad "export into another user's directory wrote its output"
+fi
 
 # -- ls: columns as wide as their contents, the table aligned with a long
 # native target (the CPU feature list left out) and a long kernel name

@@ -2785,6 +2785,75 @@ static void test_crashes(void **state) {
 /* 8. bundles                                                               */
 /* ======================================================================== */
 
+/* An export builds its bundle in PATH.tmp.PID, a directory of its own
+ * (0700), so that nobody can plant a file (an SQLite journal) beside it;
+ * one of ours left by a dead export is emptied and used, anything else
+ * under that name is refused, and nothing is left when it returns. */
+static void test_export_private_dir(void **state) {
+  fx *f = *state;
+  char bpath[256], dir[300], p[400];
+  snprintf(bpath, sizeof bpath, "%s/e.xpjb", f->dir);
+  snprintf(dir, sizeof dir, "%s.tmp.%ld", bpath, (long)getpid());
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  for (unsigned i = 0; i < 3; i++)
+    put_i(c, i, 2000 + 10 * i);
+  /* a dead export's directory, with a stale bundle and journal in it */
+  assert_int_equal(mkdir(dir, 0700), 0);
+  static const char *const stale[] = {"/" XPJ_CACHE_EXPORT_TEMP,
+                                      "/" XPJ_CACHE_EXPORT_TEMP "-journal"};
+  for (size_t i = 0; i < 2; i++) {
+    snprintf(p, sizeof p, "%s%s", dir, stale[i]);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fputs("not a database, not a journal", fp);
+    fclose(fp);
+  }
+  uint64_t n = 0;
+  assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_OK);
+  assert_int_equal(n, 3);
+  struct stat sb;
+  assert_int_not_equal(lstat(dir, &sb), 0);
+  assert_false(exists2(bpath, "-journal"));
+  /* a file, a link, a directory others may enter: refused, left alone */
+  struct stat before;
+  assert_int_equal(stat(bpath, &before), 0);
+  FILE *fp = fopen(dir, "w");
+  assert_non_null(fp);
+  fclose(fp);
+  assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_cache_last_error(), "remove it"));
+  assert_int_equal(lstat(dir, &sb), 0);
+  assert_true(S_ISREG(sb.st_mode));
+  assert_int_equal(unlink(dir), 0);
+  assert_int_equal(symlink(f->dir, dir), 0);
+  assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_ERR_INVALID);
+  assert_int_equal(lstat(dir, &sb), 0);
+  assert_true(S_ISLNK(sb.st_mode));
+  assert_int_equal(unlink(dir), 0);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_ERR_INVALID);
+  if (geteuid() == 0) { /* another user's private directory */
+    assert_int_equal(chmod(dir, 0700), 0);
+    assert_int_equal(chown(dir, 65534, 65534), 0);
+    assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_ERR_INVALID);
+    assert_int_equal(lstat(dir, &sb), 0);
+    assert_int_equal(sb.st_uid, 65534);
+  }
+  assert_int_equal(rmdir(dir), 0);
+  struct stat after;
+  assert_int_equal(stat(bpath, &after), 0);
+  assert_int_equal(before.st_ino, after.st_ino); /* not replaced */
+  /* and the bundle it wrote is whole */
+  xpj_cache_close(c);
+  xpj_cache_config bc = {
+      .path = bpath, .bundle = 1, .warn = rec_warn, .warn_ud = &f->w};
+  xpj_cache *b = NULL;
+  assert_int_equal(xpj_cache_open(&bc, &b), XPJ_OK);
+  for (unsigned i = 0; i < 3; i++)
+    expect_hit(b, i, 2000 + 10 * i);
+  xpj_cache_close(b);
+}
+
 static void test_bundles(void **state) {
   fx *f = *state;
   char bpath[256], dpath[256];
@@ -5770,6 +5839,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_round_trip),
       T(test_owns_file),
+      T(test_export_private_dir),
       T(test_hit_files),
       T(test_hit_files_refused),
       T(test_hit_files_follow_rows),

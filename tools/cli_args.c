@@ -301,9 +301,23 @@ int cli_write_output(const char *who, const char *path, const void *data,
     cli_error(who, "cannot write %s: the name is too long", path);
     return EXIT_INPUT;
   }
-  cli_temp_add(tmp, false);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+  /* made here, never opened as another's: in a directory others may
+   * write to (/tmp) a file planted under this name would be renamed over
+   * OUT still theirs (found by an outside probe); ours, left by a process
+   * of the same id that died, is replaced */
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                 0666);
+  struct stat sb;
+  if (fd < 0 && errno == EEXIST && lstat(tmp, &sb) == 0 &&
+      S_ISREG(sb.st_mode) && sb.st_uid == geteuid() && unlink(tmp) == 0)
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              0666);
+  if (fd < 0 && errno == EEXIST) {
+    cli_error(who, "cannot write %s: %s is in the way and is not this "
+              "user's file", path, tmp);
+    return EXIT_INPUT;
+  }
+  cli_temp_add(tmp, false);
   bool ok = fd >= 0;
   int err = errno;
   for (size_t off = 0; ok && off < len;) {

@@ -694,18 +694,22 @@ static int cache_clear(const cache_req *r) {
   return rc;
 }
 
-/* xpj_cache_export of c to path, whose temporaries (PATH.tmp.PID and its
- * journal, cache.c) a signal removes; false when it said why not */
+/* xpj_cache_export of c to path, whose temporaries (the directory
+ * PATH.tmp.PID, the bundle in it and its journal: xpjit_cache.h) a signal
+ * removes; false when it said why not */
 static bool export_to(xpj_cache *c, const char *who, const char *path,
                       uint64_t *n) {
-  char tmp[4200], journal[4300];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  char dir[4200], tmp[4300], journal[4400];
+  snprintf(dir, sizeof dir, "%s.tmp.%ld", path, (long)getpid());
+  snprintf(tmp, sizeof tmp, "%s/" XPJ_CACHE_EXPORT_TEMP, dir);
   snprintf(journal, sizeof journal, "%s-journal", tmp);
   cli_temp_add(tmp, false);
   cli_temp_add(journal, false);
+  cli_temp_add(dir, true);
   bool ok = xpj_cache_export(c, path, n) == XPJ_OK;
   cli_temp_drop(tmp);
   cli_temp_drop(journal);
+  cli_temp_drop(dir);
   if (!ok)
     cli_error(who, "%s", xpj_cache_last_error());
   return ok;
