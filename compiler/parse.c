@@ -141,6 +141,7 @@ typedef struct parser {
   sym *syms;
   uint32_t nsyms, capsyms, scope_base;
   unsigned depth;
+  unsigned elifs; /* `else if` arms being parsed (parse_if recursion) */
   fn_info *fns;
   uint32_t nfns, capfns;
   uint32_t lex_error_line; /* last line with a lexical error */
@@ -2850,17 +2851,30 @@ static void parse_if(parser *p) {
     return;
   next(p);
   if (is_k(p, TK_KW_IF)) {
-    if (!ifv) {
-      parse_if(p);
+    /* each arm is a block in the one before, and a frame of this
+     * recursion: bounded (the passes after parsing recurse as deep) */
+    if (p->elifs >= XPJ_MAX_DEPTH) {
+      if (!p->panic)
+        syntax(p, peek(p), "an 'else if' chain of more than %d arms (each "
+               "arm nests inside the one before): split it, or index a "
+               "table", XPJ_MAX_DEPTH);
+      p->pos = p->ntok - 1; /* give up on this input, as enter does */
+      p->gave_up = true;
       return;
     }
-    xpj_block saved = p->b;
-    bool sd = p->dead;
-    p->b = eb;
-    p->dead = false;
-    parse_if(p);
-    p->b = saved;
-    p->dead = sd;
+    p->elifs++;
+    if (!ifv) {
+      parse_if(p);
+    } else {
+      xpj_block saved = p->b;
+      bool sd = p->dead;
+      p->b = eb;
+      p->dead = false;
+      parse_if(p);
+      p->b = saved;
+      p->dead = sd;
+    }
+    p->elifs--;
     return;
   }
   if (!is_p(p, P_LBRACE)) {
@@ -3801,7 +3815,7 @@ static xpj_status parse(xpj_module *m, const char *filename, const char *src,
     parse_body(&p, &p.fns[i]);
   }
   if (!p.oom && !p.too_many && p.errors == 0)
-    xpj_check_calls(m, call_report, &p);
+    xpj_check_calls(m, XPJ_MAX_DEPTH, call_report, &p);
   if (!p.oom && p.errors == 0) {
     const char *msg;
     xpj_status vs = xpj_module_verify(m, &msg);

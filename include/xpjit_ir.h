@@ -39,6 +39,11 @@ extern "C" {
 #define XPJ_MAX_TPARAMS 8 /* type parameters of one function */
 #define XPJ_MAX_CPARAMS 8 /* const parameters of one kernel */
 #define XPJ_MAX_FUNCS 4096 /* functions in one module */
+/* How deep one function's blocks nest, an `else if` chain's arms each a
+ * level (an arm is a block inside the one before), plus one per call and
+ * the depth of the function called, along any chain of calls: the
+ * recursion the passes after parsing take (docs/language.md, "Limits") */
+#define XPJ_MAX_DEPTH 1024
 #define XPJ_MAX_TYPES 4096 /* distinct types in one module */
 
 typedef enum xpj_status {

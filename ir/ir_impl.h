@@ -252,10 +252,14 @@ xpj_val xpj_ir_cparam(xpj_func *f, xpj_block b, unsigned index, xpj_type t,
 
 /* Reports a call-graph error at loc (printf-style message). */
 typedef void (*xpj_call_report)(void *ud, xpj_loc loc, const char *fmt, ...);
-/* Checks recursion and work-group use through calls from range kernels;
- * returns the number of errors, each passed to report (may be NULL). */
-unsigned xpj_check_calls(const xpj_module *m, xpj_call_report report,
-                         void *ud);
+/* Checks recursion and work-group use through calls from range kernels,
+ * and (max_depth > 0) that no function's blocks with those of the chains
+ * of calls below it nest deeper than max_depth (the frontend's
+ * XPJ_MAX_DEPTH; the verifier asks for none: a module built through the
+ * API may nest as deep as XPJ_TRANSFER_MAX_DEPTH); returns the number of
+ * errors, each passed to report (may be NULL). */
+unsigned xpj_check_calls(const xpj_module *m, unsigned max_depth,
+                         xpj_call_report report, void *ud);
 
 void xpj_set_error(xpj_module *m, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

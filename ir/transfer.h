@@ -34,7 +34,8 @@
  * blocks and calls recursively (the verifier, the printer, code
  * generation): along any chain of calls, the nesting depth of each
  * function's blocks plus one per function, summed. Modules the frontend
- * makes stay far below it (it allows XPJ_MAX_NESTING nested blocks). */
+ * makes stay far below it (it refuses more than XPJ_MAX_DEPTH, counted
+ * the same way: xpj_check_calls). */
 #define XPJ_TRANSFER_MAX_DEPTH 4096u
 
 /* Every field of m that parsing, specialisation, verification or code

@@ -220,6 +220,8 @@ typedef struct cg_ctx {
   const xpj_module *m;
   uint8_t *state;      /* 0 new, 1 on stack, 2 done */
   uint8_t *uses_group; /* transitively uses barrier / work-group queries */
+  uint32_t *chain;     /* its blocks' depth + 1 + the deepest callee's */
+  unsigned max_depth;  /* 0: not checked */
   xpj_call_report report;
   void *ud;
   unsigned errors;
@@ -230,7 +232,43 @@ static void cg_func(cg_ctx *c, uint32_t fi);
 typedef struct cg_walk {
   cg_ctx *c;
   uint32_t fi;
+  uint32_t below; /* the deepest chain among its callees */
 } cg_walk;
+
+/* How deep f's blocks nest (its body: 1), without recursion. A block not
+ * reached, or reached twice, is the verifier's to report. */
+static uint32_t block_depth(const xpj_func *f) {
+  if (f->nblocks < 2)
+    return 0;
+  uint32_t *stack = xpj_malloc((size_t)f->nblocks * sizeof *stack);
+  uint32_t *level = xpj_calloc(f->nblocks, sizeof *level);
+  uint32_t sp = 0, deepest = 0;
+  if (stack && level) {
+    level[1] = 1;
+    stack[sp++] = 1;
+  }
+  while (sp) {
+    uint32_t b = stack[--sp];
+    deepest = level[b] > deepest ? level[b] : deepest;
+    const xpj_blockdata *bd = &f->blocks[b];
+    for (uint32_t i = 0; i < bd->n; i++) {
+      if (bd->ids[i] >= f->ninsts)
+        continue;
+      const xpj_inst *in = &f->insts[bd->ids[i]];
+      int nb = in->op == XPJ_OP_IF ? 2 : in->op == XPJ_OP_LOOP ? 3 : 0;
+      for (int k = 0; k < nb; k++) {
+        uint32_t cb = in->blk[k];
+        if (cb && cb < f->nblocks && !level[cb] && sp < f->nblocks) {
+          level[cb] = level[b] + 1;
+          stack[sp++] = cb;
+        }
+      }
+    }
+  }
+  xpj_free(stack);
+  xpj_free(level);
+  return deepest;
+}
 
 static void cg_visit(const xpj_func *f, xpj_val v, void *ud) {
   cg_walk *w = ud;
@@ -250,6 +288,8 @@ static void cg_visit(const xpj_func *f, xpj_val v, void *ud) {
     return;
   }
   cg_func(c, callee);
+  if (c->chain[callee] > w->below)
+    w->below = c->chain[callee];
   if (c->uses_group[callee]) {
     c->uses_group[w->fi] = 1;
     if (f->kind == XPJ_FUNC_RANGE) {
@@ -262,28 +302,46 @@ static void cg_visit(const xpj_func *f, xpj_val v, void *ud) {
   }
 }
 
+/* Calls nest as deep as the chain of functions they go through: a chain
+ * deeper than c->max_depth is reported once, at the function where it
+ * first goes past (the callers above it are past it too). */
 static void cg_func(cg_ctx *c, uint32_t fi) {
   if (c->state[fi])
     return;
   c->state[fi] = 1;
-  cg_walk w = {c, fi};
-  xpj_walk(c->m->funcs[fi], 1, cg_visit, &w);
+  const xpj_func *f = c->m->funcs[fi];
+  cg_walk w = {c, fi, 0};
+  xpj_walk(f, 1, cg_visit, &w);
+  uint64_t chain = c->max_depth ? (uint64_t)block_depth(f) + 1 + w.below : 0;
+  c->chain[fi] = chain > UINT32_MAX ? UINT32_MAX : (uint32_t)chain;
+  if (c->max_depth && chain > c->max_depth && w.below <= c->max_depth) {
+    c->errors++;
+    if (c->report)
+      c->report(c->ud, f->loc, "'%s' nests %llu deep, counting its blocks "
+                "(each arm of an 'else if' chain is one inside the one "
+                "before) and the functions it calls, each with its own "
+                "(at most %u): split a long 'else if' chain or a long chain "
+                "of calls", f->name, (unsigned long long)chain, c->max_depth);
+  }
   c->state[fi] = 2;
 }
 
-unsigned xpj_check_calls(const xpj_module *m, xpj_call_report report,
-                         void *ud) {
-  cg_ctx c = {m, xpj_calloc(m->nfuncs, 1), xpj_calloc(m->nfuncs, 1), report,
-              ud, 0};
-  if (!c.state || !c.uses_group) {
+unsigned xpj_check_calls(const xpj_module *m, unsigned max_depth,
+                         xpj_call_report report, void *ud) {
+  cg_ctx c = {m,      xpj_calloc(m->nfuncs, 1),
+              xpj_calloc(m->nfuncs, 1), xpj_calloc(m->nfuncs, sizeof(uint32_t)),
+              max_depth, report, ud, 0};
+  if (!c.state || !c.uses_group || !c.chain) {
     xpj_free(c.state);
     xpj_free(c.uses_group);
+    xpj_free(c.chain);
     return 1;
   }
   for (uint32_t i = 0; i < m->nfuncs; i++)
     cg_func(&c, i);
   xpj_free(c.state);
   xpj_free(c.uses_group);
+  xpj_free(c.chain);
   return c.errors;
 }
 
@@ -326,7 +384,7 @@ xpj_status xpj_module_verify(xpj_module *m, const char **msg) {
       return XPJ_ERR_VERIFY;
     }
   }
-  if (xpj_check_calls(m, first_report, m->scratch)) {
+  if (xpj_check_calls(m, 0, first_report, m->scratch)) {
     if (msg)
       *msg = m->scratch;
     return XPJ_ERR_VERIFY;

@@ -484,6 +484,79 @@ static void test_deep_nesting(void **state) {
   }
 }
 
+/* Flat chains that nest in the IR: each arm of an `else if` chain is a
+ * block inside the one before, each call adds the callee's depth; the
+ * passes after parsing recurse that deep (a chain of 20,000 arms parsed,
+ * then overflowed the stack in specialisation; 5,000 passed `check` and
+ * failed to compile with an internal message). XPJ_MAX_DEPTH bounds both,
+ * with an error at the source. */
+static char *elif_chain(int arms) {
+  char *s = malloc((size_t)arms * 48 + 256), *w = s;
+  assert_non_null(s);
+  w += sprintf(w, "kernel k(x: global const i32[], o: global i32[]) range {\n"
+                  "  let v = x[0];\n  if v == 0 { o[0] = 0; }");
+  for (int i = 1; i < arms; i++)
+    w += sprintf(w, " else if v == %d { o[0] = %d; }", i, i);
+  strcpy(w, "\n}\n");
+  return s;
+}
+
+static char *call_chain_src(int n) {
+  char *s = malloc((size_t)n * 64 + 256), *w = s;
+  assert_non_null(s);
+  for (int i = 0; i < n; i++)
+    w += sprintf(w, "fn g%d(x: i32) -> i32 { return g%d(x) + 1; }\n", i,
+                 i + 1);
+  w += sprintf(w, "fn g%d(x: i32) -> i32 { return x; }\n", n);
+  strcpy(w, "kernel k(x: global const i32[], o: global i32[]) range "
+            "{ o[0] = g0(x[0]); }\n");
+  return s;
+}
+
+static void parses(const char *src) {
+  xpj_module *m;
+  assert_int_equal(xpj_module_create(&m), XPJ_OK);
+  assert_int_equal(xpj_parse(m, "n.xpk", src, strlen(src), NULL), XPJ_OK);
+  xpj_module_destroy(m);
+}
+
+static void test_flat_chains(void **state) {
+  (void)state;
+  /* the body, the first arm's block, one more per arm, one for k itself */
+  char *src = elif_chain(XPJ_MAX_DEPTH - 2);
+  parses(src);
+  free(src);
+  size_t count;
+  src = elif_chain(XPJ_MAX_DEPTH - 1);
+  char *text = refused(src, &count);
+  if (count != 1 || !strstr(text, "n.xpk:1:8: error: 'k' nests 1025 deep") ||
+      !strstr(text, "'else if' chain"))
+    fail_msg("want one error at k, got:\n%.600s", text);
+  free(text);
+  free(src);
+  static const int many[] = {XPJ_MAX_DEPTH + 2, 20000, 400000};
+  for (size_t i = 0; i < sizeof many / sizeof *many; i++) {
+    src = elif_chain(many[i]);
+    text = refused(src, &count);
+    if (count != 1 || !strstr(text, "n.xpk:3:") ||
+        !strstr(text, "an 'else if' chain of more than 1024 arms"))
+      fail_msg("%d arms: want one error, got:\n%.600s", many[i], text);
+    free(text);
+    free(src);
+  }
+  /* calls: each function counts its body and itself (the kernel too) */
+  src = call_chain_src(XPJ_MAX_DEPTH / 2 - 2);
+  parses(src);
+  free(src);
+  src = call_chain_src(XPJ_MAX_DEPTH / 2 + 100);
+  text = refused(src, &count);
+  if (count != 1 || !strstr(text, "nests 1026 deep") ||
+      !strstr(text, "chain of calls"))
+    fail_msg("a long chain of calls: want one error, got:\n%.600s", text);
+  free(text);
+  free(src);
+}
+
 static void test_huge_and_empty(void **state) {
   (void)state;
   size_t n = XPJ_MAX_SOURCE + 1;
@@ -702,6 +775,7 @@ int main(void) {
       cmocka_unit_test(test_comment_bytes),
       cmocka_unit_test(test_garbage),
       cmocka_unit_test(test_deep_nesting),
+      cmocka_unit_test(test_flat_chains),
       cmocka_unit_test(test_huge_and_empty),
       cmocka_unit_test(test_error_limit),
       cmocka_unit_test(test_file_errors),
