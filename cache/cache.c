@@ -89,7 +89,7 @@
  * checksum included; k, v and text point into the allocation that holds
  * it. */
 struct later {
-  char digest[65], sum[65];
+  char digest[65];
   int64_t t;    /* when it was put: the row's created and last_used */
   size_t bytes; /* the allocation's size (LATER_MAX_BYTES) */
   char *text;   /* the canonical key text */
@@ -134,6 +134,9 @@ struct xpj_cache {
   unsigned nqueued, nlost;
   uint8_t key[KEY_BYTES]; /* signs the rows (user cache; set at open) */
   bool has_key;
+  dev_t key_dev; /* the file it was read from (key_renewed) */
+  ino_t key_ino;
+  struct timespec key_ctime;
   /* hit files (hitfile.h): lazy (xpj_l2_open) until the database is
    * opened (db_tried); no_hits: none read or written by this handle (it
    * still removes those of rows it deletes) */
@@ -1391,7 +1394,8 @@ static int read_key(xpj_cache *c, char *why, size_t size) {
     return KEY_REFUSED;
   }
   uint8_t k[KEY_BYTES + 1];
-  ssize_t n = read(fd, k, sizeof k);
+  struct stat sb;
+  ssize_t n = fstat(fd, &sb) == 0 ? read(fd, k, sizeof k) : -1;
   close(fd);
   if (n != KEY_BYTES) {
     snprintf(why, size, "its key %s is damaged (%zd bytes, not %d)", kp, n,
@@ -1401,8 +1405,40 @@ static int read_key(xpj_cache *c, char *why, size_t size) {
   memcpy(c->key, k, KEY_BYTES);
   explicit_bzero(k, sizeof k);
   c->has_key = true;
+  c->key_dev = sb.st_dev;
+  c->key_ino = sb.st_ino;
+  c->key_ctime = sb.st_ctim;
   return KEY_OK;
 }
+
+/* Whether PATH.key is no longer the key this handle read, and the one
+ * there now is read (true: the key changed). Another process replaces it
+ * when it finds it gone or damaged (setup_key); a handle that kept the old
+ * one (a daemon, a long-lived program) would go on signing rows and hit
+ * files that every other process drops, and drop theirs. Asked, under the
+ * lock, before signing (a stat: the file's identity and change time; a new
+ * file may get the old one's inode) and when a checksum fails (reread:
+ * the rare case of a new file that looks the same is caught there). A key
+ * file now refused (another owner, open to others) leaves the old key in
+ * use. */
+static bool key_renewed_as(xpj_cache *c, bool reread) {
+  char kp[4200], why[4600];
+  struct stat sb;
+  if (c->bundle || !c->has_key ||
+      (size_t)snprintf(kp, sizeof kp, "%s.key", c->path) >= sizeof kp ||
+      stat(kp, &sb) != 0 ||
+      (!reread && sb.st_dev == c->key_dev && sb.st_ino == c->key_ino &&
+       sb.st_ctim.tv_sec == c->key_ctime.tv_sec &&
+       sb.st_ctim.tv_nsec == c->key_ctime.tv_nsec))
+    return false;
+  uint8_t old[KEY_BYTES];
+  memcpy(old, c->key, KEY_BYTES);
+  bool changed = read_key(c, why, sizeof why) == KEY_OK &&
+                 memcmp(old, c->key, KEY_BYTES) != 0;
+  explicit_bzero(old, sizeof old);
+  return changed;
+}
+static bool key_renewed(xpj_cache *c) { return key_renewed_as(c, false); }
 
 static int random_bytes(uint8_t *b, size_t n) {
   while (n) {
@@ -2306,6 +2342,8 @@ static int lookup(xpj_cache *c, const char *digest, const char *text,
     } else {
       const unsigned char *sum = sqlite3_column_text(s, COL_CHECKSUM);
       damaged = !row_intact(c, out, (const char *)sum);
+      if (damaged && key_renewed_as(c, true)) /* signed with the new key */
+        damaged = !row_intact(c, out, (const char *)sum);
       stale = !damaged && expired(out); /* a negative entry whose time is up */
     }
   }
@@ -2768,11 +2806,17 @@ static void hit_write(xpj_cache *c, const char *digest, const char *text,
 
 static int flush_deferred(xpj_cache *c) {
   int rc = SQLITE_OK;
+  if (c->nlater)
+    key_renewed(c);
   for (size_t i = 0; i < c->nlater && rc == SQLITE_OK; i++) {
     struct later *w = c->later[i];
     if (expired_at(w->v.expires_ms))
       continue;
-    rc = insert(c, &w->k, w->digest, w->text, &w->v, w->sum, w->t);
+    char sum[65]; /* signed now: with the key in use when it is written */
+    row_checksum(signing_key(c), w->digest, w->v.failed, w->v.entry,
+                 w->v.local_bytes, w->v.scratch_bytes, w->v.data, w->v.size,
+                 w->v.log, w->v.expires_ms, sum);
+    rc = insert(c, &w->k, w->digest, w->text, &w->v, sum, w->t);
     if (rc == SQLITE_OK && c->max_size != UINT64_MAX)
       rc = evict_to(c, c->max_size, NULL, NULL);
     /* its hit file, as a put makes it (a Redis hit written back is then
@@ -2985,10 +3029,14 @@ static bool hit_check(xpj_cache *c, int dfd, const char *name,
     char sum[65];
     if (h.size)
       memcpy(out->data, h.data, h.size);
-    hit_sum(c->key, digest, out->entry, h.local_bytes, h.scratch_bytes,
-            out->data, h.size, out->log, h.created_ms, h.compile_ms, &db,
-            sum);
-    ours = ok = !strcmp(sum, h.checksum);
+    for (int pass = 0; pass < 2; pass++) {
+      hit_sum(c->key, digest, out->entry, h.local_bytes, h.scratch_bytes,
+              out->data, h.size, out->log, h.created_ms, h.compile_ms, &db,
+              sum);
+      ours = ok = !strcmp(sum, h.checksum);
+      if (ok || !key_renewed_as(c, true)) /* once more: with the new key */
+        break;
+    }
   }
   /* damaged, cut, another key's or another cache's: written again from
    * the row (not on a lack of memory) */
@@ -3458,6 +3506,8 @@ void xpj_l2_set_alias(xpj_cache *c, const char *alias,
                     c->mode != XPJ_CACHE_MODE_RW
                 ? -1
                 : hits_dir(c, false);
+  if (dfd >= 0)
+    key_renewed(c); /* tagged with the key the others use */
   alias_file(alias, name);
   alias_tag(c, name, digest, want);
   /* only for a hit file that is there (a row whose file is still to be
@@ -3577,10 +3627,11 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
   xpj_status st = xpj_cache_key_digest(k, &text, digest);
   if (st != XPJ_OK)
     return st;
+  lock_db(c);
+  key_renewed(c); /* signed with the key the others use */
   row_checksum(signing_key(c), digest, v->failed, v->entry ? v->entry : "",
                v->local_bytes, v->scratch_bytes, v->data, v->size,
                v->log ? v->log : "", v->expires_ms, sum);
-  lock_db(c);
   drop_later(c, digest); /* this row replaces it */
   for (int attempt = 0; attempt < 2; attempt++) {
     if (!c->db || c->mode != XPJ_CACHE_MODE_RW)
@@ -3630,11 +3681,11 @@ static void *take(char **at, const void *src, size_t n) {
   return p;
 }
 
-/* A waiting put: k and v copied, the checksum xpj_cache_put would write
- * (key: signing_key), the time now; NULL when out of memory. */
+/* A waiting put: k and v copied, the time now; NULL when out of memory.
+ * (Signed when it is written: flush_deferred.) */
 static struct later *later_make(const xpj_cache_key *k,
                                 const xpj_cache_value *v, const char *digest,
-                                const char *text, const uint8_t *key) {
+                                const char *text) {
   const char *entry = v->entry ? v->entry : "", *log = v->log ? v->log : "";
   const char *strs[] = {text,      k->code,    k->kernel, k->dtypes,
                         k->target, k->options, k->versions, entry, log};
@@ -3660,9 +3711,6 @@ static struct later *later_make(const xpj_cache_key *k,
   w->v.entry = take(&at, strs[7], len[7]);
   w->v.log = take(&at, strs[8], len[8]);
   w->v.data = take(&at, v->data, v->size);
-  row_checksum(key, digest, v->failed, w->v.entry, v->local_bytes,
-               v->scratch_bytes, w->v.data, v->size, w->v.log, v->expires_ms,
-               w->sum);
   return w;
 }
 
@@ -3680,7 +3728,7 @@ xpj_status xpj_cache_put_later(xpj_cache *c, const xpj_cache_key *k,
     free(text);
     return XPJ_OK;
   }
-  struct later *w = later_make(k, v, digest, text, signing_key(c));
+  struct later *w = later_make(k, v, digest, text);
   free(text);
   if (!w)
     return fail(XPJ_ERR_NOMEM, "out of memory");
@@ -4539,6 +4587,7 @@ xpj_status xpj_cache_import_counted(xpj_cache *c, const char *bundle_path,
   if (st != XPJ_OK)
     return st;
   lock_db(c);
+  key_renewed(c); /* its rows signed with the key the others use */
   st = need_rw(c, "import");
   if (st == XPJ_OK)
     flush_all(c);

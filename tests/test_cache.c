@@ -1882,6 +1882,60 @@ static void test_forged_rows(void **state) {
   xpj_cache_close(c);
 }
 
+/* A key replaced while a handle is open (another process found it gone
+ * or damaged and made a new one): the handle reads the new one, so that
+ * it neither drops the rows the others sign nor signs rows, waiting puts
+ * and hit files they drop (xpjitd kept its old key until restarted; found
+ * by an outside probe). A key file that the handle may not trust leaves
+ * the old key in use. */
+static void test_key_replaced(void **state) {
+  fx *f = *state;
+  char kp[256];
+  snprintf(kp, sizeof kp, "%s.key", f->path);
+  xpj_cache *a = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(a, 1, 100);
+  assert_int_equal(unlink(kp), 0);
+  /* b makes a new key; what it signs, a (which kept the old one) finds */
+  xpj_cache *b = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(b, 2, 200);
+  expect_hit(a, 2, 200);
+  /* what a puts after, now or later, b and a new handle find */
+  put_i(a, 3, 300);
+  tkey t;
+  tval v;
+  assert_int_equal(xpj_cache_put_later(a, key_of(&t, 4), val_of(&v, 4, 400)),
+                   XPJ_OK);
+  val_free(&v);
+  xpj_cache_settle(a);
+  expect_hit(b, 3, 300);
+  expect_hit(b, 4, 400);
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  for (unsigned i = 2; i <= 4; i++)
+    expect_hit(c, i, 100 * i); /* hit files and rows */
+  expect_miss(c, 1); /* signed with the lost key: dropped */
+  xpj_cache_close(c);
+  /* the same for a key written over in place (the same inode, a new
+   * change time) */
+  uint8_t fresh[32];
+  for (unsigned i = 0; i < 32; i++)
+    fresh[i] = (uint8_t)(i * 37 + 11);
+  int fd = open(kp, O_WRONLY | O_TRUNC);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, fresh, sizeof fresh), (ssize_t)sizeof fresh);
+  close(fd);
+  xpj_cache *d = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(d, 5, 500);
+  xpj_cache_close(d);
+  expect_hit(a, 5, 500);
+  /* a key file the handle may not trust: the old key stays in use */
+  assert_int_equal(chmod(kp, 0644), 0);
+  put_i(a, 6, 600);
+  assert_int_equal(chmod(kp, 0600), 0);
+  expect_hit(a, 6, 600);
+  xpj_cache_close(a);
+  xpj_cache_close(b);
+}
+
 /* The key that signs the rows: PATH.key, 32 random bytes, 0600, made by
  * the first writer; refused when others may read it; a lost or damaged key
  * costs the entries (each dropped as it is found), never the cache. */
@@ -5839,6 +5893,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_round_trip),
       T(test_owns_file),
+      T(test_key_replaced),
       T(test_export_private_dir),
       T(test_hit_files),
       T(test_hit_files_refused),
