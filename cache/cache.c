@@ -1484,8 +1484,8 @@ static int make_key(const xpj_cache *c, bool replace) {
 
 /* Whether the file at path is another program's SQLite database: its
  * header (sqlite.org/fileformat.html: the application id at byte 68, the
- * schema cookie at 40, both big-endian) names another program, or has
- * tables without xpjit's id. Not a missing file, one too short for a
+ * user version at 60, the schema cookie at 40, all big-endian) names
+ * another program, or has a version or tables without xpjit's id. Not a missing file, one too short for a
  * header (a new cache's pages may all be in its -wal), nor one that is
  * not SQLite (damage, moved aside when opened). Asked before a key is
  * made beside a file: `cache --path other.db` leaves nothing behind. */
@@ -1506,7 +1506,12 @@ static bool foreign_file(const char *path) {
                  (uint32_t)h[70] << 8 | h[71];
   uint32_t cookie = (uint32_t)h[40] << 24 | (uint32_t)h[41] << 16 |
                     (uint32_t)h[42] << 8 | h[43];
-  return app != APP_ID && (app != 0 || cookie != 0);
+  uint32_t ver = (uint32_t)h[60] << 24 | (uint32_t)h[61] << 16 |
+                 (uint32_t)h[62] << 8 | h[63];
+  /* as setup judges it: an id, a version or tables not xpjit's (a file
+   * with only another's user_version was called another program's there
+   * and got a key beside it here) */
+  return app != APP_ID && (app != 0 || ver != 0 || cookie != 0);
 }
 
 /* The user cache's key: read, made by the first writer, or replaced when

@@ -1623,7 +1623,7 @@ static void test_corrupt_keeps_older(void **state) {
 }
 
 /* (d) valid SQLite files that are not ours or of another schema: another
- * program's database (k < 3) is refused and left as it is, nothing made
+ * program's database (k < 4) is refused and left as it is, nothing made
  * beside it (a cache path that names it by mistake must not cost its
  * owner the file); one of ours
  * of another schema version, or with the wrong tables, is moved aside and
@@ -1635,6 +1635,9 @@ static void test_corrupt_foreign(void **state) {
       "CREATE TABLE t(x); INSERT INTO t VALUES(42); "
       "PRAGMA application_id=1234;",
       "CREATE TABLE t(x); INSERT INTO t VALUES(42);",
+      /* no table, only a user version: another program's too (the CLI
+       * said so, and made a key and a lock beside it) */
+      "PRAGMA user_version=2;",
       /* ours, but a future schema version */
       "CREATE TABLE t(x); INSERT INTO t VALUES(42); "
       "PRAGMA application_id=1481656899; PRAGMA user_version=999;",
@@ -1658,7 +1661,7 @@ static void test_corrupt_foreign(void **state) {
     f->w.n = 0;
     f->w.text[0] = 0;
     xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
-    if (k < 3) {
+    if (k < 4) {
       assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
       assert_warned(&f->w, "another program's SQLite database");
       xpj_cache_close(c);
@@ -1667,12 +1670,15 @@ static void test_corrupt_foreign(void **state) {
       /* and nothing made beside it */
       assert_int_equal(stat(key, &sb), -1);
       assert_int_equal(stat(lock, &sb), -1);
-      assert_int_equal(sql_int(f->path, "SELECT x FROM t", NULL), 42);
+      if (k == 3)
+        assert_int_equal(sql_int(f->path, "PRAGMA user_version", NULL), 2);
+      else
+        assert_int_equal(sql_int(f->path, "SELECT x FROM t", NULL), 42);
       continue;
     }
-    /* the schema numbers right but not the tables (k == 4): damage too */
+    /* the schema numbers right but not the tables (k == 5): damage too */
     expect_recovered(f, c);
-    assert_warned(&f->w, k == 4 ? "schema" : "not an xpjit cache");
+    assert_warned(&f->w, k == 5 ? "schema" : "not an xpjit cache");
     xpj_cache_close(c);
     /* the moved file keeps its contents */
     assert_int_equal(sql_int(aside, "SELECT x FROM t", NULL), 42);
