@@ -119,6 +119,16 @@ sqlite3 "$T/c3/cache-v2.db" "UPDATE entries SET data = zeroblob(64) WHERE digest
 "$CLI" cache verify >/dev/null; [ $? = 1 ] || bad "verify: damage not found"
 "$CLI" cache verify --repair --json | grep -q '"bad": 1' || bad "verify --repair"
 "$CLI" cache verify >/dev/null || bad "verify after repair"
+# a cache that cannot be used (its lock a FIFO) is not repaired, and
+# verify --repair does not say it was
+mv "$T/c3/cache-v2.db.lock" "$T/c3/lock.kept" && mkfifo -m 600 "$T/c3/cache-v2.db.lock"
+"$CLI" cache verify --repair >"$T/o" 2>&1; [ $? = 1 ] || bad "verify --repair of a refused cache: exit"
+grep -q "nothing repaired" "$T/o" && ! grep -q "(removed)" "$T/o" ||
+  bad "verify --repair of a refused cache: $(cat "$T/o")"
+"$CLI" cache verify --repair --json 2>/dev/null | grep -q '"repaired": false' ||
+  bad "verify --repair --json of a refused cache says repaired"
+[ -p "$T/c3/cache-v2.db.lock" ] || bad "verify --repair replaced the FIFO"
+rm "$T/c3/cache-v2.db.lock" && mv "$T/c3/lock.kept" "$T/c3/cache-v2.db.lock"
 "$CLI" cache prune --max-size 1 --json | grep -q '"removed": 2' || bad "prune --max-size"
 "$CLI" cache prune --older-than 1d | grep -q "removed 0" || bad "prune --older-than"
 "$CLI" cache clear >/dev/null || bad "cache clear"

@@ -638,16 +638,24 @@ static int cache_verify(const cache_req *r) {
     return rc;
   findings f = {r->json, r->json ? json_array() : NULL, 0, 0};
   rc = verify(c, r->repair, &f);
+  /* a cache refused or off (another's file, a lock that is a FIFO, a
+   * disk it cannot write) was not touched: nothing was removed */
+  bool usable = xpj_cache_mode_of(c) == XPJ_CACHE_MODE_RW;
+  bool repaired = r->repair && f.bad && usable;
   if (!rc && r->json)
     rc = cli_json_print(json_pack("{s:o, s:o, s:o, s:b, s:o}", "path",
                                   cli_jstr(xpj_cache_path(c)), "checked",
                                   cli_jint(f.checked), "bad",
-                                  cli_jint(f.bad), "repaired",
-                                  r->repair && f.bad, "problems", f.list));
+                                  cli_jint(f.bad), "repaired", repaired,
+                                  "problems", f.list));
   else if (!rc)
     printf("%s: %llu entries checked, %llu bad%s\n", xpj_cache_path(c),
            (unsigned long long)f.checked, (unsigned long long)f.bad,
-           r->repair && f.bad ? " (removed)" : "");
+           repaired                     ? " (removed)"
+           : r->repair && f.bad         ? " (nothing repaired: the cache "
+                                          "cannot be used as it is; the "
+                                          "line above says why)"
+                                        : "");
   else
     json_decref(f.list);
   xpj_cache_close(c);
