@@ -114,6 +114,10 @@ done
   >/dev/null 2>&1 && bad "bundle build -o FIFO succeeded"
 [ -p "$T/fifo.xpb" ] || bad "bundle build replaced a FIFO"
 "$CLI" bundle verify "$T/mine.xpb" >/dev/null || bad "exported bundle verify"
+# an empty cache's export names no build: imported as nothing, not refused
+XPJIT_CACHE_DIR="$T/empty-c" "$CLI" cache export "$T/empty.xpb" >/dev/null || bad "export of an empty cache"
+XPJIT_CACHE_DIR="$T/empty-d" "$CLI" bundle import "$T/empty.xpb" >"$T/o" 2>&1 &&
+  grep -q "imported 0 entries" "$T/o" || bad "import of an empty bundle: $(cat "$T/o")"
 # damage one row: verify finds it (exit 1), --repair removes it
 sqlite3 "$T/c3/cache-v2.db" "UPDATE entries SET data = zeroblob(64) WHERE digest = '$d'"
 "$CLI" cache verify >/dev/null; [ $? = 1 ] || bad "verify: damage not found"

@@ -1654,7 +1654,9 @@ static int bundle_import(const bundle_req *r) {
     } else if (bundle_open(r->files[i], &b) != 0) {
       refused = xpj_cache_last_error(); /* (said) */
     } else {
-      if (!b.usable) {
+      /* (an empty bundle names no build: there is nothing to refuse) */
+      bool empty = b.versions && !*b.versions;
+      if (!b.usable && !empty) {
         cli_error("bundle import", "%s was built by another xpjit (%s; "
                   "this is %s): none of its entries could be used; nothing "
                   "imported", r->files[i],
