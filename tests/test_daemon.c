@@ -2847,6 +2847,41 @@ static void test_shutdown_during_parse(void **state) {
 
 /* ---- shutdown ---- */
 
+/* SIGTERM with nothing running and a client that reads none of its
+ * replies: the daemon gives readers one second once its compiles are
+ * done, not the whole grace period (it waited 10 s here with nothing to
+ * do; found by an outside probe). */
+static void test_sigterm_unread_client(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "u");
+  make_dir(&d);
+  dmn_start(&d, NULL, (const char *const[]){"--grace", "30000", NULL});
+  int fd = client(&d);
+  int small = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  /* STATS replies (a kilobyte each) that are never read: the daemon's
+   * output to this client backs up */
+  for (uint32_t i = 0; i < 600; i++)
+    send_op(fd, XPD_STATS, 100 + i);
+  /* taken in, their replies waiting: the client's share of memory */
+  uint64_t end = xpd_now_ms() + 10000;
+  while (stat1(&d, "client_bytes") < (256u << 10) && xpd_now_ms() < end)
+    sleep_ms(20);
+  assert_true(stat1(&d, "client_bytes") >= (256u << 10));
+  uint64_t t0 = xpd_now_ms();
+  assert_int_equal(kill(d.pid, SIGTERM), 0);
+  /* a second, with room for a slow machine: not the I/O timeout (10 s)
+   * after which the daemon closes a client that takes nothing */
+  int code = dmn_exit(&d, 6000);
+  print_message("SIGTERM with an unread client: exit %d after %llu ms\n",
+                code, (unsigned long long)(xpd_now_ms() - t0));
+  if (code != 0)
+    fail_msg("exit %d (-1: still running after 6 s of a 30 s grace); "
+             "stderr:\n%s", code, slurp(d.log));
+  close(fd);
+}
+
 /* SIGTERM with a compile running and one queued behind it: the queued
  * one is refused at once, a connected client still gets answers (a GET:
  * an ERROR) during the grace period, the running one ends with it; the
@@ -3600,6 +3635,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_peer_uid, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sigterm_in_flight, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_sigterm_unread_client, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_first_look, setup, teardown),
       cmocka_unit_test_setup_teardown(test_first_look_large, setup,

@@ -3462,7 +3462,7 @@ int main(int argc, char **argv) {
         cache_on ? xpj_cache_path(l2) : "off", problem);
   notify("READY=1\nSTATUS=serving");
 
-  uint64_t last_check = 0, idle_since = xpd_now_ms();
+  uint64_t last_check = 0, idle_since = xpd_now_ms(), flush_since = 0;
   int exit_code = 0;
   struct epoll_event evs[64];
   for (;;) {
@@ -3517,12 +3517,17 @@ int main(int argc, char **argv) {
           }
       }
       if (!compiles_running() && !pool_out) {
-        /* replies out, then go (a reader gets a second to take them) */
+        /* replies out, then go: readers get a second from when the last
+         * compile ended (not from the end of the grace period: a client
+         * that reads nothing held a daemon with nothing to do for all
+         * of it) */
+        if (!flush_since)
+          flush_since = now;
         bool pending_out = false;
         for (unsigned i = 0; i < nslots; i++)
           if (slots[i] && slots[i]->out_off < slots[i]->out.len)
             pending_out = true;
-        if (!pending_out || now - shutdown_at > cfg.grace_ms + 1000)
+        if (!pending_out || now - flush_since > 1000)
           break;
       }
     }
