@@ -128,3 +128,8 @@ def test_scan_sort_stencil_transpose(device):
     tr.transpose_tiled[(-(-33 // tdim) * rows, -(-70 // tdim) * tdim),
                        (rows, tdim)](on(device, m), mt)
     np.testing.assert_array_equal(back(mt), m.T)
+    # it declares that local size: left to the runtime (None), it is taken
+    mt2 = on(device, np.zeros((70, 33), np.float32))
+    tr.transpose_tiled[(-(-33 // tdim) * rows, -(-70 // tdim) * tdim),
+                       None](on(device, m), mt2)
+    np.testing.assert_array_equal(back(mt2), m.T)
