@@ -374,9 +374,16 @@ static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
   char buf[512];
   const char *pn = p->name;
   if (a->dtype != p->dtype) {
+    /* (void: an element type the caller's binding has none for: a
+     * NumPy array of non-native byte order or of a structured dtype) */
     snprintf(buf, sizeof buf, "%u '%s' is an array of %s, given an array of "
              "%s", i, pn, xpj_scalar_name(p->dtype),
-             a->dtype < XPJ_SCALAR_COUNT ? xpj_scalar_name(a->dtype) : "?");
+             a->dtype == XPJ_VOID
+                 ? "an element type xpjit has none for (a non-native byte "
+                   "order, a structured type: convert it, e.g. NumPy's "
+                   "a.astype(a.dtype.newbyteorder('=')))"
+             : a->dtype < XPJ_SCALAR_COUNT ? xpj_scalar_name(a->dtype)
+                                           : "?");
     return launch_err(k, "argument ", buf);
   }
   if (a->ndim != p->rank) {
