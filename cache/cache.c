@@ -3150,6 +3150,7 @@ static void make_wanted(xpj_cache *c) {
   if (!n || c->mode != XPJ_CACHE_MODE_RW || to_writable(c) != SQLITE_OK ||
       !c->db)
     return;
+  key_renewed(c); /* the files signed with the key the others use */
   sqlite3_busy_timeout(c->db, 0);
   sqlite3_stmt *s = NULL;
   if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK &&
@@ -3633,10 +3634,6 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
   if (st != XPJ_OK)
     return st;
   lock_db(c);
-  key_renewed(c); /* signed with the key the others use */
-  row_checksum(signing_key(c), digest, v->failed, v->entry ? v->entry : "",
-               v->local_bytes, v->scratch_bytes, v->data, v->size,
-               v->log ? v->log : "", v->expires_ms, sum);
   drop_later(c, digest); /* this row replaces it */
   for (int attempt = 0; attempt < 2; attempt++) {
     if (!c->db || c->mode != XPJ_CACHE_MODE_RW)
@@ -3644,6 +3641,12 @@ xpj_status xpj_cache_put(xpj_cache *c, const xpj_cache_key *k,
     int rc = begin(c);
     if (rc == SQLITE_OK) /* before: uses belong to the row being replaced */
       rc = flush_deferred(c);
+    /* signed with the key the others use (flush_deferred may have read
+     * a new one already) */
+    key_renewed(c);
+    row_checksum(signing_key(c), digest, v->failed, v->entry ? v->entry : "",
+                 v->local_bytes, v->scratch_bytes, v->data, v->size,
+                 v->log ? v->log : "", v->expires_ms, sum);
     int64_t t = now_ms();
     if (rc == SQLITE_OK)
       rc = insert(c, k, digest, text, v, sum, t);
@@ -4110,6 +4113,7 @@ xpj_status xpj_cache_verify(xpj_cache *c, int repair,
     return fail(XPJ_ERR_INVALID, "xpj_cache_verify: NULL argument");
   uint64_t nchk = 0, nbad = 0;
   lock_db(c);
+  key_renewed(c); /* a long-lived handle judges by the key in use */
   flush_all(c); /* the rows this handle has yet to write are checked too */
   nbad = verify_file(c, repair, fn, ud);
   if (c->db) {
@@ -4494,6 +4498,7 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
     return st;
   }
   lock_db(c);
+  key_renewed(c); /* rows are judged by the key in use */
   flush_all(c);
   if (!c->db)
     st = fail(XPJ_ERR_INVALID, "the cache %s is off", c->path);

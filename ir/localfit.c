@@ -467,9 +467,9 @@ static iv math(const fctx *c, const env *e, const xpj_inst *in) {
   }
 }
 
-/* A work-group or sub-group collective (XPJ_OP_GROUP): combines, or hands
- * on, the values x of up to n work-items of the group (a sub-group is at
- * most the group): which and how many depend on the group's shape, so the
+/* A work-group or sub-group collective (XPJ_OP_GROUP): combines the values
+ * x of up to n work-items of the group (a sub-group is at most the group),
+ * or hands one on: which and how many depend on the group's shape, so the
  * result does, whatever x depends on. */
 static iv group_range(const fctx *c, const env *e, const xpj_inst *in) {
   iv x = opnd(c, e, args(c, in)[0]);
@@ -479,9 +479,13 @@ static iv group_range(const fctx *c, const env *e, const xpj_inst *in) {
     return unknown;
   int64_t n = mul3(c->L[0], c->L[1], c->L[2]);
   xpj_coll kind = (xpj_coll)in->aux;
+  /* another work-item's value, but x as this point knows it (guards
+   * sharpen it) is not that one's, and an id or lane past the group (or a
+   * short sub-group) reads what a target leaves there (PTX: a stale
+   * slot): not trusted */
   if (kind == XPJ_COLL_BROADCAST || kind == XPJ_COLL_SHUFFLE ||
       kind == XPJ_COLL_SHUFFLE_XOR)
-    return x; /* another work-item's value */
+    return unknown;
   /* a scan or a reduction of 1 .. n values (0 .. n - 1 for an exclusive
    * scan, whose first work-item gets the operation's identity) */
   bool excl = kind == XPJ_COLL_SCAN_EXCL;

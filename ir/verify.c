@@ -222,6 +222,8 @@ typedef struct cg_ctx {
   uint8_t *uses_group; /* transitively uses barrier / work-group queries */
   uint32_t *chain;     /* its blocks' depth + 1 + the deepest callee's */
   unsigned max_depth;  /* 0: not checked */
+  uint64_t running;    /* max_depth: the depth of the chain being walked */
+  bool deep_said;      /* a chain too deep was reported (once is enough) */
   xpj_call_report report;
   void *ud;
   unsigned errors;
@@ -308,15 +310,41 @@ static void cg_visit(const xpj_func *f, xpj_val v, void *ud) {
 static void cg_func(cg_ctx *c, uint32_t fi) {
   if (c->state[fi])
     return;
-  c->state[fi] = 1;
   const xpj_func *f = c->m->funcs[fi];
+  uint64_t own = c->max_depth ? (uint64_t)block_depth(f) + 1 : 0;
+  if (c->max_depth && c->running + own > c->max_depth) {
+    /* the chain walked to here is too deep already: said here, and not
+     * walked further (this walk recurses as deep as the chain) */
+    c->state[fi] = 2;
+    c->chain[fi] = UINT32_MAX; /* (its callers say nothing more) */
+    c->errors++;
+    if (c->deep_said)
+      return; /* (the functions below, walked from elsewhere, go past too) */
+    c->deep_said = true;
+    if (c->report && !c->running)
+      c->report(c->ud, f->loc, "'%s' nests %llu deep, counting its blocks "
+                "(each arm of an 'else if' chain is one inside the one "
+                "before) (at most %u): split a long 'else if' chain",
+                f->name, (unsigned long long)own, c->max_depth);
+    else if (c->report)
+      c->report(c->ud, f->loc, "the chain of calls that reaches '%s' nests "
+                "%llu deep, counting each function's blocks (each arm of an "
+                "'else if' chain is one inside the one before) (at most %u): "
+                "split a long 'else if' chain or a long chain of calls",
+                f->name, (unsigned long long)(c->running + own),
+                c->max_depth);
+    return;
+  }
+  c->state[fi] = 1;
+  c->running += own;
   cg_walk w = {c, fi, 0};
   xpj_walk(f, 1, cg_visit, &w);
-  uint64_t chain = c->max_depth ? (uint64_t)block_depth(f) + 1 + w.below : 0;
+  c->running -= own;
+  uint64_t chain = c->max_depth ? own + w.below : 0;
   c->chain[fi] = chain > UINT32_MAX ? UINT32_MAX : (uint32_t)chain;
   if (c->max_depth && chain > c->max_depth && w.below <= c->max_depth) {
     c->errors++;
-    if (c->report)
+    if (c->report && !c->deep_said)
       c->report(c->ud, f->loc, "'%s' nests %llu deep, counting its blocks "
                 "(each arm of an 'else if' chain is one inside the one "
                 "before) and the functions it calls, each with its own "
@@ -330,7 +358,7 @@ unsigned xpj_check_calls(const xpj_module *m, unsigned max_depth,
                          xpj_call_report report, void *ud) {
   cg_ctx c = {m,      xpj_calloc(m->nfuncs, 1),
               xpj_calloc(m->nfuncs, 1), xpj_calloc(m->nfuncs, sizeof(uint32_t)),
-              max_depth, report, ud, 0};
+              max_depth, 0, false, report, ud, 0};
   if (!c.state || !c.uses_group || !c.chain) {
     xpj_free(c.state);
     xpj_free(c.uses_group);

@@ -555,6 +555,30 @@ static void test_flat_chains(void **state) {
     fail_msg("a long chain of calls: want one error, got:\n%.600s", text);
   free(text);
   free(src);
+  /* a long chain of calls, each from deep in its function: the check
+   * stops where the chain goes past (it walks as deep as the chain: 3,000
+   * functions of 150 levels each overflowed its stack) */
+  enum { NF = 3000, LEVELS = 150 };
+  char *big = malloc((size_t)NF * (LEVELS * 16 + 96) + 256), *w = big;
+  assert_non_null(big);
+  for (int i = 0; i < NF; i++) {
+    w += sprintf(w, "fn g%d(x: i32) -> i32 {", i);
+    for (int l = 0; l < LEVELS; l++)
+      w += sprintf(w, " if x > %d {", l);
+    w += i + 1 < NF ? sprintf(w, " return g%d(x);", i + 1)
+                    : sprintf(w, " return x;");
+    for (int l = 0; l < LEVELS; l++)
+      *w++ = '}';
+    w += sprintf(w, " return 0; }\n");
+  }
+  strcpy(w, "kernel k(x: global const i32[], o: global i32[]) range "
+            "{ o[0] = g0(x[0]); }\n");
+  text = refused(big, &count);
+  if (count != 1 || !strstr(text, "the chain of calls that reaches 'g6'"))
+    fail_msg("a deep chain of deep calls: want one error, got:\n%.600s",
+             text);
+  free(text);
+  free(big);
 }
 
 static void test_huge_and_empty(void **state) {

@@ -259,10 +259,17 @@ static const fit_case cases[] = {
                                           "  t[group_broadcast(local_id(0), "
                                           "local_size(0) - 1) + 1] = 1.0f32;\n"),
      1, {1024}, {16}, 0, "t", 3},
-    {"broadcast, 15 fit", K1("local t: f32[16];",
-                             "  t[group_broadcast(local_id(0), "
-                             "local_size(0) - 1) + 1] = 1.0f32;\n"),
-     1, {1024}, {15}, 1, NULL, 0},
+    /* a broadcast or shuffle is not trusted (another work-item's value,
+     * or what a target leaves for an id past the group) */
+    {"broadcast, not trusted at 1", K1("local t: f32[16];",
+                                       "  t[group_broadcast(local_id(0), "
+                                       "local_size(0) - 1) + 1] = 1.0f32;\n"),
+     1, {1024}, {1}, 0, "t", 3},
+    {"broadcast after a guard", K1("local t: f32[8];",
+                                   "  if local_id(0) >= 4 { return; }\n"
+                                   "  t[group_broadcast(local_id(0), 6)] = "
+                                   "1.0f32;\n"),
+     1, {1024}, {8}, 0, "t", 4},
     {"a global value handed on", K1("local t: f32[16];",
                                     "  t[sub_group_shuffle(global_id(0), 0)] "
                                     "= 1.0f32;\n"),
