@@ -86,8 +86,8 @@
 
 /* A put deferred to the cache's next write transaction
  * (xpj_cache_put_later): the row exactly as xpj_cache_put would write it,
- * checksum included; k, v and text point into the allocation that holds
- * it. */
+ * signed when it is written (flush_deferred: with the key in use then);
+ * k, v and text point into the allocation that holds it. */
 struct later {
   char digest[65];
   int64_t t;    /* when it was put: the row's created and last_used */
@@ -1485,8 +1485,9 @@ static int make_key(const xpj_cache *c, bool replace) {
 /* Whether the file at path is another program's SQLite database: its
  * header (sqlite.org/fileformat.html: the application id at byte 68, the
  * user version at 60, the schema cookie at 40, all big-endian) names
- * another program, or has a version or tables without xpjit's id. Not a missing file, one too short for a
- * header (a new cache's pages may all be in its -wal), nor one that is
+ * another program, or has a version or tables without xpjit's id. Not a
+ * missing file, one too short for a header (a new cache's pages may all
+ * be in its -wal), nor one that is
  * not SQLite (damage, moved aside when opened). Asked before a key is
  * made beside a file: `cache --path other.db` leaves nothing behind. */
 static bool foreign_file(const char *path) {
@@ -4438,7 +4439,7 @@ xpj_status xpj_cache_finish_bundle(xpj_cache *c) {
  * nobody plants anything. A directory of ours left by a process of the
  * same id that died is emptied and used; anything else there is refused. */
 static void export_dir_remove(const char *dir) {
-  static const char *const files[] = {"", "-journal", "-wal", "-shm"};
+  static const char *const files[] = {"", "-journal"}; /* (no WAL) */
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     char p[4400];
     snprintf(p, sizeof p, "%s/" XPJ_CACHE_EXPORT_TEMP "%s", dir, files[i]);
