@@ -54,16 +54,19 @@ static inline uint64_t xpd_failed_limit(int failed) {
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t xpd_now_ms(void);
 
-/* Connects to path (non-blocking socket), checks that the peer runs as
- * this process's effective uid, and exchanges HELLO/WELCOME within
- * timeout_ms. Returns the fd, or -1 with a message in err. welcome (may
- * be NULL) gets the greeting's payload (free it). */
+/* Connects to path, checks that the peer runs as this process's
+ * effective uid, and exchanges HELLO/WELCOME within timeout_ms. Returns
+ * the fd, or -1 with a message in err. welcome (may be NULL) gets the
+ * greeting's payload (free it). The socket is left blocking with a
+ * receive timeout of a few milliseconds: xpd_call waits for a reply in
+ * its recv (every other read and write on it is non-blocking). */
 int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
                 uint8_t **welcome, size_t *welcome_len);
 /* Writes all of b (MSG_NOSIGNAL) by deadline_ms (xpd_now_ms clock). */
 bool xpd_write_all(int fd, const void *p, size_t n, uint64_t deadline_ms);
-/* Reads one frame: header into h, payload into *payload (malloc'd, NULL
- * when empty). max: the payload limit. Returns XPD_E_OK, XPD_E_SHORT for
+/* Reads one frame from any socket, without blocking in a read (poll
+ * waits): header into h, payload into *payload (malloc'd, NULL when
+ * empty). max: the payload limit. Returns XPD_E_OK, XPD_E_SHORT for
  * EOF/timeout/IO error (err says which), or the decoder's error. */
 xpd_err xpd_read_frame(int fd, uint32_t max, uint64_t deadline_ms,
                        xpd_header *h, uint8_t **payload, char *err,
@@ -75,7 +78,9 @@ xpd_err xpd_read_frame(int fd, uint32_t max, uint64_t deadline_ms,
 xpd_err xpd_read_reply(int fd, uint32_t max, uint64_t deadline_ms,
                        xpd_header *h, uint8_t **payload, char *err,
                        size_t errsize);
-/* One request, one reply: sends the frame in b and reads the reply. */
+/* One request, one reply on a connection of xpd_connect's (on another
+ * socket a blocking one would be read past timeout_ms): sends the frame
+ * in b and reads the reply's first frame. */
 xpd_err xpd_call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
                  xpd_header *h, uint8_t **payload, char *err, size_t errsize);
 /* The same for a request answered with exactly one frame (not a first

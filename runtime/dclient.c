@@ -122,13 +122,27 @@ bool xpd_write_all(int fd, const void *p, size_t n, uint64_t deadline) {
   return true;
 }
 
+/* How long a blocking recv on a connection of xpd_connect's waits (its
+ * SO_RCVTIMEO): a call's reply is waited for in the recv itself, one
+ * system call where poll and recv were two, while the deadline is at
+ * least this far; past one slice, or nearer the deadline, poll waits to
+ * the deadline. */
+#define RECV_SLICE_MS 10
+
 /* Reads at least want and at most cap bytes into b: the count, or -1 on
- * EOF, error or timeout (why in err). */
+ * EOF, error or timeout (why in err). block: fd is a connection of
+ * xpd_connect's (blocking, its receive timeout a slice); else any socket,
+ * read without blocking. */
 static ssize_t read_some(int fd, uint8_t *b, size_t want, size_t cap,
-                         uint64_t deadline, char *err, size_t errsize) {
+                         uint64_t deadline, bool block, char *err,
+                         size_t errsize) {
   size_t got = 0;
+  bool may_block = block; /* until a blocking recv has come back empty */
   while (got < want) {
-    ssize_t r = recv(fd, b + got, cap - got, MSG_DONTWAIT);
+    int flags = may_block && xpd_now_ms() + RECV_SLICE_MS <= deadline
+                    ? 0
+                    : MSG_DONTWAIT;
+    ssize_t r = recv(fd, b + got, cap - got, flags);
     if (r > 0) {
       got += (size_t)r;
       continue;
@@ -140,6 +154,8 @@ static ssize_t read_some(int fd, uint8_t *b, size_t want, size_t cap,
     if (errno == EINTR)
       continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      /* a slice passed (or the socket is not blocking): poll to the end */
+      may_block = false;
       int w = wait_fd(fd, POLLIN, deadline);
       if (w > 0)
         continue;
@@ -154,9 +170,9 @@ static ssize_t read_some(int fd, uint8_t *b, size_t want, size_t cap,
 }
 
 /* Reads exactly n bytes; 0 ok, -1 EOF/error/timeout (why in err). */
-static int read_n(int fd, uint8_t *b, size_t n, uint64_t deadline, char *err,
-                  size_t errsize) {
-  return read_some(fd, b, n, n, deadline, err, errsize) < 0 ? -1 : 0;
+static int read_n(int fd, uint8_t *b, size_t n, uint64_t deadline, bool block,
+                  char *err, size_t errsize) {
+  return read_some(fd, b, n, n, deadline, block, err, errsize) < 0 ? -1 : 0;
 }
 
 /* One frame: its header and up to cap - XPD_HEADER bytes of what follows
@@ -164,10 +180,11 @@ static int read_n(int fd, uint8_t *b, size_t n, uint64_t deadline, char *err,
  * rest of the payload after them. Bytes read past the frame are the
  * daemon's error. */
 static xpd_err read_frame_into(int fd, uint8_t *buf, size_t cap, uint32_t max,
-                               uint64_t deadline, xpd_header *h,
+                               uint64_t deadline, bool block, xpd_header *h,
                                uint8_t **payload, char *err, size_t errsize) {
   *payload = NULL;
-  ssize_t n = read_some(fd, buf, XPD_HEADER, cap, deadline, err, errsize);
+  ssize_t n = read_some(fd, buf, XPD_HEADER, cap, deadline, block, err,
+                        errsize);
   if (n < 0)
     return XPD_E_SHORT;
   xpd_err e = xpd_header_decode(buf, XPD_HEADER, max, h);
@@ -189,7 +206,7 @@ static xpd_err read_frame_into(int fd, uint8_t *buf, size_t cap, uint32_t max,
     return XPD_E_TOO_BIG;
   }
   memcpy(p, buf + XPD_HEADER, have);
-  if (read_n(fd, p + have, h->len - have, deadline, err, errsize)) {
+  if (read_n(fd, p + have, h->len - have, deadline, block, err, errsize)) {
     free(p);
     return XPD_E_SHORT;
   }
@@ -201,21 +218,25 @@ xpd_err xpd_read_frame(int fd, uint32_t max, uint64_t deadline,
                        xpd_header *h, uint8_t **payload, char *err,
                        size_t errsize) {
   uint8_t hb[XPD_HEADER];
-  return read_frame_into(fd, hb, sizeof hb, max, deadline, h, payload, err,
-                         errsize);
+  return read_frame_into(fd, hb, sizeof hb, max, deadline, false, h, payload,
+                         err, errsize);
 }
 
 xpd_err xpd_read_reply(int fd, uint32_t max, uint64_t deadline,
                        xpd_header *h, uint8_t **payload, char *err,
                        size_t errsize) {
   uint8_t buf[8192];
-  return read_frame_into(fd, buf, sizeof buf, max, deadline, h, payload, err,
-                         errsize);
+  return read_frame_into(fd, buf, sizeof buf, max, deadline, false, h,
+                         payload, err, errsize);
 }
 
-/* Sends b and waits until its reply begins to arrive. */
-static xpd_err send_and_wait(int fd, const xpd_buf *b, uint64_t deadline,
-                             uint8_t **payload, char *err, size_t errsize) {
+/* Sends b on a connection of xpd_connect's, then reads its answer: one
+ * frame (whole false: nothing past it is read), or a reply read whole
+ * (with one recv when it is small); waited for in that recv. */
+static xpd_err call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
+                    bool whole, xpd_header *h, uint8_t **payload, char *err,
+                    size_t errsize) {
+  uint64_t deadline = xpd_now_ms() + (uint64_t)timeout_ms;
   *payload = NULL;
   if (b->oom) {
     snprintf(err, errsize, "out of memory");
@@ -226,38 +247,21 @@ static xpd_err send_and_wait(int fd, const xpd_buf *b, uint64_t deadline,
              errno ? strerror(errno) : "timed out");
     return XPD_E_SHORT;
   }
-  /* the reply is not there yet: wait for it before the first read */
-  if (wait_fd(fd, POLLIN, deadline) < 0) {
-    snprintf(err, errsize, "poll: %s", strerror(errno));
-    return XPD_E_SHORT;
-  }
-  return XPD_E_OK;
-}
-
-typedef xpd_err (*frame_reader)(int fd, uint32_t max, uint64_t deadline,
-                                xpd_header *h, uint8_t **payload, char *err,
-                                size_t errsize);
-
-/* Sends b, then reads its answer with reader (one frame, or a reply read
- * whole) */
-static xpd_err call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
-                    frame_reader reader, xpd_header *h, uint8_t **payload,
-                    char *err, size_t errsize) {
-  uint64_t deadline = xpd_now_ms() + (uint64_t)timeout_ms;
-  xpd_err e = send_and_wait(fd, b, deadline, payload, err, errsize);
-  return e != XPD_E_OK ? e : reader(fd, max, deadline, h, payload, err, errsize);
+  uint8_t buf[8192];
+  return read_frame_into(fd, buf, whole ? sizeof buf : XPD_HEADER, max,
+                         deadline, true, h, payload, err, errsize);
 }
 
 xpd_err xpd_call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
                  xpd_header *h, uint8_t **payload, char *err,
                  size_t errsize) {
-  return call(fd, b, max, timeout_ms, xpd_read_frame, h, payload, err, errsize);
+  return call(fd, b, max, timeout_ms, false, h, payload, err, errsize);
 }
 
 xpd_err xpd_call_one(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
                      xpd_header *h, uint8_t **payload, char *err,
                      size_t errsize) {
-  return call(fd, b, max, timeout_ms, xpd_read_reply, h, payload, err, errsize);
+  return call(fd, b, max, timeout_ms, true, h, payload, err, errsize);
 }
 
 int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
@@ -282,6 +286,16 @@ int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
     /* a Unix socket connects at once or not at all (EAGAIN: backlog full) */
     snprintf(err, errsize, "cannot connect to %s: %s", path,
              strerror(errno));
+    close(fd);
+    return -1;
+  }
+  /* blocking from here, its recv woken every slice (read_some); sends
+   * stay non-blocking (MSG_DONTWAIT) */
+  struct timeval slice = {0, RECV_SLICE_MS * 1000};
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) != 0) {
+    snprintf(err, errsize, "socket options: %s", strerror(errno));
     close(fd);
     return -1;
   }

@@ -3264,6 +3264,108 @@ static void test_read_reply(void **state) {
   }
 }
 
+/* A fake daemon on base/fake.sock: greets, then answers each request
+ * after the next of delays_ms (-1: never; the connection held 3 s). */
+static pid_t fake_daemon(const char *sock, const int *delays_ms, int n) {
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", sock);
+  int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(l >= 0);
+  assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(listen(l, 4), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid > 0) {
+    close(l);
+    return pid;
+  }
+  alarm(20);
+  int fd = accept(l, NULL, NULL);
+  for (int i = -1; fd >= 0 && i < n; i++) {
+    xpd_header h;
+    uint8_t *pl = NULL;
+    char err[128];
+    if (xpd_read_frame(fd, 1u << 20, xpd_now_ms() + 10000, &h, &pl, err,
+                       sizeof err) != XPD_E_OK)
+      _exit(1);
+    free(pl);
+    if (i >= 0 && delays_ms[i] < 0) {
+      sleep_ms(3000);
+      _exit(0);
+    }
+    if (i >= 0)
+      sleep_ms((unsigned)delays_ms[i]);
+    xpd_buf b = {0};
+    xpd_begin(&b, i < 0 ? XPD_WELCOME : XPD_PONG, h.id);
+    xpd_end(&b, 0);
+    if (!xpd_write_all(fd, b.p, b.len, xpd_now_ms() + 5000))
+      _exit(1);
+    xpd_buf_free(&b);
+  }
+  _exit(0);
+}
+
+/* xpd_call on a connection of xpd_connect's waits for its reply in a
+ * blocking recv woken every few milliseconds: a reply that comes late is
+ * read, and none at all ends the call at its timeout, not at the first
+ * slice nor long after; a timeout shorter than a slice too. */
+static void test_call_waits(void **state) {
+  (void)state;
+  char sock[200];
+  snprintf(sock, sizeof sock, "%s/fake.sock", base);
+  const int delays[] = {0, 60, 250, -1};
+  pid_t pid = fake_daemon(sock, delays, 4);
+  char err[256] = "";
+  int fd = xpd_connect(sock, 2000, err, sizeof err, NULL, NULL);
+  assert_true(fd >= 0);
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_PING, 5);
+  xpd_end(&b, 0);
+  for (int i = 0; i < 4; i++) {
+    int timeout = i == 3 ? 400 : 2000;
+    xpd_header h;
+    uint8_t *pl = NULL;
+    uint64_t t0 = xpd_now_ms();
+    xpd_err e = i == 1 ? xpd_call_one(fd, &b, 1u << 20, timeout, &h, &pl,
+                                      err, sizeof err)
+                       : xpd_call(fd, &b, 1u << 20, timeout, &h, &pl, err,
+                                  sizeof err);
+    uint64_t took = xpd_now_ms() - t0;
+    free(pl);
+    if (i < 3) {
+      assert_int_equal(e, XPD_E_OK);
+      assert_int_equal(h.op, XPD_PONG);
+      assert_int_equal(h.id, 5);
+      assert_true(took >= (uint64_t)delays[i]);
+      assert_true(took < (uint64_t)delays[i] + 1500);
+    } else {
+      assert_int_equal(e, XPD_E_SHORT);
+      assert_non_null(strstr(err, "timed out"));
+      assert_true(took >= 400);
+      assert_true(took < 1400);
+    }
+  }
+  close(fd);
+  int ws;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  /* a timeout under one slice: over in about that time */
+  const int never[] = {-1};
+  unlink(sock);
+  pid = fake_daemon(sock, never, 1);
+  fd = xpd_connect(sock, 2000, err, sizeof err, NULL, NULL);
+  assert_true(fd >= 0);
+  xpd_header h;
+  uint8_t *pl = NULL;
+  uint64_t t0 = xpd_now_ms();
+  assert_int_equal(xpd_call(fd, &b, 1u << 20, 3, &h, &pl, err, sizeof err),
+                   XPD_E_SHORT);
+  assert_true(xpd_now_ms() - t0 < 500);
+  close(fd);
+  kill(pid, SIGKILL);
+  waitpid(pid, &ws, 0);
+  xpd_buf_free(&b);
+}
+
 /* LOOKUP (docs/protocol.md, "Lookups"): a kernel by its key's digest, from
  * the daemon's memory as a GET would have it; not there (or an answer
  * only the GET can give): ERROR XPJ_ERR_NOT_FOUND, connection kept; a
@@ -3643,6 +3745,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_lookup, setup, teardown),
       cmocka_unit_test_setup_teardown(test_read_reply, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_call_waits, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_and_shutdown, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_cache_across_restart, setup,
