@@ -138,6 +138,7 @@ typedef struct parser {
   xpj_func *f;
   xpj_block b;
   bool dead; /* the current block already ended in a jump */
+  bool broke; /* a 'break' leaves the innermost loop being parsed */
   sym *syms;
   uint32_t nsyms, capsyms, scope_base;
   unsigned depth;
@@ -2478,7 +2479,7 @@ static expr parse_primary(parser *p) {
 
 /* ---- statements ----------------------------------------------------- */
 
-static void parse_stmt(parser *p);
+static bool parse_stmt(parser *p);
 
 static void check_dead(parser *p, const token *t) {
   if (p->dead) {
@@ -2497,22 +2498,37 @@ static void close_scope(parser *p, uint32_t saved_base, uint32_t saved_n) {
   p->nsyms = saved_n;
 }
 
-/* '{' stmt* '}' into block b (a new scope). */
-static void parse_block_into(parser *p, xpj_block b) {
+/* '{' stmt* '}' into block b (a new scope); true when every path through
+ * it ends in a return: one of its statements does (what follows that one
+ * is unreachable, an error of its own). */
+static bool parse_block_into(parser *p, xpj_block b) {
   uint32_t sb, sn;
   xpj_block saved = p->b;
   bool saved_dead = p->dead;
+  bool returns = false;
   p->b = b;
   p->dead = false;
   open_scope(p, &sb, &sn);
   if (expect(p, P_LBRACE, "to begin a block")) {
     while (!is_p(p, P_RBRACE) && !is_k(p, TK_EOF))
-      parse_stmt(p);
+      returns |= parse_stmt(p);
     expect(p, P_RBRACE, "to end a block");
   }
   close_scope(p, sb, sn);
   p->b = saved;
   p->dead = saved_dead;
+  return returns;
+}
+
+/* A loop's body: a 'break' in it leaves this loop, not one around it.
+ * True when one does. */
+static bool parse_loop_body(parser *p, xpj_block b) {
+  bool outer = p->broke;
+  p->broke = false;
+  parse_block_into(p, b);
+  bool broke = p->broke;
+  p->broke = outer;
+  return broke;
 }
 
 static const char *mut_reason(parser *p, const expr *e, char nb[256],
@@ -2831,7 +2847,9 @@ static void parse_block_discard(parser *p) {
     sync_stmt(p);
 }
 
-static void parse_if(parser *p) {
+/* True when every path through it returns: it has an 'else' and each arm
+ * returns (3.2; the conditions are not evaluated). */
+static bool parse_if(parser *p) {
   const token *kw = next(p);
   xpj_val c = parse_cond(p, "if");
   xpj_block tb, eb;
@@ -2841,14 +2859,15 @@ static void parse_if(parser *p) {
   if (!is_p(p, P_LBRACE)) {
     syntax(p, peek(p), "expected '{' after the condition of 'if' (braces are "
            "required)");
-    return;
+    return false;
   }
+  bool then_returns = false;
   if (ifv)
-    parse_block_into(p, tb);
+    then_returns = parse_block_into(p, tb);
   else
     parse_block_discard(p);
   if (!is_k(p, TK_KW_ELSE))
-    return;
+    return false;
   next(p);
   if (is_k(p, TK_KW_IF)) {
     /* each arm is a block in the one before, and a frame of this
@@ -2860,31 +2879,34 @@ static void parse_if(parser *p) {
                "table", XPJ_MAX_DEPTH);
       p->pos = p->ntok - 1; /* give up on this input, as enter does */
       p->gave_up = true;
-      return;
+      return false;
     }
     p->elifs++;
+    bool rest_returns;
     if (!ifv) {
-      parse_if(p);
+      rest_returns = parse_if(p);
     } else {
       xpj_block saved = p->b;
       bool sd = p->dead;
       p->b = eb;
       p->dead = false;
-      parse_if(p);
+      rest_returns = parse_if(p);
       p->b = saved;
       p->dead = sd;
     }
     p->elifs--;
-    return;
+    return then_returns && rest_returns;
   }
   if (!is_p(p, P_LBRACE)) {
     syntax(p, peek(p), "expected '{' or 'if' after 'else'");
-    return;
+    return false;
   }
-  if (ifv)
-    parse_block_into(p, eb);
-  else
+  if (!ifv) {
     parse_block_discard(p);
+    return false;
+  }
+  bool else_returns = parse_block_into(p, eb);
+  return then_returns && else_returns;
 }
 
 static void parse_while(parser *p) {
@@ -2907,18 +2929,19 @@ static void parse_while(parser *p) {
            "are required)");
     return;
   }
-  parse_block_into(p, bb);
+  parse_loop_body(p, bb);
 }
 
-/* for (init; cond; step) { body } */
-static void parse_for(parser *p) {
+/* for (init; cond; step) { body }: true when every path through it
+ * returns, as when it has no condition and no 'break' leaves it (3.2). */
+static bool parse_for(parser *p) {
   const token *kw = next(p);
   uint32_t sbase, sn;
   open_scope(p, &sbase, &sn);
   if (!expect(p, P_LPAREN, "after 'for'")) {
     close_scope(p, sbase, sn);
     sync_stmt(p);
-    return;
+    return false;
   }
   if (is_k(p, TK_KW_LET))
     parse_let(p);
@@ -2933,10 +2956,11 @@ static void parse_for(parser *p) {
     berror(p, kw);
     close_scope(p, sbase, sn);
     sync_stmt(p);
-    return;
+    return false;
   }
   xpj_block saved = p->b;
-  if (!is_p(p, P_SEMI)) {
+  bool has_cond = !is_p(p, P_SEMI);
+  if (has_cond) {
     p->b = cb;
     xpj_val c = parse_cond(p, "for");
     if (c && xpj_b_loop_cond(p->f, lp, c) != XPJ_OK)
@@ -2955,13 +2979,15 @@ static void parse_for(parser *p) {
   if (p->panic) {
     close_scope(p, sbase, sn);
     sync_stmt(p);
-    return;
+    return false;
   }
+  bool returns = false;
   if (!is_p(p, P_LBRACE))
     syntax(p, peek(p), "expected '{' after 'for (...)' (braces are required)");
   else
-    parse_block_into(p, bb);
+    returns = !parse_loop_body(p, bb) && !has_cond;
   close_scope(p, sbase, sn);
+  return returns;
 }
 
 static void parse_return(parser *p) {
@@ -2990,11 +3016,16 @@ static void parse_return(parser *p) {
   p->dead = true;
 }
 
-static void parse_stmt(parser *p) {
+/* True when every path through the statement ends in a return (3.2), for
+ * parse_body's missing-return check. Decided here from the syntax: in the
+ * IR a nested block is an always-true 'if', like `if true { ... }`, which
+ * must not count (the check evaluates no condition). */
+static bool parse_stmt(parser *p) {
   const token *t = peek(p);
   if (!enter(p, t))
-    return;
+    return false;
   check_dead(p, t);
+  bool returns = false;
   switch (t->kind) {
   case TK_PUNCT:
     if (t->punct == P_LBRACE) {
@@ -3002,7 +3033,7 @@ static void parse_stmt(parser *p) {
       /* a nested scope: emitted into an always-true if */
       xpj_val c = xpj_b_const_int(p->f, p->b, scalar_t(p, XPJ_BOOL), 1, loc(p, t));
       if (c && xpj_b_if(p->f, p->b, c, &tb, &eb, loc(p, t)))
-        parse_block_into(p, tb);
+        returns = parse_block_into(p, tb);
       else
         sync_stmt(p);
       break;
@@ -3033,7 +3064,7 @@ static void parse_stmt(parser *p) {
     finish_simple(p);
     break;
   case TK_KW_IF:
-    parse_if(p);
+    returns = parse_if(p);
     if (p->panic)
       sync_stmt(p);
     break;
@@ -3043,7 +3074,7 @@ static void parse_stmt(parser *p) {
       sync_stmt(p);
     break;
   case TK_KW_FOR:
-    parse_for(p);
+    returns = parse_for(p);
     if (p->panic)
       sync_stmt(p);
     break;
@@ -3054,11 +3085,13 @@ static void parse_stmt(parser *p) {
                                                                  loc(p, t)))
       berror(p, t);
     p->dead = true;
+    p->broke |= t->kind == TK_KW_BREAK;
     finish_simple(p);
     break;
   case TK_KW_RETURN:
     parse_return(p);
     finish_simple(p);
+    returns = true;
     break;
   case TK_KW_KERNEL:
   case TK_KW_FN:
@@ -3076,23 +3109,7 @@ static void parse_stmt(parser *p) {
     finish_simple(p);
   }
   leave(p);
-}
-
-/* True when every path through block b ends in a return. */
-static bool always_returns(const xpj_func *f, xpj_block b) {
-  const xpj_blockdata *bd = &f->blocks[b];
-  if (bd->n == 0)
-    return false;
-  const xpj_inst *last = &f->insts[bd->ids[bd->n - 1]];
-  if (last->op == XPJ_OP_RETURN)
-    return true;
-  if (last->op == XPJ_OP_IF)
-    return always_returns(f, last->blk[0]) && always_returns(f, last->blk[1]);
-  if (last->op == XPJ_OP_LOOP && last->imm.i == 0) {
-    /* loop without condition: returns unless it breaks */
-    return true;
-  }
-  return false;
+  return returns;
 }
 
 /* ---- items ---------------------------------------------------------- */
@@ -3690,11 +3707,16 @@ static void parse_body(parser *p, fn_info *fi) {
   p->scope_base = p->nsyms;
   p->b = xpj_func_body(f);
   p->dead = false;
+  p->broke = false;
+  unsigned errors = p->errors;
+  bool returns = false;
   next(p); /* '{' */
   while (p->pos < fi->body_end && !is_k(p, TK_EOF) && !p->too_many)
-    parse_stmt(p);
-  if (xpj_type_scalar_of(p->m, f->ret) != XPJ_VOID && !p->errors &&
-      !always_returns(f, xpj_func_body(f))) {
+    returns |= parse_stmt(p);
+  /* not after an error of this function's: a return it dropped is no
+   * proof of a missing one; other functions' errors are no reason */
+  if (xpj_type_scalar_of(p->m, f->ret) != XPJ_VOID && p->errors == errors &&
+      !returns) {
     char tb[96];
     xpj_type_str_in(f, f->ret, tb, sizeof tb);
     error(p, &p->toks[fi->body_end], "'%s' may reach its end without "

@@ -630,6 +630,150 @@ static void test_error_limit(void **state) {
   free(s);
 }
 
+/* Parses src, which must be refused with exactly the error lines want
+ * (NULL-terminated), in order. */
+static void expect_errors(const char *src, const char *const *want) {
+  char *text = NULL;
+  xpj_status st = parse_src(src, NULL, &text);
+  char *lines[MAX_LINES + 1];
+  int n = error_lines(text, lines, MAX_LINES);
+  int nwant = 0;
+  while (want[nwant])
+    nwant++;
+  if (st != XPJ_ERR_SYNTAX || n != nwant)
+    fail_msg("status %d, %d error lines, want %d, for:\n%s\ngot:\n%s", st, n,
+             nwant, src, text);
+  for (int k = 0; k < nwant; k++)
+    if (strcmp(lines[k], want[k]) != 0)
+      fail_msg("for:\n%s\n  got:  %s\n  want: %s", src, lines[k], want[k]);
+  free(text);
+}
+
+/* A function with a return type ends every path with a return (language.md
+ * 3.2): a return, a nested block, an if with an else whose arms all do, or
+ * a for without a condition that no break leaves. Conditions are not
+ * evaluated: `while true` and `if true` may be passed by. A nested block
+ * was refused (an outside probe), and a for (;;) that a break leaves was
+ * accepted, reaching the function's end with no value to return. */
+static void test_return_paths(void **state) {
+  (void)state;
+  static const char *const ok[] = {
+      "fn f(x: i32) -> i32 { { return x; } }",
+      "fn f(x: i32) -> i32 { let y = x; { { return y; } } }",
+      "fn f<T>(x: T) -> T { { return x; } }",
+      "fn f(x: i32) -> i32 { if x > 0 { return 1; } "
+      "else if x < 0 { { return 2; } } else { return 3; } }",
+      "fn f(x: i32) -> i32 { if x > 0 { { return 1; } } "
+      "else { if x < 0 { return 2; } return 3; } }",
+      "fn f(x: i32) -> i32 { while x > 0 { return x; } { return 0; } }",
+      "fn f(x: i32) -> i32 { for (;;) { return x; } }",
+      "fn f(x: i32) -> i32 { for (;;) { while x > 0 { break; } return x; } }",
+      "fn f(x: i32) -> i32 { for (;;) { for (;;) { break; } "
+      "if x > 0 { continue; } return x; } }",
+      "fn f(x: i32) -> i32 { for (;;) { } }",
+  };
+  static const char *const bad[] = {
+      "fn f(x: i32) -> i32 { while true { return x; } }",
+      "fn f(x: i32) -> i32 { while x > 0 { return x; } }",
+      "fn f(x: i32) -> i32 { if true { return x; } }",
+      "fn f(x: i32) -> i32 { { if x > 0 { return x; } } }",
+      "fn f(x: i32) -> i32 { { } }",
+      "fn f(x: i32) -> i32 { if x > 0 { return 1; } "
+      "else if x < 0 { return 2; } }",
+      "fn f(x: i32) -> i32 { if x > 0 { return 1; } else { { } } }",
+      "fn f(x: i32) -> i32 { for (; x > 0;) { return x; } }",
+      "fn f(x: i32) -> i32 { for (;;) { if x > 0 { break; } return x; } }",
+      "fn f(x: i32) -> i32 { for (;;) { { break; } } }",
+      "fn f(x: i32) -> i32 { for (;;) { while x > 0 { } break; } }",
+  };
+  static const char kernel[] =
+      "\nkernel k(o: global i32[]) range { o[0] = f(o[1]); }\n";
+  char src[256], want[160];
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+    snprintf(src, sizeof src, "%s%s", ok[i], kernel);
+    char *text = NULL;
+    if (parse_src(src, NULL, &text) != XPJ_OK)
+      fail_msg("refused:\n%s\n%s", src, text);
+    free(text);
+  }
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    snprintf(src, sizeof src, "%s%s", bad[i], kernel);
+    /* at the body's closing brace, the line's last character */
+    snprintf(want, sizeof want, "t.xpk:1:%zu: error: 'f' may reach its end "
+             "without returning a value of type i32", strlen(bad[i]));
+    expect_errors(src, (const char *const[]){want, NULL});
+  }
+}
+
+/* Each function that may reach its end is reported, not the file's first
+ * only (an outside probe; cli.md: several errors per file); one with an
+ * error of its own is not, as a return its error dropped is no proof. */
+static void test_return_each_function(void **state) {
+  (void)state;
+  expect_errors(
+      "fn a(x: i32) -> i32 { if x > 0 { return 1; } }\n"
+      "fn b(x: i32) -> i32 { let y: i32 = 1.5; }\n"
+      "fn c(x: i32) -> i32 { while true { return x; } }\n"
+      "fn d(x: i32) -> i32 { return x; }\n"
+      "fn e(x: i32) -> i32 { let y = 1; }\n"
+      "kernel k(o: global i32[]) range { o[0] = a(1) + c(2) + d(3) + e(4); }\n",
+      (const char *const[]){
+          "t.xpk:1:46: error: 'a' may reach its end without returning a "
+          "value of type i32",
+          "t.xpk:2:36: error: floating-point literal cannot be used as i32 "
+          "without a cast",
+          "t.xpk:3:48: error: 'c' may reach its end without returning a "
+          "value of type i32",
+          "t.xpk:5:34: error: 'e' may reach its end without returning a "
+          "value of type i32",
+          NULL});
+}
+
+/* The limits language.md states (2.3, 10): identifiers of 255 characters,
+ * 64 parameters of a kernel or a function, local array parameters
+ * included; one more is an error. */
+static void test_name_and_parameter_limits(void **state) {
+  (void)state;
+  char id[257], src[2200];
+  memset(id, 'a', 256);
+  id[255] = 0;
+  snprintf(src, sizeof src,
+           "kernel k(o: global i32[]) range { let %s = 1; o[0] = %s; }\n", id,
+           id);
+  assert_int_equal(parse_src(src, NULL, NULL), XPJ_OK);
+  id[255] = 'a';
+  id[256] = 0;
+  snprintf(src, sizeof src,
+           "kernel k(o: global i32[]) range { let %s = 1; o[0] = 1; }\n", id);
+  expect_errors(src, (const char *const[]){
+                         "t.xpk:1:39: error: identifier is too long (at most "
+                         "255 characters)",
+                         NULL});
+  static const char *const heads[] = {"kernel k(", "fn f(", "kernel k("};
+  static const char *const tails[] = {
+      ") range { }\n",
+      ") { }\nkernel k(o: global i32[]) range { }\n",
+      "t: local f32[]) ndrange(1) local(64) { }\n"};
+  for (size_t h = 0; h < sizeof heads / sizeof *heads; h++)
+    for (int n = 64; n <= 65; n++) {
+      /* n parameters in all: the local array is the last of them */
+      size_t len = (size_t)snprintf(src, sizeof src, "%s", heads[h]);
+      int scalars = h == 2 ? n - 1 : n;
+      for (int i = 0; i < scalars; i++)
+        len += (size_t)snprintf(src + len, sizeof src - len, "a%d: i32%s", i,
+                                i + 1 < scalars || h == 2 ? ", " : "");
+      snprintf(src + len, sizeof src - len, "%s", tails[h]);
+      char *text = NULL;
+      xpj_status st = parse_src(src, NULL, &text);
+      if (n == 64 ? st != XPJ_OK
+                  : st != XPJ_ERR_SYNTAX ||
+                        !strstr(text, "error: too many parameters (at most "
+                                      "64)"))
+        fail_msg("%d parameters:\n%s\ngot:\n%s", n, src, text);
+      free(text);
+    }
+}
+
 static void test_file_errors(void **state) {
   (void)state;
   xpj_module *m;
@@ -802,6 +946,9 @@ int main(void) {
       cmocka_unit_test(test_flat_chains),
       cmocka_unit_test(test_huge_and_empty),
       cmocka_unit_test(test_error_limit),
+      cmocka_unit_test(test_return_paths),
+      cmocka_unit_test(test_return_each_function),
+      cmocka_unit_test(test_name_and_parameter_limits),
       cmocka_unit_test(test_file_errors),
       cmocka_unit_test(test_examples),
       cmocka_unit_test(test_signature_alone),
