@@ -727,3 +727,132 @@ def test_unknown_call_keyword():
         p.kernel("cp")(4, x, y, foo=1)
     p.kernel("cp")(4, x, y)
     np.testing.assert_array_equal(y, x)
+
+
+# ---- regressions from an outside probe (wrong answers and unclear errors;
+# its crashes are test_threads_signals.py's) ----
+
+def test_diagnostics_severity():
+    """An error diagnostic says "error" (it said "note": the severities
+    were read in the wrong order)."""
+    with pytest.raises(xpjit.KernelSyntaxError) as e:
+        xpjit.Program("kernel k(x: global f32[]) range { x[0] = 1 }",
+                      name="s.xpk")
+    assert ": error: " in str(e.value)
+    assert [d[3] for d in e.value.diagnostics] == ["error"]
+
+
+def test_fill_checks_like_a_scalar_argument(device):
+    """fill() takes what a kernel's scalar argument of the element type
+    takes (it wrapped 300 to 44 in u8, -1 to 255, and truncated 2.7)."""
+    a = xpjit.zeros(3, np.uint8, device=device)
+    for v in (300, -1, 2.7, "1", None):
+        with pytest.raises(xpjit.InvalidArgumentError):
+            a.fill(v)
+    assert (a.get() == 0).all()
+    a.fill(255)
+    a.fill(np.uint8(7))
+    assert list(a.get()) == [7] * 3
+    f = xpjit.zeros(2, np.float32, device=device)
+    f.fill(2)
+    f.fill(np.float64(2.5))
+    assert list(f.get()) == [2.5, 2.5]
+    h = xpjit.zeros(2, np.float16, device=device)
+    h.fill(1e6)  # as a scalar argument: beyond f16, inf
+    assert np.isinf(h.get()).all()
+    b = xpjit.zeros(2, np.bool_, device=device)
+    b.fill(True)
+    with pytest.raises(xpjit.InvalidArgumentError, match="range of bool"):
+        b.fill(2)
+    assert b.get().all()
+
+
+def test_device_arrays_are_not_numpy_arrays():
+    """A device array given to NumPy by mistake (a .get() forgotten) is a
+    TypeError, as with CuPy (NumPy made an object array of it), and only
+    one of one element has a truth value."""
+    for dev in ["cpu"] + (["opencl"] if xpjit.devices("opencl") else []):
+        d = xpjit.zeros(3, np.float32, device=xpjit.Device(dev))
+        with pytest.raises(TypeError, match="get"):
+            np.asarray(d)
+        with pytest.raises(TypeError, match="get"):
+            np.sum(d)
+        with pytest.raises(TypeError, match="get"):
+            np.zeros(3) + d
+        with pytest.raises(ValueError, match="ambiguous"):
+            bool(d)
+        with pytest.raises(ValueError, match="ambiguous"):
+            bool(xpjit.zeros(0, device=xpjit.Device(dev)))
+        assert not xpjit.zeros(1, device=xpjit.Device(dev))
+        assert xpjit.asarray(np.array([2.0]), device=xpjit.Device(dev))
+        assert np.from_dlpack(xpjit.zeros(2)).shape == (2,)  # still zero-copy
+
+
+def test_const_values_are_ints_or_bools(prog):
+    """consts= values are not converted with int() (4.7 ran as 4, "5" as
+    5, "abc" was a bare ValueError)."""
+    for v in (4.7, "5", "abc", None, 2.0):
+        with pytest.raises(xpjit.SpecializationError, match="int or a bool"):
+            prog.sized(3, np.zeros(3, np.int64), consts={"N": v})
+    with pytest.raises(xpjit.SpecializationError, match="dict"):
+        prog.sized(3, np.zeros(3, np.int64), consts=[("N", 4)])
+    z = np.zeros(3, np.int64)
+    prog.sized(3, z, consts={"N": np.int16(6)})
+    assert list(z) == [6] * 3
+    with pytest.raises(xpjit.SpecializationError, match="int or a bool"):
+        prog.get_binary("sized", "cpu", dtypes={"T": "f32"}, ndim=0,
+                        consts={"N": 1.5})
+
+
+def test_errors_say_what_is_wrong(prog):
+    """Misuses raise an XpjitError that says what is wrong, on both launch
+    paths (they were AttributeErrors, a source of zero bytes, an option
+    wrapped to 4294967295, or accepted: a bool of 2, a grid of True, a
+    timeout of -5), and a closed program has a repr."""
+    x = np.ones(4, np.float32)
+    for _ in range(2):  # the second call known to the C launch path
+        prog.scale(4, np.float32(1), x)
+        with pytest.raises(xpjit.InvalidArgumentError,
+                           match="queue= takes an xpjit.Queue, not Device"):
+            prog.scale(4, np.float32(1), x, queue=xpjit.Device("cpu"))
+        for grid in (True, (4, False)):
+            with pytest.raises(xpjit.InvalidArgumentError, match="grid"):
+                prog.scale(grid, np.float32(1), x)
+    with pytest.raises(xpjit.InvalidArgumentError, match="queue="):
+        xpjit.ElementwiseKernel("T x", "T y", "y = x;", "cp")(
+            x, queue=xpjit.Device("cpu"))
+    flag = xpjit.Program("kernel f(b: bool, y: global i32[]) range "
+                         "{ if b { y[0] = 1; } }")
+    y = np.zeros(1, np.int32)
+    for _ in range(2):
+        flag.f(1, True, y)
+        for v in (2, -1):
+            with pytest.raises(xpjit.InvalidArgumentError,
+                               match="range of bool"):
+                flag.f(1, v, y)
+    src = "kernel k(x: global f32[]) range { x[0] = 1.0; }"
+    with pytest.raises(xpjit.InvalidArgumentError, match="str or bytes"):
+        xpjit.Program(5)
+    with pytest.raises(xpjit.InvalidArgumentError, match="name is a str"):
+        xpjit.Program(src, name=5)
+    with pytest.raises(xpjit.InvalidArgumentError, match="path"):
+        xpjit.Program.from_file(5)
+    with pytest.raises(xpjit.InvalidArgumentError, match="name is a str"):
+        prog.kernel(None)
+    for opts, what in (({"opt_level": -1}, "-1"),
+                       ({"timeout_ms": -5}, "-5"),
+                       ({"memory_limit_mb": 2 ** 32}, "4294967296"),
+                       ({"opt_level": 2.5}, "2.5"),
+                       ({"opt_level": True}, "True"),
+                       ({"fast_math": "yes"}, "yes")):
+        with pytest.raises(xpjit.InvalidArgumentError, match=what):
+            xpjit.Program(src, options=opts)
+    assert xpjit.Program(src, options={"opt_level": np.int64(2),
+                                       "fast_math": 1}).k(1, x) is None
+    for ms in (-5, 2 ** 64, 1.5, True):
+        with pytest.raises(xpjit.InvalidArgumentError, match="timeout"):
+            xpjit.Queue(launch_timeout_ms=ms)
+    p = xpjit.Program(src, name="c.xpk")
+    assert repr(p) == "<xpjit.Program c.xpk: k>"
+    p.close()
+    assert repr(p) == "<xpjit.Program c.xpk: (closed)>"

@@ -224,3 +224,16 @@ def test_reduction_duplicate_axes(axis):
     """NumPy refuses an axis named twice; it was reduced once."""
     with pytest.raises(xpjit.InvalidArgumentError, match="duplicate"):
         sumsq(np.ones((2, 3, 4)), axis=axis)
+
+
+def test_reduction_of_a_zero_d_device_array(device):
+    """A 0-d xpjit.ndarray reduces to its one element, as a 0-d NumPy
+    array does (it was 'has 1 dimensions, an earlier [*] array 0': an
+    outside probe)."""
+    x = xpjit.asarray(np.array(5.0), device=device)
+    assert back(sumsq(x)) == 25.0
+    y = xpjit.asarray(np.array(3, np.int32), device=device)
+    assert back(sumsq(y)) == 9
+    assert back(axpb(x, x, 2.0)) == 15.0
+    with pytest.raises(xpjit.InvalidArgumentError, match="out of range"):
+        sumsq(x, axis=0)

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _lib, _sycl
 from ._accel import _fast
-from ._dtypes import scalar_name
+from ._dtypes import scalar_name, scalar_value
 from ._errors import InvalidArgumentError, UnsupportedError, check
 from ._runtime import get_device
 
@@ -54,6 +54,7 @@ class _Import:
 
     def __init__(self, device, ptr, nbytes, kind, owner):
         self.device, self.ptr, self.owner = device, None, owner
+        self.kind = kind
         check(_lib.mem_import(device.handle, ptr, max(int(nbytes), 1), kind))
         self.ptr = ptr
         device._ctx._use()
@@ -257,6 +258,19 @@ class ndarray:
         return "xpjit.ndarray(shape=%r, dtype=%s, device=%s)" % (
             self.shape, self.dtype, self.device.id)
 
+    # -- not NumPy: a device array handed to NumPy by mistake (a .get()
+    # forgotten) is an error, as with CuPy, not an object array
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("Implicit conversion of an xpjit.ndarray to a NumPy "
+                        "array is not allowed: use .get() (a copy)")
+
+    def __bool__(self):
+        if self.size != 1:
+            raise InvalidArgumentError(
+                "the truth value of an array of %d elements is ambiguous "
+                "(NumPy's rule: a.get().any() or a.get().all())" % self.size)
+        return bool(self.get().reshape(()))
+
     # -- views
     def __getitem__(self, index):
         idx = index if isinstance(index, tuple) else (index,)
@@ -341,8 +355,9 @@ class ndarray:
             return out
         lo, hi = _span(self.shape, self.strides)
         host = np.empty(hi - lo + self.itemsize, np.uint8)
-        check(_lib.enqueue_copy(q.handle, host.ctypes.data, self.ptr + lo,
-                                host.nbytes, None))
+        with q._guard as h:
+            check(_lib.enqueue_copy(h, host.ctypes.data, self.ptr + lo,
+                                    host.nbytes, None))
         q.wait()
         out[...] = np.lib.stride_tricks.as_strided(
             host[-lo:].view(self.dtype) if lo else host.view(self.dtype),
@@ -364,21 +379,28 @@ class ndarray:
         if not self.flags["C_CONTIGUOUS"]:
             raise InvalidArgumentError("set() needs a contiguous array")
         if a.nbytes:
-            check(_lib.enqueue_copy(q.handle, self.ptr, a.ctypes.data,
-                                    a.nbytes, None))
+            with q._guard as h:
+                check(_lib.enqueue_copy(h, self.ptr, a.ctypes.data, a.nbytes,
+                                        None))
             q.wait()
         return self
 
     def fill(self, value, queue=None):
-        """Sets every element of this contiguous array to value."""
+        """Sets every element of this contiguous array to value, which is
+        converted as a kernel's scalar argument is (out of the element
+        type's range: InvalidArgumentError)."""
         q = self._queue(queue)
         self._writable("fill()")
         if not self.flags["C_CONTIGUOUS"]:
             raise InvalidArgumentError("fill() needs a contiguous array")
-        pat = np.array(value, self.dtype)
+        v = scalar_value(scalar_name(self.dtype), value,
+                         "fill(): an element of this array")
+        with np.errstate(over="ignore"):  # a float beyond f16: inf
+            pat = np.array(v, self.dtype)
         if self.nbytes:
-            check(_lib.enqueue_fill(q.handle, self.ptr, pat.ctypes.data,
-                                    pat.itemsize, self.nbytes, None))
+            with q._guard as h:
+                check(_lib.enqueue_fill(h, self.ptr, pat.ctypes.data,
+                                        pat.itemsize, self.nbytes, None))
         return self
 
     def copy(self, queue=None):

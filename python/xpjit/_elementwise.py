@@ -15,7 +15,7 @@ from ._array import (ndarray, asarray, empty,
                      from_sycl_usm_array_interface, _has_suai)
 from ._dtypes import numpy_dtype, scalar_name
 from ._errors import InvalidArgumentError, SpecializationError
-from ._program import Program
+from ._program import Program, _check_queue
 from ._runtime import get_device
 
 # CuPy's type names and NumPy's, to xpjit's
@@ -393,6 +393,7 @@ class ElementwiseKernel(_Base):
 
     def __call__(self, *args, **kw):
         queue = kw.pop("queue", None)
+        _check_queue(queue, self.name)
         args = _usm(args, queue)
         src, kargs, outs, shape, device, bound = self._prepare(args, kw)
         prog = self._program(src)
@@ -545,7 +546,11 @@ class ReductionKernel(_Base):
             kargs = [_expand(a, in_rank) if i >= len(self.ins) else a
                      for i, a in enumerate(kargs)]
         elif nout_rank == 0:
-            kargs = [_expand(a, max(in_rank, 1)) if i >= len(self.ins) else a
+            # (every input 0-d: its xpjit.ndarrays, not passed as values,
+            # are made 1-d with the outputs)
+            kargs = [_expand(a, max(in_rank, 1))
+                     if i >= len(self.ins) or (in_rank == 0 and isinstance(
+                         a, ndarray)) else a
                      for i, a in enumerate(kargs)]
         cap = min(256, device.max_work_group_size or 1)
         local = 1
@@ -594,6 +599,7 @@ kernel %s%s(%s, _nred: i64) ndrange(1) {
 
     def __call__(self, *args, **kw):
         queue = kw.pop("queue", None)
+        _check_queue(queue, self.name)
         args = _usm(args, queue)
         if kw.get("out") is not None:
             kw["out"] = _usm(kw["out"], queue)

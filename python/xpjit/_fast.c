@@ -13,15 +13,23 @@
  * functions it calls from the copy ctypes loaded (init), so one library
  * serves both. It reads NumPy arrays (and anything else with the buffer
  * protocol) through the buffer protocol, and xpjit.ndarray through its
- * attributes. */
+ * attributes.
+ *
+ * It also holds what both paths share: the Guard of each queue and program
+ * (its handle and the calls using it, so that close() never destroys it
+ * under one), and the waits (wait_on), which the main thread makes
+ * interruptible by Ctrl-C. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 
 #include "xpjit.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { MISS = -1 };
 
@@ -39,9 +47,11 @@ static unsigned xpj_scalar_bits_local(xpj_scalar t) {
 typedef xpj_status (*launch_fn)(xpj_queue *, xpj_kernel *, const xpj_range *,
                                 unsigned, const xpj_arg *, xpj_event **);
 typedef xpj_status (*wait_fn)(xpj_queue *);
+typedef xpj_status (*event_wait_fn)(xpj_event *);
 typedef xpj_arg (*scalar_fn)(xpj_scalar, const void *);
 static launch_fn p_launch;
-static wait_fn p_wait;
+static wait_fn p_wait, p_cancel;
+static event_wait_fn p_event_wait;
 static scalar_fn p_arg_scalar;
 static PyObject *ndarray_type; /* xpjit.ndarray */
 /* numpy.ndarray and numpy.generic: the only buffers taken here, as the
@@ -52,13 +62,276 @@ static PyObject *np_array_type, *np_scalar_type;
  * type says its dtype, and its value is read as a number, without the
  * buffer protocol */
 static PyObject *np_scalar_codes;
-static PyObject *s_hv, *s_dv, *s_ptr, *s_shape, *s_strides, *s_code,
+static PyObject *s_guard, *s_dv, *s_ptr, *s_shape, *s_strides, *s_code,
     *s_sync;
+
+enum { PYERR = -2 };
+
+/* ---- handles in use -----------------------------------------------------
+ * The handle of a Queue or a Program and how many calls are using it with
+ * the GIL released (a wait, a compile): close() takes the handle away, so
+ * that calls coming later find none and raise the guard's error, then
+ * waits until users is 0 before destroying it (_runtime.py's _retire).
+ * Changed only with the GIL held, so without a lock; _runtime.py has the
+ * same in Python (_PyGuard) for when this module is not built. */
+
+typedef struct {
+  PyObject_HEAD
+  void *h;          /* NULL once closed */
+  Py_ssize_t users; /* `with guard` blocks and waits in progress */
+  PyObject *exc, *msg; /* what a use after close raises */
+} Guard;
+
+static PyTypeObject *guard_type;
+
+/* Guard(handle, exception type, message) */
+static PyObject *guard_new(PyTypeObject *t, PyObject *args, PyObject *kw) {
+  unsigned long long h;
+  PyObject *exc, *msg;
+  if (!PyArg_ParseTuple(args, "KOU", &h, &exc, &msg))
+    return NULL;
+  Guard *g = (Guard *)t->tp_alloc(t, 0);
+  if (!g)
+    return NULL;
+  g->h = (void *)(uintptr_t)h;
+  Py_INCREF(exc);
+  g->exc = exc;
+  Py_INCREF(msg);
+  g->msg = msg;
+  return (PyObject *)g;
+}
+
+static void guard_dealloc(PyObject *self) {
+  PyTypeObject *t = Py_TYPE(self);
+  Py_CLEAR(((Guard *)self)->exc);
+  Py_CLEAR(((Guard *)self)->msg);
+  t->tp_free(self);
+  Py_DECREF(t);
+}
+
+static PyObject *guard_closed(Guard *g) {
+  PyErr_SetObject(g->exc, g->msg);
+  return NULL;
+}
+
+/* with guard as h: the handle, counted as used until the block ends */
+static PyObject *guard_enter(PyObject *self, PyObject *unused) {
+  Guard *g = (Guard *)self;
+  if (!g->h)
+    return guard_closed(g);
+  g->users++;
+  return PyLong_FromVoidPtr(g->h);
+}
+
+static PyObject *guard_exit(PyObject *self, PyObject *args) {
+  ((Guard *)self)->users--;
+  Py_RETURN_FALSE;
+}
+
+/* close(): takes the handle away and returns it (0 when it was) */
+static PyObject *guard_close(PyObject *self, PyObject *unused) {
+  Guard *g = (Guard *)self;
+  void *h = g->h;
+  g->h = NULL;
+  return PyLong_FromVoidPtr(h);
+}
+
+static PyObject *guard_h(PyObject *self, void *unused) {
+  return PyLong_FromVoidPtr(((Guard *)self)->h);
+}
+
+static PyMethodDef guard_methods[] = {
+    {"__enter__", guard_enter, METH_NOARGS, "the handle, used until exit"},
+    {"__exit__", guard_exit, METH_VARARGS, NULL},
+    {"close", guard_close, METH_NOARGS, "takes the handle away"},
+    {NULL, NULL, 0, NULL}};
+
+static PyMemberDef guard_members[] = {
+    {"users", T_PYSSIZET, offsetof(Guard, users), READONLY,
+     "calls using the handle"},
+    {NULL, 0, 0, 0, NULL}};
+
+static PyGetSetDef guard_getset[] = {
+    {"h", guard_h, NULL, "the handle, 0 once closed", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyType_Slot guard_slots[] = {
+    {Py_tp_new, guard_new},         {Py_tp_dealloc, guard_dealloc},
+    {Py_tp_methods, guard_methods}, {Py_tp_members, guard_members},
+    {Py_tp_getset, guard_getset},
+    {Py_tp_doc, "a handle and the calls using it"},
+    {0, NULL}};
+
+static PyType_Spec guard_spec = {"xpjit._fast.Guard", sizeof(Guard), 0,
+                                 Py_TPFLAGS_DEFAULT, guard_slots};
+
+/* ---- waits ----------------------------------------------------------------
+ * A wait blocks in the library with the GIL released, where Python's
+ * SIGINT handler only notes a Ctrl-C (and on the CPU device the waiting
+ * thread may be running the kernel itself). So, once a wait on the main
+ * thread has made the package's pipe and the thread that reads it
+ * (_runtime.py's _watch), on_sigint is put in front of the C-level SIGINT
+ * handler (Python's, or one that calls it): it writes the signal to the
+ * pipe, and the thread, when Python's handler is the default one, calls
+ * interrupt(), which cancels the queue the main thread waits for; the
+ * wait returns, and KeyboardInterrupt is raised once the queue has let go
+ * of the memory its commands used. A wait costs a few stores, and one
+ * wait in 64 a look at the handler (a system call: signal.signal(), or a
+ * handler that puts back what it found, may have dropped on_sigint). The
+ * library has no wait with a timeout to poll with, and
+ * PySignal_SetWakeupFd is not exported (3.11); without this module
+ * _runtime.py points Python's wakeup fd at the pipe for each wait. */
+
+static unsigned long main_ident;
+static volatile int wake_fd = -1; /* the pipe's write end; -1 not asked, -2
+                                     none */
+static PyObject *wake_fn;         /* _runtime._wake_fd: pipe and thread */
+static struct sigaction prev_sigint; /* the handler on_sigint calls */
+/* the SIGINT handler when this module was loaded (Python's): one that
+ * cannot call on_sigint, so that on_sigint may go in front of it again */
+static void (*py_sigint)(int);
+/* a SIGINT went through on_sigint: the handler it called may have put
+ * back another (Intel's OpenCL runtime puts back the one it found), so
+ * the next wait looks again */
+static volatile sig_atomic_t hook_stale;
+static unsigned arms; /* waits armed, to look at the handler now and then */
+static Guard *main_waiting; /* the queue the main thread waits for */
+static int interrupted;     /* interrupt() cancelled it */
+
+static void on_sigint(int sig, siginfo_t *info, void *uc) {
+  /* the handler first: Python notes the signal before the thread can
+   * cancel the wait, which then raises KeyboardInterrupt */
+  if (prev_sigint.sa_flags & SA_SIGINFO)
+    prev_sigint.sa_sigaction(sig, info, uc);
+  else
+    prev_sigint.sa_handler(sig);
+  int e = errno, fd = wake_fd;
+  char c = (char)sig;
+  if (fd >= 0 && write(fd, &c, 1) < 0) {
+    /* full: the thread has enough to read */
+  }
+  hook_stale = 1;
+  errno = e;
+}
+
+/* on_sigint in front of the SIGINT handler there is, at the first wait
+ * (Python's, or one a library put in front of it and calls: Intel's
+ * OpenCL runtime does); later only in front of Python's (any other may
+ * be one that calls on_sigint, put in front of it after) */
+static void hook(int first) {
+  struct sigaction cur, mine;
+  if (sigaction(SIGINT, NULL, &cur) != 0)
+    return;
+  if (cur.sa_flags & SA_SIGINFO) {
+    if (cur.sa_sigaction == on_sigint || !first)
+      return;
+  } else if (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN ||
+             (!first && cur.sa_handler != py_sigint)) {
+    return; /* (no Python handler: Ctrl-C raises nothing to hurry) */
+  }
+  prev_sigint = cur;
+  mine = cur;
+  mine.sa_flags |= SA_SIGINFO;
+  mine.sa_sigaction = on_sigint;
+  sigaction(SIGINT, &mine, NULL);
+}
+
+static int arm(Guard *g) {
+  if (PyThread_get_thread_ident() != main_ident)
+    return 0;
+  if (wake_fd == -1 && wake_fn) {
+    PyObject *r = PyObject_CallNoArgs(wake_fn);
+    long fd = r ? PyLong_AsLong(r) : -2;
+    Py_XDECREF(r);
+    if (PyErr_Occurred())
+      PyErr_Clear();
+    wake_fd = fd >= 0 && fd <= INT_MAX ? (int)fd : -2;
+    if (wake_fd >= 0)
+      hook(1);
+  }
+  if (wake_fd < 0)
+    return 0;
+  if (hook_stale || (++arms & 63) == 0) {
+    hook_stale = 0;
+    hook(0);
+  }
+  Py_INCREF(g);
+  main_waiting = g;
+  interrupted = 0;
+  return 1;
+}
+
+/* Waits for g's queue (ev: for that event): the status, or PYERR with
+ * KeyboardInterrupt (or what another signal handler raised) set. g's
+ * handle may be NULL only with ev (a closed queue's events are done). */
+static int wait_on(Guard *g, xpj_event *ev) {
+  xpj_queue *q = g->h;
+  if (q)
+    g->users++; /* (before arm, which may run Python code) */
+  int armed = q && arm(g), st;
+  Py_BEGIN_ALLOW_THREADS
+  st = ev ? (int)p_event_wait(ev) : (int)p_wait(q);
+  Py_END_ALLOW_THREADS
+  if (armed && interrupted && ev) {
+    /* a cancelled command keeps its memory until its turn in the queue
+     * has passed (xpj_queue_cancel): after the queue's wait */
+    Py_BEGIN_ALLOW_THREADS
+    p_wait(q);
+    Py_END_ALLOW_THREADS
+  }
+  if (q)
+    g->users--;
+  if (armed) {
+    Py_CLEAR(main_waiting);
+    interrupted = 0;
+    if (PyErr_CheckSignals() < 0)
+      return PYERR;
+  }
+  return st;
+}
+
+/* wait(guard, event): xpj_queue_wait of the guard's queue (event not 0:
+ * xpj_event_wait of it), its status */
+static PyObject *f_wait(PyObject *self, PyObject *args) {
+  PyObject *go;
+  unsigned long long ev;
+  if (!PyArg_ParseTuple(args, "O!K", guard_type, &go, &ev))
+    return NULL;
+  Guard *g = (Guard *)go;
+  if (!g->h && !ev)
+    return guard_closed(g);
+  int st = wait_on(g, (xpj_event *)(uintptr_t)ev);
+  return st == PYERR ? NULL : PyLong_FromLong(st);
+}
+
+/* interrupt(): cancels the queue the main thread waits for, if any (the
+ * watching thread, on SIGINT). With the GIL held: that wait counts as a
+ * user, so the queue is not destroyed meanwhile. */
+static PyObject *f_interrupt(PyObject *self, PyObject *unused) {
+  if (main_waiting && main_waiting->h) {
+    interrupted = 1;
+    p_cancel(main_waiting->h);
+  }
+  Py_RETURN_NONE;
+}
+
+/* set_wake(fd, main thread's ident): after a fork, in the child (-1: ask
+ * again; on_sigint stays, inherited) */
+static PyObject *f_set_wake(PyObject *self, PyObject *args) {
+  int fd;
+  unsigned long ident;
+  if (!PyArg_ParseTuple(args, "ik", &fd, &ident))
+    return NULL;
+  wake_fd = fd;
+  main_ident = ident;
+  Py_RETURN_NONE;
+}
 
 /* ---- what the slow path resolved: one specialisation ------------------ */
 
 typedef struct fspec {
   xpj_kernel *k;
+  Guard *program; /* the kernel's program: closed, the kernel is gone */
   unsigned n;
   uint8_t kind[XPJ_MAX_PARAMS];  /* xpj_arg_kind */
   uint8_t dtype[XPJ_MAX_PARAMS]; /* scalars: theirs; arrays: the element's */
@@ -66,17 +339,21 @@ typedef struct fspec {
 } fspec;
 
 static void spec_free(PyObject *cap) {
-  PyMem_Free(PyCapsule_GetPointer(cap, "xpjit.fspec"));
+  fspec *s = PyCapsule_GetPointer(cap, "xpjit.fspec");
+  if (s)
+    Py_XDECREF(s->program);
+  PyMem_Free(s);
 }
 
-/* spec(kernel, kinds, dtypes, outs): kernel an address, the rest bytes of
- * one entry per parameter */
+/* spec(kernel, kinds, dtypes, outs, program's guard): kernel an address,
+ * then bytes of one entry per parameter */
 static PyObject *f_spec(PyObject *self, PyObject *args) {
   unsigned long long k;
   const char *kinds, *dtypes, *outs;
   Py_ssize_t nk, nd, no;
-  if (!PyArg_ParseTuple(args, "Ky#y#y#", &k, &kinds, &nk, &dtypes, &nd, &outs,
-                        &no))
+  PyObject *guard;
+  if (!PyArg_ParseTuple(args, "Ky#y#y#O!", &k, &kinds, &nk, &dtypes, &nd,
+                        &outs, &no, guard_type, &guard))
     return NULL;
   if (nk != nd || nk != no || nk > XPJ_MAX_PARAMS) {
     PyErr_SetString(PyExc_ValueError, "spec: lengths differ");
@@ -86,6 +363,8 @@ static PyObject *f_spec(PyObject *self, PyObject *args) {
   if (!s)
     return PyErr_NoMemory();
   s->k = (xpj_kernel *)(uintptr_t)k;
+  Py_INCREF(guard);
+  s->program = (Guard *)guard;
   s->n = (unsigned)nk;
   memcpy(s->kind, kinds, (size_t)nk);
   memcpy(s->dtype, dtypes, (size_t)nk);
@@ -137,7 +416,8 @@ static long attr_long(PyObject *o, PyObject *name, int *ok) {
 }
 
 /* The key part of argument a, 0 for one the fast path does not take. An
- * xpjit.ndarray of another device than dev is not taken either. */
+ * xpjit.ndarray of another device than dev is not taken either: the slow
+ * path waits for its device first, and for the launch (_program.py). */
 static uint64_t arg_key(PyObject *a, long dev, Py_buffer *keep,
                         int *held) {
   if (PyFloat_CheckExact(a))
@@ -225,6 +505,8 @@ static PyObject *f_key(PyObject *self, PyObject *args) {
 }
 
 static int range_dims(PyObject *o, uint64_t v[3], unsigned *n, int zero_ok) {
+  if (PyBool_Check(o))
+    return 0; /* True is no size: the slow path says so */
   if (PyLong_Check(o)) {
     long long x = PyLong_AsLongLong(o);
     if (x < (zero_ok ? 0 : 1) || PyErr_Occurred()) {
@@ -240,7 +522,8 @@ static int range_dims(PyObject *o, uint64_t v[3], unsigned *n, int zero_ok) {
   *n = (unsigned)PyTuple_GET_SIZE(o);
   for (unsigned d = 0; d < *n; d++) {
     PyObject *e = PyTuple_GET_ITEM(o, d);
-    long long x = PyLong_Check(e) ? PyLong_AsLongLong(e) : -1;
+    long long x = PyLong_Check(e) && !PyBool_Check(e) ? PyLong_AsLongLong(e)
+                                                      : -1;
     if (x < (zero_ok ? 0 : 1) || PyErr_Occurred()) {
       PyErr_Clear();
       return 0;
@@ -424,8 +707,6 @@ static int array_arg(PyObject *a, const fspec *sp, unsigned i, xpj_array *v,
   return 1;
 }
 
-enum { PYERR = -2 };
-
 /* The launch of a known call: 0 launched (and, with host memory,
  * finished), a positive xpj_status (its message in xpj_last_error), MISS
  * (not known here: the slow path), or PYERR with a Python exception set. */
@@ -434,15 +715,19 @@ static int launch_known(PyObject *memo, PyObject *q, PyObject *grid,
                         Py_ssize_t n) {
   int ok = 1;
   long dev = attr_long(q, s_dv, &ok);
-  PyObject *hv = ok ? PyObject_GetAttr(q, s_hv) : NULL;
-  xpj_queue *queue = hv ? PyLong_AsVoidPtr(hv) : NULL;
-  Py_XDECREF(hv);
-  if (!queue) { /* closed: the slow path says so */
+  PyObject *go = ok ? PyObject_GetAttr(q, s_guard) : NULL;
+  if (!go || !Py_IS_TYPE(go, guard_type) || !((Guard *)go)->h ||
+      n > XPJ_MAX_PARAMS || !memo || !PyDict_Check(memo)) {
+    /* closed, or not a queue: the slow path says so */
+    Py_XDECREF(go);
     PyErr_Clear();
     return MISS;
   }
-  if (n > XPJ_MAX_PARAMS || !memo || !PyDict_Check(memo))
-    return MISS;
+  /* the queue and the program counted as used, as Python code may run
+   * on the way (an attribute of an ndarray subclass) and let close() in */
+  Guard *qg = (Guard *)go, *pg = NULL;
+  xpj_queue *queue = qg->h;
+  qg->users++;
   xpj_arg g[XPJ_MAX_PARAMS];
   xpj_array v[XPJ_MAX_PARAMS];
   Py_buffer b[XPJ_MAX_PARAMS];
@@ -453,11 +738,15 @@ static int launch_known(PyObject *memo, PyObject *q, PyObject *grid,
   if (key_of(items, n, dev, &key, b, held)) {
     PyObject *k = PyLong_FromUnsignedLongLong(key);
     cap = k ? PyDict_GetItemWithError(memo, k) : NULL;
+    Py_XINCREF(cap); /* (close() clears the memo) */
     Py_XDECREF(k);
   }
   const fspec *sp = cap ? PyCapsule_GetPointer(cap, "xpjit.fspec") : NULL;
-  if (!sp || (unsigned)n != sp->n)
+  /* (a closed program's kernel is gone: the slow path raises) */
+  if (!sp || (unsigned)n != sp->n || !sp->program->h)
     goto out;
+  pg = sp->program;
+  pg->users++;
   xpj_range r;
   memset(&r, 0, sizeof r);
   unsigned gn, ln = 0;
@@ -496,15 +785,19 @@ static int launch_known(PyObject *memo, PyObject *q, PyObject *grid,
     }
   }
   st = (int)p_launch(queue, sp->k, &r, (unsigned)n, g, NULL);
-  if (st == 0 && host) {
-    Py_BEGIN_ALLOW_THREADS
-    st = (int)p_wait(queue);
-    Py_END_ALLOW_THREADS
-  }
+  pg->users--;
+  pg = NULL;
+  if (st == 0 && host)
+    st = wait_on(qg, NULL);
 out:
   for (Py_ssize_t i = 0; i < n; i++)
     if (held[i])
       PyBuffer_Release(&b[i]);
+  if (pg)
+    pg->users--;
+  Py_XDECREF(cap);
+  qg->users--;
+  Py_DECREF(go);
   return PyErr_Occurred() ? PYERR : st;
 }
 
@@ -653,11 +946,13 @@ static PyObject *f_set_scalar_types(PyObject *self, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
-/* set_calls(current_queue, raise_status) */
+/* set_calls(current_queue, raise_status, wake_fd) */
 static PyObject *f_set_calls(PyObject *self, PyObject *args) {
-  PyObject *cq, *rs;
-  if (!PyArg_ParseTuple(args, "OO", &cq, &rs))
+  PyObject *cq, *rs, *wf;
+  if (!PyArg_ParseTuple(args, "OOO", &cq, &rs, &wf))
     return NULL;
+  Py_INCREF(wf);
+  Py_XSETREF(wake_fn, wf);
   Py_INCREF(cq);
   Py_XSETREF(current_queue_fn, cq);
   Py_INCREF(rs);
@@ -665,17 +960,24 @@ static PyObject *f_set_calls(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-/* init(launch, wait, arg_scalar, ndarray, numpy.ndarray, numpy.generic):
- * the library's functions (as ctypes loaded them) and the array classes */
+/* init(launch, queue_wait, event_wait, queue_cancel, arg_scalar, ndarray,
+ * numpy.ndarray, numpy.generic, main thread's ident): the library's
+ * functions (as ctypes loaded them), the array classes and the thread
+ * Python runs signal handlers on */
 static PyObject *f_init(PyObject *self, PyObject *args) {
-  unsigned long long l, w, s;
+  unsigned long long l, w, ew, c, s;
   PyObject *nd, *na, *ns;
-  if (!PyArg_ParseTuple(args, "KKKO!O!O!", &l, &w, &s, &PyType_Type, &nd,
-                        &PyType_Type, &na, &PyType_Type, &ns))
+  unsigned long mi;
+  if (!PyArg_ParseTuple(args, "KKKKKO!O!O!k", &l, &w, &ew, &c, &s,
+                        &PyType_Type, &nd, &PyType_Type, &na, &PyType_Type,
+                        &ns, &mi))
     return NULL;
   p_launch = (launch_fn)(uintptr_t)l;
   p_wait = (wait_fn)(uintptr_t)w;
+  p_event_wait = (event_wait_fn)(uintptr_t)ew;
+  p_cancel = (wait_fn)(uintptr_t)c;
   p_arg_scalar = (scalar_fn)(uintptr_t)s;
+  main_ident = mi;
   PyObject **slot[3] = {&ndarray_type, &np_array_type, &np_scalar_type};
   PyObject *val[3] = {nd, na, ns};
   for (int i = 0; i < 3; i++) {
@@ -718,11 +1020,18 @@ static PyObject *f_capsule(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"init", f_init, METH_VARARGS, "init(launch, wait, arg_scalar, ndarray)"},
-    {"spec", f_spec, METH_VARARGS, "spec(kernel, kinds, dtypes, outs)"},
+    {"init", f_init, METH_VARARGS,
+     "init(launch, queue_wait, event_wait, queue_cancel, arg_scalar, "
+     "ndarray, numpy.ndarray, numpy.generic, main_ident)"},
+    {"spec", f_spec, METH_VARARGS,
+     "spec(kernel, kinds, dtypes, outs, program_guard)"},
+    {"wait", f_wait, METH_VARARGS, "wait(guard, event or 0) -> status"},
+    {"interrupt", f_interrupt, METH_NOARGS,
+     "interrupt(): cancels the queue the main thread waits for"},
+    {"set_wake", f_set_wake, METH_VARARGS, "set_wake(fd, main_ident)"},
     {"capsule", f_capsule, METH_VARARGS, "capsule(dlmanagedtensor)"},
     {"set_calls", f_set_calls, METH_VARARGS,
-     "set_calls(current_queue, raise_status)"},
+     "set_calls(current_queue, raise_status, wake_fd)"},
     {"set_default", f_set_default, METH_O, "set_default(None)"},
     {"enter", f_enter, METH_O, "enter(1 or -1)"},
     {"set_scalar_types", f_set_scalar_types, METH_O,
@@ -734,7 +1043,10 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fast", NULL, -1,
                                     methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__fast(void) {
-  s_hv = PyUnicode_InternFromString("_hv");
+  s_guard = PyUnicode_InternFromString("_guard");
+  struct sigaction sa;
+  if (sigaction(SIGINT, NULL, &sa) == 0 && !(sa.sa_flags & SA_SIGINFO))
+    py_sigint = sa.sa_handler;
   s_dv = PyUnicode_InternFromString("_dv");
   s_ptr = PyUnicode_InternFromString("_ptr"); /* ndarray.ptr's value */
   s_shape = PyUnicode_InternFromString("shape");
@@ -751,5 +1063,13 @@ PyMODINIT_FUNC PyInit__fast(void) {
     Py_XDECREF(m);
     return NULL;
   }
+  PyObject *gt = PyType_FromSpec(&guard_spec);
+  if (!gt || PyModule_AddObject(m, "Guard", gt) != 0) {
+    Py_XDECREF(gt);
+    Py_DECREF(m);
+    return NULL;
+  }
+  Py_INCREF(gt); /* the module's reference, and this file's */
+  guard_type = (PyTypeObject *)gt;
   return m;
 }

@@ -4,27 +4,32 @@ CuPy's RawKernel is compiled on first use, but generic), launched over a
 range or an nd-range."""
 import ctypes
 import operator
+import os
 import threading
 
 import numpy as np
 
 from . import _lib
 from ._array import (ndarray, from_cuda_array_interface, from_dlpack,
-                     from_sycl_usm_array_interface, _has_suai)
-from ._dtypes import numpy_dtype, scalar_name
+                     from_sycl_usm_array_interface, _has_suai, _Allocation,
+                     _Import)
+from ._dtypes import scalar_name, scalar_value
 from ._errors import (InvalidArgumentError, NotFoundError,
                       SpecializationError, check, error)
-from ._runtime import Event, current_queue, get_context, get_device
+from ._runtime import (Device, Event, Queue, current_queue, get_context,
+                       get_device, _Guard, _retire, _wait, _wake_fd)
 
 from ._accel import _fast  # the C launch path, when it was built
 
 if _fast is not None:
     _fast.init(_lib.address(_lib.launch), _lib.address(_lib.queue_wait),
-               _lib.address(_lib.arg_scalar), ndarray, np.ndarray, np.generic)
+               _lib.address(_lib.event_wait), _lib.address(_lib.queue_cancel),
+               _lib.address(_lib.arg_scalar), ndarray, np.ndarray, np.generic,
+               threading.main_thread().ident)
 
     def _raise_status(st):
         raise error(st)
-    _fast.set_calls(current_queue, _raise_status)
+    _fast.set_calls(current_queue, _raise_status, _wake_fd)
     _fast.set_scalar_types({
         np.dtype(d).type: _lib.SCALAR[n]
         for n, d in (("bool", np.bool_), ("i8", np.int8), ("i16", np.int16),
@@ -35,6 +40,9 @@ if _fast is not None:
     _KernelBase = _fast.KernelBase  # calls of known arguments, in C
 else:
     _KernelBase = object
+
+
+_NUMBER_OPTIONS = ("opt_level", "timeout_ms", "memory_limit_mb")
 
 
 def _compile_opts(options):
@@ -48,12 +56,25 @@ def _compile_opts(options):
         if k not in known:
             raise InvalidArgumentError("unknown compile option %r (known: %s)"
                                        % (k, ", ".join(sorted(known))))
+        if k in _NUMBER_OPTIONS:
+            try:
+                n = -1 if isinstance(v, bool) else operator.index(v)
+            except TypeError:
+                n = -1
+            if not 0 <= n < 1 << 32:
+                raise InvalidArgumentError("compile option %s is an int of 0 "
+                                           "to 2**32 - 1, not %r" % (k, v))
+        elif isinstance(v, (bool, int, np.bool_, np.integer)):
+            n = 1 if v else 0
+        else:
+            raise InvalidArgumentError("compile option %s is a bool, not %r"
+                                       % (k, v))
         if k == "isolation":
             o.isolation = 0 if v else 1
         elif k == "checks":
             o.checks = 1 if v else 0
         else:
-            setattr(o, k, int(v))
+            setattr(o, k, int(n))
     return o
 
 
@@ -63,21 +84,35 @@ class Program:
     the line, a caret) and .diagnostics."""
 
     def __init__(self, source, name="<string>", context=None, options=None):
-        src = source.encode() if isinstance(source, str) else bytes(source)
+        if isinstance(source, str):
+            src = source.encode()
+        elif isinstance(source, (bytes, bytearray, memoryview)):
+            src = bytes(source)
+        else:
+            raise InvalidArgumentError("Program: the source is a str or "
+                                       "bytes, not %s" % type(source).__name__)
+        if not isinstance(name, str):
+            raise InvalidArgumentError("Program: the name is a str, not %s"
+                                       % type(name).__name__)
         self._make(name, context, options,
                    lambda ctx, d, h: _lib.program_create(
                        ctx, name.encode(), src, len(src), d, h))
 
     @classmethod
     def from_file(cls, path, context=None, options=None):
+        try:
+            path = os.fsdecode(os.fspath(path))
+        except TypeError:
+            raise InvalidArgumentError("Program.from_file takes a path, not "
+                                       "%s" % type(path).__name__) from None
         self = cls.__new__(cls)
-        self._make(str(path), context, options,
+        self._make(path, context, options,
                    lambda ctx, d, h: _lib.program_create_file(
-                       ctx, str(path).encode(), d, h))
+                       ctx, path.encode(), d, h))
         return self
 
     def _make(self, name, context, options, create):
-        self._h = None
+        self._guard = None
         self.context = context or get_context()
         self.name = name
         self.options = dict(options or {})
@@ -91,24 +126,30 @@ class Program:
             st = create(self.context.handle, d, ctypes.byref(h))
             if st:
                 raise error(st, diagnostics=_diagnostics(d))
-            self._h = h
+            # the handle, and the calls using it (close() waits for them)
+            self._guard = _Guard(h.value, InvalidArgumentError,
+                                 "the program is closed")
         finally:
             _lib.diags_destroy(d)
 
     @property
     def handle(self):
-        if not self._h:
+        h = self._guard.h
+        if not h:
             raise InvalidArgumentError("the program is closed")
-        return self._h
+        return ctypes.c_void_p(h)
 
     @property
     def kernel_names(self):
-        h = self.handle
-        return [_lib.program_kernel_name(h, i).decode()
-                for i in range(_lib.program_kernel_count(h))]
+        with self._guard as h:
+            return [_lib.program_kernel_name(h, i).decode()
+                    for i in range(_lib.program_kernel_count(h))]
 
     def kernel(self, name):
         """The kernel `name` (generic: specialised when called)."""
+        if not isinstance(name, str):
+            raise InvalidArgumentError("a kernel's name is a str, not %s"
+                                       % type(name).__name__)
         with self._lock:
             k = self._kernels.get(name)
             if k is None:
@@ -128,12 +169,17 @@ class Program:
         """The compiled binary of kernel `name` for a target ("ptx:sm_90",
         "spirv", "cpu"), through the same caches, without a device."""
         k = self.kernel(name)
+        if not isinstance(target, str):
+            raise InvalidArgumentError("get_binary: the target is a str "
+                                       "(\"ptx:sm_90\", \"spirv\", \"cpu\"), "
+                                       "not %s" % type(target).__name__)
         text = k._dtypes_text(_explicit(k, dtypes, consts))
         data, size = ctypes.c_void_p(), ctypes.c_size_t()
-        check(_lib.program_get_binary(self.handle, name.encode(),
-                                      text.encode(), int(ndim),
-                                      target.encode(), self._opts_ptr(),
-                                      ctypes.byref(data), ctypes.byref(size)))
+        with self._guard as h:
+            check(_lib.program_get_binary(
+                h, name.encode(), text.encode(), _count(ndim, "ndim", 0),
+                target.encode(), self._opts_ptr(), ctypes.byref(data),
+                ctypes.byref(size)))
         try:
             return ctypes.string_at(data, size.value)
         finally:
@@ -145,8 +191,9 @@ class Program:
     def close(self):
         """Destroys the program and its kernels (queued launches of them
         must have finished: wait first); calling them afterwards raises
-        InvalidArgumentError."""
-        h, self._h = getattr(self, "_h", None), None
+        InvalidArgumentError. Calls other threads are making with it (a
+        launch, a compile) end first."""
+        h = _retire(getattr(self, "_guard", None))
         if h:
             # nothing may reach the C kernels it frees: not the C launch
             # path's keys, not a kept specialisation
@@ -160,8 +207,15 @@ class Program:
         self.close()
 
     def __repr__(self):
-        return "<xpjit.Program %s: %s>" % (self.name,
-                                           ", ".join(self.kernel_names))
+        try:
+            names = ", ".join(self.kernel_names)
+        except InvalidArgumentError:
+            names = "(closed)"
+        return "<xpjit.Program %s: %s>" % (self.name, names)
+
+
+# xpj_diag_severity (include/xpjit_compiler.h), in its order
+_SEVERITIES = ("error", "warning", "note")
 
 
 def _diagnostics(d):
@@ -170,7 +224,7 @@ def _diagnostics(d):
     for i in range(_lib.diags_count(d)):
         if _lib.diags_get(d, i, ctypes.byref(diag)) == 0:
             out.append((diag.file.decode() if diag.file else "", diag.line,
-                        diag.col, ["note", "warning", "error"][diag.severity]
+                        diag.col, _SEVERITIES[diag.severity]
                         if 0 <= diag.severity < 3 else str(diag.severity),
                         diag.message.decode() if diag.message else ""))
     return out
@@ -182,6 +236,8 @@ _BIG = 1 << 63  # what a grid, local size or count may not reach
 def _count(v, what, low=1):
     """v as an int of low .. 2**63 - 1, else InvalidArgumentError."""
     try:
+        if isinstance(v, (bool, np.bool_)):
+            raise TypeError  # True is no size
         n = operator.index(v)
     except TypeError:
         raise InvalidArgumentError("%s must be an int, not %s"
@@ -247,17 +303,27 @@ def _explicit(kernel, dtypes, consts):
             except ValueError as e:
                 raise SpecializationError(str(e)) from None
     cvals = {}
+    if consts is not None and not isinstance(consts, dict):
+        raise SpecializationError("kernel %s: consts is a dict such as "
+                                  "{'N': 4}, not %s" % (
+                                      kernel.name, type(consts).__name__))
     for k, v in (consts or {}).items():
         if k not in kernel.consts:
             raise SpecializationError("kernel %s has no const parameter %s"
                                       % (kernel.name, k))
+        # integers and bools, as the language's const parameters (a float
+        # has no exact text for the cache key; docs/language.md 5.3)
+        if isinstance(v, (bool, np.bool_)):
+            v = bool(v)
+        else:
+            try:
+                v = operator.index(v)
+            except TypeError:
+                raise SpecializationError(
+                    "kernel %s: const parameter %s takes an int or a bool, "
+                    "not %r" % (kernel.name, k, v)) from None
         cvals[k] = v
     return bound, cvals
-
-
-_INT_RANGE = {n: (int(np.iinfo(numpy_dtype(n)).min),
-                  int(np.iinfo(numpy_dtype(n)).max))
-              for n in ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")}
 
 
 class _Spec:
@@ -297,15 +363,12 @@ class _Spec:
                 dts.append(self.args[i].dtype if self.kinds[i] ==
                            _lib.ARG_SCALAR else _lib.SCALAR[self.scalars[i]])
             self.fast = _fast.spec(handle.value, bytes(self.kinds),
-                                   bytes(dts), outs)
-
-    def _alive(self):
-        self.kernel.program.handle  # raises once the program is closed
-        return self.h
+                                   bytes(dts), outs, kernel.program._guard)
 
     @property
     def signature(self):
-        return _lib.kernel_signature(self._alive()).decode()
+        with self.kernel.program._guard:  # raises once it is closed
+            return _lib.kernel_signature(self.h).decode()
 
     @property
     def origin(self):
@@ -331,7 +394,16 @@ class Kernel(_KernelBase):
 
     def __init__(self, program, name):
         self.program, self.name = program, name
-        m = _lib.program_module(program.handle)
+        with program._guard as h:
+            self._read(program, _lib.program_module(h))
+        self._specs = {}
+        self._memo = {}
+        self._fast_memo = {}  # _fast.c: call key -> specialisation
+        self._lock = threading.Lock()
+
+    def _read(self, program, m):
+        """The kernel's parameters, from the program's module m."""
+        name = self.name
         f = _lib.module_find(m, name.encode())
         kind = _lib.func_kind_of(f) if f else 0
         if kind not in (_lib.FUNC_RANGE, _lib.FUNC_NDRANGE):
@@ -361,10 +433,6 @@ class Kernel(_KernelBase):
             p.rank = _lib.type_rank(m, t)
             p.const = bool(_lib.type_is_const(m, t))
             self.params.append(p)
-        self._specs = {}
-        self._memo = {}
-        self._fast_memo = {}  # _fast.c: call key -> specialisation
-        self._lock = threading.Lock()
 
     def __repr__(self):
         return "<xpjit.Kernel %s of %s>" % (self.name, self.program.name)
@@ -386,19 +454,20 @@ class Kernel(_KernelBase):
         return self._spec(text, int(ndim or 0), device)
 
     def _spec(self, text, ndim, device):
-        self.program.handle  # raises once the program is closed
         key = (text, ndim, device._h.value)
-        s = self._specs.get(key)
-        if s is None:
-            with self._lock:
-                s = self._specs.get(key)
-                if s is None:
-                    h = ctypes.c_void_p()
-                    check(_lib.program_get_kernel(
-                        self.program.handle, self.name.encode(), text.encode(),
-                        ndim, device.handle, self.program._opts_ptr(),
-                        ctypes.byref(h)))
-                    s = self._specs[key] = _Spec(self, h, device, text, ndim)
+        with self.program._guard as ph:  # raises once it is closed
+            s = self._specs.get(key)
+            if s is None:
+                with self._lock:
+                    s = self._specs.get(key)
+                    if s is None:
+                        h = ctypes.c_void_p()
+                        check(_lib.program_get_kernel(
+                            ph, self.name.encode(), text.encode(), ndim,
+                            device.handle, self.program._opts_ptr(),
+                            ctypes.byref(h)))
+                        s = self._specs[key] = _Spec(self, h, device, text,
+                                                     ndim)
         return s
 
     def _infer(self, args, dtypes, consts, ndim):
@@ -498,68 +567,128 @@ class Kernel(_KernelBase):
                 "kernel %s takes %d arguments (%s), given %d" % (
                     self.name, len(self.params),
                     ", ".join(p.name for p in self.params), len(args)))
+        if queue is not None:
+            _check_queue(queue, "kernel %s" % self.name)
         args = [_coerce_array(a, queue) for a in args]
         if queue is None:
             dev = next((a.device for a in args if isinstance(a, ndarray)),
                        None) or get_device()
             queue = dev.queue
+        # arrays of another device (its host or shared memory): used as
+        # NumPy's memory is, after the work queued on their device so far,
+        # and the launch ends before the call returns (wait=False: they
+        # are kept until it has). Nothing orders that device's queues with
+        # this one's, and it would free them under the launch.
+        others = _other_devices(self, args, queue)
+        for d in others:
+            d.synchronize()
         memo_key = (tuple(_meta_key(a) for a in args), dtypes if dtypes is
                     None or isinstance(dtypes, str) else repr(dtypes),
                     repr(consts) if consts else None, ndim)
-        hit = self._memo.get(memo_key)
-        if hit is None:
-            hit = self._infer(args, dtypes, consts, ndim)
-            if len(self._memo) < 4096:
-                self._memo[memo_key] = hit
-        spec = self._spec(hit[0], hit[1], queue.device)
-        host = False
+        host = bool(others)
         foreign = None
-        with spec.lock:
-            _fill_range(spec.range, self.name, grid, local)
-            for i, a in enumerate(args):
-                kind = spec.kinds[i]
-                if kind == _lib.ARG_ARRAY:
-                    h = _fill_array(spec, i, a)
-                    host = host or h
-                    if isinstance(a, ndarray) and a._sync == 2:
-                        foreign = foreign or []
-                        foreign.append(a)
-                elif kind == _lib.ARG_SCALAR:
-                    _fill_scalar(spec, i, a)
-                else:
-                    n = a.count if isinstance(a, LocalMemory) else a
-                    if isinstance(n, bool) or not isinstance(
-                            n, (int, np.integer)):
-                        raise InvalidArgumentError(
-                            "kernel %s: argument %d '%s' is a local array: "
-                            "give its element count" % (
-                                self.name, i, self.params[i].name))
-                    spec.args[i].v.u = _count(n, "kernel %s: argument %d "
-                                              "'%s' (local elements)" % (
-                                                  self.name, i,
-                                                  self.params[i].name), 0)
-            need_hold = bool(foreign) or (host and wait is False)
-            ev = ctypes.c_void_p() if (want_event or need_hold) else None
-            st = _lib.launch(queue.handle, spec.h, ctypes.byref(spec.range),
-                             len(args), spec.args,
-                             ctypes.byref(ev) if ev is not None else None)
-        if st:
-            raise error(st)
-        if _fast is not None and dtypes is None and consts is None and \
-                ndim is None and spec.fast is not None:
-            key = _fast.key(tuple(args), queue)
-            if key is not None and len(self._fast_memo) < 4096:
-                self._fast_memo[key] = spec.fast
-        event = Event(ev.value, queue) if ev is not None else None
-        # memory NumPy or another library (CuPy, PyTorch) reads as it likes:
-        # their streams have no order with xpjit's, so the launch ends first
-        if wait or ((host or foreign) and wait is None):
-            queue.wait()
-        elif need_hold:
-            # what the launch reads must outlive it: NumPy arrays given
-            # with wait=False, memory of other libraries
-            queue._hold(event, args)
+        launched = False  # maybe: until the launch is waited for or held
+        try:
+            with self.program._guard:  # its kernels live until launched
+                hit = self._memo.get(memo_key)
+                if hit is None:
+                    hit = self._infer(args, dtypes, consts, ndim)
+                    if len(self._memo) < 4096:
+                        self._memo[memo_key] = hit
+                spec = self._specs.get((hit[0], hit[1], queue._dv)) or \
+                    self._spec(hit[0], hit[1], queue.device)
+                with spec.lock:
+                    _fill_range(spec.range, self.name, grid, local)
+                    for i, a in enumerate(args):
+                        kind = spec.kinds[i]
+                        if kind == _lib.ARG_ARRAY:
+                            h = _fill_array(spec, i, a)
+                            host = host or h
+                            if isinstance(a, ndarray) and a._sync == 2:
+                                foreign = foreign or []
+                                foreign.append(a)
+                        elif kind == _lib.ARG_SCALAR:
+                            _fill_scalar(spec, i, a)
+                        else:
+                            _fill_local(spec, i, a)
+                    need_hold = bool(foreign) or (host and wait is False)
+                    ev = ctypes.c_void_p() if (want_event or need_hold) \
+                        else None
+                    with queue._guard as qh:
+                        launched = True
+                        st = _lib.launch(qh, spec.h, ctypes.byref(spec.range),
+                                         len(args), spec.args,
+                                         ctypes.byref(ev) if ev is not None
+                                         else None)
+            if st:
+                launched = False
+                raise error(st)
+            if _fast is not None and dtypes is None and consts is None and \
+                    ndim is None and spec.fast is not None:
+                key = _fast.key(tuple(args), queue)
+                if key is not None and len(self._fast_memo) < 4096:
+                    self._fast_memo[key] = spec.fast
+            event = Event(ev.value, queue) if ev is not None else None
+            # memory NumPy or another library (CuPy, PyTorch) reads as it
+            # likes: their streams have no order with xpjit's, so the launch
+            # ends first
+            if wait or ((host or foreign) and wait is None):
+                launched = False  # (interrupted too, it waits for that)
+                queue.wait()
+            elif need_hold:
+                # what the launch reads must outlive it: NumPy arrays given
+                # with wait=False, memory of other libraries
+                queue._hold(event, args)
+                launched = False
+        except BaseException:
+            # (a KeyboardInterrupt between the launch and its wait) memory
+            # another party frees as it likes must not be left under it
+            if launched and (host or foreign):
+                _finish(queue)
+            raise
         return event if want_event else None
+
+
+def _check_queue(queue, who):
+    """queue= is None or an xpjit.Queue."""
+    if queue is not None and not isinstance(queue, Queue):
+        raise InvalidArgumentError(
+            "%s: queue= takes an xpjit.Queue, not %s%s" % (
+                who, type(queue).__name__,
+                " (a device's default queue is device.queue)"
+                if isinstance(queue, Device) else ""))
+
+
+def _other_devices(kernel, args, queue):
+    """The devices of array arguments that are not the queue's, whose
+    memory must be the host's (kind host or shared): another device's
+    device memory is refused."""
+    out = []
+    for i, a in enumerate(args):
+        if not isinstance(a, ndarray) or a._dv == queue._dv:
+            continue
+        if isinstance(a._mem, (_Allocation, _Import)) and \
+                a._mem.kind == _lib.MEM_DEVICE:
+            raise InvalidArgumentError(
+                "kernel %s: argument %d '%s' is device memory of %s, which "
+                "the queue's device %s cannot use (copy it with "
+                "xpjit.asarray(x, device=...), or allocate it with "
+                "kind='host' or 'shared')" % (
+                    kernel.name, i, kernel.params[i].name, a.device.id,
+                    queue.device.id))
+        if a.device not in out:
+            out.append(a.device)
+    return out
+
+
+def _finish(queue):
+    """Waits for queue's commands, not to be interrupted, dropping their
+    errors (an exception is leaving already)."""
+    try:
+        with queue._guard as h:
+            _lib.queue_wait(h)
+    except InvalidArgumentError:  # closed: its destroy waited for them
+        pass
 
 
 _CALL_KEYWORDS = frozenset(("local", "queue", "dtypes", "consts", "ndim",
@@ -684,50 +813,24 @@ def _dtype_name(dt):
 
 
 def _fill_scalar(spec, i, a):
-    g = spec.args[i]
     name = spec.scalars[i]
-    pname = spec.kernel.params[i].name
-    if isinstance(a, np.ndarray) and a.ndim == 0:
-        a = a[()]
-    if isinstance(a, np.generic):
-        src = a.dtype
-        # bf16's NumPy stand-in is its bit pattern (uint16): as a value it
-        # is a float, which takes NumPy's floats and integers
-        tgt = np.dtype(np.float32) if name == "bf16" else numpy_dtype(name)
-        if not np.can_cast(src, tgt, "same_kind") and not (
-                src.kind in "iub" and name not in ("bool",)):
-            raise InvalidArgumentError(
-                "kernel %s: argument %d '%s' is %s, given a %s" % (
-                    spec.kernel.name, i, pname, name, src))
-        a = a.item()
-    if name == "bool":
-        if not isinstance(a, (bool, int)):
-            raise InvalidArgumentError("kernel %s: argument %d '%s' is bool, "
-                                       "given %r" % (spec.kernel.name, i,
-                                                     pname, a))
-        g.v.i = 1 if a else 0
-    elif name in _INT_RANGE:
-        if isinstance(a, float) or not isinstance(a, int):
-            raise InvalidArgumentError(
-                "kernel %s: argument %d '%s' is %s, given %r" % (
-                    spec.kernel.name, i, pname, name, a))
-        lo, hi = _INT_RANGE[name]
-        if not lo <= a <= hi:
-            raise InvalidArgumentError(
-                "kernel %s: argument %d '%s': %d is out of the range of %s" %
-                (spec.kernel.name, i, pname, a, name))
-        if name[0] == "u":
-            g.v.u = a
-        else:
-            g.v.i = a
+    v = scalar_value(name, a, "kernel %s: argument %d '%s'",
+                     spec.kernel.name, i, spec.kernel.params[i].name)
+    g = spec.args[i]
+    if name in ("u8", "u16", "u32", "u64"):
+        g.v.u = v
+    elif isinstance(v, float):
+        g.v.f = v
     else:
-        if isinstance(a, bool) or not isinstance(a, (int, float)):
-            raise InvalidArgumentError(
-                "kernel %s: argument %d '%s' is %s, given %r" % (
-                    spec.kernel.name, i, pname, name, a))
-        try:
-            g.v.f = float(a)
-        except OverflowError:
-            raise InvalidArgumentError(
-                "kernel %s: argument %d '%s': %r is out of the range of %s"
-                % (spec.kernel.name, i, pname, a, name)) from None
+        g.v.i = v
+
+
+def _fill_local(spec, i, a):
+    n = a.count if isinstance(a, LocalMemory) else a
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise InvalidArgumentError(
+            "kernel %s: argument %d '%s' is a local array: give its element "
+            "count" % (spec.kernel.name, i, spec.kernel.params[i].name))
+    spec.args[i].v.u = _count(n, "kernel %s: argument %d '%s' (local "
+                              "elements)" % (spec.kernel.name, i,
+                                             spec.kernel.params[i].name), 0)

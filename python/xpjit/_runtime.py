@@ -4,11 +4,20 @@ A process has a default context, made at first use with the library's
 defaults (XPJIT_DEVICE, XPJIT_CACHE, XPJIT_BUNDLE_PATH, XPJIT_DAEMON, ...),
 and a current device per thread (the context's default device unless a
 `with device:` block says otherwise), with a default queue each, as CuPy
-has a current device and stream and dpctl a default queue."""
+has a current device and stream and dpctl a default queue.
+
+A queue's or a program's handle is held by a guard (_fast.c's Guard, or
+_PyGuard here) that counts the calls using it: close() takes the handle
+away, waits for those calls, then destroys it. Waits on the main thread
+are interruptible by Ctrl-C (_fast.c, "waits")."""
+import _thread
 import atexit
 import ctypes
+import operator
 import os
+import signal
 import threading
+import time
 import weakref
 
 from . import _accel, _lib
@@ -34,6 +43,177 @@ def _settle_caches():
 
 def _b(s):
     return None if s is None else s.encode()
+
+
+# ---- handles in use --------------------------------------------------------
+
+class _PyGuard:
+    """_fast.c's Guard in Python (the module not built): a handle and the
+    calls using it; `with guard as h` raises exc(msg) once closed. A use
+    is an item of a list (append and pop are atomic), counted before the
+    handle is read: close() takes the handle first, then waits for the
+    count, so that a use it did not see finds no handle."""
+
+    __slots__ = ("h", "_in", "_exc", "_msg", "_lock")
+
+    def __init__(self, h, exc, msg):
+        self.h, self._in, self._exc, self._msg = h, [], exc, msg
+        self._lock = threading.Lock()
+
+    users = property(lambda self: len(self._in))
+
+    def __enter__(self):
+        self._in.append(None)
+        h = self.h
+        if not h:
+            self._in.pop()
+            raise self._exc(self._msg)
+        return h
+
+    def __exit__(self, *exc):
+        self._in.pop()
+        return False
+
+    def close(self):
+        with self._lock:  # (two closes: one gets the handle)
+            h, self.h = self.h, 0
+            return h
+
+
+_Guard = _accel._fast.Guard if _accel._fast is not None else _PyGuard
+
+
+def _retire(guard):
+    """Takes guard's handle away (later calls raise its error) and returns
+    it once no call uses it any more; 0 when it was closed before."""
+    h = guard.close() if guard is not None else 0
+    while h and guard.users:
+        time.sleep(0.001)  # calls in the library: a launch, a wait, a compile
+    return h
+
+
+# ---- waits -----------------------------------------------------------------
+# A SIGINT during a wait on the main thread reaches a pipe that _watch
+# reads (through _fast.c's handler, or here Python's signal wakeup fd,
+# pointed at the pipe for the wait); with Python's default handler it
+# cancels the queue waited for, so that KeyboardInterrupt comes at once
+# (_fast.c, "waits").
+
+_wake = None  # (read end, write end) of the pipe, made at the first wait
+_waiting = None  # the guard of the queue the main thread waits for (here)
+_interrupted = False
+_main = threading.main_thread().ident
+
+
+def _wake_fd():
+    """The pipe's write end, with the thread that reads it; -2 where
+    they cannot be made."""
+    global _wake
+    if _wake is None:
+        try:
+            r, w = os.pipe()
+            os.set_blocking(w, False)
+            threading.Thread(target=_watch, args=(r,), daemon=True,
+                             name="xpjit-sigint").start()
+            _wake = (r, w)
+        except (OSError, RuntimeError):
+            _wake = (-1, -2)
+    return _wake[1]
+
+
+def _watch(r):
+    sigint = int(signal.SIGINT)
+    while True:
+        try:
+            data = os.read(r, 256)
+        except OSError:
+            return
+        if not data:
+            return
+        if sigint in data and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            _interrupt()
+
+
+def _after_fork():
+    """In a child: the parent's pipe and thread are not its own."""
+    global _wake, _waiting, _main
+    _main = threading.main_thread().ident
+    if _wake is not None and _wake[0] >= 0:
+        for fd in _wake:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    _wake, _waiting = None, None
+    if _accel._fast is not None:
+        _accel._fast.set_wake(-1, _main)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def _py_interrupt():
+    global _interrupted
+    g = _waiting
+    if g is None:
+        return
+    try:
+        with g as h:
+            _interrupted = True
+            _lib.queue_cancel(h)
+    except InvalidArgumentError:  # closed meanwhile: the wait is over
+        pass
+
+
+def _arm(guard):
+    global _waiting, _interrupted
+    if _thread.get_ident() != _main:
+        return False
+    fd = _wake[1] if _wake is not None else _wake_fd()
+    if fd < 0:
+        return False
+    try:
+        old = signal.set_wakeup_fd(fd)
+    except ValueError:
+        return False
+    if old != -1:  # another library's (an event loop's): left to it
+        signal.set_wakeup_fd(old, warn_on_full_buffer=False)
+        return False
+    _interrupted = False
+    _waiting = guard
+    return True
+
+
+def _py_wait(guard, event=0):
+    """xpj_queue_wait of guard's queue (event: xpj_event_wait of it), the
+    status; as _fast.c's wait."""
+    global _waiting
+    if event and not guard.h:
+        return _lib.event_wait(event)  # a closed queue's events are done
+    with guard as h:
+        armed = _arm(guard)
+        try:
+            if not event:
+                return _lib.queue_wait(h)
+            try:
+                return _lib.event_wait(event)
+            finally:
+                if armed and _interrupted:
+                    # the cancelled command keeps its memory until its
+                    # turn in the queue has passed (xpj_queue_cancel)
+                    _lib.queue_wait(h)
+        finally:
+            if armed:
+                _waiting = None
+                signal.set_wakeup_fd(-1)
+
+
+if _accel._fast is not None:
+    _wait, _interrupt = _accel._fast.wait, _accel._fast.interrupt
+else:
+    _wait, _interrupt = _py_wait, _py_interrupt
 
 
 class Context:
@@ -297,7 +477,7 @@ class Device:
         with _queues_lock:  # the default queue is one of them
             queues = list(_queues.get(self._h.value, ()))
         for q in queues:
-            if q._h:
+            if q._guard.h:
                 q.wait()
 
     def wait_native(self, stream=0):
@@ -383,14 +563,23 @@ class Queue:
             raise InvalidArgumentError("Queue takes a Device or a device "
                                        "filter, not %s"
                                        % type(device).__name__)
+        try:
+            ms = -1 if isinstance(launch_timeout_ms, bool) else \
+                operator.index(launch_timeout_ms)
+        except TypeError:
+            ms = -1
+        if not 0 <= ms < 1 << 64:
+            raise InvalidArgumentError(
+                "launch_timeout_ms is an int of 0 (none) to 2**64 - 1, not "
+                "%r" % (launch_timeout_ms,))
         self.device = device if device is not None else get_device()
-        d = _lib.QueueDesc(1 if profiling else 0, int(launch_timeout_ms))
+        d = _lib.QueueDesc(1 if profiling else 0, ms)
         h = ctypes.c_void_p()
         check(_lib.queue_create(self.device.handle, ctypes.byref(d),
                                 ctypes.byref(h)))
-        self._h = h
-        # plain ints for the C launch path (_fast.c): 0 once closed
-        self._hv = h.value
+        # the handle, for the C launch path (_fast.c) too, and the device's
+        self._guard = _Guard(h.value, InvalidArgumentError,
+                             "the queue is closed")
         self._dv = self.device._h.value
         self.profiling = bool(profiling)
         # objects kept alive until the work using them is done: (event,
@@ -402,15 +591,16 @@ class Queue:
 
     @property
     def handle(self):
-        h = self._h
+        h = self._guard.h
         if not h:
             raise InvalidArgumentError("the queue is closed")
-        return h
+        return ctypes.c_void_p(h)
 
     def wait(self):
         """Waits for every command so far; raises the first asynchronous
-        error since the last wait."""
-        st = _lib.queue_wait(self.handle)
+        error since the last wait. On the main thread Ctrl-C cancels the
+        queue's commands and raises KeyboardInterrupt (docs/python.md)."""
+        st = _wait(self._guard, 0)
         self._release_keep()
         check(st)
 
@@ -419,13 +609,14 @@ class Queue:
     def cancel(self):
         """Cancels the unfinished commands (they fail with CancelledError
         at the next wait)."""
-        check(_lib.queue_cancel(self.handle))
+        with self._guard as h:
+            check(_lib.queue_cancel(h))
 
     def close(self):
         """Waits for the commands, then destroys the queue; using it
-        afterwards raises InvalidArgumentError."""
-        h, self._h = getattr(self, "_h", None), None
-        self._hv = 0
+        afterwards raises InvalidArgumentError. Calls other threads are
+        making with it (a launch, a wait) end first."""
+        h = _retire(getattr(self, "_guard", None))
         if h:
             _lib.queue_destroy(h)
             self._release_keep()
@@ -458,7 +649,7 @@ class Queue:
 
     def __repr__(self):
         return "<xpjit.Queue on %s%s>" % (
-            self.device.id, "" if self._h else " (closed)")
+            self.device.id, "" if self._guard.h else " (closed)")
 
 
 class Event:
@@ -471,8 +662,9 @@ class Event:
         self.queue = queue
 
     def wait(self):
-        """Blocks until the command finished; raises its error."""
-        check(_lib.event_wait(self._h))
+        """Blocks until the command finished; raises its error (on the
+        main thread Ctrl-C cancels its queue, as Queue.wait)."""
+        check(_wait(self.queue._guard, self._h))
 
     @property
     def state(self):

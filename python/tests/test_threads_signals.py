@@ -1,0 +1,227 @@
+"""Closing while other threads use a queue or a program, arrays of another
+device than the queue's, and Ctrl-C during a wait. Each scenario runs in
+a child interpreter: the failures they guard against were crashes (an
+outside probe's, each a segfault or a use after free)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import xpjit
+
+HAS_OPENCL = bool(xpjit.devices("opencl"))
+
+
+def run(code, timeout=120):
+    """Runs code in a child interpreter (this one's environment: the C
+    launch path, or XPJIT_PYTHON_PURE); its stdout, after asserting it
+    exited 0."""
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                       capture_output=True, text=True, timeout=timeout,
+                       env=dict(os.environ))
+    assert r.returncode == 0, "exit %d\n%s%s" % (r.returncode, r.stdout,
+                                                 r.stderr)
+    return r.stdout
+
+
+INC = """
+import faulthandler, threading, time
+import numpy as np, xpjit
+faulthandler.enable()
+SRC = '''kernel inc(y: global f32[]) range {
+    let i = global_id(0);
+    if i < size(y) { y[i] += 1.0; }
+}'''
+"""
+
+
+@pytest.mark.parametrize("what,dev", [("queue", "cpu"), ("program", "cpu"),
+                                      ("queue", "opencl:0"),
+                                      ("program", "opencl:0")])
+def test_close_while_other_threads_launch(what, dev):
+    """close() took the handle from under calls in flight on other threads
+    (a launch, its wait, a compile): it waits for them now, and the calls
+    after it raise InvalidArgumentError."""
+    if dev != "cpu" and not HAS_OPENCL:
+        pytest.skip("no OpenCL device")
+    out = run(INC + """
+dev = xpjit.Device(%r)
+errors = set()
+def launcher(p, q, y, stop):
+    while not stop:
+        try:
+            if %r == "queue":
+                p.inc(y.size, y, queue=q)
+            else:
+                p.inc(y.size, y)
+        except xpjit.InvalidArgumentError as e:
+            errors.add(str(e))
+            if "program" in str(e):
+                return
+for rep in range(8):
+    p = xpjit.Program(SRC)
+    with dev:
+        q = xpjit.Queue(dev)
+        y = (np.zeros(1000, np.float32) if dev.backend == "cpu" else
+             xpjit.zeros(1000, np.float32, device=dev))
+        stop = []
+        ts = [threading.Thread(target=launcher, args=(p, q, y, stop))
+              for _ in range(3)]
+        for t in ts:
+            t.start()
+        time.sleep(0.02)
+        (q if %r == "queue" else p).close()
+        time.sleep(0.01)
+        stop.append(1)
+        for t in ts:
+            t.join()
+print(sorted(errors))
+""" % (dev, what, what))
+    assert out.strip() in ("[]", "['the %s is closed']" % what), out
+
+
+def test_close_waits_for_a_wait_in_flight():
+    """A queue closed while another thread waits in it for a long launch:
+    the launch ends normally, then the queue goes."""
+    out = run(INC + """
+p = xpjit.Program(SRC)
+q = xpjit.Queue()
+x = np.zeros(4, np.float32)
+p.inc(4, x, queue=q)
+p.inc(4, x, queue=q)  # known to the C launch path
+done = []
+def long_launch():
+    p.inc(3 * 10**8, x, queue=q)  # ends when the kernel does
+    done.append(time.time())
+t = threading.Thread(target=long_launch)
+t.start()
+time.sleep(0.1)
+q.close()
+closed = time.time()
+t.join()
+assert done and done[0] <= closed, "closed before the wait ended"
+assert list(x) == [3.0] * 4, x
+try:
+    p.inc(4, x, queue=q)
+    raise AssertionError("a closed queue launched")
+except xpjit.InvalidArgumentError as e:
+    assert "closed" in str(e)
+print("ok")
+""")
+    assert out.strip() == "ok"
+
+
+def test_close_program_while_another_thread_compiles():
+    out = run(INC + """
+for rep in range(5):
+    p = xpjit.Program(SRC.replace("1.0", "%d.0" % (rep + 1)),
+                      options={"opt_level": 3}, context=xpjit.Context(
+                          cache="off"))
+    res = []
+    def first_call():
+        y = np.zeros(8, np.float32)
+        try:
+            p.inc(8, y, queue=xpjit.Queue(p.context.device("cpu")))
+            res.append(float(y[0]))
+        except xpjit.InvalidArgumentError as e:
+            res.append(str(e))
+    t = threading.Thread(target=first_call)
+    t.start()
+    time.sleep(0.005 * rep)
+    p.close()
+    t.join()
+    assert res[0] in (rep + 1.0, "the program is closed"), res
+print("ok")
+""")
+    assert out.strip() == "ok"
+
+
+@pytest.mark.skipif(not HAS_OPENCL, reason="no OpenCL device")
+def test_another_devices_host_memory_is_waited_for_and_held():
+    """OpenCL host and shared memory launched on the CPU device's queue:
+    the work queued on it before is done first, the launch ends before the
+    call returns (wait=False: the array is kept until it has), and device
+    memory of another device is refused."""
+    out = run(INC + """
+import gc
+p = xpjit.Program(SRC)
+cpu, ocl = xpjit.Device("cpu"), xpjit.Device("opencl:0")
+n = 1 << 22
+for kind in ("host", "shared"):
+    for _ in range(2):  # the second call known to the C launch path
+        h = xpjit.zeros(n, np.float32, device=ocl, kind=kind)
+        h.fill(2.0)  # queued on the OpenCL device's queue
+        p.inc(n, h, queue=cpu.queue)
+        g = h.get()
+        assert (g == 3).all(), (kind, int((g == 3).sum()))
+    # freed while the launch runs: kept until it is done
+    for _ in range(4):
+        h = xpjit.zeros(n, np.float32, device=ocl, kind=kind)
+        p.inc(n, h, queue=cpu.queue, wait=False)
+        del h
+        gc.collect()
+        junk = [np.ones(1 << 20, np.float32) for _ in range(8)]
+    cpu.synchronize()
+    assert all(int(j.sum()) == 1 << 20 for j in junk)
+d = xpjit.zeros(4, np.float32, device=ocl)  # device memory
+for _ in range(2):
+    try:
+        p.inc(4, d, queue=cpu.queue)
+        raise AssertionError("another device's device memory launched")
+    except xpjit.InvalidArgumentError as e:
+        assert "device memory of opencl:0" in str(e), e
+print("ok")
+""")
+    assert out.strip() == "ok"
+
+
+SIGINT = """
+import os, signal, threading, time
+import numpy as np, xpjit
+p = xpjit.Program('''kernel k(x: global f32[]) range {
+    let i = global_id(0);
+    if i < size(x) { x[i] += 1.0; }
+}''')
+x = np.zeros(4, np.float32)
+p.k(4, x)
+p.k(4, x)  # known to the C launch path
+
+def interrupted(f):
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    t = time.time()
+    try:
+        f()
+    except KeyboardInterrupt:
+        return time.time() - t
+    raise AssertionError("no KeyboardInterrupt")
+"""
+
+
+def test_ctrl_c_interrupts_a_long_wait():
+    """Ctrl-C during a long launch's wait on the main thread: the queue's
+    work is cancelled and KeyboardInterrupt raised at once (it came after
+    the kernel, ten seconds later); the queue works afterwards, without a
+    CancelledError left over."""
+    out = run(SIGINT + """
+big = 2 * 10**9  # some ten seconds on two cores
+took = [interrupted(lambda: p.k(big, x)),              # a launch's own wait
+        interrupted(lambda: p.k(big, x, wait=True)),   # the slow path's
+        interrupted(lambda: p.k.launch(big, x, wait=False).wait()),
+        interrupted(lambda: (p.k(big, x, wait=False),
+                             xpjit.get_device().queue.wait()))]
+assert max(took) < 3, took
+y = np.zeros(4, np.float32)
+p.k(4, y)
+xpjit.get_device().queue.wait()
+assert list(y) == [1.0] * 4, y
+# another SIGINT handler is left alone: the wait ends with the kernel
+got = []
+signal.signal(signal.SIGINT, lambda *a: got.append(1))
+threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+p.k(2 * 10**8, x)
+assert got == [1]
+print("ok")
+""")
+    assert out.strip() == "ok"
