@@ -56,8 +56,13 @@
  * or local array parameters held short). 7: PTX: views' addresses by a
  * counted loop's variable kept as the code generator's own induction
  * variables (codegen.c scaled_pointer), hidden from loop strength
- * reduction. */
-#define XPJ_CODEGEN_REVISION 7
+ * reduction. 8: SPIR-V: an atomic's pointer at a constant offset as an
+ * instruction (local atomics at a constant index above 0 touched another
+ * element); atomic loads and stores as OpAtomicLoad / OpAtomicStore (they
+ * were plain); bool exclusive or-scans' first work-item false; i64 mul_hi
+ * without s_mul_hi, and 128-bit products the optimiser formed made of
+ * 64-bit ones (target_spirv.c). */
+#define XPJ_CODEGEN_REVISION 8
 
 /* ---- targets and options ------------------------------------------- */
 

@@ -129,8 +129,8 @@ static LLVMValueRef ocl_builtin(cg *c, const char *name, xpj_scalar s,
  * with the Groups capability; shuffles and the sub-group mul / and / or /
  * xor are OpGroupNonUniform*, SPIR-V 1.3). Narrow integers and bools go
  * through 32 bits (Intel's runtime crashes on work_group_reduce_min of
- * char; ../shared/LLVM22-NOTES.md), bool and / or / xor as min / max /
- * add of 0 and 1. Work-group mul / and / or / xor are
+ * char; ../shared/LLVM22-NOTES.md), bool and / or / xor as unsigned min /
+ * max / add of 0 and 1. Work-group mul / and / or / xor are
  * SPV_KHR_uniform_group_instructions (OpGroupIMulKHR, ...: OpenCL's
  * cl_khr_work_group_uniform_arithmetic), which Intel's CPU runtime runs
  * although it does not list the extension. */
@@ -143,7 +143,10 @@ static LLVMValueRef spirv_group(cg *c, const xpj_coll_desc *d, xpj_scalar s,
   xpj_scalar ws = s;
   xpj_group_op op = d->op;
   if (s == XPJ_BOOL) {
-    ws = XPJ_I32;
+    /* unsigned: the first work-item of an exclusive scan gets 0 (or,
+     * xor) and ~0 (and) from the builtin, false and true; a signed max
+     * gave INT_MIN, true (found by an outside probe) */
+    ws = XPJ_U32;
     x = LLVMBuildZExt(c->b, x, c->t_i32, "");
     op = op == XPJ_GOP_AND ? XPJ_GOP_MIN : op == XPJ_GOP_OR ? XPJ_GOP_MAX
                                                              : XPJ_GOP_ADD;
@@ -217,6 +220,114 @@ static LLVMValueRef spirv_group(cg *c, const xpj_coll_desc *d, xpj_scalar s,
     return LLVMBuildICmp(c->b, LLVMIntNE, r, cg_i32(c, 0), "");
   }
   return ws != s ? LLVMBuildTrunc(c->b, r, cg_scalar_type(c, s), "") : r;
+}
+
+/* The high half of a 64-bit product from four 32 x 32 -> 64 products:
+ * the unsigned one, corrected for each operand taken as signed (xs, ys):
+ * hi(x y) = uhi(x, y) - (x < 0 ? y : 0) - (y < 0 ? x : 0). */
+static LLVMValueRef mul_hi64(cg *c, LLVMBuilderRef B, LLVMValueRef x, bool xs,
+                             LLVMValueRef y, bool ys) {
+  LLVMValueRef m32 = cg_i64(c, 0xffffffffll), s32 = cg_i64(c, 32);
+  LLVMValueRef xl = LLVMBuildAnd(B, x, m32, ""), xh = LLVMBuildLShr(B, x, s32, "");
+  LLVMValueRef yl = LLVMBuildAnd(B, y, m32, ""), yh = LLVMBuildLShr(B, y, s32, "");
+  LLVMValueRef ll = LLVMBuildMul(B, xl, yl, ""), lh = LLVMBuildMul(B, xl, yh, "");
+  LLVMValueRef hl = LLVMBuildMul(B, xh, yl, ""), hh = LLVMBuildMul(B, xh, yh, "");
+  LLVMValueRef mid = LLVMBuildAdd(
+      B, LLVMBuildAdd(B, LLVMBuildLShr(B, ll, s32, ""), LLVMBuildAnd(B, lh, m32, ""), ""),
+      LLVMBuildAnd(B, hl, m32, ""), "");
+  LLVMValueRef hi = LLVMBuildAdd(
+      B, LLVMBuildAdd(B, hh, LLVMBuildLShr(B, lh, s32, ""), ""),
+      LLVMBuildAdd(B, LLVMBuildLShr(B, hl, s32, ""), LLVMBuildLShr(B, mid, s32, ""), ""),
+      "");
+  LLVMValueRef zero = cg_i64(c, 0);
+  if (xs)
+    hi = LLVMBuildSub(B, hi, LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, x, zero, ""),
+                                             y, zero, ""), "");
+  if (ys)
+    hi = LLVMBuildSub(B, hi, LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, y, zero, ""),
+                                             x, zero, ""), "");
+  return hi;
+}
+
+/* A 128-bit integer is a type SPIR-V has not (the backend aborts on it),
+ * and kernels have none; but the optimiser makes one of a 64-bit high
+ * half written by hand (four 32-bit products: a * b >> 64 of the operands
+ * widened) and of OpenCL's s_mul_hi of longs written as such below. Each
+ * trunc of such a product (its low half) or of the product shifted right
+ * by 64 (its high half) is made again of 64-bit operations, and the
+ * 128-bit ones left unused go; true when none is left. */
+static bool ext_operand(LLVMValueRef e, LLVMValueRef *v, bool *sg) {
+  LLVMOpcode op = LLVMIsAInstruction(e) ? LLVMGetInstructionOpcode(e) : 0;
+  if (op != LLVMZExt && op != LLVMSExt)
+    return false;
+  *v = LLVMGetOperand(e, 0);
+  *sg = op == LLVMSExt;
+  return LLVMGetIntTypeWidth(LLVMTypeOf(*v)) <= 64;
+}
+
+static bool is_int128(LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  return LLVMGetTypeKind(t) == LLVMIntegerTypeKind &&
+         LLVMGetIntTypeWidth(t) > 64;
+}
+
+static bool narrow_trunc(cg *c, LLVMBuilderRef B, LLVMValueRef in) {
+  if (!LLVMIsATruncInst(in) || !is_int128(LLVMGetOperand(in, 0)) ||
+      LLVMGetIntTypeWidth(LLVMTypeOf(in)) > 64)
+    return false;
+  LLVMValueRef m = LLVMGetOperand(in, 0);
+  bool high = false;
+  if (LLVMIsAInstruction(m) &&
+      (LLVMGetInstructionOpcode(m) == LLVMLShr ||
+       LLVMGetInstructionOpcode(m) == LLVMAShr) &&
+      LLVMIsAConstantInt(LLVMGetOperand(m, 1)) &&
+      LLVMConstIntGetZExtValue(LLVMGetOperand(m, 1)) == 64) {
+    high = true;
+    m = LLVMGetOperand(m, 0);
+  }
+  LLVMValueRef x, y;
+  bool xs, ys;
+  if (!LLVMIsAInstruction(m) || LLVMGetInstructionOpcode(m) != LLVMMul ||
+      LLVMGetIntTypeWidth(LLVMTypeOf(m)) != 128 ||
+      !ext_operand(LLVMGetOperand(m, 0), &x, &xs) ||
+      !ext_operand(LLVMGetOperand(m, 1), &y, &ys))
+    return false;
+  LLVMPositionBuilderBefore(B, in);
+  x = xs ? LLVMBuildSExt(B, x, c->t_i64, "") : LLVMBuildZExt(B, x, c->t_i64, "");
+  y = ys ? LLVMBuildSExt(B, y, c->t_i64, "") : LLVMBuildZExt(B, y, c->t_i64, "");
+  LLVMValueRef r = high ? mul_hi64(c, B, x, xs, y, ys) : LLVMBuildMul(B, x, y, "");
+  LLVMReplaceAllUsesWith(in, LLVMBuildTrunc(B, r, LLVMTypeOf(in), ""));
+  LLVMInstructionEraseFromParent(in);
+  return true;
+}
+
+static bool no_int128(cg *c, LLVMBuilderRef B, LLVMValueRef f) {
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb;
+       bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb), next; in; in = next) {
+      next = LLVMGetNextInstruction(in);
+      narrow_trunc(c, B, in);
+    }
+  bool gone;
+  do { /* the products and shifts of them, unused now */
+    gone = false;
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb;
+         bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef in = LLVMGetFirstInstruction(bb), next; in; in = next) {
+        next = LLVMGetNextInstruction(in);
+        if (is_int128(in) && !LLVMGetFirstUse(in)) {
+          LLVMInstructionEraseFromParent(in);
+          gone = true;
+        }
+      }
+  } while (gone);
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb;
+       bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in;
+         in = LLVMGetNextInstruction(in))
+      if (is_int128(in))
+        return false;
+  return true;
 }
 
 static LLVMValueRef spirv_math(cg *c, xpj_math m, xpj_scalar s,
@@ -312,23 +423,146 @@ static LLVMValueRef expand_bitreverse(cg *c, LLVMBuilderRef b, LLVMValueRef x) {
   return x;
 }
 
+/* An atomic's pointer that is a constant getelementptr expression (a
+ * local array's element at a constant index: getelementptr (i8, @local,
+ * 4), as the optimiser writes it) is lowered by LLVM 22's SPIR-V backend
+ * as an access chain of the atomic's element type with the byte offset
+ * for index: t[1] of an i32 array became t[4] (found by an outside probe:
+ * every local atomic at a constant index above 0 touched another element,
+ * or none; written with the element type, the same). An instruction is
+ * lowered right: the offset is made one, from a frozen index (a builder
+ * folds constant operands back into an expression; nothing folds a
+ * freeze before the backend, and it costs nothing at run time). */
+static LLVMValueRef offset_instruction(LLVMBuilderRef b, LLVMValueRef p) {
+  LLVMValueRef idx[8];
+  unsigned n = LLVMIsAConstantExpr(p) &&
+                       LLVMGetConstOpcode(p) == LLVMGetElementPtr
+                   ? (unsigned)LLVMGetNumOperands(p)
+                   : 0;
+  if (n < 2 || n - 1 > sizeof idx / sizeof *idx)
+    return p;
+  /* the first index (over the pointer) frozen: it may be any value; the
+   * others, into arrays or structures, stay as they are */
+  idx[0] = LLVMBuildFreeze(b, LLVMGetOperand(p, 1), "");
+  for (unsigned i = 2; i < n; i++)
+    idx[i - 1] = LLVMGetOperand(p, i);
+  return LLVMBuildGEPWithNoWrapFlags(b, LLVMGetGEPSourceElementType(p),
+                                     LLVMGetOperand(p, 0), idx, n - 1, "",
+                                     LLVMGEPGetNoWrapFlags(p));
+}
+
+/* The atomics' pointers, offset_instruction's way: atomicrmw, cmpxchg,
+ * atomic loads and stores, and calls of the __spirv_Atomic* builtins
+ * (their pointer first). */
+static void atomic_pointer(LLVMBuilderRef b, LLVMValueRef in,
+                           const char *callee) {
+  bool atomic_access = (LLVMIsALoadInst(in) || LLVMIsAStoreInst(in)) &&
+                       LLVMGetOrdering(in) != LLVMAtomicOrderingNotAtomic;
+  unsigned op = LLVMIsAStoreInst(in) ? 1 : 0;
+  if (!atomic_access && !LLVMIsAAtomicRMWInst(in) &&
+      !LLVMIsAAtomicCmpXchgInst(in) &&
+      !(!strncmp(callee, "_Z", 2) && strstr(callee, "__spirv_Atomic")))
+    return;
+  LLVMPositionBuilderBefore(b, in);
+  LLVMValueRef p = LLVMGetOperand(in, op);
+  LLVMValueRef q = offset_instruction(b, p);
+  if (q != p)
+    LLVMSetOperand(in, op, q);
+}
+
+/* An atomic load or store as the builtin __spirv_AtomicLoad or
+ * __spirv_AtomicStore (OpAtomicLoad, OpAtomicStore): LLVM 22's SPIR-V
+ * backend lowers "load atomic" and "store atomic" to a plain OpLoad and
+ * OpStore, without their scope and ordering (found by an outside probe:
+ * atomic_load(.., acquire) and atomic_store(.., release) published
+ * nothing to a SPIR-V device that reorders). Floats go through the
+ * integer of their width. The call, or NULL for anything else. */
+static LLVMValueRef atomic_access_call(cg *c, LLVMValueRef in) {
+  bool load = LLVMIsALoadInst(in) != NULL;
+  if ((!load && !LLVMIsAStoreInst(in)) ||
+      LLVMGetOrdering(in) == LLVMAtomicOrderingNotAtomic)
+    return NULL;
+  LLVMValueRef p = LLVMGetOperand(in, load ? 0 : 1);
+  LLVMTypeRef t = load ? LLVMTypeOf(in) : LLVMTypeOf(LLVMGetOperand(in, 0));
+  LLVMTypeKind k = LLVMGetTypeKind(t);
+  unsigned bits = k == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(t)
+                  : k == LLVMFloatTypeKind ? 32
+                  : k == LLVMDoubleTypeKind ? 64
+                                            : 0;
+  if (bits != 32 && bits != 64)
+    return NULL; /* (16-bit atomics go through their 32-bit word) */
+  unsigned as = LLVMGetPointerAddressSpace(LLVMTypeOf(p));
+  /* MemorySemantics: Acquire 0x2, Release 0x4, AcquireRelease 0x8,
+   * SequentiallyConsistent 0x10, with WorkgroupMemory 0x100 or
+   * CrossWorkgroupMemory 0x200; Scope: Device 1, Workgroup 2 */
+  unsigned sem = 0;
+  switch (LLVMGetOrdering(in)) {
+  case LLVMAtomicOrderingAcquire: sem = 0x2; break;
+  case LLVMAtomicOrderingRelease: sem = 0x4; break;
+  case LLVMAtomicOrderingAcquireRelease: sem = 0x8; break;
+  case LLVMAtomicOrderingSequentiallyConsistent: sem = 0x10; break;
+  default: break;
+  }
+  if (sem)
+    sem |= as == 3 ? 0x100 : 0x200;
+  unsigned wg = LLVMGetSyncScopeID(c->ctx, "workgroup", 9);
+  unsigned scope = LLVMGetAtomicSyncScopeID(in) == wg ? 2 : 1;
+  LLVMTypeRef it = LLVMIntTypeInContext(c->ctx, bits);
+  char w = bits == 64 ? 'l' : 'i', name[64];
+  LLVMPositionBuilderBefore(c->b, in);
+  LLVMValueRef a[4] = {p, cg_i32(c, (int32_t)scope), cg_i32(c, (int32_t)sem)};
+  LLVMValueRef r;
+  if (load) {
+    snprintf(name, sizeof name, "_Z18__spirv_AtomicLoadPU3AS%u%cii", as, w);
+    r = cg_call(c, name, it, a, 3, LLVMSPIRFUNCCallConv);
+    LLVMValueRef v = it == t ? r : LLVMBuildBitCast(c->b, r, t, "");
+    LLVMReplaceAllUsesWith(in, v);
+  } else {
+    snprintf(name, sizeof name, "_Z19__spirv_AtomicStorePU3AS%u%cii%c", as, w,
+             w);
+    a[3] = LLVMGetOperand(in, 0);
+    if (it != t)
+      a[3] = LLVMBuildBitCast(c->b, a[3], it, "");
+    r = cg_call(c, name, LLVMVoidTypeInContext(c->ctx), a, 4,
+                LLVMSPIRFUNCCallConv);
+  }
+  LLVMInstructionEraseFromParent(in);
+  return r;
+}
+
 static void spirv_before_codegen(cg *c) {
   c->local_bytes = cg_simt_local_bytes(c); /* the optimised module's */
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c->ctx);
   for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f;
-       f = LLVMGetNextFunction(f))
+       f = LLVMGetNextFunction(f)) {
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb;
          bb = LLVMGetNextBasicBlock(bb)) {
       LLVMValueRef in = LLVMGetFirstInstruction(bb);
       while (in) {
         LLVMValueRef next = LLVMGetNextInstruction(in);
+        LLVMValueRef call = atomic_access_call(c, in);
+        if (call)
+          in = call;
         LLVMValueRef callee =
             LLVMIsACallInst(in) ? LLVMGetCalledValue(in) : NULL;
         size_t len = 0;
         const char *name = callee && LLVMIsAFunction(callee)
                                ? LLVMGetValueName2(callee, &len)
                                : "";
-        if (strncmp(name, "llvm.bitreverse.i", 17) == 0 &&
+        atomic_pointer(b, in, name);
+        if (!strcmp(name, "_Z6mul_hill")) {
+          /* OpenCL's s_mul_hi of longs, made of 64-bit products
+           * (mul_hi64): Intel's CPU runtime (2025.x) loses stores after
+           * one in a block some work-items skip (an unconditional store
+           * that follows wrote nothing; found by an outside probe, pinned
+           * on the SPIR-V: the module with the s_mul_hi replaced runs
+           * right) */
+          LLVMPositionBuilderBefore(b, in);
+          LLVMValueRef r = mul_hi64(c, b, LLVMGetOperand(in, 0), true,
+                                    LLVMGetOperand(in, 1), true);
+          LLVMReplaceAllUsesWith(in, r);
+          LLVMInstructionEraseFromParent(in);
+        } else if (strncmp(name, "llvm.bitreverse.i", 17) == 0 &&
             LLVMGetTypeKind(LLVMTypeOf(in)) == LLVMIntegerTypeKind) {
           LLVMPositionBuilderBefore(b, in);
           LLVMValueRef r = expand_bitreverse(c, b, LLVMGetOperand(in, 0));
@@ -338,6 +572,14 @@ static void spirv_before_codegen(cg *c) {
         in = next;
       }
     }
+    if (!no_int128(c, b, f) && c->status == XPJ_OK) {
+      size_t len;
+      cg_fail(c, XPJ_ERR_UNSUPPORTED, "%s: the optimiser made a 128-bit "
+              "integer operation of it, which SPIR-V cannot express (the "
+              "high half of a 64-bit product is, with mul_hi)",
+              LLVMGetValueName2(f, &len));
+    }
+  }
   LLVMDisposeBuilder(b);
 }
 

@@ -279,6 +279,46 @@ static char *emit_text(const char *src, const char *kernel, const char *target,
   return text;
 }
 
+/* Atomic loads and stores are OpAtomicLoad / OpAtomicStore with their
+ * scope and semantics (LLVM 22's backend made plain OpLoad / OpStore of
+ * "load atomic"); a local atomic at a constant index goes through a byte
+ * access chain (the backend chained the array's element type with the
+ * byte offset: t[1] of an i32 array was t[4]). */
+static const char *atomic_access_src =
+    "kernel acc(x: global u32[], o: global u32[]) ndrange(1) local(4) {\n"
+    "    local t: u32[4];\n"
+    "    let i = global_id(0);\n"
+    "    if local_id(0) == 0 {\n"
+    "        t[0] = 0u32; t[1] = 0u32; t[2] = 0u32; t[3] = 0u32;\n"
+    "    }\n"
+    "    barrier(local);\n"
+    "    atomic_add(&t[1], 1u32, relaxed, work_group);\n"
+    "    barrier(local);\n"
+    "    o[i] = t[local_id(0)] + atomic_load(&x[i], acquire);\n"
+    "    atomic_store(&x[i], 5u32, release);\n"
+    "}\n";
+
+static void test_spirv_atomic_access(void **state) {
+  (void)state;
+  char *spv = emit_text(atomic_access_src, "acc", "spirv", XPJ_EMIT_ASM);
+  /* Device scope (1); Acquire | CrossWorkgroupMemory = 0x202, Release |
+   * CrossWorkgroupMemory = 0x204 */
+  assert_non_null(strstr(spv, "OpAtomicLoad %uint %"));
+  assert_non_null(strstr(spv, " %uint_1 %uint_514"));
+  assert_non_null(strstr(spv, "OpAtomicStore %"));
+  assert_non_null(strstr(spv, " %uint_1 %uint_516 %uint_5"));
+  /* t[1]: byte 4 of a uchar chain, not element 4 of a uint one */
+  assert_non_null(strstr(spv, "AccessChain %_ptr_Workgroup_uchar"));
+  for (const char *l = spv; (l = strstr(l, "AccessChain %_ptr_Workgroup_uint"));
+       l++) {
+    const char *eol = strchr(l, '\n');
+    const char *four = strstr(l, "%ulong_4");
+    if (four && (!eol || four < eol))
+      fail_msg("t[1] as element 4: %.80s", l);
+  }
+  free(spv);
+}
+
 static void test_structure(void **state) {
   (void)state;
   char *spv = emit_text(scope_src, "scopes", "spirv", XPJ_EMIT_ASM);
@@ -3251,7 +3291,8 @@ int main(void) {
   test_owner_init();
   const struct CMUnitTest tests[] = {
       guarded_test(test_targets),     guarded_test(test_errors),
-      guarded_test(test_structure),   guarded_test(test_faults),
+      guarded_test(test_structure),   guarded_test(test_spirv_atomic_access),
+      guarded_test(test_faults),
       guarded_test(test_options),     guarded_test(test_ptx_precision),
       guarded_test(test_determinism), guarded_test(test_threads),
       guarded_test(test_emit_examples),

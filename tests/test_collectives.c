@@ -292,6 +292,72 @@ static void test_group_any_all(void **state) {
   conf_free(all);
 }
 
+/* Scans of bools over the members of a group, in order (m[0..n)): or,
+ * and, xor; inclusive (row 2 op) and exclusive (row 2 op + 1, whose first
+ * gets the identity: false, true, false). rows: r's rows from base. */
+static void check_bool_scans(const uint8_t *x, const uint8_t *r, size_t N,
+                             const size_t *m, unsigned n, unsigned base,
+                             const char *what) {
+  for (unsigned op = 0; op < 3; op++) {
+    unsigned acc = op == 1; /* or, and, xor */
+    for (unsigned j = 0; j < n; j++) {
+      unsigned before = acc, v = x[m[j]];
+      acc = op == 0 ? acc | v : op == 1 ? acc & v : acc ^ v;
+      unsigned inc = r[(base + 2 * op) * N + m[j]],
+               exc = r[(base + 2 * op + 1) * N + m[j]];
+      if (inc != acc || exc != before)
+        fail_msg("%s scan %s of bools, member %u (item %zu): inclusive %u "
+                 "(want %u), exclusive %u (want %u)", what,
+                 op == 0 ? "or" : op == 1 ? "and" : "xor", j, m[j], inc, acc,
+                 exc, before);
+    }
+  }
+}
+
+/* group_ and sub_group_scan_* of bools: or, and, xor (the first work-item
+ * of an exclusive or was true on OpenCL: the wide identity of a signed
+ * max) */
+static void test_bool_scans(void **state) {
+  (void)state;
+  xpj_kernel *k = conf_kernel("collectives.xpk", "boolscans", NULL, 0);
+  const unsigned L = 64, G = 5;
+  const size_t N = (size_t)L * G;
+  uint8_t *x = conf_alloc(N), *r = conf_alloc(12 * N);
+  int64_t *sg = conf_alloc(2 * N * 8);
+  for (unsigned g = 0; g < G; g++) /* none, one, all but one, all, random */
+    for (unsigned j = 0; j < L; j++)
+      x[g * L + j] = g == 0   ? 0
+                     : g == 1 ? j == 5
+                     : g == 2 ? j != 9
+                     : g == 3 ? 1
+                              : (uint8_t)(rnd64() & 1);
+  int64_t rs[2] = {12, (int64_t)N}, ss[2] = {2, (int64_t)N};
+  xpj_array ax = xpj_array_1d(x, XPJ_BOOL, N);
+  xpj_array ar = xpj_array_nd(r, XPJ_BOOL, 2, rs);
+  xpj_array as = xpj_array_nd(sg, XPJ_I64, 2, ss);
+  xpj_arg args[] = {xpj_arg_array(&ax), xpj_arg_array(&ar),
+                    xpj_arg_array(&as)};
+  conf_run(k, xpj_range_1d(N, L), 3, args);
+  size_t m[64];
+  for (unsigned g = 0; g < G; g++) {
+    for (unsigned j = 0; j < L; j++)
+      m[j] = (size_t)g * L + j;
+    check_bool_scans(x, r, N, m, L, 0, "group");
+    for (int64_t s = 0; s < (int64_t)L; s++) { /* each sub-group, by lane */
+      unsigned n = 0;
+      for (int64_t lane = 0; lane < (int64_t)L; lane++)
+        for (unsigned j = 0; j < L; j++)
+          if (sg[(size_t)g * L + j] == s && sg[N + (size_t)g * L + j] == lane)
+            m[n++] = (size_t)g * L + j;
+      if (n)
+        check_bool_scans(x, r, N, m, n, 6, "sub-group");
+    }
+  }
+  conf_free(x);
+  conf_free(r);
+  conf_free(sg);
+}
+
 /* 2-D groups: row-major linear order; collectives feeding a loop */
 static void run_2d(const dt *t, unsigned lr, unsigned lc) {
   const unsigned gr = 2, gc = 3;
@@ -461,6 +527,7 @@ int main(void) {
       cmocka_unit_test(test_group_mul),
       cmocka_unit_test(test_group_bitwise),
       cmocka_unit_test(test_group_any_all),
+      cmocka_unit_test(test_bool_scans),
       cmocka_unit_test(test_group_2d),
       cmocka_unit_test(test_sub_groups),
   };

@@ -1272,6 +1272,51 @@ static void test_atomic_int(void **state) {
   }
 }
 
+static void test_local_counters(void **state) {
+  (void)state;
+  const xpj_scalar types[] = {XPJ_I32, XPJ_U32, XPJ_I64, XPJ_U64};
+  const size_t L = 64, G = 6, n = L * G;
+  for (size_t ti = 0; ti < NELEMS(types); ti++) {
+    xpj_scalar t = types[ti];
+    size_t es = dt_size(t);
+    xpj_kernel *k = conf_kernel("atomics.xpk", "local_counters", dts(t), 0);
+    void *x = conf_alloc(n * es), *out = conf_alloc(G * 7 * es),
+         *want = malloc(G * 7 * es);
+    assert_non_null(want);
+    int sgn = t == XPJ_I32 || t == XPJ_I64;
+    rnd_fill(x, t, n, sgn ? -1e9 : 0, 2e9);
+    memset(out, 0, G * 7 * es);
+    for (size_t g = 0; g < G; g++) {
+      uint64_t w[7] = {0, 0, 0, 0, 0, 0, 0};
+      for (size_t j = 0; j < L; j++) {
+        uint64_t v = trunc_t(t, (uint64_t)ld_i(x, t, (int64_t)(g * L + j)));
+        w[1] = trunc_t(t, w[1] + v);
+        if (j == 0 || less_t(t, v, w[2]))
+          w[2] = v;
+        if (j == 0 || less_t(t, w[3], v))
+          w[3] = v;
+        w[4] = trunc_t(t, w[4] + 1);
+        w[5] ^= v;
+      }
+      w[6] = w[4];
+      for (size_t j = 0; j < 7; j++)
+        st_num(want, t, g * 7 + j, 0, (int64_t)w[j]);
+    }
+    int64_t shape[2] = {(int64_t)G, 7};
+    xpj_array ax = xpj_array_1d(x, t, (int64_t)n),
+              ao = xpj_array_nd(out, t, 2, shape);
+    xpj_arg args[] = {xpj_arg_array(&ax), xpj_arg_array(&ao)};
+    conf_run(k, xpj_range_1d(n, L), 2, args);
+    ctx_s cc = cx("local_counters", t,
+                  "[group, 1 sum, 2 min, 3 max, 4 count, 5 xor, 6 count "
+                  "again]", "local=64");
+    check_exact(&cc, out, want, G * 7);
+    conf_free(x);
+    conf_free(out);
+    free(want);
+  }
+}
+
 static void test_float_atomics(void **state) {
   (void)state;
   const xpj_scalar types[] = {XPJ_F32, XPJ_F64};
@@ -1711,6 +1756,7 @@ int main(void) {
       cmocka_unit_test(test_stencil),
       cmocka_unit_test(test_sort),
       cmocka_unit_test(test_atomic_int),
+      cmocka_unit_test(test_local_counters),
       cmocka_unit_test(test_float_atomics),
       cmocka_unit_test(test_token_swap),
       cmocka_unit_test(test_append_odd),

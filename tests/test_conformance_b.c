@@ -682,6 +682,64 @@ static void run_int_ops(xpj_scalar t) {
     fail_msg("int_ops %s: %d wrong results", tn, bad);
 }
 
+/* the high half of a u64 product written by hand (four 32-bit products),
+ * and a store after an i64 mul_hi in a branch nobody takes */
+static void test_hand_mul_hi(void **state) {
+  (void)state;
+  xpj_kernel *k = conf_kernel("intops.xpk", "hand_mul_hi", NULL, 0);
+  const uint64_t edges[] = {0, 1, 2, 0xffffffffull, 0x100000000ull,
+                            0x8000000000000000ull, ~0ull, ~0ull - 1};
+  size_t ne = sizeof edges / sizeof *edges, n = ne * ne + 1000;
+  uint64_t *a = conf_alloc(n * 8), *b = conf_alloc(n * 8),
+           *out = conf_alloc(n * 2 * 8);
+  for (size_t i = 0; i < n; i++) {
+    a[i] = i < ne * ne ? edges[i / ne] : rnd64();
+    b[i] = i < ne * ne ? edges[i % ne] : rnd64();
+  }
+  xpj_array aa = xpj_array_1d(a, XPJ_U64, (int64_t)n);
+  xpj_array ab = xpj_array_1d(b, XPJ_U64, (int64_t)n);
+  xpj_array ao = xpj_array_2d(out, XPJ_U64, (int64_t)n, 2);
+  xpj_arg args[] = {xpj_arg_array(&aa), xpj_arg_array(&ab),
+                    xpj_arg_array(&ao)};
+  conf_run(k, xpj_range_1d(n, 0), 3, args);
+  for (size_t i = 0; i < n; i++) {
+    unsigned __int128 p = (unsigned __int128)a[i] * b[i];
+    if (out[2 * i] != (uint64_t)(p >> 64) || out[2 * i + 1] != (uint64_t)p)
+      fail_msg("hand_mul_hi %#llx * %#llx: high %#llx low %#llx, want "
+               "%#llx %#llx", (unsigned long long)a[i],
+               (unsigned long long)b[i], (unsigned long long)out[2 * i],
+               (unsigned long long)out[2 * i + 1],
+               (unsigned long long)(p >> 64), (unsigned long long)p);
+  }
+  conf_free(a);
+  conf_free(b);
+  conf_free(out);
+  k = conf_kernel("intops.xpk", "mul_hi_branch", NULL, 0);
+  const size_t m = 64;
+  int32_t *ia = conf_alloc(3 * m * 4);
+  int64_t *ib = conf_alloc(3 * m * 8), *o = conf_alloc(4 * m * 8);
+  for (size_t i = 0; i < 3 * m; i++) {
+    ia[i] = (int32_t)i;
+    ib[i] = (int64_t)i - 5;
+  }
+  for (size_t i = 0; i < 4 * m; i++)
+    o[i] = 90;
+  xpj_array xa = xpj_array_2d(ia, XPJ_I32, 3, (int64_t)m);
+  xpj_array xb = xpj_array_2d(ib, XPJ_I64, 3, (int64_t)m);
+  xpj_array xo = xpj_array_2d(o, XPJ_I64, 4, (int64_t)m);
+  xpj_arg bargs[] = {xpj_arg_array(&xa), xpj_arg_array(&xb),
+                     xpj_arg_array(&xo)};
+  conf_run(k, xpj_range_1d(m, 0), 3, bargs);
+  for (size_t i = 0; i < m; i++)
+    if (o[3 * m + i] != (int64_t)i - 5 || o[2 * m + i] != 90)
+      fail_msg("mul_hi_branch [%zu]: o[3] %lld (want %lld), o[2] %lld (want "
+               "90: the branch is never taken)", i, (long long)o[3 * m + i],
+               (long long)i - 5, (long long)o[2 * m + i]);
+  conf_free(ia);
+  conf_free(ib);
+  conf_free(o);
+}
+
 static void test_intops_i32(void **state) {
   (void)state;
   run_int_ops(XPJ_I32);
@@ -1970,6 +2028,7 @@ int main(void) {
       cmocka_unit_test(test_intops_i64),
       cmocka_unit_test(test_intops_u32),
       cmocka_unit_test(test_intops_u64),
+      cmocka_unit_test(test_hand_mul_hi),
       cmocka_unit_test(test_intops_small),
       cmocka_unit_test(test_convert),
       cmocka_unit_test(test_scalars_all),
