@@ -2324,6 +2324,43 @@ static void test_remembered_timeout(void **state) {
   assert_int_equal(poll(&p, 1, 300), 0); /* compiling, not answered */
   close(fd);
   dmn_stop(&d);
+
+  /* another process's request that allows longer, waiting on the compile
+   * a 300 ms request started: not answered with that timeout (an outside
+   * probe's client got it as final, remembered for 10 minutes), but told
+   * to compile it itself */
+  snprintf(cache_dir, sizeof cache_dir, "%s/cache-w", base);
+  dmn_init(&d, "w");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "1", "--grace", "0", NULL});
+  fd = client(&d);
+  int f2 = other_client(&d);
+  xpd_buf_free(&b);
+  build_get(&b, 1, "slow", 300);
+  send_frame(fd, &b);
+  assert_int_equal(stat_reaches(&d, "workers_busy", 1, 5000), 1);
+  xpd_buf_free(&b);
+  build_get(&b, 2, "slow", 60000);
+  send_frame(f2, &b);
+  assert_int_equal(stat_reaches(&d, "coalesced", 1, 5000), 1);
+  read_kernel(fd, 1, 15000, &r, xpd_now_ms());
+  assert_int_equal(r.k.v.failed, 1);
+  assert_int_equal(r.k.transient, 0);
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  xpd_header h = read_reply(f2, 15000, &pl, &m);
+  char msg[512] = "";
+  xpd_get_str(&m, XPD_F_MESSAGE, true, msg, sizeof msg);
+  print_message("the request allowing 60 s: op %u: %s\n", h.op, msg);
+  assert_int_equal(h.op, XPD_ERROR);
+  assert_int_equal(h.id, 2);
+  assert_non_null(strstr(msg, "compile it here"));
+  free(pl);
+  close(f2);
+  close(fd);
+  xpd_buf_free(&b);
+  dmn_stop(&d);
 }
 
 /* A remembered timeout at the daemon's own limit, asked for by a client

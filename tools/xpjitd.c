@@ -673,6 +673,7 @@ struct waiter {
   conn *c;
   entry *e;
   uint32_t id;
+  uint64_t want;         /* the compile time its request allows */
   waiter *next;          /* the entry's next */
   waiter *cprev, *cnext; /* the connection's */
 };
@@ -764,11 +765,11 @@ static bool entry_answers(const entry *e, uint64_t limit_ms) {
           (!e->limit_ms || limit_ms <= e->limit_ms));
 }
 
-static waiter *add_waiter(entry *e, conn *c, uint32_t id) {
+static waiter *add_waiter(entry *e, conn *c, uint32_t id, uint64_t want) {
   waiter *w = malloc(sizeof *w);
   if (!w)
     return NULL;
-  *w = (waiter){c, e, id, NULL, NULL, c->waits};
+  *w = (waiter){c, e, id, want, NULL, NULL, c->waits};
   waiter **tail = &e->waiters;
   while (*tail)
     tail = &(*tail)->next;
@@ -1205,13 +1206,26 @@ static void reply_kernel(conn *c, uint32_t id, const entry *e, int origin) {
 }
 
 /* Answers every waiter of the ready entry e: the first started the
- * compile, the others waited on it. */
+ * compile, the others waited on it. A remembered timeout (e->limit_ms)
+ * answers only those that allow no longer; one that does is told to
+ * compile it itself (the request that set the limit may have allowed
+ * less than it: found by an outside probe, a 500 ms request's timeout
+ * answered, as final, another process's request that allowed 120 s). */
 static void answer_waiters(entry *e, int origin) {
   for (waiter *w = take_waiters(e), *n; w; w = n) {
     n = w->next;
-    if (!w->c->dead)
+    if (w->c->dead) {
+    } else if (e->limit_ms && w->want > e->limit_ms) {
+      send_error(w->c, w->id, XPJ_ERR_COMPILE, false,
+                 "the compile this request waited for was stopped after "
+                 "%llu ms, sooner than this request allows (%llu ms): "
+                 "compile it here",
+                 (unsigned long long)e->limit_ms,
+                 (unsigned long long)w->want);
+    } else {
       reply_kernel(w->c, w->id, e, origin);
-    origin = XPD_FROM_WAITED;
+      origin = XPD_FROM_WAITED;
+    }
     free(w);
   }
 }
@@ -1766,7 +1780,7 @@ static void get_entry(conn *c, uint32_t id, entry *e, uint64_t want,
     reply_kernel(c, id, e, XPD_FROM_MEMORY);
     return;
   }
-  if (!add_waiter(e, c, id)) {
+  if (!add_waiter(e, c, id, want)) {
     send_error(c, id, XPJ_ERR_NOMEM, false, "xpjitd: out of memory");
     return;
   }
@@ -2342,7 +2356,7 @@ static void get_keyed(preq *q, conn *c, uint32_t id, uint64_t want,
   e->dv = !past_failure && !q->local_hit ? q->dv : -1;
   j->owner = c->cl;
   hold(c->cl, j->held);
-  if (!add_waiter(e, c, id)) {
+  if (!add_waiter(e, c, id, want)) {
     release(c->cl, j->held);
     e->job = NULL;
     xpd_buf_free(&j->frame);
