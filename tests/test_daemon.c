@@ -1203,6 +1203,86 @@ static void test_client_never_reads(void **state) {
   dmn_stop(&d);
 }
 
+/* Waiting GETs answered at once, on a connection that reads none of
+ * them: at most a megabyte of replies and the last one are held for it,
+ * the rest are told to ask again (every binary was appended: an outside
+ * probe's 255 GETs of a 513 KB kernel held 134 MB for one connection). */
+static void test_waiters_unread(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  /* the one worker held by a compile that hangs: the GETs all wait */
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "1", "--grace", "0", NULL});
+  int f0 = client(&d);
+  xpd_buf sb = {0};
+  build_get(&sb, 1, "slow", 300);
+  send_frame(f0, &sb);
+  xpd_buf_free(&sb);
+  assert_int_equal(stat_reaches(&d, "workers_busy", 1, 5000), 1);
+  /* a kernel whose object is 180 KB: -O0, line tables */
+  size_t cap = 200000, len = 0;
+  char *src = malloc(cap);
+  assert_non_null(src);
+  len += (size_t)snprintf(src + len, cap - len,
+                          "kernel big(x: global f32[]) range {\n"
+                          "    let i = global_id(0);\n"
+                          "    let v = x[i];\n");
+  for (int k = 0; k < 1500; k++)
+    len += (size_t)snprintf(src + len, cap - len,
+                            "    x[i] = x[i] * v + %d.5f32;\n", k);
+  len += (size_t)snprintf(src + len, cap - len, "}\n");
+  int fd = client(&d);
+  const int N = 200;
+  for (int i = 0; i < N; i++) {
+    xpd_get g;
+    memset(&g, 0, sizeof g);
+    g.source = (const uint8_t *)src;
+    g.source_len = len;
+    snprintf(g.kernel, sizeof g.kernel, "big");
+    snprintf(g.target, sizeof g.target, "%s", target);
+    g.opt_level = 0;
+    g.debug = 1;
+    xpd_buf b = {0};
+    xpd_begin(&b, XPD_GET, (uint32_t)i + 1);
+    xpd_put_get(&b, &g);
+    assert_true(xpd_end(&b, 0));
+    send_frame(fd, &b);
+    xpd_buf_free(&b);
+  }
+  /* compiled once; all answered at once, most refused */
+  uint64_t end = xpd_now_ms() + 60000;
+  while (stat1(&d, "refused_memory") == 0 && xpd_now_ms() < end)
+    sleep_ms(20);
+  kreply r;
+  read_kernel(f0, 1, 15000, &r, xpd_now_ms());
+  close(f0);
+  sleep_ms(300);
+  uint64_t held = stat1(&d, "client_bytes");
+  print_message("%d waiting GETs unread: %llu bytes held, %llu refused\n", N,
+                (unsigned long long)held,
+                (unsigned long long)stat1(&d, "refused_memory"));
+  assert_true(held < (4u << 20));
+  /* what was sent arrives: kernels first, then ERRORs, one per request */
+  int kernels = 0, errors = 0;
+  for (int i = 0; i < N; i++) {
+    uint8_t *pl = NULL;
+    xpd_msg m;
+    xpd_header h = read_reply(fd, 10000, &pl, &m);
+    kernels += h.op == XPD_KERNEL;
+    errors += h.op == XPD_ERROR;
+    free(pl);
+  }
+  print_message("%d kernels, %d errors\n", kernels, errors);
+  assert_true(kernels >= 1);
+  assert_int_equal(kernels + errors, N);
+  close(fd);
+  free(src);
+  check_serves(&d);
+  dmn_stop(&d);
+}
+
 /* A client that pipelines requests and reads the replies steadily, a
  * couple of megabytes behind: what the daemon holds for it must stay
  * about what is unread, not grow with everything sent so far. */
@@ -3812,6 +3892,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_read_reply, setup, teardown),
       cmocka_unit_test_setup_teardown(test_call_waits, setup, teardown),
       cmocka_unit_test_setup_teardown(test_signal_at_start, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_waiters_unread, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_and_shutdown, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_cache_across_restart, setup,

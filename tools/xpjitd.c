@@ -1191,6 +1191,18 @@ static bool entry_fill(entry *e, xpj_status status, const xpj_cache_value *v) {
 }
 
 static void reply_kernel(conn *c, uint32_t id, const entry *e, int origin) {
+  if (unsent(c) > OUT_HIGH) {
+    /* replies it has not read: at most OUT_HIGH and the last one (many
+     * waiting GETs answered at once piled up every binary: 255 of 513 KB
+     * held 134 MB for one connection, past its process's share, in an
+     * outside probe) */
+    st.refused_memory++;
+    send_error(c, id, XPJ_ERR_NOMEM, false,
+               "xpjitd: %llu bytes of replies on this connection are not "
+               "read yet; ask again once they are",
+               (unsigned long long)unsent(c));
+    return;
+  }
   xpd_kernel k = {0};
   k.status = (uint64_t)e->status;
   k.origin = (uint64_t)origin;
