@@ -1219,21 +1219,26 @@ static void reply_kernel(conn *c, uint32_t id, const entry *e, int origin) {
 
 /* Answers every waiter of the ready entry e: the first started the
  * compile, the others waited on it. A remembered timeout (e->limit_ms)
- * answers only those that allow no longer; one that does is told to
- * compile it itself (the request that set the limit may have allowed
- * less than it: found by an outside probe, a 500 ms request's timeout
- * answered, as final, another process's request that allowed 120 s). */
+ * answers those that this daemon would have given no longer a compile
+ * (at its own limit, as a later request would be: get_entry); one that
+ * it would have given longer (the request that set the limit allowed
+ * less) is told to compile it itself (found by an outside probe: a 500
+ * ms request's timeout answered, as final, another process's request
+ * that allowed 120 s). */
 static void answer_waiters(entry *e, int origin) {
   for (waiter *w = take_waiters(e), *n; w; w = n) {
     n = w->next;
+    uint64_t want = w->want, limit = want;
+    if (want > cfg.compile_timeout_ms)
+      limit = cfg.compile_timeout_ms;
     if (w->c->dead) {
-    } else if (e->limit_ms && w->want > e->limit_ms) {
+    } else if (e->limit_ms && limit > e->limit_ms) {
       send_error(w->c, w->id, XPJ_ERR_COMPILE, false,
                  "the compile this request waited for was stopped after "
                  "%llu ms, sooner than this request allows (%llu ms): "
                  "compile it here",
                  (unsigned long long)e->limit_ms,
-                 (unsigned long long)w->want);
+                 (unsigned long long)want);
     } else {
       reply_kernel(w->c, w->id, e, origin);
       origin = XPD_FROM_WAITED;
