@@ -395,8 +395,9 @@ xpj_status xpj_program_create(xpj_context *ctx, const char *name,
 /* Reads and parses a file (XPJ_ERR_IO when unreadable). */
 xpj_status xpj_program_create_file(xpj_context *ctx, const char *path,
                                    xpj_diags *d, xpj_program **out);
-/* Destroys the program and its kernels; queued launches of them must have
- * finished. */
+/* Destroys the program and its kernels (NULL: nothing). Launches of them
+ * queued or running are not disturbed: the loaded code belongs to the
+ * context, and they finish (docs/api.md). */
 void xpj_program_destroy(xpj_program *p);
 /* The program's parsed module (owned by the program), for reading its
  * kernels' type parameters and signatures. */
