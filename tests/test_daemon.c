@@ -3119,7 +3119,7 @@ static void test_signal_at_start(void **state) {
   const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
   for (int i = 0; i < 9; i++) {
     dmn d;
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "e%d", i);
     dmn_init(&d, name);
     make_dir(&d);
