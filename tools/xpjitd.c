@@ -1241,8 +1241,8 @@ static void answer_waiters(entry *e, int origin) {
                  (unsigned long long)want);
     } else {
       reply_kernel(w->c, w->id, e, origin);
-      origin = XPD_FROM_WAITED;
     }
+    origin = XPD_FROM_WAITED;
     free(w);
   }
 }
@@ -3387,6 +3387,15 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (pid > 0) {
+      /* a signal that came while it started is pending here, blocked,
+       * and not the child's: passed on, it stops the daemon cleanly */
+      sigset_t pend;
+      if (sigpending(&pend) == 0)
+        for (int i = 0; i < 3; i++) {
+          int sig = i == 0 ? SIGTERM : i == 1 ? SIGINT : SIGHUP;
+          if (sigismember(&pend, sig))
+            kill(pid, sig);
+        }
       printf("xpjitd: serving %s (pid %d)\n", cfg.socket, (int)pid);
       return 0;
     }
