@@ -470,6 +470,13 @@ static void atomic_pointer(LLVMBuilderRef b, LLVMValueRef in,
     LLVMSetOperand(in, op, q);
 }
 
+/* The storage-class bits of a SPIR-V MemorySemantics for memory in
+ * address space as: WorkgroupMemory 0x100 (local), CrossWorkgroupMemory
+ * 0x200 (global), both for a generic pointer (it may point at either). */
+static unsigned memory_bits(unsigned as) {
+  return as == 3 ? 0x100 : as == 4 ? 0x300 : 0x200;
+}
+
 /* An atomic load or store as the builtin __spirv_AtomicLoad or
  * __spirv_AtomicStore (OpAtomicLoad, OpAtomicStore): LLVM 22's SPIR-V
  * backend lowers "load atomic" and "store atomic" to a plain OpLoad and
@@ -493,8 +500,8 @@ static LLVMValueRef atomic_access_call(cg *c, LLVMValueRef in) {
     return NULL; /* (16-bit atomics go through their 32-bit word) */
   unsigned as = LLVMGetPointerAddressSpace(LLVMTypeOf(p));
   /* MemorySemantics: Acquire 0x2, Release 0x4, AcquireRelease 0x8,
-   * SequentiallyConsistent 0x10, with WorkgroupMemory 0x100 or
-   * CrossWorkgroupMemory 0x200; Scope: Device 1, Workgroup 2 */
+   * SequentiallyConsistent 0x10, with memory_bits; Scope: Device 1,
+   * Workgroup 2 */
   unsigned sem = 0;
   switch (LLVMGetOrdering(in)) {
   case LLVMAtomicOrderingAcquire: sem = 0x2; break;
@@ -504,7 +511,7 @@ static LLVMValueRef atomic_access_call(cg *c, LLVMValueRef in) {
   default: break;
   }
   if (sem)
-    sem |= as == 3 ? 0x100 : 0x200;
+    sem |= memory_bits(as);
   unsigned wg = LLVMGetSyncScopeID(c->ctx, "workgroup", 9);
   unsigned scope = LLVMGetAtomicSyncScopeID(in) == wg ? 2 : 1;
   LLVMTypeRef it = LLVMIntTypeInContext(c->ctx, bits);
@@ -592,9 +599,9 @@ static LLVMValueRef spirv_cmpxchg(cg *c, LLVMValueRef p, unsigned as,
                                   LLVMValueRef desired, xpj_scope scope,
                                   xpj_order order) {
   /* MemorySemantics: Acquire 0x2, Release 0x4, AcquireRelease 0x8,
-   * SequentiallyConsistent 0x10; WorkgroupMemory 0x100, CrossWorkgroup
-   * 0x200. Scope: Device 1, Workgroup 2. */
-  unsigned storage = as == 3 ? 0x100 : 0x200, eq = 0, neq = 0;
+   * SequentiallyConsistent 0x10; with memory_bits. Scope: Device 1,
+   * Workgroup 2. */
+  unsigned storage = memory_bits(as), eq = 0, neq = 0;
   switch (order) {
   case XPJ_ORDER_ACQUIRE: eq = neq = 0x2; break;
   case XPJ_ORDER_RELEASE: eq = 0x4; break;

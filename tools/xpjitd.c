@@ -1225,12 +1225,14 @@ static void reply_kernel(conn *c, uint32_t id, const entry *e, int origin) {
  * less) is told to compile it itself (found by an outside probe: a 500
  * ms request's timeout answered, as final, another process's request
  * that allowed 120 s). */
+static void compile_limits(uint64_t timeout_ms, uint64_t *want,
+                           uint64_t *limit);
+
 static void answer_waiters(entry *e, int origin) {
   for (waiter *w = take_waiters(e), *n; w; w = n) {
     n = w->next;
-    uint64_t want = w->want, limit = want;
-    if (want > cfg.compile_timeout_ms)
-      limit = cfg.compile_timeout_ms;
+    uint64_t want, limit;
+    compile_limits(w->want, &want, &limit);
     if (w->c->dead) {
     } else if (e->limit_ms && limit > e->limit_ms) {
       send_error(w->c, w->id, XPJ_ERR_COMPILE, false,
