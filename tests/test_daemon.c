@@ -2492,6 +2492,78 @@ static void test_remembered_beyond_limit(void **state) {
   dmn_stop(&d);
 }
 
+/* The ERROR message of the reply to id on fd ("" if it is not an ERROR:
+ * a KERNEL's failure goes into *r, when given). */
+static const char *read_error_or_kernel(int fd, uint32_t id, kreply *r) {
+  static char msg[1024];
+  msg[0] = 0;
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  xpd_header h = read_reply(fd, 20000, &pl, &m);
+  assert_int_equal(h.id, id);
+  if (h.op == XPD_ERROR) {
+    xpd_get_str(&m, XPD_F_MESSAGE, true, msg, sizeof msg);
+  } else {
+    assert_int_equal(h.op, XPD_KERNEL);
+    assert_int_equal(xpd_kernel_decode(&m, &r->k), XPD_E_OK);
+    snprintf(r->log, sizeof r->log, "%.2000s", r->k.v.log);
+    r->k.v.data = NULL;
+    r->k.v.entry = r->k.v.log = NULL;
+  }
+  free(pl);
+  return msg;
+}
+
+/* The same at the daemon's own limit for a request that waited for the
+ * compile that ran out: answered as it would be later, one rule for
+ * both. The request that allows no longer than the daemon gives gets the
+ * remembered failure; the one that allows 60 s, waiting on it, is told
+ * to compile it itself, as a later one that allows 60 s is. (The waiter
+ * got the failure, as final, while a later request got the ERROR.) */
+static void test_remembered_waiter_beyond_limit(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "1", "--grace", "0",
+                                  "--compile-timeout", "300", NULL});
+  int fd = client(&d), f2 = other_client(&d);
+  xpd_buf b = {0};
+  build_get(&b, 1, "slow", 300);
+  send_frame(fd, &b);
+  assert_int_equal(stat_reaches(&d, "workers_busy", 1, 30000), 1);
+  build_get(&b, 2, "slow", 60000);
+  send_frame(f2, &b);
+  assert_int_equal(stat_reaches(&d, "coalesced", 1, 5000), 1);
+  kreply r;
+  memset(&r, 0, sizeof r);
+  const char *msg = read_error_or_kernel(fd, 1, &r);
+  if (*msg)
+    fail_msg("the request that allowed 300 ms: ERROR: %s", msg);
+  assert_int_equal(r.k.v.failed, 1);
+  assert_int_equal(r.k.transient, 0);
+  assert_non_null(strstr(r.log, "remember"));
+  msg = read_error_or_kernel(f2, 2, &r);
+  print_message("the waiter that allowed 60 s: %s\n", *msg ? msg : r.log);
+  if (!strstr(msg, "compile it here"))
+    fail_msg("the waiter that allowed 60 s was not told to compile it "
+             "itself: %s", *msg ? msg : r.log);
+  /* later, on the same connections: the same answers */
+  build_get(&b, 3, "slow", 60000);
+  send_frame(f2, &b);
+  const char *later = read_error_or_kernel(f2, 3, &r);
+  if (!strstr(later, "compile it here"))
+    fail_msg("a later request that allows 60 s: %s", *later ? later : r.log);
+  get_slow_300(fd, 4, &r);
+  assert_true(r.ms < 1000);
+  assert_non_null(strstr(r.log, "remember"));
+  assert_int_equal(stat1(&d, "compiles"), 1);
+  close(f2);
+  close(fd);
+  dmn_stop(&d);
+}
+
 /* A worker that reaches its memory limit (XPJIT_COMPILE_MEMORY_LIMIT in
  * the daemon's environment) exits with status 75: that is out of memory,
  * remembered like a timeout, not a crash retried by every request (red
@@ -3870,6 +3942,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_remembered_timeout, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_remembered_waiter_beyond_limit,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(test_remembered_beyond_limit, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_worker_out_of_memory, setup,

@@ -756,13 +756,66 @@ static void evict(void) {
   }
 }
 
-/* Whether a ready entry still answers a request whose compile may take
- * limit_ms: a remembered failure is forgotten when it expires, and a
- * remembered timeout does not answer a request that allows longer. */
-static bool entry_answers(const entry *e, uint64_t limit_ms) {
+/* A request's TIMEOUT as the compile time the client allows (want), and
+ * what this daemon gives a compile at most (limit). */
+static void compile_limits(uint64_t timeout_ms, uint64_t *want,
+                           uint64_t *limit) {
+  *want = timeout_ms ? timeout_ms : cfg.compile_timeout_ms;
+  *limit = *want < cfg.compile_timeout_ms ? *want : cfg.compile_timeout_ms;
+}
+
+/* What a remembered timeout says to a request: the one rule for the
+ * requests that waited for the compile that failed and for those that
+ * come later (an outside probe found the two answered apart: a waiter
+ * that allowed 60 s got a 300 ms daemon's failure, a later request the
+ * ERROR). failed_ms: what the compile that failed was given (0: no limit
+ * ran out, as out of memory: the failure answers everyone); want, limit:
+ * the request's compile_limits.
+ *   FAILURE_ANSWERS  it allows no longer than what failed: the failure
+ *                    is its answer
+ *   FAILURE_RETRIED  it allows longer, and this daemon would give it
+ *                    longer: a later request is compiled again; a waiter,
+ *                    whose compile is over and whose client has waited
+ *                    for it, is told to compile it itself (an ERROR)
+ *   FAILURE_BEYOND   it allows longer than this daemon ever gives (what
+ *                    failed had that already): only its client can do
+ *                    better, and is told to compile it itself (an ERROR) */
+enum { FAILURE_ANSWERS, FAILURE_RETRIED, FAILURE_BEYOND };
+
+static int failure_verdict(uint64_t failed_ms, uint64_t want,
+                           uint64_t limit) {
+  if (!failed_ms || want <= failed_ms)
+    return FAILURE_ANSWERS;
+  return limit > failed_ms ? FAILURE_RETRIED : FAILURE_BEYOND;
+}
+
+/* The ERROR of a request that a remembered timeout does not answer
+ * (verdict: FAILURE_RETRIED or FAILURE_BEYOND): compile it here. */
+static void send_compile_here(conn *c, uint32_t id, int verdict,
+                              uint64_t failed_ms, uint64_t want) {
+  if (verdict == FAILURE_BEYOND)
+    send_error(c, id, XPJ_ERR_COMPILE, false,
+               "compiling this kernel took more than %llu ms, and xpjitd "
+               "gives a compile no longer; this request allows %llu ms: "
+               "compile it here",
+               (unsigned long long)failed_ms, (unsigned long long)want);
+  else
+    send_error(c, id, XPJ_ERR_COMPILE, false,
+               "the compile this request waited for was stopped after "
+               "%llu ms, sooner than this request allows (%llu ms): "
+               "compile it here",
+               (unsigned long long)failed_ms, (unsigned long long)want);
+}
+
+/* Whether a ready entry is the answer to a request (compile_limits: want,
+ * limit) rather than forgotten and compiled again: a remembered failure
+ * is forgotten when it expires, and a remembered timeout when this
+ * daemon would give the request longer (failure_verdict; one that it
+ * cannot give longer is answered with an ERROR by get_entry). */
+static bool entry_answers(const entry *e, uint64_t want, uint64_t limit) {
   return !e->expires_ms ||
          (xpd_now_ms() < e->expires_ms &&
-          (!e->limit_ms || limit_ms <= e->limit_ms));
+          failure_verdict(e->limit_ms, want, limit) != FAILURE_RETRIED);
 }
 
 static waiter *add_waiter(entry *e, conn *c, uint32_t id, uint64_t want) {
@@ -1219,28 +1272,20 @@ static void reply_kernel(conn *c, uint32_t id, const entry *e, int origin) {
 
 /* Answers every waiter of the ready entry e: the first started the
  * compile, the others waited on it. A remembered timeout (e->limit_ms)
- * answers those that this daemon would have given no longer a compile
- * (at its own limit, as a later request would be: get_entry); one that
- * it would have given longer (the request that set the limit allowed
- * less) is told to compile it itself (found by an outside probe: a 500
- * ms request's timeout answered, as final, another process's request
- * that allowed 120 s). */
-static void compile_limits(uint64_t timeout_ms, uint64_t *want,
-                           uint64_t *limit);
-
+ * answers each as it would answer the same request later
+ * (failure_verdict): those that allow no longer get it, the others are
+ * told to compile it themselves (found by an outside probe: a 500 ms
+ * request's timeout answered, as final, another process's request that
+ * allowed 120 s). */
 static void answer_waiters(entry *e, int origin) {
   for (waiter *w = take_waiters(e), *n; w; w = n) {
     n = w->next;
     uint64_t want, limit;
     compile_limits(w->want, &want, &limit);
+    int verdict = failure_verdict(e->limit_ms, want, limit);
     if (w->c->dead) {
-    } else if (e->limit_ms && limit > e->limit_ms) {
-      send_error(w->c, w->id, XPJ_ERR_COMPILE, false,
-                 "the compile this request waited for was stopped after "
-                 "%llu ms, sooner than this request allows (%llu ms): "
-                 "compile it here",
-                 (unsigned long long)e->limit_ms,
-                 (unsigned long long)want);
+    } else if (verdict != FAILURE_ANSWERS) {
+      send_compile_here(w->c, w->id, verdict, e->limit_ms, want);
     } else {
       reply_kernel(w->c, w->id, e, origin);
     }
@@ -1770,29 +1815,17 @@ static void maybe_promote(job *j, client *cl) {
     job_move(j, cl);
 }
 
-/* A remembered timeout (limit_ms) that this daemon cannot improve on
- * (its own limit is no longer) for a client that allows longer (want):
- * the client had better compile it itself. Answers that, and says true. */
-static bool beyond_our_limit(conn *c, uint32_t id, uint64_t expires_ms,
-                             uint64_t limit_ms, uint64_t want,
-                             uint64_t limit) {
-  if (!expires_ms || !limit_ms || want <= limit_ms || limit > limit_ms)
-    return false;
-  send_error(c, id, XPJ_ERR_COMPILE, false,
-             "xpjitd stops a compile after %llu ms, which this kernel needs "
-             "more than; this request allows %llu ms: compile it here",
-             (unsigned long long)limit_ms, (unsigned long long)want);
-  return true;
-}
-
 /* A GET answered by e, the entry of its key in memory: ready (a hit, or a
- * remembered failure that this daemon cannot improve on) or being compiled
- * (it waits for the compile). */
+ * remembered failure that this daemon cannot improve on: entry_answers)
+ * or being compiled (it waits for the compile). */
 static void get_entry(conn *c, uint32_t id, entry *e, uint64_t want,
                       uint64_t limit) {
   if (e->ready) {
-    if (beyond_our_limit(c, id, e->expires_ms, e->limit_ms, want, limit))
+    int verdict = failure_verdict(e->limit_ms, want, limit);
+    if (verdict != FAILURE_ANSWERS) {
+      send_compile_here(c, id, verdict, e->limit_ms, want);
       return;
+    }
     st.hits_memory++;
     st.hits_remembered += e->expires_ms != 0;
     lru_front(e);
@@ -2042,7 +2075,7 @@ static void get_route(conn *c, uint32_t id, const xpd_get *g,
         preq_free(q);
       return;
     }
-  } else if (e && e->ready && !entry_answers(e, limit)) {
+  } else if (e && e->ready && !entry_answers(e, want, limit)) {
     remove_entry(e);
     e = NULL;
     past_failure = true;
@@ -2073,14 +2106,6 @@ static void get_route(conn *c, uint32_t id, const xpd_get *g,
     return;
   }
   preq_submit(q, P_KEYING);
-}
-
-/* A request's TIMEOUT as the compile time the client allows (want), and
- * what this daemon gives a compile at most (limit). */
-static void compile_limits(uint64_t timeout_ms, uint64_t *want,
-                           uint64_t *limit) {
-  *want = timeout_ms ? timeout_ms : cfg.compile_timeout_ms;
-  *limit = *want < cfg.compile_timeout_ms ? *want : cfg.compile_timeout_ms;
 }
 
 static void handle_get(conn *c, uint32_t id, const xpd_msg *m) {
@@ -2146,7 +2171,7 @@ static void handle_lookup(conn *c, uint32_t id, const xpd_msg *m) {
     }
     if (e && !(e->ready && !e->v.failed))
       e = NULL;
-  } else if (e && e->ready && !entry_answers(e, limit)) {
+  } else if (e && e->ready && !entry_answers(e, want, limit)) {
     e = NULL; /* the GET forgets it and compiles */
   }
   if (!e) { /* not a request: the GET that follows is */
@@ -2281,7 +2306,7 @@ static void get_keyed(preq *q, conn *c, uint32_t id, uint64_t want,
           q->digest);
   bool past_failure = q->past_failure;
   entry *e = find_entry(q->digest);
-  if (e && e->ready && !entry_answers(e, limit)) {
+  if (e && e->ready && !entry_answers(e, want, limit)) {
     remove_entry(e);
     e = NULL;
     past_failure = true;
@@ -2301,7 +2326,11 @@ static void get_keyed(preq *q, conn *c, uint32_t id, uint64_t want,
                                (f->v.failed & 15) == XPJ_FAILURE_TIMEOUT
                            ? xpd_failed_limit(f->v.failed)
                            : 0;
-  if (hit && beyond_our_limit(c, id, 1, row_limit, want, limit)) {
+  /* a remembered timeout in the file answers as one in memory (the row
+   * was read within this daemon's limit: rt_cc_local) */
+  int verdict = failure_verdict(row_limit, want, limit);
+  if (verdict != FAILURE_ANSWERS) {
+    send_compile_here(c, id, verdict, row_limit, want);
     remove_entry(e);
     return;
   }
