@@ -1355,6 +1355,143 @@ static void test_pipelining_reader(void **state) {
   dmn_stop(&d);
 }
 
+/* CPU time pid has used (user and system), in ms. */
+static uint64_t cpu_ms(pid_t pid) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+  const char *s = strrchr(slurp(p), ')');
+  unsigned long long ut = 0, stime = 0;
+  if (!s || sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+                          "%llu %llu", &ut, &stime) != 2)
+    fail_msg("cannot read the CPU time of pid %d", (int)pid);
+  return (ut + stime) * 1000 / (uint64_t)sysconf(_SC_CLK_TCK);
+}
+
+/* Reads one reply of operation op and id on fd within ms; its payload
+ * decoded into m (free *pl). */
+static void expect_reply(int fd, xpd_op op, uint32_t id, unsigned ms,
+                         uint8_t **pl, xpd_msg *m) {
+  xpd_header h = read_reply(fd, ms, pl, m);
+  if (h.op != op || h.id != id)
+    fail_msg("expected operation %u for id %u, got operation %u for id %u",
+             op, id, h.op, h.id);
+}
+
+/* A client that sends its requests and then shuts down its writing side
+ * (shutdown(SHUT_WR), as an HTTP client may) gets every answer, then the
+ * end of file: the answers given at once, a GET parsed and compiled, a
+ * LOOKUP. One whose GET waits for a long compile stays open until it is
+ * answered, no longer, and costs no CPU meanwhile (its end of file is
+ * not read again and again); one that closes altogether is closed at
+ * once, and its queued compile dropped. (The daemon closed a connection
+ * at its end of file: a GET sent before it was never answered; found by
+ * an outside probe.) */
+static void test_half_close(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, "hang:slow",
+            (const char *const[]){"--workers", "1", "--grace", "0", NULL});
+  /* HELLO, PING and a GET, in one write, and the end */
+  int fd = raw_client(&d);
+  xpd_buf b = {0};
+  xpd_begin(&b, XPD_HELLO, 1);
+  xpd_put_u64(&b, XPD_F_PROTO, XPD_VERSION);
+  assert_true(xpd_end(&b, 0));
+  size_t at = b.len;
+  xpd_begin(&b, XPD_PING, 2);
+  assert_true(xpd_end(&b, at));
+  at = b.len;
+  build_get(&b, 3, "saxpy", 0);
+  assert_true(xpd_end(&b, at));
+  send_bytes(fd, b.p, b.len);
+  xpd_buf_free(&b);
+  assert_int_equal(shutdown(fd, SHUT_WR), 0);
+  uint8_t *pl = NULL;
+  xpd_msg m;
+  expect_reply(fd, XPD_WELCOME, 1, 5000, &pl, &m);
+  free(pl);
+  expect_reply(fd, XPD_PONG, 2, 5000, &pl, &m);
+  free(pl);
+  kreply r;
+  read_kernel(fd, 3, 60000, &r, xpd_now_ms());
+  assert_int_equal(r.k.v.failed, 0);
+  assert_true(r.k.v.size > 0);
+  assert_int_equal(r.k.origin, XPD_FROM_COMPILED);
+  if (!closed_within(fd, 5000))
+    fail_msg("a half-closed connection stayed open once answered");
+  close(fd);
+  /* a LOOKUP of it and a PING, after the handshake */
+  fd = client(&d);
+  xpd_lookup l = {.timeout_ms = 0};
+  memcpy(l.digest, r.k.digest, sizeof l.digest);
+  xpd_begin(&b, XPD_LOOKUP, 4);
+  xpd_put_lookup(&b, &l);
+  assert_true(xpd_end(&b, 0));
+  at = b.len;
+  xpd_begin(&b, XPD_PING, 5);
+  assert_true(xpd_end(&b, at));
+  send_bytes(fd, b.p, b.len);
+  xpd_buf_free(&b);
+  assert_int_equal(shutdown(fd, SHUT_WR), 0);
+  read_kernel(fd, 4, 5000, &r, xpd_now_ms());
+  assert_int_equal(r.k.origin, XPD_FROM_MEMORY);
+  expect_reply(fd, XPD_PONG, 5, 5000, &pl, &m);
+  free(pl);
+  if (!closed_within(fd, 5000))
+    fail_msg("a half-closed connection stayed open once answered");
+  close(fd);
+
+  /* a GET whose compile hangs (stopped 5 s after its 300 ms), the end */
+  fd = client(&d);
+  build_get(&b, 6, "slow", 300);
+  send_frame(fd, &b);
+  assert_int_equal(shutdown(fd, SHUT_WR), 0);
+  assert_int_equal(stat_reaches(&d, "workers_busy", 1, 30000), 1);
+  uint64_t t0 = xpd_now_ms(), cpu0 = cpu_ms(d.pid);
+  /* meanwhile one that closes altogether goes at once, with its queued
+   * compile */
+  int gone = client(&d);
+  build_get_dt(&b, 7, "slow", "f64", 300);
+  send_frame(gone, &b);
+  assert_int_equal(stat_reaches(&d, "queue", 1, 30000), 1);
+  close(gone);
+  assert_int_equal(stat_reaches(&d, "jobs_dropped", 1, 2000), 1);
+  /* the half-closed one and the STATS connection asking */
+  assert_int_equal(stat_reaches(&d, "connections", 2, 2000), 2);
+  read_kernel(fd, 6, 20000, &r, t0);
+  uint64_t cpu = cpu_ms(d.pid) - cpu0;
+  print_message("the half-closed GET answered after %llu ms; the daemon "
+                "used %llu ms of CPU meanwhile\n",
+                (unsigned long long)r.ms, (unsigned long long)cpu);
+  assert_int_equal(r.k.v.failed, 1);
+  assert_non_null(strstr(r.log, "300 ms"));
+  if (!closed_within(fd, 5000))
+    fail_msg("a half-closed connection stayed open once answered");
+  close(fd);
+  assert_int_equal(stat_reaches(&d, "connections", 1, 2000), 1);
+  if (cpu > r.ms / 4)
+    fail_msg("the daemon used %llu ms of CPU in %llu ms with a half-closed "
+             "connection waiting", (unsigned long long)cpu,
+             (unsigned long long)r.ms);
+
+  /* a half-closed connection whose client then goes altogether: closed
+   * at once, not when its compile ends */
+  fd = client(&d);
+  build_get_dt(&b, 8, "slow", "i32", 300);
+  send_frame(fd, &b);
+  assert_int_equal(stat_reaches(&d, "workers_busy", 1, 30000), 1);
+  assert_int_equal(shutdown(fd, SHUT_WR), 0);
+  sleep_ms(200);
+  assert_int_equal(stat1(&d, "connections"), 2);
+  close(fd);
+  assert_int_equal(stat_reaches(&d, "connections", 1, 2000), 1);
+  assert_int_equal(stat1(&d, "workers_busy"), 1); /* it hangs on */
+  check_serves(&d);
+  dmn_stop(&d);
+}
+
 /* A thousand connections at once, each HELLO and PING; another client is
  * served meanwhile. */
 static void test_thousand_connections(void **state) {
@@ -3912,6 +4049,7 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_pipelining_reader, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_half_close, setup, teardown),
       cmocka_unit_test_setup_teardown(test_thousand_connections, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_single_flight, setup, teardown),

@@ -311,7 +311,9 @@ typedef struct reader {
   unsigned reads;    /* recv calls left in this event (0: wait for epoll) */
 } reader;
 
-enum { RD_MORE = 0, RD_FRAME = 1, RD_EOF = -1, RD_BAD = -2 };
+/* RD_EOF: the peer sends no more (it may still read); RD_GONE: the
+ * socket failed */
+enum { RD_MORE = 0, RD_FRAME = 1, RD_EOF = -1, RD_BAD = -2, RD_GONE = -3 };
 
 static void reader_drop_payload(reader *r) {
   if (r->owner)
@@ -460,7 +462,7 @@ static int reader_step(reader *r, int fd, uint32_t max, xpd_err *err) {
         reader_free_in(r);
         return RD_MORE;
       }
-      return RD_EOF;
+      return RD_GONE;
     }
     st.bytes_in += (uint64_t)n;
     /* a short read emptied the socket: epoll says when there is more */
@@ -507,6 +509,8 @@ typedef struct conn {
   client *cl;   /* the process it belongs to */
   bool hello;
   bool closing; /* close once out is flushed */
+  bool eof;     /* the client sends no more: its requests are answered,
+                   then it is closed (close_answered) */
   uint32_t events; /* what epoll watches now */
   reader r;
   xpd_buf out;
@@ -517,6 +521,7 @@ typedef struct conn {
   preq *pending;   /* its GETs being hashed or keyed (parse threads) */
   bool dead;       /* closed; freed after this round of events */
   struct conn *next_dead;
+  struct conn *eprev, *enext; /* on half_closed while eof */
 } conn;
 
 static conn **slots;
@@ -526,6 +531,10 @@ static uint64_t next_serial = 1;
 /* Closing never frees at once: an event for c may still be in the batch
  * epoll_wait returned, so c is freed after it (free_dead). */
 static conn *dead_conns;
+
+/* The connections whose client has sent its last request (eof) and are
+ * not closed yet. */
+static conn *half_closed;
 
 /* Replies waiting to be read past this stop the reading of requests:
  * a client that does not read cannot make the daemon buffer without end. */
@@ -544,8 +553,11 @@ static void out_account(conn *c) {
   c->out_held = c->out.cap;
 }
 
+/* Reading stops at the end of the client's requests (a readable end of
+ * file would wake the loop for ever) and while its replies pile up; a
+ * hang-up is reported whatever is watched. */
 static void conn_watch(conn *c) {
-  uint32_t ev = (unsent(c) > OUT_HIGH ? 0 : EPOLLIN) |
+  uint32_t ev = (c->eof || unsent(c) > OUT_HIGH ? 0 : EPOLLIN) |
                 (unsent(c) ? EPOLLOUT : 0);
   if (ev != c->events) {
     c->events = ev;
@@ -2665,12 +2677,39 @@ static void handle_frame(conn *c) {
   }
 }
 
+/* The client sends no more. One that has gone (a hang-up: it closed, or
+ * reads no more either) is closed at once, with what it waited for; one
+ * that only shut down its writing side, as a client may once it has sent
+ * its requests, is answered first (half-closed: a frame cut short by the
+ * end is dropped, it cannot be complete), and close_answered closes it.
+ * It was closed at once, and a GET sent before the end never answered
+ * (found by an outside probe). */
+static void conn_read_end(conn *c, uint32_t ev) {
+  if (ev & (EPOLLHUP | EPOLLERR)) {
+    conn_close(c);
+    return;
+  }
+  reader_free(&c->r);
+  c->eof = true;
+  c->eprev = NULL;
+  c->enext = half_closed;
+  if (half_closed)
+    half_closed->eprev = c;
+  half_closed = c;
+  conn_watch(c);
+}
+
 static void conn_event(conn *c, uint32_t ev) {
   if (c->dead)
     return;
   if (ev & EPOLLOUT) {
     if (!conn_flush(c))
       return;
+  }
+  if (c->eof) { /* nothing more to read: only its going is news */
+    if (ev & (EPOLLHUP | EPOLLERR))
+      conn_close(c);
+    return;
   }
   bool readable = ev & (EPOLLIN | EPOLLHUP | EPOLLERR);
   if (!readable && !reader_has_more(&c->r))
@@ -2682,10 +2721,13 @@ static void conn_event(conn *c, uint32_t ev) {
   for (;;) {
     if (!c->closing && unsent(c) > OUT_HIGH)
       return; /* read on once the client has taken its replies */
-    if (c->closing) { /* after a fatal error: drain and ignore */
+    if (c->closing) { /* after a fatal error: drain and ignore (the
+                         error goes out first: conn_flush closes) */
       char sink[4096];
       ssize_t n = recv(c->fd, sink, sizeof sink, MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+      if (n == 0)
+        conn_read_end(c, ev);
+      else if (n < 0 && errno != EAGAIN && errno != EINTR)
         conn_close(c);
       return;
     }
@@ -2694,6 +2736,10 @@ static void conn_event(conn *c, uint32_t ev) {
     if (r == RD_MORE)
       return;
     if (r == RD_EOF) {
+      conn_read_end(c, ev);
+      return;
+    }
+    if (r == RD_GONE) {
       conn_close(c);
       return;
     }
@@ -2739,6 +2785,14 @@ static void conn_close(conn *c) {
   if (c->dead)
     return;
   c->dead = true;
+  if (c->eof) {
+    if (c->eprev)
+      c->eprev->enext = c->enext;
+    else
+      half_closed = c->enext;
+    if (c->enext)
+      c->enext->eprev = c->eprev;
+  }
   epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
   close(c->fd);
   reader_free(&c->r);
@@ -2778,6 +2832,18 @@ static void conn_close(conn *c) {
   LOG_D("connection %llu closed", (unsigned long long)c->serial);
   c->next_dead = dead_conns;
   dead_conns = c;
+}
+
+/* Closes the half-closed connections (conn_read_end) whose requests are
+ * all answered and whose answers are sent: after each round of events,
+ * when a waiter's compile, a parse or a flush may have ended. One whose
+ * answers are not read is closed by its --io-timeout. */
+static void close_answered(void) {
+  for (conn *c = half_closed, *n; c; c = n) {
+    n = c->enext;
+    if (!unsent(c) && (c->closing || (!c->waits && !c->pending)))
+      conn_close(c);
+  }
 }
 
 /* ---- accepting ---- */
@@ -3577,6 +3643,7 @@ int main(int argc, char **argv) {
       dispatch();
       give_back_memory();
     }
+    close_answered();
     if (nconns || compiles_running() || clients.queued || pool_out)
       idle_since = now;
     else if (cfg.idle_exit_ms && now - idle_since > cfg.idle_exit_ms)
