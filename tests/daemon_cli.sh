@@ -10,7 +10,9 @@ tmp=$(mktemp -d)
 dpid=
 cleanup() {
   [ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null
-  [ -f "$tmp/run/xpjitd.lock" ] && kill -9 "$(cat "$tmp/run/xpjitd.lock")" 2>/dev/null
+  for lock in "$tmp"/run/xpjitd.lock "$tmp"/race/xpjitd.lock; do
+    [ -f "$lock" ] && kill -9 "$(cat "$lock")" 2>/dev/null
+  done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -60,6 +62,22 @@ rc=$?
 "$D" --socket "$S" --foreground 2>"$tmp/second"; [ $? -eq 3 ] ||
   fail "a second daemon on a live socket"
 grep -q "another xpjitd" "$tmp/second" || fail "second daemon's message"
+# two detached starts at once on a fresh socket: one serves, the other
+# exits 3 naming it (it said "pid ?": the winner writes its pid after its
+# fork, and the loser looked before)
+mkdir -m 700 "$tmp/race"
+"$D" --socket "$tmp/race/xpjitd.sock" --log "$tmp/race.log" >"$tmp/race1" 2>&1 &
+r1=$!
+"$D" --socket "$tmp/race/xpjitd.sock" --log "$tmp/race.log" >"$tmp/race2" 2>&1 &
+r2=$!
+wait $r1; c1=$?
+wait $r2; c2=$?
+won=$(sed -n 's/^xpjitd: serving .* (pid \([0-9]*\))$/\1/p' "$tmp/race1" "$tmp/race2")
+[ "$c1$c2" = 03 ] || [ "$c1$c2" = 30 ] && [ -n "$won" ] ||
+  fail "a start race: exits $c1 and $c2: $(cat "$tmp/race1" "$tmp/race2")"
+grep -q "^xpjitd: another xpjitd (pid $won) is running on $tmp/race/xpjitd.sock$" "$tmp/race1" "$tmp/race2" ||
+  fail "the loser of a start race does not name the winner ($won): $(cat "$tmp/race1" "$tmp/race2")"
+"$CLI" daemon stop --socket "$tmp/race/xpjitd.sock" >/dev/null || fail "stop (start race)"
 
 # the examples through the daemon: their own cache off, so every kernel
 # comes from xpjitd; the second run of saxpy is a memory hit there

@@ -6,14 +6,15 @@
  *   of order (before HELLO, HELLO twice, reply ops), strings that are not
  *   UTF-8: each gets one ERROR and a close, or a request error.
  * - Hostile clients: slow ones (--io-timeout), one that vanishes with a
- *   compile pending, one that never reads, one that pipelines and reads
- *   behind, a thousand at once, more than --max-connections, more than
+ *   compile pending, one that half-closes after its requests, one that
+ *   never reads, one that pipelines and reads behind, a thousand at once, more than --max-connections, more than
  *   the descriptors, payload buffers claimed and never sent.
  * - Single flight, 256 outstanding GETs, compile workers that crash or
  *   hang (XPJIT_WORKER_FAULT), STATS with long strings, the cache file
  *   across a restart.
  * - Start-up: unsafe socket directories and files refused, a stale socket
- *   replaced, a live one kept, daemons racing for one path; the peer-uid
+ *   replaced, a live one kept, daemons racing for one path (the losers
+ *   naming the winner); the peer-uid
  *   check (as root: a client running as nobody); SIGTERM and SHUTDOWN.
  * After each attack the daemon must still serve a fresh client, and its
  * STATS counters must say what happened.
@@ -46,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -2764,16 +2766,20 @@ static void test_unsafe_socket_dirs(void **state) {
   char p[160];
   snprintf(p, sizeof p, "%s/xpjitd.sock", real);
   assert_int_equal(lstat(p, &sb), -1);
-  /* writable by the group, by others */
+  /* writable by the group, by others; the mode said whole (a sticky
+   * directory's was "777") */
   static const struct {
     const char *name;
     mode_t mode;
-  } modes[] = {{"g", 0770}, {"o", 0703}, {"sticky", 01777}};
+    const char *says;
+  } modes[] = {{"g", 0770, "writable by group or others (mode 0770)"},
+               {"o", 0703, "writable by group or others (mode 0703)"},
+               {"sticky", 01777, "writable by group or others (mode 1777)"}};
   for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
     dmn_init(&d, modes[i].name);
     make_dir(&d);
     assert_int_equal(chmod(d.dir, modes[i].mode), 0);
-    expect_refusal(&d, "writable");
+    expect_refusal(&d, modes[i].says);
     assert_int_equal(lstat(d.sock, &sb), -1);
   }
   /* a regular file where the socket goes */
@@ -2844,7 +2850,9 @@ static void test_live_socket(void **state) {
   make_dir(&d);
   dmn_start(&d, NULL, NULL);
   dmn_init(&d2, "s");
-  expect_refusal(&d2, "another xpjitd");
+  char says[64];
+  snprintf(says, sizeof says, "another xpjitd (pid %d)", (int)d.pid);
+  expect_refusal(&d2, says);
   assert_true(dmn_serving(&d, 2000));
   check_serves(&d);
   dmn_stop(&d);
@@ -2905,6 +2913,15 @@ static void test_simultaneous_start(void **state) {
     }
     assert_true(winner >= 0);
     assert_int_equal(refused, K - 1);
+    /* each loser names the winner (it said "pid ?" when it looked before
+     * the winner had written its pid) */
+    char says[64];
+    snprintf(says, sizeof says, "another xpjitd (pid %d) is running",
+             (int)d[winner].pid);
+    for (int i = 0; i < K; i++)
+      if (i != winner && !strstr(slurp(d[i].log), says))
+        fail_msg("round %d: a loser does not say '%s':\n%s", round, says,
+                 slurp(d[i].log));
     assert_true(dmn_serving(&d[winner], 10000));
     /* and the one that serves is the winner */
     stats s;
@@ -2912,6 +2929,40 @@ static void test_simultaneous_start(void **state) {
     assert_int_equal(stat_field(&s, "pid"), (uint64_t)d[winner].pid);
     dmn_stop(&d[winner]);
   }
+}
+
+/* The loser of a start names the winner by the lock file's pid, which
+ * the winner writes only once it knows which process serves (after its
+ * fork, when it detaches): a loser that looks before waits for it (it
+ * said "pid ?"), and says plainly when none comes. The lock is held here,
+ * as by a winner that has not written its pid yet. */
+static void test_loser_waits_for_pid(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  char lp[160];
+  snprintf(lp, sizeof lp, "%s/xpjitd.lock", d.dir);
+  int lf = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  assert_true(lf >= 0);
+  assert_int_equal(flock(lf, LOCK_EX), 0);
+  dmn_spawn(&d, NULL, NULL);
+  sleep_ms(200);
+  assert_int_equal(pwrite(lf, "4242\n", 5, 0), 5);
+  int code = dmn_exit(&d, 15000);
+  const char *err = slurp(d.log);
+  if (code != 3 || !strstr(err, "another xpjitd (pid 4242) is running"))
+    fail_msg("exit %d (want 3), stderr:\n%s", code, err);
+  /* no pid comes */
+  assert_int_equal(ftruncate(lf, 0), 0);
+  dmn_init(&d, "s");
+  dmn_spawn(&d, NULL, NULL);
+  code = dmn_exit(&d, 15000);
+  err = slurp(d.log);
+  if (code != 3 || !strstr(err, "another xpjitd is already running on") ||
+      strstr(err, "pid ?"))
+    fail_msg("no pid: exit %d (want 3), stderr:\n%s", code, err);
+  close(lf);
 }
 
 /* ---- security ---- */
@@ -4090,6 +4141,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_stale_socket, setup, teardown),
       cmocka_unit_test_setup_teardown(test_live_socket, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_loser_waits_for_pid, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_simultaneous_start, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_peer_uid, setup, teardown),

@@ -3096,10 +3096,39 @@ static int check_dir(const char *dir) {
   if (sb.st_uid != geteuid())
     return fail_start("refusing %s: owned by uid %u, not by this user (%u)",
                       dir, (unsigned)sb.st_uid, (unsigned)geteuid());
+  /* the whole mode: /tmp's 1777 said "777" */
   if (sb.st_mode & (S_IWGRP | S_IWOTH))
     return fail_start("refusing %s: writable by group or others (mode "
-                      "%03o); it must be private (chmod 700)",
-                      dir, (unsigned)(sb.st_mode & 0777));
+                      "%04o); it must be private (chmod 700)",
+                      dir, (unsigned)(sb.st_mode & 07777));
+  return 0;
+}
+
+/* The lock file holds the pid of the daemon that serves, on its first
+ * line: written over the one before and then cut, so that a reader finds
+ * either pid whole, never an empty file. */
+static void write_lock_pid(pid_t pid) {
+  char buf[32];
+  int n = snprintf(buf, sizeof buf, "%d\n", (int)pid);
+  if (pwrite(lock_fd, buf, (size_t)n, 0) != n || ftruncate(lock_fd, n) != 0)
+    LOG_W("cannot write the pid to the lock file");
+}
+
+/* The pid in the lock file of the daemon that holds the lock; 0 when
+ * none comes within a second. The winner of a start writes it once it
+ * knows which process serves (when it detaches: after its fork), so a
+ * loser of the race may look before it is there (it said "pid ?"). */
+static long lock_holder(void) {
+  for (int i = 0; i < 100; i++) {
+    char buf[32];
+    ssize_t n = pread(lock_fd, buf, sizeof buf - 1, 0);
+    buf[n > 0 ? n : 0] = 0;
+    char *end;
+    long pid = strtol(buf, &end, 10);
+    if (pid > 0 && *end == '\n')
+      return pid;
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  }
   return 0;
 }
 
@@ -3114,22 +3143,23 @@ static int take_lock(const char *dir) {
       !S_ISREG(sb.st_mode))
     return fail_start("refusing %s: not a regular file of this user", lp);
   if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    char pid[32] = "";
-    ssize_t n = pread(lock_fd, pid, sizeof pid - 1, 0);
-    pid[n > 0 ? n : 0] = 0;
-    pid[strcspn(pid, "\n")] = 0;
-    fprintf(stderr, "xpjitd: another xpjitd (pid %s) is running on %s\n",
-            pid[0] ? pid : "?", cfg.socket);
+    long pid = lock_holder();
+    if (pid)
+      fprintf(stderr, "xpjitd: another xpjitd (pid %ld) is running on %s\n",
+              pid, cfg.socket);
+    else
+      fprintf(stderr, "xpjitd: another xpjitd is already running on %s (it "
+              "has not written its pid to %s)\n", cfg.socket, lp);
     return -2;
   }
+  /* won: the pid of the process that will serve, as soon as it is known
+   * (a detaching daemon's parent writes its child's); until then none,
+   * never a predecessor's */
+  if (cfg.foreground)
+    write_lock_pid(getpid());
+  else if (ftruncate(lock_fd, 0) != 0)
+    LOG_W("cannot empty the lock file");
   return 0;
-}
-
-static void write_lock_pid(void) {
-  char pid[32];
-  int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
-  if (ftruncate(lock_fd, 0) != 0 || pwrite(lock_fd, pid, (size_t)n, 0) < 0)
-    LOG_W("cannot write the pid to the lock file");
 }
 
 static int open_socket(void) {
@@ -3484,6 +3514,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (pid > 0) {
+      write_lock_pid(pid); /* the lock file names the one that serves */
       /* a signal that came while it started is pending here, blocked,
        * and not the child's: passed on, it stops the daemon cleanly */
       sigset_t pend;
@@ -3509,7 +3540,6 @@ int main(int argc, char **argv) {
         close(dn);
     }
   }
-  write_lock_pid();
   if (cfg.log_path) {
     /* 0600 whatever the umask, and never through a link someone planted */
     /* O_NONBLOCK: a FIFO nobody reads is refused, not a daemon blocked in
