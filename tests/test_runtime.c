@@ -171,6 +171,32 @@ static void test_device_info(void **state) {
   assert_true(in.local_mem_size >= 32768);
   assert_true(in.global_mem_size > ((uint64_t)1 << 28));
   assert_true(!strncmp(in.target, "cpu:", 4));
+  /* the name and vendor are what /proc/cpuinfo says of the first
+   * processor (cpu.c takes them from CPUID where it can) */
+  FILE *ci = fopen("/proc/cpuinfo", "r");
+  char line[512], model[256] = "", vendor[64] = "";
+  while (ci && fgets(line, sizeof line, ci) && (!model[0] || !vendor[0])) {
+    char *colon = strchr(line, ':');
+    char *out = !colon ? NULL
+                : !strncmp(line, "model name", 10) ? model
+                : !strncmp(line, "vendor_id", 9)   ? vendor
+                                                   : NULL;
+    if (!out || out[0])
+      continue;
+    snprintf(out, out == model ? sizeof model : sizeof vendor, "%s",
+             colon + 1 + strspn(colon + 1, " \t"));
+    out[strcspn(out, "\n")] = 0;
+  }
+  if (ci)
+    fclose(ci);
+  if (model[0])
+    assert_string_equal(in.name, model);
+  if (!strcmp(vendor, "GenuineIntel"))
+    assert_string_equal(in.vendor, "Intel");
+  else if (!strcmp(vendor, "AuthenticAMD"))
+    assert_string_equal(in.vendor, "AMD");
+  else if (vendor[0])
+    assert_string_equal(in.vendor, vendor);
   /* the target string round-trips through the compiler's parser */
   xpj_target t;
   char err[128], back[sizeof in.target];
