@@ -15,6 +15,15 @@
 
 #include <stdbool.h>
 
+/* How many operators one expression nests, as the passes after parsing
+ * see it: a chain a + b + c ... of N binary operators is N deep, though
+ * the parser reads it in a loop, which its own recursion bound
+ * (XPJ_MAX_NESTING) does not see (docs/language.md, "Limits of a source
+ * file"). A pass that recurses on operands goes as deep: LLVM's
+ * Loop::makeLoopInvariant overflowed a compile worker's stack on a chain
+ * of 100,000 terms. */
+#define XPJ_MAX_EXPR_DEPTH 1024
+
 typedef struct xpj_binding {
   const char *kernel;           /* the kernel whose const parameters ... */
   unsigned n;                   /* ... are bound: names and values */

@@ -13,7 +13,9 @@
  * Error handling: a syntax error enters panic mode, which silences further
  * messages until the parser resynchronises at a statement or item
  * boundary; semantic errors propagate as "poison" (value 0) without new
- * messages. Recursion depth and the number of errors are bounded.
+ * messages. Recursion depth, how deep an expression nests (a chain of
+ * binary operators, read in a loop, included) and the number of errors
+ * are bounded.
  *
  * Const parameters (`kernel k<const TS: i64>`): the generic parse reads
  * each use in a body as a `const_param` value of its type, so the body is
@@ -64,6 +66,8 @@ typedef struct expr {
   bool gdep;    /* E_LINT whose value depends on unbound const parameters
                    (generic parse, outside a body: `local(TS)`) */
   bool deferred; /* E_ARR: a static array whose size depends on them */
+  uint32_t depth; /* operators nested in it (deeper): 0 for a name or a
+                     literal, a folded constant included */
 } expr;
 
 typedef enum skind { S_VAR, S_VAL, S_LIT, S_ARRAY } skind;
@@ -166,6 +170,10 @@ typedef struct parser {
    * conditional of two literals there takes it (parse_hinted) */
   xpj_type hint;
   const token *hint_tok;
+  /* one more than the deepest expression read since the operand being
+   * read began (0: none yet), which holds them: a call's arguments, a
+   * cast's or a subscript's operand (parse_unary, parse_primary) */
+  uint32_t inner;
 } parser;
 
 /* ---- diagnostics ---------------------------------------------------- */
@@ -1236,6 +1244,33 @@ static bool enter(parser *p, const token *t) {
 }
 static void leave(parser *p) { p->depth--; }
 
+/* Gives r, what an operator at t made of operands at most d - 1 deep,
+ * its depth d. Deeper than XPJ_MAX_EXPR_DEPTH is an error there (once:
+ * r becomes poison, and poison is 0 deep, as a constant folded from
+ * literals is: the passes see one value). The parser loops over a chain
+ * of binary operators, so enter does not bound this. */
+static expr deeper(parser *p, expr r, uint32_t d, const token *t) {
+  if (r.k == E_ERR || is_lit(&r)) {
+    r.depth = 0;
+    return r;
+  }
+  if (d > XPJ_MAX_EXPR_DEPTH) {
+    error(p, t, "expression is too deep (%u operators nested, counting "
+          "calls and subscripts; at most %d): split it into statements",
+          d, XPJ_MAX_EXPR_DEPTH);
+    return err_expr(t);
+  }
+  r.depth = d;
+  return r;
+}
+
+static uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+/* An expression read inside the operand being read (parse_primary) */
+static void note_inner(parser *p, const expr *e) {
+  p->inner = max_u32(p->inner, e->depth + 1);
+}
+
 static expr parse_unary(parser *p);
 static expr parse_binary(parser *p, int minprec);
 
@@ -1305,9 +1340,10 @@ static expr binop(parser *p, xpj_binop op, expr a, expr b, const token *optok) {
 
 /* a && b, a || b: short-circuit through a value-producing if. */
 static expr logical(parser *p, bool is_and, expr a, const token *optok,
-                    int rprec) {
+                    int rprec, uint32_t *bdepth) {
   if (!p->f) { /* a module constant's value: two bool constants */
     expr b = parse_binary(p, rprec);
+    *bdepth = b.depth;
     if (a.k == E_ERR || b.k == E_ERR)
       return err_expr(optok);
     if (!is_lit(&a) || !is_lit(&b)) {
@@ -1338,6 +1374,7 @@ static expr logical(parser *p, bool is_and, expr a, const token *optok,
   if (ifv)
     p->b = is_and ? tb_ : eb_;
   expr b = parse_binary(p, rprec);
+  *bdepth = b.depth;
   if (!ifv) {
     p->b = saved;
     return err_expr(optok);
@@ -1372,7 +1409,9 @@ static expr parse_binary(parser *p, int minprec) {
       if (prec < minprec)
         break;
       next(p);
-      lhs = logical(p, t->punct == P_ANDAND, lhs, t, prec + 1);
+      uint32_t ld = lhs.depth, rd = 0;
+      lhs = logical(p, t->punct == P_ANDAND, lhs, t, prec + 1, &rd);
+      lhs = deeper(p, lhs, max_u32(ld, rd) + 1, t);
       continue;
     }
     int found = -1;
@@ -1385,7 +1424,8 @@ static expr parse_binary(parser *p, int minprec) {
       break;
     next(p);
     expr rhs = parse_binary(p, binops[found].prec + 1);
-    lhs = binop(p, binops[found].op, lhs, rhs, t);
+    uint32_t d = max_u32(lhs.depth, rhs.depth) + 1;
+    lhs = deeper(p, binop(p, binops[found].op, lhs, rhs, t), d, t);
   }
   leave(p);
   return lhs;
@@ -1434,7 +1474,7 @@ static expr const_ternary(parser *p, expr c, const token *q) {
   return r;
 }
 
-static expr parse_ternary(parser *p) {
+static expr conditional(parser *p) {
   const token *start = peek(p);
   if (!enter(p, start))
     return err_expr(start);
@@ -1510,7 +1550,16 @@ static expr parse_ternary(parser *p) {
   p->b = saved;
   if (!ya || !yb)
     return err_expr(q);
-  return val_expr(p->f, ifv, c.tok);
+  uint32_t d = max_u32(c.depth, max_u32(a.depth, b.depth)) + 1;
+  return deeper(p, val_expr(p->f, ifv, c.tok), d, q);
+}
+
+/* Every expression, an argument's, a subscript's or a parenthesised one,
+ * is read here: the operand that holds it is deeper (note_inner) */
+static expr parse_ternary(parser *p) {
+  expr r = conditional(p);
+  note_inner(p, &r);
+  return r;
 }
 
 static expr parse_expr(parser *p) { return parse_ternary(p); }
@@ -1575,7 +1624,7 @@ static expr parse_unary(parser *p) {
       xpj_val u = v ? xpj_b_unop(p->f, p->b, op, v, loc(p, t)) : 0;
       if (v && !u)
         berror(p, t);
-      r = val_expr(p->f, u, t);
+      r = deeper(p, val_expr(p->f, u, t), e.depth + 1, t);
     }
   } else if (t->kind == TK_PUNCT && t->punct == P_AMP) {
     next(p);
@@ -1588,8 +1637,13 @@ static expr parse_unary(parser *p) {
     next(p);
     r = err_expr(t);
   } else {
+    uint32_t outer = p->inner;
+    p->inner = 0;
     r = parse_primary(p);
+    p->inner = outer;
   }
+  note_inner(p, &r); /* (parse_args reads an atomic's `&a[i]` here, not
+                      * with parse_expr) */
   leave(p);
   return r;
 }
@@ -2440,6 +2494,8 @@ static expr parse_primary(parser *p) {
       e = parse_expr(p);
       expect(p, P_RPAREN, "to close '('");
       e.mut = e.k == E_PTR ? e.mut : MUT_TEMP;
+      p->inner = 0; /* e is not inside this operand: it is this operand,
+                     * parentheses add nothing */
       break;
     }
     syntax(p, t, "expected an expression, found %s", tok_text(p, t, b));
@@ -2468,8 +2524,15 @@ static expr parse_primary(parser *p) {
       next(p);
     return err_expr(t);
   }
-  while (is_p(p, P_LBRACKET))
+  /* a call or a cast is one deeper than its deepest argument */
+  e = deeper(p, e, max_u32(e.depth, p->inner), t);
+  while (is_p(p, P_LBRACKET)) {
+    const token *lb = peek(p);
+    uint32_t d = e.depth + 1;
+    p->inner = 0;
     e = parse_index(p, e);
+    e = deeper(p, e, max_u32(d, p->inner), lb);
+  }
   if (is_p(p, P_LPAREN) && e.k != E_ERR) {
     syntax(p, peek(p), "only functions can be called");
     return err_expr(t);
@@ -2611,7 +2674,8 @@ static void parse_simple(parser *p) {
   } else {
     expr cur = lhs;
     cur.mut = MUT_TEMP;
-    expr r = binop(p, (xpj_binop)op, cur, rhs, t);
+    expr r = deeper(p, binop(p, (xpj_binop)op, cur, rhs, t),
+                    max_u32(cur.depth, rhs.depth) + 1, t);
     v = r.k == E_ERR ? 0 : rvalue(p, &r, 0);
     if (v && xpj_val_type(p->f, v) != lhs.t)
       v = rvalue(p, &r, lhs.t);

@@ -11,6 +11,7 @@
 #include "ir_impl.h"  /* xpj_alloc_fail_after */
 
 #include <stdio.h>
+#include <time.h>
 
 #define MAX_LINES 4
 
@@ -581,6 +582,107 @@ static void test_flat_chains(void **state) {
   free(big);
 }
 
+/* Flat chains inside one expression: the parser loops over `a + b + c
+ * ...`, so its recursion bound does not see them, but the tree is as deep
+ * as the chain for every pass after it (100,000 terms were reported to
+ * overflow LLVM's stack in a compile worker; for the CPU they take 40 s
+ * to compile here). XPJ_MAX_EXPR_DEPTH bounds how deep operators, calls,
+ * casts and subscripts nest; parentheses add nothing. Line 3 is
+ * `  PRE` `a` (`OP a`) * n `POST;`. */
+static char *chain_src(const char *pre, const char *op, int n,
+                       const char *post) {
+  size_t lo = strlen(op);
+  char *s = malloc(strlen(pre) + strlen(post) + (size_t)n * (lo + 2) + 256);
+  assert_non_null(s);
+  char *w = s + sprintf(s, "kernel k(a: f32, y: global f32[], z: global "
+                           "i32[]) range {\n  let i = global_id(0);\n  %sa",
+                        pre);
+  for (int k = 0; k < n; k++)
+    w += sprintf(w, "%sa", op);
+  sprintf(w, "%s;\n}\n", post);
+  return s;
+}
+
+/* Each form at the limit parses; one more term is one error, at col (0:
+ * at the chain's last operator, which goes past) */
+static void chain_limit(const char *pre, const char *op, int n,
+                        const char *post, unsigned col) {
+  if (!col) /* (op is " OP ...": its operator one column in) */
+    col = 3 + (unsigned)strlen(pre) + 1 + (unsigned)(strlen(op) + 1) *
+          (unsigned)n + 1;
+  char *src = chain_src(pre, op, n, post);
+  parses(src);
+  free(src);
+  src = chain_src(pre, op, n + 1, post);
+  size_t count;
+  char *text = refused(src, &count);
+  char want[200];
+  snprintf(want, sizeof want, "n.xpk:3:%u: error: expression is too deep "
+           "(%d operators nested, counting calls and subscripts; at most "
+           "%d): split it into statements\n", col, XPJ_MAX_EXPR_DEPTH + 1,
+           XPJ_MAX_EXPR_DEPTH);
+  if (count != 1 || strncmp(text, want, strlen(want)) != 0)
+    fail_msg("%sa (%sa) * %d%s: want one error\n%s got:\n%.400s", pre, op,
+             n + 1, post, want, text);
+  free(text);
+  free(src);
+}
+
+static void test_deep_expressions(void **state) {
+  (void)state;
+  enum { M = XPJ_MAX_EXPR_DEPTH };
+  chain_limit("y[i] = ", " + ", M, "", 0);
+  chain_limit("y[i] = ", " * ", M, "", 0);
+  /* ... - a > 0.0 ? 1 : 0: the comparison and the conditional add one
+   * each, and it goes past at the '?' */
+  chain_limit("z[i] = ", " - ", M - 2, " > 0.0 ? 1 : 0", 10 + 4 * (M - 1) + 8);
+  /* a > a is 1 deep, and each `||` or `&&` one more */
+  chain_limit("let b = a > ", " || a > ", M - 1, "", 0);
+  chain_limit("let b = a > ", " && a > ", M - 1, "", 0);
+  /* a call, a cast, a subscript, a unary operator and a compound
+   * assignment each add one, at its name, '[', operator or '=' */
+  chain_limit("y[i] = sqrt(", " + ", M - 1, ")", 10);
+  chain_limit("z[i] = i32(", " + ", M - 1, ")", 10);
+  chain_limit("y[i] = y[i64(", " + ", M - 2, ")]", 11);
+  chain_limit("y[i] = -(", " + ", M - 1, ")", 10);
+  chain_limit("y[i] += ", " + ", M - 1, "", 8);
+  chain_limit("y[i] = a > a ? ", " + ", M - 1, " : a", 16);
+  /* parentheses do not start again: (a + ... 600 terms) + ... */
+  char pre[16 + 600 * 4], *w = pre + sprintf(pre, "y[i] = (a");
+  for (int k = 0; k < 599; k++)
+    w += sprintf(w, " + a");
+  sprintf(w, ") + ");
+  chain_limit(pre, " + ", M - 600, "", 0);
+  /* literals alone fold to one constant: no depth at all */
+  char *src = malloc(5 * M * 6 + 200);
+  assert_non_null(src);
+  w = src + sprintf(src, "kernel k(y: global f32[]) range {\n  y[0] = 1.0");
+  for (int k = 0; k < 5 * M; k++)
+    w += sprintf(w, " + 1.0");
+  sprintf(w, " + y[0];\n}\n");
+  parses(src);
+  free(src);
+  /* 100,000 terms: one error, where the chain goes past, quickly (the
+   * rest of the chain is poison: nothing more is said of it) */
+  static const char *const ops[] = {" + ", " && a > "};
+  for (int o = 0; o < 2; o++) {
+    src = chain_src(o ? "let b = a > " : "y[i] = ", ops[o], 100000, "");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    size_t count;
+    char *text = refused(src, &count);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) +
+               (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (count != 1 || !strstr(text, "expression is too deep (1025 "))
+      fail_msg("100,000 terms: want one error, got:\n%.400s", text);
+    if (s > 10) /* (0.1 s or less here) */
+      fail_msg("100,000 terms: refused in %.1f s", s);
+    free(text);
+    free(src);
+  }
+}
+
 static void test_huge_and_empty(void **state) {
   (void)state;
   size_t n = XPJ_MAX_SOURCE + 1;
@@ -944,6 +1046,7 @@ int main(void) {
       cmocka_unit_test(test_garbage),
       cmocka_unit_test(test_deep_nesting),
       cmocka_unit_test(test_flat_chains),
+      cmocka_unit_test(test_deep_expressions),
       cmocka_unit_test(test_huge_and_empty),
       cmocka_unit_test(test_error_limit),
       cmocka_unit_test(test_return_paths),
