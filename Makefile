@@ -30,7 +30,10 @@ CFLAGS_ALL = $(CSTD) $(WARN) $(OPT) $(SAN) -fPIC \
              -DXPJ_LIBDIR='"$(PREFIX)/lib"' -DXPJ_BUILD_ID='"$(BUILD_ID)"' \
              -Iinclude -Iir -Icompiler -Iruntime -isystem $(LLVM_INC) $(CFLAGS)
 # libxpjit does not link LLVM (docs/api.md, "Where LLVM is loaded").
-CORE_LIBS = -lsqlite3 -lnettle -lhiredis -lpthread -ldl -lm $(LDLIBS)
+# not SQLite: libxpjit loads it when a cache first opens a database
+# (cache/sqlite_dl.h); only the programs that call it themselves link it
+CORE_LIBS = -lnettle -lhiredis -lpthread -ldl -lm $(LDLIBS)
+SQLITE_LIBS = -lsqlite3
 # SPIRV-Tools is C++: only in the plugins (compiler/spirv_check.h)
 SPIRV_LIBS = -lSPIRV-Tools -lstdc++
 # The rpath finds libLLVM where llvm-config says; Debian's package also
@@ -194,7 +197,8 @@ $(LIB_A): $(CORE_OBJS) $(LIB_SO_V)
 $(LIB_SO_V): $(CORE_OBJS) tools/libxpjit.map
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -shared -Wl,-soname,libxpjit.so.0 \
-	  -Wl,--version-script=tools/libxpjit.map -o $@ $(CORE_OBJS) $(CORE_LIBS)
+	  -Wl,--version-script=tools/libxpjit.map -Wl,-Bsymbolic-functions \
+	  -o $@ $(CORE_OBJS) $(CORE_LIBS)
 
 $(LIB_SO0): $(LIB_SO_V)
 	ln -sf libxpjit.so.$(VERSION) $@
@@ -349,7 +353,8 @@ $(BUILD)/lib/xpjit-uninstalled.pc: tools/xpjit-uninstalled.pc.in Makefile
 
 $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/devtest.h tests/storm20.h tests/procutil.h $(wildcard tests/*.inc tests/conformance/*.h) $(LIB_INT) $(LLVM_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(LLVM_STATIC) $(LIB_INT) -lcmocka $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -Itests -o $@ $< $(LLVM_STATIC) $(LIB_INT) -lcmocka $(LDLIBS_ALL) \
+	  $(if $(filter test_cache test_kcache,$*),$(SQLITE_LIBS))
 
 # An application's view: libxpjit without libxpjit-llvm (docs/api.md,
 # "Where LLVM is loaded"); it must not map libLLVM unless it compiles.
@@ -460,7 +465,7 @@ $(BUILD)/bench/opencl: bench/opencl.c tests/storm20.h $(LIB_INT) bench/bench_uti
 
 $(BUILD)/bench/cache: bench/cache.c $(LIB_INT) bench/bench_util.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_INT) $(CORE_LIBS)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LIB_INT) $(CORE_LIBS) $(SQLITE_LIBS)
 
 # GPU kernels: xpjit's PTX through the CUDA backend against CUDA C twins
 # (bench/peers/gpu) compiled by NVRTC; libcuda and libnvrtc loaded at run

@@ -39,6 +39,7 @@
 #include "buf.h" /* xpj_dec */
 #include "env.h"
 #include "hitfile.h"
+#include "sqlite_dl.h" /* SQLite, loaded at the first open */
 #include "trust.h"
 
 #include <dirent.h>
@@ -49,7 +50,6 @@
 #include <nettle/sha2.h>
 #include <pthread.h>
 #include <pwd.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -344,6 +344,7 @@ static bool is_env(int rc) {
 #define RC_SCHEMA 1001  /* ours by its numbers, but not its tables */
 #define RC_NOT_OURS 1002 /* another program's SQLite database: never
                             moved aside nor replaced, only refused */
+#define RC_NO_SQLITE 1003 /* SQLite could not be loaded (sqlite_dl.h) */
 
 /* The file is damaged (or is not what it should be): anything SQLite calls
  * corruption, a foreign or mismatched schema, and the generic SQL error
@@ -923,6 +924,8 @@ static void hit_gone(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 /* Opens name (c->path, or a URI of it) with flags into c->db and checks
  * it (setup); SQLite's code, or setup's. */
 static int connect(xpj_cache *c, const char *name, int flags, bool writable) {
+  if (!xpj_sqlite_load())
+    return RC_NO_SQLITE;
   flags |= SQLITE_OPEN_NOMUTEX; /* c->mu serialises every use */
 #ifdef SQLITE_OPEN_NOFOLLOW
   flags |= SQLITE_OPEN_NOFOLLOW;
@@ -1022,6 +1025,8 @@ static int db_open_frozen(xpj_cache *c) {
     if (lstat(p, &sb) == 0 && sb.st_size > 0)
       return SQLITE_CANTOPEN;
   }
+  if (!xpj_sqlite_load())
+    return RC_NO_SQLITE;
   /* the path as a URI: '%', '?', '#' and anything unusual escaped */
   sqlite3_str *u = sqlite3_str_new(NULL);
   sqlite3_str_appendall(u, "file:");
@@ -1045,6 +1050,8 @@ static const char *rc_str(int rc) {
   if (rc == RC_NOT_OURS)
     return "another program's SQLite database (its application id is not "
            "xpjit's), left as it is";
+  if (rc == RC_NO_SQLITE || !xpj_sqlite_load())
+    return xpj_sqlite_why();
   if (rc == RC_SCHEMA)
     return "its schema is not the one this version writes (damaged, or "
            "changed by something else)";

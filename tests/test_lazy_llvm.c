@@ -12,7 +12,9 @@
  * damaged or foreign host-CPU file, ignored and rewritten; none written
  * beside a cache read-only or off (the descriptor's); SPIR-V checked
  * by the validator plugin (libxpjit-spirv.so.0, SPIRV-Tools and the C++
- * runtime), loaded only then, and refused when the plugin cannot be had. */
+ * runtime), loaded only then, and refused when the plugin cannot be had.
+ * SQLite likewise: mapped by a process that stores a kernel, not by one
+ * whose kernel comes from a hit file. */
 #define _GNU_SOURCE
 #include "llvm.h" /* xpj_host_cpu_fingerprint */
 #include "procutil.h" /* guarded_test */
@@ -79,6 +81,11 @@ static void host_file_in(const char *in, char *path, size_t size) {
 
 static void host_file(char *path, size_t size) { host_file_in(dir, path, size); }
 
+/* Whether run_axpy_in's process must have mapped SQLite (-1: either): a
+ * hit from a hit file opens no database (cache/sqlite_dl.h), a process
+ * that stores a kernel does. Set before in_child forks. */
+static int want_sqlite = -1;
+
 /* A context of cd (on the CPU), axpy<f32> got and run on 1000 elements.
  * Exit status: 0 right, 1 a failure; 2 when want_llvm is not what the
  * maps show afterwards. */
@@ -124,6 +131,11 @@ static int run_axpy_in(const xpj_context_desc *cd, int want_llvm) {
   /* nor C++ (SPIRV-Tools is in its own plugin, loaded for SPIR-V only) */
   if (rc == 0 && !want_llvm && (cxx_mapped() || mapped("libxpjit-spirv"))) {
     fprintf(stderr, "run_axpy: the C++ runtime is mapped\n");
+    return 2;
+  }
+  if (rc == 0 && want_sqlite >= 0 && mapped("libsqlite3") != want_sqlite) {
+    fprintf(stderr, "run_axpy: libsqlite3 %s mapped\n",
+            want_sqlite ? "is not" : "is");
     return 2;
   }
   return rc;
@@ -206,13 +218,16 @@ static int setup(void **state) {
   return 0;
 }
 
-/* The first process compiles (in the compile server) and, with no
+/* The first process compiles (in the compile server), stores its kernel
+ * (SQLite mapped) and, with no
  * host-CPU file yet, asks LLVM for the host: LLVM is mapped. The second
- * finds both the kernel and the host in files: no LLVM. */
+ * finds both the kernel and the host in files: no LLVM, no SQLite. */
 static void test_hit_without_llvm(void **state) {
   (void)state;
   int any = -1, none = 0;
+  want_sqlite = 1;
   assert_int_equal(in_child(axpy_child, &any), 0);
+  want_sqlite = 0;
   char hf[512];
   host_file(hf, sizeof hf);
   assert_true(hf[0] != 0);
@@ -221,6 +236,7 @@ static void test_hit_without_llvm(void **state) {
   assert_int_equal(st.st_mode & 0777, 0600);
   assert_int_equal(in_child(axpy_child, &none), 0);
   assert_int_equal(in_child(axpy_child, &none), 0);
+  want_sqlite = -1;
 }
 
 /* An in-process compile loads the plugin. */
