@@ -13,47 +13,115 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Punctuators, longest first; n: the length of s */
-#define PUNCT(s, p) {s, sizeof s - 1, p}
-static const struct {
-  const char *s;
-  uint8_t n;
-  punct p;
-} puncts[] = {
-    PUNCT("<<=", P_SHL_ASSIGN), PUNCT(">>=", P_SHR_ASSIGN),
-    PUNCT("->", P_ARROW), PUNCT("++", P_INC), PUNCT("--", P_DEC),
-    PUNCT("==", P_EQ), PUNCT("!=", P_NE), PUNCT("<=", P_LE),
-    PUNCT(">=", P_GE), PUNCT("&&", P_ANDAND), PUNCT("||", P_OROR),
-    PUNCT("<<", P_SHL), PUNCT(">>", P_SHR), PUNCT("+=", P_ADD_ASSIGN),
-    PUNCT("-=", P_SUB_ASSIGN), PUNCT("*=", P_MUL_ASSIGN),
-    PUNCT("/=", P_DIV_ASSIGN), PUNCT("%=", P_MOD_ASSIGN),
-    PUNCT("&=", P_AND_ASSIGN), PUNCT("|=", P_OR_ASSIGN),
-    PUNCT("^=", P_XOR_ASSIGN), PUNCT("(", P_LPAREN), PUNCT(")", P_RPAREN),
-    PUNCT("{", P_LBRACE), PUNCT("}", P_RBRACE), PUNCT("[", P_LBRACKET),
-    PUNCT("]", P_RBRACKET), PUNCT("<", P_LT), PUNCT(">", P_GT),
-    PUNCT(",", P_COMMA), PUNCT(";", P_SEMI), PUNCT(":", P_COLON),
-    PUNCT("?", P_QUESTION), PUNCT("=", P_ASSIGN), PUNCT("+", P_PLUS),
-    PUNCT("-", P_MINUS), PUNCT("*", P_STAR), PUNCT("/", P_SLASH),
-    PUNCT("%", P_PERCENT), PUNCT("&", P_AMP), PUNCT("|", P_PIPE),
-    PUNCT("^", P_CARET), PUNCT("~", P_TILDE), PUNCT("!", P_BANG),
-    PUNCT(".", P_DOT),
+/* Each punctuator's text, for messages */
+static const char *const punct_text[P_COUNT] = {
+    [P_SHL_ASSIGN] = "<<=", [P_SHR_ASSIGN] = ">>=", [P_ARROW] = "->",
+    [P_INC] = "++",         [P_DEC] = "--",         [P_EQ] = "==",
+    [P_NE] = "!=",          [P_LE] = "<=",          [P_GE] = ">=",
+    [P_ANDAND] = "&&",      [P_OROR] = "||",        [P_SHL] = "<<",
+    [P_SHR] = ">>",         [P_ADD_ASSIGN] = "+=",  [P_SUB_ASSIGN] = "-=",
+    [P_MUL_ASSIGN] = "*=",  [P_DIV_ASSIGN] = "/=",  [P_MOD_ASSIGN] = "%=",
+    [P_AND_ASSIGN] = "&=",  [P_OR_ASSIGN] = "|=",   [P_XOR_ASSIGN] = "^=",
+    [P_LPAREN] = "(",       [P_RPAREN] = ")",       [P_LBRACE] = "{",
+    [P_RBRACE] = "}",       [P_LBRACKET] = "[",     [P_RBRACKET] = "]",
+    [P_LT] = "<",           [P_GT] = ">",           [P_COMMA] = ",",
+    [P_SEMI] = ";",         [P_COLON] = ":",        [P_QUESTION] = "?",
+    [P_ASSIGN] = "=",       [P_PLUS] = "+",         [P_MINUS] = "-",
+    [P_STAR] = "*",         [P_SLASH] = "/",        [P_PERCENT] = "%",
+    [P_AMP] = "&",          [P_PIPE] = "|",         [P_CARET] = "^",
+    [P_TILDE] = "~",        [P_BANG] = "!",         [P_DOT] = ".",
 };
 
 const char *xpj_punct_str(punct p) {
-  for (size_t i = 0; i < sizeof puncts / sizeof *puncts; i++)
-    if (puncts[i].p == p)
-      return puncts[i].s;
-  return "?";
+  return p > P_NONE && p < P_COUNT && punct_text[p] ? punct_text[p] : "?";
 }
 
-static const struct {
-  const char *s;
-  uint8_t n; /* strlen(s) */
-} keywords[] = {
-#define X(id, s) {s, sizeof s - 1},
+/* The one-byte punctuators by their byte (P_NONE: not one); every longer
+ * punctuator starts with one of them */
+static const uint8_t punct1[256] = {
+    ['('] = P_LPAREN,   [')'] = P_RPAREN, ['{'] = P_LBRACE, ['}'] = P_RBRACE,
+    ['['] = P_LBRACKET, [']'] = P_RBRACKET, ['<'] = P_LT,   ['>'] = P_GT,
+    [','] = P_COMMA,    [';'] = P_SEMI,   [':'] = P_COLON,  ['?'] = P_QUESTION,
+    ['='] = P_ASSIGN,   ['+'] = P_PLUS,   ['-'] = P_MINUS,  ['*'] = P_STAR,
+    ['/'] = P_SLASH,    ['%'] = P_PERCENT, ['&'] = P_AMP,   ['|'] = P_PIPE,
+    ['^'] = P_CARET,    ['~'] = P_TILDE,  ['!'] = P_BANG,   ['.'] = P_DOT,
+};
+
+/* The punctuator s[0..n) starts with (n >= 1), the longest that does
+ * (`a<<=b` is a, <<=, b; `x--y` is x, --, y), and its length in *len;
+ * P_NONE when none does. A switch on the first byte: a scan of every
+ * punctuator for each token was 13% of the instructions of a parse. */
+static punct punct_at(const unsigned char *s, uint32_t n, uint32_t *len) {
+  unsigned char d = n > 1 ? s[1] : 0, e = n > 2 ? s[2] : 0;
+  punct two = P_NONE;
+  switch (s[0]) {
+  case '<':
+    if (d == '<' && e == '=') {
+      *len = 3;
+      return P_SHL_ASSIGN;
+    }
+    two = d == '<' ? P_SHL : d == '=' ? P_LE : P_NONE;
+    break;
+  case '>':
+    if (d == '>' && e == '=') {
+      *len = 3;
+      return P_SHR_ASSIGN;
+    }
+    two = d == '>' ? P_SHR : d == '=' ? P_GE : P_NONE;
+    break;
+  case '-':
+    two = d == '>' ? P_ARROW : d == '-' ? P_DEC : d == '=' ? P_SUB_ASSIGN
+                                                           : P_NONE;
+    break;
+  case '+': two = d == '+' ? P_INC : d == '=' ? P_ADD_ASSIGN : P_NONE; break;
+  case '&':
+    two = d == '&' ? P_ANDAND : d == '=' ? P_AND_ASSIGN : P_NONE;
+    break;
+  case '|': two = d == '|' ? P_OROR : d == '=' ? P_OR_ASSIGN : P_NONE; break;
+  case '=': two = d == '=' ? P_EQ : P_NONE; break;
+  case '!': two = d == '=' ? P_NE : P_NONE; break;
+  case '*': two = d == '=' ? P_MUL_ASSIGN : P_NONE; break;
+  case '/': two = d == '=' ? P_DIV_ASSIGN : P_NONE; break;
+  case '%': two = d == '=' ? P_MOD_ASSIGN : P_NONE; break;
+  case '^': two = d == '=' ? P_XOR_ASSIGN : P_NONE; break;
+  default: break;
+  }
+  *len = two != P_NONE ? 2 : 1;
+  return two != P_NONE ? two : (punct)punct1[s[0]];
+}
+
+static const char *const keywords[] = {
+#define X(id, s) s,
     XPJ_KEYWORDS(X)
 #undef X
 };
+
+/* The keyword the identifier s[0..n) is, or TK_IDENT: the keywords of its
+ * first letter (XPJ_KEYWORDS, each here; test_frontend's test_lex_words
+ * lexes every one). A scan of all of them for each identifier was 4% of
+ * a parse. */
+static tok_kind keyword_at(const char *s, uint32_t n) {
+#define IS(id, kw)                                                            \
+  if (n == sizeof kw - 1 && memcmp(s, kw, sizeof kw - 1) == 0)                \
+  return TK_KW_##id
+  switch (s[0]) {
+  case 'b': IS(BREAK, "break"); break;
+  case 'c': IS(CONST, "const"); IS(CONTINUE, "continue"); break;
+  case 'e': IS(ELSE, "else"); break;
+  case 'f': IS(FN, "fn"); IS(FOR, "for"); IS(FALSE, "false"); break;
+  case 'g': IS(GLOBAL, "global"); break;
+  case 'i': IS(IF, "if"); break;
+  case 'k': IS(KERNEL, "kernel"); break;
+  case 'l': IS(LET, "let"); IS(LOCAL, "local"); break;
+  case 'n': IS(NDRANGE, "ndrange"); break;
+  case 'r': IS(RANGE, "range"); IS(RETURN, "return"); break;
+  case 't': IS(TRUE, "true"); break;
+  case 'w': IS(WHILE, "while"); break;
+  default: break;
+  }
+#undef IS
+  return TK_IDENT;
+}
 
 const char *xpj_tok_kind_str(tok_kind k) {
   switch (k) {
@@ -66,7 +134,7 @@ const char *xpj_tok_kind_str(tok_kind k) {
   default:
     if (k >= TK_KW_KERNEL && k - TK_KW_KERNEL < (int)(sizeof keywords /
                                                       sizeof *keywords))
-      return keywords[k - TK_KW_KERNEL].s;
+      return keywords[k - TK_KW_KERNEL];
     return "token";
   }
 }
@@ -120,7 +188,8 @@ static void comment_error_at(lx *l, uint32_t off, const char *fmt, ...) {
 
 static token *push(lx *l, tok_kind k, uint32_t off, uint32_t n) {
   lexer_out *o = l->out;
-  if (!xpj_grow((void **)&o->toks, &o->cap, o->n + 1, sizeof *o->toks)) {
+  if (o->n == o->cap &&
+      !xpj_grow((void **)&o->toks, &o->cap, o->n + 1, sizeof *o->toks)) {
     l->oom = true;
     return NULL;
   }
@@ -306,6 +375,11 @@ static void comment_char(lx *l, bool *bad) {
   l->pos += k ? k : 1;
 }
 
+/* Whether c is a whole UTF-8 sequence that comment_char takes without a
+ * word: ASCII but NUL, nearly every byte of a comment (called for each,
+ * comment_char was 4% of a parse) */
+static bool plain_comment_byte(unsigned char c) { return c && c < 0x80; }
+
 /* Lexes one token (or skips whitespace/comments); false at end. */
 static bool lex_one(lx *l) {
   const char *s = l->s;
@@ -319,8 +393,12 @@ static bool lex_one(lx *l) {
       l->pos++;
     } else if (c == '/' && l->pos + 1 < l->len && s[l->pos + 1] == '/') {
       bool bad = false;
-      while (l->pos < l->len && s[l->pos] != '\n')
-        comment_char(l, &bad);
+      while (l->pos < l->len && s[l->pos] != '\n') {
+        if (plain_comment_byte((unsigned char)s[l->pos]))
+          l->pos++;
+        else
+          comment_char(l, &bad);
+      }
     } else if (c == '/' && l->pos + 1 < l->len && s[l->pos + 1] == '*') {
       uint32_t start = l->pos;
       uint32_t sline = l->line, sls = l->linestart;
@@ -335,6 +413,8 @@ static bool lex_one(lx *l) {
         if (s[l->pos] == '\n') {
           l->line++;
           l->linestart = l->pos + 1;
+          l->pos++;
+        } else if (plain_comment_byte((unsigned char)s[l->pos])) {
           l->pos++;
         } else {
           comment_char(l, &bad);
@@ -365,15 +445,13 @@ static bool lex_one(lx *l) {
       error_at(l, start, "identifier is too long (at most 255 characters)");
       return true;
     }
-    for (size_t k = 0; k < sizeof keywords / sizeof *keywords; k++)
-      if (keywords[k].n == n && keywords[k].s[0] == c &&
-          memcmp(keywords[k].s, s + start, n) == 0) {
-        t->kind = (uint8_t)(TK_KW_KERNEL + k);
-        return true;
-      }
-    /* the scalar type names: bool, i8.., u8.., f16.., bf16 */
+    t->kind = (uint8_t)keyword_at(s + start, n);
+    if (t->kind != TK_IDENT)
+      return true;
+    /* the scalar type names: bool, i8.., u8.., f16.., bf16, 2 to 4
+     * characters (test_lex_words lexes every one) */
     char name[8];
-    if (n < sizeof name && strchr("biuf", c)) {
+    if (n >= 2 && n <= 4 && (c == 'b' || c == 'i' || c == 'u' || c == 'f')) {
       memcpy(name, s + start, n);
       name[n] = 0;
       xpj_scalar sc = xpj_scalar_parse(name);
@@ -389,24 +467,21 @@ static bool lex_one(lx *l) {
     lex_number(l);
     return !l->oom;
   }
-  for (size_t k = 0; k < sizeof puncts / sizeof *puncts; k++) {
-    size_t n = puncts[k].n;
-    if (puncts[k].s[0] == c && start + n <= l->len &&
-        memcmp(s + start, puncts[k].s, n) == 0) {
-      token *t = push(l, TK_PUNCT, start, (uint32_t)n);
-      if (!t)
-        return false;
-      t->punct = (uint8_t)puncts[k].p;
-      l->pos += (uint32_t)n;
-      return true;
-    }
+  uint32_t n;
+  punct pc = punct_at((const unsigned char *)s + start, l->len - start, &n);
+  if (pc != P_NONE) {
+    token *t = push(l, TK_PUNCT, start, n);
+    if (!t)
+      return false;
+    t->punct = (uint8_t)pc;
+    l->pos += n;
+    return true;
   }
   /* a run of bytes that cannot start a token: one error */
   uint32_t p = start;
   while (p < l->len) {
     unsigned char d = (unsigned char)s[p];
-    if (isspace(d) || is_ident(d) ||
-        (d && strchr("(){}[]<>,;:?=+-*/%&|^~!.", d)))
+    if (isspace(d) || is_ident(d) || punct1[d] != P_NONE)
       break;
     if (d == 0 && p > start && s[p - 1] != 0)
       break;

@@ -30,7 +30,7 @@ typedef enum tok_kind {
 #undef X
 } tok_kind;
 
-/* Punctuators, longest first when lexing. */
+/* Punctuators (the lexer takes the longest that matches). */
 typedef enum punct {
   P_NONE,
   P_SHL_ASSIGN, P_SHR_ASSIGN,

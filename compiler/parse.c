@@ -1274,17 +1274,20 @@ static void note_inner(parser *p, const expr *e) {
 static expr parse_unary(parser *p);
 static expr parse_binary(parser *p, int minprec);
 
+/* The binary operators by punctuator, with their precedence (0: not
+ * one; `&&` and `||` are logical's) */
 static const struct {
-  punct tok;
   xpj_binop op;
   int prec;
-} binops[] = {
-    {P_PIPE, XPJ_OR, 3},  {P_CARET, XPJ_XOR, 4}, {P_AMP, XPJ_AND, 5},
-    {P_EQ, XPJ_EQ, 6},    {P_NE, XPJ_NE, 6},     {P_LT, XPJ_LT, 7},
-    {P_LE, XPJ_LE, 7},    {P_GT, XPJ_GT, 7},     {P_GE, XPJ_GE, 7},
-    {P_SHL, XPJ_SHL, 8},  {P_SHR, XPJ_SHR, 8},   {P_PLUS, XPJ_ADD, 9},
-    {P_MINUS, XPJ_SUB, 9}, {P_STAR, XPJ_MUL, 10}, {P_SLASH, XPJ_DIV, 10},
-    {P_PERCENT, XPJ_REM, 10},
+} binops[P_COUNT] = {
+    [P_PIPE] = {XPJ_OR, 3},   [P_CARET] = {XPJ_XOR, 4},
+    [P_AMP] = {XPJ_AND, 5},   [P_EQ] = {XPJ_EQ, 6},
+    [P_NE] = {XPJ_NE, 6},     [P_LT] = {XPJ_LT, 7},
+    [P_LE] = {XPJ_LE, 7},     [P_GT] = {XPJ_GT, 7},
+    [P_GE] = {XPJ_GE, 7},     [P_SHL] = {XPJ_SHL, 8},
+    [P_SHR] = {XPJ_SHR, 8},   [P_PLUS] = {XPJ_ADD, 9},
+    [P_MINUS] = {XPJ_SUB, 9}, [P_STAR] = {XPJ_MUL, 10},
+    [P_SLASH] = {XPJ_DIV, 10}, [P_PERCENT] = {XPJ_REM, 10},
 };
 
 /* The integer type both of two concrete integer types convert to without
@@ -1414,18 +1417,13 @@ static expr parse_binary(parser *p, int minprec) {
       lhs = deeper(p, lhs, max_u32(ld, rd) + 1, t);
       continue;
     }
-    int found = -1;
-    for (size_t i = 0; i < sizeof binops / sizeof *binops; i++)
-      if (binops[i].tok == t->punct) {
-        found = (int)i;
-        break;
-      }
-    if (found < 0 || binops[found].prec < minprec)
+    int prec = t->punct < P_COUNT ? binops[t->punct].prec : 0;
+    if (!prec || prec < minprec)
       break;
     next(p);
-    expr rhs = parse_binary(p, binops[found].prec + 1);
+    expr rhs = parse_binary(p, prec + 1);
     uint32_t d = max_u32(lhs.depth, rhs.depth) + 1;
-    lhs = deeper(p, binop(p, binops[found].op, lhs, rhs, t), d, t);
+    lhs = deeper(p, binop(p, binops[t->punct].op, lhs, rhs, t), d, t);
   }
   leave(p);
   return lhs;

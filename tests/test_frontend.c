@@ -9,6 +9,7 @@
 #include "diag.h"     /* xpj_diags_render_styled */
 #include "frontend.h" /* xpj_specialize_signature */
 #include "ir_impl.h"  /* xpj_alloc_fail_after */
+#include "lex.h"      /* xpj_lex: test_lex_punctuators, test_lex_words */
 
 #include <stdio.h>
 #include <time.h>
@@ -361,6 +362,142 @@ static void test_comment_bytes(void **state) {
     xpj_diags_destroy(d);
     xpj_module_destroy(m);
   }
+}
+
+/* ---- the lexer ---- */
+
+static void lex_no_error(void *ud, uint32_t off, uint32_t line, uint32_t col,
+                         const char *msg, bool damaged) {
+  (void)ud, (void)off, (void)damaged;
+  fail_msg("lexer error at %u:%u: %s", line, col, msg);
+}
+
+/* src's tokens, one word each, separated by spaces: a punctuator as its
+ * text (checked against its length), `id`, `kw:WORD`, `ty:NAME`, `num`
+ * (the caller frees) */
+static char *lexed(const char *src) {
+  lexer_out o = {0};
+  assert_true(xpj_lex(src, (uint32_t)strlen(src), &o, lex_no_error, NULL));
+  char *s = malloc((size_t)o.n * 16 + 1), *w = s;
+  assert_non_null(s);
+  *w = 0;
+  for (uint32_t i = 0; i + 1 < o.n; i++) {
+    const token *t = &o.toks[i];
+    const char *p = xpj_punct_str((punct)t->punct);
+    if (t->kind == TK_PUNCT && t->len != strlen(p))
+      fail_msg("'%s': %s is %u bytes long", src, p, t->len);
+    w += sprintf(w, "%s%s%.*s", i ? " " : "",
+                 t->kind == TK_PUNCT  ? ""
+                 : t->kind == TK_IDENT ? "id"
+                 : t->kind == TK_TYPE  ? "ty:"
+                 : t->kind >= TK_KW_KERNEL ? "kw:"
+                                           : "num",
+                 t->kind == TK_PUNCT                            ? (int)strlen(p)
+                 : t->kind == TK_TYPE || t->kind >= TK_KW_KERNEL ? (int)t->len
+                                                                 : 0,
+                 t->kind == TK_PUNCT ? p : src + t->off);
+  }
+  assert_int_equal(o.toks[o.n - 1].kind, TK_EOF);
+  free(o.toks);
+  return s;
+}
+
+static void lexes_as(const char *src, const char *want) {
+  char *got = lexed(src);
+  if (strcmp(got, want) != 0)
+    fail_msg("'%s' lexes as '%s', want '%s'", src, got, want);
+  free(got);
+}
+
+/* Every punctuator alone, and the longest first where they run together
+ * (compiler/lex.c punct_at, a switch on the first byte) */
+static void test_lex_punctuators(void **state) {
+  (void)state;
+  for (int p = P_NONE + 1; p < P_COUNT; p++)
+    lexes_as(xpj_punct_str((punct)p), xpj_punct_str((punct)p));
+  assert_string_equal(xpj_punct_str(P_NONE), "?");
+  assert_string_equal(xpj_punct_str(P_COUNT), "?");
+  lexes_as("a<<=b>>=c", "id <<= id >>= id");
+  lexes_as("<<<=>>>>=", "<< <= >> >>=");
+  lexes_as("<<>>", "<< >>");
+  lexes_as("x--->y", "id -- -> id");
+  lexes_as("!===<=>=", "!= == <= >=");
+  lexes_as("&&&=|||=&|", "&& &= || |= & |");
+  lexes_as("+++=-=-*=/=%=^=", "++ += -= - *= /= %= ^=");
+  lexes_as("=>-<~!?:;,.{}[]()", "= > - < ~ ! ? : ; , . { } [ ] ( )");
+  lexes_as("a.b...", "id . id . . .");
+  lexes_as("x/y/*c*/z//d\n%", "id / id id %");
+  lexes_as("1-1 .5+a", "num - num num + id");
+}
+
+/* Every keyword and every scalar type name, and the words around them
+ * that are neither (compiler/lex.c keyword_at and its type names) */
+static void test_lex_words(void **state) {
+  (void)state;
+  static const char *const kws[] = {
+#define X(id, s) s,
+      XPJ_KEYWORDS(X)
+#undef X
+  };
+  char src[64], want[64];
+  for (size_t k = 0; k < sizeof kws / sizeof *kws; k++) {
+    snprintf(want, sizeof want, "kw:%s", kws[k]);
+    lexes_as(kws[k], want);
+    assert_int_equal(xpj_tok_kind_str((tok_kind)(TK_KW_KERNEL + k))[0],
+                     kws[k][0]);
+    snprintf(src, sizeof src, "%sx _%s %.*s %c%s", kws[k], kws[k],
+             (int)strlen(kws[k]) - 1, kws[k], kws[k][0] - 32, kws[k] + 1);
+    lexes_as(src, "id id id id");
+  }
+  for (int t = XPJ_BOOL; t < XPJ_SCALAR_COUNT; t++) {
+    const char *n = xpj_scalar_name((xpj_scalar)t);
+    snprintf(want, sizeof want, "ty:%s", n);
+    lexes_as(n, want);
+    snprintf(src, sizeof src, "%s0 %.*s _%s", n, (int)strlen(n) - 1, n, n);
+    lexes_as(src, "id id id");
+  }
+}
+
+/* Precedence and associativity (docs/language.md 8.1, parse_binary's
+ * table): each module constant has one value read as the table says, and
+ * another, or a type error, read otherwise; private arrays sized by them
+ * show the values */
+static void test_precedence(void **state) {
+  (void)state;
+  static const char *const prec_cases[][2] = {
+      {"100 + (1 | 1 ^ 1)", "101"},          /* | below ^ */
+      {"200 + (1 ^ 1 & 0)", "201"},          /* ^ below & */
+      {"(false & false == false) ? 300 : 301", "301"}, /* & below == */
+      {"(false == 2 < 1) ? 401 : 400", "401"},         /* == below < */
+      {"(3 > 2 == true) ? 501 : 500", "501"},
+      {"(1 < 1 << 1) ? 601 : 600", "601"},   /* < below << */
+      {"700 + (1 << 1 + 1)", "704"},         /* << below + */
+      {"800 + 1 + 2 * 3", "807"},            /* + below * */
+      {"900 + 7 % 4 * 2", "906"},            /* % and * alike, from the left */
+      {"1000 + (8 - 4 - 2)", "1002"},        /* from the left */
+      {"1100 + 16 / 4 / 2", "1102"},
+      {"1200 + (64 >> 2 >> 1)", "1208"},
+      {"1300 - 1 - 1", "1298"},
+      {"(true || true && false) ? 1401 : 1400", "1401"}, /* || below && */
+      {"(false && false | true) ? 1500 : 1501", "1501"}, /* && below | */
+      {"true ? 1601 : 1600 + 10", "1601"},   /* ?: below all */
+      {"1700 - -1", "1701"},
+  };
+  enum { N = sizeof prec_cases / sizeof *prec_cases };
+  char src[4096], *w = src;
+  for (int i = 0; i < N; i++)
+    w += sprintf(w, "const C%d = %s;\n", i, prec_cases[i][0]);
+  w += sprintf(w, "kernel k(x: global i64[]) range {\n");
+  for (int i = 0; i < N; i++)
+    w += sprintf(w, "  let a%d: i64[C%d];\n  a%d[0] = 0;\n", i, i, i);
+  sprintf(w, "  x[0] = 1;\n}\n");
+  char want[N][32];
+  const char *wants[N];
+  for (int i = 0; i < N; i++) {
+    snprintf(want[i], sizeof want[i], "private i64[%s]", prec_cases[i][1]);
+    wants[i] = want[i];
+  }
+  free(expect_ir(src, wants, N));
 }
 
 /* Deterministic garbage: never a crash, always a clean status. */
@@ -1043,6 +1180,9 @@ int main(void) {
       cmocka_unit_test(test_styled_rendering),
       cmocka_unit_test(test_nul_bytes),
       cmocka_unit_test(test_comment_bytes),
+      cmocka_unit_test(test_precedence),
+      cmocka_unit_test(test_lex_punctuators),
+      cmocka_unit_test(test_lex_words),
       cmocka_unit_test(test_garbage),
       cmocka_unit_test(test_deep_nesting),
       cmocka_unit_test(test_flat_chains),
