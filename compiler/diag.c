@@ -2,7 +2,7 @@
  * diag.c - compiler diagnostics: a list of positioned messages rendered as
  * a C compiler would, with the source line and a caret. Source lines are
  * copied with non-printable bytes replaced, so binary input never reaches
- * a terminal raw.
+ * a terminal raw, and a long one in part, around the caret.
  */
 #include "buf.h"
 #include "diag.h"
@@ -18,6 +18,7 @@ typedef struct diag_item {
   xpj_severity sev;
   char *file, *msg, *src;
   unsigned line, col;
+  unsigned caret; /* the caret's column in src (1-based); 0: none */
 } diag_item;
 
 struct xpj_diags {
@@ -69,26 +70,82 @@ xpj_status xpj_diags_get(const xpj_diags *d, unsigned i, xpj_diag *out) {
   return XPJ_OK;
 }
 
-/* Copies a source line, replacing bytes that are not printable ASCII (tabs
- * are kept so that the caret line can mirror them). */
-static char *sanitize(const char *s, size_t n) {
-  if (n > 400)
-    n = 400; /* a pathological line is cut, not dumped */
-  char *d = xpj_malloc(n + 1);
+/* How much of a source line is quoted: a pathological line is cut, not
+ * dumped. A line of at most QUOTE bytes is quoted whole; a longer one by
+ * its first QUOTE bytes when the column is among the first QUOTE -
+ * QUOTE_AHEAD, else by a window of the WIN_BEFORE bytes before the column
+ * and WIN_AFTER from it, so that the caret stays under its character;
+ * "..." marks where the line is cut. A window starts where the column
+ * alone says and is shorter than the column (3 + 320 + 3 < 360): one
+ * given back to xpj_diags_add with its column (xpjit-cli copies
+ * diagnostics from one list to another) is told from a line and kept. */
+enum { QUOTE = 400, QUOTE_AHEAD = 40, WIN_BEFORE = 160, WIN_AFTER = 160 };
+#define CUT "..."
+
+/* Whether s[0..n) is a window quote_line made for the column c0 (0-based):
+ * a source line holding that column is at least c0 bytes long */
+static bool is_window(const char *s, size_t n, size_t c0) {
+  return c0 >= QUOTE - QUOTE_AHEAD && n < c0 && n > 3 &&
+         memcmp(s, CUT, 3) == 0;
+}
+
+/* The quoted part of source line s[0..n) (cut at its first '\n' or
+ * '\r'), bytes that are not printable ASCII replaced by '?' (NULs
+ * included; tabs are kept so that the caret line can mirror them), and in
+ * *caret where col is in it (col 0: no caret). */
+static char *quote_line(const char *s, size_t n, unsigned col,
+                        unsigned *caret) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] == '\n' || s[i] == '\r')
+      n = i;
+  size_t c0 = col ? col - 1 : 0, from = 0, to = n;
+  bool pre = false, post = false;
+  if (is_window(s, n, c0)) {
+    c0 = 3 + WIN_BEFORE; /* (its text is as it was made) */
+  } else if (n > QUOTE && c0 < QUOTE - QUOTE_AHEAD) {
+    to = QUOTE;
+    post = true;
+  } else if (n > QUOTE) {
+    c0 = c0 < n ? c0 : n; /* (a column past the end: the end) */
+    from = c0 - WIN_BEFORE;
+    to = c0 + WIN_AFTER < n ? c0 + WIN_AFTER : n;
+    pre = true;
+    post = to < n;
+  }
+  size_t k = 0, len = (pre ? 3 : 0) + (to - from) + (post ? 3 : 0);
+  char *d = xpj_malloc(len + 1);
   if (!d)
     return NULL;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    d[i] = (c == '\t' || (c >= 32 && c < 127)) ? (char)c : '?';
+  if (pre) {
+    memcpy(d, CUT, 3);
+    k = 3;
   }
-  d[n] = 0;
+  for (size_t i = from; i < to; i++) {
+    unsigned char c = (unsigned char)s[i];
+    d[k++] = (c == '\t' || (c >= 32 && c < 127)) ? (char)c : '?';
+  }
+  if (post) {
+    memcpy(d + k, CUT, 3);
+    k += 3;
+  }
+  d[k] = 0;
+  *caret = col ? (unsigned)((pre ? 3 : 0) + (c0 - from) + 1) : 0;
   return d;
 }
 
 xpj_status xpj_diags_add(xpj_diags *d, xpj_severity sev, const char *file,
                          unsigned line, unsigned col, const char *source_line,
                          const char *message) {
-  if (!d || !message)
+  const char *src = source_line ? source_line : "";
+  return xpj_diags_add_line(d, sev, file, line, col, src,
+                            strcspn(src, "\n\r"), message);
+}
+
+xpj_status xpj_diags_add_line(xpj_diags *d, xpj_severity sev,
+                              const char *file, unsigned line, unsigned col,
+                              const char *text, size_t len,
+                              const char *message) {
+  if (!d || !message || (!text && len))
     return XPJ_ERR_INVALID;
   if (!xpj_grow((void **)&d->items, &d->cap, d->n + 1, sizeof *d->items))
     return XPJ_ERR_NOMEM;
@@ -98,9 +155,7 @@ xpj_status xpj_diags_add(xpj_diags *d, xpj_severity sev, const char *file,
   it->col = col;
   it->file = xpj_strdup(file ? file : "");
   it->msg = xpj_strdup(message);
-  const char *src = source_line ? source_line : "";
-  size_t sl = strcspn(src, "\n\r");
-  it->src = sanitize(src, sl);
+  it->src = quote_line(text ? text : "", len, col, &it->caret);
   if (!it->file || !it->msg || !it->src) {
     xpj_free(it->file);
     xpj_free(it->msg);
@@ -158,10 +213,10 @@ xpj_status xpj_diags_render_styled(const xpj_diags *d,
     xpj_buf_puts(&b, it->msg);
     markup_end(&b, st, on);
     xpj_buf_puts(&b, "\n");
-    if (*it->src && it->col) {
+    if (*it->src && it->caret) {
       xpj_buf_printf(&b, "  %s\n  ", it->src);
       size_t n = strlen(it->src);
-      for (unsigned c = 1; c < it->col && c - 1 < n; c++)
+      for (unsigned c = 1; c < it->caret && c - 1 < n; c++)
         xpj_buf_puts(&b, it->src[c - 1] == '\t' ? "\t" : " ");
       on = markup(&b, st->caret);
       xpj_buf_puts(&b, "^");

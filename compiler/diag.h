@@ -24,4 +24,14 @@ typedef struct xpj_diag_style {
 xpj_status xpj_diags_render_styled(const xpj_diags *d,
                                    const xpj_diag_style *style, char **out,
                                    size_t *len);
+/* xpj_diags_add with the source line as text[0..len) from its start
+ * (more may follow: it ends at the first '\n' or '\r'; NUL bytes are
+ * quoted as '?'), which need not be a C string: the parser passes its
+ * source, however long the line. A long line is quoted in part, around
+ * col (diag.c quote_line). */
+xpj_status xpj_diags_add_line(xpj_diags *d, xpj_severity sev,
+                              const char *file, unsigned line, unsigned col,
+                              const char *text, size_t len,
+                              const char *message);
+
 #endif

@@ -27,6 +27,7 @@
  * every deferred check runs.
  */
 #include "buf.h"
+#include "diag.h"
 #include "frontend.h"
 #include "ir_impl.h"
 #include "lex.h"
@@ -208,25 +209,12 @@ static void report(parser *p, xpj_severity sev, uint32_t off, uint32_t line,
     snprintf(full, sizeof full, "%s (with %s)", msg, p->bound->text);
     msg = full;
   }
+  /* the line from its start, as long as it is: the part quoted is
+   * diag.c's to choose (around col on a long line) */
   const char *ls = line_start(p, off);
-  size_t n = (size_t)(p->src + p->len - ls);
-  char *copy = xpj_malloc(n + 1 > 401 ? 401 : n + 1);
-  if (!copy) {
+  if (xpj_diags_add_line(p->d, sev, p->fname, line, col, ls,
+                         (size_t)(p->src + p->len - ls), msg) != XPJ_OK)
     p->oom = true;
-    return;
-  }
-  size_t k = 0;
-  while (k < n && k < 400 && ls[k] != '\n')
-    k++;
-  memcpy(copy, ls, k);
-  copy[k] = 0;
-  /* NUL bytes inside the line would cut it: show them as '?' */
-  for (size_t i = 0; i < k; i++)
-    if (!copy[i])
-      copy[i] = '?';
-  if (xpj_diags_add(p->d, sev, p->fname, line, col, copy, msg) != XPJ_OK)
-    p->oom = true;
-  xpj_free(copy);
 }
 
 static void verror(parser *p, const token *t, bool syntax, const char *fmt,

@@ -245,6 +245,114 @@ static void test_caret_rendering(void **state) {
   free(text);
 }
 
+/* The rendered diagnostic in text: its quoted line and what stands at
+ * its caret, at (tabs are mirrored, so the caret's index is the column's);
+ * fails unless the quote is at most max bytes and starts and ends as
+ * said ("..." where the line is cut) */
+static void caret_at(const char *text, const char *at, size_t max,
+                     const char *starts, const char *ends) {
+  const char *q = strchr(text, '\n');
+  assert_non_null(q);
+  const char *c = strchr(q + 1, '\n');
+  assert_non_null(c);
+  q += 3; /* (the quote and the caret line are indented by two) */
+  size_t qlen = (size_t)(c - q);
+  const char *caret = strchr(c + 1, '^');
+  assert_non_null(caret);
+  size_t col = (size_t)(caret - (c + 3));
+  if (qlen > max || strncmp(q, starts, strlen(starts)) != 0 ||
+      qlen < strlen(ends) || strncmp(c - strlen(ends), ends, strlen(ends)) ||
+      col > qlen || strncmp(q + col, at, strlen(at)) != 0 ||
+      (!*at && col != qlen)) /* ("": just past the quote's end) */
+    fail_msg("want '%s' at the caret, a quote of at most %zu bytes from "
+             "'%s' to '%s'; got:\n%s", at, max, starts, ends, text);
+  for (const char *k = c + 3; k < caret; k++)
+    if (*k != (q[k - (c + 3)] == '\t' ? '\t' : ' '))
+      fail_msg("the caret line does not mirror the quote:\n%s", text);
+}
+
+/* A long line is quoted in part, the caret under its character: the
+ * first 400 bytes while the column is among the first 360, else 160
+ * bytes either side of it, with "..." where it is cut (the line was cut
+ * at 400 and the caret put at the column, past the quote); the same when
+ * xpjit-cli copies the diagnostic to another list */
+static void test_long_line_caret(void **state) {
+  (void)state;
+  char src[8192], *w = src;
+  w += sprintf(w, "kernel k(x: global f32[]) range {\n  x[0] = 1.0");
+  for (int i = 0; i < 300; i++) /* (tabs in the window: mirrored) */
+    w += sprintf(w, i % 50 == 49 ? "\t+ 1.0" : " + 1.0");
+  w += sprintf(w, " + qq + 1.0;");
+  for (int i = 0; i < 100; i++)
+    w += sprintf(w, " x[%d] = 2.0;", i + 1);
+  sprintf(w, "\n  x[1] = 1.0 +\n}\n");
+  char *text = NULL;
+  assert_int_equal(parse_src(src, NULL, &text), XPJ_ERR_SYNTAX);
+  /* "  x[0] = 1.0" is 12 bytes, then 300 terms of 6 */
+  assert_non_null(strstr(text, "t.xpk:2:1816: error: unknown name 'qq'\n"));
+  caret_at(text, "qq + 1.0; x[1] = 2.0;", 326, "...", "...");
+  char *e = strstr(text, "t.xpk:4:1: error: expected an expression");
+  assert_non_null(e); /* (the next error, on a short line) */
+  caret_at(e, "}", 30, "}", "}");
+  free(text);
+
+  /* the column among the first 360: the line's start */
+  w = src + sprintf(src, "kernel k(x: global f32[]) range {\n  x[0] = zz");
+  for (int i = 0; i < 200; i++)
+    w += sprintf(w, " + 1.0");
+  sprintf(w, ";\n}\n");
+  assert_int_equal(parse_src(src, NULL, &text), XPJ_ERR_SYNTAX);
+  assert_non_null(strstr(text, "t.xpk:2:10: error: unknown name 'zz'\n"));
+  caret_at(text, "zz + 1.0", 403, "  x[0] = zz", " + 1....");
+  free(text);
+
+  /* the column past the end of a long line: its last 160 bytes */
+  w = src + sprintf(src, "kernel k(x: global f32[]) range {\n  x[0] = 1.0");
+  for (int i = 0; i < 200; i++)
+    w += sprintf(w, " + 1.0");
+  sprintf(w, "\n}\n");
+  assert_int_equal(parse_src(src, NULL, &text), XPJ_ERR_SYNTAX);
+  assert_non_null(strstr(text, "t.xpk:2:1213: error: expected ';' after "
+                               "statement, found '}'\n"));
+  caret_at(text, "", 163, "...", " + 1.0");
+
+
+  /* xpj_diags_get, then xpj_diags_add (xpjit-cli does): the same text,
+   * and the column is still the line's */
+  xpj_diags *d = NULL, *copy = NULL;
+  char line[1200];
+  memset(line, 'a', sizeof line - 1);
+  line[sizeof line - 1] = 0;
+  memcpy(line + 999, "HERE", 4);
+  assert_int_equal(xpj_diags_create(&d), XPJ_OK);
+  assert_int_equal(xpj_diags_create(&copy), XPJ_OK);
+  assert_int_equal(xpj_diags_add(d, XPJ_SEV_ERROR, "f.xpk", 7, 1000, line,
+                                 "here"), XPJ_OK);
+  xpj_diag g;
+  assert_int_equal(xpj_diags_get(d, 0, &g), XPJ_OK);
+  assert_int_equal(g.col, 1000);
+  assert_int_equal(strlen(g.source), 326);
+  assert_int_equal(xpj_diags_add(copy, g.severity, g.file, g.line, g.col,
+                                 g.source, g.message), XPJ_OK);
+  char *t2 = NULL;
+  free(text);
+  assert_int_equal(xpj_diags_render(d, &text, NULL), XPJ_OK);
+  assert_int_equal(xpj_diags_render(copy, &t2, NULL), XPJ_OK);
+  assert_string_equal(text, t2);
+  caret_at(text, "HEREaaa", 326, "...aaa", "aaa...");
+  free(text);
+  /* a column past the line's end (a tool's own diagnostic): its end */
+  xpj_diags_clear(d);
+  assert_int_equal(xpj_diags_add(d, XPJ_SEV_ERROR, "f.xpk", 7, 5000, line,
+                                 "past"), XPJ_OK);
+  assert_int_equal(xpj_diags_render(d, &text, NULL), XPJ_OK);
+  caret_at(text, "", 163, "...aaa", "aaa");
+  free(text);
+  free(t2);
+  xpj_diags_destroy(d);
+  xpj_diags_destroy(copy);
+}
+
 /* xpj_diags_render_styled (diag.h): each part marked up and reset, the
  * source line never; without a style, xpj_diags_render's text exactly. */
 static void test_styled_rendering(void **state) {
@@ -1177,6 +1285,7 @@ int main(void) {
       cmocka_unit_test(test_typed_constant_wrap),
       cmocka_unit_test(test_constant_rules),
       cmocka_unit_test(test_caret_rendering),
+      cmocka_unit_test(test_long_line_caret),
       cmocka_unit_test(test_styled_rendering),
       cmocka_unit_test(test_nul_bytes),
       cmocka_unit_test(test_comment_bytes),
