@@ -435,6 +435,7 @@ static void parse_pending(parser *p, pconst *k) {
   p->panic = keep.panic;
   p->gave_up = keep.gave_up;
   p->depth = keep.depth;
+  p->inner = keep.inner; /* (the constant is not inside the operand) */
 }
 
 /* The module constant item token t names, if it is still waiting and not
