@@ -6,7 +6,6 @@
 #include "lex.h"
 #include "ir_impl.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -203,8 +202,23 @@ static token *push(lx *l, tok_kind k, uint32_t off, uint32_t n) {
   return t;
 }
 
-static bool is_ident_start(int c) { return isalpha(c) || c == '_'; }
-static bool is_ident(int c) { return isalnum(c) || c == '_'; }
+/* ASCII only, whatever the locale: <ctype.h>'s classes follow
+ * setlocale, and a program (or a Python interpreter) that set a Latin-1
+ * locale would otherwise read bytes 0xC0-0xFF as letters, a source that
+ * fails elsewhere would parse here. */
+static bool is_alpha(int c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+static bool is_digit(int c) { return c >= '0' && c <= '9'; }
+static bool is_xdigit(int c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+static bool is_space(int c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
+         c == '\r';
+}
+static bool is_ident_start(int c) { return is_alpha(c) || c == '_'; }
+static bool is_ident(int c) { return is_alpha(c) || is_digit(c) || c == '_'; }
 
 /* Reads a literal suffix (i8 ... f64) at l->pos, if any. */
 static int suffix(lx *l, uint32_t *end) {
@@ -229,9 +243,9 @@ static int suffix(lx *l, uint32_t *end) {
 }
 
 static bool is_digit_of(int base, char c) {
-  return base == 16 ? isxdigit((unsigned char)c) != 0
+  return base == 16 ? is_xdigit((unsigned char)c)
          : base == 2 ? (c == '0' || c == '1')
-                     : isdigit((unsigned char)c) != 0;
+                     : is_digit((unsigned char)c);
 }
 
 static void lex_number(lx *l) {
@@ -262,7 +276,7 @@ static void lex_number(lx *l) {
     bool ok = is_digit_of(base, c);
     if (base == 10 && !ok) {
       if (c == '.' && !is_float && p + 1 < l->len &&
-          isdigit((unsigned char)s[p + 1])) {
+          is_digit((unsigned char)s[p + 1])) {
         is_float = true;
         ok = true;
       } else if (c == '.' && !is_float &&
@@ -271,9 +285,9 @@ static void lex_number(lx *l) {
         is_float = true; /* "1." */
         ok = true;
       } else if ((c == 'e' || c == 'E') && p + 1 < l->len &&
-                 (isdigit((unsigned char)s[p + 1]) ||
+                 (is_digit((unsigned char)s[p + 1]) ||
                   ((s[p + 1] == '+' || s[p + 1] == '-') && p + 2 < l->len &&
-                   isdigit((unsigned char)s[p + 2])))) {
+                   is_digit((unsigned char)s[p + 2])))) {
         is_float = true;
         if (nd < sizeof digits - 2)
           digits[nd++] = c;
@@ -462,8 +476,8 @@ static bool lex_one(lx *l) {
     }
     return true;
   }
-  if (isdigit(c) || (c == '.' && start + 1 < l->len &&
-                     isdigit((unsigned char)s[start + 1]))) {
+  if (is_digit(c) || (c == '.' && start + 1 < l->len &&
+                     is_digit((unsigned char)s[start + 1]))) {
     lex_number(l);
     return !l->oom;
   }
@@ -481,7 +495,7 @@ static bool lex_one(lx *l) {
   uint32_t p = start;
   while (p < l->len) {
     unsigned char d = (unsigned char)s[p];
-    if (isspace(d) || is_ident(d) || punct1[d] != P_NONE)
+    if (is_space(d) || is_ident(d) || punct1[d] != P_NONE)
       break;
     if (d == 0 && p > start && s[p - 1] != 0)
       break;
