@@ -34,7 +34,9 @@ typedef struct xpj_diag {
   const char *file;    /* "" when not tied to a file */
   unsigned line, col;  /* 1-based; 0 when unknown */
   const char *message;
-  const char *source;  /* the source line (printable ASCII), or "" */
+  const char *source;  /* the source line (printable ASCII), or "": a line
+                          over 400 bytes is quoted in part, "..." where it
+                          is cut (around col; docs/language.md 12) */
 } xpj_diag;
 
 xpj_status xpj_diags_create(xpj_diags **out);
