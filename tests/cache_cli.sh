@@ -258,9 +258,92 @@ printf 'kernel k<%s>(y: global f32[]%s) range { y[0] = 1.0; }\n' "$P" "$A" >"$T/
 [ $? = 2 ] || bad "bundle build -j0"
 "$CLI" bundle build examples/saxpy.xpk --dtype f32 --target cpu -o "$T/p.xpb" --json >"$T/o" 2>"$T/e" ||
   bad "bundle build --dtype f32 --json: $(cat "$T/e")"
-grep -q '^{"bundle": ".*p.xpb", "kernels": 1, "compiled": 1, "failed": 0, "skipped": 0}$' "$T/o" ||
+grep -q '^{"bundle": ".*p.xpb", "kernels": 1, "compiled": 1, "failed": 0, "skipped": 0, "duplicates": 0, "options": "O2"}$' "$T/o" ||
   bad "bundle build --json: $(cat "$T/o")"
 "$CLI" bundle ls "$T/p.xpb" | grep -q "saxpy .* T=f32 " || bad "bundle ls after --dtype f32"
+# -- (an outside probe) bundle build takes its options from its command
+# line only: XPJIT_CHECK, which the library adds to every kernel of a
+# context, is not read (its entries came out O2+bounds, which no run
+# without it asks for: the bundle served nothing), as emit does not read
+# it; --check=bounds asks for the checks; the summary names the options
+XPJIT_CHECK=bounds "$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target cpu \
+  -o "$T/chk.xpb" 2>"$T/e" || bad "bundle build under XPJIT_CHECK=bounds: $(cat "$T/e")"
+grep -q 'chk.xpb: 1 kernels (1 compiled, 0 failed, 0 skipped), options O2$' "$T/e" ||
+  bad "bundle build under XPJIT_CHECK=bounds: summary $(cat "$T/e")"
+"$CLI" bundle ls "$T/chk.xpb" --json | grep -q '"options": "O2",' ||
+  bad "bundle build followed XPJIT_CHECK: $("$CLI" bundle ls "$T/chk.xpb" --json)"
+XPJIT_CHECK=bogus "$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target cpu \
+  --check=bounds -O3 -o "$T/chk.xpb" --json >"$T/o" 2>"$T/e" || bad "bundle build --check=bounds: $(cat "$T/e")"
+grep -q '"options": "O3+bounds"}$' "$T/o" || bad "bundle build --check=bounds --json: $(cat "$T/o")"
+"$CLI" bundle ls "$T/chk.xpb" --json | grep -q '"options": "O3+bounds",' ||
+  bad "bundle build --check=bounds: $("$CLI" bundle ls "$T/chk.xpb" --json)"
+for c in '' everything; do
+  "$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target cpu --check="$c" \
+    -o "$T/chk2.xpb" >/dev/null 2>&1
+  [ $? = 2 ] && [ ! -e "$T/chk2.xpb" ] || bad "bundle build --check='$c': not a usage error"
+done
+# (emit neither: the same object with XPJIT_CHECK=bounds as without)
+"$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target cpu:x86-64 --emit llvm -o "$T/e1.ll" &&
+  XPJIT_CHECK=bounds "$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target cpu:x86-64 \
+    --emit llvm -o "$T/e2.ll" && cmp -s "$T/e1.ll" "$T/e2.ll" || bad "emit followed XPJIT_CHECK"
+# -- (an outside probe) bundle build compiles every entry itself: a
+# bundle is trusted as its builder's own work (security.md), and a value
+# anyone who may write a Redis had planted there ended up in one, summed
+# up as "1 compiled"; nothing comes from a daemon either. Not one command
+# reaches Redis (XPJIT_REDIS) or the daemon (XPJIT_DAEMON) during a build.
+RSV=${XPJIT_TEST_REDIS_SERVER:-redis-server}
+if [ -z "${XPJIT_TEST_NO_REDIS:-}" ] && command -v "$RSV" >/dev/null 2>&1 &&
+  command -v redis-cli >/dev/null 2>&1; then
+  "$RSV" --port 0 --unixsocket "$T/r.sock" --save '' --appendonly no \
+    --logfile "$T/redis.log" &
+  rpid=$!
+  i=0
+  until [ -S "$T/r.sock" ] || [ $i -ge 50 ]; do sleep 0.1; i=$((i + 1)); done
+  XPJIT_REDIS="unix:$T/r.sock" "$CLI" bundle build examples/saxpy.xpk --dtype T=f32,f64 \
+    --target cpu -o "$T/rb.xpb" 2>"$T/e" || bad "bundle build with XPJIT_REDIS: $(cat "$T/e")"
+  grep -q 'rb.xpb: 2 kernels (2 compiled,' "$T/e" || bad "bundle build with XPJIT_REDIS: $(cat "$T/e")"
+  redis-cli -s "$T/r.sock" info commandstats | tr -d '\r' | grep '^cmdstat_' |
+    grep -v '^cmdstat_info:' >"$T/rstats"
+  [ -S "$T/r.sock" ] && [ ! -s "$T/rstats" ] && [ "$(redis-cli -s "$T/r.sock" dbsize)" = 0 ] ||
+    bad "bundle build asked Redis: $(cat "$T/rstats")"
+  kill $rpid
+  wait $rpid 2>/dev/null
+else
+  echo "cache_cli: NOTE: no redis-server or redis-cli: bundle build not checked against Redis"
+fi
+if command -v python3 >/dev/null 2>&1; then
+  mkdir -m 700 "$T/dmn"
+  python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(16)
+while True:
+    c, _ = s.accept()
+    with open(sys.argv[2], "a") as f:
+        f.write("a connection\n")
+    c.close()
+' "$T/dmn/xpjitd.sock" "$T/dmn/log" &
+  dpid=$!
+  i=0
+  until [ -S "$T/dmn/xpjitd.sock" ] || [ $i -ge 50 ]; do sleep 0.1; i=$((i + 1)); done
+  XPJIT_DAEMON="$T/dmn/xpjitd.sock" "$CLI" bundle build examples/saxpy.xpk --dtype T=f32 \
+    --target cpu -o "$T/db.xpb" 2>"$T/e" || bad "bundle build with XPJIT_DAEMON: $(cat "$T/e")"
+  [ -S "$T/dmn/xpjitd.sock" ] && [ ! -s "$T/dmn/log" ] || bad "bundle build asked the daemon"
+  kill $dpid
+  wait $dpid 2>/dev/null
+fi
+# -- every combination is counted once: the same kernel in two files is
+# one entry of the bundle, compiled once, and the other a duplicate (the
+# summary said "1 kernels (2 compiled, ...)")
+cp examples/saxpy.xpk "$T/dup1.xpk" && cp examples/saxpy.xpk "$T/dup2.xpk"
+"$CLI" bundle build "$T/dup1.xpk" "$T/dup2.xpk" --dtype T=f32 --target cpu -o "$T/dup.xpb" 2>"$T/e" ||
+  bad "bundle build of one kernel in two files: $(cat "$T/e")"
+grep -q 'dup.xpb: 1 kernels (1 compiled, 0 failed, 0 skipped, 1 duplicate), options O2$' "$T/e" ||
+  bad "bundle build of one kernel in two files: summary $(cat "$T/e")"
+"$CLI" bundle build "$T/dup1.xpk" "$T/dup2.xpk" --dtype T=f32,f64 --target cpu -o "$T/dup.xpb" --json >"$T/o" 2>"$T/e"
+grep -q '"kernels": 2, "compiled": 2, "failed": 0, "skipped": 0, "duplicates": 2,' "$T/o" ||
+  bad "bundle build --json of one kernel in two files: $(cat "$T/o")"
 
 # -- bundle import --json
 export XPJIT_CACHE_DIR="$T/c10"

@@ -96,6 +96,23 @@ expect 2 "$CLI" emit
 expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32
 expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target gpu
 expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target ptx:sm_61
+# an empty item in a CPU feature list is a usage error, for emit as for
+# bundle build (the library takes the list as it is, LLVM passes over the
+# empty item: +avx2,, compiled as +avx2 under a key of its own); an empty
+# list is the form of no feature (an outside probe)
+for t in 'cpu:x86-64:+avx2,,' 'cpu:x86-64:+avx2,' 'cpu:x86-64:,+avx2' 'cpu:x86-64:+avx2,,-sse4a'; do
+  expect 2 "$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target "$t" -o "$tmp/ft.o"
+  grep -q "an empty item in the CPU feature list of '$t'" "$tmp/err" || { echo "FAIL: emit --target $t: $(cat "$tmp/err")"; fail=1; }
+  [ ! -e "$tmp/ft.o" ] || { echo "FAIL: emit --target $t wrote its output"; fail=1; }
+  case $t in *:,*) continue ;; esac # (bundle build: below)
+  expect 2 "$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target "$t" -o "$tmp/x.xpb"
+done
+expect 0 "$CLI" emit examples/saxpy.xpk --kernel saxpy --dtype T=f32 --target cpu:x86-64: -o "$tmp/x"
+# (bundle build's --target is a list: cpu:x86-64: is a target with no
+# feature, and +avx2 after it starts its list, never with a comma first)
+expect 0 "$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target cpu:x86-64:,+avx2 -o "$tmp/x.xpb"
+"$CLI" bundle ls "$tmp/x.xpb" --json | grep -q '"targets": \["cpu:x86-64:+avx2"\]' ||
+  { echo "FAIL: bundle build --target cpu:x86-64:,+avx2: $("$CLI" bundle ls "$tmp/x.xpb" --json | cut -c1-300)"; fail=1; }
 expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu --emit exe
 expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu -O7
 expect 2 "$CLI" emit examples/reduce.xpk --kernel block_sum --dtype T=f32 --target cpu --timeout 0

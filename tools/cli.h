@@ -111,6 +111,17 @@ void cli_temp_drop(const char *path);
 int cli_write_output(const char *who, const char *path, const void *data,
                      size_t len, const char *cache_path);
 
+/* ---- --target and --check (cli_args.c) ------------------------------- */
+
+/* One target of emit and bundle build: xpj_target_parse's, and in the
+ * form with a CPU feature list (cpu:NAME:+f,-g) no empty item, which
+ * the library would take as it is (a key of its own for the same code).
+ * false with the reason in err. */
+bool cli_target_ok(const char *t, xpj_target *out, char *err, size_t size);
+/* --check=bounds|all|none (emit, bundle build) into *checks: 0, or
+ * EXIT_USAGE with a message (an unknown name, an empty value). */
+int cli_checks_value(const cli_args *a, unsigned *checks);
+
 /* ---- --dtype and --const (cli_args.c) -------------------------------- */
 
 /* One parser for ir, emit and bundle build, with the library's rules

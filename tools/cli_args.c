@@ -356,6 +356,33 @@ bool cli_number(const char *s, long min, long max, long *out) {
   return true;
 }
 
+/* ---- --target and --check (emit, bundle build) -------------------------- */
+
+bool cli_target_ok(const char *t, xpj_target *out, char *err, size_t size) {
+  if (xpj_target_parse(t, out, err, size) != XPJ_OK)
+    return false;
+  /* cpu:NAME:LIST: the library takes LIST as it is, and LLVM passes over
+   * an empty item, so +avx2,, would compile, under a key of its own, as
+   * +avx2 (an empty LIST is the form of no feature: cpu:x86-64:) */
+  const char *list = !strncmp(t, "cpu:", 4) ? strchr(t + 4, ':') : NULL;
+  if (list && list[1] &&
+      (list[1] == ',' || strstr(list, ",,") || t[strlen(t) - 1] == ',')) {
+    snprintf(err, size, "an empty item in the CPU feature list of '%s' "
+             "(cpu:NAME:+feature,-feature,...)", t);
+    return false;
+  }
+  return true;
+}
+
+int cli_checks_value(const cli_args *a, unsigned *checks) {
+  char err[256];
+  if (!*a->arg) /* "" is XPJIT_CHECK unset; here a value left out */
+    return cli_bad_value(a, "--check takes bounds, all or none, not ''");
+  if (xpj_checks_parse(a->arg, checks, err, sizeof err) != XPJ_OK)
+    return cli_bad_value(a, "%s", err);
+  return 0;
+}
+
 /* ---- --dtype and --const ---------------------------------------------- */
 
 void cli_bindings_init(cli_bindings *bs, const cli_args *a, bool lists) {

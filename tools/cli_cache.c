@@ -37,6 +37,7 @@ enum {
   OPT_FAST_MATH,
   OPT_FP_CONTRACT,
   OPT_KEEP_GOING,
+  OPT_CHECK,
 };
 
 /* ---- output helpers ------------------------------------------------------- */
@@ -877,7 +878,7 @@ static void usage_bundle(FILE *out) {
           "usage: %s bundle build FILE... --dtype T=f32,f64 [--dtype U=...]\n"
           "          [--const N=16,32]... [--ndim 1,2,3] [--kernel NAME]...\n"
           "          --target TGT... [-O N] [--fast-math] [--fp-contract]\n"
-          "          [-j N] [--keep-going]\n"
+          "          [--check=bounds] [-j N] [--keep-going]\n"
           "          [--json] -o OUT.xpb\n"
           "       %s bundle ls FILE [--json]\n"
           "       %s bundle verify FILE [--json]\n"
@@ -892,7 +893,10 @@ static void usage_bundle(FILE *out) {
           "        (kernels with [*] arrays; default 1,2,3) and targets, in\n"
           "        parallel (-j N, --jobs N: N at a time; default one per\n"
           "        core), into one bundle. --target: spirv, ptx:sm_80,sm_90,\n"
-          "        cpu (this machine), cpu:x86-64, ... (repeatable).\n"
+          "        cpu (this machine), cpu:x86-64, ... (repeatable). Each\n"
+          "        entry is compiled here, with the options given: none is\n"
+          "        taken from a bundle, the daemon or Redis, and XPJIT_CHECK\n"
+          "        is not read (--check=bounds, as for emit).\n"
           "ls      the bundle's versions, targets and entries\n"
           "verify  every entry's key, checksum and columns, and whether\n"
           "        this xpjit can use the bundle\n"
@@ -981,7 +985,8 @@ static int target_item(const cli_args *a, build_req *b, unsigned first,
   bool feature = *item == '+' || *item == '-';
   if (prev && feature && !strncmp(*prev, "cpu:", 4) &&
       strchr(*prev + 4, ':')) {
-    char *t = joined(*prev, strlen(*prev), ",", item);
+    size_t n = strlen(*prev); /* after cpu:NAME: (no feature) no comma */
+    char *t = joined(*prev, n, (*prev)[n - 1] == ':' ? "" : ",", item);
     if (!t)
       return cli_bad_value(a, "out of memory");
     free(*prev);
@@ -1017,7 +1022,7 @@ static int target_list(const cli_args *a, build_req *b) {
   for (unsigned i = first; !rc && i < b->ntargets; i++) {
     xpj_target pt;
     char err[256];
-    if (xpj_target_parse(b->targets[i], &pt, err, sizeof err) != XPJ_OK)
+    if (!cli_target_ok(b->targets[i], &pt, err, sizeof err))
       rc = cli_bad_value(a, "--target %s: %s", b->targets[i], err);
   }
   return rc;
@@ -1048,6 +1053,7 @@ static int build_option(const cli_args *a, int k, build_req *b) {
     return 0;
   case OPT_FAST_MATH: b->o.fast_math = 1; return 0;
   case OPT_FP_CONTRACT: b->o.fp_contract = 1; return 0;
+  case OPT_CHECK: return cli_checks_value(a, &b->o.checks);
   case OPT_KEEP_GOING: b->keep_going = true; return 0;
   case OPT_JSON: b->json = true; return 0;
   case CLI_OPERAND:
@@ -1361,6 +1367,49 @@ static void build_temps(const char *tmpdir, const char *tmpdb, bool add) {
   add ? cli_temp_add(tmpdir, true) : cli_temp_drop(tmpdir);
 }
 
+/* What went into the bundle, from the private cache once exported: its
+ * successful entries (each compiled by this build) and their options
+ * columns (one set for the whole build: "O2", "O3+fast-math+bounds"). */
+typedef struct built {
+  char options[512]; /* the distinct ones, separated by ", " */
+} built;
+
+static int built_one(void *ud, const xpj_cache_entry *e) {
+  built *w = ud;
+  if (e->failed)
+    return 0;
+  size_t len = strlen(w->options), on = strlen(e->options);
+  for (const char *p = w->options; *p;) { /* listed already */
+    size_t k = strcspn(p, ",");
+    if (k == on && !strncmp(p, e->options, on))
+      return 0;
+    p += k + (p[k] ? 2 : 0);
+  }
+  if (len + on + 3 < sizeof w->options)
+    snprintf(w->options + len, sizeof w->options - len, "%s%s",
+             len ? ", " : "", e->options);
+  return 0;
+}
+
+/* A bundle is trusted as its builder's own work (security.md), so a build
+ * compiles every entry itself: its context asks no bundle, no daemon and
+ * no Redis (build), and should a kernel come from one all the same, or
+ * the counters not say, nothing is written. */
+static bool compiled_all(xpj_context *ctx, const char *out) {
+  xpj_cache_counters k;
+  if (xpj_context_cache_counters(ctx, &k) != XPJ_OK) {
+    cli_error("bundle build", "%s; %s not written", xpj_last_error(), out);
+    return false;
+  }
+  uint64_t taken = k.bundle_hits + k.daemon_hits + k.redis_hits;
+  if (!taken)
+    return true;
+  cli_error("bundle build", "%llu kernels came from a bundle, the daemon or "
+            "Redis instead of a compile here; %s not written",
+            (unsigned long long)taken, out);
+  return false;
+}
+
 static int build(const build_req *b) {
   /* (xpj_cache_export refuses only its own, private cache's files) */
   if (!cli_output_ok("bundle build", b->outpath, NULL))
@@ -1379,12 +1428,23 @@ static int build(const build_req *b) {
   }
   snprintf(tmpdb, sizeof tmpdb, "%s/build.db", tmpdir);
   build_temps(tmpdir, tmpdb, true);
+  /* Every entry compiled here, into an empty private cache, with the
+   * options of the command line: no bundle of XPJIT_BUNDLE_PATH, no
+   * daemon (XPJIT_DAEMON), no Redis (XPJIT_REDIS: whoever may write it
+   * would have their binary in a bundle its user trusts as their own),
+   * and not the checks of XPJIT_CHECK, which the context adds to every
+   * kernel (entries a run without it never asks for: --check says so;
+   * emit does not read it either). The compile server is started after
+   * this, and gets the environment without it. */
+  unsetenv("XPJIT_CHECK");
   xpj_context_desc desc = {.visible = "cpu",
                            .cpu_threads = 1,
                            .cache_mode = XPJ_CACHE_MODE_RW,
                            .cache_path = tmpdb,
                            .cache_max_size = UINT64_MAX,
-                           .no_env_bundles = 1};
+                           .no_env_bundles = 1,
+                           .redis = "off",
+                           .daemon = "off"};
   xpj_context *ctx = NULL;
   if (xpj_context_create(&desc, &ctx) != XPJ_OK) {
     cli_error("bundle build", "%s", xpj_last_error());
@@ -1397,6 +1457,7 @@ static int build(const build_req *b) {
   int rc = plan(b, ctx, progs, &js);
   size_t skipped = 0, failed = 0;
   uint64_t n = 0;
+  built w = {0};
   if (rc == 0) {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     run_jobs(&js, &b->o, b->jobs ? b->jobs : (unsigned)(ncpu > 0 ? ncpu : 1));
@@ -1412,21 +1473,34 @@ static int build(const build_req *b) {
                 "combination was skipped (the notes above say why); %s not "
                 "written", b->outpath);
       rc = EXIT_INPUT;
-    } else if (!export_to(xpj_context_cache(ctx), "bundle build", b->outpath,
+    } else if (!compiled_all(ctx, b->outpath) ||
+               !export_to(xpj_context_cache(ctx), "bundle build", b->outpath,
                           &n)) {
       rc = EXIT_INPUT;
+    } else if (xpj_cache_list(xpj_context_cache(ctx), built_one, &w) !=
+               XPJ_OK) {
+      snprintf(w.options, sizeof w.options, "?");
     }
   }
-  size_t compiled = js.n - failed - skipped;
-  if (rc == 0 && b->json)
+  /* Every combination is counted once: compiled (an entry of the bundle),
+   * failed, skipped, or a duplicate, the same kernel as another's (the
+   * same code in two files, one target named twice), which is one entry */
+  size_t ok = js.n - failed - skipped;
+  size_t compiled = n < ok ? (size_t)n : ok, dups = ok - compiled;
+  if (rc == 0 && b->json) {
     rc = cli_json_print(json_pack(
-        "{s:o, s:o, s:o, s:o, s:o}", "bundle", cli_jstr(b->outpath),
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "bundle", cli_jstr(b->outpath),
         "kernels", cli_jint(n), "compiled", cli_jint(compiled), "failed",
-        cli_jint(failed), "skipped", cli_jint(skipped)));
-  else if (rc == 0)
+        cli_jint(failed), "skipped", cli_jint(skipped), "duplicates",
+        cli_jint(dups), "options", cli_jstr(w.options)));
+  } else if (rc == 0) {
     fprintf(stderr, "%s: %llu kernels (%zu compiled, %zu failed, %zu "
-            "skipped)\n", b->outpath, (unsigned long long)n, compiled,
-            failed, skipped);
+            "skipped", b->outpath, (unsigned long long)n, compiled, failed,
+            skipped);
+    if (dups)
+      fprintf(stderr, ", %zu duplicate%s", dups, dups == 1 ? "" : "s");
+    fprintf(stderr, "), options %s\n", *w.options ? w.options : "-");
+  }
   for (size_t q = 0; q < js.n; q++) {
     free(js.v[q].msg);
     free(js.v[q].dtypes);
@@ -1448,6 +1522,7 @@ static int bundle_build(int argc, char **argv) {
       {NULL, 'O', true},              {"jobs", 'j', true},
       {"fast-math", OPT_FAST_MATH, false},
       {"fp-contract", OPT_FP_CONTRACT, false},
+      {"check", OPT_CHECK, true},
       {"keep-going", OPT_KEEP_GOING, false},
       {"json", OPT_JSON, false},      {0},
   };

@@ -287,7 +287,7 @@ static void usage_emit(FILE *out) {
           "  -g                line tables (CPU, PTX)\n"
           "  --check=bounds    check every array index (one more hidden\n"
           "                    argument, docs/abi.md; the runtime reports the\n"
-          "                    first violation)\n"
+          "                    first violation); XPJIT_CHECK is not read\n"
           "  -o, --output OUT  output file ('-': standard output, the "
           "default)\n"
           "  --no-isolate      compile in this process instead of a worker\n"
@@ -367,12 +367,7 @@ static int cmd_emit(int argc, char **argv) {
     case OPT_FAST_MATH: o.fast_math = 1; break;
     case OPT_FP_CONTRACT: o.fp_contract = 1; break;
     case 'g': o.debug_info = 1; break;
-    case OPT_CHECK: /* "" is XPJIT_CHECK unset; here a value left out */
-      if (!*a.arg)
-        rc = cli_bad_value(&a, "--check takes bounds, all or none, not ''");
-      else if (xpj_checks_parse(a.arg, &o.checks, err, sizeof err) != XPJ_OK)
-        rc = cli_bad_value(&a, "%s", err);
-      break;
+    case OPT_CHECK: rc = cli_checks_value(&a, &o.checks); break;
     case OPT_NO_ISOLATE: o.isolation = XPJ_ISOLATE_NONE; break;
     case OPT_TIMEOUT:
       if (cli_number(a.arg, 1, 86400000, &n))
@@ -403,7 +398,7 @@ static int cmd_emit(int argc, char **argv) {
     rc = cli_bad_value(&a, "--timeout bounds the compile worker, and "
                            "--no-isolate compiles without one: use one or "
                            "the other");
-  else if (xpj_target_parse(tstr, &tgt, err, sizeof err) != XPJ_OK)
+  else if (!cli_target_ok(tstr, &tgt, err, sizeof err))
     rc = cli_bad_value(&a, "%s", err);
   else if (cli_same_file(file, outpath))
     rc = cli_bad_value(&a, "-o %s is the input file", outpath);
