@@ -193,8 +193,8 @@ static int list_entries(xpj_cache *c, bool json, json_t *list) {
     rc = cli_table_print(&l.table);
   else if (!json)
     printf("(no entries)\n");
-  if (l.failed) {
-    cli_error(NULL, "out of memory");
+  if (l.failed || (json && !list)) { /* never a list with entries missing */
+    cli_error(NULL, "out of memory making the JSON document");
     rc = EXIT_INPUT;
   }
   char problem[4600];
@@ -213,12 +213,13 @@ typedef struct findings {
   bool json;
   json_t *list;
   uint64_t checked, bad;
+  bool failed; /* out of memory: a line is missing from list */
 } findings;
 
 static void verify_line(void *ud, const char *msg) {
   findings *f = ud;
   if (f->json) {
-    json_array_append_new(f->list, cli_jstr(msg));
+    f->failed = f->failed || json_array_append_new(f->list, cli_jstr(msg));
     return;
   }
   /* a foreign file's kernel name: never raw to the terminal */
@@ -229,10 +230,16 @@ static void verify_line(void *ud, const char *msg) {
 
 /* xpj_cache_verify into f; EXIT_INPUT when it could not run. */
 static int verify(xpj_cache *c, bool repair, findings *f) {
-  if (xpj_cache_verify(c, repair, verify_line, f, &f->checked, &f->bad) ==
-      XPJ_OK)
+  if (f->json && !f->list)
+    f->failed = true;
+  else if (xpj_cache_verify(c, repair, verify_line, f, &f->checked,
+                            &f->bad) != XPJ_OK) {
+    cli_error(NULL, "%s", xpj_cache_last_error());
+    return EXIT_INPUT;
+  }
+  if (!f->failed)
     return 0;
-  cli_error(NULL, "%s", xpj_cache_last_error());
+  cli_error(NULL, "out of memory making the JSON document");
   return EXIT_INPUT;
 }
 
@@ -637,7 +644,7 @@ static int cache_verify(const cache_req *r) {
                       &c);
   if (rc)
     return rc;
-  findings f = {r->json, r->json ? json_array() : NULL, 0, 0};
+  findings f = {.json = r->json, .list = r->json ? json_array() : NULL};
   rc = verify(c, r->repair, &f);
   /* a cache refused or off (another's file, a lock that is a FIFO, a
    * disk it cannot write) was not touched: nothing was removed */
@@ -1571,8 +1578,8 @@ typedef struct bundle_req {
   bool json;
 } bundle_req;
 
-/* The bundle's meta "targets" (one per line) as a JSON array, or printed
- * (without the CPU feature lists). */
+/* The bundle's meta "targets" (one per line) as a JSON array (NULL when
+ * memory ran out), or printed (without the CPU feature lists). */
 static json_t *targets_of(const char *targets, bool json) {
   json_t *list = json ? json_array() : NULL;
   for (const char *t = targets, *e; t && *t; t = e ? e + 1 : t + strlen(t)) {
@@ -1580,7 +1587,10 @@ static json_t *targets_of(const char *targets, bool json) {
     char tg[1200], sh[1200];
     snprintf(tg, sizeof tg, "%.*s", e ? (int)(e - t) : (int)strlen(t), t);
     if (json) {
-      json_array_append_new(list, cli_jstr(tg));
+      if (json_array_append_new(list, cli_jstr(tg))) {
+        json_decref(list);
+        return NULL;
+      }
     } else {
       short_target(tg, sh, sizeof sh);
       printf("  ");
@@ -1632,13 +1642,16 @@ static int bundle_ls(const bundle_req *r) {
   if (rc)
     return rc;
   if (r->json) {
+    /* a document with every entry, or none: {"error"} (cli_json_finish) */
     json_t *entries = json_array();
     rc = list_entries(b.c, true, entries);
-    int jrc = cli_json_print(json_pack(
-        "{s:o, s:o, s:b, s:o, s:o}", "path", cli_jstr(b.path), "versions",
-        cli_jstr(b.versions), "usable", b.usable, "targets",
-        targets_of(b.targets, true), "entries", entries));
-    rc = rc ? rc : jrc;
+    if (!rc)
+      rc = cli_json_print(json_pack(
+          "{s:o, s:o, s:b, s:o, s:o}", "path", cli_jstr(b.path), "versions",
+          cli_jstr(b.versions), "usable", b.usable, "targets",
+          targets_of(b.targets, true), "entries", entries));
+    else
+      json_decref(entries);
   } else {
     label("bundle:", 10);
     printf("%s\n", b.path);
@@ -1666,7 +1679,7 @@ static int bundle_verify(const bundle_req *r) {
     cli_print_clean(b.versions ? b.versions : "(unknown)");
     printf("%s\n", b.usable ? " (matches this xpjit)" : "");
   }
-  findings f = {r->json, r->json ? json_array() : NULL, 0, 0};
+  findings f = {.json = r->json, .list = r->json ? json_array() : NULL};
   rc = verify(b.c, false, &f);
   if (!rc && r->json)
     rc = cli_json_print(json_pack(
@@ -1714,7 +1727,8 @@ static int bundle_import(const bundle_req *r) {
     return EXIT_INPUT;
   }
   json_t *list = r->json ? json_array() : NULL;
-  int rc = r->json && !list ? EXIT_INPUT : 0;
+  bool lost = false; /* out of memory: a bundle missing from list */
+  int rc = 0;
   for (unsigned i = 0; i < r->nfiles; i++) {
     uint64_t imp = 0, present = 0, damaged = 0;
     import_warnings = 0;
@@ -1742,10 +1756,12 @@ static int bundle_import(const bundle_req *r) {
     }
     if (refused) {
       rc = EXIT_INPUT;
-      if (list)
-        json_array_append_new(
-            list, json_pack("{s:o, s:o}", "bundle", cli_jstr(r->files[i]),
-                            "error", cli_jstr(refused)));
+      if (r->json)
+        lost = lost ||
+               json_array_append_new(
+                   list, json_pack("{s:o, s:o}", "bundle",
+                                   cli_jstr(r->files[i]), "error",
+                                   cli_jstr(refused)));
       continue;
     }
     bool ok = xpj_cache_import_counted(c, r->files[i], &imp, &present,
@@ -1756,26 +1772,35 @@ static int bundle_import(const bundle_req *r) {
     } else if (import_warnings || damaged) {
       rc = EXIT_INPUT; /* problems found: said in the warnings */
     }
-    if (list && ok)
-      json_array_append_new(
-          list, json_pack("{s:o, s:o, s:o, s:o}", "bundle",
-                          cli_jstr(r->files[i]), "imported", cli_jint(imp),
-                          "skipped", cli_jint(present + damaged), "damaged",
-                          cli_jint(damaged)));
-    else if (list)
-      json_array_append_new(
-          list, json_pack("{s:o, s:o}", "bundle", cli_jstr(r->files[i]),
-                          "error", cli_jstr(xpj_cache_last_error())));
+    if (r->json && ok)
+      lost = lost ||
+             json_array_append_new(
+                 list, json_pack("{s:o, s:o, s:o, s:o}", "bundle",
+                                 cli_jstr(r->files[i]), "imported",
+                                 cli_jint(imp), "skipped",
+                                 cli_jint(present + damaged), "damaged",
+                                 cli_jint(damaged)));
+    else if (r->json)
+      lost = lost ||
+             json_array_append_new(
+                 list, json_pack("{s:o, s:o}", "bundle",
+                                 cli_jstr(r->files[i]), "error",
+                                 cli_jstr(xpj_cache_last_error())));
     else if (ok)
       printf("%s: imported %llu entries into %s (%llu already there, %llu "
              "damaged)\n", r->files[i], (unsigned long long)imp,
              xpj_cache_path(c), (unsigned long long)present,
              (unsigned long long)damaged);
   }
-  if (list) {
-    int jrc = cli_json_print(json_pack("{s:o, s:o}", "cache",
-                                       cli_jstr(xpj_cache_path(c)),
-                                       "bundles", list));
+  if (r->json) { /* every bundle, or {"error"} */
+    if (lost) {
+      json_decref(list);
+      list = NULL;
+    }
+    int jrc = cli_json_print(list ? json_pack("{s:o, s:o}", "cache",
+                                              cli_jstr(xpj_cache_path(c)),
+                                              "bundles", list)
+                                  : NULL);
     rc = rc ? rc : jrc;
   }
   xpj_cache_close(c);

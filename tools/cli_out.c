@@ -291,10 +291,13 @@ json_t *cli_jint(uint64_t v) {
   return v <= INT64_MAX ? json_integer((json_int_t)v) : json_real((double)v);
 }
 
-/* JSON has no infinity or NaN: a foreign or damaged file's non-finite
- * time is null (json_real would fail, taken for out of memory) */
+/* JSON has no infinity or NaN: a foreign or damaged file's time that is
+ * not a finite number of microseconds (infinite, NaN, or so large that
+ * ms * 1000 overflows) is null. json_real of one fails, and a NULL here
+ * would be taken for running out of memory and lose the entry. */
 json_t *cli_jms(double ms) {
-  return isfinite(ms) ? json_real(round(ms * 1000) / 1000) : json_null();
+  double us = round(ms * 1000);
+  return isfinite(us) ? json_real(us / 1000) : json_null();
 }
 
 bool cli_jset(json_t *o, const char *key, json_t *v) {
@@ -302,8 +305,8 @@ bool cli_jset(json_t *o, const char *key, json_t *v) {
 }
 
 int cli_json_print(json_t *doc) {
-  if (!doc) {
-    cli_error(NULL, "out of memory");
+  if (!doc) { /* (every value is one JSON can hold: cli_jms, cli_jstr) */
+    cli_error(NULL, "out of memory making the JSON document");
     return EXIT_INPUT;
   }
   json_printed = true;
