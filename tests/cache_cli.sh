@@ -108,15 +108,23 @@ if command -v sqlite3 >/dev/null 2>&1; then
     bad "cache ls --json of 1e300 ms: $("$CLI" cache --path "$T/inf.db" --json ls | cut -c1-400)"
 fi
 # a foreign bundle's meta never reaches the terminal raw (an escape
-# sequence planted in "versions": printed as ?)
+# sequence planted in "versions": printed as ?), neither in a table nor
+# in a message (import's "built by another xpjit (VERSIONS...)" printed
+# it raw: an outside probe); a C1 control (U+009B, CSI) neither
 if command -v sqlite3 >/dev/null 2>&1; then
   cp "$T/ex.xpb" "$T/esc.xpb"
-  sqlite3 "$T/esc.xpb" "UPDATE meta SET value = value || char(27) || ']0;pwned' || char(7) WHERE name = 'versions'"
-  for sub in ls verify; do
+  sqlite3 "$T/esc.xpb" "UPDATE meta SET value = value || char(27) || ']0;pwned' || char(7) || char(155) || '2J' WHERE name = 'versions'"
+  for sub in ls verify import; do
     "$CLI" bundle $sub "$T/esc.xpb" > "$T/esc.out" 2>&1
-    if LC_ALL=C grep -q "$(printf '\033')" "$T/esc.out"; then bad "bundle $sub printed a foreign escape sequence"; fi
-    grep -q "pwned" "$T/esc.out" || bad "bundle $sub: the versions line is missing"
+    if LC_ALL=C grep -q "$(printf '\033\|\302\233\|\007')" "$T/esc.out"; then bad "bundle $sub printed a foreign escape sequence: $(cat -v "$T/esc.out" | grep pwned)"; fi
+    grep -q "pwned??2J" "$T/esc.out" || bad "bundle $sub: the versions line is missing: $(cat -v "$T/esc.out")"
   done
+  # nor in the library's warnings, which quote a damaged row's digest
+  cp "$T/ex.xpb" "$T/esc.xpb"
+  sqlite3 "$T/esc.xpb" "UPDATE entries SET digest = char(27) || ']0;pwned' || char(7) || digest WHERE rowid = (SELECT min(rowid) FROM entries)"
+  XPJIT_CACHE_DIR="$T/esc-c" "$CLI" bundle import "$T/esc.xpb" > "$T/esc.out" 2>&1
+  if LC_ALL=C grep -q "$(printf '\033\|\007')" "$T/esc.out"; then bad "bundle import printed a warning's escape sequence: $(cat -v "$T/esc.out")"; fi
+  grep -q "warning: .*entry ?\]0;pwned?" "$T/esc.out" || bad "bundle import of a damaged row: $(cat -v "$T/esc.out")"
 fi
 # never renamed over something that is not a regular file (as root, -o
 # /dev/null once replaced the device node): a FIFO and a link stay
@@ -421,7 +429,7 @@ db.close()
 c = C.c_void_p()
 assert lib.xpj_cache_open(C.byref(Cfg(os.fsencode(sys.argv[2]), 3, 0, 0, None, None)), C.byref(c)) == 0
 k = Key(code, b"K\xff\x1b[31m", dt, nd, tg, op, vs)
-v = Val(0, data, len(data), en, log, lo, sc, ms, 0)
+v = Val(0, data, len(data), en, (log or b"") + b"w\x1b]0;pwned\x07\nline 2", lo, sc, ms, 0)
 assert lib.xpj_cache_put(c, C.byref(k), C.byref(v)) == 0
 lib.xpj_cache_close(c)
 PY
@@ -456,6 +464,12 @@ PY
   "$CLI" cache ls >"$T/ls"
   grep -q "$(printf '\033')" "$T/ls" && bad "cache ls printed an escape from the cache file"
   aligned "$T/ls" || { bad "cache ls with a foreign kernel name: not aligned"; cat -v "$T/ls"; }
+  # show neither, the kernel name nor the log (which it printed raw: an
+  # outside probe); the key's and the log's lines stay lines
+  "$CLI" cache show "$ud" >"$T/show" 2>&1 || bad "cache show of the foreign row: $(cat -v "$T/show")"
+  grep -q "$(printf '\033\|\007')" "$T/show" && bad "cache show printed an escape from the cache file: $(cat -v "$T/show")"
+  grep -q '^kernel: *K??\[31m$' "$T/show" && grep -q '^w?\]0;pwned?$' "$T/show" && grep -q '^line 2$' "$T/show" &&
+    grep -q '^kernel K??\[31m$' "$T/show" || bad "cache show of the foreign row: $(cat -v "$T/show")"
 else
   echo "cache_cli: NOTE: no python3: the JSON was not validated"
 fi

@@ -207,14 +207,15 @@ const char *cli_sgr(FILE *f, const char *seq);
  * file:line:col, red "error:", magenta "warning:", a green caret. */
 void cli_print_diags(const xpj_diags *d);
 /* One diagnostic of the tool's own, "FILE: error: MESSAGE" (FILE may be
- * NULL), rendered the same way; an error is kept as cli_error keeps it. */
+ * NULL), rendered the same way, MESSAGE through cli_clean (lines kept);
+ * an error is kept as cli_error keeps it. */
 void cli_diag(xpj_severity sev, const char *file, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* A text table on stdout: columns as wide as their widest cell (the last
  * one unpadded), right-aligned where the header starts with '>', the
- * header bold on a terminal. Cells are shown with control bytes and bytes
- * that are not UTF-8 as '?', so that every row stays aligned. */
+ * header bold on a terminal. Cells are shown through cli_clean (no line
+ * breaks either), so that every row stays aligned. */
 #define CLI_TABLE_MAX_COLS 12
 typedef struct cli_table {
   unsigned ncols, nrows, cap;
@@ -229,6 +230,21 @@ void cli_table_row(cli_table *t, const char *const *cells);
 /* Prints and frees the table; EXIT_INPUT when memory ran out. */
 int cli_table_print(cli_table *t);
 
+/* ---- text of a file (cli_out.c) ---------------------------------------- */
+
+/* Text that a file (a bundle, a cache, a Redis value) may hold, or a
+ * library message that quotes one, fit to print: control characters (C0,
+ * DEL, C1; with lines not '\n' and '\t') and bytes that are not part of
+ * a well-formed UTF-8 sequence become '?', so that no escape sequence of
+ * a foreign file reaches a terminal. malloc'd (s NULL: ""); NULL when
+ * memory ran out. The one helper for it: tables, cli_print_clean,
+ * cli_error, cli_diag and the library's warnings go through it. */
+char *cli_clean(const char *s, bool lines);
+/* cli_clean(s, lines) on f. */
+void cli_fputs_clean(FILE *f, const char *s, bool lines);
+/* cli_clean(s, false) on stdout. */
+void cli_print_clean(const char *s);
+
 /* ---- JSON (cli_out.c) -------------------------------------------------- */
 
 /* s as a JSON string (NULL: null): bytes that are not part of a
@@ -238,10 +254,9 @@ json_t *cli_jstr(const char *s);
 /* v as a JSON integer (above INT64_MAX, which JSON integers of jansson
  * cannot hold, a number with a fraction part). */
 json_t *cli_jint(uint64_t v);
-/* Milliseconds, to the microsecond (a time, not 17 digits of noise). */
-/* s on stdout with invalid UTF-8 and control characters as '?': text of
- * a foreign file (a bundle's meta) never reaches the terminal raw. */
-void cli_print_clean(const char *s);
+/* Milliseconds, to the microsecond (a time, not 17 digits of noise);
+ * null when that is not a finite number (infinite, NaN, or beyond about
+ * 1.8e305 ms: a damaged or foreign file), never NULL but for memory. */
 json_t *cli_jms(double ms);
 /* Sets o[key] to v (stolen); false when either is NULL or memory ran out
  * (o is then released by the caller). */
@@ -252,8 +267,9 @@ int cli_json_print(json_t *doc);
 
 /* ---- failures (cli_out.c) ----------------------------------------------- */
 
-/* "xpjit-cli WHO: MESSAGE" (WHO NULL: "xpjit-cli: MESSAGE") on stderr, the
- * message kept for cli_json_finish. Every error of a command that takes
+/* "xpjit-cli WHO: MESSAGE" (WHO NULL: "xpjit-cli: MESSAGE") on stderr,
+ * MESSAGE through cli_clean (lines kept), the message kept as it is for
+ * cli_json_finish. Every error of a command that takes
  * --json goes through here (usage errors through cli_bad_value and
  * cli_usage_error, which call it). */
 void cli_error(const char *who, const char *fmt, ...)

@@ -109,7 +109,10 @@ static void warn_cb(void *ud, const char *msg) {
     held.n++;
     return;
   }
-  fprintf(stderr, "%s: warning: %s\n", cli_prog, msg);
+  /* (a warning may quote a damaged row, a bundle's meta) */
+  fprintf(stderr, "%s: warning: ", cli_prog);
+  cli_fputs_clean(stderr, msg, true);
+  fputc('\n', stderr);
 }
 
 /* xpj_cache_open of the user cache, its warnings held and then printed,
@@ -416,7 +419,8 @@ static void stats_text(xpj_cache *c, xpj_cache_mode mode,
   printf("%s (%s)\n", xpj_cache_path(c), mode_name(mode));
   if (*problem) {
     label("problem:", w);
-    printf("%s\n", problem);
+    cli_print_clean(problem);
+    printf("\n");
   }
   label("entries:", w);
   printf("%llu (%llu failed compiles)\n", (unsigned long long)s->entries,
@@ -545,48 +549,53 @@ static json_t *entry_json_full(const xpj_cache_entry *e) {
   return o;
 }
 
+/* One line of show: a label, then text of the file through cli_clean. */
+static void field(const char *l, const char *text) {
+  label(l, 12);
+  cli_print_clean(text);
+  printf("\n");
+}
+
+/* Every string of e comes from the file (a bundle's, imported): shown
+ * through cli_clean, the key and the log with their line breaks. */
 static void entry_text(const xpj_cache_entry *e) {
-  char sz[32], age[32];
+  char sz[32], age[32], line[96];
   human_size(e->size, sz, sizeof sz);
   human_age(e->last_used_ms, age, sizeof age);
-  const int w = 12;
-  label("digest:", w);
-  printf("%s\n", e->digest);
-  label("kernel:", w);
-  printf("%s\n", e->kernel);
-  label("dtypes:", w);
-  printf("%s\n", *e->dtypes ? e->dtypes : "-");
-  label("ndim:", w);
-  printf("%u\n", e->ndim);
-  label("target:", w);
-  printf("%s\n", e->target);
-  label("options:", w);
-  printf("%s\n", e->options);
-  label("versions:", w);
-  printf("%s\n", e->versions);
-  label("code hash:", w);
-  printf("%s\n", e->code);
-  label("status:", w);
-  printf("%s\n", e->failed ? "failed compile" : "ok");
-  label("binary:", w);
-  printf("%s, entry point %s\n", sz, e->entry);
-  label("local mem:", w);
+  field("digest:", e->digest);
+  field("kernel:", e->kernel);
+  field("dtypes:", *e->dtypes ? e->dtypes : "-");
+  snprintf(line, sizeof line, "%u", e->ndim);
+  field("ndim:", line);
+  field("target:", e->target);
+  field("options:", e->options);
+  field("versions:", e->versions);
+  field("code hash:", e->code);
+  field("status:", e->failed ? "failed compile" : "ok");
+  label("binary:", 12);
+  printf("%s, entry point ", sz);
+  cli_print_clean(e->entry);
+  printf("\n");
+  label("local mem:", 12);
   printf("%llu bytes; scratch %llu bytes per work-item\n",
          (unsigned long long)e->local_bytes,
          (unsigned long long)e->scratch_bytes);
-  label("compile:", w);
+  label("compile:", 12);
   printf("%.1f ms\n", e->compile_ms);
-  label("used:", w);
+  label("used:", 12);
   printf("%llu hits, last %s\n", (unsigned long long)e->hits, age);
   if (e->expires_ms) {
-    label("expires:", w);
+    label("expires:", 12);
     printf("%lld (ms since the epoch)\n", (long long)e->expires_ms);
   }
   label("key:", 0);
-  printf("\n%s", e->key);
+  printf("\n");
+  cli_fputs_clean(stdout, e->key, true);
   if (*e->log) {
     label("log:", 0);
-    printf("\n%s\n", e->log);
+    printf("\n");
+    cli_fputs_clean(stdout, e->log, true);
+    printf("\n");
   }
 }
 
@@ -597,9 +606,13 @@ static int write_entry(const xpj_cache *c, const xpj_cache_entry *e,
                        const char *path) {
   int rc = cli_write_output("cache show", path, e->data, e->size,
                             xpj_cache_path(c));
-  if (!rc && strcmp(path, "-"))
-    fprintf(stderr, "%s: wrote the %zu bytes of %.16s to %s\n", cli_prog,
-            e->size, e->digest, path);
+  if (!rc && strcmp(path, "-")) {
+    char digest[17];
+    snprintf(digest, sizeof digest, "%.16s", e->digest);
+    fprintf(stderr, "%s: wrote the %zu bytes of ", cli_prog, e->size);
+    cli_fputs_clean(stderr, digest, false);
+    fprintf(stderr, " to %s\n", path);
+  }
   return rc;
 }
 

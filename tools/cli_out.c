@@ -66,10 +66,15 @@ static void keep_error(char *msg) {
   last_error = msg;
 }
 
+/* A message may quote a file (a bundle's versions, a library error that
+ * names a row): shown through cli_clean, kept as it is for {"error"}
+ * (JSON escapes what a terminal would act on). */
 void cli_verror(const char *who, const char *fmt, va_list ap) {
   char *msg = vformat(fmt, ap);
-  fprintf(stderr, "%s%s%s: %s\n", cli_prog, who && *who ? " " : "",
-          who ? who : "", msg ? msg : "out of memory");
+  fprintf(stderr, "%s%s%s: ", cli_prog, who && *who ? " " : "",
+          who ? who : "");
+  cli_fputs_clean(stderr, msg ? msg : "out of memory", true);
+  fputc('\n', stderr);
   keep_error(msg);
 }
 
@@ -115,12 +120,15 @@ void cli_diag(xpj_severity sev, const char *file, const char *fmt, ...) {
   va_start(ap, fmt);
   char *msg = vformat(fmt, ap);
   va_end(ap);
+  /* (a compile's message may quote what a cache or bundle held) */
+  char *shown = msg ? cli_clean(msg, true) : NULL;
   xpj_diags *d = NULL;
-  if (!msg || xpj_diags_create(&d) != XPJ_OK ||
-      xpj_diags_add(d, sev, file, 0, 0, NULL, msg) != XPJ_OK)
+  if (!shown || xpj_diags_create(&d) != XPJ_OK ||
+      xpj_diags_add(d, sev, file, 0, 0, NULL, shown) != XPJ_OK)
     fprintf(stderr, "%s: out of memory\n", cli_prog);
   else
     cli_print_diags(d);
+  free(shown);
   xpj_diags_destroy(d);
   if (sev == XPJ_SEV_ERROR)
     keep_error(msg);
@@ -161,19 +169,34 @@ static size_t utf8_seq(const unsigned char *s) {
   return n;
 }
 
+/* Whether the sequence of k bytes at p is a control character: C0, DEL
+ * or C1 (U+0080..U+009F, which some terminals take as CSI, OSC, ...). */
+static bool is_control(const unsigned char *p, size_t k) {
+  return (k == 1 && (*p < 0x20 || *p == 0x7f)) ||
+         (k == 2 && p[0] == 0xC2 && p[1] < 0xA0);
+}
+
+enum clean_mode {
+  CLEAN_UTF8,     /* bytes outside a well-formed sequence only (JSON) */
+  CLEAN_CONTROLS, /* and every control character */
+  CLEAN_TEXT,     /* and every control character but '\n' and '\t' */
+};
+
 /* s with every byte outside a well-formed sequence replaced by bad, and
- * with controls also every control character (malloc'd). */
-static char *utf8_clean(const char *s, const char *bad, bool controls) {
+ * (mode) control characters too (malloc'd). */
+static char *utf8_clean(const char *s, const char *bad, enum clean_mode mode) {
   size_t len = strlen(s), blen = strlen(bad), n = 0;
   char *out = malloc(len * blen + 1);
   if (!out)
     return NULL;
   for (const unsigned char *p = (const unsigned char *)s; *p;) {
     size_t k = utf8_seq(p);
-    if (!k || (controls && (*p < 0x20 || *p == 0x7f))) {
+    bool control = k && mode != CLEAN_UTF8 && is_control(p, k) &&
+                   !(mode == CLEAN_TEXT && (*p == '\n' || *p == '\t'));
+    if (!k || control) {
       memcpy(out + n, bad, blen);
       n += blen;
-      p++;
+      p += k && control ? k : 1; /* a C1 control is one character */
     } else {
       memcpy(out + n, p, k);
       n += k;
@@ -184,11 +207,17 @@ static char *utf8_clean(const char *s, const char *bad, bool controls) {
   return out;
 }
 
-void cli_print_clean(const char *s) {
-  char *c = utf8_clean(s ? s : "", "?", true);
-  fputs(c ? c : "?", stdout);
+char *cli_clean(const char *s, bool lines) {
+  return utf8_clean(s ? s : "", "?", lines ? CLEAN_TEXT : CLEAN_CONTROLS);
+}
+
+void cli_fputs_clean(FILE *f, const char *s, bool lines) {
+  char *c = cli_clean(s, lines);
+  fputs(c ? c : "?", f);
   free(c);
 }
+
+void cli_print_clean(const char *s) { cli_fputs_clean(stdout, s, false); }
 
 /* ---- tables ----------------------------------------------------------------- */
 
@@ -214,7 +243,7 @@ void cli_table_row(cli_table *t, const char *const *cells) {
   }
   char **dst = t->cells + (size_t)t->nrows * t->ncols;
   for (unsigned c = 0; c < t->ncols; c++) {
-    dst[c] = utf8_clean(cells[c] ? cells[c] : "", "?", true);
+    dst[c] = cli_clean(cells[c], false);
     t->failed = t->failed || !dst[c];
   }
   t->nrows++;
@@ -281,7 +310,7 @@ int cli_table_print(cli_table *t) {
 json_t *cli_jstr(const char *s) {
   if (!s)
     return json_null();
-  char *clean = utf8_clean(s, "\xEF\xBF\xBD", false); /* U+FFFD */
+  char *clean = utf8_clean(s, "\xEF\xBF\xBD", CLEAN_UTF8); /* U+FFFD */
   json_t *j = clean ? json_string(clean) : NULL;
   free(clean);
   return j;
