@@ -95,6 +95,13 @@ static void set_err(char *err, size_t n, const char *fmt, const char *arg) {
     snprintf(err, n, fmt, arg);
 }
 
+/* ASCII, whatever the locale (<ctype.h>'s isalnum follows it): target
+ * names are ASCII. */
+static bool ascii_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9');
+}
+
 xpj_status xpj_target_parse(const char *s, xpj_target *t, char *err,
                             size_t errsize) {
   return xpj_target_parse_for(s, NULL, t, err, errsize);
@@ -128,13 +135,13 @@ xpj_status xpj_target_parse_for(const char *s, const xpj_cache_config *cache,
     int n = 0, at = 0, at2 = 0;
     /* ptx:sm_NN or ptx:sm_NN:ptxNN and nothing more: sm_90a, an
      * architecture variant LLVM 22 does not have, is not sm_90 */
-    if (s[3] && !strncmp(s + 4, "sm_", 3) && isdigit((unsigned char)s[7]) &&
+    if (s[3] && !strncmp(s + 4, "sm_", 3) && (s[7] >= '0' && s[7] <= '9') &&
         sscanf(s + 4, "sm_%u%n", &sm, &at) == 1) {
       const char *rest = s + 4 + at;
       if (!*rest)
         n = 1;
       else if (*rest == ':' && !strncmp(rest + 1, "ptx", 3) &&
-               isdigit((unsigned char)rest[4]) &&
+               (rest[4] >= '0' && rest[4] <= '9') &&
                sscanf(rest + 1, "ptx%u%n", &pv, &at2) == 1 && !rest[1 + at2])
         n = 2;
     }
@@ -179,9 +186,9 @@ xpj_status xpj_target_parse_for(const char *s, const xpj_cache_config *cache,
     bool ok = nl > 0 && nl < sizeof t->cpu &&
               strlen(feat + 1) < sizeof t->features;
     for (const char *p = s + 4; ok && p < feat; p++)
-      ok = isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.';
+      ok = ascii_alnum(*p) || *p == '-' || *p == '_' || *p == '.';
     for (const char *p = feat + 1; ok && *p; p++)
-      ok = isalnum((unsigned char)*p) || strchr("+-_.,", *p);
+      ok = ascii_alnum(*p) || strchr("+-_.,", *p);
     if (!ok) {
       set_err(err, errsize, "bad CPU target '%s' (cpu:NAME:+feature,...)",
               s);
