@@ -163,9 +163,14 @@ static int daemon_status(const daemon_req *r) {
   printf("xpjitd is running: pid %llu\n", (unsigned long long)pid);
   printf("socket:    %s\n", r->path);
   printf("protocol:  %llu\n", (unsigned long long)proto);
-  printf("versions:  %s%s\n", vers,
+  /* the daemon's text through cli_clean, as every foreign string */
+  fputs("versions:  ", stdout);
+  cli_fputs_clean(stdout, vers, false);
+  printf("%s\n",
          same ? "" : " (not this libxpjit's: clients compile themselves)");
-  printf("cache:     %s\n", cache[0] ? cache : "(off or read-only)");
+  fputs("cache:     ", stdout);
+  cli_fputs_clean(stdout, cache[0] ? cache : "(off or read-only)", false);
+  putchar('\n');
   return 0;
 }
 
@@ -184,8 +189,16 @@ static int daemon_stats(const daemon_req *r) {
   }
   if (!rc && r->json)
     rc = cli_json_print(stats_json((const char *)t, tn));
-  else if (!rc)
-    fwrite(t, 1, tn, stdout);
+  else if (!rc) {
+    char *text = malloc(tn + 1); /* the daemon's text, cleaned */
+    if (text) {
+      memcpy(text, t, tn);
+      text[tn] = 0;
+      cli_fputs_clean(stdout, text, true);
+    }
+    free(text);
+    rc = text ? 0 : (cli_error(NULL, "out of memory"), 1);
+  }
   free(pl);
   return rc;
 }

@@ -72,7 +72,7 @@ _xpjit_cli() {
   bundle)
     case $sub in
     "") opts="build ls verify import $common" ;;
-    build) opts="--dtype --const --ndim --kernel --target -o --output -O -j --jobs --fast-math --fp-contract --keep-going --json $common" ;;
+    build) opts="--dtype --const --ndim --kernel --target -o --output -O -j --jobs --fast-math --fp-contract --check --keep-going --json $common" ;;
     import) opts="--path --json $common" ;;
     *) opts="--json $common" ;;
     esac ;;
