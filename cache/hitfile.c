@@ -172,24 +172,85 @@ static bool alias_name(const char *d) {
   return d && d[0] == 'a' && digest_name(d + 1);
 }
 
+/* Whether sb is what a hit file must be (a regular file of this user
+ * that nobody else may read or write, of HEAD to XPJ_HIT_MAX bytes); why
+ * not into why when given. */
+static bool hit_stat_ok(const struct stat *sb, char *why, size_t size) {
+  const char *kind =
+      S_ISLNK(sb->st_mode)    ? "a symbolic link (never followed)"
+      : S_ISDIR(sb->st_mode)  ? "a directory"
+      : S_ISFIFO(sb->st_mode) ? "a FIFO"
+      : !S_ISREG(sb->st_mode) ? "not a regular file"
+                              : NULL;
+  if (kind) {
+    if (why)
+      snprintf(why, size, "%s", kind);
+  } else if (sb->st_uid != geteuid()) {
+    if (why)
+      snprintf(why, size, "owned by uid %u, not by this user",
+               (unsigned)sb->st_uid);
+  } else if (sb->st_mode & (S_IRGRP | S_IWGRP | S_IROTH | S_IWOTH)) {
+    if (why)
+      snprintf(why, size, "readable or writable by others (mode %04o)",
+               (unsigned)(sb->st_mode & 07777));
+  } else if (sb->st_size < HEAD) {
+    if (why)
+      snprintf(why, size, sb->st_size ? "cut short (%lld bytes)"
+                                      : "empty (%lld bytes)",
+               (long long)sb->st_size);
+  } else if ((uint64_t)sb->st_size > XPJ_HIT_MAX) {
+    if (why)
+      snprintf(why, size, "too big (%lld bytes; a hit file has at most "
+               "%llu)", (long long)sb->st_size,
+               (unsigned long long)XPJ_HIT_MAX);
+  } else {
+    return true;
+  }
+  return false;
+}
+
+int xpj_hitfile_state(int dfd, const char *digest, struct stat *sb) {
+  if (dfd < 0 || !digest_name(digest) ||
+      fstatat(dfd, digest, sb, AT_SYMLINK_NOFOLLOW) != 0)
+    return 0;
+  return hit_stat_ok(sb, NULL, 0) ? 1 : -1;
+}
+
 uint8_t *xpj_hitfile_read(int dfd, const char *digest, size_t *n,
                           int64_t *mtime_ms) {
-  if (dfd < 0 || !digest_name(digest))
+  return xpj_hitfile_read_why(dfd, digest, n, mtime_ms, NULL, 0);
+}
+
+uint8_t *xpj_hitfile_read_why(int dfd, const char *digest, size_t *n,
+                              int64_t *mtime_ms, char *why, size_t size) {
+  char whybuf[512]; /* (said only when it is not read) */
+  if (!why) {
+    why = whybuf;
+    size = sizeof whybuf;
+  }
+  if (dfd < 0 || !digest_name(digest)) {
+    snprintf(why, size, "not a hit file's name");
     return NULL;
+  }
   /* non-blocking: a FIFO planted there must not hang the open */
   int fd = openat(dfd, digest, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
+  if (fd < 0) {
+    snprintf(why, size, "%s",
+             errno == ELOOP ? "a symbolic link (never followed)"
+                            : strerror(errno));
     return NULL;
+  }
   trust t;
   trust_for_cache(&t);
-  char why[512];
   struct stat sb;
   uint8_t *b = NULL;
-  if (trust_fd_stat(&t, fd, digest, true, &sb, why, sizeof why) == TRUST_OK &&
-      S_ISREG(sb.st_mode) && sb.st_uid == t.me &&
-      sb.st_size >= HEAD &&
-      (uint64_t)sb.st_size <= XPJ_HIT_MAX &&
-      (b = malloc((size_t)sb.st_size))) {
+  if (fstat(fd, &sb) != 0)
+    snprintf(why, size, "%s", strerror(errno));
+  else if (hit_stat_ok(&sb, why, size) &&
+           trust_stat(&t, &sb, digest, true, why, size) == TRUST_OK &&
+           !(b = malloc((size_t)sb.st_size)))
+    snprintf(why, size, "out of memory");
+  if (b) {
     size_t got = 0;
     while (got < (size_t)sb.st_size) {
       ssize_t r = read(fd, b + got, (size_t)sb.st_size - got);
@@ -200,6 +261,8 @@ uint8_t *xpj_hitfile_read(int dfd, const char *digest, size_t *n,
       got += (size_t)r;
     }
     if (got != (size_t)sb.st_size) {
+      snprintf(why, size, "could not be read whole (%zu of %lld bytes)", got,
+               (long long)sb.st_size);
       free(b);
       b = NULL;
     } else {

@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,10 +52,22 @@ int xpj_hitdir_open(const char *db_path, bool create);
 int xpj_l2_subdir_open(const char *db_path, const char *suffix,
                        bool create);
 /* The file DIGEST in dfd, when it is a regular file of this user that
- * nobody else may read or write, of at most XPJ_HIT_MAX bytes: its bytes
- * (malloc'd, *n) and when it was last written or touched; else NULL. */
+ * nobody else may read or write, of HEAD (148) to XPJ_HIT_MAX bytes: its
+ * bytes (malloc'd, *n) and when it was last written or touched; else
+ * NULL. */
 uint8_t *xpj_hitfile_read(int dfd, const char *digest, size_t *n,
                           int64_t *mtime_ms);
+/* xpj_hitfile_read, saying why not into why (size bytes; may be NULL;
+ * untouched when the file is read): gone, a link, not a regular file,
+ * another's, open to others, empty, cut short, too big, unreadable. */
+uint8_t *xpj_hitfile_read_why(int dfd, const char *digest, size_t *n,
+                              int64_t *mtime_ms, char *why, size_t size);
+/* What is at DIGEST in dfd, by lstat alone (its bytes not read): 0
+ * nothing; 1 a file xpj_hitfile_read would read (*sb its lstat); -1
+ * something it refuses (empty, cut short, too big, a FIFO, a link, a
+ * directory, another's, open to others), which a writer replaces with a
+ * new file renamed over it (all but a directory). */
+int xpj_hitfile_state(int dfd, const char *digest, struct stat *sb);
 /* Writes DIGEST in dfd as a new file, mode 0600, renamed into place. */
 bool xpj_hitfile_write(int dfd, const char *digest, const uint8_t *buf,
                        size_t n);

@@ -239,6 +239,12 @@ static trust_verdict check_file(const trust *t, const struct stat *sb,
   return TRUST_OK;
 }
 
+trust_verdict trust_stat(const trust *t, const struct stat *sb,
+                         const char *path, bool secret, char *why,
+                         size_t size) {
+  return check_file(t, sb, path, secret, why, size);
+}
+
 trust_verdict trust_file(const trust *t, const char *path, char *why,
                          size_t size) {
   struct stat sb;

@@ -57,6 +57,10 @@ trust_verdict trust_file(const trust *t, const char *path, char *why,
  * not readable by group or others either (a key). */
 trust_verdict trust_fd(const trust *t, int fd, const char *path, bool secret,
                        char *why, size_t size);
+/* The same check of what fstat (or lstat) said of a file. */
+trust_verdict trust_stat(const trust *t, const struct stat *sb,
+                         const char *path, bool secret, char *why,
+                         size_t size);
 /* trust_fd, with what fstat said in *sb. */
 trust_verdict trust_fd_stat(const trust *t, int fd, const char *path,
                             bool secret, struct stat *sb, char *why,

@@ -115,11 +115,13 @@ const char *xpj_cache_path(const xpj_cache *c);
 /* Default database path (see config.path) into buf; length like snprintf. */
 size_t xpj_cache_default_path(char *buf, size_t size);
 /* 1 when path names the database at cache_path or a file the cache keeps
- * beside it (its -wal, -shm and -journal, .key, .lock and .stats files),
- * compared by device and inode: what a tool writing path would destroy
- * the cache by replacing; 0 otherwise, also when either is NULL or path
- * does not exist. Not the hit files (<db>.hits/): each is checked against
- * the key, and one replaced is a miss. */
+ * beside it (its -wal, -shm and -journal, .key, .lock and .stats files):
+ * compared by device and inode when path exists (a hard link counts), and
+ * by name whether or not it exists (in the cache's directory: those
+ * names, <db>.hits, <db>.flight, <db>.corrupt[.N] and host-cpu-*; and
+ * anything in <db>.hits/ or <db>.flight/): what a tool writing path would
+ * destroy the cache, or make its next file, by writing; 0 otherwise, also
+ * when either is NULL. */
 int xpj_cache_owns_file(const char *cache_path, const char *path);
 
 /* ---- keys ---------------------------------------------------------- */
@@ -327,11 +329,14 @@ xpj_status xpj_cache_zero_stats(xpj_cache *c);
 #define XPJ_CACHE_EXPORT_TEMP "bundle"
 xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n);
 /* Copies a bundle's entries into c after verifying each; rows already
- * present are kept. *skipped: those, and the damaged ones. */
+ * present are kept when intact (one that fails its checksum under the
+ * cache's key, or whose columns are not its key's, is replaced by the
+ * bundle's). *skipped: those kept, and the bundle's damaged ones. */
 xpj_status xpj_cache_import(xpj_cache *c, const char *bundle_path,
                             uint64_t *imported, uint64_t *skipped);
 /* xpj_cache_import, counting apart the entries already present (kept as
- * they are) and the damaged ones (a key digest, checksum or column that
+ * they are: intact ones; others are replaced, and counted as imported)
+ * and the damaged ones (a key digest, checksum or column that
  * does not match: not imported, each named in a warning through c's warn
  * callback): one reading of the bundle says everything `bundle import`
  * reports. Any count pointer may be NULL; all are set (0 on failure

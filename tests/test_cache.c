@@ -5424,10 +5424,19 @@ static void test_hit_files_refused(void **state) {
   snprintf(real, sizeof real, "%s/real-hit", f->dir);
   assert_int_equal(rename(p1, real), 0);
   assert_int_equal(symlink(real, p1), 0);
+  struct stat sb, was;
+  assert_int_equal(stat(real, &was), 0);
   assert_int_equal(lazy_get(f, 1, 2000), 1);
-  struct stat sb;
-  assert_int_equal(lstat(p1, &sb), 0); /* the link is left, and not read */
-  assert_true(S_ISLNK(sb.st_mode));
+  /* not read, nor written through: the link is replaced by the file
+   * written again (as anything no reader would read), its target left */
+  assert_int_equal(lstat(p1, &sb), 0);
+  assert_true(S_ISREG(sb.st_mode));
+  assert_true(sb.st_ino != was.st_ino);
+  assert_int_equal(lstat(real, &sb), 0);
+  assert_true(sb.st_ino == was.st_ino && sb.st_size == was.st_size &&
+              sb.st_mtim.tv_sec == was.st_mtim.tv_sec &&
+              sb.st_mtim.tv_nsec == was.st_mtim.tv_nsec);
+  assert_int_equal(lazy_get(f, 1, 2000), 0);
   unlink(p1);
   assert_int_equal(lazy_get(f, 1, 2000), 1); /* written again */
   assert_int_equal(lazy_get(f, 1, 2000), 0);
@@ -5890,6 +5899,431 @@ static void test_owns_file(void **state) {
   xpj_cache_close(c);
 }
 
+/* ---- an outside probe's findings (2026-12-02) ---------------------------- */
+
+/* Whether any file the user cache makes beside its file exists beside
+ * path (the key, the lock, SQLite's, the side file, the hit files). */
+static const char *made_beside(const char *path) {
+  static const char *const sides[] = {".key", ".lock", "-wal", "-shm",
+                                      "-journal", ".stats", ".hits",
+                                      ".flight", ".corrupt"};
+  for (size_t i = 0; i < sizeof sides / sizeof *sides; i++)
+    if (exists2(path, sides[i]))
+      return sides[i];
+  return NULL;
+}
+
+/* A bundle opened as a user cache (`cache --path BUNDLE`) is refused and
+ * left as it is, before anything is made beside it: meta.kind says what
+ * it is. Before, the cache's handle made BUNDLE.key and BUNDLE.lock, took
+ * every SHA-256 row for a forgery, and verify --repair deleted them all.
+ * And a user cache opened as a bundle is refused with what it is. */
+static void test_cache_refuses_bundle(void **state) {
+  fx *f = *state;
+  char bpath[256];
+  snprintf(bpath, sizeof bpath, "%s/app.xpb", f->dir);
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  for (unsigned i = 0; i < 5; i++)
+    put_i(c, i, 200);
+  uint64_t n = 0;
+  assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_OK);
+  assert_int_equal(n, 5);
+  xpj_cache_close(c);
+  size_t blen = 0;
+  uint8_t *before = read_all(bpath, &blen);
+  for (int pass = 0; pass < 3; pass++) {
+    /* 0: nothing beside it; 1: a key beside it (left by an xpjit that
+     * took it for a cache); 2: read-only */
+    xpj_cache_mode mode = pass == 2 ? XPJ_CACHE_MODE_RO : XPJ_CACHE_MODE_RW;
+    char kp[300];
+    snprintf(kp, sizeof kp, "%s.key", bpath);
+    if (pass == 1) {
+      uint8_t k[32];
+      memset(k, 7, sizeof k);
+      write_file(kp, k, sizeof k);
+      chmod(kp, 0600);
+    }
+    wlog w = {0};
+    c = open_cache(&w, bpath, mode, GiB);
+    assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
+    char problem[1024];
+    assert_true(xpj_cache_problem(c, problem, sizeof problem) > 0);
+    if (!strstr(problem, "bundle") || !strstr(problem, "left as it is"))
+      fail_msg("pass %d: the problem says \"%s\"", pass, problem);
+    assert_warned(&w, "not a cache");
+    expect_miss(c, 1);
+    uint64_t checked = 9, bad = 0;
+    assert_int_equal(xpj_cache_verify(c, 1, NULL, NULL, &checked, &bad),
+                     XPJ_OK);
+    assert_int_equal(checked, 0);
+    assert_int_equal(bad, 1); /* the file: unusable as a cache */
+    assert_int_equal(xpj_cache_clear(c), XPJ_ERR_INVALID);
+    assert_int_equal(xpj_cache_prune(c, 1, 0, NULL, NULL), XPJ_ERR_INVALID);
+    put_i(c, 9, 100);
+    xpj_cache_close(c);
+    /* a libxpjit context's handle, which opens its file at a miss */
+    xpj_cache_config lc = {.path = bpath, .mode = mode, .warn = rec_warn,
+                           .warn_ud = &w};
+    assert_int_equal(xpj_l2_open(&lc, &c), XPJ_OK);
+    expect_miss(c, 2);
+    put_i(c, 10, 100);
+    xpj_cache_close(c);
+    if (pass == 1)
+      assert_int_equal(unlink(kp), 0);
+    const char *side = made_beside(bpath);
+    if (side)
+      fail_msg("pass %d: %s made beside the bundle", pass, side);
+    size_t m = 0;
+    uint8_t *after = read_all(bpath, &m);
+    if (m != blen || memcmp(after, before, m))
+      fail_msg("pass %d: the bundle was changed", pass);
+    free(after);
+  }
+  free(before);
+  assert_int_equal(sql_int(bpath, "SELECT count(*) FROM entries", NULL), 5);
+  /* the bundle is still one, whole */
+  xpj_cache_config bc = {.path = bpath, .bundle = 1, .warn = rec_warn,
+                         .warn_ud = &f->w};
+  xpj_cache *b = NULL;
+  assert_int_equal(xpj_cache_open(&bc, &b), XPJ_OK);
+  uint64_t checked = 0;
+  assert_int_equal(verify_bad(b, &checked), 0);
+  assert_int_equal(checked, 5);
+  xpj_cache_close(b);
+  /* a user cache is no bundle */
+  bc.path = f->path;
+  assert_int_equal(xpj_cache_open(&bc, &b), XPJ_ERR_INVALID);
+  assert_null(b);
+  if (!strstr(xpj_cache_last_error(), "user cache"))
+    fail_msg("opened as a bundle: \"%s\"", xpj_cache_last_error());
+  char other[256];
+  snprintf(other, sizeof other, "%s/other.db", f->dir);
+  c = open_cache(&f->w, other, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_import(c, f->path, NULL, NULL), XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_cache_last_error(), "user cache"));
+  assert_int_equal(stats_of(c).entries, 0);
+  xpj_cache_close(c);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_RW);
+  assert_int_equal(stats_of(c).entries, 5);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
+/* bundle import replaces a row that is there but fails its checksum
+ * (signed with a key since replaced, or damaged) with the bundle's
+ * intact one; before, it kept it as "already there", and the next lookup
+ * dropped it. An intact row stays. */
+static void test_import_replaces_damaged(void **state) {
+  fx *f = *state;
+  char bpath[256];
+  snprintf(bpath, sizeof bpath, "%s/b.xpb", f->dir);
+  char src[256];
+  snprintf(src, sizeof src, "%s/src.db", f->dir);
+  xpj_cache *c = open_cache(&f->w, src, XPJ_CACHE_MODE_RW, GiB);
+  for (unsigned i = 0; i < 4; i++)
+    put_i(c, i, 300);
+  assert_int_equal(xpj_cache_export(c, bpath, NULL), XPJ_OK);
+  xpj_cache_close(c);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  uint64_t imp = 0, present = 0, damaged = 0;
+  assert_int_equal(xpj_cache_import_counted(c, bpath, &imp, &present,
+                                            &damaged), XPJ_OK);
+  assert_int_equal(imp, 4);
+  xpj_cache_close(c);
+  /* the key replaced: every row fails; then row 2 damaged as well */
+  char kp[300];
+  snprintf(kp, sizeof kp, "%s.key", f->path);
+  uint8_t k[32];
+  for (int i = 0; i < 32; i++)
+    k[i] = (uint8_t)(i * 37 + 5);
+  write_file(kp, k, sizeof k);
+  chmod(kp, 0600);
+  tkey t;
+  char d2[65];
+  digest_of(key_of(&t, 2), d2);
+  sql_flip_data(f->path, d2, 10);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(verify_bad(c, NULL), 4);
+  assert_int_equal(xpj_cache_import_counted(c, bpath, &imp, &present,
+                                            &damaged), XPJ_OK);
+  KNOWN_BUG_FIXED(present == 4 && imp == 0,
+                  "import kept 4 rows that fail their checksum");
+  assert_int_equal(imp, 4);
+  assert_int_equal(present, 0);
+  assert_int_equal(damaged, 0);
+  assert_int_equal(verify_bad(c, NULL), 0);
+  for (unsigned i = 0; i < 4; i++)
+    expect_hit(c, i, 300);
+  /* intact now: kept */
+  assert_int_equal(xpj_cache_import_counted(c, bpath, &imp, &present,
+                                            &damaged), XPJ_OK);
+  assert_int_equal(imp, 0);
+  assert_int_equal(present, 4);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+}
+
+/* SQLite's file change counter (header bytes 24-27): one more for each
+ * transaction that changed a file in the rollback journal's mode. */
+static uint32_t change_counter(const char *path) {
+  size_t n = 0;
+  uint8_t *h = read_all(path, &n);
+  assert_true(n >= 100);
+  uint32_t v = (uint32_t)h[24] << 24 | (uint32_t)h[25] << 16 |
+               (uint32_t)h[26] << 8 | h[27];
+  free(h);
+  return v;
+}
+
+/* An export writes its rows in one transaction (it was one a row: the
+ * commit's syncs made 2,000 rows take seconds, 20,000 minutes), and is
+ * whole: every row, the metadata, nothing left beside the output. */
+static void test_export_one_transaction(void **state) {
+  fx *f = *state;
+  char bpath[256], tmp[300];
+  snprintf(bpath, sizeof bpath, "%s/all.xpb", f->dir);
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  enum { N = 120 };
+  for (unsigned i = 0; i < N; i++)
+    put_i(c, i, 64 + i);
+  uint64_t n = 0;
+  assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_OK);
+  assert_int_equal(n, N);
+  xpj_cache_close(c);
+  uint32_t commits = change_counter(bpath);
+  KNOWN_BUG_FIXED(commits >= N, "the export committed %u times for %d rows",
+                  commits, N);
+  if (commits > 12)
+    fail_msg("the export committed %u times", commits);
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", bpath, (long)getpid());
+  assert_false(exists(tmp));
+  xpj_cache_config bc = {.path = bpath, .bundle = 1, .warn = rec_warn,
+                         .warn_ud = &f->w};
+  xpj_cache *b = NULL;
+  assert_int_equal(xpj_cache_open(&bc, &b), XPJ_OK);
+  uint64_t checked = 0;
+  assert_int_equal(verify_bad(b, &checked), 0);
+  assert_int_equal(checked, N);
+  for (unsigned i = 0; i < N; i += 17)
+    expect_hit(b, i, 64 + i);
+  char *v = NULL;
+  assert_int_equal(xpj_cache_get_meta(b, "targets", &v), XPJ_OK);
+  assert_string_equal(v, "cpu:x86_64-znver4");
+  free(v);
+  xpj_cache_close(b);
+  assert_no_warning(&f->w);
+}
+
+/* A hit file no reader would read (empty, cut, over XPJ_HIT_MAX, a FIFO,
+ * open to others) is written again when the database serves its row, by
+ * a libxpjit handle or a plain one; before, one that was empty, too big
+ * or a FIFO stayed, and every lookup of its row went to the database.
+ * verify says what is wrong with each, and with a refused directory. */
+static void test_hit_files_rewritten(void **state) {
+  fx *f = *state;
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 900);
+  xpj_cache_close(c);
+  char p[512];
+  hit_path(f, 1, p, sizeof p);
+  size_t n = 0;
+  uint8_t *good = read_all(p, &n);
+  static const char *const what[] = {"empty", "cut short", "too big",
+                                     "a FIFO", "readable or writable"};
+  for (int kind = 0; kind < 5; kind++)
+    for (int lazy = 0; lazy < 2; lazy++) {
+      unlink(p);
+      if (kind == 3) {
+        assert_int_equal(mkfifo(p, 0600), 0);
+      } else {
+        write_file(p, good, kind == 1 ? 100 : kind == 4 ? n : 0);
+        chmod(p, kind == 4 ? 0644 : 0600);
+        if (kind == 2)
+          assert_int_equal(truncate(p, (off_t)XPJ_HIT_MAX + 1), 0);
+      }
+      /* verify names it, and why */
+      c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+      wlog probs = {0};
+      uint64_t bad = 9;
+      assert_int_equal(xpj_cache_verify(c, 0, count_problem, &probs, NULL,
+                                        &bad), XPJ_OK);
+      assert_int_equal(bad, 0);
+      if (probs.n != 1 || !strstr(probs.text, what[kind]))
+        fail_msg("kind %d: verify said \"%s\"", kind, probs.text);
+      xpj_cache_close(c);
+      alarm(20);
+      if (lazy) {
+        assert_int_equal(lazy_get(f, 1, 900), 1);
+      } else {
+        c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+        expect_hit(c, 1, 900);
+        xpj_cache_close(c);
+      }
+      alarm(0);
+      struct stat sb;
+      assert_int_equal(lstat(p, &sb), 0);
+      KNOWN_BUG_FIXED(!S_ISREG(sb.st_mode) || (size_t)sb.st_size != n,
+                      "kind %d (%s), lazy %d: not written again (%lld "
+                      "bytes)", kind, what[kind], lazy,
+                      (long long)sb.st_size);
+      assert_int_equal(sb.st_mode & 0777, 0600);
+      assert_int_equal(lazy_get(f, 1, 900), 0); /* a hit file's hit again */
+    }
+  free(good);
+  /* a hit-file directory refused: verify says so (nothing is counted) */
+  char dir[300];
+  snprintf(dir, sizeof dir, "%s.hits", f->path);
+  assert_int_equal(chmod(dir, 0777), 0);
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  wlog probs = {0};
+  uint64_t bad = 9;
+  assert_int_equal(xpj_cache_verify(c, 0, count_problem, &probs, NULL, &bad),
+                   XPJ_OK);
+  assert_int_equal(bad, 0);
+  if (probs.n != 1 || !strstr(probs.text, "is refused") ||
+      !strstr(probs.text, "writable by others (mode 0777)"))
+    fail_msg("verify said \"%s\"", probs.text);
+  xpj_cache_close(c);
+  assert_int_equal(chmod(dir, 0700), 0);
+  assert_no_warning(&f->w);
+}
+
+/* Output names are the cache's by name too, there or not: the cache
+ * file, its side files, what is made beside it (.hits, .flight, a file
+ * moved aside, the host CPU's file) and anything in its hit-file and
+ * single-flight directories; an export refuses them and writes nothing.
+ * Before, only files that existed were compared (by inode): an export
+ * onto an absent cache-v2.db made the user's cache a bundle. */
+static void test_owns_file_by_name(void **state) {
+  fx *f = *state;
+  char p[600], q[600], link_dir[300];
+  /* no cache file yet: only its directory */
+  static const char *const mine[] = {
+      "",        "-wal",     "-shm",      "-journal",  ".lock",
+      ".key",    ".stats",   ".hits",     ".flight",   ".corrupt",
+      ".corrupt.4"};
+  for (size_t i = 0; i < sizeof mine / sizeof *mine; i++) {
+    snprintf(p, sizeof p, "%s%s", f->path, mine[i]);
+    assert_false(exists(p));
+    if (xpj_cache_owns_file(f->path, p) != 1)
+      fail_msg("%s: not the cache's", p);
+  }
+  static const char *const not_mine[] = {".stats.x", ".corruptx", ".corrupt.",
+                                         ".corrupt.1a", "x", ".tmp"};
+  for (size_t i = 0; i < sizeof not_mine / sizeof *not_mine; i++) {
+    snprintf(p, sizeof p, "%s%s", f->path, not_mine[i]);
+    if (xpj_cache_owns_file(f->path, p) != 0)
+      fail_msg("%s: taken for the cache's", p);
+  }
+  snprintf(p, sizeof p, "%s/host-cpu-0123abcd", f->dir);
+  assert_int_equal(xpj_cache_owns_file(f->path, p), 1);
+  snprintf(p, sizeof p, "%s/host-cpX", f->dir);
+  assert_int_equal(xpj_cache_owns_file(f->path, p), 0);
+  snprintf(p, sizeof p, "%s/./cache.db.stats", f->dir); /* another spelling */
+  assert_int_equal(xpj_cache_owns_file(f->path, p), 1);
+  snprintf(link_dir, sizeof link_dir, "%s/via", f->dir);
+  assert_int_equal(symlink(f->dir, link_dir), 0);
+  snprintf(p, sizeof p, "%s/cache.db", link_dir);
+  assert_int_equal(xpj_cache_owns_file(f->path, p), 1);
+  snprintf(q, sizeof q, "%s/sub", f->dir); /* the same name elsewhere */
+  assert_int_equal(mkdir(q, 0700), 0);
+  snprintf(p, sizeof p, "%s/sub/cache.db", f->dir);
+  assert_int_equal(xpj_cache_owns_file(f->path, p), 0);
+  snprintf(p, sizeof p, "%s/missing/cache.db", f->dir);
+  assert_int_equal(xpj_cache_owns_file(f->path, p), 0);
+  /* the cache made: its hit files' directory, anything in it */
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 100);
+  snprintf(p, sizeof p, "%s.hits/anything", f->path);
+  assert_int_equal(xpj_cache_owns_file(f->path, p), 1);
+  snprintf(p, sizeof p, "%s.hits/a0123", f->path);
+  assert_int_equal(xpj_cache_owns_file(f->path, p), 1);
+  /* an export refuses each, there or not, and writes nothing */
+  const char *targets[] = {".stats", "-journal", ".hits/new", ".corrupt"};
+  for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
+    snprintf(p, sizeof p, "%s%s", f->path, targets[i]);
+    unlink(p);
+    if (xpj_cache_export(c, p, NULL) != XPJ_ERR_INVALID)
+      fail_msg("exported onto %s", p);
+    assert_non_null(strstr(xpj_cache_last_error(), "the cache's own file"));
+    assert_false(exists(p));
+  }
+  snprintf(p, sizeof p, "%s/host-cpu-feed", f->dir);
+  assert_int_equal(xpj_cache_export(c, p, NULL), XPJ_ERR_INVALID);
+  assert_false(exists(p));
+  xpj_cache_close(c);
+  /* another cache's (absent) file: what `cache --path A export B` asks */
+  snprintf(q, sizeof q, "%s/sub/cache.db", f->dir);
+  assert_int_equal(xpj_cache_owns_file(q, q), 1);
+  snprintf(p, sizeof p, "%s/sub/cache.db.key", f->dir);
+  assert_int_equal(xpj_cache_owns_file(q, p), 1);
+  assert_int_equal(xpj_cache_owns_file(q, f->path), 0);
+  assert_no_warning(&f->w);
+}
+
+/* The maintenance calls that write fold the side file into the tables,
+ * as docs/cache.md says any write does: prune, import and verify
+ * --repair, with nothing of their own deferred. A verify that does not
+ * repair writes nothing. */
+static void test_maintenance_folds(void **state) {
+  fx *f = *state;
+  char side[300], bpath[256], empty[256];
+  snprintf(side, sizeof side, "%s.stats", f->path);
+  snprintf(bpath, sizeof bpath, "%s/one.xpb", f->dir);
+  snprintf(empty, sizeof empty, "%s/empty.db", f->dir);
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  put_i(c, 1, 100);
+  xpj_cache_close(c);
+  c = open_cache(&f->w, empty, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_export(c, bpath, NULL), XPJ_OK); /* no rows */
+  xpj_cache_close(c);
+  tkey t;
+  char d1[65];
+  digest_of(key_of(&t, 1), d1);
+  for (int call = 0; call < 4; call++) {
+    /* a hit whose use is not due: its hit goes to the side file */
+    c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+    expect_hit(c, 1, 100);
+    xpj_cache_close(c);
+    assert_true(file_len(side) > 0);
+    int64_t hits = sql_int(f->path, "SELECT hits FROM entries WHERE digest=?",
+                           d1);
+    c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+    uint64_t bad = 9;
+    switch (call) {
+    case 0:
+      assert_int_equal(xpj_cache_verify(c, 0, NULL, NULL, NULL, &bad),
+                       XPJ_OK);
+      break;
+    case 1:
+      assert_int_equal(xpj_cache_prune(c, 0, 0, NULL, NULL), XPJ_OK);
+      break;
+    case 2:
+      assert_int_equal(xpj_cache_import(c, bpath, NULL, NULL), XPJ_OK);
+      break;
+    case 3:
+      assert_int_equal(xpj_cache_verify(c, 1, NULL, NULL, NULL, &bad),
+                       XPJ_OK);
+      break;
+    }
+    xpj_cache_close(c);
+    int64_t now = sql_int(f->path, "SELECT hits FROM entries WHERE digest=?",
+                          d1);
+    if (call == 0) { /* read only */
+      assert_true(file_len(side) > 0);
+      assert_int_equal(now, hits);
+      continue;
+    }
+    KNOWN_BUG_FIXED(file_len(side) != 0, "call %d left the side file "
+                    "unfolded", call);
+    assert_int_equal(now, hits + 1 + (call == 1)); /* (and call 0's) */
+  }
+  assert_true(sql_int(f->path, "SELECT value FROM stats WHERE "
+                      "name='l2_hits'", NULL) >= 4);
+  assert_no_warning(&f->w);
+}
+
 int main(void) {
   test_owner_init(); /* procutil.h: end_escaped_child */
   unsetenv("XPJIT_CACHE");
@@ -5968,6 +6402,12 @@ int main(void) {
       T(test_total_kept),
       T(test_total_old_files),
       T(test_zero_stats),
+      T(test_cache_refuses_bundle),
+      T(test_import_replaces_damaged),
+      T(test_export_one_transaction),
+      T(test_hit_files_rewritten),
+      T(test_owns_file_by_name),
+      T(test_maintenance_folds),
   };
 #undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
