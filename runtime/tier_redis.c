@@ -7,23 +7,30 @@
  * version, damaged or forged, is refused and counted, never loaded. One
  * compile per key cluster-wide: a miss takes a short lock key
  * (SET NX PX); others poll for the value until it appears or the lock goes
- * (its holder finished or died), then take it themselves. Every command
- * has a timeout, and a Redis that fails or times out is left alone for a
- * while (a circuit breaker doubling from 1 to 30 s): the program goes on
- * with its local tiers and compiles. */
+ * (its holder finished or died), then take it themselves. Connecting (a
+ * host name's lookup included) and every command have a timeout, a reply
+ * no Redis gives to the command is a failure, and a Redis that fails or
+ * times out is left alone for a while (a circuit breaker doubling from 1
+ * to 30 s): the program goes on with its local tiers and compiles. */
 #include "tier.h"
 
 #include <hiredis/hiredis.h>
 #include <nettle/hmac.h>
 #include <nettle/sha2.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +39,26 @@
 #define FLAG_HMAC 1u
 #define MAX_VALUE (512u << 20) /* larger values are refused */
 
+#define MAX_ADDRS 8 /* of a name, tried in turn */
+#define ADDR_LEN 80 /* a numeric address, an IPv6 scope included */
+
+/* A name looked up in a thread of its own (getaddrinfo cannot be given a
+ * time limit): the tier waits for it at most its timeout, and a lookup
+ * that outlives the wait goes on, to be waited for again at the next
+ * attempt (never a second thread for the same name). Held by the thread
+ * and by the tier; the last to let go frees it. */
+typedef struct lookup {
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* on CLOCK_MONOTONIC */
+  int refs;
+  bool done;
+  int err;   /* getaddrinfo's (0: n addresses) */
+  int syserr; /* errno, for EAI_SYSTEM */
+  int n;
+  char addr[MAX_ADDRS][ADDR_LEN];
+  char host[];
+} lookup;
+
 struct rt_redis {
   pthread_mutex_t mu;
   redisContext *c; /* NULL: not connected */
@@ -39,6 +66,14 @@ struct rt_redis {
                       its own connection instead of sharing the socket */
   char *host, *unix_path, *user, *pass;
   int port, db;
+  /* host's addresses, remembered from its last lookup until connecting to
+   * them fails (then it is looked up again: Redis may have moved);
+   * numeric: host is an address (hiredis is given it as before) */
+  bool numeric;
+  int naddr;
+  char addr[MAX_ADDRS][ADDR_LEN];
+  lookup *pending;   /* a lookup still running (of this process) */
+  pid_t pending_pid; /* the process that started it */
   char shown[512]; /* the URL, password masked: for messages */
   struct timeval timeout;
   int64_t ttl_s;
@@ -72,6 +107,55 @@ static char *dup_n(const char *s, size_t n) {
   return d;
 }
 
+/* Text from outside (a server's error reply, what hiredis says of it, the
+ * URL) for a message: every byte that is not printable ASCII becomes '?'
+ * (an escape sequence from a hostile server never reaches the terminal),
+ * at most size - 1 bytes, "..." ending what was cut. */
+static const char *clean(char *out, size_t size, const char *s, size_t n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n && k + 1 < size; i++)
+    out[k++] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+  if (k + 1 == size && k < n && size > 4)
+    memcpy(out + size - 4, "...", 3);
+  out[k] = 0;
+  return out;
+}
+
+static int hexval(char c) {
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
+}
+
+/* The user or password of a URL, percent-decoded (RFC 3986: "%40" is
+ * '@'); NULL with *bad set for a '%' not followed by two hex digits, or
+ * one that makes a NUL byte. */
+static char *pct_decode(const char *s, size_t n, bool *bad) {
+  char *d = malloc(n + 1);
+  size_t k = 0;
+  if (!d)
+    return NULL;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] != '%') {
+      d[k++] = s[i];
+      continue;
+    }
+    int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
+    int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+    if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+      explicit_bzero(d, n + 1);
+      free(d);
+      *bad = true;
+      return NULL;
+    }
+    d[k++] = (char)(hi << 4 | lo);
+    i += 2;
+  }
+  d[k] = 0;
+  return d;
+}
+
 /* redis://[[user]:password@]host[:port][/db] or unix:/path[?db=N] */
 static xpj_status parse_url(rt_redis *r, const char *url) {
   if (!strncmp(url, "unix:", 5)) {
@@ -92,7 +176,7 @@ static xpj_status parse_url(rt_redis *r, const char *url) {
       r->db = (int)db;
     }
     r->unix_path = dup_n(p, n);
-    snprintf(r->shown, sizeof r->shown, "%s", url);
+    clean(r->shown, sizeof r->shown, url, strlen(url));
     return r->unix_path ? XPJ_OK : rt_err(XPJ_ERR_NOMEM, "out of memory");
   }
   if (strncmp(url, "redis://", 8) != 0)
@@ -102,13 +186,21 @@ static xpj_status parse_url(rt_redis *r, const char *url) {
   const char *p = url + 8, *at = strrchr(p, '@');
   if (at) {
     const char *colon = memchr(p, ':', (size_t)(at - p));
+    bool bad_user = false, bad_pass = false;
     if (colon) {
       if (colon > p)
-        r->user = dup_n(p, (size_t)(colon - p));
-      r->pass = dup_n(colon + 1, (size_t)(at - colon - 1));
+        r->user = pct_decode(p, (size_t)(colon - p), &bad_user);
+      r->pass = pct_decode(colon + 1, (size_t)(at - colon - 1), &bad_pass);
     } else {
-      r->pass = dup_n(p, (size_t)(at - p));
+      r->pass = pct_decode(p, (size_t)(at - p), &bad_pass);
     }
+    if (bad_user || bad_pass) /* (the password is never printed) */
+      return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS: a bad %%-escape in the "
+                    "URL's %s: '%%' must be followed by two hex digits, "
+                    "not 00 (\"%%25\" is '%%', \"%%40\" '@', \"%%3A\" ':')",
+                    bad_user ? "user name" : "password");
+    if (!r->pass || (colon > p && !r->user))
+      return rt_err(XPJ_ERR_NOMEM, "out of memory");
     p = at + 1;
   }
   const char *slash = strchr(p, '/');
@@ -142,26 +234,110 @@ static xpj_status parse_url(rt_redis *r, const char *url) {
   }
   if (!r->host || !*r->host)
     return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS: no host in the URL");
+  char user[128], host[300];
   snprintf(r->shown, sizeof r->shown, "redis://%s%s%s%s:%d/%d",
-           r->user ? r->user : "", r->pass ? ":***" : "",
-           r->user || r->pass ? "@" : "", r->host, r->port, r->db);
+           r->user ? clean(user, sizeof user, r->user, strlen(r->user)) : "",
+           r->pass ? ":***" : "", r->user || r->pass ? "@" : "",
+           clean(host, sizeof host, r->host, strlen(r->host)), r->port,
+           r->db);
+  struct in6_addr a6;
+  r->numeric = inet_pton(AF_INET, r->host, &a6) == 1 ||
+               inet_pton(AF_INET6, r->host, &a6) == 1;
   return XPJ_OK;
 }
 
-/* XPJIT_REDIS_SECRET_FILE: a file of at least 16 bytes shared by the
- * cluster's users; values are then signed and checked with HMAC-SHA256 of
- * its SHA-256. */
+/* "alice (uid 1000)", or "uid 1234" for a uid without a name. */
+static void owner_name(uid_t uid, char *buf, size_t size) {
+  struct passwd pw, *res = NULL;
+  char tmp[2048];
+  if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &res) == 0 && res)
+    snprintf(buf, size, "%.100s (uid %u)", res->pw_name, (unsigned)uid);
+  else
+    snprintf(buf, size, "uid %u", (unsigned)uid);
+}
+
+/* Why the secret file open as fd cannot be the cluster's secret, or NULL.
+ * Values signed with it are trusted as the cluster's own compiles, so it
+ * must be private, as ssh wants a private key: a regular file (a FIFO
+ * would block the open and the read: it is opened without blocking and
+ * refused here), of this user or of root (its owner holds it and may
+ * change it), that nobody else may write (they could put a secret of
+ * their own there and sign what they like) and that not every user may
+ * read (a secret they all hold signs nothing). Readable by its group is
+ * allowed: a team's secret (docs/cluster.md). */
+static const char *secret_unfit(int fd, const char *path, char *why,
+                                size_t size) {
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    snprintf(why, size, "XPJIT_REDIS_SECRET_FILE=%s: %s", path,
+             strerror(errno));
+    return why;
+  }
+  unsigned mode = (unsigned)(sb.st_mode & 07777);
+  uid_t me = geteuid();
+  char owner[160], mine[160];
+  if (S_ISDIR(sb.st_mode))
+    snprintf(why, size, "XPJIT_REDIS_SECRET_FILE=%s is a directory, not a "
+             "file", path);
+  else if (!S_ISREG(sb.st_mode))
+    snprintf(why, size, "XPJIT_REDIS_SECRET_FILE=%s is not a regular file "
+             "(a FIFO, a socket or a device): the secret must be a file",
+             path);
+  else if (sb.st_uid != me && sb.st_uid != 0) {
+    owner_name(sb.st_uid, owner, sizeof owner);
+    owner_name(me, mine, sizeof mine);
+    snprintf(why, size, "XPJIT_REDIS_SECRET_FILE=%s belongs to %s, not to "
+             "you (%s) or root: its owner could change the secret. Use a "
+             "copy of your own (mode 0600)", path, owner, mine);
+  } else if (sb.st_mode & (S_IWGRP | S_IWOTH))
+    snprintf(why, size, "XPJIT_REDIS_SECRET_FILE=%s is writable by other "
+             "users (mode %04o): they could replace the secret and sign "
+             "values of their own. 'chmod 600 %s'", path, mode, path);
+  else if (sb.st_mode & S_IROTH)
+    snprintf(why, size, "XPJIT_REDIS_SECRET_FILE=%s is readable by every "
+             "user (mode %04o): a secret they all know signs nothing. "
+             "'chmod 600 %s' (or 640, to share it with the file's group "
+             "only)", path, mode, path);
+  else
+    return NULL;
+  return why;
+}
+
+/* XPJIT_REDIS_SECRET_FILE: a private file (secret_unfit) of at least 16
+ * bytes shared by the cluster's users; values are then signed and checked
+ * with HMAC-SHA256 keyed with the SHA-256 of its first 4096 bytes. */
 static xpj_status load_secret(rt_redis *r) {
   const char *path = getenv("XPJIT_REDIS_SECRET_FILE");
   if (!path || !*path)
     return XPJ_OK;
-  FILE *fp = fopen(path, "rb");
-  if (!fp)
+  /* O_NONBLOCK: a FIFO must not block the open (it is refused after) */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
     return rt_err(XPJ_ERR_IO, "XPJIT_REDIS_SECRET_FILE=%s: %s", path,
                   strerror(errno));
+  char why[1400];
+  if (secret_unfit(fd, path, why, sizeof why)) {
+    close(fd);
+    return rt_err(XPJ_ERR_INVALID, "%s", why);
+  }
   uint8_t buf[4096];
-  size_t n = fread(buf, 1, sizeof buf, fp);
-  fclose(fp);
+  size_t n = 0;
+  while (n < sizeof buf) {
+    ssize_t k = read(fd, buf + n, sizeof buf - n);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k < 0) {
+      int e = errno;
+      close(fd);
+      explicit_bzero(buf, sizeof buf);
+      return rt_err(XPJ_ERR_IO, "XPJIT_REDIS_SECRET_FILE=%s: %s", path,
+                    strerror(e));
+    }
+    if (k == 0)
+      break;
+    n += (size_t)k;
+  }
+  close(fd);
   if (n < 16) {
     explicit_bzero(buf, sizeof buf);
     return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS_SECRET_FILE=%s: fewer than "
@@ -208,11 +384,17 @@ xpj_status rt_redis_open(const char *url, rt_redis **out) {
   return XPJ_OK;
 }
 
+static void lookup_unref(lookup *l);
+
 void rt_redis_close(rt_redis *r) {
   if (!r)
     return;
   if (r->c)
     redisFree(r->c);
+  /* a lookup still running is the thread's to free (one a parent started
+   * is not this process's to touch) */
+  if (r->pending && r->pending_pid == getpid())
+    lookup_unref(r->pending);
   free(r->host);
   free(r->unix_path);
   free(r->user);
@@ -226,8 +408,13 @@ void rt_redis_close(rt_redis *r) {
 
 /* ---- the connection, with its circuit breaker ------------------------- */
 
+static int64_t timeout_ms(const rt_redis *r) {
+  return (int64_t)r->timeout.tv_sec * 1000 + r->timeout.tv_usec / 1000;
+}
+
 /* Call with r->mu held: drops the connection and leaves Redis alone for a
- * while; says so when it was up. */
+ * while; says so when it was up (what, which may carry a server's text,
+ * cleaned). */
 static void trip(rt_redis *r, const char *what) {
   if (r->c)
     redisFree(r->c);
@@ -237,9 +424,11 @@ static void trip(rt_redis *r, const char *what) {
   if (wait > 30000)
     wait = 30000;
   r->down_until_ms = mono_ms() + wait;
+  char text[240];
   if (r->fails++ == 0)
     rt_warn("Redis tier %s: %s; using the local tiers and compiling here, "
-            "trying it again in %lld s", r->shown, what,
+            "trying it again in %lld s", r->shown,
+            clean(text, sizeof text, what, strlen(what)),
             (long long)(wait / 1000));
 }
 
@@ -276,6 +465,28 @@ static void sigpipe_restore(sigpipe_guard *g) {
   pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
+#define WANT(type) (1u << (type)) /* a kind of reply a command expects */
+
+/* What a reply that no Redis sends for the command was, for a message. */
+static void reply_kind(const redisReply *rep, char *out, size_t size) {
+  switch (rep->type) {
+  case REDIS_REPLY_INTEGER:
+    snprintf(out, size, "an integer (%lld)", rep->integer);
+    break;
+  case REDIS_REPLY_STATUS:
+    snprintf(out, size, "the status \"%.40s\"", rep->str ? rep->str : "");
+    break;
+  case REDIS_REPLY_NIL:
+    snprintf(out, size, "nil");
+    break;
+  case REDIS_REPLY_STRING:
+    snprintf(out, size, "a string of %zu bytes", rep->len);
+    break;
+  default:
+    snprintf(out, size, "a reply of type %d", rep->type);
+  }
+}
+
 /* One command and its reply, bounded as security.md says: the whole
  * exchange within the tier's time limit (hiredis's own timeout bounds
  * each read, so a server that trickles bytes would hold a blocking
@@ -284,9 +495,11 @@ static void sigpipe_restore(sigpipe_guard *g) {
  * says how long it is), and no array (no command here gets one; hiredis
  * makes room for every element an array's header announces). A reply
  * followed by more bytes is taken, and the connection dropped after it:
- * nothing is asked that could explain them. */
+ * nothing is asked that could explain them. expect: the kinds of reply
+ * (WANT) the command may get besides an error; any other ends it as a
+ * failure. */
 static redisReply *command(rt_redis *r, int argc, const char **argv,
-                           const size_t *len) {
+                           const size_t *len, unsigned expect) {
   sigpipe_guard g;
   sigpipe_block(&g);
   redisContext *c = r->c;
@@ -354,13 +567,182 @@ static redisReply *command(rt_redis *r, int argc, const char **argv,
   }
   bool extra = rep && c->reader->pos < c->reader->len;
   sigpipe_restore(&g);
-  if (!rep) {
+  redisReply *reply = rep;
+  /* an error reply is always Redis's to give (NOAUTH, OOM...); any other
+   * kind must be one the command gets (a status: OK), or this is no Redis
+   * the tier knows (a wrong server or proxy on the port): a failure, as a
+   * protocol error is, not a reply to act on (an integer taken for "the
+   * lock is held" stalled every process for the compile limit) */
+  if (reply && reply->type != REDIS_REPLY_ERROR &&
+      (!(expect & WANT(reply->type)) ||
+       (reply->type == REDIS_REPLY_STATUS &&
+        strcmp(reply->str ? reply->str : "", "OK") != 0))) {
+    char kind[80];
+    reply_kind(reply, kind, sizeof kind);
+    snprintf(what, sizeof what, "%s answered with %s, which Redis never "
+             "sends for it", argv[0], kind);
+    freeReplyObject(reply);
+    reply = NULL;
+  }
+  if (!reply) {
     trip(r, what);
-  } else if (extra) {
+    return NULL;
+  }
+  if (extra) {
     redisFree(r->c); /* unasked bytes: the next command starts afresh */
     r->c = NULL;
   }
-  return rep;
+  return reply;
+}
+
+/* ---- the name's lookup, bounded ---------------------------------------- */
+
+static void lookup_unref(lookup *l) {
+  pthread_mutex_lock(&l->mu);
+  bool last = --l->refs == 0;
+  pthread_mutex_unlock(&l->mu);
+  if (last) {
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    free(l);
+  }
+}
+
+static void *lookup_main(void *arg) {
+  lookup *l = arg;
+  struct addrinfo hints, *res = NULL;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  int err = getaddrinfo(l->host, NULL, &hints, &res);
+  int syserr = errno;
+  char addr[MAX_ADDRS][ADDR_LEN] = {{0}};
+  int n = 0;
+  /* IPv4 first, as hiredis asks for them (then IPv6 when there is none) */
+  for (int pass = 0; pass < 2 && !err; pass++)
+    for (struct addrinfo *a = res; a && n < MAX_ADDRS; a = a->ai_next)
+      if ((a->ai_family == AF_INET) == (pass == 0) &&
+          (a->ai_family == AF_INET || a->ai_family == AF_INET6) &&
+          getnameinfo(a->ai_addr, a->ai_addrlen, addr[n], ADDR_LEN, NULL, 0,
+                      NI_NUMERICHOST) == 0)
+        n++;
+  if (res)
+    freeaddrinfo(res);
+  pthread_mutex_lock(&l->mu);
+  l->err = err ? err : n ? 0 : EAI_NONAME;
+  l->syserr = syserr;
+  l->n = n;
+  memcpy(l->addr, addr, sizeof addr);
+  l->done = true;
+  pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+  lookup_unref(l);
+  return NULL;
+}
+
+/* Call with r->mu held: r->host's addresses into r->addr, looked up by
+ * getaddrinfo (the hosts file, DNS...) in a thread of its own waited for
+ * until deadline: a resolver that does not answer costs the tier's
+ * timeout, not the resolver's own (2 x 5 s and more), at each attempt.
+ * False with why otherwise. */
+static bool resolve(rt_redis *r, int64_t deadline, char *why, size_t size) {
+  if (r->pending && r->pending_pid != getpid())
+    r->pending = NULL; /* the parent's: its thread is not in this process */
+  lookup *l = r->pending;
+  if (!l) {
+    size_t hl = strlen(r->host);
+    l = calloc(1, sizeof *l + hl + 1);
+    if (!l) {
+      snprintf(why, size, "cannot look up %s: out of memory", r->host);
+      return false;
+    }
+    memcpy(l->host, r->host, hl + 1);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&l->mu, NULL);
+    l->refs = 2; /* the thread's, the tier's */
+    /* no signal of the program's is delivered to that thread */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    int e = pthread_create(&th, &at, lookup_main, l);
+    pthread_attr_destroy(&at);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e) {
+      pthread_mutex_destroy(&l->mu);
+      pthread_cond_destroy(&l->cv);
+      free(l);
+      snprintf(why, size, "cannot look up %s: no thread for it (%s)",
+               r->host, strerror(e));
+      return false;
+    }
+    r->pending = l;
+    r->pending_pid = getpid();
+  }
+  struct timespec until = {(time_t)(deadline / 1000),
+                           (long)(deadline % 1000) * 1000000L};
+  pthread_mutex_lock(&l->mu);
+  while (!l->done)
+    if (pthread_cond_timedwait(&l->cv, &l->mu, &until) != 0)
+      break;
+  bool done = l->done;
+  int err = l->err, syserr = l->syserr;
+  if (done) {
+    r->naddr = l->n;
+    memcpy(r->addr, l->addr, sizeof r->addr);
+  }
+  pthread_mutex_unlock(&l->mu);
+  if (!done) { /* it goes on: the next attempt waits for it again */
+    snprintf(why, size, "cannot look up %s: no answer within %lld ms "
+             "(XPJIT_REDIS_TIMEOUT)", r->host, (long long)timeout_ms(r));
+    return false;
+  }
+  r->pending = NULL;
+  lookup_unref(l);
+  if (err) {
+    r->naddr = 0;
+    snprintf(why, size, "cannot look up %s: %s", r->host,
+             err == EAI_SYSTEM ? strerror(syserr) : gai_strerror(err));
+    return false;
+  }
+  return true;
+}
+
+/* Call with r->mu held: a connection to r's address, or NULL with why.
+ * A host name is looked up once (resolve) and its addresses remembered
+ * until connecting to all of them fails; the lookup and the connects
+ * together take at most the tier's timeout. */
+static redisContext *connect_tcp(rt_redis *r, char *why, size_t size) {
+  if (r->numeric) /* nothing to look up: hiredis's connect, as it is */
+    return redisConnectWithTimeout(r->host, r->port, r->timeout);
+  int64_t deadline = mono_ms() + timeout_ms(r);
+  if (!r->naddr && !resolve(r, deadline, why, size))
+    return NULL;
+  for (int i = 0; i < r->naddr; i++) {
+    int64_t left = deadline - mono_ms();
+    if (left <= 0) {
+      snprintf(why, size, "cannot connect: timed out");
+      break;
+    }
+    struct timeval tv = {(time_t)(left / 1000),
+                         (suseconds_t)(left % 1000) * 1000};
+    redisContext *c = redisConnectWithTimeout(r->addr[i], r->port, tv);
+    if (c && !c->err)
+      return c;
+    snprintf(why, size, "cannot connect to %s (%s): %s", r->addr[i],
+             r->host, c ? c->errstr : "out of memory");
+    if (c)
+      redisFree(c);
+  }
+  r->naddr = 0; /* looked up again next time: Redis may have moved */
+  return NULL;
 }
 
 /* Call with r->mu held: a usable connection, or false (Redis down). */
@@ -373,12 +755,14 @@ static bool connected(rt_redis *r) {
     return true;
   if (mono_ms() < r->down_until_ms)
     return false;
+  char what[400] = "";
   r->c = r->unix_path ? redisConnectUnixWithTimeout(r->unix_path, r->timeout)
-                      : redisConnectWithTimeout(r->host, r->port, r->timeout);
+                      : connect_tcp(r, what, sizeof what);
   if (!r->c || r->c->err) {
-    char what[200];
-    snprintf(what, sizeof what, "cannot connect: %s",
-             r->c ? r->c->errstr : "out of memory");
+    if (r->c)
+      snprintf(what, sizeof what, "cannot connect: %s", r->c->errstr);
+    else if (!what[0])
+      snprintf(what, sizeof what, "cannot connect: out of memory");
     trip(r, what);
     return false;
   }
@@ -386,11 +770,11 @@ static bool connected(rt_redis *r) {
   r->pid = getpid();
   if (r->pass) {
     const char *argv[3] = {"AUTH", r->user ? r->user : r->pass, r->pass};
-    redisReply *rep = command(r, r->user ? 3 : 2, argv, NULL);
+    redisReply *rep = command(r, r->user ? 3 : 2, argv, NULL,
+                              WANT(REDIS_REPLY_STATUS));
     if (!rep)
       return false;
     bool ok = rep->type != REDIS_REPLY_ERROR;
-    char what[300];
     snprintf(what, sizeof what, "authentication failed (%.200s)",
              ok ? "" : rep->str);
     freeReplyObject(rep);
@@ -403,11 +787,10 @@ static bool connected(rt_redis *r) {
     char db[16];
     snprintf(db, sizeof db, "%d", r->db);
     const char *argv[2] = {"SELECT", db};
-    redisReply *rep = command(r, 2, argv, NULL);
+    redisReply *rep = command(r, 2, argv, NULL, WANT(REDIS_REPLY_STATUS));
     if (!rep)
       return false;
     bool ok = rep->type != REDIS_REPLY_ERROR;
-    char what[300];
     snprintf(what, sizeof what, "SELECT %s failed (%.200s)", db,
              ok ? "" : rep->str);
     freeReplyObject(rep);
@@ -416,20 +799,31 @@ static bool connected(rt_redis *r) {
       return false;
     }
   }
+  return true;
+}
+
+/* Redis did its part of a request (a hit; a lock taken or found held; a
+ * value stored): it is up, and the breaker closed. Not when merely
+ * connected (a stopped Redis accepts connections), nor after one good
+ * reply (a wrong server on the port may answer GET as Redis would and SET
+ * with nonsense: that would flap, "back" and down every second). */
+static void mark_up(rt_redis *r) {
+  pthread_mutex_lock(&r->mu);
   if (r->fails)
     rt_warn("Redis tier %s: back", r->shown);
   r->fails = 0;
-  return true;
+  pthread_mutex_unlock(&r->mu);
 }
 
 /* One command under the lock; NULL when Redis is down (counted, but not
  * for a first look: its lookup is asked again, and counted then). An
  * error reply is returned to the caller. */
 static redisReply *run(rt_obtain *ob, rt_redis *r, int argc,
-                       const char **argv, const size_t *len) {
+                       const char **argv, const size_t *len,
+                       unsigned expect) {
   pthread_mutex_lock(&r->mu);
   bool up = connected(r);
-  redisReply *rep = up ? command(r, argc, argv, len) : NULL;
+  redisReply *rep = up ? command(r, argc, argv, len, expect) : NULL;
   pthread_mutex_unlock(&r->mu);
   if (!rep && !ob->peek)
     note(ob, (xpj_cache_counters){.redis_skipped = !up, .redis_errors = up});
@@ -440,11 +834,13 @@ static redisReply *run(rt_obtain *ob, rt_redis *r, int argc,
     bool first = !r->warned_reply;
     r->warned_reply = true;
     pthread_mutex_unlock(&r->mu);
+    char text[240];
     if (first) /* once: NOAUTH, OOM, READONLY say what to fix */
-      rt_warn("Redis tier %s: %s %s: %.300s; using the local tiers for "
-              "what it refuses", r->shown, argv[0],
+      rt_warn("Redis tier %s: %s %s: %s; using the local tiers for what it "
+              "refuses", r->shown, argv[0],
               argc > 1 && !strncmp(argv[1], "xpjit:", 6) ? argv[1] : "",
-              rep->str ? rep->str : "an error");
+              rep->str ? clean(text, sizeof text, rep->str, rep->len)
+                       : "an error");
   }
   return rep;
 }
@@ -637,7 +1033,8 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
   bool hit = false, waited = false;
   for (;;) {
     const char *get[2] = {"GET", vkey};
-    redisReply *rep = run(ob, r, 2, get, NULL);
+    redisReply *rep = run(ob, r, 2, get, NULL,
+                          WANT(REDIS_REPLY_STRING) | WANT(REDIS_REPLY_NIL));
     if (!rep)
       break;
     if (rep->type == REDIS_REPLY_ERROR) { /* NOAUTH, a Redis loading... */
@@ -656,6 +1053,7 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
       if (why && ob->peek)
         break; /* a first look takes only a good value; refused in full */
       if (!why) {
+        mark_up(r);
         hit = true;
         note(ob, (xpj_cache_counters){.redis_hits = 1,
                                       .saved_ms = f->v.compile_ms,
@@ -675,7 +1073,10 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
     char px[24];
     snprintf(px, sizeof px, "%lld", (long long)lock_ms);
     const char *set[6] = {"SET", lkey, ob->token, "NX", "PX", px};
-    rep = run(ob, r, 6, set, NULL);
+    /* +OK: ours; nil: held by another; an error: compile without it;
+     * anything else ended the command as a failure (run) */
+    rep = run(ob, r, 6, set, NULL,
+              WANT(REDIS_REPLY_STATUS) | WANT(REDIS_REPLY_NIL));
     if (!rep)
       break;
     bool mine = rep->type == REDIS_REPLY_STATUS;
@@ -683,6 +1084,7 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
     freeReplyObject(rep);
     if (refused)
       break; /* compile without the lock */
+    mark_up(r);
     if (mine) {
       /* the holder before us may have stored the value and let go
        * between our GET and our SET: look once more, holding the lock */
@@ -732,11 +1134,13 @@ static void put(void *state, rt_obtain *ob, const fetched *f) {
     snprintf(ex, sizeof ex, "%lld", (long long)r->ttl_s);
     const char *argv[5] = {"SET", vkey, (const char *)v, "EX", ex};
     size_t len[5] = {3, strlen(vkey), n, 2, strlen(ex)};
-    redisReply *rep = run(ob, r, 5, argv, len);
+    redisReply *rep = run(ob, r, 5, argv, len, WANT(REDIS_REPLY_STATUS));
     free(v);
     if (rep) {
-      if (rep->type == REDIS_REPLY_STATUS)
+      if (rep->type == REDIS_REPLY_STATUS) {
+        mark_up(r);
         note(ob, (xpj_cache_counters){.redis_stores = 1});
+      }
       freeReplyObject(rep);
     }
   }
@@ -756,7 +1160,7 @@ static void done(void *state, rt_obtain *ob) {
   char lkey[80];
   redis_key(lkey, "lock", ob);
   const char *argv[5] = {"EVAL", script, "1", lkey, ob->token};
-  redisReply *rep = run(ob, r, 5, argv, NULL);
+  redisReply *rep = run(ob, r, 5, argv, NULL, WANT(REDIS_REPLY_INTEGER));
   if (rep)
     freeReplyObject(rep);
   ob->held = false;

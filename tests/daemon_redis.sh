@@ -128,8 +128,9 @@ ms=$(( (t1 - t0) / 1000000 ))
 [ $ms -le 3000 ] || bad "node g: the process waited $ms ms after its daemon could not serve"
 
 # 3c. a secret file named relative to where xpjitd was started: its
-# workers (which start after it left that directory) sign with it too
-head -c 32 /dev/urandom >"$dir/secret"
+# workers (which start after it left that directory) sign with it too;
+# private, as a secret must be (else the tier is off: docs/cache.md)
+(umask 077 && head -c 32 /dev/urandom >"$dir/secret")
 rcli flushall >/dev/null
 (cd "$dir" && export XPJIT_REDIS_SECRET_FILE=secret &&
   node h --redis "unix:$RS")
