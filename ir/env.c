@@ -80,7 +80,7 @@ const xpj_env_var xpj_env_vars[] = {
      "the longest wait for the daemon's answer to one kernel", LIB},
     {"XPJIT_REDIS", "none", "redis://[user:password@]host[:port][/db], unix:/path, off",
      "the cluster's Redis tier (xpj_context_desc.redis wins; xpjitd --redis)", LIB " and xpjitd"},
-    {"XPJIT_REDIS_SECRET_FILE", "none", "a file of at least 16 bytes",
+    {"XPJIT_REDIS_SECRET_FILE", "none", "a private file of at least 16 bytes (yours or root's, mode 0600, 0400 or 0640)",
      "values in Redis carry an HMAC with this secret instead of a plain SHA-256", LIB " and xpjitd"},
     {"XPJIT_REDIS_TIMEOUT", "50ms", "a duration from 1ms to 60s",
      "the limit for connecting to Redis and for each command", LIB},
