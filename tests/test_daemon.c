@@ -3039,22 +3039,27 @@ static void test_peer_uid(void **state) {
 
 /* ---- parsing off the event loop ---- */
 
-/* kernels_src and a kernel whose body is one long sum (y[i] + y[i] + ...)
- * to `size` bytes in all (malloc'd): seconds to parse, not to read. tag
- * makes sources of the same size differ. */
+/* kernels_src and a kernel whose body is long sums (y[i] = y[i] + y[i] +
+ * ..., a statement every 512 terms: language.md bounds how deep one
+ * expression nests at 1024) to `size` bytes in all (malloc'd): seconds to
+ * parse, not to read. tag makes sources of the same size differ. */
 static char *slow_source(size_t size, char tag, size_t *len) {
   static const char head[] = "kernel big<T>(y: global T[]) range {\n"
                              "    let i = global_id(0);\n"
                              "    y[i] = y[i]";
-  static const char term[] = " + y[i]", tail[] = ";\n}\n";
+  static const char term[] = " + y[i]", next[] = ";\n    y[i] = y[i]",
+                    tail[] = ";\n}\n";
   char *s = malloc(size + 64);
   assert_non_null(s);
   size_t n = (size_t)snprintf(s, size + 64, "// %c\n%s%s", tag, kernels_src,
                               head);
   assert_true(n < size);
-  while (n + sizeof term + sizeof tail < size) {
-    memcpy(s + n, term, sizeof term - 1);
-    n += sizeof term - 1;
+  for (unsigned terms = 1;
+       n + sizeof next + sizeof term + sizeof tail < size; terms++) {
+    const char *t = terms % 512 ? term : next;
+    size_t tl = terms % 512 ? sizeof term - 1 : sizeof next - 1;
+    memcpy(s + n, t, tl);
+    n += tl;
   }
   memcpy(s + n, tail, sizeof tail);
   *len = n + sizeof tail - 1;
