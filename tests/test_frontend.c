@@ -1025,8 +1025,8 @@ static void test_return_paths(void **state) {
       "fn f(x: i32) -> i32 { if true { return x; } }",
       "fn f(x: i32) -> i32 { { if x > 0 { return x; } } }",
       "fn f(x: i32) -> i32 { { } }",
-      "fn f(x: i32) -> i32 { if x > 0 { return 1; } "
-      "else if x < 0 { return 2; } }",
+      ("fn f(x: i32) -> i32 { if x > 0 { return 1; } "
+       "else if x < 0 { return 2; } }"), /* (one string, not two) */
       "fn f(x: i32) -> i32 { if x > 0 { return 1; } else { { } } }",
       "fn f(x: i32) -> i32 { for (; x > 0;) { return x; } }",
       "fn f(x: i32) -> i32 { for (;;) { if x > 0 { break; } return x; } }",
