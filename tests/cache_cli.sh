@@ -801,5 +801,18 @@ if command -v sqlite3 >/dev/null 2>&1; then
     [ "$(sqlite3 "$T/other/app.sqlite" 'SELECT x FROM t')" = 7 ] ||
     bad "cache --path another program's database: exit $rc, $(ls "$T/other" | tr '\n' ' ')"
 fi
+# SQLite is loaded at the first open (cache/sqlite_dl.h): a libsqlite3.so.0
+# without the functions the cache calls turns the cache off with the
+# reason, no crash (a stand-in built here, found first by LD_LIBRARY_PATH)
+if command -v cc >/dev/null 2>&1; then
+  mkdir "$T/fakesq" "$T/fq"
+  echo 'int sqlite3_open_v2(void) { return 1; }' > "$T/fakesq/f.c"
+  if cc -shared -fPIC -o "$T/fakesq/libsqlite3.so.0" "$T/fakesq/f.c" 2>/dev/null; then
+    LD_LIBRARY_PATH="$T/fakesq${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      XPJIT_CACHE_DIR="$T/fq" "$CLI" cache ls >/dev/null 2>"$T/e"; rc=$?
+    [ $rc = 1 ] && grep -q "SQLite cannot be loaded: libsqlite3.so.0 has no sqlite3_" "$T/e" ||
+      bad "cache ls with a libsqlite3 lacking its functions: exit $rc, $(cat "$T/e")"
+  fi
+fi
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail
