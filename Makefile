@@ -194,10 +194,14 @@ $(LIB_A): $(CORE_OBJS) $(LIB_SO_V)
 	rm -f $@
 	ar rcs $@ $(BUILD)/obj/libxpjit.o
 
+# --no-undefined: every symbol resolved when it is linked, so that nothing
+# calls SQLite but through cache/sqlite_dl.h (the library does not link it);
+# not with a sanitizer, whose runtime clang leaves to the program
 $(LIB_SO_V): $(CORE_OBJS) tools/libxpjit.map
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN) $(LDFLAGS) -shared -Wl,-soname,libxpjit.so.0 \
 	  -Wl,--version-script=tools/libxpjit.map -Wl,-Bsymbolic-functions \
+	  $(if $(SAN),,-Wl,--no-undefined) \
 	  -o $@ $(CORE_OBJS) $(CORE_LIBS)
 
 $(LIB_SO0): $(LIB_SO_V)

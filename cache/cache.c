@@ -1086,7 +1086,7 @@ static const char *rc_str(int rc) {
     return "an xpjit user cache (its meta kind is 'cache'), not a bundle; "
            "left as it is ('xpjit-cli cache --path FILE export OUT' makes a "
            "bundle of it)";
-  if (rc == RC_NO_SQLITE || !xpj_sqlite_load())
+  if (rc == RC_NO_SQLITE || !xpj_sqlite.errstr) /* (not loaded: say why) */
     return xpj_sqlite_why();
   if (rc == RC_SCHEMA)
     return "its schema is not the one this version writes (damaged, or "
