@@ -539,7 +539,7 @@ static bool cpuid_fields(char *name, size_t nsize, char *vendor,
   memcpy(v + 4, &r[3], 4);
   memcpy(v + 8, &r[2], 4);
   v[12] = 0;
-  if (__get_cpuid_max(0x80000000, NULL) < 0x80000004)
+  if ((unsigned)__get_cpuid_max(0x80000000, NULL) < 0x80000004u)
     return false;
   for (unsigned i = 0; i < 3; i++)
     __cpuid(0x80000002 + i, r[4 * i], r[4 * i + 1], r[4 * i + 2],
