@@ -416,11 +416,19 @@ static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
              i, pn);
     return launch_err(k, "argument ", buf);
   }
-  if (hi < lo)
-    return XPJ_OK; /* empty: nothing is touched */
+  rt_alloc al;
+  if (hi < lo) {
+    /* empty: nothing is touched, but data still goes to the driver, which
+     * may look it up (OpenCL's SVM and USM arguments: Intel's runtime
+     * crashed in clEnqueueNDRangeKernel on a pointer into memory freed
+     * meanwhile), so the allocation holding it, if any, is held as for
+     * any view */
+    if (rt_mem_hold(k->dev, a->data, &al))
+      l->holds[l->nholds++] = al.base;
+    return XPJ_OK;
+  }
   uintptr_t first = (uintptr_t)a->data + (uintptr_t)(lo * (int64_t)es);
   uintptr_t last = (uintptr_t)a->data + (uintptr_t)(hi * (int64_t)es) + es;
-  rt_alloc al;
   /* the allocation holding data, the first or the last byte the view
    * reaches (x + n of an n-element allocation is no host memory) */
   if (rt_mem_hold(k->dev, a->data, &al) ||

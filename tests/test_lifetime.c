@@ -50,6 +50,9 @@ static const char src[] =
     "        k += 1;\n"
     "    }\n"
     "}\n"
+    /* takes an array and touches none of it */
+    "kernel untouched(x: global f32[]) range {\n"
+    "}\n"
     "kernel add1(x: global f32[]) range {\n"
     "    let i = global_id(0);\n"
     "    x[i] = x[i] + 1.0;\n"
@@ -191,6 +194,39 @@ static void test_free_during_launch(void **state) {
   for (int i = 0; i < N; i++)
     assert_true(d[i] == (float)i);
   assert_int_equal(xpj_mem_free(dev, d), XPJ_OK);
+  xpj_queue_destroy(q);
+}
+
+/* An empty view is held too: its data still goes to the driver (OpenCL
+ * hands it to clSetKernelArgSVMPointer, and Intel's runtime crashed in
+ * clEnqueueNDRangeKernel when the allocation had been freed meanwhile:
+ * Python's ReductionKernel over an empty axis of an OpenCL array). Here the
+ * hold shows as the freed memory being retired, not gone: a new command
+ * may not take it ("was freed") until the launch is done. */
+static void test_free_during_launch_empty_view(void **state) {
+  (void)state;
+  xpj_queue *q = NULL, *q2 = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  assert_int_equal(xpj_queue_create(dev, NULL, &q2), XPJ_OK);
+  xpj_kernel *k = kernel(prog, "untouched", "");
+  float *x = NULL;
+  assert_int_equal(
+      xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * sizeof *x, 0, (void **)&x),
+      XPJ_OK);
+  atomic_int gate = 0;
+  assert_int_equal(xpj_enqueue_host_task(q, wait_gate, &gate, NULL), XPJ_OK);
+  xpj_array empty = xpj_array_1d(x, XPJ_F32, 0);
+  xpj_arg args[1] = {xpj_arg_array(&empty)};
+  xpj_range r = xpj_range_1d(1, 0);
+  assert_int_equal(xpj_launch(q, k, &r, 1, args, NULL), XPJ_OK);
+  assert_int_equal(xpj_mem_free(dev, x), XPJ_OK);
+  xpj_array whole = xpj_array_1d(x, XPJ_F32, N);
+  args[0] = xpj_arg_array(&whole);
+  assert_int_equal(xpj_launch(q2, k, &r, 1, args, NULL), XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_last_error(), "was freed"));
+  atomic_store(&gate, 1);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  xpj_queue_destroy(q2);
   xpj_queue_destroy(q);
 }
 
@@ -641,6 +677,7 @@ static void test_waiter_stack(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_free_during_launch),
+      cmocka_unit_test(test_free_during_launch_empty_view),
       cmocka_unit_test(test_destroy_with_work_in_flight),
       cmocka_unit_test(test_launch_timeout),
       cmocka_unit_test(test_queue_cancel),
