@@ -151,6 +151,12 @@ typedef struct cg_region {
   LLVMValueRef stack; /* or an alloca of fixed_items elements */
 } cg_region;
 #define CG_STACK_REGION_BYTES (64u * 1024u)
+/* Private arrays in a kernel's frame, per work-item, in all: each call of
+ * a device function lowers its arrays again, so nothing else bounds them,
+ * and the CPU device runs kernels on threads of RT_KERNEL_STACK (twice
+ * this; runtime/rt.h), where more would overflow the stack
+ * (docs/language.md 10, "Limits"). */
+#define CG_PRIVATE_MAX_BYTES (4u << 20)
 
 struct cg {
   LLVMContextRef ctx;
@@ -229,6 +235,7 @@ struct cg {
 
   uint64_t local_bytes;   /* static local memory */
   uint64_t scratch_bytes; /* CPU: per work-item scratch */
+  uint64_t private_bytes; /* private arrays in the frame (stack) */
   uint64_t inlined;       /* instructions lowered, to bound inlining */
   /* CPU: per function of m, whether a call to it holds a barrier
    * (codegen.c barrier_memo): computed at the first question, freed by

@@ -2260,15 +2260,33 @@ static void lower_block(cg *c, cg_frame *fr, xpj_block b);
 static void lower_wg_block(cg *c, cg_frame *fr, xpj_block b);
 static void lower_inst(cg *c, cg_frame *fr, xpj_val id);
 
-/* The storage of a private variable or array. */
+/* The storage of a private variable or array. Arrays in the frame count
+ * towards CG_PRIVATE_MAX_BYTES: past it the kernel is refused here rather
+ * than overflowing the stack of the thread that runs it. */
 static LLVMValueRef private_storage(cg *c, cg_frame *fr, xpj_val id,
                                     LLVMTypeRef t) {
+  const xpj_inst *in = &fr->f->insts[id];
   if (fr->wg && fr->need[id]) {
     /* lives across barriers: one copy per work-item in scratch */
-    uint64_t bytes = private_bytes(c, &fr->f->insts[id]);
+    uint64_t bytes = private_bytes(c, in);
     if (fr->slot[id] < 0)
       fr->slot[id] = scratch_alloc(c, bytes);
     return scratch_addr(c, fr->slot[id], bytes, c->cpu_wi);
+  }
+  if (in->op == XPJ_OP_ARRAY) {
+    c->private_bytes += private_bytes(c, in);
+    if (c->private_bytes > CG_PRIVATE_MAX_BYTES) {
+      const char *file = xpj_module_file_name(c->m, in->loc.file);
+      cg_fail(c, XPJ_ERR_UNSUPPORTED, "%s%s%u:%u: private array '%s'%s%s "
+              "brings the private arrays of kernel %s to %llu bytes per "
+              "work-item, more than the %u MiB a work-item may have (a "
+              "device function's arrays count at each call of it)",
+              file ? file : "", file ? ":" : "line ", in->loc.line,
+              in->loc.col, xpj_inst_name(fr->f, in),
+              fr->call ? " of function " : "", fr->call ? fr->f->name : "",
+              c->kernel->name, (unsigned long long)c->private_bytes,
+              CG_PRIVATE_MAX_BYTES >> 20);
+    }
   }
   return entry_alloca(c, t, "");
 }

@@ -399,13 +399,22 @@ static xpj_status pool_start(pool *p, unsigned n) {
   }
   for (unsigned i = 0; i < n; i++)
     p->slots[i] = (slot){.pool = p, .index = i};
+  /* kernels keep their private arrays on the stack (rt_kernel_stack) */
+  pthread_attr_t ta;
+  if (pthread_attr_init(&ta) != 0) {
+    pool_stop(p, 0);
+    return rt_err(XPJ_ERR_NOMEM, "cannot start the CPU device's threads");
+  }
+  pthread_attr_setstacksize(&ta, rt_kernel_stack());
   for (unsigned i = 1; i < n; i++) {
-    if (pthread_create(&p->threads[i - 1], NULL, worker_main,
+    if (pthread_create(&p->threads[i - 1], &ta, worker_main,
                        &p->slots[i]) != 0) {
+      pthread_attr_destroy(&ta);
       pool_stop(p, i - 1);
       return rt_err(XPJ_ERR_NOMEM, "cannot start the CPU device's threads");
     }
   }
+  pthread_attr_destroy(&ta);
   /* return once every worker is parked (see xpj_queue_create: no thread
    * may be starting up when a compiler worker is forked) */
   pthread_mutex_lock(&p->mu);

@@ -388,7 +388,14 @@ xpj_status xpj_queue_create(xpj_device *dev, const xpj_queue_desc *desc,
   pthread_mutex_init(&q->mu, NULL);
   pthread_cond_init(&q->work, NULL);
   pthread_cond_init(&q->done, NULL);
-  if (pthread_create(&q->thread, NULL, queue_main, q) != 0) {
+  pthread_attr_t ta;
+  int started = pthread_attr_init(&ta);
+  if (started == 0) {
+    pthread_attr_setstacksize(&ta, rt_kernel_stack());
+    started = pthread_create(&q->thread, &ta, queue_main, q);
+    pthread_attr_destroy(&ta);
+  }
+  if (started != 0) {
     if (dev->ops->queue_fini)
       dev->ops->queue_fini(dev, q->bq);
     pthread_mutex_destroy(&q->mu);
@@ -450,6 +457,9 @@ static _Thread_local uintptr_t stack_low; /* the lowest address of this
                                               thread's stack, or 1: unknown */
 static size_t queue_stack; /* what the queues' threads get */
 
+/* The default follows RLIMIT_STACK, and is 2 MiB where that is unlimited
+ * (as on many clusters) or set low: too little for the frame a kernel may
+ * have (RT_KERNEL_STACK) */
 static void read_queue_stack(void) {
   pthread_attr_t a;
   size_t size = 0;
@@ -457,7 +467,13 @@ static void read_queue_stack(void) {
     pthread_attr_getstacksize(&a, &size);
     pthread_attr_destroy(&a);
   }
-  queue_stack = size ? size : (size_t)8 << 20;
+  queue_stack = size > RT_KERNEL_STACK ? size : RT_KERNEL_STACK;
+}
+
+size_t rt_kernel_stack(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, read_queue_stack);
+  return queue_stack;
 }
 
 #ifdef __GLIBC__
@@ -505,8 +521,7 @@ uintptr_t rt_main_stack_low(void) {
 }
 
 static bool stack_left_enough(void) {
-  static pthread_once_t once = PTHREAD_ONCE_INIT;
-  pthread_once(&once, read_queue_stack);
+  size_t need = rt_kernel_stack();
   if (!stack_low) {
     stack_low = rt_main_stack_low();
     pthread_attr_t a;
@@ -524,7 +539,7 @@ static bool stack_left_enough(void) {
   char here;
   /* the queue's thread uses a few KiB of its own before the kernel runs */
   return stack_low > 1 && (uintptr_t)&here > stack_low &&
-         (uintptr_t)&here - stack_low + (64u << 10) >= queue_stack;
+         (uintptr_t)&here - stack_low + (64u << 10) >= need;
 }
 
 static bool help_off;

@@ -31,6 +31,13 @@ uint64_t rt_now_ns(void);
 /* queue.c: the lowest address the main thread's stack may grow to, when
  * called on the main thread (glibc, a finite stack limit); else 0. */
 uintptr_t rt_main_stack_low(void);
+/* The stack of the runtime's threads that run kernels (a queue's, the CPU
+ * device's pool; queue.c): the default, and at least RT_KERNEL_STACK, twice
+ * the private arrays a kernel may have (compiler/cg.h,
+ * CG_PRIVATE_MAX_BYTES), which it keeps in its frame. A thread that helps
+ * in xpj_queue_wait runs commands only with this much stack left. */
+#define RT_KERNEL_STACK ((size_t)8 << 20)
+size_t rt_kernel_stack(void);
 
 /* ---- the backend interface ------------------------------------------ */
 

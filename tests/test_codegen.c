@@ -1489,6 +1489,76 @@ static void test_ptx_leaf_dead_local(void **state) {
   free(ptx);
 }
 
+/* Kernel k with n private arrays of 512 KiB (f64[65536]) */
+static void private_arrays_src(char *src, size_t size, int n) {
+  int k = snprintf(src, size, "kernel k(x: global f64[]) range {\n"
+                   "  let i = global_id(0);\n  let s = 0.0;\n");
+  for (int a = 0; a < n; a++)
+    k += snprintf(src + k, size - (size_t)k,
+                  "  let a%d: f64[65536];\n  a%d[i %% 65536] = 1.0;\n"
+                  "  s += a%d[(i + 1) %% 65536];\n", a, a, a);
+  snprintf(src + k, size - (size_t)k, "  x[i] = s;\n}\n");
+}
+
+/* Compiles kernel k of src for target: the status, the log in log. */
+static xpj_status compile_src(const char *src, const char *target,
+                              char *log, size_t n, xpj_failure_kind *kind) {
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(src, &m, NULL), XPJ_OK);
+  xpj_module *sp = spec_kernel(m, "k", XPJ_VOID, 0);
+  assert_non_null(sp);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.isolation = XPJ_ISOLATE_NONE;
+  xpj_status st = compile_with(sp, "k", target, &o, log, n, kind);
+  xpj_module_destroy(sp);
+  xpj_module_destroy(m);
+  return st;
+}
+
+/* A kernel's private arrays, kept in its frame, take at most 4 MiB per
+ * work-item (CG_PRIVATE_MAX_BYTES), each device function's arrays counted
+ * at each call: past it the compile is refused (XPJ_ERR_UNSUPPORTED, an
+ * input failure, naming the array that goes past), on every target.
+ * Before, the CPU device ran any such kernel on a thread whose stack it
+ * overflowed (SIGSEGV: 20 calls of a function with one f64[65536]; found
+ * probing the C API). Exactly 4 MiB compiles. */
+static void test_private_limit(void **state) {
+  (void)state;
+  static const char calls[] =
+      "fn f(i: i64) -> f64 {\n"
+      "  let a: f64[65536];\n"
+      "  a[i % 65536] = 1.0;\n"
+      "  return a[(i + 1) % 65536];\n"
+      "}\n"
+      "kernel k(x: global f64[]) range {\n"
+      "  let i = global_id(0);\n"
+      "  x[i] = f(i) + f(i + 1) + f(i + 2) + f(i + 3) + f(i + 4) + f(i + 5) +\n"
+      "         f(i + 6) + f(i + 7) + f(i + 8);\n"
+      "}\n";
+  static const char *const targets[] = {"cpu", "ptx:sm_90"};
+  char src[2048], log[4096];
+  for (unsigned t = 0; t < 2; t++) {
+    xpj_failure_kind kind;
+    private_arrays_src(src, sizeof src, 9);
+    assert_int_equal(compile_src(src, targets[t], log, sizeof log, &kind),
+                     XPJ_ERR_UNSUPPORTED);
+    assert_int_equal(kind, XPJ_FAILURE_INPUT);
+    if (!strstr(log, "t.xpk:28:7: private array 'a8' brings the private "
+                "arrays of kernel k to 4718592 bytes per work-item, more "
+                "than the 4 MiB a work-item may have"))
+      fail_msg("%s: %s", targets[t], log);
+    private_arrays_src(src, sizeof src, 8);
+    assert_int_equal(compile_src(src, targets[t], log, sizeof log, NULL),
+                     XPJ_OK);
+    assert_int_equal(compile_src(calls, targets[t], log, sizeof log, NULL),
+                     XPJ_ERR_UNSUPPORTED);
+    if (!strstr(log, "t.xpk:2:7: private array 'a' of function f brings the "
+                "private arrays of kernel k to 4718592 bytes"))
+      fail_msg("%s: %s", targets[t], log);
+  }
+}
+
 /* More than 48 KiB of static local memory in a kernel is refused when
  * the PTX is made (XPJ_ERR_UNSUPPORTED, naming the limit), not by ptxas
  * when a process loads it: 48,896 bytes of array and the collectives'
@@ -3311,6 +3381,7 @@ int main(void) {
       guarded_test(test_ptx_opaque_steps),
       guarded_test(test_ptx_leaf_dead_local),
       guarded_test(test_ptx_static_shared_limit),
+      guarded_test(test_private_limit),
       guarded_test(test_cpu_target_names),
       guarded_test(test_ptx_cleanup_passes),
       guarded_test(test_ptx_stepped_exit),

@@ -674,6 +674,85 @@ static void test_waiter_stack(void **state) {
   xpj_program_destroy(p);
 }
 
+/* Kernels keep their private arrays in their frame, on the stack of the
+ * thread that runs them, and the runtime's threads (the queue's, the CPU
+ * pool's) get at least 8 MiB (rt_kernel_stack), whatever threads get by
+ * default. That default follows RLIMIT_STACK, and where the limit is
+ * unlimited (`ulimit -s unlimited`, common on clusters) glibc gives 2 MiB:
+ * test_waiter_stack's kernel, 3 MiB of private arrays, died of SIGSEGV on
+ * the queue's thread there (found probing the C API). Here the default is
+ * made 128 KiB while a context and a queue start their threads, and a
+ * kernel with 256 KiB of private arrays runs in two parts (the queue's
+ * thread and a pool worker), waited for from a thread too small to run
+ * it itself. */
+typedef struct small_wait {
+  xpj_queue *q;
+  xpj_kernel *k;
+  float *x;
+  xpj_status st;
+} small_wait;
+
+static void *small_waiter(void *arg) {
+  small_wait *w = arg;
+  xpj_array a = xpj_array_1d(w->x, XPJ_F32, 2 * N);
+  xpj_arg g = xpj_arg_array(&a);
+  xpj_range r = xpj_range_1d(2 * N, 0);
+  w->st = xpj_launch(w->q, w->k, &r, 1, &g, NULL);
+  if (w->st == XPJ_OK)
+    w->st = xpj_queue_wait(w->q);
+  return NULL;
+}
+
+static void test_kernel_stack(void **state) {
+  (void)state;
+  static const char priv[] =
+      "kernel priv(x: global f32[]) range {\n"
+      "  let i = global_id(0);\n"
+      "  let a: f64[32768];\n"
+      "  a[(i * 7) % 32768] = f64(i);\n"
+      "  x[i] = f32(a[(i * 7) % 32768] + a[(i * 7 + 1) % 32768]);\n"
+      "}\n";
+  pthread_attr_t def, small;
+  assert_int_equal(pthread_getattr_default_np(&def), 0);
+  assert_int_equal(pthread_attr_init(&small), 0);
+  assert_int_equal(pthread_attr_setstacksize(&small, 128u << 10), 0);
+  assert_int_equal(pthread_setattr_default_np(&small), 0);
+  xpj_context_desc d = {.visible = "cpu", .cpu_threads = 2,
+                        .cache_mode = XPJ_CACHE_MODE_OFF, .no_env_bundles = 1};
+  xpj_context *c = NULL;
+  xpj_device *dv = NULL;
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_context_create(&d, &c), XPJ_OK);
+  assert_int_equal(xpj_device_select(c, "cpu", &dv), XPJ_OK);
+  assert_int_equal(xpj_queue_create(dv, NULL, &q), XPJ_OK);
+  assert_int_equal(pthread_setattr_default_np(&def), 0);
+  pthread_attr_destroy(&def);
+  xpj_program *p = NULL;
+  assert_int_equal(xpj_program_create(c, "priv.xpk", priv, sizeof priv - 1,
+                                      NULL, &p),
+                   XPJ_OK);
+  xpj_kernel *k = NULL;
+  assert_int_equal(xpj_program_get_kernel(p, "priv", NULL, 0, dv, NULL, &k),
+                   XPJ_OK);
+  small_wait w = {q, k, NULL, XPJ_ERR_INVALID};
+  assert_int_equal(xpj_mem_alloc(dv, XPJ_MEM_SHARED, 2 * N * sizeof(float),
+                                 0, (void **)&w.x),
+                   XPJ_OK);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, &small, small_waiter, &w), 0);
+  pthread_join(t, NULL);
+  pthread_attr_destroy(&small);
+  if (w.st != XPJ_OK)
+    fail_msg("%s: %s", xpj_status_name(w.st), xpj_last_error());
+  for (int i = 0; i < 2 * N; i++)
+    if (w.x[i] != (float)i)
+      fail_msg("x[%d] is %g", i, (double)w.x[i]);
+  assert_int_equal(xpj_mem_free(dv, w.x), XPJ_OK);
+  xpj_queue_destroy(q);
+  xpj_program_destroy(p);
+  xpj_context_destroy(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_free_during_launch),
@@ -686,6 +765,7 @@ int main(void) {
       cmocka_unit_test(test_timeout_unsupported),
       cmocka_unit_test(test_waiter_environment),
       cmocka_unit_test(test_waiter_stack),
+      cmocka_unit_test(test_kernel_stack),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
