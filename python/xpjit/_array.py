@@ -13,7 +13,7 @@ from . import _lib, _sycl
 from ._accel import _fast
 from ._dtypes import scalar_name, scalar_value
 from ._errors import InvalidArgumentError, UnsupportedError, check
-from ._runtime import get_device
+from ._runtime import Device, Queue, get_device
 
 # ---- memory ---------------------------------------------------------------
 
@@ -141,6 +141,26 @@ class _UsmMemory:
                 pass
 
 
+def _device_arg(device, who):
+    """device= as a Device: None stays None, a str is a device filter of
+    the default context ("opencl:cpu", as Queue and dpctl take it; it was
+    an AttributeError of str)."""
+    if device is None or isinstance(device, Device):
+        return device
+    if isinstance(device, str):
+        return Device(device)
+    raise InvalidArgumentError("%s: device= takes an xpjit.Device or a "
+                               "device filter such as \"opencl:cpu\", not %s"
+                               % (who, type(device).__name__))
+
+
+def _queue_arg(queue, who):
+    if queue is not None and not isinstance(queue, Queue):
+        raise InvalidArgumentError("%s: queue= takes an xpjit.Queue, not %s"
+                                   % (who, type(queue).__name__))
+    return queue
+
+
 def _c_strides(shape, itemsize):
     st, s = [], itemsize
     for n in reversed(shape):
@@ -160,6 +180,70 @@ def _span(shape, strides):
         else:
             hi += (n - 1) * s
     return lo, hi
+
+
+def _contiguous(shape, strides, itemsize, fortran=False):
+    """NumPy's rule: the elements lie one after another in C (or Fortran)
+    order; the stride of an axis of extent 1 is never used, and an empty
+    array is contiguous either way."""
+    if 0 in shape:
+        return True
+    want = itemsize
+    dims = zip(shape, strides) if fortran else zip(reversed(shape),
+                                                   reversed(strides))
+    for n, st in dims:
+        if n != 1:
+            if st != want:
+                return False
+            want *= n
+    return True
+
+
+class _Flags(dict):
+    """ndarray.flags: NumPy's keys (flags["C_CONTIGUOUS"], "F_CONTIGUOUS",
+    "WRITEABLE") and attributes (flags.c_contiguous, ...), read-only."""
+
+    _SHORT = {"C": "C_CONTIGUOUS", "CONTIGUOUS": "C_CONTIGUOUS",
+              "F": "F_CONTIGUOUS", "FORTRAN": "F_CONTIGUOUS",
+              "W": "WRITEABLE"}
+
+    def __getitem__(self, key):
+        return dict.__getitem__(self, self._SHORT.get(key, key))
+
+    def __getattr__(self, name):
+        try:
+            return dict.__getitem__(self, name.upper())
+        except KeyError:
+            raise AttributeError("flags have no %r" % name) from None
+
+
+def _not_numpy(what):
+    """The TypeError of NumPy's functions, ufuncs and operators given an
+    xpjit.ndarray: nothing converts it implicitly (as with CuPy), so that
+    nothing answers with a silently wrong value (np.array_equal caught the
+    conversion's TypeError and said False)."""
+    return TypeError(
+        "%s: an xpjit.ndarray is memory of a device, not a NumPy array, and "
+        "has no NumPy functions, ufuncs or operators; use .get() for a NumPy "
+        "copy (or an ElementwiseKernel or ReductionKernel on the device)"
+        % what)
+
+
+_SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">",
+            "ge": ">=", "neg": "unary -", "pos": "unary +", "abs": "abs()",
+            "invert": "~", "add": "+", "sub": "-", "mul": "*", "matmul": "@",
+            "truediv": "/", "floordiv": "//", "mod": "%", "divmod": "divmod()",
+            "pow": "**", "lshift": "<<", "rshift": ">>", "and": "&",
+            "or": "|", "xor": "^"}
+
+
+def _operator(name, inplace=False):
+    what = "operator %s%s" % (_SYMBOLS[name], "=" if inplace else "")
+
+    def op(self, *other):
+        raise _not_numpy(what)
+    op.__name__ = "__%s__" % name
+    return op
 
 
 class ndarray:
@@ -195,6 +279,7 @@ class ndarray:
             raise InvalidArgumentError("shape %r of %s is too large"
                                        % (shape, self.dtype))
         self.shape = shape
+        device = _device_arg(device, "xpjit.ndarray")
         self.device = device if device is not None else get_device()
         if _mem is None:
             nbytes = math.prod(shape) * self.dtype.itemsize
@@ -245,14 +330,100 @@ class ndarray:
 
     @property
     def flags(self):
-        c = self.strides == _c_strides(self.shape, self.itemsize)
-        return {"C_CONTIGUOUS": c or self.size <= 1,
-                "WRITEABLE": not self._readonly}
+        """C_CONTIGUOUS, F_CONTIGUOUS (NumPy's rule: extent-1 axes' strides
+        do not count) and WRITEABLE, as keys and as attributes."""
+        it = self.itemsize
+        return _Flags(C_CONTIGUOUS=_contiguous(self.shape, self.strides, it),
+                      F_CONTIGUOUS=_contiguous(self.shape, self.strides, it,
+                                               True),
+                      WRITEABLE=not self._readonly)
 
     def __len__(self):
         if not self.shape:
             raise TypeError("len() of a 0-d array")
         return self.shape[0]
+
+    def __iter__(self):
+        # (without it Python iterates by indexing until IndexError, and a
+        # 0-d array, which NumPy's indexing refuses so, was empty)
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __contains__(self, value):
+        raise _not_numpy("'in'")
+
+    # -- NumPy's protocols: nothing of NumPy's converts it. np.shape,
+    # np.ndim, np.size and np.result_type read its attributes; every other
+    # function and ufunc raises TypeError (np.array_equal answered False,
+    # having caught __array__'s error)
+    __array_ufunc__ = None  # NumPy's operators defer to the ones below
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is np.shape and len(args) == 1 and not kwargs:
+            return self.shape
+        if func is np.ndim and len(args) == 1 and not kwargs:
+            return self.ndim
+        if func is np.size and args and args[0] is self:
+            return np.size(np.broadcast_to(np.empty((), np.uint8),
+                                           self.shape), *args[1:], **kwargs)
+        if func is np.result_type:
+            return np.result_type(*(a.dtype if isinstance(a, ndarray) else a
+                                    for a in args), **kwargs)
+        raise _not_numpy("NumPy's %s" % getattr(func, "__name__", func))
+
+    for _sym in ("eq", "ne", "lt", "le", "gt", "ge", "neg", "pos", "abs",
+                 "invert"):
+        locals()["__%s__" % _sym] = _operator(_sym)
+    for _sym in ("add", "sub", "mul", "matmul", "truediv", "floordiv",
+                 "mod", "divmod", "pow", "lshift", "rshift", "and", "or",
+                 "xor"):
+        locals()["__%s__" % _sym] = locals()["__r%s__" % _sym] = \
+            _operator(_sym)
+        if _sym != "divmod":
+            locals()["__i%s__" % _sym] = _operator(_sym, True)
+    del _sym
+    __hash__ = None  # as NumPy's and CuPy's arrays
+
+    # -- one element, as NumPy and CuPy give it (a copy to the host)
+    def _item(self, what):
+        if self.size != 1:
+            raise TypeError("only an array of one element converts to a "
+                            "Python %s (this one has %d; .get() gives a "
+                            "NumPy copy)" % (what, self.size))
+        return self.get().reshape(())[()]
+
+    def __float__(self):
+        return float(self._item("float"))
+
+    def __int__(self):
+        return int(self._item("int"))
+
+    def __complex__(self):
+        return complex(self._item("complex"))
+
+    def __index__(self):
+        if self.ndim or self.dtype.kind not in "iu":
+            raise TypeError("only a 0-d integer array is an index (this is "
+                            "%d-d of %s)" % (self.ndim, self.dtype))
+        return int(self._item("int"))
+
+    def __format__(self, spec):
+        if self.ndim == 0 and spec:
+            return format(self.get()[()], spec)
+        return object.__format__(self, spec)
+
+    # -- copies, as NumPy's: copy.copy and copy.deepcopy copy the memory,
+    # pickle the values (and the device's id, loaded onto that device of
+    # the default context)
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __reduce__(self):
+        return _unpickle, (self.get(), self.device.id)
 
     def __repr__(self):
         return "xpjit.ndarray(shape=%r, dtype=%s, device=%s)" % (
@@ -274,13 +445,20 @@ class ndarray:
     # -- views
     def __getitem__(self, index):
         idx = index if isinstance(index, tuple) else (index,)
+        ints = []
         for i in idx:
-            if not (i is None or i is Ellipsis or isinstance(i, slice) or
-                    (isinstance(i, (int, np.integer)) and
-                     not isinstance(i, (bool, np.bool_)))):
-                raise InvalidArgumentError(
-                    "only basic indexing (integers, slices, ..., None) makes "
-                    "views of an xpjit.ndarray, not %s" % type(i).__name__)
+            if not (i is None or i is Ellipsis or isinstance(i, slice)):
+                try:
+                    if isinstance(i, (bool, np.bool_)):
+                        raise TypeError
+                    i = operator.index(i)  # NumPy's 0-d integer arrays too
+                except TypeError:
+                    raise InvalidArgumentError(
+                        "only basic indexing (integers, slices, ..., None) "
+                        "makes views of an xpjit.ndarray, not %s"
+                        % type(i).__name__) from None
+            ints.append(i)
+        idx = tuple(ints)
         if not any(i is Ellipsis for i in idx):
             idx = idx + (Ellipsis,)  # a view even where all are integers
         # NumPy computes the view (bounds checks included) over a fake
@@ -302,10 +480,23 @@ class ndarray:
         """A view of another shape (contiguous arrays)."""
         shape = shape[0] if len(shape) == 1 and not np.isscalar(
             shape[0]) else shape
-        shape = tuple(int(n) for n in shape)
+        try:
+            # (int() took 2.5 for 2 and raised a bare ValueError for "a")
+            shape = tuple(operator.index(n) for n in shape)
+        except TypeError:
+            raise InvalidArgumentError("reshape: a shape is ints, not %r"
+                                       % (shape,)) from None
+        if shape.count(-1) > 1 or any(n < -1 for n in shape):
+            raise InvalidArgumentError("reshape: %r: one extent at most may "
+                                       "be -1 (inferred), none other "
+                                       "negative" % (shape,))
         if -1 in shape:
             known = math.prod(n for n in shape if n != -1)
-            shape = tuple(self.size // max(known, 1) if n == -1 else n
+            if known == 0 or self.size % known:
+                raise InvalidArgumentError(
+                    "cannot reshape an array of %d elements to %r"
+                    % (self.size, shape))
+            shape = tuple(self.size // known if n == -1 else n
                           for n in shape)
         if math.prod(shape) != self.size:
             raise InvalidArgumentError("cannot reshape %r to %r"
@@ -322,11 +513,20 @@ class ndarray:
         return self.transpose()
 
     def transpose(self, *axes):
-        axes = axes[0] if len(axes) == 1 and not np.isscalar(axes[0]) else axes
-        axes = tuple(axes) if axes else tuple(reversed(range(self.ndim)))
-        if sorted(axes) != list(range(self.ndim)):
+        axes = axes[0] if len(axes) == 1 and (
+            axes[0] is None or not np.isscalar(axes[0])) else axes
+        nd, given = self.ndim, axes
+        try:
+            axes = tuple(operator.index(a) for a in axes) if axes else \
+                tuple(reversed(range(nd)))
+        except TypeError:
+            axes = None
+        # negative axes count from the end, as NumPy's
+        if axes is None or any(not -nd <= a < nd for a in axes) or \
+                sorted(a % nd for a in axes) != list(range(nd)):
             raise InvalidArgumentError("axes %r do not permute %d dimensions"
-                                       % (axes, self.ndim))
+                                       % (given, nd))
+        axes = tuple(a % nd for a in axes)
         out = ndarray(tuple(self.shape[a] for a in axes), self.dtype,
                       self.device, strides=tuple(self.strides[a]
                                                  for a in axes),
@@ -341,7 +541,8 @@ class ndarray:
                                        "owner's interface says so)" % what)
 
     def _queue(self, queue):
-        q = queue if queue is not None else self.device.queue
+        q = _queue_arg(queue, "xpjit.ndarray")
+        q = q if q is not None else self.device.queue
         if q.device != self.device:
             raise InvalidArgumentError("the queue is of %s, the array of %s"
                                        % (q.device.id, self.device.id))
@@ -450,6 +651,11 @@ class ndarray:
                 from None
 
 
+def _unpickle(values, device_id):
+    from ._runtime import get_context
+    return asarray(values, device=get_context().device(device_id))
+
+
 def empty(shape, dtype=np.float32, device=None, kind=None):
     """An uninitialised array on device (the current device)."""
     return ndarray(shape, dtype, device, kind)
@@ -469,7 +675,13 @@ def asarray(obj, dtype=None, device=None, queue=None):
     __sycl_usm_array_interface__ (dpctl's) without a copy where device can
     use its memory (else InvalidArgumentError saying why), anything else
     copied from np.asarray(obj)."""
-    if queue is not None:
+    device = _device_arg(device, "asarray")
+    if _queue_arg(queue, "asarray") is not None:
+        if device is not None and device != queue.device:
+            # (the queue's device won, silently)
+            raise InvalidArgumentError("asarray: device %s and the queue's "
+                                       "device %s differ" % (
+                                           device.id, queue.device.id))
         device = queue.device
     if device is None:
         device = obj.device if isinstance(obj, ndarray) else get_device()
@@ -606,6 +818,7 @@ def from_dlpack(obj, device=None):
     __dlpack__: NumPy arrays, PyTorch tensors, another xpjit.ndarray), on
     the xpjit device of obj's DLPack device (CPU memory: the CPU device;
     CUDA device n: the device cuda:n, the memory imported)."""
+    device = _device_arg(device, "from_dlpack")
     if _has_suai(obj):
         # dpctl's arrays: DLPack's oneAPI device says nothing of the SYCL
         # context; their USM interface does
@@ -681,12 +894,16 @@ def from_cuda_array_interface(obj, device=None):
     imported (xpj_mem_import) for as long as the array lives, obj kept
     alive. A stream in the interface (version 3) is waited for first: its
     work, such as what wrote the array, has no order with xpjit's."""
+    device = _device_arg(device, "from_cuda_array_interface")
     cai = getattr(obj, "__cuda_array_interface__", None)
     if not isinstance(cai, dict):
         raise InvalidArgumentError("%s has no __cuda_array_interface__"
                                    % type(obj).__name__)
     try:
         ptr, readonly = cai["data"]
+        if isinstance(ptr, bool) or not isinstance(ptr, int) or \
+                not 0 <= ptr < 1 << 64:
+            raise TypeError("data[0] %r is no address" % (ptr,))
         shape = tuple(int(n) for n in cai["shape"])
         dtype = np.dtype(cai["typestr"])
         strides = cai.get("strides")
@@ -722,8 +939,13 @@ def from_cuda_array_interface(obj, device=None):
     elif stream is not None:
         device.wait_native(stream)
     lo, hi = _span(shape, strides)
-    if hi < lo or not ptr:  # empty: nothing to import
+    if hi < lo:  # empty: nothing to import
         return ndarray(shape, dtype, device)
+    if not ptr:
+        # (it was taken for an empty array: a new, uninitialised one came
+        # back, not the object's memory)
+        raise InvalidArgumentError("__cuda_array_interface__: data is NULL "
+                                   "for %d elements" % math.prod(shape))
     mem = _Import(device, ptr + lo, hi - lo + dtype.itemsize,
                   _lib.MEM_DEVICE, obj)
     mem.readonly = bool(readonly)
@@ -743,6 +965,7 @@ def from_sycl_usm_array_interface(obj, device=None):
     cl_context or, on a CPU device (where USM is host memory), in another.
     Anything else is an InvalidArgumentError that says why; launches that
     use the array end before they return."""
+    device = _device_arg(device, "from_sycl_usm_array_interface")
     s = _sycl.parse(obj)
     q, ctx, devs = _sycl.syclobj(s.syclobj)
     if q is not None:

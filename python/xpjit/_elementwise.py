@@ -83,6 +83,18 @@ def _parse_params(text, out, reserved=("i",)):
     return ps
 
 
+def _text(name, what, v, numbers=False):
+    """A piece of kernel-language source given as an argument: a str (an
+    int or a float too where numbers: an identity); InvalidArgumentError
+    otherwise (None, bytes: an AttributeError or a TypeError of str's
+    methods came out of the call, or "None" landed in the source)."""
+    if isinstance(v, str) or (numbers and isinstance(v, (int, float)) and
+                              not isinstance(v, bool)):
+        return v
+    raise InvalidArgumentError("%s: %s is a str of kernel-language source, "
+                               "not %r" % (name, what, v))
+
+
 def _usm(a, queue):
     """dpctl's arrays (__sycl_usm_array_interface__) as xpjit views of
     their memory, on the queue's device or the one their memory is of."""
@@ -139,7 +151,8 @@ class _Base:
             raise InvalidArgumentError(
                 "kernel name %r is not an identifier of its own (not a "
                 "keyword or type name, not starting with _)" % (name,))
-        self.name, self.preamble = name, preamble
+        self.name = name
+        self.preamble = _text(name, "preamble", preamble)
         self.options = options
         seen = {}
         for p in self.ins + self.outs:
@@ -200,6 +213,17 @@ class _Base:
         return get_device()
 
 
+def _outs(name, out):
+    """out= as a list: None (none given), one array, or a tuple or list of
+    them (as NumPy's ufuncs take it; `out or ()` asked a NumPy array for
+    its truth value, and one device array of a zero was taken for none)."""
+    if out is None:
+        return []
+    if isinstance(out, (tuple, list)):
+        return list(out)
+    return [out]
+
+
 def _place(a, dtype, device, numpy_ok):
     """a as an array of dtype that device's kernels can use: NumPy as it
     is when numpy_ok (the CPU device), else an xpjit.ndarray."""
@@ -210,6 +234,14 @@ def _place(a, dtype, device, numpy_ok):
                                        "wanted (convert it first)"
                                        % (a.dtype, dt))
         return a
+    if not isinstance(a, np.ndarray):
+        # what np.asarray makes of it must be numbers: None became NaN and
+        # "1" the number 1, silently
+        kind = np.asarray(a).dtype.kind if not isinstance(
+            a, (str, bytes)) else "U"
+        if kind not in "biuf":
+            raise InvalidArgumentError("an input is an array or a number, "
+                                       "not %r" % (a,))
     if numpy_ok:
         return np.asarray(a, dtype=dt)
     return asarray(np.asarray(a, dtype=dt), device=device)
@@ -285,19 +317,22 @@ class ElementwiseKernel(_Base):
     def __init__(self, in_params, out_params, operation,
                  name="elementwise_kernel", preamble="", options=None):
         super().__init__(in_params, out_params, name, preamble, options)
-        self.operation = operation
+        self.operation = _text(name, "the operation", operation)
 
     def source(self, *args, **kw):
         return self._prepare(args, kw)[0]
 
     def _prepare(self, args, kw):
         nin, nout = len(self.ins), len(self.outs)
-        outs = list(kw.pop("out", None) or ()) if "out" in kw else []
+        outs = _outs(self.name, kw.pop("out", None))
         size = kw.pop("size", None)
         if kw:
             raise InvalidArgumentError("%s: unknown keyword %s"
                                        % (self.name, ", ".join(kw)))
         if len(args) == nin + nout:
+            if outs:
+                raise InvalidArgumentError("%s: outputs given twice (as "
+                                           "arguments and out=)" % self.name)
             args, outs = list(args[:nin]), list(args[nin:])
         elif len(args) == nin:
             args = list(args)
@@ -428,11 +463,17 @@ class ReductionKernel(_Base):
         if any(p.raw for p in self.ins + self.outs):
             raise InvalidArgumentError("%s: raw parameters are not taken by "
                                        "reductions" % name)
-        self.map_expr, self.reduce_expr = map_expr, reduce_expr
-        self.post_map_expr, self.identity = post_map_expr, identity
-        self.reduce_type = (None if reduce_type is None else
-                            _TYPE_NAMES.get(str(reduce_type)) or
-                            scalar_name(reduce_type))
+        self.map_expr = _text(name, "map_expr", map_expr)
+        self.reduce_expr = _text(name, "reduce_expr", reduce_expr)
+        self.post_map_expr = _text(name, "post_map_expr", post_map_expr)
+        self.identity = _text(name, "identity", identity, numbers=True)
+        try:
+            self.reduce_type = (None if reduce_type is None else
+                                _TYPE_NAMES.get(str(reduce_type)) or
+                                scalar_name(reduce_type))
+        except ValueError as e:  # (a bare ValueError came out)
+            raise InvalidArgumentError("%s: reduce_type: %s"
+                                       % (name, e)) from None
 
     def source(self, *args, **kw):
         return self._prepare(args, kw)[0]
@@ -448,8 +489,11 @@ class ReductionKernel(_Base):
             raise InvalidArgumentError("%s takes %d inputs (%s), given %d" % (
                 self.name, len(self.ins), ", ".join(p.name for p in self.ins),
                 len(args)))
-        outs = list(out) if isinstance(out, (list, tuple)) else [out] * (
-            1 if out is not None else 0)
+        outs = _outs(self.name, out)
+        if len(outs) > len(self.outs):
+            raise InvalidArgumentError("%s has %d outputs, given %d"
+                                       % (self.name, len(self.outs),
+                                          len(outs)))
         outs += [None] * (len(self.outs) - len(outs))
         params = self.ins + self.outs
         allargs = list(args) + outs

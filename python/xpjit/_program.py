@@ -17,7 +17,8 @@ from ._dtypes import scalar_name, scalar_value
 from ._errors import (InvalidArgumentError, NotFoundError,
                       SpecializationError, check, error)
 from ._runtime import (Device, Event, Queue, current_queue, get_context,
-                       get_device, _Guard, _retire, _wait, _wake_fd)
+                       get_device, _b, _Guard, _path, _retire, _wait,
+                       _wake_fd)
 
 from ._accel import _fast  # the C launch path, when it was built
 
@@ -91,30 +92,30 @@ class Program:
         else:
             raise InvalidArgumentError("Program: the source is a str or "
                                        "bytes, not %s" % type(source).__name__)
-        if not isinstance(name, str):
-            raise InvalidArgumentError("Program: the name is a str, not %s"
-                                       % type(name).__name__)
+        bname = _b(name, "Program: the name")
         self._make(name, context, options,
                    lambda ctx, d, h: _lib.program_create(
-                       ctx, name.encode(), src, len(src), d, h))
+                       ctx, bname, src, len(src), d, h))
 
     @classmethod
     def from_file(cls, path, context=None, options=None):
-        try:
-            path = os.fsdecode(os.fspath(path))
-        except TypeError:
-            raise InvalidArgumentError("Program.from_file takes a path, not "
-                                       "%s" % type(path).__name__) from None
+        # (as Python's open() encodes it: path.encode() refused a name
+        # that is not UTF-8, which os.fsdecode had made a str)
+        bpath = _path(path, "Program.from_file: the path")
         self = cls.__new__(cls)
-        self._make(path, context, options,
+        self._make(os.fsdecode(bpath), context, options,
                    lambda ctx, d, h: _lib.program_create_file(
-                       ctx, path.encode(), d, h))
+                       ctx, bpath, d, h))
         return self
 
     def _make(self, name, context, options, create):
         self._guard = None
         self.context = context or get_context()
         self.name = name
+        if options is not None and not isinstance(options, dict):
+            raise InvalidArgumentError("Program: options is a dict such as "
+                                       "{'opt_level': 3}, not %s"
+                                       % type(options).__name__)
         self.options = dict(options or {})
         self._opts = _compile_opts(self.options)
         self._kernels = {}
@@ -150,6 +151,7 @@ class Program:
         if not isinstance(name, str):
             raise InvalidArgumentError("a kernel's name is a str, not %s"
                                        % type(name).__name__)
+        _b(name, "a kernel's name")  # without NUL
         with self._lock:
             k = self._kernels.get(name)
             if k is None:
@@ -169,10 +171,10 @@ class Program:
         """The compiled binary of kernel `name` for a target ("ptx:sm_90",
         "spirv", "cpu"), through the same caches, without a device."""
         k = self.kernel(name)
-        if not isinstance(target, str):
+        if not isinstance(target, str) or "\0" in target:
             raise InvalidArgumentError("get_binary: the target is a str "
                                        "(\"ptx:sm_90\", \"spirv\", \"cpu\"), "
-                                       "not %s" % type(target).__name__)
+                                       "not %r" % (target,))
         text = k._dtypes_text(_explicit(k, dtypes, consts))
         data, size = ctypes.c_void_p(), ctypes.c_size_t()
         with self._guard as h:
@@ -223,10 +225,13 @@ def _diagnostics(d):
     diag = _lib.Diag()
     for i in range(_lib.diags_count(d)):
         if _lib.diags_get(d, i, ctypes.byref(diag)) == 0:
-            out.append((diag.file.decode() if diag.file else "", diag.line,
-                        diag.col, _SEVERITIES[diag.severity]
+            # the file as the path it is (os.fsdecode: a name that is not
+            # UTF-8 raised UnicodeDecodeError), the message as text
+            out.append((os.fsdecode(diag.file) if diag.file else "",
+                        diag.line, diag.col, _SEVERITIES[diag.severity]
                         if 0 <= diag.severity < 3 else str(diag.severity),
-                        diag.message.decode() if diag.message else ""))
+                        diag.message.decode("utf-8", "replace")
+                        if diag.message else ""))
     return out
 
 
@@ -281,7 +286,13 @@ def _explicit(kernel, dtypes, consts):
         elif isinstance(dtypes, dict):
             items = list(dtypes.items())
         else:
-            items = list(enumerate(dtypes))
+            try:
+                items = list(enumerate(dtypes))
+            except TypeError:
+                raise SpecializationError(
+                    "kernel %s: dtypes is a dict ({'T': 'f32'}), a str "
+                    "('T=f32') or a sequence of dtypes, not %r"
+                    % (kernel.name, dtypes)) from None
         for k, v in items:
             if isinstance(k, str):
                 if k not in kernel.tparams:
@@ -451,7 +462,8 @@ class Kernel(_KernelBase):
         current device), as an object with .info and .signature."""
         device = device if device is not None else get_device()
         text = self._dtypes_text(_explicit(self, dtypes, consts))
-        return self._spec(text, int(ndim or 0), device)
+        # (int(ndim) took -1 as 4294967295 in the library's message)
+        return self._spec(text, _count(ndim or 0, "ndim", 0), device)
 
     def _spec(self, text, ndim, device):
         key = (text, ndim, device._h.value)
@@ -475,7 +487,7 @@ class Kernel(_KernelBase):
         bound, cvals = _explicit(self, dtypes, consts)
         explicit = set(bound)
         weak = {}
-        rank = int(ndim) if ndim else None
+        rank = _count(ndim, "ndim", 0) if ndim else None
         for i, (p, a) in enumerate(zip(self.params, args)):
             if p.kind == _lib.ARG_ARRAY:
                 dt, nd = _array_meta(a)

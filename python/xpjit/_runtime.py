@@ -41,8 +41,52 @@ def _settle_caches():
             _lib.cache_settle(_lib.context_cache(h))
 
 
-def _b(s):
-    return None if s is None else s.encode()
+def _b(s, what="a device filter"):
+    """A string for the C library (None stays NULL): a str, UTF-8
+    encoded. InvalidArgumentError for anything else and for a NUL, which
+    C would have taken for the end ("cpu\\0opencl" was "cpu")."""
+    if s is None:
+        return None
+    if not isinstance(s, str):
+        raise InvalidArgumentError("%s is a str, not %s"
+                                   % (what, type(s).__name__))
+    try:
+        b = s.encode()
+    except UnicodeEncodeError as e:
+        raise InvalidArgumentError("%s %r is not UTF-8: %s"
+                                   % (what, s, e)) from None
+    return _no_nul(b, what, s)
+
+
+def _no_nul(b, what, s):
+    if b"\0" in b:
+        raise InvalidArgumentError("%s %r has a NUL character" % (what, s))
+    return b
+
+
+def _uint(v, what, bits):
+    """v as an int of 0 to 2**bits - 1 (ctypes wrapped -1 to the largest,
+    2**32 + 1 to 1, silently; int() took "4")."""
+    try:
+        n = -1 if isinstance(v, bool) else operator.index(v)
+    except TypeError:
+        n = -1
+    if not 0 <= n < 1 << bits:
+        raise InvalidArgumentError("%s is an int of 0 to 2**%d - 1, not %r"
+                                   % (what, bits, v))
+    return n
+
+
+def _path(p, what="a path"):
+    """A file system path for the C library: a str, bytes or os.PathLike
+    (a str as Python's own functions encode it, so that a name that is not
+    UTF-8 works); InvalidArgumentError for anything else or a NUL."""
+    try:
+        b = os.fsencode(p)
+    except TypeError:
+        raise InvalidArgumentError("%s is a str, bytes or os.PathLike, not "
+                                   "%s" % (what, type(p).__name__)) from None
+    return _no_nul(b, what, p)
 
 
 # ---- handles in use --------------------------------------------------------
@@ -238,12 +282,16 @@ class Context:
         if checks not in (None, "", "bounds", "all"):
             raise InvalidArgumentError("checks must be 'bounds', not %r"
                                        % (checks,))
-        self._strings = [_b(visible), _b(cache_path), _b(redis),
-                         _b(os.fspath(daemon) if daemon is not None
-                            else None)]
-        d = _lib.ContextDesc(self._strings[0], int(cpu_threads),
+        self._strings = [_b(visible, "visible"),
+                         None if cache_path is None else _path(cache_path,
+                                                               "cache_path"),
+                         _b(redis, "redis"),
+                         None if daemon is None else _path(daemon, "daemon")]
+        d = _lib.ContextDesc(self._strings[0],
+                             _uint(cpu_threads, "cpu_threads", 32),
                              _lib.CACHE_MODES[cache or "default"],
-                             self._strings[1], int(cache_max_size),
+                             self._strings[1],
+                             _uint(cache_max_size, "cache_max_size", 64),
                              0 if bundles else 1, 1 if checks else 0,
                              self._strings[2], self._strings[3])
         h = ctypes.c_void_p()
@@ -331,10 +379,14 @@ class Context:
 
     def add_bundle(self, path):
         """Loads a bundle of precompiled kernels (xpjit-cli bundle build)."""
-        check(_lib.context_add_bundle(self.handle, _b(str(path))))
+        # (str(path) made b"x.xpkb" the file "b'x.xpkb'")
+        check(_lib.context_add_bundle(self.handle, _path(path, "a bundle")))
 
     def backend_note(self, backend):
         """Why a backend ("cuda", "opencl", ...) found no devices, or ""."""
+        if backend not in _lib.BACKENDS:
+            raise InvalidArgumentError("backend_note: %r is no backend (%s)"
+                                       % (backend, ", ".join(_lib.BACKENDS)))
         return _lib.context_backend_note(
             self.handle, _lib.BACKENDS.index(backend)).decode()
 
