@@ -263,6 +263,10 @@ def test_elementwise_and_reduction(dev, q):
     out = dpt.zeros(8, dtype="f4", device=q)
     k(x, y, out, queue=dev.queue)
     np.testing.assert_array_equal(dpt.asnumpy(out), np.arange(8) * 2 + 1)
+    # as out= too (it was "output z must be an array, not usm_ndarray")
+    out2 = dpt.zeros(8, dtype="f4", device=q)
+    k(x, y, out=out2, queue=dev.queue)
+    np.testing.assert_array_equal(dpt.asnumpy(out2), np.arange(8) * 2 + 1)
     r = k(x, y, queue=dev.queue)
     assert isinstance(r, xpjit.ndarray) and r.device == dev
     np.testing.assert_array_equal(r.get(), np.arange(8) * 2 + 1)

@@ -381,3 +381,50 @@ def test_cuda_array_interface_null_or_malformed_data():
     x = np.arange(3, dtype=np.float32)
     v = xpjit.from_cuda_array_interface(CAI(x.ctypes.data), device=cpu)
     assert v.ptr == x.ctypes.data and np.array_equal(v.get(), x)
+
+
+def test_elementwise_and_reduction_in_a_context_of_ones_own():
+    """ElementwiseKernel and ReductionKernel compiled their programs in the
+    default context, so arrays of a Context made by the user were refused
+    ("xpj_program_get_kernel: the device is not of the program's
+    context"); and such an array on the default context's queue of the
+    same device id read "device memory of opencl:0, which the queue's
+    device opencl:0 cannot use"."""
+    ctx = xpjit.Context(cache="off")
+    add = xpjit.ElementwiseKernel("T x, T y", "T z", "z = x + y;", "add_c")
+    s = xpjit.ReductionKernel("T x", "T y", "x", "a + b", "y = a;", "0",
+                              "sum_c")
+    for name in ["cpu"] + (["opencl"] if HAS_OPENCL else []):
+        dev = ctx.device(name)
+        a = xpjit.asarray(np.arange(4, dtype=np.float32), device=dev)
+        z = add(a, a)
+        assert z.device == dev and np.array_equal(z.get(), [0, 2, 4, 6])
+        assert float(s(a).get()) == 6.0
+        z = add(np.ones(2, np.float32), 1.0, queue=dev.queue)
+        assert np.array_equal(back(z), [2, 2])
+        assert np.array_equal(add(np.ones(2), 1.0), [2, 2])  # the default
+    if HAS_OPENCL:
+        a = xpjit.asarray(np.ones(2, np.float32), device=ctx.device("opencl"))
+        p = xpjit.Program("kernel k(x: global f32[]) range {}")
+        with pytest.raises(xpjit.InvalidArgumentError,
+                           match="another context"):
+            p.k(2, a, queue=xpjit.Device("opencl").queue)
+
+
+def test_elementwise_numpy_inputs_with_a_queue_of_another_device(device):
+    """add(np_a, 1.0, queue=<an OpenCL queue>) and a reduction so left the
+    NumPy inputs on the host and made the outputs there (the device was
+    the current one, not the queue's): the launch said "data 0x... is not
+    memory of opencl:0". The inputs are copied to the queue's device now
+    and the outputs made there; a NumPy output is refused by name."""
+    add = xpjit.ElementwiseKernel("T x, T y", "T z", "z = x + y;", "add_q")
+    s = xpjit.ReductionKernel("T x", "T y", "x", "a + b", "y = a;", "0",
+                              "sum_q")
+    x = np.arange(4, dtype=np.float32)
+    z = add(x, 1.0, queue=device.queue)
+    assert np.array_equal(back(z), x + 1)
+    assert float(back(s(x, queue=device.queue))) == 6.0
+    if device.backend != "cpu":
+        assert isinstance(z, xpjit.ndarray) and z.device == device
+        with pytest.raises(xpjit.InvalidArgumentError, match="NumPy array"):
+            add(x, 1.0, np.zeros(4, np.float32), queue=device.queue)

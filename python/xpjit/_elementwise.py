@@ -198,15 +198,25 @@ class _Base:
         return "<%s>" % ", ".join(self.placeholders) if self.placeholders \
             else ""
 
-    def _program(self, source):
+    def _program(self, source, device):
+        """The program of source in the context of device (a Context of
+        one's own: the default context's program was refused there, "the
+        device is not of the program's context")."""
+        ctx = device.context
         with self._lock:
-            p = self._programs.get(source)
+            p = self._programs.get((source, ctx))
             if p is None:
-                p = self._programs[source] = Program(
-                    source, name="<%s>" % self.name, options=self.options)
+                p = self._programs[(source, ctx)] = Program(
+                    source, name="<%s>" % self.name, options=self.options,
+                    context=ctx)
             return p
 
-    def _device(self, args):
+    def _device(self, args, queue=None):
+        # the queue's device where one is given: NumPy inputs go to it and
+        # outputs are made there (they stayed on the host, and the launch
+        # said "data 0x... is not memory of opencl:0")
+        if queue is not None:
+            return queue.device
         for a in args:
             if isinstance(a, ndarray):
                 return a.device
@@ -322,7 +332,7 @@ class ElementwiseKernel(_Base):
     def source(self, *args, **kw):
         return self._prepare(args, kw)[0]
 
-    def _prepare(self, args, kw):
+    def _prepare(self, args, kw, queue=None):
         nin, nout = len(self.ins), len(self.outs)
         outs = _outs(self.name, kw.pop("out", None))
         size = kw.pop("size", None)
@@ -348,7 +358,7 @@ class ElementwiseKernel(_Base):
         params = self.ins + self.outs
         allargs = args + outs
         bound = self._bind(params, allargs)
-        device = self._device(allargs)
+        device = self._device(allargs, queue)
         numpy_ok = device.backend == "cpu" and not any(
             isinstance(a, ndarray) for a in allargs)
         # the shape: inputs and given outputs broadcast together
@@ -430,8 +440,11 @@ class ElementwiseKernel(_Base):
         queue = kw.pop("queue", None)
         _check_queue(queue, self.name)
         args = _usm(args, queue)
-        src, kargs, outs, shape, device, bound = self._prepare(args, kw)
-        prog = self._program(src)
+        if kw.get("out") is not None:  # dpctl's arrays as outputs too
+            kw["out"] = _usm(kw["out"], queue)
+        src, kargs, outs, shape, device, bound = self._prepare(args, kw,
+                                                               queue)
+        prog = self._program(src, (queue or device.queue).device)
         n = int(np.prod(shape, dtype=np.int64))
         if n:
             prog.kernel(self.name)(n, *[a for _, a in kargs], np.int64(n),
@@ -478,7 +491,7 @@ class ReductionKernel(_Base):
     def source(self, *args, **kw):
         return self._prepare(args, kw)[0]
 
-    def _prepare(self, args, kw):
+    def _prepare(self, args, kw, queue=None):
         axis = kw.pop("axis", None)
         keepdims = kw.pop("keepdims", False)
         out = kw.pop("out", None)
@@ -498,7 +511,7 @@ class ReductionKernel(_Base):
         params = self.ins + self.outs
         allargs = list(args) + outs
         bound = self._bind(params, allargs)
-        device = self._device(allargs)
+        device = self._device(allargs, queue)
         numpy_ok = device.backend == "cpu" and not any(
             isinstance(a, ndarray) for a in allargs)
         shapes = [np.shape(a) for p, a in zip(self.ins, args)
@@ -648,8 +661,8 @@ kernel %s%s(%s, _nred: i64) ndrange(1) {
         if kw.get("out") is not None:
             kw["out"] = _usm(kw["out"], queue)
         src, kargs, outs, (nout, nred, local, final_shape), device, bound = \
-            self._prepare(args, kw)
-        prog = self._program(src)
+            self._prepare(args, kw, queue)
+        prog = self._program(src, (queue or device.queue).device)
         if nout:
             prog.kernel(self.name)[nout * local, local](
                 *kargs, np.int64(nred), queue=queue or device.queue,

@@ -681,13 +681,17 @@ def _other_devices(kernel, args, queue):
             continue
         if isinstance(a._mem, (_Allocation, _Import)) and \
                 a._mem.kind == _lib.MEM_DEVICE:
+            # (the same id in two contexts read "memory of opencl:0, which
+            # the queue's device opencl:0 cannot use")
+            other = " of another context" if a.device.id == \
+                queue.device.id else ""
             raise InvalidArgumentError(
                 "kernel %s: argument %d '%s' is device memory of %s, which "
-                "the queue's device %s cannot use (copy it with "
+                "the queue's device %s%s cannot use (copy it with "
                 "xpjit.asarray(x, device=...), or allocate it with "
                 "kind='host' or 'shared')" % (
                     kernel.name, i, kernel.params[i].name, a.device.id,
-                    queue.device.id))
+                    queue.device.id, other))
         if a.device not in out:
             out.append(a.device)
     return out
