@@ -288,6 +288,16 @@ printf 'kernel k<%s>(y: global f32[]%s) range { y[0] = 1.0; }\n' "$P" "$A" >"$T/
 grep -q '^{"bundle": ".*p.xpb", "kernels": 1, "compiled": 1, "failed": 0, "skipped": 0, "duplicates": 0, "options": "O2"}$' "$T/o" ||
   bad "bundle build --json: $(cat "$T/o")"
 "$CLI" bundle ls "$T/p.xpb" | grep -q "saxpy .* T=f32 " || bad "bundle ls after --dtype f32"
+# -- (an outside probe) a kernel without type or const parameters: its
+# job's binding was never written, so garbage from the stack reached the
+# library ("kernel fill takes 0 type parameters, dtypes "\001" gives
+# more") and such kernels were skipped, or failed
+printf 'kernel fill(y: global i64[], v: i64) range { y[global_id(0)] = v; }\n' >"$T/plain.xpk"
+"$CLI" bundle build "$T/plain.xpk" --target cpu -o "$T/plain.xpb" 2>"$T/e" ||
+  bad "bundle build of a kernel without type parameters: $(cat "$T/e")"
+grep -q 'plain.xpb: 1 kernels (1 compiled, 0 failed, 0 skipped)' "$T/e" ||
+  bad "bundle build of a kernel without type parameters: $(cat "$T/e")"
+"$CLI" bundle ls "$T/plain.xpb" | grep -q "fill " || bad "bundle ls: no fill"
 # -- (an outside probe) bundle build takes its options from its command
 # line only: XPJIT_CHECK, which the library adds to every kernel of a
 # context, is not read (its entries came out O2+bounds, which no run

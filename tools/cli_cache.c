@@ -1183,6 +1183,7 @@ static int plan_kernel(const build_req *b, xpj_program *prog,
     job j = {.prog = prog, .file = file, .kernel = kn};
     char text[(XPJ_MAX_TPARAMS + XPJ_MAX_CPARAMS) * 320];
     size_t len = 0;
+    text[0] = '\0'; /* a kernel without generic parameters: none */
     for (unsigned t = 0; t < nt && len < sizeof text; t++) {
       int is_const = 0, gi = xpj_func_generic_at(f, t, &is_const);
       const char *pn = is_const ? xpj_func_const_name(f, (unsigned)gi)
