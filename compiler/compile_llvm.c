@@ -391,6 +391,23 @@ static void emit_binary(cg *c, const xpj_job *j, LLVMCodeGenFileType ft,
     LLVMDisposeMemoryBuffer(buf);
 }
 
+/* LLVM's diagnostics of c's context. An error (the code generator's "SSE2
+ * register return with SSE2 disabled", for a CPU named without SSE2) fails
+ * the compile with LLVM's message: without a handler LLVM prints it and
+ * calls exit(1), which ended the caller of an in-process compile and made
+ * a worker's reply a bare exit status. Warnings and remarks are dropped
+ * (LLVM printed them on stderr), as they are in a worker. */
+static void on_diagnostic(LLVMDiagnosticInfoRef d, void *ud) {
+  if (LLVMGetDiagInfoSeverity(d) != LLVMDSError)
+    return;
+  char *m = LLVMGetDiagInfoDescription(d);
+  size_t n = m ? strlen(m) : 0;
+  while (n && (m[n - 1] == '\n' || m[n - 1] == ' '))
+    n--;
+  cg_fail(ud, XPJ_ERR_COMPILE, "LLVM: %.*s", (int)n, m ? m : "");
+  LLVMDisposeMessage(m);
+}
+
 /* j->fault: the test hook's mode in a worker, "" in the caller's process */
 static void compile_here(const xpj_job *j, xpj_result *r) {
   const char *fault = j->fault;
@@ -411,6 +428,7 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
   c.ctx = take_ahead(j, &c.lib_ahead);
   if (!c.ctx)
     c.ctx = LLVMContextCreate();
+  LLVMContextSetDiagnosticHandler(c.ctx, on_diagnostic, &c);
   c.mod = LLVMModuleCreateWithNameInContext(j->kernel->name, c.ctx);
   c.b = LLVMCreateBuilderInContext(c.ctx);
   c.t_void = LLVMVoidTypeInContext(c.ctx);

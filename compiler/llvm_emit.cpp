@@ -268,9 +268,15 @@ extern "C" bool xpj_cpu_target_check(LLVMTargetRef t, const char *triple,
       return false;
     }
   }
+  /* 64bit: the CPU has x86-64's instructions; 64bit-mode: the code is
+   * made for that mode (from the triple, unless -64bit-mode turns it off:
+   * then LLVM ends the process at the first 64-bit value it lowers) */
+  bool mode = false;
+  for (const llvm::SubtargetFeatureKV &kv : known)
+    mode |= llvm::StringRef(kv.Key) == "64bit-mode";
   std::unique_ptr<llvm::MCSubtargetInfo> full(
       target->createMCSubtargetInfo(llvm::Triple(triple), cpu, features));
-  if (!full || !full->checkFeatures("+64bit")) {
+  if (!full || !full->checkFeatures(mode ? "+64bit,+64bit-mode" : "+64bit")) {
     snprintf(why, why_size, "CPU '%s'%s%s cannot run 64-bit code", cpu,
              *features ? " with " : "", features);
     return false;

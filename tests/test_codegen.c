@@ -1674,6 +1674,9 @@ static void test_cpu_target_names(void **state) {
       {"cpu:x86-64:avx2", "'avx2' needs a sign"},
       {"cpu:i386:", "CPU 'i386' cannot run 64-bit code"},
       {"cpu:x86-64:+avx2,-64bit", "cannot run 64-bit code"},
+      /* the mode, not the instructions: LLVM aborted the process ("Do not
+       * know how to expand the result of this operator!") */
+      {"cpu:x86-64:-64bit-mode", "cannot run 64-bit code"},
   };
   xpj_compile_opts o;
   xpj_compile_opts_default(&o);
@@ -1698,6 +1701,31 @@ static void test_cpu_target_names(void **state) {
   for (size_t i = 0; i < sizeof good / sizeof *good; i++)
     if (compile_with(sp, "k", good[i], &o, log, sizeof log, NULL) != XPJ_OK)
       fail_msg("%s: %s", good[i], log);
+  xpj_module_destroy(sp);
+  xpj_module_destroy(m);
+  /* an error LLVM's code generator reports (libm's sin returns a double
+   * in an SSE2 register) fails the compile with its message, in-process
+   * and in a worker: without a diagnostic handler LLVM printed it and
+   * called exit(1), which ended the caller of an in-process compile
+   * (found probing the C API) */
+  assert_int_equal(parse_src("kernel k(x: global f64[]) range {\n"
+                             "    x[global_id(0)] = sin(x[global_id(0)]);\n}\n",
+                             &m, NULL),
+                   XPJ_OK);
+  sp = spec_kernel(m, "k", XPJ_VOID, 0);
+  assert_non_null(sp);
+  const xpj_compile_opts *both[] = {&o, &iso};
+  for (unsigned i = 0; i < 2; i++) {
+    xpj_failure_kind kind;
+    assert_int_equal(compile_with(sp, "k", "cpu:x86-64:-sse2", both[i], log,
+                                  sizeof log, &kind),
+                     XPJ_ERR_COMPILE);
+    assert_int_equal(kind, XPJ_FAILURE_INPUT);
+    if (!strstr(log, "LLVM: ") ||
+        !strstr(log, "SSE2 register return with SSE2 disabled") ||
+        log[strlen(log) - 1] == '\n')
+      fail_msg("%s: %s", i ? "in a worker" : "in-process", log);
+  }
   xpj_module_destroy(sp);
   xpj_module_destroy(m);
 }
