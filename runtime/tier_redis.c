@@ -156,8 +156,10 @@ static char *pct_decode(const char *s, size_t n, bool *bad) {
   return d;
 }
 
-/* redis://[[user]:password@]host[:port][/db] or unix:/path[?db=N] */
-static xpj_status parse_url(rt_redis *r, const char *url) {
+/* redis://[[user]:password@]host[:port][/db] or unix:/path[?db=N]; what
+ * names the setting it came from in messages (XPJIT_REDIS, or
+ * xpj_context_desc.redis) */
+static xpj_status parse_url(rt_redis *r, const char *url, const char *what) {
   if (!strncmp(url, "unix:", 5)) {
     const char *p = url + 5;
     while (p[0] == '/' && p[1] == '/')
@@ -165,14 +167,14 @@ static xpj_status parse_url(rt_redis *r, const char *url) {
     const char *q = strstr(p, "?db=");
     size_t n = q ? (size_t)(q - p) : strlen(p);
     if (!n || *p != '/')
-      return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS=%s: a unix socket needs an "
-                    "absolute path (unix:/run/redis.sock)", url);
+      return rt_err(XPJ_ERR_INVALID, "%s=%s: a unix socket needs an "
+                    "absolute path (unix:/run/redis.sock)", what, url);
     if (q) {
       char *end;
       long db = strtol(q + 4, &end, 10);
       if (*end || db < 0 || db > 1000000)
-        return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS: bad database number in "
-                      "%s", url);
+        return rt_err(XPJ_ERR_INVALID, "%s: bad database number in %s",
+                      what, url);
       r->db = (int)db;
     }
     r->unix_path = dup_n(p, n);
@@ -180,9 +182,9 @@ static xpj_status parse_url(rt_redis *r, const char *url) {
     return r->unix_path ? XPJ_OK : rt_err(XPJ_ERR_NOMEM, "out of memory");
   }
   if (strncmp(url, "redis://", 8) != 0)
-    return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS=%.200s: expected "
+    return rt_err(XPJ_ERR_INVALID, "%s=%.200s: expected "
                   "redis://[user:password@]host[:port][/db] or unix:/path",
-                  url);
+                  what, url);
   const char *p = url + 8, *at = strrchr(p, '@');
   if (at) {
     const char *colon = memchr(p, ':', (size_t)(at - p));
@@ -195,10 +197,10 @@ static xpj_status parse_url(rt_redis *r, const char *url) {
       r->pass = pct_decode(p, (size_t)(at - p), &bad_pass);
     }
     if (bad_user || bad_pass) /* (the password is never printed) */
-      return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS: a bad %%-escape in the "
+      return rt_err(XPJ_ERR_INVALID, "%s: a bad %%-escape in the "
                     "URL's %s: '%%' must be followed by two hex digits, "
                     "not 00 (\"%%25\" is '%%', \"%%40\" '@', \"%%3A\" ':')",
-                    bad_user ? "user name" : "password");
+                    what, bad_user ? "user name" : "password");
     if (!r->pass || (colon > p && !r->user))
       return rt_err(XPJ_ERR_NOMEM, "out of memory");
     p = at + 1;
@@ -209,7 +211,7 @@ static xpj_status parse_url(rt_redis *r, const char *url) {
   if (*p == '[') { /* [ipv6]:port */
     const char *rb = memchr(p, ']', (size_t)(hend - p));
     if (!rb)
-      return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS: unclosed [ in the host");
+      return rt_err(XPJ_ERR_INVALID, "%s: unclosed [ in the host", what);
     r->host = dup_n(p + 1, (size_t)(rb - p - 1));
     colon = rb[1] == ':' ? rb + 1 : NULL;
   } else {
@@ -221,19 +223,19 @@ static xpj_status parse_url(rt_redis *r, const char *url) {
     char *end;
     long port = strtol(colon + 1, &end, 10);
     if (end != hend || port <= 0 || port > 65535)
-      return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS: bad port in the URL");
+      return rt_err(XPJ_ERR_INVALID, "%s: bad port in the URL", what);
     r->port = (int)port;
   }
   if (slash && slash[1]) {
     char *end;
     long db = strtol(slash + 1, &end, 10);
     if (*end || db < 0 || db > 1000000)
-      return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS: bad database number in "
-                    "the URL");
+      return rt_err(XPJ_ERR_INVALID, "%s: bad database number in the URL",
+                    what);
     r->db = (int)db;
   }
   if (!r->host || !*r->host)
-    return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS: no host in the URL");
+    return rt_err(XPJ_ERR_INVALID, "%s: no host in the URL", what);
   char user[128], host[300];
   snprintf(r->shown, sizeof r->shown, "redis://%s%s%s%s:%d/%d",
            r->user ? clean(user, sizeof user, r->user, strlen(r->user)) : "",
@@ -352,7 +354,8 @@ static xpj_status load_secret(rt_redis *r) {
   return XPJ_OK;
 }
 
-xpj_status rt_redis_open(const char *url, rt_redis **out) {
+static xpj_status redis_open(const char *url, const char *what,
+                             rt_redis **out) {
   *out = NULL;
   rt_redis *r = calloc(1, sizeof *r);
   if (!r)
@@ -360,7 +363,7 @@ xpj_status rt_redis_open(const char *url, rt_redis **out) {
   pthread_mutex_init(&r->mu, NULL);
   int64_t ms = 50;
   const char *t = getenv("XPJIT_REDIS_TIMEOUT");
-  xpj_status st = parse_url(r, url);
+  xpj_status st = parse_url(r, url, what);
   if (st == XPJ_OK && t && *t &&
       (xpj_cache_parse_duration(t, &ms) != XPJ_OK || ms <= 0 ||
        ms > 60000))
@@ -382,6 +385,10 @@ xpj_status rt_redis_open(const char *url, rt_redis **out) {
   }
   *out = r;
   return XPJ_OK;
+}
+
+xpj_status rt_redis_open(const char *url, rt_redis **out) {
+  return redis_open(url, "XPJIT_REDIS", out);
 }
 
 static void lookup_unref(lookup *l);
@@ -1176,7 +1183,9 @@ static xpj_status open_tier(rt_cc *cc, const xpj_context_desc *desc,
   *state = NULL;
   if (!url || !*url || !strcmp(url, "off"))
     return XPJ_OK;
-  return rt_redis_open(url, (rt_redis **)state);
+  return redis_open(url, desc && desc->redis ? "xpj_context_desc.redis"
+                                             : "XPJIT_REDIS",
+                    (rt_redis **)state);
 }
 
 static void close_tier(void *state) { rt_redis_close(state); }

@@ -2609,6 +2609,21 @@ static void test_bad_urls(void **state) {
       CHECK_NO_WARN("pw", "a password in a bad URL");
     }
   }
+  /* the warning names where the URL came from, the descriptor or the
+   * variable (it said XPJIT_REDIS for both: found probing the C API with
+   * XPJIT_REDIS unset) */
+  warn_reset();
+  ctx_done(ctx_new("http://x"));
+  CHECK_WARN("xpj_context_desc.redis=http://x: expected", "a URL in the desc");
+  CHECK_NO_WARN("XPJIT_REDIS", "a URL in the desc");
+  warn_reset();
+  ctx_done(ctx_new("redis://h:0"));
+  CHECK_WARN("xpj_context_desc.redis: bad port", "a URL in the desc");
+  setenv("XPJIT_REDIS", "http://x", 1);
+  warn_reset();
+  ctx_done(ctx_new(NULL));
+  unsetenv("XPJIT_REDIS");
+  CHECK_WARN("XPJIT_REDIS=http://x: expected", "a URL in XPJIT_REDIS");
   /* bad settings */
   struct { const char *var, *val; } env[] = {
       {"XPJIT_REDIS_TIMEOUT", "abc"}, {"XPJIT_REDIS_TIMEOUT", "0ms"},
