@@ -117,6 +117,14 @@ for s in $(cat "$tmp/dyn.names"); do
   grep -qw "$s" include/*.h ||
     { echo "install: $s is exported but declared in no public header"; exit 1; }
 done
+# and the other way: every function a public header declares is exported
+# (xpj_checks_parse, xpj_limit_* and xpj_coll_* were not, and a program
+# calling them did not link; found probing the C API)
+for s in $(grep -ho '^[a-z][a-z0-9_ *]*[ *]xpj_[a-z0-9_]*(' include/*.h |
+           grep -o 'xpj_[a-z0-9_]*($' | sed 's/($//' | sort -u); do
+  grep -qx "$s" "$tmp/dyn.names" ||
+    { echo "install: $s is declared in a public header but not exported"; exit 1; }
+done
 nm -g --defined-only "$tmp/lib/libxpjit.a" | awk 'NF == 3 {print $3}' |
   sort > "$tmp/static.names"
 cmp -s "$tmp/dyn.names" "$tmp/static.names" || {
