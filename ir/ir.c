@@ -34,7 +34,7 @@ const char *xpj_scalar_name(xpj_scalar s) {
 }
 
 xpj_scalar xpj_scalar_parse(const char *name) {
-  for (int i = XPJ_BOOL; i < XPJ_SCALAR_COUNT; i++)
+  for (int i = XPJ_BOOL; name && i < XPJ_SCALAR_COUNT; i++)
     if (strcmp(name, scalar_names[i]) == 0)
       return (xpj_scalar)i;
   return XPJ_VOID;
@@ -216,7 +216,7 @@ unsigned xpj_math_arity(xpj_math m) {
   return (unsigned)m < XPJ_MATH_COUNT ? math_table[m].arity : 0;
 }
 xpj_math xpj_math_lookup(const char *name) {
-  for (int i = 0; i < XPJ_MATH_COUNT; i++)
+  for (int i = 0; name && i < XPJ_MATH_COUNT; i++)
     if (strcmp(name, math_table[i].name) == 0)
       return (xpj_math)i;
   return XPJ_MATH_COUNT;
@@ -235,7 +235,7 @@ const char *xpj_limit_name(xpj_limit l) {
   return (unsigned)l < XPJ_LIMIT_COUNT ? limit_table[l].name : "?";
 }
 xpj_limit xpj_limit_lookup(const char *name) {
-  for (int i = 0; i < XPJ_LIMIT_COUNT; i++)
+  for (int i = 0; name && i < XPJ_LIMIT_COUNT; i++)
     if (strcmp(name, limit_table[i].name) == 0)
       return (xpj_limit)i;
   return XPJ_LIMIT_COUNT;
@@ -760,7 +760,9 @@ xpj_func *xpj_func_create(xpj_module *m, const char *name, xpj_func_kind kind,
 }
 
 const char *xpj_func_name(const xpj_func *f) { return f ? f->name : NULL; }
-xpj_func_kind xpj_func_kind_of(const xpj_func *f) { return f->kind; }
+xpj_func_kind xpj_func_kind_of(const xpj_func *f) {
+  return f ? f->kind : XPJ_FUNC_DEVICE;
+}
 unsigned xpj_func_dims(const xpj_func *f) { return f ? f->dims : 0; }
 
 xpj_status xpj_func_set_reqd_local(xpj_func *f, unsigned n,

@@ -560,6 +560,14 @@ static void test_null_arguments(void **state) {
   assert_string_equal(xpj_status_name(XPJ_ERR_NOMEM), "out of memory");
   assert_int_equal(xpj_scalar_parse("f64"), XPJ_F64);
   assert_int_equal(xpj_scalar_parse("float"), XPJ_VOID);
+  /* NULL is no name and no function, as for the other getters and
+   * lookups (these four dereferenced it: found probing the C API with a
+   * NULL for every argument of every exported function) */
+  assert_int_equal(xpj_scalar_parse(NULL), XPJ_VOID);
+  assert_int_equal(xpj_math_lookup(NULL), XPJ_MATH_COUNT);
+  assert_int_equal(xpj_limit_lookup(NULL), XPJ_LIMIT_COUNT);
+  assert_int_equal(xpj_func_kind_of(NULL), XPJ_FUNC_DEVICE);
+  assert_int_equal(xpj_limit_lookup("epsilon"), XPJ_LIMIT_EPSILON);
 }
 
 /* xpj_dec: the digits of v, as "%llu" writes them (its one- and two-digit
