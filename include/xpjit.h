@@ -85,8 +85,8 @@ typedef struct xpj_context_desc {
    * else every device. Backends no term can match are not even loaded
    * ("cpu": no GPU driver is opened). */
   const char *visible;
-  /* Threads of the CPU device's pool; 0: XPJIT_CPU_THREADS if set, else
-   * one per online core. */
+  /* Threads of the CPU device's pool, at most 1024 (more is taken as
+   * 1024); 0: XPJIT_CPU_THREADS if set, else one per online core. */
   unsigned cpu_threads;
   /* The second-level cache: mode (DEFAULT: XPJIT_CACHE, else rw), the
    * database file (NULL: XPJIT_CACHE_DIR or the default location) and the
