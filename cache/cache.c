@@ -3360,6 +3360,15 @@ xpj_status xpj_l2_get_file(xpj_cache *c, const xpj_cache_key *k,
   return get(c, k, out, true, true);
 }
 
+bool xpj_l2_off(xpj_cache *c) {
+  if (!c)
+    return true;
+  pthread_mutex_lock(&c->mu);
+  bool r = c->mode == XPJ_CACHE_MODE_OFF;
+  pthread_mutex_unlock(&c->mu);
+  return r;
+}
+
 bool xpj_l2_unopened(xpj_cache *c) {
   if (!c)
     return false;
@@ -3658,8 +3667,16 @@ static void sweep_aliases_due(xpj_cache *c, int dfd) {
 
 void xpj_l2_set_alias(xpj_cache *c, const char *alias,
                       const xpj_cache_key *k) {
-  char digest[65], name[66], now[65], want[65];
-  if (!c || !alias || !k || xpj_cache_key_digest(k, NULL, digest) != XPJ_OK)
+  char digest[65];
+  if (k && xpj_cache_key_digest(k, NULL, digest) == XPJ_OK)
+    xpj_l2_set_alias_digest(c, alias, digest);
+}
+
+void xpj_l2_set_alias_digest(xpj_cache *c, const char *alias,
+                             const char *digest) {
+  char name[66], now[65], want[65];
+  if (!c || !alias || !digest || strlen(digest) != 64 ||
+      strspn(digest, "0123456789abcdef") != 64)
     return;
   pthread_mutex_lock(&c->mu);
   int dfd = c->bundle || c->no_hits || !c->has_key ||

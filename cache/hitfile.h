@@ -113,6 +113,8 @@ xpj_status xpj_l2_open(const xpj_cache_config *cfg, xpj_cache **out);
  * xpj_cache_get), never opening it. */
 xpj_status xpj_l2_get_file(xpj_cache *c, const xpj_cache_key *k,
                            xpj_cache_entry *out);
+/* Whether the handle is off (NULL too): it answers nothing, ever. */
+bool xpj_l2_off(xpj_cache *c);
 /* Whether the handle is one of xpj_l2_open that has not opened its
  * database yet. */
 bool xpj_l2_unopened(xpj_cache *c);
@@ -133,8 +135,11 @@ bool xpj_l2_alias_digest(xpj_cache *c, const char *alias, char digest[65]);
 xpj_status xpj_l2_get_aliased(xpj_cache *c, const char *alias,
                               const char *digest, const xpj_cache_key *k,
                               xpj_cache_entry *out);
-/* Makes alias lead to k's row, when its hit file is there. */
+/* Makes alias lead to k's row, when its hit file is there; or to the row
+ * of the key whose digest is given. */
 void xpj_l2_set_alias(xpj_cache *c, const char *alias, const xpj_cache_key *k);
+void xpj_l2_set_alias_digest(xpj_cache *c, const char *alias,
+                             const char *digest);
 /* A handle of xpj_l2_open with its database opened now (what the handle
  * of xpj_context_cache, given to callers, is: every call of theirs may
  * need the database, and xpj_cache_mode_of should say what it found). */

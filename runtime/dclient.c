@@ -577,6 +577,10 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
                      const char *l2_path, bool first, xpd_kernel *k,
                      uint8_t **payload, bool *same_cache, char *why,
                      size_t why_size) {
+  /* digest NULL: a request the caller has not keyed (asked by its source
+   * alone, kcache.c daemon_by_source): a GET without DIGEST, which the
+   * daemon keys (once for every process that asks the same); only a
+   * kernel answers it (the caller keys the request for anything else) */
   const rt_source *src = &rq->src;
   const char *kernel = rq->kernel, *dtypes = rq->dtypes;
   const char *tstr = rq->target_str;
@@ -593,11 +597,13 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
   if (timeout_ms > XPD_MAX_TIMEOUT_MS)
     timeout_ms = XPD_MAX_TIMEOUT_MS;
   xpd_lookup l = {.timeout_ms = timeout_ms, .first = first};
-  memcpy(l.digest, digest, 65);
   xpd_buf lb = {0}, b = {0};
-  xpd_begin(&lb, XPD_LOOKUP, 1);
-  xpd_put_lookup(&lb, &l);
-  xpd_end(&lb, 0);
+  if (digest) {
+    memcpy(l.digest, digest, 65);
+    xpd_begin(&lb, XPD_LOOKUP, 1);
+    xpd_put_lookup(&lb, &l);
+    xpd_end(&lb, 0);
+  }
   /* queue and compile together: beyond this the process compiles the
    * kernel itself (the daemon finishes it for the next process) */
   pthread_mutex_lock(&dc->mu);
@@ -633,7 +639,7 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
       break;
     }
     pthread_mutex_lock(&dc->mu);
-    bool by_digest = dc->daemon_lookup && !looked;
+    bool by_digest = digest && dc->daemon_lookup && !looked;
     pthread_mutex_unlock(&dc->mu);
     xpd_header h;
     uint8_t *pl = NULL;
@@ -668,7 +674,8 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
         g.contract = o->fp_contract != 0;
         g.first = first;
         g.timeout_ms = timeout_ms;
-        memcpy(g.digest, digest, 65);
+        if (digest)
+          memcpy(g.digest, digest, 65);
         xpd_begin(&b, XPD_GET, 1);
         xpd_put_get(&b, &g);
         xpd_end(&b, 0);
@@ -692,7 +699,9 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
     xpd_msg m;
     if (e == XPD_E_OK && h.op == XPD_KERNEL &&
         xpd_payload_decode(pl, h.len, &m) == XPD_E_OK &&
-        xpd_kernel_decode(&m, k) == XPD_E_OK && !strcmp(k->digest, digest) &&
+        xpd_kernel_decode(&m, k) == XPD_E_OK &&
+        (digest ? !strcmp(k->digest, digest)
+                : k->digest[0] && !k->v.failed) &&
         (k->status == XPJ_OK) == !k->v.failed &&
         !(k->v.failed && k->transient)) {
       served = true;
@@ -812,6 +821,10 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
             ob->rq->kernel, dc->path, why[0] ? why : "no reason given");
   f->fell_back = r < 0;
   f->absent = r == 0;
+  /* not keyed: the caller counts a fallback, keys the request and asks
+   * the whole way (without this tier after a fallback) */
+  if (!ob->digest && r != 1)
+    return false;
   xpj_cache_counters d = {0};
   d.daemon_hits = r == 1;
   d.daemon_fallbacks = r < 0;
@@ -831,6 +844,8 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
               "shared with the cluster; start it with --redis or "
               "XPJIT_REDIS (docs/cluster.md)", dc->path);
   }
+  if (!ob->digest)
+    memcpy(ob->named, dk.digest, sizeof ob->named);
   /* the record points into the reply (f->dpay) */
   f->origin = XPJ_ORIGIN_DAEMON;
   f->status = (xpj_status)dk.status;

@@ -752,7 +752,8 @@ void rt_cc_note(rt_obtain *ob, const xpj_cache_counters *d) {
 void rt_keyed_request(const rt_keyed *k, rt_request *rq) {
   *rq = (rt_request){{NULL, 0, NULL}, k->sm,   k->key.kernel, k->canon,
                      k->ndim,         NULL,    &k->t,         k->tstr,
-                     &k->o,           k->ostr,     NULL};
+                     &k->o,           k->ostr,     NULL,
+                     NULL};
 }
 
 static rt_obtain keyed_obtain(xpj_context *ctx, const rt_keyed *k,
@@ -947,6 +948,50 @@ static void count(rt_cc *cc, xpj_cache *l2, const fetched *f) {
   pthread_mutex_unlock(&cc->mu);
 }
 
+/* A request asked for by its alias alone, which has none in the hit files
+ * (or no cache file): a daemon may have it, or compile it, without this
+ * process specialising and hashing the kernel's body for its key. Asked
+ * by its source (a GET without DIGEST: the daemon keys it, once for every
+ * process that asks the same, docs/protocol.md "Lookups"), where the
+ * whole way would ask the daemon before anything else: as the first look
+ * of fetch (a cache file not opened yet: only a daemon that keeps it), or
+ * with the cache off; not once the cache file is open (the whole way looks
+ * in it first). True: f holds the kernel, digest its key's. */
+static bool daemon_by_source(rt_cc *cc, xpj_cache *l2, const rt_request *rq,
+                             const xpj_cache_key *key, char digest[65],
+                             fetched *f) {
+  if (rq->daemon_fell_back && *rq->daemon_fell_back)
+    return false;
+  if (!cc->tier_state[RT_TIER_daemon] || !daemon_there(cc))
+    return false;
+  if (xpj_l2_off(l2))
+    l2 = NULL;
+  else if (!xpj_l2_unopened(l2))
+    return false;
+  rt_obtain ob = {.cc = cc, .l2 = l2, .rq = rq, .key = key,
+                  .peek = l2 != NULL};
+  if (l2 && !daemon_first(&ob))
+    return false;
+  if (!tiers[RT_TIER_daemon]->get(cc->tier_state[RT_TIER_daemon], &ob, f)) {
+    if (f->fell_back) { /* counted once, here; not asked again */
+      pthread_mutex_lock(&cc->mu);
+      cc->counters.daemon_fallbacks++;
+      pthread_mutex_unlock(&cc->mu);
+      if (l2)
+        xpj_cache_note(l2, &(xpj_cache_counters){.daemon_fallbacks = 1});
+      if (rq->daemon_fell_back)
+        *rq->daemon_fell_back = true;
+    }
+    rt_fetched_clear(f);
+    return false;
+  }
+  memcpy(digest, ob.named, 65);
+  f->tier = RT_TIER_daemon;
+  if (l2) /* the cache file's miss, as fetch counts a first look's hit */
+    xpj_cache_note(l2, &(xpj_cache_counters){.l2_misses = 1});
+  return true;
+}
+
 xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
                         xpj_kernel_origin *from) {
   rt_cc *cc = &ctx->cc;
@@ -961,14 +1006,17 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
    * level does not have it) the hit file is the answer */
   fetched f = {0};
   char *alias = alias_text(cc, rq);
-  bool by_alias = !rq->sm;
+  bool by_alias = !rq->sm, from_daemon = false;
   if (by_alias) {
     pthread_mutex_lock(&cc->mu);
     xpj_cache *l2 = l2_locked(cc);
     pthread_mutex_unlock(&cc->mu);
     key = (xpj_cache_key){NULL,           rq->kernel, rq->dtypes,  rq->ndim,
                           rq->target_str, rq->ostr,   cc->versions};
-    if (!alias || !l2 || !xpj_l2_alias_digest(l2, alias, digest)) {
+    bool named = alias && l2 && xpj_l2_alias_digest(l2, alias, digest);
+    if (!named && alias)
+      named = from_daemon = daemon_by_source(cc, l2, rq, &key, digest, &f);
+    if (!named) {
       free(alias);
       return rt_err(XPJ_ERR_NOT_FOUND, "%s: no alias", rq->kernel);
     }
@@ -999,12 +1047,14 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
     if (st == XPJ_OK)
       *out = e;
     free(alias);
+    rt_fetched_clear(&f); /* (a daemon's answer by the alias: not needed) */
     return st;
   }
   e = calloc(1, sizeof *e);
   if (!e) {
     pthread_mutex_unlock(&cc->mu);
     free(alias);
+    rt_fetched_clear(&f);
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   }
   memcpy(e->digest, digest, sizeof digest);
@@ -1020,8 +1070,14 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
   rt_hold_warnings();
   rt_obtain ob = {.cc = cc, .l2 = l2, .rq = rq, .key = &key,
                   .digest = digest};
+  if (!by_alias && rq->daemon_fell_back && *rq->daemon_fell_back) {
+    ob.asked[RT_TIER_daemon] = RT_ASKED_FELL_BACK; /* (by its source) */
+    ob.wait_ms = 1;
+  }
   const char *alias_miss = NULL; /* why a request by alias was not answered */
-  if (by_alias) {
+  if (from_daemon) {
+    st = XPJ_OK; /* (f: the daemon's answer) */
+  } else if (by_alias) {
     alias_miss = "the hit file it names is gone, changed or out of date";
     st = xpj_l2_get_aliased(l2, alias, digest, &key, &f.ce) == XPJ_OK
              ? XPJ_OK
@@ -1071,7 +1127,7 @@ xpj_status rt_cc_obtain(xpj_context *ctx, const rt_request *rq, rt_l1 **out,
     count(cc, l2, &f);
   /* the way here from what the caller gave, for the next process */
   if (alias && l2 && f.loaded && !f.v.failed)
-    xpj_l2_set_alias(l2, alias, &key);
+    xpj_l2_set_alias_digest(l2, alias, digest);
   free(alias);
 
   pthread_mutex_lock(&cc->mu);

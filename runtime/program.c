@@ -676,9 +676,10 @@ static xpj_status build(xpj_program *p, const char *qkey, const rt_asked *a,
   xpj_kernel_origin origin = XPJ_ORIGIN_MEMORY;
   rt_l1 *e = NULL;
   /* asked by its alias first (no module: rt_cc_obtain), then with it */
+  bool fell_back = false;
   rt_request rq = {{p->src, p->src_len, p->name}, NULL, name, a->canon,
                    a->ndim, dev, &dev->target, dev->info.target, o, a->ostr,
-                   src_id(p)};
+                   src_id(p), &fell_back};
   if (alias_ok(p, f, o) &&
       specialise_as(p, f, types, consts, a->ndim, false, &kn.sm) == XPJ_OK &&
       rt_cc_obtain(p->ctx, &rq, &e, &origin) != XPJ_OK) {
@@ -785,8 +786,9 @@ static xpj_status binary_slow(xpj_program *p, const char *name,
   xpj_kernel_origin from;
   /* a binary needs no signature: through its alias (no module), else
    * specialised */
+  bool fell_back = false;
   rt_request rq = {{p->src, p->src_len, p->name}, NULL, name, canon, ndim,
-                   NULL, &t, tstr, &o, ostr, src_id(p)};
+                   NULL, &t, tstr, &o, ostr, src_id(p), &fell_back};
   if (st == XPJ_OK && rq.src_digest &&
       rt_cc_obtain(p->ctx, &rq, e, &from) == XPJ_OK)
     return XPJ_OK;
@@ -979,7 +981,7 @@ xpj_status rt_program_keyed(xpj_program *p, const char *name,
     st = rt_cc_key(&p->ctx->cc,
                    &(rt_request){{p->src, p->src_len, p->name}, k->sm,
                                  xpj_func_name(f), k->canon, k->ndim, NULL,
-                                 &k->t, k->tstr, &k->o, k->ostr, NULL},
+                                 &k->t, k->tstr, &k->o, k->ostr, NULL, NULL},
                    k->code, k->digest, &k->key);
   if (st != XPJ_OK) {
     xpj_module_destroy(k->sm);

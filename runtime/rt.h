@@ -355,6 +355,11 @@ typedef struct rt_request {
    * alias_text), made when it is obtained; with sm NULL it is asked for
    * by that alias alone. NULL: none */
   const char *src_digest;
+  /* the caller's, for both of its asks (by alias, then the whole way):
+   * set when the daemon, asked for the request by its source, was there
+   * and could not serve it; the whole way then neither asks it again nor
+   * waits in the tiers after it. NULL: none */
+  bool *daemon_fell_back;
 } rt_request;
 
 /* The compiled kernel for request rq on rq->dev (or, dev NULL, the binary

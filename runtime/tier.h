@@ -29,6 +29,10 @@ typedef struct rt_obtain {
   const rt_request *rq;
   const xpj_cache_key *key;
   const char *digest; /* of key: the request's identity in every tier */
+  /* digest NULL: the request is not keyed, and only a daemon is asked,
+   * by its source (kcache.c daemon_by_source); its answer names the key's
+   * digest here */
+  char named[65];
   /* the longest a remote tier waits for another process's compile of
    * the same key before compiling itself (0: as long as a compile may
    * take); 1 after a daemon that could not serve */

@@ -3776,6 +3776,61 @@ static void test_call_waits(void **state) {
   xpd_buf_free(&b);
 }
 
+/* saxpy<T=f32> through libxpjit on the CPU device of a fresh context
+ * (this daemon; its cache file cache, or off), with checks: launched on
+ * 1000 elements and checked; the kernel came from where want says. */
+static void saxpy_from_daemon(const dmn *d, const char *cache,
+                              unsigned checks, xpj_kernel_origin want) {
+  xpj_context_desc desc;
+  memset(&desc, 0, sizeof desc);
+  desc.cache_mode = cache ? XPJ_CACHE_MODE_RW : XPJ_CACHE_MODE_OFF;
+  desc.cache_path = cache;
+  desc.no_env_bundles = 1;
+  desc.daemon = d->sock;
+  desc.visible = "cpu";
+  xpj_context *ctx = NULL;
+  xpj_device *dev = NULL;
+  xpj_program *p = NULL;
+  xpj_queue *q = NULL;
+  xpj_kernel *k = NULL;
+  assert_int_equal(xpj_context_create(&desc, &ctx), XPJ_OK);
+  assert_int_equal(xpj_device_select(ctx, "cpu", &dev), XPJ_OK);
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  assert_int_equal(xpj_program_create(ctx, "kernels.xpk", kernels_src,
+                                      strlen(kernels_src), NULL, &p),
+                   XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.checks = checks;
+  assert_int_equal(
+      xpj_program_get_kernel(p, "saxpy", "T=f32", 0, dev, &o, &k), XPJ_OK);
+  xpj_kernel_info ki;
+  assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
+  assert_int_equal(ki.origin, want);
+  enum { N = 1000 };
+  float *x = NULL, *y = NULL;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 4, 0, (void **)&x),
+                   XPJ_OK);
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 4, 0, (void **)&y),
+                   XPJ_OK);
+  for (int i = 0; i < N; i++)
+    x[i] = (float)i, y[i] = 1;
+  xpj_array ax = xpj_array_1d(x, XPJ_F32, N), ay = xpj_array_1d(y, XPJ_F32, N);
+  xpj_arg args[] = {xpj_arg_f32(2.0f), xpj_arg_array(&ax),
+                    xpj_arg_array(&ay)};
+  xpj_range r = xpj_range_1d(N, 0);
+  assert_int_equal(xpj_launch(q, k, &r, 3, args, NULL), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_OK);
+  for (int i = 0; i < N; i++)
+    if (y[i] != 2.0f * (float)i + 1)
+      fail_msg("y[%d] = %g, not %g", i, (double)y[i], 2.0 * i + 1);
+  xpj_mem_free(dev, x);
+  xpj_mem_free(dev, y);
+  xpj_queue_destroy(q);
+  xpj_program_destroy(p);
+  xpj_context_destroy(ctx);
+}
+
 /* LOOKUP (docs/protocol.md, "Lookups"): a kernel by its key's digest, from
  * the daemon's memory as a GET would have it; not there (or an answer
  * only the GET can give): ERROR XPJ_ERR_NOT_FOUND, connection kept; a
@@ -3845,18 +3900,40 @@ static void test_lookup(void **state) {
   expect_not_found(fd, 8);
   assert_int_equal(stat1(&d, "compiles"), 2);
 
-  /* libxpjit: by digest (a hit in the daemon's memory), then the GET for
-   * a kernel it does not have (compiled once, then by digest again) */
+  /* libxpjit keys a request whose kernel needs its body later (bounds
+   * checks: a kernel is never asked by its source alone then) and asks by
+   * digest: not in the daemon's memory, then the GET (compiled once);
+   * from another context, by digest again: a hit in the daemon's memory */
   stats s0, s1;
+  for (int round = 0; round < 2; round++) {
+    get_stats(&d, &s0);
+    saxpy_from_daemon(&d, NULL, XPJ_CHECK_BOUNDS, XPJ_ORIGIN_DAEMON);
+    get_stats(&d, &s1);
+    assert_int_equal(stat_field(&s1, "lookups") - stat_field(&s0, "lookups"),
+                     1);
+    assert_int_equal(stat_field(&s1, "lookups_missed") -
+                         stat_field(&s0, "lookups_missed"),
+                     round == 0);
+    assert_int_equal(stat_field(&s1, "requests") -
+                         stat_field(&s0, "requests"),
+                     1);
+    assert_int_equal(stat_field(&s1, "compiles") -
+                         stat_field(&s0, "compiles"),
+                     round == 0);
+    assert_int_equal(stat_field(&s1, "malformed_frames"), 0);
+  }
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.timeout_ms = 4000000; /* over the protocol's hour: sent as the hour */
+  /* a binary it asks by the source alone (a GET without DIGEST, which
+   * the daemon keys; test_source_get): saxpy<f32> is the one the raw GET
+   * above compiled, saxpy<f64> is compiled */
   get_stats(&d, &s0);
   xpj_context *ctx = context_of(&d);
   xpj_program *p = NULL;
   assert_int_equal(xpj_program_create(ctx, "kernels.xpk", kernels_src,
                                       strlen(kernels_src), NULL, &p),
                    XPJ_OK);
-  xpj_compile_opts o;
-  xpj_compile_opts_default(&o);
-  o.timeout_ms = 4000000; /* over the protocol's hour: sent as the hour */
   void *bin = NULL;
   size_t size = 0;
   assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f32", 0, target, &o,
@@ -3864,22 +3941,16 @@ static void test_lookup(void **state) {
                    XPJ_OK);
   assert_int_equal(size, g.k.v.size);
   free(bin);
-  get_stats(&d, &s1);
-  assert_int_equal(stat_field(&s1, "lookups") - stat_field(&s0, "lookups"), 1);
-  assert_int_equal(stat_field(&s1, "lookups_missed"),
-                   stat_field(&s0, "lookups_missed"));
-  assert_int_equal(stat_field(&s1, "requests") - stat_field(&s0, "requests"), 1);
-  assert_int_equal(stat_field(&s1, "malformed_frames"), 0);
   o.timeout_ms = 0;
   assert_int_equal(xpj_program_get_binary(p, "saxpy", "T=f64", 0, target, &o,
                                           NULL, NULL),
                    XPJ_OK);
-  get_stats(&d, &s0);
-  assert_int_equal(stat_field(&s0, "lookups") - stat_field(&s1, "lookups"), 1);
-  assert_int_equal(stat_field(&s0, "lookups_missed") -
-                       stat_field(&s1, "lookups_missed"),
+  get_stats(&d, &s1);
+  assert_int_equal(stat_field(&s1, "lookups"), stat_field(&s0, "lookups"));
+  assert_int_equal(stat_field(&s1, "requests") - stat_field(&s0, "requests"),
+                   2);
+  assert_int_equal(stat_field(&s1, "compiles") - stat_field(&s0, "compiles"),
                    1);
-  assert_int_equal(stat_field(&s0, "compiles") - stat_field(&s1, "compiles"), 1);
   xpj_program_destroy(p);
   xpj_context_destroy(ctx);
   /* another process's library: the f64 kernel by digest */
@@ -3915,6 +3986,65 @@ static void test_lookup(void **state) {
   expect_error_close(f, "a LOOKUP without a digest");
   assert_int_equal(stat1(&d, "malformed_frames"), 4);
   close(fd);
+  dmn_stop(&d);
+}
+
+/* A request libxpjit may answer through its alias (docs/cache.md,
+ * "Aliases") with none in its hit files, or no cache file, is asked of the
+ * daemon by its source alone (a GET without DIGEST: the daemon keys it,
+ * once for every process that asks the same; the process keys nothing):
+ * with the cache off, and as a first look on the daemon's own cache
+ * file, where its answer leaves an alias for the next process. Each
+ * kernel runs and is checked. */
+static void test_source_get(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  stats s0, s1, s2;
+  get_stats(&d, &s0);
+  saxpy_from_daemon(&d, NULL, 0, XPJ_ORIGIN_DAEMON); /* keyed and compiled */
+  get_stats(&d, &s1);
+  saxpy_from_daemon(&d, NULL, 0, XPJ_ORIGIN_DAEMON); /* known to the daemon */
+  get_stats(&d, &s2);
+  assert_int_equal(stat_field(&s1, "compiles") - stat_field(&s0, "compiles"),
+                   1);
+  assert_int_equal(stat_field(&s1, "keyed") - stat_field(&s0, "keyed"), 1);
+  assert_int_equal(stat_field(&s2, "compiles"), stat_field(&s1, "compiles"));
+  assert_int_equal(stat_field(&s2, "keyed"), stat_field(&s1, "keyed"));
+  assert_int_equal(stat_field(&s2, "hits_memory") -
+                       stat_field(&s1, "hits_memory"),
+                   1);
+  assert_int_equal(stat_field(&s2, "lookups"), 0); /* no process keyed */
+  assert_int_equal(stat_field(&s2, "requests"), 2);
+  /* the daemon's cache file (its directory, as the daemon was given it):
+   * a first look by source finds the kernel in the daemon's memory; the
+   * process writes its alias, and the next one needs no daemon */
+  char db[4200], hits[4300];
+  snprintf(db, sizeof db, "%s/cache/cache-v%d.db", base,
+           XPJ_CACHE_SCHEMA_VERSION);
+  snprintf(hits, sizeof hits, "%s.hits", db);
+  saxpy_from_daemon(&d, db, 0, XPJ_ORIGIN_DAEMON);
+  get_stats(&d, &s1);
+  assert_int_equal(stat_field(&s1, "requests"), 3);
+  assert_int_equal(stat_field(&s1, "first_looks") -
+                       stat_field(&s2, "first_looks"),
+                   1);
+  assert_int_equal(stat_field(&s1, "compiles"), 1);
+  assert_int_equal(stat_field(&s1, "lookups"), 0);
+  unsigned aliases = 0;
+  DIR *dd = opendir(hits);
+  assert_non_null(dd);
+  for (struct dirent *e; (e = readdir(dd));)
+    aliases += e->d_name[0] == 'a' && strlen(e->d_name) == 65;
+  closedir(dd);
+  assert_int_equal(aliases, 1);
+  saxpy_from_daemon(&d, db, 0, XPJ_ORIGIN_CACHE);
+  get_stats(&d, &s2);
+  assert_int_equal(stat_field(&s2, "requests"), 3);
+  assert_int_equal(stat_field(&s2, "compiles"), 1);
+  assert_int_equal(stat_field(&s2, "malformed_frames"), 0);
   dmn_stop(&d);
 }
 
@@ -4159,6 +4289,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_first_look_large, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_lookup, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_source_get, setup, teardown),
       cmocka_unit_test_setup_teardown(test_read_reply, setup, teardown),
       cmocka_unit_test_setup_teardown(test_call_waits, setup, teardown),
       cmocka_unit_test_setup_teardown(test_signal_at_start, setup, teardown),
