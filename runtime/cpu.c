@@ -669,11 +669,14 @@ static void cpu_device_destroy(xpj_device *d) {
 
 static xpj_status cpu_mem_alloc(xpj_device *d, xpj_mem_kind kind,
                                 size_t bytes, size_t align, void **out) {
+  /* aligned_alloc's size is a multiple of the alignment it is given (C11;
+   * AddressSanitizer aborts otherwise), which is at least a pointer's */
+  if (align < sizeof(void *))
+    align = sizeof(void *);
   size_t rounded = (bytes + align - 1) & ~(align - 1);
   if (rounded < bytes)
     return rt_err(XPJ_ERR_INVALID, "xpj_mem_alloc: size overflows");
-  void *p = aligned_alloc(align < sizeof(void *) ? sizeof(void *) : align,
-                          rounded);
+  void *p = aligned_alloc(align, rounded);
   if (!p)
     return rt_err(XPJ_ERR_NOMEM, "xpj_mem_alloc: out of memory (%zu bytes)",
                   bytes);
