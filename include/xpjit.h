@@ -425,7 +425,8 @@ xpj_status xpj_program_get_kernel(xpj_program *p, const char *name,
  * xpj_program_get_kernel) for any target ("spirv", "ptx:sm_90", "cpu",
  * see xpj_target_parse), without a device: through the same caches and
  * compiler. *data (malloc'd; free with free()) and *size may be NULL to
- * only make sure the binary is compiled and cached. */
+ * only make sure the binary is compiled and cached; data NULL with size
+ * given: only its size. */
 xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
                                   const char *dtypes, unsigned ndim,
                                   const char *target,

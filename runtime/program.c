@@ -831,12 +831,14 @@ xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
     rt_cc_note_l1(p->ctx);
   }
   quick_key_free(q, qbuf);
-  if (st != XPJ_OK || !data)
+  if (st != XPJ_OK)
     return st;
-  if (!(*data = malloc(e->v.size ? e->v.size : 1)))
-    return rt_err(XPJ_ERR_NOMEM, "out of memory");
-  memcpy(*data, e->v.data, e->v.size);
-  if (size)
+  if (data) {
+    if (!(*data = malloc(e->v.size ? e->v.size : 1)))
+      return rt_err(XPJ_ERR_NOMEM, "out of memory");
+    memcpy(*data, e->v.data, e->v.size);
+  }
+  if (size) /* (data NULL: the size alone, to allocate for it) */
     *size = e->v.size;
   return XPJ_OK;
 }

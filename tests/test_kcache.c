@@ -431,6 +431,19 @@ static void test_quick_first_level(void **state) {
   assert_int_equal(n1, n2);
   assert_memory_equal(b1, b2, n1);
   free(b2);
+  /* the size alone (data NULL): the binary's, not 0 */
+  {
+    xpj_program *ps = NULL;
+    size_t ns = 0;
+    assert_int_equal(xpj_program_create(ctx, "t.xpk", saxpy_src,
+                                        strlen(saxpy_src), NULL, &ps),
+                     XPJ_OK);
+    assert_int_equal(xpj_program_get_binary(ps, "saxpy", "T=f32", 0,
+                                            "ptx:sm_80", NULL, NULL, &ns),
+                     XPJ_OK);
+    assert_int_equal(ns, n1);
+    xpj_program_destroy(ps);
+  }
   /* another body under the same names: its own binary */
   xpj_program *p = NULL;
   assert_int_equal(xpj_program_create(ctx, "t.xpk", saxpy_src_changed,
