@@ -62,7 +62,8 @@ extern "C" {
 #endif
 
 /* Message of the last failed call on this thread; never NULL. Valid until
- * the next xpjit call on this thread. */
+ * the next xpjit call on this thread. Control characters but newline and
+ * tab are written \xNN. */
 const char *xpj_last_error(void);
 
 /* Where warnings go (process-wide); fn NULL restores stderr. */

@@ -17,26 +17,48 @@ static _Thread_local char last_msg[MSG_MAX];
 
 const char *xpj_last_error(void) { return last_msg; }
 
+/* msg into out (size bytes), control characters but newline and tab
+ * written \xNN: a message quotes what callers and files gave (dtypes,
+ * names, paths), which must not reach a terminal as escape sequences nor
+ * vanish from what is printed; cut with "..." when it does not fit. */
+static void clean_into(char *out, size_t size, const char *msg) {
+  static const char hex[] = "0123456789abcdef";
+  size_t w = 0;
+  for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+    bool ctl = (*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f;
+    if (w + (ctl ? 4 : 1) + 4 > size) {
+      memcpy(out + w, "...", 4);
+      return;
+    }
+    if (ctl) {
+      out[w++] = '\\';
+      out[w++] = 'x';
+      out[w++] = hex[*p >> 4];
+      out[w++] = hex[*p & 15];
+    } else {
+      out[w++] = (char)*p;
+    }
+  }
+  out[w] = 0;
+}
+
 xpj_status rt_err(xpj_status st, const char *fmt, ...) {
   char tmp[MSG_MAX];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
   va_end(ap);
-  if (n >= (int)sizeof tmp)
-    memcpy(tmp + sizeof tmp - 4, "...", 4);
-  memcpy(last_msg, tmp, sizeof tmp);
+  clean_into(last_msg, sizeof last_msg, tmp);
   return st;
 }
 
 xpj_status rt_err_str(xpj_status st, const char *msg) {
-  size_t n = strlen(msg ? msg : "");
-  if (n >= MSG_MAX) {
-    memcpy(last_msg, msg, MSG_MAX - 4);
-    memcpy(last_msg + MSG_MAX - 4, "...", 4);
-  } else {
-    memcpy(last_msg, msg ? msg : "", n + 1);
+  char tmp[MSG_MAX];
+  if (msg == last_msg) { /* (cleaned already; written from a copy) */
+    memcpy(tmp, last_msg, sizeof tmp);
+    msg = tmp;
   }
+  clean_into(last_msg, sizeof last_msg, msg ? msg : "");
   return st;
 }
 
@@ -81,11 +103,12 @@ static _Thread_local char *held[8];
 static _Thread_local unsigned nheld, nlost;
 
 void rt_warn(const char *fmt, ...) {
-  char msg[1024];
+  char raw[1024], msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
+  clean_into(msg, sizeof msg, raw);
   if (!warn_hold) {
     deliver(msg);
     return;

@@ -383,6 +383,17 @@ static void test_quick_first_level(void **state) {
   assert_int_equal(g.origin, XPJ_ORIGIN_MEMORY);
   assert_int_equal(get(ctx, saxpy_src, "saxpy", "T=f33", 0, NULL).st,
                    XPJ_ERR_SPECIALIZE);
+  /* what the caller gave is quoted with its control characters escaped:
+   * no terminal escape, no character that vanishes when printed */
+  assert_int_equal(get(ctx, saxpy_src, "saxpy", "T=\x1b[31m\x01", 0, NULL).st,
+                   XPJ_ERR_SPECIALIZE);
+  {
+    const char *m = xpj_last_error();
+    for (const char *c = m; *c; c++)
+      if ((unsigned char)*c < 0x20 && *c != '\n' && *c != '\t')
+        fail_msg("a control character (0x%02x) in: %s", (unsigned)*c, m);
+    assert_non_null(strstr(m, "\\x1b[31m\\x01"));
+  }
   assert_int_equal(get(ctx, saxpy_src, "saxpy", "f32", 0, NULL).origin,
                    XPJ_ORIGIN_MEMORY);
   assert_int_equal(compiles(ctx), 2);
