@@ -4007,7 +4007,7 @@ xpj_status xpj_cache_get_stats(xpj_cache *c, xpj_cache_stats *out) {
     s = NULL;
     if (rc == SQLITE_OK || rc == SQLITE_DONE)
       rc = sqlite3_prepare_v2(c->db,
-                              "SELECT count(*), total(failed), total(size) "
+                              "SELECT count(*), total(failed <> 0), total(size) "
                               "FROM entries",
                               -1, &s, NULL);
     if (rc == SQLITE_OK && (rc = step_retry(s)) == SQLITE_ROW) {

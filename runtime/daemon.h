@@ -50,6 +50,25 @@ static inline bool xpd_failure_answers(int failed, uint64_t timeout_ms,
 static inline uint64_t xpd_failed_limit(int failed) {
   return (uint64_t)(unsigned)failed >> 4;
 }
+/* A compile that failed for a reason in its inputs is kept as
+ * XPJ_FAILURE_INPUT + 16 x its status, so that a row answers with the
+ * status the compile gave (XPJ_ERR_UNSUPPORTED: a limit of the target);
+ * 1 alone, as rows written before, is XPJ_ERR_COMPILE. The protocol sends
+ * the status apart (STATUS) and FAILED as 0 or 1. */
+static inline int xpd_failed_input(xpj_status st) {
+  return st <= XPJ_OK || st == XPJ_ERR_COMPILE || st > XPJ_ERR_BOUNDS
+             ? 1
+             : (int)((unsigned)XPJ_FAILURE_INPUT | ((unsigned)st << 4));
+}
+/* The status a row's failed answers with (failed not 0). */
+static inline xpj_status xpd_failed_status(int failed) {
+  unsigned kind = (unsigned)failed & 15u, st = (unsigned)failed >> 4;
+  if (kind == XPJ_FAILURE_MEMORY)
+    return XPJ_ERR_NOMEM;
+  if (kind == XPJ_FAILURE_INPUT && st > XPJ_OK && st <= XPJ_ERR_BOUNDS)
+    return (xpj_status)st;
+  return XPJ_ERR_COMPILE;
+}
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t xpd_now_ms(void);

@@ -430,9 +430,7 @@ void rt_fetched_clear(fetched *f) {
 void rt_fetched_from_entry(fetched *f, xpj_kernel_origin origin) {
   xpj_cache_entry *c = &f->ce;
   f->origin = origin;
-  f->status = !c->failed ? XPJ_OK
-              : (c->failed & 15) == XPJ_FAILURE_MEMORY ? XPJ_ERR_NOMEM
-                                                       : XPJ_ERR_COMPILE;
+  f->status = c->failed ? xpd_failed_status(c->failed) : XPJ_OK;
   f->v = (xpj_cache_value){c->failed,      c->data,        c->size,
                            c->entry,       c->log,         c->local_bytes,
                            c->scratch_bytes, c->compile_ms, c->expires_ms};
@@ -473,7 +471,7 @@ static xpj_status compile_here(rt_obtain *ob, fetched *f) {
   f->origin = XPJ_ORIGIN_COMPILED;
   f->tier = RT_NTIERS;
   f->status = xpj_result_status(res);
-  f->v.failed = st != XPJ_OK;
+  f->v.failed = st != XPJ_OK ? xpd_failed_input(f->status) : 0;
   f->v.data = xpj_result_data(res, &f->v.size);
   f->v.entry = xpj_result_entry(res);
   f->v.log = xpj_result_log(res);

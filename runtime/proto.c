@@ -2,6 +2,7 @@
  * work: nothing here reads a socket or allocates while decoding. */
 #include "proto.h"
 
+#include "daemon.h"         /* xpd_failed_input */
 #include "xpjit_codegen.h" /* XPJ_CHECK_ALL */
 
 #include <stdio.h>
@@ -232,7 +233,8 @@ xpd_err xpd_kernel_decode(const xpd_msg *m, xpd_kernel *k) {
       k->origin > XPD_FROM_REDIS || (k->digest[0] && !is_digest(k->digest)) ||
       (k->expires_ms && (!failed || k->transient)) || us > MAX_COMPILE_US)
     return XPD_E_VALUE;
-  k->v.failed = (int)failed;
+  /* kept as a row keeps it (xpd_failed_input) */
+  k->v.failed = failed ? xpd_failed_input((xpj_status)k->status) : 0;
   k->v.local_bytes = local;
   k->v.scratch_bytes = scratch;
   k->v.compile_ms = (double)us / 1000.0;

@@ -498,8 +498,10 @@ static void test_round_trip(void **state) {
   xpj_cache_value va = {0,    bin, sizeof bin, "main_kernel", "warning: w",
                         1024, 64,  12.5, 0};
   assert_int_equal(xpj_cache_put(c, a, &va), XPJ_OK);
-  /* a cached failure: a log and no data */
-  xpj_cache_value vb = {1, NULL, 0,  NULL, "error: no such intrinsic",
+  /* a cached failure: a log and no data; failed as the library writes
+   * an XPJ_ERR_UNSUPPORTED (kind 1 + 16 x 9), stored as given and counted
+   * once in the statistics (it was counted 145 times) */
+  xpj_cache_value vb = {0x91, NULL, 0,  NULL, "error: no such intrinsic",
                         0, 0,    3.0, 0};
   assert_int_equal(xpj_cache_put(c, b, &vb), XPJ_OK);
   /* size without data is invalid */
@@ -550,7 +552,7 @@ static void test_round_trip(void **state) {
   xpj_cache_entry_clear(&e);
 
   assert_int_equal(xpj_cache_get(c, b, &e), XPJ_OK);
-  assert_int_equal(e.failed, 1);
+  assert_int_equal(e.failed, 0x91);
   assert_int_equal(e.size, 0);
   assert_string_equal(e.log, "error: no such intrinsic");
   assert_string_equal(e.entry, "");

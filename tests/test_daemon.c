@@ -2724,7 +2724,9 @@ static void test_worker_out_of_memory(void **state) {
   kreply r;
   get_kernel(fd, "saxpy", &r);
   print_message("out of memory: %s\n", r.log);
-  assert_int_equal(r.k.v.failed, 1);
+  /* decoded as a row keeps it: failed with its status (xpd_failed_input) */
+  assert_int_equal(r.k.status, XPJ_ERR_NOMEM);
+  assert_int_equal(r.k.v.failed, xpd_failed_input(XPJ_ERR_NOMEM));
   assert_int_equal(r.k.transient, 0);
   assert_non_null(strstr(r.log, "1 MiB of memory"));
   assert_non_null(strstr(r.log, "remember"));

@@ -566,6 +566,32 @@ static void test_failure_cached(void **state) {
   assert_int_equal(g.origin, XPJ_ORIGIN_COMPILED);
   xpj_context_destroy(b);
 
+  /* a failure answered from the cache keeps the status the compile gave:
+   * private arrays past the limit are XPJ_ERR_UNSUPPORTED, in the context
+   * that compiled, from the cache file in a new one (XPJ_ERR_COMPILE
+   * before: the row kept only that it failed), and from that context's
+   * first level */
+  static const char big_src[] =
+      "kernel big(y: global f64[]) range {\n"
+      "    let a: f64[65536]; let b: f64[65536]; let c: f64[65536];\n"
+      "    let d: f64[65536]; let e: f64[65536]; let f: f64[65536];\n"
+      "    let g: f64[65536]; let h: f64[65536]; let k: f64[65536];\n"
+      "    let i = global_id(0);\n"
+      "    a[i] = 1.0; b[i] = 1.0; c[i] = 1.0; d[i] = 1.0; e[i] = 1.0;\n"
+      "    f[i] = 1.0; g[i] = 1.0; h[i] = 1.0; k[i] = 1.0;\n"
+      "    y[i] = a[0] + b[0] + c[0] + d[0] + e[0] + f[0] + g[0] + h[0] + k[0];\n"
+      "}\n";
+  for (int round = 0; round < 2; round++) {
+    xpj_context *u = mkctx(db, XPJ_CACHE_MODE_RW);
+    for (int again = 0; again < 2; again++) {
+      g = get(u, big_src, "big", "", 0, NULL);
+      assert_int_equal(g.st, XPJ_ERR_UNSUPPORTED);
+      assert_non_null(strstr(xpj_last_error(), "private array"));
+    }
+    assert_int_equal(compiles(u), round == 0 ? 1 : 0);
+    xpj_context_destroy(u);
+  }
+
   /* a timed-out compile is remembered for XPJIT_FAILURE_TTL, so that
    * every run does not pay for it again (issue 15), then retried */
   setenv("XPJIT_FAULT_INJECT", "hang", 1);
