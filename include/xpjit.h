@@ -529,8 +529,10 @@ xpj_status xpj_launch(xpj_queue *q, xpj_kernel *k, const xpj_range *r,
 
 /* The work-group size the runtime would use for an nd-range launch of k
  * over global (local zero): fills local[0..ndim), the fastest dimension
- * (the kernel's last) first. XPJ_ERR_INVALID for what xpj_launch refuses
- * too: an ndim other than the kernel's, a global size of 0. */
+ * (the kernel's last) first. XPJ_ERR_INVALID for a global size that
+ * xpj_launch refuses too: an ndim other than the kernel's, a size of 0 or
+ * past the device's, more than 2^62 work-items, one that the kernel's
+ * required local size does not divide. */
 xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
                                     const uint64_t *global, uint64_t *local);
 

@@ -19,6 +19,71 @@ static xpj_status launch_err(const xpj_kernel *k, const char *fmt,
                 rt_kernel_signature(k), fmt, detail ? detail : "");
 }
 
+/* The hardware dimension (0 fastest: the CPU's innermost work-item loop,
+ * CUDA x, OpenCL 0) of logical dimension d of k's launches: the kernel's
+ * id rank R reversed, the dimensions past it in place (docs/abi.md,
+ * "Dimension order"); the compiler lays out ids the same way. */
+static unsigned hw_dim(const xpj_kernel *k, unsigned d) {
+  unsigned rank = k->desc.id_rank ? k->desc.id_rank : 1;
+  return d < rank ? rank - 1 - d : d;
+}
+
+/* The same, for xpj_kernel_suggest_local (suggest) or a launch. */
+static xpj_status geometry_err(const xpj_kernel *k, bool suggest,
+                               const char *fmt, const char *detail) {
+  if (!suggest)
+    return launch_err(k, fmt, detail);
+  return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local for %s: %s%s",
+                rt_kernel_signature(k), fmt, detail ? detail : "");
+}
+
+/* What a launch and xpj_kernel_suggest_local refuse of a global size:
+ * ndim out of 1..3 or not the kernel's, a size of 0, more than the device
+ * takes in a dimension, or more than 2^62 work-items in all. */
+static xpj_status check_global(const xpj_kernel *k, bool suggest,
+                               unsigned ndim, const uint64_t *global) {
+  const xpj_device_info *di = &k->dev->info;
+  char buf[256];
+  if (ndim < 1 || ndim > 3) {
+    snprintf(buf, sizeof buf, "%u", ndim);
+    return geometry_err(k, suggest, "the range has ndim ", buf);
+  }
+  if (k->desc.dims && ndim != k->desc.dims) {
+    snprintf(buf, sizeof buf, "%u-dimensional, but the kernel is declared "
+             "with %u dimension%s", ndim, k->desc.dims,
+             k->desc.dims > 1 ? "s" : "");
+    return geometry_err(k, suggest, "the range is ", buf);
+  }
+  uint64_t total = 1;
+  for (unsigned d = 0; d < ndim; d++) {
+    if (global[d] == 0) {
+      snprintf(buf, sizeof buf, "%u", d);
+      return geometry_err(k, suggest, "the global size is 0 in dimension ",
+                          buf);
+    }
+    if (global[d] > di->max_global_size[hw_dim(k, d)]) {
+      snprintf(buf, sizeof buf, "%llu in dimension %u is more than the "
+               "device takes there (%llu)",
+               (unsigned long long)global[d], d,
+               (unsigned long long)di->max_global_size[hw_dim(k, d)]);
+      return geometry_err(k, suggest, "the global size ", buf);
+    }
+    if (global[d] > XPJ_MAX_EXTENT / total) {
+      /* no one dimension is at fault: name the whole product */
+      int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)global[0]);
+      for (unsigned e = 1; e < ndim && n > 0 && (size_t)n < sizeof buf; e++)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " x %llu",
+                      (unsigned long long)global[e]);
+      if (n > 0 && (size_t)n < sizeof buf)
+        snprintf(buf + n, sizeof buf - (size_t)n, " work-items is more than "
+                 "2^62 in all");
+      return geometry_err(k, suggest, "the global size ", buf);
+    }
+    total *= global[d];
+  }
+  return XPJ_OK;
+}
+
 /* Largest divisor of n that is <= cap. */
 static uint64_t divisor_upto(uint64_t n, uint64_t cap) {
   if (cap >= n)
@@ -31,15 +96,6 @@ static uint64_t divisor_upto(uint64_t n, uint64_t cap) {
 
 static uint64_t kernel_max_wg(const xpj_kernel *k) {
   return k->dev->info.max_work_group_size;
-}
-
-/* The hardware dimension (0 fastest: the CPU's innermost work-item loop,
- * CUDA x, OpenCL 0) of logical dimension d of k's launches: the kernel's
- * id rank R reversed, the dimensions past it in place (docs/abi.md,
- * "Dimension order"); the compiler lays out ids the same way. */
-static unsigned hw_dim(const xpj_kernel *k, unsigned d) {
-  unsigned rank = k->desc.id_rank ? k->desc.id_rank : 1;
-  return d < rank ? rank - 1 - d : d;
 }
 
 /* "16 x 16" */
@@ -207,16 +263,22 @@ static xpj_status memo_local(const xpj_kernel *k, unsigned ndim,
 
 xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
                                     const uint64_t *global, uint64_t *local) {
-  if (!k || !global || !local || ndim < 1 || ndim > 3)
-    return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: bad argument");
-  if (k->desc.dims && ndim != k->desc.dims) /* as xpj_launch refuses it */
-    return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: %u dimensions, "
-                  "but kernel %s is declared with %u", ndim, k->name, k->desc.dims);
-  for (unsigned d = 0; d < ndim; d++)
-    if (global[d] == 0)
-      return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: the global "
-                    "size is 0 in dimension %u", d);
-  if (k->desc.reqd_local[0] && ndim == k->desc.dims) {
+  if (!k || !global || !local)
+    return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: %s is NULL",
+                  !k ? "the kernel" : !global ? "global" : "local");
+  xpj_status st = check_global(k, true, ndim, global); /* as xpj_launch */
+  if (st != XPJ_OK)
+    return st;
+  if (k->desc.reqd_local[0]) { /* the one size there is, if it divides */
+    for (unsigned d = 0; d < ndim; d++)
+      if (global[d] % k->desc.reqd_local[d]) {
+        char buf[200];
+        snprintf(buf, sizeof buf, "%llu in dimension %u is not a multiple "
+                 "of the local size %llu the kernel requires (local(...) in "
+                 "its declaration)", (unsigned long long)global[d], d,
+                 (unsigned long long)k->desc.reqd_local[d]);
+        return geometry_err(k, true, "the global size ", buf);
+      }
     memcpy(local, k->desc.reqd_local, ndim * sizeof *local);
     return XPJ_OK;
   }
@@ -230,41 +292,11 @@ static xpj_status check_geometry(xpj_kernel *k, const xpj_range *r,
                                  rt_launch *l) {
   const xpj_device_info *di = &k->dev->info;
   char buf[256];
-  if (r->ndim < 1 || r->ndim > 3) {
-    snprintf(buf, sizeof buf, "%u", r->ndim);
-    return launch_err(k, "the range has ndim ", buf);
-  }
-  if (k->desc.dims && r->ndim != k->desc.dims) {
-    snprintf(buf, sizeof buf, "%u-dimensional, but the kernel is declared "
-             "with %u dimension%s", r->ndim, k->desc.dims, k->desc.dims > 1 ? "s" : "");
-    return launch_err(k, "the range is ", buf);
-  }
-  uint64_t total = 1;
+  xpj_status gst = check_global(k, false, r->ndim, r->global);
+  if (gst != XPJ_OK)
+    return gst;
   bool any_local = false, all_local = true;
   for (unsigned d = 0; d < r->ndim; d++) {
-    if (r->global[d] == 0) {
-      snprintf(buf, sizeof buf, "%u", d);
-      return launch_err(k, "the global size is 0 in dimension ", buf);
-    }
-    if (r->global[d] > di->max_global_size[hw_dim(k, d)]) {
-      snprintf(buf, sizeof buf, "%llu in dimension %u is more than the "
-               "device takes there (%llu)",
-               (unsigned long long)r->global[d], d,
-               (unsigned long long)di->max_global_size[hw_dim(k, d)]);
-      return launch_err(k, "the global size ", buf);
-    }
-    if (r->global[d] > XPJ_MAX_EXTENT / total) {
-      /* no one dimension is at fault: name the whole product */
-      int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)r->global[0]);
-      for (unsigned e = 1; e < r->ndim && n > 0 && (size_t)n < sizeof buf; e++)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, " x %llu",
-                      (unsigned long long)r->global[e]);
-      if (n > 0 && (size_t)n < sizeof buf)
-        snprintf(buf + n, sizeof buf - (size_t)n, " work-items is more than "
-                 "2^62 in all");
-      return launch_err(k, "the global size ", buf);
-    }
-    total *= r->global[d];
     any_local |= r->local[d] != 0;
     all_local &= r->local[d] != 0;
   }

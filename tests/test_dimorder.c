@@ -47,6 +47,10 @@ static const char src[] =
     "  out[global_id(0), global_id(1), global_id(2), 1] =\n"
     "      (global_id(0) * 100 + global_id(1)) * 100 + global_id(2);\n"
     "}\n"
+    /* a declared work-group size */
+    "kernel fixed(out: global i64[,]) ndrange(2) local(4, 8) {\n"
+    "  out[global_id(0), global_id(1)] = local_linear_id();\n"
+    "}\n"
     /* no declared rank: reads only dimension 0 */
     "kernel flat(out: global i64[]) range {\n"
     "  out[global_linear_id()] = global_id(0);\n"
@@ -204,6 +208,48 @@ static void test_suggest_local(void **state) {
              (unsigned long long)l[0], (unsigned long long)l[1]);
 }
 
+/* xpj_kernel_suggest_local refuses what a launch refuses, rather than
+ * suggesting a size the launch then turns down: a global size the
+ * declared local size does not divide (it suggested local(4, 8) itself),
+ * more than 2^62 work-items in all (it suggested a size), and the rest
+ * as before. */
+static void test_suggest_refuses(void **state) {
+  (void)state;
+  uint64_t l[3] = {0, 0, 0};
+  uint64_t ok[2] = {8, 16}, odd[2] = {8, 12}, huge[2] = {1ull << 40, 1ull << 40};
+  assert_int_equal(xpj_kernel_suggest_local(kern("fixed"), 2, ok, l), XPJ_OK);
+  assert_true(l[0] == 4 && l[1] == 8);
+  assert_int_equal(xpj_kernel_suggest_local(kern("fixed"), 2, odd, l),
+                   XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_last_error(), "12 in dimension 1 is not a "
+                         "multiple of the local size 8 the kernel requires"));
+  assert_int_equal(xpj_kernel_suggest_local(kern("ids2"), 2, huge, l),
+                   XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_last_error(), "more than 2^62 in all"));
+  /* and the launch says the same of both */
+  int64_t shape[2] = {8, 12};
+  int64_t *out = NULL;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, 8 * 12 * 8, 0,
+                                 (void **)&out), XPJ_OK);
+  xpj_array a = xpj_array_nd(out, XPJ_I64, 2, shape);
+  xpj_arg arg = xpj_arg_array(&a);
+  xpj_range r = {2, {8, 12, 1}, {0, 0, 0}};
+  assert_int_equal(xpj_launch(q, kern("fixed"), &r, 1, &arg, NULL),
+                   XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_last_error(), "not a multiple"));
+  xpj_range rh = {2, {1ull << 40, 1ull << 40, 1}, {0, 0, 0}};
+  assert_int_equal(xpj_launch(q, kern("ids2"), &rh, 1, &arg, NULL),
+                   XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_last_error(), "more than 2^62 in all"));
+  uint64_t zero[2] = {0, 4};
+  assert_int_equal(xpj_kernel_suggest_local(kern("ids2"), 2, zero, l),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_kernel_suggest_local(kern("ids2"), 3, ok, l),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_kernel_suggest_local(NULL, 2, ok, l), XPJ_ERR_INVALID);
+  xpj_mem_free(dev, out);
+}
+
 /* PTX of a kernel that reads one local id. */
 static char *ptx_of(const char *id) {
   char k[160];
@@ -243,6 +289,7 @@ int main(void) {
       cmocka_unit_test(test_undeclared_rank),
       cmocka_unit_test(test_cpu_order),
       cmocka_unit_test(test_suggest_local),
+      cmocka_unit_test(test_suggest_refuses),
       cmocka_unit_test(test_ptx),
   };
   return cmocka_run_group_tests(tests, setup, devtest_teardown);
