@@ -148,10 +148,17 @@ xpj_status xpj_mem_free(xpj_device *dev, void *ptr) {
   pthread_mutex_lock(&dev->mem_lock);
   size_t i = upper(dev, (uintptr_t)ptr);
   if (i == 0 || dev->allocs[i - 1].base != (uintptr_t)ptr) {
+    bool inside = i && (uintptr_t)ptr - dev->allocs[i - 1].base <
+                           dev->allocs[i - 1].bytes;
+    uintptr_t base = inside ? dev->allocs[i - 1].base : 0;
     pthread_mutex_unlock(&dev->mem_lock);
-    return rt_err(XPJ_ERR_INVALID,
-                  "xpj_mem_free: %p is not the start of an allocation of %s",
-                  ptr, dev->id);
+    if (inside)
+      return rt_err(XPJ_ERR_INVALID, "xpj_mem_free: %p is inside the "
+                    "allocation at %p of %s, not its start: nothing freed",
+                    ptr, (void *)base, dev->id);
+    return rt_err(XPJ_ERR_INVALID, "xpj_mem_free: %p is no allocation of %s "
+                  "(freed already, another device's, or not from "
+                  "xpj_mem_alloc): nothing freed", ptr, dev->id);
   }
   rt_alloc a = dev->allocs[i - 1];
   if (a.uses && dev->nretired == dev->cap_retired) {

@@ -112,11 +112,14 @@ static char *slurp(const char *path, size_t *len) {
 static xpj_status create(xpj_context *ctx, const char *name, const char *src,
                          size_t len, const char *path, xpj_diags *d,
                          xpj_program **out) {
+  const char *api = path ? "xpj_program_create_file" : "xpj_program_create";
   if (!out)
-    return rt_err(XPJ_ERR_INVALID, "xpj_program_create: out is NULL");
+    return rt_err(XPJ_ERR_INVALID, "%s: out is NULL", api);
   *out = NULL;
-  if (!ctx || (!path && !src && len))
-    return rt_err(XPJ_ERR_INVALID, "xpj_program_create: NULL argument");
+  if (!ctx)
+    return rt_err(XPJ_ERR_INVALID, "%s: the context is NULL", api);
+  if (!path && !src && len)
+    return rt_err(XPJ_ERR_INVALID, "%s: src is NULL and len %zu", api, len);
   xpj_diags *own = NULL;
   if (!d && xpj_diags_create(&own) != XPJ_OK)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
