@@ -428,3 +428,22 @@ def test_elementwise_numpy_inputs_with_a_queue_of_another_device(device):
         assert isinstance(z, xpjit.ndarray) and z.device == device
         with pytest.raises(xpjit.InvalidArgumentError, match="NumPy array"):
             add(x, 1.0, np.zeros(4, np.float32), queue=device.queue)
+
+
+def test_program_of_its_own_context_on_numpy_arrays():
+    """A Program of a Context of its own launched on NumPy arrays without
+    queue= went to the default context's device: "xpj_program_get_kernel:
+    the device is not of the program's context". It runs on its context's
+    default device now (the current device when that is of its context)."""
+    ctx = xpjit.Context("cpu", cache="off")
+    prog = xpjit.Program(
+        "kernel axpy<T>(a: T, x: global const T[], y: global T[]) range {\n"
+        "    let i = global_id(0);\n"
+        "    y[i] = a * x[i] + y[i];\n"
+        "}\n", context=ctx)
+    x = np.arange(8, dtype=np.float32)
+    y = np.ones(8, dtype=np.float32)
+    prog.axpy(8, np.float32(2), x, y)
+    assert np.array_equal(y, 2 * x + 1)
+    prog.axpy[8, None](np.float32(1), x, y)  # and again, the C fast path
+    assert np.array_equal(y, 3 * x + 1)

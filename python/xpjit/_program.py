@@ -584,7 +584,16 @@ class Kernel(_KernelBase):
         args = [_coerce_array(a, queue) for a in args]
         if queue is None:
             dev = next((a.device for a in args if isinstance(a, ndarray)),
-                       None) or get_device()
+                       None)
+            if dev is None:
+                # the current device, when it is of the program's context;
+                # else that context's default device (NumPy arrays of a
+                # program of a Context of its own: "the device is not of
+                # the program's context" before)
+                dev = get_device()
+                ctx = self.program.context
+                if dev.context is not ctx:
+                    dev = ctx._default or ctx.default_device
             queue = dev.queue
         # arrays of another device (its host or shared memory): used as
         # NumPy's memory is, after the work queued on their device so far,
