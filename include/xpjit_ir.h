@@ -535,6 +535,8 @@ typedef struct xpj_index_info {
   xpj_space space;    /* the array's memory space */
   const char *access; /* "load from", "store to", "atomic on" or
                          "access to" */
+  uint32_t unsigned_dims; /* bit d: index d is of an unsigned type (the
+                             record's int64 index is then its bits) */
 } xpj_index_info;
 /* XPJ_ERR_INVALID when inst is not an index instruction of f. */
 xpj_status xpj_func_index_info(const xpj_func *f, uint32_t inst,

@@ -1021,6 +1021,13 @@ xpj_status xpj_func_index_info(const xpj_func *f, uint32_t inst,
     out->array = n ? n : "?";
   }
   out->access = "access to";
+  out->unsigned_dims = 0;
+  for (uint32_t d = 0; d + 1 < in->nargs && d < 32; d++) {
+    const xpj_inst *ix = &f->insts[f->pool[in->args + 1 + d]];
+    xpj_scalar t = xpj_type_elem_scalar(f->mod, ix->type);
+    if (t == XPJ_U8 || t == XPJ_U16 || t == XPJ_U32 || t == XPJ_U64)
+      out->unsigned_dims |= 1u << d;
+  }
   for (uint32_t i = 0; i < f->ninsts; i++) {
     const xpj_inst *u = &f->insts[i];
     if (!u->nargs || f->pool[u->args] != inst)

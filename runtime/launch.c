@@ -727,6 +727,9 @@ xpj_status rt_launch_verdict(const rt_launch *l) {
   if (r->dim == UINT32_MAX)
     snprintf(idx, sizeof idx, "flat index %lld, the array has %lld elements",
              (long long)r->index, (long long)r->extent);
+  else if (r->dim < 32 && ii.unsigned_dims >> r->dim & 1)
+    snprintf(idx, sizeof idx, "index %u is %llu, its extent is %lld",
+             r->dim, (unsigned long long)r->index, (long long)r->extent);
   else
     snprintf(idx, sizeof idx, "index %u is %lld, its extent is %lld",
              r->dim, (long long)r->index, (long long)r->extent);

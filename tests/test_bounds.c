@@ -70,6 +70,9 @@ static const char src[] =
     "}\n"
     "kernel bcast(src: global const f32[,], dst: global f32[]) range(1) {\n"
     "  dst[global_id(0)] = src[global_id(0)];\n"
+    "}\n"
+    "kernel unsig(y: global f32[], k: u64) range(1) {\n"
+    "  y[k] = 1.0f32;\n" /* 54:4 */
     "}\n";
 
 static int setup(void **state) {
@@ -158,6 +161,20 @@ static void test_before_start(void **state) {
              "extent is 1000", (const char *)NULL);
   check_guards(y, N);
   unguard(x);
+  unguard(y);
+}
+
+/* An unsigned index is said as one: 2^64 - 1 was "index 0 is -1". */
+static void test_unsigned_index(void **state) {
+  (void)state;
+  float *y = guarded(N);
+  xpj_array Y = xpj_array_1d(y, XPJ_F32, N);
+  xpj_arg a[2] = {xpj_arg_array(&Y), xpj_arg_u64(UINT64_MAX)};
+  expect_oob(kern("unsig"), xpj_range_1d(1, 0), 2, a,
+             "store to argument 0 'y'", "bounds.xpk:54:4",
+             "index 0 is 18446744073709551615", "extent is 1000",
+             (const char *)NULL);
+  check_guards(y, N);
   unguard(y);
 }
 
@@ -398,7 +415,7 @@ static void test_ptx_and_spirv(void **state) {
   assert_int_equal(xpj_program_create(plain, "bounds.xpk", src, strlen(src),
                                       NULL, &pp), XPJ_OK);
   unsigned nk = xpj_program_kernel_count(pp);
-  assert_int_equal(nk, 11);
+  assert_int_equal(nk, 12);
   for (unsigned i = 0; i < nk; i++) {
     const char *name = xpj_program_kernel_name(pp, i);
     for (int t = 0; t < 2; t++) {
@@ -481,6 +498,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_past_end),
       cmocka_unit_test(test_before_start),
+      cmocka_unit_test(test_unsigned_index),
       cmocka_unit_test(test_grid),
       cmocka_unit_test(test_flat),
       cmocka_unit_test(test_flat_broadcast),
