@@ -3887,8 +3887,9 @@ static xpj_status parse(xpj_module *m, const char *filename, const char *src,
       continue;
     parse_body(&p, &p.fns[i]);
   }
-  if (!p.oom && !p.too_many && p.errors == 0)
-    xpj_check_calls(m, XPJ_MAX_DEPTH, call_report, &p);
+  if (!p.oom && !p.too_many && p.errors == 0 &&
+      xpj_check_calls(m, XPJ_MAX_DEPTH, call_report, &p) && p.errors == 0)
+    p.oom = true; /* errors without a report: out of memory (they passed) */
   if (!p.oom && p.errors == 0) {
     const char *msg;
     xpj_status vs = xpj_module_verify(m, &msg);

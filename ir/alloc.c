@@ -13,6 +13,10 @@ static atomic_ulong fail_countdown;
 
 void xpj_alloc_fail_after(unsigned long n) { atomic_store(&fail_countdown, n); }
 
+unsigned long xpj_alloc_fail_pending(void) {
+  return atomic_load(&fail_countdown);
+}
+
 static bool should_fail(void) {
   unsigned long c = atomic_load(&fail_countdown);
   while (c != 0) {

@@ -189,6 +189,9 @@ void xpj_free(void *p);
 char *xpj_strdup(const char *s);
 /* Test hook: the n-th allocation from now fails (0: never). */
 void xpj_alloc_fail_after(unsigned long n);
+/* The allocations left before the one xpj_alloc_fail_after makes fail (0:
+ * it failed, or none was asked): whether a run met its failure. */
+unsigned long xpj_alloc_fail_pending(void);
 
 /* Grows *arr (of element size esize) to hold at least need elements. */
 bool xpj_grow(void **arr, uint32_t *cap, uint32_t need, size_t esize);
@@ -257,7 +260,8 @@ typedef void (*xpj_call_report)(void *ud, xpj_loc loc, const char *fmt, ...);
  * of calls below it nest deeper than max_depth (the frontend's
  * XPJ_MAX_DEPTH; the verifier asks for none: a module built through the
  * API may nest as deep as XPJ_TRANSFER_MAX_DEPTH); returns the number of
- * errors, each passed to report (may be NULL). */
+ * errors, each passed to report (may be NULL) but those of running out of
+ * memory, which are not reported: the caller's XPJ_ERR_NOMEM. */
 unsigned xpj_check_calls(const xpj_module *m, unsigned max_depth,
                          xpj_call_report report, void *ud);
 

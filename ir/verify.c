@@ -237,7 +237,8 @@ typedef struct cg_walk {
   uint32_t below; /* the deepest chain among its callees */
 } cg_walk;
 
-/* How deep f's blocks nest (its body: 1), without recursion. A block not
+/* How deep f's blocks nest (its body: 1), without recursion; UINT32_MAX
+ * when out of memory (0 was taken for a shallow function). A block not
  * reached, or reached twice, is the verifier's to report. */
 static uint32_t block_depth(const xpj_func *f) {
   if (f->nblocks < 2)
@@ -245,10 +246,13 @@ static uint32_t block_depth(const xpj_func *f) {
   uint32_t *stack = xpj_malloc((size_t)f->nblocks * sizeof *stack);
   uint32_t *level = xpj_calloc(f->nblocks, sizeof *level);
   uint32_t sp = 0, deepest = 0;
-  if (stack && level) {
-    level[1] = 1;
-    stack[sp++] = 1;
+  if (!stack || !level) {
+    xpj_free(stack);
+    xpj_free(level);
+    return UINT32_MAX;
   }
+  level[1] = 1;
+  stack[sp++] = 1;
   while (sp) {
     uint32_t b = stack[--sp];
     deepest = level[b] > deepest ? level[b] : deepest;
@@ -311,7 +315,14 @@ static void cg_func(cg_ctx *c, uint32_t fi) {
   if (c->state[fi])
     return;
   const xpj_func *f = c->m->funcs[fi];
-  uint64_t own = c->max_depth ? (uint64_t)block_depth(f) + 1 : 0;
+  uint32_t depth = c->max_depth ? block_depth(f) : 0;
+  if (depth == UINT32_MAX) { /* out of memory: not measured, not passed */
+    c->state[fi] = 2;
+    c->chain[fi] = UINT32_MAX;
+    c->errors++; /* unreported: the caller's XPJ_ERR_NOMEM */
+    return;
+  }
+  uint64_t own = c->max_depth ? (uint64_t)depth + 1 : 0;
   if (c->max_depth && c->running + own > c->max_depth) {
     /* the chain walked to here is too deep already: said here, and not
      * walked further (this walk recurses as deep as the chain) */
@@ -412,7 +423,10 @@ xpj_status xpj_module_verify(xpj_module *m, const char **msg) {
       return XPJ_ERR_VERIFY;
     }
   }
+  m->scratch[0] = 0;
   if (xpj_check_calls(m, 0, first_report, m->scratch)) {
+    if (!m->scratch[0]) /* errors unreported: out of memory */
+      return XPJ_ERR_NOMEM;
     if (msg)
       *msg = m->scratch;
     return XPJ_ERR_VERIFY;
