@@ -276,8 +276,9 @@ def test_cache_reachable(tmp_path):
     assert isinstance(xpjit.cache_stats()["entries"], int)
     with pytest.raises(xpjit.InvalidArgumentError):
         xpjit.Context(cache="sometimes")
-    with pytest.raises(xpjit.InvalidArgumentError):
-        p.k(1, x)  # the default device is of another context
+    x[0] = 0  # the default device is of another context: the program's
+    p.k(1, x)  # context's default device runs it
+    assert x[0] == 7
     ctx2 = xpjit.Context(checks="bounds", cache="off")
     oob = xpjit.Program(
         "kernel oob(x: global i32[]) range { x[global_id(0) + 5] = 1; }",
@@ -534,12 +535,15 @@ def test_call_keywords_and_contexts_on_both_paths(prog):
     old = xpjit.set_context(other)
     try:
         # the program is of the old context; the current queue is now the
-        # new one's: refused on both paths alike
-        with pytest.raises(xpjit.InvalidArgumentError, match="context"):
-            prog.scale(4, np.float32(1), x)
+        # new one's, which is not the program's: both paths run it on the
+        # program's context's default device (both refused it before)
+        for _ in range(2):
+            prog.scale(4, np.float32(2), x)
+        np.testing.assert_array_equal(x, np.full(4, 8.0))
     finally:
         xpjit.set_context(old)
-    prog.scale(4, np.float32(1), x)
+    prog.scale(4, np.float32(0.5), x)
+    np.testing.assert_array_equal(x, np.full(4, 4.0))
 
 
 def test_foreign_memory_is_imported(prog):
