@@ -63,7 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define APP_ID 0x58504a43 /* "XPJC" */
+#define APP_ID XPJ_CACHE_APP_ID /* "XPJC" */
 #define BUSY_DEADLINE_MS 30000
 #define KEY_MAGIC "xpjit-cache-key"
 #define MAX_QUEUED 8 /* warnings held back while the lock is held */

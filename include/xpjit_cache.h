@@ -41,6 +41,9 @@ extern "C" {
 /* Version of the database schema; part of every key and of the file name
  * (cache-v2.db). 2: entries may expire (negative entries). */
 #define XPJ_CACHE_SCHEMA_VERSION 2
+/* The PRAGMA application_id of a cache and a bundle ("XPJC"); with
+ * PRAGMA user_version, the schema version, in the file's header. */
+#define XPJ_CACHE_APP_ID 0x58504a43
 /* Default size limit of the user cache: 1 GiB. */
 #define XPJ_CACHE_DEFAULT_MAX_SIZE (1ull << 30)
 

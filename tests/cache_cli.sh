@@ -811,6 +811,24 @@ if command -v sqlite3 >/dev/null 2>&1; then
     [ "$(sqlite3 "$T/other/app.sqlite" 'SELECT x FROM t')" = 7 ] ||
     bad "cache --path another program's database: exit $rc, $(ls "$T/other" | tr '\n' ' ')"
 fi
+# a --path naming another xpjit's cache (xpjit's application id, another
+# schema version: cache-v1.db) is refused and left as it is, by every
+# command and bundle import (cache ls moved it aside as damage and made a
+# cache of this version under its name)
+if command -v sqlite3 >/dev/null 2>&1; then
+  mkdir -m 700 "$T/v1"
+  cp "$T/c1/cache-v2.db" "$T/v1/cache-v1.db"
+  sqlite3 "$T/v1/cache-v1.db" "PRAGMA user_version = 1"
+  for c in ls stats verify "verify --repair" clear "export $T/v1.xpb" "import $T/ex.xpb"; do
+    case $c in import*) g="bundle" ;; *) g="cache" ;; esac
+    # shellcheck disable=SC2086
+    "$CLI" $g --path "$T/v1/cache-v1.db" $c >"$T/o" 2>&1; rc=$?
+    [ $rc = 1 ] && grep -q "schema version is 1" "$T/o" &&
+      [ "$(ls "$T/v1")" = cache-v1.db ] &&
+      [ "$(sqlite3 "$T/v1/cache-v1.db" 'PRAGMA user_version')" = 1 ] ||
+      bad "$g --path another version's cache $c: exit $rc, $(ls "$T/v1" | tr '\n' ' '): $(cat "$T/o")"
+  done
+fi
 # SQLite is loaded at the first open (cache/sqlite_dl.h): a libsqlite3.so.0
 # without the functions the cache calls turns the cache off with the
 # reason, no crash (a stand-in built here, found first by LD_LIBRARY_PATH)

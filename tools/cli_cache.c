@@ -268,13 +268,24 @@ typedef struct cache_cmd {
 
 /* Opens the cache for a subcommand that reads (XPJ_CACHE_MODE_DEFAULT:
  * as XPJIT_CACHE says), only looks (RO) or writes (RW). */
+/* Big-endian 32 bits (SQLite's header fields). */
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+         p[3];
+}
+
 /* NULL when path (given with --path) may hold an xpjit cache: a regular
  * file that is an SQLite database (or whose pages are still in its -wal,
  * as a new cache's are until a checkpoint); else why not. The library
  * moves a damaged file aside and starts a new cache in its place, as a
  * program's cache should; a path given to a tool is not that: a typo,
  * or some other file, is left as it is (another program's SQLite
- * database the library itself refuses and leaves alone). */
+ * database the library itself refuses and leaves alone), and so is the
+ * cache of another xpjit, whose schema version is in its file name
+ * (cache-v1.db): the library takes xpjit's id with another user_version
+ * at its own file's name for damage, and `cache --path cache-v1.db ls`
+ * moved that xpjit's cache aside and made a new cache of this version
+ * under its name. */
 static const char *not_a_cache(const char *path) {
   static char why[160];
   char wal[4200];
@@ -283,7 +294,8 @@ static const char *not_a_cache(const char *path) {
   bool has_wal = lstat(wal, &ws) == 0 && S_ISREG(ws.st_mode);
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat sb;
-  unsigned char h[16];
+  unsigned char h[72]; /* the header up to the application id */
+  ssize_t got = 0;
   why[0] = 0;
   if (fd < 0 || fstat(fd, &sb) != 0)
     snprintf(why, sizeof why, "%s", strerror(errno));
@@ -291,9 +303,18 @@ static const char *not_a_cache(const char *path) {
     ; /* a directory, a FIFO: the library refuses it, nothing is moved */
   else if (!has_wal && sb.st_size == 0)
     snprintf(why, sizeof why, "the file is empty");
-  else if (!has_wal && (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
-                        memcmp(h, "SQLite format 3", 16) != 0))
-    snprintf(why, sizeof why, "not an SQLite database");
+  else if ((got = pread(fd, h, sizeof h, 0)) < 16 ||
+           memcmp(h, "SQLite format 3", 16) != 0) {
+    if (!has_wal)
+      snprintf(why, sizeof why, "not an SQLite database");
+  } else if (got == (ssize_t)sizeof h && be32(h + 68) == XPJ_CACHE_APP_ID &&
+             be32(h + 60) != XPJ_CACHE_SCHEMA_VERSION) {
+    /* (user_version at byte 60, application_id at 68: a cache's are set
+     * in the transaction that makes it, so the file's header has both) */
+    snprintf(why, sizeof why, "of another xpjit: its schema version is "
+             "%lu, this xpjit's %d", (unsigned long)be32(h + 60),
+             XPJ_CACHE_SCHEMA_VERSION);
+  }
   if (fd >= 0)
     close(fd);
   return why[0] ? why : NULL;
