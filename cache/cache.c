@@ -49,6 +49,7 @@
 #include <nettle/hmac.h>
 #include <nettle/sha2.h>
 #include <pthread.h>
+#include <signal.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -58,6 +59,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
@@ -209,6 +211,61 @@ static void warnf(xpj_cache *c, const char *fmt, ...) {
     c->nlost++;
 }
 
+/* A write past RLIMIT_FSIZE (ulimit -f, a batch system's file size
+ * limit) raises SIGXFSZ, whose default action ends the process: a
+ * program that does not ignore it died when its cache grew past the
+ * limit (SQLite's -shm or file, a hit file), where a full disk only
+ * turns the cache read-only. While a call of the cache runs with such a
+ * limit set, the signal is blocked in its thread, so that the write
+ * fails with EFBIG and is handled as a full disk is; one it raised is
+ * taken back before the thread's mask is restored (as tier_redis.c does
+ * with SIGPIPE). Nested (an export holds its cache and its bundle): the
+ * outermost call blocks and restores. No limit: nothing is done. */
+static _Thread_local struct {
+  unsigned depth;
+  bool on;      /* a limit was set: the signal is blocked */
+  bool pending; /* one was pending before: not ours to take */
+  sigset_t old;
+} xfsz;
+
+void xpj_l2_fsize_block(void) {
+  if (xfsz.depth++)
+    return;
+  struct rlimit rl;
+  xfsz.on = getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+  if (!xfsz.on)
+    return;
+  sigset_t sig, pend;
+  sigemptyset(&sig);
+  sigaddset(&sig, SIGXFSZ);
+  sigpending(&pend);
+  xfsz.pending = sigismember(&pend, SIGXFSZ) == 1;
+  pthread_sigmask(SIG_BLOCK, &sig, &xfsz.old);
+}
+
+void xpj_l2_fsize_restore(void) {
+  if (!xfsz.depth || --xfsz.depth || !xfsz.on)
+    return;
+  sigset_t sig, pend;
+  sigemptyset(&sig);
+  sigaddset(&sig, SIGXFSZ);
+  sigpending(&pend);
+  if (!xfsz.pending && sigismember(&pend, SIGXFSZ) == 1) {
+    struct timespec zero = {0, 0};
+    int saved = errno;
+    while (sigtimedwait(&sig, NULL, &zero) < 0 && errno == EINTR)
+      ;
+    errno = saved;
+  }
+  pthread_sigmask(SIG_SETMASK, &xfsz.old, NULL);
+}
+
+/* Takes c->mu for a call (xpj_l2_fsize_block: its writes fail, never kill). */
+static void lock(xpj_cache *c) {
+  pthread_mutex_lock(&c->mu);
+  xpj_l2_fsize_block();
+}
+
 /* Releases c->mu, then gives the warnings queued while it was held: the
  * handler runs unlocked, so it may call back into this cache (or set a new
  * handler) without deadlocking. */
@@ -217,6 +274,7 @@ static void unlock(xpj_cache *c) {
   unsigned n = c->nqueued, lost = c->nlost;
   memcpy(q, c->queued, n * sizeof *q);
   c->nqueued = c->nlost = 0;
+  xpj_l2_fsize_restore();
   pthread_mutex_unlock(&c->mu);
   for (unsigned i = 0; i < n; i++) {
     deliver(c, q[i]);
@@ -1802,7 +1860,7 @@ static void open_deferred(xpj_cache *c) {
 
 /* Locks c for a call that needs the database. */
 static void lock_db(xpj_cache *c) {
-  pthread_mutex_lock(&c->mu);
+  lock(c);
   open_deferred(c);
 }
 
@@ -1822,6 +1880,7 @@ int64_t xpj_l2_data_version(xpj_cache *c, bool wait) {
     pthread_mutex_lock(&c->mu);
   else if (pthread_mutex_trylock(&c->mu) != 0)
     return -1; /* a lookup holds it: unknown, never a wait */
+  xpj_l2_fsize_block(); /* (unlock restores) */
   int64_t v = -1;
   sqlite3_stmt *st = NULL;
   /* one step, no retry: busy is unknown too */
@@ -1848,6 +1907,7 @@ bool xpj_l2_db_identity(xpj_cache *c, bool wait, uint64_t *dev,
     pthread_mutex_lock(&c->mu);
   else if (pthread_mutex_trylock(&c->mu) != 0)
     return false; /* a lookup holds it: unknown, never a wait */
+  xpj_l2_fsize_block(); /* (unlock restores) */
   bool ok = c->db && c->conn_db_ok && c->mode == XPJ_CACHE_MODE_RW;
   if (ok) {
     *dev = c->conn_db.dev;
@@ -1954,7 +2014,9 @@ void xpj_l2_flight_end(xpj_cache *c, const char *digest, int fd,
   if (fd < 0)
     return;
   /* the mark for those still waiting on this file: the turn was had */
+  xpj_l2_fsize_block();
   ssize_t w = pwrite(fd, "1", 1, 0);
+  xpj_l2_fsize_restore();
   (void)w;
   /* its name goes with the row written: a process that opens it later
    * makes another (and looks in the cache file first) */
@@ -2126,13 +2188,15 @@ static xpj_status open_handle(const xpj_cache_config *cfg, bool lazy,
     }
   }
   xpj_status st = XPJ_OK;
+  xpj_l2_fsize_block(); /* (a new file, the key, a file moved aside) */
   if (c->mode != XPJ_CACHE_MODE_OFF) {
     if (c->bundle)
       st = open_bundle(c);
     else
       open_user_cache(c);
   }
-  pthread_mutex_lock(&c->mu);
+  xpj_l2_fsize_restore();
+  lock(c);
   unlock(c); /* gives the warnings of opening */
   if (st != XPJ_OK) {
     char msg[sizeof last_msg];
@@ -2153,7 +2217,7 @@ static void settle(xpj_cache *c);
 void xpj_cache_close(xpj_cache *c) {
   if (!c)
     return;
-  pthread_mutex_lock(&c->mu);
+  lock(c);
   settle(c);
   drop_later(c, NULL); /* not written: the handle could not write */
   side_done(c, false);
@@ -2170,7 +2234,7 @@ void xpj_cache_close(xpj_cache *c) {
 void xpj_cache_settle(xpj_cache *c) {
   if (!c)
     return;
-  pthread_mutex_lock(&c->mu);
+  lock(c);
   settle(c);
   unlock(c);
 }
@@ -2195,7 +2259,7 @@ static void add_counters(xpj_cache_counters *a, const xpj_cache_counters *b) {
 void xpj_cache_note(xpj_cache *c, const xpj_cache_counters *delta) {
   if (!c || !delta)
     return;
-  pthread_mutex_lock(&c->mu);
+  lock(c);
   add_counters(&c->pending, delta);
   unlock(c);
 }
@@ -3394,7 +3458,7 @@ static xpj_status get(xpj_cache *c, const xpj_cache_key *k,
   xpj_status st = xpj_cache_key_digest(k, &text, digest);
   if (st != XPJ_OK)
     return st;
-  pthread_mutex_lock(&c->mu);
+  lock(c);
   st = XPJ_ERR_NOT_FOUND;
   bool hit = unopened(c) && hit_read(c, k, digest, text, out);
   if (hit)
@@ -3522,7 +3586,7 @@ static alias_is alias_state(const xpj_cache *c, int dfd, const char *name,
 bool xpj_l2_alias_digest(xpj_cache *c, const char *alias, char digest[65]) {
   if (!c || !alias)
     return false;
-  pthread_mutex_lock(&c->mu);
+  lock(c);
   char name[66];
   int dfd = aliases_now(c) ? hits_dir_kept(c) : -1;
   alias_is is = ALIAS_NONE;
@@ -3543,7 +3607,7 @@ xpj_status xpj_l2_get_aliased(xpj_cache *c, const char *alias,
   if (!c || !alias || !digest || !k || !out)
     return fail(XPJ_ERR_INVALID, "xpj_l2_get_aliased: NULL argument");
   memset(out, 0, sizeof *out);
-  pthread_mutex_lock(&c->mu);
+  lock(c);
   char name[66], code[65], *text = NULL;
   bool hit = false;
   int dfd = aliases_now(c) ? hits_dir_kept(c) : -1;
@@ -3678,7 +3742,7 @@ void xpj_l2_set_alias_digest(xpj_cache *c, const char *alias,
   if (!c || !alias || !digest || strlen(digest) != 64 ||
       strspn(digest, "0123456789abcdef") != 64)
     return;
-  pthread_mutex_lock(&c->mu);
+  lock(c);
   int dfd = c->bundle || c->no_hits || !c->has_key ||
                     c->mode != XPJ_CACHE_MODE_RW
                 ? -1
@@ -3914,7 +3978,7 @@ xpj_status xpj_cache_put_later(xpj_cache *c, const xpj_cache_key *k,
   /* a handle that has not opened its database keeps it so: the put
    * waits for the next write or the close, which open it (a Redis hit
    * written back should not pay for SQLite's opening) */
-  pthread_mutex_lock(&c->mu);
+  lock(c);
   bool waits = unopened(c);
   if (!waits)
     open_deferred(c);
@@ -4730,6 +4794,7 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
    * so a failure or a crash part of the way never leaves part of a
    * bundle at path, and one transaction leaves nothing of it at all. */
   pthread_mutex_lock(&b->mu);
+  xpj_l2_fsize_block(); /* (the bundle's writes: c's unlock comes first) */
   if (st == XPJ_OK && rc == SQLITE_OK) {
     int r = begin(b);
     if (r != SQLITE_OK)
@@ -4769,6 +4834,7 @@ xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
     if (st == XPJ_OK && r != SQLITE_OK)
       st = fail(XPJ_ERR_IO, "writing %s: %s", tmp, rc_str(r));
   }
+  xpj_l2_fsize_restore();
   pthread_mutex_unlock(&b->mu);
   if (st == XPJ_OK) { /* self-describing: what it holds, for whom */
     char *targets = NULL, *versions = NULL;

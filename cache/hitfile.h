@@ -180,4 +180,12 @@ void xpj_l2_flight_yield(int fd);
 void xpj_l2_flight_end(xpj_cache *c, const char *digest, int fd,
                        bool settled);
 
+/* Around writes of the cache's files: with a file size limit set
+ * (RLIMIT_FSIZE), SIGXFSZ blocked in this thread, so that a write past
+ * it fails (EFBIG) instead of ending the process, and one it raised
+ * taken back at the restore, which puts the thread's mask back. Nested
+ * pairs: the outermost acts. Every call of xpj_cache_* does this. */
+void xpj_l2_fsize_block(void);
+void xpj_l2_fsize_restore(void);
+
 #endif
