@@ -1719,8 +1719,10 @@ static bool setup_key(xpj_cache *c) {
                rc_str(RC_NOT_OURS));
     return false;
   }
+  int made = 1, made_errno = 0;
   if (k == KEY_ABSENT && rw) {
-    make_key(c, false); /* ours, or another maker's: read it */
+    made = make_key(c, false); /* ours, or another maker's: read it */
+    made_errno = errno;
     k = read_key(c, why, sizeof why);
   } else if (k == KEY_DAMAGED && rw) {
     int fd = lock_file(c, LOCK_EX);
@@ -1739,6 +1741,10 @@ static bool setup_key(xpj_cache *c) {
                why);
   else if (!rw && !had_rows)
     c->mode = XPJ_CACHE_MODE_OFF; /* nothing there to read: no problem */
+  else if (k == KEY_ABSENT && made < 0) /* a full disk, ulimit -f */
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: it has no key (.key file), "
+               "and one cannot be made (%s); its entries cannot be verified",
+               c->path, strerror(made_errno));
   else
     lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: %s; its entries cannot be "
                "verified", c->path,

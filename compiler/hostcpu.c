@@ -21,6 +21,7 @@
 #define _GNU_SOURCE
 #include "llvm.h"
 
+#include "../cache/hitfile.h" /* xpj_l2_fsize_block */
 #include "../cache/trust.h"
 #include "xpjit_cache.h"
 
@@ -285,7 +286,9 @@ static void memo_write(const char *path, const char *dir) {
   memcpy(buf + nl + 1, host_feat, fl);
   buf[nl + 1 + fl] = '\n';
   size_t len = nl + fl + 2;
+  xpj_l2_fsize_block(); /* past ulimit -f: a failed write, not SIGXFSZ */
   bool ok = write(fd, buf, len) == (ssize_t)len && fchmod(fd, 0600) == 0;
+  xpj_l2_fsize_restore();
   ok = close(fd) == 0 && ok;
   if (!ok || rename(tmp, path) != 0)
     unlink(tmp);

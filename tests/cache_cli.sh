@@ -829,6 +829,19 @@ if command -v sqlite3 >/dev/null 2>&1; then
       bad "$g --path another version's cache $c: exit $rc, $(ls "$T/v1" | tr '\n' ' '): $(cat "$T/o")"
   done
 fi
+# under a file size limit (ulimit -f) a program runs, uncached, with the
+# reason: no write of the cache's directory (the host CPU's file, the
+# key, SQLite's) ends it with SIGXFSZ (at -f 0 the host CPU's file did,
+# leaving its temporaries; at -f 20 SQLite's -shm did), and nothing is
+# left there. Its output goes through a pipe: the limit is the shell's.
+mkdir -m 700 "$T/fsz"
+(ulimit -f 0 && XPJIT_CACHE_DIR="$T/fsz" "$B/examples/saxpy" 1000 2>&1; echo "exit $?") | cat >"$T/o"
+grep -q "exit 0" "$T/o" && grep -q correct "$T/o" &&
+  grep -q "one cannot be made (File too large)" "$T/o" && [ -z "$(ls -A "$T/fsz")" ] ||
+  bad "saxpy under ulimit -f 0: $(cat "$T/o"); left $(ls -A "$T/fsz")"
+(ulimit -f 20 && XPJIT_CACHE_DIR="$T/fsz" "$B/examples/saxpy" 1000 2>&1; echo "exit $?") | cat >"$T/o"
+grep -q "exit 0" "$T/o" && grep -q correct "$T/o" ||
+  bad "saxpy under ulimit -f 20: $(cat "$T/o")"
 # SQLite is loaded at the first open (cache/sqlite_dl.h): a libsqlite3.so.0
 # without the functions the cache calls turns the cache off with the
 # reason, no crash (a stand-in built here, found first by LD_LIBRARY_PATH)
