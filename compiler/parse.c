@@ -34,6 +34,7 @@
 #include "xpjit_compiler.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -632,6 +633,27 @@ static bool fits_i32(const expr *e) {
   return !e->big && e->i >= INT32_MIN && e->i <= INT32_MAX;
 }
 
+/* Whether integer literal e, rounded once to float type s, is finite: one
+ * beyond f16's range (65520 and up) would round to infinity, which a
+ * literal may not become (4.4), as a float literal may not; reported at
+ * `at` when not. */
+static bool int_lit_in_range(parser *p, const token *at, int s,
+                             const expr *e) {
+  if (isfinite(xpj_float_of_int(s, e->i, e->big)))
+    return true;
+  const char *sn = xpj_scalar_name((xpj_scalar)s);
+  char nb[32];
+  if (e->big)
+    snprintf(nb, sizeof nb, "%llu", (unsigned long long)e->i);
+  else
+    snprintf(nb, sizeof nb, "%lld", (long long)e->i);
+  error(p, at, "integer constant %s is out of range for %s (largest finite "
+        "%g; infinity(%s) if that is meant)", nb, sn,
+        s == XPJ_F16 ? 65504.0 : s == XPJ_BF16 ? 0x1.fep127
+        : s == XPJ_F32 ? (double)FLT_MAX : DBL_MAX, sn);
+  return false;
+}
+
 static xpj_val lit_value(parser *p, const expr *e, xpj_type want) {
   char tb[96];
   if (!in_function(p, e->tok))
@@ -652,6 +674,8 @@ static xpj_val lit_value(parser *p, const expr *e, xpj_type want) {
   }
   if (e->k == E_LINT && xpj_scalar_float_valued(ws)) {
     /* rounded once (a big literal's bits read as u64) */
+    if (!int_lit_in_range(p, e->tok, ws, e))
+      return 0;
     xpj_val v = xpj_b_const_float(p->f, p->b, want,
                                   xpj_float_of_int(ws, e->i, e->big),
                                   loc(p, e->tok));
@@ -804,6 +828,8 @@ static double lit_float(const expr *e, int s) {
 static bool lit_fits(parser *p, const token *at, int s, expr *e) {
   const char *sn = xpj_scalar_name((xpj_scalar)s);
   if (xpj_scalar_float_valued(s)) {
+    if (e->k == E_LINT && !int_lit_in_range(p, at, s, e))
+      return false;
     double v = lit_float(e, s), r = xpj_float_round(s, v);
     if (isfinite(v) && !isfinite(r)) {
       error(p, at, "floating-point constant %g is out of range for %s "
@@ -1451,12 +1477,12 @@ static expr const_ternary(parser *p, expr c, const token *q) {
   }
   expr r = c.i ? a : b;
   r.gdep = c.gdep || a.gdep || b.gdep;
-  if (fl && r.k == E_LINT) {
+  if (s && !r.boolean && !lit_fits(p, r.tok, s, &r)) /* rounds a float s */
+    return err_expr(q);
+  if (fl && r.k == E_LINT) { /* untyped: f64 */
     r.f = lit_float(&r, s);
     r.k = E_LFLT;
   }
-  if (s && !r.boolean && !lit_fits(p, r.tok, s, &r))
-    return err_expr(q);
   r.suffix = (uint8_t)s;
   return r;
 }

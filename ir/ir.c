@@ -1209,6 +1209,8 @@ static bool int_fits(int s, int64_t v) {
   return wrap_int(s, v) == v;
 }
 
+static double float_limit(int s, xpj_limit l);
+
 xpj_val xpj_b_const_int(xpj_func *f, xpj_block b, xpj_type t, int64_t v,
                         xpj_loc loc) {
   if (!f)
@@ -1216,8 +1218,21 @@ xpj_val xpj_b_const_int(xpj_func *f, xpj_block b, xpj_type t, int64_t v,
   xpj_module *m = f->mod;
   int s = xpj_type_scalar_of(m, t);
   char tb[96];
-  if (xpj_scalar_float_valued(s))
-    return xpj_b_const_float(f, b, t, xpj_float_of_int(s, v, false), loc);
+  if (xpj_scalar_float_valued(s)) {
+    /* rounded once; beyond f16's range it rounds to infinity, which a
+     * constant may not become (docs/language.md 4.4), as a float one's
+     * value may not in xpj_b_const_float */
+    double d = xpj_float_of_int(s, v, false);
+    if (!isfinite(d)) {
+      xpj_set_error(m, "integer constant %lld is out of range for %s "
+                    "(largest finite %g; infinity(%s) if that is meant)",
+                    (long long)v, xpj_scalar_name((xpj_scalar)s),
+                    float_limit(s, XPJ_LIMIT_MAX),
+                    xpj_scalar_name((xpj_scalar)s));
+      return 0;
+    }
+    return xpj_b_const_float(f, b, t, d, loc);
+  }
   if (!is_intlike(m, t) && !is_bool(m, t)) {
     xpj_set_error(m, "integer constant cannot have type %s", tname(f, t, tb));
     return 0;
@@ -1232,8 +1247,6 @@ xpj_val xpj_b_const_int(xpj_func *f, xpj_block b, xpj_type t, int64_t v,
     f->insts[r].imm.i = v;
   return r;
 }
-
-static double float_limit(int s, xpj_limit l);
 
 xpj_val xpj_b_const_float(xpj_func *f, xpj_block b, xpj_type t, double v,
                           xpj_loc loc) {

@@ -539,6 +539,14 @@ static void test_specialize_literal_casts(void **state) {
   spec_fails("kernel u<T>(o: global T[]) range { o[0] = T(-1); }\n", "u", "T",
              XPJ_U8, 0, XPJ_ERR_SPECIALIZE,
              "integer constant -1 does not fit in u8");
+  /* an integer literal beyond f16's range rounds to infinity: refused as a
+   * float literal's T(1e5) is, cast or typed by its context (4.4) */
+  spec_fails("kernel h<T>(o: global T[]) range { o[0] = T(70000); }\n", "h",
+             "T", XPJ_F16, 0, XPJ_ERR_SPECIALIZE,
+             "integer constant 70000 is out of range for f16");
+  spec_fails("kernel h<T>(o: global T[]) range { let x: T = 65520; o[0] = x; }"
+             "\n", "h", "T", XPJ_F16, 0, XPJ_ERR_SPECIALIZE,
+             "integer constant 65520 is out of range for f16");
   /* (the line quoted after a byte order mark starts after it, as its
    * column counts) */
   spec_fails("\xef\xbb\xbfkernel u<T>(o: global T[]) range { o[0] = T(-1); }\n",
