@@ -1088,6 +1088,20 @@ static bool const_int_of(parser *p, expr *e, int64_t *out) {
   return false;
 }
 
+/* v, the value const_int_of found in e, as the source wrote it: a u64 one
+ * (a literal beyond i64, or typed u64) unsigned, not as its bits read
+ * signed (18446744073709551615 is not -1) */
+static const char *const_int_text(parser *p, const expr *e, int64_t v,
+                                  char *buf, size_t size) {
+  bool u = e->k == E_LINT ? e->big
+           : e->k == E_VAL && xpj_type_scalar_of(p->m, e->t) == XPJ_U64;
+  if (u)
+    snprintf(buf, size, "%llu", (unsigned long long)v);
+  else
+    snprintf(buf, size, "%lld", (long long)v);
+  return buf;
+}
+
 enum { G_UNKNOWN, G_NO, G_CONST, G_DEP };
 
 /* Whether value root of the current function is a constant expression
@@ -1219,7 +1233,12 @@ static int parse_static_dims(parser *p, int64_t dims[XPJ_MAX_RANK],
         error(p, t, "array dimension must be an integer constant");
       bad = true;
     } else if (v <= 0) {
-      error(p, t, "array dimension must be positive, not %lld", (long long)v);
+      char vb[32];
+      const_int_text(p, &e, v, vb, sizeof vb);
+      if (vb[0] == '-' || v == 0)
+        error(p, t, "array dimension must be positive, not %s", vb);
+      else /* a u64 beyond i64 */
+        error(p, t, "array dimension %s is out of range (1 to 2^31)", vb);
       bad = true;
     }
     if (n == XPJ_MAX_RANK) {
@@ -1992,8 +2011,9 @@ static expr parse_wi(parser *p, const token *name, xpj_wi w) {
       return err_expr(name);
     }
     if (d < 0 || d > 2) {
-      error(p, args[0].tok, "dimension %lld is out of range (0, 1 or 2)",
-            (long long)d);
+      char db[32];
+      error(p, args[0].tok, "dimension %s is out of range (0, 1 or 2)",
+            const_int_text(p, &args[0], d, db, sizeof db));
       return err_expr(name);
     }
     dim = (unsigned)d;

@@ -1661,12 +1661,15 @@ static xpj_val shape_like(xpj_func *f, xpj_block b, xpj_op op, xpj_val array,
   bool konst = is_int_const(f, dim, &d);
   if (konst && (d < 0 || d >= (ti->rank == XPJ_RANK_GENERIC ? XPJ_MAX_RANK
                                                             : ti->rank))) {
+    char db[32]; /* a u64 one as written, not as its bits read signed */
+    snprintf(db, sizeof db, xpj_type_scalar_of(m, dt) == XPJ_U64 ? "%llu"
+             : "%lld", (long long)d);
     if (ti->rank == XPJ_RANK_GENERIC)
-      xpj_set_error(m, "dimension %lld is out of range for an array of any "
-                    "rank (0 to %d)", (long long)d, XPJ_MAX_RANK - 1);
+      xpj_set_error(m, "dimension %s is out of range for an array of any "
+                    "rank (0 to %d)", db, XPJ_MAX_RANK - 1);
     else
-      xpj_set_error(m, "dimension %lld is out of range for an array of rank "
-                    "%d", (long long)d, ti->rank);
+      xpj_set_error(m, "dimension %s is out of range for an array of rank "
+                    "%d", db, ti->rank);
     return 0;
   }
   if (ti->kind == XPJ_TK_STATIC) {
