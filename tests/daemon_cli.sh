@@ -10,7 +10,7 @@ tmp=$(mktemp -d)
 dpid=
 cleanup() {
   [ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null
-  for lock in "$tmp"/run/xpjitd.lock "$tmp"/race/xpjitd.lock; do
+  for lock in "$tmp"/run/xpjitd.lock "$tmp"/race/xpjitd.lock "$tmp"/run/other.lock; do
     [ -f "$lock" ] && kill -9 "$(cat "$lock")" 2>/dev/null
   done
   rm -rf "$tmp"
@@ -62,6 +62,16 @@ rc=$?
 "$D" --socket "$S" --foreground 2>"$tmp/second"; [ $? -eq 3 ] ||
   fail "a second daemon on a live socket"
 grep -q "another xpjitd" "$tmp/second" || fail "second daemon's message"
+# another socket in the same directory is another daemon's to serve (one
+# lock per directory refused it, exit 3, "another xpjitd is running on"
+# the socket nobody served)
+"$D" --socket "$tmp/run/other.sock" --log "$tmp/other.log" >/dev/null 2>"$tmp/other.err" ||
+  fail "a daemon on another socket of the same directory: $(cat "$tmp/other.err")"
+"$CLI" daemon status --socket "$tmp/run/other.sock" | grep -q "xpjitd is running" ||
+  fail "status (another socket of the same directory)"
+"$CLI" daemon stop --socket "$tmp/run/other.sock" >/dev/null || fail "stop (another socket)"
+"$CLI" daemon status --socket "$S" | grep -q "xpjitd is running" ||
+  fail "the first daemon stopped with the other"
 # two detached starts at once on a fresh socket: one serves, the other
 # exits 3 naming it (it said "pid ?": the winner writes its pid after its
 # fork, and the loser looked before)

@@ -3132,9 +3132,22 @@ static long lock_holder(void) {
   return 0;
 }
 
-static int take_lock(const char *dir) {
+/* The lock file of the socket: beside it, its name with ".sock" replaced
+ * by ".lock" (xpjitd.sock: xpjitd.lock), or ".lock" added. One lock per
+ * directory refused a second daemon on another socket there, saying that
+ * one ran on that socket (found by an outside probe). */
+static void lock_path(char *lp, size_t size) {
+  size_t n = strlen(cfg.socket);
+  const char *base = strrchr(cfg.socket, '/');
+  base = base ? base + 1 : cfg.socket;
+  if (strlen(base) > 5 && !strcmp(cfg.socket + n - 5, ".sock"))
+    n -= 5;
+  snprintf(lp, size, "%.*s.lock", (int)n, cfg.socket);
+}
+
+static int take_lock(void) {
   char lp[PATH_MAX];
-  snprintf(lp, sizeof lp, "%s/xpjitd.lock", dir);
+  lock_path(lp, sizeof lp);
   lock_fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock_fd < 0)
     return fail_start("cannot open %s: %s", lp, strerror(errno));
@@ -3173,7 +3186,7 @@ static int open_socket(void) {
   /* /tmp/xpjit-UID: the fallback, created private */
   if (check_dir(dir))
     return -1;
-  int r = take_lock(dir);
+  int r = take_lock();
   if (r)
     return r;
   struct stat sb;
@@ -3248,7 +3261,7 @@ static int activated_socket(void) {
     *slash = 0;
     if (check_dir(dir))
       return -1;
-    int r = take_lock(dir);
+    int r = take_lock();
     if (r)
       return r;
   }
