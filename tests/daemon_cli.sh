@@ -10,7 +10,7 @@ tmp=$(mktemp -d)
 dpid=
 cleanup() {
   [ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null
-  for lock in "$tmp"/run/xpjitd.lock "$tmp"/race/xpjitd.lock "$tmp"/run/other.lock; do
+  for lock in "$tmp"/run/xpjitd.lock "$tmp"/race/xpjitd.lock "$tmp"/run/other.lock "$tmp"/rel.lock; do
     [ -f "$lock" ] && kill -9 "$(cat "$lock")" 2>/dev/null
   done
   rm -rf "$tmp"
@@ -52,6 +52,22 @@ timeout 20 "$D" --foreground --socket "$tmp/fifo.sock" --log "$tmp/logfifo" 2>"$
 rc=$?
 [ $rc -eq 1 ] && grep -q "cannot open log" "$tmp/fifo.err" ||
   fail "--log FIFO: exit $rc (want 1 at once): $(cat "$tmp/fifo.err")"
+# a detached start whose --log cannot be opened: exit 1 with the reason,
+# and no socket left (its parent said "serving", exit 0, and the daemon
+# died where nobody heard it, leaving a stale socket)
+"$D" --socket "$tmp/nolog.sock" --log "$tmp/no/such/dir/x.log" >"$tmp/nolog.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "cannot open log" "$tmp/nolog.out" &&
+  ! grep -q "serving" "$tmp/nolog.out" && [ ! -e "$tmp/nolog.sock" ] ||
+  fail "a detached start with a --log it cannot open: exit $rc: $(cat "$tmp/nolog.out"; ls "$tmp")"
+# a relative --log is from where the daemon was started (it was opened in
+# / once the daemon had left its directory)
+case $D in /*) Dabs=$D ;; *) Dabs=$(pwd)/$D ;; esac
+(cd "$tmp" && "$Dabs" --socket "$tmp/rel.sock" --log rel.log >/dev/null) ||
+  fail "xpjitd --log rel.log did not start"
+grep -q "serving $tmp/rel.sock" "$tmp/rel.log" ||
+  fail "a relative --log is not where the daemon was started"
+"$CLI" daemon stop --socket "$tmp/rel.sock" >/dev/null || fail "stop (relative --log)"
 "$D" --socket "$S" --log "$tmp/log" --log-level debug >/dev/null ||
   fail "xpjitd did not start"
 "$CLI" daemon status --socket "$S" | grep -q "xpjitd is running" ||

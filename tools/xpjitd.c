@@ -3270,6 +3270,40 @@ static int activated_socket(void) {
 
 /* ---- main ---- */
 
+/* A detached daemon's pipe to the process that started it: written
+ * once it serves (-1: none, or said). */
+static int ready_fd = -1;
+
+/* The daemon is about to serve: a detached one's standard error (where
+ * the starting process's was, without --log) goes to /dev/null. */
+static void detach_stderr(void) {
+  if (ready_fd >= 0 && logf_ == stderr)
+    dup2(1, 2); /* /dev/null since the daemon detached */
+}
+
+/* The daemon serves (its log says so): a detached one tells the process
+ * that started it. */
+static void ready(void) {
+  if (ready_fd < 0)
+    return;
+  if (write(ready_fd, "1", 1) != 1)
+    LOG_W("cannot tell the starting process that the daemon serves");
+  close(ready_fd);
+  ready_fd = -1;
+}
+
+/* A start that failed once the socket was made: the socket goes with it
+ * (it was left behind, stale). Exit status 1. */
+static int start_failed(void) {
+  if (own_socket && listen_fd >= 0) {
+    close(listen_fd);
+    listen_fd = -1;
+    unlink(cfg.socket);
+  }
+  own_socket = false;
+  return 1;
+}
+
 static void usage(FILE *f) {
   fprintf(f,
       "usage: xpjitd [options]\n"
@@ -3519,40 +3553,11 @@ int main(int argc, char **argv) {
     setenv("XPJIT_LLVM_PLUGIN", pabs, 1);
   plugin_open();
 
-  /* detach, once the socket is there: `xpjitd && app` finds it */
-  if (!cfg.foreground) {
-    pid_t pid = fork();
-    if (pid < 0) {
-      fprintf(stderr, "xpjitd: fork: %s\n", strerror(errno));
-      return 1;
-    }
-    if (pid > 0) {
-      write_lock_pid(pid); /* the lock file names the one that serves */
-      /* a signal that came while it started is pending here, blocked,
-       * and not the child's: passed on, it stops the daemon cleanly */
-      sigset_t pend;
-      if (sigpending(&pend) == 0)
-        for (int i = 0; i < 3; i++) {
-          int sig = i == 0 ? SIGTERM : i == 1 ? SIGINT : SIGHUP;
-          if (sigismember(&pend, sig))
-            kill(pid, sig);
-        }
-      printf("xpjitd: serving %s (pid %d)\n", cfg.socket, (int)pid);
-      return 0;
-    }
-    setsid();
-    if (chdir("/") != 0)
-      return 1;
-    int dn = open("/dev/null", O_RDWR);
-    if (dn >= 0) {
-      dup2(dn, 0);
-      dup2(dn, 1);
-      if (!cfg.log_path)
-        dup2(dn, 2);
-      if (dn > 2)
-        close(dn);
-    }
-  }
+  /* the log, opened here, before the daemon detaches and leaves its
+   * directory: a relative --log is from where it was started (it was
+   * opened in / after the chdir), and a log it cannot open is the exit
+   * status of the start (it was told by a detached daemon nobody heard,
+   * after its parent had said it served) */
   if (cfg.log_path) {
     /* 0600 whatever the umask, and never through a link someone planted */
     /* O_NONBLOCK: a FIFO nobody reads is refused, not a daemon blocked in
@@ -3569,11 +3574,73 @@ int main(int argc, char **argv) {
     if (!f) {
       fprintf(stderr, "xpjitd: cannot open log %s: %s\n", cfg.log_path,
               strerror(errno));
-      return 1;
+      return start_failed();
     }
     logf_ = f;
-    if (!cfg.foreground)
-      dup2(fileno(f), 2); /* workers' messages too */
+  }
+
+  /* detach, once the socket is there: `xpjitd && app` finds it. The
+   * parent waits for the daemon's word that it serves (ready_fd), and
+   * exits with its status when it stops before that: a start that
+   * failed said "serving" and exit 0 */
+  if (!cfg.foreground) {
+    int rp[2];
+    if (pipe2(rp, O_CLOEXEC) != 0) {
+      fprintf(stderr, "xpjitd: pipe: %s\n", strerror(errno));
+      return start_failed();
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+      fprintf(stderr, "xpjitd: fork: %s\n", strerror(errno));
+      return start_failed();
+    }
+    if (pid > 0) {
+      own_socket = false; /* the daemon's now */
+      write_lock_pid(pid); /* the lock file names the one that serves */
+      close(rp[1]);
+      char c;
+      ssize_t n;
+      while ((n = read(rp[0], &c, 1)) < 0 && errno == EINTR)
+        ;
+      if (n != 1) {
+        int ws = 0;
+        while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+          ;
+        int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 1;
+        fprintf(stderr, "xpjitd: the daemon (pid %d) stopped before it "
+                "served: %s %d\n", (int)pid,
+                WIFEXITED(ws) ? "exit status" : "signal",
+                WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws));
+        return code ? code : 1;
+      }
+      /* a signal that came while it started is pending here, blocked,
+       * and not the child's: passed on, it stops the daemon cleanly */
+      sigset_t pend;
+      if (sigpending(&pend) == 0)
+        for (int i = 0; i < 3; i++) {
+          int sig = i == 0 ? SIGTERM : i == 1 ? SIGINT : SIGHUP;
+          if (sigismember(&pend, sig))
+            kill(pid, sig);
+        }
+      printf("xpjitd: serving %s (pid %d)\n", cfg.socket, (int)pid);
+      return 0;
+    }
+    close(rp[0]);
+    ready_fd = rp[1];
+    setsid();
+    if (chdir("/") != 0)
+      return start_failed();
+    int dn = open("/dev/null", O_RDWR);
+    if (dn >= 0) {
+      dup2(dn, 0);
+      dup2(dn, 1);
+      if (dn > 2)
+        close(dn);
+    }
+    /* the workers' messages to the log too; without one, what goes wrong
+     * before the daemon serves is said where it was started (ready) */
+    if (logf_ != stderr)
+      dup2(fileno(logf_), 2);
   }
 
   /* descriptors for many clients */
@@ -3608,7 +3675,7 @@ int main(int argc, char **argv) {
   desc.redis = "off"; /* its workers ask Redis, never the event loop */
   if (xpj_context_create(&desc, &ctx) != XPJ_OK) {
     LOG_E("cannot create a context: %s", xpj_last_error());
-    return 1;
+    return start_failed();
   }
   l2 = xpj_context_cache(ctx);
   cache_identify();
@@ -3621,12 +3688,12 @@ int main(int argc, char **argv) {
   ep = epoll_create1(EPOLL_CLOEXEC);
   if (!slots || !workers || ep < 0 || sfd < 0) {
     LOG_E("cannot set up: %s", strerror(errno));
-    return 1;
+    return start_failed();
   }
   pool = xpjitd_pool_start(cfg.parse_threads, key_work);
   if (!pool) {
     LOG_E("cannot start the parse threads: %s", strerror(errno));
-    return 1;
+    return start_failed();
   }
   static item sig_item = {K_SIGNAL}, pool_item = {K_POOL};
   ep_add(sfd, &sig_item, EPOLLIN);
@@ -3640,12 +3707,14 @@ int main(int argc, char **argv) {
     problem[0] = ':';
     problem[1] = ' ';
   }
+  detach_stderr();
   LOG_I("serving %s (%s), %u workers (%u per client), %u parse threads, "
         "cache %s%s",
         cfg.socket, versions, cfg.workers, cfg.client_compiles,
         cfg.parse_threads,
         cache_on ? xpj_cache_path(l2) : "off", problem);
   notify("READY=1\nSTATUS=serving");
+  ready();
 
   uint64_t last_check = 0, idle_since = xpd_now_ms(), flush_since = 0;
   int exit_code = 0;
