@@ -2738,6 +2738,92 @@ static void test_worker_out_of_memory(void **state) {
   dmn_stop(&d);
 }
 
+/* A program of about 2 MiB whose kernel k differs by tag (another cache
+ * key): 2,500 functions of 200 additions, k calling the first. */
+static char *big_program(unsigned tag, size_t *len) {
+  enum { FNS = 2500, ADDS = 200 };
+  size_t cap = (size_t)FNS * (ADDS * 4 + 80) + 256, n = 0;
+  char *s = malloc(cap);
+  assert_non_null(s);
+  for (unsigned i = 0; i < FNS; i++) {
+    n += (size_t)snprintf(s + n, cap - n,
+                          "fn g_%u(a: f32) -> f32 {\n    let v = a", i);
+    for (unsigned k = 0; k < ADDS; k++)
+      n += (size_t)snprintf(s + n, cap - n, " + a");
+    n += (size_t)snprintf(s + n, cap - n, ";\n    return v;\n}\n");
+  }
+  n += (size_t)snprintf(s + n, cap - n,
+                        "kernel k(x: global f32[]) range {\n"
+                        "    let i = global_id(0);\n"
+                        "    x[i] = g_0(x[i]) + %u.0;\n}\n", tag);
+  assert_true(n < cap);
+  *len = n;
+  return s;
+}
+
+/* A worker keeps the programs of its last jobs, parsed, but not without
+ * bound: it kept eight of any size (8 x 3.3 MiB: 810 MB, for good), and
+ * what it keeps counts against its memory limit, so that under a 750 MB
+ * limit a program's compile failed "out of memory", remembered for every
+ * process, where a fresh worker compiled it (an outside probe). Six
+ * programs of 2 MiB, one after the other: the worker's memory after the
+ * sixth is about what it was after the second (what it freed is used
+ * again), not four programs more. */
+static void test_worker_keeps_bounded(void **state) {
+  (void)state;
+  enum { PROGS = 6 };
+  asan_extra = "quarantine_size_mb=4";
+  alarm(600); /* twelve parses of 2 MiB, slow under a sanitizer */
+  dmn d;
+  dmn_init(&d, "w");
+  make_dir(&d);
+  dmn_start(&d, NULL, (const char *const[]){"--workers", "1", NULL});
+  int fd = client(&d);
+  uint64_t rss[PROGS + 1] = {0};
+  pid_t wp = 0;
+  for (unsigned t = 0; t <= PROGS; t++) {
+    size_t len;
+    char *src = t ? big_program(t, &len) : NULL;
+    xpd_buf b = {0};
+    if (!t) {
+      build_get(&b, 1, "saxpy", 0); /* the worker, started */
+    } else { /* k has no type parameters: no dtypes */
+      xpd_get g;
+      memset(&g, 0, sizeof g);
+      g.source = (const uint8_t *)src;
+      g.source_len = len;
+      snprintf(g.filename, sizeof g.filename, "big%u.xpk", t);
+      snprintf(g.kernel, sizeof g.kernel, "k");
+      snprintf(g.target, sizeof g.target, "%s", target);
+      g.opt_level = 2;
+      xpd_begin(&b, XPD_GET, 1);
+      xpd_put_get(&b, &g);
+    }
+    send_frame(fd, &b);
+    kreply r;
+    read_kernel(fd, 1, 300000, &r, xpd_now_ms());
+    free(src);
+    if (r.k.v.failed)
+      fail_msg("program %u: %s", t, r.log);
+    if (!wp)
+      wp = worker_of(d.pid);
+    assert_true(wp > 0);
+    assert_int_equal(worker_of(d.pid), wp); /* the same worker */
+    rss[t] = vm_rss_kb(wp);
+    print_message("worker RSS after program %u: %llu kB\n", t,
+                  (unsigned long long)rss[t]);
+  }
+  uint64_t one = rss[1] > rss[0] ? rss[1] - rss[0] : 0; /* a program */
+  assert_true(one > 8 * 1024);
+  uint64_t grew = rss[PROGS] > rss[2] ? rss[PROGS] - rss[2] : 0;
+  if (grew > one + one / 2)
+    fail_msg("the worker grew by %llu kB over programs 3 to %d (a program "
+             "parsed takes %llu kB): it keeps them all",
+             (unsigned long long)grew, PROGS, (unsigned long long)one);
+  close(fd);
+  dmn_stop(&d);
+}
+
 /* ---- start-up ---- */
 
 /* The daemon must refuse to start: non-zero exit, message on stderr. */
@@ -4273,6 +4359,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_remembered_beyond_limit, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_worker_out_of_memory, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_worker_keeps_bounded, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_unsafe_socket_dirs, setup,
                                       teardown),

@@ -44,7 +44,17 @@ static void fault_hook(const char *kernel) {
     _exit(3);
 }
 
-static xpjitd_progs progs = {.cap = 8, .mu = PTHREAD_MUTEX_INITIALIZER,
+/* The programs of the last jobs, parsed: the kernels of one program
+ * come in a row. At most WORKER_PROGS_BYTES of their sources (the last
+ * program whatever its size): a parsed program takes about 27 times its
+ * source, and what this process keeps counts against its memory limit.
+ * Eight programs of any size (an outside probe: 8 x 3.3 MiB kept 810 MB
+ * here for good, and under a 750 MB limit the next program's compile
+ * failed 'out of memory', remembered for every process for 10 minutes,
+ * where a fresh worker compiled it). */
+#define WORKER_PROGS_BYTES (XPD_MAX_SOURCE / 2)
+static xpjitd_progs progs = {.cap = 8, .max_bytes = WORKER_PROGS_BYTES,
+                             .mu = PTHREAD_MUTEX_INITIALIZER,
                              .cv = PTHREAD_COND_INITIALIZER};
 
 static bool reply(const xpd_kernel *k) {
