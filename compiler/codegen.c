@@ -1455,10 +1455,12 @@ static LLVMValueRef lower_group(cg *c, cg_frame *fr, const xpj_inst *in) {
 
 /* ---- memory -------------------------------------------------------- */
 
+/* comp[dim], or 0 for a dim outside 0 .. rank - 1 (as a constant one
+ * folds to: comp[0] before, a silent answer of another dimension). */
 static LLVMValueRef select_dim(cg *c, LLVMValueRef *comp, int rank,
                                LLVMValueRef dim) {
-  LLVMValueRef r = comp[0];
-  for (int k = 1; k < rank; k++)
+  LLVMValueRef r = cg_i64(c, 0);
+  for (int k = 0; k < rank; k++)
     r = LLVMBuildSelect(c->b,
                         LLVMBuildICmp(c->b, LLVMIntEQ, dim, cg_i64(c, k), ""),
                         comp[k], r, "");

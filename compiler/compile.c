@@ -61,8 +61,10 @@
  * element); atomic loads and stores as OpAtomicLoad / OpAtomicStore (they
  * were plain); bool exclusive or-scans' first work-item false; i64 mul_hi
  * without s_mul_hi, and 128-bit products the optimiser formed made of
- * 64-bit ones (target_spirv.c). */
-#define XPJ_CODEGEN_REVISION 8
+ * 64-bit ones (target_spirv.c). 9: shape(x, d) and stride(x, d) with a
+ * d computed at run time outside 0 .. ndim(x) - 1 are 0 (dimension 0's
+ * before; codegen.c select_dim). */
+#define XPJ_CODEGEN_REVISION 9
 
 /* ---- targets and options ------------------------------------------- */
 

@@ -47,6 +47,11 @@ static const char src[] =
     "  out[global_id(0), global_id(1), global_id(2), 1] =\n"
     "      (global_id(0) * 100 + global_id(1)) * 100 + global_id(2);\n"
     "}\n"
+    /* shape and stride of a dimension computed at run time */
+    "kernel dimq(x: global f32[,], o: global i64[], d: i64) range(1) {\n"
+    "  o[0] = shape(x, d);\n"
+    "  o[1] = stride(x, d);\n"
+    "}\n"
     /* a declared work-group size */
     "kernel fixed(out: global i64[,]) ndrange(2) local(4, 8) {\n"
     "  out[global_id(0), global_id(1)] = local_linear_id();\n"
@@ -208,6 +213,38 @@ static void test_suggest_local(void **state) {
              (unsigned long long)l[0], (unsigned long long)l[1]);
 }
 
+/* shape(x, d) and stride(x, d) of a d computed at run time: the
+ * dimension's, and 0 for a d that names none (dimension 0's before: 3 and
+ * 4 for d = 5 of a 3 x 4 array), as a constant d folds to. */
+static void test_runtime_dimension_query(void **state) {
+  (void)state;
+  float *x = NULL;
+  int64_t *o = NULL;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, 12 * 4, 0,
+                                 (void **)&x), XPJ_OK);
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, 2 * 8, 0,
+                                 (void **)&o), XPJ_OK);
+  int64_t shape[2] = {3, 4}, n2 = 2;
+  xpj_array X = xpj_array_nd(x, XPJ_F32, 2, shape);
+  xpj_array O = xpj_array_nd(o, XPJ_I64, 1, &n2);
+  static const int64_t ds[] = {0, 1, 2, 5, -1, INT64_MIN};
+  static const int64_t want[][2] = {{3, 4}, {4, 1}, {0, 0}, {0, 0}, {0, 0},
+                                    {0, 0}};
+  for (size_t i = 0; i < sizeof ds / sizeof *ds; i++) {
+    xpj_arg args[3] = {xpj_arg_array(&X), xpj_arg_array(&O),
+                       xpj_arg_i64(ds[i])};
+    o[0] = o[1] = -7;
+    xpj_range r = xpj_range_1d(1, 0);
+    run(kern("dimq"), &r, 3, args);
+    if (o[0] != want[i][0] || o[1] != want[i][1])
+      fail_msg("d = %lld: shape %lld, stride %lld; expected %lld, %lld",
+               (long long)ds[i], (long long)o[0], (long long)o[1],
+               (long long)want[i][0], (long long)want[i][1]);
+  }
+  xpj_mem_free(dev, x);
+  xpj_mem_free(dev, o);
+}
+
 /* xpj_kernel_suggest_local refuses what a launch refuses, rather than
  * suggesting a size the launch then turns down: a global size the
  * declared local size does not divide (it suggested local(4, 8) itself),
@@ -290,6 +327,7 @@ int main(void) {
       cmocka_unit_test(test_cpu_order),
       cmocka_unit_test(test_suggest_local),
       cmocka_unit_test(test_suggest_refuses),
+      cmocka_unit_test(test_runtime_dimension_query),
       cmocka_unit_test(test_ptx),
   };
   return cmocka_run_group_tests(tests, setup, devtest_teardown);
