@@ -1205,6 +1205,62 @@ static void test_client_never_reads(void **state) {
   dmn_stop(&d);
 }
 
+/* A client that reads its replies slowly but steadily (4 KB every 100 ms)
+ * is not one that does not read them: a daemon that saw progress only
+ * when the socket became writable again (once most of what it holds is
+ * read: about 4 s at this pace) closed it after --io-timeout (found by a
+ * helper's probe: 80 KB/s closed under --io-timeout 2000). */
+static void test_client_reads_slowly(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, (const char *const[]){"--io-timeout", "1000", NULL});
+  int fd = client(&d);
+  enum { NREQ = 3000 };
+  uint8_t *reqs = malloc(NREQ * XPD_HEADER);
+  assert_non_null(reqs);
+  for (int i = 0; i < NREQ; i++) {
+    xpd_buf b = {0};
+    xpd_begin(&b, XPD_STATS, (uint32_t)i);
+    assert_true(xpd_end(&b, 0));
+    memcpy(reqs + (size_t)i * XPD_HEADER, b.p, XPD_HEADER);
+    xpd_buf_free(&b);
+  }
+  size_t sent = 0, got = 0;
+  bool closed = false;
+  uint64_t t0 = xpd_now_ms();
+  while (!closed && xpd_now_ms() - t0 < 5000) {
+    if (sent < (size_t)NREQ * XPD_HEADER) {
+      ssize_t n = send(fd, reqs + sent, (size_t)NREQ * XPD_HEADER - sent,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0)
+        sent += (size_t)n;
+      else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+               errno != EINTR)
+        closed = true;
+    }
+    uint8_t buf[4096];
+    ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (r > 0)
+      got += (size_t)r;
+    else if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                        errno != EINTR))
+      closed = true;
+    sleep_ms(100);
+  }
+  print_message("slow reader: %zu bytes of requests sent, %zu of replies "
+                "read in %llu ms%s\n", sent, got,
+                (unsigned long long)(xpd_now_ms() - t0),
+                closed ? ": closed by the daemon" : "");
+  assert_false(closed);
+  assert_true(got > 100000); /* past what one writable event would take */
+  close(fd);
+  free(reqs);
+  assert_int_equal(stat1(&d, "io_timeouts"), 0);
+  dmn_stop(&d);
+}
+
 /* Waiting GETs answered at once, on a connection that reads none of
  * them: at most a megabyte of replies and the last one are held for it,
  * the rest are told to ask again (every binary was appended: an outside
@@ -4320,6 +4376,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_vanishing_client, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_client_never_reads, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_client_reads_slowly, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_pipelining_reader, setup,
                                       teardown),

@@ -50,7 +50,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <linux/sockios.h> /* SIOCOUTQ */
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -517,6 +519,7 @@ typedef struct conn {
   size_t out_off;
   size_t out_held; /* out's capacity, as counted against cl */
   uint64_t last_active, stalled_since;
+  int stalled_queue; /* the socket's unread bytes then (SIOCOUTQ; -1) */
   waiter *waits;   /* its GETs waiting on a compile */
   preq *pending;   /* its GETs being hashed or keyed (parse threads) */
   bool dead;       /* closed; freed after this round of events */
@@ -567,6 +570,13 @@ static void conn_watch(conn *c) {
 
 static void conn_close(conn *c);
 
+/* The bytes sent on fd that its client has not read yet (SIOCOUTQ); -1
+ * when unknown. */
+static int unread_bytes(int fd) {
+  int q = -1;
+  return ioctl(fd, SIOCOUTQ, &q) == 0 ? q : -1;
+}
+
 /* Sends what it can; false if the connection is gone (and closed). */
 static bool conn_flush(conn *c) {
   while (c->out_off < c->out.len) {
@@ -581,8 +591,10 @@ static bool conn_flush(conn *c) {
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!c->stalled_since)
+      if (!c->stalled_since) {
         c->stalled_since = xpd_now_ms();
+        c->stalled_queue = unread_bytes(c->fd);
+      }
       conn_watch(c);
       return true;
     }
@@ -2951,8 +2963,18 @@ static void check_timeouts(void) {
     if (c->r.started && (c->r.hlen || c->r.plen) &&
         now - c->r.started > cfg.io_timeout_ms)
       why = "a frame did not arrive in time";
-    else if (c->stalled_since && now - c->stalled_since > cfg.io_timeout_ms)
-      why = "it does not read its replies";
+    else if (c->stalled_since && now - c->stalled_since > cfg.io_timeout_ms) {
+      /* a client that reads, however slowly, is not stalled: its socket
+       * becomes writable only once most of what it holds is read, which
+       * at 80 KB/s took longer than a 2 s --io-timeout */
+      int q = unread_bytes(c->fd);
+      if (q >= 0 && c->stalled_queue >= 0 && q < c->stalled_queue) {
+        c->stalled_since = now;
+        c->stalled_queue = q;
+      } else {
+        why = "it does not read its replies";
+      }
+    }
     else if (!c->waits && !c->pending && !c->r.hlen &&
              c->out_off == c->out.len &&
              now - c->last_active > cfg.idle_timeout_ms)
