@@ -385,10 +385,10 @@ grep -q '"kernels": 2, "compiled": 2, "failed": 0, "skipped": 0, "duplicates": 2
 # -- bundle import --json
 export XPJIT_CACHE_DIR="$T/c10"
 "$CLI" bundle import "$T/ex.xpb" "$T/long.xpb" --json >"$T/o" || bad "bundle import --json"
-grep -q '"bundles": \[{"bundle": ".*ex.xpb", "imported": 80, "skipped": 0, "damaged": 0}, {"bundle": ".*long.xpb", "imported": 4, "skipped": 0, "damaged": 0}\]' "$T/o" ||
+grep -q '"bundles": \[{"bundle": ".*ex.xpb", "imported": 80, "skipped": 0, "damaged": 0, "evicted": 0}, {"bundle": ".*long.xpb", "imported": 4, "skipped": 0, "damaged": 0, "evicted": 0}\]' "$T/o" ||
   bad "bundle import --json: $(cat "$T/o")"
 "$CLI" bundle import "$T/ex.xpb" "$T/nonexistent.xpb" --json >"$T/o" 2>/dev/null; [ $? = 1 ] || bad "bundle import --json of a missing bundle: exit"
-grep -q '"imported": 0, "skipped": 80, "damaged": 0}, {"bundle": ".*nonexistent.xpb", "error": ' "$T/o" || bad "bundle import --json of a missing bundle: $(cat "$T/o")"
+grep -q '"imported": 0, "skipped": 80, "damaged": 0, "evicted": 0}, {"bundle": ".*nonexistent.xpb", "error": ' "$T/o" || bad "bundle import --json of a missing bundle: $(cat "$T/o")"
 # a damaged entry is not imported, named in a warning, counted apart from
 # those already there, and makes the exit status 1 (it was 0)
 cp "$T/long.xpb" "$T/flip.xpb"
@@ -397,6 +397,12 @@ export XPJIT_CACHE_DIR="$T/c10b"
 "$CLI" bundle import "$T/flip.xpb" >"$T/o" 2>"$T/e"; [ $? = 1 ] || bad "bundle import of a damaged entry: exit"
 grep -q "imported 3 entries into .* (0 already there, 1 damaged)" "$T/o" || bad "bundle import of a damaged entry: $(cat "$T/o")"
 grep -q "is damaged; not imported" "$T/e" || bad "bundle import of a damaged entry: no warning: $(cat "$T/e")"
+# entries the size limit evicted meanwhile are said ("imported 80" of
+# which a few stayed was said nowhere)
+export XPJIT_CACHE_DIR="$T/c10c"
+XPJIT_CACHE_MAX_SIZE=100K "$CLI" bundle import "$T/ex.xpb" --json >"$T/o" 2>"$T/e" || bad "bundle import under a size limit: exit"
+grep -q '"imported": 80, "skipped": 0, "damaged": 0, "evicted": [1-9]' "$T/o" || bad "bundle import under a size limit: $(cat "$T/o")"
+grep -q "entries were evicted to keep .* within its size limit" "$T/e" || bad "bundle import under a size limit: no warning: $(cat "$T/e")"
 
 # -- JSON is valid whatever bytes a path or a cache file holds: a cache
 # directory whose name is not UTF-8 (bytes shown as U+FFFD) and a kernel
