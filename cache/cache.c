@@ -4712,14 +4712,15 @@ xpj_status xpj_cache_finish_bundle(xpj_cache *c) {
 }
 
 /* An export builds its bundle in a directory of its own beside the
- * output (PATH.tmp.PID, 0700), renamed into place when it is whole:
- * SQLite opens the bundle's journal by name, without O_EXCL, and plays
- * back a "hot" one it finds; in a directory others may write to (/tmp),
- * another user could plant one between two of the export's transactions
- * and have SQLite write their rows, their code, into a bundle we sign
- * (found by an outside probe). In a directory only we may write to,
- * nobody plants anything. A directory of ours left by a process of the
- * same id that died is emptied and used; anything else there is refused. */
+ * output (made by mkdtemp: 0700, a name nobody can guess), renamed into
+ * place when it is whole: SQLite opens the bundle's journal by name,
+ * without O_EXCL, and plays back a "hot" one it finds; in a directory
+ * others may write to (/tmp), another user could plant one between two of
+ * the export's transactions and have SQLite write their rows, their code,
+ * into a bundle we sign (found by an outside probe). In a directory only
+ * we may write to, nobody plants anything. (Its name was PATH.tmp.PID:
+ * another user who planted something there in /tmp stopped the export,
+ * and a long PATH made it longer than a file name may be.) */
 static void export_dir_remove(const char *dir) {
   static const char *const files[] = {"", "-journal"}; /* (no WAL) */
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
@@ -4730,48 +4731,86 @@ static void export_dir_remove(const char *dir) {
   rmdir(dir);
 }
 
-static xpj_status export_dir_make(const char *dir) {
-  if (mkdir(dir, 0700) == 0)
-    return XPJ_OK;
-  int err = errno;
+/* dir, given for an export: a directory of this user's that nobody else
+ * may enter (its old bundle and journal, if any, removed). */
+static xpj_status export_dir_check(const char *dir) {
   struct stat sb;
-  if (err == EEXIST && lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode) &&
-      sb.st_uid == geteuid() && !(sb.st_mode & 077)) {
-    export_dir_remove(dir); /* a dead export's, with our process id */
-    if (mkdir(dir, 0700) == 0)
-      return XPJ_OK;
-    err = errno;
-  }
-  return fail(err == EEXIST ? XPJ_ERR_INVALID : XPJ_ERR_IO,
-              "cannot make the export's directory %s: %s", dir,
-              err == EEXIST ? "something else has that name (not a private "
-                              "directory of this user's): remove it"
-                            : strerror(err));
+  if (lstat(dir, &sb) != 0)
+    return fail(XPJ_ERR_IO, "the export's directory %s: %s", dir,
+                strerror(errno));
+  if (!S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 077))
+    return fail(XPJ_ERR_INVALID, "the export's directory %s is not a "
+                "private directory of this user's (mode 0700): not used",
+                dir);
+  char p[4400];
+  snprintf(p, sizeof p, "%s/" XPJ_CACHE_EXPORT_TEMP, dir);
+  unlink(p);
+  snprintf(p, sizeof p, "%s/" XPJ_CACHE_EXPORT_TEMP "-journal", dir);
+  unlink(p);
+  return XPJ_OK;
 }
+
+xpj_status xpj_cache_export_template(const char *path, char *out,
+                                     size_t size) {
+  if (!path || !out)
+    return XPJ_ERR_INVALID;
+  const char *slash = strrchr(path, '/');
+  int n = slash ? snprintf(out, size, "%.*s/.xpjit-export-XXXXXX",
+                           (int)(slash - path), path)
+                : snprintf(out, size, ".xpjit-export-XXXXXX");
+  return n > 0 && (size_t)n < size ? XPJ_OK : XPJ_ERR_INVALID;
+}
+
+static xpj_status export_into(xpj_cache *c, const char *path,
+                              const char *dir, uint64_t *n);
 
 xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n) {
   if (!c || !path)
     return fail(XPJ_ERR_INVALID, "xpj_cache_export: NULL argument");
   if (n)
     *n = 0;
+  char dir[4200];
+  if (xpj_cache_export_template(path, dir, sizeof dir) != XPJ_OK)
+    return fail(XPJ_ERR_INVALID, "%s: the name is too long", path);
+  if (!mkdtemp(dir))
+    return fail(XPJ_ERR_IO, "cannot make a directory for the export "
+                "beside %s: %s", path, strerror(errno));
+  return export_into(c, path, dir, n);
+}
+
+xpj_status xpj_cache_export_in(xpj_cache *c, const char *path,
+                               const char *dir, uint64_t *n) {
+  if (!c || !path || !dir)
+    return fail(XPJ_ERR_INVALID, "xpj_cache_export_in: NULL argument");
+  if (n)
+    *n = 0;
+  xpj_status st = export_dir_check(dir);
+  return st == XPJ_OK ? export_into(c, path, dir, n) : st;
+}
+
+/* The export into dir (private, ours), which it removes. */
+static xpj_status export_into(xpj_cache *c, const char *path,
+                              const char *dir, uint64_t *n) {
   /* the bundle is renamed into place: only over nothing or a regular
    * file, never over a device, a FIFO or a link (as root, -o /dev/null
    * replaced the device node) */
   struct stat sb;
+  xpj_status st = XPJ_OK;
   if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-    return fail(XPJ_ERR_INVALID, "%s exists and is not a regular file (a "
-                "link, a device, a FIFO, a directory): not replaced", path);
-  if (xpj_cache_owns_file(c->path, path))
-    return fail(XPJ_ERR_INVALID, "%s is the cache's own file: not "
-                "replaced by a bundle of it", path);
-  char dir[4200], tmp[4300];
-  if ((size_t)snprintf(dir, sizeof dir, "%s.tmp.%ld", path, (long)getpid()) >=
-      sizeof dir)
-    return fail(XPJ_ERR_INVALID, "%s: the name is too long", path);
-  snprintf(tmp, sizeof tmp, "%s/" XPJ_CACHE_EXPORT_TEMP, dir);
-  xpj_status st = export_dir_make(dir);
-  if (st != XPJ_OK)
+    st = fail(XPJ_ERR_INVALID, "%s exists and is not a regular file (a "
+              "link, a device, a FIFO, a directory): not replaced", path);
+  else if (xpj_cache_owns_file(c->path, path))
+    st = fail(XPJ_ERR_INVALID, "%s is the cache's own file: not "
+              "replaced by a bundle of it", path);
+  char tmp[4300];
+  if (st == XPJ_OK &&
+      (size_t)snprintf(tmp, sizeof tmp, "%s/" XPJ_CACHE_EXPORT_TEMP, dir) >=
+          sizeof tmp)
+    st = fail(XPJ_ERR_INVALID, "%s: the name is too long", dir);
+  if (st != XPJ_OK) {
+    export_dir_remove(dir);
     return st;
+  }
   xpj_cache_config bc = {.path = tmp, .mode = XPJ_CACHE_MODE_RW, .bundle = 1,
                          .warn = c->warn, .warn_ud = c->warn_ud};
   xpj_cache *b = NULL;

@@ -322,15 +322,27 @@ xpj_status xpj_cache_zero_stats(xpj_cache *c);
  * atomically), with meta "versions" and "targets" (the distinct values of
  * its entries, one per line). *n: entries written. XPJ_ERR_INVALID when
  * path exists and is not a regular file (a link, device, FIFO or
- * directory is never replaced), or when PATH.tmp.PID exists and is not a
- * private directory of this user's. The bundle is built as
- * PATH.tmp.PID/XPJ_CACHE_EXPORT_TEMP (the directory made 0700: nobody else
- * can put a file, such as an SQLite journal, beside it) and renamed to
- * path; the directory and what is in it are removed before the call
- * returns (a caller that catches signals removes them there too: the file,
- * its "-journal", then the directory). */
+ * directory is never replaced). The bundle is built as
+ * DIR/XPJ_CACHE_EXPORT_TEMP in a directory DIR beside path that mkdtemp
+ * makes from xpj_cache_export_template (0700, a name nobody can guess:
+ * nobody else can put a file, such as an SQLite journal, beside it) and
+ * renamed to path; the directory and what is in it are removed before the
+ * call returns. */
 #define XPJ_CACHE_EXPORT_TEMP "bundle"
 xpj_status xpj_cache_export(xpj_cache *c, const char *path, uint64_t *n);
+/* The same in dir, a directory the caller made (mkdtemp of
+ * xpj_cache_export_template's name), so that a caller that catches
+ * signals knows what to remove there (DIR/XPJ_CACHE_EXPORT_TEMP, its
+ * "-journal", then DIR). XPJ_ERR_INVALID, dir left alone, unless dir is
+ * a directory of this user's that nobody else may enter (mode 0700);
+ * else dir is removed before the call returns, as by xpj_cache_export. */
+xpj_status xpj_cache_export_in(xpj_cache *c, const char *path,
+                               const char *dir, uint64_t *n);
+/* The mkdtemp template of an export's directory beside path
+ * ("DIR/.xpjit-export-XXXXXX") into out; XPJ_ERR_INVALID when it does not
+ * fit (or an argument is NULL). */
+xpj_status xpj_cache_export_template(const char *path, char *out,
+                                     size_t size);
 /* Copies a bundle's entries into c after verifying each; rows already
  * present are kept when intact (one that fails its checksum under the
  * cache's key, or whose columns are not its key's, is replaced by the

@@ -202,33 +202,46 @@ cmp -s "$T/b1.bin" "$T/b2.bin" && cmp -s "$T/b1.bin" "$T/b3.bin" || bad "show -o
 "$CLI" cache show >/dev/null 2>&1; [ $? = 2 ] || bad "show without a digest"
 "$CLI" cache show "$d" "$d" >/dev/null 2>&1; [ $? = 2 ] || bad "show with two digests"
 "$CLI" cache show "$d" -o /nonexistent/dir/x >/dev/null 2>&1; [ $? = 1 ] || bad "show -o to nowhere"
-# the temporaries of -o and of export are made new, never opened as found:
-# one of ours with the name is replaced; another user's (planted in a
-# directory others may write to) stops the command, and nothing of it
-# becomes the output. `exec` keeps the shell's id: the CLI's PID is $$.
-echo stale > "$T/mine.bin.tmp.keep"
-sh -c 'cp "$2" "$1.tmp.$$"; exec "$3" cache show "$4" -o "$1"' sh \
-  "$T/own.bin" "$T/mine.bin.tmp.keep" "$CLI" "$d" >/dev/null 2>&1 &&
-  cmp -s "$T/own.bin" "$T/b1.bin" || bad "show -o over our own stale temporary"
+# the temporaries of -o and of export are made new under names nobody can
+# guess (mkstemp, mkdtemp beside OUT), never opened as found: what is at
+# the name they had before, OUT.tmp.PID (a stale file, a directory with a
+# journal in it, one others may enter, another user's), neither stops the
+# command (each did: planted in /tmp, a denial of service) nor is touched,
+# and nothing of it becomes the output. `exec` keeps the shell's id: the
+# CLI's PID is $$.
+sh -c 'echo stale > "$1.tmp.$$"; exec "$2" cache show "$3" -o "$1"' sh \
+  "$T/own.bin" "$CLI" "$d" >/dev/null 2>&1 &&
+  cmp -s "$T/own.bin" "$T/b1.bin" || bad "show -o beside a file at the old temporary's name"
+grep -qx stale "$T"/own.bin.tmp.* || bad "show -o touched the file at the old temporary's name"
+rm -f "$T"/own.bin.tmp.*
 sh -c 'mkdir -m 700 "$1.tmp.$$" && echo junk > "$1.tmp.$$/bundle-journal" &&
   exec "$2" cache export "$1"' sh "$T/own.xpb" "$CLI" >/dev/null 2>&1 &&
-  "$CLI" bundle verify "$T/own.xpb" >/dev/null || bad "export over our own stale directory"
-ls -d "$T"/own.* | grep -q '[.]tmp[.]' && bad "temporaries left: $(ls -d "$T"/own.*)"
+  "$CLI" bundle verify "$T/own.xpb" >/dev/null || bad "export beside a directory at the old temporary's name"
+grep -qx junk "$T"/own.xpb.tmp.*/bundle-journal || bad "export touched the directory at the old temporary's name"
+rm -rf "$T"/own.xpb.tmp.*
 sh -c 'mkdir -m 755 "$1.tmp.$$"; exec "$2" cache export "$1"' sh "$T/open.xpb" \
-  "$CLI" >/dev/null 2>"$T/e" && bad "export through a directory others may enter"
-grep -q "remove it" "$T/e" || bad "export through an open directory: $(cat "$T/e")"
-[ -e "$T/open.xpb" ] && bad "export through an open directory wrote its output"
+  "$CLI" >/dev/null 2>"$T/e" && "$CLI" bundle verify "$T/open.xpb" >/dev/null ||
+  bad "export beside an open directory at the old temporary's name: $(cat "$T/e")"
+rm -rf "$T"/open.xpb.tmp.*
+ls -A "$T" | grep -q '^[.]xpjit-' && bad "temporaries left: $(ls -A "$T" | grep '^[.]xpjit-')"
+# a long output name (OUT.tmp.PID was longer than a name may be)
+long=$(printf '%0245d' 0 | tr 0 x)
+"$CLI" cache show "$d" -o "$T/$long.bin" >/dev/null 2>"$T/e" && cmp -s "$T/$long.bin" "$T/b1.bin" ||
+  bad "show -o to a name of 249 bytes: $(cat "$T/e")"
+"$CLI" cache export "$T/$long.xpb" >/dev/null 2>"$T/e" || bad "export to a name of 249 bytes: $(cat "$T/e")"
+rm -f "$T/$long.bin" "$T/$long.xpb"
 if [ "$(id -u)" = 0 ]; then
   mkdir -p -m 1777 "$T/pub"
   sh -c 'echo theirs > "$1.tmp.$$"; chown nobody "$1.tmp.$$";
     exec "$2" cache show "$3" -o "$1"' sh "$T/pub/b.bin" "$CLI" "$d" \
-    >/dev/null 2>"$T/e" && bad "show -o over another user's temporary"
-  grep -q "not this user's file" "$T/e" || bad "show -o, another's temporary: $(cat "$T/e")"
-  [ -e "$T/pub/b.bin" ] && bad "show -o made its output of another user's file"
+    >/dev/null 2>"$T/e" || bad "show -o beside another user's file: $(cat "$T/e")"
+  cmp -s "$T/pub/b.bin" "$T/b1.bin" && [ "$(stat -c %u "$T/pub/b.bin")" = 0 ] ||
+    bad "show -o beside another user's file: the output is not ours"
+  grep -qx theirs "$T"/pub/b.bin.tmp.* || bad "show -o touched another user's file"
   sh -c 'mkdir -m 700 "$1.tmp.$$"; chown nobody "$1.tmp.$$";
     exec "$2" cache export "$1"' sh "$T/pub/x.xpb" "$CLI" >/dev/null 2>&1 &&
-    bad "export into another user's directory"
-  [ -e "$T/pub/x.xpb" ] && bad "export into another user's directory wrote its output"
+    "$CLI" bundle verify "$T/pub/x.xpb" >/dev/null || bad "export beside another user's directory"
+  [ "$(stat -c %U "$T"/pub/x.xpb.tmp.*)" = nobody ] || bad "export touched another user's directory"
 fi
 
 # -- ls: columns as wide as their contents, the table aligned with a long

@@ -2862,64 +2862,81 @@ static void test_crashes(void **state) {
 /* 8. bundles                                                               */
 /* ======================================================================== */
 
-/* An export builds its bundle in PATH.tmp.PID, a directory of its own
- * (0700), so that nobody can plant a file (an SQLite journal) beside it;
- * one of ours left by a dead export is emptied and used, anything else
- * under that name is refused, and nothing is left when it returns. */
+/* An export builds its bundle in a directory of its own beside the output
+ * (mkdtemp: 0700, a name nobody can guess), so that nobody can plant a
+ * file (an SQLite journal) beside it; what is at the name it used before,
+ * PATH.tmp.PID (a file, a link, a directory others may enter: planted by
+ * another user in /tmp, each stopped the export), neither stops it nor is
+ * touched; a long output name works (PATH.tmp.PID was then longer than a
+ * name may be); nothing is left beside the output when it returns. And
+ * xpj_cache_export_in builds in the caller's directory, a private one
+ * only. */
 static void test_export_private_dir(void **state) {
   fx *f = *state;
-  char bpath[256], dir[300], p[400];
+  char bpath[256], old[300];
   snprintf(bpath, sizeof bpath, "%s/e.xpjb", f->dir);
-  snprintf(dir, sizeof dir, "%s.tmp.%ld", bpath, (long)getpid());
+  snprintf(old, sizeof old, "%s.tmp.%ld", bpath, (long)getpid());
   xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
   for (unsigned i = 0; i < 3; i++)
     put_i(c, i, 2000 + 10 * i);
-  /* a dead export's directory, with a stale bundle and journal in it */
-  assert_int_equal(mkdir(dir, 0700), 0);
-  static const char *const stale[] = {"/" XPJ_CACHE_EXPORT_TEMP,
-                                      "/" XPJ_CACHE_EXPORT_TEMP "-journal"};
-  for (size_t i = 0; i < 2; i++) {
-    snprintf(p, sizeof p, "%s%s", dir, stale[i]);
-    FILE *fp = fopen(p, "w");
-    assert_non_null(fp);
-    fputs("not a database, not a journal", fp);
-    fclose(fp);
-  }
   uint64_t n = 0;
+  struct stat sb, before;
+  FILE *fp = fopen(old, "w");
+  assert_non_null(fp);
+  fputs("theirs", fp);
+  fclose(fp);
   assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_OK);
   assert_int_equal(n, 3);
-  struct stat sb;
-  assert_int_not_equal(lstat(dir, &sb), 0);
+  assert_int_equal(lstat(old, &sb), 0);
+  assert_true(S_ISREG(sb.st_mode) && sb.st_size == 6); /* left alone */
+  assert_int_equal(unlink(old), 0);
+  assert_int_equal(symlink(f->dir, old), 0);
+  assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_OK);
+  assert_int_equal(unlink(old), 0);
+  assert_int_equal(mkdir(old, 0755), 0);
+  assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_OK);
+  assert_int_equal(rmdir(old), 0);
   assert_false(exists2(bpath, "-journal"));
-  /* a file, a link, a directory others may enter: refused, left alone */
-  struct stat before;
+  DIR *dd = opendir(f->dir);
+  assert_non_null(dd);
+  for (struct dirent *e; (e = readdir(dd));)
+    if (!strncmp(e->d_name, ".xpjit-export-", 14))
+      fail_msg("left beside the output: %s", e->d_name);
+  closedir(dd);
+  /* a name of 250 bytes */
+  char longp[600];
+  int ln = snprintf(longp, sizeof longp, "%s/", f->dir);
+  memset(longp + ln, 'x', 245);
+  snprintf(longp + ln + 245, sizeof longp - (size_t)ln - 245, ".xpjb");
+  assert_int_equal(xpj_cache_export(c, longp, &n), XPJ_OK);
+  assert_int_equal(n, 3);
+  assert_int_equal(unlink(longp), 0);
+  /* the caller's directory: refused and left alone unless private */
+  char mine[300];
+  snprintf(mine, sizeof mine, "%s/mine-XXXXXX", f->dir);
+  assert_non_null(mkdtemp(mine));
+  assert_int_equal(chmod(mine, 0755), 0);
   assert_int_equal(stat(bpath, &before), 0);
-  FILE *fp = fopen(dir, "w");
-  assert_non_null(fp);
-  fclose(fp);
-  assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_ERR_INVALID);
-  assert_non_null(strstr(xpj_cache_last_error(), "remove it"));
-  assert_int_equal(lstat(dir, &sb), 0);
-  assert_true(S_ISREG(sb.st_mode));
-  assert_int_equal(unlink(dir), 0);
-  assert_int_equal(symlink(f->dir, dir), 0);
-  assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_ERR_INVALID);
-  assert_int_equal(lstat(dir, &sb), 0);
-  assert_true(S_ISLNK(sb.st_mode));
-  assert_int_equal(unlink(dir), 0);
-  assert_int_equal(mkdir(dir, 0755), 0);
-  assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_ERR_INVALID);
+  assert_int_equal(xpj_cache_export_in(c, bpath, mine, &n), XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_cache_last_error(), "private"));
+  assert_int_equal(lstat(mine, &sb), 0);
+  assert_int_equal(chmod(mine, 0700), 0);
   if (geteuid() == 0) { /* another user's private directory */
-    assert_int_equal(chmod(dir, 0700), 0);
-    assert_int_equal(chown(dir, 65534, 65534), 0);
-    assert_int_equal(xpj_cache_export(c, bpath, &n), XPJ_ERR_INVALID);
-    assert_int_equal(lstat(dir, &sb), 0);
-    assert_int_equal(sb.st_uid, 65534);
+    assert_int_equal(chown(mine, 65534, 65534), 0);
+    assert_int_equal(xpj_cache_export_in(c, bpath, mine, &n),
+                     XPJ_ERR_INVALID);
+    assert_int_equal(lstat(mine, &sb), 0);
+    assert_int_equal(chown(mine, 0, 0), 0);
   }
-  assert_int_equal(rmdir(dir), 0);
   struct stat after;
   assert_int_equal(stat(bpath, &after), 0);
   assert_int_equal(before.st_ino, after.st_ino); /* not replaced */
+  assert_int_equal(xpj_cache_export_in(c, bpath, mine, &n), XPJ_OK);
+  assert_int_equal(n, 3);
+  assert_int_not_equal(lstat(mine, &sb), 0); /* removed */
+  char tpl[8];
+  assert_int_equal(xpj_cache_export_template(bpath, tpl, sizeof tpl),
+                   XPJ_ERR_INVALID); /* does not fit */
   /* and the bundle it wrote is whole */
   xpj_cache_close(c);
   xpj_cache_config bc = {

@@ -295,27 +295,32 @@ int cli_write_output(const char *who, const char *path, const void *data,
   }
   if (!cli_output_ok(who, path, cache_path))
     return EXIT_INPUT;
+  /* made new under a name nobody can guess, beside OUT (mkstemp): in a
+   * directory others may write to (/tmp) a file planted under a known
+   * name would be renamed over OUT still theirs (found by an outside
+   * probe), and OUT.tmp.PID, the name before, let them stop the command by
+   * planting anything there; a long OUT made it too long a name */
   char tmp[4200];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
-      sizeof tmp) {
+  const char *slash = strrchr(path, '/');
+  int tn = slash ? snprintf(tmp, sizeof tmp, "%.*s/.xpjit-out-XXXXXX",
+                            (int)(slash - path), path)
+                 : snprintf(tmp, sizeof tmp, ".xpjit-out-XXXXXX");
+  if (tn < 0 || (size_t)tn >= sizeof tmp) {
     cli_error(who, "cannot write %s: the name is too long", path);
     return EXIT_INPUT;
   }
-  /* made here, never opened as another's: in a directory others may
-   * write to (/tmp) a file planted under this name would be renamed over
-   * OUT still theirs (found by an outside probe); ours, left by a process
-   * of the same id that died, is replaced */
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                0666);
-  struct stat sb;
-  if (fd < 0 && errno == EEXIST && lstat(tmp, &sb) == 0 &&
-      S_ISREG(sb.st_mode) && sb.st_uid == geteuid() && unlink(tmp) == 0)
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-              0666);
-  if (fd < 0 && errno == EEXIST) {
-    cli_error(who, "cannot write %s: %s is in the way and is not this "
-              "user's file", path, tmp);
-    return EXIT_INPUT;
+  int fd = mkstemp(tmp);
+  if (fd >= 0) { /* (mkstemp makes it 0600: as open(0666) would) */
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0) {
+      int e = errno;
+      close(fd);
+      unlink(tmp);
+      cli_error(who, "cannot write %s: %s", path, strerror(e));
+      return EXIT_INPUT;
+    }
   }
   cli_temp_add(tmp, false);
   bool ok = fd >= 0;

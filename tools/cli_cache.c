@@ -744,19 +744,27 @@ static int cache_clear(const cache_req *r) {
   return rc;
 }
 
-/* xpj_cache_export of c to path, whose temporaries (the directory
- * PATH.tmp.PID, the bundle in it and its journal: xpjit_cache.h) a signal
- * removes; false when it said why not */
+/* xpj_cache_export of c to path, in a directory made here (mkdtemp beside
+ * path) whose temporaries (the bundle in it, its journal, the directory:
+ * xpjit_cache.h) a signal removes; false when it said why not */
 static bool export_to(xpj_cache *c, const char *who, const char *path,
                       uint64_t *n) {
   char dir[4200], tmp[4300], journal[4400];
-  snprintf(dir, sizeof dir, "%s.tmp.%ld", path, (long)getpid());
+  if (xpj_cache_export_template(path, dir, sizeof dir) != XPJ_OK) {
+    cli_error(who, "cannot write %s: the name is too long", path);
+    return false;
+  }
+  if (!mkdtemp(dir)) {
+    cli_error(who, "cannot write %s: cannot make a directory beside it "
+              "(%s)", path, strerror(errno));
+    return false;
+  }
   snprintf(tmp, sizeof tmp, "%s/" XPJ_CACHE_EXPORT_TEMP, dir);
   snprintf(journal, sizeof journal, "%s-journal", tmp);
   cli_temp_add(tmp, false);
   cli_temp_add(journal, false);
   cli_temp_add(dir, true);
-  bool ok = xpj_cache_export(c, path, n) == XPJ_OK;
+  bool ok = xpj_cache_export_in(c, path, dir, n) == XPJ_OK;
   cli_temp_drop(tmp);
   cli_temp_drop(journal);
   cli_temp_drop(dir);
