@@ -82,7 +82,8 @@ typedef struct job {
   uint64_t deadline_ns;
   pthread_t caller; /* thread 0 */
 } job;
-enum { STOP_CANCEL = 1, STOP_DEADLINE = 2 };
+/* STOP_UNSTARTED: cancelled before it began (nothing of it ran) */
+enum { STOP_CANCEL = 1, STOP_DEADLINE = 2, STOP_UNSTARTED = 3 };
 
 typedef struct pool {
   unsigned nthreads; /* including the submitting thread */
@@ -94,7 +95,11 @@ typedef struct pool {
   unsigned parked; /* workers that reached their loop */
   bool stop;
   job *cur;
-  pthread_mutex_t submit; /* one launch at a time on the device */
+  /* one launch at a time on the device: busy under mu; a launch waiting
+   * for its turn sleeps on idle, and gives up its turn when it is
+   * cancelled meanwhile (cpu_cancel wakes it) */
+  bool busy;
+  pthread_cond_t idle;
   slot *slots;
   job *running;          /* under mu: the launch in pool_run */
   pthread_cond_t watch;  /* the watchdog's (CLOCK_MONOTONIC) */
@@ -376,7 +381,7 @@ static void pool_stop(pool *p, unsigned started) {
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->wake);
   pthread_cond_destroy(&p->done);
-  pthread_mutex_destroy(&p->submit);
+  pthread_cond_destroy(&p->idle);
 }
 
 static xpj_status pool_start(pool *p, unsigned n) {
@@ -390,7 +395,7 @@ static xpj_status pool_start(pool *p, unsigned n) {
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&p->watch, &ca);
   pthread_condattr_destroy(&ca);
-  pthread_mutex_init(&p->submit, NULL);
+  pthread_cond_init(&p->idle, NULL);
   p->slots = calloc(n, sizeof *p->slots);
   p->threads = calloc(n, sizeof *p->threads);
   if (!p->slots || !p->threads) {
@@ -458,7 +463,21 @@ static void caller_leave(const sigset_t *saved, bool entered) {
 /* Runs j on every thread of the pool (the caller is thread 0), unless it
  * is stopped first. */
 static void pool_run(pool *p, job *j) {
-  pthread_mutex_lock(&p->submit);
+  pthread_mutex_lock(&p->mu);
+  /* another queue's launch may hold the device for long (a kernel that
+   * never ends): a cancel of this one while it waits for its turn ends
+   * the wait, so xpj_queue_cancel and xpj_queue_wait do not depend on
+   * the other queue (l->stop is set before cpu_cancel wakes us) */
+  while (p->busy && !atomic_load(&j->l->stop))
+    pthread_cond_wait(&p->idle, &p->mu);
+  if (p->busy) {
+    pthread_mutex_unlock(&p->mu);
+    j->why = STOP_UNSTARTED;
+    atomic_store(&j->stop, true);
+    return;
+  }
+  p->busy = true;
+  pthread_mutex_unlock(&p->mu);
   pthread_once(&stop_once, stop_install);
   sigset_t saved;
   bool entered = caller_enter(&saved);
@@ -468,7 +487,7 @@ static void pool_run(pool *p, job *j) {
   /* a cancel that came before this launch was running (nothing to
    * signal: it has not started) */
   if (atomic_load(&j->l->stop)) {
-    j->why = STOP_CANCEL;
+    j->why = STOP_UNSTARTED;
     atomic_store(&j->stop, true);
   }
   if (j->l->timeout_ms) {
@@ -503,7 +522,10 @@ static void pool_run(pool *p, job *j) {
   p->running = NULL;
   pthread_mutex_unlock(&p->mu);
   caller_leave(&saved, entered);
-  pthread_mutex_unlock(&p->submit);
+  pthread_mutex_lock(&p->mu);
+  p->busy = false;
+  pthread_cond_broadcast(&p->idle);
+  pthread_mutex_unlock(&p->mu);
 }
 
 /* ---- discovery ------------------------------------------------------- */
@@ -933,6 +955,10 @@ static xpj_status cpu_launch(xpj_device *d, void *bq, const rt_launch *l) {
                         "launch stopped: it ran past the queue's launch "
                         "timeout of %llu ms (its output is partly written)",
                         (unsigned long long)l->timeout_ms)
+           : j.why == STOP_UNSTARTED
+               ? rt_err(XPJ_ERR_CANCELLED,
+                        "launch cancelled by xpj_queue_cancel before it "
+                        "started on the device (nothing of it ran)")
                : rt_err(XPJ_ERR_CANCELLED,
                         "launch stopped by xpj_queue_cancel (its output is "
                         "partly written)");
@@ -950,6 +976,8 @@ static void cpu_cancel(xpj_device *d, void *bq, rt_launch *l, char *warn,
   pthread_mutex_lock(&p->mu);
   if (p->running && p->running->l == l)
     snprintf(warn, size, "%s", stop_job(p, p->running, STOP_CANCEL));
+  else /* waiting for its turn behind another queue's launch (pool_run) */
+    pthread_cond_broadcast(&p->idle);
   pthread_mutex_unlock(&p->mu);
 }
 

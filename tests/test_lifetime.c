@@ -384,6 +384,83 @@ static void test_queue_cancel(void **state) {
   assert_int_equal(xpj_queue_cancel(NULL), XPJ_ERR_INVALID);
 }
 
+static void wait_running(xpj_event *e) {
+  struct timespec ms = {0, 1000000};
+  for (int i = 0; i < 30000 && xpj_event_query(e) == XPJ_EVENT_QUEUED; i++)
+    nanosleep(&ms, NULL);
+  assert_int_equal(xpj_event_query(e), XPJ_EVENT_RUNNING);
+}
+
+/* cancels a->q unless *done is set first (30 s at most): the way out of
+ * a launch that would otherwise wait forever */
+typedef struct rescue {
+  xpj_queue *q;
+  atomic_int done;
+} rescue;
+
+static void *rescue_later(void *arg) {
+  rescue *r = arg;
+  struct timespec ms = {0, 1000000};
+  for (int i = 0; i < 30000 && !atomic_load(&r->done); i++)
+    nanosleep(&ms, NULL);
+  xpj_queue_cancel(r->q);
+  return NULL;
+}
+
+/* The CPU device runs one launch at a time: a launch of queue B waits for
+ * a runaway kernel of queue A. Cancelling B ends that wait, and B's
+ * xpj_queue_wait returns while A's kernel still runs (a helper's probe:
+ * it waited for A's kernel, forever when nothing stopped A). */
+static void test_cancel_behind_other_queue(void **state) {
+  (void)state;
+  xpj_queue *qa = NULL, *qb = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &qa), XPJ_OK);
+  assert_int_equal(xpj_queue_create(dev, NULL, &qb), XPJ_OK);
+  float *x = NULL, *y = NULL;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 4, 0, (void **)&x),
+                   XPJ_OK);
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 4, 0, (void **)&y),
+                   XPJ_OK);
+  memset(x, 0, N * 4);
+  memset(y, 0, N * 4);
+  xpj_event *ea = NULL, *eb = NULL;
+  xpj_range r = xpj_range_1d(N, 0);
+  xpj_array a = xpj_array_1d(x, XPJ_F32, N), b = xpj_array_1d(y, XPJ_F32, N);
+  xpj_arg arg = xpj_arg_array(&a);
+  assert_int_equal(xpj_launch(qa, kernel(prog, "forever", NULL), &r, 1, &arg,
+                              &ea),
+                   XPJ_OK);
+  wait_running(ea);
+  rescue res = {.q = qa};
+  atomic_init(&res.done, 0);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, rescue_later, &res), 0);
+  arg = xpj_arg_array(&b);
+  assert_int_equal(xpj_launch(qb, kernel(prog, "add1", NULL), &r, 1, &arg,
+                              &eb),
+                   XPJ_OK);
+  wait_running(eb); /* taken by B's thread, waiting for the device */
+  assert_int_equal(xpj_queue_cancel(qb), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(qb), XPJ_ERR_CANCELLED);
+  assert_non_null(strstr(xpj_last_error(), "before it started"));
+  /* A's kernel was not what let B go */
+  assert_int_equal(xpj_event_query(ea), XPJ_EVENT_RUNNING);
+  atomic_store(&res.done, 1);
+  pthread_join(t, NULL);
+  assert_int_equal(xpj_queue_wait(qa), XPJ_ERR_CANCELLED);
+  for (int i = 0; i < N; i++)
+    assert_true(y[i] == 0.0f); /* B's launch never ran */
+  /* both queues work afterwards */
+  check_add1_works(qb, y);
+  check_add1_works(qa, x);
+  xpj_event_release(ea);
+  xpj_event_release(eb);
+  xpj_queue_destroy(qa);
+  xpj_queue_destroy(qb);
+  assert_int_equal(xpj_mem_free(dev, x), XPJ_OK);
+  assert_int_equal(xpj_mem_free(dev, y), XPJ_OK);
+}
+
 /* Another component of the process takes the stop signal over: a cancel
  * then stops the launch between chunks only, and says why (red team N8:
  * it stopped nothing, silently). */
@@ -760,6 +837,7 @@ int main(void) {
       cmocka_unit_test(test_destroy_with_work_in_flight),
       cmocka_unit_test(test_launch_timeout),
       cmocka_unit_test(test_queue_cancel),
+      cmocka_unit_test(test_cancel_behind_other_queue),
       cmocka_unit_test(test_stop_signal_taken),
       cmocka_unit_test(test_launch_messages),
       cmocka_unit_test(test_timeout_unsupported),
