@@ -484,6 +484,15 @@ static xpj_status check_array(xpj_kernel *k, unsigned i, const rt_karg *p,
              "(xpj_mem_free) and waits for the commands that use it", i, pn,
              a->data);
     return launch_err(k, "argument ", buf);
+  } else if (rt_mem_check_retired(k->dev, (void *)first, "") != XPJ_OK) {
+    /* data outside it, the view's first element inside (one that begins
+     * before it runs into it: rt_mem_entered, below) */
+    snprintf(buf, sizeof buf, "%u '%s': the view (bytes [%lld, %lld) from "
+             "data, which is no allocation) reaches into memory that was "
+             "freed (xpj_mem_free) and waits for the commands that use it",
+             i, pn, (long long)(lo * (int64_t)es),
+             (long long)(hi * (int64_t)es + es));
+    return launch_err(k, "argument ", buf);
   } else if (rt_mem_entered(k->dev, (void *)first, last - first)) {
     snprintf(buf, sizeof buf, "%u '%s': the view (bytes [%lld, %lld) from "
              "data, which is no allocation) runs into an allocation", i, pn,

@@ -157,6 +157,17 @@ static void test_free_during_launch(void **state) {
       xpj_range r = xpj_range_1d(N, 0);
       assert_int_equal(xpj_launch(q2, k, &r, 2, args, NULL), XPJ_ERR_INVALID);
       assert_non_null(strstr(xpj_last_error(), "was freed"));
+      /* nor a view of it counted from a base outside it ("any base",
+       * xpj_array): it was taken for plain host memory and not held, and
+       * the kernel wrote the memory after it went back (a helper's
+       * probe) */
+      static float base[64] __attribute__((aligned(64)));
+      int64_t n = 16, off = (int64_t)((uintptr_t)(x + 8) - (uintptr_t)base) /
+                            (int64_t)sizeof(float);
+      xpj_array outside = xpj_array_view(base, XPJ_F32, 1, &n, NULL, off);
+      args[0] = xpj_arg_array(&outside);
+      assert_int_equal(xpj_launch(q2, k, &r, 2, args, NULL), XPJ_ERR_INVALID);
+      assert_non_null(strstr(xpj_last_error(), "was freed"));
       assert_int_equal(xpj_enqueue_fill(q2, x, &(float){1.0f}, 4, 64, NULL),
                        XPJ_ERR_INVALID);
       assert_non_null(strstr(xpj_last_error(), "was freed"));
