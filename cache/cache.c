@@ -1752,6 +1752,33 @@ static bool setup_key(xpj_cache *c) {
   return false;
 }
 
+/* A bundle is written whole (one transaction, renamed into place), so its
+ * file is a whole number of pages, as many as its header says. SQLite
+ * reads a file cut inside its last page as if the rest were zeros, and
+ * opens it without a complaint: the index rows on that page are lost,
+ * and with them, silently, the kernels they find (a copy cut short by a
+ * byte was used, its lost kernels compiled). True, with the sizes in why,
+ * for such a file. */
+static bool bundle_cut_short(xpj_cache *c, char *why, size_t size) {
+  int64_t v[2] = {0, 0};
+  static const char *const q[2] = {"PRAGMA page_size", "PRAGMA page_count"};
+  for (int i = 0; i < 2; i++) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(c->db, q[i], -1, &s, NULL) == SQLITE_OK &&
+        step_retry(s) == SQLITE_ROW)
+      v[i] = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+  }
+  struct stat sb;
+  if (v[0] <= 0 || stat(c->path, &sb) != 0)
+    return false; /* nothing to compare: the reads below will say */
+  if (sb.st_size % v[0] == 0 && sb.st_size >= v[0] * v[1])
+    return false;
+  snprintf(why, size, "%lld bytes, where its header says %lld pages of %lld bytes",
+           (long long)sb.st_size, (long long)v[1], (long long)v[0]);
+  return true;
+}
+
 /* A bundle: it must open; anything else is an error. It is code that will
  * run as the user: refused unless the user or someone trusted owns it. A
  * new one (opened read-write to be built) is made 0644. */
@@ -1770,6 +1797,12 @@ static xpj_status open_bundle(xpj_cache *c) {
     return fail(err == ENOMEM ? XPJ_ERR_NOMEM : XPJ_ERR_IO, "bundle %s: %s",
                 c->path, strerror(err));
   int rc = db_open(c, rw);
+  char cut[256];
+  if (rc == SQLITE_OK && !rw && bundle_cut_short(c, cut, sizeof cut)) {
+    db_close(c);
+    return fail(XPJ_ERR_INVALID, "bundle %s is truncated: %s (a copy cut "
+                "short?)", c->path, cut);
+  }
   if (rc == SQLITE_OK)
     return XPJ_OK;
   return fail(rc == SQLITE_CANTOPEN ? XPJ_ERR_IO : XPJ_ERR_INVALID,
