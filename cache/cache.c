@@ -1541,11 +1541,18 @@ static int read_key(xpj_cache *c, char *why, size_t size) {
   }
   uint8_t k[KEY_BYTES + 1];
   struct stat sb;
-  ssize_t n = fstat(fd, &sb) == 0 ? read(fd, k, sizeof k) : -1;
+  bool st_ok = fstat(fd, &sb) == 0;
+  int err = errno;
+  ssize_t n = st_ok ? read(fd, k, sizeof k) : -1;
   close(fd);
-  if (n != KEY_BYTES) {
-    snprintf(why, size, "its key %s is damaged (%zd bytes, not %d)", kp, n,
-             KEY_BYTES);
+  if (n != KEY_BYTES || sb.st_size != KEY_BYTES) {
+    explicit_bzero(k, sizeof k); /* what was read of it, too */
+    /* the file's size (it said the bytes read: "33 bytes" of 10 MB) */
+    if (st_ok)
+      snprintf(why, size, "its key %s is damaged (%lld bytes, not %d)", kp,
+               (long long)sb.st_size, KEY_BYTES);
+    else
+      snprintf(why, size, "its key %s is damaged (%s)", kp, strerror(err));
     return KEY_DAMAGED;
   }
   memcpy(c->key, k, KEY_BYTES);

@@ -2032,6 +2032,19 @@ static void test_key_file(void **state) {
   expect_hit(c, 1, 100);
   xpj_cache_close(c);
   assert_int_equal(file_len(kp), 32);
+  /* a long one: the warning says its size (it said the bytes read: "33
+   * bytes, not 32" of a file of 100,000) */
+  char *big = calloc(1, 100000);
+  assert_non_null(big);
+  write_file(kp, big, 100000);
+  free(big);
+  assert_int_equal(chmod(kp, 0600), 0);
+  f->w.n = 0;
+  f->w.text[0] = 0;
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RO, 0);
+  assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
+  assert_warned(&f->w, "damaged (100000 bytes, not 32)");
+  xpj_cache_close(c);
 }
 
 /* ======================================================================== */
