@@ -4643,6 +4643,12 @@ xpj_status xpj_cache_set_meta(xpj_cache *c, const char *name,
                               const char *value) {
   if (!c || !name || !value)
     return fail(XPJ_ERR_INVALID, "xpj_cache_set_meta: NULL argument");
+  /* the file's own, written when it was made: 'kind' says whether it is a
+   * cache or a bundle (a cache set to "bundle" was refused from then on
+   * as a user's cache: found by a helper's probe) */
+  if (!strcmp(name, "kind") || !strcmp(name, "created"))
+    return fail(XPJ_ERR_INVALID, "xpj_cache_set_meta: '%s' is the file's "
+                "own (written when it was made), not set by callers", name);
   lock_db(c);
   xpj_status st = need_rw(c, "set meta");
   if (st == XPJ_OK) {

@@ -362,7 +362,9 @@ xpj_status xpj_cache_import_counted(xpj_cache *c, const char *bundle_path,
                                     uint64_t *imported, uint64_t *present,
                                     uint64_t *damaged);
 /* Bundle metadata (name -> value), e.g. "versions", "targets". get: the
- * value malloc'd into *value, XPJ_ERR_NOT_FOUND when unset. */
+ * value malloc'd into *value, XPJ_ERR_NOT_FOUND when unset. set:
+ * XPJ_ERR_INVALID for "kind" and "created", the file's own (written when
+ * it was made: "kind" says cache or bundle). */
 xpj_status xpj_cache_set_meta(xpj_cache *c, const char *name,
                               const char *value);
 xpj_status xpj_cache_get_meta(xpj_cache *c, const char *name, char **value);

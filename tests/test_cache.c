@@ -3423,6 +3423,14 @@ static void test_list_find_clear(void **state) {
   assert_int_equal(xpj_cache_get_meta(c, "kind", &v), XPJ_OK);
   assert_string_equal(v, "cache");
   free(v);
+  /* the file's own: a cache set to "bundle" was refused as a user's
+   * cache from then on */
+  assert_int_equal(xpj_cache_set_meta(c, "kind", "bundle"), XPJ_ERR_INVALID);
+  assert_non_null(strstr(xpj_cache_last_error(), "the file's own"));
+  assert_int_equal(xpj_cache_set_meta(c, "created", "0"), XPJ_ERR_INVALID);
+  assert_int_equal(xpj_cache_get_meta(c, "kind", &v), XPJ_OK);
+  assert_string_equal(v, "cache");
+  free(v);
   tkey tp;
   key_of(&tp, 50);
   tp.k.target = "ptx:sm_90";
