@@ -4767,13 +4767,17 @@ xpj_status xpj_cache_finish_bundle(xpj_cache *c) {
  * we may write to, nobody plants anything. (Its name was PATH.tmp.PID:
  * another user who planted something there in /tmp stopped the export,
  * and a long PATH made it longer than a file name may be.) */
-static void export_dir_remove(const char *dir) {
+static void export_dir_empty(const char *dir) {
   static const char *const files[] = {"", "-journal"}; /* (no WAL) */
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     char p[4400];
     snprintf(p, sizeof p, "%s/" XPJ_CACHE_EXPORT_TEMP "%s", dir, files[i]);
     unlink(p);
   }
+}
+
+static void export_dir_remove(const char *dir) {
+  export_dir_empty(dir);
   rmdir(dir);
 }
 
@@ -4788,11 +4792,7 @@ static xpj_status export_dir_check(const char *dir) {
     return fail(XPJ_ERR_INVALID, "the export's directory %s is not a "
                 "private directory of this user's (mode 0700): not used",
                 dir);
-  char p[4400];
-  snprintf(p, sizeof p, "%s/" XPJ_CACHE_EXPORT_TEMP, dir);
-  unlink(p);
-  snprintf(p, sizeof p, "%s/" XPJ_CACHE_EXPORT_TEMP "-journal", dir);
-  unlink(p);
+  export_dir_empty(dir);
   return XPJ_OK;
 }
 
