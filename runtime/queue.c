@@ -695,8 +695,12 @@ static xpj_status submit(xpj_queue *q, cmd *c, xpj_event **ev) {
     q->head = c;
   q->tail = c;
   q->submitted++;
-  pthread_cond_signal(&q->work);
   pthread_mutex_unlock(&q->mu);
+  /* after the unlock: the queue's thread, woken, does not find the lock
+   * still held (two more switches when it runs at once, as it does on a
+   * busy machine); a submit races only a destroy, which the caller
+   * orders after it */
+  pthread_cond_signal(&q->work);
   return XPJ_OK;
 }
 
