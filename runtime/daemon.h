@@ -76,9 +76,9 @@ uint64_t xpd_now_ms(void);
 /* Connects to path, checks that the peer runs as this process's
  * effective uid, and exchanges HELLO/WELCOME within timeout_ms. Returns
  * the fd, or -1 with a message in err. welcome (may be NULL) gets the
- * greeting's payload (free it). The socket is left blocking with a
- * receive timeout of a few milliseconds: xpd_call waits for a reply in
- * its recv (every other read and write on it is non-blocking). */
+ * greeting's payload (free it). The socket is non-blocking: every read
+ * on it waits in poll (a recv blocked on a Unix socket also wakes when
+ * the peer reads what was sent). */
 int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
                 uint8_t **welcome, size_t *welcome_len);
 /* Writes all of b (MSG_NOSIGNAL) by deadline_ms (xpd_now_ms clock). */
@@ -97,9 +97,9 @@ xpd_err xpd_read_frame(int fd, uint32_t max, uint64_t deadline_ms,
 xpd_err xpd_read_reply(int fd, uint32_t max, uint64_t deadline_ms,
                        xpd_header *h, uint8_t **payload, char *err,
                        size_t errsize);
-/* One request, one reply on a connection of xpd_connect's (on another
- * socket a blocking one would be read past timeout_ms): sends the frame
- * in b and reads the reply's first frame. */
+/* One request, one reply on a connection of xpd_connect's (or any
+ * non-blocking socket): sends the frame in b and reads the reply's first
+ * frame within timeout_ms. */
 xpd_err xpd_call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
                  xpd_header *h, uint8_t **payload, char *err, size_t errsize);
 /* The same for a request answered with exactly one frame (not a first

@@ -122,27 +122,31 @@ bool xpd_write_all(int fd, const void *p, size_t n, uint64_t deadline) {
   return true;
 }
 
-/* How long a blocking recv on a connection of xpd_connect's waits (its
- * SO_RCVTIMEO): a call's reply is waited for in the recv itself, one
- * system call where poll and recv were two, while the deadline is at
- * least this far; past one slice, or nearer the deadline, poll waits to
- * the deadline. */
-#define RECV_SLICE_MS 10
-
 /* Reads at least want and at most cap bytes into b: the count, or -1 on
- * EOF, error or timeout (why in err). block: fd is a connection of
- * xpd_connect's (blocking, its receive timeout a slice); else any socket,
- * read without blocking. */
+ * EOF, error or timeout (why in err). Never blocks in recv: poll waits
+ * for the bytes, first of all when wait_first says they cannot be there
+ * yet (the answer to a request just sent). A recv blocked on a Unix
+ * socket is woken whenever its peer reads what this process sent
+ * (unix_write_space wakes every sleeper on the socket; poll's wake-up
+ * sees that it asked for POLLIN, not POLLOUT, and sleeps on): a blocking
+ * recv cost every daemon answer a second wake-up, two switches per GET of
+ * a start-up storm instead of one. */
 static ssize_t read_some(int fd, uint8_t *b, size_t want, size_t cap,
-                         uint64_t deadline, bool block, char *err,
+                         uint64_t deadline, bool wait_first, char *err,
                          size_t errsize) {
   size_t got = 0;
-  bool may_block = block; /* until a blocking recv has come back empty */
+  bool wait = wait_first;
   while (got < want) {
-    int flags = may_block && xpd_now_ms() + RECV_SLICE_MS <= deadline
-                    ? 0
-                    : MSG_DONTWAIT;
-    ssize_t r = recv(fd, b + got, cap - got, flags);
+    if (wait) {
+      int w = wait_fd(fd, POLLIN, deadline);
+      if (w <= 0) {
+        snprintf(err, errsize, w == 0 ? "timed out waiting for the daemon"
+                                      : "poll: %s", strerror(errno));
+        return -1;
+      }
+    }
+    ssize_t r = recv(fd, b + got, cap - got, MSG_DONTWAIT);
+    wait = false;
     if (r > 0) {
       got += (size_t)r;
       continue;
@@ -154,14 +158,8 @@ static ssize_t read_some(int fd, uint8_t *b, size_t want, size_t cap,
     if (errno == EINTR)
       continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      /* a slice passed (or the socket is not blocking): poll to the end */
-      may_block = false;
-      int w = wait_fd(fd, POLLIN, deadline);
-      if (w > 0)
-        continue;
-      snprintf(err, errsize, w == 0 ? "timed out waiting for the daemon"
-                                    : "poll: %s", strerror(errno));
-      return -1;
+      wait = true;
+      continue;
     }
     snprintf(err, errsize, "reading from the daemon: %s", strerror(errno));
     return -1;
@@ -170,20 +168,21 @@ static ssize_t read_some(int fd, uint8_t *b, size_t want, size_t cap,
 }
 
 /* Reads exactly n bytes; 0 ok, -1 EOF/error/timeout (why in err). */
-static int read_n(int fd, uint8_t *b, size_t n, uint64_t deadline, bool block,
+static int read_n(int fd, uint8_t *b, size_t n, uint64_t deadline,
                   char *err, size_t errsize) {
-  return read_some(fd, b, n, n, deadline, block, err, errsize) < 0 ? -1 : 0;
+  return read_some(fd, b, n, n, deadline, false, err, errsize) < 0 ? -1 : 0;
 }
 
 /* One frame: its header and up to cap - XPD_HEADER bytes of what follows
  * with the first reads into buf (cap XPD_HEADER: the header alone), the
  * rest of the payload after them. Bytes read past the frame are the
- * daemon's error. */
+ * daemon's error. wait_first: the frame cannot have come yet (read_some). */
 static xpd_err read_frame_into(int fd, uint8_t *buf, size_t cap, uint32_t max,
-                               uint64_t deadline, bool block, xpd_header *h,
-                               uint8_t **payload, char *err, size_t errsize) {
+                               uint64_t deadline, bool wait_first,
+                               xpd_header *h, uint8_t **payload, char *err,
+                               size_t errsize) {
   *payload = NULL;
-  ssize_t n = read_some(fd, buf, XPD_HEADER, cap, deadline, block, err,
+  ssize_t n = read_some(fd, buf, XPD_HEADER, cap, deadline, wait_first, err,
                         errsize);
   if (n < 0)
     return XPD_E_SHORT;
@@ -206,7 +205,7 @@ static xpd_err read_frame_into(int fd, uint8_t *buf, size_t cap, uint32_t max,
     return XPD_E_TOO_BIG;
   }
   memcpy(p, buf + XPD_HEADER, have);
-  if (read_n(fd, p + have, h->len - have, deadline, block, err, errsize)) {
+  if (read_n(fd, p + have, h->len - have, deadline, err, errsize)) {
     free(p);
     return XPD_E_SHORT;
   }
@@ -232,7 +231,7 @@ xpd_err xpd_read_reply(int fd, uint32_t max, uint64_t deadline,
 
 /* Sends b on a connection of xpd_connect's, then reads its answer: one
  * frame (whole false: nothing past it is read), or a reply read whole
- * (with one recv when it is small); waited for in that recv. */
+ * (with one recv when it is small); waited for in poll. */
 static xpd_err call(int fd, const xpd_buf *b, uint32_t max, int timeout_ms,
                     bool whole, xpd_header *h, uint8_t **payload, char *err,
                     size_t errsize) {
@@ -286,16 +285,6 @@ int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
     /* a Unix socket connects at once or not at all (EAGAIN: backlog full) */
     snprintf(err, errsize, "cannot connect to %s: %s", path,
              strerror(errno));
-    close(fd);
-    return -1;
-  }
-  /* blocking from here, its recv woken every slice (read_some); sends
-   * stay non-blocking (MSG_DONTWAIT) */
-  struct timeval slice = {0, RECV_SLICE_MS * 1000};
-  int fl = fcntl(fd, F_GETFL);
-  if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
-      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) != 0) {
-    snprintf(err, errsize, "socket options: %s", strerror(errno));
     close(fd);
     return -1;
   }
@@ -596,14 +585,7 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
   uint64_t timeout_ms = o->timeout_ms ? o->timeout_ms : XPJ_COMPILE_TIMEOUT_MS;
   if (timeout_ms > XPD_MAX_TIMEOUT_MS)
     timeout_ms = XPD_MAX_TIMEOUT_MS;
-  xpd_lookup l = {.timeout_ms = timeout_ms, .first = first};
   xpd_buf lb = {0}, b = {0};
-  if (digest) {
-    memcpy(l.digest, digest, 65);
-    xpd_begin(&lb, XPD_LOOKUP, 1);
-    xpd_put_lookup(&lb, &l);
-    xpd_end(&lb, 0);
-  }
   /* queue and compile together: beyond this the process compiles the
    * kernel itself (the daemon finishes it for the next process) */
   pthread_mutex_lock(&dc->mu);
@@ -646,6 +628,19 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
     char err[512];
     xpd_err e = XPD_E_OK;
     bool told = false; /* this attempt was told PENDING */
+    /* a first look says how long it waits for PENDING or the answer (the
+     * daemon holds PENDING back for up to half of that: a compile that
+     * ends sooner is answered alone) */
+    uint64_t at = xpd_now_ms(),
+             first_wait = first && taken_by > at ? taken_by - at : 0;
+    if (by_digest && !lb.len) {
+      xpd_lookup l = {.timeout_ms = timeout_ms, .first = first,
+                      .first_wait_ms = first_wait};
+      memcpy(l.digest, digest, 65);
+      xpd_begin(&lb, XPD_LOOKUP, 1);
+      xpd_put_lookup(&lb, &l);
+      xpd_end(&lb, 0);
+    }
     if (by_digest) {
       e = ask(fd, &lb, first, taken_by, deadline, &h, &pl, &told, err,
               sizeof err);
@@ -673,6 +668,7 @@ static int rt_dc_get(rt_dc *dc, const rt_request *rq, const char *digest,
         g.checks = o->checks;
         g.contract = o->fp_contract != 0;
         g.first = first;
+        g.first_wait_ms = first_wait;
         g.timeout_ms = timeout_ms;
         if (digest)
           memcpy(g.digest, digest, 65);

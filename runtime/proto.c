@@ -171,10 +171,13 @@ xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g) {
   TRY(xpd_get_u64(m, XPD_F_CONTRACT, true, &g->contract));
   TRY(xpd_get_u64(m, XPD_F_TIMEOUT, true, &g->timeout_ms));
   TRY(xpd_get_u64(m, XPD_F_FIRST, true, &g->first));
+  TRY(xpd_get_u64(m, XPD_F_FIRST_WAIT, true, &g->first_wait_ms));
   TRY(xpd_get_str(m, XPD_F_DIGEST, !job, g->digest, sizeof g->digest));
   if (!g->kernel[0] || !g->target[0] || g->ndim > 16 || g->opt_level > 3 ||
       g->fast_math > 1 || g->debug > 1 || g->contract > 1 ||
       g->first > (uint64_t)!job ||
+      (g->first_wait_ms && !g->first) ||
+      g->first_wait_ms > XPD_MAX_TIMEOUT_MS ||
       g->timeout_ms > XPD_MAX_TIMEOUT_MS ||
       (g->checks & ~(uint64_t)XPJ_CHECK_ALL) ||
       ((job || g->digest[0]) && !is_digest(g->digest)))
@@ -187,7 +190,10 @@ xpd_err xpd_lookup_decode(const xpd_msg *m, xpd_lookup *l) {
   TRY(xpd_get_str(m, XPD_F_DIGEST, false, l->digest, sizeof l->digest));
   TRY(xpd_get_u64(m, XPD_F_TIMEOUT, true, &l->timeout_ms));
   TRY(xpd_get_u64(m, XPD_F_FIRST, true, &l->first));
-  if (!is_digest(l->digest) || l->timeout_ms > XPD_MAX_TIMEOUT_MS || l->first > 1)
+  TRY(xpd_get_u64(m, XPD_F_FIRST_WAIT, true, &l->first_wait_ms));
+  if (!is_digest(l->digest) || l->timeout_ms > XPD_MAX_TIMEOUT_MS ||
+      l->first > 1 || (l->first_wait_ms && !l->first) ||
+      l->first_wait_ms > XPD_MAX_TIMEOUT_MS)
     return XPD_E_VALUE;
   return XPD_E_OK;
 }
@@ -343,6 +349,8 @@ void xpd_put_get(xpd_buf *b, const xpd_get *g) {
   xpd_put_u64(b, XPD_F_TIMEOUT, g->timeout_ms);
   if (g->first)
     xpd_put_u64(b, XPD_F_FIRST, g->first);
+  if (g->first_wait_ms)
+    xpd_put_u64(b, XPD_F_FIRST_WAIT, g->first_wait_ms);
   if (g->digest[0])
     xpd_put_str(b, XPD_F_DIGEST, g->digest);
 }
@@ -352,6 +360,8 @@ void xpd_put_lookup(xpd_buf *b, const xpd_lookup *l) {
   xpd_put_u64(b, XPD_F_TIMEOUT, l->timeout_ms);
   if (l->first)
     xpd_put_u64(b, XPD_F_FIRST, l->first);
+  if (l->first_wait_ms)
+    xpd_put_u64(b, XPD_F_FIRST_WAIT, l->first_wait_ms);
 }
 
 void xpd_put_kernel(xpd_buf *b, const xpd_kernel *k) {

@@ -109,7 +109,10 @@ typedef enum xpd_tag {
                            it ("": none) */
   XPD_F_FIRST = 49,     /* u64 0/1: GET: a first look, before the client
                            opens its cache file (docs/protocol.md) */
-  XPD_TAG_MAX = 49
+  XPD_F_FIRST_WAIT = 50,/* u64: a first look's GET or LOOKUP: the ms its
+                           client waits for PENDING or the answer (absent
+                           or 0: PENDING at once) */
+  XPD_TAG_MAX = 50
 } xpd_tag;
 
 /* Where the daemon found a kernel. */
@@ -181,6 +184,7 @@ typedef struct xpd_get {
   char target[1200];
   uint64_t opt_level, fast_math, debug, timeout_ms, checks, contract;
   uint64_t first;  /* GET: a first look (XPD_F_FIRST); JOB: 0 */
+  uint64_t first_wait_ms; /* with first: XPD_F_FIRST_WAIT (0: absent) */
   char digest[65]; /* JOB: required; GET: optional ("" when absent) */
 } xpd_get;
 xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g);
@@ -190,6 +194,7 @@ xpd_err xpd_get_decode(const xpd_msg *m, bool job, xpd_get *g);
 typedef struct xpd_lookup {
   char digest[65];
   uint64_t timeout_ms, first;
+  uint64_t first_wait_ms; /* with first: XPD_F_FIRST_WAIT (0: absent) */
 } xpd_lookup;
 xpd_err xpd_lookup_decode(const xpd_msg *m, xpd_lookup *l);
 

@@ -4335,6 +4335,100 @@ static void test_first_look(void **state) {
   dmn_stop(&d);
 }
 
+/* A first look that says how long it waits (FIRST_WAIT) is told PENDING
+ * only when the compile has not answered by half of that: a compile that
+ * ends sooner is answered alone (pendings_spared); one that takes longer
+ * gets PENDING when half the wait is gone, then its answer; a failure
+ * that comes sooner (a crashed worker) still comes after PENDING, as the
+ * client's walk counts on; FIRST_WAIT without FIRST, or past an hour, is
+ * malformed. */
+static void first_get_wait(int fd, uint32_t id, const char *kernel,
+                           const char *dtype, uint64_t first,
+                           uint64_t wait_ms, uint64_t timeout_ms) {
+  xpd_buf b = {0};
+  build_get_dt(&b, id, kernel, dtype, timeout_ms);
+  if (first)
+    xpd_put_u64(&b, XPD_F_FIRST, first);
+  if (wait_ms)
+    xpd_put_u64(&b, XPD_F_FIRST_WAIT, wait_ms);
+  send_frame(fd, &b);
+}
+
+static void test_first_look_held(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  /* slow hangs (until its 3 s timeout), boom crashes its worker */
+  dmn_start(&d, "hang:slow", (const char *const[]){"--workers", "2", NULL});
+  /* libxpjit's first look (on the daemon's own cache file) says how long
+   * it waits: its PENDING is held */
+  char db[4200];
+  snprintf(db, sizeof db, "%s/cache/cache-v%d.db", base,
+           XPJ_CACHE_SCHEMA_VERSION);
+  saxpy_from_daemon(&d, db, 0, XPJ_ORIGIN_DAEMON);
+  stats s;
+  get_stats(&d, &s);
+  assert_int_equal(stat_field(&s, "first_waits"), 1);
+  assert_int_equal(stat_field(&s, "pendings_held"), 1);
+  uint64_t spared = stat_field(&s, "pendings_spared");
+  int fd = client(&d);
+  /* a compile well inside half of 60 s: the KERNEL alone */
+  first_get_wait(fd, 7, "saxpy", "f64", 1, 60000, 0);
+  expect_first(fd, 7, false, XPD_FROM_COMPILED);
+  get_stats(&d, &s);
+  assert_int_equal(stat_field(&s, "first_waits"), 2);
+  assert_int_equal(stat_field(&s, "pendings_held"), 2);
+  assert_int_equal(stat_field(&s, "pendings_spared"), spared + 1);
+  /* a compile that outlasts half of 400 ms: PENDING at 200 ms, then the
+   * compile's answer (it timed out) */
+  uint64_t t0 = xpd_now_ms();
+  first_get_wait(fd, 8, "slow", "f32", 1, 400, 3000);
+  expect_first(fd, 8, true, 0);
+  uint64_t took = xpd_now_ms() - t0;
+  if (took < 195 || took > 2500)
+    fail_msg("PENDING of a first look that waits 400 ms came after %llu ms, "
+             "not about 200", (unsigned long long)took);
+  kreply r;
+  read_kernel(fd, 8, 30000, &r, t0);
+  assert_int_equal(r.k.v.failed, 1);
+  get_stats(&d, &s);
+  assert_int_equal(stat_field(&s, "pendings_held"), 3);
+  assert_int_equal(stat_field(&s, "pendings_spared"), spared + 1);
+  /* no FIRST_WAIT: PENDING at once, as before */
+  t0 = xpd_now_ms();
+  first_get_wait(fd, 9, "slow", "f64", 1, 0, 1000);
+  expect_first(fd, 9, true, 0);
+  if (xpd_now_ms() - t0 > 900)
+    fail_msg("PENDING without FIRST_WAIT took %llu ms",
+             (unsigned long long)(xpd_now_ms() - t0));
+  read_kernel(fd, 9, 30000, &r, t0);
+  assert_int_equal(r.k.v.failed, 1);
+  assert_int_equal(stat1(&d, "pendings_held"), 3);
+  close(fd);
+  dmn_stop(&d);
+  /* a worker that crashes at once: PENDING first, then the failure */
+  dmn_init(&d, "s2");
+  make_dir(&d);
+  dmn_start(&d, "crash:boom", (const char *const[]){"--workers", "1", NULL});
+  fd = client(&d);
+  first_get_wait(fd, 10, "boom", "f32", 1, 60000, 0);
+  expect_first(fd, 10, true, 0);
+  read_kernel(fd, 10, 30000, &r, xpd_now_ms());
+  assert_int_equal(r.k.v.failed, 1);
+  assert_int_equal(r.k.transient, 1);
+  get_stats(&d, &s);
+  assert_int_equal(stat_field(&s, "pendings_held"), 1);
+  assert_int_equal(stat_field(&s, "pendings_spared"), 0);
+  /* malformed: FIRST_WAIT without FIRST; past an hour */
+  first_get_wait(fd, 11, "saxpy", "f32", 0, 100, 0);
+  expect_error_close(fd, "FIRST_WAIT without FIRST");
+  fd = client(&d);
+  first_get_wait(fd, 12, "saxpy", "f32", 1, XPD_MAX_TIMEOUT_MS + 1ull, 0);
+  expect_error_close(fd, "FIRST_WAIT past an hour");
+  dmn_stop(&d);
+}
+
 /* --memory-limit: what does not fit is evicted from memory and found
  * again in the cache file. */
 static void test_memory_limit(void **state) {
@@ -4434,6 +4528,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_sigterm_unread_client, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_first_look, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_first_look_held, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_first_look_large, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_lookup, setup, teardown),

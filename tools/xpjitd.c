@@ -159,7 +159,9 @@ static struct {
   double compile_ms;
   uint64_t conns_total, conns_refused_uid, conns_refused_busy;
   uint64_t requests, hits_memory, hits_cache, hits_redis, hits_remembered,
-      first_looks, first_waits, lookups, lookups_missed, coalesced, keyed,
+      first_looks, first_waits, pendings_held, pendings_spared, lookups,
+      lookups_missed,
+      coalesced, keyed,
       keyed_shared,
       compiles, compile_failures, compile_transient,
       failures_remembered, jobs_dropped, worker_spawns, spawn_failures,
@@ -522,6 +524,11 @@ typedef struct conn {
   int stalled_queue; /* the socket's unread bytes then (SIOCOUTQ; -1) */
   waiter *waits;   /* its GETs waiting on a compile */
   preq *pending;   /* its GETs being hashed or keyed (parse threads) */
+  /* a first look's PENDING held back (owe_pending): due at owe_due */
+  bool owes;
+  uint32_t owe_id;
+  uint64_t owe_due;
+  struct conn *oprev, *onext; /* on owing while owes */
   bool dead;       /* closed; freed after this round of events */
   struct conn *next_dead;
   struct conn *eprev, *enext; /* on half_closed while eof */
@@ -617,11 +624,101 @@ static bool conn_flush(conn *c) {
 
 /* Begins a reply frame in c->out; the caller fills it and calls
  * frame_end with what this returns. */
+/* ---- a first look's PENDING, held back ----
+ * A first look whose kernel the cache file has no row of is told PENDING,
+ * then gets the compile's answer (docs/protocol.md, "First looks"). A
+ * client that says how long it waits for either (FIRST_WAIT) is told
+ * PENDING only when the answer has not come by half of that: a compile
+ * that ends sooner is answered alone. In a start-up storm every process's
+ * first look of each kernel waits for its compile, and each PENDING cost
+ * the process a wake-up and the daemon a send. One is held per connection
+ * (a client asks one request at a time on each); a second is told at
+ * once. */
+static conn *owing; /* the connections that hold one */
+
+static void owed_drop(conn *c) {
+  if (!c->owes)
+    return;
+  c->owes = false;
+  if (c->oprev)
+    c->oprev->onext = c->onext;
+  else
+    owing = c->onext;
+  if (c->onext)
+    c->onext->oprev = c->oprev;
+  c->oprev = c->onext = NULL;
+}
+
+/* The PENDING held for id, now, ahead of what follows it in c's output
+ * (not sent here: the frame after it is). */
+static void owed_pay(conn *c, uint32_t id) {
+  if (!c->owes || c->owe_id != id)
+    return;
+  owed_drop(c);
+  size_t at = c->out.len;
+  xpd_begin(&c->out, XPD_PENDING, id);
+  xpd_end(&c->out, at); /* (out of memory: the next frame_end says so) */
+}
+
+/* PENDING for id, which came at since from a client that waits wait_ms
+ * for it or the answer: held back to half of that, or told now (no wait
+ * given, one held already on c, or half of it gone). False when c is gone
+ * (closed telling it). */
+static bool frame_end(conn *c, size_t at);
+static size_t frame_begin(conn *c, xpd_op op, uint32_t id);
+static bool tell_pending(conn *c, uint32_t id, uint64_t since,
+                         uint64_t wait_ms) {
+  uint64_t due = since + wait_ms / 2;
+  if (wait_ms && !c->owes && due > xpd_now_ms()) {
+    st.pendings_held++;
+    c->owes = true;
+    c->owe_id = id;
+    c->owe_due = due;
+    c->oprev = NULL;
+    c->onext = owing;
+    if (owing)
+      owing->oprev = c;
+    owing = c;
+    return true;
+  }
+  size_t at = frame_begin(c, XPD_PENDING, id);
+  return frame_end(c, at);
+}
+
+/* Tells the held PENDINGs that are due; the ms until the next one is due
+ * (at most max). */
+static int owed_due(uint64_t now, int max) {
+  int next = max;
+  for (conn *c = owing, *n; c; c = n) {
+    n = c->onext;
+    if (c->owe_due <= now) {
+      uint32_t id = c->owe_id;
+      owed_drop(c);
+      size_t at = frame_begin(c, XPD_PENDING, id);
+      frame_end(c, at); /* (closed on failure: off the list already) */
+    } else if (c->owe_due - now < (uint64_t)next) {
+      next = (int)(c->owe_due - now);
+    }
+  }
+  return next;
+}
+
 static size_t frame_begin(conn *c, xpd_op op, uint32_t id) {
   if (c->out_off) { /* drop what was sent; keep the rest at the front */
     memmove(c->out.p, c->out.p + c->out_off, unsent(c));
     c->out.len -= c->out_off;
     c->out_off = 0;
+  }
+  /* the answer to a first look whose PENDING is held: a kernel needs none
+   * (a transient failure pays it first: fail_waiters); anything else
+   * comes after it, as before */
+  if (c->owes && c->owe_id == id && op != XPD_PENDING) {
+    if (op == XPD_KERNEL) {
+      owed_drop(c);
+      st.pendings_spared++;
+    } else {
+      owed_pay(c, id);
+    }
   }
   size_t at = c->out.len;
   xpd_begin(&c->out, op, id);
@@ -1329,6 +1426,7 @@ static void fail_waiters(entry *e, bool as_error, xpj_status s,
     } else if (as_error) {
       send_error(c, w->id, s, false, "%s", msg);
     } else {
+      owed_pay(c, w->id); /* a transient failure comes after PENDING */
       size_t at = frame_begin(c, XPD_KERNEL, w->id);
       xpd_kernel k = {0};
       k.status = (uint64_t)s;
@@ -1897,6 +1995,7 @@ struct preq {
   uint64_t held;    /* counted against cl: this record and payload */
   xpd_get g;
   uint64_t want, limit; /* the compile time it allows; what it gets */
+  uint64_t arrived_ms;  /* when its frame was read */
   bool past_failure;    /* a remembered failure did not answer it: the
                            cache file's row would not either */
   char req[65];         /* its identity (request_key) */
@@ -1955,6 +2054,7 @@ static preq *preq_new(conn *c, uint32_t id, const xpd_get *g, uint64_t want,
   q->id = id;
   q->want = want;
   q->limit = limit;
+  q->arrived_ms = xpd_now_ms();
   q->task.owner = c->cl;
   c->cl->waiting++;
   q->cnext = c->pending;
@@ -2053,14 +2153,13 @@ static void preq_detach(preq *q, bool stop) {
  * and the first look waits for the compile as the process's walk would
  * (PENDING, then the compile's answer). False when it is not answered so. */
 static bool first_look_waits(conn *c, uint32_t id, entry *e, uint64_t want,
-                             uint64_t limit) {
+                             uint64_t limit, uint64_t since,
+                             uint64_t wait_ms) {
   if (!e || e->ready || e->dv < 0 || xpj_l2_data_version(l2, false) != e->dv)
     return false;
   st.first_looks++;
   st.first_waits++;
-  size_t at = frame_begin(c, XPD_PENDING, id);
-  frame_end(c, at);
-  if (!c->dead)
+  if (tell_pending(c, id, since, wait_ms) && !c->dead)
     get_entry(c, id, e, want, limit);
   return true;
 }
@@ -2079,7 +2178,9 @@ static void get_route(conn *c, uint32_t id, const xpd_get *g,
   bool past_failure = q && q->past_failure;
   if (g->first) { /* only a kernel answers a first look from memory; else
                      it is keyed and looked up in the cache file */
-    if (first_look_waits(c, id, e, want, limit)) {
+    if (first_look_waits(c, id, e, want, limit,
+                         q ? q->arrived_ms : xpd_now_ms(),
+                         g->first_wait_ms)) {
       if (q)
         preq_free(q);
       return;
@@ -2189,7 +2290,8 @@ static void handle_lookup(conn *c, uint32_t id, const xpd_msg *m) {
   compile_limits(l.timeout_ms, &want, &limit);
   entry *e = find_entry(l.digest);
   if (l.first) { /* as get_route answers a first look from memory */
-    if (first_look_waits(c, id, e, want, limit)) {
+    if (first_look_waits(c, id, e, want, limit, xpd_now_ms(),
+                         l.first_wait_ms)) {
       st.requests++;
       return;
     }
@@ -2253,7 +2355,7 @@ static void key_work(xpjitd_task *t) {
   q->local_hit = !q->past_failure && rt_cc_local(ctx, &k, &q->f);
   if (!q->local_hit) {
     xpd_get jg = *g;
-    jg.first = 0; /* a job is no first look */
+    jg.first = jg.first_wait_ms = 0; /* a job is no first look */
     memcpy(jg.digest, k.digest, sizeof jg.digest);
     jg.timeout_ms = q->limit;
     xpd_begin(&q->job, XPD_JOB, 0);
@@ -2316,8 +2418,7 @@ static void first_answer(preq *q, const preq *r, conn *c) {
     return;
   }
   st.first_waits++;
-  size_t at = frame_begin(c, XPD_PENDING, r->id);
-  if (frame_end(c, at) && !c->dead)
+  if (tell_pending(c, r->id, r->arrived_ms, r->g.first_wait_ms) && !c->dead)
     get_keyed(q, c, r->id, r->want, r->limit);
 }
 
@@ -2394,7 +2495,7 @@ static void get_keyed(preq *q, conn *c, uint32_t id, uint64_t want,
   if (!q->job.p) { /* the cache file had it, but memory said compile
                       (rare): the frame is built here */
     xpd_get jg = q->g;
-    jg.first = 0;
+    jg.first = jg.first_wait_ms = 0;
     memcpy(jg.digest, e->digest, sizeof jg.digest);
     jg.timeout_ms = q->limit;
     xpd_begin(&q->job, XPD_JOB, 0);
@@ -2548,7 +2649,7 @@ static void stats_text(xpd_buf *b) {
       "refused_uid %llu\nrefused_busy %llu\nrefused_memory %llu\n"
       "requests %llu\nhits_memory %llu\nhits_cache %llu\nhits_redis %llu\n"
       "redis %s\nhits_remembered %llu\nfirst_looks %llu\nfirst_waits %llu\n"
-      "lookups %llu\nlookups_missed %llu\ncoalesced %llu\nparse_threads %u\n"
+      "pendings_held %llu\npendings_spared %llu\nlookups %llu\nlookups_missed %llu\ncoalesced %llu\nparse_threads %u\n"
       "keying %u\nkeyed %llu\nkeyed_shared %llu\ncompiles %llu\n"
       "compile_failures %llu\ncompile_transient %llu\ncompile_ms %.1f\n"
       "failures_remembered %llu\nqueue %u\njobs_dropped %llu\nworkers %u\n"
@@ -2573,6 +2674,8 @@ static void stats_text(xpd_buf *b) {
       cfg.redis_shown[0] ? cfg.redis_shown : "off",
       (unsigned long long)st.hits_remembered,
       (unsigned long long)st.first_looks, (unsigned long long)st.first_waits,
+      (unsigned long long)st.pendings_held,
+      (unsigned long long)st.pendings_spared,
       (unsigned long long)st.lookups, (unsigned long long)st.lookups_missed,
       (unsigned long long)st.coalesced, cfg.parse_threads, pool_out,
       (unsigned long long)st.keyed, (unsigned long long)st.keyed_shared,
@@ -2797,6 +2900,7 @@ static void conn_close(conn *c) {
   if (c->dead)
     return;
   c->dead = true;
+  owed_drop(c);
   if (c->eof) {
     if (c->eprev)
       c->eprev->enext = c->enext;
@@ -3742,7 +3846,10 @@ int main(int argc, char **argv) {
   int exit_code = 0;
   struct epoll_event evs[64];
   for (;;) {
-    int n = epoll_wait(ep, evs, 64, 100);
+    /* (at most 100 ms: the checks below; sooner when a held PENDING is
+     * due) */
+    int n = epoll_wait(ep, evs, 64, owing ? owed_due(xpd_now_ms(), 100)
+                                          : 100);
     for (int i = 0; i < n; i++) {
       item *it = evs[i].data.ptr;
       switch (it->kind) {
@@ -3769,8 +3876,10 @@ int main(int argc, char **argv) {
         break;
       }
     }
-    free_dead(); /* nothing of this batch points at them any more */
     uint64_t now = xpd_now_ms();
+    if (owing)
+      owed_due(now, 100);
+    free_dead(); /* nothing of this batch points at them any more */
     if (now - last_check >= 100) {
       last_check = now;
       check_timeouts();
