@@ -3525,8 +3525,8 @@ static void test_idle_and_shutdown(void **state) {
  * 19 of 40 times, leaving the socket). */
 static void test_signal_at_start(void **state) {
   (void)state;
-  const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
-  for (int i = 0; i < 9; i++) {
+  const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+  for (int i = 0; i < 8; i++) {
     dmn d;
     char name[16];
     snprintf(name, sizeof name, "e%d", i);
@@ -3538,13 +3538,45 @@ static void test_signal_at_start(void **state) {
     while (lstat(d.sock, &sb) != 0 && !dmn_reaped(&d) && xpd_now_ms() < end)
       ;
     assert_int_equal(lstat(d.sock, &sb), 0);
-    kill(d.pid, sigs[i % 3]);
+    kill(d.pid, sigs[i % 4]);
     int code = dmn_exit(&d, 15000);
     if (code != 0)
-      fail_msg("signal %d at start: exit %d; its stderr:\n%s", sigs[i % 3],
+      fail_msg("signal %d at start: exit %d; its stderr:\n%s", sigs[i % 4],
                code, slurp(d.log));
     assert_int_equal(lstat(d.sock, &sb), -1);
   }
+}
+
+/* The signals whose default action ends a process but that mean nothing
+ * to the daemon (SIGUSR1, SIGUSR2, SIGALRM, SIGPROF, ...) are logged and
+ * ignored: it goes on serving (one of them killed it, its socket left
+ * behind); SIGQUIT stops it cleanly, as SIGTERM does. */
+static void test_signals_ignored(void **state) {
+  (void)state;
+  dmn d;
+  dmn_init(&d, "s");
+  make_dir(&d);
+  dmn_start(&d, NULL, NULL);
+  const int sigs[] = {SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO};
+  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+    assert_int_equal(kill(d.pid, sigs[i]), 0);
+    stats s;
+    get_stats(&d, &s); /* still serving */
+  }
+  assert_false(dmn_reaped(&d));
+  char want[128];
+  snprintf(want, sizeof want, "SIGUSR1 (from pid %d): xpjitd has no use for "
+           "it; ignored", (int)getpid());
+  char *log = slurp(d.log);
+  if (!strstr(log, want))
+    fail_msg("no '%s' in the log:\n%s", want, log);
+  assert_int_equal(kill(d.pid, SIGQUIT), 0);
+  int code = dmn_exit(&d, 15000);
+  if (code != 0)
+    fail_msg("SIGQUIT: exit %d; its log:\n%s", code, slurp(d.log));
+  struct stat sb;
+  assert_int_equal(lstat(d.sock, &sb), -1);
+  assert_non_null(strstr(slurp(d.log), "shutting down (SIGQUIT)"));
 }
 
 /* A datagram from ns within ms into buf ("" when none came). */
@@ -4537,6 +4569,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_read_reply, setup, teardown),
       cmocka_unit_test_setup_teardown(test_call_waits, setup, teardown),
       cmocka_unit_test_setup_teardown(test_signal_at_start, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_signals_ignored, setup, teardown),
       cmocka_unit_test_setup_teardown(test_waiters_unread, setup, teardown),
       cmocka_unit_test_setup_teardown(test_idle_and_shutdown, setup,
                                       teardown),

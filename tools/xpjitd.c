@@ -3492,6 +3492,38 @@ static void log_warning(void *ud, const char *msg) {
   LOG_W("%s", msg);
 }
 
+/* The signals the loop reads (signalfd): those that stop the daemon
+ * cleanly, and those whose default action would end it (with its socket
+ * left behind) but that it has no use for. */
+static const struct {
+  int sig;
+  const char *name;
+  bool stops;
+} read_signals[] = {
+    {SIGTERM, "SIGTERM", true},     {SIGINT, "SIGINT", true},
+    {SIGHUP, "SIGHUP", true},       {SIGQUIT, "SIGQUIT", true},
+    {SIGUSR1, "SIGUSR1", false},    {SIGUSR2, "SIGUSR2", false},
+    {SIGALRM, "SIGALRM", false},    {SIGVTALRM, "SIGVTALRM", false},
+    {SIGPROF, "SIGPROF", false},    {SIGIO, "SIGIO", false},
+#ifdef SIGPWR
+    {SIGPWR, "SIGPWR", false},
+#endif
+};
+
+static void signal_read(int sig, uint32_t from) {
+  for (size_t i = 0; i < sizeof read_signals / sizeof *read_signals; i++)
+    if (read_signals[i].sig == sig) {
+      if (read_signals[i].stops) {
+        begin_shutdown(read_signals[i].name);
+      } else {
+        static log_limit ignored_log;
+        say_limited(&ignored_log, 1, "%s (from pid %u): xpjitd has no use "
+                    "for it; ignored", read_signals[i].name, (unsigned)from);
+      }
+      return;
+    }
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && !strcmp(argv[1], "--worker"))
     return xpjitd_worker_main();
@@ -3639,16 +3671,18 @@ int main(int argc, char **argv) {
   if (!cfg.client_compiles)
     cfg.client_compiles = cfg.workers > 1 ? cfg.workers - 1 : 1;
 
-  /* SIGTERM, SIGINT and SIGHUP are read from a signalfd by the loop;
-   * blocked before the socket is made, a signal that comes while it
-   * starts waits for the loop (a clean stop), where it killed a daemon
-   * whose socket was there already (found by an outside probe: 19 of 40
-   * signals right after the socket appeared left it behind) */
+  /* SIGTERM, SIGINT, SIGHUP and SIGQUIT (a clean stop) and the signals
+   * whose default action ends a process but that mean nothing to the
+   * daemon (logged, ignored: SIGUSR1 or SIGALRM killed it and left its
+   * socket behind) are read from a signalfd by the loop; blocked before
+   * the socket is made, a signal that comes while it starts waits for
+   * the loop, where it killed a daemon whose socket was there already
+   * (found by an outside probe: 19 of 40 signals right after the socket
+   * appeared left it behind) */
   sigset_t ss;
   sigemptyset(&ss);
-  sigaddset(&ss, SIGTERM);
-  sigaddset(&ss, SIGINT);
-  sigaddset(&ss, SIGHUP);
+  for (size_t i = 0; i < sizeof read_signals / sizeof *read_signals; i++)
+    sigaddset(&ss, read_signals[i].sig);
   sigprocmask(SIG_BLOCK, &ss, NULL);
   int act = activated_socket();
   if (act < 0)
@@ -3860,9 +3894,7 @@ int main(int argc, char **argv) {
       case K_SIGNAL: {
         struct signalfd_siginfo si;
         while (read(sfd, &si, sizeof si) == sizeof si)
-          begin_shutdown(si.ssi_signo == SIGTERM ? "SIGTERM"
-                         : si.ssi_signo == SIGINT ? "SIGINT"
-                                                  : "SIGHUP");
+          signal_read((int)si.ssi_signo, si.ssi_pid);
         break;
       }
       case K_CONN:
