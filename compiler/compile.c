@@ -199,7 +199,15 @@ xpj_status xpj_target_parse_for(const char *s, const xpj_cache_config *cache,
     t->kind = XPJ_TARGET_CPU;
     memcpy(t->cpu, s + 4, nl);
     t->cpu[nl] = 0;
-    snprintf(t->features, sizeof t->features, "%s", feat + 1);
+    /* empty items dropped ("+avx2,,+fma," is "+avx2,+fma"): one key for
+     * one list, whatever commas it was written with */
+    size_t w = 0;
+    for (const char *p = feat + 1; *p; p++)
+      if (*p != ',' || (w && t->features[w - 1] != ','))
+        t->features[w++] = *p;
+    if (w && t->features[w - 1] == ',')
+      w--;
+    t->features[w] = 0;
     return XPJ_OK;
   }
   if (strncmp(s, "cpu:", 4) == 0) {

@@ -103,6 +103,18 @@ static void test_targets(void **state) {
   assert_int_equal(xpj_target_parse("cpu:x86-64", &t, err, sizeof err), XPJ_OK);
   xpj_target_str(&t, buf, sizeof buf);
   assert_string_equal(buf, "cpu:x86-64:");
+  /* empty feature items are dropped: a trailing or doubled comma names
+   * the same target (and cache key) as the list without it */
+  static const char *const commas[][2] = {
+      {"cpu:x86-64:+avx2,", "cpu:x86-64:+avx2"},
+      {"cpu:x86-64:,,+avx2,,,-fma,", "cpu:x86-64:+avx2,-fma"},
+      {"cpu:x86-64:,", "cpu:x86-64:"}};
+  for (size_t i = 0; i < sizeof commas / sizeof *commas; i++) {
+    assert_int_equal(xpj_target_parse(commas[i][0], &t, err, sizeof err),
+                     XPJ_OK);
+    xpj_target_str(&t, buf, sizeof buf);
+    assert_string_equal(buf, commas[i][1]);
+  }
   const char *bad[] = {"", "gpu", "spirv:2.0", "spirv:1.9", "ptx", "ptx:sm_60",
                        "ptx:sm_90:ptx50", "ptx:sm90", "ptx:sm_90:x",
                        "cpu:pentium9", "cpu:", "spirv:1.2x",

@@ -366,9 +366,10 @@ bool cli_number(const char *s, long min, long max, long *out) {
 bool cli_target_ok(const char *t, xpj_target *out, char *err, size_t size) {
   if (xpj_target_parse(t, out, err, size) != XPJ_OK)
     return false;
-  /* cpu:NAME:LIST: the library takes LIST as it is, and LLVM passes over
-   * an empty item, so +avx2,, would compile, under a key of its own, as
-   * +avx2 (an empty LIST is the form of no feature: cpu:x86-64:) */
+  /* cpu:NAME:LIST: the library drops an empty item (+avx2,, is +avx2);
+   * on a command line one is more often a feature left out than a stray
+   * comma, so the tool asks (an empty LIST is the form of no feature:
+   * cpu:x86-64:) */
   const char *list = !strncmp(t, "cpu:", 4) ? strchr(t + 4, ':') : NULL;
   if (list && list[1] &&
       (list[1] == ',' || strstr(list, ",,") || t[strlen(t) - 1] == ',')) {
