@@ -832,8 +832,16 @@ static bool lit_fits(parser *p, const token *at, int s, expr *e) {
       return false;
     double v = lit_float(e, s), r = xpj_float_round(s, v);
     if (isfinite(v) && !isfinite(r)) {
-      error(p, at, "floating-point constant %g is out of range for %s "
-            "(infinity(%s) if that is meant)", v, sn, sn);
+      /* the value itself, not %g's six digits (3.4028236e38, past f32's
+       * largest, printed as 3.40282e+38) */
+      char vb[32];
+      for (int prec = 6; prec <= 17; prec++) {
+        snprintf(vb, sizeof vb, "%.*g", prec, v);
+        if (strtod(vb, NULL) == v)
+          break;
+      }
+      error(p, at, "floating-point constant %s is out of range for %s "
+            "(infinity(%s) if that is meant)", vb, sn, sn);
       return false;
     }
     e->k = E_LFLT;

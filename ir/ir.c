@@ -1263,10 +1263,20 @@ xpj_val xpj_b_const_float(xpj_func *f, xpj_block b, xpj_type t, double v,
   double exact = v;
   v = xpj_float_round(s, v);
   if (isfinite(exact) && !isfinite(v)) { /* docs/language.md 4.4 */
-    xpj_set_error(m, "floating-point constant %g is out of range for %s "
-                  "(largest finite %g; infinity(%s) if that is meant)",
-                  exact, xpj_scalar_name((xpj_scalar)s),
-                  float_limit(s, XPJ_LIMIT_MAX), xpj_scalar_name((xpj_scalar)s));
+    /* with the digits that tell the two apart: 3.4028236e38 is past
+     * f32's 3.4028235e38, which %g printed as the same 3.40282e+38 */
+    double max = float_limit(s, XPJ_LIMIT_MAX);
+    char eb[32], mb[32];
+    for (int prec = 6; prec <= 17; prec++) {
+      snprintf(eb, sizeof eb, "%.*g", prec, fabs(exact));
+      snprintf(mb, sizeof mb, "%.*g", prec, max);
+      if (strcmp(eb, mb))
+        break;
+    }
+    xpj_set_error(m, "floating-point constant %s%s is out of range for %s "
+                  "(largest finite %s; infinity(%s) if that is meant)",
+                  exact < 0 ? "-" : "", eb, xpj_scalar_name((xpj_scalar)s),
+                  mb, xpj_scalar_name((xpj_scalar)s));
     return 0;
   }
   xpj_val r = emit(f, b, XPJ_OP_CONST, t, 0, NULL, loc);
