@@ -164,6 +164,11 @@ expect 0 "$CLI" env
 grep -q '^XPJIT_CACHE_DIR' "$tmp/out" || { echo "FAIL: env lists no XPJIT_CACHE_DIR"; fail=1; }
 expect 0 env XPJIT_LOG=info "$CLI" env
 grep -q '^XPJIT_LOG=info$' "$tmp/out" || { echo "FAIL: env does not show XPJIT_LOG=info"; fail=1; }
+# a value with an escape sequence or a newline is printed with '?' for
+# them: nothing reaches the terminal as a control sequence
+expect 0 env "XPJIT_LOG=$(printf 'info\033]0;x\007\nY')" "$CLI" env
+grep -q '^XPJIT_LOG=info?\]0;x??Y$' "$tmp/out" || { echo "FAIL: env prints XPJIT_LOG's control characters"; cat -v "$tmp/out" | grep XPJIT_LOG; fail=1; }
+if LC_ALL=C grep -q "$(printf '\033')" "$tmp/out"; then echo "FAIL: env printed an ESC"; fail=1; fi
 expect 1 env XPJIT_CACHEDIR=/x "$CLI" env
 grep -q 'XPJIT_CACHEDIR (did you mean XPJIT_CACHE_DIR?)' "$tmp/out" || { echo "FAIL: env does not name the typo"; fail=1; }
 expect 2 "$CLI" env --frob

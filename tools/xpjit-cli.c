@@ -626,9 +626,11 @@ static int env_list(bool all) {
     if (!ours && !all)
       continue;
     const char *val = getenv(v->name);
-    if (val)
-      printf("%s=%s\n", v->name, val);
-    else
+    if (val) { /* the user's bytes: no escape sequence reaches a terminal */
+      printf("%s=", v->name);
+      cli_print_clean(val);
+      putchar('\n');
+    } else
       printf("%s (unset: %s)\n", v->name, v->dflt);
     printf("    %s. Values: %s.%s%s\n", v->effect, v->values,
            ours ? "" : " Read by: ", ours ? "" : v->reader);
@@ -642,7 +644,9 @@ static int env_list(bool all) {
     return EXIT_INPUT;
   }
   xpj_env_unknown(unknown, n + 1);
-  printf("not read by xpjit: %s\n", unknown);
+  fputs("not read by xpjit: ", stdout);
+  cli_print_clean(unknown);
+  putchar('\n');
   free(unknown);
   return EXIT_INPUT;
 }
