@@ -77,8 +77,13 @@ int xpj_host_cpu_parse(const char *text, size_t n, char name[64],
     return -1;
   *nl = 0;
   const char *feat = nl + 1;
-  if (strlen(buf) >= NAME_MAX_LEN || strlen(feat) >= FEAT_MAX_LEN ||
-      !plain(buf, NULL) || !plain(feat, "+,"))
+  /* no empty item in the list (a leading, trailing or doubled comma):
+   * not what this file is written with, and not what xpj_target_parse
+   * keeps (it drops them) */
+  size_t fl = strlen(feat);
+  if (strlen(buf) >= NAME_MAX_LEN || fl >= FEAT_MAX_LEN ||
+      !plain(buf, NULL) || !plain(feat, "+,") || feat[0] == ',' ||
+      feat[fl - 1] == ',' || strstr(feat, ",,"))
     return -1;
   memcpy(name, buf, strlen(buf) + 1);
   memcpy(features, feat, strlen(feat) + 1);
