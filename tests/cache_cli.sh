@@ -298,7 +298,7 @@ printf 'kernel k<%s>(y: global f32[]%s) range { y[0] = 1.0; }\n' "$P" "$A" >"$T/
 [ $? = 2 ] || bad "bundle build -j0"
 "$CLI" bundle build examples/saxpy.xpk --dtype f32 --target cpu -o "$T/p.xpb" --json >"$T/o" 2>"$T/e" ||
   bad "bundle build --dtype f32 --json: $(cat "$T/e")"
-grep -q '^{"bundle": ".*p.xpb", "kernels": 1, "compiled": 1, "failed": 0, "skipped": 0, "duplicates": 0, "options": "O2"}$' "$T/o" ||
+grep -q '^{"bundle": ".*p.xpb", "kernels": 1, "compiled": 1, "failed": 0, "skipped": 0, "duplicates": 0, "left_out": 0, "options": "O2"}$' "$T/o" ||
   bad "bundle build --json: $(cat "$T/o")"
 "$CLI" bundle ls "$T/p.xpb" | grep -q "saxpy .* T=f32 " || bad "bundle ls after --dtype f32"
 # -- (an outside probe) a kernel without type or const parameters: its
@@ -310,6 +310,16 @@ printf 'kernel fill(y: global i64[], v: i64) range { y[global_id(0)] = v; }\n' >
   bad "bundle build of a kernel without type parameters: $(cat "$T/e")"
 grep -q 'plain.xpb: 1 kernels (1 compiled, 0 failed, 0 skipped)' "$T/e" ||
   bad "bundle build of a kernel without type parameters: $(cat "$T/e")"
+# a kernel left out for want of a --dtype is counted in the summary (it
+# said "0 skipped", the note above it the only trace)
+printf 'kernel gen<T>(y: global T[]) range { y[global_id(0)] = T(1); }\n' >>"$T/plain.xpk"
+"$CLI" bundle build "$T/plain.xpk" --target cpu -o "$T/plain.xpb" 2>"$T/e" ||
+  bad "bundle build with a kernel left out: $(cat "$T/e")"
+grep -q "skipping kernel gen: no --dtype for its type parameter T" "$T/e" &&
+  grep -q 'plain.xpb: 1 kernels (1 compiled, 0 failed, 0 skipped; 1 kernel of the files left out)' "$T/e" ||
+  bad "bundle build with a kernel left out: $(cat "$T/e")"
+"$CLI" bundle build "$T/plain.xpk" --target cpu -o "$T/plain.xpb" --json 2>/dev/null | grep -q '"left_out": 1,' ||
+  bad "bundle build --json with a kernel left out"
 "$CLI" bundle ls "$T/plain.xpb" | grep -q "fill " || bad "bundle ls: no fill"
 # -- (an outside probe) bundle build takes its options from its command
 # line only: XPJIT_CHECK, which the library adds to every kernel of a

@@ -1155,7 +1155,8 @@ typedef struct job {
 typedef struct jobs {
   job *v;
   size_t n, cap;
-  bool failed; /* out of memory */
+  size_t left_out; /* kernels of the files with no job: bindings missing */
+  bool failed;     /* out of memory */
 } jobs;
 
 static void add_job(jobs *js, const job *j) {
@@ -1187,6 +1188,7 @@ static int plan_kernel(const build_req *b, xpj_program *prog,
   if (b->bs.positional && given > xpj_func_tparam_count(f)) {
     fprintf(stderr, "%s: skipping kernel %s: it takes %u type parameters, "
             "--dtype gives %u\n", file, kn, xpj_func_tparam_count(f), given);
+    js->left_out++;
     return 0;
   }
   for (unsigned t = 0; t < nt; t++) { /* in declaration order */
@@ -1198,6 +1200,7 @@ static int plan_kernel(const build_req *b, xpj_program *prog,
               is_const ? "const" : "type",
               is_const ? xpj_func_const_name(f, (unsigned)gi)
                        : xpj_func_tparam_name(f, (unsigned)gi));
+      js->left_out++;
       return 0;
     }
     int64_t v;
@@ -1539,16 +1542,22 @@ static int build(const build_req *b) {
   size_t compiled = n < ok ? (size_t)n : ok, dups = ok - compiled;
   if (rc == 0 && b->json) {
     rc = cli_json_print(json_pack(
-        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "bundle", cli_jstr(b->outpath),
-        "kernels", cli_jint(n), "compiled", cli_jint(compiled), "failed",
-        cli_jint(failed), "skipped", cli_jint(skipped), "duplicates",
-        cli_jint(dups), "options", cli_jstr(w.options)));
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "bundle",
+        cli_jstr(b->outpath), "kernels", cli_jint(n), "compiled",
+        cli_jint(compiled), "failed", cli_jint(failed), "skipped",
+        cli_jint(skipped), "duplicates", cli_jint(dups), "left_out",
+        cli_jint(js.left_out), "options", cli_jstr(w.options)));
   } else if (rc == 0) {
     fprintf(stderr, "%s: %llu kernels (%zu compiled, %zu failed, %zu "
             "skipped", b->outpath, (unsigned long long)n, compiled, failed,
             skipped);
     if (dups)
       fprintf(stderr, ", %zu duplicate%s", dups, dups == 1 ? "" : "s");
+    /* kernels with no combination at all (their skipping notes above):
+     * counted, or "0 skipped" hid them */
+    if (js.left_out)
+      fprintf(stderr, "; %zu kernel%s of the files left out", js.left_out,
+              js.left_out == 1 ? "" : "s");
     fprintf(stderr, "), options %s\n", *w.options ? w.options : "-");
   }
   for (size_t q = 0; q < js.n; q++) {
