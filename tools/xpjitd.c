@@ -634,7 +634,9 @@ static bool conn_flush(conn *c) {
  * the process a wake-up and the daemon a send. One is held per connection
  * (a client asks one request at a time on each); a second is told at
  * once. */
-static conn *owing; /* the connections that hold one */
+static conn *owing;       /* the connections that hold one */
+static uint64_t owe_next; /* no held one is due before this (the loop
+                             walks owing only then) */
 
 static void owed_drop(conn *c) {
   if (!c->owes)
@@ -674,6 +676,8 @@ static bool tell_pending(conn *c, uint32_t id, uint64_t since,
     c->owes = true;
     c->owe_id = id;
     c->owe_due = due;
+    if (!owing || due < owe_next)
+      owe_next = due;
     c->oprev = NULL;
     c->onext = owing;
     if (owing)
@@ -688,19 +692,27 @@ static bool tell_pending(conn *c, uint32_t id, uint64_t since,
 /* Tells the held PENDINGs that are due; the ms until the next one is due
  * (at most max). */
 static int owed_due(uint64_t now, int max) {
-  int next = max;
-  for (conn *c = owing, *n; c; c = n) {
-    n = c->onext;
-    if (c->owe_due <= now) {
-      uint32_t id = c->owe_id;
-      owed_drop(c);
-      size_t at = frame_begin(c, XPD_PENDING, id);
-      frame_end(c, at); /* (closed on failure: off the list already) */
-    } else if (c->owe_due - now < (uint64_t)next) {
-      next = (int)(c->owe_due - now);
+  if (now >= owe_next) { /* (a list as long as the connections: walked
+                            only when one is due) */
+    for (conn *c = owing, *n; c; c = n) {
+      n = c->onext;
+      if (c->owe_due <= now) {
+        uint32_t id = c->owe_id;
+        owed_drop(c);
+        size_t at = frame_begin(c, XPD_PENDING, id);
+        frame_end(c, at); /* (closed on failure: off the list already) */
+      }
     }
+    owe_next = UINT64_MAX; /* what is left, whatever the sends changed */
+    for (conn *c = owing; c; c = c->onext)
+      if (c->owe_due < owe_next)
+        owe_next = c->owe_due;
   }
-  return next;
+  if (!owing)
+    return max;
+  return owe_next <= now ? 0
+         : owe_next - now < (uint64_t)max ? (int)(owe_next - now)
+                                         : max;
 }
 
 static size_t frame_begin(conn *c, xpd_op op, uint32_t id) {
