@@ -622,8 +622,6 @@ static bool conn_flush(conn *c) {
   return true;
 }
 
-/* Begins a reply frame in c->out; the caller fills it and calls
- * frame_end with what this returns. */
 /* ---- a first look's PENDING, held back ----
  * A first look whose kernel the cache file has no row of is told PENDING,
  * then gets the compile's answer (docs/protocol.md, "First looks"). A
@@ -662,12 +660,13 @@ static void owed_pay(conn *c, uint32_t id) {
   xpd_end(&c->out, at); /* (out of memory: the next frame_end says so) */
 }
 
+static bool frame_end(conn *c, size_t at);
+static size_t frame_begin(conn *c, xpd_op op, uint32_t id);
+
 /* PENDING for id, which came at since from a client that waits wait_ms
  * for it or the answer: held back to half of that, or told now (no wait
  * given, one held already on c, or half of it gone). False when c is gone
  * (closed telling it). */
-static bool frame_end(conn *c, size_t at);
-static size_t frame_begin(conn *c, xpd_op op, uint32_t id);
 static bool tell_pending(conn *c, uint32_t id, uint64_t since,
                          uint64_t wait_ms) {
   uint64_t due = since + wait_ms / 2;
@@ -715,6 +714,8 @@ static int owed_due(uint64_t now, int max) {
                                          : max;
 }
 
+/* Begins a reply frame in c->out; the caller fills it and calls
+ * frame_end with what this returns. */
 static size_t frame_begin(conn *c, xpd_op op, uint32_t id) {
   if (c->out_off) { /* drop what was sent; keep the rest at the front */
     memmove(c->out.p, c->out.p + c->out_off, unsent(c));
