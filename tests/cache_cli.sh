@@ -160,6 +160,17 @@ grep -q "nothing repaired" "$T/o" && ! grep -q "(removed)" "$T/o" ||
   bad "verify --repair --json of a refused cache says repaired"
 [ -p "$T/c3/cache-v2.db.lock" ] || bad "verify --repair replaced the FIFO"
 rm "$T/c3/cache-v2.db.lock" && mv "$T/c3/lock.kept" "$T/c3/cache-v2.db.lock"
+# a file that is not a database: --repair moves it aside and says so once,
+# as its finding (the open's warning said it again on stderr)
+mkdir -m 700 "$T/c9"
+printf 'not a database at all, though long enough to be read as one' >"$T/c9/cache-v2.db"
+XPJIT_CACHE_DIR="$T/c9" "$CLI" cache verify --repair >"$T/o" 2>"$T/e"; [ $? = 1 ] || bad "verify --repair of a damaged file: exit"
+grep -q "bad: file: .*moved to .*cache-v2.db.corrupt, a new one was started" "$T/o" || bad "verify --repair of a damaged file: $(cat "$T/o")"
+if grep -q "moved it to" "$T/e"; then bad "verify --repair said twice that it moved the file: $(cat "$T/e")"; fi
+printf 'not a database at all, though long enough to be read as one' >"$T/c9/cache-v2.db"
+XPJIT_CACHE_DIR="$T/c9" "$CLI" cache verify --repair --json >"$T/o" 2>"$T/e"
+grep -q '"problems": \[".*moved to .*cache-v2.db.corrupt.1, a new one was started"\]' "$T/o" && [ ! -s "$T/e" ] ||
+  bad "verify --repair --json of a damaged file: $(cat "$T/o" "$T/e")"
 "$CLI" cache prune --max-size 1 --json | grep -q '"removed": 2' || bad "prune --max-size"
 "$CLI" cache prune --older-than 1d | grep -q "removed 0" || bad "prune --older-than"
 "$CLI" cache clear >/dev/null || bad "cache clear"

@@ -119,19 +119,44 @@ static void warn_cb(void *ud, const char *msg) {
  * but for the one of the problem that turned it off (xpj_cache_problem):
  * every command reports that itself, as the cache's state ("refusing the
  * cache ..."), not as a program's ("...; compiling without caching"). */
-static xpj_status open_held(const xpj_cache_config *cfg, xpj_cache **c) {
-  held.hold = true;
-  xpj_status st = xpj_cache_open(cfg, c);
-  held.hold = false;
+static bool held_defer; /* open_held leaves them for held_flush */
+
+/* Whether msg is the warning of a file moved aside ("...; moved it to
+ * ASIDE and started a new one") that finding ("file: ...; moved to ASIDE,
+ * a new one was started", xpj_cache_verify's) reports already. */
+static bool said_by(const char *msg, const char *finding) {
+  const char *p = strstr(msg, "; moved it to "), *q;
+  if (!finding || !p || !(q = strstr(p, " and started a new one")))
+    return false;
+  p += strlen("; moved it to ");
+  char want[4400];
+  int n = snprintf(want, sizeof want, "moved to %.*s, a new one was started",
+                   (int)(q - p), p);
+  return n > 0 && (size_t)n < sizeof want && strstr(finding, want);
+}
+
+/* The held warnings printed and let go, but for the one of the problem
+ * that turned c off (NULL: not opened) and the one replaced, a finding of
+ * verify, says already. */
+static void held_flush(xpj_cache *c, const char *replaced) {
   char problem[4600] = "";
-  if (st == XPJ_OK && xpj_cache_mode_of(*c) == XPJ_CACHE_MODE_OFF)
-    xpj_cache_problem(*c, problem, sizeof problem);
+  if (c && xpj_cache_mode_of(c) == XPJ_CACHE_MODE_OFF)
+    xpj_cache_problem(c, problem, sizeof problem);
   for (unsigned i = 0; i < held.n; i++) {
-    if (!*problem || strncmp(held.msg[i], problem, strlen(problem)) != 0)
+    if ((!*problem || strncmp(held.msg[i], problem, strlen(problem)) != 0) &&
+        !said_by(held.msg[i], replaced))
       warn_cb(NULL, held.msg[i]);
     free(held.msg[i]);
   }
   held.n = 0;
+}
+
+static xpj_status open_held(const xpj_cache_config *cfg, xpj_cache **c) {
+  held.hold = true;
+  xpj_status st = xpj_cache_open(cfg, c);
+  held.hold = false;
+  if (!held_defer)
+    held_flush(st == XPJ_OK ? *c : NULL, NULL);
   return st;
 }
 
@@ -217,10 +242,14 @@ typedef struct findings {
   json_t *list;
   uint64_t checked, bad;
   bool failed; /* out of memory: a line is missing from list */
+  char *replaced; /* the finding of a file moved aside (held_flush) */
 } findings;
 
 static void verify_line(void *ud, const char *msg) {
   findings *f = ud;
+  if (!f->replaced && !strncmp(msg, "file: ", 6) &&
+      strstr(msg, ", a new one was started"))
+    f->replaced = strdup(msg);
   if (f->json) {
     f->failed = f->failed || json_array_append_new(f->list, cli_jstr(msg));
     return;
@@ -674,12 +703,20 @@ static int cache_show(const cache_req *r) {
  * reports a damaged file instead of replacing it. */
 static int cache_verify(const cache_req *r) {
   xpj_cache *c;
+  /* the open's warnings after the findings: a file found damaged and
+   * moved aside is one of them, not said twice */
+  held_defer = true;
   int rc = open_cache(r, r->repair ? XPJ_CACHE_MODE_RW : XPJ_CACHE_MODE_RO,
                       &c);
-  if (rc)
+  held_defer = false;
+  if (rc) {
+    held_flush(NULL, NULL);
     return rc;
+  }
   findings f = {.json = r->json, .list = r->json ? json_array() : NULL};
   rc = verify(c, r->repair, &f);
+  held_flush(c, f.replaced);
+  free(f.replaced);
   /* a cache refused or off (another's file, a lock that is a FIFO, a
    * disk it cannot write) was not touched: nothing was removed */
   bool usable = xpj_cache_mode_of(c) == XPJ_CACHE_MODE_RW;
