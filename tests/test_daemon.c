@@ -3671,12 +3671,25 @@ static void test_cache_across_restart(void **state) {
  * first, then the compile's KERNEL (one started for it, or one under way:
  * a second first look of it waits without being keyed again, the file
  * unchanged); FIRST 2 is malformed. */
+
+/* A GET of kernel<T=dtype> with FIRST and FIRST_WAIT (each left out when
+ * 0). */
+static void first_get_wait(int fd, uint32_t id, const char *kernel,
+                           const char *dtype, uint64_t first,
+                           uint64_t wait_ms, uint64_t timeout_ms) {
+  xpd_buf b = {0};
+  build_get_dt(&b, id, kernel, dtype, timeout_ms);
+  if (first)
+    xpd_put_u64(&b, XPD_F_FIRST, first);
+  if (wait_ms)
+    xpd_put_u64(&b, XPD_F_FIRST_WAIT, wait_ms);
+  send_frame(fd, &b);
+}
+
+/* A first look (FIRST first, no FIRST_WAIT) of kernel<T=f32>. */
 static void first_get(int fd, uint32_t id, const char *kernel,
                       uint64_t first) {
-  xpd_buf b = {0};
-  build_get(&b, id, kernel, 0);
-  xpd_put_u64(&b, XPD_F_FIRST, first);
-  send_frame(fd, &b);
+  first_get_wait(fd, id, kernel, "f32", first, 0, 0);
 }
 
 /* The next frame on fd: PENDING for id, or (pending false) a KERNEL for
@@ -4374,18 +4387,6 @@ static void test_first_look(void **state) {
  * that comes sooner (a crashed worker) still comes after PENDING, as the
  * client's walk counts on; FIRST_WAIT without FIRST, or past an hour, is
  * malformed. */
-static void first_get_wait(int fd, uint32_t id, const char *kernel,
-                           const char *dtype, uint64_t first,
-                           uint64_t wait_ms, uint64_t timeout_ms) {
-  xpd_buf b = {0};
-  build_get_dt(&b, id, kernel, dtype, timeout_ms);
-  if (first)
-    xpd_put_u64(&b, XPD_F_FIRST, first);
-  if (wait_ms)
-    xpd_put_u64(&b, XPD_F_FIRST_WAIT, wait_ms);
-  send_frame(fd, &b);
-}
-
 static void test_first_look_held(void **state) {
   (void)state;
   dmn d;

@@ -160,8 +160,7 @@ static struct {
   uint64_t conns_total, conns_refused_uid, conns_refused_busy;
   uint64_t requests, hits_memory, hits_cache, hits_redis, hits_remembered,
       first_looks, first_waits, pendings_held, pendings_spared, lookups,
-      lookups_missed,
-      coalesced, keyed,
+      lookups_missed, coalesced, keyed,
       keyed_shared,
       compiles, compile_failures, compile_transient,
       failures_remembered, jobs_dropped, worker_spawns, spawn_failures,
@@ -524,7 +523,7 @@ typedef struct conn {
   int stalled_queue; /* the socket's unread bytes then (SIOCOUTQ; -1) */
   waiter *waits;   /* its GETs waiting on a compile */
   preq *pending;   /* its GETs being hashed or keyed (parse threads) */
-  /* a first look's PENDING held back (owe_pending): due at owe_due */
+  /* a first look's PENDING held back (tell_pending): due at owe_due */
   bool owes;
   uint32_t owe_id;
   uint64_t owe_due;
@@ -2662,7 +2661,8 @@ static void stats_text(xpd_buf *b) {
       "refused_uid %llu\nrefused_busy %llu\nrefused_memory %llu\n"
       "requests %llu\nhits_memory %llu\nhits_cache %llu\nhits_redis %llu\n"
       "redis %s\nhits_remembered %llu\nfirst_looks %llu\nfirst_waits %llu\n"
-      "pendings_held %llu\npendings_spared %llu\nlookups %llu\nlookups_missed %llu\ncoalesced %llu\nparse_threads %u\n"
+      "pendings_held %llu\npendings_spared %llu\nlookups %llu\n"
+      "lookups_missed %llu\ncoalesced %llu\nparse_threads %u\n"
       "keying %u\nkeyed %llu\nkeyed_shared %llu\ncompiles %llu\n"
       "compile_failures %llu\ncompile_transient %llu\ncompile_ms %.1f\n"
       "failures_remembered %llu\nqueue %u\njobs_dropped %llu\nworkers %u\n"
