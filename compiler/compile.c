@@ -63,8 +63,12 @@
  * without s_mul_hi, and 128-bit products the optimiser formed made of
  * 64-bit ones (target_spirv.c). 9: shape(x, d) and stride(x, d) with a
  * d computed at run time outside 0 .. ndim(x) - 1 are 0 (dimension 0's
- * before; codegen.c select_dim). */
-#define XPJ_CODEGEN_REVISION 9
+ * before; codegen.c select_dim). 10: a decimal float literal rounded once
+ * to f32, f16 or bf16, not through f64 (language.md 4.4); the key of a
+ * specialised kernel changes only where that changes a constant, but a
+ * first-level alias (made from the source, not the IR) would still lead
+ * to code made with the old constant. */
+#define XPJ_CODEGEN_REVISION 10
 
 /* ---- targets and options ------------------------------------------- */
 

@@ -7,6 +7,7 @@
 #include "ir_impl.h"
 
 #include <errno.h>
+#include <fenv.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,7 +249,62 @@ static bool is_digit_of(int base, char c) {
                      : is_digit((unsigned char)c);
 }
 
+/* The double nearest the decimal digits (ties to even), whatever the
+ * caller's rounding mode (a constant must not depend on it: it is cached),
+ * and where the decimal lies beside it (token.fdir): what rounding it once
+ * to f32, f16 or bf16 needs (xpj_float_round_dir). A C library whose
+ * strtod ignored the rounding mode would give 0: rounded through f64. */
+static double decimal_nearest(const char *digits, int8_t *dir) {
+  int mode = fegetround();
+  fesetround(FE_DOWNWARD);
+  volatile double lo = strtod(digits, NULL);
+  fesetround(FE_UPWARD);
+  volatile double hi = strtod(digits, NULL);
+  fesetround(FE_TONEAREST);
+  volatile double d = strtod(digits, NULL);
+  fesetround(mode);
+  *dir = lo == hi || (d != lo && d != hi) ? 0 : d == lo ? 1 : -1;
+  return d;
+}
+
+/* A numeric literal's characters (its '_'s left out), NUL-terminated: in
+ * small until they outgrow it, then on the heap (a literal has no length
+ * limit but the source's) */
+typedef struct numbuf {
+  char *p, *small;
+  size_t n, cap;
+} numbuf;
+
+static bool num_put(lx *l, numbuf *d, char c) {
+  if (d->n + 2 > d->cap) {
+    size_t cap = d->cap * 2;
+    char *p = xpj_realloc(d->p == d->small ? NULL : d->p, cap);
+    if (!p) {
+      l->oom = true;
+      return false;
+    }
+    if (d->p == d->small)
+      memcpy(p, d->small, d->n);
+    d->p = p;
+    d->cap = cap;
+  }
+  d->p[d->n++] = c;
+  d->p[d->n] = 0;
+  return true;
+}
+
+static void lex_number_in(lx *l, numbuf *d);
+
 static void lex_number(lx *l) {
+  char small[128];
+  numbuf d = {small, small, 0, sizeof small};
+  small[0] = 0;
+  lex_number_in(l, &d);
+  if (d.p != small)
+    xpj_free(d.p);
+}
+
+static void lex_number_in(lx *l, numbuf *d) {
   const char *s = l->s;
   uint32_t start = l->pos, p = start;
   int base = 10;
@@ -261,9 +317,6 @@ static void lex_number(lx *l) {
     base = 2;
     p += 2;
   }
-  char digits[128];
-  size_t nd = 0;
-  bool too_long = false;
   uint32_t dstart = p;
   bool stray_sep = false; /* an '_' not between two digits */
   for (; p < l->len; p++) {
@@ -289,8 +342,8 @@ static void lex_number(lx *l) {
                   ((s[p + 1] == '+' || s[p + 1] == '-') && p + 2 < l->len &&
                    is_digit((unsigned char)s[p + 2])))) {
         is_float = true;
-        if (nd < sizeof digits - 2)
-          digits[nd++] = c;
+        if (!num_put(l, d, c))
+          return;
         p++;
         c = s[p];
         ok = true;
@@ -298,12 +351,11 @@ static void lex_number(lx *l) {
     }
     if (!ok)
       break;
-    if (nd < sizeof digits - 1)
-      digits[nd++] = c;
-    else
-      too_long = true;
+    if (!num_put(l, d, c))
+      return;
   }
-  digits[nd] = 0;
+  const char *digits = d->p;
+  size_t nd = d->n;
   uint32_t end = p;
   int suf = suffix(l, &end);
   token *t = push(l, TK_INT, start, end - start);
@@ -325,10 +377,6 @@ static void lex_number(lx *l) {
              "digits");
     return;
   }
-  if (too_long) {
-    error_at(l, start, "numeric literal is too long");
-    return;
-  }
   t->suffix = (uint8_t)suf;
   if (is_float || xpj_scalar_float_valued(suf)) {
     if (base != 10) {
@@ -337,7 +385,7 @@ static void lex_number(lx *l) {
     }
     t->kind = TK_FLOAT;
     errno = 0;
-    t->val.f = strtod(digits, NULL);
+    t->val.f = decimal_nearest(digits, &t->fdir);
     if (!isfinite(t->val.f)) {
       error_at(l, start, "floating-point literal is out of range");
       return;

@@ -49,6 +49,8 @@ typedef struct token {
   uint8_t punct;     /* TK_PUNCT */
   uint8_t suffix;    /* literal suffix scalar, XPJ_VOID if none */
   uint8_t bad;       /* a literal with a lexical error (reported): poison */
+  int8_t fdir;       /* TK_FLOAT: where the decimal lies beside val.f, its
+                        nearest double: 1 above, -1 below, 0 at it */
   uint32_t off, len; /* bytes in the source */
   uint32_t line, col;
   union {

@@ -58,6 +58,9 @@ typedef struct expr {
   xpj_type t;
   int64_t i;
   double f;
+  int8_t fdir; /* E_LFLT: where the decimal literal f stands for lies
+                  beside f: 1 above, -1 below, 0 at it (token.fdir); 0 for
+                  a folded value */
   const token *tok; /* representative token */
   const token *name; /* the symbol it names, if any */
   uint8_t mut;       /* MUT_*: why it cannot be assigned */
@@ -83,6 +86,7 @@ typedef struct sym {
   xpj_type t;
   int64_t i;
   double f;
+  int8_t fdir; /* S_LIT: expr.fdir */
   uint8_t mut;
   bool deferred; /* S_ARRAY: sized by unbound const parameters */
 } sym;
@@ -106,6 +110,7 @@ typedef struct mconst {
   int scalar;     /* declared type, XPJ_VOID if untyped */
   int64_t i;
   double f;
+  int8_t fdir;    /* expr.fdir */
 } mconst;
 
 /* A const parameter of the function being parsed: unbound (a value
@@ -619,7 +624,8 @@ static expr val_expr(xpj_func *f, xpj_val v, const token *t) {
 static bool in_function(parser *p, const token *t) {
   if (p->f)
     return true;
-  error(p, t, "not a constant expression");
+  error(p, t, "not a constant expression (a module constant's value is made "
+        "of literals, other module constants, operators and casts)");
   return false;
 }
 
@@ -637,6 +643,15 @@ static bool fits_i32(const expr *e) {
  * beyond f16's range (65520 and up) would round to infinity, which a
  * literal may not become (4.4), as a float literal may not; reported at
  * `at` when not. */
+/* A negative untyped constant where unsigned type s is wanted: `-1`, and
+ * `~0`, whose exact value is -1 too (4.4) */
+static void neg_unsigned(parser *p, const token *at, int64_t v, int s) {
+  const char *sn = xpj_scalar_name((xpj_scalar)s);
+  error(p, at, "constant %lld is negative and cannot have unsigned type %s "
+        "(untyped literals keep their exact value; a suffixed one has the "
+        "type's arithmetic: ~0%s is all ones)", (long long)v, sn, sn);
+}
+
 static bool int_lit_in_range(parser *p, const token *at, int s,
                              const expr *e) {
   if (isfinite(xpj_float_of_int(s, e->i, e->big)))
@@ -698,8 +713,7 @@ static xpj_val lit_value(parser *p, const expr *e, xpj_type want) {
     } else if (ws == XPJ_U64 || param) {
       /* any bit pattern */
     } else if (e->i < 0 && ws >= XPJ_U8 && ws <= XPJ_U32) {
-      error(p, e->tok, "negative literal %lld cannot have unsigned type %s",
-            (long long)e->i, xpj_scalar_name((xpj_scalar)ws));
+      neg_unsigned(p, e->tok, e->i, ws);
       return 0;
     }
     xpj_val v = xpj_b_const_int(p->f, p->b, want, e->i, loc(p, e->tok));
@@ -717,7 +731,8 @@ static xpj_val lit_value(parser *p, const expr *e, xpj_type want) {
           "cast", tb);
     return 0;
   }
-  xpj_val v = xpj_b_const_float(p->f, p->b, want, e->f, loc(p, e->tok));
+  xpj_val v = xpj_b_const_float_dir(p->f, p->b, want, e->f, e->fdir,
+                                    loc(p, e->tok));
   if (!v)
     berror(p, e->tok);
   return v;
@@ -830,7 +845,8 @@ static bool lit_fits(parser *p, const token *at, int s, expr *e) {
   if (xpj_scalar_float_valued(s)) {
     if (e->k == E_LINT && !int_lit_in_range(p, at, s, e))
       return false;
-    double v = lit_float(e, s), r = xpj_float_round(s, v);
+    double v = lit_float(e, s),
+           r = xpj_float_round_dir(s, v, e->k == E_LFLT ? e->fdir : 0);
     if (isfinite(v) && !isfinite(r)) {
       /* the value itself, not %g's six digits (3.4028236e38, past f32's
        * largest, printed as 3.40282e+38) */
@@ -846,6 +862,7 @@ static bool lit_fits(parser *p, const token *at, int s, expr *e) {
     }
     e->k = E_LFLT;
     e->f = r;
+    e->fdir = 0; /* a value of s now */
     return true;
   }
   if (e->suffix == s || s == XPJ_U64)
@@ -856,8 +873,7 @@ static bool lit_fits(parser *p, const token *at, int s, expr *e) {
     return false;
   }
   if (e->i < 0 && s >= XPJ_U8) {
-    error(p, at, "negative literal %lld cannot have unsigned type %s",
-          (long long)e->i, sn);
+    neg_unsigned(p, at, e->i, s);
     return false;
   }
   if (wrap_to((xpj_scalar)s, e->i) != e->i) {
@@ -944,6 +960,10 @@ static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
     return err_expr(optok);
   }
   double x = lit_float(&a, r.suffix), y = lit_float(&b, r.suffix);
+  if (fl && r.suffix) { /* the type's arithmetic on its values */
+    x = xpj_float_round_dir(r.suffix, x, a.k == E_LFLT ? a.fdir : 0);
+    y = xpj_float_round_dir(r.suffix, y, b.k == E_LFLT ? b.fdir : 0);
+  }
   if (op >= XPJ_EQ) {
     bool res = false;
     if (fl) {
@@ -969,6 +989,7 @@ static expr fold_lits(parser *p, xpj_binop op, expr a, expr b,
   }
   if (fl) {
     r.k = E_LFLT;
+    r.fdir = 0; /* computed: the nearest double of no decimal */
     switch (op) {
     case XPJ_ADD: r.f = x + y; break;
     case XPJ_SUB: r.f = x - y; break;
@@ -1653,6 +1674,7 @@ static expr parse_unary(parser *p) {
     } else if (t->punct == P_MINUS && e.k == E_LFLT) {
       r = e;
       r.f = -e.f;
+      r.fdir = (int8_t)-e.fdir;
       r.tok = t;
     } else if (!in_function(p, t)) {
       r = err_expr(t);
@@ -2270,6 +2292,66 @@ static expr parse_user_call(parser *p, const token *name, fn_info *fi) {
   return e;
 }
 
+/* f32(x), i64(C) in a module constant's value (3.3): x a literal, untyped
+ * or suffixed, or a constant; the cast a function's would give, folded. An
+ * untyped literal becomes the type as it does in a `let` (its value must
+ * fit); a typed value is converted as at run time (integers wrap, floats
+ * round once), except that a float beyond the integer type's range, whose
+ * cast has no defined value (11.2), is an error here. */
+static expr fold_cast(parser *p, const token *name, int ts, expr a) {
+  const char *tn = xpj_scalar_name((xpj_scalar)ts);
+  expr r = a;
+  r.tok = name;
+  r.depth = 0;
+  if (ts == XPJ_BOOL) {
+    bool v = a.k == E_LFLT ? a.f != 0 : a.i != 0;
+    return bool_lit(name, v, a.gdep);
+  }
+  if (a.boolean) { /* bool(...) to a number: 0 or 1 */
+    r.boolean = false;
+    r.suffix = (uint8_t)ts;
+    r.k = xpj_scalar_float_valued(ts) ? E_LFLT : E_LINT;
+    r.f = (double)a.i;
+    return r;
+  }
+  if (!a.suffix && (a.k == E_LINT || xpj_scalar_float_valued(ts))) {
+    if (!lit_fits(p, name, ts, &r)) /* an untyped literal, as in a let */
+      return err_expr(name);
+    r.suffix = (uint8_t)ts;
+    return r;
+  }
+  r.suffix = (uint8_t)ts;
+  r.fdir = 0;
+  if (a.k == E_LINT) { /* a typed integer */
+    if (xpj_scalar_float_valued(ts)) {
+      r.k = E_LFLT;
+      r.f = xpj_float_of_int(ts, a.i, a.suffix == XPJ_U64);
+    } else {
+      r.i = wrap_to((xpj_scalar)ts, lit_exact(&a));
+      r.big = ts == XPJ_U64 && (uint64_t)r.i > INT64_MAX;
+    }
+    return r;
+  }
+  if (xpj_scalar_float_valued(ts)) { /* a typed float, or f64 */
+    r.f = xpj_float_round(ts, a.f);
+    return r;
+  }
+  /* a float to an integer type: truncated, within the type's range */
+  double t = trunc(a.f);
+  bool is_u = ts >= XPJ_U8 && ts <= XPJ_U64;
+  double lo = is_u ? 0 : -ldexp(1.0, (int)xpj_scalar_bits((xpj_scalar)ts) - 1),
+         hi = ldexp(1.0, (int)xpj_scalar_bits((xpj_scalar)ts) - !is_u);
+  if (!(t >= lo && t < hi)) {
+    error(p, name, "floating-point constant %g is out of range for %s: its "
+          "cast has no defined value", a.f, tn);
+    return err_expr(name);
+  }
+  r.k = E_LINT;
+  r.i = is_u ? (int64_t)(uint64_t)t : (int64_t)t;
+  r.big = ts == XPJ_U64 && (uint64_t)r.i > INT64_MAX;
+  return r;
+}
+
 /* T(x), f32(x): explicit conversion. */
 static expr parse_cast(parser *p, const token *name, xpj_type to) {
   expr args[1];
@@ -2280,7 +2362,11 @@ static expr parse_cast(parser *p, const token *name, xpj_type to) {
     syntax(p, name, "a cast takes exactly one value");
     return err_expr(name);
   }
-  if (args[0].k == E_ERR || !in_function(p, name))
+  if (args[0].k == E_ERR)
+    return err_expr(name);
+  if (!p->f && is_lit(&args[0]) && !xpj_type_is_param(p->m, to))
+    return fold_cast(p, name, xpj_type_scalar_of(p->m, to), args[0]);
+  if (!in_function(p, name))
     return err_expr(name);
   int ts = xpj_type_scalar_of(p->m, to);
   xpj_val v;
@@ -2378,6 +2464,7 @@ static expr parse_name(parser *p, const token *name) {
       e.k = s->litk;
       e.i = s->i;
       e.f = s->f;
+      e.fdir = s->fdir;
       e.big = s->big;
       e.boolean = s->boolean;
       e.mut = MUT_CONST;
@@ -2429,6 +2516,7 @@ static expr parse_name(parser *p, const token *name) {
     e.k = c->litk;
     e.i = c->i;
     e.f = c->f;
+    e.fdir = c->fdir;
     e.big = c->big;
     e.boolean = c->boolean;
     if (!p->f && !c->boolean)
@@ -2486,7 +2574,7 @@ static expr parse_primary(parser *p) {
       if (t->kind == TK_INT)
         e.i = (int64_t)t->val.u;
       else
-        e.f = t->val.f;
+        e.f = t->val.f, e.fdir = t->fdir;
       e.mut = MUT_TEMP;
       e.big = t->kind == TK_INT && t->val.u > (uint64_t)INT64_MAX;
       break;
@@ -2499,6 +2587,7 @@ static expr parse_primary(parser *p) {
       e.k = t->kind == TK_INT ? E_LINT : E_LFLT;
       e.i = (int64_t)t->val.u;
       e.f = t->kind == TK_INT ? (double)t->val.u : t->val.f;
+      e.fdir = t->kind == TK_INT ? 0 : t->fdir;
       e.big = t->kind == TK_INT && t->val.u > (uint64_t)INT64_MAX;
       if (!lit_fits(p, t, t->suffix, &e)) /* as in a function */
         return err_expr(t);
@@ -2510,6 +2599,7 @@ static expr parse_primary(parser *p) {
       lit.k = t->kind == TK_INT ? E_LINT : E_LFLT;
       lit.i = (int64_t)t->val.u;
       lit.f = t->val.f;
+      lit.fdir = t->kind == TK_INT ? 0 : t->fdir;
       e = val_expr(p->f, lit_value(p, &lit, scalar_t(p, (xpj_scalar)t->suffix)),
                    t);
     }
@@ -2854,6 +2944,7 @@ static void parse_local_const(parser *p) {
       s->litk = e.k;
       s->i = e.i;
       s->f = e.f;
+      s->fdir = e.fdir;
       s->big = e.big;
       s->boolean = e.boolean;
     }
@@ -3782,6 +3873,7 @@ static void parse_const_item(parser *p) {
   c->scalar = scalar;
   c->i = e.i;
   c->f = e.f;
+  c->fdir = e.fdir;
   c->big = e.big;
   c->boolean = e.boolean;
 }

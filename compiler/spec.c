@@ -171,7 +171,7 @@ static xpj_val copy_inst(fctx *x, xpj_val sv, xpj_block db) {
                    "use a cast", in->imm.f, xpj_scalar_name((xpj_scalar)s));
         return 0;
       }
-      return xpj_b_const_float(f, db, t, in->imm.f, l);
+      return xpj_b_const_float_dir(f, db, t, in->imm.f, xpj_const_dir(in), l);
     }
     if (s == XPJ_BOOL && xpj_type_is_param(x->c->src, in->type)) {
       spec_error(x->c, l, "integer literal cannot have type bool");

@@ -126,6 +126,58 @@ double xpj_float_round(int s, double v) {
   return v;
 }
 
+/* The values of float scalar s (f32, f16, bf16) next to a > 0, which is
+ * none of them: *lo < a < *hi. Past the largest finite value, *hi is the
+ * value one step beyond it, where rounding goes to infinity. */
+static void float_neighbours(int s, double a, double *lo, double *hi) {
+  double r = xpj_float_round(s, a);
+  if (s == XPJ_F32) {
+    float fr = (float)r; /* exact */
+    if (isinf(fr)) {
+      *lo = FLT_MAX;
+      *hi = ldexp(1.0, FLT_MAX_EXP);
+    } else if (r > a) {
+      *hi = r;
+      *lo = nextafterf(fr, 0.0f);
+    } else {
+      *lo = r;
+      *hi = fr == FLT_MAX ? ldexp(1.0, FLT_MAX_EXP)
+                          : nextafterf(fr, INFINITY);
+    }
+    return;
+  }
+  half_fmt f = s == XPJ_F16 ? F16_FMT : BF16_FMT;
+  uint16_t h = half_from_double(f, r); /* r >= 0: no sign bit */
+  uint16_t inf = (uint16_t)(((1u << f.ebits) - 1) << f.p);
+  /* the step past the largest: as far from it as it is from the one before */
+  double max = half_to_double(f, (uint16_t)(inf - 1)),
+         past = max + (max - half_to_double(f, (uint16_t)(inf - 2)));
+  if (h == inf) {
+    *lo = max;
+    *hi = past;
+  } else if (r > a) {
+    *hi = r;
+    *lo = half_to_double(f, (uint16_t)(h - 1));
+  } else {
+    *lo = r;
+    *hi = h + 1 == inf ? past : half_to_double(f, (uint16_t)(h + 1));
+  }
+}
+
+double xpj_float_round_dir(int s, double v, int dir) {
+  double r = xpj_float_round(s, v);
+  if (!dir || r == v || !isfinite(v) ||
+      (s != XPJ_F32 && s != XPJ_F16 && s != XPJ_BF16))
+    return r; /* v itself, or of s's values, or f64 */
+  double a = fabs(v), lo, hi;
+  float_neighbours(s, a, &lo, &hi);
+  if (a - lo != hi - a) /* exact: a, lo and hi are within a binade or two */
+    return r;           /* not halfway: the decimal is on v's side */
+  bool up = (v < 0) == (dir < 0); /* the decimal's magnitude is above a */
+  /* (hi past the largest finite value rounds to infinity) */
+  return copysign(up ? xpj_float_round(s, hi) : lo, v);
+}
+
 /* |v| (v's bits read as u64 when is_u64) rounded to nearest even to p
  * significant bits in integer arithmetic, whatever the rounding mode:
  * the result is exact in a double. */
@@ -1250,6 +1302,11 @@ xpj_val xpj_b_const_int(xpj_func *f, xpj_block b, xpj_type t, int64_t v,
 
 xpj_val xpj_b_const_float(xpj_func *f, xpj_block b, xpj_type t, double v,
                           xpj_loc loc) {
+  return xpj_b_const_float_dir(f, b, t, v, 0, loc);
+}
+
+xpj_val xpj_b_const_float_dir(xpj_func *f, xpj_block b, xpj_type t, double v,
+                              int dir, xpj_loc loc) {
   if (!f)
     return 0;
   xpj_module *m = f->mod;
@@ -1261,7 +1318,8 @@ xpj_val xpj_b_const_float(xpj_func *f, xpj_block b, xpj_type t, double v,
     return 0;
   }
   double exact = v;
-  v = xpj_float_round(s, v);
+  bool param = xpj_type_is_param(m, t); /* rounded when T is bound */
+  v = xpj_float_round_dir(s, v, dir);
   if (isfinite(exact) && !isfinite(v)) { /* docs/language.md 4.4 */
     /* with the digits that tell the two apart: 3.4028236e38 is past
      * f32's 3.4028235e38, which %g printed as the same 3.40282e+38 */
@@ -1281,7 +1339,9 @@ xpj_val xpj_b_const_float(xpj_func *f, xpj_block b, xpj_type t, double v,
   }
   xpj_val r = emit(f, b, XPJ_OP_CONST, t, 0, NULL, loc);
   if (r) {
-    f->insts[r].aux = 1;
+    f->insts[r].aux = !param || !dir ? XPJ_CONST_FLOAT
+                      : dir > 0      ? XPJ_CONST_ABOVE
+                                     : XPJ_CONST_BELOW;
     f->insts[r].imm.f = v;
   }
   return r;
@@ -1431,7 +1491,8 @@ xpj_val xpj_b_unop(xpj_func *f, xpj_block b, xpj_unop op, xpj_val v,
         loc);
   if (op == XPJ_NEG && f->insts[v].op == XPJ_OP_CONST && f->insts[v].aux &&
       xpj_scalar_is_float(s))
-    return xpj_b_const_float(f, b, t, -f->insts[v].imm.f, loc);
+    return xpj_b_const_float_dir(f, b, t, -f->insts[v].imm.f,
+                                 -xpj_const_dir(&f->insts[v]), loc);
   xpj_val out = emit(f, b, XPJ_OP_UNOP, t, 1, &v, loc);
   if (out)
     f->insts[out].aux = (uint8_t)op;

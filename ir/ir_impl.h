@@ -221,6 +221,28 @@ static inline bool xpj_scalar_float_valued(int s) {
 /* v rounded to nearest even to float scalar s (f64: v itself), whatever
  * the caller's rounding mode; beyond s's range: infinity */
 double xpj_float_round(int s, double v);
+/* A decimal literal rounded once to float scalar s, given v, the double
+ * nearest it, and dir, where the decimal lies beside v: above (> 0), below
+ * (< 0) or at it (0). Where v is halfway between two values of s the
+ * decimal is not: it goes to the one on its side (language.md 4.4). */
+double xpj_float_round_dir(int s, double v, int dir);
+
+/* A CONST's aux: 0 an integer (imm.i), else a float (imm.f); a float of a
+ * type parameter's type made from a decimal literal keeps where the decimal
+ * lies beside imm.f, rounded to the bound type once (spec.c) */
+enum {
+  XPJ_CONST_FLOAT = 1, /* imm.f is the value */
+  XPJ_CONST_ABOVE = 2, /* the decimal is above imm.f, its nearest double */
+  XPJ_CONST_BELOW = 3, /* ... below it */
+};
+/* The dir of xpj_float_round_dir a float CONST's aux says */
+static inline int xpj_const_dir(const xpj_inst *in) {
+  return in->aux == XPJ_CONST_ABOVE ? 1 : in->aux == XPJ_CONST_BELOW ? -1 : 0;
+}
+/* xpj_b_const_float for a decimal literal: v its nearest double, dir as
+ * xpj_float_round_dir's (kept in aux where t is a type parameter) */
+xpj_val xpj_b_const_float_dir(xpj_func *f, xpj_block b, xpj_type t, double v,
+                              int dir, xpj_loc loc);
 /* integer v (its bits read as u64 when is_u64) converted to float scalar s
  * as a cast does at run time: rounded once (bf16: through f64, 4.3) */
 double xpj_float_of_int(int s, int64_t v, bool is_u64);

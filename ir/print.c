@@ -80,6 +80,9 @@ static void put_const(printer *p, const xpj_inst *in) {
     xpj_buf_puts(p->out, tmp);
     if (!strpbrk(tmp, ".eEn"))
       xpj_buf_puts(p->out, ".0");
+    if (xpj_const_dir(in)) /* the literal's decimal beside it (ir_impl.h) */
+      xpj_buf_puts(p->out, xpj_const_dir(in) > 0 ? " (literal above)"
+                                                 : " (literal below)");
   } else if (xpj_type_scalar_of(p->f->mod, in->type) == XPJ_U64) {
     xpj_buf_printf(p->out, "%llu", (unsigned long long)in->imm.i);
   } else {

@@ -1076,7 +1076,11 @@ static const char *check_const(const xpj_module *m, const xpj_inst *in) {
     return "a constant has no operands";
   if (in->order == XPJ_CONST_CAST && !param)
     return "a constant a cast typed is of a type parameter's type";
-  if (in->aux == 1)
+  if (in->aux == XPJ_CONST_ABOVE || in->aux == XPJ_CONST_BELOW)
+    return param ? NULL
+                 : "a literal's side of its double kept where no type "
+                   "parameter is";
+  if (in->aux == XPJ_CONST_FLOAT)
     return xpj_scalar_float_valued(s) || param
                ? NULL
                : "floating-point constant of a type that is not";

@@ -11,6 +11,7 @@
 #include "ir_impl.h"  /* xpj_alloc_fail_after */
 #include "lex.h"      /* xpj_lex: test_lex_punctuators, test_lex_words */
 
+#include <fenv.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -57,6 +58,20 @@ static void test_diagnostics(void **state) {
   }
 }
 
+/* m printed (m destroyed); fails unless it has every string of want (what
+ * says which IR in the message). The caller frees it. */
+static char *printed_with(xpj_module *m, const char *const *want, size_t n,
+                          const char *what) {
+  char *ir = NULL;
+  size_t len;
+  assert_int_equal(xpj_module_print(m, &ir, &len), XPJ_OK);
+  xpj_module_destroy(m);
+  for (size_t i = 0; i < n; i++)
+    if (!strstr(ir, want[i]))
+      fail_msg("%sno '%s' in:\n%s", what, want[i], ir);
+  return ir;
+}
+
 /* Parses src, which must be accepted, and fails unless its printed IR
  * has every string of want; returns the IR (the caller frees it). */
 static char *expect_ir(const char *src, const char *const *want, size_t n) {
@@ -65,14 +80,7 @@ static char *expect_ir(const char *src, const char *const *want, size_t n) {
   if (parse_src(src, &m, &diag) != XPJ_OK)
     fail_msg("%s", diag);
   free(diag);
-  char *ir = NULL;
-  size_t len;
-  assert_int_equal(xpj_module_print(m, &ir, &len), XPJ_OK);
-  xpj_module_destroy(m);
-  for (size_t i = 0; i < n; i++)
-    if (!strstr(ir, want[i]))
-      fail_msg("no '%s' in:\n%s", want[i], ir);
-  return ir;
+  return printed_with(m, want, n, "");
 }
 
 /* Untyped integer constant expressions have their exact value (or an
@@ -203,6 +211,138 @@ static void test_constant_rules(void **state) {
                                         "const 4.5 : bf16",
                                         "const -0.5 : bf16"};
   free(expect_ir(bf, want_bf, sizeof want_bf / sizeof *want_bf));
+}
+
+/* Casts in a module constant's value (language.md 3.3; they were "not a
+ * constant expression", so an i64 constant could not be made of an i32
+ * one: an outside probe): folded as a function's would be. */
+static void test_constant_casts(void **state) {
+  (void)state;
+  static const char src[] =
+      "const A = i64(4i32);\n"
+      "const B = u8(300i32);\n"
+      "const C = i32(2.5);\n"
+      "const D = f32(16777217i64);\n"
+      "const E = bool(3);\n"
+      "const F = f16(C);\n"
+      "const G = i64(-2.9f32);\n"
+      "const H: u64 = u64(-1i64);\n"
+      "const I = f64(1.00000005960464477539062500001f32);\n"
+      "const J: i64 = i64(A) * 2;\n"
+      "kernel k(o: global i64[], b: global u8[], i: global i32[],\n"
+      "         f: global f32[], h: global f16[], u: global u64[],\n"
+      "         d: global f64[]) range(1) {\n"
+      "    o[0] = A; b[0] = B; i[0] = C; f[0] = D;\n"
+      "    if E { h[0] = F; }\n"
+      "    o[1] = G; u[0] = H; d[0] = I; o[2] = J;\n"
+      "}\n";
+  static const char *const want[] = {
+      "const 4 : i64",  "const 44 : u8",         "const 2 : i32",
+      "const 16777216.0 : f32", "const 1 : bool", "const 2.0 : f16",
+      "const -2 : i64", "const 18446744073709551615 : u64",
+      "const 1.0000001192092896 : f64", "const 8 : i64"};
+  free(expect_ir(src, want, sizeof want / sizeof *want));
+}
+
+/* The IR of kernel k of m specialised with T = t; fails unless it has
+ * every string of want. */
+static void expect_spec_ir(xpj_module *m, xpj_scalar t,
+                           const char *const *want, size_t n) {
+  const char *names[] = {"T"};
+  xpj_spec sp = {1, names, &t, 0, 0, NULL, NULL};
+  xpj_module *s = NULL;
+  assert_int_equal(xpj_specialize(m, "k", &sp, &s, NULL), XPJ_OK);
+  char what[32];
+  snprintf(what, sizeof what, "T=%s: ", xpj_scalar_name(t));
+  free(printed_with(s, want, n, what));
+}
+
+/* A decimal literal is rounded once to its type (language.md 4.4): the
+ * lexer knows on which side of its nearest double the decimal lies, and a
+ * double halfway between two values of f32, f16 or bf16 goes to the one
+ * on the decimal's side. Rounded through f64, each case below gave the
+ * other neighbour (1.00000005960464477539062500001f32 was 1.0, as gcc's
+ * strtof does not say), and 65519.99999999999999f16 and the decimal just
+ * below f32's overflow midpoint were "out of range" (an outside probe).
+ * The same in a module constant, an untyped one used as f32, one folded
+ * with a suffixed operand, after unary minus, in T(...) and as T when T is
+ * bound; a literal has no length limit (it was 127 characters); the
+ * caller's rounding mode changes nothing and is left as found. */
+static void test_decimal_literals(void **state) {
+  (void)state;
+  char src[2048];
+  char longlit[260];
+  memset(longlit, '3', sizeof longlit - 1);
+  longlit[0] = '0', longlit[1] = '.';
+  longlit[sizeof longlit - 1] = 0;
+  snprintf(src, sizeof src,
+           "const C = 8.000000476837158203125000001;\n"
+           "const D: f32 = 32.0000019073486328125000001;\n"
+           "const E = 16.000000953674316406250000001 * 1.0f32;\n"
+           "kernel k(g: global f32[], h: global f16[], b: global bf16[],\n"
+           "         d: global f64[]) range(1) {\n"
+           "    g[0] = 1.00000005960464477539062500001f32;\n"
+           "    g[1] = 2.000000357627868652343749999;\n"
+           "    g[2] = f32(-1.00000005960464477539062500001);\n"
+           "    g[3] = 340282356779733661637539395458142568447.0f32;\n"
+           "    g[4] = C; g[5] = D; g[6] = E;\n"
+           "    h[0] = 1.00048828125000000000001f16;\n"
+           "    h[1] = -65519.99999999999999f16;\n"
+           "    b[0] = 1.00390625000000000000001;\n"
+           "    d[0] = 1.00000005960464477539062500001;\n"
+           "    d[1] = %s;\n"
+           "}\n",
+           longlit);
+  static const char *const want[] = {
+      "const 1.00000012 : f32",      "const 2.00000024 : f32",
+      "const -1.00000012 : f32",     "const 3.40282347e+38 : f32",
+      "const 8.00000095 : f32",      "const 32.0000038 : f32",
+      "const 16.0000019 : f32",      "const 1.0009765625 : f16",
+      "const -65504.0 : f16",        "const 1.0078125 : bf16",
+      "const 1.0000000596046448 : f64",
+      "const 0.33333333333333331 : f64"};
+  static const int modes[] = {FE_TONEAREST, FE_UPWARD, FE_DOWNWARD,
+                              FE_TOWARDZERO};
+  for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+    /* parsed in the mode, printed in the default one (printf rounds in
+     * the mode it finds) */
+    xpj_module *m = NULL;
+    assert_int_equal(fesetround(modes[i]), 0);
+    xpj_status st = parse_src(src, &m, NULL);
+    int left = fegetround();
+    fesetround(FE_TONEAREST);
+    assert_int_equal(left, modes[i]);
+    assert_int_equal(st, XPJ_OK);
+    char what[32];
+    snprintf(what, sizeof what, "mode %zu: ", i);
+    free(printed_with(m, want, sizeof want / sizeof *want, what));
+  }
+  /* as T: the side kept in the generic IR, used when T is bound */
+  static const char gen[] =
+      "kernel k<T>(o: global T[]) range(1) {\n"
+      "    o[0] = T(1.00000005960464477539062500001);\n"
+      "    o[1] = -1.00000005960464477539062500001;\n"
+      "    o[2] = 2.000000357627868652343749999;\n"
+      "}\n";
+  static const char *const want_gen[] = {
+      "const cast 1.0000000596046448 (literal above) : T",
+      "const -1.0000000596046448 (literal below) : T",
+      "const 2.0000003576278687 (literal below) : T"};
+  free(expect_ir(gen, want_gen, sizeof want_gen / sizeof *want_gen));
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(gen, &m, NULL), XPJ_OK);
+  static const char *const f32s[] = {"const 1.00000012 : f32",
+                                     "const -1.00000012 : f32",
+                                     "const 2.00000024 : f32"};
+  expect_spec_ir(m, XPJ_F32, f32s, 3);
+  static const char *const f16s[] = {"const 1.0 : f16", "const -1.0 : f16",
+                                     "const 2.0 : f16"};
+  expect_spec_ir(m, XPJ_F16, f16s, 3);
+  static const char *const f64s[] = {"const 1.0000000596046448 : f64",
+                                     "const -1.0000000596046448 : f64",
+                                     "const 2.0000003576278687 : f64"};
+  expect_spec_ir(m, XPJ_F64, f64s, 3);
+  xpj_module_destroy(m);
 }
 
 /* A conditional of two literals takes the type its value is converted
@@ -1288,6 +1428,8 @@ int main(void) {
       cmocka_unit_test(test_diagnostics),
       cmocka_unit_test(test_constant_values),
       cmocka_unit_test(test_conditional_literals),
+      cmocka_unit_test(test_decimal_literals),
+      cmocka_unit_test(test_constant_casts),
       cmocka_unit_test(test_typed_constant_wrap),
       cmocka_unit_test(test_constant_rules),
       cmocka_unit_test(test_caret_rendering),

@@ -8,6 +8,7 @@
 #include "ir_impl.h"
 
 #include <fenv.h>
+#include <math.h>
 #include <stdio.h>
 
 #define PINNED_AXPY_F32_1 "778b8bdf3240dd85fba44503b4f1730669286602b185f1d4c5853d6971222fd0"
@@ -190,6 +191,65 @@ static void test_rounding_mode(void **state) {
     assert_int_equal(xpj_f16_from_double(65519.99), 0x7bff);
     assert_int_equal(xpj_f16_from_double(65520.0), 0x7c00);
     assert_int_equal(fegetround(), modes[i]);
+  }
+  fesetround(FE_TONEAREST);
+}
+
+/* xpj_float_round_dir: a double halfway between two values of f32, f16 or
+ * bf16 goes to the one on the side of the decimal it is the nearest double
+ * of (dir), to even without one; not halfway, dir changes nothing; at the
+ * overflow midpoint a decimal below it is the largest finite value, one
+ * above it infinity; below the smallest subnormal, zero of v's sign; f64
+ * is v itself. In every rounding mode. */
+static void test_round_dir(void **state) {
+  (void)state;
+  static const int modes[] = {FE_TONEAREST, FE_UPWARD, FE_DOWNWARD,
+                              FE_TOWARDZERO};
+  double f32max = 0x1.fffffep127, f32past = 0x1p128 - 0x1p103;
+  struct {
+    int s;
+    double v;
+    int dir;
+    double want;
+  } c[] = {
+      {XPJ_F32, 1 + 0x1p-24, 1, 1 + 0x1p-23},
+      {XPJ_F32, 1 + 0x1p-24, -1, 1},
+      {XPJ_F32, 1 + 0x1p-24, 0, 1},
+      {XPJ_F32, 1 + 3 * 0x1p-24, -1, 1 + 0x1p-23},
+      {XPJ_F32, 1 + 3 * 0x1p-24, 0, 1 + 0x1p-22},
+      {XPJ_F32, -(1 + 0x1p-24), -1, -(1 + 0x1p-23)},
+      {XPJ_F32, -(1 + 0x1p-24), 1, -1},
+      {XPJ_F32, 1 + 0x1p-24 + 0x1p-40, -1, 1 + 0x1p-23}, /* not halfway */
+      {XPJ_F32, 1 + 0x1p-23, -1, 1 + 0x1p-23},           /* a value of f32 */
+      {XPJ_F32, f32past, -1, f32max},
+      {XPJ_F32, f32past, 1, HUGE_VAL},
+      {XPJ_F32, f32past, 0, HUGE_VAL},
+      {XPJ_F32, -f32past, 1, -f32max},
+      {XPJ_F32, 0x1p-150, 1, 0x1p-149},
+      {XPJ_F32, 0x1p-150, -1, 0},
+      {XPJ_F32, -0x1p-150, 1, -0.0},
+      {XPJ_F16, 65520, -1, 65504},
+      {XPJ_F16, 65520, 1, HUGE_VAL},
+      {XPJ_F16, 0x1p-25, 1, 0x1p-24},
+      {XPJ_F16, 0x1p-25, -1, 0},
+      {XPJ_F16, 1 + 0x1p-11, 1, 1 + 0x1p-10},
+      {XPJ_BF16, 1 + 0x1p-8, 1, 1 + 0x1p-7},
+      {XPJ_BF16, 1 + 0x1p-8, -1, 1},
+      {XPJ_BF16, 0x1.ffp127, -1, 0x1.fep127},
+      {XPJ_BF16, 0x1.ffp127, 1, HUGE_VAL},
+      {XPJ_F64, 1 + 0x1p-24, 1, 1 + 0x1p-24},
+  };
+  for (size_t k = 0; k < sizeof modes / sizeof *modes; k++) {
+    assert_int_equal(fesetround(modes[k]), 0);
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+      double got = xpj_float_round_dir(c[i].s, c[i].v, c[i].dir);
+      if (got != c[i].want || signbit(got) != signbit(c[i].want)) {
+        fesetround(FE_TONEAREST);
+        fail_msg("mode %zu case %zu: %a rounded to %a, want %a", k, i,
+                 c[i].v, got, c[i].want);
+      }
+    }
+    assert_int_equal(fegetround(), modes[k]);
   }
   fesetround(FE_TONEAREST);
 }
@@ -603,6 +663,7 @@ int main(void) {
       cmocka_unit_test(test_builder_type_errors),
       cmocka_unit_test(test_constant_folding),
       cmocka_unit_test(test_rounding_mode),
+      cmocka_unit_test(test_round_dir),
       cmocka_unit_test(test_verifier),
       cmocka_unit_test(test_print),
       cmocka_unit_test(test_hash_equal_and_different),
