@@ -13,12 +13,12 @@ from . import _lib, _sycl
 from ._accel import _fast
 from ._dtypes import scalar_name, scalar_value
 from ._errors import InvalidArgumentError, UnsupportedError, check
-from ._runtime import Device, Queue, get_device
+from ._runtime import Device, Queue, get_device, _Owner
 
 # ---- memory ---------------------------------------------------------------
 
 
-class _Allocation:
+class _Allocation(_Owner):
     """Memory of a device from xpj_mem_alloc, freed with the last array
     that uses it (after the commands that use it: the library defers)."""
 
@@ -48,7 +48,7 @@ def _let_go(mem):
         pass
 
 
-class _Import:
+class _Import(_Owner):
     """Memory another library owns, registered with the device for as
     long as an array uses it (xpj_mem_import; owner kept alive)."""
 
@@ -118,7 +118,7 @@ def _usm_release(key):
             _let_go(e[0])  # under the lock: a new import of it waits
 
 
-class _UsmMemory:
+class _UsmMemory(_Owner):
     """dpctl's memory under xpjit.ndarrays: its owner (the object whose
     __sycl_usm_array_interface__ gave it) kept alive, the import it needs
     (shared), and the interface's syclobj and read-only flag, which the
@@ -801,7 +801,7 @@ def _export(a):
         _capsule_destructor, ctypes.c_void_p))
 
 
-class _DLOwner:
+class _DLOwner(_Owner):
     """Holds a consumed DLPack tensor; calls its deleter when dropped."""
 
     def __init__(self, capsule, mt_ptr, source):

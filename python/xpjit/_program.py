@@ -17,7 +17,7 @@ from ._dtypes import scalar_name, scalar_value
 from ._errors import (InvalidArgumentError, NotFoundError,
                       SpecializationError, check, error)
 from ._runtime import (Device, Event, Queue, current_queue, get_context,
-                       get_device, _b, _Guard, _path, _retire, _wait,
+                       get_device, _b, _Guard, _Owner, _path, _retire, _wait,
                        _wake_fd)
 
 from ._accel import _fast  # the C launch path, when it was built
@@ -79,7 +79,7 @@ def _compile_opts(options):
     return o
 
 
-class Program:
+class Program(_Owner):
     """Kernel source, parsed once (xpj_program). Syntax and type errors
     raise KernelSyntaxError with the rendered diagnostics (file:line:col,
     the line, a caret) and .diagnostics."""
@@ -337,7 +337,7 @@ def _explicit(kernel, dtypes, consts):
     return bound, cvals
 
 
-class _Spec:
+class _Spec(_Owner):
     """One specialisation compiled for one device: the C kernel and the
     argument buffers its launches fill (reused: under the kernel's lock)."""
 
@@ -392,7 +392,7 @@ class _Spec:
         return self.info.compile_millis
 
 
-class Kernel(_KernelBase):
+class Kernel(_Owner, _KernelBase):
     """A kernel of a program, generic until called. k(grid, *args) or
     k[grid, local](*args) launches it: grid is the global size (an int, or
     1 to 3 ints, the first dimension first), local the work-group size

@@ -89,6 +89,34 @@ def _path(p, what="a path"):
     return _no_nul(b, what, p)
 
 
+# ---- objects that own a handle ---------------------------------------------
+
+class _Owner:
+    """A base of the classes whose objects own a handle of the C library
+    (a context, queue, event, program, kernel, memory): one object, one
+    handle, released once by its close() or __del__. A copy would share
+    the handle and release it a second time (copy.copy of a Context
+    destroyed the C context twice, of an Event released it twice, of a
+    Queue closed the original with the copy): copy.copy, copy.deepcopy
+    and pickle raise TypeError, as they do for CuPy's streams and
+    PyOpenCL's contexts. Share the object itself."""
+
+    __slots__ = ()
+
+    def _no_copy(self, *args):
+        raise TypeError("%s owns a handle of the xpjit library and cannot "
+                        "be copied or pickled (share the object itself)"
+                        % _kind(self))
+
+    __copy__ = __deepcopy__ = __reduce__ = __reduce_ex__ = _no_copy
+
+
+def _kind(obj):
+    t = type(obj)
+    return "xpjit.%s" % t.__name__ if not t.__name__.startswith("_") \
+        else "an xpjit %s object" % t.__name__.lstrip("_")
+
+
 # ---- handles in use --------------------------------------------------------
 
 class _PyGuard:
@@ -260,7 +288,7 @@ else:
     _wait, _interrupt = _py_wait, _py_interrupt
 
 
-class Context:
+class Context(_Owner):
     """Devices, the compile cache and loaded kernels (xpj_context).
 
     visible: a device filter limiting what the context sees (XPJIT_DEVICE's
@@ -561,6 +589,22 @@ class Device:
 
 
 
+    # a Device owns nothing (its context does): a copy is the device
+    # itself, as the context gives one object per device; a pickle would
+    # carry an address, refused
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("xpjit.Device is a device of a live context and "
+                        "cannot be pickled (pickle its id, %r, and select it "
+                        "again with xpjit.Device)" % self.id)
+
+    __reduce__ = __reduce_ex__
+
     def __repr__(self):
         return "<xpjit.Device %s: %s>" % (self.id, self.name)
 
@@ -603,7 +647,7 @@ _queues = {}
 _queues_lock = threading.Lock()
 
 
-class Queue:
+class Queue(_Owner):
     """An in-order queue of a device (xpj_queue): launches and copies run
     on it asynchronously, in order. profiling: events record timestamps;
     launch_timeout_ms: stops a launch that runs longer (the CPU only)."""
@@ -704,7 +748,7 @@ class Queue:
             self.device.id, "" if self._guard.h else " (closed)")
 
 
-class Event:
+class Event(_Owner):
     """A command's completion (xpj_event)."""
 
     _STATES = ["queued", "running", "complete", "failed"]

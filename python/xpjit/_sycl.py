@@ -28,6 +28,7 @@ import numpy as np
 from . import _lib
 from ._dtypes import scalar_name
 from ._errors import InvalidArgumentError, UnsupportedError
+from ._runtime import _Owner
 
 # libsycl's members used here, by their Itanium-mangled names
 _SYMBOLS = {
@@ -373,7 +374,7 @@ def is_cpu_device(cl_dev):
                 _CL_DEVICE_TYPE_CPU)
 
 
-class Native:
+class Native(_Owner):
     """An OpenCL handle SYCL retained for us, released when dropped."""
 
     def __init__(self, handle, release):

@@ -1,0 +1,91 @@
+"""A second outside probe's defects (each test failed before its fix):
+objects owning a handle of the C library copied (a double destroy),
+array attributes that launches trust made writable, CUDA-interface memory
+imported twice, set() casting silently, ReductionKernel identities that
+did not compile, unclear messages, a device's default queue closed for
+good, and fork() with a launch in flight."""
+import copy
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import xpjit
+
+SRC = """
+kernel fill1(y: global f32[]) range {
+    let i = global_id(0);
+    if i < size(y) { y[i] = 1.0; }
+}
+kernel add1<T>(y: global T[*]) range {
+    let i = global_id(0);
+    if i < size(y) { y[i] += T(1); }
+}
+kernel two(x: global const f32[], y: global f32[]) range {
+    let i = global_id(0);
+    if i < size(y) { y[i] = x[i] + 1.0; }
+}
+"""
+
+
+def _child(code, timeout=120):
+    """Runs code in a fresh interpreter (what it does would crash or hang
+    this one without the fix): its exit status and output."""
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
+                       capture_output=True, text=True, timeout=timeout,
+                       env=dict(os.environ))
+    return r.returncode, r.stdout + r.stderr
+
+
+# ---- 1. copies of objects that own a handle --------------------------------
+
+def test_handle_owners_refuse_copy_deepcopy_and_pickle():
+    """copy.copy(Context) destroyed the C context twice (a segfault at the
+    second object's end), copy.copy(Event) released the event twice (a
+    use after free: the next wait hung), copy.copy(Queue) and
+    copy.copy(Program) shared one Guard, so the copy's end closed the
+    original. Each such object now refuses copy.copy, copy.deepcopy and
+    pickle with TypeError; a Device (owned by its context) copies as
+    itself and refuses pickle; ndarray copies its memory as before."""
+    rc, out = _child("""
+        import copy, gc, pickle
+        import numpy as np, xpjit
+        SRC = %r
+        ctx = xpjit.Context()
+        p = xpjit.Program(SRC, context=ctx)
+        q = xpjit.Queue(ctx.device("cpu"))
+        d = xpjit.zeros(4, device=ctx.device("cpu"))
+        ev = p.fill1.launch(4, d, queue=q)
+        objs = [ctx, p, q, ev, p.fill1, p.fill1.specialize(ndim=0,
+                device=ctx.device("cpu")), d._mem,
+                xpjit.from_dlpack(np.zeros(3))._mem]
+        for o in objs:
+            for f in (copy.copy, copy.deepcopy, pickle.dumps):
+                try:
+                    f(o)
+                except TypeError as e:
+                    assert "cannot be copied or pickled" in str(e), e
+                else:
+                    raise SystemExit("%%s copied by %%s" %% (o, f))
+        gc.collect()
+        ev.wait()                    # the event, queue, program and
+        y = np.zeros(4, np.float32)  # context still work
+        p.fill1(4, y, queue=q)
+        assert y.tolist() == [1.0] * 4 and d.get().tolist() == [1.0] * 4
+        dev = ctx.device("cpu")
+        assert copy.copy(dev) is dev and copy.deepcopy(dev) is dev
+        try:
+            pickle.dumps(dev)
+        except TypeError as e:
+            assert "cpu:0" in str(e)
+        else:
+            raise SystemExit("a Device pickled")
+        c = copy.deepcopy({"a": d})["a"]   # ndarray: a copy of the memory
+        assert c.ptr != d.ptr and c.get().tolist() == [1.0] * 4
+        print("OK")
+    """ % SRC)
+    assert rc == 0 and "OK" in out, out
