@@ -559,12 +559,12 @@ class _Env:
 
     @staticmethod
     def bent(a, **attrs):
-        """A view of a with its attributes set (shape, strides; ptr, which
-        is read-only, through its private field: what a broken binding
+        """A view of a with its attributes set (ptr, shape, strides, which
+        are read-only, through their private fields: what a broken binding
         could hand the library, whose checks these cases are about)."""
         v = a[...]
         for k, val in attrs.items():
-            setattr(v, "_ptr" if k == "ptr" else k, val)
+            setattr(v, "_" + k, val)
         return v
 
 

@@ -89,3 +89,29 @@ def test_handle_owners_refuse_copy_deepcopy_and_pickle():
         print("OK")
     """ % SRC)
     assert rc == 0 and "OK" in out, out
+
+
+# ---- 2. what launches trust is read-only ------------------------------------
+
+def test_array_attributes_launches_trust_are_read_only():
+    """d.shape = (1 << 26,) on a 4-element array was taken as it was, and
+    the next launch wrote 64 MiB past the array's end (a segfault); so
+    were strides, dtype and device (memory read as what it is not), and a
+    queue's device. They are read-only now (AttributeError), as .ptr was."""
+    prog = xpjit.Program(SRC)
+    host = np.zeros(4, np.float32)
+    d = xpjit.from_dlpack(host)
+    for name, value in (("shape", (1 << 26,)), ("strides", (0,)),
+                        ("dtype", np.dtype(np.float64)),
+                        ("device", xpjit.Device("cpu")), ("ptr", 0)):
+        before = getattr(d, name)
+        with pytest.raises(AttributeError):
+            setattr(d, name, value)
+        assert getattr(d, name) == before
+    prog.add1(4, d)   # the fast path and the slow one
+    prog.add1(4, d, wait=True)
+    assert host.tolist() == [2.0] * 4
+    q = xpjit.Queue()
+    for name, value in (("device", xpjit.Device("cpu")), ("profiling", 1)):
+        with pytest.raises(AttributeError):
+            setattr(q, name, value)

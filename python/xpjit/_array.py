@@ -261,8 +261,8 @@ class ndarray:
     def __init__(self, shape, dtype=np.float32, device=None, kind=None,
                  strides=None, _mem=None, _ptr=None):
         try:
-            self.dtype = np.dtype(dtype)
-            scalar_name(self.dtype)  # refuses dtypes xpjit has no type for
+            self._dtype = np.dtype(dtype)
+            scalar_name(self._dtype)  # refuses dtypes xpjit has no type for
         except (TypeError, ValueError) as e:
             raise InvalidArgumentError(str(e)) from None
         try:
@@ -275,12 +275,12 @@ class ndarray:
             raise InvalidArgumentError("bad shape %r (at most %d dimensions,"
                                        " none negative)" % (shape,
                                                             _lib.MAX_RANK))
-        if math.prod(shape) * self.dtype.itemsize >= 1 << 62:
+        if math.prod(shape) * self._dtype.itemsize >= 1 << 62:
             raise InvalidArgumentError("shape %r of %s is too large"
-                                       % (shape, self.dtype))
-        self.shape = shape
+                                       % (shape, self._dtype))
+        self._shape = shape
         device = _device_arg(device, "xpjit.ndarray")
-        self.device = device if device is not None else get_device()
+        self._device = device if device is not None else get_device()
         if _mem is None:
             nbytes = math.prod(shape) * self.dtype.itemsize
             if kind is None:
@@ -301,8 +301,9 @@ class ndarray:
         # device's handle
         self._code = _lib.SCALAR[scalar_name(self.dtype)]
         self._dv = self.device._h.value
-        self.strides = (_c_strides(shape, self.dtype.itemsize)
-                        if strides is None else tuple(int(s) for s in strides))
+        self._strides = (_c_strides(shape, self._dtype.itemsize)
+                         if strides is None else tuple(int(s) for s in
+                                                       strides))
 
     @property
     def _host(self):
@@ -322,7 +323,16 @@ class ndarray:
         self._sync = 2 if self._readonly else 1 if host else (
             0 if isinstance(self._mem, _Allocation) else 2)
 
-    # -- NumPy-like attributes
+    # -- NumPy-like attributes, read-only: launches trust them to describe
+    # the memory (a shape set larger made a kernel write past its end;
+    # another dtype or device, memory read as what it is not). reshape(),
+    # views and .view-like copies give arrays of other shapes.
+    shape = property(lambda s: s._shape, doc="the extents (a tuple)")
+    strides = property(lambda s: s._strides,
+                       doc="bytes between elements, per axis (a tuple)")
+    dtype = property(lambda s: s._dtype, doc="the element type")
+    device = property(lambda s: s._device,
+                      doc="the xpjit.Device the memory is of")
     ndim = property(lambda s: len(s.shape))
     size = property(lambda s: math.prod(s.shape))
     itemsize = property(lambda s: s.dtype.itemsize)

@@ -1049,8 +1049,9 @@ PyMODINIT_FUNC PyInit__fast(void) {
     py_sigint = sa.sa_handler;
   s_dv = PyUnicode_InternFromString("_dv");
   s_ptr = PyUnicode_InternFromString("_ptr"); /* ndarray.ptr's value */
-  s_shape = PyUnicode_InternFromString("shape");
-  s_strides = PyUnicode_InternFromString("strides");
+  /* ndarray.shape's and .strides' values (read-only properties) */
+  s_shape = PyUnicode_InternFromString("_shape");
+  s_strides = PyUnicode_InternFromString("_strides");
   s_code = PyUnicode_InternFromString("_code");
   s_sync = PyUnicode_InternFromString("_sync");
   s_call_slow = PyUnicode_InternFromString("_call_slow");

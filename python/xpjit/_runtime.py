@@ -668,22 +668,27 @@ class Queue(_Owner):
             raise InvalidArgumentError(
                 "launch_timeout_ms is an int of 0 (none) to 2**64 - 1, not "
                 "%r" % (launch_timeout_ms,))
-        self.device = device if device is not None else get_device()
+        self._device = device if device is not None else get_device()
         d = _lib.QueueDesc(1 if profiling else 0, ms)
         h = ctypes.c_void_p()
-        check(_lib.queue_create(self.device.handle, ctypes.byref(d),
+        check(_lib.queue_create(self._device.handle, ctypes.byref(d),
                                 ctypes.byref(h)))
         # the handle, for the C launch path (_fast.c) too, and the device's
         self._guard = _Guard(h.value, InvalidArgumentError,
                              "the queue is closed")
-        self._dv = self.device._h.value
-        self.profiling = bool(profiling)
+        self._dv = self._device._h.value
+        self._profiling = bool(profiling)
         # objects kept alive until the work using them is done: (event,
         # objects) pairs, dropped once the event has completed
         self._keep = []
         self._klock = threading.Lock()
         with _queues_lock:
             _queues.setdefault(self._dv, weakref.WeakSet()).add(self)
+
+    # read-only: launches take the queue's device from it
+    device = property(lambda s: s._device, doc="the queue's xpjit.Device")
+    profiling = property(lambda s: s._profiling,
+                         doc="whether events record timestamps")
 
     @property
     def handle(self):
