@@ -115,3 +115,46 @@ def test_array_attributes_launches_trust_are_read_only():
     for name, value in (("device", xpjit.Device("cpu")), ("profiling", 1)):
         with pytest.raises(AttributeError):
             setattr(q, name, value)
+
+
+# ---- 3. CUDA-interface memory imported once per range -----------------------
+
+class _CAI:
+    """A __cuda_array_interface__ over a NumPy array's memory (which the
+    CPU device takes as memory the host reads)."""
+
+    def __init__(self, a, shape=None, offset=0):
+        self.a = a
+        self.__cuda_array_interface__ = {
+            "data": (a.ctypes.data + offset * a.itemsize, False),
+            "shape": a.shape if shape is None else shape,
+            "typestr": a.dtype.str, "version": 2, "strides": None}
+
+
+def test_cuda_array_interface_imports_are_shared():
+    """from_cuda_array_interface of one object twice (device=cpu) said the
+    second import would "overlap the 32-byte allocation", as did one such
+    object given twice as a kernel argument: each range is imported once
+    per device now, counted, let go with the last array that uses it (as
+    dpctl's USM was); a range inside one imported already shares it."""
+    from xpjit import _array
+    cpu = xpjit.Device("cpu")
+    y = np.arange(8, dtype=np.float32)
+    c = _CAI(y)
+    a1 = xpjit.from_cuda_array_interface(c, device=cpu)
+    a2 = xpjit.from_cuda_array_interface(c, device=cpu)
+    inner = xpjit.from_cuda_array_interface(_CAI(y, (4,), 2), device=cpu)
+    mine = [k for k in _array._imports if k[0] == cpu._h.value]
+    assert len(mine) == 1 and _array._imports[mine[0]][1] == 3
+    assert a1.get().tolist() == a2.get().tolist() == list(range(8))
+    assert inner.get().tolist() == [2.0, 3.0, 4.0, 5.0]
+    prog = xpjit.Program(SRC)
+    # one object for both parameters, each argument an import of it
+    prog.two(8, c, c, queue=cpu.queue)
+    assert y.tolist() == [float(v + 1) for v in range(8)]
+    del a1, a2
+    assert _array._imports[mine[0]][1] == 1
+    del inner
+    assert mine[0] not in _array._imports  # let go with the last
+    a3 = xpjit.from_cuda_array_interface(c, device=cpu)  # imported anew
+    assert a3.get()[0] == 1.0

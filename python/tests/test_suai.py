@@ -114,7 +114,7 @@ class Iface:
 
 def _no_imports_left():
     gc.collect()
-    return not _array._usm_imports
+    return not _array._imports
 
 
 # ---- dpctl -> xpjit ---------------------------------------------------------
@@ -172,8 +172,8 @@ def test_one_allocation_many_arguments(prog, dev, q):
     np.testing.assert_array_equal(dpt.asnumpy(x),
                                   [15] * 8 + list(range(8, 16)))
     prog.copy(16, kept, x[::-1], queue=dev.queue)
-    mine = [k for k in _array._usm_imports if k[0] == dev._h.value]
-    assert len(mine) == 1 and _array._usm_imports[mine[0]][1] == 1
+    mine = [k for k in _array._imports if k[0] == dev._h.value]
+    assert len(mine) == 1 and _array._imports[mine[0]][1] == 1
     del kept
     assert _no_imports_left()
 
@@ -387,7 +387,7 @@ def test_round_trip(prog, ocl, q):
     z = xpjit.zeros(6, np.float32, device=ocl)
     t = dpt.asarray(z)
     back = xpjit.asarray(t, device=ocl)
-    assert back.ptr == z.ptr and not _array._usm_imports
+    assert back.ptr == z.ptr and not _array._imports
     prog.axpb(6, np.float32(1), np.float32(4), back)
     t += 1
     # dpctl's in-place add is queued on its own queue: waited for before

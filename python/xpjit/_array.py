@@ -67,55 +67,94 @@ _KINDS = {"device": _lib.MEM_DEVICE, "host": _lib.MEM_HOST,
           "shared": _lib.MEM_SHARED}
 
 
-# ---- SYCL USM (dpctl's __sycl_usm_array_interface__) ----------------------
+# ---- imports of another library's memory, shared -------------------------
 #
-# A USM allocation is imported whole (xpj_mem_import of the base and size
-# the driver reports), once per xpjit device however many arrays, views
-# and arguments use it (two imports of one range would overlap): counted
-# here, let go with the last array that uses it. Its owners (the objects
-# whose interface gave it) are kept by the arrays themselves, so that one
-# of them lives while the import does.
+# Memory of another library is imported (xpj_mem_import) once per xpjit
+# device and range, however many arrays, views and arguments use it (two
+# imports of one range overlap, which the library refuses): counted here,
+# let go with the last array that uses it. A USM allocation is imported
+# whole (the base and size the driver reports); memory of a
+# __cuda_array_interface__ or a CUDA DLPack tensor as the range the array
+# reaches, which a later array inside it shares. The owners (the objects
+# whose interface gave the memory) are kept by the arrays themselves, so
+# that one of them lives while the import does.
 
-_usm_imports = {}  # (device handle, base) -> [_Import, arrays using it]
-_usm_lock = threading.RLock()  # RLock: a release may run inside an acquire
+_imports = {}  # (device handle, base) -> [_Import, arrays using it, end]
+_imports_lock = threading.RLock()  # RLock: a release may run in an acquire
 
 
-def _usm_acquire(device, base, size, kind, first, last):
-    """The key of the import of USM [base, base + size) on device, for an
-    array reaching [first, last); None where xpjit has the range already
-    (its own allocation, exported: the owner keeps it)."""
-    key = (device._h.value, base)
-    with _usm_lock:
-        e = _usm_imports.get(key)
+def _import_acquire(device, base, size, kind, first, last, what):
+    """The key of the import of [base, base + size) on device, shared with
+    the arrays using it already, for an array reaching [first, last); one
+    imported before that holds [first, last) is shared too. None where
+    xpjit has the range already (its own allocation, exported: the owner
+    keeps it)."""
+    dv = device._h.value
+    with _imports_lock:
+        key = (dv, base)
+        e = _imports.get(key)
+        if e is None or e[2] < last:
+            e = None
+            for k, v in _imports.items():
+                if k[0] == dv and k[1] <= first and last <= v[2]:
+                    key, e = k, v
+                    break
         if e is not None:
             e[1] += 1
             # a collection between the get and the count may have let the
             # last other array go (its release runs here, the lock being
             # reentrant): then the entry is dead, import anew
-            if _usm_imports.get(key) is e:
+            if _imports.get(key) is e:
                 return key
+            key = (dv, base)
         b, n = ctypes.c_void_p(), ctypes.c_size_t()
         if _lib.mem_query(device.handle, first, ctypes.byref(b),
                           ctypes.byref(n), None) == 0:
             if b.value <= first and last <= b.value + n.value:
                 return None
             raise InvalidArgumentError(
-                "__sycl_usm_array_interface__: bytes [%#x, %#x) overlap "
-                "memory %s has registered otherwise ([%#x, %#x))" % (
-                    first, last, device.id, b.value, b.value + n.value))
-        _usm_imports[key] = [_Import(device, base, size, kind, None), 1]
+                "%s: bytes [%#x, %#x) overlap memory %s has registered "
+                "otherwise ([%#x, %#x))" % (
+                    what, first, last, device.id, b.value,
+                    b.value + n.value))
+        _imports[key] = [_Import(device, base, size, kind, None), 1,
+                         base + max(int(size), 1)]
         return key
 
 
-def _usm_release(key):
-    with _usm_lock:
-        e = _usm_imports.get(key)
+def _import_release(key):
+    with _imports_lock:
+        e = _imports.get(key)
         if e is None:
             return
         e[1] -= 1
         if e[1] == 0:
-            del _usm_imports[key]
+            del _imports[key]
             _let_go(e[0])  # under the lock: a new import of it waits
+
+
+class _Foreign(_Owner):
+    """Device memory of another library (a __cuda_array_interface__, a
+    CUDA DLPack tensor) under xpjit.ndarrays: its owner kept alive, the
+    import it needs (shared), and whether the interface says read-only."""
+
+    host = False
+
+    def __init__(self, owner, key, kind, readonly=False):
+        self.owner, self.key, self.kind = owner, key, kind
+        self.readonly = readonly
+
+    def __del__(self):
+        key, self.key = getattr(self, "key", None), None
+        if key is not None and _import_release is not None:
+            try:
+                _import_release(key)
+            except Exception:  # interpreter shutdown
+                pass
+
+
+# ---- SYCL USM (dpctl's __sycl_usm_array_interface__) ----------------------
+# A USM allocation is imported whole, shared as above.
 
 
 class _UsmMemory(_Owner):
@@ -134,9 +173,9 @@ class _UsmMemory(_Owner):
 
     def __del__(self):
         key, self.key = getattr(self, "key", None), None
-        if key is not None and _usm_release is not None:
+        if key is not None and _import_release is not None:
             try:
-                _usm_release(key)
+                _import_release(key)
             except Exception:  # interpreter shutdown
                 pass
 
@@ -888,8 +927,11 @@ def from_dlpack(obj, device=None):
         if stream is not None:
             device.wait_native(stream)
         lo, hi = _span(shape, strides)
-        mem = _Import(device, ptr + lo, hi - lo + dtype.itemsize,
-                      _lib.MEM_DEVICE, owner)
+        if hi >= lo:
+            first, last = ptr + lo, ptr + hi + dtype.itemsize
+            mem = _Foreign(owner, _import_acquire(
+                device, first, last - first, _lib.MEM_DEVICE, first, last,
+                "DLPack"), _lib.MEM_DEVICE)
     out = ndarray(shape, dtype, device, strides=strides, _mem=mem, _ptr=ptr)
     # host memory another library reads as it likes (NumPy's): launches
     # that use it return when done, as with NumPy arrays themselves
@@ -956,9 +998,11 @@ def from_cuda_array_interface(obj, device=None):
         # back, not the object's memory)
         raise InvalidArgumentError("__cuda_array_interface__: data is NULL "
                                    "for %d elements" % math.prod(shape))
-    mem = _Import(device, ptr + lo, hi - lo + dtype.itemsize,
-                  _lib.MEM_DEVICE, obj)
-    mem.readonly = bool(readonly)
+    first, last = ptr + lo, ptr + hi + dtype.itemsize
+    mem = _Foreign(obj, _import_acquire(device, first, last - first,
+                                        _lib.MEM_DEVICE, first, last,
+                                        "__cuda_array_interface__"),
+                   _lib.MEM_DEVICE, bool(readonly))
     return ndarray(shape, dtype, device, strides=strides, _mem=mem,
                    _ptr=ptr)
 
@@ -998,8 +1042,9 @@ def from_sycl_usm_array_interface(obj, device=None):
                                        % (device.id, why))
     key = None
     if u.base is not None:
-        key = _usm_acquire(device, u.base, u.size, _KINDS[u.kind], s.first,
-                           s.last)
+        key = _import_acquire(device, u.base, u.size, _KINDS[u.kind],
+                              s.first, s.last,
+                              "__sycl_usm_array_interface__")
     mem = _UsmMemory(obj, key, s.syclobj, s.readonly)
     return ndarray(s.shape, s.dtype, device, strides=s.strides, _mem=mem,
                    _ptr=s.ptr)

@@ -12,7 +12,7 @@ import numpy as np
 from . import _lib
 from ._array import (ndarray, from_cuda_array_interface, from_dlpack,
                      from_sycl_usm_array_interface, _has_suai, _Allocation,
-                     _Import)
+                     _Foreign, _Import)
 from ._dtypes import scalar_name, scalar_value
 from ._errors import (InvalidArgumentError, NotFoundError,
                       SpecializationError, check, error)
@@ -688,7 +688,7 @@ def _other_devices(kernel, args, queue):
     for i, a in enumerate(args):
         if not isinstance(a, ndarray) or a._dv == queue._dv:
             continue
-        if isinstance(a._mem, (_Allocation, _Import)) and \
+        if isinstance(a._mem, (_Allocation, _Foreign, _Import)) and \
                 a._mem.kind == _lib.MEM_DEVICE:
             # (the same id in two contexts read "memory of opencl:0, which
             # the queue's device opencl:0 cannot use")
@@ -759,7 +759,10 @@ def _coerce_array(a, queue=None):
     if hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
         return from_dlpack(a)
     if hasattr(a, "__cuda_array_interface__"):
-        return from_cuda_array_interface(a)
+        # on the queue's device when a queue is given (the CPU device takes
+        # memory the host reads), else cuda:0
+        return from_cuda_array_interface(
+            a, device=getattr(queue, "device", None))
     return a
 
 
