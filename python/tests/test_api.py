@@ -205,10 +205,10 @@ def test_device_arrays():
         d[[0, 2]]
     z = xpjit.zeros((2, 3), np.int32)
     np.testing.assert_array_equal(z.get(), np.zeros((2, 3), np.int32))
-    z.set(np.ones((2, 3)))
+    z.set(np.ones((2, 3), np.int32))
     np.testing.assert_array_equal(z.get(), np.ones((2, 3)))
     with pytest.raises(xpjit.InvalidArgumentError, match="shape"):
-        z.set(np.ones(4))
+        z.set(np.ones(4, np.int32))
     with pytest.raises(ValueError):
         xpjit.empty(3, np.complex128)
     e = xpjit.empty(0, np.float32)

@@ -158,3 +158,27 @@ def test_cuda_array_interface_imports_are_shared():
     assert mine[0] not in _array._imports  # let go with the last
     a3 = xpjit.from_cuda_array_interface(c, device=cpu)  # imported anew
     assert a3.get()[0] == 1.0
+
+
+# ---- 4. set() converts nothing ----------------------------------------------
+
+def test_set_refuses_another_dtype():
+    """set() cast silently: [1.7, 300.0, -1e10, nan] into int8 became
+    [1, 44, 0, 0], and strings were taken, while fill() range-checked. As
+    CuPy's and PyOpenCL's set(), another dtype, or anything but a NumPy
+    array, is a TypeError now, the array unchanged."""
+    for dev in [xpjit.Device("cpu")] + xpjit.devices("opencl"):
+        i = xpjit.asarray(np.array([5, 6, 7, 8], np.int8), device=dev)
+        for bad in (np.array([1.7, 300.0, -1e10, np.nan]),
+                    np.array([1, 2, 3, 4]), np.array(["1", "2", "3", "4"]),
+                    np.array([object()] * 4), [1, 2, 3, 4], 7, "1234"):
+            with pytest.raises(TypeError, match="set"):
+                i.set(bad)
+        assert i.get().tolist() == [5, 6, 7, 8]
+        i.set(np.array([1, 2, 3, 4], np.int8))
+        assert i.get().tolist() == [1, 2, 3, 4]
+        z = xpjit.zeros((), np.float32, device=dev)
+        z.set(np.float32(2.5))  # a NumPy scalar of the dtype: a 0-d array
+        assert z.get()[()] == 2.5
+        with pytest.raises(TypeError, match="float64"):
+            z.set(np.float64(2.5))

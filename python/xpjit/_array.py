@@ -617,12 +617,27 @@ class ndarray:
     copy_to_host = get
 
     def set(self, arr, queue=None):
-        """Copies a NumPy array (or anything np.asarray takes) of this
-        shape into this contiguous array."""
+        """Copies a NumPy array of this shape and dtype into this contiguous
+        array. As CuPy's and PyOpenCL's set(), nothing is converted: another
+        dtype, or anything but a NumPy array or scalar, is a TypeError
+        (convert it first: arr.astype(d.dtype)); it was cast silently,
+        floats wrapping into integers."""
         q = self._queue(queue)
         self._writable("set()")
+        if isinstance(arr, np.generic):
+            arr = np.asarray(arr)
+        if not isinstance(arr, np.ndarray):
+            raise TypeError("set() takes a NumPy array of %s, not %s (make "
+                            "one with np.asarray(x, np.%s), which converts "
+                            "as NumPy does)" % (self.dtype,
+                                                type(arr).__name__,
+                                                self.dtype.name))
+        if arr.dtype != self.dtype:
+            raise TypeError("set(): an array of %s cannot be set to an array "
+                            "of %s (convert it first: x.astype(np.%s))"
+                            % (arr.dtype, self.dtype, self.dtype.name))
         # (np.ascontiguousarray would make a 0-d array 1-d)
-        a = np.require(np.asarray(arr, dtype=self.dtype), requirements="C")
+        a = np.require(arr, requirements="C")
         if a.shape != self.shape:
             raise InvalidArgumentError("shape %r does not match the array's "
                                        "%r" % (a.shape, self.shape))
