@@ -182,3 +182,48 @@ def test_set_refuses_another_dtype():
         assert z.get()[()] == 2.5
         with pytest.raises(TypeError, match="float64"):
             z.set(np.float64(2.5))
+
+
+# ---- 5. numeric identities --------------------------------------------------
+
+def test_reduction_identities_of_any_number():
+    """An identity of -np.inf, np.inf or nan made T(-inf), which does not
+    compile (the language writes infinity(T) and nan(T)); 2**70 made an
+    integer literal too large for 64 bits; np.float32(1.5) and
+    np.int64(3) were refused as "not a str". Numbers are written for the
+    reduce type of each call now; one that type cannot hold is an
+    InvalidArgumentError, as a scalar argument's, and one no type holds
+    is refused when the kernel is made."""
+    m = np.arange(12.0, dtype=np.float32).reshape(3, 4) - 20
+
+    def rk(ident, op="max(a, b)"):
+        return xpjit.ReductionKernel("T x", "T y", "x", op, "y = a;", ident,
+                                     "mx")
+
+    for dev in [xpjit.Device("cpu")] + xpjit.devices("opencl"):
+        with dev:
+            for ident in (-np.inf, float("-inf"), np.float32(-np.inf),
+                          -1e300, -(2 ** 70), np.int64(-1000)):
+                r = rk(ident)(m, axis=1)
+                np.testing.assert_array_equal(np.asarray(r.get() if isinstance(
+                    r, xpjit.ndarray) else r), m.max(axis=1))
+            r = rk(np.inf, "min(a, b)")(m, axis=0)
+            np.testing.assert_array_equal(
+                r.get() if isinstance(r, xpjit.ndarray) else r, m.min(axis=0))
+            r = rk(np.nan, "a + b")(m, axis=1)
+            assert np.isnan(r.get() if isinstance(r, xpjit.ndarray)
+                            else r).all()
+            r = rk(np.float32(1.5))(m)  # above every element
+            assert float(r.get() if isinstance(r, xpjit.ndarray)
+                         else r) == 1.5
+            i = np.arange(4, dtype=np.int64)
+            r = rk(np.int64(7))(i)
+            assert int(r.get() if isinstance(r, xpjit.ndarray) else r) == 7
+            for bad in (-np.inf, np.nan, 1.5, 2 ** 70):
+                with pytest.raises(xpjit.InvalidArgumentError,
+                                   match="identity"):
+                    rk(bad)(i)
+    with pytest.raises(xpjit.InvalidArgumentError, match="every type"):
+        rk(2 ** 1100)
+    with pytest.raises(xpjit.InvalidArgumentError, match="identity"):
+        rk(None)

@@ -5,6 +5,7 @@ array arguments, then compiled, specialised and cached like any kernel.
 
 The generated source of a call is kernel.source(*args) (for reading what
 runs, and for error messages)."""
+import math
 import operator
 import re
 import threading
@@ -13,7 +14,7 @@ import numpy as np
 
 from ._array import (ndarray, asarray, empty,
                      from_sycl_usm_array_interface, _has_suai)
-from ._dtypes import numpy_dtype, scalar_name
+from ._dtypes import numpy_dtype, scalar_name, scalar_value
 from ._errors import InvalidArgumentError, SpecializationError
 from ._program import Program, _check_queue
 from ._runtime import get_device
@@ -93,6 +94,64 @@ def _text(name, what, v, numbers=False):
         return v
     raise InvalidArgumentError("%s: %s is a str of kernel-language source, "
                                "not %r" % (name, what, v))
+
+
+def _identity(name, v):
+    """A reduction's identity: kernel-language source (a str), or a number
+    (a Python or NumPy bool, int or float), kept as a Python number and
+    written for the reduce type at each call (_identity_expr).
+    InvalidArgumentError for anything else and for an int no type holds."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (np.bool_, np.integer, np.floating)):
+        v = v.item()
+    if not isinstance(v, (bool, int, float)):
+        raise InvalidArgumentError("%s: identity is a str of kernel-language "
+                                   "source or a number, not %r" % (name, v))
+    if isinstance(v, int) and not isinstance(v, bool) and \
+            not -(1 << 63) <= v < 1 << 64:
+        try:
+            float(v)
+        except OverflowError:
+            raise InvalidArgumentError(
+                "%s: identity %s is beyond the range of every type (i64, "
+                "u64, f64)" % (name, _short(v))) from None
+    return v
+
+
+def _short(v):
+    """An int for a message: its digits, or for a long one its first and
+    last ones and how many there are."""
+    t = str(v)
+    return t if len(t) <= 40 else "%s...%s (%d digits)" % (
+        t[:12], t[-6:], len(t.lstrip("-")))
+
+
+_FLOAT_ROUND = {"f16": np.float16, "f32": np.float32, "bf16": np.float32,
+                "f64": np.float64}
+
+
+def _identity_expr(name, v, rtype, ct):
+    """The source of identity v as a value of the reduce type rtype (a
+    placeholder or a type name), which is ct (a type name) in this call:
+    a str as `rtype(v)`; a number checked against ct, as a scalar argument
+    of ct is (InvalidArgumentError out of its range), a float's infinities
+    and NaN as infinity(T) and nan(T), a finite float rounded to ct first
+    (beyond its range: an infinity, as NumPy converts it)."""
+    if isinstance(v, str):
+        return "%s(%s)" % (rtype, v)
+    x = scalar_value(ct, v, "%s: identity (of reduce type %s)", name, ct)
+    if ct == "bool":
+        return "true" if x else "false"
+    if not isinstance(x, float):
+        return "%s(%d)" % (rtype, x)
+    with np.errstate(over="ignore"):
+        x = float(_FLOAT_ROUND[ct](x))
+    if math.isnan(x):
+        return "nan(%s)" % rtype
+    if math.isinf(x):
+        return "%sinfinity(%s)" % ("-" if x < 0 else "", rtype)
+    return "%s(%r)" % (rtype, x)
 
 
 def _usm(a, queue):
@@ -479,7 +538,7 @@ class ReductionKernel(_Base):
         self.map_expr = _text(name, "map_expr", map_expr)
         self.reduce_expr = _text(name, "reduce_expr", reduce_expr)
         self.post_map_expr = _text(name, "post_map_expr", post_map_expr)
-        self.identity = _text(name, "identity", identity, numbers=True)
+        self.identity = _identity(name, identity)
         try:
             self.reduce_type = (None if reduce_type is None else
                                 _TYPE_NAMES.get(str(reduce_type)) or
@@ -624,7 +683,7 @@ kernel %s%s(%s, _nred: i64) ndrange(1) {
     let _ls = local_size(0);
     let _in_size = _nred;
     let _out_size = num_groups(0);
-    let a: %s = %s(%s);
+    let a: %s = %s;
     for (let _r = _lid; _r < _nred; _r += _ls) {
         let i = _o * _nred + _r;
         %s
@@ -647,7 +706,9 @@ kernel %s%s(%s, _nred: i64) ndrange(1) {
 }
 """ % (self.preamble, self.reduce_expr.strip(), self.name,
             self._generics(), ", ".join(decl), rtype,
-            rtype, rtype, self.identity, "\n        ".join(maps), rtype,
+            rtype, _identity_expr(self.name, self.identity, rtype,
+                                  bound.get(rtype, rtype)),
+            "\n        ".join(maps), rtype,
             rtype, _cupy_sizes(self.map_expr.strip()),
             "\n        ".join(stores),
             "\n".join(post))
