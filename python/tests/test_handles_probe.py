@@ -227,3 +227,50 @@ def test_reduction_identities_of_any_number():
         rk(2 ** 1100)
     with pytest.raises(xpjit.InvalidArgumentError, match="identity"):
         rk(None)
+
+
+# ---- 6. messages -------------------------------------------------------------
+
+def test_messages_say_what_is_wrong():
+    """k() named an internal method ("Kernel._call_slow() missing 1
+    required positional argument"); a __cuda_array_interface__ of shape
+    (2**62,) or (2**64,) said "size is 0" (wrapped); d[2**63] was
+    OverflowError; an out-of-range scalar printed all 309 digits of
+    2**1024; "T T" and "T x,," were taken as parameters; axis=True was
+    axis 1; __dlpack__(stream="x") was taken."""
+    prog = xpjit.Program(SRC)
+    with pytest.raises(TypeError, match="grid is missing.*k\\(grid, y\\)"):
+        prog.fill1()
+    cpu = xpjit.Device("cpu")
+    y = np.zeros(4, np.float32)
+    for shape in ((2 ** 62,), (2 ** 64,), (2 ** 40, 2 ** 40)):
+        c = _CAI(y, shape)
+        with pytest.raises(xpjit.InvalidArgumentError, match="too large"):
+            xpjit.from_cuda_array_interface(c, device=cpu)
+    with pytest.raises(xpjit.InvalidArgumentError, match="negative"):
+        xpjit.from_cuda_array_interface(_CAI(y, (-1,)), device=cpu)
+    d = xpjit.zeros(4, np.float32)
+    for i in (2 ** 63, 2 ** 64, -2 ** 63 - 1, 4, -5):
+        with pytest.raises(IndexError):
+            d[i]
+    k = xpjit.Program("kernel s(v: i32, y: global f32[]) range { }").s
+    with pytest.raises(xpjit.InvalidArgumentError) as e:
+        k(1, 2 ** 1024, d)
+    assert "digits" in str(e.value) and len(str(e.value)) < 120
+    for params in ("T T", "T x,,", ",T x", "T x,"):
+        with pytest.raises(xpjit.InvalidArgumentError, match="parameter"):
+            xpjit.ElementwiseKernel(params, "T z", "z = T(0);", "e")
+    with pytest.raises(xpjit.InvalidArgumentError, match="placeholder"):
+        xpjit.ElementwiseKernel("T x", "U T", "T = U(x);", "e")
+    xpjit.ElementwiseKernel("", "T z", "z = T(1);", "e")  # no inputs: fine
+    rk = xpjit.ReductionKernel("T x", "T y", "x", "a + b", "y = a;", "0",
+                               "s")
+    m = np.ones((2, 3), np.float32)
+    for axis in (True, False, (0, True), np.bool_(True)):
+        with pytest.raises(TypeError, match="axis"):
+            rk(m, axis=axis)
+    assert rk(m, axis=1).tolist() == [3.0, 3.0]
+    for stream in ("x", 1.0, True):
+        with pytest.raises(TypeError, match="stream"):
+            d.__dlpack__(stream=stream)
+    assert np.from_dlpack(d).shape == (4,)

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _lib, _sycl
 from ._accel import _fast
-from ._dtypes import scalar_name, scalar_value
+from ._dtypes import scalar_name, scalar_value, short
 from ._errors import InvalidArgumentError, UnsupportedError, check
 from ._runtime import Device, Queue, get_device, _Owner
 
@@ -178,6 +178,31 @@ class _UsmMemory(_Owner):
                 _import_release(key)
             except Exception:  # interpreter shutdown
                 pass
+
+
+def _check_extent(who, ptr, shape, strides, dtype):
+    """InvalidArgumentError for a foreign array's shape that is negative,
+    of more dimensions than xpjit's arrays have, or whose elements or
+    bytes are too many (2**62 bytes, as ndarray's) or run past the end of
+    the address space: what the import would otherwise have been given
+    wrapped (a shape of 2**64 was "size is 0")."""
+    if len(shape) > _lib.MAX_RANK or any(n < 0 for n in shape):
+        raise InvalidArgumentError("%s: bad shape %r (at most %d dimensions, "
+                                   "none negative)" % (who, shape,
+                                                       _lib.MAX_RANK))
+    if 0 in shape:
+        return
+    lo, hi = _span(shape, strides)
+    big = 1 << 62
+    if math.prod(shape) * dtype.itemsize >= big or hi - lo >= big:
+        raise InvalidArgumentError(
+            "%s: shape %r (strides %r) of %s is too large: it reaches 2**62 "
+            "bytes or more" % (who, tuple(short(n) for n in shape),
+                               tuple(short(v) for v in strides), dtype))
+    if ptr + lo < 0 or ptr + hi + dtype.itemsize > 1 << 64:
+        raise InvalidArgumentError(
+            "%s: data %#x with shape %r and strides %r runs outside the "
+            "address space" % (who, ptr, shape, strides))
 
 
 def _device_arg(device, who):
@@ -506,6 +531,12 @@ class ndarray:
                         "only basic indexing (integers, slices, ..., None) "
                         "makes views of an xpjit.ndarray, not %s"
                         % type(i).__name__) from None
+                if not -(1 << 63) <= i < 1 << 63:
+                    # (NumPy's OverflowError of a C long, or its "only
+                    # integers ..." for an int that is one)
+                    raise IndexError("index %s is out of bounds for an "
+                                     "array of shape %r" % (short(i),
+                                                            self.shape))
             ints.append(i)
         idx = tuple(ints)
         if not any(i is Ellipsis for i in idx):
@@ -677,6 +708,11 @@ class ndarray:
 
     def __dlpack__(self, stream=None, max_version=None, dl_device=None,
                    copy=None):
+        if stream is not None and (isinstance(stream, bool) or
+                                   not isinstance(stream, int)):
+            # (the DLPack standard: an int or None)
+            raise TypeError("__dlpack__: stream is an int or None, not %r"
+                            % (stream,))
         if copy:
             raise BufferError("xpjit.ndarray.__dlpack__ does not copy")
         if dl_device is not None and tuple(dl_device) != _dl_device(
@@ -983,6 +1019,7 @@ def from_cuda_array_interface(obj, device=None):
         raise InvalidArgumentError("__cuda_array_interface__: %d strides "
                                    "for %d dimensions" % (len(strides),
                                                           len(shape)))
+    _check_extent("__cuda_array_interface__", ptr, shape, strides, dtype)
     stream = cai.get("stream")
     if stream is not None and (isinstance(stream, bool) or
                                not isinstance(stream, int) or stream <= 0):

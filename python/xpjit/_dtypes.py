@@ -71,7 +71,7 @@ def scalar_value(name, a, what, *what_args):
         if not isinstance(a, int):  # (bool is an int)
             raise _refused(what, what_args, " is bool, given %r", a)
         if a not in (0, 1):
-            raise _refused(what, what_args, ": %d is out of the range of "
+            raise _refused(what, what_args, ": %s is out of the range of "
                            "bool", a)
         return int(a)
     if name in INT_RANGE:
@@ -79,7 +79,7 @@ def scalar_value(name, a, what, *what_args):
             raise _refused(what, what_args, " is %s, given %r", name, a)
         lo, hi = INT_RANGE[name]
         if not lo <= a <= hi:
-            raise _refused(what, what_args, ": %d is out of the range of %s",
+            raise _refused(what, what_args, ": %s is out of the range of %s",
                            a, name)
         return int(a)
     if isinstance(a, bool) or not isinstance(a, (int, float)):
@@ -87,9 +87,19 @@ def scalar_value(name, a, what, *what_args):
     try:
         return float(a)
     except OverflowError:
-        raise _refused(what, what_args, ": %r is out of the range of %s", a,
+        raise _refused(what, what_args, ": %s is out of the range of %s", a,
                        name) from None
 
 
 def _refused(what, what_args, why, *why_args):
-    return InvalidArgumentError(what % what_args + why % why_args)
+    return InvalidArgumentError(what % what_args + why % tuple(
+        short(a) if isinstance(a, int) and not isinstance(a, bool) else a
+        for a in why_args))
+
+
+def short(v):
+    """An int for a message: its digits, or for a long one (2**1024 has
+    309) its first and last ones and how many there are."""
+    t = str(v)
+    return t if len(t) <= 40 else "%s...%s (%d digits)" % (
+        t[:12], t[-6:], len(t.lstrip("-")))

@@ -14,7 +14,7 @@ import numpy as np
 
 from ._array import (ndarray, asarray, empty,
                      from_sycl_usm_array_interface, _has_suai)
-from ._dtypes import numpy_dtype, scalar_name, scalar_value
+from ._dtypes import numpy_dtype, scalar_name, scalar_value, short
 from ._errors import InvalidArgumentError, SpecializationError
 from ._program import Program, _check_queue
 from ._runtime import get_device
@@ -51,9 +51,12 @@ def _parse_params(text, out, reserved=("i",)):
         raise InvalidArgumentError("parameters are a string such as "
                                    "'T x, float32 y', not %r" % (text,))
     ps = []
-    for part in (p.strip() for p in text.split(",")):
+    parts = [p.strip() for p in text.split(",")] if text.strip() else []
+    for part in parts:
         if not part:
-            continue
+            raise InvalidArgumentError(
+                "parameters %r: an empty item (two commas, or one at an "
+                "end); write '[raw] TYPE NAME, ...'" % (text,))
         words = part.split()
         raw = words[0] == "raw"
         if raw:
@@ -82,6 +85,17 @@ def _parse_params(text, out, reserved=("i",)):
     if len(set(names)) != len(names):
         raise InvalidArgumentError("parameters %r repeat a name" % text)
     return ps
+
+
+def _no_type_names(name, params):
+    """A parameter named as a type placeholder of the kernel ("T T"): the
+    generated kernel would declare both."""
+    holders = {p.type for p in params if p.placeholder}
+    for p in params:
+        if p.name in holders:
+            raise InvalidArgumentError(
+                "%s: parameter %s has the name of the type placeholder %s "
+                "(name it otherwise)" % (name, p, p.name))
 
 
 def _text(name, what, v, numbers=False):
@@ -115,16 +129,8 @@ def _identity(name, v):
         except OverflowError:
             raise InvalidArgumentError(
                 "%s: identity %s is beyond the range of every type (i64, "
-                "u64, f64)" % (name, _short(v))) from None
+                "u64, f64)" % (name, short(v))) from None
     return v
-
-
-def _short(v):
-    """An int for a message: its digits, or for a long one its first and
-    last ones and how many there are."""
-    t = str(v)
-    return t if len(t) <= 40 else "%s...%s (%d digits)" % (
-        t[:12], t[-6:], len(t.lstrip("-")))
 
 
 _FLOAT_ROUND = {"f16": np.float16, "f32": np.float32, "bf16": np.float32,
@@ -213,6 +219,7 @@ class _Base:
         self.name = name
         self.preamble = _text(name, "preamble", preamble)
         self.options = options
+        _no_type_names(name, self.ins + self.outs)
         seen = {}
         for p in self.ins + self.outs:
             if p.name in seen:
@@ -587,6 +594,12 @@ class ReductionKernel(_Base):
         nd = len(shape)
         if axis is None:
             axes = tuple(range(nd))
+        elif isinstance(axis, (bool, np.bool_)) or (
+                isinstance(axis, (tuple, list)) and
+                any(isinstance(a, (bool, np.bool_)) for a in axis)):
+            # (True was axis 1; NumPy's TypeError)
+            raise TypeError("%s: axis %r is not an int or a tuple of ints"
+                            % (self.name, axis))
         else:
             try:
                 axes = tuple(operator.index(a) for a in (

@@ -554,7 +554,14 @@ class Kernel(_Owner, _KernelBase):
     # k(grid, *args, local=None, queue=None, dtypes=None, consts=None,
     # ndim=None, wait=None): with the C module, its KernelBase takes the
     # calls it knows and hands the others to _call_slow
-    def _call_slow(self, grid, *args, **kw):
+    def _call_slow(self, *args, **kw):
+        if not args:
+            raise TypeError("kernel %s: the grid is missing: call it as "
+                            "k(grid, %s) or k[grid, local](%s)" % (
+                                self.name, ", ".join(p.name for p in
+                                                     self.params),
+                                ", ".join(p.name for p in self.params)))
+        grid, args = args[0], args[1:]
         unknown = set(kw) - _CALL_KEYWORDS
         if unknown:
             raise TypeError("kernel %s: unknown keyword argument%s %s (it "
