@@ -274,3 +274,32 @@ def test_messages_say_what_is_wrong():
         with pytest.raises(TypeError, match="stream"):
             d.__dlpack__(stream=stream)
     assert np.from_dlpack(d).shape == (4,)
+
+
+# ---- 7. a device's default queue --------------------------------------------
+
+def test_default_queue_cannot_be_closed():
+    """Device("cpu").queue.close() broke the device for good: every later
+    launch without queue= failed "the queue is closed". As CuPy's default
+    stream and dpctl's default queue, it cannot be closed now (a clear
+    InvalidArgumentError); queues made with xpjit.Queue still close."""
+    rc, out = _child("""
+        import numpy as np, xpjit
+        p = xpjit.Program(%r)
+        dev = xpjit.Device("cpu")
+        try:
+            dev.queue.close()
+        except xpjit.InvalidArgumentError as e:
+            assert "default queue of cpu:0 cannot be closed" in str(e), e
+        else:
+            raise SystemExit("closed")
+        y = np.zeros(4, np.float32)
+        p.fill1(4, y)
+        d = xpjit.zeros(4, device=dev)
+        p.fill1(4, d)
+        assert y.tolist() == d.get().tolist() == [1.0] * 4
+        q = xpjit.Queue(dev)
+        q.close()
+        print("OK")
+    """ % SRC)
+    assert rc == 0 and "OK" in out, out

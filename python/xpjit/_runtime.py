@@ -548,7 +548,9 @@ class Device:
         if self._queue is None:
             with _lock:
                 if self._queue is None:
-                    self._queue = Queue(self)
+                    q = Queue(self)
+                    q._default = True
+                    self._queue = q
         return self._queue
 
     def synchronize(self):
@@ -713,17 +715,31 @@ class Queue(_Owner):
         with self._guard as h:
             check(_lib.queue_cancel(h))
 
+    _default = False  # a device's default queue (Device.queue)
+
     def close(self):
         """Waits for the commands, then destroys the queue; using it
         afterwards raises InvalidArgumentError. Calls other threads are
-        making with it (a launch, a wait) end first."""
+        making with it (a launch, a wait) end first. A device's default
+        queue (device.queue) cannot be closed, as CuPy's default stream
+        and dpctl's default queue cannot: InvalidArgumentError (wait for
+        it with wait())."""
+        if self._default:
+            raise InvalidArgumentError(
+                "the default queue of %s cannot be closed: launches without "
+                "queue= use it as long as the process runs (wait for it with "
+                "wait(); close queues made with xpjit.Queue)"
+                % self.device.id)
+        self._close()
+
+    def _close(self):
         h = _retire(getattr(self, "_guard", None))
         if h:
             _lib.queue_destroy(h)
             self._release_keep()
 
     def __del__(self):
-        self.close()
+        self._close()
 
     def __enter__(self):
         return self
