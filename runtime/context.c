@@ -125,6 +125,31 @@ static void settings_check(void) {
             "xpjit-cli env)", unknown);
 }
 
+/* ---- fork ---------------------------------------------------------------- */
+
+static atomic_uint fork_gen; /* forks of this process's ancestors since the
+                                library was loaded */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_child(void) { atomic_fetch_add(&fork_gen, 1); }
+
+static void fork_register(void) { pthread_atfork(NULL, NULL, fork_child); }
+
+unsigned rt_fork_gen(void) {
+  return atomic_load_explicit(&fork_gen, memory_order_relaxed);
+}
+
+bool rt_inherited(const xpj_context *ctx) {
+  return ctx && ctx->fork_gen != rt_fork_gen();
+}
+
+xpj_status rt_err_inherited(const char *fn, const char *what) {
+  return rt_err(XPJ_ERR_INVALID,
+                "%s: the %s was made before fork(), in the parent process; "
+                "a child cannot use it (its threads are the parent's): make "
+                "a new context in the child", fn, what);
+}
+
 xpj_status xpj_context_create(const xpj_context_desc *desc,
                               xpj_context **out) {
   if (!out)
@@ -132,10 +157,12 @@ xpj_status xpj_context_create(const xpj_context_desc *desc,
   *out = NULL;
   static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
   pthread_once(&settings_once, settings_check);
+  pthread_once(&fork_once, fork_register);
   xpj_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");
   atomic_init(&ctx->refs, 1);
+  ctx->fork_gen = rt_fork_gen();
   ctx->cpu_threads = desc ? desc->cpu_threads : 0;
   /* checks: the descriptor's and XPJIT_CHECK's together */
   const char *chk = getenv("XPJIT_CHECK");
@@ -206,7 +233,9 @@ xpj_status xpj_context_create(const xpj_context_desc *desc,
 void rt_context_retain(xpj_context *ctx) { atomic_fetch_add(&ctx->refs, 1); }
 
 void xpj_context_destroy(xpj_context *ctx) {
-  if (ctx)
+  /* a parent's, in a child: left as it is (its teardown would join the
+   * parent's threads) */
+  if (ctx && !rt_inherited(ctx))
     rt_context_release(ctx);
 }
 
@@ -260,6 +289,8 @@ xpj_status xpj_device_list(xpj_context *ctx, const char *filter,
   if (!ctx || !n || (max && !out))
     return rt_err(XPJ_ERR_INVALID, "xpj_device_list: NULL argument");
   *n = 0;
+  if (rt_inherited(ctx))
+    return rt_err_inherited("xpj_device_list", "context");
   rt_filter *f = NULL;
   if (filter && *filter) {
     xpj_status st = rt_filter_parse(filter, &f);
@@ -281,6 +312,8 @@ xpj_status xpj_device_select(xpj_context *ctx, const char *filter,
   if (!ctx || !out)
     return rt_err(XPJ_ERR_INVALID, "xpj_device_select: NULL argument");
   *out = NULL;
+  if (rt_inherited(ctx))
+    return rt_err_inherited("xpj_device_select", "context");
   xpj_device *d = NULL;
   unsigned n = 0;
   xpj_status st = xpj_device_list(ctx, filter, &d, 1, &n);
@@ -307,6 +340,8 @@ xpj_status xpj_device_native(const xpj_device *dev, xpj_native_kind what,
     *out = NULL;
   if (!dev || !out)
     return rt_err(XPJ_ERR_INVALID, "xpj_device_native: NULL argument");
+  if (rt_inherited(dev->ctx))
+    return rt_err_inherited("xpj_device_native", "device");
   if (what != XPJ_NATIVE_DEVICE && what != XPJ_NATIVE_CONTEXT &&
       what != XPJ_NATIVE_PLATFORM)
     return rt_err(XPJ_ERR_INVALID, "xpj_device_native: unknown kind %d",

@@ -136,6 +136,10 @@ static xpj_cache *l2_locked(rt_cc *cc) {
 xpj_cache *xpj_context_cache(xpj_context *ctx) {
   if (!ctx)
     return NULL;
+  if (rt_inherited(ctx)) {
+    rt_err_inherited("xpj_context_cache", "context");
+    return NULL;
+  }
   pthread_mutex_lock(&ctx->cc.mu);
   xpj_cache *c = l2_locked(&ctx->cc);
   pthread_mutex_unlock(&ctx->cc.mu);
@@ -148,6 +152,8 @@ xpj_status xpj_context_cache_counters(xpj_context *ctx,
   if (!ctx || !out)
     return rt_err(XPJ_ERR_INVALID,
                   "xpj_context_cache_counters: NULL argument");
+  if (rt_inherited(ctx))
+    return rt_err_inherited("xpj_context_cache_counters", "context");
   pthread_mutex_lock(&ctx->cc.mu);
   *out = ctx->cc.counters;
   pthread_mutex_unlock(&ctx->cc.mu);

@@ -266,6 +266,8 @@ xpj_status xpj_kernel_suggest_local(const xpj_kernel *k, unsigned ndim,
   if (!k || !global || !local)
     return rt_err(XPJ_ERR_INVALID, "xpj_kernel_suggest_local: %s is NULL",
                   !k ? "the kernel" : !global ? "global" : "local");
+  if (rt_inherited(k->dev->ctx))
+    return rt_err_inherited("xpj_kernel_suggest_local", "kernel");
   xpj_status st = check_global(k, true, ndim, global); /* as xpj_launch */
   if (st != XPJ_OK)
     return st;
@@ -776,6 +778,9 @@ xpj_status xpj_launch(xpj_queue *q, xpj_kernel *k, const xpj_range *r,
   if (!q || !k || !r)
     return rt_err(XPJ_ERR_INVALID, "xpj_launch: %s is NULL",
                   !q ? "the queue" : !k ? "the kernel" : "the range");
+  if (rt_inherited(xpj_queue_device(q)->ctx) || rt_inherited(k->dev->ctx))
+    return rt_err_inherited("xpj_launch", rt_inherited(k->dev->ctx)
+                                              ? "kernel" : "queue");
   if (xpj_queue_device(q) != k->dev)
     return rt_err(XPJ_ERR_INVALID,
                   xpj_queue_device(q)->ctx != k->dev->ctx

@@ -76,6 +76,8 @@ xpj_status xpj_mem_alloc(xpj_device *dev, xpj_mem_kind kind, size_t bytes,
   *out = NULL;
   if (!dev)
     return rt_err(XPJ_ERR_INVALID, "xpj_mem_alloc: device is NULL");
+  if (rt_inherited(dev->ctx))
+    return rt_err_inherited("xpj_mem_alloc", "device");
   if (kind != XPJ_MEM_DEVICE && kind != XPJ_MEM_HOST && kind != XPJ_MEM_SHARED)
     return rt_err(XPJ_ERR_INVALID, "xpj_mem_alloc: unknown memory kind %d",
                   (int)kind);
@@ -112,6 +114,8 @@ xpj_status xpj_mem_import(xpj_device *dev, void *ptr, size_t bytes,
                           xpj_mem_kind kind) {
   if (!dev)
     return rt_err(XPJ_ERR_INVALID, "xpj_mem_import: device is NULL");
+  if (rt_inherited(dev->ctx))
+    return rt_err_inherited("xpj_mem_import", "device");
   if (!ptr)
     return rt_err(XPJ_ERR_INVALID, "xpj_mem_import: pointer is NULL");
   if (kind != XPJ_MEM_DEVICE && kind != XPJ_MEM_HOST && kind != XPJ_MEM_SHARED)
@@ -130,6 +134,8 @@ xpj_status xpj_mem_import(xpj_device *dev, void *ptr, size_t bytes,
 xpj_status xpj_device_wait_native(xpj_device *dev, uintptr_t queue) {
   if (!dev)
     return rt_err(XPJ_ERR_INVALID, "xpj_device_wait_native: device is NULL");
+  if (rt_inherited(dev->ctx))
+    return rt_err_inherited("xpj_device_wait_native", "device");
   if (!dev->ops->wait_native)
     return rt_err(XPJ_ERR_UNSUPPORTED,
                   "xpj_device_wait_native: %s has no native queues xpjit can "
@@ -145,6 +151,8 @@ xpj_status xpj_mem_free(xpj_device *dev, void *ptr) {
     return XPJ_OK;
   if (!dev)
     return rt_err(XPJ_ERR_INVALID, "xpj_mem_free: device is NULL");
+  if (rt_inherited(dev->ctx)) /* nothing freed: the parent's memory */
+    return rt_err_inherited("xpj_mem_free", "device");
   pthread_mutex_lock(&dev->mem_lock);
   size_t i = upper(dev, (uintptr_t)ptr);
   if (i == 0 || dev->allocs[i - 1].base != (uintptr_t)ptr) {
@@ -270,6 +278,8 @@ xpj_status xpj_mem_query(xpj_device *dev, const void *ptr, void **base,
                          size_t *bytes, xpj_mem_kind *kind) {
   if (!dev)
     return rt_err(XPJ_ERR_INVALID, "xpj_mem_query: device is NULL");
+  if (rt_inherited(dev->ctx))
+    return rt_err_inherited("xpj_mem_query", "device");
   rt_alloc a;
   if (!ptr || !rt_mem_find(dev, ptr, &a))
     return rt_err(XPJ_ERR_NOT_FOUND, "%p is not in any allocation of %s", ptr,

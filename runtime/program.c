@@ -118,6 +118,8 @@ static xpj_status create(xpj_context *ctx, const char *name, const char *src,
   *out = NULL;
   if (!ctx)
     return rt_err(XPJ_ERR_INVALID, "%s: the context is NULL", api);
+  if (rt_inherited(ctx))
+    return rt_err_inherited(api, "context");
   if (!path && !src && len)
     return rt_err(XPJ_ERR_INVALID, "%s: src is NULL and len %zu", api, len);
   xpj_diags *own = NULL;
@@ -240,7 +242,7 @@ static void kernel_free(xpj_kernel *k) {
 }
 
 void xpj_program_destroy(xpj_program *p) {
-  if (!p)
+  if (!p || rt_inherited(p->ctx)) /* a parent's, in a child: left alone */
     return;
   for (xpj_kernel *k = p->list, *n; k; k = n) {
     n = k->next;
@@ -815,6 +817,8 @@ xpj_status xpj_program_get_binary(xpj_program *p, const char *name,
     *size = 0;
   if (!p || !name || !target)
     return rt_err(XPJ_ERR_INVALID, "xpj_program_get_binary: NULL argument");
+  if (rt_inherited(p->ctx))
+    return rt_err_inherited("xpj_program_get_binary", "program");
   /* asked before in this context, exactly so: the binary as it is (a
    * request that succeeded once succeeds again) */
   char nd[24], os[96];
@@ -856,6 +860,8 @@ xpj_status xpj_program_get_kernel(xpj_program *p, const char *name,
   *out = NULL;
   if (!p || !name || !dev)
     return rt_err(XPJ_ERR_INVALID, "xpj_program_get_kernel: NULL argument");
+  if (rt_inherited(p->ctx))
+    return rt_err_inherited("xpj_program_get_kernel", "program");
   if (dev->ctx != p->ctx)
     return rt_err(XPJ_ERR_INVALID,
                   "xpj_program_get_kernel: the device is not of the "

@@ -91,11 +91,18 @@ static xpj_event *event_new(const xpj_queue *q) {
   e->t_queued = rt_now_ns();
   e->queue_id = (uintptr_t)q;
   e->ctx_id = (uintptr_t)q->dev->ctx;
+  e->fork_gen = q->dev->ctx->fork_gen;
   return e;
 }
 
+/* An event made before a fork, in the parent: a child leaves it alone (a
+ * parent's thread may have held its lock at the fork). */
+static bool event_inherited(const xpj_event *e) {
+  return e->fork_gen != rt_fork_gen();
+}
+
 void xpj_event_release(xpj_event *e) {
-  if (!e || atomic_fetch_sub(&e->refs, 1) != 1)
+  if (!e || event_inherited(e) || atomic_fetch_sub(&e->refs, 1) != 1)
     return;
   pthread_mutex_destroy(&e->mu);
   pthread_cond_destroy(&e->cv);
@@ -125,6 +132,8 @@ static void event_finish(xpj_event *e, xpj_status st, const char *msg) {
 xpj_status xpj_event_wait(xpj_event *e) {
   if (!e)
     return rt_err(XPJ_ERR_INVALID, "xpj_event_wait: event is NULL");
+  if (event_inherited(e))
+    return rt_err_inherited("xpj_event_wait", "event");
   pthread_mutex_lock(&e->mu);
   if (command_queue && e->queue_id == (uintptr_t)command_queue &&
       e->state != XPJ_EVENT_COMPLETE && e->state != XPJ_EVENT_FAILED) {
@@ -144,7 +153,7 @@ xpj_status xpj_event_wait(xpj_event *e) {
 }
 
 xpj_event_state xpj_event_query(const xpj_event *e) {
-  if (!e)
+  if (!e || event_inherited(e))
     return XPJ_EVENT_FAILED;
   xpj_event *m = (xpj_event *)e;
   pthread_mutex_lock(&m->mu);
@@ -157,6 +166,8 @@ xpj_status xpj_event_profile(const xpj_event *e, uint64_t *queued,
                              uint64_t *start, uint64_t *end) {
   if (!e)
     return rt_err(XPJ_ERR_INVALID, "xpj_event_profile: event is NULL");
+  if (event_inherited(e))
+    return rt_err_inherited("xpj_event_profile", "event");
   xpj_event *m = (xpj_event *)e;
   pthread_mutex_lock(&m->mu);
   bool done = m->state == XPJ_EVENT_COMPLETE || m->state == XPJ_EVENT_FAILED;
@@ -364,6 +375,8 @@ xpj_status xpj_queue_create(xpj_device *dev, const xpj_queue_desc *desc,
   *out = NULL;
   if (!dev)
     return rt_err(XPJ_ERR_INVALID, "xpj_queue_create: device is NULL");
+  if (rt_inherited(dev->ctx))
+    return rt_err_inherited("xpj_queue_create", "device");
   if (desc && (desc->flags & ~XPJ_QUEUE_PROFILING))
     return rt_err(XPJ_ERR_INVALID, "xpj_queue_create: unknown flags 0x%x",
                   desc->flags);
@@ -418,7 +431,9 @@ xpj_status xpj_queue_create(xpj_device *dev, const xpj_queue_desc *desc,
 }
 
 void xpj_queue_destroy(xpj_queue *q) {
-  if (!q)
+  /* a parent's, in a child: left as it is (no thread of its own to join
+   * there, its lock maybe held at the fork) */
+  if (!q || rt_inherited(q->dev->ctx))
     return;
   if (q == command_queue) { /* it would wait for the command that asks */
     xpj_log(XPJ_LOG_ERROR, "xpj_queue_destroy: called from a command of the "
@@ -603,6 +618,8 @@ static void help_streams(xpj_queue *q, uint64_t target) {
 xpj_status xpj_queue_wait(xpj_queue *q) {
   if (!q)
     return rt_err(XPJ_ERR_INVALID, "xpj_queue_wait: queue is NULL");
+  if (rt_inherited(q->dev->ctx)) /* (its commands' thread is the parent's) */
+    return rt_err_inherited("xpj_queue_wait", "queue");
   if (q == command_queue)
     return rt_err(XPJ_ERR_INVALID, "xpj_queue_wait: called from a command "
                   "of the same queue, which would wait for itself");
@@ -644,6 +661,8 @@ xpj_device *xpj_queue_device(const xpj_queue *q) { return q ? q->dev : NULL; }
 xpj_status xpj_queue_cancel(xpj_queue *q) {
   if (!q)
     return rt_err(XPJ_ERR_INVALID, "xpj_queue_cancel: queue is NULL");
+  if (rt_inherited(q->dev->ctx))
+    return rt_err_inherited("xpj_queue_cancel", "queue");
   pthread_mutex_lock(&q->mu);
   size_t n = 0;
   for (cmd *c = q->head; c; c = c->next)
@@ -780,6 +799,8 @@ xpj_status xpj_enqueue_copy(xpj_queue *q, void *dst, const void *src,
     *ev = NULL;
   if (!q)
     return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_copy: queue is NULL");
+  if (rt_inherited(q->dev->ctx))
+    return rt_err_inherited("xpj_enqueue_copy", "queue");
   xpj_status st;
   bool dplain, splain = false;
   uintptr_t holds[2] = {0, 0};
@@ -812,6 +833,8 @@ xpj_status xpj_enqueue_fill(xpj_queue *q, void *dst, const void *pattern,
     *ev = NULL;
   if (!q || !pattern)
     return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_fill: NULL argument");
+  if (rt_inherited(q->dev->ctx))
+    return rt_err_inherited("xpj_enqueue_fill", "queue");
   if (pattern_size == 0 || pattern_size > 128 ||
       (pattern_size & (pattern_size - 1)))
     return rt_err(XPJ_ERR_INVALID,
@@ -847,10 +870,14 @@ xpj_status xpj_enqueue_wait_events(xpj_queue *q, unsigned n,
     *ev = NULL;
   if (!q || (n && !events))
     return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_wait_events: NULL argument");
+  if (rt_inherited(q->dev->ctx))
+    return rt_err_inherited("xpj_enqueue_wait_events", "queue");
   for (unsigned i = 0; i < n; i++) {
     if (!events[i])
       return rt_err(XPJ_ERR_INVALID,
                     "xpj_enqueue_wait_events: event %u is NULL", i);
+    if (event_inherited(events[i]))
+      return rt_err_inherited("xpj_enqueue_wait_events", "event");
     if (events[i]->ctx_id != (uintptr_t)q->dev->ctx)
       return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_wait_events: event %u is "
                     "of another context", i);
@@ -877,6 +904,8 @@ xpj_status xpj_enqueue_host_task(xpj_queue *q, int (*fn)(void *user),
     *ev = NULL;
   if (!q || !fn)
     return rt_err(XPJ_ERR_INVALID, "xpj_enqueue_host_task: NULL argument");
+  if (rt_inherited(q->dev->ctx))
+    return rt_err_inherited("xpj_enqueue_host_task", "queue");
   cmd *c = cmd_new(CMD_HOST);
   if (!c)
     return rt_err(XPJ_ERR_NOMEM, "out of memory");

@@ -302,10 +302,23 @@ struct xpj_context {
    * context destroyed while they live is torn down after the last of them
    * (as OpenCL's retain/release), never under a running command. */
   atomic_uint refs;
+  unsigned fork_gen; /* rt_fork_gen() when it was made */
 };
 
 void rt_context_retain(xpj_context *ctx);
 void rt_context_release(xpj_context *ctx);
+
+/* fork(): the threads of a context (its queues', the CPU device's pool)
+ * are the parent's, and its locks may have been held by one of them at
+ * the fork, so a child may not use a context, or anything of one, made
+ * before it. A pthread_atfork child handler (registered at the first
+ * context) counts the forks; each object knows the count of its context's
+ * process. rt_inherited: ctx is the parent's (a child's call must fail
+ * fast, without taking its locks); rt_err_inherited sets the message and
+ * returns XPJ_ERR_INVALID. (context.c) */
+unsigned rt_fork_gen(void);
+bool rt_inherited(const xpj_context *ctx);
+xpj_status rt_err_inherited(const char *fn, const char *what);
 
 /* kcache.c: set up from the descriptor (and XPJIT_BUNDLE_PATH), and torn
  * down (loaded kernels unloaded, counters flushed) before devices go. */
@@ -468,6 +481,7 @@ struct xpj_event {
   /* the queue and context of its command, compared, never followed (either
    * may be gone while the event lives) */
   uintptr_t queue_id, ctx_id;
+  unsigned fork_gen; /* its context's (rt_inherited) */
 };
 
 /* ---- programs and kernels ------------------------------------------- */

@@ -116,6 +116,8 @@ static xpj_status add_bundle(xpj_context *ctx, const char *path,
 xpj_status xpj_context_add_bundle(xpj_context *ctx, const char *path) {
   if (!ctx || !path)
     return rt_err(XPJ_ERR_INVALID, "xpj_context_add_bundle: NULL argument");
+  if (rt_inherited(ctx))
+    return rt_err_inherited("xpj_context_add_bundle", "context");
   return add_bundle(ctx, path, false);
 }
 

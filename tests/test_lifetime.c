@@ -9,7 +9,10 @@
  *   - a kernel that never ends is stopped by the queue's launch timeout and
  *     by xpj_queue_cancel from another thread; commands not started are
  *     cancelled; the queue works afterwards; xpj_queue_destroy returns;
- *   - launch validation messages that name the real fault (item 11).
+ *   - launch validation messages that name the real fault (item 11);
+ *   - a child forked while a launch runs fails fast on everything of the
+ *     parent's (its queue, events, program, context) instead of waiting
+ *     for a thread it does not have, and makes its own context.
  * A watchdog (alarm) turns a hang into a failure. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,8 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <math.h>
 #include <fenv.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -841,6 +846,114 @@ static void test_kernel_stack(void **state) {
   xpj_context_destroy(c);
 }
 
+/* In a child forked while a kernel of the parent runs (the command, copied
+ * in the running state, has no thread in the child to finish it): every
+ * call with a parent's object fails at once with XPJ_ERR_INVALID saying
+ * fork() (xpj_queue_wait hung), the destroys and releases return (leaving
+ * the parent's objects alone), and a context made in the child works. */
+#define CHILD_CHECK(cond)                                                     \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
+      fprintf(stderr, "child: %s failed (line %d): %s\n", #cond, __LINE__,   \
+              xpj_last_error());                                              \
+      _exit(2);                                                               \
+    }                                                                         \
+  } while (0)
+
+static bool says_fork(xpj_status st) {
+  return st == XPJ_ERR_INVALID && strstr(xpj_last_error(), "before fork()");
+}
+
+static void test_fork_with_launch_in_flight(void **state) {
+  (void)state;
+  xpj_queue *q = NULL;
+  assert_int_equal(xpj_queue_create(dev, NULL, &q), XPJ_OK);
+  float *x = NULL;
+  assert_int_equal(xpj_mem_alloc(dev, XPJ_MEM_SHARED, N * 4, 0, (void **)&x),
+                   XPJ_OK);
+  memset(x, 0, N * 4);
+  xpj_kernel *fk = kernel(prog, "forever", NULL), *ak = kernel(prog, "add1",
+                                                                NULL);
+  xpj_event *ev = NULL;
+  xpj_array a = xpj_array_1d(x, XPJ_F32, N);
+  xpj_arg arg = xpj_arg_array(&a);
+  xpj_range r = xpj_range_1d(N, 0);
+  assert_int_equal(xpj_launch(q, fk, &r, 1, &arg, &ev), XPJ_OK);
+  for (int i = 0; i < 20000 && xpj_event_query(ev) != XPJ_EVENT_RUNNING; i++)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  assert_int_equal(xpj_event_query(ev), XPJ_EVENT_RUNNING);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    signal(SIGALRM, SIG_DFL); /* a hang: killed by it, a failure */
+    alarm(60);
+    CHILD_CHECK(says_fork(xpj_queue_wait(q)));
+    CHILD_CHECK(strstr(xpj_last_error(), "xpj_queue_wait: the queue"));
+    CHILD_CHECK(says_fork(xpj_launch(q, ak, &r, 1, &arg, NULL)));
+    CHILD_CHECK(says_fork(xpj_event_wait(ev)));
+    CHILD_CHECK(xpj_event_query(ev) == XPJ_EVENT_FAILED);
+    CHILD_CHECK(says_fork(xpj_queue_cancel(q)));
+    CHILD_CHECK(says_fork(xpj_enqueue_fill(q, x, &(float){1}, 4, 4, NULL)));
+    void *p = NULL;
+    CHILD_CHECK(says_fork(xpj_mem_alloc(dev, XPJ_MEM_HOST, 64, 0, &p)));
+    CHILD_CHECK(says_fork(xpj_mem_free(dev, x)));
+    xpj_queue *q2 = NULL;
+    CHILD_CHECK(says_fork(xpj_queue_create(dev, NULL, &q2)));
+    xpj_program *p2 = NULL;
+    CHILD_CHECK(says_fork(
+        xpj_program_create(ctx, "c.xpk", src, sizeof src - 1, NULL, &p2)));
+    xpj_kernel *k2 = NULL;
+    CHILD_CHECK(says_fork(
+        xpj_program_get_kernel(prog, "add1", NULL, 0, dev, NULL, &k2)));
+    xpj_device *d2 = NULL;
+    CHILD_CHECK(says_fork(xpj_device_select(ctx, "cpu", &d2)));
+    CHILD_CHECK(xpj_context_cache(ctx) == NULL);
+    /* let go of: nothing happens, nothing waits */
+    xpj_event_release(ev);
+    xpj_queue_destroy(q);
+    xpj_context_destroy(ctx);
+    /* the child's own context works */
+    xpj_context *c = NULL;
+    xpj_context_desc d = {.visible = "cpu",
+                          .cache_mode = XPJ_CACHE_MODE_OFF,
+                          .no_env_bundles = 1};
+    CHILD_CHECK(xpj_context_create(&d, &c) == XPJ_OK);
+    CHILD_CHECK(xpj_device_select(c, "cpu", &d2) == XPJ_OK);
+    CHILD_CHECK(xpj_program_create(c, "c.xpk", src, sizeof src - 1, NULL,
+                                   &p2) == XPJ_OK);
+    CHILD_CHECK(xpj_program_get_kernel(p2, "add1", NULL, 0, d2, NULL, &k2) ==
+                XPJ_OK);
+    CHILD_CHECK(xpj_queue_create(d2, NULL, &q2) == XPJ_OK);
+    float y[64] = {0};
+    xpj_array ya = xpj_array_1d(y, XPJ_F32, 64);
+    xpj_arg yarg = xpj_arg_array(&ya);
+    xpj_range yr = xpj_range_1d(64, 0);
+    CHILD_CHECK(xpj_launch(q2, k2, &yr, 1, &yarg, NULL) == XPJ_OK);
+    CHILD_CHECK(xpj_queue_wait(q2) == XPJ_OK);
+    CHILD_CHECK(y[0] == 1.0f && y[63] == 1.0f);
+    xpj_queue_destroy(q2);
+    xpj_program_destroy(p2);
+    xpj_context_destroy(c);
+    _exit(0);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  if (!WIFEXITED(status))
+    fprintf(stderr, "child ended by signal %d\n",
+            WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  /* the parent's objects are as they were */
+  assert_int_equal(xpj_event_query(ev), XPJ_EVENT_RUNNING);
+  assert_int_equal(xpj_queue_cancel(q), XPJ_OK);
+  assert_int_equal(xpj_queue_wait(q), XPJ_ERR_CANCELLED);
+  xpj_event_release(ev);
+  check_add1_works(q, x);
+  xpj_queue_destroy(q);
+  assert_int_equal(xpj_mem_free(dev, x), XPJ_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_free_during_launch),
@@ -855,6 +968,7 @@ int main(void) {
       cmocka_unit_test(test_waiter_environment),
       cmocka_unit_test(test_waiter_stack),
       cmocka_unit_test(test_kernel_stack),
+      cmocka_unit_test(test_fork_with_launch_in_flight),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
