@@ -303,3 +303,83 @@ def test_default_queue_cannot_be_closed():
         print("OK")
     """ % SRC)
     assert rc == 0 and "OK" in out, out
+
+
+# ---- 8. fork() with a launch in flight --------------------------------------
+
+def test_fork_with_launches_in_flight():
+    """A child forked while another thread's launch ran hung at its first
+    launch (xpj_queue_wait on the parent's command, copied in the running
+    state, which no thread of the child finishes). Now the child's
+    default context, devices and queues are new, so its launches work;
+    what the parent made (its Program, Queue, Context, their arrays) raises
+    InvalidArgumentError saying fork(); the parent goes on."""
+    rc, out = _child("""
+        import os, signal, threading, time, traceback
+        import numpy as np, xpjit
+        SRC = %r
+        SPIN = '''
+        kernel spin(n: i64, y: global f32[]) range {
+            let i = global_id(0);
+            if i < size(y) {
+                let v = y[i];
+                for (let k: i64 = 0; k < n; k += 1) { v = v * 1.0001 + 1.0; }
+                y[i] = v;
+            }
+        }'''
+        prog = xpjit.Program(SPIN)
+        mine = xpjit.Queue()
+        ctx = xpjit.Context(visible="cpu")
+        ew = xpjit.ElementwiseKernel("T x", "T y", "y = x + T(1);", "inc")
+        kept = xpjit.zeros(16, np.float32)
+        stop = False
+        def bg():
+            z = np.zeros(1 << 14, np.float32)
+            d = xpjit.zeros(1 << 14, np.float32)
+            while not stop:
+                prog.spin(1 << 14, 300, z)
+                prog.spin(1 << 14, 300, d)
+                ew(z)
+                d.get()
+        t = threading.Thread(target=bg)
+        t.start()
+        time.sleep(0.3)
+        statuses = []
+        for k in range(6):
+            pid = os.fork()
+            if pid == 0:
+                signal.alarm(20)  # a hang: killed, a failure
+                try:
+                    p = xpjit.Program(SRC)
+                    y = np.zeros(64, np.float32)
+                    p.fill1(64, y)
+                    d = xpjit.zeros(64, np.float32)
+                    p.fill1(64, d)
+                    assert y.sum() == 64 and d.get().sum() == 64
+                    assert ew(np.ones(3, np.float32)).tolist() == [2.0] * 3
+                    xpjit.synchronize()
+                    for f in (lambda: prog.spin(64, 1, y),
+                              lambda: prog.spin(64, 1, y, queue=mine),
+                              lambda: mine.wait(), lambda: kept.get(),
+                              lambda: xpjit.Program(SRC, context=ctx),
+                              lambda: ctx.devices()):
+                        try:
+                            f()
+                        except xpjit.InvalidArgumentError as e:
+                            assert "before fork()" in str(e), e
+                        else:
+                            os._exit(3)
+                    os._exit(0)
+                except BaseException:
+                    traceback.print_exc()
+                    os._exit(4)
+            _, st = os.waitpid(pid, 0)
+            statuses.append(st)
+        stop = True
+        t.join()
+        y = np.zeros(64, np.float32)
+        prog.spin(64, 1, y, queue=mine)
+        assert y.sum() == 64 and kept.get().sum() == 0
+        print("STATUSES", statuses)
+    """ % SRC, timeout=240)
+    assert rc == 0 and "STATUSES [0, 0, 0, 0, 0, 0]" in out, out

@@ -5,6 +5,7 @@ device), DLPack both ways (zero-copy), and foreign device memory
 import ctypes
 import math
 import operator
+import os
 import threading
 
 import numpy as np
@@ -120,6 +121,18 @@ def _import_acquire(device, base, size, kind, first, last, what):
         _imports[key] = [_Import(device, base, size, kind, None), 1,
                          base + max(int(size), 1)]
         return key
+
+
+def _imports_after_fork():
+    """In a child: the parent's imports are not its own (the library
+    refuses them there); a later import of the same range is made anew."""
+    global _imports_lock
+    _imports_lock = threading.RLock()
+    _imports.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_imports_after_fork)
 
 
 def _import_release(key):

@@ -17,7 +17,7 @@ from ._array import (ndarray, asarray, empty,
 from ._dtypes import numpy_dtype, scalar_name, scalar_value, short
 from ._errors import InvalidArgumentError, SpecializationError
 from ._program import Program, _check_queue
-from ._runtime import get_device
+from ._runtime import get_device, _relock
 
 # CuPy's type names and NumPy's, to xpjit's
 _TYPE_NAMES = {
@@ -230,6 +230,7 @@ class _Base:
                                     if p.placeholder})
         self._programs = {}
         self._lock = threading.Lock()
+        _relock.add(self)  # (a fork's child makes it anew)
 
     def _bind(self, params, args):
         """{placeholder: xpjit scalar} from the arrays, then the scalars."""

@@ -128,9 +128,17 @@ static PyObject *guard_exit(PyObject *self, PyObject *args) {
   Py_RETURN_FALSE;
 }
 
-/* close(): takes the handle away and returns it (0 when it was) */
-static PyObject *guard_close(PyObject *self, PyObject *unused) {
+/* close(msg=None): takes the handle away and returns it (0 when it was);
+ * msg, when given, is what later uses raise (after a fork: the parent's) */
+static PyObject *guard_close(PyObject *self, PyObject *args) {
   Guard *g = (Guard *)self;
+  PyObject *msg = NULL;
+  if (!PyArg_ParseTuple(args, "|U", &msg))
+    return NULL;
+  if (msg) {
+    Py_INCREF(msg);
+    Py_SETREF(g->msg, msg);
+  }
   void *h = g->h;
   g->h = NULL;
   return PyLong_FromVoidPtr(h);
@@ -143,7 +151,8 @@ static PyObject *guard_h(PyObject *self, void *unused) {
 static PyMethodDef guard_methods[] = {
     {"__enter__", guard_enter, METH_NOARGS, "the handle, used until exit"},
     {"__exit__", guard_exit, METH_VARARGS, NULL},
-    {"close", guard_close, METH_NOARGS, "takes the handle away"},
+    {"close", guard_close, METH_VARARGS,
+     "close(msg=None): takes the handle away"},
     {NULL, NULL, 0, NULL}};
 
 static PyMemberDef guard_members[] = {

@@ -18,7 +18,7 @@ from ._errors import (InvalidArgumentError, NotFoundError,
                       SpecializationError, check, error)
 from ._runtime import (Device, Event, Queue, current_queue, get_context,
                        get_device, _b, _Guard, _Owner, _path, _retire, _wait,
-                       _wake_fd)
+                       _wake_fd, _live_guarded, _relock)
 
 from ._accel import _fast  # the C launch path, when it was built
 
@@ -130,6 +130,8 @@ class Program(_Owner):
             # the handle, and the calls using it (close() waits for them)
             self._guard = _Guard(h.value, InvalidArgumentError,
                                  "the program is closed")
+            _live_guarded.add(self)  # (a fork's child closes it)
+            _relock.add(self)
         finally:
             _lib.diags_destroy(d)
 

@@ -146,8 +146,10 @@ class _PyGuard:
         self._in.pop()
         return False
 
-    def close(self):
+    def close(self, msg=None):
         with self._lock:  # (two closes: one gets the handle)
+            if msg is not None:
+                self._msg = msg
             h, self.h = self.h, 0
             return h
 
@@ -207,9 +209,45 @@ def _watch(r):
             _interrupt()
 
 
+# ---- fork ------------------------------------------------------------------
+# A child process has none of the parent's threads (its queues', the CPU
+# device's pool), and the library refuses everything made before the fork
+# there (docs/api.md, "fork()"). The child's package starts over: a new
+# default context (and with it default devices and queues) at first use;
+# the contexts, queues and programs made before raise InvalidArgumentError
+# saying so; locks another thread of the parent may have held are new.
+
+_live_guarded = weakref.WeakSet()  # programs (their _guard and _lock)
+_relock = weakref.WeakSet()  # objects whose _lock the child makes anew
+
+
+def _forked_msg(what):
+    return ("the %s was made before fork(), in the parent process, and "
+            "cannot be used in the child (xpjit's default context, devices "
+            "and queues are new there: make the child's own objects)" % what)
+
+
 def _after_fork():
-    """In a child: the parent's pipe and thread are not its own."""
-    global _wake, _waiting, _main
+    """In a child: the parent's pipe and thread are not its own, nor are
+    its contexts, queues and programs."""
+    global _wake, _waiting, _main, _lock, _queues_lock, _default_context
+    _lock = threading.Lock()
+    _queues_lock = threading.Lock()
+    _default_context = None
+    for ctx in list(_live):
+        ctx._h, ctx._closing = None, None
+        ctx._gone = _forked_msg("context")
+        ctx._dlock = threading.Lock()
+    for qs in list(_queues.values()):
+        for q in list(qs):
+            q._guard.close(_forked_msg("queue"))
+            q._klock = threading.Lock()
+    _queues.clear()
+    for p in list(_live_guarded):
+        if p._guard is not None:
+            p._guard.close(_forked_msg("program"))
+    for o in list(_relock):
+        o._lock = threading.Lock()
     _main = threading.main_thread().ident
     if _wake is not None and _wake[0] >= 0:
         for fd in _wake:
@@ -220,6 +258,7 @@ def _after_fork():
     _wake, _waiting = None, None
     if _accel._fast is not None:
         _accel._fast.set_wake(-1, _main)
+        _accel._fast.set_default(None)  # the parent's default queue
 
 
 if hasattr(os, "register_at_fork"):
@@ -365,10 +404,12 @@ class Context(_Owner):
     def __del__(self):
         self.close()
 
+    _gone = "the context is closed"  # what using it raises once it is
+
     @property
     def handle(self):
         if not self._h:
-            raise InvalidArgumentError("the context is closed")
+            raise InvalidArgumentError(self._gone)
         return self._h
 
     def _device(self, ptr):
