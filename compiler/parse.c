@@ -4089,16 +4089,17 @@ xpj_status xpj_parse_file(xpj_module *m, const char *path, xpj_diags *d) {
   xpj_buf b = {0};
   char chunk[65536];
   size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) {
+  while ((errno = 0, n = fread(chunk, 1, sizeof chunk, fp)) > 0) {
     xpj_buf_put(&b, chunk, n);
     if (b.len > XPJ_MAX_SOURCE)
       break;
   }
-  bool rerr = ferror(fp);
+  int rerr = ferror(fp) ? (errno ? errno : EIO) : 0;
   fclose(fp);
   if (rerr) {
     xpj_buf_free(&b);
-    snprintf(msg, sizeof msg, "cannot read file (is it a directory?)");
+    /* the reason: a directory (EISDIR), /proc/self/mem (EIO), ... */
+    snprintf(msg, sizeof msg, "cannot read file: %s", strerror(rerr));
     if (d)
       xpj_diags_add(d, XPJ_SEV_ERROR, path, 0, 0, NULL, msg);
     return XPJ_ERR_IO;

@@ -44,6 +44,13 @@ expect 0 "$CLI" check bench/pipeline/*.xpk
 expect 1 "$CLI" check examples/axpy.xpk tests/golden/errors.xpk
 expect 1 "$CLI" check /nonexistent.xpk
 expect 1 "$CLI" check /
+# a file that cannot be read says why (it said "is it a directory?" for
+# /proc/self/mem too: an outside probe)
+grep -q "cannot read file: Is a directory" "$tmp/err" ||
+  { echo "FAIL: check / said: $(cat "$tmp/err")"; fail=1; }
+expect 1 "$CLI" check /proc/self/mem
+grep -q "cannot read file: Input/output error" "$tmp/err" ||
+  { echo "FAIL: check /proc/self/mem said: $(cat "$tmp/err")"; fail=1; }
 expect 1 "$CLI" ir examples/axpy.xpk --kernel nope --dtype T=f32 --ndim 1
 expect 1 "$CLI" ir examples/axpy.xpk --kernel axpy --dtype T=f32
 # garbage input is an input error, never a crash
