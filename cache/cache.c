@@ -1097,6 +1097,21 @@ static int db_open(xpj_cache *c, bool writable) {
  * a -wal or -journal file beside it; so when neither holds anything (all
  * that was committed is in the file), the file is opened read-only and
  * immutable (no locks, no WAL). Else SQLITE_CANTOPEN. */
+/* "file:PATH?immutable=1" (sqlite3_free it; NULL: no memory): the path as
+ * a URI, '%', '?', '#' and anything unusual escaped. SQLite loaded. */
+static char *immutable_uri(const char *path) {
+  sqlite3_str *u = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(u, "file:");
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+    if (strchr("/-._~", *p) || (*p >= '0' && *p <= '9') ||
+        ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z'))
+      sqlite3_str_appendchar(u, 1, (char)*p);
+    else
+      sqlite3_str_appendf(u, "%%%02X", *p);
+  sqlite3_str_appendall(u, "?immutable=1");
+  return sqlite3_str_finish(u);
+}
+
 static int db_open_frozen(xpj_cache *c) {
   db_close(c);
   char dir[4096];
@@ -1113,17 +1128,7 @@ static int db_open_frozen(xpj_cache *c) {
   }
   if (!xpj_sqlite_load())
     return RC_NO_SQLITE;
-  /* the path as a URI: '%', '?', '#' and anything unusual escaped */
-  sqlite3_str *u = sqlite3_str_new(NULL);
-  sqlite3_str_appendall(u, "file:");
-  for (const unsigned char *p = (const unsigned char *)c->path; *p; p++)
-    if (strchr("/-._~", *p) || (*p >= '0' && *p <= '9') ||
-        ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z'))
-      sqlite3_str_appendchar(u, 1, (char)*p);
-    else
-      sqlite3_str_appendf(u, "%%%02X", *p);
-  sqlite3_str_appendall(u, "?immutable=1");
-  char *uri = sqlite3_str_finish(u);
+  char *uri = immutable_uri(c->path);
   int rc = uri ? connect(c, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, false)
                : SQLITE_NOMEM;
   sqlite3_free(uri);
@@ -1702,6 +1707,71 @@ static bool bundle_file(const char *path) {
   return !strcmp(kind, "bundle");
 }
 
+/* Whether the database file at path is reached by another name too: a
+ * hard link (more than one link) or a mount of the file alone (a bind
+ * mount of the file: the root of a mount). Its key, PATH.key, lives
+ * beside its own name, so that another name has none beside it; and
+ * SQLite keeps the WAL, shared memory and journal by name, so that two
+ * names of one file are two journals of it. Says which in why. A
+ * directory mounted elsewhere brings the key with it: not asked. */
+static bool other_names(const char *path, char *why, size_t size) {
+  struct statx sx;
+  if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_NLINK, &sx) != 0 ||
+      !S_ISREG(sx.stx_mode))
+    return false;
+  if (sx.stx_nlink > 1) {
+    snprintf(why, size, "the file has %u names (hard links)",
+             (unsigned)sx.stx_nlink);
+    return true;
+  }
+#ifdef STATX_ATTR_MOUNT_ROOT
+  if (sx.stx_attributes_mask & sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) {
+    snprintf(why, size, "the file is mounted there by itself (a bind mount "
+             "of another file)");
+    return true;
+  }
+#endif
+  return false;
+}
+
+/* Whether the user cache's file at path holds entries (rows signed with
+ * some key), read without a lock and without making anything beside it:
+ * the file alone, immutable; through a plain read-only connection when
+ * a -wal beside it holds commits. Asked only when its key is missing. */
+static bool holds_entries(const char *path) {
+  char wal[4200];
+  struct stat sb;
+  unsigned char h[72];
+  snprintf(wal, sizeof wal, "%s-wal", path);
+  bool in_wal = lstat(wal, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
+  if ((!in_wal && !sqlite_header(path, h)) || !xpj_sqlite_load())
+    return false;
+  char *uri = in_wal ? NULL : immutable_uri(path);
+  if (!in_wal && !uri)
+    return false;
+  int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX |
+              (uri ? SQLITE_OPEN_URI : 0);
+#ifdef SQLITE_OPEN_NOFOLLOW
+  flags |= SQLITE_OPEN_NOFOLLOW;
+#endif
+  sqlite3 *db = NULL;
+  bool any = false;
+  if (sqlite3_open_v2(uri ? uri : path, &db, flags, NULL) == SQLITE_OK) {
+#ifdef SQLITE_DBCONFIG_TRUSTED_SCHEMA
+    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+#endif
+    sqlite3_busy_timeout(db, 2000);
+    sqlite3_stmt *st = NULL;
+    any = sqlite3_prepare_v2(db, "SELECT 1 FROM entries LIMIT 1", -1, &st,
+                             NULL) == SQLITE_OK &&
+          sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  sqlite3_free(uri);
+  return any;
+}
+
 /* The user cache's key: read, made by the first writer, or replaced when
  * damaged (under the exclusive lock, so that two processes do not each
  * make one). Rows signed with another key (the key was deleted or
@@ -1726,11 +1796,31 @@ static bool setup_key(xpj_cache *c) {
                rc_str(RC_NOT_OURS));
     return false;
   }
+  char names[256];
+  if (k == KEY_ABSENT && other_names(c->path, names, sizeof names)) {
+    /* its key is beside its other name: a key made here would re-sign
+     * (bundle import) or drop (every reader, verify --repair) every row
+     * the cache's own key signed (an outside probe: `bundle import --path`
+     * a hard link of the cache made a second key and re-signed them all) */
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: it has no key beside it "
+               "(%s.key) and %s: its key is beside its other name; no key "
+               "is made here (its entries would all fail their checksum "
+               "under it). Open the cache by its own path", c->path, c->path,
+               names);
+    return false;
+  }
   int made = 1, made_errno = 0;
   if (k == KEY_ABSENT && rw) {
+    /* lost (deleted, or the file copied without it): a new key, said
+     * aloud when there are entries that it makes unverifiable */
+    bool entries = had_rows && holds_entries(c->path);
     made = make_key(c, false); /* ours, or another maker's: read it */
     made_errno = errno;
     k = read_key(c, why, sizeof why);
+    if (made == 1 && k == KEY_OK && entries)
+      warnf(c, "cache %s: its key %s.key was missing; made a new one (the "
+            "entries signed with the lost one will fail their checksum and "
+            "be dropped)", c->path, c->path);
   } else if (k == KEY_DAMAGED && rw) {
     int fd = lock_file(c, LOCK_EX);
     k = read_key(c, why, sizeof why);

@@ -895,5 +895,16 @@ if command -v cc >/dev/null 2>&1; then
       bad "cache ls with a libsqlite3 lacking its functions: exit $rc, $(cat "$T/e")"
   fi
 fi
+# a hard link to the cache file given as --path has no key beside it: no
+# key is made there and nothing is signed again (bundle import made
+# LINK.key and re-signed all the rows, which the cache by its own name
+# then found bad: an outside probe)
+ln "$T/c2/cache-v2.db" "$T/hl.db"
+"$CLI" bundle import "$T/ex.xpb" --path "$T/hl.db" >"$T/o" 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "2 names (hard links)" "$T/o" && [ ! -e "$T/hl.db.key" ] ||
+  bad "bundle import --path HARDLINK: exit $rc, $(cat "$T/o"), $(ls "$T" | grep hl.db)"
+XPJIT_CACHE_DIR="$T/c2" "$CLI" cache verify >"$T/o" 2>&1 ||
+  bad "the cache after an import through a hard link of it: $(cat "$T/o")"
+rm -f "$T/hl.db"*
 [ $fail = 0 ] && echo "cache_cli: all checks passed"
 exit $fail

@@ -1944,6 +1944,54 @@ static void test_key_replaced(void **state) {
   xpj_cache_close(b);
 }
 
+/* A cache file reached by another name (a hard link; a bind mount of the
+ * file alone is the same case) has no key beside that name, its key being
+ * beside its own: no key is made there and nothing is written through it.
+ * Before, `bundle import --path LINK` made LINK.key, found every row "not
+ * intact" and signed it again under that key: the cache by its own name
+ * then found them all bad (an outside probe). */
+static void test_key_other_name(void **state) {
+  fx *f = *state;
+  char bpath[300], link2[300], lkey[320];
+  snprintf(bpath, sizeof bpath, "%s/b.xpb", f->dir);
+  snprintf(link2, sizeof link2, "%s/other.db", f->dir);
+  snprintf(lkey, sizeof lkey, "%s.key", link2);
+  xpj_cache *c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  for (unsigned i = 1; i <= 3; i++)
+    put_i(c, i, 100 * i);
+  assert_int_equal(xpj_cache_export(c, bpath, NULL), XPJ_OK);
+  xpj_cache_close(c);
+  assert_int_equal(link(f->path, link2), 0);
+  xpj_cache_mode modes[] = {XPJ_CACHE_MODE_RW, XPJ_CACHE_MODE_RO};
+  for (unsigned m = 0; m < 2; m++) {
+    f->w.n = 0;
+    f->w.text[0] = 0;
+    c = open_cache(&f->w, link2, modes[m], GiB);
+    assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
+    assert_int_equal(f->w.n, 1);
+    assert_warned(&f->w, "the file has 2 names (hard links)");
+    char why[4600];
+    assert_true(xpj_cache_problem(c, why, sizeof why) > 0);
+    assert_non_null(strstr(why, "no key is made here"));
+    expect_miss(c, 1);
+    uint64_t imp = 0, present = 0, damaged = 0;
+    assert_int_not_equal(xpj_cache_import_counted(c, bpath, &imp, &present,
+                                                  &damaged), XPJ_OK);
+    assert_int_equal(imp, 0);
+    xpj_cache_close(c);
+    assert_false(exists(lkey));
+  }
+  /* by its own name: every row intact, signed with its key */
+  f->w.n = 0;
+  c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(verify_bad(c, NULL), 0);
+  for (unsigned i = 1; i <= 3; i++)
+    expect_hit(c, i, 100 * i);
+  xpj_cache_close(c);
+  assert_no_warning(&f->w);
+  unlink(link2);
+}
+
 /* The key that signs the rows: PATH.key, 32 random bytes, 0600, made by
  * the first writer; refused when others may read it; a lost or damaged key
  * costs the entries (each dropped as it is found), never the cache. */
@@ -1993,11 +2041,15 @@ static void test_key_file(void **state) {
   xpj_cache_close(c);
   assert_false(exists(kp));
   assert_int_equal(f->w.n, 1);
-  /* lost, read-write: a new key; the old rows fail, one at a time */
+  /* lost, read-write: a new key, said once (the file holds entries that
+   * it makes unverifiable); the old rows fail, one at a time */
   f->w.n = 0;
+  f->w.text[0] = 0;
   c = open_cache(&f->w, f->path, XPJ_CACHE_MODE_RW, GiB);
   assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_RW);
-  assert_no_warning(&f->w);
+  assert_int_equal(f->w.n, 1);
+  assert_warned(&f->w, "was missing; made a new one");
+  f->w.n = 0;
   expect_miss(c, 1);
   assert_int_equal(f->w.n, 1);
   assert_warned(&f->w, "failed its checksum");
@@ -6409,6 +6461,7 @@ int main(void) {
       T(test_round_trip),
       T(test_owns_file),
       T(test_key_replaced),
+      T(test_key_other_name),
       T(test_export_private_dir),
       T(test_hit_files),
       T(test_hit_files_refused),
