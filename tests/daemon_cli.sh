@@ -10,7 +10,8 @@ tmp=$(mktemp -d)
 dpid=
 cleanup() {
   [ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null
-  for lock in "$tmp"/run/xpjitd.lock "$tmp"/race/xpjitd.lock "$tmp"/run/other.lock "$tmp"/rel.lock; do
+  for lock in "$tmp"/run/xpjitd.sock.lock "$tmp"/race/xpjitd.sock.lock "$tmp"/run/other.sock.lock \
+    "$tmp"/run/other.lock "$tmp"/rel.sock.lock; do
     [ -f "$lock" ] && kill -9 "$(cat "$lock")" 2>/dev/null
   done
   rm -rf "$tmp"
@@ -85,6 +86,13 @@ grep -q "another xpjitd" "$tmp/second" || fail "second daemon's message"
   fail "a daemon on another socket of the same directory: $(cat "$tmp/other.err")"
 "$CLI" daemon status --socket "$tmp/run/other.sock" | grep -q "xpjitd is running" ||
   fail "status (another socket of the same directory)"
+# and the sockets X and X.sock are two (they shared the lock X.lock: the
+# second was refused, "another xpjitd (pid N) is running on X")
+"$D" --socket "$tmp/run/other" --log "$tmp/other2.log" >/dev/null 2>"$tmp/other.err" ||
+  fail "a daemon on X while another serves X.sock: $(cat "$tmp/other.err")"
+"$CLI" daemon status --socket "$tmp/run/other" | grep -q "xpjitd is running" ||
+  fail "status (X beside X.sock)"
+"$CLI" daemon stop --socket "$tmp/run/other" >/dev/null || fail "stop (X beside X.sock)"
 "$CLI" daemon stop --socket "$tmp/run/other.sock" >/dev/null || fail "stop (another socket)"
 "$CLI" daemon status --socket "$S" | grep -q "xpjitd is running" ||
   fail "the first daemon stopped with the other"

@@ -3086,7 +3086,7 @@ static void test_loser_waits_for_pid(void **state) {
   dmn_init(&d, "s");
   make_dir(&d);
   char lp[160];
-  snprintf(lp, sizeof lp, "%s/xpjitd.lock", d.dir);
+  snprintf(lp, sizeof lp, "%s/xpjitd.sock.lock", d.dir);
   int lf = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   assert_true(lf >= 0);
   assert_int_equal(flock(lf, LOCK_EX), 0);

@@ -3271,17 +3271,14 @@ static long lock_holder(void) {
   return 0;
 }
 
-/* The lock file of the socket: beside it, its name with ".sock" replaced
- * by ".lock" (xpjitd.sock: xpjitd.lock), or ".lock" added. One lock per
- * directory refused a second daemon on another socket there, saying that
- * one ran on that socket (found by an outside probe). */
+/* The lock file of the socket: beside it, the socket's name with ".lock"
+ * added (xpjitd.sock: xpjitd.sock.lock), so that distinct sockets never
+ * share one. One lock per directory refused a second daemon on another
+ * socket there, saying that one ran on that socket; then ".sock" replaced
+ * by ".lock" gave the sockets X and X.sock one lock, X.lock, and the same
+ * refusal (both found by an outside probe). */
 static void lock_path(char *lp, size_t size) {
-  size_t n = strlen(cfg.socket);
-  const char *base = strrchr(cfg.socket, '/');
-  base = base ? base + 1 : cfg.socket;
-  if (strlen(base) > 5 && !strcmp(cfg.socket + n - 5, ".sock"))
-    n -= 5;
-  snprintf(lp, size, "%.*s.lock", (int)n, cfg.socket);
+  snprintf(lp, size, "%s.lock", cfg.socket);
 }
 
 static int take_lock(void) {
