@@ -48,16 +48,23 @@ static xpj_status add_bundle(xpj_context *ctx, const char *path,
     }
     return rt_err(st, "%s", xpj_cache_last_error());
   }
-  char *versions = NULL, *targets = NULL, *tv = NULL;
+  char *targets = NULL, *tv = NULL;
   char why[1024] = "";
-  if (xpj_cache_get_meta(b, "versions", &versions) != XPJ_OK)
-    snprintf(why, sizeof why, "it does not say which xpjit built it");
-  else if (strcmp(versions, cc->versions) != 0)
-    snprintf(why, sizeof why, "it was built by %s; this is %s", versions,
+  /* of this build when some of its entries are (their versions column,
+   * which their keys cover), as `xpjit-cli bundle verify` and `import`
+   * say: meta.versions, which nothing checks, decides nothing (a bundle
+   * of several builds, this one among them, was not used) */
+  if (xpj_cache_targets(b, &targets, &tv) != XPJ_OK) {
+    snprintf(why, sizeof why, "%s", xpj_cache_last_error());
+  } else if (!*tv) {
+    snprintf(why, sizeof why, "it has no entries");
+  } else if (!has_line(tv, cc->versions)) {
+    for (char *p = tv; *p; p++)
+      if (*p == '\n')
+        *p = ' ';
+    snprintf(why, sizeof why, "it was built by %.400s; this is %s", tv,
              cc->versions);
-  else if (xpj_cache_targets(b, &targets, &tv) != XPJ_OK)
-    snprintf(why, sizeof why, "out of memory");
-  else if (ctx->ndevs) {
+  } else if (ctx->ndevs) {
     bool match = false;
     for (unsigned i = 0; i < ctx->ndevs && !match; i++)
       match = has_line(targets, ctx->devs[i]->info.target);
@@ -75,7 +82,6 @@ static xpj_status add_bundle(xpj_context *ctx, const char *path,
           *p = ' ';
     }
   }
-  free(versions);
   free(targets);
   free(tv);
   if (*why) {

@@ -115,7 +115,7 @@ if command -v sqlite3 >/dev/null 2>&1; then
   cp "$T/ex.xpb" "$T/esc.xpb"
   sqlite3 "$T/esc.xpb" "UPDATE meta SET value = value || char(27) || ']0;pwned' || char(7) || char(155) || '2J' WHERE name = 'versions'"
   for sub in ls verify import; do
-    "$CLI" bundle $sub "$T/esc.xpb" > "$T/esc.out" 2>&1
+    XPJIT_CACHE_DIR="$T/esc-c0" "$CLI" bundle $sub "$T/esc.xpb" > "$T/esc.out" 2>&1
     if LC_ALL=C grep -q "$(printf '\033\|\302\233\|\007')" "$T/esc.out"; then bad "bundle $sub printed a foreign escape sequence: $(cat -v "$T/esc.out" | grep pwned)"; fi
     grep -q "pwned??2J" "$T/esc.out" || bad "bundle $sub: the versions line is missing: $(cat -v "$T/esc.out")"
   done
@@ -125,6 +125,36 @@ if command -v sqlite3 >/dev/null 2>&1; then
   XPJIT_CACHE_DIR="$T/esc-c" "$CLI" bundle import "$T/esc.xpb" > "$T/esc.out" 2>&1
   if LC_ALL=C grep -q "$(printf '\033\|\007')" "$T/esc.out"; then bad "bundle import printed a warning's escape sequence: $(cat -v "$T/esc.out")"; fi
   grep -q "warning: .*entry ?\]0;pwned?" "$T/esc.out" || bad "bundle import of a damaged row: $(cat -v "$T/esc.out")"
+fi
+# usable or not by its entries, never by meta.versions, which nothing
+# checks, and verify and import agree (a NULL or blob meta: verify said
+# "not usable", import imported; a meta naming this build over entries of
+# another: called usable and imported; the reverse refused: an outside
+# probe). A meta that is not the entries' is noted.
+if command -v sqlite3 >/dev/null 2>&1; then
+  for how in "NULL" "x'00ff'" "'xpjit=0.0.1;llvm=1;abi=1;codegen=1'"; do
+    cp "$T/ex.xpb" "$T/mv.xpb"
+    sqlite3 "$T/mv.xpb" "UPDATE meta SET value = $how WHERE name = 'versions'"
+    "$CLI" bundle verify "$T/mv.xpb" >"$T/o" 2>&1 && grep -q "note: its meta names the build" "$T/o" ||
+      bad "bundle verify, meta versions $how: exit $?: $(cat "$T/o")"
+    "$CLI" bundle ls "$T/mv.xpb" --json 2>/dev/null | grep -q '"usable": true' ||
+      bad "bundle ls --json, meta versions $how: not usable"
+    XPJIT_CACHE_DIR="$T/mv-c" "$CLI" bundle import "$T/mv.xpb" >"$T/o" 2>&1 &&
+      grep -q "imported 80 entries" "$T/o" || bad "bundle import, meta versions $how: $(cat "$T/o")"
+    rm -rf "$T/mv-c"
+  done
+  cp "$T/ex.xpb" "$T/mv.xpb"
+  sqlite3 "$T/mv.xpb" "UPDATE entries SET versions = 'xpjit=0.0.1;llvm=1;abi=1;codegen=1'"
+  "$CLI" bundle verify "$T/mv.xpb" >"$T/o" 2>&1; rc=$?
+  [ $rc = 1 ] && grep -q "not usable by this xpjit" "$T/o" ||
+    bad "bundle verify, entries of another build under this one's meta: exit $rc: $(cat "$T/o" | tail -3)"
+  "$CLI" bundle ls "$T/mv.xpb" --json 2>/dev/null | grep -q '"usable": false' ||
+    bad "bundle ls --json, entries of another build: usable"
+  XPJIT_CACHE_DIR="$T/mv-c" "$CLI" bundle import "$T/mv.xpb" >"$T/o" 2>&1; rc=$?
+  [ $rc = 1 ] && grep -q "built by another xpjit (xpjit=0.0.1;llvm=1;abi=1;codegen=1; this is" "$T/o" &&
+    grep -q "nothing imported" "$T/o" ||
+    bad "bundle import, entries of another build under this one's meta: exit $rc: $(cat "$T/o")"
+  rm -rf "$T/mv-c" "$T/mv.xpb"
 fi
 # never renamed over something that is not a regular file (as root, -o
 # /dev/null once replaced the device node): a FIFO and a link stay
@@ -171,7 +201,7 @@ printf 'not a database at all, though long enough to be read as one' >"$T/c9/cac
 XPJIT_CACHE_DIR="$T/c9" "$CLI" cache verify --repair --json >"$T/o" 2>"$T/e"
 grep -q '"problems": \[".*moved to .*cache-v2.db.corrupt.1, a new one was started"\]' "$T/o" && [ ! -s "$T/e" ] ||
   bad "verify --repair --json of a damaged file: $(cat "$T/o" "$T/e")"
-"$CLI" cache prune --max-size 1 --json | grep -q '"removed": 2' || bad "prune --max-size"
+"$CLI" cache prune --max-size 1 --json >"$T/pr" 2>&1; grep -q '"removed": 2' "$T/pr" || bad "prune --max-size: $(cat "$T/pr")"
 "$CLI" cache prune --older-than 1d | grep -q "removed 0" || bad "prune --older-than"
 "$CLI" cache clear >/dev/null || bad "cache clear"
 [ "$("$CLI" cache stats --json | jnum entries)" = 0 ] || bad "clear: entries"
@@ -552,9 +582,10 @@ head -c 5000 /dev/urandom >"$T/junk.xpb"
 "$CLI" bundle ls "$T/junk.xpb" >/dev/null 2>&1; [ $? = 1 ] || bad "bundle ls junk"
 "$CLI" bundle import "$T/junk.xpb" >/dev/null 2>&1; [ $? = 1 ] || bad "bundle import junk"
 "$CLI" bundle verify "$T/nonexistent.xpb" >/dev/null 2>&1; [ $? = 1 ] || bad "verify missing"
-# a bundle from another version is refused by verify and ignored by programs
+# a bundle from another version (its entries': meta.versions alone
+# decides nothing) is refused by verify and ignored by programs
 cp "$T/mine.xpb" "$T/old.xpb"
-sqlite3 "$T/old.xpb" "UPDATE meta SET value='xpjit=0.0.1;llvm=17.0.0;abi=1' WHERE name='versions'"
+sqlite3 "$T/old.xpb" "UPDATE entries SET versions='xpjit=0.0.1;llvm=17.0.0;abi=1'; UPDATE meta SET value='xpjit=0.0.1;llvm=17.0.0;abi=1' WHERE name='versions'"
 "$CLI" bundle verify "$T/old.xpb" >/dev/null 2>&1; [ $? = 1 ] || bad "verify old bundle"
 export XPJIT_CACHE_DIR="$T/c4"
 XPJIT_BUNDLE_PATH="$T/old.xpb" "$B/examples/saxpy" 1000 >"$T/o" 2>&1 || bad "saxpy with old bundle"
@@ -790,18 +821,19 @@ XPJIT_CACHE_DIR="$ro" "$CLI" cache ls | grep -q saxpy || bad "XPJIT_CACHE=ro cac
 XPJIT_CACHE_DIR="$ro" XPJIT_CACHE=off "$CLI" cache clear >"$T/o" 2>&1; rc=$?
 [ $rc = 1 ] && grep -q "the cache $ro/cache-v2.db is off (XPJIT_CACHE=off): nothing written" "$T/o" &&
   XPJIT_CACHE_DIR="$ro" "$CLI" cache ls | grep -q saxpy || bad "XPJIT_CACHE=off cache clear of a cache: exit $rc: $(cat "$T/o")"
-# a bundle of another build (its "versions" another xpjit's) is refused by
-# import as verify says it is unusable (it imported every entry, exit 0:
-# rows no key of this xpjit could ever find); one of several builds,
-# this one among them, is taken
+# a bundle of another build (its entries' "versions" another xpjit's) is
+# refused by import as verify says it is unusable (it imported every
+# entry, exit 0: rows no key of this xpjit could ever find); one of
+# several builds, this one among them, is taken
 if command -v sqlite3 >/dev/null 2>&1; then
-  for v in "'xpjit=0.0.1;llvm=1.0;abi=1;codegen=1'" "value || char(10) || 'xpjit=0.0.1;llvm=1.0;abi=1;codegen=1'"; do
+  for v in "1" "rowid % 2 = 0"; do
     cp "$T/ex.xpb" "$T/other.xpb"
-    sqlite3 "$T/other.xpb" "UPDATE meta SET value = $v WHERE name = 'versions'"
+    sqlite3 "$T/other.xpb" "UPDATE entries SET versions = 'xpjit=0.0.1;llvm=1.0;abi=1;codegen=1' WHERE $v"
     rm -rf "$T/vb" && mkdir -m 700 "$T/vb"
     XPJIT_CACHE_DIR="$T/vb" "$CLI" bundle import "$T/other.xpb" >"$T/o" 2>&1; rc=$?
     case $v in
-    value*) [ $rc = 0 ] && XPJIT_CACHE_DIR="$T/vb" "$CLI" cache ls | grep -q saxpy ||
+    rowid*) [ $rc = 1 ] && grep -q "imported 40 entries" "$T/o" &&
+      grep -q "40 damaged" "$T/o" && XPJIT_CACHE_DIR="$T/vb" "$CLI" cache ls | grep -q saxpy ||
       bad "bundle import of a bundle of two builds, this one among them: exit $rc: $(cat "$T/o")" ;;
     *) [ $rc = 1 ] && grep -q "was built by another xpjit (xpjit=0.0.1.*nothing imported" "$T/o" &&
       ! XPJIT_CACHE_DIR="$T/vb" "$CLI" cache ls 2>/dev/null | grep -q saxpy ||

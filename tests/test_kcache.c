@@ -1139,14 +1139,22 @@ static void test_bundles(void **state) {
                        XPJ_OK);
   assert_true(strlen(xpj_last_error()) > 0);
   xpj_context_destroy(c);
-  /* built by another version */
+  /* built by another version: its entries are; what its meta says
+   * decides nothing, either way */
   const char *old = path_in("old.xpb");
   make_bundle(old, "cpu");
-  exec_sql(old, "UPDATE meta SET value='xpjit=0.0.1;llvm=18.1.0;abi=1' "
-                "WHERE name='versions'");
+  exec_sql(old, "UPDATE entries SET versions='xpjit=0.0.1;llvm=18.1.0;abi=1'");
   c = mkctx(path_in("fresh2.db"), XPJ_CACHE_MODE_RW);
   assert_int_equal(xpj_context_add_bundle(c, old), XPJ_ERR_UNSUPPORTED);
   assert_non_null(strstr(xpj_last_error(), "built by xpjit=0.0.1"));
+  xpj_context_destroy(c);
+  const char *lying = path_in("lying.xpb");
+  make_bundle(lying, "cpu");
+  exec_sql(lying, "UPDATE meta SET value='xpjit=0.0.1;llvm=18.1.0;abi=1' "
+                  "WHERE name='versions'");
+  c = mkctx(path_in("fresh4.db"), XPJ_CACHE_MODE_RW);
+  assert_int_equal(xpj_context_add_bundle(c, lying), XPJ_OK);
+  run_saxpy(c, saxpy_src, false, XPJ_ORIGIN_BUNDLE);
   xpj_context_destroy(c);
 
   /* XPJIT_BUNDLE_PATH: a directory of bundles; the bad ones are ignored

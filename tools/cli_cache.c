@@ -1690,14 +1690,24 @@ static json_t *targets_of(const char *targets, bool json) {
   return list;
 }
 
-/* A bundle opened for ls and verify, with its meta. */
+/* A bundle opened for ls, verify and import: which builds its entries
+ * are of, and whether this one is among them. */
 typedef struct bundle {
   const char *path;
   xpj_cache *c;
-  char *versions, *targets;
+  char *versions, *targets; /* the entries': one line per distinct value */
+  char *meta;  /* meta.versions, what the bundle says of itself, or NULL */
+  const char *shown; /* what "built by" shows: meta, else the entries' */
   char mine[128];
-  bool usable; /* built by this xpjit */
+  bool usable; /* some of its entries are of this build */
+  bool empty;  /* no entries at all: nothing to refuse */
 } bundle;
+
+static int stop_at_first(void *ud, const xpj_cache_entry *e) {
+  (void)e;
+  *(bool *)ud = true;
+  return 1;
+}
 
 static int bundle_open(const char *path, bundle *b) {
   memset(b, 0, sizeof *b);
@@ -1707,20 +1717,53 @@ static int bundle_open(const char *path, bundle *b) {
     cli_error("bundle", "%s", xpj_cache_last_error());
     return EXIT_INPUT;
   }
-  xpj_cache_get_meta(b->c, "versions", &b->versions);
-  xpj_cache_get_meta(b->c, "targets", &b->targets);
+  /* from the entries, not from meta.versions, which nothing checks: a
+   * bundle whose meta named this build while its entries were all of
+   * another was called usable and imported (its entries never found),
+   * the reverse refused, and a meta versions NULL or a blob made verify
+   * say "not usable" and import import it (an outside probe) */
+  if (xpj_cache_targets(b->c, &b->targets, &b->versions) != XPJ_OK) {
+    cli_error("bundle", "%s: %s", path, xpj_cache_last_error());
+    xpj_cache_close(b->c);
+    return EXIT_INPUT;
+  }
+  bool any = false;
+  if (xpj_cache_list(b->c, stop_at_first, &any) != XPJ_OK) {
+    cli_error("bundle", "%s: %s", path, xpj_cache_last_error());
+    free(b->targets);
+    free(b->versions);
+    xpj_cache_close(b->c);
+    return EXIT_INPUT;
+  }
+  b->empty = !any;
+  if (xpj_cache_get_meta(b->c, "versions", &b->meta) != XPJ_OK) {
+    free(b->meta);
+    b->meta = NULL;
+  }
+  b->shown = b->meta ? b->meta : b->versions;
   xpj_versions_str(b->mine, sizeof b->mine);
-  b->usable = false; /* versions: one line per build its entries are of */
   size_t n = strlen(b->mine);
-  for (const char *l = b->versions; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "")
+  for (const char *l = b->versions; *l;
+       l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "")
     if (!strncmp(l, b->mine, n) && (l[n] == '\n' || !l[n]))
       b->usable = true;
   return 0;
 }
 
+/* A note when the bundle's meta.versions is not what its entries are of
+ * (nothing checks it: a hint at most, never what decides usability). */
+static void bundle_meta_note(const bundle *b) {
+  if (b->empty || (b->meta && !strcmp(b->meta, b->versions)))
+    return;
+  cli_diag(XPJ_SEV_NOTE, b->path, "its meta names the build %s, but its "
+           "entries are of %s (what this xpjit goes by)",
+           b->meta && *b->meta ? b->meta : "(none)", b->versions);
+}
+
 static void bundle_close(bundle *b) {
   free(b->versions);
   free(b->targets);
+  free(b->meta);
   xpj_cache_close(b->c);
 }
 
@@ -1737,15 +1780,16 @@ static int bundle_ls(const bundle_req *r) {
     if (!rc)
       rc = cli_json_print(json_pack(
           "{s:o, s:o, s:b, s:o, s:o}", "path", cli_jstr(b.path), "versions",
-          cli_jstr(b.versions), "usable", b.usable, "targets",
+          cli_jstr(b.shown), "usable", b.usable, "targets",
           targets_of(b.targets, true), "entries", entries));
     else
       json_decref(entries);
   } else {
+    bundle_meta_note(&b);
     label("bundle:", 10);
     printf("%s\n", b.path);
     label("built by:", 10);
-    cli_print_clean(b.versions ? b.versions : "(unknown)");
+    cli_print_clean(*b.shown ? b.shown : "(unknown)");
     printf("%s\n", b.usable ? "" : "  (NOT usable by this xpjit)");
     label("targets:", 0);
     printf("\n");
@@ -1762,10 +1806,11 @@ static int bundle_verify(const bundle_req *r) {
   int rc = bundle_open(r->files[0], &b);
   if (rc)
     return rc;
+  bundle_meta_note(&b);
   if (!r->json) {
     cli_print_clean(b.path);
     printf(": built by ");
-    cli_print_clean(b.versions ? b.versions : "(unknown)");
+    cli_print_clean(*b.shown ? b.shown : "(unknown)");
     printf("%s\n", b.usable ? " (matches this xpjit)" : "");
   }
   findings f = {.json = r->json, .list = r->json ? json_array() : NULL};
@@ -1773,7 +1818,7 @@ static int bundle_verify(const bundle_req *r) {
   if (!rc && r->json)
     rc = cli_json_print(json_pack(
         "{s:o, s:o, s:b, s:o, s:o, s:b, s:o}", "path", cli_jstr(b.path),
-        "versions", cli_jstr(b.versions), "usable", b.usable, "checked",
+        "versions", cli_jstr(b.shown), "usable", b.usable, "checked",
         cli_jint(f.checked), "bad", cli_jint(f.bad), "repaired", 0,
         "problems", f.list));
   else if (!rc)
@@ -1832,13 +1877,13 @@ static int bundle_import(const bundle_req *r) {
     } else if (bundle_open(r->files[i], &b) != 0) {
       refused = xpj_cache_last_error(); /* (said) */
     } else {
+      bundle_meta_note(&b);
       /* (an empty bundle names no build: there is nothing to refuse) */
-      bool empty = b.versions && !*b.versions;
-      if (!b.usable && !empty) {
+      if (!b.usable && !b.empty) {
         cli_error("bundle import", "%s was built by another xpjit (%s; "
                   "this is %s): none of its entries could be used; nothing "
                   "imported", r->files[i],
-                  b.versions ? b.versions : "unknown", b.mine);
+                  *b.versions ? b.versions : "unknown", b.mine);
         refused = "built by another xpjit";
       }
       bundle_close(&b);
