@@ -11,7 +11,7 @@ dpid=
 cleanup() {
   [ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null
   for lock in "$tmp"/run/xpjitd.sock.lock "$tmp"/race/xpjitd.sock.lock "$tmp"/run/other.sock.lock \
-    "$tmp"/run/other.lock "$tmp"/rel.sock.lock; do
+    "$tmp"/run/other.lock "$tmp"/rel.sock.lock "$tmp"/nl.sock.lock; do
     [ -f "$lock" ] && kill -9 "$(cat "$lock")" 2>/dev/null
   done
   rm -rf "$tmp"
@@ -310,4 +310,21 @@ grep -q "disk I/O error" "$tmp/fsz.log" || fail "ulimit -f: no failed cache writ
 "$CLI" daemon stats --socket "$tmp/fsz.sock" --json | grep -q '"compiles": 2' ||
   fail "xpjitd under ulimit -f: not serving, or not compiling: $(tail -3 "$tmp/fsz.log")"
 "$CLI" daemon stop --socket "$tmp/fsz.sock" --timeout 10 >/dev/null 2>&1
+# a string in STATS is escaped ("\n", "\\", "\xHH"), so that a cache
+# path with a newline in it invents no statistics ("che 7", "compiles
+# 99", shown by both `daemon stats` and --json: an outside probe); --json
+# gives the path itself
+nl='
+'
+mkdir -m 700 "$tmp/nl"
+XPJIT_CACHE_DIR="$tmp/nl/ca${nl}che 7${nl}compiles 99" "$D" --socket "$tmp/nl.sock" --log "$tmp/nl.log" >/dev/null ||
+  fail "xpjitd with a newline in its cache path did not start"
+"$CLI" daemon stats --socket "$tmp/nl.sock" >"$tmp/out" 2>&1 || fail "stats, a newline in the cache path: exit $?: $(cat "$tmp/out")"
+grep -q "^cache $tmp/nl/ca\\\\nche 7\\\\ncompiles 99/cache-v2.db$" "$tmp/out" && ! grep -q "^che " "$tmp/out" &&
+  [ "$(grep -c "^compiles " "$tmp/out")" = 1 ] && grep -q "^compiles 0$" "$tmp/out" ||
+  fail "stats, a newline in the cache path: $(cat "$tmp/out")"
+"$CLI" daemon stats --socket "$tmp/nl.sock" --json >"$tmp/out" 2>&1 || fail "stats --json, a newline in the cache path: exit $?"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["cache"] == sys.argv[2] + "/nl/ca\nche 7\ncompiles 99/cache-v2.db" and d["compiles"] == 0 and "che" not in d else 1)' "$tmp/out" "$tmp" ||
+  fail "stats --json, a newline in the cache path: $(cat "$tmp/out")"
+"$CLI" daemon stop --socket "$tmp/nl.sock" --timeout 10 >/dev/null 2>&1
 echo "daemon_cli: ok"

@@ -5,6 +5,7 @@
 #include "daemon.h"
 #include "proto.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -57,28 +58,69 @@ static json_t *stat_value(const char *v) {
   return cli_jstr(v);
 }
 
-/* "name value" lines as a JSON object. */
-static json_t *stats_json(const char *text, size_t n) {
+/* A string value of STATS as it was before the daemon escaped it
+ * (docs/protocol.md: "\\", "\n", "\xHH"), in place. */
+static void stat_unescape(char *v) {
+  char *o = v;
+  for (const char *p = v; *p; p++) {
+    if (*p != '\\' || !p[1]) {
+      *o++ = *p;
+    } else if (p[1] == 'n' || p[1] == '\\') {
+      *o++ = p[1] == 'n' ? '\n' : '\\';
+      p++;
+    } else if (p[1] == 'x' && isxdigit((unsigned char)p[2]) &&
+               isxdigit((unsigned char)p[3])) {
+      char h[3] = {p[2], p[3], 0};
+      *o++ = (char)strtol(h, NULL, 16);
+      p += 3;
+    } else {
+      *o++ = *p;
+    }
+  }
+  *o = 0;
+}
+
+/* "name value" lines as a JSON object, string values unescaped; NULL,
+ * with why, when they are not such lines: a name not [a-z0-9_], a
+ * control byte, a name twice (a daemon that did not escape a path with
+ * a newline in it invented statistics: "compiles 99"), or no memory. */
+static json_t *stats_json(const char *text, size_t n, char *why,
+                          size_t size) {
   json_t *o = json_object();
   const char *p = text, *end = text + n;
+  snprintf(why, size, "out of memory");
   bool ok = o != NULL;
   while (ok && p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-    char line[2048];
-    snprintf(line, sizeof line, "%.*s", (int)len, p);
+    bool clean = true;
+    for (size_t i = 0; clean && i < len; i++)
+      clean = (unsigned char)p[i] >= 0x20 && p[i] != 0x7f;
+    char *line = strndup(p, len);
     p += len + (nl ? 1 : 0);
+    if (!line) {
+      ok = false; /* (why: out of memory) */
+      break;
+    }
     char *sp = strchr(line, ' ');
-    if (!sp)
-      continue;
-    *sp = 0;
-    char *key = NULL;
-    json_t *k = cli_jstr(line); /* the name as valid UTF-8 */
-    if (k)
-      key = strdup(json_string_value(k));
-    ok = key && cli_jset(o, key, stat_value(sp + 1));
-    free(key);
-    json_decref(k);
+    size_t nlen = sp ? (size_t)(sp - line) : 0;
+    ok = clean && nlen > 0 &&
+         strspn(line, "abcdefghijklmnopqrstuvwxyz0123456789_") == nlen;
+    if (ok) {
+      *sp = 0;
+      ok = json_object_get(o, line) == NULL;
+      if (!ok)
+        snprintf(why, size, "the statistic %s twice", line);
+    } else {
+      snprintf(why, size, "a line that is not \"name value\"");
+    }
+    if (ok) {
+      stat_unescape(sp + 1);
+      ok = cli_jset(o, line, stat_value(sp + 1));
+      if (!ok)
+        snprintf(why, size, "out of memory");
+    }
+    free(line);
   }
   if (!ok) {
     json_decref(o);
@@ -187,9 +229,16 @@ static int daemon_stats(const daemon_req *r) {
     cli_error(NULL, "daemon: malformed statistics");
     rc = 1;
   }
-  if (!rc && r->json)
-    rc = cli_json_print(stats_json((const char *)t, tn));
-  else if (!rc) {
+  char why[256];
+  json_t *o = rc ? NULL : stats_json((const char *)t, tn, why, sizeof why);
+  if (!rc && !o) {
+    cli_error(NULL, "daemon: malformed statistics (%s)", why);
+    rc = 1;
+  }
+  if (!rc && r->json) {
+    rc = cli_json_print(o);
+    o = NULL;
+  } else if (!rc) {
     char *text = malloc(tn + 1); /* the daemon's text, cleaned */
     if (text) {
       memcpy(text, t, tn);
@@ -199,6 +248,7 @@ static int daemon_stats(const daemon_req *r) {
     free(text);
     rc = text ? 0 : (cli_error(NULL, "out of memory"), 1);
   }
+  json_decref(o);
   free(pl);
   return rc;
 }
