@@ -308,6 +308,17 @@ static int client(const dmn *d) {
   return fd;
 }
 
+/* A whole HELLO (PROTO, VERSIONS, PID: all required), its frame begun
+ * in b; the caller ends it. */
+static void put_hello(xpd_buf *b, uint32_t id) {
+  char v[256];
+  xpj_versions_str(v, sizeof v);
+  xpd_begin(b, XPD_HELLO, id);
+  xpd_put_u64(b, XPD_F_PROTO, XPD_VERSION);
+  xpd_put_str(b, XPD_F_VERSIONS, v);
+  xpd_put_u64(b, XPD_F_PID, (uint64_t)getpid());
+}
+
 /* a.sun_path = path (short enough: ours are). */
 static void set_path(struct sockaddr_un *a, const char *path) {
   size_t n = strlen(path);
@@ -870,6 +881,27 @@ static void test_bad_payloads(void **state) {
   send_frame(fd, &b);
   expect_error_close(fd, "HELLO without a version");
   expected_malformed++;
+  /* HELLO without its other required fields, VERSIONS and PID (one of
+   * PROTO alone, or with an empty VERSIONS, was welcomed: an outside
+   * probe) */
+  for (int k = 0; k < 5; k++) {
+    static const char *const what[] = {"PROTO alone", "an empty VERSIONS",
+                                       "no PID", "PID 0", "no VERSIONS"};
+    fd = raw_client(&d);
+    xpd_begin(&b, XPD_HELLO, 1);
+    xpd_put_u64(&b, XPD_F_PROTO, XPD_VERSION);
+    if (k == 1)
+      xpd_put_str(&b, XPD_F_VERSIONS, "");
+    if (k == 2 || k == 3)
+      xpd_put_str(&b, XPD_F_VERSIONS, "xpjit=0.1.0");
+    if (k == 3 || k == 4)
+      xpd_put_u64(&b, XPD_F_PID, k == 3 ? 0 : (uint64_t)getpid());
+    send_frame(fd, &b);
+    const char *msg = expect_error_close(fd, what[k]);
+    if (!strstr(msg, k == 2 || k == 3 ? "PID" : "VERSIONS"))
+      fail_msg("HELLO with %s: %s", what[k], msg);
+    expected_malformed++;
+  }
   fd = raw_client(&d);
   xpd_begin(&b, XPD_HELLO, 1);
   xpd_put_u64(&b, XPD_F_PROTO, XPD_VERSION + 1);
@@ -1454,8 +1486,7 @@ static void test_half_close(void **state) {
   /* HELLO, PING and a GET, in one write, and the end */
   int fd = raw_client(&d);
   xpd_buf b = {0};
-  xpd_begin(&b, XPD_HELLO, 1);
-  xpd_put_u64(&b, XPD_F_PROTO, XPD_VERSION);
+  put_hello(&b, 1);
   assert_true(xpd_end(&b, 0));
   size_t at = b.len;
   xpd_begin(&b, XPD_PING, 2);
@@ -1573,10 +1604,9 @@ static void test_thousand_connections(void **state) {
   static int fds[N];
   for (int i = 0; i < N; i++)
     fds[i] = raw_client(&d);
-  uint8_t hello[64], ping[XPD_HEADER];
+  uint8_t hello[256], ping[XPD_HEADER];
   xpd_buf b = {0};
-  xpd_begin(&b, XPD_HELLO, 1);
-  xpd_put_u64(&b, XPD_F_PROTO, XPD_VERSION);
+  put_hello(&b, 1);
   assert_true(xpd_end(&b, 0));
   assert_true(b.len <= sizeof hello);
   size_t hello_len = b.len;
@@ -1703,8 +1733,7 @@ static void test_single_flight(void **state) {
   dmn_start(&d, NULL, NULL);
   int fa = raw_client(&d);
   xpd_buf b = {0};
-  xpd_begin(&b, XPD_HELLO, 1);
-  xpd_put_u64(&b, XPD_F_PROTO, XPD_VERSION);
+  put_hello(&b, 1);
   assert_true(xpd_end(&b, 0));
   static const uint32_t ids[] = {2, 3, 5};
   for (size_t i = 0; i < 3; i++) {

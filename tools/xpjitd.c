@@ -2773,6 +2773,23 @@ static void handle_frame(conn *c) {
                  "speaks %d)", (unsigned long long)proto, XPD_VERSION);
       return;
     }
+    /* VERSIONS and PID are required too (docs/protocol.md): a HELLO of
+     * PROTO alone, or with an empty VERSIONS, was welcomed (an outside
+     * probe) */
+    char hv[1024];
+    uint64_t hpid = 0;
+    const char *bad = NULL;
+    if (xpd_get_str(&m, XPD_F_VERSIONS, false, hv, sizeof hv) != XPD_E_OK ||
+        !hv[0])
+      bad = "HELLO without its VERSIONS";
+    else if (xpd_get_u64(&m, XPD_F_PID, false, &hpid) != XPD_E_OK ||
+             hpid == 0 || hpid > INT_MAX)
+      bad = "HELLO without a PID (a process id)";
+    if (bad) {
+      st.malformed++;
+      send_error(c, h.id, XPJ_ERR_INVALID, true, "%s", bad);
+      return;
+    }
     c->hello = true;
     size_t at = frame_begin(c, XPD_WELCOME, h.id);
     xpd_put_u64(&c->out, XPD_F_PROTO, XPD_VERSION);
