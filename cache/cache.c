@@ -1436,15 +1436,20 @@ static void lower_mode(xpj_cache *c, xpj_cache_mode mode, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void lower_mode(xpj_cache *c, xpj_cache_mode mode, const char *fmt,
                        ...) {
+  char was[sizeof c->problem];
+  memcpy(was, c->problem, sizeof was);
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(c->problem, sizeof c->problem, fmt, ap);
   va_end(ap);
-  warnf(c, "%s; %s", c->problem,
-        mode == XPJ_CACHE_MODE_OFF
-            ? "compiling without caching"
-            : "using it read-only (what is compiled from now on is not "
-              "stored)");
+  /* said once: a write tried again on a handle already turned read-only
+   * for the same reason (bundle import's batches) warned each time */
+  if (mode != c->mode || strcmp(was, c->problem) != 0)
+    warnf(c, "%s; %s", c->problem,
+          mode == XPJ_CACHE_MODE_OFF
+              ? "compiling without caching"
+              : "using it read-only (what is compiled from now on is not "
+                "stored)");
   c->mode = mode;
   drop_later(c, NULL);
   if (mode == XPJ_CACHE_MODE_OFF)
@@ -4592,11 +4597,15 @@ size_t xpj_cache_problem(xpj_cache *c, char *buf, size_t size) {
 }
 
 static xpj_status need_rw(xpj_cache *c, const char *what) {
+  /* the problem names the cache and says why (it was quoted inside
+   * "the cache X is not writable (read-only: cache X cannot be written
+   * (...))": an outside probe) */
+  if ((!c->db || c->mode != XPJ_CACHE_MODE_RW) && *c->problem)
+    return fail(XPJ_ERR_INVALID, "%s: %s", what, c->problem);
   if (!c->db || c->mode != XPJ_CACHE_MODE_RW)
-    return fail(XPJ_ERR_INVALID, "%s: the cache %s is not writable (%s%s%s)",
+    return fail(XPJ_ERR_INVALID, "%s: the cache %s is not writable (%s)",
                 what, c->path,
-                c->mode == XPJ_CACHE_MODE_OFF ? "off" : "read-only",
-                *c->problem ? ": " : "", c->problem);
+                c->mode == XPJ_CACHE_MODE_OFF ? "off" : "read-only");
   return XPJ_OK;
 }
 

@@ -10,6 +10,19 @@ T=$(mktemp -d /tmp/xpjit-cachecli-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
+# a cache that cannot be written, said once by the command (exit 1), in
+# $T/o and $T/e: stats as its problem (stdout), the others as their one
+# error (stderr); ls, which writes nothing, may not find out (exit 0,
+# silent) or says it once
+said_once() { # WHAT SUB RC
+  n=$(grep -c "cannot be written\|readonly database\|Read-only file system\|Permission denied\|not writable" "$T/o" "$T/e" | awk -F: '{s += $NF} END {print s}')
+  case $2 in
+  stats*) ok=$([ "$3" = 1 ] && [ "$n" = 1 ] && [ ! -s "$T/e" ] && grep -q "^problem: *cache .* cannot be written" "$T/o" && echo y) ;;
+  ls) ok=$({ [ "$3" = 1 ] && [ "$n" = 1 ] && [ "$(wc -l <"$T/e")" = 1 ]; } || { [ "$3" = 0 ] && [ "$n" = 0 ]; } && echo y) ;;
+  *) ok=$([ "$3" = 1 ] && [ "$n" = 1 ] && [ "$(wc -l <"$T/e")" = 1 ] && grep -q "cache .* cannot be written" "$T/e" && echo y) ;;
+  esac
+  [ "$ok" = y ] || bad "$1: $2: exit $3, not said once: $(cat "$T/e"; grep -v '^[0-9a-f]\{16\} ' "$T/o" | head -3)"
+}
 # value of a numeric field in one-line JSON
 jnum() { sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p"; }
 run_examples() {
@@ -670,7 +683,33 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   as_nobody env XPJIT_CACHE_DIR="$U/c" "$CLI" cache stats >"$T/o" 2>&1
   [ $? = 1 ] && grep -q "(ro)" "$T/o" && grep -q "cannot be written (Permission denied)" "$T/o" ||
     { bad "read-only file: stats"; cat "$T/o"; }
+  # and said once by every command (stats said it as the library's
+  # warning, then as its problem; ls twice; clear inside its own error:
+  # "not writable (read-only: cache ... cannot be written (...))")
+  for sub in stats ls clear "prune --max-size 1" "stats --zero"; do
+    as_nobody env XPJIT_CACHE_DIR="$U/c" "$CLI" cache $sub >"$T/o" 2>"$T/e"; rc=$?
+    said_once "read-only file" "$sub" $rc
+  done
   rm -rf "$U"
+fi
+# the same on a read-only mount (a bind mount remounted read-only): the
+# cache as programs leave it (an empty -wal and the -shm beside it: found
+# read-only at the first write), and the file alone (found at the open)
+if [ "$(id -u)" = 0 ] && mkdir -m 700 "$T/romnt" "$T/roc" &&
+  cp "$T/c2/cache-v2.db" "$T/c2/cache-v2.db.key" "$T/roc/"; then
+  for d in c2 roc; do
+    mount --bind "$T/$d" "$T/romnt" 2>/dev/null || break
+    if mount -o remount,ro,bind "$T/romnt" 2>/dev/null; then
+      for sub in stats ls clear "prune --max-size 1" "stats --zero" import; do
+        case $sub in
+        import) XPJIT_CACHE_DIR="$T/romnt" "$CLI" bundle import "$T/ex.xpb" >"$T/o" 2>"$T/e" ;;
+        *) XPJIT_CACHE_DIR="$T/romnt" "$CLI" cache $sub >"$T/o" 2>"$T/e" ;;
+        esac
+        said_once "read-only mount ($d)" "$sub" $?
+      done
+    fi
+    umount "$T/romnt"
+  done
 fi
 if [ "$(id -u)" = 0 ]; then
   cp "$T/ex.xpb" "$T/theirs.xpb" && chown nobody "$T/theirs.xpb"

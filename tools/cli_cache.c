@@ -99,7 +99,7 @@ static void label(const char *l, int w) {
 static struct {
   bool hold;
   unsigned n;
-  char *msg[8];
+  char *msg[16]; /* (the library's stop at 8 and "N more") */
 } held;
 
 static void warn_cb(void *ud, const char *msg) {
@@ -136,11 +136,14 @@ static bool said_by(const char *msg, const char *finding) {
 }
 
 /* The held warnings printed and let go, but for the one of the problem
- * that turned c off (NULL: not opened) and the one replaced, a finding of
- * verify, says already. */
+ * that turned c off or read-only (NULL: not opened), which the command
+ * reports, and the one replaced, a finding of verify, says already. (A
+ * cache on a read-only mount was reported twice: the warning "... cannot
+ * be written (...); using it read-only", then the same as `problem:` or
+ * the command's error: an outside probe.) */
 static void held_flush(xpj_cache *c, const char *replaced) {
   char problem[4600] = "";
-  if (c && xpj_cache_mode_of(c) == XPJ_CACHE_MODE_OFF)
+  if (c)
     xpj_cache_problem(c, problem, sizeof problem);
   for (unsigned i = 0; i < held.n; i++) {
     if ((!*problem || strncmp(held.msg[i], problem, strlen(problem)) != 0) &&
@@ -158,6 +161,28 @@ static xpj_status open_held(const xpj_cache_config *cfg, xpj_cache **c) {
   if (!held_defer)
     held_flush(st == XPJ_OK ? *c : NULL, NULL);
   return st;
+}
+
+/* A call that writes the user cache (clear, prune, stats --zero, bundle
+ * import), its warnings held: a cache found read-only only by that write
+ * (a read-only mount where a reader left its -wal and -shm) was said by
+ * the library's warning and again by the command's error. held_end lets
+ * them go but for that one, and says the error (who: NULL, none): the
+ * cache's problem when it has one now, else the call's error. 0, or
+ * EXIT_INPUT when st is not XPJ_OK. */
+static void held_begin(void) { held.hold = true; }
+
+static int held_end(xpj_cache *c, xpj_status st, const char *who) {
+  held.hold = false;
+  char err[4600], problem[4600];
+  snprintf(err, sizeof err, "%s", xpj_cache_last_error());
+  bool has = xpj_cache_problem(c, problem, sizeof problem) > 0;
+  held_flush(c, NULL);
+  if (st == XPJ_OK)
+    return 0;
+  if (who)
+    cli_error(who, "%s", has ? problem : err);
+  return EXIT_INPUT;
 }
 
 /* ---- entries: listed, shown, verified (cache and bundle) ------------------- */
@@ -549,11 +574,9 @@ static int cache_stats(const cache_req *r) {
   }
   bool zeroed = false;
   if (r->zero && !rc) {
-    zeroed = xpj_cache_zero_stats(c) == XPJ_OK;
-    if (!zeroed) {
-      cli_error("cache stats", "%s", xpj_cache_last_error());
-      rc = EXIT_INPUT;
-    }
+    held_begin();
+    rc = held_end(c, xpj_cache_zero_stats(c), "cache stats");
+    zeroed = !rc;
   }
   if (r->json) {
     int jrc = cli_json_print(stats_json(c, mode, &s, problem, zeroed));
@@ -747,9 +770,10 @@ static int cache_prune(const cache_req *r) {
   if (rc)
     return rc;
   uint64_t n = 0, freed = 0;
-  if (xpj_cache_prune(c, r->max_size, r->older_ms, &n, &freed) != XPJ_OK) {
-    cli_error("cache prune", "%s", xpj_cache_last_error());
-    rc = EXIT_INPUT;
+  held_begin();
+  rc = held_end(c, xpj_cache_prune(c, r->max_size, r->older_ms, &n, &freed),
+                "cache prune");
+  if (rc) {
   } else if (r->json) {
     rc = cli_json_print(json_pack("{s:o, s:o}", "removed", cli_jint(n),
                                   "freed", cli_jint(freed)));
@@ -768,9 +792,9 @@ static int cache_clear(const cache_req *r) {
   int rc = open_cache(r, XPJ_CACHE_MODE_RW, &c);
   if (rc)
     return rc;
-  if (xpj_cache_clear(c) != XPJ_OK) {
-    cli_error("cache clear", "%s", xpj_cache_last_error());
-    rc = EXIT_INPUT;
+  held_begin();
+  rc = held_end(c, xpj_cache_clear(c), "cache clear");
+  if (rc) {
   } else if (r->json) {
     rc = cli_json_print(json_pack("{s:b, s:o}", "cleared", 1, "path",
                                   cli_jstr(xpj_cache_path(c))));
@@ -1902,8 +1926,13 @@ static int bundle_import(const bundle_req *r) {
      * among them: "imported 1314" of which 37 stayed, said nowhere) */
     xpj_cache_stats s0, s1;
     bool counted = xpj_cache_get_stats(c, &s0) == XPJ_OK;
-    bool ok = xpj_cache_import_counted(c, r->files[i], &imp, &present,
-                                       &damaged) == XPJ_OK;
+    /* held: a cache found read-only only now (its first write: a
+     * read-only mount where a reader left its -wal and -shm) is said
+     * once, by the error below, not also by the library's warning */
+    held_begin();
+    bool ok = held_end(c, xpj_cache_import_counted(c, r->files[i], &imp,
+                                                   &present, &damaged),
+                       "bundle import") == 0;
     uint64_t evicted = 0;
     if (counted && xpj_cache_get_stats(c, &s1) == XPJ_OK &&
         s1.counters.evictions > s0.counters.evictions)
@@ -1916,8 +1945,7 @@ static int bundle_import(const bundle_req *r) {
                (unsigned long long)evicted, xpj_cache_path(c),
                (unsigned long long)s1.max_size);
     if (!ok) {
-      cli_error("bundle import", "%s", xpj_cache_last_error());
-      rc = EXIT_INPUT;
+      rc = EXIT_INPUT; /* (said by held_end) */
     } else if (import_warnings || damaged) {
       rc = EXIT_INPUT; /* problems found: said in the warnings */
     }
