@@ -41,7 +41,10 @@ static bool parse_owner(const char *s, uid_t *uid) {
   char *end;
   errno = 0;
   unsigned long v = strtoul(s, &end, 10);
-  if (*s >= '0' && *s <= '9' && !*end && !errno && v == (uid_t)v) {
+  /* (uid_t)-1 is no one's: "4294967295" is a bad value like any other
+   * (it was taken without the warning the others get) */
+  if (*s >= '0' && *s <= '9' && !*end && !errno && v == (uid_t)v &&
+      (uid_t)v != (uid_t)-1) {
     *uid = (uid_t)v;
     return true;
   }

@@ -732,6 +732,13 @@ if [ "$(id -u)" = 0 ]; then
 else
   echo "cache_cli: skipped the checks of another user's bundle (they need root, to chown it)"
 fi
+# a uid of 4294967295, (uid_t)-1, no one's, is a bad value with the
+# warning the others get (it was taken silently)
+for v in 4294967295 no-such-user-xpjit; do
+  XPJIT_TRUSTED_OWNERS=$v "$CLI" bundle verify "$T/ex.xpb" >/dev/null 2>"$T/e"
+  grep -q "XPJIT_TRUSTED_OWNERS: '$v' names no user; ignored" "$T/e" ||
+    bad "XPJIT_TRUSTED_OWNERS=$v: no warning: $(cat "$T/e")"
+done
 # -- an adversarial review's findings (twenty-fifth session)
 # --target lists: after a CPU target with a feature list, +f and -f go on
 # with the list; a version list names its kind once (spirv:1.0,1.4); the
