@@ -34,6 +34,12 @@ stat_of() { "$CLI" daemon stats --socket "$S" | awk -v k="$1" '$1 == k {print $2
 "$CLI" daemon stop --socket "$S" 2>/dev/null && fail "stop with no daemon"
 "$CLI" daemon frobnicate 2>/dev/null; [ $? -eq 2 ] || fail "unknown daemon command"
 "$CLI" daemon status --bogus 2>/dev/null; [ $? -eq 2 ] || fail "unknown option"
+# --timeout is stop's: another command's is a usage error (it was taken)
+for args in "status --timeout 5" "--timeout 5 stats"; do
+  "$CLI" daemon $args --socket "$S" >/dev/null 2>"$tmp/out"; rc=$?
+  [ $rc -eq 2 ] && grep -q "\-\-timeout belongs to stop" "$tmp/out" ||
+    fail "daemon $args: exit $rc (want 2): $(head -1 "$tmp/out")"
+done
 "$D" --workers 0 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd --workers 0"
 "$D" --no-such-option 2>/dev/null; [ $? -eq 2 ] || fail "xpjitd unknown option"
 "$D" --socket relative.sock --foreground 2>/dev/null; [ $? -eq 2 ] ||

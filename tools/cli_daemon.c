@@ -177,6 +177,7 @@ typedef struct daemon_req {
   char path[108]; /* the socket */
   bool json;
   double timeout; /* stop: seconds */
+  bool timeout_given;
   int fd;
   uint8_t *welcome; /* the daemon's welcome message */
   size_t wlen;
@@ -320,6 +321,7 @@ static int daemon_option(const cli_args *a, int k, daemon_req *r) {
     snprintf(r->path, sizeof r->path, "%s", a->arg);
     return 0;
   case OPT_TIMEOUT:
+    r->timeout_given = true;
     r->timeout = strtod(a->arg, &end);
     if (!*a->arg || *end || !(r->timeout >= 0 && r->timeout <= 86400))
       return cli_bad_value(a, "--timeout takes seconds from 0 to 86400, "
@@ -374,6 +376,10 @@ int cli_daemon(int argc, char **argv) {
     rc = daemon_option(&a, k, &r);
   if (rc || a.exited)
     return a.exited ? a.status : rc;
+  /* (status --timeout 5 was taken, and meant nothing) */
+  if (r.timeout_given && cmd->run != daemon_stop)
+    return cli_usage_error(&a, "--timeout belongs to stop, not %s",
+                           cmd->name);
   if (!socket_path(&r)) {
     cli_error(NULL, "daemon: socket path too long");
     return 1;
