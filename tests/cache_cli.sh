@@ -588,6 +588,11 @@ grep -q "2 kernels (2 compiled" "$T/cg.err" || bad "bundle build --const: $(cat 
   -o "$T/x.xpb" 2>"$T/cg.err"
 [ $? = 1 ] && grep -q "no --const for its const parameter TS" "$T/cg.err" ||
   bad "bundle build without --const: $(cat "$T/cg.err")"
+# an empty --kernel is a usage error (it was taken, and matched nothing)
+"$CLI" bundle build examples/saxpy.xpk --dtype T=f32 --target cpu --kernel '' \
+  -o "$T/x.xpb" >/dev/null 2>"$T/e"; rc=$?
+[ $rc = 2 ] && grep -q "\-\-kernel takes a kernel's name" "$T/e" && [ ! -e "$T/x.xpb" ] ||
+  bad "bundle build --kernel '': exit $rc: $(head -1 "$T/e")"
 "$CLI" bundle build tests/golden/constgen.xpk --dtype T=f32 --const TS=x \
   --target cpu -o "$T/x.xpb" >/dev/null 2>&1
 [ $? = 2 ] || bad "bundle build --const TS=x"

@@ -1146,6 +1146,8 @@ static int build_option(const cli_args *a, int k, build_req *b) {
   case OPT_NDIM: return ndim_list(a, b);
   case OPT_TARGET: return target_list(a, b);
   case OPT_KERNEL:
+    if (!*a->arg) /* (it was taken, and matched no kernel) */
+      return cli_bad_value(a, "--kernel takes a kernel's name, not ''");
     if (b->nkernels == MAX_KERNELS)
       return cli_bad_value(a, "too many --kernel");
     b->kernels[b->nkernels++] = a->arg;
