@@ -4438,12 +4438,20 @@ static void verify_hits(xpj_cache *c, int repair,
       char dg[65];
       alias_is is = alias_state(c, dfd, name, dg, NULL, true);
       if (is == ALIAS_FOREIGN || is == ALIAS_DANGLING) {
+        /* a directory of that name too (--repair said "(removed)" and
+         * left it, to be reported again at every run): removed when
+         * empty, else said to be left */
+        bool gone = rm && (unlinkat(dfd, name, 0) == 0 ||
+                           ((errno == EISDIR || errno == EPERM) &&
+                            unlinkat(dfd, name, AT_REMOVEDIR) == 0));
+        char left[160] = "";
+        if (rm && !gone)
+          snprintf(left, sizeof left, " (not removed: %s; remove it by "
+                   "hand)", strerror(errno));
         report(fn, ud, "hit file alias %.17s: %s%s", name,
                is == ALIAS_DANGLING ? "its entry is gone"
                                     : "not made for this cache",
-               rm ? " (removed)" : "");
-        if (rm)
-          unlinkat(dfd, name, 0);
+               gone ? " (removed)" : left);
       }
       continue;
     }

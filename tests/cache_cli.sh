@@ -214,6 +214,19 @@ printf 'not a database at all, though long enough to be read as one' >"$T/c9/cac
 XPJIT_CACHE_DIR="$T/c9" "$CLI" cache verify --repair --json >"$T/o" 2>"$T/e"
 grep -q '"problems": \[".*moved to .*cache-v2.db.corrupt.1, a new one was started"\]' "$T/o" && [ ! -s "$T/e" ] ||
   bad "verify --repair --json of a damaged file: $(cat "$T/o" "$T/e")"
+# a directory named like an alias in .hits/: --repair removes it (when
+# empty; it said "(removed)" and left it, reported at every run), and
+# says so when it cannot
+al="$T/c3/cache-v2.db.hits/a$(printf '%064d' 0)"
+mkdir "$al"
+"$CLI" cache verify --repair >"$T/o" 2>&1
+grep -q "hit file alias a0000000000000000: not made for this cache (removed)" "$T/o" && [ ! -e "$al" ] ||
+  bad "verify --repair of a directory named like an alias: $(cat "$T/o"); $(ls -d "$al" 2>&1)"
+mkdir -p "$al/x"
+"$CLI" cache verify --repair >"$T/o" 2>&1
+grep -q "alias a0000000000000000: not made for this cache (not removed: Directory not empty; remove it by hand)" "$T/o" ||
+  bad "verify --repair of a directory named like an alias, not empty: $(cat "$T/o")"
+rm -rf "$al"
 "$CLI" cache prune --max-size 1 --json >"$T/pr" 2>&1; grep -q '"removed": 2' "$T/pr" || bad "prune --max-size: $(cat "$T/pr")"
 "$CLI" cache prune --older-than 1d | grep -q "removed 0" || bad "prune --older-than"
 "$CLI" cache clear >/dev/null || bad "cache clear"
