@@ -2650,33 +2650,42 @@ static void pool_event(void) {
  * its one line: a backslash as "\\", a newline as "\n", any other
  * control byte (and DEL) as "\xHH" (docs/protocol.md). A cache path with
  * a newline in it made the reply's lines invent statistics ("compiles
- * 99": an outside probe). malloc'd; NULL: out of memory. */
-static char *stat_escape(const char *s) {
-  char *out = malloc(strlen(s) * 4 + 1), *o = out;
-  if (!out)
-    return NULL;
+ * 99": an outside probe). Into out (size bytes, cut short there, whole
+ * escapes only); no allocation: a client may ask for STATS in a loop. */
+static const char *stat_escape(const char *s, char *out, size_t size) {
+  size_t o = 0;
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '\\' || *p == '\n') {
-      *o++ = '\\';
-      *o++ = *p == '\n' ? 'n' : '\\';
-    } else if (*p < 0x20 || *p == 0x7f) {
-      o += sprintf(o, "\\x%02x", *p);
-    } else {
-      *o++ = (char)*p;
-    }
+    char e[5];
+    size_t n;
+    if (*p == '\\' || *p == '\n')
+      n = (size_t)snprintf(e, sizeof e, "\\%c", *p == '\n' ? 'n' : '\\');
+    else if (*p < 0x20 || *p == 0x7f)
+      n = (size_t)snprintf(e, sizeof e, "\\x%02x", *p);
+    else
+      e[0] = (char)*p, n = 1;
+    if (o + n >= size)
+      break;
+    memcpy(out + o, e, n);
+    o += n;
   }
-  *o = 0;
+  out[o] = 0;
   return out;
 }
 
 static void stats_text(xpd_buf *b) {
   char t[20480]; /* the escaped strings: a path of 4095 bytes, 4 each */
-  char *e_vers = stat_escape(versions), *e_sock = stat_escape(cfg.socket);
+  enum { ESC = 4 * 4096 + 1 }; /* a path of 4096 bytes, 4 each */
+  static char esc[4][ESC];       /* (the event loop's thread only) */
+  const char *e_vers = stat_escape(versions, esc[0], ESC),
+             *e_sock = stat_escape(cfg.socket, esc[1], ESC);
   /* a cache the daemon refused (0777 directory...) is not its cache */
-  char *e_cache = stat_escape(l2 && xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_OFF
-                                  ? xpj_cache_path(l2)
-                                  : "off");
-  char *e_redis = stat_escape(cfg.redis_shown[0] ? cfg.redis_shown : "off");
+  const char *e_cache =
+      stat_escape(l2 && xpj_cache_mode_of(l2) != XPJ_CACHE_MODE_OFF
+                      ? xpj_cache_path(l2)
+                      : "off",
+                  esc[2], ESC);
+  const char *e_redis =
+      stat_escape(cfg.redis_shown[0] ? cfg.redis_shown : "off", esc[3], ESC);
   unsigned busy = 0, running = 0;
   for (unsigned i = 0; i < cfg.workers; i++)
     if (workers[i]) {
@@ -2701,15 +2710,14 @@ static void stats_text(xpd_buf *b) {
       "entries %llu\nmemory_bytes %llu\nevictions %llu\nclient_bytes %llu\n"
       "bytes_in %llu\nbytes_out %llu\n",
       (int)getpid(), (double)(xpd_now_ms() - st.started_ms) / 1000.0,
-      e_vers ? e_vers : "?", e_sock ? e_sock : "?",
-      e_cache ? e_cache : "?", nconns,
+      e_vers, e_sock, e_cache, nconns,
       (unsigned long long)st.conns_total, clients.n,
       (unsigned long long)st.conns_refused_uid,
       (unsigned long long)st.conns_refused_busy,
       (unsigned long long)st.refused_memory,
       (unsigned long long)st.requests, (unsigned long long)st.hits_memory,
       (unsigned long long)st.hits_cache, (unsigned long long)st.hits_redis,
-      e_redis ? e_redis : "?",
+      e_redis,
       (unsigned long long)st.hits_remembered,
       (unsigned long long)st.first_looks, (unsigned long long)st.first_waits,
       (unsigned long long)st.pendings_held,
@@ -2732,10 +2740,6 @@ static void stats_text(xpd_buf *b) {
       (unsigned long long)mem_bytes, (unsigned long long)st.evictions,
       (unsigned long long)clients.held,
       (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_out);
-  free(e_vers);
-  free(e_sock);
-  free(e_cache);
-  free(e_redis);
   size_t len = n < 0 ? 0 : (size_t)n < sizeof t ? (size_t)n : sizeof t - 1;
   xpd_put_bytes(b, XPD_F_TEXT, t, len);
 }
