@@ -146,16 +146,9 @@ def _import_release(key):
             _let_go(e[0])  # under the lock: a new import of it waits
 
 
-class _Foreign(_Owner):
-    """Device memory of another library (a __cuda_array_interface__, a
-    CUDA DLPack tensor) under xpjit.ndarrays: its owner kept alive, the
-    import it needs (shared), and whether the interface says read-only."""
-
-    host = False
-
-    def __init__(self, owner, key, kind, readonly=False):
-        self.owner, self.key, self.kind = owner, key, kind
-        self.readonly = readonly
+class _Imported(_Owner):
+    """Memory under xpjit.ndarrays that holds a shared import (key, in
+    _imports): let go with the last of them."""
 
     def __del__(self):
         key, self.key = getattr(self, "key", None), None
@@ -166,11 +159,23 @@ class _Foreign(_Owner):
                 pass
 
 
+class _Foreign(_Imported):
+    """Device memory of another library (a __cuda_array_interface__, a
+    CUDA DLPack tensor) under xpjit.ndarrays: its owner kept alive, the
+    import it needs (shared), and whether the interface says read-only."""
+
+    host = False
+
+    def __init__(self, owner, key, kind, readonly=False):
+        self.owner, self.key, self.kind = owner, key, kind
+        self.readonly = readonly
+
+
 # ---- SYCL USM (dpctl's __sycl_usm_array_interface__) ----------------------
 # A USM allocation is imported whole, shared as above.
 
 
-class _UsmMemory(_Owner):
+class _UsmMemory(_Imported):
     """dpctl's memory under xpjit.ndarrays: its owner (the object whose
     __sycl_usm_array_interface__ gave it) kept alive, the import it needs
     (shared), and the interface's syclobj and read-only flag, which the
@@ -184,13 +189,6 @@ class _UsmMemory(_Owner):
         self.owner, self.key = owner, key
         self.syclobj, self.readonly = syclobj, readonly
 
-    def __del__(self):
-        key, self.key = getattr(self, "key", None), None
-        if key is not None and _import_release is not None:
-            try:
-                _import_release(key)
-            except Exception:  # interpreter shutdown
-                pass
 
 
 def _check_extent(who, ptr, shape, strides, dtype):
