@@ -347,6 +347,13 @@ static int ask_llvm(char *why, size_t whysize) {
   return 0;
 }
 
+void xpj_host_cpu_atfork(int phase) {
+  if (phase == 0)
+    pthread_mutex_lock(&mu);
+  else
+    pthread_mutex_unlock(&mu);
+}
+
 int xpj_host_cpu(const xpj_cache_config *cache, char *name,
                  size_t namesize, char *features, size_t featsize, char *why,
                  size_t whysize) {

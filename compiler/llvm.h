@@ -142,6 +142,11 @@ int xpj_host_cpu(const xpj_cache_config *cache, char *name,
                  size_t namesize, char *features, size_t featsize, char *why,
                  size_t whysize);
 
+/* Around fork(): xpj_host_cpu's lock taken before (phase 0) and given
+ * back after, in the parent (1) and the child (2) (runtime/rt.h's
+ * RT_FORK_*: a child started with it held never learnt its CPU). */
+void xpj_host_cpu_atfork(int phase);
+
 /* xpj_target_parse for a context whose cache is cache: "cpu" (the host)
  * is learnt by xpj_host_cpu(cache, ...). xpj_target_parse passes NULL. */
 xpj_status xpj_target_parse_for(const char *s, const xpj_cache_config *cache,

@@ -1,6 +1,8 @@
 /* context.c - contexts and devices: discovery through every backend built
  * in, the visible set (XPJIT_DEVICE), and selection by filter. */
 #include "frontend.h" /* xpj_compiler_settings_check */
+#include "elfload.h"
+#include "llvm.h" /* xpj_host_cpu_atfork */
 #include "rt.h"
 
 #include <dlfcn.h>
@@ -131,9 +133,31 @@ static atomic_uint fork_gen; /* forks of this process's ancestors since the
                                 library was loaded */
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
-static void fork_child(void) { atomic_fetch_add(&fork_gen, 1); }
+/* The process-wide locks, outer first (the host CPU's is held while it
+ * warns; the other two are taken alone) */
+static void fork_locks(int phase) {
+  if (phase == RT_FORK_PREPARE) {
+    xpj_host_cpu_atfork(phase);
+    rt_warn_atfork(phase);
+    xpj_elf_atfork(phase);
+  } else {
+    xpj_elf_atfork(phase);
+    rt_warn_atfork(phase);
+    xpj_host_cpu_atfork(phase);
+  }
+}
 
-static void fork_register(void) { pthread_atfork(NULL, NULL, fork_child); }
+static void fork_prepare(void) { fork_locks(RT_FORK_PREPARE); }
+static void fork_parent(void) { fork_locks(RT_FORK_PARENT); }
+
+static void fork_child(void) {
+  fork_locks(RT_FORK_CHILD);
+  atomic_fetch_add(&fork_gen, 1);
+}
+
+static void fork_register(void) {
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 
 unsigned rt_fork_gen(void) {
   return atomic_load_explicit(&fork_gen, memory_order_relaxed);

@@ -122,6 +122,13 @@ static uint8_t *chunk_take(size_t size, chunk **out) {
   return at;
 }
 
+void xpj_elf_atfork(int phase) {
+  if (phase == 0)
+    pthread_mutex_lock(&chunks_mu);
+  else
+    pthread_mutex_unlock(&chunks_mu);
+}
+
 /* Gives back an image's pages (never handed out again). */
 static void chunk_give(chunk *c) {
   pthread_mutex_lock(&chunks_mu);

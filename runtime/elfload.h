@@ -55,6 +55,10 @@ xpj_status xpj_elf_load(const uint8_t *obj, size_t len, const char *entry,
                         xpj_elf_image **out, void **entry_addr, char *err,
                         size_t errsize);
 
+/* Around fork() (rt.h's RT_FORK_* phases): the loader's lock is taken
+ * before and given back after, in the parent and the child. */
+void xpj_elf_atfork(int phase);
+
 /* Unmaps the image. NULL is a no-op. Nothing may run its code any more. */
 void xpj_elf_unload(xpj_elf_image *img);
 

@@ -82,6 +82,13 @@ void xpj_set_warning_handler(void (*fn)(void *ud, const char *msg),
   pthread_mutex_unlock(&warn_mu);
 }
 
+void rt_warn_atfork(int phase) {
+  if (phase == RT_FORK_PREPARE)
+    pthread_mutex_lock(&warn_mu);
+  else
+    pthread_mutex_unlock(&warn_mu);
+}
+
 /* The handler is called without warn_mu held, so that it may itself set a
  * handler, warn, or use the library. */
 static void deliver(const char *msg) {

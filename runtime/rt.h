@@ -318,6 +318,14 @@ void rt_context_release(xpj_context *ctx);
  * returns XPJ_ERR_INVALID. (context.c) */
 unsigned rt_fork_gen(void);
 bool rt_inherited(const xpj_context *ctx);
+/* The same handler's prepare and parent sides take and give back the
+ * process-wide locks that any context's calls may take (the host CPU's,
+ * the warnings', the CPU loader's), so that no child starts with one held
+ * by a thread it does not have: a child's first compile, warning or load
+ * waited for ever. Each module's hook for it, called with the phase, in
+ * the order rt_fork_locks gives (outer locks first). */
+enum { RT_FORK_PREPARE, RT_FORK_PARENT, RT_FORK_CHILD };
+void rt_warn_atfork(int phase); /* error.c */
 xpj_status rt_err_inherited(const char *fn, const char *what);
 
 /* kcache.c: set up from the descriptor (and XPJIT_BUNDLE_PATH), and torn

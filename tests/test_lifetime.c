@@ -12,7 +12,10 @@
  *   - launch validation messages that name the real fault (item 11);
  *   - a child forked while a launch runs fails fast on everything of the
  *     parent's (its queue, events, program, context) instead of waiting
- *     for a thread it does not have, and makes its own context.
+ *     for a thread it does not have, and makes its own context;
+ *   - a child forked while another thread holds the library's process-wide
+ *     locks (the host CPU's, the warnings', the CPU loader's) compiles,
+ *     warns and loads: fork() waits for them.
  * A watchdog (alarm) turns a hang into a failure. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +25,9 @@
 #include <cmocka.h>
 
 #include "xpjit.h"
+#include "elfload.h"
+#include "llvm.h" /* xpj_host_cpu_atfork */
+#include "rt.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -954,6 +960,92 @@ static void test_fork_with_launch_in_flight(void **state) {
   assert_int_equal(xpj_mem_free(dev, x), XPJ_OK);
 }
 
+/* The process-wide locks, held by another thread while this one forks (as
+ * a thread inside xpj_host_cpu, a warning or a CPU object's load would
+ * hold one), for hold_ms: the child's first compile (the host CPU), warning
+ * and load each take one. Without the library's fork handlers the child
+ * starts with them held by a thread it does not have and waits for ever
+ * (the alarm ends it: a failure). */
+typedef struct {
+  atomic_int held;
+  int hold_ms;
+} lock_holder;
+
+static void *hold_locks(void *arg) {
+  lock_holder *h = arg;
+  xpj_host_cpu_atfork(RT_FORK_PREPARE);
+  rt_warn_atfork(RT_FORK_PREPARE);
+  xpj_elf_atfork(RT_FORK_PREPARE);
+  atomic_store(&h->held, 1);
+  nanosleep(&(struct timespec){h->hold_ms / 1000,
+                               (h->hold_ms % 1000) * 1000000L},
+            NULL);
+  xpj_elf_atfork(RT_FORK_PARENT);
+  rt_warn_atfork(RT_FORK_PARENT);
+  xpj_host_cpu_atfork(RT_FORK_PARENT);
+  return NULL;
+}
+
+static int count_warnings;
+static void on_warning(void *ud, const char *msg) {
+  (void)ud;
+  (void)msg;
+  count_warnings++;
+}
+
+static void test_fork_while_locks_held(void **state) {
+  (void)state;
+  lock_holder h = {.hold_ms = 300};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, hold_locks, &h), 0);
+  while (!atomic_load(&h.held))
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    signal(SIGALRM, SIG_DFL); /* a hang: killed by it, a failure */
+    alarm(30);
+    xpj_context *c = NULL;
+    xpj_device *d2 = NULL;
+    xpj_program *p2 = NULL;
+    xpj_kernel *k2 = NULL;
+    xpj_queue *q2 = NULL;
+    xpj_context_desc d = {.visible = "cpu",
+                          .cache_mode = XPJ_CACHE_MODE_OFF,
+                          .no_env_bundles = 1};
+    CHILD_CHECK(xpj_context_create(&d, &c) == XPJ_OK);
+    CHILD_CHECK(xpj_device_select(c, "cpu", &d2) == XPJ_OK);
+    CHILD_CHECK(xpj_program_create(c, "c.xpk", src, sizeof src - 1, NULL,
+                                   &p2) == XPJ_OK);
+    CHILD_CHECK(xpj_program_get_kernel(p2, "add1", NULL, 0, d2, NULL, &k2) ==
+                XPJ_OK);
+    CHILD_CHECK(xpj_queue_create(d2, NULL, &q2) == XPJ_OK);
+    float y[64] = {0};
+    xpj_array ya = xpj_array_1d(y, XPJ_F32, 64);
+    xpj_arg yarg = xpj_arg_array(&ya);
+    xpj_range yr = xpj_range_1d(64, 0);
+    CHILD_CHECK(xpj_launch(q2, k2, &yr, 1, &yarg, NULL) == XPJ_OK);
+    CHILD_CHECK(xpj_queue_wait(q2) == XPJ_OK);
+    CHILD_CHECK(y[0] == 1.0f && y[63] == 1.0f);
+    xpj_set_warning_handler(on_warning, NULL);
+    rt_warn("a warning in the child");
+    CHILD_CHECK(count_warnings == 1);
+    xpj_queue_destroy(q2);
+    xpj_program_destroy(p2);
+    xpj_context_destroy(c);
+    _exit(0);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  if (!WIFEXITED(status))
+    fprintf(stderr, "child ended by signal %d\n",
+            WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_free_during_launch),
@@ -969,6 +1061,7 @@ int main(void) {
       cmocka_unit_test(test_waiter_stack),
       cmocka_unit_test(test_kernel_stack),
       cmocka_unit_test(test_fork_with_launch_in_flight),
+      cmocka_unit_test(test_fork_while_locks_held),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
