@@ -237,3 +237,26 @@ def test_reduction_of_a_zero_d_device_array(device):
     assert back(axpb(x, x, 2.0)) == 15.0
     with pytest.raises(xpjit.InvalidArgumentError, match="out of range"):
         sumsq(x, axis=0)
+
+
+def test_cupy_operations_without_last_semicolon():
+    """CuPy's template writes the ';' after an operation and a
+    post_map_expr, so its documented examples leave it out ("z = (x - y) *
+    (x - y)"): they compile here too; one that ends in ';' or a block is
+    kept as it is."""
+    x = np.arange(6, dtype=np.float32)
+    sq = xpjit.ElementwiseKernel("float32 x, float32 y", "float32 z",
+                                 "z = (x - y) * (x - y)", "squared_diff")
+    np.testing.assert_array_equal(sq(x, np.float32(2)), (x - 2) ** 2)
+    blk = xpjit.ElementwiseKernel("T x", "T z",
+                                  "if x > T(1) { z = x; } else { z = T(0); }",
+                                  "keep_big")
+    np.testing.assert_array_equal(blk(x), np.where(x > 1, x, 0))
+    two = xpjit.ElementwiseKernel("T x", "T z", "let t = x + x; z = t",
+                                  "twice")
+    np.testing.assert_array_equal(two(x), x + x)
+    l2 = xpjit.ReductionKernel("T x", "T y", "x * x", "a + b",
+                               "y = sqrt(a)", "0", "l2norm")
+    np.testing.assert_allclose(l2(x), np.sqrt((x * x).sum()), rtol=1e-6)
+    # the source shows the ';' written, once
+    assert "z = (x - y) * (x - y);\n" in sq.source(x, np.float32(2))

@@ -98,6 +98,13 @@ def _no_type_names(name, params):
                 "(name it otherwise)" % (name, p, p.name))
 
 
+def _statements(code):
+    """code, stripped, with the ';' CuPy's operations leave out after
+    their last statement ("z = x + y"): CuPy's template writes one."""
+    code = code.strip()
+    return code if not code or code.endswith((";", "}")) else code + ";"
+
+
 def _text(name, what, v, numbers=False):
     """A piece of kernel-language source given as an argument: a str (an
     int or a float too where numbers: an identity); InvalidArgumentError
@@ -499,7 +506,7 @@ class ElementwiseKernel(_Base):
         src = "%s\nkernel %s%s(%s) range {\n    let i = global_id(0);\n" \
               "    if i < _n {\n%s\n%s\n%s\n    }\n}\n" % (
                   self.preamble, self.name, self._generics(), ", ".join(decl),
-                  "\n".join(loads), "        " + self.operation.strip(),
+                  "\n".join(loads), "        " + _statements(self.operation),
                   "\n".join(stores))
         return src, kargs, outs, shape, device, bound
 
@@ -665,7 +672,7 @@ class ReductionKernel(_Base):
             decl.append("%s: global %s[*]" % (arr, t))
             stores.append("let %s: %s = %s(0);" % (p.name, t, t))
             kargs.append(view)
-        post = ["            %s" % _cupy_sizes(self.post_map_expr.strip())]
+        post = ["            %s" % _cupy_sizes(_statements(self.post_map_expr))]
         post += ["            _%s_arr[_o] = %s;" % (p.name, p.name)
                  for p in self.outs]
         nout_rank = len(out_shape)
