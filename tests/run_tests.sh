@@ -20,12 +20,14 @@ step() { # name command...
   name=$1
   shift
   echo "=== $name"
+  t0=$(date +%s)
   if "$@"; then
     pass=$((pass + 1))
+    echo "=== passed: $name ($(($(date +%s) - t0)) s)"
   else
     fail=$((fail + 1))
     failed="$failed $name"
-    echo "=== FAILED: $name"
+    echo "=== FAILED: $name ($(($(date +%s) - t0)) s)"
   fi
 }
 
