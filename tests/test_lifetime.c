@@ -15,7 +15,8 @@
  *     for a thread it does not have, and makes its own context;
  *   - a child forked while another thread holds the library's process-wide
  *     locks (the host CPU's, the warnings', the CPU loader's) compiles,
- *     warns and loads: fork() waits for them.
+ *     warns and loads: fork() waits for them; a fork while another thread
+ *     creates a context waits until that creation is over.
  * A watchdog (alarm) turns a hang into a failure. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1046,6 +1047,68 @@ static void test_fork_while_locks_held(void **state) {
   assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* A context created by another thread, held inside its creation by a
+ * warning handler that takes 300 ms (desc.daemon not absolute: a warning
+ * from xpj_context_create): a fork meanwhile waits until the creation is
+ * over, so the child never starts with a backend's discovery half done (an
+ * outside probe: children forked while another thread created contexts
+ * hung in OpenCL's discovery lock or crashed in a driver's dlopen, 4 of
+ * 100, 13 with Intel's OpenCL runtime). What the test sees: when fork()
+ * returns, in the parent and in the child, the handler has returned. */
+typedef struct {
+  atomic_int entered, done;
+} slow_warning;
+
+static void slow_handler(void *ud, const char *msg) {
+  slow_warning *s = ud;
+  (void)msg;
+  atomic_store(&s->entered, 1);
+  nanosleep(&(struct timespec){0, 300000000L}, NULL);
+  atomic_store(&s->done, 1);
+}
+
+static void *create_warning_context(void *arg) {
+  (void)arg;
+  xpj_context_desc d = {.visible = "cpu", .cache_mode = XPJ_CACHE_MODE_OFF,
+                        .no_env_bundles = 1, .daemon = "not-absolute"};
+  xpj_context *c = NULL;
+  if (xpj_context_create(&d, &c) == XPJ_OK)
+    xpj_context_destroy(c);
+  return NULL;
+}
+
+static void test_fork_during_context_create(void **state) {
+  (void)state;
+  slow_warning s = {0};
+  xpj_set_warning_handler(slow_handler, &s);
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, create_warning_context, NULL), 0);
+  for (int i = 0; i < 20000 && !atomic_load(&s.entered); i++)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  assert_true(atomic_load(&s.entered));
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    signal(SIGALRM, SIG_DFL);
+    alarm(30);
+    CHILD_CHECK(atomic_load(&s.done));
+    xpj_set_warning_handler(NULL, NULL);
+    xpj_context *c = NULL;
+    CHILD_CHECK(xpj_context_create(NULL, &c) == XPJ_OK);
+    xpj_context_destroy(c);
+    _exit(0);
+  }
+  bool done_at_fork = atomic_load(&s.done);
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  xpj_set_warning_handler(NULL, NULL);
+  assert_true(done_at_fork);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_free_during_launch),
@@ -1062,6 +1125,7 @@ int main(void) {
       cmocka_unit_test(test_kernel_stack),
       cmocka_unit_test(test_fork_with_launch_in_flight),
       cmocka_unit_test(test_fork_while_locks_held),
+      cmocka_unit_test(test_fork_during_context_create),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
