@@ -1109,23 +1109,32 @@ static void test_fork_during_context_create(void **state) {
   assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* Each test gets the watchdog's 120 s of its own (one alarm for the whole
+ * group ran out on a machine loaded five times over, in a test that was
+ * making progress) */
+static int watchdog(void **state) {
+  (void)state;
+  alarm(120);
+  return 0;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_free_during_launch),
-      cmocka_unit_test(test_free_during_launch_empty_view),
-      cmocka_unit_test(test_destroy_with_work_in_flight),
-      cmocka_unit_test(test_launch_timeout),
-      cmocka_unit_test(test_queue_cancel),
-      cmocka_unit_test(test_cancel_behind_other_queue),
-      cmocka_unit_test(test_stop_signal_taken),
-      cmocka_unit_test(test_launch_messages),
-      cmocka_unit_test(test_timeout_unsupported),
-      cmocka_unit_test(test_waiter_environment),
-      cmocka_unit_test(test_waiter_stack),
-      cmocka_unit_test(test_kernel_stack),
-      cmocka_unit_test(test_fork_with_launch_in_flight),
-      cmocka_unit_test(test_fork_while_locks_held),
-      cmocka_unit_test(test_fork_during_context_create),
+      cmocka_unit_test_setup(test_free_during_launch, watchdog),
+      cmocka_unit_test_setup(test_free_during_launch_empty_view, watchdog),
+      cmocka_unit_test_setup(test_destroy_with_work_in_flight, watchdog),
+      cmocka_unit_test_setup(test_launch_timeout, watchdog),
+      cmocka_unit_test_setup(test_queue_cancel, watchdog),
+      cmocka_unit_test_setup(test_cancel_behind_other_queue, watchdog),
+      cmocka_unit_test_setup(test_stop_signal_taken, watchdog),
+      cmocka_unit_test_setup(test_launch_messages, watchdog),
+      cmocka_unit_test_setup(test_timeout_unsupported, watchdog),
+      cmocka_unit_test_setup(test_waiter_environment, watchdog),
+      cmocka_unit_test_setup(test_waiter_stack, watchdog),
+      cmocka_unit_test_setup(test_kernel_stack, watchdog),
+      cmocka_unit_test_setup(test_fork_with_launch_in_flight, watchdog),
+      cmocka_unit_test_setup(test_fork_while_locks_held, watchdog),
+      cmocka_unit_test_setup(test_fork_during_context_create, watchdog),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
