@@ -6,8 +6,9 @@
  *
  * The server is the executable xpjit-cc (libexec/xpjit/ next to the
  * library or the program, or XPJIT_COMPILE_SERVER), exec'd so that its
- * image holds nothing of the caller; where there is none it is a fork of
- * the caller. It keeps two spare workers, forked when a worker has ended
+ * image holds nothing of the caller (exec'd from the descriptor its check
+ * was made on: xpj_cs_spawn); where there is none it is a fork of the
+ * caller. It keeps two spare workers, forked when a worker has ended
  * (not when a job comes: that made the job wait), which map the code and
  * data the server's warm-up touched while they wait for their jobs
  * (populate()): a job waits for no fork, and takes the page faults of
@@ -987,28 +988,51 @@ static void cs_atfork(void) { pthread_atfork(cs_prepare, cs_parent, cs_child); }
 /* XPJIT_COMPILE_SERVER ("fork": none), else libexec/xpjit/xpjit-cc beside
  * the library's directory, beside the program's, in the install prefix;
  * only an executable regular file of root or of this user, which nobody
- * else may write. */
-bool xpj_cs_find_exe(char *path, size_t size) {
+ * else may write: opened, and checked by that descriptor, which is then
+ * what xpj_cs_spawn runs (xpj_trusted_open). */
+int xpj_cs_open_exe(char *path, size_t size) {
   static const char *const rels[] = {"/../libexec/xpjit", NULL};
   const char *env = getenv("XPJIT_COMPILE_SERVER");
   if (env && !strcmp(env, "fork"))
-    return false;
-  struct stat st;
-  return xpj_own_file(env, rels, rels, XPJ_LIBEXECDIR, "xpjit-cc", path,
-                      size) &&
-         xpj_trusted_file(path) && stat(path, &st) == 0 &&
-         (st.st_mode & S_IXUSR);
+    return -1;
+  if (!xpj_own_file(env, rels, rels, XPJ_LIBEXECDIR, "xpjit-cc", path, size))
+    return -1;
+  int fd = xpj_trusted_open(path, true);
+  return fd < 0 ? -1 : fd;
 }
 
-static pid_t spawn_exe(const char *path, int fd) {
+bool xpj_cs_find_exe(char *path, size_t size) {
+  int fd = xpj_cs_open_exe(path, size);
+  if (fd >= 0)
+    close(fd);
+  return fd >= 0;
+}
+
+/* posix_spawn (no fork of this process's memory, no atfork handlers) of
+ * the file open at exe: as its descriptor 4 in the child (not close on
+ * exec there: a script's interpreter opens it by that name too), exec'd
+ * as /proc/self/fd/4, which is that file whatever is at its path now. The
+ * server closes 4 at once (tools/xpjit-cc.c) and names itself xpjit-cc
+ * (exec names a process after the file name it was given, "4"). Without
+ * /proc the spawn fails, and a fork of this process serves. */
+pid_t xpj_cs_spawn(int exe, int ctl) {
+  /* exe moves to 4 after ctl to 3: neither may sit where the other goes */
+  int e = exe >= 5 ? exe : fcntl(exe, F_DUPFD_CLOEXEC, 5);
+  if (e < 0 || ctl < 4 || ctl == e) {
+    if (e >= 0 && e != exe)
+      close(e);
+    errno = e < 0 ? errno : EINVAL;
+    return -1;
+  }
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t at;
   posix_spawn_file_actions_init(&fa);
   posix_spawnattr_init(&at);
-  posix_spawn_file_actions_adddup2(&fa, fd, 3);
+  posix_spawn_file_actions_adddup2(&fa, ctl, 3);
+  posix_spawn_file_actions_adddup2(&fa, e, 4);
   /* nothing else of the caller's: a pipe's write end kept open in the
    * server would keep its reader from ever seeing its end */
-  posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+  posix_spawn_file_actions_addclosefrom_np(&fa, 5);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   sigset_t none, all;
@@ -1019,9 +1043,13 @@ static pid_t spawn_exe(const char *path, int fd) {
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   char *argv[] = {"xpjit-cc", "--serve", NULL};
   pid_t pid;
-  int rc = posix_spawn(&pid, path, &fa, &at, argv, environ);
+  int rc = posix_spawn(&pid, "/proc/self/fd/4", &fa, &at, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
+  if (e != exe)
+    close(e);
+  if (rc != 0)
+    errno = rc;
   return rc == 0 ? pid : -1;
 }
 
@@ -1076,8 +1104,11 @@ static int start_locked(char *why, size_t whysize) {
   close(sv[1]);
   char path[PATH_MAX];
   pid_t pid = -1;
-  if (far >= 0 && !cs.exe_bad && xpj_cs_find_exe(path, sizeof path))
-    pid = spawn_exe(path, far);
+  int exe = far >= 0 && !cs.exe_bad ? xpj_cs_open_exe(path, sizeof path) : -1;
+  if (exe >= 0) {
+    pid = xpj_cs_spawn(exe, far);
+    close(exe);
+  }
   char no_llvm[300] = "";
   if (far >= 0 && pid < 0)
     pid = fork_server(far, no_llvm, sizeof no_llvm);

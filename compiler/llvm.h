@@ -44,9 +44,9 @@ typedef struct xpj_plugin_head {
 /* A plugin of libxpjit (the LLVM plugin, the SPIR-V validator): looked
  * for where env names it, else beside libxpjit.so, in the lib directory
  * beside the program, or the prefix's; run only from a trusted file
- * (xpj_trusted_file) whose table symbol is of size bytes and this very
- * build. Loaded once, on first use, never unloaded; a failure, and why,
- * is remembered. */
+ * (xpj_trusted_open: the descriptor checked is the one loaded) whose
+ * table symbol is of size bytes and this very build. Loaded once, on
+ * first use, never unloaded; a failure, and why, is remembered. */
 typedef struct xpj_plugin {
   const char *env, *file, *symbol, *what; /* what: "no LLVM", ... */
   size_t size;
@@ -63,6 +63,20 @@ const void *xpj_plugin_get(xpj_plugin *p, const void *linked, char *why,
                            size_t whysize);
 /* Whether the table is in this process already. */
 bool xpj_plugin_present(xpj_plugin *p, const void *linked);
+/* p's file, found (its path into path) and opened and checked as
+ * xpj_plugin_get loads it (xpj_trusted_open), not loaded: its descriptor
+ * (O_CLOEXEC), or -1 with why. */
+int xpj_plugin_open(const xpj_plugin *p, char path[PATH_MAX], char *why,
+                    size_t whysize);
+/* Loads the plugin open at fd (xpj_plugin_open's; path names it in
+ * messages) from that descriptor (/proc/self/fd/N), never by its name,
+ * so that the file loaded is the file checked whatever has been put at
+ * path since: its table, or NULL with why. fd is taken: kept open for
+ * the life of the process once loaded (the loader knows the object by
+ * that name, which must not come to name another file), closed when
+ * not. Not p's remembered table: xpj_plugin_get is (it calls both). */
+const void *xpj_plugin_load(const xpj_plugin *p, int fd, const char *path,
+                            char *why, size_t whysize);
 
 typedef struct xpj_llvm_api {
   size_t size;       /* sizeof (xpj_llvm_api) where it was built */
@@ -126,9 +140,16 @@ bool xpj_llvm_present(void);
 bool xpj_own_file(const char *env, const char *const *lib_rels,
                   const char *const *exe_rels, const char *prefix,
                   const char *name, char *path, size_t size);
-/* A file whose code we may run: a regular file of root or of this user
- * that nobody else may write. */
-bool xpj_trusted_file(const char *path);
+/* A file whose code we may run (the compile server's executable, a
+ * plugin), opened once (O_RDONLY, O_CLOEXEC; symbolic links followed, as
+ * to a versioned shared object) and checked by that descriptor (fstat):
+ * a regular file of root or of this process's effective user that nobody
+ * else may write, and executable by its owner when exec. The descriptor
+ * is what must then be run or loaded (through /proc/self/fd/N), never
+ * path again: a name checked and then run by its name can be pointed
+ * elsewhere in between. -1 (errno from open) when it cannot be opened,
+ * -2 when it is not such a file. */
+int xpj_trusted_open(const char *path, bool exec);
 
 /* The host CPU as LLVM names it and lists its features (what the target
  * "cpu" compiles for), without loading LLVM where that can be avoided:

@@ -7,12 +7,15 @@
  * The plugin is code that runs as the user, so it is looked for only
  * where the library itself is installed, or where XPJIT_LLVM_PLUGIN names
  * it, and loaded only from a regular file of root or of this user that
- * nobody else may write (the rule of the compile server's executable).
+ * nobody else may write (the rule of the compile server's executable):
+ * opened once, the descriptor checked, and loaded from that descriptor
+ * (xpj_trusted_open).
  */
 #define _GNU_SOURCE
 #include "llvm.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -28,11 +31,29 @@
 extern const xpj_llvm_api xpj_llvm_plugin_api __attribute__((weak));
 
 
-bool xpj_trusted_file(const char *path) {
+/* Opened once, checked by fstat, and that descriptor is what the caller
+ * runs or loads: stat(path) and then exec or dlopen of path ran whatever
+ * another user pointed the name at in between (a symbolic link flipped
+ * between the real file and theirs). Links are followed (a versioned .so,
+ * xpjitd's /proc/self/fd/3): the file they lead to is the one checked and
+ * the one used. No directory above is checked: the default places are
+ * beside libxpjit.so and the program, which the loader and exec trusted
+ * already, and through a name in another user's directory no file but
+ * root's or this user's own can be reached (docs/security.md).
+ * O_NONBLOCK: a FIFO put there must not block the open (fstat refuses
+ * it). */
+int xpj_trusted_open(const char *path, bool exec) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0)
+    return -1;
   struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-         !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
-         (st.st_uid == 0 || st.st_uid == getuid());
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
+      (st.st_uid == 0 || st.st_uid == geteuid()) &&
+      (!exec || (st.st_mode & S_IXUSR)))
+    return fd;
+  close(fd);
+  return -2;
 }
 
 /* dir(object) + rel + "/" + name into path, when object is an absolute
@@ -135,11 +156,12 @@ static const char *shown(const char *path, char *buf, size_t size) {
   return buf;
 }
 
-/* Where p is (path, PATH_MAX bytes): a trusted file found where p->env
- * names it, beside libxpjit.so, in the lib directory beside the
- * program's (bin/, libexec/xpjit/, tests/), or the prefix's. */
-static bool plugin_path(const xpj_plugin *p, char *path, char *why,
-                        size_t whysize) {
+/* Where p is (path, PATH_MAX bytes): where p->env names it, beside
+ * libxpjit.so, in the lib directory beside the program's (bin/,
+ * libexec/xpjit/, tests/), or the prefix's; opened there if it is a
+ * trusted file (xpj_trusted_open). */
+int xpj_plugin_open(const xpj_plugin *p, char path[PATH_MAX], char *why,
+                    size_t whysize) {
   static const char *const lib_rels[] = {"", NULL};
   static const char *const exe_rels[] = {"/../lib", "/../../lib", NULL};
   if (!xpj_own_file(getenv(p->env), lib_rels, exe_rels, XPJ_LIBDIR, p->file,
@@ -147,29 +169,57 @@ static bool plugin_path(const xpj_plugin *p, char *path, char *why,
     snprintf(why, whysize, "%s: no %.250s (the plugin is looked for "
              "beside libxpjit.so and the program, then there; %s names it)",
              p->what, path, p->env);
-    return false;
+    return -1;
   }
-  if (!xpj_trusted_file(path)) {
-    char b[PATH_MAX];
+  int fd = xpj_trusted_open(path, false);
+  int err = errno;
+  char b[PATH_MAX];
+  if (fd == -2)
     snprintf(why, whysize, "%s: %.250s is not a regular file of root or "
              "of this user that only its owner may write", p->what,
              shown(path, b, sizeof b));
-    return false;
-  }
-  return true;
+  else if (fd < 0)
+    snprintf(why, whysize, "%s: cannot open %.250s: %s", p->what,
+             shown(path, b, sizeof b), strerror(err));
+  return fd < 0 ? -1 : fd;
 }
 
-static const void *load_plugin(const xpj_plugin *p, char *why,
-                               size_t whysize) {
-  char path[PATH_MAX];
-  if (!plugin_path(p, path, why, whysize))
-    return NULL;
-  char b[PATH_MAX];
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+/* dl_iterate_phdr: whether a loaded object is called name. */
+static int named(struct dl_phdr_info *info, size_t size, void *name) {
+  (void)size;
+  return info->dlpi_name && !strcmp(info->dlpi_name, name);
+}
+
+const void *xpj_plugin_load(const xpj_plugin *p, int fd, const char *path,
+                            char *why, size_t whysize) {
+  char b[PATH_MAX], name[40];
+  /* The loader takes an object of the same name for the one asked for:
+   * a number whose descriptor was closed behind this library's back (a
+   * program that closes all of them) may still name a plugin loaded
+   * through it. Not that number, then. */
+  for (int tries = 0;; tries++) {
+    snprintf(name, sizeof name, "/proc/self/fd/%d", fd);
+    if (!dl_iterate_phdr(named, name))
+      break;
+    int up = tries < 16 ? fcntl(fd, F_DUPFD_CLOEXEC, fd + 1) : -1;
+    close(fd);
+    if (up < 0) {
+      snprintf(why, whysize, "%s: cannot load %.250s: no descriptor of a "
+               "name the loader has not seen", p->what,
+               shown(path, b, sizeof b));
+      return NULL;
+    }
+    fd = up;
+  }
+  void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
+    size_t n = strlen(name); /* "/proc/self/fd/N: why": the file's name */
+    if (e && !strncmp(e, name, n) && !strncmp(e + n, ": ", 2))
+      e += n + 2;
     snprintf(why, whysize, "%s: cannot load %.250s: %.100s", p->what,
              shown(path, b, sizeof b), e ? e : "dlopen failed");
+    close(fd);
     return NULL;
   }
   const xpj_plugin_head *a = dlsym(h, p->symbol);
@@ -179,9 +229,18 @@ static const void *load_plugin(const xpj_plugin *p, char *why,
              "(%s, this library is %s)", p->what, shown(path, b, sizeof b),
              a && a->build ? a->build : "?", XPJ_BUILD_ID);
     dlclose(h);
+    close(fd);
     return NULL;
   }
-  return a; /* never unloaded: LLVM keeps process-wide state */
+  /* never unloaded (LLVM keeps process-wide state), nor fd closed */
+  return a;
+}
+
+static const void *load_plugin(const xpj_plugin *p, char *why,
+                               size_t whysize) {
+  char path[PATH_MAX];
+  int fd = xpj_plugin_open(p, path, why, whysize);
+  return fd < 0 ? NULL : xpj_plugin_load(p, fd, path, why, whysize);
 }
 
 const void *xpj_plugin_get(xpj_plugin *p, const void *linked, char *why,
@@ -224,11 +283,5 @@ bool xpj_llvm_present(void) {
 }
 
 int xpj_llvm_plugin_open(char path[PATH_MAX], char *why, size_t whysize) {
-  if (!plugin_path(&llvm_plugin, path, why, whysize))
-    return -1;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    snprintf(why, whysize, "%s: cannot open %.250s: %s", llvm_plugin.what,
-             path, strerror(errno));
-  return fd;
+  return xpj_plugin_open(&llvm_plugin, path, why, whysize);
 }

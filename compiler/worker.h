@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 /* Entry points are named XPJ_ENTRY_PREFIX + the kernel's name (docs/abi.md),
  * at most XPJ_ENTRY_MAX bytes. */
@@ -143,6 +144,17 @@ int xpj_cs_submit(const xpj_job *j, uint64_t deadline, int *sock, int *err,
  * libexec/xpjit/xpjit-cc beside the library or program or in the prefix;
  * false when there is none to run (or XPJIT_COMPILE_SERVER=fork). */
 bool xpj_cs_find_exe(char *path, size_t size);
+/* The same executable opened and checked (xpj_trusted_open, executable):
+ * its descriptor (O_CLOEXEC), the file xpj_cs_spawn runs; -1 when there
+ * is none to run. */
+int xpj_cs_open_exe(char *path, size_t size);
+/* Starts the executable open at exe (xpj_cs_open_exe's) as a compile
+ * server ("xpjit-cc --serve"), ctl (not 0-3) its descriptor 3, stdin and
+ * stdout /dev/null, nothing else of this process's open there, its
+ * signals default and unblocked. What is exec'd is exe's file, through
+ * /proc/self/fd, never a name: what was checked is what runs. The pid,
+ * or -1; exe and ctl stay open here. */
+pid_t xpj_cs_spawn(int exe, int ctl);
 /* Server gen (xpj_cs_submit's) did not answer by the job's deadline and a
  * grace period (XPJ_CS_HUNG), or refused the job (XPJ_CS_REFUSED: another
  * build): ends it, and with it its workers; the next job starts another,

@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -3161,6 +3162,83 @@ static void test_compile_server(void **state) {
   xpj_module_destroy(m);
 }
 
+static void write_exe(const char *path, const char *text, mode_t mode) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  assert_int_equal(chmod(path, mode), 0);
+}
+
+/* The compile server's executable runs from the descriptor its check was
+ * made on: a name pointed at another file between the check and the
+ * spawn (a symbolic link flipped by another user: an outside probe ran
+ * its script as the caller 1 time in 40) runs the file checked. And what
+ * the check refuses is refused at once: not executable, writable by
+ * others, a FIFO (not waited on). */
+static void test_compile_server_runs_checked_file(void **state) {
+  (void)state;
+  char dir[] = "/tmp/xpj-cs-XXXXXX", cc[64], good[64], evil[64], tmp[64],
+       ran[64], text[200], path[PATH_MAX];
+  assert_non_null(mkdtemp(dir));
+  snprintf(cc, sizeof cc, "%s/cc", dir);
+  snprintf(good, sizeof good, "%s/good", dir);
+  snprintf(evil, sizeof evil, "%s/evil", dir);
+  snprintf(tmp, sizeof tmp, "%s/cc.new", dir);
+  snprintf(ran, sizeof ran, "%s/ran", dir);
+  snprintf(text, sizeof text, "#!/bin/sh\necho checked >> %s\n", ran);
+  write_exe(good, text, 0700);
+  snprintf(text, sizeof text, "#!/bin/sh\necho swapped >> %s\n", ran);
+  write_exe(evil, text, 0700);
+  assert_int_equal(symlink(good, cc), 0);
+  setenv("XPJIT_COMPILE_SERVER", cc, 1);
+  int exe = xpj_cs_open_exe(path, sizeof path);
+  assert_true(exe >= 0);
+  assert_string_equal(path, cc);
+  /* checked: now the name leads elsewhere */
+  assert_int_equal(symlink(evil, tmp), 0);
+  assert_int_equal(rename(tmp, cc), 0);
+  int sv[2];
+  assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv),
+                   0);
+  int ctl = fcntl(sv[1], F_DUPFD_CLOEXEC, 4);
+  assert_true(ctl >= 4);
+  close(sv[1]);
+  pid_t pid = xpj_cs_spawn(exe, ctl);
+  assert_true(pid > 0);
+  int st = 0;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  close(exe);
+  close(ctl);
+  close(sv[0]);
+  char out[64] = "";
+  FILE *f = fopen(ran, "r");
+  assert_non_null(f);
+  size_t n = fread(out, 1, sizeof out - 1, f);
+  fclose(f);
+  out[n] = 0;
+  assert_string_equal(out, "checked\n");
+
+  /* refused: not executable, writable by others, a FIFO */
+  write_exe(good, text, 0600);
+  unlink(cc);
+  assert_int_equal(symlink(good, cc), 0);
+  assert_int_equal(xpj_cs_open_exe(path, sizeof path), -1);
+  assert_false(xpj_cs_find_exe(path, sizeof path));
+  assert_int_equal(chmod(good, 0722), 0);
+  assert_int_equal(xpj_cs_open_exe(path, sizeof path), -1);
+  unlink(cc);
+  assert_int_equal(mkfifo(cc, 0700), 0);
+  assert_int_equal(xpj_cs_open_exe(path, sizeof path), -1);
+  unsetenv("XPJIT_COMPILE_SERVER");
+  unlink(cc);
+  unlink(good);
+  unlink(evil);
+  unlink(ran);
+  rmdir(dir);
+}
+
 /* A compile server that stopped answering (SIGSTOP: it takes the job's
  * datagram into its queue and nothing more) is ended 5 s after the job's
  * deadline, and the job is given to a new one: the caller gets its
@@ -3446,6 +3524,7 @@ int main(void) {
       /* last: it leaves this process with a forked compile server */
       /* before test_compile_server: it leaves this process to forked
        * servers */
+      guarded_test(test_compile_server_runs_checked_file),
       guarded_test(test_compile_server_stopped),
       guarded_test(test_compile_server_few_fds),
       guarded_test(test_compile_server_ends_with_caller),

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "llvm.h" /* xpj_host_cpu_fingerprint */
 #include "procutil.h" /* guarded_test */
+#include "spirv_check.h" /* XPJ_SPIRV_PLUGIN */
 #include "xpjit.h"
 #include "xpjit_codegen.h"
 #include "xpjit_ir.h"
@@ -517,6 +518,79 @@ static void test_host_fingerprint(void **state) {
 #endif
 }
 
+/* A plugin is loaded from the descriptor its check was made on: a name
+ * pointed at another file between the check and the load (a symbolic
+ * link flipped by another user, as an outside probe did to the compile
+ * server's) loads the file checked. And a descriptor number that named a
+ * plugin loaded before (its descriptor closed behind the library's back)
+ * is not taken for that plugin: the loader knows objects by name. */
+static int swapped_plugin_child(const void *arg) {
+  (void)arg;
+  static xpj_plugin llvm_p =
+      XPJ_PLUGIN("XPJIT_LLVM_PLUGIN", XPJ_LLVM_PLUGIN, XPJ_LLVM_PLUGIN_SYMBOL,
+                 "no LLVM", sizeof(xpj_llvm_api));
+  static xpj_plugin spirv_p =
+      XPJ_PLUGIN("XPJIT_SPIRV_PLUGIN", XPJ_SPIRV_PLUGIN,
+                 XPJ_SPIRV_PLUGIN_SYMBOL, "no SPIR-V validator",
+                 sizeof(xpj_spirv_api));
+  char real[PATH_MAX], path[PATH_MAX], link[600], tmp[620], why[400];
+  int fd = xpj_plugin_open(&llvm_p, real, why, sizeof why); /* beside us */
+  if (fd < 0) {
+    fprintf(stderr, "swapped_plugin: %s\n", why);
+    return 2;
+  }
+  close(fd);
+  snprintf(link, sizeof link, "%s/swap-libxpjit-llvm.so.0", dir);
+  snprintf(tmp, sizeof tmp, "%s.new", link);
+  unlink(link);
+  if (symlink(real, link) != 0)
+    return 3;
+  setenv("XPJIT_LLVM_PLUGIN", link, 1);
+  fd = xpj_plugin_open(&llvm_p, path, why, sizeof why);
+  if (fd < 0 || strcmp(path, link) != 0) {
+    fprintf(stderr, "swapped_plugin: %s\n", why);
+    return 4;
+  }
+  /* checked: now the name leads to a trusted file that is no plugin */
+  if (symlink("/lib/x86_64-linux-gnu/libz.so.1", tmp) != 0 ||
+      rename(tmp, link) != 0)
+    return 5;
+  const xpj_plugin_head *a = xpj_plugin_load(&llvm_p, fd, path, why,
+                                              sizeof why);
+  if (!a || strcmp(a->build, XPJ_BUILD_ID) != 0) {
+    fprintf(stderr, "swapped_plugin: %s\n", a ? a->build : why);
+    return 6;
+  }
+  unlink(link);
+  /* the LLVM plugin's descriptor closed: the SPIR-V plugin, opened next,
+   * gets its number */
+  close(fd);
+  int sfd = xpj_plugin_open(&spirv_p, path, why, sizeof why);
+  if (sfd < 0) {
+    fprintf(stderr, "swapped_plugin: %s\n", why);
+    return 7;
+  }
+  if (sfd != fd) { /* (it is: the lowest free number) */
+    if (dup3(sfd, fd, O_CLOEXEC) != fd)
+      return 7;
+    close(sfd);
+    sfd = fd;
+  }
+  const xpj_plugin_head *b = xpj_plugin_load(&spirv_p, sfd, path, why,
+                                              sizeof why);
+  if (!b || b == a || strcmp(b->build, XPJ_BUILD_ID) != 0 ||
+      b->size != sizeof(xpj_spirv_api)) {
+    fprintf(stderr, "swapped_plugin: %s\n", b ? "the LLVM plugin" : why);
+    return 8;
+  }
+  return 0;
+}
+
+static void test_plugin_loaded_from_checked_file(void **state) {
+  (void)state;
+  assert_int_equal(in_child(swapped_plugin_child, NULL), 0);
+}
+
 static void test_spirv_validator(void **state) {
   (void)state;
   assert_int_equal(in_child(validate_child, NULL), 0);
@@ -529,6 +603,7 @@ int main(void) {
       guarded_test(test_hit_without_llvm),
       guarded_test(test_inprocess_loads_plugin),
       guarded_test(test_bad_plugins),
+      guarded_test(test_plugin_loaded_from_checked_file),
       guarded_test(test_host_file_checked),
       guarded_test(test_host_without_llvm),
       guarded_test(test_host_file_follows_cache_mode),
