@@ -526,6 +526,7 @@ static void tiers_said(const rt_obtain *ob, char *buf, size_t size) {
                        : ob->asked[i] == RT_ASKED_FELL_BACK ? "could not serve"
                        : ob->asked[i] == RT_ASKED_ABSENT
                            ? (i == RT_TIER_daemon ? "not running" : "none")
+                       : ob->asked[i] == RT_ASKED_REFUSED   ? "refused"
                        : ob->asked[i] == RT_ASKED_MISS      ? "miss"
                                                             : "not asked";
     int w = snprintf(buf + len, size - len, "%s%s %s", len ? ", " : "",
@@ -603,9 +604,10 @@ static bool walk(rt_obtain *ob, unsigned from, unsigned to, unsigned kinds,
       return true;
     }
     bool fell_back = f->fell_back; /* the daemon could not serve */
-    ob->asked[i] = fell_back   ? RT_ASKED_FELL_BACK
-                   : f->absent ? RT_ASKED_ABSENT
-                               : RT_ASKED_MISS;
+    ob->asked[i] = fell_back    ? RT_ASKED_FELL_BACK
+                   : f->absent  ? RT_ASKED_ABSENT
+                   : f->refused ? RT_ASKED_REFUSED
+                                : RT_ASKED_MISS;
     rt_fetched_clear(f);
     f->fell_back = fell_back;
     /* its worker may have died holding the request's cluster-wide lock,

@@ -49,7 +49,9 @@ typedef struct rt_obtain {
   bool peek;
   /* what each tier said, for the log: 0 not asked, RT_ASKED_MISS,
    * RT_ASKED_FELL_BACK (a daemon that was there and could not serve),
-   * RT_ASKED_ABSENT (no daemon listens, or it is being backed off from) */
+   * RT_ASKED_ABSENT (no daemon listens, or it is being backed off from),
+   * RT_ASKED_REFUSED (it had a value, refused: damaged, forged, unsigned
+   * or another key's) */
   uint8_t asked[RT_NTIERS];
   /* this key's turn to compile among the processes of the cache file,
    * held from before the compile until its row is written (kcache.c,
@@ -61,7 +63,12 @@ typedef struct rt_obtain {
    * compile (the turn's lock file then goes) */
   bool uncounted, stored;
 } rt_obtain;
-enum { RT_ASKED_MISS = 1, RT_ASKED_FELL_BACK = 2, RT_ASKED_ABSENT = 3 };
+enum {
+  RT_ASKED_MISS = 1,
+  RT_ASKED_FELL_BACK = 2,
+  RT_ASKED_ABSENT = 3,
+  RT_ASKED_REFUSED = 4
+};
 
 /* A compiled kernel on its way to the first level, or to a daemon's
  * client: the record every tier reads and writes (v, as the store keeps
@@ -79,6 +86,8 @@ typedef struct fetched {
   bool fell_back;        /* a daemon was there and could not serve */
   bool absent;           /* nothing to ask: no bundle loaded, no daemon
                             listening (for the log) */
+  bool refused;          /* the tier had a value and refused it (for the
+                            log: "Redis refused", not "miss") */
   bool loaded;           /* on the device (or copied, dev NULL) */
   char *msg;             /* the failure's message, for the first level */
   xpj_cache_entry ce;

@@ -14,6 +14,8 @@
  * to 30 s): the program goes on with its local tiers and compiles. */
 #include "tier.h"
 
+#include "../cache/trust.h"
+
 #include <hiredis/hiredis.h>
 #include <nettle/hmac.h>
 #include <nettle/sha2.h>
@@ -21,7 +23,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stdatomic.h>
@@ -82,11 +86,68 @@ struct rt_redis {
   int64_t down_until_ms; /* circuit breaker: no command before then */
   unsigned fails;        /* consecutive failures */
   bool warned_reply;     /* an error reply was reported */
-  /* a wait for another process's compile (its lock) ended without its
-   * value: from then on this process waits for no lock (a lock planted
-   * by anyone who can write the Redis stalls each kernel once at most) */
-  _Atomic bool lock_distrust;
+  /* which Redis this is, for the process-wide distrust of its compile
+   * locks (lock_distrusted): a hash of the URL without its credentials
+   * (the socket, or the host and port; and the database) */
+  uint64_t where;
 };
+
+/* The Redis servers (rt_redis.where) where a wait for another process's
+ * compile (its lock) ended without its value: from then on this process
+ * waits for no lock there, in any context (a lock planted by anyone who
+ * can write the Redis stalls a process once, not each context it makes:
+ * an outside probe saw 65 s per context). Without a lock of its own (a
+ * child forked while one was held would wait for it for ever): the slots
+ * fill in order, each taken by a compare-and-swap; with all of them
+ * taken, no lock of any Redis is waited for. */
+#define DISTRUST_MAX 32
+static _Atomic uint64_t distrusted[DISTRUST_MAX];
+static atomic_bool distrust_all;
+
+static bool lock_distrusted(uint64_t where) {
+  if (atomic_load(&distrust_all))
+    return true;
+  for (unsigned i = 0; i < DISTRUST_MAX; i++) {
+    uint64_t v = atomic_load(&distrusted[i]);
+    if (v == where)
+      return true;
+    if (!v)
+      return false;
+  }
+  return false;
+}
+
+/* Distrusts where's locks: true for the call that did it (it warns). */
+static bool distrust_locks(uint64_t where) {
+  for (unsigned i = 0; i < DISTRUST_MAX; i++) {
+    uint64_t seen = 0;
+    if (atomic_compare_exchange_strong(&distrusted[i], &seen, where))
+      return true;
+    if (seen == where)
+      return false;
+  }
+  return !atomic_exchange(&distrust_all, true);
+}
+
+/* FNV-1a of n bytes, continuing from h. */
+static uint64_t fnv(uint64_t h, const void *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ ((const uint8_t *)s)[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* r->where from its parsed URL (never 0: an empty slot). */
+static void set_where(rt_redis *r) {
+  char tail[64];
+  uint64_t h = 0xcbf29ce484222325ull;
+  const char *name = r->unix_path ? r->unix_path : r->host;
+  h = fnv(h, r->unix_path ? "unix" : "tcp", r->unix_path ? 5 : 4);
+  h = fnv(h, name, strlen(name) + 1);
+  int n = snprintf(tail, sizeof tail, "%d/%d", r->unix_path ? 0 : r->port,
+                   r->db);
+  h = fnv(h, tail, (size_t)n);
+  r->where = h ? h : 1;
+}
 
 static int64_t mono_ms(void) {
   struct timespec ts;
@@ -258,17 +319,32 @@ static void owner_name(uid_t uid, char *buf, size_t size) {
     snprintf(buf, size, "uid %u", (unsigned)uid);
 }
 
+/* May uid own the secret, a link on the way to it, or a directory above
+ * it? The user, root, or an owner in XPJIT_TRUSTED_OWNERS (t: the rules
+ * of bundles, cache/trust.c). */
+static bool secret_owner_ok(const trust *t, uid_t uid) {
+  if (uid == t->me || uid == 0)
+    return true;
+  for (unsigned i = 0; i < t->nowners; i++)
+    if (t->owners[i] == uid)
+      return true;
+  return false;
+}
+
 /* Why the secret file open as fd cannot be the cluster's secret, or NULL.
  * Values signed with it are trusted as the cluster's own compiles, so it
  * must be private, as ssh wants a private key: a regular file (a FIFO
  * would block the open and the read: it is opened without blocking and
- * refused here), of this user or of root (its owner holds it and may
- * change it), that nobody else may write (they could put a secret of
- * their own there and sign what they like) and that not every user may
- * read (a secret they all hold signs nothing). Readable by its group is
+ * refused here), of this user, root or a trusted owner (its owner holds
+ * it and may change it), that nobody else may write (they could put a
+ * secret of their own there and sign what they like), that not every
+ * user may read (a secret they all hold signs nothing), and with one name
+ * only (a hard link someone else made, where the kernel lets them, to a
+ * file of the user's whose bytes they know, such as xpjit's own
+ * host-cpu-* file, would be a secret they hold). Readable by its group is
  * allowed: a team's secret (docs/cluster.md). */
-static const char *secret_unfit(int fd, const char *path, char *why,
-                                size_t size) {
+static const char *secret_unfit(const trust *t, int fd, const char *path,
+                                char *why, size_t size) {
   struct stat sb;
   if (fstat(fd, &sb) != 0) {
     snprintf(why, size, "XPJIT_REDIS_SECRET_FILE=%s: %s", path,
@@ -276,7 +352,6 @@ static const char *secret_unfit(int fd, const char *path, char *why,
     return why;
   }
   unsigned mode = (unsigned)(sb.st_mode & 07777);
-  uid_t me = geteuid();
   char owner[160], mine[160];
   if (S_ISDIR(sb.st_mode))
     snprintf(why, size, "XPJIT_REDIS_SECRET_FILE=%s is a directory, not a "
@@ -285,12 +360,13 @@ static const char *secret_unfit(int fd, const char *path, char *why,
     snprintf(why, size, "XPJIT_REDIS_SECRET_FILE=%s is not a regular file "
              "(a FIFO, a socket or a device): the secret must be a file",
              path);
-  else if (sb.st_uid != me && sb.st_uid != 0) {
+  else if (!secret_owner_ok(t, sb.st_uid)) {
     owner_name(sb.st_uid, owner, sizeof owner);
-    owner_name(me, mine, sizeof mine);
+    owner_name(t->me, mine, sizeof mine);
     snprintf(why, size, "XPJIT_REDIS_SECRET_FILE=%s belongs to %s, not to "
              "you (%s) or root: its owner could change the secret. Use a "
-             "copy of your own (mode 0600)", path, owner, mine);
+             "copy of your own (mode 0600), or add its owner to "
+             "XPJIT_TRUSTED_OWNERS if you trust them", path, owner, mine);
   } else if (sb.st_mode & (S_IWGRP | S_IWOTH))
     snprintf(why, size, "XPJIT_REDIS_SECRET_FILE=%s is writable by other "
              "users (mode %04o): they could replace the secret and sign "
@@ -300,25 +376,163 @@ static const char *secret_unfit(int fd, const char *path, char *why,
              "user (mode %04o): a secret they all know signs nothing. "
              "'chmod 600 %s' (or 640, to share it with the file's group "
              "only)", path, mode, path);
+  else if (sb.st_nlink != 1)
+    snprintf(why, size, "XPJIT_REDIS_SECRET_FILE=%s has %llu names (hard "
+             "links): one made by someone else may be to a file whose bytes "
+             "they know. Use a copy with one name (cp FILE NEW && chmod 600 "
+             "NEW)", path, (unsigned long long)sb.st_nlink);
   else
     return NULL;
   return why;
 }
 
-/* XPJIT_REDIS_SECRET_FILE: a private file (secret_unfit) of at least 16
- * bytes shared by the cluster's users; values are then signed and checked
- * with HMAC-SHA256 keyed with the SHA-256 of its first 4096 bytes. */
+/* The secret's path resolved as the kernel would, one name at a time,
+ * into real (open it with O_NOFOLLOW), checked as ssh checks a key: each
+ * symbolic link on the way must belong to the user, root or a trusted
+ * owner and lie in a directory whose chain trust_dirs accepts (a link
+ * someone else planted where the user's secret was to be, to a file of
+ * the user's whose bytes they know, such as xpjit's host-cpu-* file,
+ * made them holders of the secret: an outside probe), and so must the
+ * directory the file is in. XPJ_OK, or the error (what is wrong and the
+ * fix). */
+static xpj_status secret_path(const trust *t, const char *path, char *real,
+                              size_t size) {
+  char rest[PATH_MAX * 2], cand[PATH_MAX], why[1400];
+  size_t rl = 0; /* real's length: "" is "/" */
+  if (path[0] != '/') {
+    if (!getcwd(real, size))
+      return rt_err(XPJ_ERR_IO, "XPJIT_REDIS_SECRET_FILE=%s: the current "
+                    "directory: %s", path, strerror(errno));
+    rl = strcmp(real, "/") ? strlen(real) : 0;
+  }
+  real[rl] = 0;
+  if (snprintf(rest, sizeof rest, "%s", path) >= (int)sizeof rest)
+    return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS_SECRET_FILE: too long");
+  int links = 0;
+  char *p = rest;
+  for (;;) {
+    while (*p == '/')
+      p++;
+    if (!*p)
+      break;
+    char *slash = strchr(p, '/');
+    size_t n = slash ? (size_t)(slash - p) : strlen(p);
+    char *next = slash ? slash : p + n;
+    if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.')) {
+      if (n == 2) /* real has no link in it: its parent, by name */
+        while (rl && real[--rl] != '/')
+          ;
+      real[rl] = 0;
+      p = next;
+      continue;
+    }
+    if (rl + 1 + n >= sizeof cand)
+      return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS_SECRET_FILE=%s: too long",
+                    path);
+    memcpy(cand, real, rl);
+    cand[rl] = '/';
+    memcpy(cand + rl + 1, p, n);
+    cand[rl + 1 + n] = 0;
+    struct stat sb;
+    if (lstat(cand, &sb) != 0)
+      return rt_err(XPJ_ERR_IO, "XPJIT_REDIS_SECRET_FILE=%s: %s", path,
+                    strerror(errno));
+    if (S_ISLNK(sb.st_mode)) {
+      char owner[160], mine[160];
+      if (++links > 40)
+        return rt_err(XPJ_ERR_IO, "XPJIT_REDIS_SECRET_FILE=%s: %s", path,
+                      strerror(ELOOP));
+      if (!secret_owner_ok(t, sb.st_uid)) {
+        owner_name(sb.st_uid, owner, sizeof owner);
+        owner_name(t->me, mine, sizeof mine);
+        return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS_SECRET_FILE=%s: the "
+                      "symbolic link %s belongs to %s, not to you (%s) or "
+                      "root: its owner chooses the file read as the secret "
+                      "(one of yours whose bytes they know would sign "
+                      "their values). Remove the link and name the file "
+                      "itself, or add its owner to XPJIT_TRUSTED_OWNERS "
+                      "if you trust them", path, cand, owner, mine);
+      }
+      if (trust_dirs(t, rl ? real : "/", why, sizeof why) != TRUST_OK)
+        return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS_SECRET_FILE=%s: the "
+                      "symbolic link %s is in a directory others could "
+                      "change (the rules of bundles, docs/cache.md): %s",
+                      path, cand, why);
+      char target[PATH_MAX];
+      ssize_t k = readlink(cand, target, sizeof target - 1);
+      if (k <= 0)
+        return rt_err(XPJ_ERR_IO, "XPJIT_REDIS_SECRET_FILE=%s: the link "
+                      "%s: %s", path, cand,
+                      k < 0 ? strerror(errno) : "empty");
+      target[k] = 0;
+      char tail[PATH_MAX * 2];
+      if (snprintf(tail, sizeof tail, "%s/%s", target, next) >=
+          (int)sizeof tail)
+        return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS_SECRET_FILE=%s: too "
+                      "long", path);
+      memcpy(rest, tail, strlen(tail) + 1);
+      p = rest;
+      if (target[0] == '/')
+        rl = 0;
+      real[rl] = 0;
+      continue;
+    }
+    if (rl + 1 + n >= size)
+      return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS_SECRET_FILE=%s: too long",
+                    path);
+    memcpy(real, cand, rl + 1 + n + 1);
+    rl += 1 + n;
+    p = next;
+    while (*p == '/')
+      p++;
+    if (*p && !S_ISDIR(sb.st_mode))
+      return rt_err(XPJ_ERR_IO, "XPJIT_REDIS_SECRET_FILE=%s: %s", path,
+                    strerror(ENOTDIR));
+  }
+  if (!rl) { /* "/": a directory (secret_unfit says so) */
+    snprintf(real, size, "/");
+    return XPJ_OK;
+  }
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", real);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir)
+    dir[1] = 0;
+  else
+    *slash = 0;
+  if (trust_dirs(t, dir, why, sizeof why) != TRUST_OK)
+    return rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS_SECRET_FILE=%s: its "
+                  "directory %s could be changed by others (the rules of "
+                  "bundles, docs/cache.md): %s", path, dir, why);
+  return XPJ_OK;
+}
+
+/* XPJIT_REDIS_SECRET_FILE: a private file (secret_unfit), on a path no one
+ * else could change (secret_path), of at least 16 bytes shared by the
+ * cluster's users; values are then signed and checked with HMAC-SHA256
+ * keyed with the SHA-256 of its first 4096 bytes. */
 static xpj_status load_secret(rt_redis *r) {
   const char *path = getenv("XPJIT_REDIS_SECRET_FILE");
   if (!path || !*path)
     return XPJ_OK;
-  /* O_NONBLOCK: a FIFO must not block the open (it is refused after) */
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  trust t;
+  char bad[256];
+  if (!trust_for_bundles(&t, bad, sizeof bad) &&
+      xpj_env_first_complaint("XPJIT_TRUSTED_OWNERS"))
+    rt_warn("XPJIT_TRUSTED_OWNERS: %s names no user; ignored", bad);
+  char real[PATH_MAX];
+  xpj_status st = secret_path(&t, path, real, sizeof real);
+  if (st != XPJ_OK)
+    return st;
+  /* O_NONBLOCK: a FIFO must not block the open (it is refused after);
+   * O_NOFOLLOW: real has no link left in it, and none may appear */
+  int fd = open(real, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
+                          O_NOFOLLOW);
   if (fd < 0)
     return rt_err(XPJ_ERR_IO, "XPJIT_REDIS_SECRET_FILE=%s: %s", path,
                   strerror(errno));
   char why[1400];
-  if (secret_unfit(fd, path, why, sizeof why)) {
+  if (secret_unfit(&t, fd, path, why, sizeof why)) {
     close(fd);
     return rt_err(XPJ_ERR_INVALID, "%s", why);
   }
@@ -377,6 +591,8 @@ static xpj_status redis_open(const char *url, const char *what,
     st = rt_err(XPJ_ERR_INVALID, "XPJIT_REDIS_TTL=%s: expected a duration "
                 "of at least 1s", tt);
   r->ttl_s = ttl / 1000;
+  if (st == XPJ_OK)
+    set_where(r);
   if (st == XPJ_OK)
     st = load_secret(r);
   if (st != XPJ_OK) {
@@ -494,6 +710,18 @@ static void reply_kind(const redisReply *rep, char *out, size_t size) {
   }
 }
 
+/* The time left until deadline as fd's send timeout (SO_SNDTIMEO):
+ * false when none is left. */
+static bool send_time_left(int fd, int64_t deadline) {
+  int64_t left = deadline - mono_ms();
+  if (left <= 0)
+    return false;
+  struct timeval tv = {(time_t)(left / 1000),
+                       (suseconds_t)(left % 1000) * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  return true;
+}
+
 /* One command and its reply, bounded as security.md says: the whole
  * exchange within the tier's time limit (hiredis's own timeout bounds
  * each read, so a server that trickles bytes would hold a blocking
@@ -517,11 +745,18 @@ static redisReply *command(rt_redis *r, int argc, const char **argv,
     snprintf(what, sizeof what, "%s", c->errstr);
   int64_t deadline = mono_ms() + (int64_t)r->timeout.tv_sec * 1000 +
                      (int64_t)r->timeout.tv_usec / 1000;
-  while (!what[0] && !done)
-    if (redisBufferWrite(c, &done) != REDIS_OK)
+  /* each write waits at most the time left (SO_SNDTIMEO): a server that
+   * reads a large SET slowly, a few bytes per timeout, made each write
+   * return late with a little sent, the loop going on for as long as it
+   * liked */
+  while (!what[0] && !done) {
+    if (!send_time_left(c->fd, deadline))
+      snprintf(what, sizeof what, "timed out");
+    else if (redisBufferWrite(c, &done) != REDIS_OK)
       snprintf(what, sizeof what, "%s",
                errno == EAGAIN || errno == EWOULDBLOCK ? "timed out"
                                                        : c->errstr);
+  }
   bool first = true;
   while (!what[0]) {
     if (redisGetReplyFromReader(c, &rep) != REDIS_OK) {
@@ -530,12 +765,20 @@ static redisReply *command(rt_redis *r, int argc, const char **argv,
     }
     if (rep)
       break;
-    if (mono_ms() >= deadline) {
+    /* each read waits at most the time left, not the whole timeout
+     * (SO_RCVTIMEO): one byte just before the deadline made a command
+     * last twice the timeout (an outside probe: 2.07 s with 1 s) */
+    int64_t left = deadline - mono_ms();
+    struct pollfd pfd = {c->fd, POLLIN, 0};
+    int ready = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+    if (ready < 0 && errno == EINTR)
+      continue;
+    if (ready == 0) {
       snprintf(what, sizeof what, "timed out");
       break;
     }
     char buf[65536];
-    ssize_t n = read(c->fd, buf, sizeof buf);
+    ssize_t n = ready < 0 ? -1 : read(c->fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0) {
@@ -1070,6 +1313,7 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
       rt_warn("Redis tier %s: refused the value for %s [%s] (%s); compiling "
               "it", r->shown, ob->rq->kernel, ob->rq->dtypes, why);
       note(ob, (xpj_cache_counters){.redis_refused = 1});
+      f->refused = true; /* the log says "Redis refused", not "miss" */
       /* compile and overwrite it, without waiting for anyone */
       break;
     }
@@ -1099,19 +1343,23 @@ static bool get(void *state, rt_obtain *ob, fetched *f) {
       continue;
     }
     /* another process or node is compiling it: wait for its value */
-    if (atomic_load(&r->lock_distrust))
+    if (lock_distrusted(r->where))
       break;
     int64_t now = mono_ms();
     if (!deadline) {
       waiting_since = now;
       deadline = now + (ob->wait_ms ? ob->wait_ms : lock_ms);
     }
+    /* (a request told to wait for nobody, wait_ms 1, after a daemon
+     * that could not serve, distrusts nothing: the lock may well be
+     * that daemon worker's, and real) */
     if (now >= deadline) {
-      if (!atomic_exchange(&r->lock_distrust, true))
+      if (ob->wait_ms != 1 && distrust_locks(r->where))
         rt_warn("Redis tier %s: waited %lld ms for %s [%s] from the "
                 "process or node holding its compile lock, which never "
                 "stored it; compiling it here, and waiting for no lock "
-                "from now on", r->shown,
+                "of this Redis from now on, in any context of this "
+                "process", r->shown,
                 (long long)(now - waiting_since),
                 ob->rq->kernel, ob->rq->dtypes);
       break;

@@ -8,7 +8,10 @@
  * answers or answers late (root); AUTH and database selection, a host name
  * and percent-encoded passwords; replies no Redis gives, and a server's
  * escape sequences in warnings; the cluster-wide single flight across
- * processes and its lock; bad configurations. Every kernel served from
+ * processes and its lock (a planted one stalls a process once, not each
+ * context); the secret's path (links and directories, as ssh checks a
+ * key's); a command's deadline against a server that paces its reads or
+ * writes; "Redis refused" in the info line; bad configurations. Every kernel served from
  * Redis is launched and its results checked.
  *
  * redis-server missing: a failure, unless XPJIT_TEST_NO_REDIS=1 (skip). */
@@ -1972,6 +1975,93 @@ static void secret_file_step(const char *file, const char *says,
   CHECK_NO_WARN("A-secret", what);
 }
 
+/* The secret's path is checked as ssh checks a key's (an outside probe:
+ * another user linked the name where the user's secret was to be, in a
+ * shared directory, to the user's own host-cpu-* file, 0600 and the
+ * user's but with bytes every user of that CPU knows, signed values with
+ * it and the user ran them): a link on the way of another user's, or in
+ * a directory others may write (not sticky), a file in such a directory,
+ * or a file with a second name (a hard link) is refused with a warning
+ * naming it; a link of the user's in a directory of the user's, and a
+ * file in a sticky directory (/tmp), are fine. f: a private secret file
+ * in tmp. */
+static void test_secret_paths(const char *f) {
+  char open_dir[300], sticky[300], lnk[400], file[400], other[400];
+  snprintf(open_dir, sizeof open_dir, "%s/open-dir", tmp);
+  snprintf(sticky, sizeof sticky, "%s/sticky-dir", tmp);
+  assert_int_equal(mkdir(open_dir, 0700), 0);
+  assert_int_equal(mkdir(sticky, 0700), 0);
+  assert_int_equal(chmod(open_dir, 0777), 0); /* whatever the umask */
+  assert_int_equal(chmod(sticky, 01777), 0);
+
+  /* a link of the user's in a directory others may write: they could
+   * replace it */
+  snprintf(lnk, sizeof lnk, "%s/secret-link", open_dir);
+  assert_int_equal(symlink(f, lnk), 0);
+  secret_file_step(lnk, "the symbolic link", "a link in a directory of "
+                   "mode 0777");
+  CHECK_WARN(lnk, "a link in a directory of mode 0777: the link named");
+  CHECK_WARN("not sticky", "a link in a directory of mode 0777");
+  unlink(lnk);
+  /* the secret itself in such a directory */
+  snprintf(file, sizeof file, "%s/secret", open_dir);
+  FILE *fp = fopen(file, "wb");
+  assert_non_null(fp);
+  fputs(secret_a, fp);
+  fclose(fp);
+  assert_int_equal(chmod(file, 0600), 0);
+  secret_file_step(file, "its directory", "a secret in a directory of mode "
+                   "0777");
+  CHECK_WARN(open_dir, "a secret in a directory of mode 0777: named");
+  /* in a sticky directory: others may add names, not replace ours */
+  snprintf(other, sizeof other, "%s/secret", sticky);
+  assert_int_equal(rename(file, other), 0);
+  secret_file_step(other, NULL, "a secret in a sticky directory");
+  /* a second name (a hard link, which another user may make where the
+   * kernel lets them): refused */
+  assert_int_equal(link(other, file), 0);
+  secret_file_step(other, "2 names (hard links)", "a secret with two names");
+  unlink(file);
+  unlink(other);
+
+  /* the probe's attack: another user's link where the secret was to be,
+   * to a private file of the user's (needs root to make another's link) */
+  snprintf(lnk, sizeof lnk, "%s/team-secret", sticky);
+  assert_int_equal(symlink(f, lnk), 0);
+  if (geteuid() == 0) {
+    assert_int_equal(lchown(lnk, 65534, 65534), 0);
+    secret_file_step(lnk, "the symbolic link", "another user's link to "
+                     "the user's private file");
+    CHECK_WARN(lnk, "another user's link: the link named");
+    CHECK_WARN("belongs to ", "another user's link: its owner named");
+    /* the same behind a link of the user's, to that link */
+    char outer[400];
+    snprintf(outer, sizeof outer, "%s/outer-link", tmp);
+    assert_int_equal(symlink(lnk, outer), 0);
+    secret_file_step(outer, "the symbolic link", "a link of the user's to "
+                     "another user's link");
+    unlink(outer);
+    /* a trusted owner's link: taken */
+    setenv("XPJIT_TRUSTED_OWNERS", "65534", 1);
+    secret_file_step(lnk, NULL, "a trusted owner's link");
+    unsetenv("XPJIT_TRUSTED_OWNERS");
+  } else {
+    print_message("another user's link as the secret: not checked (needs "
+                  "root)\n");
+    secret_file_step(lnk, NULL, "the user's link in a sticky directory");
+  }
+  unlink(lnk);
+  /* a relative path, through "..": resolved as the kernel would */
+  char cwd[1024], rel[300];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(sticky), 0);
+  snprintf(rel, sizeof rel, "../%s", strrchr(f, '/') + 1);
+  secret_file_step(rel, NULL, "a relative path through ..");
+  assert_int_equal(chdir(cwd), 0);
+  rmdir(open_dir);
+  rmdir(sticky);
+}
+
 /* The secret must be private, as a key is (an outside probe: a FIFO there
  * blocked xpj_context_create for ever; a secret every user could read or
  * write, or another user's, was used without a word; a directory was
@@ -2019,14 +2109,19 @@ static void test_secret_files(void **state) {
   assert_int_equal(symlink(f, p), 0);
   secret_file_step(p, NULL, "a link to a private secret file");
   unlink(p);
-  /* another user's: refused (needs root to make one) */
+  /* another user's: refused (needs root to make one); taken when its
+   * owner is trusted (XPJIT_TRUSTED_OWNERS, as for bundles: a team's) */
   if (geteuid() == 0) {
     assert_int_equal(chown(f, 65534, 65534), 0);
     secret_file_step(f, "belongs to ", "another user's secret file");
+    setenv("XPJIT_TRUSTED_OWNERS", "65534", 1);
+    secret_file_step(f, NULL, "a trusted owner's secret file");
+    unsetenv("XPJIT_TRUSTED_OWNERS");
     assert_int_equal(chown(f, 0, 0), 0);
   } else {
     print_message("another user's secret file: not checked (needs root)\n");
   }
+  test_secret_paths(f);
 }
 
 /* A Redis that answers with errors (out of memory, not authenticated) is
@@ -2097,23 +2192,31 @@ static xpj_kernel_origin get_limited(xpj_context *ctx, const char *name,
 /* A compile lock planted in Redis by someone who never stores the value
  * (anyone who can write that Redis) stalls a process once, for the
  * compile's limit plus 5 s, with a warning; from then on the process
- * waits for no lock (it waited that long for every kernel, silently: an
- * adversarial review). */
+ * waits for no lock of that Redis, in any context (it waited that long
+ * for every kernel, silently: an adversarial review; then once per
+ * context, 65 s each: an outside probe). The main Redis is reached
+ * through another name of its socket here: the distrust is the
+ * process's, and the later cases' waits on main_url are real. */
 static void test_planted_locks(void **state) {
   (void)state;
-  char keys[2][100];
+  static const char *const names[3] = {"k13a", "k13b", "k13c"};
+  char keys[3][100], alias[300], url[320];
+  snprintf(alias, sizeof alias, "%s/planted.sock", tmp);
+  unlink(alias);
+  assert_int_equal(symlink(main_srv.sock, alias), 0);
+  snprintf(url, sizeof url, "unix:%s", alias);
   xpj_context *a = ctx_new(main_url);
   double ms;
-  for (int i = 0; i < 2; i++) {
-    CHECK_ORIGIN(get_limited(a, i ? "k13b" : "k13a", &ms),
-                 XPJ_ORIGIN_COMPILED, "first compile");
+  for (int i = 0; i < 3; i++) {
+    CHECK_ORIGIN(get_limited(a, names[i], &ms), XPJ_ORIGIN_COMPILED,
+                 "first compile");
     only_value_key(keys[i], "after a store");
     freeReplyObject(rcmd("DEL %s", keys[i]));
   }
   ctx_done(a);
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     freeReplyObject(rcmd("SET xpjit:lock:%s planted PX 600000", keys[i] + 8));
-  xpj_context *b = ctx_new(main_url);
+  xpj_context *b = ctx_new(url);
   warn_reset();
   CHECK_ORIGIN(get_limited(b, "k13a", &ms), XPJ_ORIGIN_COMPILED,
                "a planted lock");
@@ -2127,7 +2230,18 @@ static void test_planted_locks(void **state) {
   if (ms > 3000)
     fail_msg("the second planted lock was waited for: %.0f ms", ms);
   ctx_done(b);
-  for (int i = 0; i < 2; i++)
+  /* another context of this process, on the same Redis: no wait, no
+   * second warning */
+  xpj_context *c = ctx_new(url);
+  CHECK_ORIGIN(get_limited(c, "k13c", &ms), XPJ_ORIGIN_COMPILED,
+               "a planted lock, in another context");
+  if (ms > 3000)
+    fail_msg("a planted lock was waited for again in a second context: "
+             "%.0f ms (the distrust is the process's)", ms);
+  CHECK_EQ(warn_count("never stored it"), 1, "warnings about planted locks");
+  ctx_done(c);
+  unlink(alias);
+  for (int i = 0; i < 3; i++)
     freeReplyObject(rcmd("DEL xpjit:lock:%s", keys[i] + 8));
 }
 
@@ -2368,6 +2482,169 @@ static void test_unexpected_replies(void **state) {
     CHECK_EQ(warn_count("Redis tier"), 1, what);
     CHECK_NO_WARN(": back", what);
   }
+}
+
+/* A server for a command's deadline, one connection: mode 0 reads the
+ * command, sends "$" 900 ms later (just before the client's 1 s timeout)
+ * and nothing more; mode 1 reads the command 1 KiB per 20 ms through a
+ * small receive buffer and never answers, and drops the connection after
+ * 4 s. It notes when the command came and when the client let go. */
+typedef struct late_srv {
+  int lfd, mode;
+  double got_ms, gone_ms; /* now_ms(); gone 0: never seen */
+  pthread_t th;
+} late_srv;
+
+static void *late_main(void *arg) {
+  late_srv *l = arg;
+  int c = accept(l->lfd, NULL, NULL);
+  if (c < 0)
+    return NULL;
+  char buf[1024];
+  ssize_t n = read(c, buf, sizeof buf);
+  l->got_ms = now_ms();
+  if (n > 0 && l->mode == 0) {
+    sleep_ms(900);
+    (void)!write(c, "$", 1);
+  }
+  double end = l->got_ms + (l->mode == 0 ? 6000 : 4000);
+  while (n > 0) {
+    double left = end - now_ms();
+    if (left <= 0)
+      break;
+    struct pollfd p = {c, POLLIN, 0};
+    int k = poll(&p, 1, left < 20 ? (int)left + 1 : 20);
+    if (k < 0 && errno != EINTR)
+      break;
+    if (k > 0 && (n = read(c, buf, sizeof buf)) <= 0)
+      l->gone_ms = now_ms();
+    if (l->mode == 1)
+      sleep_ms(20);
+  }
+  close(c);
+  return NULL;
+}
+
+/* A command lasts at most XPJIT_REDIS_TIMEOUT, however the server paces
+ * it (an outside probe: one byte sent just before the deadline gave the
+ * read a second whole timeout, 2.07 s with 1 s; and the write loop had
+ * no deadline at all: a server that reads a large command slowly held it
+ * for as long as it read). Mode 0 on a unix socket: the client lets go
+ * within 1.3 s of sending GET. Mode 1 on a loopback port: an AUTH with a
+ * 16 MiB password (bigger than what the sockets buffer) read at 50 KB/s
+ * ends within about the timeout, not when the server gives up (4 s). */
+static void test_command_deadline(void **state) {
+  (void)state;
+  signal(SIGPIPE, SIG_IGN);
+  double ref = reference_compile_ms();
+  for (int mode = 0; mode < 2; mode++) {
+    late_srv l = {.mode = mode};
+    char *url = NULL;
+    char sock[300];
+    if (mode == 0) {
+      snprintf(sock, sizeof sock, "%s/late.sock", tmp);
+      unlink(sock);
+      struct sockaddr_un a = {.sun_family = AF_UNIX};
+      snprintf(a.sun_path, sizeof a.sun_path, "%.100s", sock);
+      l.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      assert_true(l.lfd >= 0);
+      assert_int_equal(bind(l.lfd, (struct sockaddr *)&a, sizeof a), 0);
+      url = keep(malloc(320));
+      snprintf(url, 320, "unix:%s", sock);
+    } else {
+      struct sockaddr_in a = {.sin_family = AF_INET};
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      l.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      assert_true(l.lfd >= 0);
+      int small = 4096; /* inherited by the accepted socket */
+      setsockopt(l.lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+      assert_int_equal(bind(l.lfd, (struct sockaddr *)&a, sizeof a), 0);
+      socklen_t len = sizeof a;
+      assert_int_equal(getsockname(l.lfd, (struct sockaddr *)&a, &len), 0);
+      size_t plen = 16u << 20;
+      url = keep(malloc(plen + 64));
+      assert_non_null(url);
+      int k = snprintf(url, 64, "redis://:");
+      memset(url + k, 'p', plen);
+      snprintf(url + k + plen, 64, "@127.0.0.1:%d", ntohs(a.sin_port));
+    }
+    assert_int_equal(listen(l.lfd, 8), 0);
+    assert_int_equal(pthread_create(&l.th, NULL, late_main, &l), 0);
+    setenv("XPJIT_REDIS_TIMEOUT", "1s", 1);
+    xpj_context *ctx = ctx_new(url);
+    unsetenv("XPJIT_REDIS_TIMEOUT");
+    warn_reset();
+    char name[16];
+    snprintf(name, sizeof name, "k17%c", 'a' + mode);
+    xpj_kernel_origin o;
+    double t0 = now_ms();
+    const char *e = axpy_try(ctx, name, '+', false, &o, NULL);
+    double took = now_ms() - t0;
+    ctx_done(ctx);
+    pthread_join(l.th, NULL);
+    close(l.lfd);
+    if (mode == 0)
+      unlink(sock);
+    drop(url);
+    if (e)
+      fail_msg("mode %d: %s", mode, e);
+    CHECK_ORIGIN(o, XPJ_ORIGIN_COMPILED, "a server pacing a command");
+    if (mode == 0 && (!l.gone_ms || l.gone_ms - l.got_ms > 1300))
+      fail_msg("one byte just before the deadline: the client let go %.0f "
+               "ms after its GET (timeout 1 s; 0: not within 6 s)",
+               l.gone_ms ? l.gone_ms - l.got_ms : 0);
+    if (mode == 1 && took - ref > 1500)
+      fail_msg("a server reading a 16 MiB AUTH slowly: the request took "
+               "%.0f ms (a compile %.0f ms; timeout 1 s)", took, ref);
+    CHECK_WARN("timed out", mode ? "a slow reader" : "a late byte");
+  }
+}
+
+/* A value Redis had and the tier refused (damaged, forged, unsigned,
+ * another key's) is "Redis refused" in the info line of the compile that
+ * replaced it, not "Redis miss" (an outside probe: the summary hid that
+ * someone tried to forge a value). XPJIT_LOG is read once per process:
+ * a child asks. */
+static void test_refused_in_log(void **state) {
+  (void)state;
+  xpj_context *a = ctx_new(main_url);
+  CHECK_ORIGIN(RUN(a, "k18"), XPJ_ORIGIN_COMPILED, "store");
+  ctx_done(a);
+  char key[100];
+  only_value_key(key, "after the store");
+  uint8_t *v;
+  size_t n;
+  assert_true(rget(&main_srv, key, &v, &n));
+  v[n / 2] ^= 0x01;
+  rset(key, v, n);
+  drop(v);
+  char log[300];
+  snprintf(log, sizeof log, "%s/refused.log", tmp);
+  unlink(log);
+  setenv("XPJIT_LOG", "info", 1);
+  setenv("XPJIT_LOG_FILE", log, 1);
+  child_run r = request_in_child(main_url, "k18", 10000);
+  unsetenv("XPJIT_LOG");
+  unsetenv("XPJIT_LOG_FILE");
+  char buf[1200];
+  if (child_problem(&r, 1e9, "a refused value", buf, sizeof buf))
+    fail_msg("%s", buf);
+  if (!strstr(r.out, "refused=1"))
+    fail_msg("the child refused no value: %s", r.out);
+  FILE *fp = fopen(log, "r");
+  assert_non_null(fp);
+  char line[2048];
+  bool found = false;
+  while (fgets(line, sizeof line, fp))
+    if (strstr(line, "info: kernel k18 ") && strstr(line, "compiled in ")) {
+      found = true;
+      if (!strstr(line, "Redis refused") || strstr(line, "Redis miss"))
+        fail_msg("the compile's info line does not say \"Redis refused\":\n"
+                 "%s", line);
+    }
+  fclose(fp);
+  if (!found)
+    fail_msg("no info line for the compile of k18 in %s", log);
 }
 
 /* no byte of the warnings is a control character but their newlines */
@@ -2838,6 +3115,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_name_lookup_bounded, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_planted_locks, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_command_deadline, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_refused_in_log, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_urls, setup, teardown),
       cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
   };
