@@ -66,7 +66,15 @@ extern "C" {
  * tab are written \xNN. */
 const char *xpj_last_error(void);
 
-/* Where warnings go (process-wide); fn NULL restores stderr. */
+/* Where warnings go (process-wide); fn NULL restores stderr. The handler
+ * is called on the thread that warns, without the library's locks held (it
+ * may warn, use the library or set a handler), possibly on several threads
+ * at once. This call returns once no thread is inside the old handler or
+ * about to call it, so the old ud may then be freed; it waits for calls in
+ * flight on other threads. Called from inside a handler it does not wait
+ * (it would wait for itself): the old ud must then stay valid until the
+ * handler calls in flight return, e.g. until a later
+ * xpj_set_warning_handler made outside any handler returns. */
 void xpj_set_warning_handler(void (*fn)(void *ud, const char *msg),
                              void *ud);
 

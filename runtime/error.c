@@ -71,35 +71,79 @@ uint64_t rt_now_ns(void) {
 /* ---- warnings -------------------------------------------------------- */
 
 static pthread_mutex_t warn_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t warn_cv = PTHREAD_COND_INITIALIZER;
 static void (*warn_fn)(void *, const char *);
 static void *warn_ud;
+/* Handler calls in flight, under warn_mu: warn_gen counts the handlers set;
+ * cur_calls are calls of the current one, old_calls those of any handler
+ * replaced since (a call knows which by the generation it started with).
+ * xpj_set_warning_handler waits (warn_cv) until old_calls is 0, so that
+ * once it returns no thread is in the old handler or about to call it and
+ * its ud may be freed. */
+static uint64_t warn_gen;
+static unsigned cur_calls, old_calls;
+/* Handler calls this thread is inside (a handler may warn again) */
+static _Thread_local unsigned in_handler;
 
 void xpj_set_warning_handler(void (*fn)(void *ud, const char *msg),
                              void *ud) {
   pthread_mutex_lock(&warn_mu);
   warn_fn = fn;
   warn_ud = ud;
+  warn_gen++;
+  old_calls += cur_calls;
+  cur_calls = 0;
+  /* From inside a handler it does not wait: it would wait for itself, or
+   * for a handler on another thread that waits for this one (the header
+   * says the old ud must then outlive the calls in flight). */
+  while (old_calls && !in_handler)
+    pthread_cond_wait(&warn_cv, &warn_mu);
   pthread_mutex_unlock(&warn_mu);
 }
 
+/* Around fork() (the process-wide fork handlers): warn_mu held across it,
+ * never waited for there. The child has only the forking thread: the calls
+ * in flight are its own (old from now on, so that each one's return counts
+ * itself off), and warn_cv, which other threads may have been waiting on,
+ * is made anew. */
 void rt_warn_atfork(int phase) {
-  if (phase == RT_FORK_PREPARE)
+  if (phase == RT_FORK_PREPARE) {
     pthread_mutex_lock(&warn_mu);
-  else
-    pthread_mutex_unlock(&warn_mu);
+    return;
+  }
+  if (phase == RT_FORK_CHILD) {
+    warn_gen++;
+    cur_calls = 0;
+    old_calls = in_handler;
+    pthread_cond_init(&warn_cv, NULL);
+  }
+  pthread_mutex_unlock(&warn_mu);
 }
 
 /* The handler is called without warn_mu held, so that it may itself set a
- * handler, warn, or use the library. */
+ * handler, warn, or use the library; the call is counted in flight until it
+ * returns (see warn_gen). */
 static void deliver(const char *msg) {
   pthread_mutex_lock(&warn_mu);
   void (*fn)(void *, const char *) = warn_fn;
   void *ud = warn_ud;
-  pthread_mutex_unlock(&warn_mu);
+  uint64_t gen = warn_gen;
   if (fn)
-    fn(ud, msg);
-  else
+    cur_calls++;
+  pthread_mutex_unlock(&warn_mu);
+  if (!fn) {
     xpj_log_warning(msg);
+    return;
+  }
+  in_handler++;
+  fn(ud, msg);
+  in_handler--;
+  pthread_mutex_lock(&warn_mu);
+  if (gen == warn_gen)
+    cur_calls--;
+  else if (--old_calls == 0)
+    pthread_cond_broadcast(&warn_cv);
+  pthread_mutex_unlock(&warn_mu);
 }
 
 /* Warnings raised while this thread builds a first-level entry are held

@@ -293,6 +293,70 @@ static void test_warning_handler_reenters(void **state) {
   xpj_set_warning_handler(NULL, NULL);
 }
 
+/* ---- replacing a handler waits for its calls in flight ---- */
+
+/* The handler's ud: the handler, on the thread that warns, says it is in
+ * and waits at a gate the test opens; the thread that replaces the handler
+ * records whether the handler had returned when the replacement did. */
+typedef struct {
+  atomic_int entered, open, returned;
+  atomic_int replaced;       /* xpj_set_warning_handler(NULL) returned */
+  atomic_int returned_first; /* ... and the handler had returned by then */
+} gate;
+
+static void gated(void *ud, const char *msg) {
+  (void)msg;
+  gate *g = ud;
+  atomic_store(&g->entered, 1);
+  while (!atomic_load(&g->open))
+    usleep(1000);
+  atomic_store(&g->returned, 1);
+}
+
+static void *warn_once(void *arg) {
+  (void)arg;
+  xpj_context_desc d = {.visible = "cpu",
+                        .cache_path = "/proc/xpjit-no/such/cache.db",
+                        .no_env_bundles = 1};
+  xpj_context *c = NULL;
+  if (xpj_context_create(&d, &c) == XPJ_OK) {
+    (void)xpj_context_cache(c); /* cannot be made: a warning */
+    xpj_context_destroy(c);
+  }
+  return NULL;
+}
+
+static void *replace_handler(void *arg) {
+  gate *g = arg;
+  xpj_set_warning_handler(NULL, NULL);
+  atomic_store(&g->returned_first, atomic_load(&g->returned));
+  atomic_store(&g->replaced, 1);
+  return NULL;
+}
+
+static void test_replace_waits_for_handler(void **state) {
+  (void)state;
+  signal(SIGALRM, on_alarm);
+  alarm(60);
+  gate *g = calloc(1, sizeof *g);
+  assert_non_null(g);
+  xpj_set_warning_handler(gated, g);
+  pthread_t warner, replacer;
+  assert_int_equal(pthread_create(&warner, NULL, warn_once, NULL), 0);
+  while (!atomic_load(&g->entered))
+    usleep(1000);
+  assert_int_equal(pthread_create(&replacer, NULL, replace_handler, g), 0);
+  /* the handler is held at its gate: the replacement must not return */
+  usleep(300 * 1000);
+  assert_int_equal(atomic_load(&g->replaced), 0);
+  atomic_store(&g->open, 1);
+  pthread_join(replacer, NULL);
+  assert_int_equal(atomic_load(&g->returned_first), 1);
+  pthread_join(warner, NULL);
+  alarm(0);
+  free(g); /* what the guarantee is for (ASan would see a late call) */
+}
+
 /* ---- mixed stress ---- */
 
 static atomic_int warned;
@@ -589,6 +653,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_add_bundle_during_lookups),
       cmocka_unit_test(test_warning_handler_reenters),
+      cmocka_unit_test(test_replace_waits_for_handler),
       cmocka_unit_test(test_mixed_stress),
       cmocka_unit_test(test_waiters_run_commands),
       cmocka_unit_test(test_cancel_while_waiting),
