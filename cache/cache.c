@@ -85,6 +85,7 @@
 #define WANT_MAX 64 /* hit files to make at the next settle */
 #define SIDE_READ_MAX (4u << 20) /* what a reader reads of it at most */
 #define SIDE_LOCK_MS 50 /* how long its flock is waited for */
+#define ENV_MIN_SIZE (1u << 20) /* XPJIT_CACHE_MAX_SIZE at least */
 
 /* A put deferred to the cache's next write transaction
  * (xpj_cache_put_later): the row exactly as xpj_cache_put would write it,
@@ -2325,6 +2326,13 @@ static xpj_status open_handle(const xpj_cache_config *cfg, bool lazy,
     if (e && *e && xpj_cache_parse_size(e, &c->max_size) != XPJ_OK) {
       if (xpj_env_first_complaint("XPJIT_CACHE_MAX_SIZE"))
         warnf(c, "XPJIT_CACHE_MAX_SIZE=%.64s: %s; using 1G", e, last_msg);
+      c->max_size = XPJ_CACHE_DEFAULT_MAX_SIZE;
+    } else if (c->max_size < ENV_MIN_SIZE) {
+      /* 0 (the default, as in the struct, is the likelier meaning) and
+       * limits under 1M made a cache that evicts every entry it writes */
+      if (xpj_env_first_complaint("XPJIT_CACHE_MAX_SIZE"))
+        warnf(c, "XPJIT_CACHE_MAX_SIZE=%.64s: under 1M, a cache that would "
+              "keep nothing; using 1G", e);
       c->max_size = XPJ_CACHE_DEFAULT_MAX_SIZE;
     }
   }

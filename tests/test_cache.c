@@ -3673,9 +3673,9 @@ static void test_environment(void **state) {
   xpj_cache_close(c);
   cfg.path = buf;
   cfg.max_size = 0;
-  setenv("XPJIT_CACHE_MAX_SIZE", "512K", 1);
+  setenv("XPJIT_CACHE_MAX_SIZE", "2M", 1);
   assert_int_equal(xpj_cache_open(&cfg, &c), XPJ_OK);
-  assert_int_equal(stats_of(c).max_size, 512 << 10);
+  assert_int_equal(stats_of(c).max_size, 2 << 20);
   xpj_cache_close(c);
   setenv("XPJIT_CACHE_MAX_SIZE", "lots", 1);
   assert_int_equal(xpj_cache_open(&cfg, &c), XPJ_OK);

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 
 static char dir[256], logpath[300];
 
@@ -204,6 +205,67 @@ static void test_bad_values_once(void **state) {
     unsetenv(set[i][0]);
 }
 
+/* XPJIT_CACHE_MAX_SIZE that parses but is under 1M (0 included, the
+ * default in the structs) made a cache that evicts everything it stores,
+ * silently: now a warning, and the default applies. Each value in a child
+ * of its own, since a variable complains once per process (so this test
+ * runs before test_bad_values_once, whose complaint the child would
+ * inherit). */
+static unsigned cache_warnings;
+static char cache_warning[256];
+static void cache_warn(void *ud, const char *msg) {
+  (void)ud;
+  cache_warnings++;
+  snprintf(cache_warning, sizeof cache_warning, "%s", msg);
+}
+
+static void test_small_cache_size(void **state) {
+  (void)state;
+  static const struct {
+    const char *value;
+    uint64_t limit;
+    unsigned warnings;
+  } cases[] = {{"0", XPJ_CACHE_DEFAULT_MAX_SIZE, 1},
+               {"1", XPJ_CACHE_DEFAULT_MAX_SIZE, 1},
+               {"1K", XPJ_CACHE_DEFAULT_MAX_SIZE, 1},
+               {"1023K", XPJ_CACHE_DEFAULT_MAX_SIZE, 1},
+               {"1M", 1 << 20, 0},
+               {"3G", 3ull << 30, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      char db[300];
+      snprintf(db, sizeof db, "%s/small%zu.db", dir, i);
+      setenv("XPJIT_CACHE_MAX_SIZE", cases[i].value, 1);
+      xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW,
+                              .warn = cache_warn};
+      xpj_cache *c = NULL;
+      xpj_cache_stats st = {0};
+      if (xpj_cache_open(&cfg, &c) != XPJ_OK ||
+          xpj_cache_get_stats(c, &st) != XPJ_OK)
+        _exit(2);
+      xpj_cache_close(c);
+      int bad = st.max_size != cases[i].limit ||
+                cache_warnings != cases[i].warnings ||
+                (cache_warnings &&
+                 (!strstr(cache_warning, "XPJIT_CACHE_MAX_SIZE=") ||
+                  !strstr(cache_warning, "using 1G")));
+      if (bad)
+        fprintf(stderr, "XPJIT_CACHE_MAX_SIZE=%s: limit %llu, %u warnings "
+                "(%s)\n", cases[i].value, (unsigned long long)st.max_size,
+                cache_warnings, cache_warning);
+      _exit(bad);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      fail_msg("XPJIT_CACHE_MAX_SIZE=%s: child status %d", cases[i].value,
+               status);
+  }
+}
+
 static void test_bad_cache_mode_once(void **state) {
   (void)state;
   /* the default mode from XPJIT_CACHE: read by each context with a cache
@@ -343,6 +405,7 @@ int main(void) {
       cmocka_unit_test(test_table),
       cmocka_unit_test(test_parsers),
       cmocka_unit_test(test_unknown_names),
+      cmocka_unit_test(test_small_cache_size),
       cmocka_unit_test(test_bad_values_once),
       cmocka_unit_test(test_bad_cache_mode_once),
       cmocka_unit_test(test_log_file),
