@@ -36,20 +36,28 @@ static xpj_status record(xpj_device *dev, rt_alloc a, const char *what) {
     clash = &dev->allocs[i - 1];
   else if (i < dev->nallocs && overlap(&dev->allocs[i], &a))
     clash = &dev->allocs[i];
+  bool retired = false;
   for (size_t r = 0; r < dev->nretired && !clash; r++)
-    if (overlap(&dev->retired[r], &a))
+    if (overlap(&dev->retired[r], &a)) {
       clash = &dev->retired[r];
+      retired = true;
+    }
   if (clash) {
     rt_alloc c = *clash;
     pthread_mutex_unlock(&dev->mem_lock);
+    /* one freed already waits for its commands: freeing it again is not
+     * what the caller can do about it */
     return rt_err(XPJ_ERR_INVALID,
                   "%s: %zu bytes at %p overlap the %zu-byte allocation at "
                   "%p of %s%s",
                   what, a.bytes, (void *)a.base, c.bytes, (void *)c.base,
                   dev->id,
-                  c.imported ? " (imported: xpj_mem_import; memory its owner "
-                               "has freed must be let go with xpj_mem_free)"
-                             : "");
+                  retired ? ", which was freed (xpj_mem_free) and waits for "
+                            "the commands that use it (wait for them first)"
+                  : c.imported ? " (imported: xpj_mem_import; memory its "
+                                 "owner has freed must be let go with "
+                                 "xpj_mem_free)"
+                               : "");
   }
   if (dev->nallocs == dev->cap) {
     size_t cap = dev->cap ? dev->cap * 2 : 64;

@@ -741,6 +741,10 @@ static void test_mem_import(void **state) {
   assert_int_equal(xpj_mem_free(cpu, own), XPJ_OK);
   assert_int_equal(xpj_mem_import(cpu, own, 16, XPJ_MEM_HOST),
                    XPJ_ERR_INVALID); /* still used by the queued launch */
+  /* it says why: freed already, waiting for its commands (it had told the
+   * caller to xpj_mem_free it, as one whose owner freed it) */
+  assert_msg_has("waits for the commands that use it");
+  assert_null(strstr(xpj_last_error(), "must be let go"));
   assert_int_equal(xpj_queue_wait(q), XPJ_OK);
   xpj_event_release(gate);
   assert_true(own[5] == 80.0f); /* ran on the memory it was given */
