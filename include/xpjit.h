@@ -331,7 +331,8 @@ xpj_status xpj_queue_create(xpj_device *dev, const xpj_queue_desc *desc,
  * returned by a wait are dropped). Memory, programs and the context may be
  * released before the commands that use them finish: each is let go when
  * the last command using it is done. Called from a command of q (a host
- * task), it would wait for itself: it logs an error and does nothing. */
+ * task), it would wait for itself: it warns (xpj_set_warning_handler, else
+ * stderr) and does nothing. */
 void xpj_queue_destroy(xpj_queue *q);
 /* Cancels the queue's unfinished commands, from any thread, and returns
  * at once: commands not yet started fail with XPJ_ERR_CANCELLED; a
