@@ -1058,10 +1058,11 @@ xpj_status xpj_compile(const xpj_module *m, const char *kernel,
     return r->status;
   }
   if (o.opt_level > 3 || (unsigned)emit > XPJ_EMIT_LLVM ||
-      (unsigned)t->kind > XPJ_TARGET_CPU || (o.checks & ~XPJ_CHECK_ALL)) {
+      (unsigned)t->kind > XPJ_TARGET_CPU || (o.checks & ~XPJ_CHECK_ALL) ||
+      (unsigned)o.isolation > XPJ_ISOLATE_NONE) {
     result_fail(r, XPJ_ERR_INVALID, XPJ_FAILURE_INPUT,
-                "xpj_compile: bad optimisation level, checks, output kind "
-                "or target");
+                "xpj_compile: bad optimisation level, checks, isolation, "
+                "output kind or target");
     return r->status;
   }
   const xpj_func *k = xpj_module_find(m, kernel);

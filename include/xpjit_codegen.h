@@ -59,6 +59,8 @@ typedef enum xpj_emit_kind {
   XPJ_EMIT_LLVM = 2, /* optimised LLVM IR text, before code generation */
 } xpj_emit_kind;
 
+/* Any other value is refused with XPJ_ERR_INVALID, as an opt_level over 3
+ * or unknown checks bits are. */
 typedef enum xpj_isolation {
   XPJ_ISOLATE_DEFAULT = 0, /* a worker process per compile */
   XPJ_ISOLATE_NONE = 1,    /* in this process (PTX and CPU only; SPIR-V

@@ -752,6 +752,11 @@ static xpj_status resolve(xpj_program *p, const char *name,
   if (o->checks & ~XPJ_CHECK_ALL)
     return rt_err(XPJ_ERR_INVALID, "unknown checks 0x%x",
                   o->checks & ~XPJ_CHECK_ALL);
+  if ((unsigned)o->isolation > XPJ_ISOLATE_NONE)
+    return rt_err(XPJ_ERR_INVALID,
+                  "unknown isolation %d (XPJ_ISOLATE_DEFAULT, "
+                  "XPJ_ISOLATE_NONE)",
+                  (int)o->isolation);
   o->checks |= p->ctx->checks;
   xpj_compile_opts_str(o, ostr, osize);
   xpj_status st = rt_parse_dtypes(f, dtypes, types, consts, canon, csize);

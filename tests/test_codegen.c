@@ -571,6 +571,14 @@ static void test_errors(void **state) {
   assert_int_equal(xpj_compile(s, "math_table", &t, &o, XPJ_EMIT_BIN, &r),
                    XPJ_ERR_INVALID);
   xpj_result_destroy(r);
+  /* an isolation outside the enum: refused too (it compiled isolated) */
+  xpj_compile_opts_default(&o);
+  o.isolation = (xpj_isolation)77;
+  assert_int_equal(xpj_compile(s, "math_table", &t, &o, XPJ_EMIT_BIN, &r),
+                   XPJ_ERR_INVALID);
+  assert_int_equal(xpj_result_failure_kind(r), XPJ_FAILURE_INPUT);
+  xpj_result_destroy(r);
+  xpj_compile_opts_default(&o);
   /* libdevice missing: a clear error, not a broken module */
   setenv("XPJIT_LIBDEVICE", "/nonexistent/libdevice.bc", 1);
   assert_int_equal(compile_status(s, "math_table", "ptx:sm_90", 0, log,

@@ -527,6 +527,22 @@ static void test_program(void **state) {
   o.opt_level = 9;
   assert_int_equal(xpj_program_get_kernel(p, "scale", "T=f64", 2, cpu, &o, &k2),
                    XPJ_ERR_INVALID);
+  /* an isolation that is none of the enum's: refused as opt_level is (it
+   * was accepted, and compiled as the default) */
+  static const int bad_isolation[] = {77, -1, 2};
+  for (int i = 0; i < 3; i++) {
+    xpj_compile_opts_default(&o);
+    o.isolation = (xpj_isolation)bad_isolation[i];
+    assert_int_equal(
+        xpj_program_get_kernel(p, "scale", "T=f64", 2, cpu, &o, &k2),
+        XPJ_ERR_INVALID);
+    assert_msg_has("unknown isolation");
+    size_t bsize = 0;
+    assert_int_equal(xpj_program_get_binary(p, "scale", "T=f64", 2, "cpu", &o,
+                                            NULL, &bsize),
+                     XPJ_ERR_INVALID);
+    assert_msg_has("unknown isolation");
+  }
 
   xpj_kernel_info ki;
   assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
