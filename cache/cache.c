@@ -1511,6 +1511,8 @@ xpj_cache_mode xpj_cache_config_mode(const xpj_cache_config *cfg) {
 }
 
 size_t xpj_cache_default_path(char *buf, size_t size) {
+  if (!buf) /* (as snprintf(NULL, 0): the length only) */
+    size = 0;
   const char *d = getenv("XPJIT_CACHE_DIR");
   if (d && *d)
     return (size_t)snprintf(buf, size, "%s/cache-v%d.db", d,

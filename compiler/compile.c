@@ -231,6 +231,8 @@ xpj_status xpj_target_parse_for(const char *s, const xpj_cache_config *cache,
 }
 
 size_t xpj_target_str(const xpj_target *t, char *buf, size_t size) {
+  if (!buf) /* (as snprintf(NULL, 0): the length only) */
+    size = 0;
   if (!t)
     return (size_t)snprintf(buf, size, "?");
   switch (t->kind) {
@@ -282,6 +284,8 @@ xpj_status xpj_checks_parse(const char *s, unsigned *checks, char *err,
 size_t xpj_compile_opts_str(const xpj_compile_opts *o, char *buf,
                             size_t size) {
   xpj_compile_opts d;
+  if (!buf) /* (as snprintf(NULL, 0): the length only) */
+    size = 0;
   if (!o) {
     xpj_compile_opts_default(&d);
     o = &d;

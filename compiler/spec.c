@@ -498,6 +498,8 @@ xpj_status xpj_const_parse(const char *text, xpj_scalar type, int64_t *out,
 
 size_t xpj_const_str(xpj_scalar type, int64_t v, char *buf, size_t size) {
   int n;
+  if (!buf) /* (as snprintf(NULL, 0): the length only) */
+    size = 0;
   if (type == XPJ_BOOL)
     n = snprintf(buf, size, "%s", v ? "true" : "false");
   else if (type == XPJ_U64)

@@ -150,7 +150,8 @@ void xpj_context_destroy(xpj_context *ctx);
  * warnings instead of errors. */
 xpj_status xpj_context_add_bundle(xpj_context *ctx, const char *path);
 /* The versions that cache keys and bundles carry:
- * "xpjit=0.1.0;llvm=22.1.8;abi=6;codegen=5". Returns the length like snprintf. */
+ * "xpjit=0.1.0;llvm=22.1.8;abi=6;codegen=5". Returns the length like
+ * snprintf; buf NULL: only the length, whatever size is. */
 size_t xpj_versions_str(char *buf, size_t size);
 /* This context's cache events since it was created: first-level, second-
  * level and bundle hits, misses, compiles and their time. The second

@@ -338,6 +338,8 @@ int xpj_coll_lookup(const char *name, xpj_coll_desc *out) {
 }
 
 size_t xpj_coll_name(const xpj_coll_desc *d, char *buf, size_t size) {
+  if (!buf) /* (as snprintf(NULL, 0): the length only) */
+    size = 0;
   if (!d || (unsigned)d->kind >= XPJ_COLL_COUNT)
     return (size_t)snprintf(buf, size, "?");
   bool combines = d->kind < XPJ_COLL_BROADCAST;
@@ -720,6 +722,8 @@ static size_t type_str(const xpj_module *m, xpj_type t, char *buf,
 }
 
 size_t xpj_type_str(const xpj_module *m, xpj_type t, char *buf, size_t size) {
+  if (!buf) /* (as snprintf(NULL, 0): the length only) */
+    size = 0;
   if (!m)
     return 0;
   return type_str(m, t, buf, size, NULL);

@@ -194,6 +194,8 @@ void rt_release_warnings(void) {
 /* ---- versions ---------------------------------------------------------- */
 
 size_t xpj_versions_str(char *buf, size_t size) {
+  if (!buf) /* (as snprintf(NULL, 0): the length only) */
+    size = 0;
   return (size_t)snprintf(buf, size, "xpjit=%s;llvm=%s;abi=%u;codegen=%u",
                           XPJ_VERSION_STRING, xpj_llvm_version(),
                           xpj_abi_version(), xpj_codegen_revision());

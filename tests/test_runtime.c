@@ -783,6 +783,43 @@ static void test_mem_import(void **state) {
   xpj_program_destroy(p);
 }
 
+/* The snprintf-like calls given buf NULL with a size: the length, nothing
+ * written (xpj_versions_str passed NULL with size 64 to snprintf, and
+ * crashed in it; an FFI binding that sizes with (NULL, 0) and then passes
+ * a wrong size died in the library). */
+static void test_null_buffers(void **state) {
+  (void)state;
+  char buf[512];
+  size_t n = xpj_versions_str(buf, sizeof buf);
+  assert_true(n > 0 && n == strlen(buf));
+  assert_int_equal(xpj_versions_str(NULL, 64), n);
+  assert_int_equal(xpj_versions_str(NULL, 0), n);
+  n = xpj_cache_default_path(buf, sizeof buf);
+  assert_int_equal(xpj_cache_default_path(NULL, sizeof buf), n);
+  xpj_target t;
+  assert_int_equal(xpj_target_parse("ptx:sm_90", &t, NULL, 0), XPJ_OK);
+  n = xpj_target_str(&t, buf, sizeof buf);
+  assert_int_equal(xpj_target_str(&t, NULL, sizeof buf), n);
+  assert_int_equal(xpj_target_str(NULL, NULL, sizeof buf), 1); /* "?" */
+  n = xpj_compile_opts_str(NULL, buf, sizeof buf);
+  assert_int_equal(xpj_compile_opts_str(NULL, NULL, sizeof buf), n);
+  assert_int_equal(xpj_const_str(XPJ_I64, -3, NULL, sizeof buf), 2);
+  xpj_coll_desc cd;
+  assert_true(xpj_coll_lookup("group_reduce_add", &cd));
+  assert_int_equal(xpj_coll_name(&cd, NULL, sizeof buf),
+                   strlen("group_reduce_add"));
+  xpj_module *m = NULL;
+  assert_int_equal(xpj_module_create(&m), XPJ_OK);
+  xpj_type f32 = xpj_type_scalar(m, XPJ_F32);
+  assert_int_equal(xpj_type_str(m, f32, NULL, sizeof buf), 3);
+  xpj_module_destroy(m);
+  xpj_cache_config cfg = {.mode = XPJ_CACHE_MODE_OFF};
+  xpj_cache *c = NULL;
+  assert_int_equal(xpj_cache_open(&cfg, &c), XPJ_OK);
+  assert_int_equal(xpj_cache_problem(c, NULL, sizeof buf), 0);
+  xpj_cache_close(c);
+}
+
 /* The exported constructors and the structure sizes a binding checks. */
 static void test_helpers(void **state) {
   (void)state;
@@ -1157,6 +1194,7 @@ int main(void) {
       guarded_test(test_misuse),
       guarded_test(test_native_cpu),
       guarded_test(test_mem_import),  guarded_test(test_helpers),
+      guarded_test(test_null_buffers),
       guarded_test(test_local_arg_bytes),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
