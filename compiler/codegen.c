@@ -3057,9 +3057,17 @@ static void lower_loop_versions(cg *c, cg_frame *fr, xpj_val id) {
 static void lower_return(cg *c, cg_frame *fr, const xpj_inst *in) {
   const uint32_t *a = args_of(fr->f, in);
   if (fr->call && fr->wg && c->cur_loop) {
-    cg_fail(c, XPJ_ERR_UNSUPPORTED, "%s: a return that depends on the "
-            "work-item inside a device function with barriers is not "
-            "supported on the CPU", fr->f->name);
+    const char *file = xpj_module_file_name(c->m, in->loc.file);
+    /* (each work-item would leave the function at its own point, and
+     * the function's later runs and its final return know no per-call
+     * flags to skip it) */
+    cg_fail(c, XPJ_ERR_UNSUPPORTED, "%s%s%u:%u: a 'return' inside an if or "
+            "a loop that reaches no barrier, in device function '%s', which "
+            "reaches barriers or work-group collectives, is not supported on "
+            "the CPU: keep the result in a variable and return it at the "
+            "function's end",
+            file ? file : "", file ? ":" : "line ", in->loc.line, in->loc.col,
+            fr->f->name);
     return;
   }
   if (fr->call) { /* inlined device function */
@@ -3253,6 +3261,13 @@ static void lower_inst(cg *c, cg_frame *fr, xpj_val id) {
     break;
   case XPJ_OP_YIELD: {
     xpj_val owner = f->blocks[in->in_block].parent;
+    if (fr->wg && fr->wgstmt[owner]) {
+      /* an arm of a value if run at work-group level (lower_wg_stmt): in
+       * a run, each work-item's value goes where the if's users read it
+       * (its slot, and the uniform slot when work-group code reads it) */
+      def(c, fr, owner, val(c, fr, a[0]));
+      break;
+    }
     LLVMValueRef slot = fr->vals[owner];
     if (!slot) {
       cg_fail(c, XPJ_ERR_COMPILE, "internal: yield outside a value if");
@@ -3540,11 +3555,14 @@ static void lower_wg_stmt(cg *c, cg_frame *fr, xpj_val id) {
     lower_call(c, fr, id, true);
     break;
   case XPJ_OP_IF: {
-    if (scalar_of(c, in->type) != XPJ_VOID) {
-      cg_fail(c, XPJ_ERR_UNSUPPORTED, "a conditional expression that "
-              "reaches a barrier is not supported on the CPU");
-      return;
-    }
+    /* a value if (`c ? a : b`, `a && b`, `a || b`) whose chosen arm
+     * reaches a barrier or a collective runs like a statement if: its
+     * condition is uniform, and each arm's yield, in a run, stores every
+     * work-item's value in the if's slots (XPJ_OP_YIELD in lower_inst);
+     * after the merge, work-group code reads the uniform slot */
+    xpj_scalar rs = scalar_of(c, in->type);
+    if (rs != XPJ_VOID && (fr->need[id] & NEED_USLOT) && !fr->uslot[id])
+      fr->uslot[id] = entry_alloca(c, mem_type(c, rs), "uniform");
     LLVMValueRef cond = val(c, fr, a[0]);
     if (c->cpu_active) {
       LLVMValueRef act = LLVMBuildLoad2(c->b, c->t_i64, c->cpu_active, "");
@@ -3563,6 +3581,14 @@ static void lower_wg_stmt(cg *c, cg_frame *fr, xpj_val id) {
     lower_wg_block(c, fr, in->blk[1]);
     br(c, mb);
     LLVMPositionBuilderAtEnd(c->b, mb);
+    if (rs != XPJ_VOID) {
+      /* (the yields left fr->vals[id] at a value inside a run) */
+      fr->vals[id] = fr->uslot[id]
+                         ? LLVMBuildLoad2(c->b, mem_type(c, rs), fr->uslot[id], "")
+                         : LLVMGetUndef(cg_scalar_type(c, rs));
+      if (fr->uslot[id] && rs == XPJ_BOOL)
+        fr->vals[id] = LLVMBuildTrunc(c->b, fr->vals[id], c->t_i1, "");
+    }
     break;
   }
   case XPJ_OP_LOOP: {

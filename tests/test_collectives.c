@@ -3,7 +3,7 @@
  * exclusive scans (add, mul, min, max; and, or, xor on integers and
  * bools), broadcasts, in 1-D and 2-D groups of several sizes (powers of two
  * and not), from kernels and device functions, inside uniform branches and
- * loops; sub-group size, ids, reductions, scans, shuffles and broadcasts,
+ * loops and in the right operands of &&, || and ?: (and while conditions); sub-group size, ids, reductions, scans, shuffles and broadcasts,
  * checked against the partition the device reports. Kernels:
  * tests/conformance/collectives.xpk. Device: XPJIT_TEST_DEVICE
  * (tests/run_tests.sh runs it on the CPU and on OpenCL). */
@@ -416,6 +416,94 @@ static void test_group_2d(void **state) {
       run_2d(&DT[d], sz[s][0], sz[s][1]);
 }
 
+/* &&, || and ?: whose right operand (chosen arm) holds a collective or a
+ * call of a function with barriers, a while condition that does, and
+ * those in a device function (condcoll): the CPU refused every one ("a
+ * conditional expression that reaches a barrier") before it ran them at
+ * work-group level. Group g's flag is g % 4; its values are small (0..3),
+ * any (0..63) or at least 5 (5..29) by g / 4, so each condition goes
+ * both ways; every result is checked exactly. */
+static void test_conditional_collectives(void **state) {
+  (void)state;
+  xpj_kernel *k = conf_kernel("collectives.xpk", "condcoll", NULL, 0);
+  static const unsigned sizes[] = {1, 7, 64, 100};
+  enum { G = 12, R = 9 };
+  unsigned seen[6] = {0};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+    unsigned L = sizes[s];
+    size_t N = (size_t)L * G;
+    int32_t *x = conf_alloc(N * 4), *f = conf_alloc(G * 4),
+            *r = conf_alloc(R * N * 4);
+    for (unsigned g = 0; g < G; g++) {
+      f[g] = (int32_t)(g % 4);
+      for (unsigned j = 0; j < L; j++) {
+        uint64_t u = rnd64();
+        x[g * L + j] = (int32_t)(g / 4 == 0   ? u % 4
+                                 : g / 4 == 1 ? u % 64
+                                              : 5 + u % 25);
+      }
+    }
+    memset(r, 0x55, R * N * 4);
+    int64_t rs[2] = {R, (int64_t)N};
+    xpj_array ax = xpj_array_1d(x, XPJ_I32, (int64_t)N);
+    xpj_array af = xpj_array_1d(f, XPJ_I32, G);
+    xpj_array ar = xpj_array_nd(r, XPJ_I32, 2, rs);
+    xpj_arg args[] = {xpj_arg_array(&ax), xpj_arg_array(&af),
+                      xpj_arg_array(&ar), xpj_arg_local(L)};
+    conf_run(k, xpj_range_1d(N, L), 4, args);
+    for (unsigned g = 0; g < G; g++) {
+      const int32_t *v = &x[g * L];
+      int32_t fg = f[g], sum = 0, mx = INT32_MIN, mn = INT32_MAX;
+      for (unsigned j = 0; j < L; j++) {
+        sum += v[j];
+        mx = v[j] > mx ? v[j] : mx;
+        mn = v[j] < mn ? v[j] : mn;
+      }
+      bool a = fg > 0 && sum > 10, b = fg > 1 || mx > 50,
+           e = fg == 0 || (sum > 40 && mn < 5), wc = fg > 0 && mn < 5;
+      int32_t trips = 60 - mx < fg ? 60 - mx : fg;
+      if (trips < 0)
+        trips = 0;
+      seen[0] |= 1u << a;
+      seen[1] |= 1u << b;
+      seen[2] |= 1u << e;
+      seen[3] |= 1u << wc;
+      seen[4] |= 1u << (trips > 0);
+      seen[5] |= 1u << (fg > 0 && sum >= 200);
+      int32_t before = 0;
+      for (unsigned j = 0; j < L; j++) {
+        int32_t want[R];
+        want[0] = a;
+        want[1] = b;
+        want[2] = fg > 0 ? before + v[j] : 2 * v[j];
+        want[3] = fg > 1 ? sum : -1;
+        want[4] = e;
+        want[5] = wc ? (int32_t)L + v[j] : 0;
+        want[6] = (int32_t)j * trips * (trips + 1) / 2;
+        int32_t w = fg > 1 ? sum : mx;
+        int32_t u = wc ? w + 1 : w;
+        want[7] = fg > 2 ? before + u : u;
+        want[8] = 0;
+        while (want[8] < fg && sum + (int32_t)L * want[8] < 200)
+          want[8]++;
+        before += v[j];
+        for (unsigned q = 0; q < R; q++) {
+          int32_t got = r[(size_t)q * N + g * L + j];
+          if (got != want[q])
+            fail_msg("condcoll L %u group %u (flag %d) work-item %u: "
+                     "result %u is %d, want %d", L, g, fg, j, q, got,
+                     want[q]);
+        }
+      }
+    }
+    conf_free(x);
+    conf_free(f);
+    conf_free(r);
+  }
+  for (unsigned q = 0; q < 6; q++) /* the inputs take each way */
+    assert_int_equal(seen[q], 3);
+}
+
 /* Sub-groups: the partition the device reports must be one (each
  * sub-group's lanes 0..size-1, ids 0..num-1, sizes adding up to the
  * group), and the collectives must match it. */
@@ -529,6 +617,7 @@ int main(void) {
       cmocka_unit_test(test_group_any_all),
       cmocka_unit_test(test_bool_scans),
       cmocka_unit_test(test_group_2d),
+      cmocka_unit_test(test_conditional_collectives),
       cmocka_unit_test(test_sub_groups),
   };
   return cmocka_run_group_tests(tests, conf_setup, conf_teardown);

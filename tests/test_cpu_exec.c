@@ -341,6 +341,131 @@ static void test_wg_control(void **state) {
   release(&c);
 }
 
+/* Value ifs (&&, ||, ?:) that reach a barrier, run at work-group level
+ * (docs/abi.md, "Barriers on the CPU"), with work-items 0-2 of each
+ * group returned first: their slots are never written, so the values the
+ * group's own code reads (a while condition, an if's) must come from the
+ * work-items still running (work-item 0's slot read garbage). A device
+ * function that reaches barriers yields a value if and returns one. And
+ * the one refusal left: a work-item-dependent return in such a function,
+ * named by file, line and column. */
+static void test_wg_value_if(void **state) {
+  (void)state;
+  const char *src =
+      "fn bsum(v: i32) -> i32 {\n"
+      "    barrier(local);\n"
+      "    let s = group_reduce_add(v);\n"
+      "    let big = s > 100 && group_reduce_max(v) > 20;\n"
+      "    return big ? s : -s;\n"
+      "}\n"
+      "fn twice(v: i32, f: i32) -> i32 {\n"
+      "    return f > 1 ? bsum(v) * 2 : group_reduce_min(v);\n"
+      "}\n"
+      "kernel k(x: global const i32[], out: global i32[,], f: i32) ndrange(1) {\n"
+      "    let i = global_id(0);\n"
+      "    let v = x[i];\n"
+      "    if local_id(0) < 3 { return; }\n"
+      "    let m = 0i32;\n"
+      "    let n = 0i32;\n"
+      "    while m < f && group_reduce_max(v) + m < 33 {\n"
+      "        m += 1;\n"
+      "        n += group_scan_exclusive_add(m);\n"
+      "    }\n"
+      "    let w = 0i32;\n"
+      "    if f > 0 || group_reduce_add(1) > 1000 {\n"
+      "        barrier(local);\n"
+      "        w = 1;\n"
+      "    }\n"
+      "    out[0, i] = n;\n"
+      "    out[1, i] = w;\n"
+      "    out[2, i] = f > 0 ? twice(v, f) : 7;\n"
+      "    out[3, i] = f == 0 || group_reduce_min(v) > 2 ? 1 : 0;\n"
+      "}\n";
+  xpj_module *m = NULL;
+  char *diag = NULL;
+  xpj_status st = parse_src(src, &m, &diag);
+  if (st != XPJ_OK)
+    fprintf(stderr, "%s", diag);
+  free(diag);
+  assert_int_equal(st, XPJ_OK);
+  compiled c = {0};
+  c.m = m;
+  c.s = spec_kernel(m, "k", XPJ_VOID, 0);
+  assert_non_null(c.s);
+  c.r = compile_for(c.s, "k", "cpu", XPJ_EMIT_BIN);
+  size_t len;
+  const uint8_t *d = xpj_result_data(c.r, &len);
+  c.fn = (cpu_entry)jit_load(d, len, xpj_result_entry(c.r), &c.jit);
+  enum { L = 40, G = 3 };
+  for (int32_t f = 0; f < 4; f++) {
+    int32_t x[L * G], out[4][L * G];
+    for (int i = 0; i < L * G; i++)
+      x[i] = (int32_t)(rnd() % (i / L == 0 ? 8 : i / L == 1 ? 32 : 36));
+    memset(out, 0xff, sizeof out);
+    kargs a = {0};
+    int64_t shape[2] = {4, L * G}, strides[2] = {L * G, 1};
+    add_vec(&a, x, L * G);
+    add_view(&a, out, 0, 2, shape, strides);
+    add_i64(&a, f);
+    int64_t groups[3] = {G, 1, 1}, local[3] = {L, 1, 1};
+    run_nd(&c, &a, groups, local);
+    for (int g = 0; g < G; g++) {
+      /* over the work-items that have not returned: 3 .. L-1 */
+      int32_t sum = 0, mx = INT32_MIN, mn = INT32_MAX;
+      for (int l = 3; l < L; l++) {
+        int32_t v = x[g * L + l];
+        sum += v;
+        mx = v > mx ? v : mx;
+        mn = v < mn ? v : mn;
+      }
+      int32_t trips = 33 - mx < f ? 33 - mx : f;
+      trips = trips < 0 ? 0 : trips;
+      for (int l = 0; l < L; l++) {
+        int i = g * L + l;
+        int32_t want[4] = {-1, -1, -1, -1};
+        if (l >= 3) {
+          int32_t b = sum > 100 && mx > 20 ? sum : -sum;
+          want[0] = (l - 3) * trips * (trips + 1) / 2;
+          want[1] = f > 0 ? 1 : 0;
+          want[2] = f == 0 ? 7 : f == 1 ? mn : 2 * b;
+          want[3] = f == 0 || mn > 2;
+        }
+        for (int q = 0; q < 4; q++)
+          if (out[q][i] != want[q])
+            fail_msg("f %d group %d work-item %d: out[%d] = %d, want %d", f,
+                     g, l, q, out[q][i], want[q]);
+      }
+    }
+  }
+  release(&c);
+  const char *early =
+      "fn early() -> i32 {\n"
+      "    if local_id(0) == 0 { return 5; }\n"
+      "    barrier(local);\n"
+      "    return 6;\n"
+      "}\n"
+      "kernel e(o: global i32[]) ndrange(1) {\n"
+      "    o[global_id(0)] = early();\n"
+      "}\n";
+  assert_int_equal(parse_src(early, &m, NULL), XPJ_OK);
+  xpj_module *sp = spec_kernel(m, "e", XPJ_VOID, 0);
+  xpj_target tg;
+  assert_int_equal(xpj_target_parse("cpu", &tg, NULL, 0), XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.isolation = XPJ_ISOLATE_NONE;
+  xpj_result *r = NULL;
+  assert_int_equal(xpj_compile(sp, "e", &tg, &o, XPJ_EMIT_BIN, &r),
+                   XPJ_ERR_UNSUPPORTED);
+  const char *log = xpj_result_log(r);
+  if (!strstr(log, "t.xpk:2:27: a 'return' inside an if") ||
+      !strstr(log, "device function 'early'"))
+    fail_msg("the refusal: %s", log);
+  xpj_result_destroy(r);
+  xpj_module_destroy(sp);
+  xpj_module_destroy(m);
+}
+
 /* Kernels named like the functions their code calls: libm's expf, sinf,
  * powf and sqrtf, and memset and memcpy, which LLVM calls to clear and copy
  * private arrays; __nv_expf and _Z13get_global_idj are libdevice's and
@@ -595,7 +720,8 @@ int main(void) {
       cmocka_unit_test(test_axpy_strided),  cmocka_unit_test(test_block_sum),
       cmocka_unit_test(test_histogram_local), cmocka_unit_test(test_matmul_tiled),
       cmocka_unit_test(test_scan_block),    cmocka_unit_test(test_bitonic_block),
-      cmocka_unit_test(test_wg_control),    cmocka_unit_test(test_libc_names),
+      cmocka_unit_test(test_wg_control),    cmocka_unit_test(test_wg_value_if),
+      cmocka_unit_test(test_libc_names),
       cmocka_unit_test(test_long_chain),    cmocka_unit_test(test_fixed_groups),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
