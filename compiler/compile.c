@@ -67,8 +67,10 @@
  * to f32, f16 or bf16, not through f64 (language.md 4.4); the key of a
  * specialised kernel changes only where that changes a constant, but a
  * first-level alias (made from the source, not the IR) would still lead
- * to code made with the old constant. */
-#define XPJ_CODEGEN_REVISION 10
+ * to code made with the old constant. 11: on the CPU, &&, || and ?: whose
+ * right operand or arm reaches a barrier or a collective are lowered at
+ * work-group level (refused before; codegen.c). */
+#define XPJ_CODEGEN_REVISION 11
 
 /* ---- targets and options ------------------------------------------- */
 
