@@ -138,6 +138,13 @@ typedef struct cg_target_ops {
    * steps hidden from scalar evolution) */
   void (*before_loops)(cg *c);
   const char *o2_loops;
+  /* true (SPIR-V): when before_codegen leaves an integer wider than 64
+   * bits (c->wide_left) that it could not make of 64-bit ones, the
+   * module is optimised again, once, from its copy taken before the
+   * optimisation, with IndVarSimplify's rewrite of loops' exit values
+   * off (the closed forms of sums, in i65-i67, are where such integers
+   * come from; compile_llvm.c) */
+  bool exit_values_again;
 } cg_target_ops;
 
 
@@ -251,6 +258,13 @@ struct cg {
   /* debug info (-g; CPU and PTX) */
   LLVMDIBuilderRef dib;
   LLVMMetadataRef di_sp;
+
+  /* ops->exit_values_again: set by compile_here while the module may be
+   * optimised again (before_codegen then records in wide_left, instead of
+   * failing, the width of the widest integer it could not narrow) */
+  bool exit_values_again;
+  unsigned wide_left;
+  bool no_wide_pairs; /* test hooks wide-pairs-off, wide-left */
 
   xpj_status status;
   char err[2048];

@@ -522,10 +522,12 @@ void xpj_compiler_settings_check(void (*report)(const char *name,
     report("XPJIT_LIBDEVICE", msg);
   }
   static const char *const faults[] = {"crash", "hang", "llvm-fatal",
-                                       "linger", "unroll-loads", NULL};
+                                       "linger", "unroll-loads",
+                                       "wide-pairs-off", "wide-left", NULL};
   if (xpj_env_word("XPJIT_FAULT_INJECT", faults) == -2) {
     snprintf(msg, sizeof msg, "XPJIT_FAULT_INJECT=%.64s is not crash, hang, "
-             "llvm-fatal, linger or unroll-loads (a test hook); ignored",
+             "llvm-fatal, linger, unroll-loads, wide-pairs-off or wide-left "
+             "(a test hook); ignored",
              xpj_env("XPJIT_FAULT_INJECT"));
     report("XPJIT_FAULT_INJECT", msg);
   }

@@ -408,6 +408,25 @@ static void on_diagnostic(LLVMDiagnosticInfoRef d, void *ud) {
   LLVMDisposeMessage(m);
 }
 
+/* c's module optimised at c's level: the target's own -O2 pipeline, or
+ * LLVM's default<ON> */
+static void optimise(cg *c) {
+  unsigned level = c->opts->opt_level;
+  if (c->status == XPJ_OK && level == 2 && c->ops->o2_pipeline) {
+    cg_run_pipeline(c, c->ops->o2_leaf && defined_functions(c->mod) == 1
+                           ? c->ops->o2_leaf
+                           : c->ops->o2_pipeline);
+    if (c->status == XPJ_OK && c->ops->before_loops)
+      c->ops->before_loops(c);
+    if (c->status == XPJ_OK && c->ops->o2_loops)
+      cg_run_pipeline(c, c->ops->o2_loops);
+  } else if (c->status == XPJ_OK) {
+    char pipeline[32];
+    snprintf(pipeline, sizeof pipeline, "default<O%u>", level);
+    cg_run_pipeline(c, pipeline);
+  }
+}
+
 /* j->fault: the test hook's mode in a worker, "" in the caller's process */
 static void compile_here(const xpj_job *j, xpj_result *r) {
   const char *fault = j->fault;
@@ -424,6 +443,11 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
   c.kernel = j->kernel;
   c.entry = j->entry;
   c.unroll_all = c.ops->simt && strcmp(fault, "unroll-loads") == 0;
+  /* test hooks: before_codegen makes no pairs of wide integers (SPIR-V),
+   * so that the second optimisation runs (wide-pairs-off), or so that
+   * the refusal does (wide-left) */
+  c.no_wide_pairs = strcmp(fault, "wide-pairs-off") == 0 ||
+                    strcmp(fault, "wide-left") == 0;
   c.libdevice = j->libdevice;
   c.ctx = take_ahead(j, &c.lib_ahead);
   if (!c.ctx)
@@ -467,21 +491,35 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
       pause();
   if (c.status == XPJ_OK && c.ops->before_optimise)
     c.ops->before_optimise(&c);
-  if (c.status == XPJ_OK && o->opt_level == 2 && c.ops->o2_pipeline) {
-    cg_run_pipeline(&c, c.ops->o2_leaf && defined_functions(c.mod) == 1
-                            ? c.ops->o2_leaf
-                            : c.ops->o2_pipeline);
-    if (c.status == XPJ_OK && c.ops->before_loops)
-      c.ops->before_loops(&c);
-    if (c.status == XPJ_OK && c.ops->o2_loops)
-      cg_run_pipeline(&c, c.ops->o2_loops);
-  } else if (c.status == XPJ_OK) {
-    char pipeline[32];
-    snprintf(pipeline, sizeof pipeline, "default<O%u>", o->opt_level);
-    cg_run_pipeline(&c, pipeline);
+  /* the module as it was, for a second optimisation (exit_values_again):
+   * only in a worker, which alone may set LLVM's options (its process
+   * compiles this job and ends) */
+  LLVMModuleRef again = NULL;
+  if (c.status == XPJ_OK && c.ops->exit_values_again && o->opt_level > 0 &&
+      c.worker && strcmp(fault, "wide-left") != 0) {
+    again = LLVMCloneModule(c.mod);
+    c.exit_values_again = again != NULL;
   }
+  optimise(&c);
   if (c.status == XPJ_OK && c.ops->before_codegen)
     c.ops->before_codegen(&c);
+  if (c.status == XPJ_OK && c.wide_left) {
+    /* the closed form of a loop's exit value (a sum: i65-i67 products,
+     * scalar evolution's) in a shape before_codegen could not make of
+     * 64-bit operations: the loop kept instead, as IndVarSimplify leaves
+     * it with -replexitval=never (an option of LLVM's process, read as
+     * the pass runs; the pipelines built ahead read it then too) */
+    const char *argv[] = {"xpjit-worker", "-replexitval=never"};
+    LLVMParseCommandLineOptions(2, argv, NULL);
+    LLVMDisposeModule(c.mod);
+    c.mod = again;
+    again = NULL;
+    c.exit_values_again = false;
+    c.wide_left = 0;
+    optimise(&c);
+    if (c.status == XPJ_OK)
+      c.ops->before_codegen(&c);
+  }
   if (c.status == XPJ_OK) {
     if (emit == XPJ_EMIT_LLVM) {
       char *s = LLVMPrintModuleToString(c.mod);
@@ -512,6 +550,8 @@ static void compile_here(const xpj_job *j, xpj_result *r) {
    * more) would delay it */
   if (j->worker)
     return;
+  if (again)
+    LLVMDisposeModule(again);
   LLVMDisposeBuilder(c.b);
   LLVMDisposeModule(c.mod);
   if (td)

@@ -11,6 +11,7 @@
 #include "cg.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static LLVMTargetMachineRef spirv_machine(cg *c) {
@@ -301,15 +302,342 @@ static bool narrow_trunc(cg *c, LLVMBuilderRef B, LLVMValueRef in) {
   return true;
 }
 
-static bool no_int128(cg *c, LLVMBuilderRef B, LLVMValueRef f) {
+/* Integers wider than 64 bits (up to 128) in general, made of pairs of
+ * 64-bit ones: the closed forms of sums that scalar evolution gives a
+ * loop's exit value (IndVarSimplify): sum k for k < n is
+ * trunc(lshr(mul i65 (zext n), (zext n-1)), 1), sum k*k a product of
+ * three in i65 (the odd factor 3 of 6 goes by a 64-bit inverse), sum k^3
+ * and k^4 products in i67 shifted by 2 and 3; nested loops the same
+ * inside the outer one. An iN value (64 < N <= 128) is {lo, hi}, its
+ * bits 0-63 and 64-127, of which only the N low bits mean anything
+ * (mul, add, sub, shl, and, or, xor and truncs depend only on those);
+ * what reads the high bits (lshr, ashr, extensions, divisions, compares)
+ * first makes bits N and up a zero or sign extension (wide_norm).
+ * Shapes not below (a wide phi, a variable shift, an intrinsic) are left:
+ * the caller then optimises again without exit values (compile_llvm.c). */
+typedef struct {
+  LLVMValueRef v, lo, hi;
+} wide_pair;
+
+typedef struct {
+  wide_pair *p;
+  size_t n, cap;
+} wide_map;
+
+static unsigned int_width(LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  return LLVMGetTypeKind(t) == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(t)
+                                                   : 0;
+}
+
+static bool is_wide(LLVMValueRef v) {
+  unsigned w = int_width(v);
+  return w > 64 && w <= 128;
+}
+
+/* hi with bits N and up (N = its pair's width) a zero or sign extension */
+static LLVMValueRef wide_norm(cg *c, LLVMBuilderRef B, LLVMValueRef hi,
+                              unsigned n, bool sg) {
+  if (n >= 128)
+    return hi;
+  unsigned k = n - 64; /* 1..63 bits of hi mean anything */
+  if (sg)
+    return LLVMBuildAShr(B, LLVMBuildShl(B, hi, cg_i64(c, 64 - k), ""),
+                         cg_i64(c, 64 - k), "");
+  return LLVMBuildAnd(B, hi, cg_i64(c, (int64_t)((1ull << k) - 1)), "");
+}
+
+/* {lo, hi} shifted by a constant s (0 <= s < 128): shl, lshr or ashr */
+static void wide_shift(cg *c, LLVMBuilderRef B, LLVMOpcode op, uint64_t s,
+                       LLVMValueRef *lo, LLVMValueRef *hi) {
+  LLVMValueRef l = *lo, h = *hi;
+  if (s == 0)
+    return;
+  if (op == LLVMShl) {
+    if (s >= 64) {
+      *hi = s == 64 ? l : LLVMBuildShl(B, l, cg_i64(c, (int64_t)s - 64), "");
+      *lo = cg_i64(c, 0);
+    } else {
+      *hi = LLVMBuildOr(B, LLVMBuildShl(B, h, cg_i64(c, (int64_t)s), ""),
+                        LLVMBuildLShr(B, l, cg_i64(c, 64 - (int64_t)s), ""), "");
+      *lo = LLVMBuildShl(B, l, cg_i64(c, (int64_t)s), "");
+    }
+    return;
+  }
+  bool sg = op == LLVMAShr;
+  LLVMValueRef fill = sg ? LLVMBuildAShr(B, h, cg_i64(c, 63), "") : cg_i64(c, 0);
+  if (s >= 64) {
+    *lo = s == 64 ? h
+                  : sg ? LLVMBuildAShr(B, h, cg_i64(c, (int64_t)s - 64), "")
+                       : LLVMBuildLShr(B, h, cg_i64(c, (int64_t)s - 64), "");
+    *hi = fill;
+  } else {
+    *lo = LLVMBuildOr(B, LLVMBuildLShr(B, l, cg_i64(c, (int64_t)s), ""),
+                      LLVMBuildShl(B, h, cg_i64(c, 64 - (int64_t)s), ""), "");
+    *hi = sg ? LLVMBuildAShr(B, h, cg_i64(c, (int64_t)s), "")
+             : LLVMBuildLShr(B, h, cg_i64(c, (int64_t)s), "");
+  }
+}
+
+/* A constant amount of a shift (below the width), or a power of two to
+ * divide by (its log2), in *s; false when the operand is neither. */
+static bool const_amount(cg *c, LLVMBuilderRef B, LLVMValueRef v, bool pow2,
+                         uint64_t *s) {
+  unsigned w = int_width(v);
+  if (!LLVMIsAConstantInt(v) || w > 128)
+    return false;
+  if (w > 64) { /* (folded) */
+    LLVMValueRef h = LLVMBuildTrunc(
+        B, LLVMBuildLShr(B, v, LLVMConstInt(LLVMTypeOf(v), 64, 0), ""),
+        c->t_i64, "");
+    if (!LLVMIsAConstantInt(h) || LLVMConstIntGetZExtValue(h) != 0)
+      return false;
+    v = LLVMBuildTrunc(B, v, c->t_i64, "");
+    if (!LLVMIsAConstantInt(v))
+      return false;
+  }
+  unsigned long long z = LLVMConstIntGetZExtValue(v);
+  if (!pow2) {
+    *s = z;
+    return z < w;
+  }
+  if (z == 0 || (z & (z - 1)))
+    return false;
+  *s = (uint64_t)__builtin_ctzll(z);
+  return true;
+}
+
+static bool wide_split(cg *c, LLVMBuilderRef B, wide_map *m, LLVMValueRef v,
+                       LLVMValueRef *lo, LLVMValueRef *hi);
+
+/* The pair of in's wide operand i; false when it has none (see above) */
+static bool wide_operand(cg *c, LLVMBuilderRef B, wide_map *m, LLVMValueRef in,
+                         unsigned i, LLVMValueRef *lo, LLVMValueRef *hi) {
+  return wide_split(c, B, m, LLVMGetOperand(in, i), lo, hi);
+}
+
+static bool wide_split(cg *c, LLVMBuilderRef B, wide_map *m, LLVMValueRef v,
+                       LLVMValueRef *lo, LLVMValueRef *hi) {
+  for (size_t i = 0; i < m->n; i++)
+    if (m->p[i].v == v) {
+      *lo = m->p[i].lo;
+      *hi = m->p[i].hi;
+      return true;
+    }
+  if (!is_wide(v))
+    return false;
+  unsigned n = int_width(v);
+  if (LLVMIsAConstantInt(v) || LLVMIsAUndefValue(v)) {
+    /* folded by the builder, wherever it stands */
+    *lo = LLVMBuildTrunc(B, v, c->t_i64, "");
+    *hi = LLVMBuildTrunc(
+        B, LLVMBuildLShr(B, v, LLVMConstInt(LLVMTypeOf(v), 64, 0), ""),
+        c->t_i64, "");
+    return LLVMIsAConstant(*lo) && LLVMIsAConstant(*hi);
+  }
+  if (!LLVMIsAInstruction(v))
+    return false;
+  LLVMOpcode op = LLVMGetInstructionOpcode(v);
+  LLVMValueRef al = NULL, ah = NULL, bl = NULL, bh = NULL, r0, r1;
+  uint64_t s;
+  switch (op) {
+  case LLVMZExt:
+  case LLVMSExt: {
+    LLVMValueRef x = LLVMGetOperand(v, 0);
+    unsigned xw = int_width(x);
+    bool sg = op == LLVMSExt;
+    if (xw == 0)
+      return false;
+    if (xw <= 64) {
+      LLVMPositionBuilderBefore(B, v);
+      r0 = xw == 64 ? x
+           : sg     ? LLVMBuildSExt(B, x, c->t_i64, "")
+                    : LLVMBuildZExt(B, x, c->t_i64, "");
+      r1 = sg ? LLVMBuildAShr(B, r0, cg_i64(c, 63), "") : cg_i64(c, 0);
+    } else {
+      if (!wide_operand(c, B, m, v, 0, &al, &ah))
+        return false;
+      LLVMPositionBuilderBefore(B, v);
+      r0 = al;
+      r1 = wide_norm(c, B, ah, xw, sg);
+    }
+    break;
+  }
+  case LLVMTrunc: /* to a narrower wide one: the same bits */
+    if (!wide_operand(c, B, m, v, 0, &r0, &r1))
+      return false;
+    break;
+  case LLVMAdd:
+  case LLVMSub:
+  case LLVMMul:
+  case LLVMAnd:
+  case LLVMOr:
+  case LLVMXor:
+    if (!wide_operand(c, B, m, v, 0, &al, &ah) ||
+        !wide_operand(c, B, m, v, 1, &bl, &bh))
+      return false;
+    LLVMPositionBuilderBefore(B, v);
+    if (op == LLVMAdd) {
+      r0 = LLVMBuildAdd(B, al, bl, "");
+      LLVMValueRef carry = LLVMBuildZExt(
+          B, LLVMBuildICmp(B, LLVMIntULT, r0, al, ""), c->t_i64, "");
+      r1 = LLVMBuildAdd(B, LLVMBuildAdd(B, ah, bh, ""), carry, "");
+    } else if (op == LLVMSub) {
+      r0 = LLVMBuildSub(B, al, bl, "");
+      LLVMValueRef borrow = LLVMBuildZExt(
+          B, LLVMBuildICmp(B, LLVMIntULT, al, bl, ""), c->t_i64, "");
+      r1 = LLVMBuildSub(B, LLVMBuildSub(B, ah, bh, ""), borrow, "");
+    } else if (op == LLVMMul) {
+      r0 = LLVMBuildMul(B, al, bl, "");
+      r1 = LLVMBuildAdd(
+          B, mul_hi64(c, B, al, false, bl, false),
+          LLVMBuildAdd(B, LLVMBuildMul(B, al, bh, ""),
+                       LLVMBuildMul(B, ah, bl, ""), ""), "");
+    } else {
+      LLVMValueRef (*f)(LLVMBuilderRef, LLVMValueRef, LLVMValueRef,
+                        const char *) =
+          op == LLVMAnd ? LLVMBuildAnd : op == LLVMOr ? LLVMBuildOr : LLVMBuildXor;
+      r0 = f(B, al, bl, "");
+      r1 = f(B, ah, bh, "");
+    }
+    break;
+  case LLVMShl:
+  case LLVMLShr:
+  case LLVMAShr:
+  case LLVMUDiv:
+  case LLVMURem: {
+    bool div = op == LLVMUDiv || op == LLVMURem;
+    if (!const_amount(c, B, LLVMGetOperand(v, 1), div, &s) ||
+        !wide_operand(c, B, m, v, 0, &r0, &r1))
+      return false;
+    LLVMPositionBuilderBefore(B, v);
+    if (op != LLVMShl)
+      r1 = wide_norm(c, B, r1, n, op == LLVMAShr);
+    if (op == LLVMURem) { /* x mod 2^s: its s low bits */
+      if (s < 64) {
+        r0 = LLVMBuildAnd(B, r0, cg_i64(c, (int64_t)((1ull << s) - 1)), "");
+        r1 = cg_i64(c, 0);
+      } else if (s > 64) {
+        r1 = LLVMBuildAnd(B, r1, cg_i64(c, (int64_t)((1ull << (s - 64)) - 1)), "");
+      } else {
+        r1 = cg_i64(c, 0);
+      }
+    } else {
+      wide_shift(c, B, op == LLVMUDiv ? LLVMLShr : op, s, &r0, &r1);
+    }
+    break;
+  }
+  case LLVMSelect: {
+    LLVMValueRef cond = LLVMGetOperand(v, 0);
+    if (is_wide(cond) || LLVMGetTypeKind(LLVMTypeOf(cond)) != LLVMIntegerTypeKind ||
+        !wide_operand(c, B, m, v, 1, &al, &ah) ||
+        !wide_operand(c, B, m, v, 2, &bl, &bh))
+      return false;
+    LLVMPositionBuilderBefore(B, v);
+    r0 = LLVMBuildSelect(B, cond, al, bl, "");
+    r1 = LLVMBuildSelect(B, cond, ah, bh, "");
+    break;
+  }
+  case LLVMFreeze:
+    if (!wide_operand(c, B, m, v, 0, &al, &ah))
+      return false;
+    LLVMPositionBuilderBefore(B, v);
+    r0 = LLVMBuildFreeze(B, al, "");
+    r1 = LLVMBuildFreeze(B, ah, "");
+    break;
+  default: /* phis, calls, divisions by others, variable shifts, ... */
+    return false;
+  }
+  if (m->n == m->cap) {
+    size_t cap = m->cap ? 2 * m->cap : 16;
+    wide_pair *p = realloc(m->p, cap * sizeof *p);
+    if (!p)
+      return false;
+    m->p = p;
+    m->cap = cap;
+  }
+  m->p[m->n++] = (wide_pair){v, r0, r1};
+  *lo = r0;
+  *hi = r1;
+  return true;
+}
+
+/* A narrow instruction that reads wide values, made of their pairs: a
+ * trunc to 64 bits or fewer, or a compare. False: another one. */
+static bool wide_user(cg *c, LLVMBuilderRef B, wide_map *m, LLVMValueRef in) {
+  LLVMValueRef al, ah, bl, bh, r;
+  if (LLVMIsATruncInst(in)) {
+    if (!wide_operand(c, B, m, in, 0, &al, &ah))
+      return false;
+    LLVMPositionBuilderBefore(B, in);
+    r = int_width(in) == 64 ? al : LLVMBuildTrunc(B, al, LLVMTypeOf(in), "");
+  } else if (LLVMIsAICmpInst(in)) {
+    LLVMIntPredicate p = LLVMGetICmpPredicate(in);
+    bool sg = p == LLVMIntSLT || p == LLVMIntSLE || p == LLVMIntSGT ||
+              p == LLVMIntSGE;
+    unsigned n = int_width(LLVMGetOperand(in, 0));
+    if (!wide_operand(c, B, m, in, 0, &al, &ah) ||
+        !wide_operand(c, B, m, in, 1, &bl, &bh))
+      return false;
+    LLVMPositionBuilderBefore(B, in);
+    ah = wide_norm(c, B, ah, n, sg);
+    bh = wide_norm(c, B, bh, n, sg);
+    LLVMValueRef heq = LLVMBuildICmp(B, LLVMIntEQ, ah, bh, "");
+    if (p == LLVMIntEQ || p == LLVMIntNE) {
+      r = LLVMBuildAnd(B, heq, LLVMBuildICmp(B, LLVMIntEQ, al, bl, ""), "");
+      if (p == LLVMIntNE)
+        r = LLVMBuildNot(B, r, "");
+    } else {
+      /* the high halves decide unless equal; then the low ones, unsigned */
+      LLVMIntPredicate lp = p == LLVMIntSLT ? LLVMIntULT
+                            : p == LLVMIntSLE ? LLVMIntULE
+                            : p == LLVMIntSGT ? LLVMIntUGT
+                            : p == LLVMIntSGE ? LLVMIntUGE
+                                              : p;
+      LLVMIntPredicate hp = p == LLVMIntSLE   ? LLVMIntSLT
+                            : p == LLVMIntSGE ? LLVMIntSGT
+                            : p == LLVMIntULE ? LLVMIntULT
+                            : p == LLVMIntUGE ? LLVMIntUGT
+                                              : p;
+      r = LLVMBuildSelect(B, heq, LLVMBuildICmp(B, lp, al, bl, ""),
+                          LLVMBuildICmp(B, hp, ah, bh, ""), "");
+    }
+  } else {
+    return false;
+  }
+  LLVMReplaceAllUsesWith(in, r);
+  LLVMInstructionEraseFromParent(in);
+  return true;
+}
+
+static bool reads_wide(LLVMValueRef in) {
+  int k = LLVMGetNumOperands(in);
+  for (int i = 0; i < k; i++)
+    if (is_wide(LLVMGetOperand(in, i)))
+      return true;
+  return false;
+}
+
+/* The widest integer above 64 bits left in f (after the 128-bit products
+ * above and the pairs; the unused ones gone); 0 when none is. */
+static unsigned no_int128(cg *c, LLVMBuilderRef B, LLVMValueRef f) {
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb;
        bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef in = LLVMGetFirstInstruction(bb), next; in; in = next) {
       next = LLVMGetNextInstruction(in);
       narrow_trunc(c, B, in);
     }
+  wide_map m = {0};
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f);
+       bb && !c->no_wide_pairs; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb), next; in; in = next) {
+      next = LLVMGetNextInstruction(in);
+      if (!is_int128(in) && reads_wide(in))
+        wide_user(c, B, &m, in);
+    }
+  free(m.p);
   bool gone;
-  do { /* the products and shifts of them, unused now */
+  do { /* the wide values, unused now */
     gone = false;
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb;
          bb = LLVMGetNextBasicBlock(bb))
@@ -321,13 +649,20 @@ static bool no_int128(cg *c, LLVMBuilderRef B, LLVMValueRef f) {
         }
       }
   } while (gone);
+  unsigned widest = 0;
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb;
        bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in;
-         in = LLVMGetNextInstruction(in))
-      if (is_int128(in))
-        return false;
-  return true;
+         in = LLVMGetNextInstruction(in)) {
+      unsigned w = int_width(in);
+      int k = LLVMGetNumOperands(in);
+      for (int i = 0; i < k; i++)
+        if (int_width(LLVMGetOperand(in, i)) > w)
+          w = int_width(LLVMGetOperand(in, i));
+      if (w > 64 && w > widest)
+        widest = w;
+    }
+  return widest;
 }
 
 static LLVMValueRef spirv_math(cg *c, xpj_math m, xpj_scalar s,
@@ -579,12 +914,16 @@ static void spirv_before_codegen(cg *c) {
         in = next;
       }
     }
-    if (!no_int128(c, b, f) && c->status == XPJ_OK) {
+    unsigned wide = no_int128(c, b, f);
+    if (wide && c->status == XPJ_OK) {
       size_t len;
-      cg_fail(c, XPJ_ERR_UNSUPPORTED, "%s: the optimiser made a 128-bit "
-              "integer operation of it, which SPIR-V cannot express (the "
-              "high half of a 64-bit product is, with mul_hi)",
-              LLVMGetValueName2(f, &len));
+      if (c->exit_values_again) /* (compile_llvm.c) */
+        c->wide_left = wide;
+      else
+        cg_fail(c, XPJ_ERR_UNSUPPORTED, "%s: the optimiser made a %u-bit "
+                "integer operation of it that could not be made of 64-bit "
+                "ones, and SPIR-V has no integers wider than 64 bits",
+                LLVMGetValueName2(f, &len), wide);
     }
   }
   LLVMDisposeBuilder(b);
@@ -664,4 +1003,5 @@ const cg_target_ops xpj_target_spirv_ops = {
     .math = spirv_math,
     .before_codegen = spirv_before_codegen,
     .finish_kernel = spirv_finish,
+    .exit_values_again = true,
 };

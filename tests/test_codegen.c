@@ -3483,6 +3483,141 @@ static void test_wait_for_children(void **state) {
   xpj_module_destroy(m);
 }
 
+
+/* Sums in loops whose exit values scalar evolution writes in closed form
+ * with integers of 65 to 67 bits (sum k: trunc(lshr(mul i65 (zext n),
+ * (zext n-1)), 1); k*k, k^3, k^4: products in i65 and i67 shifted; nested
+ * loops; i32 loops summed into i64; unsigned): SPIR-V has no such
+ * integers, and target_spirv.c makes them of pairs of 64-bit ones, or
+ * (test hook wide-pairs-off) compile_llvm.c optimises the module again
+ * with IndVarSimplify's exit values off. Every one compiles at -O0 to -O3
+ * both ways and spirv-val accepts it; the hook's SPIR-V is other bytes
+ * (the loop kept). With neither (wide-left) the refusal names the width,
+ * not mul_hi. test_opencl test_wide_sums runs them. */
+static const char wide_sums_src[] =
+    "kernel s64(n: i64, y: global i64[]) range(1) {\n"
+    "    let acc: i64 = 0;\n"
+    "    for (let k: i64 = 0; k < n; k++) { acc += k; }\n"
+    "    y[global_id(0)] = acc;\n"
+    "}\n"
+    "kernel s32w(n: i32, y: global i64[]) range(1) {\n"
+    "    let acc: i64 = 0;\n"
+    "    for (let k: i32 = 0; k < n; k++) { acc += i64(k) * i64(k); }\n"
+    "    y[global_id(0)] = acc;\n"
+    "}\n"
+    "kernel sq(n: i64, y: global i64[]) range(1) {\n"
+    "    let acc: i64 = 0;\n"
+    "    for (let k: i64 = 0; k < n; k++) { acc += k * k; }\n"
+    "    y[global_id(0)] = acc;\n"
+    "}\n"
+    "kernel cube(n: i64, y: global i64[]) range(1) {\n"
+    "    let acc: i64 = 0;\n"
+    "    for (let k: i64 = 0; k < n; k++) { acc += k * k * k; }\n"
+    "    y[global_id(0)] = acc;\n"
+    "}\n"
+    "kernel quart(n: i64, y: global i64[]) range(1) {\n"
+    "    let acc: i64 = 0;\n"
+    "    for (let k: i64 = 0; k < n; k++) { acc += k * k * k * k; }\n"
+    "    y[global_id(0)] = acc;\n"
+    "}\n"
+    "kernel us(n: u64, y: global u64[]) range(1) {\n"
+    "    let acc: u64 = 0;\n"
+    "    for (let k: u64 = 0; k < n; k++) { acc += k; }\n"
+    "    y[global_id(0)] = acc;\n"
+    "}\n"
+    "kernel nest(n: i64, y: global i64[]) ndrange(1) {\n"
+    "    let acc: i64 = 0;\n"
+    "    for (let i: i64 = 0; i < n; i++) {\n"
+    "        for (let j: i64 = 0; j < i; j++) {\n"
+    "            for (let l: i64 = 0; l < j; l++) { acc += l; }\n"
+    "        }\n"
+    "    }\n"
+    "    y[global_id(0)] = acc;\n"
+    "}\n"
+    "kernel span(a: i64, n: i64, y: global i64[]) range(1) {\n"
+    "    let acc: i64 = 0;\n"
+    "    for (let k: i64 = a; k < n; k++) { acc -= 3 * k; }\n"
+    "    y[global_id(0)] = acc;\n"
+    "}\n";
+
+static xpj_status wide_compile(const xpj_module *s, const char *k, int level,
+                               const char *hook, xpj_result **r) {
+  if (hook)
+    setenv("XPJIT_FAULT_INJECT", hook, 1);
+  xpj_target t;
+  assert_int_equal(xpj_target_parse("spirv", &t, NULL, 0), XPJ_OK);
+  xpj_compile_opts o;
+  xpj_compile_opts_default(&o);
+  o.opt_level = level;
+  *r = NULL;
+  xpj_status st = xpj_compile(s, k, &t, &o, XPJ_EMIT_BIN, r);
+  unsetenv("XPJIT_FAULT_INJECT");
+  return st;
+}
+
+static void test_spirv_wide_sums(void **state) {
+  (void)state;
+  static const char *const names[] = {"s64",  "s32w", "sq",   "cube",
+                                      "quart", "us",  "nest", "span"};
+  static const char *const hooks[] = {NULL, "wide-pairs-off"};
+  xpj_module *m = NULL;
+  assert_int_equal(parse_src(wide_sums_src, &m, NULL), XPJ_OK);
+  for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+    xpj_module *s = spec_kernel(m, names[k], XPJ_VOID, 0);
+    assert_non_null(s);
+    for (int level = 0; level <= 3; level++) {
+      size_t len[2];
+      uint8_t *bin[2];
+      for (int h = 0; h < 2; h++) {
+        xpj_result *r;
+        xpj_status st = wide_compile(s, names[k], level, hooks[h], &r);
+        if (st != XPJ_OK)
+          fail_msg("%s -O%d%s%s: %s: %s", names[k], level,
+                   hooks[h] ? " hook " : "", hooks[h] ? hooks[h] : "",
+                   xpj_status_name(st), xpj_result_log(r));
+        const uint8_t *d = xpj_result_data(r, &len[h]);
+        bin[h] = malloc(len[h]);
+        assert_non_null(bin[h]);
+        memcpy(bin[h], d, len[h]);
+        char path[512], cmd[1200];
+        snprintf(path, sizeof path, "%s/wide.spv", tmpdir);
+        write_file(path, d, len[h]);
+        snprintf(cmd, sizeof cmd, "'%s' --target-env opencl2.2 '%s'",
+                 spirv_val, path);
+        if (spirv_val && system(cmd) != 0)
+          fail_msg("spirv-val rejects %s -O%d%s%s", names[k], level,
+                   hooks[h] ? " hook " : "", hooks[h] ? hooks[h] : "");
+        xpj_result_destroy(r);
+      }
+      /* the hook took effect where there is a closed form (not -O0) */
+      if (level > 0 &&
+          len[0] == len[1] && memcmp(bin[0], bin[1], len[0]) == 0)
+        fail_msg("%s -O%d: the same SPIR-V with wide-pairs-off", names[k],
+                 level);
+      free(bin[0]);
+      free(bin[1]);
+    }
+    xpj_module_destroy(s);
+  }
+  /* neither: refused, with the width */
+  static const struct {
+    const char *k, *width;
+  } refused[] = {{"s64", "a 65-bit integer"}, {"quart", "a 67-bit integer"}};
+  for (size_t i = 0; i < 2; i++) {
+    xpj_module *s = spec_kernel(m, refused[i].k, XPJ_VOID, 0);
+    assert_non_null(s);
+    xpj_result *r;
+    assert_int_equal(wide_compile(s, refused[i].k, 2, "wide-left", &r),
+                     XPJ_ERR_UNSUPPORTED);
+    const char *log = xpj_result_log(r);
+    if (!strstr(log, refused[i].width) || strstr(log, "mul_hi"))
+      fail_msg("%s refused with: %s", refused[i].k, log);
+    xpj_result_destroy(r);
+    xpj_module_destroy(s);
+  }
+  xpj_module_destroy(m);
+}
+
 int main(void) {
   test_owner_init();
   const struct CMUnitTest tests[] = {
@@ -3494,6 +3629,7 @@ int main(void) {
       guarded_test(test_emit_examples),
       guarded_test(test_wait_for_children),
       guarded_test(test_entry_names),
+      guarded_test(test_spirv_wide_sums),
       guarded_test(test_vectorize_guard),
       guarded_test(test_barrier_loops),
       guarded_test(test_interchange),
