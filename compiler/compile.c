@@ -69,8 +69,11 @@
  * first-level alias (made from the source, not the IR) would still lead
  * to code made with the old constant. 11: on the CPU, &&, || and ?: whose
  * right operand or arm reaches a barrier or a collective are lowered at
- * work-group level (refused before; codegen.c). */
-#define XPJ_CODEGEN_REVISION 11
+ * work-group level (refused before; codegen.c). 12: SPIR-V: the wide
+ * integers LLVM's closed forms of summing loops make (i65 and up) narrowed
+ * to 64-bit arithmetic or the loop left to run (target_spirv.c; refused
+ * before). */
+#define XPJ_CODEGEN_REVISION 12
 
 /* ---- targets and options ------------------------------------------- */
 
