@@ -167,12 +167,15 @@ static xpj_status fit(const xpj_kernel *k, unsigned ndim,
  * the group's shape) gets, in each dimension, the fastest first, the
  * largest size that divides the global size and keeps every such index in
  * its array (xpj_func_local_fit): a tile written for 16 x 16 groups gets
- * 16 x 16. When not even groups of one work-item keep them in, the runtime
- * refuses to choose; other kernels get plain_local. */
+ * 16 x 16. The search starts from groups of one work-item; when those are
+ * not proved safe it goes on all the same, since an index that shrinks as
+ * the group grows (t[group_id(0)]: fewer groups) may fit larger groups
+ * only, and the runtime refuses to choose (naming what groups of one do)
+ * when no size it tries fits; other kernels get plain_local. */
 static xpj_status fitted_local(const xpj_kernel *k, unsigned ndim,
                                const uint64_t *global, uint64_t *local) {
   const xpj_device_info *di = &k->dev->info;
-  xpj_fit f;
+  xpj_fit f, one;
   for (unsigned d = 0; d < ndim; d++)
     local[d] = 1;
   xpj_status st = fit(k, ndim, global, local, &f);
@@ -192,17 +195,8 @@ static xpj_status fitted_local(const xpj_kernel *k, unsigned ndim,
                   "local(...)", rt_kernel_signature(k), file ? file : "",
                   file ? ":" : "line ", f.loc.line, f.loc.col);
   }
-  if (!f.fits) {
-    const char *file = xpj_module_file_name(k->sm, f.loc.file);
-    return rt_err(XPJ_ERR_INVALID, "launch of %s: the runtime cannot choose "
-                  "a local size: index %u of %s array '%s' at %s%s%u:%u "
-                  "may take %lld..%lld (its extent is %lld) whatever the "
-                  "size; give a local size, or declare the one the kernel "
-                  "is written for with local(...)", rt_kernel_signature(k),
-                  f.index, "static", f.array, file ? file : "", file ? ":" : "line ",
-                  f.loc.line, f.loc.col, (long long)f.lo, (long long)f.hi,
-                  (long long)f.extent);
-  }
+  one = f;
+  bool fits = f.fits;
   /* at most 1024 work-items, the ceiling of most GPUs: a tile larger than
    * 32 x 32 should declare its size. Intel's OpenCL CPU runtime (2026.22)
    * reports 8192 but silently runs nothing of a kernel with barriers in
@@ -226,10 +220,26 @@ static xpj_status fitted_local(const xpj_kernel *k, unsigned ndim,
       local[d] = v;
       if ((st = fit(k, ndim, global, local, &f)) != XPJ_OK)
         return st;
-      if (f.fits)
+      if (f.fits) {
+        fits = true;
         break;
+      }
       local[d] = 1;
     }
+  }
+  if (!fits) {
+    const char *file = xpj_module_file_name(k->sm, one.loc.file);
+    return rt_err(XPJ_ERR_INVALID, "launch of %s: the runtime cannot choose "
+                  "a local size: index %u of %s array '%s' at %s%s%u:%u "
+                  "may take %lld..%lld (its extent is %lld) in groups of one "
+                  "work-item, and no larger size the runtime tried (those "
+                  "that divide the global size, up to 1024 work-items) "
+                  "keeps it in; give a local size, or declare the one the "
+                  "kernel is written for with local(...)",
+                  rt_kernel_signature(k), one.index, "static", one.array,
+                  file ? file : "", file ? ":" : "line ", one.loc.line,
+                  one.loc.col, (long long)one.lo, (long long)one.hi,
+                  (long long)one.extent);
   }
   return XPJ_OK;
 }
@@ -526,17 +536,19 @@ static xpj_status local_arg(xpj_kernel *k, unsigned i, uint64_t count,
   if (count == 0 || count > cap / es || base + start + count * es > cap) {
     char bytes[48];
     if (count <= cap / es)
-      snprintf(bytes, sizeof bytes, "%llu bytes",
-               (unsigned long long)(count * es));
+      snprintf(bytes, sizeof bytes, "%llu byte%s",
+               (unsigned long long)(count * es), count * es == 1 ? "" : "s");
     else
-      snprintf(bytes, sizeof bytes, "%u bytes each", (unsigned)es);
-    snprintf(buf, sizeof buf, "%u '%s': %llu elements of local memory (%s) "
-             "%s; the kernel's own local arrays take %llu bytes and %s has "
+      snprintf(bytes, sizeof bytes, "%u byte%s each", (unsigned)es,
+               es == 1 ? "" : "s");
+    snprintf(buf, sizeof buf, "%u '%s': %llu element%s of local memory (%s) "
+             "%s; the kernel's own local arrays take %llu byte%s and %s has "
              "%llu per work-group", i, p->name, (unsigned long long)count,
-             bytes,
+             count == 1 ? "" : "s", bytes,
              count ? "with the local array parameters before it do not fit"
                    : "is no local array (give at least one element)",
-             (unsigned long long)k->local_bytes, k->dev->id,
+             (unsigned long long)k->local_bytes,
+             k->local_bytes == 1 ? "" : "s", k->dev->id,
              (unsigned long long)cap);
     return launch_err(k, "argument ", buf);
   }

@@ -6,7 +6,8 @@
  * the runtime chose 256 x 1 for it (issue 17) runs with local = 0 and
  * matches a C reference, with the attribute and without it (the runtime
  * then derives the size from the tile's indices, ir/localfit.c); a kernel
- * that overruns its tile whatever the size is refused. Run on XPJIT_TEST_DEVICE (default: the CPU
+ * that overruns its tile in groups of every size the runtime tries is
+ * refused, and one indexed by its group id gets a size that fits. Run on XPJIT_TEST_DEVICE (default: the CPU
  * device; tests/run_tests.sh runs it again on the OpenCL device). */
 #include "testutil.h"
 
@@ -76,6 +77,22 @@ static const char src[] =
     "  local t: f32[256];\n"
     "  t[local_id(0) + 300] = 1.0f32;\n"
     "  o[global_id(0)] = 0.0f32;\n"
+    "}\n"
+    /* a tile of 4 indexed by the group id: unsafe in groups of one
+     * work-item (64 groups of 64), safe in groups of 16 and more */
+    "kernel by_group(o: global i32[]) ndrange(1) {\n"
+    "  local t: i32[4];\n"
+    "  if local_id(0) == 0 { t[group_id(0)] = i32(group_id(0)) + 1; }\n"
+    "  barrier(local);\n"
+    "  o[global_id(0)] = t[group_id(0)] * 100 + i32(local_size(0));\n"
+    "}\n"
+    /* one byte of its own before a local array parameter of bytes */
+    "kernel onebyte(o: global u8[], t: local u8[]) ndrange(1) {\n"
+    "  local own: u8[1];\n"
+    "  if local_id(0) == 0 { own[0] = u8(group_id(0)); }\n"
+    "  barrier(local);\n"
+    "  t[local_id(0)] = own[0];\n"
+    "  o[global_id(0)] = t[local_id(0)];\n"
     "}\n"
     /* what the work-items see of their group */
     "kernel ids(o: global i64[,]) ndrange(2) local(2, 8) {\n"
@@ -234,9 +251,35 @@ static void test_refused_default(void **state) {
   if (!strstr(e, "'t'") || !strstr(e, "launch_local.xpk:") ||
       !strstr(e, "300..300") || !strstr(e, "256") || !strstr(e, "local size"))
     fail_msg("the error does not say what overruns where: %s", e);
+  /* what groups of one do, not a claim about every size */
+  if (!strstr(e, "in groups of one work-item") || strstr(e, "whatever"))
+    fail_msg("the error claims more than it tried: %s", e);
   uint64_t global = 64, local = 0;
   assert_int_equal(xpj_kernel_suggest_local(k, 1, &global, &local),
                    XPJ_ERR_INVALID);
+  xpj_mem_free(dev, o);
+}
+
+/* A tile indexed by the group id (an outside probe): groups of one
+ * work-item overrun it (64 groups), larger ones do not, and the runtime
+ * chooses one of those (it refused, saying "whatever the size", when it
+ * tried groups of one only); the kernel runs in it. */
+static void test_default_by_group(void **state) {
+  (void)state;
+  xpj_kernel *k = kern("by_group");
+  uint64_t global = 64, local = 0;
+  assert_int_equal(xpj_kernel_suggest_local(k, 1, &global, &local), XPJ_OK);
+  if (local < 16 || 64 % local)
+    fail_msg("by_group over 64: local %llu", (unsigned long long)local);
+  int32_t *o = alloc(64 * 4);
+  xpj_array O = xpj_array_1d(o, XPJ_I32, 64);
+  xpj_arg arg = xpj_arg_array(&O);
+  xpj_range r = xpj_range_1d(64, 0);
+  assert_int_equal(launch(k, &r, 1, &arg), XPJ_OK);
+  for (int i = 0; i < 64; i++)
+    if (o[i] != (int32_t)((i / (int)local + 1) * 100 + (int)local))
+      fail_msg("o[%d] = %d in groups of %llu", i, o[i],
+               (unsigned long long)local);
   xpj_mem_free(dev, o);
 }
 
@@ -320,6 +363,17 @@ static void test_local_params(void **state) {
       fail_msg("case %zu: the error does not say '%s': %s", i, bad[i].says,
                xpj_last_error());
   }
+  /* one byte is "1 byte" (an outside probe read "take 1 bytes") */
+  xpj_kernel *k1 = kern("onebyte");
+  uint8_t *o1 = alloc(64);
+  xpj_array O1 = xpj_array_1d(o1, XPJ_U8, 64);
+  xpj_arg args1[2] = {xpj_arg_array(&O1), xpj_arg_local(di.local_mem_size)};
+  xpj_range r1 = xpj_range_1d(64, 64);
+  assert_int_equal(launch(k1, &r1, 2, args1), XPJ_ERR_INVALID);
+  if (!strstr(xpj_last_error(), "own local arrays take 1 byte and") ||
+      strstr(xpj_last_error(), " 1 bytes"))
+    fail_msg("one byte: %s", xpj_last_error());
+  xpj_mem_free(dev, o1);
   xpj_array X2 = xpj_array_1d(x, XPJ_I64, 64);
   xpj_arg args[4] = {xpj_arg_array(&X), xpj_arg_array(&O), xpj_arg_local(64),
                      xpj_arg_local(8)};
@@ -455,6 +509,7 @@ int main(void) {
       cmocka_unit_test(test_stencil_default_local),
       cmocka_unit_test(test_reduce_default_local),
       cmocka_unit_test(test_refused_default),
+      cmocka_unit_test(test_default_by_group),
       cmocka_unit_test(test_required_size),
       cmocka_unit_test(test_free_size),
       cmocka_unit_test(test_local_overrun_contained),
