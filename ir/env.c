@@ -7,12 +7,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -245,7 +247,72 @@ static xpj_log_level log_level = XPJ_LOG_WARN;
  * failing call returns one); a log of them is asked for. */
 static bool log_errors;
 static int log_fd = -1; /* XPJIT_LOG_FILE, or -1: stderr */
-static char log_problem[256];
+static char log_problem[1024];
+
+/* "uid 1002 (mallory)", or "uid 1002" when it names no user. */
+static void uid_words(uid_t uid, char *buf, size_t size) {
+  struct passwd pw, *r = NULL;
+  char tmp[2048];
+  if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &r) == 0 && r)
+    snprintf(buf, size, "uid %u (%s)", (unsigned)uid, r->pw_name);
+  else
+    snprintf(buf, size, "uid %u", (unsigned)uid);
+}
+
+/* The file is what is checked, through the descriptor that is then
+ * written: whoever may rename things in the directory above (a /tmp
+ * without its sticky bit, a team's directory) can put another file at
+ * the path after this check, but not under this descriptor, so the
+ * directories need no check of their own. O_NOFOLLOW in the open refuses
+ * a link at the path itself; a hard link is refused here (another name of
+ * one of the user's files, planted where protected_hardlinks is 0). */
+bool xpj_log_file_fit(int fd, const char *path, const char *setting,
+                      char *why, size_t size) {
+  int err = errno;
+  struct stat sb;
+  if (fd >= 0 ? fstat(fd, &sb) != 0 : lstat(path, &sb) != 0 ||
+                                          S_ISREG(sb.st_mode)) {
+    snprintf(why, size, "%s: %s", path, strerror(fd >= 0 ? errno : err));
+    return false;
+  }
+  const char *kind = S_ISLNK(sb.st_mode)    ? "a symbolic link"
+                     : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                     : S_ISDIR(sb.st_mode)  ? "a directory"
+                     : S_ISSOCK(sb.st_mode) ? "a socket"
+                     : S_ISREG(sb.st_mode)  ? NULL
+                                            : "a device";
+  if (kind && S_ISLNK(sb.st_mode))
+    snprintf(why, size, "%s is a symbolic link, which is not followed "
+             "(whoever made it would choose the file the log appends to). "
+             "Remove it, or choose another path with %s", path, setting);
+  else if (kind)
+    snprintf(why, size, "%s is %s, not a regular file%s. Choose a file of "
+             "your own with %s", path, kind,
+             S_ISFIFO(sb.st_mode) ? " (whoever holds it open could block "
+                                    "each write of the log for ever)"
+                                  : "",
+             setting);
+  else if (sb.st_uid != geteuid()) {
+    char owner[320], me[320];
+    uid_words(sb.st_uid, owner, sizeof owner);
+    uid_words(geteuid(), me, sizeof me);
+    snprintf(why, size, "%s is owned by %s, not by you (%s): its owner "
+             "would read the log and could make it block. Choose a file of "
+             "your own with %s", path, owner, me, setting);
+  } else if (sb.st_mode & (S_IWGRP | S_IWOTH))
+    snprintf(why, size, "%s is writable by others (mode %04o): they could "
+             "put lines of their own in the log. 'chmod go-w %s', or choose "
+             "another file with %s", path, (unsigned)(sb.st_mode & 07777),
+             path, setting);
+  else if (sb.st_nlink != 1)
+    snprintf(why, size, "%s has %lu names (hard links): another of them "
+             "may be a file the log must not change. Remove it, or choose "
+             "another file with %s", path, (unsigned long)sb.st_nlink,
+             setting);
+  else
+    return true;
+  return false;
+}
 
 static void log_init(void) {
   static const char *const names[] = {"off", "error", "warn", "info", "debug",
@@ -264,16 +331,25 @@ static void log_init(void) {
              "applies", xpj_env("XPJIT_LOG"));
   const char *file = xpj_env("XPJIT_LOG_FILE");
   if (file) {
-    /* O_NONBLOCK: a FIFO nobody reads fails (ENXIO) instead of blocking
-     * the program in open(); the writes themselves block as usual */
-    log_fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
-                  O_NONBLOCK, 0600);
-    if (log_fd >= 0)
-      fcntl(log_fd, F_SETFL, fcntl(log_fd, F_GETFL) & ~O_NONBLOCK);
-    if (log_fd < 0 && !log_problem[0])
-      snprintf(log_problem, sizeof log_problem,
-               "XPJIT_LOG_FILE=%.128s: %s; the log goes to stderr", file,
-               strerror(errno));
+    /* a file of the user's that only the user may write (MPI ranks of
+     * one user share it): never through a link someone planted (it made
+     * the user append to their ~/.bashrc), never another's file or a
+     * FIFO (a reader that never reads blocked the program at its first
+     * line). O_NONBLOCK: a FIFO nobody reads fails (ENXIO) instead of
+     * blocking the program in open() */
+    int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+                  O_NONBLOCK | O_NOFOLLOW, 0600);
+    char why[900];
+    if (xpj_log_file_fit(fd, file, "XPJIT_LOG_FILE", why, sizeof why)) {
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      log_fd = fd;
+    } else {
+      if (fd >= 0)
+        close(fd);
+      if (!log_problem[0])
+        snprintf(log_problem, sizeof log_problem,
+                 "XPJIT_LOG_FILE=%s; the log goes to stderr", why);
+    }
   }
 }
 

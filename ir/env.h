@@ -79,6 +79,13 @@ void xpj_log(xpj_log_level l, const char *fmt, ...)
 /* A warning without a handler: xpj_log(XPJ_LOG_WARN, "%s", msg), as
  * "xpjit: warning: MSG" on stderr. */
 void xpj_log_warning(const char *msg);
+/* Whether fd, opened from path with O_NOFOLLOW for a log (XPJIT_LOG_FILE,
+ * xpjitd's --log), may take its lines: a regular file of the effective
+ * user that nobody else may write, with one name. When it may not, or
+ * when fd < 0 (the open failed, errno says why), why says what is at path
+ * (a link, a FIFO, whose, its mode) and the fix, naming setting. */
+bool xpj_log_file_fit(int fd, const char *path, const char *setting,
+                      char *why, size_t size);
 /* A malformed XPJIT_LOG or XPJIT_LOG_FILE, once: the runtime warns with
  * it at the first context ("" when none). */
 const char *xpj_log_setting_problem(void);

@@ -219,10 +219,56 @@ if [ -x "$EX" ]; then
   mkfifo "$tmp/fifo"
   XPJIT_LOG=info XPJIT_LOG_FILE="$tmp/fifo" XPJIT_CACHE=off XPJIT_DAEMON=off timeout 60 "$EX" >/dev/null 2>"$tmp/err"
   rc=$?
-  [ $rc -eq 0 ] && grep -q "XPJIT_LOG_FILE=$tmp/fifo: No such device or address; the log goes to stderr" "$tmp/err" ||
+  [ $rc -eq 0 ] && grep -q "XPJIT_LOG_FILE=$tmp/fifo is a FIFO, not a regular file" "$tmp/err" &&
+    grep -q "info: kernel saxpy" "$tmp/err" ||
     { echo "FAIL: XPJIT_LOG_FILE=FIFO: exit $rc"; cat "$tmp/err"; fail=1; }
   XPJIT_LOG=info XPJIT_LOG_FILE="$tmp" XPJIT_CACHE=off XPJIT_DAEMON=off "$EX" >/dev/null 2>"$tmp/err"
-  grep -q "XPJIT_LOG_FILE=$tmp: Is a directory" "$tmp/err" || { echo "FAIL: XPJIT_LOG_FILE=a directory"; fail=1; }
+  grep -q "XPJIT_LOG_FILE=$tmp is a directory" "$tmp/err" || { echo "FAIL: XPJIT_LOG_FILE=a directory"; cat "$tmp/err"; fail=1; }
+  # only a file of the user's that nobody else may write (an outside
+  # probe: a link someone planted made the user append their warnings,
+  # with text of the planter's, to ~/.bashrc; a FIFO someone held open and
+  # filled blocked the program for ever at its first line): each refused
+  # with one warning that names it, the log on stderr, and nothing written
+  logto() { # LOG_FILE: the program's stderr in $tmp/err, its status in rc
+    XPJIT_LOG=info XPJIT_LOG_FILE="$1" XPJIT_CACHE=off XPJIT_DAEMON=off timeout 20 "$EX" >/dev/null 2>"$tmp/err"
+    rc=$?
+  }
+  refused_log() { # WHAT NEEDLE
+    [ $rc -eq 0 ] && [ "$(grep -c "XPJIT_LOG_FILE=" "$tmp/err")" -eq 1 ] &&
+      grep -q "$2" "$tmp/err" && grep -q "^xpjit: info: kernel saxpy" "$tmp/err" ||
+      { echo "FAIL: XPJIT_LOG_FILE=$1: exit $rc, not one warning with '$2'"; cat "$tmp/err"; fail=1; }
+  }
+  echo "alias ls='ls -F'" > "$tmp/bashrc"
+  ln -s "$tmp/bashrc" "$tmp/link.log"
+  logto "$tmp/link.log"
+  refused_log "a link to one of the user's files" "$tmp/link.log is a symbolic link, which is not followed"
+  [ "$(cat "$tmp/bashrc")" = "alias ls='ls -F'" ] || { echo "FAIL: XPJIT_LOG_FILE appended through a link"; fail=1; }
+  mkfifo "$tmp/held.log"
+  exec 7<>"$tmp/held.log" # a reader that never reads, and the FIFO full
+  timeout 2 cat /dev/zero >&7
+  logto "$tmp/held.log"
+  refused_log "a FIFO held open and full" "$tmp/held.log is a FIFO, not a regular file"
+  exec 7>&-
+  : > "$tmp/open.log"; chmod 666 "$tmp/open.log"
+  logto "$tmp/open.log"
+  refused_log "a file others may write" "$tmp/open.log is writable by others (mode 0666)"
+  [ ! -s "$tmp/open.log" ] || { echo "FAIL: XPJIT_LOG_FILE wrote to a file others may write"; fail=1; }
+  (umask 077; : > "$tmp/one.log"); ln "$tmp/one.log" "$tmp/two.log"
+  logto "$tmp/two.log"
+  refused_log "a second name of a file" "$tmp/two.log has 2 names (hard links)"
+  [ ! -s "$tmp/one.log" ] || { echo "FAIL: XPJIT_LOG_FILE wrote through a hard link"; fail=1; }
+  if [ "$(id -u)" = 0 ]; then # another user's file (made here as root)
+    (umask 077; : > "$tmp/theirs.log"); chown 65534 "$tmp/theirs.log"
+    logto "$tmp/theirs.log"
+    refused_log "another user's file" "$tmp/theirs.log is owned by uid 65534"
+    [ ! -s "$tmp/theirs.log" ] || { echo "FAIL: XPJIT_LOG_FILE wrote to another user's file"; fail=1; }
+  fi
+  # the user's own file, shared by many processes (MPI ranks): created
+  # 0600, appended by each
+  logto "$tmp/ranks.log"; logto "$tmp/ranks.log"
+  [ ! -s "$tmp/err" ] && [ "$(grep -c " xpjit\[[0-9]*\] info: kernel saxpy" "$tmp/ranks.log")" -eq 2 ] &&
+    [ "$(stat -c %a "$tmp/ranks.log")" = 600 ] ||
+    { echo "FAIL: XPJIT_LOG_FILE shared by two processes"; cat "$tmp/err" "$tmp/ranks.log"; fail=1; }
   XPJIT_LOG=error XPJIT_CACHE=off XPJIT_DAEMON=off XPJIT_CPU_THREADS=abc "$EX" >/dev/null 2>"$tmp/err"
   [ ! -s "$tmp/err" ] || { echo "FAIL: XPJIT_LOG=error printed:"; cat "$tmp/err"; fail=1; }
 fi

@@ -57,14 +57,37 @@ timeout 20 "$D" --socket "" --foreground 2>/dev/null; [ $? -eq 2 ] || fail "xpji
 mkfifo "$tmp/logfifo"
 timeout 20 "$D" --foreground --socket "$tmp/fifo.sock" --log "$tmp/logfifo" 2>"$tmp/fifo.err"
 rc=$?
-[ $rc -eq 1 ] && grep -q "cannot open log" "$tmp/fifo.err" ||
+[ $rc -eq 1 ] && grep -q "xpjitd: --log $tmp/logfifo is a FIFO, not a regular file" "$tmp/fifo.err" ||
   fail "--log FIFO: exit $rc (want 1 at once): $(cat "$tmp/fifo.err")"
+# nor a FIFO someone holds open and filled (it wedged the daemon in its
+# first log line while its socket stayed up), a link, a file others may
+# write, another user's file: refused at once, exit 1, saying what it is
+refused_log() { # LOG NEEDLE
+  timeout -k 2 10 "$D" --foreground --socket "$tmp/badlog.sock" --log "$1" 2>"$tmp/badlog.err"
+  rc=$?
+  [ $rc -eq 1 ] && grep -q "xpjitd: --log $1 $2" "$tmp/badlog.err" && [ ! -s "$1" ] ||
+    fail "--log $1: exit $rc (want 1 at once, '$2'): $(cat "$tmp/badlog.err")"
+}
+mkfifo "$tmp/heldfifo"
+exec 7<>"$tmp/heldfifo"
+timeout 2 cat /dev/zero >&7
+refused_log "$tmp/heldfifo" "is a FIFO, not a regular file"
+exec 7>&-
+: > "$tmp/target"
+ln -s "$tmp/target" "$tmp/loglink"
+refused_log "$tmp/loglink" "is a symbolic link, which is not followed"
+: > "$tmp/open.log"; chmod 622 "$tmp/open.log"
+refused_log "$tmp/open.log" "is writable by others (mode 0622)"
+if [ "$(id -u)" = 0 ]; then
+  (umask 077; : > "$tmp/theirs.log"); chown 65534 "$tmp/theirs.log"
+  refused_log "$tmp/theirs.log" "is owned by uid 65534"
+fi
 # a detached start whose --log cannot be opened: exit 1 with the reason,
 # and no socket left (its parent said "serving", exit 0, and the daemon
 # died where nobody heard it, leaving a stale socket)
 "$D" --socket "$tmp/nolog.sock" --log "$tmp/no/such/dir/x.log" >"$tmp/nolog.out" 2>&1
 rc=$?
-[ $rc -eq 1 ] && grep -q "cannot open log" "$tmp/nolog.out" &&
+[ $rc -eq 1 ] && grep -q "xpjitd: --log $tmp/no/such/dir/x.log: No such file or directory" "$tmp/nolog.out" &&
   ! grep -q "serving" "$tmp/nolog.out" && [ ! -e "$tmp/nolog.sock" ] ||
   fail "a detached start with a --log it cannot open: exit $rc: $(cat "$tmp/nolog.out"; ls "$tmp")"
 # a relative --log is from where the daemon was started (it was opened in

@@ -30,6 +30,7 @@
 #define _GNU_SOURCE
 #include "../cache/hitfile.h"
 #include "daemon.h"
+#include "env.h" /* xpj_log_file_fit */
 #include "llvm.h" /* xpj_llvm_plugin_open */
 #include "proto.h"
 #include "tier.h"
@@ -3779,21 +3780,29 @@ int main(int argc, char **argv) {
    * status of the start (it was told by a detached daemon nobody heard,
    * after its parent had said it served) */
   if (cfg.log_path) {
-    /* 0600 whatever the umask, and never through a link someone planted */
-    /* O_NONBLOCK: a FIFO nobody reads is refused, not a daemon blocked in
-     * open() before it serves */
+    /* 0600 whatever the umask, never through a link someone planted,
+     * and only a file of this user's that nobody else may write, as the
+     * library's XPJIT_LOG_FILE (xpj_log_file_fit): a FIFO someone else
+     * held open and filled wedged the daemon in its first log line while
+     * its socket stayed up. O_NONBLOCK: a FIFO nobody reads is refused,
+     * not a daemon blocked in open() before it serves */
     int lfd = open(cfg.log_path,
                    O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
                        O_NONBLOCK,
                    0600);
-    if (lfd >= 0)
-      fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) & ~O_NONBLOCK);
-    FILE *f = lfd >= 0 ? fdopen(lfd, "a") : NULL;
-    if (!f && lfd >= 0)
-      close(lfd);
+    char why[900];
+    if (!xpj_log_file_fit(lfd, cfg.log_path, "--log", why, sizeof why)) {
+      if (lfd >= 0)
+        close(lfd);
+      fprintf(stderr, "xpjitd: --log %s\n", why);
+      return start_failed();
+    }
+    fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(lfd, "a");
     if (!f) {
       fprintf(stderr, "xpjitd: cannot open log %s: %s\n", cfg.log_path,
               strerror(errno));
+      close(lfd);
       return start_failed();
     }
     logf_ = f;
