@@ -75,7 +75,8 @@ uint64_t xpd_now_ms(void);
 
 /* Connects to path, checks that the peer runs as this process's
  * effective uid, and exchanges HELLO/WELCOME within timeout_ms. Returns
- * the fd, or -1 with a message in err. welcome (may be NULL) gets the
+ * the fd, or -1 with a message in err (-2: the peer is another user,
+ * who holds the path). welcome (may be NULL) gets the
  * greeting's payload (free it). The socket is non-blocking: every read
  * on it waits in poll (a recv blocked on a Unix socket also wakes when
  * the peer reads what was sent). */

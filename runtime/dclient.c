@@ -33,6 +33,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,12 +291,17 @@ int xpd_connect(const char *path, int timeout_ms, char *err, size_t errsize,
   }
   struct ucred cr;
   socklen_t cl = sizeof cr;
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0 ||
-      cr.uid != geteuid()) {
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0) {
+    snprintf(err, errsize, "%s: whose it is cannot be told (%s): not used",
+             path, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  if (cr.uid != geteuid()) {
     snprintf(err, errsize, "%s is served by uid %u, not this user (%u): "
              "not used", path, (unsigned)cr.uid, (unsigned)geteuid());
     close(fd);
-    return -1;
+    return -2;
   }
   xpd_buf b = {0};
   xpd_begin(&b, XPD_HELLO, 0);
@@ -443,6 +450,14 @@ static int take_conn(rt_dc *dc, uint64_t deadline, bool first, bool *reused,
   bool ok = fd >= 0;
   if (!ok)
     snprintf(why, why_size, "%s", err);
+  /* another user serves this user's socket path: someone took it (a
+   * daemon path in /tmp made before this user's daemon), which no one
+   * learnt below XPJIT_LOG=info. Said once per process */
+  static atomic_bool squat_told;
+  if (fd == -2 && !atomic_exchange(&squat_told, true))
+    rt_warn("daemon: %s; kernels are compiled here. Someone else holds "
+            "this path: set XPJIT_DAEMON to a socket of your own (or "
+            "XDG_RUNTIME_DIR) and start xpjitd there", err);
   char cache[sizeof dc->daemon_cache] = "";
   uint64_t proto = 0, caps = 0, cdev = 0, cino = 0;
   bool id = false;

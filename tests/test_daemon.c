@@ -2935,6 +2935,9 @@ static void test_unsafe_socket_dirs(void **state) {
   snprintf(real, sizeof real, "%s/real", base);
   assert_int_equal(symlink(real, d.dir), 0);
   expect_refusal(&d, "symbolic link");
+  /* the fix named: someone else may hold the path (an outside probe) */
+  expect_refusal(&d, "give --socket a path in a directory of your own, or "
+                 "set XDG_RUNTIME_DIR");
   struct stat sb;
   char p[160];
   snprintf(p, sizeof p, "%s/xpjitd.sock", real);
@@ -2969,7 +2972,9 @@ static void test_unsafe_socket_dirs(void **state) {
     dmn_init(&d, "nobody");
     make_dir(&d);
     assert_int_equal(chown(d.dir, 65534, 65534), 0);
-    expect_refusal(&d, "owned by");
+    expect_refusal(&d, "owned by uid 65534, not by this user (0), who could "
+                   "take the socket over; give --socket a path in a "
+                   "directory of your own, or set XDG_RUNTIME_DIR");
     /* a socket file of someone else's in a good directory */
     dmn_init(&d, "theirs");
     make_dir(&d);
@@ -3208,6 +3213,102 @@ static void test_peer_uid(void **state) {
   assert_true(stat1(&d, "refused_uid") >= 1);
   check_serves(&d);
   dmn_stop(&d);
+}
+
+/* The warnings of this process (xpj_set_warning_handler). */
+static char squat_warnings[8192];
+static void squat_warned(void *ud, const char *msg) {
+  (void)ud;
+  size_t n = strlen(squat_warnings);
+  snprintf(squat_warnings + n, sizeof squat_warnings - n, "%s\n", msg);
+}
+
+static unsigned count_of(const char *hay, const char *needle) {
+  unsigned n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
+/* Another user serves this user's daemon socket path (an outside probe:
+ * /tmp/xpjit-UID squatted before the user's daemon made it): not used,
+ * kernels compiled here, and one warning per process at the default
+ * level that says so and names the fix (it was said only at
+ * XPJIT_LOG=info, where nobody learnt of it). */
+static void test_squatted_socket(void **state) {
+  (void)state;
+  if (geteuid() != 0) {
+    print_message("skipped: needs root to serve a socket as another user\n");
+    skip();
+  }
+  char dir[128], sock[160];
+  snprintf(dir, sizeof dir, "%s/squat", base);
+  snprintf(sock, sizeof sock, "%s/xpjitd.sock", dir);
+  assert_int_equal(chmod(base, 0711), 0); /* let nobody walk to it */
+  assert_int_equal(mkdir(dir, 0755), 0);
+  assert_int_equal(chown(dir, 65534, 65534), 0);
+  int ready[2];
+  assert_int_equal(pipe(ready), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) { /* nobody listens there, and never answers */
+    close(ready[0]);
+    if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+      _exit(4);
+    int so = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    set_path(&a, sock);
+    if (so < 0 || bind(so, (struct sockaddr *)&a, sizeof a) != 0 ||
+        chmod(sock, 0666) != 0 || listen(so, 16) != 0)
+      _exit(5);
+    if (write(ready[1], "r", 1) != 1)
+      _exit(6);
+    alarm(60);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char r = 0;
+  assert_int_equal(read(ready[0], &r, 1), 1);
+  close(ready[0]);
+  squat_warnings[0] = 0;
+  xpj_set_warning_handler(squat_warned, NULL);
+  for (int i = 0; i < 2; i++) { /* two contexts: still one warning */
+    xpj_context_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.cache_mode = XPJ_CACHE_MODE_OFF;
+    desc.no_env_bundles = 1;
+    desc.daemon = sock;
+    desc.visible = "cpu";
+    xpj_context *ctx = NULL;
+    xpj_device *dev = NULL;
+    xpj_program *p = NULL;
+    xpj_kernel *k = NULL;
+    assert_int_equal(xpj_context_create(&desc, &ctx), XPJ_OK);
+    assert_int_equal(xpj_device_select(ctx, "cpu", &dev), XPJ_OK);
+    assert_int_equal(xpj_program_create(ctx, "kernels.xpk", kernels_src,
+                                        strlen(kernels_src), NULL, &p),
+                     XPJ_OK);
+    assert_int_equal(
+        xpj_program_get_kernel(p, "saxpy", "T=f32", 0, dev, NULL, &k),
+        XPJ_OK);
+    xpj_kernel_info ki;
+    assert_int_equal(xpj_kernel_get_info(k, &ki), XPJ_OK);
+    assert_int_equal(ki.origin, XPJ_ORIGIN_COMPILED);
+    xpj_program_destroy(p);
+    xpj_context_destroy(ctx);
+  }
+  xpj_set_warning_handler(NULL, NULL);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  char says[256];
+  snprintf(says, sizeof says, "daemon: %s is served by uid 65534, not this "
+           "user (0)", sock);
+  if (count_of(squat_warnings, says) != 1 ||
+      !strstr(squat_warnings, "Someone else holds this path: set "
+              "XPJIT_DAEMON to a socket of your own (or XDG_RUNTIME_DIR)"))
+    fail_msg("want one warning '%s ...' naming the fix; warnings:\n%s",
+             says, squat_warnings);
 }
 
 /* ---- parsing off the event loop ---- */
@@ -4585,6 +4686,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_simultaneous_start, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_peer_uid, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_squatted_socket, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sigterm_in_flight, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_sigterm_unread_client, setup,

@@ -3279,13 +3279,19 @@ static int check_dir(const char *dir) {
     if (lstat(dir, &sb) != 0)
       return fail_start("%s: %s", dir, strerror(errno));
   }
+  /* the fix: someone else may hold this path (/tmp/xpjit-UID made
+   * before the user's daemon), which the user cannot take back */
+  static const char fix[] = "give --socket a path in a directory of your "
+                            "own, or set XDG_RUNTIME_DIR";
   if (S_ISLNK(sb.st_mode))
-    return fail_start("refusing %s: it is a symbolic link", dir);
+    return fail_start("refusing %s: it is a symbolic link (never followed); "
+                      "%s", dir, fix);
   if (!S_ISDIR(sb.st_mode))
-    return fail_start("refusing %s: not a directory", dir);
+    return fail_start("refusing %s: not a directory; %s", dir, fix);
   if (sb.st_uid != geteuid())
-    return fail_start("refusing %s: owned by uid %u, not by this user (%u)",
-                      dir, (unsigned)sb.st_uid, (unsigned)geteuid());
+    return fail_start("refusing %s: owned by uid %u, not by this user (%u), "
+                      "who could take the socket over; %s", dir,
+                      (unsigned)sb.st_uid, (unsigned)geteuid(), fix);
   /* the whole mode: /tmp's 1777 said "777" */
   if (sb.st_mode & (S_IWGRP | S_IWOTH))
     return fail_start("refusing %s: writable by group or others (mode "
