@@ -1938,6 +1938,21 @@ static bool ready_to_open(xpj_cache *c) {
     c->mode = XPJ_CACHE_MODE_OFF; /* nothing there to read: no problem */
     return false;
   }
+  struct stat sb;
+  char to[4096];
+  ssize_t tn;
+  if (err == ENOENT && lstat(dir, &sb) == 0 && S_ISLNK(sb.st_mode) &&
+      (tn = readlink(dir, to, sizeof to - 1)) >= 0) {
+    /* a dangling link (perhaps planted into another's directory): said
+     * as it is, with whose link it is; nothing is made through it */
+    to[tn] = 0;
+    lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: its directory %s is a "
+               "symbolic link of uid %u to %s, which is not there (nothing "
+               "is created through a link): remove the link, or set "
+               "XPJIT_CACHE_DIR to a directory of your own", c->path, dir,
+               (unsigned)sb.st_uid, to);
+    return false;
+  }
   if (err) {
     lower_mode(c, XPJ_CACHE_MODE_OFF, "cache %s: its directory: %s", c->path,
                strerror(err));

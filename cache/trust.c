@@ -140,13 +140,19 @@ static trust_verdict foreign(const trust *t, const char *path, uid_t owner,
                   "entries that run as you. Set XPJIT_CACHE_DIR to a "
                   "directory of your own",
                   path, o, me, (unsigned)(mode & 07777));
+  /* chown is root's: advised to root, or as root's to do when root owns
+   * it; a user cannot take another user's directory (an outside probe:
+   * alice was told to 'chown alice' mallory's) */
+  char chown_[4400] = "";
+  if (t->me == 0 || owner == 0)
+    snprintf(chown_, sizeof chown_, ", or %s'chown %s %s'",
+             t->me == 0 ? "" : "have root run ", myname, path);
   if (own_dir > 0)
     return refuse(why, size,
                   "the cache directory %s belongs to %s, not to %s: "
                   "its owner could plant entries that run as you. Set "
-                  "XPJIT_CACHE_DIR to a directory of your own, or "
-                  "'chown %s %s'",
-                  path, o, me, myname, path);
+                  "XPJIT_CACHE_DIR to a directory of your own%s",
+                  path, o, me, chown_);
   if (own_dir < 0) /* a directory above the cache */
     return refuse(why, size,
                   "%s belongs to %s, not to %s or root: its owner "
@@ -156,8 +162,8 @@ static trust_verdict foreign(const trust *t, const char *path, uid_t owner,
                   path, o, me);
   return refuse(why, size,
                 "%s belongs to %s, not to %s: it may hold what its "
-                "owner wrote. Remove it, or 'chown %s %s' if you trust it",
-                path, o, me, myname, path);
+                "owner wrote. Remove it%s%s",
+                path, o, me, chown_, *chown_ ? " if you trust it" : "");
 }
 
 static trust_verdict writable(const trust *t, const char *path, mode_t mode,

@@ -3953,6 +3953,97 @@ static void test_trust_planted_cache(void **state) {
   assert_false(exists(path));
 }
 
+/* As nobody: the cache in arg's directories, each refused; the advice
+ * says what nobody can do. */
+typedef struct advice {
+  char theirs[256]; /* a third user's 0755 directory */
+  char roots[256];  /* root's 0755 directory */
+} advice;
+
+static int advice_child(void *arg) {
+  const advice *a = arg;
+  const char *dirs[] = {a->theirs, a->roots};
+  for (int i = 0; i < 2; i++) {
+    char db[300];
+    snprintf(db, sizeof db, "%s/cache.db", dirs[i]);
+    wlog w;
+    memset(&w, 0, sizeof w);
+    xpj_cache_config cfg = {.path = db, .mode = XPJ_CACHE_MODE_RW,
+                            .max_size = GiB, .warn = rec_warn,
+                            .warn_ud = &w};
+    xpj_cache *c = NULL;
+    if (xpj_cache_open(&cfg, &c) != XPJ_OK ||
+        xpj_cache_mode_of(c) != XPJ_CACHE_MODE_OFF || w.n != 1)
+      return 30 + i;
+    xpj_cache_close(c);
+    bool ok = strstr(w.text, "XPJIT_CACHE_DIR to a directory of your own");
+    if (i == 0)
+      ok = ok && !strstr(w.text, "chown");
+    else
+      ok = ok && strstr(w.text, "or have root run 'chown nobody");
+    if (!ok) {
+      fprintf(stderr, "advice for %s: %s", dirs[i], w.text);
+      return 32 + i;
+    }
+  }
+  return 0;
+}
+
+/* A cache directory of someone else's: another directory is the advice,
+ * not 'chown USER DIR', which only root can run (an outside probe: alice
+ * was told to take mallory's directory); when root owns it, root is who
+ * would run it. */
+static void test_trust_chown_advice(void **state) {
+  NEED_ROOT();
+  fx *f = *state;
+  assert_int_equal(chmod(f->dir, 0755), 0); /* nobody may enter */
+  advice a;
+  snprintf(a.theirs, sizeof a.theirs, "%s/theirs", f->dir);
+  snprintf(a.roots, sizeof a.roots, "%s/roots", f->dir);
+  uid_t third = nobody()->pw_uid - 1; /* neither root nor nobody */
+  assert_int_equal(mkdir(a.theirs, 0755), 0);
+  assert_int_equal(chown(a.theirs, third, third), 0);
+  assert_int_equal(mkdir(a.roots, 0755), 0);
+  int r = as_nobody(advice_child, &a);
+  if (r)
+    fail_msg("as nobody: %d", r);
+  /* root can run chown, and is told to */
+  char path[300];
+  snprintf(path, sizeof path, "%s/cache.db", a.theirs);
+  f->w.n = 0;
+  f->w.text[0] = 0;
+  xpj_cache *c = open_cache(&f->w, path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
+  xpj_cache_close(c);
+  assert_warned(&f->w, "or 'chown root ");
+}
+
+/* A cache directory that is a link to nothing (planted toward another's
+ * directory): nothing is made through it, and the warning names the
+ * link, its owner and where it points (it said "its directory: No such
+ * file or directory"). */
+static void test_trust_dangling_link(void **state) {
+  fx *f = *state;
+  char link[128], to[128], path[160], says[512];
+  snprintf(link, sizeof link, "%s/link", f->dir);
+  snprintf(to, sizeof to, "%s/nowhere/sub", f->dir);
+  assert_int_equal(symlink(to, link), 0);
+  snprintf(path, sizeof path, "%s/cache.db", link);
+  f->w.n = 0;
+  f->w.text[0] = 0;
+  xpj_cache *c = open_cache(&f->w, path, XPJ_CACHE_MODE_RW, GiB);
+  assert_int_equal(xpj_cache_mode_of(c), XPJ_CACHE_MODE_OFF);
+  xpj_cache_close(c);
+  assert_int_equal(f->w.n, 1);
+  snprintf(says, sizeof says, "its directory %s is a symbolic link of uid "
+           "%u to %s, which is not there", link, (unsigned)geteuid(), to);
+  assert_warned(&f->w, says);
+  assert_warned(&f->w, "remove the link, or set XPJIT_CACHE_DIR");
+  struct stat sb;
+  snprintf(path, sizeof path, "%s/nowhere", f->dir);
+  assert_int_equal(lstat(path, &sb), -1);
+}
+
 typedef struct unreadable {
   char dir[256];
 } unreadable;
@@ -6518,6 +6609,8 @@ int main(void) {
       T(test_environment),
       T(test_config_mode),
       T(test_trust_planted_cache),
+      T(test_trust_chown_advice),
+      T(test_trust_dangling_link),
       T(test_unreadable),
       T(test_trust_bundles),
       T(test_trust_modes),
