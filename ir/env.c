@@ -54,7 +54,7 @@ const xpj_env_var xpj_env_vars[] = {
      "NVIDIA's libdevice, linked into PTX that calls math functions", LIB},
     {"XPJIT_FAILURE_TTL", "10m", "a duration (90s, 10m, 2h) or 0",
      "how long a compile that ran out of time or memory is remembered (0: never)", LIB},
-    {"XPJIT_FAULT_INJECT", "none", "crash, hang, llvm-fatal, linger, unroll-loads",
+    {"XPJIT_FAULT_INJECT", "none", "crash, hang, llvm-fatal, linger, unroll-loads, wide-pairs-off, wide-left",
      "test hook: the compile's worker misbehaves so", LIB},
     /* caches */
     {"XPJIT_CACHE", "rw", "rw (on, 1), ro, off (0)",
