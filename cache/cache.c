@@ -2344,13 +2344,19 @@ static xpj_status open_handle(const xpj_cache_config *cfg, bool lazy,
       if (xpj_env_first_complaint("XPJIT_CACHE_MAX_SIZE"))
         warnf(c, "XPJIT_CACHE_MAX_SIZE=%.64s: %s; using 1G", e, last_msg);
       c->max_size = XPJ_CACHE_DEFAULT_MAX_SIZE;
-    } else if (c->max_size < ENV_MIN_SIZE) {
-      /* 0 (the default, as in the struct, is the likelier meaning) and
-       * limits under 1M made a cache that evicts every entry it writes */
+    } else if (c->max_size == 0) {
+      /* the default, as in the struct, is the likelier meaning; as a limit
+       * it made a cache that evicts every entry it writes, silently */
       if (xpj_env_first_complaint("XPJIT_CACHE_MAX_SIZE"))
-        warnf(c, "XPJIT_CACHE_MAX_SIZE=%.64s: under 1M, a cache that would "
-              "keep nothing; using 1G", e);
+        warnf(c, "XPJIT_CACHE_MAX_SIZE=%.64s: a cache that would keep "
+              "nothing (XPJIT_CACHE=off says that); using 1G", e);
       c->max_size = XPJ_CACHE_DEFAULT_MAX_SIZE;
+    } else if (c->max_size < ENV_MIN_SIZE) {
+      /* taken (a small cache is a choice: tests of eviction make one), but
+       * said: one kernel's binary is often larger than such a limit */
+      if (xpj_env_first_complaint("XPJIT_CACHE_MAX_SIZE"))
+        warnf(c, "XPJIT_CACHE_MAX_SIZE=%.64s: under 1M, a cache that keeps "
+              "few kernels if any (a kernel's binary is often larger)", e);
     }
   }
   xpj_status st = XPJ_OK;

@@ -74,7 +74,8 @@ const xpj_env_var xpj_env_vars[] = {
     {"XPJIT_BUNDLE_PATH", "none", "files or directories of *.xpb, colon-separated",
      "bundles of precompiled kernels loaded by every context (no_env_bundles: not)", LIB},
     {"XPJIT_TRUSTED_OWNERS", "none", "user names or uids, comma-separated",
-     "owners besides you and root whose bundles are accepted", LIB},
+     "owners besides you and root whose bundles are accepted, and whose "
+     "Redis secret file, links to it and directories above it are", LIB},
     /* the daemon and the cluster */
     {"XPJIT_DAEMON", "auto", "auto, off (0, no), an absolute socket path",
      "the compile daemon xpjitd asked before compiling (xpj_context_desc.daemon wins)", LIB},
@@ -82,10 +83,14 @@ const xpj_env_var xpj_env_vars[] = {
      "the longest wait for the daemon's answer to one kernel", LIB},
     {"XPJIT_REDIS", "none", "redis://[user:password@]host[:port][/db], unix:/path, off",
      "the cluster's Redis tier (xpj_context_desc.redis wins; xpjitd --redis)", LIB " and xpjitd"},
-    {"XPJIT_REDIS_SECRET_FILE", "none", "a private file of at least 16 bytes (yours or root's, mode 0600, 0400 or 0640)",
+    {"XPJIT_REDIS_SECRET_FILE", "none", "a private file of at least 16 bytes (yours, root's or a trusted owner's, "
+     "mode 0600, 0400 or 0640, one name), reached through links and "
+     "directories only you, root or a trusted owner can change "
+     "(docs/cache.md, \"Trust\")",
      "values in Redis carry an HMAC with this secret instead of a plain SHA-256", LIB " and xpjitd"},
     {"XPJIT_REDIS_TIMEOUT", "50ms", "a duration from 1ms to 60s",
-     "the limit for connecting to Redis and for each command", LIB},
+     "the limit for connecting to Redis and for each command, however the "
+     "server paces its reads and writes", LIB},
     {"XPJIT_REDIS_TTL", "7d", "a duration of at least 1s",
      "the expiry of values written to Redis", LIB},
     {"XPJIT_WORKER_FAULT", "none", "crash, hang, exit, each optionally :KERNEL",
