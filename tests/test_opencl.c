@@ -764,51 +764,7 @@ static void test_four_trips(void **state) {
  * hook, sizes whose products pass 2^64 (2^32 + 5, 3037000507: the sums
  * are then defined modulo 2^64, as the kernels' arithmetic wraps), against
  * exact sums modulo 2^64. */
-static const char wide_src[] =
-    "kernel s64(n: i64, y: global i64[]) range(1) {\n"
-    "    let acc: i64 = 0;\n"
-    "    for (let k: i64 = 0; k < n; k++) { acc += k; }\n"
-    "    y[global_id(0)] = acc;\n"
-    "}\n"
-    "kernel s32w(n: i32, y: global i64[]) range(1) {\n"
-    "    let acc: i64 = 0;\n"
-    "    for (let k: i32 = 0; k < n; k++) { acc += i64(k) * i64(k); }\n"
-    "    y[global_id(0)] = acc;\n"
-    "}\n"
-    "kernel sq(n: i64, y: global i64[]) range(1) {\n"
-    "    let acc: i64 = 0;\n"
-    "    for (let k: i64 = 0; k < n; k++) { acc += k * k; }\n"
-    "    y[global_id(0)] = acc;\n"
-    "}\n"
-    "kernel cube(n: i64, y: global i64[]) range(1) {\n"
-    "    let acc: i64 = 0;\n"
-    "    for (let k: i64 = 0; k < n; k++) { acc += k * k * k; }\n"
-    "    y[global_id(0)] = acc;\n"
-    "}\n"
-    "kernel quart(n: i64, y: global i64[]) range(1) {\n"
-    "    let acc: i64 = 0;\n"
-    "    for (let k: i64 = 0; k < n; k++) { acc += k * k * k * k; }\n"
-    "    y[global_id(0)] = acc;\n"
-    "}\n"
-    "kernel us(n: u64, y: global u64[]) range(1) {\n"
-    "    let acc: u64 = 0;\n"
-    "    for (let k: u64 = 0; k < n; k++) { acc += k; }\n"
-    "    y[global_id(0)] = acc;\n"
-    "}\n"
-    "kernel nest(n: i64, y: global i64[]) ndrange(1) {\n"
-    "    let acc: i64 = 0;\n"
-    "    for (let i: i64 = 0; i < n; i++) {\n"
-    "        for (let j: i64 = 0; j < i; j++) {\n"
-    "            for (let l: i64 = 0; l < j; l++) { acc += l; }\n"
-    "        }\n"
-    "    }\n"
-    "    y[global_id(0)] = acc;\n"
-    "}\n"
-    "kernel span(a: i64, n: i64, y: global i64[]) range(1) {\n"
-    "    let acc: i64 = 0;\n"
-    "    for (let k: i64 = a; k < n; k++) { acc -= 3 * k; }\n"
-    "    y[global_id(0)] = acc;\n"
-    "}\n";
+#include "wide_sums.inc"
 
 /* C(n, m) modulo 2^64 (m <= 5): the m factors n, n - 1, ... with m!'s
  * primes divided out of them one at a time (m consecutive integers hold
@@ -844,7 +800,7 @@ static uint64_t power_sum(uint64_t n, unsigned p) {
   return r;
 }
 
-/* what kernel `which` of wide_src leaves (a: span's start) */
+/* what kernel `which` of wide_sums_src leaves (a: span's start) */
 static uint64_t wide_ref(int which, int64_t a, uint64_t n) {
   switch (which) {
   case 0: case 5: return power_sum(n, 1);
@@ -915,8 +871,8 @@ static void test_wide_sums(void **state) {
       skip();
     }
     xpj_program *p = NULL;
-    assert_int_equal(xpj_program_create(ctx, "wide.xpk", wide_src,
-                                        strlen(wide_src), NULL, &p),
+    assert_int_equal(xpj_program_create(ctx, "wide.xpk", wide_sums_src,
+                                        strlen(wide_sums_src), NULL, &p),
                      XPJ_OK);
     xpj_compile_opts o;
     xpj_compile_opts_default(&o);
